@@ -1,0 +1,54 @@
+/**
+ * Domain errors. Services throw these without knowing about HTTP; `toHttp` in
+ * src/http/error-handler.ts maps each one to a status and a body in one place.
+ */
+
+export interface FieldError {
+  field: string;
+  code: string;
+}
+
+export class DomainError extends Error {}
+
+/** 404 `No <thing> found`. `thing` is the API's own word: pipeline, build, organization... */
+export class NotFoundError extends DomainError {
+  constructor(readonly thing: string) {
+    super(`No ${thing} found`);
+  }
+}
+
+/** 422 `Validation Failed` with one entry per field at fault. */
+export class ValidationError extends DomainError {
+  constructor(readonly errors: FieldError[], message = 'Validation Failed') {
+    super(message);
+  }
+  static field(field: string, code: string): ValidationError {
+    return new ValidationError([{ field, code }]);
+  }
+}
+
+/** 422 with a reason and no field (e.g. `Pipeline could not be archived.`). */
+export class UnprocessableError extends DomainError {}
+
+/** 409: the request conflicts with the current state of a resource. */
+export class ConflictError extends DomainError {}
+
+/** 403. `scope` set: the token lacks that scope; otherwise a plain `Forbidden`. */
+export class ForbiddenError extends DomainError {
+  constructor(readonly scope?: string) {
+    super(scope ? `Your access token doesn't have the ${scope} scope` : 'Forbidden');
+  }
+}
+
+/** 401 for a missing, malformed, expired or revoked credential. */
+export class UnauthorizedError extends DomainError {}
+
+/** 400 for a malformed query (bad per_page, unknown state value...). */
+export class BadRequestError extends DomainError {}
+
+/** 503: a dependency (the database) cannot be reached right now. */
+export class UnavailableError extends DomainError {
+  constructor(message = 'Service temporarily unavailable, please retry', readonly retryAfterSeconds = 5) {
+    super(message);
+  }
+}
