@@ -1,0 +1,109 @@
+/**
+ * Every setting, read from the environment once at start and validated. A bad value stops the
+ * start with a message naming the setting. Nothing else in the code reads process.env.
+ */
+import path from 'node:path';
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** `postgres://...` or a SQLite file path (`sqlite:` prefix optional), or `:memory:`. */
+  databaseUrl: string;
+  databaseKind: 'sqlite' | 'postgres';
+  publicUrl: string;
+  /** Undefined: generate once and keep it in the data directory (embedded default). */
+  jwtSecret: string | undefined;
+  logLevel: string;
+  bodyLimitBytes: number;
+  /** Validate responses against the spec too (always on in tests). */
+  validateResponses: boolean;
+  shutdownTimeoutMs: number;
+  github: { apiUrl: string | undefined; token: string | undefined };
+  githubEnterprise: { apiUrl: string | undefined; token: string | undefined };
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function url(env: Env, name: string, fallback: string | undefined): string | undefined {
+  const raw = env[name] || fallback;
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${raw}"`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, 'PORT', 8080, 0, 65535);
+  const host = env.HOST || '127.0.0.1';
+  const dataDir = path.resolve(env.DATA_DIR || './data');
+
+  const rawDb = env.DATABASE_URL || path.join(dataDir, 'windsock.sqlite3');
+  let databaseKind: Config['databaseKind'];
+  let databaseUrl: string;
+  if (/^postgres(ql)?:\/\//.test(rawDb)) {
+    databaseKind = 'postgres';
+    databaseUrl = rawDb;
+  } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(rawDb)) {
+    throw new ConfigError(`DATABASE_URL must be postgres://... or a SQLite file path, got a "${rawDb.split(':')[0]}" URL`);
+  } else {
+    databaseKind = 'sqlite';
+    databaseUrl = rawDb.replace(/^sqlite:/, '');
+  }
+
+  const jwtSecret = env.JWT_SECRET || undefined;
+  if (jwtSecret !== undefined && jwtSecret.length < 32) {
+    throw new ConfigError('JWT_SECRET must be at least 32 characters long');
+  }
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+
+  return {
+    port,
+    host,
+    dataDir,
+    databaseUrl,
+    databaseKind,
+    publicUrl: url(env, 'PUBLIC_URL', `http://${host === '0.0.0.0' || host === '::' ? 'localhost' : host}:${port}`)!,
+    jwtSecret,
+    logLevel,
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    validateResponses: bool(env, 'VALIDATE_RESPONSES', false),
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    github: { apiUrl: url(env, 'GITHUB_API_URL', undefined), token: env.GITHUB_TOKEN || undefined },
+    githubEnterprise: {
+      apiUrl: url(env, 'GITHUB_ENTERPRISE_API_URL', undefined),
+      token: env.GITHUB_ENTERPRISE_TOKEN || undefined,
+    },
+  };
+}
