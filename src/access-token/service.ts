@@ -1,0 +1,142 @@
+/**
+ * API access tokens. A token is an HS256 JWT whose `jti` names a stored row; the signature
+ * proves the token was issued here, and the row is the authority on scopes, the organizations
+ * the token may reach, expiry and revocation. Nothing secret is stored.
+ */
+import crypto from 'node:crypto';
+import jwt from 'jsonwebtoken';
+import type { Knex } from 'knex';
+import { toDate, toDateOrNull, parseJson } from '../db/values';
+import { UnauthorizedError, ValidationError } from '../http/errors';
+import type { Keys } from '../security/keys';
+import { userFromRow } from '../user/repository';
+import type { User } from '../user/serialize';
+import type { Role } from '../organizations/repository';
+
+export const SCOPES = [
+  'read_user',
+  'read_organizations',
+  'read_pipelines',
+  'write_pipelines',
+  'read_builds',
+  'write_builds',
+  'read_suites',
+  'write_suites',
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export interface AccessToken {
+  id: string;
+  description: string | null;
+  scopes: Scope[];
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+/** Who is calling: the token, its user, and the organizations it may reach with the user's role in each. */
+export interface Principal {
+  token: AccessToken;
+  user: User;
+  organizations: Map<string, Role>;
+}
+
+const ISSUER = 'windsock';
+
+export class AccessTokenService {
+  constructor(
+    private readonly db: Knex,
+    private readonly keys: Keys,
+  ) {}
+
+  async create(input: {
+    userId: string;
+    organizationIds: string[];
+    scopes: string[];
+    description?: string | null;
+    expiresAt: Date;
+  }): Promise<{ token: AccessToken; jwt: string }> {
+    const unknown = input.scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+    if (unknown.length) throw ValidationError.field('scopes', `unknown scope(s): ${unknown.join(', ')}`);
+    if (input.expiresAt.getTime() <= Date.now()) throw ValidationError.field('expires_at', 'must be in the future');
+    const token: AccessToken = {
+      id: crypto.randomUUID(),
+      description: input.description ?? null,
+      scopes: [...new Set(input.scopes)] as Scope[],
+      createdAt: new Date(),
+      expiresAt: input.expiresAt,
+    };
+    await this.db.transaction(async (trx) => {
+      await trx('access_tokens').insert({
+        id: token.id,
+        user_id: input.userId,
+        description: token.description,
+        scopes: JSON.stringify(token.scopes),
+        created_at: token.createdAt,
+        expires_at: token.expiresAt,
+      });
+      if (input.organizationIds.length) {
+        await trx('access_token_organizations').insert(
+          input.organizationIds.map((organization_id) => ({ access_token_id: token.id, organization_id })),
+        );
+      }
+    });
+    const signed = jwt.sign({ sub: input.userId, exp: Math.floor(token.expiresAt.getTime() / 1000) }, this.keys.jwt, {
+      algorithm: 'HS256',
+      jwtid: token.id,
+      issuer: ISSUER,
+    });
+    return { token, jwt: signed };
+  }
+
+  /** The principal behind a bearer token, or UnauthorizedError. */
+  async authenticate(bearer: string): Promise<Principal> {
+    let claims: jwt.JwtPayload;
+    try {
+      const decoded = jwt.verify(bearer, this.keys.jwt, { algorithms: ['HS256'], issuer: ISSUER });
+      if (typeof decoded === 'string') throw new Error('not a JWT payload');
+      claims = decoded;
+    } catch {
+      throw new UnauthorizedError('invalid token');
+    }
+    if (typeof claims.exp !== 'number' || typeof claims.jti !== 'string' || typeof claims.sub !== 'string') {
+      throw new UnauthorizedError('invalid token');
+    }
+    const row = await this.db('access_tokens')
+      .join('users', 'users.id', 'access_tokens.user_id')
+      .where('access_tokens.id', claims.jti)
+      .first(
+        'access_tokens.*',
+        'users.name as user_name',
+        'users.email as user_email',
+        'users.created_at as user_created_at',
+      );
+    if (!row || row.user_id !== claims.sub || toDateOrNull(row.revoked_at) !== null || toDate(row.expires_at).getTime() <= Date.now()) {
+      throw new UnauthorizedError('invalid token');
+    }
+    // Reach = the token's organizations where its user is (still) a member.
+    const orgRows = await this.db('access_token_organizations as ato')
+      .join('organization_members as m', 'm.organization_id', 'ato.organization_id')
+      .where({ 'ato.access_token_id': row.id, 'm.user_id': row.user_id })
+      .select('m.organization_id', 'm.role');
+    return {
+      token: tokenFromRow(row),
+      user: userFromRow({ id: row.user_id, name: row.user_name, email: row.user_email, created_at: row.user_created_at }),
+      organizations: new Map(orgRows.map((r) => [r.organization_id as string, r.role as Role])),
+    };
+  }
+
+  async revoke(tokenId: string): Promise<boolean> {
+    const n = await this.db('access_tokens').where({ id: tokenId }).whereNull('revoked_at').update({ revoked_at: new Date() });
+    return n > 0;
+  }
+}
+
+function tokenFromRow(row: Record<string, unknown>): AccessToken {
+  return {
+    id: row.id as string,
+    description: (row.description as string | null) ?? null,
+    scopes: parseJson<Scope[]>(row.scopes, []),
+    createdAt: toDate(row.created_at),
+    expiresAt: toDate(row.expires_at),
+  };
+}

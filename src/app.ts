@@ -1,0 +1,100 @@
+/**
+ * Builds the Express app: request id and logging, parsers, the meta routes, authentication,
+ * per-operation scope guards, express-openapi-validator, the resource routes and the one error
+ * handler. Nothing here listens; src/server.ts does.
+ */
+import express, { NextFunction, Request, Response } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import type { Knex } from 'knex';
+import type { AccessTokenService } from './access-token/service';
+import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
+import { errorHandler } from './http/error-handler';
+import { NotFoundError } from './http/errors';
+import { requestLogger, type Logger } from './http/logger';
+import type { OrganizationRepository } from './organizations/repository';
+import { organizationRoutes } from './organizations/routes';
+import { pipelineRoutes } from './pipelines/routes';
+import type { PipelineService } from './pipelines/service';
+import { loadSpec } from './spec';
+
+export interface AppDeps {
+  db: Knex;
+  logger: Logger;
+  publicUrl: string;
+  bodyLimitBytes: number;
+  validateResponses: boolean;
+  tokens: AccessTokenService;
+  orgs: OrganizationRepository;
+  pipelines: PipelineService;
+  /** false once shutdown has begun: readiness turns 503 so load balancers stop sending. */
+  isAccepting?: () => boolean;
+}
+
+export function createApp(deps: AppDeps): express.Express {
+  const spec = loadSpec();
+  const app = express();
+  app.disable('x-powered-by');
+  // Bracket arrays (`state[]=a&state[]=b`) and `meta_data[key]=value`, as the real API takes them.
+  app.set('query parser', 'extended');
+  app.set('trust proxy', false);
+
+  app.use(requestLogger(deps.logger));
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    // Express 5 makes req.query a getter that re-parses on each read, which would drop the
+    // validator's type coercion; pin the parsed object so coerced values stick.
+    Object.defineProperty(req, 'query', { value: { ...req.query }, writable: true, configurable: true, enumerable: true });
+    res.setHeader('Access-Control-Expose-Headers', 'Link, RateLimit-Scope, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id');
+    next();
+  });
+  app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+
+  app.get('/', (_req, res) => {
+    res.json({ message: 'Windsock REST API: the Buildkite REST API v2 dialect. See /openapi.json.', timestamp: Math.floor(Date.now() / 1000) });
+  });
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_req, res) => {
+    if (deps.isAccepting && !deps.isAccepting()) {
+      res.setHeader('Retry-After', '5');
+      res.status(503).json({ message: 'Shutting down' });
+      return;
+    }
+    try {
+      await deps.db.raw('select 1');
+      res.json({ status: 'ok' });
+    } catch {
+      res.setHeader('Retry-After', '5');
+      res.status(503).json({ message: 'The database is unavailable' });
+    }
+  });
+  app.get('/openapi.json', (_req, res) => {
+    res.type('application/json').send(spec.json);
+  });
+  app.get('/openapi.yaml', (_req, res) => {
+    res.type('application/yaml').send(spec.yaml);
+  });
+
+  app.use('/v2', authenticate(deps.tokens));
+  app.use(guardRouter(guardsFromSpec(spec.doc), deps.orgs));
+  app.use(
+    OpenApiValidator.middleware({
+      apiSpec: structuredClone(spec.doc) as never,
+      validateRequests: { allowUnknownQueryParameters: true, coerceTypes: true },
+      validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
+      validateSecurity: false,
+      validateFormats: true,
+      // The meta routes above answered already; nothing else is outside the contract.
+      ignoreUndocumented: false,
+    }),
+  );
+
+  app.use(organizationRoutes(deps.orgs, deps.tokens, deps.publicUrl));
+  app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
+
+  app.use(() => {
+    throw new NotFoundError('route');
+  });
+  app.use(errorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,192 @@
+#!/usr/bin/env node
+/**
+ * `windsock <command>`: serve, migrate, and the administration commands (organizations, users,
+ * teams, tokens). Each command reads the same settings as the server from the environment.
+ */
+import { parseArgs } from 'node:util';
+import { SCOPES } from '../access-token/service';
+import { ConfigError, loadConfig, type Config } from '../config';
+import { migrateLatest } from '../db/knex';
+import { DomainError, ValidationError } from '../http/errors';
+import { createLogger } from '../http/logger';
+import { slugify } from '../pipelines/slug';
+import { loadOrCreateSecret } from '../security/keys';
+import { serve } from '../server';
+import { createServices, type Services } from '../services';
+
+const USAGE = `Usage: windsock <command> [options]
+
+  serve                                   start the HTTP service (migrates first)
+  migrate                                 apply database migrations
+  org create --name NAME [--slug SLUG] [--teams]
+  user create --name NAME --email EMAIL [--org SLUG --role admin|member]
+  team create --org SLUG --name NAME [--slug SLUG]
+  team add-member --org SLUG --team SLUG --email EMAIL
+  token create --email EMAIL --org SLUG[,SLUG...] [--scopes all|s1,s2...]
+               [--description TEXT] [--expires-in-days N]     prints the token once
+  token revoke --id TOKEN_UUID
+
+Settings come from the environment (see README.md).`;
+
+class UsageError extends Error {}
+
+function need(values: Record<string, unknown>, name: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v.trim() === '') throw new UsageError(`--${name} is required`);
+  return v.trim();
+}
+
+async function withServices(config: Config, fn: (s: Services) => Promise<void>): Promise<void> {
+  const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
+  const s = createServices({
+    database: { kind: config.databaseKind, url: config.databaseUrl },
+    secret: loadOrCreateSecret(config.jwtSecret, config.dataDir),
+    publicUrl: config.publicUrl,
+    github: config.github,
+    githubEnterprise: config.githubEnterprise,
+    logger,
+  });
+  try {
+    await migrateLatest(s.db);
+    await fn(s);
+  } finally {
+    await s.db.destroy();
+  }
+}
+
+async function orgBySlug(s: Services, slug: string) {
+  const org = await s.orgs.findBySlug(slug);
+  if (!org) throw new UsageError(`no organization with slug "${slug}"`);
+  return org;
+}
+
+async function userByEmail(s: Services, email: string) {
+  const user = await s.users.findByEmail(email);
+  if (!user) throw new UsageError(`no user with email "${email}"`);
+  return user;
+}
+
+export async function main(argv: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      slug: { type: 'string' },
+      email: { type: 'string' },
+      org: { type: 'string' },
+      role: { type: 'string' },
+      team: { type: 'string' },
+      teams: { type: 'boolean' },
+      scopes: { type: 'string' },
+      description: { type: 'string' },
+      'expires-in-days': { type: 'string' },
+      id: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const command = positionals.slice(0, 2).join(' ');
+  if (values.help || positionals.length === 0) {
+    out.write(USAGE + '\n');
+    return positionals.length === 0 && !values.help ? 2 : 0;
+  }
+  const config = loadConfig();
+  const print = (line: string): void => {
+    out.write(line + '\n');
+  };
+
+  switch (positionals[0] === 'serve' || positionals[0] === 'migrate' ? positionals[0] : command) {
+    case 'serve':
+      await serve(config);
+      return -1; // keeps running
+    case 'migrate':
+      await withServices(config, async () => print('migrations applied'));
+      return 0;
+    case 'org create':
+      await withServices(config, async (s) => {
+        const name = need(values, 'name');
+        const org = await s.orgs.create({ name, slug: values.slug ?? slugify(name), teamsEnabled: values.teams ?? false });
+        print(`created organization ${org.slug} (${org.id})${org.teamsEnabled ? ' with teams enabled' : ''}`);
+      });
+      return 0;
+    case 'user create':
+      await withServices(config, async (s) => {
+        const role = values.role ?? 'member';
+        if (role !== 'admin' && role !== 'member') throw new UsageError('--role must be admin or member');
+        const org = values.org ? await orgBySlug(s, values.org) : null;
+        const user = await s.users.create({ name: need(values, 'name'), email: need(values, 'email') });
+        if (org) await s.orgs.addMember(org.id, user.id, role);
+        print(`created user ${user.email} (${user.id})${org ? ` as ${role} of ${org.slug}` : ''}`);
+      });
+      return 0;
+    case 'team create':
+      await withServices(config, async (s) => {
+        const org = await orgBySlug(s, need(values, 'org'));
+        const name = need(values, 'name');
+        const team = await s.orgs.createTeam({ organizationId: org.id, name, slug: values.slug ?? slugify(name) });
+        print(`created team ${team.slug} (${team.id}) in ${org.slug}`);
+      });
+      return 0;
+    case 'team add-member':
+      await withServices(config, async (s) => {
+        const org = await orgBySlug(s, need(values, 'org'));
+        const team = await s.orgs.findTeam(org.id, need(values, 'team'));
+        if (!team) throw new UsageError(`no team "${values.team}" in ${org.slug}`);
+        const user = await userByEmail(s, need(values, 'email'));
+        await s.orgs.addTeamMember(team.id, user.id);
+        print(`added ${user.email} to team ${team.slug}`);
+      });
+      return 0;
+    case 'token create':
+      await withServices(config, async (s) => {
+        const user = await userByEmail(s, need(values, 'email'));
+        const orgs = await Promise.all(need(values, 'org').split(',').map((slug) => orgBySlug(s, slug.trim())));
+        const scopes = !values.scopes || values.scopes === 'all' ? [...SCOPES] : values.scopes.split(',').map((x) => x.trim());
+        const days = Number(values['expires-in-days'] ?? 365);
+        if (!Number.isInteger(days) || days < 1 || days > 3650) throw new UsageError('--expires-in-days must be a whole number from 1 to 3650');
+        const { token, jwt } = await s.tokens.create({
+          userId: user.id,
+          organizationIds: orgs.map((o) => o.id),
+          scopes,
+          description: values.description ?? null,
+          expiresAt: new Date(Date.now() + days * 86_400_000),
+        });
+        print(`created token ${token.id} for ${user.email}, expires ${token.expiresAt.toISOString()}; it is shown once:`);
+        print(jwt);
+      });
+      return 0;
+    case 'token revoke':
+      await withServices(config, async (s) => {
+        const id = need(values, 'id');
+        if (!(await s.tokens.revoke(id))) throw new UsageError(`no active token ${id}`);
+        print(`revoked token ${id}`);
+      });
+      return 0;
+    default:
+      throw new UsageError(`unknown command "${positionals.join(' ')}"`);
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      if (code >= 0) process.exitCode = code;
+    },
+    (err: unknown) => {
+      if (err instanceof UsageError || err instanceof ConfigError) {
+        process.stderr.write(`windsock: ${err.message}\n`);
+        if (err instanceof UsageError) process.stderr.write(`\n${USAGE}\n`);
+        process.exitCode = 2;
+      } else if (err instanceof ValidationError) {
+        process.stderr.write(`windsock: ${err.errors.map((e) => `${e.field} ${e.code}`).join('; ')}\n`);
+        process.exitCode = 1;
+      } else if (err instanceof DomainError || (err as { code?: string }).code) {
+        process.stderr.write(`windsock: ${(err as Error).message}\n`);
+        process.exitCode = 1;
+      } else {
+        process.stderr.write(`windsock: ${(err as Error).stack ?? String(err)}\n`);
+        process.exitCode = 1;
+      }
+    },
+  );
+}

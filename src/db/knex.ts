@@ -1,0 +1,92 @@
+/**
+ * The one place a Knex instance is created. SQLite (better-sqlite3) is the embedded default,
+ * Postgres the production store; both get settings chosen on purpose, explained inline.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import knexFactory, { Knex } from 'knex';
+import { migrationSource } from './migrations';
+
+export type DatabaseKind = 'sqlite' | 'postgres';
+
+export interface DatabaseOptions {
+  kind: DatabaseKind;
+  url: string;
+  /** Postgres only: run in this schema (tests give each suite its own). */
+  schema?: string;
+  onIdleError?: (err: Error) => void;
+}
+
+export function createKnex(opts: DatabaseOptions): Knex {
+  if (opts.kind === 'sqlite') {
+    if (opts.url !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(opts.url)), { recursive: true });
+    return knexFactory({
+      client: 'better-sqlite3',
+      connection: { filename: opts.url },
+      useNullAsDefault: true,
+      // One connection: SQLite has one writer anyway, and a single connection means a
+      // transaction can never wait on another connection of our own pool (every query inside
+      // a transaction must use the transaction object).
+      pool: {
+        min: 1,
+        max: 1,
+        afterCreate(conn: { pragma(s: string): unknown }, done: (err: Error | null, conn: unknown) => void) {
+          try {
+            // WAL: readers never block the writer. NORMAL is durable across process crashes in
+            // WAL mode (only an OS crash can lose the last commits), and much faster than FULL.
+            conn.pragma('journal_mode = WAL');
+            conn.pragma('synchronous = NORMAL');
+            conn.pragma('foreign_keys = ON');
+            // Another process holding the lock (a second server, the CLI) is waited for, not failed.
+            conn.pragma('busy_timeout = 5000');
+            done(null, conn);
+          } catch (err) {
+            done(err as Error, conn);
+          }
+        },
+      },
+    });
+  }
+  return knexFactory({
+    client: 'pg',
+    connection: { connectionString: opts.url, statement_timeout: 15_000, connectionTimeoutMillis: 3_000 },
+    searchPath: opts.schema ? [opts.schema] : undefined,
+    // min 0: no connection is held open (or re-dialled) while idle, so a database restart is
+    // survived by simply opening new connections.
+    pool: {
+      min: 0,
+      max: 10,
+      afterCreate(conn: { on(ev: string, cb: (err: Error) => void): void }, done: (err: Error | null, conn: unknown) => void) {
+        // An idle client whose server goes away emits 'error'; unhandled, it would crash the process.
+        conn.on('error', (err) => opts.onIdleError?.(err));
+        done(null, conn);
+      },
+    },
+    acquireConnectionTimeout: 5_000,
+  });
+}
+
+export async function migrateLatest(knex: Knex): Promise<void> {
+  await knex.migrate.latest({ migrationSource });
+}
+
+/** Whether an error says the database cannot be reached (as opposed to a bad query). */
+export function isUnavailableError(err: unknown): boolean {
+  const e = err as { code?: string; name?: string; message?: string } | null;
+  if (!e) return false;
+  if (e.name === 'KnexTimeoutError') return true;
+  const code = e.code ?? '';
+  return (
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_CANTOPEN'].includes(code) ||
+    code.startsWith('SQLITE_BUSY') ||
+    // Postgres: 08xxx connection exceptions, 57P01-57P03 admin shutdown / cannot connect now.
+    /^08/.test(code) ||
+    /^57P0[123]$/.test(code)
+  );
+}
+
+/** Unique-key violation, by driver error code (never by message text). */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: string } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

@@ -1,0 +1,17 @@
+/**
+ * The migration list, imported statically so the same code runs from TypeScript sources
+ * (tests), from compiled JavaScript (the service) and from the knex CLI, with no file globbing.
+ * Add new migrations at the end, named YYYYMMDDHHMMSS_what.
+ */
+import type { Knex } from 'knex';
+import * as foundation from './20261123100000_foundation';
+
+const migrations: Record<string, Knex.Migration> = {
+  '20261123100000_foundation': foundation,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name]!,
+};

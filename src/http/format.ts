@@ -1,0 +1,21 @@
+/** Value formats of the API's wire dialect: its two timestamp styles, GraphQL ids, gravatars. */
+import crypto from 'node:crypto';
+
+/** `2015-05-09T21:05:59.874Z`: the default style. */
+export function isoTime(d: Date): string {
+  return d.toISOString();
+}
+
+/** `2013-09-03 13:24:38 UTC`: the style of pipeline and access-token timestamps. */
+export function utcTime(d: Date): string {
+  return d.toISOString().slice(0, 19).replace('T', ' ') + ' UTC';
+}
+
+export function graphqlId(type: string, id: string): string {
+  return Buffer.from(`${type}---${id}`).toString('base64');
+}
+
+export function gravatarUrl(email: string): string {
+  const hash = crypto.createHash('md5').update(email.trim().toLowerCase()).digest('hex');
+  return `https://www.gravatar.com/avatar/${hash}`;
+}

@@ -1,0 +1,43 @@
+/** Page/per_page paging and the GitHub-style Link header the official clients read. */
+import type { Request, Response } from 'express';
+
+export interface PageRequest {
+  page: number;
+  perPage: number;
+  offset: number;
+}
+
+/** From the validated query (the spec bounds both and supplies defaults). */
+export function pageRequest(req: Request): PageRequest {
+  const q = req.query as { page?: number | string; per_page?: number | string };
+  const page = Number(q.page ?? 1);
+  const perPage = Number(q.per_page ?? 30);
+  return { page, perPage, offset: (page - 1) * perPage };
+}
+
+/**
+ * Sets `Link` with the relations that apply. `hasNext` decides `next` when the total is not
+ * known (seek pagination); `total`, when known, also gives `last`. Every other query parameter
+ * of the request is kept.
+ */
+export function setLinkHeader(req: Request, res: Response, publicUrl: string, p: PageRequest, opts: { total?: number; hasNext?: boolean }): void {
+  const lastPage = opts.total !== undefined ? Math.max(1, Math.ceil(opts.total / p.perPage)) : undefined;
+  const hasNext = opts.hasNext ?? (lastPage !== undefined && p.page < lastPage);
+  const query = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?') + 1) : '';
+  const link = (page: number, rel: string) => {
+    const params = new URLSearchParams(query);
+    params.set('page', String(page));
+    params.set('per_page', String(p.perPage));
+    return `<${publicUrl}${req.baseUrl}${req.path}?${params.toString()}>; rel="${rel}"`;
+  };
+  const links: string[] = [];
+  if (p.page > 1) {
+    links.push(link(1, 'first'));
+    links.push(link(lastPage !== undefined ? Math.min(p.page - 1, lastPage) : p.page - 1, 'prev'));
+  }
+  if (hasNext) {
+    links.push(link(p.page + 1, 'next'));
+    if (lastPage !== undefined) links.push(link(lastPage, 'last'));
+  }
+  if (links.length) res.setHeader('Link', links.join(', '));
+}

@@ -1,0 +1,246 @@
+/** Pipelines and their team grants: Knex queries, rows in and domain objects out. */
+import type { Knex } from 'knex';
+import { isUniqueViolation } from '../db/knex';
+import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
+import { ValidationError } from '../http/errors';
+import { userFromRow } from '../user/repository';
+import type { User } from '../user/serialize';
+import type { Step } from './configuration';
+import type { ProviderId, ProviderSettings } from './provider';
+
+export type AccessLevel = 'read_only' | 'build_and_read' | 'manage_build_and_read';
+
+export interface Pipeline {
+  id: string;
+  organizationId: string;
+  slug: string;
+  name: string;
+  description: string | null;
+  repository: string;
+  providerId: ProviderId;
+  /** Only what was set; the API shows these over the provider's defaults. */
+  providerSettings: ProviderSettings;
+  defaultBranch: string | null;
+  branchConfiguration: string | null;
+  skipQueuedBranchBuilds: boolean;
+  skipQueuedBranchBuildsFilter: string | null;
+  cancelRunningBranchBuilds: boolean;
+  cancelRunningBranchBuildsFilter: string | null;
+  allowRebuilds: boolean;
+  clusterId: string | null;
+  pipelineTemplateUuid: string | null;
+  visibility: 'private' | 'public';
+  tags: string[] | null;
+  configuration: string | null;
+  steps: Step[];
+  env: Record<string, string>;
+  defaultTimeoutInMinutes: number | null;
+  maximumTimeoutInMinutes: number | null;
+  createdBy: User | null;
+  createdAt: Date;
+  archivedAt: Date | null;
+}
+
+/** The columns a create or update writes (everything but identity, counters and audit fields). */
+export type PipelineFields = Omit<Pipeline, 'id' | 'organizationId' | 'createdBy' | 'createdAt' | 'archivedAt'>;
+
+function toColumns(f: Partial<PipelineFields>): Record<string, unknown> {
+  const c: Record<string, unknown> = {};
+  const set = (col: string, v: unknown) => {
+    if (v !== undefined) c[col] = v;
+  };
+  set('slug', f.slug);
+  set('name', f.name);
+  set('description', f.description);
+  set('repository', f.repository);
+  set('provider_id', f.providerId);
+  set('provider_settings', f.providerSettings && JSON.stringify(f.providerSettings));
+  set('default_branch', f.defaultBranch);
+  set('branch_configuration', f.branchConfiguration);
+  set('skip_queued_branch_builds', f.skipQueuedBranchBuilds);
+  set('skip_queued_branch_builds_filter', f.skipQueuedBranchBuildsFilter);
+  set('cancel_running_branch_builds', f.cancelRunningBranchBuilds);
+  set('cancel_running_branch_builds_filter', f.cancelRunningBranchBuildsFilter);
+  set('allow_rebuilds', f.allowRebuilds);
+  set('cluster_id', f.clusterId);
+  set('pipeline_template_uuid', f.pipelineTemplateUuid);
+  set('visibility', f.visibility);
+  set('tags', f.tags === undefined ? undefined : f.tags === null ? null : JSON.stringify(f.tags));
+  set('configuration', f.configuration);
+  set('steps', f.steps && JSON.stringify(f.steps));
+  set('env', f.env && JSON.stringify(f.env));
+  set('default_timeout_in_minutes', f.defaultTimeoutInMinutes);
+  set('maximum_timeout_in_minutes', f.maximumTimeoutInMinutes);
+  return c;
+}
+
+const SELECT = [
+  'p.*',
+  'u.id as creator_id',
+  'u.name as creator_name',
+  'u.email as creator_email',
+  'u.created_at as creator_created_at',
+];
+
+function fromRow(r: Record<string, unknown>): Pipeline {
+  return {
+    id: r.id as string,
+    organizationId: r.organization_id as string,
+    slug: r.slug as string,
+    name: r.name as string,
+    description: (r.description as string | null) ?? null,
+    repository: r.repository as string,
+    providerId: r.provider_id as ProviderId,
+    providerSettings: parseJson<ProviderSettings>(r.provider_settings, {}),
+    defaultBranch: (r.default_branch as string | null) ?? null,
+    branchConfiguration: (r.branch_configuration as string | null) ?? null,
+    skipQueuedBranchBuilds: toBool(r.skip_queued_branch_builds),
+    skipQueuedBranchBuildsFilter: (r.skip_queued_branch_builds_filter as string | null) ?? null,
+    cancelRunningBranchBuilds: toBool(r.cancel_running_branch_builds),
+    cancelRunningBranchBuildsFilter: (r.cancel_running_branch_builds_filter as string | null) ?? null,
+    allowRebuilds: toBool(r.allow_rebuilds),
+    clusterId: (r.cluster_id as string | null) ?? null,
+    pipelineTemplateUuid: (r.pipeline_template_uuid as string | null) ?? null,
+    visibility: r.visibility as Pipeline['visibility'],
+    tags: parseJson<string[] | null>(r.tags, null),
+    configuration: (r.configuration as string | null) ?? null,
+    steps: parseJson<Step[]>(r.steps, []),
+    env: parseJson<Record<string, string>>(r.env, {}),
+    defaultTimeoutInMinutes: (r.default_timeout_in_minutes as number | null) ?? null,
+    maximumTimeoutInMinutes: (r.maximum_timeout_in_minutes as number | null) ?? null,
+    createdBy: r.creator_id
+      ? userFromRow({ id: r.creator_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
+      : null,
+    createdAt: toDate(r.created_at),
+    archivedAt: toDateOrNull(r.archived_at),
+  };
+}
+
+/** `%` and `_` are wildcards in LIKE; a user's text is matched literally. */
+function likeContains(text: string): string {
+  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+export interface ListFilter {
+  organizationId: string;
+  name?: string;
+  repository?: string;
+  /** Only pipelines granted to one of this user's teams (non-admins of Teams-enabled organizations). */
+  visibleToUserId?: string;
+}
+
+export class PipelineRepository {
+  constructor(private readonly db: Knex) {}
+
+  private base(trx: Knex) {
+    return trx('pipelines as p').leftJoin('users as u', 'u.id', 'p.created_by_id');
+  }
+
+  async insert(
+    p: { id: string; organizationId: string; createdById: string; createdAt: Date; webhookTokenHash: string } & PipelineFields,
+    teams: { teamId: string; accessLevel: AccessLevel }[],
+  ): Promise<void> {
+    await this.db.transaction(async (trx) => {
+      await this.assertUnique(trx, p.organizationId, p.name, p.slug);
+      try {
+        await trx('pipelines').insert({
+          id: p.id,
+          organization_id: p.organizationId,
+          created_by_id: p.createdById,
+          created_at: p.createdAt,
+          webhook_token_hash: p.webhookTokenHash,
+          ...toColumns(p),
+        });
+      } catch (err) {
+        throw this.uniqueToField(err, p.slug);
+      }
+      if (teams.length) {
+        await trx('pipeline_teams').insert(teams.map((t) => ({ pipeline_id: p.id, team_id: t.teamId, access_level: t.accessLevel })));
+      }
+    });
+  }
+
+  async update(p: Pipeline, changes: Partial<PipelineFields>): Promise<void> {
+    await this.db.transaction(async (trx) => {
+      await this.assertUnique(trx, p.organizationId, changes.name, changes.slug, p.id);
+      try {
+        const cols = toColumns(changes);
+        if (Object.keys(cols).length) await trx('pipelines').where({ id: p.id }).update(cols);
+      } catch (err) {
+        throw this.uniqueToField(err, changes.slug ?? p.slug);
+      }
+    });
+  }
+
+  /** Friendly field errors before the insert; the unique indexes still decide under races. */
+  private async assertUnique(trx: Knex, organizationId: string, name: string | undefined, slug: string | undefined, exceptId?: string) {
+    const errors: { field: string; code: string }[] = [];
+    const taken = async (col: string, value: string) => {
+      const q = trx('pipelines').where({ organization_id: organizationId, [col]: value });
+      if (exceptId) q.whereNot({ id: exceptId });
+      return Boolean(await q.first('id'));
+    };
+    if (name !== undefined && (await taken('name', name))) errors.push({ field: 'name', code: 'has already been taken' });
+    if (slug !== undefined && (await taken('slug', slug))) errors.push({ field: 'slug', code: 'has already been taken' });
+    if (errors.length) throw new ValidationError(errors);
+  }
+
+  private uniqueToField(err: unknown, slug: string): unknown {
+    return isUniqueViolation(err) ? new ValidationError([{ field: 'slug', code: `has already been taken (${slug})` }]) : err;
+  }
+
+  async setArchivedAt(id: string, archivedAt: Date | null, expectArchived: boolean): Promise<boolean> {
+    const q = this.db('pipelines').where({ id });
+    if (expectArchived) q.whereNotNull('archived_at');
+    else q.whereNull('archived_at');
+    return (await q.update({ archived_at: archivedAt })) > 0;
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.db('pipelines').where({ id }).delete();
+  }
+
+  async findBySlug(organizationId: string, slug: string): Promise<Pipeline | null> {
+    const row = await this.base(this.db).where({ 'p.organization_id': organizationId, 'p.slug': slug }).first(SELECT);
+    return row ? fromRow(row) : null;
+  }
+
+  async findById(id: string): Promise<Pipeline | null> {
+    const row = await this.base(this.db).where({ 'p.id': id }).first(SELECT);
+    return row ? fromRow(row) : null;
+  }
+
+  async findByWebhookTokenHash(hash: string): Promise<Pipeline | null> {
+    const row = await this.base(this.db).where({ 'p.webhook_token_hash': hash }).first(SELECT);
+    return row ? fromRow(row) : null;
+  }
+
+  async list(f: ListFilter, offset: number, limit: number): Promise<{ items: Pipeline[]; total: number }> {
+    const filtered = (q: Knex.QueryBuilder) => {
+      q.where('p.organization_id', f.organizationId);
+      if (f.name) q.whereRaw(`lower(p.name) like ? escape '\\'`, [likeContains(f.name)]);
+      if (f.repository) q.whereRaw(`lower(p.repository) like ? escape '\\'`, [likeContains(f.repository)]);
+      if (f.visibleToUserId) {
+        q.whereIn(
+          'p.id',
+          this.db('pipeline_teams as pt').join('team_members as tm', 'tm.team_id', 'pt.team_id').where('tm.user_id', f.visibleToUserId).select('pt.pipeline_id'),
+        );
+      }
+      return q;
+    };
+    const [countRow, rows] = await Promise.all([
+      filtered(this.db('pipelines as p')).count<{ n: number | string }[]>({ n: '*' }).first(),
+      filtered(this.base(this.db)).orderBy([{ column: 'p.created_at', order: 'desc' }, { column: 'p.id', order: 'desc' }]).offset(offset).limit(limit).select(SELECT),
+    ]);
+    return { items: rows.map(fromRow), total: Number(countRow?.n ?? 0) };
+  }
+
+  /** The access levels the user's teams grant on the pipeline. */
+  async teamAccessLevels(pipelineId: string, userId: string): Promise<AccessLevel[]> {
+    const rows = await this.db('pipeline_teams as pt')
+      .join('team_members as tm', 'tm.team_id', 'pt.team_id')
+      .where({ 'pt.pipeline_id': pipelineId, 'tm.user_id': userId })
+      .select('pt.access_level');
+    return rows.map((r) => r.access_level as AccessLevel);
+  }
+}

@@ -1,0 +1,80 @@
+/** Pipelines: thin handlers from the validated request to the service and back through serialize. */
+import express, { Request, Response } from 'express';
+import type { operations } from '../../generated/api';
+import { orgOf, principalOf } from '../http/auth';
+import { pageRequest, setLinkHeader } from '../http/pagination';
+import { NO_COUNTS, serializePipeline } from './serialize';
+import type { Actor, Permissions, PipelineInput, PipelineService } from './service';
+import type { Pipeline } from './repository';
+
+type CreateBody = operations['createPipeline']['requestBody']['content']['application/json'];
+type UpdateBody = operations['updatePipeline']['requestBody']['content']['application/json'];
+type ListQuery = NonNullable<operations['listPipelines']['parameters']['query']>;
+
+export function pipelineRoutes(service: PipelineService, publicUrl: string) {
+  const router = express.Router();
+  const base = '/v2/organizations/:org_slug/pipelines';
+
+  const actorOf = (res: Response): Actor => ({ principal: principalOf(res), ...orgOf(res) });
+  const view = (actor: Actor, p: Pipeline, perms: Permissions, timestamps: 'iso' | 'utc' = 'utc') =>
+    serializePipeline(p, {
+      orgSlug: actor.organization.slug,
+      publicUrl,
+      webhookUrl: service.showsWebhookUrl(actor, perms) ? service.webhookUrl(p.id) : undefined,
+      badgeUrl: service.badgeUrl(p.id),
+      counts: NO_COUNTS,
+      timestamps,
+    });
+  const slugOf = (req: Request) => String(req.params.pipeline_slug);
+
+  router.get(base, async (req, res) => {
+    const actor = actorOf(res);
+    const q = req.query as ListQuery;
+    const page = pageRequest(req);
+    const { items, total } = await service.list(actor, { name: q.name, repository: q.repository }, page.offset, page.perPage);
+    setLinkHeader(req, res, publicUrl, page, { total });
+    res.json(items.map(({ pipeline, perms }) => view(actor, pipeline, perms)));
+  });
+
+  router.post(base, async (req, res) => {
+    const actor = actorOf(res);
+    const { pipeline, perms } = await service.create(actor, req.body as CreateBody as PipelineInput);
+    res.status(201).json(view(actor, pipeline, perms, 'iso'));
+  });
+
+  router.get(`${base}/:pipeline_slug`, async (req, res) => {
+    const actor = actorOf(res);
+    const { pipeline, perms } = await service.get(actor, slugOf(req));
+    res.json(view(actor, pipeline, perms));
+  });
+
+  router.patch(`${base}/:pipeline_slug`, async (req, res) => {
+    const actor = actorOf(res);
+    const { pipeline, perms } = await service.update(actor, slugOf(req), req.body as UpdateBody as PipelineInput);
+    res.json(view(actor, pipeline, perms));
+  });
+
+  router.delete(`${base}/:pipeline_slug`, async (req, res) => {
+    await service.delete(actorOf(res), slugOf(req));
+    res.status(204).end();
+  });
+
+  router.post(`${base}/:pipeline_slug/archive`, async (req, res) => {
+    const actor = actorOf(res);
+    const { pipeline, perms } = await service.archive(actor, slugOf(req));
+    res.json(view(actor, pipeline, perms));
+  });
+
+  router.post(`${base}/:pipeline_slug/unarchive`, async (req, res) => {
+    const actor = actorOf(res);
+    const { pipeline, perms } = await service.unarchive(actor, slugOf(req));
+    res.json(view(actor, pipeline, perms));
+  });
+
+  router.post(`${base}/:pipeline_slug/webhook`, async (req, res) => {
+    const webhookUrl = await service.addWebhook(actorOf(res), slugOf(req));
+    res.status(201).json({ webhook_url: webhookUrl });
+  });
+
+  return router;
+}

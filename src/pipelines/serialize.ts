@@ -1,0 +1,75 @@
+/** Pipeline -> the exact JSON of the contract, in the timestamp style of each endpoint. */
+import type { components } from '../../generated/api';
+import { graphqlId, isoTime, utcTime } from '../http/format';
+import { serializeUser } from '../user/serialize';
+import type { Pipeline } from './repository';
+import { providerSettings } from './provider';
+
+export type PipelineJson = components['schemas']['Pipeline'];
+
+export interface PipelineCounts {
+  scheduledBuilds: number;
+  runningBuilds: number;
+  scheduledJobs: number;
+  runningJobs: number;
+  waitingJobs: number;
+}
+
+export const NO_COUNTS: PipelineCounts = { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
+
+export interface PipelineView {
+  orgSlug: string;
+  publicUrl: string;
+  /** The webhook URL when the caller may see it (write_pipelines and edit permission), else undefined -> "". */
+  webhookUrl: string | undefined;
+  badgeUrl: string;
+  counts: PipelineCounts;
+  /** The create response uses ISO 8601; every other pipeline response the `... UTC` form. */
+  timestamps: 'iso' | 'utc';
+}
+
+export function serializePipeline(p: Pipeline, v: PipelineView): PipelineJson {
+  const url = `${v.publicUrl}/v2/organizations/${v.orgSlug}/pipelines/${p.slug}`;
+  const time = v.timestamps === 'iso' ? isoTime : utcTime;
+  return {
+    id: p.id,
+    graphql_id: graphqlId('Pipeline', p.id),
+    url,
+    web_url: `${v.publicUrl}/${v.orgSlug}/${p.slug}`,
+    name: p.name,
+    description: p.description,
+    slug: p.slug,
+    repository: p.repository,
+    cluster_id: p.clusterId,
+    pipeline_template_uuid: p.pipelineTemplateUuid,
+    branch_configuration: p.branchConfiguration,
+    default_branch: p.defaultBranch,
+    skip_queued_branch_builds: p.skipQueuedBranchBuilds,
+    skip_queued_branch_builds_filter: p.skipQueuedBranchBuildsFilter,
+    cancel_running_branch_builds: p.cancelRunningBranchBuilds,
+    cancel_running_branch_builds_filter: p.cancelRunningBranchBuildsFilter,
+    allow_rebuilds: p.allowRebuilds,
+    provider: {
+      id: p.providerId,
+      webhook_url: v.webhookUrl ?? '',
+      settings: providerSettings(p.providerId, p.repository, p.providerSettings) as components['schemas']['ProviderSettings'],
+    },
+    builds_url: `${url}/builds`,
+    badge_url: v.badgeUrl,
+    created_by: p.createdBy ? serializeUser(p.createdBy) : null,
+    created_at: time(p.createdAt),
+    archived_at: p.archivedAt ? time(p.archivedAt) : null,
+    env: p.env,
+    scheduled_builds_count: v.counts.scheduledBuilds,
+    running_builds_count: v.counts.runningBuilds,
+    scheduled_jobs_count: v.counts.scheduledJobs,
+    running_jobs_count: v.counts.runningJobs,
+    waiting_jobs_count: v.counts.waitingJobs,
+    visibility: p.visibility,
+    tags: p.tags,
+    configuration: p.configuration,
+    steps: p.steps as PipelineJson['steps'],
+    default_timeout_in_minutes: p.defaultTimeoutInMinutes,
+    maximum_timeout_in_minutes: p.maximumTimeoutInMinutes,
+  };
+}

@@ -1,0 +1,388 @@
+/**
+ * The rules of pipelines: who may see, build or edit one, how a create or update body becomes
+ * stored fields (slug, steps from YAML or visual steps, provider and its settings, branch
+ * filters, teams), archiving, and registering the provider webhook. No HTTP, no SQL.
+ */
+import crypto from 'node:crypto';
+import type { Principal } from '../access-token/service';
+import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../http/errors';
+import type { Organization, OrganizationRepository, Role } from '../organizations/repository';
+import { sha256Hex, type Keys } from '../security/keys';
+import { validateBranchFilter } from './branch-filter';
+import { normaliseVisualSteps, parseConfiguration, type Step } from './configuration';
+import type { GitHubHooks } from './github';
+import {
+  detectProvider,
+  normaliseProviderSettings,
+  repositoryPath,
+  validateProviderSettings,
+  type ProviderId,
+  type ProviderSettings,
+} from './provider';
+import type { AccessLevel, Pipeline, PipelineFields, PipelineRepository } from './repository';
+import { isValidSlug, slugify } from './slug';
+
+/** The caller inside one organization. */
+export interface Actor {
+  principal: Principal;
+  organization: Organization;
+  role: Role;
+}
+
+export interface Permissions {
+  read: boolean;
+  build: boolean;
+  edit: boolean;
+}
+
+const ALL: Permissions = { read: true, build: true, edit: true };
+const NONE: Permissions = { read: false, build: false, edit: false };
+const LEVELS: Record<AccessLevel, Permissions> = {
+  read_only: { read: true, build: false, edit: false },
+  build_and_read: { read: true, build: true, edit: false },
+  manage_build_and_read: ALL,
+};
+const ACCESS_LEVELS = Object.keys(LEVELS) as AccessLevel[];
+
+/** The create/update body, as the spec admits it (unknown properties are never read). */
+export interface PipelineInput {
+  name?: string;
+  slug?: string;
+  repository?: string;
+  description?: string | null;
+  configuration?: string;
+  steps?: unknown[];
+  env?: Record<string, string>;
+  default_branch?: string | null;
+  branch_configuration?: string | null;
+  skip_queued_branch_builds?: boolean;
+  skip_queued_branch_builds_filter?: string | null;
+  cancel_running_branch_builds?: boolean;
+  cancel_running_branch_builds_filter?: string | null;
+  allow_rebuilds?: boolean;
+  cluster_id?: string | null;
+  pipeline_template_uuid?: string | null;
+  visibility?: 'private' | 'public';
+  tags?: string[] | null;
+  default_timeout_in_minutes?: number | null;
+  maximum_timeout_in_minutes?: number | null;
+  provider_settings?: Record<string, unknown>;
+  teams?: (string | { id: string; access_level?: AccessLevel })[];
+  team_uuids?: string[];
+}
+
+export interface PipelineServiceOptions {
+  publicUrl: string;
+  github: GitHubHooks;
+}
+
+export class PipelineService {
+  constructor(
+    private readonly pipelines: PipelineRepository,
+    private readonly orgs: OrganizationRepository,
+    private readonly keys: Keys,
+    private readonly opts: PipelineServiceOptions,
+  ) {}
+
+  /** The webhook token is derived from the server key, so only its hash is ever stored. */
+  webhookToken(pipelineId: string): string {
+    return this.keys.derive('pipeline-webhook', pipelineId);
+  }
+
+  webhookUrl(pipelineId: string): string {
+    return `${this.opts.publicUrl}/deliver/${this.webhookToken(pipelineId)}`;
+  }
+
+  badgeUrl(pipelineId: string): string {
+    return `${this.opts.publicUrl}/badges/${this.keys.derive('pipeline-badge', pipelineId)}.svg`;
+  }
+
+  /** The secret provider webhooks are signed with (GitHub `X-Hub-Signature-256`). */
+  webhookSecret(pipelineId: string): string {
+    return this.keys.derive('pipeline-webhook-secret', pipelineId, 64);
+  }
+
+  async permissions(actor: Actor, p: Pipeline): Promise<Permissions> {
+    if (!actor.organization.teamsEnabled || actor.role === 'admin') return ALL;
+    const levels = await this.pipelines.teamAccessLevels(p.id, actor.principal.user.id);
+    return levels.reduce<Permissions>(
+      (acc, l) => ({ read: acc.read || LEVELS[l].read, build: acc.build || LEVELS[l].build, edit: acc.edit || LEVELS[l].edit }),
+      NONE,
+    );
+  }
+
+  /** Whether the caller sees the webhook URL: it is a credential. */
+  showsWebhookUrl(actor: Actor, perms: Permissions): boolean {
+    return perms.edit && actor.principal.token.scopes.includes('write_pipelines');
+  }
+
+  async list(actor: Actor, filter: { name?: string; repository?: string }, offset: number, limit: number) {
+    const restricted = actor.organization.teamsEnabled && actor.role !== 'admin';
+    const page = await this.pipelines.list(
+      { organizationId: actor.organization.id, ...filter, visibleToUserId: restricted ? actor.principal.user.id : undefined },
+      offset,
+      limit,
+    );
+    const items = await Promise.all(page.items.map(async (p) => ({ pipeline: p, perms: await this.permissions(actor, p) })));
+    return { items, total: page.total };
+  }
+
+  /** A pipeline the caller may read, or 404 exactly as if it did not exist. */
+  async get(actor: Actor, slug: string): Promise<{ pipeline: Pipeline; perms: Permissions }> {
+    const pipeline = await this.pipelines.findBySlug(actor.organization.id, slug);
+    if (!pipeline) throw new NotFoundError('pipeline');
+    const perms = await this.permissions(actor, pipeline);
+    if (!perms.read) throw new NotFoundError('pipeline');
+    return { pipeline, perms };
+  }
+
+  private async getEditable(actor: Actor, slug: string) {
+    const found = await this.get(actor, slug);
+    if (!found.perms.edit) throw new ForbiddenError();
+    return found;
+  }
+
+  async create(actor: Actor, input: PipelineInput): Promise<{ pipeline: Pipeline; perms: Permissions }> {
+    const errors: FieldError[] = [];
+    const name = (input.name ?? '').trim();
+    const repository = (input.repository ?? '').trim();
+    if (!name) errors.push({ field: 'name', code: "can't be blank" });
+    if (!repository) errors.push({ field: 'repository', code: "can't be blank" });
+    const slug = this.slugFor(input.slug, name, errors);
+    if (input.configuration === undefined && input.steps === undefined) {
+      errors.push({ field: 'configuration', code: "can't be blank: send a YAML configuration or a list of steps" });
+    }
+    const providerId = detectProvider(repository);
+    const fields = this.commonFields(input, providerId, {}, errors);
+    const stepsAndEnv = this.stepsAndEnv(input, null, errors);
+    const teams = await this.teamsFor(actor, input, errors);
+    this.checkTimeouts(input.default_timeout_in_minutes ?? null, input.maximum_timeout_in_minutes ?? null, errors);
+    if (errors.length) throw new ValidationError(errors);
+
+    const id = crypto.randomUUID();
+    await this.pipelines.insert(
+      {
+        id,
+        organizationId: actor.organization.id,
+        createdById: actor.principal.user.id,
+        createdAt: new Date(),
+        webhookTokenHash: sha256Hex(this.webhookToken(id)),
+        name,
+        slug,
+        repository,
+        providerId,
+        providerSettings: fields.providerSettings ?? {},
+        description: input.description ?? null,
+        defaultBranch: input.default_branch ?? 'main',
+        branchConfiguration: emptyToNull(input.branch_configuration),
+        skipQueuedBranchBuilds: input.skip_queued_branch_builds ?? false,
+        skipQueuedBranchBuildsFilter: emptyToNull(input.skip_queued_branch_builds_filter),
+        cancelRunningBranchBuilds: input.cancel_running_branch_builds ?? false,
+        cancelRunningBranchBuildsFilter: emptyToNull(input.cancel_running_branch_builds_filter),
+        allowRebuilds: input.allow_rebuilds ?? true,
+        clusterId: emptyToNull(input.cluster_id),
+        pipelineTemplateUuid: emptyToNull(input.pipeline_template_uuid),
+        visibility: input.visibility ?? 'private',
+        tags: input.tags ?? null,
+        defaultTimeoutInMinutes: input.default_timeout_in_minutes ?? null,
+        maximumTimeoutInMinutes: input.maximum_timeout_in_minutes ?? null,
+        configuration: stepsAndEnv!.configuration,
+        steps: stepsAndEnv!.steps,
+        env: stepsAndEnv!.env,
+      },
+      teams,
+    );
+    const pipeline = (await this.pipelines.findById(id))!;
+    return { pipeline, perms: await this.permissions(actor, pipeline) };
+  }
+
+  async update(actor: Actor, slug: string, input: PipelineInput): Promise<{ pipeline: Pipeline; perms: Permissions }> {
+    const { pipeline: current, perms } = await this.getEditable(actor, slug);
+    if (current.archivedAt) throw new UnprocessableError('This pipeline is archived: unarchive it before updating it.');
+    const errors: FieldError[] = [];
+    const changes: Partial<PipelineFields> = {};
+
+    if (input.name !== undefined) {
+      const name = input.name.trim();
+      if (!name) errors.push({ field: 'name', code: "can't be blank" });
+      else changes.name = name;
+    }
+    if (input.slug !== undefined) changes.slug = this.slugFor(input.slug, '', errors);
+    let providerId = current.providerId;
+    let keptSettings = current.providerSettings;
+    if (input.repository !== undefined) {
+      const repository = input.repository.trim();
+      if (!repository) errors.push({ field: 'repository', code: "can't be blank" });
+      else {
+        changes.repository = repository;
+        providerId = detectProvider(repository);
+        // Settings of the old provider kind mean nothing for the new one.
+        if (providerId !== current.providerId) keptSettings = {};
+      }
+    }
+    const fields = this.commonFields(input, providerId, keptSettings, errors);
+    if (providerId !== current.providerId) changes.providerId = providerId;
+    if (fields.providerSettings !== undefined || providerId !== current.providerId) changes.providerSettings = fields.providerSettings ?? keptSettings;
+    const stepsAndEnv = this.stepsAndEnv(input, current, errors);
+    if (stepsAndEnv) Object.assign(changes, stepsAndEnv);
+
+    const copy = <K extends keyof PipelineFields>(key: K, value: PipelineFields[K] | undefined) => {
+      if (value !== undefined) changes[key] = value;
+    };
+    copy('description', input.description);
+    copy('defaultBranch', input.default_branch);
+    copy('branchConfiguration', input.branch_configuration === undefined ? undefined : emptyToNull(input.branch_configuration));
+    copy('skipQueuedBranchBuilds', input.skip_queued_branch_builds);
+    copy('skipQueuedBranchBuildsFilter', input.skip_queued_branch_builds_filter === undefined ? undefined : emptyToNull(input.skip_queued_branch_builds_filter));
+    copy('cancelRunningBranchBuilds', input.cancel_running_branch_builds);
+    copy(
+      'cancelRunningBranchBuildsFilter',
+      input.cancel_running_branch_builds_filter === undefined ? undefined : emptyToNull(input.cancel_running_branch_builds_filter),
+    );
+    copy('allowRebuilds', input.allow_rebuilds);
+    copy('clusterId', input.cluster_id === undefined ? undefined : emptyToNull(input.cluster_id));
+    copy('pipelineTemplateUuid', input.pipeline_template_uuid === undefined ? undefined : emptyToNull(input.pipeline_template_uuid));
+    copy('visibility', input.visibility);
+    copy('tags', input.tags);
+    copy('defaultTimeoutInMinutes', input.default_timeout_in_minutes);
+    copy('maximumTimeoutInMinutes', input.maximum_timeout_in_minutes);
+    this.checkTimeouts(
+      changes.defaultTimeoutInMinutes !== undefined ? changes.defaultTimeoutInMinutes : current.defaultTimeoutInMinutes,
+      changes.maximumTimeoutInMinutes !== undefined ? changes.maximumTimeoutInMinutes : current.maximumTimeoutInMinutes,
+      errors,
+    );
+    if (errors.length) throw new ValidationError(errors);
+
+    await this.pipelines.update(current, changes);
+    return { pipeline: (await this.pipelines.findById(current.id))!, perms };
+  }
+
+  async archive(actor: Actor, slug: string) {
+    const { pipeline, perms } = await this.getEditable(actor, slug);
+    if (!(await this.pipelines.setArchivedAt(pipeline.id, new Date(), false))) throw new UnprocessableError('Pipeline could not be archived.');
+    return { pipeline: (await this.pipelines.findById(pipeline.id))!, perms };
+  }
+
+  async unarchive(actor: Actor, slug: string) {
+    const { pipeline, perms } = await this.getEditable(actor, slug);
+    if (!(await this.pipelines.setArchivedAt(pipeline.id, null, true))) throw new UnprocessableError('Pipeline could not be unarchived.');
+    return { pipeline: (await this.pipelines.findById(pipeline.id))!, perms };
+  }
+
+  async delete(actor: Actor, slug: string): Promise<void> {
+    const { pipeline } = await this.getEditable(actor, slug);
+    await this.pipelines.delete(pipeline.id);
+  }
+
+  /** Registers a push/pull_request hook on the GitHub repository; returns the delivery URL. */
+  async addWebhook(actor: Actor, slug: string): Promise<string> {
+    const { pipeline } = await this.getEditable(actor, slug);
+    if (pipeline.providerId !== 'github' && pipeline.providerId !== 'github_enterprise') {
+      throw new UnprocessableError('Auto-creating webhooks is not supported for your repository.');
+    }
+    const repo = repositoryPath(pipeline.repository);
+    const url = this.webhookUrl(pipeline.id);
+    const ok =
+      repo !== null &&
+      (await this.opts.github.createHook(pipeline.providerId, repo, { url, secret: this.webhookSecret(pipeline.id), events: ['push', 'pull_request'] }));
+    if (!ok) throw new UnprocessableError('Webhooks could not be created for your repository.');
+    return url;
+  }
+
+  private slugFor(explicit: string | undefined, name: string, errors: FieldError[]): string {
+    if (explicit !== undefined) {
+      if (!isValidSlug(explicit)) errors.push({ field: 'slug', code: 'is invalid: use lower-case letters, digits and single dashes, at most 100 characters' });
+      return explicit;
+    }
+    const slug = slugify(name);
+    if (name && !slug) errors.push({ field: 'name', code: 'must contain at least one letter or digit' });
+    return slug;
+  }
+
+  /** Provider settings and branch filters, shared by create and update. */
+  private commonFields(input: PipelineInput, providerId: ProviderId, kept: ProviderSettings, errors: FieldError[]) {
+    for (const field of ['branch_configuration', 'skip_queued_branch_builds_filter', 'cancel_running_branch_builds_filter'] as const) {
+      const value = input[field];
+      if (value) {
+        const reason = validateBranchFilter(value);
+        if (reason) errors.push({ field, code: reason });
+      }
+    }
+    if (input.provider_settings === undefined) return { providerSettings: undefined };
+    const settingErrors = validateProviderSettings(providerId, input.provider_settings);
+    errors.push(...settingErrors);
+    if (settingErrors.length) return { providerSettings: undefined };
+    return { providerSettings: { ...kept, ...normaliseProviderSettings(providerId, input.provider_settings) } };
+  }
+
+  /**
+   * Steps and env come from exactly one place: the YAML `configuration`, or visual `steps`
+   * with `env`. See the updatePipeline description in the spec for the rules.
+   */
+  private stepsAndEnv(
+    input: PipelineInput,
+    current: Pipeline | null,
+    errors: FieldError[],
+  ): { configuration: string | null; steps: Step[]; env: Record<string, string> } | undefined {
+    const collect = (fn: () => void) => {
+      try {
+        fn();
+      } catch (err) {
+        if (err instanceof ValidationError) errors.push(...err.errors);
+        else throw err;
+      }
+    };
+    if (input.configuration !== undefined) {
+      if (input.steps !== undefined) errors.push({ field: 'steps', code: "can't be set together with configuration: the configuration defines the steps" });
+      if (input.env !== undefined) errors.push({ field: 'env', code: "can't be set together with configuration: use the configuration's top-level env" });
+      let parsed: { steps: Step[]; env: Record<string, string> } | undefined;
+      collect(() => (parsed = parseConfiguration(input.configuration!)));
+      return parsed && { configuration: input.configuration, ...parsed };
+    }
+    const yamlDefined = current?.configuration != null;
+    if (yamlDefined) {
+      if (input.steps !== undefined) errors.push({ field: 'steps', code: 'is defined by the configuration of this pipeline: send configuration instead' });
+      if (input.env !== undefined) errors.push({ field: 'env', code: "is defined by the configuration of this pipeline: change the configuration's top-level env" });
+      return undefined;
+    }
+    if (input.steps === undefined && input.env === undefined) return undefined;
+    let steps = current?.steps ?? [];
+    if (input.steps !== undefined) collect(() => (steps = normaliseVisualSteps(input.steps!)));
+    return { configuration: null, steps, env: input.env ?? current?.env ?? {} };
+  }
+
+  private async teamsFor(actor: Actor, input: PipelineInput, errors: FieldError[]): Promise<{ teamId: string; accessLevel: AccessLevel }[]> {
+    const field = input.teams !== undefined ? 'teams' : 'team_uuids';
+    const requested = (input.teams ?? input.team_uuids ?? []).map((t) =>
+      typeof t === 'string' ? { id: t, access_level: 'manage_build_and_read' as AccessLevel } : { id: t.id, access_level: t.access_level ?? 'manage_build_and_read' },
+    );
+    const isAdmin = actor.role === 'admin';
+    if (actor.organization.teamsEnabled && !isAdmin && requested.length === 0) {
+      errors.push({ field: 'teams', code: "can't be blank: this organization uses teams, so name at least one team of yours" });
+      return [];
+    }
+    const memberOf = isAdmin ? null : await this.orgs.teamIdsOf(actor.principal.user.id, actor.organization.id);
+    const result = new Map<string, AccessLevel>();
+    for (const [i, t] of requested.entries()) {
+      if (!ACCESS_LEVELS.includes(t.access_level)) {
+        errors.push({ field: `${field}[${i}].access_level`, code: 'is not included in the list' });
+        continue;
+      }
+      const team = await this.orgs.findTeam(actor.organization.id, t.id);
+      if (!team) errors.push({ field: `${field}[${i}]`, code: `is not a team of this organization (${t.id})` });
+      else if (memberOf && !memberOf.has(team.id)) errors.push({ field: `${field}[${i}]`, code: `you are not a member of this team (${t.id})` });
+      else result.set(team.id, t.access_level);
+    }
+    return [...result].map(([teamId, accessLevel]) => ({ teamId, accessLevel }));
+  }
+
+  private checkTimeouts(def: number | null, max: number | null, errors: FieldError[]) {
+    if (def !== null && max !== null && def > max) {
+      errors.push({ field: 'default_timeout_in_minutes', code: `must not be greater than maximum_timeout_in_minutes (${max})` });
+    }
+  }
+}
+
+function emptyToNull(v: string | null | undefined): string | null {
+  return v === undefined || v === null || v.trim() === '' ? null : v;
+}

@@ -1,0 +1,109 @@
+/**
+ * The process entry for `windsock serve`: config, database and migrations, first-start
+ * bootstrap, listen, and graceful shutdown (stop accepting, finish in-flight requests, close
+ * idle keep-alive sockets, close the pool, exit 0 before the deadline).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app';
+import { bootstrapIfEmpty } from './bootstrap';
+import type { Config } from './config';
+import { migrateLatest } from './db/knex';
+import { createLogger, type Logger } from './http/logger';
+import { loadOrCreateSecret } from './security/keys';
+import { createServices, type Services } from './services';
+
+export interface RunningServer {
+  server: http.Server;
+  services: Services;
+  url: string;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<RunningServer> {
+  const logger = createLogger(config.logLevel);
+  const services = createServices({
+    database: { kind: config.databaseKind, url: config.databaseUrl },
+    secret: loadOrCreateSecret(config.jwtSecret, config.dataDir),
+    publicUrl: config.publicUrl,
+    github: config.github,
+    githubEnterprise: config.githubEnterprise,
+    logger,
+  });
+  await migrateLatest(services.db);
+  const created = await bootstrapIfEmpty(services);
+
+  let accepting = true;
+  const app = createApp({
+    db: services.db,
+    logger,
+    publicUrl: config.publicUrl,
+    bodyLimitBytes: config.bodyLimitBytes,
+    validateResponses: config.validateResponses,
+    tokens: services.tokens,
+    orgs: services.orgs,
+    pipelines: services.pipelines,
+    isAccepting: () => accepting,
+  });
+  const server = http.createServer(app);
+  // Slow or stalled clients cannot hold sockets forever.
+  server.headersTimeout = 20_000;
+  server.requestTimeout = 60_000;
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, resolve);
+  });
+  const address = server.address() as AddressInfo;
+  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  logger.info({ url, database: config.databaseKind }, 'windsock listening');
+
+  if (created) {
+    // Printed once, to the terminal, not through the logger: it is a secret.
+    out.write(
+      [
+        '',
+        'Windsock created an organization, an admin user and an API token with every scope.',
+        'This token is shown once; keep it somewhere safe:',
+        '',
+        `  ${created.jwt}`,
+        '',
+        'Try it:',
+        `  curl -H "Authorization: Bearer ${created.jwt}" ${config.publicUrl}/v2/organizations/${created.orgSlug}/pipelines`,
+        '',
+      ].join('\n') + '\n',
+    );
+  }
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      accepting = false;
+      const done = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+      await done;
+      clearTimeout(deadline);
+      await services.db.destroy();
+    })());
+
+  return { server, services, url, logger, close };
+}
+
+/** Runs until SIGTERM/SIGINT, then shuts down gracefully and exits 0. */
+export async function serve(config: Config): Promise<void> {
+  const running = await startServer(config);
+  const stop = (signal: string) => {
+    running.logger.info({ signal }, 'shutting down');
+    running.close().then(
+      () => process.exit(0),
+      (err) => {
+        running.logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}

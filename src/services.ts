@@ -1,0 +1,50 @@
+/**
+ * The composition root: one Knex instance, the keys, and every repository and service wired
+ * together. The server, the CLI and the tests all build their world here.
+ */
+import type { Knex } from 'knex';
+import { AccessTokenService } from './access-token/service';
+import type { Config } from './config';
+import { createKnex, type DatabaseKind } from './db/knex';
+import type { Logger } from './http/logger';
+import { OrganizationRepository } from './organizations/repository';
+import { gitHubHooks } from './pipelines/github';
+import { PipelineRepository } from './pipelines/repository';
+import { PipelineService } from './pipelines/service';
+import { keysFromSecret, type Keys } from './security/keys';
+import { UserRepository } from './user/repository';
+
+export interface Services {
+  db: Knex;
+  keys: Keys;
+  users: UserRepository;
+  orgs: OrganizationRepository;
+  tokens: AccessTokenService;
+  pipelines: PipelineService;
+}
+
+export interface ServiceOptions {
+  database: { kind: DatabaseKind; url: string; schema?: string };
+  secret: string;
+  publicUrl: string;
+  github: Config['github'];
+  githubEnterprise: Config['githubEnterprise'];
+  logger: Logger;
+}
+
+export function createServices(o: ServiceOptions): Services {
+  const db = createKnex({ ...o.database, onIdleError: (err) => o.logger.warn({ err: err.message }, 'idle database connection failed') });
+  const keys = keysFromSecret(o.secret);
+  const orgs = new OrganizationRepository(db);
+  return {
+    db,
+    keys,
+    users: new UserRepository(db),
+    orgs,
+    tokens: new AccessTokenService(db, keys),
+    pipelines: new PipelineService(new PipelineRepository(db), orgs, keys, {
+      publicUrl: o.publicUrl,
+      github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
+    }),
+  };
+}

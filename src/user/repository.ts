@@ -1,0 +1,29 @@
+/** Users: rows in, domain objects out. */
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import { toDate } from '../db/values';
+import type { User } from './serialize';
+
+export function userFromRow(row: { id: string; name: string; email: string; created_at: unknown }): User {
+  return { id: row.id, name: row.name, email: row.email, createdAt: toDate(row.created_at) };
+}
+
+export class UserRepository {
+  constructor(private readonly db: Knex) {}
+
+  async create(input: { name: string; email: string }, trx: Knex = this.db): Promise<User> {
+    const user: User = { id: crypto.randomUUID(), name: input.name, email: input.email.toLowerCase(), createdAt: new Date() };
+    await trx('users').insert({ id: user.id, name: user.name, email: user.email, created_at: user.createdAt });
+    return user;
+  }
+
+  async findByEmail(email: string, trx: Knex = this.db): Promise<User | null> {
+    const row = await trx('users').where({ email: email.toLowerCase() }).first();
+    return row ? userFromRow(row) : null;
+  }
+
+  async findById(id: string, trx: Knex = this.db): Promise<User | null> {
+    const row = await trx('users').where({ id }).first();
+    return row ? userFromRow(row) : null;
+  }
+}

@@ -1,0 +1,91 @@
+import jwt from 'jsonwebtoken';
+import { AUTH_MESSAGE } from '../../src/http/error-handler';
+import { auth, describeEachDatabase } from '../support/context';
+
+const UTC = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/;
+
+describeEachDatabase('access token', (ctx) => {
+  it('GET /v2/access-token describes the calling token, in the sample shape, with no scope needed', async () => {
+    const org = await ctx().givenOrg();
+    const user = await ctx().givenUser(org);
+    const token = await ctx().givenToken(user, [org], ['read_builds']);
+    const res = await ctx().http().get('/v2/access-token').set(auth(token)).expect(200);
+    expect(Object.keys(res.body).sort()).toEqual(['created_at', 'description', 'expires_at', 'scopes', 'user', 'uuid']);
+    expect(res.body.scopes).toEqual(['read_builds']);
+    expect(res.body.created_at).toMatch(UTC);
+    expect(res.body.expires_at).toMatch(UTC);
+    expect(res.body.user).toEqual({ name: user.name, email: user.email });
+    expect(res.body.uuid).toBe((jwt.decode(token) as jwt.JwtPayload).jti);
+  });
+
+  it('DELETE /v2/access-token revokes the calling token at once', async () => {
+    const { token } = await ctx().givenAdmin();
+    await ctx().http().delete('/v2/access-token').set(auth(token)).expect(204);
+    const res = await ctx().http().get('/v2/access-token').set(auth(token)).expect(401);
+    expect(res.body).toEqual({ message: AUTH_MESSAGE });
+  });
+
+  describe('401 for every bad credential, with WWW-Authenticate and the same body', () => {
+    const cases: [string, () => Promise<Record<string, string>>][] = [
+      ['no header', async () => ({})],
+      ['basic auth', async () => ({ Authorization: 'Basic dXNlcjpwYXNz' })],
+      ['empty bearer', async () => ({ Authorization: 'Bearer ' })],
+      ['garbage', async () => ({ Authorization: 'Bearer not-a-jwt' })],
+      [
+        'expired token',
+        async () => {
+          const { user, org } = await ctx().givenAdmin();
+          const t = await ctx().givenToken(user, [org], undefined, new Date(Date.now() + 1500));
+          await new Promise((r) => setTimeout(r, 2100));
+          return auth(t);
+        },
+      ],
+      [
+        'wrong secret',
+        async () => {
+          const { token } = await ctx().givenAdmin();
+          const claims = jwt.decode(token) as jwt.JwtPayload;
+          return auth(jwt.sign(claims, 'another-secret-another-secret-another', { algorithm: 'HS256' }));
+        },
+      ],
+      [
+        'alg none',
+        async () => {
+          const { token } = await ctx().givenAdmin();
+          const claims = jwt.decode(token) as jwt.JwtPayload;
+          const enc = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
+          return auth(`${enc({ alg: 'none', typ: 'JWT' })}.${enc(claims)}.`);
+        },
+      ],
+    ];
+    it.each(cases)('%s', async (_name, headers) => {
+      const res = await ctx().http().get('/v2/access-token').set(await headers()).expect(401);
+      expect(res.headers['www-authenticate']).toBe('Bearer');
+      expect(res.body).toEqual({ message: AUTH_MESSAGE });
+    });
+  });
+
+  it('a token of a deleted user stops working', async () => {
+    const { user, token } = await ctx().givenAdmin();
+    await ctx().services.db('users').where({ id: user.id }).delete();
+    await ctx().http().get('/v2/access-token').set(auth(token)).expect(401);
+  });
+
+  it('GET /v2/user needs read_user and answers the user object', async () => {
+    const org = await ctx().givenOrg();
+    const user = await ctx().givenUser(org);
+    const without = await ctx().givenToken(user, [org], ['read_pipelines']);
+    const denied = await ctx().http().get('/v2/user').set(auth(without)).expect(403);
+    expect(denied.body).toEqual({ message: "Your access token doesn't have the read_user scope" });
+    const withScope = await ctx().givenToken(user, [org], ['read_user']);
+    const res = await ctx().http().get('/v2/user').set(auth(withScope)).expect(200);
+    expect(res.body).toEqual({
+      id: user.id,
+      graphql_id: Buffer.from(`User---${user.id}`).toString('base64'),
+      name: user.name,
+      email: user.email,
+      avatar_url: expect.stringMatching(/^https:\/\/www\.gravatar\.com\/avatar\/[0-9a-f]{32}$/),
+      created_at: user.createdAt.toISOString(),
+    });
+  });
+});
