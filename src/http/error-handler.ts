@@ -63,7 +63,6 @@ function isBodyIssue(i: ValidatorIssue): boolean {
 
 export function errorHandler(logger: Logger) {
   // Express recognises error handlers by their four parameters.
-  // eslint-disable-next-line @typescript-eslint/no-unused-vars
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const send = (status: number, body: Record<string, unknown>) => {
       if (!res.headersSent) res.status(status).json(body);
