@@ -80,7 +80,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(
     OpenApiValidator.middleware({
       apiSpec: structuredClone(spec.doc) as never,
-      validateRequests: { allowUnknownQueryParameters: true, coerceTypes: true },
+      validateRequests: { allowUnknownQueryParameters: true, coerceTypes: false, allErrors: true },
       validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
       validateSecurity: false,
       validateFormats: true,
