@@ -1,0 +1,910 @@
+import { ValidationError, type FieldError } from '../../src/http/errors';
+import {
+  normaliseVisualSteps,
+  parseConfiguration,
+  type ScriptStep,
+  type Step,
+} from '../../src/pipelines/configuration';
+
+/** The FieldErrors `run` throws; fails the test if it returns or throws anything else. */
+function errorsOf(run: () => unknown): FieldError[] {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ValidationError);
+    return (error as ValidationError).errors;
+  }
+  throw new Error('expected a ValidationError, got a result');
+}
+
+/** The codes of a configuration that is expected to be rejected. */
+function codesOf(yaml: string): string[] {
+  const errors = errorsOf(() => parseConfiguration(yaml));
+  for (const e of errors) expect(e.field).toBe('configuration');
+  return errors.map((e) => e.code);
+}
+
+const yaml = (...lines: string[]) => `${lines.join('\n')}\n`;
+
+/** A script step with every default, for building expectations. */
+function script(overrides: Partial<ScriptStep>): ScriptStep {
+  return {
+    type: 'script',
+    name: null,
+    command: null,
+    artifact_paths: null,
+    branch_configuration: null,
+    env: {},
+    timeout_in_minutes: null,
+    agent_query_rules: [],
+    concurrency: null,
+    parallelism: null,
+    key: null,
+    soft_fail: false,
+    retry: null,
+    ...overrides,
+  };
+}
+
+const steps = (doc: string): Step[] => parseConfiguration(doc).steps;
+
+describe('parseConfiguration: step forms', () => {
+  it('reads a full command step', () => {
+    const result = parseConfiguration(
+      yaml(
+        'env:',
+        '  RELEASE: true',
+        '  LEVEL: 3',
+        'steps:',
+        '  - label: ":hammer: Build"',
+        '    name: ignored because label wins',
+        '    commands:',
+        '      - make',
+        '      - make test',
+        '    artifact_paths: ["pkg/*.tgz", "logs/**/*"]',
+        '    branches: [main, "release/*", "!wip"]',
+        '    env:',
+        '      GOOS: linux',
+        '      CGO: 0',
+        '      VERBOSE: false',
+        '    timeout_in_minutes: 30',
+        '    agents: {queue: deploy, os: linux}',
+        '    concurrency: 1',
+        '    concurrency_group: deploy/prod',
+        '    parallelism: 4',
+        '    key: build',
+        '    soft_fail: [{exit_status: 1}, {exit_status: "*"}]',
+        '    retry:',
+        '      automatic:',
+        '        - exit_status: -1',
+        '          limit: 3',
+        '        - limit: 1',
+        '      manual: {allowed: false}',
+        '    depends_on: ~',
+        '    if: build.branch == "main"',
+      ),
+    );
+    expect(result).toEqual({
+      env: { RELEASE: 'true', LEVEL: '3' },
+      steps: [
+        {
+          type: 'script',
+          name: ':hammer: Build',
+          command: 'make\nmake test',
+          artifact_paths: 'pkg/*.tgz;logs/**/*',
+          branch_configuration: 'main release/* !wip',
+          env: { GOOS: 'linux', CGO: '0', VERBOSE: 'false' },
+          timeout_in_minutes: 30,
+          agent_query_rules: ['queue=deploy', 'os=linux'],
+          concurrency: 1,
+          parallelism: 4,
+          key: 'build',
+          soft_fail: [{ exit_status: 1 }, { exit_status: '*' }],
+          retry: {
+            automatic: [
+              { exit_status: -1, limit: 3 },
+              { exit_status: '*', limit: 1 },
+            ],
+          },
+        },
+      ],
+    });
+  });
+
+  it('fills every default of a minimal command step and keeps exactly the documented keys', () => {
+    const [step] = steps(yaml('steps:', '  - command: make'));
+    expect(step).toEqual(script({ command: 'make' }));
+    expect(Object.keys(step!)).toEqual([
+      'type',
+      'name',
+      'command',
+      'artifact_paths',
+      'branch_configuration',
+      'env',
+      'timeout_in_minutes',
+      'agent_query_rules',
+      'concurrency',
+      'parallelism',
+      'key',
+      'soft_fail',
+      'retry',
+    ]);
+    expect(JSON.parse(JSON.stringify(step))).toEqual(step);
+  });
+
+  it('accepts a configuration whose only step uploads the pipeline from the repository', () => {
+    expect(parseConfiguration(yaml('steps:', '  - command: buildkite-agent pipeline upload'))).toEqual({
+      steps: [script({ command: 'buildkite-agent pipeline upload' })],
+      env: {},
+    });
+  });
+
+  it('accepts a bare list of steps as the whole document', () => {
+    expect(parseConfiguration(yaml('- command: a', '- wait', '- command: b'))).toEqual({
+      steps: [script({ command: 'a' }), { type: 'waiter', continue_on_failure: false }, script({ command: 'b' })],
+      env: {},
+    });
+  });
+
+  it('takes `name` when there is no `label`, and `id` or `identifier` as the key', () => {
+    expect(
+      steps(
+        yaml(
+          'steps:',
+          '  - {command: a, name: Alpha, id: alpha}',
+          '  - {command: b, label: Beta, identifier: beta}',
+          '  - {command: c, label: ~, name: Gamma}',
+        ),
+      ),
+    ).toEqual([
+      script({ command: 'a', name: 'Alpha', key: 'alpha' }),
+      script({ command: 'b', name: 'Beta', key: 'beta' }),
+      script({ command: 'c', name: 'Gamma' }),
+    ]);
+  });
+
+  it('reads a plugins-only step as a script step without a command', () => {
+    expect(
+      steps(
+        yaml(
+          'steps:',
+          '  - label: Lint',
+          '    plugins:',
+          '      - docker-compose#v5.0.0:',
+          '          run: app',
+          '          config: [a.yml, b.yml]',
+        ),
+      ),
+    ).toEqual([script({ name: 'Lint', command: null })]);
+  });
+
+  it('reads every form of wait step', () => {
+    expect(
+      steps(
+        yaml(
+          'steps:',
+          '  - wait',
+          '  - "waiter"',
+          '  - wait: ~',
+          '  - wait: "Tests pass"',
+          '    continue_on_failure: true',
+          '  - waiter: ~',
+          '    continue_on_failure: false',
+        ),
+      ),
+    ).toEqual([
+      { type: 'waiter', continue_on_failure: false },
+      { type: 'waiter', continue_on_failure: false },
+      { type: 'waiter', continue_on_failure: false },
+      { type: 'waiter', continue_on_failure: true },
+      { type: 'waiter', continue_on_failure: false },
+    ]);
+  });
+
+  it('reads block and input steps, with their fields', () => {
+    expect(
+      steps(
+        yaml(
+          'steps:',
+          '  - block',
+          '  - input',
+          '  - block: ":rocket: Release"',
+          '    prompt: Ship it?',
+          '    branches: [main]',
+          '    fields:',
+          '      - text: Release notes',
+          '        key: release-notes',
+          '        hint: Markdown',
+          '        required: false',
+          '        default: none',
+          '      - select: Environment',
+          '        key: deploy/env',
+          '        options:',
+          '          - {label: Staging, value: staging}',
+          '          - {label: Production, value: 2}',
+          '        default: staging',
+          '      - select: Regions',
+          '        key: regions',
+          '        multiple: true',
+          '        options: [{label: EU, value: eu}, {label: US, value: us}]',
+          '        default: [us, eu]',
+          '  - input: ~',
+          '    label: Who are you?',
+          '  - block: ~',
+          '    name: Named',
+        ),
+      ),
+    ).toEqual([
+      { type: 'manual', label: 'block', prompt: null, fields: [], branch_configuration: null },
+      { type: 'manual', label: 'input', prompt: null, fields: [], branch_configuration: null },
+      {
+        type: 'manual',
+        label: ':rocket: Release',
+        prompt: 'Ship it?',
+        branch_configuration: 'main',
+        fields: [
+          { key: 'release-notes', text: 'Release notes', hint: 'Markdown', required: false, default: 'none' },
+          {
+            key: 'deploy/env',
+            select: 'Environment',
+            default: 'staging',
+            options: [
+              { label: 'Staging', value: 'staging' },
+              { label: 'Production', value: '2' },
+            ],
+          },
+          {
+            key: 'regions',
+            select: 'Regions',
+            default: ['us', 'eu'],
+            options: [
+              { label: 'EU', value: 'eu' },
+              { label: 'US', value: 'us' },
+            ],
+            multiple: true,
+          },
+        ],
+      },
+      { type: 'manual', label: 'Who are you?', prompt: null, fields: [], branch_configuration: null },
+      { type: 'manual', label: 'Named', prompt: null, fields: [], branch_configuration: null },
+    ]);
+  });
+
+  it('reads trigger steps, defaulting to HEAD of the triggering build branch', () => {
+    expect(
+      steps(
+        yaml(
+          'steps:',
+          '  - trigger: deploy',
+          '  - trigger: "deploy-app"',
+          '    label: ":rocket: Deploy"',
+          '    async: true',
+          '    branches: main',
+          '    build:',
+          '      message: "Deploy ${BUILDKITE_COMMIT}"',
+          '      commit: 0123456',
+          '      branch: 2024.1',
+          '      env: {TARGET: prod, REPLICAS: 3}',
+          '      meta_data: {ignored: yes}',
+        ),
+      ),
+    ).toEqual([
+      {
+        type: 'trigger',
+        name: null,
+        trigger_project_slug: 'deploy',
+        trigger_commit: 'HEAD',
+        trigger_branch: '',
+        trigger_message: null,
+        trigger_env: {},
+        trigger_async: false,
+        branch_configuration: null,
+      },
+      {
+        type: 'trigger',
+        name: ':rocket: Deploy',
+        trigger_project_slug: 'deploy-app',
+        // Written as plain YAML numbers; kept exactly as written, not as 123456 and 2024.1.
+        trigger_commit: '0123456',
+        trigger_branch: '2024.1',
+        trigger_message: 'Deploy ${BUILDKITE_COMMIT}',
+        trigger_env: { TARGET: 'prod', REPLICAS: '3' },
+        trigger_async: true,
+        branch_configuration: 'main',
+      },
+    ]);
+  });
+
+  it('flattens groups in place', () => {
+    expect(
+      steps(
+        yaml(
+          'steps:',
+          '  - command: first',
+          '  - group: ":test_tube: Tests"',
+          '    key: tests',
+          '    steps:',
+          '      - command: unit',
+          '      - wait',
+          '      - command: integration',
+          '  - group: ~',
+          '    label: Deploy',
+          '    steps: [{trigger: deploy}]',
+          '  - command: last',
+        ),
+      ).map((s) => (s.type === 'script' ? s.command : s.type)),
+    ).toEqual(['first', 'unit', 'waiter', 'integration', 'trigger', 'last']);
+  });
+
+  it('accepts the visual form written as YAML (explicit `type`)', () => {
+    expect(
+      steps(
+        yaml(
+          'steps:',
+          '  - type: script',
+          '    name: Build',
+          '    command: make',
+          '    agent_query_rules: [queue=default]',
+          '    branch_configuration: main',
+          '  - type: waiter',
+          '    continue_on_failure: true',
+          '  - type: manual',
+          '    label: Go?',
+          '  - type: trigger',
+          '    trigger_project_slug: deploy',
+          '    trigger_commit: abc123',
+          '    trigger_async: true',
+        ),
+      ),
+    ).toEqual([
+      script({ name: 'Build', command: 'make', agent_query_rules: ['queue=default'], branch_configuration: 'main' }),
+      { type: 'waiter', continue_on_failure: true },
+      { type: 'manual', label: 'Go?', prompt: null, fields: [], branch_configuration: null },
+      {
+        type: 'trigger',
+        name: null,
+        trigger_project_slug: 'deploy',
+        trigger_commit: 'abc123',
+        trigger_branch: '',
+        trigger_message: null,
+        trigger_env: {},
+        trigger_async: true,
+        branch_configuration: null,
+      },
+    ]);
+  });
+});
+
+describe('parseConfiguration: properties', () => {
+  it('applies top-level agents to script steps that name none, and ignores other top-level keys', () => {
+    expect(
+      parseConfiguration(
+        yaml(
+          'agents:',
+          '  queue: default',
+          'notify: [{email: dev@example.com}]',
+          'priority: 2',
+          'image: ubuntu:24.04',
+          'secrets: [TOKEN]',
+          'cache: [node_modules]',
+          'x-anchors: {anything: [goes, here]}',
+          'steps:',
+          '  - command: a',
+          '  - command: b',
+          '    agents: [queue=fast, "os=linux"]',
+          '  - command: c',
+          '    agents: {}',
+          '  - wait',
+        ),
+      ).steps,
+    ).toEqual([
+      script({ command: 'a', agent_query_rules: ['queue=default'] }),
+      script({ command: 'b', agent_query_rules: ['queue=fast', 'os=linux'] }),
+      script({ command: 'c', agent_query_rules: ['queue=default'] }),
+      { type: 'waiter', continue_on_failure: false },
+    ]);
+  });
+
+  it('normalises retry and soft_fail', () => {
+    const cases: [string, Pick<ScriptStep, 'retry' | 'soft_fail'>][] = [
+      ['retry: {automatic: true}', { retry: { automatic: [{ exit_status: '*', limit: 2 }] }, soft_fail: false }],
+      ['retry: {automatic: false}', { retry: null, soft_fail: false }],
+      ['retry: {manual: {allowed: false}}', { retry: null, soft_fail: false }],
+      ['retry: {automatic: {exit_status: 255}}', { retry: { automatic: [{ exit_status: 255, limit: 2 }] }, soft_fail: false }],
+      ['retry: {automatic: {limit: 10}}', { retry: { automatic: [{ exit_status: '*', limit: 10 }] }, soft_fail: false }],
+      ['soft_fail: true', { retry: null, soft_fail: true }],
+      ['soft_fail: false', { retry: null, soft_fail: false }],
+      ['soft_fail: []', { retry: null, soft_fail: false }],
+      ['soft_fail: [{exit_status: "2"}]', { retry: null, soft_fail: [{ exit_status: 2 }] }],
+    ];
+    for (const [property, expected] of cases) {
+      const [step] = steps(yaml('steps:', `  - {command: x, ${property}}`));
+      expect({ property, retry: (step as ScriptStep).retry, soft_fail: (step as ScriptStep).soft_fail }).toEqual({
+        property,
+        ...expected,
+      });
+    }
+  });
+
+  it('expands `<<` merge keys, letting the step override shared settings', () => {
+    expect(
+      steps(
+        yaml(
+          'defaults: &defaults',
+          '  agents: {queue: default}',
+          '  timeout_in_minutes: 10',
+          '  env: &env {A: "1"}',
+          'steps:',
+          '  - <<: *defaults',
+          '    command: a',
+          '  - <<: *defaults',
+          '    command: b',
+          '    timeout_in_minutes: 20',
+          '    env: *env',
+        ),
+      ),
+    ).toEqual([
+      script({ command: 'a', agent_query_rules: ['queue=default'], timeout_in_minutes: 10, env: { A: '1' } }),
+      script({ command: 'b', agent_query_rules: ['queue=default'], timeout_in_minutes: 20, env: { A: '1' } }),
+    ]);
+  });
+
+  it('keeps a `__proto__` variable as an ordinary variable', () => {
+    const { env } = parseConfiguration(yaml('env: {__proto__: x, constructor: y}', 'steps: [wait]'));
+    expect(Object.getPrototypeOf(env)).toBe(Object.prototype);
+    expect(Object.keys(env)).toEqual(['__proto__', 'constructor']);
+    expect(JSON.stringify(env)).toBe('{"__proto__":"x","constructor":"y"}');
+  });
+
+  it('keeps a block scalar command as written and joins a single-line list', () => {
+    expect(steps(yaml('steps:', '  - command: |', '      echo one', '      echo two', '  - commands: [solo]'))).toEqual([
+      script({ command: 'echo one\necho two\n' }),
+      script({ command: 'solo' }),
+    ]);
+  });
+});
+
+describe('parseConfiguration: errors name the line', () => {
+  it('reports a YAML syntax error with its line and column', () => {
+    expect(codesOf(yaml('steps:', '  - command: make', '    env: [a', '  - wait'))).toEqual([
+      expect.stringMatching(/^is not a valid YAML document: line 4, column \d+: \S/),
+    ]);
+    expect(codesOf('steps:\n  - command: "unterminated\n')).toEqual([
+      'is not a valid YAML document: line 3, column 1: Missing closing "quote',
+    ]);
+  });
+
+  it('reports a document without steps', () => {
+    for (const doc of ['', '# only a comment\n', 'just text', '42', 'env: {A: b}\n', 'null']) {
+      expect(codesOf(doc)).toEqual(['must contain a "steps" list']);
+    }
+  });
+
+  it('reports empty steps and steps that are not a list, on the line of `steps`', () => {
+    expect(codesOf(yaml('env: {}', 'steps: []'))).toEqual(['line 2: steps must not be empty']);
+    expect(codesOf(yaml('env: {}', '', 'steps:'))).toEqual(['line 3: steps must not be empty']);
+    expect(codesOf('[]')).toEqual(['line 1: steps must not be empty']);
+    expect(codesOf(yaml('steps:', '  command: make'))).toEqual(['line 1: "steps" must be a list']);
+  });
+
+  it('reports an unknown step type on the line of the step', () => {
+    expect(codesOf(yaml('steps:', '  - command: make', '', '  - script: make', '  - "echo hi"', '  - 7'))).toEqual([
+      'step 2 (line 4) is not a known step type: expected one of command, commands, wait, block, input, trigger, group, plugins',
+      'step 3 (line 5) is not a known step type: expected one of command, commands, wait, block, input, trigger, group, plugins',
+      'step 4 (line 6) is not a known step type: expected one of command, commands, wait, block, input, trigger, group, plugins',
+    ]);
+  });
+
+  it('reports a step that mixes two step types, or an explicit type that does not exist', () => {
+    expect(codesOf(yaml('steps:', '  - command: make', '    trigger: deploy', '  - type: group'))).toEqual([
+      'step 1 (line 2) mixes step types: "command" and "trigger" cannot be in the same step',
+      'step 2 (line 4): "type" must be one of script, waiter, manual, trigger',
+    ]);
+  });
+
+  it('collects every property error of every step, each on its own line', () => {
+    expect(
+      codesOf(
+        yaml(
+          'steps:',
+          '  - command: make',
+          '    parallelism: 0',
+          '    timeout_in_minutes: -5',
+          '    env: [A=1]',
+          '    agents: queue=deploy',
+          '  - commands: {a: b}',
+          '  - trigger: ~',
+          '    label: Deploy',
+          '  - trigger: "two words"',
+          '  - command: x',
+          '    concurrency: 2.5',
+          '    retry: {automatic: {limit: 11}}',
+          '    soft_fail: [{exit_status: sometimes}]',
+          '    branches: {main: true}',
+          '    continue_on_failure: true',
+          '  - wait: [x]',
+          '    continue_on_failure: "yes"',
+          '  - command: x',
+          '    env: {1BAD: x, GOOD: [1]}',
+        ),
+      ),
+    ).toEqual([
+      'step 1 (line 3): "parallelism" must be a whole number from 1 to 1000',
+      'step 1 (line 4): "timeout_in_minutes" must be a positive whole number',
+      'step 1 (line 5): "env" must be a mapping of names to values',
+      'step 1 (line 6): "agents" must be a mapping or a list of key=value strings',
+      'step 2 (line 7): "commands" must be a string or a list of strings',
+      'step 3 (line 8): "trigger" must name a pipeline slug',
+      'step 4 (line 10): "trigger" must name a pipeline slug',
+      'step 5 (line 12): "concurrency" must be a positive whole number',
+      'step 5 (line 13): "retry.automatic.limit" must be a whole number from 1 to 10',
+      'step 5 (line 14): "soft_fail[0].exit_status" must be a whole number or "*"',
+      'step 5 (line 15): "branches" must be a string or a list of strings',
+      'step 6 (line 17): "wait" must be empty or a label',
+      'step 6 (line 18): "continue_on_failure" must be true or false',
+      'step 7 (line 20): "env" has an invalid name "1BAD": use letters, digits and underscores, not starting with a digit',
+      'step 7 (line 20): "env.GOOD" must be a string, number or boolean',
+    ]);
+  });
+
+  it('reports a step with nothing to run, and `command` with `commands`', () => {
+    expect(
+      codesOf(yaml('steps:', '  - label: Nothing', '    command: ""', '  - command: a', '    commands: [b]', '  - commands: []')),
+    ).toEqual([
+      'step 1 (line 3): "command" can\'t be blank',
+      'step 2 (line 5): "commands" cannot be used together with "command"',
+      'step 3 (line 6): "commands" can\'t be blank',
+    ]);
+  });
+
+  it('reports bad block fields and trigger builds', () => {
+    expect(
+      codesOf(
+        yaml(
+          'steps:',
+          '  - block: Go',
+          '    fields:',
+          '      - text: Notes',
+          '      - select: Env',
+          '        key: env',
+          '        options: [{label: A, value: a}]',
+          '        default: b',
+          '      - {key: env, text: Again}',
+          '  - trigger: deploy',
+          '    build: "main"',
+          '  - trigger: deploy',
+          '    async: 1',
+          '    build: {env: {A: {nested: x}}}',
+        ),
+      ),
+    ).toEqual([
+      'step 1 (line 4): "fields[0].key" can\'t be blank',
+      'step 1 (line 8): "fields[1].default" must be one of the option values',
+      'step 1 (line 9): "fields[2].key" is already used by another field of this step',
+      'step 2 (line 11): "build" must be a mapping of message, commit, branch and env',
+      'step 3 (line 13): "async" must be true or false',
+      'step 3 (line 14): "build.env.A" must be a string, number or boolean',
+    ]);
+  });
+
+  it('reports group problems: nesting, missing steps, and errors inside a group by position', () => {
+    expect(
+      codesOf(
+        yaml(
+          'steps:',
+          '  - group: Outer',
+          '    steps:',
+          '      - command: ok',
+          '      - group: Inner',
+          '        steps: [wait]',
+          '      - command: x',
+          '        parallelism: 5000',
+          '  - group: Empty',
+          '  - group: Bad',
+          '    steps: wait',
+        ),
+      ),
+    ).toEqual([
+      'step 1.2 (line 5) is a group inside a group: groups cannot be nested',
+      'step 1.3 (line 8): "parallelism" must be a whole number from 1 to 1000',
+      'step 2 (line 9): "steps" must not be empty',
+      'step 3 (line 11): "steps" must be a list',
+    ]);
+  });
+
+  it('reports a key used by two steps', () => {
+    expect(codesOf(yaml('steps:', '  - {command: a, key: build}', '  - wait', '  - {command: b, id: build}'))).toEqual([
+      'step 3 (line 4): "key" "build" is already used by step 1',
+    ]);
+  });
+
+  it('reports top-level env and agents problems', () => {
+    expect(codesOf(yaml('env: [A=1]', 'agents: 5', 'steps: [wait]'))).toEqual([
+      'line 1: "env" must be a mapping of names to values',
+      'line 2: "agents" must be a mapping or a list of key=value strings',
+    ]);
+  });
+
+  it('stops after 20 errors', () => {
+    const doc = yaml('steps:', ...Array.from({ length: 50 }, () => '  - {command: x, parallelism: 0}'));
+    expect(codesOf(doc)).toHaveLength(20);
+  });
+
+  it('reports duplicate keys, a second document and an alias without an anchor', () => {
+    expect(codesOf(yaml('steps:', '  - command: a', '    command: b'))).toEqual([
+      'is not a valid YAML document: line 3, column 5: Map keys must be unique',
+    ]);
+    expect(codesOf(yaml('steps: [wait]', '---', 'steps: [wait]'))).toEqual([
+      'is not a valid YAML document: line 2, column 1: only one document is allowed, remove the "---" that starts another',
+    ]);
+    expect(codesOf(yaml('steps:', '  - *nowhere'))).toEqual([
+      'is not a valid YAML document: line 2, column 5: alias *nowhere has no anchor before it',
+    ]);
+    expect(codesOf(yaml('steps:', '  - <<: [a, b]', '    command: x'))).toEqual([
+      'is not a valid YAML document: line 2, column 5: "<<" must merge a mapping or a list of mappings',
+    ]);
+  });
+});
+
+describe('parseConfiguration: hostile input', () => {
+  const laughs = [
+    'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
+    ...'bcdefghi'.split('').map((c, i) => `${c}: &${c} [${Array(9).fill(`*${'abcdefgh'[i]}`).join(',')}]`),
+  ];
+
+  it('rejects a "billion laughs" alias bomb quickly', () => {
+    for (const tail of ['steps: *i', 'steps: [{command: x, env: *i, agents: *i}]']) {
+      const started = Date.now();
+      const codes = codesOf(yaml(...laughs, tail));
+      expect(codes).toEqual([expect.stringMatching(/^is not a valid YAML document: line \d+, column \d+: aliases are expanded more than 2000 times$/)]);
+      expect(Date.now() - started).toBeLessThan(2000);
+    }
+  });
+
+  it('rejects an alias inside the anchor it names', () => {
+    expect(codesOf(yaml('x: &a [1, *a]', 'steps: *a'))).toEqual([
+      'is not a valid YAML document: line 1, column 11: alias *a is inside the anchor it names',
+    ]);
+    expect(codesOf(yaml('x: &a {<<: *a}', 'steps: [*a]'))).toEqual([
+      'is not a valid YAML document: line 1, column 12: alias *a is inside the anchor it names',
+    ]);
+  });
+
+  it('stays fast on documents full of aliases or keys', () => {
+    const aliases = [
+      `a: [${Array.from({ length: 12000 }, (_, i) => `&a${i} x`).join(',')}]`,
+      `b: &b [${Array.from({ length: 12000 }, (_, i) => `*a${i}`).join(',')}]`,
+      'steps: [{command: *b}]',
+    ].join('\n');
+    const keys = `${Array.from({ length: 20000 }, (_, i) => `k${i}: 1`).join('\n')}\nsteps: [wait]`;
+    for (const doc of [aliases, keys]) {
+      const started = Date.now();
+      try {
+        parseConfiguration(doc);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ValidationError);
+      }
+      expect(Date.now() - started).toBeLessThan(5000);
+    }
+  });
+
+  it('rejects deep nesting, oversized documents and too many steps', () => {
+    expect(codesOf(`steps: ${'['.repeat(20000)}`)).toEqual([
+      expect.stringMatching(/^is not a valid YAML document: line 1, column \d+: it is nested too deeply$/),
+    ]);
+    expect(codesOf(`steps: [wait]\n#${'x'.repeat(256 * 1024)}`)).toEqual(['is too large (maximum is 262144 bytes)']);
+    expect(codesOf(yaml('steps:', ...Array(501).fill('  - wait')))).toEqual(['has too many steps (maximum is 500)']);
+    expect(steps(yaml('steps:', ...Array(500).fill('  - wait')))).toHaveLength(500);
+  });
+
+  it('throws only ValidationError whatever it is given', () => {
+    const inputs: unknown[] = [
+      undefined,
+      null,
+      42,
+      {},
+      ['steps'],
+      '\u0000\u0001',
+      '\uFEFFsteps: [wait]\n\t- bad',
+      'steps: [!!binary aGVsbG8=, !!set {a, b}, !!omap [a: 1], !!timestamp 2001-12-14]',
+      'steps: [{? [a, b] : c, command: x}]',
+      'steps: [{command: x, env: {? {a: 1} : 2}}]',
+      'steps: [{command: x, type: constructor}, {command: x, __proto__: {parallelism: 0}}]',
+      'steps: [{command: .inf, parallelism: .nan, timeout_in_minutes: 1e400}]',
+      '%YAML 9.9\n---\nsteps: [wait]',
+      '- '.repeat(5000) + 'x',
+      'steps:\n' + Array.from({ length: 300 }, (_, i) => `${' '.repeat(i + 2)}- `).join('\n') + 'x',
+      'steps: [{group: g, steps: [{group: h, steps: [{group: i}]}]}]',
+      'steps: [{block: Go, fields: [{select: S, key: k, options: [[], {}, {label: [x]}]}, 5, {key: k, text: [x]}]}]',
+    ];
+    for (const input of inputs) {
+      try {
+        parseConfiguration(input as string);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ValidationError);
+        for (const e of (error as ValidationError).errors) expect(e.field).toBe('configuration');
+      }
+    }
+  });
+});
+
+describe('normaliseVisualSteps', () => {
+  it('normalises one step of each type, filling defaults and dropping unknown properties', () => {
+    expect(
+      normaliseVisualSteps([
+        {
+          type: 'script',
+          name: 'Build',
+          command: 'make',
+          artifact_paths: 'pkg/*',
+          branch_configuration: 'main',
+          env: { A: 1, B: true, C: 'c' },
+          timeout_in_minutes: 60,
+          agent_query_rules: ['queue=default'],
+          concurrency: 2,
+          parallelism: 3,
+          key: 'build',
+          soft_fail: [{ exit_status: 1 }],
+          retry: { automatic: [{ exit_status: '*', limit: 2 }] },
+          id: 'server-owned',
+          label: 'not the name of a script step',
+        },
+        { type: 'waiter' },
+        { type: 'waiter', continue_on_failure: true },
+        { type: 'manual', label: 'Deploy?', prompt: 'Sure?', fields: [{ key: 'why', text: 'Why?' }] },
+        { type: 'trigger', trigger_project_slug: 'deploy' },
+        {
+          type: 'trigger',
+          label: 'Deploy',
+          trigger_project_slug: 'deploy',
+          trigger_commit: 'abc',
+          trigger_branch: 'main',
+          trigger_message: 'Go',
+          trigger_env: { A: 'b' },
+          trigger_async: true,
+          branch_configuration: 'main',
+        },
+        { type: 'script', command: null },
+      ]),
+    ).toEqual([
+      {
+        type: 'script',
+        name: 'Build',
+        command: 'make',
+        artifact_paths: 'pkg/*',
+        branch_configuration: 'main',
+        env: { A: '1', B: 'true', C: 'c' },
+        timeout_in_minutes: 60,
+        agent_query_rules: ['queue=default'],
+        concurrency: 2,
+        parallelism: 3,
+        key: 'build',
+        soft_fail: [{ exit_status: 1 }],
+        retry: { automatic: [{ exit_status: '*', limit: 2 }] },
+      },
+      { type: 'waiter', continue_on_failure: false },
+      { type: 'waiter', continue_on_failure: true },
+      { type: 'manual', label: 'Deploy?', prompt: 'Sure?', fields: [{ key: 'why', text: 'Why?' }], branch_configuration: null },
+      {
+        type: 'trigger',
+        name: null,
+        trigger_project_slug: 'deploy',
+        trigger_commit: 'HEAD',
+        trigger_branch: '',
+        trigger_message: null,
+        trigger_env: {},
+        trigger_async: false,
+        branch_configuration: null,
+      },
+      {
+        type: 'trigger',
+        name: 'Deploy',
+        trigger_project_slug: 'deploy',
+        trigger_commit: 'abc',
+        trigger_branch: 'main',
+        trigger_message: 'Go',
+        trigger_env: { A: 'b' },
+        trigger_async: true,
+        branch_configuration: 'main',
+      },
+      script({}),
+    ]);
+  });
+
+  it('returns what the YAML form of the same steps returns', () => {
+    const fromYaml = steps(yaml('steps:', '  - {label: Build, command: make, agents: [queue=x]}', '  - wait', '  - trigger: deploy'));
+    expect(normaliseVisualSteps(JSON.parse(JSON.stringify(fromYaml)))).toEqual(fromYaml);
+  });
+
+  it('reports an empty list, too many steps and a value that is not a list', () => {
+    expect(errorsOf(() => normaliseVisualSteps([]))).toEqual([{ field: 'steps', code: "can't be blank" }]);
+    expect(errorsOf(() => normaliseVisualSteps(Array(501).fill({ type: 'waiter' })))).toEqual([
+      { field: 'steps', code: 'is too long (maximum is 500 steps)' },
+    ]);
+    expect(errorsOf(() => normaliseVisualSteps({ type: 'waiter' } as unknown as unknown[]))).toEqual([
+      { field: 'steps', code: 'must be a list of steps' },
+    ]);
+  });
+
+  it('names the field at fault in each step', () => {
+    expect(
+      errorsOf(() =>
+        normaliseVisualSteps([
+          { command: 'make' },
+          { type: 'command', command: 'make' },
+          'wait',
+          { type: 'trigger', name: 'Deploy' },
+          { type: 'manual', label: '  ' },
+          {
+            type: 'script',
+            command: ['make'],
+            parallelism: 1001,
+            timeout_in_minutes: 1.5,
+            agent_query_rules: { queue: 'x' },
+            env: { 'BAD-NAME': 'x' },
+            soft_fail: 'sometimes',
+            retry: { automatic: [{ exit_status: 'x' }] },
+          },
+          { type: 'waiter', continue_on_failure: 'true' },
+          { type: 'trigger', trigger_project_slug: 'a/b', trigger_env: [], trigger_async: 1 },
+          { type: 'manual', label: 'Go', fields: [{ key: 'k' }, { key: 'k2', select: 'S' }] },
+        ]),
+      ),
+    ).toEqual([
+      { field: 'steps[0].type', code: "can't be blank" },
+      { field: 'steps[1].type', code: 'is not included in the list' },
+      { field: 'steps[2]', code: 'must be an object' },
+      { field: 'steps[3].trigger_project_slug', code: "can't be blank" },
+      { field: 'steps[4].label', code: "can't be blank" },
+      { field: 'steps[5].command', code: 'must be a string' },
+      { field: 'steps[5].env', code: 'has an invalid name "BAD-NAME": use letters, digits and underscores, not starting with a digit' },
+      { field: 'steps[5].timeout_in_minutes', code: 'must be a positive whole number' },
+      { field: 'steps[5].agent_query_rules', code: 'must be a list of key=value strings' },
+      { field: 'steps[5].parallelism', code: 'must be a whole number from 1 to 1000' },
+      { field: 'steps[5].soft_fail', code: 'must be true, false or a list of exit_status rules' },
+      { field: 'steps[5].retry.automatic[0].exit_status', code: 'must be a whole number or "*"' },
+      { field: 'steps[6].continue_on_failure', code: 'must be true or false' },
+      { field: 'steps[7].trigger_project_slug', code: 'must name a pipeline slug' },
+      { field: 'steps[7].trigger_env', code: 'must be an object of names to values' },
+      { field: 'steps[7].trigger_async', code: 'must be true or false' },
+      { field: 'steps[8].fields[0]', code: 'must have exactly one of "text" or "select"' },
+      { field: 'steps[8].fields[1].options', code: 'must be a non-empty list of {label, value}' },
+    ]);
+  });
+
+  it('reports a key used by two steps', () => {
+    expect(
+      errorsOf(() =>
+        normaliseVisualSteps([
+          { type: 'script', command: 'a', key: 'k' },
+          { type: 'script', command: 'b', key: 'k' },
+        ]),
+      ),
+    ).toEqual([{ field: 'steps[1].key', code: 'has already been taken by another step' }]);
+  });
+
+  it('throws only ValidationError whatever it is given', () => {
+    let deep: unknown = 'x';
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    const inputs: unknown[] = [
+      null,
+      undefined,
+      'steps',
+      [null, undefined, 1, 'x', [], true],
+      [{ type: 'script', command: deep, env: deep, retry: deep }],
+      [{ type: '__proto__' }, { type: 'constructor' }, { type: 'toString' }],
+      [JSON.parse('{"type":"script","command":"x","__proto__":{"parallelism":0},"env":{"__proto__":"y"}}')],
+      [{ type: 'script', command: Symbol('x'), parallelism: 10n, env: { A: () => 1 } }],
+      [{ type: 'script', get command(): string { throw new Error('boom'); } }],
+      [{ type: 'script', command: 'x', env: Object.fromEntries(Array.from({ length: 300_000 }, (_, i) => [`A${i}`, 'v'])) }],
+      [{ type: 'manual', label: 'x', fields: [{ key: 'k', select: 's', options: [{ label: 1, value: 2 }], default: deep }] }],
+    ];
+    for (const input of inputs) {
+      try {
+        normaliseVisualSteps(input as unknown[]);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ValidationError);
+      }
+    }
+  });
+});
