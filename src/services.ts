@@ -33,7 +33,7 @@ export interface ServiceOptions {
 }
 
 export function createServices(o: ServiceOptions): Services {
-  const db = createKnex({ ...o.database, onIdleError: (err) => o.logger.warn({ err: err.message }, 'idle database connection failed') });
+  const db = createKnex({ ...o.database, logger: o.logger });
   const keys = keysFromSecret(o.secret);
   const orgs = new OrganizationRepository(db);
   return {

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { Knex } from 'knex';
+import type { Logger } from '../http/logger';
 import { migrationSource } from './migrations';
 
 export type DatabaseKind = 'sqlite' | 'postgres';
@@ -14,7 +15,13 @@ export interface DatabaseOptions {
   url: string;
   /** Postgres only: run in this schema (tests give each suite its own). */
   schema?: string;
-  onIdleError?: (err: Error) => void;
+  /** Where Knex's own warnings go (it would print them with console.log). */
+  logger?: Logger;
+}
+
+function knexLog(logger: Logger | undefined): Knex.Config['log'] {
+  const to = (level: 'warn' | 'error' | 'debug') => (message: unknown) => logger?.[level]({ knex: String(message) }, 'knex');
+  return { warn: to('warn'), error: to('error'), deprecate: to('warn'), debug: to('debug') };
 }
 
 export function createKnex(opts: DatabaseOptions): Knex {
@@ -24,6 +31,7 @@ export function createKnex(opts: DatabaseOptions): Knex {
       client: 'better-sqlite3',
       connection: { filename: opts.url },
       useNullAsDefault: true,
+      log: knexLog(opts.logger),
       // One connection: SQLite has one writer anyway, and a single connection means a
       // transaction can never wait on another connection of our own pool (every query inside
       // a transaction must use the transaction object).
@@ -51,6 +59,7 @@ export function createKnex(opts: DatabaseOptions): Knex {
     client: 'pg',
     connection: { connectionString: opts.url, statement_timeout: 15_000, connectionTimeoutMillis: 3_000 },
     searchPath: opts.schema ? [opts.schema] : undefined,
+    log: knexLog(opts.logger),
     // min 0: no connection is held open (or re-dialled) while idle, so a database restart is
     // survived by simply opening new connections.
     pool: {
@@ -58,7 +67,7 @@ export function createKnex(opts: DatabaseOptions): Knex {
       max: 10,
       afterCreate(conn: { on(ev: string, cb: (err: Error) => void): void }, done: (err: Error | null, conn: unknown) => void) {
         // An idle client whose server goes away emits 'error'; unhandled, it would crash the process.
-        conn.on('error', (err) => opts.onIdleError?.(err));
+        conn.on('error', (err) => opts.logger?.warn({ err: err.message }, 'idle database connection failed'));
         done(null, conn);
       },
     },

@@ -1,0 +1,30 @@
+import { ConfigError, loadConfig } from '../src/config';
+
+describe('config', () => {
+  it('has defaults that work on a fresh machine', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({ port: 8080, host: '127.0.0.1', databaseKind: 'sqlite', publicUrl: 'http://127.0.0.1:8080', logLevel: 'info' });
+    expect(c.databaseUrl).toMatch(/data\/windsock\.sqlite3$/);
+    expect(c.jwtSecret).toBeUndefined();
+  });
+
+  it('recognises Postgres and SQLite database URLs', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://u@h:5432/db' })).toMatchObject({ databaseKind: 'postgres', databaseUrl: 'postgres://u@h:5432/db' });
+    expect(loadConfig({ DATABASE_URL: 'sqlite:/tmp/x.db' })).toMatchObject({ databaseKind: 'sqlite', databaseUrl: '/tmp/x.db' });
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, /PORT/],
+    [{ PORT: '70000' }, /PORT/],
+    [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
+    [{ PUBLIC_URL: 'not a url' }, /PUBLIC_URL/],
+    [{ PUBLIC_URL: 'ftp://x' }, /PUBLIC_URL/],
+    [{ JWT_SECRET: 'short' }, /JWT_SECRET/],
+    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+    [{ VALIDATE_RESPONSES: 'maybe' }, /VALIDATE_RESPONSES/],
+    [{ GITHUB_API_URL: 'nope' }, /GITHUB_API_URL/],
+  ])('refuses %j naming the setting', (env, name) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(name);
+  });
+});
