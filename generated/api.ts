@@ -327,6 +327,162 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/builds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List builds across all organizations
+         * @description Builds of every organization the token can reach, newest first.
+         */
+        get: operations["listAllBuilds"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/builds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List builds of an organization
+         * @description Builds of the organization's pipelines the user may see, newest first.
+         */
+        get: operations["listOrganizationBuilds"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        /** List builds of a pipeline */
+        get: operations["listPipelineBuilds"];
+        put?: never;
+        /**
+         * Create a build
+         * @description Creates a build with the pipeline's next number and jobs from the pipeline's steps. The
+         *     pipeline's `branch_configuration` applies unless `ignore_pipeline_branch_filters` is true;
+         *     step branch filters always apply (an excluded step becomes a `broken` job). Archived
+         *     pipelines take no builds. With `skip_queued_branch_builds`, older `scheduled` builds of
+         *     the branch become `skipped`; with `cancel_running_branch_builds`, older `running` or
+         *     `failing` builds of the branch are canceled. Answers after the build is committed.
+         */
+        post: operations["createBuild"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        /** Get a build */
+        get: operations["getBuild"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Cancel a build
+         * @description From `scheduled`, `running` or `failing`; unfinished jobs are canceled (a job running on
+         *     an agent goes through `canceling` until the agent stops it). From any other state: 422
+         *     with the reason.
+         */
+        put: operations["cancelBuild"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/rebuild": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Rebuild a build
+         * @description A new build with the next number: the same commit, branch, message, env, meta data and
+         *     pull request, jobs from the pipeline's current steps, the caller as creator, and
+         *     `rebuilt_from` pointing at the original (which stays unchanged).
+         */
+        put: operations["rebuildBuild"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -589,8 +745,215 @@ export interface components {
             team_uuids?: string[];
         };
         UpdatePipelineRequest: components["schemas"]["PipelineWritable"];
+        /** @enum {string} */
+        BuildState: "creating" | "scheduled" | "running" | "passed" | "failing" | "failed" | "blocked" | "canceling" | "canceled" | "skipped" | "not_run";
+        /** @enum {string} */
+        BuildStateFilter: "creating" | "scheduled" | "running" | "passed" | "failing" | "failed" | "blocked" | "canceling" | "canceled" | "skipped" | "not_run" | "finished";
+        /** @enum {string} */
+        JobState: "pending" | "waiting" | "waiting_failed" | "blocked" | "blocked_failed" | "unblocked" | "unblocked_failed" | "limiting" | "limited" | "scheduled" | "assigned" | "accepted" | "running" | "passed" | "failed" | "timing_out" | "timed_out" | "canceling" | "canceled" | "skipped" | "broken" | "expired";
+        /** @description The user who created the build. */
+        BuildCreator: {
+            /** Format: uuid */
+            id: string;
+            graphql_id?: string;
+            name: string;
+            email: string;
+            avatar_url: string;
+            created_at: components["schemas"]["IsoTimestamp"];
+        };
+        /** @description The commit's author. */
+        Author: {
+            name?: string;
+            email?: string;
+            username?: string;
+        };
+        MetaData: {
+            [key: string]: string;
+        };
+        /** @description The pull request the build is for; `{}` when it is not for one (as in the real API's examples). */
+        PullRequest: {
+            id?: string;
+            base?: string | null;
+            repository?: string | null;
+            labels?: string[];
+        };
+        /** @description The subset of the pipeline embedded in a build. */
+        BuildPipeline: {
+            /** Format: uuid */
+            id: string;
+            graphql_id: string;
+            url: string;
+            web_url: string;
+            name: string;
+            slug: string;
+            repository: string;
+            provider: {
+                id: string;
+                /** @description The pipeline webhook URL under the same visibility rule as in pipeline responses; `""` otherwise. */
+                webhook_url: string;
+            };
+            skip_queued_branch_builds: boolean;
+            skip_queued_branch_builds_filter: string | null;
+            cancel_running_branch_builds: boolean;
+            cancel_running_branch_builds_filter: string | null;
+            builds_url: string;
+            badge_url: string;
+            created_at: components["schemas"]["UtcTimestamp"];
+            scheduled_builds_count: number;
+            running_builds_count: number;
+            scheduled_jobs_count: number;
+            running_jobs_count: number;
+            waiting_jobs_count: number;
+        };
+        /**
+         * @description A detached JWS (RFC 7515 appendix F) over the step's signed fields, serialised as canonical
+         *     JSON; verifiable by a holder of the server's pipeline signing key.
+         */
+        StepSignature: {
+            value: string;
+            algorithm: string;
+            signed_fields: string[];
+        };
+        /**
+         * @description A job of a build. Every job has the common fields; `script` jobs add the command, agent,
+         *     exit status and retry fields; `manual` (block) jobs the unblock fields; `trigger` jobs the
+         *     triggered build.
+         */
+        Job: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string;
+            /** @enum {string} */
+            type: "script" | "waiter" | "manual" | "trigger";
+            name?: string | null;
+            label?: string | null;
+            step_key: string | null;
+            step?: {
+                /** Format: uuid */
+                id: string;
+                signature?: components["schemas"]["StepSignature"] | null;
+            };
+            state: components["schemas"]["JobState"];
+            build_url?: string;
+            web_url?: string;
+            log_url?: string;
+            raw_log_url?: string;
+            command?: string | null;
+            agent_query_rules?: string[];
+            soft_failed?: boolean;
+            exit_status?: number | null;
+            artifact_paths?: string | null;
+            /** @description Set once agents run jobs. */
+            agent?: null;
+            created_at: components["schemas"]["IsoTimestamp"];
+            scheduled_at?: components["schemas"]["IsoTimestamp"] | null;
+            runnable_at?: components["schemas"]["IsoTimestamp"] | null;
+            started_at?: components["schemas"]["IsoTimestamp"] | null;
+            finished_at?: components["schemas"]["IsoTimestamp"] | null;
+            retried?: boolean;
+            /** Format: uuid */
+            retried_in_job_id?: string | null;
+            retries_count?: number | null;
+            /** @enum {string|null} */
+            retry_type?: "automatic" | "manual" | null;
+            retry_source?: Record<string, never> | null;
+            parallel_group_index?: number | null;
+            parallel_group_total?: number | null;
+            matrix?: null;
+            cluster_id?: null;
+            cluster_url?: null;
+            cluster_queue_id?: null;
+            cluster_queue_url?: null;
+            broken_reason?: string | null;
+            unblocked_by?: components["schemas"]["BuildCreator"] | null;
+            unblocked_at?: components["schemas"]["IsoTimestamp"] | null;
+            unblockable?: boolean;
+            unblock_url?: string;
+            async?: boolean;
+            triggered_build?: {
+                /** Format: uuid */
+                id: string;
+                number: number;
+                url: string;
+                web_url: string;
+            } | null;
+        };
+        Build: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string;
+            readonly url: string;
+            readonly web_url: string;
+            readonly number: number;
+            state: components["schemas"]["BuildState"];
+            cancel_reason: string | null;
+            /** @description The build waits on a block step; `state` stays what it was. */
+            blocked: boolean;
+            message: string | null;
+            commit: string;
+            branch: string;
+            tag?: string | null;
+            env: components["schemas"]["Env"];
+            /** @enum {string} */
+            source: "api" | "webhook" | "ui" | "trigger_job" | "schedule" | "pipeline_upload";
+            author?: components["schemas"]["Author"] | null;
+            creator: components["schemas"]["BuildCreator"] | null;
+            jobs: components["schemas"]["Job"][];
+            job_state_counts?: {
+                total: number;
+                states: {
+                    [key: string]: number;
+                };
+            };
+            created_at: components["schemas"]["IsoTimestamp"];
+            scheduled_at: components["schemas"]["IsoTimestamp"] | null;
+            started_at: components["schemas"]["IsoTimestamp"] | null;
+            failing_at: components["schemas"]["IsoTimestamp"] | null;
+            finished_at: components["schemas"]["IsoTimestamp"] | null;
+            meta_data: components["schemas"]["MetaData"];
+            pull_request: components["schemas"]["PullRequest"];
+            merge_queue: null;
+            rebuilt_from: {
+                /** Format: uuid */
+                id: string;
+                number: number;
+                url: string;
+            } | null;
+            pipeline: components["schemas"]["BuildPipeline"];
+        };
+        /** @description Unknown properties are ignored. */
+        CreateBuildRequest: {
+            /** @description A commit SHA, or `HEAD`. */
+            commit: string;
+            branch: string;
+            message?: string | null;
+            /** @description The commit's author; `{}` is accepted and means none. */
+            author?: {
+                name?: string;
+                email?: string;
+                username?: string;
+            } | null;
+            env?: components["schemas"]["Env"];
+            meta_data?: components["schemas"]["MetaData"];
+            clean_checkout?: boolean;
+            ignore_pipeline_branch_filters?: boolean;
+            pull_request_base_branch?: string;
+            pull_request_id?: number | string;
+            pull_request_repository?: string;
+            pull_request_labels?: string[];
+        };
     };
     responses: {
+        /** @description A page of builds, newest first. */
+        BuildList: {
+            headers: {
+                Link: components["headers"]["Link"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Build"][];
+            };
+        };
         /** @description Status. */
         Health: {
             headers: {
@@ -706,6 +1069,28 @@ export interface components {
         Page: number;
         /** @description Items per page; larger than 100 is a 400. */
         PerPage: number;
+        /** @description The build's number within its pipeline. */
+        BuildNumber: number;
+        /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. */
+        BuildBranch: string | string[];
+        /** @description Only builds of this full commit SHA; several with `commit[]=...`. */
+        BuildCommit: string | string[];
+        /** @description Only builds created at or after this time (ISO 8601). */
+        BuildCreatedFrom: string;
+        /** @description Only builds created before this time (ISO 8601). */
+        BuildCreatedTo: string;
+        /** @description Only builds created by this user id. */
+        BuildCreator: string;
+        /** @description Only builds finished at or after this time (ISO 8601). */
+        BuildFinishedFrom: string;
+        /** @description Include jobs that were retried (hidden by default). */
+        IncludeRetriedJobs: boolean;
+        /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
+        BuildMetaData: {
+            [key: string]: string;
+        };
+        /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
+        BuildState: components["schemas"]["BuildStateFilter"] | components["schemas"]["BuildStateFilter"][];
     };
     requestBodies: never;
     headers: {
@@ -1193,6 +1578,278 @@ export interface operations {
                     "application/json": components["schemas"]["PipelineWebhook"];
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAllBuilds: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. */
+                branch?: components["parameters"]["BuildBranch"];
+                /** @description Only builds of this full commit SHA; several with `commit[]=...`. */
+                commit?: components["parameters"]["BuildCommit"];
+                /** @description Only builds created at or after this time (ISO 8601). */
+                created_from?: components["parameters"]["BuildCreatedFrom"];
+                /** @description Only builds created before this time (ISO 8601). */
+                created_to?: components["parameters"]["BuildCreatedTo"];
+                /** @description Only builds created by this user id. */
+                creator?: components["parameters"]["BuildCreator"];
+                /** @description Only builds finished at or after this time (ISO 8601). */
+                finished_from?: components["parameters"]["BuildFinishedFrom"];
+                /** @description Include jobs that were retried (hidden by default). */
+                include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
+                /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
+                meta_data?: components["parameters"]["BuildMetaData"];
+                /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
+                state?: components["parameters"]["BuildState"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["BuildList"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listOrganizationBuilds: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. */
+                branch?: components["parameters"]["BuildBranch"];
+                /** @description Only builds of this full commit SHA; several with `commit[]=...`. */
+                commit?: components["parameters"]["BuildCommit"];
+                /** @description Only builds created at or after this time (ISO 8601). */
+                created_from?: components["parameters"]["BuildCreatedFrom"];
+                /** @description Only builds created before this time (ISO 8601). */
+                created_to?: components["parameters"]["BuildCreatedTo"];
+                /** @description Only builds created by this user id. */
+                creator?: components["parameters"]["BuildCreator"];
+                /** @description Only builds finished at or after this time (ISO 8601). */
+                finished_from?: components["parameters"]["BuildFinishedFrom"];
+                /** @description Include jobs that were retried (hidden by default). */
+                include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
+                /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
+                meta_data?: components["parameters"]["BuildMetaData"];
+                /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
+                state?: components["parameters"]["BuildState"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["BuildList"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPipelineBuilds: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. */
+                branch?: components["parameters"]["BuildBranch"];
+                /** @description Only builds of this full commit SHA; several with `commit[]=...`. */
+                commit?: components["parameters"]["BuildCommit"];
+                /** @description Only builds created at or after this time (ISO 8601). */
+                created_from?: components["parameters"]["BuildCreatedFrom"];
+                /** @description Only builds created before this time (ISO 8601). */
+                created_to?: components["parameters"]["BuildCreatedTo"];
+                /** @description Only builds created by this user id. */
+                creator?: components["parameters"]["BuildCreator"];
+                /** @description Only builds finished at or after this time (ISO 8601). */
+                finished_from?: components["parameters"]["BuildFinishedFrom"];
+                /** @description Include jobs that were retried (hidden by default). */
+                include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
+                /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
+                meta_data?: components["parameters"]["BuildMetaData"];
+                /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
+                state?: components["parameters"]["BuildState"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["BuildList"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createBuild: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateBuildRequest"];
+            };
+        };
+        responses: {
+            /** @description The new build. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Build"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getBuild: {
+        parameters: {
+            query?: {
+                /** @description Include jobs that were retried (hidden by default). */
+                include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The build. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Build"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelBuild: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The canceled (or canceling) build. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Build"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rebuildBuild: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new build. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Build"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];

@@ -7,6 +7,8 @@ import express, { NextFunction, Request, Response } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Knex } from 'knex';
 import type { AccessTokenService } from './access-token/service';
+import { buildRoutes } from './builds/routes';
+import type { BuildService } from './builds/service';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
 import { errorHandler } from './http/error-handler';
 import { NotFoundError } from './http/errors';
@@ -26,6 +28,7 @@ export interface AppDeps {
   tokens: AccessTokenService;
   orgs: OrganizationRepository;
   pipelines: PipelineService;
+  builds: BuildService;
   /** false once shutdown has begun: readiness turns 503 so load balancers stop sending. */
   isAccepting?: () => boolean;
 }
@@ -90,7 +93,8 @@ export function createApp(deps: AppDeps): express.Express {
   );
 
   app.use(organizationRoutes(deps.orgs, deps.tokens, deps.publicUrl));
-  app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
+  app.use(pipelineRoutes(deps.pipelines, (ids) => deps.builds.counts(ids), deps.publicUrl));
+  app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl));
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -44,6 +44,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     tokens: services.tokens,
     orgs: services.orgs,
     pipelines: services.pipelines,
+    builds: services.builds,
     isAccepting: () => accepting,
   });
   const server = http.createServer(app);

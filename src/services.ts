@@ -4,6 +4,8 @@
  */
 import type { Knex } from 'knex';
 import { AccessTokenService } from './access-token/service';
+import { BuildRepository } from './builds/repository';
+import { BuildService } from './builds/service';
 import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
 import type { Logger } from './http/logger';
@@ -21,6 +23,7 @@ export interface Services {
   orgs: OrganizationRepository;
   tokens: AccessTokenService;
   pipelines: PipelineService;
+  builds: BuildService;
 }
 
 export interface ServiceOptions {
@@ -36,15 +39,17 @@ export function createServices(o: ServiceOptions): Services {
   const db = createKnex({ ...o.database, logger: o.logger });
   const keys = keysFromSecret(o.secret);
   const orgs = new OrganizationRepository(db);
+  const pipelines = new PipelineService(new PipelineRepository(db), orgs, keys, {
+    publicUrl: o.publicUrl,
+    github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
+  });
   return {
     db,
     keys,
     users: new UserRepository(db),
     orgs,
     tokens: new AccessTokenService(db, keys),
-    pipelines: new PipelineService(new PipelineRepository(db), orgs, keys, {
-      publicUrl: o.publicUrl,
-      github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
-    }),
+    pipelines,
+    builds: new BuildService(new BuildRepository(db), pipelines, orgs, keys),
   };
 }

@@ -3,7 +3,7 @@ import express, { Request, Response } from 'express';
 import type { operations } from '../../generated/api';
 import { orgOf, principalOf } from '../http/auth';
 import { pageRequest, setLinkHeader } from '../http/pagination';
-import { NO_COUNTS, serializePipeline } from './serialize';
+import { serializePipeline, type PipelineCounts } from './serialize';
 import type { Actor, Permissions, PipelineInput, PipelineService } from './service';
 import type { Pipeline } from './repository';
 
@@ -11,20 +11,26 @@ type CreateBody = operations['createPipeline']['requestBody']['content']['applic
 type UpdateBody = operations['updatePipeline']['requestBody']['content']['application/json'];
 type ListQuery = NonNullable<operations['listPipelines']['parameters']['query']>;
 
-export function pipelineRoutes(service: PipelineService, publicUrl: string) {
+export function pipelineRoutes(service: PipelineService, countsOf: (ids: string[]) => Promise<Map<string, PipelineCounts>>, publicUrl: string) {
   const router = express.Router();
   const base = '/v2/organizations/:org_slug/pipelines';
 
   const actorOf = (res: Response): Actor => ({ principal: principalOf(res), ...orgOf(res) });
-  const view = (actor: Actor, p: Pipeline, perms: Permissions, timestamps: 'iso' | 'utc' = 'utc') =>
-    serializePipeline(p, {
-      orgSlug: actor.organization.slug,
-      publicUrl,
-      webhookUrl: service.showsWebhookUrl(actor, perms) ? service.webhookUrl(p.id) : undefined,
-      badgeUrl: service.badgeUrl(p.id),
-      counts: NO_COUNTS,
-      timestamps,
-    });
+  const views = async (actor: Actor, items: { pipeline: Pipeline; perms: Permissions }[], timestamps: 'iso' | 'utc' = 'utc') => {
+    const counts = await countsOf(items.map((i) => i.pipeline.id));
+    return items.map(({ pipeline: p, perms }) =>
+      serializePipeline(p, {
+        orgSlug: actor.organization.slug,
+        publicUrl,
+        webhookUrl: service.showsWebhookUrl(actor, perms) ? service.webhookUrl(p.id) : undefined,
+        badgeUrl: service.badgeUrl(p.id),
+        counts: counts.get(p.id)!,
+        timestamps,
+      }),
+    );
+  };
+  const view = async (actor: Actor, pipeline: Pipeline, perms: Permissions, timestamps: 'iso' | 'utc' = 'utc') =>
+    (await views(actor, [{ pipeline, perms }], timestamps))[0];
   const slugOf = (req: Request) => String(req.params.pipeline_slug);
 
   router.get(base, async (req, res) => {
@@ -33,25 +39,25 @@ export function pipelineRoutes(service: PipelineService, publicUrl: string) {
     const page = pageRequest(req);
     const { items, total } = await service.list(actor, { name: q.name, repository: q.repository }, page.offset, page.perPage);
     setLinkHeader(req, res, publicUrl, page, { total });
-    res.json(items.map(({ pipeline, perms }) => view(actor, pipeline, perms)));
+    res.json(await views(actor, items));
   });
 
   router.post(base, async (req, res) => {
     const actor = actorOf(res);
     const { pipeline, perms } = await service.create(actor, req.body as CreateBody as PipelineInput);
-    res.status(201).json(view(actor, pipeline, perms, 'iso'));
+    res.status(201).json(await view(actor, pipeline, perms, 'iso'));
   });
 
   router.get(`${base}/:pipeline_slug`, async (req, res) => {
     const actor = actorOf(res);
     const { pipeline, perms } = await service.get(actor, slugOf(req));
-    res.json(view(actor, pipeline, perms));
+    res.json(await view(actor, pipeline, perms));
   });
 
   router.patch(`${base}/:pipeline_slug`, async (req, res) => {
     const actor = actorOf(res);
     const { pipeline, perms } = await service.update(actor, slugOf(req), req.body as UpdateBody as PipelineInput);
-    res.json(view(actor, pipeline, perms));
+    res.json(await view(actor, pipeline, perms));
   });
 
   router.delete(`${base}/:pipeline_slug`, async (req, res) => {
@@ -62,13 +68,13 @@ export function pipelineRoutes(service: PipelineService, publicUrl: string) {
   router.post(`${base}/:pipeline_slug/archive`, async (req, res) => {
     const actor = actorOf(res);
     const { pipeline, perms } = await service.archive(actor, slugOf(req));
-    res.json(view(actor, pipeline, perms));
+    res.json(await view(actor, pipeline, perms));
   });
 
   router.post(`${base}/:pipeline_slug/unarchive`, async (req, res) => {
     const actor = actorOf(res);
     const { pipeline, perms } = await service.unarchive(actor, slugOf(req));
-    res.json(view(actor, pipeline, perms));
+    res.json(await view(actor, pipeline, perms));
   });
 
   router.post(`${base}/:pipeline_slug/webhook`, async (req, res) => {

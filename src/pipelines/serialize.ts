@@ -15,8 +15,6 @@ export interface PipelineCounts {
   waitingJobs: number;
 }
 
-export const NO_COUNTS: PipelineCounts = { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
-
 export interface PipelineView {
   orgSlug: string;
   publicUrl: string;

@@ -116,8 +116,13 @@ export class PipelineService {
     return perms.edit && actor.principal.token.scopes.includes('write_pipelines');
   }
 
+  /** Whether the caller sees only the pipelines of their teams. */
+  isRestricted(actor: Actor): boolean {
+    return actor.organization.teamsEnabled && actor.role !== 'admin';
+  }
+
   async list(actor: Actor, filter: { name?: string; repository?: string }, offset: number, limit: number) {
-    const restricted = actor.organization.teamsEnabled && actor.role !== 'admin';
+    const restricted = this.isRestricted(actor);
     const page = await this.pipelines.list(
       { organizationId: actor.organization.id, ...filter, visibleToUserId: restricted ? actor.principal.user.id : undefined },
       offset,
@@ -131,6 +136,15 @@ export class PipelineService {
   async get(actor: Actor, slug: string): Promise<{ pipeline: Pipeline; perms: Permissions }> {
     const pipeline = await this.pipelines.findBySlug(actor.organization.id, slug);
     if (!pipeline) throw new NotFoundError('pipeline');
+    const perms = await this.permissions(actor, pipeline);
+    if (!perms.read) throw new NotFoundError('pipeline');
+    return { pipeline, perms };
+  }
+
+  /** By id, for builds that embed their pipeline; 404 exactly as for a missing one. */
+  async getById(actor: Actor, id: string): Promise<{ pipeline: Pipeline; perms: Permissions }> {
+    const pipeline = await this.pipelines.findById(id);
+    if (!pipeline || pipeline.organizationId !== actor.organization.id) throw new NotFoundError('pipeline');
     const perms = await this.permissions(actor, pipeline);
     if (!perms.read) throw new NotFoundError('pipeline');
     return { pipeline, perms };

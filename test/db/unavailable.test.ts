@@ -25,6 +25,7 @@ describe('an unreachable database', () => {
       tokens: services.tokens,
       orgs: services.orgs,
       pipelines: services.pipelines,
+    builds: services.builds,
     });
     // A well-signed token, so the request reaches the database lookup.
     const { default: jwt } = await import('jsonwebtoken');

@@ -66,6 +66,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     tokens: services.tokens,
     orgs: services.orgs,
     pipelines: services.pipelines,
+    builds: services.builds,
   });
 
   let n = 0;

@@ -5,9 +5,11 @@
  */
 import type { Knex } from 'knex';
 import * as foundation from './20261123100000_foundation';
+import * as builds from './20261123110000_builds';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
+  '20261123110000_builds': builds,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,163 @@
+/**
+ * Jobs of a new build, planned from the pipeline's steps: one job per step (one per parallel
+ * copy for script steps), their starting states, merged env, and each script step's signature.
+ * Pure: no database, no clock of its own.
+ */
+import crypto from 'node:crypto';
+import type { Step } from '../pipelines/configuration';
+import { matchesBranchFilter } from '../pipelines/branch-filter';
+
+export type JobType = Step['type'];
+
+export interface StepSignature {
+  value: string;
+  algorithm: string;
+  signed_fields: string[];
+}
+
+export interface PlannedJob {
+  id: string;
+  position: number;
+  type: JobType;
+  state: 'scheduled' | 'waiting' | 'blocked' | 'broken';
+  name: string | null;
+  stepKey: string | null;
+  stepId: string;
+  signature: StepSignature | null;
+  step: Step;
+  command: string | null;
+  agentQueryRules: string[];
+  env: Record<string, string>;
+  artifactPaths: string | null;
+  timeoutInMinutes: number | null;
+  parallelGroupIndex: number | null;
+  parallelGroupTotal: number | null;
+  brokenReason: string | null;
+}
+
+export interface PlanContext {
+  branch: string;
+  pipelineEnv: Record<string, string>;
+  buildEnv: Record<string, string>;
+  repositoryUrl: string;
+  /** Signs a script step's fields; see signStep. */
+  sign: (fields: Record<string, unknown>) => StepSignature;
+}
+
+export const SIGNED_FIELDS = ['command', 'env', 'matrix', 'plugins', 'repository_url'];
+
+/** Deterministic JSON (sorted keys) so a verifier can rebuild the exact signed payload. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/**
+ * A detached-payload JWS (RFC 7515 appendix F): `<header>..<signature>`, HS256 under the
+ * server's pipeline signing key, over the canonical JSON of the signed fields.
+ */
+export function signStep(key: Buffer, fields: Record<string, unknown>): StepSignature {
+  const header = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JOSE' })).toString('base64url');
+  const payload = Buffer.from(canonicalJson(fields)).toString('base64url');
+  const signature = crypto.createHmac('sha256', key).update(`${header}.${payload}`).digest('base64url');
+  return { value: `${header}..${signature}`, algorithm: 'HS256', signed_fields: SIGNED_FIELDS };
+}
+
+export function verifyStepSignature(key: Buffer, signature: string, fields: Record<string, unknown>): boolean {
+  const [header, empty, sig] = signature.split('.');
+  if (!header || empty !== '' || !sig) return false;
+  const payload = Buffer.from(canonicalJson(fields)).toString('base64url');
+  const expected = crypto.createHmac('sha256', key).update(`${header}.${payload}`).digest();
+  const given = Buffer.from(sig, 'base64url');
+  return given.length === expected.length && crypto.timingSafeEqual(given, expected);
+}
+
+/** The fields of a script job that its signature covers. */
+export function signedFieldsOf(job: { command: string | null; env: Record<string, string> }, repositoryUrl: string): Record<string, unknown> {
+  return { command: job.command ?? '', env: job.env, matrix: null, plugins: null, repository_url: repositoryUrl };
+}
+
+/**
+ * Jobs before the first wait or block step start `scheduled`; jobs behind one start `waiting`.
+ * A block step reached at once (nothing before it) starts `blocked`, else `waiting`. A step
+ * whose own branch filter excludes the branch becomes a `broken` job.
+ */
+export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
+  const jobs: PlannedJob[] = [];
+  let behindBarrier = false;
+  const base = (step: Step, stepId: string) => ({
+    stepId,
+    step,
+    signature: null,
+    command: null,
+    agentQueryRules: [] as string[],
+    env: {} as Record<string, string>,
+    artifactPaths: null,
+    timeoutInMinutes: null,
+    parallelGroupIndex: null,
+    parallelGroupTotal: null,
+    brokenReason: null,
+  });
+  for (const step of steps) {
+    const stepId = crypto.randomUUID();
+    const filter = 'branch_configuration' in step ? step.branch_configuration : null;
+    const excluded = filter ? !matchesBranchFilter(filter, ctx.branch) : false;
+    const startState = excluded ? 'broken' : behindBarrier ? 'waiting' : 'scheduled';
+    const brokenReason = excluded ? `The step's branch filter "${filter}" excludes branch "${ctx.branch}"` : null;
+    switch (step.type) {
+      case 'script': {
+        const total = step.parallelism && step.parallelism > 1 ? step.parallelism : null;
+        const env = { ...ctx.pipelineEnv, ...ctx.buildEnv, ...step.env };
+        const signature = ctx.sign(signedFieldsOf({ command: step.command, env }, ctx.repositoryUrl));
+        for (let i = 0; i < (total ?? 1); i++) {
+          jobs.push({
+            ...base(step, stepId),
+            id: crypto.randomUUID(),
+            position: jobs.length,
+            type: 'script',
+            state: startState,
+            name: step.name,
+            stepKey: step.key,
+            signature,
+            command: step.command,
+            agentQueryRules: step.agent_query_rules,
+            env,
+            artifactPaths: step.artifact_paths,
+            timeoutInMinutes: step.timeout_in_minutes,
+            parallelGroupIndex: total ? i : null,
+            parallelGroupTotal: total,
+            brokenReason,
+          });
+        }
+        break;
+      }
+      case 'waiter':
+        jobs.push({ ...base(step, stepId), id: crypto.randomUUID(), position: jobs.length, type: 'waiter', state: 'waiting', name: null, stepKey: null });
+        behindBarrier = true;
+        break;
+      case 'manual': {
+        const reachedAtOnce = jobs.length === 0;
+        jobs.push({
+          ...base(step, stepId),
+          id: crypto.randomUUID(),
+          position: jobs.length,
+          type: 'manual',
+          state: excluded ? 'broken' : reachedAtOnce ? 'blocked' : 'waiting',
+          name: step.label,
+          stepKey: null,
+          brokenReason,
+        });
+        if (!excluded) behindBarrier = true;
+        break;
+      }
+      case 'trigger':
+        jobs.push({ ...base(step, stepId), id: crypto.randomUUID(), position: jobs.length, type: 'trigger', state: startState, name: step.name, stepKey: null, brokenReason });
+        break;
+    }
+  }
+  return jobs;
+}

@@ -1,0 +1,360 @@
+/**
+ * Builds, their meta data and jobs: Knex queries, rows in and domain objects out. The build
+ * number comes from the pipeline's counter, bumped by UPDATE ... RETURNING as the first
+ * statement of the create transaction: the row lock (Postgres) or the write lock (SQLite)
+ * serialises concurrent creates, and the unique (pipeline_id, number) index backs it.
+ */
+import type { Knex } from 'knex';
+import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
+import { userFromRow } from '../user/repository';
+import type { User } from '../user/serialize';
+import type { Step } from '../pipelines/configuration';
+import type { JobType, PlannedJob, StepSignature } from './jobs';
+
+export const BUILD_STATES = ['creating', 'scheduled', 'running', 'passed', 'failing', 'failed', 'blocked', 'canceling', 'canceled', 'skipped', 'not_run'] as const;
+export type BuildState = (typeof BUILD_STATES)[number];
+export const FINISHED_STATES: BuildState[] = ['passed', 'failed', 'blocked', 'canceled'];
+
+export interface Author {
+  name?: string;
+  email?: string;
+  username?: string;
+}
+
+export interface PullRequest {
+  id: string;
+  base: string | null;
+  repository: string | null;
+  labels?: string[];
+}
+
+export interface Build {
+  id: string;
+  pipelineId: string;
+  organizationId: string;
+  number: number;
+  state: BuildState;
+  blocked: boolean;
+  message: string | null;
+  commit: string;
+  branch: string;
+  tag: string | null;
+  env: Record<string, string>;
+  metaData: Record<string, string>;
+  source: string;
+  author: Author | null;
+  creator: User | null;
+  pullRequest: PullRequest | null;
+  cleanCheckout: boolean;
+  rebuiltFrom: { id: string; number: number } | null;
+  cancelReason: string | null;
+  createdAt: Date;
+  scheduledAt: Date | null;
+  startedAt: Date | null;
+  failingAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export interface Job {
+  id: string;
+  buildId: string;
+  position: number;
+  type: JobType;
+  state: string;
+  name: string | null;
+  stepKey: string | null;
+  stepId: string;
+  signature: StepSignature | null;
+  step: Step;
+  command: string | null;
+  agentQueryRules: string[];
+  env: Record<string, string>;
+  artifactPaths: string | null;
+  timeoutInMinutes: number | null;
+  parallelGroupIndex: number | null;
+  parallelGroupTotal: number | null;
+  softFailed: boolean;
+  exitStatus: number | null;
+  brokenReason: string | null;
+  retried: boolean;
+  retriedInJobId: string | null;
+  retriesCount: number | null;
+  retryType: string | null;
+  createdAt: Date;
+  scheduledAt: Date | null;
+  runnableAt: Date | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export type NewBuild = Omit<Build, 'number' | 'creator'> & { creatorId: string | null };
+
+function buildFromRow(r: Record<string, unknown>): Build {
+  return {
+    id: r.id as string,
+    pipelineId: r.pipeline_id as string,
+    organizationId: r.organization_id as string,
+    number: Number(r.number),
+    state: r.state as BuildState,
+    blocked: toBool(r.blocked),
+    message: (r.message as string | null) ?? null,
+    commit: r.commit as string,
+    branch: r.branch as string,
+    tag: (r.tag as string | null) ?? null,
+    env: parseJson(r.env, {}),
+    metaData: parseJson(r.meta_data, {}),
+    source: r.source as string,
+    author: parseJson<Author | null>(r.author, null),
+    creator: r.creator_id
+      ? userFromRow({ id: r.creator_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
+      : null,
+    pullRequest: parseJson<PullRequest | null>(r.pull_request, null),
+    cleanCheckout: toBool(r.clean_checkout),
+    rebuiltFrom: r.rebuilt_from_id ? { id: r.rebuilt_from_id as string, number: Number(r.rebuilt_from_number) } : null,
+    cancelReason: (r.cancel_reason as string | null) ?? null,
+    createdAt: toDate(r.created_at),
+    scheduledAt: toDateOrNull(r.scheduled_at),
+    startedAt: toDateOrNull(r.started_at),
+    failingAt: toDateOrNull(r.failing_at),
+    finishedAt: toDateOrNull(r.finished_at),
+  };
+}
+
+function jobFromRow(r: Record<string, unknown>): Job {
+  return {
+    id: r.id as string,
+    buildId: r.build_id as string,
+    position: Number(r.position),
+    type: r.type as JobType,
+    state: r.state as string,
+    name: (r.name as string | null) ?? null,
+    stepKey: (r.step_key as string | null) ?? null,
+    stepId: r.step_id as string,
+    signature: parseJson<StepSignature | null>(r.step_signature, null),
+    step: parseJson<Step>(r.step, { type: 'waiter', continue_on_failure: false }),
+    command: (r.command as string | null) ?? null,
+    agentQueryRules: parseJson(r.agent_query_rules, []),
+    env: parseJson(r.env, {}),
+    artifactPaths: (r.artifact_paths as string | null) ?? null,
+    timeoutInMinutes: (r.timeout_in_minutes as number | null) ?? null,
+    parallelGroupIndex: (r.parallel_group_index as number | null) ?? null,
+    parallelGroupTotal: (r.parallel_group_total as number | null) ?? null,
+    softFailed: toBool(r.soft_failed),
+    exitStatus: (r.exit_status as number | null) ?? null,
+    brokenReason: (r.broken_reason as string | null) ?? null,
+    retried: toBool(r.retried),
+    retriedInJobId: (r.retried_in_job_id as string | null) ?? null,
+    retriesCount: (r.retries_count as number | null) ?? null,
+    retryType: (r.retry_type as string | null) ?? null,
+    createdAt: toDate(r.created_at),
+    scheduledAt: toDateOrNull(r.scheduled_at),
+    runnableAt: toDateOrNull(r.runnable_at),
+    startedAt: toDateOrNull(r.started_at),
+    finishedAt: toDateOrNull(r.finished_at),
+  };
+}
+
+const SELECT = ['b.*', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at'];
+
+export interface BuildFilter {
+  /** One pipeline, or organizations (each optionally restricted to the pipelines a user's teams may see). */
+  scope: { pipelineId: string } | { organizations: { id: string; restrictedToUserId?: string }[] };
+  branches?: string[];
+  commits?: string[];
+  states?: BuildState[];
+  createdFrom?: Date;
+  createdTo?: Date;
+  finishedFrom?: Date;
+  creatorId?: string;
+  metaData?: Record<string, string>;
+}
+
+export class BuildRepository {
+  constructor(private readonly db: Knex) {}
+
+  /** Next number, build, meta data and jobs in one transaction; returns the number. */
+  async insert(build: NewBuild, jobs: PlannedJob[], sideEffects: (trx: Knex.Transaction, number: number) => Promise<void>): Promise<number> {
+    return this.db.transaction(async (trx) => {
+      const bumped = await trx.raw('update pipelines set builds_counter = builds_counter + 1 where id = ? returning builds_counter', [build.pipelineId]);
+      const rows = (Array.isArray(bumped) ? bumped : bumped.rows) as { builds_counter: number | string }[];
+      const number = Number(rows[0]!.builds_counter);
+      await trx('builds').insert({
+        id: build.id,
+        pipeline_id: build.pipelineId,
+        organization_id: build.organizationId,
+        number,
+        state: build.state,
+        blocked: build.blocked,
+        message: build.message,
+        commit: build.commit,
+        branch: build.branch,
+        tag: build.tag,
+        env: JSON.stringify(build.env),
+        meta_data: JSON.stringify(build.metaData),
+        source: build.source,
+        author: build.author ? JSON.stringify(build.author) : null,
+        creator_id: build.creatorId,
+        pull_request: build.pullRequest ? JSON.stringify(build.pullRequest) : null,
+        clean_checkout: build.cleanCheckout,
+        rebuilt_from_id: build.rebuiltFrom?.id ?? null,
+        rebuilt_from_number: build.rebuiltFrom?.number ?? null,
+        cancel_reason: build.cancelReason,
+        created_at: build.createdAt,
+        scheduled_at: build.scheduledAt,
+        started_at: build.startedAt,
+        failing_at: build.failingAt,
+        finished_at: build.finishedAt,
+      });
+      const meta = Object.entries(build.metaData);
+      if (meta.length) {
+        await trx('build_meta_data').insert(meta.map(([key, value]) => ({ build_id: build.id, key, value, value_key: value.slice(0, 255) })));
+      }
+      // Chunked: SQLite allows a limited number of bound variables per statement.
+      for (let i = 0; i < jobs.length; i += 20) {
+        await trx('jobs').insert(
+          jobs.slice(i, i + 20).map((j) => ({
+            id: j.id,
+            build_id: build.id,
+            pipeline_id: build.pipelineId,
+            position: j.position,
+            type: j.type,
+            state: j.state,
+            name: j.name,
+            step_key: j.stepKey,
+            step_id: j.stepId,
+            step_signature: j.signature ? JSON.stringify(j.signature) : null,
+            step: JSON.stringify(j.step),
+            command: j.command,
+            agent_query_rules: JSON.stringify(j.agentQueryRules),
+            env: JSON.stringify(j.env),
+            artifact_paths: j.artifactPaths,
+            timeout_in_minutes: j.timeoutInMinutes,
+            parallel_group_index: j.parallelGroupIndex,
+            parallel_group_total: j.parallelGroupTotal,
+            broken_reason: j.brokenReason,
+            created_at: build.createdAt,
+            scheduled_at: j.state === 'scheduled' ? build.createdAt : null,
+            runnable_at: j.state === 'scheduled' ? build.createdAt : null,
+            finished_at: j.state === 'broken' ? build.createdAt : null,
+          })),
+        );
+      }
+      await sideEffects(trx, number);
+      return number;
+    });
+  }
+
+  /**
+   * Older builds of the branch in `fromStates` move to `toState` with their unfinished jobs
+   * (`skip_queued_branch_builds`, `cancel_running_branch_builds`). Returns how many moved.
+   */
+  async supersede(
+    trx: Knex.Transaction,
+    pipelineId: string,
+    branch: string,
+    belowNumber: number,
+    fromStates: BuildState[],
+    toState: BuildState,
+    jobState: string,
+    at: Date,
+  ): Promise<number> {
+    const ids = (await trx('builds').where({ pipeline_id: pipelineId, branch }).where('number', '<', belowNumber).whereIn('state', fromStates).pluck('id')) as string[];
+    if (!ids.length) return 0;
+    await trx('builds').whereIn('id', ids).update({ state: toState, finished_at: at, blocked: false });
+    await trx('jobs').whereIn('build_id', ids).whereIn('state', UNFINISHED_JOB_STATES).update({ state: jobState, finished_at: at });
+    return ids.length;
+  }
+
+  /** Moves a build from one of `fromStates`, and its unfinished jobs, to canceled. False if the state had moved on. */
+  async cancel(buildId: string, fromStates: BuildState[], at: Date): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      const n = await trx('builds').where({ id: buildId }).whereIn('state', fromStates).update({ state: 'canceled', finished_at: at, blocked: false });
+      if (!n) return false;
+      await trx('jobs').where({ build_id: buildId }).whereIn('state', UNFINISHED_JOB_STATES).update({ state: 'canceled', finished_at: at });
+      return true;
+    });
+  }
+
+  async findByNumber(pipelineId: string, number: number): Promise<Build | null> {
+    const row = await this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').where({ 'b.pipeline_id': pipelineId, 'b.number': number }).first(SELECT);
+    return row ? buildFromRow(row) : null;
+  }
+
+  async findById(id: string): Promise<Build | null> {
+    const row = await this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').where({ 'b.id': id }).first(SELECT);
+    return row ? buildFromRow(row) : null;
+  }
+
+  async list(f: BuildFilter, offset: number, limit: number): Promise<Build[]> {
+    const q = this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').select(SELECT);
+    const pipelineId = 'pipelineId' in f.scope ? f.scope.pipelineId : undefined;
+    if (pipelineId) q.where('b.pipeline_id', pipelineId);
+    else {
+      const orgs = 'organizations' in f.scope ? f.scope.organizations : [];
+      if (!orgs.length) return [];
+      q.where((any) => {
+        for (const o of orgs) {
+          any.orWhere((w) => {
+            w.where('b.organization_id', o.id);
+            if (o.restrictedToUserId) {
+              w.whereIn(
+                'b.pipeline_id',
+                this.db('pipeline_teams as pt').join('team_members as tm', 'tm.team_id', 'pt.team_id').where('tm.user_id', o.restrictedToUserId).select('pt.pipeline_id'),
+              );
+            }
+          });
+        }
+      });
+    }
+    if (f.branches?.length) q.whereIn('b.branch', f.branches);
+    if (f.commits?.length) q.whereIn('b.commit', f.commits);
+    if (f.states?.length) q.whereIn('b.state', f.states);
+    if (f.createdFrom) q.where('b.created_at', '>=', f.createdFrom);
+    if (f.createdTo) q.where('b.created_at', '<', f.createdTo);
+    if (f.finishedFrom) q.where('b.finished_at', '>=', f.finishedFrom);
+    if (f.creatorId) q.where('b.creator_id', f.creatorId);
+    for (const [key, value] of Object.entries(f.metaData ?? {})) {
+      q.whereIn('b.id', this.db('build_meta_data').where({ key, value_key: value.slice(0, 255), value }).select('build_id'));
+    }
+    // Within one pipeline the number is the creation order and is indexed with the pipeline.
+    if (pipelineId) q.orderBy('b.number', 'desc');
+    else q.orderBy([{ column: 'b.created_at', order: 'desc' }, { column: 'b.id', order: 'desc' }]);
+    return (await q.offset(offset).limit(limit)).map(buildFromRow);
+  }
+
+  /** Jobs of these builds in order, retried ones only when asked. */
+  async jobsOf(buildIds: string[], includeRetried: boolean): Promise<Map<string, Job[]>> {
+    const byBuild = new Map<string, Job[]>(buildIds.map((id) => [id, []]));
+    if (!buildIds.length) return byBuild;
+    const q = this.db('jobs').whereIn('build_id', buildIds).orderBy([{ column: 'build_id' }, { column: 'position' }]);
+    if (!includeRetried) q.where('retried', false);
+    for (const row of await q) byBuild.get(row.build_id as string)!.push(jobFromRow(row));
+    return byBuild;
+  }
+
+  /** Build and job counts per pipeline, for pipeline responses. */
+  async countsFor(pipelineIds: string[]): Promise<Map<string, { scheduledBuilds: number; runningBuilds: number; scheduledJobs: number; runningJobs: number; waitingJobs: number }>> {
+    const counts = new Map(pipelineIds.map((id) => [id, { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 }]));
+    if (!pipelineIds.length) return counts;
+    type Row = { pipeline_id: string; state: string; n: number | string };
+    const [builds, jobs] = await Promise.all([
+      this.db('builds').whereIn('pipeline_id', pipelineIds).whereIn('state', ['scheduled', 'running']).groupBy('pipeline_id', 'state').select('pipeline_id', 'state').count({ n: '*' }) as unknown as Promise<Row[]>,
+      this.db('jobs').whereIn('pipeline_id', pipelineIds).whereIn('state', ['scheduled', 'running', 'waiting']).groupBy('pipeline_id', 'state').select('pipeline_id', 'state').count({ n: '*' }) as unknown as Promise<Row[]>,
+    ]);
+    for (const r of builds) {
+      const c = counts.get(r.pipeline_id)!;
+      if (r.state === 'scheduled') c.scheduledBuilds = Number(r.n);
+      else c.runningBuilds = Number(r.n);
+    }
+    for (const r of jobs) {
+      const c = counts.get(r.pipeline_id)!;
+      if (r.state === 'scheduled') c.scheduledJobs = Number(r.n);
+      else if (r.state === 'running') c.runningJobs = Number(r.n);
+      else c.waitingJobs = Number(r.n);
+    }
+    return counts;
+  }
+}
+
+/** Job states that are not final: what a cancel or skip moves along. */
+export const UNFINISHED_JOB_STATES = ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited', 'scheduled', 'assigned', 'accepted'];

@@ -1,0 +1,75 @@
+/** Builds: thin handlers for the three list scopes, create, get, cancel and rebuild. */
+import express, { Request, Response } from 'express';
+import type { operations } from '../../generated/api';
+import { orgOf, principalOf } from '../http/auth';
+import { pageRequest, setLinkHeader } from '../http/pagination';
+import type { Actor, PipelineService } from '../pipelines/service';
+import { serializeBuild } from './serialize';
+import type { BuildService, BuildWithJobs, CreateBuildInput, ListQuery } from './service';
+
+type CreateBody = operations['createBuild']['requestBody']['content']['application/json'];
+
+export function buildRoutes(builds: BuildService, pipelines: PipelineService, publicUrl: string) {
+  const router = express.Router();
+  const base = '/v2/organizations/:org_slug/pipelines/:pipeline_slug/builds';
+  const actorOf = (res: Response): Actor => ({ principal: principalOf(res), ...orgOf(res) });
+  const numberOf = (req: Request) => Number(req.params.build_number);
+
+  const render = async (items: BuildWithJobs[]) => {
+    const counts = await builds.counts([...new Set(items.map((i) => i.pipeline.id))]);
+    return items.map((item) =>
+      serializeBuild(item, {
+        publicUrl,
+        orgSlug: item.actor.organization.slug,
+        webhookUrl: pipelines.showsWebhookUrl(item.actor, item.perms) ? pipelines.webhookUrl(item.pipeline.id) : undefined,
+        badgeUrl: pipelines.badgeUrl(item.pipeline.id),
+        counts: counts.get(item.pipeline.id)!,
+      }),
+    );
+  };
+  const renderOne = async (item: BuildWithJobs) => (await render([item]))[0];
+
+  const list = async (req: Request, res: Response, scope: Parameters<BuildService['list']>[0]) => {
+    const page = pageRequest(req);
+    // One more than a page tells whether a next page exists without counting every match.
+    const items = await builds.list(scope, req.query as ListQuery, page.offset, page.perPage + 1);
+    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+    res.json(await render(items.slice(0, page.perPage)));
+  };
+
+  router.get('/v2/builds', async (req, res) => {
+    await list(req, res, { principal: principalOf(res) });
+  });
+
+  router.get('/v2/organizations/:org_slug/builds', async (req, res) => {
+    await list(req, res, { actor: actorOf(res) });
+  });
+
+  router.get(base, async (req, res) => {
+    await list(req, res, { actor: actorOf(res), pipelineSlug: String(req.params.pipeline_slug) });
+  });
+
+  router.post(base, async (req, res) => {
+    const actor = actorOf(res);
+    const item = await builds.create(actor, String(req.params.pipeline_slug), req.body as CreateBody as CreateBuildInput);
+    res.status(201).json(await renderOne(item));
+  });
+
+  router.get(`${base}/:build_number`, async (req, res) => {
+    const actor = actorOf(res);
+    const includeRetried = (req.query as { include_retried_jobs?: boolean }).include_retried_jobs === true;
+    res.json(await renderOne(await builds.get(actor, String(req.params.pipeline_slug), numberOf(req), includeRetried)));
+  });
+
+  router.put(`${base}/:build_number/cancel`, async (req, res) => {
+    const actor = actorOf(res);
+    res.json(await renderOne(await builds.cancel(actor, String(req.params.pipeline_slug), numberOf(req))));
+  });
+
+  router.put(`${base}/:build_number/rebuild`, async (req, res) => {
+    const actor = actorOf(res);
+    res.json(await renderOne(await builds.rebuild(actor, String(req.params.pipeline_slug), numberOf(req))));
+  });
+
+  return router;
+}

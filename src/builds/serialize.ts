@@ -1,0 +1,137 @@
+/** Build and job -> the exact JSON of the contract (ISO 8601 timestamps throughout). */
+import type { components } from '../../generated/api';
+import { graphqlId, gravatarUrl, isoTime, utcTime } from '../http/format';
+import type { PipelineCounts } from '../pipelines/serialize';
+import type { User } from '../user/serialize';
+import type { BuildWithJobs } from './service';
+import type { Job } from './repository';
+
+type BuildJson = components['schemas']['Build'];
+type JobJson = components['schemas']['Job'];
+
+export interface BuildView {
+  publicUrl: string;
+  orgSlug: string;
+  webhookUrl: string | undefined;
+  badgeUrl: string;
+  counts: PipelineCounts;
+}
+
+const iso = (d: Date | null) => (d ? isoTime(d) : null);
+
+function creator(u: User | null): BuildJson['creator'] {
+  return u ? { id: u.id, graphql_id: graphqlId('User', u.id), name: u.name, email: u.email, avatar_url: gravatarUrl(u.email), created_at: isoTime(u.createdAt) } : null;
+}
+
+function serializeJob(j: Job, buildUrl: string, buildWebUrl: string): JobJson {
+  const common = {
+    id: j.id,
+    graphql_id: graphqlId('Job', j.id),
+    type: j.type,
+    state: j.state as JobJson['state'],
+    step_key: j.stepKey,
+    web_url: `${buildWebUrl}#${j.id}`,
+    created_at: isoTime(j.createdAt),
+    scheduled_at: iso(j.scheduledAt),
+    runnable_at: iso(j.runnableAt),
+    started_at: iso(j.startedAt),
+    finished_at: iso(j.finishedAt),
+  };
+  switch (j.type) {
+    case 'waiter':
+      return { ...common, name: null };
+    case 'manual':
+      return { ...common, label: j.name, name: j.name, unblocked_by: null, unblocked_at: null, unblockable: j.state === 'blocked', unblock_url: `${buildUrl}/jobs/${j.id}/unblock` };
+    case 'trigger':
+      return { ...common, name: j.name, async: j.step.type === 'trigger' ? j.step.trigger_async : false, triggered_build: null };
+    case 'script': {
+      const jobUrl = `${buildUrl}/jobs/${j.id}`;
+      return {
+        ...common,
+        name: j.name,
+        step: { id: j.stepId, signature: j.signature },
+        agent_query_rules: j.agentQueryRules,
+        build_url: buildUrl,
+        log_url: `${jobUrl}/log`,
+        raw_log_url: `${jobUrl}/log.txt`,
+        command: j.command,
+        soft_failed: j.softFailed,
+        exit_status: j.exitStatus,
+        artifact_paths: j.artifactPaths,
+        agent: null,
+        retried: j.retried,
+        retried_in_job_id: j.retriedInJobId,
+        retries_count: j.retriesCount,
+        retry_type: j.retryType as JobJson['retry_type'],
+        retry_source: null,
+        parallel_group_index: j.parallelGroupIndex,
+        parallel_group_total: j.parallelGroupTotal,
+        matrix: null,
+        cluster_id: null,
+        cluster_url: null,
+        cluster_queue_id: null,
+        cluster_queue_url: null,
+        broken_reason: j.brokenReason,
+      };
+    }
+  }
+}
+
+export function serializeBuild({ build: b, jobs, pipeline: p }: BuildWithJobs, v: BuildView): BuildJson {
+  const pipelineUrl = `${v.publicUrl}/v2/organizations/${v.orgSlug}/pipelines/${p.slug}`;
+  const url = `${pipelineUrl}/builds/${b.number}`;
+  const webUrl = `${v.publicUrl}/${v.orgSlug}/${p.slug}/builds/${b.number}`;
+  const states: Record<string, number> = {};
+  for (const j of jobs) states[j.state] = (states[j.state] ?? 0) + 1;
+  return {
+    id: b.id,
+    graphql_id: graphqlId('Build', b.id),
+    url,
+    web_url: webUrl,
+    number: b.number,
+    state: b.state,
+    cancel_reason: b.cancelReason,
+    blocked: b.blocked,
+    message: b.message,
+    commit: b.commit,
+    branch: b.branch,
+    tag: b.tag,
+    env: b.env,
+    source: b.source as BuildJson['source'],
+    author: b.author,
+    creator: creator(b.creator),
+    jobs: jobs.map((j) => serializeJob(j, url, webUrl)),
+    job_state_counts: { total: jobs.length, states },
+    created_at: isoTime(b.createdAt),
+    scheduled_at: iso(b.scheduledAt),
+    started_at: iso(b.startedAt),
+    failing_at: iso(b.failingAt),
+    finished_at: iso(b.finishedAt),
+    meta_data: b.metaData,
+    pull_request: b.pullRequest ?? {},
+    merge_queue: null,
+    rebuilt_from: b.rebuiltFrom ? { id: b.rebuiltFrom.id, number: b.rebuiltFrom.number, url: `${pipelineUrl}/builds/${b.rebuiltFrom.number}` } : null,
+    pipeline: {
+      id: p.id,
+      graphql_id: graphqlId('Pipeline', p.id),
+      url: pipelineUrl,
+      web_url: `${v.publicUrl}/${v.orgSlug}/${p.slug}`,
+      name: p.name,
+      slug: p.slug,
+      repository: p.repository,
+      provider: { id: p.providerId, webhook_url: v.webhookUrl ?? '' },
+      skip_queued_branch_builds: p.skipQueuedBranchBuilds,
+      skip_queued_branch_builds_filter: p.skipQueuedBranchBuildsFilter,
+      cancel_running_branch_builds: p.cancelRunningBranchBuilds,
+      cancel_running_branch_builds_filter: p.cancelRunningBranchBuildsFilter,
+      builds_url: `${pipelineUrl}/builds`,
+      badge_url: v.badgeUrl,
+      created_at: utcTime(p.createdAt),
+      scheduled_builds_count: v.counts.scheduledBuilds,
+      running_builds_count: v.counts.runningBuilds,
+      scheduled_jobs_count: v.counts.scheduledJobs,
+      running_jobs_count: v.counts.runningJobs,
+      waiting_jobs_count: v.counts.waitingJobs,
+    },
+  };
+}

@@ -1,0 +1,261 @@
+/**
+ * The rules of builds: creating one (numbering, branch filters, jobs from steps, skipping and
+ * canceling older builds of the branch), listing with filters across the three scopes, cancel
+ * and rebuild. No HTTP, no SQL.
+ */
+import crypto from 'node:crypto';
+import type { Principal } from '../access-token/service';
+import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } from '../http/errors';
+import type { OrganizationRepository } from '../organizations/repository';
+import { matchesBranchFilter } from '../pipelines/branch-filter';
+import type { Pipeline } from '../pipelines/repository';
+import type { Actor, Permissions, PipelineService } from '../pipelines/service';
+import type { Keys } from '../security/keys';
+import { planJobs, signStep, type StepSignature } from './jobs';
+import { FINISHED_STATES, type Author, type Build, type BuildFilter, type BuildRepository, type BuildState, type Job, type PullRequest } from './repository';
+
+export interface CreateBuildInput {
+  commit: string;
+  branch: string;
+  message?: string | null;
+  author?: Author | null;
+  env?: Record<string, string>;
+  meta_data?: Record<string, string>;
+  clean_checkout?: boolean;
+  ignore_pipeline_branch_filters?: boolean;
+  pull_request_base_branch?: string;
+  pull_request_id?: number | string;
+  pull_request_repository?: string;
+  pull_request_labels?: string[];
+}
+
+export interface ListQuery {
+  branch?: string | string[];
+  commit?: string | string[];
+  state?: string | string[];
+  created_from?: string;
+  created_to?: string;
+  finished_from?: string;
+  creator?: string;
+  meta_data?: Record<string, string>;
+  include_retried_jobs?: boolean;
+}
+
+export interface BuildWithJobs {
+  build: Build;
+  jobs: Job[];
+  pipeline: Pipeline;
+  perms: Permissions;
+  /** The caller within the build's organization (decides what the response may show). */
+  actor: Actor;
+}
+
+const CANCELABLE: BuildState[] = ['scheduled', 'running', 'failing'];
+
+export class BuildService {
+  private readonly signingKey: Buffer;
+
+  constructor(
+    private readonly builds: BuildRepository,
+    private readonly pipelines: PipelineService,
+    private readonly orgs: OrganizationRepository,
+    keys: Keys,
+  ) {
+    this.signingKey = Buffer.from(keys.derive('step-signing', 'v1', 64), 'hex');
+  }
+
+  /** Live build and job counts per pipeline, shown in every pipeline response. */
+  counts(pipelineIds: string[]) {
+    return this.builds.countsFor(pipelineIds);
+  }
+
+  sign(fields: Record<string, unknown>): StepSignature {
+    return signStep(this.signingKey, fields);
+  }
+
+  async create(actor: Actor, pipelineSlug: string, input: CreateBuildInput): Promise<BuildWithJobs> {
+    const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug);
+    if (!perms.build) throw new ForbiddenError();
+    if (pipeline.archivedAt) throw new UnprocessableError('This pipeline is archived: unarchive it before creating builds.');
+    if (!input.ignore_pipeline_branch_filters && pipeline.branchConfiguration && !matchesBranchFilter(pipeline.branchConfiguration, input.branch)) {
+      throw new UnprocessableError(`Branch "${input.branch}" does not match the pipeline's branch filter "${pipeline.branchConfiguration}". Use ignore_pipeline_branch_filters to build it anyway.`);
+    }
+    const pullRequest: PullRequest | null =
+      input.pull_request_id !== undefined && input.pull_request_id !== ''
+        ? {
+            id: String(input.pull_request_id),
+            base: input.pull_request_base_branch ?? null,
+            repository: input.pull_request_repository ?? null,
+            ...(input.pull_request_labels ? { labels: input.pull_request_labels } : {}),
+          }
+        : null;
+    const author = input.author && (input.author.name || input.author.email || input.author.username) ? input.author : null;
+    return this.createFrom(actor, pipeline, perms, {
+      commit: input.commit,
+      branch: input.branch,
+      message: input.message ?? null,
+      author,
+      env: input.env ?? {},
+      metaData: input.meta_data ?? {},
+      cleanCheckout: input.clean_checkout ?? false,
+      pullRequest,
+      rebuiltFrom: null,
+      source: 'api',
+    });
+  }
+
+  async rebuild(actor: Actor, pipelineSlug: string, number: number): Promise<BuildWithJobs> {
+    const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug);
+    const original = await this.builds.findByNumber(pipeline.id, number);
+    if (!original) throw new NotFoundError('build');
+    if (!perms.build) throw new ForbiddenError();
+    if (pipeline.archivedAt) throw new UnprocessableError('This pipeline is archived: unarchive it before rebuilding.');
+    if (!pipeline.allowRebuilds) throw new UnprocessableError('Rebuilds are turned off for this pipeline (allow_rebuilds is false).');
+    return this.createFrom(actor, pipeline, perms, {
+      commit: original.commit,
+      branch: original.branch,
+      message: original.message,
+      author: original.author,
+      env: original.env,
+      metaData: original.metaData,
+      cleanCheckout: original.cleanCheckout,
+      pullRequest: original.pullRequest,
+      rebuiltFrom: { id: original.id, number: original.number },
+      source: 'api',
+    });
+  }
+
+  private async createFrom(
+    actor: Actor,
+    pipeline: Pipeline,
+    perms: Permissions,
+    b: Pick<Build, 'commit' | 'branch' | 'message' | 'author' | 'env' | 'metaData' | 'cleanCheckout' | 'pullRequest' | 'rebuiltFrom' | 'source'>,
+  ): Promise<BuildWithJobs> {
+    const now = new Date();
+    const jobs = planJobs(pipeline.steps, {
+      branch: b.branch,
+      pipelineEnv: pipeline.env,
+      buildEnv: b.env,
+      repositoryUrl: pipeline.repository,
+      sign: (fields) => this.sign(fields),
+    });
+    const runnable = jobs.filter((j) => j.state !== 'broken');
+    // Every step filtered out: nothing will run, the build is over before it starts.
+    const notRun = runnable.length === 0;
+    const id = crypto.randomUUID();
+    await this.builds.insert(
+      {
+        id,
+        pipelineId: pipeline.id,
+        organizationId: pipeline.organizationId,
+        state: notRun ? 'not_run' : 'scheduled',
+        blocked: jobs.some((j) => j.state === 'blocked'),
+        tag: null,
+        creatorId: actor.principal.user.id,
+        cancelReason: null,
+        createdAt: now,
+        scheduledAt: now,
+        startedAt: null,
+        failingAt: null,
+        finishedAt: notRun ? now : null,
+        ...b,
+      },
+      jobs,
+      async (trx, number) => {
+        if (pipeline.skipQueuedBranchBuilds && matchesBranchFilter(pipeline.skipQueuedBranchBuildsFilter, b.branch)) {
+          await this.builds.supersede(trx, pipeline.id, b.branch, number, ['scheduled'], 'skipped', 'skipped', now);
+        }
+        if (pipeline.cancelRunningBranchBuilds && matchesBranchFilter(pipeline.cancelRunningBranchBuildsFilter, b.branch)) {
+          await this.builds.supersede(trx, pipeline.id, b.branch, number, ['running', 'failing'], 'canceled', 'canceled', now);
+        }
+      },
+    );
+    const build = (await this.builds.findById(id))!;
+    return { build, jobs: (await this.builds.jobsOf([id], false)).get(id)!, pipeline, perms, actor };
+  }
+
+  async get(actor: Actor, pipelineSlug: string, number: number, includeRetried: boolean): Promise<BuildWithJobs> {
+    const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug);
+    const build = await this.builds.findByNumber(pipeline.id, number);
+    if (!build) throw new NotFoundError('build');
+    return { build, jobs: (await this.builds.jobsOf([build.id], includeRetried)).get(build.id)!, pipeline, perms, actor };
+  }
+
+  async cancel(actor: Actor, pipelineSlug: string, number: number): Promise<BuildWithJobs> {
+    const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug);
+    const build = await this.builds.findByNumber(pipeline.id, number);
+    if (!build) throw new NotFoundError('build');
+    if (!perms.build) throw new ForbiddenError();
+    if (!CANCELABLE.includes(build.state) || !(await this.builds.cancel(build.id, CANCELABLE, new Date()))) {
+      const current = (await this.builds.findById(build.id))!;
+      throw new UnprocessableError(`This build can't be canceled because it is ${current.state}: only scheduled, running or failing builds can be canceled.`);
+    }
+    return this.get(actor, pipelineSlug, number, false);
+  }
+
+  /** Builds of one pipeline, one organization, or every organization the principal reaches. */
+  async list(
+    scope: { actor: Actor; pipelineSlug?: string } | { principal: Principal },
+    query: ListQuery,
+    offset: number,
+    limit: number,
+  ): Promise<BuildWithJobs[]> {
+    const pipelinesById = new Map<string, { pipeline: Pipeline; perms: Permissions }>();
+    let scopeFilter: BuildFilter['scope'];
+    if ('actor' in scope && scope.pipelineSlug) {
+      const found = await this.pipelines.get(scope.actor, scope.pipelineSlug);
+      scopeFilter = { pipelineId: found.pipeline.id };
+      pipelinesById.set(found.pipeline.id, found);
+    } else {
+      const actors = 'actor' in scope ? [scope.actor] : await this.actorsOf(scope.principal, [...scope.principal.organizations.keys()]);
+      scopeFilter = {
+        organizations: actors.map((a) => ({ id: a.organization.id, restrictedToUserId: this.pipelines.isRestricted(a) ? a.principal.user.id : undefined })),
+      };
+    }
+    const filter: BuildFilter = { scope: scopeFilter, ...this.filterFrom(query) };
+    const builds = await this.builds.list(filter, offset, limit);
+    const jobs = await this.builds.jobsOf(
+      builds.map((b) => b.id),
+      query.include_retried_jobs ?? false,
+    );
+    const actors = 'actor' in scope ? [scope.actor] : await this.actorsOf(scope.principal, [...new Set(builds.map((b) => b.organizationId))]);
+    const actorByOrg = new Map(actors.map((a) => [a.organization.id, a]));
+    const result: BuildWithJobs[] = [];
+    for (const build of builds) {
+      const actor = actorByOrg.get(build.organizationId)!;
+      let entry = pipelinesById.get(build.pipelineId);
+      if (!entry) {
+        entry = await this.pipelines.getById(actor, build.pipelineId);
+        pipelinesById.set(build.pipelineId, entry);
+      }
+      result.push({ build, jobs: jobs.get(build.id)!, ...entry, actor });
+    }
+    return result;
+  }
+
+  private async actorsOf(principal: Principal, orgIds: string[]): Promise<Actor[]> {
+    const orgs = await this.orgs.findByIds(orgIds);
+    return orgs.map((o) => ({ principal, organization: o, role: principal.organizations.get(o.id)! }));
+  }
+
+  private filterFrom(q: ListQuery): Omit<BuildFilter, 'scope'> {
+    const list = (v: string | string[] | undefined) => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
+    const time = (name: string, v: string | undefined) => {
+      if (v === undefined) return undefined;
+      const d = new Date(v);
+      if (Number.isNaN(d.getTime())) throw new BadRequestError(`Invalid parameter ${name}: must be an ISO 8601 time`);
+      return d;
+    };
+    const states = list(q.state)?.flatMap((s) => (s === 'finished' ? FINISHED_STATES : [s as BuildState]));
+    return {
+      branches: list(q.branch),
+      commits: list(q.commit),
+      states,
+      createdFrom: time('created_from', q.created_from),
+      createdTo: time('created_to', q.created_to),
+      finishedFrom: time('finished_from', q.finished_from),
+      creatorId: q.creator,
+      metaData: q.meta_data,
+    };
+  }
+}
