@@ -31,25 +31,33 @@ export interface TestContext {
   givenTeam(org: Organization, members: User[]): Promise<{ id: string; slug: string }>;
   /** An organization with an admin user and an all-scopes token, the common starting point. */
   givenAdmin(opts?: { teamsEnabled?: boolean }): Promise<{ org: Organization; user: User; token: string }>;
-  close(): Promise<void>;
+  /** The Postgres schema of this context, if any. */
+  schema?: string;
+  close(opts?: { keepSchema?: boolean }): Promise<void>;
 }
 
 export interface ContextOptions {
   github?: { apiUrl?: string; token?: string };
+  /** SQLite: a file instead of :memory: (so two contexts can share it). */
+  sqliteFile?: string;
+  /** Postgres: use that context's schema instead of a new one. */
+  sharePostgresSchemaOf?: TestContext;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
   const logger = createLogger('silent');
   let schema: string | undefined;
   const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  if (kind === 'postgres') {
+  if (kind === 'postgres' && opts.sharePostgresSchemaOf) {
+    schema = opts.sharePostgresSchemaOf.schema;
+  } else if (kind === 'postgres') {
     schema = `t_${crypto.randomBytes(6).toString('hex')}`;
     const admin = knexFactory({ client: 'pg', connection: pgUrl });
     await admin.raw(`create schema ${schema}`);
     await admin.destroy();
   }
   const services = createServices({
-    database: kind === 'sqlite' ? { kind, url: ':memory:' } : { kind, url: pgUrl, schema },
+    database: kind === 'sqlite' ? { kind, url: opts.sqliteFile ?? ':memory:' } : { kind, url: pgUrl, schema },
     secret: 'test-secret-test-secret-test-secret-0123456789',
     publicUrl: PUBLIC_URL,
     github: { apiUrl: opts.github?.apiUrl, token: opts.github?.token },
@@ -76,6 +84,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     kind,
     app,
     services,
+    schema,
     http: () => request(app),
     givenOrg: async (o = {}) => {
       const id = unique();
@@ -102,9 +111,9 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
       const user = await ctx.givenUser(org, 'admin');
       return { org, user, token: await ctx.givenToken(user, [org]) };
     },
-    close: async () => {
+    close: async (o = {}) => {
       await services.db.destroy();
-      if (schema) {
+      if (schema && !o.keepSchema) {
         const admin = knexFactory({ client: 'pg', connection: pgUrl });
         await admin.raw(`drop schema if exists ${schema} cascade`);
         await admin.destroy();
