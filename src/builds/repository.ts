@@ -176,13 +176,19 @@ export class BuildRepository {
   async insert(build: NewBuild, jobs: PlannedJob[], sideEffects: (trx: Knex.Transaction, number: number) => Promise<void>): Promise<number> {
     return this.db.transaction(async (trx) => {
       const bumped = await trx.raw('update pipelines set builds_counter = builds_counter + 1 where id = ? returning builds_counter', [build.pipelineId]);
-      const rows = (Array.isArray(bumped) ? bumped : bumped.rows) as { builds_counter: number | string }[];
-      const number = Number(rows[0]!.builds_counter);
+      const number = Number(returned(bumped).builds_counter);
+      // Pipeline first, then organization: one lock order everywhere, so no deadlocks.
+      const orgBumped = await trx.raw(
+        'update organizations set builds_counter = builds_counter + 1, builds_count = builds_count + 1 where id = ? returning builds_counter',
+        [build.organizationId],
+      );
+      const orgNumber = Number(returned(orgBumped).builds_counter);
       await trx('builds').insert({
         id: build.id,
         pipeline_id: build.pipelineId,
         organization_id: build.organizationId,
         number,
+        org_number: orgNumber,
         state: build.state,
         blocked: build.blocked,
         message: build.message,
@@ -288,10 +294,30 @@ export class BuildRepository {
   async list(f: BuildFilter, offset: number, limit: number): Promise<Build[]> {
     const q = this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').select(SELECT);
     const pipelineId = 'pipelineId' in f.scope ? f.scope.pipelineId : undefined;
-    if (pipelineId) q.where('b.pipeline_id', pipelineId);
-    else {
-      const orgs = 'organizations' in f.scope ? f.scope.organizations : [];
-      if (!orgs.length) return [];
+    const orgs = 'organizations' in f.scope ? f.scope.organizations : [];
+    if (!pipelineId && !orgs.length) return [];
+    const filtered = Boolean(
+      f.branches?.length || f.commits?.length || f.states?.length || f.createdFrom || f.createdTo || f.finishedFrom || f.creatorId || Object.keys(f.metaData ?? {}).length,
+    );
+    if (pipelineId) {
+      q.where('b.pipeline_id', pipelineId).orderBy('b.number', 'desc');
+      // Numbers have no gaps within a pipeline (builds are only deleted with their pipeline),
+      // so an unfiltered page starts at a number found by arithmetic: a seek, however deep.
+      if (!filtered && offset > 0) {
+        q.where('b.number', '<=', this.db('pipelines').where({ id: pipelineId }).select(this.db.raw('builds_counter - ?', [offset])));
+        offset = 0;
+      }
+    } else if (orgs.length === 1 && !orgs[0]!.restrictedToUserId) {
+      const orgId = orgs[0]!.id;
+      q.where('b.organization_id', orgId).orderBy('b.org_number', 'desc');
+      if (!filtered && offset > 0) {
+        const org = await this.db('organizations').where({ id: orgId }).first('builds_counter', 'builds_count');
+        if (org && Number(org.builds_counter) === Number(org.builds_count)) {
+          q.where('b.org_number', '<=', Number(org.builds_counter) - offset);
+          offset = 0;
+        }
+      }
+    } else {
       q.where((any) => {
         for (const o of orgs) {
           any.orWhere((w) => {
@@ -305,6 +331,7 @@ export class BuildRepository {
           });
         }
       });
+      q.orderBy([{ column: 'b.created_at', order: 'desc' }, { column: 'b.id', order: 'desc' }]);
     }
     if (f.branches?.length) q.whereIn('b.branch', f.branches);
     if (f.commits?.length) q.whereIn('b.commit', f.commits);
@@ -316,9 +343,6 @@ export class BuildRepository {
     for (const [key, value] of Object.entries(f.metaData ?? {})) {
       q.whereIn('b.id', this.db('build_meta_data').where({ key, value_key: value.slice(0, 255), value }).select('build_id'));
     }
-    // Within one pipeline the number is the creation order and is indexed with the pipeline.
-    if (pipelineId) q.orderBy('b.number', 'desc');
-    else q.orderBy([{ column: 'b.created_at', order: 'desc' }, { column: 'b.id', order: 'desc' }]);
     return (await q.offset(offset).limit(limit)).map(buildFromRow);
   }
 
@@ -354,6 +378,12 @@ export class BuildRepository {
     }
     return counts;
   }
+}
+
+/** The single row of an UPDATE ... RETURNING, whichever driver answered. */
+function returned(result: unknown): Record<string, unknown> {
+  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, unknown>[];
+  return rows[0]!;
 }
 
 /** Job states that are not final: what a cancel or skip moves along. */

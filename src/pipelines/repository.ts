@@ -196,8 +196,15 @@ export class PipelineRepository {
     return (await q.update({ archived_at: archivedAt })) > 0;
   }
 
+  /** Deletes the pipeline with its builds and jobs (foreign keys cascade), keeping the organization's build count true. */
   async delete(id: string): Promise<void> {
-    await this.db('pipelines').where({ id }).delete();
+    await this.db.transaction(async (trx) => {
+      const p = await trx('pipelines').where({ id }).first('organization_id');
+      if (!p) return;
+      const row = await trx('builds').where({ pipeline_id: id }).count<{ n: number | string }[]>({ n: '*' }).first();
+      await trx('pipelines').where({ id }).delete();
+      await trx('organizations').where({ id: p.organization_id }).decrement('builds_count', Number(row?.n ?? 0));
+    });
   }
 
   async findBySlug(organizationId: string, slug: string): Promise<Pipeline | null> {

@@ -278,6 +278,29 @@ describeEachDatabase('builds', (ctx) => {
       expect(page3.headers.link).toBe(`<${PUBLIC_URL}${path}?per_page=2&page=1>; rel="first", <${PUBLIC_URL}${path}?per_page=2&page=2>; rel="prev"`);
     });
 
+    it('serves deep pages by seek with the same rows as counting would, also after a pipeline is deleted', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const p1 = await givenPipeline(ctx(), org, token);
+      const p2 = await givenPipeline(ctx(), org, token);
+      const made: { id: string; pipeline: string }[] = [];
+      for (let i = 0; i < 8; i++) {
+        const p = i % 3 === 0 ? p2 : p1;
+        made.unshift({ id: (await createBuild(ctx(), org, p, token)).id, pipeline: p.slug });
+      }
+      const page = async (path: string, n: number) =>
+        (await ctx().http().get(`${path}${path.includes('?') ? '&' : '?'}per_page=3&page=${n}`).set(auth(token)).expect(200)).body.map((b: { id: string }) => b.id);
+      const orgList = `/v2/organizations/${org.slug}/builds`;
+      const expected = made.map((m) => m.id);
+      expect([...(await page(orgList, 1)), ...(await page(orgList, 2)), ...(await page(orgList, 3))]).toEqual(expected);
+      expect(await page(orgList, 4)).toEqual([]);
+      const inP1 = made.filter((m) => m.pipeline === p1.slug).map((m) => m.id);
+      expect([...(await page(buildsPath(org, p1), 1)), ...(await page(buildsPath(org, p1), 2))]).toEqual(inP1);
+
+      // Deleting a pipeline leaves gaps in the organization's sequence: pages stay exact.
+      await ctx().http().delete(`/v2/organizations/${org.slug}/pipelines/${p2.slug}`).set(auth(token)).expect(204);
+      expect([...(await page(orgList, 1)), ...(await page(orgList, 2))]).toEqual(inP1);
+    });
+
     it('hides retried jobs unless include_retried_jobs=true', async () => {
       const { org, token } = await ctx().givenAdmin();
       const p = await givenPipeline(ctx(), org, token);

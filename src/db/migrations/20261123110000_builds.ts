@@ -8,11 +8,20 @@ import type { Knex } from 'knex';
 export async function up(knex: Knex): Promise<void> {
   const ts = (t: Knex.CreateTableBuilder, name: string) => t.timestamp(name, { useTz: true, precision: 3 });
 
+  // Per-organization build sequence: `org_number` orders the organization's builds and lets a
+  // deep page be found by arithmetic (a seek) instead of skipping rows, as long as no builds
+  // were deleted (builds_count == builds_counter; deleting a pipeline leaves gaps).
+  await knex.schema.alterTable('organizations', (t) => {
+    t.integer('builds_counter').notNullable().defaultTo(0);
+    t.integer('builds_count').notNullable().defaultTo(0);
+  });
+
   await knex.schema.createTable('builds', (t) => {
     t.uuid('id').primary();
     t.uuid('pipeline_id').notNullable().references('pipelines.id').onDelete('CASCADE');
     t.uuid('organization_id').notNullable().references('organizations.id').onDelete('CASCADE');
     t.integer('number').notNullable();
+    t.integer('org_number').notNullable();
     t.string('state', 20).notNullable();
     t.boolean('blocked').notNullable().defaultTo(false);
     t.text('message');
@@ -35,10 +44,15 @@ export async function up(knex: Knex): Promise<void> {
     ts(t, 'failing_at');
     ts(t, 'finished_at');
     t.unique(['pipeline_id', 'number']);
-    t.index(['organization_id', 'created_at', 'id']);
+    t.unique(['organization_id', 'org_number']);
     t.index(['pipeline_id', 'branch', 'number']);
     t.index(['pipeline_id', 'state', 'number']);
+    t.index(['organization_id', 'branch', 'org_number']);
+    t.index(['organization_id', 'state', 'org_number']);
+    t.index(['organization_id', 'created_at']);
+    t.index(['organization_id', 'finished_at']);
     t.index(['commit']);
+    t.index(['creator_id']);
     t.index(['created_at', 'id']);
   });
 
@@ -94,4 +108,8 @@ export async function down(knex: Knex): Promise<void> {
   await knex.schema.dropTableIfExists('jobs');
   await knex.schema.dropTableIfExists('build_meta_data');
   await knex.schema.dropTableIfExists('builds');
+  await knex.schema.alterTable('organizations', (t) => {
+    t.dropColumn('builds_counter');
+    t.dropColumn('builds_count');
+  });
 }
