@@ -292,10 +292,19 @@ export class BuildRepository {
   }
 
   async list(f: BuildFilter, offset: number, limit: number): Promise<Build[]> {
+    const q = await this.listQuery(f, offset, limit);
+    return q ? (await q.query).map(buildFromRow) : [];
+  }
+
+  /**
+   * The list query itself, so its plan can be inspected (test/builds/plans.test.ts). Wrapped in
+   * an object: a query builder is thenable, and returning it bare from an async function runs it.
+   */
+  async listQuery(f: BuildFilter, offset: number, limit: number): Promise<{ query: Knex.QueryBuilder } | null> {
     const q = this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').select(SELECT);
     const pipelineId = 'pipelineId' in f.scope ? f.scope.pipelineId : undefined;
     const orgs = 'organizations' in f.scope ? f.scope.organizations : [];
-    if (!pipelineId && !orgs.length) return [];
+    if (!pipelineId && !orgs.length) return null;
     const filtered = Boolean(
       f.branches?.length || f.commits?.length || f.states?.length || f.createdFrom || f.createdTo || f.finishedFrom || f.creatorId || Object.keys(f.metaData ?? {}).length,
     );
@@ -343,7 +352,7 @@ export class BuildRepository {
     for (const [key, value] of Object.entries(f.metaData ?? {})) {
       q.whereIn('b.id', this.db('build_meta_data').where({ key, value_key: value.slice(0, 255), value }).select('build_id'));
     }
-    return (await q.offset(offset).limit(limit)).map(buildFromRow);
+    return { query: q.offset(offset).limit(limit) };
   }
 
   /** Jobs of these builds in order, retried ones only when asked. */
