@@ -79,7 +79,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.use('/v2', authenticate(deps.tokens));
-  app.use(guardRouter(guardsFromSpec(spec.doc), deps.orgs));
+  app.use(guardRouter(guardsFromSpec(spec.doc)));
   app.use(
     OpenApiValidator.middleware({
       apiSpec: structuredClone(spec.doc) as never,

@@ -50,6 +50,6 @@ export function createServices(o: ServiceOptions): Services {
     orgs,
     tokens: new AccessTokenService(db, keys),
     pipelines,
-    builds: new BuildService(new BuildRepository(db), pipelines, orgs, keys),
+    builds: new BuildService(new BuildRepository(db), pipelines, keys),
   };
 }

@@ -11,7 +11,7 @@ import { UnauthorizedError, ValidationError } from '../http/errors';
 import type { Keys } from '../security/keys';
 import { userFromRow } from '../user/repository';
 import type { User } from '../user/serialize';
-import type { Role } from '../organizations/repository';
+import { orgFromRow, type Organization, type Role } from '../organizations/repository';
 
 export const SCOPES = [
   'read_user',
@@ -38,6 +38,8 @@ export interface Principal {
   token: AccessToken;
   user: User;
   organizations: Map<string, Role>;
+  /** The same organizations by slug, loaded with the token so a request needs no other lookup. */
+  organizationsBySlug: Map<string, { organization: Organization; role: Role }>;
 }
 
 const ISSUER = 'windsock';
@@ -101,27 +103,45 @@ export class AccessTokenService {
     if (typeof claims.exp !== 'number' || typeof claims.jti !== 'string' || typeof claims.sub !== 'string') {
       throw new UnauthorizedError('invalid token');
     }
-    const row = await this.db('access_tokens')
-      .join('users', 'users.id', 'access_tokens.user_id')
-      .where('access_tokens.id', claims.jti)
-      .first(
-        'access_tokens.*',
-        'users.name as user_name',
-        'users.email as user_email',
-        'users.created_at as user_created_at',
+    // One round trip: the token, its user, and each organization the token reaches where the
+    // user is (still) a member (left joins: a token may reach none).
+    const rows = await this.db('access_tokens as t')
+      .join('users as u', 'u.id', 't.user_id')
+      .leftJoin('access_token_organizations as ato', 'ato.access_token_id', 't.id')
+      .leftJoin('organization_members as m', function () {
+        this.on('m.organization_id', '=', 'ato.organization_id').andOn('m.user_id', '=', 't.user_id');
+      })
+      .leftJoin('organizations as o', 'o.id', 'm.organization_id')
+      .where('t.id', claims.jti)
+      .select(
+        't.*',
+        'u.name as user_name',
+        'u.email as user_email',
+        'u.created_at as user_created_at',
+        'm.role as member_role',
+        'o.id as org_id',
+        'o.slug as org_slug',
+        'o.name as org_name',
+        'o.teams_enabled as org_teams_enabled',
+        'o.created_at as org_created_at',
       );
+    const row = rows[0];
     if (!row || row.user_id !== claims.sub || toDateOrNull(row.revoked_at) !== null || toDate(row.expires_at).getTime() <= Date.now()) {
       throw new UnauthorizedError('invalid token');
     }
-    // Reach = the token's organizations where its user is (still) a member.
-    const orgRows = await this.db('access_token_organizations as ato')
-      .join('organization_members as m', 'm.organization_id', 'ato.organization_id')
-      .where({ 'ato.access_token_id': row.id, 'm.user_id': row.user_id })
-      .select('m.organization_id', 'm.role');
+    const organizations = new Map<string, Role>();
+    const organizationsBySlug = new Map<string, { organization: Organization; role: Role }>();
+    for (const r of rows) {
+      if (!r.org_id) continue;
+      const organization = orgFromRow({ id: r.org_id, slug: r.org_slug, name: r.org_name, teams_enabled: r.org_teams_enabled, created_at: r.org_created_at });
+      organizations.set(organization.id, r.member_role as Role);
+      organizationsBySlug.set(organization.slug, { organization, role: r.member_role as Role });
+    }
     return {
       token: tokenFromRow(row),
       user: userFromRow({ id: row.user_id, name: row.user_name, email: row.user_email, created_at: row.user_created_at }),
-      organizations: new Map(orgRows.map((r) => [r.organization_id as string, r.role as Role])),
+      organizations,
+      organizationsBySlug,
     };
   }
 

@@ -6,7 +6,6 @@
 import crypto from 'node:crypto';
 import type { Principal } from '../access-token/service';
 import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } from '../http/errors';
-import type { OrganizationRepository } from '../organizations/repository';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import type { Pipeline } from '../pipelines/repository';
 import type { Actor, Permissions, PipelineService } from '../pipelines/service';
@@ -58,7 +57,6 @@ export class BuildService {
   constructor(
     private readonly builds: BuildRepository,
     private readonly pipelines: PipelineService,
-    private readonly orgs: OrganizationRepository,
     keys: Keys,
   ) {
     this.signingKey = Buffer.from(keys.derive('step-signing', 'v1', 64), 'hex');
@@ -234,8 +232,8 @@ export class BuildService {
   }
 
   private async actorsOf(principal: Principal, orgIds: string[]): Promise<Actor[]> {
-    const orgs = await this.orgs.findByIds(orgIds);
-    return orgs.map((o) => ({ principal, organization: o, role: principal.organizations.get(o.id)! }));
+    const wanted = new Set(orgIds);
+    return [...principal.organizationsBySlug.values()].filter((r) => wanted.has(r.organization.id)).map((r) => ({ principal, ...r }));
   }
 
   private filterFrom(q: ListQuery): Omit<BuildFilter, 'scope'> {

@@ -6,7 +6,7 @@
  */
 import express, { NextFunction, Request, Response, Router } from 'express';
 import type { AccessTokenService, Principal } from '../access-token/service';
-import type { Organization, OrganizationRepository, Role } from '../organizations/repository';
+import type { Organization, Role } from '../organizations/repository';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from './errors';
 
 const BEARER = /^Bearer ([A-Za-z0-9_.~+/=-]{1,4096})$/i;
@@ -75,18 +75,16 @@ export function guardsFromSpec(spec: SpecDoc): OperationGuard[] {
  * Per operation: the organization in the path must be one the token reaches (else 404, exactly
  * like a missing one, so its existence is never revealed), then the scope must be present (403).
  */
-export function guardRouter(guards: OperationGuard[], orgs: OrganizationRepository): Router {
+export function guardRouter(guards: OperationGuard[]): Router {
   const router = express.Router();
   for (const g of guards) {
-    (router as unknown as Record<string, (path: string, h: express.RequestHandler) => void>)[g.method]!(g.path, async (req, res, next) => {
+    (router as unknown as Record<string, (path: string, h: express.RequestHandler) => void>)[g.method]!(g.path, (req, res, next) => {
       const principal = principalOf(res);
       if (g.hasOrg) {
-        const slug = String(req.params.org_slug);
-        const org = await orgs.findBySlug(slug);
-        const role = org ? principal.organizations.get(org.id) : undefined;
-        if (!org || !role) throw new NotFoundError('organization');
-        res.locals.organization = org;
-        res.locals.role = role;
+        const reached = principal.organizationsBySlug.get(String(req.params.org_slug));
+        if (!reached) throw new NotFoundError('organization');
+        res.locals.organization = reached.organization;
+        res.locals.role = reached.role;
       }
       if (g.scope && !principal.token.scopes.includes(g.scope as never)) throw new ForbiddenError(g.scope);
       next();

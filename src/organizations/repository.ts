@@ -20,7 +20,7 @@ export interface Team {
   name: string;
 }
 
-function orgFromRow(row: Record<string, unknown>): Organization {
+export function orgFromRow(row: Record<string, unknown>): Organization {
   return {
     id: row.id as string,
     slug: row.slug as string,
