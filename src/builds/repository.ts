@@ -369,21 +369,28 @@ export class BuildRepository {
   async countsFor(pipelineIds: string[]): Promise<Map<string, { scheduledBuilds: number; runningBuilds: number; scheduledJobs: number; runningJobs: number; waitingJobs: number }>> {
     const counts = new Map(pipelineIds.map((id) => [id, { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 }]));
     if (!pipelineIds.length) return counts;
-    type Row = { pipeline_id: string; state: string; n: number | string };
-    const [builds, jobs] = await Promise.all([
-      this.db('builds').whereIn('pipeline_id', pipelineIds).whereIn('state', ['scheduled', 'running']).groupBy('pipeline_id', 'state').select('pipeline_id', 'state').count({ n: '*' }) as unknown as Promise<Row[]>,
-      this.db('jobs').whereIn('pipeline_id', pipelineIds).whereIn('state', ['scheduled', 'running', 'waiting']).groupBy('pipeline_id', 'state').select('pipeline_id', 'state').count({ n: '*' }) as unknown as Promise<Row[]>,
-    ]);
-    for (const r of builds) {
+    type Row = { kind: string; pipeline_id: string; state: string; n: number | string };
+    // One round trip for both tables; each part is served by its (pipeline_id, state) index.
+    // Raw SQL: Knex's unionAll hoists the first query's GROUP BY outside the union.
+    const ids = pipelineIds.map(() => '?').join(', ');
+    const result = await this.db.raw(
+      `select 'build' as kind, pipeline_id, state, count(*) as n from builds
+         where pipeline_id in (${ids}) and state in ('scheduled', 'running') group by pipeline_id, state
+       union all
+       select 'job' as kind, pipeline_id, state, count(*) as n from jobs
+         where pipeline_id in (${ids}) and state in ('scheduled', 'running', 'waiting') group by pipeline_id, state`,
+      [...pipelineIds, ...pipelineIds],
+    );
+    const rows = (Array.isArray(result) ? result : result.rows) as Row[];
+    for (const r of rows) {
       const c = counts.get(r.pipeline_id)!;
-      if (r.state === 'scheduled') c.scheduledBuilds = Number(r.n);
-      else c.runningBuilds = Number(r.n);
-    }
-    for (const r of jobs) {
-      const c = counts.get(r.pipeline_id)!;
-      if (r.state === 'scheduled') c.scheduledJobs = Number(r.n);
-      else if (r.state === 'running') c.runningJobs = Number(r.n);
-      else c.waitingJobs = Number(r.n);
+      const n = Number(r.n);
+      if (r.kind === 'build') {
+        if (r.state === 'scheduled') c.scheduledBuilds = n;
+        else c.runningBuilds = n;
+      } else if (r.state === 'scheduled') c.scheduledJobs = n;
+      else if (r.state === 'running') c.runningJobs = n;
+      else c.waitingJobs = n;
     }
     return counts;
   }
