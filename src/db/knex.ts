@@ -38,8 +38,9 @@ export function createKnex(opts: DatabaseOptions): Knex {
       pool: {
         min: 1,
         max: 1,
-        afterCreate(conn: { pragma(s: string): unknown }, done: (err: Error | null, conn: unknown) => void) {
+        afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void) {
           try {
+            cachePreparedStatements(conn);
             // WAL: readers never block the writer. NORMAL is durable across process crashes in
             // WAL mode (only an OS crash can lose the last commits), and much faster than FULL.
             conn.pragma('journal_mode = WAL');
@@ -73,6 +74,32 @@ export function createKnex(opts: DatabaseOptions): Knex {
     },
     acquireConnectionTimeout: 5_000,
   });
+}
+
+interface SqliteConnection {
+  pragma(s: string): unknown;
+  prepare(sql: string): unknown;
+}
+
+/**
+ * Knex prepares every query anew; on better-sqlite3 preparing costs about as much as running a
+ * hot read. Statements are reusable (Knex runs each to completion and sets no per-statement
+ * options we use), so keep the most recent ones per connection, keyed by SQL text.
+ */
+function cachePreparedStatements(conn: SqliteConnection, max = 500): void {
+  const prepare = conn.prepare.bind(conn);
+  const cache = new Map<string, unknown>();
+  conn.prepare = (sql: string) => {
+    let statement = cache.get(sql);
+    if (statement) {
+      cache.delete(sql); // re-insert: most recently used last
+    } else {
+      statement = prepare(sql);
+      if (cache.size >= max) cache.delete(cache.keys().next().value!);
+    }
+    cache.set(sql, statement);
+    return statement;
+  };
 }
 
 export async function migrateLatest(knex: Knex): Promise<void> {
