@@ -20,10 +20,20 @@ export function keysFromSecret(secret: string): Keys {
   const sub = (info: string) => Buffer.from(crypto.hkdfSync('sha256', root, Buffer.alloc(0), info, 32));
   const jwt = crypto.createSecretKey(sub('windsock/jwt'));
   const deriveKey = sub('windsock/derive');
+  // Derived values are asked for on every build and pipeline response (webhook and badge URLs):
+  // remember the most recent ones instead of computing an HMAC each time.
+  const cache = new Map<string, string>();
   return {
     jwt,
     derive(purpose, id, hexLength = 50) {
-      return crypto.createHmac('sha256', deriveKey).update(`${purpose}\0${id}`).digest('hex').slice(0, hexLength);
+      const key = `${purpose}\0${id}\0${hexLength}`;
+      let value = cache.get(key);
+      if (value === undefined) {
+        value = crypto.createHmac('sha256', deriveKey).update(`${purpose}\0${id}`).digest('hex').slice(0, hexLength);
+        if (cache.size >= 10_000) cache.delete(cache.keys().next().value!);
+        cache.set(key, value);
+      }
+      return value;
     },
   };
 }
