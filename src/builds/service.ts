@@ -198,42 +198,37 @@ export class BuildService {
     offset: number,
     limit: number,
   ): Promise<BuildWithJobs[]> {
-    const pipelinesById = new Map<string, { pipeline: Pipeline; perms: Permissions }>();
+    const actors =
+      'actor' in scope
+        ? [scope.actor]
+        : [...scope.principal.organizationsBySlug.values()].map((r) => ({ principal: scope.principal, ...r }));
+    const actorByOrg = new Map(actors.map((a) => [a.organization.id, a]));
+    let pipelinesById = new Map<string, { pipeline: Pipeline; perms: Permissions }>();
     let scopeFilter: BuildFilter['scope'];
     if ('actor' in scope && scope.pipelineSlug) {
       const found = await this.pipelines.get(scope.actor, scope.pipelineSlug);
       scopeFilter = { pipelineId: found.pipeline.id };
       pipelinesById.set(found.pipeline.id, found);
     } else {
-      const actors = 'actor' in scope ? [scope.actor] : await this.actorsOf(scope.principal, [...scope.principal.organizations.keys()]);
       scopeFilter = {
         organizations: actors.map((a) => ({ id: a.organization.id, restrictedToUserId: this.pipelines.isRestricted(a) ? a.principal.user.id : undefined })),
       };
     }
-    const filter: BuildFilter = { scope: scopeFilter, ...this.filterFrom(query) };
-    const builds = await this.builds.list(filter, offset, limit);
-    const jobs = await this.builds.jobsOf(
-      builds.map((b) => b.id),
-      query.include_retried_jobs ?? false,
-    );
-    const actors = 'actor' in scope ? [scope.actor] : await this.actorsOf(scope.principal, [...new Set(builds.map((b) => b.organizationId))]);
-    const actorByOrg = new Map(actors.map((a) => [a.organization.id, a]));
-    const result: BuildWithJobs[] = [];
-    for (const build of builds) {
-      const actor = actorByOrg.get(build.organizationId)!;
-      let entry = pipelinesById.get(build.pipelineId);
-      if (!entry) {
-        entry = await this.pipelines.getById(actor, build.pipelineId);
-        pipelinesById.set(build.pipelineId, entry);
-      }
-      result.push({ build, jobs: jobs.get(build.id)!, ...entry, actor });
-    }
-    return result;
-  }
-
-  private async actorsOf(principal: Principal, orgIds: string[]): Promise<Actor[]> {
-    const wanted = new Set(orgIds);
-    return [...principal.organizationsBySlug.values()].filter((r) => wanted.has(r.organization.id)).map((r) => ({ principal, ...r }));
+    const builds = await this.builds.list({ scope: scopeFilter, ...this.filterFrom(query) }, offset, limit);
+    const [jobs, pipelines] = await Promise.all([
+      this.builds.jobsOf(
+        builds.map((b) => b.id),
+        query.include_retried_jobs ?? false,
+      ),
+      pipelinesById.size ? pipelinesById : this.pipelines.readableByIds(actorByOrg, [...new Set(builds.map((b) => b.pipelineId))]),
+    ]);
+    pipelinesById = pipelines;
+    // The list query already kept to what the caller may read; a pipeline missing here was
+    // deleted between the two reads, and its builds went with it.
+    return builds.flatMap((build) => {
+      const entry = pipelinesById.get(build.pipelineId);
+      return entry ? [{ build, jobs: jobs.get(build.id)!, ...entry, actor: actorByOrg.get(build.organizationId)! }] : [];
+    });
   }
 
   private filterFrom(q: ListQuery): Omit<BuildFilter, 'scope'> {

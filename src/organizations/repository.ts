@@ -65,12 +65,6 @@ export class OrganizationRepository {
     return row ? orgFromRow(row) : null;
   }
 
-  async findByIds(ids: string[], trx: Knex = this.db): Promise<Organization[]> {
-    if (ids.length === 0) return [];
-    const rows = await trx('organizations').whereIn('id', ids);
-    return rows.map(orgFromRow);
-  }
-
   /** One page of the given organizations ordered by name, and the total. */
   async pageByIds(ids: string[], offset: number, limit: number, trx: Knex = this.db): Promise<{ items: Organization[]; total: number }> {
     if (ids.length === 0) return { items: [], total: 0 };

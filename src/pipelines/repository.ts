@@ -217,9 +217,9 @@ export class PipelineRepository {
     return row ? fromRow(row) : null;
   }
 
-  async findByWebhookTokenHash(hash: string): Promise<Pipeline | null> {
-    const row = await this.base(this.db).where({ 'p.webhook_token_hash': hash }).first(SELECT);
-    return row ? fromRow(row) : null;
+  async findByIds(ids: string[]): Promise<Pipeline[]> {
+    if (!ids.length) return [];
+    return (await this.base(this.db).whereIn('p.id', ids).select(SELECT)).map(fromRow);
   }
 
   async list(f: ListFilter, offset: number, limit: number): Promise<{ items: Pipeline[]; total: number }> {
