@@ -19,6 +19,8 @@ export interface Config {
   /** Validate responses against the spec too (always on in tests). */
   validateResponses: boolean;
   shutdownTimeoutMs: number;
+  /** How long an authenticated token's row and memberships are reused before being read again. */
+  tokenCacheMs: number;
   github: { apiUrl: string | undefined; token: string | undefined };
   githubEnterprise: { apiUrl: string | undefined; token: string | undefined };
 }
@@ -100,6 +102,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     validateResponses: bool(env, 'VALIDATE_RESPONSES', false),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    tokenCacheMs: int(env, 'TOKEN_CACHE_MS', 1000, 0, 60_000),
     github: { apiUrl: url(env, 'GITHUB_API_URL', undefined), token: env.GITHUB_TOKEN || undefined },
     githubEnterprise: {
       apiUrl: url(env, 'GITHUB_ENTERPRISE_API_URL', undefined),

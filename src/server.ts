@@ -30,6 +30,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     github: config.github,
     githubEnterprise: config.githubEnterprise,
     logger,
+    tokenCacheMs: config.tokenCacheMs,
   });
   await migrateLatest(services.db);
   const created = await bootstrapIfEmpty(services);

@@ -33,6 +33,8 @@ export interface ServiceOptions {
   github: Config['github'];
   githubEnterprise: Config['githubEnterprise'];
   logger: Logger;
+  /** See AccessTokenService; default 1000. */
+  tokenCacheMs?: number;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -48,7 +50,7 @@ export function createServices(o: ServiceOptions): Services {
     keys,
     users: new UserRepository(db),
     orgs,
-    tokens: new AccessTokenService(db, keys),
+    tokens: new AccessTokenService(db, keys, o.tokenCacheMs),
     pipelines,
     builds: new BuildService(new BuildRepository(db), pipelines, keys),
   };

@@ -45,9 +45,17 @@ export interface Principal {
 const ISSUER = 'windsock';
 
 export class AccessTokenService {
+  /**
+   * Principals by token id, for `cacheMs`: the token row and memberships are read once per
+   * window instead of on every request. A revocation through this process takes effect at once;
+   * one made by another process (the CLI, a second server) within `cacheMs`.
+   */
+  private readonly cache = new Map<string, { principal: Principal; until: number }>();
+
   constructor(
     private readonly db: Knex,
     private readonly keys: Keys,
+    private readonly cacheMs = 1000,
   ) {}
 
   async create(input: {
@@ -103,6 +111,18 @@ export class AccessTokenService {
     if (typeof claims.exp !== 'number' || typeof claims.jti !== 'string' || typeof claims.sub !== 'string') {
       throw new UnauthorizedError('invalid token');
     }
+    const now = Date.now();
+    const cached = this.cache.get(claims.jti);
+    if (cached && cached.until > now && cached.principal.token.expiresAt.getTime() > now) return cached.principal;
+    const principal = await this.load(claims.jti, claims.sub);
+    if (this.cacheMs > 0) {
+      if (this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(claims.jti, { principal, until: now + this.cacheMs });
+    }
+    return principal;
+  }
+
+  private async load(tokenId: string, userId: string): Promise<Principal> {
     // One round trip: the token, its user, and each organization the token reaches where the
     // user is (still) a member (left joins: a token may reach none).
     const rows = await this.db('access_tokens as t')
@@ -112,7 +132,7 @@ export class AccessTokenService {
         this.on('m.organization_id', '=', 'ato.organization_id').andOn('m.user_id', '=', 't.user_id');
       })
       .leftJoin('organizations as o', 'o.id', 'm.organization_id')
-      .where('t.id', claims.jti)
+      .where('t.id', tokenId)
       .select(
         't.*',
         'u.name as user_name',
@@ -126,7 +146,7 @@ export class AccessTokenService {
         'o.created_at as org_created_at',
       );
     const row = rows[0];
-    if (!row || row.user_id !== claims.sub || toDateOrNull(row.revoked_at) !== null || toDate(row.expires_at).getTime() <= Date.now()) {
+    if (!row || row.user_id !== userId || toDateOrNull(row.revoked_at) !== null || toDate(row.expires_at).getTime() <= Date.now()) {
       throw new UnauthorizedError('invalid token');
     }
     const organizations = new Map<string, Role>();
@@ -146,6 +166,7 @@ export class AccessTokenService {
   }
 
   async revoke(tokenId: string): Promise<boolean> {
+    this.cache.delete(tokenId);
     const n = await this.db('access_tokens').where({ id: tokenId }).whereNull('revoked_at').update({ revoked_at: new Date() });
     return n > 0;
   }

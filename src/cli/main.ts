@@ -45,6 +45,7 @@ async function withServices(config: Config, fn: (s: Services) => Promise<void>):
     github: config.github,
     githubEnterprise: config.githubEnterprise,
     logger,
+    tokenCacheMs: config.tokenCacheMs,
   });
   try {
     await migrateLatest(s.db);
