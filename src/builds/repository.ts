@@ -177,18 +177,11 @@ export class BuildRepository {
     return this.db.transaction(async (trx) => {
       const bumped = await trx.raw('update pipelines set builds_counter = builds_counter + 1 where id = ? returning builds_counter', [build.pipelineId]);
       const number = Number(returned(bumped).builds_counter);
-      // Pipeline first, then organization: one lock order everywhere, so no deadlocks.
-      const orgBumped = await trx.raw(
-        'update organizations set builds_counter = builds_counter + 1, builds_count = builds_count + 1 where id = ? returning builds_counter',
-        [build.organizationId],
-      );
-      const orgNumber = Number(returned(orgBumped).builds_counter);
       await trx('builds').insert({
         id: build.id,
         pipeline_id: build.pipelineId,
         organization_id: build.organizationId,
         number,
-        org_number: orgNumber,
         state: build.state,
         blocked: build.blocked,
         message: build.message,
@@ -246,6 +239,14 @@ export class BuildRepository {
         );
       }
       await sideEffects(trx, number);
+      // The organization's sequence last, so creates on different pipelines of one organization
+      // queue on its row only for these two statements and the commit. Lock order stays
+      // pipeline, then organization, everywhere: no deadlocks.
+      const orgBumped = await trx.raw(
+        'update organizations set builds_counter = builds_counter + 1, builds_count = builds_count + 1 where id = ? returning builds_counter',
+        [build.organizationId],
+      );
+      await trx('builds').where({ id: build.id }).update({ org_number: Number(returned(orgBumped).builds_counter) });
       return number;
     });
   }

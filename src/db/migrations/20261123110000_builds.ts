@@ -21,7 +21,8 @@ export async function up(knex: Knex): Promise<void> {
     t.uuid('pipeline_id').notNullable().references('pipelines.id').onDelete('CASCADE');
     t.uuid('organization_id').notNullable().references('organizations.id').onDelete('CASCADE');
     t.integer('number').notNullable();
-    t.integer('org_number').notNullable();
+    // Set as the transaction's last statement (null only inside an uncommitted create).
+    t.integer('org_number');
     t.string('state', 20).notNullable();
     t.boolean('blocked').notNullable().defaultTo(false);
     t.text('message');
