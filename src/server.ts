@@ -10,8 +10,7 @@ import { bootstrapIfEmpty } from './bootstrap';
 import type { Config } from './config';
 import { migrateLatest } from './db/knex';
 import { createLogger, type Logger } from './http/logger';
-import { loadOrCreateSecret } from './security/keys';
-import { createServices, type Services } from './services';
+import { servicesFromConfig, type Services } from './services';
 
 export interface RunningServer {
   server: http.Server;
@@ -23,15 +22,7 @@ export interface RunningServer {
 
 export async function startServer(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<RunningServer> {
   const logger = createLogger(config.logLevel);
-  const services = createServices({
-    database: { kind: config.databaseKind, url: config.databaseUrl },
-    secret: loadOrCreateSecret(config.jwtSecret, config.dataDir),
-    publicUrl: config.publicUrl,
-    github: config.github,
-    githubEnterprise: config.githubEnterprise,
-    logger,
-    tokenCacheMs: config.tokenCacheMs,
-  });
+  const services = servicesFromConfig(config, logger);
   await migrateLatest(services.db);
   const created = await bootstrapIfEmpty(services);
 

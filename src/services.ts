@@ -13,7 +13,7 @@ import { OrganizationRepository } from './organizations/repository';
 import { gitHubHooks } from './pipelines/github';
 import { PipelineRepository } from './pipelines/repository';
 import { PipelineService } from './pipelines/service';
-import { keysFromSecret, type Keys } from './security/keys';
+import { keysFromSecret, loadOrCreateSecret, type Keys } from './security/keys';
 import { UserRepository } from './user/repository';
 
 export interface Services {
@@ -54,4 +54,17 @@ export function createServices(o: ServiceOptions): Services {
     pipelines,
     builds: new BuildService(new BuildRepository(db), pipelines, keys),
   };
+}
+
+/** Services for the process's own settings (the server and the CLI). */
+export function servicesFromConfig(config: Config, logger: Logger): Services {
+  return createServices({
+    database: { kind: config.databaseKind, url: config.databaseUrl },
+    secret: loadOrCreateSecret(config.jwtSecret, config.dataDir),
+    publicUrl: config.publicUrl,
+    github: config.github,
+    githubEnterprise: config.githubEnterprise,
+    logger,
+    tokenCacheMs: config.tokenCacheMs,
+  });
 }

@@ -5,7 +5,7 @@ import { orgOf, principalOf } from '../http/auth';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import type { Actor, PipelineService } from '../pipelines/service';
 import { serializeBuild } from './serialize';
-import type { BuildService, BuildWithJobs, CreateBuildInput, ListQuery } from './service';
+import type { BuildService, BuildWithJobs, ListQuery } from './service';
 
 type CreateBody = operations['createBuild']['requestBody']['content']['application/json'];
 
@@ -51,7 +51,7 @@ export function buildRoutes(builds: BuildService, pipelines: PipelineService, pu
 
   router.post(base, async (req, res) => {
     const actor = actorOf(res);
-    const item = await builds.create(actor, String(req.params.pipeline_slug), req.body as CreateBody as CreateBuildInput);
+    const item = await builds.create(actor, String(req.params.pipeline_slug), req.body as CreateBody);
     res.status(201).json(await renderOne(item));
   });
 

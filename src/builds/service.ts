@@ -4,6 +4,7 @@
  * and rebuild. No HTTP, no SQL.
  */
 import crypto from 'node:crypto';
+import type { components } from '../../generated/api';
 import type { Principal } from '../access-token/service';
 import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } from '../http/errors';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
@@ -11,22 +12,9 @@ import type { Pipeline } from '../pipelines/repository';
 import type { Actor, Permissions, PipelineService } from '../pipelines/service';
 import type { Keys } from '../security/keys';
 import { planJobs, signStep, type StepSignature } from './jobs';
-import { FINISHED_STATES, type Author, type Build, type BuildFilter, type BuildRepository, type BuildState, type Job, type PullRequest } from './repository';
+import { FINISHED_STATES, type Build, type BuildFilter, type BuildRepository, type BuildState, type Job, type PullRequest } from './repository';
 
-export interface CreateBuildInput {
-  commit: string;
-  branch: string;
-  message?: string | null;
-  author?: Author | null;
-  env?: Record<string, string>;
-  meta_data?: Record<string, string>;
-  clean_checkout?: boolean;
-  ignore_pipeline_branch_filters?: boolean;
-  pull_request_base_branch?: string;
-  pull_request_id?: number | string;
-  pull_request_repository?: string;
-  pull_request_labels?: string[];
-}
+export type CreateBuildInput = components['schemas']['CreateBuildRequest'];
 
 export interface ListQuery {
   branch?: string | string[];

@@ -10,9 +10,8 @@ import { migrateLatest } from '../db/knex';
 import { DomainError, ValidationError } from '../http/errors';
 import { createLogger } from '../http/logger';
 import { slugify } from '../pipelines/slug';
-import { loadOrCreateSecret } from '../security/keys';
 import { serve } from '../server';
-import { createServices, type Services } from '../services';
+import { servicesFromConfig, type Services } from '../services';
 
 const USAGE = `Usage: windsock <command> [options]
 
@@ -38,15 +37,7 @@ function need(values: Record<string, unknown>, name: string): string {
 
 async function withServices(config: Config, fn: (s: Services) => Promise<void>): Promise<void> {
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
-  const s = createServices({
-    database: { kind: config.databaseKind, url: config.databaseUrl },
-    secret: loadOrCreateSecret(config.jwtSecret, config.dataDir),
-    publicUrl: config.publicUrl,
-    github: config.github,
-    githubEnterprise: config.githubEnterprise,
-    logger,
-    tokenCacheMs: config.tokenCacheMs,
-  });
+  const s = servicesFromConfig(config, logger);
   try {
     await migrateLatest(s.db);
     await fn(s);

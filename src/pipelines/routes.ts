@@ -4,7 +4,7 @@ import type { operations } from '../../generated/api';
 import { orgOf, principalOf } from '../http/auth';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import { serializePipeline, type PipelineCounts } from './serialize';
-import type { Actor, Permissions, PipelineInput, PipelineService } from './service';
+import type { Actor, Permissions, PipelineService } from './service';
 import type { Pipeline } from './repository';
 
 type CreateBody = operations['createPipeline']['requestBody']['content']['application/json'];
@@ -44,7 +44,7 @@ export function pipelineRoutes(service: PipelineService, countsOf: (ids: string[
 
   router.post(base, async (req, res) => {
     const actor = actorOf(res);
-    const { pipeline, perms } = await service.create(actor, req.body as CreateBody as PipelineInput);
+    const { pipeline, perms } = await service.create(actor, req.body as CreateBody);
     res.status(201).json(await view(actor, pipeline, perms, 'iso'));
   });
 
@@ -56,7 +56,7 @@ export function pipelineRoutes(service: PipelineService, countsOf: (ids: string[
 
   router.patch(`${base}/:pipeline_slug`, async (req, res) => {
     const actor = actorOf(res);
-    const { pipeline, perms } = await service.update(actor, slugOf(req), req.body as UpdateBody as PipelineInput);
+    const { pipeline, perms } = await service.update(actor, slugOf(req), req.body as UpdateBody);
     res.json(await view(actor, pipeline, perms));
   });
 

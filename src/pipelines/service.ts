@@ -4,6 +4,7 @@
  * filters, teams), archiving, and registering the provider webhook. No HTTP, no SQL.
  */
 import crypto from 'node:crypto';
+import type { components } from '../../generated/api';
 import type { Principal } from '../access-token/service';
 import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../http/errors';
 import type { Organization, OrganizationRepository, Role } from '../organizations/repository';
@@ -45,31 +46,8 @@ const LEVELS: Record<AccessLevel, Permissions> = {
 const ACCESS_LEVELS = Object.keys(LEVELS) as AccessLevel[];
 
 /** The create/update body, as the spec admits it (unknown properties are never read). */
-export interface PipelineInput {
-  name?: string;
-  slug?: string;
-  repository?: string;
-  description?: string | null;
-  configuration?: string;
-  steps?: unknown[];
-  env?: Record<string, string>;
-  default_branch?: string | null;
-  branch_configuration?: string | null;
-  skip_queued_branch_builds?: boolean;
-  skip_queued_branch_builds_filter?: string | null;
-  cancel_running_branch_builds?: boolean;
-  cancel_running_branch_builds_filter?: string | null;
-  allow_rebuilds?: boolean;
-  cluster_id?: string | null;
-  pipeline_template_uuid?: string | null;
-  visibility?: 'private' | 'public';
-  tags?: string[] | null;
-  default_timeout_in_minutes?: number | null;
-  maximum_timeout_in_minutes?: number | null;
-  provider_settings?: Record<string, unknown>;
-  teams?: (string | { id: string; access_level?: AccessLevel })[];
-  team_uuids?: string[];
-}
+export type PipelineInput = components['schemas']['PipelineWritable'] &
+  Partial<Pick<components['schemas']['CreatePipelineRequest'], 'teams' | 'team_uuids'>>;
 
 export interface PipelineServiceOptions {
   publicUrl: string;
