@@ -55,27 +55,12 @@ export interface Build {
   finishedAt: Date | null;
 }
 
-export interface Job {
-  id: string;
+/** A stored job: what was planned, plus what running it records. */
+export interface Job extends Omit<PlannedJob, 'state'> {
   buildId: string;
-  position: number;
-  type: JobType;
   state: string;
-  name: string | null;
-  stepKey: string | null;
-  stepId: string;
-  signature: StepSignature | null;
-  step: Step;
-  command: string | null;
-  agentQueryRules: string[];
-  env: Record<string, string>;
-  artifactPaths: string | null;
-  timeoutInMinutes: number | null;
-  parallelGroupIndex: number | null;
-  parallelGroupTotal: number | null;
   softFailed: boolean;
   exitStatus: number | null;
-  brokenReason: string | null;
   retried: boolean;
   retriedInJobId: string | null;
   retriesCount: number | null;
