@@ -1,9 +1,9 @@
 /** Builds: thin handlers for the three list scopes, create, get, cancel and rebuild. */
 import express, { Request, Response } from 'express';
 import type { operations } from '../../generated/api';
-import { orgOf, principalOf } from '../http/auth';
+import { actorOf, principalOf } from '../http/auth';
 import { pageRequest, setLinkHeader } from '../http/pagination';
-import type { Actor, PipelineService } from '../pipelines/service';
+import type { PipelineService } from '../pipelines/service';
 import { serializeBuild } from './serialize';
 import type { BuildService, BuildWithJobs, ListQuery } from './service';
 
@@ -12,7 +12,6 @@ type CreateBody = operations['createBuild']['requestBody']['content']['applicati
 export function buildRoutes(builds: BuildService, pipelines: PipelineService, publicUrl: string) {
   const router = express.Router();
   const base = '/v2/organizations/:org_slug/pipelines/:pipeline_slug/builds';
-  const actorOf = (res: Response): Actor => ({ principal: principalOf(res), ...orgOf(res) });
   const numberOf = (req: Request) => Number(req.params.build_number);
 
   const render = async (items: BuildWithJobs[]) => {

@@ -38,6 +38,11 @@ export function orgOf(res: Response): OrgContext {
   return { organization: org, role: res.locals.role as Role };
 }
 
+/** The caller within the path's organization: the actor every organization-scoped service takes. */
+export function actorOf(res: Response): { principal: Principal } & OrgContext {
+  return { principal: principalOf(res), ...orgOf(res) };
+}
+
 export interface OperationGuard {
   method: string;
   /** Express path, e.g. /v2/organizations/:org_slug/pipelines */

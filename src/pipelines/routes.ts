@@ -1,7 +1,7 @@
 /** Pipelines: thin handlers from the validated request to the service and back through serialize. */
-import express, { Request, Response } from 'express';
+import express, { Request } from 'express';
 import type { operations } from '../../generated/api';
-import { orgOf, principalOf } from '../http/auth';
+import { actorOf } from '../http/auth';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import { serializePipeline, type PipelineCounts } from './serialize';
 import type { Actor, Permissions, PipelineService } from './service';
@@ -15,7 +15,6 @@ export function pipelineRoutes(service: PipelineService, countsOf: (ids: string[
   const router = express.Router();
   const base = '/v2/organizations/:org_slug/pipelines';
 
-  const actorOf = (res: Response): Actor => ({ principal: principalOf(res), ...orgOf(res) });
   const views = async (actor: Actor, items: { pipeline: Pipeline; perms: Permissions }[], timestamps: 'iso' | 'utc' = 'utc') => {
     const counts = await countsOf(items.map((i) => i.pipeline.id));
     return items.map(({ pipeline: p, perms }) =>

@@ -21,9 +21,4 @@ export class UserRepository {
     const row = await trx('users').where({ email: email.toLowerCase() }).first();
     return row ? userFromRow(row) : null;
   }
-
-  async findById(id: string, trx: Knex = this.db): Promise<User | null> {
-    const row = await trx('users').where({ id }).first();
-    return row ? userFromRow(row) : null;
-  }
 }
