@@ -20,6 +20,7 @@
  *                      filter_pipeline,filter_org,create_one,create_many
  *   BENCH_SQLITE_ANALYZE=1  run ANALYZE after seeding SQLite (the service itself never does)
  *   BENCH_REPORT       also write the report (markdown) to this file
+ *   BENCH_KEEP_DATA=1  keep the SQLite database directory after the run (its path is logged)
  *   BENCH_SQL_STATS=1  count and time every SQL statement per scenario and report the top ones
  *                      per response (adds a little overhead: leave it off for the figures)
  *   BENCH_CPU_PROF     a directory: run the service under `node --cpu-prof` and write its
@@ -57,6 +58,7 @@ const PG_DB = 'windsock_bench';
 const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim())) : undefined;
 const SQLITE_ANALYZE = process.env.BENCH_SQLITE_ANALYZE === '1';
 const SQL_STATS = process.env.BENCH_SQL_STATS === '1';
+const KEEP_DATA = process.env.BENCH_KEEP_DATA === '1';
 const PER_PAGE = 30;
 const DEEP_PAGE = Math.min(10_000, Math.max(1, Math.floor((PIPELINES * PER_PIPELINE) / PER_PAGE)));
 const COMMIT = 'b0b5ee5b0b5ee5b0b5ee5b0b5ee5b0b5ee5b0b5';
@@ -477,7 +479,8 @@ async function runStore(store: Store): Promise<StoreRun> {
     }
   } finally {
     await child?.close().catch(() => undefined);
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    if (KEEP_DATA && store === 'sqlite') log(`${store}: kept the database in ${dataDir} (BENCH_KEEP_DATA=1)`);
+    else fs.rmSync(dataDir, { recursive: true, force: true });
     if (store === 'postgres') {
       await pgAdmin((c) => c.query(`drop database if exists ${PG_DB} with (force)`)).catch((err: Error) => log(`could not drop ${PG_DB}: ${err.message}`));
     }
