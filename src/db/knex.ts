@@ -8,13 +8,11 @@ import knexFactory, { Knex } from 'knex';
 import type { Logger } from '../http/logger';
 import { migrationSource } from './migrations';
 
-/* eslint-disable @typescript-eslint/no-require-imports -- knex exports no types for its dialect classes */
 const BetterSqlite3Client = require('knex/lib/dialects/better-sqlite3') as typeof Knex.Client;
 const SqliteQueryCompiler = require('knex/lib/dialects/sqlite3/query/sqlite-querycompiler') as new (...args: unknown[]) => {
   single: { limit?: unknown };
   limit(): string;
 };
-/* eslint-enable @typescript-eslint/no-require-imports */
 
 /**
  * SQLite re-prepares a statement on every run when its LIMIT is a bound parameter (the planner
@@ -105,9 +103,17 @@ export function createKnex(opts: DatabaseOptions): Knex {
   });
 }
 
+interface SqliteStatement {
+  reader: boolean;
+  raw(on: boolean): SqliteStatement;
+  columns(): { name: string }[];
+  all(...bindings: unknown[]): unknown[];
+  get(...bindings: unknown[]): unknown;
+}
+
 interface SqliteConnection {
   pragma(s: string): unknown;
-  prepare(sql: string): unknown;
+  prepare(sql: string): SqliteStatement;
 }
 
 /**
@@ -117,18 +123,47 @@ interface SqliteConnection {
  */
 function cachePreparedStatements(conn: SqliteConnection, max = 500): void {
   const prepare = conn.prepare.bind(conn);
-  const cache = new Map<string, unknown>();
+  const cache = new Map<string, SqliteStatement>();
   conn.prepare = (sql: string) => {
     let statement = cache.get(sql);
     if (statement) {
       cache.delete(sql); // re-insert: most recently used last
     } else {
-      statement = prepare(sql);
+      statement = rowsAsLiterals(prepare(sql));
       if (cache.size >= max) cache.delete(cache.keys().next().value!);
     }
     cache.set(sql, statement);
     return statement;
   };
+}
+
+/**
+ * better-sqlite3 builds each result row by setting its properties one by one, which costs about
+ * as much as the query itself on wide rows (a page of 31 builds: 220 µs as objects, 110 µs as
+ * arrays). So readers run in array mode and each row becomes an object literal of a function
+ * compiled once per statement: same keys, same values (a later duplicate column wins, as in
+ * better-sqlite3), one hidden class. The keys are the statement's own column names, quoted by
+ * JSON.stringify.
+ */
+function rowsAsLiterals(statement: SqliteStatement): SqliteStatement {
+  if (!statement.reader) return statement;
+  const names = statement.columns().map((c) => c.name);
+  if (names.includes('__proto__')) return statement;
+  const toObject = new Function('r', `return {${names.map((n, i) => `${JSON.stringify(n)}: r[${i}]`).join(', ')}};`) as (row: unknown[]) => unknown;
+  statement.raw(true);
+  const all = statement.all.bind(statement);
+  const get = statement.get.bind(statement);
+  statement.all = (...bindings: unknown[]) => {
+    const rows = all(...bindings) as unknown[][];
+    const out = new Array<unknown>(rows.length);
+    for (let i = 0; i < rows.length; i++) out[i] = toObject(rows[i]!);
+    return out;
+  };
+  statement.get = (...bindings: unknown[]) => {
+    const row = get(...bindings) as unknown[] | undefined;
+    return row && toObject(row);
+  };
+  return statement;
 }
 
 export async function migrateLatest(knex: Knex): Promise<void> {
