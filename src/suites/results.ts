@@ -153,16 +153,12 @@ export class SuiteResultsRepository {
       .limit(limit + 1);
     if (f.branch !== undefined) q.andWhere('fi.branch', f.branch);
     if (f.search) {
+      // Joined rather than a subquery over the suite's tests: the text is matched only against
+      // the tests with instances in the period, not against every test of the suite.
       const like = likeContains(f.search);
-      q.whereIn(
-        'fi.test_id',
-        this.db('tests')
-          .where('suite_id', f.suiteId)
-          .andWhere((w) => {
-            w.whereRaw(`lower(name) like ? escape '\\'`, [like]).orWhereRaw(`lower(scope) like ? escape '\\'`, [like]);
-          })
-          .select('id'),
-      );
+      q.join('tests as t', 't.id', 'fi.test_id').andWhere((w) => {
+        w.whereRaw(`lower(t.name) like ? escape '\\'`, [like]).orWhereRaw(`lower(t.scope) like ? escape '\\'`, [like]);
+      });
     }
     const groups = (await q) as { test_id: string; instances: number | string; last_at: unknown }[];
     const page = groups.slice(0, limit);
