@@ -4,7 +4,7 @@
  * order (flaky tests from `flaky_instances (suite_id, [branch,] detected_at)`).
  */
 import type { Knex } from 'knex';
-import { parseJson, toDate } from '../db/values';
+import { likeContains, parseJson, toDate } from '../db/values';
 
 export interface Run {
   id: string;
@@ -87,11 +87,6 @@ function identityFromRow(r: Record<string, unknown>): TestIdentity {
 }
 
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-
-/** `%` and `_` are wildcards in LIKE; the user's text is matched literally. */
-function likeContains(text: string): string {
-  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
 
 export interface FlakyFilter {
   suiteId: string;

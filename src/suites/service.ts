@@ -4,25 +4,19 @@
  * tests and flaky tests. No HTTP, no SQL.
  */
 import crypto from 'node:crypto';
-import type { components } from '../../generated/api';
-import type { Principal } from '../access-token/service';
+import type { components, operations } from '../../generated/api';
 import { NotFoundError, ValidationError, type FieldError } from '../http/errors';
-import type { Organization, OrganizationRepository, Role } from '../organizations/repository';
+import type { OrganizationRepository } from '../organizations/repository';
+import type { Actor } from '../pipelines/service';
 import { slugify } from '../pipelines/slug';
 import { sha256Hex } from '../security/keys';
 import type { Suite, SuiteFields, SuiteRepository } from './repository';
 import type { SuiteResultsRepository } from './results';
 
-export interface Actor {
-  principal: Principal;
-  organization: Organization;
-  role: Role;
-}
-
 type CreateInput = components['schemas']['CreateSuiteRequest'];
 type UpdateInput = components['schemas']['UpdateSuiteRequest'];
 
-export type FlakyPeriod = NonNullable<NonNullable<import('../../generated/api').operations['listFlakyTests']['parameters']['query']>['period']>;
+export type FlakyPeriod = NonNullable<NonNullable<operations['listFlakyTests']['parameters']['query']>['period']>;
 
 const PERIOD_MS: Record<FlakyPeriod, number> = {
   '1hour': 3_600_000,

@@ -129,7 +129,9 @@ export class UploadRepository {
       const tests = aggregate(results);
       const testIds = new Map<string, string>();
       const sum = (col: string) => trx.raw(`tests.${col} + excluded.${col}`);
-      for (const part of chunks([...tests.values()])) {
+      // Rows are locked in one order (by identity, then by test id below), so concurrent uploads
+      // touching the same tests wait for each other instead of deadlocking on Postgres.
+      for (const part of chunks([...tests.values()].sort((a, b) => (a.identityHash < b.identityHash ? -1 : 1)))) {
         const rows = await trx('tests')
           .insert(
             part.map((t) => ({
@@ -194,7 +196,8 @@ export class UploadRepository {
   private async detectFlaky(trx: Knex.Transaction, suiteId: string, run: Run, tests: Map<string, TestAggregate>, testIds: Map<string, string>, now: Date) {
     const outcomes = [...tests.values()]
       .filter((t) => t.counts.passed > 0 || t.counts.failed > 0)
-      .map((t) => ({ test_id: testIds.get(t.identityHash)!, commit_sha: run.commitSha!, passed: t.counts.passed > 0, failed: t.counts.failed > 0 }));
+      .map((t) => ({ test_id: testIds.get(t.identityHash)!, commit_sha: run.commitSha!, passed: t.counts.passed > 0, failed: t.counts.failed > 0 }))
+      .sort((a, b) => (a.test_id < b.test_id ? -1 : 1));
     const flakyTestIds: string[] = [];
     for (const part of chunks(outcomes)) {
       const rows = await trx('test_commit_results')

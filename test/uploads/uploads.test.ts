@@ -201,7 +201,7 @@ describeEachDatabase('flaky tests', (ctx) => {
 });
 
 describe.each(databases)('upload body limit [%s]', (kind) => {
-  it('answers 413 for a JSON body over the upload limit', async () => {
+  it('answers 413 for a JSON body or a multipart file over the upload limit', async () => {
     const ctx = await createTestContext(kind, { uploadBodyLimitBytes: 4096 });
     try {
       const s = await givenSuite(ctx);
@@ -212,6 +212,15 @@ describe.each(databases)('upload body limit [%s]', (kind) => {
         .send(upload({ key: 'k' }, [result('x'.repeat(5000), 'passed')]))
         .expect(413);
       expect(res.body.message).toBe('Request body is too large');
+      const file = await ctx
+        .http()
+        .post('/v1/uploads')
+        .set(suiteAuth(s.apiToken))
+        .field('format', 'junit')
+        .field('run_env[key]', 'k')
+        .attach('data', Buffer.from(`<testsuite>${' '.repeat(5000)}</testsuite>`), 'junit.xml')
+        .expect(413);
+      expect(file.body.message).toBe('Request body is too large');
     } finally {
       await ctx.close();
     }
