@@ -222,6 +222,8 @@ async function benchStore(kind: 'sqlite' | 'postgres'): Promise<string[] | null>
       ...services,
     });
     server = app.listen(0, '127.0.0.1');
+    // The client keeps its connection across the seeding pause: the server must not close it meanwhile.
+    server.keepAliveTimeout = 600_000;
     await new Promise((resolve) => server!.once('listening', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
