@@ -483,6 +483,228 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload test results
+         * @description The Test Engine upload API the public test collectors use, authenticated with the
+         *     suite's API token (`Authorization: Token token="<token>"`), not with an access token.
+         *     Either a JSON body, or `multipart/form-data` with `format` (`json`: `data` is a file
+         *     holding a JSON array of results; `junit`: `data` is a JUnit XML document), `data`, and
+         *     `run_env[...]` / `tags[...]` fields. At most 5,000 results per request. Uploads with the
+         *     same `run_env.key` belong to one run.
+         *
+         *     Each result is checked on its own: a rejected one (no `name`, an unknown `result`, a
+         *     JUnit `testcase` without `classname`) is counted in `skipped` and described in
+         *     `errors`, and the others are stored. A JUnit document with a DOCTYPE or an entity
+         *     declaration is refused (422), as is a malformed one (the message gives the line and
+         *     column). Detection of flaky tests happens here, in the same transaction.
+         */
+        post: operations["uploadTestResults"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List test suites
+         * @description The organization's test suites the token's user may see, newest first.
+         */
+        get: operations["listSuites"];
+        put?: never;
+        /**
+         * Create a test suite
+         * @description The slug is derived from the name (unique in the organization). An API token for the
+         *     upload API is generated; it is in this response only, and only with
+         *     `show_api_token: true`: only a hash of it is kept. In an organization with Teams
+         *     enabled, `team_ids` (or `teams_ids`) is required unless the user is an administrator,
+         *     and names teams the user belongs to.
+         */
+        post: operations["createSuite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        /** Get a test suite */
+        get: operations["getSuite"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a test suite
+         * @description The suite's runs, tests and executions are deleted with it.
+         */
+        delete: operations["deleteSuite"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a test suite
+         * @description Only the properties sent change. Renaming keeps the slug, so links stay valid.
+         */
+        patch: operations["updateSuite"];
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/flaky-tests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a suite's flaky tests
+         * @description Tests that both passed and failed on the same commit SHA (within one run or across
+         *     runs), most recently flaky first. Each such commit is one instance; `branch` and
+         *     `period` count only the instances on that branch and detected in that period.
+         */
+        get: operations["listFlakyTests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a suite's runs
+         * @description Newest first.
+         */
+        get: operations["listRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/runs/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The run's id. */
+                run_id: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        /** Get a run */
+        get: operations["getRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/runs/{run_id}/failed_executions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The run's id. */
+                run_id: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a run's failed executions
+         * @description The run's failed executions in upload order, at most 1,000.
+         */
+        get: operations["listFailedExecutions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/tests/{test_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The test's id. */
+                test_id: components["parameters"]["TestId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a test
+         * @description A test with the totals of its executions.
+         */
+        get: operations["getTest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -942,6 +1164,213 @@ export interface components {
             pull_request_repository?: string;
             pull_request_labels?: string[];
         };
+        Suite: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string;
+            /** Format: uuid */
+            readonly organization_id: string;
+            readonly slug: string;
+            name: string;
+            readonly url: string;
+            readonly web_url: string;
+            default_branch: string | null;
+            application_name: string | null;
+            color: string | null;
+            emoji: string | null;
+            /** @description OIDC upload policies are not supported. */
+            readonly oidc_policy: null;
+            /** @description The upload API token; only in the create response, and only with `show_api_token`. */
+            readonly api_token?: string;
+        };
+        /** @description Properties a client may set on create and update. Unknown properties are ignored. */
+        SuiteWritable: {
+            name?: string;
+            default_branch?: string | null;
+            application_name?: string | null;
+            color?: string | null;
+            emoji?: string | null;
+        };
+        CreateSuiteRequest: components["schemas"]["SuiteWritable"] & {
+            /** @default false */
+            show_api_token: boolean;
+            team_ids?: string[];
+            /** @description Another spelling of `team_ids`, accepted as the real API does. */
+            teams_ids?: string[];
+        };
+        UpdateSuiteRequest: components["schemas"]["SuiteWritable"];
+        FlakyTest: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly web_url: string;
+            scope: string | null;
+            name: string;
+            location: string | null;
+            file_name: string | null;
+            /** @description Commits on which the test both passed and failed. */
+            instances: number;
+            most_recent_instance_at: components["schemas"]["IsoTimestamp"];
+            latest_occurrence_at: components["schemas"]["IsoTimestamp"];
+        };
+        Run: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly url: string;
+            readonly web_url: string;
+            branch: string | null;
+            commit_sha: string | null;
+            /**
+             * @description Every upload is processed before it is answered, so a run is always finished.
+             * @enum {string}
+             */
+            state: "finished";
+            /**
+             * @description `failed` when any execution failed, `passed` when some passed and none failed, else `unknown`.
+             * @enum {string}
+             */
+            result: "passed" | "failed" | "unknown";
+            /** @description The Buildkite build id (`run_env.key` of a run whose `run_env.ci` is `buildkite`). */
+            build_id: string | null;
+            created_at: components["schemas"]["IsoTimestamp"];
+        };
+        FailedExecution: {
+            /** Format: uuid */
+            execution_id: string;
+            /** Format: uuid */
+            run_id: string;
+            /** Format: uuid */
+            test_id: string;
+            run_name: string;
+            commit_sha: string | null;
+            created_at: components["schemas"]["IsoTimestamp"];
+            branch: string | null;
+            failure_reason: string | null;
+            failure_expanded?: components["schemas"]["FailureExpanded"];
+            duration: number | null;
+            location: string | null;
+            test_name: string;
+            run_url: string;
+            test_url: string;
+            test_execution_url: string;
+            tags: components["schemas"]["UploadTags"];
+        };
+        Test: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly url: string;
+            readonly web_url: string;
+            scope: string | null;
+            name: string;
+            location: string | null;
+            file_name: string | null;
+            /** @description `flaky` once the test has been flaky. */
+            labels: string[];
+            /** @description passed / (passed + failed); null before either. */
+            reliability: number | null;
+            /** @description Seconds, over executions that reported a duration. */
+            duration_avg: number | null;
+            duration_sum: number;
+            duration_min: number | null;
+            duration_max: number | null;
+            executions_count: number;
+            executions_count_by_result: {
+                passed: number;
+                failed: number;
+                skipped: number;
+                pending: number;
+                unknown: number;
+            };
+        };
+        /** @description Where the results come from. Other properties are ignored. */
+        RunEnv: {
+            /** @description Identifies the run; uploads with the same key form one run. */
+            key: string;
+            ci?: string | null;
+            branch?: string | null;
+            commit_sha?: string | null;
+            number?: string | number | null;
+            job_id?: string | null;
+            message?: string | null;
+            url?: string | null;
+            collector?: string | null;
+            version?: string | null;
+            test_runner?: string | null;
+            location_prefix?: string | null;
+        };
+        UploadTags: {
+            [key: string]: string;
+        };
+        FailureExpanded: {
+            expanded?: string[];
+            backtrace?: string[];
+        }[] | null;
+        /**
+         * @description One test execution. `name` is required and `result` must be one of `passed`, `failed`,
+         *     `skipped`, `pending`, `unknown` (missing means `unknown`); a result that breaks either
+         *     rule is rejected on its own (see `UploadAccepted.errors`).
+         */
+        TestResult: {
+            /** @description The collector's id of this execution. */
+            id?: string | null;
+            scope?: string | null;
+            name?: string | null;
+            /** @description `file:line` */
+            location?: string | null;
+            file_name?: string | null;
+            result?: string | null;
+            failure_reason?: string | null;
+            failure_expanded?: components["schemas"]["FailureExpanded"];
+            /** @description Timing of the execution; `duration` in seconds. Kept as sent. */
+            history?: {
+                start_at?: number | null;
+                end_at?: number | null;
+                duration?: number | null;
+                section?: string | null;
+                children?: Record<string, never>[];
+            } | null;
+        };
+        UploadRequest: {
+            /** @enum {string} */
+            format?: "json";
+            run_env: components["schemas"]["RunEnv"];
+            tags?: components["schemas"]["UploadTags"];
+            data: components["schemas"]["TestResult"][];
+        };
+        UploadMultipartRequest: {
+            /** @enum {string} */
+            format: "json" | "junit";
+            /**
+             * Format: binary
+             * @description A JSON array of results (`format=json`) or a JUnit XML document (`format=junit`).
+             */
+            data: string;
+            run_env: components["schemas"]["RunEnv"];
+            tags?: components["schemas"]["UploadTags"];
+        };
+        UploadAccepted: {
+            /**
+             * Format: uuid
+             * @description This upload's id.
+             */
+            id: string;
+            /** Format: uuid */
+            run_id: string;
+            /** @description Results stored. */
+            queued: number;
+            /** @description Results rejected, each described in `errors`. */
+            skipped: number;
+            errors: components["schemas"]["UploadResultError"][];
+            run_url: string;
+        };
+        /** @description Why one result was rejected. */
+        UploadResultError: {
+            /** @description Position of the result in `data` (or of the `testcase` in the JUnit document), from 0. */
+            index: number;
+            /** @description The own `id` of the result, if it had one. */
+            id: string | null;
+            field: string;
+            code: string;
+        };
     };
     responses: {
         /** @description A page of builds, newest first. */
@@ -1071,6 +1500,12 @@ export interface components {
         PerPage: number;
         /** @description The build's number within its pipeline. */
         BuildNumber: number;
+        /** @description The test suite's slug. */
+        SuiteSlug: string;
+        /** @description The run's id. */
+        RunId: string;
+        /** @description The test's id. */
+        TestId: string;
         /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. */
         BuildBranch: string | string[];
         /** @description Only builds of this full commit SHA; several with `commit[]=...`. */
@@ -1854,6 +2289,384 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    uploadTestResults: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UploadRequest"];
+                "multipart/form-data": components["schemas"]["UploadMultipartRequest"];
+            };
+        };
+        responses: {
+            /** @description The results were stored. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSuites: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of suites. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Suite"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSuite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateSuiteRequest"];
+            };
+        };
+        responses: {
+            /** @description The new suite. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Suite"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSuite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The suite. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Suite"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSuite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateSuite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateSuiteRequest"];
+            };
+        };
+        responses: {
+            /** @description The updated suite. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Suite"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listFlakyTests: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Only tests whose name or scope contains this text (case-insensitive). */
+                search?: string;
+                /** @description Only instances on this branch. */
+                branch?: string;
+                /** @description Only instances detected in this period before now. */
+                period?: "1hour" | "4hours" | "1day" | "7days" | "14days" | "28days";
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of flaky tests. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlakyTest"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRuns: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of runs. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Run"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The run's id. */
+                run_id: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The run. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Run"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listFailedExecutions: {
+        parameters: {
+            query?: {
+                /** @description Also return each execution's `failure_expanded`. */
+                include_failure_expanded?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The run's id. */
+                run_id: components["parameters"]["RunId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The failed executions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FailedExecution"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The test's id. */
+                test_id: components["parameters"]["TestId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Test"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -18,17 +18,25 @@ import { organizationRoutes } from './organizations/routes';
 import { pipelineRoutes } from './pipelines/routes';
 import type { PipelineService } from './pipelines/service';
 import { loadSpec } from './spec';
+import { suiteRoutes } from './suites/routes';
+import type { SuiteService } from './suites/service';
+import { uploadAuth, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
+import type { UploadService } from './uploads/service';
 
 export interface AppDeps {
   db: Knex;
   logger: Logger;
   publicUrl: string;
   bodyLimitBytes: number;
+  /** Largest `POST /v1/uploads` body (JSON or multipart): 5,000 results take several MB. */
+  uploadBodyLimitBytes: number;
   validateResponses: boolean;
   tokens: AccessTokenService;
   orgs: OrganizationRepository;
   pipelines: PipelineService;
   builds: BuildService;
+  suites: SuiteService;
+  uploads: UploadService;
   /** false once shutdown has begun: readiness turns 503 so load balancers stop sending. */
   isAccepting?: () => boolean;
 }
@@ -49,6 +57,9 @@ export function createApp(deps: AppDeps): express.Express {
     res.setHeader('Access-Control-Expose-Headers', 'Link, RateLimit-Scope, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id');
     next();
   });
+  // The upload API: its suite token is checked before the body is read, and its body gets its
+  // own, larger limit (the general parser below skips a body already parsed).
+  app.post(UPLOADS_PATH, uploadAuth(deps.uploads), express.json({ limit: deps.uploadBodyLimitBytes }));
   app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
 
   app.get('/', (_req, res) => {
@@ -87,6 +98,8 @@ export function createApp(deps: AppDeps): express.Express {
       validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
       validateSecurity: false,
       validateFormats: true,
+      // Multipart is only the upload API's: one `data` file, in memory, bounded.
+      fileUploader: { limits: { fileSize: deps.uploadBodyLimitBytes, files: 1, fields: 100, fieldSize: 64 * 1024, parts: 101 } },
       // The meta routes above answered already; nothing else is outside the contract.
       ignoreUndocumented: false,
     }),
@@ -95,6 +108,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(organizationRoutes(deps.orgs, deps.tokens, deps.publicUrl));
   app.use(pipelineRoutes(deps.pipelines, (ids) => deps.builds.counts(ids), deps.publicUrl));
   app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl));
+  app.use(suiteRoutes(deps.suites, deps.publicUrl));
+  app.use(uploadRoutes(deps.uploads));
 
   app.use(() => {
     throw new NotFoundError('route');

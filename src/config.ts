@@ -16,6 +16,8 @@ export interface Config {
   jwtSecret: string | undefined;
   logLevel: string;
   bodyLimitBytes: number;
+  /** Largest body of a test-result upload (`POST /v1/uploads`): 5,000 results take several MB. */
+  uploadBodyLimitBytes: number;
   /** Validate responses against the spec too (always on in tests). */
   validateResponses: boolean;
   shutdownTimeoutMs: number;
@@ -100,6 +102,7 @@ export function loadConfig(env: Env = process.env): Config {
     jwtSecret,
     logLevel,
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    uploadBodyLimitBytes: int(env, 'UPLOAD_BODY_LIMIT_BYTES', 64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     validateResponses: bool(env, 'VALIDATE_RESPONSES', false),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     tokenCacheMs: int(env, 'TOKEN_CACHE_MS', 1000, 0, 60_000),

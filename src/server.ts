@@ -32,11 +32,14 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     logger,
     publicUrl: config.publicUrl,
     bodyLimitBytes: config.bodyLimitBytes,
+    uploadBodyLimitBytes: config.uploadBodyLimitBytes,
     validateResponses: config.validateResponses,
     tokens: services.tokens,
     orgs: services.orgs,
     pipelines: services.pipelines,
     builds: services.builds,
+    suites: services.suites,
+    uploads: services.uploads,
     isAccepting: () => accepting,
   });
   const server = http.createServer(app);

@@ -13,6 +13,11 @@ import { OrganizationRepository } from './organizations/repository';
 import { gitHubHooks } from './pipelines/github';
 import { PipelineRepository } from './pipelines/repository';
 import { PipelineService } from './pipelines/service';
+import { SuiteRepository } from './suites/repository';
+import { SuiteResultsRepository } from './suites/results';
+import { SuiteService } from './suites/service';
+import { UploadRepository } from './uploads/repository';
+import { UploadService } from './uploads/service';
 import { keysFromSecret, loadOrCreateSecret, type Keys } from './security/keys';
 import { UserRepository } from './user/repository';
 
@@ -24,6 +29,8 @@ export interface Services {
   tokens: AccessTokenService;
   pipelines: PipelineService;
   builds: BuildService;
+  suites: SuiteService;
+  uploads: UploadService;
 }
 
 export interface ServiceOptions {
@@ -45,6 +52,7 @@ export function createServices(o: ServiceOptions): Services {
     publicUrl: o.publicUrl,
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
   });
+  const suites = new SuiteRepository(db);
   return {
     db,
     keys,
@@ -53,6 +61,8 @@ export function createServices(o: ServiceOptions): Services {
     tokens: new AccessTokenService(db, keys, o.tokenCacheMs),
     pipelines,
     builds: new BuildService(new BuildRepository(db), pipelines, keys),
+    suites: new SuiteService(suites, new SuiteResultsRepository(db), orgs),
+    uploads: new UploadService(suites, new UploadRepository(db), o.publicUrl),
   };
 }
 

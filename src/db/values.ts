@@ -24,3 +24,8 @@ export function parseJson<T>(value: unknown, fallback: T): T {
   if (typeof value !== 'string') return value as T;
   return JSON.parse(value) as T;
 }
+
+/** A `like ? escape '\\'` pattern matching `text` anywhere, lower-cased: `%` and `_` in a user's text are matched literally. */
+export function likeContains(text: string): string {
+  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}

@@ -13,6 +13,7 @@ import {
   FieldError,
   ForbiddenError,
   NotFoundError,
+  SuiteTokenError,
   UnauthorizedError,
   UnavailableError,
   UnprocessableError,
@@ -21,6 +22,8 @@ import {
 
 export const AUTH_MESSAGE =
   'Authentication required. Please supply a valid API Access Token: https://buildkite.com/docs/apis/rest-api#authentication';
+
+export const SUITE_TOKEN_MESSAGE = 'Authentication required. Please supply a valid test suite API token as `Authorization: Token token="<token>"`';
 
 interface ValidatorIssue {
   path?: string;
@@ -76,6 +79,10 @@ export function errorHandler(logger: Logger) {
       if (err instanceof ConflictError) return send(409, { message: err.message });
       if (err instanceof ForbiddenError) return send(403, { message: err.message });
       if (err instanceof BadRequestError) return send(400, { message: err.message });
+      if (err instanceof SuiteTokenError) {
+        res.setHeader('WWW-Authenticate', 'Token realm="Test Engine"');
+        return send(401, { message: SUITE_TOKEN_MESSAGE });
+      }
       if (err instanceof UnauthorizedError) {
         res.setHeader('WWW-Authenticate', 'Bearer');
         return send(401, { message: AUTH_MESSAGE });

@@ -43,6 +43,9 @@ export class ForbiddenError extends DomainError {
 /** 401 for a missing, malformed, expired or revoked credential. */
 export class UnauthorizedError extends DomainError {}
 
+/** 401 of the upload API, whose credential is a test suite's API token, not an access token. */
+export class SuiteTokenError extends UnauthorizedError {}
+
 /** 400 for a malformed query (bad per_page, unknown state value...). */
 export class BadRequestError extends DomainError {}
 

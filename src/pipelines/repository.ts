@@ -1,7 +1,7 @@
 /** Pipelines and their team grants: Knex queries, rows in and domain objects out. */
 import type { Knex } from 'knex';
 import { isUniqueViolation } from '../db/knex';
-import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
+import { likeContains, parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { ValidationError } from '../http/errors';
 import { userFromRow } from '../user/repository';
 import type { User } from '../user/serialize';
@@ -114,11 +114,6 @@ function fromRow(r: Record<string, unknown>): Pipeline {
     createdAt: toDate(r.created_at),
     archivedAt: toDateOrNull(r.archived_at),
   };
-}
-
-/** `%` and `_` are wildcards in LIKE; a user's text is matched literally. */
-function likeContains(text: string): string {
-  return `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 export interface ListFilter {

@@ -21,11 +21,14 @@ describe('an unreachable database', () => {
       logger,
       publicUrl: 'http://windsock.test',
       bodyLimitBytes: 1024,
+      uploadBodyLimitBytes: 1024,
       validateResponses: true,
       tokens: services.tokens,
       orgs: services.orgs,
       pipelines: services.pipelines,
     builds: services.builds,
+      suites: services.suites,
+      uploads: services.uploads,
     });
     // A well-signed token, so the request reaches the database lookup.
     const { default: jwt } = await import('jsonwebtoken');

@@ -42,6 +42,8 @@ export interface ContextOptions {
   sqliteFile?: string;
   /** Postgres: use that context's schema instead of a new one. */
   sharePostgresSchemaOf?: TestContext;
+  /** The `POST /v1/uploads` body limit (default 64 MiB). */
+  uploadBodyLimitBytes?: number;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -70,11 +72,14 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     logger,
     publicUrl: PUBLIC_URL,
     bodyLimitBytes: 1024 * 1024,
+    uploadBodyLimitBytes: opts.uploadBodyLimitBytes ?? 64 * 1024 * 1024,
     validateResponses: true,
     tokens: services.tokens,
     orgs: services.orgs,
     pipelines: services.pipelines,
     builds: services.builds,
+    suites: services.suites,
+    uploads: services.uploads,
   });
 
   let n = 0;

@@ -6,10 +6,12 @@
 import type { Knex } from 'knex';
 import * as foundation from './20261123100000_foundation';
 import * as builds from './20261123110000_builds';
+import * as analytics from './20261123120000_analytics';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
   '20261123110000_builds': builds,
+  '20261123120000_analytics': analytics,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

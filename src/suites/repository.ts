@@ -1,0 +1,125 @@
+/** Test suites and their team grants: Knex queries, rows in and domain objects out. */
+import type { Knex } from 'knex';
+import { isUniqueViolation } from '../db/knex';
+import { toDate } from '../db/values';
+import { ValidationError } from '../http/errors';
+
+export interface Suite {
+  id: string;
+  organizationId: string;
+  slug: string;
+  name: string;
+  defaultBranch: string | null;
+  applicationName: string | null;
+  color: string | null;
+  emoji: string | null;
+  createdAt: Date;
+}
+
+/** The columns a create or update writes. */
+export type SuiteFields = Pick<Suite, 'name' | 'defaultBranch' | 'applicationName' | 'color' | 'emoji'>;
+
+function fromRow(r: Record<string, unknown>): Suite {
+  return {
+    id: r.id as string,
+    organizationId: r.organization_id as string,
+    slug: r.slug as string,
+    name: r.name as string,
+    defaultBranch: (r.default_branch as string | null) ?? null,
+    applicationName: (r.application_name as string | null) ?? null,
+    color: (r.color as string | null) ?? null,
+    emoji: (r.emoji as string | null) ?? null,
+    createdAt: toDate(r.created_at),
+  };
+}
+
+function toColumns(f: Partial<SuiteFields>): Record<string, unknown> {
+  const c: Record<string, unknown> = {};
+  const set = (col: string, v: unknown) => {
+    if (v !== undefined) c[col] = v;
+  };
+  set('name', f.name);
+  set('default_branch', f.defaultBranch);
+  set('application_name', f.applicationName);
+  set('color', f.color);
+  set('emoji', f.emoji);
+  return c;
+}
+
+const slugTaken = (slug: string) => new ValidationError([{ field: 'name', code: `has already been taken (a suite with the slug ${slug} exists)` }]);
+
+export class SuiteRepository {
+  constructor(private readonly db: Knex) {}
+
+  async insert(
+    s: { id: string; organizationId: string; slug: string; createdById: string; createdAt: Date; apiTokenHash: string } & SuiteFields,
+    teamIds: string[],
+  ): Promise<void> {
+    await this.db.transaction(async (trx) => {
+      // A friendly error before the insert; the unique index still decides under races.
+      if (await trx('suites').where({ organization_id: s.organizationId, slug: s.slug }).first('id')) throw slugTaken(s.slug);
+      try {
+        await trx('suites').insert({
+          id: s.id,
+          organization_id: s.organizationId,
+          slug: s.slug,
+          created_by_id: s.createdById,
+          created_at: s.createdAt,
+          api_token_hash: s.apiTokenHash,
+          ...toColumns(s),
+        });
+      } catch (err) {
+        throw isUniqueViolation(err) ? slugTaken(s.slug) : err;
+      }
+      if (teamIds.length) await trx('suite_teams').insert(teamIds.map((teamId) => ({ suite_id: s.id, team_id: teamId })));
+    });
+  }
+
+  async update(id: string, changes: Partial<SuiteFields>): Promise<void> {
+    const cols = toColumns(changes);
+    if (Object.keys(cols).length) await this.db('suites').where({ id }).update(cols);
+  }
+
+  /** Runs, tests, executions and flaky instances go with it (foreign keys cascade). */
+  async delete(id: string): Promise<void> {
+    await this.db('suites').where({ id }).delete();
+  }
+
+  async findById(id: string): Promise<Suite | null> {
+    const row = await this.db('suites').where({ id }).first();
+    return row ? fromRow(row) : null;
+  }
+
+  async findBySlug(organizationId: string, slug: string): Promise<Suite | null> {
+    const row = await this.db('suites').where({ organization_id: organizationId, slug }).first();
+    return row ? fromRow(row) : null;
+  }
+
+  /** The suite an upload API token belongs to, with its organization's slug (for URLs). */
+  async findByTokenHash(hash: string): Promise<{ suite: Suite; orgSlug: string } | null> {
+    const row = await this.db('suites as s').join('organizations as o', 'o.id', 's.organization_id').where('s.api_token_hash', hash).first('s.*', 'o.slug as org_slug');
+    return row ? { suite: fromRow(row), orgSlug: row.org_slug as string } : null;
+  }
+
+  private teamGrant(userId: string) {
+    return this.db('suite_teams as st').join('team_members as tm', 'tm.team_id', 'st.team_id').where('tm.user_id', userId).select('st.suite_id');
+  }
+
+  /** Newest first. `visibleToUserId`: only suites granted to one of this user's teams. */
+  async list(organizationId: string, visibleToUserId: string | undefined, offset: number, limit: number): Promise<{ items: Suite[]; total: number }> {
+    const filtered = () => {
+      const q = this.db('suites').where('organization_id', organizationId);
+      if (visibleToUserId) q.whereIn('id', this.teamGrant(visibleToUserId));
+      return q;
+    };
+    const [countRow, rows] = await Promise.all([
+      filtered().count<{ n: number | string }[]>({ n: '*' }).first(),
+      filtered().orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).offset(offset).limit(limit),
+    ]);
+    return { items: rows.map(fromRow), total: Number(countRow?.n ?? 0) };
+  }
+
+  async isGrantedTo(suiteId: string, userId: string): Promise<boolean> {
+    return Boolean(await this.teamGrant(userId).where('st.suite_id', suiteId).first());
+  }
+}

@@ -1,0 +1,116 @@
+/** Suites, runs, tests, flaky tests and failed executions -> the exact JSON of the contract. */
+import type { components } from '../../generated/api';
+import { graphqlId, isoTime } from '../http/format';
+import type { Suite } from './repository';
+import type { FailedExecution, FlakyTest, Run, TestTotals } from './results';
+
+type Schemas = components['schemas'];
+
+/** Where a suite's API and web pages live: `/v2/analytics/organizations/{org}/suites/{slug}` and the web's `/organizations/{org}/analytics/suites/{slug}`. */
+export interface SuiteUrls {
+  api: string;
+  web: string;
+}
+
+export function suiteUrls(publicUrl: string, orgSlug: string, suiteSlug: string): SuiteUrls {
+  return {
+    api: `${publicUrl}/v2/analytics/organizations/${orgSlug}/suites/${suiteSlug}`,
+    web: `${publicUrl}/organizations/${orgSlug}/analytics/suites/${suiteSlug}`,
+  };
+}
+
+export function serializeSuite(s: Suite, urls: SuiteUrls, apiToken?: string): Schemas['Suite'] {
+  return {
+    id: s.id,
+    graphql_id: graphqlId('Suite', s.id),
+    organization_id: s.organizationId,
+    slug: s.slug,
+    name: s.name,
+    url: urls.api,
+    web_url: urls.web,
+    default_branch: s.defaultBranch,
+    application_name: s.applicationName,
+    color: s.color,
+    emoji: s.emoji,
+    oidc_policy: null,
+    ...(apiToken !== undefined ? { api_token: apiToken } : {}),
+  };
+}
+
+export function serializeRun(r: Run, urls: SuiteUrls): Schemas['Run'] {
+  return {
+    id: r.id,
+    url: `${urls.api}/runs/${r.id}`,
+    web_url: `${urls.web}/runs/${r.id}`,
+    branch: r.branch,
+    commit_sha: r.commitSha,
+    state: 'finished',
+    result: r.failedCount > 0 ? 'failed' : r.passedCount > 0 ? 'passed' : 'unknown',
+    // The Buildkite collectors send the build's UUID as the run key.
+    build_id: r.ci === 'buildkite' ? r.key : null,
+    created_at: isoTime(r.createdAt),
+  };
+}
+
+export function serializeFlakyTest(f: FlakyTest, urls: SuiteUrls): Schemas['FlakyTest'] {
+  return {
+    id: f.test.id,
+    web_url: `${urls.web}/tests/${f.test.id}`,
+    scope: f.test.scope,
+    name: f.test.name,
+    location: f.test.location,
+    file_name: f.test.fileName,
+    instances: f.instances,
+    most_recent_instance_at: isoTime(f.mostRecentInstanceAt),
+    latest_occurrence_at: isoTime(f.mostRecentInstanceAt),
+  };
+}
+
+export function serializeTest(t: TestTotals, urls: SuiteUrls): Schemas['Test'] {
+  const decided = t.passedCount + t.failedCount;
+  return {
+    id: t.id,
+    url: `${urls.api}/tests/${t.id}`,
+    web_url: `${urls.web}/tests/${t.id}`,
+    scope: t.scope,
+    name: t.name,
+    location: t.location,
+    file_name: t.fileName,
+    labels: t.flaky ? ['flaky'] : [],
+    reliability: decided ? t.passedCount / decided : null,
+    duration_avg: t.durationCount ? t.durationSum / t.durationCount : null,
+    duration_sum: t.durationSum,
+    duration_min: t.durationMin,
+    duration_max: t.durationMax,
+    executions_count: t.executionsCount,
+    executions_count_by_result: {
+      passed: t.passedCount,
+      failed: t.failedCount,
+      skipped: t.skippedCount,
+      pending: t.pendingCount,
+      unknown: t.unknownCount,
+    },
+  };
+}
+
+export function serializeFailedExecution(e: FailedExecution, urls: SuiteUrls, withExpanded: boolean): Schemas['FailedExecution'] {
+  const testUrl = `${urls.web}/tests/${e.testId}`;
+  return {
+    execution_id: e.id,
+    run_id: e.run.id,
+    test_id: e.testId,
+    run_name: e.run.key,
+    commit_sha: e.run.commitSha,
+    created_at: isoTime(e.createdAt),
+    branch: e.run.branch,
+    failure_reason: e.failureReason,
+    ...(withExpanded ? { failure_expanded: e.failureExpanded } : {}),
+    duration: e.duration,
+    location: e.location,
+    test_name: e.testName,
+    run_url: `${urls.web}/runs/${e.run.id}`,
+    test_url: testUrl,
+    test_execution_url: `${testUrl}?execution_id=${e.id}`,
+    tags: e.run.tags,
+  };
+}

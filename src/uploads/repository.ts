@@ -1,0 +1,220 @@
+/**
+ * Ingestion of one upload in one transaction: the run (upserted by its key, counters bumped),
+ * the tests (upserted by identity, totals bumped), the executions, and flaky detection: the
+ * per (test, commit) passed/failed flags are OR-ed in, and a test whose flags are both set
+ * gets its flaky instance for that commit. Every step is a set-based upsert in chunks, so an
+ * upload of 5,000 results is a few dozen statements, and concurrent uploads on the same
+ * commit meet on the same rows (upserts lock them) instead of missing each other.
+ */
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import { toBool } from '../db/values';
+import { runFromRow, type Run } from '../suites/results';
+import type { AcceptedResult, ResultValue } from './results';
+
+export interface RunEnvFields {
+  key: string;
+  ci: string | null;
+  branch: string | null;
+  commitSha: string | null;
+  number: string | null;
+  jobId: string | null;
+  message: string | null;
+  url: string | null;
+  collector: string | null;
+  version: string | null;
+  testRunner: string | null;
+}
+
+interface TestAggregate {
+  identityHash: string;
+  scope: string | null;
+  name: string;
+  location: string | null;
+  fileName: string | null;
+  counts: Record<ResultValue, number>;
+  durationCount: number;
+  durationSum: number;
+  durationMin: number | null;
+  durationMax: number | null;
+}
+
+/** Rows per multi-row statement: well under SQLite's and Postgres's bound-parameter limits. */
+const CHUNK = 500;
+
+function chunks<T>(items: T[], size = CHUNK): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** A test is identified by suite, scope, name and location. */
+export function identityHash(scope: string | null, name: string, location: string | null): string {
+  return crypto.createHash('sha256').update(JSON.stringify([scope, name, location])).digest('hex');
+}
+
+function aggregate(results: AcceptedResult[]): Map<string, TestAggregate> {
+  const tests = new Map<string, TestAggregate>();
+  for (const r of results) {
+    const hash = identityHash(r.scope, r.name, r.location);
+    let t = tests.get(hash);
+    if (!t) {
+      t = {
+        identityHash: hash,
+        scope: r.scope,
+        name: r.name,
+        location: r.location,
+        fileName: r.fileName,
+        counts: { passed: 0, failed: 0, skipped: 0, pending: 0, unknown: 0 },
+        durationCount: 0,
+        durationSum: 0,
+        durationMin: null,
+        durationMax: null,
+      };
+      tests.set(hash, t);
+    }
+    t.counts[r.result] += 1;
+    if (r.duration !== null) {
+      t.durationCount += 1;
+      t.durationSum += r.duration;
+      t.durationMin = t.durationMin === null ? r.duration : Math.min(t.durationMin, r.duration);
+      t.durationMax = t.durationMax === null ? r.duration : Math.max(t.durationMax, r.duration);
+    }
+  }
+  return tests;
+}
+
+/** `least`/`greatest` that ignore nulls, written the same for both stores (SQLite's min() of a null is null). */
+function pick(table: string, col: string, op: '<' | '>'): string {
+  return `case when excluded.${col} is null then ${table}.${col} when ${table}.${col} is null or excluded.${col} ${op} ${table}.${col} then excluded.${col} else ${table}.${col} end`;
+}
+
+export class UploadRepository {
+  constructor(private readonly db: Knex) {}
+
+  async ingest(suiteId: string, env: RunEnvFields, tags: Record<string, string>, results: AcceptedResult[], now: Date): Promise<Run> {
+    return this.db.transaction(async (trx) => {
+      const passed = results.filter((r) => r.result === 'passed').length;
+      const failed = results.filter((r) => r.result === 'failed').length;
+      const add = (col: string) => trx.raw(`test_runs.${col} + excluded.${col}`);
+      const [runRow] = await trx('test_runs')
+        .insert({
+          id: crypto.randomUUID(),
+          suite_id: suiteId,
+          run_key: env.key,
+          ci: env.ci,
+          branch: env.branch,
+          commit_sha: env.commitSha,
+          number: env.number,
+          job_id: env.jobId,
+          message: env.message,
+          url: env.url,
+          collector: env.collector,
+          version: env.version,
+          test_runner: env.testRunner,
+          tags: JSON.stringify(tags),
+          executions_count: results.length,
+          passed_count: passed,
+          failed_count: failed,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict(['suite_id', 'run_key'])
+        .merge({ executions_count: add('executions_count'), passed_count: add('passed_count'), failed_count: add('failed_count'), updated_at: now })
+        .returning('*');
+      const run = runFromRow(runRow);
+      if (!results.length) return run;
+      const firstPosition = Number(runRow.executions_count) - results.length;
+
+      const tests = aggregate(results);
+      const testIds = new Map<string, string>();
+      const sum = (col: string) => trx.raw(`tests.${col} + excluded.${col}`);
+      // Rows are locked in one order (by identity, then by test id below), so concurrent uploads
+      // touching the same tests wait for each other instead of deadlocking on Postgres.
+      for (const part of chunks([...tests.values()].sort((a, b) => (a.identityHash < b.identityHash ? -1 : 1)))) {
+        const rows = await trx('tests')
+          .insert(
+            part.map((t) => ({
+              id: crypto.randomUUID(),
+              suite_id: suiteId,
+              identity_hash: t.identityHash,
+              scope: t.scope,
+              name: t.name,
+              location: t.location,
+              file_name: t.fileName,
+              created_at: now,
+              executions_count: t.counts.passed + t.counts.failed + t.counts.skipped + t.counts.pending + t.counts.unknown,
+              passed_count: t.counts.passed,
+              failed_count: t.counts.failed,
+              skipped_count: t.counts.skipped,
+              pending_count: t.counts.pending,
+              unknown_count: t.counts.unknown,
+              duration_count: t.durationCount,
+              duration_sum: t.durationSum,
+              duration_min: t.durationMin,
+              duration_max: t.durationMax,
+            })),
+          )
+          .onConflict(['suite_id', 'identity_hash'])
+          .merge({
+            executions_count: sum('executions_count'),
+            passed_count: sum('passed_count'),
+            failed_count: sum('failed_count'),
+            skipped_count: sum('skipped_count'),
+            pending_count: sum('pending_count'),
+            unknown_count: sum('unknown_count'),
+            duration_count: sum('duration_count'),
+            duration_sum: sum('duration_sum'),
+            duration_min: trx.raw(pick('tests', 'duration_min', '<')),
+            duration_max: trx.raw(pick('tests', 'duration_max', '>')),
+          })
+          .returning(['id', 'identity_hash']);
+        for (const r of rows) testIds.set(r.identity_hash as string, r.id as string);
+      }
+
+      const executions = results.map((r, i) => ({
+        id: crypto.randomUUID(),
+        run_id: run.id,
+        test_id: testIds.get(identityHash(r.scope, r.name, r.location))!,
+        client_id: r.clientId,
+        result: r.result,
+        failure_reason: r.failureReason,
+        failure_expanded: r.failureExpanded ? JSON.stringify(r.failureExpanded) : null,
+        duration: r.duration,
+        history: r.history ? JSON.stringify(r.history) : null,
+        position: firstPosition + i,
+        created_at: now,
+      }));
+      for (const part of chunks(executions)) await trx('test_executions').insert(part);
+
+      if (run.commitSha) await this.detectFlaky(trx, suiteId, run, tests, testIds, now);
+      return run;
+    });
+  }
+
+  /** OR this upload's outcomes into the (test, commit) flags; both set -> one flaky instance per commit. */
+  private async detectFlaky(trx: Knex.Transaction, suiteId: string, run: Run, tests: Map<string, TestAggregate>, testIds: Map<string, string>, now: Date) {
+    const outcomes = [...tests.values()]
+      .filter((t) => t.counts.passed > 0 || t.counts.failed > 0)
+      .map((t) => ({ test_id: testIds.get(t.identityHash)!, commit_sha: run.commitSha!, passed: t.counts.passed > 0, failed: t.counts.failed > 0 }))
+      .sort((a, b) => (a.test_id < b.test_id ? -1 : 1));
+    const flakyTestIds: string[] = [];
+    for (const part of chunks(outcomes)) {
+      const rows = await trx('test_commit_results')
+        .insert(part)
+        .onConflict(['test_id', 'commit_sha'])
+        .merge({
+          passed: trx.raw('test_commit_results.passed or excluded.passed'),
+          failed: trx.raw('test_commit_results.failed or excluded.failed'),
+        })
+        .returning(['test_id', 'passed', 'failed']);
+      for (const r of rows) if (toBool(r.passed) && toBool(r.failed)) flakyTestIds.push(r.test_id as string);
+    }
+    for (const part of chunks(flakyTestIds)) {
+      await trx('flaky_instances')
+        .insert(part.map((testId) => ({ test_id: testId, commit_sha: run.commitSha, suite_id: suiteId, branch: run.branch, detected_at: now })))
+        .onConflict(['test_id', 'commit_sha'])
+        .ignore();
+    }
+  }
+}

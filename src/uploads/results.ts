@@ -1,0 +1,115 @@
+/**
+ * One uploaded test result, checked on its own: a result that breaks a rule is rejected with
+ * its position and reason, the others go on. JSON bodies were already shaped by the spec, but
+ * a multipart JSON file and JUnit documents were not, so everything is checked here.
+ */
+import type { components } from '../../generated/api';
+
+export const MAX_RESULTS = 5000;
+export const RESULTS = ['passed', 'failed', 'skipped', 'pending', 'unknown'] as const;
+export type ResultValue = (typeof RESULTS)[number];
+
+export type UploadResultError = components['schemas']['UploadResultError'];
+type FailureExpanded = { expanded?: string[]; backtrace?: string[] }[];
+
+export interface AcceptedResult {
+  clientId: string | null;
+  scope: string | null;
+  name: string;
+  location: string | null;
+  fileName: string | null;
+  result: ResultValue;
+  failureReason: string | null;
+  failureExpanded: FailureExpanded | null;
+  duration: number | null;
+  history: Record<string, unknown> | null;
+}
+
+const LIMITS = { id: 255, scope: 65536, name: 65536, location: 4096, file_name: 4096, failure_reason: 65536, line: 65536 };
+
+class Reject extends Error {
+  constructor(
+    readonly field: string,
+    readonly code: string,
+  ) {
+    super(code);
+  }
+}
+
+function optionalString(r: Record<string, unknown>, field: keyof typeof LIMITS): string | null {
+  const v = r[field];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'string') throw new Reject(field, 'must be a string');
+  if (v.length > LIMITS[field]) throw new Reject(field, `is too long (maximum is ${LIMITS[field]} characters)`);
+  return v;
+}
+
+function stringList(v: unknown, field: string): string[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v) || v.length > 10_000) throw new Reject(field, 'must be a list of at most 10000 strings');
+  for (const s of v) {
+    if (typeof s !== 'string') throw new Reject(field, 'must be a list of strings');
+    if (s.length > LIMITS.line) throw new Reject(field, `has a line longer than ${LIMITS.line} characters`);
+  }
+  return v as string[];
+}
+
+function failureExpanded(v: unknown): FailureExpanded | null {
+  if (v === undefined || v === null) return null;
+  if (!Array.isArray(v) || v.length > 1000) throw new Reject('failure_expanded', 'must be a list of at most 1000 objects');
+  return v.map((item, i) => {
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new Reject(`failure_expanded[${i}]`, 'must be an object');
+    const o = item as Record<string, unknown>;
+    const expanded = stringList(o.expanded, `failure_expanded[${i}].expanded`);
+    const backtrace = stringList(o.backtrace, `failure_expanded[${i}].backtrace`);
+    return { ...(expanded ? { expanded } : {}), ...(backtrace ? { backtrace } : {}) };
+  });
+}
+
+function history(v: unknown): { history: Record<string, unknown> | null; duration: number | null } {
+  if (v === undefined || v === null) return { history: null, duration: null };
+  if (typeof v !== 'object' || Array.isArray(v)) throw new Reject('history', 'must be an object');
+  const h = v as Record<string, unknown>;
+  const d = h.duration;
+  if (d !== undefined && d !== null && (typeof d !== 'number' || !Number.isFinite(d) || d < 0)) throw new Reject('history.duration', 'must be a number of seconds, at least 0');
+  return { history: h, duration: typeof d === 'number' ? d : null };
+}
+
+/**
+ * Splits the results into the accepted ones and one error per rejected one. `scopeField`:
+ * a scope is required and a missing one is reported under that name (JUnit's `classname`).
+ */
+export function checkResults(data: unknown[], scopeField?: string): { accepted: AcceptedResult[]; errors: UploadResultError[] } {
+  const accepted: AcceptedResult[] = [];
+  const errors: UploadResultError[] = [];
+  data.forEach((item, index) => {
+    const r = (typeof item === 'object' && item !== null && !Array.isArray(item) ? item : null) as Record<string, unknown> | null;
+    const clientId = typeof r?.id === 'string' ? r.id.slice(0, LIMITS.id) : null;
+    try {
+      if (!r) throw new Reject('data', 'must be an object');
+      const name = optionalString(r, 'name');
+      if (name === null || name.trim() === '') throw new Reject('name', "can't be blank");
+      const scope = optionalString(r, 'scope');
+      if (scopeField && (scope === null || scope.trim() === '')) throw new Reject(scopeField, "can't be blank");
+      const result = r.result ?? 'unknown';
+      if (!RESULTS.includes(result as ResultValue)) throw new Reject('result', `is not included in the list (${RESULTS.join(', ')})`);
+      const h = history(r.history);
+      accepted.push({
+        clientId: optionalString(r, 'id'),
+        scope,
+        name,
+        location: optionalString(r, 'location'),
+        fileName: optionalString(r, 'file_name'),
+        result: result as ResultValue,
+        failureReason: optionalString(r, 'failure_reason'),
+        failureExpanded: failureExpanded(r.failure_expanded),
+        duration: h.duration,
+        history: h.history,
+      });
+    } catch (err) {
+      if (!(err instanceof Reject)) throw err;
+      errors.push({ index, id: clientId, field: err.field, code: err.code });
+    }
+  });
+  return { accepted, errors };
+}

@@ -1,0 +1,92 @@
+/**
+ * The Test Engine upload API: who is uploading (a suite's API token), the three body forms
+ * (JSON, multipart JSON file, multipart JUnit) reduced to one list of results, each result
+ * checked on its own, and the accepted ones ingested. No HTTP, no SQL.
+ */
+import crypto from 'node:crypto';
+import type { components } from '../../generated/api';
+import { SuiteTokenError, ValidationError } from '../http/errors';
+import { sha256Hex } from '../security/keys';
+import type { Suite, SuiteRepository } from '../suites/repository';
+import { suiteUrls } from '../suites/serialize';
+import { parseJUnit } from './junit';
+import type { RunEnvFields, UploadRepository } from './repository';
+import { checkResults, MAX_RESULTS } from './results';
+
+type RunEnv = components['schemas']['RunEnv'];
+type Accepted = components['schemas']['UploadAccepted'];
+
+export interface Uploader {
+  suite: Suite;
+  orgSlug: string;
+}
+
+// `Token token="..."`, as the collectors send it; the quotes and the `token=` are optional.
+const TOKEN = /^Token\s+(?:token=)?"?([A-Za-z0-9_-]{1,200})"?$/i;
+
+export class UploadService {
+  constructor(
+    private readonly suites: SuiteRepository,
+    private readonly uploads: UploadRepository,
+    private readonly publicUrl: string,
+  ) {}
+
+  async authenticate(header: string | undefined): Promise<Uploader> {
+    const match = header ? TOKEN.exec(header.trim()) : null;
+    if (!match) throw new SuiteTokenError('missing or malformed suite token');
+    const found = await this.suites.findByTokenHash(sha256Hex(match[1]!));
+    if (!found) throw new SuiteTokenError('unknown suite token');
+    return found;
+  }
+
+  /** A JSON body: already shaped by the spec. */
+  async uploadJson(who: Uploader, body: components['schemas']['UploadRequest']): Promise<Accepted> {
+    return this.ingest(who, body.run_env, body.tags ?? {}, body.data);
+  }
+
+  /** A multipart body: `data` is a JSON array of results or a JUnit document. */
+  async uploadFile(who: Uploader, fields: components['schemas']['UploadMultipartRequest'], data: Buffer): Promise<Accepted> {
+    if (fields.format === 'junit') return this.ingest(who, fields.run_env, fields.tags ?? {}, parseJUnit(data), 'classname');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(data.toString('utf8'));
+    } catch (err) {
+      throw ValidationError.field('data', `is not valid JSON: ${(err as Error).message}`);
+    }
+    if (!Array.isArray(parsed)) throw ValidationError.field('data', 'must be a JSON array of test results');
+    if (parsed.length > MAX_RESULTS) throw ValidationError.field('data', `has more than ${MAX_RESULTS} results: split them into several uploads`);
+    return this.ingest(who, fields.run_env, fields.tags ?? {}, parsed);
+  }
+
+  private async ingest(who: Uploader, env: RunEnv, tags: Record<string, string>, data: unknown[], scopeField?: string): Promise<Accepted> {
+    const { accepted, errors } = checkResults(data, scopeField);
+    const run = await this.uploads.ingest(who.suite.id, runEnvFields(env), tags, accepted, new Date());
+    return {
+      id: crypto.randomUUID(),
+      run_id: run.id,
+      queued: accepted.length,
+      skipped: errors.length,
+      errors,
+      run_url: `${suiteUrls(this.publicUrl, who.orgSlug, who.suite.slug).web}/runs/${run.id}`,
+    };
+  }
+}
+
+function runEnvFields(env: RunEnv): RunEnvFields {
+  // Multipart forms as the Buildkite docs show them send `run_env[CI]`.
+  const e = env as RunEnv & { CI?: string };
+  const s = (v: string | number | null | undefined) => (v === undefined || v === null || v === '' ? null : String(v));
+  return {
+    key: env.key,
+    ci: s(env.ci ?? e.CI),
+    branch: s(env.branch),
+    commitSha: s(env.commit_sha),
+    number: s(env.number),
+    jobId: s(env.job_id),
+    message: s(env.message),
+    url: s(env.url),
+    collector: s(env.collector),
+    version: s(env.version),
+    testRunner: s(env.test_runner),
+  };
+}
