@@ -37,6 +37,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     orgs: services.orgs,
     pipelines: services.pipelines,
     builds: services.builds,
+    deliveries: services.deliveries,
     isAccepting: () => accepting,
   });
   const server = http.createServer(app);

@@ -8,6 +8,7 @@ import { BuildRepository } from './builds/repository';
 import { BuildService } from './builds/service';
 import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
+import { DeliveryService } from './deliveries/service';
 import type { Logger } from './http/logger';
 import { OrganizationRepository } from './organizations/repository';
 import { gitHubHooks } from './pipelines/github';
@@ -24,6 +25,7 @@ export interface Services {
   tokens: AccessTokenService;
   pipelines: PipelineService;
   builds: BuildService;
+  deliveries: DeliveryService;
 }
 
 export interface ServiceOptions {
@@ -45,6 +47,7 @@ export function createServices(o: ServiceOptions): Services {
     publicUrl: o.publicUrl,
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
   });
+  const builds = new BuildService(new BuildRepository(db), pipelines, keys);
   return {
     db,
     keys,
@@ -52,7 +55,8 @@ export function createServices(o: ServiceOptions): Services {
     orgs,
     tokens: new AccessTokenService(db, keys, o.tokenCacheMs),
     pipelines,
-    builds: new BuildService(new BuildRepository(db), pipelines, keys),
+    builds,
+    deliveries: new DeliveryService(pipelines, builds, orgs, o.publicUrl),
   };
 }
 

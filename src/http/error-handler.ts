@@ -13,6 +13,7 @@ import {
   FieldError,
   ForbiddenError,
   NotFoundError,
+  SignatureError,
   UnauthorizedError,
   UnavailableError,
   UnprocessableError,
@@ -76,6 +77,7 @@ export function errorHandler(logger: Logger) {
       if (err instanceof ConflictError) return send(409, { message: err.message });
       if (err instanceof ForbiddenError) return send(403, { message: err.message });
       if (err instanceof BadRequestError) return send(400, { message: err.message });
+      if (err instanceof SignatureError) return send(401, { message: err.message });
       if (err instanceof UnauthorizedError) {
         res.setHeader('WWW-Authenticate', 'Bearer');
         return send(401, { message: AUTH_MESSAGE });

@@ -43,6 +43,9 @@ export class ForbiddenError extends DomainError {
 /** 401 for a missing, malformed, expired or revoked credential. */
 export class UnauthorizedError extends DomainError {}
 
+/** 401 for a webhook delivery whose signature or token does not match: the message says which header. */
+export class SignatureError extends DomainError {}
+
 /** 400 for a malformed query (bad per_page, unknown state value...). */
 export class BadRequestError extends DomainError {}
 

@@ -71,6 +71,11 @@ export class PipelineService {
     return `${this.opts.publicUrl}/deliver/${this.webhookToken(pipelineId)}`;
   }
 
+  /** The pipeline whose webhook URL ends in `token`, or null. Looked up by hash: the token is never stored. */
+  findByWebhookToken(token: string): Promise<Pipeline | null> {
+    return this.pipelines.findByWebhookTokenHash(sha256Hex(token));
+  }
+
   badgeUrl(pipelineId: string): string {
     return `${this.opts.publicUrl}/badges/${this.keys.derive('pipeline-badge', pipelineId)}.svg`;
   }

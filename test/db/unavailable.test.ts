@@ -26,6 +26,7 @@ describe('an unreachable database', () => {
       orgs: services.orgs,
       pipelines: services.pipelines,
     builds: services.builds,
+      deliveries: services.deliveries,
     });
     // A well-signed token, so the request reaches the database lookup.
     const { default: jwt } = await import('jsonwebtoken');

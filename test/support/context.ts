@@ -75,6 +75,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     orgs: services.orgs,
     pipelines: services.pipelines,
     builds: services.builds,
+    deliveries: services.deliveries,
   });
 
   let n = 0;
