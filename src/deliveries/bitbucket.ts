@@ -55,6 +55,7 @@ function cloudPullRequest(p: Payload, action: string): DeliveryEvent {
   const fork = head !== null && base !== null && head !== base;
   return {
     kind: 'pull_request',
+    noun: 'pull request',
     action,
     id: p.id('pullrequest.id'),
     title: p.message('pullrequest.title'),
@@ -103,6 +104,7 @@ function serverPullRequest(p: Payload, action: string): DeliveryEvent {
   const base = repoName('toRef');
   return {
     kind: 'pull_request',
+    noun: 'pull request',
     action,
     id: p.id('pullRequest.id'),
     title: p.message('pullRequest.title'),

@@ -23,6 +23,8 @@ export interface PushEvent {
 /** Pull requests, and GitLab merge requests, with the action in GitHub's words. */
 export interface PullRequestEvent {
   kind: 'pull_request';
+  /** What the provider calls it, for messages: `pull request`, or GitLab's `merge request`. */
+  noun: string;
   /** opened, reopened, synchronize, ready_for_review, labeled, unlabeled, or the provider's own word for anything else. */
   action: string;
   id: string;

@@ -58,6 +58,7 @@ function pullRequest(p: Payload<PullRequestOpenedEvent>): DeliveryEvent {
   const sender = p.text('sender.login');
   return {
     kind: 'pull_request',
+    noun: 'pull request',
     action: p.ref('action'),
     id: p.id('number'),
     title: p.message('pull_request.title'),

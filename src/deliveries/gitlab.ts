@@ -51,13 +51,14 @@ function mergeRequest(p: Payload): DeliveryEvent {
   const forkName = p.text('object_attributes.source.path_with_namespace');
   return {
     kind: 'pull_request',
+    noun: 'merge request',
     action: action(p),
     id: p.id('object_attributes.iid'),
     title: p.message('object_attributes.title'),
     draft: p.flag('object_attributes.draft') || p.flag('object_attributes.work_in_progress'),
     commit: p.ref('object_attributes.last_commit.id'),
     headBranch: p.ref('object_attributes.source_branch'),
-    headOwner: p.text('object_attributes.source.namespace'),
+    headOwner: forkName?.split('/').slice(0, -1).join('/') || null,
     headRepository: p.text('object_attributes.source.git_http_url', 1024),
     fork,
     forkName,
@@ -80,6 +81,10 @@ function action(p: Payload): string {
       if (p.get('changes.draft.previous') === true && p.get('changes.draft.current') === false) return 'ready_for_review';
       if (p.get('changes.labels') !== undefined) return 'labeled';
       return 'edited';
+    case 'close':
+      return 'closed';
+    case 'merge':
+      return 'merged';
     default:
       return a;
   }

@@ -118,7 +118,7 @@ export class DeliveryService {
     const { build } = decision;
 
     const marker = SKIP_MARKERS.find((m) => build.message?.toLowerCase().includes(m));
-    if (marker) return { skip: `No build: the ${event.kind === 'pull_request' ? 'pull request title' : 'commit message'} contains ${marker}.` };
+    if (marker) return { skip: `No build: the ${event.kind === 'pull_request' ? `${event.noun} title` : 'commit message'} contains ${marker}.` };
 
     if (settings.filter_enabled === true && typeof settings.filter_condition === 'string' && settings.filter_condition.trim() !== '') {
       const parsed = parseCondition(settings.filter_condition);
@@ -151,7 +151,7 @@ export class DeliveryService {
     if (mode === 'none') return { skip: 'No build: trigger_mode is "none", so deliveries never build.' };
     const wants = event.kind === 'deployment' ? 'deployment' : event.kind === 'fork' ? 'fork' : 'code';
     if (mode !== wants) {
-      const what = event.kind === 'pull_request' ? 'pull request' : event.kind;
+      const what = event.kind === 'pull_request' ? event.noun : event.kind;
       return { skip: `No build: ${what} events build only when trigger_mode is "${wants}", and it is "${mode}".` };
     }
     switch (event.kind) {
@@ -191,7 +191,7 @@ export class DeliveryService {
 }
 
 function pullRequestRules(settings: ProviderSettings, pr: PullRequestEvent): Decision {
-  const which = `pull request #${pr.id}`;
+  const which = `${pr.noun} #${pr.id}`;
   if (settings.build_pull_requests === false) return { skip: `No build: ${which} changed, and build_pull_requests is off.` };
   if (LABEL_ACTIONS.includes(pr.action)) {
     if (settings.build_pull_request_labels_changed !== true) return { skip: `No build: the labels of ${which} changed, and build_pull_request_labels_changed is off.` };
