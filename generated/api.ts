@@ -313,8 +313,8 @@ export interface paths {
         put?: never;
         /**
          * Add a webhook to the pipeline's repository
-         * @description Registers a `push` and `pull_request` webhook on the pipeline's GitHub (or GitHub
-         *     Enterprise) repository, delivering to the pipeline's `webhook_url` and signed with the
+         * @description Registers a `push`, `pull_request`, `deployment` and `fork` webhook (the events some
+         *     `trigger_mode` builds from) on the pipeline's GitHub (or GitHub Enterprise) repository, delivering to the pipeline's `webhook_url` and signed with the
          *     pipeline's webhook secret. Needs the GitHub API to be configured on the server
          *     (`GITHUB_API_URL`/`GITHUB_TOKEN`, or the `GITHUB_ENTERPRISE_` pair). Other repositories:
          *     422 `Auto-creating webhooks is not supported for your repository.`; a refusal by the
