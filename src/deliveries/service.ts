@@ -163,8 +163,9 @@ export class DeliveryService {
         return { build: { commit: event.commit, branch: event.branch, tag: null, message: event.message, author: event.author, pullRequest: null } };
       case 'fork':
         return { build: { commit: 'HEAD', branch: event.branch, tag: null, message: event.message, author: event.author, pullRequest: null } };
-      default:
-        return { skip: 'No build.' };
+      case 'ping':
+        // Answered before any rule; here only to make the switch whole.
+        return { skip: 'No build: a ping never builds.' };
     }
   }
 
