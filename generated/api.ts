@@ -313,8 +313,8 @@ export interface paths {
         put?: never;
         /**
          * Add a webhook to the pipeline's repository
-         * @description Registers a `push` and `pull_request` webhook on the pipeline's GitHub (or GitHub
-         *     Enterprise) repository, delivering to the pipeline's `webhook_url` and signed with the
+         * @description Registers a `push`, `pull_request`, `deployment` and `fork` webhook (the events some
+         *     `trigger_mode` builds from) on the pipeline's GitHub (or GitHub Enterprise) repository, delivering to the pipeline's `webhook_url` and signed with the
          *     pipeline's webhook secret. Needs the GitHub API to be configured on the server
          *     (`GITHUB_API_URL`/`GITHUB_TOKEN`, or the `GITHUB_ENTERPRISE_` pair). Other repositories:
          *     422 `Auto-creating webhooks is not supported for your repository.`; a refusal by the
@@ -705,6 +705,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/deliver/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The pipeline's webhook token, the last segment of its `provider.webhook_url`. */
+                token: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a webhook delivery from the repository provider
+         * @description The address in a pipeline's `provider.webhook_url`. The token in the path is the
+         *     credential (no bearer token); an unknown token is a 404. The provider is told by its event
+         *     header: GitHub and GitHub Enterprise `X-GitHub-Event` (`push`, `pull_request`,
+         *     `deployment`, `fork`, `ping`), GitLab `X-Gitlab-Event` (`Push Hook`, `Tag Push Hook`,
+         *     `Merge Request Hook`), Bitbucket `X-Event-Key` (`repo:push`, `pullrequest:created`,
+         *     `pullrequest:updated`). A delivery from another provider than the pipeline's repository is
+         *     a 422.
+         *
+         *     Signatures: when `X-Hub-Signature-256` (GitHub, and Bitbucket's `X-Hub-Signature`) is
+         *     present it must be `sha256=` and the HMAC-SHA256 of the raw body keyed by the pipeline's
+         *     webhook secret (the one the addPipelineWebhook operation registers), else 401; GitLab's
+         *     `X-Gitlab-Token`, when present, must equal that secret.
+         *
+         *     Whether a build is created follows the pipeline's provider settings: `trigger_mode`
+         *     (`code`: pushes and pull requests; `deployment`: deployment events only; `fork`: fork
+         *     events only; `none`: nothing), `build_branches` with `branch_configuration` (also applied
+         *     to tag names), `build_tags`, branch deletions (never built; `cancel_deleted_branch_builds`
+         *     cancels the branch's scheduled and running builds), `build_pull_requests` (opened,
+         *     reopened, synchronize, ready_for_review; labeled and unlabeled with
+         *     `build_pull_request_labels_changed`; drafts wait for ready_for_review with
+         *     `build_pull_request_ready_for_review`) with `pull_request_branch_filter_*` on the base
+         *     branch, `build_pull_request_forks` and `prefix_pull_request_fork_branch_names`,
+         *     `[ci skip]`/`[skip ci]`/`[ci-skip]`/`[skip-ci]` in the message,
+         *     `skip_builds_for_existing_commits` (any build of the commit) and
+         *     `skip_pull_request_builds_for_existing_commits` (a build of the commit on the same
+         *     branch), then `filter_condition` when `filter_enabled`. An archived pipeline builds nothing.
+         *
+         *     201: the builds created, with `source: "webhook"`, the pusher as `author` and the head
+         *     commit's message (a pull request's title). 200: nothing was built, and `message` names
+         *     the rule that decided it, so the provider's delivery log explains itself.
+         */
+        post: operations["deliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -861,6 +913,16 @@ export interface components {
          * @description Settings of the repository provider. The API shows the provider's defaults merged with
          *     what was set, plus the read-only `repository` (`owner/name`). Settings that do not belong
          *     to the provider kind are a 422.
+         *
+         *     `filter_condition` (used when `filter_enabled`) is a condition over the would-be build of
+         *     a webhook delivery: `build.branch`, `build.tag`, `build.message`, `build.commit`,
+         *     `build.source`, `build.author.name`/`email`/`username`, `build.pull_request.id`,
+         *     `build.pull_request.base_branch`, `build.pull_request.draft`, `build.pull_request.labels`,
+         *     `build.pull_request.repository`, `build.pull_request.repository.fork`, `pipeline.slug`,
+         *     `pipeline.default_branch`, `pipeline.repository`, `organization.slug`; "strings",
+         *     numbers, `true`, `false`, `null`; `==`, `!=`, `=~` and `!~` with a `/regex/` (flags `i`,
+         *     `m`, `s`), `includes` (a list holds a value), `!`, `&&`, `||` and parentheses. One that
+         *     does not parse is a 422 whose code gives the character where it goes wrong.
          */
         ProviderSettings: {
             readonly repository?: string;
@@ -1142,6 +1204,16 @@ export interface components {
                 url: string;
             } | null;
             pipeline: components["schemas"]["BuildPipeline"];
+        };
+        DeliveryResult: {
+            readonly message: string;
+            readonly builds?: {
+                /** Format: uuid */
+                id: string;
+                number: number;
+                url: string;
+                web_url: string;
+            }[];
         };
         /** @description Unknown properties are ignored. */
         CreateBuildRequest: {
@@ -2668,6 +2740,64 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                "X-GitHub-Event"?: string;
+                "X-Hub-Signature-256"?: string;
+                "X-Gitlab-Event"?: string;
+                "X-Gitlab-Token"?: string;
+                "X-Event-Key"?: string;
+                "X-Hub-Signature"?: string;
+            };
+            path: {
+                /** @description The pipeline's webhook token, the last segment of its `provider.webhook_url`. */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Nothing was built; `message` says which rule decided it (or answers a `ping`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryResult"];
+                };
+            };
+            /** @description Builds were created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description The signature does not match the body and the pipeline's webhook secret. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -9,6 +9,8 @@ import type { Knex } from 'knex';
 import type { AccessTokenService } from './access-token/service';
 import { buildRoutes } from './builds/routes';
 import type { BuildService } from './builds/service';
+import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
+import type { DeliveryService } from './deliveries/service';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
 import { errorHandler } from './http/error-handler';
 import { NotFoundError } from './http/errors';
@@ -37,6 +39,7 @@ export interface AppDeps {
   builds: BuildService;
   suites: SuiteService;
   uploads: UploadService;
+  deliveries: DeliveryService;
   /** false once shutdown has begun: readiness turns 503 so load balancers stop sending. */
   isAccepting?: () => boolean;
 }
@@ -60,7 +63,20 @@ export function createApp(deps: AppDeps): express.Express {
   // The upload API: its suite token is checked before the body is read, and its body gets its
   // own, larger limit (the general parser below skips a body already parsed).
   app.post(UPLOADS_PATH, uploadAuth(deps.uploads), express.json({ limit: deps.uploadBodyLimitBytes }));
-  app.use(express.json({ limit: deps.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+  const jsonTypes = ['application/json', 'application/*+json'];
+  // Webhook deliveries are signed over the exact bytes sent, so their parser keeps them; no other
+  // route pays for that. A body parsed here is skipped by the general parser below.
+  app.use(
+    '/deliver',
+    express.json({
+      limit: deps.bodyLimitBytes,
+      type: jsonTypes,
+      verify: (req, _res, buf) => {
+        (req as RawBodyRequest).rawBody = buf;
+      },
+    }),
+  );
+  app.use(express.json({ limit: deps.bodyLimitBytes, type: jsonTypes }));
 
   app.get('/', (_req, res) => {
     res.json({ message: 'Windsock REST API: the Buildkite REST API v2 dialect. See /openapi.json.', timestamp: Math.floor(Date.now() / 1000) });
@@ -110,6 +126,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl));
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));
+  app.use(deliveryRoutes(deps.deliveries));
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -40,6 +40,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     builds: services.builds,
     suites: services.suites,
     uploads: services.uploads,
+    deliveries: services.deliveries,
     isAccepting: () => accepting,
   });
   const server = http.createServer(app);

@@ -8,6 +8,7 @@ import { BuildRepository } from './builds/repository';
 import { BuildService } from './builds/service';
 import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
+import { DeliveryService } from './deliveries/service';
 import type { Logger } from './http/logger';
 import { OrganizationRepository } from './organizations/repository';
 import { gitHubHooks } from './pipelines/github';
@@ -31,6 +32,7 @@ export interface Services {
   builds: BuildService;
   suites: SuiteService;
   uploads: UploadService;
+  deliveries: DeliveryService;
 }
 
 export interface ServiceOptions {
@@ -53,6 +55,7 @@ export function createServices(o: ServiceOptions): Services {
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
   });
   const suites = new SuiteRepository(db);
+  const builds = new BuildService(new BuildRepository(db), pipelines, keys);
   return {
     db,
     keys,
@@ -60,9 +63,10 @@ export function createServices(o: ServiceOptions): Services {
     orgs,
     tokens: new AccessTokenService(db, keys, o.tokenCacheMs),
     pipelines,
-    builds: new BuildService(new BuildRepository(db), pipelines, keys),
+    builds,
     suites: new SuiteService(suites, new SuiteResultsRepository(db), orgs),
     uploads: new UploadService(suites, new UploadRepository(db), o.publicUrl),
+    deliveries: new DeliveryService(pipelines, builds, orgs, o.publicUrl),
   };
 }
 

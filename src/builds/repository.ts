@@ -267,6 +267,12 @@ export class BuildRepository {
     });
   }
 
+  /** Cancels the branch's builds in `fromStates` with their unfinished jobs (a deleted branch); returns how many. */
+  async cancelBranch(pipelineId: string, branch: string, fromStates: BuildState[], at: Date): Promise<number> {
+    // Below the largest 32-bit integer, the number column's type on Postgres: every build of the branch.
+    return this.db.transaction((trx) => this.supersede(trx, pipelineId, branch, 2 ** 31 - 1, fromStates, 'canceled', 'canceled', at));
+  }
+
   async findByNumber(pipelineId: string, number: number): Promise<Build | null> {
     const row = await this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').where({ 'b.pipeline_id': pipelineId, 'b.number': number }).first(SELECT);
     return row ? buildFromRow(row) : null;

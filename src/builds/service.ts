@@ -37,6 +37,13 @@ export interface BuildWithJobs {
   actor: Actor;
 }
 
+/** What a create writes beyond what the pipeline decides. */
+type NewBuildFields = Pick<Build, 'commit' | 'branch' | 'message' | 'author' | 'env' | 'metaData' | 'cleanCheckout' | 'pullRequest' | 'rebuiltFrom' | 'source'> &
+  Partial<Pick<Build, 'tag'>>;
+
+/** What a webhook delivery decides about a build. */
+export type DeliveredBuild = Pick<Build, 'commit' | 'branch' | 'tag' | 'message' | 'author' | 'pullRequest'>;
+
 const CANCELABLE: BuildState[] = ['scheduled', 'running', 'failing'];
 
 export class BuildService {
@@ -111,12 +118,30 @@ export class BuildService {
     });
   }
 
-  private async createFrom(
-    actor: Actor,
-    pipeline: Pipeline,
-    perms: Permissions,
-    b: Pick<Build, 'commit' | 'branch' | 'message' | 'author' | 'env' | 'metaData' | 'cleanCheckout' | 'pullRequest' | 'rebuiltFrom' | 'source'>,
-  ): Promise<BuildWithJobs> {
+  /** A build from a provider webhook delivery: no creator, `source: "webhook"`, the same create path as API builds. */
+  async createFromDelivery(pipeline: Pipeline, b: DeliveredBuild): Promise<Build> {
+    const id = await this.insertBuild(pipeline, null, { ...b, env: {}, metaData: {}, cleanCheckout: false, rebuiltFrom: null, source: 'webhook' });
+    return (await this.builds.findById(id))!;
+  }
+
+  /** Whether the pipeline has a build of `commit` (on `branch`, when given). */
+  async hasBuildOf(pipelineId: string, commit: string, branch?: string): Promise<boolean> {
+    const found = await this.builds.list({ scope: { pipelineId }, commits: [commit], branches: branch === undefined ? undefined : [branch] }, 0, 1);
+    return found.length > 0;
+  }
+
+  /** Cancels the scheduled and running builds of a branch (it was deleted); returns how many. */
+  cancelBranchBuilds(pipelineId: string, branch: string): Promise<number> {
+    return this.builds.cancelBranch(pipelineId, branch, CANCELABLE, new Date());
+  }
+
+  private async createFrom(actor: Actor, pipeline: Pipeline, perms: Permissions, b: NewBuildFields): Promise<BuildWithJobs> {
+    const id = await this.insertBuild(pipeline, actor.principal.user.id, b);
+    const build = (await this.builds.findById(id))!;
+    return { build, jobs: (await this.builds.jobsOf([id], false)).get(id)!, pipeline, perms, actor };
+  }
+
+  private async insertBuild(pipeline: Pipeline, creatorId: string | null, b: NewBuildFields): Promise<string> {
     const now = new Date();
     const jobs = planJobs(pipeline.steps, {
       branch: b.branch,
@@ -137,7 +162,7 @@ export class BuildService {
         state: notRun ? 'not_run' : 'scheduled',
         blocked: jobs.some((j) => j.state === 'blocked'),
         tag: null,
-        creatorId: actor.principal.user.id,
+        creatorId,
         cancelReason: null,
         createdAt: now,
         scheduledAt: now,
@@ -156,8 +181,7 @@ export class BuildService {
         }
       },
     );
-    const build = (await this.builds.findById(id))!;
-    return { build, jobs: (await this.builds.jobsOf([id], false)).get(id)!, pipeline, perms, actor };
+    return id;
   }
 
   async get(actor: Actor, pipelineSlug: string, number: number, includeRetried: boolean): Promise<BuildWithJobs> {

@@ -14,6 +14,7 @@ import {
   ForbiddenError,
   NotFoundError,
   SuiteTokenError,
+  SignatureError,
   UnauthorizedError,
   UnavailableError,
   UnprocessableError,
@@ -83,6 +84,7 @@ export function errorHandler(logger: Logger) {
         res.setHeader('WWW-Authenticate', 'Token realm="Test Engine"');
         return send(401, { message: SUITE_TOKEN_MESSAGE });
       }
+      if (err instanceof SignatureError) return send(401, { message: err.message });
       if (err instanceof UnauthorizedError) {
         res.setHeader('WWW-Authenticate', 'Bearer');
         return send(401, { message: AUTH_MESSAGE });

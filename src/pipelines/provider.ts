@@ -5,6 +5,7 @@
 
 import type { FieldError } from '../http/errors';
 import { validateBranchFilter } from './branch-filter';
+import { conditionError } from './filter-condition';
 
 export type ProviderId =
   | 'github'
@@ -361,9 +362,9 @@ function valueError(kind: SettingKind, value: unknown): string | null {
         : 'is not included in the list';
     case 'filter_condition':
       if (typeof value !== 'string') return 'must be a string';
-      return value.length > FILTER_CONDITION_MAX
-        ? `is too long (maximum is ${FILTER_CONDITION_MAX} characters)`
-        : null;
+      if (value.length > FILTER_CONDITION_MAX) return `is too long (maximum is ${FILTER_CONDITION_MAX} characters)`;
+      // Blank means no condition, the same as never setting one.
+      return value.trim() === '' ? null : conditionError(value);
     case 'branch_filter': {
       if (typeof value !== 'string') return 'must be a string';
       if (value.length > BRANCH_FILTER_MAX) return `is too long (maximum is ${BRANCH_FILTER_MAX} characters)`;

@@ -212,6 +212,12 @@ export class PipelineRepository {
     return row ? fromRow(row) : null;
   }
 
+  /** The pipeline a webhook delivery is for, by the SHA-256 of the token in its path. */
+  async findByWebhookTokenHash(hash: string): Promise<Pipeline | null> {
+    const row = await this.base(this.db).where({ 'p.webhook_token_hash': hash }).first(SELECT);
+    return row ? fromRow(row) : null;
+  }
+
   async findByIds(ids: string[]): Promise<Pipeline[]> {
     if (!ids.length) return [];
     return (await this.base(this.db).whereIn('p.id', ids).select(SELECT)).map(fromRow);

@@ -71,6 +71,11 @@ export class PipelineService {
     return `${this.opts.publicUrl}/deliver/${this.webhookToken(pipelineId)}`;
   }
 
+  /** The pipeline whose webhook URL ends in `token`, or null. Looked up by hash: the token is never stored. */
+  findByWebhookToken(token: string): Promise<Pipeline | null> {
+    return this.pipelines.findByWebhookTokenHash(sha256Hex(token));
+  }
+
   badgeUrl(pipelineId: string): string {
     return `${this.opts.publicUrl}/badges/${this.keys.derive('pipeline-badge', pipelineId)}.svg`;
   }
@@ -269,7 +274,10 @@ export class PipelineService {
     await this.pipelines.delete(pipeline.id);
   }
 
-  /** Registers a push/pull_request hook on the GitHub repository; returns the delivery URL. */
+  /**
+   * Registers a hook on the GitHub repository for every event some trigger_mode builds from, so
+   * changing the mode later needs no new hook; returns the delivery URL.
+   */
   async addWebhook(actor: Actor, slug: string): Promise<string> {
     const { pipeline } = await this.getEditable(actor, slug);
     if (pipeline.providerId !== 'github' && pipeline.providerId !== 'github_enterprise') {
@@ -279,7 +287,7 @@ export class PipelineService {
     const url = this.webhookUrl(pipeline.id);
     const ok =
       repo !== null &&
-      (await this.opts.github.createHook(pipeline.providerId, repo, { url, secret: this.webhookSecret(pipeline.id), events: ['push', 'pull_request'] }));
+      (await this.opts.github.createHook(pipeline.providerId, repo, { url, secret: this.webhookSecret(pipeline.id), events: ['push', 'pull_request', 'deployment', 'fork'] }));
     if (!ok) throw new UnprocessableError('Webhooks could not be created for your repository.');
     return url;
   }

@@ -29,6 +29,7 @@ describe('an unreachable database', () => {
     builds: services.builds,
       suites: services.suites,
       uploads: services.uploads,
+      deliveries: services.deliveries,
     });
     // A well-signed token, so the request reaches the database lookup.
     const { default: jwt } = await import('jsonwebtoken');

@@ -484,7 +484,7 @@ describe.each(databases)('add webhook through a local GitHub API stand-in [%s]',
     expect(hook.method).toBe('POST');
     expect(hook.url).toBe('/repos/acme-inc/my-pipeline/hooks');
     expect(hook.auth).toBe('Bearer gh-test-token');
-    expect(hook.body).toMatchObject({ name: 'web', active: true, events: ['push', 'pull_request'] });
+    expect(hook.body).toMatchObject({ name: 'web', active: true, events: ['push', 'pull_request', 'deployment', 'fork'] });
     expect(hook.body.config).toMatchObject({ url: p.provider.webhook_url, content_type: 'json', secret: expect.stringMatching(/^[0-9a-f]{64}$/) });
 
     const again = await ctx.http().post(`/v2/organizations/${org.slug}/pipelines/${p.slug}/webhook`).set(auth(token)).expect(422);

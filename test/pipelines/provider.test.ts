@@ -326,7 +326,9 @@ describe('validateProviderSettings', () => {
       { field: 'provider_settings.filter_condition', code: 'is too long (maximum is 1000 characters)' },
       { field: 'provider_settings.pull_request_branch_filter_configuration', code: 'must be a string' },
     ]);
-    expect(validateProviderSettings('gitlab', { filter_condition: 'x'.repeat(1000) })).toEqual([]);
+    const longest = `build.branch == "${'x'.repeat(1000 - 'build.branch == ""'.length)}"`;
+    expect(longest).toHaveLength(1000);
+    expect(validateProviderSettings('gitlab', { filter_condition: longest })).toEqual([]);
     expect(validateProviderSettings('gitlab', { filter_condition: 7 })).toEqual([
       { field: 'provider_settings.filter_condition', code: 'must be a string' },
     ]);

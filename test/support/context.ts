@@ -80,6 +80,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     builds: services.builds,
     suites: services.suites,
     uploads: services.uploads,
+    deliveries: services.deliveries,
   });
 
   let n = 0;

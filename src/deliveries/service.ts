@@ -1,0 +1,261 @@
+/**
+ * Webhook deliveries: which pipeline a delivery is for (by its token), whether it is genuine
+ * (signature or token), what it means (the provider modules), and whether it builds, by the
+ * pipeline's provider settings. Every "no" names the rule that said it, because the answer is
+ * read in the provider's delivery log. No HTTP, no SQL.
+ */
+import type { Build, PullRequest } from '../builds/repository';
+import type { BuildService, DeliveredBuild } from '../builds/service';
+import { BadRequestError, NotFoundError, SignatureError, UnprocessableError } from '../http/errors';
+import type { OrganizationRepository } from '../organizations/repository';
+import { matchesBranchFilter } from '../pipelines/branch-filter';
+import { parseCondition, type Value } from '../pipelines/filter-condition';
+import { providerSettings, type ProviderId, type ProviderSettings } from '../pipelines/provider';
+import type { Pipeline } from '../pipelines/repository';
+import type { PipelineService } from '../pipelines/service';
+import { bitbucketEvents } from './bitbucket';
+import { PROVIDER_NAMES, type DeliveryEvent, type ProviderFamily, type PullRequestEvent, type PushEvent } from './events';
+import { gitHubEvent, validGitHubSignature } from './github';
+import { gitLabEvent, validGitLabToken } from './gitlab';
+
+export interface DeliveryHeaders {
+  githubEvent?: string;
+  githubSignature?: string;
+  gitlabEvent?: string;
+  gitlabToken?: string;
+  bitbucketEvent?: string;
+  bitbucketSignature?: string;
+}
+
+export interface DeliveryResult {
+  message: string;
+  /** Present (and non-empty) only when builds were created. */
+  builds?: { id: string; number: number; url: string; web_url: string }[];
+}
+
+const FAMILY: Record<ProviderId, ProviderFamily | null> = {
+  github: 'github',
+  github_enterprise: 'github',
+  gitlab: 'gitlab',
+  gitlab_ee: 'gitlab',
+  bitbucket: 'bitbucket',
+  bitbucket_server: 'bitbucket',
+  git: null,
+};
+
+const SKIP_MARKERS = ['[ci skip]', '[skip ci]', '[ci-skip]', '[skip-ci]'];
+
+const PULL_REQUEST_ACTIONS = ['opened', 'reopened', 'synchronize', 'ready_for_review'];
+const LABEL_ACTIONS = ['labeled', 'unlabeled'];
+
+/** A build to create, or the rule that says no. */
+type Decision = { build: DeliveredBuild; draft?: boolean; fork?: boolean } | { skip: string };
+
+export class DeliveryService {
+  constructor(
+    private readonly pipelines: PipelineService,
+    private readonly builds: BuildService,
+    private readonly orgs: OrganizationRepository,
+    private readonly publicUrl: string,
+  ) {}
+
+  async deliver(token: string, headers: DeliveryHeaders, rawBody: Buffer | undefined, body: unknown): Promise<DeliveryResult> {
+    const pipeline = await this.pipelines.findByWebhookToken(token);
+    if (!pipeline) throw new NotFoundError('pipeline');
+    const family = familyOf(headers);
+    await this.authenticate(pipeline, family, headers, rawBody ?? Buffer.alloc(0));
+
+    const expected = FAMILY[pipeline.providerId];
+    if (expected !== family) {
+      throw new UnprocessableError(
+        expected
+          ? `This pipeline's repository is on ${PROVIDER_NAMES[expected]}: it does not take ${PROVIDER_NAMES[family]} deliveries.`
+          : `This pipeline's repository is not on GitHub, GitLab or Bitbucket: it does not take webhook deliveries.`,
+      );
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadRequestError('Malformed payload: expected a JSON object');
+    const events = eventsOf(family, headers, body);
+    if (events.some((e) => e.kind === 'ping')) return { message: `Pong! Deliveries to this URL build pipeline "${pipeline.slug}".` };
+    if (pipeline.archivedAt) return { message: 'No build: the pipeline is archived.' };
+
+    const settings = providerSettings(pipeline.providerId, pipeline.repository, pipeline.providerSettings);
+    const orgSlug = (await this.orgs.pageByIds([pipeline.organizationId], 0, 1)).items[0]?.slug ?? '';
+    const created: Build[] = [];
+    const reasons: string[] = [];
+    for (const event of events) {
+      const outcome = await this.decide(pipeline, orgSlug, settings, event);
+      if ('skip' in outcome) reasons.push(outcome.skip);
+      else created.push(await this.builds.createFromDelivery(pipeline, outcome.build));
+    }
+    if (!created.length) return { message: reasons.join(' ') };
+    const pipelineUrl = `${this.publicUrl}/v2/organizations/${orgSlug}/pipelines/${pipeline.slug}`;
+    return {
+      message: [`Created ${created.map((b) => `build #${b.number}`).join(', ')}.`, ...reasons].join(' '),
+      builds: created.map((b) => ({ id: b.id, number: b.number, url: `${pipelineUrl}/builds/${b.number}`, web_url: `${this.publicUrl}/${orgSlug}/${pipeline.slug}/builds/${b.number}` })),
+    };
+  }
+
+  /** A signature or token, when the provider sent one, must match the pipeline's webhook secret: the URL token alone also admits. */
+  private async authenticate(pipeline: Pipeline, family: ProviderFamily, h: DeliveryHeaders, rawBody: Buffer) {
+    const secret = this.pipelines.webhookSecret(pipeline.id);
+    if (family === 'github' && h.githubSignature !== undefined && !(await validGitHubSignature(secret, rawBody, h.githubSignature))) {
+      throw new SignatureError("X-Hub-Signature-256 does not match the payload signed with this pipeline's webhook secret.");
+    }
+    if (family === 'bitbucket' && h.bitbucketSignature !== undefined && !(await validGitHubSignature(secret, rawBody, h.bitbucketSignature))) {
+      throw new SignatureError("X-Hub-Signature does not match the payload signed with this pipeline's webhook secret.");
+    }
+    if (family === 'gitlab' && h.gitlabToken !== undefined && !validGitLabToken(secret, h.gitlabToken)) {
+      throw new SignatureError("X-Gitlab-Token does not match this pipeline's webhook secret.");
+    }
+  }
+
+  private async decide(pipeline: Pipeline, orgSlug: string, settings: ProviderSettings, event: DeliveryEvent): Promise<Decision> {
+    const decision = this.rules(pipeline, settings, event);
+    if ('skip' in decision) {
+      const canceled = await this.cancelForDeletedBranch(pipeline, settings, event);
+      return canceled ? { skip: `${decision.skip} ${canceled}` } : decision;
+    }
+    const { build } = decision;
+
+    const marker = SKIP_MARKERS.find((m) => build.message?.toLowerCase().includes(m));
+    if (marker) return { skip: `No build: the ${event.kind === 'pull_request' ? `${event.noun} title` : 'commit message'} contains ${marker}.` };
+
+    if (settings.filter_enabled === true && typeof settings.filter_condition === 'string' && settings.filter_condition.trim() !== '') {
+      const parsed = parseCondition(settings.filter_condition);
+      if (!parsed.ok) return { skip: `No build: filter_condition does not parse (${parsed.error.message} at character ${parsed.error.position + 1}).` };
+      if (!parsed.condition.evaluate(conditionContext(pipeline, orgSlug, build, decision))) {
+        return { skip: `No build: filter_condition ${JSON.stringify(settings.filter_condition)} is false for this build.` };
+      }
+    }
+
+    // "HEAD" (fork events) names no commit, so there is nothing to have built already.
+    if (build.commit !== 'HEAD') {
+      if (settings.skip_builds_for_existing_commits === true && (await this.builds.hasBuildOf(pipeline.id, build.commit))) {
+        return { skip: `No build: commit ${build.commit} already has a build (skip_builds_for_existing_commits).` };
+      }
+      if (
+        event.kind === 'pull_request' &&
+        settings.skip_pull_request_builds_for_existing_commits === true &&
+        (await this.builds.hasBuildOf(pipeline.id, build.commit, build.branch))
+      ) {
+        return { skip: `No build: commit ${build.commit} already has a build on branch "${build.branch}" (skip_pull_request_builds_for_existing_commits).` };
+      }
+    }
+    return decision;
+  }
+
+  /** Trigger mode and the per-event settings. */
+  private rules(pipeline: Pipeline, settings: ProviderSettings, event: DeliveryEvent): Decision {
+    const mode = typeof settings.trigger_mode === 'string' ? settings.trigger_mode : 'code';
+    if (event.kind === 'other') return { skip: `No build: ${event.name} events do not build.` };
+    if (mode === 'none') return { skip: 'No build: trigger_mode is "none", so deliveries never build.' };
+    const wants = event.kind === 'deployment' ? 'deployment' : event.kind === 'fork' ? 'fork' : 'code';
+    if (mode !== wants) {
+      const what = event.kind === 'pull_request' ? event.noun : event.kind;
+      return { skip: `No build: ${what} events build only when trigger_mode is "${wants}", and it is "${mode}".` };
+    }
+    switch (event.kind) {
+      case 'push':
+        return this.pushRules(pipeline, settings, event);
+      case 'pull_request':
+        return pullRequestRules(settings, event);
+      case 'deployment':
+        return { build: { commit: event.commit, branch: event.branch, tag: null, message: event.message, author: event.author, pullRequest: null } };
+      case 'fork':
+        return { build: { commit: 'HEAD', branch: event.branch, tag: null, message: event.message, author: event.author, pullRequest: null } };
+      case 'ping':
+        // Answered before any rule; here only to make the switch whole.
+        return { skip: 'No build: a ping never builds.' };
+    }
+  }
+
+  private pushRules(pipeline: Pipeline, settings: ProviderSettings, event: PushEvent): Decision {
+    const { type, name } = event.ref;
+    if (event.deleted) return { skip: `No build: ${type} "${name}" was deleted, and deletions never build.` };
+    if (type === 'tag' && settings.build_tags !== true) return { skip: `No build: tag "${name}" was pushed, and build_tags is off.` };
+    if (type === 'branch' && settings.build_branches === false) return { skip: `No build: branch "${name}" was pushed, and build_branches is off.` };
+    // Tags pass the pipeline's branch filter too, as in the real service: `v*` lets release tags through.
+    if (!matchesBranchFilter(pipeline.branchConfiguration, name)) {
+      return { skip: `No build: ${type} "${name}" does not match the pipeline's branch filter (branch_configuration ${JSON.stringify(pipeline.branchConfiguration)}).` };
+    }
+    return {
+      build: { commit: event.commit, branch: name, tag: type === 'tag' ? name : null, message: event.message, author: event.author, pullRequest: null },
+    };
+  }
+
+  /** For a deleted branch with `cancel_deleted_branch_builds`: cancels its builds and says so. */
+  private async cancelForDeletedBranch(pipeline: Pipeline, settings: ProviderSettings, event: DeliveryEvent): Promise<string | null> {
+    if (event.kind !== 'push' || !event.deleted || event.ref.type !== 'branch' || settings.cancel_deleted_branch_builds !== true) return null;
+    const n = await this.builds.cancelBranchBuilds(pipeline.id, event.ref.name);
+    return `Canceled ${n} scheduled or running build${n === 1 ? '' : 's'} of the branch (cancel_deleted_branch_builds).`;
+  }
+}
+
+function pullRequestRules(settings: ProviderSettings, pr: PullRequestEvent): Decision {
+  const which = `${pr.noun} #${pr.id}`;
+  if (settings.build_pull_requests === false) return { skip: `No build: ${which} changed, and build_pull_requests is off.` };
+  if (LABEL_ACTIONS.includes(pr.action)) {
+    if (settings.build_pull_request_labels_changed !== true) return { skip: `No build: the labels of ${which} changed, and build_pull_request_labels_changed is off.` };
+  } else if (!PULL_REQUEST_ACTIONS.includes(pr.action)) {
+    return { skip: `No build: ${which} was ${pr.action.replace(/_/g, ' ')}, which does not build.` };
+  }
+  if (pr.draft && settings.build_pull_request_ready_for_review === true) {
+    return { skip: `No build: ${which} is a draft, and build_pull_request_ready_for_review builds it once it is ready for review.` };
+  }
+  // Providers without the setting (GitLab) build merge requests from forks.
+  if (pr.fork && settings.build_pull_request_forks === false) {
+    return { skip: `No build: ${which} comes from a fork${pr.forkName ? ` (${pr.forkName})` : ''}, and build_pull_request_forks is off.` };
+  }
+  if (settings.pull_request_branch_filter_enabled === true) {
+    const filter = typeof settings.pull_request_branch_filter_configuration === 'string' ? settings.pull_request_branch_filter_configuration : null;
+    if (!matchesBranchFilter(filter, pr.baseBranch)) {
+      return { skip: `No build: the base branch "${pr.baseBranch}" of ${which} does not match pull_request_branch_filter_configuration ${JSON.stringify(filter)}.` };
+    }
+  }
+  const prefixed = pr.fork && settings.prefix_pull_request_fork_branch_names === true && pr.headOwner !== null;
+  const branch = prefixed ? `${pr.headOwner}:${pr.headBranch}`.slice(0, 255) : pr.headBranch;
+  const pullRequest: PullRequest = { id: pr.id, base: pr.baseBranch, repository: pr.headRepository, ...(pr.labels.length ? { labels: pr.labels } : {}) };
+  return { build: { commit: pr.commit, branch, tag: null, message: pr.title, author: pr.author, pullRequest }, draft: pr.draft, fork: pr.fork };
+}
+
+function familyOf(h: DeliveryHeaders): ProviderFamily {
+  if (h.githubEvent !== undefined) return 'github';
+  if (h.gitlabEvent !== undefined) return 'gitlab';
+  if (h.bitbucketEvent !== undefined) return 'bitbucket';
+  throw new BadRequestError('No event header: a delivery names its event in X-GitHub-Event (GitHub), X-Gitlab-Event (GitLab) or X-Event-Key (Bitbucket).');
+}
+
+function eventsOf(family: ProviderFamily, h: DeliveryHeaders, body: object): DeliveryEvent[] {
+  switch (family) {
+    case 'github':
+      return [gitHubEvent(h.githubEvent!, body)];
+    case 'gitlab':
+      return [gitLabEvent(h.gitlabEvent!, body)];
+    case 'bitbucket':
+      return bitbucketEvents(h.bitbucketEvent!, body);
+  }
+}
+
+/** The would-be build as `filter_condition` sees it. */
+function conditionContext(pipeline: Pipeline, orgSlug: string, b: DeliveredBuild, d: { draft?: boolean; fork?: boolean }): Map<string, Value> {
+  return new Map<string, Value>([
+    ['build.branch', b.branch],
+    ['build.tag', b.tag],
+    ['build.message', b.message],
+    ['build.commit', b.commit],
+    ['build.source', 'webhook'],
+    ['build.author.name', b.author?.name ?? null],
+    ['build.author.email', b.author?.email ?? null],
+    ['build.author.username', b.author?.username ?? null],
+    ['build.pull_request.id', b.pullRequest?.id ?? null],
+    ['build.pull_request.base_branch', b.pullRequest?.base ?? null],
+    ['build.pull_request.draft', b.pullRequest ? d.draft === true : null],
+    ['build.pull_request.labels', b.pullRequest?.labels ?? []],
+    ['build.pull_request.repository', b.pullRequest?.repository ?? null],
+    ['build.pull_request.repository.fork', b.pullRequest ? d.fork === true : null],
+    ['pipeline.slug', pipeline.slug],
+    ['pipeline.default_branch', pipeline.defaultBranch],
+    ['pipeline.repository', pipeline.repository],
+    ['organization.slug', orgSlug],
+  ]);
+}
