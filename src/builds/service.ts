@@ -11,6 +11,7 @@ import { matchesBranchFilter } from '../pipelines/branch-filter';
 import type { Pipeline } from '../pipelines/repository';
 import type { Actor, Permissions, PipelineService } from '../pipelines/service';
 import type { Keys } from '../security/keys';
+import type { User } from '../user/serialize';
 import { planJobs, signStep, type StepSignature } from './jobs';
 import { FINISHED_STATES, type Build, type BuildFilter, type BuildRepository, type BuildState, type Job, type PullRequest } from './repository';
 
@@ -120,8 +121,7 @@ export class BuildService {
 
   /** A build from a provider webhook delivery: no creator, `source: "webhook"`, the same create path as API builds. */
   async createFromDelivery(pipeline: Pipeline, b: DeliveredBuild): Promise<Build> {
-    const id = await this.insertBuild(pipeline, null, { ...b, env: {}, metaData: {}, cleanCheckout: false, rebuiltFrom: null, source: 'webhook' });
-    return (await this.builds.findById(id))!;
+    return (await this.insertBuild(pipeline, null, { ...b, env: {}, metaData: {}, cleanCheckout: false, rebuiltFrom: null, source: 'webhook' })).build;
   }
 
   /** Whether the pipeline has a build of `commit` (on `branch`, when given). */
@@ -136,12 +136,11 @@ export class BuildService {
   }
 
   private async createFrom(actor: Actor, pipeline: Pipeline, perms: Permissions, b: NewBuildFields): Promise<BuildWithJobs> {
-    const id = await this.insertBuild(pipeline, actor.principal.user.id, b);
-    const build = (await this.builds.findById(id))!;
-    return { build, jobs: (await this.builds.jobsOf([id], false)).get(id)!, pipeline, perms, actor };
+    const { build, jobs } = await this.insertBuild(pipeline, actor.principal.user, b);
+    return { build, jobs, pipeline, perms, actor };
   }
 
-  private async insertBuild(pipeline: Pipeline, creatorId: string | null, b: NewBuildFields): Promise<string> {
+  private insertBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields): Promise<{ build: Build; jobs: Job[] }> {
     const now = new Date();
     const jobs = planJobs(pipeline.steps, {
       branch: b.branch,
@@ -153,16 +152,15 @@ export class BuildService {
     const runnable = jobs.filter((j) => j.state !== 'broken');
     // Every step filtered out: nothing will run, the build is over before it starts.
     const notRun = runnable.length === 0;
-    const id = crypto.randomUUID();
-    await this.builds.insert(
+    return this.builds.insert(
       {
-        id,
+        id: crypto.randomUUID(),
         pipelineId: pipeline.id,
         organizationId: pipeline.organizationId,
         state: notRun ? 'not_run' : 'scheduled',
         blocked: jobs.some((j) => j.state === 'blocked'),
         tag: null,
-        creatorId,
+        creatorId: creator?.id ?? null,
         cancelReason: null,
         createdAt: now,
         scheduledAt: now,
@@ -171,6 +169,7 @@ export class BuildService {
         finishedAt: notRun ? now : null,
         ...b,
       },
+      creator,
       jobs,
       async (trx, number) => {
         if (pipeline.skipQueuedBranchBuilds && matchesBranchFilter(pipeline.skipQueuedBranchBuildsFilter, b.branch)) {
@@ -181,7 +180,6 @@ export class BuildService {
         }
       },
     );
-    return id;
   }
 
   async get(actor: Actor, pipelineSlug: string, number: number, includeRetried: boolean): Promise<BuildWithJobs> {

@@ -352,6 +352,49 @@ describeEachDatabase('builds', (ctx) => {
   });
 
   describe('get, cancel and rebuild', () => {
+    it('answers a create and a rebuild with exactly what a later get returns', async () => {
+      // The create answer is built from the rows it wrote, not read back: this pins the two together.
+      const { org, token } = await ctx().givenAdmin();
+      const p = await givenPipeline(ctx(), org, token, {
+        configuration: [
+          'steps:',
+          '  - command: make test',
+          '    parallelism: 2',
+          '    agents: { queue: default }',
+          '  - command: only-release',
+          '    branches: release/*',
+          '  - wait: ~',
+          '    continue_on_failure: true',
+          '  - block: Go?',
+          '  - trigger: deployer',
+          '    async: true',
+          '',
+        ].join('\n'),
+      });
+      const created = await createBuild(ctx(), org, p, token, {
+        env: { A: 'b' },
+        meta_data: { release: 'v1', other: 'x'.repeat(300) },
+        author: { name: 'Ann', email: 'ann@example.com' },
+        pull_request_id: '7',
+        pull_request_base_branch: 'main',
+        pull_request_repository: 'git@github.com:fork/app.git',
+        clean_checkout: true,
+      });
+      expect(created.jobs.map((j: { type: string; state: string }) => `${j.type}:${j.state}`)).toEqual([
+        'script:scheduled',
+        'script:scheduled',
+        'script:broken',
+        'waiter:waiting',
+        'manual:waiting',
+        'trigger:waiting',
+      ]);
+      const got = await ctx().http().get(`${buildsPath(org, p)}/${created.number}`).set(auth(token)).expect(200);
+      expect(got.body).toEqual(created);
+      const rebuilt = await ctx().http().put(`${buildsPath(org, p)}/${created.number}/rebuild`).set(auth(token)).expect(200);
+      const gotRebuilt = await ctx().http().get(`${buildsPath(org, p)}/${rebuilt.body.number}`).set(auth(token)).expect(200);
+      expect(gotRebuilt.body).toEqual(rebuilt.body);
+    });
+
     it('answers 404 No build found', async () => {
       const { org, token } = await ctx().givenAdmin();
       const p = await givenPipeline(ctx(), org, token);
