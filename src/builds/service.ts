@@ -152,6 +152,8 @@ export class BuildService {
     const runnable = jobs.filter((j) => j.state !== 'broken');
     // Every step filtered out: nothing will run, the build is over before it starts.
     const notRun = runnable.length === 0;
+    const skipQueued = pipeline.skipQueuedBranchBuilds && matchesBranchFilter(pipeline.skipQueuedBranchBuildsFilter, b.branch);
+    const cancelRunning = pipeline.cancelRunningBranchBuilds && matchesBranchFilter(pipeline.cancelRunningBranchBuildsFilter, b.branch);
     return this.builds.insert(
       {
         id: crypto.randomUUID(),
@@ -171,14 +173,12 @@ export class BuildService {
       },
       creator,
       jobs,
-      async (trx, number) => {
-        if (pipeline.skipQueuedBranchBuilds && matchesBranchFilter(pipeline.skipQueuedBranchBuildsFilter, b.branch)) {
-          await this.builds.supersede(trx, pipeline.id, b.branch, number, ['scheduled'], 'skipped', 'skipped', now);
-        }
-        if (pipeline.cancelRunningBranchBuilds && matchesBranchFilter(pipeline.cancelRunningBranchBuildsFilter, b.branch)) {
-          await this.builds.supersede(trx, pipeline.id, b.branch, number, ['running', 'failing'], 'canceled', 'canceled', now);
-        }
-      },
+      skipQueued || cancelRunning
+        ? async (trx, number) => {
+            if (skipQueued) await this.builds.supersede(trx, pipeline.id, b.branch, number, ['scheduled'], 'skipped', 'skipped', now);
+            if (cancelRunning) await this.builds.supersede(trx, pipeline.id, b.branch, number, ['running', 'failing'], 'canceled', 'canceled', now);
+          }
+        : undefined,
     );
   }
 
