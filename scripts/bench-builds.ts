@@ -14,7 +14,7 @@
  *   BENCH_BUILDS       builds in total (default 1000000), spread over BENCH_PIPELINES (default 1000)
  *   BENCH_STORES       sqlite,postgres (default both; Postgres is skipped with a note when unreachable)
  *   BENCH_PG_URL       Postgres server (default postgres://postgres@127.0.0.1:5432); the database
- *                      windsock_bench is created for the run and dropped after it
+ *                      windsock_bench_<pid> is created for the run and dropped after it
  *   BENCH_DURATION     seconds per scenario (default 10), BENCH_CONNECTIONS (default 50)
  *   BENCH_SCENARIOS    a comma list of scenario ids to run (default all): get,list1,listdeep,
  *                      filter_pipeline,filter_org,create_one,create_many
@@ -54,7 +54,8 @@ const DURATION = intEnv('BENCH_DURATION', 10);
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 50);
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',').map((s) => s.trim()) as Store[];
 const PG_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
-const PG_DB = 'windsock_bench';
+// One database per run: two runs on one machine (two checkouts) must not drop each other's.
+const PG_DB = `windsock_bench_${process.pid}`;
 const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim())) : undefined;
 const SQLITE_ANALYZE = process.env.BENCH_SQLITE_ANALYZE === '1';
 const SQL_STATS = process.env.BENCH_SQL_STATS === '1';

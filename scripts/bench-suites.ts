@@ -17,7 +17,7 @@
  *
  * Settings (environment): BENCH_TESTS, BENCH_EXECUTIONS, BENCH_REQUESTS, BENCH_STORES
  * (sqlite,postgres; Postgres is skipped with a note when unreachable), BENCH_PG_URL (server,
- * default postgres://postgres@127.0.0.1:5432; the database windsock_bench_suites is created and
+ * default postgres://postgres@127.0.0.1:5432; the database windsock_bench_suites_<pid> is created and
  * dropped).
  */
 import crypto from 'node:crypto';
@@ -48,7 +48,8 @@ const EXECUTIONS = Math.max(2 * RUN_SIZE, Math.floor(intEnv('BENCH_EXECUTIONS', 
 const REQUESTS = intEnv('BENCH_REQUESTS', 200);
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',').map((s) => s.trim()) as ('sqlite' | 'postgres')[];
 const PG_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
-const PG_DB = 'windsock_bench_suites';
+// One database per run: two runs on one machine (two checkouts) must not drop each other's.
+const PG_DB = `windsock_bench_suites_${process.pid}`;
 const FLAKY_EVERY = 100; // 1% of the tests flip on every commit they run on
 const DAY = 86_400_000;
 
