@@ -20,7 +20,7 @@
  *                      filter_pipeline,filter_org,create_one,create_many
  *   BENCH_SQLITE_ANALYZE=1  run ANALYZE after seeding SQLite (the service itself never does)
  *   BENCH_REPORT       also write the report (markdown) to this file
- *   BENCH_KEEP_DATA=1  keep the SQLite database directory after the run (its path is logged)
+ *   BENCH_KEEP_DATA=1  keep the SQLite database directory / the Postgres database after the run (logged)
  *   BENCH_SQL_STATS=1  count and time every SQL statement per scenario and report the top ones
  *                      per response (adds a little overhead: leave it off for the figures)
  *   BENCH_CPU_PROF     a directory: run the service under `node --cpu-prof` and write its
@@ -480,9 +480,9 @@ async function runStore(store: Store): Promise<StoreRun> {
     }
   } finally {
     await child?.close().catch(() => undefined);
-    if (KEEP_DATA && store === 'sqlite') log(`${store}: kept the database in ${dataDir} (BENCH_KEEP_DATA=1)`);
-    else fs.rmSync(dataDir, { recursive: true, force: true });
-    if (store === 'postgres') {
+    if (KEEP_DATA) log(`${store}: kept ${store === 'sqlite' ? `the database in ${dataDir}` : `the database ${PG_DB}`} (BENCH_KEEP_DATA=1)`);
+    if (!KEEP_DATA || store === 'postgres') fs.rmSync(dataDir, { recursive: true, force: true });
+    if (store === 'postgres' && !KEEP_DATA) {
       await pgAdmin((c) => c.query(`drop database if exists ${PG_DB} with (force)`)).catch((err: Error) => log(`could not drop ${PG_DB}: ${err.message}`));
     }
   }
