@@ -284,7 +284,7 @@ export async function tableNames(ctx: TestContext): Promise<string[]> {
   const rows: { name: string }[] =
     ctx.kind === 'sqlite'
       ? await db('sqlite_master').select('name').where({ type: 'table' }).andWhereNot('name', 'like', 'sqlite_%')
-      : (await db.raw('select table_name as name from information_schema.tables where table_schema = ? and table_type = ?', [ctx.schema, 'BASE TABLE'])).rows;
+      : (await db.raw('select table_name as name from information_schema.tables where table_schema = ? and table_type = ?', [ctx.schema ?? 'public', 'BASE TABLE'])).rows;
   return rows
     .map((r) => r.name)
     .filter((n) => !n.startsWith('knex_'))
