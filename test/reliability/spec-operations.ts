@@ -53,7 +53,11 @@ export function propertiesOf(schema: unknown): Record<string, Schema> {
   const s = deref(schema);
   const out: Record<string, Schema> = {};
   for (const part of (s.allOf as unknown[] | undefined) ?? []) Object.assign(out, propertiesOf(part));
-  for (const [k, v] of Object.entries((s.properties as Record<string, unknown> | undefined) ?? {})) out[k] = deref(v);
+  // A $ref's siblings (readOnly, description) belong to the property, not to the schema it names.
+  for (const [k, v] of Object.entries((s.properties as Record<string, Schema> | undefined) ?? {})) {
+    const { $ref: _ref, ...siblings } = v;
+    out[k] = { ...deref(v), ...siblings };
+  }
   return out;
 }
 
