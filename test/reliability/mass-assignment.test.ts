@@ -134,7 +134,9 @@ describeEachDatabase('mass assignment', (ctx) => {
   });
 
   afterAll(() => {
-    process.stdout.write(`mass-assignment [${ctx().kind}]: ${requests} requests, ${fiveHundreds} 5xx\n`);
+    process.stdout.write(
+      `mass-assignment [${ctx().kind}]: ${writes.length} write operations, ${fieldCases.length} server-owned field cases, ${readable.length} unknown-field cases, ${protoCases.length} prototype-key cases, ${requests} requests, ${fiveHundreds} 5xx\n`,
+    );
   });
 
   /** Sends a write as the tenant's admin (or with its suite token for the upload API). */

@@ -56,7 +56,7 @@ describeEachDatabase('scopes', (ctx) => {
   });
 
   afterAll(() => {
-    process.stdout.write(`scopes [${ctx().kind}]: ${requests} requests\n`);
+    process.stdout.write(`scopes [${ctx().kind}]: ${operations.length} bearer operations, ${scoped.length} (operation, scope) cases, ${requests} requests\n`);
   });
 
   it.each(scoped)('%s without %s: 403 naming it', async (_id, scope, op) => {
