@@ -91,7 +91,7 @@ describeEachDatabase('tenant isolation', (ctx) => {
   });
 
   afterAll(() => {
-    process.stdout.write(`isolation [${ctx().kind}]: ${bearerWithParams.length} operations with path parameters, ${matrixCases} cross-tenant cases, ${requests} requests\n`);
+    process.stdout.write(`isolation [${ctx().kind}]: ${bearerWithParams.length} operations with path parameters, ${matrixCases} cross-tenant cases, ${requests} requests, ${Object.values(before ?? {}).flat().length} rows of B's compared\n`);
   });
 
   const bearerWithParams = operations.filter((op) => op.auth === 'bearer' && op.pathParams.length > 0);
@@ -207,6 +207,20 @@ describeEachDatabase('tenant isolation', (ctx) => {
     const built = await ctx().http().get(`/v2/organizations/${a.org.slug}/pipelines/${a.pipeline.slug}/builds`).set(auth(a.token));
     requests++;
     expect(built.body.map((x: { message: string }) => x.message)).toContain('Into A');
+  });
+
+  it("B's webhook secret does not sign deliveries to A's URL", async () => {
+    const body = JSON.stringify({ zen: 'Signed by B.', hook_id: 2 });
+    const sign = (secret: string) => `sha256=${crypto.createHmac('sha256', secret).update(body).digest('hex')}`;
+    const deliver = (signature: string) =>
+      ctx().http().post(`/deliver/${a.params.token}`).set('X-GitHub-Event', 'ping').set('X-Hub-Signature-256', signature).set('Content-Type', 'application/json').send(body);
+    const byB = await deliver(sign(ctx().services.pipelines.webhookSecret(b.pipeline.id)));
+    const byNobody = await deliver(sign(crypto.randomBytes(32).toString('hex')));
+    const byA = await deliver(sign(ctx().services.pipelines.webhookSecret(a.pipeline.id)));
+    requests += 3;
+    expect(byNobody.status).toBe(401);
+    expect({ status: byB.status, body: byB.text }).toEqual({ status: 401, body: byNobody.text });
+    expect(byA.status).toBe(200);
   });
 
   it("a deleted pipeline's webhook token is as unknown as one never issued", async () => {
