@@ -6,7 +6,6 @@
  * mass-assignment and secrets matrices.
  */
 import crypto from 'node:crypto';
-import type { Knex } from 'knex';
 import { loadSpec } from '../../src/spec';
 import { auth, type TestContext } from '../support/context';
 import type { Organization } from '../../src/organizations/repository';
@@ -296,9 +295,9 @@ export async function tableNames(ctx: TestContext): Promise<string[]> {
 }
 
 /**
- * Columns that make a row belong to the owner of the row they point at. A table whose rows
- * point nowhere through these and have no `organization_id` must be listed in UNOWNED_TABLES
- * with a reason, else ownedRows fails: a new table cannot silently escape the snapshot.
+ * Columns that make a row belong to the owner of the row they point at. Every table must have
+ * one, or be listed in OWNED_THROUGH_USER or be `organizations`/`users`, else ownedRows fails: a
+ * new table cannot silently escape the snapshot.
  */
 const OWNER_COLUMNS: Record<string, string> = {
   organization_id: 'organizations',
@@ -309,60 +308,45 @@ const OWNER_COLUMNS: Record<string, string> = {
   test_id: 'tests',
   team_id: 'teams',
   access_token_id: 'access_tokens',
-  user_id: 'users',
 };
-/** Users belong to the organizations they are members of (found through organization_members). */
-const UNOWNED_TABLES: Record<string, string> = {};
-
-async function allRows(db: Knex, table: string): Promise<Record<string, unknown>[]> {
-  return db(table).select('*');
-}
+/** Tables whose rows belong to the organizations their `user_id` is a member of. */
+const OWNED_THROUGH_USER = ['access_tokens'];
 
 function key(row: Record<string, unknown>): string {
   return JSON.stringify(row, (_k, v) => (Buffer.isBuffer(v) ? v.toString('hex') : v));
 }
+const rowId = (row: Record<string, unknown>) => (row.id != null ? String(row.id) : key(row));
 
 /**
- * The rows of every table that belong to organization `orgId`: its own row, rows pointing at it
- * and, transitively, rows pointing at those; users through their membership. Sorted, so two
- * snapshots compare byte for byte.
+ * The rows of every table that belong to organization `orgId`: its own row, its members' users
+ * and tokens, rows pointing at any of those and, transitively, rows pointing at those. Sorted
+ * JSON, so two snapshots compare byte for byte.
  */
 export async function ownedRows(ctx: TestContext, orgId: string): Promise<Record<string, string[]>> {
-  const db = ctx.services.db;
-  const tables = await tableNames(ctx);
   const data: Record<string, Record<string, unknown>[]> = {};
-  for (const t of tables) data[t] = await allRows(db, t);
-  const owned: Record<string, Set<string>> = { organizations: new Set([orgId]) };
-  const users = new Set((data.organization_members ?? []).filter((m) => m.organization_id === orgId).map((m) => String(m.user_id)));
-  owned.users = users;
-  const result: Record<string, Record<string, unknown>[]> = {};
-  for (const t of tables) {
-    const cols = Object.keys(data[t]![0] ?? {});
-    if (data[t]!.length && !cols.some((c) => c in OWNER_COLUMNS) && !['organizations', 'users'].includes(t) && !(t in UNOWNED_TABLES)) {
-      throw new Error(`table ${t} has no column telling its owner: add it to OWNER_COLUMNS or UNOWNED_TABLES`);
+  for (const t of await tableNames(ctx)) data[t] = await ctx.services.db(t).select('*');
+  for (const [t, rows] of Object.entries(data)) {
+    const cols = Object.keys(rows[0] ?? {});
+    if (rows.length && !cols.some((c) => c in OWNER_COLUMNS) && !['organizations', 'users', ...OWNED_THROUGH_USER].includes(t)) {
+      throw new Error(`table ${t} has no column telling its owner: add it to OWNER_COLUMNS or OWNED_THROUGH_USER`);
     }
   }
+  const users = new Set(data.organization_members!.filter((m) => m.organization_id === orgId).map((m) => String(m.user_id)));
+  const owned: Record<string, Set<string>> = { organizations: new Set([orgId]), users };
+  for (const t of OWNED_THROUGH_USER) owned[t] = new Set(data[t]!.filter((r) => users.has(String(r.user_id))).map(rowId));
   // Follow references until nothing new is found (the chains are a few links long).
   for (let changed = true; changed; ) {
     changed = false;
-    for (const t of tables) {
-      if (t === 'users') continue;
-      for (const row of data[t]!) {
-        const mine = t === 'organizations' ? row.id === orgId : Object.entries(OWNER_COLUMNS).some(([col, target]) => col in row && row[col] != null && owned[target]?.has(String(row[col])) && col !== 'user_id');
-        const viaUser = t === 'access_tokens' && users.has(String(row.user_id));
-        if (!(mine || viaUser)) continue;
-        const id = row.id != null ? String(row.id) : key(row);
-        owned[t] ??= new Set();
-        if (!owned[t]!.has(id)) {
-          owned[t]!.add(id);
+    for (const [t, rows] of Object.entries(data)) {
+      for (const row of rows) {
+        const mine = Object.entries(OWNER_COLUMNS).some(([col, target]) => row[col] != null && owned[target]?.has(String(row[col])));
+        const set = (owned[t] ??= new Set());
+        if (mine && !set.has(rowId(row))) {
+          set.add(rowId(row));
           changed = true;
         }
       }
     }
   }
-  for (const t of tables) {
-    const set = owned[t];
-    result[t] = data[t]!.filter((row) => set?.has(row.id != null ? String(row.id) : key(row)));
-  }
-  return Object.fromEntries(Object.entries(result).map(([t, rows]) => [t, rows.map(key).sort()]));
+  return Object.fromEntries(Object.entries(data).map(([t, rows]) => [t, rows.filter((r) => owned[t]?.has(rowId(r))).map(key).sort()]));
 }
