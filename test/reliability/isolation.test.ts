@@ -238,3 +238,27 @@ describeEachDatabase('tenant isolation', (ctx) => {
     expect(after).toEqual(before);
   });
 });
+
+describeEachDatabase('team isolation inside an organization', (ctx) => {
+  let c: Tenant;
+  let outsider: string;
+
+  beforeAll(async () => {
+    // Teams on: a member of none of the teams the pipeline and the suite belong to.
+    c = await givenTenant(ctx(), 'c', { teamsEnabled: true });
+    const member = await ctx().givenUser(c.org, 'member');
+    await ctx().givenTeam(c.org, [member]);
+    outsider = await ctx().givenToken(member, [c.org]);
+  });
+
+  const behindTeams = operations.filter((op) => op.auth === 'bearer' && (op.pathParams.includes('pipeline_slug') || op.pathParams.includes('suite_slug')));
+
+  it.each(behindTeams.map((op) => [op.operationId, op] as const))("%s by a member outside the object's teams: 404 like a missing one", async (_id, op) => {
+    const kind: ParamKind = op.pathParams.includes('pipeline_slug') ? 'pipeline_slug' : 'suite_slug';
+    const body = BODIES[op.operationId]?.(c);
+    const res = await send(ctx(), op, fillPath(op, c.params), outsider, body);
+    const ref = await send(ctx(), op, fillPath(op, { ...c.params, [kind]: missingParam(kind) }), outsider, body);
+    expect(ref.status).toBe(404);
+    expect({ status: res.status, body: res.text }).toEqual({ status: 404, body: ref.text });
+  });
+});
