@@ -962,7 +962,7 @@ export interface components {
             cancel_running_branch_builds: boolean;
             cancel_running_branch_builds_filter: string | null;
             allow_rebuilds: boolean;
-            provider: components["schemas"]["Provider"];
+            readonly provider: components["schemas"]["Provider"];
             readonly builds_url: string;
             readonly badge_url: string;
             readonly created_by: components["schemas"]["User"] | null;
@@ -1169,41 +1169,41 @@ export interface components {
             readonly url: string;
             readonly web_url: string;
             readonly number: number;
-            state: components["schemas"]["BuildState"];
-            cancel_reason: string | null;
+            readonly state: components["schemas"]["BuildState"];
+            readonly cancel_reason: string | null;
             /** @description The build waits on a block step; `state` stays what it was. */
-            blocked: boolean;
+            readonly blocked: boolean;
             message: string | null;
             commit: string;
             branch: string;
-            tag?: string | null;
+            readonly tag?: string | null;
             env: components["schemas"]["Env"];
             /** @enum {string} */
-            source: "api" | "webhook" | "ui" | "trigger_job" | "schedule" | "pipeline_upload";
+            readonly source: "api" | "webhook" | "ui" | "trigger_job" | "schedule" | "pipeline_upload";
             author?: components["schemas"]["Author"] | null;
-            creator: components["schemas"]["BuildCreator"] | null;
-            jobs: components["schemas"]["Job"][];
-            job_state_counts?: {
+            readonly creator: components["schemas"]["BuildCreator"] | null;
+            readonly jobs: components["schemas"]["Job"][];
+            readonly job_state_counts?: {
                 total: number;
                 states: {
                     [key: string]: number;
                 };
             };
-            created_at: components["schemas"]["IsoTimestamp"];
-            scheduled_at: components["schemas"]["IsoTimestamp"] | null;
-            started_at: components["schemas"]["IsoTimestamp"] | null;
-            failing_at: components["schemas"]["IsoTimestamp"] | null;
-            finished_at: components["schemas"]["IsoTimestamp"] | null;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            readonly scheduled_at: components["schemas"]["IsoTimestamp"] | null;
+            readonly started_at: components["schemas"]["IsoTimestamp"] | null;
+            readonly failing_at: components["schemas"]["IsoTimestamp"] | null;
+            readonly finished_at: components["schemas"]["IsoTimestamp"] | null;
             meta_data: components["schemas"]["MetaData"];
-            pull_request: components["schemas"]["PullRequest"];
-            merge_queue: null;
-            rebuilt_from: {
+            readonly pull_request: components["schemas"]["PullRequest"];
+            readonly merge_queue: null;
+            readonly rebuilt_from: {
                 /** Format: uuid */
                 id: string;
                 number: number;
                 url: string;
             } | null;
-            pipeline: components["schemas"]["BuildPipeline"];
+            readonly pipeline: components["schemas"]["BuildPipeline"];
         };
         DeliveryResult: {
             readonly message: string;
@@ -1424,15 +1424,15 @@ export interface components {
              * Format: uuid
              * @description This upload's id.
              */
-            id: string;
+            readonly id: string;
             /** Format: uuid */
-            run_id: string;
+            readonly run_id: string;
             /** @description Results stored. */
-            queued: number;
+            readonly queued: number;
             /** @description Results rejected, each described in `errors`. */
-            skipped: number;
-            errors: components["schemas"]["UploadResultError"][];
-            run_url: string;
+            readonly skipped: number;
+            readonly errors: components["schemas"]["UploadResultError"][];
+            readonly run_url: string;
         };
         /** @description Why one result was rejected. */
         UploadResultError: {

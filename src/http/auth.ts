@@ -47,7 +47,8 @@ export interface OperationGuard {
   method: string;
   /** Express path, e.g. /v2/organizations/:org_slug/pipelines */
   path: string;
-  scope: string | undefined;
+  /** Every role name of the bearerAuth requirement: the token needs all of them. */
+  scopes: string[];
   hasOrg: boolean;
 }
 
@@ -68,7 +69,7 @@ export function guardsFromSpec(spec: SpecDoc): OperationGuard[] {
       guards.push({
         method,
         path: path.replace(/\{([^}]+)\}/g, ':$1'),
-        scope: bearer.bearerAuth?.[0],
+        scopes: bearer.bearerAuth ?? [],
         hasOrg: path.includes('{org_slug}'),
       });
     }
@@ -78,7 +79,7 @@ export function guardsFromSpec(spec: SpecDoc): OperationGuard[] {
 
 /**
  * Per operation: the organization in the path must be one the token reaches (else 404, exactly
- * like a missing one, so its existence is never revealed), then the scope must be present (403).
+ * like a missing one, so its existence is never revealed), then every scope must be present (403).
  */
 export function guardRouter(guards: OperationGuard[]): Router {
   const router = express.Router();
@@ -91,7 +92,8 @@ export function guardRouter(guards: OperationGuard[]): Router {
         res.locals.organization = reached.organization;
         res.locals.role = reached.role;
       }
-      if (g.scope && !principal.token.scopes.includes(g.scope as never)) throw new ForbiddenError(g.scope);
+      const missing = g.scopes.find((scope) => !principal.token.scopes.includes(scope as never));
+      if (missing) throw new ForbiddenError(missing);
       next();
     });
   }

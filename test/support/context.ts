@@ -11,7 +11,7 @@ import type { Express } from 'express';
 import { createApp } from '../../src/app';
 import { SCOPES } from '../../src/access-token/service';
 import { migrateLatest, type DatabaseKind } from '../../src/db/knex';
-import { createLogger } from '../../src/http/logger';
+import { createLogger, type Logger } from '../../src/http/logger';
 import type { Organization, Role } from '../../src/organizations/repository';
 import { createServices, type Services } from '../../src/services';
 import type { User } from '../../src/user/serialize';
@@ -44,10 +44,12 @@ export interface ContextOptions {
   sharePostgresSchemaOf?: TestContext;
   /** The `POST /v1/uploads` body limit (default 64 MiB). */
   uploadBodyLimitBytes?: number;
+  /** Where the app and the services log (default: silent). */
+  logger?: Logger;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
-  const logger = createLogger('silent');
+  const logger = opts.logger ?? createLogger('silent');
   let schema: string | undefined;
   const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
   if (kind === 'postgres' && opts.sharePostgresSchemaOf) {

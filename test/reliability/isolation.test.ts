@@ -1,0 +1,264 @@
+/**
+ * Tenant isolation matrix (issue 7, item 1), generated from the spec: every operation with path
+ * parameters is aimed at organization B's objects with organization A's token, once with all of
+ * B's parameters and once per parameter with B's value among A's others. Each answer must be the
+ * 404 a missing object of the same kind gets, byte for byte; B's rows must be identical before
+ * and after; A's answers never name B's objects; B's ids inside A's bodies are refused like
+ * unknown ids. The two operations outside /v2 (uploads with a suite token, webhook deliveries
+ * with a URL token) get their own cases.
+ */
+import crypto from 'node:crypto';
+import { auth, describeEachDatabase } from '../support/context';
+import {
+  BODIES,
+  check,
+  fillPath,
+  givenTenant,
+  missingParam,
+  ownedRows,
+  PARAM_KINDS,
+  propertiesOf,
+  send,
+  specOperations,
+  suiteAuth,
+  type ParamKind,
+  type Tenant,
+} from './spec-operations';
+
+const operations = specOperations();
+
+/** Request-body properties that carry the id of another object, per operation. */
+const BODY_REFERENCES: Record<string, Record<string, (id: string) => unknown>> = {
+  createPipeline: { teams: (id) => [id], team_uuids: (id) => [id], 'teams[].id': (id) => [{ id, access_level: 'read_only' }] },
+  createSuite: { team_ids: (id) => [id], teams_ids: (id) => [id] },
+};
+/** Body properties whose names look like references but are not: each says why. */
+const NOT_REFERENCES: Record<string, string> = {
+  'createPipeline.cluster_id': 'an opaque label stored as given; Windsock has no clusters',
+  'createPipeline.pipeline_template_uuid': 'an opaque label stored as given; Windsock has no templates',
+  'updatePipeline.cluster_id': 'as above',
+  'updatePipeline.pipeline_template_uuid': 'as above',
+  'createBuild.pull_request_id': "the provider's pull request number, not a Windsock object",
+};
+const LOOKS_LIKE_REFERENCE = /(^|_)(ids?|uuids?)$|^teams$/;
+
+describe('the isolation matrix covers the spec', () => {
+  it('has a fixture for every operation and every path parameter', () => {
+    const missingBodies = operations.filter((op) => !(op.operationId in BODIES) || (op.requestSchema && !BODIES[op.operationId]));
+    expect(missingBodies.map((o) => o.operationId)).toEqual([]);
+    const unknownParams = operations.flatMap((op) => op.pathParams.filter((p) => !(PARAM_KINDS as readonly string[]).includes(p)).map((p) => `${op.operationId}.${p}`));
+    expect(unknownParams).toEqual([]);
+    expect(Object.keys(BODIES).sort()).toEqual(operations.map((o) => o.operationId).sort());
+  });
+
+  it('knows every body property that may name another object', () => {
+    const unclassified = operations.flatMap((op) =>
+      Object.keys(op.requestSchema ? propertiesOf(op.requestSchema) : {})
+        .filter((name) => LOOKS_LIKE_REFERENCE.test(name))
+        .map((name) => `${op.operationId}.${name}`)
+        .filter((n) => !(n in NOT_REFERENCES) && !(n.split('.')[1]! in (BODY_REFERENCES[n.split('.')[0]!] ?? {}))),
+    );
+    expect(unclassified).toEqual([]);
+  });
+});
+
+describeEachDatabase('tenant isolation', (ctx) => {
+  let a: Tenant;
+  let b: Tenant;
+  let before: Record<string, string[]>;
+  let requests = 0;
+  let matrixCases = 0;
+  /** B's webhook token of a pipeline deleted since: it must be as unknown as one never issued. */
+  let deletedToken: string;
+  /** A user who is an admin of both organizations, with a token that reaches only A. */
+  let memberOfBothToken: string;
+
+  beforeAll(async () => {
+    a = await givenTenant(ctx(), 'a', { builds: 1 });
+    b = await givenTenant(ctx(), 'b', { builds: 2 });
+    const gone = await ctx()
+      .http()
+      .post(`/v2/organizations/${b.org.slug}/pipelines`)
+      .set(auth(b.token))
+      .send({ name: 'Gone', repository: 'git@github.com:acme/gone.git', configuration: 'steps:\n  - command: x\n' });
+    check(gone, 201, 'create pipeline');
+    deletedToken = String(gone.body.provider.webhook_url).split('/').pop()!;
+    check(await ctx().http().delete(`/v2/organizations/${b.org.slug}/pipelines/${gone.body.slug}`).set(auth(b.token)), 204, 'delete pipeline');
+    const both = await ctx().givenUser(a.org, 'admin');
+    await ctx().services.orgs.addMember(b.org.id, both.id, 'admin');
+    memberOfBothToken = await ctx().givenToken(both, [a.org]);
+    before = await ownedRows(ctx(), b.org.id);
+  });
+
+  afterAll(() => {
+    process.stdout.write(`isolation [${ctx().kind}]: ${bearerWithParams.length} operations with path parameters, ${matrixCases} cross-tenant cases, ${requests} requests, ${Object.values(before ?? {}).flat().length} rows of B's compared\n`);
+  });
+
+  const bearerWithParams = operations.filter((op) => op.auth === 'bearer' && op.pathParams.length > 0);
+
+  it.each(bearerWithParams.map((op) => [op.operationId, op] as const))("%s with A's token on B's objects: 404 like a missing one", async (_id, op) => {
+    const body = BODIES[op.operationId]?.(a);
+    const cases: { name: string; params: Record<string, string>; missing: Record<string, string>; token?: string }[] = [
+      { name: "all of B's", params: b.params, missing: { ...b.params, org_slug: missingParam('org_slug') } },
+      // Membership is not reach: the token names the organizations it may act in.
+      { name: "all of B's, token of a member of both reaching only A", params: b.params, missing: { ...b.params, org_slug: missingParam('org_slug') }, token: memberOfBothToken },
+      ...op.pathParams
+        .filter((p) => p !== 'org_slug')
+        .map((p) => ({
+          name: `B's ${p} in A's organization`,
+          params: { ...a.params, [p]: b.params[p as ParamKind] },
+          missing: { ...a.params, [p]: missingParam(p as ParamKind) },
+        })),
+    ];
+    for (const c of cases) {
+      matrixCases++;
+      const res = await send(ctx(), op, fillPath(op, c.params), c.token ?? a.token, body);
+      const ref = await send(ctx(), op, fillPath(op, c.missing), c.token ?? a.token, body);
+      requests += 2;
+      expect({ case: c.name, status: ref.status }).toEqual({ case: c.name, status: 404 });
+      expect({ case: c.name, status: res.status, body: res.text, type: res.get('content-type') }).toEqual({
+        case: c.name,
+        status: 404,
+        body: ref.text,
+        type: ref.get('content-type'),
+      });
+    }
+  });
+
+  const reads = operations.filter((op) => op.auth === 'bearer' && op.method === 'get');
+
+  it.each(reads.map((op) => [op.operationId, op] as const))("%s with A's token on A's objects never names B's", async (_id, op) => {
+    // A's admin, and a member of both organizations whose token reaches only A.
+    for (const token of [a.token, memberOfBothToken]) {
+      const res = await send(ctx(), op, fillPath(op, a.params), token);
+      requests++;
+      expect(res.status).toBe(200);
+      // The answer is about A (the fixture is right), and nothing of B's is in it.
+      if (op.pathParams.length) expect(res.text).toContain(op.pathParams.includes('run_id') ? a.params.run_id : a.org.slug);
+      expect(b.identifiers.filter((id) => res.text.includes(id))).toEqual([]);
+    }
+  });
+
+  it.each(Object.entries(BODY_REFERENCES).flatMap(([opId, fields]) => Object.entries(fields).map(([field, make]) => [`${opId} ${field}`, opId, make] as const)))(
+    "%s: B's id in A's body is refused like an unknown id",
+    async (_name, opId, make) => {
+      const op = operations.find((o) => o.operationId === opId)!;
+      const field = _name.split(' ')[1]!.replace('[].id', '');
+      const unknown = crypto.randomUUID();
+      // Only the field under test names teams: the fixture's own team list goes.
+      const bodyWith = (value: unknown) => {
+        const { teams: _t, team_ids: _i, ...rest } = BODIES[opId]!(a) as Record<string, unknown>;
+        return { ...rest, [field]: value };
+      };
+      const res = await send(ctx(), op, fillPath(op, a.params), a.token, bodyWith(make(b.team.id)));
+      const ref = await send(ctx(), op, fillPath(op, a.params), a.token, bodyWith(make(unknown)));
+      requests += 2;
+      expect(ref.status).toBe(422);
+      expect(res.status).toBe(422);
+      expect(res.text.replaceAll(b.team.id, 'ID')).toBe(ref.text.replaceAll(unknown, 'ID'));
+    },
+  );
+
+  it("uploads with A's suite token land in A's suite whatever the body names", async () => {
+    const runs = await ctx().http().get(`/v2/analytics/organizations/${b.org.slug}/suites/${b.suite.slug}/runs`).set(auth(b.token));
+    const bRunKey = `run-${b.identifiers[b.identifiers.length - 1]}`;
+    expect(runs.body.map((r: { id: string }) => r.id)).toContain(b.params.run_id);
+    const res = await ctx()
+      .http()
+      .post('/v1/uploads')
+      .set(suiteAuth(a.suiteToken))
+      .send({
+        format: 'json',
+        // B's run key, and B's suite and organization named in fields the API does not know.
+        run_env: { ci: 'generic', key: bRunKey, commit_sha: 'abc123' },
+        suite_id: b.suite.id,
+        suite_slug: b.suite.slug,
+        organization_id: b.org.id,
+        organization_slug: b.org.slug,
+        data: [{ name: 'lands in A', result: 'failed' }],
+      });
+    requests += 2;
+    expect(res.status).toBe(202);
+    const aRuns = await ctx().http().get(`/v2/analytics/organizations/${a.org.slug}/suites/${a.suite.slug}/runs`).set(auth(a.token));
+    requests++;
+    expect(aRuns.body).toHaveLength(2);
+    expect(aRuns.body.map((r: { id: string }) => r.id)).not.toContain(b.params.run_id);
+    // A bearer token of B is not a suite token.
+    const bearer = await ctx().http().post('/v1/uploads').set(auth(b.token)).send({ format: 'json', run_env: { key: 'x' }, data: [] });
+    requests++;
+    expect(bearer.status).toBe(401);
+  });
+
+  it("deliveries to A's webhook URL build in A's pipeline only, whatever repository they name", async () => {
+    const res = await ctx()
+      .http()
+      .post(`/deliver/${a.params.token}`)
+      .set('X-GitHub-Event', 'push')
+      .send({
+        ref: 'refs/heads/main',
+        after: 'abc123',
+        head_commit: { id: 'abc123', message: 'Into A' },
+        repository: { full_name: `acme/${b.pipeline.slug}`, clone_url: `https://github.com/acme/${b.pipeline.slug}.git`, id: b.pipeline.id },
+        pipeline: b.pipeline.id,
+        organization: b.org.slug,
+      });
+    requests++;
+    expect(res.status).toBe(201);
+    const built = await ctx().http().get(`/v2/organizations/${a.org.slug}/pipelines/${a.pipeline.slug}/builds`).set(auth(a.token));
+    requests++;
+    expect(built.body.map((x: { message: string }) => x.message)).toContain('Into A');
+  });
+
+  it("B's webhook secret does not sign deliveries to A's URL", async () => {
+    const body = JSON.stringify({ zen: 'Signed by B.', hook_id: 2 });
+    const sign = (secret: string) => `sha256=${crypto.createHmac('sha256', secret).update(body).digest('hex')}`;
+    const deliver = (signature: string) =>
+      ctx().http().post(`/deliver/${a.params.token}`).set('X-GitHub-Event', 'ping').set('X-Hub-Signature-256', signature).set('Content-Type', 'application/json').send(body);
+    const byB = await deliver(sign(ctx().services.pipelines.webhookSecret(b.pipeline.id)));
+    const byNobody = await deliver(sign(crypto.randomBytes(32).toString('hex')));
+    const byA = await deliver(sign(ctx().services.pipelines.webhookSecret(a.pipeline.id)));
+    requests += 3;
+    expect(byNobody.status).toBe(401);
+    expect({ status: byB.status, body: byB.text }).toEqual({ status: 401, body: byNobody.text });
+    expect(byA.status).toBe(200);
+  });
+
+  it("a deleted pipeline's webhook token is as unknown as one never issued", async () => {
+    const op = operations.find((o) => o.operationId === 'deliverWebhook')!;
+    const res = await send(ctx(), op, `/deliver/${deletedToken}`, undefined, BODIES.deliverWebhook!(b));
+    const ref = await send(ctx(), op, `/deliver/${missingParam('token')}`, undefined, BODIES.deliverWebhook!(b));
+    requests += 2;
+    expect(ref.status).toBe(404);
+    expect({ status: res.status, body: res.text }).toEqual({ status: 404, body: ref.text });
+  });
+
+  it("leaves every row of B's exactly as it was", async () => {
+    const after = await ownedRows(ctx(), b.org.id);
+    expect(Object.values(before).flat().length).toBeGreaterThan(15);
+    expect(after).toEqual(before);
+  });
+});
+
+describeEachDatabase('team isolation inside an organization', (ctx) => {
+  let c: Tenant;
+  let outsider: string;
+
+  beforeAll(async () => {
+    // Teams on: a member of none of the teams the pipeline and the suite belong to.
+    c = await givenTenant(ctx(), 'c', { teamsEnabled: true });
+    const member = await ctx().givenUser(c.org, 'member');
+    await ctx().givenTeam(c.org, [member]);
+    outsider = await ctx().givenToken(member, [c.org]);
+  });
+
+  const behindTeams = operations.filter((op) => op.auth === 'bearer' && (op.pathParams.includes('pipeline_slug') || op.pathParams.includes('suite_slug')));
+
+  it.each(behindTeams.map((op) => [op.operationId, op] as const))("%s by a member outside the object's teams: 404 like a missing one", async (_id, op) => {
+    const kind: ParamKind = op.pathParams.includes('pipeline_slug') ? 'pipeline_slug' : 'suite_slug';
+    const body = BODIES[op.operationId]?.(c);
+    const res = await send(ctx(), op, fillPath(op, c.params), outsider, body);
+    const ref = await send(ctx(), op, fillPath(op, { ...c.params, [kind]: missingParam(kind) }), outsider, body);
+    expect(ref.status).toBe(404);
+    expect({ status: res.status, body: res.text }).toEqual({ status: 404, body: ref.text });
+  });
+});

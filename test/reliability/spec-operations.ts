@@ -1,0 +1,352 @@
+/**
+ * The operations of the contract, read from the parsed spec (not a hand list), and a fixture
+ * per path parameter kind: a tenant is an organization with one object of every kind the paths
+ * name (pipeline, builds, suite, run, test, webhook token), so every operation can be aimed at
+ * one tenant's objects with another tenant's token. Shared by the isolation, scope,
+ * mass-assignment and secrets matrices.
+ */
+import crypto from 'node:crypto';
+import { loadSpec } from '../../src/spec';
+import { auth, type TestContext } from '../support/context';
+import type { Organization } from '../../src/organizations/repository';
+import type { User } from '../../src/user/serialize';
+
+export type Schema = Record<string, unknown>;
+type Doc = { paths: Record<string, Record<string, unknown>>; security?: Record<string, string[]>[] };
+
+export interface SpecOperation {
+  operationId: string;
+  method: 'get' | 'put' | 'post' | 'delete' | 'patch';
+  /** The spec's template, e.g. /v2/organizations/{org_slug}/pipelines */
+  path: string;
+  pathParams: string[];
+  auth: 'bearer' | 'suiteToken' | 'none';
+  /** The role names of the bearerAuth requirement: the scopes the token needs. */
+  scopes: string[];
+  /** The application/json request body schema, $refs resolved at the top. */
+  requestSchema?: Schema;
+  /** The schema of the first 2xx JSON response, $refs resolved at the top. */
+  responseSchema?: Schema;
+}
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
+
+export function specDoc(): Doc {
+  return loadSpec().doc as unknown as Doc;
+}
+
+/** Follows `$ref`s (local ones only, as the spec has). */
+export function deref(schema: unknown): Schema {
+  let s = schema as Schema;
+  while (s && typeof s.$ref === 'string') {
+    s = (s.$ref as string)
+      .replace(/^#\//, '')
+      .split('/')
+      .reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], specDoc()) as Schema;
+  }
+  return s;
+}
+
+/** Every property a schema declares, through allOf/$ref, with the schema of each. */
+export function propertiesOf(schema: unknown): Record<string, Schema> {
+  const s = deref(schema);
+  const out: Record<string, Schema> = {};
+  for (const part of (s.allOf as unknown[] | undefined) ?? []) Object.assign(out, propertiesOf(part));
+  // A $ref's siblings (readOnly, description) belong to the property, not to the schema it names.
+  for (const [k, v] of Object.entries((s.properties as Record<string, Schema> | undefined) ?? {})) {
+    const { $ref: _ref, ...siblings } = v;
+    out[k] = { ...deref(v), ...siblings };
+  }
+  return out;
+}
+
+export function specOperations(): SpecOperation[] {
+  const doc = specDoc();
+  const ops: SpecOperation[] = [];
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const method of METHODS) {
+      const op = item[method] as Record<string, unknown> | undefined;
+      if (!op) continue;
+      const security = (op.security as Record<string, string[]>[] | undefined) ?? doc.security ?? [];
+      const bearer = security.find((s) => 'bearerAuth' in s);
+      const params = [...((item.parameters as unknown[]) ?? []), ...((op.parameters as unknown[]) ?? [])].map(deref);
+      const body = (op.requestBody as Schema | undefined)?.content as Record<string, { schema: unknown }> | undefined;
+      const responses = Object.entries((op.responses as Record<string, unknown>) ?? {}).filter(([status]) => status.startsWith('2'));
+      const json = responses
+        .map(([, r]) => (deref(r).content as Record<string, { schema: unknown }> | undefined)?.['application/json']?.schema)
+        .find((s) => s !== undefined);
+      ops.push({
+        operationId: String(op.operationId),
+        method,
+        path,
+        pathParams: params.filter((p) => p.in === 'path').map((p) => String(p.name)),
+        auth: bearer ? 'bearer' : security.some((s) => 'suiteToken' in s) ? 'suiteToken' : 'none',
+        scopes: bearer ? (bearer.bearerAuth ?? []) : [],
+        requestSchema: body?.['application/json'] ? deref(body['application/json'].schema) : undefined,
+        responseSchema: json ? deref(json) : undefined,
+      });
+    }
+  }
+  return ops;
+}
+
+/** The path parameter kinds a tenant has a fixture for. */
+export const PARAM_KINDS = ['org_slug', 'pipeline_slug', 'build_number', 'suite_slug', 'run_id', 'test_id', 'token'] as const;
+export type ParamKind = (typeof PARAM_KINDS)[number];
+export type Params = Record<ParamKind, string>;
+
+/** A value of each kind that names nothing. */
+export function missingParam(kind: ParamKind): string {
+  const r = crypto.randomBytes(4).toString('hex');
+  switch (kind) {
+    case 'build_number':
+      return '987654';
+    case 'run_id':
+    case 'test_id':
+      return crypto.randomUUID();
+    case 'token':
+      return crypto.randomBytes(32).toString('base64url');
+    default:
+      return `missing-${kind.replace('_slug', '')}-${r}`;
+  }
+}
+
+export function fillPath(op: SpecOperation, params: Record<string, string>): string {
+  return op.path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+    const v = params[name];
+    if (v === undefined) throw new Error(`${op.operationId}: no value for path parameter ${name}`);
+    return encodeURIComponent(v);
+  });
+}
+
+export interface Tenant {
+  label: string;
+  org: Organization;
+  admin: User;
+  /** The admin's token with every scope. */
+  token: string;
+  params: Params;
+  team: { id: string; slug: string };
+  pipeline: { id: string; slug: string; webhook_url: string };
+  builds: { id: string; number: number }[];
+  suite: { id: string; slug: string };
+  suiteToken: string;
+  /** Every identifier of this tenant's objects: none may show up in another tenant's answers. */
+  identifiers: string[];
+}
+
+export function check(res: { status: number; body: unknown }, status: number, what: string): void {
+  if (res.status !== status) throw new Error(`${what}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`);
+}
+
+export const suiteAuth = (apiToken: string) => ({ Authorization: `Token token="${apiToken}"` });
+
+/**
+ * An organization with an admin, a team, a pipeline with `builds` builds, a suite with one run
+ * holding a passed and a flaky test: one object behind every path parameter of the spec.
+ */
+export async function givenTenant(ctx: TestContext, label: string, opts: { builds?: number; teamsEnabled?: boolean } = {}): Promise<Tenant> {
+  const tag = `${label}-${crypto.randomBytes(3).toString('hex')}`;
+  const org = await ctx.givenOrg({ teamsEnabled: opts.teamsEnabled, name: `Org ${tag}` });
+  const admin = await ctx.givenUser(org, 'admin');
+  const token = await ctx.givenToken(admin, [org]);
+  const team = await ctx.givenTeam(org, [admin]);
+  const base = `/v2/organizations/${org.slug}`;
+  const p = await ctx
+    .http()
+    .post(`${base}/pipelines`)
+    .set(auth(token))
+    .send({ name: `Pipeline ${tag}`, repository: `git@github.com:acme/${tag}.git`, configuration: 'steps:\n  - command: make test\n', teams: [team.id] });
+  check(p, 201, 'create pipeline');
+  const builds: { id: string; number: number }[] = [];
+  for (let i = 0; i < (opts.builds ?? 1); i++) {
+    const b = await ctx.http().post(`${base}/pipelines/${p.body.slug}/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main', message: `Build ${tag}` });
+    check(b, 201, 'create build');
+    builds.push({ id: b.body.id, number: b.body.number });
+  }
+  const s = await ctx.http().post(`/v2/analytics/organizations/${org.slug}/suites`).set(auth(token)).send({ name: `Suite ${tag}`, show_api_token: true, team_ids: [team.id] });
+  check(s, 201, 'create suite');
+  const suiteToken = s.body.api_token as string;
+  const result = (name: string, outcome: string) => ({
+    id: crypto.randomUUID(),
+    scope: `Scope ${tag}`,
+    name: `${name} ${tag}`,
+    location: `./spec/${tag}_spec.rb:1`,
+    result: outcome,
+    ...(outcome === 'failed' ? { failure_reason: 'expected true' } : {}),
+    history: { duration: 0.1 },
+  });
+  const up = await ctx
+    .http()
+    .post('/v1/uploads')
+    .set(suiteAuth(suiteToken))
+    .send({ format: 'json', run_env: { ci: 'generic', key: `run-${tag}`, branch: 'main', commit_sha: 'abc123' }, data: [result('passes', 'passed'), result('fails', 'failed'), result('fails', 'passed')] });
+  check(up, 202, 'upload');
+  const suiteBase = `/v2/analytics/organizations/${org.slug}/suites/${s.body.slug}`;
+  const runs = await ctx.http().get(`${suiteBase}/runs`).set(auth(token));
+  check(runs, 200, 'list runs');
+  const runId = runs.body[0].id as string;
+  const failed = await ctx.http().get(`${suiteBase}/runs/${runId}/failed_executions`).set(auth(token));
+  check(failed, 200, 'failed executions');
+  const testId = failed.body[0].test_id as string;
+  const webhookUrl = p.body.provider.webhook_url as string;
+  const params: Params = {
+    org_slug: org.slug,
+    pipeline_slug: p.body.slug,
+    build_number: String(builds[builds.length - 1]?.number ?? 1),
+    suite_slug: s.body.slug,
+    run_id: runId,
+    test_id: testId,
+    token: webhookUrl.split('/').pop()!,
+  };
+  return {
+    label,
+    org,
+    admin,
+    token,
+    params,
+    team,
+    pipeline: { id: p.body.id, slug: p.body.slug, webhook_url: webhookUrl },
+    builds,
+    suite: { id: s.body.id, slug: s.body.slug },
+    suiteToken,
+    identifiers: [org.id, org.slug, admin.id, admin.email, team.id, p.body.id, p.body.slug, ...builds.map((b) => b.id), s.body.id, s.body.slug, runId, testId, tag],
+  };
+}
+
+/**
+ * A valid request body for each operation that takes one, aimed at tenant `t`. Every operation
+ * of the spec must be listed here (with `undefined` when it takes no body): a new operation
+ * without a fixture fails the completeness test, so the matrices stay complete.
+ */
+export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
+  getRoot: undefined,
+  getHealth: undefined,
+  getReadiness: undefined,
+  getOpenApiJson: undefined,
+  getOpenApiYaml: undefined,
+  getAccessToken: undefined,
+  revokeAccessToken: undefined,
+  getUser: undefined,
+  listOrganizations: undefined,
+  getOrganization: undefined,
+  listPipelines: undefined,
+  createPipeline: (t) => ({
+    name: `Made ${crypto.randomBytes(3).toString('hex')}`,
+    repository: 'git@github.com:acme/made.git',
+    configuration: 'steps:\n  - command: make\n',
+    teams: [t.team.id],
+  }),
+  getPipeline: undefined,
+  updatePipeline: () => ({ description: 'changed' }),
+  deletePipeline: undefined,
+  archivePipeline: undefined,
+  unarchivePipeline: undefined,
+  addPipelineWebhook: undefined,
+  listAllBuilds: undefined,
+  listOrganizationBuilds: undefined,
+  listPipelineBuilds: undefined,
+  createBuild: () => ({ commit: 'HEAD', branch: 'main', message: 'made', env: { A: '1' }, meta_data: { k: 'v' } }),
+  getBuild: undefined,
+  cancelBuild: undefined,
+  rebuildBuild: undefined,
+  uploadTestResults: () => ({ format: 'json', run_env: { key: `up-${crypto.randomBytes(3).toString('hex')}` }, data: [{ name: 'n', result: 'passed' }] }),
+  listSuites: undefined,
+  createSuite: (t) => ({ name: `Made ${crypto.randomBytes(3).toString('hex')}`, team_ids: [t.team.id] }),
+  getSuite: undefined,
+  updateSuite: () => ({ application_name: 'changed' }),
+  deleteSuite: undefined,
+  listFlakyTests: undefined,
+  listRuns: undefined,
+  getRun: undefined,
+  listFailedExecutions: undefined,
+  getTest: undefined,
+  deliverWebhook: () => ({ zen: 'Keep it logically awesome.', hook_id: 1 }),
+};
+
+/** Headers an operation needs besides its credential (the delivery's event header). */
+export const EXTRA_HEADERS: Record<string, Record<string, string>> = {
+  deliverWebhook: { 'X-GitHub-Event': 'ping' },
+};
+
+/** Sends `op` with a bearer token (when given) and the operation's fixture body. */
+export function send(ctx: TestContext, op: SpecOperation, path: string, token: string | undefined, body?: unknown) {
+  let req = ctx.http()[op.method](path);
+  if (token) req = req.set(auth(token));
+  for (const [k, v] of Object.entries(EXTRA_HEADERS[op.operationId] ?? {})) req = req.set(k, v);
+  if (body !== undefined) req = typeof body === 'string' ? req.set('Content-Type', 'application/json').send(body) : req.send(body as object);
+  return req;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The database, table by table
+
+/** Every table of the store except Knex's own bookkeeping. */
+export async function tableNames(ctx: TestContext): Promise<string[]> {
+  const db = ctx.services.db;
+  const rows: { name: string }[] =
+    ctx.kind === 'sqlite'
+      ? await db('sqlite_master').select('name').where({ type: 'table' }).andWhereNot('name', 'like', 'sqlite_%')
+      : (await db.raw('select table_name as name from information_schema.tables where table_schema = ? and table_type = ?', [ctx.schema ?? 'public', 'BASE TABLE'])).rows;
+  return rows
+    .map((r) => r.name)
+    .filter((n) => !n.startsWith('knex_'))
+    .sort();
+}
+
+/**
+ * Columns that make a row belong to the owner of the row they point at. Every table must have
+ * one, or be listed in OWNED_THROUGH_USER or be `organizations`/`users`, else ownedRows fails: a
+ * new table cannot silently escape the snapshot.
+ */
+const OWNER_COLUMNS: Record<string, string> = {
+  organization_id: 'organizations',
+  pipeline_id: 'pipelines',
+  build_id: 'builds',
+  suite_id: 'suites',
+  run_id: 'test_runs',
+  test_id: 'tests',
+  team_id: 'teams',
+  access_token_id: 'access_tokens',
+};
+/** Tables whose rows belong to the organizations their `user_id` is a member of. */
+const OWNED_THROUGH_USER = ['access_tokens'];
+
+function key(row: Record<string, unknown>): string {
+  return JSON.stringify(row, (_k, v) => (Buffer.isBuffer(v) ? v.toString('hex') : v));
+}
+const rowId = (row: Record<string, unknown>) => (row.id != null ? String(row.id) : key(row));
+
+/**
+ * The rows of every table that belong to organization `orgId`: its own row, its members' users
+ * and tokens, rows pointing at any of those and, transitively, rows pointing at those. Sorted
+ * JSON, so two snapshots compare byte for byte.
+ */
+export async function ownedRows(ctx: TestContext, orgId: string): Promise<Record<string, string[]>> {
+  const data: Record<string, Record<string, unknown>[]> = {};
+  for (const t of await tableNames(ctx)) data[t] = await ctx.services.db(t).select('*');
+  for (const [t, rows] of Object.entries(data)) {
+    const cols = Object.keys(rows[0] ?? {});
+    if (rows.length && !cols.some((c) => c in OWNER_COLUMNS) && !['organizations', 'users', ...OWNED_THROUGH_USER].includes(t)) {
+      throw new Error(`table ${t} has no column telling its owner: add it to OWNER_COLUMNS or OWNED_THROUGH_USER`);
+    }
+  }
+  const users = new Set(data.organization_members!.filter((m) => m.organization_id === orgId).map((m) => String(m.user_id)));
+  const owned: Record<string, Set<string>> = { organizations: new Set([orgId]), users };
+  for (const t of OWNED_THROUGH_USER) owned[t] = new Set(data[t]!.filter((r) => users.has(String(r.user_id))).map(rowId));
+  // Follow references until nothing new is found (the chains are a few links long).
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const [t, rows] of Object.entries(data)) {
+      for (const row of rows) {
+        const mine = Object.entries(OWNER_COLUMNS).some(([col, target]) => row[col] != null && owned[target]?.has(String(row[col])));
+        const set = (owned[t] ??= new Set());
+        if (mine && !set.has(rowId(row))) {
+          set.add(rowId(row));
+          changed = true;
+        }
+      }
+    }
+  }
+  return Object.fromEntries(Object.entries(data).map(([t, rows]) => [t, rows.filter((r) => owned[t]?.has(rowId(r))).map(key).sort()]));
+}
