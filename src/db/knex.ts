@@ -103,6 +103,11 @@ export function createKnex(opts: DatabaseOptions): Knex {
             conn.pragma('journal_mode = WAL');
             conn.pragma('synchronous = NORMAL');
             conn.pragma('foreign_keys = ON');
+            // The default page cache is 2 MB: with a million builds most index pages then come
+            // from the OS through a read() each. 64 MiB of cache plus reads through a 256 MiB
+            // memory map halved a random get-a-build's query time on the 1M-build bench database.
+            conn.pragma('cache_size = -65536');
+            conn.pragma('mmap_size = 268435456');
             // Another process holding the lock (a second server, the CLI) is waited for, not failed.
             conn.pragma('busy_timeout = 5000');
             done(null, conn);
