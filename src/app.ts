@@ -15,6 +15,7 @@ import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
 import { errorHandler } from './http/error-handler';
 import { NotFoundError } from './http/errors';
 import { requestLogger, type Logger } from './http/logger';
+import { cacheRouteRegexps } from './http/route-regexp-cache';
 import type { OrganizationRepository } from './organizations/repository';
 import { organizationRoutes } from './organizations/routes';
 import { pipelineRoutes } from './pipelines/routes';
@@ -107,6 +108,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use('/v2', authenticate(deps.tokens));
   app.use(guardRouter(guardsFromSpec(spec.doc)));
+  cacheRouteRegexps();
   app.use(
     OpenApiValidator.middleware({
       apiSpec: structuredClone(spec.doc) as never,

@@ -1,0 +1,36 @@
+/**
+ * express-openapi-validator (5.6.2, the latest) finds a request's operation by compiling every
+ * documented route with path-to-regexp on every request (`lookupRoute` in its
+ * openapi.metadata.js) and keeps none of the results. With this API's ~40 routes that was about
+ * 12% of the CPU of a get-a-build request. It looks `pathToRegexp` up on the module object at
+ * each call, so memoizing that export of the very module instance it loads fixes it without
+ * touching the library. The routes are a fixed set (the spec's paths), so the cache is bounded
+ * by them; anything unusual (non-string path, options with other values) is passed through.
+ */
+import { createRequire } from 'node:module';
+
+type PathToRegexp = (path: unknown, options?: Record<string, unknown>) => unknown;
+
+let installed = false;
+
+export function cacheRouteRegexps(): void {
+  if (installed) return;
+  installed = true;
+  const fromValidator = createRequire(require.resolve('express-openapi-validator'));
+  const mod = fromValidator('path-to-regexp') as { pathToRegexp: PathToRegexp };
+  const compile = mod.pathToRegexp;
+  const cache = new Map<string, unknown>();
+  const MAX = 1000;
+  mod.pathToRegexp = (path, options) => {
+    const opts = options ?? {};
+    const simple = typeof path === 'string' && Object.values(opts).every((v) => typeof v === 'boolean' || v === undefined);
+    if (!simple) return compile(path, options);
+    const key = `${JSON.stringify(opts)} ${path}`;
+    let compiled = cache.get(key);
+    if (compiled === undefined) {
+      compiled = compile(path, options);
+      if (cache.size < MAX) cache.set(key, compiled);
+    }
+    return compiled;
+  };
+}
