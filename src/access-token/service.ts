@@ -46,9 +46,11 @@ const ISSUER = 'windsock';
 
 export class AccessTokenService {
   /**
-   * Principals by token id, for `cacheMs`: the token row and memberships are read once per
-   * window instead of on every request. A revocation through this process takes effect at once;
-   * one made by another process (the CLI, a second server) within `cacheMs`.
+   * Principals by the exact bearer string, for `cacheMs`: the signature is checked and the token
+   * row and memberships are read once per window instead of on every request (a string that
+   * verified once verifies again: the key never changes while the process runs; the expiry is
+   * checked on every use). A revocation through this process takes effect at once; one made by
+   * another process (the CLI, a second server) within `cacheMs`.
    */
   private readonly cache = new Map<string, { principal: Principal; until: number }>();
 
@@ -100,6 +102,9 @@ export class AccessTokenService {
 
   /** The principal behind a bearer token, or UnauthorizedError. */
   async authenticate(bearer: string): Promise<Principal> {
+    const now = Date.now();
+    const cached = this.cache.get(bearer);
+    if (cached && cached.until > now && cached.principal.token.expiresAt.getTime() > now) return cached.principal;
     let claims: jwt.JwtPayload;
     try {
       const decoded = jwt.verify(bearer, this.keys.jwt, { algorithms: ['HS256'], issuer: ISSUER });
@@ -111,13 +116,10 @@ export class AccessTokenService {
     if (typeof claims.exp !== 'number' || typeof claims.jti !== 'string' || typeof claims.sub !== 'string') {
       throw new UnauthorizedError('invalid token');
     }
-    const now = Date.now();
-    const cached = this.cache.get(claims.jti);
-    if (cached && cached.until > now && cached.principal.token.expiresAt.getTime() > now) return cached.principal;
     const principal = await this.load(claims.jti, claims.sub);
     if (this.cacheMs > 0) {
       if (this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(claims.jti, { principal, until: now + this.cacheMs });
+      this.cache.set(bearer, { principal, until: now + this.cacheMs });
     }
     return principal;
   }
@@ -166,7 +168,7 @@ export class AccessTokenService {
   }
 
   async revoke(tokenId: string): Promise<boolean> {
-    this.cache.delete(tokenId);
+    for (const [bearer, { principal }] of this.cache) if (principal.token.id === tokenId) this.cache.delete(bearer);
     const n = await this.db('access_tokens').where({ id: tokenId }).whereNull('revoked_at').update({ revoked_at: new Date() });
     return n > 0;
   }
