@@ -3,6 +3,7 @@
  * start with a message naming the setting. Nothing else in the code reads process.env.
  */
 import path from 'node:path';
+import type { RateLimitSettings } from './http/rate-limit';
 
 export interface Config {
   port: number;
@@ -23,6 +24,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** How long an authenticated token's row and memberships are reused before being read again. */
   tokenCacheMs: number;
+  /** Requests per minute per organization, and failed authentications per minute per address (0: off). */
+  rateLimits: RateLimitSettings;
   github: { apiUrl: string | undefined; token: string | undefined };
   githubEnterprise: { apiUrl: string | undefined; token: string | undefined };
 }
@@ -106,6 +109,10 @@ export function loadConfig(env: Env = process.env): Config {
     validateResponses: bool(env, 'VALIDATE_RESPONSES', false),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     tokenCacheMs: int(env, 'TOKEN_CACHE_MS', 1000, 0, 60_000),
+    rateLimits: {
+      perOrganization: int(env, 'RATE_LIMIT_PER_MINUTE', 200, 0, 1_000_000_000),
+      failedAuthPerAddress: int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 60, 0, 1_000_000_000),
+    },
     github: { apiUrl: url(env, 'GITHUB_API_URL', undefined), token: env.GITHUB_TOKEN || undefined },
     githubEnterprise: {
       apiUrl: url(env, 'GITHUB_ENTERPRISE_API_URL', undefined),

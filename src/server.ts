@@ -41,6 +41,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     suites: services.suites,
     uploads: services.uploads,
     deliveries: services.deliveries,
+    rateLimiter: services.rateLimiter,
     isAccepting: () => accepting,
   });
   const server = http.createServer(app);

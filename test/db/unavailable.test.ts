@@ -30,6 +30,7 @@ describe('an unreachable database', () => {
       suites: services.suites,
       uploads: services.uploads,
       deliveries: services.deliveries,
+      rateLimiter: services.rateLimiter,
     });
     // A well-signed token, so the request reaches the database lookup.
     const { default: jwt } = await import('jsonwebtoken');
