@@ -60,6 +60,8 @@ export function createApp(deps: AppDeps): express.Express {
     // validator's type coercion; pin the parsed object so coerced values stick.
     Object.defineProperty(req, 'query', { value: { ...req.query }, writable: true, configurable: true, enumerable: true });
     res.setHeader('Access-Control-Expose-Headers', 'Link, RateLimit-Scope, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id');
+    // Shutting down: keep-alive clients reconnect (to another instance) after this response.
+    if (deps.isAccepting && !deps.isAccepting()) res.setHeader('Connection', 'close');
     next();
   });
   // The upload API: its suite token is checked before the body is read, and its body gets its

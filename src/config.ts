@@ -22,6 +22,8 @@ export interface Config {
   /** Validate responses against the spec too (always on in tests). */
   validateResponses: boolean;
   shutdownTimeoutMs: number;
+  /** On SIGTERM, how long to keep serving (readiness 503, `Connection: close`) before the listener closes. */
+  shutdownDelayMs: number;
   /** How long an authenticated token's row and memberships are reused before being read again. */
   tokenCacheMs: number;
   /** Requests per minute per organization, and failed authentications per minute per address (0: off). */
@@ -95,6 +97,12 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
 
+  const shutdownTimeoutMs = int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000);
+  const shutdownDelayMs = int(env, 'SHUTDOWN_DELAY_MS', 0, 0, 600_000);
+  if (shutdownDelayMs > 0 && shutdownDelayMs >= shutdownTimeoutMs) {
+    throw new ConfigError(`SHUTDOWN_DELAY_MS (${shutdownDelayMs}) must be less than SHUTDOWN_TIMEOUT_MS (${shutdownTimeoutMs})`);
+  }
+
   return {
     port,
     host,
@@ -107,7 +115,8 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     uploadBodyLimitBytes: int(env, 'UPLOAD_BODY_LIMIT_BYTES', 64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     validateResponses: bool(env, 'VALIDATE_RESPONSES', false),
-    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    shutdownTimeoutMs,
+    shutdownDelayMs,
     tokenCacheMs: int(env, 'TOKEN_CACHE_MS', 1000, 0, 60_000),
     rateLimits: {
       perOrganization: int(env, 'RATE_LIMIT_PER_MINUTE', 200, 0, 1_000_000_000),
