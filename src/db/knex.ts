@@ -97,14 +97,15 @@ export function createKnex(opts: DatabaseOptions): Knex {
         max: 1,
         afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void) {
           try {
-            cachePreparedStatements(conn);
+            cachePreparedStatements(conn, failFastWhileLocked(conn));
             // WAL: readers never block the writer. NORMAL is durable across process crashes in
             // WAL mode (only an OS crash can lose the last commits), and much faster than FULL.
             conn.pragma('journal_mode = WAL');
             conn.pragma('synchronous = NORMAL');
             conn.pragma('foreign_keys = ON');
-            // Another process holding the lock (a second server, the CLI) is waited for, not failed.
-            conn.pragma('busy_timeout = 5000');
+            // Another process holding the lock (a second server, the CLI) is waited for, not failed;
+            // see failFastWhileLocked for one that holds it for long.
+            conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
             done(null, conn);
           } catch (err) {
             done(err as Error, conn);
@@ -135,6 +136,7 @@ export function createKnex(opts: DatabaseOptions): Knex {
 
 interface SqliteStatement {
   reader: boolean;
+  run(...bindings: unknown[]): unknown;
   raw(on: boolean): SqliteStatement;
   columns(): { name: string }[];
   all(...bindings: unknown[]): unknown[];
@@ -151,7 +153,7 @@ interface SqliteConnection {
  * hot read. Statements are reusable (Knex runs each to completion and sets no per-statement
  * options we use), so keep the most recent ones per connection, keyed by SQL text.
  */
-function cachePreparedStatements(conn: SqliteConnection, max = 500): void {
+function cachePreparedStatements(conn: SqliteConnection, wrap: (s: SqliteStatement) => SqliteStatement, max = 500): void {
   const prepare = conn.prepare.bind(conn);
   const cache = new Map<string, SqliteStatement>();
   conn.prepare = (sql: string) => {
@@ -159,10 +161,47 @@ function cachePreparedStatements(conn: SqliteConnection, max = 500): void {
     if (statement) {
       cache.delete(sql); // re-insert: most recently used last
     } else {
-      statement = rowsAsLiterals(prepare(sql));
+      statement = wrap(rowsAsLiterals(prepare(sql)));
       if (cache.size >= max) cache.delete(cache.keys().next().value!);
     }
     cache.set(sql, statement);
+    return statement;
+  };
+}
+
+/** How long a write waits for another process's write lock. */
+const BUSY_TIMEOUT_MS = 1000;
+/** After a wait in vain, how long writes fail at once instead of waiting again. */
+const FAIL_FAST_MS = 2000;
+
+/**
+ * better-sqlite3 waits for a lock synchronously: the whole process stands still meanwhile, so a
+ * lock held for long by another process (a stuck CLI, a backup) would stall every request, reads
+ * and liveness included, one busy_timeout after another. Once a statement has waited in vain
+ * (SQLITE_BUSY, answered 503), writes stop waiting for FAIL_FAST_MS (busy_timeout 0, also 503);
+ * reads go on, as WAL lets them. Then one write waits again, and so on until the lock is gone.
+ */
+function failFastWhileLocked(conn: SqliteConnection): (s: SqliteStatement) => SqliteStatement {
+  let until = 0;
+  return (statement) => {
+    for (const method of ['run', 'all', 'get'] as const) {
+      const call = statement[method].bind(statement);
+      statement[method] = (...bindings: unknown[]) => {
+        if (until !== 0 && Date.now() >= until) {
+          conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+          until = 0;
+        }
+        try {
+          return call(...bindings) as never;
+        } catch (err) {
+          if (until === 0 && String((err as { code?: string }).code).startsWith('SQLITE_BUSY')) {
+            conn.pragma('busy_timeout = 0');
+            until = Date.now() + FAIL_FAST_MS;
+          }
+          throw err;
+        }
+      };
+    }
     return statement;
   };
 }
@@ -200,12 +239,20 @@ export async function migrateLatest(knex: Knex): Promise<void> {
   await knex.migrate.latest({ migrationSource });
 }
 
+/**
+ * node-pg's own failures of a connection carry no code, only these fixed messages (client.js):
+ * the server went away, the client is broken, or connecting timed out. Knex prefixes the one of a
+ * failed transaction's ROLLBACK with `ROLLBACK - `.
+ */
+const PG_CONNECTION_LOST = /^(ROLLBACK - )?(Connection terminated( unexpectedly)?|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|timeout expired|Query read timeout)$/;
+
 /** Whether an error says the database cannot be reached (as opposed to a bad query). */
 export function isUnavailableError(err: unknown): boolean {
   const e = err as { code?: string; name?: string; message?: string } | null;
   if (!e) return false;
   if (e.name === 'KnexTimeoutError') return true;
   const code = e.code ?? '';
+  if (!code && PG_CONNECTION_LOST.test(e.message ?? '')) return true;
   return (
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_CANTOPEN'].includes(code) ||
     code.startsWith('SQLITE_BUSY') ||

@@ -12,6 +12,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Knex } from 'knex';
 import type { Principal } from '../access-token/service';
+import { isUnavailableError } from '../db/knex';
 import { RateLimitedError, UnauthorizedError } from './errors';
 
 export interface RateLimitSettings {
@@ -117,7 +118,16 @@ export function rateLimit(limiter: RateLimiter) {
       }
     }
     const scope = org ? 'rest' : 'rest_user';
-    const { count, resetSeconds } = await limiter.hit(org ? `org:${org}` : `user:${principal.user.id}`);
+    let hit: Hit;
+    try {
+      hit = await limiter.hit(org ? `org:${org}` : `user:${principal.user.id}`);
+    } catch (err) {
+      // The counters are unreachable (the database is down or write-locked): let the request
+      // through unlimited; it answers 503 itself if it needs the database.
+      if (isUnavailableError(err)) return next();
+      throw err;
+    }
+    const { count, resetSeconds } = hit;
     res.setHeader('RateLimit-Scope', scope);
     res.setHeader('RateLimit-Limit', String(limit));
     res.setHeader('RateLimit-Remaining', String(Math.max(0, limit - count)));
