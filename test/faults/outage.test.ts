@@ -94,7 +94,7 @@ async function freePort(): Promise<number> {
 
 /** A Postgres cluster of the test's own, run as the current user (or `postgres` when root: initdb refuses root). */
 class Cluster {
-  readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-pg-'));
+  dir = '';
   port = 0;
   private readonly bin = (fs.existsSync('/usr/lib/postgresql') ? fs.readdirSync('/usr/lib/postgresql').sort().reverse() : []).map((v) => `/usr/lib/postgresql/${v}/bin`).find((b) => fs.existsSync(`${b}/initdb`));
 
@@ -109,6 +109,7 @@ class Cluster {
   }
 
   async init() {
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-pg-'));
     if (process.getuid?.() === 0) execFileSync('chown', ['postgres', this.dir]);
     this.port = await freePort();
     this.run('initdb', ['-D', `${this.dir}/data`, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
@@ -123,6 +124,7 @@ class Cluster {
   }
 
   destroy() {
+    if (!this.dir) return;
     try {
       this.stop('immediate');
     } catch {
@@ -220,7 +222,6 @@ describe('database outage', () => {
       expect((await fetch(`${url}/readyz`)).status).toBe(200);
       report('outage [postgres]', { before: summary(before), stopping: summary(during), stopped: summary(outage), ...recovery });
     } finally {
-      if (process.env.FAULTS_DUMP) fs.writeFileSync(process.env.FAULTS_DUMP, service?.output() ?? '');
       await stopService(service);
       cluster.destroy();
     }
