@@ -241,10 +241,10 @@ export async function migrateLatest(knex: Knex): Promise<void> {
 
 /**
  * node-pg's own failures of a connection carry no code, only these fixed messages (client.js):
- * the server went away, the client is broken, or connecting timed out. Knex prefixes the one of a
- * failed transaction's ROLLBACK with `ROLLBACK - `.
+ * the server went away, the client is broken, or connecting timed out. Knex prefixes the message
+ * with the statement that failed and ` - ` (`COMMIT; - Connection terminated unexpectedly`).
  */
-const PG_CONNECTION_LOST = /^(ROLLBACK - )?(Connection terminated( unexpectedly)?|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|timeout expired|Query read timeout)$/;
+const PG_CONNECTION_LOST = /(^| - )(Connection terminated( unexpectedly)?|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|timeout expired|Query read timeout)$/;
 
 /** Whether an error says the database cannot be reached (as opposed to a bad query). */
 export function isUnavailableError(err: unknown): boolean {

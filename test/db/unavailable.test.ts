@@ -53,6 +53,8 @@ describe('an unreachable database', () => {
     expect(isUnavailableError(new Error('Connection terminated unexpectedly'))).toBe(true);
     expect(isUnavailableError(new Error('ROLLBACK - Client has encountered a connection error and is not queryable'))).toBe(true);
     expect(isUnavailableError(new Error('timeout expired'))).toBe(true);
+    expect(isUnavailableError(new Error('select * from "jobs" where "build_id" in ($1) - Connection terminated unexpectedly'))).toBe(true);
+    expect(isUnavailableError(new Error('COMMIT; - Connection terminated unexpectedly'))).toBe(true);
     expect(isUnavailableError({ code: '42601', message: 'Connection terminated' })).toBe(false);
     expect(isUnavailableError({ code: '23505' })).toBe(false);
     expect(isUnavailableError(new Error('syntax error'))).toBe(false);
