@@ -194,7 +194,9 @@ function failFastWhileLocked(conn: SqliteConnection): (s: SqliteStatement) => Sq
         try {
           return call(...bindings) as never;
         } catch (err) {
-          if (until === 0 && String((err as { code?: string }).code).startsWith('SQLITE_BUSY')) {
+          // Plain SQLITE_BUSY: the busy_timeout ran out (not SQLITE_BUSY_SNAPSHOT, which is
+          // answered at once when a read transaction tries to write after another writer).
+          if (until === 0 && (err as { code?: string }).code === 'SQLITE_BUSY') {
             conn.pragma('busy_timeout = 0');
             until = Date.now() + FAIL_FAST_MS;
           }
