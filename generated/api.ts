@@ -1540,10 +1540,17 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description Too many requests for the organization in the current window. */
+        /**
+         * @description Too many requests for the organization (or user) in the current window, or too many failed
+         *     authentications from the client's address (`scope` `authentication`).
+         */
         RateLimited: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
+                "RateLimit-Scope": components["headers"]["RateLimitScope"];
+                "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-Reset": components["headers"]["RateLimitReset"];
                 [name: string]: unknown;
             };
             content: {
@@ -1608,6 +1615,14 @@ export interface components {
         Link: string;
         /** @description Seconds to wait before trying again. */
         RetryAfter: number;
+        /** @description `rest` (the organization's budget), `rest_user` (the user's, outside organizations) or `authentication`. */
+        RateLimitScope: string;
+        /** @description Requests allowed in the window. */
+        RateLimitLimit: number;
+        /** @description Requests left in the window. */
+        RateLimitRemaining: number;
+        /** @description Seconds until the window resets. */
+        RateLimitReset: number;
     };
     pathItems: never;
 }
@@ -2393,6 +2408,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -192,6 +192,9 @@ async function service(): Promise<void> {
     DATABASE_URL: process.env.BENCH_DATABASE_URL,
     JWT_SECRET: process.env.BENCH_JWT_SECRET,
     VALIDATE_RESPONSES: 'false',
+    // Limits on, so their per-request cost is measured, with a budget the load never reaches
+    // (BENCH_RATE_LIMIT=0 turns them off, to compare).
+    RATE_LIMIT_PER_MINUTE: process.env.BENCH_RATE_LIMIT ?? '1000000000',
   });
   // The first-start bootstrap prints a token for its own organization; not ours, so not shown.
   const running = await startServer(config, fs.createWriteStream('/dev/null'));

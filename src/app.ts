@@ -14,6 +14,7 @@ import type { DeliveryService } from './deliveries/service';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
 import { errorHandler } from './http/error-handler';
 import { NotFoundError } from './http/errors';
+import { countFailedAuthentication, rateLimit, refuseBlockedAddresses, type RateLimiter } from './http/rate-limit';
 import { requestLogger, type Logger } from './http/logger';
 import { cacheRouteRegexps } from './http/route-regexp-cache';
 import type { OrganizationRepository } from './organizations/repository';
@@ -41,6 +42,7 @@ export interface AppDeps {
   suites: SuiteService;
   uploads: UploadService;
   deliveries: DeliveryService;
+  rateLimiter: RateLimiter;
   /** false once shutdown has begun: readiness turns 503 so load balancers stop sending. */
   isAccepting?: () => boolean;
 }
@@ -59,11 +61,13 @@ export function createApp(deps: AppDeps): express.Express {
     // validator's type coercion; pin the parsed object so coerced values stick.
     Object.defineProperty(req, 'query', { value: { ...req.query }, writable: true, configurable: true, enumerable: true });
     res.setHeader('Access-Control-Expose-Headers', 'Link, RateLimit-Scope, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id');
+    // Shutting down: keep-alive clients reconnect (to another instance) after this response.
+    if (deps.isAccepting && !deps.isAccepting()) res.setHeader('Connection', 'close');
     next();
   });
   // The upload API: its suite token is checked before the body is read, and its body gets its
   // own, larger limit (the general parser below skips a body already parsed).
-  app.post(UPLOADS_PATH, uploadAuth(deps.uploads), express.json({ limit: deps.uploadBodyLimitBytes }));
+  app.post(UPLOADS_PATH, refuseBlockedAddresses(deps.rateLimiter), uploadAuth(deps.uploads), express.json({ limit: deps.uploadBodyLimitBytes }));
   const jsonTypes = ['application/json', 'application/*+json'];
   // Webhook deliveries are signed over the exact bytes sent, so their parser keeps them; no other
   // route pays for that. A body parsed here is skipped by the general parser below.
@@ -106,7 +110,7 @@ export function createApp(deps: AppDeps): express.Express {
     res.type('application/yaml').send(spec.yaml);
   });
 
-  app.use('/v2', authenticate(deps.tokens));
+  app.use('/v2', refuseBlockedAddresses(deps.rateLimiter), authenticate(deps.tokens), rateLimit(deps.rateLimiter));
   app.use(guardRouter(guardsFromSpec(spec.doc)));
   cacheRouteRegexps();
   app.use(
@@ -133,6 +137,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(() => {
     throw new NotFoundError('route');
   });
+  app.use(countFailedAuthentication(deps.rateLimiter));
   app.use(errorHandler(deps.logger));
   return app;
 }

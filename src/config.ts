@@ -3,6 +3,7 @@
  * start with a message naming the setting. Nothing else in the code reads process.env.
  */
 import path from 'node:path';
+import type { RateLimitSettings } from './http/rate-limit';
 
 export interface Config {
   port: number;
@@ -21,8 +22,12 @@ export interface Config {
   /** Validate responses against the spec too (always on in tests). */
   validateResponses: boolean;
   shutdownTimeoutMs: number;
+  /** On SIGTERM, how long to keep serving (readiness 503, `Connection: close`) before the listener closes. */
+  shutdownDelayMs: number;
   /** How long an authenticated token's row and memberships are reused before being read again. */
   tokenCacheMs: number;
+  /** Requests per minute per organization, and failed authentications per minute per address (0: off). */
+  rateLimits: RateLimitSettings;
   github: { apiUrl: string | undefined; token: string | undefined };
   githubEnterprise: { apiUrl: string | undefined; token: string | undefined };
 }
@@ -92,6 +97,12 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
 
+  const shutdownTimeoutMs = int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000);
+  const shutdownDelayMs = int(env, 'SHUTDOWN_DELAY_MS', 0, 0, 600_000);
+  if (shutdownDelayMs > 0 && shutdownDelayMs >= shutdownTimeoutMs) {
+    throw new ConfigError(`SHUTDOWN_DELAY_MS (${shutdownDelayMs}) must be less than SHUTDOWN_TIMEOUT_MS (${shutdownTimeoutMs})`);
+  }
+
   return {
     port,
     host,
@@ -104,8 +115,13 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     uploadBodyLimitBytes: int(env, 'UPLOAD_BODY_LIMIT_BYTES', 64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     validateResponses: bool(env, 'VALIDATE_RESPONSES', false),
-    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    shutdownTimeoutMs,
+    shutdownDelayMs,
     tokenCacheMs: int(env, 'TOKEN_CACHE_MS', 1000, 0, 60_000),
+    rateLimits: {
+      perOrganization: int(env, 'RATE_LIMIT_PER_MINUTE', 200, 0, 1_000_000_000),
+      failedAuthPerAddress: int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 60, 0, 1_000_000_000),
+    },
     github: { apiUrl: url(env, 'GITHUB_API_URL', undefined), token: env.GITHUB_TOKEN || undefined },
     githubEnterprise: {
       apiUrl: url(env, 'GITHUB_ENTERPRISE_API_URL', undefined),

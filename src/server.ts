@@ -41,6 +41,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     suites: services.suites,
     uploads: services.uploads,
     deliveries: services.deliveries,
+    rateLimiter: services.rateLimiter,
     isAccepting: () => accepting,
   });
   const server = http.createServer(app);
@@ -76,10 +77,15 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
+      const started = Date.now();
+      // From now on readiness answers 503 and every response closes its connection, so load
+      // balancers and keep-alive clients go elsewhere while the listener stays open for the delay.
       accepting = false;
+      if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
       const done = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const deadline = setTimeout(() => server.closeAllConnections(), config.shutdownTimeoutMs);
+      // The deadline counts from the signal: requests still running then are cut off.
+      const deadline = setTimeout(() => server.closeAllConnections(), Math.max(0, config.shutdownTimeoutMs - (Date.now() - started)));
       await done;
       clearTimeout(deadline);
       await services.db.destroy();

@@ -10,6 +10,7 @@ import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './deliveries/service';
 import type { Logger } from './http/logger';
+import { RateLimiter, type RateLimitSettings } from './http/rate-limit';
 import { OrganizationRepository } from './organizations/repository';
 import { gitHubHooks } from './pipelines/github';
 import { PipelineRepository } from './pipelines/repository';
@@ -33,6 +34,7 @@ export interface Services {
   suites: SuiteService;
   uploads: UploadService;
   deliveries: DeliveryService;
+  rateLimiter: RateLimiter;
 }
 
 export interface ServiceOptions {
@@ -44,6 +46,10 @@ export interface ServiceOptions {
   logger: Logger;
   /** See AccessTokenService; default 1000. */
   tokenCacheMs?: number;
+  /** Default: no limits. */
+  rateLimits?: RateLimitSettings;
+  /** The rate limiter's clock (tests). */
+  now?: () => number;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -67,6 +73,7 @@ export function createServices(o: ServiceOptions): Services {
     suites: new SuiteService(suites, new SuiteResultsRepository(db), orgs),
     uploads: new UploadService(suites, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, orgs, o.publicUrl),
+    rateLimiter: new RateLimiter(db, o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 }, o.now),
   };
 }
 
@@ -80,5 +87,6 @@ export function servicesFromConfig(config: Config, logger: Logger): Services {
     githubEnterprise: config.githubEnterprise,
     logger,
     tokenCacheMs: config.tokenCacheMs,
+    rateLimits: config.rateLimits,
   });
 }

@@ -6,6 +6,12 @@ describe('config', () => {
     expect(c).toMatchObject({ port: 8080, host: '127.0.0.1', databaseKind: 'sqlite', publicUrl: 'http://127.0.0.1:8080', logLevel: 'info' });
     expect(c.databaseUrl).toMatch(/data\/windsock\.sqlite3$/);
     expect(c.jwtSecret).toBeUndefined();
+    expect(c).toMatchObject({ rateLimits: { perOrganization: 200, failedAuthPerAddress: 60 }, shutdownTimeoutMs: 10_000, shutdownDelayMs: 0 });
+  });
+
+  it('reads the rate limits and the shutdown delay', () => {
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '0', AUTH_FAILURE_LIMIT_PER_MINUTE: '5' }).rateLimits).toEqual({ perOrganization: 0, failedAuthPerAddress: 5 });
+    expect(loadConfig({ SHUTDOWN_DELAY_MS: '5000', SHUTDOWN_TIMEOUT_MS: '20000' })).toMatchObject({ shutdownDelayMs: 5000, shutdownTimeoutMs: 20000 });
   });
 
   it('recognises Postgres and SQLite database URLs', () => {
@@ -23,6 +29,9 @@ describe('config', () => {
     [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
     [{ VALIDATE_RESPONSES: 'maybe' }, /VALIDATE_RESPONSES/],
     [{ GITHUB_API_URL: 'nope' }, /GITHUB_API_URL/],
+    [{ RATE_LIMIT_PER_MINUTE: '-1' }, /RATE_LIMIT_PER_MINUTE/],
+    [{ AUTH_FAILURE_LIMIT_PER_MINUTE: 'lots' }, /AUTH_FAILURE_LIMIT_PER_MINUTE/],
+    [{ SHUTDOWN_DELAY_MS: '10000' }, /SHUTDOWN_DELAY_MS/],
   ])('refuses %j naming the setting', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);

@@ -97,7 +97,7 @@ export function createKnex(opts: DatabaseOptions): Knex {
         max: 1,
         afterCreate(conn: SqliteConnection, done: (err: Error | null, conn: unknown) => void) {
           try {
-            cachePreparedStatements(conn);
+            cachePreparedStatements(conn, failFastWhileLocked(conn));
             // WAL: readers never block the writer. NORMAL is durable across process crashes in
             // WAL mode (only an OS crash can lose the last commits), and much faster than FULL.
             conn.pragma('journal_mode = WAL');
@@ -108,8 +108,9 @@ export function createKnex(opts: DatabaseOptions): Knex {
             // memory map halved a random get-a-build's query time on the 1M-build bench database.
             conn.pragma('cache_size = -65536');
             conn.pragma('mmap_size = 268435456');
-            // Another process holding the lock (a second server, the CLI) is waited for, not failed.
-            conn.pragma('busy_timeout = 5000');
+            // Another process holding the lock (a second server, the CLI) is waited for, not failed;
+            // see failFastWhileLocked for one that holds it for long.
+            conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
             done(null, conn);
           } catch (err) {
             done(err as Error, conn);
@@ -140,6 +141,7 @@ export function createKnex(opts: DatabaseOptions): Knex {
 
 interface SqliteStatement {
   reader: boolean;
+  run(...bindings: unknown[]): unknown;
   raw(on: boolean): SqliteStatement;
   columns(): { name: string }[];
   all(...bindings: unknown[]): unknown[];
@@ -156,7 +158,7 @@ interface SqliteConnection {
  * hot read. Statements are reusable (Knex runs each to completion and sets no per-statement
  * options we use), so keep the most recent ones per connection, keyed by SQL text.
  */
-function cachePreparedStatements(conn: SqliteConnection, max = 500): void {
+function cachePreparedStatements(conn: SqliteConnection, wrap: (s: SqliteStatement) => SqliteStatement, max = 500): void {
   const prepare = conn.prepare.bind(conn);
   const cache = new Map<string, SqliteStatement>();
   conn.prepare = (sql: string) => {
@@ -164,10 +166,49 @@ function cachePreparedStatements(conn: SqliteConnection, max = 500): void {
     if (statement) {
       cache.delete(sql); // re-insert: most recently used last
     } else {
-      statement = rowsAsLiterals(prepare(sql));
+      statement = wrap(rowsAsLiterals(prepare(sql)));
       if (cache.size >= max) cache.delete(cache.keys().next().value!);
     }
     cache.set(sql, statement);
+    return statement;
+  };
+}
+
+/** How long a write waits for another process's write lock. */
+const BUSY_TIMEOUT_MS = 1000;
+/** After a wait in vain, how long writes fail at once instead of waiting again. */
+const FAIL_FAST_MS = 2000;
+
+/**
+ * better-sqlite3 waits for a lock synchronously: the whole process stands still meanwhile, so a
+ * lock held for long by another process (a stuck CLI, a backup) would stall every request, reads
+ * and liveness included, one busy_timeout after another. Once a statement has waited in vain
+ * (SQLITE_BUSY, answered 503), writes stop waiting for FAIL_FAST_MS (busy_timeout 0, also 503);
+ * reads go on, as WAL lets them. Then one write waits again, and so on until the lock is gone.
+ */
+function failFastWhileLocked(conn: SqliteConnection): (s: SqliteStatement) => SqliteStatement {
+  let until = 0;
+  return (statement) => {
+    for (const method of ['run', 'all', 'get'] as const) {
+      const call = statement[method].bind(statement);
+      statement[method] = (...bindings: unknown[]) => {
+        if (until !== 0 && Date.now() >= until) {
+          conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+          until = 0;
+        }
+        try {
+          return call(...bindings) as never;
+        } catch (err) {
+          // Plain SQLITE_BUSY: the busy_timeout ran out (not SQLITE_BUSY_SNAPSHOT, which is
+          // answered at once when a read transaction tries to write after another writer).
+          if (until === 0 && (err as { code?: string }).code === 'SQLITE_BUSY') {
+            conn.pragma('busy_timeout = 0');
+            until = Date.now() + FAIL_FAST_MS;
+          }
+          throw err;
+        }
+      };
+    }
     return statement;
   };
 }
@@ -205,12 +246,20 @@ export async function migrateLatest(knex: Knex): Promise<void> {
   await knex.migrate.latest({ migrationSource });
 }
 
+/**
+ * node-pg's own failures of a connection carry no code, only these fixed messages (client.js):
+ * the server went away, the client is broken, or connecting timed out. Knex prefixes the message
+ * with the statement that failed and ` - ` (`COMMIT; - Connection terminated unexpectedly`).
+ */
+const PG_CONNECTION_LOST = /(^| - )(Connection terminated( unexpectedly)?|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|timeout expired|Query read timeout)$/;
+
 /** Whether an error says the database cannot be reached (as opposed to a bad query). */
 export function isUnavailableError(err: unknown): boolean {
   const e = err as { code?: string; name?: string; message?: string } | null;
   if (!e) return false;
   if (e.name === 'KnexTimeoutError') return true;
   const code = e.code ?? '';
+  if (!code && PG_CONNECTION_LOST.test(e.message ?? '')) return true;
   return (
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_CANTOPEN'].includes(code) ||
     code.startsWith('SQLITE_BUSY') ||

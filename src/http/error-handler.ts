@@ -13,6 +13,7 @@ import {
   FieldError,
   ForbiddenError,
   NotFoundError,
+  RateLimitedError,
   SuiteTokenError,
   SignatureError,
   UnauthorizedError,
@@ -88,6 +89,10 @@ export function errorHandler(logger: Logger) {
       if (err instanceof UnauthorizedError) {
         res.setHeader('WWW-Authenticate', 'Bearer');
         return send(401, { message: AUTH_MESSAGE });
+      }
+      if (err instanceof RateLimitedError) {
+        res.setHeader('Retry-After', String(err.resetSeconds));
+        return send(429, { message: err.message, scope: err.scope, limit: err.limit, current: err.current, reset: err.resetSeconds });
       }
       if (err instanceof UnavailableError) {
         res.setHeader('Retry-After', String(err.retryAfterSeconds));

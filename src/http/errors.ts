@@ -57,3 +57,16 @@ export class UnavailableError extends DomainError {
     super(message);
   }
 }
+
+/** 429, with the body and headers of the real API. */
+export class RateLimitedError extends DomainError {
+  constructor(
+    readonly scope: string,
+    readonly limit: number,
+    readonly current: number,
+    readonly resetSeconds: number,
+    message = `You have exceeded your API rate limit. Please wait ${resetSeconds} seconds before making more requests.`,
+  ) {
+    super(message);
+  }
+}

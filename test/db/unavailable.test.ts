@@ -30,6 +30,7 @@ describe('an unreachable database', () => {
       suites: services.suites,
       uploads: services.uploads,
       deliveries: services.deliveries,
+      rateLimiter: services.rateLimiter,
     });
     // A well-signed token, so the request reaches the database lookup.
     const { default: jwt } = await import('jsonwebtoken');
@@ -48,6 +49,13 @@ describe('an unreachable database', () => {
     expect(isUnavailableError({ code: '08006' })).toBe(true);
     expect(isUnavailableError({ code: 'SQLITE_BUSY' })).toBe(true);
     expect(isUnavailableError({ name: 'KnexTimeoutError' })).toBe(true);
+    // node-pg's own connection failures have no code, only a fixed message.
+    expect(isUnavailableError(new Error('Connection terminated unexpectedly'))).toBe(true);
+    expect(isUnavailableError(new Error('ROLLBACK - Client has encountered a connection error and is not queryable'))).toBe(true);
+    expect(isUnavailableError(new Error('timeout expired'))).toBe(true);
+    expect(isUnavailableError(new Error('select * from "jobs" where "build_id" in ($1) - Connection terminated unexpectedly'))).toBe(true);
+    expect(isUnavailableError(new Error('COMMIT; - Connection terminated unexpectedly'))).toBe(true);
+    expect(isUnavailableError({ code: '42601', message: 'Connection terminated' })).toBe(false);
     expect(isUnavailableError({ code: '23505' })).toBe(false);
     expect(isUnavailableError(new Error('syntax error'))).toBe(false);
     expect(isUnavailableError(null)).toBe(false);

@@ -12,6 +12,7 @@ import { createApp } from '../../src/app';
 import { SCOPES } from '../../src/access-token/service';
 import { migrateLatest, type DatabaseKind } from '../../src/db/knex';
 import { createLogger, type Logger } from '../../src/http/logger';
+import type { RateLimitSettings } from '../../src/http/rate-limit';
 import type { Organization, Role } from '../../src/organizations/repository';
 import { createServices, type Services } from '../../src/services';
 import type { User } from '../../src/user/serialize';
@@ -46,6 +47,10 @@ export interface ContextOptions {
   uploadBodyLimitBytes?: number;
   /** Where the app and the services log (default: silent). */
   logger?: Logger;
+  /** Default: budgets too large to reach, so every response still carries the headers. */
+  rateLimits?: RateLimitSettings;
+  /** The rate limiter's clock. */
+  now?: () => number;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -67,6 +72,8 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     github: { apiUrl: opts.github?.apiUrl, token: opts.github?.token },
     githubEnterprise: { apiUrl: undefined, token: undefined },
     logger,
+    rateLimits: opts.rateLimits ?? { perOrganization: 1_000_000_000, failedAuthPerAddress: 1_000_000_000 },
+    now: opts.now,
   });
   await migrateLatest(services.db);
   const app = createApp({
@@ -83,6 +90,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     suites: services.suites,
     uploads: services.uploads,
     deliveries: services.deliveries,
+    rateLimiter: services.rateLimiter,
   });
 
   let n = 0;

@@ -7,11 +7,13 @@ import type { Knex } from 'knex';
 import * as foundation from './20261123100000_foundation';
 import * as builds from './20261123110000_builds';
 import * as analytics from './20261123120000_analytics';
+import * as rateLimits from './20261123140000_rate_limits';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
   '20261123110000_builds': builds,
   '20261123120000_analytics': analytics,
+  '20261123140000_rate_limits': rateLimits,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,163 @@
+/**
+ * Rate limits, as the real API has them: a budget of requests per minute per organization,
+ * shared by every token of that organization (requests outside an organization's paths count
+ * against the calling user), announced on every authenticated response with `RateLimit-*`
+ * headers and enforced with a 429. And a budget of failed authentications per client address, so
+ * tokens cannot be guessed at speed.
+ *
+ * Counters live in the database (`rate_limits`, one row per bucket and fixed one-minute window),
+ * so several server processes on one Postgres share each budget. A request costs one upsert that
+ * returns the new count; nothing else is read.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import type { Knex } from 'knex';
+import type { Principal } from '../access-token/service';
+import { isUnavailableError } from '../db/knex';
+import { RateLimitedError, UnauthorizedError } from './errors';
+
+export interface RateLimitSettings {
+  /** Requests per minute per organization (and per user outside organizations); 0: no limit. */
+  perOrganization: number;
+  /** Failed authentications per minute per client address; 0: no limit. */
+  failedAuthPerAddress: number;
+}
+
+export const WINDOW_SECONDS = 60;
+
+export interface Hit {
+  count: number;
+  /** Seconds until the window ends (at least 1). */
+  resetSeconds: number;
+}
+
+export class RateLimiter {
+  /** Addresses over their failed-authentication budget, until the end of their window (ms). */
+  private readonly blocked = new Map<string, number>();
+  private purgedWindow = 0;
+
+  constructor(
+    private readonly db: Knex,
+    readonly settings: RateLimitSettings,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Counts one request against `bucket` in the current window and returns the new count. */
+  async hit(bucket: string): Promise<Hit> {
+    const nowMs = this.now();
+    const windowStart = Math.floor(nowMs / 1000 / WINDOW_SECONDS) * WINDOW_SECONDS;
+    if (windowStart !== this.purgedWindow) this.purge(windowStart);
+    const result = (await this.db.raw(
+      'insert into rate_limits (bucket, window_start, count) values (?, ?, 1) ' +
+        'on conflict (bucket, window_start) do update set count = rate_limits.count + 1 returning count',
+      [bucket, windowStart],
+    )) as { rows: { count: number }[] } | { count: number }[];
+    const row = Array.isArray(result) ? result[0] : result.rows[0];
+    return { count: Number(row!.count), resetSeconds: Math.max(1, Math.ceil(windowStart + WINDOW_SECONDS - nowMs / 1000)) };
+  }
+
+  /** Once per window and process: drop the counters of past windows (best effort). */
+  private purge(windowStart: number): void {
+    this.purgedWindow = windowStart;
+    const nowMs = this.now();
+    for (const [address, until] of this.blocked) if (until <= nowMs) this.blocked.delete(address);
+    this.db('rate_limits')
+      .where('window_start', '<', windowStart)
+      .delete()
+      .catch(() => {
+        this.purgedWindow = 0;
+      });
+  }
+
+  isBlocked(address: string): number | undefined {
+    const until = this.blocked.get(address);
+    if (until === undefined) return undefined;
+    const left = Math.ceil((until - this.now()) / 1000);
+    if (left > 0) return left;
+    this.blocked.delete(address);
+    return undefined;
+  }
+
+  block(address: string, resetSeconds: number): void {
+    if (this.blocked.size >= 10_000) this.blocked.delete(this.blocked.keys().next().value!);
+    this.blocked.set(address, this.now() + resetSeconds * 1000);
+  }
+}
+
+const ORG_PATH = /^\/(?:analytics\/)?organizations\/([^/]+)/;
+
+function addressOf(req: Request): string {
+  return req.ip ?? req.socket.remoteAddress ?? 'unknown';
+}
+
+function authLimited(limiter: RateLimiter, current: number, resetSeconds: number): RateLimitedError {
+  return new RateLimitedError(
+    'authentication',
+    limiter.settings.failedAuthPerAddress,
+    current,
+    resetSeconds,
+    `Too many failed authentication attempts from your address. Please wait ${resetSeconds} seconds before trying again.`,
+  );
+}
+
+/**
+ * After authentication on /v2: counts the request against the organization its path names (when
+ * the token reaches it), else against the user, sets the headers, and refuses over the budget.
+ */
+export function rateLimit(limiter: RateLimiter) {
+  const limit = limiter.settings.perOrganization;
+  return async (req: Request, res: Response, next: NextFunction) => {
+    if (limit === 0) return next();
+    const principal = res.locals.principal as Principal;
+    const slug = ORG_PATH.exec(req.path)?.[1];
+    let org: string | undefined;
+    if (slug) {
+      try {
+        org = principal.organizationsBySlug.get(decodeURIComponent(slug))?.organization.id;
+      } catch {
+        // A malformed escape: the route answers it; count it against the user.
+      }
+    }
+    const scope = org ? 'rest' : 'rest_user';
+    let hit: Hit;
+    try {
+      hit = await limiter.hit(org ? `org:${org}` : `user:${principal.user.id}`);
+    } catch (err) {
+      // The counters are unreachable (the database is down or write-locked): let the request
+      // through unlimited; it answers 503 itself if it needs the database.
+      if (isUnavailableError(err)) return next();
+      throw err;
+    }
+    const { count, resetSeconds } = hit;
+    res.setHeader('RateLimit-Scope', scope);
+    res.setHeader('RateLimit-Limit', String(limit));
+    res.setHeader('RateLimit-Remaining', String(Math.max(0, limit - count)));
+    res.setHeader('RateLimit-Reset', String(resetSeconds));
+    if (count > limit) throw new RateLimitedError(scope, limit, count, resetSeconds);
+    next();
+  };
+}
+
+/** Before authentication: an address over its failed-authentication budget is refused at once. */
+export function refuseBlockedAddresses(limiter: RateLimiter) {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const left = limiter.settings.failedAuthPerAddress > 0 ? limiter.isBlocked(addressOf(req)) : undefined;
+    if (left !== undefined) throw authLimited(limiter, limiter.settings.failedAuthPerAddress + 1, left);
+    next();
+  };
+}
+
+/**
+ * An error handler ahead of the general one: each 401 counts against the client's address, and
+ * the one over the budget becomes a 429 (and blocks the address until its window ends).
+ */
+export function countFailedAuthentication(limiter: RateLimiter) {
+  const limit = limiter.settings.failedAuthPerAddress;
+  return async (err: unknown, req: Request, _res: Response, next: NextFunction) => {
+    if (limit === 0 || !(err instanceof UnauthorizedError)) return next(err);
+    const address = addressOf(req);
+    const { count, resetSeconds } = await limiter.hit(`auth:${address}`);
+    if (count <= limit) return next(err);
+    limiter.block(address, resetSeconds);
+    next(authLimited(limiter, count, resetSeconds));
+  };
+}

@@ -1,0 +1,13 @@
+/**
+ * The fault tests run the compiled service (`dist/`), as it is deployed: compile first, then
+ * decide on the stores as the normal suite does.
+ */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import globalSetup from '../support/global-setup';
+
+export default async function faultsSetup(): Promise<void> {
+  const root = path.resolve(__dirname, '../..');
+  execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+  await globalSetup();
+}

@@ -1,0 +1,189 @@
+/**
+ * Issue 7, item 9: graceful shutdown. SIGTERM reaches the service while clients are still
+ * sending request bodies and other clients hold idle keep-alive sockets: readiness turns 503 at
+ * once, the in-flight requests complete (and their builds are stored), idle sockets are closed,
+ * new connections are refused once the listener closes, and the process exits 0 before
+ * SHUTDOWN_TIMEOUT_MS. A client that never finishes its request is cut off at the deadline.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import { databases } from '../support/context';
+import { api, freshStore, PIPELINE, sleep, startService, stopService, type Service, type Store } from './support';
+
+interface RawResponse {
+  status: number;
+  head: string;
+  body: string;
+}
+
+/** A socket of our own, so we know exactly which connection a request travels on. */
+class RawClient {
+  readonly socket: net.Socket;
+  closedAt: number | undefined;
+  private buffer = '';
+  private waiting: (() => void) | undefined;
+
+  constructor(url: string) {
+    const u = new URL(url);
+    this.socket = net.connect(Number(u.port), u.hostname);
+    this.socket.setEncoding('utf8');
+    this.socket.on('data', (c: string) => {
+      this.buffer += c;
+      this.waiting?.();
+    });
+    this.socket.on('close', () => {
+      this.closedAt = Date.now();
+      this.waiting?.();
+    });
+    this.socket.on('error', () => undefined);
+  }
+
+  async get(path: string): Promise<RawResponse> {
+    this.socket.write(`GET ${path} HTTP/1.1\r\nHost: windsock\r\nConnection: keep-alive\r\n\r\n`);
+    for (;;) {
+      const end = this.buffer.indexOf('\r\n\r\n');
+      if (end >= 0) {
+        const head = this.buffer.slice(0, end);
+        const length = Number(/content-length: (\d+)/i.exec(head)?.[1] ?? 0);
+        if (this.buffer.length >= end + 4 + length) {
+          const body = this.buffer.slice(end + 4, end + 4 + length);
+          this.buffer = this.buffer.slice(end + 4 + length);
+          return { status: Number(head.split(' ')[1]), head, body };
+        }
+      }
+      if (this.closedAt !== undefined) throw new Error(`socket closed before a response to ${path}`);
+      await new Promise<void>((resolve) => (this.waiting = resolve));
+    }
+  }
+
+  async closed(): Promise<number> {
+    while (this.closedAt === undefined) await new Promise<void>((resolve) => (this.waiting = resolve));
+    return this.closedAt;
+  }
+}
+
+/** A POST whose body is sent in two parts: the request is in flight until `finish()`. */
+function slowPost(url: string, path: string, token: string, body: unknown) {
+  const data = Buffer.from(JSON.stringify(body));
+  const u = new URL(url);
+  const req = http.request({
+    host: u.hostname,
+    port: u.port,
+    method: 'POST',
+    path,
+    agent: false,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': data.length },
+  });
+  const response = new Promise<{ status: number; body: Record<string, unknown> | string }>((resolve, reject) => {
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => {
+        let parsed: Record<string, unknown> | string = text;
+        try {
+          parsed = JSON.parse(text) as Record<string, unknown>;
+        } catch {
+          // keep the text
+        }
+        resolve({ status: res.statusCode!, body: parsed });
+      });
+    });
+    req.on('error', reject);
+  });
+  req.write(data.subarray(0, 10));
+  return { response, finish: () => req.end(data.subarray(10)) };
+}
+
+describe.each(databases)('graceful shutdown [%s]', (kind) => {
+  let store: Store;
+  let service: Service | undefined;
+
+  beforeEach(async () => {
+    store = await freshStore(kind);
+  });
+  afterEach(async () => {
+    await stopService(service);
+    await store.drop();
+  });
+
+  it('finishes in-flight requests, turns readiness 503, closes idle keep-alive sockets and exits 0 before the deadline', async () => {
+    const DELAY = 400;
+    const TIMEOUT = 4000;
+    service = await startService({ ...store.env, SHUTDOWN_DELAY_MS: String(DELAY), SHUTDOWN_TIMEOUT_MS: String(TIMEOUT) }, { expectToken: true });
+    const { url, token } = service as Required<Service>;
+    const pipeline = await api(url, token, 'POST', '/v2/organizations/default/pipelines', PIPELINE);
+    expect(pipeline.status).toBe(201);
+    const builds = `/v2/organizations/default/pipelines/${(pipeline.body as { slug: string }).slug}/builds`;
+
+    const idle = [new RawClient(url), new RawClient(url)];
+    for (const c of idle) expect((await c.get('/healthz')).status).toBe(200);
+    const slow = [0, 1, 2].map((i) => slowPost(url, builds, token, { commit: 'HEAD', branch: 'main', message: `in flight ${i}` }));
+    await sleep(100); // the slow requests' headers have arrived
+
+    const signalled = Date.now();
+    service.proc.kill('SIGTERM');
+    await sleep(100);
+
+    // During the delay: still serving, readiness 503, and every response closes its connection.
+    const ready = await fetch(`${url}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(ready.headers.get('retry-after')).toBe('5');
+    expect(ready.headers.get('connection')).toBe('close');
+    const onIdle = await idle[0]!.get('/readyz');
+    expect(onIdle.status).toBe(503);
+    expect(onIdle.head).toMatch(/^connection: close$/im);
+    expect((await api(url, token, 'GET', builds)).status).toBe(200);
+    await idle[0]!.closed();
+
+    // After the delay the listener is closed and the idle keep-alive socket with it.
+    const idleClosed = await idle[1]!.closed();
+    expect(idleClosed - signalled).toBeGreaterThanOrEqual(DELAY - 50);
+    expect(idleClosed - signalled).toBeLessThan(DELAY + 1000);
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+    expect(service.proc.exitCode).toBeNull();
+
+    // The in-flight requests finish their bodies after the listener closed, and complete.
+    for (const s of slow) s.finish();
+    const answers = await Promise.all(slow.map((s) => s.response));
+    for (const a of answers) expect(a.status).toBe(201);
+
+    const exit = await service.exited;
+    const took = Date.now() - signalled;
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(took).toBeLessThan(TIMEOUT);
+
+    // Restarted on the same database: the builds answered 201 are there, as answered.
+    service = await startService(store.env);
+    for (const a of answers) {
+      const b = a.body as { number: number };
+      const got = await api(service.url, token, 'GET', `${builds}/${b.number}`);
+      expect(got.status).toBe(200);
+      expect({ ...(got.body as object), pipeline: undefined }).toEqual({ ...(b as object), pipeline: undefined });
+    }
+    await stopService(service);
+  });
+
+  it('cuts off a request still unfinished at SHUTDOWN_TIMEOUT_MS and still exits 0', async () => {
+    const TIMEOUT = 1500;
+    service = await startService({ ...store.env, SHUTDOWN_TIMEOUT_MS: String(TIMEOUT) }, { expectToken: true });
+    const { url, token } = service as Required<Service>;
+    const pipeline = await api(url, token, 'POST', '/v2/organizations/default/pipelines', PIPELINE);
+    const builds = `/v2/organizations/default/pipelines/${(pipeline.body as { slug: string }).slug}/builds`;
+    const finishing = slowPost(url, builds, token, { commit: 'HEAD', branch: 'main', message: 'finishes' });
+    const stalled = slowPost(url, builds, token, { commit: 'HEAD', branch: 'main', message: 'never finishes' });
+    await sleep(100);
+
+    const signalled = Date.now();
+    service.proc.kill('SIGTERM');
+    await sleep(300);
+    finishing.finish();
+    expect((await finishing.response).status).toBe(201);
+    await expect(stalled.response).rejects.toThrow(/socket hang up|ECONNRESET/);
+    const exit = await service.exited;
+    const took = Date.now() - signalled;
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(took).toBeGreaterThanOrEqual(TIMEOUT - 100);
+    expect(took).toBeLessThan(TIMEOUT + 1000);
+  });
+});

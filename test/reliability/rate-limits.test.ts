@@ -1,0 +1,152 @@
+/**
+ * Issue 7, item 11: rate limits per organization (shared by its tokens, announced on every
+ * response, 429 with Retry-After and the documented body), per user outside organizations, and
+ * per address on failed authentication; and the counters shared by two app instances on one
+ * database, as two server processes would be.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import sample from '../../../shared/reference/samples/rate_limits__01_exceeding-the-rate-limit.json';
+import { auth, createTestContext, databases, describeEachDatabase, type TestContext } from '../support/context';
+
+const LIMIT = 5;
+const AUTH_LIMIT = 3;
+// A fixed clock, 10 s into a window: each test moves to a window of its own.
+let clock = Date.UTC(2030, 0, 1, 0, 0, 10);
+const nextWindow = () => {
+  clock += 60_000;
+};
+const opts = { rateLimits: { perOrganization: LIMIT, failedAuthPerAddress: AUTH_LIMIT }, now: () => clock };
+
+const BAD_TOKEN = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl';
+
+function expectHeaders(res: { headers: Record<string, string> }, scope: string, remaining: number) {
+  expect(res.headers['ratelimit-scope']).toBe(scope);
+  expect(res.headers['ratelimit-limit']).toBe(String(LIMIT));
+  expect(res.headers['ratelimit-remaining']).toBe(String(remaining));
+  expect(res.headers['ratelimit-reset']).toBe('50');
+}
+
+describeEachDatabase(
+  'rate limits',
+  (ctx) => {
+    beforeEach(nextWindow);
+
+    it('announces the organization budget on every response, whatever its status', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const pipelines = `/v2/organizations/${org.slug}/pipelines`;
+      expectHeaders(await ctx().http().get(pipelines).set(auth(token)).expect(200), 'rest', 4);
+      expectHeaders(await ctx().http().get(`${pipelines}/nope`).set(auth(token)).expect(404), 'rest', 3);
+      expectHeaders(await ctx().http().post(pipelines).set(auth(token)).send({}).expect(422), 'rest', 2);
+      const reader = await ctx().givenToken((await ctx().givenUser(org)), [org], ['read_user']);
+      expectHeaders(await ctx().http().get(pipelines).set(auth(reader)).expect(403), 'rest', 1);
+      // Outside an organization's paths, the user's own budget.
+      expectHeaders(await ctx().http().get('/v2/access-token').set(auth(token)).expect(200), 'rest_user', 4);
+    });
+
+    it('refuses the request over the budget with 429, Retry-After and the documented body; the tokens of one organization share it, another organization is unaffected', async () => {
+      const { org, user, token } = await ctx().givenAdmin();
+      const second = await ctx().givenToken(user, [org]);
+      const other = await ctx().givenAdmin();
+      const pipelines = `/v2/organizations/${org.slug}/pipelines`;
+      for (let i = 0; i < LIMIT; i++) {
+        await ctx().http().get(pipelines).set(auth(i % 2 ? second : token)).expect(200);
+      }
+      const refused = await ctx().http().get(pipelines).set(auth(second)).expect(429);
+      expect(refused.headers['retry-after']).toBe('50');
+      expectHeaders(refused, 'rest', 0);
+      expect(Object.keys(refused.body).sort()).toEqual(Object.keys(sample).sort());
+      expect(refused.body).toEqual({
+        message: 'You have exceeded your API rate limit. Please wait 50 seconds before making more requests.',
+        scope: 'rest',
+        limit: LIMIT,
+        current: LIMIT + 1,
+        reset: 50,
+      });
+      // Writes are refused too, and nothing is written.
+      await ctx().http().post(pipelines).set(auth(token)).send({ name: 'Refused', repository: 'git@github.com:a/b.git' }).expect(429);
+      const [row] = await ctx().services.db('pipelines').where({ organization_id: org.id }).count({ n: '*' });
+      expect(Number(row!.n)).toBe(0);
+
+      expectHeaders(await ctx().http().get(`/v2/organizations/${other.org.slug}/pipelines`).set(auth(other.token)).expect(200), 'rest', 4);
+      // The user's own budget is separate from the organization's.
+      await ctx().http().get('/v2/user').set(auth(token)).expect(200);
+
+      nextWindow();
+      expectHeaders(await ctx().http().get(pipelines).set(auth(token)).expect(200), 'rest', 4);
+    });
+
+    it('counts failed authentications per address: over the budget 429, even for a valid token, until the window ends', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      for (let i = 0; i < AUTH_LIMIT; i++) {
+        await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).expect(401);
+      }
+      const refused = await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).expect(429);
+      expect(refused.headers['retry-after']).toBe('50');
+      expect(refused.body).toEqual({
+        message: 'Too many failed authentication attempts from your address. Please wait 50 seconds before trying again.',
+        scope: 'authentication',
+        limit: AUTH_LIMIT,
+        current: AUTH_LIMIT + 1,
+        reset: 50,
+      });
+      await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).expect(429);
+      await ctx().http().post('/v1/uploads').set('Authorization', 'Token token="nope"').send({}).expect(429);
+      // The meta routes are not behind authentication.
+      await ctx().http().get('/readyz').expect(200);
+
+      nextWindow();
+      await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).expect(200);
+      // Bad suite tokens of the upload API count too.
+      for (let i = 0; i < AUTH_LIMIT; i++) {
+        await ctx().http().post('/v1/uploads').set('Authorization', 'Token token="nope"').send({}).expect(401);
+      }
+      await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).expect(429);
+      nextWindow();
+    });
+
+    it('drops the counters of past windows', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).expect(200);
+      nextWindow();
+      await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).expect(200);
+      // The purge is not awaited by the request; give it its turn.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const windows = await ctx().services.db('rate_limits').distinct('window_start');
+      expect(windows.map((w) => Number(w.window_start))).toEqual([Math.floor(clock / 60_000) * 60]);
+    });
+  },
+  opts,
+);
+
+describe.each(databases)('rate limits across two app instances on one database [%s]', (kind) => {
+  let dir: string | undefined;
+  let first: TestContext;
+  let second: TestContext;
+
+  beforeAll(async () => {
+    dir = kind === 'sqlite' ? fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-rl-')) : undefined;
+    const sqliteFile = dir && path.join(dir, 'db.sqlite3');
+    first = await createTestContext(kind, { ...opts, sqliteFile });
+    second = await createTestContext(kind, { ...opts, sqliteFile, sharePostgresSchemaOf: first });
+  });
+  afterAll(async () => {
+    await second?.close({ keepSchema: true });
+    await first?.close();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('share the organization budget', async () => {
+    nextWindow();
+    const { org, user, token } = await first.givenAdmin();
+    const other = await first.givenToken(user, [org]);
+    const pipelines = `/v2/organizations/${org.slug}/pipelines`;
+    for (let i = 0; i < LIMIT; i++) {
+      const res = await (i % 2 ? second : first).http().get(pipelines).set(auth(i % 2 ? other : token)).expect(200);
+      expect(res.headers['ratelimit-remaining']).toBe(String(LIMIT - i - 1));
+    }
+    await second.http().get(pipelines).set(auth(token)).expect(429);
+    await first.http().get(pipelines).set(auth(other)).expect(429);
+  });
+});
