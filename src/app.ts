@@ -14,6 +14,7 @@ import type { DeliveryService } from './deliveries/service';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
 import { errorHandler } from './http/error-handler';
 import { NotFoundError } from './http/errors';
+import { rejectNulCharacters } from './http/nul';
 import { requestLogger, type Logger } from './http/logger';
 import type { OrganizationRepository } from './organizations/repository';
 import { organizationRoutes } from './organizations/routes';
@@ -120,6 +121,8 @@ export function createApp(deps: AppDeps): express.Express {
       ignoreUndocumented: false,
     }),
   );
+
+  app.use(rejectNulCharacters());
 
   app.use(organizationRoutes(deps.orgs, deps.tokens, deps.publicUrl));
   app.use(pipelineRoutes(deps.pipelines, (ids) => deps.builds.counts(ids), deps.publicUrl));
