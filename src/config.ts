@@ -21,6 +21,10 @@ export interface Config {
   /** Validate responses against the spec too (always on in tests). */
   validateResponses: boolean;
   shutdownTimeoutMs: number;
+  /** How long a client may take to send the request headers (then 408 and the socket is closed). */
+  headersTimeoutMs: number;
+  /** How long a client may take to send the whole request, body included. */
+  requestTimeoutMs: number;
   /** How long an authenticated token's row and memberships are reused before being read again. */
   tokenCacheMs: number;
   github: { apiUrl: string | undefined; token: string | undefined };
@@ -92,6 +96,10 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
 
+  const headersTimeoutMs = int(env, 'HEADERS_TIMEOUT_MS', 20_000, 100, 600_000);
+  const requestTimeoutMs = int(env, 'REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS must not be greater than REQUEST_TIMEOUT_MS');
+
   return {
     port,
     host,
@@ -105,6 +113,8 @@ export function loadConfig(env: Env = process.env): Config {
     uploadBodyLimitBytes: int(env, 'UPLOAD_BODY_LIMIT_BYTES', 64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     validateResponses: bool(env, 'VALIDATE_RESPONSES', false),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    headersTimeoutMs,
+    requestTimeoutMs,
     tokenCacheMs: int(env, 'TOKEN_CACHE_MS', 1000, 0, 60_000),
     github: { apiUrl: url(env, 'GITHUB_API_URL', undefined), token: env.GITHUB_TOKEN || undefined },
     githubEnterprise: {

@@ -7,12 +7,12 @@
 import type { NextFunction, Request, Response } from 'express';
 import { BadRequestError, NotFoundError, ValidationError } from './errors';
 
-const CODE = 'must not contain the NUL character (U+0000)';
+export const NUL_CODE = 'must not contain the NUL character (U+0000)';
 
 /** The dotted path (`steps[0].name`) of the first string or key holding NUL, or null. */
-function findNul(value: unknown, path: string, depth = 0): string | null {
+export function findNul(value: unknown, path: string, depth = 0): string | null {
   if (typeof value === 'string') return value.includes('\u0000') ? path : null;
-  if (!value || typeof value !== 'object' || depth > 64) return null;
+  if (!value || typeof value !== 'object' || depth > 128) return null;
   if (Array.isArray(value)) {
     for (const [i, v] of value.entries()) {
       const found = findNul(v, `${path}[${i}]`, depth + 1);
@@ -33,9 +33,9 @@ export function rejectNulCharacters() {
   return (req: Request, _res: Response, next: NextFunction) => {
     if (/%00/i.test(req.path)) throw new NotFoundError('route');
     const inQuery = findNul(req.query, '');
-    if (inQuery !== null) throw new BadRequestError(`Invalid parameter ${inQuery}: ${CODE}`);
+    if (inQuery !== null) throw new BadRequestError(`Invalid parameter ${inQuery}: ${NUL_CODE}`);
     const inBody = findNul(req.body, '');
-    if (inBody !== null) throw ValidationError.field(inBody || 'body', CODE);
+    if (inBody !== null) throw ValidationError.field(inBody || 'body', NUL_CODE);
     next();
   };
 }

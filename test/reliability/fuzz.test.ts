@@ -165,7 +165,7 @@ function pathArb(p: Param): fc.Arbitrary<{ choice: PathChoice; invalid: string |
     .filter((v) => String(v) !== '')
     .map((v) => ({ choice: { raw: String(v) } as PathChoice, invalid: null }));
   const oob = outOfBoundsArb(p.schema);
-  const wrong = p.schema.type === 'integer' ? fc.constantFrom('abc', '1.5', '-1', '0', '99999999999') : null;
+  const wrong = p.schema.type === 'integer' ? fc.constantFrom('abc', '1.5', '-1', '0', '99999999999', '9'.repeat(400), '1e400', 'Infinity', 'NaN') : null;
   const bad = [oob, wrong]
     .filter((a): a is fc.Arbitrary<unknown> => a !== null)
     .map((a) => a.filter((v) => String(v) !== '').map((v) => ({ choice: { raw: String(v).slice(0, 3000) } as PathChoice, invalid: `path ${p.name}` })));
@@ -216,7 +216,14 @@ function setAt(obj: unknown, path: string[], value: unknown, remove = false): un
 }
 
 function bodyArb(op: Operation): fc.Arbitrary<{ body: Body; invalid: string | null }> {
-  if (!op.body) return fc.constant({ body: { kind: 'none' } as Body, invalid: null });
+  if (!op.body) {
+    // An operation that takes no body ignores one, even malformed (it is never parsed).
+    return fc.oneof(
+      { weight: 8, arbitrary: fc.constant({ body: { kind: 'none' } as Body, invalid: null }) },
+      { weight: 1, arbitrary: fc.constantFrom('{', '[[[', '{"a":1}').map((text) => ({ body: { kind: 'raw', type: 'application/json', text } as Body, invalid: null })) },
+      { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }).map((value) => ({ body: { kind: 'json', value } as Body, invalid: null })) },
+    );
+  }
   const random = validArb(op.body, HINTS[op.id] ?? (op.id === 'deliverWebhook' ? DELIVERY_HINTS : {}));
   const realistic = REALISTIC[op.id];
   // Mutations apply to realistic bodies too, so that one broken field is all that is wrong.
@@ -466,7 +473,7 @@ describeEachDatabase('contract fuzzing', (ctx) => {
     statusCounts.set(res.status, (statusCounts.get(res.status) ?? 0) + 1);
     const mine = byOperation.get(op.id) ?? new Map<number, number>();
     byOperation.set(op.id, mine.set(res.status, (mine.get(res.status) ?? 0) + 1));
-    if (process.env.FUZZ_VERBOSE === op.id) process.stdout.write(`${op.id} ${res.status} ${JSON.stringify(res.body).slice(0, 200)}\n`);
+    if (process.env.FUZZ_VERBOSE === op.id) process.stdout.write(`${op.id} ${res.status} ${input.body.kind} ${JSON.stringify(res.body).slice(0, 200)}\n`);
     return { url: qs ? `${url}?${qs}` : url, res };
   }
 
