@@ -6,6 +6,7 @@ describe('config', () => {
     expect(c).toMatchObject({ port: 8080, host: '127.0.0.1', databaseKind: 'sqlite', publicUrl: 'http://127.0.0.1:8080', logLevel: 'info' });
     expect(c.databaseUrl).toMatch(/data\/windsock\.sqlite3$/);
     expect(c.jwtSecret).toBeUndefined();
+    expect(c).toMatchObject({ headersTimeoutMs: 20_000, requestTimeoutMs: 60_000 });
   });
 
   it('recognises Postgres and SQLite database URLs', () => {
@@ -23,6 +24,9 @@ describe('config', () => {
     [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
     [{ VALIDATE_RESPONSES: 'maybe' }, /VALIDATE_RESPONSES/],
     [{ GITHUB_API_URL: 'nope' }, /GITHUB_API_URL/],
+    [{ HEADERS_TIMEOUT_MS: '10' }, /HEADERS_TIMEOUT_MS/],
+    [{ REQUEST_TIMEOUT_MS: 'soon' }, /REQUEST_TIMEOUT_MS/],
+    [{ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, /HEADERS_TIMEOUT_MS must not be greater than REQUEST_TIMEOUT_MS/],
   ])('refuses %j naming the setting', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);
