@@ -67,7 +67,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.post(UPLOADS_PATH, refuseDeclaredOversize(deps.uploadBodyLimitBytes), uploadAuth(deps.uploads), express.json({ limit: deps.uploadBodyLimitBytes }));
   const jsonTypes = ['application/json', 'application/*+json'];
   // Webhook deliveries are signed over the exact bytes sent, so their parser keeps them; no other
-  // route pays for that. A body parsed here is skipped by the general parser below.
+  // route pays for that. A body parsed here is skipped by the parsers below.
   app.use(
     '/deliver',
     refuseDeclaredOversize(deps.bodyLimitBytes),

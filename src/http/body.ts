@@ -43,6 +43,7 @@ export function jsonBodyParsers(spec: SpecDoc, limit: number, type: string[]): R
 /** Whether a parsed JSON value nests deeper than `max` levels. */
 export function deeperThan(value: unknown, max: number): boolean {
   // Iterative: the point is not to recurse on hostile input.
+  if (!value || typeof value !== 'object') return false;
   const stack: [unknown, number][] = [[value, 1]];
   while (stack.length) {
     const [v, depth] = stack.pop()!;

@@ -113,6 +113,16 @@ describeEachDatabase(
           .attach('data', Buffer.from(`[{"name":"t","history":${nested(30_000, 'object')}}]`), { filename: 'r.json', contentType: 'application/json' });
         expect(res.status).toBe(422);
         expect(res.body.errors).toEqual([{ field: 'data', code: expect.stringMatching(/nested deeper/) }]);
+        for (const text of ['null', '"x"', '42']) {
+          const odd = await c
+            .http()
+            .post('/v1/uploads')
+            .set({ Authorization: `Token token="${suiteToken}"` })
+            .field('format', 'json')
+            .field('run_env[key]', 'odd-file')
+            .attach('data', Buffer.from(text), { filename: 'r.json', contentType: 'application/json' });
+          expect(odd.status).toBe(422);
+        }
       });
 
       it('NUL in an uploaded file (JSON, or a JUnit character reference) is a 422 on both stores, not a Postgres error', async () => {
