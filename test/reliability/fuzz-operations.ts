@@ -29,6 +29,8 @@ export interface Operation {
   path: string;
   params: Param[];
   body: Schema | undefined;
+  /** Whether the operation also takes `multipart/form-data`. */
+  multipart: boolean;
   /** `bearer`: an access token; `suite`: a test suite's upload token; `none`: public. */
   auth: 'bearer' | 'suite' | 'none';
   statuses: string[];
@@ -77,6 +79,7 @@ export function operationsFromSpec(): Operation[] {
         path,
         params: [...params.values()],
         body: op.requestBody?.content?.['application/json']?.schema,
+        multipart: Boolean(op.requestBody?.content?.['multipart/form-data']),
         auth,
         statuses: Object.keys(op.responses),
         responseSchemas,

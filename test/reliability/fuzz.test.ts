@@ -139,7 +139,11 @@ const HINTS: Record<string, Hints> = {
 
 type AuthKind = 'admin' | 'readonly' | 'none' | 'garbage';
 type PathChoice = { fixture: string } | { raw: string };
-type Body = { kind: 'none' } | { kind: 'json'; value: unknown } | { kind: 'raw'; type: string; text: string };
+type Body =
+  | { kind: 'none' }
+  | { kind: 'json'; value: unknown }
+  | { kind: 'raw'; type: string; text: string }
+  | { kind: 'multipart'; fields: Record<string, string>; file: string | null };
 
 interface Input {
   auth: AuthKind;
@@ -178,6 +182,9 @@ function queryGens(p: Param): Gen[] {
   const types = typesOf(p.schema);
   if (types && types.has('integer')) gens.push({ arb: fc.constantFrom('abc', '1.5', 'x1', '[]'), invalid: `query ${p.name} type` });
   if (types && types.has('boolean')) gens.push({ arb: fc.constantFrom('maybe', '2', 'yes!'), invalid: `query ${p.name} type` });
+  // `name[]=a&name[]=b` where one value is expected, `meta_data=x` where `meta_data[k]=v` is.
+  if (types && !types.has('array') && !types.has('object')) gens.push({ arb: fc.constant(['a', 'b']), invalid: `query ${p.name} array` });
+  if (types && types.has('object')) gens.push({ arb: fc.constant('plain'), invalid: `query ${p.name} not an object` });
   const oob = outOfBoundsArb(p.schema);
   // Short enough to stay under Node's 16 KiB header limit.
   if (oob) gens.push({ arb: oob.map((v) => (typeof v === 'string' ? v.slice(0, (p.schema.maxLength ?? 0) + 2000) : v)), invalid: `query ${p.name} bounds` });
@@ -250,9 +257,35 @@ function bodyArb(op: Operation): fc.Arbitrary<{ body: Body; invalid: string | nu
   }
   gens.push(fc.constantFrom('{', '{"a":', '[1,2', 'nul').map((text) => ({ body: { kind: 'raw', type: 'application/json', text } as Body, invalid: 'malformed JSON' })));
   gens.push(fc.constant({ body: { kind: 'raw', type: 'text/plain', text: 'hello' } as Body, invalid: 'not JSON' }));
+  let multipart: fc.Arbitrary<{ body: Body; invalid: string | null }> | undefined;
+  if (op.multipart) {
+    // The collectors' multipart form: format, run_env[...] fields and a data file (JSON results or JUnit XML), sane or not.
+    const file = fc.oneof(
+      fc.constantFrom(
+        '[{"name":"a","result":"passed"},{"name":"a","result":"failed"}]',
+        '<testsuite><testcase classname="A" name="b" file="a.rb"><failure message="x">y</failure></testcase></testsuite>',
+        '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e "e">]><testsuite/>',
+        '<testsuite><testcase name="no class"/>',
+        '{}',
+        'null',
+        '',
+      ),
+      fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+      fc.string({ maxLength: 200, unit: 'binary' }),
+    );
+    const fields = fc.record(
+      { format: fc.constantFrom('json', 'json', 'junit', 'junit', 'bogus'), 'run_env[key]': fc.constantFrom('mp-1', 'mp-2', 'mp-3', ''), 'run_env[CI]': fc.constantFrom('buildkite', 'x'), 'tags[os]': fc.constant('linux') },
+      { requiredKeys: ['format', 'run_env[key]'] },
+    );
+    multipart = fc.tuple(fields, fc.option(file, { freq: 8 })).map(([f, data]) => ({ body: { kind: 'multipart', fields: f, file: data } as Body, invalid: null }));
+  }
   gens.push(fc.constant({ body: { kind: 'none' } as Body, invalid: 'no body' }));
   // Valid bodies carry most of the weight: they reach the services.
-  return fc.oneof({ weight: gens.length, arbitrary: gens[0]! }, ...gens.slice(1).map((arbitrary) => ({ weight: 1, arbitrary })));
+  return fc.oneof(
+    { weight: gens.length, arbitrary: gens[0]! },
+    ...(multipart ? [{ weight: gens.length, arbitrary: multipart }] : []),
+    ...gens.slice(1).map((arbitrary) => ({ weight: 1, arbitrary })),
+  );
 }
 
 const DELIVERY_EVENT_HEADERS: Record<string, string[]> = {
@@ -468,6 +501,10 @@ describeEachDatabase('contract fuzzing', (ctx) => {
     req = req.set(await credentials(op, input.auth)).set(input.headers);
     if (input.body.kind === 'json') req = req.set('Content-Type', 'application/json').send(JSON.stringify(input.body.value));
     else if (input.body.kind === 'raw') req = req.set('Content-Type', input.body.type).send(input.body.text);
+    else if (input.body.kind === 'multipart') {
+      for (const [k, v] of Object.entries(input.body.fields)) req = req.field(k, v);
+      if (input.body.file !== null) req = req.attach('data', Buffer.from(input.body.file), { filename: 'results', contentType: 'application/octet-stream' });
+    }
     const res = await req;
     sent += 1;
     statusCounts.set(res.status, (statusCounts.get(res.status) ?? 0) + 1);
