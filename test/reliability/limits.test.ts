@@ -291,6 +291,15 @@ describe('the server process: slow clients, huge declared bodies, bounded memory
     await request(running.url).get('/healthz').expect(200);
   });
 
+  it('50 such clients at once are all cut off, and others are served meanwhile', async () => {
+    const slow = `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ${'a'.repeat(500)}`;
+    const sockets = Array.from({ length: 50 }, () => trickle(slow, 50, 8000));
+    for (let i = 0; i < 5; i++) await request(running.url).get('/healthz').expect(200);
+    const results = await Promise.all(sockets);
+    expect(results.filter((r) => r.closedAfterMs === null)).toEqual([]);
+    expect(results.every((r) => r.answer.startsWith('HTTP/1.1 408'))).toBe(true);
+  });
+
   it('a body sent byte by byte past REQUEST_TIMEOUT_MS: answered 408 and closed', async () => {
     const head = `POST /v2/organizations/default/pipelines HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n`;
     const socket = net.connect(port, '127.0.0.1');
