@@ -12,9 +12,11 @@ import type { BuildService } from './builds/service';
 import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
 import type { DeliveryService } from './deliveries/service';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
+import { jsonBodyParsers, refuseDeclaredOversize, rejectDeepJson } from './http/body';
 import { errorHandler } from './http/error-handler';
 import { NotFoundError } from './http/errors';
 import { countFailedAuthentication, rateLimit, refuseBlockedAddresses, type RateLimiter } from './http/rate-limit';
+import { rejectNulCharacters } from './http/nul';
 import { requestLogger, type Logger } from './http/logger';
 import { cacheRouteRegexps } from './http/route-regexp-cache';
 import type { OrganizationRepository } from './organizations/repository';
@@ -66,13 +68,14 @@ export function createApp(deps: AppDeps): express.Express {
     next();
   });
   // The upload API: its suite token is checked before the body is read, and its body gets its
-  // own, larger limit (the general parser below skips a body already parsed).
-  app.post(UPLOADS_PATH, refuseBlockedAddresses(deps.rateLimiter), uploadAuth(deps.uploads), express.json({ limit: deps.uploadBodyLimitBytes }));
+  // own, larger limit (the parsers below skip a body already parsed).
+  app.post(UPLOADS_PATH, refuseDeclaredOversize(deps.uploadBodyLimitBytes), refuseBlockedAddresses(deps.rateLimiter), uploadAuth(deps.uploads), express.json({ limit: deps.uploadBodyLimitBytes }));
   const jsonTypes = ['application/json', 'application/*+json'];
   // Webhook deliveries are signed over the exact bytes sent, so their parser keeps them; no other
-  // route pays for that. A body parsed here is skipped by the general parser below.
+  // route pays for that. A body parsed here is skipped by the parsers below.
   app.use(
     '/deliver',
+    refuseDeclaredOversize(deps.bodyLimitBytes),
     express.json({
       limit: deps.bodyLimitBytes,
       type: jsonTypes,
@@ -81,7 +84,8 @@ export function createApp(deps: AppDeps): express.Express {
       },
     }),
   );
-  app.use(express.json({ limit: deps.bodyLimitBytes, type: jsonTypes }));
+  app.use(jsonBodyParsers(spec.doc, deps.bodyLimitBytes, jsonTypes));
+  app.use(rejectDeepJson());
 
   app.get('/', (_req, res) => {
     res.json({ message: 'Windsock REST API: the Buildkite REST API v2 dialect. See /openapi.json.', timestamp: Math.floor(Date.now() / 1000) });
@@ -126,6 +130,8 @@ export function createApp(deps: AppDeps): express.Express {
       ignoreUndocumented: false,
     }),
   );
+
+  app.use(rejectNulCharacters());
 
   app.use(organizationRoutes(deps.orgs, deps.tokens, deps.publicUrl));
   app.use(pipelineRoutes(deps.pipelines, (ids) => deps.builds.counts(ids), deps.publicUrl));

@@ -24,6 +24,10 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** On SIGTERM, how long to keep serving (readiness 503, `Connection: close`) before the listener closes. */
   shutdownDelayMs: number;
+  /** How long a client may take to send the request headers (then 408 and the socket is closed). */
+  headersTimeoutMs: number;
+  /** How long a client may take to send the whole request, body included. */
+  requestTimeoutMs: number;
   /** How long an authenticated token's row and memberships are reused before being read again. */
   tokenCacheMs: number;
   /** Requests per minute per organization, and failed authentications per minute per address (0: off). */
@@ -102,6 +106,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (shutdownDelayMs > 0 && shutdownDelayMs >= shutdownTimeoutMs) {
     throw new ConfigError(`SHUTDOWN_DELAY_MS (${shutdownDelayMs}) must be less than SHUTDOWN_TIMEOUT_MS (${shutdownTimeoutMs})`);
   }
+  const headersTimeoutMs = int(env, 'HEADERS_TIMEOUT_MS', 20_000, 100, 600_000);
+  const requestTimeoutMs = int(env, 'REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS must not be greater than REQUEST_TIMEOUT_MS');
 
   return {
     port,
@@ -117,6 +124,8 @@ export function loadConfig(env: Env = process.env): Config {
     validateResponses: bool(env, 'VALIDATE_RESPONSES', false),
     shutdownTimeoutMs,
     shutdownDelayMs,
+    headersTimeoutMs,
+    requestTimeoutMs,
     tokenCacheMs: int(env, 'TOKEN_CACHE_MS', 1000, 0, 60_000),
     rateLimits: {
       perOrganization: int(env, 'RATE_LIMIT_PER_MINUTE', 200, 0, 1_000_000_000),

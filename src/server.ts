@@ -44,10 +44,14 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     rateLimiter: services.rateLimiter,
     isAccepting: () => accepting,
   });
-  const server = http.createServer(app);
-  // Slow or stalled clients cannot hold sockets forever.
-  server.headersTimeout = 20_000;
-  server.requestTimeout = 60_000;
+  // Slow or stalled clients cannot hold sockets forever: Node answers 408 and closes the socket
+  // once the headers (or the whole request) take longer than these. It looks for such sockets
+  // every `connectionsCheckingInterval` (30 s by default), so that follows the shorter timeout.
+  const server = http.createServer({
+    headersTimeout: config.headersTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(config.headersTimeoutMs / 4))),
+  }, app);
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

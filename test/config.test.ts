@@ -7,6 +7,7 @@ describe('config', () => {
     expect(c.databaseUrl).toMatch(/data\/windsock\.sqlite3$/);
     expect(c.jwtSecret).toBeUndefined();
     expect(c).toMatchObject({ rateLimits: { perOrganization: 200, failedAuthPerAddress: 60 }, shutdownTimeoutMs: 10_000, shutdownDelayMs: 0 });
+    expect(c).toMatchObject({ headersTimeoutMs: 20_000, requestTimeoutMs: 60_000 });
   });
 
   it('reads the rate limits and the shutdown delay', () => {
@@ -32,6 +33,9 @@ describe('config', () => {
     [{ RATE_LIMIT_PER_MINUTE: '-1' }, /RATE_LIMIT_PER_MINUTE/],
     [{ AUTH_FAILURE_LIMIT_PER_MINUTE: 'lots' }, /AUTH_FAILURE_LIMIT_PER_MINUTE/],
     [{ SHUTDOWN_DELAY_MS: '10000' }, /SHUTDOWN_DELAY_MS/],
+    [{ HEADERS_TIMEOUT_MS: '10' }, /HEADERS_TIMEOUT_MS/],
+    [{ REQUEST_TIMEOUT_MS: 'soon' }, /REQUEST_TIMEOUT_MS/],
+    [{ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, /HEADERS_TIMEOUT_MS must not be greater than REQUEST_TIMEOUT_MS/],
   ])('refuses %j naming the setting', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);

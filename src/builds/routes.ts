@@ -2,6 +2,7 @@
 import express, { Request, Response } from 'express';
 import type { operations } from '../../generated/api';
 import { actorOf, principalOf } from '../http/auth';
+import { NotFoundError } from '../http/errors';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import type { PipelineService } from '../pipelines/service';
 import { serializeBuild } from './serialize';
@@ -12,7 +13,12 @@ type CreateBody = operations['createBuild']['requestBody']['content']['applicati
 export function buildRoutes(builds: BuildService, pipelines: PipelineService, publicUrl: string) {
   const router = express.Router();
   const base = '/v2/organizations/:org_slug/pipelines/:pipeline_slug/builds';
-  const numberOf = (req: Request) => Number(req.params.build_number);
+  const numberOf = (req: Request) => {
+    // The validator lets a number too large for a double through as Infinity: no build has it.
+    const n = Number(req.params.build_number);
+    if (!Number.isSafeInteger(n) || n < 1 || n > 2 ** 31 - 1) throw new NotFoundError('build');
+    return n;
+  };
 
   const render = async (items: BuildWithJobs[]) => {
     const counts = await builds.counts([...new Set(items.map((i) => i.pipeline.id))]);

@@ -62,6 +62,18 @@ function fieldErrorsFrom(issues: ValidatorIssue[]): FieldError[] {
   return issues.slice(0, 100).map((i) => ({ field: bodyField(i.path ?? '') || 'body', code: issueCode(i) }));
 }
 
+const PATH_PARAM = /^[./]?params[./]([a-z_]+)/;
+/** The API's word for what each path parameter names. */
+const PATH_THINGS: Record<string, string> = {
+  org_slug: 'organization',
+  pipeline_slug: 'pipeline',
+  build_number: 'build',
+  suite_slug: 'suite',
+  run_id: 'run',
+  test_id: 'test',
+  token: 'pipeline',
+};
+
 function isBodyIssue(i: ValidatorIssue): boolean {
   return /^[./]?body([./]|$)/.test(i.path ?? '');
 }
@@ -108,6 +120,8 @@ export function errorHandler(logger: Logger) {
 
     const e = (err ?? {}) as HttpishError;
     const status = e.status ?? e.statusCode;
+    // The router could not percent-decode a path parameter (invalid UTF-8): it names nothing.
+    if (err instanceof URIError && status === 400) return send(404, { message: 'Not Found' });
     // body-parser
     if (e.type === 'entity.parse.failed') return send(400, { message: `Problems parsing JSON: ${e.message ?? 'invalid JSON'}` });
     if (e.type === 'entity.too.large') return send(413, { message: 'Request body is too large' });
@@ -118,12 +132,19 @@ export function errorHandler(logger: Logger) {
       if (status === 404 || status === 405) return send(404, { message: 'Not Found' });
       if (status === 415) return send(415, { message: 'Unsupported Media Type: send application/json' });
       if (status === 413) return send(413, { message: 'Request body is too large' });
+      // A path parameter that breaks its schema (a slug over maxLength, a build number that is
+      // not one) names nothing that can exist: the same 404 as a missing object.
+      const pathParams = e.errors.map((i) => PATH_PARAM.exec(i.path ?? '')?.[1]);
+      if (status === 400 && pathParams.every((p) => p !== undefined)) {
+        const thing = PATH_THINGS[pathParams[0]!];
+        return send(404, { message: thing ? `No ${thing} found` : 'Not Found' });
+      }
       const body = e.errors.filter(isBodyIssue);
       if (status === 400 && body.length > 0 && body.length === e.errors.length) {
         return send(422, { message: 'Validation Failed', errors: fieldErrorsFrom(body) });
       }
       const first = e.errors[0];
-      const where = first?.path ? first.path.replace(/^[./]?query[./]/, '').replace(/^[./]?params[./]/, '') : '';
+      const where = first?.path ? first.path.replace(/^[./]?(query|params|headers)[./]/, '') : '';
       return send(400, { message: where ? `Invalid parameter ${where}: ${first?.message ?? 'is invalid'}` : (e.message ?? 'Bad Request') });
     }
     if (status && status >= 400 && status < 500) return send(status, { message: e.message ?? 'Bad Request' });

@@ -60,7 +60,9 @@ export function parseJUnit(xml: Buffer): Record<string, unknown>[] {
   if (/<!(DOCTYPE|ENTITY)/i.test(doc)) throw refused('contains a DOCTYPE or entity declaration, which is refused');
   const valid = XMLValidator.validate(doc);
   if (valid !== true) {
-    throw refused(`is not well-formed XML: line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg}`);
+    // The validator gives no column for some errors (an empty document).
+    const where = valid.err.col === undefined ? `line ${valid.err.line}` : `line ${valid.err.line}, column ${valid.err.col}`;
+    throw refused(`is not well-formed XML: ${where}: ${valid.err.msg}`);
   }
   let root: Node;
   try {

@@ -5,7 +5,9 @@
  */
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
+import { deeperThan, MAX_JSON_DEPTH } from '../http/body';
 import { SuiteTokenError, ValidationError } from '../http/errors';
+import { findNul, NUL_CODE } from '../http/nul';
 import { sha256Hex } from '../security/keys';
 import type { Suite, SuiteRepository } from '../suites/repository';
 import { suiteUrls } from '../suites/serialize';
@@ -53,12 +55,17 @@ export class UploadService {
     } catch (err) {
       throw ValidationError.field('data', `is not valid JSON: ${(err as Error).message}`);
     }
+    // The body checks of app.ts never see this file: the same rules, here.
+    if (deeperThan(parsed, MAX_JSON_DEPTH)) throw ValidationError.field('data', `is nested deeper than ${MAX_JSON_DEPTH} levels`);
     if (!Array.isArray(parsed)) throw ValidationError.field('data', 'must be a JSON array of test results');
     if (parsed.length > MAX_RESULTS) throw ValidationError.field('data', `has more than ${MAX_RESULTS} results: split them into several uploads`);
     return this.ingest(who, fields.run_env, fields.tags ?? {}, parsed);
   }
 
   private async ingest(who: Uploader, env: RunEnv, tags: Record<string, string>, data: unknown[], scopeField?: string): Promise<Accepted> {
+    // A file (JSON, or JUnit with `&#0;`) can carry NUL, which Postgres cannot store.
+    const nul = findNul(data, 'data');
+    if (nul !== null) throw ValidationError.field(nul, NUL_CODE);
     const { accepted, errors } = checkResults(data, scopeField);
     const run = await this.uploads.ingest(who.suite.id, runEnvFields(env), tags, accepted, new Date());
     return {

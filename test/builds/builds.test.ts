@@ -401,7 +401,10 @@ describeEachDatabase('builds', (ctx) => {
       expect((await ctx().http().get(`${buildsPath(org, p)}/7`).set(auth(token)).expect(404)).body).toEqual({ message: 'No build found' });
       await ctx().http().put(`${buildsPath(org, p)}/7/cancel`).set(auth(token)).expect(404);
       await ctx().http().put(`${buildsPath(org, p)}/7/rebuild`).set(auth(token)).expect(404);
-      await ctx().http().get(`${buildsPath(org, p)}/0`).set(auth(token)).expect(400);
+      // A number that cannot be a build's names nothing, like a missing one.
+      for (const n of ['0', 'abc', '-1']) {
+        expect((await ctx().http().get(`${buildsPath(org, p)}/${n}`).set(auth(token)).expect(404)).body).toEqual({ message: 'No build found' });
+      }
     });
 
     it('cancels a scheduled build and its unfinished jobs once; a finished build cannot be canceled', async () => {

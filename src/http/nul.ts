@@ -1,0 +1,41 @@
+/**
+ * Text never holds the NUL character (U+0000): Postgres `text` and `jsonb` cannot store it, so
+ * it would fail deep in a query on one store and be kept on the other. It is refused at the
+ * edge instead, the same way on both: in a body field a 422 naming the field, in a query
+ * parameter a 400, in the path a 404 (a slug with it names nothing).
+ */
+import type { NextFunction, Request, Response } from 'express';
+import { BadRequestError, NotFoundError, ValidationError } from './errors';
+
+export const NUL_CODE = 'must not contain the NUL character (U+0000)';
+
+/** The dotted path (`steps[0].name`) of the first string or key holding NUL, or null. */
+export function findNul(value: unknown, path: string, depth = 0): string | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (!value || typeof value !== 'object' || depth > 128) return null;
+  if (Array.isArray(value)) {
+    for (const [i, v] of value.entries()) {
+      const found = findNul(v, `${path}[${i}]`, depth + 1);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const here = path ? `${path}.${k}` : k;
+    if (k.includes('\u0000')) return here;
+    const found = findNul(v, here, depth + 1);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+export function rejectNulCharacters() {
+  return (req: Request, _res: Response, next: NextFunction) => {
+    if (/%00/i.test(req.path)) throw new NotFoundError('route');
+    const inQuery = findNul(req.query, '');
+    if (inQuery !== null) throw new BadRequestError(`Invalid parameter ${inQuery}: ${NUL_CODE}`);
+    const inBody = findNul(req.body, '');
+    if (inBody !== null) throw ValidationError.field(inBody || 'body', NUL_CODE);
+    next();
+  };
+}
