@@ -29,12 +29,24 @@ export function findNul(value: unknown, path: string, depth = 0): string | null 
   return null;
 }
 
+function mayHoldNul(value: unknown): boolean {
+  if (value === undefined || value === null) return false;
+  if (typeof value === 'string') return value.includes('\u0000');
+  try {
+    return (JSON.stringify(value) ?? '').includes('\\u0000');
+  } catch {
+    return true; // not serialisable (a cycle, a BigInt): let the walk decide
+  }
+}
+
 export function rejectNulCharacters() {
   return (req: Request, _res: Response, next: NextFunction) => {
     if (/%00/i.test(req.path)) throw new NotFoundError('route');
-    const inQuery = findNul(req.query, '');
+    // JSON.stringify writes NUL as \u0000: one native pass clears the common case, and only
+    // text that holds it is walked for the field's path.
+    const inQuery = mayHoldNul(req.query) ? findNul(req.query, '') : null;
     if (inQuery !== null) throw new BadRequestError(`Invalid parameter ${inQuery}: ${NUL_CODE}`);
-    const inBody = findNul(req.body, '');
+    const inBody = mayHoldNul(req.body) ? findNul(req.body, '') : null;
     if (inBody !== null) throw ValidationError.field(inBody || 'body', NUL_CODE);
     next();
   };

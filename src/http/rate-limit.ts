@@ -44,6 +44,8 @@ interface LocalCount {
   window: number;
   /** The shared count as last read. */
   known: number;
+  /** Counted here and being written (not in `known` yet). */
+  inFlight: number;
   /** Counted here and not written yet. */
   pending: number;
 }
@@ -69,23 +71,36 @@ export class RateLimiter {
     const resetSeconds = Math.max(1, Math.ceil(windowStart + WINDOW_SECONDS - nowMs / 1000));
     let local = this.counts.get(bucket);
     if (!local) {
-      local = { window: windowStart, known: 0, pending: 0 };
+      local = { window: windowStart, known: 0, inFlight: 0, pending: 0 };
       this.counts.set(bucket, local);
     }
-    if (local.known + local.pending + 1 <= limit / 2) {
+    if (local.known + local.inFlight + local.pending + 1 <= limit / 2) {
       local.pending += 1;
       this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_MS).unref();
-      return { count: local.known + local.pending, resetSeconds };
+      return { count: local.known + local.inFlight + local.pending, resetSeconds };
     }
-    const add = local.pending + 1;
+    const n = local.pending + 1;
     local.pending = 0;
+    let count: number;
     try {
-      local.known = await this.add(bucket, windowStart, add);
+      count = await this.write(local, bucket, n);
     } catch (err) {
-      local.pending += add - 1;
+      local.pending += n - 1;
       throw err;
     }
-    return { count: local.known, resetSeconds };
+    return { count, resetSeconds };
+  }
+
+  /** Adds `n` counted here to the shared counter; returns the shared count, which includes them. */
+  private async write(local: LocalCount, bucket: string, n: number): Promise<number> {
+    local.inFlight += n;
+    try {
+      const count = await this.add(bucket, local.window, n);
+      local.known = Math.max(local.known, count);
+      return count;
+    } finally {
+      local.inFlight -= n;
+    }
   }
 
   /** Adds `n` to the shared counter and returns its new value. */
@@ -107,7 +122,7 @@ export class RateLimiter {
       const n = local.pending;
       local.pending = 0;
       try {
-        local.known = Math.max(local.known, await this.add(bucket, local.window, n));
+        await this.write(local, bucket, n);
       } catch {
         local.pending += n;
       }
