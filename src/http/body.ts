@@ -17,6 +17,9 @@ type SpecDoc = { paths?: Record<string, Record<string, { requestBody?: { content
 /** 413 before reading a body whose Content-Length is over `limit`; the connection is closed rather than drained. */
 export function refuseDeclaredOversize(limit: number) {
   return (req: Request, res: Response, next: NextFunction) => {
+    // A body already read under its own route's limit (the upload API's) is not this limit's;
+    // body-parser skips such a request the same way (the stream has ended).
+    if (req.readableEnded) return next();
     const declared = Number(req.get('content-length'));
     if (declared > limit) {
       res.setHeader('Connection', 'close');

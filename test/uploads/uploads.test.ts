@@ -107,6 +107,15 @@ describeEachDatabase('uploads (JSON)', (ctx) => {
     expect(stored.map((r) => r.result).sort()).toEqual(['passed', 'unknown']);
   });
 
+  it('takes 5,000 results in one JSON body of several megabytes, beyond the general body limit', async () => {
+    const s = await givenSuite(ctx());
+    const data = Array.from({ length: MAX_RESULTS }, (_, i) => result(`test ${i} ${'x'.repeat(200)}`, i % 20 ? 'passed' : 'failed'));
+    const body = upload({ key: 'big', commit_sha: 'c0ffee' }, data);
+    expect(JSON.stringify(body).length).toBeGreaterThan(2 * 1024 * 1024);
+    const res = await post(s.apiToken, body).expect(202);
+    expect(res.body).toMatchObject({ queued: MAX_RESULTS, skipped: 0, errors: [] });
+  });
+
   it('refuses more than 5,000 results and a body without run_env.key with a 422', async () => {
     const s = await givenSuite(ctx());
     const many = Array.from({ length: MAX_RESULTS + 1 }, (_, i) => ({ name: `t${i}`, result: 'passed' }));
