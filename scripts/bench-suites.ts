@@ -85,7 +85,13 @@ async function seed(db: Knex, kind: 'sqlite' | 'postgres', suiteId: string, now:
   const perTest = (RUNS / BLOCKS) | 0; // executions of each test
   const step = async (label: string, sql: string) => {
     const t = Date.now();
-    await db.raw(sql);
+    // The service's 15 s statement timeout is for requests; a million-row seed may take longer.
+    if (kind === 'postgres') {
+      await db.transaction(async (trx) => {
+        await trx.raw('set local statement_timeout = 0');
+        await trx.raw(sql);
+      });
+    } else await db.raw(sql);
     process.stdout.write(`  seeded ${label} in ${((Date.now() - t) / 1000).toFixed(1)} s\n`);
   };
   await step(
