@@ -757,6 +757,274 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/agent-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create an agent registration token
+         * @description A token agents of the organization register with (`POST /v3/register`). The token is in
+         *     this response only: the service keeps its hash. Organization administrators only.
+         */
+        post: operations["createAgentToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List agents
+         * @description The organization's agents, newest first, optionally filtered by exact `name`, `hostname` or `version`.
+         */
+        get: operations["listAgents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/agents/{agent_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        /** Get an agent */
+        get: operations["getAgent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/register": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Register an agent
+         * @description The agent API, modelled on the one the Buildkite agent uses. Authenticated with an
+         *     organization's registration token (`Authorization: Token <token>`); answers the agent's
+         *     own access token (shown once), which every other agent API call then uses. `meta_data`
+         *     holds the agent's tags (`queue=deploy`, `os=linux`); an agent without a `queue` tag is in
+         *     the `default` queue.
+         */
+        post: operations["registerAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/connect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Connect an agent
+         * @description Marks the agent connected; it may then poll for work.
+         */
+        post: operations["connectAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/disconnect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Disconnect an agent
+         * @description Marks the agent disconnected; a job it was assigned but had not accepted goes back to `scheduled`.
+         */
+        post: operations["disconnectAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Heartbeat
+         * @description Tells the service the agent is alive.
+         */
+        post: operations["agentHeartbeat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Poll for work
+         * @description A connected agent asks for work. It gets the job it already holds (assigned, accepted or
+         *     running), or else the oldest `scheduled` job of its organization whose
+         *     `agent_query_rules` its tags satisfy, claimed for it alone (`assigned`): one job goes to
+         *     exactly one agent, however many poll at once. `job` is null when there is nothing to do.
+         *     A disconnected agent is told `disconnect` (422 if it never connected).
+         */
+        get: operations["pingAgent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Accept a job
+         * @description The agent takes the job assigned to it (`assigned` -> `accepted`). Another agent's job is 404; a job in another state 422.
+         */
+        put: operations["acceptJob"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/start": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Start a job
+         * @description The agent began running the job (`accepted` -> `running`, `started_at`).
+         */
+        put: operations["startJob"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/chunks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Append a log chunk
+         * @description A piece of the running job's output. Chunks are numbered from 1 by `sequence`; one sent
+         *     again with a sequence already stored is accepted and ignored (the agent retries on
+         *     network errors). `offset` is the chunk's byte position in the whole log.
+         */
+        post: operations["appendJobLogChunk"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/finish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Finish a job
+         * @description The job's command ended: `running` -> `passed` (exit status 0) or `failed`; a failure the
+         *     step's `soft_fail` covers sets `soft_failed: true`. `signal_reason` says why the process
+         *     was stopped when it did not exit by itself.
+         */
+        put: operations["finishJob"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -791,7 +1059,7 @@ export interface components {
          */
         IsoTimestamp: string;
         /** @enum {string} */
-        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites";
+        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents";
         AccessToken: {
             /** Format: uuid */
             readonly uuid: string;
@@ -1098,6 +1366,104 @@ export interface components {
             algorithm: string;
             signed_fields: string[];
         };
+        CreateAgentTokenRequest: {
+            /** @description What the token is for. */
+            description: string;
+        };
+        AgentToken: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string;
+            description: string | null;
+            /** @description Shown in this response only. */
+            readonly token: string;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            readonly created_by: components["schemas"]["BuildCreator"] | null;
+        };
+        /** @description The agent's tags, each `key=value`. */
+        AgentTags: string[];
+        AgentBase: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string;
+            readonly url: string;
+            readonly web_url: string;
+            name: string;
+            /** @enum {string} */
+            connection_state: "connected" | "disconnected" | "stopped" | "lost" | "never_connected";
+            hostname: string | null;
+            ip_address: string | null;
+            user_agent: string | null;
+            version: string | null;
+            os_id?: string | null;
+            arch?: string | null;
+            /** @description The `queue` tag's value (`default` without one). */
+            queue?: string;
+            creator: components["schemas"]["BuildCreator"] | null;
+            created_at: components["schemas"]["IsoTimestamp"];
+            connected_at: components["schemas"]["IsoTimestamp"] | null;
+            disconnected_at: components["schemas"]["IsoTimestamp"] | null;
+            lost_at: components["schemas"]["IsoTimestamp"] | null;
+            stopped_at: components["schemas"]["IsoTimestamp"] | null;
+            last_job_finished_at: components["schemas"]["IsoTimestamp"] | null;
+            priority: number | null;
+            meta_data: components["schemas"]["AgentTags"];
+        };
+        /** @description An agent, with the job it holds (whose own `agent` is null). */
+        Agent: components["schemas"]["AgentBase"] & {
+            readonly job: components["schemas"]["Job"] | null;
+        };
+        RegisterAgentRequest: {
+            name: string;
+            hostname?: string;
+            version?: string;
+            os?: string;
+            arch?: string;
+            priority?: number | null;
+            meta_data?: components["schemas"]["AgentTags"];
+        };
+        AgentRegistration: {
+            /** Format: uuid */
+            readonly id: string;
+            name: string;
+            /** @description The agent's own token, shown once. */
+            readonly access_token: string;
+            meta_data: components["schemas"]["AgentTags"];
+        };
+        AgentConnection: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            connection_state: "connected" | "disconnected" | "stopped" | "lost" | "never_connected";
+        };
+        AgentPing: {
+            /** @enum {string} */
+            action: "idle" | "disconnect";
+            job: components["schemas"]["AgentJob"] | null;
+        };
+        /** @description A job as its agent sees it, with the command and the environment to run it in. */
+        AgentJob: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly state: components["schemas"]["JobState"];
+            readonly command: string | null;
+            readonly env: components["schemas"]["Env"];
+            readonly timeout_in_minutes: number | null;
+            readonly exit_status: number | null;
+            readonly soft_failed: boolean;
+            readonly runnable_at: components["schemas"]["IsoTimestamp"] | null;
+            readonly started_at: components["schemas"]["IsoTimestamp"] | null;
+            readonly finished_at: components["schemas"]["IsoTimestamp"] | null;
+        };
+        LogChunk: {
+            sequence: number;
+            offset: number;
+            content: string;
+        };
+        FinishJobRequest: {
+            exit_status: number;
+            signal_reason?: string | null;
+        };
         /**
          * @description A job of a build. Every job has the common fields; `script` jobs add the command, agent,
          *     exit status and retry fields; `manual` (block) jobs the unblock fields; `trigger` jobs the
@@ -1127,8 +1493,8 @@ export interface components {
             soft_failed?: boolean;
             exit_status?: number | null;
             artifact_paths?: string | null;
-            /** @description Set once agents run jobs. */
-            agent?: null;
+            /** @description The agent that took the job. */
+            agent?: components["schemas"]["AgentBase"] | null;
             created_at: components["schemas"]["IsoTimestamp"];
             scheduled_at?: components["schemas"]["IsoTimestamp"] | null;
             runnable_at?: components["schemas"]["IsoTimestamp"] | null;
@@ -1579,6 +1945,8 @@ export interface components {
         PerPage: number;
         /** @description The build's number within its pipeline. */
         BuildNumber: number;
+        AgentId: string;
+        JobId: string;
         /** @description The test suite's slug. */
         SuiteSlug: string;
         /** @description The run's id. */
@@ -2814,6 +3182,357 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createAgentToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAgentTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The new token, shown once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentToken"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAgents: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                name?: string;
+                hostname?: string;
+                version?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of agents. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Agent"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent, with the job it holds. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Agent"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    registerAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RegisterAgentRequest"];
+            };
+        };
+        responses: {
+            /** @description The registered agent and its access token. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentRegistration"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    connectAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent's connection. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentConnection"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    disconnectAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The agent's connection. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentConnection"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    agentHeartbeat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description When the heartbeat was received. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        received_at: components["schemas"]["IsoTimestamp"];
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    pingAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The action to take and the job, if any. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentPing"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    acceptJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, with what running it needs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentJob"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    startJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentJob"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    appendJobLogChunk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LogChunk"];
+            };
+        };
+        responses: {
+            /** @description The chunk was stored. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        sequence: number;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    finishJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FinishJobRequest"];
+            };
+        };
+        responses: {
+            /** @description The finished job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentJob"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
     };

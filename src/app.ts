@@ -7,6 +7,8 @@ import express, { NextFunction, Request, Response } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { Knex } from 'knex';
 import type { AccessTokenService } from './access-token/service';
+import { AGENT_API_PATH, agentAuth, agentRoutes } from './agents/routes';
+import type { AgentService } from './agents/service';
 import { buildRoutes } from './builds/routes';
 import type { BuildService } from './builds/service';
 import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
@@ -41,6 +43,7 @@ export interface AppDeps {
   orgs: OrganizationRepository;
   pipelines: PipelineService;
   builds: BuildService;
+  agents: AgentService;
   suites: SuiteService;
   uploads: UploadService;
   deliveries: DeliveryService;
@@ -70,6 +73,8 @@ export function createApp(deps: AppDeps): express.Express {
   // The upload API: its suite token is checked before the body is read, and its body gets its
   // own, larger limit (the parsers below skip a body already parsed).
   app.post(UPLOADS_PATH, refuseDeclaredOversize(deps.uploadBodyLimitBytes), refuseBlockedAddresses(deps.rateLimiter), uploadAuth(deps.uploads), express.json({ limit: deps.uploadBodyLimitBytes }));
+  // The agent API: its agent token is checked before the body is read.
+  app.use(AGENT_API_PATH, refuseBlockedAddresses(deps.rateLimiter), agentAuth(deps.agents));
   const jsonTypes = ['application/json', 'application/*+json'];
   // Webhook deliveries are signed over the exact bytes sent, so their parser keeps them; no other
   // route pays for that. A body parsed here is skipped by the parsers below.
@@ -135,7 +140,8 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use(organizationRoutes(deps.orgs, deps.tokens, deps.publicUrl));
   app.use(pipelineRoutes(deps.pipelines, (ids) => deps.builds.counts(ids), deps.publicUrl));
-  app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl));
+  app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids)));
+  app.use(agentRoutes(deps.agents, deps.publicUrl));
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));
   app.use(deliveryRoutes(deps.deliveries));

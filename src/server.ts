@@ -38,6 +38,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     orgs: services.orgs,
     pipelines: services.pipelines,
     builds: services.builds,
+    agents: services.agents,
     suites: services.suites,
     uploads: services.uploads,
     deliveries: services.deliveries,

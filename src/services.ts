@@ -4,11 +4,14 @@
  */
 import type { Knex } from 'knex';
 import { AccessTokenService } from './access-token/service';
+import { AgentRepository } from './agents/repository';
+import { AgentService } from './agents/service';
 import { BuildRepository } from './builds/repository';
 import { BuildService } from './builds/service';
 import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './deliveries/service';
+import { JobRepository } from './jobs/repository';
 import type { Logger } from './http/logger';
 import { RateLimiter, type RateLimitSettings } from './http/rate-limit';
 import { OrganizationRepository } from './organizations/repository';
@@ -31,6 +34,7 @@ export interface Services {
   tokens: AccessTokenService;
   pipelines: PipelineService;
   builds: BuildService;
+  agents: AgentService;
   suites: SuiteService;
   uploads: UploadService;
   deliveries: DeliveryService;
@@ -70,6 +74,7 @@ export function createServices(o: ServiceOptions): Services {
     tokens: new AccessTokenService(db, keys, o.tokenCacheMs),
     pipelines,
     builds,
+    agents: new AgentService(new AgentRepository(db), new JobRepository(db)),
     suites: new SuiteService(suites, new SuiteResultsRepository(db), orgs),
     uploads: new UploadService(suites, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, orgs, o.publicUrl),

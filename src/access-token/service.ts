@@ -22,6 +22,8 @@ export const SCOPES = [
   'write_builds',
   'read_suites',
   'write_suites',
+  'read_agents',
+  'write_agents',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -65,6 +65,8 @@ export interface Job extends Omit<PlannedJob, 'state'> {
   retriedInJobId: string | null;
   retriesCount: number | null;
   retryType: string | null;
+  /** The agent that took the job (set from `assigned` on). */
+  agentId: string | null;
   createdAt: Date;
   scheduledAt: Date | null;
   runnableAt: Date | null;
@@ -105,7 +107,7 @@ function buildFromRow(r: Record<string, unknown>): Build {
   };
 }
 
-function jobFromRow(r: Record<string, unknown>): Job {
+export function jobFromRow(r: Record<string, unknown>): Job {
   return {
     id: r.id as string,
     buildId: r.build_id as string,
@@ -131,6 +133,7 @@ function jobFromRow(r: Record<string, unknown>): Job {
     retriedInJobId: (r.retried_in_job_id as string | null) ?? null,
     retriesCount: (r.retries_count as number | null) ?? null,
     retryType: (r.retry_type as string | null) ?? null,
+    agentId: (r.agent_id as string | null) ?? null,
     createdAt: toDate(r.created_at),
     scheduledAt: toDateOrNull(r.scheduled_at),
     runnableAt: toDateOrNull(r.runnable_at),

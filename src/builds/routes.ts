@@ -5,12 +5,15 @@ import { actorOf, principalOf } from '../http/auth';
 import { NotFoundError } from '../http/errors';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import type { PipelineService } from '../pipelines/service';
+import type { Agent } from '../agents/repository';
+import { serializeAgentBase } from '../agents/serialize';
 import { serializeBuild } from './serialize';
 import type { BuildService, BuildWithJobs, ListQuery } from './service';
 
 type CreateBody = operations['createBuild']['requestBody']['content']['application/json'];
 
-export function buildRoutes(builds: BuildService, pipelines: PipelineService, publicUrl: string) {
+/** `agentsByIds` finds the agents that took jobs, which the jobs embed. */
+export function buildRoutes(builds: BuildService, pipelines: PipelineService, publicUrl: string, agentsByIds: (ids: string[]) => Promise<Agent[]> = async () => []) {
   const router = express.Router();
   const base = '/v2/organizations/:org_slug/pipelines/:pipeline_slug/builds';
   const numberOf = (req: Request) => {
@@ -21,9 +24,12 @@ export function buildRoutes(builds: BuildService, pipelines: PipelineService, pu
   };
 
   const render = async (items: BuildWithJobs[]) => {
-    const counts = await builds.counts([...new Set(items.map((i) => i.pipeline.id))]);
+    const agentIds = items.flatMap((i) => i.jobs.flatMap((j) => (j.agentId ? [j.agentId] : [])));
+    // Only builds whose jobs agents took cost the extra read.
+    const [counts, agents] = await Promise.all([builds.counts([...new Set(items.map((i) => i.pipeline.id))]), agentIds.length ? agentsByIds(agentIds) : []]);
     return items.map((item) =>
       serializeBuild(item, {
+        agents: agents.length ? new Map(agents.map((a) => [a.id, serializeAgentBase(a, publicUrl, item.actor.organization.slug)])) : undefined,
         publicUrl,
         orgSlug: item.actor.organization.slug,
         webhookUrl: pipelines.showsWebhookUrl(item.actor, item.perms) ? pipelines.webhookUrl(item.pipeline.id) : undefined,

@@ -8,6 +8,7 @@ import type { Job } from './repository';
 
 type BuildJson = components['schemas']['Build'];
 type JobJson = components['schemas']['Job'];
+type AgentJson = components['schemas']['AgentBase'];
 
 export interface BuildView {
   publicUrl: string;
@@ -15,6 +16,8 @@ export interface BuildView {
   webhookUrl: string | undefined;
   badgeUrl: string;
   counts: PipelineCounts;
+  /** The agents that took the build's jobs, by id. */
+  agents?: Map<string, AgentJson>;
 }
 
 const iso = (d: Date | null) => (d ? isoTime(d) : null);
@@ -23,7 +26,7 @@ function creator(u: User | null): BuildJson['creator'] {
   return u ? { id: u.id, graphql_id: graphqlId('User', u.id), name: u.name, email: u.email, avatar_url: gravatarUrl(u.email), created_at: isoTime(u.createdAt) } : null;
 }
 
-function serializeJob(j: Job, buildUrl: string, buildWebUrl: string): JobJson {
+export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agent: AgentJson | null): JobJson {
   const common = {
     id: j.id,
     graphql_id: graphqlId('Job', j.id),
@@ -66,7 +69,7 @@ function serializeJob(j: Job, buildUrl: string, buildWebUrl: string): JobJson {
         soft_failed: j.softFailed,
         exit_status: j.exitStatus,
         artifact_paths: j.artifactPaths,
-        agent: null,
+        agent,
         retried: j.retried,
         retried_in_job_id: j.retriedInJobId,
         retries_count: j.retriesCount,
@@ -108,7 +111,7 @@ export function serializeBuild({ build: b, jobs, pipeline: p }: BuildWithJobs, v
     source: b.source as BuildJson['source'],
     author: b.author,
     creator: creator(b.creator),
-    jobs: jobs.map((j) => serializeJob(j, url, webUrl)),
+    jobs: jobs.map((j) => serializeJob(j, url, webUrl, (j.agentId && v.agents?.get(j.agentId)) || null)),
     job_state_counts: { total: jobs.length, states },
     created_at: isoTime(b.createdAt),
     scheduled_at: iso(b.scheduledAt),

@@ -24,6 +24,7 @@ const USAGE = `Usage: windsock <command> [options]
   token create --email EMAIL --org SLUG[,SLUG...] [--scopes all|s1,s2...]
                [--description TEXT] [--expires-in-days N]     prints the token once
   token revoke --id TOKEN_UUID
+  agent-token create --org SLUG [--description TEXT]    prints the registration token once
 
 Settings come from the environment (see README.md).`;
 
@@ -145,6 +146,14 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
         });
         print(`created token ${token.id} for ${user.email}, expires ${token.expiresAt.toISOString()}; it is shown once:`);
         print(jwt);
+      });
+      return 0;
+    case 'agent-token create':
+      await withServices(config, async (s) => {
+        const org = await orgBySlug(s, need(values, 'org'));
+        const { record, token } = await s.agents.createToken(org.id, null, values.description ?? null);
+        print(`created agent registration token ${record.id} for ${org.slug}; it is shown once:`);
+        print(token);
       });
       return 0;
     case 'token revoke':

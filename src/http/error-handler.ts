@@ -15,6 +15,7 @@ import {
   NotFoundError,
   RateLimitedError,
   SuiteTokenError,
+  AgentTokenError,
   SignatureError,
   UnauthorizedError,
   UnavailableError,
@@ -96,6 +97,10 @@ export function errorHandler(logger: Logger) {
       if (err instanceof SuiteTokenError) {
         res.setHeader('WWW-Authenticate', 'Token realm="Test Engine"');
         return send(401, { message: SUITE_TOKEN_MESSAGE });
+      }
+      if (err instanceof AgentTokenError) {
+        res.setHeader('WWW-Authenticate', 'Token realm="Agent"');
+        return send(401, { message: err.message });
       }
       if (err instanceof SignatureError) return send(401, { message: err.message });
       if (err instanceof UnauthorizedError) {

@@ -45,6 +45,8 @@ export class UnauthorizedError extends DomainError {}
 
 /** 401 of the upload API, whose credential is a test suite's API token, not an access token. */
 export class SuiteTokenError extends UnauthorizedError {}
+/** 401 for an agent API call without a valid registration or agent token. */
+export class AgentTokenError extends UnauthorizedError {}
 /** 401 for a webhook delivery whose signature or token does not match: the message says which header. */
 export class SignatureError extends DomainError {}
 

@@ -75,6 +75,19 @@ describe('first start and the CLI (embedded SQLite in a temp data dir)', () => {
     await s.close();
   });
 
+  it('creates an agent registration token that agents register with', async () => {
+    const c = capture();
+    expect(await main(['agent-token', 'create', '--org', 'acme-inc', '--description', 'fleet'], c.out)).toBe(0);
+    expect(c.text()).toMatch(/created agent registration token [0-9a-f-]{36} for acme-inc; it is shown once:/);
+    const token = c.text().trim().split('\n').at(-1)!;
+    const s = await startServer(loadConfig(), capture().out);
+    const res = await request(s.url).post('/v3/register').set('Authorization', `Token ${token}`).send({ name: 'cli-agent' }).expect(201);
+    expect(res.body).toMatchObject({ name: 'cli-agent', meta_data: [] });
+    await request(s.url).post('/v3/register').set('Authorization', `Token ${token}x`).send({ name: 'cli-agent' }).expect(401);
+    await s.close();
+    await expect(main(['agent-token', 'create', '--org', 'nope'], capture().out)).rejects.toThrow(/no organization with slug "nope"/);
+  });
+
   it('refuses unknown scopes and missing options', async () => {
     await expect(main(['token', 'create', '--email', 'ann@example.com', '--org', 'acme-inc', '--scopes', 'everything'], capture().out)).rejects.toMatchObject({
       errors: [{ field: 'scopes', code: 'unknown scope(s): everything' }],

@@ -27,6 +27,7 @@ describe('an unreachable database', () => {
       orgs: services.orgs,
       pipelines: services.pipelines,
     builds: services.builds,
+    agents: services.agents,
       suites: services.suites,
       uploads: services.uploads,
       deliveries: services.deliveries,

@@ -17,6 +17,7 @@ import {
   send,
   specOperations,
   suiteAuth,
+  agentAuth,
   type Schema,
   type SpecOperation,
   type Tenant,
@@ -67,9 +68,13 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   createSuite: (t, res) => `/v2/analytics/organizations/${t.org.slug}/suites/${res.body.slug}`,
   updateSuite: (t) => `/v2/analytics/organizations/${t.org.slug}/suites/${t.params.suite_slug}`,
   uploadTestResults: (t, res) => `/v2/analytics/organizations/${t.org.slug}/suites/${t.params.suite_slug}/runs/${res.body.run_id}`,
+  registerAgent: (t, res) => `/v2/organizations/${t.org.slug}/agents/${res.body.id}`,
 };
 const NOT_READ_BACK: Record<string, string> = {
   deliverWebhook: "the body is the provider's event, not a resource: only the prototype cases apply (the builds it makes are createBuild's)",
+  createAgentToken: 'a registration token has no read operation (it is shown once); only the prototype cases apply',
+  appendJobLogChunk: "a chunk of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads chunks back",
+  finishJob: "the result of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads results back",
 };
 
 /** The fields a client may not set: readOnly in the resource the operation answers with. */
@@ -176,8 +181,9 @@ describeEachDatabase('mass assignment', (ctx) => {
   async function write(c: TestContext, op: SpecOperation, body: unknown) {
     requests++;
     let res;
-    if (op.auth === 'suiteToken') {
-      const req = c.http().post(fillPath(op, t.params)).set(suiteAuth(t.suiteToken));
+    if (op.auth === 'suiteToken' || op.auth === 'agentToken') {
+      const credential = op.auth === 'suiteToken' ? suiteAuth(t.suiteToken) : agentAuth(op.operationId === 'registerAgent' ? t.agentRegistrationToken : t.agent.token);
+      const req = c.http()[op.method](fillPath(op, t.params)).set(credential);
       res = await (typeof body === 'string' ? req.set('Content-Type', 'application/json').send(body) : req.send(body as object));
     } else {
       res = await send(c, op, fillPath(op, t.params), op.auth === 'bearer' ? t.token : undefined, body);

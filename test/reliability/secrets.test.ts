@@ -6,7 +6,7 @@
  * whose team may only read the pipeline; an admin token without write_pipelines), and the
  * answers (bodies and headers), every log line (at `trace`) and the raw database (the SQLite
  * file's bytes, every Postgres row as text) are scanned: no plain secret anywhere it does not
- * belong. Windsock has no agents, so there are no agent tokens to check.
+ * belong. Agent registration tokens and agents' access tokens are among them.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -96,6 +96,8 @@ describeEachDatabase(
         'access token (member)': memberToken,
         'access token (no write_pipelines)': noWriteToken,
         'suite API token': t.suiteToken,
+        'agent registration token': t.agentRegistrationToken,
+        'agent access token': t.agent.token,
         'webhook token': t.params.token,
         'webhook secret': hooks.at(-1)!.secret,
         'root secret': ROOT_SECRET,

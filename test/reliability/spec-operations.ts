@@ -20,7 +20,7 @@ export interface SpecOperation {
   /** The spec's template, e.g. /v2/organizations/{org_slug}/pipelines */
   path: string;
   pathParams: string[];
-  auth: 'bearer' | 'suiteToken' | 'none';
+  auth: 'bearer' | 'suiteToken' | 'agentToken' | 'none';
   /** The role names of the bearerAuth requirement: the scopes the token needs. */
   scopes: string[];
   /** The application/json request body schema, $refs resolved at the top. */
@@ -80,7 +80,7 @@ export function specOperations(): SpecOperation[] {
         method,
         path,
         pathParams: params.filter((p) => p.in === 'path').map((p) => String(p.name)),
-        auth: bearer ? 'bearer' : security.some((s) => 'suiteToken' in s) ? 'suiteToken' : 'none',
+        auth: bearer ? 'bearer' : security.some((s) => 'suiteToken' in s) ? 'suiteToken' : security.some((s) => 'agentToken' in s) ? 'agentToken' : 'none',
         scopes: bearer ? (bearer.bearerAuth ?? []) : [],
         requestSchema: body?.['application/json'] ? deref(body['application/json'].schema) : undefined,
         responseSchema: json ? deref(json) : undefined,
@@ -91,7 +91,7 @@ export function specOperations(): SpecOperation[] {
 }
 
 /** The path parameter kinds a tenant has a fixture for. */
-export const PARAM_KINDS = ['org_slug', 'pipeline_slug', 'build_number', 'suite_slug', 'run_id', 'test_id', 'token'] as const;
+export const PARAM_KINDS = ['org_slug', 'pipeline_slug', 'build_number', 'suite_slug', 'run_id', 'test_id', 'token', 'agent_id', 'job_id'] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
 
@@ -103,6 +103,8 @@ export function missingParam(kind: ParamKind): string {
       return '987654';
     case 'run_id':
     case 'test_id':
+    case 'agent_id':
+    case 'job_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -131,6 +133,9 @@ export interface Tenant {
   builds: { id: string; number: number }[];
   suite: { id: string; slug: string };
   suiteToken: string;
+  /** The organization's agent registration token, and a connected agent with its access token. */
+  agentRegistrationToken: string;
+  agent: { id: string; token: string };
   /** Every identifier of this tenant's objects: none may show up in another tenant's answers. */
   identifiers: string[];
 }
@@ -140,6 +145,7 @@ export function check(res: { status: number; body: unknown }, status: number, wh
 }
 
 export const suiteAuth = (apiToken: string) => ({ Authorization: `Token token="${apiToken}"` });
+export const agentAuth = (agentToken: string) => ({ Authorization: `Token ${agentToken}` });
 
 /**
  * An organization with an admin, a team, a pipeline with `builds` builds, a suite with one run
@@ -158,11 +164,11 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     .set(auth(token))
     .send({ name: `Pipeline ${tag}`, repository: `git@github.com:acme/${tag}.git`, configuration: 'steps:\n  - command: make test\n', teams: [team.id] });
   check(p, 201, 'create pipeline');
-  const builds: { id: string; number: number }[] = [];
+  const builds: { id: string; number: number; jobIds: string[] }[] = [];
   for (let i = 0; i < (opts.builds ?? 1); i++) {
     const b = await ctx.http().post(`${base}/pipelines/${p.body.slug}/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main', message: `Build ${tag}` });
     check(b, 201, 'create build');
-    builds.push({ id: b.body.id, number: b.body.number });
+    builds.push({ id: b.body.id, number: b.body.number, jobIds: (b.body.jobs as { id: string }[]).map((j) => j.id) });
   }
   const s = await ctx.http().post(`/v2/analytics/organizations/${org.slug}/suites`).set(auth(token)).send({ name: `Suite ${tag}`, show_api_token: true, team_ids: [team.id] });
   check(s, 201, 'create suite');
@@ -190,6 +196,13 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   check(failed, 200, 'failed executions');
   const testId = failed.body[0].test_id as string;
   const webhookUrl = p.body.provider.webhook_url as string;
+  const at = await ctx.http().post(`${base}/agent-tokens`).set(auth(token)).send({ description: `Agents ${tag}` });
+  check(at, 201, 'create agent token');
+  const agentRegistrationToken = at.body.token as string;
+  const reg = await ctx.http().post('/v3/register').set(agentAuth(agentRegistrationToken)).send({ name: `agent-${tag}`, meta_data: ['queue=default'] });
+  check(reg, 201, 'register agent');
+  const agent = { id: reg.body.id as string, token: reg.body.access_token as string };
+  check(await ctx.http().post('/v3/connect').set(agentAuth(agent.token)), 200, 'connect agent');
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -198,6 +211,8 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     run_id: runId,
     test_id: testId,
     token: webhookUrl.split('/').pop()!,
+    agent_id: agent.id,
+    job_id: builds[builds.length - 1]?.jobIds[0] ?? crypto.randomUUID(),
   };
   return {
     label,
@@ -210,7 +225,9 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     builds,
     suite: { id: s.body.id, slug: s.body.slug },
     suiteToken,
-    identifiers: [org.id, org.slug, admin.id, admin.email, team.id, p.body.id, p.body.slug, ...builds.map((b) => b.id), s.body.id, s.body.slug, runId, testId, tag],
+    agentRegistrationToken,
+    agent,
+    identifiers: [org.id, org.slug, admin.id, admin.email, team.id, p.body.id, p.body.slug, ...builds.map((b) => b.id), ...builds.flatMap((b) => b.jobIds), s.body.id, s.body.slug, runId, testId, at.body.id, agent.id, tag],
   };
 }
 
@@ -250,6 +267,18 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getBuild: undefined,
   cancelBuild: undefined,
   rebuildBuild: undefined,
+  createAgentToken: () => ({ description: 'made' }),
+  listAgents: undefined,
+  getAgent: undefined,
+  registerAgent: () => ({ name: `made-${crypto.randomBytes(3).toString('hex')}`, hostname: 'made.local', meta_data: ['queue=made'] }),
+  connectAgent: undefined,
+  disconnectAgent: undefined,
+  agentHeartbeat: undefined,
+  pingAgent: undefined,
+  acceptJob: undefined,
+  startJob: undefined,
+  appendJobLogChunk: () => ({ sequence: 1, offset: 0, content: 'made\n' }),
+  finishJob: () => ({ exit_status: 0 }),
   uploadTestResults: () => ({ format: 'json', run_env: { key: `up-${crypto.randomBytes(3).toString('hex')}` }, data: [{ name: 'n', result: 'passed' }] }),
   listSuites: undefined,
   createSuite: (t) => ({ name: `Made ${crypto.randomBytes(3).toString('hex')}`, team_ids: [t.team.id] }),

@@ -87,6 +87,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     orgs: services.orgs,
     pipelines: services.pipelines,
     builds: services.builds,
+    agents: services.agents,
     suites: services.suites,
     uploads: services.uploads,
     deliveries: services.deliveries,

@@ -8,12 +8,14 @@ import * as foundation from './20261123100000_foundation';
 import * as builds from './20261123110000_builds';
 import * as analytics from './20261123120000_analytics';
 import * as rateLimits from './20261123140000_rate_limits';
+import * as agents from './20261123150000_agents';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
   '20261123110000_builds': builds,
   '20261123120000_analytics': analytics,
   '20261123140000_rate_limits': rateLimits,
+  '20261123150000_agents': agents,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

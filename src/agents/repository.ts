@@ -1,0 +1,146 @@
+/**
+ * Agent registration tokens and agents: Knex queries, rows in and domain objects out. Tokens
+ * are found by their sha256 only; neither kind of token is stored.
+ */
+import type { Knex } from 'knex';
+import { parseJson, toDate, toDateOrNull } from '../db/values';
+import type { User } from '../user/serialize';
+
+export type ConnectionState = 'connected' | 'disconnected' | 'stopped' | 'lost' | 'never_connected';
+
+export interface AgentToken {
+  id: string;
+  organizationId: string;
+  description: string | null;
+  creator: User | null;
+  createdAt: Date;
+}
+
+export interface Agent {
+  id: string;
+  organizationId: string;
+  name: string;
+  hostname: string | null;
+  ipAddress: string | null;
+  userAgent: string | null;
+  version: string | null;
+  os: string | null;
+  arch: string | null;
+  /** `key=value` tags. */
+  metaData: string[];
+  priority: number | null;
+  connectionState: ConnectionState;
+  /** The job the agent holds (assigned, accepted or running), if any. */
+  jobId: string | null;
+  createdAt: Date;
+  connectedAt: Date | null;
+  disconnectedAt: Date | null;
+  lostAt: Date | null;
+  stoppedAt: Date | null;
+  lastHeartbeatAt: Date | null;
+  lastJobFinishedAt: Date | null;
+}
+
+export type NewAgent = Omit<Agent, 'connectionState' | 'jobId' | 'connectedAt' | 'disconnectedAt' | 'lostAt' | 'stoppedAt' | 'lastHeartbeatAt' | 'lastJobFinishedAt'>;
+
+export function agentFromRow(r: Record<string, unknown>): Agent {
+  return {
+    id: r.id as string,
+    organizationId: r.organization_id as string,
+    name: r.name as string,
+    hostname: (r.hostname as string | null) ?? null,
+    ipAddress: (r.ip_address as string | null) ?? null,
+    userAgent: (r.user_agent as string | null) ?? null,
+    version: (r.version as string | null) ?? null,
+    os: (r.os as string | null) ?? null,
+    arch: (r.arch as string | null) ?? null,
+    metaData: parseJson<string[]>(r.meta_data, []),
+    priority: r.priority === null || r.priority === undefined ? null : Number(r.priority),
+    connectionState: r.connection_state as ConnectionState,
+    jobId: (r.job_id as string | null) ?? null,
+    createdAt: toDate(r.created_at),
+    connectedAt: toDateOrNull(r.connected_at),
+    disconnectedAt: toDateOrNull(r.disconnected_at),
+    lostAt: toDateOrNull(r.lost_at),
+    stoppedAt: toDateOrNull(r.stopped_at),
+    lastHeartbeatAt: toDateOrNull(r.last_heartbeat_at),
+    lastJobFinishedAt: toDateOrNull(r.last_job_finished_at),
+  };
+}
+
+export interface AgentFilter {
+  name?: string;
+  hostname?: string;
+  version?: string;
+}
+
+export class AgentRepository {
+  constructor(private readonly db: Knex) {}
+
+  async createToken(t: AgentToken & { tokenHash: string }): Promise<void> {
+    await this.db('agent_tokens').insert({
+      id: t.id,
+      organization_id: t.organizationId,
+      description: t.description,
+      token_hash: t.tokenHash,
+      creator_id: t.creator?.id ?? null,
+      created_at: t.createdAt,
+    });
+  }
+
+  async findTokenByHash(hash: string): Promise<{ id: string; organizationId: string } | null> {
+    const row = await this.db('agent_tokens').where({ token_hash: hash }).first('id', 'organization_id');
+    return row ? { id: row.id as string, organizationId: row.organization_id as string } : null;
+  }
+
+  async insert(a: NewAgent, tokenId: string, accessTokenHash: string): Promise<Agent> {
+    const row = {
+      id: a.id,
+      organization_id: a.organizationId,
+      agent_token_id: tokenId,
+      access_token_hash: accessTokenHash,
+      name: a.name,
+      hostname: a.hostname,
+      ip_address: a.ipAddress,
+      user_agent: a.userAgent,
+      version: a.version,
+      os: a.os,
+      arch: a.arch,
+      meta_data: JSON.stringify(a.metaData),
+      priority: a.priority,
+      connection_state: 'never_connected',
+      created_at: a.createdAt,
+    };
+    await this.db('agents').insert(row);
+    return agentFromRow(row);
+  }
+
+  async findByAccessTokenHash(hash: string): Promise<Agent | null> {
+    const row = await this.db('agents').where({ access_token_hash: hash }).first();
+    return row ? agentFromRow(row) : null;
+  }
+
+  async find(organizationId: string, id: string): Promise<Agent | null> {
+    const row = await this.db('agents').where({ organization_id: organizationId, id }).first();
+    return row ? agentFromRow(row) : null;
+  }
+
+  async findByIds(ids: string[]): Promise<Agent[]> {
+    if (!ids.length) return [];
+    return (await this.db('agents').whereIn('id', ids)).map(agentFromRow);
+  }
+
+  async list(organizationId: string, f: AgentFilter, offset: number, limit: number): Promise<Agent[]> {
+    const q = this.db('agents').where({ organization_id: organizationId });
+    if (f.name !== undefined) q.where('name', f.name);
+    if (f.hostname !== undefined) q.where('hostname', f.hostname);
+    if (f.version !== undefined) q.where('version', f.version);
+    const rows = await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).offset(offset).limit(limit);
+    return rows.map(agentFromRow);
+  }
+
+  async update(id: string, fields: Partial<Record<'connection_state' | 'connected_at' | 'disconnected_at' | 'last_heartbeat_at', unknown>>): Promise<void> {
+    await this.db('agents').where({ id }).update(fields);
+  }
+}
+

@@ -1,0 +1,104 @@
+/** Agents, agent tokens and jobs as agents see them -> the exact JSON of the contract. */
+import type { components } from '../../generated/api';
+import { serializeJob } from '../builds/serialize';
+import { graphqlId, gravatarUrl, isoTime } from '../http/format';
+import type { JobContext } from '../jobs/repository';
+import type { User } from '../user/serialize';
+import { queueOf } from './query-rules';
+import type { Agent, AgentToken } from './repository';
+
+type AgentBaseJson = components['schemas']['AgentBase'];
+type AgentJson = components['schemas']['Agent'];
+type AgentJobJson = components['schemas']['AgentJob'];
+
+const iso = (d: Date | null) => (d ? isoTime(d) : null);
+
+function user(u: User | null) {
+  return u ? { id: u.id, graphql_id: graphqlId('User', u.id), name: u.name, email: u.email, avatar_url: gravatarUrl(u.email), created_at: isoTime(u.createdAt) } : null;
+}
+
+export function serializeAgentBase(a: Agent, publicUrl: string, orgSlug: string): AgentBaseJson {
+  return {
+    id: a.id,
+    graphql_id: graphqlId('Agent', a.id),
+    url: `${publicUrl}/v2/organizations/${orgSlug}/agents/${a.id}`,
+    web_url: `${publicUrl}/organizations/${orgSlug}/agents/${a.id}`,
+    name: a.name,
+    connection_state: a.connectionState,
+    hostname: a.hostname,
+    ip_address: a.ipAddress,
+    user_agent: a.userAgent,
+    version: a.version,
+    os_id: a.os,
+    arch: a.arch,
+    queue: queueOf(a.metaData),
+    creator: null,
+    created_at: isoTime(a.createdAt),
+    connected_at: iso(a.connectedAt),
+    disconnected_at: iso(a.disconnectedAt),
+    lost_at: iso(a.lostAt),
+    stopped_at: iso(a.stoppedAt),
+    last_job_finished_at: iso(a.lastJobFinishedAt),
+    priority: a.priority,
+    meta_data: a.metaData,
+  };
+}
+
+/** The agent with the job it holds; that job's own `agent` is null, as in the real API. */
+export function serializeAgent(a: Agent, job: JobContext | null, publicUrl: string, orgSlug: string): AgentJson {
+  return Object.assign(serializeAgentBase(a, publicUrl, orgSlug), { job: job ? serializeJobOf(job, publicUrl) : null });
+}
+
+function serializeJobOf(c: JobContext, publicUrl: string) {
+  const buildUrl = `${publicUrl}/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds/${c.build.number}`;
+  const webUrl = `${publicUrl}/${c.orgSlug}/${c.pipelineSlug}/builds/${c.build.number}`;
+  return serializeJob(c.job, buildUrl, webUrl, null);
+}
+
+export function serializeAgentToken(t: AgentToken, token: string): components['schemas']['AgentToken'] {
+  return { id: t.id, graphql_id: graphqlId('AgentToken', t.id), description: t.description, token, created_at: isoTime(t.createdAt), created_by: user(t.creator) };
+}
+
+/** The job as its agent runs it: the command, and the step's env with the `BUILDKITE_*` variables. */
+export function serializeAgentJob(c: JobContext, agent: Agent, publicUrl: string): AgentJobJson {
+  const j = c.job;
+  const env: Record<string, string> = {
+    ...j.env,
+    CI: 'true',
+    BUILDKITE: 'true',
+    BUILDKITE_JOB_ID: j.id,
+    BUILDKITE_BUILD_ID: c.build.id,
+    BUILDKITE_BUILD_NUMBER: String(c.build.number),
+    BUILDKITE_BUILD_URL: `${publicUrl}/${c.orgSlug}/${c.pipelineSlug}/builds/${c.build.number}`,
+    BUILDKITE_BRANCH: c.build.branch,
+    BUILDKITE_COMMIT: c.build.commit,
+    BUILDKITE_MESSAGE: c.build.message ?? '',
+    BUILDKITE_TAG: c.build.tag ?? '',
+    BUILDKITE_REPO: c.repository,
+    BUILDKITE_PIPELINE_SLUG: c.pipelineSlug,
+    BUILDKITE_ORGANIZATION_SLUG: c.orgSlug,
+    BUILDKITE_COMMAND: j.command ?? '',
+    BUILDKITE_LABEL: j.name ?? '',
+    BUILDKITE_STEP_ID: j.stepId,
+    BUILDKITE_STEP_KEY: j.stepKey ?? '',
+    BUILDKITE_AGENT_ID: agent.id,
+    BUILDKITE_AGENT_NAME: agent.name,
+    BUILDKITE_TIMEOUT: j.timeoutInMinutes === null ? 'false' : String(j.timeoutInMinutes),
+  };
+  if (j.parallelGroupTotal !== null) {
+    env.BUILDKITE_PARALLEL_JOB = String(j.parallelGroupIndex);
+    env.BUILDKITE_PARALLEL_JOB_COUNT = String(j.parallelGroupTotal);
+  }
+  return {
+    id: j.id,
+    state: j.state as AgentJobJson['state'],
+    command: j.command,
+    env,
+    timeout_in_minutes: j.timeoutInMinutes,
+    exit_status: j.exitStatus,
+    soft_failed: j.softFailed,
+    runnable_at: iso(j.runnableAt),
+    started_at: iso(j.startedAt),
+    finished_at: iso(j.finishedAt),
+  };
+}

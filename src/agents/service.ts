@@ -1,0 +1,206 @@
+/**
+ * The rules of agents: registration tokens (admins only; stored as hashes), registration and
+ * connection, and the agent's side of a job: polling claims the oldest scheduled job whose
+ * query rules the agent's tags satisfy, then accept, start, log chunks and finish move it
+ * along, each only by the agent holding it. No HTTP, no SQL.
+ */
+import crypto from 'node:crypto';
+import type { components } from '../../generated/api';
+import type { Step } from '../pipelines/configuration';
+import type { Actor } from '../pipelines/service';
+import { AgentTokenError, ForbiddenError, NotFoundError, UnprocessableError } from '../http/errors';
+import type { JobContext, JobRepository } from '../jobs/repository';
+import { sha256Hex } from '../security/keys';
+import type { User } from '../user/serialize';
+import { matchesQueryRules } from './query-rules';
+import type { Agent, AgentFilter, AgentRepository, AgentToken } from './repository';
+
+type RegisterBody = components['schemas']['RegisterAgentRequest'];
+
+/** How many scheduled jobs one poll looks through for one its tags match. */
+const CANDIDATES_PER_POLL = 100;
+const TOKEN = /^Token ([A-Za-z0-9_-]{16,200})$/;
+
+function newSecret(): string {
+  return crypto.randomBytes(32).toString('base64url');
+}
+
+/** Whether the step's `soft_fail` covers this exit status. */
+export function softFails(step: Step, exitStatus: number): boolean {
+  if (step.type !== 'script' || exitStatus === 0) return false;
+  const rule = step.soft_fail;
+  if (typeof rule === 'boolean') return rule;
+  return rule.some((r) => r.exit_status === '*' || r.exit_status === exitStatus);
+}
+
+export interface Registration {
+  organizationId: string;
+  tokenId: string;
+}
+
+export class AgentService {
+  constructor(
+    private readonly agents: AgentRepository,
+    private readonly jobs: JobRepository,
+  ) {}
+
+  /** A new registration token for the organization; the token itself is returned once. */
+  async createToken(organizationId: string, creator: User | null, description: string | null): Promise<{ record: AgentToken; token: string }> {
+    const token = newSecret();
+    const record: AgentToken = { id: crypto.randomUUID(), organizationId, description, creator, createdAt: new Date() };
+    await this.agents.createToken({ ...record, tokenHash: sha256Hex(token) });
+    return { record, token };
+  }
+
+  /** The REST operation: organization administrators only. */
+  async createTokenAs(actor: Actor, description: string | null): Promise<{ record: AgentToken; token: string }> {
+    if (actor.role !== 'admin') throw new ForbiddenError();
+    return this.createToken(actor.organization.id, actor.principal.user, description);
+  }
+
+  async authenticateRegistration(header: string | undefined): Promise<Registration> {
+    const match = header ? TOKEN.exec(header.trim()) : null;
+    if (!match) throw new AgentTokenError('missing or malformed agent registration token');
+    const found = await this.agents.findTokenByHash(sha256Hex(match[1]!));
+    if (!found) throw new AgentTokenError('unknown agent registration token');
+    return { organizationId: found.organizationId, tokenId: found.id };
+  }
+
+  async authenticateAgent(header: string | undefined): Promise<Agent> {
+    const match = header ? TOKEN.exec(header.trim()) : null;
+    if (!match) throw new AgentTokenError('missing or malformed agent access token');
+    const agent = await this.agents.findByAccessTokenHash(sha256Hex(match[1]!));
+    if (!agent) throw new AgentTokenError('unknown agent access token');
+    return agent;
+  }
+
+  async register(reg: Registration, body: RegisterBody, from: { ip: string | null; userAgent: string | null }): Promise<{ agent: Agent; accessToken: string }> {
+    const accessToken = newSecret();
+    const agent = await this.agents.insert(
+      {
+        id: crypto.randomUUID(),
+        organizationId: reg.organizationId,
+        name: body.name,
+        hostname: body.hostname ?? null,
+        ipAddress: from.ip,
+        userAgent: from.userAgent?.slice(0, 255) ?? null,
+        version: body.version ?? null,
+        os: body.os ?? null,
+        arch: body.arch ?? null,
+        metaData: [...new Set(body.meta_data ?? [])],
+        priority: body.priority ?? null,
+        createdAt: new Date(),
+      },
+      reg.tokenId,
+      sha256Hex(accessToken),
+    );
+    return { agent, accessToken };
+  }
+
+  async connect(agent: Agent): Promise<Agent> {
+    const at = new Date();
+    await this.agents.update(agent.id, { connection_state: 'connected', connected_at: at, disconnected_at: null, last_heartbeat_at: at });
+    return { ...agent, connectionState: 'connected', connectedAt: at, disconnectedAt: null, lastHeartbeatAt: at };
+  }
+
+  /** A job assigned but not yet accepted goes back to be offered to another agent. */
+  async disconnect(agent: Agent): Promise<Agent> {
+    const at = new Date();
+    await this.jobs.release(agent.id);
+    await this.agents.update(agent.id, { connection_state: 'disconnected', disconnected_at: at });
+    return { ...agent, connectionState: 'disconnected', disconnectedAt: at };
+  }
+
+  async heartbeat(agent: Agent): Promise<Date> {
+    this.mustBeConnected(agent);
+    const at = new Date();
+    await this.agents.update(agent.id, { last_heartbeat_at: at });
+    return at;
+  }
+
+  /** The job the agent holds, else the oldest scheduled job it matches, claimed for it alone. */
+  async ping(agent: Agent): Promise<{ action: 'idle' | 'disconnect'; job: JobContext | null }> {
+    if (agent.connectionState === 'never_connected') throw new UnprocessableError('The agent has not connected: POST /v3/connect first.');
+    if (agent.connectionState !== 'connected') return { action: 'disconnect', job: null };
+    await this.agents.update(agent.id, { last_heartbeat_at: new Date() });
+    const held = await this.jobs.heldBy(agent.id);
+    if (held) return { action: 'idle', job: held };
+    for (const candidate of await this.jobs.scheduled(agent.organizationId, CANDIDATES_PER_POLL)) {
+      if (!matchesQueryRules(candidate.agentQueryRules, agent.metaData)) continue;
+      // Lost the race for this one: another agent claimed it between the read and the update.
+      if (!(await this.jobs.claim(candidate.id, agent.id))) continue;
+      return { action: 'idle', job: await this.jobs.findWithContext(candidate.id) };
+    }
+    return { action: 'idle', job: null };
+  }
+
+  async accept(agent: Agent, jobId: string): Promise<JobContext> {
+    return this.move(agent, jobId, 'assigned', 'accepted', {});
+  }
+
+  async start(agent: Agent, jobId: string): Promise<JobContext> {
+    return this.move(agent, jobId, 'accepted', 'running', { started_at: new Date() });
+  }
+
+  async appendChunk(agent: Agent, jobId: string, chunk: components['schemas']['LogChunk']): Promise<void> {
+    const job = await this.held(agent, jobId);
+    if (job.job.state !== 'running' && job.job.state !== 'accepted') throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
+    await this.jobs.appendChunk(jobId, chunk, new Date());
+  }
+
+  async finish(agent: Agent, jobId: string, body: components['schemas']['FinishJobRequest']): Promise<JobContext> {
+    const current = await this.held(agent, jobId);
+    const exit = body.exit_status;
+    const finished = await this.jobs.finish(jobId, agent.id, {
+      state: exit === 0 ? 'passed' : 'failed',
+      exit_status: exit,
+      soft_failed: softFails(current.job.step, exit),
+      finished_at: new Date(),
+    });
+    if (!finished) throw this.wrongState(jobId, 'finished', 'running');
+    return (await this.jobs.findWithContext(jobId))!;
+  }
+
+  async list(actor: Actor, filter: AgentFilter, offset: number, limit: number): Promise<{ agent: Agent; job: JobContext | null }[]> {
+    return this.withJobs(await this.agents.list(actor.organization.id, filter, offset, limit));
+  }
+
+  async get(actor: Actor, id: string): Promise<{ agent: Agent; job: JobContext | null }> {
+    const agent = await this.agents.find(actor.organization.id, id);
+    if (!agent) throw new NotFoundError('agent');
+    return (await this.withJobs([agent]))[0]!;
+  }
+
+  /** Agents by id, for the jobs that embed them. */
+  byIds(ids: string[]): Promise<Agent[]> {
+    return this.agents.findByIds([...new Set(ids)]);
+  }
+
+  private async withJobs(agents: Agent[]) {
+    const jobs = await this.jobs.findManyWithContext(agents.flatMap((a) => (a.jobId ? [a.jobId] : [])));
+    const byId = new Map(jobs.map((j) => [j.job.id, j]));
+    return agents.map((agent) => ({ agent, job: (agent.jobId && byId.get(agent.jobId)) || null }));
+  }
+
+  private mustBeConnected(agent: Agent): void {
+    if (agent.connectionState !== 'connected') throw new UnprocessableError(`The agent is ${agent.connectionState}: POST /v3/connect first.`);
+  }
+
+  /** The job, if this agent holds it: another agent's job is as good as missing. */
+  private async held(agent: Agent, jobId: string): Promise<JobContext> {
+    this.mustBeConnected(agent);
+    const job = await this.jobs.findWithContext(jobId);
+    if (!job || job.job.agentId !== agent.id) throw new NotFoundError('job');
+    return job;
+  }
+
+  private async move(agent: Agent, jobId: string, from: string, to: string, fields: Record<string, unknown>): Promise<JobContext> {
+    await this.held(agent, jobId);
+    if (!(await this.jobs.move(jobId, agent.id, from, to, fields))) throw this.wrongState(jobId, to, from);
+    return (await this.jobs.findWithContext(jobId))!;
+  }
+
+  private wrongState(_jobId: string, to: string, from: string): UnprocessableError {
+    return new UnprocessableError(`The job can't be ${to}: it is not ${from}.`);
+  }
+}

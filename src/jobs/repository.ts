@@ -1,0 +1,134 @@
+/**
+ * Jobs as agents run them: finding work, the claim that gives a job to exactly one agent, the
+ * moves of a held job (accept, start, finish) and its log chunks. Every move is one
+ * `UPDATE ... WHERE state = <expected>`: of two racing writers only one changes the row, on
+ * SQLite and Postgres alike, with no lock held across round trips.
+ */
+import type { Knex } from 'knex';
+import { jobFromRow, type Job } from '../builds/repository';
+
+/** A job with what running it needs to know of its build, pipeline and organization. */
+export interface JobContext {
+  job: Job;
+  organizationId: string;
+  orgSlug: string;
+  pipelineSlug: string;
+  repository: string;
+  build: { id: string; number: number; branch: string; commit: string; message: string | null; tag: string | null };
+}
+
+/** States in which a job belongs to its agent. */
+export const HELD_STATES = ['assigned', 'accepted', 'running'];
+
+export class JobRepository {
+  constructor(private readonly db: Knex) {}
+
+  private withContext() {
+    return this.db('jobs as j')
+      .join('builds as b', 'b.id', 'j.build_id')
+      .join('pipelines as p', 'p.id', 'j.pipeline_id')
+      .join('organizations as o', 'o.id', 'b.organization_id')
+      .select(
+        'j.*',
+        'b.organization_id as ctx_org_id',
+        'o.slug as ctx_org_slug',
+        'p.slug as ctx_pipeline_slug',
+        'p.repository as ctx_repository',
+        'b.number as ctx_build_number',
+        'b.branch as ctx_branch',
+        'b.commit as ctx_commit',
+        'b.message as ctx_message',
+        'b.tag as ctx_tag',
+      );
+  }
+
+  async findWithContext(jobId: string): Promise<JobContext | null> {
+    const row = await this.withContext().where('j.id', jobId).first();
+    return row ? contextFromRow(row) : null;
+  }
+
+  async findManyWithContext(jobIds: string[]): Promise<JobContext[]> {
+    if (!jobIds.length) return [];
+    return (await this.withContext().whereIn('j.id', jobIds)).map(contextFromRow);
+  }
+
+  /** The job an agent holds, if any. */
+  async heldBy(agentId: string): Promise<JobContext | null> {
+    const row = await this.withContext().where('j.agent_id', agentId).whereIn('j.state', HELD_STATES).first();
+    return row ? contextFromRow(row) : null;
+  }
+
+  /** Scheduled script jobs of the organization, oldest first: what an agent may be offered. */
+  async scheduled(organizationId: string, limit: number): Promise<{ id: string; agentQueryRules: string[] }[]> {
+    const rows = await this.db('jobs as j')
+      .join('builds as b', 'b.id', 'j.build_id')
+      .where({ 'j.state': 'scheduled', 'j.type': 'script', 'b.organization_id': organizationId })
+      .orderBy([{ column: 'j.created_at' }, { column: 'j.position' }])
+      .limit(limit)
+      .select('j.id', 'j.agent_query_rules');
+    return rows.map((r) => ({ id: r.id as string, agentQueryRules: JSON.parse(r.agent_query_rules as string) as string[] }));
+  }
+
+  /**
+   * Gives a scheduled job to an agent. The guarded UPDATE is the claim: when agents race for
+   * one job, exactly one sees a changed row. False when another agent got there first.
+   */
+  async claim(jobId: string, agentId: string): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      const n = await trx('jobs').where({ id: jobId, state: 'scheduled' }).whereNull('agent_id').update({ state: 'assigned', agent_id: agentId });
+      if (!n) return false;
+      await trx('agents').where({ id: agentId }).update({ job_id: jobId });
+      return true;
+    });
+  }
+
+  /** Moves the agent's job from `from` to `to` with `fields`; false if it was not in `from`. */
+  async move(jobId: string, agentId: string, from: string, to: string, fields: Record<string, unknown> = {}): Promise<boolean> {
+    const n = await this.db('jobs').where({ id: jobId, agent_id: agentId, state: from }).update({ state: to, ...fields });
+    return n > 0;
+  }
+
+  /** Ends the agent's running job and frees the agent, together. */
+  async finish(jobId: string, agentId: string, fields: { state: string; exit_status: number; soft_failed: boolean; finished_at: Date }): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      const n = await trx('jobs').where({ id: jobId, agent_id: agentId, state: 'running' }).update(fields);
+      if (!n) return false;
+      await trx('agents').where({ id: agentId }).update({ job_id: null, last_job_finished_at: fields.finished_at });
+      return true;
+    });
+  }
+
+  /** An assigned job the agent never accepted goes back to be offered again. */
+  async release(agentId: string): Promise<void> {
+    await this.db.transaction(async (trx) => {
+      await trx('jobs').where({ agent_id: agentId, state: 'assigned' }).update({ state: 'scheduled', agent_id: null });
+      await trx('agents').where({ id: agentId }).update({ job_id: null });
+    });
+  }
+
+  /** Stores a chunk; one already stored under its sequence is left as it is (a retried send). */
+  async appendChunk(jobId: string, chunk: { sequence: number; offset: number; content: string }, at: Date): Promise<void> {
+    await this.db('job_log_chunks')
+      .insert({ job_id: jobId, sequence: chunk.sequence, offset: chunk.offset, size: Buffer.byteLength(chunk.content), content: chunk.content, created_at: at })
+      .onConflict(['job_id', 'sequence'])
+      .ignore();
+  }
+}
+
+function contextFromRow(r: Record<string, unknown>): JobContext {
+  return {
+    job: jobFromRow(r),
+    organizationId: r.ctx_org_id as string,
+    orgSlug: r.ctx_org_slug as string,
+    pipelineSlug: r.ctx_pipeline_slug as string,
+    repository: r.ctx_repository as string,
+    build: {
+      id: r.build_id as string,
+      number: Number(r.ctx_build_number),
+      branch: r.ctx_branch as string,
+      commit: r.ctx_commit as string,
+      message: (r.ctx_message as string | null) ?? null,
+      tag: (r.ctx_tag as string | null) ?? null,
+    },
+  };
+}

@@ -1,0 +1,41 @@
+/** Agents for tests: a registration token through the REST operation, and agents that use the agent API. */
+import { auth, type TestContext } from '../support/context';
+
+export const agentAuth = (token: string) => ({ Authorization: `Token ${token}` });
+
+export async function givenRegistrationToken(ctx: TestContext, orgSlug: string, adminToken: string): Promise<string> {
+  const res = await ctx.http().post(`/v2/organizations/${orgSlug}/agent-tokens`).set(auth(adminToken)).send({ description: 'test' });
+  if (res.status !== 201) throw new Error(`agent token: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.token as string;
+}
+
+export interface TestAgent {
+  id: string;
+  token: string;
+}
+
+/** Registers and connects an agent with these tags. */
+export async function givenAgent(ctx: TestContext, registrationToken: string, name: string, tags: string[] = []): Promise<TestAgent> {
+  const reg = await ctx.http().post('/v3/register').set(agentAuth(registrationToken)).send({ name, hostname: `${name}.local`, version: '3.0.0', os: 'linux', arch: 'amd64', meta_data: tags });
+  if (reg.status !== 201) throw new Error(`register: ${reg.status} ${JSON.stringify(reg.body)}`);
+  const agent = { id: reg.body.id as string, token: reg.body.access_token as string };
+  const conn = await ctx.http().post('/v3/connect').set(agentAuth(agent.token));
+  if (conn.status !== 200) throw new Error(`connect: ${conn.status} ${JSON.stringify(conn.body)}`);
+  return agent;
+}
+
+export async function givenPipeline(ctx: TestContext, orgSlug: string, token: string, configuration: string): Promise<string> {
+  const res = await ctx
+    .http()
+    .post(`/v2/organizations/${orgSlug}/pipelines`)
+    .set(auth(token))
+    .send({ name: `Agents ${Math.random().toString(36).slice(2, 8)}`, repository: 'git@github.com:acme/app.git', configuration });
+  if (res.status !== 201) throw new Error(`pipeline: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.slug as string;
+}
+
+export async function givenBuild(ctx: TestContext, orgSlug: string, pipelineSlug: string, token: string) {
+  const res = await ctx.http().post(`/v2/organizations/${orgSlug}/pipelines/${pipelineSlug}/builds`).set(auth(token)).send({ commit: 'abc123', branch: 'main', message: 'Go' });
+  if (res.status !== 201) throw new Error(`build: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body as { number: number; id: string; jobs: { id: string; state: string }[] };
+}
