@@ -757,6 +757,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/unblock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Unblock a job
+         * @description A block step the build has reached (`blocked`) becomes `unblocked` and the build goes on:
+         *     the jobs behind it are scheduled, and a build that had finished at the block step runs
+         *     again. `unblocker` records another member of the organization (by user id) as the one
+         *     who unblocked it; `fields` (the block step's form values) become build meta-data. A job
+         *     that is not a block step, not blocked, or in a canceled build is a 422 with the reason.
+         */
+        put: operations["unblockJob"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/agent-tokens": {
         parameters: {
             query?: never;
@@ -1366,6 +1398,16 @@ export interface components {
             algorithm: string;
             signed_fields: string[];
         };
+        UnblockJobRequest: {
+            /**
+             * Format: uuid
+             * @description The user to record as the one who unblocked it (default the caller).
+             */
+            unblocker?: string;
+            fields?: {
+                [key: string]: string;
+            };
+        };
         CreateAgentTokenRequest: {
             /** @description What the token is for. */
             description: string;
@@ -1474,53 +1516,53 @@ export interface components {
             readonly id: string;
             readonly graphql_id: string;
             /** @enum {string} */
-            type: "script" | "waiter" | "manual" | "trigger";
-            name?: string | null;
-            label?: string | null;
-            step_key: string | null;
-            step?: {
+            readonly type: "script" | "waiter" | "manual" | "trigger";
+            readonly name?: string | null;
+            readonly label?: string | null;
+            readonly step_key: string | null;
+            readonly step?: {
                 /** Format: uuid */
                 id: string;
                 signature?: components["schemas"]["StepSignature"] | null;
             };
-            state: components["schemas"]["JobState"];
-            build_url?: string;
-            web_url?: string;
-            log_url?: string;
-            raw_log_url?: string;
-            command?: string | null;
-            agent_query_rules?: string[];
-            soft_failed?: boolean;
-            exit_status?: number | null;
-            artifact_paths?: string | null;
+            readonly state: components["schemas"]["JobState"];
+            readonly build_url?: string;
+            readonly web_url?: string;
+            readonly log_url?: string;
+            readonly raw_log_url?: string;
+            readonly command?: string | null;
+            readonly agent_query_rules?: string[];
+            readonly soft_failed?: boolean;
+            readonly exit_status?: number | null;
+            readonly artifact_paths?: string | null;
             /** @description The agent that took the job. */
-            agent?: components["schemas"]["AgentBase"] | null;
-            created_at: components["schemas"]["IsoTimestamp"];
-            scheduled_at?: components["schemas"]["IsoTimestamp"] | null;
-            runnable_at?: components["schemas"]["IsoTimestamp"] | null;
-            started_at?: components["schemas"]["IsoTimestamp"] | null;
-            finished_at?: components["schemas"]["IsoTimestamp"] | null;
-            retried?: boolean;
+            readonly agent?: components["schemas"]["AgentBase"] | null;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            readonly scheduled_at?: components["schemas"]["IsoTimestamp"] | null;
+            readonly runnable_at?: components["schemas"]["IsoTimestamp"] | null;
+            readonly started_at?: components["schemas"]["IsoTimestamp"] | null;
+            readonly finished_at?: components["schemas"]["IsoTimestamp"] | null;
+            readonly retried?: boolean;
             /** Format: uuid */
-            retried_in_job_id?: string | null;
-            retries_count?: number | null;
+            readonly retried_in_job_id?: string | null;
+            readonly retries_count?: number | null;
             /** @enum {string|null} */
-            retry_type?: "automatic" | "manual" | null;
-            retry_source?: Record<string, never> | null;
-            parallel_group_index?: number | null;
-            parallel_group_total?: number | null;
-            matrix?: null;
-            cluster_id?: null;
-            cluster_url?: null;
-            cluster_queue_id?: null;
-            cluster_queue_url?: null;
-            broken_reason?: string | null;
-            unblocked_by?: components["schemas"]["BuildCreator"] | null;
-            unblocked_at?: components["schemas"]["IsoTimestamp"] | null;
-            unblockable?: boolean;
-            unblock_url?: string;
-            async?: boolean;
-            triggered_build?: {
+            readonly retry_type?: "automatic" | "manual" | null;
+            readonly retry_source?: Record<string, never> | null;
+            readonly parallel_group_index?: number | null;
+            readonly parallel_group_total?: number | null;
+            readonly matrix?: null;
+            readonly cluster_id?: null;
+            readonly cluster_url?: null;
+            readonly cluster_queue_id?: null;
+            readonly cluster_queue_url?: null;
+            readonly broken_reason?: string | null;
+            readonly unblocked_by?: components["schemas"]["BuildCreator"] | null;
+            readonly unblocked_at?: components["schemas"]["IsoTimestamp"] | null;
+            readonly unblockable?: boolean;
+            readonly unblock_url?: string;
+            readonly async?: boolean;
+            readonly triggered_build?: {
                 /** Format: uuid */
                 id: string;
                 number: number;
@@ -3182,6 +3224,46 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    unblockJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["UnblockJobRequest"];
+            };
+        };
+        responses: {
+            /** @description The unblocked job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
     };

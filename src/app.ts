@@ -9,6 +9,8 @@ import type { Knex } from 'knex';
 import type { AccessTokenService } from './access-token/service';
 import { AGENT_API_PATH, agentAuth, agentRoutes } from './agents/routes';
 import type { AgentService } from './agents/service';
+import { jobRoutes } from './jobs/routes';
+import type { JobService } from './jobs/service';
 import { buildRoutes } from './builds/routes';
 import type { BuildService } from './builds/service';
 import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
@@ -44,6 +46,7 @@ export interface AppDeps {
   pipelines: PipelineService;
   builds: BuildService;
   agents: AgentService;
+  jobs: JobService;
   suites: SuiteService;
   uploads: UploadService;
   deliveries: DeliveryService;
@@ -142,6 +145,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(pipelineRoutes(deps.pipelines, (ids) => deps.builds.counts(ids), deps.publicUrl));
   app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids)));
   app.use(agentRoutes(deps.agents, deps.publicUrl));
+  app.use(jobRoutes(deps.jobs, deps.publicUrl));
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));
   app.use(deliveryRoutes(deps.deliveries));

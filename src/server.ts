@@ -39,6 +39,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     pipelines: services.pipelines,
     builds: services.builds,
     agents: services.agents,
+    jobs: services.jobs,
     suites: services.suites,
     uploads: services.uploads,
     deliveries: services.deliveries,

@@ -12,6 +12,7 @@ import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './deliveries/service';
 import { JobRepository } from './jobs/repository';
+import { JobService } from './jobs/service';
 import type { Logger } from './http/logger';
 import { RateLimiter, type RateLimitSettings } from './http/rate-limit';
 import { OrganizationRepository } from './organizations/repository';
@@ -35,6 +36,7 @@ export interface Services {
   pipelines: PipelineService;
   builds: BuildService;
   agents: AgentService;
+  jobs: JobService;
   suites: SuiteService;
   uploads: UploadService;
   deliveries: DeliveryService;
@@ -66,15 +68,18 @@ export function createServices(o: ServiceOptions): Services {
   });
   const suites = new SuiteRepository(db);
   const builds = new BuildService(new BuildRepository(db), pipelines, keys);
+  const users = new UserRepository(db);
+  const jobs = new JobRepository(db);
   return {
     db,
     keys,
-    users: new UserRepository(db),
+    users,
     orgs,
     tokens: new AccessTokenService(db, keys, o.tokenCacheMs),
     pipelines,
     builds,
-    agents: new AgentService(new AgentRepository(db), new JobRepository(db)),
+    agents: new AgentService(new AgentRepository(db), jobs),
+    jobs: new JobService(jobs, builds, users, orgs),
     suites: new SuiteService(suites, new SuiteResultsRepository(db), orgs),
     uploads: new UploadService(suites, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, orgs, o.publicUrl),

@@ -138,8 +138,11 @@ export class AgentService {
     return this.move(agent, jobId, 'assigned', 'accepted', {});
   }
 
+  /** The job runs; the build is running from its first job's start. */
   async start(agent: Agent, jobId: string): Promise<JobContext> {
-    return this.move(agent, jobId, 'accepted', 'running', { started_at: new Date() });
+    const job = await this.move(agent, jobId, 'accepted', 'running', { started_at: new Date() });
+    await this.jobs.advance(job.build.id);
+    return job;
   }
 
   async appendChunk(agent: Agent, jobId: string, chunk: components['schemas']['LogChunk']): Promise<void> {
@@ -158,6 +161,7 @@ export class AgentService {
       finished_at: new Date(),
     });
     if (!finished) throw this.wrongState(jobId, 'finished', 'running');
+    await this.jobs.advance(current.build.id);
     return (await this.jobs.findWithContext(jobId))!;
   }
 

@@ -67,6 +67,9 @@ export interface Job extends Omit<PlannedJob, 'state'> {
   retryType: string | null;
   /** The agent that took the job (set from `assigned` on). */
   agentId: string | null;
+  /** Who unblocked a block step, and when. */
+  unblockedBy: User | null;
+  unblockedAt: Date | null;
   createdAt: Date;
   scheduledAt: Date | null;
   runnableAt: Date | null;
@@ -134,6 +137,8 @@ export function jobFromRow(r: Record<string, unknown>): Job {
     retriesCount: (r.retries_count as number | null) ?? null,
     retryType: (r.retry_type as string | null) ?? null,
     agentId: (r.agent_id as string | null) ?? null,
+    unblockedBy: r.unblocked_by ? userFromRow(parseJson(r.unblocked_by, { id: '', name: '', email: '', created_at: null })) : null,
+    unblockedAt: toDateOrNull(r.unblocked_at),
     createdAt: toDate(r.created_at),
     scheduledAt: toDateOrNull(r.scheduled_at),
     runnableAt: toDateOrNull(r.runnable_at),

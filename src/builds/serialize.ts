@@ -49,8 +49,8 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
       return Object.assign(common, {
         label: j.name,
         name: j.name,
-        unblocked_by: null,
-        unblocked_at: null,
+        unblocked_by: creator(j.unblockedBy),
+        unblocked_at: iso(j.unblockedAt),
         unblockable: j.state === 'blocked',
         unblock_url: `${buildUrl}/jobs/${j.id}/unblock`,
       });

@@ -5,7 +5,10 @@
  * SQLite and Postgres alike, with no lock held across round trips.
  */
 import type { Knex } from 'knex';
-import { jobFromRow, type Job } from '../builds/repository';
+import { jobFromRow, type BuildState, type Job } from '../builds/repository';
+import { toBool, toDateOrNull } from '../db/values';
+import type { User } from '../user/serialize';
+import { advance } from './state';
 
 /** A job with what running it needs to know of its build, pipeline and organization. */
 export interface JobContext {
@@ -106,6 +109,33 @@ export class JobRepository {
     });
   }
 
+  /** Runs the build's state machine after a job event. */
+  advance(buildId: string, opts?: BuildAdvance): Promise<void> {
+    return advanceBuild(this.db, buildId, new Date(), opts);
+  }
+
+  /**
+   * Unblocks a block step and records who did it (and the block step's fields, which become
+   * build meta-data), then lets the build go on. False if the job was no longer blocked.
+   */
+  async unblock(buildId: string, jobId: string, by: User, fields: Record<string, string>): Promise<boolean> {
+    let moved = false;
+    await advanceBuild(this.db, buildId, new Date(), {
+      before: async (trx) => {
+        const at = new Date();
+        const unblockedBy = JSON.stringify({ id: by.id, name: by.name, email: by.email, created_at: by.createdAt.toISOString() });
+        moved = (await trx('jobs').where({ id: jobId, state: 'blocked' }).update({ state: 'unblocked', unblocked_by: unblockedBy, unblocked_at: at, finished_at: at })) > 0;
+        if (!moved || !Object.keys(fields).length) return;
+        for (const [key, value] of Object.entries(fields)) {
+          await trx('build_meta_data').insert({ build_id: buildId, key, value, value_key: value.slice(0, 255) }).onConflict(['build_id', 'key']).merge();
+        }
+        const row = await trx('builds').where({ id: buildId }).first('meta_data');
+        await trx('builds').where({ id: buildId }).update({ meta_data: JSON.stringify({ ...JSON.parse(row.meta_data as string), ...fields }) });
+      },
+    });
+    return moved;
+  }
+
   /** Stores a chunk; one already stored under its sequence is left as it is (a retried send). */
   async appendChunk(jobId: string, chunk: { sequence: number; offset: number; content: string }, at: Date): Promise<void> {
     await this.db('job_log_chunks')
@@ -113,6 +143,32 @@ export class JobRepository {
       .onConflict(['job_id', 'sequence'])
       .ignore();
   }
+}
+
+export interface BuildAdvance {
+  /** Runs inside the transaction after the build's row is locked, before the state machine. */
+  before?: (trx: Knex.Transaction) => Promise<void>;
+}
+
+/**
+ * Runs the build's state machine (src/jobs/state.ts) and stores what it decided. The first
+ * statement locks the build's row (Postgres; SQLite has one writer), so job events of one build
+ * are applied one after another and each sees the others' results.
+ */
+export async function advanceBuild(db: Knex, buildId: string, now: Date, opts: BuildAdvance = {}): Promise<void> {
+  await db.transaction(async (trx) => {
+    if (!(await trx('builds').where({ id: buildId }).update({ state: trx.ref('state') }))) return;
+    await opts.before?.(trx);
+    const b = await trx('builds').where({ id: buildId }).first('state', 'blocked', 'started_at', 'failing_at', 'finished_at');
+    const jobs = (await trx('jobs').where({ build_id: buildId, retried: false }).orderBy('position')).map(jobFromRow);
+    const build = { state: b.state as BuildState, blocked: toBool(b.blocked), startedAt: toDateOrNull(b.started_at), failingAt: toDateOrNull(b.failing_at), finishedAt: toDateOrNull(b.finished_at) };
+    const next = advance(build, jobs, now);
+    for (const m of next.jobs) await trx('jobs').where({ id: m.id, state: m.from }).update({ state: m.to, ...m.fields });
+    if (next.build) {
+      const n = next.build;
+      await trx('builds').where({ id: buildId }).update({ state: n.state, blocked: n.blocked, started_at: n.startedAt, failing_at: n.failingAt, finished_at: n.finishedAt });
+    }
+  });
 }
 
 function contextFromRow(r: Record<string, unknown>): JobContext {

@@ -21,4 +21,9 @@ export class UserRepository {
     const row = await trx('users').where({ email: email.toLowerCase() }).first();
     return row ? userFromRow(row) : null;
   }
+
+  async findById(id: string, trx: Knex = this.db): Promise<User | null> {
+    const row = await trx('users').where({ id }).first();
+    return row ? userFromRow(row) : null;
+  }
 }

@@ -28,6 +28,7 @@ describe('an unreachable database', () => {
       pipelines: services.pipelines,
     builds: services.builds,
     agents: services.agents,
+    jobs: services.jobs,
       suites: services.suites,
       uploads: services.uploads,
       deliveries: services.deliveries,

@@ -72,6 +72,7 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
 };
 const NOT_READ_BACK: Record<string, string> = {
   deliverWebhook: "the body is the provider's event, not a resource: only the prototype cases apply (the builds it makes are createBuild's)",
+  unblockJob: "the tenant's job is a script job, not a block step (422 after the body is parsed): test/jobs reads unblocks back",
   createAgentToken: 'a registration token has no read operation (it is shown once); only the prototype cases apply',
   appendJobLogChunk: "a chunk of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads chunks back",
   finishJob: "the result of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads results back",

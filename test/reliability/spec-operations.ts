@@ -267,6 +267,7 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getBuild: undefined,
   cancelBuild: undefined,
   rebuildBuild: undefined,
+  unblockJob: () => ({ fields: { release: 'v1' } }),
   createAgentToken: () => ({ description: 'made' }),
   listAgents: undefined,
   getAgent: undefined,

@@ -88,6 +88,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     pipelines: services.pipelines,
     builds: services.builds,
     agents: services.agents,
+    jobs: services.jobs,
     suites: services.suites,
     uploads: services.uploads,
     deliveries: services.deliveries,

@@ -1,0 +1,105 @@
+/**
+ * The build's state machine, as one pure function of its jobs: after any job event, `advance`
+ * says which jobs move (waiting jobs behind a passed wait become scheduled, a wait whose steps
+ * before failed stops the rest, a block step that is reached becomes blocked) and what the
+ * build's state and timestamps become. Recomputing from the jobs, rather than patching on each
+ * event, makes it idempotent: applying it twice changes nothing.
+ */
+import type { Build, BuildState, Job } from '../builds/repository';
+
+/** Job states from which nothing more happens. */
+export const TERMINAL_JOB_STATES = ['passed', 'failed', 'canceled', 'timed_out', 'skipped', 'broken', 'expired', 'waiting_failed', 'blocked_failed', 'unblocked_failed'];
+/** Job states that keep a build going. */
+const ACTIVE_JOB_STATES = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out'];
+/** Build states the state machine no longer moves (a cancel or a skip decided them). */
+const SETTLED_BUILD_STATES: BuildState[] = ['canceling', 'canceled', 'skipped', 'not_run'];
+
+export interface JobMove {
+  id: string;
+  from: string;
+  to: string;
+  fields: Record<string, unknown>;
+}
+
+export interface BuildMove {
+  state: BuildState;
+  blocked: boolean;
+  startedAt: Date | null;
+  failingAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/** A hard failure fails the build; a soft-failed job does not. */
+export function failsBuild(j: Pick<Job, 'state' | 'softFailed'>): boolean {
+  return (j.state === 'failed' || j.state === 'timed_out' || j.state === 'expired') && !j.softFailed;
+}
+
+export function advance(build: Pick<Build, 'state' | 'blocked' | 'startedAt' | 'failingAt' | 'finishedAt'>, jobs: Job[], now: Date): { jobs: JobMove[]; build: BuildMove | null } {
+  if (SETTLED_BUILD_STATES.includes(build.state)) return { jobs: [], build: null };
+  const moves: JobMove[] = [];
+  const states = new Map(jobs.map((j) => [j.id, j.state]));
+  const move = (j: Job, to: string, fields: Record<string, unknown> = {}) => {
+    moves.push({ id: j.id, from: j.state, to, fields });
+    states.set(j.id, to);
+  };
+  // 'open': jobs may run; 'closed': behind something unfinished or a block step; 'failed': behind a wait that failed.
+  let gate: 'open' | 'closed' | 'failed' = 'open';
+  let allBeforeDone = true;
+  let failedBefore = false;
+  for (const j of [...jobs].sort((a, b) => a.position - b.position)) {
+    if (j.type === 'waiter') {
+      if (gate === 'open') {
+        if (!allBeforeDone) gate = 'closed';
+        else if (failedBefore && !(j.step.type === 'waiter' && j.step.continue_on_failure)) {
+          if (j.state === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+          gate = 'failed';
+        } else if (j.state === 'waiting') move(j, 'passed', { finished_at: now });
+      } else if (gate === 'failed' && j.state === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+      continue;
+    }
+    if (j.type === 'manual') {
+      if (gate === 'failed' || (gate === 'open' && allBeforeDone && failedBefore)) {
+        if (j.state === 'waiting' || j.state === 'blocked') move(j, 'blocked_failed', { finished_at: now });
+        gate = 'failed';
+      } else if (gate === 'open') {
+        if (!allBeforeDone) gate = 'closed';
+        else if (j.state === 'waiting') {
+          move(j, 'blocked');
+          gate = 'closed';
+        } else if (j.state === 'blocked') gate = 'closed';
+      }
+      continue;
+    }
+    if (gate === 'failed' && j.state === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+    else if (gate === 'open' && j.state === 'waiting') move(j, 'scheduled', { scheduled_at: now, runnable_at: now });
+    const state = states.get(j.id)!;
+    if (!TERMINAL_JOB_STATES.includes(state)) allBeforeDone = false;
+    if (failsBuild({ state, softFailed: j.softFailed })) failedBefore = true;
+  }
+
+  const current = jobs.map((j) => ({ ...j, state: states.get(j.id)! }));
+  const active = current.some((j) => ACTIVE_JOB_STATES.includes(j.state));
+  const failed = current.some(failsBuild);
+  const blocked = current.some((j) => j.type === 'manual' && j.state === 'blocked');
+  const started = current.map((j) => j.startedAt).filter((d): d is Date => d !== null);
+  const startedAt = build.startedAt ?? (started.length ? new Date(Math.min(...started.map((d) => d.getTime()))) : null);
+  let next: BuildMove;
+  if (!active && (startedAt || blocked || failed || current.every((j) => TERMINAL_JOB_STATES.includes(j.state)))) {
+    // Nothing can move without someone: the build is over (or waits, finished, on a block step).
+    next = { state: failed ? 'failed' : 'passed', blocked, startedAt, failingAt: build.failingAt, finishedAt: build.finishedAt ?? now };
+  } else {
+    const state: BuildState = failed ? 'failing' : startedAt ? 'running' : 'scheduled';
+    next = { state, blocked, startedAt, failingAt: failed ? (build.failingAt ?? now) : null, finishedAt: null };
+  }
+  // A build that only reaches a block step before any job ran stays as created.
+  if (!startedAt && !failed && blocked && !current.some((j) => j.type !== 'manual' && TERMINAL_JOB_STATES.includes(j.state) && j.state !== 'broken')) {
+    next = { state: build.state, blocked, startedAt: null, failingAt: null, finishedAt: null };
+  }
+  const same =
+    next.state === build.state &&
+    next.blocked === build.blocked &&
+    next.startedAt?.getTime() === build.startedAt?.getTime() &&
+    next.failingAt?.getTime() === build.failingAt?.getTime() &&
+    next.finishedAt?.getTime() === build.finishedAt?.getTime();
+  return { jobs: moves, build: same ? null : next };
+}

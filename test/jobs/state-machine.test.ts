@@ -1,0 +1,161 @@
+import { auth, describeEachDatabase, type TestContext } from '../support/context';
+import { agentAuth, givenAgent, givenBuild, givenPipeline, givenRegistrationToken, type TestAgent } from '../agents/helpers';
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+interface JobJson {
+  id: string;
+  type: string;
+  state: string;
+  command?: string;
+  label?: string;
+  soft_failed?: boolean;
+  scheduled_at: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+  unblocked_by?: { id: string } | null;
+  unblocked_at?: string | null;
+  unblockable?: boolean;
+}
+
+/** The agent takes the next job it is offered and runs it to this exit status; answers its command. */
+async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number): Promise<string> {
+  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
+  if (!job) throw new Error('no job offered');
+  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
+  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+  await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus }).expect(200);
+  return job.command as string;
+}
+
+describeEachDatabase('the job and build state machines', (ctx) => {
+  async function setup(configuration: string) {
+    const { org, user, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const slug = await givenPipeline(ctx(), org.slug, token, configuration);
+    const build = await givenBuild(ctx(), org.slug, slug, token);
+    const agent = await givenAgent(ctx(), reg, 'runner');
+    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+    const read = async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body as Record<string, unknown> & { jobs: JobJson[]; state: string };
+    return { org, user, token, agent, url, read, build };
+  }
+  const states = (b: { jobs: JobJson[] }) => b.jobs.map((j) => j.state);
+
+  it('runs through a wait, a soft failure and a block step to passed, with every timestamp', async () => {
+    const s = await setup(
+      [
+        'steps:',
+        '  - command: a',
+        '  - command: b',
+        '    soft_fail: true',
+        '  - wait',
+        '  - command: c',
+        '  - block: Deploy',
+        '    fields:',
+        '      - text: Release',
+        '        key: release',
+        '  - command: d',
+      ].join('\n'),
+    );
+    let b = await s.read();
+    expect(b).toMatchObject({ state: 'scheduled', started_at: null, finished_at: null, blocked: false });
+    expect(states(b)).toEqual(['scheduled', 'scheduled', 'waiting', 'waiting', 'waiting', 'waiting']);
+    expect(b.jobs[3]!.scheduled_at).toBeNull();
+
+    expect(await runNext(ctx(), s.agent, 0)).toBe('a');
+    b = await s.read();
+    expect(b.state).toBe('running');
+    expect(b.started_at).toBe(b.jobs[0]!.started_at);
+    expect(b.started_at).toMatch(ISO);
+    expect(states(b)).toEqual(['passed', 'scheduled', 'waiting', 'waiting', 'waiting', 'waiting']);
+
+    // A soft failure neither fails the build nor stops the wait.
+    expect(await runNext(ctx(), s.agent, 1)).toBe('b');
+    b = await s.read();
+    expect(b).toMatchObject({ state: 'running', failing_at: null });
+    expect(b.jobs[1]).toMatchObject({ state: 'failed', soft_failed: true, exit_status: 1 });
+    expect(states(b)).toEqual(['passed', 'failed', 'passed', 'scheduled', 'waiting', 'waiting']);
+    expect(b.jobs[2]!.finished_at).toMatch(ISO);
+    expect(b.jobs[3]!.scheduled_at).toMatch(ISO);
+
+    // Reaching the block step: the build finishes as passed, blocked.
+    expect(await runNext(ctx(), s.agent, 0)).toBe('c');
+    b = await s.read();
+    expect(b).toMatchObject({ state: 'passed', blocked: true });
+    expect(b.finished_at).toMatch(ISO);
+    expect(b.jobs[4]).toMatchObject({ type: 'manual', state: 'blocked', unblockable: true, unblocked_by: null });
+    expect((await ctx().http().get('/v3/ping').set(agentAuth(s.agent.token))).body.job).toBeNull();
+
+    const unblocked = await ctx().http().put(`${s.url}/jobs/${b.jobs[4]!.id}/unblock`).set(auth(s.token)).send({ fields: { release: 'v1.2' } });
+    expect(unblocked.status).toBe(200);
+    expect(unblocked.body).toMatchObject({ id: b.jobs[4]!.id, state: 'unblocked', unblockable: false, unblocked_by: { id: s.user.id, email: s.user.email } });
+    expect(unblocked.body.unblocked_at).toMatch(ISO);
+    b = await s.read();
+    expect(b).toMatchObject({ state: 'running', blocked: false, finished_at: null, meta_data: { release: 'v1.2' } });
+    expect(states(b)).toEqual(['passed', 'failed', 'passed', 'passed', 'unblocked', 'scheduled']);
+    // Unblocking twice is refused.
+    expect((await ctx().http().put(`${s.url}/jobs/${b.jobs[4]!.id}/unblock`).set(auth(s.token)).send({})).status).toBe(422);
+
+    expect(await runNext(ctx(), s.agent, 0)).toBe('d');
+    b = await s.read();
+    expect(b).toMatchObject({ state: 'passed', blocked: false });
+    expect(b.finished_at).toMatch(ISO);
+    expect(new Date(b.finished_at as string).getTime()).toBeGreaterThanOrEqual(new Date(b.jobs[5]!.finished_at!).getTime());
+  });
+
+  it('goes failing on a hard failure while jobs still run, and a failed wait stops the rest', async () => {
+    const s = await setup(['steps:', '  - command: x', '  - command: y', '  - wait', '  - command: z', '  - block: Later'].join('\n'));
+    expect(await runNext(ctx(), s.agent, 2)).toBe('x');
+    let b = await s.read();
+    expect(b.state).toBe('failing');
+    expect(b.failing_at).toMatch(ISO);
+    expect(b.finished_at).toBeNull();
+    expect(await runNext(ctx(), s.agent, 0)).toBe('y');
+    b = await s.read();
+    expect(b.state).toBe('failed');
+    expect(b.finished_at).toMatch(ISO);
+    expect(states(b)).toEqual(['failed', 'passed', 'waiting_failed', 'waiting_failed', 'blocked_failed']);
+    expect((await ctx().http().get('/v3/ping').set(agentAuth(s.agent.token))).body.job).toBeNull();
+  });
+
+  it('runs the jobs behind a continue_on_failure wait, and the build still fails', async () => {
+    const s = await setup(['steps:', '  - command: x', '  - wait:', '    continue_on_failure: true', '  - command: cleanup'].join('\n'));
+    expect(await runNext(ctx(), s.agent, 1)).toBe('x');
+    let b = await s.read();
+    expect(b.state).toBe('failing');
+    expect(states(b)).toEqual(['failed', 'passed', 'scheduled']);
+    expect(await runNext(ctx(), s.agent, 0)).toBe('cleanup');
+    b = await s.read();
+    expect(b.state).toBe('failed');
+    expect(states(b)).toEqual(['failed', 'passed', 'passed']);
+  });
+
+  it('refuses to unblock what is not a reached block step, or in a canceled build', async () => {
+    const s = await setup(['steps:', '  - block: First', '  - command: a', '  - block: Second'].join('\n'));
+    let b = await s.read();
+    // A block step as the first step is reached at once: blocked, the build not yet started.
+    expect(b).toMatchObject({ state: 'scheduled', blocked: true });
+    const [first, script, second] = b.jobs;
+    const unblock = (id: string, body: object = {}) => ctx().http().put(`${s.url}/jobs/${id}/unblock`).set(auth(s.token)).send(body);
+    expect((await unblock(script!.id)).status).toBe(422);
+    expect((await unblock(script!.id)).body.message).toContain("isn't a block step");
+    expect((await unblock(second!.id)).body.message).toContain('it is waiting');
+    expect((await unblock('00000000-0000-4000-8000-000000000000')).status).toBe(404);
+    const stranger = await ctx().givenAdmin();
+    const notMember = await unblock(first!.id, { unblocker: stranger.user.id });
+    expect(notMember.status).toBe(422);
+    expect(notMember.body.errors).toEqual([expect.objectContaining({ field: 'unblocker' })]);
+    const colleague = await ctx().givenUser(s.org, 'member');
+    const ok = await unblock(first!.id, { unblocker: colleague.id });
+    expect(ok.body).toMatchObject({ state: 'unblocked', unblocked_by: { id: colleague.id } });
+    b = await s.read();
+    expect(b).toMatchObject({ state: 'scheduled', blocked: false });
+    expect(states(b)).toEqual(['unblocked', 'scheduled', 'waiting']);
+
+    const other = await setup(['steps:', '  - block: Go', '  - command: a'].join('\n'));
+    await ctx().http().put(`${other.url}/cancel`).set(auth(other.token)).expect(200);
+    const blocked = (await other.read()).jobs[0]!;
+    const refused = await ctx().http().put(`${other.url}/jobs/${blocked.id}/unblock`).set(auth(other.token)).send({});
+    expect(refused.status).toBe(422);
+  });
+});
