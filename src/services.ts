@@ -70,6 +70,7 @@ export function createServices(o: ServiceOptions): Services {
   const builds = new BuildService(new BuildRepository(db), pipelines, keys);
   const users = new UserRepository(db);
   const jobs = new JobRepository(db);
+  const agents = new AgentRepository(db);
   return {
     db,
     keys,
@@ -78,8 +79,8 @@ export function createServices(o: ServiceOptions): Services {
     tokens: new AccessTokenService(db, keys, o.tokenCacheMs),
     pipelines,
     builds,
-    agents: new AgentService(new AgentRepository(db), jobs),
-    jobs: new JobService(jobs, builds, users, orgs),
+    agents: new AgentService(agents, jobs),
+    jobs: new JobService(jobs, builds, users, orgs, agents),
     suites: new SuiteService(suites, new SuiteResultsRepository(db), orgs),
     uploads: new UploadService(suites, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, orgs, o.publicUrl),

@@ -24,6 +24,9 @@ export const SCOPES = [
   'write_suites',
   'read_agents',
   'write_agents',
+  'read_build_logs',
+  'write_build_logs',
+  'read_job_env',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

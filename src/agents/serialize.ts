@@ -3,6 +3,7 @@ import type { components } from '../../generated/api';
 import { serializeJob } from '../builds/serialize';
 import { graphqlId, gravatarUrl, isoTime } from '../http/format';
 import type { JobContext } from '../jobs/repository';
+import { jobEnv } from '../jobs/serialize';
 import type { User } from '../user/serialize';
 import { queueOf } from './query-rules';
 import type { Agent, AgentToken } from './repository';
@@ -59,36 +60,10 @@ export function serializeAgentToken(t: AgentToken, token: string): components['s
   return { id: t.id, graphql_id: graphqlId('AgentToken', t.id), description: t.description, token, created_at: isoTime(t.createdAt), created_by: user(t.creator) };
 }
 
-/** The job as its agent runs it: the command, and the step's env with the `BUILDKITE_*` variables. */
+/** The job as its agent runs it: the command, and the environment to run it in. */
 export function serializeAgentJob(c: JobContext, agent: Agent, publicUrl: string): AgentJobJson {
   const j = c.job;
-  const env: Record<string, string> = {
-    ...j.env,
-    CI: 'true',
-    BUILDKITE: 'true',
-    BUILDKITE_JOB_ID: j.id,
-    BUILDKITE_BUILD_ID: c.build.id,
-    BUILDKITE_BUILD_NUMBER: String(c.build.number),
-    BUILDKITE_BUILD_URL: `${publicUrl}/${c.orgSlug}/${c.pipelineSlug}/builds/${c.build.number}`,
-    BUILDKITE_BRANCH: c.build.branch,
-    BUILDKITE_COMMIT: c.build.commit,
-    BUILDKITE_MESSAGE: c.build.message ?? '',
-    BUILDKITE_TAG: c.build.tag ?? '',
-    BUILDKITE_REPO: c.repository,
-    BUILDKITE_PIPELINE_SLUG: c.pipelineSlug,
-    BUILDKITE_ORGANIZATION_SLUG: c.orgSlug,
-    BUILDKITE_COMMAND: j.command ?? '',
-    BUILDKITE_LABEL: j.name ?? '',
-    BUILDKITE_STEP_ID: j.stepId,
-    BUILDKITE_STEP_KEY: j.stepKey ?? '',
-    BUILDKITE_AGENT_ID: agent.id,
-    BUILDKITE_AGENT_NAME: agent.name,
-    BUILDKITE_TIMEOUT: j.timeoutInMinutes === null ? 'false' : String(j.timeoutInMinutes),
-  };
-  if (j.parallelGroupTotal !== null) {
-    env.BUILDKITE_PARALLEL_JOB = String(j.parallelGroupIndex);
-    env.BUILDKITE_PARALLEL_JOB_COUNT = String(j.parallelGroupTotal);
-  }
+  const env = jobEnv(c, agent, publicUrl);
   return {
     id: j.id,
     state: j.state as AgentJobJson['state'],

@@ -73,6 +73,8 @@ const PATH_THINGS: Record<string, string> = {
   run_id: 'run',
   test_id: 'test',
   token: 'pipeline',
+  agent_id: 'agent',
+  job_id: 'job',
 };
 
 function isBodyIssue(i: ValidatorIssue): boolean {
@@ -83,7 +85,8 @@ export function errorHandler(logger: Logger) {
   // Express recognises error handlers by their four parameters.
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const send = (status: number, body: Record<string, unknown>) => {
-      if (!res.headersSent) res.status(status).json(body);
+      // Always JSON, even where a route answers text (a job's log.txt) and a layer before it chose that type.
+      if (!res.headersSent) res.status(status).type('application/json').json(body);
       else res.end();
     };
 

@@ -136,6 +136,52 @@ export class JobRepository {
     return moved;
   }
 
+  /** The job's log: its chunks in order. */
+  async log(jobId: string): Promise<string> {
+    const rows = await this.db('job_log_chunks').where({ job_id: jobId }).orderBy('sequence').select('content');
+    return rows.map((r) => r.content as string).join('');
+  }
+
+  async deleteLog(jobId: string): Promise<void> {
+    await this.db('job_log_chunks').where({ job_id: jobId }).delete();
+  }
+
+  /**
+   * A new job in the place of a finished one, scheduled at once, and the old one marked retried
+   * (hidden from lists unless asked for); a canceled build runs again. The guarded UPDATE makes
+   * a job retried once however many ask at once: false for the ones that lost.
+   */
+  async retry(buildId: string, jobId: string, newId: string, fromStates: string[]): Promise<boolean> {
+    let done = false;
+    const at = new Date();
+    await advanceBuild(this.db, buildId, at, {
+      before: async (trx) => {
+        if (!(await trx('jobs').where({ id: jobId, retried: false }).whereIn('state', fromStates).update({ retried: true, retried_in_job_id: newId }))) return;
+        const row = (await trx('jobs').where({ id: jobId }).first()) as Record<string, unknown>;
+        await trx('jobs').insert({
+          ...row,
+          id: newId,
+          state: 'scheduled',
+          agent_id: null,
+          exit_status: null,
+          soft_failed: false,
+          retried: false,
+          retried_in_job_id: null,
+          retries_count: Number(row.retries_count ?? 0) + 1,
+          retry_type: 'manual',
+          created_at: at,
+          scheduled_at: at,
+          runnable_at: at,
+          started_at: null,
+          finished_at: null,
+        });
+        await trx('builds').where({ id: buildId, state: 'canceled' }).update({ state: 'running', finished_at: null });
+        done = true;
+      },
+    });
+    return done;
+  }
+
   /** Stores a chunk; one already stored under its sequence is left as it is (a retried send). */
   async appendChunk(jobId: string, chunk: { sequence: number; offset: number; content: string }, at: Date): Promise<void> {
     await this.db('job_log_chunks')

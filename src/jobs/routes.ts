@@ -1,9 +1,11 @@
 /** The job endpoints under a build: thin handlers. */
-import express from 'express';
+import express, { Request, Response } from 'express';
 import type { operations } from '../../generated/api';
 import { actorOf } from '../http/auth';
 import { NotFoundError } from '../http/errors';
 import { serializeJob } from '../builds/serialize';
+import type { BuildWithJobs } from '../builds/service';
+import { jobEnv, serializeLog } from './serialize';
 import type { JobService } from './service';
 
 type UnblockBody = NonNullable<operations['unblockJob']['requestBody']>['content']['application/json'];
@@ -12,14 +14,46 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
   const router = express.Router();
   const base = '/v2/organizations/:org_slug/pipelines/:pipeline_slug/builds/:build_number/jobs/:job_id';
 
-  router.put(`${base}/unblock`, async (req, res) => {
-    const actor = actorOf(res);
+  /** The caller, the pipeline, the build number and the job id of the path. */
+  const target = (req: Request, res: Response) => {
     const number = Number(req.params.build_number);
+    // The validator lets a number too large for a double through as Infinity: no build has it.
     if (!Number.isSafeInteger(number) || number < 1 || number > 2 ** 31 - 1) throw new NotFoundError('build');
-    const { item, jobId } = await jobs.unblock(actor, String(req.params.pipeline_slug), number, String(req.params.job_id), (req.body ?? {}) as UnblockBody);
-    const buildUrl = `${publicUrl}/v2/organizations/${actor.organization.slug}/pipelines/${item.pipeline.slug}/builds/${item.build.number}`;
-    const webUrl = `${publicUrl}/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}`;
+    return [actorOf(res), String(req.params.pipeline_slug), number, String(req.params.job_id)] as const;
+  };
+  const jobJson = (res: Response, { item, jobId }: { item: BuildWithJobs; jobId: string }) => {
+    const buildUrl = `${publicUrl}/v2/organizations/${item.actor.organization.slug}/pipelines/${item.pipeline.slug}/builds/${item.build.number}`;
+    const webUrl = `${publicUrl}/${item.actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}`;
     res.json(serializeJob(item.jobs.find((j) => j.id === jobId)!, buildUrl, webUrl, null));
+  };
+  const logUrl = (req: Request) => `${publicUrl}${req.path.replace(/\.txt$/, '')}`;
+
+  router.put(`${base}/unblock`, async (req, res) => {
+    jobJson(res, await jobs.unblock(...target(req, res), (req.body ?? {}) as UnblockBody));
+  });
+
+  router.put(`${base}/retry`, async (req, res) => {
+    jobJson(res, await jobs.retry(...target(req, res)));
+  });
+
+  router.get(`${base}/log`, async (req, res) => {
+    const content = await jobs.log(...target(req, res));
+    if (req.accepts(['application/json', 'text/plain']) === 'text/plain') res.type('text/plain').send(content);
+    else res.json(serializeLog(logUrl(req), content));
+  });
+
+  router.get(`${base}/log.txt`, async (req, res) => {
+    res.type('text/plain').send(await jobs.log(...target(req, res)));
+  });
+
+  router.delete(`${base}/log`, async (req, res) => {
+    await jobs.deleteLog(...target(req, res));
+    res.status(204).end();
+  });
+
+  router.get(`${base}/env`, async (req, res) => {
+    const { context, agent } = await jobs.env(...target(req, res));
+    res.json({ env: jobEnv(context, agent, publicUrl) });
   });
 
   return router;

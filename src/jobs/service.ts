@@ -1,13 +1,21 @@
 /**
- * The rules of the job endpoints under a build: unblocking a block step. No HTTP, no SQL.
+ * The rules of the job endpoints under a build: unblocking a block step, retrying a job, and
+ * its log and environment. No HTTP, no SQL.
  */
+import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import type { BuildService, BuildWithJobs } from '../builds/service';
 import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../http/errors';
 import type { OrganizationRepository } from '../organizations/repository';
 import type { Actor } from '../pipelines/service';
 import type { UserRepository } from '../user/repository';
-import type { JobRepository } from './repository';
+import type { AgentRepository } from '../agents/repository';
+import type { Job } from '../builds/repository';
+import { TERMINAL_JOB_STATES } from './state';
+import type { JobContext, JobRepository } from './repository';
+
+/** Job states a retry starts from. */
+const RETRYABLE = ['failed', 'timed_out', 'canceled'];
 
 type UnblockBody = components['schemas']['UnblockJobRequest'];
 
@@ -17,7 +25,48 @@ export class JobService {
     private readonly builds: BuildService,
     private readonly users: UserRepository,
     private readonly orgs: OrganizationRepository,
+    private readonly agents: AgentRepository,
   ) {}
+
+  /** The build and one of its jobs (retried ones included), as the caller may read them. */
+  private async find(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ item: BuildWithJobs; job: Job }> {
+    const item = await this.builds.get(actor, pipelineSlug, number, true);
+    const job = item.jobs.find((j) => j.id === jobId);
+    if (!job) throw new NotFoundError('job');
+    return { item, job };
+  }
+
+  async log(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<string> {
+    await this.find(actor, pipelineSlug, number, jobId);
+    return this.jobs.log(jobId);
+  }
+
+  /** Only a finished job's log: a running job is still writing it. */
+  async deleteLog(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<void> {
+    const { item, job } = await this.find(actor, pipelineSlug, number, jobId);
+    if (!item.perms.build) throw new ForbiddenError();
+    if (!TERMINAL_JOB_STATES.includes(job.state)) throw new UnprocessableError(`This job's log can't be deleted while the job is ${job.state}.`);
+    await this.jobs.deleteLog(jobId);
+  }
+
+  async env(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ context: JobContext; agent: { id: string; name: string } | null }> {
+    const { job } = await this.find(actor, pipelineSlug, number, jobId);
+    const context = (await this.jobs.findWithContext(job.id))!;
+    const agent = job.agentId ? ((await this.agents.findByIds([job.agentId]))[0] ?? null) : null;
+    return { context, agent };
+  }
+
+  async retry(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ item: BuildWithJobs; jobId: string }> {
+    const { item, job } = await this.find(actor, pipelineSlug, number, jobId);
+    if (!item.perms.build) throw new ForbiddenError();
+    if (job.type !== 'script') throw new UnprocessableError("This job can't be retried: only command steps can be.");
+    if (job.retried) throw new UnprocessableError('This job has already been retried.');
+    if (!RETRYABLE.includes(job.state)) throw new UnprocessableError(`This job can't be retried because it is ${job.state}: only failed, timed out or canceled jobs can be.`);
+    if (item.build.state === 'canceling') throw new UnprocessableError("This job can't be retried while its build is canceling.");
+    const newId = crypto.randomUUID();
+    if (!(await this.jobs.retry(item.build.id, job.id, newId, RETRYABLE))) throw new UnprocessableError('This job has already been retried.');
+    return { item: await this.builds.get(actor, pipelineSlug, number, true), jobId: newId };
+  }
 
   /**
    * A block step that the build has reached goes on: `unblocker` (a member of the organization,

@@ -149,7 +149,8 @@ export const agentAuth = (agentToken: string) => ({ Authorization: `Token ${agen
 
 /**
  * An organization with an admin, a team, a pipeline with `builds` builds, a suite with one run
- * holding a passed and a flaky test: one object behind every path parameter of the spec.
+ * holding a passed and a flaky test, and a connected agent that ran every job (passed, with a
+ * log): one object behind every path parameter of the spec.
  */
 export async function givenTenant(ctx: TestContext, label: string, opts: { builds?: number; teamsEnabled?: boolean } = {}): Promise<Tenant> {
   const tag = `${label}-${crypto.randomBytes(3).toString('hex')}`;
@@ -203,6 +204,13 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   check(reg, 201, 'register agent');
   const agent = { id: reg.body.id as string, token: reg.body.access_token as string };
   check(await ctx.http().post('/v3/connect').set(agentAuth(agent.token)), 200, 'connect agent');
+  // The agent runs every job, oldest first, each leaving a log that names the tenant.
+  for (let job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token))).body.job; job; job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token))).body.job) {
+    check(await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)), 200, 'accept job');
+    check(await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)), 200, 'start job');
+    check(await ctx.http().post(`/v3/jobs/${job.id}/chunks`).set(agentAuth(agent.token)).send({ sequence: 1, offset: 0, content: `${org.slug}: ${tag}\n` }), 201, 'log chunk');
+    check(await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }), 200, 'finish job');
+  }
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -268,6 +276,11 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   cancelBuild: undefined,
   rebuildBuild: undefined,
   unblockJob: () => ({ fields: { release: 'v1' } }),
+  retryJob: undefined,
+  getJobLog: undefined,
+  deleteJobLog: undefined,
+  getJobLogText: undefined,
+  getJobEnv: undefined,
   createAgentToken: () => ({ description: 'made' }),
   listAgents: undefined,
   getAgent: undefined,
@@ -338,6 +351,7 @@ const OWNER_COLUMNS: Record<string, string> = {
   test_id: 'tests',
   team_id: 'teams',
   access_token_id: 'access_tokens',
+  job_id: 'jobs',
 };
 /** Tables whose rows belong to the organizations their `user_id` is a member of. */
 const OWNED_THROUGH_USER = ['access_tokens'];

@@ -1,0 +1,52 @@
+/** What the job endpoints answer beyond the job itself: its environment and its log. */
+import type { components } from '../../generated/api';
+import type { Agent } from '../agents/repository';
+import type { JobContext } from './repository';
+
+/**
+ * The environment a job runs in: its step's env (pipeline, build and step env merged when the
+ * build was planned) and the `BUILDKITE_*` variables of the build, and of the agent once one
+ * took the job.
+ */
+export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name'> | null, publicUrl: string): Record<string, string> {
+  const j = c.job;
+  const env: Record<string, string> = {
+    ...j.env,
+    CI: 'true',
+    BUILDKITE: 'true',
+    BUILDKITE_JOB_ID: j.id,
+    BUILDKITE_BUILD_ID: c.build.id,
+    BUILDKITE_BUILD_NUMBER: String(c.build.number),
+    BUILDKITE_BUILD_URL: `${publicUrl}/${c.orgSlug}/${c.pipelineSlug}/builds/${c.build.number}`,
+    BUILDKITE_BRANCH: c.build.branch,
+    BUILDKITE_COMMIT: c.build.commit,
+    BUILDKITE_MESSAGE: c.build.message ?? '',
+    BUILDKITE_TAG: c.build.tag ?? '',
+    BUILDKITE_REPO: c.repository,
+    BUILDKITE_PIPELINE_SLUG: c.pipelineSlug,
+    BUILDKITE_ORGANIZATION_SLUG: c.orgSlug,
+    BUILDKITE_COMMAND: j.command ?? '',
+    BUILDKITE_LABEL: j.name ?? '',
+    BUILDKITE_STEP_ID: j.stepId,
+    BUILDKITE_STEP_KEY: j.stepKey ?? '',
+    BUILDKITE_ARTIFACT_PATHS: j.artifactPaths ?? '',
+    BUILDKITE_TIMEOUT: j.timeoutInMinutes === null ? 'false' : String(j.timeoutInMinutes),
+  };
+  if (j.parallelGroupTotal !== null) {
+    env.BUILDKITE_PARALLEL_JOB = String(j.parallelGroupIndex);
+    env.BUILDKITE_PARALLEL_JOB_COUNT = String(j.parallelGroupTotal);
+  }
+  if (agent) {
+    env.BUILDKITE_AGENT_ID = agent.id;
+    env.BUILDKITE_AGENT_NAME = agent.name;
+  }
+  return env;
+}
+
+/**
+ * The log as the JSON form answers it. `header_times` would be the agent's section-header
+ * timestamps; agents here send none, so it is empty.
+ */
+export function serializeLog(url: string, content: string): components['schemas']['JobLog'] {
+  return { url, content, size: Buffer.byteLength(content), header_times: [] };
+}

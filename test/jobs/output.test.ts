@@ -1,0 +1,117 @@
+import logSample from '../../../shared/reference/samples/jobs__08_get-a-job-s-log-output.json';
+import envSample from '../../../shared/reference/samples/jobs__09_get-a-job-s-environment-variables.json';
+import { auth, describeEachDatabase } from '../support/context';
+import { agentAuth, givenAgent, givenBuild, givenPipeline, givenRegistrationToken } from '../agents/helpers';
+
+describeEachDatabase('job logs, env and retries', (ctx) => {
+  async function setup(configuration: string) {
+    const { org, user, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const slug = await givenPipeline(ctx(), org.slug, token, configuration);
+    const build = await givenBuild(ctx(), org.slug, slug, token);
+    const agent = await givenAgent(ctx(), reg, 'runner');
+    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+    return { org, user, token, agent, url, build, slug };
+  }
+  const a = (token: string) => agentAuth(token);
+
+  it('serves the log as JSON, as text and as log.txt, and deletes it once the job finished', async () => {
+    const s = await setup('steps:\n  - command: make\n');
+    const job = (await ctx().http().get('/v3/ping').set(a(s.agent.token))).body.job;
+    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(a(s.agent.token)).expect(200);
+    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(a(s.agent.token)).expect(200);
+    for (const [sequence, offset, content] of [[2, 6, 'wörld\n'], [1, 0, 'hello ']] as const) {
+      await ctx().http().post(`/v3/jobs/${job.id}/chunks`).set(a(s.agent.token)).send({ sequence, offset, content }).expect(201);
+    }
+    const jobUrl = `${s.url}/jobs/${job.id}`;
+    const json = await ctx().http().get(`${jobUrl}/log`).set(auth(s.token));
+    expect(json.status).toBe(200);
+    expect(Object.keys(json.body).sort()).toEqual(Object.keys(logSample).sort());
+    expect(json.body).toEqual({ url: `http://windsock.test${jobUrl}/log`, content: 'hello wörld\n', size: 13, header_times: [] });
+    const build = await ctx().http().get(s.url).set(auth(s.token));
+    expect(build.body.jobs[0].log_url).toBe(json.body.url);
+    const text = await ctx().http().get(`${jobUrl}/log`).set(auth(s.token)).set('Accept', 'text/plain');
+    expect(text.headers['content-type']).toMatch(/^text\/plain/);
+    expect(text.text).toBe('hello wörld\n');
+    const raw = await ctx().http().get(`${jobUrl}/log.txt`).set(auth(s.token));
+    expect(raw.text).toBe('hello wörld\n');
+
+    // Still running: the log can't be deleted.
+    expect((await ctx().http().delete(`${jobUrl}/log`).set(auth(s.token))).status).toBe(422);
+    await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(a(s.agent.token)).send({ exit_status: 0 }).expect(200);
+    const readOnly = await ctx().givenToken(s.user, [s.org], ['read_builds', 'read_build_logs']);
+    const denied = await ctx().http().delete(`${jobUrl}/log`).set(auth(readOnly));
+    expect(denied.status).toBe(403);
+    expect(denied.body.message).toContain('write_build_logs');
+    expect((await ctx().http().delete(`${jobUrl}/log`).set(auth(s.token))).status).toBe(204);
+    expect((await ctx().http().get(`${jobUrl}/log`).set(auth(s.token))).body).toMatchObject({ content: '', size: 0 });
+    expect((await ctx().http().get(`${s.url}/jobs/00000000-0000-4000-8000-000000000000/log`).set(auth(s.token))).status).toBe(404);
+    const noLogs = await ctx().givenToken(s.user, [s.org], ['read_builds']);
+    expect((await ctx().http().get(`${jobUrl}/log.txt`).set(auth(noLogs))).status).toBe(403);
+  });
+
+  it('answers the env the job runs in, with the agent once one took it', async () => {
+    const s = await setup('env:\n  PIPE: p\nsteps:\n  - command: make\n    env:\n      STEP: s\n');
+    const jobId = s.build.jobs[0]!.id;
+    const before = await ctx().http().get(`${s.url}/jobs/${jobId}/env`).set(auth(s.token));
+    expect(before.status).toBe(200);
+    expect(before.body.env).toMatchObject({ PIPE: 'p', STEP: 's', CI: 'true', BUILDKITE: 'true', BUILDKITE_JOB_ID: jobId, BUILDKITE_PIPELINE_SLUG: s.slug, BUILDKITE_ORGANIZATION_SLUG: s.org.slug, BUILDKITE_COMMAND: 'make' });
+    expect(before.body.env.BUILDKITE_AGENT_NAME).toBeUndefined();
+    await ctx().http().get('/v3/ping').set(a(s.agent.token)).expect(200);
+    const after = await ctx().http().get(`${s.url}/jobs/${jobId}/env`).set(auth(s.token));
+    expect(after.body.env.BUILDKITE_AGENT_NAME).toBe('runner');
+    // Every variable the sample's env has that this service knows of.
+    const known = Object.keys(envSample.env).filter((k) => k in after.body.env);
+    expect(known.length).toBeGreaterThanOrEqual(15);
+    const noEnv = await ctx().givenToken(s.user, [s.org], ['read_builds']);
+    const denied = await ctx().http().get(`${s.url}/jobs/${jobId}/env`).set(auth(noEnv));
+    expect(denied.status).toBe(403);
+    expect(denied.body.message).toContain('read_job_env');
+  });
+
+  it('retries a failed job once, hiding the old one, and reopens the finished build', async () => {
+    const s = await setup('steps:\n  - command: flaky\n');
+    const job = (await ctx().http().get('/v3/ping').set(a(s.agent.token))).body.job;
+    const retry = (id: string) => ctx().http().put(`${s.url}/jobs/${id}/retry`).set(auth(s.token));
+    expect((await retry(job.id)).status).toBe(422); // assigned: not finished
+    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(a(s.agent.token)).expect(200);
+    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(a(s.agent.token)).expect(200);
+    await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(a(s.agent.token)).send({ exit_status: 1 }).expect(200);
+    let b = (await ctx().http().get(s.url).set(auth(s.token))).body;
+    expect(b.state).toBe('failed');
+
+    const res = await retry(job.id);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ state: 'scheduled', command: 'flaky', retries_count: 1, retry_type: 'manual', retried: false, exit_status: null, agent: null });
+    expect(res.body.id).not.toBe(job.id);
+    expect((await retry(job.id)).body.message).toContain('already been retried');
+
+    b = (await ctx().http().get(s.url).set(auth(s.token))).body;
+    expect(b).toMatchObject({ state: 'running', finished_at: null });
+    expect(b.jobs.map((j: { id: string }) => j.id)).toEqual([res.body.id]);
+    const all = (await ctx().http().get(`${s.url}?include_retried_jobs=true`).set(auth(s.token))).body;
+    expect(all.jobs.find((j: { id: string }) => j.id === job.id)).toMatchObject({ retried: true, retried_in_job_id: res.body.id, state: 'failed' });
+
+    // The retry runs like any job, and its result decides the build.
+    const next = (await ctx().http().get('/v3/ping').set(a(s.agent.token))).body.job;
+    expect(next.id).toBe(res.body.id);
+    await ctx().http().put(`/v3/jobs/${next.id}/accept`).set(a(s.agent.token)).expect(200);
+    await ctx().http().put(`/v3/jobs/${next.id}/start`).set(a(s.agent.token)).expect(200);
+    await ctx().http().put(`/v3/jobs/${next.id}/finish`).set(a(s.agent.token)).send({ exit_status: 0 }).expect(200);
+    b = (await ctx().http().get(s.url).set(auth(s.token))).body;
+    expect(b.state).toBe('passed');
+    expect((await retry(next.id)).status).toBe(422); // passed
+  });
+
+  it('retries canceled jobs, and refuses waiters', async () => {
+    const s = await setup('steps:\n  - command: a\n  - wait\n  - command: b\n');
+    await ctx().http().put(`${s.url}/cancel`).set(auth(s.token)).expect(200);
+    const jobs = (await ctx().http().get(s.url).set(auth(s.token))).body.jobs;
+    expect((await ctx().http().put(`${s.url}/jobs/${jobs[1].id}/retry`).set(auth(s.token))).status).toBe(422);
+    const res = await ctx().http().put(`${s.url}/jobs/${jobs[0].id}/retry`).set(auth(s.token));
+    expect(res.status).toBe(200);
+    const b = (await ctx().http().get(s.url).set(auth(s.token))).body;
+    expect(b.state).not.toBe('canceled');
+    expect(b.finished_at).toBeNull();
+  });
+});
