@@ -1,7 +1,7 @@
 /**
  * Agents and what running jobs records: the organization's agent registration tokens (hashed),
  * the registered agents (each with its own hashed access token), the agent holding each job,
- * who unblocked a block step, and the job's log as the chunks the agent sent.
+ * and the job's log as the chunks the agent sent.
  */
 import type { Knex } from 'knex';
 
@@ -47,10 +47,6 @@ export async function up(knex: Knex): Promise<void> {
 
   await knex.schema.alterTable('jobs', (t) => {
     t.uuid('agent_id').references('agents.id').onDelete('SET NULL');
-    // Who unblocked a block step: a snapshot of the user as the job shows it, so reading a
-    // build's jobs needs no join.
-    t.text('unblocked_by');
-    ts(t, 'unblocked_at');
     // Dispatch looks for scheduled jobs, oldest first.
     t.index(['state', 'created_at']);
   });
@@ -72,8 +68,6 @@ export async function down(knex: Knex): Promise<void> {
     t.dropIndex(['state', 'created_at']);
     t.dropForeign(['agent_id']);
     t.dropColumn('agent_id');
-    t.dropColumn('unblocked_by');
-    t.dropColumn('unblocked_at');
   });
   await knex.schema.dropTableIfExists('agents');
   await knex.schema.dropTableIfExists('agent_tokens');

@@ -9,6 +9,7 @@ import * as builds from './20261123110000_builds';
 import * as analytics from './20261123120000_analytics';
 import * as rateLimits from './20261123140000_rate_limits';
 import * as agents from './20261123150000_agents';
+import * as jobUnblock from './20261123150100_job_unblock';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -16,6 +17,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123120000_analytics': analytics,
   '20261123140000_rate_limits': rateLimits,
   '20261123150000_agents': agents,
+  '20261123150100_job_unblock': jobUnblock,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
