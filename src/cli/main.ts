@@ -3,8 +3,10 @@
  * `windsock <command>`: serve, migrate, and the administration commands (organizations, users,
  * teams, tokens). Each command reads the same settings as the server from the environment.
  */
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { SCOPES } from '../access-token/service';
+import { runAgents } from './agent';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { migrateLatest } from '../db/knex';
 import { DomainError, ValidationError } from '../http/errors';
@@ -25,6 +27,8 @@ const USAGE = `Usage: windsock <command> [options]
                [--description TEXT] [--expires-in-days N]     prints the token once
   token revoke --id TOKEN_UUID
   agent-token create --org SLUG [--description TEXT]    prints the registration token once
+  agent --endpoint URL --token TOKEN [--tags queue=default,os=linux] [--spawn N] [--name NAME]
+                                          run jobs on this machine (the reference agent)
 
 Settings come from the environment (see README.md).`;
 
@@ -59,6 +63,25 @@ async function userByEmail(s: Services, email: string) {
   return user;
 }
 
+/** `windsock agent`: needs no database and no server settings, only the endpoint and a token. */
+async function runAgentCommand(values: Record<string, string | boolean | undefined>): Promise<number> {
+  const spawnCount = Number(values.spawn ?? 1);
+  if (!Number.isInteger(spawnCount) || spawnCount < 1 || spawnCount > 64) throw new UsageError('--spawn must be a whole number from 1 to 64');
+  const tags = typeof values.tags === 'string' && values.tags.trim() ? values.tags.split(',').map((t) => t.trim()) : ['queue=default'];
+  const controller = new AbortController();
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => controller.abort());
+  await runAgents({
+    endpoint: need(values, 'endpoint'),
+    token: need(values, 'token'),
+    tags,
+    name: typeof values.name === 'string' && values.name.trim() ? values.name.trim() : os.hostname(),
+    spawn: spawnCount,
+    signal: controller.signal,
+    log: (line) => process.stderr.write(`windsock agent: ${line}\n`),
+  });
+  return 0;
+}
+
 export async function main(argv: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -75,6 +98,10 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
       description: { type: 'string' },
       'expires-in-days': { type: 'string' },
       id: { type: 'string' },
+      endpoint: { type: 'string' },
+      token: { type: 'string' },
+      tags: { type: 'string' },
+      spawn: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -83,6 +110,7 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
     out.write(USAGE + '\n');
     return positionals.length === 0 && !values.help ? 2 : 0;
   }
+  if (positionals[0] === 'agent') return runAgentCommand(values);
   const config = loadConfig();
   const print = (line: string): void => {
     out.write(line + '\n');

@@ -93,5 +93,7 @@ describe('first start and the CLI (embedded SQLite in a temp data dir)', () => {
       errors: [{ field: 'scopes', code: 'unknown scope(s): everything' }],
     });
     await expect(main(['user', 'create', '--name', 'x'], capture().out)).rejects.toThrow(/--email is required/);
+    await expect(main(['agent', '--token', 'x'], capture().out)).rejects.toThrow(/--endpoint is required/);
+    await expect(main(['agent', '--endpoint', 'http://127.0.0.1:1', '--token', 'x', '--spawn', '0'], capture().out)).rejects.toThrow(/--spawn must be/);
   });
 });
