@@ -1,10 +1,9 @@
 /** Agents, agent tokens and jobs as agents see them -> the exact JSON of the contract. */
 import type { components } from '../../generated/api';
-import { serializeJob } from '../builds/serialize';
-import { graphqlId, gravatarUrl, isoTime } from '../http/format';
+import { creator, serializeJob } from '../builds/serialize';
+import { graphqlId, isoTime } from '../http/format';
 import type { JobContext } from '../jobs/repository';
 import { jobEnv } from '../jobs/serialize';
-import type { User } from '../user/serialize';
 import { queueOf } from './query-rules';
 import type { Agent, AgentToken } from './repository';
 
@@ -13,10 +12,6 @@ type AgentJson = components['schemas']['Agent'];
 type AgentJobJson = components['schemas']['AgentJob'];
 
 const iso = (d: Date | null) => (d ? isoTime(d) : null);
-
-function user(u: User | null) {
-  return u ? { id: u.id, graphql_id: graphqlId('User', u.id), name: u.name, email: u.email, avatar_url: gravatarUrl(u.email), created_at: isoTime(u.createdAt) } : null;
-}
 
 export function serializeAgentBase(a: Agent, publicUrl: string, orgSlug: string): AgentBaseJson {
   return {
@@ -57,7 +52,7 @@ function serializeJobOf(c: JobContext, publicUrl: string) {
 }
 
 export function serializeAgentToken(t: AgentToken, token: string): components['schemas']['AgentToken'] {
-  return { id: t.id, graphql_id: graphqlId('AgentToken', t.id), description: t.description, token, created_at: isoTime(t.createdAt), created_by: user(t.creator) };
+  return { id: t.id, graphql_id: graphqlId('AgentToken', t.id), description: t.description, token, created_at: isoTime(t.createdAt), created_by: creator(t.creator) };
 }
 
 /** The job as its agent runs it: the command, and the environment to run it in. */

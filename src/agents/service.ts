@@ -33,6 +33,10 @@ export function softFails(step: Step, exitStatus: number): boolean {
   return rule.some((r) => r.exit_status === '*' || r.exit_status === exitStatus);
 }
 
+function wrongState(to: string, from: string): UnprocessableError {
+  return new UnprocessableError(`The job can't be ${to}: it is not ${from}.`);
+}
+
 export interface Registration {
   organizationId: string;
   tokenId: string;
@@ -160,7 +164,7 @@ export class AgentService {
       soft_failed: softFails(current.job.step, exit),
       finished_at: new Date(),
     });
-    if (!finished) throw this.wrongState(jobId, 'finished', 'running');
+    if (!finished) throw wrongState('finished', 'running');
     await this.jobs.advance(current.build.id);
     return (await this.jobs.findWithContext(jobId))!;
   }
@@ -200,11 +204,7 @@ export class AgentService {
 
   private async move(agent: Agent, jobId: string, from: string, to: string, fields: Record<string, unknown>): Promise<JobContext> {
     await this.held(agent, jobId);
-    if (!(await this.jobs.move(jobId, agent.id, from, to, fields))) throw this.wrongState(jobId, to, from);
+    if (!(await this.jobs.move(jobId, agent.id, from, to, fields))) throw wrongState(to, from);
     return (await this.jobs.findWithContext(jobId))!;
-  }
-
-  private wrongState(_jobId: string, to: string, from: string): UnprocessableError {
-    return new UnprocessableError(`The job can't be ${to}: it is not ${from}.`);
   }
 }

@@ -22,7 +22,8 @@ export interface BuildView {
 
 const iso = (d: Date | null) => (d ? isoTime(d) : null);
 
-function creator(u: User | null): BuildJson['creator'] {
+/** A user as builds, jobs and agent tokens show one. */
+export function creator(u: User | null): BuildJson['creator'] {
   return u ? { id: u.id, graphql_id: graphqlId('User', u.id), name: u.name, email: u.email, avatar_url: gravatarUrl(u.email), created_at: isoTime(u.createdAt) } : null;
 }
 
