@@ -5,52 +5,33 @@
  */
 import express, { NextFunction, Request, Response } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import type { Knex } from 'knex';
-import type { AccessTokenService } from './access-token/service';
 import { AGENT_API_PATH, agentAuth, agentRoutes } from './agents/routes';
-import type { AgentService } from './agents/service';
 import { jobRoutes } from './jobs/routes';
-import type { JobService } from './jobs/service';
 import { buildRoutes } from './builds/routes';
-import type { BuildService } from './builds/service';
 import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
-import type { DeliveryService } from './deliveries/service';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
 import { jsonBodyParsers, refuseDeclaredOversize, rejectDeepJson } from './http/body';
 import { errorHandler } from './http/error-handler';
 import { NotFoundError } from './http/errors';
-import { countFailedAuthentication, rateLimit, refuseBlockedAddresses, type RateLimiter } from './http/rate-limit';
+import { countFailedAuthentication, rateLimit, refuseBlockedAddresses } from './http/rate-limit';
 import { rejectNulCharacters } from './http/nul';
 import { requestLogger, type Logger } from './http/logger';
 import { cacheRouteRegexps } from './http/route-regexp-cache';
-import type { OrganizationRepository } from './organizations/repository';
 import { organizationRoutes } from './organizations/routes';
 import { pipelineRoutes } from './pipelines/routes';
-import type { PipelineService } from './pipelines/service';
+import type { Services } from './services';
 import { loadSpec } from './spec';
 import { suiteRoutes } from './suites/routes';
-import type { SuiteService } from './suites/service';
 import { uploadAuth, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
-import type { UploadService } from './uploads/service';
 
-export interface AppDeps {
-  db: Knex;
+/** What the app takes from the services (src/services.ts), and the HTTP settings. */
+export interface AppDeps extends Pick<Services, 'db' | 'tokens' | 'orgs' | 'pipelines' | 'builds' | 'agents' | 'jobs' | 'suites' | 'uploads' | 'deliveries' | 'rateLimiter'> {
   logger: Logger;
   publicUrl: string;
   bodyLimitBytes: number;
   /** Largest `POST /v1/uploads` body (JSON or multipart): 5,000 results take several MB. */
   uploadBodyLimitBytes: number;
   validateResponses: boolean;
-  tokens: AccessTokenService;
-  orgs: OrganizationRepository;
-  pipelines: PipelineService;
-  builds: BuildService;
-  agents: AgentService;
-  jobs: JobService;
-  suites: SuiteService;
-  uploads: UploadService;
-  deliveries: DeliveryService;
-  rateLimiter: RateLimiter;
   /** false once shutdown has begun: readiness turns 503 so load balancers stop sending. */
   isAccepting?: () => boolean;
 }

@@ -28,22 +28,12 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
 
   let accepting = true;
   const app = createApp({
-    db: services.db,
+    ...services,
     logger,
     publicUrl: config.publicUrl,
     bodyLimitBytes: config.bodyLimitBytes,
     uploadBodyLimitBytes: config.uploadBodyLimitBytes,
     validateResponses: config.validateResponses,
-    tokens: services.tokens,
-    orgs: services.orgs,
-    pipelines: services.pipelines,
-    builds: services.builds,
-    agents: services.agents,
-    jobs: services.jobs,
-    suites: services.suites,
-    uploads: services.uploads,
-    deliveries: services.deliveries,
-    rateLimiter: services.rateLimiter,
     isAccepting: () => accepting,
   });
   // Slow or stalled clients cannot hold sockets forever: Node answers 408 and closes the socket

@@ -17,22 +17,12 @@ describe('an unreachable database', () => {
       logger,
     });
     const app = createApp({
-      db: services.db,
+      ...services,
       logger,
       publicUrl: 'http://windsock.test',
       bodyLimitBytes: 1024,
       uploadBodyLimitBytes: 1024,
       validateResponses: true,
-      tokens: services.tokens,
-      orgs: services.orgs,
-      pipelines: services.pipelines,
-    builds: services.builds,
-    agents: services.agents,
-    jobs: services.jobs,
-      suites: services.suites,
-      uploads: services.uploads,
-      deliveries: services.deliveries,
-      rateLimiter: services.rateLimiter,
     });
     // A well-signed token, so the request reaches the database lookup.
     const { default: jwt } = await import('jsonwebtoken');

@@ -77,22 +77,12 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
   });
   await migrateLatest(services.db);
   const app = createApp({
-    db: services.db,
+    ...services,
     logger,
     publicUrl: PUBLIC_URL,
     bodyLimitBytes: 1024 * 1024,
     uploadBodyLimitBytes: opts.uploadBodyLimitBytes ?? 64 * 1024 * 1024,
     validateResponses: true,
-    tokens: services.tokens,
-    orgs: services.orgs,
-    pipelines: services.pipelines,
-    builds: services.builds,
-    agents: services.agents,
-    jobs: services.jobs,
-    suites: services.suites,
-    uploads: services.uploads,
-    deliveries: services.deliveries,
-    rateLimiter: services.rateLimiter,
   });
 
   let n = 0;
