@@ -36,16 +36,9 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import type { Message, SetupResult, SqlStats, VerifyResult } from './bench-server';
+import { intEnv } from './bench-env';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-
-function intEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw.replace(/_/g, ''));
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive whole number, got "${raw}"`);
-  return n;
-}
 
 const PIPELINES = intEnv('BENCH_PIPELINES', 1000);
 const BUILDS = intEnv('BENCH_BUILDS', 1_000_000);

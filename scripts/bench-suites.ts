@@ -33,14 +33,7 @@ import { createApp } from '../src/app';
 import { migrateLatest } from '../src/db/knex';
 import { createLogger } from '../src/http/logger';
 import { createServices, type Services } from '../src/services';
-
-function intEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw.replace(/_/g, ''));
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive whole number, got "${raw}"`);
-  return n;
-}
+import { intEnv } from './bench-env';
 
 const RUN_SIZE = 5000;
 const TESTS = Math.max(RUN_SIZE, Math.floor(intEnv('BENCH_TESTS', 100_000) / RUN_SIZE) * RUN_SIZE);
