@@ -123,7 +123,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(rejectNulCharacters());
 
   app.use(organizationRoutes(deps.orgs, deps.tokens, deps.publicUrl));
-  app.use(pipelineRoutes(deps.pipelines, (ids) => deps.builds.counts(ids), deps.publicUrl));
+  app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
   app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids)));
   app.use(agentRoutes(deps.agents, deps.publicUrl));
   app.use(jobRoutes(deps.jobs, deps.publicUrl));

@@ -356,28 +356,6 @@ export class BuildRepository {
     for (const row of await q) byBuild.get(row.build_id as string)!.push(jobFromRow(row));
     return byBuild;
   }
-
-  /** Build and job counts per pipeline, for pipeline responses. */
-  async countsFor(pipelineIds: string[]): Promise<Map<string, { scheduledBuilds: number; runningBuilds: number; scheduledJobs: number; runningJobs: number; waitingJobs: number }>> {
-    const counts = new Map(pipelineIds.map((id) => [id, { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 }]));
-    if (!pipelineIds.length) return counts;
-    type N = number | string;
-    type Row = { id: string; sb: N; rb: N; sj: N; rj: N; wj: N };
-    // One round trip; each count is a correlated probe of a (pipeline_id, state) index. This
-    // measured 2.4x faster on SQLite than one GROUP BY over `pipeline_id in (...) and state in
-    // (...)`, which sorts. Raw SQL: Knex would bind the state literals too.
-    const count = (table: string, state: string) => `(select count(*) from ${table} x where x.pipeline_id = p.id and x.state = '${state}')`;
-    const result = await this.db.raw(
-      `select p.id, ${count('builds', 'scheduled')} as sb, ${count('builds', 'running')} as rb,
-         ${count('jobs', 'scheduled')} as sj, ${count('jobs', 'running')} as rj, ${count('jobs', 'waiting')} as wj
-       from pipelines p where p.id in (${pipelineIds.map(() => '?').join(', ')})`,
-      pipelineIds,
-    );
-    for (const r of (Array.isArray(result) ? result : result.rows) as Row[]) {
-      counts.set(r.id, { scheduledBuilds: Number(r.sb), runningBuilds: Number(r.rb), scheduledJobs: Number(r.sj), runningJobs: Number(r.rj), waitingJobs: Number(r.wj) });
-    }
-    return counts;
-  }
 }
 
 function toBuildRow(build: NewBuild) {

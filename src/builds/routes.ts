@@ -25,8 +25,10 @@ export function buildRoutes(builds: BuildService, pipelines: PipelineService, pu
 
   const render = async (items: BuildWithJobs[]) => {
     const agentIds = items.flatMap((i) => i.jobs.flatMap((j) => (j.agentId ? [j.agentId] : [])));
-    // Only builds whose jobs agents took cost the extra read.
-    const [counts, agents] = await Promise.all([builds.counts([...new Set(items.map((i) => i.pipeline.id))]), agentIds.length ? agentsByIds(agentIds) : []]);
+    // Reads bring the pipelines' counts along; after a write they are read afresh. Only builds
+    // whose jobs agents took cost the agents' read.
+    const stale = [...new Set(items.flatMap((i) => (i.pipeline.counts ? [] : [i.pipeline.id])))];
+    const [counts, agents] = await Promise.all([pipelines.counts(stale), agentIds.length ? agentsByIds(agentIds) : []]);
     return items.map((item) =>
       serializeBuild(item, {
         agents: agents.length ? new Map(agents.map((a) => [a.id, serializeAgentBase(a, publicUrl, item.actor.organization.slug)])) : undefined,
@@ -34,7 +36,7 @@ export function buildRoutes(builds: BuildService, pipelines: PipelineService, pu
         orgSlug: item.actor.organization.slug,
         webhookUrl: pipelines.showsWebhookUrl(item.actor, item.perms) ? pipelines.webhookUrl(item.pipeline.id) : undefined,
         badgeUrl: pipelines.badgeUrl(item.pipeline.id),
-        counts: counts.get(item.pipeline.id)!,
+        counts: item.pipeline.counts ?? counts.get(item.pipeline.id)!,
       }),
     );
   };

@@ -1,7 +1,7 @@
 /** Build and job -> the exact JSON of the contract (ISO 8601 timestamps throughout). */
 import type { components } from '../../generated/api';
 import { graphqlId, gravatarUrl, isoTime, utcTime } from '../http/format';
-import type { PipelineCounts } from '../pipelines/serialize';
+import type { PipelineCounts } from '../pipelines/repository';
 import type { User } from '../user/serialize';
 import type { BuildWithJobs } from './service';
 import type { Job } from './repository';

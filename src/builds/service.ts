@@ -58,11 +58,6 @@ export class BuildService {
     this.signingKey = Buffer.from(keys.derive('step-signing', 'v1', 64), 'hex');
   }
 
-  /** Live build and job counts per pipeline, shown in every pipeline response. */
-  counts(pipelineIds: string[]) {
-    return this.builds.countsFor(pipelineIds);
-  }
-
   sign(fields: Record<string, unknown>): StepSignature {
     return signStep(this.signingKey, fields);
   }
@@ -183,7 +178,7 @@ export class BuildService {
   }
 
   async get(actor: Actor, pipelineSlug: string, number: number, includeRetried: boolean): Promise<BuildWithJobs> {
-    const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug);
+    const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug, { counts: true });
     const build = await this.builds.findByNumber(pipeline.id, number);
     if (!build) throw new NotFoundError('build');
     return { build, jobs: (await this.builds.jobsOf([build.id], includeRetried)).get(build.id)!, pipeline, perms, actor };
@@ -216,7 +211,7 @@ export class BuildService {
     let pipelinesById = new Map<string, { pipeline: Pipeline; perms: Permissions }>();
     let scopeFilter: BuildFilter['scope'];
     if ('actor' in scope && scope.pipelineSlug) {
-      const found = await this.pipelines.get(scope.actor, scope.pipelineSlug);
+      const found = await this.pipelines.get(scope.actor, scope.pipelineSlug, { counts: true });
       scopeFilter = { pipelineId: found.pipeline.id };
       pipelinesById.set(found.pipeline.id, found);
     } else {
@@ -230,7 +225,7 @@ export class BuildService {
         builds.map((b) => b.id),
         query.include_retried_jobs ?? false,
       ),
-      pipelinesById.size ? pipelinesById : this.pipelines.readableByIds(actorByOrg, [...new Set(builds.map((b) => b.pipelineId))]),
+      pipelinesById.size ? pipelinesById : this.pipelines.readableByIds(actorByOrg, [...new Set(builds.map((b) => b.pipelineId))], { counts: true }),
     ]);
     pipelinesById = pipelines;
     // The list query already kept to what the caller may read; a pipeline missing here was

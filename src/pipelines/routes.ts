@@ -3,7 +3,7 @@ import express, { Request } from 'express';
 import type { operations } from '../../generated/api';
 import { actorOf } from '../http/auth';
 import { pageRequest, setLinkHeader } from '../http/pagination';
-import { serializePipeline, type PipelineCounts } from './serialize';
+import { serializePipeline } from './serialize';
 import type { Actor, Permissions, PipelineService } from './service';
 import type { Pipeline } from './repository';
 
@@ -11,19 +11,20 @@ type CreateBody = operations['createPipeline']['requestBody']['content']['applic
 type UpdateBody = operations['updatePipeline']['requestBody']['content']['application/json'];
 type ListQuery = NonNullable<operations['listPipelines']['parameters']['query']>;
 
-export function pipelineRoutes(service: PipelineService, countsOf: (ids: string[]) => Promise<Map<string, PipelineCounts>>, publicUrl: string) {
+export function pipelineRoutes(service: PipelineService, publicUrl: string) {
   const router = express.Router();
   const base = '/v2/organizations/:org_slug/pipelines';
 
   const views = async (actor: Actor, items: { pipeline: Pipeline; perms: Permissions }[], timestamps: 'iso' | 'utc' = 'utc') => {
-    const counts = await countsOf(items.map((i) => i.pipeline.id));
+    // Reads bring the counts along; after a write they are read afresh.
+    const counts = await service.counts(items.flatMap((i) => (i.pipeline.counts ? [] : [i.pipeline.id])));
     return items.map(({ pipeline: p, perms }) =>
       serializePipeline(p, {
         orgSlug: actor.organization.slug,
         publicUrl,
         webhookUrl: service.showsWebhookUrl(actor, perms) ? service.webhookUrl(p.id) : undefined,
         badgeUrl: service.badgeUrl(p.id),
-        counts: counts.get(p.id)!,
+        counts: p.counts ?? counts.get(p.id)!,
         timestamps,
       }),
     );
@@ -49,7 +50,7 @@ export function pipelineRoutes(service: PipelineService, countsOf: (ids: string[
 
   router.get(`${base}/:pipeline_slug`, async (req, res) => {
     const actor = actorOf(res);
-    const { pipeline, perms } = await service.get(actor, slugOf(req));
+    const { pipeline, perms } = await service.get(actor, slugOf(req), { counts: true });
     res.json(await view(actor, pipeline, perms));
   });
 

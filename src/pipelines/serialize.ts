@@ -2,18 +2,10 @@
 import type { components } from '../../generated/api';
 import { graphqlId, isoTime, utcTime } from '../http/format';
 import { serializeUser } from '../user/serialize';
-import type { Pipeline } from './repository';
+import type { Pipeline, PipelineCounts } from './repository';
 import { providerSettings } from './provider';
 
 export type PipelineJson = components['schemas']['Pipeline'];
-
-export interface PipelineCounts {
-  scheduledBuilds: number;
-  runningBuilds: number;
-  scheduledJobs: number;
-  runningJobs: number;
-  waitingJobs: number;
-}
 
 export interface PipelineView {
   orgSlug: string;

@@ -20,7 +20,7 @@ import {
   type ProviderId,
   type ProviderSettings,
 } from './provider';
-import type { AccessLevel, Pipeline, PipelineFields, PipelineRepository } from './repository';
+import type { AccessLevel, Pipeline, PipelineCounts, PipelineFields, PipelineRepository, ReadOptions } from './repository';
 import { isValidSlug, slugify } from './slug';
 
 /** The caller inside one organization. */
@@ -115,9 +115,14 @@ export class PipelineService {
     return { items, total: page.total };
   }
 
+  /** Live build and job counts per pipeline, for responses after a write (reads bring them along). */
+  counts(ids: string[]): Promise<Map<string, PipelineCounts>> {
+    return this.pipelines.countsFor(ids);
+  }
+
   /** A pipeline the caller may read, or 404 exactly as if it did not exist. */
-  async get(actor: Actor, slug: string): Promise<{ pipeline: Pipeline; perms: Permissions }> {
-    const pipeline = await this.pipelines.findBySlug(actor.organization.id, slug);
+  async get(actor: Actor, slug: string, opts: ReadOptions = {}): Promise<{ pipeline: Pipeline; perms: Permissions }> {
+    const pipeline = await this.pipelines.findBySlug(actor.organization.id, slug, opts);
     if (!pipeline) throw new NotFoundError('pipeline');
     const perms = await this.permissions(actor, pipeline);
     if (!perms.read) throw new NotFoundError('pipeline');
@@ -125,9 +130,9 @@ export class PipelineService {
   }
 
   /** Several pipelines at once, each with the caller's permissions in its organization; unreadable ones are left out. */
-  async readableByIds(actorByOrg: Map<string, Actor>, ids: string[]): Promise<Map<string, { pipeline: Pipeline; perms: Permissions }>> {
+  async readableByIds(actorByOrg: Map<string, Actor>, ids: string[], opts: ReadOptions = {}): Promise<Map<string, { pipeline: Pipeline; perms: Permissions }>> {
     const result = new Map<string, { pipeline: Pipeline; perms: Permissions }>();
-    for (const pipeline of await this.pipelines.findByIds(ids)) {
+    for (const pipeline of await this.pipelines.findByIds(ids, opts)) {
       const actor = actorByOrg.get(pipeline.organizationId);
       if (!actor) continue;
       const perms = await this.permissions(actor, pipeline);
