@@ -179,9 +179,9 @@ export class BuildService {
 
   async get(actor: Actor, pipelineSlug: string, number: number, includeRetried: boolean): Promise<BuildWithJobs> {
     const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug, { counts: true });
-    const build = await this.builds.findByNumber(pipeline.id, number);
-    if (!build) throw new NotFoundError('build');
-    return { build, jobs: (await this.builds.jobsOf([build.id], includeRetried)).get(build.id)!, pipeline, perms, actor };
+    const found = await this.builds.findWithJobs(pipeline.id, number, includeRetried);
+    if (!found) throw new NotFoundError('build');
+    return { ...found, pipeline, perms, actor };
   }
 
   async cancel(actor: Actor, pipelineSlug: string, number: number): Promise<BuildWithJobs> {
@@ -208,7 +208,7 @@ export class BuildService {
         ? [scope.actor]
         : [...scope.principal.organizationsBySlug.values()].map((r) => ({ principal: scope.principal, ...r }));
     const actorByOrg = new Map(actors.map((a) => [a.organization.id, a]));
-    let pipelinesById = new Map<string, { pipeline: Pipeline; perms: Permissions }>();
+    const pipelinesById = new Map<string, { pipeline: Pipeline; perms: Permissions }>();
     let scopeFilter: BuildFilter['scope'];
     if ('actor' in scope && scope.pipelineSlug) {
       const found = await this.pipelines.get(scope.actor, scope.pipelineSlug, { counts: true });
@@ -219,20 +219,15 @@ export class BuildService {
         organizations: actors.map((a) => ({ id: a.organization.id, restrictedToUserId: this.pipelines.isRestricted(a) ? a.principal.user.id : undefined })),
       };
     }
-    const builds = await this.builds.list({ scope: scopeFilter, ...this.filterFrom(query) }, offset, limit);
-    const [jobs, pipelines] = await Promise.all([
-      this.builds.jobsOf(
-        builds.map((b) => b.id),
-        query.include_retried_jobs ?? false,
-      ),
-      pipelinesById.size ? pipelinesById : this.pipelines.readableByIds(actorByOrg, [...new Set(builds.map((b) => b.pipelineId))], { counts: true }),
-    ]);
-    pipelinesById = pipelines;
+    const builds = await this.builds.listWithJobs({ scope: scopeFilter, ...this.filterFrom(query) }, offset, limit, query.include_retried_jobs ?? false);
+    const pipelines = pipelinesById.size
+      ? pipelinesById
+      : await this.pipelines.readableByIds(actorByOrg, [...new Set(builds.map((b) => b.build.pipelineId))], { counts: true });
     // The list query already kept to what the caller may read; a pipeline missing here was
     // deleted between the two reads, and its builds went with it.
-    return builds.flatMap((build) => {
-      const entry = pipelinesById.get(build.pipelineId);
-      return entry ? [{ build, jobs: jobs.get(build.id)!, ...entry, actor: actorByOrg.get(build.organizationId)! }] : [];
+    return builds.flatMap(({ build, jobs }) => {
+      const entry = pipelines.get(build.pipelineId);
+      return entry ? [{ build, jobs, ...entry, actor: actorByOrg.get(build.organizationId)! }] : [];
     });
   }
 
