@@ -15,7 +15,15 @@ export function graphqlId(type: string, id: string): string {
   return Buffer.from(`${type}---${id}`).toString('base64');
 }
 
+/** Recent gravatar URLs by email: every build and job response shows its creator's (an MD5 each). */
+const gravatars = new Map<string, string>();
+
 export function gravatarUrl(email: string): string {
-  const hash = crypto.createHash('md5').update(email.trim().toLowerCase()).digest('hex');
-  return `https://www.gravatar.com/avatar/${hash}`;
+  let url = gravatars.get(email);
+  if (url === undefined) {
+    url = `https://www.gravatar.com/avatar/${crypto.createHash('md5').update(email.trim().toLowerCase()).digest('hex')}`;
+    if (gravatars.size >= 10_000) gravatars.delete(gravatars.keys().next().value!);
+    gravatars.set(email, url);
+  }
+  return url;
 }
