@@ -1269,11 +1269,23 @@ export interface components {
             soft_fail?: boolean | {
                 exit_status: components["schemas"]["ExitStatusRule"];
             }[];
+            /**
+             * @description `automatic`: a failed job whose exit status (and `signal_reason`, when the rule gives
+             *     one; `*` any, `none` no signal) matches a rule is retried at once, while its
+             *     `retries_count` is below the rule's `limit`. `manual`: `allowed: false` refuses
+             *     `PUT .../jobs/{id}/retry` with `reason`; `permit_on_passed` lets passed jobs be retried.
+             */
             retry?: {
                 automatic: {
-                    exit_status: components["schemas"]["ExitStatusRule"];
+                    exit_status: components["schemas"]["ExitStatusRule"] | number[];
+                    signal_reason?: string;
                     limit: number;
                 }[];
+                manual?: {
+                    allowed: boolean;
+                    reason: string | null;
+                    permit_on_passed: boolean;
+                };
             } | null;
         };
         WaiterStep: {
@@ -1324,6 +1336,10 @@ export interface components {
             trigger_branch: string;
             trigger_message?: string | null;
             trigger_env?: components["schemas"]["Env"];
+            /** @description Meta-data of the triggered build (`build.meta_data` in YAML). */
+            trigger_meta_data?: {
+                [key: string]: string;
+            };
             trigger_async: boolean;
             branch_configuration?: string | null;
         };

@@ -6,7 +6,8 @@
  */
 import type { Knex } from 'knex';
 import { jobFromRow, type BuildState, type Job } from '../builds/repository';
-import { toBool, toDateOrNull } from '../db/values';
+import { parseJson, toBool, toDateOrNull } from '../db/values';
+import { countHeaderLines, unixNanos } from './log-headers';
 import type { User } from '../user/serialize';
 import { advance } from './state';
 
@@ -136,10 +137,10 @@ export class JobRepository {
     return moved;
   }
 
-  /** The job's log: its chunks in order. */
-  async log(jobId: string): Promise<string> {
-    const rows = await this.db('job_log_chunks').where({ job_id: jobId }).orderBy('sequence').select('content');
-    return rows.map((r) => r.content as string).join('');
+  /** The job's log: its chunks in order, and the times its section headers arrived. */
+  async log(jobId: string): Promise<{ content: string; headerTimes: number[] }> {
+    const rows = await this.db('job_log_chunks').where({ job_id: jobId }).orderBy('sequence').select('content', 'header_times');
+    return { content: rows.map((r) => r.content as string).join(''), headerTimes: rows.flatMap((r) => parseJson<number[]>(r.header_times, [])) };
   }
 
   async deleteLog(jobId: string): Promise<void> {
@@ -151,7 +152,7 @@ export class JobRepository {
    * (hidden from lists unless asked for); a canceled build runs again. The guarded UPDATE makes
    * a job retried once however many ask at once: false for the ones that lost.
    */
-  async retry(buildId: string, jobId: string, newId: string, fromStates: string[]): Promise<boolean> {
+  async retry(buildId: string, jobId: string, newId: string, fromStates: string[], type: 'manual' | 'automatic' = 'manual'): Promise<boolean> {
     let done = false;
     const at = new Date();
     await advanceBuild(this.db, buildId, at, {
@@ -168,7 +169,7 @@ export class JobRepository {
           retried: false,
           retried_in_job_id: null,
           retries_count: Number(row.retries_count ?? 0) + 1,
-          retry_type: 'manual',
+          retry_type: type,
           created_at: at,
           scheduled_at: at,
           runnable_at: at,
@@ -182,10 +183,28 @@ export class JobRepository {
     return done;
   }
 
-  /** Stores a chunk; one already stored under its sequence is left as it is (a retried send). */
+  /**
+   * Stores a chunk; one already stored under its sequence is left as it is (a retried send).
+   * Each section header that starts in it is recorded at `at`: the chunk starts a line at the
+   * log's start or when the chunk before it (by sequence) ended with a newline.
+   */
   async appendChunk(jobId: string, chunk: { sequence: number; offset: number; content: string }, at: Date): Promise<void> {
+    let startsLine = chunk.offset === 0;
+    if (!startsLine) {
+      const before = await this.db('job_log_chunks').where({ job_id: jobId, sequence: chunk.sequence - 1 }).first(this.db.raw('substr(content, length(content), 1) as last'));
+      startsLine = before?.last === '\n';
+    }
+    const headers = countHeaderLines(chunk.content, startsLine);
     await this.db('job_log_chunks')
-      .insert({ job_id: jobId, sequence: chunk.sequence, offset: chunk.offset, size: Buffer.byteLength(chunk.content), content: chunk.content, created_at: at })
+      .insert({
+        job_id: jobId,
+        sequence: chunk.sequence,
+        offset: chunk.offset,
+        size: Buffer.byteLength(chunk.content),
+        content: chunk.content,
+        header_times: headers ? JSON.stringify(Array<number>(headers).fill(unixNanos(at))) : null,
+        created_at: at,
+      })
       .onConflict(['job_id', 'sequence'])
       .ignore();
   }

@@ -37,13 +37,13 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
   });
 
   router.get(`${base}/log`, async (req, res) => {
-    const content = await jobs.log(...target(req, res));
-    if (req.accepts(['application/json', 'text/plain']) === 'text/plain') res.type('text/plain').send(content);
-    else res.json(serializeLog(logUrl(req), content));
+    const log = await jobs.log(...target(req, res));
+    if (req.accepts(['application/json', 'text/plain']) === 'text/plain') res.type('text/plain').send(log.content);
+    else res.json(serializeLog(logUrl(req), log));
   });
 
   router.get(`${base}/log.txt`, async (req, res) => {
-    res.type('text/plain').send(await jobs.log(...target(req, res)));
+    res.type('text/plain').send((await jobs.log(...target(req, res))).content);
   });
 
   router.delete(`${base}/log`, async (req, res) => {

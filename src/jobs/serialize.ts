@@ -43,10 +43,7 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name'> | null, 
   return env;
 }
 
-/**
- * The log as the JSON form answers it. `header_times` would be the agent's section-header
- * timestamps; agents here send none, so it is empty.
- */
-export function serializeLog(url: string, content: string): components['schemas']['JobLog'] {
-  return { url, content, size: Buffer.byteLength(content), header_times: [] };
+/** The log as the JSON form answers it; `header_times` are when its section headers arrived. */
+export function serializeLog(url: string, log: { content: string; headerTimes: number[] }): components['schemas']['JobLog'] {
+  return { url, content: log.content, size: Buffer.byteLength(log.content), header_times: log.headerTimes };
 }
