@@ -13,6 +13,8 @@ import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './deliveries/service';
 import { JobRepository } from './jobs/repository';
 import { JobService } from './jobs/service';
+import { triggerLauncher } from './jobs/triggers';
+import { signer, stepSigningKey } from './builds/jobs';
 import type { Logger } from './http/logger';
 import { RateLimiter, type RateLimitSettings } from './http/rate-limit';
 import { OrganizationRepository } from './organizations/repository';
@@ -67,9 +69,9 @@ export function createServices(o: ServiceOptions): Services {
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
   });
   const suites = new SuiteRepository(db);
-  const builds = new BuildService(new BuildRepository(db), pipelines, keys);
+  const jobs = new JobRepository(db, triggerLauncher(signer(stepSigningKey(keys))));
+  const builds = new BuildService(new BuildRepository(db), pipelines, keys, (buildId) => jobs.advance(buildId));
   const users = new UserRepository(db);
-  const jobs = new JobRepository(db);
   const agents = new AgentRepository(db);
   return {
     db,

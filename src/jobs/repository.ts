@@ -10,6 +10,7 @@ import { parseJson, toBool, toDateOrNull } from '../db/values';
 import { countHeaderLines, unixNanos } from './log-headers';
 import type { User } from '../user/serialize';
 import { advance } from './state';
+import { triggerJobStateFor, type TriggerLauncher, type TriggeringBuild } from './triggers';
 
 /** A job with what running it needs to know of its build, pipeline and organization. */
 export interface JobContext {
@@ -25,7 +26,11 @@ export interface JobContext {
 export const HELD_STATES = ['assigned', 'accepted', 'running'];
 
 export class JobRepository {
-  constructor(private readonly db: Knex) {}
+  /** `launch` runs trigger steps when the state machine makes them runnable (see ./triggers). */
+  constructor(
+    private readonly db: Knex,
+    private readonly launch?: TriggerLauncher,
+  ) {}
 
   private withContext() {
     return this.db('jobs as j')
@@ -112,7 +117,7 @@ export class JobRepository {
 
   /** Runs the build's state machine after a job event. */
   advance(buildId: string, opts?: BuildAdvance): Promise<void> {
-    return advanceBuild(this.db, buildId, new Date(), opts);
+    return advanceBuild(this.db, buildId, new Date(), { launch: this.launch, ...opts });
   }
 
   /**
@@ -122,6 +127,7 @@ export class JobRepository {
   async unblock(buildId: string, jobId: string, by: User, fields: Record<string, string>): Promise<boolean> {
     let moved = false;
     await advanceBuild(this.db, buildId, new Date(), {
+      launch: this.launch,
       before: async (trx) => {
         const at = new Date();
         const unblockedBy = JSON.stringify({ id: by.id, name: by.name, email: by.email, created_at: by.createdAt.toISOString() });
@@ -156,6 +162,7 @@ export class JobRepository {
     let done = false;
     const at = new Date();
     await advanceBuild(this.db, buildId, at, {
+      launch: this.launch,
       before: async (trx) => {
         if (!(await trx('jobs').where({ id: jobId, retried: false }).whereIn('state', fromStates).update({ retried: true, retried_in_job_id: newId }))) return;
         const row = (await trx('jobs').where({ id: jobId }).first()) as Record<string, unknown>;
@@ -213,18 +220,39 @@ export class JobRepository {
 export interface BuildAdvance {
   /** Runs inside the transaction after the build's row is locked, before the state machine. */
   before?: (trx: Knex.Transaction) => Promise<void>;
+  /** Runs trigger jobs that become runnable; without it they stay scheduled. */
+  launch?: TriggerLauncher;
 }
+
+/** Build states after which a synchronous trigger job waiting on the build ends. */
+const TRIGGERED_BUILD_ENDS = ['passed', 'failed', 'canceled', 'skipped', 'not_run'];
 
 /**
  * Runs the build's state machine (src/jobs/state.ts) and stores what it decided. The first
  * statement locks the build's row (Postgres; SQLite has one writer), so job events of one build
- * are applied one after another and each sees the others' results.
+ * are applied one after another and each sees the others' results. In the same transaction,
+ * trigger jobs that became runnable are launched (creating builds, which run their own state
+ * machines) and the machine runs again; and a triggered build that ended ends the synchronous
+ * trigger job that waits on it, running the parent build's machine too (child, then parent:
+ * rows are always locked in that order).
  */
 export async function advanceBuild(db: Knex, buildId: string, now: Date, opts: BuildAdvance = {}): Promise<void> {
   await db.transaction(async (trx) => {
-    if (!(await trx('builds').where({ id: buildId }).update({ state: trx.ref('state') }))) return;
+    if (!(await lockBuild(trx, buildId))) return;
     await opts.before?.(trx);
-    const b = await trx('builds').where({ id: buildId }).first('state', 'blocked', 'started_at', 'failing_at', 'finished_at');
+    await advanceLocked(trx, buildId, now, opts.launch);
+  });
+}
+
+async function lockBuild(trx: Knex.Transaction, buildId: string): Promise<boolean> {
+  return (await trx('builds').where({ id: buildId }).update({ state: trx.ref('state') })) > 0;
+}
+
+async function advanceLocked(trx: Knex.Transaction, buildId: string, now: Date, launch: TriggerLauncher | undefined): Promise<void> {
+  for (;;) {
+    const b = await trx('builds')
+      .where({ id: buildId })
+      .first('state', 'blocked', 'started_at', 'failing_at', 'finished_at', 'organization_id', 'branch', 'message', 'creator_id', 'trigger_depth', 'triggered_from_job_id');
     const jobs = (await trx('jobs').where({ build_id: buildId, retried: false }).orderBy('position')).map(jobFromRow);
     const build = { state: b.state as BuildState, blocked: toBool(b.blocked), startedAt: toDateOrNull(b.started_at), failingAt: toDateOrNull(b.failing_at), finishedAt: toDateOrNull(b.finished_at) };
     const next = advance(build, jobs, now);
@@ -233,7 +261,53 @@ export async function advanceBuild(db: Knex, buildId: string, now: Date, opts: B
       const n = next.build;
       await trx('builds').where({ id: buildId }).update({ state: n.state, blocked: n.blocked, started_at: n.startedAt, failing_at: n.failingAt, finished_at: n.finishedAt });
     }
-  });
+    const states = new Map(next.jobs.map((m) => [m.id, m.to]));
+    const runnable = launch ? jobs.filter((j) => j.type === 'trigger' && (states.get(j.id) ?? j.state) === 'scheduled') : [];
+    if (runnable.length) {
+      const parent = {
+        id: buildId,
+        organizationId: b.organization_id as string,
+        branch: b.branch as string,
+        message: (b.message as string | null) ?? null,
+        creatorId: (b.creator_id as string | null) ?? null,
+        triggerDepth: Number(b.trigger_depth ?? 0),
+      };
+      for (const job of runnable) await launchTrigger(trx, job, parent, now, launch!);
+      continue; // the trigger jobs moved: the machine runs again
+    }
+    const state = next.build?.state ?? build.state;
+    const blocked = next.build?.blocked ?? build.blocked;
+    if (b.triggered_from_job_id && TRIGGERED_BUILD_ENDS.includes(state) && !(state === 'passed' && blocked)) {
+      await finishTrigger(trx, b.triggered_from_job_id as string, state, now, launch);
+    }
+    return;
+  }
+}
+
+/** Starts a trigger job: it runs (async: passes) with the build it created, or fails with the reason as its log. */
+async function launchTrigger(trx: Knex.Transaction, job: Job, parent: TriggeringBuild, now: Date, launch: TriggerLauncher): Promise<void> {
+  if (!(await trx('jobs').where({ id: job.id, state: 'scheduled' }).update({ state: 'running', started_at: now }))) return;
+  const outcome = await launch(trx, job, parent);
+  if ('failure' in outcome) {
+    await trx('jobs').where({ id: job.id }).update({ state: 'failed', finished_at: now });
+    const content = `${outcome.failure}\n`;
+    await trx('job_log_chunks').insert({ job_id: job.id, sequence: 0, offset: 0, size: Buffer.byteLength(content), content, created_at: now });
+    return;
+  }
+  const triggered = JSON.stringify({ id: outcome.build.id, number: outcome.build.number, pipeline_slug: outcome.build.pipelineSlug });
+  const async = job.step.type === 'trigger' && job.step.trigger_async;
+  await trx('jobs').where({ id: job.id }).update({ triggered_build: triggered, ...(async ? { state: 'passed', finished_at: now } : {}) });
+  // The new build's own machine: its trigger steps run, and if it is over at once (nothing to
+  // run) it ends this job already.
+  await advanceLocked(trx, outcome.build.id, now, launch);
+}
+
+/** A triggered build ended: the synchronous trigger job waiting on it takes its result, and its build goes on. */
+async function finishTrigger(trx: Knex.Transaction, jobId: string, buildState: string, now: Date, launch: TriggerLauncher | undefined): Promise<void> {
+  const job = await trx('jobs').where({ id: jobId, state: 'running', type: 'trigger' }).first('build_id');
+  if (!job) return; // async, already ended, or retried away
+  await trx('jobs').where({ id: jobId, state: 'running' }).update({ state: triggerJobStateFor(buildState), finished_at: now });
+  if (await lockBuild(trx, job.build_id as string)) await advanceLocked(trx, job.build_id as string, now, launch);
 }
 
 function contextFromRow(r: Record<string, unknown>): JobContext {

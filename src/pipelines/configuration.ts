@@ -69,7 +69,7 @@ export type TriggerStep = {
   name: string | null;
   trigger_project_slug: string;
   trigger_commit: string;
-  /** "" means "the branch of the build that triggers", as in the API's TriggerStep schema. */
+  /** "" means "the target pipeline's default branch", the real API's default. */
   trigger_branch: string;
   trigger_message: string | null;
   trigger_env: Record<string, string>;
