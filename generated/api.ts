@@ -1151,6 +1151,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v3/jobs/{job_id}/pipelines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload pipeline steps
+         * @description `buildkite-agent pipeline upload`: the agent holding a running job adds steps to its
+         *     build. `pipeline` is the YAML document (text) or the same document as JSON (a mapping
+         *     with `steps`, or a list of steps), read with the rules of a pipeline's `configuration`
+         *     (its faults are field errors on `pipeline`). The new jobs go right after the uploading
+         *     job's step and whatever that step uploaded before, in order; they start `waiting` and
+         *     the build's state machine schedules what may run at once (`scheduled_at`/`runnable_at`
+         *     the upload's time), so waits and block steps among them work as in any build. Env is
+         *     merged as for the build's own jobs (the pipeline's, the upload's top-level `env`, the
+         *     build's, the step's). A build takes at most 5000 jobs (422 beyond).
+         */
+        post: operations["uploadPipeline"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v3/jobs/{job_id}/finish": {
         parameters: {
             query?: never;
@@ -1320,9 +1350,15 @@ export interface components {
             }[];
         };
         /**
-         * @description A trigger step in the REST API's visual-step shape. `trigger_branch` and `trigger_commit`
-         *     name what the triggered build runs on; an empty `trigger_branch` means the triggering
-         *     build's branch.
+         * @description A trigger step in the REST API's visual-step shape. When the build reaches it, the server
+         *     creates a build of the pipeline `trigger_project_slug` (same organization, `source:
+         *     trigger_job`, the triggering build's creator) on `trigger_commit` (default `HEAD`) and
+         *     `trigger_branch` (empty: the target pipeline's default branch), with `trigger_message`
+         *     (default the triggering build's message), `trigger_env` and `trigger_meta_data`. An async
+         *     trigger passes once that build exists; otherwise the job runs until the build ends and
+         *     takes its result (passed or not run: passed; failed, canceled or skipped: failed). A
+         *     missing or archived target, a branch its branch filter excludes, or a build already 10
+         *     triggers deep fails the job, with the reason as its log.
          */
         TriggerStep: {
             /**
@@ -1646,6 +1682,10 @@ export interface components {
             offset: number;
             content: string;
         };
+        PipelineUploadRequest: {
+            /** @description The pipeline as YAML text, or as JSON (a mapping with `steps`, or a list of steps). */
+            pipeline: string | Record<string, never> | unknown[];
+        };
         FinishJobRequest: {
             exit_status: number;
             signal_reason?: string | null;
@@ -1706,6 +1746,7 @@ export interface components {
             readonly unblockable?: boolean;
             readonly unblock_url?: string;
             readonly async?: boolean;
+            /** @description The build a trigger job created (null until it runs, or when it failed to create one). */
             readonly triggered_build?: {
                 /** Format: uuid */
                 id: string;
@@ -3896,6 +3937,49 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    uploadPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PipelineUploadRequest"];
+            };
+        };
+        responses: {
+            /** @description The jobs added, in build order. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        jobs: {
+                            /** Format: uuid */
+                            id: string;
+                            /** @enum {string} */
+                            type: "script" | "waiter" | "manual" | "trigger";
+                            state: components["schemas"]["JobState"];
+                            step_key: string | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];

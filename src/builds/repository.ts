@@ -413,7 +413,8 @@ function toBuildRow(build: NewBuild) {
   };
 }
 
-function toJobRow(build: NewBuild, j: PlannedJob) {
+/** A planned job's row in `build`; its times are the build's creation (or, for an upload, the upload's). */
+export function toJobRow(build: Pick<NewBuild, 'id' | 'pipelineId' | 'createdAt'>, j: PlannedJob) {
   return {
     id: j.id,
     build_id: build.id,
@@ -439,7 +440,7 @@ function toJobRow(build: NewBuild, j: PlannedJob) {
 }
 
 /** A new job's timestamps: what runs at once is scheduled and runnable now; a filtered-out step is over. */
-function jobTimes(build: NewBuild, j: PlannedJob) {
+function jobTimes(build: Pick<NewBuild, 'createdAt'>, j: PlannedJob) {
   return {
     created_at: build.createdAt,
     scheduled_at: j.state === 'scheduled' ? build.createdAt : null,

@@ -5,7 +5,8 @@
  * SQLite and Postgres alike, with no lock held across round trips.
  */
 import type { Knex } from 'knex';
-import { jobFromRow, type BuildState, type Job } from '../builds/repository';
+import { jobFromRow, toJobRow, type BuildState, type Job } from '../builds/repository';
+import type { PlannedJob } from '../builds/jobs';
 import { parseJson, toBool, toDateOrNull } from '../db/values';
 import { countHeaderLines, unixNanos } from './log-headers';
 import type { User } from '../user/serialize';
@@ -141,6 +142,51 @@ export class JobRepository {
       },
     });
     return moved;
+  }
+
+  /**
+   * Adds jobs uploaded by a running job to its build, under the build's lock: right after the
+   * uploader's step and everything that step (and, in turn, what it added) uploaded before, in
+   * order; the jobs after them move down. They start `waiting` (a broken one, over) and the
+   * state machine schedules what may run at once, at `at`. False when the build would have more
+   * than `maxJobs` jobs.
+   */
+  async insertUploaded(buildId: string, uploader: Job, planned: PlannedJob[], at: Date, maxJobs: number): Promise<boolean> {
+    let inserted = false;
+    await advanceBuild(this.db, buildId, at, {
+      launch: this.launch,
+      before: async (trx) => {
+        const rows = await trx('jobs').where({ build_id: buildId }).select('step_id', 'uploaded_by_step_id', 'position', 'pipeline_id');
+        if (rows.length + planned.length > maxJobs) return;
+        const family = new Set([uploader.stepId]);
+        for (let grew = true; grew; ) {
+          grew = false;
+          for (const r of rows) {
+            if (r.uploaded_by_step_id && family.has(r.uploaded_by_step_id as string) && !family.has(r.step_id as string)) {
+              family.add(r.step_id as string);
+              grew = true;
+            }
+          }
+        }
+        const anchor = Math.max(...rows.filter((r) => family.has(r.step_id as string)).map((r) => Number(r.position)));
+        await trx('jobs').where({ build_id: buildId }).where('position', '>', anchor).increment('position', planned.length);
+        const build = { id: buildId, pipelineId: rows[0]!.pipeline_id as string, createdAt: at };
+        const jobRows = planned.map((j, i) => ({
+          ...toJobRow(build, { ...j, position: anchor + 1 + i, state: j.state === 'broken' ? 'broken' : 'waiting' }),
+          uploaded_by_step_id: uploader.stepId,
+        }));
+        // Chunked: SQLite allows a limited number of bound variables per statement.
+        for (let i = 0; i < jobRows.length; i += 20) await trx('jobs').insert(jobRows.slice(i, i + 20));
+        inserted = true;
+      },
+    });
+    return inserted;
+  }
+
+  /** Jobs by id, in build order. */
+  async findMany(ids: string[]): Promise<Job[]> {
+    if (!ids.length) return [];
+    return (await this.db('jobs').whereIn('id', ids).orderBy('position')).map(jobFromRow);
   }
 
   /** The job's log: its chunks in order, and the times its section headers arrived. */
