@@ -1,5 +1,5 @@
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenBuild, givenPipeline, givenRegistrationToken, type TestAgent } from '../agents/helpers';
+import { agentAuth, givenAgent, givenPipeline, givenRegistrationToken, type TestAgent } from '../agents/helpers';
 
 interface JobJson {
   id: string;
