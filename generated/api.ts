@@ -811,7 +811,9 @@ export interface paths {
          *     `scheduled`, with `retries_count` one more and `retry_type: manual`); the old one is
          *     marked `retried` with `retried_in_job_id` and is hidden from build responses unless
          *     `include_retried_jobs=true`. Each job can be retried once. A finished build runs again.
-         *     Any other job is a 422 with the reason.
+         *     The step's `retry.manual` applies: `allowed: false` is a 422 with its `reason`, and
+         *     `permit_on_passed: true` lets a passed job be retried too. Any other job is a 422 with
+         *     the reason.
          */
         put: operations["retryJob"];
         post?: never;
@@ -1142,7 +1144,9 @@ export interface paths {
          * Append a log chunk
          * @description A piece of the running job's output. Chunks are numbered from 1 by `sequence`; one sent
          *     again with a sequence already stored is accepted and ignored (the agent retries on
-         *     network errors). `offset` is the chunk's byte position in the whole log.
+         *     network errors). `offset` is the chunk's byte position in the whole log. Each section
+         *     header line (`---`, `+++`, `~~~`) that starts in the chunk is recorded at the chunk's
+         *     arrival, for the log's `header_times`.
          */
         post: operations["appendJobLogChunk"];
         delete?: never;
@@ -1195,7 +1199,9 @@ export interface paths {
          * Finish a job
          * @description The job's command ended: `running` -> `passed` (exit status 0) or `failed`; a failure the
          *     step's `soft_fail` covers sets `soft_failed: true`. `signal_reason` says why the process
-         *     was stopped when it did not exit by itself.
+         *     was stopped when it did not exit by itself. A failure the step's `retry.automatic` rules
+         *     cover (while under their `limit`) is retried at once: a new `scheduled` job with
+         *     `retry_type: automatic` takes its place.
          */
         put: operations["finishJob"];
         post?: never;
@@ -1576,6 +1582,11 @@ export interface components {
             url: string;
             content: string;
             size: number;
+            /**
+             * @description When each section header of the log (a line starting with `---`, `+++` or `~~~`)
+             *     reached the server, in log order, as integer nanoseconds since the Unix epoch
+             *     (millisecond precision); the first 100000.
+             */
             header_times: number[];
         };
         UnblockJobRequest: {
