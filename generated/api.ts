@@ -1696,6 +1696,11 @@ export interface components {
         PipelineUploadRequest: {
             /** @description The pipeline as YAML text, or as JSON (a mapping with `steps`, or a list of steps). */
             pipeline: string | Record<string, never> | unknown[];
+            /**
+             * Format: uuid
+             * @description The upload's id, as the real agent sends it; an upload sent again with the same id adds nothing and answers the jobs the first one added.
+             */
+            uuid?: string;
         };
         FinishJobRequest: {
             exit_status: number;

@@ -6,7 +6,8 @@
  * environment: `BUILDKITE_AGENT_ACCESS_TOKEN`, `BUILDKITE_AGENT_ENDPOINT` (`<endpoint>/v3`) and
  * `BUILDKITE_JOB_ID`. It reads the file given, else stdin when it is a pipe or a file, else
  * `.buildkite/pipeline.yml` (or `.yaml`, or `buildkite.yml`) in the working directory. It never
- * prints the token.
+ * prints the token. A network error or a 5xx is tried again (three times in all) under the same
+ * upload id, so the server adds the steps once.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -36,11 +37,16 @@ async function main(argv) {
   } catch (err) {
     fail(err.message);
   }
-  const res = await fetch(endpoint.replace(/\/$/, '') + '/jobs/' + encodeURIComponent(job) + '/pipelines', {
-    method: 'POST',
-    headers: { Authorization: 'Token ' + token, 'Content-Type': 'application/json' },
-    body: JSON.stringify({ pipeline: text }),
-  });
+  // One id for every attempt: a retry after a lost answer adds nothing twice.
+  const request = { method: 'POST', headers: { Authorization: 'Token ' + token, 'Content-Type': 'application/json' }, body: JSON.stringify({ pipeline: text, uuid: require('node:crypto').randomUUID() }) };
+  const url = endpoint.replace(/\/$/, '') + '/jobs/' + encodeURIComponent(job) + '/pipelines';
+  let res;
+  for (let attempt = 1; ; attempt++) {
+    res = await fetch(url, request).catch((err) => (attempt < 3 ? null : fail('uploading ' + name + ' failed: ' + err.message)));
+    if (res && res.status < 500) break;
+    if (attempt >= 3) break;
+    await new Promise((r) => setTimeout(r, 1000 * attempt));
+  }
   const body = await res.json().catch(() => ({}));
   if (!res.ok) {
     const details = (body.errors || []).map((e) => '\n  ' + e.field + ': ' + e.code).join('');

@@ -4,7 +4,8 @@
  * step. The steps are read by the pipeline configuration parser (the same rules and errors as a
  * pipeline's `configuration`, reported on the field `pipeline`) and planned as a build's steps
  * are: env merged from the pipeline's settings, the upload's top-level `env`, the build's and the
- * step's own, each script step signed. No HTTP, no SQL.
+ * step's own, each script step signed. An upload sent again with the same `uuid` (the agent
+ * retrying after a lost answer) adds nothing. No HTTP, no SQL.
  */
 import type { Agent } from '../agents/repository';
 import type { StepSignature } from '../builds/jobs';
@@ -27,7 +28,7 @@ export class PipelineUploadService {
   ) {}
 
   /** Adds the pipeline's steps to the build of the agent's running job; answers the new jobs. */
-  async upload(agent: Agent, jobId: string, pipeline: string | object): Promise<Job[]> {
+  async upload(agent: Agent, jobId: string, pipeline: string | object, uploadId: string | null): Promise<Job[]> {
     if (agent.connectionState !== 'connected') throw new UnprocessableError(`The agent is ${agent.connectionState}: POST /v3/connect first.`);
     const context = await this.jobs.findWithContext(jobId);
     if (!context || context.job.agentId !== agent.id) throw new NotFoundError('job');
@@ -42,10 +43,9 @@ export class PipelineUploadService {
       repositoryUrl: context.repository,
       sign: this.sign,
     });
-    if (!(await this.jobs.insertUploaded(build.id, context.job, planned, new Date(), MAX_JOBS_PER_BUILD))) {
-      throw new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: this upload would go over.`);
-    }
-    return this.jobs.findMany(planned.map((j) => j.id));
+    const ids = await this.jobs.insertUploaded(build.id, context.job, planned, uploadId, new Date(), MAX_JOBS_PER_BUILD);
+    if (!ids) throw new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: this upload would go over.`);
+    return this.jobs.findMany(ids);
   }
 }
 

@@ -148,15 +148,21 @@ export class JobRepository {
    * Adds jobs uploaded by a running job to its build, under the build's lock: right after the
    * uploader's step and everything that step (and, in turn, what it added) uploaded before, in
    * order; the jobs after them move down. They start `waiting` (a broken one, over) and the
-   * state machine schedules what may run at once, at `at`. False when the build would have more
-   * than `maxJobs` jobs.
+   * state machine schedules what may run at once, at `at`. An upload whose `uploadId` the build
+   * has already seen adds nothing and answers the jobs it added then. Answers the jobs' ids, or
+   * null when the build would have more than `maxJobs` jobs.
    */
-  async insertUploaded(buildId: string, uploader: Job, planned: PlannedJob[], at: Date, maxJobs: number): Promise<boolean> {
-    let inserted = false;
+  async insertUploaded(buildId: string, uploader: Job, planned: PlannedJob[], uploadId: string | null, at: Date, maxJobs: number): Promise<string[] | null> {
+    let ids: string[] | null = null;
     await advanceBuild(this.db, buildId, at, {
       launch: this.launch,
       before: async (trx) => {
-        const rows = await trx('jobs').where({ build_id: buildId }).select('step_id', 'uploaded_by_step_id', 'position', 'pipeline_id');
+        const rows = await trx('jobs').where({ build_id: buildId }).orderBy('position').select('id', 'step_id', 'uploaded_by_step_id', 'upload_id', 'position', 'pipeline_id');
+        const seen = uploadId ? rows.filter((r) => r.upload_id === uploadId) : [];
+        if (seen.length) {
+          ids = seen.map((r) => r.id as string);
+          return;
+        }
         if (rows.length + planned.length > maxJobs) return;
         const family = new Set([uploader.stepId]);
         for (let grew = true; grew; ) {
@@ -174,13 +180,14 @@ export class JobRepository {
         const jobRows = planned.map((j, i) => ({
           ...toJobRow(build, { ...j, position: anchor + 1 + i, state: j.state === 'broken' ? 'broken' : 'waiting' }),
           uploaded_by_step_id: uploader.stepId,
+          upload_id: uploadId,
         }));
         // Chunked: SQLite allows a limited number of bound variables per statement.
         for (let i = 0; i < jobRows.length; i += 20) await trx('jobs').insert(jobRows.slice(i, i + 20));
-        inserted = true;
+        ids = planned.map((j) => j.id);
       },
     });
-    return inserted;
+    return ids;
   }
 
   /** Jobs by id, in build order. */
@@ -298,7 +305,7 @@ async function advanceLocked(trx: Knex.Transaction, buildId: string, now: Date, 
   for (;;) {
     const b = await trx('builds')
       .where({ id: buildId })
-      .first('state', 'blocked', 'started_at', 'failing_at', 'finished_at', 'organization_id', 'branch', 'message', 'creator_id', 'trigger_depth', 'triggered_from_job_id');
+      .first('state', 'blocked', 'started_at', 'failing_at', 'finished_at', 'organization_id', 'message', 'creator_id', 'trigger_depth', 'triggered_from_job_id');
     const jobs = (await trx('jobs').where({ build_id: buildId, retried: false }).orderBy('position')).map(jobFromRow);
     const build = { state: b.state as BuildState, blocked: toBool(b.blocked), startedAt: toDateOrNull(b.started_at), failingAt: toDateOrNull(b.failing_at), finishedAt: toDateOrNull(b.finished_at) };
     const next = advance(build, jobs, now);
@@ -311,9 +318,7 @@ async function advanceLocked(trx: Knex.Transaction, buildId: string, now: Date, 
     const runnable = launch ? jobs.filter((j) => j.type === 'trigger' && (states.get(j.id) ?? j.state) === 'scheduled') : [];
     if (runnable.length) {
       const parent = {
-        id: buildId,
         organizationId: b.organization_id as string,
-        branch: b.branch as string,
         message: (b.message as string | null) ?? null,
         creatorId: (b.creator_id as string | null) ?? null,
         triggerDepth: Number(b.trigger_depth ?? 0),
@@ -337,7 +342,7 @@ async function launchTrigger(trx: Knex.Transaction, job: Job, parent: Triggering
   if ('failure' in outcome) {
     await trx('jobs').where({ id: job.id }).update({ state: 'failed', finished_at: now });
     const content = `${outcome.failure}\n`;
-    await trx('job_log_chunks').insert({ job_id: job.id, sequence: 0, offset: 0, size: Buffer.byteLength(content), content, created_at: now });
+    await trx('job_log_chunks').insert({ job_id: job.id, sequence: 1, offset: 0, size: Buffer.byteLength(content), content, created_at: now });
     return;
   }
   const triggered = JSON.stringify({ id: outcome.build.id, number: outcome.build.number, pipeline_slug: outcome.build.pipelineSlug });

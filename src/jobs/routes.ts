@@ -68,7 +68,7 @@ export function pipelineUploadRoutes(uploads: PipelineUploadService) {
   const router = express.Router();
   router.post(`${AGENT_API_PATH}/jobs/:job_id/pipelines`, async (req, res) => {
     const body = req.body as operations['uploadPipeline']['requestBody']['content']['application/json'];
-    const jobs = await uploads.upload(res.locals.agent as Agent, String(req.params.job_id), body.pipeline);
+    const jobs = await uploads.upload(res.locals.agent as Agent, String(req.params.job_id), body.pipeline, body.uuid ?? null);
     res.status(201).json({ jobs: jobs.map((j) => ({ id: j.id, type: j.type, state: j.state as JobState, step_key: j.stepKey })) });
   });
   return router;

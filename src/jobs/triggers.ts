@@ -27,9 +27,7 @@ export const MAX_TRIGGER_DEPTH = 10;
 
 /** What a trigger needs of the build it runs in. */
 export interface TriggeringBuild {
-  id: string;
   organizationId: string;
-  branch: string;
   message: string | null;
   creatorId: string | null;
   triggerDepth: number;

@@ -49,8 +49,13 @@ describeEachDatabase('pipeline upload through the agent API', (ctx) => {
       ['waiter', 'waiting'],
       ['script', 'waiting'],
     ]);
-    const second = await s.upload(uploader.id, { steps: [{ command: 'three' }] });
+    const upload = (pipeline: unknown) => ctx().http().post(`/v3/jobs/${uploader.id}/pipelines`).set(agentAuth(s.agent.token)).send({ pipeline, uuid: '6b1c7f9e-2f43-4c1e-9a55-0c3f1d2e4a10' });
+    const second = await upload({ steps: [{ command: 'three' }] });
     expect(second.status).toBe(201);
+    // Sent again with the same uuid (a lost answer): nothing is added, the same jobs are answered.
+    const again = await upload({ steps: [{ command: 'three' }] });
+    expect(again.status).toBe(201);
+    expect(again.body.jobs).toEqual(second.body.jobs);
     let b = await s.read();
     expect(commands(b)).toEqual(['buildkite-agent pipeline upload', 'one', 'wait', 'two', 'three', 'wait', 'last']);
     const one = b.jobs[1]!;

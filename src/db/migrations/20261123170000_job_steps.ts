@@ -3,7 +3,8 @@
  * - `jobs.triggered_build`: a snapshot (JSON `{id, number, pipeline_slug}`) of the build a
  *   trigger job created, so reading a build's jobs needs no join.
  * - `jobs.uploaded_by_step_id`: the step whose `pipeline upload` added the job, so a later
- *   upload of that step goes after everything the earlier ones added.
+ *   upload of that step goes after everything the earlier ones added; `jobs.upload_id`: the
+ *   agent's id for the upload, so an upload sent again adds nothing.
  * - `builds.triggered_from_job_id` and `builds.trigger_depth`: the trigger job that created a
  *   build (its result ends that job when the trigger is synchronous) and how many triggers deep
  *   the build is, which bounds trigger loops.
@@ -16,6 +17,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('jobs', (t) => {
     t.text('triggered_build');
     t.uuid('uploaded_by_step_id');
+    t.uuid('upload_id');
   });
   await knex.schema.alterTable('builds', (t) => {
     t.uuid('triggered_from_job_id');
@@ -37,5 +39,6 @@ export async function down(knex: Knex): Promise<void> {
   await knex.schema.alterTable('jobs', (t) => {
     t.dropColumn('triggered_build');
     t.dropColumn('uploaded_by_step_id');
+    t.dropColumn('upload_id');
   });
 }
