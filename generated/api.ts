@@ -3981,7 +3981,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        jobs: {
+                        readonly jobs: {
                             /** Format: uuid */
                             id: string;
                             /** @enum {string} */
