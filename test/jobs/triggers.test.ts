@@ -164,6 +164,28 @@ describeEachDatabase('trigger steps', (ctx) => {
     expect((await s.read('parent', parent.number)).state).toBe('failed');
   });
 
+  it('launches trigger steps reached by an unblock or added by a pipeline upload', async () => {
+    const s = await setup();
+    await s.pipeline('child', 'steps:\n  - command: test\n');
+    await s.pipeline('parent', 'steps:\n  - command: upload\n  - block: Go\n  - trigger: child\n    async: true\n');
+    const parent = await s.create('parent');
+    const job = (await ctx().http().get('/v3/ping').set(agentAuth(s.agent.token)).expect(200)).body.job;
+    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(s.agent.token)).expect(200);
+    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(s.agent.token)).expect(200);
+    const uploaded = await ctx().http().post(`/v3/jobs/${job.id}/pipelines`).set(agentAuth(s.agent.token)).send({ pipeline: 'steps:\n  - trigger: child\n    async: true\n' });
+    expect(uploaded.status).toBe(201);
+    expect(uploaded.body.jobs).toEqual([expect.objectContaining({ type: 'trigger', state: 'passed' })]);
+    expect(await s.list('child')).toHaveLength(1);
+    await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: 0 }).expect(200);
+    let p = await s.read('parent', parent.number);
+    expect(p.jobs.map((j) => j.state)).toEqual(['passed', 'passed', 'blocked', 'waiting']);
+    await ctx().http().put(`${s.base}/parent/builds/${parent.number}/jobs/${p.jobs[2]!.id}/unblock`).set(auth(s.token)).send({}).expect(200);
+    p = await s.read('parent', parent.number);
+    expect(p.jobs[3]).toMatchObject({ state: 'passed', triggered_build: { number: 2 } });
+    expect(p.state).toBe('passed');
+    expect(await s.list('child')).toHaveLength(2);
+  });
+
   it(`stops a pipeline that triggers itself after ${MAX_TRIGGER_DEPTH} levels`, async () => {
     const s = await setup();
     await s.pipeline('loop', 'steps:\n  - trigger: loop\n');
