@@ -811,7 +811,9 @@ export interface paths {
          *     `scheduled`, with `retries_count` one more and `retry_type: manual`); the old one is
          *     marked `retried` with `retried_in_job_id` and is hidden from build responses unless
          *     `include_retried_jobs=true`. Each job can be retried once. A finished build runs again.
-         *     Any other job is a 422 with the reason.
+         *     The step's `retry.manual` applies: `allowed: false` is a 422 with its `reason`, and
+         *     `permit_on_passed: true` lets a passed job be retried too. Any other job is a 422 with
+         *     the reason.
          */
         put: operations["retryJob"];
         post?: never;
@@ -1142,9 +1144,41 @@ export interface paths {
          * Append a log chunk
          * @description A piece of the running job's output. Chunks are numbered from 1 by `sequence`; one sent
          *     again with a sequence already stored is accepted and ignored (the agent retries on
-         *     network errors). `offset` is the chunk's byte position in the whole log.
+         *     network errors). `offset` is the chunk's byte position in the whole log. Each section
+         *     header line (`---`, `+++`, `~~~`) that starts in the chunk is recorded at the chunk's
+         *     arrival, for the log's `header_times`.
          */
         post: operations["appendJobLogChunk"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/pipelines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload pipeline steps
+         * @description `buildkite-agent pipeline upload`: the agent holding a running job adds steps to its
+         *     build. `pipeline` is the YAML document (text) or the same document as JSON (a mapping
+         *     with `steps`, or a list of steps), read with the rules of a pipeline's `configuration`
+         *     (its faults are field errors on `pipeline`). The new jobs go right after the uploading
+         *     job's step and whatever that step uploaded before, in order; they start `waiting` and
+         *     the build's state machine schedules what may run at once (`scheduled_at`/`runnable_at`
+         *     the upload's time), so waits and block steps among them work as in any build. Env is
+         *     merged as for the build's own jobs (the pipeline's, the upload's top-level `env`, the
+         *     build's, the step's). A build takes at most 5000 jobs (422 beyond).
+         */
+        post: operations["uploadPipeline"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1165,7 +1199,9 @@ export interface paths {
          * Finish a job
          * @description The job's command ended: `running` -> `passed` (exit status 0) or `failed`; a failure the
          *     step's `soft_fail` covers sets `soft_failed: true`. `signal_reason` says why the process
-         *     was stopped when it did not exit by itself.
+         *     was stopped when it did not exit by itself. A failure the step's `retry.automatic` rules
+         *     cover (while under their `limit`) is retried at once: a new `scheduled` job with
+         *     `retry_type: automatic` takes its place.
          */
         put: operations["finishJob"];
         post?: never;
@@ -1269,11 +1305,23 @@ export interface components {
             soft_fail?: boolean | {
                 exit_status: components["schemas"]["ExitStatusRule"];
             }[];
+            /**
+             * @description `automatic`: a failed job whose exit status (and `signal_reason`, when the rule gives
+             *     one; `*` any, `none` no signal) matches a rule is retried at once, while its
+             *     `retries_count` is below the rule's `limit`. `manual`: `allowed: false` refuses
+             *     `PUT .../jobs/{id}/retry` with `reason`; `permit_on_passed` lets passed jobs be retried.
+             */
             retry?: {
                 automatic: {
-                    exit_status: components["schemas"]["ExitStatusRule"];
+                    exit_status: components["schemas"]["ExitStatusRule"] | number[];
+                    signal_reason?: string;
                     limit: number;
                 }[];
+                manual?: {
+                    allowed: boolean;
+                    reason: string | null;
+                    permit_on_passed: boolean;
+                };
             } | null;
         };
         WaiterStep: {
@@ -1308,9 +1356,15 @@ export interface components {
             }[];
         };
         /**
-         * @description A trigger step in the REST API's visual-step shape. `trigger_branch` and `trigger_commit`
-         *     name what the triggered build runs on; an empty `trigger_branch` means the triggering
-         *     build's branch.
+         * @description A trigger step in the REST API's visual-step shape. When the build reaches it, the server
+         *     creates a build of the pipeline `trigger_project_slug` (same organization, `source:
+         *     trigger_job`, the triggering build's creator) on `trigger_commit` (default `HEAD`) and
+         *     `trigger_branch` (empty: the target pipeline's default branch), with `trigger_message`
+         *     (default the triggering build's message), `trigger_env` and `trigger_meta_data`. An async
+         *     trigger passes once that build exists; otherwise the job runs until the build ends and
+         *     takes its result (passed or not run: passed; failed, canceled or skipped: failed). A
+         *     missing or archived target, a branch its branch filter excludes, or a build already 10
+         *     triggers deep fails the job, with the reason as its log.
          */
         TriggerStep: {
             /**
@@ -1324,6 +1378,10 @@ export interface components {
             trigger_branch: string;
             trigger_message?: string | null;
             trigger_env?: components["schemas"]["Env"];
+            /** @description Meta-data of the triggered build (`build.meta_data` in YAML). */
+            trigger_meta_data?: {
+                [key: string]: string;
+            };
             trigger_async: boolean;
             branch_configuration?: string | null;
         };
@@ -1524,6 +1582,11 @@ export interface components {
             url: string;
             content: string;
             size: number;
+            /**
+             * @description When each section header of the log (a line starting with `---`, `+++` or `~~~`)
+             *     reached the server, in log order, as integer nanoseconds since the Unix epoch
+             *     (millisecond precision); the first 100000.
+             */
             header_times: number[];
         };
         UnblockJobRequest: {
@@ -1630,6 +1693,15 @@ export interface components {
             offset: number;
             content: string;
         };
+        PipelineUploadRequest: {
+            /** @description The pipeline as YAML text, or as JSON (a mapping with `steps`, or a list of steps). */
+            pipeline: string | Record<string, never> | unknown[];
+            /**
+             * Format: uuid
+             * @description The upload's id, as the real agent sends it; an upload sent again with the same id adds nothing and answers the jobs the first one added.
+             */
+            uuid?: string;
+        };
         FinishJobRequest: {
             exit_status: number;
             signal_reason?: string | null;
@@ -1690,6 +1762,7 @@ export interface components {
             readonly unblockable?: boolean;
             readonly unblock_url?: string;
             readonly async?: boolean;
+            /** @description The build a trigger job created (null until it runs, or when it failed to create one). */
             readonly triggered_build?: {
                 /** Format: uuid */
                 id: string;
@@ -3880,6 +3953,49 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    uploadPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PipelineUploadRequest"];
+            };
+        };
+        responses: {
+            /** @description The jobs added, in build order. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        readonly jobs: {
+                            /** Format: uuid */
+                            id: string;
+                            /** @enum {string} */
+                            type: "script" | "waiter" | "manual" | "trigger";
+                            state: components["schemas"]["JobState"];
+                            step_key: string | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];

@@ -6,7 +6,7 @@
 import express, { NextFunction, Request, Response } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { AGENT_API_PATH, agentAuth, agentRoutes } from './agents/routes';
-import { jobRoutes } from './jobs/routes';
+import { jobRoutes, pipelineUploadRoutes } from './jobs/routes';
 import { buildRoutes } from './builds/routes';
 import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
@@ -25,7 +25,7 @@ import { suiteRoutes } from './suites/routes';
 import { uploadAuth, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
 
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
-export interface AppDeps extends Pick<Services, 'db' | 'tokens' | 'orgs' | 'pipelines' | 'builds' | 'agents' | 'jobs' | 'suites' | 'uploads' | 'deliveries' | 'rateLimiter'> {
+export interface AppDeps extends Pick<Services, 'db' | 'tokens' | 'orgs' | 'pipelines' | 'builds' | 'agents' | 'jobs' | 'pipelineUploads' | 'suites' | 'uploads' | 'deliveries' | 'rateLimiter'> {
   logger: Logger;
   publicUrl: string;
   bodyLimitBytes: number;
@@ -127,6 +127,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids)));
   app.use(agentRoutes(deps.agents, deps.publicUrl));
   app.use(jobRoutes(deps.jobs, deps.publicUrl));
+  app.use(pipelineUploadRoutes(deps.pipelineUploads));
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));
   app.use(deliveryRoutes(deps.deliveries));

@@ -13,6 +13,9 @@ import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './deliveries/service';
 import { JobRepository } from './jobs/repository';
 import { JobService } from './jobs/service';
+import { triggerLauncher } from './jobs/triggers';
+import { PipelineUploadService } from './jobs/pipeline-upload';
+import { signer, stepSigningKey } from './builds/jobs';
 import type { Logger } from './http/logger';
 import { RateLimiter, type RateLimitSettings } from './http/rate-limit';
 import { OrganizationRepository } from './organizations/repository';
@@ -37,6 +40,7 @@ export interface Services {
   builds: BuildService;
   agents: AgentService;
   jobs: JobService;
+  pipelineUploads: PipelineUploadService;
   suites: SuiteService;
   uploads: UploadService;
   deliveries: DeliveryService;
@@ -67,9 +71,11 @@ export function createServices(o: ServiceOptions): Services {
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
   });
   const suites = new SuiteRepository(db);
-  const builds = new BuildService(new BuildRepository(db), pipelines, keys);
+  const sign = signer(stepSigningKey(keys));
+  const jobs = new JobRepository(db, triggerLauncher(sign));
+  const buildRepository = new BuildRepository(db);
+  const builds = new BuildService(buildRepository, pipelines, keys, (buildId) => jobs.advance(buildId));
   const users = new UserRepository(db);
-  const jobs = new JobRepository(db);
   const agents = new AgentRepository(db);
   return {
     db,
@@ -81,6 +87,7 @@ export function createServices(o: ServiceOptions): Services {
     builds,
     agents: new AgentService(agents, jobs),
     jobs: new JobService(jobs, builds, users, orgs, agents),
+    pipelineUploads: new PipelineUploadService(jobs, buildRepository, new PipelineRepository(db), sign),
     suites: new SuiteService(suites, new SuiteResultsRepository(db), orgs),
     uploads: new UploadService(suites, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, orgs, o.publicUrl),

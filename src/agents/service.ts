@@ -10,6 +10,7 @@ import type { Step } from '../pipelines/configuration';
 import type { Actor } from '../pipelines/service';
 import { AgentTokenError, ForbiddenError, NotFoundError, UnprocessableError } from '../http/errors';
 import type { JobContext, JobRepository } from '../jobs/repository';
+import { retryOrAdvance } from '../jobs/retry';
 import { sha256Hex } from '../security/keys';
 import type { User } from '../user/serialize';
 import { matchesQueryRules } from './query-rules';
@@ -165,7 +166,8 @@ export class AgentService {
       finished_at: new Date(),
     });
     if (!finished) throw wrongState('finished', 'running');
-    await this.jobs.advance(current.build.id);
+    if (exit === 0) await this.jobs.advance(current.build.id);
+    else await retryOrAdvance(this.jobs, current.job, exit, body.signal_reason ?? null);
     return (await this.jobs.findWithContext(jobId))!;
   }
 

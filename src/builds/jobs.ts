@@ -6,6 +6,7 @@
 import crypto from 'node:crypto';
 import type { Step } from '../pipelines/configuration';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
+import type { Keys } from '../security/keys';
 
 export type JobType = Step['type'];
 
@@ -54,6 +55,16 @@ export function canonicalJson(value: unknown): string {
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
   return JSON.stringify(value ?? null);
+}
+
+/** The server's key for step signatures. */
+export function stepSigningKey(keys: Keys): Buffer {
+  return Buffer.from(keys.derive('step-signing', 'v1', 64), 'hex');
+}
+
+/** Signs steps' fields under `key`. */
+export function signer(key: Buffer): (fields: Record<string, unknown>) => StepSignature {
+  return (fields) => signStep(key, fields);
 }
 
 /**

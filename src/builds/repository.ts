@@ -70,6 +70,8 @@ export interface Job extends Omit<PlannedJob, 'state'> {
   /** Who unblocked a block step, and when. */
   unblockedBy: User | null;
   unblockedAt: Date | null;
+  /** The build a trigger job created: its id, number and pipeline slug at the time. */
+  triggeredBuild: { id: string; number: number; pipeline_slug: string } | null;
   createdAt: Date;
   scheduledAt: Date | null;
   runnableAt: Date | null;
@@ -77,7 +79,7 @@ export interface Job extends Omit<PlannedJob, 'state'> {
   finishedAt: Date | null;
 }
 
-export type NewBuild = Omit<Build, 'number' | 'creator'> & { creatorId: string | null };
+export type NewBuild = Omit<Build, 'number' | 'creator'> & { creatorId: string | null; triggeredFromJobId?: string; triggerDepth?: number };
 
 function buildFromRow(r: Record<string, unknown>): Build {
   return {
@@ -139,6 +141,7 @@ export function jobFromRow(r: Record<string, unknown>): Job {
     agentId: (r.agent_id as string | null) ?? null,
     unblockedBy: r.unblocked_by ? userFromRow(parseJson(r.unblocked_by, { id: '', name: '', email: '', created_at: null })) : null,
     unblockedAt: toDateOrNull(r.unblocked_at),
+    triggeredBuild: parseJson(r.triggered_build, null),
     createdAt: toDate(r.created_at),
     scheduledAt: toDateOrNull(r.scheduled_at),
     runnableAt: toDateOrNull(r.runnable_at),
@@ -419,10 +422,12 @@ function toBuildRow(build: NewBuild) {
     started_at: build.startedAt,
     failing_at: build.failingAt,
     finished_at: build.finishedAt,
+    ...(build.triggeredFromJobId ? { triggered_from_job_id: build.triggeredFromJobId, trigger_depth: build.triggerDepth ?? 0 } : {}),
   };
 }
 
-function toJobRow(build: NewBuild, j: PlannedJob) {
+/** A planned job's row in `build`; its times are the build's creation (or, for an upload, the upload's). */
+export function toJobRow(build: Pick<NewBuild, 'id' | 'pipelineId' | 'createdAt'>, j: PlannedJob) {
   return {
     id: j.id,
     build_id: build.id,
@@ -448,7 +453,7 @@ function toJobRow(build: NewBuild, j: PlannedJob) {
 }
 
 /** A new job's timestamps: what runs at once is scheduled and runnable now; a filtered-out step is over. */
-function jobTimes(build: NewBuild, j: PlannedJob) {
+function jobTimes(build: Pick<NewBuild, 'createdAt'>, j: PlannedJob) {
   return {
     created_at: build.createdAt,
     scheduled_at: j.state === 'scheduled' ? build.createdAt : null,

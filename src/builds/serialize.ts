@@ -27,6 +27,14 @@ export function creator(u: User | null): BuildJson['creator'] {
   return u ? { id: u.id, graphql_id: graphqlId('User', u.id), name: u.name, email: u.email, avatar_url: gravatarUrl(u.email), created_at: isoTime(u.createdAt) } : null;
 }
 
+/** A trigger job's build: same organization, so its URLs are this build's with the pipeline and number swapped. */
+function triggeredBuild(j: Job, buildUrl: string, buildWebUrl: string): JobJson['triggered_build'] {
+  const t = j.triggeredBuild;
+  if (!t) return null;
+  const swap = (url: string, pipelineSegment: RegExp) => url.replace(pipelineSegment, `$1${t.pipeline_slug}/builds/${t.number}`);
+  return { id: t.id, number: t.number, url: swap(buildUrl, /(\/pipelines\/)[^/]+\/builds\/\d+$/), web_url: swap(buildWebUrl, /(\/)[^/]+\/builds\/\d+$/) };
+}
+
 export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agent: AgentJson | null): JobJson {
   const common = {
     id: j.id,
@@ -56,7 +64,7 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
         unblock_url: `${buildUrl}/jobs/${j.id}/unblock`,
       });
     case 'trigger':
-      return Object.assign(common, { name: j.name, async: j.step.type === 'trigger' ? j.step.trigger_async : false, triggered_build: null });
+      return Object.assign(common, { name: j.name, async: j.step.type === 'trigger' ? j.step.trigger_async : false, triggered_build: triggeredBuild(j, buildUrl, buildWebUrl) });
     case 'script': {
       const jobUrl = `${buildUrl}/jobs/${j.id}`;
       return Object.assign(common, {

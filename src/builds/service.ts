@@ -12,7 +12,7 @@ import type { Pipeline } from '../pipelines/repository';
 import type { Actor, Permissions, PipelineService } from '../pipelines/service';
 import type { Keys } from '../security/keys';
 import type { User } from '../user/serialize';
-import { planJobs, signStep, type StepSignature } from './jobs';
+import { planJobs, signStep, stepSigningKey, type StepSignature } from './jobs';
 import { FINISHED_STATES, type Build, type BuildFilter, type BuildRepository, type BuildState, type Job, type PullRequest } from './repository';
 
 export type CreateBuildInput = components['schemas']['CreateBuildRequest'];
@@ -39,8 +39,8 @@ export interface BuildWithJobs {
 }
 
 /** What a create writes beyond what the pipeline decides. */
-type NewBuildFields = Pick<Build, 'commit' | 'branch' | 'message' | 'author' | 'env' | 'metaData' | 'cleanCheckout' | 'pullRequest' | 'rebuiltFrom' | 'source'> &
-  Partial<Pick<Build, 'tag'>>;
+export type NewBuildFields = Pick<Build, 'commit' | 'branch' | 'message' | 'author' | 'env' | 'metaData' | 'cleanCheckout' | 'pullRequest' | 'rebuiltFrom' | 'source'> &
+  Partial<Pick<Build, 'tag'>> & { triggeredFromJobId?: string; triggerDepth?: number };
 
 /** What a webhook delivery decides about a build. */
 export type DeliveredBuild = Pick<Build, 'commit' | 'branch' | 'tag' | 'message' | 'author' | 'pullRequest'>;
@@ -50,12 +50,17 @@ const CANCELABLE: BuildState[] = ['scheduled', 'running', 'failing'];
 export class BuildService {
   private readonly signingKey: Buffer;
 
+  /**
+   * `advance` runs a build's state machine (src/jobs/repository.ts), which launches trigger
+   * steps; without it (tests of builds alone) trigger jobs stay scheduled.
+   */
   constructor(
     private readonly builds: BuildRepository,
     private readonly pipelines: PipelineService,
     keys: Keys,
+    private readonly advance?: (buildId: string) => Promise<void>,
   ) {
-    this.signingKey = Buffer.from(keys.derive('step-signing', 'v1', 64), 'hex');
+    this.signingKey = stepSigningKey(keys);
   }
 
   sign(fields: Record<string, unknown>): StepSignature {
@@ -135,46 +140,16 @@ export class BuildService {
     return { build, jobs, pipeline, perms, actor };
   }
 
-  private insertBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields): Promise<{ build: Build; jobs: Job[] }> {
-    const now = new Date();
-    const jobs = planJobs(pipeline.steps, {
-      branch: b.branch,
-      pipelineEnv: pipeline.env,
-      buildEnv: b.env,
-      repositoryUrl: pipeline.repository,
-      sign: (fields) => this.sign(fields),
-    });
-    const runnable = jobs.filter((j) => j.state !== 'broken');
-    // Every step filtered out: nothing will run, the build is over before it starts.
-    const notRun = runnable.length === 0;
-    const skipQueued = pipeline.skipQueuedBranchBuilds && matchesBranchFilter(pipeline.skipQueuedBranchBuildsFilter, b.branch);
-    const cancelRunning = pipeline.cancelRunningBranchBuilds && matchesBranchFilter(pipeline.cancelRunningBranchBuildsFilter, b.branch);
-    return this.builds.insert(
-      {
-        id: crypto.randomUUID(),
-        pipelineId: pipeline.id,
-        organizationId: pipeline.organizationId,
-        state: notRun ? 'not_run' : 'scheduled',
-        blocked: jobs.some((j) => j.state === 'blocked'),
-        tag: null,
-        creatorId: creator?.id ?? null,
-        cancelReason: null,
-        createdAt: now,
-        scheduledAt: now,
-        startedAt: null,
-        failingAt: null,
-        finishedAt: notRun ? now : null,
-        ...b,
-      },
-      creator,
-      jobs,
-      skipQueued || cancelRunning
-        ? async (trx, number) => {
-            if (skipQueued) await this.builds.supersede(trx, pipeline.id, b.branch, number, ['scheduled'], 'skipped', 'skipped', now);
-            if (cancelRunning) await this.builds.supersede(trx, pipeline.id, b.branch, number, ['running', 'failing'], 'canceled', 'canceled', now);
-          }
-        : undefined,
-    );
+  /**
+   * Writes the build; a trigger step that runs at once is launched by the build's state machine
+   * right after, and the build is then read back so the answer shows the trigger job running.
+   */
+  private async insertBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields): Promise<{ build: Build; jobs: Job[] }> {
+    const written = await insertBuild(this.builds, pipeline, creator, b, (fields) => this.sign(fields));
+    if (!this.advance || !written.jobs.some((j) => j.type === 'trigger' && j.state === 'scheduled')) return written;
+    await this.advance(written.build.id);
+    const build = (await this.builds.findById(written.build.id))!;
+    return { build, jobs: (await this.builds.jobsOf([build.id], false)).get(build.id)! };
   }
 
   async get(actor: Actor, pipelineSlug: string, number: number, includeRetried: boolean): Promise<BuildWithJobs> {
@@ -193,6 +168,8 @@ export class BuildService {
       const current = (await this.builds.findById(build.id))!;
       throw new UnprocessableError(`This build can't be canceled because it is ${current.state}: only scheduled, running or failing builds can be canceled.`);
     }
+    // A build a synchronous trigger step is waiting on ends that step (failed).
+    await this.advance?.(build.id);
     return this.get(actor, pipelineSlug, number, false);
   }
 
@@ -251,4 +228,51 @@ export class BuildService {
       metaData: q.meta_data,
     };
   }
+}
+
+/**
+ * Plans the pipeline's steps into jobs and writes the build with them, skipping or canceling
+ * older builds of the branch as the pipeline says. `builds` may be bound to a transaction (a
+ * trigger step creates its build inside the state machine's).
+ */
+export function insertBuild(
+  builds: BuildRepository,
+  pipeline: Pipeline,
+  creator: User | null,
+  b: NewBuildFields,
+  sign: (fields: Record<string, unknown>) => StepSignature,
+): Promise<{ build: Build; jobs: Job[] }> {
+  const now = new Date();
+  const jobs = planJobs(pipeline.steps, { branch: b.branch, pipelineEnv: pipeline.env, buildEnv: b.env, repositoryUrl: pipeline.repository, sign });
+  const runnable = jobs.filter((j) => j.state !== 'broken');
+  // Every step filtered out: nothing will run, the build is over before it starts.
+  const notRun = runnable.length === 0;
+  const skipQueued = pipeline.skipQueuedBranchBuilds && matchesBranchFilter(pipeline.skipQueuedBranchBuildsFilter, b.branch);
+  const cancelRunning = pipeline.cancelRunningBranchBuilds && matchesBranchFilter(pipeline.cancelRunningBranchBuildsFilter, b.branch);
+  return builds.insert(
+    {
+      id: crypto.randomUUID(),
+      pipelineId: pipeline.id,
+      organizationId: pipeline.organizationId,
+      state: notRun ? 'not_run' : 'scheduled',
+      blocked: jobs.some((j) => j.state === 'blocked'),
+      tag: null,
+      creatorId: creator?.id ?? null,
+      cancelReason: null,
+      createdAt: now,
+      scheduledAt: now,
+      startedAt: null,
+      failingAt: null,
+      finishedAt: notRun ? now : null,
+      ...b,
+    },
+    creator,
+    jobs,
+    skipQueued || cancelRunning
+      ? async (trx, number) => {
+          if (skipQueued) await builds.supersede(trx, pipeline.id, b.branch, number, ['scheduled'], 'skipped', 'skipped', now);
+          if (cancelRunning) await builds.supersede(trx, pipeline.id, b.branch, number, ['running', 'failing'], 'canceled', 'canceled', now);
+        }
+      : undefined,
+  );
 }

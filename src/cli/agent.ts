@@ -3,12 +3,14 @@
  * connects, polls for work and runs each job's command in a shell, in a fresh build directory,
  * with the job's environment, streaming its output as log chunks and reporting its exit status.
  * A job's `timeout_in_minutes` kills its process group. When the service cannot be reached (a
- * restart), it keeps polling and connects again.
+ * restart), it keeps polling and connects again. Each job has a `buildkite-agent` command on its
+ * PATH for `buildkite-agent pipeline upload`.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { installBuildkiteAgentShim } from './buildkite-agent-shim';
 
 export interface AgentOptions {
   endpoint: string;
@@ -74,6 +76,8 @@ async function runAgent(o: AgentOptions): Promise<void> {
   const interval = o.pollIntervalMs ?? 1000;
   const reg = await call(o.token, 'POST', '/register', { name: o.name, hostname: os.hostname(), version: 'windsock-agent/0.1.0', os: process.platform, arch: process.arch, meta_data: o.tags });
   const token = reg.access_token as string;
+  // The `buildkite-agent` command each job gets on its PATH (see ./buildkite-agent-shim).
+  const bin = await installBuildkiteAgentShim(await fs.mkdtemp(path.join(o.buildRoot ?? os.tmpdir(), 'windsock-agent-bin-')));
   await call(token, 'POST', '/connect');
   log(`${o.name}: connected`);
   while (!o.signal?.aborted) {
@@ -94,23 +98,43 @@ async function runAgent(o: AgentOptions): Promise<void> {
       continue;
     }
     try {
-      await runJob(call, token, job, o, log);
+      await runJob(call, { token, bin }, job, o, log);
     } catch (err) {
       log(`${o.name}: job ${job.id}: ${(err as Error).message}`);
     }
   }
   await call(token, 'POST', '/disconnect').catch(() => undefined);
+  await fs.rm(bin, { recursive: true, force: true });
   log(`${o.name}: disconnected`);
 }
 
-async function runJob(call: ReturnType<typeof client>, token: string, offered: AgentJob, o: AgentOptions, log: (line: string) => void): Promise<void> {
+/**
+ * What a job's command runs with: PATH and HOME, the job's env, and what the real agent adds:
+ * the checkout path, and the job's agent credentials and endpoint for `buildkite-agent`, whose
+ * shim comes first on PATH.
+ */
+function jobEnvironment(job: AgentJob, dir: string, agent: { token: string; bin: string }, endpoint: string): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? dir,
+    ...job.env,
+    BUILDKITE_BUILD_CHECKOUT_PATH: dir,
+    BUILDKITE_AGENT_ACCESS_TOKEN: agent.token,
+    BUILDKITE_AGENT_ENDPOINT: `${endpoint.replace(/\/$/, '')}/v3`,
+  };
+  env.PATH = `${agent.bin}${path.delimiter}${env.PATH}`;
+  return env;
+}
+
+async function runJob(call: ReturnType<typeof client>, agent: { token: string; bin: string }, offered: AgentJob, o: AgentOptions, log: (line: string) => void): Promise<void> {
+  const token = agent.token;
   const job = (await call(token, 'PUT', `/jobs/${offered.id}/accept`)) as unknown as AgentJob;
   const dir = await fs.mkdtemp(path.join(o.buildRoot ?? os.tmpdir(), 'windsock-build-'));
   await call(token, 'PUT', `/jobs/${job.id}/start`);
   log(`${o.name}: running job ${job.id}`);
   const child = spawn('/bin/sh', ['-c', job.command ?? ''], {
     cwd: dir,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? dir, ...job.env, BUILDKITE_BUILD_CHECKOUT_PATH: dir },
+    env: jobEnvironment(job, dir, agent, o.endpoint),
     detached: true, // its own process group, so a timeout kills everything it started
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -5,10 +5,13 @@
  * SQLite and Postgres alike, with no lock held across round trips.
  */
 import type { Knex } from 'knex';
-import { jobFromRow, type BuildState, type Job } from '../builds/repository';
-import { toBool, toDateOrNull } from '../db/values';
+import { jobFromRow, toJobRow, type BuildState, type Job } from '../builds/repository';
+import type { PlannedJob } from '../builds/jobs';
+import { parseJson, toBool, toDateOrNull } from '../db/values';
+import { countHeaderLines, unixNanos } from './log-headers';
 import type { User } from '../user/serialize';
 import { advance } from './state';
+import { triggerJobStateFor, type TriggerLauncher, type TriggeringBuild } from './triggers';
 
 /** A job with what running it needs to know of its build, pipeline and organization. */
 export interface JobContext {
@@ -24,7 +27,11 @@ export interface JobContext {
 export const HELD_STATES = ['assigned', 'accepted', 'running'];
 
 export class JobRepository {
-  constructor(private readonly db: Knex) {}
+  /** `launch` runs trigger steps when the state machine makes them runnable (see ./triggers). */
+  constructor(
+    private readonly db: Knex,
+    private readonly launch?: TriggerLauncher,
+  ) {}
 
   private withContext() {
     return this.db('jobs as j')
@@ -111,7 +118,7 @@ export class JobRepository {
 
   /** Runs the build's state machine after a job event. */
   advance(buildId: string, opts?: BuildAdvance): Promise<void> {
-    return advanceBuild(this.db, buildId, new Date(), opts);
+    return advanceBuild(this.db, buildId, new Date(), { launch: this.launch, ...opts });
   }
 
   /**
@@ -121,6 +128,7 @@ export class JobRepository {
   async unblock(buildId: string, jobId: string, by: User, fields: Record<string, string>): Promise<boolean> {
     let moved = false;
     await advanceBuild(this.db, buildId, new Date(), {
+      launch: this.launch,
       before: async (trx) => {
         const at = new Date();
         const unblockedBy = JSON.stringify({ id: by.id, name: by.name, email: by.email, created_at: by.createdAt.toISOString() });
@@ -136,10 +144,62 @@ export class JobRepository {
     return moved;
   }
 
-  /** The job's log: its chunks in order. */
-  async log(jobId: string): Promise<string> {
-    const rows = await this.db('job_log_chunks').where({ job_id: jobId }).orderBy('sequence').select('content');
-    return rows.map((r) => r.content as string).join('');
+  /**
+   * Adds jobs uploaded by a running job to its build, under the build's lock: right after the
+   * uploader's step and everything that step (and, in turn, what it added) uploaded before, in
+   * order; the jobs after them move down. They start `waiting` (a broken one, over) and the
+   * state machine schedules what may run at once, at `at`. An upload whose `uploadId` the build
+   * has already seen adds nothing and answers the jobs it added then. Answers the jobs' ids, or
+   * null when the build would have more than `maxJobs` jobs.
+   */
+  async insertUploaded(buildId: string, uploader: Job, planned: PlannedJob[], uploadId: string | null, at: Date, maxJobs: number): Promise<string[] | null> {
+    let ids: string[] | null = null;
+    await advanceBuild(this.db, buildId, at, {
+      launch: this.launch,
+      before: async (trx) => {
+        const rows = await trx('jobs').where({ build_id: buildId }).orderBy('position').select('id', 'step_id', 'uploaded_by_step_id', 'upload_id', 'position', 'pipeline_id');
+        const seen = uploadId ? rows.filter((r) => r.upload_id === uploadId) : [];
+        if (seen.length) {
+          ids = seen.map((r) => r.id as string);
+          return;
+        }
+        if (rows.length + planned.length > maxJobs) return;
+        const family = new Set([uploader.stepId]);
+        for (let grew = true; grew; ) {
+          grew = false;
+          for (const r of rows) {
+            if (r.uploaded_by_step_id && family.has(r.uploaded_by_step_id as string) && !family.has(r.step_id as string)) {
+              family.add(r.step_id as string);
+              grew = true;
+            }
+          }
+        }
+        const anchor = Math.max(...rows.filter((r) => family.has(r.step_id as string)).map((r) => Number(r.position)));
+        await trx('jobs').where({ build_id: buildId }).where('position', '>', anchor).increment('position', planned.length);
+        const build = { id: buildId, pipelineId: rows[0]!.pipeline_id as string, createdAt: at };
+        const jobRows = planned.map((j, i) => ({
+          ...toJobRow(build, { ...j, position: anchor + 1 + i, state: j.state === 'broken' ? 'broken' : 'waiting' }),
+          uploaded_by_step_id: uploader.stepId,
+          upload_id: uploadId,
+        }));
+        // Chunked: SQLite allows a limited number of bound variables per statement.
+        for (let i = 0; i < jobRows.length; i += 20) await trx('jobs').insert(jobRows.slice(i, i + 20));
+        ids = planned.map((j) => j.id);
+      },
+    });
+    return ids;
+  }
+
+  /** Jobs by id, in build order. */
+  async findMany(ids: string[]): Promise<Job[]> {
+    if (!ids.length) return [];
+    return (await this.db('jobs').whereIn('id', ids).orderBy('position')).map(jobFromRow);
+  }
+
+  /** The job's log: its chunks in order, and the times its section headers arrived. */
+  async log(jobId: string): Promise<{ content: string; headerTimes: number[] }> {
+    const rows = await this.db('job_log_chunks').where({ job_id: jobId }).orderBy('sequence').select('content', 'header_times');
+    return { content: rows.map((r) => r.content as string).join(''), headerTimes: rows.flatMap((r) => parseJson<number[]>(r.header_times, [])) };
   }
 
   async deleteLog(jobId: string): Promise<void> {
@@ -151,10 +211,11 @@ export class JobRepository {
    * (hidden from lists unless asked for); a canceled build runs again. The guarded UPDATE makes
    * a job retried once however many ask at once: false for the ones that lost.
    */
-  async retry(buildId: string, jobId: string, newId: string, fromStates: string[]): Promise<boolean> {
+  async retry(buildId: string, jobId: string, newId: string, fromStates: string[], type: 'manual' | 'automatic' = 'manual'): Promise<boolean> {
     let done = false;
     const at = new Date();
     await advanceBuild(this.db, buildId, at, {
+      launch: this.launch,
       before: async (trx) => {
         if (!(await trx('jobs').where({ id: jobId, retried: false }).whereIn('state', fromStates).update({ retried: true, retried_in_job_id: newId }))) return;
         const row = (await trx('jobs').where({ id: jobId }).first()) as Record<string, unknown>;
@@ -168,7 +229,7 @@ export class JobRepository {
           retried: false,
           retried_in_job_id: null,
           retries_count: Number(row.retries_count ?? 0) + 1,
-          retry_type: 'manual',
+          retry_type: type,
           created_at: at,
           scheduled_at: at,
           runnable_at: at,
@@ -182,10 +243,28 @@ export class JobRepository {
     return done;
   }
 
-  /** Stores a chunk; one already stored under its sequence is left as it is (a retried send). */
+  /**
+   * Stores a chunk; one already stored under its sequence is left as it is (a retried send).
+   * Each section header that starts in it is recorded at `at`: the chunk starts a line at the
+   * log's start or when the chunk before it (by sequence) ended with a newline.
+   */
   async appendChunk(jobId: string, chunk: { sequence: number; offset: number; content: string }, at: Date): Promise<void> {
+    let startsLine = chunk.offset === 0;
+    if (!startsLine) {
+      const before = await this.db('job_log_chunks').where({ job_id: jobId, sequence: chunk.sequence - 1 }).first(this.db.raw('substr(content, length(content), 1) as last'));
+      startsLine = before?.last === '\n';
+    }
+    const headers = countHeaderLines(chunk.content, startsLine);
     await this.db('job_log_chunks')
-      .insert({ job_id: jobId, sequence: chunk.sequence, offset: chunk.offset, size: Buffer.byteLength(chunk.content), content: chunk.content, created_at: at })
+      .insert({
+        job_id: jobId,
+        sequence: chunk.sequence,
+        offset: chunk.offset,
+        size: Buffer.byteLength(chunk.content),
+        content: chunk.content,
+        header_times: headers ? JSON.stringify(Array<number>(headers).fill(unixNanos(at))) : null,
+        created_at: at,
+      })
       .onConflict(['job_id', 'sequence'])
       .ignore();
   }
@@ -194,18 +273,39 @@ export class JobRepository {
 export interface BuildAdvance {
   /** Runs inside the transaction after the build's row is locked, before the state machine. */
   before?: (trx: Knex.Transaction) => Promise<void>;
+  /** Runs trigger jobs that become runnable; without it they stay scheduled. */
+  launch?: TriggerLauncher;
 }
+
+/** Build states after which a synchronous trigger job waiting on the build ends. */
+const TRIGGERED_BUILD_ENDS = ['passed', 'failed', 'canceled', 'skipped', 'not_run'];
 
 /**
  * Runs the build's state machine (src/jobs/state.ts) and stores what it decided. The first
  * statement locks the build's row (Postgres; SQLite has one writer), so job events of one build
- * are applied one after another and each sees the others' results.
+ * are applied one after another and each sees the others' results. In the same transaction,
+ * trigger jobs that became runnable are launched (creating builds, which run their own state
+ * machines) and the machine runs again; and a triggered build that ended ends the synchronous
+ * trigger job that waits on it, running the parent build's machine too (child, then parent:
+ * rows are always locked in that order).
  */
 export async function advanceBuild(db: Knex, buildId: string, now: Date, opts: BuildAdvance = {}): Promise<void> {
   await db.transaction(async (trx) => {
-    if (!(await trx('builds').where({ id: buildId }).update({ state: trx.ref('state') }))) return;
+    if (!(await lockBuild(trx, buildId))) return;
     await opts.before?.(trx);
-    const b = await trx('builds').where({ id: buildId }).first('state', 'blocked', 'started_at', 'failing_at', 'finished_at');
+    await advanceLocked(trx, buildId, now, opts.launch);
+  });
+}
+
+async function lockBuild(trx: Knex.Transaction, buildId: string): Promise<boolean> {
+  return (await trx('builds').where({ id: buildId }).update({ state: trx.ref('state') })) > 0;
+}
+
+async function advanceLocked(trx: Knex.Transaction, buildId: string, now: Date, launch: TriggerLauncher | undefined): Promise<void> {
+  for (;;) {
+    const b = await trx('builds')
+      .where({ id: buildId })
+      .first('state', 'blocked', 'started_at', 'failing_at', 'finished_at', 'organization_id', 'message', 'creator_id', 'trigger_depth', 'triggered_from_job_id');
     const jobs = (await trx('jobs').where({ build_id: buildId, retried: false }).orderBy('position')).map(jobFromRow);
     const build = { state: b.state as BuildState, blocked: toBool(b.blocked), startedAt: toDateOrNull(b.started_at), failingAt: toDateOrNull(b.failing_at), finishedAt: toDateOrNull(b.finished_at) };
     const next = advance(build, jobs, now);
@@ -214,7 +314,51 @@ export async function advanceBuild(db: Knex, buildId: string, now: Date, opts: B
       const n = next.build;
       await trx('builds').where({ id: buildId }).update({ state: n.state, blocked: n.blocked, started_at: n.startedAt, failing_at: n.failingAt, finished_at: n.finishedAt });
     }
-  });
+    const states = new Map(next.jobs.map((m) => [m.id, m.to]));
+    const runnable = launch ? jobs.filter((j) => j.type === 'trigger' && (states.get(j.id) ?? j.state) === 'scheduled') : [];
+    if (runnable.length) {
+      const parent = {
+        organizationId: b.organization_id as string,
+        message: (b.message as string | null) ?? null,
+        creatorId: (b.creator_id as string | null) ?? null,
+        triggerDepth: Number(b.trigger_depth ?? 0),
+      };
+      for (const job of runnable) await launchTrigger(trx, job, parent, now, launch!);
+      continue; // the trigger jobs moved: the machine runs again
+    }
+    const state = next.build?.state ?? build.state;
+    const blocked = next.build?.blocked ?? build.blocked;
+    if (b.triggered_from_job_id && TRIGGERED_BUILD_ENDS.includes(state) && !(state === 'passed' && blocked)) {
+      await finishTrigger(trx, b.triggered_from_job_id as string, state, now, launch);
+    }
+    return;
+  }
+}
+
+/** Starts a trigger job: it runs (async: passes) with the build it created, or fails with the reason as its log. */
+async function launchTrigger(trx: Knex.Transaction, job: Job, parent: TriggeringBuild, now: Date, launch: TriggerLauncher): Promise<void> {
+  if (!(await trx('jobs').where({ id: job.id, state: 'scheduled' }).update({ state: 'running', started_at: now }))) return;
+  const outcome = await launch(trx, job, parent);
+  if ('failure' in outcome) {
+    await trx('jobs').where({ id: job.id }).update({ state: 'failed', finished_at: now });
+    const content = `${outcome.failure}\n`;
+    await trx('job_log_chunks').insert({ job_id: job.id, sequence: 1, offset: 0, size: Buffer.byteLength(content), content, created_at: now });
+    return;
+  }
+  const triggered = JSON.stringify({ id: outcome.build.id, number: outcome.build.number, pipeline_slug: outcome.build.pipelineSlug });
+  const async = job.step.type === 'trigger' && job.step.trigger_async;
+  await trx('jobs').where({ id: job.id }).update({ triggered_build: triggered, ...(async ? { state: 'passed', finished_at: now } : {}) });
+  // The new build's own machine: its trigger steps run, and if it is over at once (nothing to
+  // run) it ends this job already.
+  await advanceLocked(trx, outcome.build.id, now, launch);
+}
+
+/** A triggered build ended: the synchronous trigger job waiting on it takes its result, and its build goes on. */
+async function finishTrigger(trx: Knex.Transaction, jobId: string, buildState: string, now: Date, launch: TriggerLauncher | undefined): Promise<void> {
+  const job = await trx('jobs').where({ id: jobId, state: 'running', type: 'trigger' }).first('build_id');
+  if (!job) return; // async, already ended, or retried away
+  await trx('jobs').where({ id: jobId, state: 'running' }).update({ state: triggerJobStateFor(buildState), finished_at: now });
+  if (await lockBuild(trx, job.build_id as string)) await advanceLocked(trx, job.build_id as string, now, launch);
 }
 
 function contextFromRow(r: Record<string, unknown>): JobContext {

@@ -1,6 +1,9 @@
 /** The job endpoints under a build: thin handlers. */
 import express, { Request, Response } from 'express';
-import type { operations } from '../../generated/api';
+import type { components, operations } from '../../generated/api';
+import { AGENT_API_PATH } from '../agents/routes';
+import type { Agent } from '../agents/repository';
+import type { PipelineUploadService } from './pipeline-upload';
 import { actorOf } from '../http/auth';
 import { NotFoundError } from '../http/errors';
 import { serializeJob } from '../builds/serialize';
@@ -8,6 +11,7 @@ import type { BuildWithJobs } from '../builds/service';
 import { jobEnv, serializeLog } from './serialize';
 import type { JobService } from './service';
 
+type JobState = components['schemas']['JobState'];
 type UnblockBody = NonNullable<operations['unblockJob']['requestBody']>['content']['application/json'];
 
 export function jobRoutes(jobs: JobService, publicUrl: string) {
@@ -37,13 +41,13 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
   });
 
   router.get(`${base}/log`, async (req, res) => {
-    const content = await jobs.log(...target(req, res));
-    if (req.accepts(['application/json', 'text/plain']) === 'text/plain') res.type('text/plain').send(content);
-    else res.json(serializeLog(logUrl(req), content));
+    const log = await jobs.log(...target(req, res));
+    if (req.accepts(['application/json', 'text/plain']) === 'text/plain') res.type('text/plain').send(log.content);
+    else res.json(serializeLog(logUrl(req), log));
   });
 
   router.get(`${base}/log.txt`, async (req, res) => {
-    res.type('text/plain').send(await jobs.log(...target(req, res)));
+    res.type('text/plain').send((await jobs.log(...target(req, res))).content);
   });
 
   router.delete(`${base}/log`, async (req, res) => {
@@ -56,5 +60,16 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
     res.json({ env: jobEnv(context, agent, publicUrl) });
   });
 
+  return router;
+}
+
+/** `POST /v3/jobs/{id}/pipelines`: the agent API's pipeline upload (its agent is resolved by agentAuth). */
+export function pipelineUploadRoutes(uploads: PipelineUploadService) {
+  const router = express.Router();
+  router.post(`${AGENT_API_PATH}/jobs/:job_id/pipelines`, async (req, res) => {
+    const body = req.body as operations['uploadPipeline']['requestBody']['content']['application/json'];
+    const jobs = await uploads.upload(res.locals.agent as Agent, String(req.params.job_id), body.pipeline, body.uuid ?? null);
+    res.status(201).json({ jobs: jobs.map((j) => ({ id: j.id, type: j.type, state: j.state as JobState, step_key: j.stepKey })) });
+  });
   return router;
 }

@@ -43,10 +43,10 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name'> | null, 
   return env;
 }
 
-/**
- * The log as the JSON form answers it. `header_times` would be the agent's section-header
- * timestamps; agents here send none, so it is empty.
- */
-export function serializeLog(url: string, content: string): components['schemas']['JobLog'] {
-  return { url, content, size: Buffer.byteLength(content), header_times: [] };
+/** The contract's cap on `header_times`. */
+const MAX_HEADER_TIMES = 100_000;
+
+/** The log as the JSON form answers it; `header_times` are when its section headers arrived. */
+export function serializeLog(url: string, log: { content: string; headerTimes: number[] }): components['schemas']['JobLog'] {
+  return { url, content: log.content, size: Buffer.byteLength(log.content), header_times: log.headerTimes.slice(0, MAX_HEADER_TIMES) };
 }

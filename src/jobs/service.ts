@@ -36,7 +36,7 @@ export class JobService {
     return { item, job };
   }
 
-  async log(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<string> {
+  async log(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ content: string; headerTimes: number[] }> {
     await this.find(actor, pipelineSlug, number, jobId);
     return this.jobs.log(jobId);
   }
@@ -61,10 +61,16 @@ export class JobService {
     if (!item.perms.build) throw new ForbiddenError();
     if (job.type !== 'script') throw new UnprocessableError("This job can't be retried: only command steps can be.");
     if (job.retried) throw new UnprocessableError('This job has already been retried.');
-    if (!RETRYABLE.includes(job.state)) throw new UnprocessableError(`This job can't be retried because it is ${job.state}: only failed, timed out or canceled jobs can be.`);
+    const manual = job.step.type === 'script' ? job.step.retry?.manual : undefined;
+    if (manual && !manual.allowed) throw new UnprocessableError(manual.reason ?? "This job can't be retried: its step doesn't allow manual retries.");
+    const retryable = manual?.permit_on_passed ? [...RETRYABLE, 'passed'] : RETRYABLE;
+    if (!retryable.includes(job.state)) {
+      const which = manual?.permit_on_passed ? 'passed, failed, timed out or canceled' : 'failed, timed out or canceled';
+      throw new UnprocessableError(`This job can't be retried because it is ${job.state}: only ${which} jobs can be.`);
+    }
     if (item.build.state === 'canceling') throw new UnprocessableError("This job can't be retried while its build is canceling.");
     const newId = crypto.randomUUID();
-    if (!(await this.jobs.retry(item.build.id, job.id, newId, RETRYABLE))) throw new UnprocessableError('This job has already been retried.');
+    if (!(await this.jobs.retry(item.build.id, job.id, newId, retryable))) throw new UnprocessableError('This job has already been retried.');
     return { item: await this.builds.get(actor, pipelineSlug, number, true), jobId: newId };
   }
 

@@ -39,8 +39,13 @@ export type ScriptStep = {
   parallelism: number | null;
   key: string | null;
   soft_fail: boolean | { exit_status: ExitStatus }[];
-  retry: { automatic: { exit_status: ExitStatus; limit: number }[] } | null;
+  retry: StepRetry | null;
 };
+/** An automatic retry rule: which failures (exit status, and signal reason when given) and how often. */
+export type AutomaticRetry = { exit_status: ExitStatus | number[]; limit: number; signal_reason?: string };
+/** `retry.manual`: whether the retry button is allowed (with the reason when it is not), also for passed jobs. */
+export type ManualRetry = { allowed: boolean; reason: string | null; permit_on_passed: boolean };
+export type StepRetry = { automatic: AutomaticRetry[]; manual?: ManualRetry };
 export type WaiterStep = { type: 'waiter'; continue_on_failure: boolean };
 export type ManualField = {
   key: string;
@@ -64,10 +69,12 @@ export type TriggerStep = {
   name: string | null;
   trigger_project_slug: string;
   trigger_commit: string;
-  /** "" means "the branch of the build that triggers", as in the API's TriggerStep schema. */
+  /** "" means "the target pipeline's default branch", the real API's default. */
   trigger_branch: string;
   trigger_message: string | null;
   trigger_env: Record<string, string>;
+  /** Meta-data of the triggered build; absent in steps stored before it was read. */
+  trigger_meta_data?: Record<string, string>;
   trigger_async: boolean;
   branch_configuration: string | null;
 };
@@ -99,6 +106,7 @@ const MAX_PROMPT = 4096;
 const MAX_KEY = 100;
 const MAX_SLUG = 100;
 const MAX_REF = 255;
+const MAX_SIGNAL = 100;
 const MAX_TIMEOUT = 100_000;
 const MAX_CONCURRENCY = 100_000;
 
@@ -458,16 +466,18 @@ function positive(c: Ctx, found: Found | undefined, max: number): number | null 
   return v.v;
 }
 
-function env(c: Ctx, found: Found | undefined): Record<string, string> {
+function env(c: Ctx, found: Found | undefined, what: 'variables' | 'keys' = 'variables'): Record<string, string> {
   const out: Record<string, string> = {};
   if (!found) return out;
   const [path, v] = found;
   if (v.t !== 'map') return c.fail(path, `must be ${mapping(c)} of names to values`, v), out;
-  if (v.keys.length > MAX_ENV) return c.fail(path, `must have at most ${MAX_ENV} variables`, v), out;
+  if (v.keys.length > MAX_ENV) return c.fail(path, `must have at most ${MAX_ENV} ${what}`, v), out;
   for (const name of v.keys) {
     const value = v.get(name) ?? { t: 'null', line: v.line };
-    if (!ENV_NAME.test(name) || name.length > MAX_REF) {
-      const rule = 'use letters, digits and underscores, not starting with a digit';
+    // Meta-data keys are any non-blank text; variable names are shell names.
+    const valid = what === 'keys' ? name.trim() !== '' : ENV_NAME.test(name);
+    if (!valid || name.length > MAX_REF) {
+      const rule = what === 'keys' ? 'keys must not be blank' : 'use letters, digits and underscores, not starting with a digit';
       c.fail(path, `has an invalid name ${quote(name)}: ${rule}`, value);
       continue;
     }
@@ -541,24 +551,50 @@ function retry(c: Ctx, found: Found | undefined): ScriptStep['retry'] {
   if (!found) return null;
   const [path, v] = found;
   if (v.t !== 'map') return c.fail(path, `must be ${mapping(c)} with "automatic" and/or "manual" rules`, v), null;
-  // `manual` only governs the retry button, which this service does not model.
-  const automatic = v.get('automatic');
-  const at = `${path}.automatic`;
-  if (automatic === undefined || automatic.t === 'null') return null;
-  if (automatic.t === 'bool') return automatic.v ? { automatic: [{ exit_status: '*', limit: 2 }] } : null;
+  const automatic = automaticRetry(c, `${path}.automatic`, v.get('automatic'));
+  const manual = manualRetry(c, `${path}.manual`, v.get('manual'));
+  if (!automatic.length && !manual) return null;
+  return manual ? { automatic, manual } : { automatic };
+}
+
+function automaticRetry(c: Ctx, at: string, automatic: V | undefined): AutomaticRetry[] {
+  if (automatic === undefined || automatic.t === 'null') return [];
+  if (automatic.t === 'bool') return automatic.v ? [{ exit_status: '*', limit: 2 }] : [];
   const items = automatic.t === 'map' ? [automatic] : automatic.t === 'list' ? automatic.items : undefined;
-  if (!items) return c.fail(at, 'must be true, false, or one or a list of {exit_status, limit} rules', automatic), null;
-  if (items.length > MAX_LIST) return c.fail(at, tooMany(MAX_LIST), automatic), null;
-  const rules: { exit_status: ExitStatus; limit: number }[] = [];
+  if (!items) return c.fail(at, 'must be true, false, or one or a list of {exit_status, signal_reason, limit} rules', automatic), [];
+  if (items.length > MAX_LIST) return c.fail(at, tooMany(MAX_LIST), automatic), [];
+  const rules: AutomaticRetry[] = [];
   items.forEach((item, i) => {
     const itemPath = automatic.t === 'list' ? `${at}[${i}]` : at;
     if (item.t !== 'map') return c.fail(itemPath, `must be ${mapping(c)} with "exit_status" and "limit"`, item);
-    const status = exitStatus(c, `${itemPath}.exit_status`, item.get('exit_status'), '*');
+    const statusValue = item.get('exit_status');
+    let status: ExitStatus | number[] | undefined;
+    if (statusValue?.t === 'list') {
+      if (statusValue.items.length > MAX_LIST) return c.fail(`${itemPath}.exit_status`, tooMany(MAX_LIST), statusValue);
+      const list = statusValue.items.map((s, j) => exitStatus(c, `${itemPath}.exit_status[${j}]`, s));
+      status = list.every((s): s is number => typeof s === 'number') ? list : undefined;
+      if (list.includes('*')) c.fail(`${itemPath}.exit_status`, 'must be "*" or whole numbers, not a list with "*"', statusValue);
+    } else {
+      status = exitStatus(c, `${itemPath}.exit_status`, statusValue, '*');
+    }
     const limitFound = pick(item, ['limit'], `${itemPath}.`);
     const limit = limitFound ? wholeNumber(c, limitFound, 1, 10, 'must be a whole number from 1 to 10') : 2;
-    if (status !== undefined && limit !== null) rules.push({ exit_status: status, limit });
+    const signal = optText(c, pick(item, ['signal_reason'], `${itemPath}.`), MAX_SIGNAL);
+    if (status !== undefined && limit !== null) rules.push(signal === null ? { exit_status: status, limit } : { exit_status: status, limit, signal_reason: signal });
   });
-  return rules.length > 0 ? { automatic: rules } : null;
+  return rules;
+}
+
+/** `retry.manual`: `false` forbids the retry button; a mapping says `allowed`, `reason` and `permit_on_passed`. */
+function manualRetry(c: Ctx, at: string, manual: V | undefined): ManualRetry | undefined {
+  if (manual === undefined || manual.t === 'null') return undefined;
+  if (manual.t === 'bool') return { allowed: manual.v, reason: null, permit_on_passed: false };
+  if (manual.t !== 'map') return c.fail(at, `must be true, false or ${mapping(c)} with "allowed", "reason" and "permit_on_passed"`, manual), undefined;
+  return {
+    allowed: bool(c, pick(manual, ['allowed'], `${at}.`), true),
+    reason: optText(c, pick(manual, ['reason'], `${at}.`), MAX_PROMPT),
+    permit_on_passed: bool(c, pick(manual, ['permit_on_passed'], `${at}.`), false),
+  };
 }
 
 function fields(c: Ctx, found: Found | undefined): ManualField[] {
@@ -765,7 +801,7 @@ function triggerStep(c: Ctx, m: VMap): TriggerStep {
   if (c.dialect === 'yaml') {
     const found = pick(m, ['build']);
     if (found?.[1].t === 'map') build = found[1];
-    else if (found) c.fail('build', 'must be a mapping of message, commit, branch and env', found[1]);
+    else if (found) c.fail('build', 'must be a mapping of message, commit, branch, env and meta_data', found[1]);
   }
   const from = (buildKey: string, apiKey: string) => pick(build, [buildKey], 'build.') ?? pick(m, [apiKey]);
 
@@ -778,6 +814,7 @@ function triggerStep(c: Ctx, m: VMap): TriggerStep {
     trigger_branch: optText(c, from('branch', 'trigger_branch'), MAX_REF) ?? '',
     trigger_message: optText(c, from('message', 'trigger_message'), MAX_TEXT),
     trigger_env: env(c, from('env', 'trigger_env')),
+    trigger_meta_data: env(c, from('meta_data', 'trigger_meta_data'), 'keys'),
     trigger_async: bool(c, pick(m, names.async), false),
     branch_configuration: joined(c, pick(m, names.branches), ' ', MAX_BRANCHES),
   };

@@ -39,6 +39,7 @@ const NOT_REFERENCES: Record<string, string> = {
   'updatePipeline.cluster_id': 'as above',
   'updatePipeline.pipeline_template_uuid': 'as above',
   'createBuild.pull_request_id': "the provider's pull request number, not a Windsock object",
+  'uploadPipeline.uuid': "the agent's own id for the upload (idempotency), not a Windsock object",
 };
 const LOOKS_LIKE_REFERENCE = /(^|_)(ids?|uuids?)$|^teams$/;
 

@@ -76,6 +76,7 @@ const NOT_READ_BACK: Record<string, string> = {
   createAgentToken: 'a registration token has no read operation (it is shown once); only the prototype cases apply',
   appendJobLogChunk: "a chunk of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads chunks back",
   finishJob: "the result of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads results back",
+  uploadPipeline: "steps for a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/jobs/pipeline-upload reads uploads back",
 };
 
 /** The fields a client may not set: readOnly in the resource the operation answers with. */

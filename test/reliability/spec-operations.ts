@@ -293,6 +293,7 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   startJob: undefined,
   appendJobLogChunk: () => ({ sequence: 1, offset: 0, content: 'made\n' }),
   finishJob: () => ({ exit_status: 0 }),
+  uploadPipeline: () => ({ pipeline: 'steps:\n  - command: made\n' }),
   uploadTestResults: () => ({ format: 'json', run_env: { key: `up-${crypto.randomBytes(3).toString('hex')}` }, data: [{ name: 'n', result: 'passed' }] }),
   listSuites: undefined,
   createSuite: (t) => ({ name: `Made ${crypto.randomBytes(3).toString('hex')}`, team_ids: [t.team.id] }),

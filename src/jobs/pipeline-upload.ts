@@ -1,0 +1,60 @@
+/**
+ * `buildkite-agent pipeline upload`: the agent holding a running job sends a pipeline (YAML
+ * text, or the same document as JSON) whose steps join the job's build right after the job's
+ * step. The steps are read by the pipeline configuration parser (the same rules and errors as a
+ * pipeline's `configuration`, reported on the field `pipeline`) and planned as a build's steps
+ * are: env merged from the pipeline's settings, the upload's top-level `env`, the build's and the
+ * step's own, each script step signed. An upload sent again with the same `uuid` (the agent
+ * retrying after a lost answer) adds nothing. No HTTP, no SQL.
+ */
+import type { Agent } from '../agents/repository';
+import type { StepSignature } from '../builds/jobs';
+import { planJobs } from '../builds/jobs';
+import type { BuildRepository, Job } from '../builds/repository';
+import { NotFoundError, UnprocessableError, ValidationError } from '../http/errors';
+import { parseConfiguration } from '../pipelines/configuration';
+import type { PipelineRepository } from '../pipelines/repository';
+import type { JobRepository } from './repository';
+
+/** A build takes at most this many jobs, uploads included (retried jobs count too). */
+export const MAX_JOBS_PER_BUILD = 5000;
+
+export class PipelineUploadService {
+  constructor(
+    private readonly jobs: JobRepository,
+    private readonly builds: BuildRepository,
+    private readonly pipelines: PipelineRepository,
+    private readonly sign: (fields: Record<string, unknown>) => StepSignature,
+  ) {}
+
+  /** Adds the pipeline's steps to the build of the agent's running job; answers the new jobs. */
+  async upload(agent: Agent, jobId: string, pipeline: string | object, uploadId: string | null): Promise<Job[]> {
+    if (agent.connectionState !== 'connected') throw new UnprocessableError(`The agent is ${agent.connectionState}: POST /v3/connect first.`);
+    const context = await this.jobs.findWithContext(jobId);
+    if (!context || context.job.agentId !== agent.id) throw new NotFoundError('job');
+    if (context.job.state !== 'running') throw new UnprocessableError(`A pipeline can't be uploaded by a job that is ${context.job.state}: only by a running one.`);
+    const parsed = parseUpload(typeof pipeline === 'string' ? pipeline : JSON.stringify(pipeline));
+    const build = (await this.builds.findById(context.build.id))!;
+    const settings = await this.pipelines.findBySlug(context.organizationId, context.pipelineSlug);
+    const planned = planJobs(parsed.steps, {
+      branch: build.branch,
+      pipelineEnv: { ...settings?.env, ...parsed.env },
+      buildEnv: build.env,
+      repositoryUrl: context.repository,
+      sign: this.sign,
+    });
+    const ids = await this.jobs.insertUploaded(build.id, context.job, planned, uploadId, new Date(), MAX_JOBS_PER_BUILD);
+    if (!ids) throw new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: this upload would go over.`);
+    return this.jobs.findMany(ids);
+  }
+}
+
+/** The configuration parser's result, its errors named after the request's field. */
+function parseUpload(text: string): ReturnType<typeof parseConfiguration> {
+  try {
+    return parseConfiguration(text);
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    throw new ValidationError(error.errors.map((e) => (e.field === 'configuration' ? { ...e, field: 'pipeline' } : e)), error.message);
+  }
+}

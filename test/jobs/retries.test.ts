@@ -1,0 +1,169 @@
+import { automaticRetryRule } from '../../src/jobs/retry';
+import type { ScriptStep } from '../../src/pipelines/configuration';
+import { auth, describeEachDatabase, type TestContext } from '../support/context';
+import { agentAuth, givenAgent, givenBuild, givenPipeline, givenRegistrationToken, type TestAgent } from '../agents/helpers';
+
+interface JobJson {
+  id: string;
+  state: string;
+  command: string;
+  retried: boolean;
+  retried_in_job_id: string | null;
+  retries_count: number | null;
+  retry_type: string | null;
+  exit_status: number | null;
+}
+
+/** The agent takes the next job and finishes it with this exit status (and signal reason). */
+async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number, signalReason?: string): Promise<string> {
+  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
+  if (!job) throw new Error('no job offered');
+  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
+  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+  await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus, signal_reason: signalReason ?? null }).expect(200);
+  return job.id as string;
+}
+
+describeEachDatabase('automatic and manual retry rules', (ctx) => {
+  async function setup(configuration: string) {
+    const { org, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const slug = await givenPipeline(ctx(), org.slug, token, configuration);
+    const build = await givenBuild(ctx(), org.slug, slug, token);
+    const agent = await givenAgent(ctx(), reg, 'runner');
+    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+    const read = async () => (await ctx().http().get(`${url}?include_retried_jobs=true`).set(auth(token)).expect(200)).body as { state: string; jobs: JobJson[] };
+    const retry = (id: string) => ctx().http().put(`${url}/jobs/${id}/retry`).set(auth(token));
+    return { token, agent, url, read, retry };
+  }
+
+  it('retries `automatic: true` failures at once, twice, then lets the job fail the build', async () => {
+    const s = await setup('steps:\n  - command: flaky\n    retry:\n      automatic: true\n');
+    const first = await runNext(ctx(), s.agent, 1);
+    let b = await s.read();
+    expect(b.state).toBe('running');
+    expect(b.jobs).toHaveLength(2);
+    expect(b.jobs[0]).toMatchObject({ id: first, state: 'failed', retried: true, retried_in_job_id: b.jobs[1]!.id });
+    expect(b.jobs[1]).toMatchObject({ state: 'scheduled', retries_count: 1, retry_type: 'automatic', retried: false, exit_status: null });
+    await runNext(ctx(), s.agent, 2);
+    b = await s.read();
+    expect(b.jobs.map((j) => [j.state, j.retries_count, j.retry_type])).toEqual([
+      ['failed', null, null],
+      ['failed', 1, 'automatic'],
+      ['scheduled', 2, 'automatic'],
+    ]);
+    await runNext(ctx(), s.agent, 1);
+    b = await s.read();
+    expect(b.jobs).toHaveLength(3);
+    expect(b.jobs[2]).toMatchObject({ state: 'failed', retried: false });
+    expect(b.state).toBe('failed');
+  });
+
+  it('retries only the exit statuses and signal reasons the rules name, up to their limits, and not successes', async () => {
+    const s = await setup(
+      [
+        'steps:',
+        '  - command: picky',
+        '    retry:',
+        '      automatic:',
+        '        - exit_status: [3, 4]',
+        '          limit: 1',
+        '        - exit_status: "*"',
+        '          signal_reason: agent_stop',
+        '          limit: 3',
+      ].join('\n'),
+    );
+    await runNext(ctx(), s.agent, 3); // rule 1
+    await runNext(ctx(), s.agent, 137, 'agent_stop'); // rule 2: retries_count 1 < 3
+    await runNext(ctx(), s.agent, 4); // rule 1 again, but its limit (1) is used up
+    const b = await s.read();
+    expect(b.jobs.map((j) => [j.state, j.exit_status, j.retry_type])).toEqual([
+      ['failed', 3, null],
+      ['failed', 137, 'automatic'],
+      ['failed', 4, 'automatic'],
+    ]);
+    expect(b.state).toBe('failed');
+
+    const other = await setup('steps:\n  - command: ok\n    retry:\n      automatic:\n        exit_status: 5\n');
+    await runNext(ctx(), other.agent, 6);
+    expect((await other.read()).jobs.map((j) => j.state)).toEqual(['failed']);
+  });
+
+  it('decides in one function that other failure paths can call', () => {
+    const step = { type: 'script', retry: { automatic: [{ exit_status: -1, limit: 2 }] } } as unknown as ScriptStep;
+    expect(automaticRetryRule(step, 0, -1, null)).toEqual({ exit_status: -1, limit: 2 });
+    expect(automaticRetryRule(step, 2, -1, null)).toBeNull();
+    expect(automaticRetryRule(step, 0, 0, null)).toBeNull();
+    const none = { type: 'script', retry: { automatic: [{ exit_status: '*', limit: 1, signal_reason: 'none' }] } } as unknown as ScriptStep;
+    expect(automaticRetryRule(none, 0, 1, null)).not.toBeNull();
+    expect(automaticRetryRule(none, 0, 1, 'cancel')).toBeNull();
+  });
+
+  it('honours retry.manual: a refused retry says the reason; permit_on_passed allows passed jobs', async () => {
+    const s = await setup(
+      [
+        'steps:',
+        '  - command: deploy',
+        '    retry:',
+        '      manual:',
+        '        allowed: false',
+        '        reason: Deploys must not run twice',
+        '  - command: report',
+        '    retry:',
+        '      manual:',
+        '        permit_on_passed: true',
+        '  - command: plain',
+      ].join('\n'),
+    );
+    const ids: Record<string, string> = {};
+    for (const exit of [1, 0, 0]) {
+      const id = await runNext(ctx(), s.agent, exit);
+      ids[(await s.read()).jobs.find((j) => j.id === id)!.command] = id;
+    }
+    const refused = await s.retry(ids.deploy!);
+    expect(refused.status).toBe(422);
+    expect(refused.body.message).toBe('Deploys must not run twice');
+    const passed = await s.retry(ids.report!);
+    expect(passed.status).toBe(200);
+    expect(passed.body).toMatchObject({ command: 'report', state: 'scheduled', retry_type: 'manual', retries_count: 1 });
+    const plain = await s.retry(ids.plain!);
+    expect(plain.status).toBe(422);
+    expect(plain.body.message).toContain('because it is passed');
+  });
+});
+
+describeEachDatabase('log section header times', (ctx) => {
+  it('records when each ---, +++ and ~~~ line arrived, also across chunks, as Unix nanoseconds', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const slug = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: make\n');
+    const build = await givenBuild(ctx(), org.slug, slug, token);
+    const agent = await givenAgent(ctx(), reg, 'runner');
+    const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token))).body.job;
+    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
+    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+    const send = async (sequence: number, offset: number, content: string) =>
+      ctx().http().post(`/v3/jobs/${job.id}/chunks`).set(agentAuth(agent.token)).send({ sequence, offset, content }).expect(201);
+    const t0 = Date.now();
+    await send(1, 0, '--- :hammer: Build\nnot --- a header\n+++ Tests');
+    const t1 = Date.now();
+    await new Promise((r) => setTimeout(r, 5));
+    // Starts mid-line (the chunk before ended without a newline): its "~~~" is no header.
+    await send(2, 39, '~~~ still the tests line\n~~~ Cleanup\n----- not one\n---\n');
+    const t2 = Date.now();
+    // The same sequence again is ignored, header times included.
+    await send(2, 39, '--- ignored\n');
+    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}/jobs/${job.id}/log`;
+    const log = (await ctx().http().get(url).set(auth(token)).expect(200)).body as { header_times: number[] };
+    expect(log.header_times).toHaveLength(4);
+    // Nanoseconds beyond 2^53 are not exact in a double: compare in milliseconds.
+    expect(log.header_times.every((n) => Number.isInteger(n))).toBe(true);
+    const ms = log.header_times.map((n) => Math.round(n / 1e6));
+    expect(ms[0]).toBeGreaterThanOrEqual(t0);
+    expect(ms[1]).toBe(ms[0]);
+    expect(ms[1]).toBeLessThanOrEqual(t1);
+    expect(ms[2]).toBeGreaterThan(ms[1]!);
+    expect(ms[3]).toBe(ms[2]);
+    expect(ms[3]).toBeLessThanOrEqual(t2);
+  });
+});

@@ -1,0 +1,203 @@
+import { MAX_TRIGGER_DEPTH } from '../../src/jobs/triggers';
+import { auth, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
+import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../agents/helpers';
+
+interface JobJson {
+  id: string;
+  type: string;
+  state: string;
+  async?: boolean;
+  started_at: string | null;
+  finished_at: string | null;
+  triggered_build?: { id: string; number: number; url: string; web_url: string } | null;
+}
+type BuildJson = Record<string, unknown> & { id: string; number: number; state: string; jobs: JobJson[] };
+
+/** The agent takes the next job it is offered and runs it to this exit status; answers the job. */
+async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number): Promise<{ id: string; command: string }> {
+  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
+  if (!job) throw new Error('no job offered');
+  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
+  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+  await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus }).expect(200);
+  return job;
+}
+
+describeEachDatabase('trigger steps', (ctx) => {
+  async function setup() {
+    const { org, user, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const agent = await givenAgent(ctx(), reg, 'runner');
+    const pipeline = async (slug: string, configuration: string, extra: Record<string, unknown> = {}) => {
+      const res = await ctx()
+        .http()
+        .post(`/v2/organizations/${org.slug}/pipelines`)
+        .set(auth(token))
+        .send({ name: slug, repository: 'git@github.com:acme/app.git', configuration, ...extra });
+      expect(res.status).toBe(201);
+      return res.body.slug as string;
+    };
+    const base = `/v2/organizations/${org.slug}/pipelines`;
+    const create = async (slug: string) => {
+      const res = await ctx().http().post(`${base}/${slug}/builds`).set(auth(token)).send({ commit: 'abc123', branch: 'main', message: 'Ship it' });
+      expect(res.status).toBe(201);
+      return res.body as BuildJson;
+    };
+    const read = async (slug: string, number: number) => (await ctx().http().get(`${base}/${slug}/builds/${number}`).set(auth(token)).expect(200)).body as BuildJson;
+    const list = async (slug: string) => (await ctx().http().get(`${base}/${slug}/builds`).set(auth(token)).expect(200)).body as BuildJson[];
+    const log = async (slug: string, number: number, jobId: string) =>
+      (await ctx().http().get(`${base}/${slug}/builds/${number}/jobs/${jobId}/log`).set(auth(token)).expect(200)).body.content as string;
+    return { org, user, token, agent, pipeline, create, read, list, log, base };
+  }
+
+  it('creates the build with the step attributes, runs it through agents and takes its result (sync)', async () => {
+    const s = await setup();
+    await s.pipeline('deploy', 'steps:\n  - command: ./deploy.sh\n', { default_branch: 'release' });
+    await s.pipeline(
+      'app',
+      [
+        'steps:',
+        '  - command: make',
+        '  - wait',
+        '  - trigger: deploy',
+        '    label: Deploy',
+        '    build:',
+        '      env: { TARGET: prod }',
+        '      meta_data: { release-version: "1.2" }',
+      ].join('\n'),
+    );
+    const parent = await s.create('app');
+    expect(parent.jobs.map((j) => j.state)).toEqual(['scheduled', 'waiting', 'waiting']);
+    expect(await s.list('deploy')).toHaveLength(0);
+
+    await runNext(ctx(), s.agent, 0);
+    let p = await s.read('app', parent.number);
+    const trigger = p.jobs[2]!;
+    expect(trigger).toMatchObject({ type: 'trigger', state: 'running', async: false });
+    expect(trigger.started_at).not.toBeNull();
+    const [child] = await s.list('deploy');
+    expect(child).toMatchObject({
+      number: 1,
+      state: 'scheduled',
+      source: 'trigger_job',
+      commit: 'HEAD',
+      branch: 'release',
+      message: 'Ship it',
+      env: { TARGET: 'prod' },
+      meta_data: { 'release-version': '1.2' },
+      creator: { id: s.user.id },
+    });
+    expect(trigger.triggered_build).toEqual({
+      id: child!.id,
+      number: 1,
+      url: `${PUBLIC_URL}${s.base}/deploy/builds/1`,
+      web_url: `${PUBLIC_URL}/${s.org.slug}/deploy/builds/1`,
+    });
+    expect(p.state).toBe('running');
+
+    // The triggered build's job runs on an agent; its end ends the trigger job and the parent.
+    expect((await runNext(ctx(), s.agent, 0)).command).toBe('./deploy.sh');
+    expect((await s.read('deploy', 1)).state).toBe('passed');
+    p = await s.read('app', parent.number);
+    expect(p.jobs[2]).toMatchObject({ state: 'passed' });
+    expect(p.jobs[2]!.finished_at).not.toBeNull();
+    expect(p.state).toBe('passed');
+  });
+
+  it('fails a sync trigger job when its build fails or is canceled, and the parent build with it', async () => {
+    const s = await setup();
+    await s.pipeline('child', 'steps:\n  - command: test\n');
+    await s.pipeline('parent', 'steps:\n  - trigger: child\n    build:\n      branch: topic\n      commit: deadbeef\n      message: From parent\n');
+    const first = await s.create('parent');
+    // A trigger step first runs at once: the create answers it running.
+    expect(first.jobs[0]).toMatchObject({ state: 'running', triggered_build: { number: 1 } });
+    expect(await s.read('child', 1)).toMatchObject({ branch: 'topic', commit: 'deadbeef', message: 'From parent' });
+    await runNext(ctx(), s.agent, 3);
+    expect((await s.read('child', 1)).state).toBe('failed');
+    expect(await s.read('parent', first.number)).toMatchObject({ state: 'failed', jobs: [{ state: 'failed' }] });
+
+    const second = await s.create('parent');
+    const cancel = await ctx().http().put(`${s.base}/child/builds/2/cancel`).set(auth(s.token));
+    expect(cancel.status).toBe(200);
+    expect(await s.read('parent', second.number)).toMatchObject({ state: 'failed', jobs: [{ state: 'failed' }] });
+  });
+
+  it('passes an async trigger job once the build exists', async () => {
+    const s = await setup();
+    await s.pipeline('child', 'steps:\n  - command: test\n');
+    await s.pipeline('parent', 'steps:\n  - trigger: child\n    async: true\n');
+    const parent = await s.create('parent');
+    expect(parent.jobs[0]).toMatchObject({ state: 'passed', async: true, triggered_build: { number: 1 } });
+    expect(parent.state).toBe('passed');
+    expect((await s.read('child', 1)).state).toBe('scheduled');
+    // The triggered build's later end changes nothing upstream.
+    await runNext(ctx(), s.agent, 1);
+    expect(await s.read('parent', parent.number)).toMatchObject({ state: 'passed', jobs: [{ state: 'passed' }] });
+  });
+
+  it('fails the trigger job with a reason when the target is missing, archived or filters the branch out', async () => {
+    const s = await setup();
+    await s.pipeline('archived', 'steps:\n  - command: x\n');
+    expect((await ctx().http().post(`${s.base}/archived/archive`).set(auth(s.token))).status).toBe(200);
+    await s.pipeline('filtered', 'steps:\n  - command: x\n', { branch_configuration: 'main' });
+    await s.pipeline(
+      'parent',
+      [
+        'steps:',
+        '  - trigger: nowhere',
+        '  - trigger: archived',
+        '  - trigger: filtered',
+        '    build: { branch: feature/x }',
+        '  - command: still runs',
+      ].join('\n'),
+    );
+    const parent = await s.create('parent');
+    expect(parent.jobs.map((j) => j.state)).toEqual(['failed', 'failed', 'failed', 'scheduled']);
+    expect(parent.jobs.slice(0, 3).map((j) => j.triggered_build)).toEqual([null, null, null]);
+    expect(parent.state).toBe('failing');
+    expect(await s.log('parent', parent.number, parent.jobs[0]!.id)).toContain('"nowhere" to trigger does not exist');
+    expect(await s.log('parent', parent.number, parent.jobs[1]!.id)).toContain('is archived');
+    expect(await s.log('parent', parent.number, parent.jobs[2]!.id)).toContain('Branch "feature/x" does not match');
+    expect(await s.list('archived')).toHaveLength(0);
+    expect(await s.list('filtered')).toHaveLength(0);
+    await runNext(ctx(), s.agent, 0);
+    expect((await s.read('parent', parent.number)).state).toBe('failed');
+  });
+
+  it('launches trigger steps reached by an unblock or added by a pipeline upload', async () => {
+    const s = await setup();
+    await s.pipeline('child', 'steps:\n  - command: test\n');
+    await s.pipeline('parent', 'steps:\n  - command: upload\n  - block: Go\n  - trigger: child\n    async: true\n');
+    const parent = await s.create('parent');
+    const job = (await ctx().http().get('/v3/ping').set(agentAuth(s.agent.token)).expect(200)).body.job;
+    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(s.agent.token)).expect(200);
+    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(s.agent.token)).expect(200);
+    const uploaded = await ctx().http().post(`/v3/jobs/${job.id}/pipelines`).set(agentAuth(s.agent.token)).send({ pipeline: 'steps:\n  - trigger: child\n    async: true\n' });
+    expect(uploaded.status).toBe(201);
+    expect(uploaded.body.jobs).toEqual([expect.objectContaining({ type: 'trigger', state: 'passed' })]);
+    expect(await s.list('child')).toHaveLength(1);
+    await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: 0 }).expect(200);
+    let p = await s.read('parent', parent.number);
+    expect(p.jobs.map((j) => j.state)).toEqual(['passed', 'passed', 'blocked', 'waiting']);
+    await ctx().http().put(`${s.base}/parent/builds/${parent.number}/jobs/${p.jobs[2]!.id}/unblock`).set(auth(s.token)).send({}).expect(200);
+    p = await s.read('parent', parent.number);
+    expect(p.jobs[3]).toMatchObject({ state: 'passed', triggered_build: { number: 2 } });
+    expect(p.state).toBe('passed');
+    expect(await s.list('child')).toHaveLength(2);
+  });
+
+  it(`stops a pipeline that triggers itself after ${MAX_TRIGGER_DEPTH} levels`, async () => {
+    const s = await setup();
+    await s.pipeline('loop', 'steps:\n  - trigger: loop\n');
+    const first = await s.create('loop');
+    const builds = await s.list('loop');
+    expect(builds).toHaveLength(MAX_TRIGGER_DEPTH + 1);
+    const deepest = builds[0]!;
+    expect(deepest.number).toBe(MAX_TRIGGER_DEPTH + 1);
+    expect(deepest.jobs[0]).toMatchObject({ state: 'failed', triggered_build: null });
+    expect(await s.log('loop', deepest.number, deepest.jobs[0]!.id)).toContain(`more than ${MAX_TRIGGER_DEPTH} levels deep`);
+    // Every level waited on the one below: the failure runs all the way up.
+    expect(builds.map((b) => b.state)).toEqual(Array(MAX_TRIGGER_DEPTH + 1).fill('failed'));
+    expect(first.state).toBe('failed');
+  });
+});
