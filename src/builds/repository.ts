@@ -5,6 +5,7 @@
  * serialises concurrent creates, and the unique (pipeline_id, number) index backs it.
  */
 import type { Knex } from 'knex';
+import { whereAnyOf } from '../db/knex';
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/repository';
 import type { User } from '../user/serialize';
@@ -389,7 +390,7 @@ export class BuildRepository {
   async jobsOf(buildIds: string[], includeRetried: boolean): Promise<Map<string, Job[]>> {
     const byBuild = new Map<string, Job[]>(buildIds.map((id) => [id, []]));
     if (!buildIds.length) return byBuild;
-    const q = this.db('jobs').whereIn('build_id', buildIds).orderBy([{ column: 'build_id' }, { column: 'position' }]);
+    const q = whereAnyOf(this.db('jobs'), 'build_id', buildIds).orderBy([{ column: 'build_id' }, { column: 'position' }]);
     if (!includeRetried) q.where('retried', false);
     for (const row of await q) byBuild.get(row.build_id as string)!.push(jobFromRow(row));
     return byBuild;

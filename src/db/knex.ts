@@ -71,14 +71,34 @@ const PgClient = require('knex/lib/dialects/postgres') as new (config: Knex.Conf
   _query(connection: unknown, obj: PgQuery): Promise<unknown>;
 };
 
+/** Statement names by text, so the digest is not computed on every query. */
+const statementNames = new Map<string, string>();
+
 class PreparingPgClient extends PgClient {
   override _query(connection: unknown, obj: PgQuery) {
     const n = obj.bindings?.length ?? 0;
     if (n > 0 && n <= 16 && !obj.options?.name && /^\s*(select|insert|update|delete|with)\b/i.test(obj.sql)) {
-      obj.options = { ...obj.options, name: `w${crypto.createHash('sha1').update(obj.sql).digest('base64url')}` };
+      let name = statementNames.get(obj.sql);
+      if (name === undefined) {
+        name = `w${crypto.createHash('sha1').update(obj.sql).digest('base64url')}`;
+        if (statementNames.size >= 1000) statementNames.delete(statementNames.keys().next().value!);
+        statementNames.set(obj.sql, name);
+      }
+      obj.options = { ...obj.options, name };
     }
     return super._query(connection, obj);
   }
+}
+
+/**
+ * `column IN (values)`. On Postgres it is `column = any(?)` with one array parameter: the text
+ * is then the same for any number of values, so the statement stays prepared (above) where an
+ * IN list of n parameters is parsed and planned on every call (for a page's 30 pipelines with
+ * their counts, planning took about 1.5 ms of server time against 0.6 ms to run).
+ */
+export function whereAnyOf(q: Knex.QueryBuilder, column: string, values: readonly string[]): Knex.QueryBuilder {
+  const client = (q as unknown as { client: Knex.Client }).client;
+  return client instanceof PgClient ? q.whereRaw(`${column} = any(?)`, [values as string[]]) : q.whereIn(column, values as string[]);
 }
 
 export function createKnex(opts: DatabaseOptions): Knex {

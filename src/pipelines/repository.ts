@@ -1,6 +1,6 @@
 /** Pipelines and their team grants: Knex queries, rows in and domain objects out. */
 import type { Knex } from 'knex';
-import { isUniqueViolation } from '../db/knex';
+import { isUniqueViolation, whereAnyOf } from '../db/knex';
 import { likeContains, parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { ValidationError } from '../http/errors';
 import { userFromRow } from '../user/repository';
@@ -267,15 +267,13 @@ export class PipelineRepository {
 
   async findByIds(ids: string[], opts: ReadOptions = {}): Promise<Pipeline[]> {
     if (!ids.length) return [];
-    return (await this.base(this.db).whereIn('p.id', ids).select(this.columns(opts))).map(fromRow);
+    return (await whereAnyOf(this.base(this.db), 'p.id', ids).select(this.columns(opts))).map(fromRow);
   }
 
   /** Live counts per pipeline, read after a write that changed them. */
   async countsFor(ids: string[]): Promise<Map<string, PipelineCounts>> {
     if (!ids.length) return new Map();
-    const rows = await this.db('pipelines as p')
-      .whereIn('p.id', ids)
-      .select(['p.id', ...COUNT_COLUMNS.map((c) => this.db.raw(c))]);
+    const rows = await whereAnyOf(this.db('pipelines as p'), 'p.id', ids).select(['p.id', ...COUNT_COLUMNS.map((c) => this.db.raw(c))]);
     return new Map(rows.map((r: Record<string, unknown>) => [r.id as string, countsFromRow(r)]));
   }
 
