@@ -13,6 +13,7 @@ import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './deliveries/service';
 import { JobRepository } from './jobs/repository';
 import { JobService } from './jobs/service';
+import { DEFAULT_SWEEP_SETTINGS, Sweeper, type SweepSettings } from './jobs/sweeper';
 import type { Logger } from './http/logger';
 import { RateLimiter, type RateLimitSettings } from './http/rate-limit';
 import { OrganizationRepository } from './organizations/repository';
@@ -41,6 +42,8 @@ export interface Services {
   uploads: UploadService;
   deliveries: DeliveryService;
   rateLimiter: RateLimiter;
+  /** Started by the server process only. */
+  sweeper: Sweeper;
 }
 
 export interface ServiceOptions {
@@ -56,6 +59,10 @@ export interface ServiceOptions {
   rateLimits?: RateLimitSettings;
   /** The rate limiter's clock (tests). */
   now?: () => number;
+  /** Default: DEFAULT_SWEEP_SETTINGS. */
+  sweep?: SweepSettings;
+  /** The sweeper's clock (tests move it forward). */
+  clock?: () => Date;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -85,6 +92,7 @@ export function createServices(o: ServiceOptions): Services {
     uploads: new UploadService(suites, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, orgs, o.publicUrl),
     rateLimiter: new RateLimiter(db, o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 }, o.now),
+    sweeper: new Sweeper(agents, jobs, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
   };
 }
 
@@ -99,5 +107,6 @@ export function servicesFromConfig(config: Config, logger: Logger): Services {
     logger,
     tokenCacheMs: config.tokenCacheMs,
     rateLimits: config.rateLimits,
+    sweep: config.sweep,
   });
 }

@@ -33,6 +33,19 @@ export function softFails(step: Step, exitStatus: number): boolean {
   return rule.some((r) => r.exit_status === '*' || r.exit_status === exitStatus);
 }
 
+/**
+ * What a finish makes of a job in `from`: a job being canceled ends `canceled` and one timing out
+ * `timed_out`, whatever the exit status; the agent's own timeout (`signal_reason: timeout`)
+ * also ends `timed_out`; else exit status 0 passes. Null: the job can't be finished from `from`.
+ */
+export function finishedState(from: string, exitStatus: number, signalReason: string | null): string | null {
+  if (from === 'canceling') return 'canceled';
+  if (from === 'timing_out') return 'timed_out';
+  if (from !== 'running') return null;
+  if (signalReason === 'timeout') return 'timed_out';
+  return exitStatus === 0 ? 'passed' : 'failed';
+}
+
 function wrongState(to: string, from: string): UnprocessableError {
   return new UnprocessableError(`The job can't be ${to}: it is not ${from}.`);
 }
@@ -101,7 +114,9 @@ export class AgentService {
     return { agent, accessToken };
   }
 
+  /** A lost agent's registration is over: it has to register again. */
   async connect(agent: Agent): Promise<Agent> {
+    if (agent.connectionState === 'lost') throw new UnprocessableError('The agent was lost (no heartbeat for too long): register again.');
     const at = new Date();
     await this.agents.update(agent.id, { connection_state: 'connected', connected_at: at, disconnected_at: null, last_heartbeat_at: at });
     return { ...agent, connectionState: 'connected', connectedAt: at, disconnectedAt: null, lastHeartbeatAt: at };
@@ -155,18 +170,29 @@ export class AgentService {
     await this.jobs.appendChunk(jobId, chunk, new Date());
   }
 
+  /**
+   * The job as it stands, for its agent to learn of a cancel or a timeout while it runs the job
+   * (`canceling`, `timing_out`). Asking counts as a sign of life, like a heartbeat.
+   */
+  async job(agent: Agent, jobId: string): Promise<JobContext> {
+    const job = await this.held(agent, jobId);
+    await this.agents.update(agent.id, { last_heartbeat_at: new Date() });
+    return job;
+  }
+
+  /** Ends the job as finishedState says; a move racing with a cancel or timeout is read again. */
   async finish(agent: Agent, jobId: string, body: components['schemas']['FinishJobRequest']): Promise<JobContext> {
-    const current = await this.held(agent, jobId);
-    const exit = body.exit_status;
-    const finished = await this.jobs.finish(jobId, agent.id, {
-      state: exit === 0 ? 'passed' : 'failed',
-      exit_status: exit,
-      soft_failed: softFails(current.job.step, exit),
-      finished_at: new Date(),
-    });
-    if (!finished) throw wrongState('finished', 'running');
-    await this.jobs.advance(current.build.id);
-    return (await this.jobs.findWithContext(jobId))!;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const current = await this.held(agent, jobId);
+      const state = finishedState(current.job.state, body.exit_status, body.signal_reason ?? null);
+      if (!state) throw wrongState('finished', 'running');
+      const soft = state !== 'canceled' && softFails(current.job.step, body.exit_status);
+      const end = { state, exit_status: body.exit_status, signal_reason: body.signal_reason ?? null, soft_failed: soft, finished_at: new Date() };
+      if (!(await this.jobs.finish(jobId, agent.id, current.job.state, end))) continue;
+      await this.jobs.advance(current.build.id);
+      return (await this.jobs.findWithContext(jobId))!;
+    }
+    throw wrongState('finished', 'running');
   }
 
   async list(actor: Actor, filter: AgentFilter, offset: number, limit: number): Promise<{ agent: Agent; job: JobContext | null }[]> {

@@ -21,7 +21,16 @@ export interface JobContext {
 }
 
 /** States in which a job belongs to its agent. */
-export const HELD_STATES = ['assigned', 'accepted', 'running'];
+export const HELD_STATES = ['assigned', 'accepted', 'running', 'canceling', 'timing_out'];
+
+/** What ends a job: its state, exit status and why its process was stopped. */
+export interface JobEnd {
+  state: string;
+  exit_status: number;
+  signal_reason: string | null;
+  soft_failed: boolean;
+  finished_at: Date;
+}
 
 export class JobRepository {
   constructor(private readonly db: Knex) {}
@@ -91,10 +100,10 @@ export class JobRepository {
     return n > 0;
   }
 
-  /** Ends the agent's running job and frees the agent, together. */
-  async finish(jobId: string, agentId: string, fields: { state: string; exit_status: number; soft_failed: boolean; finished_at: Date }): Promise<boolean> {
+  /** Ends the agent's job, if it is still `from`, and frees the agent, together. */
+  async finish(jobId: string, agentId: string, from: string, fields: JobEnd): Promise<boolean> {
     return this.db.transaction(async (trx) => {
-      const n = await trx('jobs').where({ id: jobId, agent_id: agentId, state: 'running' }).update(fields);
+      const n = await trx('jobs').where({ id: jobId, agent_id: agentId, state: from }).update(fields);
       if (!n) return false;
       await trx('agents').where({ id: agentId }).update({ job_id: null, last_job_finished_at: fields.finished_at });
       return true;
@@ -107,6 +116,61 @@ export class JobRepository {
       await trx('jobs').where({ agent_id: agentId, state: 'assigned' }).update({ state: 'scheduled', agent_id: null });
       await trx('agents').where({ id: agentId }).update({ job_id: null });
     });
+  }
+
+  /** Running jobs with a timeout: what the sweeper checks for jobs that ran too long. */
+  async runningWithTimeout(limit: number): Promise<{ id: string; startedAt: Date | null; timeoutInMinutes: number }[]> {
+    const rows = await this.db('jobs').where({ state: 'running' }).whereNotNull('timeout_in_minutes').orderBy('started_at').limit(limit).select('id', 'started_at', 'timeout_in_minutes');
+    return rows.map((r) => ({ id: r.id as string, startedAt: toDateOrNull(r.started_at), timeoutInMinutes: Number(r.timeout_in_minutes) }));
+  }
+
+  /** A running job goes `timing_out`, for its agent to stop; false if it was no longer running. */
+  async timeOut(jobId: string): Promise<boolean> {
+    return (await this.db('jobs').where({ id: jobId, state: 'running' }).update({ state: 'timing_out' })) > 0;
+  }
+
+  /** Scheduled jobs no agent took, scheduled before `cutoff`, with their builds. */
+  async scheduledBefore(cutoff: Date, limit: number): Promise<{ id: string; buildId: string }[]> {
+    const rows = await this.db('jobs').where({ state: 'scheduled' }).where('scheduled_at', '<', cutoff).orderBy('scheduled_at').limit(limit).select('id', 'build_id');
+    return rows.map((r) => ({ id: r.id as string, buildId: r.build_id as string }));
+  }
+
+  /** Expires the build's jobs among `jobIds` that are still scheduled, then runs its state machine. */
+  async expire(buildId: string, jobIds: string[], at: Date): Promise<number> {
+    let n = 0;
+    await advanceBuild(this.db, buildId, at, {
+      before: async (trx) => {
+        n = await trx('jobs').whereIn('id', jobIds).where({ build_id: buildId, state: 'scheduled' }).whereNull('agent_id').update({ state: 'expired', expired_at: at, finished_at: at });
+      },
+    });
+    return n;
+  }
+
+  /**
+   * The job of an agent that was lost, if it still holds it in `job.state`: one it had started
+   * ends as `end` says, with `line` added to its log; one it had not started goes back to be
+   * offered again, without the log it may have begun. Then the build's state machine runs.
+   */
+  async endLostAgentJob(job: Job, agentId: string, end: JobEnd, line: string): Promise<boolean> {
+    let moved = false;
+    await advanceBuild(this.db, job.buildId, end.finished_at, {
+      before: async (trx) => {
+        const guard = { id: job.id, agent_id: agentId, state: job.state };
+        if (job.state === 'assigned' || job.state === 'accepted') {
+          moved = (await trx('jobs').where(guard).update({ state: 'scheduled', agent_id: null })) > 0;
+          if (moved) await trx('job_log_chunks').where({ job_id: job.id }).delete();
+        } else {
+          moved = (await trx('jobs').where(guard).update(end)) > 0;
+          if (moved) {
+            const last = await trx('job_log_chunks').where({ job_id: job.id }).max('sequence as sequence').sum('size as size').first();
+            const content = `${line}\n`;
+            await trx('job_log_chunks').insert({ job_id: job.id, sequence: Number(last?.sequence ?? 0) + 1, offset: Number(last?.size ?? 0), size: Buffer.byteLength(content), content, created_at: end.finished_at });
+          }
+        }
+        if (moved) await trx('agents').where({ id: agentId, job_id: job.id }).update({ job_id: null });
+      },
+    });
+    return moved;
   }
 
   /** Runs the build's state machine after a job event. */
@@ -164,6 +228,8 @@ export class JobRepository {
           state: 'scheduled',
           agent_id: null,
           exit_status: null,
+          signal_reason: null,
+          expired_at: null,
           soft_failed: false,
           retried: false,
           retried_in_job_id: null,

@@ -51,6 +51,8 @@ export interface ContextOptions {
   rateLimits?: RateLimitSettings;
   /** The rate limiter's clock. */
   now?: () => number;
+  /** The sweeper's clock (tests move it forward instead of waiting). */
+  clock?: () => Date;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -74,6 +76,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     logger,
     rateLimits: opts.rateLimits ?? { perOrganization: 1_000_000_000, failedAuthPerAddress: 1_000_000_000 },
     now: opts.now,
+    clock: opts.clock,
   });
   await migrateLatest(services.db);
   const app = createApp({

@@ -10,6 +10,7 @@ import * as analytics from './20261123120000_analytics';
 import * as rateLimits from './20261123140000_rate_limits';
 import * as agents from './20261123150000_agents';
 import * as jobUnblock from './20261123150100_job_unblock';
+import * as jobLifecycle from './20261123160000_job_lifecycle';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -18,6 +19,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123140000_rate_limits': rateLimits,
   '20261123150000_agents': agents,
   '20261123150100_job_unblock': jobUnblock,
+  '20261123160000_job_lifecycle': jobLifecycle,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
