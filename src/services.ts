@@ -86,7 +86,7 @@ export function createServices(o: ServiceOptions): Services {
     tokens: new AccessTokenService(db, keys, o.tokenCacheMs),
     pipelines,
     builds,
-    agents: new AgentService(agents, jobs),
+    agents: new AgentService(agents, jobs, o.clock),
     jobs: new JobService(jobs, builds, users, orgs, agents),
     suites: new SuiteService(suites, new SuiteResultsRepository(db), orgs),
     uploads: new UploadService(suites, new UploadRepository(db), o.publicUrl),

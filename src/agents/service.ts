@@ -59,6 +59,8 @@ export class AgentService {
   constructor(
     private readonly agents: AgentRepository,
     private readonly jobs: JobRepository,
+    /** The sweeper's clock too, so heartbeats and job times are on the clock it judges by. */
+    private readonly clock: () => Date = () => new Date(),
   ) {}
 
   /** A new registration token for the organization; the token itself is returned once. */
@@ -106,7 +108,7 @@ export class AgentService {
         arch: body.arch ?? null,
         metaData: [...new Set(body.meta_data ?? [])],
         priority: body.priority ?? null,
-        createdAt: new Date(),
+        createdAt: this.clock(),
       },
       reg.tokenId,
       sha256Hex(accessToken),
@@ -117,14 +119,14 @@ export class AgentService {
   /** A lost agent's registration is over: it has to register again. */
   async connect(agent: Agent): Promise<Agent> {
     if (agent.connectionState === 'lost') throw new UnprocessableError('The agent was lost (no heartbeat for too long): register again.');
-    const at = new Date();
+    const at = this.clock();
     await this.agents.update(agent.id, { connection_state: 'connected', connected_at: at, disconnected_at: null, last_heartbeat_at: at });
     return { ...agent, connectionState: 'connected', connectedAt: at, disconnectedAt: null, lastHeartbeatAt: at };
   }
 
   /** A job assigned but not yet accepted goes back to be offered to another agent. */
   async disconnect(agent: Agent): Promise<Agent> {
-    const at = new Date();
+    const at = this.clock();
     await this.jobs.release(agent.id);
     await this.agents.update(agent.id, { connection_state: 'disconnected', disconnected_at: at });
     return { ...agent, connectionState: 'disconnected', disconnectedAt: at };
@@ -132,7 +134,7 @@ export class AgentService {
 
   async heartbeat(agent: Agent): Promise<Date> {
     this.mustBeConnected(agent);
-    const at = new Date();
+    const at = this.clock();
     await this.agents.update(agent.id, { last_heartbeat_at: at });
     return at;
   }
@@ -141,7 +143,7 @@ export class AgentService {
   async ping(agent: Agent): Promise<{ action: 'idle' | 'disconnect'; job: JobContext | null }> {
     if (agent.connectionState === 'never_connected') throw new UnprocessableError('The agent has not connected: POST /v3/connect first.');
     if (agent.connectionState !== 'connected') return { action: 'disconnect', job: null };
-    await this.agents.update(agent.id, { last_heartbeat_at: new Date() });
+    await this.agents.update(agent.id, { last_heartbeat_at: this.clock() });
     const held = await this.jobs.heldBy(agent.id);
     if (held) return { action: 'idle', job: held };
     for (const candidate of await this.jobs.scheduled(agent.organizationId, CANDIDATES_PER_POLL)) {
@@ -159,7 +161,7 @@ export class AgentService {
 
   /** The job runs; the build is running from its first job's start. */
   async start(agent: Agent, jobId: string): Promise<JobContext> {
-    const job = await this.move(agent, jobId, 'accepted', 'running', { started_at: new Date() });
+    const job = await this.move(agent, jobId, 'accepted', 'running', { started_at: this.clock() });
     await this.jobs.advance(job.build.id);
     return job;
   }
@@ -167,7 +169,7 @@ export class AgentService {
   async appendChunk(agent: Agent, jobId: string, chunk: components['schemas']['LogChunk']): Promise<void> {
     const job = await this.held(agent, jobId);
     if (job.job.state !== 'running' && job.job.state !== 'accepted') throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
-    await this.jobs.appendChunk(jobId, chunk, new Date());
+    await this.jobs.appendChunk(jobId, chunk, this.clock());
   }
 
   /**
@@ -176,7 +178,7 @@ export class AgentService {
    */
   async job(agent: Agent, jobId: string): Promise<JobContext> {
     const job = await this.held(agent, jobId);
-    await this.agents.update(agent.id, { last_heartbeat_at: new Date() });
+    await this.agents.update(agent.id, { last_heartbeat_at: this.clock() });
     return job;
   }
 
@@ -187,7 +189,7 @@ export class AgentService {
       const state = finishedState(current.job.state, body.exit_status, body.signal_reason ?? null);
       if (!state) throw wrongState('finished', 'running');
       const soft = state !== 'canceled' && softFails(current.job.step, body.exit_status);
-      const end = { state, exit_status: body.exit_status, signal_reason: body.signal_reason ?? null, soft_failed: soft, finished_at: new Date() };
+      const end = { state, exit_status: body.exit_status, signal_reason: body.signal_reason ?? null, soft_failed: soft, finished_at: this.clock() };
       if (!(await this.jobs.finish(jobId, agent.id, current.job.state, end))) continue;
       await this.jobs.advance(current.build.id);
       return (await this.jobs.findWithContext(jobId))!;
