@@ -115,6 +115,31 @@ describeEachDatabase(
         expect(res.body.finished_at).toMatch(ISO);
         expect(res.body.jobs[0].state).toBe('canceled');
       });
+
+      it('has agents stop the running jobs of a build canceled by cancel_running_branch_builds', async () => {
+        const { org, token } = await ctx().givenAdmin();
+        const reg = await givenRegistrationToken(ctx(), org.slug, token);
+        const created = await ctx()
+          .http()
+          .post(`/v2/organizations/${org.slug}/pipelines`)
+          .set(auth(token))
+          .send({ name: 'Superseded', repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: one\n', cancel_running_branch_builds: true })
+          .expect(201);
+        const older = await givenBuild(ctx(), org.slug, created.body.slug, token);
+        const agent = await givenAgent(ctx(), reg, 'superseded');
+        const id = await take(agent, 'running');
+        await givenBuild(ctx(), org.slug, created.body.slug, token);
+        const url = `/v2/organizations/${org.slug}/pipelines/${created.body.slug}/builds/${older.number}`;
+        const canceling = (await ctx().http().get(url).set(auth(token)).expect(200)).body;
+        expect(canceling).toMatchObject({ state: 'canceling', finished_at: null });
+        expect(canceling.jobs[0].state).toBe('canceling');
+        expect(await jobState(agent, id)).toBe('canceling');
+        await finish(agent, id, { exit_status: 137, signal_reason: 'cancel' }).expect(200);
+        const canceled = (await ctx().http().get(url).set(auth(token)).expect(200)).body;
+        expect(canceled).toMatchObject({ state: 'canceled' });
+        expect(canceled.finished_at).toMatch(ISO);
+        expect(canceled.jobs[0]).toMatchObject({ state: 'canceled', signal_reason: 'cancel' });
+      });
     });
 
     describe('timeouts', () => {
