@@ -1174,7 +1174,9 @@ export interface paths {
          * Append a log chunk
          * @description A piece of the running job's output. Chunks are numbered from 1 by `sequence`; one sent
          *     again with a sequence already stored is accepted and ignored (the agent retries on
-         *     network errors). `offset` is the chunk's byte position in the whole log.
+         *     network errors). `offset` is the chunk's byte position in the whole log. A request body
+         *     larger than the service's body limit (`BODY_LIMIT_BYTES`, 1 MiB by default) is a 413:
+         *     send long output as several chunks.
          */
         post: operations["appendJobLogChunk"];
         delete?: never;
@@ -3947,6 +3949,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
