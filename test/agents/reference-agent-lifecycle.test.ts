@@ -120,6 +120,38 @@ describeEachDatabase(
         await s.done();
       }
     });
+
+    it('registers again when the service marked it lost, and goes on running jobs', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const reg = await givenRegistrationToken(ctx(), org.slug, token);
+      const controller = new AbortController();
+      const agents = runAgents({ endpoint, token: reg, tags: [], name: 'comeback', spawn: 1, pollIntervalMs: 200, signal: controller.signal });
+      const list = async () => (await ctx().http().get(`/v2/organizations/${org.slug}/agents`).set(auth(token)).expect(200)).body as { id: string; connection_state: string }[];
+      try {
+        const [first] = await until(list, (l) => l.length === 1 && l[0]!.connection_state === 'connected', 'the agent connecting');
+        // Move the clock past the limit and sweep; a poll landing in between keeps it alive, so try again.
+        await until(
+          async () => {
+            offsetMs += 181_000;
+            await ctx().services.sweeper.sweep();
+            return (await list()).find((a) => a.id === first!.id)!.connection_state;
+          },
+          (state) => state === 'lost',
+          'the agent lost',
+        );
+        const l = await until(list, (x) => x.some((a) => a.id !== first!.id && a.connection_state === 'connected'), 'the agent registering again');
+        expect(l).toHaveLength(2);
+        const slug = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo back\n');
+        const build = await givenBuild(ctx(), org.slug, slug, token);
+        const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+        const b = await until(async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body, (x) => x.finished_at !== null, 'the build finishing');
+        expect(b.state).toBe('passed');
+        expect(b.jobs[0].agent.id).not.toBe(first!.id);
+      } finally {
+        controller.abort();
+        await agents;
+      }
+    });
   },
   { clock },
 );
