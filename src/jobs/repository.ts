@@ -118,6 +118,21 @@ export class JobRepository {
     });
   }
 
+  /**
+   * Jobs still held by agents that are no longer connected (lost, or disconnected without
+   * finishing them) and silent since `cutoff`: what the sweeper ends.
+   */
+  async heldBySilentAgents(cutoff: Date, limit: number): Promise<Job[]> {
+    const rows = await this.db('jobs as j')
+      .join('agents as a', 'a.id', 'j.agent_id')
+      .whereIn('j.state', HELD_STATES)
+      .whereIn('a.connection_state', ['lost', 'disconnected'])
+      .where('a.last_heartbeat_at', '<', cutoff)
+      .limit(limit)
+      .select('j.*');
+    return rows.map(jobFromRow);
+  }
+
   /** Running jobs with a timeout: what the sweeper checks for jobs that ran too long. */
   async runningWithTimeout(limit: number): Promise<{ id: string; startedAt: Date | null; timeoutInMinutes: number }[]> {
     const rows = await this.db('jobs').where({ state: 'running' }).whereNotNull('timeout_in_minutes').orderBy('started_at').limit(limit).select('id', 'started_at', 'timeout_in_minutes');
@@ -147,11 +162,11 @@ export class JobRepository {
   }
 
   /**
-   * The job of an agent that was lost, if it still holds it in `job.state`: one it had started
-   * ends as `end` says, with `line` added to its log; one it had not started goes back to be
-   * offered again, without the log it may have begun. Then the build's state machine runs.
+   * The job of an agent that went silent, if it still holds it in `job.state`: one it had
+   * started ends as `end` says, with `line` added to its log; one it had not started goes back
+   * to be offered again, without the log it may have begun. Then the build's state machine runs.
    */
-  async endLostAgentJob(job: Job, agentId: string, end: JobEnd, line: string): Promise<boolean> {
+  async endSilentAgentJob(job: Job, agentId: string, end: JobEnd, line: string): Promise<boolean> {
     let moved = false;
     await advanceBuild(this.db, job.buildId, end.finished_at, {
       before: async (trx) => {

@@ -10,7 +10,7 @@ import type { Build, BuildState, Job } from '../builds/repository';
 /** Job states from which nothing more happens. */
 export const TERMINAL_JOB_STATES = ['passed', 'failed', 'canceled', 'timed_out', 'skipped', 'broken', 'expired', 'waiting_failed', 'blocked_failed', 'unblocked_failed'];
 /** Job states that keep a build going. */
-export const ACTIVE_JOB_STATES = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out'];
+const ACTIVE_JOB_STATES = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out'];
 /** Build states the state machine no longer moves (a cancel or a skip decided them). */
 const SETTLED_BUILD_STATES: BuildState[] = ['canceled', 'skipped', 'not_run'];
 

@@ -72,22 +72,26 @@ export class Sweeper {
     await this.running;
   }
 
+  /**
+   * Connected agents silent for too long become lost; then the jobs held by silent agents that
+   * are not connected (just lost, lost in an earlier sweep that stopped half-way, or
+   * disconnected without finishing their job) end. Each step is guarded, so a sweep cut short
+   * is completed by the next.
+   */
   private async loseSilentAgents(): Promise<number> {
     const now = this.clock();
     const cutoff = new Date(now.getTime() - this.settings.agentLostAfterMs);
     let lost = 0;
     for (const id of await this.agents.silentSince(cutoff, BATCH)) {
       // Another sweeper, or the agent's own ping, got there first.
-      if (!(await this.agents.markLost(id, cutoff, now))) continue;
-      lost++;
-      const held = await this.jobs.heldBy(id);
-      if (!held) continue;
-      const job = held.job;
+      if (await this.agents.markLost(id, cutoff, now)) lost++;
+    }
+    for (const job of await this.jobs.heldBySilentAgents(cutoff, BATCH)) {
       // A job being canceled or timing out ends as it was going to; a running one fails.
       const state = job.state === 'canceling' ? 'canceled' : job.state === 'timing_out' ? 'timed_out' : 'failed';
       const end = { state, exit_status: -1, signal_reason: null, soft_failed: state !== 'canceled' && softFails(job.step, -1), finished_at: now };
-      const line = `windsock: the agent running this job was lost (no heartbeat for more than ${Math.round(this.settings.agentLostAfterMs / 1000)} s); the job ended ${state} with exit status -1.`;
-      await this.jobs.endLostAgentJob(job, id, end, line);
+      const line = `windsock: the agent running this job stopped reporting (no heartbeat for more than ${Math.round(this.settings.agentLostAfterMs / 1000)} s); the job ended ${state} with exit status -1.`;
+      await this.jobs.endSilentAgentJob(job, job.agentId!, end, line);
     }
     return lost;
   }

@@ -214,7 +214,7 @@ describeEachDatabase(
         expect(byId.get(acceptedId)).toMatchObject({ state: 'scheduled', agent: null });
         expect(b.state).toBe('failing');
         const log = (await ctx().http().get(`${s.url}/jobs/${runningId}/log.txt`).set(auth(s.token)).expect(200)).text;
-        expect(log).toMatch(/^working\nwindsock: the agent running this job was lost \(no heartbeat for more than 180 s\); the job ended failed with exit status -1\.\n$/);
+        expect(log).toMatch(/^working\nwindsock: the agent running this job stopped reporting \(no heartbeat for more than 180 s\); the job ended failed with exit status -1\.\n$/);
         expect((await ctx().http().get(`${s.url}/jobs/${acceptedId}/log.txt`).set(auth(s.token)).expect(200)).text).toBe('');
         const canceled = await c.read();
         expect(canceled.state).toBe('canceled');
@@ -231,6 +231,35 @@ describeEachDatabase(
         // The jobs that went back are offered again.
         const again = await ctx().http().get('/v3/ping').set(agentAuth(alive.token)).expect(200);
         expect([assignedId, acceptedId]).toContain(again.body.job.id);
+      });
+
+      it('ends the job of an agent that disconnected without finishing it, once it has been silent too long', async () => {
+        const s = await setUp('steps:\n  - command: one\n');
+        const agent = await givenAgent(ctx(), s.reg, 'walked-away');
+        const id = await take(agent, 'running');
+        await ctx().http().post('/v3/disconnect').set(agentAuth(agent.token)).expect(200);
+        offsetMs += LOST_AFTER_MS - 10_000;
+        await ctx().services.sweeper.sweep();
+        expect((await s.read()).jobs[0]!.state).toBe('running');
+        offsetMs += 20_000;
+        await ctx().services.sweeper.sweep();
+        const b = await s.read();
+        expect(b.jobs[0]).toMatchObject({ id, state: 'failed', exit_status: -1 });
+        expect(b.state).toBe('failed');
+        expect((await ctx().http().get(`/v2/organizations/${s.org.slug}/agents/${agent.id}`).set(auth(s.token)).expect(200)).body.connection_state).toBe('disconnected');
+      });
+
+      it('completes a sweep cut short: the job of an agent already marked lost still ends', async () => {
+        const s = await setUp('steps:\n  - command: one\n');
+        const agent = await givenAgent(ctx(), s.reg, 'half-swept');
+        await take(agent, 'running');
+        offsetMs += LOST_AFTER_MS + 10_000;
+        const now = clock();
+        // What the first step of a sweep that then stopped would have done.
+        expect(await new AgentRepository(ctx().services.db).markLost(agent.id, new Date(now.getTime() - LOST_AFTER_MS), now)).toBe(true);
+        expect((await s.read()).jobs[0]!.state).toBe('running');
+        await ctx().services.sweeper.sweep();
+        expect((await s.read()).jobs[0]).toMatchObject({ state: 'failed', exit_status: -1 });
       });
     });
 
