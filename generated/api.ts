@@ -442,9 +442,11 @@ export interface paths {
         get?: never;
         /**
          * Cancel a build
-         * @description From `scheduled`, `running` or `failing`; unfinished jobs are canceled (a job running on
-         *     an agent goes through `canceling` until the agent stops it). From any other state: 422
-         *     with the reason.
+         * @description From `scheduled`, `running` or `failing`. Jobs no agent has accepted end `canceled` at
+         *     once; jobs an agent accepted or runs become `canceling`, and so does the build, until
+         *     their agents have stopped them (the agents learn of it from `GET /v3/jobs/{job_id}` or
+         *     their next ping) and finished them `canceled`; then the build is `canceled` with
+         *     `finished_at`. From any other state: 422 with the reason.
          */
         put: operations["cancelBuild"];
         post?: never;
@@ -1012,7 +1014,9 @@ export interface paths {
         put?: never;
         /**
          * Connect an agent
-         * @description Marks the agent connected; it may then poll for work.
+         * @description Marks the agent connected; it may then poll for work. An agent the service marked `lost`
+         *     (no ping, heartbeat or job poll for longer than the configured limit) can't connect
+         *     again (422): it registers anew.
          */
         post: operations["connectAgent"];
         delete?: never;
@@ -1074,9 +1078,37 @@ export interface paths {
          *     running), or else the oldest `scheduled` job of its organization whose
          *     `agent_query_rules` its tags satisfy, claimed for it alone (`assigned`): one job goes to
          *     exactly one agent, however many poll at once. `job` is null when there is nothing to do.
-         *     A disconnected agent is told `disconnect` (422 if it never connected).
+         *     A held job may be `canceling` or `timing_out`: the agent stops it and finishes it. A
+         *     disconnected or lost agent is told `disconnect` (422 if it never connected); a lost one
+         *     has to register again.
          */
         get: operations["pingAgent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a job's state
+         * @description The job as it stands, for the agent holding it. An agent running a job asks this every
+         *     second or so: `canceling` means the build was canceled and `timing_out` that the job ran
+         *     past its `timeout_in_minutes`; either way the agent kills the job's processes and calls
+         *     finish, which ends the job `canceled` or `timed_out`. Asking counts as a sign of life,
+         *     like a heartbeat. Another agent's job is 404.
+         */
+        get: operations["getAgentJob"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1146,7 +1178,8 @@ export interface paths {
          *     again with a sequence already stored is accepted and ignored (the agent retries on
          *     network errors). `offset` is the chunk's byte position in the whole log. Each section
          *     header line (`---`, `+++`, `~~~`) that starts in the chunk is recorded at the chunk's
-         *     arrival, for the log's `header_times`.
+         *     arrival, for the log's `header_times`. A request body larger than the service's body
+         *     limit (`BODY_LIMIT_BYTES`, 1 MiB by default) is a 413: send long output as several chunks.
          */
         post: operations["appendJobLogChunk"];
         delete?: never;
@@ -1199,9 +1232,12 @@ export interface paths {
          * Finish a job
          * @description The job's command ended: `running` -> `passed` (exit status 0) or `failed`; a failure the
          *     step's `soft_fail` covers sets `soft_failed: true`. `signal_reason` says why the process
-         *     was stopped when it did not exit by itself. A failure the step's `retry.automatic` rules
-         *     cover (while under their `limit`) is retried at once: a new `scheduled` job with
-         *     `retry_type: automatic` takes its place.
+         *     was stopped when it did not exit by itself, and is kept on the job; `timeout` (the
+         *     agent's own timer) ends the job `timed_out`. A job the service is stopping ends
+         *     `canceling` -> `canceled` or `timing_out` -> `timed_out`, whatever the exit status (a
+         *     `canceling` job may be finished before it started). 422 from any other state. A failure
+         *     (or timeout) the step's `retry.automatic` rules cover (while under their `limit`) is
+         *     retried at once: a new `scheduled` job with `retry_type: automatic` takes its place.
          */
         put: operations["finishJob"];
         post?: never;
@@ -1734,6 +1770,10 @@ export interface components {
             readonly agent_query_rules?: string[];
             readonly soft_failed?: boolean;
             readonly exit_status?: number | null;
+            /** @description Why the agent stopped the process when it did not exit by itself (`cancel`, `timeout`, `agent_stop`). */
+            readonly signal_reason?: string | null;
+            /** @description When the job expired, scheduled with no agent taking it in time (see `expired`). */
+            readonly expired_at?: components["schemas"]["IsoTimestamp"] | null;
             readonly artifact_paths?: string | null;
             /** @description The agent that took the job. */
             readonly agent?: components["schemas"]["AgentBase"] | null;
@@ -3793,6 +3833,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
@@ -3865,6 +3906,33 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAgentJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentJob"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
@@ -3953,6 +4021,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];

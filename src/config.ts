@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import type { RateLimitSettings } from './http/rate-limit';
+import type { SweepSettings } from './jobs/sweeper';
 
 export interface Config {
   port: number;
@@ -32,6 +33,8 @@ export interface Config {
   tokenCacheMs: number;
   /** Requests per minute per organization, and failed authentications per minute per address (0: off). */
   rateLimits: RateLimitSettings;
+  /** The sweep for lost agents, timed-out and expired jobs. */
+  sweep: SweepSettings;
   github: { apiUrl: string | undefined; token: string | undefined };
   githubEnterprise: { apiUrl: string | undefined; token: string | undefined };
 }
@@ -130,6 +133,11 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimits: {
       perOrganization: int(env, 'RATE_LIMIT_PER_MINUTE', 200, 0, 1_000_000_000),
       failedAuthPerAddress: int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 60, 0, 1_000_000_000),
+    },
+    sweep: {
+      intervalMs: int(env, 'SWEEP_INTERVAL_MS', 5_000, 100, 600_000),
+      agentLostAfterMs: int(env, 'AGENT_LOST_AFTER_SECONDS', 180, 5, 86_400) * 1000,
+      jobExpiryMs: int(env, 'JOB_EXPIRY_MINUTES', 1440, 0, 525_600) * 60_000,
     },
     github: { apiUrl: url(env, 'GITHUB_API_URL', undefined), token: env.GITHUB_TOKEN || undefined },
     githubEnterprise: {

@@ -1,6 +1,6 @@
 /**
  * The process entry for `windsock serve`: config, database and migrations, first-start
- * bootstrap, listen, and graceful shutdown (stop accepting, finish in-flight requests, close
+ * bootstrap, listen, the sweeper (lost agents, job timeouts and expiry), and graceful shutdown (stop accepting, finish in-flight requests, close
  * idle keep-alive sockets, close the pool, exit 0 before the deadline).
  */
 import http from 'node:http';
@@ -52,6 +52,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   logger.info({ url, database: config.databaseKind }, 'windsock listening');
+  services.sweeper.start();
 
   if (created) {
     // Printed once, to the terminal, not through the logger: it is a secret.
@@ -84,6 +85,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
       const deadline = setTimeout(() => server.closeAllConnections(), Math.max(0, config.shutdownTimeoutMs - (Date.now() - started)));
       await done;
       clearTimeout(deadline);
+      await services.sweeper.stop();
       await services.db.destroy();
     })());
 

@@ -16,6 +16,7 @@ import { JobService } from './jobs/service';
 import { triggerLauncher } from './jobs/triggers';
 import { PipelineUploadService } from './jobs/pipeline-upload';
 import { signer, stepSigningKey } from './builds/jobs';
+import { DEFAULT_SWEEP_SETTINGS, Sweeper, type SweepSettings } from './jobs/sweeper';
 import type { Logger } from './http/logger';
 import { RateLimiter, type RateLimitSettings } from './http/rate-limit';
 import { OrganizationRepository } from './organizations/repository';
@@ -45,6 +46,8 @@ export interface Services {
   uploads: UploadService;
   deliveries: DeliveryService;
   rateLimiter: RateLimiter;
+  /** Started by the server process only. */
+  sweeper: Sweeper;
 }
 
 export interface ServiceOptions {
@@ -60,6 +63,10 @@ export interface ServiceOptions {
   rateLimits?: RateLimitSettings;
   /** The rate limiter's clock (tests). */
   now?: () => number;
+  /** Default: DEFAULT_SWEEP_SETTINGS. */
+  sweep?: SweepSettings;
+  /** The sweeper's clock (tests move it forward). */
+  clock?: () => Date;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -85,13 +92,14 @@ export function createServices(o: ServiceOptions): Services {
     tokens: new AccessTokenService(db, keys, o.tokenCacheMs),
     pipelines,
     builds,
-    agents: new AgentService(agents, jobs),
+    agents: new AgentService(agents, jobs, o.clock),
     jobs: new JobService(jobs, builds, users, orgs, agents),
     pipelineUploads: new PipelineUploadService(jobs, buildRepository, new PipelineRepository(db), sign),
     suites: new SuiteService(suites, new SuiteResultsRepository(db), orgs),
     uploads: new UploadService(suites, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, orgs, o.publicUrl),
     rateLimiter: new RateLimiter(db, o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 }, o.now),
+    sweeper: new Sweeper(agents, jobs, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
   };
 }
 
@@ -106,5 +114,6 @@ export function servicesFromConfig(config: Config, logger: Logger): Services {
     logger,
     tokenCacheMs: config.tokenCacheMs,
     rateLimits: config.rateLimits,
+    sweep: config.sweep,
   });
 }

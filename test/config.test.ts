@@ -15,6 +15,11 @@ describe('config', () => {
     expect(loadConfig({ SHUTDOWN_DELAY_MS: '5000', SHUTDOWN_TIMEOUT_MS: '20000' })).toMatchObject({ shutdownDelayMs: 5000, shutdownTimeoutMs: 20000 });
   });
 
+  it('reads the sweep settings: interval, when an agent is lost, when a scheduled job expires (0: never)', () => {
+    expect(loadConfig({}).sweep).toEqual({ intervalMs: 5_000, agentLostAfterMs: 180_000, jobExpiryMs: 1_440 * 60_000 });
+    expect(loadConfig({ SWEEP_INTERVAL_MS: '250', AGENT_LOST_AFTER_SECONDS: '30', JOB_EXPIRY_MINUTES: '0' }).sweep).toEqual({ intervalMs: 250, agentLostAfterMs: 30_000, jobExpiryMs: 0 });
+  });
+
   it('recognises Postgres and SQLite database URLs', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://u@h:5432/db' })).toMatchObject({ databaseKind: 'postgres', databaseUrl: 'postgres://u@h:5432/db' });
     expect(loadConfig({ DATABASE_URL: 'sqlite:/tmp/x.db' })).toMatchObject({ databaseKind: 'sqlite', databaseUrl: '/tmp/x.db' });
@@ -35,6 +40,9 @@ describe('config', () => {
     [{ SHUTDOWN_DELAY_MS: '10000' }, /SHUTDOWN_DELAY_MS/],
     [{ HEADERS_TIMEOUT_MS: '10' }, /HEADERS_TIMEOUT_MS/],
     [{ REQUEST_TIMEOUT_MS: 'soon' }, /REQUEST_TIMEOUT_MS/],
+    [{ SWEEP_INTERVAL_MS: '10' }, /SWEEP_INTERVAL_MS/],
+    [{ AGENT_LOST_AFTER_SECONDS: '0' }, /AGENT_LOST_AFTER_SECONDS/],
+    [{ JOB_EXPIRY_MINUTES: 'never' }, /JOB_EXPIRY_MINUTES/],
     [{ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, /HEADERS_TIMEOUT_MS must not be greater than REQUEST_TIMEOUT_MS/],
   ])('refuses %j naming the setting', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);

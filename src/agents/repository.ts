@@ -142,5 +142,19 @@ export class AgentRepository {
   async update(id: string, fields: Partial<Record<'connection_state' | 'connected_at' | 'disconnected_at' | 'last_heartbeat_at', unknown>>): Promise<void> {
     await this.db('agents').where({ id }).update(fields);
   }
+
+  /** Connected agents whose last sign of life is older than `cutoff`. */
+  async silentSince(cutoff: Date, limit: number): Promise<string[]> {
+    return (await this.db('agents').where({ connection_state: 'connected' }).where('last_heartbeat_at', '<', cutoff).orderBy('last_heartbeat_at').limit(limit).pluck('id')) as string[];
+  }
+
+  /**
+   * Marks the agent lost, if it is still connected and still silent since `cutoff`: of two
+   * sweepers (or a sweeper and the agent's own ping) only one changes the row.
+   */
+  async markLost(id: string, cutoff: Date, at: Date): Promise<boolean> {
+    const n = await this.db('agents').where({ id, connection_state: 'connected' }).where('last_heartbeat_at', '<', cutoff).update({ connection_state: 'lost', lost_at: at });
+    return n > 0;
+  }
 }
 

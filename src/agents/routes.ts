@@ -79,6 +79,11 @@ export function agentRoutes(service: AgentService, publicUrl: string) {
     res.json({ action, job: job ? serializeAgentJob(job, agent, publicUrl) : null });
   });
 
+  router.get(`${api}/jobs/:job_id`, async (req, res) => {
+    const agent = agentOf(res);
+    res.json(serializeAgentJob(await service.job(agent, String(req.params.job_id)), agent, publicUrl));
+  });
+
   router.put(`${api}/jobs/:job_id/accept`, async (req, res) => {
     const agent = agentOf(res);
     res.json(serializeAgentJob(await service.accept(agent, String(req.params.job_id)), agent, publicUrl));

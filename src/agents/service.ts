@@ -34,6 +34,19 @@ export function softFails(step: Step, exitStatus: number): boolean {
   return rule.some((r) => r.exit_status === '*' || r.exit_status === exitStatus);
 }
 
+/**
+ * What a finish makes of a job in `from`: a job being canceled ends `canceled` and one timing out
+ * `timed_out`, whatever the exit status; the agent's own timeout (`signal_reason: timeout`)
+ * also ends `timed_out`; else exit status 0 passes. Null: the job can't be finished from `from`.
+ */
+export function finishedState(from: string, exitStatus: number, signalReason: string | null): string | null {
+  if (from === 'canceling') return 'canceled';
+  if (from === 'timing_out') return 'timed_out';
+  if (from !== 'running') return null;
+  if (signalReason === 'timeout') return 'timed_out';
+  return exitStatus === 0 ? 'passed' : 'failed';
+}
+
 function wrongState(to: string, from: string): UnprocessableError {
   return new UnprocessableError(`The job can't be ${to}: it is not ${from}.`);
 }
@@ -47,6 +60,8 @@ export class AgentService {
   constructor(
     private readonly agents: AgentRepository,
     private readonly jobs: JobRepository,
+    /** The sweeper's clock too, so heartbeats and job times are on the clock it judges by. */
+    private readonly clock: () => Date = () => new Date(),
   ) {}
 
   /** A new registration token for the organization; the token itself is returned once. */
@@ -94,7 +109,7 @@ export class AgentService {
         arch: body.arch ?? null,
         metaData: [...new Set(body.meta_data ?? [])],
         priority: body.priority ?? null,
-        createdAt: new Date(),
+        createdAt: this.clock(),
       },
       reg.tokenId,
       sha256Hex(accessToken),
@@ -102,15 +117,17 @@ export class AgentService {
     return { agent, accessToken };
   }
 
+  /** A lost agent's registration is over: it has to register again. */
   async connect(agent: Agent): Promise<Agent> {
-    const at = new Date();
+    if (agent.connectionState === 'lost') throw new UnprocessableError('The agent was lost (no heartbeat for too long): register again.');
+    const at = this.clock();
     await this.agents.update(agent.id, { connection_state: 'connected', connected_at: at, disconnected_at: null, last_heartbeat_at: at });
     return { ...agent, connectionState: 'connected', connectedAt: at, disconnectedAt: null, lastHeartbeatAt: at };
   }
 
   /** A job assigned but not yet accepted goes back to be offered to another agent. */
   async disconnect(agent: Agent): Promise<Agent> {
-    const at = new Date();
+    const at = this.clock();
     await this.jobs.release(agent.id);
     await this.agents.update(agent.id, { connection_state: 'disconnected', disconnected_at: at });
     return { ...agent, connectionState: 'disconnected', disconnectedAt: at };
@@ -118,7 +135,7 @@ export class AgentService {
 
   async heartbeat(agent: Agent): Promise<Date> {
     this.mustBeConnected(agent);
-    const at = new Date();
+    const at = this.clock();
     await this.agents.update(agent.id, { last_heartbeat_at: at });
     return at;
   }
@@ -127,7 +144,7 @@ export class AgentService {
   async ping(agent: Agent): Promise<{ action: 'idle' | 'disconnect'; job: JobContext | null }> {
     if (agent.connectionState === 'never_connected') throw new UnprocessableError('The agent has not connected: POST /v3/connect first.');
     if (agent.connectionState !== 'connected') return { action: 'disconnect', job: null };
-    await this.agents.update(agent.id, { last_heartbeat_at: new Date() });
+    await this.agents.update(agent.id, { last_heartbeat_at: this.clock() });
     const held = await this.jobs.heldBy(agent.id);
     if (held) return { action: 'idle', job: held };
     for (const candidate of await this.jobs.scheduled(agent.organizationId, CANDIDATES_PER_POLL)) {
@@ -145,7 +162,7 @@ export class AgentService {
 
   /** The job runs; the build is running from its first job's start. */
   async start(agent: Agent, jobId: string): Promise<JobContext> {
-    const job = await this.move(agent, jobId, 'accepted', 'running', { started_at: new Date() });
+    const job = await this.move(agent, jobId, 'accepted', 'running', { started_at: this.clock() });
     await this.jobs.advance(job.build.id);
     return job;
   }
@@ -153,22 +170,33 @@ export class AgentService {
   async appendChunk(agent: Agent, jobId: string, chunk: components['schemas']['LogChunk']): Promise<void> {
     const job = await this.held(agent, jobId);
     if (job.job.state !== 'running' && job.job.state !== 'accepted') throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
-    await this.jobs.appendChunk(jobId, chunk, new Date());
+    await this.jobs.appendChunk(jobId, chunk, this.clock());
   }
 
+  /**
+   * The job as it stands, for its agent to learn of a cancel or a timeout while it runs the job
+   * (`canceling`, `timing_out`). Asking counts as a sign of life, like a heartbeat.
+   */
+  async job(agent: Agent, jobId: string): Promise<JobContext> {
+    const job = await this.held(agent, jobId);
+    await this.agents.update(agent.id, { last_heartbeat_at: this.clock() });
+    return job;
+  }
+
+  /** Ends the job as finishedState says; a move racing with a cancel or timeout is read again. */
   async finish(agent: Agent, jobId: string, body: components['schemas']['FinishJobRequest']): Promise<JobContext> {
-    const current = await this.held(agent, jobId);
-    const exit = body.exit_status;
-    const finished = await this.jobs.finish(jobId, agent.id, {
-      state: exit === 0 ? 'passed' : 'failed',
-      exit_status: exit,
-      soft_failed: softFails(current.job.step, exit),
-      finished_at: new Date(),
-    });
-    if (!finished) throw wrongState('finished', 'running');
-    if (exit === 0) await this.jobs.advance(current.build.id);
-    else await retryOrAdvance(this.jobs, current.job, exit, body.signal_reason ?? null);
-    return (await this.jobs.findWithContext(jobId))!;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const current = await this.held(agent, jobId);
+      const state = finishedState(current.job.state, body.exit_status, body.signal_reason ?? null);
+      if (!state) throw wrongState('finished', 'running');
+      const soft = state !== 'canceled' && softFails(current.job.step, body.exit_status);
+      const end = { state, exit_status: body.exit_status, signal_reason: body.signal_reason ?? null, soft_failed: soft, finished_at: this.clock() };
+      if (!(await this.jobs.finish(jobId, agent.id, current.job.state, end))) continue;
+      if (state === 'failed' || state === 'timed_out') await retryOrAdvance(this.jobs, current.job, body.exit_status, end.signal_reason);
+      else await this.jobs.advance(current.build.id);
+      return (await this.jobs.findWithContext(jobId))!;
+    }
+    throw wrongState('finished', 'running');
   }
 
   async list(actor: Actor, filter: AgentFilter, offset: number, limit: number): Promise<{ agent: Agent; job: JobContext | null }[]> {

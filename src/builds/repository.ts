@@ -73,6 +73,10 @@ export interface Job extends Omit<PlannedJob, 'state'> {
   unblockedAt: Date | null;
   /** The build a trigger job created: its id, number and pipeline slug at the time. */
   triggeredBuild: { id: string; number: number; pipeline_slug: string } | null;
+  /** Why the agent stopped the process (`cancel`, `timeout`, `agent_stop`), if it did. */
+  signalReason: string | null;
+  /** When a scheduled job no agent took expired. */
+  expiredAt: Date | null;
   createdAt: Date;
   scheduledAt: Date | null;
   runnableAt: Date | null;
@@ -143,6 +147,8 @@ export function jobFromRow(r: Record<string, unknown>): Job {
     unblockedBy: r.unblocked_by ? userFromRow(parseJson(r.unblocked_by, { id: '', name: '', email: '', created_at: null })) : null,
     unblockedAt: toDateOrNull(r.unblocked_at),
     triggeredBuild: parseJson(r.triggered_build, null),
+    signalReason: (r.signal_reason as string | null) ?? null,
+    expiredAt: toDateOrNull(r.expired_at),
     createdAt: toDate(r.created_at),
     scheduledAt: toDateOrNull(r.scheduled_at),
     runnableAt: toDateOrNull(r.runnable_at),
@@ -257,16 +263,24 @@ export class BuildRepository {
     const ids = (await trx('builds').where({ pipeline_id: pipelineId, branch }).where('number', '<', belowNumber).whereIn('state', fromStates).pluck('id')) as string[];
     if (!ids.length) return 0;
     await trx('builds').whereIn('id', ids).update({ state: toState, finished_at: at, blocked: false });
-    await trx('jobs').whereIn('build_id', ids).whereIn('state', UNFINISHED_JOB_STATES).update({ state: jobState, finished_at: at });
+    if (toState === 'canceled') {
+      const busy = await cancelJobs(trx, ids, at);
+      if (busy.length) await trx('builds').whereIn('id', busy).update({ state: 'canceling', finished_at: null });
+    } else {
+      await trx('jobs').whereIn('build_id', ids).whereIn('state', UNFINISHED_JOB_STATES).update({ state: jobState, finished_at: at });
+    }
     return ids.length;
   }
 
-  /** Moves a build from one of `fromStates`, and its unfinished jobs, to canceled. False if the state had moved on. */
+  /**
+   * Cancels a build in one of `fromStates` (see cancelJobs): `canceled` with `finished_at` at
+   * once, or `canceling` while agents stop its jobs. False if the build's state had moved on.
+   */
   async cancel(buildId: string, fromStates: BuildState[], at: Date): Promise<boolean> {
     return this.db.transaction(async (trx) => {
-      const n = await trx('builds').where({ id: buildId }).whereIn('state', fromStates).update({ state: 'canceled', finished_at: at, blocked: false });
+      const n = await trx('builds').where({ id: buildId }).whereIn('state', fromStates).update({ state: 'canceling', blocked: false });
       if (!n) return false;
-      await trx('jobs').where({ build_id: buildId }).whereIn('state', UNFINISHED_JOB_STATES).update({ state: 'canceled', finished_at: at });
+      if (!(await cancelJobs(trx, [buildId], at)).length) await trx('builds').where({ id: buildId }).update({ state: 'canceled', finished_at: at });
       return true;
     });
   }
@@ -475,3 +489,21 @@ function returned(result: unknown): Record<string, unknown> {
 
 /** Job states that are not final: what a cancel or skip moves along. */
 export const UNFINISHED_JOB_STATES = ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited', 'scheduled', 'assigned', 'accepted'];
+/** Job states in which an agent has the job in hand: a cancel has to reach the agent. */
+const ON_AGENT_JOB_STATES = ['accepted', 'running'];
+
+/**
+ * Cancels the builds' unfinished jobs: those no agent has accepted end `canceled` at once (an
+ * agent assigned one is freed of it); those an agent accepted or runs become `canceling`, for
+ * the agent to stop and finish. Returns the builds that still have such jobs (a job already
+ * `timing_out` counts: its agent is stopping it).
+ */
+async function cancelJobs(trx: Knex.Transaction, buildIds: string[], at: Date): Promise<string[]> {
+  const assigned = trx('jobs').whereIn('build_id', buildIds).where({ state: 'assigned' }).select('id');
+  await trx('agents').whereIn('job_id', assigned).update({ job_id: null });
+  const stopNow = UNFINISHED_JOB_STATES.filter((s) => !ON_AGENT_JOB_STATES.includes(s));
+  await trx('jobs').whereIn('build_id', buildIds).whereIn('state', stopNow).update({ state: 'canceled', finished_at: at });
+  await trx('jobs').whereIn('build_id', buildIds).whereIn('state', ON_AGENT_JOB_STATES).update({ state: 'canceling' });
+  const busy = await trx('jobs').whereIn('build_id', buildIds).whereIn('state', ['canceling', 'timing_out']).distinct('build_id');
+  return busy.map((r) => r.build_id as string);
+}

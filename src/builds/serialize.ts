@@ -77,6 +77,8 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
         command: j.command,
         soft_failed: j.softFailed,
         exit_status: j.exitStatus,
+        signal_reason: j.signalReason,
+        expired_at: iso(j.expiredAt),
         artifact_paths: j.artifactPaths,
         agent,
         retried: j.retried,

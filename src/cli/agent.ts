@@ -2,9 +2,12 @@
  * The reference agent (`windsock agent`): registers with an organization's registration token,
  * connects, polls for work and runs each job's command in a shell, in a fresh build directory,
  * with the job's environment, streaming its output as log chunks and reporting its exit status.
- * A job's `timeout_in_minutes` kills its process group. When the service cannot be reached (a
- * restart), it keeps polling and connects again. Each job has a `buildkite-agent` command on its
- * PATH for `buildkite-agent pipeline upload`.
+ * While a job runs it asks the service for the job's state every poll interval: `canceling`
+ * (the build was canceled) or `timing_out` (the service's timeout) kills the job's process
+ * group, and so does its own `timeout_in_minutes` timer, the fallback. When the service cannot
+ * be reached (a restart), it keeps polling and connects again; told to disconnect when it did
+ * not ask to (the service marked it lost), it registers again. Each job has a `buildkite-agent`
+ * command on its PATH for `buildkite-agent pipeline upload`.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -28,6 +31,7 @@ export interface AgentOptions {
 
 interface AgentJob {
   id: string;
+  state: string;
   command: string | null;
   env: Record<string, string>;
   timeout_in_minutes: number | null;
@@ -36,6 +40,8 @@ interface AgentJob {
 /** Flush output at least this often, and at once past this size (a chunk may hold 1 MiB). */
 const FLUSH_MS = 1000;
 const FLUSH_BYTES = 256 * 1024;
+/** How many times a chunk or a finish is sent while the service is unreachable. */
+const RETRIES = 60;
 
 class ApiError extends Error {
   constructor(
@@ -48,8 +54,9 @@ class ApiError extends Error {
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    const onAbort = () => (clearTimeout(t), resolve());
+    const t = setTimeout(() => (signal?.removeEventListener('abort', onAbort), resolve()), ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 
 function client(endpoint: string) {
@@ -65,6 +72,21 @@ function client(endpoint: string) {
   };
 }
 
+/**
+ * Calls again while the service can't be reached or answers 5xx (a restart), up to `attempts`
+ * times: a job's log and its finish must not be lost to a restart. A 4xx is final.
+ */
+async function persistently<T>(attempts: number, delayMs: number, fn: () => Promise<T>): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if ((err instanceof ApiError && err.status < 500) || i >= attempts) throw err;
+      await sleep(delayMs);
+    }
+  }
+}
+
 /** Runs `spawn` agents until the signal aborts; each disconnects on the way out. */
 export async function runAgents(o: AgentOptions): Promise<void> {
   await Promise.all(Array.from({ length: o.spawn }, (_, i) => runAgent({ ...o, name: o.spawn > 1 ? `${o.name}-${i + 1}` : o.name })));
@@ -74,12 +96,16 @@ async function runAgent(o: AgentOptions): Promise<void> {
   const call = client(o.endpoint);
   const log = o.log ?? (() => {});
   const interval = o.pollIntervalMs ?? 1000;
-  const reg = await call(o.token, 'POST', '/register', { name: o.name, hostname: os.hostname(), version: 'windsock-agent/0.1.0', os: process.platform, arch: process.arch, meta_data: o.tags });
-  const token = reg.access_token as string;
+  const register = async () => {
+    const reg = await call(o.token, 'POST', '/register', { name: o.name, hostname: os.hostname(), version: 'windsock-agent/0.1.0', os: process.platform, arch: process.arch, meta_data: o.tags });
+    const fresh = reg.access_token as string;
+    await call(fresh, 'POST', '/connect');
+    log(`${o.name}: connected`);
+    return fresh;
+  };
   // The `buildkite-agent` command each job gets on its PATH (see ./buildkite-agent-shim).
   const bin = await installBuildkiteAgentShim(await fs.mkdtemp(path.join(o.buildRoot ?? os.tmpdir(), 'windsock-agent-bin-')));
-  await call(token, 'POST', '/connect');
-  log(`${o.name}: connected`);
+  let token = await register();
   while (!o.signal?.aborted) {
     let ping: Record<string, unknown>;
     try {
@@ -91,7 +117,16 @@ async function runAgent(o: AgentOptions): Promise<void> {
       await call(token, 'POST', '/connect').catch(() => undefined);
       continue;
     }
-    if (ping.action === 'disconnect') break;
+    if (ping.action === 'disconnect') {
+      // The service gave this agent up (lost): start over as a new agent.
+      log(`${o.name}: told to disconnect; registering again`);
+      token = await register().catch(async (err: Error) => {
+        log(`${o.name}: ${err.message}`);
+        await sleep(interval, o.signal);
+        return token;
+      });
+      continue;
+    }
     const job = ping.job as AgentJob | null;
     if (!job) {
       await sleep(interval, o.signal);
@@ -101,6 +136,7 @@ async function runAgent(o: AgentOptions): Promise<void> {
       await runJob(call, { token, bin }, job, o, log);
     } catch (err) {
       log(`${o.name}: job ${job.id}: ${(err as Error).message}`);
+      await sleep(interval, o.signal);
     }
   }
   await call(token, 'POST', '/disconnect').catch(() => undefined);
@@ -126,11 +162,24 @@ function jobEnvironment(job: AgentJob, dir: string, agent: { token: string; bin:
   return env;
 }
 
+/** The reason a job the service is stopping gives when the agent finishes it. */
+const STOPPING: Record<string, string> = { canceling: 'cancel', timing_out: 'timeout' };
+
 async function runJob(call: ReturnType<typeof client>, agent: { token: string; bin: string }, offered: AgentJob, o: AgentOptions, log: (line: string) => void): Promise<void> {
   const token = agent.token;
-  const job = (await call(token, 'PUT', `/jobs/${offered.id}/accept`)) as unknown as AgentJob;
+  // Canceled after this agent accepted it, before it ran: nothing to stop, only to finish.
+  const finishUnstarted = (state: string) => call(token, 'PUT', `/jobs/${offered.id}/finish`, { exit_status: -1, signal_reason: STOPPING[state] });
+  if (STOPPING[offered.state]) return void (await finishUnstarted(offered.state));
+  const job = offered.state === 'assigned' ? ((await call(token, 'PUT', `/jobs/${offered.id}/accept`)) as unknown as AgentJob) : offered;
+  if (STOPPING[job.state]) return void (await finishUnstarted(job.state));
+  try {
+    await call(token, 'PUT', `/jobs/${job.id}/start`);
+  } catch (err) {
+    const now = (await call(token, 'GET', `/jobs/${job.id}`)) as unknown as AgentJob;
+    if (STOPPING[now.state]) return void (await finishUnstarted(now.state));
+    throw err;
+  }
   const dir = await fs.mkdtemp(path.join(o.buildRoot ?? os.tmpdir(), 'windsock-build-'));
-  await call(token, 'PUT', `/jobs/${job.id}/start`);
   log(`${o.name}: running job ${job.id}`);
   const child = spawn('/bin/sh', ['-c', job.command ?? ''], {
     cwd: dir,
@@ -138,6 +187,7 @@ async function runJob(call: ReturnType<typeof client>, agent: { token: string; b
     detached: true, // its own process group, so a timeout kills everything it started
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const retryMs = Math.max(100, o.pollIntervalMs ?? 1000);
   let pending = '';
   let sequence = 0;
   let offset = 0;
@@ -148,7 +198,7 @@ async function runJob(call: ReturnType<typeof client>, agent: { token: string; b
     pending = '';
     const chunk = { sequence: ++sequence, offset, content };
     offset += Buffer.byteLength(content);
-    sending = sending.then(() => call(token, 'POST', `/jobs/${job.id}/chunks`, chunk).then(() => undefined));
+    sending = sending.then(() => persistently(RETRIES, retryMs, () => call(token, 'POST', `/jobs/${job.id}/chunks`, chunk)).then(() => undefined));
     return sending;
   };
   const collect = (data: string) => {
@@ -168,6 +218,16 @@ async function runJob(call: ReturnType<typeof client>, agent: { token: string; b
     }
   };
   const timeout = job.timeout_in_minutes ? setTimeout(() => killGroup('timeout'), job.timeout_in_minutes * 60_000) : null;
+  // The service's word on the job: a cancel or its own timeout stops the process group.
+  const watcher = setInterval(() => {
+    call(token, 'GET', `/jobs/${job.id}`).then(
+      (now) => {
+        const reason = STOPPING[now.state as string];
+        if (reason && signalReason === null) killGroup(reason);
+      },
+      () => undefined, // unreachable for now: the next poll asks again
+    );
+  }, o.pollIntervalMs ?? 1000);
   const onAbort = () => killGroup('agent_stop');
   o.signal?.addEventListener('abort', onAbort, { once: true });
   const exitStatus = await new Promise<number>((resolve) => {
@@ -178,10 +238,11 @@ async function runJob(call: ReturnType<typeof client>, agent: { token: string; b
     child.on('close', (code, signal) => resolve(code ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : -1)));
   });
   clearInterval(ticker);
+  clearInterval(watcher);
   if (timeout) clearTimeout(timeout);
   o.signal?.removeEventListener('abort', onAbort);
   await flush();
-  await call(token, 'PUT', `/jobs/${job.id}/finish`, { exit_status: Math.min(exitStatus, 255), signal_reason: signalReason });
+  await persistently(RETRIES, retryMs, () => call(token, 'PUT', `/jobs/${job.id}/finish`, { exit_status: Math.min(exitStatus, 255), signal_reason: signalReason }));
   await fs.rm(dir, { recursive: true, force: true });
   log(`${o.name}: job ${job.id} exited ${exitStatus}`);
 }

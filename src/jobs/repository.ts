@@ -24,7 +24,16 @@ export interface JobContext {
 }
 
 /** States in which a job belongs to its agent. */
-export const HELD_STATES = ['assigned', 'accepted', 'running'];
+export const HELD_STATES = ['assigned', 'accepted', 'running', 'canceling', 'timing_out'];
+
+/** What ends a job: its state, exit status and why its process was stopped. */
+export interface JobEnd {
+  state: string;
+  exit_status: number;
+  signal_reason: string | null;
+  soft_failed: boolean;
+  finished_at: Date;
+}
 
 export class JobRepository {
   /** `launch` runs trigger steps when the state machine makes them runnable (see ./triggers). */
@@ -98,10 +107,10 @@ export class JobRepository {
     return n > 0;
   }
 
-  /** Ends the agent's running job and frees the agent, together. */
-  async finish(jobId: string, agentId: string, fields: { state: string; exit_status: number; soft_failed: boolean; finished_at: Date }): Promise<boolean> {
+  /** Ends the agent's job, if it is still `from`, and frees the agent, together. */
+  async finish(jobId: string, agentId: string, from: string, fields: JobEnd): Promise<boolean> {
     return this.db.transaction(async (trx) => {
-      const n = await trx('jobs').where({ id: jobId, agent_id: agentId, state: 'running' }).update(fields);
+      const n = await trx('jobs').where({ id: jobId, agent_id: agentId, state: from }).update(fields);
       if (!n) return false;
       await trx('agents').where({ id: agentId }).update({ job_id: null, last_job_finished_at: fields.finished_at });
       return true;
@@ -116,9 +125,84 @@ export class JobRepository {
     });
   }
 
+  /**
+   * Jobs still held by agents that are no longer connected (lost, or disconnected without
+   * finishing them) and silent since `cutoff`: what the sweeper ends.
+   */
+  async heldBySilentAgents(cutoff: Date, limit: number): Promise<Job[]> {
+    const rows = await this.db('jobs as j')
+      .join('agents as a', 'a.id', 'j.agent_id')
+      .whereIn('j.state', HELD_STATES)
+      .whereIn('a.connection_state', ['lost', 'disconnected'])
+      .where('a.last_heartbeat_at', '<', cutoff)
+      .limit(limit)
+      .select('j.*');
+    return rows.map(jobFromRow);
+  }
+
+  /** Running jobs with a timeout: what the sweeper checks for jobs that ran too long. */
+  async runningWithTimeout(limit: number): Promise<{ id: string; startedAt: Date | null; timeoutInMinutes: number }[]> {
+    const rows = await this.db('jobs').where({ state: 'running' }).whereNotNull('timeout_in_minutes').orderBy('started_at').limit(limit).select('id', 'started_at', 'timeout_in_minutes');
+    return rows.map((r) => ({ id: r.id as string, startedAt: toDateOrNull(r.started_at), timeoutInMinutes: Number(r.timeout_in_minutes) }));
+  }
+
+  /** A running job goes `timing_out`, for its agent to stop; false if it was no longer running. */
+  async timeOut(jobId: string): Promise<boolean> {
+    return (await this.db('jobs').where({ id: jobId, state: 'running' }).update({ state: 'timing_out' })) > 0;
+  }
+
+  /** Scheduled jobs no agent took, scheduled before `cutoff`, with their builds. */
+  async scheduledBefore(cutoff: Date, limit: number): Promise<{ id: string; buildId: string }[]> {
+    const rows = await this.db('jobs').where({ state: 'scheduled' }).where('scheduled_at', '<', cutoff).orderBy('scheduled_at').limit(limit).select('id', 'build_id');
+    return rows.map((r) => ({ id: r.id as string, buildId: r.build_id as string }));
+  }
+
+  /** Expires the build's jobs among `jobIds` that are still scheduled, then runs its state machine. */
+  async expire(buildId: string, jobIds: string[], at: Date): Promise<number> {
+    let n = 0;
+    await this.advanceAt(buildId, at, {
+      before: async (trx) => {
+        n = await trx('jobs').whereIn('id', jobIds).where({ build_id: buildId, state: 'scheduled' }).whereNull('agent_id').update({ state: 'expired', expired_at: at, finished_at: at });
+      },
+    });
+    return n;
+  }
+
+  /**
+   * The job of an agent that went silent, if it still holds it in `job.state`: one it had
+   * started ends as `end` says, with `line` added to its log; one it had not started goes back
+   * to be offered again, without the log it may have begun. Then the build's state machine runs.
+   */
+  async endSilentAgentJob(job: Job, agentId: string, end: JobEnd, line: string): Promise<boolean> {
+    let moved = false;
+    await this.advanceAt(job.buildId, end.finished_at, {
+      before: async (trx) => {
+        const guard = { id: job.id, agent_id: agentId, state: job.state };
+        if (job.state === 'assigned' || job.state === 'accepted') {
+          moved = (await trx('jobs').where(guard).update({ state: 'scheduled', agent_id: null })) > 0;
+          if (moved) await trx('job_log_chunks').where({ job_id: job.id }).delete();
+        } else {
+          moved = (await trx('jobs').where(guard).update(end)) > 0;
+          if (moved) {
+            const last = await trx('job_log_chunks').where({ job_id: job.id }).max('sequence as sequence').sum('size as size').first();
+            const content = `${line}\n`;
+            await trx('job_log_chunks').insert({ job_id: job.id, sequence: Number(last?.sequence ?? 0) + 1, offset: Number(last?.size ?? 0), size: Buffer.byteLength(content), content, created_at: end.finished_at });
+          }
+        }
+        if (moved) await trx('agents').where({ id: agentId, job_id: job.id }).update({ job_id: null });
+      },
+    });
+    return moved;
+  }
+
   /** Runs the build's state machine after a job event. */
   advance(buildId: string, opts?: BuildAdvance): Promise<void> {
-    return advanceBuild(this.db, buildId, new Date(), { launch: this.launch, ...opts });
+    return this.advanceAt(buildId, new Date(), opts);
+  }
+
+  /** The state machine at `at`, always able to launch the trigger steps it makes runnable. */
+  private advanceAt(buildId: string, at: Date, opts: BuildAdvance = {}): Promise<void> {
+    return advanceBuild(this.db, buildId, at, { ...opts, launch: this.launch });
   }
 
   /**
@@ -127,8 +211,7 @@ export class JobRepository {
    */
   async unblock(buildId: string, jobId: string, by: User, fields: Record<string, string>): Promise<boolean> {
     let moved = false;
-    await advanceBuild(this.db, buildId, new Date(), {
-      launch: this.launch,
+    await this.advanceAt(buildId, new Date(), {
       before: async (trx) => {
         const at = new Date();
         const unblockedBy = JSON.stringify({ id: by.id, name: by.name, email: by.email, created_at: by.createdAt.toISOString() });
@@ -154,8 +237,7 @@ export class JobRepository {
    */
   async insertUploaded(buildId: string, uploader: Job, planned: PlannedJob[], uploadId: string | null, at: Date, maxJobs: number): Promise<string[] | null> {
     let ids: string[] | null = null;
-    await advanceBuild(this.db, buildId, at, {
-      launch: this.launch,
+    await this.advanceAt(buildId, at, {
       before: async (trx) => {
         const rows = await trx('jobs').where({ build_id: buildId }).orderBy('position').select('id', 'step_id', 'uploaded_by_step_id', 'upload_id', 'position', 'pipeline_id');
         const seen = uploadId ? rows.filter((r) => r.upload_id === uploadId) : [];
@@ -214,8 +296,7 @@ export class JobRepository {
   async retry(buildId: string, jobId: string, newId: string, fromStates: string[], type: 'manual' | 'automatic' = 'manual'): Promise<boolean> {
     let done = false;
     const at = new Date();
-    await advanceBuild(this.db, buildId, at, {
-      launch: this.launch,
+    await this.advanceAt(buildId, at, {
       before: async (trx) => {
         if (!(await trx('jobs').where({ id: jobId, retried: false }).whereIn('state', fromStates).update({ retried: true, retried_in_job_id: newId }))) return;
         const row = (await trx('jobs').where({ id: jobId }).first()) as Record<string, unknown>;
@@ -225,6 +306,8 @@ export class JobRepository {
           state: 'scheduled',
           agent_id: null,
           exit_status: null,
+          signal_reason: null,
+          expired_at: null,
           soft_failed: false,
           retried: false,
           retried_in_job_id: null,

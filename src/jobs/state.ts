@@ -12,7 +12,7 @@ export const TERMINAL_JOB_STATES = ['passed', 'failed', 'canceled', 'timed_out',
 /** Job states that keep a build going. */
 const ACTIVE_JOB_STATES = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out'];
 /** Build states the state machine no longer moves (a cancel or a skip decided them). */
-const SETTLED_BUILD_STATES: BuildState[] = ['canceling', 'canceled', 'skipped', 'not_run'];
+const SETTLED_BUILD_STATES: BuildState[] = ['canceled', 'skipped', 'not_run'];
 
 export interface JobMove {
   id: string;
@@ -35,6 +35,11 @@ export function failsBuild(j: Pick<Job, 'state' | 'softFailed'>): boolean {
 }
 
 export function advance(build: Pick<Build, 'state' | 'blocked' | 'startedAt' | 'failingAt' | 'finishedAt'>, jobs: Job[], now: Date): { jobs: JobMove[]; build: BuildMove | null } {
+  // A canceling build waits for the jobs its agents are stopping, then is canceled.
+  if (build.state === 'canceling') {
+    if (jobs.some((j) => ACTIVE_JOB_STATES.includes(j.state))) return { jobs: [], build: null };
+    return { jobs: [], build: { state: 'canceled', blocked: false, startedAt: build.startedAt, failingAt: build.failingAt, finishedAt: now } };
+  }
   if (SETTLED_BUILD_STATES.includes(build.state)) return { jobs: [], build: null };
   const moves: JobMove[] = [];
   const states = new Map(jobs.map((j) => [j.id, j.state]));

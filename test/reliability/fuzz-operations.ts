@@ -31,8 +31,8 @@ export interface Operation {
   body: Schema | undefined;
   /** Whether the operation also takes `multipart/form-data`. */
   multipart: boolean;
-  /** `bearer`: an access token; `suite`: a test suite's upload token; `none`: public. */
-  auth: 'bearer' | 'suite' | 'none';
+  /** `bearer`: an access token; `suite`: a test suite's upload token; `agent`: an agent's token (or a registration token); `none`: public. */
+  auth: 'bearer' | 'suite' | 'agent' | 'none';
   statuses: string[];
   /** The JSON schema of each documented status's body, if it has one. */
   responseSchemas: Record<string, Schema | undefined>;
@@ -68,7 +68,7 @@ export function operationsFromSpec(): Operation[] {
       const params = new Map<string, Param>();
       for (const p of [...(item.parameters ?? []), ...(op.parameters ?? [])]) params.set(`${p.in}:${p.name}`, { required: false, ...p });
       const security: Schema[] = op.security ?? doc.security ?? [];
-      const auth = security.some((s) => 'bearerAuth' in s) ? 'bearer' : security.some((s) => 'suiteToken' in s) ? 'suite' : 'none';
+      const auth = security.some((s) => 'bearerAuth' in s) ? 'bearer' : security.some((s) => 'suiteToken' in s) ? 'suite' : security.some((s) => 'agentToken' in s) ? 'agent' : 'none';
       const responseSchemas: Record<string, Schema | undefined> = {};
       for (const [status, r] of Object.entries(op.responses as Record<string, Schema>)) {
         responseSchemas[status] = r.content?.['application/json']?.schema;

@@ -2,7 +2,7 @@
  * Issue 7, item 6: contract fuzzing. For every operation of the parsed spec, fast-check sends
  * valid and mutated parameters, headers and bodies, with and without credentials, to the real app
  * over loopback, against fixtures that exist (an organization with pipelines, builds and a suite
- * with runs and tests), and checks:
+ * with runs and tests, a connected agent holding a job for the agent API), and checks:
  *   - no 5xx (the test app validates its responses, and a response that breaks the contract
  *     becomes a 500, so this also catches invalid bodies);
  *   - the status is documented for the operation;
@@ -377,6 +377,16 @@ interface Fixtures {
   suiteToken: string;
   runId: string;
   testId: string;
+  registrationToken: string;
+  /** A connected agent holding a job of the fixture pipeline. */
+  agent: { id: string; token: string; jobId: string };
+}
+
+/** A registered, connected agent. */
+async function connectedAgent(c: TestContext, registrationToken: string): Promise<{ id: string; token: string }> {
+  const reg = await c.http().post('/v3/register').set({ Authorization: `Token ${registrationToken}` }).send({ name: 'fuzz', meta_data: ['queue=default'] }).expect(201);
+  await c.http().post('/v3/connect').set({ Authorization: `Token ${reg.body.access_token}` }).expect(200);
+  return { id: reg.body.id, token: reg.body.access_token };
 }
 
 describeEachDatabase('contract fuzzing', (ctx) => {
@@ -418,6 +428,9 @@ describeEachDatabase('contract fuzzing', (ctx) => {
       })
       .expect(202);
     const failed = await c.http().get(`/v2/analytics/organizations/${org.slug}/suites/${suite.body.slug}/runs/${uploaded.body.run_id}/failed_executions`).set(auth(token)).expect(200);
+    const registrationToken = (await c.http().post(`/v2/organizations/${org.slug}/agent-tokens`).set(auth(token)).send({ description: 'fuzz' }).expect(201)).body.token as string;
+    const agent = await connectedAgent(c, registrationToken);
+    const held = await c.http().get('/v3/ping').set({ Authorization: `Token ${agent.token}` }).expect(200);
     fx = {
       org,
       otherOrgSlug: other.slug,
@@ -431,6 +444,8 @@ describeEachDatabase('contract fuzzing', (ctx) => {
       suiteToken: suite.body.api_token,
       runId: uploaded.body.run_id,
       testId: failed.body[0].test_id,
+      registrationToken,
+      agent: { ...agent, jobId: held.body.job.id },
     };
   });
 
@@ -470,7 +485,7 @@ describeEachDatabase('contract fuzzing', (ctx) => {
         value = String(row?.n ?? 1);
       } else if (name === 'pipeline_slug') value = op.id === 'deletePipeline' ? await disposable('pipeline') : fx.pipeline.slug;
       else if (name === 'suite_slug') value = op.id === 'deleteSuite' ? await disposable('suite') : fx.suiteSlug;
-      else value = { org_slug: fx.org.slug, build_number: '1', run_id: fx.runId, test_id: fx.testId, token: fx.webhookToken }[name] ?? 'x';
+      else value = { org_slug: fx.org.slug, build_number: '1', run_id: fx.runId, test_id: fx.testId, token: fx.webhookToken, agent_id: fx.agent.id, job_id: fx.agent.jobId }[name] ?? 'x';
       url = url.replace(`{${name}}`, encodePath(value));
     }
     return url;
@@ -478,8 +493,14 @@ describeEachDatabase('contract fuzzing', (ctx) => {
 
   async function credentials(op: Operation, kind: AuthKind): Promise<Record<string, string>> {
     if (kind === 'none') return {};
-    if (kind === 'garbage') return { Authorization: op.auth === 'suite' ? 'Token token="nope"' : 'Bearer not.a.token' };
+    if (kind === 'garbage') return { Authorization: op.auth === 'suite' ? 'Token token="nope"' : op.auth === 'agent' ? `Token ${'n'.repeat(43)}` : 'Bearer not.a.token' };
     if (op.auth === 'suite') return { Authorization: `Token token="${fx.suiteToken}"` };
+    if (op.auth === 'agent') {
+      if (op.id === 'registerAgent') return { Authorization: `Token ${fx.registrationToken}` };
+      // Disconnecting is what that operation does: give it an agent of its own.
+      const agent = op.id === 'disconnectAgent' ? await connectedAgent(ctx(), fx.registrationToken) : fx.agent;
+      return { Authorization: `Token ${agent.token}` };
+    }
     // Revoking is what that operation does: give it a token of its own.
     if (op.id === 'revokeAccessToken') {
       return auth(await ctx().givenToken({ id: fx.adminUserId } as never, [fx.org as never], kind === 'readonly' ? ['read_builds'] : undefined));

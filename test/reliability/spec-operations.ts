@@ -289,6 +289,7 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   disconnectAgent: undefined,
   agentHeartbeat: undefined,
   pingAgent: undefined,
+  getAgentJob: undefined,
   acceptJob: undefined,
   startJob: undefined,
   appendJobLogChunk: () => ({ sequence: 1, offset: 0, content: 'made\n' }),

@@ -13,6 +13,7 @@ import { SCOPES } from '../../src/access-token/service';
 import { migrateLatest, type DatabaseKind } from '../../src/db/knex';
 import { createLogger, type Logger } from '../../src/http/logger';
 import type { RateLimitSettings } from '../../src/http/rate-limit';
+import type { SweepSettings } from '../../src/jobs/sweeper';
 import type { Organization, Role } from '../../src/organizations/repository';
 import { createServices, type Services } from '../../src/services';
 import type { User } from '../../src/user/serialize';
@@ -51,6 +52,10 @@ export interface ContextOptions {
   rateLimits?: RateLimitSettings;
   /** The rate limiter's clock. */
   now?: () => number;
+  /** The sweeper's clock (tests move it forward instead of waiting). */
+  clock?: () => Date;
+  /** The sweeper's settings (it only runs when a test calls it). */
+  sweep?: SweepSettings;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -74,6 +79,8 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     logger,
     rateLimits: opts.rateLimits ?? { perOrganization: 1_000_000_000, failedAuthPerAddress: 1_000_000_000 },
     now: opts.now,
+    clock: opts.clock,
+    sweep: opts.sweep,
   });
   await migrateLatest(services.db);
   const app = createApp({

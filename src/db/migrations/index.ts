@@ -10,6 +10,7 @@ import * as analytics from './20261123120000_analytics';
 import * as rateLimits from './20261123140000_rate_limits';
 import * as agents from './20261123150000_agents';
 import * as jobUnblock from './20261123150100_job_unblock';
+import * as jobLifecycle from './20261123160000_job_lifecycle';
 import * as jobSteps from './20261123170000_job_steps';
 
 const migrations: Record<string, Knex.Migration> = {
@@ -19,6 +20,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123140000_rate_limits': rateLimits,
   '20261123150000_agents': agents,
   '20261123150100_job_unblock': jobUnblock,
+  '20261123160000_job_lifecycle': jobLifecycle,
   '20261123170000_job_steps': jobSteps,
 };
 

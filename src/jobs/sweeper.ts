@@ -1,0 +1,121 @@
+/**
+ * What ends jobs when nobody calls: a periodic sweep in the server process finds agents whose
+ * heartbeat stopped (lost: the job they ran fails, the job they had not started is offered
+ * again), running jobs past their step's `timeout_in_minutes` (`timing_out`, for the agent to
+ * stop) and scheduled jobs no agent took in time (`expired`). Every change is a guarded UPDATE,
+ * so two server processes sweeping one database never apply a rule twice, and no lock is held
+ * across round trips. The clock is injected: tests move it instead of waiting. No HTTP, no SQL.
+ */
+import type { AgentRepository } from '../agents/repository';
+import { softFails } from '../agents/service';
+import type { Logger } from '../http/logger';
+import type { JobRepository } from './repository';
+import { retryOrAdvance } from './retry';
+
+export interface SweepSettings {
+  /** How often the sweep runs. */
+  intervalMs: number;
+  /** An agent silent (no ping, heartbeat or job poll) for longer than this is lost. */
+  agentLostAfterMs: number;
+  /** A job scheduled for longer than this with no agent taking it expires (0: never). */
+  jobExpiryMs: number;
+}
+
+export const DEFAULT_SWEEP_SETTINGS: SweepSettings = { intervalMs: 5_000, agentLostAfterMs: 180_000, jobExpiryMs: 24 * 3600_000 };
+
+/** How many rows of each kind one sweep handles; the next sweep takes the rest. */
+const BATCH = 500;
+
+export interface SweepResult {
+  lostAgents: number;
+  timingOut: number;
+  expired: number;
+}
+
+export class Sweeper {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<unknown> | null = null;
+  private stopped = true;
+
+  constructor(
+    private readonly agents: AgentRepository,
+    private readonly jobs: JobRepository,
+    private readonly settings: SweepSettings,
+    private readonly clock: () => Date = () => new Date(),
+    private readonly logger?: Logger,
+  ) {}
+
+  /** One pass of every rule. */
+  async sweep(): Promise<SweepResult> {
+    return { lostAgents: await this.loseSilentAgents(), timingOut: await this.timeOutJobs(), expired: await this.expireJobs() };
+  }
+
+  /** Sweeps every `intervalMs` until stop(); a failed sweep is logged and the next one runs. */
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    const tick = () => {
+      this.running = this.sweep()
+        .catch((err: unknown) => this.logger?.error({ err }, 'sweep failed'))
+        .finally(() => {
+          this.running = null;
+          if (!this.stopped) this.timer = setTimeout(tick, this.settings.intervalMs).unref();
+        });
+    };
+    this.timer = setTimeout(tick, this.settings.intervalMs).unref();
+  }
+
+  /** No more sweeps; waits for one in progress to end (before the pool closes). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  /**
+   * Connected agents silent for too long become lost; then the jobs held by silent agents that
+   * are not connected (just lost, lost in an earlier sweep that stopped half-way, or
+   * disconnected without finishing their job) end. Each step is guarded, so a sweep cut short
+   * is completed by the next.
+   */
+  private async loseSilentAgents(): Promise<number> {
+    const now = this.clock();
+    const cutoff = new Date(now.getTime() - this.settings.agentLostAfterMs);
+    let lost = 0;
+    for (const id of await this.agents.silentSince(cutoff, BATCH)) {
+      // Another sweeper, or the agent's own ping, got there first.
+      if (await this.agents.markLost(id, cutoff, now)) lost++;
+    }
+    for (const job of await this.jobs.heldBySilentAgents(cutoff, BATCH)) {
+      // A job being canceled or timing out ends as it was going to; a running one fails.
+      const state = job.state === 'canceling' ? 'canceled' : job.state === 'timing_out' ? 'timed_out' : 'failed';
+      const end = { state, exit_status: -1, signal_reason: null, soft_failed: state !== 'canceled' && softFails(job.step, -1), finished_at: now };
+      const line = `windsock: the agent running this job stopped reporting (no heartbeat for more than ${Math.round(this.settings.agentLostAfterMs / 1000)} s); the job ended ${state} with exit status -1.`;
+      // A lost agent's failure is exit status -1, which `retry.automatic` rules often name (the
+      // retry is guarded on the failed states: for a job given back or canceled it does nothing).
+      if (await this.jobs.endSilentAgentJob(job, job.agentId!, end, line)) await retryOrAdvance(this.jobs, job, -1, null);
+    }
+    return lost;
+  }
+
+  private async timeOutJobs(): Promise<number> {
+    const now = this.clock().getTime();
+    let n = 0;
+    for (const j of await this.jobs.runningWithTimeout(BATCH)) {
+      if (j.startedAt && now - j.startedAt.getTime() > j.timeoutInMinutes * 60_000 && (await this.jobs.timeOut(j.id))) n++;
+    }
+    return n;
+  }
+
+  private async expireJobs(): Promise<number> {
+    if (!this.settings.jobExpiryMs) return 0;
+    const now = this.clock();
+    const due = await this.jobs.scheduledBefore(new Date(now.getTime() - this.settings.jobExpiryMs), BATCH);
+    const byBuild = new Map<string, string[]>();
+    for (const j of due) byBuild.set(j.buildId, [...(byBuild.get(j.buildId) ?? []), j.id]);
+    let n = 0;
+    for (const [buildId, ids] of byBuild) n += await this.jobs.expire(buildId, ids, now);
+    return n;
+  }
+}

@@ -1,0 +1,315 @@
+/**
+ * Jobs that end without a normal finish: a cancel that reaches the agents, the service's own
+ * timeouts, lost agents and expired jobs. The sweeper's clock (and the agent API's) is moved
+ * forward instead of waiting.
+ */
+import { AgentRepository } from '../../src/agents/repository';
+import { JobRepository } from '../../src/jobs/repository';
+import { Sweeper } from '../../src/jobs/sweeper';
+import { auth, describeEachDatabase } from '../support/context';
+import { agentAuth, givenAgent, givenBuild, givenPipeline, givenRegistrationToken, type TestAgent } from './helpers';
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const LOST_AFTER_MS = 180_000;
+const EXPIRY_MS = 3600_000;
+
+let offsetMs = 0;
+const clock = () => new Date(Date.now() + offsetMs);
+
+type JobJson = { id: string; state: string; exit_status: number | null; signal_reason: string | null; soft_failed: boolean; finished_at: string | null; expired_at: string | null; started_at: string | null; agent: { id: string } | null };
+
+describeEachDatabase(
+  'jobs that end without a normal finish',
+  (ctx) => {
+    // Each store's run starts on the real clock.
+    beforeAll(() => {
+      offsetMs = 0;
+    });
+    const setUp = async (configuration: string) => {
+      const { org, token } = await ctx().givenAdmin();
+      const reg = await givenRegistrationToken(ctx(), org.slug, token);
+      const slug = await givenPipeline(ctx(), org.slug, token, configuration);
+      const build = await givenBuild(ctx(), org.slug, slug, token);
+      const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+      const read = async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body as { state: string; finished_at: string | null; jobs: JobJson[] };
+      return { org, token, reg, build, url, read };
+    };
+    /** The agent takes the next job it is offered up to `upTo` (assigned, accepted or running). */
+    const take = async (agent: TestAgent, upTo: 'assigned' | 'accepted' | 'running') => {
+      const ping = await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200);
+      const id = ping.body.job.id as string;
+      if (upTo !== 'assigned') await ctx().http().put(`/v3/jobs/${id}/accept`).set(agentAuth(agent.token)).expect(200);
+      if (upTo === 'running') await ctx().http().put(`/v3/jobs/${id}/start`).set(agentAuth(agent.token)).expect(200);
+      return id;
+    };
+    const finish = (agent: TestAgent, id: string, body: object) => ctx().http().put(`/v3/jobs/${id}/finish`).set(agentAuth(agent.token)).send(body);
+    const jobState = async (agent: TestAgent, id: string) => (await ctx().http().get(`/v3/jobs/${id}`).set(agentAuth(agent.token)).expect(200)).body.state as string;
+
+    describe('cancel', () => {
+      it('cancels jobs no agent accepted at once and has agents stop the others, then the build is canceled', async () => {
+        const s = await setUp('steps:\n  - command: one\n  - command: two\n  - command: three\n  - command: four\n');
+        const [running, accepted, assigned] = await Promise.all(['a', 'b', 'c'].map((n) => givenAgent(ctx(), s.reg, `cancel-${n}`)));
+        const runningId = await take(running!, 'running');
+        const acceptedId = await take(accepted!, 'accepted');
+        const assignedId = await take(assigned!, 'assigned');
+
+        const res = await ctx().http().put(`${s.url}/cancel`).set(auth(s.token)).expect(200);
+        expect(res.body.state).toBe('canceling');
+        expect(res.body.finished_at).toBeNull();
+        const byId = (b: { jobs: JobJson[] }) => new Map(b.jobs.map((j) => [j.id, j]));
+        let jobs = byId(res.body);
+        expect(jobs.get(runningId)!.state).toBe('canceling');
+        expect(jobs.get(acceptedId)!.state).toBe('canceling');
+        expect(jobs.get(assignedId)!.state).toBe('canceled');
+        expect(jobs.get(assignedId)!.finished_at).toMatch(ISO);
+        expect(res.body.jobs.filter((j: JobJson) => j.state === 'canceled')).toHaveLength(2); // the scheduled one too
+        // Canceling a canceling build: 422 with the reason.
+        expect((await ctx().http().put(`${s.url}/cancel`).set(auth(s.token))).body.message).toContain('canceling');
+
+        // The agent that was only assigned a job is free of it and can't accept it.
+        expect((await ctx().http().get(`/v2/organizations/${s.org.slug}/agents/${assigned!.id}`).set(auth(s.token)).expect(200)).body.job).toBeNull();
+        expect((await ctx().http().put(`/v3/jobs/${assignedId}/accept`).set(agentAuth(assigned!.token))).status).toBe(422);
+        // The others learn of it from the job's state and from a ping.
+        expect(await jobState(running!, runningId)).toBe('canceling');
+        const ping = await ctx().http().get('/v3/ping').set(agentAuth(accepted!.token)).expect(200);
+        expect(ping.body.job).toMatchObject({ id: acceptedId, state: 'canceling' });
+
+        const stopped = await finish(running!, runningId, { exit_status: 137, signal_reason: 'cancel' }).expect(200);
+        expect(stopped.body).toMatchObject({ state: 'canceled', exit_status: 137 });
+        expect((await s.read()).state).toBe('canceling');
+        // One never started: finished all the same.
+        await finish(accepted!, acceptedId, { exit_status: -1, signal_reason: 'cancel' }).expect(200);
+        const b = await s.read();
+        expect(b.state).toBe('canceled');
+        expect(b.finished_at).toMatch(ISO);
+        jobs = byId(b);
+        expect(jobs.get(runningId)).toMatchObject({ state: 'canceled', exit_status: 137, signal_reason: 'cancel', soft_failed: false });
+        expect(jobs.get(runningId)!.finished_at).toMatch(ISO);
+        expect(jobs.get(acceptedId)).toMatchObject({ state: 'canceled', exit_status: -1, signal_reason: 'cancel', started_at: null });
+        // The agents are free again.
+        expect((await ctx().http().get('/v3/ping').set(agentAuth(running!.token)).expect(200)).body.job).toBeNull();
+
+        // A canceled job is retried as before: the build runs again.
+        const retried = await ctx().http().put(`${s.url}/jobs/${runningId}/retry`).set(auth(s.token)).expect(200);
+        expect(retried.body).toMatchObject({ state: 'scheduled', exit_status: null, signal_reason: null });
+        expect((await s.read()).state).toBe('running');
+      });
+
+      it('cancels at once a build with no job on an agent, and refuses retries while canceling', async () => {
+        const s = await setUp('steps:\n  - command: one\n  - command: two\n');
+        const agent = await givenAgent(ctx(), s.reg, 'retry-while-canceling');
+        const id = await take(agent, 'running');
+        await finish(agent, id, { exit_status: 1 }).expect(200);
+        const other = await givenAgent(ctx(), s.reg, 'retry-while-canceling-2');
+        const second = await take(other, 'running');
+        expect((await ctx().http().put(`${s.url}/cancel`).set(auth(s.token)).expect(200)).body.state).toBe('canceling');
+        const refused = await ctx().http().put(`${s.url}/jobs/${id}/retry`).set(auth(s.token));
+        expect(refused.status).toBe(422);
+        expect(refused.body.message).toContain('canceling');
+        await finish(other, second, { exit_status: 0 }).expect(200);
+        expect(await s.read()).toMatchObject({ state: 'canceled' });
+
+        const quiet = await setUp('steps:\n  - command: one\n');
+        const res = await ctx().http().put(`${quiet.url}/cancel`).set(auth(quiet.token)).expect(200);
+        expect(res.body.state).toBe('canceled');
+        expect(res.body.finished_at).toMatch(ISO);
+        expect(res.body.jobs[0].state).toBe('canceled');
+      });
+
+      it('has agents stop the running jobs of a build canceled by cancel_running_branch_builds', async () => {
+        const { org, token } = await ctx().givenAdmin();
+        const reg = await givenRegistrationToken(ctx(), org.slug, token);
+        const created = await ctx()
+          .http()
+          .post(`/v2/organizations/${org.slug}/pipelines`)
+          .set(auth(token))
+          .send({ name: 'Superseded', repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: one\n', cancel_running_branch_builds: true })
+          .expect(201);
+        const older = await givenBuild(ctx(), org.slug, created.body.slug, token);
+        const agent = await givenAgent(ctx(), reg, 'superseded');
+        const id = await take(agent, 'running');
+        await givenBuild(ctx(), org.slug, created.body.slug, token);
+        const url = `/v2/organizations/${org.slug}/pipelines/${created.body.slug}/builds/${older.number}`;
+        const canceling = (await ctx().http().get(url).set(auth(token)).expect(200)).body;
+        expect(canceling).toMatchObject({ state: 'canceling', finished_at: null });
+        expect(canceling.jobs[0].state).toBe('canceling');
+        expect(await jobState(agent, id)).toBe('canceling');
+        await finish(agent, id, { exit_status: 137, signal_reason: 'cancel' }).expect(200);
+        const canceled = (await ctx().http().get(url).set(auth(token)).expect(200)).body;
+        expect(canceled).toMatchObject({ state: 'canceled' });
+        expect(canceled.finished_at).toMatch(ISO);
+        expect(canceled.jobs[0]).toMatchObject({ state: 'canceled', signal_reason: 'cancel' });
+      });
+    });
+
+    describe('timeouts', () => {
+      it('times out a running job past its timeout_in_minutes: timing_out, then timed_out when the agent finishes', async () => {
+        const s = await setUp('steps:\n  - command: sleep 600\n    timeout_in_minutes: 1\n');
+        const agent = await givenAgent(ctx(), s.reg, 'timeout');
+        const id = await take(agent, 'running');
+        offsetMs += 59_000;
+        await ctx().services.sweeper.sweep();
+        expect(await jobState(agent, id)).toBe('running');
+        offsetMs += 2_000;
+        expect((await ctx().services.sweeper.sweep()).timingOut).toBe(1);
+        expect(await jobState(agent, id)).toBe('timing_out');
+        expect((await s.read()).jobs[0]!.state).toBe('timing_out');
+        expect((await ctx().services.sweeper.sweep()).timingOut).toBe(0);
+
+        const done = await finish(agent, id, { exit_status: 137, signal_reason: 'timeout' }).expect(200);
+        expect(done.body.state).toBe('timed_out');
+        const b = await s.read();
+        expect(b.state).toBe('failed');
+        expect(b.finished_at).toMatch(ISO);
+        expect(b.jobs[0]).toMatchObject({ state: 'timed_out', exit_status: 137, signal_reason: 'timeout', soft_failed: false });
+      });
+
+      it("counts a soft_fail step's timeout as soft, and takes the agent's own timeout as timed_out", async () => {
+        const s = await setUp('steps:\n  - command: sleep 600\n    timeout_in_minutes: 2\n    soft_fail: true\n');
+        const agent = await givenAgent(ctx(), s.reg, 'own-timer');
+        const id = await take(agent, 'running');
+        // The agent's timer fired before the service's sweep.
+        await finish(agent, id, { exit_status: 137, signal_reason: 'timeout' }).expect(200);
+        const b = await s.read();
+        expect(b.jobs[0]).toMatchObject({ state: 'timed_out', soft_failed: true, signal_reason: 'timeout' });
+        expect(b.state).toBe('passed');
+      });
+    });
+
+    describe('lost agents', () => {
+      it('marks silent agents lost: the running job fails with a log line, jobs not started go back, canceling ones end canceled', async () => {
+        const s = await setUp('steps:\n  - command: one\n  - command: two\n  - command: three\n');
+        const [runner, assignee, acceptor] = await Promise.all(['run', 'asg', 'acc'].map((n) => givenAgent(ctx(), s.reg, `lost-${n}`)));
+        const runningId = await take(runner!, 'running');
+        await ctx().http().post(`/v3/jobs/${runningId}/chunks`).set(agentAuth(runner!.token)).send({ sequence: 1, offset: 0, content: 'working\n' }).expect(201);
+        const assignedId = await take(assignee!, 'assigned');
+        const acceptedId = await take(acceptor!, 'accepted');
+        await ctx().http().post(`/v3/jobs/${acceptedId}/chunks`).set(agentAuth(acceptor!.token)).send({ sequence: 1, offset: 0, content: 'checking out\n' }).expect(201);
+        const c = await setUp('steps:\n  - command: four\n');
+        const stopper = await givenAgent(ctx(), c.reg, 'lost-canceling');
+        const cancelingId = await take(stopper, 'running');
+        await ctx().http().put(`${c.url}/cancel`).set(auth(c.token)).expect(200);
+
+        offsetMs += LOST_AFTER_MS - 5_000;
+        const alive = await givenAgent(ctx(), s.reg, 'lost-alive');
+        offsetMs += 10_000;
+        await ctx().http().post('/v3/heartbeat').set(agentAuth(alive.token)).expect(200);
+        const [first, second] = await Promise.all([ctx().services.sweeper.sweep(), ctx().services.sweeper.sweep()]);
+        const get = async (setup: typeof s, id: string) => (await ctx().http().get(`/v2/organizations/${setup.org.slug}/agents/${id}`).set(auth(setup.token)).expect(200)).body;
+        const agents = await Promise.all([get(s, runner!.id), get(s, assignee!.id), get(s, acceptor!.id), get(c, stopper.id), get(s, alive.id)]);
+        expect(agents.map((a) => a.connection_state)).toEqual(['lost', 'lost', 'lost', 'lost', 'connected']);
+        for (const a of agents.slice(0, 4)) {
+          expect(a.lost_at).toMatch(ISO);
+          expect(a.job).toBeNull();
+        }
+        // Two sweeps at once lost each agent once (other tests' agents count too).
+        expect(first.lostAgents + second.lostAgents).toBeGreaterThanOrEqual(4);
+        expect((await ctx().services.sweeper.sweep()).lostAgents).toBe(0);
+
+        const b = await s.read();
+        const byId = new Map(b.jobs.map((j) => [j.id, j]));
+        expect(byId.get(runningId)).toMatchObject({ state: 'failed', exit_status: -1, signal_reason: null });
+        expect(byId.get(runningId)!.finished_at).toMatch(ISO);
+        expect(byId.get(assignedId)).toMatchObject({ state: 'scheduled', agent: null });
+        expect(byId.get(acceptedId)).toMatchObject({ state: 'scheduled', agent: null });
+        expect(b.state).toBe('failing');
+        const log = (await ctx().http().get(`${s.url}/jobs/${runningId}/log.txt`).set(auth(s.token)).expect(200)).text;
+        expect(log).toMatch(/^working\nwindsock: the agent running this job stopped reporting \(no heartbeat for more than 180 s\); the job ended failed with exit status -1\.\n$/);
+        expect((await ctx().http().get(`${s.url}/jobs/${acceptedId}/log.txt`).set(auth(s.token)).expect(200)).text).toBe('');
+        const canceled = await c.read();
+        expect(canceled.state).toBe('canceled');
+        expect(canceled.finished_at).toMatch(ISO);
+        expect(canceled.jobs[0]).toMatchObject({ id: cancelingId, state: 'canceled', exit_status: -1 });
+
+        // A lost agent is told to disconnect and can't come back without registering again.
+        expect((await ctx().http().get('/v3/ping').set(agentAuth(runner!.token)).expect(200)).body).toEqual({ action: 'disconnect', job: null });
+        const connect = await ctx().http().post('/v3/connect').set(agentAuth(runner!.token));
+        expect(connect.status).toBe(422);
+        expect(connect.body.message).toContain('register again');
+        expect((await ctx().http().post('/v3/heartbeat').set(agentAuth(runner!.token))).status).toBe(422);
+        expect((await finish(runner!, runningId, { exit_status: 0 })).status).toBe(422);
+        // The jobs that went back are offered again.
+        const again = await ctx().http().get('/v3/ping').set(agentAuth(alive.token)).expect(200);
+        expect([assignedId, acceptedId]).toContain(again.body.job.id);
+      });
+
+      it('ends the job of an agent that disconnected without finishing it, once it has been silent too long', async () => {
+        const s = await setUp('steps:\n  - command: one\n');
+        const agent = await givenAgent(ctx(), s.reg, 'walked-away');
+        const id = await take(agent, 'running');
+        await ctx().http().post('/v3/disconnect').set(agentAuth(agent.token)).expect(200);
+        offsetMs += LOST_AFTER_MS - 10_000;
+        await ctx().services.sweeper.sweep();
+        expect((await s.read()).jobs[0]!.state).toBe('running');
+        offsetMs += 20_000;
+        await ctx().services.sweeper.sweep();
+        const b = await s.read();
+        expect(b.jobs[0]).toMatchObject({ id, state: 'failed', exit_status: -1 });
+        expect(b.state).toBe('failed');
+        expect((await ctx().http().get(`/v2/organizations/${s.org.slug}/agents/${agent.id}`).set(auth(s.token)).expect(200)).body.connection_state).toBe('disconnected');
+      });
+
+      it('completes a sweep cut short: the job of an agent already marked lost still ends', async () => {
+        const s = await setUp('steps:\n  - command: one\n');
+        const agent = await givenAgent(ctx(), s.reg, 'half-swept');
+        await take(agent, 'running');
+        offsetMs += LOST_AFTER_MS + 10_000;
+        const now = clock();
+        // What the first step of a sweep that then stopped would have done.
+        expect(await new AgentRepository(ctx().services.db).markLost(agent.id, new Date(now.getTime() - LOST_AFTER_MS), now)).toBe(true);
+        expect((await s.read()).jobs[0]!.state).toBe('running');
+        await ctx().services.sweeper.sweep();
+        expect((await s.read()).jobs[0]).toMatchObject({ state: 'failed', exit_status: -1 });
+      });
+    });
+
+    describe('expiry', () => {
+      it('expires a scheduled job no agent took in time, failing the build', async () => {
+        const s = await setUp('steps:\n  - command: one\n    agents:\n      queue: nobody-serves-this\n  - wait\n  - command: two\n');
+        // The job was scheduled on the real clock: the sweeper's clock is `offsetMs` ahead of it.
+        offsetMs = EXPIRY_MS - 60_000;
+        await ctx().services.sweeper.sweep();
+        expect((await s.read()).jobs[0]!.state).toBe('scheduled');
+        offsetMs = EXPIRY_MS + 60_000;
+        const results = await Promise.all([ctx().services.sweeper.sweep(), ctx().services.sweeper.sweep()]);
+        expect(results.map((r) => r.expired).reduce((a, b) => a + b)).toBeGreaterThanOrEqual(1);
+        const b = await s.read();
+        expect(b.jobs[0]!.state).toBe('expired');
+        expect(b.jobs[0]!.expired_at).toMatch(ISO);
+        expect(b.jobs[0]!.finished_at).toBe(b.jobs[0]!.expired_at);
+        expect(b.jobs.map((j) => j.state)).toEqual(['expired', 'waiting_failed', 'waiting_failed']);
+        expect(b.state).toBe('failed');
+        expect(b.finished_at).toMatch(ISO);
+      });
+    });
+
+    describe('the sweeper', () => {
+      it('sweeps on its interval until stopped, on its own clock', async () => {
+        const s = await setUp('steps:\n  - command: sleep 600\n    timeout_in_minutes: 1\n');
+        const agent = await givenAgent(ctx(), s.reg, 'interval');
+        const id = await take(agent, 'running');
+        const db = ctx().services.db;
+        let ahead = 0;
+        const sweeper = new Sweeper(new AgentRepository(db), new JobRepository(db), { intervalMs: 20, agentLostAfterMs: 3600_000_000, jobExpiryMs: 0 }, () => new Date(clock().getTime() + ahead));
+        sweeper.start();
+        try {
+          await until(async () => (await ctx().http().get(`/v3/jobs/${id}`).set(agentAuth(agent.token))).body.state === 'running');
+          ahead = 120_000;
+          await until(async () => (await ctx().http().get(`/v3/jobs/${id}`).set(agentAuth(agent.token))).body.state === 'timing_out');
+        } finally {
+          await sweeper.stop();
+        }
+        await sweeper.stop(); // twice is fine
+      });
+    });
+  },
+  { clock, sweep: { intervalMs: 60_000, agentLostAfterMs: LOST_AFTER_MS, jobExpiryMs: EXPIRY_MS } },
+);
+
+async function until(done: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await done()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error('never got there');
+}

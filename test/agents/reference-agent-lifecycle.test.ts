@@ -1,0 +1,207 @@
+/**
+ * The reference agent against a real server on loopback, for jobs that end without a normal
+ * finish: the service's timeout (its clock moved forward), a cancel during a running job, and
+ * a server restart on the same database that the agent rides out.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { runAgents } from '../../src/cli/agent';
+import { auth, createTestContext, databases, describeEachDatabase, type TestContext } from '../support/context';
+import { givenBuild, givenPipeline, givenRegistrationToken } from './helpers';
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+let offsetMs = 0;
+const clock = () => new Date(Date.now() + offsetMs);
+
+/** Polls (bounded) until `done` holds. */
+async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string): Promise<T> {
+  for (let i = 0; i < 1000; i++) {
+    const v = await read();
+    if (done(v)) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`${what} never happened: ${JSON.stringify(await read())}`);
+}
+
+/** Whether the process runs: a zombie (killed, not yet reaped by init) does not. */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+  } catch {
+    return true; // no /proc: kill(0) said it is there
+  }
+}
+
+async function listen(app: http.RequestListener, port = 0): Promise<{ server: http.Server; endpoint: string }> {
+  const server = http.createServer(app);
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { server, endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+async function stop(server: http.Server): Promise<void> {
+  const closed = new Promise((resolve) => server.close(resolve));
+  server.closeAllConnections();
+  await closed;
+}
+
+describeEachDatabase(
+  'the reference agent stops jobs the service stops',
+  (ctx) => {
+    let server: http.Server;
+    let endpoint: string;
+    let dir: string;
+
+    beforeAll(async () => {
+      offsetMs = 0;
+      ({ server, endpoint } = await listen(ctx().app));
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-lifecycle-'));
+    });
+    afterAll(async () => {
+      await stop(server);
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    /** A build of one step that starts a background sleep, notes its pid, and waits. */
+    const givenSleeper = async (name: string, extra = '') => {
+      const { org, token } = await ctx().givenAdmin();
+      const reg = await givenRegistrationToken(ctx(), org.slug, token);
+      const pidFile = path.join(dir, `${name}.pid`);
+      const slug = await givenPipeline(ctx(), org.slug, token, `steps:\n  - command: sleep 120 & echo $! > ${pidFile}; echo started; wait\n${extra}`);
+      const build = await givenBuild(ctx(), org.slug, slug, token);
+      const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+      const read = async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body;
+      const controller = new AbortController();
+      const agents = runAgents({ endpoint, token: reg, tags: [], name, spawn: 1, pollIntervalMs: 50, signal: controller.signal });
+      const jobId = build.jobs[0]!.id;
+      await until(async () => (await ctx().http().get(`${url}/jobs/${jobId}/log.txt`).set(auth(token))).text, (t) => t.includes('started'), 'the job starting');
+      const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+      expect(running(pid)).toBe(true);
+      const done = async () => {
+        controller.abort();
+        await agents;
+      };
+      return { token, url, read, pid, done };
+    };
+
+    it('times out a job on the service clock: the agent kills the process group and the job ends timed_out', async () => {
+      const s = await givenSleeper('timeout', '    timeout_in_minutes: 1\n');
+      try {
+        offsetMs += 61_000;
+        expect((await ctx().services.sweeper.sweep()).timingOut).toBe(1);
+        const b = await until(s.read, (x) => x.finished_at !== null, 'the build finishing');
+        expect(b.state).toBe('failed');
+        expect(b.jobs[0]).toMatchObject({ state: 'timed_out', exit_status: 137, signal_reason: 'timeout' });
+        await until(async () => running(s.pid), (r) => !r, 'the process ending');
+      } finally {
+        await s.done();
+      }
+    });
+
+    it('cancels a running job: canceling, then canceled once the agent has killed it', async () => {
+      const s = await givenSleeper('cancel');
+      try {
+        const canceling = await ctx().http().put(`${s.url}/cancel`).set(auth(s.token)).expect(200);
+        expect(canceling.body.state).toBe('canceling');
+        expect(canceling.body.jobs[0].state).toBe('canceling');
+        const b = await until(s.read, (x) => x.state === 'canceled', 'the build canceled');
+        expect(b.finished_at).toMatch(ISO);
+        expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 137, signal_reason: 'cancel' });
+        expect(running(s.pid)).toBe(false);
+      } finally {
+        await s.done();
+      }
+    });
+
+    it('registers again when the service marked it lost, and goes on running jobs', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const reg = await givenRegistrationToken(ctx(), org.slug, token);
+      const controller = new AbortController();
+      const agents = runAgents({ endpoint, token: reg, tags: [], name: 'comeback', spawn: 1, pollIntervalMs: 200, signal: controller.signal });
+      const list = async () => (await ctx().http().get(`/v2/organizations/${org.slug}/agents`).set(auth(token)).expect(200)).body as { id: string; connection_state: string }[];
+      try {
+        const [first] = await until(list, (l) => l.length === 1 && l[0]!.connection_state === 'connected', 'the agent connecting');
+        // Move the clock past the limit and sweep; a poll landing in between keeps it alive, so try again.
+        await until(
+          async () => {
+            offsetMs += 181_000;
+            await ctx().services.sweeper.sweep();
+            return (await list()).find((a) => a.id === first!.id)!.connection_state;
+          },
+          (state) => state === 'lost',
+          'the agent lost',
+        );
+        const l = await until(list, (x) => x.some((a) => a.id !== first!.id && a.connection_state === 'connected'), 'the agent registering again');
+        expect(l).toHaveLength(2);
+        const slug = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo back\n');
+        const build = await givenBuild(ctx(), org.slug, slug, token);
+        const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+        const b = await until(async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body, (x) => x.finished_at !== null, 'the build finishing');
+        expect(b.state).toBe('passed');
+        expect(b.jobs[0].agent.id).not.toBe(first!.id);
+      } finally {
+        controller.abort();
+        await agents;
+      }
+    });
+  },
+  { clock },
+);
+
+describe.each(databases)('the reference agent across a server restart [%s]', (kind) => {
+  it('reconnects to a server restarted on the same database and runs a job', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-restart-'));
+    const sqliteFile = path.join(dir, 'db.sqlite3');
+    let first: TestContext | null = await createTestContext(kind, { sqliteFile });
+    let second: TestContext | null = null;
+    const lines: string[] = [];
+    const controller = new AbortController();
+    let agents: Promise<void> | null = null;
+    let server: http.Server | null = null;
+    try {
+      const { org, token } = await first.givenAdmin();
+      const reg = await givenRegistrationToken(first, org.slug, token);
+      const slug = await givenPipeline(first, org.slug, token, 'steps:\n  - command: echo "after the restart"\n');
+      const listening = await listen(first.app);
+      server = listening.server;
+      const port = Number(new URL(listening.endpoint).port);
+      agents = runAgents({ endpoint: listening.endpoint, token: reg, tags: [], name: 'restart', spawn: 1, pollIntervalMs: 50, signal: controller.signal, log: (l) => lines.push(l) });
+      const agentsOf = (c: TestContext) => async () => (await c.http().get(`/v2/organizations/${org.slug}/agents`).set(auth(token)).expect(200)).body as { id: string; connection_state: string }[];
+      const [agent] = await until(agentsOf(first), (l) => l.length === 1 && l[0]!.connection_state === 'connected', 'the agent connecting');
+
+      // The server goes away; the agent notices (it logs the failed poll) and keeps trying.
+      const quiet = lines.length;
+      await stop(server);
+      server = null;
+      await first.close({ keepSchema: true });
+      const reached = first;
+      first = null;
+      await until(async () => lines.slice(quiet), (l) => l.length > 0, 'the agent noticing');
+
+      second = await createTestContext(kind, { sqliteFile, sharePostgresSchemaOf: reached });
+      server = (await listen(second.app, port)).server;
+      const build = await givenBuild(second, org.slug, slug, token);
+      const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+      const b = await until(async () => (await second!.http().get(url).set(auth(token)).expect(200)).body, (x) => x.finished_at !== null, 'the build finishing');
+      expect(b.state).toBe('passed');
+      expect(b.jobs[0].agent.id).toBe(agent!.id); // the same agent, not a new registration
+      expect((await second.http().get(`${url}/jobs/${b.jobs[0].id}/log.txt`).set(auth(token)).expect(200)).text).toBe('after the restart\n');
+      expect(await agentsOf(second)()).toEqual([expect.objectContaining({ id: agent!.id, connection_state: 'connected' })]);
+    } finally {
+      controller.abort();
+      await agents;
+      if (server) await stop(server);
+      await first?.close();
+      await second?.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
