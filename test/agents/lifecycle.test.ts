@@ -249,6 +249,20 @@ describeEachDatabase(
         expect((await ctx().http().get(`/v2/organizations/${s.org.slug}/agents/${agent.id}`).set(auth(s.token)).expect(200)).body.connection_state).toBe('disconnected');
       });
 
+      it("retries a lost agent's job when the step's retry.automatic names exit status -1", async () => {
+        const s = await setUp('steps:\n  - command: flaky-host\n    retry:\n      automatic:\n        - exit_status: -1\n          limit: 1\n');
+        const agent = await givenAgent(ctx(), s.reg, 'lost-retried');
+        const id = await take(agent, 'running');
+        offsetMs += LOST_AFTER_MS + 10_000;
+        await ctx().services.sweeper.sweep();
+        const b = (await ctx().http().get(`${s.url}?include_retried_jobs=true`).set(auth(s.token)).expect(200)).body as { state: string; jobs: (JobJson & { retried: boolean; retried_in_job_id: string | null; retry_type: string | null; retries_count: number | null })[] };
+        const lost = b.jobs.find((j) => j.id === id)!;
+        expect(lost).toMatchObject({ state: 'failed', exit_status: -1, retried: true });
+        const retry = b.jobs.find((j) => j.id === lost.retried_in_job_id)!;
+        expect(retry).toMatchObject({ state: 'scheduled', retry_type: 'automatic', retries_count: 1, agent: null });
+        expect(b.state).toBe('running');
+      });
+
       it('completes a sweep cut short: the job of an agent already marked lost still ends', async () => {
         const s = await setUp('steps:\n  - command: one\n');
         const agent = await givenAgent(ctx(), s.reg, 'half-swept');
