@@ -39,6 +39,7 @@ import type { Message, SetupResult, SqlStats, VerifyResult } from './bench-serve
 import { intEnv } from './bench-env';
 
 const ROOT = path.resolve(__dirname, '..', '..');
+const SERVER_NODE_OPTIONS = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { serverNodeOptions: string } }).config.serverNodeOptions.split(/\s+/).filter(Boolean);
 
 const PIPELINES = intEnv('BENCH_PIPELINES', 1000);
 const BUILDS = intEnv('BENCH_BUILDS', 1_000_000);
@@ -114,7 +115,10 @@ class Child {
 
   static async start(mode: 'service' | 'baseline', env: Record<string, string>): Promise<Child> {
     const profile = process.env.BENCH_CPU_PROF && mode === 'service' ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(process.env.BENCH_CPU_PROF)] : [];
-    const proc = fork(path.join(__dirname, 'bench-server.js'), [mode], { env: { ...process.env, ...env }, execArgv: profile, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // The node options `npm start` serves with (package.json config.serverNodeOptions), for both
+    // servers: the service is measured as it runs.
+    const execArgv = [...SERVER_NODE_OPTIONS, ...profile];
+    const proc = fork(path.join(__dirname, 'bench-server.js'), [mode], { env: { ...process.env, ...env }, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const child = new Child(proc);
     return new Promise((resolve, reject) => {
       proc.on('message', (msg: { type?: string; id?: number; ok?: boolean; result?: unknown; error?: string; url?: string; message?: string }) => {
@@ -628,7 +632,7 @@ function machine(): string[] {
     `- commit: ${commit || 'unknown'}${dirty ? ' (with uncommitted changes under src/, openapi/ or generated/)' : ''}`,
     `- machine: nproc ${sh('nproc') || os.cpus().length}, ${os.cpus()[0]?.model ?? 'unknown CPU'}; memory ${sh("free -h | awk '/^Mem:/ {print $2\" total, \"$7\" available\"}'") || `${Math.round(os.totalmem() / 2 ** 30)} GiB`}`,
     `- node ${process.version}, autocannon ${readVersion('autocannon')}, ${sh("psql --version | awk '{print $1\" \"$3}'") || 'psql unknown'}`,
-    `- load: ${CONNECTIONS} connections, ${DURATION} s per scenario after a 1 s warm-up at 5 connections, 127.0.0.1; the service in its own process, LOG_LEVEL=silent, VALIDATE_RESPONSES=false (request validation on, as always)`,
+    `- load: ${CONNECTIONS} connections, ${DURATION} s per scenario after a 1 s warm-up at 5 connections, 127.0.0.1; the service in its own process (node ${SERVER_NODE_OPTIONS.join(' ')}, as npm start runs it), LOG_LEVEL=silent, VALIDATE_RESPONSES=false (request validation on, as always)`,
     `- data: ${fmt(PIPELINES)} pipelines × ${fmt(PER_PIPELINE)} builds = ${fmt(PIPELINES * PER_PIPELINE)} builds, one job each`,
   ];
 }
