@@ -22,10 +22,13 @@ export function cacheRouteRegexps(): void {
   const cache = new Map<string, unknown>();
   const MAX = 1000;
   mod.pathToRegexp = (path, options) => {
-    const opts = options ?? {};
-    const simple = typeof path === 'string' && Object.values(opts).every((v) => typeof v === 'boolean' || v === undefined);
+    // The validator passes only `sensitive` and `strict` (booleans), once per route per request:
+    // the key is built from those two without serializing the options.
+    const opts = (options ?? {}) as { sensitive?: unknown; strict?: unknown };
+    let simple = typeof path === 'string';
+    for (const k in opts) if ((k !== 'sensitive' && k !== 'strict') || (typeof opts[k] !== 'boolean' && opts[k] !== undefined)) simple = false;
     if (!simple) return compile(path, options);
-    const key = `${JSON.stringify(opts)} ${path}`;
+    const key = `${opts.sensitive ? 's' : '-'}${opts.strict ? 's' : '-'} ${path as string}`;
     let compiled = cache.get(key);
     if (compiled === undefined) {
       compiled = compile(path, options);
