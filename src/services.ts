@@ -79,7 +79,7 @@ export function createServices(o: ServiceOptions): Services {
   });
   const suites = new SuiteRepository(db);
   const sign = signer(stepSigningKey(keys));
-  const jobs = new JobRepository(db, triggerLauncher(sign));
+  const jobs = new JobRepository(db, triggerLauncher(sign), o.clock);
   const buildRepository = new BuildRepository(db);
   const builds = new BuildService(buildRepository, pipelines, keys, (buildId) => jobs.advance(buildId));
   const users = new UserRepository(db);

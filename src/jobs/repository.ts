@@ -36,10 +36,14 @@ export interface JobEnd {
 }
 
 export class JobRepository {
-  /** `launch` runs trigger steps when the state machine makes them runnable (see ./triggers). */
+  /**
+   * `launch` runs trigger steps when the state machine makes them runnable (see ./triggers);
+   * `clock` dates what the state machine decides (the service's one clock: tests move it).
+   */
   constructor(
     private readonly db: Knex,
     private readonly launch?: TriggerLauncher,
+    private readonly clock: () => Date = () => new Date(),
   ) {}
 
   private withContext() {
@@ -197,7 +201,7 @@ export class JobRepository {
 
   /** Runs the build's state machine after a job event. */
   advance(buildId: string, opts?: BuildAdvance): Promise<void> {
-    return this.advanceAt(buildId, new Date(), opts);
+    return this.advanceAt(buildId, this.clock(), opts);
   }
 
   /** The state machine at `at`, always able to launch the trigger steps it makes runnable. */
@@ -211,9 +215,9 @@ export class JobRepository {
    */
   async unblock(buildId: string, jobId: string, by: User, fields: Record<string, string>): Promise<boolean> {
     let moved = false;
-    await this.advanceAt(buildId, new Date(), {
+    const at = this.clock();
+    await this.advanceAt(buildId, at, {
       before: async (trx) => {
-        const at = new Date();
         const unblockedBy = JSON.stringify({ id: by.id, name: by.name, email: by.email, created_at: by.createdAt.toISOString() });
         moved = (await trx('jobs').where({ id: jobId, state: 'blocked' }).update({ state: 'unblocked', unblocked_by: unblockedBy, unblocked_at: at, finished_at: at })) > 0;
         if (!moved || !Object.keys(fields).length) return;
@@ -295,7 +299,7 @@ export class JobRepository {
    */
   async retry(buildId: string, jobId: string, newId: string, fromStates: string[], type: 'manual' | 'automatic' = 'manual'): Promise<boolean> {
     let done = false;
-    const at = new Date();
+    const at = this.clock();
     await this.advanceAt(buildId, at, {
       before: async (trx) => {
         if (!(await trx('jobs').where({ id: jobId, retried: false }).whereIn('state', fromStates).update({ retried: true, retried_in_job_id: newId }))) return;
