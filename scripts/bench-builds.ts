@@ -20,6 +20,7 @@
  *                      filter_pipeline,filter_org,create_one,create_many
  *   BENCH_SQLITE_ANALYZE=1  run ANALYZE after seeding SQLite (the service itself never does)
  *   BENCH_REPORT       also write the report (markdown) to this file
+ *   BENCH_NODE_OPTIONS node options for the two servers instead of package.json config.serverNodeOptions
  *   BENCH_KEEP_DATA=1  keep the SQLite database directory / the Postgres database after the run (logged)
  *   BENCH_SQL_STATS=1  count and time every SQL statement per scenario and report the top ones
  *                      per response (adds a little overhead: leave it off for the figures)
@@ -39,7 +40,9 @@ import type { Message, SetupResult, SqlStats, VerifyResult } from './bench-serve
 import { intEnv } from './bench-env';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const SERVER_NODE_OPTIONS = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { serverNodeOptions: string } }).config.serverNodeOptions.split(/\s+/).filter(Boolean);
+const SERVER_NODE_OPTIONS = (process.env.BENCH_NODE_OPTIONS ?? (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { serverNodeOptions: string } }).config.serverNodeOptions)
+  .split(/\s+/)
+  .filter(Boolean);
 
 const PIPELINES = intEnv('BENCH_PIPELINES', 1000);
 const BUILDS = intEnv('BENCH_BUILDS', 1_000_000);
