@@ -40,6 +40,11 @@ export function createApp(deps: AppDeps): express.Express {
   const spec = loadSpec();
   const app = express();
   app.disable('x-powered-by');
+  // No conditional responses: no operation of the contract documents a 304. Express would hash
+  // every body for an ETag (SHA-1 of a 100 KB build list was about 3% of its CPU), and it
+  // answers a request with If-None-Match (`*` matches anything) or If-Modified-Since with a 304
+  // whenever it can: both headers are dropped (below) and every GET gets its body.
+  app.set('etag', false);
   // Bracket arrays (`state[]=a&state[]=b`) and `meta_data[key]=value`, as the real API takes them.
   app.set('query parser', 'extended');
   app.set('trust proxy', false);
@@ -49,6 +54,8 @@ export function createApp(deps: AppDeps): express.Express {
     // Express 5 makes req.query a getter that re-parses on each read, which would drop the
     // validator's type coercion; pin the parsed object so coerced values stick.
     Object.defineProperty(req, 'query', { value: { ...req.query }, writable: true, configurable: true, enumerable: true });
+    delete req.headers['if-none-match'];
+    delete req.headers['if-modified-since'];
     res.setHeader('Access-Control-Expose-Headers', 'Link, RateLimit-Scope, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id');
     // Shutting down: keep-alive clients reconnect (to another instance) after this response.
     if (deps.isAccepting && !deps.isAccepting()) res.setHeader('Connection', 'close');

@@ -1,5 +1,5 @@
 import YAML from 'yaml';
-import { describeEachDatabase } from '../support/context';
+import { auth, describeEachDatabase } from '../support/context';
 
 describeEachDatabase('meta routes', (ctx) => {
   it('GET / says hello with a unix timestamp, without auth', async () => {
@@ -33,5 +33,15 @@ describeEachDatabase('meta routes', (ctx) => {
     expect(res.headers['x-request-id']).toBe('abc-123');
     const generated = await ctx().http().get('/healthz').set('X-Request-Id', 'bad id with spaces').expect(200);
     expect(generated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('sends no ETag and never a 304, which no operation documents: a conditional GET gets the body', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const first = await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).expect(200);
+    expect(first.headers.etag).toBeUndefined();
+    const again = await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).set('If-None-Match', '*').expect(200);
+    expect(again.body).toEqual(first.body);
+    const since = await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).set('If-Modified-Since', new Date(Date.now() + 3600_000).toUTCString()).expect(200);
+    expect(since.body).toEqual(first.body);
   });
 });
