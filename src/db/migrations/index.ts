@@ -12,6 +12,7 @@ import * as agents from './20261123150000_agents';
 import * as jobUnblock from './20261123150100_job_unblock';
 import * as jobLifecycle from './20261123160000_job_lifecycle';
 import * as jobSteps from './20261123170000_job_steps';
+import * as jobSweepIndexes from './20261123180000_job_sweep_indexes';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -22,6 +23,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123150100_job_unblock': jobUnblock,
   '20261123160000_job_lifecycle': jobLifecycle,
   '20261123170000_job_steps': jobSteps,
+  '20261123180000_job_sweep_indexes': jobSweepIndexes,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
