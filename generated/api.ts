@@ -1772,7 +1772,7 @@ export interface components {
             readonly exit_status?: number | null;
             /** @description Why the agent stopped the process when it did not exit by itself (`cancel`, `timeout`, `agent_stop`). */
             readonly signal_reason?: string | null;
-            /** @description When the job expired, scheduled with no agent taking it in time (see `expired`). */
+            /** @description When the job expired, scheduled with no agent taking it in time, or taken by an agent that was lost before starting it (see `expired`). */
             readonly expired_at?: components["schemas"]["IsoTimestamp"] | null;
             readonly artifact_paths?: string | null;
             /** @description The agent that took the job. */

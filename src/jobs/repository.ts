@@ -35,6 +35,13 @@ export interface JobEnd {
   finished_at: Date;
 }
 
+/** How a job an agent took but never started ends when the agent is lost. */
+export interface ExpiredJob {
+  state: 'expired';
+  expired_at: Date;
+  finished_at: Date;
+}
+
 export class JobRepository {
   /**
    * `launch` runs trigger steps when the state machine makes them runnable (see ./triggers);
@@ -173,27 +180,20 @@ export class JobRepository {
   }
 
   /**
-   * The job of an agent that went silent, if it still holds it in `job.state`: one it had
-   * started ends as `end` says, with `line` added to its log; one it had not started goes back
-   * to be offered again, without the log it may have begun. Then the build's state machine runs.
+   * The job of an agent that went silent, if it still holds it in `job.state`, ends as `end`
+   * says (failed, canceled or timed out if it had started; expired if not), with `line` added
+   * to its log. Then the build's state machine runs.
    */
-  async endSilentAgentJob(job: Job, agentId: string, end: JobEnd, line: string): Promise<boolean> {
+  async endSilentAgentJob(job: Job, agentId: string, end: JobEnd | ExpiredJob, line: string): Promise<boolean> {
     let moved = false;
     await this.advanceAt(job.buildId, end.finished_at, {
       before: async (trx) => {
-        const guard = { id: job.id, agent_id: agentId, state: job.state };
-        if (job.state === 'assigned' || job.state === 'accepted') {
-          moved = (await trx('jobs').where(guard).update({ state: 'scheduled', agent_id: null })) > 0;
-          if (moved) await trx('job_log_chunks').where({ job_id: job.id }).delete();
-        } else {
-          moved = (await trx('jobs').where(guard).update(end)) > 0;
-          if (moved) {
-            const last = await trx('job_log_chunks').where({ job_id: job.id }).max('sequence as sequence').sum('size as size').first();
-            const content = `${line}\n`;
-            await trx('job_log_chunks').insert({ job_id: job.id, sequence: Number(last?.sequence ?? 0) + 1, offset: Number(last?.size ?? 0), size: Buffer.byteLength(content), content, created_at: end.finished_at });
-          }
-        }
-        if (moved) await trx('agents').where({ id: agentId, job_id: job.id }).update({ job_id: null });
+        moved = (await trx('jobs').where({ id: job.id, agent_id: agentId, state: job.state }).update(end)) > 0;
+        if (!moved) return;
+        const last = await trx('job_log_chunks').where({ job_id: job.id }).max('sequence as sequence').sum('size as size').first();
+        const content = `${line}\n`;
+        await trx('job_log_chunks').insert({ job_id: job.id, sequence: Number(last?.sequence ?? 0) + 1, offset: Number(last?.size ?? 0), size: Buffer.byteLength(content), content, created_at: end.finished_at });
+        await trx('agents').where({ id: agentId, job_id: job.id }).update({ job_id: null });
       },
     });
     return moved;

@@ -88,12 +88,18 @@ export class Sweeper {
       if (await this.agents.markLost(id, cutoff, now)) lost++;
     }
     for (const job of await this.jobs.heldBySilentAgents(cutoff, BATCH)) {
+      const silence = `stopped reporting (no heartbeat for more than ${Math.round(this.settings.agentLostAfterMs / 1000)} s)`;
+      if (job.state === 'assigned' || job.state === 'accepted') {
+        // Taken but never started: it expires, as a job no agent runs does.
+        await this.jobs.endSilentAgentJob(job, job.agentId!, { state: 'expired', expired_at: now, finished_at: now }, `windsock: the agent that took this job ${silence} before starting it; the job expired.`);
+        continue;
+      }
       // A job being canceled or timing out ends as it was going to; a running one fails.
       const state = job.state === 'canceling' ? 'canceled' : job.state === 'timing_out' ? 'timed_out' : 'failed';
       const end = { state, exit_status: -1, signal_reason: null, soft_failed: state !== 'canceled' && softFails(job.step, -1), finished_at: now };
-      const line = `windsock: the agent running this job stopped reporting (no heartbeat for more than ${Math.round(this.settings.agentLostAfterMs / 1000)} s); the job ended ${state} with exit status -1.`;
+      const line = `windsock: the agent running this job ${silence}; the job ended ${state} with exit status -1.`;
       // A lost agent's failure is exit status -1, which `retry.automatic` rules often name (the
-      // retry is guarded on the failed states: for a job given back or canceled it does nothing).
+      // retry is guarded on the failed states: for a canceled job it does nothing).
       if (await this.jobs.endSilentAgentJob(job, job.agentId!, end, line)) await retryOrAdvance(this.jobs, job, -1, null);
     }
     return lost;

@@ -177,7 +177,7 @@ describeEachDatabase(
     });
 
     describe('lost agents', () => {
-      it('marks silent agents lost: the running job fails with a log line, jobs not started go back, canceling ones end canceled', async () => {
+      it('marks silent agents lost: the running job fails and jobs not started expire, each with a log line; canceling ones end canceled', async () => {
         const s = await setUp('steps:\n  - command: one\n  - command: two\n  - command: three\n');
         const [runner, assignee, acceptor] = await Promise.all(['run', 'asg', 'acc'].map((n) => givenAgent(ctx(), s.reg, `lost-${n}`)));
         const runningId = await take(runner!, 'running');
@@ -210,12 +210,17 @@ describeEachDatabase(
         const byId = new Map(b.jobs.map((j) => [j.id, j]));
         expect(byId.get(runningId)).toMatchObject({ state: 'failed', exit_status: -1, signal_reason: null });
         expect(byId.get(runningId)!.finished_at).toMatch(ISO);
-        expect(byId.get(assignedId)).toMatchObject({ state: 'scheduled', agent: null });
-        expect(byId.get(acceptedId)).toMatchObject({ state: 'scheduled', agent: null });
-        expect(b.state).toBe('failing');
+        for (const id of [assignedId, acceptedId]) {
+          expect(byId.get(id)).toMatchObject({ state: 'expired', started_at: null });
+          expect(byId.get(id)!.expired_at).toMatch(ISO);
+          expect(byId.get(id)!.finished_at).toBe(byId.get(id)!.expired_at);
+        }
+        expect(b.state).toBe('failed'); // every job ended, two of them expired: hard failures
         const log = (await ctx().http().get(`${s.url}/jobs/${runningId}/log.txt`).set(auth(s.token)).expect(200)).text;
         expect(log).toMatch(/^working\nwindsock: the agent running this job stopped reporting \(no heartbeat for more than 180 s\); the job ended failed with exit status -1\.\n$/);
-        expect((await ctx().http().get(`${s.url}/jobs/${acceptedId}/log.txt`).set(auth(s.token)).expect(200)).text).toBe('');
+        expect((await ctx().http().get(`${s.url}/jobs/${acceptedId}/log.txt`).set(auth(s.token)).expect(200)).text).toBe(
+          'checking out\nwindsock: the agent that took this job stopped reporting (no heartbeat for more than 180 s) before starting it; the job expired.\n',
+        );
         const canceled = await c.read();
         expect(canceled.state).toBe('canceled');
         expect(canceled.finished_at).toMatch(ISO);
@@ -228,9 +233,9 @@ describeEachDatabase(
         expect(connect.body.message).toContain('register again');
         expect((await ctx().http().post('/v3/heartbeat').set(agentAuth(runner!.token))).status).toBe(422);
         expect((await finish(runner!, runningId, { exit_status: 0 })).status).toBe(422);
-        // The jobs that went back are offered again.
+        // The expired jobs are not offered again.
         const again = await ctx().http().get('/v3/ping').set(agentAuth(alive.token)).expect(200);
-        expect([assignedId, acceptedId]).toContain(again.body.job.id);
+        expect(again.body.job).toBeNull();
       });
 
       it('ends the job of an agent that disconnected without finishing it, once it has been silent too long', async () => {
