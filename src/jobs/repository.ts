@@ -84,8 +84,33 @@ export class JobRepository {
 
   /** The job an agent holds, if any. */
   async heldBy(agentId: string): Promise<JobContext | null> {
-    const row = await this.withContext().where('j.agent_id', agentId).whereIn('j.state', HELD_STATES).first();
+    const row = await this.heldByQuery(agentId).query.first();
     return row ? contextFromRow(row) : null;
+  }
+
+  /*
+   * The queries of every agent poll and every sweep, wrapped in objects (a query builder is
+   * thenable) so test/jobs/sweep-plans.test.ts checks the plans of these very queries.
+   */
+
+  heldByQuery(agentId: string) {
+    return { query: this.withContext().where('j.agent_id', agentId).whereIn('j.state', HELD_STATES) };
+  }
+
+  silentAgentJobsQuery(cutoff: Date, limit: number) {
+    return {
+      query: this.db('jobs as j')
+        .join('agents as a', 'a.id', 'j.agent_id')
+        .whereIn('j.state', HELD_STATES)
+        .whereIn('a.connection_state', ['lost', 'disconnected'])
+        .where('a.last_heartbeat_at', '<', cutoff)
+        .limit(limit)
+        .select('j.*'),
+    };
+  }
+
+  timedRunningQuery(limit: number) {
+    return { query: this.db('jobs').where({ state: 'running' }).whereNotNull('timeout_in_minutes').orderBy('started_at').limit(limit).select('id', 'started_at', 'timeout_in_minutes') };
   }
 
   /** Scheduled script jobs of the organization, oldest first: what an agent may be offered. */
@@ -141,20 +166,13 @@ export class JobRepository {
    * finishing them) and silent since `cutoff`: what the sweeper ends.
    */
   async heldBySilentAgents(cutoff: Date, limit: number): Promise<Job[]> {
-    const rows = await this.db('jobs as j')
-      .join('agents as a', 'a.id', 'j.agent_id')
-      .whereIn('j.state', HELD_STATES)
-      .whereIn('a.connection_state', ['lost', 'disconnected'])
-      .where('a.last_heartbeat_at', '<', cutoff)
-      .limit(limit)
-      .select('j.*');
-    return rows.map(jobFromRow);
+    return (await this.silentAgentJobsQuery(cutoff, limit).query).map(jobFromRow);
   }
 
   /** Running jobs with a timeout: what the sweeper checks for jobs that ran too long. */
   async runningWithTimeout(limit: number): Promise<{ id: string; startedAt: Date | null; timeoutInMinutes: number }[]> {
-    const rows = await this.db('jobs').where({ state: 'running' }).whereNotNull('timeout_in_minutes').orderBy('started_at').limit(limit).select('id', 'started_at', 'timeout_in_minutes');
-    return rows.map((r) => ({ id: r.id as string, startedAt: toDateOrNull(r.started_at), timeoutInMinutes: Number(r.timeout_in_minutes) }));
+    const rows = await this.timedRunningQuery(limit).query;
+    return rows.map((r: Record<string, unknown>) => ({ id: r.id as string, startedAt: toDateOrNull(r.started_at), timeoutInMinutes: Number(r.timeout_in_minutes) }));
   }
 
   /** A running job goes `timing_out`, for its agent to stop; false if it was no longer running. */

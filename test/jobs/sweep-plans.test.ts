@@ -2,11 +2,11 @@
  * What the sweeper and every agent poll read is served by an index on both stores, never by
  * reading all running jobs: the job an agent holds (by agent_id), the jobs of silent agents
  * (from the agents' heartbeat index), and running jobs with a timeout (a partial index).
- * The queries mirror JobRepository.heldBy, heldBySilentAgents and runningWithTimeout. (On
- * Postgres seq scans are disabled for the check, as in test/builds/plans.test.ts.)
+ * The queries are JobRepository's own. (On Postgres seq scans are disabled for the check, as in
+ * test/builds/plans.test.ts.)
  */
 import type { Knex } from 'knex';
-import { HELD_STATES } from '../../src/jobs/repository';
+import { JobRepository } from '../../src/jobs/repository';
 import { describeEachDatabase } from '../support/context';
 
 describeEachDatabase('sweeper and agent poll query plans', (ctx) => {
@@ -19,27 +19,21 @@ describeEachDatabase('sweeper and agent poll query plans', (ctx) => {
       return ((await trx.raw(`explain ${sql}`, bindings as never)).rows as Record<string, string>[]).map((r) => r['QUERY PLAN']).join('\n');
     });
   }
-  const db = () => ctx().services.db;
+  const jobs = () => new JobRepository(ctx().services.db);
 
   it('finds the job an agent holds by its agent_id index', async () => {
-    const text = await plan(db()('jobs as j').where('j.agent_id', crypto.randomUUID()).whereIn('j.state', HELD_STATES).select('j.id'));
+    const text = await plan(jobs().heldByQuery(crypto.randomUUID()).query);
     expect(text).toMatch(/jobs_agent_id_index/);
   });
 
   it('finds running jobs with a timeout, oldest start first, by the partial index and without a sort', async () => {
-    const text = await plan(db()('jobs').where({ state: 'running' }).whereNotNull('timeout_in_minutes').orderBy('started_at').limit(100).select('id'));
+    const text = await plan(jobs().timedRunningQuery(100).query);
     expect(text).toMatch(/jobs_state_started_at_timed_index/);
     expect(text).not.toMatch(/TEMP B-TREE|Sort/);
   });
 
   it('finds the jobs of silent agents from the agents, then each job by agent_id', async () => {
-    const q = db()('jobs as j')
-      .join('agents as a', 'a.id', 'j.agent_id')
-      .whereIn('j.state', HELD_STATES)
-      .whereIn('a.connection_state', ['lost', 'disconnected'])
-      .where('a.last_heartbeat_at', '<', new Date())
-      .limit(100)
-      .select('j.*');
+    const q = jobs().silentAgentJobsQuery(new Date(), 100).query;
     const text = await plan(q);
     expect(text).toMatch(/agents_connection_state_last_heartbeat_at_index/);
     expect(text).toMatch(/jobs_agent_id_index/);
