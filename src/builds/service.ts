@@ -148,8 +148,7 @@ export class BuildService {
     const written = await insertBuild(this.builds, pipeline, creator, b, (fields) => this.sign(fields));
     if (!this.advance || !written.jobs.some((j) => j.type === 'trigger' && j.state === 'scheduled')) return written;
     await this.advance(written.build.id);
-    const build = (await this.builds.findById(written.build.id))!;
-    return { build, jobs: (await this.builds.jobsOf([build.id], false)).get(build.id)! };
+    return (await this.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;
   }
 
   async get(actor: Actor, pipelineSlug: string, number: number, includeRetried: boolean): Promise<BuildWithJobs> {

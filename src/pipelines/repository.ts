@@ -175,7 +175,11 @@ export class PipelineRepository {
   }
 
   private columns(opts: ReadOptions) {
-    return opts.counts ? [...SELECT, ...COUNT_COLUMNS.map((c) => this.db.raw(c))] : SELECT;
+    return opts.counts ? [...SELECT, ...this.countColumns()] : SELECT;
+  }
+
+  private countColumns() {
+    return COUNT_COLUMNS.map((c) => this.db.raw(c));
   }
 
   async insert(
@@ -273,7 +277,7 @@ export class PipelineRepository {
   /** Live counts per pipeline, read after a write that changed them. */
   async countsFor(ids: string[]): Promise<Map<string, PipelineCounts>> {
     if (!ids.length) return new Map();
-    const rows = await whereAnyOf(this.db('pipelines as p'), 'p.id', ids).select(['p.id', ...COUNT_COLUMNS.map((c) => this.db.raw(c))]);
+    const rows = await whereAnyOf(this.db('pipelines as p'), 'p.id', ids).select(['p.id', ...this.countColumns()]);
     return new Map(rows.map((r: Record<string, unknown>) => [r.id as string, countsFromRow(r)]));
   }
 
