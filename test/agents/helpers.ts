@@ -1,4 +1,9 @@
-/** Agents for tests: a registration token through the REST operation, and agents that use the agent API. */
+/**
+ * Agents for tests: a registration token through the REST operation, agents that use the agent
+ * API, builds for them to run, and the app on loopback for the reference agent.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { auth, type TestContext } from '../support/context';
 
 export const agentAuth = (token: string) => ({ Authorization: `Token ${token}` });
@@ -38,4 +43,29 @@ export async function givenBuild(ctx: TestContext, orgSlug: string, pipelineSlug
   const res = await ctx.http().post(`/v2/organizations/${orgSlug}/pipelines/${pipelineSlug}/builds`).set(auth(token)).send({ commit: 'abc123', branch: 'main', message: 'Go' });
   if (res.status !== 201) throw new Error(`build: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body as { number: number; id: string; jobs: { id: string; state: string }[] };
+}
+
+/** A pipeline with this configuration, a build of it, and a connected agent of the same organization. */
+export async function givenBuildAndAgent(ctx: TestContext, configuration: string) {
+  const { org, user, token } = await ctx.givenAdmin();
+  const reg = await givenRegistrationToken(ctx, org.slug, token);
+  const slug = await givenPipeline(ctx, org.slug, token, configuration);
+  const build = await givenBuild(ctx, org.slug, slug, token);
+  const agent = await givenAgent(ctx, reg, 'runner');
+  const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+  return { org, user, token, reg, slug, build, agent, url };
+}
+
+/** The app on 127.0.0.1 (port 0 unless given), for the reference agent to reach. */
+export async function listen(app: http.RequestListener, port = 0): Promise<{ server: http.Server; endpoint: string }> {
+  const server = http.createServer(app);
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { server, endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+/** Stops the server, closing connections still open. */
+export async function stop(server: http.Server): Promise<void> {
+  const closed = new Promise((resolve) => server.close(resolve));
+  server.closeAllConnections();
+  await closed;
 }

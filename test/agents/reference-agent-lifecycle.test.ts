@@ -4,13 +4,12 @@
  * a server restart on the same database that the agent rides out.
  */
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { runAgents } from '../../src/cli/agent';
 import { auth, createTestContext, databases, describeEachDatabase, type TestContext } from '../support/context';
-import { givenBuild, givenPipeline, givenRegistrationToken } from './helpers';
+import { givenBuild, givenPipeline, givenRegistrationToken, listen, stop } from './helpers';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -39,18 +38,6 @@ function running(pid: number): boolean {
   } catch {
     return true; // no /proc: kill(0) said it is there
   }
-}
-
-async function listen(app: http.RequestListener, port = 0): Promise<{ server: http.Server; endpoint: string }> {
-  const server = http.createServer(app);
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return { server, endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
-async function stop(server: http.Server): Promise<void> {
-  const closed = new Promise((resolve) => server.close(resolve));
-  server.closeAllConnections();
-  await closed;
 }
 
 describeEachDatabase(

@@ -1,8 +1,7 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import { runAgents } from '../../src/cli/agent';
 import { auth, describeEachDatabase } from '../support/context';
-import { givenBuild, givenPipeline, givenRegistrationToken } from './helpers';
+import { givenBuild, givenPipeline, givenRegistrationToken, listen, stop } from './helpers';
 
 interface JobJson {
   id: string;
@@ -17,12 +16,10 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
   let endpoint: string;
 
   beforeAll(async () => {
-    server = http.createServer(ctx().app);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ server, endpoint } = await listen(ctx().app));
   });
   afterAll(async () => {
-    await new Promise((resolve) => server.close(resolve));
+    await stop(server);
   });
 
   it('runs `buildkite-agent pipeline upload` and the step it adds, then a sync trigger whose build it also runs', async () => {

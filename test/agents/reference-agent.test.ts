@@ -1,8 +1,7 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
 import { runAgents } from '../../src/cli/agent';
 import { auth, describeEachDatabase } from '../support/context';
-import { givenBuild, givenPipeline, givenRegistrationToken } from './helpers';
+import { givenBuild, givenPipeline, givenRegistrationToken, listen, stop } from './helpers';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -15,12 +14,10 @@ describeEachDatabase('the reference agent, end to end on loopback', (ctx) => {
   let endpoint: string;
 
   beforeAll(async () => {
-    server = http.createServer(ctx().app);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ server, endpoint } = await listen(ctx().app));
   });
   afterAll(async () => {
-    await new Promise((resolve) => server.close(resolve));
+    await stop(server);
   });
 
   it('runs a pipeline with a wait, a soft failure, a parallel step, a trigger, a timed-out step and a block step, observed along the way', async () => {

@@ -1,18 +1,10 @@
 import logSample from '../../../shared/reference/samples/jobs__08_get-a-job-s-log-output.json';
 import envSample from '../../../shared/reference/samples/jobs__09_get-a-job-s-environment-variables.json';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenBuild, givenPipeline, givenRegistrationToken } from '../agents/helpers';
+import { agentAuth, givenBuildAndAgent } from '../agents/helpers';
 
 describeEachDatabase('job logs, env and retries', (ctx) => {
-  async function setup(configuration: string) {
-    const { org, user, token } = await ctx().givenAdmin();
-    const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const slug = await givenPipeline(ctx(), org.slug, token, configuration);
-    const build = await givenBuild(ctx(), org.slug, slug, token);
-    const agent = await givenAgent(ctx(), reg, 'runner');
-    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-    return { org, user, token, agent, url, build, slug };
-  }
+  const setup = (configuration: string) => givenBuildAndAgent(ctx(), configuration);
   const a = (token: string) => agentAuth(token);
 
   it('serves the log as JSON, as text and as log.txt, and deletes it once the job finished', async () => {

@@ -1,7 +1,7 @@
 import { automaticRetryRule } from '../../src/jobs/retry';
 import type { ScriptStep } from '../../src/pipelines/configuration';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenBuild, givenPipeline, givenRegistrationToken, type TestAgent } from '../agents/helpers';
+import { agentAuth, givenAgent, givenBuild, givenBuildAndAgent, givenPipeline, givenRegistrationToken, type TestAgent } from '../agents/helpers';
 
 interface JobJson {
   id: string;
@@ -26,12 +26,7 @@ async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number, s
 
 describeEachDatabase('automatic and manual retry rules', (ctx) => {
   async function setup(configuration: string) {
-    const { org, token } = await ctx().givenAdmin();
-    const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const slug = await givenPipeline(ctx(), org.slug, token, configuration);
-    const build = await givenBuild(ctx(), org.slug, slug, token);
-    const agent = await givenAgent(ctx(), reg, 'runner');
-    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+    const { token, agent, url } = await givenBuildAndAgent(ctx(), configuration);
     const read = async () => (await ctx().http().get(`${url}?include_retried_jobs=true`).set(auth(token)).expect(200)).body as { state: string; jobs: JobJson[] };
     const retry = (id: string) => ctx().http().put(`${url}/jobs/${id}/retry`).set(auth(token));
     return { token, agent, url, read, retry };

@@ -1,5 +1,5 @@
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenBuild, givenPipeline, givenRegistrationToken, type TestAgent } from '../agents/helpers';
+import { agentAuth, givenBuildAndAgent, type TestAgent } from '../agents/helpers';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -30,14 +30,9 @@ async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number): 
 
 describeEachDatabase('the job and build state machines', (ctx) => {
   async function setup(configuration: string) {
-    const { org, user, token } = await ctx().givenAdmin();
-    const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const slug = await givenPipeline(ctx(), org.slug, token, configuration);
-    const build = await givenBuild(ctx(), org.slug, slug, token);
-    const agent = await givenAgent(ctx(), reg, 'runner');
-    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-    const read = async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body as Record<string, unknown> & { jobs: JobJson[]; state: string };
-    return { org, user, token, agent, url, read, build };
+    const s = await givenBuildAndAgent(ctx(), configuration);
+    const read = async () => (await ctx().http().get(s.url).set(auth(s.token)).expect(200)).body as Record<string, unknown> & { jobs: JobJson[]; state: string };
+    return { ...s, read };
   }
   const states = (b: { jobs: JobJson[] }) => b.jobs.map((j) => j.state);
 
