@@ -5,7 +5,7 @@
  * serialises concurrent creates, and the unique (pipeline_id, number) index backs it.
  */
 import type { Knex } from 'knex';
-import { whereAnyOf } from '../db/knex';
+import { isPostgres, whereAnyOf } from '../db/knex';
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/repository';
 import type { User } from '../user/serialize';
@@ -476,10 +476,6 @@ function jobTimes(build: Pick<NewBuild, 'createdAt'>, j: PlannedJob) {
     runnable_at: j.state === 'scheduled' ? build.createdAt : null,
     finished_at: j.state === 'broken' ? build.createdAt : null,
   };
-}
-
-function isPostgres(db: Knex): boolean {
-  return db.client.dialect === 'postgresql';
 }
 
 /** The single row of an UPDATE ... RETURNING, whichever driver answered. */
