@@ -13,6 +13,7 @@ import * as jobUnblock from './20261123150100_job_unblock';
 import * as jobLifecycle from './20261123160000_job_lifecycle';
 import * as jobSteps from './20261123170000_job_steps';
 import * as jobSweepIndexes from './20261123180000_job_sweep_indexes';
+import * as jobPriority from './20261125100000_job_priority';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -24,6 +25,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123160000_job_lifecycle': jobLifecycle,
   '20261123170000_job_steps': jobSteps,
   '20261123180000_job_sweep_indexes': jobSweepIndexes,
+  '20261125100000_job_priority': jobPriority,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
