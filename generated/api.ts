@@ -1359,6 +1359,29 @@ export interface components {
                     permit_on_passed: boolean;
                 };
             } | null;
+            /** @description Dispatch priority of the step's jobs (higher first); the step's own `priority`, else the configuration's top-level one. Absent means 0. */
+            priority?: number;
+            /**
+             * @description A build matrix: each combination of the `setup` dimensions (the one dimension of the
+             *     list form is named `""`, the one `{{matrix}}` reads) becomes its own job, with its
+             *     values put into the label, command, env, agents and plugins. `adjustments` skip a
+             *     combination, give it its own `soft_fail`, or add one. At most 6 dimensions of 20
+             *     values, 12 adjustments and 50 jobs.
+             */
+            matrix?: {
+                setup: {
+                    [key: string]: string[];
+                };
+                adjustments: {
+                    with: {
+                        [key: string]: string;
+                    };
+                    skip?: true | string;
+                    soft_fail?: unknown;
+                }[];
+            };
+            /** @description The step's plugins, each `{"<source>": settings}`; the agent gets them as `BUILDKITE_PLUGINS`. */
+            plugins?: Record<string, never>[];
         };
         WaiterStep: {
             /**
@@ -1791,7 +1814,10 @@ export interface components {
             readonly retry_source?: Record<string, never> | null;
             readonly parallel_group_index?: number | null;
             readonly parallel_group_total?: number | null;
-            readonly matrix?: null;
+            /** @description The values of a matrix job's combination, by dimension (`""` for the one dimension of a list-form matrix); null for other jobs. */
+            readonly matrix?: {
+                [key: string]: string;
+            } | null;
             readonly cluster_id?: null;
             readonly cluster_url?: null;
             readonly cluster_queue_id?: null;
