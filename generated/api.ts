@@ -2286,6 +2286,12 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
+         * @description Present when the configuration uses step attributes Windsock accepts but does not act on
+         *     (`notify`, `concurrency`, ...; README lists each): one `299 windsock "<what>"` per
+         *     attribute, comma-separated. The body is what the real API answers.
+         */
+        Warning: string;
+        /**
          * @description GitHub-style pagination links (`first`, `prev`, `next`, `last`, only those that apply),
          *     each keeping every other query parameter of the request.
          */
@@ -2579,6 +2585,7 @@ export interface operations {
             /** @description The new pipeline. `created_at` uses ISO 8601 here, as in the real API. */
             201: {
                 headers: {
+                    Warning: components["headers"]["Warning"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2675,6 +2682,7 @@ export interface operations {
             /** @description The updated pipeline. */
             200: {
                 headers: {
+                    Warning: components["headers"]["Warning"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4072,6 +4080,7 @@ export interface operations {
             /** @description The jobs added, in build order. */
             201: {
                 headers: {
+                    Warning: components["headers"]["Warning"];
                     [name: string]: unknown;
                 };
                 content: {

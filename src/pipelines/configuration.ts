@@ -786,10 +786,12 @@ function scriptStep(c: Ctx, m: VMap, defaultAgents: readonly string[], defaultPr
   if (plugins) step.plugins = plugins;
   const matrixFound = pick(m, ['matrix']);
   const matrix = parseMatrix(c, matrixFound);
+  // Documented: "Matrix builds are not compatible with explicit parallelism in steps".
+  if (matrixFound && step.parallelism !== null && step.parallelism > 1) {
+    c.fail('parallelism', 'cannot be used together with "matrix": put them on separate steps', pick(m, ['parallelism'])?.[1]);
+  }
   if (matrix) {
     step.matrix = matrix;
-    // Documented: "Matrix builds are not compatible with explicit parallelism in steps".
-    if (step.parallelism !== null && step.parallelism > 1) c.fail('parallelism', 'cannot be used together with "matrix": put them on separate steps', pick(m, ['parallelism'])?.[1]);
     checkTokens(c, m, step, matrix);
   }
   return step;

@@ -130,15 +130,16 @@ function adjustmentList(c: Ctx, [path, v]: Found, dims: string[]): MatrixAdjustm
       if (k !== 'with' && k !== 'skip' && k !== 'soft_fail') c.fail(`${at}.${k}`, 'is not an adjustment attribute: use "with", "skip" and "soft_fail"', item.get(k));
     }
     const values = combination(c, `${at}.with`, item.get('with'), dims, item);
+    const skip = skipOf(c, pick(item, ['skip'], `${at}.`));
+    const soft = pick(item, ['soft_fail'], `${at}.`);
+    const softFails = soft ? softFail(c, soft) : undefined;
     if (!values) return;
     const id = key(values, dims);
     if (seen.has(id)) return c.fail(`${at}.with`, 'repeats the combination of an earlier adjustment', item.get('with'));
     seen.add(id);
     const adjustment: MatrixAdjustment = { with: values };
-    const skip = skipOf(c, pick(item, ['skip'], `${at}.`));
     if (skip !== undefined) adjustment.skip = skip;
-    const soft = pick(item, ['soft_fail'], `${at}.`);
-    if (soft) adjustment.soft_fail = softFail(c, soft);
+    if (softFails !== undefined) adjustment.soft_fail = softFails;
     out.push(adjustment);
   });
   return out;
