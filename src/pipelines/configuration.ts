@@ -821,6 +821,8 @@ function checkAttributes(c: Ctx, m: VMap, type: StepType): void {
     // `depends_on: ~` and the like say nothing, so there is nothing to refuse.
     if (v === undefined || v.t === 'null') continue;
     const found = verdict(STEP_ATTRIBUTES[type], attribute);
+    // `false` (and for `skip`, the documented empty reason) asks for the default: what Windsock does.
+    if (found.state !== 'unknown' && ((v.t === 'bool' && !v.v) || (attribute === 'skip' && v.t === 'str' && v.v === ''))) continue;
     if (found.state === 'reported') c.notice(attribute, found.why);
     else if (found.state === 'refused') c.fail(attribute, `is not supported by Windsock: ${found.why}`, v);
     else if (found.state === 'unknown') c.fail(attribute, `is not an attribute of a ${type} step`, v);

@@ -109,6 +109,29 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
     );
   });
 
+  it('runs each combination as its own job, an adjustment’s soft_fail applying to its combination only', async () => {
+    const { org, token, res } = await pipeline(
+      'steps:\n  - command: "exit {{matrix}}"\n    matrix:\n      setup: [1, 2]\n      adjustments:\n        - with: 2\n          soft_fail: true\n',
+    );
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const url = `/v2/organizations/${org.slug}/pipelines/${res.body.slug}/builds`;
+    const build = await ctx().http().post(url).set(auth(token)).send({ commit: 'HEAD', branch: 'main' });
+    const agent = await givenAgent(ctx(), reg, 'runner');
+    for (let i = 0; i < 2; i++) {
+      const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
+      await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
+      await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+      const exitStatus = Number(/exit (\d)/.exec(job.command as string)![1]);
+      await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus }).expect(200);
+    }
+    const read = (await ctx().http().get(`${url}/${build.body.number}`).set(auth(token)).expect(200)).body as { state: string; jobs: (JobJson & { soft_failed: boolean })[] };
+    expect(read.jobs.map((j) => [j.command, j.state, j.soft_failed])).toEqual([
+      ['exit 1', 'failed', false],
+      ['exit 2', 'failed', true],
+    ]);
+    expect(read.state).toBe('failed');
+  });
+
   it('expands a matrix uploaded through the agent API, with plugins handed to the agent', async () => {
     const { org, token, res } = await pipeline('steps:\n  - command: buildkite-agent pipeline upload\n');
     const reg = await givenRegistrationToken(ctx(), org.slug, token);

@@ -310,9 +310,17 @@ describe('step attributes: nothing is dropped without a word', () => {
     ]);
   });
 
-  it('accepts the documented aliases artifacts and timeout, and null values that say nothing', () => {
-    const step = onlyStep(yaml('steps:', '  - command: a', '    artifacts: "a/*"', '    timeout: 5', '    depends_on: ~', '    if: ~'));
+  it('accepts the documented aliases artifacts and timeout, and values that ask for the default (null, false, an empty skip reason)', () => {
+    const parsed = parseConfiguration(
+      yaml('steps:', '  - command: a', '    artifacts: "a/*"', '    timeout: 5', '    depends_on: ~', '    if: ~', '    skip: ""', '    cancel_on_build_failing: false', '  - command: b', '    skip: false', '    allow_dependency_failure: false'),
+    );
+    const step = parsed.steps[0] as ScriptStep;
     expect([step.artifact_paths, step.timeout_in_minutes]).toEqual(['a/*', 5]);
+    expect(parsed.notices).toEqual([]);
+    expect(codesOf(yaml('steps:', '  - command: a', '    skip: true', '    colour: false'))).toEqual([
+      'step 1 (line 3): "skip" is not supported by Windsock: skipping a step is not supported: remove the step or use "branches"',
+      'step 1 (line 4): "colour" is not an attribute of a command step',
+    ]);
   });
 
   it('catalogues the six step types', () => {
