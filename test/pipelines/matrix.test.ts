@@ -4,7 +4,7 @@
  */
 import { ValidationError, type FieldError } from '../../src/http/errors';
 import { planJobs, scriptVariants, type PlanContext } from '../../src/builds/jobs';
-import { parseConfiguration, type ScriptStep } from '../../src/pipelines/configuration';
+import { normaliseVisualSteps, parseConfiguration, type ScriptStep } from '../../src/pipelines/configuration';
 import { combinations, jobCount, MATRIX_LIMITS } from '../../src/pipelines/matrix';
 import { STEP_ATTRIBUTES } from '../../src/pipelines/step-attributes';
 
@@ -56,6 +56,12 @@ describe('matrix: the single-dimension list form', () => {
     // One step: the jobs share its id, each carries its own signature over its own fields.
     expect(new Set(jobs.map((j) => j.stepId)).size).toBe(1);
     expect(new Set(jobs.map((j) => j.signature?.value)).size).toBe(3);
+  });
+
+  it('reads the same matrix, priority and plugins from the visual steps of the REST API', () => {
+    const [step] = normaliseVisualSteps([{ type: 'script', command: 'echo {{matrix}}', matrix: ['a', 'b'], priority: 4, plugins: ['x#v1'] }]) as ScriptStep[];
+    expect([step!.matrix, step!.priority, step!.plugins]).toEqual([{ setup: { '': ['a', 'b'] }, adjustments: [] }, 4, [{ 'x#v1': null }]]);
+    expect(() => normaliseVisualSteps([{ type: 'script', command: 'x', matrix: Array.from({ length: 21 }, (_, i) => i) }])).toThrow(ValidationError);
   });
 
   it('keeps the matrix on the stored step, so the pipeline shows one step', () => {
