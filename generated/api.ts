@@ -1359,6 +1359,29 @@ export interface components {
                     permit_on_passed: boolean;
                 };
             } | null;
+            /** @description Dispatch priority of the step's jobs (higher first); the step's own `priority`, else the configuration's top-level one. Absent means 0. */
+            priority?: number;
+            /**
+             * @description A build matrix: each combination of the `setup` dimensions (the one dimension of the
+             *     list form is named `""`, the one `{{matrix}}` reads) becomes its own job, with its
+             *     values put into the label, command, env, agents and plugins. `adjustments` skip a
+             *     combination, give it its own `soft_fail`, or add one. At most 6 dimensions of 20
+             *     values, 12 adjustments and 50 jobs.
+             */
+            matrix?: {
+                setup: {
+                    [key: string]: string[];
+                };
+                adjustments: {
+                    with: {
+                        [key: string]: string;
+                    };
+                    skip?: true | string;
+                    soft_fail?: unknown;
+                }[];
+            };
+            /** @description The step's plugins, each `{"<source>": settings}`; the agent gets them as `BUILDKITE_PLUGINS`. */
+            plugins?: Record<string, never>[];
         };
         WaiterStep: {
             /**
@@ -1791,7 +1814,10 @@ export interface components {
             readonly retry_source?: Record<string, never> | null;
             readonly parallel_group_index?: number | null;
             readonly parallel_group_total?: number | null;
-            readonly matrix?: null;
+            /** @description The values of a matrix job's combination, by dimension (`""` for the one dimension of a list-form matrix); null for other jobs. */
+            readonly matrix?: {
+                [key: string]: string;
+            } | null;
             readonly cluster_id?: null;
             readonly cluster_url?: null;
             readonly cluster_queue_id?: null;
@@ -2260,6 +2286,12 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
+         * @description Present when the configuration uses step attributes Windsock accepts but does not act on
+         *     (`notify`, `concurrency`, ...; README lists each): one `299 windsock "<what>"` per
+         *     attribute, comma-separated. The body is what the real API answers.
+         */
+        Warning: string;
+        /**
          * @description GitHub-style pagination links (`first`, `prev`, `next`, `last`, only those that apply),
          *     each keeping every other query parameter of the request.
          */
@@ -2553,6 +2585,7 @@ export interface operations {
             /** @description The new pipeline. `created_at` uses ISO 8601 here, as in the real API. */
             201: {
                 headers: {
+                    Warning: components["headers"]["Warning"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2649,6 +2682,7 @@ export interface operations {
             /** @description The updated pipeline. */
             200: {
                 headers: {
+                    Warning: components["headers"]["Warning"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4046,6 +4080,7 @@ export interface operations {
             /** @description The jobs added, in build order. */
             201: {
                 headers: {
+                    Warning: components["headers"]["Warning"];
                     [name: string]: unknown;
                 };
                 content: {

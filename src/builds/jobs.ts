@@ -1,10 +1,13 @@
 /**
  * Jobs of a new build, planned from the pipeline's steps: one job per step (one per parallel
- * copy for script steps), their starting states, merged env, and each script step's signature.
+ * copy, or per matrix combination, for script steps), their starting states, merged env,
+ * dispatch priority, and each script job's signature.
  * Pure: no database, no clock of its own.
  */
 import crypto from 'node:crypto';
-import type { Step } from '../pipelines/configuration';
+import type { ScriptStep, Step } from '../pipelines/configuration';
+import { combinations, interpolate, interpolateJson } from '../pipelines/matrix';
+import type { Plugin } from '../pipelines/plugins';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import type { Keys } from '../security/keys';
 
@@ -34,6 +37,8 @@ export interface PlannedJob {
   parallelGroupIndex: number | null;
   parallelGroupTotal: number | null;
   brokenReason: string | null;
+  /** Dispatch priority (`jobs.priority`): the step's, for script jobs; 0 otherwise, as documented. */
+  priority: number;
 }
 
 export interface PlanContext {
@@ -88,8 +93,37 @@ export function verifyStepSignature(key: Buffer, signature: string, fields: Reco
 }
 
 /** The fields of a script job that its signature covers. */
-export function signedFieldsOf(job: { command: string | null; env: Record<string, string> }, repositoryUrl: string): Record<string, unknown> {
-  return { command: job.command ?? '', env: job.env, matrix: null, plugins: null, repository_url: repositoryUrl };
+export function signedFieldsOf(
+  job: { command: string | null; env: Record<string, string>; matrix?: Record<string, string> | null; plugins?: Plugin[] | null },
+  repositoryUrl: string,
+): Record<string, unknown> {
+  return { command: job.command ?? '', env: job.env, matrix: job.matrix ?? null, plugins: job.plugins ?? null, repository_url: repositoryUrl };
+}
+
+/**
+ * The step each job of a script step runs: the step itself, or for a matrix one copy per
+ * combination with its values put into label, command, env, agents and plugins, the
+ * adjustment's `soft_fail` in place of the step's, and the values kept (`matrix_values`).
+ */
+export function scriptVariants(step: ScriptStep): ScriptStep[] {
+  if (!step.matrix) return [step];
+  const rest: ScriptStep = { ...step };
+  delete rest.matrix;
+  return combinations(step.matrix).map(({ values, soft_fail }) => {
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(step.env)) Object.defineProperty(env, k, { value: interpolate(v, values), enumerable: true, writable: true, configurable: true });
+    const variant: ScriptStep = {
+      ...rest,
+      name: step.name === null ? null : interpolate(step.name, values),
+      command: step.command === null ? null : interpolate(step.command, values),
+      env,
+      agent_query_rules: step.agent_query_rules.map((rule) => interpolate(rule, values)),
+      soft_fail: soft_fail ?? step.soft_fail,
+      matrix_values: values,
+    };
+    if (step.plugins) variant.plugins = interpolateJson(step.plugins, values) as Plugin[];
+    return variant;
+  });
 }
 
 /**
@@ -112,6 +146,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
     parallelGroupIndex: null,
     parallelGroupTotal: null,
     brokenReason: null,
+    priority: 0,
   });
   for (const step of steps) {
     const stepId = crypto.randomUUID();
@@ -121,28 +156,34 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
     const brokenReason = excluded ? `The step's branch filter "${filter}" excludes branch "${ctx.branch}"` : null;
     switch (step.type) {
       case 'script': {
+        // A matrix step has no parallelism (the parser refuses both together).
         const total = step.parallelism && step.parallelism > 1 ? step.parallelism : null;
-        const env = { ...ctx.pipelineEnv, ...ctx.buildEnv, ...step.env };
-        const signature = ctx.sign(signedFieldsOf({ command: step.command, env }, ctx.repositoryUrl));
-        for (let i = 0; i < (total ?? 1); i++) {
-          jobs.push({
-            ...base(step, stepId),
-            id: crypto.randomUUID(),
-            position: jobs.length,
-            type: 'script',
-            state: startState,
-            name: step.name,
-            stepKey: step.key,
-            signature,
-            command: step.command,
-            agentQueryRules: step.agent_query_rules,
-            env,
-            artifactPaths: step.artifact_paths,
-            timeoutInMinutes: step.timeout_in_minutes,
-            parallelGroupIndex: total ? i : null,
-            parallelGroupTotal: total,
-            brokenReason,
-          });
+        for (const variant of scriptVariants(step)) {
+          const env = { ...ctx.pipelineEnv, ...ctx.buildEnv, ...variant.env };
+          // How Buildkite hands plugins to the agent: JSON in the job's environment.
+          if (variant.plugins) env.BUILDKITE_PLUGINS = JSON.stringify(variant.plugins);
+          const signature = ctx.sign(signedFieldsOf({ command: variant.command, env, matrix: variant.matrix_values, plugins: variant.plugins }, ctx.repositoryUrl));
+          for (let i = 0; i < (total ?? 1); i++) {
+            jobs.push({
+              ...base(variant, stepId),
+              id: crypto.randomUUID(),
+              position: jobs.length,
+              type: 'script',
+              state: startState,
+              name: variant.name,
+              stepKey: variant.key,
+              signature,
+              command: variant.command,
+              agentQueryRules: variant.agent_query_rules,
+              env,
+              artifactPaths: variant.artifact_paths,
+              timeoutInMinutes: variant.timeout_in_minutes,
+              parallelGroupIndex: total ? i : null,
+              parallelGroupTotal: total,
+              brokenReason,
+              priority: variant.priority ?? 0,
+            });
+          }
         }
         break;
       }

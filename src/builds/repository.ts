@@ -139,6 +139,7 @@ export function jobFromRow(r: Record<string, unknown>): Job {
     softFailed: toBool(r.soft_failed),
     exitStatus: (r.exit_status as number | null) ?? null,
     brokenReason: (r.broken_reason as string | null) ?? null,
+    priority: Number(r.priority ?? 0),
     retried: toBool(r.retried),
     retriedInJobId: (r.retried_in_job_id as string | null) ?? null,
     retriesCount: (r.retries_count as number | null) ?? null,
@@ -464,6 +465,7 @@ export function toJobRow(build: Pick<NewBuild, 'id' | 'pipelineId' | 'createdAt'
     parallel_group_index: j.parallelGroupIndex,
     parallel_group_total: j.parallelGroupTotal,
     broken_reason: j.brokenReason,
+    priority: j.priority,
     ...jobTimes(build, j),
   };
 }

@@ -88,7 +88,7 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
         retry_source: null,
         parallel_group_index: j.parallelGroupIndex,
         parallel_group_total: j.parallelGroupTotal,
-        matrix: null,
+        matrix: j.step.type === 'script' ? (j.step.matrix_values ?? null) : null,
         cluster_id: null,
         cluster_url: null,
         cluster_queue_id: null,

@@ -27,8 +27,9 @@ export class PipelineUploadService {
     private readonly sign: (fields: Record<string, unknown>) => StepSignature,
   ) {}
 
-  /** Adds the pipeline's steps to the build of the agent's running job; answers the new jobs. */
-  async upload(agent: Agent, jobId: string, pipeline: string | object, uploadId: string | null): Promise<Job[]> {
+  /** Adds the pipeline's steps to the build of the agent's running job; answers the new jobs,
+   * and the attributes accepted but not acted on. */
+  async upload(agent: Agent, jobId: string, pipeline: string | object, uploadId: string | null): Promise<{ jobs: Job[]; notices: string[] }> {
     if (agent.connectionState !== 'connected') throw new UnprocessableError(`The agent is ${agent.connectionState}: POST /v3/connect first.`);
     const context = await this.jobs.findWithContext(jobId);
     if (!context || context.job.agentId !== agent.id) throw new NotFoundError('job');
@@ -45,7 +46,7 @@ export class PipelineUploadService {
     });
     const ids = await this.jobs.insertUploaded(build.id, context.job, planned, uploadId, new Date(), MAX_JOBS_PER_BUILD);
     if (!ids) throw new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: this upload would go over.`);
-    return this.jobs.findMany(ids);
+    return { jobs: await this.jobs.findMany(ids), notices: parsed.notices };
   }
 }
 

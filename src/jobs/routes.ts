@@ -6,6 +6,7 @@ import type { Agent } from '../agents/repository';
 import type { PipelineUploadService } from './pipeline-upload';
 import { actorOf } from '../http/auth';
 import { NotFoundError } from '../http/errors';
+import { setWarnings } from '../http/warning';
 import { serializeJob } from '../builds/serialize';
 import type { BuildWithJobs } from '../builds/service';
 import { jobEnv, serializeLog } from './serialize';
@@ -68,7 +69,8 @@ export function pipelineUploadRoutes(uploads: PipelineUploadService) {
   const router = express.Router();
   router.post(`${AGENT_API_PATH}/jobs/:job_id/pipelines`, async (req, res) => {
     const body = req.body as operations['uploadPipeline']['requestBody']['content']['application/json'];
-    const jobs = await uploads.upload(res.locals.agent as Agent, String(req.params.job_id), body.pipeline, body.uuid ?? null);
+    const { jobs, notices } = await uploads.upload(res.locals.agent as Agent, String(req.params.job_id), body.pipeline, body.uuid ?? null);
+    setWarnings(res, notices);
     res.status(201).json({ jobs: jobs.map((j) => ({ id: j.id, type: j.type, state: j.state as JobState, step_key: j.stepKey })) });
   });
   return router;

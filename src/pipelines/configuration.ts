@@ -23,6 +23,9 @@ import {
   type YAMLMap,
 } from 'yaml';
 import { ValidationError, type FieldError } from '../http/errors';
+import { parseMatrix, unknownTokens, type Matrix } from './matrix';
+import { parsePlugins, type Plugin } from './plugins';
+import { STEP_ATTRIBUTES, TOP_LEVEL_ATTRIBUTES, verdict, type StepType } from './step-attributes';
 
 export type ExitStatus = number | '*';
 
@@ -40,6 +43,13 @@ export type ScriptStep = {
   key: string | null;
   soft_fail: boolean | { exit_status: ExitStatus }[];
   retry: StepRetry | null;
+  /** Dispatch priority of the step's jobs (the step's own, else the pipeline's top-level one). */
+  priority?: number;
+  /** One job per combination (src/pipelines/matrix.ts). */
+  matrix?: Matrix;
+  plugins?: Plugin[];
+  /** On a job's copy of a matrix step only: the combination that job runs. */
+  matrix_values?: Record<string, string>;
 };
 /** An automatic retry rule: which failures (exit status, and signal reason when given) and how often. */
 export type AutomaticRetry = { exit_status: ExitStatus | number[]; limit: number; signal_reason?: string };
@@ -109,6 +119,8 @@ const MAX_REF = 255;
 const MAX_SIGNAL = 100;
 const MAX_TIMEOUT = 100_000;
 const MAX_CONCURRENCY = 100_000;
+/** The jobs table's integer column holds it; Buildkite documents no bounds. */
+const MAX_PRIORITY = 2_147_483_647;
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const FIELD_KEY = /^[A-Za-z0-9_\-/]+$/;
@@ -122,9 +134,9 @@ const STEP_KINDS = 'command, commands, wait, block, input, trigger, group, plugi
 // top-level anchor holders) cost nothing.
 
 type Line = number | undefined;
-type VMap = { t: 'map'; keys: string[]; get(key: string): V | undefined; line: Line };
+export type VMap = { t: 'map'; keys: string[]; get(key: string): V | undefined; line: Line };
 type VList = { t: 'list'; items: V[]; line: Line };
-type V =
+export type V =
   | { t: 'null'; line: Line }
   | { t: 'str'; v: string; line: Line }
   // `text` is the number or boolean as written, so `commit: 0123456` keeps its leading zero.
@@ -321,6 +333,11 @@ function keyText(key: unknown): string {
 
 class Problems {
   private readonly list: { error: FieldError; line: number }[] = [];
+  /** Attributes accepted but not acted on, one line each (see step-attributes.ts). */
+  readonly notices: string[] = [];
+  notice(message: string): void {
+    if (this.notices.length < MAX_ERRORS && !this.notices.includes(message)) this.notices.push(message);
+  }
   /** `line` orders YAML errors as they appear in the document, not as the rules ran. */
   add(field: string, code: string, line = 0): void {
     if (this.list.length < MAX_ERRORS) this.list.push({ error: { field, code }, line });
@@ -336,12 +353,14 @@ class Problems {
 
 type Dialect = 'yaml' | 'visual';
 
-interface Ctx {
+export interface Ctx {
   readonly dialect: Dialect;
   /** A property is at fault; `at` locates it in YAML (the step itself when omitted). */
   fail(path: string, message: string, at?: V): void;
   /** The step as a whole is at fault. */
   failStep(message: string): void;
+  /** A property is accepted but not acted on. */
+  notice(path: string, message: string): void;
 }
 
 class YamlCtx implements Ctx {
@@ -361,6 +380,10 @@ class YamlCtx implements Ctx {
     const line = this.line ?? 1;
     this.problems.add('configuration', `step ${this.label ?? '?'} (line ${line}) ${message}`, line);
   }
+  notice(path: string, message: string): void {
+    const where = this.label === null ? 'top level' : `step ${this.label}`;
+    this.problems.notice(`${where}: "${path}" is accepted but not acted on: ${message}`);
+  }
 }
 
 class VisualCtx implements Ctx {
@@ -375,19 +398,22 @@ class VisualCtx implements Ctx {
   failStep(message: string): void {
     this.problems.add(`steps[${this.index}]`, message);
   }
+  notice(path: string, message: string): void {
+    this.problems.notice(`steps[${this.index}].${path} is accepted but not acted on: ${message}`);
+  }
 }
 
 const tooLong = (max: number) => `is too long (maximum is ${max} characters)`;
 const tooMany = (max: number) => `must have at most ${max} items`;
-const mapping = (c: Ctx) => (c.dialect === 'yaml' ? 'a mapping' : 'an object');
+export const mapping = (c: Ctx) => (c.dialect === 'yaml' ? 'a mapping' : 'an object');
 
 /** Echoes a user-supplied name in an error without letting it flood or break the message. */
-function quote(s: string): string {
+export function quote(s: string): string {
   return JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}…` : s);
 }
 
 /** Sets `key` as an own property even when it is `__proto__` (a valid variable name). */
-function define(target: Record<string, string>, key: string, value: string): void {
+export function define(target: Record<string, string>, key: string, value: string): void {
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
@@ -395,10 +421,10 @@ function define(target: Record<string, string>, key: string, value: string): voi
 // Readers for property values. Each reports what is wrong and returns a fallback, so that one
 // pass finds every problem.
 
-type Found = [path: string, value: V];
+export type Found = [path: string, value: V];
 
 /** The first of `names` that is set to something other than null; null means "not given". */
-function pick(map: VMap | undefined, names: readonly string[], prefix = ''): Found | undefined {
+export function pick(map: VMap | undefined, names: readonly string[], prefix = ''): Found | undefined {
   if (!map) return undefined;
   for (const name of names) {
     const v = map.get(name);
@@ -408,14 +434,14 @@ function pick(map: VMap | undefined, names: readonly string[], prefix = ''): Fou
 }
 
 /** YAML types plain scalars, but a label of `1.0` or a commit of `0123456` is meant as text. */
-function text(v: V): string | undefined {
+export function text(v: V): string | undefined {
   if (v.t === 'str') return v.v;
   if (v.t === 'num' || v.t === 'bool') return v.text;
   return undefined;
 }
 
 /** Optional text; blank counts as not given, so the stored form has one way to say "none". */
-function optText(c: Ctx, found: Found | undefined, max: number): string | null {
+export function optText(c: Ctx, found: Found | undefined, max: number): string | null {
   if (!found) return null;
   const [path, v] = found;
   const s = text(v);
@@ -440,7 +466,7 @@ function joined(c: Ctx, found: Found | undefined, sep: string, max: number): str
   return s.trim() === '' ? null : s;
 }
 
-function bool(c: Ctx, found: Found | undefined, fallback: boolean): boolean {
+export function bool(c: Ctx, found: Found | undefined, fallback: boolean): boolean {
   if (!found) return fallback;
   const [path, v] = found;
   if (v.t === 'bool') return v.v;
@@ -530,7 +556,7 @@ function exitStatus(c: Ctx, path: string, v: V | undefined, fallback?: ExitStatu
   return undefined;
 }
 
-function softFail(c: Ctx, found: Found | undefined): ScriptStep['soft_fail'] {
+export function softFail(c: Ctx, found: Found | undefined): ScriptStep['soft_fail'] {
   if (!found) return false;
   const [path, v] = found;
   if (v.t === 'bool') return v.v;
@@ -690,6 +716,8 @@ const NAMES = {
     branches: ['branches', 'branch_configuration'],
     agents: ['agents', 'agent_query_rules'],
     key: ['key', 'id', 'identifier'],
+    artifacts: ['artifact_paths', 'artifacts'],
+    timeout: ['timeout_in_minutes', 'timeout'],
     manualLabel: ['label', 'name'],
     slug: ['trigger', 'trigger_project_slug'],
     async: ['async', 'trigger_async'],
@@ -699,6 +727,8 @@ const NAMES = {
     branches: ['branch_configuration'],
     agents: ['agent_query_rules'],
     key: ['key'],
+    artifacts: ['artifact_paths'],
+    timeout: ['timeout_in_minutes'],
     manualLabel: ['label'],
     slug: ['trigger_project_slug'],
     async: ['trigger_async'],
@@ -713,9 +743,6 @@ function command(c: Ctx, m: VMap): string | null {
   const found = one ?? many;
   const value = optCommand(c, found);
   const plugins = pick(m, ['plugins']);
-  if (plugins && plugins[1].t !== 'list' && plugins[1].t !== 'map') {
-    c.fail('plugins', 'must be a list or a mapping', plugins[1]);
-  }
   // A step with nothing to run would only ever fail; plugins alone are enough (docker etc.).
   if (value === null && !plugins) c.fail(found?.[0] ?? 'command', "can't be blank", found?.[1]);
   return value ?? null;
@@ -734,16 +761,16 @@ function optCommand(c: Ctx, found: Found | undefined): string | null | undefined
   return s.trim() === '' ? null : s;
 }
 
-function scriptStep(c: Ctx, m: VMap, defaultAgents: readonly string[]): ScriptStep {
+function scriptStep(c: Ctx, m: VMap, defaultAgents: readonly string[], defaultPriority?: number): ScriptStep {
   const names = NAMES[c.dialect];
   const step: ScriptStep = {
     type: 'script',
     name: optText(c, pick(m, names.name), MAX_NAME),
     command: command(c, m),
-    artifact_paths: joined(c, pick(m, ['artifact_paths']), ';', MAX_BRANCHES),
+    artifact_paths: joined(c, pick(m, names.artifacts), ';', MAX_BRANCHES),
     branch_configuration: joined(c, pick(m, names.branches), ' ', MAX_BRANCHES),
     env: env(c, pick(m, ['env'])),
-    timeout_in_minutes: positive(c, pick(m, ['timeout_in_minutes']), MAX_TIMEOUT),
+    timeout_in_minutes: positive(c, pick(m, names.timeout), MAX_TIMEOUT),
     agent_query_rules: agents(c, pick(m, names.agents)),
     concurrency: positive(c, pick(m, ['concurrency']), MAX_CONCURRENCY),
     parallelism: wholeNumber(c, pick(m, ['parallelism']), 1, 1000, 'must be a whole number from 1 to 1000'),
@@ -752,7 +779,54 @@ function scriptStep(c: Ctx, m: VMap, defaultAgents: readonly string[]): ScriptSt
     retry: retry(c, pick(m, ['retry'])),
   };
   if (step.agent_query_rules.length === 0) step.agent_query_rules = [...defaultAgents];
+  const priority = wholeNumber(c, pick(m, ['priority']), -MAX_PRIORITY, MAX_PRIORITY, `must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}`);
+  if (priority !== null) step.priority = priority;
+  else if (defaultPriority !== undefined) step.priority = defaultPriority;
+  const plugins = parsePlugins(c, pick(m, ['plugins']));
+  if (plugins) step.plugins = plugins;
+  const matrixFound = pick(m, ['matrix']);
+  const matrix = parseMatrix(c, matrixFound);
+  // Documented: "Matrix builds are not compatible with explicit parallelism in steps".
+  if (matrixFound && step.parallelism !== null && step.parallelism > 1) {
+    c.fail('parallelism', 'cannot be used together with "matrix": put them on separate steps', pick(m, ['parallelism'])?.[1]);
+  }
+  if (matrix) {
+    step.matrix = matrix;
+    checkTokens(c, m, step, matrix);
+  }
   return step;
+}
+
+/** Matrix values go into label, command, env, agents and plugins; a token naming no dimension is an error. */
+function checkTokens(c: Ctx, m: VMap, step: ScriptStep, matrix: Matrix): void {
+  const names = NAMES[c.dialect];
+  const check = (path: string, s: string | null, at: V | undefined) => {
+    const bad = s === null ? [] : unknownTokens(s, matrix);
+    if (bad.length > 0) c.fail(path, `uses ${bad[0]}, but the matrix has no such dimension (it has ${Object.keys(matrix.setup).map((d) => (d === '' ? '{{matrix}}' : `{{matrix.${d}}}`)).join(', ')})`, at);
+  };
+  check(pick(m, names.name)?.[0] ?? 'label', step.name, pick(m, names.name)?.[1]);
+  check(pick(m, ['command', 'commands'])?.[0] ?? 'command', step.command, pick(m, ['command', 'commands'])?.[1]);
+  for (const [k, v] of Object.entries(step.env)) check(`env.${k}`, v, pick(m, ['env'])?.[1]);
+  for (const rule of step.agent_query_rules) check(pick(m, names.agents)?.[0] ?? 'agents', rule, pick(m, names.agents)?.[1]);
+  if (step.plugins) check('plugins', JSON.stringify(step.plugins), pick(m, ['plugins'])?.[1]);
+}
+
+/**
+ * What a YAML step says beyond what Windsock acts on: documented attributes it only accepts are
+ * reported, those it cannot honour and undocumented ones are refused (step-attributes.ts).
+ */
+function checkAttributes(c: Ctx, m: VMap, type: StepType): void {
+  for (const attribute of m.keys) {
+    const v = m.get(attribute);
+    // `depends_on: ~` and the like say nothing, so there is nothing to refuse.
+    if (v === undefined || v.t === 'null') continue;
+    const found = verdict(STEP_ATTRIBUTES[type], attribute);
+    // `false` (and for `skip`, the documented empty reason) asks for the default: what Windsock does.
+    if (found.state !== 'unknown' && ((v.t === 'bool' && !v.v) || (attribute === 'skip' && v.t === 'str' && v.v === ''))) continue;
+    if (found.state === 'reported') c.notice(attribute, found.why);
+    else if (found.state === 'refused') c.fail(attribute, `is not supported by Windsock: ${found.why}`, v);
+    else if (found.state === 'unknown') c.fail(attribute, `is not an attribute of a ${type} step`, v);
+  }
 }
 
 function waiterStep(c: Ctx, m: VMap): WaiterStep {
@@ -843,7 +917,9 @@ const KIND_KEYS: [Kind, string[]][] = [
   ['trigger', ['trigger']],
 ];
 
-function yamlStep(c: YamlCtx, v: V, defaultAgents: readonly string[]): Step | undefined {
+type Defaults = { agents: readonly string[]; priority?: number };
+
+function yamlStep(c: YamlCtx, v: V, defaults: Defaults): Step | undefined {
   if (v.t === 'str') {
     if (v.v === 'wait' || v.v === 'waiter') return { type: 'waiter', continue_on_failure: false };
     if (v.v === 'block' || v.v === 'input') return manualStep(c, lazyMap([], v.line, () => undefined), v.v);
@@ -865,13 +941,16 @@ function yamlStep(c: YamlCtx, v: V, defaultAgents: readonly string[]): Step | un
     kind = present[0]?.[0] ?? (v.get('plugins') !== undefined ? 'script' : undefined);
     if (!kind) return void c.failStep(`is not a known step type: expected one of ${STEP_KINDS}`);
   }
+  const keyword = kind === 'manual' ? (['block', 'input'] as const).find((k) => v.get(k) !== undefined) : undefined;
+  // `type: manual` without a keyword reads as a block step, as the visual form has it.
+  checkAttributes(c, v, kind === 'script' ? 'command' : kind === 'waiter' ? 'wait' : kind === 'manual' ? (keyword ?? 'block') : 'trigger');
   switch (kind) {
     case 'script':
-      return scriptStep(c, v, defaultAgents);
+      return scriptStep(c, v, defaults.agents, defaults.priority);
     case 'waiter':
       return waiterStep(c, v);
     case 'manual':
-      return manualStep(c, v, (['block', 'input'] as const).find((k) => v.get(k) !== undefined));
+      return manualStep(c, v, keyword);
     case 'trigger':
       return triggerStep(c, v);
   }
@@ -887,7 +966,10 @@ function firstLine(message: string): string {
 }
 
 /** Parse a pipeline YAML configuration (the `configuration` field of the pipelines API). */
-export function parseConfiguration(yamlText: string): { steps: Step[]; env: Record<string, string> } {
+/** Steps and env of a pipeline configuration, and a line for each attribute accepted but not acted on. */
+export type ParsedConfiguration = { steps: Step[]; env: Record<string, string>; notices: string[] };
+
+export function parseConfiguration(yamlText: string): ParsedConfiguration {
   try {
     return parseConfigurationOrThrow(yamlText);
   } catch (error) {
@@ -895,7 +977,7 @@ export function parseConfiguration(yamlText: string): { steps: Step[]; env: Reco
   }
 }
 
-function parseConfigurationOrThrow(yamlText: string): { steps: Step[]; env: Record<string, string> } {
+function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
   if (typeof yamlText !== 'string') throw yamlError('must be a string');
   if (Buffer.byteLength(yamlText, 'utf8') > MAX_CONFIGURATION_BYTES) {
     throw yamlError(`is too large (maximum is ${MAX_CONFIGURATION_BYTES} bytes)`);
@@ -922,15 +1004,23 @@ function parseConfigurationOrThrow(yamlText: string): { steps: Step[]; env: Reco
 
   let stepsFound: Found | undefined;
   let pipelineEnv: Record<string, string> = {};
-  let defaultAgents: string[] = [];
+  const defaults: Defaults = { agents: [] };
   if (root.t === 'list') {
     stepsFound = ['steps', root];
   } else if (root.t === 'map' && root.get('steps') !== undefined) {
     stepsFound = ['steps', root.get('steps') as V];
-    // Other top-level keys (notify, priority, image, secrets, cache, anchor holders...) are
-    // ignored, as the agent ignores what it does not use.
     pipelineEnv = env(top, pick(root, ['env']));
-    defaultAgents = agents(top, pick(root, ['agents']));
+    defaults.agents = agents(top, pick(root, ['agents']));
+    const priority = wholeNumber(top, pick(root, ['priority']), -MAX_PRIORITY, MAX_PRIORITY, `must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}`);
+    if (priority !== null) defaults.priority = priority;
+    // Keys the documentation does not define are anchor holders and the like: left alone.
+    for (const key of root.keys) {
+      const value = root.get(key);
+      if (value === undefined || value.t === 'null') continue;
+      const found = verdict(TOP_LEVEL_ATTRIBUTES, key);
+      if (found.state === 'reported') top.notice(key, found.why);
+      else if (found.state === 'refused') top.fail(key, `is not supported by Windsock: ${found.why}`, value);
+    }
   } else {
     throw yamlError('must contain a "steps" list');
   }
@@ -944,7 +1034,7 @@ function parseConfigurationOrThrow(yamlText: string): { steps: Step[]; env: Reco
   const steps: Step[] = [];
   const keys = new Map<string, string>();
   const add = (c: YamlCtx, label: string, item: V) => {
-    const step = yamlStep(c, item, defaultAgents);
+    const step = yamlStep(c, item, defaults);
     if (!step) return;
     if (step.type === 'script' && step.key !== null) {
       const owner = keys.get(step.key);
@@ -974,6 +1064,7 @@ function parseConfigurationOrThrow(yamlText: string): { steps: Step[]; env: Reco
       continue;
     }
     optText(c, pick(item, ['group', 'label', 'name']), MAX_NAME); // checked, though not kept
+    checkAttributes(c, item, 'group');
     for (const [j, child] of children.items.entries()) {
       if (problems.full || steps.length > MAX_STEPS) break;
       const childLabel = `${label}.${j + 1}`;
@@ -987,7 +1078,7 @@ function parseConfigurationOrThrow(yamlText: string): { steps: Step[]; env: Reco
   }
   if (steps.length > MAX_STEPS) throw yamlError(`has too many steps (maximum is ${MAX_STEPS})`);
   problems.throwIfAny();
-  return { steps, env: pipelineEnv };
+  return { steps, env: pipelineEnv, notices: problems.notices };
 }
 
 // ---------------------------------------------------------------------------------------------

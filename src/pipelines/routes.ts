@@ -3,6 +3,7 @@ import express, { Request } from 'express';
 import type { operations } from '../../generated/api';
 import { actorOf } from '../http/auth';
 import { pageRequest, setLinkHeader } from '../http/pagination';
+import { setWarnings } from '../http/warning';
 import { serializePipeline } from './serialize';
 import type { Actor, Permissions, PipelineService } from './service';
 import type { Pipeline } from './repository';
@@ -44,7 +45,8 @@ export function pipelineRoutes(service: PipelineService, publicUrl: string) {
 
   router.post(base, async (req, res) => {
     const actor = actorOf(res);
-    const { pipeline, perms } = await service.create(actor, req.body as CreateBody);
+    const { pipeline, perms, notices } = await service.create(actor, req.body as CreateBody);
+    setWarnings(res, notices);
     res.status(201).json(await view(actor, pipeline, perms, 'iso'));
   });
 
@@ -56,7 +58,8 @@ export function pipelineRoutes(service: PipelineService, publicUrl: string) {
 
   router.patch(`${base}/:pipeline_slug`, async (req, res) => {
     const actor = actorOf(res);
-    const { pipeline, perms } = await service.update(actor, slugOf(req), req.body as UpdateBody);
+    const { pipeline, perms, notices } = await service.update(actor, slugOf(req), req.body as UpdateBody);
+    setWarnings(res, notices);
     res.json(await view(actor, pipeline, perms));
   });
 

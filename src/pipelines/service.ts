@@ -10,7 +10,7 @@ import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, typ
 import type { Organization, OrganizationRepository, Role } from '../organizations/repository';
 import { sha256Hex, type Keys } from '../security/keys';
 import { validateBranchFilter } from './branch-filter';
-import { normaliseVisualSteps, parseConfiguration, type Step } from './configuration';
+import { normaliseVisualSteps, parseConfiguration, type ParsedConfiguration, type Step } from './configuration';
 import type { GitHubHooks } from './github';
 import {
   detectProvider,
@@ -147,7 +147,8 @@ export class PipelineService {
     return found;
   }
 
-  async create(actor: Actor, input: PipelineInput): Promise<{ pipeline: Pipeline; perms: Permissions }> {
+  /** `notices`: attributes of the configuration accepted but not acted on (see step-attributes.ts). */
+  async create(actor: Actor, input: PipelineInput): Promise<{ pipeline: Pipeline; perms: Permissions; notices: string[] }> {
     const errors: FieldError[] = [];
     const name = (input.name ?? '').trim();
     const repository = (input.repository ?? '').trim();
@@ -159,7 +160,8 @@ export class PipelineService {
     }
     const providerId = detectProvider(repository);
     const fields = this.commonFields(input, providerId, {}, errors);
-    const stepsAndEnv = this.stepsAndEnv(input, null, errors);
+    const notices: string[] = [];
+    const stepsAndEnv = this.stepsAndEnv(input, null, errors, notices);
     const teams = await this.teamsFor(actor, input, errors);
     this.checkTimeouts(input.default_timeout_in_minutes ?? null, input.maximum_timeout_in_minutes ?? null, errors);
     if (errors.length) throw new ValidationError(errors);
@@ -198,10 +200,10 @@ export class PipelineService {
       teams,
     );
     const pipeline = (await this.pipelines.findById(id))!;
-    return { pipeline, perms: await this.permissions(actor, pipeline) };
+    return { pipeline, perms: await this.permissions(actor, pipeline), notices };
   }
 
-  async update(actor: Actor, slug: string, input: PipelineInput): Promise<{ pipeline: Pipeline; perms: Permissions }> {
+  async update(actor: Actor, slug: string, input: PipelineInput): Promise<{ pipeline: Pipeline; perms: Permissions; notices: string[] }> {
     const { pipeline: current, perms } = await this.getEditable(actor, slug);
     if (current.archivedAt) throw new UnprocessableError('This pipeline is archived: unarchive it before updating it.');
     const errors: FieldError[] = [];
@@ -228,7 +230,8 @@ export class PipelineService {
     const fields = this.commonFields(input, providerId, keptSettings, errors);
     if (providerId !== current.providerId) changes.providerId = providerId;
     if (fields.providerSettings !== undefined || providerId !== current.providerId) changes.providerSettings = fields.providerSettings ?? keptSettings;
-    const stepsAndEnv = this.stepsAndEnv(input, current, errors);
+    const notices: string[] = [];
+    const stepsAndEnv = this.stepsAndEnv(input, current, errors, notices);
     if (stepsAndEnv) Object.assign(changes, stepsAndEnv);
 
     const copy = <K extends keyof PipelineFields>(key: K, value: PipelineFields[K] | undefined) => {
@@ -259,7 +262,7 @@ export class PipelineService {
     if (errors.length) throw new ValidationError(errors);
 
     await this.pipelines.update(current, changes);
-    return { pipeline: (await this.pipelines.findById(current.id))!, perms };
+    return { pipeline: (await this.pipelines.findById(current.id))!, perms, notices };
   }
 
   async archive(actor: Actor, slug: string) {
@@ -331,6 +334,7 @@ export class PipelineService {
     input: PipelineInput,
     current: Pipeline | null,
     errors: FieldError[],
+    notices: string[],
   ): { configuration: string | null; steps: Step[]; env: Record<string, string> } | undefined {
     const collect = (fn: () => void) => {
       try {
@@ -343,9 +347,11 @@ export class PipelineService {
     if (input.configuration !== undefined) {
       if (input.steps !== undefined) errors.push({ field: 'steps', code: "can't be set together with configuration: the configuration defines the steps" });
       if (input.env !== undefined) errors.push({ field: 'env', code: "can't be set together with configuration: use the configuration's top-level env" });
-      let parsed: { steps: Step[]; env: Record<string, string> } | undefined;
+      let parsed: ParsedConfiguration | undefined;
       collect(() => (parsed = parseConfiguration(input.configuration!)));
-      return parsed && { configuration: input.configuration, ...parsed };
+      if (!parsed) return undefined;
+      notices.push(...parsed.notices);
+      return { configuration: input.configuration, steps: parsed.steps, env: parsed.env };
     }
     const yamlDefined = current?.configuration != null;
     if (yamlDefined) {

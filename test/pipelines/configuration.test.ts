@@ -81,11 +81,14 @@ describe('parseConfiguration: step forms', () => {
         '        - limit: 1',
         '      manual: {allowed: false}',
         '    depends_on: ~',
-        '    if: build.branch == "main"',
       ),
     );
     expect(result).toEqual({
       env: { RELEASE: 'true', LEVEL: '3' },
+      notices: [
+        'step 1: "concurrency" is accepted but not acted on: concurrency limits are not enforced yet',
+        'step 1: "concurrency_group" is accepted but not acted on: concurrency limits are not enforced yet',
+      ],
       steps: [
         {
           type: 'script',
@@ -137,6 +140,7 @@ describe('parseConfiguration: step forms', () => {
     expect(parseConfiguration(yaml('steps:', '  - command: buildkite-agent pipeline upload'))).toEqual({
       steps: [script({ command: 'buildkite-agent pipeline upload' })],
       env: {},
+      notices: [],
     });
   });
 
@@ -144,6 +148,7 @@ describe('parseConfiguration: step forms', () => {
     expect(parseConfiguration(yaml('- command: a', '- wait', '- command: b'))).toEqual({
       steps: [script({ command: 'a' }), { type: 'waiter', continue_on_failure: false }, script({ command: 'b' })],
       env: {},
+      notices: [],
     });
   });
 
@@ -176,7 +181,7 @@ describe('parseConfiguration: step forms', () => {
           '          config: [a.yml, b.yml]',
         ),
       ),
-    ).toEqual([script({ name: 'Lint', command: null })]);
+    ).toEqual([script({ name: 'Lint', command: null, plugins: [{ 'docker-compose#v5.0.0': { run: 'app', config: ['a.yml', 'b.yml'] } }] })]);
   });
 
   it('reads every form of wait step', () => {
@@ -380,32 +385,36 @@ describe('parseConfiguration: step forms', () => {
 });
 
 describe('parseConfiguration: properties', () => {
-  it('applies top-level agents to script steps that name none, and ignores other top-level keys', () => {
-    expect(
-      parseConfiguration(
-        yaml(
-          'agents:',
-          '  queue: default',
-          'notify: [{email: dev@example.com}]',
-          'priority: 2',
-          'image: ubuntu:24.04',
-          'secrets: [TOKEN]',
-          'cache: [node_modules]',
-          'x-anchors: {anything: [goes, here]}',
-          'steps:',
-          '  - command: a',
-          '  - command: b',
-          '    agents: [queue=fast, "os=linux"]',
-          '  - command: c',
-          '    agents: {}',
-          '  - wait',
-        ),
-      ).steps,
-    ).toEqual([
-      script({ command: 'a', agent_query_rules: ['queue=default'] }),
-      script({ command: 'b', agent_query_rules: ['queue=fast', 'os=linux'] }),
-      script({ command: 'c', agent_query_rules: ['queue=default'] }),
+  it('applies top-level agents and priority to script steps that name none, reports the top-level keys it does not act on, and leaves undocumented ones (anchor holders) alone', () => {
+    const parsed = parseConfiguration(
+      yaml(
+        'agents:',
+        '  queue: default',
+        'notify: [{email: dev@example.com}]',
+        'priority: 2',
+        'image: ubuntu:24.04',
+        'cache: [node_modules]',
+        'x-anchors: {anything: [goes, here]}',
+        'steps:',
+        '  - command: a',
+        '  - command: b',
+        '    agents: [queue=fast, "os=linux"]',
+        '    priority: -1',
+        '  - command: c',
+        '    agents: {}',
+        '  - wait',
+      ),
+    );
+    expect(parsed.steps).toEqual([
+      script({ command: 'a', agent_query_rules: ['queue=default'], priority: 2 }),
+      script({ command: 'b', agent_query_rules: ['queue=fast', 'os=linux'], priority: -1 }),
+      script({ command: 'c', agent_query_rules: ['queue=default'], priority: 2 }),
       { type: 'waiter', continue_on_failure: false },
+    ]);
+    expect(parsed.notices).toEqual([
+      'top level: "notify" is accepted but not acted on: Windsock sends no notifications yet',
+      'top level: "image" is accepted but not acted on: the image is not passed to the agent (BUILDKITE_IMAGE)',
+      'top level: "cache" is accepted but not acted on: caches are a feature of Buildkite hosted agents',
     ]);
   });
 
@@ -552,6 +561,7 @@ describe('parseConfiguration: errors name the line', () => {
       'step 5 (line 13): "retry.automatic.limit" must be a whole number from 1 to 10',
       'step 5 (line 14): "soft_fail[0].exit_status" must be a whole number or "*"',
       'step 5 (line 15): "branches" must be a string or a list of strings',
+      'step 5 (line 16): "continue_on_failure" is not an attribute of a command step',
       'step 6 (line 17): "wait" must be empty or a label',
       'step 6 (line 18): "continue_on_failure" must be true or false',
       'step 7 (line 20): "env" has an invalid name "1BAD": use letters, digits and underscores, not starting with a digit',

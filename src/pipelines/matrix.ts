@@ -1,0 +1,260 @@
+/**
+ * Build matrices on command steps, as Buildkite documents them (pipelines/configure/workflows/
+ * build-matrix): a step template plus either a list of values (one dimension, `{{matrix}}`) or
+ * `setup` (named dimensions, `{{matrix.<name>}}`) with optional `adjustments` that skip or
+ * soft-fail a combination, or add one. The parser here keeps the matrix on the stored step;
+ * `combinations` and `interpolate` expand it into one job per combination when a build is
+ * planned (src/builds/jobs.ts). No HTTP, no database.
+ */
+import {
+  define,
+  mapping,
+  pick,
+  quote,
+  softFail,
+  text,
+  type Ctx,
+  type Found,
+  type ScriptStep,
+  type V,
+  type VMap,
+} from './configuration';
+
+/** The documented limits ("Matrix limits"): dimensions, elements per dimension, adjustments, jobs. */
+export const MATRIX_LIMITS = { dimensions: 6, elements: 20, adjustments: 12, jobs: 50 } as const;
+/** The documented limit of a `skip` reason. */
+const MAX_SKIP_REASON = 70;
+const MAX_ELEMENT = 1000;
+/** Dimension names as Buildkite's pipeline schema allows them. */
+const DIMENSION = /^[A-Za-z0-9_]+$/;
+/** `{{matrix}}` (the single, unnamed dimension) and `{{matrix.<name>}}`. */
+const TOKEN = /\{\{\s*matrix(?:\.([A-Za-z0-9_]+))?\s*\}\}/g;
+
+/** The name of the one dimension of `matrix: [a, b]` or `setup: [a, b]`, the one `{{matrix}}` reads. */
+export const UNNAMED = '';
+
+export type SoftFail = ScriptStep['soft_fail'];
+export type MatrixAdjustment = { with: Record<string, string>; skip?: true | string; soft_fail?: SoftFail };
+/** A step's matrix as stored: dimensions in the order written, each with its values as text. */
+export type Matrix = { setup: Record<string, string[]>; adjustments: MatrixAdjustment[] };
+/** One job's values, and its own `soft_fail` when an adjustment gives one. */
+export type Combination = { values: Record<string, string>; soft_fail?: SoftFail };
+
+const key = (values: Record<string, string>, dims: string[]) => JSON.stringify(dims.map((d) => values[d]));
+
+/** Reads `matrix`; undefined when absent or wrong (the problem is reported through `c`). */
+export function parseMatrix(c: Ctx, found: Found | undefined): Matrix | undefined {
+  if (!found) return undefined;
+  const [path, v] = found;
+  let setupFound: Found;
+  let adjustments: Found | undefined;
+  if (v.t === 'list') {
+    setupFound = [path, v];
+  } else if (v.t === 'map') {
+    for (const k of v.keys) {
+      if (k !== 'setup' && k !== 'adjustments') c.fail(`${path}.${k}`, 'is not a matrix attribute: use "setup" and "adjustments"', v.get(k));
+    }
+    const setup = pick(v, ['setup'], `${path}.`);
+    if (!setup) return c.fail(`${path}.setup`, "can't be blank", v), undefined;
+    setupFound = setup;
+    adjustments = pick(v, ['adjustments'], `${path}.`);
+  } else {
+    return c.fail(path, `must be a list of values, or ${mapping(c)} with "setup" and optional "adjustments"`, v), undefined;
+  }
+
+  const setup = dimensions(c, setupFound);
+  if (!setup) return undefined;
+  const dims = Object.keys(setup);
+  const matrix: Matrix = { setup, adjustments: adjustments ? adjustmentList(c, adjustments, dims) : [] };
+  const jobs = jobCount(matrix);
+  if (jobs === 0) c.fail(path, 'skips every combination: a matrix must create at least one job', v);
+  if (jobs > MATRIX_LIMITS.jobs) c.fail(path, `would create ${jobs} jobs: a matrix creates at most ${MATRIX_LIMITS.jobs}`, v);
+  return matrix;
+}
+
+function dimensions(c: Ctx, [path, v]: Found): Record<string, string[]> | undefined {
+  const setup: Record<string, string[]> = {};
+  if (v.t === 'list') {
+    const values = elements(c, path, v);
+    if (!values) return undefined;
+    setup[UNNAMED] = values;
+    return setup;
+  }
+  if (v.t !== 'map') return c.fail(path, `must be a list of values, or ${mapping(c)} of dimension names to lists of values`, v), undefined;
+  if (v.keys.length === 0) return c.fail(path, "can't be blank", v), undefined;
+  if (v.keys.length > MATRIX_LIMITS.dimensions) {
+    return c.fail(path, `has ${v.keys.length} dimensions: a matrix has at most ${MATRIX_LIMITS.dimensions}`, v), undefined;
+  }
+  let ok = true;
+  for (const dim of v.keys) {
+    const list = v.get(dim) ?? { t: 'null', line: v.line };
+    if (!DIMENSION.test(dim) || dim.length > 100) {
+      c.fail(path, `has an invalid dimension name ${quote(dim)}: use letters, digits and underscores`, list);
+      ok = false;
+      continue;
+    }
+    const values = list.t === 'list' ? elements(c, `${path}.${dim}`, list) : (c.fail(`${path}.${dim}`, 'must be a list of values', list), undefined);
+    if (values) define(setup as unknown as Record<string, string>, dim, values as unknown as string);
+    else ok = false;
+  }
+  return ok ? setup : undefined;
+}
+
+function elements(c: Ctx, path: string, v: V & { t: 'list' }): string[] | undefined {
+  if (v.items.length === 0) return c.fail(path, "can't be blank", v), undefined;
+  if (v.items.length > MATRIX_LIMITS.elements) {
+    return c.fail(path, `has ${v.items.length} elements: a dimension has at most ${MATRIX_LIMITS.elements}`, v), undefined;
+  }
+  const values: string[] = [];
+  for (const [i, item] of v.items.entries()) {
+    const s = text(item);
+    if (s === undefined) return c.fail(`${path}[${i}]`, 'must be a string, number or boolean', item), undefined;
+    if (s.length > MAX_ELEMENT) return c.fail(`${path}[${i}]`, `is too long (maximum is ${MAX_ELEMENT} characters)`, item), undefined;
+    if (values.includes(s)) return c.fail(`${path}[${i}]`, `repeats ${quote(s)}`, item), undefined;
+    values.push(s);
+  }
+  return values;
+}
+
+function adjustmentList(c: Ctx, [path, v]: Found, dims: string[]): MatrixAdjustment[] {
+  if (v.t !== 'list') return c.fail(path, `must be a list of {with, skip, soft_fail}`, v), [];
+  if (v.items.length > MATRIX_LIMITS.adjustments) {
+    return c.fail(path, `has ${v.items.length} adjustments: a matrix has at most ${MATRIX_LIMITS.adjustments}`, v), [];
+  }
+  const out: MatrixAdjustment[] = [];
+  const seen = new Set<string>();
+  v.items.forEach((item, i) => {
+    const at = `${path}[${i}]`;
+    if (item.t !== 'map') return c.fail(at, `must be ${mapping(c)} with "with" and optional "skip" or "soft_fail"`, item);
+    for (const k of item.keys) {
+      if (k !== 'with' && k !== 'skip' && k !== 'soft_fail') c.fail(`${at}.${k}`, 'is not an adjustment attribute: use "with", "skip" and "soft_fail"', item.get(k));
+    }
+    const values = combination(c, `${at}.with`, item.get('with'), dims, item);
+    const skip = skipOf(c, pick(item, ['skip'], `${at}.`));
+    const soft = pick(item, ['soft_fail'], `${at}.`);
+    const softFails = soft ? softFail(c, soft) : undefined;
+    if (!values) return;
+    const id = key(values, dims);
+    if (seen.has(id)) return c.fail(`${at}.with`, 'repeats the combination of an earlier adjustment', item.get('with'));
+    seen.add(id);
+    const adjustment: MatrixAdjustment = { with: values };
+    if (skip !== undefined) adjustment.skip = skip;
+    if (softFails !== undefined) adjustment.soft_fail = softFails;
+    out.push(adjustment);
+  });
+  return out;
+}
+
+/** `with`: a mapping of every dimension to a value; for the unnamed dimension, a value or a list of one. */
+function combination(c: Ctx, path: string, v: V | undefined, dims: string[], at: VMap): Record<string, string> | undefined {
+  if (v === undefined || v.t === 'null') return c.fail(path, "can't be blank", at), undefined;
+  const values: Record<string, string> = {};
+  if (dims.length === 1 && dims[0] === UNNAMED) {
+    const item = v.t === 'list' && v.items.length === 1 ? v.items[0]! : v;
+    const s = text(item);
+    if (s === undefined || s.length > MAX_ELEMENT) return c.fail(path, 'must be one value of the matrix (or a list of one)', v), undefined;
+    values[UNNAMED] = s;
+    return values;
+  }
+  if (v.t !== 'map') return c.fail(path, `must be ${mapping(c)} of every dimension (${dims.join(', ')}) to a value`, v), undefined;
+  let ok = true;
+  for (const k of v.keys) {
+    if (!dims.includes(k)) {
+      c.fail(path, `names ${quote(k)}, which is not a dimension of the matrix (${dims.join(', ')})`, v.get(k));
+      ok = false;
+    }
+  }
+  for (const dim of dims) {
+    const item = v.get(dim);
+    const s = item === undefined ? undefined : text(item);
+    if (item === undefined) {
+      c.fail(path, `must give a value for every dimension: ${quote(dim)} is missing`, v);
+      ok = false;
+    } else if (s === undefined || s.length > MAX_ELEMENT) {
+      c.fail(`${path}.${dim}`, 'must be a string, number or boolean', item);
+      ok = false;
+    } else {
+      define(values, dim, s);
+    }
+  }
+  return ok ? values : undefined;
+}
+
+function skipOf(c: Ctx, found: Found | undefined): true | string | undefined {
+  if (!found) return undefined;
+  const [path, v] = found;
+  if (v.t === 'bool') return v.v ? true : undefined;
+  if (v.t === 'str') {
+    if (v.v.length > MAX_SKIP_REASON) return c.fail(path, `is too long (maximum is ${MAX_SKIP_REASON} characters)`, v), undefined;
+    // The documented rule: an empty reason is the same as false.
+    return v.v.trim() === '' ? undefined : v.v;
+  }
+  return c.fail(path, 'must be true, false or a reason', v), undefined;
+}
+
+function inSetup(m: Matrix, values: Record<string, string>): boolean {
+  return Object.entries(m.setup).every(([dim, list]) => list.includes(values[dim] ?? ''));
+}
+
+/** How many jobs the matrix makes, without listing them (a 20^6 setup is refused, not expanded). */
+export function jobCount(m: Matrix): number {
+  let n = Object.values(m.setup).reduce((product, list) => product * list.length, 1);
+  for (const a of m.adjustments) {
+    const existing = inSetup(m, a.with);
+    if (existing && a.skip !== undefined) n--;
+    else if (!existing && a.skip === undefined) n++;
+  }
+  return n;
+}
+
+/** Every combination in order (the first dimension varies slowest), adjusted, then the added ones. */
+export function combinations(m: Matrix): Combination[] {
+  const dims = Object.keys(m.setup);
+  let rows: Record<string, string>[] = [{}];
+  for (const dim of dims) {
+    const next: Record<string, string>[] = [];
+    for (const row of rows) for (const value of m.setup[dim]!) next.push(Object.defineProperty({ ...row }, dim, { value, enumerable: true, writable: true, configurable: true }));
+    rows = next;
+  }
+  const adjustments = new Map(m.adjustments.map((a) => [key(a.with, dims), a]));
+  const out: Combination[] = [];
+  for (const values of rows) {
+    const a = adjustments.get(key(values, dims));
+    if (a?.skip !== undefined) continue;
+    out.push(a?.soft_fail !== undefined ? { values, soft_fail: a.soft_fail } : { values });
+  }
+  for (const a of m.adjustments) {
+    if (a.skip !== undefined || inSetup(m, a.with)) continue;
+    out.push(a.soft_fail !== undefined ? { values: a.with, soft_fail: a.soft_fail } : { values: a.with });
+  }
+  return out;
+}
+
+/** Replaces `{{matrix}}` and `{{matrix.<name>}}` with the combination's values. */
+export function interpolate(s: string, values: Record<string, string>): string {
+  return s.replace(TOKEN, (token, dim: string | undefined) => (Object.hasOwn(values, dim ?? UNNAMED) ? values[dim ?? UNNAMED]! : token));
+}
+
+/** `interpolate` through a JSON value (plugin settings), keys and strings alike. */
+export function interpolateJson(value: unknown, values: Record<string, string>): unknown {
+  if (typeof value === 'string') return interpolate(value, values);
+  if (Array.isArray(value)) return value.map((v) => interpolateJson(v, values));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      Object.defineProperty(out, interpolate(k, values), { value: interpolateJson(v, values), enumerable: true, writable: true, configurable: true });
+    }
+    return out;
+  }
+  return value;
+}
+
+/**
+ * The matrix tokens in `s` that name no dimension of `m` (or any token when the step has no
+ * matrix is left alone: without a matrix `{{matrix}}` is plain text, as Buildkite leaves it).
+ */
+export function unknownTokens(s: string, m: Matrix): string[] {
+  const bad: string[] = [];
+  for (const match of s.matchAll(TOKEN)) if (!Object.hasOwn(m.setup, match[1] ?? UNNAMED)) bad.push(match[0]);
+  return bad;
+}

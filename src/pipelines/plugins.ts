@@ -1,0 +1,61 @@
+/**
+ * A command step's `plugins`, normalised to the list form Buildkite documents (each item one
+ * `{"<source>#<version>": settings}`; a bare name has null settings; the deprecated mapping
+ * form becomes one item per key). The agent reads them from the job's `BUILDKITE_PLUGINS`
+ * (JSON), which src/builds/jobs.ts sets. No HTTP, no database.
+ */
+import { define, mapping, text, type Ctx, type Found, type V } from './configuration';
+
+export type JsonValue = null | string | number | boolean | JsonValue[] | { [key: string]: JsonValue };
+export type Plugin = Record<string, JsonValue>;
+
+const MAX_PLUGINS = 100;
+const MAX_SOURCE = 1000;
+
+export function parsePlugins(c: Ctx, found: Found | undefined): Plugin[] | undefined {
+  if (!found) return undefined;
+  const [path, v] = found;
+  const plugins: Plugin[] = [];
+  const add = (at: string, source: string, settings: V | undefined, where: V) => {
+    if (source.trim() === '' || source.length > MAX_SOURCE) return c.fail(at, 'must name a plugin', where);
+    const plugin: Plugin = {};
+    Object.defineProperty(plugin, source, { value: settings === undefined ? null : toJson(settings), enumerable: true, writable: true, configurable: true });
+    plugins.push(plugin);
+  };
+  if (v.t === 'map') {
+    if (v.keys.length > MAX_PLUGINS) return c.fail(path, `must have at most ${MAX_PLUGINS} plugins`, v), undefined;
+    for (const source of v.keys) add(path, source, v.get(source), v);
+  } else if (v.t === 'list') {
+    if (v.items.length > MAX_PLUGINS) return c.fail(path, `must have at most ${MAX_PLUGINS} plugins`, v), undefined;
+    v.items.forEach((item, i) => {
+      const at = `${path}[${i}]`;
+      const name = text(item);
+      if (name !== undefined) return add(at, name, undefined, item);
+      if (item.t === 'map' && item.keys.length === 1) return add(at, item.keys[0]!, item.get(item.keys[0]!), item);
+      c.fail(at, `must be a plugin name, or ${mapping(c)} of one plugin name to its settings`, item);
+    });
+  } else {
+    return c.fail(path, 'must be a list or a mapping', v), undefined;
+  }
+  return plugins;
+}
+
+/** Settings as plain JSON: numbers and booleans keep their type, as the agent passes them on. */
+function toJson(v: V): JsonValue {
+  switch (v.t) {
+    case 'str':
+      return v.v;
+    case 'num':
+    case 'bool':
+      return v.v;
+    case 'list':
+      return v.items.map(toJson);
+    case 'map': {
+      const out: Record<string, string> = {};
+      for (const k of v.keys) define(out, k, toJson(v.get(k) ?? { t: 'null', line: v.line }) as string);
+      return out as unknown as JsonValue;
+    }
+    default:
+      return null;
+  }
+}

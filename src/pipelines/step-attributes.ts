@@ -1,0 +1,158 @@
+/**
+ * Every attribute Buildkite documents for each step type and for the top level of a pipeline,
+ * with what Windsock does with it, so that nothing in a configuration is dropped without a word:
+ * - `works`: read and acted on;
+ * - `reported`: accepted (a real pipeline keeps working) but not acted on; the answer that
+ *   accepted it says so in a `Warning` header;
+ * - `refused`: a 422 naming it, because running the pipeline without it would do something
+ *   different from what was written (steps out of order, a step that should not run...).
+ * A step attribute the documentation does not define is refused, as Buildkite's published
+ * pipeline schema does (`additionalProperties: false` on every step type); the top level stays
+ * open, since pipelines keep YAML anchors under keys of their own there. README lists the same.
+ */
+
+export type AttributeState = 'works' | 'reported' | 'refused';
+export type StepType = 'command' | 'wait' | 'block' | 'input' | 'trigger' | 'group';
+type Catalogue = Record<string, [AttributeState] | [Exclude<AttributeState, 'works'>, string]>;
+
+const WORKS: [AttributeState] = ['works'];
+const ORDER = 'Windsock runs steps in the order written, with wait and block steps as barriers';
+const DEPENDS_ON: Catalogue = {
+  depends_on: ['refused', `step dependencies are not supported: ${ORDER}`],
+  allow_dependency_failure: ['refused', `step dependencies are not supported: ${ORDER}`],
+  if: ['refused', 'step conditionals are not supported: use "branches"'],
+};
+/** A key only ever names a step for `depends_on`, which is refused, on steps that have no `step_key`. */
+const KEY_NOT_KEPT: Catalogue = {
+  key: ['reported', 'only command steps keep a key'],
+  id: ['reported', 'only command steps keep a key'],
+  identifier: ['reported', 'only command steps keep a key'],
+};
+const SKIP: Catalogue = { skip: ['refused', 'skipping a step is not supported: remove the step or use "branches"'] };
+const NOTIFY: Catalogue = { notify: ['reported', 'Windsock sends no notifications yet'] };
+
+export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
+  command: {
+    type: WORKS,
+    command: WORKS,
+    commands: WORKS,
+    label: WORKS,
+    name: WORKS,
+    agents: WORKS,
+    agent_query_rules: WORKS,
+    artifact_paths: WORKS,
+    artifacts: WORKS,
+    branches: WORKS,
+    branch_configuration: WORKS,
+    env: WORKS,
+    key: WORKS,
+    id: WORKS,
+    identifier: WORKS,
+    matrix: WORKS,
+    parallelism: WORKS,
+    plugins: WORKS,
+    priority: WORKS,
+    retry: WORKS,
+    soft_fail: WORKS,
+    timeout_in_minutes: WORKS,
+    timeout: WORKS,
+    concurrency: ['reported', 'concurrency limits are not enforced yet'],
+    concurrency_group: ['reported', 'concurrency limits are not enforced yet'],
+    concurrency_method: ['reported', 'concurrency limits are not enforced yet'],
+    cancel_on_build_failing: ['reported', 'jobs are not canceled when the build starts failing; the build still fails'],
+    checkout: ['reported', 'checkout settings are not passed to the agent'],
+    cache: ['reported', 'caches are a feature of Buildkite hosted agents'],
+    image: ['reported', 'the image is not passed to the agent (BUILDKITE_IMAGE)'],
+    if_changed: ['reported', 'the agent applies it at upload; the server does not'],
+    signature: ['reported', 'Windsock signs steps itself'],
+    secrets: ['refused', 'Buildkite secrets are not supported: the job would run without them'],
+    ...NOTIFY,
+    ...DEPENDS_ON,
+    ...SKIP,
+  },
+  wait: {
+    type: WORKS,
+    wait: WORKS,
+    waiter: WORKS,
+    continue_on_failure: WORKS,
+    ...KEY_NOT_KEPT,
+    ...DEPENDS_ON,
+  },
+  block: {
+    type: WORKS,
+    block: WORKS,
+    label: WORKS,
+    name: WORKS,
+    prompt: WORKS,
+    fields: WORKS,
+    branches: WORKS,
+    branch_configuration: WORKS,
+    blocked_state: ['reported', 'a blocked build keeps its state and reports blocked: true'],
+    ...KEY_NOT_KEPT,
+    ...DEPENDS_ON,
+  },
+  input: {
+    type: WORKS,
+    input: WORKS,
+    label: WORKS,
+    name: WORKS,
+    prompt: WORKS,
+    fields: WORKS,
+    branches: WORKS,
+    branch_configuration: WORKS,
+    ...KEY_NOT_KEPT,
+    ...DEPENDS_ON,
+  },
+  trigger: {
+    type: WORKS,
+    trigger: WORKS,
+    trigger_project_slug: WORKS,
+    build: WORKS,
+    label: WORKS,
+    name: WORKS,
+    async: WORKS,
+    trigger_async: WORKS,
+    branches: WORKS,
+    branch_configuration: WORKS,
+    trigger_commit: WORKS,
+    trigger_branch: WORKS,
+    trigger_message: WORKS,
+    trigger_env: WORKS,
+    trigger_meta_data: WORKS,
+    soft_fail: ['refused', 'soft_fail on trigger steps is not supported: a failed triggered build fails the trigger job'],
+    ...KEY_NOT_KEPT,
+    ...DEPENDS_ON,
+    ...SKIP,
+  },
+  group: {
+    group: WORKS,
+    label: WORKS,
+    name: WORKS,
+    steps: WORKS,
+    ...NOTIFY,
+    ...KEY_NOT_KEPT,
+    ...DEPENDS_ON,
+    ...SKIP,
+  },
+};
+
+/** The documented top-level keys. Others are accepted without a word: YAML anchors live there. */
+export const TOP_LEVEL_ATTRIBUTES: Catalogue = {
+  steps: WORKS,
+  env: WORKS,
+  agents: WORKS,
+  priority: WORKS,
+  notify: ['reported', 'Windsock sends no notifications yet'],
+  image: ['reported', 'the image is not passed to the agent (BUILDKITE_IMAGE)'],
+  checkout: ['reported', 'checkout settings are not passed to the agent'],
+  cache: ['reported', 'caches are a feature of Buildkite hosted agents'],
+  secrets: ['refused', 'Buildkite secrets are not supported: jobs would run without them'],
+};
+
+export type Verdict = { state: 'works' } | { state: 'reported' | 'refused' | 'unknown'; why: string };
+
+export function verdict(catalogue: Catalogue, attribute: string): Verdict {
+  const entry = Object.hasOwn(catalogue, attribute) ? catalogue[attribute] : undefined;
+  if (!entry) return { state: 'unknown', why: '' };
+  return entry[0] === 'works' ? { state: 'works' } : { state: entry[0], why: entry[1] ?? '' };
+}
