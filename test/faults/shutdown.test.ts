@@ -40,6 +40,15 @@ class RawClient {
 
   async get(path: string): Promise<RawResponse> {
     this.socket.write(`GET ${path} HTTP/1.1\r\nHost: windsock\r\nConnection: keep-alive\r\n\r\n`);
+    return this.read(path);
+  }
+
+  send(text: string): void {
+    this.socket.write(text);
+  }
+
+  /** The next response on this socket. */
+  async read(what: string): Promise<RawResponse> {
     for (;;) {
       const end = this.buffer.indexOf('\r\n\r\n');
       if (end >= 0) {
@@ -51,7 +60,7 @@ class RawClient {
           return { status: Number(head.split(' ')[1]), head, body };
         }
       }
-      if (this.closedAt !== undefined) throw new Error(`socket closed before a response to ${path}`);
+      if (this.closedAt !== undefined) throw new Error(`socket closed before a response to ${what}`);
       await new Promise<void>((resolve) => (this.waiting = resolve));
     }
   }
@@ -161,6 +170,69 @@ describe.each(databases)('graceful shutdown [%s]', (kind) => {
       expect(got.status).toBe(200);
       expect({ ...(got.body as object), pipeline: undefined }).toEqual({ ...(b as object), pipeline: undefined });
     }
+    await stopService(service);
+  });
+
+  it('answers a request in flight at SIGTERM with Connection: close, serves nothing more on its socket, closes idle sockets at once and exits without waiting for keep-alive', async () => {
+    // Keep-alive and the shutdown deadline far away: exiting at all shows no socket waited for either.
+    const FAR = '600000';
+    service = await startService({ ...store.env, KEEP_ALIVE_TIMEOUT_MS: FAR, SHUTDOWN_TIMEOUT_MS: FAR }, { expectToken: true });
+    const { url, token } = service as Required<Service>;
+    const pipeline = await api(url, token, 'POST', '/v2/organizations/default/pipelines', PIPELINE);
+    expect(pipeline.status).toBe(201);
+    const builds = `/v2/organizations/default/pipelines/${(pipeline.body as { slug: string }).slug}/builds`;
+    const post = (message: string) => {
+      const body = JSON.stringify({ commit: 'HEAD', branch: 'main', message });
+      const head = `POST ${builds} HTTP/1.1\r\nHost: windsock\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`;
+      return { head, body };
+    };
+
+    // Three kept-alive sockets, each already answered once: one with a create-build request in
+    // flight (headers read, body still arriving), one idle, one with the next request's headers
+    // half sent.
+    const inFlight = new RawClient(url);
+    const idle = new RawClient(url);
+    const halfSent = new RawClient(url);
+    for (const c of [inFlight, idle, halfSent]) expect((await c.get('/healthz')).head).not.toMatch(/^connection: close$/im);
+    const first = post('in flight at SIGTERM');
+    inFlight.send(first.head + first.body.slice(0, 10));
+    const late = post('headers half sent at SIGTERM');
+    halfSent.send(late.head.slice(0, 30));
+    await sleep(200); // the server has read what was sent
+
+    service.proc.kill('SIGTERM');
+    // The idle socket is closed at once (the in-flight request is still waiting for its body).
+    await idle.closed();
+    expect(inFlight.closedAt).toBeUndefined();
+    expect(service.proc.exitCode).toBeNull();
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+
+    // The half-sent request completes after the listener closed: refused, not processed.
+    halfSent.send(late.head.slice(30) + late.body);
+    const refused = await halfSent.read('the request completed after the close');
+    expect(refused.status).toBe(503);
+    expect(refused.head).toMatch(/^connection: close$/im);
+    expect(refused.head).toMatch(/^retry-after: 5$/im);
+    expect(JSON.parse(refused.body)).toEqual({ message: expect.stringMatching(/^Shutting down/) });
+    await halfSent.closed();
+
+    // The in-flight request completes with Connection: close; a second request sent right behind
+    // it on the same socket is never answered: the connection closes after the first.
+    const second = post('sent on the same socket after SIGTERM');
+    inFlight.send(first.body.slice(10) + second.head + second.body);
+    const answered = await inFlight.read('the request in flight');
+    expect(answered.status).toBe(201);
+    expect(answered.head).toMatch(/^connection: close$/im);
+    await expect(inFlight.read('the second request')).rejects.toThrow(/socket closed before a response/);
+
+    expect(await service.exited).toEqual({ code: 0, signal: null });
+    expect(service.output()).not.toMatch(/"level":50/);
+
+    // Only the build answered 201 was written.
+    service = await startService(store.env);
+    const list = await api(service.url, token, 'GET', builds);
+    expect(list.status).toBe(200);
+    expect((list.body as { number: number; message: string }[]).map((b) => [b.number, b.message])).toEqual([[(JSON.parse(answered.body) as { number: number }).number, 'in flight at SIGTERM']]);
     await stopService(service);
   });
 
