@@ -107,7 +107,7 @@ export function isPostgres(db: Knex | Knex.QueryBuilder): boolean {
 
 export function createKnex(opts: DatabaseOptions): Knex {
   if (opts.kind === 'sqlite') {
-    if (opts.url !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(opts.url)), { recursive: true });
+    if (opts.url !== ':memory:') createPrivateFile(path.resolve(opts.url));
     return knexFactory({
       client: SqliteClient,
       connection: { filename: opts.url },
@@ -161,6 +161,17 @@ export function createKnex(opts: DatabaseOptions): Knex {
     },
     acquireConnectionTimeout: 5_000,
   });
+}
+
+/**
+ * The SQLite file holds builds' env, meta-data and job logs: it is created owner-only (0600),
+ * like `jwt-secret`, in a directory created 0700 (an existing one keeps its mode). SQLite gives
+ * the -wal and -shm files it creates the mode of the database file. An existing database file
+ * keeps its mode (an operator may have chosen it).
+ */
+function createPrivateFile(file: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  fs.closeSync(fs.openSync(file, 'a', 0o600));
 }
 
 interface SqliteStatement {
