@@ -123,7 +123,8 @@ export function errorHandler(logger: Logger) {
     }
 
     if (isUnavailableError(err)) {
-      logger.warn({ reqId: res.locals.requestId, code: (err as { code?: string }).code }, 'database unavailable');
+      // The outage itself is logged once, where the database is watched (src/db/knex.ts).
+      logger.debug({ reqId: res.locals.requestId, code: (err as { code?: string }).code }, 'database unavailable');
       res.setHeader('Retry-After', '5');
       return send(503, { message: 'The database is unavailable, please retry shortly' });
     }
