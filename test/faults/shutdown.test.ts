@@ -117,8 +117,10 @@ describe.each(databases)('graceful shutdown [%s]', (kind) => {
   });
 
   it('finishes in-flight requests, turns readiness 503, closes idle keep-alive sockets and exits 0 before the deadline', async () => {
-    const DELAY = 400;
-    const TIMEOUT = 4000;
+    // The deadline far away: exiting at all shows it was not needed. The delay long enough for
+    // the checks made during it.
+    const DELAY = 2000;
+    const TIMEOUT = 600_000;
     service = await startService({ ...store.env, SHUTDOWN_DELAY_MS: String(DELAY), SHUTDOWN_TIMEOUT_MS: String(TIMEOUT) }, { expectToken: true });
     const { url, token } = service as Required<Service>;
     const pipeline = await api(url, token, 'POST', '/v2/organizations/default/pipelines', PIPELINE);
@@ -130,7 +132,6 @@ describe.each(databases)('graceful shutdown [%s]', (kind) => {
     const slow = [0, 1, 2].map((i) => slowPost(url, builds, token, { commit: 'HEAD', branch: 'main', message: `in flight ${i}` }));
     await sleep(100); // the slow requests' headers have arrived
 
-    const signalled = Date.now();
     service.proc.kill('SIGTERM');
     await sleep(100);
 
@@ -144,11 +145,10 @@ describe.each(databases)('graceful shutdown [%s]', (kind) => {
     expect(onIdle.head).toMatch(/^connection: close$/im);
     expect((await api(url, token, 'GET', builds)).status).toBe(200);
     await idle[0]!.closed();
+    expect(idle[1]!.closedAt).toBeUndefined();
 
     // After the delay the listener is closed and the idle keep-alive socket with it.
-    const idleClosed = await idle[1]!.closed();
-    expect(idleClosed - signalled).toBeGreaterThanOrEqual(DELAY - 50);
-    expect(idleClosed - signalled).toBeLessThan(DELAY + 1000);
+    await idle[1]!.closed();
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
     expect(service.proc.exitCode).toBeNull();
 
@@ -157,10 +157,7 @@ describe.each(databases)('graceful shutdown [%s]', (kind) => {
     const answers = await Promise.all(slow.map((s) => s.response));
     for (const a of answers) expect(a.status).toBe(201);
 
-    const exit = await service.exited;
-    const took = Date.now() - signalled;
-    expect(exit).toEqual({ code: 0, signal: null });
-    expect(took).toBeLessThan(TIMEOUT);
+    expect(await service.exited).toEqual({ code: 0, signal: null });
 
     // Restarted on the same database: the builds answered 201 are there, as answered.
     service = await startService(store.env);
@@ -237,8 +234,8 @@ describe.each(databases)('graceful shutdown [%s]', (kind) => {
   });
 
   it('cuts off a request still unfinished at SHUTDOWN_TIMEOUT_MS and still exits 0', async () => {
-    const TIMEOUT = 1500;
-    service = await startService({ ...store.env, SHUTDOWN_TIMEOUT_MS: String(TIMEOUT) }, { expectToken: true });
+    // Nothing but the deadline can end the stalled request (the request timeout is an hour away).
+    service = await startService({ ...store.env, SHUTDOWN_TIMEOUT_MS: '3000', REQUEST_TIMEOUT_MS: '3600000' }, { expectToken: true });
     const { url, token } = service as Required<Service>;
     const pipeline = await api(url, token, 'POST', '/v2/organizations/default/pipelines', PIPELINE);
     const builds = `/v2/organizations/default/pipelines/${(pipeline.body as { slug: string }).slug}/builds`;
@@ -246,16 +243,19 @@ describe.each(databases)('graceful shutdown [%s]', (kind) => {
     const stalled = slowPost(url, builds, token, { commit: 'HEAD', branch: 'main', message: 'never finishes' });
     await sleep(100);
 
-    const signalled = Date.now();
+    let stalledSettled = false;
+    stalled.response.then(
+      () => (stalledSettled = true),
+      () => (stalledSettled = true),
+    );
     service.proc.kill('SIGTERM');
     await sleep(300);
     finishing.finish();
     expect((await finishing.response).status).toBe(201);
+    // Before the deadline the stalled request is waited for.
+    expect(stalledSettled).toBe(false);
+    expect(service.proc.exitCode).toBeNull();
     await expect(stalled.response).rejects.toThrow(/socket hang up|ECONNRESET/);
-    const exit = await service.exited;
-    const took = Date.now() - signalled;
-    expect(exit).toEqual({ code: 0, signal: null });
-    expect(took).toBeGreaterThanOrEqual(TIMEOUT - 100);
-    expect(took).toBeLessThan(TIMEOUT + 1000);
+    expect(await service.exited).toEqual({ code: 0, signal: null });
   });
 });
