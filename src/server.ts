@@ -7,6 +7,7 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { createApp } from './app';
 import { bootstrapIfEmpty } from './bootstrap';
 import type { Config } from './config';
@@ -41,8 +42,9 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     validateResponses: config.validateResponses,
     isAccepting: () => accepting,
   });
-  /** Responses not finished yet: told to close their connection when shutdown begins. */
-  const inFlight = new Set<http.ServerResponse>();
+  /** Responses not finished yet, in the order their requests came, with their connection. */
+  const inFlight = new Map<http.ServerResponse, Duplex>();
+  const busy = (socket: Duplex) => [...inFlight.values()].includes(socket);
   // Slow or stalled clients cannot hold sockets forever: Node answers 408 and closes the socket
   // once the headers (or the whole request) take longer than these. It looks for such sockets
   // every `connectionsCheckingInterval` (30 s by default), so that follows the shorter timeout.
@@ -53,8 +55,10 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
       connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(config.headersTimeoutMs / 4))),
     },
     (req, res) => {
-      if (listenerClosed) return refuseAfterClose(res);
-      inFlight.add(res);
+      // Shutting down, a request pipelined behind one still in flight is not processed: that
+      // one closes the connection, so this one's answer could never be sent.
+      if (listenerClosed || (!accepting && busy(req.socket))) return refuseAfterClose(res);
+      inFlight.set(res, req.socket);
       const done = () => inFlight.delete(res);
       res.once('finish', done).once('close', done);
       if (!accepting) closeConnectionAfter(res);
@@ -62,7 +66,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     },
   );
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
-  server.on('clientError', clientErrorHandler(logger, (socket) => [...inFlight].some((res) => res.socket === socket && res.headersSent)));
+  server.on('clientError', clientErrorHandler(logger, (socket) => [...inFlight.keys()].some((res) => res.socket === socket && res.headersSent)));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
@@ -97,8 +101,11 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
       // balancers and keep-alive clients go elsewhere while the listener stays open for the delay.
       accepting = false;
       // Requests already in flight (their headers read before the signal) close their
-      // connection too: otherwise each would hold its socket until keepAliveTimeout.
-      for (const res of inFlight) closeConnectionAfter(res);
+      // connection too, or each would hold its socket until keepAliveTimeout: the last one of
+      // each connection, so that requests pipelined on it before the signal are answered.
+      const lastOf = new Map<Duplex, http.ServerResponse>();
+      for (const [res, socket] of inFlight) lastOf.set(socket, res);
+      for (const res of lastOf.values()) closeConnectionAfter(res);
       if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
       listenerClosed = true;
       const done = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -129,10 +136,10 @@ function closeConnectionAfter(res: http.ServerResponse): void {
 }
 
 /**
- * A request that arrives on an open connection after the listener closed (pipelined behind one
- * in flight, or whose headers were still arriving at the close) is not processed: 503, retry
- * elsewhere. When a response is still in flight ahead of it, that one closes the connection and
- * this answer is never sent: the client sees the connection closed.
+ * A request that arrives on an open connection after the listener closed (its headers were
+ * still arriving at the close), or pipelined behind one in flight once shutdown began, is not
+ * processed: 503, retry elsewhere. When a response is still in flight ahead of it, that one
+ * closes the connection and this answer is never sent: the client sees the connection closed.
  */
 function refuseAfterClose(res: http.ServerResponse): void {
   const body = JSON.stringify({ message: 'Shutting down: the request was not processed, retry it' });

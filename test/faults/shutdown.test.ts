@@ -130,6 +130,14 @@ describe.each(databases)('graceful shutdown [%s]', (kind) => {
     const idle = [new RawClient(url), new RawClient(url)];
     for (const c of idle) expect((await c.get('/healthz')).status).toBe(200);
     const slow = [0, 1, 2].map((i) => slowPost(url, builds, token, { commit: 'HEAD', branch: 'main', message: `in flight ${i}` }));
+    // One more in flight on a raw socket, to pipeline a second request behind it during the delay.
+    const pipelining = new RawClient(url);
+    const rawPost = (message: string) => {
+      const body = JSON.stringify({ commit: 'HEAD', branch: 'main', message });
+      return `POST ${builds} HTTP/1.1\r\nHost: windsock\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    };
+    const inFlightRaw = rawPost('in flight raw');
+    pipelining.send(inFlightRaw.slice(0, -5));
     await sleep(100); // the slow requests' headers have arrived
 
     service.proc.kill('SIGTERM');
@@ -144,6 +152,13 @@ describe.each(databases)('graceful shutdown [%s]', (kind) => {
     expect(onIdle.status).toBe(503);
     expect(onIdle.head).toMatch(/^connection: close$/im);
     expect((await api(url, token, 'GET', builds)).status).toBe(200);
+    // A request pipelined behind one in flight is not processed: the one ahead is answered with
+    // Connection: close and the connection closes before this one could be answered.
+    pipelining.send(inFlightRaw.slice(-5) + rawPost('pipelined during the delay'));
+    const ahead = await pipelining.read('the request in flight');
+    expect(ahead.status).toBe(201);
+    expect(ahead.head).toMatch(/^connection: close$/im);
+    await expect(pipelining.read('the pipelined request')).rejects.toThrow(/socket closed before a response/);
     await idle[0]!.closed();
     expect(idle[1]!.closedAt).toBeUndefined();
 
@@ -159,8 +174,11 @@ describe.each(databases)('graceful shutdown [%s]', (kind) => {
 
     expect(await service.exited).toEqual({ code: 0, signal: null });
 
-    // Restarted on the same database: the builds answered 201 are there, as answered.
+    // Restarted on the same database: the builds answered 201 are there, as answered, and
+    // nothing of the request that was never answered.
     service = await startService(store.env);
+    const all = await api(service.url, token, 'GET', builds);
+    expect((all.body as { message: string }[]).map((b) => b.message).sort()).toEqual(['in flight 0', 'in flight 1', 'in flight 2', 'in flight raw']);
     for (const a of answers) {
       const b = a.body as { number: number };
       const got = await api(service.url, token, 'GET', `${builds}/${b.number}`);
