@@ -27,6 +27,8 @@ export interface Config {
   shutdownDelayMs: number;
   /** How long a client may take to send the request headers (then 408 and the socket is closed). */
   headersTimeoutMs: number;
+  /** How long with nothing in flight a keep-alive connection stays open. */
+  keepAliveTimeoutMs: number;
   /** How long a client may take to send the whole request, body included. */
   requestTimeoutMs: number;
   /** How long an authenticated token's row and memberships are reused before being read again. */
@@ -129,6 +131,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownDelayMs,
     headersTimeoutMs,
     requestTimeoutMs,
+    keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 3_600_000),
     tokenCacheMs: int(env, 'TOKEN_CACHE_MS', 1000, 0, 60_000),
     rateLimits: {
       perOrganization: int(env, 'RATE_LIMIT_PER_MINUTE', 200, 0, 1_000_000_000),

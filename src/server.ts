@@ -1,14 +1,18 @@
 /**
  * The process entry for `windsock serve`: config, database and migrations, first-start
- * bootstrap, listen, the sweeper (lost agents, job timeouts and expiry), and graceful shutdown (stop accepting, finish in-flight requests, close
- * idle keep-alive sockets, close the pool, exit 0 before the deadline).
+ * bootstrap, listen, the sweeper (lost agents, job timeouts and expiry), and graceful shutdown
+ * (readiness 503 and `Connection: close` on every response, in flight or new; after the delay
+ * the listener and idle keep-alive sockets close and nothing more reaches the app; in-flight
+ * requests finish; the pool closes; exit 0 before the deadline).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { createApp } from './app';
 import { bootstrapIfEmpty } from './bootstrap';
 import type { Config } from './config';
 import { migrateLatest } from './db/knex';
+import { clientErrorHandler } from './http/error-handler';
 import { createLogger, type Logger } from './http/logger';
 import { servicesFromConfig, type Services } from './services';
 
@@ -27,6 +31,8 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   const created = await bootstrapIfEmpty(services);
 
   let accepting = true;
+  /** Set when the listener closes: from then on no request reaches the app. */
+  let listenerClosed = false;
   const app = createApp({
     ...services,
     logger,
@@ -36,15 +42,31 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     validateResponses: config.validateResponses,
     isAccepting: () => accepting,
   });
+  /** Responses not finished yet, in the order their requests came, with their connection. */
+  const inFlight = new Map<http.ServerResponse, Duplex>();
+  const busy = (socket: Duplex) => [...inFlight.values()].includes(socket);
   // Slow or stalled clients cannot hold sockets forever: Node answers 408 and closes the socket
   // once the headers (or the whole request) take longer than these. It looks for such sockets
   // every `connectionsCheckingInterval` (30 s by default), so that follows the shorter timeout.
-  const server = http.createServer({
-    headersTimeout: config.headersTimeoutMs,
-    requestTimeout: config.requestTimeoutMs,
-    connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(config.headersTimeoutMs / 4))),
-  }, app);
-  server.keepAliveTimeout = 5_000;
+  const server = http.createServer(
+    {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(30_000, Math.floor(config.headersTimeoutMs / 4))),
+    },
+    (req, res) => {
+      // Shutting down, a request pipelined behind one still in flight is not processed: that
+      // one closes the connection, so this one's answer could never be sent.
+      if (listenerClosed || (!accepting && busy(req.socket))) return refuseAfterClose(res);
+      inFlight.set(res, req.socket);
+      const done = () => inFlight.delete(res);
+      res.once('finish', done).once('close', done);
+      if (!accepting) closeConnectionAfter(res);
+      app(req, res);
+    },
+  );
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  server.on('clientError', clientErrorHandler(logger, (socket) => [...inFlight.keys()].some((res) => res.socket === socket && res.headersSent)));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
@@ -78,7 +100,14 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
       // From now on readiness answers 503 and every response closes its connection, so load
       // balancers and keep-alive clients go elsewhere while the listener stays open for the delay.
       accepting = false;
+      // Requests already in flight (their headers read before the signal) close their
+      // connection too, or each would hold its socket until keepAliveTimeout: the last one of
+      // each connection, so that requests pipelined on it before the signal are answered.
+      const lastOf = new Map<Duplex, http.ServerResponse>();
+      for (const [res, socket] of inFlight) lastOf.set(socket, res);
+      for (const res of lastOf.values()) closeConnectionAfter(res);
       if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
+      listenerClosed = true;
       const done = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // The deadline counts from the signal: requests still running then are cut off.
@@ -90,6 +119,32 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     })());
 
   return { server, services, url, logger, close };
+}
+
+/**
+ * Shutting down: this response closes its connection, so the client sends nothing more on it.
+ * `Connection: close` when its headers are still to be written; a response already streaming
+ * has its socket ended once it is complete.
+ */
+function closeConnectionAfter(res: http.ServerResponse): void {
+  if (!res.headersSent) {
+    res.setHeader('Connection', 'close');
+    return;
+  }
+  const socket = res.socket;
+  res.once('finish', () => socket?.destroySoon());
+}
+
+/**
+ * A request that arrives on an open connection after the listener closed (its headers were
+ * still arriving at the close), or pipelined behind one in flight once shutdown began, is not
+ * processed: 503, retry elsewhere. When a response is still in flight ahead of it, that one
+ * closes the connection and this answer is never sent: the client sees the connection closed.
+ */
+function refuseAfterClose(res: http.ServerResponse): void {
+  const body = JSON.stringify({ message: 'Shutting down: the request was not processed, retry it' });
+  res.writeHead(503, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Retry-After': '5', Connection: 'close' });
+  res.end(body);
 }
 
 /** Runs until SIGTERM/SIGINT, then shuts down gracefully and exits 0. */

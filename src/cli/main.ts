@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { SCOPES } from '../access-token/service';
 import { runAgents } from './agent';
 import { ConfigError, loadConfig, type Config } from '../config';
-import { migrateLatest } from '../db/knex';
+import { isUniqueViolation, migrateLatest } from '../db/knex';
 import { DomainError, ValidationError } from '../http/errors';
 import { createLogger } from '../http/logger';
 import { slugify } from '../pipelines/slug';
@@ -21,6 +21,8 @@ const USAGE = `Usage: windsock <command> [options]
   migrate                                 apply database migrations
   org create --name NAME [--slug SLUG] [--teams]
   user create --name NAME --email EMAIL [--org SLUG --role admin|member]
+  user add-to-org --email EMAIL --org SLUG [--role admin|member]
+                                          an existing user joins (or changes role in) an organization
   team create --org SLUG --name NAME [--slug SLUG]
   team add-member --org SLUG --team SLUG --email EMAIL
   token create --email EMAIL --org SLUG[,SLUG...] [--scopes all|s1,s2...]
@@ -33,6 +35,22 @@ const USAGE = `Usage: windsock <command> [options]
 Settings come from the environment (see README.md).`;
 
 class UsageError extends Error {}
+
+/** A failure of the command itself (not its usage): the message, exit code 1. */
+class CommandError extends Error {}
+
+function userExists(email: string, org: string | undefined): CommandError {
+  return new CommandError(
+    `a user with email "${email.toLowerCase()}" already exists; to make them a member of an organization: ` +
+      `windsock user add-to-org --email ${email} --org ${org ?? 'SLUG'} --role admin|member`,
+  );
+}
+
+function roleOf(values: Record<string, unknown>): 'admin' | 'member' {
+  const role = values.role ?? 'member';
+  if (role !== 'admin' && role !== 'member') throw new UsageError('--role must be admin or member');
+  return role;
+}
 
 function need(values: Record<string, unknown>, name: string): string {
   const v = values[name];
@@ -132,12 +150,33 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
       return 0;
     case 'user create':
       await withServices(config, async (s) => {
-        const role = values.role ?? 'member';
-        if (role !== 'admin' && role !== 'member') throw new UsageError('--role must be admin or member');
+        const role = roleOf(values);
+        const name = need(values, 'name');
+        const email = need(values, 'email');
         const org = values.org ? await orgBySlug(s, values.org) : null;
-        const user = await s.users.create({ name: need(values, 'name'), email: need(values, 'email') });
+        // Checked first for a clear message; the unique index still decides a race.
+        if (await s.users.findByEmail(email)) throw userExists(email, values.org);
+        const user = await s.users.create({ name, email }).catch((err: unknown) => {
+          throw isUniqueViolation(err) ? userExists(email, values.org) : err;
+        });
         if (org) await s.orgs.addMember(org.id, user.id, role);
         print(`created user ${user.email} (${user.id})${org ? ` as ${role} of ${org.slug}` : ''}`);
+      });
+      return 0;
+    case 'user add-to-org':
+      await withServices(config, async (s) => {
+        const role = roleOf(values);
+        const org = await orgBySlug(s, need(values, 'org'));
+        const user = await userByEmail(s, need(values, 'email'));
+        const before = (await s.orgs.membershipsOf(user.id)).get(org.id);
+        await s.orgs.addMember(org.id, user.id, role);
+        print(
+          before === undefined
+            ? `added ${user.email} to ${org.slug} as ${role}`
+            : before === role
+              ? `${user.email} is already ${role} of ${org.slug}`
+              : `${user.email} was ${before} of ${org.slug}, now ${role}`,
+        );
       });
       return 0;
     case 'team create':
@@ -196,26 +235,30 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
   }
 }
 
+/** What a failed command prints to stderr, and its exit code. */
+export function failure(err: unknown): { text: string; code: number } {
+  if (err instanceof UsageError) return { text: `windsock: ${err.message}\n\n${USAGE}\n`, code: 2 };
+  if (err instanceof ConfigError) return { text: `windsock: ${err.message}\n`, code: 2 };
+  if (err instanceof ValidationError) return { text: `windsock: ${err.errors.map((e) => `${e.field} ${e.code}`).join('; ')}\n`, code: 1 };
+  if (err instanceof CommandError || err instanceof DomainError) return { text: `windsock: ${err.message}\n`, code: 1 };
+  if (isUniqueViolation(err)) {
+    // Knex puts the statement, values included, in front of the driver's message: leave it out.
+    const detail = (err as { detail?: string }).detail ?? (err as Error).message.split(' - ').at(-1);
+    return { text: `windsock: that already exists (${detail})\n`, code: 1 };
+  }
+  if ((err as { code?: string } | null)?.code) return { text: `windsock: ${(err as Error).message.split(' - ').at(-1)}\n`, code: 1 };
+  return { text: `windsock: ${(err as Error)?.stack ?? String(err)}\n`, code: 1 };
+}
+
 if (require.main === module) {
   main(process.argv.slice(2)).then(
     (code) => {
       if (code >= 0) process.exitCode = code;
     },
     (err: unknown) => {
-      if (err instanceof UsageError || err instanceof ConfigError) {
-        process.stderr.write(`windsock: ${err.message}\n`);
-        if (err instanceof UsageError) process.stderr.write(`\n${USAGE}\n`);
-        process.exitCode = 2;
-      } else if (err instanceof ValidationError) {
-        process.stderr.write(`windsock: ${err.errors.map((e) => `${e.field} ${e.code}`).join('; ')}\n`);
-        process.exitCode = 1;
-      } else if (err instanceof DomainError || (err as { code?: string }).code) {
-        process.stderr.write(`windsock: ${(err as Error).message}\n`);
-        process.exitCode = 1;
-      } else {
-        process.stderr.write(`windsock: ${(err as Error).stack ?? String(err)}\n`);
-        process.exitCode = 1;
-      }
+      const { text, code } = failure(err);
+      process.stderr.write(text);
+      process.exitCode = code;
     },
   );
 }

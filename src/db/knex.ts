@@ -106,8 +106,14 @@ export function isPostgres(db: Knex | Knex.QueryBuilder): boolean {
 }
 
 export function createKnex(opts: DatabaseOptions): Knex {
+  const db = createKnexFor(opts);
+  if (opts.logger) watchAvailability(db, opts.kind, opts.logger);
+  return db;
+}
+
+function createKnexFor(opts: DatabaseOptions): Knex {
   if (opts.kind === 'sqlite') {
-    if (opts.url !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(opts.url)), { recursive: true });
+    if (opts.url !== ':memory:') createPrivateFile(path.resolve(opts.url));
     return knexFactory({
       client: SqliteClient,
       connection: { filename: opts.url },
@@ -161,6 +167,17 @@ export function createKnex(opts: DatabaseOptions): Knex {
     },
     acquireConnectionTimeout: 5_000,
   });
+}
+
+/**
+ * The SQLite file holds builds' env, meta-data and job logs: it is created owner-only (0600),
+ * like `jwt-secret`, in a directory created 0700 (an existing one keeps its mode). SQLite gives
+ * the -wal and -shm files it creates the mode of the database file. An existing database file
+ * keeps its mode (an operator may have chosen it).
+ */
+function createPrivateFile(file: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  fs.closeSync(fs.openSync(file, 'a', 0o600));
 }
 
 interface SqliteStatement {
@@ -291,6 +308,60 @@ export function isUnavailableError(err: unknown): boolean {
     /^08/.test(code) ||
     /^57P0[123]$/.test(code)
   );
+}
+
+interface QueryEvent {
+  __knexQueryUid?: string;
+  method?: string;
+  sql?: string;
+}
+
+const WRITE_METHODS = new Set(['insert', 'update', 'del', 'delete', 'counter', 'upsert']);
+
+function isWrite(q: QueryEvent): boolean {
+  return WRITE_METHODS.has(q.method ?? '') || /^\s*(insert|update|delete|replace)\b/i.test(q.sql ?? '');
+}
+
+/**
+ * An outage is logged twice: once at error level when the database first cannot be reached
+ * (or, on SQLite, stays locked by another process), once at info level when it answers again.
+ * Each request answered 503 meanwhile is only a warn line (the request line) and a debug line,
+ * without a stack: a 3 s outage under load used to log some 700 errors.
+ *
+ * The end is the first statement started after the outage began that succeeds (one already
+ * running could still come back and end it too early). A lock on SQLite stops only writes
+ * (reads go on, WAL), so there the end is the first write that succeeds.
+ */
+function watchAvailability(db: Knex, kind: DatabaseKind, logger: Logger): void {
+  let down: { since: number; code: string; writesOnly: boolean } | undefined;
+  /** Statements started during the outage; only kept while it lasts. */
+  const startedDuring = new Set<string>();
+
+  const failed = (err: unknown) => {
+    if (down || !isUnavailableError(err)) return;
+    // node-pg's own connection failures have no code, only a fixed message (after Knex's `<statement> - `).
+    const code = (err as { code?: string }).code ?? String((err as Error).message).split(' - ').at(-1)!;
+    down = { since: Date.now(), code, writesOnly: /^SQLITE_(BUSY|LOCKED)/.test(code) };
+    logger.error({ database: kind, code }, 'database unavailable: requests that need it answer 503 until it is back');
+  };
+
+  db.on('query', (q: QueryEvent) => {
+    if (down && q.__knexQueryUid && startedDuring.size < 100_000) startedDuring.add(q.__knexQueryUid);
+  });
+  db.on('query-error', (err: unknown, q: QueryEvent) => {
+    if (down && q.__knexQueryUid) startedDuring.delete(q.__knexQueryUid);
+    failed(err);
+  });
+  db.on('query-response', (_response: unknown, q: QueryEvent) => {
+    if (!down || !q.__knexQueryUid || !startedDuring.delete(q.__knexQueryUid)) return;
+    if (down.writesOnly && !isWrite(q)) return;
+    logger.info({ database: kind, code: down.code, outageMs: Date.now() - down.since }, 'database available again');
+    down = undefined;
+    startedDuring.clear();
+  });
+  // A connection that cannot be opened fails before any statement runs (no query-error).
+  const pool = (db.client as { pool?: { on(event: string, cb: (id: unknown, err: unknown) => void): void } }).pool;
+  pool?.on('createFail', (_id, err) => failed(err));
 }
 
 /** Unique-key violation, by driver error code (never by message text). */

@@ -1,8 +1,10 @@
 /**
  * The one place errors become HTTP answers: domain errors, express-openapi-validator errors,
- * body-parser errors and an unreachable database. Only 5xx are logged as errors, and a 5xx body
- * never carries a stack or SQL.
+ * body-parser errors and an unreachable database, and (clientErrorHandler) what Node's HTTP parser
+ * refuses. Only 5xx are logged as errors, and a 5xx body never carries a stack or SQL.
  */
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
 import { isUnavailableError } from '../db/knex';
 import type { Logger } from './logger';
@@ -121,7 +123,8 @@ export function errorHandler(logger: Logger) {
     }
 
     if (isUnavailableError(err)) {
-      logger.warn({ reqId: res.locals.requestId, code: (err as { code?: string }).code }, 'database unavailable');
+      // The outage itself is logged once, where the database is watched (src/db/knex.ts).
+      logger.debug({ reqId: res.locals.requestId, code: (err as { code?: string }).code }, 'database unavailable');
       res.setHeader('Retry-After', '5');
       return send(503, { message: 'The database is unavailable, please retry shortly' });
     }
@@ -159,5 +162,53 @@ export function errorHandler(logger: Logger) {
 
     logger.error({ reqId: res.locals.requestId, err }, 'unhandled error');
     return send(500, { message: 'Internal Server Error' });
+  };
+}
+
+/** What Node's HTTP parser could not take, as the status and message a client is told. */
+function clientErrorAnswer(err: NodeJS.ErrnoException & { reason?: string }): { status: number; message: string } | undefined {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return { status: 431, message: 'Request header fields too large: the request line and headers may take at most 16 KB' };
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return { status: 413, message: 'Request body is too large: chunk extensions too long' };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return { status: 408, message: 'Request timeout: the request was not received in time' };
+    case 'ECONNRESET':
+    case 'EPIPE':
+      return undefined;
+    default:
+      // llhttp's reason is a fixed phrase ("Duplicate Content-Length", "Invalid method"), never request data.
+      return err.code?.startsWith('HPE_')
+        ? { status: 400, message: `Malformed HTTP request: ${err.reason ?? err.code}` }
+        : undefined;
+  }
+}
+
+/**
+ * The http server's `clientError` handler: a request Node's parser refuses before any route sees
+ * it (a garbage request line, Content-Length with Transfer-Encoding, a duplicate Content-Length,
+ * headers over 16 KB, a request not received in time) gets the same JSON error shape as every
+ * other error, then the connection is closed. Nothing is written when a response on that
+ * connection has already started (it would corrupt it). The raw packet is never logged: it may
+ * hold an Authorization header.
+ */
+export function clientErrorHandler(logger: Logger, responseStarted: (socket: Duplex) => boolean) {
+  return (err: NodeJS.ErrnoException & { reason?: string }, socket: Duplex): void => {
+    const answer = clientErrorAnswer(err);
+    logger.debug({ code: err.code, status: answer?.status }, 'client error');
+    if (!answer || !socket.writable || responseStarted(socket)) {
+      socket.destroy();
+      return;
+    }
+    const body = JSON.stringify({ message: answer.message });
+    socket.end(
+      `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+      () => socket.destroy(),
+    );
   };
 }

@@ -36,7 +36,10 @@ export function requestLogger(logger: Logger) {
         ms: Number(process.hrtime.bigint() - start) / 1e6,
         org: (res.locals.organization as { slug?: string } | undefined)?.slug,
       };
-      if (status >= 500) logger.error(line, 'request failed');
+      // A 503 is the service refusing while its database is away (logged once, at error, by the
+      // database watch) or while shutting down: expected, so not an error line per request.
+      if (status === 503) logger.warn(line, 'request refused');
+      else if (status >= 500) logger.error(line, 'request failed');
       else logger.info(line, 'request');
     });
     next();

@@ -8,6 +8,7 @@
  */
 import type { AgentRepository } from '../agents/repository';
 import { softFails } from '../agents/service';
+import { isUnavailableError } from '../db/knex';
 import type { Logger } from '../http/logger';
 import type { JobRepository } from './repository';
 import { retryOrAdvance } from './retry';
@@ -56,7 +57,10 @@ export class Sweeper {
     this.stopped = false;
     const tick = () => {
       this.running = this.sweep()
-        .catch((err: unknown) => this.logger?.error({ err }, 'sweep failed'))
+        // An unreachable database is logged once where it is watched (src/db/knex.ts): no stack per sweep.
+        .catch((err: unknown) =>
+          isUnavailableError(err) ? this.logger?.warn({ code: (err as { code?: string }).code }, 'sweep skipped: database unavailable') : this.logger?.error({ err }, 'sweep failed'),
+        )
         .finally(() => {
           this.running = null;
           if (!this.stopped) this.timer = setTimeout(tick, this.settings.intervalMs).unref();

@@ -47,7 +47,7 @@ export function loadOrCreateSecret(configured: string | undefined, dataDir: stri
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  fs.mkdirSync(dataDir, { recursive: true });
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const secret = crypto.randomBytes(48).toString('base64url');
   try {
     // 'wx': if another process created it first, use theirs rather than overwrite it.

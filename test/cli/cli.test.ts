@@ -1,11 +1,16 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import crypto from 'node:crypto';
 import { PassThrough } from 'node:stream';
+import knexFactory from 'knex';
 import request from 'supertest';
-import { main } from '../../src/cli/main';
+import { failure, main } from '../../src/cli/main';
 import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/http/logger';
 import { startServer } from '../../src/server';
+import { servicesFromConfig } from '../../src/services';
+import { databases } from '../support/context';
 
 function capture() {
   const out = new PassThrough();
@@ -95,5 +100,114 @@ describe('first start and the CLI (embedded SQLite in a temp data dir)', () => {
     await expect(main(['user', 'create', '--name', 'x'], capture().out)).rejects.toThrow(/--email is required/);
     await expect(main(['agent', '--token', 'x'], capture().out)).rejects.toThrow(/--endpoint is required/);
     await expect(main(['agent', '--endpoint', 'http://127.0.0.1:1', '--token', 'x', '--spawn', '0'], capture().out)).rejects.toThrow(/--spawn must be/);
+  });
+});
+
+describe.each(databases)('users in several organizations from the CLI [%s]', (kind) => {
+  let dir: string;
+  let dropDatabase = async () => undefined as void;
+  const saved = { ...process.env };
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-cli-users-'));
+    process.env.DATA_DIR = dir;
+    process.env.LOG_LEVEL = 'silent';
+    process.env.JWT_SECRET = crypto.randomBytes(32).toString('hex');
+    delete process.env.DATABASE_URL;
+    if (kind === 'postgres') {
+      // A database of its own: the CLI migrates the default schema of what DATABASE_URL names.
+      const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+      const name = `cli_${crypto.randomBytes(6).toString('hex')}`;
+      const admin = knexFactory({ client: 'pg', connection: pgUrl, pool: { min: 0, max: 1 } });
+      await admin.raw(`create database ${name}`);
+      await admin.destroy();
+      const url = new URL(pgUrl);
+      url.pathname = `/${name}`;
+      process.env.DATABASE_URL = url.toString();
+      dropDatabase = async () => {
+        const a = knexFactory({ client: 'pg', connection: pgUrl, pool: { min: 0, max: 1 } });
+        await a.raw(`drop database if exists ${name} with (force)`);
+        await a.destroy();
+      };
+    }
+  });
+  afterAll(async () => {
+    process.env = saved;
+    await dropDatabase();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const run = async (...args: string[]) => {
+    const c = capture();
+    const code = await main(args, c.out);
+    return { code, text: c.text() };
+  };
+  /** What the CLI prints for a command that fails, and its exit code. */
+  const fail = async (...args: string[]) => {
+    const err = await main(args, capture().out).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeDefined();
+    return failure(err);
+  };
+  const membershipsOf = async (email: string) => {
+    const s = servicesFromConfig(loadConfig(), createLogger('silent'));
+    try {
+      const user = await s.users.findByEmail(email);
+      const byId = await s.orgs.membershipsOf(user!.id);
+      const slugs: Record<string, string> = {};
+      for (const slug of ['alpha', 'beta']) {
+        const role = byId.get((await s.orgs.findBySlug(slug))!.id);
+        if (role) slugs[slug] = role;
+      }
+      return { name: user!.name, memberships: slugs };
+    } finally {
+      await s.db.destroy();
+    }
+  };
+
+  it('refuses an existing email with a clear message naming the command that adds the user to another organization', async () => {
+    expect((await run('org', 'create', '--name', 'Alpha')).code).toBe(0);
+    expect((await run('org', 'create', '--name', 'Beta')).code).toBe(0);
+    expect((await run('user', 'create', '--name', 'Ann', '--email', 'ann@example.com', '--org', 'alpha', '--role', 'admin')).text).toMatch(/^created user ann@example.com .* as admin of alpha\n$/);
+
+    const again = await fail('user', 'create', '--name', 'Ann Again', '--email', 'ANN@example.com', '--org', 'beta');
+    expect(again.code).toBe(1);
+    expect(again.text).toBe(
+      'windsock: a user with email "ann@example.com" already exists; to make them a member of an organization: windsock user add-to-org --email ANN@example.com --org beta --role admin|member\n',
+    );
+    expect(await membershipsOf('ann@example.com')).toEqual({ name: 'Ann', memberships: { alpha: 'admin' } });
+  });
+
+  it('user add-to-org adds an existing user to another organization, or changes their role there', async () => {
+    expect((await run('user', 'add-to-org', '--email', 'ann@example.com', '--org', 'beta')).text).toBe('added ann@example.com to beta as member\n');
+    expect((await run('user', 'add-to-org', '--email', 'Ann@Example.com', '--org', 'beta', '--role', 'member')).text).toBe('ann@example.com is already member of beta\n');
+    expect((await run('user', 'add-to-org', '--email', 'ann@example.com', '--org', 'beta', '--role', 'admin')).text).toBe('ann@example.com was member of beta, now admin\n');
+    expect(await membershipsOf('ann@example.com')).toEqual({ name: 'Ann', memberships: { alpha: 'admin', beta: 'admin' } });
+    // A token for both organizations can now be made.
+    expect((await run('token', 'create', '--email', 'ann@example.com', '--org', 'alpha,beta', '--scopes', 'read_pipelines')).code).toBe(0);
+
+    expect(await fail('user', 'add-to-org', '--email', 'nobody@example.com', '--org', 'beta')).toMatchObject({ code: 2, text: expect.stringMatching(/^windsock: no user with email "nobody@example.com"\n/) });
+    expect(await fail('user', 'add-to-org', '--email', 'ann@example.com', '--org', 'gamma')).toMatchObject({ code: 2, text: expect.stringMatching(/^windsock: no organization with slug "gamma"\n/) });
+    expect(await fail('user', 'add-to-org', '--email', 'ann@example.com', '--org', 'beta', '--role', 'owner')).toMatchObject({ code: 2, text: expect.stringMatching(/^windsock: --role must be admin or member\n/) });
+    expect(await fail('user', 'add-to-org', '--org', 'beta')).toMatchObject({ code: 2, text: expect.stringMatching(/^windsock: --email is required\n/) });
+  });
+
+  it('a unique key the database refuses is printed without the statement or its values', async () => {
+    expect(await fail('org', 'create', '--name', 'Alpha')).toEqual({ code: 1, text: expect.stringMatching(/^windsock: that already exists \(.*slug.*\)\n$/) });
+    const s = servicesFromConfig(loadConfig(), createLogger('silent'));
+    try {
+      const err = await s.users.create({ name: 'Twin', email: 'ann@example.com' }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      const { text, code } = failure(err);
+      expect(code).toBe(1);
+      expect(text).toMatch(/^windsock: that already exists \(.*email.*\)\n$/);
+      expect(text).not.toMatch(/insert|Twin/i);
+    } finally {
+      await s.db.destroy();
+    }
   });
 });

@@ -84,6 +84,33 @@ async function expectRecovery(url: string, token: string, builds: string) {
   return { recoveredMs, after: summary(after) };
 }
 
+interface LogLine {
+  level: number;
+  msg: string;
+  status?: number;
+  err?: unknown;
+  stack?: unknown;
+}
+
+/**
+ * Issue 13, item 7: the outage is logged once at error level and its end once at info level;
+ * each request answered 503 meanwhile at most at warn, never with a stack.
+ */
+function expectOutageLoggedOnce(output: string, refused: number) {
+  const lines = output
+    .split('\n')
+    .filter((l) => l.startsWith('{"level":'))
+    .map((l) => JSON.parse(l) as LogLine);
+  const errors = lines.filter((l) => l.level >= 50);
+  expect(errors.map((l) => l.msg)).toEqual(['database unavailable: requests that need it answer 503 until it is back']);
+  expect(lines.filter((l) => l.msg === 'database available again').map((l) => l.level)).toEqual([30]);
+  const requestLines = lines.filter((l) => l.status === 503);
+  expect(requestLines.length).toBeGreaterThanOrEqual(refused);
+  for (const l of requestLines) expect(l).toMatchObject({ level: 40, msg: 'request refused' });
+  for (const l of lines) expect(JSON.stringify(l)).not.toContain('"stack"');
+  return { logLines: lines.length, errorLines: errors.length, refusedLines: requestLines.length };
+}
+
 async function freePort(): Promise<number> {
   const server = net.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -226,7 +253,8 @@ describe('database outage', () => {
       cluster.start();
       const recovery = await expectRecovery(url, token, builds);
       expect((await fetch(`${url}/readyz`)).status).toBe(200);
-      report('outage [postgres]', { before: summary(before), stopping: summary(during), stopped: summary(outage), ...recovery });
+      const logs = expectOutageLoggedOnce(service.output(), [...during, ...outage].filter((s) => s.status === 503).length);
+      report('outage [postgres]', { before: summary(before), stopping: summary(during), stopped: summary(outage), ...recovery, logs });
     } catch (err) {
       throw withServiceErrors(err, service);
     } finally {
@@ -269,7 +297,8 @@ describe('database outage', () => {
 
       await locker.release();
       const recovery = await expectRecovery(url, token, builds);
-      report('outage [sqlite]', { before: summary(before), locked: summary(locked), healthWorstMs, ...recovery });
+      const logs = expectOutageLoggedOnce(service.output(), locked.filter((s) => s.status === 503).length);
+      report('outage [sqlite]', { before: summary(before), locked: summary(locked), healthWorstMs, ...recovery, logs });
     } catch (err) {
       throw withServiceErrors(err, service);
     } finally {
