@@ -78,4 +78,32 @@ describeEachDatabase('pipeline step timeouts', (ctx) => {
     }
     expect(seen).toEqual({ own: 60, short: 5, none: 10 });
   });
+
+  it('applies them to steps a running job uploads', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    await ctx()
+      .http()
+      .post(`/v2/organizations/${org.slug}/pipelines`)
+      .set(auth(token))
+      .send({ name: 'Uploads', repository: 'git@github.com:acme/t.git', configuration: 'steps:\n  - command: buildkite-agent pipeline upload\n', default_command_step_timeout: 7, maximum_command_step_timeout: 30 })
+      .expect(201);
+    await ctx().http().post(`/v2/organizations/${org.slug}/pipelines/uploads/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main' }).expect(201);
+    const agent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'uploader');
+    const uploader = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job as { id: string };
+    await ctx().http().put(`/v3/jobs/${uploader.id}/accept`).set(agentAuth(agent.token)).expect(200);
+    await ctx().http().put(`/v3/jobs/${uploader.id}/start`).set(agentAuth(agent.token)).expect(200);
+    const pipeline = 'steps:\n  - command: uploaded\n  - command: long\n    timeout_in_minutes: 99\n';
+    const up = await ctx().http().post(`/v3/jobs/${uploader.id}/pipelines`).set(agentAuth(agent.token)).send({ pipeline });
+    expect(up.status).toBeLessThan(300);
+    await ctx().http().put(`/v3/jobs/${uploader.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }).expect(200);
+    const seen: Record<string, number | null> = {};
+    for (let i = 0; i < 2; i++) {
+      const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job as { id: string; command: string; timeout_in_minutes: number | null };
+      seen[job.command] = job.timeout_in_minutes;
+      await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
+      await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+      await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }).expect(200);
+    }
+    expect(seen).toEqual({ uploaded: 7, long: 30 });
+  });
 });
