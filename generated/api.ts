@@ -1518,6 +1518,10 @@ export interface components {
             steps: components["schemas"]["Step"][];
             default_timeout_in_minutes: number | null;
             maximum_timeout_in_minutes: number | null;
+            /** @description Minutes a command step without its own `timeout_in_minutes` gets. */
+            default_command_step_timeout: number | null;
+            /** @description Minutes no command step may run longer than: a step without a timeout, or with a longer one, gets this. */
+            maximum_command_step_timeout: number | null;
         };
         PipelineWebhook: {
             webhook_url: string;
@@ -1552,8 +1556,14 @@ export interface components {
             /** @enum {string} */
             visibility?: "private" | "public";
             tags?: string[] | null;
+            /** @description Same as `default_command_step_timeout`. */
             default_timeout_in_minutes?: number | null;
+            /** @description Same as `maximum_command_step_timeout`. */
             maximum_timeout_in_minutes?: number | null;
+            /** @description Minutes a command step without its own `timeout_in_minutes` gets; null clears it. */
+            default_command_step_timeout?: number | null;
+            /** @description Minutes no command step may run longer than (a step without a timeout, or with a longer one, gets this); null clears it. */
+            maximum_command_step_timeout?: number | null;
             provider_settings?: {
                 [key: string]: unknown;
             };
@@ -1811,7 +1821,13 @@ export interface components {
             readonly retries_count?: number | null;
             /** @enum {string|null} */
             readonly retry_type?: "automatic" | "manual" | null;
-            readonly retry_source?: Record<string, never> | null;
+            /** @description On a job that retried another, which job and how (`manual` or `automatic`). */
+            readonly retry_source?: {
+                /** Format: uuid */
+                job_id: string;
+                /** @enum {string} */
+                retry_type: "manual" | "automatic";
+            } | null;
             readonly parallel_group_index?: number | null;
             readonly parallel_group_total?: number | null;
             /** @description The values of a matrix job's combination, by dimension (`""` for the one dimension of a list-form matrix); null for other jobs. */
@@ -1837,6 +1853,7 @@ export interface components {
                 web_url: string;
             } | null;
         };
+        /** @description `jobs` and `pipeline` are left out when the request asks for it (`exclude_jobs`, `exclude_pipeline`). */
         Build: {
             /** Format: uuid */
             readonly id: string;
@@ -1857,7 +1874,7 @@ export interface components {
             readonly source: "api" | "webhook" | "ui" | "trigger_job" | "schedule" | "pipeline_upload";
             author?: components["schemas"]["Author"] | null;
             readonly creator: components["schemas"]["BuildCreator"] | null;
-            readonly jobs: components["schemas"]["Job"][];
+            readonly jobs?: components["schemas"]["Job"][];
             readonly job_state_counts?: {
                 total: number;
                 states: {
@@ -1878,7 +1895,7 @@ export interface components {
                 number: number;
                 url: string;
             } | null;
-            readonly pipeline: components["schemas"]["BuildPipeline"];
+            readonly pipeline?: components["schemas"]["BuildPipeline"];
         };
         DeliveryResult: {
             readonly message: string;
@@ -1907,6 +1924,7 @@ export interface components {
             clean_checkout?: boolean;
             ignore_pipeline_branch_filters?: boolean;
             pull_request_base_branch?: string;
+            /** @description The pull request's number, from 1; a string of its digits is accepted, and `""` means none. */
             pull_request_id?: number | string;
             pull_request_repository?: string;
             pull_request_labels?: string[];
@@ -2276,6 +2294,10 @@ export interface components {
         BuildFinishedFrom: string;
         /** @description Include jobs that were retried (hidden by default). */
         IncludeRetriedJobs: boolean;
+        /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
+        ExcludeJobs: boolean;
+        /** @description `true`: each build comes without its `pipeline` key. */
+        ExcludePipeline: boolean;
         /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
         BuildMetaData: {
             [key: string]: string;
@@ -2814,6 +2836,10 @@ export interface operations {
                 finished_from?: components["parameters"]["BuildFinishedFrom"];
                 /** @description Include jobs that were retried (hidden by default). */
                 include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
+                /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
+                exclude_jobs?: components["parameters"]["ExcludeJobs"];
+                /** @description `true`: each build comes without its `pipeline` key. */
+                exclude_pipeline?: components["parameters"]["ExcludePipeline"];
                 /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
                 meta_data?: components["parameters"]["BuildMetaData"];
                 /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
@@ -2854,6 +2880,10 @@ export interface operations {
                 finished_from?: components["parameters"]["BuildFinishedFrom"];
                 /** @description Include jobs that were retried (hidden by default). */
                 include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
+                /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
+                exclude_jobs?: components["parameters"]["ExcludeJobs"];
+                /** @description `true`: each build comes without its `pipeline` key. */
+                exclude_pipeline?: components["parameters"]["ExcludePipeline"];
                 /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
                 meta_data?: components["parameters"]["BuildMetaData"];
                 /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
@@ -2898,6 +2928,10 @@ export interface operations {
                 finished_from?: components["parameters"]["BuildFinishedFrom"];
                 /** @description Include jobs that were retried (hidden by default). */
                 include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
+                /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
+                exclude_jobs?: components["parameters"]["ExcludeJobs"];
+                /** @description `true`: each build comes without its `pipeline` key. */
+                exclude_pipeline?: components["parameters"]["ExcludePipeline"];
                 /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
                 meta_data?: components["parameters"]["BuildMetaData"];
                 /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
@@ -2966,6 +3000,10 @@ export interface operations {
             query?: {
                 /** @description Include jobs that were retried (hidden by default). */
                 include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
+                /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
+                exclude_jobs?: components["parameters"]["ExcludeJobs"];
+                /** @description `true`: each build comes without its `pipeline` key. */
+                exclude_pipeline?: components["parameters"]["ExcludePipeline"];
             };
             header?: never;
             path: {

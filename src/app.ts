@@ -15,6 +15,7 @@ import { errorHandler } from './http/error-handler';
 import { NotFoundError } from './http/errors';
 import { countFailedAuthentication, rateLimit, refuseBlockedAddresses } from './http/rate-limit';
 import { rejectNulCharacters } from './http/nul';
+import { parameterRouter } from './http/parameters';
 import { requestLogger, type Logger } from './http/logger';
 import { cacheRouteRegexps } from './http/route-regexp-cache';
 import { organizationRoutes } from './organizations/routes';
@@ -112,6 +113,9 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use('/v2', refuseBlockedAddresses(deps.rateLimiter), authenticate(deps.tokens), rateLimit(deps.rateLimiter));
   app.use(guardRouter(guardsFromSpec(spec.doc)));
+  // Integers, dates, booleans and enums in the query and path read strictly, nulls of optional
+  // body fields dropped: before the validator, so it sees what the client meant.
+  app.use(parameterRouter(spec.doc));
   cacheRouteRegexps();
   app.use(
     OpenApiValidator.middleware({

@@ -46,8 +46,26 @@ export interface PlanContext {
   pipelineEnv: Record<string, string>;
   buildEnv: Record<string, string>;
   repositoryUrl: string;
+  /** The pipeline's `default_command_step_timeout` and `maximum_command_step_timeout`. */
+  stepTimeouts?: StepTimeouts;
   /** Signs a script step's fields; see signStep. */
   sign: (fields: Record<string, unknown>) => StepSignature;
+}
+
+export interface StepTimeouts {
+  defaultMinutes: number | null;
+  maximumMinutes: number | null;
+}
+
+/**
+ * A command job's timeout, as the build timeouts documentation orders them: the step's own, else
+ * the pipeline's default; the pipeline's maximum caps either, and applies when neither is set.
+ */
+export function commandTimeout(stepMinutes: number | null, t: StepTimeouts | undefined): number | null {
+  const chosen = stepMinutes ?? t?.defaultMinutes ?? null;
+  const max = t?.maximumMinutes ?? null;
+  if (max === null) return chosen;
+  return chosen === null ? max : Math.min(chosen, max);
 }
 
 export const SIGNED_FIELDS = ['command', 'env', 'matrix', 'plugins', 'repository_url'];
@@ -177,7 +195,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
               agentQueryRules: variant.agent_query_rules,
               env,
               artifactPaths: variant.artifact_paths,
-              timeoutInMinutes: variant.timeout_in_minutes,
+              timeoutInMinutes: commandTimeout(variant.timeout_in_minutes, ctx.stepTimeouts),
               parallelGroupIndex: total ? i : null,
               parallelGroupTotal: total,
               brokenReason,

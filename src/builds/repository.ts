@@ -66,6 +66,8 @@ export interface Job extends Omit<PlannedJob, 'state'> {
   retriedInJobId: string | null;
   retriesCount: number | null;
   retryType: string | null;
+  /** On a job that retried another: that job and how it was retried. */
+  retrySource: { job_id: string; retry_type: 'manual' | 'automatic' } | null;
   /** The agent that took the job (set from `assigned` on). */
   agentId: string | null;
   /** Who unblocked a block step, and when. */
@@ -144,6 +146,7 @@ export function jobFromRow(r: Record<string, unknown>): Job {
     retriedInJobId: (r.retried_in_job_id as string | null) ?? null,
     retriesCount: (r.retries_count as number | null) ?? null,
     retryType: (r.retry_type as string | null) ?? null,
+    retrySource: parseJson(r.retry_source, null),
     agentId: (r.agent_id as string | null) ?? null,
     unblockedBy: r.unblocked_by ? userFromRow(parseJson(r.unblocked_by, { id: '', name: '', email: '', created_at: null })) : null,
     unblockedAt: toDateOrNull(r.unblocked_at),
@@ -293,15 +296,16 @@ export class BuildRepository {
   }
 
   /** A build and its jobs (retried ones only when asked). */
-  async findWithJobs(pipelineId: string, number: number, includeRetried: boolean): Promise<{ build: Build; jobs: Job[] } | null> {
+  /** `withJobs` false (`exclude_jobs`): no job is read, and `jobs` is empty. */
+  async findWithJobs(pipelineId: string, number: number, includeRetried: boolean, withJobs = true): Promise<{ build: Build; jobs: Job[] } | null> {
     const q = this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').where({ 'b.pipeline_id': pipelineId, 'b.number': number }).select(SELECT).limit(1);
-    return (await this.withJobs(q, includeRetried))[0] ?? null;
+    return (await this.withJobs(q, includeRetried, withJobs))[0] ?? null;
   }
 
   /** A page of builds with their jobs (retried ones only when asked). */
-  async listWithJobs(f: BuildFilter, offset: number, limit: number, includeRetried: boolean): Promise<{ build: Build; jobs: Job[] }[]> {
+  async listWithJobs(f: BuildFilter, offset: number, limit: number, includeRetried: boolean, withJobs = true): Promise<{ build: Build; jobs: Job[] }[]> {
     const q = await this.listQuery(f, offset, limit);
-    return q ? this.withJobs(q.query, includeRetried) : [];
+    return q ? this.withJobs(q.query, includeRetried, withJobs) : [];
   }
 
   /**
@@ -314,7 +318,8 @@ export class BuildRepository {
    * expressions past them), so it runs for the page's rows only. SQLite queries cost no round trip, and a
    * second prepared statement there is cheaper than building and parsing JSON.
    */
-  private async withJobs(q: Knex.QueryBuilder, includeRetried: boolean): Promise<{ build: Build; jobs: Job[] }[]> {
+  private async withJobs(q: Knex.QueryBuilder, includeRetried: boolean, withJobs: boolean): Promise<{ build: Build; jobs: Job[] }[]> {
+    if (!withJobs) return ((await q) as Record<string, unknown>[]).map((r) => ({ build: buildFromRow(r), jobs: [] }));
     if (isPostgres(this.db)) {
       const retried = includeRetried ? '' : ' and not j.retried';
       q.select(this.db.raw(`(select coalesce(json_agg(j order by j.position), '[]') from jobs j where j.build_id = b.id${retried}) as jobs_json`));

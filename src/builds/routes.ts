@@ -5,12 +5,16 @@ import { actorOf, principalOf } from '../http/auth';
 import { NotFoundError } from '../http/errors';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import type { PipelineService } from '../pipelines/service';
+import type { PipelineCounts } from '../pipelines/repository';
 import type { Agent } from '../agents/repository';
 import { serializeAgentBase } from '../agents/serialize';
 import { serializeBuild } from './serialize';
 import type { BuildService, BuildWithJobs, ListQuery } from './service';
 
 type CreateBody = operations['createBuild']['requestBody']['content']['application/json'];
+type Exclude = { jobs?: boolean; pipeline?: boolean };
+/** Stands in for counts that are not read because the pipeline is left out of the answer. */
+const NO_COUNTS: PipelineCounts = { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
 
 /** `agentsByIds` finds the agents that took jobs, which the jobs embed. */
 export function buildRoutes(builds: BuildService, pipelines: PipelineService, publicUrl: string, agentsByIds: (ids: string[]) => Promise<Agent[]> = async () => []) {
@@ -23,22 +27,30 @@ export function buildRoutes(builds: BuildService, pipelines: PipelineService, pu
     return n;
   };
 
-  const render = async (items: BuildWithJobs[]) => {
-    const agentIds = items.flatMap((i) => i.jobs.flatMap((j) => (j.agentId ? [j.agentId] : [])));
+  /** `exclude` (`exclude_jobs`, `exclude_pipeline`): those keys are left out, and not read. */
+  const render = async (items: BuildWithJobs[], exclude: Exclude = {}) => {
+    const agentIds = exclude.jobs ? [] : items.flatMap((i) => i.jobs.flatMap((j) => (j.agentId ? [j.agentId] : [])));
     // Reads bring the pipelines' counts along; after a write they are read afresh. Only builds
     // whose jobs agents took cost the agents' read.
-    const stale = [...new Set(items.flatMap((i) => (i.pipeline.counts ? [] : [i.pipeline.id])))];
-    const [counts, agents] = await Promise.all([pipelines.counts(stale), agentIds.length ? agentsByIds(agentIds) : []]);
-    return items.map((item) =>
-      serializeBuild(item, {
+    const stale = exclude.pipeline ? [] : [...new Set(items.flatMap((i) => (i.pipeline.counts ? [] : [i.pipeline.id])))];
+    const [counts, agents] = await Promise.all([stale.length ? pipelines.counts(stale) : new Map<string, PipelineCounts>(), agentIds.length ? agentsByIds(agentIds) : []]);
+    return items.map((item) => {
+      const json = serializeBuild(item, {
         agents: agents.length ? new Map(agents.map((a) => [a.id, serializeAgentBase(a, publicUrl, item.actor.organization.slug)])) : undefined,
         publicUrl,
         orgSlug: item.actor.organization.slug,
         webhookUrl: pipelines.showsWebhookUrl(item.actor, item.perms) ? pipelines.webhookUrl(item.pipeline.id) : undefined,
         badgeUrl: pipelines.badgeUrl(item.pipeline.id),
-        counts: item.pipeline.counts ?? counts.get(item.pipeline.id)!,
-      }),
-    );
+        counts: item.pipeline.counts ?? counts.get(item.pipeline.id) ?? NO_COUNTS,
+      });
+      if (!exclude.jobs && !exclude.pipeline) return json;
+      const { jobs, pipeline, ...rest } = json;
+      return { ...rest, ...(exclude.jobs ? {} : { jobs }), ...(exclude.pipeline ? {} : { pipeline }) };
+    });
+  };
+  const excludeOf = (req: Request): Exclude => {
+    const q = req.query as { exclude_jobs?: boolean; exclude_pipeline?: boolean };
+    return { jobs: q.exclude_jobs === true, pipeline: q.exclude_pipeline === true };
   };
   const renderOne = async (item: BuildWithJobs) => (await render([item]))[0];
 
@@ -47,7 +59,7 @@ export function buildRoutes(builds: BuildService, pipelines: PipelineService, pu
     // One more than a page tells whether a next page exists without counting every match.
     const items = await builds.list(scope, req.query as ListQuery, page.offset, page.perPage + 1);
     setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    res.json(await render(items.slice(0, page.perPage)));
+    res.json(await render(items.slice(0, page.perPage), excludeOf(req)));
   };
 
   router.get('/v2/builds', async (req, res) => {
@@ -71,7 +83,8 @@ export function buildRoutes(builds: BuildService, pipelines: PipelineService, pu
   router.get(`${base}/:build_number`, async (req, res) => {
     const actor = actorOf(res);
     const includeRetried = (req.query as { include_retried_jobs?: boolean }).include_retried_jobs === true;
-    res.json(await renderOne(await builds.get(actor, String(req.params.pipeline_slug), numberOf(req), includeRetried)));
+    const exclude = excludeOf(req);
+    res.json((await render([await builds.get(actor, String(req.params.pipeline_slug), numberOf(req), includeRetried, exclude)], exclude))[0]);
   });
 
   router.put(`${base}/:build_number/cancel`, async (req, res) => {

@@ -85,7 +85,7 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
         retried_in_job_id: j.retriedInJobId,
         retries_count: j.retriesCount,
         retry_type: j.retryType as JobJson['retry_type'],
-        retry_source: null,
+        retry_source: j.retrySource,
         parallel_group_index: j.parallelGroupIndex,
         parallel_group_total: j.parallelGroupTotal,
         matrix: j.step.type === 'script' ? (j.step.matrix_values ?? null) : null,

@@ -27,6 +27,10 @@ export interface ListQuery {
   creator?: string;
   meta_data?: Record<string, string>;
   include_retried_jobs?: boolean;
+  /** The builds come without jobs, and none are read. */
+  exclude_jobs?: boolean;
+  /** The builds come without their pipeline, and its counts are not read. */
+  exclude_pipeline?: boolean;
 }
 
 export interface BuildWithJobs {
@@ -151,9 +155,9 @@ export class BuildService {
     return (await this.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;
   }
 
-  async get(actor: Actor, pipelineSlug: string, number: number, includeRetried: boolean): Promise<BuildWithJobs> {
-    const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug, { counts: true });
-    const found = await this.builds.findWithJobs(pipeline.id, number, includeRetried);
+  async get(actor: Actor, pipelineSlug: string, number: number, includeRetried: boolean, exclude: { jobs?: boolean; pipeline?: boolean } = {}): Promise<BuildWithJobs> {
+    const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug, { counts: !exclude.pipeline });
+    const found = await this.builds.findWithJobs(pipeline.id, number, includeRetried, !exclude.jobs);
     if (!found) throw new NotFoundError('build');
     return { ...found, pipeline, perms, actor };
   }
@@ -187,7 +191,7 @@ export class BuildService {
     const pipelinesById = new Map<string, { pipeline: Pipeline; perms: Permissions }>();
     let scopeFilter: BuildFilter['scope'];
     if ('actor' in scope && scope.pipelineSlug) {
-      const found = await this.pipelines.get(scope.actor, scope.pipelineSlug, { counts: true });
+      const found = await this.pipelines.get(scope.actor, scope.pipelineSlug, { counts: !query.exclude_pipeline });
       scopeFilter = { pipelineId: found.pipeline.id };
       pipelinesById.set(found.pipeline.id, found);
     } else {
@@ -195,10 +199,10 @@ export class BuildService {
         organizations: actors.map((a) => ({ id: a.organization.id, restrictedToUserId: this.pipelines.isRestricted(a) ? a.principal.user.id : undefined })),
       };
     }
-    const builds = await this.builds.listWithJobs({ scope: scopeFilter, ...this.filterFrom(query) }, offset, limit, query.include_retried_jobs ?? false);
+    const builds = await this.builds.listWithJobs({ scope: scopeFilter, ...this.filterFrom(query) }, offset, limit, query.include_retried_jobs ?? false, !query.exclude_jobs);
     const pipelines = pipelinesById.size
       ? pipelinesById
-      : await this.pipelines.readableByIds(actorByOrg, [...new Set(builds.map((b) => b.build.pipelineId))], { counts: true });
+      : await this.pipelines.readableByIds(actorByOrg, [...new Set(builds.map((b) => b.build.pipelineId))], { counts: !query.exclude_pipeline });
     // The list query already kept to what the caller may read; a pipeline missing here was
     // deleted between the two reads, and its builds went with it.
     return builds.flatMap(({ build, jobs }) => {
@@ -242,7 +246,14 @@ export function insertBuild(
   sign: (fields: Record<string, unknown>) => StepSignature,
 ): Promise<{ build: Build; jobs: Job[] }> {
   const now = new Date();
-  const jobs = planJobs(pipeline.steps, { branch: b.branch, pipelineEnv: pipeline.env, buildEnv: b.env, repositoryUrl: pipeline.repository, sign });
+  const jobs = planJobs(pipeline.steps, {
+    branch: b.branch,
+    pipelineEnv: pipeline.env,
+    buildEnv: b.env,
+    repositoryUrl: pipeline.repository,
+    stepTimeouts: { defaultMinutes: pipeline.defaultTimeoutInMinutes, maximumMinutes: pipeline.maximumTimeoutInMinutes },
+    sign,
+  });
   const runnable = jobs.filter((j) => j.state !== 'broken');
   // Every step filtered out: nothing will run, the build is over before it starts.
   const notRun = runnable.length === 0;

@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
 import { isUnavailableError } from '../db/knex';
 import type { Logger } from './logger';
+import { PATH_THINGS } from './parameters';
 import {
   BadRequestError,
   ConflictError,
@@ -50,34 +51,108 @@ function bodyField(path: string): string {
   return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
 }
 
-/** A reason a person can act on, in the API's own words where it has them. */
-function issueCode(issue: ValidatorIssue): string {
-  const msg = issue.message ?? 'is invalid';
-  const code = issue.errorCode ?? '';
+/** `integer,string` -> `a whole number or a string`. */
+function typeWords(list: string): string {
+  const words: Record<string, string> = {
+    integer: 'a whole number',
+    number: 'a number',
+    string: 'a string',
+    boolean: 'true or false',
+    object: 'an object',
+    array: 'a list',
+    null: 'null',
+  };
+  const parts = list.split(',').map((t) => words[t.trim()] ?? t.trim());
+  return parts.length > 1 ? `${parts.slice(0, -1).join(', ')} or ${parts[parts.length - 1]}` : parts[0]!;
+}
+
+const FORMAT_WORDS: Record<string, string> = {
+  uuid: 'must be a UUID',
+  'date-time': 'must be an ISO 8601 date and time, such as 2026-01-01T00:00:00Z',
+  date: 'must be a date, such as 2026-01-01',
+  email: 'must be an email address',
+  uri: 'must be a URL',
+};
+
+/**
+ * The validator's (Ajv's) wording rewritten into a reason a person can act on, in the API's own
+ * words where it has them (`can't be blank`, `is too long (maximum is N characters)`). Anything
+ * not recognised keeps the validator's text.
+ */
+export function readableReason(message: string | undefined, errorCode?: string): string {
+  const msg = message ?? 'is invalid';
+  const code = errorCode ?? '';
   if (code.startsWith('required')) return "can't be blank";
-  if (code.startsWith('enum')) return `is not included in the list (${msg.replace(/^must be equal to one of the allowed values:?\s*/, '')})`.replace(' ()', '');
-  const maxLength = /must NOT have more than (\d+) characters/.exec(msg);
-  if (maxLength) return `is too long (maximum is ${maxLength[1]} characters)`;
+  let m: RegExpExecArray | null;
+  if (code.startsWith('enum') || /^must be equal to one of the allowed values/.test(msg)) {
+    const allowed = msg.replace(/^must be equal to one of the allowed values:?\s*/, '');
+    return allowed ? `is not included in the list (${allowed})` : 'is not included in the list';
+  }
+  if ((m = /^must NOT have more than (\d+) characters/.exec(msg))) return `is too long (maximum is ${m[1]} characters)`;
+  if ((m = /^must NOT have fewer than (\d+) characters/.exec(msg))) return m[1] === '1' ? "can't be blank" : `is too short (minimum is ${m[1]} characters)`;
+  if ((m = /^must NOT have more than (\d+) items/.exec(msg))) return `has too many items (maximum is ${m[1]})`;
+  if ((m = /^must NOT have fewer than (\d+) items/.exec(msg))) return `has too few items (minimum is ${m[1]})`;
+  if ((m = /^must NOT have more than (\d+) properties/.exec(msg))) return `has too many keys (maximum is ${m[1]})`;
+  if ((m = /^must be >= (\S+)/.exec(msg))) return `must be at least ${m[1]}`;
+  if ((m = /^must be <= (\S+)/.exec(msg))) return `must be at most ${m[1]}`;
+  if ((m = /^must be > (\S+)/.exec(msg))) return `must be greater than ${m[1]}`;
+  if ((m = /^must be < (\S+)/.exec(msg))) return `must be less than ${m[1]}`;
+  if ((m = /^must match format "([^"]+)"/.exec(msg))) return FORMAT_WORDS[m[1]!] ?? `must be a valid ${m[1]}`;
+  if ((m = /^must match pattern "([^"]+)"/.exec(msg))) return `is invalid (must match ${m[1]})`;
+  if ((m = /^must be ([a-z,]+)$/.exec(msg))) return `must be ${typeWords(m[1]!)}`;
+  if (/^must match exactly one schema in oneOf/.test(msg) || /^must match a schema in anyOf/.test(msg)) return 'is invalid';
+  if (/^has an invalid key: /.test(msg)) return msg;
+  if ((m = /^Unknown query parameter '([^']+)'/.exec(msg))) return `is not a parameter of this operation (${m[1]})`;
   return msg;
 }
 
-function fieldErrorsFrom(issues: ValidatorIssue[]): FieldError[] {
-  return issues.slice(0, 100).map((i) => ({ field: bodyField(i.path ?? '') || 'body', code: issueCode(i) }));
+function issueCode(issue: ValidatorIssue): string {
+  return readableReason(issue.message, issue.errorCode);
+}
+
+/**
+ * One entry per field: a oneOf (`pull_request_id`: a number or a string of digits) fails once
+ * per branch, and the type mismatches of the branches not taken say less than the limit the
+ * value broke in the branch it fits, so those are dropped when there is something better.
+ */
+function bestIssues(issues: ValidatorIssue[]): ValidatorIssue[] {
+  const byField = new Map<string, ValidatorIssue[]>();
+  for (const i of issues) {
+    const key = i.path ?? '';
+    byField.set(key, [...(byField.get(key) ?? []), i]);
+  }
+  const keyIssue = (i: ValidatorIssue) => /property name must be valid/.test(i.message ?? '');
+  const vague = (i: ValidatorIssue) => /^must be [a-z,]+$/.test(i.message ?? '') || /^must match (exactly one|a) schema in (oneOf|anyOf)/.test(i.message ?? '');
+  return [...byField.values()].flatMap((list) => {
+    // A key that breaks `propertyNames` comes as two issues: that one, and the rule it broke.
+    if (list.some(keyIssue)) {
+      const rule = list.find((i) => !keyIssue(i));
+      return [{ ...list[0], message: `has an invalid key: ${rule ? readableReason(rule.message, rule.errorCode) : 'is invalid'}`, errorCode: 'propertyNames' }];
+    }
+    const specific = list.filter((i) => !vague(i));
+    if (specific.length) return specific;
+    const types = list.flatMap((i) => /^must be ([a-z,]+)$/.exec(i.message ?? '')?.[1]?.split(',') ?? []);
+    return types.length ? [{ ...list[0], message: `must be ${[...new Set(types)].join(',')}`, errorCode: 'type.openapi.validation' }] : [list[0]!];
+  });
+}
+
+/** The value at a validator path (`/body/steps/0/name`) in the body, if it is there. */
+function valueAt(body: unknown, path: string): unknown {
+  const parts = path.replace(/^[./]?body[./]?/, '').split(/[./]/).filter(Boolean);
+  return parts.reduce<unknown>((acc, p) => (acc && typeof acc === 'object' ? (acc as Record<string, unknown>)[p] : undefined), body);
+}
+
+/** A required field sent as null is blank, whatever type it wanted. */
+function fieldErrorsFrom(issues: ValidatorIssue[], body: unknown): FieldError[] {
+  return bestIssues(issues)
+    .slice(0, 100)
+    .map((i) => {
+      const blank = /^must be [a-z,]+$/.test(i.message ?? '') && valueAt(body, i.path ?? '') === null;
+      return { field: bodyField(i.path ?? '') || 'body', code: blank ? "can't be blank" : issueCode(i) };
+    });
 }
 
 const PATH_PARAM = /^[./]?params[./]([a-z_]+)/;
-/** The API's word for what each path parameter names. */
-const PATH_THINGS: Record<string, string> = {
-  org_slug: 'organization',
-  pipeline_slug: 'pipeline',
-  build_number: 'build',
-  suite_slug: 'suite',
-  run_id: 'run',
-  test_id: 'test',
-  token: 'pipeline',
-  agent_id: 'agent',
-  job_id: 'job',
-};
 
 function isBodyIssue(i: ValidatorIssue): boolean {
   return /^[./]?body([./]|$)/.test(i.path ?? '');
@@ -152,11 +227,11 @@ export function errorHandler(logger: Logger) {
       }
       const body = e.errors.filter(isBodyIssue);
       if (status === 400 && body.length > 0 && body.length === e.errors.length) {
-        return send(422, { message: 'Validation Failed', errors: fieldErrorsFrom(body) });
+        return send(422, { message: 'Validation Failed', errors: fieldErrorsFrom(body, req.body) });
       }
-      const first = e.errors[0];
-      const where = first?.path ? first.path.replace(/^[./]?(query|params|headers)[./]/, '') : '';
-      return send(400, { message: where ? `Invalid parameter ${where}: ${first?.message ?? 'is invalid'}` : (e.message ?? 'Bad Request') });
+      const first = bestIssues(e.errors)[0];
+      const where = first?.path ? first.path.replace(/^[./]?(query|params|headers)[./]/, '').replace(/[./].*$/, '') : '';
+      return send(400, { message: where ? `Invalid parameter ${where}: ${readableReason(first?.message, first?.errorCode)}` : (e.message ?? 'Bad Request') });
     }
     if (status && status >= 400 && status < 500) return send(status, { message: e.message ?? 'Bad Request' });
 

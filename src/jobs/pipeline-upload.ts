@@ -42,6 +42,7 @@ export class PipelineUploadService {
       pipelineEnv: { ...settings?.env, ...parsed.env },
       buildEnv: build.env,
       repositoryUrl: context.repository,
+      stepTimeouts: settings ? { defaultMinutes: settings.defaultTimeoutInMinutes, maximumMinutes: settings.maximumTimeoutInMinutes } : undefined,
       sign: this.sign,
     });
     const ids = await this.jobs.insertUploaded(build.id, context.job, planned, uploadId, new Date(), MAX_JOBS_PER_BUILD);

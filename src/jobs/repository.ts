@@ -335,6 +335,7 @@ export class JobRepository {
           retried_in_job_id: null,
           retries_count: Number(row.retries_count ?? 0) + 1,
           retry_type: type,
+          retry_source: JSON.stringify({ job_id: jobId, retry_type: type }),
           created_at: at,
           scheduled_at: at,
           runnable_at: at,

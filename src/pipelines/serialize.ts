@@ -61,5 +61,7 @@ export function serializePipeline(p: Pipeline, v: PipelineView): PipelineJson {
     steps: p.steps as PipelineJson['steps'],
     default_timeout_in_minutes: p.defaultTimeoutInMinutes,
     maximum_timeout_in_minutes: p.maximumTimeoutInMinutes,
+    default_command_step_timeout: p.defaultTimeoutInMinutes,
+    maximum_command_step_timeout: p.maximumTimeoutInMinutes,
   };
 }

@@ -163,7 +163,8 @@ export class PipelineService {
     const notices: string[] = [];
     const stepsAndEnv = this.stepsAndEnv(input, null, errors, notices);
     const teams = await this.teamsFor(actor, input, errors);
-    this.checkTimeouts(input.default_timeout_in_minutes ?? null, input.maximum_timeout_in_minutes ?? null, errors);
+    const timeouts = timeoutsOf(input);
+    this.checkTimeouts(timeouts.default ?? null, timeouts.maximum ?? null, errors);
     if (errors.length) throw new ValidationError(errors);
 
     const id = crypto.randomUUID();
@@ -191,8 +192,8 @@ export class PipelineService {
         pipelineTemplateUuid: emptyToNull(input.pipeline_template_uuid),
         visibility: input.visibility ?? 'private',
         tags: input.tags ?? null,
-        defaultTimeoutInMinutes: input.default_timeout_in_minutes ?? null,
-        maximumTimeoutInMinutes: input.maximum_timeout_in_minutes ?? null,
+        defaultTimeoutInMinutes: timeouts.default ?? null,
+        maximumTimeoutInMinutes: timeouts.maximum ?? null,
         configuration: stepsAndEnv!.configuration,
         steps: stepsAndEnv!.steps,
         env: stepsAndEnv!.env,
@@ -252,8 +253,9 @@ export class PipelineService {
     copy('pipelineTemplateUuid', input.pipeline_template_uuid === undefined ? undefined : emptyToNull(input.pipeline_template_uuid));
     copy('visibility', input.visibility);
     copy('tags', input.tags);
-    copy('defaultTimeoutInMinutes', input.default_timeout_in_minutes);
-    copy('maximumTimeoutInMinutes', input.maximum_timeout_in_minutes);
+    const timeouts = timeoutsOf(input);
+    copy('defaultTimeoutInMinutes', timeouts.default);
+    copy('maximumTimeoutInMinutes', timeouts.maximum);
     this.checkTimeouts(
       changes.defaultTimeoutInMinutes !== undefined ? changes.defaultTimeoutInMinutes : current.defaultTimeoutInMinutes,
       changes.maximumTimeoutInMinutes !== undefined ? changes.maximumTimeoutInMinutes : current.maximumTimeoutInMinutes,
@@ -392,9 +394,24 @@ export class PipelineService {
 
   private checkTimeouts(def: number | null, max: number | null, errors: FieldError[]) {
     if (def !== null && max !== null && def > max) {
-      errors.push({ field: 'default_timeout_in_minutes', code: `must not be greater than maximum_timeout_in_minutes (${max})` });
+      errors.push({ field: 'default_command_step_timeout', code: `must not be greater than maximum_command_step_timeout (${max})` });
     }
   }
+}
+
+/**
+ * The step timeouts under the real API's names (`default_command_step_timeout`,
+ * `maximum_command_step_timeout`) or this service's older ones (`*_timeout_in_minutes`); the
+ * real API's name wins when both are sent. undefined: not given; null: cleared.
+ */
+function timeoutsOf(input: Pick<PipelineInput, 'default_command_step_timeout' | 'maximum_command_step_timeout' | 'default_timeout_in_minutes' | 'maximum_timeout_in_minutes'>): {
+  default: number | null | undefined;
+  maximum: number | null | undefined;
+} {
+  return {
+    default: input.default_command_step_timeout !== undefined ? input.default_command_step_timeout : input.default_timeout_in_minutes,
+    maximum: input.maximum_command_step_timeout !== undefined ? input.maximum_command_step_timeout : input.maximum_timeout_in_minutes,
+  };
 }
 
 function emptyToNull(v: string | null | undefined): string | null {

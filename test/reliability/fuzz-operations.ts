@@ -222,14 +222,17 @@ export function typesOf(s: Schema): Set<string> | null {
   return t;
 }
 
-/** A value of a JSON type the schema does not admit. */
-export function wrongTypeArb(s: Schema): fc.Arbitrary<unknown> | null {
+/**
+ * A value of a JSON type the schema does not admit. `nullMeansAbsent`: the value is an optional
+ * body property, where null means "not given" (src/http/parameters.ts), so null is not wrong.
+ */
+export function wrongTypeArb(s: Schema, nullMeansAbsent = false): fc.Arbitrary<unknown> | null {
   const t = typesOf(s);
   if (!t) return null;
   const candidates: fc.Arbitrary<unknown>[] = [];
   if (!t.has('string')) candidates.push(fc.string({ maxLength: 10 }));
   if (!t.has('boolean')) candidates.push(fc.boolean());
-  if (!t.has('null')) candidates.push(fc.constant(null));
+  if (!t.has('null') && !nullMeansAbsent) candidates.push(fc.constant(null));
   if (!t.has('number')) candidates.push(t.has('integer') ? fc.double({ min: 0.1, max: 0.9, noNaN: true }) : fc.integer());
   if (!t.has('array')) candidates.push(fc.array(fc.integer(), { maxLength: 2 }));
   if (!t.has('object')) candidates.push(fc.constant({ x: 1 }));

@@ -245,7 +245,7 @@ function bodyArb(op: Operation): fc.Arbitrary<{ body: Body; invalid: string | nu
       .map(([v, extra]) => json(v && typeof v === 'object' && !Array.isArray(v) ? JSON.parse(JSON.stringify({ ...extra, ...v })) : v, null)),
   );
   for (const site of bodySites(op.body)) {
-    const wrong = wrongTypeArb(site.schema);
+    const wrong = wrongTypeArb(site.schema, !site.required);
     if (wrong) gens.push(fc.tuple(valid, wrong).map(([v, w]) => json(setAt(v, site.path, w), `body ${site.path.join('.')} type`)));
     const oob = outOfBoundsArb(site.schema);
     if (oob) gens.push(fc.tuple(valid, oob).map(([v, w]) => json(setAt(v, site.path, w), `body ${site.path.join('.')} bounds`)));
