@@ -23,6 +23,14 @@ export interface JobContext {
   build: { id: string; number: number; branch: string; commit: string; message: string | null; tag: string | null };
 }
 
+/** How many dispatch classes one candidates query reads at most. */
+const DISPATCH_CLASSES_PER_QUERY = 100;
+
+/** The rows of a raw query, as each driver returns them. */
+function rowsOf(result: unknown): Record<string, unknown>[] {
+  return Array.isArray(result) ? (result as Record<string, unknown>[]) : (result as { rows: Record<string, unknown>[] }).rows;
+}
+
 /** States in which a job belongs to its agent. */
 export const HELD_STATES = ['assigned', 'accepted', 'running', 'canceling', 'timing_out'];
 
@@ -113,15 +121,62 @@ export class JobRepository {
     return { query: this.db('jobs').where({ state: 'running' }).whereNotNull('timeout_in_minutes').orderBy('started_at').limit(limit).select('id', 'started_at', 'timeout_in_minutes') };
   }
 
-  /** Scheduled script jobs of the organization, oldest first: what an agent may be offered. */
-  async scheduled(organizationId: string, limit: number): Promise<{ id: string; agentQueryRules: string[] }[]> {
-    const rows = await this.db('jobs as j')
-      .join('builds as b', 'b.id', 'j.build_id')
-      .where({ 'j.state': 'scheduled', 'j.type': 'script', 'b.organization_id': organizationId })
-      .orderBy([{ column: 'j.created_at' }, { column: 'j.position' }])
-      .limit(limit)
-      .select('j.id', 'j.agent_query_rules');
-    return rows.map((r) => ({ id: r.id as string, agentQueryRules: JSON.parse(r.agent_query_rules as string) as string[] }));
+  /*
+   * Dispatch (src/db/migrations/20261125110000_job_dispatch.ts): a poll lists the organization's
+   * dispatch classes (jobs with equal agent_query_rules) that have scheduled command jobs, keeps
+   * the classes its agent's tags satisfy, and reads the first jobs of those classes only, by
+   * priority then age. Both read the partial index jobs_dispatch_index and nothing else, so
+   * what other queues hold costs a poll one index probe per class, never a row per job.
+   */
+
+  /**
+   * Each class once, with the rules of one of its jobs: a skip scan (a recursive query that
+   * jumps from one key to the next in the index), as neither store has one built in.
+   */
+  dispatchClassesQuery(organizationId: string) {
+    const scheduled = `organization_id = ? and state = 'scheduled' and type = 'script' and dispatch_key is not null`;
+    return {
+      query: this.db.raw(
+        `with recursive k(key) as (
+           select (select dispatch_key from jobs where ${scheduled} order by dispatch_key limit 1)
+           union all
+           select (select dispatch_key from jobs where ${scheduled} and dispatch_key > k.key order by dispatch_key limit 1) from k where k.key is not null
+         )
+         select k.key as key, (select agent_query_rules from jobs where ${scheduled} and dispatch_key = k.key limit 1) as rules from k where k.key is not null`,
+        [organizationId, organizationId, organizationId],
+      ),
+    };
+  }
+
+  /** The organization's dispatch classes with scheduled command jobs: key and rules. */
+  async dispatchClasses(organizationId: string): Promise<{ key: string; agentQueryRules: string[] }[]> {
+    const rows = rowsOf(await this.dispatchClassesQuery(organizationId).query);
+    // A class whose last job was claimed between the two reads has no rules: nothing to offer.
+    return rows.filter((r) => r.rules != null).map((r) => ({ key: r.key as string, agentQueryRules: JSON.parse(r.rules as string) as string[] }));
+  }
+
+  /**
+   * The first `limit` scheduled command jobs of the classes `keys` in dispatch order (higher
+   * priority first, then the oldest, then build order): each class's own first `limit` read
+   * from the index in that order, then merged.
+   */
+  dispatchCandidatesQuery(organizationId: string, keys: string[], limit: number) {
+    const order = 'order by priority desc, created_at, position';
+    const one = `select * from (select id, priority, created_at, position from jobs where organization_id = ? and dispatch_key = ? and state = 'scheduled' and type = 'script' ${order} limit ?) as c`;
+    const sql = keys.map((_, i) => one.replace(/as c$/, `as c${i}`)).join(' union all ');
+    return { query: this.db.raw(`${sql} ${order} limit ?`, [...keys.flatMap((key) => [organizationId, key, limit]), limit]) };
+  }
+
+  /** Ids of the first `limit` jobs of the classes `keys`, in dispatch order. */
+  async dispatchCandidates(organizationId: string, keys: string[], limit: number): Promise<string[]> {
+    const ids: { id: string; priority: number; createdAt: number; position: number }[] = [];
+    // SQLite allows at most 500 terms in one compound select.
+    for (let i = 0; i < keys.length; i += DISPATCH_CLASSES_PER_QUERY) {
+      const rows = rowsOf(await this.dispatchCandidatesQuery(organizationId, keys.slice(i, i + DISPATCH_CLASSES_PER_QUERY), limit).query);
+      for (const r of rows) ids.push({ id: r.id as string, priority: Number(r.priority), createdAt: toDateOrNull(r.created_at)!.getTime(), position: Number(r.position) });
+    }
+    ids.sort((a, b) => b.priority - a.priority || a.createdAt - b.createdAt || a.position - b.position);
+    return ids.slice(0, limit).map((r) => r.id);
   }
 
   /**
@@ -261,7 +316,7 @@ export class JobRepository {
     let ids: string[] | null = null;
     await this.advanceAt(buildId, at, {
       before: async (trx) => {
-        const rows = await trx('jobs').where({ build_id: buildId }).orderBy('position').select('id', 'step_id', 'uploaded_by_step_id', 'upload_id', 'position', 'pipeline_id');
+        const rows = await trx('jobs').where({ build_id: buildId }).orderBy('position').select('id', 'step_id', 'uploaded_by_step_id', 'upload_id', 'position', 'pipeline_id', 'organization_id');
         const seen = uploadId ? rows.filter((r) => r.upload_id === uploadId) : [];
         if (seen.length) {
           ids = seen.map((r) => r.id as string);
@@ -280,7 +335,7 @@ export class JobRepository {
         }
         const anchor = Math.max(...rows.filter((r) => family.has(r.step_id as string)).map((r) => Number(r.position)));
         await trx('jobs').where({ build_id: buildId }).where('position', '>', anchor).increment('position', planned.length);
-        const build = { id: buildId, pipelineId: rows[0]!.pipeline_id as string, createdAt: at };
+        const build = { id: buildId, pipelineId: rows[0]!.pipeline_id as string, organizationId: rows[0]!.organization_id as string, createdAt: at };
         const jobRows = planned.map((j, i) => ({
           ...toJobRow(build, { ...j, position: anchor + 1 + i, state: j.state === 'broken' ? 'broken' : 'waiting' }),
           uploaded_by_step_id: uploader.stepId,
