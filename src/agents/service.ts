@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import type { Step } from '../pipelines/configuration';
 import type { Actor } from '../pipelines/service';
-import { AgentTokenError, ForbiddenError, NotFoundError, UnprocessableError } from '../http/errors';
+import { AgentTokenError, ForbiddenError, NotFoundError, PayloadTooLargeError, UnprocessableError } from '../http/errors';
 import type { JobContext, JobRepository } from '../jobs/repository';
 import { retryOrAdvance } from '../jobs/retry';
 import { sha256Hex } from '../security/keys';
@@ -25,6 +25,8 @@ type RegisterBody = components['schemas']['RegisterAgentRequest'];
 const CANDIDATES_PER_POLL = 32;
 /** How many times a poll reads candidates again after losing every one of them to other agents. */
 const CLAIM_ROUNDS = 3;
+/** A job's log cap by default: the real service's "log size per job" (1,024 MiB). */
+export const DEFAULT_JOB_LOG_LIMIT_BYTES = 1024 * 1024 * 1024;
 const TOKEN = /^Token ([A-Za-z0-9_-]{16,200})$/;
 
 function newSecret(): string {
@@ -52,6 +54,10 @@ export function finishedState(from: string, exitStatus: number, signalReason: st
   return exitStatus === 0 ? 'passed' : 'failed';
 }
 
+function formatBytes(n: number): string {
+  return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
+}
+
 function wrongState(to: string, from: string): UnprocessableError {
   return new UnprocessableError(`The job can't be ${to}: it is not ${from}.`);
 }
@@ -67,6 +73,7 @@ export class AgentService {
     private readonly jobs: JobRepository,
     /** The sweeper's clock too, so heartbeats and job times are on the clock it judges by. */
     private readonly clock: () => Date = () => new Date(),
+    private readonly jobLogLimitBytes: number = DEFAULT_JOB_LOG_LIMIT_BYTES,
   ) {}
 
   /** A new registration token for the organization; the token itself is returned once. */
@@ -181,7 +188,9 @@ export class AgentService {
   async appendChunk(agent: Agent, jobId: string, chunk: components['schemas']['LogChunk']): Promise<void> {
     const job = await this.held(agent, jobId);
     if (job.job.state !== 'running' && job.job.state !== 'accepted') throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
-    await this.jobs.appendChunk(jobId, chunk, this.clock());
+    if (!(await this.jobs.appendChunk(jobId, chunk, this.clock(), this.jobLogLimitBytes))) {
+      throw new PayloadTooLargeError(`This job's log has reached its limit of ${formatBytes(this.jobLogLimitBytes)} (JOB_LOG_LIMIT_BYTES): the chunk was not stored.`);
+    }
   }
 
   /**

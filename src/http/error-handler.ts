@@ -9,6 +9,7 @@ import type { Logger } from './logger';
 import {
   BadRequestError,
   ConflictError,
+  PayloadTooLargeError,
   DomainError,
   FieldError,
   ForbiddenError,
@@ -95,6 +96,7 @@ export function errorHandler(logger: Logger) {
       if (err instanceof ValidationError) return send(422, { message: err.message, errors: err.errors });
       if (err instanceof UnprocessableError) return send(422, { message: err.message });
       if (err instanceof ConflictError) return send(409, { message: err.message });
+      if (err instanceof PayloadTooLargeError) return send(413, { message: err.message });
       if (err instanceof ForbiddenError) return send(403, { message: err.message });
       if (err instanceof BadRequestError) return send(400, { message: err.message });
       if (err instanceof SuiteTokenError) {

@@ -31,6 +31,13 @@ function rowsOf(result: unknown): Record<string, unknown>[] {
   return Array.isArray(result) ? (result as Record<string, unknown>[]) : (result as { rows: Record<string, unknown>[] }).rows;
 }
 
+/** A stored piece of a job's log: its text, its size in bytes, when its section headers arrived. */
+export interface LogChunk {
+  content: string;
+  size: number;
+  headerTimes: number[];
+}
+
 /** States in which a job belongs to its agent. */
 export const HELD_STATES = ['assigned', 'accepted', 'running', 'canceling', 'timing_out'];
 
@@ -355,14 +362,12 @@ export class JobRepository {
     return (await this.db('jobs').whereIn('id', ids).orderBy('position')).map(jobFromRow);
   }
 
-  /** The job's log: its chunks in order, and the times its section headers arrived. */
-  async log(jobId: string): Promise<{ content: string; headerTimes: number[] }> {
-    const rows = await this.db('job_log_chunks').where({ job_id: jobId }).orderBy('sequence').select('content', 'header_times');
-    return { content: rows.map((r) => r.content as string).join(''), headerTimes: rows.flatMap((r) => parseJson<number[]>(r.header_times, [])) };
-  }
-
+  /** Removes the job's log, and with it what counted against its cap. */
   async deleteLog(jobId: string): Promise<void> {
-    await this.db('job_log_chunks').where({ job_id: jobId }).delete();
+    await this.db.transaction(async (trx) => {
+      await trx('job_log_chunks').where({ job_id: jobId }).delete();
+      await trx('jobs').where({ id: jobId }).update({ log_size: 0 });
+    });
   }
 
   /**
@@ -389,6 +394,7 @@ export class JobRepository {
           retried: false,
           retried_in_job_id: null,
           retries_count: Number(row.retries_count ?? 0) + 1,
+          log_size: 0,
           retry_type: type,
           created_at: at,
           scheduled_at: at,
@@ -406,29 +412,61 @@ export class JobRepository {
   /**
    * Stores a chunk; one already stored under its sequence is left as it is (a retried send).
    * Each section header that starts in it is recorded at `at`: the chunk starts a line at the
-   * log's start or when the chunk before it (by sequence) ended with a newline.
+   * log's start or when the chunk before it (by sequence) ended with a newline. False, and
+   * nothing stored, when the chunk would take the job's log (`jobs.log_size`) past `limitBytes`:
+   * the guarded UPDATE counts it only if it fits, in the transaction that stores it.
    */
-  async appendChunk(jobId: string, chunk: { sequence: number; offset: number; content: string }, at: Date): Promise<void> {
+  async appendChunk(jobId: string, chunk: { sequence: number; offset: number; content: string }, at: Date, limitBytes: number): Promise<boolean> {
     let startsLine = chunk.offset === 0;
     if (!startsLine) {
       const before = await this.db('job_log_chunks').where({ job_id: jobId, sequence: chunk.sequence - 1 }).first(this.db.raw('substr(content, length(content), 1) as last'));
       startsLine = before?.last === '\n';
     }
     const headers = countHeaderLines(chunk.content, startsLine);
-    await this.db('job_log_chunks')
-      .insert({
-        job_id: jobId,
-        sequence: chunk.sequence,
-        offset: chunk.offset,
-        size: Buffer.byteLength(chunk.content),
-        content: chunk.content,
-        header_times: headers ? JSON.stringify(Array<number>(headers).fill(unixNanos(at))) : null,
-        created_at: at,
-      })
-      .onConflict(['job_id', 'sequence'])
-      .ignore();
+    const size = Buffer.byteLength(chunk.content);
+    return this.db.transaction(async (trx) => {
+      const stored = await trx('job_log_chunks')
+        .insert({
+          job_id: jobId,
+          sequence: chunk.sequence,
+          offset: chunk.offset,
+          size,
+          content: chunk.content,
+          header_times: headers ? JSON.stringify(Array<number>(headers).fill(unixNanos(at))) : null,
+          created_at: at,
+        })
+        .onConflict(['job_id', 'sequence'])
+        .ignore()
+        .returning('sequence');
+      if (!stored.length) return true;
+      if (await trx('jobs').where({ id: jobId }).where('log_size', '<=', limitBytes - size).increment('log_size', size)) return true;
+      throw new LogFullError();
+    }).catch((e: unknown) => {
+      if (e instanceof LogFullError) return false;
+      throw e;
+    });
+  }
+
+  /**
+   * The job's log chunks in order, `LOG_PAGE_CHUNKS` at a time, each page read only when the
+   * one before was used: a reader holds a few chunks, never the whole log.
+   */
+  async *logPages(jobId: string): AsyncGenerator<LogChunk[]> {
+    for (let after = 0; ; ) {
+      const rows = await this.db('job_log_chunks').where({ job_id: jobId }).where('sequence', '>', after).orderBy('sequence').limit(LOG_PAGE_CHUNKS).select('sequence', 'content', 'size', 'header_times');
+      if (!rows.length) return;
+      yield rows.map((r) => ({ content: r.content as string, size: Number(r.size), headerTimes: parseJson<number[]>(r.header_times, []) }));
+      if (rows.length < LOG_PAGE_CHUNKS) return;
+      after = Number(rows[rows.length - 1]!.sequence);
+    }
   }
 }
+
+/** A chunk would take the log past its cap: rolls back the chunk's insert. */
+class LogFullError extends Error {}
+
+/** How many log chunks a reader reads at once (each at most the body limit, 1 MiB by default). */
+const LOG_PAGE_CHUNKS = 8;
 
 export interface BuildAdvance {
   /** Runs inside the transaction after the build's row is locked, before the state machine. */

@@ -1,0 +1,76 @@
+/**
+ * Writes a job's log to the response as its pages come from the store, in the JSON form
+ * (`{url, content, size, header_times}`) or as text, waiting for the socket to drain before
+ * reading on: a reader holds a page of chunks at a time, never the whole log, and the event
+ * loop serves other requests between pages. Stops reading when the client goes away.
+ */
+import type { Response } from 'express';
+import type { LogChunk } from './repository';
+import { MAX_HEADER_TIMES } from './serialize';
+
+/** Writes `data`; resolves when the socket can take more (false: the client went away). */
+function write(res: Response, data: string): Promise<boolean> {
+  if (res.destroyed) return Promise.resolve(false);
+  if (res.write(data)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve(!res.destroyed);
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+/**
+ * Runs `body` over a response whose status and headers are already sent: a failure there can
+ * only cut the response short (the client sees a truncated body, never a 200 that looks whole).
+ */
+async function streaming(res: Response, body: () => Promise<void>): Promise<void> {
+  res.status(200);
+  try {
+    await body();
+    res.end();
+  } catch (e) {
+    if (!res.headersSent) throw e;
+    res.destroy(e as Error);
+  }
+}
+
+/** A high surrogate ending a chunk belongs with the next one: encoded alone it would be U+FFFD. */
+function splitTrailingSurrogate(text: string): [string, string] {
+  const last = text.charCodeAt(text.length - 1);
+  return last >= 0xd800 && last <= 0xdbff ? [text.slice(0, -1), text.slice(-1)] : [text, ''];
+}
+
+export function sendLogText(res: Response, pages: AsyncIterable<LogChunk[]>): Promise<void> {
+  res.type('text/plain; charset=utf-8');
+  return streaming(res, async () => {
+    let carry = '';
+    for await (const page of pages) {
+      const [text, rest] = splitTrailingSurrogate(carry + page.map((c) => c.content).join(''));
+      carry = rest;
+      if (text && !(await write(res, text))) return;
+    }
+    if (carry) await write(res, carry);
+  });
+}
+
+export function sendLogJson(res: Response, url: string, pages: AsyncIterable<LogChunk[]>): Promise<void> {
+  res.type('application/json; charset=utf-8');
+  return streaming(res, async () => {
+    let size = 0;
+    const headerTimes: number[] = [];
+    if (!(await write(res, `{"url":${JSON.stringify(url)},"content":"`))) return;
+    for await (const page of pages) {
+      for (const c of page) {
+        size += c.size;
+        for (const t of c.headerTimes) if (headerTimes.length < MAX_HEADER_TIMES) headerTimes.push(t);
+      }
+      // Each piece escaped on its own: the concatenation parses back to the same text.
+      if (!(await write(res, JSON.stringify(page.map((c) => c.content).join('')).slice(1, -1)))) return;
+    }
+    await write(res, `","size":${size},"header_times":${JSON.stringify(headerTimes)}}`);
+  });
+}
