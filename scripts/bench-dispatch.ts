@@ -104,6 +104,8 @@ async function benchStore(kind: 'sqlite' | 'postgres'): Promise<string[] | null>
     await migrateLatest(services.db);
     const app = createApp({ logger, publicUrl, bodyLimitBytes: 1024 * 1024, uploadBodyLimitBytes: 64 * 1024 * 1024, validateResponses: false, ...services });
     server = app.listen(0, '127.0.0.1');
+    // The client keeps its connection across the seeding pauses: the server must not close it meanwhile.
+    server.keepAliveTimeout = 600_000;
     await new Promise((resolve) => server!.once('listening', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 

@@ -8,10 +8,14 @@ import type { Response } from 'express';
 import type { LogChunk } from './repository';
 import { MAX_HEADER_TIMES } from './serialize';
 
-/** Writes `data`; resolves when the socket can take more (false: the client went away). */
+/**
+ * Writes `data`; resolves when the socket can take more (false: the client went away), and
+ * never before the event loop has had a turn: a write the socket takes at once would otherwise
+ * let one reader run on in microtasks while other requests wait.
+ */
 function write(res: Response, data: string): Promise<boolean> {
   if (res.destroyed) return Promise.resolve(false);
-  if (res.write(data)) return Promise.resolve(true);
+  if (res.write(data)) return new Promise((resolve) => setImmediate(() => resolve(!res.destroyed)));
   return new Promise((resolve) => {
     const done = () => {
       res.off('drain', done);
@@ -38,6 +42,23 @@ async function streaming(res: Response, body: () => Promise<void>): Promise<void
   }
 }
 
+/**
+ * How much of a chunk is escaped and written at once: a 1 MiB chunk of coloured output takes
+ * tens of milliseconds to escape as JSON, time in which nothing else is served.
+ */
+const SLICE_CHARS = 64 * 1024;
+
+/** `text` in slices of at most SLICE_CHARS, a surrogate pair never split between two. */
+function* slices(text: string): Generator<string> {
+  for (let i = 0; i < text.length; ) {
+    let end = Math.min(text.length, i + SLICE_CHARS);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+    yield text.slice(i, end);
+    i = end;
+  }
+}
+
 /** A high surrogate ending a chunk belongs with the next one: encoded alone it would be U+FFFD. */
 function splitTrailingSurrogate(text: string): [string, string] {
   const last = text.charCodeAt(text.length - 1);
@@ -49,9 +70,11 @@ export function sendLogText(res: Response, pages: AsyncIterable<LogChunk[]>): Pr
   return streaming(res, async () => {
     let carry = '';
     for await (const page of pages) {
-      const [text, rest] = splitTrailingSurrogate(carry + page.map((c) => c.content).join(''));
-      carry = rest;
-      if (text && !(await write(res, text))) return;
+      for (const c of page) {
+        const [text, rest] = splitTrailingSurrogate(carry + c.content);
+        carry = rest;
+        for (const slice of slices(text)) if (!(await write(res, slice))) return;
+      }
     }
     if (carry) await write(res, carry);
   });
@@ -67,9 +90,9 @@ export function sendLogJson(res: Response, url: string, pages: AsyncIterable<Log
       for (const c of page) {
         size += c.size;
         for (const t of c.headerTimes) if (headerTimes.length < MAX_HEADER_TIMES) headerTimes.push(t);
+        // Escaped a slice at a time (the concatenation parses back to the same text).
+        for (const slice of slices(c.content)) if (!(await write(res, JSON.stringify(slice).slice(1, -1)))) return;
       }
-      // Each piece escaped on its own: the concatenation parses back to the same text.
-      if (!(await write(res, JSON.stringify(page.map((c) => c.content).join('')).slice(1, -1)))) return;
     }
     await write(res, `","size":${size},"header_times":${JSON.stringify(headerTimes)}}`);
   });

@@ -465,8 +465,11 @@ export class JobRepository {
 /** A chunk would take the log past its cap: rolls back the chunk's insert. */
 class LogFullError extends Error {}
 
-/** How many log chunks a reader reads at once (each at most the body limit, 1 MiB by default). */
-const LOG_PAGE_CHUNKS = 8;
+/**
+ * How many log chunks a reader reads at once (each at most the body limit, 1 MiB by default):
+ * SQLite reads on the event loop, a few milliseconds per MiB.
+ */
+const LOG_PAGE_CHUNKS = 2;
 
 export interface BuildAdvance {
   /** Runs inside the transaction after the build's row is locked, before the state machine. */
