@@ -30,6 +30,8 @@ function write(res: Response, data: string): Promise<boolean> {
 /**
  * Runs `body` over a response whose status and headers are already sent: a failure there can
  * only cut the response short (the client sees a truncated body, never a 200 that looks whole).
+ * The error goes on to the error handler, which logs it (and, the response being destroyed,
+ * sends nothing more).
  */
 async function streaming(res: Response, body: () => Promise<void>): Promise<void> {
   res.status(200);
@@ -37,8 +39,8 @@ async function streaming(res: Response, body: () => Promise<void>): Promise<void
     await body();
     res.end();
   } catch (e) {
-    if (!res.headersSent) throw e;
-    res.destroy(e as Error);
+    if (res.headersSent) res.destroy();
+    throw e;
   }
 }
 
