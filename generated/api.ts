@@ -843,7 +843,8 @@ export interface paths {
         /**
          * Get a job's log
          * @description The output the agent sent, in order. JSON by default; with `Accept: text/plain` the raw
-         *     text, as `log.txt` gives it.
+         *     text, as `log.txt` gives it. Both are streamed from the store a few chunks at a time
+         *     (chunked transfer encoding, no `Content-Length`).
          */
         get: operations["getJobLog"];
         put?: never;
@@ -1180,6 +1181,10 @@ export interface paths {
          *     header line (`---`, `+++`, `~~~`) that starts in the chunk is recorded at the chunk's
          *     arrival, for the log's `header_times`. A request body larger than the service's body
          *     limit (`BODY_LIMIT_BYTES`, 1 MiB by default) is a 413: send long output as several chunks.
+         *     A job's log is capped (`JOB_LOG_LIMIT_BYTES`, 1,024 MiB by default, the real service's
+         *     "log size per job"): a chunk that would take the log's stored chunks past the cap is a
+         *     413 and is not stored, nor is any later chunk; the agent does not retry a chunk refused
+         *     with a 4xx, and the job runs on.
          */
         post: operations["appendJobLogChunk"];
         delete?: never;

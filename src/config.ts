@@ -18,6 +18,8 @@ export interface Config {
   jwtSecret: string | undefined;
   logLevel: string;
   bodyLimitBytes: number;
+  /** Largest log of one job: chunks beyond it are refused (the real service's "log size per job", 1,024 MiB). */
+  jobLogLimitBytes: number;
   /** Largest body of a test-result upload (`POST /v1/uploads`): 5,000 results take several MB. */
   uploadBodyLimitBytes: number;
   /** Validate responses against the spec too (always on in tests). */
@@ -125,6 +127,7 @@ export function loadConfig(env: Env = process.env): Config {
     jwtSecret,
     logLevel,
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    jobLogLimitBytes: int(env, 'JOB_LOG_LIMIT_BYTES', 1024 * 1024 * 1024, 1024, 64 * 1024 * 1024 * 1024),
     uploadBodyLimitBytes: int(env, 'UPLOAD_BODY_LIMIT_BYTES', 64 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     validateResponses: bool(env, 'VALIDATE_RESPONSES', false),
     shutdownTimeoutMs,

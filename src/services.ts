@@ -5,7 +5,7 @@
 import type { Knex } from 'knex';
 import { AccessTokenService } from './access-token/service';
 import { AgentRepository } from './agents/repository';
-import { AgentService } from './agents/service';
+import { AgentService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './agents/service';
 import { BuildRepository } from './builds/repository';
 import { BuildService } from './builds/service';
 import type { Config } from './config';
@@ -67,6 +67,8 @@ export interface ServiceOptions {
   sweep?: SweepSettings;
   /** The sweeper's clock (tests move it forward). */
   clock?: () => Date;
+  /** Largest log of one job (Config.jobLogLimitBytes); default 1,024 MiB. */
+  jobLogLimitBytes?: number;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -92,7 +94,7 @@ export function createServices(o: ServiceOptions): Services {
     tokens: new AccessTokenService(db, keys, o.tokenCacheMs),
     pipelines,
     builds,
-    agents: new AgentService(agents, jobs, o.clock),
+    agents: new AgentService(agents, jobs, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES),
     jobs: new JobService(jobs, builds, users, orgs, agents),
     pipelineUploads: new PipelineUploadService(jobs, buildRepository, new PipelineRepository(db), sign),
     suites: new SuiteService(suites, new SuiteResultsRepository(db), orgs),
@@ -115,5 +117,6 @@ export function servicesFromConfig(config: Config, logger: Logger): Services {
     tokenCacheMs: config.tokenCacheMs,
     rateLimits: config.rateLimits,
     sweep: config.sweep,
+    jobLogLimitBytes: config.jobLogLimitBytes,
   });
 }

@@ -20,6 +20,13 @@ describe('config', () => {
     expect(loadConfig({ SWEEP_INTERVAL_MS: '250', AGENT_LOST_AFTER_SECONDS: '30', JOB_EXPIRY_MINUTES: '0' }).sweep).toEqual({ intervalMs: 250, agentLostAfterMs: 30_000, jobExpiryMs: 0 });
   });
 
+  it("caps a job's log at 1,024 MiB by default (Buildkite's log size per job), or at JOB_LOG_LIMIT_BYTES", () => {
+    expect(loadConfig({}).jobLogLimitBytes).toBe(1024 * 1024 * 1024);
+    expect(loadConfig({ JOB_LOG_LIMIT_BYTES: '1048576' }).jobLogLimitBytes).toBe(1048576);
+    expect(() => loadConfig({ JOB_LOG_LIMIT_BYTES: '100' })).toThrow(/JOB_LOG_LIMIT_BYTES must be a whole number from 1024/);
+    expect(() => loadConfig({ JOB_LOG_LIMIT_BYTES: '1GiB' })).toThrow(ConfigError);
+  });
+
   it('recognises Postgres and SQLite database URLs', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://u@h:5432/db' })).toMatchObject({ databaseKind: 'postgres', databaseUrl: 'postgres://u@h:5432/db' });
     expect(loadConfig({ DATABASE_URL: 'sqlite:/tmp/x.db' })).toMatchObject({ databaseKind: 'sqlite', databaseUrl: '/tmp/x.db' });

@@ -1,14 +1,14 @@
 /**
  * The rules of agents: registration tokens (admins only; stored as hashes), registration and
- * connection, and the agent's side of a job: polling claims the oldest scheduled job whose
- * query rules the agent's tags satisfy, then accept, start, log chunks and finish move it
- * along, each only by the agent holding it. No HTTP, no SQL.
+ * connection, and the agent's side of a job: polling claims the scheduled job of highest
+ * priority, then the oldest, whose query rules the agent's tags satisfy; then accept, start,
+ * log chunks and finish move it along, each only by the agent holding it. No HTTP, no SQL.
  */
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import type { Step } from '../pipelines/configuration';
 import type { Actor } from '../pipelines/service';
-import { AgentTokenError, ForbiddenError, NotFoundError, UnprocessableError } from '../http/errors';
+import { AgentTokenError, ForbiddenError, NotFoundError, PayloadTooLargeError, UnprocessableError } from '../http/errors';
 import type { JobContext, JobRepository } from '../jobs/repository';
 import { retryOrAdvance } from '../jobs/retry';
 import { sha256Hex } from '../security/keys';
@@ -18,8 +18,15 @@ import type { Agent, AgentFilter, AgentRepository, AgentToken } from './reposito
 
 type RegisterBody = components['schemas']['RegisterAgentRequest'];
 
-/** How many scheduled jobs one poll looks through for one its tags match. */
-const CANDIDATES_PER_POLL = 100;
+/**
+ * How many jobs the agent may run one poll reads at once, in dispatch order: enough that agents
+ * polling together each find one the others did not take first.
+ */
+const CANDIDATES_PER_POLL = 32;
+/** How many times a poll reads candidates again after losing every one of them to other agents. */
+const CLAIM_ROUNDS = 3;
+/** A job's log cap by default: the real service's "log size per job" (1,024 MiB). */
+export const DEFAULT_JOB_LOG_LIMIT_BYTES = 1024 * 1024 * 1024;
 const TOKEN = /^Token ([A-Za-z0-9_-]{16,200})$/;
 
 function newSecret(): string {
@@ -47,6 +54,10 @@ export function finishedState(from: string, exitStatus: number, signalReason: st
   return exitStatus === 0 ? 'passed' : 'failed';
 }
 
+function formatBytes(n: number): string {
+  return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
+}
+
 function wrongState(to: string, from: string): UnprocessableError {
   return new UnprocessableError(`The job can't be ${to}: it is not ${from}.`);
 }
@@ -62,6 +73,7 @@ export class AgentService {
     private readonly jobs: JobRepository,
     /** The sweeper's clock too, so heartbeats and job times are on the clock it judges by. */
     private readonly clock: () => Date = () => new Date(),
+    private readonly jobLogLimitBytes: number = DEFAULT_JOB_LOG_LIMIT_BYTES,
   ) {}
 
   /** A new registration token for the organization; the token itself is returned once. */
@@ -140,18 +152,24 @@ export class AgentService {
     return at;
   }
 
-  /** The job the agent holds, else the oldest scheduled job it matches, claimed for it alone. */
+  /** The job the agent holds, else the first scheduled job it matches (priority, then age), claimed for it alone. */
   async ping(agent: Agent): Promise<{ action: 'idle' | 'disconnect'; job: JobContext | null }> {
     if (agent.connectionState === 'never_connected') throw new UnprocessableError('The agent has not connected: POST /v3/connect first.');
     if (agent.connectionState !== 'connected') return { action: 'disconnect', job: null };
     await this.agents.update(agent.id, { last_heartbeat_at: this.clock() });
     const held = await this.jobs.heldBy(agent.id);
     if (held) return { action: 'idle', job: held };
-    for (const candidate of await this.jobs.scheduled(agent.organizationId, CANDIDATES_PER_POLL)) {
-      if (!matchesQueryRules(candidate.agentQueryRules, agent.metaData)) continue;
-      // Lost the race for this one: another agent claimed it between the read and the update.
-      if (!(await this.jobs.claim(candidate.id, agent.id))) continue;
-      return { action: 'idle', job: await this.jobs.findWithContext(candidate.id) };
+    const keys = (await this.jobs.dispatchClasses(agent.organizationId)).filter((c) => matchesQueryRules(c.agentQueryRules, agent.metaData)).map((c) => c.key);
+    if (!keys.length) return { action: 'idle', job: null };
+    // Every candidate is one this agent may run; a full page lost to other agents is read again.
+    for (let round = 0; round < CLAIM_ROUNDS; round++) {
+      const candidates = await this.jobs.dispatchCandidates(agent.organizationId, keys, CANDIDATES_PER_POLL);
+      for (const id of candidates) {
+        // Lost the race for this one: another agent claimed it between the read and the update.
+        if (!(await this.jobs.claim(id, agent.id))) continue;
+        return { action: 'idle', job: await this.jobs.findWithContext(id) };
+      }
+      if (candidates.length < CANDIDATES_PER_POLL) break;
     }
     return { action: 'idle', job: null };
   }
@@ -170,7 +188,9 @@ export class AgentService {
   async appendChunk(agent: Agent, jobId: string, chunk: components['schemas']['LogChunk']): Promise<void> {
     const job = await this.held(agent, jobId);
     if (job.job.state !== 'running' && job.job.state !== 'accepted') throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
-    await this.jobs.appendChunk(jobId, chunk, this.clock());
+    if (!(await this.jobs.appendChunk(jobId, chunk, this.clock(), this.jobLogLimitBytes))) {
+      throw new PayloadTooLargeError(`This job's log has reached its limit of ${formatBytes(this.jobLogLimitBytes)} (JOB_LOG_LIMIT_BYTES): the chunk was not stored.`);
+    }
   }
 
   /**

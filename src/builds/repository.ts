@@ -11,6 +11,7 @@ import { userFromRow } from '../user/repository';
 import type { User } from '../user/serialize';
 import type { Step } from '../pipelines/configuration';
 import type { JobType, PlannedJob, StepSignature } from './jobs';
+import { dispatchKey } from '../jobs/dispatch-key';
 
 export const BUILD_STATES = ['creating', 'scheduled', 'running', 'passed', 'failing', 'failed', 'blocked', 'canceling', 'canceled', 'skipped', 'not_run'] as const;
 export type BuildState = (typeof BUILD_STATES)[number];
@@ -449,11 +450,15 @@ function toBuildRow(build: NewBuild) {
 }
 
 /** A planned job's row in `build`; its times are the build's creation (or, for an upload, the upload's). */
-export function toJobRow(build: Pick<NewBuild, 'id' | 'pipelineId' | 'createdAt'>, j: PlannedJob) {
+export function toJobRow(build: Pick<NewBuild, 'id' | 'pipelineId' | 'organizationId' | 'createdAt'>, j: PlannedJob) {
+  const agentQueryRules = JSON.stringify(j.agentQueryRules);
   return {
     id: j.id,
     build_id: build.id,
     pipeline_id: build.pipelineId,
+    // What dispatch looks jobs up by (src/db/migrations/20261125110000_job_dispatch.ts).
+    organization_id: build.organizationId,
+    dispatch_key: dispatchKey(agentQueryRules),
     position: j.position,
     type: j.type,
     state: j.state,
@@ -463,7 +468,7 @@ export function toJobRow(build: Pick<NewBuild, 'id' | 'pipelineId' | 'createdAt'
     step_signature: j.signature ? JSON.stringify(j.signature) : null,
     step: JSON.stringify(j.step),
     command: j.command,
-    agent_query_rules: JSON.stringify(j.agentQueryRules),
+    agent_query_rules: agentQueryRules,
     env: JSON.stringify(j.env),
     artifact_paths: j.artifactPaths,
     timeout_in_minutes: j.timeoutInMinutes,

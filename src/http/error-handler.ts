@@ -12,6 +12,7 @@ import { PATH_THINGS } from './parameters';
 import {
   BadRequestError,
   ConflictError,
+  PayloadTooLargeError,
   DomainError,
   FieldError,
   ForbiddenError,
@@ -172,6 +173,7 @@ export function errorHandler(logger: Logger) {
       if (err instanceof ValidationError) return send(422, { message: err.message, errors: err.errors });
       if (err instanceof UnprocessableError) return send(422, { message: err.message });
       if (err instanceof ConflictError) return send(409, { message: err.message });
+      if (err instanceof PayloadTooLargeError) return send(413, { message: err.message });
       if (err instanceof ForbiddenError) return send(403, { message: err.message });
       if (err instanceof BadRequestError) return send(400, { message: err.message });
       if (err instanceof SuiteTokenError) {

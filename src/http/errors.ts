@@ -30,6 +30,9 @@ export class ValidationError extends DomainError {
 /** 422 with a reason and no field (e.g. `Pipeline could not be archived.`). */
 export class UnprocessableError extends DomainError {}
 
+/** 413 with a reason: what the request would store is over a size cap (e.g. a job's log). */
+export class PayloadTooLargeError extends DomainError {}
+
 /** 409: the request conflicts with the current state of a resource. */
 export class ConflictError extends DomainError {}
 

@@ -23,6 +23,21 @@ export interface JobContext {
   build: { id: string; number: number; branch: string; commit: string; message: string | null; tag: string | null };
 }
 
+/** How many dispatch classes one candidates query reads at most. */
+const DISPATCH_CLASSES_PER_QUERY = 100;
+
+/** The rows of a raw query, as each driver returns them. */
+function rowsOf(result: unknown): Record<string, unknown>[] {
+  return Array.isArray(result) ? (result as Record<string, unknown>[]) : (result as { rows: Record<string, unknown>[] }).rows;
+}
+
+/** A stored piece of a job's log: its text, its size in bytes, when its section headers arrived. */
+export interface LogChunk {
+  content: string;
+  size: number;
+  headerTimes: number[];
+}
+
 /** States in which a job belongs to its agent. */
 export const HELD_STATES = ['assigned', 'accepted', 'running', 'canceling', 'timing_out'];
 
@@ -113,15 +128,62 @@ export class JobRepository {
     return { query: this.db('jobs').where({ state: 'running' }).whereNotNull('timeout_in_minutes').orderBy('started_at').limit(limit).select('id', 'started_at', 'timeout_in_minutes') };
   }
 
-  /** Scheduled script jobs of the organization, oldest first: what an agent may be offered. */
-  async scheduled(organizationId: string, limit: number): Promise<{ id: string; agentQueryRules: string[] }[]> {
-    const rows = await this.db('jobs as j')
-      .join('builds as b', 'b.id', 'j.build_id')
-      .where({ 'j.state': 'scheduled', 'j.type': 'script', 'b.organization_id': organizationId })
-      .orderBy([{ column: 'j.created_at' }, { column: 'j.position' }])
-      .limit(limit)
-      .select('j.id', 'j.agent_query_rules');
-    return rows.map((r) => ({ id: r.id as string, agentQueryRules: JSON.parse(r.agent_query_rules as string) as string[] }));
+  /*
+   * Dispatch (src/db/migrations/20261125110000_job_dispatch.ts): a poll lists the organization's
+   * dispatch classes (jobs with equal agent_query_rules) that have scheduled command jobs, keeps
+   * the classes its agent's tags satisfy, and reads the first jobs of those classes only, by
+   * priority then age. Both read the partial index jobs_dispatch_index and nothing else, so
+   * what other queues hold costs a poll one index probe per class, never a row per job.
+   */
+
+  /**
+   * Each class once, with the rules of one of its jobs: a skip scan (a recursive query that
+   * jumps from one key to the next in the index), as neither store has one built in.
+   */
+  dispatchClassesQuery(organizationId: string) {
+    const scheduled = `organization_id = ? and state = 'scheduled' and type = 'script' and dispatch_key is not null`;
+    return {
+      query: this.db.raw(
+        `with recursive k(key) as (
+           select (select dispatch_key from jobs where ${scheduled} order by dispatch_key limit 1)
+           union all
+           select (select dispatch_key from jobs where ${scheduled} and dispatch_key > k.key order by dispatch_key limit 1) from k where k.key is not null
+         )
+         select k.key as key, (select agent_query_rules from jobs where ${scheduled} and dispatch_key = k.key limit 1) as rules from k where k.key is not null`,
+        [organizationId, organizationId, organizationId],
+      ),
+    };
+  }
+
+  /** The organization's dispatch classes with scheduled command jobs: key and rules. */
+  async dispatchClasses(organizationId: string): Promise<{ key: string; agentQueryRules: string[] }[]> {
+    const rows = rowsOf(await this.dispatchClassesQuery(organizationId).query);
+    // A class whose last job was claimed between the two reads has no rules: nothing to offer.
+    return rows.filter((r) => r.rules != null).map((r) => ({ key: r.key as string, agentQueryRules: JSON.parse(r.rules as string) as string[] }));
+  }
+
+  /**
+   * The first `limit` scheduled command jobs of the classes `keys` in dispatch order (higher
+   * priority first, then the oldest, then build order): each class's own first `limit` read
+   * from the index in that order, then merged.
+   */
+  dispatchCandidatesQuery(organizationId: string, keys: string[], limit: number) {
+    const order = 'order by priority desc, created_at, position';
+    const one = `select * from (select id, priority, created_at, position from jobs where organization_id = ? and dispatch_key = ? and state = 'scheduled' and type = 'script' ${order} limit ?) as c`;
+    const sql = keys.map((_, i) => one.replace(/as c$/, `as c${i}`)).join(' union all ');
+    return { query: this.db.raw(`${sql} ${order} limit ?`, [...keys.flatMap((key) => [organizationId, key, limit]), limit]) };
+  }
+
+  /** Ids of the first `limit` jobs of the classes `keys`, in dispatch order. */
+  async dispatchCandidates(organizationId: string, keys: string[], limit: number): Promise<string[]> {
+    const ids: { id: string; priority: number; createdAt: number; position: number }[] = [];
+    // SQLite allows at most 500 terms in one compound select.
+    for (let i = 0; i < keys.length; i += DISPATCH_CLASSES_PER_QUERY) {
+      const rows = rowsOf(await this.dispatchCandidatesQuery(organizationId, keys.slice(i, i + DISPATCH_CLASSES_PER_QUERY), limit).query);
+      for (const r of rows) ids.push({ id: r.id as string, priority: Number(r.priority), createdAt: toDateOrNull(r.created_at)!.getTime(), position: Number(r.position) });
+    }
+    ids.sort((a, b) => b.priority - a.priority || a.createdAt - b.createdAt || a.position - b.position);
+    return ids.slice(0, limit).map((r) => r.id);
   }
 
   /**
@@ -261,7 +323,7 @@ export class JobRepository {
     let ids: string[] | null = null;
     await this.advanceAt(buildId, at, {
       before: async (trx) => {
-        const rows = await trx('jobs').where({ build_id: buildId }).orderBy('position').select('id', 'step_id', 'uploaded_by_step_id', 'upload_id', 'position', 'pipeline_id');
+        const rows = await trx('jobs').where({ build_id: buildId }).orderBy('position').select('id', 'step_id', 'uploaded_by_step_id', 'upload_id', 'position', 'pipeline_id', 'organization_id');
         const seen = uploadId ? rows.filter((r) => r.upload_id === uploadId) : [];
         if (seen.length) {
           ids = seen.map((r) => r.id as string);
@@ -280,7 +342,7 @@ export class JobRepository {
         }
         const anchor = Math.max(...rows.filter((r) => family.has(r.step_id as string)).map((r) => Number(r.position)));
         await trx('jobs').where({ build_id: buildId }).where('position', '>', anchor).increment('position', planned.length);
-        const build = { id: buildId, pipelineId: rows[0]!.pipeline_id as string, createdAt: at };
+        const build = { id: buildId, pipelineId: rows[0]!.pipeline_id as string, organizationId: rows[0]!.organization_id as string, createdAt: at };
         const jobRows = planned.map((j, i) => ({
           ...toJobRow(build, { ...j, position: anchor + 1 + i, state: j.state === 'broken' ? 'broken' : 'waiting' }),
           uploaded_by_step_id: uploader.stepId,
@@ -300,14 +362,12 @@ export class JobRepository {
     return (await this.db('jobs').whereIn('id', ids).orderBy('position')).map(jobFromRow);
   }
 
-  /** The job's log: its chunks in order, and the times its section headers arrived. */
-  async log(jobId: string): Promise<{ content: string; headerTimes: number[] }> {
-    const rows = await this.db('job_log_chunks').where({ job_id: jobId }).orderBy('sequence').select('content', 'header_times');
-    return { content: rows.map((r) => r.content as string).join(''), headerTimes: rows.flatMap((r) => parseJson<number[]>(r.header_times, [])) };
-  }
-
+  /** Removes the job's log, and with it what counted against its cap. */
   async deleteLog(jobId: string): Promise<void> {
-    await this.db('job_log_chunks').where({ job_id: jobId }).delete();
+    await this.db.transaction(async (trx) => {
+      await trx('job_log_chunks').where({ job_id: jobId }).delete();
+      await trx('jobs').where({ id: jobId }).update({ log_size: 0 });
+    });
   }
 
   /**
@@ -334,6 +394,7 @@ export class JobRepository {
           retried: false,
           retried_in_job_id: null,
           retries_count: Number(row.retries_count ?? 0) + 1,
+          log_size: 0,
           retry_type: type,
           retry_source: JSON.stringify({ job_id: jobId, retry_type: type }),
           created_at: at,
@@ -352,29 +413,64 @@ export class JobRepository {
   /**
    * Stores a chunk; one already stored under its sequence is left as it is (a retried send).
    * Each section header that starts in it is recorded at `at`: the chunk starts a line at the
-   * log's start or when the chunk before it (by sequence) ended with a newline.
+   * log's start or when the chunk before it (by sequence) ended with a newline. False, and
+   * nothing stored, when the chunk would take the job's log (`jobs.log_size`) past `limitBytes`:
+   * the guarded UPDATE counts it only if it fits, in the transaction that stores it.
    */
-  async appendChunk(jobId: string, chunk: { sequence: number; offset: number; content: string }, at: Date): Promise<void> {
+  async appendChunk(jobId: string, chunk: { sequence: number; offset: number; content: string }, at: Date, limitBytes: number): Promise<boolean> {
     let startsLine = chunk.offset === 0;
     if (!startsLine) {
       const before = await this.db('job_log_chunks').where({ job_id: jobId, sequence: chunk.sequence - 1 }).first(this.db.raw('substr(content, length(content), 1) as last'));
       startsLine = before?.last === '\n';
     }
     const headers = countHeaderLines(chunk.content, startsLine);
-    await this.db('job_log_chunks')
-      .insert({
-        job_id: jobId,
-        sequence: chunk.sequence,
-        offset: chunk.offset,
-        size: Buffer.byteLength(chunk.content),
-        content: chunk.content,
-        header_times: headers ? JSON.stringify(Array<number>(headers).fill(unixNanos(at))) : null,
-        created_at: at,
-      })
-      .onConflict(['job_id', 'sequence'])
-      .ignore();
+    const size = Buffer.byteLength(chunk.content);
+    return this.db.transaction(async (trx) => {
+      const stored = await trx('job_log_chunks')
+        .insert({
+          job_id: jobId,
+          sequence: chunk.sequence,
+          offset: chunk.offset,
+          size,
+          content: chunk.content,
+          header_times: headers ? JSON.stringify(Array<number>(headers).fill(unixNanos(at))) : null,
+          created_at: at,
+        })
+        .onConflict(['job_id', 'sequence'])
+        .ignore()
+        .returning('sequence');
+      if (!stored.length) return true;
+      if (await trx('jobs').where({ id: jobId }).where('log_size', '<=', limitBytes - size).increment('log_size', size)) return true;
+      throw new LogFullError();
+    }).catch((e: unknown) => {
+      if (e instanceof LogFullError) return false;
+      throw e;
+    });
+  }
+
+  /**
+   * The job's log chunks in order, `LOG_PAGE_CHUNKS` at a time, each page read only when the
+   * one before was used: a reader holds a few chunks, never the whole log.
+   */
+  async *logPages(jobId: string): AsyncGenerator<LogChunk[]> {
+    for (let after = 0; ; ) {
+      const rows = await this.db('job_log_chunks').where({ job_id: jobId }).where('sequence', '>', after).orderBy('sequence').limit(LOG_PAGE_CHUNKS).select('sequence', 'content', 'size', 'header_times');
+      if (!rows.length) return;
+      yield rows.map((r) => ({ content: r.content as string, size: Number(r.size), headerTimes: parseJson<number[]>(r.header_times, []) }));
+      if (rows.length < LOG_PAGE_CHUNKS) return;
+      after = Number(rows[rows.length - 1]!.sequence);
+    }
   }
 }
+
+/** A chunk would take the log past its cap: rolls back the chunk's insert. */
+class LogFullError extends Error {}
+
+/**
+ * How many log chunks a reader reads at once (each at most the body limit, 1 MiB by default):
+ * SQLite reads on the event loop, a few milliseconds per MiB.
+ */
+const LOG_PAGE_CHUNKS = 2;
 
 export interface BuildAdvance {
   /** Runs inside the transaction after the build's row is locked, before the state machine. */

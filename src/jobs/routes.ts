@@ -9,7 +9,8 @@ import { NotFoundError } from '../http/errors';
 import { setWarnings } from '../http/warning';
 import { serializeJob } from '../builds/serialize';
 import type { BuildWithJobs } from '../builds/service';
-import { jobEnv, serializeLog } from './serialize';
+import { sendLogJson, sendLogText } from './log-output';
+import { jobEnv } from './serialize';
 import type { JobService } from './service';
 
 type JobState = components['schemas']['JobState'];
@@ -41,14 +42,15 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
     jobJson(res, await jobs.retry(...target(req, res)));
   });
 
+  // Streamed from the store (./log-output): a log can be as large as JOB_LOG_LIMIT_BYTES.
   router.get(`${base}/log`, async (req, res) => {
-    const log = await jobs.log(...target(req, res));
-    if (req.accepts(['application/json', 'text/plain']) === 'text/plain') res.type('text/plain').send(log.content);
-    else res.json(serializeLog(logUrl(req), log));
+    const pages = await jobs.logPages(...target(req, res));
+    if (req.accepts(['application/json', 'text/plain']) === 'text/plain') await sendLogText(res, pages);
+    else await sendLogJson(res, logUrl(req), pages);
   });
 
   router.get(`${base}/log.txt`, async (req, res) => {
-    res.type('text/plain').send((await jobs.log(...target(req, res))).content);
+    await sendLogText(res, await jobs.logPages(...target(req, res)));
   });
 
   router.delete(`${base}/log`, async (req, res) => {

@@ -1,5 +1,4 @@
 /** What the job endpoints answer beyond the job itself: its environment and its log. */
-import type { components } from '../../generated/api';
 import type { Agent } from '../agents/repository';
 import type { JobContext } from './repository';
 
@@ -43,10 +42,5 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name'> | null, 
   return env;
 }
 
-/** The contract's cap on `header_times`. */
-const MAX_HEADER_TIMES = 100_000;
-
-/** The log as the JSON form answers it; `header_times` are when its section headers arrived. */
-export function serializeLog(url: string, log: { content: string; headerTimes: number[] }): components['schemas']['JobLog'] {
-  return { url, content: log.content, size: Buffer.byteLength(log.content), header_times: log.headerTimes.slice(0, MAX_HEADER_TIMES) };
-}
+/** The contract's cap on `header_times` (the JSON form of the log is written by ./log-output). */
+export const MAX_HEADER_TIMES = 100_000;

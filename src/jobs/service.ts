@@ -12,7 +12,7 @@ import type { UserRepository } from '../user/repository';
 import type { AgentRepository } from '../agents/repository';
 import type { Job } from '../builds/repository';
 import { TERMINAL_JOB_STATES } from './state';
-import type { JobContext, JobRepository } from './repository';
+import type { JobContext, JobRepository, LogChunk } from './repository';
 
 /** Job states a retry starts from. */
 const RETRYABLE = ['failed', 'timed_out', 'canceled'];
@@ -36,9 +36,10 @@ export class JobService {
     return { item, job };
   }
 
-  async log(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ content: string; headerTimes: number[] }> {
+  /** The job's log as pages of chunks, read from the store as the caller consumes them. */
+  async logPages(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<AsyncIterable<LogChunk[]>> {
     await this.find(actor, pipelineSlug, number, jobId);
-    return this.jobs.log(jobId);
+    return this.jobs.logPages(jobId);
   }
 
   /** Only a finished job's log: a running job is still writing it. */

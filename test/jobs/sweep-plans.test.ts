@@ -1,7 +1,8 @@
 /**
  * What the sweeper and every agent poll read is served by an index on both stores, never by
  * reading all running jobs: the job an agent holds (by agent_id), the jobs of silent agents
- * (from the agents' heartbeat index), and running jobs with a timeout (a partial index).
+ * (from the agents' heartbeat index), running jobs with a timeout (a partial index), and the
+ * jobs a poll may dispatch (the partial dispatch index, one class at a time).
  * The queries are JobRepository's own. (On Postgres seq scans are disabled for the check, as in
  * test/builds/plans.test.ts.)
  */
@@ -10,7 +11,7 @@ import { JobRepository } from '../../src/jobs/repository';
 import { describeEachDatabase } from '../support/context';
 
 describeEachDatabase('sweeper and agent poll query plans', (ctx) => {
-  async function plan(q: Knex.QueryBuilder): Promise<string> {
+  async function plan(q: Knex.QueryBuilder | Knex.Raw): Promise<string> {
     const db = ctx().services.db;
     const { sql, bindings } = q.toSQL();
     if (ctx().kind === 'sqlite') return ((await db.raw(`explain query plan ${sql}`, bindings as never)) as { detail: string }[]).map((r) => r.detail).join('\n');
@@ -30,6 +31,20 @@ describeEachDatabase('sweeper and agent poll query plans', (ctx) => {
     const text = await plan(jobs().timedRunningQuery(100).query);
     expect(text).toMatch(/jobs_state_started_at_timed_index/);
     expect(text).not.toMatch(/TEMP B-TREE|Sort/);
+  });
+
+  it("lists an organization's dispatch classes by seeks in the dispatch index, never a scan of its jobs", async () => {
+    const text = await plan(jobs().dispatchClassesQuery(crypto.randomUUID()).query);
+    expect(text).toMatch(/jobs_dispatch_index/);
+    expect(text).not.toMatch(/SCAN jobs|Seq Scan|Bitmap/);
+  });
+
+  it("reads each matching class's first jobs in dispatch order from the index, sorting only what it read", async () => {
+    const text = await plan(jobs().dispatchCandidatesQuery(crypto.randomUUID(), ['a', 'b', 'c'], 32).query);
+    expect(text.match(/jobs_dispatch_index/g)).toHaveLength(3);
+    expect(text).not.toMatch(/SCAN jobs|Seq Scan|Bitmap/);
+    // Postgres merges the classes' index-ordered runs; SQLite sorts each class's 32 rows to merge them.
+    if (ctx().kind === 'postgres') expect(text).toMatch(/Merge Append/);
   });
 
   it('finds the jobs of silent agents from the agents, then each job by agent_id', async () => {

@@ -56,6 +56,8 @@ export interface ContextOptions {
   clock?: () => Date;
   /** The sweeper's settings (it only runs when a test calls it). */
   sweep?: SweepSettings;
+  /** The cap on one job's log (default 1,024 MiB). */
+  jobLogLimitBytes?: number;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -81,6 +83,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     now: opts.now,
     clock: opts.clock,
     sweep: opts.sweep,
+    jobLogLimitBytes: opts.jobLogLimitBytes,
   });
   await migrateLatest(services.db);
   const app = createApp({

@@ -14,6 +14,8 @@ import * as jobLifecycle from './20261123160000_job_lifecycle';
 import * as jobSteps from './20261123170000_job_steps';
 import * as jobSweepIndexes from './20261123180000_job_sweep_indexes';
 import * as jobPriority from './20261125100000_job_priority';
+import * as jobDispatch from './20261125110000_job_dispatch';
+import * as jobLogSize from './20261125120000_job_log_size';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -26,6 +28,8 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123170000_job_steps': jobSteps,
   '20261123180000_job_sweep_indexes': jobSweepIndexes,
   '20261125100000_job_priority': jobPriority,
+  '20261125110000_job_dispatch': jobDispatch,
+  '20261125120000_job_log_size': jobLogSize,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

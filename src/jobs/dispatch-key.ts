@@ -1,0 +1,11 @@
+/**
+ * A job's dispatch class: the SHA-256 of its `agent_query_rules` as stored (JSON). Jobs with
+ * equal rules are runnable by the same agents, so a poll decides once per class which of them
+ * its agent may take. A hash rather than the rules themselves: rules can be longer than an index
+ * entry may be on Postgres.
+ */
+import { sha256Hex } from '../security/keys';
+
+export function dispatchKey(agentQueryRulesJson: string): string {
+  return sha256Hex(agentQueryRulesJson);
+}
