@@ -1879,6 +1879,7 @@ export interface components {
             readonly source: "api" | "webhook" | "ui" | "trigger_job" | "schedule" | "pipeline_upload";
             author?: components["schemas"]["Author"] | null;
             readonly creator: components["schemas"]["BuildCreator"] | null;
+            /** @description Every job of the build, retried ones included (a build has at most 5,000 jobs). */
             readonly jobs?: components["schemas"]["Job"][];
             readonly job_state_counts?: {
                 total: number;

@@ -149,6 +149,9 @@ export function scriptVariants(step: ScriptStep): ScriptStep[] {
  * A block step reached at once (nothing before it) starts `blocked`, else `waiting`. A step
  * whose own branch filter excludes the branch becomes a `broken` job.
  */
+/** A build takes at most this many jobs, uploads included (retried jobs count too). */
+export const MAX_JOBS_PER_BUILD = 5000;
+
 export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
   const jobs: PlannedJob[] = [];
   let behindBarrier = false;

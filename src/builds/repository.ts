@@ -206,7 +206,10 @@ export class BuildRepository {
     const bumpPipeline = 'update pipelines set builds_counter = builds_counter + 1 where id = ? returning builds_counter, organization_id';
     const bumpOrg = 'update organizations set builds_counter = builds_counter + 1, builds_count = builds_count + 1 where id = ? returning builds_counter';
     let numbers: { number: number; org_number: number };
-    if (isPostgres(this.db)) {
+    // Postgres: one statement (one round trip) while its bindings fit the protocol's 65,535;
+    // a larger build (thousands of jobs) takes the chunked transaction below, as on SQLite.
+    const bindingCount = 1 + Object.keys(buildRow).length + metaRows.length * 4 + jobRows.reduce((n, r) => n + Object.keys(r).length, 0);
+    if (isPostgres(this.db) && bindingCount <= 65_535) {
       const cols = Object.keys(buildRow);
       const bindings: Knex.Value[] = [build.pipelineId, ...Object.values(buildRow)];
       const parts = [

@@ -12,7 +12,7 @@ import type { Pipeline } from '../pipelines/repository';
 import type { Actor, Permissions, PipelineService } from '../pipelines/service';
 import type { Keys } from '../security/keys';
 import type { User } from '../user/serialize';
-import { planJobs, signStep, stepSigningKey, type StepSignature } from './jobs';
+import { MAX_JOBS_PER_BUILD, planJobs, signStep, stepSigningKey, type StepSignature } from './jobs';
 import { FINISHED_STATES, type Build, type BuildFilter, type BuildRepository, type BuildState, type Job, type PullRequest } from './repository';
 
 export type CreateBuildInput = components['schemas']['CreateBuildRequest'];
@@ -254,6 +254,9 @@ export function insertBuild(
     stepTimeouts: { defaultMinutes: pipeline.defaultTimeoutInMinutes, maximumMinutes: pipeline.maximumTimeoutInMinutes },
     sign,
   });
+  if (jobs.length > MAX_JOBS_PER_BUILD) {
+    throw new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: the pipeline's steps make ${jobs.length} (parallelism and matrix steps count each job).`);
+  }
   const runnable = jobs.filter((j) => j.state !== 'broken');
   // Every step filtered out: nothing will run, the build is over before it starts.
   const notRun = runnable.length === 0;

@@ -9,15 +9,12 @@
  */
 import type { Agent } from '../agents/repository';
 import type { StepSignature } from '../builds/jobs';
-import { planJobs } from '../builds/jobs';
+import { MAX_JOBS_PER_BUILD, planJobs } from '../builds/jobs';
 import type { BuildRepository, Job } from '../builds/repository';
 import { NotFoundError, UnprocessableError, ValidationError } from '../http/errors';
 import { parseConfiguration } from '../pipelines/configuration';
 import type { PipelineRepository } from '../pipelines/repository';
 import type { JobRepository } from './repository';
-
-/** A build takes at most this many jobs, uploads included (retried jobs count too). */
-export const MAX_JOBS_PER_BUILD = 5000;
 
 export class PipelineUploadService {
   constructor(
