@@ -1,4 +1,4 @@
-import listSample from '../../../shared/reference/samples/agents__01_list-agents.json';
+import listSample from '../fixtures/samples/agents__01_list-agents.json';
 import { sha256Hex } from '../../src/security/keys';
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, givenAgent, givenBuild, givenPipeline, givenRegistrationToken } from './helpers';
