@@ -37,6 +37,12 @@ export function serializeAgentBase(a: Agent, publicUrl: string, orgSlug: string)
     last_job_finished_at: iso(a.lastJobFinishedAt),
     priority: a.priority,
     meta_data: a.metaData,
+    // Pausing agents is a later issue: the documented empty values until then.
+    paused: false,
+    paused_at: null,
+    paused_by: null,
+    paused_note: null,
+    paused_timeout_in_minutes: null,
   };
 }
 

@@ -29,6 +29,12 @@ export interface PullRequest {
   labels?: string[];
 }
 
+export interface TriggeredFrom {
+  build_id: string;
+  build_number: number;
+  build_pipeline_slug: string;
+}
+
 export interface Build {
   id: string;
   pipelineId: string;
@@ -48,6 +54,8 @@ export interface Build {
   pullRequest: PullRequest | null;
   cleanCheckout: boolean;
   rebuiltFrom: { id: string; number: number } | null;
+  /** The build whose trigger step created this one, as it was then. */
+  triggeredFrom: TriggeredFrom | null;
   cancelReason: string | null;
   createdAt: Date;
   scheduledAt: Date | null;
@@ -66,6 +74,8 @@ export interface Job extends Omit<PlannedJob, 'state'> {
   retriedInJobId: string | null;
   retriesCount: number | null;
   retryType: string | null;
+  /** Dispatch priority (`priority.number`): higher first, 0 by default. */
+  priority: number;
   /** The agent that took the job (set from `assigned` on). */
   agentId: string | null;
   /** Who unblocked a block step, and when. */
@@ -108,6 +118,7 @@ function buildFromRow(r: Record<string, unknown>): Build {
     pullRequest: parseJson<PullRequest | null>(r.pull_request, null),
     cleanCheckout: toBool(r.clean_checkout),
     rebuiltFrom: r.rebuilt_from_id ? { id: r.rebuilt_from_id as string, number: Number(r.rebuilt_from_number) } : null,
+    triggeredFrom: parseJson<TriggeredFrom | null>(r.triggered_from, null),
     cancelReason: (r.cancel_reason as string | null) ?? null,
     createdAt: toDate(r.created_at),
     scheduledAt: toDateOrNull(r.scheduled_at),
@@ -143,6 +154,7 @@ export function jobFromRow(r: Record<string, unknown>): Job {
     retriedInJobId: (r.retried_in_job_id as string | null) ?? null,
     retriesCount: (r.retries_count as number | null) ?? null,
     retryType: (r.retry_type as string | null) ?? null,
+    priority: Number(r.priority ?? 0),
     agentId: (r.agent_id as string | null) ?? null,
     unblockedBy: r.unblocked_by ? userFromRow(parseJson(r.unblocked_by, { id: '', name: '', email: '', created_at: null })) : null,
     unblockedAt: toDateOrNull(r.unblocked_at),
@@ -432,6 +444,7 @@ function toBuildRow(build: NewBuild) {
     clean_checkout: build.cleanCheckout,
     rebuilt_from_id: build.rebuiltFrom?.id ?? null,
     rebuilt_from_number: build.rebuiltFrom?.number ?? null,
+    triggered_from: build.triggeredFrom ? JSON.stringify(build.triggeredFrom) : null,
     cancel_reason: build.cancelReason,
     created_at: build.createdAt,
     scheduled_at: build.scheduledAt,

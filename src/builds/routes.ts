@@ -7,7 +7,7 @@ import { pageRequest, setLinkHeader } from '../http/pagination';
 import type { PipelineService } from '../pipelines/service';
 import type { Agent } from '../agents/repository';
 import { serializeAgentBase } from '../agents/serialize';
-import { serializeBuild } from './serialize';
+import { serializeBuild, serializeBuildPipeline } from './serialize';
 import type { BuildService, BuildWithJobs, ListQuery } from './service';
 
 type CreateBody = operations['createBuild']['requestBody']['content']['application/json'];
@@ -29,14 +29,31 @@ export function buildRoutes(builds: BuildService, pipelines: PipelineService, pu
     // whose jobs agents took cost the agents' read.
     const stale = [...new Set(items.flatMap((i) => (i.pipeline.counts ? [] : [i.pipeline.id])))];
     const [counts, agents] = await Promise.all([pipelines.counts(stale), agentIds.length ? agentsByIds(agentIds) : []]);
+    // Each pipeline is serialized once for the whole page (its builds share the object); the
+    // key includes what the caller may see of it, which differs between organizations.
+    const pipelineJson = new Map<string, ReturnType<typeof serializeBuildPipeline>>();
+    const pipelineOf = (item: BuildWithJobs) => {
+      const showsWebhook = pipelines.showsWebhookUrl(item.actor, item.perms);
+      const key = `${item.pipeline.id} ${showsWebhook}`;
+      let json = pipelineJson.get(key);
+      if (!json) {
+        json = serializeBuildPipeline(item.pipeline, {
+          publicUrl,
+          orgSlug: item.actor.organization.slug,
+          webhookUrl: showsWebhook ? pipelines.webhookUrl(item.pipeline.id) : undefined,
+          badgeUrl: pipelines.badgeUrl(item.pipeline.id),
+          counts: item.pipeline.counts ?? counts.get(item.pipeline.id)!,
+        });
+        pipelineJson.set(key, json);
+      }
+      return json;
+    };
     return items.map((item) =>
       serializeBuild(item, {
         agents: agents.length ? new Map(agents.map((a) => [a.id, serializeAgentBase(a, publicUrl, item.actor.organization.slug)])) : undefined,
         publicUrl,
         orgSlug: item.actor.organization.slug,
-        webhookUrl: pipelines.showsWebhookUrl(item.actor, item.perms) ? pipelines.webhookUrl(item.pipeline.id) : undefined,
-        badgeUrl: pipelines.badgeUrl(item.pipeline.id),
-        counts: item.pipeline.counts ?? counts.get(item.pipeline.id)!,
+        pipeline: pipelineOf(item),
       }),
     );
   };

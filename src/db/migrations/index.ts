@@ -14,6 +14,7 @@ import * as jobLifecycle from './20261123160000_job_lifecycle';
 import * as jobSteps from './20261123170000_job_steps';
 import * as jobSweepIndexes from './20261123180000_job_sweep_indexes';
 import * as jobPriority from './20261125100000_job_priority';
+import * as buildTriggeredFrom from './20261125110000_build_triggered_from';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -26,6 +27,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261123170000_job_steps': jobSteps,
   '20261123180000_job_sweep_indexes': jobSweepIndexes,
   '20261125100000_job_priority': jobPriority,
+  '20261125110000_build_triggered_from': buildTriggeredFrom,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
