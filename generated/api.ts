@@ -1966,6 +1966,10 @@ export interface components {
             instances: number;
             most_recent_instance_at: components["schemas"]["IsoTimestamp"];
             latest_occurrence_at: components["schemas"]["IsoTimestamp"];
+            /** @description When the flakiness was marked resolved; Windsock does not resolve flaky tests, so always null. */
+            readonly last_resolved_at: components["schemas"]["IsoTimestamp"] | null;
+            /** @description The teams that own the test; Windsock has no test ownership, so always empty. */
+            readonly ownership_team_ids: string[];
         };
         Run: {
             /** Format: uuid */
