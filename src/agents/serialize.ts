@@ -28,7 +28,7 @@ export function serializeAgentBase(a: Agent, publicUrl: string, orgSlug: string)
     os_id: a.os,
     arch: a.arch,
     queue: queueOf(a.metaData),
-    creator: null,
+    creator: creator(a.creator),
     created_at: isoTime(a.createdAt),
     connected_at: iso(a.connectedAt),
     disconnected_at: iso(a.disconnectedAt),

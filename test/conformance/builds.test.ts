@@ -169,6 +169,8 @@ describeEachDatabase('conformance: builds, jobs and agents', (ctx) => {
     const agent = await ctx().http().get(`/v2/organizations/${s.org.slug}/agents/${s.agent.id}`).set(auth(s.token)).expect(200);
     expectConforms(agent.body, [...listAgents, getAgent], specSchema('Agent'));
     expect(agent.body.job).toMatchObject({ id: deployJob });
+    expect(agent.body.creator).toMatchObject({ id: s.user.id });
+    expect(child.jobs[0]!.agent).toMatchObject({ creator: { id: s.user.id } });
 
     // Rebuild and cancel.
     const rebuilt = await ctx().http().put(`${s.base}/${app}/builds/${created.number}/rebuild`).set(auth(s.token)).expect(200);
