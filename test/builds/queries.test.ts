@@ -14,14 +14,17 @@ const BUDGET: Record<string, Record<string, number>> = {
 };
 
 /**
- * Statements run while the request is served, the fewest of three tries: writes that happen
- * beside requests (the rate limiter's and the token's bookkeeping) may fall into one try.
+ * Reads run while the request is served, the fewest of five tries. Writes are left out, and
+ * the fewest taken, because the rate limiter's and the token's bookkeeping write beside
+ * requests, whenever they fall due (a build read path writes nothing).
  */
 async function countQueries(ctx: TestContext, run: () => Promise<unknown>): Promise<number> {
   let fewest = Infinity;
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < 5; i++) {
     let n = 0;
-    const listener = () => n++;
+    const listener = (q: { sql?: string }) => {
+      if (!/^\s*(insert|update|delete)\b/i.test(q.sql ?? '')) n++;
+    };
     ctx.services.db.on('query', listener);
     try {
       await run();
