@@ -1595,11 +1595,11 @@ export interface components {
             avatar_url: string;
             created_at: components["schemas"]["IsoTimestamp"];
         };
-        /** @description The commit's author. */
+        /** @description The commit's author. In responses every key is present (`null` when not known). */
         Author: {
-            name?: string;
-            email?: string;
-            username?: string;
+            name?: string | null;
+            email?: string | null;
+            username?: string | null;
         };
         MetaData: {
             [key: string]: string;
@@ -1611,7 +1611,11 @@ export interface components {
             repository?: string | null;
             labels?: string[];
         };
-        /** @description The subset of the pipeline embedded in a build. */
+        /**
+         * @description The pipeline as the documented build examples embed it: the union of their keys, with the
+         *     provider's `settings` always present (an object; `{}` for `git`), as clients that decode
+         *     `settings` by provider id need.
+         */
         BuildPipeline: {
             /** Format: uuid */
             id: string;
@@ -1621,10 +1625,13 @@ export interface components {
             name: string;
             slug: string;
             repository: string;
+            branch_configuration: string | null;
+            default_branch: string | null;
             provider: {
                 id: string;
                 /** @description The pipeline webhook URL under the same visibility rule as in pipeline responses; `""` otherwise. */
                 webhook_url: string;
+                settings: components["schemas"]["ProviderSettings"];
             };
             skip_queued_branch_builds: boolean;
             skip_queued_branch_builds_filter: string | null;
@@ -1715,6 +1722,12 @@ export interface components {
             last_job_finished_at: components["schemas"]["IsoTimestamp"] | null;
             priority: number | null;
             meta_data: components["schemas"]["AgentTags"];
+            /** @description Agents cannot be paused yet: always `false`. */
+            readonly paused: boolean;
+            readonly paused_at: components["schemas"]["IsoTimestamp"] | null;
+            readonly paused_by: components["schemas"]["BuildCreator"] | null;
+            readonly paused_note: string | null;
+            readonly paused_timeout_in_minutes: number | null;
         };
         /** @description An agent, with the job it holds (whose own `agent` is null). */
         Agent: components["schemas"]["AgentBase"] & {
@@ -1794,6 +1807,12 @@ export interface components {
             readonly name?: string | null;
             readonly label?: string | null;
             readonly step_key: string | null;
+            /** @description The key of the group step the job's step belongs to (null: not recorded yet). */
+            readonly group_key?: string | null;
+            readonly priority?: {
+                /** @description Agents take jobs of higher priority first; 0 is the default. */
+                number: number;
+            };
             readonly step?: {
                 /** Format: uuid */
                 id: string;
@@ -1804,7 +1823,13 @@ export interface components {
             readonly web_url?: string;
             readonly log_url?: string;
             readonly raw_log_url?: string;
+            /** @description The job's artifacts (`<job url>/artifacts`). */
+            readonly artifacts_url?: string;
             readonly command?: string | null;
+            /** @description The older name of `command`, with the same value (the documented agent examples show it). */
+            readonly script_path?: string | null;
+            /** @description Time spent waiting on a concurrency group; null: Windsock has no concurrency groups. */
+            readonly concurrency_wait_time_ms?: number | null;
             readonly agent_query_rules?: string[];
             readonly soft_failed?: boolean;
             readonly exit_status?: number | null;
@@ -1901,6 +1926,15 @@ export interface components {
                 number: number;
                 url: string;
             } | null;
+            /** @description The build whose trigger step created this one (`source: trigger_job`); null for every other build. */
+            readonly triggered_from: {
+                /** Format: uuid */
+                build_id: string;
+                build_number: number;
+                build_pipeline_slug: string;
+            } | null;
+            /** @description Test Engine data of the build; the real API fills it only for `include_test_engine=true`, which Windsock does not offer: always null. */
+            readonly test_engine: null;
             readonly pipeline?: components["schemas"]["BuildPipeline"];
         };
         DeliveryResult: {
@@ -1982,6 +2016,10 @@ export interface components {
             instances: number;
             most_recent_instance_at: components["schemas"]["IsoTimestamp"];
             latest_occurrence_at: components["schemas"]["IsoTimestamp"];
+            /** @description When the flakiness was marked resolved; Windsock does not resolve flaky tests, so always null. */
+            readonly last_resolved_at: components["schemas"]["IsoTimestamp"] | null;
+            /** @description The teams that own the test; Windsock has no test ownership, so always empty. */
+            readonly ownership_team_ids: string[];
         };
         Run: {
             /** Format: uuid */

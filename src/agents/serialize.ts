@@ -28,7 +28,7 @@ export function serializeAgentBase(a: Agent, publicUrl: string, orgSlug: string)
     os_id: a.os,
     arch: a.arch,
     queue: queueOf(a.metaData),
-    creator: null,
+    creator: creator(a.creator),
     created_at: isoTime(a.createdAt),
     connected_at: iso(a.connectedAt),
     disconnected_at: iso(a.disconnectedAt),
@@ -37,6 +37,12 @@ export function serializeAgentBase(a: Agent, publicUrl: string, orgSlug: string)
     last_job_finished_at: iso(a.lastJobFinishedAt),
     priority: a.priority,
     meta_data: a.metaData,
+    // Pausing agents is a later issue: the documented empty values until then.
+    paused: false,
+    paused_at: null,
+    paused_by: null,
+    paused_note: null,
+    paused_timeout_in_minutes: null,
   };
 }
 

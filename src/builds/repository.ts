@@ -30,6 +30,12 @@ export interface PullRequest {
   labels?: string[];
 }
 
+export interface TriggeredFrom {
+  build_id: string;
+  build_number: number;
+  build_pipeline_slug: string;
+}
+
 export interface Build {
   id: string;
   pipelineId: string;
@@ -49,6 +55,8 @@ export interface Build {
   pullRequest: PullRequest | null;
   cleanCheckout: boolean;
   rebuiltFrom: { id: string; number: number } | null;
+  /** The build whose trigger step created this one, as it was then. */
+  triggeredFrom: TriggeredFrom | null;
   cancelReason: string | null;
   createdAt: Date;
   scheduledAt: Date | null;
@@ -111,6 +119,7 @@ function buildFromRow(r: Record<string, unknown>): Build {
     pullRequest: parseJson<PullRequest | null>(r.pull_request, null),
     cleanCheckout: toBool(r.clean_checkout),
     rebuiltFrom: r.rebuilt_from_id ? { id: r.rebuilt_from_id as string, number: Number(r.rebuilt_from_number) } : null,
+    triggeredFrom: parseJson<TriggeredFrom | null>(r.triggered_from, null),
     cancelReason: (r.cancel_reason as string | null) ?? null,
     createdAt: toDate(r.created_at),
     scheduledAt: toDateOrNull(r.scheduled_at),
@@ -442,6 +451,7 @@ function toBuildRow(build: NewBuild) {
     clean_checkout: build.cleanCheckout,
     rebuilt_from_id: build.rebuiltFrom?.id ?? null,
     rebuilt_from_number: build.rebuiltFrom?.number ?? null,
+    triggered_from: build.triggeredFrom ? JSON.stringify(build.triggeredFrom) : null,
     cancel_reason: build.cancelReason,
     created_at: build.createdAt,
     scheduled_at: build.scheduledAt,

@@ -8,7 +8,7 @@ import type { PipelineService } from '../pipelines/service';
 import type { PipelineCounts } from '../pipelines/repository';
 import type { Agent } from '../agents/repository';
 import { serializeAgentBase } from '../agents/serialize';
-import { serializeBuild } from './serialize';
+import { serializeBuild, serializeBuildPipeline } from './serialize';
 import type { BuildService, BuildWithJobs, ListQuery } from './service';
 
 type CreateBody = operations['createBuild']['requestBody']['content']['application/json'];
@@ -34,14 +34,39 @@ export function buildRoutes(builds: BuildService, pipelines: PipelineService, pu
     // whose jobs agents took cost the agents' read.
     const stale = exclude.pipeline ? [] : [...new Set(items.flatMap((i) => (i.pipeline.counts ? [] : [i.pipeline.id])))];
     const [counts, agents] = await Promise.all([stale.length ? pipelines.counts(stale) : new Map<string, PipelineCounts>(), agentIds.length ? agentsByIds(agentIds) : []]);
+    // Each pipeline is serialized once for the whole page (its builds share the object); the
+    // key includes what the caller may see of it, which differs between organizations.
+    const pipelineJson = new Map<string, ReturnType<typeof serializeBuildPipeline>>();
+    const pipelineOf = (item: BuildWithJobs) => {
+      const showsWebhook = pipelines.showsWebhookUrl(item.actor, item.perms);
+      const key = `${item.pipeline.id} ${showsWebhook}`;
+      let json = pipelineJson.get(key);
+      if (!json) {
+        json = serializeBuildPipeline(item.pipeline, {
+          publicUrl,
+          orgSlug: item.actor.organization.slug,
+          webhookUrl: showsWebhook ? pipelines.webhookUrl(item.pipeline.id) : undefined,
+          badgeUrl: pipelines.badgeUrl(item.pipeline.id),
+          // Excluded pipelines were not counted: the key is dropped below, only its URLs are used.
+          counts: item.pipeline.counts ?? counts.get(item.pipeline.id) ?? NO_COUNTS,
+        });
+        pipelineJson.set(key, json);
+      }
+      return json;
+    };
+    // The agents' JSON depends on the organization only: built once per organization of the page.
+    const agentJsonByOrg = new Map<string, Map<string, ReturnType<typeof serializeAgentBase>>>();
+    const agentsOf = (orgSlug: string) => {
+      let json = agentJsonByOrg.get(orgSlug);
+      if (!json) agentJsonByOrg.set(orgSlug, (json = new Map(agents.map((a) => [a.id, serializeAgentBase(a, publicUrl, orgSlug)]))));
+      return json;
+    };
     return items.map((item) => {
       const json = serializeBuild(item, {
-        agents: agents.length ? new Map(agents.map((a) => [a.id, serializeAgentBase(a, publicUrl, item.actor.organization.slug)])) : undefined,
+        agents: agents.length ? agentsOf(item.actor.organization.slug) : undefined,
         publicUrl,
         orgSlug: item.actor.organization.slug,
-        webhookUrl: pipelines.showsWebhookUrl(item.actor, item.perms) ? pipelines.webhookUrl(item.pipeline.id) : undefined,
-        badgeUrl: pipelines.badgeUrl(item.pipeline.id),
-        counts: item.pipeline.counts ?? counts.get(item.pipeline.id) ?? NO_COUNTS,
+        pipeline: pipelineOf(item),
       });
       if (!exclude.jobs && !exclude.pipeline) return json;
       const { jobs, pipeline, ...rest } = json;

@@ -1,23 +1,77 @@
 /** Build and job -> the exact JSON of the contract (ISO 8601 timestamps throughout). */
 import type { components } from '../../generated/api';
 import { graphqlId, gravatarUrl, isoTime, utcTime } from '../http/format';
-import type { PipelineCounts } from '../pipelines/repository';
+import type { Pipeline, PipelineCounts } from '../pipelines/repository';
+import { providerSettings } from '../pipelines/provider';
 import type { User } from '../user/serialize';
 import type { BuildWithJobs } from './service';
-import type { Job } from './repository';
+import type { Author, Job } from './repository';
 
 type BuildJson = components['schemas']['Build'];
 type JobJson = components['schemas']['Job'];
 type AgentJson = components['schemas']['AgentBase'];
+type BuildPipelineJson = components['schemas']['BuildPipeline'];
 
 export interface BuildView {
+  publicUrl: string;
+  orgSlug: string;
+  /** The build's pipeline, serialized once per pipeline for a whole page (see serializeBuildPipeline). */
+  pipeline: BuildPipelineJson;
+  /** The agents that took the build's jobs, by id. */
+  agents?: Map<string, AgentJson>;
+}
+
+export interface BuildPipelineView {
   publicUrl: string;
   orgSlug: string;
   webhookUrl: string | undefined;
   badgeUrl: string;
   counts: PipelineCounts;
-  /** The agents that took the build's jobs, by id. */
-  agents?: Map<string, AgentJson>;
+}
+
+/**
+ * The pipeline as a build embeds it: every key the documented build examples show, provider
+ * `settings` included (the official Go client decodes them by provider id and fails without
+ * them). A page of builds mostly shares a few pipelines, so callers serialize each once per
+ * response and embed the same object in each of its builds: the settings are worked out once
+ * per pipeline, not once per build, and no row is read for them (the pipeline row is read whole
+ * already).
+ */
+export function serializeBuildPipeline(p: Pipeline, v: BuildPipelineView): BuildPipelineJson {
+  const pipelineUrl = `${v.publicUrl}/v2/organizations/${v.orgSlug}/pipelines/${p.slug}`;
+  return {
+    id: p.id,
+    graphql_id: graphqlId('Pipeline', p.id),
+    url: pipelineUrl,
+    web_url: `${v.publicUrl}/${v.orgSlug}/${p.slug}`,
+    name: p.name,
+    slug: p.slug,
+    repository: p.repository,
+    branch_configuration: p.branchConfiguration,
+    default_branch: p.defaultBranch,
+    provider: {
+      id: p.providerId,
+      webhook_url: v.webhookUrl ?? '',
+      settings: providerSettings(p.providerId, p.repository, p.providerSettings) as components['schemas']['ProviderSettings'],
+    },
+    skip_queued_branch_builds: p.skipQueuedBranchBuilds,
+    skip_queued_branch_builds_filter: p.skipQueuedBranchBuildsFilter,
+    cancel_running_branch_builds: p.cancelRunningBranchBuilds,
+    cancel_running_branch_builds_filter: p.cancelRunningBranchBuildsFilter,
+    builds_url: `${pipelineUrl}/builds`,
+    badge_url: v.badgeUrl,
+    created_at: utcTime(p.createdAt),
+    scheduled_builds_count: v.counts.scheduledBuilds,
+    running_builds_count: v.counts.runningBuilds,
+    scheduled_jobs_count: v.counts.scheduledJobs,
+    running_jobs_count: v.counts.runningJobs,
+    waiting_jobs_count: v.counts.waitingJobs,
+  };
+}
+
+/** The documented author shape: all three keys, null where the build was given none. */
+function author(a: Author | null): BuildJson['author'] {
+  return a ? { name: a.name ?? null, email: a.email ?? null, username: a.username ?? null } : null;
 }
 
 const iso = (d: Date | null) => (d ? isoTime(d) : null);
@@ -69,12 +123,17 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
       const jobUrl = `${buildUrl}/jobs/${j.id}`;
       return Object.assign(common, {
         name: j.name,
+        group_key: null,
         step: { id: j.stepId, signature: j.signature },
+        priority: { number: j.priority },
         agent_query_rules: j.agentQueryRules,
         build_url: buildUrl,
         log_url: `${jobUrl}/log`,
         raw_log_url: `${jobUrl}/log.txt`,
+        artifacts_url: `${jobUrl}/artifacts`,
         command: j.command,
+        script_path: j.command,
+        concurrency_wait_time_ms: null,
         soft_failed: j.softFailed,
         exit_status: j.exitStatus,
         signal_reason: j.signalReason,
@@ -99,10 +158,10 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
   }
 }
 
-export function serializeBuild({ build: b, jobs, pipeline: p }: BuildWithJobs, v: BuildView): BuildJson {
-  const pipelineUrl = `${v.publicUrl}/v2/organizations/${v.orgSlug}/pipelines/${p.slug}`;
+export function serializeBuild({ build: b, jobs }: BuildWithJobs, v: BuildView): BuildJson {
+  const pipelineUrl = v.pipeline.url;
   const url = `${pipelineUrl}/builds/${b.number}`;
-  const webUrl = `${v.publicUrl}/${v.orgSlug}/${p.slug}/builds/${b.number}`;
+  const webUrl = `${v.pipeline.web_url}/builds/${b.number}`;
   const states: Record<string, number> = {};
   for (const j of jobs) states[j.state] = (states[j.state] ?? 0) + 1;
   return {
@@ -120,7 +179,7 @@ export function serializeBuild({ build: b, jobs, pipeline: p }: BuildWithJobs, v
     tag: b.tag,
     env: b.env,
     source: b.source as BuildJson['source'],
-    author: b.author,
+    author: author(b.author),
     creator: creator(b.creator),
     jobs: jobs.map((j) => serializeJob(j, url, webUrl, (j.agentId && v.agents?.get(j.agentId)) || null)),
     job_state_counts: { total: jobs.length, states },
@@ -133,27 +192,8 @@ export function serializeBuild({ build: b, jobs, pipeline: p }: BuildWithJobs, v
     pull_request: b.pullRequest ?? {},
     merge_queue: null,
     rebuilt_from: b.rebuiltFrom ? { id: b.rebuiltFrom.id, number: b.rebuiltFrom.number, url: `${pipelineUrl}/builds/${b.rebuiltFrom.number}` } : null,
-    pipeline: {
-      id: p.id,
-      graphql_id: graphqlId('Pipeline', p.id),
-      url: pipelineUrl,
-      web_url: `${v.publicUrl}/${v.orgSlug}/${p.slug}`,
-      name: p.name,
-      slug: p.slug,
-      repository: p.repository,
-      provider: { id: p.providerId, webhook_url: v.webhookUrl ?? '' },
-      skip_queued_branch_builds: p.skipQueuedBranchBuilds,
-      skip_queued_branch_builds_filter: p.skipQueuedBranchBuildsFilter,
-      cancel_running_branch_builds: p.cancelRunningBranchBuilds,
-      cancel_running_branch_builds_filter: p.cancelRunningBranchBuildsFilter,
-      builds_url: `${pipelineUrl}/builds`,
-      badge_url: v.badgeUrl,
-      created_at: utcTime(p.createdAt),
-      scheduled_builds_count: v.counts.scheduledBuilds,
-      running_builds_count: v.counts.runningBuilds,
-      scheduled_jobs_count: v.counts.scheduledJobs,
-      running_jobs_count: v.counts.runningJobs,
-      waiting_jobs_count: v.counts.waitingJobs,
-    },
+    triggered_from: b.triggeredFrom,
+    test_engine: null,
+    pipeline: v.pipeline,
   };
 }

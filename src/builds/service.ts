@@ -44,7 +44,7 @@ export interface BuildWithJobs {
 
 /** What a create writes beyond what the pipeline decides. */
 export type NewBuildFields = Pick<Build, 'commit' | 'branch' | 'message' | 'author' | 'env' | 'metaData' | 'cleanCheckout' | 'pullRequest' | 'rebuiltFrom' | 'source'> &
-  Partial<Pick<Build, 'tag'>> & { triggeredFromJobId?: string; triggerDepth?: number };
+  Partial<Pick<Build, 'tag' | 'triggeredFrom'>> & { triggeredFromJobId?: string; triggerDepth?: number };
 
 /** What a webhook delivery decides about a build. */
 export type DeliveredBuild = Pick<Build, 'commit' | 'branch' | 'tag' | 'message' | 'author' | 'pullRequest'>;
@@ -270,6 +270,7 @@ export function insertBuild(
       state: notRun ? 'not_run' : 'scheduled',
       blocked: jobs.some((j) => j.state === 'blocked'),
       tag: null,
+      triggeredFrom: null,
       creatorId: creator?.id ?? null,
       cancelReason: null,
       createdAt: now,

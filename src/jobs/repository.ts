@@ -507,7 +507,7 @@ async function advanceLocked(trx: Knex.Transaction, buildId: string, now: Date, 
   for (;;) {
     const b = await trx('builds')
       .where({ id: buildId })
-      .first('state', 'blocked', 'started_at', 'failing_at', 'finished_at', 'organization_id', 'message', 'creator_id', 'trigger_depth', 'triggered_from_job_id');
+      .first('state', 'blocked', 'started_at', 'failing_at', 'finished_at', 'organization_id', 'pipeline_id', 'number', 'message', 'creator_id', 'trigger_depth', 'triggered_from_job_id');
     const jobs = (await trx('jobs').where({ build_id: buildId, retried: false }).orderBy('position')).map(jobFromRow);
     const build = { state: b.state as BuildState, blocked: toBool(b.blocked), startedAt: toDateOrNull(b.started_at), failingAt: toDateOrNull(b.failing_at), finishedAt: toDateOrNull(b.finished_at) };
     const next = advance(build, jobs, now);
@@ -519,7 +519,12 @@ async function advanceLocked(trx: Knex.Transaction, buildId: string, now: Date, 
     const states = new Map(next.jobs.map((m) => [m.id, m.to]));
     const runnable = launch ? jobs.filter((j) => j.type === 'trigger' && (states.get(j.id) ?? j.state) === 'scheduled') : [];
     if (runnable.length) {
+      // The slug as it is now, only read when a trigger runs: the triggered build keeps it (`triggered_from`).
+      const pipeline = await trx('pipelines').where({ id: b.pipeline_id }).first('slug');
       const parent = {
+        id: buildId,
+        number: Number(b.number),
+        pipelineSlug: pipeline.slug as string,
         organizationId: b.organization_id as string,
         message: (b.message as string | null) ?? null,
         creatorId: (b.creator_id as string | null) ?? null,

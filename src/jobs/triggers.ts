@@ -27,6 +27,9 @@ export const MAX_TRIGGER_DEPTH = 10;
 
 /** What a trigger needs of the build it runs in. */
 export interface TriggeringBuild {
+  id: string;
+  number: number;
+  pipelineSlug: string;
   organizationId: string;
   message: string | null;
   creatorId: string | null;
@@ -70,6 +73,7 @@ export function triggerLauncher(sign: (fields: Record<string, unknown>) => StepS
         rebuiltFrom: null,
         source: 'trigger_job',
         triggeredFromJobId: job.id,
+        triggeredFrom: { build_id: parent.id, build_number: parent.number, build_pipeline_slug: parent.pipelineSlug },
         triggerDepth: parent.triggerDepth + 1,
       },
       sign,

@@ -63,6 +63,8 @@ export function serializeFlakyTest(f: FlakyTest, urls: SuiteUrls): Schemas['Flak
     instances: f.instances,
     most_recent_instance_at: isoTime(f.mostRecentInstanceAt),
     latest_occurrence_at: isoTime(f.mostRecentInstanceAt),
+    last_resolved_at: null,
+    ownership_team_ids: [],
   };
 }
 

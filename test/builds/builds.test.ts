@@ -1,4 +1,4 @@
-import createSample from '../../../shared/reference/samples/builds__04_create-a-build.json';
+import createSample from '../fixtures/samples/builds__04_create-a-build.json';
 import { verifyStepSignature, signedFieldsOf } from '../../src/builds/jobs';
 import { auth, createTestContext, databases, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
 

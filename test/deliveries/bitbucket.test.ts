@@ -46,8 +46,8 @@ describeEachDatabase('Bitbucket deliveries', (ctx) => {
     expect(res.body.message).toBe('Created build #1, build #2.');
     expect(res.body.builds.map((b: { number: number }) => b.number)).toEqual([1, 2]);
     expect((await buildsOf(ctx(), t)).map((b) => [b.branch, b.commit, b.message, b.author, b.source])).toEqual([
-      ['feature', FEATURE, 'Start feature', { name: 'Emma', username: 'emma' }, 'webhook'],
-      ['main', MAIN, 'Add a README\n', { name: 'Emma', username: 'emma' }, 'webhook'],
+      ['feature', FEATURE, 'Start feature', { name: 'Emma', email: null, username: 'emma' }, 'webhook'],
+      ['main', MAIN, 'Add a README\n', { name: 'Emma', email: null, username: 'emma' }, 'webhook'],
     ]);
   });
 

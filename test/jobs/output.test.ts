@@ -1,5 +1,5 @@
-import logSample from '../../../shared/reference/samples/jobs__08_get-a-job-s-log-output.json';
-import envSample from '../../../shared/reference/samples/jobs__09_get-a-job-s-environment-variables.json';
+import logSample from '../fixtures/samples/jobs__08_get-a-job-s-log-output.json';
+import envSample from '../fixtures/samples/jobs__09_get-a-job-s-environment-variables.json';
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, givenBuildAndAgent } from '../agents/helpers';
 

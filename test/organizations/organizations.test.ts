@@ -1,4 +1,4 @@
-import sample from '../../../shared/reference/samples/organizations__02_get-an-organization.json';
+import sample from '../fixtures/samples/organizations__02_get-an-organization.json';
 import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
 
 describeEachDatabase('organizations', (ctx) => {

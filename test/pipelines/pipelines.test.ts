@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import createSample from '../../../shared/reference/samples/pipelines__03_create-a-yaml-pipeline.json';
-import getSample from '../../../shared/reference/samples/pipelines__02_get-a-pipeline.json';
+import createSample from '../fixtures/samples/pipelines__03_create-a-yaml-pipeline.json';
+import getSample from '../fixtures/samples/pipelines__02_get-a-pipeline.json';
 import { auth, createTestContext, databases, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

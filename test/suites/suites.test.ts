@@ -1,5 +1,5 @@
-import createSample from '../../../shared/reference/samples/test_engine_suites__03_create-a-suite.json';
-import getSample from '../../../shared/reference/samples/test_engine_suites__02_get-a-suite.json';
+import createSample from '../fixtures/samples/test_engine_suites__03_create-a-suite.json';
+import getSample from '../fixtures/samples/test_engine_suites__02_get-a-suite.json';
 import { sha256Hex } from '../../src/security/keys';
 import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
 

@@ -16,6 +16,7 @@ import * as jobSweepIndexes from './20261123180000_job_sweep_indexes';
 import * as jobPriority from './20261125100000_job_priority';
 import * as jobDispatch from './20261125110000_job_dispatch';
 import * as jobLogSize from './20261125120000_job_log_size';
+import * as buildTriggeredFrom from './20261125130000_build_triggered_from';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -30,6 +31,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125100000_job_priority': jobPriority,
   '20261125110000_job_dispatch': jobDispatch,
   '20261125120000_job_log_size': jobLogSize,
+  '20261125130000_build_triggered_from': buildTriggeredFrom,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,26 @@
+import * as buildTriggeredFrom from '../../src/db/migrations/20261125130000_build_triggered_from';
+import { auth, describeEachDatabase } from '../support/context';
+
+describeEachDatabase('the build triggered_from migration', (ctx) => {
+  it('fills the link of builds triggered before it from their trigger jobs', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const base = `/v2/organizations/${org.slug}/pipelines`;
+    for (const [name, configuration] of [
+      ['deploy', 'steps:\n  - command: ./deploy.sh\n'],
+      ['app', 'steps:\n  - trigger: deploy\n'],
+    ]) {
+      await ctx().http().post(base).set(auth(token)).send({ name, repository: 'git@github.com:acme/app.git', configuration }).expect(201);
+    }
+    const parent = (await ctx().http().post(`${base}/app/builds`).set(auth(token)).send({ commit: 'abc', branch: 'main' }).expect(201)).body;
+    const expected = { build_id: parent.id, build_number: parent.number, build_pipeline_slug: 'app' };
+    const child = async () => (await ctx().http().get(`${base}/deploy/builds/1`).set(auth(token)).expect(200)).body;
+    expect((await child()).triggered_from).toEqual(expected);
+
+    const db = ctx().services.db;
+    await buildTriggeredFrom.down(db);
+    expect(await db.schema.hasColumn('builds', 'triggered_from')).toBe(false);
+    await buildTriggeredFrom.up(db);
+    expect((await child()).triggered_from).toEqual(expected);
+    expect((await ctx().http().get(`${base}/app/builds/1`).set(auth(token)).expect(200)).body.triggered_from).toBeNull();
+  });
+});
