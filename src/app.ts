@@ -22,6 +22,7 @@ import { pipelineRoutes } from './pipelines/routes';
 import type { Services } from './services';
 import { loadSpec } from './spec';
 import { suiteRoutes } from './suites/routes';
+import { parseUploadMultipart } from './uploads/multipart';
 import { uploadAuth, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
 
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
@@ -63,7 +64,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
   // The upload API: its suite token is checked before the body is read, and its body gets its
   // own, larger limit (the parsers below skip a body already parsed).
-  app.post(UPLOADS_PATH, refuseDeclaredOversize(deps.uploadBodyLimitBytes), refuseBlockedAddresses(deps.rateLimiter), uploadAuth(deps.uploads), express.json({ limit: deps.uploadBodyLimitBytes }));
+  app.post(UPLOADS_PATH, refuseDeclaredOversize(deps.uploadBodyLimitBytes), refuseBlockedAddresses(deps.rateLimiter), uploadAuth(deps.uploads), express.json({ limit: deps.uploadBodyLimitBytes }), parseUploadMultipart({ fileSize: deps.uploadBodyLimitBytes }));
   // The agent API: its agent token is checked before the body is read.
   app.use(AGENT_API_PATH, refuseBlockedAddresses(deps.rateLimiter), agentAuth(deps.agents));
   const jsonTypes = ['application/json', 'application/*+json'];
@@ -120,8 +121,9 @@ export function createApp(deps: AppDeps): express.Express {
       validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
       validateSecurity: false,
       validateFormats: true,
-      // Multipart is only the upload API's: one `data` file, in memory, bounded.
-      fileUploader: { limits: { fileSize: deps.uploadBodyLimitBytes, files: 1, fields: 100, fieldSize: 64 * 1024, parts: 101 } },
+      // Multipart is only the upload API's, parsed above (src/uploads/multipart.ts) so that its
+      // errors are ours; the validator checks the fields it produced.
+      fileUploader: false,
       // The meta routes above answered already; nothing else is outside the contract.
       ignoreUndocumented: false,
     }),

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FLUSH_MS } from '../../src/http/rate-limit';
-import sample from '../../../shared/reference/samples/rate_limits__01_exceeding-the-rate-limit.json';
+import sample from '../fixtures/reference/samples/rate_limits__01_exceeding-the-rate-limit.json';
 import { auth, createTestContext, databases, describeEachDatabase, type TestContext } from '../support/context';
 
 const LIMIT = 5;

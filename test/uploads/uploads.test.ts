@@ -1,7 +1,7 @@
-import getRunSample from '../../../shared/reference/samples/test_engine_runs__02_get-a-run.json';
-import failedSample from '../../../shared/reference/samples/test_engine_runs__03_get-failed-execution-data.json';
-import getTestSample from '../../../shared/reference/samples/test_engine_tests__02_get-a-test.json';
-import flakySample from '../../../shared/reference/samples/test_engine_flaky_tests__01_legacy-flaky-tests-endpoint-deprecated.json';
+import getRunSample from '../fixtures/reference/samples/test_engine_runs__02_get-a-run.json';
+import failedSample from '../fixtures/reference/samples/test_engine_runs__03_get-failed-execution-data.json';
+import getTestSample from '../fixtures/reference/samples/test_engine_tests__02_get-a-test.json';
+import flakySample from '../fixtures/reference/samples/test_engine_flaky_tests__01_legacy-flaky-tests-endpoint-deprecated.json';
 import { MAX_RESULTS } from '../../src/uploads/results';
 import { auth, createTestContext, databases, describeEachDatabase, PUBLIC_URL } from '../support/context';
 import { givenSuite, result, suiteAuth, upload } from './helpers';
