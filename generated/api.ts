@@ -731,8 +731,9 @@ export interface paths {
          *
          *     Signatures: when `X-Hub-Signature-256` (GitHub, and Bitbucket's `X-Hub-Signature`) is
          *     present it must be `sha256=` and the HMAC-SHA256 of the raw body keyed by the pipeline's
-         *     webhook secret (the one the addPipelineWebhook operation registers), else 401; GitLab's
-         *     `X-Gitlab-Token`, when present, must equal that secret.
+         *     webhook secret (the one the addPipelineWebhook operation registers), else 401; a GitHub
+         *     delivery signed only with the SHA-1 `X-Hub-Signature` is a 401 too (SHA-1 is refused);
+         *     GitLab's `X-Gitlab-Token`, when present, must equal that secret.
          *
          *     Whether a build is created follows the pipeline's provider settings: `trigger_mode`
          *     (`code`: pushes and pull requests; `deployment`: deployment events only; `fork`: fork

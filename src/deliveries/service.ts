@@ -21,6 +21,8 @@ import { gitLabEvent, validGitLabToken } from './gitlab';
 export interface DeliveryHeaders {
   githubEvent?: string;
   githubSignature?: string;
+  /** GitHub's legacy `X-Hub-Signature` (SHA-1); the same header as Bitbucket's signature. */
+  githubSha1Signature?: string;
   gitlabEvent?: string;
   gitlabToken?: string;
   bitbucketEvent?: string;
@@ -100,6 +102,12 @@ export class DeliveryService {
     const secret = this.pipelines.webhookSecret(pipeline.id);
     if (family === 'github' && h.githubSignature !== undefined && !(await validGitHubSignature(secret, rawBody, h.githubSignature))) {
       throw new SignatureError("X-Hub-Signature-256 does not match the payload signed with this pipeline's webhook secret.");
+    }
+    // GitHub sends its SHA-1 `X-Hub-Signature` beside `X-Hub-Signature-256`; alone it is a
+    // signature we do not check (SHA-1 is refused), and a signed delivery we cannot verify must
+    // not build: 401, as for a wrong one.
+    if (family === 'github' && h.githubSignature === undefined && h.githubSha1Signature !== undefined) {
+      throw new SignatureError('X-Hub-Signature (SHA-1) is not accepted: sign deliveries with X-Hub-Signature-256 (HMAC-SHA256 of the body with the webhook secret).');
     }
     if (family === 'bitbucket' && h.bitbucketSignature !== undefined && !(await validGitHubSignature(secret, rawBody, h.bitbucketSignature))) {
       throw new SignatureError("X-Hub-Signature does not match the payload signed with this pipeline's webhook secret.");

@@ -23,8 +23,10 @@ export interface Uploader {
   orgSlug: string;
 }
 
-// `Token token="..."`, as the collectors send it; the quotes and the `token=` are optional.
-const TOKEN = /^Token\s+(?:token=)?"?([A-Za-z0-9_-]{1,200})"?$/i;
+// Exactly `Token token="..."`: what buildkite-test-collector sends and what the Test Engine docs
+// show (importing_json.md). The bare, unquoted, half-quoted and lowercase forms once taken here
+// are no client's, and a lenient parse of a credential only widens what is accepted.
+const TOKEN = /^Token token="([A-Za-z0-9_-]{1,200})"$/;
 
 export class UploadService {
   constructor(
