@@ -722,7 +722,10 @@ export interface paths {
         /**
          * Receive a webhook delivery from the repository provider
          * @description The address in a pipeline's `provider.webhook_url`. The token in the path is the
-         *     credential (no bearer token); an unknown token is a 404. The provider is told by its event
+         *     credential (no bearer token); an unknown token is a 404. Unknown tokens and refused
+         *     signatures count against the client address's failed-authentication budget; over it, they
+         *     are 429s until its minute ends (a delivery to a valid token with a valid or no signature
+         *     is never refused by it). The provider is told by its event
          *     header: GitHub and GitHub Enterprise `X-GitHub-Event` (`push`, `pull_request`,
          *     `deployment`, `fork`, `ping`), GitLab `X-Gitlab-Event` (`Push Hook`, `Tag Push Hook`,
          *     `Merge Request Hook`), Bitbucket `X-Event-Key` (`repo:push`, `pullrequest:created`,
@@ -3466,6 +3469,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
     };

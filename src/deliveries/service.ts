@@ -6,7 +6,7 @@
  */
 import type { Build, PullRequest } from '../builds/repository';
 import type { BuildService, DeliveredBuild } from '../builds/service';
-import { BadRequestError, NotFoundError, SignatureError, UnprocessableError } from '../http/errors';
+import { BadRequestError, SignatureError, UnprocessableError, WebhookTokenError } from '../http/errors';
 import type { OrganizationRepository } from '../organizations/repository';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import { parseCondition, type Value } from '../pipelines/filter-condition';
@@ -63,7 +63,7 @@ export class DeliveryService {
 
   async deliver(token: string, headers: DeliveryHeaders, rawBody: Buffer | undefined, body: unknown): Promise<DeliveryResult> {
     const pipeline = await this.pipelines.findByWebhookToken(token);
-    if (!pipeline) throw new NotFoundError('pipeline');
+    if (!pipeline) throw new WebhookTokenError();
     const family = familyOf(headers);
     await this.authenticate(pipeline, family, headers, rawBody ?? Buffer.alloc(0));
 
