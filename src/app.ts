@@ -24,7 +24,7 @@ import type { Services } from './services';
 import { loadSpec } from './spec';
 import { suiteRoutes } from './suites/routes';
 import { parseUploadMultipart } from './uploads/multipart';
-import { uploadAuth, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
+import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
 
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
 export interface AppDeps extends Pick<Services, 'db' | 'tokens' | 'orgs' | 'pipelines' | 'builds' | 'agents' | 'jobs' | 'pipelineUploads' | 'suites' | 'uploads' | 'deliveries' | 'rateLimiter'> {
@@ -68,10 +68,10 @@ export function createApp(deps: AppDeps): express.Express {
   });
   // The upload API: its suite token is checked before the body is read, and its body gets its
   // own, larger limit (the parsers below skip a body already parsed).
-  app.post(UPLOADS_PATH, refuseDeclaredOversize(deps.uploadBodyLimitBytes), uploadAuth(deps.uploads), express.json({ limit: deps.uploadBodyLimitBytes }), parseUploadMultipart({ fileSize: deps.uploadBodyLimitBytes }));
+  const jsonTypes = ['application/json', 'application/*+json'];
+  app.post(UPLOADS_PATH, refuseDeclaredOversize(deps.uploadBodyLimitBytes), uploadAuth(deps.uploads), ...uploadJsonBody(deps.uploadBodyLimitBytes, jsonTypes), parseUploadMultipart({ fileSize: deps.uploadBodyLimitBytes }));
   // The agent API: its agent token is checked before the body is read.
   app.use(AGENT_API_PATH, agentAuth(deps.agents));
-  const jsonTypes = ['application/json', 'application/*+json'];
   // Webhook deliveries are signed over the exact bytes sent, so their parser keeps them; no other
   // route pays for that. A body parsed here is skipped by the parsers below.
   app.use(
