@@ -722,7 +722,10 @@ export interface paths {
         /**
          * Receive a webhook delivery from the repository provider
          * @description The address in a pipeline's `provider.webhook_url`. The token in the path is the
-         *     credential (no bearer token); an unknown token is a 404. The provider is told by its event
+         *     credential (no bearer token); an unknown token is a 404. Unknown tokens and refused
+         *     signatures count against the client address's failed-authentication budget; over it, they
+         *     are 429s until its minute ends (a delivery to a valid token with a valid or no signature
+         *     is never refused by it). The provider is told by its event
          *     header: GitHub and GitHub Enterprise `X-GitHub-Event` (`push`, `pull_request`,
          *     `deployment`, `fork`, `ping`), GitLab `X-Gitlab-Event` (`Push Hook`, `Tag Push Hook`,
          *     `Merge Request Hook`), Bitbucket `X-Event-Key` (`repo:push`, `pullrequest:created`,
@@ -731,8 +734,9 @@ export interface paths {
          *
          *     Signatures: when `X-Hub-Signature-256` (GitHub, and Bitbucket's `X-Hub-Signature`) is
          *     present it must be `sha256=` and the HMAC-SHA256 of the raw body keyed by the pipeline's
-         *     webhook secret (the one the addPipelineWebhook operation registers), else 401; GitLab's
-         *     `X-Gitlab-Token`, when present, must equal that secret.
+         *     webhook secret (the one the addPipelineWebhook operation registers), else 401; a GitHub
+         *     delivery signed only with the SHA-1 `X-Hub-Signature` is a 401 too (SHA-1 is refused);
+         *     GitLab's `X-Gitlab-Token`, when present, must equal that secret.
          *
          *     Whether a build is created follows the pipeline's provider settings: `trigger_mode`
          *     (`code`: pushes and pull requests; `deployment`: deployment events only; `fork`: fork
@@ -3581,6 +3585,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -13,17 +13,19 @@ import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
 import { jsonBodyParsers, refuseDeclaredOversize, rejectDeepJson } from './http/body';
 import { errorHandler } from './http/error-handler';
 import { NotFoundError } from './http/errors';
-import { countFailedAuthentication, rateLimit, refuseBlockedAddresses } from './http/rate-limit';
+import { countFailedAuthentication, rateLimit } from './http/rate-limit';
 import { rejectNulCharacters } from './http/nul';
 import { parameterRouter } from './http/parameters';
 import { requestLogger, type Logger } from './http/logger';
 import { cacheRouteRegexps } from './http/route-regexp-cache';
 import { organizationRoutes } from './organizations/routes';
 import { pipelineRoutes } from './pipelines/routes';
+import type { TrustProxy } from './config';
 import type { Services } from './services';
 import { loadSpec } from './spec';
 import { suiteRoutes } from './suites/routes';
-import { uploadAuth, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
+import { parseUploadMultipart } from './uploads/multipart';
+import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
 
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
 export interface AppDeps extends Pick<Services, 'db' | 'tokens' | 'orgs' | 'pipelines' | 'builds' | 'agents' | 'jobs' | 'pipelineUploads' | 'suites' | 'uploads' | 'deliveries' | 'rateLimiter'> {
@@ -33,6 +35,8 @@ export interface AppDeps extends Pick<Services, 'db' | 'tokens' | 'orgs' | 'pipe
   /** Largest `POST /v1/uploads` body (JSON or multipart): 5,000 results take several MB. */
   uploadBodyLimitBytes: number;
   validateResponses: boolean;
+  /** Express's `trust proxy`: which proxies' `X-Forwarded-For` names the client (TRUST_PROXY). Default: none. */
+  trustProxy?: TrustProxy;
   /** false once shutdown has begun: readiness turns 503 so load balancers stop sending. */
   isAccepting?: () => boolean;
 }
@@ -48,7 +52,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.set('etag', false);
   // Bracket arrays (`state[]=a&state[]=b`) and `meta_data[key]=value`, as the real API takes them.
   app.set('query parser', 'extended');
-  app.set('trust proxy', false);
+  // The client's address (failed-authentication budget, logs) is the socket's unless proxies are trusted.
+  app.set('trust proxy', deps.trustProxy ?? false);
 
   app.use(requestLogger(deps.logger));
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -64,10 +69,10 @@ export function createApp(deps: AppDeps): express.Express {
   });
   // The upload API: its suite token is checked before the body is read, and its body gets its
   // own, larger limit (the parsers below skip a body already parsed).
-  app.post(UPLOADS_PATH, refuseDeclaredOversize(deps.uploadBodyLimitBytes), refuseBlockedAddresses(deps.rateLimiter), uploadAuth(deps.uploads), express.json({ limit: deps.uploadBodyLimitBytes }));
-  // The agent API: its agent token is checked before the body is read.
-  app.use(AGENT_API_PATH, refuseBlockedAddresses(deps.rateLimiter), agentAuth(deps.agents));
   const jsonTypes = ['application/json', 'application/*+json'];
+  app.post(UPLOADS_PATH, refuseDeclaredOversize(deps.uploadBodyLimitBytes), uploadAuth(deps.uploads), ...uploadJsonBody(deps.uploadBodyLimitBytes, jsonTypes), parseUploadMultipart({ fileSize: deps.uploadBodyLimitBytes }));
+  // The agent API: its agent token is checked before the body is read.
+  app.use(AGENT_API_PATH, agentAuth(deps.agents));
   // Webhook deliveries are signed over the exact bytes sent, so their parser keeps them; no other
   // route pays for that. A body parsed here is skipped by the parsers below.
   app.use(
@@ -111,7 +116,7 @@ export function createApp(deps: AppDeps): express.Express {
     res.type('application/yaml').send(spec.yaml);
   });
 
-  app.use('/v2', refuseBlockedAddresses(deps.rateLimiter), authenticate(deps.tokens), rateLimit(deps.rateLimiter));
+  app.use('/v2', authenticate(deps.tokens), rateLimit(deps.rateLimiter));
   app.use(guardRouter(guardsFromSpec(spec.doc)));
   // Integers, dates, booleans and enums in the query and path read strictly, nulls of optional
   // body fields dropped: before the validator, so it sees what the client meant.
@@ -124,8 +129,9 @@ export function createApp(deps: AppDeps): express.Express {
       validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
       validateSecurity: false,
       validateFormats: true,
-      // Multipart is only the upload API's: one `data` file, in memory, bounded.
-      fileUploader: { limits: { fileSize: deps.uploadBodyLimitBytes, files: 1, fields: 100, fieldSize: 64 * 1024, parts: 101 } },
+      // Multipart is only the upload API's, parsed above (src/uploads/multipart.ts) so that its
+      // errors are ours; the validator checks the fields it produced.
+      fileUploader: false,
       // The meta routes above answered already; nothing else is outside the contract.
       ignoreUndocumented: false,
     }),

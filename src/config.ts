@@ -2,6 +2,7 @@
  * Every setting, read from the environment once at start and validated. A bad value stops the
  * start with a message naming the setting. Nothing else in the code reads process.env.
  */
+import { isIP } from 'node:net';
 import path from 'node:path';
 import type { RateLimitSettings } from './http/rate-limit';
 import type { SweepSettings } from './jobs/sweeper';
@@ -35,6 +36,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** How long an authenticated token's row and memberships are reused before being read again. */
   tokenCacheMs: number;
+  /** Which proxies in front are trusted to name the client in `X-Forwarded-For` (Express's `trust proxy`). */
+  trustProxy: TrustProxy;
   /** Requests per minute per organization, and failed authentications per minute per address (0: off). */
   rateLimits: RateLimitSettings;
   /** The sweep for lost agents, timed-out and expired jobs. */
@@ -44,6 +47,38 @@ export interface Config {
 }
 
 export class ConfigError extends Error {}
+
+/** `false`: the socket's address is the client's; a hop count; or the proxies' addresses, subnets and Express's names. */
+export type TrustProxy = false | number | string[];
+
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * TRUST_PROXY: unset, `false` or `0` (the default: X-Forwarded-For is ignored); a number of hops
+ * (`1`: one proxy in front, whatever its address); or a comma-separated list of addresses, CIDR
+ * subnets and `loopback`/`linklocal`/`uniquelocal`. `true` (trust every hop) is refused: any
+ * client could then name itself in X-Forwarded-For and spend another address's budget.
+ */
+function trustProxy(env: Env): TrustProxy {
+  const raw = (env.TRUST_PROXY ?? '').trim();
+  if (raw === '' || raw === 'false' || raw === '0') return false;
+  if (/^\d+$/.test(raw)) {
+    if (Number(raw) > 100) throw new ConfigError(`TRUST_PROXY must be a hop count from 0 to 100, got "${raw}"`);
+    return Number(raw);
+  }
+  if (raw === 'true') throw new ConfigError('TRUST_PROXY=true would trust any client\'s X-Forwarded-For: give the number of proxies in front, or their addresses or subnets');
+  const items = raw.split(',').map((item) => item.trim());
+  for (const item of items) {
+    if (PROXY_NAMES.includes(item)) continue;
+    const [address, bits, extra] = item.split('/');
+    const family = isIP(address ?? '');
+    const max = family === 4 ? 32 : 128;
+    if (!family || extra !== undefined || (bits !== undefined && (!/^\d+$/.test(bits) || Number(bits) > max))) {
+      throw new ConfigError(`TRUST_PROXY must be a hop count or a comma-separated list of IP addresses, CIDR subnets, loopback, linklocal or uniquelocal; "${item}" is none of these`);
+    }
+  }
+  return items;
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -136,6 +171,7 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs,
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 3_600_000),
     tokenCacheMs: int(env, 'TOKEN_CACHE_MS', 1000, 0, 60_000),
+    trustProxy: trustProxy(env),
     rateLimits: {
       perOrganization: int(env, 'RATE_LIMIT_PER_MINUTE', 200, 0, 1_000_000_000),
       failedAuthPerAddress: int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 60, 0, 1_000_000_000),

@@ -39,6 +39,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     publicUrl: config.publicUrl,
     bodyLimitBytes: config.bodyLimitBytes,
     uploadBodyLimitBytes: config.uploadBodyLimitBytes,
+    trustProxy: config.trustProxy,
     validateResponses: config.validateResponses,
     isAccepting: () => accepting,
   });

@@ -15,6 +15,13 @@ describe('config', () => {
     expect(loadConfig({ SHUTDOWN_DELAY_MS: '5000', SHUTDOWN_TIMEOUT_MS: '20000' })).toMatchObject({ shutdownDelayMs: 5000, shutdownTimeoutMs: 20000 });
   });
 
+  it('reads TRUST_PROXY: off by default, a hop count, or addresses, subnets and Express\'s names', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,fd00::/8, 192.0.2.1' }).trustProxy).toEqual(['loopback', '10.0.0.0/8', 'fd00::/8', '192.0.2.1']);
+  });
+
   it('reads the sweep settings: interval, when an agent is lost, when a scheduled job expires (0: never)', () => {
     expect(loadConfig({}).sweep).toEqual({ intervalMs: 5_000, agentLostAfterMs: 180_000, jobExpiryMs: 1_440 * 60_000 });
     expect(loadConfig({ SWEEP_INTERVAL_MS: '250', AGENT_LOST_AFTER_SECONDS: '30', JOB_EXPIRY_MINUTES: '0' }).sweep).toEqual({ intervalMs: 250, agentLostAfterMs: 30_000, jobExpiryMs: 0 });
@@ -44,6 +51,10 @@ describe('config', () => {
     [{ GITHUB_API_URL: 'nope' }, /GITHUB_API_URL/],
     [{ RATE_LIMIT_PER_MINUTE: '-1' }, /RATE_LIMIT_PER_MINUTE/],
     [{ AUTH_FAILURE_LIMIT_PER_MINUTE: 'lots' }, /AUTH_FAILURE_LIMIT_PER_MINUTE/],
+    [{ TRUST_PROXY: 'true' }, /TRUST_PROXY=true would trust any client/],
+    [{ TRUST_PROXY: '10.0.0.0/33' }, /TRUST_PROXY.*"10.0.0.0\/33"/],
+    [{ TRUST_PROXY: 'loopback, proxy.internal' }, /TRUST_PROXY.*"proxy.internal"/],
+    [{ TRUST_PROXY: '1000' }, /TRUST_PROXY/],
     [{ SHUTDOWN_DELAY_MS: '10000' }, /SHUTDOWN_DELAY_MS/],
     [{ HEADERS_TIMEOUT_MS: '10' }, /HEADERS_TIMEOUT_MS/],
     [{ REQUEST_TIMEOUT_MS: 'soon' }, /REQUEST_TIMEOUT_MS/],

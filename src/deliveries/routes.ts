@@ -15,6 +15,7 @@ export function deliveryRoutes(deliveries: DeliveryService) {
       {
         githubEvent: req.get('x-github-event'),
         githubSignature: req.get('x-hub-signature-256'),
+        githubSha1Signature: req.get('x-hub-signature'),
         gitlabEvent: req.get('x-gitlab-event'),
         gitlabToken: req.get('x-gitlab-token'),
         bitbucketEvent: req.get('x-event-key'),

@@ -6,7 +6,7 @@
  */
 import type { Build, PullRequest } from '../builds/repository';
 import type { BuildService, DeliveredBuild } from '../builds/service';
-import { BadRequestError, NotFoundError, SignatureError, UnprocessableError } from '../http/errors';
+import { BadRequestError, SignatureError, UnprocessableError, WebhookTokenError } from '../http/errors';
 import type { OrganizationRepository } from '../organizations/repository';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import { parseCondition, type Value } from '../pipelines/filter-condition';
@@ -21,6 +21,8 @@ import { gitLabEvent, validGitLabToken } from './gitlab';
 export interface DeliveryHeaders {
   githubEvent?: string;
   githubSignature?: string;
+  /** GitHub's legacy `X-Hub-Signature` (SHA-1); the same header as Bitbucket's signature. */
+  githubSha1Signature?: string;
   gitlabEvent?: string;
   gitlabToken?: string;
   bitbucketEvent?: string;
@@ -61,7 +63,7 @@ export class DeliveryService {
 
   async deliver(token: string, headers: DeliveryHeaders, rawBody: Buffer | undefined, body: unknown): Promise<DeliveryResult> {
     const pipeline = await this.pipelines.findByWebhookToken(token);
-    if (!pipeline) throw new NotFoundError('pipeline');
+    if (!pipeline) throw new WebhookTokenError();
     const family = familyOf(headers);
     await this.authenticate(pipeline, family, headers, rawBody ?? Buffer.alloc(0));
 
@@ -100,6 +102,12 @@ export class DeliveryService {
     const secret = this.pipelines.webhookSecret(pipeline.id);
     if (family === 'github' && h.githubSignature !== undefined && !(await validGitHubSignature(secret, rawBody, h.githubSignature))) {
       throw new SignatureError("X-Hub-Signature-256 does not match the payload signed with this pipeline's webhook secret.");
+    }
+    // GitHub sends its SHA-1 `X-Hub-Signature` beside `X-Hub-Signature-256`; alone it is a
+    // signature we do not check (SHA-1 is refused), and a signed delivery we cannot verify must
+    // not build: 401, as for a wrong one.
+    if (family === 'github' && h.githubSignature === undefined && h.githubSha1Signature !== undefined) {
+      throw new SignatureError('X-Hub-Signature (SHA-1) is not accepted: sign deliveries with X-Hub-Signature-256 (HMAC-SHA256 of the body with the webhook secret).');
     }
     if (family === 'bitbucket' && h.bitbucketSignature !== undefined && !(await validGitHubSignature(secret, rawBody, h.bitbucketSignature))) {
       throw new SignatureError("X-Hub-Signature does not match the payload signed with this pipeline's webhook secret.");

@@ -59,8 +59,10 @@ export function deeperThan(value: unknown, max: number): boolean {
 }
 
 export function rejectDeepJson() {
-  return (req: Request, _res: Response, next: NextFunction) => {
-    if (req.body && typeof req.body === 'object' && deeperThan(req.body, MAX_JSON_DEPTH)) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    // A body whose own parser checked its depth (an upload's, src/uploads/routes.ts) is not walked again.
+    const checked = (res.locals.checkedBody as { depth?: boolean } | undefined)?.depth === true;
+    if (!checked && req.body && typeof req.body === 'object' && deeperThan(req.body, MAX_JSON_DEPTH)) {
       throw new BadRequestError(`Problems parsing JSON: nested deeper than ${MAX_JSON_DEPTH} levels`);
     }
     next();

@@ -17,6 +17,13 @@ export class NotFoundError extends DomainError {
   }
 }
 
+/** 404 for a webhook delivery to a token no pipeline has: the token is the credential, so it counts as a failed authentication. */
+export class WebhookTokenError extends NotFoundError {
+  constructor() {
+    super('pipeline');
+  }
+}
+
 /** 422 `Validation Failed` with one entry per field at fault. */
 export class ValidationError extends DomainError {
   constructor(readonly errors: FieldError[], message = 'Validation Failed') {

@@ -40,13 +40,15 @@ function mayHoldNul(value: unknown): boolean {
 }
 
 export function rejectNulCharacters() {
-  return (req: Request, _res: Response, next: NextFunction) => {
+  return (req: Request, res: Response, next: NextFunction) => {
     if (/%00/i.test(req.path)) throw new NotFoundError('route');
     // JSON.stringify writes NUL as \u0000: one native pass clears the common case, and only
     // text that holds it is walked for the field's path.
     const inQuery = mayHoldNul(req.query) ? findNul(req.query, '') : null;
     if (inQuery !== null) throw new BadRequestError(`Invalid parameter ${inQuery}: ${NUL_CODE}`);
-    const inBody = mayHoldNul(req.body) ? findNul(req.body, '') : null;
+    // A body whose parser saw no `\u0000` in its text (an upload's) holds no NUL: not serialized again.
+    const nulFree = (res.locals.checkedBody as { nulFree?: boolean } | undefined)?.nulFree === true;
+    const inBody = !nulFree && mayHoldNul(req.body) ? findNul(req.body, '') : null;
     if (inBody !== null) throw ValidationError.field(inBody || 'body', NUL_CODE);
     next();
   };

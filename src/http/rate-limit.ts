@@ -20,7 +20,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Knex } from 'knex';
 import type { Principal } from '../access-token/service';
 import { isUnavailableError } from '../db/knex';
-import { RateLimitedError, UnauthorizedError } from './errors';
+import { RateLimitedError, SignatureError, UnauthorizedError, WebhookTokenError } from './errors';
 
 export interface RateLimitSettings {
   /** Requests per minute per organization (and per user outside organizations); 0: no limit. */
@@ -160,6 +160,7 @@ export class RateLimiter {
 
 const ORG_PATH = /^\/(?:analytics\/)?organizations\/([^/]+)/;
 
+/** The client's address: the socket's, or with TRUST_PROXY the one the trusted proxies forwarded (Express's `req.ip`). */
 function addressOf(req: Request): string {
   return req.ip ?? req.socket.remoteAddress ?? 'unknown';
 }
@@ -212,27 +213,40 @@ export function rateLimit(limiter: RateLimiter) {
   };
 }
 
-/** Before authentication: an address over its failed-authentication budget is refused at once. */
-export function refuseBlockedAddresses(limiter: RateLimiter) {
-  return (req: Request, _res: Response, next: NextFunction) => {
-    const left = limiter.settings.failedAuthPerAddress > 0 ? limiter.isBlocked(addressOf(req)) : undefined;
-    if (left !== undefined) throw authLimited(limiter, limiter.settings.failedAuthPerAddress + 1, left);
-    next();
-  };
+/** A credential that was refused: a 401 of any scheme, a webhook signature, a webhook token no pipeline has. */
+export function isFailedAuthentication(err: unknown): boolean {
+  return err instanceof UnauthorizedError || err instanceof SignatureError || err instanceof WebhookTokenError;
 }
 
 /**
- * An error handler ahead of the general one: each 401 counts against the client's address, and
- * the one over the budget becomes a 429 (and blocks the address until its window ends).
+ * An error handler ahead of the general one: each refused credential (see
+ * `isFailedAuthentication`) counts against the client's address, and the ones over the budget
+ * become 429s until the address's window ends.
+ *
+ * Only failures are refused. Every credential is checked first, and a valid one passes whatever
+ * its address did: refusing the address before the check let 60 bad tokens a minute lock every
+ * user and agent behind the same proxy or NAT out of the API. The budget bounds the work and the
+ * noise of bad credentials; what makes guessing hopeless is the credentials themselves (signed
+ * JWTs, 24-byte random suite, agent and webhook tokens). Once an address is over its budget its
+ * failures are answered from memory, without another write to the shared counter.
  */
 export function countFailedAuthentication(limiter: RateLimiter) {
   const limit = limiter.settings.failedAuthPerAddress;
   return async (err: unknown, req: Request, _res: Response, next: NextFunction) => {
-    if (limit === 0 || !(err instanceof UnauthorizedError)) return next(err);
+    if (limit === 0 || !isFailedAuthentication(err)) return next(err);
     const address = addressOf(req);
-    const { count, resetSeconds } = await limiter.hit(`auth:${address}`, limit);
-    if (count <= limit) return next(err);
-    limiter.block(address, resetSeconds);
-    next(authLimited(limiter, count, resetSeconds));
+    const left = limiter.isBlocked(address);
+    if (left !== undefined) return next(authLimited(limiter, limit + 1, left));
+    let hit: Hit;
+    try {
+      hit = await limiter.hit(`auth:${address}`, limit);
+    } catch (countErr) {
+      // The counters are unreachable: the refusal stands, uncounted.
+      if (isUnavailableError(countErr)) return next(err);
+      throw countErr;
+    }
+    if (hit.count <= limit) return next(err);
+    limiter.block(address, hit.resetSeconds);
+    next(authLimited(limiter, hit.count, hit.resetSeconds));
   };
 }

@@ -10,6 +10,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { toBool } from '../db/values';
 import { runFromRow, type Run } from '../suites/results';
+import { yieldToEventLoop } from './event-loop';
 import type { AcceptedResult, ResultValue } from './results';
 
 export interface RunEnvFields {
@@ -42,11 +43,34 @@ interface TestAggregate {
 /** Rows per multi-row statement: well under SQLite's and Postgres's bound-parameter limits. */
 const CHUNK = 500;
 
+/** Bytes of failure text and history per executions statement: a 50 MB upload is not written in 10 statements of 5 MB. */
+const CHUNK_BYTES = 1024 * 1024;
+
 function chunks<T>(items: T[], size = CHUNK): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
 }
+
+/** At most CHUNK rows and, past the first row, CHUNK_BYTES of `weight` per chunk. */
+function chunksByBytes<T>(items: T[], weight: (item: T) => number): T[][] {
+  const out: T[][] = [];
+  let part: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const w = weight(item);
+    if (part.length && (part.length >= CHUNK || bytes + w > CHUNK_BYTES)) {
+      out.push(part);
+      part = [];
+      bytes = 0;
+    }
+    part.push(item);
+    bytes += w;
+  }
+  if (part.length) out.push(part);
+  return out;
+}
+
 
 /** A test is identified by suite, scope, name and location. */
 export function identityHash(scope: string | null, name: string, location: string | null): string {
@@ -132,6 +156,7 @@ export class UploadRepository {
       // Rows are locked in one order (by identity, then by test id below), so concurrent uploads
       // touching the same tests wait for each other instead of deadlocking on Postgres.
       for (const part of chunks([...tests.values()].sort((a, b) => (a.identityHash < b.identityHash ? -1 : 1)))) {
+        await yieldToEventLoop();
         const rows = await trx('tests')
           .insert(
             part.map((t) => ({
@@ -172,20 +197,30 @@ export class UploadRepository {
         for (const r of rows) testIds.set(r.identity_hash as string, r.id as string);
       }
 
-      const executions = results.map((r, i) => ({
-        id: crypto.randomUUID(),
-        run_id: run.id,
-        test_id: testIds.get(identityHash(r.scope, r.name, r.location))!,
-        client_id: r.clientId,
-        result: r.result,
-        failure_reason: r.failureReason,
-        failure_expanded: r.failureExpanded ? JSON.stringify(r.failureExpanded) : null,
-        duration: r.duration,
-        history: r.history ? JSON.stringify(r.history) : null,
-        position: firstPosition + i,
-        created_at: now,
-      }));
-      for (const part of chunks(executions)) await trx('test_executions').insert(part);
+      const indexed = results.map((r, i) => ({ r, i }));
+      const weight = ({ r }: { r: AcceptedResult }) => {
+        let n = 200 + (r.failureReason?.length ?? 0);
+        for (const f of r.failureExpanded ?? []) for (const line of [...(f.expanded ?? []), ...(f.backtrace ?? [])]) n += line.length;
+        return n;
+      };
+      for (const part of chunksByBytes(indexed, weight)) {
+        await yieldToEventLoop();
+        // Serialized a chunk at a time, so no one step holds the event loop for the whole upload.
+        const rows = part.map(({ r, i }) => ({
+          id: crypto.randomUUID(),
+          run_id: run.id,
+          test_id: testIds.get(identityHash(r.scope, r.name, r.location))!,
+          client_id: r.clientId,
+          result: r.result,
+          failure_reason: r.failureReason,
+          failure_expanded: r.failureExpanded ? JSON.stringify(r.failureExpanded) : null,
+          duration: r.duration,
+          history: r.history ? JSON.stringify(r.history) : null,
+          position: firstPosition + i,
+          created_at: now,
+        }));
+        await trx('test_executions').insert(rows);
+      }
 
       if (run.commitSha) await this.detectFlaky(trx, suiteId, run, tests, testIds, now);
       return run;
@@ -200,6 +235,7 @@ export class UploadRepository {
       .sort((a, b) => (a.test_id < b.test_id ? -1 : 1));
     const flakyTestIds: string[] = [];
     for (const part of chunks(outcomes)) {
+      await yieldToEventLoop();
       const rows = await trx('test_commit_results')
         .insert(part)
         .onConflict(['test_id', 'commit_sha'])

@@ -78,8 +78,9 @@ function history(v: unknown): { history: Record<string, unknown> | null; duratio
 /**
  * Splits the results into the accepted ones and one error per rejected one. `scopeField`:
  * a scope is required and a missing one is reported under that name (JUnit's `classname`).
+ * `offset`: the position of `data[0]` in the upload, when it is checked in batches.
  */
-export function checkResults(data: unknown[], scopeField?: string): { accepted: AcceptedResult[]; errors: UploadResultError[] } {
+export function checkResults(data: unknown[], scopeField?: string, offset = 0): { accepted: AcceptedResult[]; errors: UploadResultError[] } {
   const accepted: AcceptedResult[] = [];
   const errors: UploadResultError[] = [];
   data.forEach((item, index) => {
@@ -108,7 +109,7 @@ export function checkResults(data: unknown[], scopeField?: string): { accepted: 
       });
     } catch (err) {
       if (!(err instanceof Reject)) throw err;
-      errors.push({ index, id: clientId, field: err.field, code: err.code });
+      errors.push({ index: offset + index, id: clientId, field: err.field, code: err.code });
     }
   });
   return { accepted, errors };

@@ -1,14 +1,46 @@
 /**
  * `POST /v1/uploads`. Authentication (the suite token) and the JSON parser with the upload's
  * own body limit are mounted by app.ts ahead of the general ones, so an unauthenticated upload
- * is refused before its body is read; multipart bodies are parsed by the validator's multer.
+ * is refused before its body is read; multipart bodies by src/uploads/multipart.ts.
  */
 import express, { NextFunction, Request, Response } from 'express';
 import type { components } from '../../generated/api';
-import { ValidationError } from '../http/errors';
+import { BadRequestError, ValidationError } from '../http/errors';
+import { parseUploadJson } from './json';
+import { uploadedFile } from './multipart';
 import type { Uploader, UploadService } from './service';
 
 export const UPLOADS_PATH = '/v1/uploads';
+
+/** What the upload's own parser already checked, so the general body checks need not walk it again. */
+export interface CheckedBody {
+  /** Its depth is within MAX_JSON_DEPTH. */
+  depth: true;
+  /** No string or key can hold NUL (the text has no `\u0000` escape). */
+  nulFree: boolean;
+}
+
+/**
+ * The JSON body of an upload: read as bytes, then parsed off the event loop when large
+ * (src/uploads/json.ts). Errors as body-parser's: 400 `Problems parsing JSON: ...`.
+ */
+export function uploadJsonBody(limit: number, type: string[]) {
+  const read = express.raw({ limit, type });
+  const parse = async (req: Request, res: Response, next: NextFunction) => {
+    if (!Buffer.isBuffer(req.body)) return next();
+    if (req.body.length === 0) {
+      req.body = {};
+      return next();
+    }
+    const parsed = await parseUploadJson(req.body);
+    if (!parsed.ok) throw new BadRequestError(`Problems parsing JSON: ${parsed.reason}`);
+    if (!parsed.value || typeof parsed.value !== 'object') throw new BadRequestError('Problems parsing JSON: the body must be a JSON object');
+    req.body = parsed.value;
+    res.locals.checkedBody = { depth: true, nulFree: !parsed.mayHoldNul } satisfies CheckedBody;
+    next();
+  };
+  return [read, parse];
+}
 
 /** Resolves the suite token before the body is read. */
 export function uploadAuth(service: UploadService) {
@@ -24,14 +56,14 @@ export function uploadRoutes(service: UploadService) {
     const who = res.locals.uploader as Uploader;
     if (req.is('multipart/form-data')) {
       const fields = req.body as components['schemas']['UploadMultipartRequest'];
-      const file = (req.files as Express.Multer.File[] | undefined)?.find((f) => f.fieldname === 'data');
       // `data` may also come as a plain form field (curl -F 'data=<file').
-      const data = file?.buffer ?? (typeof fields.data === 'string' && fields.data !== '' ? Buffer.from(fields.data) : undefined);
+      const data = uploadedFile(req) ?? (typeof fields.data === 'string' && fields.data !== '' ? Buffer.from(fields.data) : undefined);
       if (!data) throw ValidationError.field('data', "can't be blank: send the results as the data file");
       res.status(202).json(await service.uploadFile(who, fields, data));
       return;
     }
-    res.status(202).json(await service.uploadJson(who, req.body as components['schemas']['UploadRequest']));
+    const nulFree = (res.locals.checkedBody as CheckedBody | undefined)?.nulFree ?? false;
+    res.status(202).json(await service.uploadJson(who, req.body as components['schemas']['UploadRequest'], nulFree));
   });
   return router;
 }

@@ -5,15 +5,16 @@
  */
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
-import { deeperThan, MAX_JSON_DEPTH } from '../http/body';
 import { SuiteTokenError, ValidationError } from '../http/errors';
 import { findNul, NUL_CODE } from '../http/nul';
 import { sha256Hex } from '../security/keys';
 import type { Suite, SuiteRepository } from '../suites/repository';
 import { suiteUrls } from '../suites/serialize';
+import { parseUploadJson } from './json';
 import { parseJUnit } from './junit';
 import type { RunEnvFields, UploadRepository } from './repository';
-import { checkResults, MAX_RESULTS } from './results';
+import { RESULT_BATCH, yieldToEventLoop } from './event-loop';
+import { checkResults, MAX_RESULTS, type AcceptedResult, type UploadResultError } from './results';
 
 type RunEnv = components['schemas']['RunEnv'];
 type Accepted = components['schemas']['UploadAccepted'];
@@ -23,8 +24,10 @@ export interface Uploader {
   orgSlug: string;
 }
 
-// `Token token="..."`, as the collectors send it; the quotes and the `token=` are optional.
-const TOKEN = /^Token\s+(?:token=)?"?([A-Za-z0-9_-]{1,200})"?$/i;
+// Exactly `Token token="..."`: what buildkite-test-collector sends and what the Test Engine docs
+// show (importing_json.md). The bare, unquoted, half-quoted and lowercase forms once taken here
+// are no client's, and a lenient parse of a credential only widens what is accepted.
+const TOKEN = /^Token token="([A-Za-z0-9_-]{1,200})"$/;
 
 export class UploadService {
   constructor(
@@ -42,31 +45,40 @@ export class UploadService {
   }
 
   /** A JSON body: already shaped by the spec. */
-  async uploadJson(who: Uploader, body: components['schemas']['UploadRequest']): Promise<Accepted> {
-    return this.ingest(who, body.run_env, body.tags ?? {}, body.data);
+  async uploadJson(who: Uploader, body: components['schemas']['UploadRequest'], nulFree = false): Promise<Accepted> {
+    return this.ingest(who, body.run_env, body.tags ?? {}, body.data, undefined, nulFree);
   }
 
   /** A multipart body: `data` is a JSON array of results or a JUnit document. */
   async uploadFile(who: Uploader, fields: components['schemas']['UploadMultipartRequest'], data: Buffer): Promise<Accepted> {
     if (fields.format === 'junit') return this.ingest(who, fields.run_env, fields.tags ?? {}, parseJUnit(data), 'classname');
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(data.toString('utf8'));
-    } catch (err) {
-      throw ValidationError.field('data', `is not valid JSON: ${(err as Error).message}`);
-    }
-    // The body checks of app.ts never see this file: the same rules, here.
-    if (deeperThan(parsed, MAX_JSON_DEPTH)) throw ValidationError.field('data', `is nested deeper than ${MAX_JSON_DEPTH} levels`);
+    // Off the event loop when large, and checked for depth (the body checks of app.ts never see this file).
+    const result = await parseUploadJson(data);
+    if (!result.ok) throw ValidationError.field('data', result.reason.startsWith('nested deeper') ? `is ${result.reason}` : `is not valid JSON: ${result.reason}`);
+    const parsed = result.value;
     if (!Array.isArray(parsed)) throw ValidationError.field('data', 'must be a JSON array of test results');
     if (parsed.length > MAX_RESULTS) throw ValidationError.field('data', `has more than ${MAX_RESULTS} results: split them into several uploads`);
-    return this.ingest(who, fields.run_env, fields.tags ?? {}, parsed);
+    return this.ingest(who, fields.run_env, fields.tags ?? {}, parsed, undefined, !result.mayHoldNul);
   }
 
-  private async ingest(who: Uploader, env: RunEnv, tags: Record<string, string>, data: unknown[], scopeField?: string): Promise<Accepted> {
-    // A file (JSON, or JUnit with `&#0;`) can carry NUL, which Postgres cannot store.
-    const nul = findNul(data, 'data');
-    if (nul !== null) throw ValidationError.field(nul, NUL_CODE);
-    const { accepted, errors } = checkResults(data, scopeField);
+  private async ingest(who: Uploader, env: RunEnv, tags: Record<string, string>, data: unknown[], scopeField?: string, nulFree = false): Promise<Accepted> {
+    // A file (JSON, or JUnit with `&#0;`) can carry NUL, which Postgres cannot store. Both
+    // passes go in batches, with a turn of the event loop between them.
+    for (let start = 0; !nulFree && start < data.length; start += RESULT_BATCH) {
+      if (start) await yieldToEventLoop();
+      for (let i = start; i < Math.min(data.length, start + RESULT_BATCH); i++) {
+        const nul = findNul(data[i], `data[${i}]`);
+        if (nul !== null) throw ValidationError.field(nul, NUL_CODE);
+      }
+    }
+    const accepted: AcceptedResult[] = [];
+    const errors: UploadResultError[] = [];
+    for (let start = 0; start < data.length; start += RESULT_BATCH) {
+      await yieldToEventLoop();
+      const checked = checkResults(data.slice(start, start + RESULT_BATCH), scopeField, start);
+      accepted.push(...checked.accepted);
+      errors.push(...checked.errors);
+    }
     const run = await this.uploads.ingest(who.suite.id, runEnvFields(env), tags, accepted, new Date());
     return {
       id: crypto.randomUUID(),

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { Writable } from 'node:stream';
 import request from 'supertest';
 import { createApp } from '../../src/app';
@@ -39,6 +40,19 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
         pull_request: {},
       });
       expect(build.jobs).toHaveLength(1);
+    });
+
+    it('refuses a delivery signed only with a SHA-1 X-Hub-Signature, right or wrong, and builds nothing', async () => {
+      const t = await givenTarget(ctx());
+      const body = JSON.stringify(branchPush());
+      const sha1 = (secret: string) => `sha1=${crypto.createHmac('sha1', secret).update(body).digest('hex')}`;
+      for (const signature of ['sha1=0123456789abcdef0123456789abcdef01234567', sha1(t.secret)]) {
+        const res = await ctx().http().post(t.path).set('Content-Type', 'application/json').set('X-GitHub-Event', 'push').set('X-Hub-Signature', signature).send(body).expect(401);
+        expect(res.body.message).toMatch(/^X-Hub-Signature \(SHA-1\) is not accepted/);
+      }
+      expect(await buildsOf(ctx(), t)).toEqual([]);
+      // Beside a right X-Hub-Signature-256, as GitHub sends them, the SHA-1 one is not in the way.
+      await ctx().http().post(t.path).set('Content-Type', 'application/json').set('X-GitHub-Event', 'push').set('X-Hub-Signature', sha1(t.secret)).set('X-Hub-Signature-256', signatureOf(t.secret, body)).send(body).expect(201);
     });
 
     it('accepts an unsigned delivery (the URL token is the credential) and refuses a bad or SHA-1 signature with 401', async () => {

@@ -10,6 +10,9 @@ import path from 'node:path';
 import { FLUSH_MS } from '../../src/http/rate-limit';
 import sample from '../fixtures/samples/rate_limits__01_exceeding-the-rate-limit.json';
 import { auth, createTestContext, databases, describeEachDatabase, type TestContext } from '../support/context';
+import { agentAuth, givenAgent, givenRegistrationToken } from '../agents/helpers';
+import { deliverGitHub, givenTarget } from '../deliveries/helpers';
+import { givenSuite, result, suiteAuth, upload } from '../uploads/helpers';
 
 const LIMIT = 5;
 const AUTH_LIMIT = 3;
@@ -78,8 +81,12 @@ describeEachDatabase(
       expectHeaders(await ctx().http().get(pipelines).set(auth(token)).expect(200), 'rest', 4);
     });
 
-    it('counts failed authentications per address: over the budget 429, even for a valid token, until the window ends', async () => {
+    it('after a burst of bad tokens refuses only failures: a valid admin token, a suite upload, an agent ping and a delivery keep working until the window ends', async () => {
       const { org, token } = await ctx().givenAdmin();
+      const suite = await givenSuite(ctx());
+      const agent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'burst');
+      const target = await givenTarget(ctx());
+      nextWindow();
       for (let i = 0; i < AUTH_LIMIT; i++) {
         await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).expect(401);
       }
@@ -92,19 +99,38 @@ describeEachDatabase(
         current: AUTH_LIMIT + 1,
         reset: 50,
       });
-      await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).expect(429);
+
+      // Every valid credential from the same address still works...
+      await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).expect(200);
+      await ctx().http().post('/v1/uploads').set(suiteAuth(suite.apiToken)).send(upload({ key: 'after-burst' }, [result('a', 'passed')])).expect(202);
+      await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200);
+      await deliverGitHub(ctx(), target, 'ping', { zen: 'Keep it logically awesome.' }).expect(200);
+      // ...and every bad one of any kind is a 429 (X-Forwarded-For is not trusted by default).
+      await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).set('X-Forwarded-For', '198.51.100.9').expect(429);
       await ctx().http().post('/v1/uploads').set('Authorization', 'Token token="nope"').send({}).expect(429);
+      await ctx().http().get('/v3/ping').set(agentAuth('n'.repeat(43))).expect(429);
+      await ctx().http().post('/deliver/nope-nope-nope').set('X-GitHub-Event', 'ping').send({}).expect(429);
+      await deliverGitHub(ctx(), target, 'ping', {}, { signature: `sha256=${'0'.repeat(64)}` }).expect(429);
       // The meta routes are not behind authentication.
       await ctx().http().get('/readyz').expect(200);
 
       nextWindow();
-      await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).expect(200);
-      // Bad suite tokens of the upload API count too.
-      for (let i = 0; i < AUTH_LIMIT; i++) {
-        await ctx().http().post('/v1/uploads').set('Authorization', 'Token token="nope"').send({}).expect(401);
-      }
-      await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).expect(429);
+      await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).expect(401);
+    });
+
+    it('counts bad suite, agent, registration and webhook tokens and signatures against the address too', async () => {
+      const target = await givenTarget(ctx());
       nextWindow();
+      await ctx().http().post('/v1/uploads').set('Authorization', 'Token token="nope"').send({}).expect(401);
+      await ctx().http().get('/v3/ping').set(agentAuth('n'.repeat(43))).expect(401);
+      await ctx().http().post('/v3/register').set(agentAuth('n'.repeat(43))).send({ name: 'x' }).expect(401);
+      expect(AUTH_LIMIT).toBe(3);
+      await ctx().http().post('/deliver/nope-nope-nope').set('X-GitHub-Event', 'ping').send({}).expect(429);
+      nextWindow();
+      await deliverGitHub(ctx(), target, 'ping', {}, { signature: `sha256=${'0'.repeat(64)}` }).expect(401);
+      await ctx().http().post('/deliver/nope-nope-nope').set('X-GitHub-Event', 'ping').send({}).expect(404);
+      await ctx().http().post('/deliver/nope-nope-nope').set('X-GitHub-Event', 'ping').send({}).expect(404);
+      await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).expect(429);
     });
 
     it('drops the counters of past windows', async () => {
@@ -119,6 +145,44 @@ describeEachDatabase(
     });
   },
   opts,
+);
+
+/** Failures from `from` (X-Forwarded-For) until the budget is spent, then: the next is a 429. */
+async function spendBudget(ctx: TestContext, from: string) {
+  for (let i = 0; i < AUTH_LIMIT; i++) await ctx.http().get('/v2/user').set(auth(BAD_TOKEN)).set('X-Forwarded-For', from).expect(401);
+  await ctx.http().get('/v2/user').set(auth(BAD_TOKEN)).set('X-Forwarded-For', from).expect(429);
+}
+
+describeEachDatabase(
+  'failed-authentication budget behind one trusted proxy (TRUST_PROXY=1)',
+  (ctx) => {
+    beforeEach(nextWindow);
+
+    it('counts per client address as the proxy forwards it', async () => {
+      await spendBudget(ctx(), '203.0.113.7');
+      // Another client behind the same proxy has its own budget.
+      await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).set('X-Forwarded-For', '198.51.100.9').expect(401);
+      // One hop: the address the proxy appended, not what the client wrote before it.
+      await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).set('X-Forwarded-For', '198.51.100.9, 203.0.113.7').expect(429);
+    });
+  },
+  { ...opts, trustProxy: 1 },
+);
+
+describeEachDatabase(
+  'failed-authentication budget behind trusted subnets (TRUST_PROXY=127.0.0.0/8,::1,10.0.0.0/8)',
+  (ctx) => {
+    beforeEach(nextWindow);
+
+    it('takes the first address from the right that is not a trusted proxy', async () => {
+      await spendBudget(ctx(), '203.0.113.7, 10.1.2.3');
+      await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).set('X-Forwarded-For', '203.0.113.7').expect(429);
+      await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).set('X-Forwarded-For', '198.51.100.9, 10.1.2.3').expect(401);
+      // 192.0.2.1 is no trusted proxy: it is the client, whatever it claims came before it.
+      await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).set('X-Forwarded-For', '203.0.113.7, 192.0.2.1').expect(401);
+    });
+  },
+  { ...opts, trustProxy: ['127.0.0.0/8', '::1', '10.0.0.0/8'] },
 );
 
 describe.each(databases)('rate limits across two app instances on one database [%s]', (kind) => {

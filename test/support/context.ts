@@ -12,6 +12,7 @@ import { createApp } from '../../src/app';
 import { SCOPES } from '../../src/access-token/service';
 import { migrateLatest, type DatabaseKind } from '../../src/db/knex';
 import { createLogger, type Logger } from '../../src/http/logger';
+import type { TrustProxy } from '../../src/config';
 import type { RateLimitSettings } from '../../src/http/rate-limit';
 import type { SweepSettings } from '../../src/jobs/sweeper';
 import type { Organization, Role } from '../../src/organizations/repository';
@@ -50,6 +51,8 @@ export interface ContextOptions {
   logger?: Logger;
   /** Default: budgets too large to reach, so every response still carries the headers. */
   rateLimits?: RateLimitSettings;
+  /** Express's `trust proxy` (TRUST_PROXY). */
+  trustProxy?: TrustProxy;
   /** The rate limiter's clock. */
   now?: () => number;
   /** The sweeper's clock (tests move it forward instead of waiting). */
@@ -93,6 +96,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     bodyLimitBytes: 1024 * 1024,
     uploadBodyLimitBytes: opts.uploadBodyLimitBytes ?? 64 * 1024 * 1024,
     validateResponses: true,
+    trustProxy: opts.trustProxy,
   });
 
   let n = 0;

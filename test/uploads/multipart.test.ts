@@ -122,3 +122,52 @@ describeEachDatabase('uploads (multipart)', (ctx) => {
     expect(tooMany.body.errors[0].code).toMatch(/more than 5000 test cases/);
   });
 });
+
+/** A raw multipart body: supertest's own builder cannot send a broken one. */
+describeEachDatabase('uploads (malformed multipart)', (ctx) => {
+  const B = 'XB';
+  const part = (name: string, value: string, file?: string) =>
+    `--${B}\r\nContent-Disposition: form-data; name="${name}"${file ? `; filename="${file}"\r\nContent-Type: application/json` : ''}\r\n\r\n${value}\r\n`;
+  const valid = part('format', 'json') + part('run_env[key]', 'r1') + part('data', '[]', 'a.json') + `--${B}--\r\n`;
+  const send = (apiToken: string, body: string, contentType = `multipart/form-data; boundary=${B}`) =>
+    ctx().http().post('/v1/uploads').set(suiteAuth(apiToken)).set('Content-Type', contentType).send(body);
+
+  it('answers each malformed body with a 400 that says what is wrong, never a 500', async () => {
+    const s = await givenSuite(ctx());
+    // The valid body is taken, so each of the others fails by its own fault.
+    await send(s.apiToken, valid).expect(202);
+    const malformed: [string, string, string?][] = [
+      ['a truncated part', valid.slice(0, valid.indexOf('[]'))],
+      ['truncated part headers', `--${B}\r\nContent-Disposition: form-da`],
+      ['a lone boundary', `--${B}`],
+      ['a wrong boundary', valid.replaceAll(`--${B}`, '--YB')],
+      ['an empty body', ''],
+      ['a malformed part header', `--${B}\r\nno colon here\r\n\r\nx\r\n--${B}--\r\n`],
+      ['a 200,000-character field name', part('n'.repeat(200_000), 'x') + `--${B}--\r\n`],
+      ['no boundary', valid, 'multipart/form-data'],
+    ];
+    for (const [what, body, type] of malformed) {
+      const res = await send(s.apiToken, body, type);
+      expect({ what, status: res.status }).toEqual({ what, status: 400 });
+      expect(res.body.message).toMatch(/^Malformed multipart body: /);
+    }
+    expect(await ctx().services.db('test_runs').where({ suite_id: s.suite.id }).count({ n: '*' }).then(([r]) => Number(r!.n))).toBe(1);
+  });
+
+  it('answers two data files with a 422 naming the field, and a file in another field likewise', async () => {
+    const s = await givenSuite(ctx());
+    const two = part('format', 'json') + part('run_env[key]', 'r1') + part('data', '[]', 'a.json') + part('data', '[]', 'b.json') + `--${B}--\r\n`;
+    const res = await send(s.apiToken, two).expect(422);
+    expect(res.body).toEqual({ message: 'Validation Failed', errors: [{ field: 'data', code: 'only one file may be uploaded: send all results in one data file' }] });
+    const other = part('format', 'json') + part('run_env[key]', 'r1') + part('tags[x]', '1', 'x.txt') + part('data', '[]', 'a.json') + `--${B}--\r\n`;
+    const wrongField = await send(s.apiToken, other).expect(422);
+    expect(wrongField.body.errors).toEqual([{ field: 'tags[x]', code: 'is a file: only data may be a file, send the other fields as text' }]);
+  });
+
+  it('refuses a field over 64 KiB with a 422 naming it', async () => {
+    const s = await givenSuite(ctx());
+    const long = part('format', 'json') + part('run_env[key]', 'k'.repeat(64 * 1024 + 1)) + part('data', '[]', 'a.json') + `--${B}--\r\n`;
+    const res = await send(s.apiToken, long).expect(422);
+    expect(res.body.errors).toEqual([{ field: 'run_env[key]', code: 'is too long (maximum is 65536 bytes)' }]);
+  });
+});

@@ -22,6 +22,18 @@ describeEachDatabase('uploads (JSON)', (ctx) => {
     }
   });
 
+  it('takes the suite token only as `Token token="<token>"`, as the collectors send it and the docs show', async () => {
+    const s = await givenSuite(ctx());
+    const body = upload({ key: 'forms' }, [result('a', 'passed')]);
+    const refused = [`Token ${s.apiToken}`, `Token token="${s.apiToken}`, `Token token=${s.apiToken}`, `token token="${s.apiToken}"`, `Token Token="${s.apiToken}"`, `Bearer ${s.apiToken}`, `Token token="${s.apiToken}", x`];
+    for (const header of refused) {
+      const res = await ctx().http().post('/v1/uploads').set('Authorization', header).send(body);
+      expect({ header, status: res.status }).toEqual({ header, status: 401 });
+      expect(res.body.message).toMatch(/Token token="<token>"/);
+    }
+    await ctx().http().post('/v1/uploads').set('Authorization', `Token token="${s.apiToken}"`).send(body).expect(202);
+  });
+
   it('stores the run, the tests and the executions and answers 202 with the run URL', async () => {
     const s = await givenSuite(ctx());
     const res = await post(
