@@ -41,45 +41,72 @@ export function advance(build: Pick<Build, 'state' | 'blocked' | 'startedAt' | '
     return { jobs: [], build: { state: 'canceled', blocked: false, startedAt: build.startedAt, failingAt: build.failingAt, finishedAt: now } };
   }
   if (SETTLED_BUILD_STATES.includes(build.state)) return { jobs: [], build: null };
-  const moves: JobMove[] = [];
   const states = new Map(jobs.map((j) => [j.id, j.state]));
+  // One move per job, from its stored state: a job reopened and then moved on in the same pass
+  // (waiting_failed -> waiting -> scheduled) is one guarded UPDATE.
+  const byId = new Map<string, JobMove>();
   const move = (j: Job, to: string, fields: Record<string, unknown> = {}) => {
-    moves.push({ id: j.id, from: j.state, to, fields });
+    const m = byId.get(j.id);
+    if (m) Object.assign(m, { to, fields: { ...m.fields, ...fields } });
+    else byId.set(j.id, { id: j.id, from: j.state, to, fields });
     states.set(j.id, to);
+  };
+  /**
+   * A wait or a block step that failed because of a job before it, and the jobs it held back,
+   * open again when that failure is gone (the failed job was retried): the build goes on, as it
+   * does on the real service, instead of passing with its later steps never run.
+   */
+  const reopen = (j: Job) => {
+    const s = states.get(j.id);
+    if (s === 'waiting_failed' || s === 'blocked_failed') move(j, 'waiting', { finished_at: null });
   };
   // 'open': jobs may run; 'closed': behind something unfinished or a block step; 'failed': behind a wait that failed.
   let gate: 'open' | 'closed' | 'failed' = 'open';
   let allBeforeDone = true;
   let failedBefore = false;
   for (const j of [...jobs].sort((a, b) => a.position - b.position)) {
+    const state = () => states.get(j.id)!;
     if (j.type === 'waiter') {
       if (gate === 'open') {
-        if (!allBeforeDone) gate = 'closed';
-        else if (failedBefore && !(j.step.type === 'waiter' && j.step.continue_on_failure)) {
-          if (j.state === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+        if (!allBeforeDone) {
+          reopen(j);
+          gate = 'closed';
+        } else if (failedBefore && !(j.step.type === 'waiter' && j.step.continue_on_failure)) {
+          if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
           gate = 'failed';
-        } else if (j.state === 'waiting') move(j, 'passed', { finished_at: now });
-      } else if (gate === 'failed' && j.state === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+        } else {
+          reopen(j);
+          if (state() === 'waiting') move(j, 'passed', { finished_at: now });
+        }
+      } else if (gate === 'failed') {
+        if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+      } else reopen(j);
       continue;
     }
     if (j.type === 'manual') {
       if (gate === 'failed' || (gate === 'open' && allBeforeDone && failedBefore)) {
-        if (j.state === 'waiting' || j.state === 'blocked') move(j, 'blocked_failed', { finished_at: now });
+        if (state() === 'waiting' || state() === 'blocked') move(j, 'blocked_failed', { finished_at: now });
         gate = 'failed';
-      } else if (gate === 'open') {
-        if (!allBeforeDone) gate = 'closed';
-        else if (j.state === 'waiting') {
-          move(j, 'blocked');
-          gate = 'closed';
-        } else if (j.state === 'blocked') gate = 'closed';
+      } else {
+        reopen(j);
+        if (gate === 'open') {
+          if (!allBeforeDone) gate = 'closed';
+          else if (state() === 'waiting') {
+            move(j, 'blocked');
+            gate = 'closed';
+          } else if (state() === 'blocked') gate = 'closed';
+        }
       }
       continue;
     }
-    if (gate === 'failed' && j.state === 'waiting') move(j, 'waiting_failed', { finished_at: now });
-    else if (gate === 'open' && j.state === 'waiting') move(j, 'scheduled', { scheduled_at: now, runnable_at: now });
-    const state = states.get(j.id)!;
-    if (!TERMINAL_JOB_STATES.includes(state)) allBeforeDone = false;
-    if (failsBuild({ state, softFailed: j.softFailed })) failedBefore = true;
+    if (gate === 'failed') {
+      if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+    } else {
+      reopen(j);
+      if (gate === 'open' && state() === 'waiting') move(j, 'scheduled', { scheduled_at: now, runnable_at: now });
+    }
+    if (!TERMINAL_JOB_STATES.includes(state())) allBeforeDone = false;
+    if (failsBuild({ state: state(), softFailed: j.softFailed })) failedBefore = true;
   }
 
   const current = jobs.map((j) => ({ ...j, state: states.get(j.id)! }));
@@ -106,5 +133,5 @@ export function advance(build: Pick<Build, 'state' | 'blocked' | 'startedAt' | '
     next.startedAt?.getTime() === build.startedAt?.getTime() &&
     next.failingAt?.getTime() === build.failingAt?.getTime() &&
     next.finishedAt?.getTime() === build.finishedAt?.getTime();
-  return { jobs: moves, build: same ? null : next };
+  return { jobs: [...byId.values()].filter((m) => m.to !== m.from), build: same ? null : next };
 }

@@ -16,6 +16,7 @@ interface JobJson {
   unblocked_by?: { id: string } | null;
   unblocked_at?: string | null;
   unblockable?: boolean;
+  retried?: boolean;
 }
 
 /** The agent takes the next job it is offered and runs it to this exit status; answers its command. */
@@ -111,6 +112,30 @@ describeEachDatabase('the job and build state machines', (ctx) => {
     expect(b.finished_at).toMatch(ISO);
     expect(states(b)).toEqual(['failed', 'passed', 'waiting_failed', 'waiting_failed', 'blocked_failed']);
     expect((await ctx().http().get('/v3/ping').set(agentAuth(s.agent.token))).body.job).toBeNull();
+  });
+
+  it('goes on past the failed wait and block step when the failed job is retried and passes', async () => {
+    const s = await setup(['steps:', '  - command: x', '  - wait', '  - command: z', '  - block: Later', '  - command: after'].join('\n'));
+    expect(await runNext(ctx(), s.agent, 1)).toBe('x');
+    let b = await s.read();
+    expect(b.state).toBe('failed');
+    expect(states(b)).toEqual(['failed', 'waiting_failed', 'waiting_failed', 'blocked_failed', 'waiting_failed']);
+
+    // The retry takes the failed job's place: what it held back waits again, unfinished.
+    await ctx().http().put(`${s.url}/jobs/${b.jobs[0]!.id}/retry`).set(auth(s.token)).expect(200);
+    b = await s.read();
+    expect(b.finished_at).toBeNull();
+    expect(b.jobs.filter((j) => !j.retried).map((j) => j.state)).toEqual(['scheduled', 'waiting', 'waiting', 'waiting', 'waiting']);
+    expect(b.jobs.filter((j) => j.state === 'waiting').every((j) => j.finished_at === null)).toBe(true);
+
+    expect(await runNext(ctx(), s.agent, 0)).toBe('x');
+    b = await s.read();
+    expect(b.state).toBe('running');
+    expect(b.jobs.filter((j) => !j.retried).map((j) => j.state)).toEqual(['passed', 'passed', 'scheduled', 'waiting', 'waiting']);
+    expect(await runNext(ctx(), s.agent, 0)).toBe('z');
+    b = await s.read();
+    expect(b).toMatchObject({ state: 'passed', blocked: true });
+    expect(b.jobs.filter((j) => !j.retried).map((j) => j.state)).toEqual(['passed', 'passed', 'passed', 'blocked', 'waiting']);
   });
 
   it('runs the jobs behind a continue_on_failure wait, and the build still fails', async () => {
