@@ -6,19 +6,10 @@
  * `combinations` and `interpolate` expand it into one job per combination when a build is
  * planned (src/builds/jobs.ts). No HTTP, no database.
  */
-import {
-  define,
-  mapping,
-  pick,
-  quote,
-  softFail,
-  text,
-  type Ctx,
-  type Found,
-  type ScriptStep,
-  type V,
-  type VMap,
-} from './configuration';
+import { define, mapping, quote, type Ctx } from './configuration/problems';
+import { pick, softFail, text, type Found } from './configuration/property-readers';
+import type { ScriptStep } from './configuration/step-types';
+import type { V, VMap } from './configuration/value-tree';
 
 /** The documented limits ("Matrix limits"): dimensions, elements per dimension, adjustments, jobs. */
 export const MATRIX_LIMITS = { dimensions: 6, elements: 20, adjustments: 12, jobs: 50 } as const;

@@ -4,7 +4,9 @@
  * form becomes one item per key). The agent reads them from the job's `BUILDKITE_PLUGINS`
  * (JSON), which src/builds/jobs.ts sets. No HTTP, no database.
  */
-import { define, mapping, text, type Ctx, type Found, type V } from './configuration';
+import { define, mapping, type Ctx } from './configuration/problems';
+import { text, type Found } from './configuration/property-readers';
+import type { V } from './configuration/value-tree';
 
 export type JsonValue = null | string | number | boolean | JsonValue[] | { [key: string]: JsonValue };
 export type Plugin = Record<string, JsonValue>;
