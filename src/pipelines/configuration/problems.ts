@@ -1,12 +1,13 @@
 import { ValidationError, type FieldError } from '../../http/errors';
 import { MAX_ERRORS } from './limits';
-import { TooLarge, type Line, type V } from './value-tree';
+import { TooLargeError, type SourceLine, type ConfigValue } from './value-tree';
 
-// ---------------------------------------------------------------------------------------------
-// Error reporting. The rules below say what is wrong with which property; a Ctx turns that
-// into a FieldError in the dialect of the input.
+/**
+ * Error reporting. The readers say what is wrong with which property; a ProblemReporter turns
+ * that into a FieldError in the dialect of the input, and the ProblemList collects them all.
+ */
 
-export class Problems {
+export class ProblemList {
   private readonly list: { error: FieldError; line: number }[] = [];
   /** Attributes accepted but not acted on, one line each (see step-attributes.ts). */
   readonly notices: string[] = [];
@@ -28,25 +29,25 @@ export class Problems {
 
 export type Dialect = 'yaml' | 'visual';
 
-export interface Ctx {
+export interface ProblemReporter {
   readonly dialect: Dialect;
   /** A property is at fault; `at` locates it in YAML (the step itself when omitted). */
-  fail(path: string, message: string, at?: V): void;
+  fail(path: string, message: string, at?: ConfigValue): void;
   /** The step as a whole is at fault. */
   failStep(message: string): void;
   /** A property is accepted but not acted on. */
   notice(path: string, message: string): void;
 }
 
-export class YamlCtx implements Ctx {
+export class YamlProblemReporter implements ProblemReporter {
   readonly dialect = 'yaml';
   constructor(
-    private readonly problems: Problems,
+    private readonly problems: ProblemList,
     /** "2", or "3.1" for the first step of the group at step 3; null for top-level keys. */
     private readonly label: string | null,
-    private readonly line: Line,
+    private readonly line: SourceLine,
   ) {}
-  fail(path: string, message: string, at?: V): void {
+  fail(path: string, message: string, at?: ConfigValue): void {
     const line = at?.line ?? this.line ?? 1;
     const where = this.label === null ? `line ${line}` : `step ${this.label} (line ${line})`;
     this.problems.add('configuration', `${where}: "${path}" ${message}`, line);
@@ -61,10 +62,10 @@ export class YamlCtx implements Ctx {
   }
 }
 
-export class VisualCtx implements Ctx {
+export class VisualProblemReporter implements ProblemReporter {
   readonly dialect = 'visual';
   constructor(
-    private readonly problems: Problems,
+    private readonly problems: ProblemList,
     private readonly index: number,
   ) {}
   fail(path: string, message: string): void {
@@ -80,7 +81,7 @@ export class VisualCtx implements Ctx {
 
 export const tooLong = (max: number) => `is too long (maximum is ${max} characters)`;
 export const tooMany = (max: number) => `must have at most ${max} items`;
-export const mapping = (c: Ctx) => (c.dialect === 'yaml' ? 'a mapping' : 'an object');
+export const mapping = (reporter: ProblemReporter) => (reporter.dialect === 'yaml' ? 'a mapping' : 'an object');
 
 /** Echoes a user-supplied name in an error without letting it flood or break the message. */
 export function quote(s: string): string {
@@ -96,6 +97,6 @@ export function define(target: Record<string, string>, key: string, value: strin
  * input the client controls, e.g. a stack overflow on something nested deeper than expected. */
 export function asValidationError(error: unknown, field: string, tooLarge: string): ValidationError {
   if (error instanceof ValidationError) return error;
-  if (error instanceof TooLarge) return ValidationError.field(field, tooLarge);
+  if (error instanceof TooLargeError) return ValidationError.field(field, tooLarge);
   return ValidationError.field(field, 'could not be read: it may be too large or nested too deeply');
 }

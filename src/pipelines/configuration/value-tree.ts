@@ -1,35 +1,36 @@
 import { MAX_DEPTH, MAX_VALUES } from './limits';
 
-// ---------------------------------------------------------------------------------------------
-// The neutral value tree. Maps are read lazily so that parts no rule looks at (plugin settings,
-// top-level anchor holders) cost nothing.
+/**
+ * The neutral value tree both inputs are read into, keeping YAML line numbers. Maps are read
+ * lazily so that parts no rule looks at (plugin settings, top-level anchor holders) cost nothing.
+ */
 
-export type Line = number | undefined;
-export type VMap = { t: 'map'; keys: string[]; get(key: string): V | undefined; line: Line };
-export type VList = { t: 'list'; items: V[]; line: Line };
-export type V =
-  | { t: 'null'; line: Line }
-  | { t: 'str'; v: string; line: Line }
+export type SourceLine = number | undefined;
+export type ConfigMap = { kind: 'map'; keys: string[]; get(key: string): ConfigValue | undefined; line: SourceLine };
+export type ConfigList = { kind: 'list'; items: ConfigValue[]; line: SourceLine };
+export type ConfigValue =
+  | { kind: 'null'; line: SourceLine }
+  | { kind: 'str'; value: string; line: SourceLine }
   // `text` is the number or boolean as written, so `commit: 0123456` keeps its leading zero.
-  | { t: 'num'; v: number; text: string; line: Line }
-  | { t: 'bool'; v: boolean; text: string; line: Line }
-  | VList
-  | VMap
-  | { t: 'other'; line: Line };
+  | { kind: 'num'; value: number; text: string; line: SourceLine }
+  | { kind: 'bool'; value: boolean; text: string; line: SourceLine }
+  | ConfigList
+  | ConfigMap
+  | { kind: 'other'; line: SourceLine };
 
-export class TooLarge extends Error {}
+export class TooLargeError extends Error {}
 
-export class Budget {
+export class ValueBudget {
   private left = MAX_VALUES;
   spend(): void {
-    if (--this.left < 0) throw new TooLarge();
+    if (--this.left < 0) throw new TooLargeError();
   }
 }
 
-export function lazyMap(keys: string[], line: Line, read: (key: string) => V | undefined): VMap {
-  const memo = new Map<string, V>();
+export function lazyConfigMap(keys: string[], line: SourceLine, read: (key: string) => ConfigValue | undefined): ConfigMap {
+  const memo = new Map<string, ConfigValue>();
   return {
-    t: 'map',
+    kind: 'map',
     keys,
     line,
     get(key) {
@@ -43,21 +44,21 @@ export function lazyMap(keys: string[], line: Line, read: (key: string) => V | u
   };
 }
 
-export function fromJson(x: unknown, depth: number, budget: Budget): V {
+export function valueFromJson(x: unknown, depth: number, budget: ValueBudget): ConfigValue {
   budget.spend();
   const line = undefined;
-  if (x === null) return { t: 'null', line };
-  if (typeof x === 'string') return { t: 'str', v: x, line };
-  if (typeof x === 'number') return { t: 'num', v: x, text: String(x), line };
-  if (typeof x === 'boolean') return { t: 'bool', v: x, text: String(x), line };
-  if (typeof x !== 'object' || depth >= MAX_DEPTH) return { t: 'other', line };
+  if (x === null) return { kind: 'null', line };
+  if (typeof x === 'string') return { kind: 'str', value: x, line };
+  if (typeof x === 'number') return { kind: 'num', value: x, text: String(x), line };
+  if (typeof x === 'boolean') return { kind: 'bool', value: x, text: String(x), line };
+  if (typeof x !== 'object' || depth >= MAX_DEPTH) return { kind: 'other', line };
   if (Array.isArray(x)) {
-    const items: V[] = [];
-    for (let i = 0; i < x.length; i++) items.push(fromJson(x[i], depth + 1, budget));
-    return { t: 'list', items, line };
+    const items: ConfigValue[] = [];
+    for (let i = 0; i < x.length; i++) items.push(valueFromJson(x[i], depth + 1, budget));
+    return { kind: 'list', items, line };
   }
   const obj = x as Record<string, unknown>;
-  return lazyMap(Object.keys(obj), line, (key) =>
-    Object.hasOwn(obj, key) ? fromJson(obj[key], depth + 1, budget) : undefined,
+  return lazyConfigMap(Object.keys(obj), line, (key) =>
+    Object.hasOwn(obj, key) ? valueFromJson(obj[key], depth + 1, budget) : undefined,
   );
 }

@@ -1,19 +1,17 @@
+/** The YAML `configuration` of a pipeline (also what `buildkite-agent pipeline upload` sends). */
 import { LineCounter, parseDocument } from 'yaml';
 import { TOP_LEVEL_ATTRIBUTES, verdict } from '../step-attributes';
 import { MAX_CONFIGURATION_BYTES, MAX_NAME, MAX_PRIORITY, MAX_STEPS, STEP_KINDS } from './limits';
-import { asValidationError, Problems, quote, YamlCtx } from './problems';
-import { agents, env, optText, pick, text, wholeNumber, type Found } from './property-readers';
-import { checkAttributes, manualStep, NAMES, scriptStep, triggerStep, waiterStep } from './step-readers';
+import { asValidationError, ProblemList, quote, YamlProblemReporter } from './problems';
+import { agents, env, optionalText, findProperty, text, wholeNumber, type FoundProperty } from './property-readers';
+import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, triggerStep, waiterStep } from './step-readers';
 import type { Step } from './step-types';
-import { Budget, lazyMap, type V } from './value-tree';
+import { ValueBudget, lazyConfigMap, type ConfigValue } from './value-tree';
 import { YamlReader, yamlError } from './yaml-reader';
 
-// ---------------------------------------------------------------------------------------------
-// YAML configuration
+type StepKind = 'script' | 'waiter' | 'manual' | 'trigger';
 
-type Kind = 'script' | 'waiter' | 'manual' | 'trigger';
-
-const EXPLICIT_TYPES = new Map<string, Kind>([
+const EXPLICIT_TYPES = new Map<string, StepKind>([
   ['script', 'script'],
   ['command', 'script'],
   ['waiter', 'waiter'],
@@ -24,49 +22,49 @@ const EXPLICIT_TYPES = new Map<string, Kind>([
   ['trigger', 'trigger'],
 ]);
 
-const KIND_KEYS: [Kind, string[]][] = [
+const STEP_KIND_KEYS: [StepKind, string[]][] = [
   ['script', ['command', 'commands']],
   ['waiter', ['wait', 'waiter']],
   ['manual', ['block', 'input']],
   ['trigger', ['trigger']],
 ];
 
-type Defaults = { agents: readonly string[]; priority?: number };
+type PipelineDefaults = { agents: readonly string[]; priority?: number };
 
-function yamlStep(c: YamlCtx, v: V, defaults: Defaults): Step | undefined {
-  if (v.t === 'str') {
-    if (v.v === 'wait' || v.v === 'waiter') return { type: 'waiter', continue_on_failure: false };
-    if (v.v === 'block' || v.v === 'input') return manualStep(c, lazyMap([], v.line, () => undefined), v.v);
+function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: PipelineDefaults): Step | undefined {
+  if (v.kind === 'str') {
+    if (v.value === 'wait' || v.value === 'waiter') return { type: 'waiter', continue_on_failure: false };
+    if (v.value === 'block' || v.value === 'input') return manualStep(reporter, lazyConfigMap([], v.line, () => undefined), v.value);
   }
-  if (v.t !== 'map') return void c.failStep(`is not a known step type: expected one of ${STEP_KINDS}`);
+  if (v.kind !== 'map') return void reporter.failStep(`is not a known step type: expected one of ${STEP_KINDS}`);
 
   const type = v.get('type');
-  let kind: Kind | undefined;
+  let kind: StepKind | undefined;
   if (type !== undefined) {
     // An explicit type wins over any step-type keys, as in the visual form it comes from.
     kind = EXPLICIT_TYPES.get(text(type) ?? '');
-    if (!kind) return void c.fail('type', 'must be one of script, waiter, manual, trigger', type);
+    if (!kind) return void reporter.fail('type', 'must be one of script, waiter, manual, trigger', type);
   } else {
-    const present = KIND_KEYS.filter(([, keys]) => keys.some((k) => v.get(k) !== undefined));
+    const present = STEP_KIND_KEYS.filter(([, keys]) => keys.some((k) => v.get(k) !== undefined));
     if (present.length > 1) {
       const found = present.map(([, keys]) => `"${keys.find((k) => v.get(k) !== undefined)}"`);
-      return void c.failStep(`mixes step types: ${found.join(' and ')} cannot be in the same step`);
+      return void reporter.failStep(`mixes step types: ${found.join(' and ')} cannot be in the same step`);
     }
     kind = present[0]?.[0] ?? (v.get('plugins') !== undefined ? 'script' : undefined);
-    if (!kind) return void c.failStep(`is not a known step type: expected one of ${STEP_KINDS}`);
+    if (!kind) return void reporter.failStep(`is not a known step type: expected one of ${STEP_KINDS}`);
   }
   const keyword = kind === 'manual' ? (['block', 'input'] as const).find((k) => v.get(k) !== undefined) : undefined;
   // `type: manual` without a keyword reads as a block step, as the visual form has it.
-  checkAttributes(c, v, kind === 'script' ? 'command' : kind === 'waiter' ? 'wait' : kind === 'manual' ? (keyword ?? 'block') : 'trigger');
+  checkAttributes(reporter, v, kind === 'script' ? 'command' : kind === 'waiter' ? 'wait' : kind === 'manual' ? (keyword ?? 'block') : 'trigger');
   switch (kind) {
     case 'script':
-      return scriptStep(c, v, defaults.agents, defaults.priority);
+      return scriptStep(reporter, v, defaults.agents, defaults.priority);
     case 'waiter':
-      return waiterStep(c, v);
+      return waiterStep(reporter, v);
     case 'manual':
-      return manualStep(c, v, keyword);
+      return manualStep(reporter, v, keyword);
     case 'trigger':
-      return triggerStep(c, v);
+      return triggerStep(reporter, v);
   }
 }
 
@@ -108,26 +106,26 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
         : firstLine(parseError.message);
     throw yamlError(`is not a valid YAML document: line ${line}, column ${col}: ${message}`);
   }
-  const reader = new YamlReader(doc, lines, new Budget());
+  const reader = new YamlReader(doc, lines, new ValueBudget());
   const root = reader.value(doc.contents, reader.line(doc.contents) ?? 1, 0);
-  const problems = new Problems();
-  const top = new YamlCtx(problems, null, root.line);
+  const problems = new ProblemList();
+  const top = new YamlProblemReporter(problems, null, root.line);
 
-  let stepsFound: Found | undefined;
+  let stepsFound: FoundProperty | undefined;
   let pipelineEnv: Record<string, string> = {};
-  const defaults: Defaults = { agents: [] };
-  if (root.t === 'list') {
+  const defaults: PipelineDefaults = { agents: [] };
+  if (root.kind === 'list') {
     stepsFound = ['steps', root];
-  } else if (root.t === 'map' && root.get('steps') !== undefined) {
-    stepsFound = ['steps', root.get('steps') as V];
-    pipelineEnv = env(top, pick(root, ['env']));
-    defaults.agents = agents(top, pick(root, ['agents']));
-    const priority = wholeNumber(top, pick(root, ['priority']), -MAX_PRIORITY, MAX_PRIORITY, `must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}`);
+  } else if (root.kind === 'map' && root.get('steps') !== undefined) {
+    stepsFound = ['steps', root.get('steps') as ConfigValue];
+    pipelineEnv = env(top, findProperty(root, ['env']));
+    defaults.agents = agents(top, findProperty(root, ['agents']));
+    const priority = wholeNumber(top, findProperty(root, ['priority']), -MAX_PRIORITY, MAX_PRIORITY, `must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}`);
     if (priority !== null) defaults.priority = priority;
     // Keys the documentation does not define are anchor holders and the like: left alone.
     for (const key of root.keys) {
       const value = root.get(key);
-      if (value === undefined || value.t === 'null') continue;
+      if (value === undefined || value.kind === 'null') continue;
       const found = verdict(TOP_LEVEL_ATTRIBUTES, key);
       if (found.state === 'reported') top.notice(key, found.why);
       else if (found.state === 'refused') top.fail(key, `is not supported by Windsock: ${found.why}`, value);
@@ -137,20 +135,20 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
   }
 
   const stepsValue = stepsFound[1];
-  if (stepsValue.t === 'null' || (stepsValue.t === 'list' && stepsValue.items.length === 0)) {
+  if (stepsValue.kind === 'null' || (stepsValue.kind === 'list' && stepsValue.items.length === 0)) {
     throw yamlError(`line ${stepsValue.line ?? 1}: steps must not be empty`);
   }
-  if (stepsValue.t !== 'list') throw yamlError(`line ${stepsValue.line ?? 1}: "steps" must be a list`);
+  if (stepsValue.kind !== 'list') throw yamlError(`line ${stepsValue.line ?? 1}: "steps" must be a list`);
 
   const steps: Step[] = [];
   const keys = new Map<string, string>();
-  const add = (c: YamlCtx, label: string, item: V) => {
-    const step = yamlStep(c, item, defaults);
+  const add = (reporter: YamlProblemReporter, label: string, item: ConfigValue) => {
+    const step = yamlStep(reporter, item, defaults);
     if (!step) return;
     if (step.type === 'script' && step.key !== null) {
       const owner = keys.get(step.key);
-      const at = item.t === 'map' ? pick(item, NAMES.yaml.key)?.[1] : undefined;
-      if (owner !== undefined) c.fail('key', `${quote(step.key)} is already used by step ${owner}`, at);
+      const at = item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key)?.[1] : undefined;
+      if (owner !== undefined) reporter.fail('key', `${quote(step.key)} is already used by step ${owner}`, at);
       else keys.set(step.key, label);
     }
     steps.push(step);
@@ -159,31 +157,31 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
   for (const [i, item] of stepsValue.items.entries()) {
     if (problems.full || steps.length > MAX_STEPS) break;
     const label = String(i + 1);
-    const c = new YamlCtx(problems, label, item.line);
-    if (item.t !== 'map' || item.get('group') === undefined) {
-      add(c, label, item);
+    const reporter = new YamlProblemReporter(problems, label, item.line);
+    if (item.kind !== 'map' || item.get('group') === undefined) {
+      add(reporter, label, item);
       continue;
     }
     // Groups only organise the UI; their steps run as if they were written in place.
     const children = item.get('steps');
-    if (children === undefined || children.t === 'null' || (children.t === 'list' && children.items.length === 0)) {
-      c.fail('steps', 'must not be empty', children);
+    if (children === undefined || children.kind === 'null' || (children.kind === 'list' && children.items.length === 0)) {
+      reporter.fail('steps', 'must not be empty', children);
       continue;
     }
-    if (children.t !== 'list') {
-      c.fail('steps', 'must be a list', children);
+    if (children.kind !== 'list') {
+      reporter.fail('steps', 'must be a list', children);
       continue;
     }
-    optText(c, pick(item, ['group', 'label', 'name']), MAX_NAME); // checked, though not kept
-    checkAttributes(c, item, 'group');
+    optionalText(reporter, findProperty(item, ['group', 'label', 'name']), MAX_NAME); // checked, though not kept
+    checkAttributes(reporter, item, 'group');
     for (const [j, child] of children.items.entries()) {
       if (problems.full || steps.length > MAX_STEPS) break;
       const childLabel = `${label}.${j + 1}`;
-      const cc = new YamlCtx(problems, childLabel, child.line);
-      if (child.t === 'map' && child.get('group') !== undefined) {
-        cc.failStep('is a group inside a group: groups cannot be nested');
+      const childReporter = new YamlProblemReporter(problems, childLabel, child.line);
+      if (child.kind === 'map' && child.get('group') !== undefined) {
+        childReporter.failStep('is a group inside a group: groups cannot be nested');
       } else {
-        add(cc, childLabel, child);
+        add(childReporter, childLabel, child);
       }
     }
   }

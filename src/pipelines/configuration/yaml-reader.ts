@@ -1,3 +1,7 @@
+/**
+ * Reads a parsed YAML document into the value tree: aliases (bounded), `<<` merge keys and
+ * duplicate keys, each checked in one linear pass rather than by the yaml library's `toJS`.
+ */
 import {
   isAlias,
   isMap,
@@ -12,7 +16,7 @@ import {
 } from 'yaml';
 import { ValidationError } from '../../http/errors';
 import { MAX_ALIAS_EXPANSIONS, MAX_DEPTH } from './limits';
-import { lazyMap, type Budget, type Line, type V, type VMap } from './value-tree';
+import { lazyConfigMap, type ValueBudget, type SourceLine, type ConfigValue, type ConfigMap } from './value-tree';
 
 export class YamlReader {
   /** Alias node -> the node it names, resolved once up front. */
@@ -22,7 +26,7 @@ export class YamlReader {
   constructor(
     doc: Document,
     private readonly lines: LineCounter,
-    private readonly budget: Budget,
+    private readonly budget: ValueBudget,
   ) {
     this.vet(doc.contents);
   }
@@ -72,14 +76,14 @@ export class YamlReader {
     return yamlError(`is not a valid YAML document: line ${line}, column ${col}: ${message}`);
   }
 
-  line(node: unknown): Line {
+  line(node: unknown): SourceLine {
     const range = (node as { range?: [number, number, number] } | null)?.range;
     return range ? this.lines.linePos(range[0]).line : undefined;
   }
 
   /** `line` is where the value is used (the key of its pair, or the alias), not where an
    * anchored value was first written: errors should point at what the user can change. */
-  value(node: unknown, line: Line, depth: number): V {
+  value(node: unknown, line: SourceLine, depth: number): ConfigValue {
     this.budget.spend();
     let target = node;
     if (isAlias(node)) {
@@ -88,30 +92,30 @@ export class YamlReader {
       }
       target = this.targets.get(node);
     }
-    if (target === null || target === undefined) return { t: 'null', line };
+    if (target === null || target === undefined) return { kind: 'null', line };
     if (isScalar(target)) {
       const v = target.value;
       const written = target.type === 'PLAIN' && typeof target.source === 'string' ? target.source : String(v);
-      if (v === null || v === undefined) return { t: 'null', line };
-      if (typeof v === 'string') return { t: 'str', v, line };
-      if (typeof v === 'number') return { t: 'num', v, text: written, line };
-      if (typeof v === 'boolean') return { t: 'bool', v, text: written, line };
-      return { t: 'other', line };
+      if (v === null || v === undefined) return { kind: 'null', line };
+      if (typeof v === 'string') return { kind: 'str', value: v, line };
+      if (typeof v === 'number') return { kind: 'num', value: v, text: written, line };
+      if (typeof v === 'boolean') return { kind: 'bool', value: v, text: written, line };
+      return { kind: 'other', line };
     }
-    if (depth >= MAX_DEPTH) return { t: 'other', line };
+    if (depth >= MAX_DEPTH) return { kind: 'other', line };
     if (isSeq(target)) {
       return {
-        t: 'list',
+        kind: 'list',
         items: target.items.map((item) => this.value(item, this.line(item) ?? line, depth + 1)),
         line,
       };
     }
     if (isMap(target)) return this.map(target, line, depth);
-    return { t: 'other', line };
+    return { kind: 'other', line };
   }
 
-  private map(node: YAMLMap, line: Line, depth: number): VMap {
-    const readers = new Map<string, () => V | undefined>();
+  private map(node: YAMLMap, line: SourceLine, depth: number): ConfigMap {
+    const readers = new Map<string, () => ConfigValue | undefined>();
     const explicit = new Set<string>();
     for (const pair of node.items) if (!isMergeKey(pair.key)) explicit.add(keyText(pair.key));
     // `<<` merges give way to the map's own keys, and earlier sources to later ones (YAML 1.1).
@@ -119,8 +123,8 @@ export class YamlReader {
       const keyLine = this.line(pair.key) ?? line;
       if (isMergeKey(pair.key)) {
         const from = this.value(pair.value, keyLine, depth + 1);
-        for (const source of from.t === 'list' ? from.items : [from]) {
-          if (source.t !== 'map') {
+        for (const source of from.kind === 'list' ? from.items : [from]) {
+          if (source.kind !== 'map') {
             throw this.invalid(pair.key as YamlNode, '"<<" must merge a mapping or a list of mappings');
           }
           for (const key of source.keys) {
@@ -132,7 +136,7 @@ export class YamlReader {
         if (!readers.has(key)) readers.set(key, () => this.value(pair.value, keyLine, depth + 1));
       }
     }
-    return lazyMap([...readers.keys()], line, (key) => readers.get(key)?.());
+    return lazyConfigMap([...readers.keys()], line, (key) => readers.get(key)?.());
   }
 }
 
