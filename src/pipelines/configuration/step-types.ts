@@ -2,7 +2,8 @@
  * The normalised steps of a pipeline: what the pipelines API stores and returns, whichever form
  * (YAML configuration or visual steps) was sent.
  */
-import type { Matrix } from '../matrix';
+import type { components } from '../../../generated/api';
+import type { Matrix, MatrixAdjustment } from '../matrix';
 import type { Plugin } from '../plugins';
 
 export type ExitStatus = number | '*';
@@ -67,3 +68,41 @@ export type TriggerStep = {
   branch_configuration: string | null;
 };
 export type Step = ScriptStep | WaiterStep | ManualStep | TriggerStep;
+
+// ---------------------------------------------------------------------------------------------
+// The types above are written out (stricter than the spec: every property the readers always
+// set is required), so they are checked against the spec's step schemas here: a change on
+// either side that the other does not follow fails `npm run typecheck` on these lines.
+
+type Schemas = components['schemas'];
+type SpecRetry = NonNullable<Schemas['ScriptStep']['retry']>;
+/** Compiles only when a value of type `Actual` is a valid `Spec` (extra properties aside). */
+type Conforms<Actual extends Spec, Spec> = Actual;
+/** True when both have the same properties, apart from `Internal` ones the API never shows. */
+type SameKeys<Actual, Spec, Internal extends PropertyKey = never> = [
+  Exclude<keyof Actual, keyof Spec | Internal>,
+  Exclude<keyof Spec, keyof Actual>,
+] extends [never, never]
+  ? true
+  : false;
+type Holds<Check extends true> = Check;
+
+export type StepTypesFollowTheSpec = [
+  Conforms<Step, Schemas['Step']>,
+  Conforms<ScriptStep, Schemas['ScriptStep']>,
+  Conforms<WaiterStep, Schemas['WaiterStep']>,
+  Conforms<ManualStep, Schemas['ManualStep']>,
+  Conforms<TriggerStep, Schemas['TriggerStep']>,
+  Conforms<ExitStatus, Schemas['ExitStatusRule']>,
+  // `matrix_values` is on a job's copy of a matrix step only, which the API does not show.
+  Holds<SameKeys<ScriptStep, Schemas['ScriptStep'], 'matrix_values'>>,
+  Holds<SameKeys<WaiterStep, Schemas['WaiterStep']>>,
+  Holds<SameKeys<ManualStep, Schemas['ManualStep']>>,
+  Holds<SameKeys<TriggerStep, Schemas['TriggerStep']>>,
+  Holds<SameKeys<StepRetry, SpecRetry>>,
+  Holds<SameKeys<AutomaticRetry, SpecRetry['automatic'][number]>>,
+  Holds<SameKeys<ManualRetry, NonNullable<SpecRetry['manual']>>>,
+  Holds<SameKeys<ManualField, NonNullable<Schemas['ManualStep']['fields']>[number]>>,
+  Holds<SameKeys<Matrix, NonNullable<Schemas['ScriptStep']['matrix']>>>,
+  Holds<SameKeys<MatrixAdjustment, NonNullable<Schemas['ScriptStep']['matrix']>['adjustments'][number]>>,
+];
