@@ -16,7 +16,11 @@
  * - property-readers.ts: readers for property values (text, numbers, env, agents, retry...);
  * - step-readers.ts: one reader per step type, shared by both dialects;
  * - yaml-configuration.ts and visual-steps.ts: the two entry points;
- * - step-types.ts: the normalised steps they return.
+ * - step-types.ts: the normalised steps they return;
+ * - matrix.ts, plugins.ts: the `matrix` and `plugins` of a command step (matrix.ts also expands a
+ *   matrix into jobs when a build is planned);
+ * - step-attributes.ts: every documented attribute of each step type, and what Windsock does
+ *   with it.
  */
 
 export type {

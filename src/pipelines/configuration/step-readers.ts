@@ -2,9 +2,9 @@
  * One reader per step type. YAML takes both its own property names and the REST API's (so the
  * visual form can be written as YAML); the visual form takes only the API's.
  */
-import { parseMatrix, unknownTokens, type Matrix } from '../matrix';
-import { parsePlugins } from '../plugins';
-import { STEP_ATTRIBUTES, verdict, type StepType } from '../step-attributes';
+import { parseMatrix, unknownTokens, type Matrix } from './matrix';
+import { parsePlugins } from './plugins';
+import { STEP_ATTRIBUTES, verdict, type StepType } from './step-attributes';
 import { MAX_BRANCHES, MAX_CONCURRENCY, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_PROMPT, MAX_REF, MAX_SLUG, MAX_TEXT, MAX_TIMEOUT, PIPELINE_SLUG } from './limits';
 import { tooLong, type ProblemReporter } from './problems';
 import { agents, bool, env, fields, joined, optionalText, findProperty, positive, retry, softFail, text, wholeNumber, type FoundProperty } from './property-readers';

@@ -3,8 +3,8 @@
  * (YAML configuration or visual steps) was sent.
  */
 import type { components } from '../../../generated/api';
-import type { Matrix, MatrixAdjustment } from '../matrix';
-import type { Plugin } from '../plugins';
+import type { Matrix, MatrixAdjustment } from './matrix';
+import type { Plugin } from './plugins';
 
 export type ExitStatus = number | '*';
 
@@ -24,7 +24,7 @@ export type ScriptStep = {
   retry: StepRetry | null;
   /** Dispatch priority of the step's jobs (the step's own, else the pipeline's top-level one). */
   priority?: number;
-  /** One job per combination (src/pipelines/matrix.ts). */
+  /** One job per combination (matrix.ts). */
   matrix?: Matrix;
   plugins?: Plugin[];
   /** On a job's copy of a matrix step only: the combination that job runs. */

@@ -1,6 +1,6 @@
 /** The YAML `configuration` of a pipeline (also what `buildkite-agent pipeline upload` sends). */
 import { LineCounter, parseDocument } from 'yaml';
-import { TOP_LEVEL_ATTRIBUTES, verdict } from '../step-attributes';
+import { TOP_LEVEL_ATTRIBUTES, verdict } from './step-attributes';
 import { MAX_CONFIGURATION_BYTES, MAX_NAME, MAX_PRIORITY, MAX_STEPS, STEP_KINDS } from './limits';
 import { asValidationError, ProblemList, quote, YamlProblemReporter } from './problems';
 import { agents, env, optionalText, findProperty, text, wholeNumber, type FoundProperty } from './property-readers';

@@ -4,9 +4,9 @@
  * form becomes one item per key). The agent reads them from the job's `BUILDKITE_PLUGINS`
  * (JSON), which src/builds/jobs.ts sets. No HTTP, no database.
  */
-import { define, mapping, type ProblemReporter } from './configuration/problems';
-import { text, type FoundProperty } from './configuration/property-readers';
-import type { ConfigValue } from './configuration/value-tree';
+import { define, mapping, type ProblemReporter } from './problems';
+import { text, type FoundProperty } from './property-readers';
+import type { ConfigValue } from './value-tree';
 
 export type JsonValue = null | string | number | boolean | JsonValue[] | { [key: string]: JsonValue };
 export type Plugin = Record<string, JsonValue>;

@@ -6,10 +6,10 @@
  * `combinations` and `interpolate` expand it into one job per combination when a build is
  * planned (src/builds/jobs.ts). No HTTP, no database.
  */
-import { define, mapping, quote, type ProblemReporter } from './configuration/problems';
-import { findProperty, softFail, text, type FoundProperty } from './configuration/property-readers';
-import type { ScriptStep } from './configuration/step-types';
-import type { ConfigList, ConfigMap, ConfigValue } from './configuration/value-tree';
+import { define, mapping, quote, type ProblemReporter } from './problems';
+import { findProperty, softFail, text, type FoundProperty } from './property-readers';
+import type { ScriptStep } from './step-types';
+import type { ConfigList, ConfigMap, ConfigValue } from './value-tree';
 
 /** The documented limits ("Matrix limits"): dimensions, elements per dimension, adjustments, jobs. */
 export const MATRIX_LIMITS = { dimensions: 6, elements: 20, adjustments: 12, jobs: 50 } as const;
