@@ -1,11 +1,10 @@
-import { ValidationError, type FieldError } from '../../http/errors';
-import { MAX_ERRORS } from './limits';
-import { TooLargeError, type SourceLine, type ConfigValue } from './value-tree';
-
 /**
  * Error reporting. The readers say what is wrong with which property; a ProblemReporter turns
  * that into a FieldError in the dialect of the input, and the ProblemList collects them all.
  */
+import { ValidationError, type FieldError } from '../../http/errors';
+import { MAX_ERRORS } from './limits';
+import { TooLargeError, type SourceLine, type ConfigValue } from './value-tree';
 
 export class ProblemList {
   private readonly list: { error: FieldError; line: number }[] = [];

@@ -1,9 +1,8 @@
-import { MAX_DEPTH, MAX_VALUES } from './limits';
-
 /**
  * The neutral value tree both inputs are read into, keeping YAML line numbers. Maps are read
  * lazily so that parts no rule looks at (plugin settings, top-level anchor holders) cost nothing.
  */
+import { MAX_DEPTH, MAX_VALUES } from './limits';
 
 export type SourceLine = number | undefined;
 export type ConfigMap = { kind: 'map'; keys: string[]; get(key: string): ConfigValue | undefined; line: SourceLine };
