@@ -74,10 +74,10 @@ function firstLine(message: string): string {
   return /call stack/i.test(line) ? 'it is nested too deeply' : line;
 }
 
-/** Parse a pipeline YAML configuration (the `configuration` field of the pipelines API). */
 /** Steps and env of a pipeline configuration, and a line for each attribute accepted but not acted on. */
 export type ParsedConfiguration = { steps: Step[]; env: Record<string, string>; notices: string[] };
 
+/** Parse a pipeline YAML configuration (the `configuration` field of the pipelines API). */
 export function parseConfiguration(yamlText: string): ParsedConfiguration {
   try {
     return parseConfigurationOrThrow(yamlText);
