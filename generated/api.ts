@@ -1390,7 +1390,9 @@ export interface components {
                 }[];
             };
             /** @description The step's plugins, each `{"<source>": settings}`; the agent gets them as `BUILDKITE_PLUGINS`. */
-            plugins?: Record<string, never>[];
+            plugins?: {
+                [key: string]: unknown;
+            }[];
         };
         WaiterStep: {
             /**

@@ -6,8 +6,8 @@
  */
 import crypto from 'node:crypto';
 import type { ScriptStep, Step } from '../pipelines/configuration';
-import { combinations, interpolate, interpolateJson } from '../pipelines/matrix';
-import type { Plugin } from '../pipelines/plugins';
+import { combinations, interpolate, interpolateJson } from '../pipelines/configuration/matrix';
+import type { Plugin } from '../pipelines/configuration/plugins';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import type { Keys } from '../security/keys';
 

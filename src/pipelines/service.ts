@@ -147,7 +147,7 @@ export class PipelineService {
     return found;
   }
 
-  /** `notices`: attributes of the configuration accepted but not acted on (see step-attributes.ts). */
+  /** `notices`: attributes of the configuration accepted but not acted on (see configuration/step-attributes.ts). */
   async create(actor: Actor, input: PipelineInput): Promise<{ pipeline: Pipeline; perms: Permissions; notices: string[] }> {
     const errors: FieldError[] = [];
     const name = (input.name ?? '').trim();

@@ -674,12 +674,11 @@ describe('parseConfiguration: hostile input', () => {
     ...'bcdefghi'.split('').map((c, i) => `${c}: &${c} [${Array(9).fill(`*${'abcdefgh'[i]}`).join(',')}]`),
   ];
 
-  it('rejects a "billion laughs" alias bomb quickly', () => {
+  // How long these take is measured by `npm run bench:configuration`, not asserted here.
+  it('rejects a "billion laughs" alias bomb', () => {
     for (const tail of ['steps: *i', 'steps: [{command: x, env: *i, agents: *i}]']) {
-      const started = Date.now();
       const codes = codesOf(yaml(...laughs, tail));
       expect(codes).toEqual([expect.stringMatching(/^is not a valid YAML document: line \d+, column \d+: aliases are expanded more than 2000 times$/)]);
-      expect(Date.now() - started).toBeLessThan(2000);
     }
   });
 
@@ -692,22 +691,18 @@ describe('parseConfiguration: hostile input', () => {
     ]);
   });
 
-  it('stays fast on documents full of aliases or keys', () => {
+  it('refuses a document of 12,000 aliases and reads one of 20,000 top-level keys', () => {
     const aliases = [
       `a: [${Array.from({ length: 12000 }, (_, i) => `&a${i} x`).join(',')}]`,
       `b: &b [${Array.from({ length: 12000 }, (_, i) => `*a${i}`).join(',')}]`,
       'steps: [{command: *b}]',
     ].join('\n');
+    expect(codesOf(aliases)).toEqual([
+      expect.stringMatching(/^is not a valid YAML document: line 2, column \d+: aliases are expanded more than 2000 times$/),
+    ]);
+    // Undocumented top-level keys are anchor holders and the like: left alone.
     const keys = `${Array.from({ length: 20000 }, (_, i) => `k${i}: 1`).join('\n')}\nsteps: [wait]`;
-    for (const doc of [aliases, keys]) {
-      const started = Date.now();
-      try {
-        parseConfiguration(doc);
-      } catch (error) {
-        expect(error).toBeInstanceOf(ValidationError);
-      }
-      expect(Date.now() - started).toBeLessThan(5000);
-    }
+    expect(parseConfiguration(keys)).toEqual({ steps: [{ type: 'waiter', continue_on_failure: false }], env: {}, notices: [] });
   });
 
   it('rejects deep nesting, oversized documents and too many steps', () => {
@@ -719,34 +714,79 @@ describe('parseConfiguration: hostile input', () => {
     expect(steps(yaml('steps:', ...Array(500).fill('  - wait')))).toHaveLength(500);
   });
 
-  it('throws only ValidationError whatever it is given', () => {
-    const inputs: unknown[] = [
-      undefined,
-      null,
-      42,
-      {},
-      ['steps'],
-      '\u0000\u0001',
-      '\uFEFFsteps: [wait]\n\t- bad',
-      'steps: [!!binary aGVsbG8=, !!set {a, b}, !!omap [a: 1], !!timestamp 2001-12-14]',
-      'steps: [{? [a, b] : c, command: x}]',
-      'steps: [{command: x, env: {? {a: 1} : 2}}]',
-      'steps: [{command: x, type: constructor}, {command: x, __proto__: {parallelism: 0}}]',
-      'steps: [{command: .inf, parallelism: .nan, timeout_in_minutes: 1e400}]',
-      '%YAML 9.9\n---\nsteps: [wait]',
-      '- '.repeat(5000) + 'x',
-      'steps:\n' + Array.from({ length: 300 }, (_, i) => `${' '.repeat(i + 2)}- `).join('\n') + 'x',
-      'steps: [{group: g, steps: [{group: h, steps: [{group: i}]}]}]',
-      'steps: [{block: Go, fields: [{select: S, key: k, options: [[], {}, {label: [x]}]}, 5, {key: k, text: [x]}]}]',
-    ];
-    for (const input of inputs) {
-      try {
-        parseConfiguration(input as string);
-      } catch (error) {
-        expect(error).toBeInstanceOf(ValidationError);
-        for (const e of (error as ValidationError).errors) expect(e.field).toBe('configuration');
-      }
-    }
+  // Each input either parses to the result stated or fails with the errors stated: never
+  // anything but a ValidationError on the configuration field.
+  const notAStep = (n: number) =>
+    `step ${n} (line 1) is not a known step type: expected one of command, commands, wait, block, input, trigger, group, plugins`;
+  const hostile: { name: string; input: unknown; steps?: Step[]; codes?: (string | jest.AsymmetricMatcher)[] }[] = [
+    ...[undefined, null, 42, {}, ['steps']].map((input) => ({ name: `not a string: ${JSON.stringify(input)}`, input, codes: ['must be a string'] })),
+    { name: 'control characters', input: '\u0000\u0001', codes: ['must contain a "steps" list'] },
+    {
+      name: 'a byte order mark and a tab indent',
+      input: '\uFEFFsteps: [wait]\n\t- bad',
+      codes: ['is not a valid YAML document: line 2, column 1: Tabs are not allowed as indentation'],
+    },
+    {
+      name: 'binary, set, omap and timestamp tags',
+      input: 'steps: [!!binary aGVsbG8=, !!set {a, b}, !!omap [a: 1], !!timestamp 2001-12-14]',
+      codes: [1, 2, 3, 4].map(notAStep),
+    },
+    {
+      name: 'a complex key in a step',
+      input: 'steps: [{? [a, b] : c, command: x}]',
+      codes: ['step 1 (line 1): "[complex key]" is not an attribute of a command step'],
+    },
+    {
+      name: 'a complex key in env',
+      input: 'steps: [{command: x, env: {? {a: 1} : 2}}]',
+      codes: ['step 1 (line 1): "env" has an invalid name "[complex key]": use letters, digits and underscores, not starting with a digit'],
+    },
+    {
+      name: 'constructor and __proto__',
+      input: 'steps: [{command: x, type: constructor}, {command: x, __proto__: {parallelism: 0}}]',
+      codes: ['step 1 (line 1): "type" must be one of script, waiter, manual, trigger', 'step 2 (line 1): "__proto__" is not an attribute of a command step'],
+    },
+    {
+      name: 'infinite and not-a-number values',
+      input: 'steps: [{command: .inf, parallelism: .nan, timeout_in_minutes: 1e400}]',
+      codes: ['step 1 (line 1): "timeout_in_minutes" must be a positive whole number', 'step 1 (line 1): "parallelism" must be a whole number from 1 to 1000'],
+    },
+    { name: 'an unknown YAML version', input: '%YAML 9.9\n---\nsteps: [wait]', steps: [{ type: 'waiter', continue_on_failure: false }] },
+    {
+      name: '5,000 nested block sequences on one line',
+      input: '- '.repeat(5000) + 'x',
+      codes: [expect.stringMatching(/^is not a valid YAML document: line 1, column \d+: it is nested too deeply$/)],
+    },
+    {
+      name: '300 nested block sequences on their own lines',
+      input: 'steps:\n' + Array.from({ length: 300 }, (_, i) => `${' '.repeat(i + 2)}- `).join('\n') + 'x',
+      codes: ['step 1 (line 3) is not a known step type: expected one of command, commands, wait, block, input, trigger, group, plugins'],
+    },
+    {
+      name: 'groups nested three deep',
+      input: 'steps: [{group: g, steps: [{group: h, steps: [{group: i}]}]}]',
+      codes: ['step 1.1 (line 1) is a group inside a group: groups cannot be nested'],
+    },
+    {
+      name: 'block fields of every wrong shape',
+      input: 'steps: [{block: Go, fields: [{select: S, key: k, options: [[], {}, {label: [x]}]}, 5, {key: k, text: [x]}]}]',
+      codes: [
+        'step 1 (line 1): "fields[0].options[0]" must be a mapping with "label" and "value"',
+        'step 1 (line 1): "fields[0].options[1].label" can\'t be blank',
+        'step 1 (line 1): "fields[0].options[1].value" can\'t be blank',
+        'step 1 (line 1): "fields[0].options[2].label" must be a string',
+        'step 1 (line 1): "fields[0].options[2].label" can\'t be blank',
+        'step 1 (line 1): "fields[0].options[2].value" can\'t be blank',
+        'step 1 (line 1): "fields[1]" must be a mapping with "key" and "text" or "select"',
+        'step 1 (line 1): "fields[2].key" is already used by another field of this step',
+        'step 1 (line 1): "fields[2].text" must be a string',
+        'step 1 (line 1): "fields[2]" must have exactly one of "text" or "select"',
+      ],
+    },
+  ];
+  it.each(hostile)('answers $name with a stated result or ValidationError', ({ input, steps: expected, codes }) => {
+    if (expected) expect(steps(input as string)).toEqual(expected);
+    else expect(codesOf(input as string)).toEqual(codes);
   });
 });
 
@@ -907,28 +947,62 @@ describe('normaliseVisualSteps', () => {
     ).toEqual([{ field: 'steps[1].key', code: 'has already been taken by another step' }]);
   });
 
-  it('throws only ValidationError whatever it is given', () => {
-    let deep: unknown = 'x';
-    for (let i = 0; i < 100_000; i++) deep = [deep];
-    const inputs: unknown[] = [
-      null,
-      undefined,
-      'steps',
-      [null, undefined, 1, 'x', [], true],
-      [{ type: 'script', command: deep, env: deep, retry: deep }],
-      [{ type: '__proto__' }, { type: 'constructor' }, { type: 'toString' }],
-      [JSON.parse('{"type":"script","command":"x","__proto__":{"parallelism":0},"env":{"__proto__":"y"}}')],
-      [{ type: 'script', command: Symbol('x'), parallelism: 10n, env: { A: () => 1 } }],
-      [{ type: 'script', get command(): string { throw new Error('boom'); } }],
-      [{ type: 'script', command: 'x', env: Object.fromEntries(Array.from({ length: 300_000 }, (_, i) => [`A${i}`, 'v'])) }],
-      [{ type: 'manual', label: 'x', fields: [{ key: 'k', select: 's', options: [{ label: 1, value: 2 }], default: deep }] }],
-    ];
-    for (const input of inputs) {
-      try {
-        normaliseVisualSteps(input as unknown[]);
-      } catch (error) {
-        expect(error).toBeInstanceOf(ValidationError);
-      }
-    }
+  // Each input either normalises to the steps stated or fails with the errors stated.
+  let deep: unknown = 'x';
+  for (let i = 0; i < 100_000; i++) deep = [deep];
+  const hostile: { name: string; input: unknown; steps?: Step[]; errors?: FieldError[] }[] = [
+    ...[null, undefined, 'steps'].map((input) => ({ name: `not a list: ${String(input)}`, input, errors: [{ field: 'steps', code: 'must be a list of steps' }] })),
+    {
+      name: 'items that are not objects',
+      input: [null, undefined, 1, 'x', [], true],
+      errors: [0, 1, 2, 3, 4, 5].map((i) => ({ field: `steps[${i}]`, code: 'must be an object' })),
+    },
+    {
+      name: 'values nested 100,000 deep',
+      input: [{ type: 'script', command: deep, env: deep, retry: deep }],
+      errors: [
+        { field: 'steps[0].command', code: 'must be a string' },
+        { field: 'steps[0].env', code: 'must be an object of names to values' },
+        { field: 'steps[0].retry', code: 'must be an object with "automatic" and/or "manual" rules' },
+      ],
+    },
+    {
+      name: 'types named after Object.prototype',
+      input: [{ type: '__proto__' }, { type: 'constructor' }, { type: 'toString' }],
+      errors: [0, 1, 2].map((i) => ({ field: `steps[${i}].type`, code: 'is not included in the list' })),
+    },
+    {
+      name: '__proto__ as an own property of the step and of env',
+      input: [JSON.parse('{"type":"script","command":"x","__proto__":{"parallelism":0},"env":{"__proto__":"y"}}')],
+      steps: [script({ command: 'x', env: JSON.parse('{"__proto__":"y"}') as Record<string, string> })],
+    },
+    {
+      name: 'a symbol, a bigint and a function',
+      input: [{ type: 'script', command: Symbol('x'), parallelism: 10n, env: { A: () => 1 } }],
+      errors: [
+        { field: 'steps[0].command', code: 'must be a string' },
+        { field: 'steps[0].env.A', code: 'must be a string, number or boolean' },
+        { field: 'steps[0].parallelism', code: 'must be a whole number from 1 to 1000' },
+      ],
+    },
+    {
+      name: 'a getter that throws',
+      input: [{ type: 'script', get command(): string { throw new Error('boom'); } }],
+      errors: [{ field: 'steps', code: 'could not be read: it may be too large or nested too deeply' }],
+    },
+    {
+      name: 'an env of 300,000 variables',
+      input: [{ type: 'script', command: 'x', env: Object.fromEntries(Array.from({ length: 300_000 }, (_, i) => [`A${i}`, 'v'])) }],
+      errors: [{ field: 'steps[0].env', code: 'must have at most 200 variables' }],
+    },
+    {
+      name: 'a select default nested 100,000 deep',
+      input: [{ type: 'manual', label: 'x', fields: [{ key: 'k', select: 's', options: [{ label: 1, value: 2 }], default: deep }] }],
+      errors: [{ field: 'steps[0].fields[0].default', code: 'must be one of the option values' }],
+    },
+  ];
+  it.each(hostile)('answers $name with a stated result or ValidationError', ({ input, steps: expected, errors }) => {
+    if (expected) expect(normaliseVisualSteps(input as unknown[])).toEqual(expected);
+    else expect(errorsOf(() => normaliseVisualSteps(input as unknown[]))).toEqual(errors);
   });
 });

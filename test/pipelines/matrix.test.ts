@@ -5,8 +5,8 @@
 import { ValidationError, type FieldError } from '../../src/http/errors';
 import { planJobs, scriptVariants, type PlanContext } from '../../src/builds/jobs';
 import { normaliseVisualSteps, parseConfiguration, type ScriptStep } from '../../src/pipelines/configuration';
-import { combinations, jobCount, MATRIX_LIMITS } from '../../src/pipelines/matrix';
-import { STEP_ATTRIBUTES } from '../../src/pipelines/step-attributes';
+import { combinations, jobCount, MATRIX_LIMITS } from '../../src/pipelines/configuration/matrix';
+import { STEP_ATTRIBUTES } from '../../src/pipelines/configuration/step-attributes';
 
 const yaml = (...lines: string[]) => `${lines.join('\n')}\n`;
 

@@ -6,19 +6,10 @@
  * `combinations` and `interpolate` expand it into one job per combination when a build is
  * planned (src/builds/jobs.ts). No HTTP, no database.
  */
-import {
-  define,
-  mapping,
-  pick,
-  quote,
-  softFail,
-  text,
-  type Ctx,
-  type Found,
-  type ScriptStep,
-  type V,
-  type VMap,
-} from './configuration';
+import { define, mapping, quote, type ProblemReporter } from './problems';
+import { findProperty, softFail, text, type FoundProperty } from './property-readers';
+import type { ScriptStep } from './step-types';
+import type { ConfigList, ConfigMap, ConfigValue } from './value-tree';
 
 /** The documented limits ("Matrix limits"): dimensions, elements per dimension, adjustments, jobs. */
 export const MATRIX_LIMITS = { dimensions: 6, elements: 20, adjustments: 12, jobs: 50 } as const;
@@ -42,100 +33,100 @@ export type Combination = { values: Record<string, string>; soft_fail?: SoftFail
 
 const key = (values: Record<string, string>, dims: string[]) => JSON.stringify(dims.map((d) => values[d]));
 
-/** Reads `matrix`; undefined when absent or wrong (the problem is reported through `c`). */
-export function parseMatrix(c: Ctx, found: Found | undefined): Matrix | undefined {
+/** Reads `matrix`; undefined when absent or wrong (the problem is reported through `reporter`). */
+export function parseMatrix(reporter: ProblemReporter, found: FoundProperty | undefined): Matrix | undefined {
   if (!found) return undefined;
   const [path, v] = found;
-  let setupFound: Found;
-  let adjustments: Found | undefined;
-  if (v.t === 'list') {
+  let setupFound: FoundProperty;
+  let adjustments: FoundProperty | undefined;
+  if (v.kind === 'list') {
     setupFound = [path, v];
-  } else if (v.t === 'map') {
+  } else if (v.kind === 'map') {
     for (const k of v.keys) {
-      if (k !== 'setup' && k !== 'adjustments') c.fail(`${path}.${k}`, 'is not a matrix attribute: use "setup" and "adjustments"', v.get(k));
+      if (k !== 'setup' && k !== 'adjustments') reporter.fail(`${path}.${k}`, 'is not a matrix attribute: use "setup" and "adjustments"', v.get(k));
     }
-    const setup = pick(v, ['setup'], `${path}.`);
-    if (!setup) return c.fail(`${path}.setup`, "can't be blank", v), undefined;
+    const setup = findProperty(v, ['setup'], `${path}.`);
+    if (!setup) return reporter.fail(`${path}.setup`, "can't be blank", v), undefined;
     setupFound = setup;
-    adjustments = pick(v, ['adjustments'], `${path}.`);
+    adjustments = findProperty(v, ['adjustments'], `${path}.`);
   } else {
-    return c.fail(path, `must be a list of values, or ${mapping(c)} with "setup" and optional "adjustments"`, v), undefined;
+    return reporter.fail(path, `must be a list of values, or ${mapping(reporter)} with "setup" and optional "adjustments"`, v), undefined;
   }
 
-  const setup = dimensions(c, setupFound);
+  const setup = dimensions(reporter, setupFound);
   if (!setup) return undefined;
   const dims = Object.keys(setup);
-  const matrix: Matrix = { setup, adjustments: adjustments ? adjustmentList(c, adjustments, dims) : [] };
+  const matrix: Matrix = { setup, adjustments: adjustments ? adjustmentList(reporter, adjustments, dims) : [] };
   const jobs = jobCount(matrix);
-  if (jobs === 0) c.fail(path, 'skips every combination: a matrix must create at least one job', v);
-  if (jobs > MATRIX_LIMITS.jobs) c.fail(path, `would create ${jobs} jobs: a matrix creates at most ${MATRIX_LIMITS.jobs}`, v);
+  if (jobs === 0) reporter.fail(path, 'skips every combination: a matrix must create at least one job', v);
+  if (jobs > MATRIX_LIMITS.jobs) reporter.fail(path, `would create ${jobs} jobs: a matrix creates at most ${MATRIX_LIMITS.jobs}`, v);
   return matrix;
 }
 
-function dimensions(c: Ctx, [path, v]: Found): Record<string, string[]> | undefined {
+function dimensions(reporter: ProblemReporter, [path, v]: FoundProperty): Record<string, string[]> | undefined {
   const setup: Record<string, string[]> = {};
-  if (v.t === 'list') {
-    const values = elements(c, path, v);
+  if (v.kind === 'list') {
+    const values = elements(reporter, path, v);
     if (!values) return undefined;
     setup[UNNAMED] = values;
     return setup;
   }
-  if (v.t !== 'map') return c.fail(path, `must be a list of values, or ${mapping(c)} of dimension names to lists of values`, v), undefined;
-  if (v.keys.length === 0) return c.fail(path, "can't be blank", v), undefined;
+  if (v.kind !== 'map') return reporter.fail(path, `must be a list of values, or ${mapping(reporter)} of dimension names to lists of values`, v), undefined;
+  if (v.keys.length === 0) return reporter.fail(path, "can't be blank", v), undefined;
   if (v.keys.length > MATRIX_LIMITS.dimensions) {
-    return c.fail(path, `has ${v.keys.length} dimensions: a matrix has at most ${MATRIX_LIMITS.dimensions}`, v), undefined;
+    return reporter.fail(path, `has ${v.keys.length} dimensions: a matrix has at most ${MATRIX_LIMITS.dimensions}`, v), undefined;
   }
   let ok = true;
   for (const dim of v.keys) {
-    const list = v.get(dim) ?? { t: 'null', line: v.line };
+    const list = v.get(dim) ?? { kind: 'null', line: v.line };
     if (!DIMENSION.test(dim) || dim.length > 100) {
-      c.fail(path, `has an invalid dimension name ${quote(dim)}: use letters, digits and underscores`, list);
+      reporter.fail(path, `has an invalid dimension name ${quote(dim)}: use letters, digits and underscores`, list);
       ok = false;
       continue;
     }
-    const values = list.t === 'list' ? elements(c, `${path}.${dim}`, list) : (c.fail(`${path}.${dim}`, 'must be a list of values', list), undefined);
+    const values = list.kind === 'list' ? elements(reporter, `${path}.${dim}`, list) : (reporter.fail(`${path}.${dim}`, 'must be a list of values', list), undefined);
     if (values) define(setup as unknown as Record<string, string>, dim, values as unknown as string);
     else ok = false;
   }
   return ok ? setup : undefined;
 }
 
-function elements(c: Ctx, path: string, v: V & { t: 'list' }): string[] | undefined {
-  if (v.items.length === 0) return c.fail(path, "can't be blank", v), undefined;
+function elements(reporter: ProblemReporter, path: string, v: ConfigList): string[] | undefined {
+  if (v.items.length === 0) return reporter.fail(path, "can't be blank", v), undefined;
   if (v.items.length > MATRIX_LIMITS.elements) {
-    return c.fail(path, `has ${v.items.length} elements: a dimension has at most ${MATRIX_LIMITS.elements}`, v), undefined;
+    return reporter.fail(path, `has ${v.items.length} elements: a dimension has at most ${MATRIX_LIMITS.elements}`, v), undefined;
   }
   const values: string[] = [];
   for (const [i, item] of v.items.entries()) {
     const s = text(item);
-    if (s === undefined) return c.fail(`${path}[${i}]`, 'must be a string, number or boolean', item), undefined;
-    if (s.length > MAX_ELEMENT) return c.fail(`${path}[${i}]`, `is too long (maximum is ${MAX_ELEMENT} characters)`, item), undefined;
-    if (values.includes(s)) return c.fail(`${path}[${i}]`, `repeats ${quote(s)}`, item), undefined;
+    if (s === undefined) return reporter.fail(`${path}[${i}]`, 'must be a string, number or boolean', item), undefined;
+    if (s.length > MAX_ELEMENT) return reporter.fail(`${path}[${i}]`, `is too long (maximum is ${MAX_ELEMENT} characters)`, item), undefined;
+    if (values.includes(s)) return reporter.fail(`${path}[${i}]`, `repeats ${quote(s)}`, item), undefined;
     values.push(s);
   }
   return values;
 }
 
-function adjustmentList(c: Ctx, [path, v]: Found, dims: string[]): MatrixAdjustment[] {
-  if (v.t !== 'list') return c.fail(path, `must be a list of {with, skip, soft_fail}`, v), [];
+function adjustmentList(reporter: ProblemReporter, [path, v]: FoundProperty, dims: string[]): MatrixAdjustment[] {
+  if (v.kind !== 'list') return reporter.fail(path, `must be a list of {with, skip, soft_fail}`, v), [];
   if (v.items.length > MATRIX_LIMITS.adjustments) {
-    return c.fail(path, `has ${v.items.length} adjustments: a matrix has at most ${MATRIX_LIMITS.adjustments}`, v), [];
+    return reporter.fail(path, `has ${v.items.length} adjustments: a matrix has at most ${MATRIX_LIMITS.adjustments}`, v), [];
   }
   const out: MatrixAdjustment[] = [];
   const seen = new Set<string>();
   v.items.forEach((item, i) => {
     const at = `${path}[${i}]`;
-    if (item.t !== 'map') return c.fail(at, `must be ${mapping(c)} with "with" and optional "skip" or "soft_fail"`, item);
+    if (item.kind !== 'map') return reporter.fail(at, `must be ${mapping(reporter)} with "with" and optional "skip" or "soft_fail"`, item);
     for (const k of item.keys) {
-      if (k !== 'with' && k !== 'skip' && k !== 'soft_fail') c.fail(`${at}.${k}`, 'is not an adjustment attribute: use "with", "skip" and "soft_fail"', item.get(k));
+      if (k !== 'with' && k !== 'skip' && k !== 'soft_fail') reporter.fail(`${at}.${k}`, 'is not an adjustment attribute: use "with", "skip" and "soft_fail"', item.get(k));
     }
-    const values = combination(c, `${at}.with`, item.get('with'), dims, item);
-    const skip = skipOf(c, pick(item, ['skip'], `${at}.`));
-    const soft = pick(item, ['soft_fail'], `${at}.`);
-    const softFails = soft ? softFail(c, soft) : undefined;
+    const values = combination(reporter, `${at}.with`, item.get('with'), dims, item);
+    const skip = skipOf(reporter, findProperty(item, ['skip'], `${at}.`));
+    const soft = findProperty(item, ['soft_fail'], `${at}.`);
+    const softFails = soft ? softFail(reporter, soft) : undefined;
     if (!values) return;
     const id = key(values, dims);
-    if (seen.has(id)) return c.fail(`${at}.with`, 'repeats the combination of an earlier adjustment', item.get('with'));
+    if (seen.has(id)) return reporter.fail(`${at}.with`, 'repeats the combination of an earlier adjustment', item.get('with'));
     seen.add(id);
     const adjustment: MatrixAdjustment = { with: values };
     if (skip !== undefined) adjustment.skip = skip;
@@ -146,21 +137,21 @@ function adjustmentList(c: Ctx, [path, v]: Found, dims: string[]): MatrixAdjustm
 }
 
 /** `with`: a mapping of every dimension to a value; for the unnamed dimension, a value or a list of one. */
-function combination(c: Ctx, path: string, v: V | undefined, dims: string[], at: VMap): Record<string, string> | undefined {
-  if (v === undefined || v.t === 'null') return c.fail(path, "can't be blank", at), undefined;
+function combination(reporter: ProblemReporter, path: string, v: ConfigValue | undefined, dims: string[], at: ConfigMap): Record<string, string> | undefined {
+  if (v === undefined || v.kind === 'null') return reporter.fail(path, "can't be blank", at), undefined;
   const values: Record<string, string> = {};
   if (dims.length === 1 && dims[0] === UNNAMED) {
-    const item = v.t === 'list' && v.items.length === 1 ? v.items[0]! : v;
+    const item = v.kind === 'list' && v.items.length === 1 ? v.items[0]! : v;
     const s = text(item);
-    if (s === undefined || s.length > MAX_ELEMENT) return c.fail(path, 'must be one value of the matrix (or a list of one)', v), undefined;
+    if (s === undefined || s.length > MAX_ELEMENT) return reporter.fail(path, 'must be one value of the matrix (or a list of one)', v), undefined;
     values[UNNAMED] = s;
     return values;
   }
-  if (v.t !== 'map') return c.fail(path, `must be ${mapping(c)} of every dimension (${dims.join(', ')}) to a value`, v), undefined;
+  if (v.kind !== 'map') return reporter.fail(path, `must be ${mapping(reporter)} of every dimension (${dims.join(', ')}) to a value`, v), undefined;
   let ok = true;
   for (const k of v.keys) {
     if (!dims.includes(k)) {
-      c.fail(path, `names ${quote(k)}, which is not a dimension of the matrix (${dims.join(', ')})`, v.get(k));
+      reporter.fail(path, `names ${quote(k)}, which is not a dimension of the matrix (${dims.join(', ')})`, v.get(k));
       ok = false;
     }
   }
@@ -168,10 +159,10 @@ function combination(c: Ctx, path: string, v: V | undefined, dims: string[], at:
     const item = v.get(dim);
     const s = item === undefined ? undefined : text(item);
     if (item === undefined) {
-      c.fail(path, `must give a value for every dimension: ${quote(dim)} is missing`, v);
+      reporter.fail(path, `must give a value for every dimension: ${quote(dim)} is missing`, v);
       ok = false;
     } else if (s === undefined || s.length > MAX_ELEMENT) {
-      c.fail(`${path}.${dim}`, 'must be a string, number or boolean', item);
+      reporter.fail(`${path}.${dim}`, 'must be a string, number or boolean', item);
       ok = false;
     } else {
       define(values, dim, s);
@@ -180,16 +171,16 @@ function combination(c: Ctx, path: string, v: V | undefined, dims: string[], at:
   return ok ? values : undefined;
 }
 
-function skipOf(c: Ctx, found: Found | undefined): true | string | undefined {
+function skipOf(reporter: ProblemReporter, found: FoundProperty | undefined): true | string | undefined {
   if (!found) return undefined;
   const [path, v] = found;
-  if (v.t === 'bool') return v.v ? true : undefined;
-  if (v.t === 'str') {
-    if (v.v.length > MAX_SKIP_REASON) return c.fail(path, `is too long (maximum is ${MAX_SKIP_REASON} characters)`, v), undefined;
+  if (v.kind === 'bool') return v.value ? true : undefined;
+  if (v.kind === 'str') {
+    if (v.value.length > MAX_SKIP_REASON) return reporter.fail(path, `is too long (maximum is ${MAX_SKIP_REASON} characters)`, v), undefined;
     // The documented rule: an empty reason is the same as false.
-    return v.v.trim() === '' ? undefined : v.v;
+    return v.value.trim() === '' ? undefined : v.value;
   }
-  return c.fail(path, 'must be true, false or a reason', v), undefined;
+  return reporter.fail(path, 'must be true, false or a reason', v), undefined;
 }
 
 function inSetup(m: Matrix, values: Record<string, string>): boolean {

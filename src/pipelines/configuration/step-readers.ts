@@ -1,0 +1,196 @@
+/**
+ * One reader per step type. YAML takes both its own property names and the REST API's (so the
+ * visual form can be written as YAML); the visual form takes only the API's.
+ */
+import { parseMatrix, unknownTokens, type Matrix } from './matrix';
+import { parsePlugins } from './plugins';
+import { STEP_ATTRIBUTES, verdict, type StepType } from './step-attributes';
+import { MAX_BRANCHES, MAX_CONCURRENCY, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_PROMPT, MAX_REF, MAX_SLUG, MAX_TEXT, MAX_TIMEOUT, PIPELINE_SLUG } from './limits';
+import { tooLong, type ProblemReporter } from './problems';
+import { agents, bool, env, fields, joined, optionalText, findProperty, positive, retry, softFail, text, wholeNumber, type FoundProperty } from './property-readers';
+import type { ManualStep, ScriptStep, TriggerStep, WaiterStep } from './step-types';
+import type { ConfigValue, ConfigMap } from './value-tree';
+
+export const PROPERTY_NAMES = {
+  yaml: {
+    name: ['label', 'name'],
+    branches: ['branches', 'branch_configuration'],
+    agents: ['agents', 'agent_query_rules'],
+    key: ['key', 'id', 'identifier'],
+    artifacts: ['artifact_paths', 'artifacts'],
+    timeout: ['timeout_in_minutes', 'timeout'],
+    manualLabel: ['label', 'name'],
+    slug: ['trigger', 'trigger_project_slug'],
+    async: ['async', 'trigger_async'],
+  },
+  visual: {
+    name: ['name'],
+    branches: ['branch_configuration'],
+    agents: ['agent_query_rules'],
+    key: ['key'],
+    artifacts: ['artifact_paths'],
+    timeout: ['timeout_in_minutes'],
+    manualLabel: ['label'],
+    slug: ['trigger_project_slug'],
+    async: ['trigger_async'],
+  },
+} as const;
+
+function command(reporter: ProblemReporter, stepMap: ConfigMap): string | null {
+  if (reporter.dialect === 'visual') return optionalText(reporter, findProperty(stepMap, ['command']), MAX_TEXT);
+  const one = findProperty(stepMap, ['command']);
+  const many = findProperty(stepMap, ['commands']);
+  if (one && many) reporter.fail('commands', 'cannot be used together with "command"', many[1]);
+  const found = one ?? many;
+  const value = optCommand(reporter, found);
+  const plugins = findProperty(stepMap, ['plugins']);
+  // A step with nothing to run would only ever fail; plugins alone are enough (docker etc.).
+  if (value === null && !plugins) reporter.fail(found?.[0] ?? 'command', "can't be blank", found?.[1]);
+  return value ?? null;
+}
+
+/** The command lines joined; null when blank, undefined once a problem has been reported. */
+function optCommand(reporter: ProblemReporter, found: FoundProperty | undefined): string | null | undefined {
+  if (!found) return null;
+  const [path, v] = found;
+  const lines = v.kind === 'list' ? v.items.map(text) : [text(v)];
+  if (!lines.every((s): s is string => s !== undefined)) {
+    return reporter.fail(path, 'must be a string or a list of strings', v), undefined;
+  }
+  const s = lines.join('\n');
+  if (s.length > MAX_TEXT) return reporter.fail(path, tooLong(MAX_TEXT), v), undefined;
+  return s.trim() === '' ? null : s;
+}
+
+export function scriptStep(reporter: ProblemReporter, stepMap: ConfigMap, defaultAgents: readonly string[], defaultPriority?: number): ScriptStep {
+  const names = PROPERTY_NAMES[reporter.dialect];
+  const step: ScriptStep = {
+    type: 'script',
+    name: optionalText(reporter, findProperty(stepMap, names.name), MAX_NAME),
+    command: command(reporter, stepMap),
+    artifact_paths: joined(reporter, findProperty(stepMap, names.artifacts), ';', MAX_BRANCHES),
+    branch_configuration: joined(reporter, findProperty(stepMap, names.branches), ' ', MAX_BRANCHES),
+    env: env(reporter, findProperty(stepMap, ['env'])),
+    timeout_in_minutes: positive(reporter, findProperty(stepMap, names.timeout), MAX_TIMEOUT),
+    agent_query_rules: agents(reporter, findProperty(stepMap, names.agents)),
+    concurrency: positive(reporter, findProperty(stepMap, ['concurrency']), MAX_CONCURRENCY),
+    parallelism: wholeNumber(reporter, findProperty(stepMap, ['parallelism']), 1, 1000, 'must be a whole number from 1 to 1000'),
+    key: optionalText(reporter, findProperty(stepMap, names.key), MAX_KEY),
+    soft_fail: softFail(reporter, findProperty(stepMap, ['soft_fail'])),
+    retry: retry(reporter, findProperty(stepMap, ['retry'])),
+  };
+  if (step.agent_query_rules.length === 0) step.agent_query_rules = [...defaultAgents];
+  const priority = wholeNumber(reporter, findProperty(stepMap, ['priority']), -MAX_PRIORITY, MAX_PRIORITY, `must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}`);
+  if (priority !== null) step.priority = priority;
+  else if (defaultPriority !== undefined) step.priority = defaultPriority;
+  const plugins = parsePlugins(reporter, findProperty(stepMap, ['plugins']));
+  if (plugins) step.plugins = plugins;
+  const matrixFound = findProperty(stepMap, ['matrix']);
+  const matrix = parseMatrix(reporter, matrixFound);
+  // Documented: "Matrix builds are not compatible with explicit parallelism in steps".
+  if (matrixFound && step.parallelism !== null && step.parallelism > 1) {
+    reporter.fail('parallelism', 'cannot be used together with "matrix": put them on separate steps', findProperty(stepMap, ['parallelism'])?.[1]);
+  }
+  if (matrix) {
+    step.matrix = matrix;
+    checkTokens(reporter, stepMap, step, matrix);
+  }
+  return step;
+}
+
+/** Matrix values go into label, command, env, agents and plugins; a token naming no dimension is an error. */
+function checkTokens(reporter: ProblemReporter, stepMap: ConfigMap, step: ScriptStep, matrix: Matrix): void {
+  const names = PROPERTY_NAMES[reporter.dialect];
+  const check = (path: string, s: string | null, at: ConfigValue | undefined) => {
+    const bad = s === null ? [] : unknownTokens(s, matrix);
+    if (bad.length > 0) reporter.fail(path, `uses ${bad[0]}, but the matrix has no such dimension (it has ${Object.keys(matrix.setup).map((d) => (d === '' ? '{{matrix}}' : `{{matrix.${d}}}`)).join(', ')})`, at);
+  };
+  check(findProperty(stepMap, names.name)?.[0] ?? 'label', step.name, findProperty(stepMap, names.name)?.[1]);
+  check(findProperty(stepMap, ['command', 'commands'])?.[0] ?? 'command', step.command, findProperty(stepMap, ['command', 'commands'])?.[1]);
+  for (const [k, v] of Object.entries(step.env)) check(`env.${k}`, v, findProperty(stepMap, ['env'])?.[1]);
+  for (const rule of step.agent_query_rules) check(findProperty(stepMap, names.agents)?.[0] ?? 'agents', rule, findProperty(stepMap, names.agents)?.[1]);
+  if (step.plugins) check('plugins', JSON.stringify(step.plugins), findProperty(stepMap, ['plugins'])?.[1]);
+}
+
+/**
+ * What a YAML step says beyond what Windsock acts on: documented attributes it only accepts are
+ * reported, those it cannot honour and undocumented ones are refused (step-attributes.ts).
+ */
+export function checkAttributes(reporter: ProblemReporter, stepMap: ConfigMap, type: StepType): void {
+  for (const attribute of stepMap.keys) {
+    const v = stepMap.get(attribute);
+    // `depends_on: ~` and the like say nothing, so there is nothing to refuse.
+    if (v === undefined || v.kind === 'null') continue;
+    const found = verdict(STEP_ATTRIBUTES[type], attribute);
+    // `false` (and for `skip`, the documented empty reason) asks for the default: what Windsock does.
+    if (found.state !== 'unknown' && ((v.kind === 'bool' && !v.value) || (attribute === 'skip' && v.kind === 'str' && v.value === ''))) continue;
+    if (found.state === 'reported') reporter.notice(attribute, found.why);
+    else if (found.state === 'refused') reporter.fail(attribute, `is not supported by Windsock: ${found.why}`, v);
+    else if (found.state === 'unknown') reporter.fail(attribute, `is not an attribute of a ${type} step`, v);
+  }
+}
+
+export function waiterStep(reporter: ProblemReporter, stepMap: ConfigMap): WaiterStep {
+  if (reporter.dialect === 'yaml') {
+    // The label of a wait step is only shown in Buildkite's UI; a waiter has nowhere to keep it.
+    const label = findProperty(stepMap, ['wait', 'waiter']);
+    if (label && text(label[1]) === undefined) reporter.fail(label[0], 'must be empty or a label', label[1]);
+  }
+  return { type: 'waiter', continue_on_failure: bool(reporter, findProperty(stepMap, ['continue_on_failure']), false) };
+}
+
+export function manualStep(reporter: ProblemReporter, stepMap: ConfigMap, keyword?: 'block' | 'input'): ManualStep {
+  let label = keyword ? optionalText(reporter, findProperty(stepMap, [keyword]), MAX_NAME) : null;
+  label ??= optionalText(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].manualLabel), MAX_NAME);
+  if (label === null) {
+    if (keyword) label = keyword;
+    else reporter.fail('label', "can't be blank", stepMap.get('label'));
+  }
+  return {
+    type: 'manual',
+    label: label ?? '',
+    prompt: optionalText(reporter, findProperty(stepMap, ['prompt']), MAX_PROMPT),
+    fields: fields(reporter, findProperty(stepMap, ['fields'])),
+    branch_configuration: joined(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].branches), ' ', MAX_BRANCHES),
+  };
+}
+
+export function triggerStep(reporter: ProblemReporter, stepMap: ConfigMap): TriggerStep {
+  const names = PROPERTY_NAMES[reporter.dialect];
+  const slugFound = findProperty(stepMap, names.slug);
+  let slug = '';
+  if (!slugFound) {
+    if (reporter.dialect === 'yaml') reporter.fail('trigger', 'must name a pipeline slug', stepMap.get('trigger'));
+    else reporter.fail('trigger_project_slug', "can't be blank");
+  } else {
+    const s = text(slugFound[1]);
+    if (s === undefined || s.length > MAX_SLUG || !PIPELINE_SLUG.test(s)) {
+      const blank = s?.trim() === '' && reporter.dialect === 'visual';
+      reporter.fail(slugFound[0], blank ? "can't be blank" : 'must name a pipeline slug', slugFound[1]);
+    } else {
+      slug = s;
+    }
+  }
+
+  let build: ConfigMap | undefined;
+  if (reporter.dialect === 'yaml') {
+    const found = findProperty(stepMap, ['build']);
+    if (found?.[1].kind === 'map') build = found[1];
+    else if (found) reporter.fail('build', 'must be a mapping of message, commit, branch, env and meta_data', found[1]);
+  }
+  const from = (buildKey: string, apiKey: string) => findProperty(build, [buildKey], 'build.') ?? findProperty(stepMap, [apiKey]);
+
+  return {
+    type: 'trigger',
+    name: optionalText(reporter, findProperty(stepMap, ['label', 'name']), MAX_NAME),
+    trigger_project_slug: slug,
+    // Buildkite's default: the triggered pipeline builds the newest commit of the branch.
+    trigger_commit: optionalText(reporter, from('commit', 'trigger_commit'), MAX_REF) ?? 'HEAD',
+    trigger_branch: optionalText(reporter, from('branch', 'trigger_branch'), MAX_REF) ?? '',
+    trigger_message: optionalText(reporter, from('message', 'trigger_message'), MAX_TEXT),
+    trigger_env: env(reporter, from('env', 'trigger_env')),
+    trigger_meta_data: env(reporter, from('meta_data', 'trigger_meta_data'), 'keys'),
+    trigger_async: bool(reporter, findProperty(stepMap, names.async), false),
+    branch_configuration: joined(reporter, findProperty(stepMap, names.branches), ' ', MAX_BRANCHES),
+  };
+}

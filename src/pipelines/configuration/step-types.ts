@@ -1,0 +1,108 @@
+/**
+ * The normalised steps of a pipeline: what the pipelines API stores and returns, whichever form
+ * (YAML configuration or visual steps) was sent.
+ */
+import type { components } from '../../../generated/api';
+import type { Matrix, MatrixAdjustment } from './matrix';
+import type { Plugin } from './plugins';
+
+export type ExitStatus = number | '*';
+
+export type ScriptStep = {
+  type: 'script';
+  name: string | null;
+  command: string | null;
+  artifact_paths: string | null;
+  branch_configuration: string | null;
+  env: Record<string, string>;
+  timeout_in_minutes: number | null;
+  agent_query_rules: string[];
+  concurrency: number | null;
+  parallelism: number | null;
+  key: string | null;
+  soft_fail: boolean | { exit_status: ExitStatus }[];
+  retry: StepRetry | null;
+  /** Dispatch priority of the step's jobs (the step's own, else the pipeline's top-level one). */
+  priority?: number;
+  /** One job per combination (matrix.ts). */
+  matrix?: Matrix;
+  plugins?: Plugin[];
+  /** On a job's copy of a matrix step only: the combination that job runs. */
+  matrix_values?: Record<string, string>;
+};
+/** An automatic retry rule: which failures (exit status, and signal reason when given) and how often. */
+export type AutomaticRetry = { exit_status: ExitStatus | number[]; limit: number; signal_reason?: string };
+/** `retry.manual`: whether the retry button is allowed (with the reason when it is not), also for passed jobs. */
+export type ManualRetry = { allowed: boolean; reason: string | null; permit_on_passed: boolean };
+export type StepRetry = { automatic: AutomaticRetry[]; manual?: ManualRetry };
+export type WaiterStep = { type: 'waiter'; continue_on_failure: boolean };
+export type ManualField = {
+  key: string;
+  text?: string;
+  select?: string;
+  hint?: string;
+  required?: boolean;
+  default?: string | string[];
+  options?: { label: string; value: string }[];
+  multiple?: boolean;
+};
+export type ManualStep = {
+  type: 'manual';
+  label: string;
+  prompt: string | null;
+  fields: ManualField[];
+  branch_configuration: string | null;
+};
+export type TriggerStep = {
+  type: 'trigger';
+  name: string | null;
+  trigger_project_slug: string;
+  trigger_commit: string;
+  /** "" means "the target pipeline's default branch", the real API's default. */
+  trigger_branch: string;
+  trigger_message: string | null;
+  trigger_env: Record<string, string>;
+  /** Meta-data of the triggered build; absent in steps stored before it was read. */
+  trigger_meta_data?: Record<string, string>;
+  trigger_async: boolean;
+  branch_configuration: string | null;
+};
+export type Step = ScriptStep | WaiterStep | ManualStep | TriggerStep;
+
+// ---------------------------------------------------------------------------------------------
+// The types above are written out (stricter than the spec: every property the readers always
+// set is required), so they are checked against the spec's step schemas here: a change on
+// either side that the other does not follow fails `npm run typecheck` on these lines.
+
+type Schemas = components['schemas'];
+type SpecRetry = NonNullable<Schemas['ScriptStep']['retry']>;
+/** Compiles only when a value of type `Actual` is a valid `Spec` (extra properties aside). */
+type Conforms<Actual extends Spec, Spec> = Actual;
+/** True when both have the same properties, apart from `Internal` ones the API never shows. */
+type SameKeys<Actual, Spec, Internal extends PropertyKey = never> = [
+  Exclude<keyof Actual, keyof Spec | Internal>,
+  Exclude<keyof Spec, keyof Actual>,
+] extends [never, never]
+  ? true
+  : false;
+type Holds<Check extends true> = Check;
+
+export type StepTypesFollowTheSpec = [
+  Conforms<Step, Schemas['Step']>,
+  Conforms<ScriptStep, Schemas['ScriptStep']>,
+  Conforms<WaiterStep, Schemas['WaiterStep']>,
+  Conforms<ManualStep, Schemas['ManualStep']>,
+  Conforms<TriggerStep, Schemas['TriggerStep']>,
+  Conforms<ExitStatus, Schemas['ExitStatusRule']>,
+  // `matrix_values` is on a job's copy of a matrix step only, which the API does not show.
+  Holds<SameKeys<ScriptStep, Schemas['ScriptStep'], 'matrix_values'>>,
+  Holds<SameKeys<WaiterStep, Schemas['WaiterStep']>>,
+  Holds<SameKeys<ManualStep, Schemas['ManualStep']>>,
+  Holds<SameKeys<TriggerStep, Schemas['TriggerStep']>>,
+  Holds<SameKeys<StepRetry, SpecRetry>>,
+  Holds<SameKeys<AutomaticRetry, SpecRetry['automatic'][number]>>,
+  Holds<SameKeys<ManualRetry, NonNullable<SpecRetry['manual']>>>,
+  Holds<SameKeys<ManualField, NonNullable<Schemas['ManualStep']['fields']>[number]>>,
+  Holds<SameKeys<Matrix, NonNullable<Schemas['ScriptStep']['matrix']>>>,
+  Holds<SameKeys<MatrixAdjustment, NonNullable<Schemas['ScriptStep']['matrix']>['adjustments'][number]>>,
+];

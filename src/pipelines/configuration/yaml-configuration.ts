@@ -1,0 +1,191 @@
+/** The YAML `configuration` of a pipeline (also what `buildkite-agent pipeline upload` sends). */
+import { LineCounter, parseDocument } from 'yaml';
+import { TOP_LEVEL_ATTRIBUTES, verdict } from './step-attributes';
+import { MAX_CONFIGURATION_BYTES, MAX_NAME, MAX_PRIORITY, MAX_STEPS, STEP_KINDS } from './limits';
+import { asValidationError, ProblemList, quote, YamlProblemReporter } from './problems';
+import { agents, env, optionalText, findProperty, text, wholeNumber, type FoundProperty } from './property-readers';
+import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, triggerStep, waiterStep } from './step-readers';
+import type { Step } from './step-types';
+import { ValueBudget, lazyConfigMap, type ConfigValue } from './value-tree';
+import { YamlReader, yamlError } from './yaml-reader';
+
+type StepKind = 'script' | 'waiter' | 'manual' | 'trigger';
+
+const EXPLICIT_TYPES = new Map<string, StepKind>([
+  ['script', 'script'],
+  ['command', 'script'],
+  ['waiter', 'waiter'],
+  ['wait', 'waiter'],
+  ['manual', 'manual'],
+  ['block', 'manual'],
+  ['input', 'manual'],
+  ['trigger', 'trigger'],
+]);
+
+const STEP_KIND_KEYS: [StepKind, string[]][] = [
+  ['script', ['command', 'commands']],
+  ['waiter', ['wait', 'waiter']],
+  ['manual', ['block', 'input']],
+  ['trigger', ['trigger']],
+];
+
+type PipelineDefaults = { agents: readonly string[]; priority?: number };
+
+function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: PipelineDefaults): Step | undefined {
+  if (v.kind === 'str') {
+    if (v.value === 'wait' || v.value === 'waiter') return { type: 'waiter', continue_on_failure: false };
+    if (v.value === 'block' || v.value === 'input') return manualStep(reporter, lazyConfigMap([], v.line, () => undefined), v.value);
+  }
+  if (v.kind !== 'map') return void reporter.failStep(`is not a known step type: expected one of ${STEP_KINDS}`);
+
+  const type = v.get('type');
+  let kind: StepKind | undefined;
+  if (type !== undefined) {
+    // An explicit type wins over any step-type keys, as in the visual form it comes from.
+    kind = EXPLICIT_TYPES.get(text(type) ?? '');
+    if (!kind) return void reporter.fail('type', 'must be one of script, waiter, manual, trigger', type);
+  } else {
+    const present = STEP_KIND_KEYS.filter(([, keys]) => keys.some((k) => v.get(k) !== undefined));
+    if (present.length > 1) {
+      const found = present.map(([, keys]) => `"${keys.find((k) => v.get(k) !== undefined)}"`);
+      return void reporter.failStep(`mixes step types: ${found.join(' and ')} cannot be in the same step`);
+    }
+    kind = present[0]?.[0] ?? (v.get('plugins') !== undefined ? 'script' : undefined);
+    if (!kind) return void reporter.failStep(`is not a known step type: expected one of ${STEP_KINDS}`);
+  }
+  const keyword = kind === 'manual' ? (['block', 'input'] as const).find((k) => v.get(k) !== undefined) : undefined;
+  // `type: manual` without a keyword reads as a block step, as the visual form has it.
+  checkAttributes(reporter, v, kind === 'script' ? 'command' : kind === 'waiter' ? 'wait' : kind === 'manual' ? (keyword ?? 'block') : 'trigger');
+  switch (kind) {
+    case 'script':
+      return scriptStep(reporter, v, defaults.agents, defaults.priority);
+    case 'waiter':
+      return waiterStep(reporter, v);
+    case 'manual':
+      return manualStep(reporter, v, keyword);
+    case 'trigger':
+      return triggerStep(reporter, v);
+  }
+}
+
+
+function firstLine(message: string): string {
+  const line = message.split('\n', 1)[0]?.trim() ?? '';
+  return /call stack/i.test(line) ? 'it is nested too deeply' : line;
+}
+
+/** Steps and env of a pipeline configuration, and a line for each attribute accepted but not acted on. */
+export type ParsedConfiguration = { steps: Step[]; env: Record<string, string>; notices: string[] };
+
+/** Parse a pipeline YAML configuration (the `configuration` field of the pipelines API). */
+export function parseConfiguration(yamlText: string): ParsedConfiguration {
+  try {
+    return parseConfigurationOrThrow(yamlText);
+  } catch (error) {
+    throw asValidationError(error, 'configuration', 'is too large once its aliases and merge keys are expanded');
+  }
+}
+
+function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
+  if (typeof yamlText !== 'string') throw yamlError('must be a string');
+  if (Buffer.byteLength(yamlText, 'utf8') > MAX_CONFIGURATION_BYTES) {
+    throw yamlError(`is too large (maximum is ${MAX_CONFIGURATION_BYTES} bytes)`);
+  }
+
+  const lines = new LineCounter();
+  // `merge`: pipelines commonly share settings with `<<: *defaults`, which the Buildkite agent
+  // (YAML 1.1 rules) accepts.
+  // `uniqueKeys` is off because the library checks it quadratically; YamlReader checks instead.
+  const doc = parseDocument(yamlText, { lineCounter: lines, prettyErrors: false, merge: true, uniqueKeys: false });
+  const parseError = doc.errors[0];
+  if (parseError) {
+    const { line, col } = lines.linePos(parseError.pos[0]);
+    const message =
+      parseError.code === 'MULTIPLE_DOCS'
+        ? 'only one document is allowed, remove the "---" that starts another'
+        : firstLine(parseError.message);
+    throw yamlError(`is not a valid YAML document: line ${line}, column ${col}: ${message}`);
+  }
+  const reader = new YamlReader(doc, lines, new ValueBudget());
+  const root = reader.value(doc.contents, reader.line(doc.contents) ?? 1, 0);
+  const problems = new ProblemList();
+  const top = new YamlProblemReporter(problems, null, root.line);
+
+  let stepsFound: FoundProperty | undefined;
+  let pipelineEnv: Record<string, string> = {};
+  const defaults: PipelineDefaults = { agents: [] };
+  if (root.kind === 'list') {
+    stepsFound = ['steps', root];
+  } else if (root.kind === 'map' && root.get('steps') !== undefined) {
+    stepsFound = ['steps', root.get('steps') as ConfigValue];
+    pipelineEnv = env(top, findProperty(root, ['env']));
+    defaults.agents = agents(top, findProperty(root, ['agents']));
+    const priority = wholeNumber(top, findProperty(root, ['priority']), -MAX_PRIORITY, MAX_PRIORITY, `must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}`);
+    if (priority !== null) defaults.priority = priority;
+    // Keys the documentation does not define are anchor holders and the like: left alone.
+    for (const key of root.keys) {
+      const value = root.get(key);
+      if (value === undefined || value.kind === 'null') continue;
+      const found = verdict(TOP_LEVEL_ATTRIBUTES, key);
+      if (found.state === 'reported') top.notice(key, found.why);
+      else if (found.state === 'refused') top.fail(key, `is not supported by Windsock: ${found.why}`, value);
+    }
+  } else {
+    throw yamlError('must contain a "steps" list');
+  }
+
+  const stepsValue = stepsFound[1];
+  if (stepsValue.kind === 'null' || (stepsValue.kind === 'list' && stepsValue.items.length === 0)) {
+    throw yamlError(`line ${stepsValue.line ?? 1}: steps must not be empty`);
+  }
+  if (stepsValue.kind !== 'list') throw yamlError(`line ${stepsValue.line ?? 1}: "steps" must be a list`);
+
+  const steps: Step[] = [];
+  const keys = new Map<string, string>();
+  const add = (reporter: YamlProblemReporter, label: string, item: ConfigValue) => {
+    const step = yamlStep(reporter, item, defaults);
+    if (!step) return;
+    if (step.type === 'script' && step.key !== null) {
+      const owner = keys.get(step.key);
+      const at = item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key)?.[1] : undefined;
+      if (owner !== undefined) reporter.fail('key', `${quote(step.key)} is already used by step ${owner}`, at);
+      else keys.set(step.key, label);
+    }
+    steps.push(step);
+  };
+
+  for (const [i, item] of stepsValue.items.entries()) {
+    if (problems.full || steps.length > MAX_STEPS) break;
+    const label = String(i + 1);
+    const reporter = new YamlProblemReporter(problems, label, item.line);
+    if (item.kind !== 'map' || item.get('group') === undefined) {
+      add(reporter, label, item);
+      continue;
+    }
+    // Groups only organise the UI; their steps run as if they were written in place.
+    const children = item.get('steps');
+    if (children === undefined || children.kind === 'null' || (children.kind === 'list' && children.items.length === 0)) {
+      reporter.fail('steps', 'must not be empty', children);
+      continue;
+    }
+    if (children.kind !== 'list') {
+      reporter.fail('steps', 'must be a list', children);
+      continue;
+    }
+    optionalText(reporter, findProperty(item, ['group', 'label', 'name']), MAX_NAME); // checked, though not kept
+    checkAttributes(reporter, item, 'group');
+    for (const [j, child] of children.items.entries()) {
+      if (problems.full || steps.length > MAX_STEPS) break;
+      const childLabel = `${label}.${j + 1}`;
+      const childReporter = new YamlProblemReporter(problems, childLabel, child.line);
+      if (child.kind === 'map' && child.get('group') !== undefined) {
+        childReporter.failStep('is a group inside a group: groups cannot be nested');
+      } else {
+        add(childReporter, childLabel, child);
+      }
+    }
+  }
+  if (steps.length > MAX_STEPS) throw yamlError(`has too many steps (maximum is ${MAX_STEPS})`);
+  problems.throwIfAny();
+  return { steps, env: pipelineEnv, notices: problems.notices };
+}
