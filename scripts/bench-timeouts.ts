@@ -102,9 +102,10 @@ async function timeToStopAgent(running: RunningServer, token: string, registrati
   const number = build.body.number as number;
   const jobId = (build.body.jobs as { id: string }[])[0]!.id;
   const controller = new AbortController();
-  const agents = runAgents({ endpoint: running.url, token: registration, tags: [], name: 'bench-stopper', spawn: 1, pollIntervalMs: 20, signal: controller.signal });
+  const lines: string[] = [];
+  const agents = runAgents({ endpoint: running.url, token: registration, tags: [], name: 'bench-stopper', spawn: 1, pollIntervalMs: 20, signal: controller.signal, log: (l) => lines.push(l) });
   for (let i = 0; ; i++) {
-    if (i > 1000) throw new Error('the job never started');
+    if (i > 1000) throw new Error(`the job never started: ${JSON.stringify((await api(running, token, 'GET', `${base}/${number}`)).body.jobs)}; the agent said: ${lines.join(' | ')}`);
     if ((await api(running, token, 'GET', `${base}/${number}/jobs/${jobId}/log.txt`)).text.includes('started')) break;
     await new Promise((r) => setTimeout(r, 20));
   }
