@@ -1,7 +1,8 @@
 import listSample from '../fixtures/samples/agents__01_list-agents.json';
 import { sha256Hex } from '../../src/security/keys';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenBuild, givenPipeline, givenRegistrationToken } from './helpers';
+import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
+import { givenBuild, givenPipeline } from '../support/given';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -47,7 +48,7 @@ describeEachDatabase('agents', (ctx) => {
     it('runs a job: register, connect, ping, accept, start, log chunks, finish, disconnect', async () => {
       const { org, token } = await ctx().givenAdmin();
       const reg = await givenRegistrationToken(ctx(), org.slug, token);
-      const slug = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - label: Test\n    command: make test\n    env:\n      FOO: bar\n');
+      const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - label: Test\n    command: make test\n    env:\n      FOO: bar\n');
       const build = await givenBuild(ctx(), org.slug, slug, token);
       const agent = await givenAgent(ctx(), reg, 'runner-1', ['queue=default', 'os=linux']);
 
@@ -114,7 +115,7 @@ describeEachDatabase('agents', (ctx) => {
     it('fails a job by exit status and soft-fails what soft_fail covers', async () => {
       const { org, token } = await ctx().givenAdmin();
       const reg = await givenRegistrationToken(ctx(), org.slug, token);
-      const slug = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: hard\n  - command: soft\n    soft_fail:\n      - exit_status: 3\n');
+      const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: hard\n  - command: soft\n    soft_fail:\n      - exit_status: 3\n');
       await givenBuild(ctx(), org.slug, slug, token);
       const agent = await givenAgent(ctx(), reg, 'runner');
       const results: Record<string, unknown>[] = [];
@@ -133,7 +134,7 @@ describeEachDatabase('agents', (ctx) => {
     it("keeps an agent's job to that agent", async () => {
       const { org, token } = await ctx().givenAdmin();
       const reg = await givenRegistrationToken(ctx(), org.slug, token);
-      const slug = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: one\n');
+      const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: one\n');
       await givenBuild(ctx(), org.slug, slug, token);
       const a = await givenAgent(ctx(), reg, 'a');
       const b = await givenAgent(ctx(), reg, 'b');
@@ -158,7 +159,7 @@ describeEachDatabase('agents', (ctx) => {
     it('matches agent_query_rules to tags: queues, other tags, wildcards, the default queue', async () => {
       const { org, token } = await ctx().givenAdmin();
       const reg = await givenRegistrationToken(ctx(), org.slug, token);
-      const slug = await givenPipeline(
+      const { slug } = await givenPipeline(
         ctx(),
         org.slug,
         token,
@@ -190,7 +191,7 @@ describeEachDatabase('agents', (ctx) => {
     it('gives each job to exactly one agent when many poll at once', async () => {
       const { org, token } = await ctx().givenAdmin();
       const reg = await givenRegistrationToken(ctx(), org.slug, token);
-      const slug = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: work\n    parallelism: 12\n');
+      const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: work\n    parallelism: 12\n');
       const build = await givenBuild(ctx(), org.slug, slug, token);
       const agents = await Promise.all(Array.from({ length: 16 }, (_, i) => givenAgent(ctx(), reg, `fleet-${i}`)));
       const polls = await Promise.all(agents.map((a) => ctx().http().get('/v3/ping').set(agentAuth(a.token))));

@@ -5,7 +5,8 @@
  */
 import crypto from 'node:crypto';
 import { describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenBuild, givenPipeline, givenRegistrationToken } from './helpers';
+import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
+import { givenBuild, givenPipeline } from '../support/given';
 
 /** `count` more scheduled jobs like `jobId` (same rules, organization, build), each older than any job before. */
 async function cloneJobs(ctx: TestContext, jobId: string, count: number): Promise<void> {
@@ -29,10 +30,10 @@ describeEachDatabase('dispatch', (ctx) => {
   it('gives an agent the job of its queue behind 10,000 older jobs of a queue nobody serves', async () => {
     const { org, token } = await ctx().givenAdmin();
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const stuck = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: stuck\n    agents: { queue: nobody }\n');
+    const { slug: stuck } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: stuck\n    agents: { queue: nobody }\n');
     const stuckBuild = await givenBuild(ctx(), org.slug, stuck, token);
     await cloneJobs(ctx(), stuckBuild.jobs[0]!.id, 10_000);
-    const q2 = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: mine\n    agents: { queue: q2 }\n');
+    const { slug: q2 } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: mine\n    agents: { queue: q2 }\n');
     const build = await givenBuild(ctx(), org.slug, q2, token);
     const agent = await givenAgent(ctx(), reg, 'q2-agent', ['queue=q2']);
 
@@ -45,9 +46,9 @@ describeEachDatabase('dispatch', (ctx) => {
   it('offers jobs of a wildcard queue and of any queue behind a backlog too, and still none of the backlog', async () => {
     const { org, token } = await ctx().givenAdmin();
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const stuck = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: stuck\n    agents: { queue: nobody }\n');
+    const { slug: stuck } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: stuck\n    agents: { queue: nobody }\n');
     await cloneJobs(ctx(), (await givenBuild(ctx(), org.slug, stuck, token)).jobs[0]!.id, 500);
-    const other = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: glob\n    agents: { queue: "build-*" }\n  - command: anywhere\n    agents: { queue: "*", os: linux }\n');
+    const { slug: other } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: glob\n    agents: { queue: "build-*" }\n  - command: anywhere\n    agents: { queue: "*", os: linux }\n');
     await givenBuild(ctx(), org.slug, other, token);
     const arm = await givenAgent(ctx(), reg, 'arm', ['queue=build-arm']);
     const linux = await givenAgent(ctx(), reg, 'linux', ['queue=elsewhere', 'os=linux']);
@@ -60,9 +61,9 @@ describeEachDatabase('dispatch', (ctx) => {
   it('takes a job of higher priority before older jobs, then the oldest', async () => {
     const { org, token } = await ctx().givenAdmin();
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const slug = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: old\n  - command: older\n');
+    const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: old\n  - command: older\n');
     const first = await givenBuild(ctx(), org.slug, slug, token);
-    const urgent = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: urgent\n');
+    const { slug: urgent } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: urgent\n');
     const late = await givenBuild(ctx(), org.slug, urgent, token);
     await ctx().services.db('jobs').where({ id: late.jobs[0]!.id }).update({ priority: 5 });
     const agent = await givenAgent(ctx(), reg, 'default');
@@ -82,9 +83,9 @@ describeEachDatabase('dispatch', (ctx) => {
   it('gives 16 agents polling at once 16 different jobs, with a backlog of other queues ahead', async () => {
     const { org, token } = await ctx().givenAdmin();
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const stuck = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: stuck\n    agents: { queue: nobody }\n');
+    const { slug: stuck } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: stuck\n    agents: { queue: nobody }\n');
     await cloneJobs(ctx(), (await givenBuild(ctx(), org.slug, stuck, token)).jobs[0]!.id, 1_000);
-    const slug = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: work\n    parallelism: 40\n');
+    const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: work\n    parallelism: 40\n');
     const build = await givenBuild(ctx(), org.slug, slug, token);
     const agents = await Promise.all(Array.from({ length: 16 }, (_, i) => givenAgent(ctx(), reg, `fleet-${i}`)));
 

@@ -7,7 +7,9 @@ import { AgentRepository } from '../../src/agents/repository';
 import { JobRepository } from '../../src/jobs/repository';
 import { Sweeper } from '../../src/jobs/sweeper';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenBuild, givenPipeline, givenRegistrationToken, type TestAgent } from './helpers';
+import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
+import { givenBuild, givenPipeline } from '../support/given';
+import type { BuildJson, JobJson } from '../support/types';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const LOST_AFTER_MS = 180_000;
@@ -15,8 +17,6 @@ const EXPIRY_MS = 3600_000;
 
 let offsetMs = 0;
 const clock = () => new Date(Date.now() + offsetMs);
-
-type JobJson = { id: string; state: string; exit_status: number | null; signal_reason: string | null; soft_failed: boolean; finished_at: string | null; expired_at: string | null; started_at: string | null; agent: { id: string } | null };
 
 describeEachDatabase(
   'jobs that end without a normal finish',
@@ -28,10 +28,10 @@ describeEachDatabase(
     const setUp = async (configuration: string) => {
       const { org, token } = await ctx().givenAdmin();
       const reg = await givenRegistrationToken(ctx(), org.slug, token);
-      const slug = await givenPipeline(ctx(), org.slug, token, configuration);
+      const { slug } = await givenPipeline(ctx(), org.slug, token, configuration);
       const build = await givenBuild(ctx(), org.slug, slug, token);
       const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-      const read = async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body as { state: string; finished_at: string | null; jobs: JobJson[] };
+      const read = async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body as BuildJson;
       return { org, token, reg, build, url, read };
     };
     /** The agent takes the next job it is offered up to `upTo` (assigned, accepted or running). */
@@ -260,7 +260,7 @@ describeEachDatabase(
         const id = await take(agent, 'running');
         offsetMs += LOST_AFTER_MS + 10_000;
         await ctx().services.sweeper.sweep();
-        const b = (await ctx().http().get(`${s.url}?include_retried_jobs=true`).set(auth(s.token)).expect(200)).body as { state: string; jobs: (JobJson & { retried: boolean; retried_in_job_id: string | null; retry_type: string | null; retries_count: number | null })[] };
+        const b = (await ctx().http().get(`${s.url}?include_retried_jobs=true`).set(auth(s.token)).expect(200)).body as BuildJson;
         const lost = b.jobs.find((j) => j.id === id)!;
         expect(lost).toMatchObject({ state: 'failed', exit_status: -1, retried: true });
         const retry = b.jobs.find((j) => j.id === lost.retried_in_job_id)!;

@@ -9,51 +9,24 @@ import os from 'node:os';
 import path from 'node:path';
 import { runAgents } from '../../src/cli/agent';
 import { auth, createTestContext, databases, describeEachDatabase, type TestContext } from '../support/context';
-import { givenBuild, givenPipeline, givenRegistrationToken, listen, stop } from './helpers';
+import { givenRegistrationToken, listen, movableClock, onLoopback, running, stop, until } from '../support/agents';
+import { givenBuild, givenPipeline } from '../support/given';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-let offsetMs = 0;
-const clock = () => new Date(Date.now() + offsetMs);
-
-/** Polls (bounded) until `done` holds. */
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string): Promise<T> {
-  for (let i = 0; i < 1000; i++) {
-    const v = await read();
-    if (done(v)) return v;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`${what} never happened: ${JSON.stringify(await read())}`);
-}
-
-/** Whether the process runs: a zombie (killed, not yet reaped by init) does not. */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
-  } catch {
-    return true; // no /proc: kill(0) said it is there
-  }
-}
+const { clock, advance, reset } = movableClock();
 
 describeEachDatabase(
   'the reference agent stops jobs the service stops',
   (ctx) => {
-    let server: http.Server;
-    let endpoint: string;
+    const { endpoint } = onLoopback(ctx);
     let dir: string;
 
-    beforeAll(async () => {
-      offsetMs = 0;
-      ({ server, endpoint } = await listen(ctx().app));
+    beforeAll(() => {
+      reset();
       dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-lifecycle-'));
     });
-    afterAll(async () => {
-      await stop(server);
+    afterAll(() => {
       fs.rmSync(dir, { recursive: true, force: true });
     });
 
@@ -62,12 +35,12 @@ describeEachDatabase(
       const { org, token } = await ctx().givenAdmin();
       const reg = await givenRegistrationToken(ctx(), org.slug, token);
       const pidFile = path.join(dir, `${name}.pid`);
-      const slug = await givenPipeline(ctx(), org.slug, token, `steps:\n  - command: sleep 120 & echo $! > ${pidFile}; echo started; wait\n${extra}`);
+      const { slug } = await givenPipeline(ctx(), org.slug, token, `steps:\n  - command: sleep 120 & echo $! > ${pidFile}; echo started; wait\n${extra}`);
       const build = await givenBuild(ctx(), org.slug, slug, token);
       const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
       const read = async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body;
       const controller = new AbortController();
-      const agents = runAgents({ endpoint, token: reg, tags: [], name, spawn: 1, pollIntervalMs: 50, signal: controller.signal });
+      const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name, spawn: 1, pollIntervalMs: 50, signal: controller.signal });
       const jobId = build.jobs[0]!.id;
       await until(async () => (await ctx().http().get(`${url}/jobs/${jobId}/log.txt`).set(auth(token))).text, (t) => t.includes('started'), 'the job starting');
       const pid = Number(fs.readFileSync(pidFile, 'utf8'));
@@ -82,7 +55,7 @@ describeEachDatabase(
     it('times out a job on the service clock: the agent kills the process group and the job ends timed_out', async () => {
       const s = await givenSleeper('timeout', '    timeout_in_minutes: 1\n');
       try {
-        offsetMs += 61_000;
+        advance(61_000);
         expect((await ctx().services.sweeper.sweep()).timingOut).toBe(1);
         const b = await until(s.read, (x) => x.finished_at !== null, 'the build finishing');
         expect(b.state).toBe('failed');
@@ -112,14 +85,14 @@ describeEachDatabase(
       const { org, token } = await ctx().givenAdmin();
       const reg = await givenRegistrationToken(ctx(), org.slug, token);
       const controller = new AbortController();
-      const agents = runAgents({ endpoint, token: reg, tags: [], name: 'comeback', spawn: 1, pollIntervalMs: 200, signal: controller.signal });
+      const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'comeback', spawn: 1, pollIntervalMs: 200, signal: controller.signal });
       const list = async () => (await ctx().http().get(`/v2/organizations/${org.slug}/agents`).set(auth(token)).expect(200)).body as { id: string; connection_state: string }[];
       try {
         const [first] = await until(list, (l) => l.length === 1 && l[0]!.connection_state === 'connected', 'the agent connecting');
         // Move the clock past the limit and sweep; a poll landing in between keeps it alive, so try again.
         await until(
           async () => {
-            offsetMs += 181_000;
+            advance(181_000);
             await ctx().services.sweeper.sweep();
             return (await list()).find((a) => a.id === first!.id)!.connection_state;
           },
@@ -128,7 +101,7 @@ describeEachDatabase(
         );
         const l = await until(list, (x) => x.some((a) => a.id !== first!.id && a.connection_state === 'connected'), 'the agent registering again');
         expect(l).toHaveLength(2);
-        const slug = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo back\n');
+        const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo back\n');
         const build = await givenBuild(ctx(), org.slug, slug, token);
         const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
         const b = await until(async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body, (x) => x.finished_at !== null, 'the build finishing');
@@ -156,7 +129,7 @@ describe.each(databases)('the reference agent across a server restart [%s]', (ki
     try {
       const { org, token } = await first.givenAdmin();
       const reg = await givenRegistrationToken(first, org.slug, token);
-      const slug = await givenPipeline(first, org.slug, token, 'steps:\n  - command: echo "after the restart"\n');
+      const { slug } = await givenPipeline(first, org.slug, token, 'steps:\n  - command: echo "after the restart"\n');
       const listening = await listen(first.app);
       server = listening.server;
       const port = Number(new URL(listening.endpoint).port);

@@ -1,32 +1,17 @@
-import type http from 'node:http';
 import { runAgents } from '../../src/cli/agent';
 import { auth, describeEachDatabase } from '../support/context';
-import { givenBuild, givenPipeline, givenRegistrationToken, listen, stop } from './helpers';
-
-interface JobJson {
-  id: string;
-  type: string;
-  state: string;
-  name?: string | null;
-  triggered_build?: { id: string; number: number } | null;
-}
+import { givenRegistrationToken, onLoopback } from '../support/agents';
+import { givenBuild, givenPipeline } from '../support/given';
+import type { BuildJson } from '../support/types';
 
 describeEachDatabase('the reference agent with pipeline uploads and trigger steps', (ctx) => {
-  let server: http.Server;
-  let endpoint: string;
-
-  beforeAll(async () => {
-    ({ server, endpoint } = await listen(ctx().app));
-  });
-  afterAll(async () => {
-    await stop(server);
-  });
+  const { endpoint } = onLoopback(ctx);
 
   it('runs `buildkite-agent pipeline upload` and the step it adds, then a sync trigger whose build it also runs', async () => {
     const { org, token } = await ctx().givenAdmin();
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const deploy = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo "deployed to $TARGET"; exit $EXIT\n');
-    const slug = await givenPipeline(
+    const { slug: deploy } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo "deployed to $TARGET"; exit $EXIT\n');
+    const { slug } = await givenPipeline(
       ctx(),
       org.slug,
       token,
@@ -48,10 +33,10 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
     const build = await givenBuild(ctx(), org.slug, slug, token);
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
     const controller = new AbortController();
-    const agents = runAgents({ endpoint, token: reg, tags: ['queue=default'], name: 'steps', spawn: 2, pollIntervalMs: 20, signal: controller.signal });
+    const agents = runAgents({ endpoint: endpoint(), token: reg, tags: ['queue=default'], name: 'steps', spawn: 2, pollIntervalMs: 20, signal: controller.signal });
     const read = async (path: string) => (await ctx().http().get(path).set(auth(token)).expect(200)).body;
     try {
-      let b: { state: string; finished_at: string | null; jobs: JobJson[] } = await read(url);
+      let b: BuildJson = await read(url);
       for (let i = 0; i < 1000 && b.finished_at === null; i++) {
         await new Promise((r) => setTimeout(r, 20));
         b = await read(url);
@@ -80,7 +65,7 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
       expect(childLog.text).toBe('deployed to prod\n');
 
       // The same through a build whose triggered build fails: the trigger job fails with it.
-      const failing = await givenPipeline(ctx(), org.slug, token, `steps:\n  - trigger: ${deploy}\n    build:\n      env: { TARGET: staging, EXIT: "3" }\n`);
+      const { slug: failing } = await givenPipeline(ctx(), org.slug, token, `steps:\n  - trigger: ${deploy}\n    build:\n      env: { TARGET: staging, EXIT: "3" }\n`);
       const second = await givenBuild(ctx(), org.slug, failing, token);
       const secondUrl = `/v2/organizations/${org.slug}/pipelines/${failing}/builds/${second.number}`;
       b = await read(secondUrl);

@@ -1,30 +1,18 @@
 import createSample from '../fixtures/samples/builds__04_create-a-build.json';
 import { verifyStepSignature, signedFieldsOf } from '../../src/builds/jobs';
 import { auth, createTestContext, databases, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
+import { givenBuild, givenPipeline } from '../support/given';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const SHA = 'abcd0b72a1e580e90712cdd9eb26d3fb41cd09c8';
-
-let seq = 0;
-async function givenPipeline(ctx: TestContext, org: { slug: string }, token: string, extra: Record<string, unknown> = {}) {
-  seq += 1;
-  const res = await ctx
-    .http()
-    .post(`/v2/organizations/${org.slug}/pipelines`)
-    .set(auth(token))
-    .send({ name: `Builds ${seq}`, repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: make test\n', ...extra });
-  if (res.status !== 201) throw new Error(`pipeline create failed: ${JSON.stringify(res.body)}`);
-  return res.body as { slug: string; id: string; provider: { webhook_url: string } };
-}
 
 function buildsPath(org: { slug: string }, p: { slug: string }) {
   return `/v2/organizations/${org.slug}/pipelines/${p.slug}/builds`;
 }
 
-async function createBuild(ctx: TestContext, org: { slug: string }, p: { slug: string }, token: string, body: Record<string, unknown> = {}) {
-  const res = await ctx.http().post(buildsPath(org, p)).set(auth(token)).send({ commit: SHA, branch: 'main', message: 'Hello', ...body });
-  if (res.status !== 201) throw new Error(`build create failed: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
+/** A build with this test file's defaults (a full commit SHA, message `Hello`). */
+function createBuild(ctx: TestContext, org: { slug: string }, p: { slug: string }, token: string, body: Record<string, unknown> = {}) {
+  return givenBuild(ctx, org, p, token, { commit: SHA, message: 'Hello', ...body });
 }
 
 describeEachDatabase('builds', (ctx) => {
@@ -151,7 +139,7 @@ describeEachDatabase('builds', (ctx) => {
       const onMain = await createBuild(ctx(), org, p, token);
       expect(onMain.state).toBe('scheduled');
       expect(onMain.jobs.map((j: { state: string }) => j.state)).toEqual(['scheduled', 'broken']);
-      expect(onMain.jobs[1].broken_reason).toContain('!main');
+      expect(onMain.jobs[1]!.broken_reason).toContain('!main');
       const only = await givenPipeline(ctx(), org, token, { configuration: 'steps:\n  - command: a\n    branches: main\n' });
       const none = await createBuild(ctx(), org, only, token, { branch: 'other' });
       expect(none.state).toBe('not_run');
@@ -305,7 +293,7 @@ describeEachDatabase('builds', (ctx) => {
       const { org, token } = await ctx().givenAdmin();
       const p = await givenPipeline(ctx(), org, token);
       const b = await createBuild(ctx(), org, p, token);
-      await ctx().services.db('jobs').where({ id: b.jobs[0].id }).update({ retried: true, state: 'failed' });
+      await ctx().services.db('jobs').where({ id: b.jobs[0]!.id }).update({ retried: true, state: 'failed' });
       const path = `${buildsPath(org, p)}/${b.number}`;
       expect((await ctx().http().get(path).set(auth(token)).expect(200)).body.jobs).toEqual([]);
       expect((await ctx().http().get(`${path}?include_retried_jobs=true`).set(auth(token)).expect(200)).body.jobs).toHaveLength(1);

@@ -3,17 +3,8 @@
  * pipeline upload, on each store.
  */
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken } from '../agents/helpers';
-
-interface JobJson {
-  id: string;
-  type: string;
-  name: string | null;
-  command?: string;
-  state: string;
-  matrix?: Record<string, string> | null;
-  agent_query_rules?: string[];
-}
+import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
+import type { BuildJson, JobJson } from '../support/types';
 
 const MATRIX_PIPELINE = [
   'priority: 3',
@@ -124,7 +115,7 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
       const exitStatus = Number(/exit (\d)/.exec(job.command as string)![1]);
       await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus }).expect(200);
     }
-    const read = (await ctx().http().get(`${url}/${build.body.number}`).set(auth(token)).expect(200)).body as { state: string; jobs: (JobJson & { soft_failed: boolean })[] };
+    const read = (await ctx().http().get(`${url}/${build.body.number}`).set(auth(token)).expect(200)).body as BuildJson;
     expect(read.jobs.map((j) => [j.command, j.state, j.soft_failed])).toEqual([
       ['exit 1', 'failed', false],
       ['exit 2', 'failed', true],

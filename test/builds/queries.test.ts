@@ -6,7 +6,7 @@
  * embedded whole (commit f0a2632); a change that adds a statement per request fails here.
  */
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken } from '../agents/helpers';
+import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 
 const BUDGET: Record<string, Record<string, number>> = {
   sqlite: { get: 4, pipelineList: 4, orgList: 4, allList: 4 },

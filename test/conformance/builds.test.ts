@@ -22,7 +22,7 @@ import listAgents from '../fixtures/samples/agents__01_list-agents.json';
 import getAgent from '../fixtures/samples/agents__02_get-an-agent.json';
 import { conformanceProblems, expectConforms, responseSchema, specSchema } from '../support/conformance';
 import { auth, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../agents/helpers';
+import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
 
 type Json = Record<string, unknown>;
 type JobJson = Json & { id: string; type: string; state: string };

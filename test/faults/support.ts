@@ -149,3 +149,27 @@ export const PIPELINE = {
   repository: 'git@github.com:acme/app.git',
   configuration: 'steps:\n  - command: make test\n  - wait\n  - command: make deploy\n',
 };
+
+/**
+ * What to do with a fault test whose prerequisite (a tool, a binary) is missing: under CI=true
+ * it fails, so a CI machine without it is noticed; elsewhere it is skipped with a warning.
+ */
+export function whenMissing(missing: string | undefined, env: NodeJS.ProcessEnv = process.env): 'run' | 'fail' | 'skip' {
+  if (missing === undefined) return 'run';
+  return env.CI === 'true' ? 'fail' : 'skip';
+}
+
+/** `it` when nothing is missing; otherwise a failing test under CI=true, or a skip with a warning. */
+export function itRequiring(missing: string | undefined): jest.It {
+  const decision = whenMissing(missing);
+  if (decision === 'run') return it;
+  if (decision === 'skip') {
+    process.stderr.write(`\n!! ${missing}: skipping the tests that need it (set CI=true to make this fatal)\n\n`);
+    return it.skip;
+  }
+  const failing = ((name: string) =>
+    it(name, () => {
+      throw new Error(`CI=true and a prerequisite is missing: ${missing}`);
+    })) as unknown as jest.It;
+  return failing;
+}

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { listen, stop } from '../agents/helpers';
+import { listen, stop } from '../support/agents';
 import { check, deref, fillPath, givenTenant, specDoc, specOperations, type Schema, type Tenant } from '../reliability/spec-operations';
 
 interface Param {

@@ -4,7 +4,7 @@
  * with a 413 (which the agent does not retry) and the job runs on.
  */
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenBuildAndAgent } from '../agents/helpers';
+import { agentAuth, givenBuildAndAgent } from '../support/agents';
 
 /** A running job of a new build, and what its agent and its REST reader need. */
 async function runningJob(ctx: TestContext) {

@@ -1,7 +1,7 @@
 import logSample from '../fixtures/samples/jobs__08_get-a-job-s-log-output.json';
 import envSample from '../fixtures/samples/jobs__09_get-a-job-s-environment-variables.json';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenBuildAndAgent } from '../agents/helpers';
+import { agentAuth, givenBuildAndAgent } from '../support/agents';
 
 describeEachDatabase('job logs, env and retries', (ctx) => {
   const setup = (configuration: string) => givenBuildAndAgent(ctx(), configuration);

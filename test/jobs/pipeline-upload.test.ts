@@ -1,14 +1,7 @@
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenPipeline, givenRegistrationToken, type TestAgent } from '../agents/helpers';
-
-interface JobJson {
-  id: string;
-  type: string;
-  state: string;
-  command?: string;
-  label?: string;
-  scheduled_at: string | null;
-}
+import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
+import { givenPipeline } from '../support/given';
+import type { BuildJson, JobJson } from '../support/types';
 
 async function take(ctx: TestContext, agent: TestAgent): Promise<{ id: string; command: string; env: Record<string, string> }> {
   const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
@@ -26,13 +19,13 @@ describeEachDatabase('pipeline upload through the agent API', (ctx) => {
   async function setup(configuration: string) {
     const { org, token } = await ctx().givenAdmin();
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const slug = await givenPipeline(ctx(), org.slug, token, configuration);
+    const { slug } = await givenPipeline(ctx(), org.slug, token, configuration);
     await ctx().http().patch(`/v2/organizations/${org.slug}/pipelines/${slug}`).set(auth(token)).send({ configuration: `env:\n  FROM_PIPELINE: p\n  SHARED: pipeline\n${configuration}` }).expect(200);
     const created = await ctx().http().post(`/v2/organizations/${org.slug}/pipelines/${slug}/builds`).set(auth(token)).send({ commit: 'abc', branch: 'main', env: { FROM_BUILD: 'b' } });
     expect(created.status).toBe(201);
     const agent = await givenAgent(ctx(), reg, 'runner');
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${created.body.number}`;
-    const read = async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body as { state: string; jobs: JobJson[] };
+    const read = async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body as BuildJson;
     const upload = (jobId: string, pipeline: unknown, as: TestAgent = agent) => ctx().http().post(`/v3/jobs/${jobId}/pipelines`).set(agentAuth(as.token)).send({ pipeline });
     return { org, token, reg, agent, url, read, upload };
   }

@@ -1,18 +1,9 @@
 import { automaticRetryRule } from '../../src/jobs/retry';
 import type { ScriptStep } from '../../src/pipelines/configuration';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenBuild, givenBuildAndAgent, givenPipeline, givenRegistrationToken, type TestAgent } from '../agents/helpers';
-
-interface JobJson {
-  id: string;
-  state: string;
-  command: string;
-  retried: boolean;
-  retried_in_job_id: string | null;
-  retries_count: number | null;
-  retry_type: string | null;
-  exit_status: number | null;
-}
+import { agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
+import { givenBuild, givenPipeline } from '../support/given';
+import type { BuildJson } from '../support/types';
 
 /** The agent takes the next job and finishes it with this exit status (and signal reason). */
 async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number, signalReason?: string): Promise<string> {
@@ -27,7 +18,7 @@ async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number, s
 describeEachDatabase('automatic and manual retry rules', (ctx) => {
   async function setup(configuration: string) {
     const { token, agent, url } = await givenBuildAndAgent(ctx(), configuration);
-    const read = async () => (await ctx().http().get(`${url}?include_retried_jobs=true`).set(auth(token)).expect(200)).body as { state: string; jobs: JobJson[] };
+    const read = async () => (await ctx().http().get(`${url}?include_retried_jobs=true`).set(auth(token)).expect(200)).body as BuildJson;
     const retry = (id: string) => ctx().http().put(`${url}/jobs/${id}/retry`).set(auth(token));
     return { token, agent, url, read, retry };
   }
@@ -113,7 +104,7 @@ describeEachDatabase('automatic and manual retry rules', (ctx) => {
     const ids: Record<string, string> = {};
     for (const exit of [1, 0, 0]) {
       const id = await runNext(ctx(), s.agent, exit);
-      ids[(await s.read()).jobs.find((j) => j.id === id)!.command] = id;
+      ids[(await s.read()).jobs.find((j) => j.id === id)!.command!] = id;
     }
     const refused = await s.retry(ids.deploy!);
     expect(refused.status).toBe(422);
@@ -131,7 +122,7 @@ describeEachDatabase('log section header times', (ctx) => {
   it('records when each ---, +++ and ~~~ line arrived, also across chunks, as Unix nanoseconds', async () => {
     const { org, token } = await ctx().givenAdmin();
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const slug = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: make\n');
+    const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: make\n');
     const build = await givenBuild(ctx(), org.slug, slug, token);
     const agent = await givenAgent(ctx(), reg, 'runner');
     const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token))).body.job;

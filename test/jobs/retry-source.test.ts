@@ -7,15 +7,8 @@
  * permit_on_passed: true").
  */
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenBuildAndAgent, type TestAgent } from '../agents/helpers';
-
-interface JobJson {
-  id: string;
-  command: string;
-  state: string;
-  retry_type: string | null;
-  retry_source: { job_id: string; retry_type: string } | null;
-}
+import { agentAuth, givenBuildAndAgent, type TestAgent } from '../support/agents';
+import type { JobJson } from '../support/types';
 
 async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number): Promise<string> {
   const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
@@ -60,7 +53,7 @@ describeEachDatabase('retry_source', (ctx) => {
     for (let i = 0; i < 2; i++) {
       const id = await runNext(ctx(), agent, 0);
       const job = ((await ctx().http().get(url).set(auth(token)).expect(200)).body.jobs as JobJson[]).find((j) => j.id === id)!;
-      ids[job.command] = id;
+      ids[job.command!] = id;
     }
     const refused = await ctx().http().put(`${url}/jobs/${ids.plain}/retry`).set(auth(token)).expect(422);
     expect(refused.body.message).toBe("This job can't be retried because it is passed: only failed, timed out or canceled jobs can be.");

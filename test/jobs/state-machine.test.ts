@@ -1,23 +1,8 @@
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenBuildAndAgent, type TestAgent } from '../agents/helpers';
+import { agentAuth, givenBuildAndAgent, type TestAgent } from '../support/agents';
+import type { BuildJson, JobJson } from '../support/types';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-
-interface JobJson {
-  id: string;
-  type: string;
-  state: string;
-  command?: string;
-  label?: string;
-  soft_failed?: boolean;
-  scheduled_at: string | null;
-  started_at: string | null;
-  finished_at: string | null;
-  unblocked_by?: { id: string } | null;
-  unblocked_at?: string | null;
-  unblockable?: boolean;
-  retried?: boolean;
-}
 
 /** The agent takes the next job it is offered and runs it to this exit status; answers its command. */
 async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number): Promise<string> {
@@ -32,7 +17,7 @@ async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number): 
 describeEachDatabase('the job and build state machines', (ctx) => {
   async function setup(configuration: string) {
     const s = await givenBuildAndAgent(ctx(), configuration);
-    const read = async () => (await ctx().http().get(s.url).set(auth(s.token)).expect(200)).body as Record<string, unknown> & { jobs: JobJson[]; state: string };
+    const read = async () => (await ctx().http().get(s.url).set(auth(s.token)).expect(200)).body as BuildJson;
     return { ...s, read };
   }
   const states = (b: { jobs: JobJson[] }) => b.jobs.map((j) => j.state);

@@ -1,17 +1,8 @@
 import { MAX_TRIGGER_DEPTH } from '../../src/jobs/triggers';
 import { auth, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../agents/helpers';
-
-interface JobJson {
-  id: string;
-  type: string;
-  state: string;
-  async?: boolean;
-  started_at: string | null;
-  finished_at: string | null;
-  triggered_build?: { id: string; number: number; url: string; web_url: string } | null;
-}
-type BuildJson = Record<string, unknown> & { id: string; number: number; state: string; jobs: JobJson[] };
+import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
+import { givenBuild, givenPipeline } from '../support/given';
+import type { BuildJson } from '../support/types';
 
 /** The agent takes the next job it is offered and runs it to this exit status; answers the job. */
 async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number): Promise<{ id: string; command: string }> {
@@ -28,21 +19,9 @@ describeEachDatabase('trigger steps', (ctx) => {
     const { org, user, token } = await ctx().givenAdmin();
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
     const agent = await givenAgent(ctx(), reg, 'runner');
-    const pipeline = async (slug: string, configuration: string, extra: Record<string, unknown> = {}) => {
-      const res = await ctx()
-        .http()
-        .post(`/v2/organizations/${org.slug}/pipelines`)
-        .set(auth(token))
-        .send({ name: slug, repository: 'git@github.com:acme/app.git', configuration, ...extra });
-      expect(res.status).toBe(201);
-      return res.body.slug as string;
-    };
+    const pipeline = async (slug: string, configuration: string, extra: Record<string, unknown> = {}) => (await givenPipeline(ctx(), org, token, { name: slug, configuration, ...extra })).slug;
     const base = `/v2/organizations/${org.slug}/pipelines`;
-    const create = async (slug: string) => {
-      const res = await ctx().http().post(`${base}/${slug}/builds`).set(auth(token)).send({ commit: 'abc123', branch: 'main', message: 'Ship it' });
-      expect(res.status).toBe(201);
-      return res.body as BuildJson;
-    };
+    const create = (slug: string) => givenBuild(ctx(), org, slug, token, { message: 'Ship it' });
     const read = async (slug: string, number: number) => (await ctx().http().get(`${base}/${slug}/builds/${number}`).set(auth(token)).expect(200)).body as BuildJson;
     const list = async (slug: string) => (await ctx().http().get(`${base}/${slug}/builds`).set(auth(token)).expect(200)).body as BuildJson[];
     const log = async (slug: string, number: number, jobId: string) =>

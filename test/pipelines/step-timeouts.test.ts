@@ -6,7 +6,7 @@
  */
 import { commandTimeout } from '../../src/builds/jobs';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken } from '../agents/helpers';
+import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 
 describe('commandTimeout', () => {
   it('takes the step timeout, else the default, capped by the maximum', () => {

