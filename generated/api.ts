@@ -1347,6 +1347,8 @@ export interface components {
             concurrency: number | null;
             parallelism: number | null;
             key?: string | null;
+            /** @description The `key` of the group step this step was written in (YAML `group` steps); the step's jobs show it as `group_key`. */
+            readonly group_key?: string | null;
             soft_fail?: boolean | {
                 exit_status: components["schemas"]["ExitStatusRule"];
             }[];

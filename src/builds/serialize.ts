@@ -123,7 +123,7 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
       const jobUrl = `${buildUrl}/jobs/${j.id}`;
       return Object.assign(common, {
         name: j.name,
-        group_key: null,
+        group_key: j.step.type === 'script' ? (j.step.group_key ?? null) : null,
         step: { id: j.stepId, signature: j.signature },
         priority: { number: j.priority },
         agent_query_rules: j.agentQueryRules,

@@ -68,6 +68,18 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
     expect(jobs.map((j) => priority.get(j.id))).toEqual([3, 3, 3, 3, 0, 10]);
   });
 
+  it("shows the key of a group step as the group_key of its command jobs, and the group key on the pipeline's steps", async () => {
+    const { org, token, res } = await pipeline('steps:\n  - group: Tests\n    key: tests\n    steps:\n      - command: unit\n  - command: last\n');
+    expect(res.status).toBe(201);
+    expect(res.headers.warning).toBeUndefined();
+    expect(res.body.steps.map((s: { group_key?: string }) => s.group_key ?? null)).toEqual(['tests', null]);
+    const build = await ctx().http().post(`/v2/organizations/${org.slug}/pipelines/${res.body.slug}/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main' }).expect(201);
+    expect((build.body.jobs as JobJson[]).map((j) => [j.command, j.group_key])).toEqual([
+      ['unit', 'tests'],
+      ['last', null],
+    ]);
+  });
+
   it('refuses a matrix beyond the documented limits with a 422 naming the field and the limit', async () => {
     const values = Array.from({ length: 100 }, (_, i) => `v${i}`).join(', ');
     const { res } = await pipeline(`steps:\n  - command: "echo {{matrix.a}} {{matrix.b}}"\n    matrix:\n      setup:\n        a: [${values}]\n        b: [${values}]\n`);

@@ -344,6 +344,14 @@ describe('parseConfiguration: step forms', () => {
     ).toEqual(['first', 'unit', 'waiter', 'integration', 'trigger', 'last']);
   });
 
+  it("keeps a group's key on its command steps, in the one namespace of step keys", () => {
+    const parsed = steps(
+      yaml('steps:', '  - group: Tests', '    key: tests', '    steps:', '      - command: unit', '      - wait', '  - group: Other', '    steps: [{command: lint}]', '  - command: last'),
+    );
+    expect(parsed.map((s) => (s.type === 'script' ? [s.command, s.group_key ?? null] : [s.type]))).toEqual([['unit', 'tests'], ['waiter'], ['lint', null], ['last', null]]);
+    expect(codesOf(yaml('steps:', '  - command: a', '    key: tests', '  - group: Tests', '    key: tests', '    steps: [{command: b}]'))).toEqual(['step 2 (line 5): "key" "tests" is already used by step 1']);
+  });
+
   it('accepts the visual form written as YAML (explicit `type`)', () => {
     expect(
       steps(

@@ -129,8 +129,11 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     label: WORKS,
     name: WORKS,
     steps: WORKS,
+    // Kept on the group's command steps: their jobs' `group_key`.
+    key: WORKS,
+    id: WORKS,
+    identifier: WORKS,
     ...NOTIFY,
-    ...KEY_NOT_KEPT,
     ...DEPENDS_ON,
     ...SKIP,
   },

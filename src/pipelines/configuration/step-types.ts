@@ -20,6 +20,8 @@ export type ScriptStep = {
   concurrency: number | null;
   parallelism: number | null;
   key: string | null;
+  /** The key of the group step it was written in, if that group has one. */
+  group_key?: string;
   soft_fail: boolean | { exit_status: ExitStatus }[];
   retry: StepRetry | null;
   /** Dispatch priority of the step's jobs (the step's own, else the pipeline's top-level one). */

@@ -1,7 +1,7 @@
 /** The YAML `configuration` of a pipeline (also what `buildkite-agent pipeline upload` sends). */
 import { LineCounter, parseDocument } from 'yaml';
 import { TOP_LEVEL_ATTRIBUTES, verdict } from './step-attributes';
-import { MAX_CONFIGURATION_BYTES, MAX_NAME, MAX_PRIORITY, MAX_STEPS, STEP_KINDS } from './limits';
+import { MAX_CONFIGURATION_BYTES, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_STEPS, STEP_KINDS } from './limits';
 import { asValidationError, ProblemList, quote, YamlProblemReporter } from './problems';
 import { agents, env, optionalText, findProperty, text, wholeNumber, type FoundProperty } from './property-readers';
 import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, triggerStep, waiterStep } from './step-readers';
@@ -142,14 +142,18 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
 
   const steps: Step[] = [];
   const keys = new Map<string, string>();
-  const add = (reporter: YamlProblemReporter, label: string, item: ConfigValue) => {
+  /** Step and group keys share one namespace, as `depends_on` would name either. */
+  const claimKey = (reporter: YamlProblemReporter, key: string, label: string, at: FoundProperty[1] | undefined) => {
+    const owner = keys.get(key);
+    if (owner !== undefined) reporter.fail('key', `${quote(key)} is already used by step ${owner}`, at);
+    else keys.set(key, label);
+  };
+  const add = (reporter: YamlProblemReporter, label: string, item: ConfigValue, groupKey: string | null = null) => {
     const step = yamlStep(reporter, item, defaults);
     if (!step) return;
+    if (step.type === 'script' && groupKey !== null) step.group_key = groupKey;
     if (step.type === 'script' && step.key !== null) {
-      const owner = keys.get(step.key);
-      const at = item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key)?.[1] : undefined;
-      if (owner !== undefined) reporter.fail('key', `${quote(step.key)} is already used by step ${owner}`, at);
-      else keys.set(step.key, label);
+      claimKey(reporter, step.key, label, item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key)?.[1] : undefined);
     }
     steps.push(step);
   };
@@ -174,6 +178,10 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     }
     optionalText(reporter, findProperty(item, ['group', 'label', 'name']), MAX_NAME); // checked, though not kept
     checkAttributes(reporter, item, 'group');
+    // The group's key is kept on its command steps: their jobs show it as `group_key`.
+    const keyProperty = findProperty(item, PROPERTY_NAMES.yaml.key);
+    const groupKey = optionalText(reporter, keyProperty, MAX_KEY);
+    if (groupKey !== null) claimKey(reporter, groupKey, label, keyProperty?.[1]);
     for (const [j, child] of children.items.entries()) {
       if (problems.full || steps.length > MAX_STEPS) break;
       const childLabel = `${label}.${j + 1}`;
@@ -181,7 +189,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
       if (child.kind === 'map' && child.get('group') !== undefined) {
         childReporter.failStep('is a group inside a group: groups cannot be nested');
       } else {
-        add(childReporter, childLabel, child);
+        add(childReporter, childLabel, child, groupKey);
       }
     }
   }
