@@ -2,7 +2,7 @@
 import type { components } from '../../generated/api';
 import { graphqlId, gravatarUrl, isoTime, utcTime } from '../http/format';
 import type { Pipeline, PipelineCounts } from '../pipelines/repository';
-import { providerSettings } from '../pipelines/provider';
+import { serializeProvider } from '../pipelines/serialize';
 import type { User } from '../user/serialize';
 import type { BuildWithJobs } from './service';
 import type { Author, Job } from './repository';
@@ -49,11 +49,7 @@ export function serializeBuildPipeline(p: Pipeline, v: BuildPipelineView): Build
     repository: p.repository,
     branch_configuration: p.branchConfiguration,
     default_branch: p.defaultBranch,
-    provider: {
-      id: p.providerId,
-      webhook_url: v.webhookUrl ?? '',
-      settings: providerSettings(p.providerId, p.repository, p.providerSettings) as components['schemas']['ProviderSettings'],
-    },
+    provider: serializeProvider(p, v.webhookUrl),
     skip_queued_branch_builds: p.skipQueuedBranchBuilds,
     skip_queued_branch_builds_filter: p.skipQueuedBranchBuildsFilter,
     cancel_running_branch_builds: p.cancelRunningBranchBuilds,

@@ -18,6 +18,15 @@ export interface PipelineView {
   timestamps: 'iso' | 'utc';
 }
 
+/** The pipeline's `provider`, the same in the pipeline and in the pipeline a build embeds. */
+export function serializeProvider(p: Pipeline, webhookUrl: string | undefined): PipelineJson['provider'] {
+  return {
+    id: p.providerId,
+    webhook_url: webhookUrl ?? '',
+    settings: providerSettings(p.providerId, p.repository, p.providerSettings) as components['schemas']['ProviderSettings'],
+  };
+}
+
 export function serializePipeline(p: Pipeline, v: PipelineView): PipelineJson {
   const url = `${v.publicUrl}/v2/organizations/${v.orgSlug}/pipelines/${p.slug}`;
   const time = v.timestamps === 'iso' ? isoTime : utcTime;
@@ -39,11 +48,7 @@ export function serializePipeline(p: Pipeline, v: PipelineView): PipelineJson {
     cancel_running_branch_builds: p.cancelRunningBranchBuilds,
     cancel_running_branch_builds_filter: p.cancelRunningBranchBuildsFilter,
     allow_rebuilds: p.allowRebuilds,
-    provider: {
-      id: p.providerId,
-      webhook_url: v.webhookUrl ?? '',
-      settings: providerSettings(p.providerId, p.repository, p.providerSettings) as components['schemas']['ProviderSettings'],
-    },
+    provider: serializeProvider(p, v.webhookUrl),
     builds_url: `${url}/builds`,
     badge_url: v.badgeUrl,
     created_by: p.createdBy ? serializeUser(p.createdBy) : null,

@@ -1,19 +1,12 @@
 import { automaticRetryRule } from '../../src/jobs/retry';
 import type { ScriptStep } from '../../src/pipelines/configuration';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
+import { agentAuth, runNextJob, givenAgent, givenBuildAndAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import type { BuildJson } from '../support/types';
 
 /** The agent takes the next job and finishes it with this exit status (and signal reason). */
-async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number, signalReason?: string): Promise<string> {
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-  if (!job) throw new Error('no job offered');
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus, signal_reason: signalReason ?? null }).expect(200);
-  return job.id as string;
-}
+const runNext = async (ctx: TestContext, agent: TestAgent, exitStatus: number, signalReason?: string) => (await runNextJob(ctx, agent, exitStatus, signalReason)).id;
 
 describeEachDatabase('automatic and manual retry rules', (ctx) => {
   async function setup(configuration: string) {

@@ -7,17 +7,10 @@
  * permit_on_passed: true").
  */
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenBuildAndAgent, type TestAgent } from '../support/agents';
+import { runNextJob, givenBuildAndAgent, type TestAgent } from '../support/agents';
 import type { JobJson } from '../support/types';
 
-async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number): Promise<string> {
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-  if (!job) throw new Error('no job offered');
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus }).expect(200);
-  return job.id as string;
-}
+const runNext = async (ctx: TestContext, agent: TestAgent, exitStatus: number) => (await runNextJob(ctx, agent, exitStatus)).id;
 
 describeEachDatabase('retry_source', (ctx) => {
   it('names the retried job and the manual retry on the job a REST retry makes', async () => {

@@ -1,18 +1,11 @@
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenBuildAndAgent, type TestAgent } from '../support/agents';
+import { agentAuth, runNextJob, givenBuildAndAgent, type TestAgent } from '../support/agents';
 import type { BuildJson, JobJson } from '../support/types';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** The agent takes the next job it is offered and runs it to this exit status; answers its command. */
-async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number): Promise<string> {
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-  if (!job) throw new Error('no job offered');
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus }).expect(200);
-  return job.command as string;
-}
+const runNext = async (ctx: TestContext, agent: TestAgent, exitStatus: number) => (await runNextJob(ctx, agent, exitStatus)).command;
 
 describeEachDatabase('the job and build state machines', (ctx) => {
   async function setup(configuration: string) {

@@ -1,18 +1,8 @@
 import { MAX_TRIGGER_DEPTH } from '../../src/jobs/triggers';
-import { auth, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
+import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
+import { agentAuth, runNextJob as runNext, givenAgent, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import type { BuildJson } from '../support/types';
-
-/** The agent takes the next job it is offered and runs it to this exit status; answers the job. */
-async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number): Promise<{ id: string; command: string }> {
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-  if (!job) throw new Error('no job offered');
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus }).expect(200);
-  return job;
-}
 
 describeEachDatabase('trigger steps', (ctx) => {
   async function setup() {

@@ -33,6 +33,16 @@ export async function givenAgent(ctx: TestContext, registrationToken: string, na
 }
 
 /** A pipeline with this configuration, a build of it, and a connected agent of the same organization. */
+/** The agent takes the next job it is offered and runs it to this exit status (and signal reason). */
+export async function runNextJob(ctx: TestContext, agent: TestAgent, exitStatus: number, signalReason?: string): Promise<{ id: string; command: string }> {
+  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
+  if (!job) throw new Error('no job offered');
+  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
+  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+  await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus, signal_reason: signalReason ?? null }).expect(200);
+  return job;
+}
+
 export async function givenBuildAndAgent(ctx: TestContext, configuration: string) {
   const { org, user, token } = await ctx.givenAdmin();
   const reg = await givenRegistrationToken(ctx, org.slug, token);
