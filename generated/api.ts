@@ -816,8 +816,9 @@ export interface paths {
          * @description A failed, timed-out or canceled command job runs again as a new job (answered here,
          *     `scheduled`, with `retries_count` one more and `retry_type: manual`); the old one is
          *     marked `retried` with `retried_in_job_id` and is hidden from build responses unless
-         *     `include_retried_jobs=true`. Each job can be retried once. A finished build runs again.
-         *     The step's `retry.manual` applies: `allowed: false` is a 422 with its `reason`, and
+         *     `include_retried_jobs=true`. Each job can be retried once. A finished build runs again,
+         *     except a canceled (or canceling) one: its jobs are a 422 `Jobs from canceled builds
+         *     cannot be retried`. The step's `retry.manual` applies: `allowed: false` is a 422 with its `reason`, and
          *     `permit_on_passed: true` lets a passed job be retried too. Any other job is a 422 with
          *     the reason.
          */

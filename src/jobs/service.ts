@@ -70,6 +70,8 @@ export class JobService {
       throw new UnprocessableError(`This job can't be retried because it is ${job.state}: only ${which} jobs can be.`);
     }
     if (item.build.state === 'canceling') throw new UnprocessableError("This job can't be retried while its build is canceling.");
+    // As the REST jobs docs have it: a canceled build stays canceled (rebuild it instead).
+    if (item.build.state === 'canceled') throw new UnprocessableError('Jobs from canceled builds cannot be retried');
     const newId = crypto.randomUUID();
     if (!(await this.jobs.retry(item.build.id, job.id, newId, retryable))) throw new UnprocessableError('This job has already been retried.');
     return { item: await this.builds.get(actor, pipelineSlug, number, true), jobId: newId };

@@ -89,10 +89,10 @@ describeEachDatabase(
         // The agents are free again.
         expect((await ctx().http().get('/v3/ping').set(agentAuth(running!.token)).expect(200)).body.job).toBeNull();
 
-        // A canceled job is retried as before: the build runs again.
-        const retried = await ctx().http().put(`${s.url}/jobs/${runningId}/retry`).set(auth(s.token)).expect(200);
-        expect(retried.body).toMatchObject({ state: 'scheduled', exit_status: null, signal_reason: null });
-        expect((await s.read()).state).toBe('running');
+        // Jobs of a canceled build are not retried, as the REST jobs docs say: the build stays canceled.
+        const refused = await ctx().http().put(`${s.url}/jobs/${runningId}/retry`).set(auth(s.token)).expect(422);
+        expect(refused.body.message).toBe('Jobs from canceled builds cannot be retried');
+        expect((await s.read()).state).toBe('canceled');
       });
 
       it('cancels at once a build with no job on an agent, and refuses retries while canceling', async () => {

@@ -95,15 +95,18 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
     expect((await retry(next.id)).status).toBe(422); // passed
   });
 
-  it('retries canceled jobs, and refuses waiters', async () => {
+  it('refuses to retry waiters, and the jobs of a canceled build (the build stays canceled)', async () => {
     const s = await setup('steps:\n  - command: a\n  - wait\n  - command: b\n');
+    const before = (await ctx().http().get(s.url).set(auth(s.token))).body.jobs;
+    const waiter = await ctx().http().put(`${s.url}/jobs/${before[1].id}/retry`).set(auth(s.token)).expect(422);
+    expect(waiter.body.message).toMatch(/only command steps/);
     await ctx().http().put(`${s.url}/cancel`).set(auth(s.token)).expect(200);
     const jobs = (await ctx().http().get(s.url).set(auth(s.token))).body.jobs;
-    expect((await ctx().http().put(`${s.url}/jobs/${jobs[1].id}/retry`).set(auth(s.token))).status).toBe(422);
-    const res = await ctx().http().put(`${s.url}/jobs/${jobs[0].id}/retry`).set(auth(s.token));
-    expect(res.status).toBe(200);
+    expect(jobs[0].state).toBe('canceled');
+    const res = await ctx().http().put(`${s.url}/jobs/${jobs[0].id}/retry`).set(auth(s.token)).expect(422);
+    expect(res.body.message).toBe('Jobs from canceled builds cannot be retried');
     const b = (await ctx().http().get(s.url).set(auth(s.token))).body;
-    expect(b.state).not.toBe('canceled');
-    expect(b.finished_at).toBeNull();
+    expect(b.state).toBe('canceled');
+    expect(b.jobs.filter((j: { type: string }) => j.type === 'script').map((j: { retried: boolean }) => j.retried)).toEqual([false, false]);
   });
 });
