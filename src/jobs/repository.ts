@@ -5,7 +5,7 @@
  * SQLite and Postgres alike, with no lock held across round trips.
  */
 import type { Knex } from 'knex';
-import { jobFromRow, toJobRow, type BuildState, type Job } from '../builds/repository';
+import { jobFromRow, toJobRow, type BuildState, type Job, type PullRequest } from '../builds/repository';
 import type { PlannedJob } from '../builds/jobs';
 import { parseJson, toBool, toDateOrNull } from '../db/values';
 import { countHeaderLines, unixNanos } from './log-headers';
@@ -20,7 +20,17 @@ export interface JobContext {
   orgSlug: string;
   pipelineSlug: string;
   repository: string;
-  build: { id: string; number: number; branch: string; commit: string; message: string | null; tag: string | null };
+  providerId: string;
+  build: {
+    id: string;
+    number: number;
+    branch: string;
+    commit: string;
+    message: string | null;
+    tag: string | null;
+    pullRequest: PullRequest | null;
+    creator: { name: string; email: string } | null;
+  };
 }
 
 /** How many dispatch classes one candidates query reads at most. */
@@ -73,12 +83,17 @@ export class JobRepository {
       .join('builds as b', 'b.id', 'j.build_id')
       .join('pipelines as p', 'p.id', 'j.pipeline_id')
       .join('organizations as o', 'o.id', 'b.organization_id')
+      .leftJoin('users as u', 'u.id', 'b.creator_id')
       .select(
         'j.*',
         'b.organization_id as ctx_org_id',
         'o.slug as ctx_org_slug',
         'p.slug as ctx_pipeline_slug',
         'p.repository as ctx_repository',
+        'p.provider_id as ctx_provider_id',
+        'b.pull_request as ctx_pull_request',
+        'u.name as ctx_creator_name',
+        'u.email as ctx_creator_email',
         'b.number as ctx_build_number',
         'b.branch as ctx_branch',
         'b.commit as ctx_commit',
@@ -575,6 +590,7 @@ function contextFromRow(r: Record<string, unknown>): JobContext {
     orgSlug: r.ctx_org_slug as string,
     pipelineSlug: r.ctx_pipeline_slug as string,
     repository: r.ctx_repository as string,
+    providerId: r.ctx_provider_id as string,
     build: {
       id: r.build_id as string,
       number: Number(r.ctx_build_number),
@@ -582,6 +598,8 @@ function contextFromRow(r: Record<string, unknown>): JobContext {
       commit: r.ctx_commit as string,
       message: (r.ctx_message as string | null) ?? null,
       tag: (r.ctx_tag as string | null) ?? null,
+      pullRequest: parseJson<PullRequest | null>(r.ctx_pull_request, null),
+      creator: r.ctx_creator_name ? { name: r.ctx_creator_name as string, email: r.ctx_creator_email as string } : null,
     },
   };
 }

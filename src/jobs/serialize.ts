@@ -7,7 +7,18 @@ import type { JobContext } from './repository';
  * build was planned) and the `BUILDKITE_*` variables of the build, and of the agent once one
  * took the job.
  */
-export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name'> | null, publicUrl: string): Record<string, string> {
+/** The host of a repository URL (`git@host:path`, `ssh://user@host:port/path`, `https://host/path`), or "". */
+function repositoryHost(repository: string): string {
+  const scp = /^[^/@:]+@([^/:]+):/.exec(repository);
+  if (scp) return scp[1]!;
+  try {
+    return new URL(repository).hostname;
+  } catch {
+    return '';
+  }
+}
+
+export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaData'> | null, publicUrl: string): Record<string, string> {
   const j = c.job;
   const env: Record<string, string> = {
     ...j.env,
@@ -22,6 +33,13 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name'> | null, 
     BUILDKITE_MESSAGE: c.build.message ?? '',
     BUILDKITE_TAG: c.build.tag ?? '',
     BUILDKITE_REPO: c.repository,
+    BUILDKITE_REPO_SSH_HOST: repositoryHost(c.repository),
+    BUILDKITE_PIPELINE_PROVIDER: c.providerId,
+    BUILDKITE_PULL_REQUEST: c.build.pullRequest ? c.build.pullRequest.id : 'false',
+    BUILDKITE_PULL_REQUEST_BASE_BRANCH: c.build.pullRequest?.base ?? '',
+    BUILDKITE_PULL_REQUEST_REPO: c.build.pullRequest?.repository ?? '',
+    BUILDKITE_BUILD_CREATOR: c.build.creator?.name ?? '',
+    BUILDKITE_BUILD_CREATOR_EMAIL: c.build.creator?.email ?? '',
     BUILDKITE_PIPELINE_SLUG: c.pipelineSlug,
     BUILDKITE_ORGANIZATION_SLUG: c.orgSlug,
     BUILDKITE_COMMAND: j.command ?? '',
@@ -38,6 +56,11 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name'> | null, 
   if (agent) {
     env.BUILDKITE_AGENT_ID = agent.id;
     env.BUILDKITE_AGENT_NAME = agent.name;
+    // The agent's tags, as the real agent exports them: `queue=default` -> BUILDKITE_AGENT_META_DATA_QUEUE.
+    for (const tag of agent.metaData) {
+      const at = tag.indexOf('=');
+      if (at > 0) env[`BUILDKITE_AGENT_META_DATA_${tag.slice(0, at).toUpperCase().replace(/[^A-Z0-9]/g, '_')}`] = tag.slice(at + 1);
+    }
   }
   return env;
 }

@@ -50,7 +50,7 @@ export class JobService {
     await this.jobs.deleteLog(jobId);
   }
 
-  async env(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ context: JobContext; agent: { id: string; name: string } | null }> {
+  async env(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ context: JobContext; agent: { id: string; name: string; metaData: string[] } | null }> {
     const { job } = await this.find(actor, pipelineSlug, number, jobId);
     const context = (await this.jobs.findWithContext(job.id))!;
     const agent = job.agentId ? ((await this.agents.findByIds([job.agentId]))[0] ?? null) : null;

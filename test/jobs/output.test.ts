@@ -1,7 +1,8 @@
 import logSample from '../fixtures/samples/jobs__08_get-a-job-s-log-output.json';
 import envSample from '../fixtures/samples/jobs__09_get-a-job-s-environment-variables.json';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenBuildAndAgent } from '../support/agents';
+import { agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken } from '../support/agents';
+import { givenBuild, givenPipeline } from '../support/given';
 
 describeEachDatabase('job logs, env and retries', (ctx) => {
   const setup = (configuration: string) => givenBuildAndAgent(ctx(), configuration);
@@ -40,6 +41,32 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
     expect((await ctx().http().get(`${s.url}/jobs/00000000-0000-4000-8000-000000000000/log`).set(auth(s.token))).status).toBe(404);
     const noLogs = await ctx().givenToken(s.user, [s.org], ['read_builds']);
     expect((await ctx().http().get(`${jobUrl}/log.txt`).set(auth(noLogs))).status).toBe(403);
+  });
+
+  it("answers every variable of the documented env: pull request, creator, provider, the repository's host, the agent's tags", async () => {
+    const { org, user, token } = await ctx().givenAdmin();
+    const pipeline = await givenPipeline(ctx(), org, token, { repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: make\n' });
+    const pr = await givenBuild(ctx(), org, pipeline, token, { pull_request_id: 42, pull_request_base_branch: 'main', pull_request_repository: 'git@github.com:fork/app.git' });
+    const plain = await givenBuild(ctx(), org, pipeline, token);
+    const agent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'tagged', ['queue=default', 'local=true', 'os-family=linux']);
+    await ctx().http().get('/v3/ping').set(a(agent.token)).expect(200);
+    const envOf = async (b: { number: number; jobs: { id: string }[] }) =>
+      (await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${pipeline.slug}/builds/${b.number}/jobs/${b.jobs[0]!.id}/env`).set(auth(token)).expect(200)).body.env as Record<string, string>;
+    const first = await envOf(pr);
+    expect(Object.keys(envSample.env).filter((k) => !(k in first))).toEqual([]);
+    expect(first).toMatchObject({
+      BUILDKITE_PULL_REQUEST: '42',
+      BUILDKITE_PULL_REQUEST_BASE_BRANCH: 'main',
+      BUILDKITE_PULL_REQUEST_REPO: 'git@github.com:fork/app.git',
+      BUILDKITE_BUILD_CREATOR: user.name,
+      BUILDKITE_BUILD_CREATOR_EMAIL: user.email,
+      BUILDKITE_PIPELINE_PROVIDER: 'github',
+      BUILDKITE_REPO_SSH_HOST: 'github.com',
+      BUILDKITE_AGENT_META_DATA_QUEUE: 'default',
+      BUILDKITE_AGENT_META_DATA_LOCAL: 'true',
+      BUILDKITE_AGENT_META_DATA_OS_FAMILY: 'linux',
+    });
+    expect(await envOf(plain)).toMatchObject({ BUILDKITE_PULL_REQUEST: 'false', BUILDKITE_PULL_REQUEST_BASE_BRANCH: '', BUILDKITE_PULL_REQUEST_REPO: '' });
   });
 
   it('answers the env the job runs in, with the agent once one took it', async () => {

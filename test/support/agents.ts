@@ -32,7 +32,6 @@ export async function givenAgent(ctx: TestContext, registrationToken: string, na
   return agent;
 }
 
-/** A pipeline with this configuration, a build of it, and a connected agent of the same organization. */
 /** The agent takes the next job it is offered and runs it to this exit status (and signal reason). */
 export async function runNextJob(ctx: TestContext, agent: TestAgent, exitStatus: number, signalReason?: string): Promise<{ id: string; command: string }> {
   const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
@@ -43,6 +42,7 @@ export async function runNextJob(ctx: TestContext, agent: TestAgent, exitStatus:
   return job;
 }
 
+/** A pipeline with this configuration, a build of it, and a connected agent of the same organization. */
 export async function givenBuildAndAgent(ctx: TestContext, configuration: string) {
   const { org, user, token } = await ctx.givenAdmin();
   const reg = await givenRegistrationToken(ctx, org.slug, token);
