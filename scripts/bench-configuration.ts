@@ -7,7 +7,7 @@
  * `npm test`: timings depend on the machine, so the tests assert only outcomes.
  */
 import { performance } from 'node:perf_hooks';
-import { ValidationError } from '../src/http/errors';
+import { ValidationError } from '../src/core/errors';
 import { parseConfiguration } from '../src/pipelines/configuration';
 import { intEnv } from './bench-env';
 

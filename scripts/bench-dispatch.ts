@@ -24,12 +24,12 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { SCOPES } from '../src/access-token/service';
 import { createApp } from '../src/app';
 import { isPostgres, migrateLatest } from '../src/db/knex';
 import { createLogger } from '../src/http/logger';
 import { createServices, type Services } from '../src/services';
 import { intEnv } from './bench-env';
+import { SCOPES } from '../src/core/identity';
 
 const BACKLOGS = (process.env.BENCH_BACKLOGS ?? '0,1000,10000,100000').split(',').map((s) => Number(s.trim().replace(/_/g, '')));
 const REQUESTS = intEnv('BENCH_REQUESTS', 200);

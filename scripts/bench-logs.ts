@@ -25,12 +25,12 @@ import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import path from 'node:path';
 import pg from 'pg';
-import { SCOPES } from '../src/access-token/service';
 import { createApp } from '../src/app';
 import { migrateLatest } from '../src/db/knex';
 import { createLogger } from '../src/http/logger';
 import { createServices } from '../src/services';
 import { intEnv } from './bench-env';
+import { SCOPES } from '../src/core/identity';
 
 const LOG_MB = intEnv('BENCH_LOG_MB', 50);
 const READERS = intEnv('BENCH_READERS', 4);

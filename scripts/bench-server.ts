@@ -15,11 +15,11 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { SCOPES } from '../src/access-token/service';
 import { loadConfig } from '../src/config';
 import { startServer, type RunningServer } from '../src/server';
 import { sha256Hex } from '../src/security/keys';
 import { seed, type SeedResult } from './bench-seed';
+import { SCOPES } from '../src/core/identity';
 
 export interface SetupRequest {
   type: 'setup';

@@ -28,12 +28,12 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import pg from 'pg';
-import { SCOPES } from '../src/access-token/service';
 import { createApp } from '../src/app';
 import { migrateLatest } from '../src/db/knex';
 import { createLogger } from '../src/http/logger';
 import { createServices, type Services } from '../src/services';
 import { intEnv } from './bench-env';
+import { SCOPES } from '../src/core/identity';
 
 const RUN_SIZE = 5000;
 const TESTS = Math.max(RUN_SIZE, Math.floor(intEnv('BENCH_TESTS', 100_000) / RUN_SIZE) * RUN_SIZE);

@@ -20,12 +20,12 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { SCOPES } from '../src/access-token/service';
 import { createApp } from '../src/app';
 import { migrateLatest } from '../src/db/knex';
 import { createLogger } from '../src/http/logger';
 import { createServices } from '../src/services';
 import { intEnv } from './bench-env';
+import { SCOPES } from '../src/core/identity';
 
 interface Ready {
   type: 'ready';

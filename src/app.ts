@@ -12,7 +12,7 @@ import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
 import { jsonBodyParsers, refuseDeclaredOversize, rejectDeepJson } from './http/body';
 import { errorHandler } from './http/error-handler';
-import { NotFoundError } from './http/errors';
+import { NotFoundError } from './core/errors';
 import { countFailedAuthentication, rateLimit } from './http/rate-limit';
 import { rejectNulCharacters } from './http/nul';
 import { parameterRouter } from './http/parameters';

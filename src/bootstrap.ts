@@ -4,8 +4,8 @@
  * it is never stored or shown again (only its id is stored).
  */
 import type { Services } from './services';
-import { SCOPES } from './access-token/service';
 import { isUniqueViolation } from './db/knex';
+import { SCOPES } from './core/identity';
 
 export const BOOTSTRAP = { orgName: 'Default Organization', orgSlug: 'default', userName: 'Admin', userEmail: 'admin@localhost' };
 

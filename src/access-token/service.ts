@@ -7,45 +7,11 @@ import crypto from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Knex } from 'knex';
 import { toDate, toDateOrNull, parseJson } from '../db/values';
-import { UnauthorizedError, ValidationError } from '../http/errors';
+import { UnauthorizedError, ValidationError } from '../core/errors';
 import type { Keys } from '../security/keys';
 import { userFromRow } from '../user/repository';
-import type { User } from '../user/serialize';
-import { orgFromRow, type Organization, type Role } from '../organizations/repository';
-
-export const SCOPES = [
-  'read_user',
-  'read_organizations',
-  'read_pipelines',
-  'write_pipelines',
-  'read_builds',
-  'write_builds',
-  'read_suites',
-  'write_suites',
-  'read_agents',
-  'write_agents',
-  'read_build_logs',
-  'write_build_logs',
-  'read_job_env',
-] as const;
-export type Scope = (typeof SCOPES)[number];
-
-export interface AccessToken {
-  id: string;
-  description: string | null;
-  scopes: Scope[];
-  createdAt: Date;
-  expiresAt: Date;
-}
-
-/** Who is calling: the token, its user, and the organizations it may reach with the user's role in each. */
-export interface Principal {
-  token: AccessToken;
-  user: User;
-  organizations: Map<string, Role>;
-  /** The same organizations by slug, loaded with the token so a request needs no other lookup. */
-  organizationsBySlug: Map<string, { organization: Organization; role: Role }>;
-}
+import { orgFromRow } from '../organizations/repository';
+import { SCOPES, type AccessToken, type Organization, type Principal, type Role, type Scope } from '../core/identity';
 
 const ISSUER = 'windsock';
 

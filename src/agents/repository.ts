@@ -5,7 +5,7 @@
 import type { Knex } from 'knex';
 import { parseJson, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/repository';
-import type { User } from '../user/serialize';
+import type { User } from '../core/identity';
 
 export type ConnectionState = 'connected' | 'disconnected' | 'stopped' | 'lost' | 'never_connected';
 

@@ -7,14 +7,13 @@
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import type { Step } from '../pipelines/configuration';
-import type { Actor } from '../pipelines/service';
-import { AgentTokenError, ForbiddenError, NotFoundError, PayloadTooLargeError, UnprocessableError } from '../http/errors';
+import { AgentTokenError, ForbiddenError, NotFoundError, PayloadTooLargeError, UnprocessableError } from '../core/errors';
 import type { JobContext, JobRepository } from '../jobs/repository';
 import { retryOrAdvance } from '../jobs/retry';
 import { sha256Hex } from '../security/keys';
-import type { User } from '../user/serialize';
 import { matchesQueryRules } from './query-rules';
 import type { Agent, AgentFilter, AgentRepository, AgentToken } from './repository';
+import type { Actor, User } from '../core/identity';
 
 type RegisterBody = components['schemas']['RegisterAgentRequest'];
 

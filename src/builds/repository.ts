@@ -8,10 +8,10 @@ import type { Knex } from 'knex';
 import { isPostgres, whereAnyOf } from '../db/knex';
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/repository';
-import type { User } from '../user/serialize';
 import type { Step } from '../pipelines/configuration';
 import type { JobType, PlannedJob, StepSignature } from './jobs';
 import { dispatchKey } from '../jobs/dispatch-key';
+import type { User } from '../core/identity';
 
 export const BUILD_STATES = ['creating', 'scheduled', 'running', 'passed', 'failing', 'failed', 'blocked', 'canceling', 'canceled', 'skipped', 'not_run'] as const;
 export type BuildState = (typeof BUILD_STATES)[number];

@@ -2,7 +2,7 @@
 import express, { Request, Response } from 'express';
 import type { operations } from '../../generated/api';
 import { actorOf, principalOf } from '../http/auth';
-import { NotFoundError } from '../http/errors';
+import { NotFoundError } from '../core/errors';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import type { PipelineService } from '../pipelines/service';
 import type { PipelineCounts } from '../pipelines/repository';

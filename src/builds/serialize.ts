@@ -3,9 +3,9 @@ import type { components } from '../../generated/api';
 import { graphqlId, gravatarUrl, isoTime, utcTime } from '../http/format';
 import type { Pipeline, PipelineCounts } from '../pipelines/repository';
 import { serializeProvider } from '../pipelines/serialize';
-import type { User } from '../user/serialize';
 import type { BuildWithJobs } from './service';
 import type { Author, Job } from './repository';
+import type { User } from '../core/identity';
 
 type BuildJson = components['schemas']['Build'];
 type JobJson = components['schemas']['Job'];

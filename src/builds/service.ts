@@ -5,15 +5,14 @@
  */
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
-import type { Principal } from '../access-token/service';
-import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } from '../http/errors';
+import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } from '../core/errors';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import type { Pipeline } from '../pipelines/repository';
-import type { Actor, Permissions, PipelineService } from '../pipelines/service';
+import type { PipelineService } from '../pipelines/service';
 import type { Keys } from '../security/keys';
-import type { User } from '../user/serialize';
 import { MAX_JOBS_PER_BUILD, planJobs, signStep, stepSigningKey, type StepSignature } from './jobs';
 import { FINISHED_STATES, type Build, type BuildFilter, type BuildRepository, type BuildState, type Job, type PullRequest } from './repository';
+import type { Principal, Actor, Permissions, User } from '../core/identity';
 
 export type CreateBuildInput = components['schemas']['CreateBuildRequest'];
 

@@ -5,15 +5,15 @@
  */
 import os from 'node:os';
 import { parseArgs } from 'node:util';
-import { SCOPES } from '../access-token/service';
 import { runAgents } from './agent';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { isUniqueViolation, migrateLatest } from '../db/knex';
-import { DomainError, ValidationError } from '../http/errors';
+import { DomainError, ValidationError } from '../core/errors';
 import { createLogger } from '../http/logger';
 import { slugify } from '../pipelines/slug';
 import { serve } from '../server';
 import { servicesFromConfig, type Services } from '../services';
+import { SCOPES } from '../core/identity';
 
 const USAGE = `Usage: windsock <command> [options]
 

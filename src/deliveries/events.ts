@@ -5,7 +5,7 @@
  * or mistyped field into a 400 naming it.
  */
 import type { Author } from '../builds/repository';
-import { BadRequestError } from '../http/errors';
+import { BadRequestError } from '../core/errors';
 
 export type ProviderFamily = 'github' | 'gitlab' | 'bitbucket';
 

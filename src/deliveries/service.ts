@@ -6,7 +6,7 @@
  */
 import type { Build, PullRequest } from '../builds/repository';
 import type { BuildService, DeliveredBuild } from '../builds/service';
-import { BadRequestError, SignatureError, UnprocessableError, WebhookTokenError } from '../http/errors';
+import { BadRequestError, SignatureError, UnprocessableError, WebhookTokenError } from '../core/errors';
 import type { OrganizationRepository } from '../organizations/repository';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import { parseCondition, type Value } from '../pipelines/filter-condition';

@@ -5,9 +5,9 @@
  * contract and the enforcement cannot drift apart.
  */
 import express, { NextFunction, Request, Response, Router } from 'express';
-import type { AccessTokenService, Principal } from '../access-token/service';
-import type { Organization, Role } from '../organizations/repository';
-import { ForbiddenError, NotFoundError, UnauthorizedError } from './errors';
+import type { AccessTokenService } from '../access-token/service';
+import { ForbiddenError, NotFoundError, UnauthorizedError } from '../core/errors';
+import type { Principal, Organization, Role } from '../core/identity';
 
 const BEARER = /^Bearer ([A-Za-z0-9_.~+/=-]{1,4096})$/i;
 

@@ -25,7 +25,7 @@ import {
   UnavailableError,
   UnprocessableError,
   ValidationError,
-} from './errors';
+} from '../core/errors';
 
 export const AUTH_MESSAGE =
   'Authentication required. Please supply a valid API Access Token: https://buildkite.com/docs/apis/rest-api#authentication';

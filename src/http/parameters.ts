@@ -16,7 +16,7 @@
  *   removed before validation, at any depth the schema describes.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { BadRequestError, NotFoundError } from './errors';
+import { BadRequestError, NotFoundError } from '../core/errors';
 
 type Schema = {
   $ref?: string;

@@ -18,9 +18,9 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Knex } from 'knex';
-import type { Principal } from '../access-token/service';
 import { isUnavailableError } from '../db/knex';
-import { RateLimitedError, SignatureError, UnauthorizedError, WebhookTokenError } from './errors';
+import { RateLimitedError, SignatureError, UnauthorizedError, WebhookTokenError } from '../core/errors';
+import type { Principal } from '../core/identity';
 
 export interface RateLimitSettings {
   /** Requests per minute per organization (and per user outside organizations); 0: no limit. */

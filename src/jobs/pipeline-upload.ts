@@ -11,7 +11,7 @@ import type { Agent } from '../agents/repository';
 import type { StepSignature } from '../builds/jobs';
 import { MAX_JOBS_PER_BUILD, planJobs } from '../builds/jobs';
 import type { BuildRepository, Job } from '../builds/repository';
-import { NotFoundError, UnprocessableError, ValidationError } from '../http/errors';
+import { NotFoundError, UnprocessableError, ValidationError } from '../core/errors';
 import { parseConfiguration } from '../pipelines/configuration';
 import type { PipelineRepository } from '../pipelines/repository';
 import type { JobRepository } from './repository';

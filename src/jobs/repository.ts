@@ -9,9 +9,9 @@ import { jobFromRow, toJobRow, type BuildState, type Job, type PullRequest } fro
 import type { PlannedJob } from '../builds/jobs';
 import { parseJson, toBool, toDateOrNull } from '../db/values';
 import { countHeaderLines, unixNanos } from './log-headers';
-import type { User } from '../user/serialize';
 import { advance } from './state';
 import { triggerJobStateFor, type TriggerLauncher, type TriggeringBuild } from './triggers';
+import type { User } from '../core/identity';
 
 /** A job with what running it needs to know of its build, pipeline and organization. */
 export interface JobContext {

@@ -5,7 +5,7 @@ import { AGENT_API_PATH } from '../agents/routes';
 import type { Agent } from '../agents/repository';
 import type { PipelineUploadService } from './pipeline-upload';
 import { actorOf } from '../http/auth';
-import { NotFoundError } from '../http/errors';
+import { NotFoundError } from '../core/errors';
 import { setWarnings } from '../http/warning';
 import { serializeJob } from '../builds/serialize';
 import type { BuildWithJobs } from '../builds/service';

@@ -5,14 +5,14 @@
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import type { BuildService, BuildWithJobs } from '../builds/service';
-import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../http/errors';
+import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../core/errors';
 import type { OrganizationRepository } from '../organizations/repository';
-import type { Actor } from '../pipelines/service';
 import type { UserRepository } from '../user/repository';
 import type { AgentRepository } from '../agents/repository';
 import type { Job } from '../builds/repository';
 import { TERMINAL_JOB_STATES } from './state';
 import type { JobContext, JobRepository, LogChunk } from './repository';
+import type { Actor } from '../core/identity';
 
 /** Job states a retry starts from. */
 const RETRYABLE = ['failed', 'timed_out', 'canceled'];

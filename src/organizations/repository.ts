@@ -2,16 +2,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { toBool, toDate } from '../db/values';
-
-export type Role = 'admin' | 'member';
-
-export interface Organization {
-  id: string;
-  slug: string;
-  name: string;
-  teamsEnabled: boolean;
-  createdAt: Date;
-}
+import type { Organization, Role } from '../core/identity';
 
 export interface Team {
   id: string;

@@ -1,6 +1,6 @@
 import type { components } from '../../generated/api';
 import { graphqlId, isoTime } from '../http/format';
-import type { Organization } from './repository';
+import type { Organization } from '../core/identity';
 
 export function serializeOrganization(org: Organization, publicUrl: string): components['schemas']['Organization'] {
   const url = `${publicUrl}/v2/organizations/${org.slug}`;

@@ -3,7 +3,7 @@
  * repository URL), and the provider `settings` the API shows and accepts as `provider_settings`.
  */
 
-import type { FieldError } from '../http/errors';
+import type { FieldError } from '../core/errors';
 import { validateBranchFilter } from './branch-filter';
 import { conditionError } from './filter-condition';
 

@@ -2,11 +2,11 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation, whereAnyOf } from '../db/knex';
 import { likeContains, parseJson, toBool, toDate, toDateOrNull } from '../db/values';
-import { ValidationError } from '../http/errors';
+import { ValidationError } from '../core/errors';
 import { userFromRow } from '../user/repository';
-import type { User } from '../user/serialize';
 import type { Step } from './configuration';
 import type { ProviderId, ProviderSettings } from './provider';
+import type { User } from '../core/identity';
 
 export type AccessLevel = 'read_only' | 'build_and_read' | 'manage_build_and_read';
 

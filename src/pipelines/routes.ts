@@ -5,8 +5,9 @@ import { actorOf } from '../http/auth';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import { setWarnings } from '../http/warning';
 import { serializePipeline } from './serialize';
-import type { Actor, Permissions, PipelineService } from './service';
+import type { PipelineService } from './service';
 import type { Pipeline } from './repository';
+import type { Actor, Permissions } from '../core/identity';
 
 type CreateBody = operations['createPipeline']['requestBody']['content']['application/json'];
 type UpdateBody = operations['updatePipeline']['requestBody']['content']['application/json'];

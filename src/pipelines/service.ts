@@ -5,9 +5,8 @@
  */
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
-import type { Principal } from '../access-token/service';
-import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../http/errors';
-import type { Organization, OrganizationRepository, Role } from '../organizations/repository';
+import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
+import type { OrganizationRepository } from '../organizations/repository';
 import { sha256Hex, type Keys } from '../security/keys';
 import { validateBranchFilter } from './branch-filter';
 import { normaliseVisualSteps, parseConfiguration, type ParsedConfiguration, type Step } from './configuration';
@@ -22,19 +21,7 @@ import {
 } from './provider';
 import type { AccessLevel, Pipeline, PipelineCounts, PipelineFields, PipelineRepository, ReadOptions } from './repository';
 import { isValidSlug, slugify } from './slug';
-
-/** The caller inside one organization. */
-export interface Actor {
-  principal: Principal;
-  organization: Organization;
-  role: Role;
-}
-
-export interface Permissions {
-  read: boolean;
-  build: boolean;
-  edit: boolean;
-}
+import type { Actor, Permissions } from '../core/identity';
 
 const ALL: Permissions = { read: true, build: true, edit: true };
 const NONE: Permissions = { read: false, build: false, edit: false };

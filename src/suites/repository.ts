@@ -2,7 +2,7 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation } from '../db/knex';
 import { toDate } from '../db/values';
-import { ValidationError } from '../http/errors';
+import { ValidationError } from '../core/errors';
 
 export interface Suite {
   id: string;

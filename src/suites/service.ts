@@ -5,13 +5,13 @@
  */
 import crypto from 'node:crypto';
 import type { components, operations } from '../../generated/api';
-import { NotFoundError, ValidationError, type FieldError } from '../http/errors';
+import { NotFoundError, ValidationError, type FieldError } from '../core/errors';
 import type { OrganizationRepository } from '../organizations/repository';
-import type { Actor } from '../pipelines/service';
 import { slugify } from '../pipelines/slug';
 import { sha256Hex } from '../security/keys';
 import type { Suite, SuiteFields, SuiteRepository } from './repository';
 import type { SuiteResultsRepository } from './results';
+import type { Actor } from '../core/identity';
 
 type CreateInput = components['schemas']['CreateSuiteRequest'];
 type UpdateInput = components['schemas']['UpdateSuiteRequest'];

@@ -5,7 +5,7 @@
  * malformed document is a 422 naming the line and column the parser stopped at.
  */
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import { ValidationError } from '../http/errors';
+import { ValidationError } from '../core/errors';
 import { MAX_RESULTS } from './results';
 
 type Node = Record<string, unknown>;

@@ -11,7 +11,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import multer from 'multer';
-import { BadRequestError, ValidationError } from '../http/errors';
+import { BadRequestError, ValidationError } from '../core/errors';
 
 export interface MultipartLimits {
   /** Largest `data` file, in bytes. */

@@ -5,7 +5,7 @@
  */
 import express, { NextFunction, Request, Response } from 'express';
 import type { components } from '../../generated/api';
-import { BadRequestError, ValidationError } from '../http/errors';
+import { BadRequestError, ValidationError } from '../core/errors';
 import { parseUploadJson } from './json';
 import { uploadedFile } from './multipart';
 import type { Uploader, UploadService } from './service';

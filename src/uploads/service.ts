@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
-import { SuiteTokenError, ValidationError } from '../http/errors';
+import { SuiteTokenError, ValidationError } from '../core/errors';
 import { findNul, NUL_CODE } from '../http/nul';
 import { sha256Hex } from '../security/keys';
 import type { Suite, SuiteRepository } from '../suites/repository';

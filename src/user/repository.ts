@@ -2,7 +2,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { toDate } from '../db/values';
-import type { User } from './serialize';
+import type { User } from '../core/identity';
 
 export function userFromRow(row: { id: string; name: string; email: string; created_at: unknown }): User {
   return { id: row.id, name: row.name, email: row.email, createdAt: toDate(row.created_at) };

@@ -1,12 +1,6 @@
 import type { components } from '../../generated/api';
+import type { User } from '../core/identity';
 import { graphqlId, gravatarUrl, isoTime } from '../http/format';
-
-export interface User {
-  id: string;
-  name: string;
-  email: string;
-  createdAt: Date;
-}
 
 export function serializeUser(u: User): components['schemas']['User'] {
   return {

@@ -1,4 +1,4 @@
-import { ValidationError, type FieldError } from '../../src/http/errors';
+import { ValidationError, type FieldError } from '../../src/core/errors';
 import {
   normaliseVisualSteps,
   parseConfiguration,

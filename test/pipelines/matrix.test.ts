@@ -2,7 +2,7 @@
  * Build matrices, step priority, plugins and the attribute catalogue, at the parser and the
  * planner (no HTTP; test/builds/matrix.test.ts goes through the REST and agent APIs).
  */
-import { ValidationError, type FieldError } from '../../src/http/errors';
+import { ValidationError, type FieldError } from '../../src/core/errors';
 import { planJobs, scriptVariants, type PlanContext } from '../../src/builds/jobs';
 import { normaliseVisualSteps, parseConfiguration, type ScriptStep } from '../../src/pipelines/configuration';
 import { combinations, jobCount, MATRIX_LIMITS } from '../../src/pipelines/configuration/matrix';

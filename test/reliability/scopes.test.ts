@@ -7,12 +7,12 @@
  */
 import express from 'express';
 import request from 'supertest';
-import { SCOPES } from '../../src/access-token/service';
 import { guardRouter, guardsFromSpec } from '../../src/http/auth';
 import { errorHandler } from '../../src/http/error-handler';
 import { createLogger } from '../../src/http/logger';
 import { describeEachDatabase } from '../support/context';
 import { BODIES, fillPath, givenTenant, ownedRows, send, specOperations, type Tenant } from './spec-operations';
+import { SCOPES } from '../../src/core/identity';
 
 const operations = specOperations().filter((op) => op.auth === 'bearer');
 const scoped = operations.flatMap((op) => op.scopes.map((scope) => [op.operationId, scope, op] as const));

@@ -14,10 +14,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { SCOPES } from '../../src/access-token/service';
 import { createLogger } from '../../src/http/logger';
 import { auth, describeEachDatabase, type ContextOptions } from '../support/context';
 import { BODIES, check, fillPath, givenTenant, send, specOperations, suiteAuth, tableNames, type Tenant } from './spec-operations';
+import { SCOPES } from '../../src/core/identity';
 
 /** The root secret createTestContext gives its services (test/support/context.ts). */
 const ROOT_SECRET = 'test-secret-test-secret-test-secret-0123456789';

@@ -8,8 +8,7 @@
 import crypto from 'node:crypto';
 import { loadSpec } from '../../src/spec';
 import { auth, type TestContext } from '../support/context';
-import type { Organization } from '../../src/organizations/repository';
-import type { User } from '../../src/user/serialize';
+import type { Organization, User } from '../../src/core/identity';
 
 export type Schema = Record<string, unknown>;
 type Doc = { paths: Record<string, Record<string, unknown>>; security?: Record<string, string[]>[] };

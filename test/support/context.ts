@@ -9,15 +9,13 @@ import knexFactory from 'knex';
 import request from 'supertest';
 import type { Express } from 'express';
 import { createApp } from '../../src/app';
-import { SCOPES } from '../../src/access-token/service';
 import { migrateLatest, type DatabaseKind } from '../../src/db/knex';
 import { createLogger, type Logger } from '../../src/http/logger';
 import type { TrustProxy } from '../../src/config';
 import type { RateLimitSettings } from '../../src/http/rate-limit';
 import type { SweepSettings } from '../../src/jobs/sweeper';
-import type { Organization, Role } from '../../src/organizations/repository';
 import { createServices, type Services } from '../../src/services';
-import type { User } from '../../src/user/serialize';
+import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
 
 export const databases: DatabaseKind[] = (process.env.TEST_DATABASES ?? 'sqlite').split(',').map((s) => s.trim()) as DatabaseKind[];
 

@@ -2,7 +2,7 @@
  * Error reporting. The readers say what is wrong with which property; a ProblemReporter turns
  * that into a FieldError in the dialect of the input, and the ProblemList collects them all.
  */
-import { ValidationError, type FieldError } from '../../http/errors';
+import { ValidationError, type FieldError } from '../../core/errors';
 import { MAX_ERRORS } from './limits';
 import { TooLargeError, type SourceLine, type ConfigValue } from './value-tree';
 

@@ -1,5 +1,5 @@
 /** The visual `steps` list of the pipelines API. */
-import { ValidationError } from '../../http/errors';
+import { ValidationError } from '../../core/errors';
 import { MAX_STEPS } from './limits';
 import { asValidationError, ProblemList, VisualProblemReporter } from './problems';
 import { text } from './property-readers';

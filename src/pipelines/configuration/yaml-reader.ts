@@ -14,7 +14,7 @@ import {
   type Node as YamlNode,
   type YAMLMap,
 } from 'yaml';
-import { ValidationError } from '../../http/errors';
+import { ValidationError } from '../../core/errors';
 import { MAX_ALIAS_EXPANSIONS, MAX_DEPTH } from './limits';
 import { lazyConfigMap, type ValueBudget, type SourceLine, type ConfigValue, type ConfigMap } from './value-tree';
 
