@@ -117,34 +117,93 @@ function objectShape(doc: SpecDoc, schema: Schema | undefined, depth = 0): { pro
   return { properties, required, additional };
 }
 
+/** What removing nulls does at one schema: compiled once per schema, then applied to each body. */
+interface NullPlan {
+  /** Whether anything at or below this schema can be removed: an inactive plan is not walked. */
+  active: boolean;
+  items?: NullPlan;
+  properties?: Map<string, { removable: boolean; plan?: NullPlan }>;
+  additional?: NullPlan;
+}
+
+/** Plans by resolved schema object: the spec is parsed once, so each schema is compiled once. */
+const nullPlans = new WeakMap<object, NullPlan>();
+
+function nullPlan(doc: SpecDoc, schema: Schema | undefined, reached: Set<NullPlan>): NullPlan | undefined {
+  const s = resolve(doc, schema);
+  if (!s) return undefined;
+  let plan = nullPlans.get(s);
+  if (plan) {
+    reached.add(plan);
+    return plan;
+  }
+  plan = { active: false };
+  nullPlans.set(s, plan);
+  reached.add(plan);
+  const alts = alternatives(doc, s);
+  const items = alts.find((a) => a.items)?.items;
+  if (items) plan.items = nullPlan(doc, items, reached);
+  const shape = alts.map((a) => objectShape(doc, a)).find((x) => x !== null);
+  if (shape) {
+    plan.properties = new Map();
+    for (const [key, prop] of Object.entries(shape.properties)) {
+      const removable = !shape.required.has(key) && !acceptsNull(doc, prop);
+      plan.properties.set(key, { removable, plan: nullPlan(doc, prop, reached) });
+      if (removable) plan.active = true;
+    }
+    if (shape.additional) plan.additional = nullPlan(doc, shape.additional, reached);
+  }
+  return plan;
+}
+
+/** The plan for a schema, with `active` settled over everything it reaches (schemas may be recursive). */
+function compiledNullPlan(doc: SpecDoc, schema: Schema | undefined): NullPlan | undefined {
+  const reached = new Set<NullPlan>();
+  const root = nullPlan(doc, schema, reached);
+  const children = (p: NullPlan) => [p.items, p.additional, ...[...(p.properties?.values() ?? [])].map((x) => x.plan)];
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const p of reached) {
+      if (p.active || !children(p).some((c) => c?.active)) continue;
+      p.active = true;
+      changed = true;
+    }
+  }
+  return root;
+}
+
+function applyNullPlan(plan: NullPlan, value: unknown, depth: number): void {
+  if (!plan.active || depth > 32 || value === null || typeof value !== 'object') return;
+  if (Array.isArray(value)) {
+    if (plan.items?.active) for (const v of value) applyNullPlan(plan.items, v, depth + 1);
+    return;
+  }
+  if (!plan.properties) return;
+  const obj = value as Record<string, unknown>;
+  for (const key of Object.keys(obj)) {
+    const prop = plan.properties.get(key);
+    const v = obj[key];
+    if (v === null) {
+      if (prop?.removable) delete obj[key];
+      continue;
+    }
+    const child = prop ? prop.plan : plan.additional;
+    if (child) applyNullPlan(child, v, depth + 1);
+  }
+}
+
 /**
  * Removes `null` from optional properties whose schema does not accept it, here and in nested
  * objects and arrays of objects the schema describes. A oneOf/anyOf property is descended only
- * when one of its branches is an object with properties.
+ * when one of its branches is an object with properties. What to do is worked out once per
+ * schema, and parts of a body under which the schema removes nothing are not walked: a 50 MB
+ * upload's results (nullable fields, string arrays) cost nothing here.
  */
-export function stripNulls(doc: SpecDoc, schema: Schema | undefined, value: unknown, depth = 0): void {
-  if (depth > 32 || value === null || typeof value !== 'object') return;
+export function stripNulls(doc: SpecDoc, schema: Schema | undefined, value: unknown): void {
   const s = resolve(doc, schema);
   if (!s) return;
-  if (Array.isArray(value)) {
-    const items = alternatives(doc, s).find((a) => a.items)?.items;
-    if (items) for (const v of value) stripNulls(doc, items, v, depth + 1);
-    return;
-  }
-  const shape = alternatives(doc, s)
-    .map((a) => objectShape(doc, a))
-    .find((x) => x !== null);
-  if (!shape) return;
-  const obj = value as Record<string, unknown>;
-  for (const [key, v] of Object.entries(obj)) {
-    const prop = shape.properties[key] ?? shape.additional;
-    if (!prop) continue;
-    if (v === null) {
-      if (shape.properties[key] && !shape.required.has(key) && !acceptsNull(doc, prop)) delete obj[key];
-      continue;
-    }
-    stripNulls(doc, prop, v, depth + 1);
-  }
+  const plan = nullPlans.get(s) ?? compiledNullPlan(doc, s);
+  if (plan) applyNullPlan(plan, value, 0);
 }
 
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;

@@ -1,9 +1,11 @@
 /**
  * One uploaded test result, checked on its own: a result that breaks a rule is rejected with
- * its position and reason, the others go on. JSON bodies were already shaped by the spec, but
- * a multipart JSON file and JUnit documents were not, so everything is checked here.
+ * its position and reason, the others go on. Every body form (JSON body, multipart JSON file,
+ * JUnit) comes here unchecked: the faults clients make most get the reasons below, and whatever
+ * else the spec's `TestResult` schema forbids is caught by ./result-schema.
  */
 import type { components } from '../../generated/api';
+import { schemaFault } from './result-schema';
 
 export const MAX_RESULTS = 5000;
 export const RESULTS = ['passed', 'failed', 'skipped', 'pending', 'unknown'] as const;
@@ -95,7 +97,7 @@ export function checkResults(data: unknown[], scopeField?: string, offset = 0): 
       const result = r.result ?? 'unknown';
       if (!RESULTS.includes(result as ResultValue)) throw new Reject('result', `is not included in the list (${RESULTS.join(', ')})`);
       const h = history(r.history);
-      accepted.push({
+      const checked: AcceptedResult = {
         clientId: optionalString(r, 'id'),
         scope,
         name,
@@ -106,7 +108,10 @@ export function checkResults(data: unknown[], scopeField?: string, offset = 0): 
         failureExpanded: failureExpanded(r.failure_expanded),
         duration: h.duration,
         history: h.history,
-      });
+      };
+      const fault = schemaFault(r);
+      if (fault) throw new Reject(fault.field, fault.code);
+      accepted.push(checked);
     } catch (err) {
       if (!(err instanceof Reject)) throw err;
       errors.push({ index: offset + index, id: clientId, field: err.field, code: err.code });

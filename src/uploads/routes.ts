@@ -18,6 +18,12 @@ export interface CheckedBody {
   depth: true;
   /** No string or key can hold NUL (the text has no `\u0000` escape). */
   nulFree: boolean;
+  /**
+   * The body's `data`, taken out before express-openapi-validator sees the body (it sees `[]`):
+   * the results are checked one by one, in batches, by the upload service (src/uploads/results.ts),
+   * which the validator's single pass over 5,000 results would hold the event loop for.
+   */
+  results?: unknown[];
 }
 
 /**
@@ -35,8 +41,11 @@ export function uploadJsonBody(limit: number, type: string[]) {
     const parsed = await parseUploadJson(req.body);
     if (!parsed.ok) throw new BadRequestError(`Problems parsing JSON: ${parsed.reason}`);
     if (!parsed.value || typeof parsed.value !== 'object') throw new BadRequestError('Problems parsing JSON: the body must be a JSON object');
-    req.body = parsed.value;
-    res.locals.checkedBody = { depth: true, nulFree: !parsed.mayHoldNul } satisfies CheckedBody;
+    const body = parsed.value as { data?: unknown };
+    const results = Array.isArray(body.data) ? body.data : undefined;
+    if (results) body.data = [];
+    req.body = body;
+    res.locals.checkedBody = { depth: true, nulFree: !parsed.mayHoldNul, results } satisfies CheckedBody;
     next();
   };
   return [read, parse];
@@ -62,8 +71,9 @@ export function uploadRoutes(service: UploadService) {
       res.status(202).json(await service.uploadFile(who, fields, data));
       return;
     }
-    const nulFree = (res.locals.checkedBody as CheckedBody | undefined)?.nulFree ?? false;
-    res.status(202).json(await service.uploadJson(who, req.body as components['schemas']['UploadRequest'], nulFree));
+    const checked = res.locals.checkedBody as CheckedBody | undefined;
+    const body = req.body as components['schemas']['UploadRequest'];
+    res.status(202).json(await service.uploadJson(who, { ...body, data: checked?.results ?? body.data }, checked?.nulFree ?? false));
   });
   return router;
 }

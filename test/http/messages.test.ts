@@ -3,7 +3,7 @@
  * query or a body, on any operation of the spec, the answer never carries the validator's (Ajv's)
  * wording such as `must be integer,string`, `must NOT have more than`, `must match format`.
  */
-import { readableReason } from '../../src/http/error-handler';
+import { readableReason } from '../../src/core/schema-messages';
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, BODIES, fillPath, givenTenant, propertiesOf, specOperations, suiteAuth, type Tenant } from '../reliability/spec-operations';
 

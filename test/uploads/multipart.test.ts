@@ -56,6 +56,13 @@ describeEachDatabase('uploads (multipart)', (ctx) => {
     expect(flaky.body.map((f: { name: string }) => f.name)).toEqual(['a']);
   });
 
+  it('keeps out of storage what the TestResult schema forbids, as for a JSON body (a history section of 101 characters was stored)', async () => {
+    const s = await givenSuite(ctx());
+    const long = result('long section', 'passed', { history: { section: 'x'.repeat(101) } });
+    const res = await multipart(s.apiToken, 'json', JSON.stringify([result('a', 'passed'), long])).expect(202);
+    expect(res.body).toMatchObject({ queued: 1, skipped: 1, errors: [{ index: 1, id: long.id, field: 'history.section', code: 'is too long (maximum is 100 characters)' }] });
+  });
+
   it('refuses a JSON file that is not valid JSON or not an array', async () => {
     const s = await givenSuite(ctx());
     const bad = await multipart(s.apiToken, 'json', '[{"name": ').expect(422);

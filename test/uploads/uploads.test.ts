@@ -119,6 +119,26 @@ describeEachDatabase('uploads (JSON)', (ctx) => {
     expect(stored.map((r) => r.result).sort()).toEqual(['passed', 'unknown']);
   });
 
+  it('checks each result against the spec\'s TestResult schema on its own: a result that breaks it is skipped with the field and reason, the upload goes on', async () => {
+    const s = await givenSuite(ctx());
+    const good = result('good', 'passed');
+    const longSection = result('long section', 'passed', { history: { section: 'x'.repeat(101), duration: 0.1 } });
+    const numberName = { ...result('x', 'passed'), name: 5 };
+    const badLine = result('bad line', 'failed', { failure_expanded: [{ expanded: ['ok', 7] }] });
+    const stringStart = result('string start', 'passed', { history: { start_at: 'soon' } });
+    const res = await post(s.apiToken, upload({ key: 'schema' }, [good, longSection, numberName, badLine, stringStart, 'not an object'])).expect(202);
+    expect(res.body).toMatchObject({ queued: 1, skipped: 5 });
+    expect(res.body.errors).toEqual([
+      { index: 1, id: longSection.id, field: 'history.section', code: 'is too long (maximum is 100 characters)' },
+      { index: 2, id: numberName.id, field: 'name', code: 'must be a string' },
+      { index: 3, id: badLine.id, field: 'failure_expanded[0].expanded', code: 'must be a list of strings' },
+      { index: 4, id: stringStart.id, field: 'history.start_at', code: 'must be a number or null' },
+      { index: 5, id: null, field: 'data', code: 'must be an object' },
+    ]);
+    const stored = await ctx().services.db('test_executions').where({ run_id: res.body.run_id }).count({ n: '*' }).first();
+    expect(Number(stored?.n)).toBe(1);
+  });
+
   it('takes 5,000 results in one JSON body of several megabytes, beyond the general body limit', async () => {
     const s = await givenSuite(ctx());
     const data = Array.from({ length: MAX_RESULTS }, (_, i) => result(`test ${i} ${'x'.repeat(200)}`, i % 20 ? 'passed' : 'failed'));
