@@ -93,9 +93,17 @@ interface Head {
 
 function parseInWorker(bytes: Buffer): Promise<ParsedJson> {
   return new Promise((resolve, reject) => {
-    // The worker gets its own copy of the text (workerData is cloned), so the request's buffer
-    // can go as soon as this returns.
-    const worker = new Worker(wrap(WORKER_SOURCE), { eval: true, workerData: { bytes: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), batch: RESULT_BATCH, maxDepth: MAX_JSON_DEPTH } });
+    // A buffer that has its memory to itself (a request body of this size always does) is
+    // handed over, not copied: copying 50 MB into workerData took about 20 ms of this thread.
+    // The caller's Buffer is empty afterwards; it has no further use for it. A view into a
+    // larger shared allocation is copied, as workerData always is.
+    const owned = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+    const view = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const worker = new Worker(wrap(WORKER_SOURCE), {
+      eval: true,
+      workerData: { bytes: view, batch: RESULT_BATCH, maxDepth: MAX_JSON_DEPTH },
+      transferList: owned ? [bytes.buffer as ArrayBuffer] : [],
+    });
     let head: Head | undefined;
     const data: unknown[] = [];
     let received = 0;

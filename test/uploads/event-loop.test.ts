@@ -36,6 +36,18 @@ describe('parseUploadJson', () => {
     expect(turns).toBeGreaterThanOrEqual(3000 / RESULT_BATCH);
   });
 
+  it('hands a buffer that owns its memory to the worker instead of copying it, and copies a view into a larger one', async () => {
+    const text = JSON.stringify(Array.from({ length: 2000 }, (_, i) => longFailure(i)));
+    const owned = Buffer.from(text);
+    expect(owned.byteLength).toBeGreaterThan(INLINE_BYTES);
+    expect(await parseUploadJson(owned)).toMatchObject({ ok: true });
+    expect(owned.byteLength).toBe(0);
+    const shared = Buffer.from(`${text}    `);
+    const view = shared.subarray(0, text.length);
+    expect(await parseUploadJson(view)).toMatchObject({ ok: true });
+    expect(view.toString()).toBe(text);
+  });
+
   it('reports invalid JSON, too deep nesting and a possible NUL from the worker as from the inline parse', async () => {
     const pad = 'x'.repeat(INLINE_BYTES);
     for (const [text, expected] of [
