@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { Knex } from 'knex';
 import type { Logger } from '../http/logger';
+import { WalCheckpointer } from './checkpointer';
 import { migrationSource } from './migrations';
 
 const BetterSqlite3Client = require('knex/lib/dialects/better-sqlite3') as typeof Knex.Client;
@@ -29,10 +30,18 @@ class InlineLimitCompiler extends SqliteQueryCompiler {
   }
 }
 
+/** The WAL checkpointer of each connection to a database file (src/db/checkpointer.ts). */
+const checkpointers = new WeakMap<object, WalCheckpointer>();
+
 class SqliteClient extends BetterSqlite3Client {
   // Knex's typings declare one parameter; the dialects take (builder, formatter).
   override queryCompiler(builder: unknown, ...rest: unknown[]) {
     return new InlineLimitCompiler(this, builder, ...rest);
+  }
+
+  override async destroyRawConnection(connection: object): Promise<void> {
+    await checkpointers.get(connection)?.stop();
+    return super.destroyRawConnection(connection);
   }
 }
 
@@ -105,6 +114,36 @@ export function isPostgres(db: Knex | Knex.QueryBuilder): boolean {
   return (db as unknown as { client: { dialect?: string } }).client.dialect === 'postgresql';
 }
 
+/** SQLite's page cache per connection (see afterCreate below). */
+const PAGE_CACHE_KIB = 65536;
+/** The page cache while a large write runs (withSpillingCache). */
+const SPILLING_CACHE_KIB = 8192;
+/** Large writes running, per Knex instance: the cache grows back when the last one ends. */
+const largeWrites = new WeakMap<Knex, number>();
+
+/**
+ * Runs a write of many megabytes (a large test-results upload) with a small SQLite page cache.
+ * SQLite keeps the pages a transaction changes in its cache and writes them to the WAL at
+ * COMMIT, synchronously: with the 64 MiB cache the commit of a 50 MB upload held the event loop
+ * for 55-70 ms. With an 8 MiB cache the changed pages spill to the WAL as the cache fills, a
+ * few at a time inside statements the ingestion already yields between, and the commit writes
+ * what is left. The cache is back to its size when the last such write ends; on Postgres this
+ * only runs `work`.
+ */
+export async function withSpillingCache<T>(db: Knex, work: () => Promise<T>): Promise<T> {
+  if (isPostgres(db)) return work();
+  const running = largeWrites.get(db) ?? 0;
+  largeWrites.set(db, running + 1);
+  if (running === 0) await db.raw(`pragma cache_size = -${SPILLING_CACHE_KIB}`);
+  try {
+    return await work();
+  } finally {
+    const left = largeWrites.get(db)! - 1;
+    largeWrites.set(db, left);
+    if (left === 0) await db.raw(`pragma cache_size = -${PAGE_CACHE_KIB}`);
+  }
+}
+
 export function createKnex(opts: DatabaseOptions): Knex {
   const db = createKnexFor(opts);
   if (opts.logger) watchAvailability(db, opts.kind, opts.logger);
@@ -136,11 +175,12 @@ function createKnexFor(opts: DatabaseOptions): Knex {
             // The default page cache is 2 MB: with a million builds most index pages then come
             // from the OS through a read() each. 64 MiB of cache plus reads through a 256 MiB
             // memory map halved a random get-a-build's query time on the 1M-build bench database.
-            conn.pragma('cache_size = -65536');
+            conn.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
             conn.pragma('mmap_size = 268435456');
             // Another process holding the lock (a second server, the CLI) is waited for, not failed;
             // see failFastWhileLocked for one that holds it for long.
             conn.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+            if (opts.url !== ':memory:') checkpointers.set(conn, new WalCheckpointer(conn, path.resolve(opts.url)));
             done(null, conn);
           } catch (err) {
             done(err as Error, conn);

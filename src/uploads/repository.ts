@@ -8,6 +8,7 @@
  */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
+import { withSpillingCache } from '../db/knex';
 import { toBool } from '../db/values';
 import { runFromRow, type Run } from '../suites/results';
 import { yieldToEventLoop } from './event-loop';
@@ -45,6 +46,16 @@ const CHUNK = 500;
 
 /** Bytes of failure text and history per executions statement: a 50 MB upload is not written in 10 statements of 5 MB. */
 const CHUNK_BYTES = 1024 * 1024;
+
+/** An upload whose executions weigh more than this is written with a spilling page cache (withSpillingCache). */
+const LARGE_WRITE_BYTES = 8 * 1024 * 1024;
+
+/** About how many bytes an execution row takes: its failure text and history. */
+function weight(r: AcceptedResult): number {
+  let n = 200 + (r.failureReason?.length ?? 0);
+  for (const f of r.failureExpanded ?? []) for (const line of [...(f.expanded ?? []), ...(f.backtrace ?? [])]) n += line.length;
+  return n;
+}
 
 function chunks<T>(items: T[], size = CHUNK): T[][] {
   const out: T[][] = [];
@@ -117,6 +128,12 @@ export class UploadRepository {
   constructor(private readonly db: Knex) {}
 
   async ingest(suiteId: string, env: RunEnvFields, tags: Record<string, string>, results: AcceptedResult[], now: Date): Promise<Run> {
+    const weights = results.map(weight);
+    const large = weights.reduce((a, b) => a + b, 0) > LARGE_WRITE_BYTES;
+    return large ? withSpillingCache(this.db, () => this.write(suiteId, env, tags, results, weights, now)) : this.write(suiteId, env, tags, results, weights, now);
+  }
+
+  private async write(suiteId: string, env: RunEnvFields, tags: Record<string, string>, results: AcceptedResult[], weights: number[], now: Date): Promise<Run> {
     return this.db.transaction(async (trx) => {
       const passed = results.filter((r) => r.result === 'passed').length;
       const failed = results.filter((r) => r.result === 'failed').length;
@@ -197,13 +214,8 @@ export class UploadRepository {
         for (const r of rows) testIds.set(r.identity_hash as string, r.id as string);
       }
 
-      const indexed = results.map((r, i) => ({ r, i }));
-      const weight = ({ r }: { r: AcceptedResult }) => {
-        let n = 200 + (r.failureReason?.length ?? 0);
-        for (const f of r.failureExpanded ?? []) for (const line of [...(f.expanded ?? []), ...(f.backtrace ?? [])]) n += line.length;
-        return n;
-      };
-      for (const part of chunksByBytes(indexed, weight)) {
+      const indexed = results.map((r, i) => ({ r, i, bytes: weights[i]! }));
+      for (const part of chunksByBytes(indexed, (x) => x.bytes)) {
         await yieldToEventLoop();
         // Serialized a chunk at a time, so no one step holds the event loop for the whole upload.
         const rows = part.map(({ r, i }) => ({

@@ -20,12 +20,27 @@ const SPEC_ID = 'windsock:openapi';
 
 let compiled: ValidateFunction | undefined;
 
-/** Compiled on the first upload, not at start-up: most processes never take one. */
+type Schemas = Record<string, unknown>;
+
+/** The named schemas `name` needs: itself and every `#/components/schemas/...` it reaches. */
+function closure(schemas: Schemas, name: string, into: Schemas = {}): Schemas {
+  if (name in into) return into;
+  into[name] = schemas[name];
+  const refs = JSON.stringify(schemas[name]).matchAll(/"#\/components\/schemas\/([^"]+)"/g);
+  for (const [, ref] of refs) closure(schemas, ref!, into);
+  return into;
+}
+
+/**
+ * Compiled on the first upload, not at start-up (most processes never take one), from the
+ * schemas TestResult reaches only: adding all of the spec's took Ajv 50 ms.
+ */
 function validator(): ValidateFunction {
   if (!compiled) {
     const ajv = new Ajv2020({ allErrors: false, strict: false });
     addFormats(ajv);
-    ajv.addSchema({ $id: SPEC_ID, components: (loadSpec().doc as { components: unknown }).components });
+    const schemas = (loadSpec().doc as { components: { schemas: Schemas } }).components.schemas;
+    ajv.addSchema({ $id: SPEC_ID, components: { schemas: closure(schemas, 'TestResult') } });
     compiled = ajv.getSchema(`${SPEC_ID}#/components/schemas/TestResult`)!;
   }
   return compiled;
