@@ -40,7 +40,10 @@ import type { Message, SetupResult, SqlStats, VerifyResult } from './bench-serve
 import { intEnv } from './bench-env';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const SERVER_NODE_OPTIONS = (process.env.BENCH_NODE_OPTIONS ?? (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { serverNodeOptions: string } }).config.serverNodeOptions)
+const SERVER_NODE_OPTIONS = (
+  process.env.BENCH_NODE_OPTIONS ??
+  (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { serverNodeOptions: string } }).config.serverNodeOptions
+)
   .split(/\s+/)
   .filter(Boolean);
 
@@ -121,7 +124,11 @@ class Child {
     // The node options `npm start` serves with (package.json config.serverNodeOptions), for both
     // servers: the service is measured as it runs.
     const execArgv = [...SERVER_NODE_OPTIONS, ...profile];
-    const proc = fork(path.join(__dirname, 'bench-server.js'), [mode], { env: { ...process.env, ...env }, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const proc = fork(path.join(__dirname, 'bench-server.js'), [mode], {
+      env: { ...process.env, ...env },
+      execArgv,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     const child = new Child(proc);
     return new Promise((resolve, reject) => {
       proc.on('message', (msg: { type?: string; id?: number; ok?: boolean; result?: unknown; error?: string; url?: string; message?: string }) => {
@@ -220,7 +227,12 @@ function cpuShare(a: CpuSnapshot | undefined, b: CpuSnapshot | undefined, server
     else if (now.comm === 'postgres') postgres += d;
   }
   const cores = (ticks: number) => ticks / CLK_TCK / seconds;
-  return { server: cores(server), postgres: cores(postgres), loadgen: cores(loadgen), other: Math.max(0, cores(b.busy - a.busy - server - postgres - loadgen)) };
+  return {
+    server: cores(server),
+    postgres: cores(postgres),
+    loadgen: cores(loadgen),
+    other: Math.max(0, cores(b.busy - a.busy - server - postgres - loadgen)),
+  };
 }
 
 /** Until everything but us and Postgres uses under 0.15 cores for a second (at most a minute). */
@@ -244,7 +256,12 @@ async function quiet(serverPids: number[]): Promise<number> {
 
 type Req = { method?: string; path: string; body?: string; headers?: Record<string, string> };
 
-async function cannon(url: string, token: string | undefined, next: () => Req, opts: { duration: number; connections: number; serverPids?: number[] }): Promise<Measured> {
+async function cannon(
+  url: string,
+  token: string | undefined,
+  next: () => Req,
+  opts: { duration: number; connections: number; serverPids?: number[] },
+): Promise<Measured> {
   const first = next();
   const before = opts.serverPids ? cpuSnapshot() : undefined;
   const result = await autocannon({
@@ -364,7 +381,11 @@ function scenarios(s: SetupResult): Scenario[] {
       label: 'list builds, pipeline, state=passed&branch=main',
       next: () => ({ path: `${org}/pipelines/${pick(s.pipelines).slug}/builds?state=passed&branch=main` }),
     },
-    { id: 'filter_org', label: 'list builds, org, state[]=passed&state[]=failed&branch=main', next: () => ({ path: `${org}/builds?state%5B%5D=passed&state%5B%5D=failed&branch=main` }) },
+    {
+      id: 'filter_org',
+      label: 'list builds, org, state[]=passed&state[]=failed&branch=main',
+      next: () => ({ path: `${org}/builds?state%5B%5D=passed&state%5B%5D=failed&branch=main` }),
+    },
     {
       id: 'create_one',
       label: `create build, one pipeline (${s.pipelines[0]!.slug})`,
@@ -456,15 +477,23 @@ async function runStore(store: Store): Promise<StoreRun> {
         const queries = stats.reduce((n, q) => n + q.n, 0);
         const ms = stats.reduce((n, q) => n + q.ms, 0);
         const lines = [`${sc.id}: ${fmt(queries / Math.max(1, total), 1)} queries and ${fmt(ms / Math.max(1, total), 2)} ms in queries per response; by time:`];
-        for (const q of stats.slice(0, 6)) lines.push(`  ${fmt(q.n / Math.max(1, total), 2)}/req, ${fmt(q.ms / Math.max(1, q.n), 3)} ms each: ${q.sql.replace(/\s+/g, ' ').slice(0, 300)}`);
+        for (const q of stats.slice(0, 6))
+          lines.push(`  ${fmt(q.n / Math.max(1, total), 2)}/req, ${fmt(q.ms / Math.max(1, q.n), 3)} ms each: ${q.sql.replace(/\s+/g, ' ').slice(0, 300)}`);
         run.sql.push(...lines);
         for (const l of lines) log(`${store}: ${l}`);
       }
-      log(`${store}: ${sc.label}: ${m.rps.toFixed(0)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, non-2xx ${m.non2xx}, errors ${m.errors} ${JSON.stringify(m.statuses)} cpu ${JSON.stringify(m.cpu)}`);
+      log(
+        `${store}: ${sc.label}: ${m.rps.toFixed(0)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, non-2xx ${m.non2xx}, errors ${m.errors} ${JSON.stringify(m.statuses)} cpu ${JSON.stringify(m.cpu)}`,
+      );
       run.rows.push({ id: sc.id, label: sc.label, m, response: probed.text, met: probed.ok ? undefined : false });
       await drain(child.url);
       if (sc.write) {
-        const v = await child.request<VerifyResult>({ type: 'verify', seededBuildsPerPipeline: PER_PIPELINE, organizationId: setup.organizationId, pipelineIds: setup.pipelines.map((p) => p.id) });
+        const v = await child.request<VerifyResult>({
+          type: 'verify',
+          seededBuildsPerPipeline: PER_PIPELINE,
+          organizationId: setup.organizationId,
+          pipelineIds: setup.pipelines.map((p) => p.id),
+        });
         const created = Object.values(v.created).reduce((a, b) => a + b, 0);
         const pipelinesTouched = Object.keys(v.created).length;
         const line =
@@ -474,7 +503,10 @@ async function runStore(store: Store): Promise<StoreRun> {
         run.verify.push(line);
         log(`${store}: ${line}`);
         const row = run.rows[run.rows.length - 1]!;
-        row.note = v.duplicates === 0 && v.gaps === 0 && !v.problems.length ? 'numbers unique and contiguous' : `numbering broken: ${v.duplicates} duplicates, ${v.gaps} gaps`;
+        row.note =
+          v.duplicates === 0 && v.gaps === 0 && !v.problems.length
+            ? 'numbers unique and contiguous'
+            : `numbering broken: ${v.duplicates} duplicates, ${v.gaps} gaps`;
         row.met = row.met !== false && v.duplicates === 0 && v.gaps === 0 && !v.problems.length;
       }
     }
@@ -608,10 +640,13 @@ function cpuText(c: CpuShare | undefined): string {
 }
 
 function table(run: StoreRun): void {
-  say(`| scenario | req/s | req/s ÷ node:http | p50 ms | p99 ms | p50 ÷ node:http | p99 ÷ node:http | non-2xx / errors | CPU cores: service / pg / autocannon / other | one response | target | met? |`);
+  say(
+    `| scenario | req/s | req/s ÷ node:http | p50 ms | p99 ms | p50 ÷ node:http | p99 ÷ node:http | non-2xx / errors | CPU cores: service / pg / autocannon / other | one response | target | met? |`,
+  );
   say(`| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- |`);
   for (const r of run.rows) {
-    const bad = r.m.non2xx || r.m.errors ? `${r.m.non2xx} / ${r.m.errors}${Object.keys(r.m.statuses).length ? ` ${JSON.stringify(r.m.statuses)}` : ''}` : '0 / 0';
+    const bad =
+      r.m.non2xx || r.m.errors ? `${r.m.non2xx} / ${r.m.errors}${Object.keys(r.m.statuses).length ? ` ${JSON.stringify(r.m.statuses)}` : ''}` : '0 / 0';
     const met = r.met === undefined ? '' : r.met ? 'yes' : '**no**';
     const target = [r.target?.text, r.note].filter(Boolean).join('; ') || '—';
     say(
@@ -623,7 +658,9 @@ function table(run: StoreRun): void {
 function machine(): string[] {
   const sh = (cmd: string) => {
     try {
-      return execSync(cmd, { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] }).toString().trim();
+      return execSync(cmd, { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'] })
+        .toString()
+        .trim();
     } catch {
       return '';
     }
@@ -633,8 +670,8 @@ function machine(): string[] {
   return [
     `- date: ${new Date().toISOString()}`,
     `- commit: ${commit || 'unknown'}${dirty ? ' (with uncommitted changes under src/, openapi/ or generated/)' : ''}`,
-    `- machine: nproc ${sh('nproc') || os.cpus().length}, ${os.cpus()[0]?.model ?? 'unknown CPU'}; memory ${sh("free -h | awk '/^Mem:/ {print $2\" total, \"$7\" available\"}'") || `${Math.round(os.totalmem() / 2 ** 30)} GiB`}`,
-    `- node ${process.version}, autocannon ${readVersion('autocannon')}, ${sh("psql --version | awk '{print $1\" \"$3}'") || 'psql unknown'}`,
+    `- machine: nproc ${sh('nproc') || os.cpus().length}, ${os.cpus()[0]?.model ?? 'unknown CPU'}; memory ${sh('free -h | awk \'/^Mem:/ {print $2" total, "$7" available"}\'') || `${Math.round(os.totalmem() / 2 ** 30)} GiB`}`,
+    `- node ${process.version}, autocannon ${readVersion('autocannon')}, ${sh('psql --version | awk \'{print $1" "$3}\'') || 'psql unknown'}`,
     `- load: ${CONNECTIONS} connections, ${DURATION} s per scenario after a 1 s warm-up at 5 connections, 127.0.0.1; the service in its own process (node ${SERVER_NODE_OPTIONS.join(' ')}, as npm start runs it), LOG_LEVEL=silent, VALIDATE_RESPONSES=false (request validation on, as always)`,
     `- data: ${fmt(PIPELINES)} pipelines × ${fmt(PER_PIPELINE)} builds = ${fmt(PIPELINES * PER_PIPELINE)} builds, one job each`,
   ];
@@ -667,9 +704,14 @@ async function main(): Promise<void> {
   for (const line of machine()) say(line);
   say();
   if (baseline) {
-    say(`node:http baseline (fixed build body, same load): ${fmt(baseline.rps)} req/s, p50 ${fmt(baseline.p50)} ms, p99 ${fmt(baseline.p99)} ms; CPU cores server / pg / autocannon / other: ${cpuText(baseline.cpu)}.`);
+    say(
+      `node:http baseline (fixed build body, same load): ${fmt(baseline.rps)} req/s, p50 ${fmt(baseline.p50)} ms, p99 ${fmt(baseline.p99)} ms; CPU cores server / pg / autocannon / other: ${cpuText(baseline.cpu)}.`,
+    );
   }
-  if (prism?.m) say(`Prism (${prism.note}): ${fmt(prism.m.rps)} req/s (${ratio(prism.m.rps, baseline?.rps)} node:http), p50 ${fmt(prism.m.p50)} ms, p99 ${fmt(prism.m.p99)} ms.`);
+  if (prism?.m)
+    say(
+      `Prism (${prism.note}): ${fmt(prism.m.rps)} req/s (${ratio(prism.m.rps, baseline?.rps)} node:http), p50 ${fmt(prism.m.p50)} ms, p99 ${fmt(prism.m.p99)} ms.`,
+    );
   else if (prism) say(`Prism: ${prism.note}.`);
   for (const run of runs) {
     say();

@@ -17,8 +17,7 @@ const laughs = [
   'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
   ...'bcdefghi'.split('').map((c, i) => `${c}: &${c} [${Array(9).fill(`*${'abcdefgh'[i]}`).join(',')}]`),
 ];
-const step = (i: number) =>
-  [`  - label: "Step ${i}"`, `    command: make test-${i}`, '    <<: *defaults', `    key: step-${i}`].join('\n');
+const step = (i: number) => [`  - label: "Step ${i}"`, `    command: make test-${i}`, '    <<: *defaults', `    key: step-${i}`].join('\n');
 
 const documents: [name: string, text: string][] = [
   ['billion laughs as the steps', `${laughs.join('\n')}\nsteps: *i\n`],

@@ -112,9 +112,18 @@ async function benchStore(kind: 'sqlite' | 'postgres'): Promise<string[] | null>
     const org = await services.orgs.create({ slug: 'bench', name: 'Bench' });
     const user = await services.users.create({ name: 'Bench', email: 'bench@example.com' });
     await services.orgs.addMember(org.id, user.id, 'admin');
-    const { jwt } = await services.tokens.create({ userId: user.id, organizationIds: [org.id], scopes: [...SCOPES], expiresAt: new Date(Date.now() + 86_400_000) });
+    const { jwt } = await services.tokens.create({
+      userId: user.id,
+      organizationIds: [org.id],
+      scopes: [...SCOPES],
+      expiresAt: new Date(Date.now() + 86_400_000),
+    });
     const call = async (method: string, url: string, headers: Record<string, string>, body?: unknown) => {
-      const res = await fetch(`${base}${url}`, { method, headers: { 'Content-Type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await fetch(`${base}${url}`, {
+        method,
+        headers: { 'Content-Type': 'application/json', ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       const json = (await res.json()) as Record<string, unknown>;
       if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
       return json;
@@ -122,7 +131,11 @@ async function benchStore(kind: 'sqlite' | 'postgres'): Promise<string[] | null>
     const bearer = { Authorization: `Bearer ${jwt}` };
     const buildOf = async (name: string, configuration: string) => {
       const p = await call('POST', '/v2/organizations/bench/pipelines', bearer, { name, repository: 'git@github.com:acme/app.git', configuration });
-      const b = await call('POST', `/v2/organizations/bench/pipelines/${p.slug as string}/builds`, bearer, { commit: 'abc123', branch: 'main', message: 'bench' });
+      const b = await call('POST', `/v2/organizations/bench/pipelines/${p.slug as string}/builds`, bearer, {
+        commit: 'abc123',
+        branch: 'main',
+        message: 'bench',
+      });
       return (b.jobs as { id: string }[])[0]!.id;
     };
     const stuckJob = await buildOf('Stuck', 'steps:\n  - command: stuck\n    agents: { queue: nobody }\n');
@@ -138,7 +151,10 @@ async function benchStore(kind: 'sqlite' | 'postgres'): Promise<string[] | null>
       const ms = Number(process.hrtime.bigint() - t) / 1e6;
       if ((body.job as { id: string } | null)?.id !== q2Job) throw new Error(`poll did not dispatch the q2 job: ${JSON.stringify(body).slice(0, 300)}`);
       await services.db('jobs').where({ id: q2Job }).update({ state: 'scheduled', agent_id: null });
-      await services.db('agents').where({ id: agent.id as string }).update({ job_id: null });
+      await services
+        .db('agents')
+        .where({ id: agent.id as string })
+        .update({ job_id: null });
       return ms;
     };
 

@@ -52,7 +52,14 @@ async function server(): Promise<void> {
   const url = process.env.BENCH_DB_URL!;
   const logger = createLogger('silent');
   const publicUrl = 'http://127.0.0.1';
-  const services = createServices({ database: { kind, url }, secret: crypto.randomBytes(32).toString('hex'), publicUrl, github: { apiUrl: undefined, token: undefined }, githubEnterprise: { apiUrl: undefined, token: undefined }, logger });
+  const services = createServices({
+    database: { kind, url },
+    secret: crypto.randomBytes(32).toString('hex'),
+    publicUrl,
+    github: { apiUrl: undefined, token: undefined },
+    githubEnterprise: { apiUrl: undefined, token: undefined },
+    logger,
+  });
   await migrateLatest(services.db);
   const app = createApp({ logger, publicUrl, bodyLimitBytes: 2 * MiB, uploadBodyLimitBytes: 64 * MiB, validateResponses: false, ...services });
   const listener = app.listen(0, '127.0.0.1');
@@ -62,16 +69,33 @@ async function server(): Promise<void> {
   const org = await services.orgs.create({ slug: 'bench', name: 'Bench' });
   const user = await services.users.create({ name: 'Bench', email: 'bench@example.com' });
   await services.orgs.addMember(org.id, user.id, 'admin');
-  const { jwt } = await services.tokens.create({ userId: user.id, organizationIds: [org.id], scopes: [...SCOPES], expiresAt: new Date(Date.now() + 86_400_000) });
+  const { jwt } = await services.tokens.create({
+    userId: user.id,
+    organizationIds: [org.id],
+    scopes: [...SCOPES],
+    expiresAt: new Date(Date.now() + 86_400_000),
+  });
   const call = async (method: string, p: string, headers: Record<string, string>, body?: unknown) => {
-    const res = await fetch(`${base}${p}`, { method, headers: { 'Content-Type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(`${base}${p}`, {
+      method,
+      headers: { 'Content-Type': 'application/json', ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const json = (await res.json()) as Record<string, unknown>;
     if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
     return json;
   };
   const bearer = { Authorization: `Bearer ${jwt}` };
-  const pipeline = await call('POST', '/v2/organizations/bench/pipelines', bearer, { name: 'Logs', repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: make\n' });
-  const build = await call('POST', `/v2/organizations/bench/pipelines/${pipeline.slug as string}/builds`, bearer, { commit: 'abc123', branch: 'main', message: 'bench' });
+  const pipeline = await call('POST', '/v2/organizations/bench/pipelines', bearer, {
+    name: 'Logs',
+    repository: 'git@github.com:acme/app.git',
+    configuration: 'steps:\n  - command: make\n',
+  });
+  const build = await call('POST', `/v2/organizations/bench/pipelines/${pipeline.slug as string}/builds`, bearer, {
+    commit: 'abc123',
+    branch: 'main',
+    message: 'bench',
+  });
   const { token: registration } = await services.agents.createToken(org.id, null, 'bench');
   const agent = await call('POST', '/v3/register', { Authorization: `Token ${registration}` }, { name: 'logger' });
   const agentAuth = { Authorization: `Token ${agent.access_token as string}` };
@@ -80,7 +104,8 @@ async function server(): Promise<void> {
   await call('PUT', `/v3/jobs/${job.id}/accept`, agentAuth);
   await call('PUT', `/v3/jobs/${job.id}/start`, agentAuth);
   // Through the agent API, as an agent sends them: 1 MiB chunks of log lines.
-  const lineText = '+++ step\n' + Array.from({ length: 40 }, (_, i) => `line ${i} of the build output, with "quotes" and ünïcödé \u001b[32mcolour\u001b[0m\n`).join('');
+  const lineText =
+    '+++ step\n' + Array.from({ length: 40 }, (_, i) => `line ${i} of the build output, with "quotes" and ünïcödé \u001b[32mcolour\u001b[0m\n`).join('');
   const chunk = lineText.repeat(Math.ceil(MiB / Buffer.byteLength(lineText))).slice(0, MiB - 1024);
   let offset = 0;
   for (let seq = 1; offset + Buffer.byteLength(chunk) <= LOG_MB * MiB; seq++) {
@@ -102,7 +127,13 @@ async function server(): Promise<void> {
     }
     if (m.type === 'close') void services.db.destroy().then(() => process.exit(0));
   });
-  const ready: Ready = { type: 'ready', base, path: `/v2/organizations/bench/pipelines/${pipeline.slug as string}/builds/${build.number as number}/jobs/${job.id}/log`, token: jwt, bytes: offset };
+  const ready: Ready = {
+    type: 'ready',
+    base,
+    path: `/v2/organizations/bench/pipelines/${pipeline.slug as string}/builds/${build.number as number}/jobs/${job.id}/log`,
+    token: jwt,
+    bytes: offset,
+  };
   process.send!(ready);
 }
 

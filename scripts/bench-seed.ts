@@ -98,7 +98,7 @@ async function postgresSql(url: string): Promise<Sql> {
       ).rows.map((r) => r.column_name),
     ts: (ms) => `to_timestamp((${ms})::double precision / 1000)`,
     uuid: 'gen_random_uuid()',
-    commitSha: "md5(random()::text) || substr(md5(random()::text), 1, 8)",
+    commitSha: 'md5(random()::text) || substr(md5(random()::text), 1, 8)',
     close: () => client.end(),
   };
 }
@@ -162,7 +162,13 @@ export async function seed(plan: SeedPlan): Promise<SeedResult> {
     // Created a minute apart, the oldest first, all before the template.
     const pCreated = sql.ts(`${Date.now() - (P + 1) * 60_000} + bp.idx * 60000`);
     await sql.run(
-      insertSelect('pipelines', pipelineColumns, { id: pid, slug: 'bp.slug', name: 'bp.name', webhook_token_hash: 'bp.hash', created_at: pCreated, builds_counter: String(B) }, 't', 'from bench_p bp cross join tpl_p t where bp.idx > 0 order by bp.idx'),
+      insertSelect(
+        'pipelines',
+        pipelineColumns,
+        { id: pid, slug: 'bp.slug', name: 'bp.name', webhook_token_hash: 'bp.hash', created_at: pCreated, builds_counter: String(B) },
+        't',
+        'from bench_p bp cross join tpl_p t where bp.idx > 0 order by bp.idx',
+      ),
     );
     await sql.run(`update pipelines set builds_counter = ${B} where organization_id = ${org}`);
     await commit();

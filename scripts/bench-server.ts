@@ -150,7 +150,10 @@ async function verify(running: RunningServer, req: VerifyRequest): Promise<Verif
     .min({ lo: 'number' })
     .max({ hi: 'number' })) as unknown as { pipeline_id: string; n: number | string; d: number | string; lo: number | string; hi: number | string }[];
   const counters = new Map(
-    ((await db('pipelines').whereIn('id', req.pipelineIds).select('id', 'builds_counter')) as { id: string; builds_counter: number | string }[]).map((r) => [r.id, Number(r.builds_counter)]),
+    ((await db('pipelines').whereIn('id', req.pipelineIds).select('id', 'builds_counter')) as { id: string; builds_counter: number | string }[]).map((r) => [
+      r.id,
+      Number(r.builds_counter),
+    ]),
   );
   const problems: string[] = [];
   const created: Record<string, number> = {};
@@ -164,12 +167,19 @@ async function verify(running: RunningServer, req: VerifyRequest): Promise<Verif
     const counter = counters.get(r.pipeline_id);
     duplicates += n - d;
     gaps += hi - lo + 1 - d;
-    if (n !== d || lo !== 1 || hi !== n || counter !== hi) problems.push(`${r.pipeline_id}: ${n} builds, ${d} distinct numbers, ${lo}..${hi}, builds_counter ${counter}`);
+    if (n !== d || lo !== 1 || hi !== n || counter !== hi)
+      problems.push(`${r.pipeline_id}: ${n} builds, ${d} distinct numbers, ${lo}..${hi}, builds_counter ${counter}`);
     if (n > req.seededBuildsPerPipeline) created[r.pipeline_id] = n - req.seededBuildsPerPipeline;
   }
   // The organization-wide sequence too, where the schema has one.
   if (await db.schema.hasColumn('builds', 'org_number')) {
-    const org = (await db('builds').where({ organization_id: req.organizationId }).count({ n: '*' }).countDistinct({ d: 'org_number' }).min({ lo: 'org_number' }).max({ hi: 'org_number' }).first()) as {
+    const org = (await db('builds')
+      .where({ organization_id: req.organizationId })
+      .count({ n: '*' })
+      .countDistinct({ d: 'org_number' })
+      .min({ lo: 'org_number' })
+      .max({ hi: 'org_number' })
+      .first()) as {
       n: number | string;
       d: number | string;
       lo: number | string;
@@ -263,8 +273,10 @@ async function baseline(): Promise<void> {
 }
 
 const mode = process.argv[2];
-(mode === 'baseline' ? baseline() : mode === 'service' ? service() : Promise.reject(new Error(`usage: bench-server.js service|baseline, got ${mode}`))).catch((err: Error) => {
-  send({ type: 'fatal', error: err.stack ?? String(err) });
-  console.error(err);
-  process.exit(1);
-});
+(mode === 'baseline' ? baseline() : mode === 'service' ? service() : Promise.reject(new Error(`usage: bench-server.js service|baseline, got ${mode}`))).catch(
+  (err: Error) => {
+    send({ type: 'fatal', error: err.stack ?? String(err) });
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -60,7 +60,9 @@ function dialect(kind: 'sqlite' | 'postgres') {
         ? `(with recursive s(n) as (select 0 union all select n + 1 from s where n < ${count - 1}) select n from s) seq`
         : `(select generate_series(0::bigint, ${count - 1}) as n) seq`,
     uuid: (kind: number, n: string) =>
-      sqlite ? `printf('%08x-0000-4000-8000-%012x', ${kind}, ${n})` : `(lpad(to_hex(${kind}), 8, '0') || '-0000-4000-8000-' || lpad(to_hex(${n}), 12, '0'))::uuid`,
+      sqlite
+        ? `printf('%08x-0000-4000-8000-%012x', ${kind}, ${n})`
+        : `(lpad(to_hex(${kind}), 8, '0') || '-0000-4000-8000-' || lpad(to_hex(${n}), 12, '0'))::uuid`,
     hex: (n: string, width: number) => (sqlite ? `printf('%0${width}x', ${n})` : `lpad(to_hex(${n}), ${width}, '0')`),
     ts: (ms: string) => (sqlite ? `(${ms})` : `to_timestamp((${ms})::double precision / 1000)`),
     bool: (cond: string) => (sqlite ? `(case when ${cond} then 1 else 0 end)` : `(${cond})`),
@@ -147,7 +149,10 @@ function collectorResults(count: number, prefix: string, failEvery: number) {
       file_name: `./spec/bench_${Math.floor(i / 50)}.test.js`,
       result: failed ? 'failed' : 'passed',
       ...(failed
-        ? { failure_reason: 'Error: expect(received).toBe(expected)', failure_expanded: [{ expanded: ['Expected: 3', 'Received: 4', '    at Object.<anonymous> (spec/bench.test.js:12:5)'] }] }
+        ? {
+            failure_reason: 'Error: expect(received).toBe(expected)',
+            failure_expanded: [{ expanded: ['Expected: 3', 'Received: 4', '    at Object.<anonymous> (spec/bench.test.js:12:5)'] }],
+          }
         : { failure_expanded: [{ expanded: [] }] }),
       history: { section: 'top', start_at: 1700000000000 + i, end_at: 1700000000010 + i, duration: 0.01 },
     };
@@ -230,25 +235,46 @@ async function benchStore(kind: 'sqlite' | 'postgres'): Promise<string[] | null>
     const org = await services.orgs.create({ slug: 'bench', name: 'Bench' });
     const user = await services.users.create({ name: 'Bench', email: 'bench@example.com' });
     await services.orgs.addMember(org.id, user.id, 'admin');
-    const { jwt } = await services.tokens.create({ userId: user.id, organizationIds: [org.id], scopes: [...SCOPES], expiresAt: new Date(Date.now() + 86_400_000) });
+    const { jwt } = await services.tokens.create({
+      userId: user.id,
+      organizationIds: [org.id],
+      scopes: [...SCOPES],
+      expiresAt: new Date(Date.now() + 86_400_000),
+    });
     const bearer = { Authorization: `Bearer ${jwt}`, 'Content-Type': 'application/json' };
-    const created = await fetch(`${base}/v2/analytics/organizations/bench/suites`, { method: 'POST', headers: bearer, body: JSON.stringify({ name: 'Bench', show_api_token: true }) });
+    const created = await fetch(`${base}/v2/analytics/organizations/bench/suites`, {
+      method: 'POST',
+      headers: bearer,
+      body: JSON.stringify({ name: 'Bench', show_api_token: true }),
+    });
     const suite = (await created.json()) as { id: string; slug: string; api_token: string };
 
     process.stdout.write(`\n[${kind}] seeding ${TESTS} tests and ${EXECUTIONS} executions\n`);
     const seedMs = await seed(services.db, kind, suite.id, Date.now());
 
     const upload = async (label: string, data: unknown[]) => {
-      const body = JSON.stringify({ format: 'json', run_env: { ci: 'generic', key: label, branch: 'main', commit_sha: 'f00dfeed', collector: 'js-buildkite-test-collector' }, tags: {}, data });
+      const body = JSON.stringify({
+        format: 'json',
+        run_env: { ci: 'generic', key: label, branch: 'main', commit_sha: 'f00dfeed', collector: 'js-buildkite-test-collector' },
+        tags: {},
+        data,
+      });
       const t = process.hrtime.bigint();
-      const res = await fetch(`${base}/v1/uploads`, { method: 'POST', headers: { Authorization: `Token token="${suite.api_token}"`, 'Content-Type': 'application/json' }, body });
+      const res = await fetch(`${base}/v1/uploads`, {
+        method: 'POST',
+        headers: { Authorization: `Token token="${suite.api_token}"`, 'Content-Type': 'application/json' },
+        body,
+      });
       const answer = (await res.json()) as { queued: number };
       const ms = Number(process.hrtime.bigint() - t) / 1e6;
       if (res.status !== 202 || answer.queued !== data.length) throw new Error(`upload ${label}: ${res.status} ${JSON.stringify(answer).slice(0, 500)}`);
       return { ms, bytes: Buffer.byteLength(body) };
     };
     const fresh = await upload('bench-upload-1', collectorResults(RUN_SIZE, 'x', 20));
-    const again = await upload('bench-upload-2', collectorResults(RUN_SIZE, 'x', 10).map((r, i) => ({ ...r, result: i % 10 === 0 ? 'passed' : r.result })));
+    const again = await upload(
+      'bench-upload-2',
+      collectorResults(RUN_SIZE, 'x', 10).map((r, i) => ({ ...r, result: i % 10 === 0 ? 'passed' : r.result })),
+    );
     const flakyAfter = (await services.db('flaky_instances').where({ suite_id: suite.id, commit_sha: 'f00dfeed' }).count({ n: '*' }).first())?.n;
 
     const auth = { Authorization: `Bearer ${jwt}` };

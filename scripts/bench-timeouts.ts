@@ -67,7 +67,9 @@ function timeToRefuse(port: number, token: string): Promise<{ ms: number; answer
     let answer = '';
     socket.once('connect', () => {
       started = performance.now();
-      socket.write(`POST /v2/organizations/default/pipelines HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${2 ** 30}\r\n\r\n{"name":`);
+      socket.write(
+        `POST /v2/organizations/default/pipelines HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${2 ** 30}\r\n\r\n{"name":`,
+      );
     });
     const done = () => {
       socket.destroy();
@@ -82,8 +84,18 @@ function timeToRefuse(port: number, token: string): Promise<{ ms: number; answer
   });
 }
 
-async function api(running: RunningServer, token: string, method: string, p: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown>; text: string }> {
-  const res = await fetch(`${running.url}${p}`, { method, headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+async function api(
+  running: RunningServer,
+  token: string,
+  method: string,
+  p: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown>; text: string }> {
+  const res = await fetch(`${running.url}${p}`, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
   const text = await res.text();
   let parsed: Record<string, unknown> = {};
   try {
@@ -103,9 +115,21 @@ async function timeToStopAgent(running: RunningServer, token: string, registrati
   const jobId = (build.body.jobs as { id: string }[])[0]!.id;
   const controller = new AbortController();
   const lines: string[] = [];
-  const agents = runAgents({ endpoint: running.url, token: registration, tags: [], name: 'bench-stopper', spawn: 1, pollIntervalMs: 20, signal: controller.signal, log: (l) => lines.push(l) });
+  const agents = runAgents({
+    endpoint: running.url,
+    token: registration,
+    tags: [],
+    name: 'bench-stopper',
+    spawn: 1,
+    pollIntervalMs: 20,
+    signal: controller.signal,
+    log: (l) => lines.push(l),
+  });
   for (let i = 0; ; i++) {
-    if (i > 1000) throw new Error(`the job never started: ${JSON.stringify((await api(running, token, 'GET', `${base}/${number}`)).body.jobs)}; the agent said: ${lines.join(' | ')}`);
+    if (i > 1000)
+      throw new Error(
+        `the job never started: ${JSON.stringify((await api(running, token, 'GET', `${base}/${number}`)).body.jobs)}; the agent said: ${lines.join(' | ')}`,
+      );
     if ((await api(running, token, 'GET', `${base}/${number}/jobs/${jobId}/log.txt`)).text.includes('started')) break;
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -184,7 +208,9 @@ async function main(): Promise<void> {
     figures.agent_stop = { ...stats(agentStop), setting: 'job: sleep 30 & sleep 30; wait' };
 
     for (const [name, f] of Object.entries(figures)) {
-      process.stdout.write(`${name.padEnd(11)} ms until done: min ${f.min}, median ${f.median}, max ${f.max} (${f.runs} runs${f.setting ? `, ${f.setting}` : ''})\n`);
+      process.stdout.write(
+        `${name.padEnd(11)} ms until done: min ${f.min}, median ${f.median}, max ${f.max} (${f.runs} runs${f.setting ? `, ${f.setting}` : ''})\n`,
+      );
     }
     if (process.env.BENCH_REPORT) fs.writeFileSync(process.env.BENCH_REPORT, `${JSON.stringify(figures, null, 2)}\n`);
   } finally {

@@ -49,7 +49,14 @@ async function serve(): Promise<void> {
   });
   if (kind === 'postgres') await services.db.raw(`create schema if not exists ${schema}`);
   await migrateLatest(services.db);
-  const app = createApp({ ...services, logger, publicUrl: 'http://127.0.0.1', bodyLimitBytes: 1024 * 1024, uploadBodyLimitBytes: 64 * 1024 * 1024, validateResponses: false });
+  const app = createApp({
+    ...services,
+    logger,
+    publicUrl: 'http://127.0.0.1',
+    bodyLimitBytes: 1024 * 1024,
+    uploadBodyLimitBytes: 64 * 1024 * 1024,
+    validateResponses: false,
+  });
   const server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const port = (server.address() as AddressInfo).port;
@@ -57,7 +64,12 @@ async function serve(): Promise<void> {
   const org = await services.orgs.create({ slug: 'stall', name: 'Stall' });
   const user = await services.users.create({ name: 'Stall', email: 'stall@example.com' });
   await services.orgs.addMember(org.id, user.id, 'admin');
-  const { jwt } = await services.tokens.create({ userId: user.id, organizationIds: [org.id], scopes: [...SCOPES], expiresAt: new Date(Date.now() + 86_400_000) });
+  const { jwt } = await services.tokens.create({
+    userId: user.id,
+    organizationIds: [org.id],
+    scopes: [...SCOPES],
+    expiresAt: new Date(Date.now() + 86_400_000),
+  });
   const created = await fetch(`http://127.0.0.1:${port}/v2/analytics/organizations/stall/suites`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${jwt}`, 'Content-Type': 'application/json' },
@@ -136,7 +148,9 @@ async function main(): Promise<void> {
   const boundary = 'StallBoundary';
   const multipart = (key: string, data: unknown[]) =>
     Buffer.concat([
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="format"\r\n\r\njson\r\n--${boundary}\r\nContent-Disposition: form-data; name="run_env[key]"\r\n\r\n${key}\r\n`),
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="format"\r\n\r\njson\r\n--${boundary}\r\nContent-Disposition: form-data; name="run_env[key]"\r\n\r\n${key}\r\n`,
+      ),
       Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="data"; filename="results.json"\r\nContent-Type: application/json\r\n\r\n`),
       Buffer.from(JSON.stringify(data)),
       Buffer.from(`\r\n--${boundary}--\r\n`),
@@ -158,7 +172,9 @@ async function main(): Promise<void> {
   }
 
   process.stdout.write(`store: ${process.env.BENCH_STORE ?? 'sqlite'}; ${rounds} uploads of each kind\n\n`);
-  process.stdout.write('| upload | size | upload time (p50) | /healthz p50 | /healthz p99 | /healthz max | service event-loop delay max |\n| --- | --- | --- | --- | --- | --- | --- |\n');
+  process.stdout.write(
+    '| upload | size | upload time (p50) | /healthz p50 | /healthz p99 | /healthz max | service event-loop delay max |\n| --- | --- | --- | --- | --- | --- | --- |\n',
+  );
   for (const kind of kinds) {
     const latencies: number[] = [];
     const times: number[] = [];
@@ -177,7 +193,14 @@ async function main(): Promise<void> {
         }
       })();
       const t = process.hrtime.bigint();
-      const status = await request(uploads, ready.port, 'POST', '/v1/uploads', { Authorization: auth, 'Content-Type': kind.type, 'Content-Length': body.length }, body);
+      const status = await request(
+        uploads,
+        ready.port,
+        'POST',
+        '/v1/uploads',
+        { Authorization: auth, 'Content-Type': kind.type, 'Content-Length': body.length },
+        body,
+      );
       times.push(Number(process.hrtime.bigint() - t) / 1e6);
       uploading = false;
       await polling;

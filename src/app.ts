@@ -28,7 +28,10 @@ import { parseUploadMultipart } from './uploads/multipart';
 import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
 
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
-export interface AppDeps extends Pick<Services, 'db' | 'tokens' | 'orgs' | 'pipelines' | 'builds' | 'agents' | 'jobs' | 'pipelineUploads' | 'suites' | 'uploads' | 'deliveries' | 'rateLimiter'> {
+export interface AppDeps extends Pick<
+  Services,
+  'db' | 'tokens' | 'orgs' | 'pipelines' | 'builds' | 'agents' | 'jobs' | 'pipelineUploads' | 'suites' | 'uploads' | 'deliveries' | 'rateLimiter'
+> {
   logger: Logger;
   publicUrl: string;
   bodyLimitBytes: number;
@@ -70,7 +73,13 @@ export function createApp(deps: AppDeps): express.Express {
   // The upload API: its suite token is checked before the body is read, and its body gets its
   // own, larger limit (the parsers below skip a body already parsed).
   const jsonTypes = ['application/json', 'application/*+json'];
-  app.post(UPLOADS_PATH, refuseDeclaredOversize(deps.uploadBodyLimitBytes), uploadAuth(deps.uploads), ...uploadJsonBody(deps.uploadBodyLimitBytes, jsonTypes), parseUploadMultipart({ fileSize: deps.uploadBodyLimitBytes }));
+  app.post(
+    UPLOADS_PATH,
+    refuseDeclaredOversize(deps.uploadBodyLimitBytes),
+    uploadAuth(deps.uploads),
+    ...uploadJsonBody(deps.uploadBodyLimitBytes, jsonTypes),
+    parseUploadMultipart({ fileSize: deps.uploadBodyLimitBytes }),
+  );
   // The agent API: its agent token is checked before the body is read.
   app.use(AGENT_API_PATH, agentAuth(deps.agents));
   // Webhook deliveries are signed over the exact bytes sent, so their parser keeps them; no other

@@ -16,7 +16,8 @@ export async function bootstrapIfEmpty(s: Services): Promise<{ jwt: string; orgS
   try {
     ({ org, user } = await s.db.transaction(async (trx) => {
       const org = await s.orgs.create({ slug: BOOTSTRAP.orgSlug, name: BOOTSTRAP.orgName }, trx);
-      const user = (await s.users.findByEmail(BOOTSTRAP.userEmail, trx)) ?? (await s.users.create({ name: BOOTSTRAP.userName, email: BOOTSTRAP.userEmail }, trx));
+      const user =
+        (await s.users.findByEmail(BOOTSTRAP.userEmail, trx)) ?? (await s.users.create({ name: BOOTSTRAP.userName, email: BOOTSTRAP.userEmail }, trx));
       await s.orgs.addMember(org.id, user.id, 'admin', trx);
       return { org, user };
     }));

@@ -66,7 +66,8 @@ function trustProxy(env: Env): TrustProxy {
     if (Number(raw) > 100) throw new ConfigError(`TRUST_PROXY must be a hop count from 0 to 100, got "${raw}"`);
     return Number(raw);
   }
-  if (raw === 'true') throw new ConfigError('TRUST_PROXY=true would trust any client\'s X-Forwarded-For: give the number of proxies in front, or their addresses or subnets');
+  if (raw === 'true')
+    throw new ConfigError("TRUST_PROXY=true would trust any client's X-Forwarded-For: give the number of proxies in front, or their addresses or subnets");
   const items = raw.split(',').map((item) => item.trim());
   for (const item of items) {
     if (PROXY_NAMES.includes(item)) continue;
@@ -74,7 +75,9 @@ function trustProxy(env: Env): TrustProxy {
     const family = isIP(address ?? '');
     const max = family === 4 ? 32 : 128;
     if (!family || extra !== undefined || (bits !== undefined && (!/^\d+$/.test(bits) || Number(bits) > max))) {
-      throw new ConfigError(`TRUST_PROXY must be a hop count or a comma-separated list of IP addresses, CIDR subnets, loopback, linklocal or uniquelocal; "${item}" is none of these`);
+      throw new ConfigError(
+        `TRUST_PROXY must be a hop count or a comma-separated list of IP addresses, CIDR subnets, loopback, linklocal or uniquelocal; "${item}" is none of these`,
+      );
     }
   }
   return items;

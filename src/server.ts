@@ -67,7 +67,10 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     },
   );
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
-  server.on('clientError', clientErrorHandler(logger, (socket) => [...inFlight.keys()].some((res) => res.socket === socket && res.headersSent)));
+  server.on(
+    'clientError',
+    clientErrorHandler(logger, (socket) => [...inFlight.keys()].some((res) => res.socket === socket && res.headersSent)),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);

@@ -15,7 +15,7 @@ describe('config', () => {
     expect(loadConfig({ SHUTDOWN_DELAY_MS: '5000', SHUTDOWN_TIMEOUT_MS: '20000' })).toMatchObject({ shutdownDelayMs: 5000, shutdownTimeoutMs: 20000 });
   });
 
-  it('reads TRUST_PROXY: off by default, a hop count, or addresses, subnets and Express\'s names', () => {
+  it("reads TRUST_PROXY: off by default, a hop count, or addresses, subnets and Express's names", () => {
     expect(loadConfig({}).trustProxy).toBe(false);
     expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
@@ -24,7 +24,11 @@ describe('config', () => {
 
   it('reads the sweep settings: interval, when an agent is lost, when a scheduled job expires (0: never)', () => {
     expect(loadConfig({}).sweep).toEqual({ intervalMs: 5_000, agentLostAfterMs: 180_000, jobExpiryMs: 1_440 * 60_000 });
-    expect(loadConfig({ SWEEP_INTERVAL_MS: '250', AGENT_LOST_AFTER_SECONDS: '30', JOB_EXPIRY_MINUTES: '0' }).sweep).toEqual({ intervalMs: 250, agentLostAfterMs: 30_000, jobExpiryMs: 0 });
+    expect(loadConfig({ SWEEP_INTERVAL_MS: '250', AGENT_LOST_AFTER_SECONDS: '30', JOB_EXPIRY_MINUTES: '0' }).sweep).toEqual({
+      intervalMs: 250,
+      agentLostAfterMs: 30_000,
+      jobExpiryMs: 0,
+    });
   });
 
   it("caps a job's log at 1,024 MiB by default (Buildkite's log size per job), or at JOB_LOG_LIMIT_BYTES", () => {

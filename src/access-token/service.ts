@@ -58,9 +58,7 @@ export class AccessTokenService {
         expires_at: token.expiresAt,
       });
       if (input.organizationIds.length) {
-        await trx('access_token_organizations').insert(
-          input.organizationIds.map((organization_id) => ({ access_token_id: token.id, organization_id })),
-        );
+        await trx('access_token_organizations').insert(input.organizationIds.map((organization_id) => ({ access_token_id: token.id, organization_id })));
       }
     });
     const signed = jwt.sign({ sub: input.userId, exp: Math.floor(token.expiresAt.getTime() / 1000) }, this.keys.jwt, {

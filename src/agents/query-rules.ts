@@ -12,7 +12,10 @@ function parseTag(tag: string): [string, string] {
 
 /** A glob where `*` matches any run of characters and everything else is literal. */
 function globMatches(pattern: string, value: string): boolean {
-  const source = pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*');
+  const source = pattern
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
   return new RegExp(`^${source}$`, 's').test(value);
 }
 

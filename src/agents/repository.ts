@@ -44,7 +44,10 @@ export interface Agent {
   creator: User | null;
 }
 
-export type NewAgent = Omit<Agent, 'creator' | 'connectionState' | 'jobId' | 'connectedAt' | 'disconnectedAt' | 'lostAt' | 'stoppedAt' | 'lastHeartbeatAt' | 'lastJobFinishedAt'>;
+export type NewAgent = Omit<
+  Agent,
+  'creator' | 'connectionState' | 'jobId' | 'connectedAt' | 'disconnectedAt' | 'lostAt' | 'stoppedAt' | 'lastHeartbeatAt' | 'lastJobFinishedAt'
+>;
 
 export function agentFromRow(r: Record<string, unknown>): Agent {
   return {
@@ -152,7 +155,13 @@ export class AgentRepository {
     if (f.name !== undefined) q.where('a.name', f.name);
     if (f.hostname !== undefined) q.where('a.hostname', f.hostname);
     if (f.version !== undefined) q.where('a.version', f.version);
-    const rows = await q.orderBy([{ column: 'a.created_at', order: 'desc' }, { column: 'a.id', order: 'desc' }]).offset(offset).limit(limit);
+    const rows = await q
+      .orderBy([
+        { column: 'a.created_at', order: 'desc' },
+        { column: 'a.id', order: 'desc' },
+      ])
+      .offset(offset)
+      .limit(limit);
     return rows.map(agentFromRow);
   }
 
@@ -162,7 +171,12 @@ export class AgentRepository {
 
   /** Connected agents whose last sign of life is older than `cutoff`. */
   async silentSince(cutoff: Date, limit: number): Promise<string[]> {
-    return (await this.db('agents').where({ connection_state: 'connected' }).where('last_heartbeat_at', '<', cutoff).orderBy('last_heartbeat_at').limit(limit).pluck('id')) as string[];
+    return (await this.db('agents')
+      .where({ connection_state: 'connected' })
+      .where('last_heartbeat_at', '<', cutoff)
+      .orderBy('last_heartbeat_at')
+      .limit(limit)
+      .pluck('id')) as string[];
   }
 
   /**
@@ -170,8 +184,10 @@ export class AgentRepository {
    * sweepers (or a sweeper and the agent's own ping) only one changes the row.
    */
   async markLost(id: string, cutoff: Date, at: Date): Promise<boolean> {
-    const n = await this.db('agents').where({ id, connection_state: 'connected' }).where('last_heartbeat_at', '<', cutoff).update({ connection_state: 'lost', lost_at: at });
+    const n = await this.db('agents')
+      .where({ id, connection_state: 'connected' })
+      .where('last_heartbeat_at', '<', cutoff)
+      .update({ connection_state: 'lost', lost_at: at });
     return n > 0;
   }
 }
-

@@ -58,7 +58,14 @@ function serializeJobOf(c: JobContext, publicUrl: string) {
 }
 
 export function serializeAgentToken(t: AgentToken, token: string): components['schemas']['AgentToken'] {
-  return { id: t.id, graphql_id: graphqlId('AgentToken', t.id), description: t.description, token, created_at: isoTime(t.createdAt), created_by: creator(t.creator) };
+  return {
+    id: t.id,
+    graphql_id: graphqlId('AgentToken', t.id),
+    description: t.description,
+    token,
+    created_at: isoTime(t.createdAt),
+    created_by: creator(t.creator),
+  };
 }
 
 /** The job as its agent runs it: the command, and the environment to run it in. */

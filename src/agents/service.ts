@@ -186,9 +186,12 @@ export class AgentService {
 
   async appendChunk(agent: Agent, jobId: string, chunk: components['schemas']['LogChunk']): Promise<void> {
     const job = await this.held(agent, jobId);
-    if (job.job.state !== 'running' && job.job.state !== 'accepted') throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
+    if (job.job.state !== 'running' && job.job.state !== 'accepted')
+      throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
     if (!(await this.jobs.appendChunk(jobId, chunk, this.clock(), this.jobLogLimitBytes))) {
-      throw new PayloadTooLargeError(`This job's log has reached its limit of ${formatBytes(this.jobLogLimitBytes)} (JOB_LOG_LIMIT_BYTES): the chunk was not stored.`);
+      throw new PayloadTooLargeError(
+        `This job's log has reached its limit of ${formatBytes(this.jobLogLimitBytes)} (JOB_LOG_LIMIT_BYTES): the chunk was not stored.`,
+      );
     }
   }
 

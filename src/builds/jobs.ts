@@ -129,7 +129,8 @@ export function scriptVariants(step: ScriptStep): ScriptStep[] {
   delete rest.matrix;
   return combinations(step.matrix).map(({ values, soft_fail }) => {
     const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(step.env)) Object.defineProperty(env, k, { value: interpolate(v, values), enumerable: true, writable: true, configurable: true });
+    for (const [k, v] of Object.entries(step.env))
+      Object.defineProperty(env, k, { value: interpolate(v, values), enumerable: true, writable: true, configurable: true });
     const variant: ScriptStep = {
       ...rest,
       name: step.name === null ? null : interpolate(step.name, values),
@@ -183,7 +184,9 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
           const env = { ...ctx.pipelineEnv, ...ctx.buildEnv, ...variant.env };
           // How Buildkite hands plugins to the agent: JSON in the job's environment.
           if (variant.plugins) env.BUILDKITE_PLUGINS = JSON.stringify(variant.plugins);
-          const signature = ctx.sign(signedFieldsOf({ command: variant.command, env, matrix: variant.matrix_values, plugins: variant.plugins }, ctx.repositoryUrl));
+          const signature = ctx.sign(
+            signedFieldsOf({ command: variant.command, env, matrix: variant.matrix_values, plugins: variant.plugins }, ctx.repositoryUrl),
+          );
           for (let i = 0; i < (total ?? 1); i++) {
             jobs.push({
               ...base(variant, stepId),
@@ -228,7 +231,16 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
         break;
       }
       case 'trigger':
-        jobs.push({ ...base(step, stepId), id: crypto.randomUUID(), position: jobs.length, type: 'trigger', state: startState, name: step.name, stepKey: null, brokenReason });
+        jobs.push({
+          ...base(step, stepId),
+          id: crypto.randomUUID(),
+          position: jobs.length,
+          type: 'trigger',
+          state: startState,
+          name: step.name,
+          stepKey: null,
+          brokenReason,
+        });
         break;
     }
   }

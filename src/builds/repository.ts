@@ -13,7 +13,19 @@ import type { JobType, PlannedJob, StepSignature } from './jobs';
 import { dispatchKey } from '../jobs/dispatch-key';
 import type { User } from '../core/identity';
 
-export const BUILD_STATES = ['creating', 'scheduled', 'running', 'passed', 'failing', 'failed', 'blocked', 'canceling', 'canceled', 'skipped', 'not_run'] as const;
+export const BUILD_STATES = [
+  'creating',
+  'scheduled',
+  'running',
+  'passed',
+  'failing',
+  'failed',
+  'blocked',
+  'canceling',
+  'canceled',
+  'skipped',
+  'not_run',
+] as const;
 export type BuildState = (typeof BUILD_STATES)[number];
 export const FINISHED_STATES: BuildState[] = ['passed', 'failed', 'blocked', 'canceled'];
 
@@ -226,7 +238,10 @@ export class BuildRepository {
         `o as (${bumpOrg.replace('id = ?', 'id = (select organization_id from p)')})`,
         `b as (insert into builds (${cols.join(', ')}, number, org_number) select ${cols.map(() => '?').join(', ')}, p.builds_counter, o.builds_counter from p, o)`,
       ];
-      for (const [alias, table, rows] of [['m', 'build_meta_data', metaRows], ['j', 'jobs', jobRows]] as const) {
+      for (const [alias, table, rows] of [
+        ['m', 'build_meta_data', metaRows],
+        ['j', 'jobs', jobRows],
+      ] as const) {
         if (!rows.length) continue;
         const names = Object.keys(rows[0]!);
         parts.push(`${alias} as (insert into ${table} (${names.join(', ')}) values ${rows.map(() => `(${names.map(() => '?').join(', ')})`).join(', ')})`);
@@ -277,7 +292,11 @@ export class BuildRepository {
     jobState: string,
     at: Date,
   ): Promise<number> {
-    const ids = (await trx('builds').where({ pipeline_id: pipelineId, branch }).where('number', '<', belowNumber).whereIn('state', fromStates).pluck('id')) as string[];
+    const ids = (await trx('builds')
+      .where({ pipeline_id: pipelineId, branch })
+      .where('number', '<', belowNumber)
+      .whereIn('state', fromStates)
+      .pluck('id')) as string[];
     if (!ids.length) return 0;
     await trx('builds').whereIn('id', ids).update({ state: toState, finished_at: at, blocked: false });
     if (toState === 'canceled') {
@@ -311,7 +330,11 @@ export class BuildRepository {
   /** A build and its jobs (retried ones only when asked). */
   /** `withJobs` false (`exclude_jobs`): no job is read, and `jobs` is empty. */
   async findWithJobs(pipelineId: string, number: number, includeRetried: boolean, withJobs = true): Promise<{ build: Build; jobs: Job[] } | null> {
-    const q = this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').where({ 'b.pipeline_id': pipelineId, 'b.number': number }).select(SELECT).limit(1);
+    const q = this.db('builds as b')
+      .leftJoin('users as u', 'u.id', 'b.creator_id')
+      .where({ 'b.pipeline_id': pipelineId, 'b.number': number })
+      .select(SELECT)
+      .limit(1);
     return (await this.withJobs(q, includeRetried, withJobs))[0] ?? null;
   }
 
@@ -347,7 +370,10 @@ export class BuildRepository {
   }
 
   async findByNumber(pipelineId: string, number: number): Promise<Build | null> {
-    const row = await this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').where({ 'b.pipeline_id': pipelineId, 'b.number': number }).first(SELECT);
+    const row = await this.db('builds as b')
+      .leftJoin('users as u', 'u.id', 'b.creator_id')
+      .where({ 'b.pipeline_id': pipelineId, 'b.number': number })
+      .first(SELECT);
     return row ? buildFromRow(row) : null;
   }
 
@@ -371,14 +397,27 @@ export class BuildRepository {
     const orgs = 'organizations' in f.scope ? f.scope.organizations : [];
     if (!pipelineId && !orgs.length) return null;
     const filtered = Boolean(
-      f.branches?.length || f.commits?.length || f.states?.length || f.createdFrom || f.createdTo || f.finishedFrom || f.creatorId || Object.keys(f.metaData ?? {}).length,
+      f.branches?.length ||
+      f.commits?.length ||
+      f.states?.length ||
+      f.createdFrom ||
+      f.createdTo ||
+      f.finishedFrom ||
+      f.creatorId ||
+      Object.keys(f.metaData ?? {}).length,
     );
     if (pipelineId) {
       q.where('b.pipeline_id', pipelineId).orderBy('b.number', 'desc');
       // Numbers have no gaps within a pipeline (builds are only deleted with their pipeline),
       // so an unfiltered page starts at a number found by arithmetic: a seek, however deep.
       if (!filtered && offset > 0) {
-        q.where('b.number', '<=', this.db('pipelines').where({ id: pipelineId }).select(this.db.raw('builds_counter - ?', [offset])));
+        q.where(
+          'b.number',
+          '<=',
+          this.db('pipelines')
+            .where({ id: pipelineId })
+            .select(this.db.raw('builds_counter - ?', [offset])),
+        );
         offset = 0;
       }
     } else if (orgs.length === 1 && !orgs[0]!.restrictedToUserId) {
@@ -399,13 +438,19 @@ export class BuildRepository {
             if (o.restrictedToUserId) {
               w.whereIn(
                 'b.pipeline_id',
-                this.db('pipeline_teams as pt').join('team_members as tm', 'tm.team_id', 'pt.team_id').where('tm.user_id', o.restrictedToUserId).select('pt.pipeline_id'),
+                this.db('pipeline_teams as pt')
+                  .join('team_members as tm', 'tm.team_id', 'pt.team_id')
+                  .where('tm.user_id', o.restrictedToUserId)
+                  .select('pt.pipeline_id'),
               );
             }
           });
         }
       });
-      q.orderBy([{ column: 'b.created_at', order: 'desc' }, { column: 'b.id', order: 'desc' }]);
+      q.orderBy([
+        { column: 'b.created_at', order: 'desc' },
+        { column: 'b.id', order: 'desc' },
+      ]);
     }
     if (f.branches?.length) q.whereIn('b.branch', f.branches);
     if (f.commits?.length) q.whereIn('b.commit', f.commits);
@@ -415,7 +460,12 @@ export class BuildRepository {
     if (f.finishedFrom) q.where('b.finished_at', '>=', f.finishedFrom);
     if (f.creatorId) q.where('b.creator_id', f.creatorId);
     for (const [key, value] of Object.entries(f.metaData ?? {})) {
-      q.whereIn('b.id', this.db('build_meta_data').where({ key, value_key: value.slice(0, 255), value }).select('build_id'));
+      q.whereIn(
+        'b.id',
+        this.db('build_meta_data')
+          .where({ key, value_key: value.slice(0, 255), value })
+          .select('build_id'),
+      );
     }
     return { query: q.offset(offset).limit(limit) };
   }

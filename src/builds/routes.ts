@@ -17,7 +17,12 @@ type Exclude = { jobs?: boolean; pipeline?: boolean };
 const NO_COUNTS: PipelineCounts = { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
 
 /** `agentsByIds` finds the agents that took jobs, which the jobs embed. */
-export function buildRoutes(builds: BuildService, pipelines: PipelineService, publicUrl: string, agentsByIds: (ids: string[]) => Promise<Agent[]> = async () => []) {
+export function buildRoutes(
+  builds: BuildService,
+  pipelines: PipelineService,
+  publicUrl: string,
+  agentsByIds: (ids: string[]) => Promise<Agent[]> = async () => [],
+) {
   const router = express.Router();
   const base = '/v2/organizations/:org_slug/pipelines/:pipeline_slug/builds';
   const numberOf = (req: Request) => {
@@ -33,7 +38,10 @@ export function buildRoutes(builds: BuildService, pipelines: PipelineService, pu
     // Reads bring the pipelines' counts along; after a write they are read afresh. Only builds
     // whose jobs agents took cost the agents' read.
     const stale = exclude.pipeline ? [] : [...new Set(items.flatMap((i) => (i.pipeline.counts ? [] : [i.pipeline.id])))];
-    const [counts, agents] = await Promise.all([stale.length ? pipelines.counts(stale) : new Map<string, PipelineCounts>(), agentIds.length ? agentsByIds(agentIds) : []]);
+    const [counts, agents] = await Promise.all([
+      stale.length ? pipelines.counts(stale) : new Map<string, PipelineCounts>(),
+      agentIds.length ? agentsByIds(agentIds) : [],
+    ]);
     // Each pipeline is serialized once for the whole page (its builds share the object); the
     // key includes what the caller may see of it, which differs between organizations.
     const pipelineJson = new Map<string, ReturnType<typeof serializeBuildPipeline>>();

@@ -74,7 +74,9 @@ const iso = (d: Date | null) => (d ? isoTime(d) : null);
 
 /** A user as builds, jobs and agent tokens show one. */
 export function creator(u: User | null): BuildJson['creator'] {
-  return u ? { id: u.id, graphql_id: graphqlId('User', u.id), name: u.name, email: u.email, avatar_url: gravatarUrl(u.email), created_at: isoTime(u.createdAt) } : null;
+  return u
+    ? { id: u.id, graphql_id: graphqlId('User', u.id), name: u.name, email: u.email, avatar_url: gravatarUrl(u.email), created_at: isoTime(u.createdAt) }
+    : null;
 }
 
 /** A trigger job's build: same organization, so its URLs are this build's with the pipeline and number swapped. */
@@ -114,7 +116,11 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
         unblock_url: `${buildUrl}/jobs/${j.id}/unblock`,
       });
     case 'trigger':
-      return Object.assign(common, { name: j.name, async: j.step.type === 'trigger' ? j.step.trigger_async : false, triggered_build: triggeredBuild(j, buildUrl, buildWebUrl) });
+      return Object.assign(common, {
+        name: j.name,
+        async: j.step.type === 'trigger' ? j.step.trigger_async : false,
+        triggered_build: triggeredBuild(j, buildUrl, buildWebUrl),
+      });
     case 'script': {
       const jobUrl = `${buildUrl}/jobs/${j.id}`;
       return Object.assign(common, {

@@ -42,7 +42,10 @@ export interface BuildWithJobs {
 }
 
 /** What a create writes beyond what the pipeline decides. */
-export type NewBuildFields = Pick<Build, 'commit' | 'branch' | 'message' | 'author' | 'env' | 'metaData' | 'cleanCheckout' | 'pullRequest' | 'rebuiltFrom' | 'source'> &
+export type NewBuildFields = Pick<
+  Build,
+  'commit' | 'branch' | 'message' | 'author' | 'env' | 'metaData' | 'cleanCheckout' | 'pullRequest' | 'rebuiltFrom' | 'source'
+> &
   Partial<Pick<Build, 'tag' | 'triggeredFrom'>> & { triggeredFromJobId?: string; triggerDepth?: number };
 
 /** What a webhook delivery decides about a build. */
@@ -75,7 +78,9 @@ export class BuildService {
     if (!perms.build) throw new ForbiddenError();
     if (pipeline.archivedAt) throw new UnprocessableError('This pipeline is archived: unarchive it before creating builds.');
     if (!input.ignore_pipeline_branch_filters && pipeline.branchConfiguration && !matchesBranchFilter(pipeline.branchConfiguration, input.branch)) {
-      throw new UnprocessableError(`Branch "${input.branch}" does not match the pipeline's branch filter "${pipeline.branchConfiguration}". Use ignore_pipeline_branch_filters to build it anyway.`);
+      throw new UnprocessableError(
+        `Branch "${input.branch}" does not match the pipeline's branch filter "${pipeline.branchConfiguration}". Use ignore_pipeline_branch_filters to build it anyway.`,
+      );
     }
     const pullRequest: PullRequest | null =
       input.pull_request_id !== undefined && input.pull_request_id !== ''
@@ -154,7 +159,13 @@ export class BuildService {
     return (await this.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;
   }
 
-  async get(actor: Actor, pipelineSlug: string, number: number, includeRetried: boolean, exclude: { jobs?: boolean; pipeline?: boolean } = {}): Promise<BuildWithJobs> {
+  async get(
+    actor: Actor,
+    pipelineSlug: string,
+    number: number,
+    includeRetried: boolean,
+    exclude: { jobs?: boolean; pipeline?: boolean } = {},
+  ): Promise<BuildWithJobs> {
     const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug, { counts: !exclude.pipeline });
     const found = await this.builds.findWithJobs(pipeline.id, number, includeRetried, !exclude.jobs);
     if (!found) throw new NotFoundError('build');
@@ -182,10 +193,7 @@ export class BuildService {
     offset: number,
     limit: number,
   ): Promise<BuildWithJobs[]> {
-    const actors =
-      'actor' in scope
-        ? [scope.actor]
-        : [...scope.principal.organizationsBySlug.values()].map((r) => ({ principal: scope.principal, ...r }));
+    const actors = 'actor' in scope ? [scope.actor] : [...scope.principal.organizationsBySlug.values()].map((r) => ({ principal: scope.principal, ...r }));
     const actorByOrg = new Map(actors.map((a) => [a.organization.id, a]));
     const pipelinesById = new Map<string, { pipeline: Pipeline; perms: Permissions }>();
     let scopeFilter: BuildFilter['scope'];
@@ -198,7 +206,13 @@ export class BuildService {
         organizations: actors.map((a) => ({ id: a.organization.id, restrictedToUserId: this.pipelines.isRestricted(a) ? a.principal.user.id : undefined })),
       };
     }
-    const builds = await this.builds.listWithJobs({ scope: scopeFilter, ...this.filterFrom(query) }, offset, limit, query.include_retried_jobs ?? false, !query.exclude_jobs);
+    const builds = await this.builds.listWithJobs(
+      { scope: scopeFilter, ...this.filterFrom(query) },
+      offset,
+      limit,
+      query.include_retried_jobs ?? false,
+      !query.exclude_jobs,
+    );
     const pipelines = pipelinesById.size
       ? pipelinesById
       : await this.pipelines.readableByIds(actorByOrg, [...new Set(builds.map((b) => b.build.pipelineId))], { counts: !query.exclude_pipeline });
@@ -254,7 +268,9 @@ export function insertBuild(
     sign,
   });
   if (jobs.length > MAX_JOBS_PER_BUILD) {
-    throw new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: the pipeline's steps make ${jobs.length} (parallelism and matrix steps count each job).`);
+    throw new UnprocessableError(
+      `A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: the pipeline's steps make ${jobs.length} (parallelism and matrix steps count each job).`,
+    );
   }
   const runnable = jobs.filter((j) => j.state !== 'broken');
   // Every step filtered out: nothing will run, the build is over before it starts.

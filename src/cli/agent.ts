@@ -97,7 +97,14 @@ async function runAgent(o: AgentOptions): Promise<void> {
   const log = o.log ?? (() => {});
   const interval = o.pollIntervalMs ?? 1000;
   const register = async () => {
-    const reg = await call(o.token, 'POST', '/register', { name: o.name, hostname: os.hostname(), version: 'windsock-agent/0.1.0', os: process.platform, arch: process.arch, meta_data: o.tags });
+    const reg = await call(o.token, 'POST', '/register', {
+      name: o.name,
+      hostname: os.hostname(),
+      version: 'windsock-agent/0.1.0',
+      os: process.platform,
+      arch: process.arch,
+      meta_data: o.tags,
+    });
     const fresh = reg.access_token as string;
     await call(fresh, 'POST', '/connect');
     log(`${o.name}: connected`);
@@ -165,7 +172,13 @@ function jobEnvironment(job: AgentJob, dir: string, agent: { token: string; bin:
 /** The reason a job the service is stopping gives when the agent finishes it. */
 const STOPPING: Record<string, string> = { canceling: 'cancel', timing_out: 'timeout' };
 
-async function runJob(call: ReturnType<typeof client>, agent: { token: string; bin: string }, offered: AgentJob, o: AgentOptions, log: (line: string) => void): Promise<void> {
+async function runJob(
+  call: ReturnType<typeof client>,
+  agent: { token: string; bin: string },
+  offered: AgentJob,
+  o: AgentOptions,
+  log: (line: string) => void,
+): Promise<void> {
   const token = agent.token;
   // Canceled after this agent accepted it, before it ran: nothing to stop, only to finish.
   const finishUnstarted = (state: string) => call(token, 'PUT', `/jobs/${offered.id}/finish`, { exit_status: -1, signal_reason: STOPPING[state] });
@@ -242,7 +255,9 @@ async function runJob(call: ReturnType<typeof client>, agent: { token: string; b
   if (timeout) clearTimeout(timeout);
   o.signal?.removeEventListener('abort', onAbort);
   await flush();
-  await persistently(RETRIES, retryMs, () => call(token, 'PUT', `/jobs/${job.id}/finish`, { exit_status: Math.min(exitStatus, 255), signal_reason: signalReason }));
+  await persistently(RETRIES, retryMs, () =>
+    call(token, 'PUT', `/jobs/${job.id}/finish`, { exit_status: Math.min(exitStatus, 255), signal_reason: signalReason }),
+  );
   await fs.rm(dir, { recursive: true, force: true });
   log(`${o.name}: job ${job.id} exited ${exitStatus}`);
 }

@@ -200,7 +200,11 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
     case 'token create':
       await withServices(config, async (s) => {
         const user = await userByEmail(s, need(values, 'email'));
-        const orgs = await Promise.all(need(values, 'org').split(',').map((slug) => orgBySlug(s, slug.trim())));
+        const orgs = await Promise.all(
+          need(values, 'org')
+            .split(',')
+            .map((slug) => orgBySlug(s, slug.trim())),
+        );
         const scopes = !values.scopes || values.scopes === 'all' ? [...SCOPES] : values.scopes.split(',').map((x) => x.trim());
         const days = Number(values['expires-in-days'] ?? 365);
         if (!Number.isInteger(days) || days < 1 || days > 3650) throw new UsageError('--expires-in-days must be a whole number from 1 to 3650');

@@ -26,7 +26,10 @@ export class WebhookTokenError extends NotFoundError {
 
 /** 422 `Validation Failed` with one entry per field at fault. */
 export class ValidationError extends DomainError {
-  constructor(readonly errors: FieldError[], message = 'Validation Failed') {
+  constructor(
+    readonly errors: FieldError[],
+    message = 'Validation Failed',
+  ) {
     super(message);
   }
   static field(field: string, code: string): ValidationError {
@@ -65,7 +68,10 @@ export class BadRequestError extends DomainError {}
 
 /** 503: a dependency (the database) cannot be reached right now. */
 export class UnavailableError extends DomainError {
-  constructor(message = 'Service temporarily unavailable, please retry', readonly retryAfterSeconds = 5) {
+  constructor(
+    message = 'Service temporarily unavailable, please retry',
+    readonly retryAfterSeconds = 5,
+  ) {
     super(message);
   }
 }

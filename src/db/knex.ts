@@ -332,7 +332,8 @@ export async function migrateLatest(knex: Knex): Promise<void> {
  * the server went away, the client is broken, or connecting timed out. Knex prefixes the message
  * with the statement that failed and ` - ` (`COMMIT; - Connection terminated unexpectedly`).
  */
-const PG_CONNECTION_LOST = /(^| - )(Connection terminated( unexpectedly)?|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|timeout expired|Query read timeout)$/;
+const PG_CONNECTION_LOST =
+  /(^| - )(Connection terminated( unexpectedly)?|Client has encountered a connection error and is not queryable|Client was closed and is not queryable|timeout expired|Query read timeout)$/;
 
 /** Whether an error says the database cannot be reached (as opposed to a bad query). */
 export function isUnavailableError(err: unknown): boolean {
@@ -380,7 +381,11 @@ function watchAvailability(db: Knex, kind: DatabaseKind, logger: Logger): void {
   const failed = (err: unknown) => {
     if (down || !isUnavailableError(err)) return;
     // node-pg's own connection failures have no code, only a fixed message (after Knex's `<statement> - `).
-    const code = (err as { code?: string }).code ?? String((err as Error).message).split(' - ').at(-1)!;
+    const code =
+      (err as { code?: string }).code ??
+      String((err as Error).message)
+        .split(' - ')
+        .at(-1)!;
     down = { since: Date.now(), code, writesOnly: /^SQLITE_(BUSY|LOCKED)/.test(code) };
     logger.error({ database: kind, code }, 'database unavailable: requests that need it answer 503 until it is back');
   };

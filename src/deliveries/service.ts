@@ -93,7 +93,12 @@ export class DeliveryService {
     const pipelineUrl = `${this.publicUrl}/v2/organizations/${orgSlug}/pipelines/${pipeline.slug}`;
     return {
       message: [`Created ${created.map((b) => `build #${b.number}`).join(', ')}.`, ...reasons].join(' '),
-      builds: created.map((b) => ({ id: b.id, number: b.number, url: `${pipelineUrl}/builds/${b.number}`, web_url: `${this.publicUrl}/${orgSlug}/${pipeline.slug}/builds/${b.number}` })),
+      builds: created.map((b) => ({
+        id: b.id,
+        number: b.number,
+        url: `${pipelineUrl}/builds/${b.number}`,
+        web_url: `${this.publicUrl}/${orgSlug}/${pipeline.slug}/builds/${b.number}`,
+      })),
     };
   }
 
@@ -107,7 +112,9 @@ export class DeliveryService {
     // signature we do not check (SHA-1 is refused), and a signed delivery we cannot verify must
     // not build: 401, as for a wrong one.
     if (family === 'github' && h.githubSignature === undefined && h.githubSha1Signature !== undefined) {
-      throw new SignatureError('X-Hub-Signature (SHA-1) is not accepted: sign deliveries with X-Hub-Signature-256 (HMAC-SHA256 of the body with the webhook secret).');
+      throw new SignatureError(
+        'X-Hub-Signature (SHA-1) is not accepted: sign deliveries with X-Hub-Signature-256 (HMAC-SHA256 of the body with the webhook secret).',
+      );
     }
     if (family === 'bitbucket' && h.bitbucketSignature !== undefined && !(await validGitHubSignature(secret, rawBody, h.bitbucketSignature))) {
       throw new SignatureError("X-Hub-Signature does not match the payload signed with this pipeline's webhook secret.");
@@ -184,7 +191,9 @@ export class DeliveryService {
     if (type === 'branch' && settings.build_branches === false) return { skip: `No build: branch "${name}" was pushed, and build_branches is off.` };
     // Tags pass the pipeline's branch filter too, as in the real service: `v*` lets release tags through.
     if (!matchesBranchFilter(pipeline.branchConfiguration, name)) {
-      return { skip: `No build: ${type} "${name}" does not match the pipeline's branch filter (branch_configuration ${JSON.stringify(pipeline.branchConfiguration)}).` };
+      return {
+        skip: `No build: ${type} "${name}" does not match the pipeline's branch filter (branch_configuration ${JSON.stringify(pipeline.branchConfiguration)}).`,
+      };
     }
     return {
       build: { commit: event.commit, branch: name, tag: type === 'tag' ? name : null, message: event.message, author: event.author, pullRequest: null },
@@ -203,7 +212,8 @@ function pullRequestRules(settings: ProviderSettings, pr: PullRequestEvent): Dec
   const which = `${pr.noun} #${pr.id}`;
   if (settings.build_pull_requests === false) return { skip: `No build: ${which} changed, and build_pull_requests is off.` };
   if (LABEL_ACTIONS.includes(pr.action)) {
-    if (settings.build_pull_request_labels_changed !== true) return { skip: `No build: the labels of ${which} changed, and build_pull_request_labels_changed is off.` };
+    if (settings.build_pull_request_labels_changed !== true)
+      return { skip: `No build: the labels of ${which} changed, and build_pull_request_labels_changed is off.` };
   } else if (!PULL_REQUEST_ACTIONS.includes(pr.action)) {
     return { skip: `No build: ${which} was ${pr.action.replace(/_/g, ' ')}, which does not build.` };
   }
@@ -217,7 +227,9 @@ function pullRequestRules(settings: ProviderSettings, pr: PullRequestEvent): Dec
   if (settings.pull_request_branch_filter_enabled === true) {
     const filter = typeof settings.pull_request_branch_filter_configuration === 'string' ? settings.pull_request_branch_filter_configuration : null;
     if (!matchesBranchFilter(filter, pr.baseBranch)) {
-      return { skip: `No build: the base branch "${pr.baseBranch}" of ${which} does not match pull_request_branch_filter_configuration ${JSON.stringify(filter)}.` };
+      return {
+        skip: `No build: the base branch "${pr.baseBranch}" of ${which} does not match pull_request_branch_filter_configuration ${JSON.stringify(filter)}.`,
+      };
     }
   }
   const prefixed = pr.fork && settings.prefix_pull_request_fork_branch_names === true && pr.headOwner !== null;

@@ -28,8 +28,7 @@ import {
   ValidationError,
 } from '../core/errors';
 
-export const AUTH_MESSAGE =
-  'Authentication required. Please supply a valid API Access Token: https://buildkite.com/docs/apis/rest-api#authentication';
+export const AUTH_MESSAGE = 'Authentication required. Please supply a valid API Access Token: https://buildkite.com/docs/apis/rest-api#authentication';
 
 export const SUITE_TOKEN_MESSAGE = 'Authentication required. Please supply a valid test suite API token as `Authorization: Token token="<token>"`';
 
@@ -49,7 +48,10 @@ interface HttpishError {
 
 /** `/body/steps/0/name` -> `steps[0].name`. */
 function bodyField(path: string): string {
-  const parts = path.replace(/^[./]?body[./]?/, '').split(/[./]/).filter(Boolean);
+  const parts = path
+    .replace(/^[./]?body[./]?/, '')
+    .split(/[./]/)
+    .filter(Boolean);
   return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
 }
 
@@ -85,7 +87,10 @@ function bestIssues(issues: ValidatorIssue[]): ValidatorIssue[] {
 
 /** The value at a validator path (`/body/steps/0/name`) in the body, if it is there. */
 function valueAt(body: unknown, path: string): unknown {
-  const parts = path.replace(/^[./]?body[./]?/, '').split(/[./]/).filter(Boolean);
+  const parts = path
+    .replace(/^[./]?body[./]?/, '')
+    .split(/[./]/)
+    .filter(Boolean);
   return parts.reduce<unknown>((acc, p) => (acc && typeof acc === 'object' ? (acc as Record<string, unknown>)[p] : undefined), body);
 }
 
@@ -202,9 +207,7 @@ function clientErrorAnswer(err: NodeJS.ErrnoException & { reason?: string }): { 
       return undefined;
     default:
       // llhttp's reason is a fixed phrase ("Duplicate Content-Length", "Invalid method"), never request data.
-      return err.code?.startsWith('HPE_')
-        ? { status: 400, message: `Malformed HTTP request: ${err.reason ?? err.code}` }
-        : undefined;
+      return err.code?.startsWith('HPE_') ? { status: 400, message: `Malformed HTTP request: ${err.reason ?? err.code}` } : undefined;
   }
 }
 

@@ -100,7 +100,11 @@ export function acceptsNull(doc: SpecDoc, schema: Schema | undefined): boolean {
 }
 
 /** An object schema's properties and required names, allOf parts merged. */
-function objectShape(doc: SpecDoc, schema: Schema | undefined, depth = 0): { properties: Record<string, Schema>; required: Set<string>; additional?: Schema } | null {
+function objectShape(
+  doc: SpecDoc,
+  schema: Schema | undefined,
+  depth = 0,
+): { properties: Record<string, Schema>; required: Set<string>; additional?: Schema } | null {
   const s = resolve(doc, schema);
   if (!s || depth > 20) return null;
   const properties: Record<string, Schema> = { ...(s.properties ?? {}) };
@@ -161,7 +165,7 @@ function compiledNullPlan(doc: SpecDoc, schema: Schema | undefined): NullPlan | 
   const reached = new Set<NullPlan>();
   const root = nullPlan(doc, schema, reached);
   const children = (p: NullPlan) => [p.items, p.additional, ...[...(p.properties?.values() ?? [])].map((x) => x.plan)];
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const p of reached) {
       if (p.active || !children(p).some((c) => c?.active)) continue;

@@ -52,7 +52,7 @@ const SLICE_CHARS = 64 * 1024;
 
 /** `text` in slices of at most SLICE_CHARS, a surrogate pair never split between two. */
 function* slices(text: string): Generator<string> {
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     let end = Math.min(text.length, i + SLICE_CHARS);
     const last = text.charCodeAt(end - 1);
     if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;

@@ -30,7 +30,8 @@ export class PipelineUploadService {
     if (agent.connectionState !== 'connected') throw new UnprocessableError(`The agent is ${agent.connectionState}: POST /v3/connect first.`);
     const context = await this.jobs.findWithContext(jobId);
     if (!context || context.job.agentId !== agent.id) throw new NotFoundError('job');
-    if (context.job.state !== 'running') throw new UnprocessableError(`A pipeline can't be uploaded by a job that is ${context.job.state}: only by a running one.`);
+    if (context.job.state !== 'running')
+      throw new UnprocessableError(`A pipeline can't be uploaded by a job that is ${context.job.state}: only by a running one.`);
     const parsed = parseUpload(typeof pipeline === 'string' ? pipeline : JSON.stringify(pipeline));
     const build = (await this.builds.findById(context.build.id))!;
     const settings = await this.pipelines.findBySlug(context.organizationId, context.pipelineSlug);
@@ -54,6 +55,9 @@ function parseUpload(text: string): ReturnType<typeof parseConfiguration> {
     return parseConfiguration(text);
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
-    throw new ValidationError(error.errors.map((e) => (e.field === 'configuration' ? { ...e, field: 'pipeline' } : e)), error.message);
+    throw new ValidationError(
+      error.errors.map((e) => (e.field === 'configuration' ? { ...e, field: 'pipeline' } : e)),
+      error.message,
+    );
   }
 }

@@ -140,7 +140,14 @@ export class JobRepository {
   }
 
   timedRunningQuery(limit: number) {
-    return { query: this.db('jobs').where({ state: 'running' }).whereNotNull('timeout_in_minutes').orderBy('started_at').limit(limit).select('id', 'started_at', 'timeout_in_minutes') };
+    return {
+      query: this.db('jobs')
+        .where({ state: 'running' })
+        .whereNotNull('timeout_in_minutes')
+        .orderBy('started_at')
+        .limit(limit)
+        .select('id', 'started_at', 'timeout_in_minutes'),
+    };
   }
 
   /*
@@ -195,7 +202,8 @@ export class JobRepository {
     // SQLite allows at most 500 terms in one compound select.
     for (let i = 0; i < keys.length; i += DISPATCH_CLASSES_PER_QUERY) {
       const rows = rowsOf(await this.dispatchCandidatesQuery(organizationId, keys.slice(i, i + DISPATCH_CLASSES_PER_QUERY), limit).query);
-      for (const r of rows) ids.push({ id: r.id as string, priority: Number(r.priority), createdAt: toDateOrNull(r.created_at)!.getTime(), position: Number(r.position) });
+      for (const r of rows)
+        ids.push({ id: r.id as string, priority: Number(r.priority), createdAt: toDateOrNull(r.created_at)!.getTime(), position: Number(r.position) });
     }
     ids.sort((a, b) => b.priority - a.priority || a.createdAt - b.createdAt || a.position - b.position);
     return ids.slice(0, limit).map((r) => r.id);
@@ -216,7 +224,9 @@ export class JobRepository {
 
   /** Moves the agent's job from `from` to `to` with `fields`; false if it was not in `from`. */
   async move(jobId: string, agentId: string, from: string, to: string, fields: Record<string, unknown> = {}): Promise<boolean> {
-    const n = await this.db('jobs').where({ id: jobId, agent_id: agentId, state: from }).update({ state: to, ...fields });
+    const n = await this.db('jobs')
+      .where({ id: jobId, agent_id: agentId, state: from })
+      .update({ state: to, ...fields });
     return n > 0;
   }
 
@@ -249,7 +259,11 @@ export class JobRepository {
   /** Running jobs with a timeout: what the sweeper checks for jobs that ran too long. */
   async runningWithTimeout(limit: number): Promise<{ id: string; startedAt: Date | null; timeoutInMinutes: number }[]> {
     const rows = await this.timedRunningQuery(limit).query;
-    return rows.map((r: Record<string, unknown>) => ({ id: r.id as string, startedAt: toDateOrNull(r.started_at), timeoutInMinutes: Number(r.timeout_in_minutes) }));
+    return rows.map((r: Record<string, unknown>) => ({
+      id: r.id as string,
+      startedAt: toDateOrNull(r.started_at),
+      timeoutInMinutes: Number(r.timeout_in_minutes),
+    }));
   }
 
   /** A running job goes `timing_out`, for its agent to stop; false if it was no longer running. */
@@ -259,7 +273,12 @@ export class JobRepository {
 
   /** Scheduled jobs no agent took, scheduled before `cutoff`, with their builds. */
   async scheduledBefore(cutoff: Date, limit: number): Promise<{ id: string; buildId: string }[]> {
-    const rows = await this.db('jobs').where({ state: 'scheduled' }).where('scheduled_at', '<', cutoff).orderBy('scheduled_at').limit(limit).select('id', 'build_id');
+    const rows = await this.db('jobs')
+      .where({ state: 'scheduled' })
+      .where('scheduled_at', '<', cutoff)
+      .orderBy('scheduled_at')
+      .limit(limit)
+      .select('id', 'build_id');
     return rows.map((r) => ({ id: r.id as string, buildId: r.build_id as string }));
   }
 
@@ -268,7 +287,11 @@ export class JobRepository {
     let n = 0;
     await this.advanceAt(buildId, at, {
       before: async (trx) => {
-        n = await trx('jobs').whereIn('id', jobIds).where({ build_id: buildId, state: 'scheduled' }).whereNull('agent_id').update({ state: 'expired', expired_at: at, finished_at: at });
+        n = await trx('jobs')
+          .whereIn('id', jobIds)
+          .where({ build_id: buildId, state: 'scheduled' })
+          .whereNull('agent_id')
+          .update({ state: 'expired', expired_at: at, finished_at: at });
       },
     });
     return n;
@@ -287,7 +310,14 @@ export class JobRepository {
         if (!moved) return;
         const last = await trx('job_log_chunks').where({ job_id: job.id }).max('sequence as sequence').sum('size as size').first();
         const content = `${line}\n`;
-        await trx('job_log_chunks').insert({ job_id: job.id, sequence: Number(last?.sequence ?? 0) + 1, offset: Number(last?.size ?? 0), size: Buffer.byteLength(content), content, created_at: end.finished_at });
+        await trx('job_log_chunks').insert({
+          job_id: job.id,
+          sequence: Number(last?.sequence ?? 0) + 1,
+          offset: Number(last?.size ?? 0),
+          size: Buffer.byteLength(content),
+          content,
+          created_at: end.finished_at,
+        });
         await trx('agents').where({ id: agentId, job_id: job.id }).update({ job_id: null });
       },
     });
@@ -314,13 +344,21 @@ export class JobRepository {
     await this.advanceAt(buildId, at, {
       before: async (trx) => {
         const unblockedBy = JSON.stringify({ id: by.id, name: by.name, email: by.email, created_at: by.createdAt.toISOString() });
-        moved = (await trx('jobs').where({ id: jobId, state: 'blocked' }).update({ state: 'unblocked', unblocked_by: unblockedBy, unblocked_at: at, finished_at: at })) > 0;
+        moved =
+          (await trx('jobs')
+            .where({ id: jobId, state: 'blocked' })
+            .update({ state: 'unblocked', unblocked_by: unblockedBy, unblocked_at: at, finished_at: at })) > 0;
         if (!moved || !Object.keys(fields).length) return;
         for (const [key, value] of Object.entries(fields)) {
-          await trx('build_meta_data').insert({ build_id: buildId, key, value, value_key: value.slice(0, 255) }).onConflict(['build_id', 'key']).merge();
+          await trx('build_meta_data')
+            .insert({ build_id: buildId, key, value, value_key: value.slice(0, 255) })
+            .onConflict(['build_id', 'key'])
+            .merge();
         }
         const row = await trx('builds').where({ id: buildId }).first('meta_data');
-        await trx('builds').where({ id: buildId }).update({ meta_data: JSON.stringify({ ...JSON.parse(row.meta_data as string), ...fields }) });
+        await trx('builds')
+          .where({ id: buildId })
+          .update({ meta_data: JSON.stringify({ ...JSON.parse(row.meta_data as string), ...fields }) });
       },
     });
     return moved;
@@ -338,7 +376,10 @@ export class JobRepository {
     let ids: string[] | null = null;
     await this.advanceAt(buildId, at, {
       before: async (trx) => {
-        const rows = await trx('jobs').where({ build_id: buildId }).orderBy('position').select('id', 'step_id', 'uploaded_by_step_id', 'upload_id', 'position', 'pipeline_id', 'organization_id');
+        const rows = await trx('jobs')
+          .where({ build_id: buildId })
+          .orderBy('position')
+          .select('id', 'step_id', 'uploaded_by_step_id', 'upload_id', 'position', 'pipeline_id', 'organization_id');
         const seen = uploadId ? rows.filter((r) => r.upload_id === uploadId) : [];
         if (seen.length) {
           ids = seen.map((r) => r.id as string);
@@ -346,7 +387,7 @@ export class JobRepository {
         }
         if (rows.length + planned.length > maxJobs) return;
         const family = new Set([uploader.stepId]);
-        for (let grew = true; grew; ) {
+        for (let grew = true; grew;) {
           grew = false;
           for (const r of rows) {
             if (r.uploaded_by_step_id && family.has(r.uploaded_by_step_id as string) && !family.has(r.step_id as string)) {
@@ -435,32 +476,42 @@ export class JobRepository {
   async appendChunk(jobId: string, chunk: { sequence: number; offset: number; content: string }, at: Date, limitBytes: number): Promise<boolean> {
     let startsLine = chunk.offset === 0;
     if (!startsLine) {
-      const before = await this.db('job_log_chunks').where({ job_id: jobId, sequence: chunk.sequence - 1 }).first(this.db.raw('substr(content, length(content), 1) as last'));
+      const before = await this.db('job_log_chunks')
+        .where({ job_id: jobId, sequence: chunk.sequence - 1 })
+        .first(this.db.raw('substr(content, length(content), 1) as last'));
       startsLine = before?.last === '\n';
     }
     const headers = countHeaderLines(chunk.content, startsLine);
     const size = Buffer.byteLength(chunk.content);
-    return this.db.transaction(async (trx) => {
-      const stored = await trx('job_log_chunks')
-        .insert({
-          job_id: jobId,
-          sequence: chunk.sequence,
-          offset: chunk.offset,
-          size,
-          content: chunk.content,
-          header_times: headers ? JSON.stringify(Array<number>(headers).fill(unixNanos(at))) : null,
-          created_at: at,
-        })
-        .onConflict(['job_id', 'sequence'])
-        .ignore()
-        .returning('sequence');
-      if (!stored.length) return true;
-      if (await trx('jobs').where({ id: jobId }).where('log_size', '<=', limitBytes - size).increment('log_size', size)) return true;
-      throw new LogFullError();
-    }).catch((e: unknown) => {
-      if (e instanceof LogFullError) return false;
-      throw e;
-    });
+    return this.db
+      .transaction(async (trx) => {
+        const stored = await trx('job_log_chunks')
+          .insert({
+            job_id: jobId,
+            sequence: chunk.sequence,
+            offset: chunk.offset,
+            size,
+            content: chunk.content,
+            header_times: headers ? JSON.stringify(Array<number>(headers).fill(unixNanos(at))) : null,
+            created_at: at,
+          })
+          .onConflict(['job_id', 'sequence'])
+          .ignore()
+          .returning('sequence');
+        if (!stored.length) return true;
+        if (
+          await trx('jobs')
+            .where({ id: jobId })
+            .where('log_size', '<=', limitBytes - size)
+            .increment('log_size', size)
+        )
+          return true;
+        throw new LogFullError();
+      })
+      .catch((e: unknown) => {
+        if (e instanceof LogFullError) return false;
+        throw e;
+      });
   }
 
   /**
@@ -468,8 +519,13 @@ export class JobRepository {
    * one before was used: a reader holds a few chunks, never the whole log.
    */
   async *logPages(jobId: string): AsyncGenerator<LogChunk[]> {
-    for (let after = 0; ; ) {
-      const rows = await this.db('job_log_chunks').where({ job_id: jobId }).where('sequence', '>', after).orderBy('sequence').limit(LOG_PAGE_CHUNKS).select('sequence', 'content', 'size', 'header_times');
+    for (let after = 0; ;) {
+      const rows = await this.db('job_log_chunks')
+        .where({ job_id: jobId })
+        .where('sequence', '>', after)
+        .orderBy('sequence')
+        .limit(LOG_PAGE_CHUNKS)
+        .select('sequence', 'content', 'size', 'header_times');
       if (!rows.length) return;
       yield rows.map((r) => ({ content: r.content as string, size: Number(r.size), headerTimes: parseJson<number[]>(r.header_times, []) }));
       if (rows.length < LOG_PAGE_CHUNKS) return;
@@ -515,21 +571,49 @@ export async function advanceBuild(db: Knex, buildId: string, now: Date, opts: B
 }
 
 async function lockBuild(trx: Knex.Transaction, buildId: string): Promise<boolean> {
-  return (await trx('builds').where({ id: buildId }).update({ state: trx.ref('state') })) > 0;
+  return (
+    (await trx('builds')
+      .where({ id: buildId })
+      .update({ state: trx.ref('state') })) > 0
+  );
 }
 
 async function advanceLocked(trx: Knex.Transaction, buildId: string, now: Date, launch: TriggerLauncher | undefined): Promise<void> {
   for (;;) {
     const b = await trx('builds')
       .where({ id: buildId })
-      .first('state', 'blocked', 'started_at', 'failing_at', 'finished_at', 'organization_id', 'pipeline_id', 'number', 'message', 'creator_id', 'trigger_depth', 'triggered_from_job_id');
+      .first(
+        'state',
+        'blocked',
+        'started_at',
+        'failing_at',
+        'finished_at',
+        'organization_id',
+        'pipeline_id',
+        'number',
+        'message',
+        'creator_id',
+        'trigger_depth',
+        'triggered_from_job_id',
+      );
     const jobs = (await trx('jobs').where({ build_id: buildId, retried: false }).orderBy('position')).map(jobFromRow);
-    const build = { state: b.state as BuildState, blocked: toBool(b.blocked), startedAt: toDateOrNull(b.started_at), failingAt: toDateOrNull(b.failing_at), finishedAt: toDateOrNull(b.finished_at) };
+    const build = {
+      state: b.state as BuildState,
+      blocked: toBool(b.blocked),
+      startedAt: toDateOrNull(b.started_at),
+      failingAt: toDateOrNull(b.failing_at),
+      finishedAt: toDateOrNull(b.finished_at),
+    };
     const next = advance(build, jobs, now);
-    for (const m of next.jobs) await trx('jobs').where({ id: m.id, state: m.from }).update({ state: m.to, ...m.fields });
+    for (const m of next.jobs)
+      await trx('jobs')
+        .where({ id: m.id, state: m.from })
+        .update({ state: m.to, ...m.fields });
     if (next.build) {
       const n = next.build;
-      await trx('builds').where({ id: buildId }).update({ state: n.state, blocked: n.blocked, started_at: n.startedAt, failing_at: n.failingAt, finished_at: n.finishedAt });
+      await trx('builds')
+        .where({ id: buildId })
+        .update({ state: n.state, blocked: n.blocked, started_at: n.startedAt, failing_at: n.failingAt, finished_at: n.finishedAt });
     }
     const states = new Map(next.jobs.map((m) => [m.id, m.to]));
     const runnable = launch ? jobs.filter((j) => j.type === 'trigger' && (states.get(j.id) ?? j.state) === 'scheduled') : [];
@@ -569,7 +653,9 @@ async function launchTrigger(trx: Knex.Transaction, job: Job, parent: Triggering
   }
   const triggered = JSON.stringify({ id: outcome.build.id, number: outcome.build.number, pipeline_slug: outcome.build.pipelineSlug });
   const async = job.step.type === 'trigger' && job.step.trigger_async;
-  await trx('jobs').where({ id: job.id }).update({ triggered_build: triggered, ...(async ? { state: 'passed', finished_at: now } : {}) });
+  await trx('jobs')
+    .where({ id: job.id })
+    .update({ triggered_build: triggered, ...(async ? { state: 'passed', finished_at: now } : {}) });
   // The new build's own machine: its trigger steps run, and if it is over at once (nothing to
   // run) it ends this job already.
   await advanceLocked(trx, outcome.build.id, now, launch);
@@ -579,7 +665,9 @@ async function launchTrigger(trx: Knex.Transaction, job: Job, parent: Triggering
 async function finishTrigger(trx: Knex.Transaction, jobId: string, buildState: string, now: Date, launch: TriggerLauncher | undefined): Promise<void> {
   const job = await trx('jobs').where({ id: jobId, state: 'running', type: 'trigger' }).first('build_id');
   if (!job) return; // async, already ended, or retried away
-  await trx('jobs').where({ id: jobId, state: 'running' }).update({ state: triggerJobStateFor(buildState), finished_at: now });
+  await trx('jobs')
+    .where({ id: jobId, state: 'running' })
+    .update({ state: triggerJobStateFor(buildState), finished_at: now });
   if (await lockBuild(trx, job.build_id as string)) await advanceLocked(trx, job.build_id as string, now, launch);
 }
 

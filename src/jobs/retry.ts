@@ -36,7 +36,12 @@ export function automaticRetryRule(step: Step, retriesCount: number, exitStatus:
  * (`retry_type: automatic`; the build's state machine runs in the same transaction), else the
  * build's state machine alone. Returns the new job's id, or null.
  */
-export async function retryOrAdvance(jobs: JobRepository, job: Pick<Job, 'id' | 'buildId' | 'step' | 'retriesCount'>, exitStatus: number, signalReason: string | null): Promise<string | null> {
+export async function retryOrAdvance(
+  jobs: JobRepository,
+  job: Pick<Job, 'id' | 'buildId' | 'step' | 'retriesCount'>,
+  exitStatus: number,
+  signalReason: string | null,
+): Promise<string | null> {
   if (automaticRetryRule(job.step, job.retriesCount ?? 0, exitStatus, signalReason)) {
     const newId = crypto.randomUUID();
     if (await jobs.retry(job.buildId, job.id, newId, FAILED_STATES, 'automatic')) return newId;

@@ -30,7 +30,14 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
   const jobJson = (res: Response, { item, jobId }: { item: BuildWithJobs; jobId: string }) => {
     const buildUrl = `${publicUrl}/v2/organizations/${item.actor.organization.slug}/pipelines/${item.pipeline.slug}/builds/${item.build.number}`;
     const webUrl = `${publicUrl}/${item.actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}`;
-    res.json(serializeJob(item.jobs.find((j) => j.id === jobId)!, buildUrl, webUrl, null));
+    res.json(
+      serializeJob(
+        item.jobs.find((j) => j.id === jobId)!,
+        buildUrl,
+        webUrl,
+        null,
+      ),
+    );
   };
   const logUrl = (req: Request) => `${publicUrl}${req.path.replace(/\.txt$/, '')}`;
 

@@ -59,7 +59,13 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaDa
     // The agent's tags, as the real agent exports them: `queue=default` -> BUILDKITE_AGENT_META_DATA_QUEUE.
     for (const tag of agent.metaData) {
       const at = tag.indexOf('=');
-      if (at > 0) env[`BUILDKITE_AGENT_META_DATA_${tag.slice(0, at).toUpperCase().replace(/[^A-Z0-9]/g, '_')}`] = tag.slice(at + 1);
+      if (at > 0)
+        env[
+          `BUILDKITE_AGENT_META_DATA_${tag
+            .slice(0, at)
+            .toUpperCase()
+            .replace(/[^A-Z0-9]/g, '_')}`
+        ] = tag.slice(at + 1);
     }
   }
   return env;

@@ -50,7 +50,12 @@ export class JobService {
     await this.jobs.deleteLog(jobId);
   }
 
-  async env(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ context: JobContext; agent: { id: string; name: string; metaData: string[] } | null }> {
+  async env(
+    actor: Actor,
+    pipelineSlug: string,
+    number: number,
+    jobId: string,
+  ): Promise<{ context: JobContext; agent: { id: string; name: string; metaData: string[] } | null }> {
     const { job } = await this.find(actor, pipelineSlug, number, jobId);
     const context = (await this.jobs.findWithContext(job.id))!;
     const agent = job.agentId ? ((await this.agents.findByIds([job.agentId]))[0] ?? null) : null;
@@ -92,10 +97,12 @@ export class JobService {
     let by = actor.principal.user;
     if (body.unblocker !== undefined && body.unblocker !== by.id) {
       const other = await this.users.findById(body.unblocker);
-      if (!other || !(await this.orgs.membershipsOf(other.id)).has(actor.organization.id)) throw ValidationError.field('unblocker', 'is not a member of this organization');
+      if (!other || !(await this.orgs.membershipsOf(other.id)).has(actor.organization.id))
+        throw ValidationError.field('unblocker', 'is not a member of this organization');
       by = other;
     }
-    if (!(await this.jobs.unblock(item.build.id, jobId, by, body.fields ?? {}))) throw new UnprocessableError("This job can't be unblocked: it is no longer blocked.");
+    if (!(await this.jobs.unblock(item.build.id, jobId, by, body.fields ?? {})))
+      throw new UnprocessableError("This job can't be unblocked: it is no longer blocked.");
     return { item: await this.builds.get(actor, pipelineSlug, number, true), jobId };
   }
 }

@@ -8,7 +8,18 @@
 import type { Build, BuildState, Job } from '../builds/repository';
 
 /** Job states from which nothing more happens. */
-export const TERMINAL_JOB_STATES = ['passed', 'failed', 'canceled', 'timed_out', 'skipped', 'broken', 'expired', 'waiting_failed', 'blocked_failed', 'unblocked_failed'];
+export const TERMINAL_JOB_STATES = [
+  'passed',
+  'failed',
+  'canceled',
+  'timed_out',
+  'skipped',
+  'broken',
+  'expired',
+  'waiting_failed',
+  'blocked_failed',
+  'unblocked_failed',
+];
 /** Job states that keep a build going. */
 const ACTIVE_JOB_STATES = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out'];
 /** Build states the state machine no longer moves (a cancel or a skip decided them). */
@@ -34,7 +45,11 @@ export function failsBuild(j: Pick<Job, 'state' | 'softFailed'>): boolean {
   return (j.state === 'failed' || j.state === 'timed_out' || j.state === 'expired') && !j.softFailed;
 }
 
-export function advance(build: Pick<Build, 'state' | 'blocked' | 'startedAt' | 'failingAt' | 'finishedAt'>, jobs: Job[], now: Date): { jobs: JobMove[]; build: BuildMove | null } {
+export function advance(
+  build: Pick<Build, 'state' | 'blocked' | 'startedAt' | 'failingAt' | 'finishedAt'>,
+  jobs: Job[],
+  now: Date,
+): { jobs: JobMove[]; build: BuildMove | null } {
   // A canceling build waits for the jobs its agents are stopping, then is canceled.
   if (build.state === 'canceling') {
     if (jobs.some((j) => ACTIVE_JOB_STATES.includes(j.state))) return { jobs: [], build: null };

@@ -59,7 +59,9 @@ export class Sweeper {
       this.running = this.sweep()
         // An unreachable database is logged once where it is watched (src/db/knex.ts): no stack per sweep.
         .catch((err: unknown) =>
-          isUnavailableError(err) ? this.logger?.warn({ code: (err as { code?: string }).code }, 'sweep skipped: database unavailable') : this.logger?.error({ err }, 'sweep failed'),
+          isUnavailableError(err)
+            ? this.logger?.warn({ code: (err as { code?: string }).code }, 'sweep skipped: database unavailable')
+            : this.logger?.error({ err }, 'sweep failed'),
         )
         .finally(() => {
           this.running = null;
@@ -95,7 +97,12 @@ export class Sweeper {
       const silence = `stopped reporting (no heartbeat for more than ${Math.round(this.settings.agentLostAfterMs / 1000)} s)`;
       if (job.state === 'assigned' || job.state === 'accepted') {
         // Taken but never started: it expires, as a job no agent runs does.
-        await this.jobs.endSilentAgentJob(job, job.agentId!, { state: 'expired', expired_at: now, finished_at: now }, `windsock: the agent that took this job ${silence} before starting it; the job expired.`);
+        await this.jobs.endSilentAgentJob(
+          job,
+          job.agentId!,
+          { state: 'expired', expired_at: now, finished_at: now },
+          `windsock: the agent that took this job ${silence} before starting it; the job expired.`,
+        );
         continue;
       }
       // A job being canceled or timing out ends as it was going to; a running one fails.

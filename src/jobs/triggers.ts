@@ -47,7 +47,9 @@ export function triggerLauncher(sign: (fields: Record<string, unknown>) => StepS
     const step = job.step;
     if (step.type !== 'trigger') return { failure: 'This job is not a trigger step.' };
     if (parent.triggerDepth + 1 > MAX_TRIGGER_DEPTH) {
-      return { failure: `Builds can't be triggered more than ${MAX_TRIGGER_DEPTH} levels deep: this build is already ${parent.triggerDepth} triggers deep (a pipeline triggering itself?).` };
+      return {
+        failure: `Builds can't be triggered more than ${MAX_TRIGGER_DEPTH} levels deep: this build is already ${parent.triggerDepth} triggers deep (a pipeline triggering itself?).`,
+      };
     }
     const pipeline = await new PipelineRepository(trx).findBySlug(parent.organizationId, step.trigger_project_slug);
     if (!pipeline) return { failure: `The pipeline "${step.trigger_project_slug}" to trigger does not exist in this organization.` };

@@ -59,7 +59,11 @@ export class OrganizationRepository {
   /** One page of the given organizations ordered by name, and the total. */
   async pageByIds(ids: string[], offset: number, limit: number, trx: Knex = this.db): Promise<{ items: Organization[]; total: number }> {
     if (ids.length === 0) return { items: [], total: 0 };
-    const rows = await trx('organizations').whereIn('id', ids).orderBy([{ column: 'name' }, { column: 'id' }]).offset(offset).limit(limit);
+    const rows = await trx('organizations')
+      .whereIn('id', ids)
+      .orderBy([{ column: 'name' }, { column: 'id' }])
+      .offset(offset)
+      .limit(limit);
     return { items: rows.map(orgFromRow), total: ids.length };
   }
 

@@ -7,24 +7,9 @@ import type { FieldError } from '../core/errors';
 import { validateBranchFilter } from './branch-filter';
 import { conditionError } from './filter-condition';
 
-export type ProviderId =
-  | 'github'
-  | 'github_enterprise'
-  | 'gitlab'
-  | 'gitlab_ee'
-  | 'bitbucket'
-  | 'bitbucket_server'
-  | 'git';
+export type ProviderId = 'github' | 'github_enterprise' | 'gitlab' | 'gitlab_ee' | 'bitbucket' | 'bitbucket_server' | 'git';
 
-export const PROVIDER_IDS: readonly ProviderId[] = [
-  'github',
-  'github_enterprise',
-  'gitlab',
-  'gitlab_ee',
-  'bitbucket',
-  'bitbucket_server',
-  'git',
-];
+export const PROVIDER_IDS: readonly ProviderId[] = ['github', 'github_enterprise', 'gitlab', 'gitlab_ee', 'bitbucket', 'bitbucket_server', 'git'];
 
 export type ProviderSettings = Record<string, boolean | string | null>;
 
@@ -210,9 +195,7 @@ const SETTING_KINDS: ReadonlyMap<string, SettingKind> = new Map<string, SettingK
 ]);
 
 // The official Go client spells it this way; accepting it costs nothing.
-const ALIASES: ReadonlyMap<string, string> = new Map([
-  ['separate_pull_requests_statuses', 'separate_pull_request_statuses'],
-]);
+const ALIASES: ReadonlyMap<string, string> = new Map([['separate_pull_requests_statuses', 'separate_pull_request_statuses']]);
 
 // Default values, the same for every provider that has the setting. The two free-text settings
 // have none on purpose: the real API omits them until they are set (see the create sample), and
@@ -357,9 +340,7 @@ function valueError(kind: SettingKind, value: unknown): string | null {
     case 'boolean':
       return typeof value === 'boolean' ? null : 'must be a boolean';
     case 'trigger_mode':
-      return typeof value === 'string' && (TRIGGER_MODES as readonly string[]).includes(value)
-        ? null
-        : 'is not included in the list';
+      return typeof value === 'string' && (TRIGGER_MODES as readonly string[]).includes(value) ? null : 'is not included in the list';
     case 'filter_condition':
       if (typeof value !== 'string') return 'must be a string';
       if (value.length > FILTER_CONDITION_MAX) return `is too long (maximum is ${FILTER_CONDITION_MAX} characters)`;

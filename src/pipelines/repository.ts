@@ -89,13 +89,7 @@ function toColumns(f: Partial<PipelineFields>): Record<string, unknown> {
   return c;
 }
 
-const SELECT = [
-  'p.*',
-  'u.id as creator_id',
-  'u.name as creator_name',
-  'u.email as creator_email',
-  'u.created_at as creator_created_at',
-];
+const SELECT = ['p.*', 'u.id as creator_id', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at'];
 
 /**
  * The live counts as columns of a pipelines query (alias `p`), so a read that shows them costs
@@ -122,7 +116,6 @@ function countsFromRow(r: Record<string, unknown>): PipelineCounts {
     waitingJobs: Number(r.count_waiting_jobs),
   };
 }
-
 
 function fromRow(r: Record<string, unknown>): Pipeline {
   return {
@@ -249,7 +242,9 @@ export class PipelineRepository {
       if (!p) return;
       const row = await trx('builds').where({ pipeline_id: id }).count<{ n: number | string }[]>({ n: '*' }).first();
       await trx('pipelines').where({ id }).delete();
-      await trx('organizations').where({ id: p.organization_id }).decrement('builds_count', Number(row?.n ?? 0));
+      await trx('organizations')
+        .where({ id: p.organization_id })
+        .decrement('builds_count', Number(row?.n ?? 0));
     });
   }
 
@@ -289,14 +284,24 @@ export class PipelineRepository {
       if (f.visibleToUserId) {
         q.whereIn(
           'p.id',
-          this.db('pipeline_teams as pt').join('team_members as tm', 'tm.team_id', 'pt.team_id').where('tm.user_id', f.visibleToUserId).select('pt.pipeline_id'),
+          this.db('pipeline_teams as pt')
+            .join('team_members as tm', 'tm.team_id', 'pt.team_id')
+            .where('tm.user_id', f.visibleToUserId)
+            .select('pt.pipeline_id'),
         );
       }
       return q;
     };
     const [countRow, rows] = await Promise.all([
       filtered(this.db('pipelines as p')).count<{ n: number | string }[]>({ n: '*' }).first(),
-      filtered(this.base(this.db)).orderBy([{ column: 'p.created_at', order: 'desc' }, { column: 'p.id', order: 'desc' }]).offset(offset).limit(limit).select(this.columns({ counts: true })),
+      filtered(this.base(this.db))
+        .orderBy([
+          { column: 'p.created_at', order: 'desc' },
+          { column: 'p.id', order: 'desc' },
+        ])
+        .offset(offset)
+        .limit(limit)
+        .select(this.columns({ counts: true })),
     ]);
     return { items: rows.map(fromRow), total: Number(countRow?.n ?? 0) };
   }

@@ -11,14 +11,7 @@ import { sha256Hex, type Keys } from '../security/keys';
 import { validateBranchFilter } from './branch-filter';
 import { normaliseVisualSteps, parseConfiguration, type ParsedConfiguration, type Step } from './configuration';
 import type { GitHubHooks } from './github';
-import {
-  detectProvider,
-  normaliseProviderSettings,
-  repositoryPath,
-  validateProviderSettings,
-  type ProviderId,
-  type ProviderSettings,
-} from './provider';
+import { detectProvider, normaliseProviderSettings, repositoryPath, validateProviderSettings, type ProviderId, type ProviderSettings } from './provider';
 import type { AccessLevel, Pipeline, PipelineCounts, PipelineFields, PipelineRepository, ReadOptions } from './repository';
 import { isValidSlug, slugify } from './slug';
 import type { Actor, Permissions } from '../core/identity';
@@ -33,8 +26,7 @@ const LEVELS: Record<AccessLevel, Permissions> = {
 const ACCESS_LEVELS = Object.keys(LEVELS) as AccessLevel[];
 
 /** The create/update body, as the spec admits it (unknown properties are never read). */
-export type PipelineInput = components['schemas']['PipelineWritable'] &
-  Partial<Pick<components['schemas']['CreatePipelineRequest'], 'teams' | 'team_uuids'>>;
+export type PipelineInput = components['schemas']['PipelineWritable'] & Partial<Pick<components['schemas']['CreatePipelineRequest'], 'teams' | 'team_uuids'>>;
 
 export interface PipelineServiceOptions {
   publicUrl: string;
@@ -229,7 +221,10 @@ export class PipelineService {
     copy('defaultBranch', input.default_branch);
     copy('branchConfiguration', input.branch_configuration === undefined ? undefined : emptyToNull(input.branch_configuration));
     copy('skipQueuedBranchBuilds', input.skip_queued_branch_builds);
-    copy('skipQueuedBranchBuildsFilter', input.skip_queued_branch_builds_filter === undefined ? undefined : emptyToNull(input.skip_queued_branch_builds_filter));
+    copy(
+      'skipQueuedBranchBuildsFilter',
+      input.skip_queued_branch_builds_filter === undefined ? undefined : emptyToNull(input.skip_queued_branch_builds_filter),
+    );
     copy('cancelRunningBranchBuilds', input.cancel_running_branch_builds);
     copy(
       'cancelRunningBranchBuildsFilter',
@@ -284,7 +279,11 @@ export class PipelineService {
     const url = this.webhookUrl(pipeline.id);
     const ok =
       repo !== null &&
-      (await this.opts.github.createHook(pipeline.providerId, repo, { url, secret: this.webhookSecret(pipeline.id), events: ['push', 'pull_request', 'deployment', 'fork'] }));
+      (await this.opts.github.createHook(pipeline.providerId, repo, {
+        url,
+        secret: this.webhookSecret(pipeline.id),
+        events: ['push', 'pull_request', 'deployment', 'fork'],
+      }));
     if (!ok) throw new UnprocessableError('Webhooks could not be created for your repository.');
     return url;
   }
@@ -345,7 +344,8 @@ export class PipelineService {
     const yamlDefined = current?.configuration != null;
     if (yamlDefined) {
       if (input.steps !== undefined) errors.push({ field: 'steps', code: 'is defined by the configuration of this pipeline: send configuration instead' });
-      if (input.env !== undefined) errors.push({ field: 'env', code: "is defined by the configuration of this pipeline: change the configuration's top-level env" });
+      if (input.env !== undefined)
+        errors.push({ field: 'env', code: "is defined by the configuration of this pipeline: change the configuration's top-level env" });
       return undefined;
     }
     if (input.steps === undefined && input.env === undefined) return undefined;
@@ -357,7 +357,9 @@ export class PipelineService {
   private async teamsFor(actor: Actor, input: PipelineInput, errors: FieldError[]): Promise<{ teamId: string; accessLevel: AccessLevel }[]> {
     const field = input.teams !== undefined ? 'teams' : 'team_uuids';
     const requested = (input.teams ?? input.team_uuids ?? []).map((t) =>
-      typeof t === 'string' ? { id: t, access_level: 'manage_build_and_read' as AccessLevel } : { id: t.id, access_level: t.access_level ?? 'manage_build_and_read' },
+      typeof t === 'string'
+        ? { id: t, access_level: 'manage_build_and_read' as AccessLevel }
+        : { id: t.id, access_level: t.access_level ?? 'manage_build_and_read' },
     );
     const isAdmin = actor.role === 'admin';
     if (actor.organization.teamsEnabled && !isAdmin && requested.length === 0) {
@@ -391,7 +393,9 @@ export class PipelineService {
  * `maximum_command_step_timeout`) or this service's older ones (`*_timeout_in_minutes`); the
  * real API's name wins when both are sent. undefined: not given; null: cleared.
  */
-function timeoutsOf(input: Pick<PipelineInput, 'default_command_step_timeout' | 'maximum_command_step_timeout' | 'default_timeout_in_minutes' | 'maximum_timeout_in_minutes'>): {
+function timeoutsOf(
+  input: Pick<PipelineInput, 'default_command_step_timeout' | 'maximum_command_step_timeout' | 'default_timeout_in_minutes' | 'maximum_timeout_in_minutes'>,
+): {
   default: number | null | undefined;
   maximum: number | null | undefined;
 } {

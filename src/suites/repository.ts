@@ -97,7 +97,10 @@ export class SuiteRepository {
 
   /** The suite an upload API token belongs to, with its organization's slug (for URLs). */
   async findByTokenHash(hash: string): Promise<{ suite: Suite; orgSlug: string } | null> {
-    const row = await this.db('suites as s').join('organizations as o', 'o.id', 's.organization_id').where('s.api_token_hash', hash).first('s.*', 'o.slug as org_slug');
+    const row = await this.db('suites as s')
+      .join('organizations as o', 'o.id', 's.organization_id')
+      .where('s.api_token_hash', hash)
+      .first('s.*', 'o.slug as org_slug');
     return row ? { suite: fromRow(row), orgSlug: row.org_slug as string } : null;
   }
 
@@ -114,7 +117,13 @@ export class SuiteRepository {
     };
     const [countRow, rows] = await Promise.all([
       filtered().count<{ n: number | string }[]>({ n: '*' }).first(),
-      filtered().orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).offset(offset).limit(limit),
+      filtered()
+        .orderBy([
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .offset(offset)
+        .limit(limit),
     ]);
     return { items: rows.map(fromRow), total: Number(countRow?.n ?? 0) };
   }

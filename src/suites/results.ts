@@ -102,7 +102,10 @@ export class SuiteResultsRepository {
   async listRuns(suiteId: string, offset: number, limit: number): Promise<{ items: Run[]; hasNext: boolean }> {
     const rows = await this.db('test_runs')
       .where({ suite_id: suiteId })
-      .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
       .offset(offset)
       .limit(limit + 1);
     return { items: rows.slice(0, limit).map(runFromRow), hasNext: rows.length > limit };
@@ -143,7 +146,10 @@ export class SuiteResultsRepository {
       .andWhere('fi.detected_at', '>=', f.since)
       .groupBy('fi.test_id')
       .select('fi.test_id', this.db.raw('count(*) as instances'), this.db.raw('max(fi.detected_at) as last_at'))
-      .orderBy([{ column: 'last_at', order: 'desc' }, { column: 'fi.test_id', order: 'desc' }])
+      .orderBy([
+        { column: 'last_at', order: 'desc' },
+        { column: 'fi.test_id', order: 'desc' },
+      ])
       .offset(offset)
       .limit(limit + 1);
     if (f.branch !== undefined) q.andWhere('fi.branch', f.branch);
@@ -157,7 +163,14 @@ export class SuiteResultsRepository {
     }
     const groups = (await q) as { test_id: string; instances: number | string; last_at: unknown }[];
     const page = groups.slice(0, limit);
-    const tests = page.length ? await this.db('tests').whereIn('id', page.map((g) => g.test_id)).select('id', 'scope', 'name', 'location', 'file_name') : [];
+    const tests = page.length
+      ? await this.db('tests')
+          .whereIn(
+            'id',
+            page.map((g) => g.test_id),
+          )
+          .select('id', 'scope', 'name', 'location', 'file_name')
+      : [];
     const byId = new Map(tests.map((t) => [t.id as string, identityFromRow(t)]));
     return {
       items: page.map((g) => ({ test: byId.get(g.test_id)!, instances: Number(g.instances), mostRecentInstanceAt: toDate(g.last_at) })),

@@ -55,7 +55,13 @@ export function suiteRoutes(service: SuiteService, publicUrl: string) {
     const actor = actorOf(res);
     const q = req.query as FlakyQuery;
     const page = pageRequest(req);
-    const { items, hasNext } = await service.flakyTests(actor, slugOf(req), { search: q.search, branch: q.branch, period: q.period }, page.offset, page.perPage);
+    const { items, hasNext } = await service.flakyTests(
+      actor,
+      slugOf(req),
+      { search: q.search, branch: q.branch, period: q.period },
+      page.offset,
+      page.perPage,
+    );
     setLinkHeader(req, res, publicUrl, page, { hasNext });
     const urls = urlsOf(actor.organization.slug, slugOf(req));
     res.json(items.map((f) => serializeFlakyTest(f, urls)));

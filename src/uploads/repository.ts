@@ -82,10 +82,12 @@ function chunksByBytes<T>(items: T[], weight: (item: T) => number): T[][] {
   return out;
 }
 
-
 /** A test is identified by suite, scope, name and location. */
 export function identityHash(scope: string | null, name: string, location: string | null): string {
-  return crypto.createHash('sha256').update(JSON.stringify([scope, name, location])).digest('hex');
+  return crypto
+    .createHash('sha256')
+    .update(JSON.stringify([scope, name, location]))
+    .digest('hex');
 }
 
 function aggregate(results: AcceptedResult[]): Map<string, TestAggregate> {
@@ -130,7 +132,9 @@ export class UploadRepository {
   async ingest(suiteId: string, env: RunEnvFields, tags: Record<string, string>, results: AcceptedResult[], now: Date): Promise<Run> {
     const weights = results.map(weight);
     const large = weights.reduce((a, b) => a + b, 0) > LARGE_WRITE_BYTES;
-    return large ? withSpillingCache(this.db, () => this.write(suiteId, env, tags, results, weights, now)) : this.write(suiteId, env, tags, results, weights, now);
+    return large
+      ? withSpillingCache(this.db, () => this.write(suiteId, env, tags, results, weights, now))
+      : this.write(suiteId, env, tags, results, weights, now);
   }
 
   private async write(suiteId: string, env: RunEnvFields, tags: Record<string, string>, results: AcceptedResult[], weights: number[], now: Date): Promise<Run> {

@@ -73,7 +73,8 @@ function history(v: unknown): { history: Record<string, unknown> | null; duratio
   if (typeof v !== 'object' || Array.isArray(v)) throw new Reject('history', 'must be an object');
   const h = v as Record<string, unknown>;
   const d = h.duration;
-  if (d !== undefined && d !== null && (typeof d !== 'number' || !Number.isFinite(d) || d < 0)) throw new Reject('history.duration', 'must be a number of seconds, at least 0');
+  if (d !== undefined && d !== null && (typeof d !== 'number' || !Number.isFinite(d) || d < 0))
+    throw new Reject('history.duration', 'must be a number of seconds, at least 0');
   return { history: h, duration: typeof d === 'number' ? d : null };
 }
 

@@ -54,7 +54,8 @@ export class UploadService {
     if (fields.format === 'junit') return this.ingest(who, fields.run_env, fields.tags ?? {}, parseJUnit(data), 'classname');
     // Off the event loop when large, and checked for depth (the body checks of app.ts never see this file).
     const result = await parseUploadJson(data);
-    if (!result.ok) throw ValidationError.field('data', result.reason.startsWith('nested deeper') ? `is ${result.reason}` : `is not valid JSON: ${result.reason}`);
+    if (!result.ok)
+      throw ValidationError.field('data', result.reason.startsWith('nested deeper') ? `is ${result.reason}` : `is not valid JSON: ${result.reason}`);
     if (!Array.isArray(result.value)) throw ValidationError.field('data', 'must be a JSON array of test results');
     return this.ingest(who, fields.run_env, fields.tags ?? {}, resultList(result.value), undefined, !result.mayHoldNul);
   }

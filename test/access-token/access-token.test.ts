@@ -59,7 +59,11 @@ describeEachDatabase('access token', (ctx) => {
       ],
     ];
     it.each(cases)('%s', async (_name, headers) => {
-      const res = await ctx().http().get('/v2/access-token').set(await headers()).expect(401);
+      const res = await ctx()
+        .http()
+        .get('/v2/access-token')
+        .set(await headers())
+        .expect(401);
       expect(res.headers['www-authenticate']).toBe('Bearer');
       expect(res.body).toEqual({ message: AUTH_MESSAGE });
     });

@@ -36,11 +36,22 @@ describeEachDatabase('agents', (ctx) => {
     });
 
     it('registers agents only with a known token', async () => {
-      const bad = await ctx().http().post('/v3/register').set(agentAuth('x'.repeat(43))).send({ name: 'a' });
+      const bad = await ctx()
+        .http()
+        .post('/v3/register')
+        .set(agentAuth('x'.repeat(43)))
+        .send({ name: 'a' });
       expect(bad.status).toBe(401);
       expect(bad.headers['www-authenticate']).toContain('Token');
       expect((await ctx().http().post('/v3/register').send({ name: 'a' })).status).toBe(401);
-      expect((await ctx().http().get('/v3/ping').set(agentAuth('y'.repeat(43)))).status).toBe(401);
+      expect(
+        (
+          await ctx()
+            .http()
+            .get('/v3/ping')
+            .set(agentAuth('y'.repeat(43)))
+        ).status,
+      ).toBe(401);
     });
   });
 
@@ -82,11 +93,18 @@ describeEachDatabase('agents', (ctx) => {
 
       const buildUrl = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
       const running = await ctx().http().get(buildUrl).set(auth(token));
-      expect(running.body.jobs[0]).toMatchObject({ state: 'running', agent: { id: agent.id, name: 'runner-1', connection_state: 'connected', hostname: 'runner-1.local' } });
+      expect(running.body.jobs[0]).toMatchObject({
+        state: 'running',
+        agent: { id: agent.id, name: 'runner-1', connection_state: 'connected', hostname: 'runner-1.local' },
+      });
       const agentNow = await ctx().http().get(`/v2/organizations/${org.slug}/agents/${agent.id}`).set(auth(token));
       expect(agentNow.body.job).toMatchObject({ id: job.id, state: 'running', agent: null });
 
-      for (const [sequence, offset, content] of [[1, 0, 'hello '], [2, 6, 'world\n'], [2, 6, 'world\n']] as const) {
+      for (const [sequence, offset, content] of [
+        [1, 0, 'hello '],
+        [2, 6, 'world\n'],
+        [2, 6, 'world\n'],
+      ] as const) {
         const chunk = await ctx().http().post(`/v3/jobs/${job.id}/chunks`).set(agentAuth(agent.token)).send({ sequence, offset, content });
         expect(chunk.status).toBe(201);
       }
@@ -217,7 +235,16 @@ describeEachDatabase('agents', (ctx) => {
       // Every key of the documented example, plus the pause fields the agents page lists (empty: pausing is a later issue).
       expect(Object.keys(alpha)).toEqual(expect.arrayContaining(Object.keys(listSample[0]!)));
       expect(alpha).toMatchObject({ paused: false, paused_at: null, paused_by: null, paused_note: null, paused_timeout_in_minutes: null });
-      expect(alpha).toMatchObject({ id: a.id, queue: 'deploy', meta_data: ['queue=deploy', 'os=linux'], connection_state: 'connected', os_id: 'linux', arch: 'amd64', version: '3.0.0', job: null });
+      expect(alpha).toMatchObject({
+        id: a.id,
+        queue: 'deploy',
+        meta_data: ['queue=deploy', 'os=linux'],
+        connection_state: 'connected',
+        os_id: 'linux',
+        arch: 'amd64',
+        version: '3.0.0',
+        job: null,
+      });
       // The creator is the user who made the registration token, as the documented example shows one.
       expect(alpha.creator).toMatchObject({ id: user.id, name: user.name, email: user.email });
       expect(alpha.connected_at).toMatch(ISO);

@@ -13,7 +13,12 @@ async function cloneJobs(ctx: TestContext, jobId: string, count: number): Promis
   const db = ctx.services.db;
   const template = (await db('jobs').where({ id: jobId }).first()) as Record<string, unknown>;
   const oldest = Date.now() - 24 * 3600_000;
-  const rows = Array.from({ length: count }, (_, i) => ({ ...template, id: crypto.randomUUID(), step_id: crypto.randomUUID(), created_at: new Date(oldest - (count - i) * 1000) }));
+  const rows = Array.from({ length: count }, (_, i) => ({
+    ...template,
+    id: crypto.randomUUID(),
+    step_id: crypto.randomUUID(),
+    created_at: new Date(oldest - (count - i) * 1000),
+  }));
   const perInsert = Math.floor(900 / Object.keys(template).length);
   await db.transaction(async (trx) => {
     for (let i = 0; i < rows.length; i += perInsert) await trx('jobs').insert(rows.slice(i, i + perInsert));
@@ -48,7 +53,12 @@ describeEachDatabase('dispatch', (ctx) => {
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
     const { slug: stuck } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: stuck\n    agents: { queue: nobody }\n');
     await cloneJobs(ctx(), (await givenBuild(ctx(), org.slug, stuck, token)).jobs[0]!.id, 500);
-    const { slug: other } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: glob\n    agents: { queue: "build-*" }\n  - command: anywhere\n    agents: { queue: "*", os: linux }\n');
+    const { slug: other } = await givenPipeline(
+      ctx(),
+      org.slug,
+      token,
+      'steps:\n  - command: glob\n    agents: { queue: "build-*" }\n  - command: anywhere\n    agents: { queue: "*", os: linux }\n',
+    );
     await givenBuild(ctx(), org.slug, other, token);
     const arm = await givenAgent(ctx(), reg, 'arm', ['queue=build-arm']);
     const linux = await givenAgent(ctx(), reg, 'linux', ['queue=elsewhere', 'os=linux']);

@@ -43,7 +43,8 @@ describeEachDatabase(
       return id;
     };
     const finish = (agent: TestAgent, id: string, body: object) => ctx().http().put(`/v3/jobs/${id}/finish`).set(agentAuth(agent.token)).send(body);
-    const jobState = async (agent: TestAgent, id: string) => (await ctx().http().get(`/v3/jobs/${id}`).set(agentAuth(agent.token)).expect(200)).body.state as string;
+    const jobState = async (agent: TestAgent, id: string) =>
+      (await ctx().http().get(`/v3/jobs/${id}`).set(agentAuth(agent.token)).expect(200)).body.state as string;
 
     describe('cancel', () => {
       it('cancels jobs no agent accepted at once and has agents stop the others, then the build is canceled', async () => {
@@ -123,7 +124,12 @@ describeEachDatabase(
           .http()
           .post(`/v2/organizations/${org.slug}/pipelines`)
           .set(auth(token))
-          .send({ name: 'Superseded', repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: one\n', cancel_running_branch_builds: true })
+          .send({
+            name: 'Superseded',
+            repository: 'git@github.com:acme/app.git',
+            configuration: 'steps:\n  - command: one\n',
+            cancel_running_branch_builds: true,
+          })
           .expect(201);
         const older = await givenBuild(ctx(), org.slug, created.body.slug, token);
         const agent = await givenAgent(ctx(), reg, 'superseded');
@@ -181,10 +187,20 @@ describeEachDatabase(
         const s = await setUp('steps:\n  - command: one\n  - command: two\n  - command: three\n');
         const [runner, assignee, acceptor] = await Promise.all(['run', 'asg', 'acc'].map((n) => givenAgent(ctx(), s.reg, `lost-${n}`)));
         const runningId = await take(runner!, 'running');
-        await ctx().http().post(`/v3/jobs/${runningId}/chunks`).set(agentAuth(runner!.token)).send({ sequence: 1, offset: 0, content: 'working\n' }).expect(201);
+        await ctx()
+          .http()
+          .post(`/v3/jobs/${runningId}/chunks`)
+          .set(agentAuth(runner!.token))
+          .send({ sequence: 1, offset: 0, content: 'working\n' })
+          .expect(201);
         const assignedId = await take(assignee!, 'assigned');
         const acceptedId = await take(acceptor!, 'accepted');
-        await ctx().http().post(`/v3/jobs/${acceptedId}/chunks`).set(agentAuth(acceptor!.token)).send({ sequence: 1, offset: 0, content: 'checking out\n' }).expect(201);
+        await ctx()
+          .http()
+          .post(`/v3/jobs/${acceptedId}/chunks`)
+          .set(agentAuth(acceptor!.token))
+          .send({ sequence: 1, offset: 0, content: 'checking out\n' })
+          .expect(201);
         const c = await setUp('steps:\n  - command: four\n');
         const stopper = await givenAgent(ctx(), c.reg, 'lost-canceling');
         const cancelingId = await take(stopper, 'running');
@@ -195,7 +211,8 @@ describeEachDatabase(
         offsetMs += 10_000;
         await ctx().http().post('/v3/heartbeat').set(agentAuth(alive.token)).expect(200);
         const [first, second] = await Promise.all([ctx().services.sweeper.sweep(), ctx().services.sweeper.sweep()]);
-        const get = async (setup: typeof s, id: string) => (await ctx().http().get(`/v2/organizations/${setup.org.slug}/agents/${id}`).set(auth(setup.token)).expect(200)).body;
+        const get = async (setup: typeof s, id: string) =>
+          (await ctx().http().get(`/v2/organizations/${setup.org.slug}/agents/${id}`).set(auth(setup.token)).expect(200)).body;
         const agents = await Promise.all([get(s, runner!.id), get(s, assignee!.id), get(s, acceptor!.id), get(c, stopper.id), get(s, alive.id)]);
         expect(agents.map((a) => a.connection_state)).toEqual(['lost', 'lost', 'lost', 'lost', 'connected']);
         for (const a of agents.slice(0, 4)) {
@@ -217,7 +234,9 @@ describeEachDatabase(
         }
         expect(b.state).toBe('failed'); // every job ended, two of them expired: hard failures
         const log = (await ctx().http().get(`${s.url}/jobs/${runningId}/log.txt`).set(auth(s.token)).expect(200)).text;
-        expect(log).toMatch(/^working\nwindsock: the agent running this job stopped reporting \(no heartbeat for more than 180 s\); the job ended failed with exit status -1\.\n$/);
+        expect(log).toMatch(
+          /^working\nwindsock: the agent running this job stopped reporting \(no heartbeat for more than 180 s\); the job ended failed with exit status -1\.\n$/,
+        );
         expect((await ctx().http().get(`${s.url}/jobs/${acceptedId}/log.txt`).set(auth(s.token)).expect(200)).text).toBe(
           'checking out\nwindsock: the agent that took this job stopped reporting (no heartbeat for more than 180 s) before starting it; the job expired.\n',
         );
@@ -251,7 +270,9 @@ describeEachDatabase(
         const b = await s.read();
         expect(b.jobs[0]).toMatchObject({ id, state: 'failed', exit_status: -1 });
         expect(b.state).toBe('failed');
-        expect((await ctx().http().get(`/v2/organizations/${s.org.slug}/agents/${agent.id}`).set(auth(s.token)).expect(200)).body.connection_state).toBe('disconnected');
+        expect((await ctx().http().get(`/v2/organizations/${s.org.slug}/agents/${agent.id}`).set(auth(s.token)).expect(200)).body.connection_state).toBe(
+          'disconnected',
+        );
       });
 
       it("retries a lost agent's job when the step's retry.automatic names exit status -1", async () => {
@@ -309,7 +330,12 @@ describeEachDatabase(
         const id = await take(agent, 'running');
         const db = ctx().services.db;
         let ahead = 0;
-        const sweeper = new Sweeper(new AgentRepository(db), new JobRepository(db), { intervalMs: 20, agentLostAfterMs: 3600_000_000, jobExpiryMs: 0 }, () => new Date(clock().getTime() + ahead));
+        const sweeper = new Sweeper(
+          new AgentRepository(db),
+          new JobRepository(db),
+          { intervalMs: 20, agentLostAfterMs: 3600_000_000, jobExpiryMs: 0 },
+          () => new Date(clock().getTime() + ahead),
+        );
         sweeper.start();
         try {
           await until(async () => (await ctx().http().get(`/v3/jobs/${id}`).set(agentAuth(agent.token))).body.state === 'running');

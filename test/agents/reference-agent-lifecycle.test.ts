@@ -42,7 +42,11 @@ describeEachDatabase(
       const controller = new AbortController();
       const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name, spawn: 1, pollIntervalMs: 50, signal: controller.signal });
       const jobId = build.jobs[0]!.id;
-      await until(async () => (await ctx().http().get(`${url}/jobs/${jobId}/log.txt`).set(auth(token))).text, (t) => t.includes('started'), 'the job starting');
+      await until(
+        async () => (await ctx().http().get(`${url}/jobs/${jobId}/log.txt`).set(auth(token))).text,
+        (t) => t.includes('started'),
+        'the job starting',
+      );
       const pid = Number(fs.readFileSync(pidFile, 'utf8'));
       expect(running(pid)).toBe(true);
       const done = async () => {
@@ -60,7 +64,11 @@ describeEachDatabase(
         const b = await until(s.read, (x) => x.finished_at !== null, 'the build finishing');
         expect(b.state).toBe('failed');
         expect(b.jobs[0]).toMatchObject({ state: 'timed_out', exit_status: 137, signal_reason: 'timeout' });
-        await until(async () => running(s.pid), (r) => !r, 'the process ending');
+        await until(
+          async () => running(s.pid),
+          (r) => !r,
+          'the process ending',
+        );
       } finally {
         await s.done();
       }
@@ -86,7 +94,8 @@ describeEachDatabase(
       const reg = await givenRegistrationToken(ctx(), org.slug, token);
       const controller = new AbortController();
       const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'comeback', spawn: 1, pollIntervalMs: 200, signal: controller.signal });
-      const list = async () => (await ctx().http().get(`/v2/organizations/${org.slug}/agents`).set(auth(token)).expect(200)).body as { id: string; connection_state: string }[];
+      const list = async () =>
+        (await ctx().http().get(`/v2/organizations/${org.slug}/agents`).set(auth(token)).expect(200)).body as { id: string; connection_state: string }[];
       try {
         const [first] = await until(list, (l) => l.length === 1 && l[0]!.connection_state === 'connected', 'the agent connecting');
         // Move the clock past the limit and sweep; a poll landing in between keeps it alive, so try again.
@@ -104,7 +113,11 @@ describeEachDatabase(
         const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo back\n');
         const build = await givenBuild(ctx(), org.slug, slug, token);
         const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-        const b = await until(async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body, (x) => x.finished_at !== null, 'the build finishing');
+        const b = await until(
+          async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body,
+          (x) => x.finished_at !== null,
+          'the build finishing',
+        );
         expect(b.state).toBe('passed');
         expect(b.jobs[0].agent.id).not.toBe(first!.id);
       } finally {
@@ -133,8 +146,18 @@ describe.each(databases)('the reference agent across a server restart [%s]', (ki
       const listening = await listen(first.app);
       server = listening.server;
       const port = Number(new URL(listening.endpoint).port);
-      agents = runAgents({ endpoint: listening.endpoint, token: reg, tags: [], name: 'restart', spawn: 1, pollIntervalMs: 50, signal: controller.signal, log: (l) => lines.push(l) });
-      const agentsOf = (c: TestContext) => async () => (await c.http().get(`/v2/organizations/${org.slug}/agents`).set(auth(token)).expect(200)).body as { id: string; connection_state: string }[];
+      agents = runAgents({
+        endpoint: listening.endpoint,
+        token: reg,
+        tags: [],
+        name: 'restart',
+        spawn: 1,
+        pollIntervalMs: 50,
+        signal: controller.signal,
+        log: (l) => lines.push(l),
+      });
+      const agentsOf = (c: TestContext) => async () =>
+        (await c.http().get(`/v2/organizations/${org.slug}/agents`).set(auth(token)).expect(200)).body as { id: string; connection_state: string }[];
       const [agent] = await until(agentsOf(first), (l) => l.length === 1 && l[0]!.connection_state === 'connected', 'the agent connecting');
 
       // The server goes away; the agent notices (it logs the failed poll) and keeps trying.
@@ -144,13 +167,21 @@ describe.each(databases)('the reference agent across a server restart [%s]', (ki
       await first.close({ keepSchema: true });
       const reached = first;
       first = null;
-      await until(async () => lines.slice(quiet), (l) => l.length > 0, 'the agent noticing');
+      await until(
+        async () => lines.slice(quiet),
+        (l) => l.length > 0,
+        'the agent noticing',
+      );
 
       second = await createTestContext(kind, { sqliteFile, sharePostgresSchemaOf: reached });
       server = (await listen(second.app, port)).server;
       const build = await givenBuild(second, org.slug, slug, token);
       const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-      const b = await until(async () => (await second!.http().get(url).set(auth(token)).expect(200)).body, (x) => x.finished_at !== null, 'the build finishing');
+      const b = await until(
+        async () => (await second!.http().get(url).set(auth(token)).expect(200)).body,
+        (x) => x.finished_at !== null,
+        'the build finishing',
+      );
       expect(b.state).toBe('passed');
       expect(b.jobs[0].agent.id).toBe(agent!.id); // the same agent, not a new registration
       expect((await second.http().get(`${url}/jobs/${b.jobs[0].id}/log.txt`).set(auth(token)).expect(200)).text).toBe('after the restart\n');

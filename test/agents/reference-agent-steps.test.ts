@@ -20,7 +20,7 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
         '  - label: upload',
         '    command: |',
         '      mkdir -p .buildkite',
-        "      printf 'steps:\\n  - label: uploaded\\n    command: echo \"--- uploaded step\"; echo ran\\n' > .buildkite/pipeline.yml",
+        '      printf \'steps:\\n  - label: uploaded\\n    command: echo "--- uploaded step"; echo ran\\n\' > .buildkite/pipeline.yml',
         '      buildkite-agent pipeline upload',
         "      printf 'steps:\\n  - label: from stdin\\n    command: echo stdin ran\\n' | buildkite-agent pipeline upload",
         '  - wait',
@@ -33,7 +33,15 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
     const build = await givenBuild(ctx(), org.slug, slug, token);
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
     const controller = new AbortController();
-    const agents = runAgents({ endpoint: endpoint(), token: reg, tags: ['queue=default'], name: 'steps', spawn: 2, pollIntervalMs: 20, signal: controller.signal });
+    const agents = runAgents({
+      endpoint: endpoint(),
+      token: reg,
+      tags: ['queue=default'],
+      name: 'steps',
+      spawn: 2,
+      pollIntervalMs: 20,
+      signal: controller.signal,
+    });
     const read = async (path: string) => (await ctx().http().get(path).set(auth(token)).expect(200)).body;
     try {
       let b: BuildJson = await read(url);
@@ -61,11 +69,20 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
       const triggered = b.jobs[4]!.triggered_build!;
       const child = await read(`/v2/organizations/${org.slug}/pipelines/${deploy}/builds/${triggered.number}`);
       expect(child).toMatchObject({ id: triggered.id, state: 'passed', source: 'trigger_job' });
-      const childLog = await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${deploy}/builds/${triggered.number}/jobs/${child.jobs[0].id}/log.txt`).set(auth(token)).expect(200);
+      const childLog = await ctx()
+        .http()
+        .get(`/v2/organizations/${org.slug}/pipelines/${deploy}/builds/${triggered.number}/jobs/${child.jobs[0].id}/log.txt`)
+        .set(auth(token))
+        .expect(200);
       expect(childLog.text).toBe('deployed to prod\n');
 
       // The same through a build whose triggered build fails: the trigger job fails with it.
-      const { slug: failing } = await givenPipeline(ctx(), org.slug, token, `steps:\n  - trigger: ${deploy}\n    build:\n      env: { TARGET: staging, EXIT: "3" }\n`);
+      const { slug: failing } = await givenPipeline(
+        ctx(),
+        org.slug,
+        token,
+        `steps:\n  - trigger: ${deploy}\n    build:\n      env: { TARGET: staging, EXIT: "3" }\n`,
+      );
       const second = await givenBuild(ctx(), org.slug, failing, token);
       const secondUrl = `/v2/organizations/${org.slug}/pipelines/${failing}/builds/${second.number}`;
       b = await read(secondUrl);

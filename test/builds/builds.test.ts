@@ -45,7 +45,16 @@ describeEachDatabase('builds', (ctx) => {
         .http()
         .post(buildsPath(org, p))
         .set(auth(token))
-        .send({ commit: SHA, branch: 'main', message: 'Hello', env: { BUILD: 'b', SHARED: 'build' }, meta_data: { release: 'v1' }, author: {}, clean_checkout: false, ignore_pipeline_branch_filters: false })
+        .send({
+          commit: SHA,
+          branch: 'main',
+          message: 'Hello',
+          env: { BUILD: 'b', SHARED: 'build' },
+          meta_data: { release: 'v1' },
+          author: {},
+          clean_checkout: false,
+          ignore_pipeline_branch_filters: false,
+        })
         .expect(201);
       const b = res.body;
       for (const key of Object.keys(createSample)) expect(b).toHaveProperty(key);
@@ -84,7 +93,14 @@ describeEachDatabase('builds', (ctx) => {
       expect(scripts.map((j: { parallel_group_index: number }) => j.parallel_group_index)).toEqual([0, 1, 2]);
       expect(scripts.every((j: { parallel_group_total: number }) => j.parallel_group_total === 3)).toBe(true);
       expect(new Set(scripts.map((j: { step: { id: string } }) => j.step.id)).size).toBe(1);
-      expect(scripts[0]).toMatchObject({ name: 'Test', step_key: 'test', command: 'make test', agent_query_rules: ['queue=default'], exit_status: null, agent: null });
+      expect(scripts[0]).toMatchObject({
+        name: 'Test',
+        step_key: 'test',
+        command: 'make test',
+        agent_query_rules: ['queue=default'],
+        exit_status: null,
+        agent: null,
+      });
       expect(scripts[0].log_url).toBe(`${b.url}/jobs/${scripts[0].id}/log`);
       expect(scripts[0].raw_log_url).toBe(`${b.url}/jobs/${scripts[0].id}/log.txt`);
       expect(b.jobs[4]).toMatchObject({ label: 'Deploy?' });
@@ -104,7 +120,13 @@ describeEachDatabase('builds', (ctx) => {
       const second = await createBuild(ctx(), org, p, token);
       expect(second.number).toBe(2);
       const pipeline = await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${p.slug}`).set(auth(token)).expect(200);
-      expect(pipeline.body).toMatchObject({ scheduled_builds_count: 2, scheduled_jobs_count: 6, waiting_jobs_count: 6, running_builds_count: 0, running_jobs_count: 0 });
+      expect(pipeline.body).toMatchObject({
+        scheduled_builds_count: 2,
+        scheduled_jobs_count: 6,
+        waiting_jobs_count: 6,
+        running_builds_count: 0,
+        running_jobs_count: 0,
+      });
     });
 
     it('answers 422 field errors for a missing commit or branch', async () => {
@@ -168,20 +190,36 @@ describeEachDatabase('builds', (ctx) => {
       const team = await ctx().givenTeam(teamsOrg, [reader]);
       const adminToken = await ctx().givenToken(admin, [teamsOrg]);
       const tp = await givenPipeline(ctx(), teamsOrg, adminToken, { teams: [{ id: team.id, access_level: 'read_only' }] });
-      const res = await ctx().http().post(buildsPath(teamsOrg, tp)).set(auth(await ctx().givenToken(reader, [teamsOrg]))).send({ commit: SHA, branch: 'main' }).expect(403);
+      const res = await ctx()
+        .http()
+        .post(buildsPath(teamsOrg, tp))
+        .set(auth(await ctx().givenToken(reader, [teamsOrg])))
+        .send({ commit: SHA, branch: 'main' })
+        .expect(403);
       expect(res.body).toEqual({ message: 'Forbidden' });
     });
 
     it('skips queued builds and cancels running builds of the same branch, per their filters', async () => {
       const { org, token } = await ctx().givenAdmin();
-      const p = await givenPipeline(ctx(), org, token, { skip_queued_branch_builds: true, skip_queued_branch_builds_filter: 'main', cancel_running_branch_builds: true });
+      const p = await givenPipeline(ctx(), org, token, {
+        skip_queued_branch_builds: true,
+        skip_queued_branch_builds_filter: 'main',
+        cancel_running_branch_builds: true,
+      });
       const first = await createBuild(ctx(), org, p, token);
       const otherBranch = await createBuild(ctx(), org, p, token, { branch: 'dev' });
       const running = await createBuild(ctx(), org, p, token, { branch: 'dev' });
       await ctx().services.db('builds').where({ id: running.id }).update({ state: 'running' });
       await createBuild(ctx(), org, p, token);
       await createBuild(ctx(), org, p, token, { branch: 'dev' });
-      const state = async (n: number) => (await ctx().http().get(`${buildsPath(org, p)}/${n}`).set(auth(token)).expect(200)).body;
+      const state = async (n: number) =>
+        (
+          await ctx()
+            .http()
+            .get(`${buildsPath(org, p)}/${n}`)
+            .set(auth(token))
+            .expect(200)
+        ).body;
       const skipped = await state(first.number);
       expect(skipped.state).toBe('skipped');
       expect(skipped.jobs.map((j: { state: string }) => j.state)).toEqual(['skipped']);
@@ -214,7 +252,11 @@ describeEachDatabase('builds', (ctx) => {
       const b1 = await createBuild(ctx(), org, p1, token, { branch: 'main', commit: 'a'.repeat(40), meta_data: { env: 'prod', team: 'x' } });
       const b2 = await createBuild(ctx(), org, p1, token, { branch: 'dev', commit: 'b'.repeat(40), meta_data: { env: 'staging' } });
       const b3 = await createBuild(ctx(), org, p2, otherToken, { branch: 'main', commit: 'c'.repeat(40) });
-      await ctx().http().put(`${buildsPath(org, p1)}/${b2.number}/cancel`).set(auth(token)).expect(200);
+      await ctx()
+        .http()
+        .put(`${buildsPath(org, p1)}/${b2.number}/cancel`)
+        .set(auth(token))
+        .expect(200);
       const finishedAt = new Date(Date.now() + 60_000);
       await ctx().services.db('builds').where({ id: b1.id }).update({ state: 'passed', finished_at: finishedAt });
 
@@ -276,7 +318,13 @@ describeEachDatabase('builds', (ctx) => {
         made.unshift({ id: (await createBuild(ctx(), org, p, token)).id, pipeline: p.slug });
       }
       const page = async (path: string, n: number) =>
-        (await ctx().http().get(`${path}${path.includes('?') ? '&' : '?'}per_page=3&page=${n}`).set(auth(token)).expect(200)).body.map((b: { id: string }) => b.id);
+        (
+          await ctx()
+            .http()
+            .get(`${path}${path.includes('?') ? '&' : '?'}per_page=3&page=${n}`)
+            .set(auth(token))
+            .expect(200)
+        ).body.map((b: { id: string }) => b.id);
       const orgList = `/v2/organizations/${org.slug}/builds`;
       const expected = made.map((m) => m.id);
       expect([...(await page(orgList, 1)), ...(await page(orgList, 2)), ...(await page(orgList, 3))]).toEqual(expected);
@@ -297,7 +345,15 @@ describeEachDatabase('builds', (ctx) => {
       const path = `${buildsPath(org, p)}/${b.number}`;
       expect((await ctx().http().get(path).set(auth(token)).expect(200)).body.jobs).toEqual([]);
       expect((await ctx().http().get(`${path}?include_retried_jobs=true`).set(auth(token)).expect(200)).body.jobs).toHaveLength(1);
-      expect((await ctx().http().get(`${buildsPath(org, p)}?include_retried_jobs=true`).set(auth(token)).expect(200)).body[0].jobs).toHaveLength(1);
+      expect(
+        (
+          await ctx()
+            .http()
+            .get(`${buildsPath(org, p)}?include_retried_jobs=true`)
+            .set(auth(token))
+            .expect(200)
+        ).body[0].jobs,
+      ).toHaveLength(1);
       expect((await ctx().http().get(buildsPath(org, p)).set(auth(token)).expect(200)).body[0].jobs).toEqual([]);
     });
 
@@ -315,7 +371,15 @@ describeEachDatabase('builds', (ctx) => {
       for (const path of [`${buildsPath(b.org, pb)}/1/cancel`, `${buildsPath(b.org, pb)}/1/rebuild`]) {
         await ctx().http().put(path).set(auth(a.token)).expect(404);
       }
-      expect((await ctx().http().get(`${buildsPath(b.org, pb)}/1`).set(auth(b.token)).expect(200)).body.state).toBe('scheduled');
+      expect(
+        (
+          await ctx()
+            .http()
+            .get(`${buildsPath(b.org, pb)}/1`)
+            .set(auth(b.token))
+            .expect(200)
+        ).body.state,
+      ).toBe('scheduled');
 
       const org = await ctx().givenOrg({ teamsEnabled: true });
       const admin = await ctx().givenUser(org, 'admin');
@@ -326,7 +390,11 @@ describeEachDatabase('builds', (ctx) => {
       await createBuild(ctx(), org, hidden, adminToken);
       expect((await ctx().http().get(`/v2/organizations/${org.slug}/builds`).set(auth(outsiderToken)).expect(200)).body).toEqual([]);
       expect((await ctx().http().get('/v2/builds').set(auth(outsiderToken)).expect(200)).body).toEqual([]);
-      await ctx().http().get(`${buildsPath(org, hidden)}/1`).set(auth(outsiderToken)).expect(404);
+      await ctx()
+        .http()
+        .get(`${buildsPath(org, hidden)}/1`)
+        .set(auth(outsiderToken))
+        .expect(404);
     });
 
     it('shows the webhook URL in the embedded pipeline only to a token with write_pipelines', async () => {
@@ -334,8 +402,24 @@ describeEachDatabase('builds', (ctx) => {
       const p = await givenPipeline(ctx(), org, token);
       await createBuild(ctx(), org, p, token);
       const reader = await ctx().givenToken(user, [org], ['read_builds']);
-      expect((await ctx().http().get(`${buildsPath(org, p)}/1`).set(auth(reader)).expect(200)).body.pipeline.provider.webhook_url).toBe('');
-      expect((await ctx().http().get(`${buildsPath(org, p)}/1`).set(auth(token)).expect(200)).body.pipeline.provider.webhook_url).toBe(p.provider.webhook_url);
+      expect(
+        (
+          await ctx()
+            .http()
+            .get(`${buildsPath(org, p)}/1`)
+            .set(auth(reader))
+            .expect(200)
+        ).body.pipeline.provider.webhook_url,
+      ).toBe('');
+      expect(
+        (
+          await ctx()
+            .http()
+            .get(`${buildsPath(org, p)}/1`)
+            .set(auth(token))
+            .expect(200)
+        ).body.pipeline.provider.webhook_url,
+      ).toBe(p.provider.webhook_url);
     });
   });
 
@@ -376,22 +460,58 @@ describeEachDatabase('builds', (ctx) => {
         'manual:waiting',
         'trigger:waiting',
       ]);
-      const got = await ctx().http().get(`${buildsPath(org, p)}/${created.number}`).set(auth(token)).expect(200);
+      const got = await ctx()
+        .http()
+        .get(`${buildsPath(org, p)}/${created.number}`)
+        .set(auth(token))
+        .expect(200);
       expect(got.body).toEqual(created);
-      const rebuilt = await ctx().http().put(`${buildsPath(org, p)}/${created.number}/rebuild`).set(auth(token)).expect(200);
-      const gotRebuilt = await ctx().http().get(`${buildsPath(org, p)}/${rebuilt.body.number}`).set(auth(token)).expect(200);
+      const rebuilt = await ctx()
+        .http()
+        .put(`${buildsPath(org, p)}/${created.number}/rebuild`)
+        .set(auth(token))
+        .expect(200);
+      const gotRebuilt = await ctx()
+        .http()
+        .get(`${buildsPath(org, p)}/${rebuilt.body.number}`)
+        .set(auth(token))
+        .expect(200);
       expect(gotRebuilt.body).toEqual(rebuilt.body);
     });
 
     it('answers 404 No build found', async () => {
       const { org, token } = await ctx().givenAdmin();
       const p = await givenPipeline(ctx(), org, token);
-      expect((await ctx().http().get(`${buildsPath(org, p)}/7`).set(auth(token)).expect(404)).body).toEqual({ message: 'No build found' });
-      await ctx().http().put(`${buildsPath(org, p)}/7/cancel`).set(auth(token)).expect(404);
-      await ctx().http().put(`${buildsPath(org, p)}/7/rebuild`).set(auth(token)).expect(404);
+      expect(
+        (
+          await ctx()
+            .http()
+            .get(`${buildsPath(org, p)}/7`)
+            .set(auth(token))
+            .expect(404)
+        ).body,
+      ).toEqual({ message: 'No build found' });
+      await ctx()
+        .http()
+        .put(`${buildsPath(org, p)}/7/cancel`)
+        .set(auth(token))
+        .expect(404);
+      await ctx()
+        .http()
+        .put(`${buildsPath(org, p)}/7/rebuild`)
+        .set(auth(token))
+        .expect(404);
       // A number that cannot be a build's names nothing, like a missing one.
       for (const n of ['0', 'abc', '-1']) {
-        expect((await ctx().http().get(`${buildsPath(org, p)}/${n}`).set(auth(token)).expect(404)).body).toEqual({ message: 'No build found' });
+        expect(
+          (
+            await ctx()
+              .http()
+              .get(`${buildsPath(org, p)}/${n}`)
+              .set(auth(token))
+              .expect(404)
+          ).body,
+        ).toEqual({ message: 'No build found' });
       }
     });
 
@@ -399,14 +519,26 @@ describeEachDatabase('builds', (ctx) => {
       const { org, token } = await ctx().givenAdmin();
       const p = await givenPipeline(ctx(), org, token, { configuration: 'steps:\n  - command: a\n  - wait\n  - command: b\n' });
       const b = await createBuild(ctx(), org, p, token);
-      const res = await ctx().http().put(`${buildsPath(org, p)}/${b.number}/cancel`).set(auth(token)).expect(200);
+      const res = await ctx()
+        .http()
+        .put(`${buildsPath(org, p)}/${b.number}/cancel`)
+        .set(auth(token))
+        .expect(200);
       expect(res.body.state).toBe('canceled');
       expect(res.body.finished_at).toMatch(ISO);
       expect(res.body.jobs.map((j: { state: string }) => j.state)).toEqual(['canceled', 'canceled', 'canceled']);
-      const again = await ctx().http().put(`${buildsPath(org, p)}/${b.number}/cancel`).set(auth(token)).expect(422);
+      const again = await ctx()
+        .http()
+        .put(`${buildsPath(org, p)}/${b.number}/cancel`)
+        .set(auth(token))
+        .expect(422);
       expect(again.body.message).toMatch(/canceled/);
-      const reader = await ctx().givenToken((await ctx().givenUser(org, 'admin')), [org], ['read_builds']);
-      const denied = await ctx().http().put(`${buildsPath(org, p)}/${b.number}/cancel`).set(auth(reader)).expect(403);
+      const reader = await ctx().givenToken(await ctx().givenUser(org, 'admin'), [org], ['read_builds']);
+      const denied = await ctx()
+        .http()
+        .put(`${buildsPath(org, p)}/${b.number}/cancel`)
+        .set(auth(reader))
+        .expect(403);
       expect(denied.body).toEqual({ message: "Your access token doesn't have the write_builds scope" });
     });
 
@@ -423,10 +555,19 @@ describeEachDatabase('builds', (ctx) => {
         pull_request_repository: 'git@github.com:fork/app.git',
         author: { name: 'Ann', email: 'ann@example.com' },
       });
-      await ctx().http().patch(`/v2/organizations/${org.slug}/pipelines/${p.slug}`).set(auth(token)).send({ configuration: 'steps:\n  - command: new-step\n' }).expect(200);
+      await ctx()
+        .http()
+        .patch(`/v2/organizations/${org.slug}/pipelines/${p.slug}`)
+        .set(auth(token))
+        .send({ configuration: 'steps:\n  - command: new-step\n' })
+        .expect(200);
       const rebuilder = await ctx().givenUser(org, 'member');
       const rebuilderToken = await ctx().givenToken(rebuilder, [org]);
-      const res = await ctx().http().put(`${buildsPath(org, p)}/${original.number}/rebuild`).set(auth(rebuilderToken)).expect(200);
+      const res = await ctx()
+        .http()
+        .put(`${buildsPath(org, p)}/${original.number}/rebuild`)
+        .set(auth(rebuilderToken))
+        .expect(200);
       const r = res.body;
       expect(r).toMatchObject({
         number: original.number + 1,
@@ -442,7 +583,11 @@ describeEachDatabase('builds', (ctx) => {
       });
       expect(r.creator.id).toBe(rebuilder.id);
       expect(r.jobs.map((j: { command: string }) => j.command)).toEqual(['new-step']);
-      const after = await ctx().http().get(`${buildsPath(org, p)}/${original.number}`).set(auth(token)).expect(200);
+      const after = await ctx()
+        .http()
+        .get(`${buildsPath(org, p)}/${original.number}`)
+        .set(auth(token))
+        .expect(200);
       const { pipeline: _a, ...before } = original;
       const { pipeline: _b, ...now } = after.body;
       expect(now).toEqual(before);

@@ -8,7 +8,12 @@ import { auth, describeEachDatabase } from '../support/context';
 describeEachDatabase('large builds', (ctx) => {
   async function pipelineWithParallelSteps(token: string, orgSlug: string, steps: number): Promise<string> {
     const configuration = `steps:\n${Array.from({ length: steps }, (_, i) => `  - command: run ${i}\n    parallelism: 1000\n`).join('')}`;
-    const p = await ctx().http().post(`/v2/organizations/${orgSlug}/pipelines`).set(auth(token)).send({ name: `Wide ${steps}`, repository: 'git@github.com:acme/wide.git', configuration }).expect(201);
+    const p = await ctx()
+      .http()
+      .post(`/v2/organizations/${orgSlug}/pipelines`)
+      .set(auth(token))
+      .send({ name: `Wide ${steps}`, repository: 'git@github.com:acme/wide.git', configuration })
+      .expect(201);
     return `/v2/organizations/${orgSlug}/pipelines/${p.body.slug}/builds`;
   }
 

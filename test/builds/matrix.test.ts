@@ -49,7 +49,11 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
       adjustments: [{ with: { os: 'windows', arch: 'arm64' }, skip: 'no runners' }, { with: { os: 'plan9', arch: 'amd64' } }],
     });
 
-    const build = await ctx().http().post(`/v2/organizations/${org.slug}/pipelines/${res.body.slug}/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main' });
+    const build = await ctx()
+      .http()
+      .post(`/v2/organizations/${org.slug}/pipelines/${res.body.slug}/builds`)
+      .set(auth(token))
+      .send({ commit: 'HEAD', branch: 'main' });
     expect(build.status).toBe(201);
     const jobs = build.body.jobs as JobJson[];
     expect(jobs.map((j) => [j.type, j.name, j.command ?? null, j.matrix ?? null, j.agent_query_rules ?? null])).toEqual([
@@ -63,7 +67,13 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
     expect(jobs.slice(0, 4).map((j) => j.state)).toEqual(['scheduled', 'scheduled', 'scheduled', 'scheduled']);
 
     // Another engineer serializes priority; the column is what dispatch reads.
-    const rows = await ctx().services.db('jobs').whereIn('id', jobs.map((j) => j.id)).select('id', 'priority');
+    const rows = await ctx()
+      .services.db('jobs')
+      .whereIn(
+        'id',
+        jobs.map((j) => j.id),
+      )
+      .select('id', 'priority');
     const priority = new Map(rows.map((r: { id: string; priority: number | string }) => [r.id, Number(r.priority)]));
     expect(jobs.map((j) => priority.get(j.id))).toEqual([3, 3, 3, 3, 0, 10]);
   });
@@ -73,7 +83,12 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
     expect(res.status).toBe(201);
     expect(res.headers.warning).toBeUndefined();
     expect(res.body.steps.map((s: { group_key?: string }) => s.group_key ?? null)).toEqual(['tests', null]);
-    const build = await ctx().http().post(`/v2/organizations/${org.slug}/pipelines/${res.body.slug}/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main' }).expect(201);
+    const build = await ctx()
+      .http()
+      .post(`/v2/organizations/${org.slug}/pipelines/${res.body.slug}/builds`)
+      .set(auth(token))
+      .send({ commit: 'HEAD', branch: 'main' })
+      .expect(201);
     expect((build.body.jobs as JobJson[]).map((j) => [j.command, j.group_key])).toEqual([
       ['unit', 'tests'],
       ['last', null],
@@ -82,7 +97,9 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
 
   it('refuses a matrix beyond the documented limits with a 422 naming the field and the limit', async () => {
     const values = Array.from({ length: 100 }, (_, i) => `v${i}`).join(', ');
-    const { res } = await pipeline(`steps:\n  - command: "echo {{matrix.a}} {{matrix.b}}"\n    matrix:\n      setup:\n        a: [${values}]\n        b: [${values}]\n`);
+    const { res } = await pipeline(
+      `steps:\n  - command: "echo {{matrix.a}} {{matrix.b}}"\n    matrix:\n      setup:\n        a: [${values}]\n        b: [${values}]\n`,
+    );
     expect(res.status).toBe(422);
     expect(res.body.errors).toEqual([
       { field: 'configuration', code: 'step 1 (line 5): "matrix.setup.a" has 100 elements: a dimension has at most 20' },
@@ -175,7 +192,13 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
     ]);
     const env = (await ctx().http().get(`${url}/${build.body.number}/jobs/${read.jobs[2]!.id}/env`).set(auth(token)).expect(200)).body.env;
     expect(JSON.parse(env.BUILDKITE_PLUGINS)).toEqual([{ 'docker#v5.0.0': { image: 'node:20' } }]);
-    const rows = await ctx().services.db('jobs').whereIn('id', read.jobs.map((j) => j.id)).select('id', 'priority');
+    const rows = await ctx()
+      .services.db('jobs')
+      .whereIn(
+        'id',
+        read.jobs.map((j) => j.id),
+      )
+      .select('id', 'priority');
     expect(rows.map((r: { priority: number | string }) => Number(r.priority)).sort()).toEqual([0, 7, 7, 7]);
 
     // The same parser refuses the same things through the upload, on the field `pipeline`.
@@ -185,6 +208,8 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
       .set(agentAuth(agent.token))
       .send({ pipeline: 'steps:\n  - command: x\n    matrix: {setup: {a: [1]}}\n    label: "{{matrix.b}}"\n' });
     expect(refused.status).toBe(422);
-    expect(refused.body.errors).toEqual([{ field: 'pipeline', code: 'step 1 (line 4): "label" uses {{matrix.b}}, but the matrix has no such dimension (it has {{matrix.a}})' }]);
+    expect(refused.body.errors).toEqual([
+      { field: 'pipeline', code: 'step 1 (line 4): "label" uses {{matrix.b}}, but the matrix has no such dimension (it has {{matrix.a}})' },
+    ]);
   });
 });

@@ -44,9 +44,15 @@ describeEachDatabase('statements per build response', (ctx) => {
     const base = `/v2/organizations/${org.slug}/pipelines`;
     const slugs: string[] = [];
     for (const name of ['one', 'two']) {
-      const res = await ctx().http().post(base).set(auth(token)).send({ name, repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: make\n  - command: test\n' }).expect(201);
+      const res = await ctx()
+        .http()
+        .post(base)
+        .set(auth(token))
+        .send({ name, repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: make\n  - command: test\n' })
+        .expect(201);
       slugs.push(res.body.slug as string);
-      for (let i = 0; i < 3; i++) await ctx().http().post(`${base}/${res.body.slug}/builds`).set(auth(token)).send({ commit: 'abc', branch: 'main' }).expect(201);
+      for (let i = 0; i < 3; i++)
+        await ctx().http().post(`${base}/${res.body.slug}/builds`).set(auth(token)).send({ commit: 'abc', branch: 'main' }).expect(201);
     }
     // One job on an agent, so the responses embed an agent too.
     const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;

@@ -170,7 +170,9 @@ describe.each(databases)('users in several organizations from the CLI [%s]', (ki
   it('refuses an existing email with a clear message naming the command that adds the user to another organization', async () => {
     expect((await run('org', 'create', '--name', 'Alpha')).code).toBe(0);
     expect((await run('org', 'create', '--name', 'Beta')).code).toBe(0);
-    expect((await run('user', 'create', '--name', 'Ann', '--email', 'ann@example.com', '--org', 'alpha', '--role', 'admin')).text).toMatch(/^created user ann@example.com .* as admin of alpha\n$/);
+    expect((await run('user', 'create', '--name', 'Ann', '--email', 'ann@example.com', '--org', 'alpha', '--role', 'admin')).text).toMatch(
+      /^created user ann@example.com .* as admin of alpha\n$/,
+    );
 
     const again = await fail('user', 'create', '--name', 'Ann Again', '--email', 'ANN@example.com', '--org', 'beta');
     expect(again.code).toBe(1);
@@ -182,15 +184,28 @@ describe.each(databases)('users in several organizations from the CLI [%s]', (ki
 
   it('user add-to-org adds an existing user to another organization, or changes their role there', async () => {
     expect((await run('user', 'add-to-org', '--email', 'ann@example.com', '--org', 'beta')).text).toBe('added ann@example.com to beta as member\n');
-    expect((await run('user', 'add-to-org', '--email', 'Ann@Example.com', '--org', 'beta', '--role', 'member')).text).toBe('ann@example.com is already member of beta\n');
-    expect((await run('user', 'add-to-org', '--email', 'ann@example.com', '--org', 'beta', '--role', 'admin')).text).toBe('ann@example.com was member of beta, now admin\n');
+    expect((await run('user', 'add-to-org', '--email', 'Ann@Example.com', '--org', 'beta', '--role', 'member')).text).toBe(
+      'ann@example.com is already member of beta\n',
+    );
+    expect((await run('user', 'add-to-org', '--email', 'ann@example.com', '--org', 'beta', '--role', 'admin')).text).toBe(
+      'ann@example.com was member of beta, now admin\n',
+    );
     expect(await membershipsOf('ann@example.com')).toEqual({ name: 'Ann', memberships: { alpha: 'admin', beta: 'admin' } });
     // A token for both organizations can now be made.
     expect((await run('token', 'create', '--email', 'ann@example.com', '--org', 'alpha,beta', '--scopes', 'read_pipelines')).code).toBe(0);
 
-    expect(await fail('user', 'add-to-org', '--email', 'nobody@example.com', '--org', 'beta')).toMatchObject({ code: 2, text: expect.stringMatching(/^windsock: no user with email "nobody@example.com"\n/) });
-    expect(await fail('user', 'add-to-org', '--email', 'ann@example.com', '--org', 'gamma')).toMatchObject({ code: 2, text: expect.stringMatching(/^windsock: no organization with slug "gamma"\n/) });
-    expect(await fail('user', 'add-to-org', '--email', 'ann@example.com', '--org', 'beta', '--role', 'owner')).toMatchObject({ code: 2, text: expect.stringMatching(/^windsock: --role must be admin or member\n/) });
+    expect(await fail('user', 'add-to-org', '--email', 'nobody@example.com', '--org', 'beta')).toMatchObject({
+      code: 2,
+      text: expect.stringMatching(/^windsock: no user with email "nobody@example.com"\n/),
+    });
+    expect(await fail('user', 'add-to-org', '--email', 'ann@example.com', '--org', 'gamma')).toMatchObject({
+      code: 2,
+      text: expect.stringMatching(/^windsock: no organization with slug "gamma"\n/),
+    });
+    expect(await fail('user', 'add-to-org', '--email', 'ann@example.com', '--org', 'beta', '--role', 'owner')).toMatchObject({
+      code: 2,
+      text: expect.stringMatching(/^windsock: --role must be admin or member\n/),
+    });
     expect(await fail('user', 'add-to-org', '--org', 'beta')).toMatchObject({ code: 2, text: expect.stringMatching(/^windsock: --email is required\n/) });
   });
 

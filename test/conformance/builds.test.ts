@@ -99,7 +99,8 @@ describeEachDatabase('conformance: builds, jobs and agents', (ctx) => {
       expect(res.status).toBe(201);
       return res.body as BuildJson;
     };
-    const read = async (slug: string, number: number, query = '') => (await ctx().http().get(`${base}/${slug}/builds/${number}${query}`).set(auth(token)).expect(200)).body as BuildJson;
+    const read = async (slug: string, number: number, query = '') =>
+      (await ctx().http().get(`${base}/${slug}/builds/${number}${query}`).set(auth(token)).expect(200)).body as BuildJson;
     return { org, user, token, agent, base, pipeline, create, read };
   }
 
@@ -134,7 +135,11 @@ describeEachDatabase('conformance: builds, jobs and agents', (ctx) => {
     expect(created.author).toEqual({ name: 'Keith Pitt', email: 'keith@example.com', username: null });
     expect(created).toMatchObject({ triggered_from: null, test_engine: null });
     const make = created.jobs[0]!;
-    expect(make).toMatchObject({ priority: { number: 0 }, group_key: null, artifacts_url: `${PUBLIC_URL}${s.base}/${app}/builds/${created.number}/jobs/${make.id}/artifacts` });
+    expect(make).toMatchObject({
+      priority: { number: 0 },
+      group_key: null,
+      artifacts_url: `${PUBLIC_URL}${s.base}/${app}/builds/${created.number}/jobs/${make.id}/artifacts`,
+    });
 
     // The app's step passes, its trigger step starts a build of `deploy`, and the agent takes that build's job.
     await runNext(ctx(), s.agent, 0);
@@ -149,7 +154,12 @@ describeEachDatabase('conformance: builds, jobs and agents', (ctx) => {
     const child = await s.read(deploy, 1);
     expectBuildConforms(child);
     expect(child.triggered_from).toEqual({ build_id: parent.id, build_number: parent.number, build_pipeline_slug: app });
-    expect(trigger.triggered_build).toEqual({ id: child.id, number: 1, url: `${PUBLIC_URL}${s.base}/${deploy}/builds/1`, web_url: `${PUBLIC_URL}/${s.org.slug}/${deploy}/builds/1` });
+    expect(trigger.triggered_build).toEqual({
+      id: child.id,
+      number: 1,
+      url: `${PUBLIC_URL}${s.base}/${deploy}/builds/1`,
+      web_url: `${PUBLIC_URL}/${s.org.slug}/${deploy}/builds/1`,
+    });
     expect(child.jobs[0]).toMatchObject({ id: deployJob, state: 'running', agent: { id: s.agent.id } });
     // The example of a triggered build has an author: builds given one show it in that shape.
     const authored = await s.create(deploy, { author: { name: 'Keith Pitt', email: 'keith@example.com', username: 'keithpitt' } });

@@ -34,7 +34,11 @@ describeEachDatabase('conformance: token, user, organizations and pipelines', (c
     expectConforms((await ctx().http().get('/v2/access-token').set(auth(token)).expect(200)).body, [accessToken], responseSchema('getAccessToken'));
     expectConforms((await ctx().http().get('/v2/user').set(auth(token)).expect(200)).body, [currentUser], responseSchema('getUser'));
     expectConforms((await ctx().http().get('/v2/organizations').set(auth(token)).expect(200)).body, [listOrganizations], responseSchema('listOrganizations'));
-    expectConforms((await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).expect(200)).body, [getOrganization], responseSchema('getOrganization'));
+    expectConforms(
+      (await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).expect(200)).body,
+      [getOrganization],
+      responseSchema('getOrganization'),
+    );
   });
 
   it('answers create, list, get, update, archive and unarchive of a GitHub pipeline in the documented shapes', async () => {

@@ -24,7 +24,10 @@ describeEachDatabase('the job dispatch and log size migrations', (ctx) => {
     await jobDispatch.up(db);
     await jobLogSize.up(db);
 
-    const rows = await db('jobs').where({ build_id: s.build.id }).orderBy('position').select('id', 'organization_id', 'dispatch_key', 'agent_query_rules', 'log_size');
+    const rows = await db('jobs')
+      .where({ build_id: s.build.id })
+      .orderBy('position')
+      .select('id', 'organization_id', 'dispatch_key', 'agent_query_rules', 'log_size');
     expect(rows.map((r) => r.organization_id)).toEqual([s.org.id, s.org.id]);
     expect(rows.map((r) => r.dispatch_key)).toEqual(rows.map((r) => dispatchKey(r.agent_query_rules as string)));
     expect(rows[0]!.dispatch_key).not.toBe(rows[1]!.dispatch_key);

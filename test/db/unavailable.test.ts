@@ -26,7 +26,11 @@ describe('an unreachable database', () => {
     });
     // A well-signed token, so the request reaches the database lookup.
     const { default: jwt } = await import('jsonwebtoken');
-    const token = jwt.sign({ sub: 'u', jti: '00000000-0000-4000-8000-000000000000' }, services.keys.jwt, { algorithm: 'HS256', issuer: 'windsock', expiresIn: 60 });
+    const token = jwt.sign({ sub: 'u', jti: '00000000-0000-4000-8000-000000000000' }, services.keys.jwt, {
+      algorithm: 'HS256',
+      issuer: 'windsock',
+      expiresIn: 60,
+    });
     const res = await request(app).get('/v2/access-token').set('Authorization', `Bearer ${token}`).expect(503);
     expect(res.headers['retry-after']).toBe('5');
     expect(typeof res.body.message).toBe('string');

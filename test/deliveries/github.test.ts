@@ -47,12 +47,27 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       const body = JSON.stringify(branchPush());
       const sha1 = (secret: string) => `sha1=${crypto.createHmac('sha1', secret).update(body).digest('hex')}`;
       for (const signature of ['sha1=0123456789abcdef0123456789abcdef01234567', sha1(t.secret)]) {
-        const res = await ctx().http().post(t.path).set('Content-Type', 'application/json').set('X-GitHub-Event', 'push').set('X-Hub-Signature', signature).send(body).expect(401);
+        const res = await ctx()
+          .http()
+          .post(t.path)
+          .set('Content-Type', 'application/json')
+          .set('X-GitHub-Event', 'push')
+          .set('X-Hub-Signature', signature)
+          .send(body)
+          .expect(401);
         expect(res.body.message).toMatch(/^X-Hub-Signature \(SHA-1\) is not accepted/);
       }
       expect(await buildsOf(ctx(), t)).toEqual([]);
       // Beside a right X-Hub-Signature-256, as GitHub sends them, the SHA-1 one is not in the way.
-      await ctx().http().post(t.path).set('Content-Type', 'application/json').set('X-GitHub-Event', 'push').set('X-Hub-Signature', sha1(t.secret)).set('X-Hub-Signature-256', signatureOf(t.secret, body)).send(body).expect(201);
+      await ctx()
+        .http()
+        .post(t.path)
+        .set('Content-Type', 'application/json')
+        .set('X-GitHub-Event', 'push')
+        .set('X-Hub-Signature', sha1(t.secret))
+        .set('X-Hub-Signature-256', signatureOf(t.secret, body))
+        .send(body)
+        .expect(201);
     });
 
     it('accepts an unsigned delivery (the URL token is the credential) and refuses a bad or SHA-1 signature with 401', async () => {
@@ -68,7 +83,13 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       await deliverGitHub(ctx(), { ...t, secret: other.secret }, 'push', branchPush()).expect(401);
       // A body changed after signing.
       const signature = signatureOf(t.secret, JSON.stringify(branchPush()));
-      await deliverGitHub(ctx(), t, 'push', branchPush((p) => (p.head_commit.message = 'tampered')), { signature }).expect(401);
+      await deliverGitHub(
+        ctx(),
+        t,
+        'push',
+        branchPush((p) => (p.head_commit.message = 'tampered')),
+        { signature },
+      ).expect(401);
       expect(await buildsOf(ctx(), t)).toHaveLength(1);
     });
 
@@ -82,7 +103,9 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       delete noRef.ref;
       expect((await deliverGitHub(ctx(), t, 'push', noRef).expect(400)).body).toEqual({ message: 'Malformed push payload: ref is missing' });
       const noSha = pullRequest('opened', (p) => ((p.pull_request.head as { sha: unknown }).sha = 42));
-      expect((await deliverGitHub(ctx(), t, 'pull_request', noSha).expect(400)).body).toEqual({ message: 'Malformed pull_request payload: pull_request.head.sha is missing' });
+      expect((await deliverGitHub(ctx(), t, 'pull_request', noSha).expect(400)).body).toEqual({
+        message: 'Malformed pull_request payload: pull_request.head.sha is missing',
+      });
       await ctx().http().post(t.path).set('X-GitHub-Event', 'push').type('form').send('payload=%7B%7D').expect(415);
       await ctx().http().post(t.path).set('X-GitHub-Event', 'push').set('Content-Type', 'application/json').send('{"ref":').expect(400);
       expect(await buildsOf(ctx(), t)).toHaveLength(0);
@@ -112,7 +135,14 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
         },
       });
       const s = ctx().services;
-      const app = createApp({ ...s, logger: createLogger('info', stream), publicUrl: PUBLIC_URL, bodyLimitBytes: 1024 * 1024, uploadBodyLimitBytes: 1024 * 1024, validateResponses: true });
+      const app = createApp({
+        ...s,
+        logger: createLogger('info', stream),
+        publicUrl: PUBLIC_URL,
+        bodyLimitBytes: 1024 * 1024,
+        uploadBodyLimitBytes: 1024 * 1024,
+        validateResponses: true,
+      });
       await request(app).post(t.path).set('X-GitHub-Event', 'ping').send(example('ping')).expect(200);
       await request(app).post(`${t.path}?x=1`).set('X-GitHub-Event', 'push').send({}).expect(400);
       const token = t.path.split('/').pop()!;
@@ -126,7 +156,9 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
     it('builds tags only with build_tags, with the tag set', async () => {
       const tag = example('push', (e) => e.ref === 'refs/tags/simple-tag' && e.deleted === false);
       const off = await givenTarget(ctx());
-      expect((await deliverGitHub(ctx(), off, 'push', tag).expect(200)).body).toEqual({ message: 'No build: tag "simple-tag" was pushed, and build_tags is off.' });
+      expect((await deliverGitHub(ctx(), off, 'push', tag).expect(200)).body).toEqual({
+        message: 'No build: tag "simple-tag" was pushed, and build_tags is off.',
+      });
       const on = await givenTarget(ctx(), { build_tags: true });
       await deliverGitHub(ctx(), on, 'push', tag).expect(201);
       expect((await buildsOf(ctx(), on))[0]).toMatchObject({ branch: 'simple-tag', tag: 'simple-tag', commit: HEAD });
@@ -141,15 +173,22 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       expect((await deliverGitHub(ctx(), t, 'push', tag).expect(200)).body.message).toMatch(/^No build: tag "simple-tag" does not match/);
       tag.ref = 'refs/tags/v1.0.0';
       await deliverGitHub(ctx(), t, 'push', tag).expect(201);
-      await deliverGitHub(ctx(), t, 'push', branchPush((p) => (p.ref = 'refs/heads/main'))).expect(201);
+      await deliverGitHub(
+        ctx(),
+        t,
+        'push',
+        branchPush((p) => (p.ref = 'refs/heads/main')),
+      ).expect(201);
     });
 
     it('builds branches only with build_branches', async () => {
       const t = await givenTarget(ctx(), { build_branches: false });
-      expect((await deliverGitHub(ctx(), t, 'push', branchPush()).expect(200)).body).toEqual({ message: 'No build: branch "master" was pushed, and build_branches is off.' });
+      expect((await deliverGitHub(ctx(), t, 'push', branchPush()).expect(200)).body).toEqual({
+        message: 'No build: branch "master" was pushed, and build_branches is off.',
+      });
     });
 
-    it('never builds a deletion; cancel_deleted_branch_builds cancels the branch\'s unfinished builds', async () => {
+    it("never builds a deletion; cancel_deleted_branch_builds cancels the branch's unfinished builds", async () => {
       const deletion = branchPush((p) => {
         p.deleted = true;
         p.after = '0'.repeat(40);
@@ -157,14 +196,22 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       });
       const keep = await givenTarget(ctx());
       await deliverGitHub(ctx(), keep, 'push', branchPush()).expect(201);
-      expect((await deliverGitHub(ctx(), keep, 'push', deletion).expect(200)).body).toEqual({ message: 'No build: branch "master" was deleted, and deletions never build.' });
+      expect((await deliverGitHub(ctx(), keep, 'push', deletion).expect(200)).body).toEqual({
+        message: 'No build: branch "master" was deleted, and deletions never build.',
+      });
       expect((await buildsOf(ctx(), keep))[0]!.state).toBe('scheduled');
 
       const cancel = await givenTarget(ctx(), { cancel_deleted_branch_builds: true });
       await deliverGitHub(ctx(), cancel, 'push', branchPush()).expect(201);
-      await deliverGitHub(ctx(), cancel, 'push', branchPush((p) => (p.ref = 'refs/heads/other'))).expect(201);
+      await deliverGitHub(
+        ctx(),
+        cancel,
+        'push',
+        branchPush((p) => (p.ref = 'refs/heads/other')),
+      ).expect(201);
       expect((await deliverGitHub(ctx(), cancel, 'push', deletion).expect(200)).body).toEqual({
-        message: 'No build: branch "master" was deleted, and deletions never build. Canceled 1 scheduled or running build of the branch (cancel_deleted_branch_builds).',
+        message:
+          'No build: branch "master" was deleted, and deletions never build. Canceled 1 scheduled or running build of the branch (cancel_deleted_branch_builds).',
       });
       const builds = await buildsOf(ctx(), cancel);
       expect(builds.map((b) => [b.branch, b.state])).toEqual([
@@ -172,12 +219,19 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
         ['master', 'canceled'],
       ]);
       const tagDeletion = example('push', (e) => e.ref === 'refs/tags/simple-tag' && e.deleted === true);
-      expect((await deliverGitHub(ctx(), cancel, 'push', tagDeletion).expect(200)).body).toEqual({ message: 'No build: tag "simple-tag" was deleted, and deletions never build.' });
+      expect((await deliverGitHub(ctx(), cancel, 'push', tagDeletion).expect(200)).body).toEqual({
+        message: 'No build: tag "simple-tag" was deleted, and deletions never build.',
+      });
     });
 
     it.each(['[ci skip]', '[skip ci]', '[ci-skip]', '[skip-ci]', '[Skip CI]'])('skips a head commit message containing %s', async (marker) => {
       const t = await givenTarget(ctx());
-      const res = await deliverGitHub(ctx(), t, 'push', branchPush((p) => (p.head_commit.message = `Fix typo ${marker}`))).expect(200);
+      const res = await deliverGitHub(
+        ctx(),
+        t,
+        'push',
+        branchPush((p) => (p.head_commit.message = `Fix typo ${marker}`)),
+      ).expect(200);
       expect(res.body.message).toBe(`No build: the commit message contains ${marker.toLowerCase()}.`);
     });
 
@@ -187,7 +241,16 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       await deliverGitHub(ctx(), off, 'push', branchPush()).expect(201);
       const on = await givenTarget(ctx(), { skip_builds_for_existing_commits: true });
       await deliverGitHub(ctx(), on, 'push', branchPush()).expect(201);
-      expect((await deliverGitHub(ctx(), on, 'push', branchPush((p) => (p.ref = 'refs/heads/other'))).expect(200)).body).toEqual({
+      expect(
+        (
+          await deliverGitHub(
+            ctx(),
+            on,
+            'push',
+            branchPush((p) => (p.ref = 'refs/heads/other')),
+          ).expect(200)
+        ).body,
+      ).toEqual({
         message: `No build: commit ${HEAD} already has a build (skip_builds_for_existing_commits).`,
       });
     });
@@ -195,7 +258,12 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
     it('goes through the same create path as API builds: numbering and skip_queued_branch_builds', async () => {
       const t = await givenTarget(ctx(), {}, { skip_queued_branch_builds: true });
       await deliverGitHub(ctx(), t, 'push', branchPush()).expect(201);
-      const second = await deliverGitHub(ctx(), t, 'push', branchPush((p) => (p.head_commit.id = 'b'.repeat(40)))).expect(201);
+      const second = await deliverGitHub(
+        ctx(),
+        t,
+        'push',
+        branchPush((p) => (p.head_commit.id = 'b'.repeat(40))),
+      ).expect(201);
       expect(second.body.builds[0].number).toBe(2);
       expect((await buildsOf(ctx(), t)).map((b) => [b.number, b.state, b.commit])).toEqual([
         [2, 'scheduled', 'b'.repeat(40)],
@@ -234,12 +302,19 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       const on = await givenTarget(ctx(), { build_pull_request_labels_changed: true });
       await deliverGitHub(ctx(), on, 'pull_request', pullRequest(action)).expect(201);
       const labels = (pullRequest(action) as PullRequestExample).pull_request.labels.map((l) => l.name);
-      expect((await buildsOf(ctx(), on))[0]!.pull_request).toEqual({ id: '2', base: 'master', repository: 'https://github.com/Codertocat/Hello-World.git', ...(labels.length ? { labels } : {}) });
+      expect((await buildsOf(ctx(), on))[0]!.pull_request).toEqual({
+        id: '2',
+        base: 'master',
+        repository: 'https://github.com/Codertocat/Hello-World.git',
+        ...(labels.length ? { labels } : {}),
+      });
     });
 
     it('builds nothing with build_pull_requests off', async () => {
       const t = await givenTarget(ctx(), { build_pull_requests: false });
-      expect((await deliverGitHub(ctx(), t, 'pull_request', pullRequest('opened')).expect(200)).body).toEqual({ message: 'No build: pull request #2 changed, and build_pull_requests is off.' });
+      expect((await deliverGitHub(ctx(), t, 'pull_request', pullRequest('opened')).expect(200)).body).toEqual({
+        message: 'No build: pull request #2 changed, and build_pull_requests is off.',
+      });
     });
 
     it('builds drafts unless build_pull_request_ready_for_review, which waits for ready_for_review', async () => {
@@ -269,7 +344,9 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       expect((await buildsOf(ctx(), plain))[0]!.branch).toBe('changes');
       // A fork deleted since the pull request was opened still counts as a fork.
       const gone = pullRequest('synchronize', (p) => (p.pull_request.head.repo = null));
-      expect((await deliverGitHub(ctx(), off, 'pull_request', gone).expect(200)).body.message).toMatch(/comes from a fork, and build_pull_request_forks is off/);
+      expect((await deliverGitHub(ctx(), off, 'pull_request', gone).expect(200)).body.message).toMatch(
+        /comes from a fork, and build_pull_request_forks is off/,
+      );
     });
 
     it('filters on the base branch with pull_request_branch_filter_*', async () => {
@@ -277,7 +354,12 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       expect((await deliverGitHub(ctx(), t, 'pull_request', pullRequest('opened')).expect(200)).body).toEqual({
         message: 'No build: the base branch "master" of pull request #2 does not match pull_request_branch_filter_configuration "main release/*".',
       });
-      await deliverGitHub(ctx(), t, 'pull_request', pullRequest('opened', (p) => (p.pull_request.base.ref = 'release/2'))).expect(201);
+      await deliverGitHub(
+        ctx(),
+        t,
+        'pull_request',
+        pullRequest('opened', (p) => (p.pull_request.base.ref = 'release/2')),
+      ).expect(201);
       // The filter applies only when enabled.
       const disabled = await givenTarget(ctx(), { pull_request_branch_filter_enabled: false, pull_request_branch_filter_configuration: 'main' });
       await deliverGitHub(ctx(), disabled, 'pull_request', pullRequest('opened')).expect(201);
@@ -319,7 +401,9 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
           expect([event, res.status]).toEqual([event, 200]);
           const what = event === 'pull_request' ? 'pull request' : event;
           expect(res.body.message).toBe(
-            mode === 'none' ? 'No build: trigger_mode is "none", so deliveries never build.' : `No build: ${what} events build only when trigger_mode is "${wants[event]}", and it is "${mode}".`,
+            mode === 'none'
+              ? 'No build: trigger_mode is "none", so deliveries never build.'
+              : `No build: ${what} events build only when trigger_mode is "${wants[event]}", and it is "${mode}".`,
           );
         }
       }
@@ -328,7 +412,12 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
     it('builds a deployment of its sha and ref, and a fork at HEAD of the default branch', async () => {
       const d = await givenTarget(ctx(), { trigger_mode: 'deployment' });
       await deliverGitHub(ctx(), d, 'deployment', example('deployment')).expect(201);
-      expect((await buildsOf(ctx(), d))[0]).toMatchObject({ commit: 'f95f852bd8fca8fcc58a9a2d6c842781e32a215e', branch: 'master', message: 'Deployment to production', source: 'webhook' });
+      expect((await buildsOf(ctx(), d))[0]).toMatchObject({
+        commit: 'f95f852bd8fca8fcc58a9a2d6c842781e32a215e',
+        branch: 'master',
+        message: 'Deployment to production',
+        source: 'webhook',
+      });
       const f = await givenTarget(ctx(), { trigger_mode: 'fork' });
       await deliverGitHub(ctx(), f, 'fork', example('fork')).expect(201);
       expect((await buildsOf(ctx(), f))[0]).toMatchObject({ commit: 'HEAD', branch: 'master', message: 'Forked to Octocoders/Hello-World', source: 'webhook' });
@@ -342,8 +431,18 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       expect((await deliverGitHub(ctx(), t, 'push', branchPush()).expect(200)).body).toEqual({
         message: `No build: filter_condition ${JSON.stringify(condition)} is false for this build.`,
       });
-      await deliverGitHub(ctx(), t, 'push', branchPush((p) => (p.head_commit.message = 'Ship it [DEPLOY]'))).expect(201);
-      await deliverGitHub(ctx(), t, 'pull_request', pullRequest('opened', (p) => (p.pull_request.labels = [{ name: 'bug' }]))).expect(201);
+      await deliverGitHub(
+        ctx(),
+        t,
+        'push',
+        branchPush((p) => (p.head_commit.message = 'Ship it [DEPLOY]')),
+      ).expect(201);
+      await deliverGitHub(
+        ctx(),
+        t,
+        'pull_request',
+        pullRequest('opened', (p) => (p.pull_request.labels = [{ name: 'bug' }])),
+      ).expect(201);
       // Off unless filter_enabled.
       const disabled = await givenTarget(ctx(), { filter_enabled: false, filter_condition: condition });
       await deliverGitHub(ctx(), disabled, 'push', branchPush()).expect(201);
@@ -353,7 +452,8 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       const t = await givenTarget(ctx(), {
         build_pull_request_forks: true,
         filter_enabled: true,
-        filter_condition: 'build.source == "webhook" && build.pull_request.id == 2 && !build.pull_request.draft && build.pull_request.base_branch == "master" && !build.pull_request.repository.fork',
+        filter_condition:
+          'build.source == "webhook" && build.pull_request.id == 2 && !build.pull_request.draft && build.pull_request.base_branch == "master" && !build.pull_request.repository.fork',
       });
       await deliverGitHub(ctx(), t, 'pull_request', pullRequest('opened')).expect(201);
       await deliverGitHub(ctx(), t, 'pull_request', pullRequest('opened', fromFork)).expect(200);
@@ -366,7 +466,12 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
         .http()
         .post(`/v2/organizations/${org.slug}/pipelines`)
         .set(auth(token))
-        .send({ name: 'Bad condition', repository: 'git@github.com:a/b.git', configuration: 'steps:\n  - command: make\n', provider_settings: { filter_condition: 'build.branch == "main" &&' } })
+        .send({
+          name: 'Bad condition',
+          repository: 'git@github.com:a/b.git',
+          configuration: 'steps:\n  - command: make\n',
+          provider_settings: { filter_condition: 'build.branch == "main" &&' },
+        })
         .expect(422);
       expect(create.body).toEqual({
         message: 'Validation Failed',
@@ -384,7 +489,9 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
         .set(auth(t.token))
         .send({ provider_settings: { filter_condition: 'build.brnch == "main"' } })
         .expect(422);
-      expect(update.body.errors).toEqual([{ field: 'provider_settings.filter_condition', code: 'is not a valid condition: unknown variable `build.brnch` at character 1' }]);
+      expect(update.body.errors).toEqual([
+        { field: 'provider_settings.filter_condition', code: 'is not a valid condition: unknown variable `build.brnch` at character 1' },
+      ]);
     });
   });
 });

@@ -64,7 +64,12 @@ describe.each(databases)('crash durability [%s]', (kind) => {
           for (let i = 0; !stop; i++) {
             let res;
             try {
-              res = await api(url, token, 'POST', builds, { commit: 'HEAD', branch: `round-${round}`, message: `round ${round} worker ${w} #${i}`, env: { ROUND: String(round) } });
+              res = await api(url, token, 'POST', builds, {
+                commit: 'HEAD',
+                branch: `round-${round}`,
+                message: `round ${round} worker ${w} #${i}`,
+                env: { ROUND: String(round) },
+              });
             } catch (err) {
               // Only the kill may take an answer away.
               if (!stop) throw err;

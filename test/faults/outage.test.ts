@@ -44,7 +44,12 @@ async function load(url: string, token: string, builds: string, ms: number): Pro
           const res = await api(url, token, method, p, body);
           samples.push({ op, status: res.status, ms: Date.now() - start, retryAfter: res.headers.get('retry-after') });
         } catch (err) {
-          samples.push({ op, status: String((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name), ms: Date.now() - start, retryAfter: null });
+          samples.push({
+            op,
+            status: String((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name),
+            ms: Date.now() - start,
+            retryAfter: null,
+          });
         }
       }
     }),
@@ -123,7 +128,9 @@ async function freePort(): Promise<number> {
 class Cluster {
   dir = '';
   port = 0;
-  private readonly bin = (fs.existsSync('/usr/lib/postgresql') ? fs.readdirSync('/usr/lib/postgresql').sort().reverse() : []).map((v) => `/usr/lib/postgresql/${v}/bin`).find((b) => fs.existsSync(`${b}/initdb`));
+  private readonly bin = (fs.existsSync('/usr/lib/postgresql') ? fs.readdirSync('/usr/lib/postgresql').sort().reverse() : [])
+    .map((v) => `/usr/lib/postgresql/${v}/bin`)
+    .find((b) => fs.existsSync(`${b}/initdb`));
 
   available(): boolean {
     return this.bin !== undefined;
@@ -143,7 +150,16 @@ class Cluster {
   }
 
   start() {
-    this.run('pg_ctl', ['-D', `${this.dir}/data`, '-l', `${this.dir}/log`, '-w', '-o', `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`, 'start']);
+    this.run('pg_ctl', [
+      '-D',
+      `${this.dir}/data`,
+      '-l',
+      `${this.dir}/log`,
+      '-w',
+      '-o',
+      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+      'start',
+    ]);
   }
 
   stop(mode: 'immediate' | 'fast') {
@@ -218,7 +234,9 @@ const report = (name: string, figures: unknown) => process.stdout.write(`${name}
 const cluster = new Cluster();
 // Postgres left out on purpose (TEST_DATABASES) is a skip; asked for without initdb/pg_ctl, a
 // failure under CI=true.
-const pgIt = databases.includes('postgres') ? itRequiring(cluster.available() ? undefined : 'initdb and pg_ctl (a PostgreSQL server package under /usr/lib/postgresql/<version>/bin) are not installed') : it.skip;
+const pgIt = databases.includes('postgres')
+  ? itRequiring(cluster.available() ? undefined : 'initdb and pg_ctl (a PostgreSQL server package under /usr/lib/postgresql/<version>/bin) are not installed')
+  : it.skip;
 
 describe('database outage', () => {
   let service: Service | undefined;
@@ -265,48 +283,51 @@ describe('database outage', () => {
     }
   });
 
-  (databases.includes('sqlite') ? it : it.skip)('SQLite write-locked by another process: reads go on, writes answer 503 with Retry-After within 5 s, then recovery', async () => {
-    const store: Store = await freshStore('sqlite');
-    let locker: Locker | undefined;
-    try {
-      service = await startService(store.env, { expectToken: true });
-      const { url, token } = service as Required<Service>;
-      const builds = await givenPipeline(service);
+  (databases.includes('sqlite') ? it : it.skip)(
+    'SQLite write-locked by another process: reads go on, writes answer 503 with Retry-After within 5 s, then recovery',
+    async () => {
+      const store: Store = await freshStore('sqlite');
+      let locker: Locker | undefined;
+      try {
+        service = await startService(store.env, { expectToken: true });
+        const { url, token } = service as Required<Service>;
+        const builds = await givenPipeline(service);
 
-      const before = await load(url, token, builds, 1000);
-      for (const s of before) expect([200, 201]).toContain(s.status);
+        const before = await load(url, token, builds, 1000);
+        for (const s of before) expect([200, 201]).toContain(s.status);
 
-      locker = new Locker(store.sqliteFile!);
-      await locker.locked();
-      const started = Date.now();
-      const health = (async () => {
-        // The event loop is not held up: liveness answers quickly throughout.
-        let worst = 0;
-        while (Date.now() - started < 3000) {
-          const t = Date.now();
-          expect((await fetch(`${url}/healthz`)).status).toBe(200);
-          worst = Math.max(worst, Date.now() - t);
-          await sleep(100);
-        }
-        return worst;
-      })();
-      const locked = await load(url, token, builds, 3000);
-      const healthWorstMs = await health;
-      expectOutageAnswers(locked);
-      // Reads need no lock in WAL mode: they keep working.
-      expect(locked.filter((s) => s.op === 'list builds' && s.status === 200).length).toBeGreaterThan(0);
-      expect(healthWorstMs).toBeLessThan(2000);
+        locker = new Locker(store.sqliteFile!);
+        await locker.locked();
+        const started = Date.now();
+        const health = (async () => {
+          // The event loop is not held up: liveness answers quickly throughout.
+          let worst = 0;
+          while (Date.now() - started < 3000) {
+            const t = Date.now();
+            expect((await fetch(`${url}/healthz`)).status).toBe(200);
+            worst = Math.max(worst, Date.now() - t);
+            await sleep(100);
+          }
+          return worst;
+        })();
+        const locked = await load(url, token, builds, 3000);
+        const healthWorstMs = await health;
+        expectOutageAnswers(locked);
+        // Reads need no lock in WAL mode: they keep working.
+        expect(locked.filter((s) => s.op === 'list builds' && s.status === 200).length).toBeGreaterThan(0);
+        expect(healthWorstMs).toBeLessThan(2000);
 
-      await locker.release();
-      const recovery = await expectRecovery(url, token, builds);
-      const logs = expectOutageLoggedOnce(service.output(), locked.filter((s) => s.status === 503).length);
-      report('outage [sqlite]', { before: summary(before), locked: summary(locked), healthWorstMs, ...recovery, logs });
-    } catch (err) {
-      throw withServiceErrors(err, service);
-    } finally {
-      locker?.kill();
-      await stopService(service);
-      await store.drop();
-    }
-  });
+        await locker.release();
+        const recovery = await expectRecovery(url, token, builds);
+        const logs = expectOutageLoggedOnce(service.output(), locked.filter((s) => s.status === 503).length);
+        report('outage [sqlite]', { before: summary(before), locked: summary(locked), healthWorstMs, ...recovery, logs });
+      } catch (err) {
+        throw withServiceErrors(err, service);
+      } finally {
+        locker?.kill();
+        await stopService(service);
+        await store.drop();
+      }
+    },
+  );
 });

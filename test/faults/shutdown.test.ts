@@ -247,7 +247,9 @@ describe.each(databases)('graceful shutdown [%s]', (kind) => {
     service = await startService(store.env);
     const list = await api(service.url, token, 'GET', builds);
     expect(list.status).toBe(200);
-    expect((list.body as { number: number; message: string }[]).map((b) => [b.number, b.message])).toEqual([[(JSON.parse(answered.body) as { number: number }).number, 'in flight at SIGTERM']]);
+    expect((list.body as { number: number; message: string }[]).map((b) => [b.number, b.message])).toEqual([
+      [(JSON.parse(answered.body) as { number: number }).number, 'in flight at SIGTERM'],
+    ]);
     await stopService(service);
   });
 

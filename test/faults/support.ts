@@ -45,7 +45,9 @@ export async function startService(env: Record<string, string>, opts: { expectTo
   proc.stderr!.setEncoding('utf8');
   proc.stdout!.on('data', (c: string) => (out += c));
   proc.stderr!.on('data', (c: string) => (out += c));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const started = await new Promise<{ url: string; token?: string }>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the service did not start in 20 s:\n${out}`)), 20_000);
     const check = () => {
@@ -127,7 +129,13 @@ export function seedFromEnv(name: string, fallback: number): number {
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function api(base: string, token: string, method: string, p: string, body?: unknown): Promise<{ status: number; headers: Headers; body: unknown }> {
+export async function api(
+  base: string,
+  token: string,
+  method: string,
+  p: string,
+  body?: unknown,
+): Promise<{ status: number; headers: Headers; body: unknown }> {
   const res = await fetch(base + p, {
     method,
     headers: { Authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },

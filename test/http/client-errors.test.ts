@@ -84,8 +84,16 @@ describe('requests the HTTP parser refuses (real server on loopback)', () => {
 
   it.each([
     ['a garbage request line', 'HELLO THERE\r\n\r\n', /^Malformed HTTP request: /],
-    ['Content-Length and Transfer-Encoding together', `POST /v2/organizations HTTP/1.1\r\nHost: x\r\nContent-Length: ${json.length}\r\nTransfer-Encoding: chunked\r\n\r\n${json}`, /^Malformed HTTP request: Transfer-Encoding can't be present with Content-Length/],
-    ['a duplicate Content-Length', `POST /v2/organizations HTTP/1.1\r\nHost: x\r\nContent-Length: ${json.length}\r\nContent-Length: 3\r\n\r\n${json}`, /^Malformed HTTP request: Duplicate Content-Length/],
+    [
+      'Content-Length and Transfer-Encoding together',
+      `POST /v2/organizations HTTP/1.1\r\nHost: x\r\nContent-Length: ${json.length}\r\nTransfer-Encoding: chunked\r\n\r\n${json}`,
+      /^Malformed HTTP request: Transfer-Encoding can't be present with Content-Length/,
+    ],
+    [
+      'a duplicate Content-Length',
+      `POST /v2/organizations HTTP/1.1\r\nHost: x\r\nContent-Length: ${json.length}\r\nContent-Length: 3\r\n\r\n${json}`,
+      /^Malformed HTTP request: Duplicate Content-Length/,
+    ],
     ['a header line with no colon', 'GET /healthz HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n', /^Malformed HTTP request: /],
   ])('%s: 400 with a JSON message, connection closed', async (_name, text, message) => {
     const { answer } = await exchange(text);

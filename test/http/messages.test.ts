@@ -7,7 +7,8 @@ import { readableReason } from '../../src/core/schema-messages';
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, BODIES, fillPath, givenTenant, propertiesOf, specOperations, suiteAuth, type Tenant } from '../reliability/spec-operations';
 
-const AJV_WORDING = /must be (integer|string|number|boolean|object|array|null)\b|must NOT have|must match (format|exactly|a schema)|must be equal to one of|must be [<>]=? |property name must be valid|must have required property/;
+const AJV_WORDING =
+  /must be (integer|string|number|boolean|object|array|null)\b|must NOT have|must match (format|exactly|a schema)|must be equal to one of|must be [<>]=? |property name must be valid|must have required property/;
 
 describe('readableReason', () => {
   it('rewrites each Ajv message it is given', () => {
@@ -47,8 +48,17 @@ describeEachDatabase('validation messages', (ctx) => {
       for (const name of Object.keys(propertiesOf(op.requestSchema!))) {
         for (const wrong of [[[1]], { x: { y: 1 } }, 'x'.repeat(70000), -1]) {
           const path = fillPath(op, t.params);
-          const credential = op.auth === 'suiteToken' ? suiteAuth(t.suiteToken) : op.auth === 'agentToken' ? agentAuth(op.operationId === 'registerAgent' ? t.agentRegistrationToken : t.agent.token) : auth(t.token);
-          const res = await ctx().http()[op.method](path).set(credential).send({ ...fixture, [name]: wrong });
+          const credential =
+            op.auth === 'suiteToken'
+              ? suiteAuth(t.suiteToken)
+              : op.auth === 'agentToken'
+                ? agentAuth(op.operationId === 'registerAgent' ? t.agentRegistrationToken : t.agent.token)
+                : auth(t.token);
+          const res = await ctx()
+            .http()
+            [op.method](path)
+            .set(credential)
+            .send({ ...fixture, [name]: wrong });
           if (res.status !== 422 && res.status !== 400) continue;
           refusals++;
           const words = [res.body.message, ...((res.body.errors as { code: string }[] | undefined) ?? []).map((e) => e.code)].join(' | ');
@@ -63,11 +73,29 @@ describeEachDatabase('validation messages', (ctx) => {
     let refusals = 0;
     for (const op of reads) {
       const path = fillPath(op, t.params);
-      for (const query of ['page=x', 'per_page=1000', 'state=nope', 'state[]=nope', 'branch[a]=b', `branch=${'b'.repeat(300)}`, 'creator=nope', 'created_from=nope', 'include_retried_jobs=maybe', 'exclude_jobs=1', 'period=never', 'meta_data=x', `name=${'n'.repeat(300)}`]) {
+      for (const query of [
+        'page=x',
+        'per_page=1000',
+        'state=nope',
+        'state[]=nope',
+        'branch[a]=b',
+        `branch=${'b'.repeat(300)}`,
+        'creator=nope',
+        'created_from=nope',
+        'include_retried_jobs=maybe',
+        'exclude_jobs=1',
+        'period=never',
+        'meta_data=x',
+        `name=${'n'.repeat(300)}`,
+      ]) {
         const res = await ctx().http().get(`${path}?${query}`).set(auth(t.token));
         if (res.status !== 400) continue;
         refusals++;
-        expect({ op: op.operationId, query, message: AJV_WORDING.test(res.body.message) ? res.body.message : 'ours' }).toEqual({ op: op.operationId, query, message: 'ours' });
+        expect({ op: op.operationId, query, message: AJV_WORDING.test(res.body.message) ? res.body.message : 'ours' }).toEqual({
+          op: op.operationId,
+          query,
+          message: 'ours',
+        });
         expect(res.body.message).toMatch(/^Invalid parameter [a-z_]+: /);
       }
     }

@@ -14,8 +14,16 @@ describeEachDatabase('meta routes', (ctx) => {
   });
 
   it('serves its own contract as JSON and YAML, identical', async () => {
-    const json = await ctx().http().get('/openapi.json').expect(200).expect('Content-Type', /application\/json/);
-    const yaml = await ctx().http().get('/openapi.yaml').expect(200).expect('Content-Type', /application\/yaml/);
+    const json = await ctx()
+      .http()
+      .get('/openapi.json')
+      .expect(200)
+      .expect('Content-Type', /application\/json/);
+    const yaml = await ctx()
+      .http()
+      .get('/openapi.yaml')
+      .expect(200)
+      .expect('Content-Type', /application\/yaml/);
     expect(json.body.openapi).toBe('3.1.0');
     expect(YAML.parse(yaml.text)).toEqual(json.body);
   });
@@ -41,7 +49,12 @@ describeEachDatabase('meta routes', (ctx) => {
     expect(first.headers.etag).toBeUndefined();
     const again = await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).set('If-None-Match', '*').expect(200);
     expect(again.body).toEqual(first.body);
-    const since = await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).set('If-Modified-Since', new Date(Date.now() + 3600_000).toUTCString()).expect(200);
+    const since = await ctx()
+      .http()
+      .get(`/v2/organizations/${org.slug}`)
+      .set(auth(token))
+      .set('If-Modified-Since', new Date(Date.now() + 3600_000).toUTCString())
+      .expect(200);
     expect(since.body).toEqual(first.body);
   });
 });

@@ -6,7 +6,22 @@
  */
 import { acceptsNull, stripNulls } from '../../src/http/parameters';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, BODIES, check, deref, fillPath, givenTenant, propertiesOf, send, specDoc, specOperations, suiteAuth, type Schema, type SpecOperation, type Tenant } from '../reliability/spec-operations';
+import {
+  agentAuth,
+  BODIES,
+  check,
+  deref,
+  fillPath,
+  givenTenant,
+  propertiesOf,
+  send,
+  specDoc,
+  specOperations,
+  suiteAuth,
+  type Schema,
+  type SpecOperation,
+  type Tenant,
+} from '../reliability/spec-operations';
 
 const writes = specOperations().filter((op) => op.requestSchema && ['post', 'put', 'patch'].includes(op.method));
 const doc = specDoc() as unknown as Record<string, unknown>;
@@ -71,12 +86,15 @@ describe('stripNulls over a large body', () => {
   it('does not walk what it cannot change: the lines of a failure are never read, its null fields still go', () => {
     const uploadOp = writes.find((op) => op.operationId === 'uploadTestResults')!;
     let reads = 0;
-    const lines = new Proxy(Array.from({ length: 1000 }, (_, i) => `line ${i}`), {
-      get(target, key, receiver) {
-        if (typeof key === 'string' && /^\d+$/.test(key)) reads += 1;
-        return Reflect.get(target, key, receiver);
+    const lines = new Proxy(
+      Array.from({ length: 1000 }, (_, i) => `line ${i}`),
+      {
+        get(target, key, receiver) {
+          if (typeof key === 'string' && /^\d+$/.test(key)) reads += 1;
+          return Reflect.get(target, key, receiver);
+        },
       },
-    });
+    );
     const body = { run_env: { key: 'k' }, data: [{ name: 'n', failure_expanded: [{ expanded: lines, backtrace: null }] }] };
     stripNulls(doc, uploadOp.requestSchema as never, body);
     expect(reads).toBe(0);
@@ -93,8 +111,13 @@ describeEachDatabase('null on optional fields', (ctx) => {
 
   async function write(c: TestContext, op: SpecOperation, body: unknown) {
     if (op.auth === 'suiteToken' || op.auth === 'agentToken') {
-      const credential = op.auth === 'suiteToken' ? suiteAuth(t.suiteToken) : agentAuth(op.operationId === 'registerAgent' ? t.agentRegistrationToken : t.agent.token);
-      return c.http()[op.method](fillPath(op, t.params)).set(credential).send(body as object);
+      const credential =
+        op.auth === 'suiteToken' ? suiteAuth(t.suiteToken) : agentAuth(op.operationId === 'registerAgent' ? t.agentRegistrationToken : t.agent.token);
+      return c
+        .http()
+        [op.method](fillPath(op, t.params))
+        .set(credential)
+        .send(body as object);
     }
     return send(c, op, fillPath(op, t.params), op.auth === 'bearer' ? t.token : undefined, body);
   }
@@ -103,7 +126,11 @@ describeEachDatabase('null on optional fields', (ctx) => {
     for (const op of writes) {
       const fixture = BODIES[op.operationId]!(t) as Record<string, unknown>;
       const plain = await write(ctx(), op, fixture);
-      const nulls = Object.fromEntries(optionalNonNullable(op).filter((n) => !(n in fixture)).map((n) => [n, null]));
+      const nulls = Object.fromEntries(
+        optionalNonNullable(op)
+          .filter((n) => !(n in fixture))
+          .map((n) => [n, null]),
+      );
       const fixtureAgain = BODIES[op.operationId]!(t) as Record<string, unknown>;
       const withNulls = await write(ctx(), op, { ...fixtureAgain, ...nulls });
       const named = ((withNulls.body?.errors as { field: string }[] | undefined) ?? []).map((e) => e.field).filter((f) => f.split(/[.[]/)[0]! in nulls);
@@ -113,24 +140,20 @@ describeEachDatabase('null on optional fields', (ctx) => {
 
   it('creates a build with null on each field the issue names, as if they were not sent', async () => {
     const builds = `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/builds`;
-    const res = await ctx()
-      .http()
-      .post(builds)
-      .set(auth(t.token))
-      .send({
-        commit: 'HEAD',
-        branch: 'main',
-        message: null,
-        author: null,
-        pull_request_id: null,
-        clean_checkout: null,
-        env: null,
-        meta_data: null,
-        ignore_pipeline_branch_filters: null,
-        pull_request_base_branch: null,
-        pull_request_labels: null,
-        pull_request_repository: null,
-      });
+    const res = await ctx().http().post(builds).set(auth(t.token)).send({
+      commit: 'HEAD',
+      branch: 'main',
+      message: null,
+      author: null,
+      pull_request_id: null,
+      clean_checkout: null,
+      env: null,
+      meta_data: null,
+      ignore_pipeline_branch_filters: null,
+      pull_request_base_branch: null,
+      pull_request_labels: null,
+      pull_request_repository: null,
+    });
     check(res, 201, 'create build with nulls');
     expect(res.body).toMatchObject({ env: {}, meta_data: {}, pull_request: {}, author: null });
   });

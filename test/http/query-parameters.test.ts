@@ -38,7 +38,11 @@ function scalars(p: Param): Schema[] {
   return all(p.schema);
 }
 
-const queryParams = operations.flatMap((op) => parametersOf(op.path, op.method).filter((p) => p.in === 'query').map((p) => ({ op, p })));
+const queryParams = operations.flatMap((op) =>
+  parametersOf(op.path, op.method)
+    .filter((p) => p.in === 'query')
+    .map((p) => ({ op, p })),
+);
 const listOps = operations.filter((op) => op.method === 'get' && parametersOf(op.path, op.method).some((p) => p.name === 'per_page'));
 const integerPathOps = operations.flatMap((op) =>
   parametersOf(op.path, op.method)
@@ -56,7 +60,9 @@ describe('the spec', () => {
   });
 
   it('has list operations, integer path parameters and date parameters for the cases below', () => {
-    expect(listOps.map((o) => o.operationId)).toEqual(expect.arrayContaining(['listAllBuilds', 'listOrganizationBuilds', 'listPipelineBuilds', 'listPipelines', 'listRuns']));
+    expect(listOps.map((o) => o.operationId)).toEqual(
+      expect.arrayContaining(['listAllBuilds', 'listOrganizationBuilds', 'listPipelineBuilds', 'listPipelines', 'listRuns']),
+    );
     expect(integerPathOps.map(({ op }) => op.operationId)).toEqual(expect.arrayContaining(['getBuild', 'cancelBuild', 'rebuildBuild', 'retryJob']));
     expect(dateParams.map(({ p }) => p.name)).toEqual(expect.arrayContaining(['created_from', 'created_to', 'finished_from']));
   });
@@ -95,9 +101,17 @@ describeEachDatabase('query and path parameters', (ctx) => {
       const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
       // The README's own objects: a pipeline `my-pipeline` with build 1, a suite `jest`.
       const { org, token } = await ctx().givenAdmin();
-      const p = await ctx().http().post(`/v2/organizations/${org.slug}/pipelines`).set(auth(token)).send({ name: 'My Pipeline', repository: 'git@github.com:acme-inc/my-pipeline.git', configuration: 'steps:\n  - command: make\n' });
+      const p = await ctx()
+        .http()
+        .post(`/v2/organizations/${org.slug}/pipelines`)
+        .set(auth(token))
+        .send({ name: 'My Pipeline', repository: 'git@github.com:acme-inc/my-pipeline.git', configuration: 'steps:\n  - command: make\n' });
       check(p, 201, 'pipeline');
-      check(await ctx().http().post(`/v2/organizations/${org.slug}/pipelines/my-pipeline/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main' }), 201, 'build');
+      check(
+        await ctx().http().post(`/v2/organizations/${org.slug}/pipelines/my-pipeline/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main' }),
+        201,
+        'build',
+      );
       check(await ctx().http().post(`/v2/analytics/organizations/${org.slug}/suites`).set(auth(token)).send({ name: 'Jest' }), 201, 'suite');
       const targets = [...readme.matchAll(/^curl -s(?:g)? "?(\S+?)"? -H "Authorization: Bearer \$TOKEN"/gm)].map((m) =>
         m[1]!
@@ -119,8 +133,24 @@ describeEachDatabase('query and path parameters', (ctx) => {
     it('reads `+` and `%20` as a space and takes : / @ , ; $ unescaped', async () => {
       const { org, token } = await ctx().givenAdmin();
       const base = `/v2/organizations/${org.slug}`;
-      check(await ctx().http().post(`${base}/pipelines`).set(auth(token)).send({ name: 'Go Page', repository: 'git@github.com:acme/a.git', configuration: 'steps:\n  - command: make\n' }), 201, 'pipeline');
-      check(await ctx().http().post(`${base}/pipelines`).set(auth(token)).send({ name: 'Other', repository: 'https://example.com/b.git', configuration: 'steps:\n  - command: make\n' }), 201, 'pipeline');
+      check(
+        await ctx()
+          .http()
+          .post(`${base}/pipelines`)
+          .set(auth(token))
+          .send({ name: 'Go Page', repository: 'git@github.com:acme/a.git', configuration: 'steps:\n  - command: make\n' }),
+        201,
+        'pipeline',
+      );
+      check(
+        await ctx()
+          .http()
+          .post(`${base}/pipelines`)
+          .set(auth(token))
+          .send({ name: 'Other', repository: 'https://example.com/b.git', configuration: 'steps:\n  - command: make\n' }),
+        201,
+        'pipeline',
+      );
       const builds = `${base}/pipelines/go-page/builds`;
       check(await ctx().http().post(builds).set(auth(token)).send({ commit: 'abc/def', branch: 'release/v1' }), 201, 'build');
       check(await ctx().http().post(builds).set(auth(token)).send({ commit: 'HEAD', branch: 'main' }), 201, 'build');
@@ -155,7 +185,9 @@ describeEachDatabase('query and path parameters', (ctx) => {
     it('lists the allowed states for `state=bogus` and `state[]=bogus` alike', async () => {
       const single = await get(ctx(), '/v2/builds?state=bogus').expect(400);
       const bracket = await get(ctx(), '/v2/builds?state[]=passed&state[]=bogus').expect(400);
-      expect(single.body.message).toBe('Invalid parameter state: must be one of creating, scheduled, running, passed, failing, failed, blocked, canceling, canceled, skipped, not_run, finished');
+      expect(single.body.message).toBe(
+        'Invalid parameter state: must be one of creating, scheduled, running, passed, failing, failed, blocked, canceling, canceled, skipped, not_run, finished',
+      );
       expect(bracket.body.message).toBe(single.body.message);
     });
 
@@ -165,7 +197,10 @@ describeEachDatabase('query and path parameters', (ctx) => {
         ['/v2/builds?creator=someone', 'Invalid parameter creator: must be a UUID'],
         [`/v2/builds?branch=${'a'.repeat(256)}`, 'Invalid parameter branch: is too long (maximum is 255 characters)'],
         ['/v2/builds?per_page[]=3', 'Invalid parameter per_page: must be a single value'],
-        [`/v2/analytics/organizations/${t.org.slug}/suites/${t.suite.slug}/flaky-tests?period=1year`, 'Invalid parameter period: must be one of 1hour, 4hours, 1day, 7days, 14days, 28days'],
+        [
+          `/v2/analytics/organizations/${t.org.slug}/suites/${t.suite.slug}/flaky-tests?period=1year`,
+          'Invalid parameter period: must be one of 1hour, 4hours, 1day, 7days, 14days, 28days',
+        ],
       ];
       for (const [target, message] of cases) {
         const res = await get(ctx(), target);
@@ -194,7 +229,10 @@ describeEachDatabase('query and path parameters', (ctx) => {
               name,
               v,
               status: 400,
-              message: name === 'per_page' ? 'Invalid parameter per_page: must be a whole number from 1 to 100' : 'Invalid parameter page: must be a whole number from 1 to 1000000',
+              message:
+                name === 'per_page'
+                  ? 'Invalid parameter per_page: must be a whole number from 1 to 100'
+                  : 'Invalid parameter page: must be a whole number from 1 to 1000000',
             });
           }
         }
@@ -202,7 +240,13 @@ describeEachDatabase('query and path parameters', (ctx) => {
     });
 
     it('never answers more than a page: per_page=Infinity is refused on the builds, pipelines and runs lists', async () => {
-      for (const target of ['/v2/builds', `/v2/organizations/${t.org.slug}/builds`, `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/builds`, `/v2/organizations/${t.org.slug}/pipelines`, `/v2/analytics/organizations/${t.org.slug}/suites/${t.suite.slug}/runs`]) {
+      for (const target of [
+        '/v2/builds',
+        `/v2/organizations/${t.org.slug}/builds`,
+        `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/builds`,
+        `/v2/organizations/${t.org.slug}/pipelines`,
+        `/v2/analytics/organizations/${t.org.slug}/suites/${t.suite.slug}/runs`,
+      ]) {
         await get(ctx(), `${target}?per_page=Infinity`).expect(400);
         await get(ctx(), `${target}?per_page=1`).expect(200);
       }
@@ -218,7 +262,12 @@ describeEachDatabase('query and path parameters', (ctx) => {
         for (const v of ['0x1', '1e0', '1.0', 'Infinity', '0', '-1', '2147483648', '+1', ' 1']) {
           const target = fillPath(op, { ...t.params, [p.name]: v });
           const res = await ctx().http()[op.method](target).set(auth(t.token));
-          expect({ op: op.operationId, v, status: res.status, message: res.body.message }).toEqual({ op: op.operationId, v, status: 404, message: 'No build found' });
+          expect({ op: op.operationId, v, status: res.status, message: res.body.message }).toEqual({
+            op: op.operationId,
+            v,
+            status: 404,
+            message: 'No build found',
+          });
         }
       }
     });
@@ -232,7 +281,17 @@ describeEachDatabase('query and path parameters', (ctx) => {
           const res = await get(ctx(), `${target}?${p.name}=${encodeURIComponent(v)}`);
           expect({ op: op.operationId, p: p.name, v, status: res.status }).toEqual({ op: op.operationId, p: p.name, v, status: 200 });
         }
-        for (const v of ['2026-02-30T00:00:00Z', '2025-02-29T00:00:00Z', '2026-04-31T00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-01T24:00:00Z', '2026-01-01T00:60:00Z', '2026-01-01T00:00:00+25:00', 'yesterday', '2026-01-01']) {
+        for (const v of [
+          '2026-02-30T00:00:00Z',
+          '2025-02-29T00:00:00Z',
+          '2026-04-31T00:00:00Z',
+          '2026-13-01T00:00:00Z',
+          '2026-01-01T24:00:00Z',
+          '2026-01-01T00:60:00Z',
+          '2026-01-01T00:00:00+25:00',
+          'yesterday',
+          '2026-01-01',
+        ]) {
           const res = await get(ctx(), `${target}?${p.name}=${encodeURIComponent(v)}`);
           expect({ op: op.operationId, p: p.name, v, status: res.status, message: res.body.message }).toEqual({
             op: op.operationId,

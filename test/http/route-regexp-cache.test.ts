@@ -2,7 +2,10 @@ import { createRequire } from 'node:module';
 import { cacheRouteRegexps } from '../../src/http/route-regexp-cache';
 
 describe('route regexp cache', () => {
-  const ptr = () => createRequire(require.resolve('express-openapi-validator'))('path-to-regexp') as { pathToRegexp: (p: unknown, o?: object) => { regexp: RegExp; keys: { name: string }[] } };
+  const ptr = () =>
+    createRequire(require.resolve('express-openapi-validator'))('path-to-regexp') as {
+      pathToRegexp: (p: unknown, o?: object) => { regexp: RegExp; keys: { name: string }[] };
+    };
 
   it('compiles each route of the validator once and matches as before', () => {
     cacheRouteRegexps();

@@ -17,7 +17,14 @@ async function runningJob(ctx: TestContext) {
 
 /** Line `i` of the test log: multi-byte text, JSON escapes, control characters, a section header now and then. */
 function line(i: number): string {
-  const kinds = [`+++ section ${i}`, `plain ${i} "quoted" back\\slash\ttab`, `ünïcödé ${i} 🚀 €`, `\u001b[32mcolour ${i}\u001b[0m`, `--- header ${i}`, `</script> ${'x'.repeat(i % 50)}`];
+  const kinds = [
+    `+++ section ${i}`,
+    `plain ${i} "quoted" back\\slash\ttab`,
+    `ünïcödé ${i} 🚀 €`,
+    `\u001b[32mcolour ${i}\u001b[0m`,
+    `--- header ${i}`,
+    `</script> ${'x'.repeat(i % 50)}`,
+  ];
   return `${kinds[i % kinds.length]}\n`;
 }
 
@@ -29,7 +36,12 @@ describeEachDatabase('job log streaming', (ctx) => {
     for (let i = 0; i < 240; i++) chunks.push(Array.from({ length: 20 }, (_, j) => line(i * 20 + j)).join(''));
     const offsets = chunks.map((_, i) => chunks.slice(0, i).reduce((n, c) => n + Buffer.byteLength(c), 0));
     for (let i = 0; i < chunks.length; i++) {
-      await ctx().http().post(`/v3/jobs/${s.jobId}/chunks`).set(agentAuth(s.agent.token)).send({ sequence: i + 1, offset: offsets[i], content: chunks[i] }).expect(201);
+      await ctx()
+        .http()
+        .post(`/v3/jobs/${s.jobId}/chunks`)
+        .set(agentAuth(s.agent.token))
+        .send({ sequence: i + 1, offset: offsets[i], content: chunks[i] })
+        .expect(201);
     }
     const whole = chunks.join('');
     const headers = whole.split('\n').filter((l) => /^(---|\+\+\+|~~~) /.test(l)).length;
@@ -57,7 +69,12 @@ describeEachDatabase('job log streaming', (ctx) => {
 
   it('answers an empty log, and a 404 for a job that is not there, before streaming anything', async () => {
     const s = await runningJob(ctx());
-    expect((await ctx().http().get(`${s.jobUrl}/log`).set(auth(s.token))).body).toEqual({ url: `http://windsock.test${s.jobUrl}/log`, content: '', size: 0, header_times: [] });
+    expect((await ctx().http().get(`${s.jobUrl}/log`).set(auth(s.token))).body).toEqual({
+      url: `http://windsock.test${s.jobUrl}/log`,
+      content: '',
+      size: 0,
+      header_times: [],
+    });
     expect((await ctx().http().get(`${s.jobUrl}/log.txt`).set(auth(s.token))).text).toBe('');
     const missing = await ctx().http().get(`${s.url}/jobs/00000000-0000-4000-8000-000000000000/log`).set(auth(s.token));
     expect(missing.status).toBe(404);
@@ -70,7 +87,8 @@ describeEachDatabase(
   (ctx) => {
     it('refuses with a 413 a chunk that would take the log past the cap, keeps what came before, and lets the job finish', async () => {
       const s = await runningJob(ctx());
-      const send = (sequence: number, offset: number, content: string) => ctx().http().post(`/v3/jobs/${s.jobId}/chunks`).set(agentAuth(s.agent.token)).send({ sequence, offset, content });
+      const send = (sequence: number, offset: number, content: string) =>
+        ctx().http().post(`/v3/jobs/${s.jobId}/chunks`).set(agentAuth(s.agent.token)).send({ sequence, offset, content });
       const a = 'a'.repeat(1500) + '\n';
       const b = 'é'.repeat(250) + '\n'; // 501 bytes: 2002 in all, 2 over
       expect((await send(1, 0, a)).status).toBe(201);
@@ -93,7 +111,12 @@ describeEachDatabase(
 
     it('gives a retried job a log cap of its own', async () => {
       const s = await runningJob(ctx());
-      await ctx().http().post(`/v3/jobs/${s.jobId}/chunks`).set(agentAuth(s.agent.token)).send({ sequence: 1, offset: 0, content: 'x'.repeat(1999) }).expect(201);
+      await ctx()
+        .http()
+        .post(`/v3/jobs/${s.jobId}/chunks`)
+        .set(agentAuth(s.agent.token))
+        .send({ sequence: 1, offset: 0, content: 'x'.repeat(1999) })
+        .expect(201);
       await ctx().http().put(`/v3/jobs/${s.jobId}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: 1 }).expect(200);
       const retried = await ctx().http().put(`${s.jobUrl}/retry`).set(auth(s.token));
       expect(retried.status).toBe(200);
@@ -101,7 +124,15 @@ describeEachDatabase(
       expect(job.id).toBe(retried.body.id);
       await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(s.agent.token)).expect(200);
       await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(s.agent.token)).expect(200);
-      expect((await ctx().http().post(`/v3/jobs/${job.id}/chunks`).set(agentAuth(s.agent.token)).send({ sequence: 1, offset: 0, content: 'y'.repeat(1999) })).status).toBe(201);
+      expect(
+        (
+          await ctx()
+            .http()
+            .post(`/v3/jobs/${job.id}/chunks`)
+            .set(agentAuth(s.agent.token))
+            .send({ sequence: 1, offset: 0, content: 'y'.repeat(1999) })
+        ).status,
+      ).toBe(201);
     });
   },
   { jobLogLimitBytes: 2000 },

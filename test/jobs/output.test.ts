@@ -13,7 +13,10 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
     const job = (await ctx().http().get('/v3/ping').set(a(s.agent.token))).body.job;
     await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(a(s.agent.token)).expect(200);
     await ctx().http().put(`/v3/jobs/${job.id}/start`).set(a(s.agent.token)).expect(200);
-    for (const [sequence, offset, content] of [[2, 6, 'wörld\n'], [1, 0, 'hello ']] as const) {
+    for (const [sequence, offset, content] of [
+      [2, 6, 'wörld\n'],
+      [1, 0, 'hello '],
+    ] as const) {
       await ctx().http().post(`/v3/jobs/${job.id}/chunks`).set(a(s.agent.token)).send({ sequence, offset, content }).expect(201);
     }
     const jobUrl = `${s.url}/jobs/${job.id}`;
@@ -46,12 +49,22 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
   it("answers every variable of the documented env: pull request, creator, provider, the repository's host, the agent's tags", async () => {
     const { org, user, token } = await ctx().givenAdmin();
     const pipeline = await givenPipeline(ctx(), org, token, { repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: make\n' });
-    const pr = await givenBuild(ctx(), org, pipeline, token, { pull_request_id: 42, pull_request_base_branch: 'main', pull_request_repository: 'git@github.com:fork/app.git' });
+    const pr = await givenBuild(ctx(), org, pipeline, token, {
+      pull_request_id: 42,
+      pull_request_base_branch: 'main',
+      pull_request_repository: 'git@github.com:fork/app.git',
+    });
     const plain = await givenBuild(ctx(), org, pipeline, token);
     const agent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'tagged', ['queue=default', 'local=true', 'os-family=linux']);
     await ctx().http().get('/v3/ping').set(a(agent.token)).expect(200);
     const envOf = async (b: { number: number; jobs: { id: string }[] }) =>
-      (await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${pipeline.slug}/builds/${b.number}/jobs/${b.jobs[0]!.id}/env`).set(auth(token)).expect(200)).body.env as Record<string, string>;
+      (
+        await ctx()
+          .http()
+          .get(`/v2/organizations/${org.slug}/pipelines/${pipeline.slug}/builds/${b.number}/jobs/${b.jobs[0]!.id}/env`)
+          .set(auth(token))
+          .expect(200)
+      ).body.env as Record<string, string>;
     const first = await envOf(pr);
     expect(Object.keys(envSample.env).filter((k) => !(k in first))).toEqual([]);
     expect(first).toMatchObject({
@@ -74,7 +87,16 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
     const jobId = s.build.jobs[0]!.id;
     const before = await ctx().http().get(`${s.url}/jobs/${jobId}/env`).set(auth(s.token));
     expect(before.status).toBe(200);
-    expect(before.body.env).toMatchObject({ PIPE: 'p', STEP: 's', CI: 'true', BUILDKITE: 'true', BUILDKITE_JOB_ID: jobId, BUILDKITE_PIPELINE_SLUG: s.slug, BUILDKITE_ORGANIZATION_SLUG: s.org.slug, BUILDKITE_COMMAND: 'make' });
+    expect(before.body.env).toMatchObject({
+      PIPE: 'p',
+      STEP: 's',
+      CI: 'true',
+      BUILDKITE: 'true',
+      BUILDKITE_JOB_ID: jobId,
+      BUILDKITE_PIPELINE_SLUG: s.slug,
+      BUILDKITE_ORGANIZATION_SLUG: s.org.slug,
+      BUILDKITE_COMMAND: 'make',
+    });
     expect(before.body.env.BUILDKITE_AGENT_NAME).toBeUndefined();
     await ctx().http().get('/v3/ping').set(a(s.agent.token)).expect(200);
     const after = await ctx().http().get(`${s.url}/jobs/${jobId}/env`).set(auth(s.token));
@@ -101,7 +123,15 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
 
     const res = await retry(job.id);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ state: 'scheduled', command: 'flaky', retries_count: 1, retry_type: 'manual', retried: false, exit_status: null, agent: null });
+    expect(res.body).toMatchObject({
+      state: 'scheduled',
+      command: 'flaky',
+      retries_count: 1,
+      retry_type: 'manual',
+      retried: false,
+      exit_status: null,
+      agent: null,
+    });
     expect(res.body.id).not.toBe(job.id);
     expect((await retry(job.id)).body.message).toContain('already been retried');
 

@@ -20,13 +20,23 @@ describeEachDatabase('pipeline upload through the agent API', (ctx) => {
     const { org, token } = await ctx().givenAdmin();
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
     const { slug } = await givenPipeline(ctx(), org.slug, token, configuration);
-    await ctx().http().patch(`/v2/organizations/${org.slug}/pipelines/${slug}`).set(auth(token)).send({ configuration: `env:\n  FROM_PIPELINE: p\n  SHARED: pipeline\n${configuration}` }).expect(200);
-    const created = await ctx().http().post(`/v2/organizations/${org.slug}/pipelines/${slug}/builds`).set(auth(token)).send({ commit: 'abc', branch: 'main', env: { FROM_BUILD: 'b' } });
+    await ctx()
+      .http()
+      .patch(`/v2/organizations/${org.slug}/pipelines/${slug}`)
+      .set(auth(token))
+      .send({ configuration: `env:\n  FROM_PIPELINE: p\n  SHARED: pipeline\n${configuration}` })
+      .expect(200);
+    const created = await ctx()
+      .http()
+      .post(`/v2/organizations/${org.slug}/pipelines/${slug}/builds`)
+      .set(auth(token))
+      .send({ commit: 'abc', branch: 'main', env: { FROM_BUILD: 'b' } });
     expect(created.status).toBe(201);
     const agent = await givenAgent(ctx(), reg, 'runner');
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${created.body.number}`;
     const read = async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body as BuildJson;
-    const upload = (jobId: string, pipeline: unknown, as: TestAgent = agent) => ctx().http().post(`/v3/jobs/${jobId}/pipelines`).set(agentAuth(as.token)).send({ pipeline });
+    const upload = (jobId: string, pipeline: unknown, as: TestAgent = agent) =>
+      ctx().http().post(`/v3/jobs/${jobId}/pipelines`).set(agentAuth(as.token)).send({ pipeline });
     return { org, token, reg, agent, url, read, upload };
   }
   const commands = (b: { jobs: JobJson[] }) => b.jobs.map((j) => (j.type === 'waiter' ? 'wait' : j.type === 'manual' ? `block:${j.label}` : j.command));
@@ -35,14 +45,18 @@ describeEachDatabase('pipeline upload through the agent API', (ctx) => {
     const s = await setup('steps:\n  - command: buildkite-agent pipeline upload\n  - wait\n  - command: last\n');
     const uploader = await take(ctx(), s.agent);
     const before = Date.now();
-    const first = await s.upload(uploader.id, 'env:\n  FROM_UPLOAD: u\n  SHARED: upload\nsteps:\n  - command: one\n    env: { FROM_STEP: s }\n  - wait\n  - command: two\n');
+    const first = await s.upload(
+      uploader.id,
+      'env:\n  FROM_UPLOAD: u\n  SHARED: upload\nsteps:\n  - command: one\n    env: { FROM_STEP: s }\n  - wait\n  - command: two\n',
+    );
     expect(first.status).toBe(201);
     expect(first.body.jobs.map((j: JobJson) => [j.type, j.state])).toEqual([
       ['script', 'scheduled'],
       ['waiter', 'waiting'],
       ['script', 'waiting'],
     ]);
-    const upload = (pipeline: unknown) => ctx().http().post(`/v3/jobs/${uploader.id}/pipelines`).set(agentAuth(s.agent.token)).send({ pipeline, uuid: '6b1c7f9e-2f43-4c1e-9a55-0c3f1d2e4a10' });
+    const upload = (pipeline: unknown) =>
+      ctx().http().post(`/v3/jobs/${uploader.id}/pipelines`).set(agentAuth(s.agent.token)).send({ pipeline, uuid: '6b1c7f9e-2f43-4c1e-9a55-0c3f1d2e4a10' });
     const second = await upload({ steps: [{ command: 'three' }] });
     expect(second.status).toBe(201);
     // Sent again with the same uuid (a lost answer): nothing is added, the same jobs are answered.

@@ -6,7 +6,8 @@ import { givenBuild, givenPipeline } from '../support/given';
 import type { BuildJson } from '../support/types';
 
 /** The agent takes the next job and finishes it with this exit status (and signal reason). */
-const runNext = async (ctx: TestContext, agent: TestAgent, exitStatus: number, signalReason?: string) => (await runNextJob(ctx, agent, exitStatus, signalReason)).id;
+const runNext = async (ctx: TestContext, agent: TestAgent, exitStatus: number, signalReason?: string) =>
+  (await runNextJob(ctx, agent, exitStatus, signalReason)).id;
 
 describeEachDatabase('automatic and manual retry rules', (ctx) => {
   async function setup(configuration: string) {

@@ -60,7 +60,11 @@ describeEachDatabase('the job and build state machines', (ctx) => {
     expect(b.jobs[4]).toMatchObject({ type: 'manual', state: 'blocked', unblockable: true, unblocked_by: null });
     expect((await ctx().http().get('/v3/ping').set(agentAuth(s.agent.token))).body.job).toBeNull();
 
-    const unblocked = await ctx().http().put(`${s.url}/jobs/${b.jobs[4]!.id}/unblock`).set(auth(s.token)).send({ fields: { release: 'v1.2' } });
+    const unblocked = await ctx()
+      .http()
+      .put(`${s.url}/jobs/${b.jobs[4]!.id}/unblock`)
+      .set(auth(s.token))
+      .send({ fields: { release: 'v1.2' } });
     expect(unblocked.status).toBe(200);
     expect(unblocked.body).toMatchObject({ id: b.jobs[4]!.id, state: 'unblocked', unblockable: false, unblocked_by: { id: s.user.id, email: s.user.email } });
     expect(unblocked.body.unblocked_at).toMatch(ISO);

@@ -14,7 +14,8 @@ describeEachDatabase('sweeper and agent poll query plans', (ctx) => {
   async function plan(q: Knex.QueryBuilder | Knex.Raw): Promise<string> {
     const db = ctx().services.db;
     const { sql, bindings } = q.toSQL();
-    if (ctx().kind === 'sqlite') return ((await db.raw(`explain query plan ${sql}`, bindings as never)) as { detail: string }[]).map((r) => r.detail).join('\n');
+    if (ctx().kind === 'sqlite')
+      return ((await db.raw(`explain query plan ${sql}`, bindings as never)) as { detail: string }[]).map((r) => r.detail).join('\n');
     return db.transaction(async (trx) => {
       await trx.raw('set local enable_seqscan = off');
       return ((await trx.raw(`explain ${sql}`, bindings as never)).rows as Record<string, string>[]).map((r) => r['QUERY PLAN']).join('\n');

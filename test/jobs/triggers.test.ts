@@ -9,10 +9,12 @@ describeEachDatabase('trigger steps', (ctx) => {
     const { org, user, token } = await ctx().givenAdmin();
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
     const agent = await givenAgent(ctx(), reg, 'runner');
-    const pipeline = async (slug: string, configuration: string, extra: Record<string, unknown> = {}) => (await givenPipeline(ctx(), org, token, { name: slug, configuration, ...extra })).slug;
+    const pipeline = async (slug: string, configuration: string, extra: Record<string, unknown> = {}) =>
+      (await givenPipeline(ctx(), org, token, { name: slug, configuration, ...extra })).slug;
     const base = `/v2/organizations/${org.slug}/pipelines`;
     const create = (slug: string) => givenBuild(ctx(), org, slug, token, { message: 'Ship it' });
-    const read = async (slug: string, number: number) => (await ctx().http().get(`${base}/${slug}/builds/${number}`).set(auth(token)).expect(200)).body as BuildJson;
+    const read = async (slug: string, number: number) =>
+      (await ctx().http().get(`${base}/${slug}/builds/${number}`).set(auth(token)).expect(200)).body as BuildJson;
     const list = async (slug: string) => (await ctx().http().get(`${base}/${slug}/builds`).set(auth(token)).expect(200)).body as BuildJson[];
     const log = async (slug: string, number: number, jobId: string) =>
       (await ctx().http().get(`${base}/${slug}/builds/${number}/jobs/${jobId}/log`).set(auth(token)).expect(200)).body.content as string;
@@ -111,14 +113,9 @@ describeEachDatabase('trigger steps', (ctx) => {
     await s.pipeline('filtered', 'steps:\n  - command: x\n', { branch_configuration: 'main' });
     await s.pipeline(
       'parent',
-      [
-        'steps:',
-        '  - trigger: nowhere',
-        '  - trigger: archived',
-        '  - trigger: filtered',
-        '    build: { branch: feature/x }',
-        '  - command: still runs',
-      ].join('\n'),
+      ['steps:', '  - trigger: nowhere', '  - trigger: archived', '  - trigger: filtered', '    build: { branch: feature/x }', '  - command: still runs'].join(
+        '\n',
+      ),
     );
     const parent = await s.create('parent');
     expect(parent.jobs.map((j) => j.state)).toEqual(['failed', 'failed', 'failed', 'scheduled']);
@@ -141,7 +138,11 @@ describeEachDatabase('trigger steps', (ctx) => {
     const job = (await ctx().http().get('/v3/ping').set(agentAuth(s.agent.token)).expect(200)).body.job;
     await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(s.agent.token)).expect(200);
     await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(s.agent.token)).expect(200);
-    const uploaded = await ctx().http().post(`/v3/jobs/${job.id}/pipelines`).set(agentAuth(s.agent.token)).send({ pipeline: 'steps:\n  - trigger: child\n    async: true\n' });
+    const uploaded = await ctx()
+      .http()
+      .post(`/v3/jobs/${job.id}/pipelines`)
+      .set(agentAuth(s.agent.token))
+      .send({ pipeline: 'steps:\n  - trigger: child\n    async: true\n' });
     expect(uploaded.status).toBe(201);
     expect(uploaded.body.jobs).toEqual([expect.objectContaining({ type: 'trigger', state: 'passed' })]);
     expect(await s.list('child')).toHaveLength(1);

@@ -1,10 +1,5 @@
 import { ValidationError, type FieldError } from '../../src/core/errors';
-import {
-  normaliseVisualSteps,
-  parseConfiguration,
-  type ScriptStep,
-  type Step,
-} from '../../src/pipelines/configuration';
+import { normaliseVisualSteps, parseConfiguration, type ScriptStep, type Step } from '../../src/pipelines/configuration';
 
 /** The FieldErrors `run` throws; fails the test if it returns or throws anything else. */
 function errorsOf(run: () => unknown): FieldError[] {
@@ -171,16 +166,7 @@ describe('parseConfiguration: step forms', () => {
 
   it('reads a plugins-only step as a script step without a command', () => {
     expect(
-      steps(
-        yaml(
-          'steps:',
-          '  - label: Lint',
-          '    plugins:',
-          '      - docker-compose#v5.0.0:',
-          '          run: app',
-          '          config: [a.yml, b.yml]',
-        ),
-      ),
+      steps(yaml('steps:', '  - label: Lint', '    plugins:', '      - docker-compose#v5.0.0:', '          run: app', '          config: [a.yml, b.yml]')),
     ).toEqual([script({ name: 'Lint', command: null, plugins: [{ 'docker-compose#v5.0.0': { run: 'app', config: ['a.yml', 'b.yml'] } }] })]);
   });
 
@@ -346,10 +332,27 @@ describe('parseConfiguration: step forms', () => {
 
   it("keeps a group's key on its command steps, in the one namespace of step keys", () => {
     const parsed = steps(
-      yaml('steps:', '  - group: Tests', '    key: tests', '    steps:', '      - command: unit', '      - wait', '  - group: Other', '    steps: [{command: lint}]', '  - command: last'),
+      yaml(
+        'steps:',
+        '  - group: Tests',
+        '    key: tests',
+        '    steps:',
+        '      - command: unit',
+        '      - wait',
+        '  - group: Other',
+        '    steps: [{command: lint}]',
+        '  - command: last',
+      ),
     );
-    expect(parsed.map((s) => (s.type === 'script' ? [s.command, s.group_key ?? null] : [s.type]))).toEqual([['unit', 'tests'], ['waiter'], ['lint', null], ['last', null]]);
-    expect(codesOf(yaml('steps:', '  - command: a', '    key: tests', '  - group: Tests', '    key: tests', '    steps: [{command: b}]'))).toEqual(['step 2 (line 5): "key" "tests" is already used by step 1']);
+    expect(parsed.map((s) => (s.type === 'script' ? [s.command, s.group_key ?? null] : [s.type]))).toEqual([
+      ['unit', 'tests'],
+      ['waiter'],
+      ['lint', null],
+      ['last', null],
+    ]);
+    expect(codesOf(yaml('steps:', '  - command: a', '    key: tests', '  - group: Tests', '    key: tests', '    steps: [{command: b}]'))).toEqual([
+      'step 2 (line 5): "key" "tests" is already used by step 1',
+    ]);
   });
 
   it('accepts the visual form written as YAML (explicit `type`)', () => {
@@ -437,7 +440,15 @@ describe('parseConfiguration: properties', () => {
       ],
       [
         'retry: {automatic: [{exit_status: [1, "2"], limit: 3}, {signal_reason: agent_stop}]}',
-        { retry: { automatic: [{ exit_status: [1, 2], limit: 3 }, { exit_status: '*', limit: 2, signal_reason: 'agent_stop' }] }, soft_fail: false },
+        {
+          retry: {
+            automatic: [
+              { exit_status: [1, 2], limit: 3 },
+              { exit_status: '*', limit: 2, signal_reason: 'agent_stop' },
+            ],
+          },
+          soft_fail: false,
+        },
       ],
       ['retry: {automatic: {exit_status: 255}}', { retry: { automatic: [{ exit_status: 255, limit: 2 }] }, soft_fail: false }],
       ['retry: {automatic: {limit: 10}}', { retry: { automatic: [{ exit_status: '*', limit: 10 }] }, soft_fail: false }],
@@ -498,9 +509,7 @@ describe('parseConfiguration: errors name the line', () => {
     expect(codesOf(yaml('steps:', '  - command: make', '    env: [a', '  - wait'))).toEqual([
       expect.stringMatching(/^is not a valid YAML document: line 4, column \d+: \S/),
     ]);
-    expect(codesOf('steps:\n  - command: "unterminated\n')).toEqual([
-      'is not a valid YAML document: line 3, column 1: Missing closing "quote',
-    ]);
+    expect(codesOf('steps:\n  - command: "unterminated\n')).toEqual(['is not a valid YAML document: line 3, column 1: Missing closing "quote']);
   });
 
   it('reports a document without steps', () => {
@@ -578,9 +587,7 @@ describe('parseConfiguration: errors name the line', () => {
   });
 
   it('reports a step with nothing to run, and `command` with `commands`', () => {
-    expect(
-      codesOf(yaml('steps:', '  - label: Nothing', '    command: ""', '  - command: a', '    commands: [b]', '  - commands: []')),
-    ).toEqual([
+    expect(codesOf(yaml('steps:', '  - label: Nothing', '    command: ""', '  - command: a', '    commands: [b]', '  - commands: []'))).toEqual([
       'step 1 (line 3): "command" can\'t be blank',
       'step 2 (line 5): "commands" cannot be used together with "command"',
       'step 3 (line 6): "commands" can\'t be blank',
@@ -661,15 +668,11 @@ describe('parseConfiguration: errors name the line', () => {
   });
 
   it('reports duplicate keys, a second document and an alias without an anchor', () => {
-    expect(codesOf(yaml('steps:', '  - command: a', '    command: b'))).toEqual([
-      'is not a valid YAML document: line 3, column 5: Map keys must be unique',
-    ]);
+    expect(codesOf(yaml('steps:', '  - command: a', '    command: b'))).toEqual(['is not a valid YAML document: line 3, column 5: Map keys must be unique']);
     expect(codesOf(yaml('steps: [wait]', '---', 'steps: [wait]'))).toEqual([
       'is not a valid YAML document: line 2, column 1: only one document is allowed, remove the "---" that starts another',
     ]);
-    expect(codesOf(yaml('steps:', '  - *nowhere'))).toEqual([
-      'is not a valid YAML document: line 2, column 5: alias *nowhere has no anchor before it',
-    ]);
+    expect(codesOf(yaml('steps:', '  - *nowhere'))).toEqual(['is not a valid YAML document: line 2, column 5: alias *nowhere has no anchor before it']);
     expect(codesOf(yaml('steps:', '  - <<: [a, b]', '    command: x'))).toEqual([
       'is not a valid YAML document: line 2, column 5: "<<" must merge a mapping or a list of mappings',
     ]);
@@ -691,12 +694,8 @@ describe('parseConfiguration: hostile input', () => {
   });
 
   it('rejects an alias inside the anchor it names', () => {
-    expect(codesOf(yaml('x: &a [1, *a]', 'steps: *a'))).toEqual([
-      'is not a valid YAML document: line 1, column 11: alias *a is inside the anchor it names',
-    ]);
-    expect(codesOf(yaml('x: &a {<<: *a}', 'steps: [*a]'))).toEqual([
-      'is not a valid YAML document: line 1, column 12: alias *a is inside the anchor it names',
-    ]);
+    expect(codesOf(yaml('x: &a [1, *a]', 'steps: *a'))).toEqual(['is not a valid YAML document: line 1, column 11: alias *a is inside the anchor it names']);
+    expect(codesOf(yaml('x: &a {<<: *a}', 'steps: [*a]'))).toEqual(['is not a valid YAML document: line 1, column 12: alias *a is inside the anchor it names']);
   });
 
   it('refuses a document of 12,000 aliases and reads one of 20,000 top-level keys', () => {
@@ -705,9 +704,7 @@ describe('parseConfiguration: hostile input', () => {
       `b: &b [${Array.from({ length: 12000 }, (_, i) => `*a${i}`).join(',')}]`,
       'steps: [{command: *b}]',
     ].join('\n');
-    expect(codesOf(aliases)).toEqual([
-      expect.stringMatching(/^is not a valid YAML document: line 2, column \d+: aliases are expanded more than 2000 times$/),
-    ]);
+    expect(codesOf(aliases)).toEqual([expect.stringMatching(/^is not a valid YAML document: line 2, column \d+: aliases are expanded more than 2000 times$/)]);
     // Undocumented top-level keys are anchor holders and the like: left alone.
     const keys = `${Array.from({ length: 20000 }, (_, i) => `k${i}: 1`).join('\n')}\nsteps: [wait]`;
     expect(parseConfiguration(keys)).toEqual({ steps: [{ type: 'waiter', continue_on_failure: false }], env: {}, notices: [] });
@@ -724,8 +721,7 @@ describe('parseConfiguration: hostile input', () => {
 
   // Each input either parses to the result stated or fails with the errors stated: never
   // anything but a ValidationError on the configuration field.
-  const notAStep = (n: number) =>
-    `step ${n} (line 1) is not a known step type: expected one of command, commands, wait, block, input, trigger, group, plugins`;
+  const notAStep = (n: number) => `step ${n} (line 1) is not a known step type: expected one of command, commands, wait, block, input, trigger, group, plugins`;
   const hostile: { name: string; input: unknown; steps?: Step[]; codes?: (string | jest.AsymmetricMatcher)[] }[] = [
     ...[undefined, null, 42, {}, ['steps']].map((input) => ({ name: `not a string: ${JSON.stringify(input)}`, input, codes: ['must be a string'] })),
     { name: 'control characters', input: '\u0000\u0001', codes: ['must contain a "steps" list'] },
@@ -890,12 +886,8 @@ describe('normaliseVisualSteps', () => {
 
   it('reports an empty list, too many steps and a value that is not a list', () => {
     expect(errorsOf(() => normaliseVisualSteps([]))).toEqual([{ field: 'steps', code: "can't be blank" }]);
-    expect(errorsOf(() => normaliseVisualSteps(Array(501).fill({ type: 'waiter' })))).toEqual([
-      { field: 'steps', code: 'is too long (maximum is 500 steps)' },
-    ]);
-    expect(errorsOf(() => normaliseVisualSteps({ type: 'waiter' } as unknown as unknown[]))).toEqual([
-      { field: 'steps', code: 'must be a list of steps' },
-    ]);
+    expect(errorsOf(() => normaliseVisualSteps(Array(501).fill({ type: 'waiter' })))).toEqual([{ field: 'steps', code: 'is too long (maximum is 500 steps)' }]);
+    expect(errorsOf(() => normaliseVisualSteps({ type: 'waiter' } as unknown as unknown[]))).toEqual([{ field: 'steps', code: 'must be a list of steps' }]);
   });
 
   it('names the field at fault in each step', () => {
@@ -959,7 +951,11 @@ describe('normaliseVisualSteps', () => {
   let deep: unknown = 'x';
   for (let i = 0; i < 100_000; i++) deep = [deep];
   const hostile: { name: string; input: unknown; steps?: Step[]; errors?: FieldError[] }[] = [
-    ...[null, undefined, 'steps'].map((input) => ({ name: `not a list: ${String(input)}`, input, errors: [{ field: 'steps', code: 'must be a list of steps' }] })),
+    ...[null, undefined, 'steps'].map((input) => ({
+      name: `not a list: ${String(input)}`,
+      input,
+      errors: [{ field: 'steps', code: 'must be a list of steps' }],
+    })),
     {
       name: 'items that are not objects',
       input: [null, undefined, 1, 'x', [], true],
@@ -995,7 +991,14 @@ describe('normaliseVisualSteps', () => {
     },
     {
       name: 'a getter that throws',
-      input: [{ type: 'script', get command(): string { throw new Error('boom'); } }],
+      input: [
+        {
+          type: 'script',
+          get command(): string {
+            throw new Error('boom');
+          },
+        },
+      ],
       errors: [{ field: 'steps', code: 'could not be read: it may be too large or nested too deeply' }],
     },
     {

@@ -22,7 +22,12 @@ function errorOf(text: string) {
   return parsed.error;
 }
 
-const pr = { 'build.pull_request.id': '42', 'build.pull_request.draft': false, 'build.pull_request.labels': ['ci', 'deploy'], 'build.pull_request.base_branch': 'main' };
+const pr = {
+  'build.pull_request.id': '42',
+  'build.pull_request.draft': false,
+  'build.pull_request.labels': ['ci', 'deploy'],
+  'build.pull_request.base_branch': 'main',
+};
 
 describe('filter conditions', () => {
   it('compares strings, numbers, booleans and null', () => {
@@ -84,7 +89,9 @@ describe('filter conditions', () => {
     expect(errorOf('build.message =~ /x/g')).toMatchObject({ position: 20, message: expect.stringContaining('flags') });
     expect(errorOf('build.branch == "a" == "b"')).toMatchObject({ position: 20, message: expect.stringContaining('found `==`') });
     expect(errorOf('('.repeat(100) + 'true' + ')'.repeat(100))).toMatchObject({ message: expect.stringContaining('nested') });
-    expect(conditionError('build.branch == ')).toBe('is not a valid condition: expected a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`) but the condition ended at character 17');
+    expect(conditionError('build.branch == ')).toBe(
+      'is not a valid condition: expected a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`) but the condition ended at character 17',
+    );
     expect(conditionError('build.branch == "main"')).toBeNull();
   });
 
@@ -134,18 +141,26 @@ const tree = fc.letrec<{ node: ConditionNode; operand: ConditionNode }>((tie) =>
     { depthSize: 'small', withCrossShrink: true },
     scalar,
     tie('operand').map((operand) => ({ kind: 'not', operand }) as ConditionNode),
-    fc.tuple(fc.constantFrom('and' as const, 'or' as const), tie('operand'), tie('operand')).map(([kind, left, right]) => ({ kind, left, right }) as ConditionNode),
-    fc.tuple(fc.constantFrom('==' as const, '!=' as const, 'includes' as const), tie('operand'), tie('operand')).map(
-      ([op, left, right]) => ({ kind: 'compare', op, left, right }) as ConditionNode,
-    ),
-    fc.tuple(fc.constantFrom('=~' as const, '!~' as const), tie('operand'), regex).map(([op, left, right]) => ({ kind: 'compare', op, left, right }) as ConditionNode),
+    fc
+      .tuple(fc.constantFrom('and' as const, 'or' as const), tie('operand'), tie('operand'))
+      .map(([kind, left, right]) => ({ kind, left, right }) as ConditionNode),
+    fc
+      .tuple(fc.constantFrom('==' as const, '!=' as const, 'includes' as const), tie('operand'), tie('operand'))
+      .map(([op, left, right]) => ({ kind: 'compare', op, left, right }) as ConditionNode),
+    fc
+      .tuple(fc.constantFrom('=~' as const, '!~' as const), tie('operand'), regex)
+      .map(([op, left, right]) => ({ kind: 'compare', op, left, right }) as ConditionNode),
   ),
 })).node;
 
-const value: fc.Arbitrary<Value> = fc.oneof(fc.string({ maxLength: 20 }), fc.boolean(), fc.constant(null), fc.integer(), fc.array(fc.string({ maxLength: 8 }), { maxLength: 4 }));
-const context: fc.Arbitrary<ConditionContext> = fc
-  .dictionary(fc.constantFrom(...CONDITION_VARIABLES), value)
-  .map((d) => new Map(Object.entries(d)));
+const value: fc.Arbitrary<Value> = fc.oneof(
+  fc.string({ maxLength: 20 }),
+  fc.boolean(),
+  fc.constant(null),
+  fc.integer(),
+  fc.array(fc.string({ maxLength: 8 }), { maxLength: 4 }),
+);
+const context: fc.Arbitrary<ConditionContext> = fc.dictionary(fc.constantFrom(...CONDITION_VARIABLES), value).map((d) => new Map(Object.entries(d)));
 
 // Pieces of would-be code: if any of it were evaluated, the sentinel would be set or the process poked.
 const codeSnippets = [
@@ -212,9 +227,9 @@ describe('filter condition properties', () => {
   });
 
   it('only names documented variables: any other path is rejected at its position', () => {
-    const ident = fc.stringMatching(/^[a-z_][a-z0-9_]{0,8}(\.[a-z_][a-z0-9_]{0,8}){0,3}$/).filter(
-      (name) => !(CONDITION_VARIABLES as readonly string[]).includes(name) && !['true', 'false', 'null', 'includes'].includes(name),
-    );
+    const ident = fc
+      .stringMatching(/^[a-z_][a-z0-9_]{0,8}(\.[a-z_][a-z0-9_]{0,8}){0,3}$/)
+      .filter((name) => !(CONDITION_VARIABLES as readonly string[]).includes(name) && !['true', 'false', 'null', 'includes'].includes(name));
     fc.assert(
       fc.property(fc.string({ maxLength: 10 }), ident, (prefix, name) => {
         const text = `${JSON.stringify(prefix)} == ${name}`;

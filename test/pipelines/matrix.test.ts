@@ -150,7 +150,10 @@ describe('matrix: setup and adjustments', () => {
         '        node: [20]',
       ),
     );
-    expect(JSON.parse(job!.env.BUILDKITE_PLUGINS!)).toEqual([{ 'docker#v5.0.0': { image: 'node:20', 'propagate-environment': true } }, { 'artifacts#v1.9.0': null }]);
+    expect(JSON.parse(job!.env.BUILDKITE_PLUGINS!)).toEqual([
+      { 'docker#v5.0.0': { image: 'node:20', 'propagate-environment': true } },
+      { 'artifacts#v1.9.0': null },
+    ]);
   });
 });
 
@@ -159,15 +162,34 @@ describe('matrix: what is refused, with the field and the limit', () => {
   const values = (n: number) => `[${Array.from({ length: n }, (_, i) => `v${i}`).join(', ')}]`;
 
   it.each([
-    [`${MATRIX_LIMITS.dimensions + 1} dimensions`, yaml('steps:', '  - command: x', '    matrix:', '      setup:', ...dims(7)), 'has 7 dimensions: a matrix has at most 6'],
+    [
+      `${MATRIX_LIMITS.dimensions + 1} dimensions`,
+      yaml('steps:', '  - command: x', '    matrix:', '      setup:', ...dims(7)),
+      'has 7 dimensions: a matrix has at most 6',
+    ],
     ['21 elements', yaml('steps:', '  - command: x', `    matrix: ${values(21)}`), 'has 21 elements: a dimension has at most 20'],
     [
       '13 adjustments',
-      yaml('steps:', '  - command: x', '    matrix:', '      setup: [a]', '      adjustments:', ...Array.from({ length: 13 }, (_, i) => `        - with: n${i}`)),
+      yaml(
+        'steps:',
+        '  - command: x',
+        '    matrix:',
+        '      setup: [a]',
+        '      adjustments:',
+        ...Array.from({ length: 13 }, (_, i) => `        - with: n${i}`),
+      ),
       'has 13 adjustments: a matrix has at most 12',
     ],
-    ['51 jobs', yaml('steps:', '  - command: x', '    matrix:', '      setup:', `        a: ${values(17)}`, `        b: ${values(3)}`), 'would create 51 jobs: a matrix creates at most 50'],
-    ['100x100', yaml('steps:', '  - command: x', '    matrix:', '      setup:', `        a: ${values(100)}`, `        b: ${values(100)}`), 'has 100 elements: a dimension has at most 20'],
+    [
+      '51 jobs',
+      yaml('steps:', '  - command: x', '    matrix:', '      setup:', `        a: ${values(17)}`, `        b: ${values(3)}`),
+      'would create 51 jobs: a matrix creates at most 50',
+    ],
+    [
+      '100x100',
+      yaml('steps:', '  - command: x', '    matrix:', '      setup:', `        a: ${values(100)}`, `        b: ${values(100)}`),
+      'has 100 elements: a dimension has at most 20',
+    ],
   ])('refuses %s', (_name, text, message) => {
     expect(codesOf(text).join('\n')).toContain(message);
   });
@@ -211,7 +233,20 @@ describe('matrix: what is refused, with the field and the limit', () => {
       'step 3 (line 16): "matrix" must be a list of values, or a mapping with "setup" and optional "adjustments"',
       'step 4 (line 18): "matrix" skips every combination: a matrix must create at least one job',
     ]);
-    expect(codesOf(yaml('steps:', '  - command: x', '    matrix:', '      setup: {os: [a], arch: [b]}', '      adjustments:', '        - with: {os: a}', '        - with: {os: a, arch: b, cpu: c}', '          skip: 5'))).toEqual([
+    expect(
+      codesOf(
+        yaml(
+          'steps:',
+          '  - command: x',
+          '    matrix:',
+          '      setup: {os: [a], arch: [b]}',
+          '      adjustments:',
+          '        - with: {os: a}',
+          '        - with: {os: a, arch: b, cpu: c}',
+          '          skip: 5',
+        ),
+      ),
+    ).toEqual([
       'step 1 (line 6): "matrix.adjustments[0].with" must give a value for every dimension: "arch" is missing',
       'step 1 (line 7): "matrix.adjustments[1].with" names "cpu", which is not a dimension of the matrix (os, arch)',
       'step 1 (line 8): "matrix.adjustments[1].skip" must be true, false or a reason',
@@ -219,7 +254,11 @@ describe('matrix: what is refused, with the field and the limit', () => {
   });
 
   it('refuses a token naming no dimension of a valid matrix', () => {
-    expect(codesOf(yaml('steps:', '  - label: "{{matrix.os}}"', '    command: "echo {{matrix.cpu}}"', '    env: {A: "{{matrix}}"}', '    matrix: {setup: {os: [a]}}'))).toEqual([
+    expect(
+      codesOf(
+        yaml('steps:', '  - label: "{{matrix.os}}"', '    command: "echo {{matrix.cpu}}"', '    env: {A: "{{matrix}}"}', '    matrix: {setup: {os: [a]}}'),
+      ),
+    ).toEqual([
       'step 1 (line 3): "command" uses {{matrix.cpu}}, but the matrix has no such dimension (it has {{matrix.os}})',
       'step 1 (line 4): "env.A" uses {{matrix}}, but the matrix has no such dimension (it has {{matrix.os}})',
     ]);
@@ -232,7 +271,20 @@ describe('matrix: what is refused, with the field and the limit', () => {
 
 describe('priority', () => {
   it('is the step’s, else the top-level one, else 0; only command jobs have one', () => {
-    const jobs = plan(yaml('priority: 5', 'steps:', '  - command: a', '  - command: b', '    priority: -2', '  - wait', '  - command: c', '    matrix: [x, y]', '    priority: 9', '  - block: ok'));
+    const jobs = plan(
+      yaml(
+        'priority: 5',
+        'steps:',
+        '  - command: a',
+        '  - command: b',
+        '    priority: -2',
+        '  - wait',
+        '  - command: c',
+        '    matrix: [x, y]',
+        '    priority: 9',
+        '  - block: ok',
+      ),
+    );
     expect(jobs.map((j) => [j.type, j.priority])).toEqual([
       ['script', 5],
       ['script', -2],
@@ -318,7 +370,19 @@ describe('step attributes: nothing is dropped without a word', () => {
 
   it('accepts the documented aliases artifacts and timeout, and values that ask for the default (null, false, an empty skip reason)', () => {
     const parsed = parseConfiguration(
-      yaml('steps:', '  - command: a', '    artifacts: "a/*"', '    timeout: 5', '    depends_on: ~', '    if: ~', '    skip: ""', '    cancel_on_build_failing: false', '  - command: b', '    skip: false', '    allow_dependency_failure: false'),
+      yaml(
+        'steps:',
+        '  - command: a',
+        '    artifacts: "a/*"',
+        '    timeout: 5',
+        '    depends_on: ~',
+        '    if: ~',
+        '    skip: ""',
+        '    cancel_on_build_failing: false',
+        '  - command: b',
+        '    skip: false',
+        '    allow_dependency_failure: false',
+      ),
     );
     const step = parsed.steps[0] as ScriptStep;
     expect([step.artifact_paths, step.timeout_in_minutes]).toEqual(['a/*', 5]);

@@ -145,8 +145,7 @@ describeEachDatabase('pipelines', (ctx) => {
 
     it('answers 422 with the line for invalid YAML and unknown step shapes', async () => {
       const { org, token } = await ctx().givenAdmin();
-      const post = (configuration: string) =>
-        ctx().http().post(`/v2/organizations/${org.slug}/pipelines`).set(auth(token)).send(body({ configuration }));
+      const post = (configuration: string) => ctx().http().post(`/v2/organizations/${org.slug}/pipelines`).set(auth(token)).send(body({ configuration }));
       const invalid = await post('steps:\n  - command: "x"\n   bad: [\n').expect(422);
       expect(invalid.body.errors[0].field).toBe('configuration');
       expect(invalid.body.errors[0].code).toMatch(/line \d+/);
@@ -247,7 +246,14 @@ describeEachDatabase('pipelines', (ctx) => {
           nonsense: true,
         })
         .expect(200);
-      expect(res.body).toMatchObject({ id: p.id, name: 'Renamed', slug: p.slug, description: 'New description', branch_configuration: 'main release/*', archived_at: null });
+      expect(res.body).toMatchObject({
+        id: p.id,
+        name: 'Renamed',
+        slug: p.slug,
+        description: 'New description',
+        branch_configuration: 'main release/*',
+        archived_at: null,
+      });
       expect(res.body.steps).toEqual(p.steps);
       expect(res.body.provider.webhook_url).toBe(p.provider.webhook_url);
       expect(res.body.created_at).toBe(p.created_at.slice(0, 19).replace('T', ' ') + ' UTC');
@@ -373,7 +379,11 @@ describeEachDatabase('pipelines', (ctx) => {
       const base = `/v2/organizations/${org.slug}/pipelines`;
       const denied = await ctx().http().post(base).set(auth(readOnly)).send(body()).expect(403);
       expect(denied.body).toEqual({ message: "Your access token doesn't have the write_pipelines scope" });
-      for (const req of [ctx().http().patch(`${base}/${p.slug}`).send({}), ctx().http().delete(`${base}/${p.slug}`), ctx().http().post(`${base}/${p.slug}/archive`)]) {
+      for (const req of [
+        ctx().http().patch(`${base}/${p.slug}`).send({}),
+        ctx().http().delete(`${base}/${p.slug}`),
+        ctx().http().post(`${base}/${p.slug}/archive`),
+      ]) {
         expect((await req.set(auth(readOnly)).expect(403)).body.message).toBe("Your access token doesn't have the write_pipelines scope");
       }
       const noRead = await ctx().http().get(`${base}/${p.slug}`).set(auth(writeOnly)).expect(403);
@@ -405,9 +415,19 @@ describeEachDatabase('pipelines', (ctx) => {
 
       const noTeams = await ctx().http().post(base).set(auth(memberToken)).send(body()).expect(422);
       expect(noTeams.body.errors[0].field).toBe('teams');
-      const notMine = await ctx().http().post(base).set(auth(memberToken)).send(body({ teams: [readers.id] })).expect(422);
+      const notMine = await ctx()
+        .http()
+        .post(base)
+        .set(auth(memberToken))
+        .send(body({ teams: [readers.id] }))
+        .expect(422);
       expect(notMine.body.errors[0].field).toBe('teams[0]');
-      const unknownTeam = await ctx().http().post(base).set(auth(memberToken)).send(body({ team_uuids: ['00000000-0000-4000-8000-000000000000'] })).expect(422);
+      const unknownTeam = await ctx()
+        .http()
+        .post(base)
+        .set(auth(memberToken))
+        .send(body({ team_uuids: ['00000000-0000-4000-8000-000000000000'] }))
+        .expect(422);
       expect(unknownTeam.body.errors[0].field).toBe('team_uuids[0]');
       await ctx().http().post(base).set(auth(adminToken)).send(body()).expect(201);
 
@@ -459,7 +479,9 @@ describe.each(databases)('add webhook through a local GitHub API stand-in [%s]',
         const body = JSON.parse(raw || '{}');
         received.push({ method: req.method!, url: req.url!, auth: req.headers.authorization, body });
         if (existing.has(req.url!)) {
-          res.writeHead(422, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'Validation Failed', errors: [{ message: 'Hook already exists on this repository' }] }));
+          res
+            .writeHead(422, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ message: 'Validation Failed', errors: [{ message: 'Hook already exists on this repository' }] }));
           return;
         }
         existing.add(req.url!);
@@ -501,7 +523,11 @@ describe.each(databases)('add webhook through a local GitHub API stand-in [%s]',
     const team = await ctx.givenTeam(org, [reader]);
     const adminToken = await ctx.givenToken(admin, [org]);
     const p = await create(ctx, org, adminToken, { teams: [{ id: team.id, access_level: 'read_only' }] });
-    const res = await ctx.http().post(`/v2/organizations/${org.slug}/pipelines/${p.slug}/webhook`).set(auth(await ctx.givenToken(reader, [org]))).expect(403);
+    const res = await ctx
+      .http()
+      .post(`/v2/organizations/${org.slug}/pipelines/${p.slug}/webhook`)
+      .set(auth(await ctx.givenToken(reader, [org])))
+      .expect(403);
     expect(res.body).toEqual({ message: 'Forbidden' });
   });
 });

@@ -124,9 +124,7 @@ describe('detectProvider', () => {
   });
 
   it('lets a configured host override the name heuristics', () => {
-    expect(detectProvider('git@github-mirror.corp:team/repo.git', { gitlabEeHosts: ['github-mirror.corp'] })).toBe(
-      'gitlab_ee',
-    );
+    expect(detectProvider('git@github-mirror.corp:team/repo.git', { gitlabEeHosts: ['github-mirror.corp'] })).toBe('gitlab_ee');
   });
 
   it('keeps the hosted services even when configured as self-hosted', () => {
@@ -307,9 +305,7 @@ describe('validateProviderSettings', () => {
   });
 
   it('requires booleans to be booleans', () => {
-    expect(
-      validateProviderSettings('github', { build_tags: 'true', build_branches: 1, publish_commit_status: {} }),
-    ).toEqual([
+    expect(validateProviderSettings('github', { build_tags: 'true', build_branches: 1, publish_commit_status: {} })).toEqual([
       { field: 'provider_settings.build_tags', code: 'must be a boolean' },
       { field: 'provider_settings.build_branches', code: 'must be a boolean' },
       { field: 'provider_settings.publish_commit_status', code: 'must be a boolean' },
@@ -329,9 +325,7 @@ describe('validateProviderSettings', () => {
     const longest = `build.branch == "${'x'.repeat(1000 - 'build.branch == ""'.length)}"`;
     expect(longest).toHaveLength(1000);
     expect(validateProviderSettings('gitlab', { filter_condition: longest })).toEqual([]);
-    expect(validateProviderSettings('gitlab', { filter_condition: 7 })).toEqual([
-      { field: 'provider_settings.filter_condition', code: 'must be a string' },
-    ]);
+    expect(validateProviderSettings('gitlab', { filter_condition: 7 })).toEqual([{ field: 'provider_settings.filter_condition', code: 'must be a string' }]);
     expect(validateProviderSettings('github', { pull_request_branch_filter_configuration: 'a'.repeat(4097) })).toEqual([
       {
         field: 'provider_settings.pull_request_branch_filter_configuration',
@@ -370,9 +364,7 @@ describe('validateProviderSettings', () => {
     expect(validateProviderSettings('github', { build_everything: true, trigger_mode: 'code' })).toEqual([
       { field: 'provider_settings.build_everything', code: 'is not a known provider setting' },
     ]);
-    expect(validateProviderSettings('git', { nope: 1 })).toEqual([
-      { field: 'provider_settings.nope', code: 'is not a known provider setting' },
-    ]);
+    expect(validateProviderSettings('git', { nope: 1 })).toEqual([{ field: 'provider_settings.nope', code: 'is not a known provider setting' }]);
   });
 
   it('is not fooled by keys inherited from Object.prototype', () => {
@@ -408,16 +400,12 @@ describe('validateProviderSettings', () => {
   });
 
   it('accepts null as "back to the default"', () => {
-    expect(validateProviderSettings('github', { trigger_mode: null, build_tags: null, filter_condition: null })).toEqual(
-      [],
-    );
+    expect(validateProviderSettings('github', { trigger_mode: null, build_tags: null, filter_condition: null })).toEqual([]);
   });
 
   it('rejects provider_settings that is not an object', () => {
     for (const junk of ['github', 42, true, [], [{ build_tags: true }]]) {
-      expect(validateProviderSettings('github', junk)).toEqual([
-        { field: 'provider_settings', code: 'must be an object' },
-      ]);
+      expect(validateProviderSettings('github', junk)).toEqual([{ field: 'provider_settings', code: 'must be an object' }]);
     }
   });
 });
@@ -432,9 +420,11 @@ describe('normaliseProviderSettings', () => {
         filter_condition: 'build.tag != null',
       }),
     ).toEqual({ trigger_mode: 'fork', build_tags: true, filter_condition: 'build.tag != null' });
-    expect(
-      Object.keys(normaliseProviderSettings('github', { filter_condition: '', build_tags: true, trigger_mode: 'fork' })),
-    ).toEqual(['trigger_mode', 'build_tags', 'filter_condition']);
+    expect(Object.keys(normaliseProviderSettings('github', { filter_condition: '', build_tags: true, trigger_mode: 'fork' }))).toEqual([
+      'trigger_mode',
+      'build_tags',
+      'filter_condition',
+    ]);
   });
 
   it('resolves the alias', () => {
@@ -445,12 +435,8 @@ describe('normaliseProviderSettings', () => {
 
   it('prefers the canonical spelling when both are sent', () => {
     const want = { separate_pull_request_statuses: false };
-    expect(
-      normaliseProviderSettings('github', { separate_pull_requests_statuses: true, separate_pull_request_statuses: false }),
-    ).toEqual(want);
-    expect(
-      normaliseProviderSettings('github', { separate_pull_request_statuses: false, separate_pull_requests_statuses: true }),
-    ).toEqual(want);
+    expect(normaliseProviderSettings('github', { separate_pull_requests_statuses: true, separate_pull_request_statuses: false })).toEqual(want);
+    expect(normaliseProviderSettings('github', { separate_pull_request_statuses: false, separate_pull_requests_statuses: true })).toEqual(want);
   });
 
   it('keeps null so that merging it resets a setting', () => {
@@ -458,9 +444,9 @@ describe('normaliseProviderSettings', () => {
   });
 
   it('drops anything validation would have refused', () => {
-    expect(
-      normaliseProviderSettings('gitlab', { build_pull_request_forks: true, nope: true, build_tags: {}, build_branches: false }),
-    ).toEqual({ build_branches: false });
+    expect(normaliseProviderSettings('gitlab', { build_pull_request_forks: true, nope: true, build_tags: {}, build_branches: false })).toEqual({
+      build_branches: false,
+    });
     expect(normaliseProviderSettings('git', { trigger_mode: 'code', repository: 'a/b' })).toEqual({});
     for (const junk of [undefined, null, 'x', [], 3]) {
       expect(normaliseProviderSettings('github', junk)).toEqual({});
@@ -502,9 +488,7 @@ describe('providerSettings', () => {
   });
 
   it('falls back to the default for a null override', () => {
-    expect(
-      providerSettings('github', 'git@github.com:acme-inc/my-pipeline.git', { build_tags: null, filter_condition: null }),
-    ).toEqual(GITHUB_SAMPLE_SETTINGS);
+    expect(providerSettings('github', 'git@github.com:acme-inc/my-pipeline.git', { build_tags: null, filter_condition: null })).toEqual(GITHUB_SAMPLE_SETTINGS);
   });
 
   it('hides overrides the provider does not have, e.g. after the repository moved', () => {

@@ -22,7 +22,15 @@ describe('commandTimeout', () => {
 });
 
 describeEachDatabase('pipeline step timeouts', (ctx) => {
-  const configuration = ['steps:', '  - command: own', '    timeout_in_minutes: 90', '  - command: short', '    timeout_in_minutes: 5', '  - command: none', ''].join('\n');
+  const configuration = [
+    'steps:',
+    '  - command: own',
+    '    timeout_in_minutes: 90',
+    '  - command: short',
+    '    timeout_in_minutes: 5',
+    '  - command: none',
+    '',
+  ].join('\n');
 
   it('stores and returns them on create, get, list and update; null clears them', async () => {
     const { org, token } = await ctx().givenAdmin();
@@ -48,12 +56,19 @@ describeEachDatabase('pipeline step timeouts', (ctx) => {
     const { org, token } = await ctx().givenAdmin();
     const body = { name: 'Bad timeouts', repository: 'git@github.com:acme/t.git', configuration };
     const cases: [Record<string, unknown>, { field: string; code: string }][] = [
-      [{ default_command_step_timeout: 61, maximum_command_step_timeout: 60 }, { field: 'default_command_step_timeout', code: 'must not be greater than maximum_command_step_timeout (60)' }],
+      [
+        { default_command_step_timeout: 61, maximum_command_step_timeout: 60 },
+        { field: 'default_command_step_timeout', code: 'must not be greater than maximum_command_step_timeout (60)' },
+      ],
       [{ default_command_step_timeout: 0 }, { field: 'default_command_step_timeout', code: 'must be at least 1' }],
       [{ maximum_command_step_timeout: 'ten' }, { field: 'maximum_command_step_timeout', code: 'must be a whole number or null' }],
     ];
     for (const [extra, error] of cases) {
-      const res = await ctx().http().post(`/v2/organizations/${org.slug}/pipelines`).set(auth(token)).send({ ...body, ...extra });
+      const res = await ctx()
+        .http()
+        .post(`/v2/organizations/${org.slug}/pipelines`)
+        .set(auth(token))
+        .send({ ...body, ...extra });
       expect({ extra, status: res.status, errors: res.body.errors }).toEqual({ extra, status: 422, errors: [error] });
     }
   });
@@ -70,7 +85,11 @@ describeEachDatabase('pipeline step timeouts', (ctx) => {
     const agent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'timer');
     const seen: Record<string, number | null> = {};
     for (let i = 0; i < 3; i++) {
-      const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job as { id: string; command: string; timeout_in_minutes: number | null };
+      const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job as {
+        id: string;
+        command: string;
+        timeout_in_minutes: number | null;
+      };
       seen[job.command] = job.timeout_in_minutes;
       await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
       await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
@@ -85,7 +104,13 @@ describeEachDatabase('pipeline step timeouts', (ctx) => {
       .http()
       .post(`/v2/organizations/${org.slug}/pipelines`)
       .set(auth(token))
-      .send({ name: 'Uploads', repository: 'git@github.com:acme/t.git', configuration: 'steps:\n  - command: buildkite-agent pipeline upload\n', default_command_step_timeout: 7, maximum_command_step_timeout: 30 })
+      .send({
+        name: 'Uploads',
+        repository: 'git@github.com:acme/t.git',
+        configuration: 'steps:\n  - command: buildkite-agent pipeline upload\n',
+        default_command_step_timeout: 7,
+        maximum_command_step_timeout: 30,
+      })
       .expect(201);
     await ctx().http().post(`/v2/organizations/${org.slug}/pipelines/uploads/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main' }).expect(201);
     const agent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'uploader');
@@ -98,7 +123,11 @@ describeEachDatabase('pipeline step timeouts', (ctx) => {
     await ctx().http().put(`/v3/jobs/${uploader.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }).expect(200);
     const seen: Record<string, number | null> = {};
     for (let i = 0; i < 2; i++) {
-      const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job as { id: string; command: string; timeout_in_minutes: number | null };
+      const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job as {
+        id: string;
+        command: string;
+        timeout_in_minutes: number | null;
+      };
       seen[job.command] = job.timeout_in_minutes;
       await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
       await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);

@@ -41,7 +41,8 @@ export interface Operation {
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 
 /** Every `$ref` replaced by what it points at (the spec has no recursive schemas). */
-export function deref(doc: Schema, node: unknown, depth = 0): any { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function deref(doc: Schema, node: unknown, depth = 0): any {
   if (depth > 50) throw new Error('schema too deep: recursive $ref?');
   if (Array.isArray(node)) return node.map((n) => deref(doc, n, depth + 1));
   if (!node || typeof node !== 'object') return node;
@@ -68,7 +69,13 @@ export function operationsFromSpec(): Operation[] {
       const params = new Map<string, Param>();
       for (const p of [...(item.parameters ?? []), ...(op.parameters ?? [])]) params.set(`${p.in}:${p.name}`, { required: false, ...p });
       const security: Schema[] = op.security ?? doc.security ?? [];
-      const auth = security.some((s) => 'bearerAuth' in s) ? 'bearer' : security.some((s) => 'suiteToken' in s) ? 'suite' : security.some((s) => 'agentToken' in s) ? 'agent' : 'none';
+      const auth = security.some((s) => 'bearerAuth' in s)
+        ? 'bearer'
+        : security.some((s) => 'suiteToken' in s)
+          ? 'suite'
+          : security.some((s) => 'agentToken' in s)
+            ? 'agent'
+            : 'none';
       const responseSchemas: Record<string, Schema | undefined> = {};
       for (const [status, r] of Object.entries(op.responses as Record<string, Schema>)) {
         responseSchemas[status] = r.content?.['application/json']?.schema;
@@ -111,7 +118,11 @@ export function responseValidator(): (op: Operation, status: number, body: unkno
 function stripDiscriminators(s: unknown): unknown {
   if (Array.isArray(s)) return s.map(stripDiscriminators);
   if (!s || typeof s !== 'object') return s;
-  return Object.fromEntries(Object.entries(s as Schema).filter(([k]) => k !== 'discriminator').map(([k, v]) => [k, stripDiscriminators(v)]));
+  return Object.fromEntries(
+    Object.entries(s as Schema)
+      .filter(([k]) => k !== 'discriminator')
+      .map(([k, v]) => [k, stripDiscriminators(v)]),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -169,7 +180,8 @@ export function validArb(s: Schema, hints: Hints = {}, depth = 0): fc.Arbitrary<
     case 'number':
       return fc.double({ min: s.minimum ?? -1e9, max: s.maximum ?? 1e9, noNaN: true, noDefaultInfinity: true });
     case 'string':
-      if (s.format === 'date-time') return fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString());
+      if (s.format === 'date-time')
+        return fc.date({ min: new Date('2000-01-01'), max: new Date('2100-01-01'), noInvalidDate: true }).map((d) => d.toISOString());
       if (s.format === 'uuid') return fc.uuid();
       if (s.pattern) return fc.stringMatching(new RegExp(s.pattern)).filter((v) => v.length <= (s.maxLength ?? Infinity));
       return stringArb(s.minLength ?? 0, s.maxLength ?? 1000);
@@ -182,7 +194,10 @@ export function validArb(s: Schema, hints: Hints = {}, depth = 0): fc.Arbitrary<
       const model: Record<string, fc.Arbitrary<unknown>> = {};
       for (const [k, v] of Object.entries(props)) {
         if (v.readOnly) continue;
-        model[k] = k in hints && depth === 0 ? fc.oneof({ weight: 3, arbitrary: hints[k]! }, { weight: 1, arbitrary: validArb(v, {}, depth + 1) }) : validArb(v, {}, depth + 1);
+        model[k] =
+          k in hints && depth === 0
+            ? fc.oneof({ weight: 3, arbitrary: hints[k]! }, { weight: 1, arbitrary: validArb(v, {}, depth + 1) })
+            : validArb(v, {}, depth + 1);
       }
       const required = ((s.required ?? []) as string[]).filter((k) => k in model);
       const record = fc.record(model, { requiredKeys: required });
@@ -249,7 +264,11 @@ export function outOfBoundsArb(s: Schema): fc.Arbitrary<unknown> | null {
   }
   if (types.includes('string') && s.maxLength !== undefined) {
     // Over the limit: just over, or huge (still far under the body limit).
-    alts.push(fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1000, max: 200_000 })).map((n) => 'x'.repeat(Math.min(s.maxLength + n, s.maxLength + 200_000))));
+    alts.push(
+      fc
+        .oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1000, max: 200_000 }))
+        .map((n) => 'x'.repeat(Math.min(s.maxLength + n, s.maxLength + 200_000))),
+    );
   }
   if (types.includes('string') && s.format === 'date-time') alts.push(fc.constantFrom('yesterday', '2026-13-45T00:00:00Z', '1', 'not-a-date'));
   if (types.includes('string') && s.format === 'uuid') alts.push(fc.constantFrom('not-a-uuid', '1234', 'zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz'));

@@ -57,7 +57,13 @@ const PIPELINE_HINTS: Hints = {
     [],
   ),
   branch_configuration: fc.constantFrom('main release/*', '!wip', '', null),
-  provider_settings: fc.constantFrom({ trigger_mode: 'code' }, { build_tags: true }, { filter_enabled: true, filter_condition: 'build.branch == "main"' }, { filter_condition: '((' }, { nope: 1 }),
+  provider_settings: fc.constantFrom(
+    { trigger_mode: 'code' },
+    { build_tags: true },
+    { filter_enabled: true, filter_condition: 'build.branch == "main"' },
+    { filter_condition: '((' },
+    { nope: 1 },
+  ),
   default_timeout_in_minutes: fc.constantFrom(1, 60, null),
   maximum_timeout_in_minutes: fc.constantFrom(30, 120, null),
 };
@@ -66,9 +72,19 @@ const BUILD_HINTS: Hints = {
   branch: fc.constantFrom('main', 'feature/x', 'wip'),
 };
 const UPLOAD_HINTS: Hints = {
-  run_env: fc.record({ key: fc.constantFrom('run-1', 'run-2', crypto.randomUUID()), ci: fc.constantFrom('buildkite', 'generic'), commit_sha: fc.constantFrom(SHA, null), branch: fc.constantFrom('main', null) }),
+  run_env: fc.record({
+    key: fc.constantFrom('run-1', 'run-2', crypto.randomUUID()),
+    ci: fc.constantFrom('buildkite', 'generic'),
+    commit_sha: fc.constantFrom(SHA, null),
+    branch: fc.constantFrom('main', null),
+  }),
   data: fc.array(
-    fc.record({ name: fc.constantFrom('adds', 'subtracts', null), scope: fc.constantFrom('Math', null), result: fc.constantFrom('passed', 'failed', 'skipped', 'weird', null), location: fc.constantFrom('./m.test.js:3', null) }),
+    fc.record({
+      name: fc.constantFrom('adds', 'subtracts', null),
+      scope: fc.constantFrom('Math', null),
+      result: fc.constantFrom('passed', 'failed', 'skipped', 'weird', null),
+      location: fc.constantFrom('./m.test.js:3', null),
+    }),
     { maxLength: 5 },
   ),
 };
@@ -100,13 +116,17 @@ const stepsOrYaml = fc.oneof(
 );
 /** Bodies a real client would send, so that creates and updates get through to the stores. */
 const REALISTIC: Record<string, fc.Arbitrary<unknown>> = {
-  createPipeline: fc.tuple(uniqueName, fc.constantFrom(...REPOS.slice(0, 3)), stepsOrYaml, pipelineExtras).map(([name, repository, steps, extra]) => ({ name, repository, ...steps, ...extra })),
-  updatePipeline: fc.tuple(fc.option(uniqueName), fc.option(fc.constantFrom(...REPOS.slice(0, 3))), fc.option(fc.constantFrom(...YAMLS.slice(0, 3))), pipelineExtras).map(([name, repository, configuration, extra]) => ({
-    ...(name ? { name } : {}),
-    ...(repository ? { repository } : {}),
-    ...(configuration ? { configuration } : {}),
-    ...extra,
-  })),
+  createPipeline: fc
+    .tuple(uniqueName, fc.constantFrom(...REPOS.slice(0, 3)), stepsOrYaml, pipelineExtras)
+    .map(([name, repository, steps, extra]) => ({ name, repository, ...steps, ...extra })),
+  updatePipeline: fc
+    .tuple(fc.option(uniqueName), fc.option(fc.constantFrom(...REPOS.slice(0, 3))), fc.option(fc.constantFrom(...YAMLS.slice(0, 3))), pipelineExtras)
+    .map(([name, repository, configuration, extra]) => ({
+      ...(name ? { name } : {}),
+      ...(repository ? { repository } : {}),
+      ...(configuration ? { configuration } : {}),
+      ...extra,
+    })),
   createBuild: fc.record(
     {
       commit: fc.constantFrom('HEAD', SHA),
@@ -121,12 +141,37 @@ const REALISTIC: Record<string, fc.Arbitrary<unknown>> = {
     },
     { requiredKeys: ['commit', 'branch'] },
   ),
-  createSuite: fc.tuple(uniqueName, fc.record({ default_branch: fc.constantFrom('main', null), application_name: fc.option(fc.string({ maxLength: 20 })), show_api_token: fc.boolean() }, { requiredKeys: [] })).map(([name, extra]) => ({ name, ...extra })),
+  createSuite: fc
+    .tuple(
+      uniqueName,
+      fc.record(
+        { default_branch: fc.constantFrom('main', null), application_name: fc.option(fc.string({ maxLength: 20 })), show_api_token: fc.boolean() },
+        { requiredKeys: [] },
+      ),
+    )
+    .map(([name, extra]) => ({ name, ...extra })),
   deliverWebhook: fc.constantFrom(
-    { ref: 'refs/heads/main', after: SHA, deleted: false, head_commit: { id: SHA, message: 'Fix', author: { name: 'A', email: 'a@example.com' } }, pusher: { name: 'a' }, repository: { full_name: 'acme/app' } },
+    {
+      ref: 'refs/heads/main',
+      after: SHA,
+      deleted: false,
+      head_commit: { id: SHA, message: 'Fix', author: { name: 'A', email: 'a@example.com' } },
+      pusher: { name: 'a' },
+      repository: { full_name: 'acme/app' },
+    },
     { ref: 'refs/heads/feature', after: SHA, head_commit: { id: SHA, message: 'Fix [skip ci]' } },
     { zen: 'Keep it logically awesome.', hook_id: 1 },
-    { action: 'opened', number: 7, pull_request: { title: 'PR', draft: false, head: { ref: 'feature', sha: SHA, repo: { full_name: 'acme/app' } }, base: { ref: 'main', repo: { full_name: 'acme/app' } }, labels: [] } },
+    {
+      action: 'opened',
+      number: 7,
+      pull_request: {
+        title: 'PR',
+        draft: false,
+        head: { ref: 'feature', sha: SHA, repo: { full_name: 'acme/app' } },
+        base: { ref: 'main', repo: { full_name: 'acme/app' } },
+        labels: [],
+      },
+    },
   ),
 };
 
@@ -227,7 +272,10 @@ function bodyArb(op: Operation): fc.Arbitrary<{ body: Body; invalid: string | nu
     // An operation that takes no body ignores one, even malformed (it is never parsed).
     return fc.oneof(
       { weight: 8, arbitrary: fc.constant({ body: { kind: 'none' } as Body, invalid: null }) },
-      { weight: 1, arbitrary: fc.constantFrom('{', '[[[', '{"a":1}').map((text) => ({ body: { kind: 'raw', type: 'application/json', text } as Body, invalid: null })) },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom('{', '[[[', '{"a":1}').map((text) => ({ body: { kind: 'raw', type: 'application/json', text } as Body, invalid: null })),
+      },
       { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }).map((value) => ({ body: { kind: 'json', value } as Body, invalid: null })) },
     );
   }
@@ -241,7 +289,12 @@ function bodyArb(op: Operation): fc.Arbitrary<{ body: Body; invalid: string | nu
   // Unknown fields, __proto__ and constructor keys: ignored, never an error or a crash.
   gens.push(
     fc
-      .tuple(valid, fc.dictionary(fc.constantFrom('__proto__', 'constructor', 'prototype', 'zzz_unknown', 'id', 'created_at'), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }))
+      .tuple(
+        valid,
+        fc.dictionary(fc.constantFrom('__proto__', 'constructor', 'prototype', 'zzz_unknown', 'id', 'created_at'), fc.jsonValue({ maxDepth: 2 }), {
+          maxKeys: 3,
+        }),
+      )
       .map(([v, extra]) => json(v && typeof v === 'object' && !Array.isArray(v) ? JSON.parse(JSON.stringify({ ...extra, ...v })) : v, null)),
   );
   for (const site of bodySites(op.body)) {
@@ -255,7 +308,9 @@ function bodyArb(op: Operation): fc.Arbitrary<{ body: Body; invalid: string | nu
   if (typesOf(op.body)?.has('object')) {
     gens.push(fc.constantFrom([], 'text', 42, null, true).map((v) => json(v, 'body type')));
   }
-  gens.push(fc.constantFrom('{', '{"a":', '[1,2', 'nul').map((text) => ({ body: { kind: 'raw', type: 'application/json', text } as Body, invalid: 'malformed JSON' })));
+  gens.push(
+    fc.constantFrom('{', '{"a":', '[1,2', 'nul').map((text) => ({ body: { kind: 'raw', type: 'application/json', text } as Body, invalid: 'malformed JSON' })),
+  );
   gens.push(fc.constant({ body: { kind: 'raw', type: 'text/plain', text: 'hello' } as Body, invalid: 'not JSON' }));
   let multipart: fc.Arbitrary<{ body: Body; invalid: string | null }> | undefined;
   if (op.multipart) {
@@ -274,10 +329,17 @@ function bodyArb(op: Operation): fc.Arbitrary<{ body: Body; invalid: string | nu
       fc.string({ maxLength: 200, unit: 'binary' }),
     );
     const fields = fc.record(
-      { format: fc.constantFrom('json', 'json', 'junit', 'junit', 'bogus'), 'run_env[key]': fc.constantFrom('mp-1', 'mp-2', 'mp-3', ''), 'run_env[CI]': fc.constantFrom('buildkite', 'x'), 'tags[os]': fc.constant('linux') },
+      {
+        format: fc.constantFrom('json', 'json', 'junit', 'junit', 'bogus'),
+        'run_env[key]': fc.constantFrom('mp-1', 'mp-2', 'mp-3', ''),
+        'run_env[CI]': fc.constantFrom('buildkite', 'x'),
+        'tags[os]': fc.constant('linux'),
+      },
       { requiredKeys: ['format', 'run_env[key]'] },
     );
-    multipart = fc.tuple(fields, fc.option(file, { freq: 8 })).map(([f, data]) => ({ body: { kind: 'multipart', fields: f, file: data } as Body, invalid: null }));
+    multipart = fc
+      .tuple(fields, fc.option(file, { freq: 8 }))
+      .map(([f, data]) => ({ body: { kind: 'multipart', fields: f, file: data } as Body, invalid: null }));
   }
   gens.push(fc.constant({ body: { kind: 'none' } as Body, invalid: 'no body' }));
   // Valid bodies carry most of the weight: they reach the services.
@@ -308,7 +370,12 @@ function inputArb(op: Operation): fc.Arbitrary<Input> {
   const authArb: fc.Arbitrary<AuthKind> =
     op.auth === 'none'
       ? fc.constant('none')
-      : fc.oneof({ weight: 14, arbitrary: fc.constant<AuthKind>('admin') }, { weight: op.auth === 'bearer' ? 2 : 0, arbitrary: fc.constant<AuthKind>('readonly') }, { weight: 2, arbitrary: fc.constant<AuthKind>('none') }, { weight: 1, arbitrary: fc.constant<AuthKind>('garbage') });
+      : fc.oneof(
+          { weight: 14, arbitrary: fc.constant<AuthKind>('admin') },
+          { weight: op.auth === 'bearer' ? 2 : 0, arbitrary: fc.constant<AuthKind>('readonly') },
+          { weight: 2, arbitrary: fc.constant<AuthKind>('none') },
+          { weight: 1, arbitrary: fc.constant<AuthKind>('garbage') },
+        );
   const pathParams = op.params.filter((p) => p.in === 'path');
   const queryParams = op.params.filter((p) => p.in === 'query');
   const headerParams = op.params.filter((p) => p.in === 'header');
@@ -317,7 +384,14 @@ function inputArb(op: Operation): fc.Arbitrary<Input> {
     Object.fromEntries(
       queryParams.map((p) => {
         const gens = queryGens(p);
-        return [p.name, fc.oneof({ weight: 3 * gens.length, arbitrary: fc.constant({ value: undefined, invalid: null as string | null }) }, { weight: 2 * gens.length, arbitrary: gens[0]!.arb.map((value) => ({ value, invalid: null as string | null })) }, ...gens.slice(1).map((g) => ({ weight: 1, arbitrary: g.arb.map((value) => ({ value, invalid: g.invalid })) })))];
+        return [
+          p.name,
+          fc.oneof(
+            { weight: 3 * gens.length, arbitrary: fc.constant({ value: undefined, invalid: null as string | null }) },
+            { weight: 2 * gens.length, arbitrary: gens[0]!.arb.map((value) => ({ value, invalid: null as string | null })) },
+            ...gens.slice(1).map((g) => ({ weight: 1, arbitrary: g.arb.map((value) => ({ value, invalid: g.invalid })) })),
+          ),
+        ];
       }),
     ),
   );
@@ -332,8 +406,16 @@ function inputArb(op: Operation): fc.Arbitrary<Input> {
     return {
       auth: a,
       path: Object.fromEntries(Object.entries(path).map(([k, v]) => [k, v.choice])),
-      query: Object.fromEntries(Object.entries(query).filter(([, v]) => v.value !== undefined).map(([k, v]) => [k, v.value])),
-      headers: Object.fromEntries(Object.entries(headers).filter(([, v]) => v.value !== undefined).map(([k, v]) => [k, v.value!])),
+      query: Object.fromEntries(
+        Object.entries(query)
+          .filter(([, v]) => v.value !== undefined)
+          .map(([k, v]) => [k, v.value]),
+      ),
+      headers: Object.fromEntries(
+        Object.entries(headers)
+          .filter(([, v]) => v.value !== undefined)
+          .map(([k, v]) => [k, v.value!]),
+      ),
       body: body.body,
       invalid,
     };
@@ -347,7 +429,8 @@ function inputArb(op: Operation): fc.Arbitrary<Input> {
 function encodePath(value: string): string {
   return value.replace(/[\s\S]/gu, (ch) => {
     const code = ch.codePointAt(0)!;
-    if (code >= 0xd800 && code <= 0xdfff) return `%${(0xe0 | (code >> 12)).toString(16)}%${(0x80 | ((code >> 6) & 0x3f)).toString(16)}%${(0x80 | (code & 0x3f)).toString(16)}`.toUpperCase();
+    if (code >= 0xd800 && code <= 0xdfff)
+      return `%${(0xe0 | (code >> 12)).toString(16)}%${(0x80 | ((code >> 6) & 0x3f)).toString(16)}%${(0x80 | (code & 0x3f)).toString(16)}`.toUpperCase();
     return encodeURIComponent(ch);
   });
 }
@@ -384,8 +467,17 @@ interface Fixtures {
 
 /** A registered, connected agent. */
 async function connectedAgent(c: TestContext, registrationToken: string): Promise<{ id: string; token: string }> {
-  const reg = await c.http().post('/v3/register').set({ Authorization: `Token ${registrationToken}` }).send({ name: 'fuzz', meta_data: ['queue=default'] }).expect(201);
-  await c.http().post('/v3/connect').set({ Authorization: `Token ${reg.body.access_token}` }).expect(200);
+  const reg = await c
+    .http()
+    .post('/v3/register')
+    .set({ Authorization: `Token ${registrationToken}` })
+    .send({ name: 'fuzz', meta_data: ['queue=default'] })
+    .expect(201);
+  await c
+    .http()
+    .post('/v3/connect')
+    .set({ Authorization: `Token ${reg.body.access_token}` })
+    .expect(200);
   return { id: reg.body.id, token: reg.body.access_token };
 }
 
@@ -405,15 +497,35 @@ describeEachDatabase('contract fuzzing', (ctx) => {
     const readToken = await c.givenToken(user, [org], ['read_user', 'read_organizations', 'read_pipelines', 'read_builds', 'read_suites']);
     const other = await c.givenOrg();
     const base = `/v2/organizations/${org.slug}/pipelines`;
-    const p = await c.http().post(base).set(auth(token)).send({ name: 'Fuzz target', repository: 'git@github.com:acme/app.git', configuration: YAMLS[1] }).expect(201);
+    const p = await c
+      .http()
+      .post(base)
+      .set(auth(token))
+      .send({ name: 'Fuzz target', repository: 'git@github.com:acme/app.git', configuration: YAMLS[1] })
+      .expect(201);
     for (const branch of ['main', 'main', 'feature/x']) {
-      await c.http().post(`${base}/${p.body.slug}/builds`).set(auth(token)).send({ commit: SHA, branch, message: 'm', meta_data: { k: 'v' } }).expect(201);
+      await c
+        .http()
+        .post(`${base}/${p.body.slug}/builds`)
+        .set(auth(token))
+        .send({ commit: SHA, branch, message: 'm', meta_data: { k: 'v' } })
+        .expect(201);
     }
     await c.http().put(`${base}/${p.body.slug}/builds/2/cancel`).set(auth(token)).expect(200);
     await c.http().put(`${base}/${p.body.slug}/builds/1/rebuild`).set(auth(token)).expect(200);
-    const archived = await c.http().post(base).set(auth(token)).send({ name: 'Fuzz archived', repository: 'https://gitlab.com/acme/app.git', configuration: YAMLS[0] }).expect(201);
+    const archived = await c
+      .http()
+      .post(base)
+      .set(auth(token))
+      .send({ name: 'Fuzz archived', repository: 'https://gitlab.com/acme/app.git', configuration: YAMLS[0] })
+      .expect(201);
     await c.http().post(`${base}/${archived.body.slug}/archive`).set(auth(token)).expect(200);
-    const suite = await c.http().post(`/v2/analytics/organizations/${org.slug}/suites`).set(auth(token)).send({ name: 'Fuzz suite', show_api_token: true }).expect(201);
+    const suite = await c
+      .http()
+      .post(`/v2/analytics/organizations/${org.slug}/suites`)
+      .set(auth(token))
+      .send({ name: 'Fuzz suite', show_api_token: true })
+      .expect(201);
     const uploaded = await c
       .http()
       .post('/v1/uploads')
@@ -423,14 +535,30 @@ describeEachDatabase('contract fuzzing', (ctx) => {
         run_env: { key: 'run-1', commit_sha: SHA, branch: 'main', ci: 'buildkite' },
         data: [
           { name: 'adds', scope: 'Math', result: 'passed', location: './m.test.js:3' },
-          { name: 'adds', scope: 'Math', result: 'failed', location: './m.test.js:3', failure_reason: 'boom', failure_expanded: [{ expanded: ['x'], backtrace: ['y'] }] },
+          {
+            name: 'adds',
+            scope: 'Math',
+            result: 'failed',
+            location: './m.test.js:3',
+            failure_reason: 'boom',
+            failure_expanded: [{ expanded: ['x'], backtrace: ['y'] }],
+          },
         ],
       })
       .expect(202);
-    const failed = await c.http().get(`/v2/analytics/organizations/${org.slug}/suites/${suite.body.slug}/runs/${uploaded.body.run_id}/failed_executions`).set(auth(token)).expect(200);
-    const registrationToken = (await c.http().post(`/v2/organizations/${org.slug}/agent-tokens`).set(auth(token)).send({ description: 'fuzz' }).expect(201)).body.token as string;
+    const failed = await c
+      .http()
+      .get(`/v2/analytics/organizations/${org.slug}/suites/${suite.body.slug}/runs/${uploaded.body.run_id}/failed_executions`)
+      .set(auth(token))
+      .expect(200);
+    const registrationToken = (await c.http().post(`/v2/organizations/${org.slug}/agent-tokens`).set(auth(token)).send({ description: 'fuzz' }).expect(201))
+      .body.token as string;
     const agent = await connectedAgent(c, registrationToken);
-    const held = await c.http().get('/v3/ping').set({ Authorization: `Token ${agent.token}` }).expect(200);
+    const held = await c
+      .http()
+      .get('/v3/ping')
+      .set({ Authorization: `Token ${agent.token}` })
+      .expect(200);
     fx = {
       org,
       otherOrgSlug: other.slug,
@@ -451,21 +579,42 @@ describeEachDatabase('contract fuzzing', (ctx) => {
 
   afterAll(async () => {
     await new Promise<void>((resolve) => server?.close(() => resolve()));
-    const statuses = [...statusCounts].sort(([a], [b]) => a - b).map(([s, n]) => `${s}: ${n}`).join(', ');
+    const statuses = [...statusCounts]
+      .sort(([a], [b]) => a - b)
+      .map(([s, n]) => `${s}: ${n}`)
+      .join(', ');
     if (process.env.FUZZ_VERBOSE) {
-      for (const [id, m] of byOperation) process.stdout.write(`${id}: ${[...m].sort(([a], [b]) => a - b).map(([s, n]) => `${s}: ${n}`).join(', ')}\n`);
+      for (const [id, m] of byOperation)
+        process.stdout.write(
+          `${id}: ${[...m]
+            .sort(([a], [b]) => a - b)
+            .map(([s, n]) => `${s}: ${n}`)
+            .join(', ')}\n`,
+        );
     }
-    process.stdout.write(`\ncontract fuzzing [${ctx()?.kind}]: ${sent} requests over ${OPERATIONS.length} operations (seed ${BASE_SEED}, ${RUNS} runs each); statuses ${statuses}\n`);
+    process.stdout.write(
+      `\ncontract fuzzing [${ctx()?.kind}]: ${sent} requests over ${OPERATIONS.length} operations (seed ${BASE_SEED}, ${RUNS} runs each); statuses ${statuses}\n`,
+    );
   });
 
   /** A new pipeline or suite for a delete, so the shared fixtures survive. */
   async function disposable(kind: 'pipeline' | 'suite'): Promise<string> {
     const c = ctx();
     if (kind === 'pipeline') {
-      const r = await c.http().post(`/v2/organizations/${fx.org.slug}/pipelines`).set(auth(fx.adminToken)).send({ name: `Doomed ${crypto.randomUUID()}`, repository: REPOS[0], configuration: YAMLS[0] }).expect(201);
+      const r = await c
+        .http()
+        .post(`/v2/organizations/${fx.org.slug}/pipelines`)
+        .set(auth(fx.adminToken))
+        .send({ name: `Doomed ${crypto.randomUUID()}`, repository: REPOS[0], configuration: YAMLS[0] })
+        .expect(201);
       return r.body.slug;
     }
-    const r = await c.http().post(`/v2/analytics/organizations/${fx.org.slug}/suites`).set(auth(fx.adminToken)).send({ name: `Doomed ${crypto.randomUUID()}` }).expect(201);
+    const r = await c
+      .http()
+      .post(`/v2/analytics/organizations/${fx.org.slug}/suites`)
+      .set(auth(fx.adminToken))
+      .send({ name: `Doomed ${crypto.randomUUID()}` })
+      .expect(201);
     return r.body.slug;
   }
 
@@ -478,14 +627,29 @@ describeEachDatabase('contract fuzzing', (ctx) => {
       else if (choice.fixture === 'other') value = fx.otherOrgSlug;
       else if (choice.fixture === 'latest' && op.id === 'cancelBuild') {
         // A build of its own, so that cancels do not all meet an already canceled build.
-        const r = await ctx().http().post(`/v2/organizations/${fx.org.slug}/pipelines/${fx.pipeline.slug}/builds`).set(auth(fx.adminToken)).send({ commit: SHA, branch: 'main' }).expect(201);
+        const r = await ctx()
+          .http()
+          .post(`/v2/organizations/${fx.org.slug}/pipelines/${fx.pipeline.slug}/builds`)
+          .set(auth(fx.adminToken))
+          .send({ commit: SHA, branch: 'main' })
+          .expect(201);
         value = String(r.body.number);
       } else if (choice.fixture === 'latest') {
         const [row] = await ctx().services.db('builds').where({ pipeline_id: fx.pipeline.id }).max({ n: 'number' });
         value = String(row?.n ?? 1);
       } else if (name === 'pipeline_slug') value = op.id === 'deletePipeline' ? await disposable('pipeline') : fx.pipeline.slug;
       else if (name === 'suite_slug') value = op.id === 'deleteSuite' ? await disposable('suite') : fx.suiteSlug;
-      else value = { org_slug: fx.org.slug, build_number: '1', run_id: fx.runId, test_id: fx.testId, token: fx.webhookToken, agent_id: fx.agent.id, job_id: fx.agent.jobId }[name] ?? 'x';
+      else
+        value =
+          {
+            org_slug: fx.org.slug,
+            build_number: '1',
+            run_id: fx.runId,
+            test_id: fx.testId,
+            token: fx.webhookToken,
+            agent_id: fx.agent.id,
+            job_id: fx.agent.jobId,
+          }[name] ?? 'x';
       url = url.replace(`{${name}}`, encodePath(value));
     }
     return url;
@@ -493,7 +657,8 @@ describeEachDatabase('contract fuzzing', (ctx) => {
 
   async function credentials(op: Operation, kind: AuthKind): Promise<Record<string, string>> {
     if (kind === 'none') return {};
-    if (kind === 'garbage') return { Authorization: op.auth === 'suite' ? 'Token token="nope"' : op.auth === 'agent' ? `Token ${'n'.repeat(43)}` : 'Bearer not.a.token' };
+    if (kind === 'garbage')
+      return { Authorization: op.auth === 'suite' ? 'Token token="nope"' : op.auth === 'agent' ? `Token ${'n'.repeat(43)}` : 'Bearer not.a.token' };
     if (op.auth === 'suite') return { Authorization: `Token token="${fx.suiteToken}"` };
     if (op.auth === 'agent') {
       if (op.id === 'registerAgent') return { Authorization: `Token ${fx.registrationToken}` };
@@ -554,7 +719,11 @@ describeEachDatabase('contract fuzzing', (ctx) => {
     const op = OPERATIONS.find((o) => o.id === 'getPipeline')!;
     const url = `/v2/organizations/${fx.org.slug}/pipelines/${fx.pipeline.slug}`;
     const real = await ctx().services.pipelines.get(
-      { principal: await ctx().services.tokens.authenticate(fx.adminToken), organization: { ...fx.org, name: '', teamsEnabled: false, createdAt: new Date() } as never, role: 'admin' },
+      {
+        principal: await ctx().services.tokens.authenticate(fx.adminToken),
+        organization: { ...fx.org, name: '', teamsEnabled: false, createdAt: new Date() } as never,
+        role: 'admin',
+      },
       fx.pipeline.slug,
     );
     const spy = jest.spyOn(ctx().services.pipelines, 'get').mockResolvedValueOnce({ ...real, pipeline: { ...real.pipeline, name: 42 as never } });
@@ -582,7 +751,9 @@ describeEachDatabase('contract fuzzing', (ctx) => {
     try {
       await fc.assert(property, { seed, numRuns: RUNS, endOnFailure: true });
     } catch (err) {
-      throw new Error(`${op.id} [${ctx().kind}] failed with seed ${seed} (replay all with FUZZ_SEED=${BASE_SEED}):\n${(err as Error).message}\n${String((err as Error).cause ?? '')}`);
+      throw new Error(
+        `${op.id} [${ctx().kind}] failed with seed ${seed} (replay all with FUZZ_SEED=${BASE_SEED}):\n${(err as Error).message}\n${String((err as Error).cause ?? '')}`,
+      );
     }
   });
 });

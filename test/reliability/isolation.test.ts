@@ -47,7 +47,9 @@ describe('the isolation matrix covers the spec', () => {
   it('has a fixture for every operation and every path parameter', () => {
     const missingBodies = operations.filter((op) => !(op.operationId in BODIES) || (op.requestSchema && !BODIES[op.operationId]));
     expect(missingBodies.map((o) => o.operationId)).toEqual([]);
-    const unknownParams = operations.flatMap((op) => op.pathParams.filter((p) => !(PARAM_KINDS as readonly string[]).includes(p)).map((p) => `${op.operationId}.${p}`));
+    const unknownParams = operations.flatMap((op) =>
+      op.pathParams.filter((p) => !(PARAM_KINDS as readonly string[]).includes(p)).map((p) => `${op.operationId}.${p}`),
+    );
     expect(unknownParams).toEqual([]);
     expect(Object.keys(BODIES).sort()).toEqual(operations.map((o) => o.operationId).sort());
   });
@@ -92,7 +94,9 @@ describeEachDatabase('tenant isolation', (ctx) => {
   });
 
   afterAll(() => {
-    process.stdout.write(`isolation [${ctx().kind}]: ${bearerWithParams.length} operations with path parameters, ${matrixCases} cross-tenant cases, ${requests} requests, ${Object.values(before ?? {}).flat().length} rows of B's compared\n`);
+    process.stdout.write(
+      `isolation [${ctx().kind}]: ${bearerWithParams.length} operations with path parameters, ${matrixCases} cross-tenant cases, ${requests} requests, ${Object.values(before ?? {}).flat().length} rows of B's compared\n`,
+    );
   });
 
   const bearerWithParams = operations.filter((op) => op.auth === 'bearer' && op.pathParams.length > 0);
@@ -102,7 +106,12 @@ describeEachDatabase('tenant isolation', (ctx) => {
     const cases: { name: string; params: Record<string, string>; missing: Record<string, string>; token?: string }[] = [
       { name: "all of B's", params: b.params, missing: { ...b.params, org_slug: missingParam('org_slug') } },
       // Membership is not reach: the token names the organizations it may act in.
-      { name: "all of B's, token of a member of both reaching only A", params: b.params, missing: { ...b.params, org_slug: missingParam('org_slug') }, token: memberOfBothToken },
+      {
+        name: "all of B's, token of a member of both reaching only A",
+        params: b.params,
+        missing: { ...b.params, org_slug: missingParam('org_slug') },
+        token: memberOfBothToken,
+      },
       ...op.pathParams
         .filter((p) => p !== 'org_slug')
         .map((p) => ({
@@ -140,25 +149,24 @@ describeEachDatabase('tenant isolation', (ctx) => {
     }
   });
 
-  it.each(Object.entries(BODY_REFERENCES).flatMap(([opId, fields]) => Object.entries(fields).map(([field, make]) => [`${opId} ${field}`, opId, make] as const)))(
-    "%s: B's id in A's body is refused like an unknown id",
-    async (_name, opId, make) => {
-      const op = operations.find((o) => o.operationId === opId)!;
-      const field = _name.split(' ')[1]!.replace('[].id', '');
-      const unknown = crypto.randomUUID();
-      // Only the field under test names teams: the fixture's own team list goes.
-      const bodyWith = (value: unknown) => {
-        const { teams: _t, team_ids: _i, ...rest } = BODIES[opId]!(a) as Record<string, unknown>;
-        return { ...rest, [field]: value };
-      };
-      const res = await send(ctx(), op, fillPath(op, a.params), a.token, bodyWith(make(b.team.id)));
-      const ref = await send(ctx(), op, fillPath(op, a.params), a.token, bodyWith(make(unknown)));
-      requests += 2;
-      expect(ref.status).toBe(422);
-      expect(res.status).toBe(422);
-      expect(res.text.replaceAll(b.team.id, 'ID')).toBe(ref.text.replaceAll(unknown, 'ID'));
-    },
-  );
+  it.each(
+    Object.entries(BODY_REFERENCES).flatMap(([opId, fields]) => Object.entries(fields).map(([field, make]) => [`${opId} ${field}`, opId, make] as const)),
+  )("%s: B's id in A's body is refused like an unknown id", async (_name, opId, make) => {
+    const op = operations.find((o) => o.operationId === opId)!;
+    const field = _name.split(' ')[1]!.replace('[].id', '');
+    const unknown = crypto.randomUUID();
+    // Only the field under test names teams: the fixture's own team list goes.
+    const bodyWith = (value: unknown) => {
+      const { teams: _t, team_ids: _i, ...rest } = BODIES[opId]!(a) as Record<string, unknown>;
+      return { ...rest, [field]: value };
+    };
+    const res = await send(ctx(), op, fillPath(op, a.params), a.token, bodyWith(make(b.team.id)));
+    const ref = await send(ctx(), op, fillPath(op, a.params), a.token, bodyWith(make(unknown)));
+    requests += 2;
+    expect(ref.status).toBe(422);
+    expect(res.status).toBe(422);
+    expect(res.text.replaceAll(b.team.id, 'ID')).toBe(ref.text.replaceAll(unknown, 'ID'));
+  });
 
   it("uploads with A's suite token land in A's suite whatever the body names", async () => {
     const runs = await ctx().http().get(`/v2/analytics/organizations/${b.org.slug}/suites/${b.suite.slug}/runs`).set(auth(b.token));
@@ -185,7 +193,11 @@ describeEachDatabase('tenant isolation', (ctx) => {
     expect(aRuns.body).toHaveLength(2);
     expect(aRuns.body.map((r: { id: string }) => r.id)).not.toContain(b.params.run_id);
     // A bearer token of B is not a suite token.
-    const bearer = await ctx().http().post('/v1/uploads').set(auth(b.token)).send({ format: 'json', run_env: { key: 'x' }, data: [] });
+    const bearer = await ctx()
+      .http()
+      .post('/v1/uploads')
+      .set(auth(b.token))
+      .send({ format: 'json', run_env: { key: 'x' }, data: [] });
     requests++;
     expect(bearer.status).toBe(401);
   });
@@ -214,7 +226,13 @@ describeEachDatabase('tenant isolation', (ctx) => {
     const body = JSON.stringify({ zen: 'Signed by B.', hook_id: 2 });
     const sign = (secret: string) => `sha256=${crypto.createHmac('sha256', secret).update(body).digest('hex')}`;
     const deliver = (signature: string) =>
-      ctx().http().post(`/deliver/${a.params.token}`).set('X-GitHub-Event', 'ping').set('X-Hub-Signature-256', signature).set('Content-Type', 'application/json').send(body);
+      ctx()
+        .http()
+        .post(`/deliver/${a.params.token}`)
+        .set('X-GitHub-Event', 'ping')
+        .set('X-Hub-Signature-256', signature)
+        .set('Content-Type', 'application/json')
+        .send(body);
     const byB = await deliver(sign(ctx().services.pipelines.webhookSecret(b.pipeline.id)));
     const byNobody = await deliver(sign(crypto.randomBytes(32).toString('hex')));
     const byA = await deliver(sign(ctx().services.pipelines.webhookSecret(a.pipeline.id)));

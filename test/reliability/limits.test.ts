@@ -37,9 +37,19 @@ describeEachDatabase(
       c = ctx();
       ({ org, token } = await c.givenAdmin());
       base = `/v2/organizations/${org.slug}`;
-      const p = await c.http().post(`${base}/pipelines`).set(auth(token)).send({ name: 'Limits', repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: make\n' }).expect(201);
+      const p = await c
+        .http()
+        .post(`${base}/pipelines`)
+        .set(auth(token))
+        .send({ name: 'Limits', repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: make\n' })
+        .expect(201);
       pipelineSlug = p.body.slug;
-      const s = await c.http().post(`/v2/analytics/organizations/${org.slug}/suites`).set(auth(token)).send({ name: 'Limits', show_api_token: true }).expect(201);
+      const s = await c
+        .http()
+        .post(`/v2/analytics/organizations/${org.slug}/suites`)
+        .set(auth(token))
+        .send({ name: 'Limits', show_api_token: true })
+        .expect(201);
       suiteToken = s.body.api_token;
     });
 
@@ -60,7 +70,11 @@ describeEachDatabase(
 
       it('an upload over UPLOAD_BODY_LIMIT_BYTES (256 KiB here), JSON or multipart', async () => {
         const data = Array.from({ length: 3000 }, (_, i) => ({ name: `t${i}`, result: 'passed', failure_reason: 'x'.repeat(100) }));
-        const res = await c.http().post('/v1/uploads').set({ Authorization: `Token token="${suiteToken}"` }).send({ format: 'json', run_env: { key: 'big' }, data });
+        const res = await c
+          .http()
+          .post('/v1/uploads')
+          .set({ Authorization: `Token token="${suiteToken}"` })
+          .send({ format: 'json', run_env: { key: 'big' }, data });
         expect(res.status).toBe(413);
         expect(res.body.message).toEqual(expect.any(String));
         const multipart = await c
@@ -75,7 +89,11 @@ describeEachDatabase(
       });
 
       it('a webhook delivery over the body limit', async () => {
-        const res = await c.http().post('/deliver/whatever').set({ ...json, 'X-GitHub-Event': 'push' }).send(JSON.stringify({ ref: 'refs/heads/main', pad: 'x'.repeat(1024 * 1024) }));
+        const res = await c
+          .http()
+          .post('/deliver/whatever')
+          .set({ ...json, 'X-GitHub-Event': 'push' })
+          .send(JSON.stringify({ ref: 'refs/heads/main', pad: 'x'.repeat(1024 * 1024) }));
         expect(res.status).toBe(413);
         expect(res.body).toEqual({ message: 'Request body is too large' });
       });
@@ -85,18 +103,45 @@ describeEachDatabase(
       const depths = [1000, 100_000];
       const places: [string, (deep: string) => { url: string; headers: Record<string, string>; body: string }][] = [
         ['the whole body (arrays)', () => ({ url: `${base}/pipelines`, headers: auth(token), body: nested(100_000, 'array') })],
-        ['an unknown property of a pipeline', (deep) => ({ url: `${base}/pipelines`, headers: auth(token), body: `{"name":"Deep","repository":"git@github.com:acme/app.git","configuration":"steps: []","zzz":${deep}}` })],
-        ['a visual step', (deep) => ({ url: `${base}/pipelines`, headers: auth(token), body: `{"name":"Deep","repository":"git@github.com:acme/app.git","steps":[${deep}]}` })],
+        [
+          'an unknown property of a pipeline',
+          (deep) => ({
+            url: `${base}/pipelines`,
+            headers: auth(token),
+            body: `{"name":"Deep","repository":"git@github.com:acme/app.git","configuration":"steps: []","zzz":${deep}}`,
+          }),
+        ],
+        [
+          'a visual step',
+          (deep) => ({ url: `${base}/pipelines`, headers: auth(token), body: `{"name":"Deep","repository":"git@github.com:acme/app.git","steps":[${deep}]}` }),
+        ],
         ['provider_settings', (deep) => ({ url: `${base}/pipelines/${pipelineSlug}`, headers: auth(token), body: `{"provider_settings":{"x":${deep}}}` })],
-        ['a build body', (deep) => ({ url: `${base}/pipelines/${pipelineSlug}/builds`, headers: auth(token), body: `{"commit":"${SHA}","branch":"main","author":${deep}}` })],
-        ['a test result history (kept as sent)', (deep) => ({ url: '/v1/uploads', headers: { Authorization: `Token token="${suiteToken}"` }, body: `{"run_env":{"key":"deep"},"data":[{"name":"t","result":"passed","history":{"children":[${deep}]}}]}` })],
-        ['a webhook delivery', (deep) => ({ url: '/deliver/whatever', headers: { 'X-GitHub-Event': 'push' }, body: `{"ref":"refs/heads/main","head_commit":${deep}}` })],
+        [
+          'a build body',
+          (deep) => ({ url: `${base}/pipelines/${pipelineSlug}/builds`, headers: auth(token), body: `{"commit":"${SHA}","branch":"main","author":${deep}}` }),
+        ],
+        [
+          'a test result history (kept as sent)',
+          (deep) => ({
+            url: '/v1/uploads',
+            headers: { Authorization: `Token token="${suiteToken}"` },
+            body: `{"run_env":{"key":"deep"},"data":[{"name":"t","result":"passed","history":{"children":[${deep}]}}]}`,
+          }),
+        ],
+        [
+          'a webhook delivery',
+          (deep) => ({ url: '/deliver/whatever', headers: { 'X-GitHub-Event': 'push' }, body: `{"ref":"refs/heads/main","head_commit":${deep}}` }),
+        ],
       ];
       for (const depth of depths) {
         it.each(places)(`%s, ${depth} levels`, async (_name, make) => {
           const { url, headers, body } = make(nested(depth, 'object'));
           const method = url.endsWith(pipelineSlug) ? 'patch' : 'post';
-          const res = await c.http()[method](url).set({ ...json, ...headers }).send(body);
+          const res = await c
+            .http()
+            [method](url)
+            .set({ ...json, ...headers })
+            .send(body);
           expect(res.status).toBeGreaterThanOrEqual(400);
           expect(res.status).toBeLessThan(500);
           expect(res.body.message).toEqual(expect.any(String));
@@ -147,13 +192,37 @@ describeEachDatabase(
       });
 
       it('nesting a real client sends (a few levels) still works', async () => {
-        await c.http().post(`${base}/pipelines/${pipelineSlug}/builds`).set(auth(token)).send({ commit: SHA, branch: 'main', meta_data: { a: 'b' }, author: { name: 'A' } }).expect(201);
+        await c
+          .http()
+          .post(`${base}/pipelines/${pipelineSlug}/builds`)
+          .set(auth(token))
+          .send({ commit: SHA, branch: 'main', meta_data: { a: 'b' }, author: { name: 'A' } })
+          .expect(201);
       });
     });
 
     describe('per_page and page out of range: 400 naming the parameter', () => {
-      const lists = () => [`${base}/pipelines`, `${base}/builds`, '/v2/builds', `${base}/pipelines/${pipelineSlug}/builds`, '/v2/organizations', `/v2/analytics/organizations/${org.slug}/suites`];
-      const bad = ['per_page=0', 'per_page=101', 'per_page=-1', 'per_page=1000000000', 'per_page=abc', 'per_page=1.5', 'page=0', 'page=-3', 'page=1000001', 'page=99999999999999999999', 'page=x'];
+      const lists = () => [
+        `${base}/pipelines`,
+        `${base}/builds`,
+        '/v2/builds',
+        `${base}/pipelines/${pipelineSlug}/builds`,
+        '/v2/organizations',
+        `/v2/analytics/organizations/${org.slug}/suites`,
+      ];
+      const bad = [
+        'per_page=0',
+        'per_page=101',
+        'per_page=-1',
+        'per_page=1000000000',
+        'per_page=abc',
+        'per_page=1.5',
+        'page=0',
+        'page=-3',
+        'page=1000001',
+        'page=99999999999999999999',
+        'page=x',
+      ];
       it.each(bad)('%s', async (q) => {
         for (const url of lists()) {
           const res = await c.http().get(`${url}?${q}`).set(auth(token));
@@ -196,26 +265,48 @@ describeEachDatabase(
           ];
           for (const url of urls) {
             const res = await c.http().get(url).set(auth(token));
-            expect({ url: url.slice(0, 120), status: res.status, body: res.body }).toEqual({ url: url.slice(0, 120), status: 404, body: { message: expect.stringMatching(/^No \w+ found$/) } });
+            expect({ url: url.slice(0, 120), status: res.status, body: res.body }).toEqual({
+              url: url.slice(0, 120),
+              status: 404,
+              body: { message: expect.stringMatching(/^No \w+ found$/) },
+            });
           }
-          const cancel = await c.http().put(`${base}/pipelines/${pipelineSlug}/builds/${'9'.repeat(Math.min(n, 4000))}/cancel`).set(auth(token));
+          const cancel = await c
+            .http()
+            .put(`${base}/pipelines/${pipelineSlug}/builds/${'9'.repeat(Math.min(n, 4000))}/cancel`)
+            .set(auth(token));
           expect(cancel.status).toBe(404);
         }
       });
 
       it('a query filter over its maxLength is a 400', async () => {
-        const res = await c.http().get(`${base}/pipelines?name=${'n'.repeat(5000)}`).set(auth(token));
+        const res = await c
+          .http()
+          .get(`${base}/pipelines?name=${'n'.repeat(5000)}`)
+          .set(auth(token));
         expect(res.status).toBe(400);
         expect(res.body.message).toMatch(/name/);
       });
     });
 
     it('a body sent to an operation that takes none is ignored, even when malformed or large', async () => {
-      const archived = await c.http().post(`${base}/pipelines/${pipelineSlug}/archive`).set({ ...auth(token), ...json }).send('{not json');
+      const archived = await c
+        .http()
+        .post(`${base}/pipelines/${pipelineSlug}/archive`)
+        .set({ ...auth(token), ...json })
+        .send('{not json');
       expect(archived.status).toBe(200);
-      const unarchived = await c.http().post(`${base}/pipelines/${pipelineSlug}/unarchive`).set({ ...auth(token), ...json }).send(JSON.stringify({ pad: 'x'.repeat(2 * 1024 * 1024) }));
+      const unarchived = await c
+        .http()
+        .post(`${base}/pipelines/${pipelineSlug}/unarchive`)
+        .set({ ...auth(token), ...json })
+        .send(JSON.stringify({ pad: 'x'.repeat(2 * 1024 * 1024) }));
       expect(unarchived.status).toBe(200);
-      const listed = await c.http().get(`${base}/pipelines`).set({ ...auth(token), ...json }).send(nested(100_000, 'array'));
+      const listed = await c
+        .http()
+        .get(`${base}/pipelines`)
+        .set({ ...auth(token), ...json })
+        .send(nested(100_000, 'array'));
       expect(listed.status).toBe(200);
     });
   },
@@ -323,7 +414,9 @@ describe('the server process: slow clients, huge declared bodies, bounded memory
     const socket = net.connect(port, '127.0.0.1');
     await new Promise((r) => socket.once('connect', r));
     // Only 8 bytes of the declared 1 GiB are ever sent: the answer can only come before the body.
-    socket.write(`POST /v2/organizations/default/pipelines HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${2 ** 30}\r\n\r\n{"name":`);
+    socket.write(
+      `POST /v2/organizations/default/pipelines HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${2 ** 30}\r\n\r\n{"name":`,
+    );
     const answer = await new Promise<string>((resolve) => {
       let text = '';
       socket.on('data', (d) => {
@@ -354,15 +447,23 @@ describe('the server process: slow clients, huge declared bodies, bounded memory
     const deep = nested(100_000, 'object');
     const before = process.memoryUsage().rss;
     for (let i = 0; i < 20; i++) {
-      const r1 = await request(running.url).post('/v2/organizations/default/pipelines').set({ ...auth(token), ...json }).send(big);
+      const r1 = await request(running.url)
+        .post('/v2/organizations/default/pipelines')
+        .set({ ...auth(token), ...json })
+        .send(big);
       expect(r1.status).toBe(413);
-      const r2 = await request(running.url).post('/v2/organizations/default/pipelines').set({ ...auth(token), ...json }).send(deep);
+      const r2 = await request(running.url)
+        .post('/v2/organizations/default/pipelines')
+        .set({ ...auth(token), ...json })
+        .send(deep);
       expect(r2.status).toBe(400);
     }
     // Chunked (no Content-Length): counted as it arrives, cut at the limit.
     const chunked = await new Promise<string>((resolve) => {
       const socket = net.connect(port, '127.0.0.1', () => {
-        socket.write(`POST /v2/organizations/default/pipelines HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+        socket.write(
+          `POST /v2/organizations/default/pipelines HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+        );
         const chunk = 'a'.repeat(64 * 1024);
         for (let i = 0; i < 40 && !socket.destroyed; i++) socket.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`);
         // The parser answers once the request is over (an endless one meets REQUEST_TIMEOUT_MS).

@@ -76,7 +76,8 @@ const NOT_READ_BACK: Record<string, string> = {
   createAgentToken: 'a registration token has no read operation (it is shown once); only the prototype cases apply',
   appendJobLogChunk: "a chunk of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads chunks back",
   finishJob: "the result of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads results back",
-  uploadPipeline: "steps for a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/jobs/pipeline-upload reads uploads back",
+  uploadPipeline:
+    "steps for a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/jobs/pipeline-upload reads uploads back",
 };
 
 /** The fields a client may not set: readOnly in the resource the operation answers with. */
@@ -87,7 +88,9 @@ function serverOwned(op: SpecOperation): [string, Schema][] {
 /** Object-valued properties of the request body, where nested prototype keys can hide. */
 function objectProperties(op: SpecOperation): string[] {
   return Object.entries(propertiesOf(op.requestSchema ?? {}))
-    .filter(([, s]) => [deref(s)].concat(((deref(s).oneOf as unknown[]) ?? []).map(deref)).some((x) => ([] as unknown[]).concat(x.type).includes('object') || x.$ref))
+    .filter(([, s]) =>
+      [deref(s)].concat(((deref(s).oneOf as unknown[]) ?? []).map(deref)).some((x) => ([] as unknown[]).concat(x.type).includes('object') || x.$ref),
+    )
     .map(([name]) => name);
 }
 
@@ -184,7 +187,8 @@ describeEachDatabase('mass assignment', (ctx) => {
     requests++;
     let res;
     if (op.auth === 'suiteToken' || op.auth === 'agentToken') {
-      const credential = op.auth === 'suiteToken' ? suiteAuth(t.suiteToken) : agentAuth(op.operationId === 'registerAgent' ? t.agentRegistrationToken : t.agent.token);
+      const credential =
+        op.auth === 'suiteToken' ? suiteAuth(t.suiteToken) : agentAuth(op.operationId === 'registerAgent' ? t.agentRegistrationToken : t.agent.token);
       const req = c.http()[op.method](fillPath(op, t.params)).set(credential);
       res = await (typeof body === 'string' ? req.set('Content-Type', 'application/json').send(body) : req.send(body as object));
     } else {
@@ -233,7 +237,9 @@ describeEachDatabase('mass assignment', (ctx) => {
   });
 
   const protoCases = writes.flatMap((op) =>
-    [undefined, ...objectProperties(op), ...objectArrayProperties(op).map((n) => `${n.split('.')[1]}[0]`)].map((at) => [op.operationId, at ?? 'the top level', op, at] as const),
+    [undefined, ...objectProperties(op), ...objectArrayProperties(op).map((n) => `${n.split('.')[1]}[0]`)].map(
+      (at) => [op.operationId, at ?? 'the top level', op, at] as const,
+    ),
   );
 
   it.each(protoCases)('%s with prototype keys at %s: no pollution, nothing odd stored', async (_id, _where, op, at) => {

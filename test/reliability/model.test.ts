@@ -92,7 +92,10 @@ class CreatePipeline implements fc.AsyncCommand<Model, Real> {
   check = () => true;
   async run(m: Model, r: Real) {
     const slug = slugify(this.name);
-    const res = await api(r).post(base(r)).set(auth(r.token)).send({ name: this.name, repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: make test\n' });
+    const res = await api(r)
+      .post(base(r))
+      .set(auth(r.token))
+      .send({ name: this.name, repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: make test\n' });
     if (nameTaken(m, this.name) || m.pipelines.has(slug)) return expectStatus(this.toString(), res, 422);
     expectStatus(this.toString(), res, 201);
     expect(res.body).toMatchObject({ slug, name: this.name, archived_at: null, scheduled_builds_count: 0 });
@@ -110,7 +113,10 @@ class UpdatePipeline implements fc.AsyncCommand<Model, Real> {
   check = (m: Readonly<Model>) => applicable(m, this.target);
   async run(m: Model, r: Real) {
     this.slug = slugOf(m, this.target);
-    const res = await api(r).patch(`${base(r)}/${this.slug}`).set(auth(r.token)).send(this.changes);
+    const res = await api(r)
+      .patch(`${base(r)}/${this.slug}`)
+      .set(auth(r.token))
+      .send(this.changes);
     const p = m.pipelines.get(this.slug);
     if (!p) return expectStatus(this.toString(), res, 404);
     if (p.archived) return expectStatus(this.toString(), res, 422);
@@ -134,7 +140,9 @@ class ArchivePipeline implements fc.AsyncCommand<Model, Real> {
   check = (m: Readonly<Model>) => applicable(m, this.target);
   async run(m: Model, r: Real) {
     this.slug = slugOf(m, this.target);
-    const res = await api(r).post(`${base(r)}/${this.slug}/${this.archive ? 'archive' : 'unarchive'}`).set(auth(r.token));
+    const res = await api(r)
+      .post(`${base(r)}/${this.slug}/${this.archive ? 'archive' : 'unarchive'}`)
+      .set(auth(r.token));
     const p = m.pipelines.get(this.slug);
     if (!p) return expectStatus(this.toString(), res, 404);
     if (p.archived === this.archive) return expectStatus(this.toString(), res, 422);
@@ -151,7 +159,9 @@ class DeletePipeline implements fc.AsyncCommand<Model, Real> {
   check = (m: Readonly<Model>) => applicable(m, this.target);
   async run(m: Model, r: Real) {
     this.slug = slugOf(m, this.target);
-    const res = await api(r).delete(`${base(r)}/${this.slug}`).set(auth(r.token));
+    const res = await api(r)
+      .delete(`${base(r)}/${this.slug}`)
+      .set(auth(r.token));
     if (!m.pipelines.has(this.slug)) return expectStatus(this.toString(), res, 404);
     expectStatus(this.toString(), res, 204);
     m.pipelines.delete(this.slug);
@@ -168,7 +178,10 @@ class CreateBuild implements fc.AsyncCommand<Model, Real> {
   check = (m: Readonly<Model>) => applicable(m, this.target);
   async run(m: Model, r: Real) {
     this.slug = slugOf(m, this.target);
-    const res = await api(r).post(`${base(r)}/${this.slug}/builds`).set(auth(r.token)).send({ commit: SHA, branch: this.branch, message: 'model' });
+    const res = await api(r)
+      .post(`${base(r)}/${this.slug}/builds`)
+      .set(auth(r.token))
+      .send({ commit: SHA, branch: this.branch, message: 'model' });
     const p = m.pipelines.get(this.slug);
     if (!p) return expectStatus(this.toString(), res, 404);
     if (p.archived) return expectStatus(this.toString(), res, 422);
@@ -191,7 +204,9 @@ class CancelBuild implements fc.AsyncCommand<Model, Real> {
   async run(m: Model, r: Real) {
     this.slug = slugOf(m, this.target);
     this.number = numberOf(m, this.slug, this.build);
-    const res = await api(r).put(`${base(r)}/${this.slug}/builds/${this.number}/cancel`).set(auth(r.token));
+    const res = await api(r)
+      .put(`${base(r)}/${this.slug}/builds/${this.number}/cancel`)
+      .set(auth(r.token));
     const b = m.pipelines.get(this.slug)?.builds.get(this.number);
     if (!b) return expectStatus(this.toString(), res, 404);
     if (b.state !== 'scheduled') return expectStatus(this.toString(), res, 422);
@@ -213,7 +228,9 @@ class RebuildBuild implements fc.AsyncCommand<Model, Real> {
   async run(m: Model, r: Real) {
     this.slug = slugOf(m, this.target);
     this.number = numberOf(m, this.slug, this.build);
-    const res = await api(r).put(`${base(r)}/${this.slug}/builds/${this.number}/rebuild`).set(auth(r.token));
+    const res = await api(r)
+      .put(`${base(r)}/${this.slug}/builds/${this.number}/rebuild`)
+      .set(auth(r.token));
     const p = m.pipelines.get(this.slug);
     const b = p?.builds.get(this.number);
     if (!p || !b) return expectStatus(this.toString(), res, 404);
@@ -228,7 +245,10 @@ class RebuildBuild implements fc.AsyncCommand<Model, Real> {
 
 /** After every command: the API's lists say what the model says. */
 async function expectAgreement(m: Model, r: Real) {
-  const list = await api(r).get(`${base(r)}?per_page=100`).set(auth(r.token)).expect(200);
+  const list = await api(r)
+    .get(`${base(r)}?per_page=100`)
+    .set(auth(r.token))
+    .expect(200);
   const seen = Object.fromEntries(
     (list.body as Record<string, unknown>[]).map((p) => [
       p.slug,
@@ -238,14 +258,23 @@ async function expectAgreement(m: Model, r: Real) {
   const expected = Object.fromEntries(
     [...m.pipelines].map(([slug, p]) => [
       slug,
-      { name: p.name, description: p.description, archived: p.archived, allowRebuilds: p.allowRebuilds, scheduled: [...p.builds.values()].filter((b) => b.state === 'scheduled').length },
+      {
+        name: p.name,
+        description: p.description,
+        archived: p.archived,
+        allowRebuilds: p.allowRebuilds,
+        scheduled: [...p.builds.values()].filter((b) => b.state === 'scheduled').length,
+      },
     ]),
   );
   expect(seen).toEqual(expected);
 
   let total = 0;
   for (const [slug, p] of m.pipelines) {
-    const builds = await api(r).get(`${base(r)}/${slug}/builds?per_page=100`).set(auth(r.token)).expect(200);
+    const builds = await api(r)
+      .get(`${base(r)}/${slug}/builds?per_page=100`)
+      .set(auth(r.token))
+      .expect(200);
     const got = (builds.body as { number: number; state: string; branch: string; rebuilt_from: { number: number } | null }[]).map((b) => ({
       number: b.number,
       state: b.state,
@@ -271,7 +300,10 @@ const buildArb: fc.Arbitrary<BuildTarget> = fc.oneof(
 const commands = [
   fc.constantFrom(...NAMES).map((n) => new CreatePipeline(n)),
   fc
-    .tuple(targetArb, fc.record({ name: fc.constantFrom(...NAMES, 'Epsilon'), description: fc.constantFrom('one', 'two'), allow_rebuilds: fc.boolean() }, { requiredKeys: [] }))
+    .tuple(
+      targetArb,
+      fc.record({ name: fc.constantFrom(...NAMES, 'Epsilon'), description: fc.constantFrom('one', 'two'), allow_rebuilds: fc.boolean() }, { requiredKeys: [] }),
+    )
     .map(([t, c]) => new UpdatePipeline(t, c)),
   fc.tuple(targetArb, fc.boolean()).map(([t, a]) => new ArchivePipeline(t, a)),
   targetArb.map((t) => new DeletePipeline(t)),
@@ -286,8 +318,13 @@ describeEachDatabase('stateful model of pipelines and builds', (ctx) => {
   let stepsRun = 0;
 
   afterAll(() => {
-    const statuses = [...statusCounts].sort(([a], [b]) => a - b).map(([st, n]) => `${st}: ${n}`).join(', ');
-    process.stdout.write(`\nmodel test [${ctx()?.kind}]: ${RUNS} runs, ${stepsRun} commands, each followed by a full comparison (seed ${SEED}); statuses ${statuses}\n`);
+    const statuses = [...statusCounts]
+      .sort(([a], [b]) => a - b)
+      .map(([st, n]) => `${st}: ${n}`)
+      .join(', ');
+    process.stdout.write(
+      `\nmodel test [${ctx()?.kind}]: ${RUNS} runs, ${stepsRun} commands, each followed by a full comparison (seed ${SEED}); statuses ${statuses}\n`,
+    );
     statusCounts.clear();
   });
 
@@ -311,7 +348,9 @@ describeEachDatabase('stateful model of pipelines and builds', (ctx) => {
     try {
       await fc.assert(property, { seed: SEED, numRuns: RUNS });
     } catch (err) {
-      throw new Error(`model test [${ctx().kind}] failed with seed ${SEED} (MODEL_SEED=${SEED} to replay):\n${(err as Error).message}\n${String((err as Error).cause ?? '')}`);
+      throw new Error(
+        `model test [${ctx().kind}] failed with seed ${SEED} (MODEL_SEED=${SEED} to replay):\n${(err as Error).message}\n${String((err as Error).cause ?? '')}`,
+      );
     }
   }, 120_000);
 });

@@ -43,7 +43,7 @@ describeEachDatabase(
       expectHeaders(await ctx().http().get(pipelines).set(auth(token)).expect(200), 'rest', 4);
       expectHeaders(await ctx().http().get(`${pipelines}/nope`).set(auth(token)).expect(404), 'rest', 3);
       expectHeaders(await ctx().http().post(pipelines).set(auth(token)).send({}).expect(422), 'rest', 2);
-      const reader = await ctx().givenToken((await ctx().givenUser(org)), [org], ['read_user']);
+      const reader = await ctx().givenToken(await ctx().givenUser(org), [org], ['read_user']);
       expectHeaders(await ctx().http().get(pipelines).set(auth(reader)).expect(403), 'rest', 1);
       // Outside an organization's paths, the user's own budget.
       expectHeaders(await ctx().http().get('/v2/access-token').set(auth(token)).expect(200), 'rest_user', 4);
@@ -55,7 +55,11 @@ describeEachDatabase(
       const other = await ctx().givenAdmin();
       const pipelines = `/v2/organizations/${org.slug}/pipelines`;
       for (let i = 0; i < LIMIT; i++) {
-        await ctx().http().get(pipelines).set(auth(i % 2 ? second : token)).expect(200);
+        await ctx()
+          .http()
+          .get(pipelines)
+          .set(auth(i % 2 ? second : token))
+          .expect(200);
       }
       const refused = await ctx().http().get(pipelines).set(auth(second)).expect(429);
       expect(refused.headers['retry-after']).toBe('50');
@@ -102,13 +106,22 @@ describeEachDatabase(
 
       // Every valid credential from the same address still works...
       await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).expect(200);
-      await ctx().http().post('/v1/uploads').set(suiteAuth(suite.apiToken)).send(upload({ key: 'after-burst' }, [result('a', 'passed')])).expect(202);
+      await ctx()
+        .http()
+        .post('/v1/uploads')
+        .set(suiteAuth(suite.apiToken))
+        .send(upload({ key: 'after-burst' }, [result('a', 'passed')]))
+        .expect(202);
       await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200);
       await deliverGitHub(ctx(), target, 'ping', { zen: 'Keep it logically awesome.' }).expect(200);
       // ...and every bad one of any kind is a 429 (X-Forwarded-For is not trusted by default).
       await ctx().http().get('/v2/user').set(auth(BAD_TOKEN)).set('X-Forwarded-For', '198.51.100.9').expect(429);
       await ctx().http().post('/v1/uploads').set('Authorization', 'Token token="nope"').send({}).expect(429);
-      await ctx().http().get('/v3/ping').set(agentAuth('n'.repeat(43))).expect(429);
+      await ctx()
+        .http()
+        .get('/v3/ping')
+        .set(agentAuth('n'.repeat(43)))
+        .expect(429);
       await ctx().http().post('/deliver/nope-nope-nope').set('X-GitHub-Event', 'ping').send({}).expect(429);
       await deliverGitHub(ctx(), target, 'ping', {}, { signature: `sha256=${'0'.repeat(64)}` }).expect(429);
       // The meta routes are not behind authentication.
@@ -122,8 +135,17 @@ describeEachDatabase(
       const target = await givenTarget(ctx());
       nextWindow();
       await ctx().http().post('/v1/uploads').set('Authorization', 'Token token="nope"').send({}).expect(401);
-      await ctx().http().get('/v3/ping').set(agentAuth('n'.repeat(43))).expect(401);
-      await ctx().http().post('/v3/register').set(agentAuth('n'.repeat(43))).send({ name: 'x' }).expect(401);
+      await ctx()
+        .http()
+        .get('/v3/ping')
+        .set(agentAuth('n'.repeat(43)))
+        .expect(401);
+      await ctx()
+        .http()
+        .post('/v3/register')
+        .set(agentAuth('n'.repeat(43)))
+        .send({ name: 'x' })
+        .expect(401);
       expect(AUTH_LIMIT).toBe(3);
       await ctx().http().post('/deliver/nope-nope-nope').set('X-GitHub-Event', 'ping').send({}).expect(429);
       nextWindow();
@@ -210,7 +232,11 @@ describe.each(databases)('rate limits across two app instances on one database [
     const other = await first.givenToken(user, [org]);
     const pipelines = `/v2/organizations/${org.slug}/pipelines`;
     for (let i = 0; i < LIMIT; i++) {
-      const res = await (i % 2 ? second : first).http().get(pipelines).set(auth(i % 2 ? other : token)).expect(200);
+      const res = await (i % 2 ? second : first)
+        .http()
+        .get(pipelines)
+        .set(auth(i % 2 ? other : token))
+        .expect(200);
       expect(Number(res.headers['ratelimit-remaining'])).toBeLessThan(LIMIT);
     }
     const over = await second.http().get(pipelines).set(auth(token)).expect(429);

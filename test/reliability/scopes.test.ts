@@ -60,7 +60,11 @@ describeEachDatabase('scopes', (ctx) => {
   });
 
   it.each(scoped)('%s without %s: 403 naming it', async (_id, scope, op) => {
-    const token = await ctx().givenToken(t.admin, [t.org], SCOPES.filter((s) => s !== scope));
+    const token = await ctx().givenToken(
+      t.admin,
+      [t.org],
+      SCOPES.filter((s) => s !== scope),
+    );
     const res = await send(ctx(), op, fillPath(op, t.params), token, BODIES[op.operationId]?.(t));
     requests++;
     expect({ status: res.status, body: res.body }).toEqual({ status: 403, body: { message: `Your access token doesn't have the ${scope} scope` } });

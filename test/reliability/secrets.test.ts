@@ -46,7 +46,10 @@ beforeAll(async () => {
       // Like GitHub: a second hook for the same URL is a 422, which Windsock logs as a warning.
       const exists = hooks.some((h) => h.url === hook.url);
       hooks.push({ url: hook.url, secret: hook.secret, authorization: req.headers.authorization });
-      if (exists) res.writeHead(422, { 'content-type': 'application/json' }).end('{"message":"Validation Failed","errors":[{"message":"Hook already exists on this repository"}]}');
+      if (exists)
+        res
+          .writeHead(422, { 'content-type': 'application/json' })
+          .end('{"message":"Validation Failed","errors":[{"message":"Hook already exists on this repository"}]}');
       else res.writeHead(201, { 'content-type': 'application/json' }).end('{"id":1}');
     });
   });
@@ -86,7 +89,11 @@ describeEachDatabase(
       await ctx().services.db('pipeline_teams').insert({ pipeline_id: t.pipeline.id, team_id: readers.id, access_level: 'read_only' });
       await ctx().services.db('suite_teams').insert({ suite_id: t.suite.id, team_id: readers.id });
       memberToken = await ctx().givenToken(member, [t.org]);
-      noWriteToken = await ctx().givenToken(t.admin, [t.org], SCOPES.filter((s) => s !== 'write_pipelines'));
+      noWriteToken = await ctx().givenToken(
+        t.admin,
+        [t.org],
+        SCOPES.filter((s) => s !== 'write_pipelines'),
+      );
       const hook = await ctx().http().post(`/v2/organizations/${t.org.slug}/pipelines/${t.pipeline.slug}/webhook`).set(auth(t.token));
       check(hook, 201, 'add webhook');
       expect(hooks.at(-1)!.authorization).toBe(`Bearer ${GITHUB_TOKEN}`);
@@ -144,8 +151,16 @@ describeEachDatabase(
 
     it('the upload API and deliveries echo no credential', async () => {
       const answers = [
-        await ctx().http().post('/v1/uploads').set(suiteAuth(t.suiteToken)).send({ format: 'json', run_env: { key: 'k1' }, data: [{ name: 'x', result: 'passed' }] }),
-        await ctx().http().post('/v1/uploads').set(suiteAuth(`${t.suiteToken}x`)).send({ format: 'json', run_env: { key: 'k1' }, data: [] }),
+        await ctx()
+          .http()
+          .post('/v1/uploads')
+          .set(suiteAuth(t.suiteToken))
+          .send({ format: 'json', run_env: { key: 'k1' }, data: [{ name: 'x', result: 'passed' }] }),
+        await ctx()
+          .http()
+          .post('/v1/uploads')
+          .set(suiteAuth(`${t.suiteToken}x`))
+          .send({ format: 'json', run_env: { key: 'k1' }, data: [] }),
         // A body the API refuses: its 422 must not echo the token either.
         await ctx().http().post('/v1/uploads').set(suiteAuth(t.suiteToken)).send({}),
         await ctx()
@@ -174,8 +189,16 @@ describeEachDatabase(
 
     it('a suite shows its upload token only in the create response that asked for it', async () => {
       const base = `/v2/analytics/organizations/${t.org.slug}/suites`;
-      const created = await ctx().http().post(base).set(auth(t.token)).send({ name: 'Shown once', show_api_token: true, team_ids: [t.team.id] });
-      const quiet = await ctx().http().post(base).set(auth(t.token)).send({ name: 'Never shown', team_ids: [t.team.id] });
+      const created = await ctx()
+        .http()
+        .post(base)
+        .set(auth(t.token))
+        .send({ name: 'Shown once', show_api_token: true, team_ids: [t.team.id] });
+      const quiet = await ctx()
+        .http()
+        .post(base)
+        .set(auth(t.token))
+        .send({ name: 'Never shown', team_ids: [t.team.id] });
       const later = [
         await ctx().http().get(`${base}/${created.body.slug}`).set(auth(t.token)),
         await ctx().http().patch(`${base}/${created.body.slug}`).set(auth(t.token)).send({ emoji: ':x:' }),

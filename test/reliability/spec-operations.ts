@@ -166,11 +166,19 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   check(p, 201, 'create pipeline');
   const builds: { id: string; number: number; jobIds: string[] }[] = [];
   for (let i = 0; i < (opts.builds ?? 1); i++) {
-    const b = await ctx.http().post(`${base}/pipelines/${p.body.slug}/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main', message: `Build ${tag}` });
+    const b = await ctx
+      .http()
+      .post(`${base}/pipelines/${p.body.slug}/builds`)
+      .set(auth(token))
+      .send({ commit: 'HEAD', branch: 'main', message: `Build ${tag}` });
     check(b, 201, 'create build');
     builds.push({ id: b.body.id, number: b.body.number, jobIds: (b.body.jobs as { id: string }[]).map((j) => j.id) });
   }
-  const s = await ctx.http().post(`/v2/analytics/organizations/${org.slug}/suites`).set(auth(token)).send({ name: `Suite ${tag}`, show_api_token: true, team_ids: [team.id] });
+  const s = await ctx
+    .http()
+    .post(`/v2/analytics/organizations/${org.slug}/suites`)
+    .set(auth(token))
+    .send({ name: `Suite ${tag}`, show_api_token: true, team_ids: [team.id] });
   check(s, 201, 'create suite');
   const suiteToken = s.body.api_token as string;
   const result = (name: string, outcome: string) => ({
@@ -186,7 +194,11 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     .http()
     .post('/v1/uploads')
     .set(suiteAuth(suiteToken))
-    .send({ format: 'json', run_env: { ci: 'generic', key: `run-${tag}`, branch: 'main', commit_sha: 'abc123' }, data: [result('passes', 'passed'), result('fails', 'failed'), result('fails', 'passed')] });
+    .send({
+      format: 'json',
+      run_env: { ci: 'generic', key: `run-${tag}`, branch: 'main', commit_sha: 'abc123' },
+      data: [result('passes', 'passed'), result('fails', 'failed'), result('fails', 'passed')],
+    });
   check(up, 202, 'upload');
   const suiteBase = `/v2/analytics/organizations/${org.slug}/suites/${s.body.slug}`;
   const runs = await ctx.http().get(`${suiteBase}/runs`).set(auth(token));
@@ -196,18 +208,38 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   check(failed, 200, 'failed executions');
   const testId = failed.body[0].test_id as string;
   const webhookUrl = p.body.provider.webhook_url as string;
-  const at = await ctx.http().post(`${base}/agent-tokens`).set(auth(token)).send({ description: `Agents ${tag}` });
+  const at = await ctx
+    .http()
+    .post(`${base}/agent-tokens`)
+    .set(auth(token))
+    .send({ description: `Agents ${tag}` });
   check(at, 201, 'create agent token');
   const agentRegistrationToken = at.body.token as string;
-  const reg = await ctx.http().post('/v3/register').set(agentAuth(agentRegistrationToken)).send({ name: `agent-${tag}`, meta_data: ['queue=default'] });
+  const reg = await ctx
+    .http()
+    .post('/v3/register')
+    .set(agentAuth(agentRegistrationToken))
+    .send({ name: `agent-${tag}`, meta_data: ['queue=default'] });
   check(reg, 201, 'register agent');
   const agent = { id: reg.body.id as string, token: reg.body.access_token as string };
   check(await ctx.http().post('/v3/connect').set(agentAuth(agent.token)), 200, 'connect agent');
   // The agent runs every job, oldest first, each leaving a log that names the tenant.
-  for (let job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token))).body.job; job; job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token))).body.job) {
+  for (
+    let job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token))).body.job;
+    job;
+    job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token))).body.job
+  ) {
     check(await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)), 200, 'accept job');
     check(await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)), 200, 'start job');
-    check(await ctx.http().post(`/v3/jobs/${job.id}/chunks`).set(agentAuth(agent.token)).send({ sequence: 1, offset: 0, content: `${org.slug}: ${tag}\n` }), 201, 'log chunk');
+    check(
+      await ctx
+        .http()
+        .post(`/v3/jobs/${job.id}/chunks`)
+        .set(agentAuth(agent.token))
+        .send({ sequence: 1, offset: 0, content: `${org.slug}: ${tag}\n` }),
+      201,
+      'log chunk',
+    );
     check(await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }), 200, 'finish job');
   }
   const params: Params = {
@@ -234,7 +266,24 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     suiteToken,
     agentRegistrationToken,
     agent,
-    identifiers: [org.id, org.slug, admin.id, admin.email, team.id, p.body.id, p.body.slug, ...builds.map((b) => b.id), ...builds.flatMap((b) => b.jobIds), s.body.id, s.body.slug, runId, testId, at.body.id, agent.id, tag],
+    identifiers: [
+      org.id,
+      org.slug,
+      admin.id,
+      admin.email,
+      team.id,
+      p.body.id,
+      p.body.slug,
+      ...builds.map((b) => b.id),
+      ...builds.flatMap((b) => b.jobIds),
+      s.body.id,
+      s.body.slug,
+      runId,
+      testId,
+      at.body.id,
+      agent.id,
+      tag,
+    ],
   };
 }
 
@@ -331,7 +380,12 @@ export async function tableNames(ctx: TestContext): Promise<string[]> {
   const rows: { name: string }[] =
     ctx.kind === 'sqlite'
       ? await db('sqlite_master').select('name').where({ type: 'table' }).andWhereNot('name', 'like', 'sqlite_%')
-      : (await db.raw('select table_name as name from information_schema.tables where table_schema = ? and table_type = ?', [ctx.schema ?? 'public', 'BASE TABLE'])).rows;
+      : (
+          await db.raw('select table_name as name from information_schema.tables where table_schema = ? and table_type = ?', [
+            ctx.schema ?? 'public',
+            'BASE TABLE',
+          ])
+        ).rows;
   return rows
     .map((r) => r.name)
     .filter((n) => !n.startsWith('knex_'))
@@ -386,7 +440,7 @@ export async function ownedRows(ctx: TestContext, orgId: string): Promise<Record
   const owned: Record<string, Set<string>> = { organizations: new Set([orgId]), users };
   for (const t of OWNED_THROUGH_USER) owned[t] = new Set(data[t]!.filter((r) => users.has(String(r.user_id))).map(rowId));
   // Follow references until nothing new is found (the chains are a few links long).
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const [t, rows] of Object.entries(data)) {
       for (const row of rows) {
@@ -399,5 +453,13 @@ export async function ownedRows(ctx: TestContext, orgId: string): Promise<Record
       }
     }
   }
-  return Object.fromEntries(Object.entries(data).map(([t, rows]) => [t, rows.filter((r) => owned[t]?.has(rowId(r))).map(key).sort()]));
+  return Object.fromEntries(
+    Object.entries(data).map(([t, rows]) => [
+      t,
+      rows
+        .filter((r) => owned[t]?.has(rowId(r)))
+        .map(key)
+        .sort(),
+    ]),
+  );
 }

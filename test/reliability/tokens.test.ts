@@ -68,7 +68,10 @@ describeEachDatabase('token attacks', (ctx) => {
     c().http().post(`/v2/organizations/${org.slug}/pipelines/${pipelineSlug}/builds`).send({ commit: 'HEAD', branch: 'main' }),
     c().http().post(`/v2/organizations/${org.slug}/pipelines/${pipelineSlug}/archive`),
     c().http().patch(`/v2/organizations/${org.slug}/pipelines/${pipelineSlug}`).send({ description: 'forged' }),
-    c().http().post(`/v2/analytics/organizations/${org.slug}/suites`).send({ name: `Forged ${crypto.randomUUID()}` }),
+    c()
+      .http()
+      .post(`/v2/analytics/organizations/${org.slug}/suites`)
+      .send({ name: `Forged ${crypto.randomUUID()}` }),
     c().http().delete(`/v2/organizations/${org.slug}/pipelines/${pipelineSlug}`),
     c().http().delete('/v2/access-token'),
     c().http().get('/v2/access-token'),
@@ -95,7 +98,11 @@ describeEachDatabase('token attacks', (ctx) => {
 
   it('the control: the genuine token passes the same requests (so a 401 below is the credential, not the request)', async () => {
     await c().http().get('/v2/access-token').set(auth(valid)).expect(200);
-    const res = await c().http().post(`/v2/organizations/${org.slug}/pipelines/${pipelineSlug}/builds`).set(auth(valid)).send({ commit: 'HEAD', branch: 'main' });
+    const res = await c()
+      .http()
+      .post(`/v2/organizations/${org.slug}/pipelines/${pipelineSlug}/builds`)
+      .set(auth(valid))
+      .send({ commit: 'HEAD', branch: 'main' });
     expect(res.status).toBe(201);
   });
 
@@ -123,14 +130,14 @@ describeEachDatabase('token attacks', (ctx) => {
       async () => {
         const { user } = await c().givenAdmin();
         const t = await c().givenToken(user, [org as never]);
-        await c().services.db('access_tokens').where({ id: claimsOf(t).jti }).update({ expires_at: new Date(Date.now() - 60_000) });
+        await c()
+          .services.db('access_tokens')
+          .where({ id: claimsOf(t).jti })
+          .update({ expires_at: new Date(Date.now() - 60_000) });
         return t;
       },
     ],
-    [
-      'not yet valid (nbf in the future)',
-      async () => signServer({ ...claimsOf(valid), nbf: Math.floor(Date.now() / 1000) + 3600 }),
-    ],
+    ['not yet valid (nbf in the future)', async () => signServer({ ...claimsOf(valid), nbf: Math.floor(Date.now() / 1000) + 3600 })],
     [
       'no exp',
       async () => {
@@ -160,10 +167,7 @@ describeEachDatabase('token attacks', (ctx) => {
         return signServer({ ...claimsOf(other.token), sub: userId });
       },
     ],
-    [
-      'unknown jti (re-signed with the server key)',
-      async () => signServer({ ...claimsOf(valid), jti: crypto.randomUUID() }),
-    ],
+    ['unknown jti (re-signed with the server key)', async () => signServer({ ...claimsOf(valid), jti: crypto.randomUUID() })],
     [
       'revoked jti',
       async () => {

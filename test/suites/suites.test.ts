@@ -23,7 +23,11 @@ describeEachDatabase('suites', (ctx) => {
     const row = await ctx().services.db('suites').where({ id: s.id }).first();
     expect(JSON.stringify(row)).not.toContain(s.api_token);
     expect(row.api_token_hash).toBe(sha256Hex(s.api_token));
-    const got = await ctx().http().get(`${base(org)}/jasmine-suite`).set(auth(token)).expect(200);
+    const got = await ctx()
+      .http()
+      .get(`${base(org)}/jasmine-suite`)
+      .set(auth(token))
+      .expect(200);
     expect(Object.keys(got.body).sort()).toEqual(Object.keys(getSample).sort());
     expect(got.body).not.toHaveProperty('api_token');
   });
@@ -51,18 +55,44 @@ describeEachDatabase('suites', (ctx) => {
   it('lists newest first with Link pagination, updates and deletes', async () => {
     const { org, token } = await ctx().givenAdmin();
     for (const name of ['One', 'Two', 'Three']) await ctx().http().post(base(org)).set(auth(token)).send({ name }).expect(201);
-    const page1 = await ctx().http().get(`${base(org)}?per_page=2`).set(auth(token)).expect(200);
+    const page1 = await ctx()
+      .http()
+      .get(`${base(org)}?per_page=2`)
+      .set(auth(token))
+      .expect(200);
     expect(page1.body.map((s: { slug: string }) => s.slug)).toEqual(['three', 'two']);
     expect(page1.headers.link).toContain(`per_page=2&page=2>; rel="next"`);
-    const page2 = await ctx().http().get(`${base(org)}?per_page=2&page=2`).set(auth(token)).expect(200);
+    const page2 = await ctx()
+      .http()
+      .get(`${base(org)}?per_page=2&page=2`)
+      .set(auth(token))
+      .expect(200);
     expect(page2.body.map((s: { slug: string }) => s.slug)).toEqual(['one']);
 
-    const upd = await ctx().http().patch(`${base(org)}/two`).set(auth(token)).send({ name: 'Deux', default_branch: 'develop' }).expect(200);
+    const upd = await ctx()
+      .http()
+      .patch(`${base(org)}/two`)
+      .set(auth(token))
+      .send({ name: 'Deux', default_branch: 'develop' })
+      .expect(200);
     expect(upd.body).toMatchObject({ name: 'Deux', slug: 'two', default_branch: 'develop' });
-    await ctx().http().patch(`${base(org)}/two`).set(auth(token)).send({ name: '' }).expect(422);
+    await ctx()
+      .http()
+      .patch(`${base(org)}/two`)
+      .set(auth(token))
+      .send({ name: '' })
+      .expect(422);
 
-    await ctx().http().delete(`${base(org)}/two`).set(auth(token)).expect(204);
-    const gone = await ctx().http().get(`${base(org)}/two`).set(auth(token)).expect(404);
+    await ctx()
+      .http()
+      .delete(`${base(org)}/two`)
+      .set(auth(token))
+      .expect(204);
+    const gone = await ctx()
+      .http()
+      .get(`${base(org)}/two`)
+      .set(auth(token))
+      .expect(404);
     expect(gone.body).toEqual({ message: 'No suite found' });
   });
 
@@ -70,13 +100,21 @@ describeEachDatabase('suites', (ctx) => {
     const { org, user, token } = await ctx().givenAdmin();
     await ctx().http().post(base(org)).set(auth(token)).send({ name: 'Scoped' }).expect(201);
     const readOnly = await ctx().givenToken(user, [org], ['read_suites']);
-    await ctx().http().get(`${base(org)}/scoped`).set(auth(readOnly)).expect(200);
+    await ctx()
+      .http()
+      .get(`${base(org)}/scoped`)
+      .set(auth(readOnly))
+      .expect(200);
     const denied = await ctx().http().post(base(org)).set(auth(readOnly)).send({ name: 'X' }).expect(403);
     expect(denied.body.message).toBe("Your access token doesn't have the write_suites scope");
     const noRead = await ctx().givenToken(user, [org], ['read_pipelines']);
     await ctx().http().get(base(org)).set(auth(noRead)).expect(403);
     const other = await ctx().givenAdmin();
-    await ctx().http().get(`${base(org)}/scoped`).set(auth(other.token)).expect(404);
+    await ctx()
+      .http()
+      .get(`${base(org)}/scoped`)
+      .set(auth(other.token))
+      .expect(404);
     await ctx().http().get(base(org)).expect(401);
   });
 
@@ -92,14 +130,37 @@ describeEachDatabase('suites', (ctx) => {
 
       const none = await ctx().http().post(base(org)).set(auth(token)).send({ name: 'Teamless' }).expect(422);
       expect(none.body.errors).toEqual([{ field: 'team_ids', code: expect.stringContaining("can't be blank") }]);
-      const unknown = await ctx().http().post(base(org)).set(auth(token)).send({ name: 'Unknown', team_ids: ['00000000-0000-4000-8000-000000000000'] }).expect(422);
+      const unknown = await ctx()
+        .http()
+        .post(base(org))
+        .set(auth(token))
+        .send({ name: 'Unknown', team_ids: ['00000000-0000-4000-8000-000000000000'] })
+        .expect(422);
       expect(unknown.body.errors).toEqual([{ field: 'team_ids[0]', code: expect.stringContaining('is not a team of this organization') }]);
-      const notMine = await ctx().http().post(base(org)).set(auth(token)).send({ name: 'Not mine', teams_ids: [otherTeam.id] }).expect(422);
+      const notMine = await ctx()
+        .http()
+        .post(base(org))
+        .set(auth(token))
+        .send({ name: 'Not mine', teams_ids: [otherTeam.id] })
+        .expect(422);
       expect(notMine.body.errors).toEqual([{ field: 'teams_ids[0]', code: expect.stringContaining('not a member') }]);
 
-      await ctx().http().post(base(org)).set(auth(token)).send({ name: 'Ours', teams_ids: [team.id] }).expect(201);
-      await ctx().http().get(`${base(org)}/ours`).set(auth(token)).expect(200);
-      await ctx().http().get(`${base(org)}/ours`).set(auth(outsiderToken)).expect(404);
+      await ctx()
+        .http()
+        .post(base(org))
+        .set(auth(token))
+        .send({ name: 'Ours', teams_ids: [team.id] })
+        .expect(201);
+      await ctx()
+        .http()
+        .get(`${base(org)}/ours`)
+        .set(auth(token))
+        .expect(200);
+      await ctx()
+        .http()
+        .get(`${base(org)}/ours`)
+        .set(auth(outsiderToken))
+        .expect(404);
       const listed = await ctx().http().get(base(org)).set(auth(outsiderToken)).expect(200);
       expect(listed.body).toEqual([]);
 

@@ -24,7 +24,11 @@ export interface TestAgent {
 
 /** Registers and connects an agent with these tags. */
 export async function givenAgent(ctx: TestContext, registrationToken: string, name: string, tags: string[] = []): Promise<TestAgent> {
-  const reg = await ctx.http().post('/v3/register').set(agentAuth(registrationToken)).send({ name, hostname: `${name}.local`, version: '3.0.0', os: 'linux', arch: 'amd64', meta_data: tags });
+  const reg = await ctx
+    .http()
+    .post('/v3/register')
+    .set(agentAuth(registrationToken))
+    .send({ name, hostname: `${name}.local`, version: '3.0.0', os: 'linux', arch: 'amd64', meta_data: tags });
   if (reg.status !== 201) throw new Error(`register: ${reg.status} ${JSON.stringify(reg.body)}`);
   const agent = { id: reg.body.id as string, token: reg.body.access_token as string };
   const conn = await ctx.http().post('/v3/connect').set(agentAuth(agent.token));
@@ -38,7 +42,12 @@ export async function runNextJob(ctx: TestContext, agent: TestAgent, exitStatus:
   if (!job) throw new Error('no job offered');
   await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
   await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus, signal_reason: signalReason ?? null }).expect(200);
+  await ctx
+    .http()
+    .put(`/v3/jobs/${job.id}/finish`)
+    .set(agentAuth(agent.token))
+    .send({ exit_status: exitStatus, signal_reason: signalReason ?? null })
+    .expect(200);
   return job;
 }
 

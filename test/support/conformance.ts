@@ -120,7 +120,8 @@ export function conformanceProblems(actual: unknown, examples: unknown[], schema
     const t = typeOf(v);
     const expected = [...e.types].filter((x) => x !== 'null');
     if (t === 'null') {
-      if (expected.length && !e.types.has('null') && !allowsNull(s)) problems.push(`${path}: null, the examples show ${expected.join('|')} and the spec does not document null`);
+      if (expected.length && !e.types.has('null') && !allowsNull(s))
+        problems.push(`${path}: null, the examples show ${expected.join('|')} and the spec does not document null`);
       return;
     }
     if (!expected.length) return; // every example is null: no type to compare with

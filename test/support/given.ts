@@ -23,7 +23,12 @@ export async function givenPipeline(ctx: TestContext, org: Slugged, token: strin
     .http()
     .post(`/v2/organizations/${slugOf(org)}/pipelines`)
     .set(auth(token))
-    .send({ name: `Pipeline ${seq} ${Math.random().toString(36).slice(2, 8)}`, repository: 'git@github.com:acme/app.git', configuration: 'steps:\n  - command: make test\n', ...extra });
+    .send({
+      name: `Pipeline ${seq} ${Math.random().toString(36).slice(2, 8)}`,
+      repository: 'git@github.com:acme/app.git',
+      configuration: 'steps:\n  - command: make test\n',
+      ...extra,
+    });
   if (res.status !== 201) throw new Error(`pipeline: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body as PipelineJson;
 }

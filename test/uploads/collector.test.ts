@@ -66,12 +66,21 @@ describeEachDatabase('the buildkite-test-collector jest reporter', (ctx) => {
     const second = await runCollectorProject({ ...env, BUILDKITE_ANALYTICS_KEY: 'run-2' });
     expect({ code: second.code, errors: second.output.match(/Test Engine error.*/g) }).toEqual({ code: 0, errors: null });
 
-    const runs = (await ctx().http().get(`${s.base}/runs`).set(auth(s.token)).expect(200)).body as { id: string; result: string; commit_sha: string; branch: string }[];
+    const runs = (await ctx().http().get(`${s.base}/runs`).set(auth(s.token)).expect(200)).body as {
+      id: string;
+      result: string;
+      commit_sha: string;
+      branch: string;
+    }[];
     expect(runs.map((r) => [r.result, r.commit_sha, r.branch])).toEqual([
       ['passed', env.BUILDKITE_ANALYTICS_SHA, 'main'],
       ['failed', env.BUILDKITE_ANALYTICS_SHA, 'main'],
     ]);
-    const stored = await ctx().services.db('test_runs').where({ suite_id: s.suite.id }).orderBy('created_at').select('run_key', 'collector', 'test_runner', 'executions_count');
+    const stored = await ctx()
+      .services.db('test_runs')
+      .where({ suite_id: s.suite.id })
+      .orderBy('created_at')
+      .select('run_key', 'collector', 'test_runner', 'executions_count');
     expect(stored).toEqual([
       { run_key: 'run-1', collector: 'js-buildkite-test-collector', test_runner: 'jest', executions_count: 3 },
       { run_key: 'run-2', collector: 'js-buildkite-test-collector', test_runner: 'jest', executions_count: 3 },
@@ -85,7 +94,11 @@ describeEachDatabase('the buildkite-test-collector jest reporter', (ctx) => {
     const flaky = (await ctx().http().get(`${s.base}/flaky-tests`).set(auth(s.token)).expect(200)).body;
     expect(flaky).toEqual([expect.objectContaining({ scope: 'Checkout', name: 'applies the discount', instances: 1 })]);
     const test = (await ctx().http().get(`${s.base}/tests/${flaky[0].id}`).set(auth(s.token)).expect(200)).body;
-    expect(test).toMatchObject({ executions_count: 2, executions_count_by_result: { passed: 1, failed: 1, skipped: 0, pending: 0, unknown: 0 }, labels: ['flaky'] });
+    expect(test).toMatchObject({
+      executions_count: 2,
+      executions_count_by_result: { passed: 1, failed: 1, skipped: 0, pending: 0, unknown: 0 },
+      labels: ['flaky'],
+    });
 
     const todo = await ctx().services.db('tests').where({ suite_id: s.suite.id, name: 'handles refunds' }).first('skipped_count', 'executions_count');
     expect(todo).toEqual({ skipped_count: 2, executions_count: 2 });

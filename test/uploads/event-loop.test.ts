@@ -23,7 +23,8 @@ async function turnsDuring<T>(work: () => Promise<T>): Promise<{ value: T; turns
   return { value, turns };
 }
 
-const longFailure = (i: number) => result(`test ${i}`, 'failed', { failure_expanded: [{ expanded: Array.from({ length: 4 }, (_, j) => `${j} ${'x'.repeat(100)}`), backtrace: [] }] });
+const longFailure = (i: number) =>
+  result(`test ${i}`, 'failed', { failure_expanded: [{ expanded: Array.from({ length: 4 }, (_, j) => `${j} ${'x'.repeat(100)}`), backtrace: [] }] });
 
 describe('parseUploadJson', () => {
   it('parses text over INLINE_BYTES off the event loop, to the same value JSON.parse gives', async () => {
@@ -77,16 +78,46 @@ describeEachDatabase('uploads and the event loop', (ctx) => {
   it('takes a JSON body and a multipart file over INLINE_BYTES, and finds NUL in them by field', async () => {
     const s = await givenSuite(ctx());
     const data = Array.from({ length: 3000 }, (_, i) => longFailure(i));
-    const res = await ctx().http().post('/v1/uploads').set(suiteAuth(s.apiToken)).send(upload({ key: 'big-json' }, data)).expect(202);
+    const res = await ctx()
+      .http()
+      .post('/v1/uploads')
+      .set(suiteAuth(s.apiToken))
+      .send(upload({ key: 'big-json' }, data))
+      .expect(202);
     expect(res.body).toMatchObject({ queued: 3000, skipped: 0 });
-    const file = await ctx().http().post('/v1/uploads').set(suiteAuth(s.apiToken)).field('format', 'json').field('run_env[key]', 'big-file').attach('data', Buffer.from(JSON.stringify(data)), 'r.json').expect(202);
+    const file = await ctx()
+      .http()
+      .post('/v1/uploads')
+      .set(suiteAuth(s.apiToken))
+      .field('format', 'json')
+      .field('run_env[key]', 'big-file')
+      .attach('data', Buffer.from(JSON.stringify(data)), 'r.json')
+      .expect(202);
     expect(file.body).toMatchObject({ queued: 3000, skipped: 0 });
     data[2999] = { ...data[2999]!, name: 'nul \u0000 here' };
-    const nul = await ctx().http().post('/v1/uploads').set(suiteAuth(s.apiToken)).send(upload({ key: 'big-nul' }, data)).expect(422);
+    const nul = await ctx()
+      .http()
+      .post('/v1/uploads')
+      .set(suiteAuth(s.apiToken))
+      .send(upload({ key: 'big-nul' }, data))
+      .expect(422);
     expect(nul.body.errors).toEqual([{ field: 'data[2999].name', code: 'must not contain the NUL character (U+0000)' }]);
-    const nulFile = await ctx().http().post('/v1/uploads').set(suiteAuth(s.apiToken)).field('format', 'json').field('run_env[key]', 'big-file-nul').attach('data', Buffer.from(JSON.stringify(data)), 'r.json').expect(422);
+    const nulFile = await ctx()
+      .http()
+      .post('/v1/uploads')
+      .set(suiteAuth(s.apiToken))
+      .field('format', 'json')
+      .field('run_env[key]', 'big-file-nul')
+      .attach('data', Buffer.from(JSON.stringify(data)), 'r.json')
+      .expect(422);
     expect(nulFile.body.errors).toEqual([{ field: 'data[2999].name', code: 'must not contain the NUL character (U+0000)' }]);
-    const broken = await ctx().http().post('/v1/uploads').set(suiteAuth(s.apiToken)).set('Content-Type', 'application/json').send(JSON.stringify(upload({ key: 'big-broken' }, data)).slice(0, -2)).expect(400);
+    const broken = await ctx()
+      .http()
+      .post('/v1/uploads')
+      .set(suiteAuth(s.apiToken))
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify(upload({ key: 'big-broken' }, data)).slice(0, -2))
+      .expect(400);
     expect(broken.body.message).toMatch(/^Problems parsing JSON: /);
   });
 });

@@ -27,7 +27,9 @@ export function result(name: string, outcome: string, extra: Record<string, unkn
     location: `./spec/models/user_spec.rb:${name.length}`,
     file_name: './spec/models/user_spec.rb',
     result: outcome,
-    ...(outcome === 'failed' ? { failure_reason: 'expected true, got false', failure_expanded: [{ expanded: ['expected true', 'got false'], backtrace: ['user_spec.rb:42'] }] } : {}),
+    ...(outcome === 'failed'
+      ? { failure_reason: 'expected true, got false', failure_expanded: [{ expanded: ['expected true', 'got false'], backtrace: ['user_spec.rb:42'] }] }
+      : {}),
     history: { section: 'top', start_at: 1.5, end_at: 1.75, duration: 0.25 },
     ...extra,
   };

@@ -37,7 +37,11 @@ describeEachDatabase('uploads (multipart)', (ctx) => {
     const req = ctx().http().post('/v1/uploads').set(suiteAuth(apiToken)).field('format', format);
     for (const [k, v] of Object.entries(env)) req.field(`run_env[${k}]`, v);
     req.field('tags[team]', 'core');
-    if (data !== undefined) req.attach('data', Buffer.from(data), { filename: format === 'junit' ? 'junit.xml' : 'results.json', contentType: format === 'junit' ? 'application/xml' : 'application/json' });
+    if (data !== undefined)
+      req.attach('data', Buffer.from(data), {
+        filename: format === 'junit' ? 'junit.xml' : 'results.json',
+        contentType: format === 'junit' ? 'application/xml' : 'application/json',
+      });
     return req;
   };
 
@@ -60,7 +64,11 @@ describeEachDatabase('uploads (multipart)', (ctx) => {
     const s = await givenSuite(ctx());
     const long = result('long section', 'passed', { history: { section: 'x'.repeat(101) } });
     const res = await multipart(s.apiToken, 'json', JSON.stringify([result('a', 'passed'), long])).expect(202);
-    expect(res.body).toMatchObject({ queued: 1, skipped: 1, errors: [{ index: 1, id: long.id, field: 'history.section', code: 'is too long (maximum is 100 characters)' }] });
+    expect(res.body).toMatchObject({
+      queued: 1,
+      skipped: 1,
+      errors: [{ index: 1, id: long.id, field: 'history.section', code: 'is too long (maximum is 100 characters)' }],
+    });
   });
 
   it('refuses a JSON file that is not valid JSON or not an array', async () => {
@@ -81,12 +89,34 @@ describeEachDatabase('uploads (multipart)', (ctx) => {
     const s = await givenSuite(ctx());
     const res = await multipart(s.apiToken, 'junit', JUNIT, { key: 'junit-1', commit_sha: 'c1', branch: 'main' }).expect(202);
     expect(res.body).toMatchObject({ queued: 4, skipped: 1, errors: [{ index: 3, id: null, field: 'classname', code: "can't be blank" }] });
-    const tests = await ctx().services.db('tests').where({ suite_id: s.suite.id }).orderBy('name').select('name', 'scope', 'location', 'file_name', 'passed_count', 'failed_count', 'skipped_count', 'duration_sum');
+    const tests = await ctx()
+      .services.db('tests')
+      .where({ suite_id: s.suite.id })
+      .orderBy('name')
+      .select('name', 'scope', 'location', 'file_name', 'passed_count', 'failed_count', 'skipped_count', 'duration_sum');
     expect(tests).toEqual([
       { name: 'errors out', scope: 'spec.models.nested', location: null, file_name: null, passed_count: 0, failed_count: 1, skipped_count: 0, duration_sum: 1 },
       { name: 'later', scope: 'spec.models.user', location: null, file_name: null, passed_count: 0, failed_count: 0, skipped_count: 1, duration_sum: 0 },
-      { name: 'saves', scope: 'spec.models.user', location: './spec/models/user_spec.rb', file_name: './spec/models/user_spec.rb', passed_count: 0, failed_count: 1, skipped_count: 0, duration_sum: 0.5 },
-      { name: 'validates <email> & name', scope: 'spec.models.user', location: './spec/models/user_spec.rb:12', file_name: './spec/models/user_spec.rb', passed_count: 1, failed_count: 0, skipped_count: 0, duration_sum: 0.125 },
+      {
+        name: 'saves',
+        scope: 'spec.models.user',
+        location: './spec/models/user_spec.rb',
+        file_name: './spec/models/user_spec.rb',
+        passed_count: 0,
+        failed_count: 1,
+        skipped_count: 0,
+        duration_sum: 0.5,
+      },
+      {
+        name: 'validates <email> & name',
+        scope: 'spec.models.user',
+        location: './spec/models/user_spec.rb:12',
+        file_name: './spec/models/user_spec.rb',
+        passed_count: 1,
+        failed_count: 0,
+        skipped_count: 0,
+        duration_sum: 0.125,
+      },
     ]);
     const failed = await ctx().http().get(`${s.base}/runs/${res.body.run_id}/failed_executions?include_failure_expanded=true`).set(auth(s.token)).expect(200);
     expect(failed.body.map((e: { test_name: string; failure_reason: string }) => [e.test_name, e.failure_reason])).toEqual([
@@ -158,14 +188,23 @@ describeEachDatabase('uploads (malformed multipart)', (ctx) => {
       expect({ what, status: res.status }).toEqual({ what, status: 400 });
       expect(res.body.message).toMatch(/^Malformed multipart body: /);
     }
-    expect(await ctx().services.db('test_runs').where({ suite_id: s.suite.id }).count({ n: '*' }).then(([r]) => Number(r!.n))).toBe(1);
+    expect(
+      await ctx()
+        .services.db('test_runs')
+        .where({ suite_id: s.suite.id })
+        .count({ n: '*' })
+        .then(([r]) => Number(r!.n)),
+    ).toBe(1);
   });
 
   it('answers two data files with a 422 naming the field, and a file in another field likewise', async () => {
     const s = await givenSuite(ctx());
     const two = part('format', 'json') + part('run_env[key]', 'r1') + part('data', '[]', 'a.json') + part('data', '[]', 'b.json') + `--${B}--\r\n`;
     const res = await send(s.apiToken, two).expect(422);
-    expect(res.body).toEqual({ message: 'Validation Failed', errors: [{ field: 'data', code: 'only one file may be uploaded: send all results in one data file' }] });
+    expect(res.body).toEqual({
+      message: 'Validation Failed',
+      errors: [{ field: 'data', code: 'only one file may be uploaded: send all results in one data file' }],
+    });
     const other = part('format', 'json') + part('run_env[key]', 'r1') + part('tags[x]', '1', 'x.txt') + part('data', '[]', 'a.json') + `--${B}--\r\n`;
     const wrongField = await send(s.apiToken, other).expect(422);
     expect(wrongField.body.errors).toEqual([{ field: 'tags[x]', code: 'is a file: only data may be a file, send the other fields as text' }]);

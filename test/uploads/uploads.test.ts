@@ -9,7 +9,12 @@ import { givenSuite, result, suiteAuth, upload } from './helpers';
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describeEachDatabase('uploads (JSON)', (ctx) => {
-  const post = (apiToken: string, body: unknown) => ctx().http().post('/v1/uploads').set(suiteAuth(apiToken)).send(body as object);
+  const post = (apiToken: string, body: unknown) =>
+    ctx()
+      .http()
+      .post('/v1/uploads')
+      .set(suiteAuth(apiToken))
+      .send(body as object);
 
   it('refuses a missing, malformed or unknown suite token with a JSON message', async () => {
     const body = upload({ key: 'k' }, [result('a', 'passed')]);
@@ -25,7 +30,15 @@ describeEachDatabase('uploads (JSON)', (ctx) => {
   it('takes the suite token only as `Token token="<token>"`, as the collectors send it and the docs show', async () => {
     const s = await givenSuite(ctx());
     const body = upload({ key: 'forms' }, [result('a', 'passed')]);
-    const refused = [`Token ${s.apiToken}`, `Token token="${s.apiToken}`, `Token token=${s.apiToken}`, `token token="${s.apiToken}"`, `Token Token="${s.apiToken}"`, `Bearer ${s.apiToken}`, `Token token="${s.apiToken}", x`];
+    const refused = [
+      `Token ${s.apiToken}`,
+      `Token token="${s.apiToken}`,
+      `Token token=${s.apiToken}`,
+      `token token="${s.apiToken}"`,
+      `Token Token="${s.apiToken}"`,
+      `Bearer ${s.apiToken}`,
+      `Token token="${s.apiToken}", x`,
+    ];
     for (const header of refused) {
       const res = await ctx().http().post('/v1/uploads').set('Authorization', header).send(body);
       expect({ header, status: res.status }).toEqual({ header, status: 401 });
@@ -38,9 +51,13 @@ describeEachDatabase('uploads (JSON)', (ctx) => {
     const s = await givenSuite(ctx());
     const res = await post(
       s.apiToken,
-      upload({ key: 'build-1', branch: 'main', commit_sha: 'abc123', number: '7', message: 'Fix it', url: 'https://ci.example/7' }, [result('passes', 'passed'), result('fails', 'failed'), result('skipped', 'skipped')], {
-        'language.name': 'ruby',
-      }),
+      upload(
+        { key: 'build-1', branch: 'main', commit_sha: 'abc123', number: '7', message: 'Fix it', url: 'https://ci.example/7' },
+        [result('passes', 'passed'), result('fails', 'failed'), result('skipped', 'skipped')],
+        {
+          'language.name': 'ruby',
+        },
+      ),
     ).expect(202);
     expect(res.body).toEqual({
       id: expect.any(String),
@@ -119,7 +136,7 @@ describeEachDatabase('uploads (JSON)', (ctx) => {
     expect(stored.map((r) => r.result).sort()).toEqual(['passed', 'unknown']);
   });
 
-  it('checks each result against the spec\'s TestResult schema on its own: a result that breaks it is skipped with the field and reason, the upload goes on', async () => {
+  it("checks each result against the spec's TestResult schema on its own: a result that breaks it is skipped with the field and reason, the upload goes on", async () => {
     const s = await givenSuite(ctx());
     const good = result('good', 'passed');
     const longSection = result('long section', 'passed', { history: { section: 'x'.repeat(101), duration: 0.1 } });
@@ -169,13 +186,22 @@ describeEachDatabase('uploads (JSON)', (ctx) => {
 });
 
 describeEachDatabase('flaky tests', (ctx) => {
-  const post = (apiToken: string, body: unknown) => ctx().http().post('/v1/uploads').set(suiteAuth(apiToken)).send(body as object).expect(202);
+  const post = (apiToken: string, body: unknown) =>
+    ctx()
+      .http()
+      .post('/v1/uploads')
+      .set(suiteAuth(apiToken))
+      .send(body as object)
+      .expect(202);
   const flaky = async (s: { base: string; token: string }, query = '') =>
     (await ctx().http().get(`${s.base}/flaky-tests${query}`).set(auth(s.token)).expect(200)).body as { id: string; name: string; instances: number }[];
 
   it('finds a test that passed and failed on one commit within one run, in the sample shape', async () => {
     const s = await givenSuite(ctx());
-    await post(s.apiToken, upload({ key: 'r1', commit_sha: 'c1', branch: 'main' }, [result('flips', 'failed'), result('flips', 'passed'), result('steady', 'passed')]));
+    await post(
+      s.apiToken,
+      upload({ key: 'r1', commit_sha: 'c1', branch: 'main' }, [result('flips', 'failed'), result('flips', 'passed'), result('steady', 'passed')]),
+    );
     const list = await flaky(s);
     expect(list).toHaveLength(1);
     expect(Object.keys(list[0]!).sort()).toEqual(Object.keys(flakySample[0]!).sort());
@@ -188,8 +214,14 @@ describeEachDatabase('flaky tests', (ctx) => {
 
   it('counts one instance per commit across runs, never skipped/pending/unknown, never across commits', async () => {
     const s = await givenSuite(ctx());
-    await post(s.apiToken, upload({ key: 'r1', commit_sha: 'c1', branch: 'main' }, [result('a', 'failed'), result('b', 'skipped'), result('c', 'failed'), result('d', 'passed')]));
-    await post(s.apiToken, upload({ key: 'r2', commit_sha: 'c1', branch: 'main' }, [result('a', 'passed'), result('b', 'passed'), result('c', 'pending'), result('a', 'passed')]));
+    await post(
+      s.apiToken,
+      upload({ key: 'r1', commit_sha: 'c1', branch: 'main' }, [result('a', 'failed'), result('b', 'skipped'), result('c', 'failed'), result('d', 'passed')]),
+    );
+    await post(
+      s.apiToken,
+      upload({ key: 'r2', commit_sha: 'c1', branch: 'main' }, [result('a', 'passed'), result('b', 'passed'), result('c', 'pending'), result('a', 'passed')]),
+    );
     await post(s.apiToken, upload({ key: 'r3', commit_sha: 'c2', branch: 'main' }, [result('d', 'failed')]));
     expect((await flaky(s)).map((f) => [f.name, f.instances])).toEqual([['a', 1]]);
 
@@ -205,11 +237,23 @@ describeEachDatabase('flaky tests', (ctx) => {
   it('filters by search, branch and period, most recent first, paginated', async () => {
     const s = await givenSuite(ctx());
     await post(s.apiToken, upload({ key: 'r1', commit_sha: 'c1', branch: 'main' }, [result('Alpha login', 'passed'), result('Alpha login', 'failed')]));
-    await post(s.apiToken, upload({ key: 'r2', commit_sha: 'c2', branch: 'feature' }, [result('beta_logout', 'passed'), result('beta_logout', 'failed', { scope: 'Session' })]));
-    await post(s.apiToken, upload({ key: 'r3', commit_sha: 'c3', branch: 'feature' }, [result('beta_logout', 'passed', { scope: 'Session' }), result('beta_logout', 'failed', { scope: 'Session' })]));
+    await post(
+      s.apiToken,
+      upload({ key: 'r2', commit_sha: 'c2', branch: 'feature' }, [result('beta_logout', 'passed'), result('beta_logout', 'failed', { scope: 'Session' })]),
+    );
+    await post(
+      s.apiToken,
+      upload({ key: 'r3', commit_sha: 'c3', branch: 'feature' }, [
+        result('beta_logout', 'passed', { scope: 'Session' }),
+        result('beta_logout', 'failed', { scope: 'Session' }),
+      ]),
+    );
     // The first instance was detected three days ago.
     const alpha = (await ctx().services.db('tests').where({ name: 'Alpha login' }).first('id')).id;
-    await ctx().services.db('flaky_instances').where({ test_id: alpha }).update({ detected_at: new Date(Date.now() - 3 * 86_400_000) });
+    await ctx()
+      .services.db('flaky_instances')
+      .where({ test_id: alpha })
+      .update({ detected_at: new Date(Date.now() - 3 * 86_400_000) });
 
     expect((await flaky(s)).map((f) => f.name)).toEqual(['beta_logout', 'Alpha login']);
     expect((await flaky(s, '?search=ALPHA')).map((f) => f.name)).toEqual(['Alpha login']);
@@ -233,7 +277,9 @@ describeEachDatabase('flaky tests', (ctx) => {
     const s = await givenSuite(ctx());
     expect((await ctx().http().get(`${s.base}/runs/not-a-uuid`).set(auth(s.token)).expect(404)).body).toEqual({ message: 'No run found' });
     await ctx().http().get(`${s.base}/runs/00000000-0000-4000-8000-000000000000`).set(auth(s.token)).expect(404);
-    expect((await ctx().http().get(`${s.base}/tests/00000000-0000-4000-8000-000000000000`).set(auth(s.token)).expect(404)).body).toEqual({ message: 'No test found' });
+    expect((await ctx().http().get(`${s.base}/tests/00000000-0000-4000-8000-000000000000`).set(auth(s.token)).expect(404)).body).toEqual({
+      message: 'No test found',
+    });
     await ctx().http().get(`${s.base}x/flaky-tests`).set(auth(s.token)).expect(404);
   });
 });

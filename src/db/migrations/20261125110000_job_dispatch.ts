@@ -17,7 +17,9 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex('jobs').update({ organization_id: knex('builds').select('organization_id').where('builds.id', knex.ref('jobs.build_id')) });
   for (const { agent_query_rules: rules } of await knex('jobs').distinct('agent_query_rules')) {
-    await knex('jobs').where({ agent_query_rules: rules }).update({ dispatch_key: dispatchKey(rules as string) });
+    await knex('jobs')
+      .where({ agent_query_rules: rules })
+      .update({ dispatch_key: dispatchKey(rules as string) });
   }
   await knex.raw(
     `create index jobs_dispatch_index on jobs (organization_id, dispatch_key, priority desc, created_at, position) where state = 'scheduled' and type = 'script'`,

@@ -15,7 +15,12 @@ export async function up(knex: Knex): Promise<void> {
     .join('jobs as j', 'j.id', 'b.triggered_from_job_id')
     .join('builds as pb', 'pb.id', 'j.build_id')
     .join('pipelines as p', 'p.id', 'pb.pipeline_id')
-    .select('b.id', 'pb.id as build_id', 'pb.number as build_number', 'p.slug as build_pipeline_slug')) as { id: string; build_id: string; build_number: number; build_pipeline_slug: string }[];
+    .select('b.id', 'pb.id as build_id', 'pb.number as build_number', 'p.slug as build_pipeline_slug')) as {
+    id: string;
+    build_id: string;
+    build_number: number;
+    build_pipeline_slug: string;
+  }[];
   for (const r of rows) {
     const value = JSON.stringify({ build_id: r.build_id, build_number: Number(r.build_number), build_pipeline_slug: r.build_pipeline_slug });
     await knex('builds').where({ id: r.id }).update({ triggered_from: value });

@@ -23,17 +23,6 @@
  *   with it.
  */
 
-export type {
-  AutomaticRetry,
-  ExitStatus,
-  ManualField,
-  ManualRetry,
-  ManualStep,
-  ScriptStep,
-  Step,
-  StepRetry,
-  TriggerStep,
-  WaiterStep,
-} from './step-types';
+export type { AutomaticRetry, ExitStatus, ManualField, ManualRetry, ManualStep, ScriptStep, Step, StepRetry, TriggerStep, WaiterStep } from './step-types';
 export { parseConfiguration, type ParsedConfiguration } from './yaml-configuration';
 export { normaliseVisualSteps } from './visual-steps';

@@ -46,11 +46,11 @@ export function parseMatrix(reporter: ProblemReporter, found: FoundProperty | un
       if (k !== 'setup' && k !== 'adjustments') reporter.fail(`${path}.${k}`, 'is not a matrix attribute: use "setup" and "adjustments"', v.get(k));
     }
     const setup = findProperty(v, ['setup'], `${path}.`);
-    if (!setup) return reporter.fail(`${path}.setup`, "can't be blank", v), undefined;
+    if (!setup) return (reporter.fail(`${path}.setup`, "can't be blank", v), undefined);
     setupFound = setup;
     adjustments = findProperty(v, ['adjustments'], `${path}.`);
   } else {
-    return reporter.fail(path, `must be a list of values, or ${mapping(reporter)} with "setup" and optional "adjustments"`, v), undefined;
+    return (reporter.fail(path, `must be a list of values, or ${mapping(reporter)} with "setup" and optional "adjustments"`, v), undefined);
   }
 
   const setup = dimensions(reporter, setupFound);
@@ -71,10 +71,10 @@ function dimensions(reporter: ProblemReporter, [path, v]: FoundProperty): Record
     setup[UNNAMED] = values;
     return setup;
   }
-  if (v.kind !== 'map') return reporter.fail(path, `must be a list of values, or ${mapping(reporter)} of dimension names to lists of values`, v), undefined;
-  if (v.keys.length === 0) return reporter.fail(path, "can't be blank", v), undefined;
+  if (v.kind !== 'map') return (reporter.fail(path, `must be a list of values, or ${mapping(reporter)} of dimension names to lists of values`, v), undefined);
+  if (v.keys.length === 0) return (reporter.fail(path, "can't be blank", v), undefined);
   if (v.keys.length > MATRIX_LIMITS.dimensions) {
-    return reporter.fail(path, `has ${v.keys.length} dimensions: a matrix has at most ${MATRIX_LIMITS.dimensions}`, v), undefined;
+    return (reporter.fail(path, `has ${v.keys.length} dimensions: a matrix has at most ${MATRIX_LIMITS.dimensions}`, v), undefined);
   }
   let ok = true;
   for (const dim of v.keys) {
@@ -84,7 +84,8 @@ function dimensions(reporter: ProblemReporter, [path, v]: FoundProperty): Record
       ok = false;
       continue;
     }
-    const values = list.kind === 'list' ? elements(reporter, `${path}.${dim}`, list) : (reporter.fail(`${path}.${dim}`, 'must be a list of values', list), undefined);
+    const values =
+      list.kind === 'list' ? elements(reporter, `${path}.${dim}`, list) : (reporter.fail(`${path}.${dim}`, 'must be a list of values', list), undefined);
     if (values) define(setup as unknown as Record<string, string>, dim, values as unknown as string);
     else ok = false;
   }
@@ -92,25 +93,25 @@ function dimensions(reporter: ProblemReporter, [path, v]: FoundProperty): Record
 }
 
 function elements(reporter: ProblemReporter, path: string, v: ConfigList): string[] | undefined {
-  if (v.items.length === 0) return reporter.fail(path, "can't be blank", v), undefined;
+  if (v.items.length === 0) return (reporter.fail(path, "can't be blank", v), undefined);
   if (v.items.length > MATRIX_LIMITS.elements) {
-    return reporter.fail(path, `has ${v.items.length} elements: a dimension has at most ${MATRIX_LIMITS.elements}`, v), undefined;
+    return (reporter.fail(path, `has ${v.items.length} elements: a dimension has at most ${MATRIX_LIMITS.elements}`, v), undefined);
   }
   const values: string[] = [];
   for (const [i, item] of v.items.entries()) {
     const s = text(item);
-    if (s === undefined) return reporter.fail(`${path}[${i}]`, 'must be a string, number or boolean', item), undefined;
-    if (s.length > MAX_ELEMENT) return reporter.fail(`${path}[${i}]`, `is too long (maximum is ${MAX_ELEMENT} characters)`, item), undefined;
-    if (values.includes(s)) return reporter.fail(`${path}[${i}]`, `repeats ${quote(s)}`, item), undefined;
+    if (s === undefined) return (reporter.fail(`${path}[${i}]`, 'must be a string, number or boolean', item), undefined);
+    if (s.length > MAX_ELEMENT) return (reporter.fail(`${path}[${i}]`, `is too long (maximum is ${MAX_ELEMENT} characters)`, item), undefined);
+    if (values.includes(s)) return (reporter.fail(`${path}[${i}]`, `repeats ${quote(s)}`, item), undefined);
     values.push(s);
   }
   return values;
 }
 
 function adjustmentList(reporter: ProblemReporter, [path, v]: FoundProperty, dims: string[]): MatrixAdjustment[] {
-  if (v.kind !== 'list') return reporter.fail(path, `must be a list of {with, skip, soft_fail}`, v), [];
+  if (v.kind !== 'list') return (reporter.fail(path, `must be a list of {with, skip, soft_fail}`, v), []);
   if (v.items.length > MATRIX_LIMITS.adjustments) {
-    return reporter.fail(path, `has ${v.items.length} adjustments: a matrix has at most ${MATRIX_LIMITS.adjustments}`, v), [];
+    return (reporter.fail(path, `has ${v.items.length} adjustments: a matrix has at most ${MATRIX_LIMITS.adjustments}`, v), []);
   }
   const out: MatrixAdjustment[] = [];
   const seen = new Set<string>();
@@ -118,7 +119,8 @@ function adjustmentList(reporter: ProblemReporter, [path, v]: FoundProperty, dim
     const at = `${path}[${i}]`;
     if (item.kind !== 'map') return reporter.fail(at, `must be ${mapping(reporter)} with "with" and optional "skip" or "soft_fail"`, item);
     for (const k of item.keys) {
-      if (k !== 'with' && k !== 'skip' && k !== 'soft_fail') reporter.fail(`${at}.${k}`, 'is not an adjustment attribute: use "with", "skip" and "soft_fail"', item.get(k));
+      if (k !== 'with' && k !== 'skip' && k !== 'soft_fail')
+        reporter.fail(`${at}.${k}`, 'is not an adjustment attribute: use "with", "skip" and "soft_fail"', item.get(k));
     }
     const values = combination(reporter, `${at}.with`, item.get('with'), dims, item);
     const skip = skipOf(reporter, findProperty(item, ['skip'], `${at}.`));
@@ -138,16 +140,16 @@ function adjustmentList(reporter: ProblemReporter, [path, v]: FoundProperty, dim
 
 /** `with`: a mapping of every dimension to a value; for the unnamed dimension, a value or a list of one. */
 function combination(reporter: ProblemReporter, path: string, v: ConfigValue | undefined, dims: string[], at: ConfigMap): Record<string, string> | undefined {
-  if (v === undefined || v.kind === 'null') return reporter.fail(path, "can't be blank", at), undefined;
+  if (v === undefined || v.kind === 'null') return (reporter.fail(path, "can't be blank", at), undefined);
   const values: Record<string, string> = {};
   if (dims.length === 1 && dims[0] === UNNAMED) {
     const item = v.kind === 'list' && v.items.length === 1 ? v.items[0]! : v;
     const s = text(item);
-    if (s === undefined || s.length > MAX_ELEMENT) return reporter.fail(path, 'must be one value of the matrix (or a list of one)', v), undefined;
+    if (s === undefined || s.length > MAX_ELEMENT) return (reporter.fail(path, 'must be one value of the matrix (or a list of one)', v), undefined);
     values[UNNAMED] = s;
     return values;
   }
-  if (v.kind !== 'map') return reporter.fail(path, `must be ${mapping(reporter)} of every dimension (${dims.join(', ')}) to a value`, v), undefined;
+  if (v.kind !== 'map') return (reporter.fail(path, `must be ${mapping(reporter)} of every dimension (${dims.join(', ')}) to a value`, v), undefined);
   let ok = true;
   for (const k of v.keys) {
     if (!dims.includes(k)) {
@@ -176,11 +178,11 @@ function skipOf(reporter: ProblemReporter, found: FoundProperty | undefined): tr
   const [path, v] = found;
   if (v.kind === 'bool') return v.value ? true : undefined;
   if (v.kind === 'str') {
-    if (v.value.length > MAX_SKIP_REASON) return reporter.fail(path, `is too long (maximum is ${MAX_SKIP_REASON} characters)`, v), undefined;
+    if (v.value.length > MAX_SKIP_REASON) return (reporter.fail(path, `is too long (maximum is ${MAX_SKIP_REASON} characters)`, v), undefined);
     // The documented rule: an empty reason is the same as false.
     return v.value.trim() === '' ? undefined : v.value;
   }
-  return reporter.fail(path, 'must be true, false or a reason', v), undefined;
+  return (reporter.fail(path, 'must be true, false or a reason', v), undefined);
 }
 
 function inSetup(m: Matrix, values: Record<string, string>): boolean {
@@ -204,7 +206,8 @@ export function combinations(m: Matrix): Combination[] {
   let rows: Record<string, string>[] = [{}];
   for (const dim of dims) {
     const next: Record<string, string>[] = [];
-    for (const row of rows) for (const value of m.setup[dim]!) next.push(Object.defineProperty({ ...row }, dim, { value, enumerable: true, writable: true, configurable: true }));
+    for (const row of rows)
+      for (const value of m.setup[dim]!) next.push(Object.defineProperty({ ...row }, dim, { value, enumerable: true, writable: true, configurable: true }));
     rows = next;
   }
   const adjustments = new Map(m.adjustments.map((a) => [key(a.with, dims), a]));

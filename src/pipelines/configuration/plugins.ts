@@ -25,10 +25,10 @@ export function parsePlugins(reporter: ProblemReporter, found: FoundProperty | u
     plugins.push(plugin);
   };
   if (v.kind === 'map') {
-    if (v.keys.length > MAX_PLUGINS) return reporter.fail(path, `must have at most ${MAX_PLUGINS} plugins`, v), undefined;
+    if (v.keys.length > MAX_PLUGINS) return (reporter.fail(path, `must have at most ${MAX_PLUGINS} plugins`, v), undefined);
     for (const source of v.keys) add(path, source, v.get(source), v);
   } else if (v.kind === 'list') {
-    if (v.items.length > MAX_PLUGINS) return reporter.fail(path, `must have at most ${MAX_PLUGINS} plugins`, v), undefined;
+    if (v.items.length > MAX_PLUGINS) return (reporter.fail(path, `must have at most ${MAX_PLUGINS} plugins`, v), undefined);
     v.items.forEach((item, i) => {
       const at = `${path}[${i}]`;
       const name = text(item);
@@ -37,7 +37,7 @@ export function parsePlugins(reporter: ProblemReporter, found: FoundProperty | u
       reporter.fail(at, `must be a plugin name, or ${mapping(reporter)} of one plugin name to its settings`, item);
     });
   } else {
-    return reporter.fail(path, 'must be a list or a mapping', v), undefined;
+    return (reporter.fail(path, 'must be a list or a mapping', v), undefined);
   }
   return plugins;
 }

@@ -2,18 +2,7 @@
  * Readers for property values. Each reports what is wrong and returns a fallback, so that one
  * pass finds every problem.
  */
-import {
-  ENV_NAME,
-  FIELD_KEY,
-  MAX_ENV,
-  MAX_KEY,
-  MAX_LIST,
-  MAX_NAME,
-  MAX_PROMPT,
-  MAX_REF,
-  MAX_SIGNAL,
-  MAX_TEXT,
-} from './limits';
+import { ENV_NAME, FIELD_KEY, MAX_ENV, MAX_KEY, MAX_LIST, MAX_NAME, MAX_PROMPT, MAX_REF, MAX_SIGNAL, MAX_TEXT } from './limits';
 import { define, mapping, quote, tooLong, tooMany, type ProblemReporter } from './problems';
 import type { AutomaticRetry, ExitStatus, ManualField, ManualRetry, ScriptStep } from './step-types';
 import type { ConfigValue, ConfigMap } from './value-tree';
@@ -42,8 +31,8 @@ export function optionalText(reporter: ProblemReporter, found: FoundProperty | u
   if (!found) return null;
   const [path, v] = found;
   const s = text(v);
-  if (s === undefined) return reporter.fail(path, 'must be a string', v), null;
-  if (s.length > max) return reporter.fail(path, tooLong(max), v), null;
+  if (s === undefined) return (reporter.fail(path, 'must be a string', v), null);
+  if (s.length > max) return (reporter.fail(path, tooLong(max), v), null);
   return s.trim() === '' ? null : s;
 }
 
@@ -58,8 +47,8 @@ export function joined(reporter: ProblemReporter, found: FoundProperty | undefin
   } else {
     s = text(v);
   }
-  if (s === undefined) return reporter.fail(path, 'must be a string or a list of strings', v), null;
-  if (s.length > max) return reporter.fail(path, tooLong(max), v), null;
+  if (s === undefined) return (reporter.fail(path, 'must be a string or a list of strings', v), null);
+  if (s.length > max) return (reporter.fail(path, tooLong(max), v), null);
   return s.trim() === '' ? null : s;
 }
 
@@ -83,9 +72,9 @@ export function positive(reporter: ProblemReporter, found: FoundProperty | undef
   if (!found) return null;
   const [path, v] = found;
   if (v.kind !== 'num' || !Number.isInteger(v.value) || v.value < 1) {
-    return reporter.fail(path, 'must be a positive whole number', v), null;
+    return (reporter.fail(path, 'must be a positive whole number', v), null);
   }
-  if (v.value > max) return reporter.fail(path, `must be at most ${max}`, v), null;
+  if (v.value > max) return (reporter.fail(path, `must be at most ${max}`, v), null);
   return v.value;
 }
 
@@ -93,8 +82,8 @@ export function env(reporter: ProblemReporter, found: FoundProperty | undefined,
   const out: Record<string, string> = {};
   if (!found) return out;
   const [path, v] = found;
-  if (v.kind !== 'map') return reporter.fail(path, `must be ${mapping(reporter)} of names to values`, v), out;
-  if (v.keys.length > MAX_ENV) return reporter.fail(path, `must have at most ${MAX_ENV} ${what}`, v), out;
+  if (v.kind !== 'map') return (reporter.fail(path, `must be ${mapping(reporter)} of names to values`, v), out);
+  if (v.keys.length > MAX_ENV) return (reporter.fail(path, `must have at most ${MAX_ENV} ${what}`, v), out);
   for (const name of v.keys) {
     const value = v.get(name) ?? { kind: 'null', line: v.line };
     // Meta-data keys are any non-blank text; variable names are shell names.
@@ -116,11 +105,10 @@ export function env(reporter: ProblemReporter, found: FoundProperty | undefined,
 export function agents(reporter: ProblemReporter, found: FoundProperty | undefined): string[] {
   if (!found) return [];
   const [path, v] = found;
-  const message =
-    reporter.dialect === 'yaml' ? 'must be a mapping or a list of key=value strings' : 'must be a list of key=value strings';
+  const message = reporter.dialect === 'yaml' ? 'must be a mapping or a list of key=value strings' : 'must be a list of key=value strings';
   const rules: string[] = [];
   if (v.kind === 'map' && reporter.dialect === 'yaml') {
-    if (v.keys.length > MAX_LIST) return reporter.fail(path, tooMany(MAX_LIST), v), [];
+    if (v.keys.length > MAX_LIST) return (reporter.fail(path, tooMany(MAX_LIST), v), []);
     for (const key of v.keys) {
       const value = v.get(key) ?? { kind: 'null', line: v.line };
       const s = text(value);
@@ -129,7 +117,7 @@ export function agents(reporter: ProblemReporter, found: FoundProperty | undefin
       else rules.push(`${key}=${s}`);
     }
   } else if (v.kind === 'list') {
-    if (v.items.length > MAX_LIST) return reporter.fail(path, tooMany(MAX_LIST), v), [];
+    if (v.items.length > MAX_LIST) return (reporter.fail(path, tooMany(MAX_LIST), v), []);
     for (const item of v.items) {
       const s = text(item);
       if (s === undefined || !/^[^=\s][^=]*=/.test(s)) reporter.fail(path, message, item);
@@ -157,8 +145,8 @@ export function softFail(reporter: ProblemReporter, found: FoundProperty | undef
   if (!found) return false;
   const [path, v] = found;
   if (v.kind === 'bool') return v.value;
-  if (v.kind !== 'list') return reporter.fail(path, 'must be true, false or a list of exit_status rules', v), false;
-  if (v.items.length > MAX_LIST) return reporter.fail(path, tooMany(MAX_LIST), v), false;
+  if (v.kind !== 'list') return (reporter.fail(path, 'must be true, false or a list of exit_status rules', v), false);
+  if (v.items.length > MAX_LIST) return (reporter.fail(path, tooMany(MAX_LIST), v), false);
   const rules: { exit_status: ExitStatus }[] = [];
   v.items.forEach((item, i) => {
     if (item.kind !== 'map') return reporter.fail(`${path}[${i}]`, `must be ${mapping(reporter)} with "exit_status"`, item);
@@ -173,7 +161,7 @@ export function softFail(reporter: ProblemReporter, found: FoundProperty | undef
 export function retry(reporter: ProblemReporter, found: FoundProperty | undefined): ScriptStep['retry'] {
   if (!found) return null;
   const [path, v] = found;
-  if (v.kind !== 'map') return reporter.fail(path, `must be ${mapping(reporter)} with "automatic" and/or "manual" rules`, v), null;
+  if (v.kind !== 'map') return (reporter.fail(path, `must be ${mapping(reporter)} with "automatic" and/or "manual" rules`, v), null);
   const automatic = automaticRetry(reporter, `${path}.automatic`, v.get('automatic'));
   const manual = manualRetry(reporter, `${path}.manual`, v.get('manual'));
   if (!automatic.length && !manual) return null;
@@ -184,8 +172,8 @@ function automaticRetry(reporter: ProblemReporter, at: string, automatic: Config
   if (automatic === undefined || automatic.kind === 'null') return [];
   if (automatic.kind === 'bool') return automatic.value ? [{ exit_status: '*', limit: 2 }] : [];
   const items = automatic.kind === 'map' ? [automatic] : automatic.kind === 'list' ? automatic.items : undefined;
-  if (!items) return reporter.fail(at, 'must be true, false, or one or a list of {exit_status, signal_reason, limit} rules', automatic), [];
-  if (items.length > MAX_LIST) return reporter.fail(at, tooMany(MAX_LIST), automatic), [];
+  if (!items) return (reporter.fail(at, 'must be true, false, or one or a list of {exit_status, signal_reason, limit} rules', automatic), []);
+  if (items.length > MAX_LIST) return (reporter.fail(at, tooMany(MAX_LIST), automatic), []);
   const rules: AutomaticRetry[] = [];
   items.forEach((item, i) => {
     const itemPath = automatic.kind === 'list' ? `${at}[${i}]` : at;
@@ -203,7 +191,8 @@ function automaticRetry(reporter: ProblemReporter, at: string, automatic: Config
     const limitFound = findProperty(item, ['limit'], `${itemPath}.`);
     const limit = limitFound ? wholeNumber(reporter, limitFound, 1, 10, 'must be a whole number from 1 to 10') : 2;
     const signal = optionalText(reporter, findProperty(item, ['signal_reason'], `${itemPath}.`), MAX_SIGNAL);
-    if (status !== undefined && limit !== null) rules.push(signal === null ? { exit_status: status, limit } : { exit_status: status, limit, signal_reason: signal });
+    if (status !== undefined && limit !== null)
+      rules.push(signal === null ? { exit_status: status, limit } : { exit_status: status, limit, signal_reason: signal });
   });
   return rules;
 }
@@ -212,7 +201,8 @@ function automaticRetry(reporter: ProblemReporter, at: string, automatic: Config
 function manualRetry(reporter: ProblemReporter, at: string, manual: ConfigValue | undefined): ManualRetry | undefined {
   if (manual === undefined || manual.kind === 'null') return undefined;
   if (manual.kind === 'bool') return { allowed: manual.value, reason: null, permit_on_passed: false };
-  if (manual.kind !== 'map') return reporter.fail(at, `must be true, false or ${mapping(reporter)} with "allowed", "reason" and "permit_on_passed"`, manual), undefined;
+  if (manual.kind !== 'map')
+    return (reporter.fail(at, `must be true, false or ${mapping(reporter)} with "allowed", "reason" and "permit_on_passed"`, manual), undefined);
   return {
     allowed: bool(reporter, findProperty(manual, ['allowed'], `${at}.`), true),
     reason: optionalText(reporter, findProperty(manual, ['reason'], `${at}.`), MAX_PROMPT),
@@ -223,8 +213,8 @@ function manualRetry(reporter: ProblemReporter, at: string, manual: ConfigValue 
 export function fields(reporter: ProblemReporter, found: FoundProperty | undefined): ManualField[] {
   if (!found) return [];
   const [path, v] = found;
-  if (v.kind !== 'list') return reporter.fail(path, 'must be a list of text or select fields', v), [];
-  if (v.items.length > MAX_LIST) return reporter.fail(path, tooMany(MAX_LIST), v), [];
+  if (v.kind !== 'list') return (reporter.fail(path, 'must be a list of text or select fields', v), []);
+  if (v.items.length > MAX_LIST) return (reporter.fail(path, tooMany(MAX_LIST), v), []);
   const out: ManualField[] = [];
   const keys = new Set<string>();
   v.items.forEach((item, i) => {
@@ -277,7 +267,7 @@ function selectParts(reporter: ProblemReporter, at: string, item: ConfigMap, def
     return parts;
   }
   const list = options[1];
-  if (list.items.length > MAX_LIST) return reporter.fail(options[0], tooMany(MAX_LIST), list), parts;
+  if (list.items.length > MAX_LIST) return (reporter.fail(options[0], tooMany(MAX_LIST), list), parts);
   parts.options = [];
   list.items.forEach((option, j) => {
     const op = `${options[0]}[${j}]`;

@@ -7,7 +7,21 @@ import { parsePlugins } from './plugins';
 import { STEP_ATTRIBUTES, verdict, type StepType } from './step-attributes';
 import { MAX_BRANCHES, MAX_CONCURRENCY, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_PROMPT, MAX_REF, MAX_SLUG, MAX_TEXT, MAX_TIMEOUT, PIPELINE_SLUG } from './limits';
 import { tooLong, type ProblemReporter } from './problems';
-import { agents, bool, env, fields, joined, optionalText, findProperty, positive, retry, softFail, text, wholeNumber, type FoundProperty } from './property-readers';
+import {
+  agents,
+  bool,
+  env,
+  fields,
+  joined,
+  optionalText,
+  findProperty,
+  positive,
+  retry,
+  softFail,
+  text,
+  wholeNumber,
+  type FoundProperty,
+} from './property-readers';
 import type { ManualStep, ScriptStep, TriggerStep, WaiterStep } from './step-types';
 import type { ConfigValue, ConfigMap } from './value-tree';
 
@@ -55,10 +69,10 @@ function optCommand(reporter: ProblemReporter, found: FoundProperty | undefined)
   const [path, v] = found;
   const lines = v.kind === 'list' ? v.items.map(text) : [text(v)];
   if (!lines.every((s): s is string => s !== undefined)) {
-    return reporter.fail(path, 'must be a string or a list of strings', v), undefined;
+    return (reporter.fail(path, 'must be a string or a list of strings', v), undefined);
   }
   const s = lines.join('\n');
-  if (s.length > MAX_TEXT) return reporter.fail(path, tooLong(MAX_TEXT), v), undefined;
+  if (s.length > MAX_TEXT) return (reporter.fail(path, tooLong(MAX_TEXT), v), undefined);
   return s.trim() === '' ? null : s;
 }
 
@@ -80,7 +94,13 @@ export function scriptStep(reporter: ProblemReporter, stepMap: ConfigMap, defaul
     retry: retry(reporter, findProperty(stepMap, ['retry'])),
   };
   if (step.agent_query_rules.length === 0) step.agent_query_rules = [...defaultAgents];
-  const priority = wholeNumber(reporter, findProperty(stepMap, ['priority']), -MAX_PRIORITY, MAX_PRIORITY, `must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}`);
+  const priority = wholeNumber(
+    reporter,
+    findProperty(stepMap, ['priority']),
+    -MAX_PRIORITY,
+    MAX_PRIORITY,
+    `must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}`,
+  );
   if (priority !== null) step.priority = priority;
   else if (defaultPriority !== undefined) step.priority = defaultPriority;
   const plugins = parsePlugins(reporter, findProperty(stepMap, ['plugins']));
@@ -103,7 +123,14 @@ function checkTokens(reporter: ProblemReporter, stepMap: ConfigMap, step: Script
   const names = PROPERTY_NAMES[reporter.dialect];
   const check = (path: string, s: string | null, at: ConfigValue | undefined) => {
     const bad = s === null ? [] : unknownTokens(s, matrix);
-    if (bad.length > 0) reporter.fail(path, `uses ${bad[0]}, but the matrix has no such dimension (it has ${Object.keys(matrix.setup).map((d) => (d === '' ? '{{matrix}}' : `{{matrix.${d}}}`)).join(', ')})`, at);
+    if (bad.length > 0)
+      reporter.fail(
+        path,
+        `uses ${bad[0]}, but the matrix has no such dimension (it has ${Object.keys(matrix.setup)
+          .map((d) => (d === '' ? '{{matrix}}' : `{{matrix.${d}}}`))
+          .join(', ')})`,
+        at,
+      );
   };
   check(findProperty(stepMap, names.name)?.[0] ?? 'label', step.name, findProperty(stepMap, names.name)?.[1]);
   check(findProperty(stepMap, ['command', 'commands'])?.[0] ?? 'command', step.command, findProperty(stepMap, ['command', 'commands'])?.[1]);

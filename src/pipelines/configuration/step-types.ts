@@ -81,10 +81,10 @@ type SpecRetry = NonNullable<Schemas['ScriptStep']['retry']>;
 /** Compiles only when a value of type `Actual` is a valid `Spec` (extra properties aside). */
 type Conforms<Actual extends Spec, Spec> = Actual;
 /** True when both have the same properties, apart from `Internal` ones the API never shows. */
-type SameKeys<Actual, Spec, Internal extends PropertyKey = never> = [
-  Exclude<keyof Actual, keyof Spec | Internal>,
-  Exclude<keyof Spec, keyof Actual>,
-] extends [never, never]
+type SameKeys<Actual, Spec, Internal extends PropertyKey = never> = [Exclude<keyof Actual, keyof Spec | Internal>, Exclude<keyof Spec, keyof Actual>] extends [
+  never,
+  never,
+]
   ? true
   : false;
 type Holds<Check extends true> = Check;

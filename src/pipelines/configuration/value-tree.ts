@@ -57,7 +57,5 @@ export function valueFromJson(x: unknown, depth: number, budget: ValueBudget): C
     return { kind: 'list', items, line };
   }
   const obj = x as Record<string, unknown>;
-  return lazyConfigMap(Object.keys(obj), line, (key) =>
-    Object.hasOwn(obj, key) ? valueFromJson(obj[key], depth + 1, budget) : undefined,
-  );
+  return lazyConfigMap(Object.keys(obj), line, (key) => (Object.hasOwn(obj, key) ? valueFromJson(obj[key], depth + 1, budget) : undefined));
 }

@@ -34,7 +34,12 @@ type PipelineDefaults = { agents: readonly string[]; priority?: number };
 function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: PipelineDefaults): Step | undefined {
   if (v.kind === 'str') {
     if (v.value === 'wait' || v.value === 'waiter') return { type: 'waiter', continue_on_failure: false };
-    if (v.value === 'block' || v.value === 'input') return manualStep(reporter, lazyConfigMap([], v.line, () => undefined), v.value);
+    if (v.value === 'block' || v.value === 'input')
+      return manualStep(
+        reporter,
+        lazyConfigMap([], v.line, () => undefined),
+        v.value,
+      );
   }
   if (v.kind !== 'map') return void reporter.failStep(`is not a known step type: expected one of ${STEP_KINDS}`);
 
@@ -68,7 +73,6 @@ function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: Pipel
   }
 }
 
-
 function firstLine(message: string): string {
   const line = message.split('\n', 1)[0]?.trim() ?? '';
   return /call stack/i.test(line) ? 'it is nested too deeply' : line;
@@ -100,10 +104,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
   const parseError = doc.errors[0];
   if (parseError) {
     const { line, col } = lines.linePos(parseError.pos[0]);
-    const message =
-      parseError.code === 'MULTIPLE_DOCS'
-        ? 'only one document is allowed, remove the "---" that starts another'
-        : firstLine(parseError.message);
+    const message = parseError.code === 'MULTIPLE_DOCS' ? 'only one document is allowed, remove the "---" that starts another' : firstLine(parseError.message);
     throw yamlError(`is not a valid YAML document: line ${line}, column ${col}: ${message}`);
   }
   const reader = new YamlReader(doc, lines, new ValueBudget());
@@ -120,7 +121,13 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     stepsFound = ['steps', root.get('steps') as ConfigValue];
     pipelineEnv = env(top, findProperty(root, ['env']));
     defaults.agents = agents(top, findProperty(root, ['agents']));
-    const priority = wholeNumber(top, findProperty(root, ['priority']), -MAX_PRIORITY, MAX_PRIORITY, `must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}`);
+    const priority = wholeNumber(
+      top,
+      findProperty(root, ['priority']),
+      -MAX_PRIORITY,
+      MAX_PRIORITY,
+      `must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}`,
+    );
     if (priority !== null) defaults.priority = priority;
     // Keys the documentation does not define are anchor holders and the like: left alone.
     for (const key of root.keys) {

@@ -2,18 +2,7 @@
  * Reads a parsed YAML document into the value tree: aliases (bounded), `<<` merge keys and
  * duplicate keys, each checked in one linear pass rather than by the yaml library's `toJS`.
  */
-import {
-  isAlias,
-  isMap,
-  isNode,
-  isPair,
-  isScalar,
-  isSeq,
-  type Document,
-  type LineCounter,
-  type Node as YamlNode,
-  type YAMLMap,
-} from 'yaml';
+import { isAlias, isMap, isNode, isPair, isScalar, isSeq, type Document, type LineCounter, type Node as YamlNode, type YAMLMap } from 'yaml';
 import { ValidationError } from '../../core/errors';
 import { MAX_ALIAS_EXPANSIONS, MAX_DEPTH } from './limits';
 import { lazyConfigMap, type ValueBudget, type SourceLine, type ConfigValue, type ConfigMap } from './value-tree';
