@@ -17,7 +17,6 @@ import { countFailedAuthentication, rateLimit } from './http/rate-limit';
 import { rejectNulCharacters } from './http/nul';
 import { parameterRouter } from './http/parameters';
 import { requestLogger, type Logger } from './http/logger';
-import { cacheRouteRegexps } from './http/route-regexp-cache';
 import { organizationRoutes } from './organizations/routes';
 import { pipelineRoutes } from './pipelines/routes';
 import type { TrustProxy } from './config';
@@ -130,7 +129,6 @@ export function createApp(deps: AppDeps): express.Express {
   // Integers, dates, booleans and enums in the query and path read strictly, nulls of optional
   // body fields dropped: before the validator, so it sees what the client meant.
   app.use(parameterRouter(spec.doc));
-  cacheRouteRegexps();
   app.use(
     OpenApiValidator.middleware({
       apiSpec: structuredClone(spec.doc) as never,
