@@ -3,6 +3,7 @@
  * together. The server, the CLI and the tests all build their world here.
  */
 import type { Knex } from 'knex';
+import { AccessTokenRepository } from './access-token/repository';
 import { AccessTokenService } from './access-token/service';
 import { AgentRepository } from './agents/repository';
 import { AgentService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './agents/service';
@@ -91,7 +92,7 @@ export function createServices(o: ServiceOptions): Services {
     keys,
     users,
     orgs,
-    tokens: new AccessTokenService(db, keys, o.tokenCacheMs),
+    tokens: new AccessTokenService(new AccessTokenRepository(db), keys, o.tokenCacheMs),
     pipelines,
     builds,
     agents: new AgentService(agents, jobs, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES),
