@@ -26,7 +26,7 @@ import { gitHubHooks } from './pipelines/github';
 import { PipelineRepository } from './pipelines/repository';
 import { PipelineService } from './pipelines/service';
 import { SuiteRepository } from './suites/repository';
-import { SuiteResultsRepository } from './suites/results';
+import { SuiteResultsRepository } from './suites/results-repository';
 import { SuiteService } from './suites/service';
 import { UploadRepository } from './uploads/repository';
 import { UploadService } from './uploads/service';
