@@ -50,7 +50,13 @@ export default tseslint.config(
         'error',
         {
           paths: [{ name: 'knex', message: 'Routes call services; SQL belongs in a repository.', allowTypeImports: true }],
-          patterns: [{ group: ['**/repository', '**/repository/*'], message: 'Routes call services, never repositories (types may be imported).', allowTypeImports: true }],
+          patterns: [
+            {
+              group: ['**/repository', '**/repository/*'],
+              message: 'Routes call services, never repositories (types may be imported).',
+              allowTypeImports: true,
+            },
+          ],
         },
       ],
     },
