@@ -5,7 +5,8 @@
  * build's state and timestamps become. Recomputing from the jobs, rather than patching on each
  * event, makes it idempotent: applying it twice changes nothing.
  */
-import type { Build, BuildState, Job } from '../builds/repository';
+import type { Build, BuildState } from '../builds/model';
+import type { Job } from './model';
 
 /** Job states from which nothing more happens. */
 export const TERMINAL_JOB_STATES = [
