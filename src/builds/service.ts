@@ -1,7 +1,9 @@
 /**
- * The rules of builds: creating one (numbering, branch filters, jobs from steps, skipping and
- * canceling older builds of the branch), listing with filters across the three scopes, cancel
- * and rebuild. No HTTP, no SQL.
+ * The rules of builds as callers ask for them: creating one (permissions, archived pipelines,
+ * branch filters, the fields of an API, rebuild or webhook build), listing with filters across
+ * the three scopes, get, cancel and rebuild. The writes themselves (numbering, jobs from steps,
+ * skipping and canceling older builds of the branch, the state machine) are build
+ * progression's (./progress/service.ts). No HTTP, no SQL.
  */
 import type { components } from '../../generated/api';
 import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } from '../core/errors';
