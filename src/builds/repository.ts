@@ -5,6 +5,7 @@
  * serialises concurrent creates, and the unique (pipeline_id, number) index backs it.
  */
 import type { Knex } from 'knex';
+import type { components } from '../../generated/api';
 import { isPostgres, whereAnyOf } from '../db/knex';
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/repository';
@@ -13,20 +14,9 @@ import type { JobType, PlannedJob, StepSignature } from './jobs';
 import { dispatchKey } from '../jobs/dispatch-key';
 import type { User } from '../core/identity';
 
-export const BUILD_STATES = [
-  'creating',
-  'scheduled',
-  'running',
-  'passed',
-  'failing',
-  'failed',
-  'blocked',
-  'canceling',
-  'canceled',
-  'skipped',
-  'not_run',
-] as const;
-export type BuildState = (typeof BUILD_STATES)[number];
+/** The contract's build and job states: what the state machine sets is what the API answers. */
+export type BuildState = components['schemas']['BuildState'];
+export type JobState = components['schemas']['JobState'];
 export const FINISHED_STATES: BuildState[] = ['passed', 'failed', 'blocked', 'canceled'];
 
 export interface Author {
@@ -80,7 +70,7 @@ export interface Build {
 /** A stored job: what was planned, plus what running it records. */
 export interface Job extends Omit<PlannedJob, 'state'> {
   buildId: string;
-  state: string;
+  state: JobState;
   softFailed: boolean;
   exitStatus: number | null;
   retried: boolean;
@@ -147,7 +137,7 @@ export function jobFromRow(r: Record<string, unknown>): Job {
     buildId: r.build_id as string,
     position: Number(r.position),
     type: r.type as JobType,
-    state: r.state as string,
+    state: r.state as JobState,
     name: (r.name as string | null) ?? null,
     stepKey: (r.step_key as string | null) ?? null,
     stepId: r.step_id as string,
