@@ -18,13 +18,18 @@ import express, { type Request, type Response, type Router } from 'express';
 import type { Response as CoreResponse } from 'express-serve-static-core';
 import type { operations } from '../../generated/api';
 import { loadSpec } from '../spec';
+import { resolveRef, specOperations, type Method, type SpecDoc } from './spec-operations';
 
 export type OperationId = keyof operations;
 
 type Operation<Id extends OperationId> = operations[Id];
 
 /** The spec's path parameters of the operation (none: an empty object). */
-export type PathParams<Id extends OperationId> = Operation<Id>['parameters'] extends { path: infer P } ? P : Record<string, never>;
+export type PathParams<Id extends OperationId> = Id extends unknown
+  ? Operation<Id>['parameters'] extends { path: infer P }
+    ? P
+    : Record<string, never>
+  : never;
 
 /**
  * The spec's query parameters, as the validator leaves them (coerced, defaults filled; the
@@ -88,40 +93,9 @@ export function bodyIn<Id extends OperationId, M extends keyof RequestContent<Id
   return req.is(media) ? (req.body as RequestContent<Id>[M]) : undefined;
 }
 
-const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
-export type Method = (typeof METHODS)[number];
+type Parameter = { $ref?: string; name?: string; in?: string; schema?: { $ref?: string; type?: string } };
 
-type SpecDoc = { paths?: Record<string, Record<string, unknown>> };
-
-/** One operation of the spec, where it is mounted. */
-export interface SpecOperation<T = Record<string, unknown>> {
-  operationId?: string;
-  method: Method;
-  /** As the spec writes it: `/v2/organizations/{org_slug}`. */
-  specPath: string;
-  /** As Express matches it: `/v2/organizations/:org_slug`. */
-  path: string;
-  /** The operation object, and the parameters shared by its path. */
-  operation: T;
-  pathItem: Record<string, unknown>;
-}
-
-/** Every operation of the spec, in the order it lists them. */
-export function specOperations<T = Record<string, unknown>>(doc: SpecDoc): SpecOperation<T>[] {
-  const found: SpecOperation<T>[] = [];
-  for (const [specPath, pathItem] of Object.entries(doc.paths ?? {})) {
-    for (const method of METHODS) {
-      const operation = pathItem[method] as (T & { operationId?: string }) | undefined;
-      if (!operation) continue;
-      found.push({ operationId: operation.operationId, method, specPath, path: specPath.replace(/\{([^}]+)\}/g, ':$1'), operation, pathItem });
-    }
-  }
-  return found;
-}
-
-type Parameter = { $ref?: string; name?: string; in?: string; schema?: { type?: string } };
-
-/** Where each operation is mounted and which of its path parameters are integers. */
+/** Where an operation is mounted and which of its path parameters are integers. */
 interface Binding {
   method: Method;
   path: string;
@@ -130,18 +104,15 @@ interface Binding {
 
 const bindingsByDoc = new WeakMap<object, Map<string, Binding>>();
 
-function bindingsOf(doc: SpecDoc & Record<string, unknown>): Map<string, Binding> {
+function bindingsOf(doc: SpecDoc): Map<string, Binding> {
   let bindings = bindingsByDoc.get(doc);
   if (bindings) return bindings;
-  const components = (doc.components ?? {}) as { parameters?: Record<string, Parameter> };
-  // Path parameters are `$ref`s to components.parameters or written in place.
-  const resolve = (p: Parameter) => (p.$ref ? components.parameters?.[p.$ref.replace('#/components/parameters/', '')] : p);
   bindings = new Map();
-  for (const op of specOperations<{ parameters?: Parameter[] }>(doc)) {
-    if (!op.operationId) continue;
-    const params = [...((op.pathItem.parameters as Parameter[] | undefined) ?? []), ...(op.operation.parameters ?? [])].map(resolve);
-    const integerParams = params.filter((p) => p?.in === 'path' && p.schema?.type === 'integer').map((p) => p!.name!);
-    bindings.set(op.operationId, { method: op.method, path: op.path, integerParams });
+  for (const { method, path, operation, pathItem } of specOperations<{ parameters?: Parameter[] }>(doc)) {
+    if (!operation.operationId) continue;
+    const params = [...((pathItem.parameters as Parameter[] | undefined) ?? []), ...(operation.parameters ?? [])].map((p) => resolveRef(doc, p));
+    const integerParams = params.filter((p) => p?.in === 'path' && resolveRef(doc, p.schema)?.type === 'integer').map((p) => p!.name!);
+    bindings.set(operation.operationId, { method, path, integerParams });
   }
   bindingsByDoc.set(doc, bindings);
   return bindings;
@@ -155,7 +126,7 @@ export interface OperationRouter {
 }
 
 /** A router whose routes are the spec's operations (default: the spec the app serves). */
-export function operationRouter(doc: SpecDoc & Record<string, unknown> = loadSpec().doc): OperationRouter {
+export function operationRouter(doc: SpecDoc = loadSpec().doc): OperationRouter {
   const router = express.Router();
   const bindings = bindingsOf(doc);
   const bound = new Set<string>();
