@@ -24,12 +24,11 @@ export type OperationId = keyof operations;
 
 type Operation<Id extends OperationId> = operations[Id];
 
-/** The spec's path parameters of the operation (none: an empty object). */
-export type PathParams<Id extends OperationId> = Id extends unknown
-  ? Operation<Id>['parameters'] extends { path: infer P }
-    ? P
-    : Record<string, never>
-  : never;
+/** No parameters: an object without keys, so reading one does not compile. */
+type None = Record<never, never>;
+
+/** The spec's path parameters of the operation. */
+export type PathParams<Id extends OperationId> = Id extends unknown ? (Operation<Id>['parameters'] extends { path: infer P } ? P : None) : never;
 
 /**
  * The spec's query parameters, as the validator leaves them (coerced, defaults filled; the
@@ -38,7 +37,7 @@ export type PathParams<Id extends OperationId> = Id extends unknown
  */
 export type QueryParams<Id extends OperationId> = Operation<Id>['parameters'] extends { query?: infer Q }
   ? [NonNullable<Q>] extends [never]
-    ? Record<string, never>
+    ? None
     : NonNullable<Q>
   : never;
 
