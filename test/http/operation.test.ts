@@ -6,19 +6,22 @@
  */
 import express from 'express';
 import request from 'supertest';
-import { operationRouter } from '../../src/http/operation';
+import { operationRouter, type OperationId } from '../../src/http/operation';
 
-const appOf = (router: express.Router) => express().use(router);
+/** An app with one operation bound, whose handler records the path parameters it is given. */
+function recording(operationId: OperationId) {
+  const api = operationRouter();
+  const seen: unknown[] = [];
+  api.on(operationId, (req, res) => {
+    seen.push(req.params);
+    res.end();
+  });
+  return { app: express().use(api.router), seen };
+}
 
 describe('operationRouter', () => {
   it("mounts a handler on its operation's method and path, with integer path parameters as numbers", async () => {
-    const api = operationRouter();
-    const seen: unknown[] = [];
-    api.on('cancelBuild', (req, res) => {
-      seen.push(req.params);
-      res.status(200).end();
-    });
-    const app = appOf(api.router);
+    const { app, seen } = recording('cancelBuild');
     await request(app).put('/v2/organizations/acme/pipelines/app/builds/42/cancel').expect(200);
     expect(seen).toEqual([{ org_slug: 'acme', pipeline_slug: 'app', build_number: 42 }]);
     // Not its method, nor another operation's path.
@@ -28,13 +31,8 @@ describe('operationRouter', () => {
   });
 
   it('leaves text path parameters as they were matched', async () => {
-    const api = operationRouter();
-    const seen: unknown[] = [];
-    api.on('getAgentJob', (req, res) => {
-      seen.push(req.params);
-      res.status(200).end();
-    });
-    await request(appOf(api.router)).get('/v3/jobs/0190b6b5-1c1e-7000-8000-000000000001').expect(200);
+    const { app, seen } = recording('getAgentJob');
+    await request(app).get('/v3/jobs/0190b6b5-1c1e-7000-8000-000000000001').expect(200);
     expect(seen).toEqual([{ job_id: '0190b6b5-1c1e-7000-8000-000000000001' }]);
   });
 
