@@ -10,7 +10,8 @@ import type { Step } from '../pipelines/configuration';
 import { AgentTokenError, ForbiddenError, NotFoundError, PayloadTooLargeError, UnprocessableError } from '../core/errors';
 import type { BuildProgress } from '../builds/progress/service';
 import type { JobLogRepository } from '../jobs/log-repository';
-import type { JobContext } from '../jobs/model';
+import type { JobState } from '../builds/model';
+import type { JobContext, JobEnd } from '../jobs/model';
 import type { JobRepository } from '../jobs/repository';
 import { sha256Hex } from '../security/keys';
 import { matchesQueryRules } from './query-rules';
@@ -47,7 +48,7 @@ export function softFails(step: Step, exitStatus: number): boolean {
  * `timed_out`, whatever the exit status; the agent's own timeout (`signal_reason: timeout`)
  * also ends `timed_out`; else exit status 0 passes. Null: the job can't be finished from `from`.
  */
-export function finishedState(from: string, exitStatus: number, signalReason: string | null): string | null {
+export function finishedState(from: JobState, exitStatus: number, signalReason: string | null): JobState | null {
   if (from === 'canceling') return 'canceled';
   if (from === 'timing_out') return 'timed_out';
   if (from !== 'running') return null;
@@ -217,7 +218,7 @@ export class AgentService {
       const state = finishedState(current.job.state, body.exit_status, body.signal_reason ?? null);
       if (!state) throw wrongState('finished', 'running');
       const soft = state !== 'canceled' && softFails(current.job.step, body.exit_status);
-      const end = { state, exit_status: body.exit_status, signal_reason: body.signal_reason ?? null, soft_failed: soft, finished_at: this.clock() };
+      const end: JobEnd = { state, exit_status: body.exit_status, signal_reason: body.signal_reason ?? null, soft_failed: soft, finished_at: this.clock() };
       if (!(await this.progress.finish(jobId, agent.id, current.job.state, end))) continue;
       if (state === 'failed' || state === 'timed_out') await this.progress.retryOrAdvance(current.job, body.exit_status, end.signal_reason);
       else await this.progress.advance(current.build.id);

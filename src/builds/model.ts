@@ -3,22 +3,12 @@
  * takes, and the filter a list reads builds by. Types and state names only: rows are mapped in
  * ./rows.ts, and the jobs a build embeds are the jobs area's (src/jobs/model.ts).
  */
+import type { components } from '../../generated/api';
 import type { User } from '../core/identity';
 
-export const BUILD_STATES = [
-  'creating',
-  'scheduled',
-  'running',
-  'passed',
-  'failing',
-  'failed',
-  'blocked',
-  'canceling',
-  'canceled',
-  'skipped',
-  'not_run',
-] as const;
-export type BuildState = (typeof BUILD_STATES)[number];
+/** The contract's build and job states: what the state machine sets is what the API answers. */
+export type BuildState = components['schemas']['BuildState'];
+export type JobState = components['schemas']['JobState'];
 export const FINISHED_STATES: BuildState[] = ['passed', 'failed', 'blocked', 'canceled'];
 
 export interface Author {

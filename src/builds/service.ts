@@ -5,7 +5,7 @@
  * skipping and canceling older builds of the branch, the state machine) are build
  * progression's (./progress/service.ts). No HTTP, no SQL.
  */
-import type { components } from '../../generated/api';
+import type { components, operations } from '../../generated/api';
 import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } from '../core/errors';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import type { Pipeline } from '../pipelines/repository';
@@ -18,21 +18,12 @@ import type { Principal, Actor, Permissions } from '../core/identity';
 
 export type CreateBuildInput = components['schemas']['CreateBuildRequest'];
 
-export interface ListQuery {
-  branch?: string | string[];
-  commit?: string | string[];
-  state?: string | string[];
-  created_from?: string;
-  created_to?: string;
-  finished_from?: string;
-  creator?: string;
-  meta_data?: Record<string, string>;
-  include_retried_jobs?: boolean;
-  /** The builds come without jobs, and none are read. */
-  exclude_jobs?: boolean;
-  /** The builds come without their pipeline, and its counts are not read. */
-  exclude_pipeline?: boolean;
-}
+/**
+ * The list operations' filters, as the validator leaves them; `exclude_jobs`: the builds come
+ * without jobs, and none are read; `exclude_pipeline`: without their pipeline, and its counts are
+ * not read. The three list operations take the same (the spec shares the parameters).
+ */
+export type ListQuery = Omit<NonNullable<operations['listAllBuilds']['parameters']['query']>, 'page' | 'per_page'>;
 
 export interface BuildWithJobs {
   build: Build;
@@ -196,14 +187,14 @@ export class BuildService {
   }
 
   private filterFrom(q: ListQuery): Omit<BuildFilter, 'scope'> {
-    const list = (v: string | string[] | undefined) => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
+    const list = <T extends string>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
     const time = (name: string, v: string | undefined) => {
       if (v === undefined) return undefined;
       const d = new Date(v);
       if (Number.isNaN(d.getTime())) throw new BadRequestError(`Invalid parameter ${name}: must be an ISO 8601 time`);
       return d;
     };
-    const states = list(q.state)?.flatMap((s) => (s === 'finished' ? FINISHED_STATES : [s as BuildState]));
+    const states = list(q.state)?.flatMap((s) => (s === 'finished' ? FINISHED_STATES : [s]));
     return {
       branches: list(q.branch),
       commits: list(q.commit),

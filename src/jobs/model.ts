@@ -5,13 +5,13 @@
  * are mapped in ./rows.ts, the rules that move jobs are ./state.ts and src/builds/progress/.
  */
 import type { PlannedJob } from '../builds/jobs';
-import type { PullRequest } from '../builds/model';
+import type { JobState, PullRequest } from '../builds/model';
 import type { User } from '../core/identity';
 
 /** A stored job: what was planned, plus what running it records. */
 export interface Job extends Omit<PlannedJob, 'state'> {
   buildId: string;
-  state: string;
+  state: JobState;
   softFailed: boolean;
   exitStatus: number | null;
   retried: boolean;
@@ -66,11 +66,11 @@ export interface LogChunk {
 }
 
 /** States in which a job belongs to its agent. */
-export const HELD_STATES = ['assigned', 'accepted', 'running', 'canceling', 'timing_out'];
+export const HELD_STATES: JobState[] = ['assigned', 'accepted', 'running', 'canceling', 'timing_out'];
 
 /** What ends a job: its state, exit status and why its process was stopped. */
 export interface JobEnd {
-  state: string;
+  state: JobState;
   exit_status: number;
   signal_reason: string | null;
   soft_failed: boolean;
@@ -85,6 +85,6 @@ export interface ExpiredJob {
 }
 
 /** Job states that are not final: what a cancel or skip moves along. */
-export const UNFINISHED_JOB_STATES = ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited', 'scheduled', 'assigned', 'accepted'];
+export const UNFINISHED_JOB_STATES: JobState[] = ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited', 'scheduled', 'assigned', 'accepted'];
 /** Job states in which an agent has the job in hand: a cancel has to reach the agent. */
-export const ON_AGENT_JOB_STATES = ['accepted', 'running'];
+export const ON_AGENT_JOB_STATES: JobState[] = ['accepted', 'running'];

@@ -10,7 +10,7 @@
  */
 import type { Knex } from 'knex';
 import type { PlannedJob } from '../builds/jobs';
-import type { NewBuild } from '../builds/model';
+import type { JobState, NewBuild } from '../builds/model';
 import { toDateOrNull } from '../db/values';
 import type { User } from '../core/identity';
 import { HELD_STATES, type ExpiredJob, type Job, type JobContext, type JobEnd } from './model';
@@ -367,7 +367,7 @@ export class JobRepository {
   }
 
   /** A running trigger job ends as the build it waited on did. */
-  async endTrigger(jobId: string, state: string, at: Date): Promise<void> {
+  async endTrigger(jobId: string, state: JobState, at: Date): Promise<void> {
     await this.db('jobs').where({ id: jobId, state: 'running' }).update({ state, finished_at: at });
   }
 

@@ -4,7 +4,7 @@
  * JobContext, and a planned job into the row that stores it.
  */
 import type { JobType, PlannedJob, StepSignature } from '../builds/jobs';
-import type { NewBuild, PullRequest } from '../builds/model';
+import type { JobState, NewBuild, PullRequest } from '../builds/model';
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import type { Step } from '../pipelines/configuration';
 import { userFromRow } from '../user/repository';
@@ -17,7 +17,7 @@ export function jobFromRow(r: Record<string, unknown>): Job {
     buildId: r.build_id as string,
     position: Number(r.position),
     type: r.type as JobType,
-    state: r.state as string,
+    state: r.state as JobState,
     name: (r.name as string | null) ?? null,
     stepKey: (r.step_key as string | null) ?? null,
     stepId: r.step_id as string,

@@ -11,6 +11,7 @@ import { softFails } from '../agents/service';
 import type { BuildProgress } from '../builds/progress/service';
 import { isUnavailableError } from '../db/knex';
 import type { Logger } from '../http/logger';
+import type { JobEnd } from './model';
 import type { JobRepository } from './repository';
 
 export interface SweepSettings {
@@ -109,7 +110,7 @@ export class Sweeper {
       }
       // A job being canceled or timing out ends as it was going to; a running one fails.
       const state = job.state === 'canceling' ? 'canceled' : job.state === 'timing_out' ? 'timed_out' : 'failed';
-      const end = { state, exit_status: -1, signal_reason: null, soft_failed: state !== 'canceled' && softFails(job.step, -1), finished_at: now };
+      const end: JobEnd = { state, exit_status: -1, signal_reason: null, soft_failed: state !== 'canceled' && softFails(job.step, -1), finished_at: now };
       const line = `windsock: the agent running this job ${silence}; the job ended ${state} with exit status -1.`;
       // A lost agent's failure is exit status -1, which `retry.automatic` rules often name (the
       // retry is guarded on the failed states: for a canceled job it does nothing).

@@ -10,7 +10,7 @@
  * already `MAX_TRIGGER_DEPTH` triggers deep fails the job, with the reason as its log.
  * Pure: no database.
  */
-import type { NewBuildFields } from '../builds/model';
+import type { BuildState, NewBuildFields } from '../builds/model';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import type { TriggerStep } from '../pipelines/configuration';
 import type { Pipeline } from '../pipelines/repository';
@@ -80,6 +80,6 @@ export function triggeredBuildFields(step: TriggerStep, job: Job, parent: Trigge
 }
 
 /** A triggered build's end as its synchronous trigger job's: passed (or not run) passes it, anything else fails it. */
-export function triggerJobStateFor(buildState: string): 'passed' | 'failed' {
+export function triggerJobStateFor(buildState: BuildState): 'passed' | 'failed' {
   return buildState === 'passed' || buildState === 'not_run' ? 'passed' : 'failed';
 }

@@ -8,6 +8,7 @@
  * (child, then parent: rows are always locked in that order).
  */
 import type { Job } from '../../jobs/model';
+import type { BuildState } from '../model';
 import { advance } from '../../jobs/state';
 import { triggerJobStateFor, type TriggeringBuild } from '../../jobs/triggers';
 import type { ProgressRepositories, StepSigner } from './repositories';
@@ -77,7 +78,7 @@ async function launchTrigger(run: MachineRun, job: Job, parent: TriggeringBuild)
 }
 
 /** A triggered build ended: the synchronous trigger job waiting on it takes its result, and its build goes on. */
-async function finishTrigger(run: MachineRun, jobId: string, buildState: string): Promise<void> {
+async function finishTrigger(run: MachineRun, jobId: string, buildState: BuildState): Promise<void> {
   const { r, now } = run;
   const buildId = await r.jobs.buildOfRunningTrigger(jobId);
   if (!buildId) return; // async, already ended, or retried away
