@@ -32,14 +32,44 @@ export default tseslint.config(
     },
   },
   // Boundaries (docs/architecture.md): a request flows route -> service -> repository, and only
-  // repositories (and src/db/) write SQL.
+  // repositories (and src/db/) write SQL. Later blocks win for the files they match.
   {
+    // No area builds or calls another area's repository: it asks that area's service. Only the
+    // composition root (src/services.ts) constructs repositories; a type may be imported to take
+    // one that was handed in (build progression binds several areas' repositories to its
+    // transaction; docs/architecture.md lists the rest).
     files: ['src/**/*.ts'],
-    ignores: ['src/db/**', 'src/**/*repository.ts', 'src/**/repository/**', 'src/http/rate-limit.ts'],
+    ignores: ['src/services.ts', 'src/**/routes.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        { paths: [{ name: 'knex', message: 'SQL belongs in a repository (src/<area>/repository.ts) or src/db/.', allowTypeImports: true }] },
+        {
+          paths: [{ name: 'knex', message: 'SQL belongs in a repository (src/<area>/repository.ts) or src/db/.', allowTypeImports: true }],
+          patterns: [
+            {
+              group: ['../*/*repository', '../../*/*repository'],
+              message: "Another area's repository: go through its service (only src/services.ts constructs repositories).",
+              allowTypeImports: true,
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/db/**', 'src/**/*repository.ts', 'src/**/repository/**', 'src/http/rate-limit.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['../*/*repository', '../../*/*repository'],
+              message: "Another area's repository: go through its service (only src/services.ts constructs repositories).",
+              allowTypeImports: true,
+            },
+          ],
+        },
       ],
     },
   },

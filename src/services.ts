@@ -81,8 +81,9 @@ export function createServices(o: ServiceOptions): Services {
   const db = createKnex({ ...o.database, logger: o.logger });
   const keys = keysFromSecret(o.secret);
   const orgs = new OrganizationRepository(db);
+  const organizations = new OrganizationService(orgs);
   const pipelineRepository = new PipelineRepository(db);
-  const pipelines = new PipelineService(pipelineRepository, orgs, keys, {
+  const pipelines = new PipelineService(pipelineRepository, organizations, keys, {
     publicUrl: o.publicUrl,
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
   });
@@ -95,24 +96,26 @@ export function createServices(o: ServiceOptions): Services {
   const agents = new AgentRepository(db);
   const progress = new BuildProgress(db, { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users }, sign, o.clock);
   const builds = new BuildService(buildRepository, pipelines, progress);
+  const agentService = new AgentService(agents, jobs, logs, progress, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
+  const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations);
   return {
     db,
     keys,
     users,
     orgs,
-    organizations: new OrganizationService(orgs),
+    organizations,
     tokens: new AccessTokenService(new AccessTokenRepository(db), keys, o.tokenCacheMs),
     pipelines,
     builds,
-    agents: new AgentService(agents, jobs, logs, progress, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES),
-    jobs: new JobService(jobs, logs, progress, builds, users, orgs, agents),
+    agents: agentService,
+    jobs: new JobService(jobs, logs, progress, builds, organizations, agentService),
     progress,
     pipelineUploads: new PipelineUploadService(jobs, progress, buildRepository, pipelineRepository, sign),
-    suites: new SuiteService(suites, new SuiteResultsRepository(db), orgs),
-    uploads: new UploadService(suites, new UploadRepository(db), o.publicUrl),
-    deliveries: new DeliveryService(pipelines, builds, orgs, o.publicUrl),
+    suites: suiteService,
+    uploads: new UploadService(suiteService, new UploadRepository(db), o.publicUrl),
+    deliveries: new DeliveryService(pipelines, builds, organizations, o.publicUrl),
     rateLimiter: new RateLimiter(db, o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 }, o.now),
-    sweeper: new Sweeper(agents, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
+    sweeper: new Sweeper(agentService, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
   };
 }
 

@@ -2,8 +2,8 @@
 import type { Knex } from 'knex';
 import type { AccessToken, Organization, Principal, Role, Scope } from '../core/identity';
 import { parseJson, toDate, toDateOrNull } from '../db/values';
-import { orgFromRow } from '../organizations/repository';
-import { userFromRow } from '../user/repository';
+import { orgFromRow } from '../organizations/rows';
+import { userFromRow } from '../user/rows';
 
 /** A stored token with its principal, and what decides whether it may still be used. */
 export interface StoredToken {

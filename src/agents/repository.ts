@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { parseJson, toDate, toDateOrNull } from '../db/values';
-import { userFromRow } from '../user/repository';
+import { userFromRow } from '../user/rows';
 import type { User } from '../core/identity';
 
 export type ConnectionState = 'connected' | 'disconnected' | 'stopped' | 'lost' | 'never_connected';

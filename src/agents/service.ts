@@ -237,6 +237,17 @@ export class AgentService {
     return (await this.withJobs([agent]))[0]!;
   }
 
+  /**
+   * Connected agents silent since `cutoff` become lost (at most `limit` of them per call); how
+   * many this call marked. Each mark is guarded, so another sweeper or the agent's own ping
+   * getting there first is not counted.
+   */
+  async markSilentAgentsLost(cutoff: Date, now: Date, limit: number): Promise<number> {
+    let lost = 0;
+    for (const id of await this.agents.silentSince(cutoff, limit)) if (await this.agents.markLost(id, cutoff, now)) lost++;
+    return lost;
+  }
+
   /** Agents by id, for the jobs that embed them. */
   byIds(ids: string[]): Promise<Agent[]> {
     return this.agents.findByIds([...new Set(ids)]);

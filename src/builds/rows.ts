@@ -3,7 +3,7 @@
  * columns joined) into a Build, and a new build into the row that stores it.
  */
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
-import { userFromRow } from '../user/repository';
+import { userFromRow } from '../user/rows';
 import type { Author, Build, BuildState, NewBuild, PullRequest, TriggeredFrom } from './model';
 
 export function buildFromRow(r: Record<string, unknown>): Build {

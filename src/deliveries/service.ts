@@ -7,7 +7,7 @@
 import type { Build, PullRequest } from '../builds/model';
 import type { BuildService, DeliveredBuild } from '../builds/service';
 import { BadRequestError, SignatureError, UnprocessableError, WebhookTokenError } from '../core/errors';
-import type { OrganizationRepository } from '../organizations/repository';
+import type { OrganizationService } from '../organizations/service';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import { parseCondition, type Value } from '../pipelines/filter-condition';
 import { providerSettings, type ProviderId, type ProviderSettings } from '../pipelines/provider';
@@ -57,7 +57,7 @@ export class DeliveryService {
   constructor(
     private readonly pipelines: PipelineService,
     private readonly builds: BuildService,
-    private readonly orgs: OrganizationRepository,
+    private readonly organizations: OrganizationService,
     private readonly publicUrl: string,
   ) {}
 
@@ -81,7 +81,7 @@ export class DeliveryService {
     if (pipeline.archivedAt) return { message: 'No build: the pipeline is archived.' };
 
     const settings = providerSettings(pipeline.providerId, pipeline.repository, pipeline.providerSettings);
-    const orgSlug = (await this.orgs.pageByIds([pipeline.organizationId], 0, 1)).items[0]?.slug ?? '';
+    const orgSlug = (await this.organizations.findById(pipeline.organizationId))?.slug ?? '';
     const created: Build[] = [];
     const reasons: string[] = [];
     for (const event of events) {

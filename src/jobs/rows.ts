@@ -7,7 +7,7 @@ import type { JobType, PlannedJob, StepSignature } from '../builds/jobs';
 import type { JobState, NewBuild, PullRequest } from '../builds/model';
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import type { Step } from '../pipelines/configuration';
-import { userFromRow } from '../user/repository';
+import { userFromRow } from '../user/rows';
 import { dispatchKey } from './dispatch-key';
 import type { Job, JobContext } from './model';
 

@@ -6,9 +6,8 @@ import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import type { BuildService, BuildWithJobs } from '../builds/service';
 import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../core/errors';
-import type { OrganizationRepository } from '../organizations/repository';
-import type { UserRepository } from '../user/repository';
-import type { AgentRepository } from '../agents/repository';
+import type { OrganizationService } from '../organizations/service';
+import type { AgentService } from '../agents/service';
 import type { BuildProgress } from '../builds/progress/service';
 import type { JobLogRepository } from './log-repository';
 import type { Job, JobContext, LogChunk } from './model';
@@ -28,9 +27,8 @@ export class JobService {
     private readonly logs: JobLogRepository,
     private readonly progress: BuildProgress,
     private readonly builds: BuildService,
-    private readonly users: UserRepository,
-    private readonly orgs: OrganizationRepository,
-    private readonly agents: AgentRepository,
+    private readonly organizations: OrganizationService,
+    private readonly agents: AgentService,
   ) {}
 
   /** The build and one of its jobs (retried ones included), as the caller may read them. */
@@ -63,7 +61,7 @@ export class JobService {
   ): Promise<{ context: JobContext; agent: { id: string; name: string; metaData: string[] } | null }> {
     const { job } = await this.find(actor, pipelineSlug, number, jobId);
     const context = (await this.jobs.findWithContext(job.id))!;
-    const agent = job.agentId ? ((await this.agents.findByIds([job.agentId]))[0] ?? null) : null;
+    const agent = job.agentId ? ((await this.agents.byIds([job.agentId]))[0] ?? null) : null;
     return { context, agent };
   }
 
@@ -101,9 +99,8 @@ export class JobService {
     if (job.state !== 'blocked') throw new UnprocessableError(`This job can't be unblocked: it is ${job.state}.`);
     let by = actor.principal.user;
     if (body.unblocker !== undefined && body.unblocker !== by.id) {
-      const other = await this.users.findById(body.unblocker);
-      if (!other || !(await this.orgs.membershipsOf(other.id)).has(actor.organization.id))
-        throw ValidationError.field('unblocker', 'is not a member of this organization');
+      const other = await this.organizations.member(actor.organization.id, body.unblocker);
+      if (!other) throw ValidationError.field('unblocker', 'is not a member of this organization');
       by = other;
     }
     if (!(await this.progress.unblock(item.build.id, jobId, by, body.fields ?? {})))

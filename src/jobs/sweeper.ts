@@ -6,8 +6,7 @@
  * so two server processes sweeping one database never apply a rule twice, and no lock is held
  * across round trips. The clock is injected: tests move it instead of waiting. No HTTP, no SQL.
  */
-import type { AgentRepository } from '../agents/repository';
-import { softFails } from '../agents/service';
+import { softFails, type AgentService } from '../agents/service';
 import type { BuildProgress } from '../builds/progress/service';
 import { isUnavailableError } from '../db/knex';
 import type { Logger } from '../http/logger';
@@ -40,7 +39,7 @@ export class Sweeper {
   private stopped = true;
 
   constructor(
-    private readonly agents: AgentRepository,
+    private readonly agents: AgentService,
     private readonly jobs: JobRepository,
     /** What ends jobs and moves their builds along, in its own transactions. */
     private readonly progress: BuildProgress,
@@ -91,11 +90,7 @@ export class Sweeper {
   private async loseSilentAgents(): Promise<number> {
     const now = this.clock();
     const cutoff = new Date(now.getTime() - this.settings.agentLostAfterMs);
-    let lost = 0;
-    for (const id of await this.agents.silentSince(cutoff, BATCH)) {
-      // Another sweeper, or the agent's own ping, got there first.
-      if (await this.agents.markLost(id, cutoff, now)) lost++;
-    }
+    const lost = await this.agents.markSilentAgentsLost(cutoff, now, BATCH);
     for (const job of await this.jobs.heldBySilentAgents(cutoff, BATCH)) {
       const silence = `stopped reporting (no heartbeat for more than ${Math.round(this.settings.agentLostAfterMs / 1000)} s)`;
       if (job.state === 'assigned' || job.state === 'accepted') {

@@ -1,24 +1,15 @@
 /** Organizations, memberships and teams: rows in, domain objects out. */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { toBool, toDate } from '../db/values';
-import type { Organization, Role } from '../core/identity';
+import type { Organization, Role, User } from '../core/identity';
+import { userFromRow } from '../user/rows';
+import { orgFromRow } from './rows';
 
 export interface Team {
   id: string;
   organizationId: string;
   slug: string;
   name: string;
-}
-
-export function orgFromRow(row: Record<string, unknown>): Organization {
-  return {
-    id: row.id as string,
-    slug: row.slug as string,
-    name: row.name as string,
-    teamsEnabled: toBool(row.teams_enabled),
-    createdAt: toDate(row.created_at),
-  };
 }
 
 function teamFromRow(row: Record<string, unknown>): Team {
@@ -51,6 +42,11 @@ export class OrganizationRepository {
     return Number(row?.n ?? 0);
   }
 
+  async findById(id: string, trx: Knex = this.db): Promise<Organization | null> {
+    const row = await trx('organizations').where({ id }).first();
+    return row ? orgFromRow(row) : null;
+  }
+
   async findBySlug(slug: string, trx: Knex = this.db): Promise<Organization | null> {
     const row = await trx('organizations').where({ slug }).first();
     return row ? orgFromRow(row) : null;
@@ -72,6 +68,15 @@ export class OrganizationRepository {
       .insert({ organization_id: organizationId, user_id: userId, role })
       .onConflict(['organization_id', 'user_id'])
       .merge({ role });
+  }
+
+  /** A member of the organization, as a user; null when the user is not one (or does not exist). */
+  async findMember(organizationId: string, userId: string, trx: Knex = this.db): Promise<User | null> {
+    const row = await trx('organization_members as m')
+      .join('users as u', 'u.id', 'm.user_id')
+      .where({ 'm.organization_id': organizationId, 'm.user_id': userId })
+      .first('u.id', 'u.name', 'u.email', 'u.created_at');
+    return row ? userFromRow(row) : null;
   }
 
   /** The user's memberships: organization id -> role. */

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import { isUniqueViolation, whereAnyOf } from '../db/knex';
 import { likeContains, parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { ValidationError } from '../core/errors';
-import { userFromRow } from '../user/repository';
+import { userFromRow } from '../user/rows';
 import type { Step } from './configuration';
 import type { ProviderId, ProviderSettings } from './provider';
 import type { User } from '../core/identity';

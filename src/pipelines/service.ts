@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
-import type { OrganizationRepository } from '../organizations/repository';
+import type { OrganizationService } from '../organizations/service';
 import { sha256Hex, type Keys } from '../security/keys';
 import { validateBranchFilter } from './branch-filter';
 import { normaliseVisualSteps, parseConfiguration, type ParsedConfiguration, type Step } from './configuration';
@@ -36,7 +36,7 @@ export interface PipelineServiceOptions {
 export class PipelineService {
   constructor(
     private readonly pipelines: PipelineRepository,
-    private readonly orgs: OrganizationRepository,
+    private readonly organizations: OrganizationService,
     private readonly keys: Keys,
     private readonly opts: PipelineServiceOptions,
   ) {}
@@ -366,17 +366,19 @@ export class PipelineService {
       errors.push({ field: 'teams', code: "can't be blank: this organization uses teams, so name at least one team of yours" });
       return [];
     }
-    const memberOf = isAdmin ? null : await this.orgs.teamIdsOf(actor.principal.user.id, actor.organization.id);
+    const checks = await this.organizations.checkTeams(
+      actor,
+      requested.map((t) => t.id),
+    );
     const result = new Map<string, AccessLevel>();
     for (const [i, t] of requested.entries()) {
       if (!ACCESS_LEVELS.includes(t.access_level)) {
         errors.push({ field: `${field}[${i}].access_level`, code: 'is not included in the list' });
         continue;
       }
-      const team = await this.orgs.findTeam(actor.organization.id, t.id);
-      if (!team) errors.push({ field: `${field}[${i}]`, code: `is not a team of this organization (${t.id})` });
-      else if (memberOf && !memberOf.has(team.id)) errors.push({ field: `${field}[${i}]`, code: `you are not a member of this team (${t.id})` });
-      else result.set(team.id, t.access_level);
+      const check = checks[i]!;
+      if ('code' in check) errors.push({ field: `${field}[${i}]`, code: check.code });
+      else result.set(check.team.id, t.access_level);
     }
     return [...result].map(([teamId, accessLevel]) => ({ teamId, accessLevel }));
   }

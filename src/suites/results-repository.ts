@@ -5,6 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { likeContains, parseJson, toDate } from '../db/values';
+import { runFromRow } from './rows';
 
 export interface Run {
   id: string;
@@ -59,21 +60,6 @@ export interface FailedExecution {
   failureExpanded: FailureExpanded;
   duration: number | null;
   createdAt: Date;
-}
-
-export function runFromRow(r: Record<string, unknown>): Run {
-  return {
-    id: r.id as string,
-    suiteId: r.suite_id as string,
-    key: r.run_key as string,
-    ci: (r.ci as string | null) ?? null,
-    branch: (r.branch as string | null) ?? null,
-    commitSha: (r.commit_sha as string | null) ?? null,
-    tags: parseJson<Record<string, string>>(r.tags, {}),
-    passedCount: Number(r.passed_count),
-    failedCount: Number(r.failed_count),
-    createdAt: toDate(r.created_at),
-  };
 }
 
 function identityFromRow(r: Record<string, unknown>): TestIdentity {

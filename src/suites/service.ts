@@ -6,7 +6,7 @@
 import crypto from 'node:crypto';
 import type { components, operations } from '../../generated/api';
 import { NotFoundError, ValidationError, type FieldError } from '../core/errors';
-import type { OrganizationRepository } from '../organizations/repository';
+import type { OrganizationService } from '../organizations/service';
 import { slugify } from '../pipelines/slug';
 import { sha256Hex } from '../security/keys';
 import type { Suite, SuiteFields, SuiteRepository } from './repository';
@@ -38,8 +38,13 @@ export class SuiteService {
   constructor(
     private readonly suites: SuiteRepository,
     private readonly results: SuiteResultsRepository,
-    private readonly orgs: OrganizationRepository,
+    private readonly organizations: OrganizationService,
   ) {}
+
+  /** The suite an upload API token belongs to (only its SHA-256 is stored), with its organization's slug. */
+  async findByUploadToken(apiToken: string): Promise<{ suite: Suite; orgSlug: string } | null> {
+    return this.suites.findByTokenHash(sha256Hex(apiToken));
+  }
 
   /** Non-admins of a Teams-enabled organization see only the suites of their teams. */
   private isRestricted(actor: Actor): boolean {
@@ -146,13 +151,11 @@ export class SuiteService {
       errors.push({ field: 'team_ids', code: "can't be blank: this organization uses teams, so name at least one team of yours" });
       return [];
     }
-    const memberOf = isAdmin ? null : await this.orgs.teamIdsOf(actor.principal.user.id, actor.organization.id);
+    const checks = await this.organizations.checkTeams(actor, requested);
     const ids = new Set<string>();
-    for (const [i, id] of requested.entries()) {
-      const team = await this.orgs.findTeam(actor.organization.id, id);
-      if (!team) errors.push({ field: `${field}[${i}]`, code: `is not a team of this organization (${id})` });
-      else if (memberOf && !memberOf.has(team.id)) errors.push({ field: `${field}[${i}]`, code: `you are not a member of this team (${id})` });
-      else ids.add(team.id);
+    for (const [i, check] of checks.entries()) {
+      if ('code' in check) errors.push({ field: `${field}[${i}]`, code: check.code });
+      else ids.add(check.team.id);
     }
     return [...ids];
   }

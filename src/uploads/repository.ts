@@ -10,7 +10,8 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { withSpillingCache } from '../db/knex';
 import { toBool } from '../db/values';
-import { runFromRow, type Run } from '../suites/results-repository';
+import type { Run } from '../suites/results-repository';
+import { runFromRow } from '../suites/rows';
 import { yieldToEventLoop } from './event-loop';
 import type { AcceptedResult, ResultValue } from './results';
 

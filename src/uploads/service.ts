@@ -7,8 +7,8 @@ import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import { SuiteTokenError, ValidationError } from '../core/errors';
 import { findNul, NUL_CODE } from '../http/nul';
-import { sha256Hex } from '../security/keys';
-import type { Suite, SuiteRepository } from '../suites/repository';
+import type { Suite } from '../suites/repository';
+import type { SuiteService } from '../suites/service';
 import { suiteUrls } from '../suites/serialize';
 import { parseUploadJson } from './json';
 import { parseJUnit } from './junit';
@@ -31,7 +31,7 @@ const TOKEN = /^Token token="([A-Za-z0-9_-]{1,200})"$/;
 
 export class UploadService {
   constructor(
-    private readonly suites: SuiteRepository,
+    private readonly suites: SuiteService,
     private readonly uploads: UploadRepository,
     private readonly publicUrl: string,
   ) {}
@@ -39,7 +39,7 @@ export class UploadService {
   async authenticate(header: string | undefined): Promise<Uploader> {
     const match = header ? TOKEN.exec(header.trim()) : null;
     if (!match) throw new SuiteTokenError('missing or malformed suite token');
-    const found = await this.suites.findByTokenHash(sha256Hex(match[1]!));
+    const found = await this.suites.findByUploadToken(match[1]!);
     if (!found) throw new SuiteTokenError('unknown suite token');
     return found;
   }

@@ -1,12 +1,8 @@
 /** Users: rows in, domain objects out. */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { toDate } from '../db/values';
 import type { User } from '../core/identity';
-
-export function userFromRow(row: { id: string; name: string; email: string; created_at: unknown }): User {
-  return { id: row.id, name: row.name, email: row.email, createdAt: toDate(row.created_at) };
-}
+import { userFromRow } from './rows';
 
 export class UserRepository {
   constructor(private readonly db: Knex) {}

@@ -331,7 +331,7 @@ describeEachDatabase(
         const db = ctx().services.db;
         let ahead = 0;
         const sweeper = new Sweeper(
-          new AgentRepository(db),
+          ctx().services.agents,
           new JobRepository(db),
           ctx().services.progress,
           { intervalMs: 20, agentLostAfterMs: 3600_000_000, jobExpiryMs: 0 },
