@@ -218,7 +218,9 @@ async function main(): Promise<void> {
           results[v]![m]!.push(us);
         }
       }
-      log(`round ${round}/${ROUNDS}: ${all.map((variant, v) => `${variant.id} ${MODES.map((_, m) => results[v]![m]!.at(-1)!.toFixed(0)).join('/')}`).join(', ')} µs/request`);
+      log(
+        `round ${round}/${ROUNDS}: ${all.map((variant, v) => `${variant.id} ${MODES.map((_, m) => results[v]![m]!.at(-1)!.toFixed(0)).join('/')}`).join(', ')} µs/request`,
+      );
     }
     const loadAfter = os.loadavg();
 
