@@ -4,7 +4,6 @@
  * handler. Nothing here listens; src/server.ts does.
  */
 import express, { NextFunction, Request, Response } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
 import { AGENT_API_PATH, agentAuth, agentRoutes } from './agents/routes';
 import { jobRoutes, pipelineUploadRoutes } from './jobs/routes';
 import { buildRoutes } from './builds/routes';
@@ -16,6 +15,7 @@ import { NotFoundError } from './core/errors';
 import { countFailedAuthentication, rateLimit } from './http/rate-limit';
 import { rejectNulCharacters } from './http/nul';
 import { parameterRouter } from './http/parameters';
+import { openApiValidator } from './http/openapi-validator';
 import { requestLogger, type Logger } from './http/logger';
 import { organizationRoutes } from './organizations/routes';
 import { pipelineRoutes } from './pipelines/routes';
@@ -130,8 +130,7 @@ export function createApp(deps: AppDeps): express.Express {
   // body fields dropped: before the validator, so it sees what the client meant.
   app.use(parameterRouter(spec.doc));
   app.use(
-    OpenApiValidator.middleware({
-      apiSpec: structuredClone(spec.doc) as never,
+    openApiValidator(spec.doc, {
       validateRequests: { allowUnknownQueryParameters: true, coerceTypes: false, allErrors: true },
       validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
       validateSecurity: false,
