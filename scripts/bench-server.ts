@@ -59,7 +59,7 @@ export interface VerifyResult {
 /** Per SQL text since the last reset: how often and how long (Knex 'query' to 'query-response'). */
 export type SqlStats = { sql: string; n: number; ms: number }[];
 
-export type Message = SetupRequest | VerifyRequest | { type: 'sqlstats'; reset: boolean } | { type: 'cpu' } | { type: 'close' };
+export type Message = SetupRequest | VerifyRequest | { type: 'sqlstats'; reset: boolean } | { type: 'close' };
 export type Request = Message & { id: number };
 
 const send = (message: unknown) => process.send?.(message);
@@ -241,9 +241,6 @@ async function service(): Promise<void> {
           if (msg.reset) sqlStats.clear();
           return stats;
         }
-        case 'cpu':
-          // This process's CPU so far (all its threads), for CPU per request (scripts/bench-routes.ts).
-          return process.cpuUsage();
         case 'close':
           await running.close();
           setImmediate(() => process.exit(0));
