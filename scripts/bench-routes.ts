@@ -9,6 +9,8 @@
  * before and after a round of requests sent on loopback: once one after another over one
  * connection, once over several connections at a time. Rounds alternate between the variants,
  * so a busy spell on the machine falls on all of them; the report gives the median and the range.
+ * Before those rounds, each service answers one GET of each documented /v2 GET path, and the
+ * report gives what that first pass cost: CPU from the start, wall time, memory after GC.
  *
  * Settings (environment):
  *   BENCH_ROUTES_VARIANTS  what to compare, `;`-separated `label=checkout` or
@@ -34,12 +36,16 @@ import path from 'node:path';
 import type { SetupResult } from './bench-server';
 import { intEnv } from './bench-env';
 
-// Loaded with `--require` into a service child (not run): answer CPU questions, and load the
+// Loaded with `--require` into a service child (not run): answer CPU and memory questions, and load the
 // validator named by BENCH_ROUTES_VALIDATOR, if any, wherever `express-openapi-validator` is
 // required. Both from here, so that a checkout of an older commit can be measured as it is.
 if (require.main !== module && process.env.BENCH_ROUTES_CHILD === '1') {
   process.on('message', (msg: { type?: string }) => {
     if (msg.type === 'routes-cpu') process.send?.({ type: 'routes-cpu', usage: process.cpuUsage() });
+    if (msg.type === 'routes-memory') {
+      (globalThis as { gc?: () => void }).gc?.();
+      process.send?.({ type: 'routes-memory', memory: process.memoryUsage() });
+    }
   });
   const validator = process.env.BENCH_ROUTES_VALIDATOR;
   if (validator) {
@@ -92,10 +98,12 @@ function describe(v: Variant): string {
   return `${commit}, express-openapi-validator ${version} ${v.validator ? `from ${path.relative(process.cwd(), v.validator) || '.'}` : 'as installed'}`;
 }
 
+type Answer = { ok?: boolean; result?: unknown; error?: string; usage?: NodeJS.CpuUsage; memory?: NodeJS.MemoryUsage };
+
 /** A service child (the checkout's bench-server.js service) and its request/answer channel. */
 class Service {
   private seq = 0;
-  private readonly answers = new Map<number | string, (msg: { ok?: boolean; result?: unknown; error?: string; usage?: NodeJS.CpuUsage }) => void>();
+  private readonly answers = new Map<number | string, (msg: Answer) => void>();
   url = '';
 
   private constructor(private readonly proc: ChildProcess) {}
@@ -111,7 +119,7 @@ class Service {
         BENCH_ROUTES_CHILD: '1',
         BENCH_ROUTES_VALIDATOR: variant.validator ?? '',
       },
-      execArgv: [...SERVER_NODE_OPTIONS, '--require', __filename],
+      execArgv: [...SERVER_NODE_OPTIONS, '--expose-gc', '--require', __filename],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const service = new Service(proc);
@@ -122,7 +130,7 @@ class Service {
           resolve(service);
         } else if (msg.type === 'log') log(`${variant.label}: ${msg.message}`);
         else if (msg.type === 'fatal') reject(new Error(msg.error));
-        else if (msg.type === 'routes-cpu') service.answers.get('routes-cpu')?.(msg);
+        else if (msg.type === 'routes-cpu' || msg.type === 'routes-memory') service.answers.get(msg.type)?.(msg);
         else if (msg.id !== undefined) service.answers.get(msg.id)?.(msg);
       });
       proc.on('exit', (code) => {
@@ -132,11 +140,7 @@ class Service {
     });
   }
 
-  private ask<T>(
-    key: number | string,
-    message: object,
-    read: (msg: { ok?: boolean; result?: unknown; error?: string; usage?: NodeJS.CpuUsage }) => T,
-  ): Promise<T> {
+  private ask<T>(key: number | string, message: object, read: (msg: Answer) => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.answers.set(key, (msg) => {
         this.answers.delete(key);
@@ -155,6 +159,11 @@ class Service {
   /** The service's CPU so far, microseconds (user + system). */
   cpu(): Promise<number> {
     return this.ask('routes-cpu', { type: 'routes-cpu' }, (msg) => msg.usage!.user + msg.usage!.system);
+  }
+
+  /** The service's memory after a full garbage collection. */
+  memory(): Promise<NodeJS.MemoryUsage> {
+    return this.ask('routes-memory', { type: 'routes-memory' }, (msg) => msg.memory!);
   }
 
   async close(): Promise<void> {
@@ -190,6 +199,39 @@ async function load(url: string, token: string, count: number, connections: numb
   }
 }
 
+interface FirstRequests {
+  paths: number;
+  /** Wall time of one GET of each path, one after another. */
+  ms: number;
+  /** The service's CPU from its start until those GETs were answered (start, setup and seed included). */
+  cpuMs: number;
+  heapMiB: number;
+  rssMiB: number;
+}
+
+/**
+ * One GET of each documented `/v2` GET path, right after setup: what a service pays before its
+ * validation is warm (one validator loads the whole spec at start; one per path builds each on
+ * its first request). Path parameters name the seeded organization, pipeline and build where
+ * the path has them, anything else a missing object; any answer but a 5xx will do.
+ */
+async function firstRequests(service: Service, setup: SetupResult): Promise<FirstRequests> {
+  const doc = (await (await fetch(`${service.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+  const values: Record<string, string> = { org_slug: setup.orgSlug, pipeline_slug: setup.pipelines[0]!.slug, build_number: '90' };
+  const paths = Object.keys(doc.paths).filter((p) => p.startsWith('/v2/') && doc.paths[p]!.get);
+  const started = performance.now();
+  for (const p of paths) {
+    const url = p.replace(/\{([^}]+)\}/g, (_, name: string) => values[name] ?? 'missing');
+    const res = await fetch(`${service.url}${url}`, { headers: { authorization: `Bearer ${setup.token}` } });
+    await res.arrayBuffer();
+    if (res.status >= 500) throw new Error(`GET ${url}: ${res.status}`);
+  }
+  const ms = performance.now() - started;
+  const cpuMs = (await service.cpu()) / 1000;
+  const memory = await service.memory();
+  return { paths: paths.length, ms, cpuMs, heapMiB: memory.heapUsed / 2 ** 20, rssMiB: memory.rss / 2 ** 20 };
+}
+
 const MODES = [
   { label: 'one at a time', connections: 1 },
   { label: `${CONNECTIONS} connections`, connections: CONNECTIONS },
@@ -206,6 +248,7 @@ async function main(): Promise<void> {
   const dirs: string[] = [];
   const services: Service[] = [];
   const targets: { url: string; token: string }[] = [];
+  const firsts: FirstRequests[] = [];
   try {
     for (const variant of all) {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-bench-routes-'));
@@ -215,6 +258,7 @@ async function main(): Promise<void> {
       const setup = await service.setup();
       const target = { url: `${service.url}${setup.samplePath}`, token: setup.token };
       targets.push(target);
+      firsts.push(await firstRequests(service, setup));
       // Warm-up (the JIT, the caches, the validator's first request): one round of each mode, not counted.
       for (const mode of MODES) await load(target.url, target.token, REQUESTS, mode.connections);
     }
@@ -234,6 +278,7 @@ async function main(): Promise<void> {
       log(`round ${round}/${ROUNDS}: ${figures.join(', ')} µs/request`);
     }
     const loadAfter = os.loadavg();
+    const rssAfter = await Promise.all(services.map(async (service) => (await service.memory()).rss / 2 ** 20));
 
     const cell = (xs: number[]) => `${median(xs).toFixed(0)} (${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)})`;
     console.log(
@@ -245,6 +290,15 @@ async function main(): Promise<void> {
         `| variant | runs | ${MODES.map((m) => `${m.label}: median (min–max)`).join(' | ')} |`,
         `| --- | --- | ${MODES.map(() => '---:').join(' | ')} |`,
         ...all.map((variant, v) => `| ${variant.label} | ${describe(variant)} | ${results[v]!.map(cell).join(' | ')} |`),
+        '',
+        `Start and first requests (one run each): the service's CPU from its start through setup and one GET of each of the ${firsts[0]!.paths} documented /v2 GET paths, those GETs' wall time, its memory after a full GC then, and its RSS after the rounds above:`,
+        '',
+        '| variant | CPU from start (ms) | first GETs (ms) | heap used (MiB) | RSS (MiB) | RSS after the rounds (MiB) |',
+        '| --- | ---: | ---: | ---: | ---: | ---: |',
+        ...all.map((variant, v) => {
+          const f = firsts[v]!;
+          return `| ${variant.label} | ${f.cpuMs.toFixed(0)} | ${f.ms.toFixed(0)} | ${f.heapMiB.toFixed(1)} | ${f.rssMiB.toFixed(0)} | ${rssAfter[v]!.toFixed(0)} |`;
+        }),
       ].join('\n'),
     );
   } finally {
