@@ -4,8 +4,10 @@
  * handler. Nothing here listens; src/server.ts does.
  */
 import express, { NextFunction, Request, Response } from 'express';
-import { AGENT_API_PATH, agentAuth, agentRoutes } from './agents/routes';
-import { jobRoutes, pipelineUploadRoutes } from './jobs/routes';
+import { accessTokenRoutes } from './access-token/routes';
+import { AGENT_API_PATH, agentApiRoutes, agentAuth } from './agent-api/routes';
+import { agentRoutes } from './agents/routes';
+import { jobRoutes } from './jobs/routes';
 import { buildRoutes } from './builds/routes';
 import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
@@ -18,6 +20,7 @@ import { parameterRouter } from './http/parameters';
 import { openApiValidator } from './http/openapi-validator';
 import { requestLogger, type Logger } from './http/logger';
 import { organizationRoutes } from './organizations/routes';
+import { userRoutes } from './user/routes';
 import { pipelineRoutes } from './pipelines/routes';
 import type { TrustProxy } from './config';
 import type { Services } from './services';
@@ -29,7 +32,7 @@ import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './upload
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
 export interface AppDeps extends Pick<
   Services,
-  'db' | 'tokens' | 'orgs' | 'pipelines' | 'builds' | 'agents' | 'jobs' | 'pipelineUploads' | 'suites' | 'uploads' | 'deliveries' | 'rateLimiter'
+  'db' | 'tokens' | 'organizations' | 'pipelines' | 'builds' | 'agents' | 'jobs' | 'pipelineUploads' | 'suites' | 'uploads' | 'deliveries' | 'rateLimiter'
 > {
   logger: Logger;
   publicUrl: string;
@@ -145,12 +148,14 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use(rejectNulCharacters());
 
-  app.use(organizationRoutes(deps.orgs, deps.tokens, deps.publicUrl));
+  app.use(accessTokenRoutes(deps.tokens));
+  app.use(userRoutes());
+  app.use(organizationRoutes(deps.organizations, deps.publicUrl));
   app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
   app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids)));
   app.use(agentRoutes(deps.agents, deps.publicUrl));
+  app.use(agentApiRoutes(deps.agents, deps.pipelineUploads, deps.publicUrl));
   app.use(jobRoutes(deps.jobs, deps.publicUrl));
-  app.use(pipelineUploadRoutes(deps.pipelineUploads));
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));
   app.use(deliveryRoutes(deps.deliveries));

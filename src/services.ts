@@ -21,11 +21,12 @@ import { DEFAULT_SWEEP_SETTINGS, Sweeper, type SweepSettings } from './jobs/swee
 import type { Logger } from './http/logger';
 import { RateLimiter, type RateLimitSettings } from './http/rate-limit';
 import { OrganizationRepository } from './organizations/repository';
+import { OrganizationService } from './organizations/service';
 import { gitHubHooks } from './pipelines/github';
 import { PipelineRepository } from './pipelines/repository';
 import { PipelineService } from './pipelines/service';
 import { SuiteRepository } from './suites/repository';
-import { SuiteResultsRepository } from './suites/results';
+import { SuiteResultsRepository } from './suites/results-repository';
 import { SuiteService } from './suites/service';
 import { UploadRepository } from './uploads/repository';
 import { UploadService } from './uploads/service';
@@ -37,6 +38,7 @@ export interface Services {
   keys: Keys;
   users: UserRepository;
   orgs: OrganizationRepository;
+  organizations: OrganizationService;
   tokens: AccessTokenService;
   pipelines: PipelineService;
   builds: BuildService;
@@ -92,6 +94,7 @@ export function createServices(o: ServiceOptions): Services {
     keys,
     users,
     orgs,
+    organizations: new OrganizationService(orgs),
     tokens: new AccessTokenService(new AccessTokenRepository(db), keys, o.tokenCacheMs),
     pipelines,
     builds,

@@ -1,19 +1,14 @@
 /** The job endpoints under a build: thin handlers. */
 import express, { Request, Response } from 'express';
-import type { components, operations } from '../../generated/api';
-import { AGENT_API_PATH } from '../agents/routes';
-import type { Agent } from '../agents/repository';
-import type { PipelineUploadService } from './pipeline-upload';
+import type { operations } from '../../generated/api';
 import { actorOf } from '../http/auth';
 import { NotFoundError } from '../core/errors';
-import { setWarnings } from '../http/warning';
 import { serializeJob } from '../builds/serialize';
 import type { BuildWithJobs } from '../builds/service';
 import { sendLogJson, sendLogText } from './log-output';
 import { jobEnv } from './serialize';
 import type { JobService } from './service';
 
-type JobState = components['schemas']['JobState'];
 type UnblockBody = NonNullable<operations['unblockJob']['requestBody']>['content']['application/json'];
 
 export function jobRoutes(jobs: JobService, publicUrl: string) {
@@ -70,17 +65,5 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
     res.json({ env: jobEnv(context, agent, publicUrl) });
   });
 
-  return router;
-}
-
-/** `POST /v3/jobs/{id}/pipelines`: the agent API's pipeline upload (its agent is resolved by agentAuth). */
-export function pipelineUploadRoutes(uploads: PipelineUploadService) {
-  const router = express.Router();
-  router.post(`${AGENT_API_PATH}/jobs/:job_id/pipelines`, async (req, res) => {
-    const body = req.body as operations['uploadPipeline']['requestBody']['content']['application/json'];
-    const { jobs, notices } = await uploads.upload(res.locals.agent as Agent, String(req.params.job_id), body.pipeline, body.uuid ?? null);
-    setWarnings(res, notices);
-    res.status(201).json({ jobs: jobs.map((j) => ({ id: j.id, type: j.type, state: j.state as JobState, step_key: j.stepKey })) });
-  });
   return router;
 }
