@@ -16,6 +16,7 @@ import { errorHandler } from './http/error-handler';
 import { NotFoundError } from './core/errors';
 import { countFailedAuthentication, rateLimit } from './http/rate-limit';
 import { rejectNulCharacters } from './http/nul';
+import { operationRouter } from './http/operation';
 import { parameterRouter } from './http/parameters';
 import { openApiValidator } from './http/openapi-validator';
 import { requestLogger, type Logger } from './http/logger';
@@ -100,13 +101,14 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(jsonBodyParsers(spec.doc, deps.bodyLimitBytes, jsonTypes));
   app.use(rejectDeepJson());
 
-  app.get('/', (_req, res) => {
+  const meta = operationRouter(spec.doc);
+  meta.on('getRoot', (_req, res) => {
     res.json({ message: 'Windsock REST API: the Buildkite REST API v2 dialect. See /openapi.json.', timestamp: Math.floor(Date.now() / 1000) });
   });
-  app.get('/healthz', (_req, res) => {
+  meta.on('getHealth', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', async (_req, res) => {
+  meta.on('getReadiness', async (_req, res) => {
     if (deps.isAccepting && !deps.isAccepting()) {
       res.setHeader('Retry-After', '5');
       res.status(503).json({ message: 'Shutting down' });
@@ -120,6 +122,8 @@ export function createApp(deps: AppDeps): express.Express {
       res.status(503).json({ message: 'The database is unavailable' });
     }
   });
+  app.use(meta.router);
+  // The document as text, parsed and serialized once (not a JSON body built per request).
   app.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(spec.json);
   });

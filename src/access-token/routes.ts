@@ -1,21 +1,21 @@
 /** `GET /v2/access-token` (the token the request came with) and `DELETE /v2/access-token` (revoke it). */
-import express from 'express';
 import { principalOf } from '../http/auth';
+import { operationRouter } from '../http/operation';
 import { serializeAccessToken } from './serialize';
 import type { AccessTokenService } from './service';
 
 export function accessTokenRoutes(tokens: AccessTokenService) {
-  const router = express.Router();
+  const api = operationRouter();
 
-  router.get('/v2/access-token', (_req, res) => {
+  api.on('getAccessToken', (_req, res) => {
     const { token, user } = principalOf(res);
     res.json(serializeAccessToken(token, user));
   });
 
-  router.delete('/v2/access-token', async (_req, res) => {
+  api.on('revokeAccessToken', async (_req, res) => {
     await tokens.revoke(principalOf(res).token.id);
     res.status(204).end();
   });
 
-  return router;
+  return api.router;
 }
