@@ -34,7 +34,7 @@ import Module from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import type { SetupResult } from './bench-server';
-import { intEnv } from './bench-env';
+import { intEnv, serverNodeOptions } from './bench-env';
 
 // Loaded with `--require` into a service child (not run): answer CPU and memory questions, and load the
 // validator named by BENCH_ROUTES_VALIDATOR, if any, wherever `express-openapi-validator` is
@@ -60,13 +60,7 @@ if (require.main !== module && process.env.BENCH_ROUTES_CHILD === '1') {
 const REQUESTS = intEnv('BENCH_REQUESTS', 2000);
 const ROUNDS = intEnv('BENCH_ROUNDS', 7);
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 16);
-const ROOT = path.resolve(__dirname, '..', '..');
-const SERVER_NODE_OPTIONS = (
-  process.env.BENCH_NODE_OPTIONS ??
-  (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { serverNodeOptions: string } }).config.serverNodeOptions
-)
-  .split(/\s+/)
-  .filter(Boolean);
+const SERVER_NODE_OPTIONS = serverNodeOptions();
 
 const log = (line: string) => console.error(`[bench:routes] ${line}`);
 

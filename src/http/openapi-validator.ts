@@ -22,14 +22,16 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
+import { specOperations, type SpecDoc as Paths } from './spec-operations';
 
 type ValidatorOptions = Omit<Parameters<typeof OpenApiValidator.middleware>[0], 'apiSpec'>;
-type SpecDoc = { paths?: Record<string, unknown>; components?: Record<string, Record<string, unknown> | undefined> } & Record<string, unknown>;
+type SpecDoc = Paths & { components?: Record<string, Record<string, unknown> | undefined> };
 
 export function openApiValidator(doc: SpecDoc, options: ValidatorOptions): Router {
   const router = express.Router();
-  const routes = Object.keys(doc.paths ?? {}).map((path) => ({ path, route: path.replace(/\{([^}]+)\}/g, ':$1') }));
-  for (const { path, route } of routes.sort((a, b) => validatorOrder(a.route, b.route))) {
+  // Each documented path once, as the spec writes it and as Express matches it.
+  const routes = new Map(specOperations(doc).map((o) => [o.specPath, o.path]));
+  for (const [path, route] of [...routes].sort(([, a], [, b]) => validatorOrder(a, b))) {
     let validate: Router | undefined;
     router.all(route, (req: Request, res: Response, next: NextFunction) => {
       validate ??= express.Router().use(OpenApiValidator.middleware({ ...options, apiSpec: documentFor(doc, path) as never }));
@@ -59,7 +61,7 @@ function validatorOrder(a: string, b: string): number {
  * the validator changes the document it is given.
  */
 export function documentFor(doc: SpecDoc, path: string): SpecDoc {
-  const paths = { [path]: doc.paths![path] };
+  const paths = { [path]: doc.paths![path]! };
   const components: Record<string, Record<string, unknown>> = {};
   const visit = (node: unknown): void => {
     if (typeof node === 'string') {
