@@ -37,15 +37,10 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import type { Message, SetupResult, SqlStats, VerifyResult } from './bench-server';
-import { intEnv } from './bench-env';
+import { intEnv, serverNodeOptions } from './bench-env';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const SERVER_NODE_OPTIONS = (
-  process.env.BENCH_NODE_OPTIONS ??
-  (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { config: { serverNodeOptions: string } }).config.serverNodeOptions
-)
-  .split(/\s+/)
-  .filter(Boolean);
+const SERVER_NODE_OPTIONS = serverNodeOptions();
 
 const PIPELINES = intEnv('BENCH_PIPELINES', 1000);
 const BUILDS = intEnv('BENCH_BUILDS', 1_000_000);

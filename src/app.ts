@@ -4,7 +4,6 @@
  * handler. Nothing here listens; src/server.ts does.
  */
 import express, { NextFunction, Request, Response } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
 import { accessTokenRoutes } from './access-token/routes';
 import { AGENT_API_PATH, agentApiRoutes, agentAuth } from './agent-api/routes';
 import { agentRoutes } from './agents/routes';
@@ -19,6 +18,7 @@ import { countFailedAuthentication, rateLimit } from './http/rate-limit';
 import { rejectNulCharacters } from './http/nul';
 import { operationRouter } from './http/operation';
 import { parameterRouter } from './http/parameters';
+import { openApiValidator } from './http/openapi-validator';
 import { requestLogger, type Logger } from './http/logger';
 import { organizationRoutes } from './organizations/routes';
 import { userRoutes } from './user/routes';
@@ -137,8 +137,7 @@ export function createApp(deps: AppDeps): express.Express {
   // body fields dropped: before the validator, so it sees what the client meant.
   app.use(parameterRouter(spec.doc));
   app.use(
-    OpenApiValidator.middleware({
-      apiSpec: structuredClone(spec.doc) as never,
+    openApiValidator(spec.doc, {
       validateRequests: { allowUnknownQueryParameters: true, coerceTypes: false, allErrors: true },
       validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
       validateSecurity: false,

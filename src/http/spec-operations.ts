@@ -1,8 +1,9 @@
 /**
  * Walking the spec's operations: which method and path each is mounted on, with the `$ref`s of
  * its parts followed. Shared by what the app derives from the spec: the scope guards
- * (http/auth.ts), the parameter rules (http/parameters.ts) and the handlers' bindings
- * (http/operation.ts), so all three read the paths the same way.
+ * (http/auth.ts), the parameter rules (http/parameters.ts), the validators
+ * (http/openapi-validator.ts) and the handlers' bindings (http/operation.ts), so all four read
+ * the paths the same way.
  */
 export const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 export type Method = (typeof METHODS)[number];

@@ -1,0 +1,82 @@
+/**
+ * express-openapi-validator as the app installs it: one validator per documented path, mounted
+ * on that path only and built on the path's first request.
+ *
+ * Why not one validator for the whole spec: the validator (5.6.2, and 6.0.0-alpha.9) finds a
+ * request's operation by compiling the regular expression of every route it knows, on every
+ * request, and keeping none (`lookupRoute` in its openapi.metadata.js; a cache is proposed
+ * upstream in cdimascio/express-openapi-validator#1217, open). With all ~50 paths that was about
+ * 20% of a get-a-build's CPU (BENCHMARKS.md, `npm run bench:routes`). Here Express picks the
+ * path, with expressions it compiled once, and the validator behind it knows that one route.
+ * Only the library's public API is used (`middleware`, `error.NotFound`): no patch to carry.
+ *
+ * Each validator gets the document with its one path and the components that path reaches:
+ * with every component each, they held about 260 MB between them. Building one takes tens of
+ * milliseconds, so they are built when first needed: an app that serves a few paths (a test)
+ * builds only those.
+ *
+ * What a single validator did, kept: paths are tried in its order (literal segments before
+ * parameters) and only the first that matches validates; a documented path with another method
+ * is its validator's 405; a path no operation documents is the validator's 404 (unless the
+ * options say `ignoreUndocumented`).
+ */
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
+import { specOperations, type SpecDoc as Paths } from './spec-operations';
+
+type ValidatorOptions = Omit<Parameters<typeof OpenApiValidator.middleware>[0], 'apiSpec'>;
+type SpecDoc = Paths & { components?: Record<string, Record<string, unknown> | undefined> };
+
+export function openApiValidator(doc: SpecDoc, options: ValidatorOptions): Router {
+  const router = express.Router();
+  // Each documented path once, as the spec writes it and as Express matches it.
+  const routes = new Map(specOperations(doc).map((o) => [o.specPath, o.path]));
+  for (const [path, route] of [...routes].sort(([, a], [, b]) => validatorOrder(a, b))) {
+    let validate: Router | undefined;
+    router.all(route, (req: Request, res: Response, next: NextFunction) => {
+      validate ??= express.Router().use(OpenApiValidator.middleware({ ...options, apiSpec: documentFor(doc, path) as never }));
+      // Validated: the request leaves this router, so no later path's validator sees it.
+      validate(req, res, (err?: unknown) => next(err ?? 'router'));
+    });
+  }
+  router.use((req: Request, _res: Response, next: NextFunction) => {
+    if (options.ignoreUndocumented) return next();
+    throw new OpenApiValidator.error.NotFound({ path: req.path, message: 'not found' });
+  });
+  return router;
+}
+
+/** The validator's route order (its sortRoutes): a route before those it is a prefix of, literals before `:parameters`. */
+function validatorOrder(a: string, b: string): number {
+  const [x, y] = [a.replace(/\/:/g, '/~'), b.replace(/\/:/g, '/~')];
+  if (x.startsWith(y)) return -1;
+  if (y.startsWith(x)) return 1;
+  return x > y ? 1 : -1;
+}
+
+/**
+ * The document with only `path`, and of the components only those it reaches, directly or
+ * through other components (by `$ref` or a discriminator mapping: any `#/components/...`
+ * string). Security schemes are kept whole (operations name them without a reference). A copy:
+ * the validator changes the document it is given.
+ */
+export function documentFor(doc: SpecDoc, path: string): SpecDoc {
+  const paths = { [path]: doc.paths![path]! };
+  const components: Record<string, Record<string, unknown>> = {};
+  const visit = (node: unknown): void => {
+    if (typeof node === 'string') {
+      const ref = /^#\/components\/([^/]+)\/([^/]+)/.exec(node);
+      if (!ref) return;
+      const [kind, name] = [ref[1]!, ref[2]!.replace(/~1/g, '/').replace(/~0/g, '~')];
+      const target = doc.components?.[kind]?.[name];
+      if (target === undefined || components[kind]?.[name] !== undefined) return;
+      (components[kind] ??= {})[name] = target;
+      visit(target);
+    } else if (node && typeof node === 'object') {
+      for (const value of Object.values(node)) visit(value);
+    }
+  };
+  visit(paths);
+  if (doc.components?.securitySchemes) components.securitySchemes = doc.components.securitySchemes;
+  return structuredClone({ ...doc, paths, components });
+}
