@@ -10,7 +10,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Say hello */
+        /**
+         * Say hello
+         * @description Says hello with the server's time, without authentication: the quickest check that the API answers.
+         */
         get: operations["getRoot"];
         put?: never;
         post?: never;
@@ -67,7 +70,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document as JSON */
+        /**
+         * This document as JSON
+         * @description This contract as JSON: the bundled document the server validates every request against.
+         */
         get: operations["getOpenApiJson"];
         put?: never;
         post?: never;
@@ -84,7 +90,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document as YAML */
+        /**
+         * This document as YAML
+         * @description This contract as YAML: the same document as `/openapi.json`.
+         */
         get: operations["getOpenApiYaml"];
         put?: never;
         post?: never;
@@ -125,7 +134,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get the token's user */
+        /**
+         * Get the token's user
+         * @description Returns basic details about the user account that owns the token making the request.
+         */
         get: operations["getUser"];
         put?: never;
         post?: never;
@@ -165,7 +177,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get an organization */
+        /**
+         * Get an organization
+         * @description Returns an organization the token can reach and its user belongs to, looked up by slug.
+         */
         get: operations["getOrganization"];
         put?: never;
         post?: never;
@@ -221,7 +236,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a pipeline */
+        /**
+         * Get a pipeline
+         * @description Returns a pipeline the user may see, looked up by slug. `provider.webhook_url` is only shown to a token with `write_pipelines` whose user may edit the pipeline; everyone else gets `""`.
+         */
         get: operations["getPipeline"];
         put?: never;
         post?: never;
@@ -289,7 +307,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Unarchive a pipeline */
+        /**
+         * Unarchive a pipeline
+         * @description Unarchived pipelines are editable again, and take builds and webhook deliveries. A pipeline that is not archived is a 422 `Pipeline could not be unarchived.`
+         */
         post: operations["unarchivePipeline"];
         delete?: never;
         options?: never;
@@ -382,7 +403,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** List builds of a pipeline */
+        /**
+         * List builds of a pipeline
+         * @description Returns a paginated list of a pipeline's builds, in the order they were created (newest first).
+         */
         get: operations["listPipelineBuilds"];
         put?: never;
         /**
@@ -415,7 +439,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a build */
+        /**
+         * Get a build
+         * @description Returns a build of the pipeline, looked up by its number, with its jobs and its pipeline unless `exclude_jobs` or `exclude_pipeline` leaves them out; retried jobs only with `include_retried_jobs=true`.
+         */
         get: operations["getBuild"];
         put?: never;
         post?: never;
@@ -559,7 +586,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a test suite */
+        /**
+         * Get a test suite
+         * @description Returns a test suite the user may see, looked up by slug. Its upload API token is never shown here.
+         */
         get: operations["getSuite"];
         put?: never;
         post?: never;
@@ -643,7 +673,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a run */
+        /**
+         * Get a run
+         * @description Returns a run of the suite, looked up by its id.
+         */
         get: operations["getRun"];
         put?: never;
         post?: never;
@@ -879,7 +912,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a job's log as text */
+        /**
+         * Get a job's log as text
+         * @description Returns the job's log as raw text, streamed as `GET .../log` with `Accept: text/plain` gives it.
+         */
         get: operations["getJobLogText"];
         put?: never;
         post?: never;
@@ -975,7 +1011,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get an agent */
+        /**
+         * Get an agent
+         * @description Returns the details for a single agent, looked up by its ID, whatever its connection state, with the job it holds.
+         */
         get: operations["getAgent"];
         put?: never;
         post?: never;
