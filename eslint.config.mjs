@@ -31,5 +31,35 @@ export default tseslint.config(
       '@typescript-eslint/no-require-imports': 'off',
     },
   },
+  // Boundaries (docs/architecture.md): a request flows route -> service -> repository, and only
+  // repositories (and src/db/) write SQL.
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/db/**', 'src/**/*repository.ts', 'src/**/repository/**', 'src/http/rate-limit.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { paths: [{ name: 'knex', message: 'SQL belongs in a repository (src/<area>/repository.ts) or src/db/.', allowTypeImports: true }] },
+      ],
+    },
+  },
+  {
+    files: ['src/**/routes.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'knex', message: 'Routes call services; SQL belongs in a repository.', allowTypeImports: true }],
+          patterns: [
+            {
+              group: ['**/repository', '**/repository/*'],
+              message: 'Routes call services, never repositories (types may be imported).',
+              allowTypeImports: true,
+            },
+          ],
+        },
+      ],
+    },
+  },
   prettier,
 );

@@ -5,8 +5,10 @@
  */
 import express, { NextFunction, Request, Response } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
-import { AGENT_API_PATH, agentAuth, agentRoutes } from './agents/routes';
-import { jobRoutes, pipelineUploadRoutes } from './jobs/routes';
+import { accessTokenRoutes } from './access-token/routes';
+import { AGENT_API_PATH, agentApiRoutes, agentAuth } from './agent-api/routes';
+import { agentRoutes } from './agents/routes';
+import { jobRoutes } from './jobs/routes';
 import { buildRoutes } from './builds/routes';
 import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
@@ -15,10 +17,11 @@ import { errorHandler } from './http/error-handler';
 import { NotFoundError } from './core/errors';
 import { countFailedAuthentication, rateLimit } from './http/rate-limit';
 import { rejectNulCharacters } from './http/nul';
+import { operationRouter } from './http/operation';
 import { parameterRouter } from './http/parameters';
 import { requestLogger, type Logger } from './http/logger';
-import { cacheRouteRegexps } from './http/route-regexp-cache';
 import { organizationRoutes } from './organizations/routes';
+import { userRoutes } from './user/routes';
 import { pipelineRoutes } from './pipelines/routes';
 import type { TrustProxy } from './config';
 import type { Services } from './services';
@@ -30,7 +33,7 @@ import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './upload
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
 export interface AppDeps extends Pick<
   Services,
-  'db' | 'tokens' | 'orgs' | 'pipelines' | 'builds' | 'agents' | 'jobs' | 'pipelineUploads' | 'suites' | 'uploads' | 'deliveries' | 'rateLimiter'
+  'db' | 'tokens' | 'organizations' | 'pipelines' | 'builds' | 'agents' | 'jobs' | 'pipelineUploads' | 'suites' | 'uploads' | 'deliveries' | 'rateLimiter'
 > {
   logger: Logger;
   publicUrl: string;
@@ -98,13 +101,14 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(jsonBodyParsers(spec.doc, deps.bodyLimitBytes, jsonTypes));
   app.use(rejectDeepJson());
 
-  app.get('/', (_req, res) => {
+  const meta = operationRouter(spec.doc);
+  meta.on('getRoot', (_req, res) => {
     res.json({ message: 'Windsock REST API: the Buildkite REST API v2 dialect. See /openapi.json.', timestamp: Math.floor(Date.now() / 1000) });
   });
-  app.get('/healthz', (_req, res) => {
+  meta.on('getHealth', (_req, res) => {
     res.json({ status: 'ok' });
   });
-  app.get('/readyz', async (_req, res) => {
+  meta.on('getReadiness', async (_req, res) => {
     if (deps.isAccepting && !deps.isAccepting()) {
       res.setHeader('Retry-After', '5');
       res.status(503).json({ message: 'Shutting down' });
@@ -118,6 +122,8 @@ export function createApp(deps: AppDeps): express.Express {
       res.status(503).json({ message: 'The database is unavailable' });
     }
   });
+  app.use(meta.router);
+  // The document as text, parsed and serialized once (not a JSON body built per request).
   app.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(spec.json);
   });
@@ -130,7 +136,6 @@ export function createApp(deps: AppDeps): express.Express {
   // Integers, dates, booleans and enums in the query and path read strictly, nulls of optional
   // body fields dropped: before the validator, so it sees what the client meant.
   app.use(parameterRouter(spec.doc));
-  cacheRouteRegexps();
   app.use(
     OpenApiValidator.middleware({
       apiSpec: structuredClone(spec.doc) as never,
@@ -148,12 +153,14 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use(rejectNulCharacters());
 
-  app.use(organizationRoutes(deps.orgs, deps.tokens, deps.publicUrl));
+  app.use(accessTokenRoutes(deps.tokens));
+  app.use(userRoutes());
+  app.use(organizationRoutes(deps.organizations, deps.publicUrl));
   app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
   app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids)));
   app.use(agentRoutes(deps.agents, deps.publicUrl));
+  app.use(agentApiRoutes(deps.agents, deps.pipelineUploads, deps.publicUrl));
   app.use(jobRoutes(deps.jobs, deps.publicUrl));
-  app.use(pipelineUploadRoutes(deps.pipelineUploads));
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));
   app.use(deliveryRoutes(deps.deliveries));

@@ -3,28 +3,31 @@
  * together. The server, the CLI and the tests all build their world here.
  */
 import type { Knex } from 'knex';
+import { AccessTokenRepository } from './access-token/repository';
 import { AccessTokenService } from './access-token/service';
 import { AgentRepository } from './agents/repository';
 import { AgentService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './agents/service';
+import { BuildProgress } from './builds/progress/service';
 import { BuildRepository } from './builds/repository';
 import { BuildService } from './builds/service';
 import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './deliveries/service';
+import { JobLogRepository } from './jobs/log-repository';
 import { JobRepository } from './jobs/repository';
 import { JobService } from './jobs/service';
-import { triggerLauncher } from './jobs/triggers';
 import { PipelineUploadService } from './jobs/pipeline-upload';
 import { signer, stepSigningKey } from './builds/jobs';
 import { DEFAULT_SWEEP_SETTINGS, Sweeper, type SweepSettings } from './jobs/sweeper';
 import type { Logger } from './http/logger';
 import { RateLimiter, type RateLimitSettings } from './http/rate-limit';
 import { OrganizationRepository } from './organizations/repository';
+import { OrganizationService } from './organizations/service';
 import { gitHubHooks } from './pipelines/github';
 import { PipelineRepository } from './pipelines/repository';
 import { PipelineService } from './pipelines/service';
 import { SuiteRepository } from './suites/repository';
-import { SuiteResultsRepository } from './suites/results';
+import { SuiteResultsRepository } from './suites/results-repository';
 import { SuiteService } from './suites/service';
 import { UploadRepository } from './uploads/repository';
 import { UploadService } from './uploads/service';
@@ -36,11 +39,14 @@ export interface Services {
   keys: Keys;
   users: UserRepository;
   orgs: OrganizationRepository;
+  organizations: OrganizationService;
   tokens: AccessTokenService;
   pipelines: PipelineService;
   builds: BuildService;
   agents: AgentService;
   jobs: JobService;
+  /** Every write that moves builds and jobs along (see src/builds/progress/service.ts). */
+  progress: BuildProgress;
   pipelineUploads: PipelineUploadService;
   suites: SuiteService;
   uploads: UploadService;
@@ -75,33 +81,38 @@ export function createServices(o: ServiceOptions): Services {
   const db = createKnex({ ...o.database, logger: o.logger });
   const keys = keysFromSecret(o.secret);
   const orgs = new OrganizationRepository(db);
-  const pipelines = new PipelineService(new PipelineRepository(db), orgs, keys, {
+  const pipelineRepository = new PipelineRepository(db);
+  const pipelines = new PipelineService(pipelineRepository, orgs, keys, {
     publicUrl: o.publicUrl,
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
   });
   const suites = new SuiteRepository(db);
   const sign = signer(stepSigningKey(keys));
-  const jobs = new JobRepository(db, triggerLauncher(sign), o.clock);
+  const jobs = new JobRepository(db);
+  const logs = new JobLogRepository(db);
   const buildRepository = new BuildRepository(db);
-  const builds = new BuildService(buildRepository, pipelines, keys, (buildId) => jobs.advance(buildId));
   const users = new UserRepository(db);
   const agents = new AgentRepository(db);
+  const progress = new BuildProgress(db, { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users }, sign, o.clock);
+  const builds = new BuildService(buildRepository, pipelines, progress);
   return {
     db,
     keys,
     users,
     orgs,
-    tokens: new AccessTokenService(db, keys, o.tokenCacheMs),
+    organizations: new OrganizationService(orgs),
+    tokens: new AccessTokenService(new AccessTokenRepository(db), keys, o.tokenCacheMs),
     pipelines,
     builds,
-    agents: new AgentService(agents, jobs, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES),
-    jobs: new JobService(jobs, builds, users, orgs, agents),
-    pipelineUploads: new PipelineUploadService(jobs, buildRepository, new PipelineRepository(db), sign),
+    agents: new AgentService(agents, jobs, logs, progress, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES),
+    jobs: new JobService(jobs, logs, progress, builds, users, orgs, agents),
+    progress,
+    pipelineUploads: new PipelineUploadService(jobs, progress, buildRepository, pipelineRepository, sign),
     suites: new SuiteService(suites, new SuiteResultsRepository(db), orgs),
     uploads: new UploadService(suites, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, orgs, o.publicUrl),
     rateLimiter: new RateLimiter(db, o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 }, o.now),
-    sweeper: new Sweeper(agents, jobs, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
+    sweeper: new Sweeper(agents, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
   };
 }
 

@@ -5,13 +5,10 @@
  */
 import crypto from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import type { Knex } from 'knex';
-import { toDate, toDateOrNull, parseJson } from '../db/values';
 import { UnauthorizedError, ValidationError } from '../core/errors';
+import { SCOPES, type AccessToken, type Principal, type Scope } from '../core/identity';
 import type { Keys } from '../security/keys';
-import { userFromRow } from '../user/repository';
-import { orgFromRow } from '../organizations/repository';
-import { SCOPES, type AccessToken, type Organization, type Principal, type Role, type Scope } from '../core/identity';
+import type { AccessTokenRepository } from './repository';
 
 const ISSUER = 'windsock';
 
@@ -26,7 +23,7 @@ export class AccessTokenService {
   private readonly cache = new Map<string, { principal: Principal; until: number }>();
 
   constructor(
-    private readonly db: Knex,
+    private readonly tokens: AccessTokenRepository,
     private readonly keys: Keys,
     private readonly cacheMs = 1000,
   ) {}
@@ -48,19 +45,7 @@ export class AccessTokenService {
       createdAt: new Date(),
       expiresAt: input.expiresAt,
     };
-    await this.db.transaction(async (trx) => {
-      await trx('access_tokens').insert({
-        id: token.id,
-        user_id: input.userId,
-        description: token.description,
-        scopes: JSON.stringify(token.scopes),
-        created_at: token.createdAt,
-        expires_at: token.expiresAt,
-      });
-      if (input.organizationIds.length) {
-        await trx('access_token_organizations').insert(input.organizationIds.map((organization_id) => ({ access_token_id: token.id, organization_id })));
-      }
-    });
+    await this.tokens.insert(token, input.userId, input.organizationIds);
     const signed = jwt.sign({ sub: input.userId, exp: Math.floor(token.expiresAt.getTime() / 1000) }, this.keys.jwt, {
       algorithm: 'HS256',
       jwtid: token.id,
@@ -94,61 +79,15 @@ export class AccessTokenService {
   }
 
   private async load(tokenId: string, userId: string): Promise<Principal> {
-    // One round trip: the token, its user, and each organization the token reaches where the
-    // user is (still) a member (left joins: a token may reach none).
-    const rows = await this.db('access_tokens as t')
-      .join('users as u', 'u.id', 't.user_id')
-      .leftJoin('access_token_organizations as ato', 'ato.access_token_id', 't.id')
-      .leftJoin('organization_members as m', function () {
-        this.on('m.organization_id', '=', 'ato.organization_id').andOn('m.user_id', '=', 't.user_id');
-      })
-      .leftJoin('organizations as o', 'o.id', 'm.organization_id')
-      .where('t.id', tokenId)
-      .select(
-        't.*',
-        'u.name as user_name',
-        'u.email as user_email',
-        'u.created_at as user_created_at',
-        'm.role as member_role',
-        'o.id as org_id',
-        'o.slug as org_slug',
-        'o.name as org_name',
-        'o.teams_enabled as org_teams_enabled',
-        'o.created_at as org_created_at',
-      );
-    const row = rows[0];
-    if (!row || row.user_id !== userId || toDateOrNull(row.revoked_at) !== null || toDate(row.expires_at).getTime() <= Date.now()) {
+    const stored = await this.tokens.findWithPrincipal(tokenId);
+    if (!stored || stored.userId !== userId || stored.revokedAt !== null || stored.principal.token.expiresAt.getTime() <= Date.now()) {
       throw new UnauthorizedError('invalid token');
     }
-    const organizations = new Map<string, Role>();
-    const organizationsBySlug = new Map<string, { organization: Organization; role: Role }>();
-    for (const r of rows) {
-      if (!r.org_id) continue;
-      const organization = orgFromRow({ id: r.org_id, slug: r.org_slug, name: r.org_name, teams_enabled: r.org_teams_enabled, created_at: r.org_created_at });
-      organizations.set(organization.id, r.member_role as Role);
-      organizationsBySlug.set(organization.slug, { organization, role: r.member_role as Role });
-    }
-    return {
-      token: tokenFromRow(row),
-      user: userFromRow({ id: row.user_id, name: row.user_name, email: row.user_email, created_at: row.user_created_at }),
-      organizations,
-      organizationsBySlug,
-    };
+    return stored.principal;
   }
 
   async revoke(tokenId: string): Promise<boolean> {
     for (const [bearer, { principal }] of this.cache) if (principal.token.id === tokenId) this.cache.delete(bearer);
-    const n = await this.db('access_tokens').where({ id: tokenId }).whereNull('revoked_at').update({ revoked_at: new Date() });
-    return n > 0;
+    return this.tokens.revoke(tokenId, new Date());
   }
-}
-
-function tokenFromRow(row: Record<string, unknown>): AccessToken {
-  return {
-    id: row.id as string,
-    description: (row.description as string | null) ?? null,
-    scopes: parseJson<Scope[]>(row.scopes, []),
-    createdAt: toDate(row.created_at),
-    expiresAt: toDate(row.expires_at),
-  };
 }

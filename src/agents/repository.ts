@@ -97,6 +97,11 @@ export interface AgentFilter {
 export class AgentRepository {
   constructor(private readonly db: Knex) {}
 
+  /** The same queries on `trx`: how a service makes them part of a transaction it opened. */
+  withTransaction(trx: Knex.Transaction): AgentRepository {
+    return new AgentRepository(trx);
+  }
+
   async createToken(t: AgentToken & { tokenHash: string }): Promise<void> {
     await this.db('agent_tokens').insert({
       id: t.id,
@@ -189,5 +194,36 @@ export class AgentRepository {
       .where('last_heartbeat_at', '<', cutoff)
       .update({ connection_state: 'lost', lost_at: at });
     return n > 0;
+  }
+
+  /*
+   * The job an agent holds (`agents.job_id`), kept with the job's own row by the transactions
+   * of src/builds/progress/.
+   */
+
+  /** The agent holds the job it claimed. */
+  async holdJob(agentId: string, jobId: string): Promise<void> {
+    await this.db('agents').where({ id: agentId }).update({ job_id: jobId });
+  }
+
+  /** The agent holds no job (its assigned job went back to be offered again). */
+  async dropJob(agentId: string): Promise<void> {
+    await this.db('agents').where({ id: agentId }).update({ job_id: null });
+  }
+
+  /** The agent finished its job at `at`, and holds none. */
+  async jobFinished(agentId: string, at: Date): Promise<void> {
+    await this.db('agents').where({ id: agentId }).update({ job_id: null, last_job_finished_at: at });
+  }
+
+  /** The agent no longer holds `jobId` (ended without it), if it still did. */
+  async dropJobIfHeld(agentId: string, jobId: string): Promise<void> {
+    await this.db('agents').where({ id: agentId, job_id: jobId }).update({ job_id: null });
+  }
+
+  /** Agents assigned a job of these builds (not yet accepted) hold it no more: the builds are canceled. */
+  async dropAssignedJobsOf(buildIds: string[]): Promise<void> {
+    const assigned = this.db('jobs').whereIn('build_id', buildIds).where({ state: 'assigned' }).select('id');
+    await this.db('agents').whereIn('job_id', assigned).update({ job_id: null });
   }
 }

@@ -2,7 +2,7 @@
 import type { components } from '../../generated/api';
 import { creator, serializeJob } from '../builds/serialize';
 import { graphqlId, isoTime } from '../http/format';
-import type { JobContext } from '../jobs/repository';
+import type { JobContext } from '../jobs/model';
 import { jobEnv } from '../jobs/serialize';
 import { queueOf } from './query-rules';
 import type { Agent, AgentToken } from './repository';

@@ -8,8 +8,11 @@ import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import type { Step } from '../pipelines/configuration';
 import { AgentTokenError, ForbiddenError, NotFoundError, PayloadTooLargeError, UnprocessableError } from '../core/errors';
-import type { JobContext, JobRepository } from '../jobs/repository';
-import { retryOrAdvance } from '../jobs/retry';
+import type { BuildProgress } from '../builds/progress/service';
+import type { JobLogRepository } from '../jobs/log-repository';
+import type { JobState } from '../builds/model';
+import type { JobContext, JobEnd } from '../jobs/model';
+import type { JobRepository } from '../jobs/repository';
 import { sha256Hex } from '../security/keys';
 import { matchesQueryRules } from './query-rules';
 import type { Agent, AgentFilter, AgentRepository, AgentToken } from './repository';
@@ -45,7 +48,7 @@ export function softFails(step: Step, exitStatus: number): boolean {
  * `timed_out`, whatever the exit status; the agent's own timeout (`signal_reason: timeout`)
  * also ends `timed_out`; else exit status 0 passes. Null: the job can't be finished from `from`.
  */
-export function finishedState(from: string, exitStatus: number, signalReason: string | null): string | null {
+export function finishedState(from: JobState, exitStatus: number, signalReason: string | null): JobState | null {
   if (from === 'canceling') return 'canceled';
   if (from === 'timing_out') return 'timed_out';
   if (from !== 'running') return null;
@@ -70,6 +73,9 @@ export class AgentService {
   constructor(
     private readonly agents: AgentRepository,
     private readonly jobs: JobRepository,
+    private readonly logs: JobLogRepository,
+    /** A job move that goes with the agent's row or the build's state machine goes through it. */
+    private readonly progress: BuildProgress,
     /** The sweeper's clock too, so heartbeats and job times are on the clock it judges by. */
     private readonly clock: () => Date = () => new Date(),
     private readonly jobLogLimitBytes: number = DEFAULT_JOB_LOG_LIMIT_BYTES,
@@ -139,7 +145,7 @@ export class AgentService {
   /** A job assigned but not yet accepted goes back to be offered to another agent. */
   async disconnect(agent: Agent): Promise<Agent> {
     const at = this.clock();
-    await this.jobs.release(agent.id);
+    await this.progress.release(agent.id);
     await this.agents.update(agent.id, { connection_state: 'disconnected', disconnected_at: at });
     return { ...agent, connectionState: 'disconnected', disconnectedAt: at };
   }
@@ -165,7 +171,7 @@ export class AgentService {
       const candidates = await this.jobs.dispatchCandidates(agent.organizationId, keys, CANDIDATES_PER_POLL);
       for (const id of candidates) {
         // Lost the race for this one: another agent claimed it between the read and the update.
-        if (!(await this.jobs.claim(id, agent.id))) continue;
+        if (!(await this.progress.claim(id, agent.id))) continue;
         return { action: 'idle', job: await this.jobs.findWithContext(id) };
       }
       if (candidates.length < CANDIDATES_PER_POLL) break;
@@ -180,7 +186,7 @@ export class AgentService {
   /** The job runs; the build is running from its first job's start. */
   async start(agent: Agent, jobId: string): Promise<JobContext> {
     const job = await this.move(agent, jobId, 'accepted', 'running', { started_at: this.clock() });
-    await this.jobs.advance(job.build.id);
+    await this.progress.advance(job.build.id);
     return job;
   }
 
@@ -188,7 +194,7 @@ export class AgentService {
     const job = await this.held(agent, jobId);
     if (job.job.state !== 'running' && job.job.state !== 'accepted')
       throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
-    if (!(await this.jobs.appendChunk(jobId, chunk, this.clock(), this.jobLogLimitBytes))) {
+    if (!(await this.logs.appendChunk(jobId, chunk, this.clock(), this.jobLogLimitBytes))) {
       throw new PayloadTooLargeError(
         `This job's log has reached its limit of ${formatBytes(this.jobLogLimitBytes)} (JOB_LOG_LIMIT_BYTES): the chunk was not stored.`,
       );
@@ -212,10 +218,10 @@ export class AgentService {
       const state = finishedState(current.job.state, body.exit_status, body.signal_reason ?? null);
       if (!state) throw wrongState('finished', 'running');
       const soft = state !== 'canceled' && softFails(current.job.step, body.exit_status);
-      const end = { state, exit_status: body.exit_status, signal_reason: body.signal_reason ?? null, soft_failed: soft, finished_at: this.clock() };
-      if (!(await this.jobs.finish(jobId, agent.id, current.job.state, end))) continue;
-      if (state === 'failed' || state === 'timed_out') await retryOrAdvance(this.jobs, current.job, body.exit_status, end.signal_reason);
-      else await this.jobs.advance(current.build.id);
+      const end: JobEnd = { state, exit_status: body.exit_status, signal_reason: body.signal_reason ?? null, soft_failed: soft, finished_at: this.clock() };
+      if (!(await this.progress.finish(jobId, agent.id, current.job.state, end))) continue;
+      if (state === 'failed' || state === 'timed_out') await this.progress.retryOrAdvance(current.job, body.exit_status, end.signal_reason);
+      else await this.progress.advance(current.build.id);
       return (await this.jobs.findWithContext(jobId))!;
     }
     throw wrongState('finished', 'running');

@@ -1,226 +1,75 @@
 /**
- * Builds, their meta data and jobs: Knex queries, rows in and domain objects out. The build
- * number comes from the pipeline's counter, bumped by UPDATE ... RETURNING as the first
- * statement of the create transaction: the row lock (Postgres) or the write lock (SQLite)
- * serialises concurrent creates, and the unique (pipeline_id, number) index backs it.
+ * Builds and their meta data: Knex queries, rows in and domain objects out (./rows.ts maps them;
+ * the jobs a build embeds are mapped by src/jobs/rows.ts). The build number comes from the
+ * pipeline's counter, bumped by UPDATE ... RETURNING as the first statement of the create: the
+ * row lock (Postgres) or the write lock (SQLite) serialises concurrent creates, and the unique
+ * (pipeline_id, number) index backs it. A build is created with the jobs planned for it, in the
+ * same statement (Postgres) or transaction; every later change to a job is the jobs area's.
+ *
+ * Queries only: the rules that move builds (state machine, cancel, supersede, triggers) are in
+ * src/builds/progress/, which runs these queries on a transaction of its own (withTransaction).
  */
 import type { Knex } from 'knex';
 import { isPostgres, whereAnyOf } from '../db/knex';
-import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
-import { userFromRow } from '../user/repository';
-import type { Step } from '../pipelines/configuration';
-import type { JobType, PlannedJob, StepSignature } from './jobs';
-import { dispatchKey } from '../jobs/dispatch-key';
+import { toBool, toDateOrNull } from '../db/values';
+import type { PlannedJob } from './jobs';
+import type { Job } from '../jobs/model';
+import { jobFromRow, toJobRow } from '../jobs/rows';
 import type { User } from '../core/identity';
-
-export const BUILD_STATES = [
-  'creating',
-  'scheduled',
-  'running',
-  'passed',
-  'failing',
-  'failed',
-  'blocked',
-  'canceling',
-  'canceled',
-  'skipped',
-  'not_run',
-] as const;
-export type BuildState = (typeof BUILD_STATES)[number];
-export const FINISHED_STATES: BuildState[] = ['passed', 'failed', 'blocked', 'canceled'];
-
-export interface Author {
-  name?: string;
-  email?: string;
-  username?: string;
-}
-
-export interface PullRequest {
-  id: string;
-  base: string | null;
-  repository: string | null;
-  labels?: string[];
-}
-
-export interface TriggeredFrom {
-  build_id: string;
-  build_number: number;
-  build_pipeline_slug: string;
-}
-
-export interface Build {
-  id: string;
-  pipelineId: string;
-  organizationId: string;
-  number: number;
-  state: BuildState;
-  blocked: boolean;
-  message: string | null;
-  commit: string;
-  branch: string;
-  tag: string | null;
-  env: Record<string, string>;
-  metaData: Record<string, string>;
-  source: string;
-  author: Author | null;
-  creator: User | null;
-  pullRequest: PullRequest | null;
-  cleanCheckout: boolean;
-  rebuiltFrom: { id: string; number: number } | null;
-  /** The build whose trigger step created this one, as it was then. */
-  triggeredFrom: TriggeredFrom | null;
-  cancelReason: string | null;
-  createdAt: Date;
-  scheduledAt: Date | null;
-  startedAt: Date | null;
-  failingAt: Date | null;
-  finishedAt: Date | null;
-}
-
-/** A stored job: what was planned, plus what running it records. */
-export interface Job extends Omit<PlannedJob, 'state'> {
-  buildId: string;
-  state: string;
-  softFailed: boolean;
-  exitStatus: number | null;
-  retried: boolean;
-  retriedInJobId: string | null;
-  retriesCount: number | null;
-  retryType: string | null;
-  /** On a job that retried another: that job and how it was retried. */
-  retrySource: { job_id: string; retry_type: 'manual' | 'automatic' } | null;
-  /** The agent that took the job (set from `assigned` on). */
-  agentId: string | null;
-  /** Who unblocked a block step, and when. */
-  unblockedBy: User | null;
-  unblockedAt: Date | null;
-  /** The build a trigger job created: its id, number and pipeline slug at the time. */
-  triggeredBuild: { id: string; number: number; pipeline_slug: string } | null;
-  /** Why the agent stopped the process (`cancel`, `timeout`, `agent_stop`), if it did. */
-  signalReason: string | null;
-  /** When a scheduled job no agent took expired. */
-  expiredAt: Date | null;
-  createdAt: Date;
-  scheduledAt: Date | null;
-  runnableAt: Date | null;
-  startedAt: Date | null;
-  finishedAt: Date | null;
-}
-
-export type NewBuild = Omit<Build, 'number' | 'creator'> & { creatorId: string | null; triggeredFromJobId?: string; triggerDepth?: number };
-
-function buildFromRow(r: Record<string, unknown>): Build {
-  return {
-    id: r.id as string,
-    pipelineId: r.pipeline_id as string,
-    organizationId: r.organization_id as string,
-    number: Number(r.number),
-    state: r.state as BuildState,
-    blocked: toBool(r.blocked),
-    message: (r.message as string | null) ?? null,
-    commit: r.commit as string,
-    branch: r.branch as string,
-    tag: (r.tag as string | null) ?? null,
-    env: parseJson(r.env, {}),
-    metaData: parseJson(r.meta_data, {}),
-    source: r.source as string,
-    author: parseJson<Author | null>(r.author, null),
-    creator: r.creator_id
-      ? userFromRow({ id: r.creator_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
-      : null,
-    pullRequest: parseJson<PullRequest | null>(r.pull_request, null),
-    cleanCheckout: toBool(r.clean_checkout),
-    rebuiltFrom: r.rebuilt_from_id ? { id: r.rebuilt_from_id as string, number: Number(r.rebuilt_from_number) } : null,
-    triggeredFrom: parseJson<TriggeredFrom | null>(r.triggered_from, null),
-    cancelReason: (r.cancel_reason as string | null) ?? null,
-    createdAt: toDate(r.created_at),
-    scheduledAt: toDateOrNull(r.scheduled_at),
-    startedAt: toDateOrNull(r.started_at),
-    failingAt: toDateOrNull(r.failing_at),
-    finishedAt: toDateOrNull(r.finished_at),
-  };
-}
-
-export function jobFromRow(r: Record<string, unknown>): Job {
-  return {
-    id: r.id as string,
-    buildId: r.build_id as string,
-    position: Number(r.position),
-    type: r.type as JobType,
-    state: r.state as string,
-    name: (r.name as string | null) ?? null,
-    stepKey: (r.step_key as string | null) ?? null,
-    stepId: r.step_id as string,
-    signature: parseJson<StepSignature | null>(r.step_signature, null),
-    step: parseJson<Step>(r.step, { type: 'waiter', continue_on_failure: false }),
-    command: (r.command as string | null) ?? null,
-    agentQueryRules: parseJson(r.agent_query_rules, []),
-    env: parseJson(r.env, {}),
-    artifactPaths: (r.artifact_paths as string | null) ?? null,
-    timeoutInMinutes: (r.timeout_in_minutes as number | null) ?? null,
-    parallelGroupIndex: (r.parallel_group_index as number | null) ?? null,
-    parallelGroupTotal: (r.parallel_group_total as number | null) ?? null,
-    softFailed: toBool(r.soft_failed),
-    exitStatus: (r.exit_status as number | null) ?? null,
-    brokenReason: (r.broken_reason as string | null) ?? null,
-    priority: Number(r.priority ?? 0),
-    retried: toBool(r.retried),
-    retriedInJobId: (r.retried_in_job_id as string | null) ?? null,
-    retriesCount: (r.retries_count as number | null) ?? null,
-    retryType: (r.retry_type as string | null) ?? null,
-    retrySource: parseJson(r.retry_source, null),
-    agentId: (r.agent_id as string | null) ?? null,
-    unblockedBy: r.unblocked_by ? userFromRow(parseJson(r.unblocked_by, { id: '', name: '', email: '', created_at: null })) : null,
-    unblockedAt: toDateOrNull(r.unblocked_at),
-    triggeredBuild: parseJson(r.triggered_build, null),
-    signalReason: (r.signal_reason as string | null) ?? null,
-    expiredAt: toDateOrNull(r.expired_at),
-    createdAt: toDate(r.created_at),
-    scheduledAt: toDateOrNull(r.scheduled_at),
-    runnableAt: toDateOrNull(r.runnable_at),
-    startedAt: toDateOrNull(r.started_at),
-    finishedAt: toDateOrNull(r.finished_at),
-  };
-}
+import type { Build, BuildFilter, BuildState, NewBuild } from './model';
+import { buildFromRow, toBuildRow } from './rows';
 
 const SELECT = ['b.*', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at'];
 
-export interface BuildFilter {
-  /** One pipeline, or organizations (each optionally restricted to the pipelines a user's teams may see). */
-  scope: { pipelineId: string } | { organizations: { id: string; restrictedToUserId?: string }[] };
-  branches?: string[];
-  commits?: string[];
-  states?: BuildState[];
-  createdFrom?: Date;
-  createdTo?: Date;
-  finishedFrom?: Date;
-  creatorId?: string;
-  metaData?: Record<string, string>;
+/** What the state machine reads of a build, and what a trigger step tells the build it creates. */
+export interface ProgressingBuild {
+  state: BuildState;
+  blocked: boolean;
+  startedAt: Date | null;
+  failingAt: Date | null;
+  finishedAt: Date | null;
+  organizationId: string;
+  pipelineId: string;
+  number: number;
+  message: string | null;
+  creatorId: string | null;
+  triggerDepth: number;
+  /** The synchronous trigger job that waits on this build, if a trigger step created it. */
+  triggeredFromJobId: string | null;
 }
+
+/** The fields of a build the state machine decides. */
+export type BuildStateFields = Pick<Build, 'state' | 'blocked' | 'startedAt' | 'failingAt' | 'finishedAt'>;
 
 export class BuildRepository {
   constructor(private readonly db: Knex) {}
+
+  /** The same queries on `trx`: how a service makes them part of a transaction it opened. */
+  withTransaction(trx: Knex.Transaction): BuildRepository {
+    return new BuildRepository(trx);
+  }
+
+  /** `fn` in the transaction this repository is bound to, else in one of its own. */
+  private atomically<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+    return this.db.isTransaction ? fn(this.db as Knex.Transaction) : this.db.transaction(fn);
+  }
 
   /**
    * Next number, build, meta data and jobs, atomically; returns what a read would. The
    * pipeline's counter is bumped first (its row lock serialises creates on the pipeline) and
    * the organization's last, so creates on different pipelines of one organization queue on its
    * row only briefly. Lock order is pipeline, then organization, everywhere: no deadlocks.
-   * `supersede`, when given, runs in the same transaction with the new number.
+   * Bound to a transaction (withTransaction), it runs in that one: the caller's next statements
+   * (older builds of the branch superseded, src/builds/progress/cancellation.ts) see the number.
    *
    * On Postgres it is all one statement of data-modifying CTEs (the organization's bump reads
    * the pipeline's, which forces the lock order; foreign keys are checked at the statement's
-   * end), in a transaction of its own unless `supersede` follows. Every round trip under the
+   * end), in no transaction of its own: one statement is atomic. Every round trip under the
    * pipeline's lock is time every other create on it waits, and with 50 requests in flight each
    * round trip also waits its turn on the event loop: seven round trips under the lock made
    * creates on one pipeline three times slower. SQLite's statements cost no round trips.
    */
-  async insert(
-    build: NewBuild,
-    creator: User | null,
-    jobs: PlannedJob[],
-    supersede?: (trx: Knex.Transaction, number: number) => Promise<void>,
-  ): Promise<{ build: Build; jobs: Job[] }> {
+  async insert(build: NewBuild, creator: User | null, jobs: PlannedJob[]): Promise<{ build: Build; jobs: Job[] }> {
     const buildRow = toBuildRow(build);
     const metaRows = Object.entries(build.metaData).map(([key, value]) => ({ build_id: build.id, key, value, value_key: value.slice(0, 255) }));
     const jobRows = jobs.map((j) => toJobRow(build, j));
@@ -252,17 +101,10 @@ export class BuildRepository {
         const r = returned(await db.raw(sql, bindings));
         return { number: Number(r.number), org_number: Number(r.org_number) };
       };
-      numbers = supersede
-        ? await this.db.transaction(async (trx) => {
-            const n = await run(trx);
-            await supersede(trx, n.number);
-            return n;
-          })
-        : await run(this.db);
+      numbers = await run(this.db);
     } else {
-      numbers = await this.db.transaction(async (trx) => {
+      numbers = await this.atomically(async (trx) => {
         const number = Number(returned(await trx.raw(bumpPipeline, [build.pipelineId])).builds_counter);
-        if (supersede) await supersede(trx, number);
         await trx('builds').insert({ ...buildRow, number });
         if (metaRows.length) await trx('build_meta_data').insert(metaRows);
         // Chunked: SQLite allows a limited number of bound variables per statement.
@@ -276,55 +118,6 @@ export class BuildRepository {
     // defaults, which the row readers give too): no read back after the commit.
     const creatorColumns = creator && { creator_name: creator.name, creator_email: creator.email, creator_created_at: creator.createdAt };
     return { build: buildFromRow({ ...buildRow, ...numbers, ...creatorColumns }), jobs: jobRows.map(jobFromRow) };
-  }
-
-  /**
-   * Older builds of the branch in `fromStates` move to `toState` with their unfinished jobs
-   * (`skip_queued_branch_builds`, `cancel_running_branch_builds`). Returns how many moved.
-   */
-  async supersede(
-    trx: Knex.Transaction,
-    pipelineId: string,
-    branch: string,
-    belowNumber: number,
-    fromStates: BuildState[],
-    toState: BuildState,
-    jobState: string,
-    at: Date,
-  ): Promise<number> {
-    const ids = (await trx('builds')
-      .where({ pipeline_id: pipelineId, branch })
-      .where('number', '<', belowNumber)
-      .whereIn('state', fromStates)
-      .pluck('id')) as string[];
-    if (!ids.length) return 0;
-    await trx('builds').whereIn('id', ids).update({ state: toState, finished_at: at, blocked: false });
-    if (toState === 'canceled') {
-      const busy = await cancelJobs(trx, ids, at);
-      if (busy.length) await trx('builds').whereIn('id', busy).update({ state: 'canceling', finished_at: null });
-    } else {
-      await trx('jobs').whereIn('build_id', ids).whereIn('state', UNFINISHED_JOB_STATES).update({ state: jobState, finished_at: at });
-    }
-    return ids.length;
-  }
-
-  /**
-   * Cancels a build in one of `fromStates` (see cancelJobs): `canceled` with `finished_at` at
-   * once, or `canceling` while agents stop its jobs. False if the build's state had moved on.
-   */
-  async cancel(buildId: string, fromStates: BuildState[], at: Date): Promise<boolean> {
-    return this.db.transaction(async (trx) => {
-      const n = await trx('builds').where({ id: buildId }).whereIn('state', fromStates).update({ state: 'canceling', blocked: false });
-      if (!n) return false;
-      if (!(await cancelJobs(trx, [buildId], at)).length) await trx('builds').where({ id: buildId }).update({ state: 'canceled', finished_at: at });
-      return true;
-    });
-  }
-
-  /** Cancels the branch's builds in `fromStates` with their unfinished jobs (a deleted branch); returns how many. */
-  async cancelBranch(pipelineId: string, branch: string, fromStates: BuildState[], at: Date): Promise<number> {
-    // Below the largest 32-bit integer, the number column's type on Postgres: every build of the branch.
-    return this.db.transaction((trx) => this.supersede(trx, pipelineId, branch, 2 ** 31 - 1, fromStates, 'canceled', 'canceled', at));
   }
 
   /** A build and its jobs (retried ones only when asked). */
@@ -479,103 +272,116 @@ export class BuildRepository {
     for (const row of await q) byBuild.get(row.build_id as string)!.push(jobFromRow(row));
     return byBuild;
   }
-}
 
-function toBuildRow(build: NewBuild) {
-  return {
-    id: build.id,
-    pipeline_id: build.pipelineId,
-    organization_id: build.organizationId,
-    state: build.state,
-    blocked: build.blocked,
-    message: build.message,
-    commit: build.commit,
-    branch: build.branch,
-    tag: build.tag,
-    env: JSON.stringify(build.env),
-    meta_data: JSON.stringify(build.metaData),
-    source: build.source,
-    author: build.author ? JSON.stringify(build.author) : null,
-    creator_id: build.creatorId,
-    pull_request: build.pullRequest ? JSON.stringify(build.pullRequest) : null,
-    clean_checkout: build.cleanCheckout,
-    rebuilt_from_id: build.rebuiltFrom?.id ?? null,
-    rebuilt_from_number: build.rebuiltFrom?.number ?? null,
-    triggered_from: build.triggeredFrom ? JSON.stringify(build.triggeredFrom) : null,
-    cancel_reason: build.cancelReason,
-    created_at: build.createdAt,
-    scheduled_at: build.scheduledAt,
-    started_at: build.startedAt,
-    failing_at: build.failingAt,
-    finished_at: build.finishedAt,
-    ...(build.triggeredFromJobId ? { triggered_from_job_id: build.triggeredFromJobId, trigger_depth: build.triggerDepth ?? 0 } : {}),
-  };
-}
+  /*
+   * What progression (src/builds/progress/) reads and writes of builds, on the transaction it
+   * opened. Each write is the one statement its rule needs.
+   */
 
-/** A planned job's row in `build`; its times are the build's creation (or, for an upload, the upload's). */
-export function toJobRow(build: Pick<NewBuild, 'id' | 'pipelineId' | 'organizationId' | 'createdAt'>, j: PlannedJob) {
-  const agentQueryRules = JSON.stringify(j.agentQueryRules);
-  return {
-    id: j.id,
-    build_id: build.id,
-    pipeline_id: build.pipelineId,
-    // What dispatch looks jobs up by (src/db/migrations/20261125110000_job_dispatch.ts).
-    organization_id: build.organizationId,
-    dispatch_key: dispatchKey(agentQueryRules),
-    position: j.position,
-    type: j.type,
-    state: j.state,
-    name: j.name,
-    step_key: j.stepKey,
-    step_id: j.stepId,
-    step_signature: j.signature ? JSON.stringify(j.signature) : null,
-    step: JSON.stringify(j.step),
-    command: j.command,
-    agent_query_rules: agentQueryRules,
-    env: JSON.stringify(j.env),
-    artifact_paths: j.artifactPaths,
-    timeout_in_minutes: j.timeoutInMinutes,
-    parallel_group_index: j.parallelGroupIndex,
-    parallel_group_total: j.parallelGroupTotal,
-    broken_reason: j.brokenReason,
-    priority: j.priority,
-    ...jobTimes(build, j),
-  };
-}
+  /**
+   * Locks the build's row until the transaction ends (Postgres; SQLite has one writer), so job
+   * events of one build are applied one after another. False if the build is gone.
+   */
+  async lock(buildId: string): Promise<boolean> {
+    return (
+      (await this.db('builds')
+        .where({ id: buildId })
+        .update({ state: this.db.ref('state') })) > 0
+    );
+  }
 
-/** A new job's timestamps: what runs at once is scheduled and runnable now; a filtered-out step is over. */
-function jobTimes(build: Pick<NewBuild, 'createdAt'>, j: PlannedJob) {
-  return {
-    created_at: build.createdAt,
-    scheduled_at: j.state === 'scheduled' ? build.createdAt : null,
-    runnable_at: j.state === 'scheduled' ? build.createdAt : null,
-    finished_at: j.state === 'broken' ? build.createdAt : null,
-  };
+  /** What the state machine reads of a (locked) build. */
+  async progressOf(buildId: string): Promise<ProgressingBuild> {
+    const b = await this.db('builds')
+      .where({ id: buildId })
+      .first(
+        'state',
+        'blocked',
+        'started_at',
+        'failing_at',
+        'finished_at',
+        'organization_id',
+        'pipeline_id',
+        'number',
+        'message',
+        'creator_id',
+        'trigger_depth',
+        'triggered_from_job_id',
+      );
+    return {
+      state: b.state as BuildState,
+      blocked: toBool(b.blocked),
+      startedAt: toDateOrNull(b.started_at),
+      failingAt: toDateOrNull(b.failing_at),
+      finishedAt: toDateOrNull(b.finished_at),
+      organizationId: b.organization_id as string,
+      pipelineId: b.pipeline_id as string,
+      number: Number(b.number),
+      message: (b.message as string | null) ?? null,
+      creatorId: (b.creator_id as string | null) ?? null,
+      triggerDepth: Number(b.trigger_depth ?? 0),
+      triggeredFromJobId: (b.triggered_from_job_id as string | null) ?? null,
+    };
+  }
+
+  /** Stores what the state machine decided for the build. */
+  async saveProgress(buildId: string, n: BuildStateFields): Promise<void> {
+    await this.db('builds')
+      .where({ id: buildId })
+      .update({ state: n.state, blocked: n.blocked, started_at: n.startedAt, failing_at: n.failingAt, finished_at: n.finishedAt });
+  }
+
+  /** A canceled build runs again (a job of it was retried). */
+  async reopenCanceled(buildId: string): Promise<void> {
+    await this.db('builds').where({ id: buildId, state: 'canceled' }).update({ state: 'running', finished_at: null });
+  }
+
+  /** Sets meta-data keys (a block step's fields): in the meta-data table and in the build's own copy. */
+  async mergeMetaData(buildId: string, fields: Record<string, string>): Promise<void> {
+    for (const [key, value] of Object.entries(fields)) {
+      await this.db('build_meta_data')
+        .insert({ build_id: buildId, key, value, value_key: value.slice(0, 255) })
+        .onConflict(['build_id', 'key'])
+        .merge();
+    }
+    const row = await this.db('builds').where({ id: buildId }).first('meta_data');
+    await this.db('builds')
+      .where({ id: buildId })
+      .update({ meta_data: JSON.stringify({ ...JSON.parse(row.meta_data as string), ...fields }) });
+  }
+
+  /** Ids of the branch's builds numbered below `belowNumber` in `states`. */
+  async branchBuildsBelow(pipelineId: string, branch: string, belowNumber: number, states: BuildState[]): Promise<string[]> {
+    return (await this.db('builds')
+      .where({ pipeline_id: pipelineId, branch })
+      .where('number', '<', belowNumber)
+      .whereIn('state', states)
+      .pluck('id')) as string[];
+  }
+
+  /** The builds end in `state` at `at`, no longer blocked. */
+  async end(buildIds: string[], state: BuildState, at: Date): Promise<void> {
+    await this.db('builds').whereIn('id', buildIds).update({ state, finished_at: at, blocked: false });
+  }
+
+  /** The build, if in one of `fromStates`, starts canceling; false if its state had moved on. */
+  async startCanceling(buildId: string, fromStates: BuildState[]): Promise<boolean> {
+    return (await this.db('builds').where({ id: buildId }).whereIn('state', fromStates).update({ state: 'canceling', blocked: false })) > 0;
+  }
+
+  /** Builds whose jobs agents are still stopping are `canceling`, not finished. */
+  async stillCanceling(buildIds: string[]): Promise<void> {
+    await this.db('builds').whereIn('id', buildIds).update({ state: 'canceling', finished_at: null });
+  }
+
+  /** The build is canceled at `at`. */
+  async canceled(buildId: string, at: Date): Promise<void> {
+    await this.db('builds').where({ id: buildId }).update({ state: 'canceled', finished_at: at });
+  }
 }
 
 /** The single row of an UPDATE ... RETURNING, whichever driver answered. */
 function returned(result: unknown): Record<string, unknown> {
   const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, unknown>[];
   return rows[0]!;
-}
-
-/** Job states that are not final: what a cancel or skip moves along. */
-export const UNFINISHED_JOB_STATES = ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited', 'scheduled', 'assigned', 'accepted'];
-/** Job states in which an agent has the job in hand: a cancel has to reach the agent. */
-const ON_AGENT_JOB_STATES = ['accepted', 'running'];
-
-/**
- * Cancels the builds' unfinished jobs: those no agent has accepted end `canceled` at once (an
- * agent assigned one is freed of it); those an agent accepted or runs become `canceling`, for
- * the agent to stop and finish. Returns the builds that still have such jobs (a job already
- * `timing_out` counts: its agent is stopping it).
- */
-async function cancelJobs(trx: Knex.Transaction, buildIds: string[], at: Date): Promise<string[]> {
-  const assigned = trx('jobs').whereIn('build_id', buildIds).where({ state: 'assigned' }).select('id');
-  await trx('agents').whereIn('job_id', assigned).update({ job_id: null });
-  const stopNow = UNFINISHED_JOB_STATES.filter((s) => !ON_AGENT_JOB_STATES.includes(s));
-  await trx('jobs').whereIn('build_id', buildIds).whereIn('state', stopNow).update({ state: 'canceled', finished_at: at });
-  await trx('jobs').whereIn('build_id', buildIds).whereIn('state', ON_AGENT_JOB_STATES).update({ state: 'canceling' });
-  const busy = await trx('jobs').whereIn('build_id', buildIds).whereIn('state', ['canceling', 'timing_out']).distinct('build_id');
-  return busy.map((r) => r.build_id as string);
 }

@@ -1,18 +1,17 @@
 /** Builds: thin handlers for the three list scopes, create, get, cancel and rebuild. */
-import express, { Request, Response } from 'express';
-import type { operations } from '../../generated/api';
 import { actorOf, principalOf } from '../http/auth';
-import { NotFoundError } from '../core/errors';
+import { operationRouter, type OperationRequest, type OperationResponse } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import type { PipelineService } from '../pipelines/service';
 import type { PipelineCounts } from '../pipelines/repository';
 import type { Agent } from '../agents/repository';
 import { serializeAgentBase } from '../agents/serialize';
 import { serializeBuild, serializeBuildPipeline } from './serialize';
-import type { BuildService, BuildWithJobs, ListQuery } from './service';
+import type { BuildService, BuildWithJobs } from './service';
 
-type CreateBody = operations['createBuild']['requestBody']['content']['application/json'];
 type Exclude = { jobs?: boolean; pipeline?: boolean };
+/** The three list scopes share their parameters and answer. */
+type ListOperation = 'listAllBuilds' | 'listOrganizationBuilds' | 'listPipelineBuilds';
 /** Stands in for counts that are not read because the pipeline is left out of the answer. */
 const NO_COUNTS: PipelineCounts = { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
 
@@ -23,14 +22,7 @@ export function buildRoutes(
   publicUrl: string,
   agentsByIds: (ids: string[]) => Promise<Agent[]> = async () => [],
 ) {
-  const router = express.Router();
-  const base = '/v2/organizations/:org_slug/pipelines/:pipeline_slug/builds';
-  const numberOf = (req: Request) => {
-    // The validator lets a number too large for a double through as Infinity: no build has it.
-    const n = Number(req.params.build_number);
-    if (!Number.isSafeInteger(n) || n < 1 || n > 2 ** 31 - 1) throw new NotFoundError('build');
-    return n;
-  };
+  const api = operationRouter();
 
   /** `exclude` (`exclude_jobs`, `exclude_pipeline`): those keys are left out, and not read. */
   const render = async (items: BuildWithJobs[], exclude: Exclude = {}) => {
@@ -81,54 +73,54 @@ export function buildRoutes(
       return { ...rest, ...(exclude.jobs ? {} : { jobs }), ...(exclude.pipeline ? {} : { pipeline }) };
     });
   };
-  const excludeOf = (req: Request): Exclude => {
-    const q = req.query as { exclude_jobs?: boolean; exclude_pipeline?: boolean };
-    return { jobs: q.exclude_jobs === true, pipeline: q.exclude_pipeline === true };
-  };
+  const excludeOf = (q: { exclude_jobs?: boolean; exclude_pipeline?: boolean }): Exclude => ({
+    jobs: q.exclude_jobs === true,
+    pipeline: q.exclude_pipeline === true,
+  });
   const renderOne = async (item: BuildWithJobs) => (await render([item]))[0];
 
-  const list = async (req: Request, res: Response, scope: Parameters<BuildService['list']>[0]) => {
+  const list = async (req: OperationRequest<ListOperation>, res: OperationResponse<ListOperation>, scope: Parameters<BuildService['list']>[0]) => {
     const page = pageRequest(req);
     // One more than a page tells whether a next page exists without counting every match.
-    const items = await builds.list(scope, req.query as ListQuery, page.offset, page.perPage + 1);
+    const items = await builds.list(scope, req.query, page.offset, page.perPage + 1);
     setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    res.json(await render(items.slice(0, page.perPage), excludeOf(req)));
+    res.json(await render(items.slice(0, page.perPage), excludeOf(req.query)));
   };
 
-  router.get('/v2/builds', async (req, res) => {
+  api.on('listAllBuilds', async (req, res) => {
     await list(req, res, { principal: principalOf(res) });
   });
 
-  router.get('/v2/organizations/:org_slug/builds', async (req, res) => {
+  api.on('listOrganizationBuilds', async (req, res) => {
     await list(req, res, { actor: actorOf(res) });
   });
 
-  router.get(base, async (req, res) => {
-    await list(req, res, { actor: actorOf(res), pipelineSlug: String(req.params.pipeline_slug) });
+  api.on('listPipelineBuilds', async (req, res) => {
+    await list(req, res, { actor: actorOf(res), pipelineSlug: req.params.pipeline_slug });
   });
 
-  router.post(base, async (req, res) => {
+  api.on('createBuild', async (req, res) => {
     const actor = actorOf(res);
-    const item = await builds.create(actor, String(req.params.pipeline_slug), req.body as CreateBody);
+    const item = await builds.create(actor, req.params.pipeline_slug, req.body);
     res.status(201).json(await renderOne(item));
   });
 
-  router.get(`${base}/:build_number`, async (req, res) => {
+  api.on('getBuild', async (req, res) => {
     const actor = actorOf(res);
-    const includeRetried = (req.query as { include_retried_jobs?: boolean }).include_retried_jobs === true;
-    const exclude = excludeOf(req);
-    res.json((await render([await builds.get(actor, String(req.params.pipeline_slug), numberOf(req), includeRetried, exclude)], exclude))[0]);
+    const includeRetried = req.query.include_retried_jobs === true;
+    const exclude = excludeOf(req.query);
+    res.json((await render([await builds.get(actor, req.params.pipeline_slug, req.params.build_number, includeRetried, exclude)], exclude))[0]);
   });
 
-  router.put(`${base}/:build_number/cancel`, async (req, res) => {
+  api.on('cancelBuild', async (req, res) => {
     const actor = actorOf(res);
-    res.json(await renderOne(await builds.cancel(actor, String(req.params.pipeline_slug), numberOf(req))));
+    res.json(await renderOne(await builds.cancel(actor, req.params.pipeline_slug, req.params.build_number)));
   });
 
-  router.put(`${base}/:build_number/rebuild`, async (req, res) => {
+  api.on('rebuildBuild', async (req, res) => {
     const actor = actorOf(res);
-    res.json(await renderOne(await builds.rebuild(actor, String(req.params.pipeline_slug), numberOf(req))));
+    res.json(await renderOne(await builds.rebuild(actor, req.params.pipeline_slug, req.params.build_number)));
   });
 
-  return router;
+  return api.router;
 }

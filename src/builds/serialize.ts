@@ -4,7 +4,8 @@ import { graphqlId, gravatarUrl, isoTime, utcTime } from '../http/format';
 import type { Pipeline, PipelineCounts } from '../pipelines/repository';
 import { serializeProvider } from '../pipelines/serialize';
 import type { BuildWithJobs } from './service';
-import type { Author, Job } from './repository';
+import type { Author } from './model';
+import type { Job } from '../jobs/model';
 import type { User } from '../core/identity';
 
 type BuildJson = components['schemas']['Build'];

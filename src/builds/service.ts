@@ -1,36 +1,29 @@
 /**
- * The rules of builds: creating one (numbering, branch filters, jobs from steps, skipping and
- * canceling older builds of the branch), listing with filters across the three scopes, cancel
- * and rebuild. No HTTP, no SQL.
+ * The rules of builds as callers ask for them: creating one (permissions, archived pipelines,
+ * branch filters, the fields of an API, rebuild or webhook build), listing with filters across
+ * the three scopes, get, cancel and rebuild. The writes themselves (numbering, jobs from steps,
+ * skipping and canceling older builds of the branch, the state machine) are build
+ * progression's (./progress/service.ts). No HTTP, no SQL.
  */
-import crypto from 'node:crypto';
-import type { components } from '../../generated/api';
+import type { components, operations } from '../../generated/api';
 import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } from '../core/errors';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
-import type { Keys } from '../security/keys';
-import { MAX_JOBS_PER_BUILD, planJobs, signStep, stepSigningKey, type StepSignature } from './jobs';
-import { FINISHED_STATES, type Build, type BuildFilter, type BuildRepository, type BuildState, type Job, type PullRequest } from './repository';
-import type { Principal, Actor, Permissions, User } from '../core/identity';
+import type { Job } from '../jobs/model';
+import { FINISHED_STATES, type Build, type BuildFilter, type BuildState, type NewBuildFields, type PullRequest } from './model';
+import type { BuildProgress } from './progress/service';
+import type { BuildRepository } from './repository';
+import type { Principal, Actor, Permissions } from '../core/identity';
 
 export type CreateBuildInput = components['schemas']['CreateBuildRequest'];
 
-export interface ListQuery {
-  branch?: string | string[];
-  commit?: string | string[];
-  state?: string | string[];
-  created_from?: string;
-  created_to?: string;
-  finished_from?: string;
-  creator?: string;
-  meta_data?: Record<string, string>;
-  include_retried_jobs?: boolean;
-  /** The builds come without jobs, and none are read. */
-  exclude_jobs?: boolean;
-  /** The builds come without their pipeline, and its counts are not read. */
-  exclude_pipeline?: boolean;
-}
+/**
+ * The list operations' filters, as the validator leaves them; `exclude_jobs`: the builds come
+ * without jobs, and none are read; `exclude_pipeline`: without their pipeline, and its counts are
+ * not read. The three list operations take the same (the spec shares the parameters).
+ */
+export type ListQuery = Omit<NonNullable<operations['listAllBuilds']['parameters']['query']>, 'page' | 'per_page'>;
 
 export interface BuildWithJobs {
   build: Build;
@@ -41,37 +34,18 @@ export interface BuildWithJobs {
   actor: Actor;
 }
 
-/** What a create writes beyond what the pipeline decides. */
-export type NewBuildFields = Pick<
-  Build,
-  'commit' | 'branch' | 'message' | 'author' | 'env' | 'metaData' | 'cleanCheckout' | 'pullRequest' | 'rebuiltFrom' | 'source'
-> &
-  Partial<Pick<Build, 'tag' | 'triggeredFrom'>> & { triggeredFromJobId?: string; triggerDepth?: number };
-
 /** What a webhook delivery decides about a build. */
 export type DeliveredBuild = Pick<Build, 'commit' | 'branch' | 'tag' | 'message' | 'author' | 'pullRequest'>;
 
 const CANCELABLE: BuildState[] = ['scheduled', 'running', 'failing'];
 
 export class BuildService {
-  private readonly signingKey: Buffer;
-
-  /**
-   * `advance` runs a build's state machine (src/jobs/repository.ts), which launches trigger
-   * steps; without it (tests of builds alone) trigger jobs stay scheduled.
-   */
+  /** Every write that moves a build (create, cancel) goes through `progress`, which owns its transaction. */
   constructor(
     private readonly builds: BuildRepository,
     private readonly pipelines: PipelineService,
-    keys: Keys,
-    private readonly advance?: (buildId: string) => Promise<void>,
-  ) {
-    this.signingKey = stepSigningKey(keys);
-  }
-
-  sign(fields: Record<string, unknown>): StepSignature {
-    return signStep(this.signingKey, fields);
-  }
+    private readonly progress: BuildProgress,
+  ) {}
 
   async create(actor: Actor, pipelineSlug: string, input: CreateBuildInput): Promise<BuildWithJobs> {
     const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug);
@@ -129,7 +103,7 @@ export class BuildService {
 
   /** A build from a provider webhook delivery: no creator, `source: "webhook"`, the same create path as API builds. */
   async createFromDelivery(pipeline: Pipeline, b: DeliveredBuild): Promise<Build> {
-    return (await this.insertBuild(pipeline, null, { ...b, env: {}, metaData: {}, cleanCheckout: false, rebuiltFrom: null, source: 'webhook' })).build;
+    return (await this.progress.createBuild(pipeline, null, { ...b, env: {}, metaData: {}, cleanCheckout: false, rebuiltFrom: null, source: 'webhook' })).build;
   }
 
   /** Whether the pipeline has a build of `commit` (on `branch`, when given). */
@@ -140,23 +114,12 @@ export class BuildService {
 
   /** Cancels the scheduled and running builds of a branch (it was deleted); returns how many. */
   cancelBranchBuilds(pipelineId: string, branch: string): Promise<number> {
-    return this.builds.cancelBranch(pipelineId, branch, CANCELABLE, new Date());
+    return this.progress.cancelBranch(pipelineId, branch, CANCELABLE, new Date());
   }
 
   private async createFrom(actor: Actor, pipeline: Pipeline, perms: Permissions, b: NewBuildFields): Promise<BuildWithJobs> {
-    const { build, jobs } = await this.insertBuild(pipeline, actor.principal.user, b);
+    const { build, jobs } = await this.progress.createBuild(pipeline, actor.principal.user, b);
     return { build, jobs, pipeline, perms, actor };
-  }
-
-  /**
-   * Writes the build; a trigger step that runs at once is launched by the build's state machine
-   * right after, and the build is then read back so the answer shows the trigger job running.
-   */
-  private async insertBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields): Promise<{ build: Build; jobs: Job[] }> {
-    const written = await insertBuild(this.builds, pipeline, creator, b, (fields) => this.sign(fields));
-    if (!this.advance || !written.jobs.some((j) => j.type === 'trigger' && j.state === 'scheduled')) return written;
-    await this.advance(written.build.id);
-    return (await this.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;
   }
 
   async get(
@@ -177,12 +140,11 @@ export class BuildService {
     const build = await this.builds.findByNumber(pipeline.id, number);
     if (!build) throw new NotFoundError('build');
     if (!perms.build) throw new ForbiddenError();
-    if (!CANCELABLE.includes(build.state) || !(await this.builds.cancel(build.id, CANCELABLE, new Date()))) {
+    // Canceled, the build's state machine runs: a build a synchronous trigger step is waiting on ends that step (failed).
+    if (!CANCELABLE.includes(build.state) || !(await this.progress.cancel(build.id, CANCELABLE, new Date()))) {
       const current = (await this.builds.findById(build.id))!;
       throw new UnprocessableError(`This build can't be canceled because it is ${current.state}: only scheduled, running or failing builds can be canceled.`);
     }
-    // A build a synchronous trigger step is waiting on ends that step (failed).
-    await this.advance?.(build.id);
     return this.get(actor, pipelineSlug, number, false);
   }
 
@@ -225,14 +187,14 @@ export class BuildService {
   }
 
   private filterFrom(q: ListQuery): Omit<BuildFilter, 'scope'> {
-    const list = (v: string | string[] | undefined) => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
+    const list = <T extends string>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
     const time = (name: string, v: string | undefined) => {
       if (v === undefined) return undefined;
       const d = new Date(v);
       if (Number.isNaN(d.getTime())) throw new BadRequestError(`Invalid parameter ${name}: must be an ISO 8601 time`);
       return d;
     };
-    const states = list(q.state)?.flatMap((s) => (s === 'finished' ? FINISHED_STATES : [s as BuildState]));
+    const states = list(q.state)?.flatMap((s) => (s === 'finished' ? FINISHED_STATES : [s]));
     return {
       branches: list(q.branch),
       commits: list(q.commit),
@@ -244,64 +206,4 @@ export class BuildService {
       metaData: q.meta_data,
     };
   }
-}
-
-/**
- * Plans the pipeline's steps into jobs and writes the build with them, skipping or canceling
- * older builds of the branch as the pipeline says. `builds` may be bound to a transaction (a
- * trigger step creates its build inside the state machine's).
- */
-export function insertBuild(
-  builds: BuildRepository,
-  pipeline: Pipeline,
-  creator: User | null,
-  b: NewBuildFields,
-  sign: (fields: Record<string, unknown>) => StepSignature,
-): Promise<{ build: Build; jobs: Job[] }> {
-  const now = new Date();
-  const jobs = planJobs(pipeline.steps, {
-    branch: b.branch,
-    pipelineEnv: pipeline.env,
-    buildEnv: b.env,
-    repositoryUrl: pipeline.repository,
-    stepTimeouts: { defaultMinutes: pipeline.defaultTimeoutInMinutes, maximumMinutes: pipeline.maximumTimeoutInMinutes },
-    sign,
-  });
-  if (jobs.length > MAX_JOBS_PER_BUILD) {
-    throw new UnprocessableError(
-      `A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: the pipeline's steps make ${jobs.length} (parallelism and matrix steps count each job).`,
-    );
-  }
-  const runnable = jobs.filter((j) => j.state !== 'broken');
-  // Every step filtered out: nothing will run, the build is over before it starts.
-  const notRun = runnable.length === 0;
-  const skipQueued = pipeline.skipQueuedBranchBuilds && matchesBranchFilter(pipeline.skipQueuedBranchBuildsFilter, b.branch);
-  const cancelRunning = pipeline.cancelRunningBranchBuilds && matchesBranchFilter(pipeline.cancelRunningBranchBuildsFilter, b.branch);
-  return builds.insert(
-    {
-      id: crypto.randomUUID(),
-      pipelineId: pipeline.id,
-      organizationId: pipeline.organizationId,
-      state: notRun ? 'not_run' : 'scheduled',
-      blocked: jobs.some((j) => j.state === 'blocked'),
-      tag: null,
-      triggeredFrom: null,
-      creatorId: creator?.id ?? null,
-      cancelReason: null,
-      createdAt: now,
-      scheduledAt: now,
-      startedAt: null,
-      failingAt: null,
-      finishedAt: notRun ? now : null,
-      ...b,
-    },
-    creator,
-    jobs,
-    skipQueued || cancelRunning
-      ? async (trx, number) => {
-          if (skipQueued) await builds.supersede(trx, pipeline.id, b.branch, number, ['scheduled'], 'skipped', 'skipped', now);
-          if (cancelRunning) await builds.supersede(trx, pipeline.id, b.branch, number, ['running', 'failing'], 'canceled', 'canceled', now);
-        }
-      : undefined,
-  );
 }

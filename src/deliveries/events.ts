@@ -4,7 +4,7 @@
  * pipeline's settings to them. Also a small reader for untrusted payloads that turns a missing
  * or mistyped field into a 400 naming it.
  */
-import type { Author } from '../builds/repository';
+import type { Author } from '../builds/model';
 import { BadRequestError } from '../core/errors';
 
 export type ProviderFamily = 'github' | 'gitlab' | 'bitbucket';

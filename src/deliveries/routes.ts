@@ -1,5 +1,6 @@
 /** Webhook deliveries: `POST /deliver/{token}`, outside /v2 (the token in the path is the credential). */
-import express, { Request } from 'express';
+import type { Request } from 'express';
+import { operationRouter, type OperationRequest } from '../http/operation';
 import type { DeliveryService } from './service';
 
 /** The body exactly as it arrived, kept by the delivery body parser (app.ts) for signature checks. */
@@ -8,10 +9,10 @@ export interface RawBodyRequest extends Request {
 }
 
 export function deliveryRoutes(deliveries: DeliveryService) {
-  const router = express.Router();
-  router.post('/deliver/:token', async (req: RawBodyRequest, res) => {
+  const api = operationRouter();
+  api.on('deliverWebhook', async (req: OperationRequest<'deliverWebhook'> & Pick<RawBodyRequest, 'rawBody'>, res) => {
     const result = await deliveries.deliver(
-      String(req.params.token),
+      req.params.token,
       {
         githubEvent: req.get('x-github-event'),
         githubSignature: req.get('x-hub-signature-256'),
@@ -26,5 +27,5 @@ export function deliveryRoutes(deliveries: DeliveryService) {
     );
     res.status(result.builds ? 201 : 200).json(result);
   });
-  return router;
+  return api.router;
 }

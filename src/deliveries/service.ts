@@ -4,7 +4,7 @@
  * pipeline's provider settings. Every "no" names the rule that said it, because the answer is
  * read in the provider's delivery log. No HTTP, no SQL.
  */
-import type { Build, PullRequest } from '../builds/repository';
+import type { Build, PullRequest } from '../builds/model';
 import type { BuildService, DeliveredBuild } from '../builds/service';
 import { BadRequestError, SignatureError, UnprocessableError, WebhookTokenError } from '../core/errors';
 import type { OrganizationRepository } from '../organizations/repository';

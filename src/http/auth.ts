@@ -8,6 +8,7 @@ import express, { NextFunction, Request, Response, Router } from 'express';
 import type { AccessTokenService } from '../access-token/service';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '../core/errors';
 import type { Principal, Organization, Role } from '../core/identity';
+import { specOperations } from './spec-operations';
 
 const BEARER = /^Bearer ([A-Za-z0-9_.~+/=-]{1,4096})$/i;
 
@@ -52,27 +53,17 @@ export interface OperationGuard {
   hasOrg: boolean;
 }
 
-type SpecDoc = { paths?: Record<string, Record<string, unknown>>; security?: SecurityRequirement[] };
 type SecurityRequirement = Record<string, string[]>;
-const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
+type SpecDoc = { paths?: Record<string, Record<string, unknown>>; security?: SecurityRequirement[] };
 
 /** One guard per operation that needs a bearer token, read from the spec. */
 export function guardsFromSpec(spec: SpecDoc): OperationGuard[] {
   const guards: OperationGuard[] = [];
-  for (const [path, item] of Object.entries(spec.paths ?? {})) {
-    for (const method of METHODS) {
-      const op = item[method] as { security?: SecurityRequirement[] } | undefined;
-      if (!op) continue;
-      const security = op.security ?? spec.security ?? [];
-      const bearer = security.find((s) => 'bearerAuth' in s);
-      if (!bearer) continue;
-      guards.push({
-        method,
-        path: path.replace(/\{([^}]+)\}/g, ':$1'),
-        scopes: bearer.bearerAuth ?? [],
-        hasOrg: path.includes('{org_slug}'),
-      });
-    }
+  for (const { method, specPath, path, operation } of specOperations<{ security?: SecurityRequirement[] }>(spec)) {
+    const security = operation.security ?? spec.security ?? [];
+    const bearer = security.find((s) => 'bearerAuth' in s);
+    if (!bearer) continue;
+    guards.push({ method, path, scopes: bearer.bearerAuth ?? [], hasOrg: specPath.includes('{org_slug}') });
   }
   return guards;
 }

@@ -1,5 +1,6 @@
 /** Page/per_page paging and the GitHub-style Link header the official clients read. */
 import type { Request, Response } from 'express';
+import type { components } from '../../generated/api';
 
 export interface PageRequest {
   page: number;
@@ -7,11 +8,16 @@ export interface PageRequest {
   offset: number;
 }
 
-/** From the validated query (the spec bounds both and supplies defaults). */
-export function pageRequest(req: Request): PageRequest {
-  const q = req.query as { page?: number | string; per_page?: number | string };
-  const page = Number(q.page ?? 1);
-  const perPage = Number(q.per_page ?? 30);
+/** The paging parameters every list operation shares (components.parameters Page and PerPage). */
+export interface PageQuery {
+  page?: components['parameters']['Page'];
+  per_page?: components['parameters']['PerPage'];
+}
+
+/** From the validated query (the spec bounds both and supplies defaults, which the validator fills). */
+export function pageRequest(req: { query: PageQuery }): PageRequest {
+  const page = req.query.page ?? 1;
+  const perPage = req.query.per_page ?? 30;
   return { page, perPage, offset: (page - 1) * perPage };
 }
 
@@ -20,7 +26,13 @@ export function pageRequest(req: Request): PageRequest {
  * known (seek pagination); `total`, when known, also gives `last`. Every other query parameter
  * of the request is kept.
  */
-export function setLinkHeader(req: Request, res: Response, publicUrl: string, p: PageRequest, opts: { total?: number; hasNext?: boolean }): void {
+export function setLinkHeader(
+  req: Pick<Request, 'originalUrl' | 'baseUrl' | 'path'>,
+  res: Pick<Response, 'setHeader'>,
+  publicUrl: string,
+  p: PageRequest,
+  opts: { total?: number; hasNext?: boolean },
+): void {
   const lastPage = opts.total !== undefined ? Math.max(1, Math.ceil(opts.total / p.perPage)) : undefined;
   const hasNext = opts.hasNext ?? (lastPage !== undefined && p.page < lastPage);
   const query = req.originalUrl.includes('?') ? req.originalUrl.slice(req.originalUrl.indexOf('?') + 1) : '';

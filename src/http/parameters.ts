@@ -17,6 +17,7 @@
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { BadRequestError, NotFoundError } from '../core/errors';
+import { resolveRef as resolve, specOperations, type Method, type SpecDoc } from './spec-operations';
 
 type Schema = {
   $ref?: string;
@@ -47,10 +48,6 @@ interface Operation {
   requestBody?: { $ref?: string; content?: Record<string, { schema?: Schema }> };
 }
 
-type SpecDoc = { paths?: Record<string, Record<string, unknown>> } & Record<string, unknown>;
-
-const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
-
 /** The API's word for what each path parameter names (404 `No <thing> found`). */
 export const PATH_THINGS: Record<string, string> = {
   org_slug: 'organization',
@@ -63,16 +60,6 @@ export const PATH_THINGS: Record<string, string> = {
   agent_id: 'agent',
   job_id: 'job',
 };
-
-/** A schema or parameter with its `$ref` (local, `#/...`) followed. */
-function resolve<T extends { $ref?: string }>(doc: SpecDoc, node: T | undefined, depth = 0): T | undefined {
-  if (!node || !node.$ref || depth > 20) return node;
-  const target = node.$ref
-    .replace(/^#\//, '')
-    .split('/')
-    .reduce<unknown>((acc, key) => (acc as Record<string, unknown> | undefined)?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
-  return resolve(doc, target as T, depth + 1);
-}
 
 /** Every branch a value of this schema may take: itself, or its oneOf/anyOf alternatives. */
 function alternatives(doc: SpecDoc, schema: Schema | undefined): Schema[] {
@@ -295,7 +282,7 @@ function checkFor(doc: SpecDoc, p: Parameter): Check | null {
 }
 
 interface OperationRules {
-  method: (typeof METHODS)[number];
+  method: Method;
   path: string;
   checks: Check[];
   body?: Schema;
@@ -303,18 +290,14 @@ interface OperationRules {
 
 export function parameterRulesFromSpec(doc: SpecDoc): OperationRules[] {
   const rules: OperationRules[] = [];
-  for (const [path, item] of Object.entries(doc.paths ?? {})) {
-    const shared = ((item.parameters as Parameter[] | undefined) ?? []).map((p) => resolve(doc, p)!);
-    for (const method of METHODS) {
-      const op = item[method] as Operation | undefined;
-      if (!op) continue;
-      const own = (op.parameters ?? []).map((p) => resolve(doc, p)!);
-      const byKey = new Map([...shared, ...own].map((p) => [`${p.in}:${p.name}`, p]));
-      const checks = [...byKey.values()].map((p) => checkFor(doc, p)).filter((c): c is Check => c !== null);
-      const body = resolve(doc, op.requestBody)?.content?.['application/json']?.schema;
-      if (!checks.length && !body) continue;
-      rules.push({ method, path: path.replace(/\{([^}]+)\}/g, ':$1'), checks, body });
-    }
+  for (const { method, path, operation: op, pathItem } of specOperations<Operation>(doc)) {
+    const shared = ((pathItem.parameters as Parameter[] | undefined) ?? []).map((p) => resolve(doc, p)!);
+    const own = (op.parameters ?? []).map((p) => resolve(doc, p)!);
+    const byKey = new Map([...shared, ...own].map((p) => [`${p.in}:${p.name}`, p]));
+    const checks = [...byKey.values()].map((p) => checkFor(doc, p)).filter((c): c is Check => c !== null);
+    const body = resolve(doc, op.requestBody)?.content?.['application/json']?.schema;
+    if (!checks.length && !body) continue;
+    rules.push({ method, path, checks, body });
   }
   return rules;
 }

@@ -5,7 +5,7 @@
  * loop serves other requests between pages. Stops reading when the client goes away.
  */
 import type { Response } from 'express';
-import type { LogChunk } from './repository';
+import type { LogChunk } from './model';
 import { MAX_HEADER_TIMES } from './serialize';
 
 /**

@@ -10,7 +10,9 @@
 import type { Agent } from '../agents/repository';
 import type { StepSignature } from '../builds/jobs';
 import { MAX_JOBS_PER_BUILD, planJobs } from '../builds/jobs';
-import type { BuildRepository, Job } from '../builds/repository';
+import type { BuildProgress } from '../builds/progress/service';
+import type { BuildRepository } from '../builds/repository';
+import type { Job } from './model';
 import { NotFoundError, UnprocessableError, ValidationError } from '../core/errors';
 import { parseConfiguration } from '../pipelines/configuration';
 import type { PipelineRepository } from '../pipelines/repository';
@@ -19,6 +21,7 @@ import type { JobRepository } from './repository';
 export class PipelineUploadService {
   constructor(
     private readonly jobs: JobRepository,
+    private readonly progress: BuildProgress,
     private readonly builds: BuildRepository,
     private readonly pipelines: PipelineRepository,
     private readonly sign: (fields: Record<string, unknown>) => StepSignature,
@@ -43,7 +46,7 @@ export class PipelineUploadService {
       stepTimeouts: settings ? { defaultMinutes: settings.defaultTimeoutInMinutes, maximumMinutes: settings.maximumTimeoutInMinutes } : undefined,
       sign: this.sign,
     });
-    const ids = await this.jobs.insertUploaded(build.id, context.job, planned, uploadId, new Date(), MAX_JOBS_PER_BUILD);
+    const ids = await this.progress.addUploadedJobs(build.id, context.job, planned, uploadId, new Date(), MAX_JOBS_PER_BUILD);
     if (!ids) throw new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: this upload would go over.`);
     return { jobs: await this.jobs.findMany(ids), notices: parsed.notices };
   }

@@ -1,15 +1,12 @@
 /**
- * Automatic retries: whether a failed job's step asks for it to run again, and the one place a
- * job failure goes through to get that (the agent's finish today; any other way a job can fail,
- * such as a lost agent with exit status -1, calls `retryOrAdvance` too).
+ * Automatic retries: whether a failed job's step asks for it to run again. Pure: every way a job
+ * can fail (the agent's finish, a lost agent's job with exit status -1) applies it through
+ * `retryOrAdvance` of the build progression service (src/builds/progress/service.ts).
  */
-import crypto from 'node:crypto';
-import type { Job } from '../builds/repository';
 import type { AutomaticRetry, Step } from '../pipelines/configuration';
-import type { JobRepository } from './repository';
 
 /** Job states an automatic retry starts from. */
-const FAILED_STATES = ['failed', 'timed_out'];
+export const FAILED_STATES = ['failed', 'timed_out'];
 
 function matches(rule: AutomaticRetry, exitStatus: number, signalReason: string | null): boolean {
   const status = rule.exit_status;
@@ -29,23 +26,4 @@ export function automaticRetryRule(step: Step, retriesCount: number, exitStatus:
   if (step.type !== 'script' || exitStatus === 0 || !step.retry) return null;
   const rule = step.retry.automatic.find((r) => matches(r, exitStatus, signalReason));
   return rule && retriesCount < rule.limit ? rule : null;
-}
-
-/**
- * After a job ended in failure: a new scheduled job in its place when a rule says so
- * (`retry_type: automatic`; the build's state machine runs in the same transaction), else the
- * build's state machine alone. Returns the new job's id, or null.
- */
-export async function retryOrAdvance(
-  jobs: JobRepository,
-  job: Pick<Job, 'id' | 'buildId' | 'step' | 'retriesCount'>,
-  exitStatus: number,
-  signalReason: string | null,
-): Promise<string | null> {
-  if (automaticRetryRule(job.step, job.retriesCount ?? 0, exitStatus, signalReason)) {
-    const newId = crypto.randomUUID();
-    if (await jobs.retry(job.buildId, job.id, newId, FAILED_STATES, 'automatic')) return newId;
-  }
-  await jobs.advance(job.buildId);
-  return null;
 }

@@ -1,6 +1,6 @@
 /** What the job endpoints answer beyond the job itself: its environment and its log. */
 import type { Agent } from '../agents/repository';
-import type { JobContext } from './repository';
+import type { JobContext } from './model';
 
 /**
  * The environment a job runs in: its step's env (pipeline, build and step env merged when the

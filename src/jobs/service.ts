@@ -9,9 +9,11 @@ import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError } fr
 import type { OrganizationRepository } from '../organizations/repository';
 import type { UserRepository } from '../user/repository';
 import type { AgentRepository } from '../agents/repository';
-import type { Job } from '../builds/repository';
+import type { BuildProgress } from '../builds/progress/service';
+import type { JobLogRepository } from './log-repository';
+import type { Job, JobContext, LogChunk } from './model';
+import type { JobRepository } from './repository';
 import { TERMINAL_JOB_STATES } from './state';
-import type { JobContext, JobRepository, LogChunk } from './repository';
 import type { Actor } from '../core/identity';
 
 /** Job states a retry starts from. */
@@ -20,8 +22,11 @@ const RETRYABLE = ['failed', 'timed_out', 'canceled'];
 type UnblockBody = components['schemas']['UnblockJobRequest'];
 
 export class JobService {
+  /** Retries and unblocks move the build along: through `progress`, which owns their transactions. */
   constructor(
     private readonly jobs: JobRepository,
+    private readonly logs: JobLogRepository,
+    private readonly progress: BuildProgress,
     private readonly builds: BuildService,
     private readonly users: UserRepository,
     private readonly orgs: OrganizationRepository,
@@ -39,7 +44,7 @@ export class JobService {
   /** The job's log as pages of chunks, read from the store as the caller consumes them. */
   async logPages(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<AsyncIterable<LogChunk[]>> {
     await this.find(actor, pipelineSlug, number, jobId);
-    return this.jobs.logPages(jobId);
+    return this.logs.logPages(jobId);
   }
 
   /** Only a finished job's log: a running job is still writing it. */
@@ -47,7 +52,7 @@ export class JobService {
     const { item, job } = await this.find(actor, pipelineSlug, number, jobId);
     if (!item.perms.build) throw new ForbiddenError();
     if (!TERMINAL_JOB_STATES.includes(job.state)) throw new UnprocessableError(`This job's log can't be deleted while the job is ${job.state}.`);
-    await this.jobs.deleteLog(jobId);
+    await this.logs.deleteLog(jobId);
   }
 
   async env(
@@ -78,7 +83,7 @@ export class JobService {
     // As the REST jobs docs have it: a canceled build stays canceled (rebuild it instead).
     if (item.build.state === 'canceled') throw new UnprocessableError('Jobs from canceled builds cannot be retried');
     const newId = crypto.randomUUID();
-    if (!(await this.jobs.retry(item.build.id, job.id, newId, retryable))) throw new UnprocessableError('This job has already been retried.');
+    if (!(await this.progress.retry(item.build.id, job.id, newId, retryable))) throw new UnprocessableError('This job has already been retried.');
     return { item: await this.builds.get(actor, pipelineSlug, number, true), jobId: newId };
   }
 
@@ -101,7 +106,7 @@ export class JobService {
         throw ValidationError.field('unblocker', 'is not a member of this organization');
       by = other;
     }
-    if (!(await this.jobs.unblock(item.build.id, jobId, by, body.fields ?? {})))
+    if (!(await this.progress.unblock(item.build.id, jobId, by, body.fields ?? {})))
       throw new UnprocessableError("This job can't be unblocked: it is no longer blocked.");
     return { item: await this.builds.get(actor, pipelineSlug, number, true), jobId };
   }

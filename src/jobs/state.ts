@@ -5,10 +5,11 @@
  * build's state and timestamps become. Recomputing from the jobs, rather than patching on each
  * event, makes it idempotent: applying it twice changes nothing.
  */
-import type { Build, BuildState, Job } from '../builds/repository';
+import type { Build, BuildState, JobState } from '../builds/model';
+import type { Job } from './model';
 
 /** Job states from which nothing more happens. */
-export const TERMINAL_JOB_STATES = [
+export const TERMINAL_JOB_STATES: JobState[] = [
   'passed',
   'failed',
   'canceled',
@@ -21,14 +22,14 @@ export const TERMINAL_JOB_STATES = [
   'unblocked_failed',
 ];
 /** Job states that keep a build going. */
-const ACTIVE_JOB_STATES = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out'];
+const ACTIVE_JOB_STATES: JobState[] = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out'];
 /** Build states the state machine no longer moves (a cancel or a skip decided them). */
 const SETTLED_BUILD_STATES: BuildState[] = ['canceled', 'skipped', 'not_run'];
 
 export interface JobMove {
   id: string;
-  from: string;
-  to: string;
+  from: JobState;
+  to: JobState;
   fields: Record<string, unknown>;
 }
 
@@ -60,7 +61,7 @@ export function advance(
   // One move per job, from its stored state: a job reopened and then moved on in the same pass
   // (waiting_failed -> waiting -> scheduled) is one guarded UPDATE.
   const byId = new Map<string, JobMove>();
-  const move = (j: Job, to: string, fields: Record<string, unknown> = {}) => {
+  const move = (j: Job, to: JobState, fields: Record<string, unknown> = {}) => {
     const m = byId.get(j.id);
     if (m) Object.assign(m, { to, fields: { ...m.fields, ...fields } });
     else byId.set(j.id, { id: j.id, from: j.state, to, fields });

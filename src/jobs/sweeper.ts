@@ -8,10 +8,11 @@
  */
 import type { AgentRepository } from '../agents/repository';
 import { softFails } from '../agents/service';
+import type { BuildProgress } from '../builds/progress/service';
 import { isUnavailableError } from '../db/knex';
 import type { Logger } from '../http/logger';
+import type { JobEnd } from './model';
 import type { JobRepository } from './repository';
-import { retryOrAdvance } from './retry';
 
 export interface SweepSettings {
   /** How often the sweep runs. */
@@ -41,6 +42,8 @@ export class Sweeper {
   constructor(
     private readonly agents: AgentRepository,
     private readonly jobs: JobRepository,
+    /** What ends jobs and moves their builds along, in its own transactions. */
+    private readonly progress: BuildProgress,
     private readonly settings: SweepSettings,
     private readonly clock: () => Date = () => new Date(),
     private readonly logger?: Logger,
@@ -97,7 +100,7 @@ export class Sweeper {
       const silence = `stopped reporting (no heartbeat for more than ${Math.round(this.settings.agentLostAfterMs / 1000)} s)`;
       if (job.state === 'assigned' || job.state === 'accepted') {
         // Taken but never started: it expires, as a job no agent runs does.
-        await this.jobs.endSilentAgentJob(
+        await this.progress.endSilentAgentJob(
           job,
           job.agentId!,
           { state: 'expired', expired_at: now, finished_at: now },
@@ -107,11 +110,11 @@ export class Sweeper {
       }
       // A job being canceled or timing out ends as it was going to; a running one fails.
       const state = job.state === 'canceling' ? 'canceled' : job.state === 'timing_out' ? 'timed_out' : 'failed';
-      const end = { state, exit_status: -1, signal_reason: null, soft_failed: state !== 'canceled' && softFails(job.step, -1), finished_at: now };
+      const end: JobEnd = { state, exit_status: -1, signal_reason: null, soft_failed: state !== 'canceled' && softFails(job.step, -1), finished_at: now };
       const line = `windsock: the agent running this job ${silence}; the job ended ${state} with exit status -1.`;
       // A lost agent's failure is exit status -1, which `retry.automatic` rules often name (the
       // retry is guarded on the failed states: for a canceled job it does nothing).
-      if (await this.jobs.endSilentAgentJob(job, job.agentId!, end, line)) await retryOrAdvance(this.jobs, job, -1, null);
+      if (await this.progress.endSilentAgentJob(job, job.agentId!, end, line)) await this.progress.retryOrAdvance(job, -1, null);
     }
     return lost;
   }
@@ -132,7 +135,7 @@ export class Sweeper {
     const byBuild = new Map<string, string[]>();
     for (const j of due) byBuild.set(j.buildId, [...(byBuild.get(j.buildId) ?? []), j.id]);
     let n = 0;
-    for (const [buildId, ids] of byBuild) n += await this.jobs.expire(buildId, ids, now);
+    for (const [buildId, ids] of byBuild) n += await this.progress.expire(buildId, ids, now);
     return n;
   }
 }

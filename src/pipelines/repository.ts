@@ -163,6 +163,11 @@ export interface ListFilter {
 export class PipelineRepository {
   constructor(private readonly db: Knex) {}
 
+  /** The same queries on `trx`: how a service makes them part of a transaction it opened. */
+  withTransaction(trx: Knex.Transaction): PipelineRepository {
+    return new PipelineRepository(trx);
+  }
+
   private base(trx: Knex) {
     return trx('pipelines as p').leftJoin('users as u', 'u.id', 'p.created_by_id');
   }

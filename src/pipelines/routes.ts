@@ -1,7 +1,6 @@
 /** Pipelines: thin handlers from the validated request to the service and back through serialize. */
-import express, { Request } from 'express';
-import type { operations } from '../../generated/api';
 import { actorOf } from '../http/auth';
+import { operationRouter } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import { setWarnings } from '../http/warning';
 import { serializePipeline } from './serialize';
@@ -9,13 +8,8 @@ import type { PipelineService } from './service';
 import type { Pipeline } from './repository';
 import type { Actor, Permissions } from '../core/identity';
 
-type CreateBody = operations['createPipeline']['requestBody']['content']['application/json'];
-type UpdateBody = operations['updatePipeline']['requestBody']['content']['application/json'];
-type ListQuery = NonNullable<operations['listPipelines']['parameters']['query']>;
-
 export function pipelineRoutes(service: PipelineService, publicUrl: string) {
-  const router = express.Router();
-  const base = '/v2/organizations/:org_slug/pipelines';
+  const api = operationRouter();
 
   const views = async (actor: Actor, items: { pipeline: Pipeline; perms: Permissions }[], timestamps: 'iso' | 'utc' = 'utc') => {
     // Reads bring the counts along; after a write they are read afresh.
@@ -33,58 +27,57 @@ export function pipelineRoutes(service: PipelineService, publicUrl: string) {
   };
   const view = async (actor: Actor, pipeline: Pipeline, perms: Permissions, timestamps: 'iso' | 'utc' = 'utc') =>
     (await views(actor, [{ pipeline, perms }], timestamps))[0];
-  const slugOf = (req: Request) => String(req.params.pipeline_slug);
 
-  router.get(base, async (req, res) => {
+  api.on('listPipelines', async (req, res) => {
     const actor = actorOf(res);
-    const q = req.query as ListQuery;
+    const q = req.query;
     const page = pageRequest(req);
     const { items, total } = await service.list(actor, { name: q.name, repository: q.repository }, page.offset, page.perPage);
     setLinkHeader(req, res, publicUrl, page, { total });
     res.json(await views(actor, items));
   });
 
-  router.post(base, async (req, res) => {
+  api.on('createPipeline', async (req, res) => {
     const actor = actorOf(res);
-    const { pipeline, perms, notices } = await service.create(actor, req.body as CreateBody);
+    const { pipeline, perms, notices } = await service.create(actor, req.body);
     setWarnings(res, notices);
     res.status(201).json(await view(actor, pipeline, perms, 'iso'));
   });
 
-  router.get(`${base}/:pipeline_slug`, async (req, res) => {
+  api.on('getPipeline', async (req, res) => {
     const actor = actorOf(res);
-    const { pipeline, perms } = await service.get(actor, slugOf(req), { counts: true });
+    const { pipeline, perms } = await service.get(actor, req.params.pipeline_slug, { counts: true });
     res.json(await view(actor, pipeline, perms));
   });
 
-  router.patch(`${base}/:pipeline_slug`, async (req, res) => {
+  api.on('updatePipeline', async (req, res) => {
     const actor = actorOf(res);
-    const { pipeline, perms, notices } = await service.update(actor, slugOf(req), req.body as UpdateBody);
+    const { pipeline, perms, notices } = await service.update(actor, req.params.pipeline_slug, req.body);
     setWarnings(res, notices);
     res.json(await view(actor, pipeline, perms));
   });
 
-  router.delete(`${base}/:pipeline_slug`, async (req, res) => {
-    await service.delete(actorOf(res), slugOf(req));
+  api.on('deletePipeline', async (req, res) => {
+    await service.delete(actorOf(res), req.params.pipeline_slug);
     res.status(204).end();
   });
 
-  router.post(`${base}/:pipeline_slug/archive`, async (req, res) => {
+  api.on('archivePipeline', async (req, res) => {
     const actor = actorOf(res);
-    const { pipeline, perms } = await service.archive(actor, slugOf(req));
+    const { pipeline, perms } = await service.archive(actor, req.params.pipeline_slug);
     res.json(await view(actor, pipeline, perms));
   });
 
-  router.post(`${base}/:pipeline_slug/unarchive`, async (req, res) => {
+  api.on('unarchivePipeline', async (req, res) => {
     const actor = actorOf(res);
-    const { pipeline, perms } = await service.unarchive(actor, slugOf(req));
+    const { pipeline, perms } = await service.unarchive(actor, req.params.pipeline_slug);
     res.json(await view(actor, pipeline, perms));
   });
 
-  router.post(`${base}/:pipeline_slug/webhook`, async (req, res) => {
-    const webhookUrl = await service.addWebhook(actorOf(res), slugOf(req));
+  api.on('addPipelineWebhook', async (req, res) => {
+    const webhookUrl = await service.addWebhook(actorOf(res), req.params.pipeline_slug);
     res.status(201).json({ webhook_url: webhookUrl });
   });
 
-  return router;
+  return api.router;
 }

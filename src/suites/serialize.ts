@@ -2,7 +2,7 @@
 import type { components } from '../../generated/api';
 import { graphqlId, isoTime } from '../http/format';
 import type { Suite } from './repository';
-import type { FailedExecution, FlakyTest, Run, TestTotals } from './results';
+import type { FailedExecution, FlakyTest, Run, TestTotals } from './results-repository';
 
 type Schemas = components['schemas'];
 

@@ -10,7 +10,7 @@ import type { OrganizationRepository } from '../organizations/repository';
 import { slugify } from '../pipelines/slug';
 import { sha256Hex } from '../security/keys';
 import type { Suite, SuiteFields, SuiteRepository } from './repository';
-import type { SuiteResultsRepository } from './results';
+import type { SuiteResultsRepository } from './results-repository';
 import type { Actor } from '../core/identity';
 
 type CreateInput = components['schemas']['CreateSuiteRequest'];

@@ -10,7 +10,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { withSpillingCache } from '../db/knex';
 import { toBool } from '../db/values';
-import { runFromRow, type Run } from '../suites/results';
+import { runFromRow, type Run } from '../suites/results-repository';
 import { yieldToEventLoop } from './event-loop';
 import type { AcceptedResult, ResultValue } from './results';
 

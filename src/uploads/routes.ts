@@ -4,12 +4,13 @@
  * is refused before its body is read; multipart bodies by src/uploads/multipart.ts.
  */
 import express, { NextFunction, Request, Response } from 'express';
-import type { components } from '../../generated/api';
 import { BadRequestError, ValidationError } from '../core/errors';
+import { bodyIn, operationRouter } from '../http/operation';
 import { parseUploadJson } from './json';
 import { uploadedFile } from './multipart';
 import type { Uploader, UploadService } from './service';
 
+/** Where app.ts mounts the upload's authentication and parsers: the spec's path of `uploadTestResults`. */
 export const UPLOADS_PATH = '/v1/uploads';
 
 /** What the upload's own parser already checked, so the general body checks need not walk it again. */
@@ -60,11 +61,11 @@ export function uploadAuth(service: UploadService) {
 }
 
 export function uploadRoutes(service: UploadService) {
-  const router = express.Router();
-  router.post(UPLOADS_PATH, async (req, res) => {
+  const api = operationRouter();
+  api.on('uploadTestResults', async (req, res) => {
     const who = res.locals.uploader as Uploader;
-    if (req.is('multipart/form-data')) {
-      const fields = req.body as components['schemas']['UploadMultipartRequest'];
+    const fields = bodyIn(req, 'multipart/form-data');
+    if (fields) {
       // `data` may also come as a plain form field (curl -F 'data=<file').
       const data = uploadedFile(req) ?? (typeof fields.data === 'string' && fields.data !== '' ? Buffer.from(fields.data) : undefined);
       if (!data) throw ValidationError.field('data', "can't be blank: send the results as the data file");
@@ -72,8 +73,9 @@ export function uploadRoutes(service: UploadService) {
       return;
     }
     const checked = res.locals.checkedBody as CheckedBody | undefined;
-    const body = req.body as components['schemas']['UploadRequest'];
+    // The validator lets no other media type through (415).
+    const body = bodyIn(req, 'application/json')!;
     res.status(202).json(await service.uploadJson(who, { ...body, data: checked?.results ?? body.data }, checked?.nulFree ?? false));
   });
-  return router;
+  return api.router;
 }

@@ -11,6 +11,11 @@ export function userFromRow(row: { id: string; name: string; email: string; crea
 export class UserRepository {
   constructor(private readonly db: Knex) {}
 
+  /** The same queries on `trx`: how a service makes them part of a transaction it opened. */
+  withTransaction(trx: Knex.Transaction): UserRepository {
+    return new UserRepository(trx);
+  }
+
   async create(input: { name: string; email: string }, trx: Knex = this.db): Promise<User> {
     const user: User = { id: crypto.randomUUID(), name: input.name, email: input.email.toLowerCase(), createdAt: new Date() };
     await trx('users').insert({ id: user.id, name: user.name, email: user.email, created_at: user.createdAt });

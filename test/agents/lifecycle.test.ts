@@ -333,6 +333,7 @@ describeEachDatabase(
         const sweeper = new Sweeper(
           new AgentRepository(db),
           new JobRepository(db),
+          ctx().services.progress,
           { intervalMs: 20, agentLostAfterMs: 3600_000_000, jobExpiryMs: 0 },
           () => new Date(clock().getTime() + ahead),
         );

@@ -5,7 +5,8 @@
  * on a tiny table.) Unfiltered and branch/state lists are also ordered by their index (no sort).
  */
 import type { Knex } from 'knex';
-import { BuildRepository, type BuildFilter } from '../../src/builds/repository';
+import type { BuildFilter } from '../../src/builds/model';
+import { BuildRepository } from '../../src/builds/repository';
 import { describeEachDatabase } from '../support/context';
 
 const since = new Date('2020-01-01T00:00:00Z');

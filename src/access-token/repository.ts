@@ -1,0 +1,96 @@
+/** Access token rows and the memberships a token reaches: rows in, domain objects out. */
+import type { Knex } from 'knex';
+import type { AccessToken, Organization, Principal, Role, Scope } from '../core/identity';
+import { parseJson, toDate, toDateOrNull } from '../db/values';
+import { orgFromRow } from '../organizations/repository';
+import { userFromRow } from '../user/repository';
+
+/** A stored token with its principal, and what decides whether it may still be used. */
+export interface StoredToken {
+  principal: Principal;
+  userId: string;
+  revokedAt: Date | null;
+}
+
+export class AccessTokenRepository {
+  constructor(private readonly db: Knex) {}
+
+  async insert(token: AccessToken, userId: string, organizationIds: string[]): Promise<void> {
+    await this.db.transaction(async (trx) => {
+      await trx('access_tokens').insert({
+        id: token.id,
+        user_id: userId,
+        description: token.description,
+        scopes: JSON.stringify(token.scopes),
+        created_at: token.createdAt,
+        expires_at: token.expiresAt,
+      });
+      if (organizationIds.length) {
+        await trx('access_token_organizations').insert(organizationIds.map((organization_id) => ({ access_token_id: token.id, organization_id })));
+      }
+    });
+  }
+
+  /**
+   * One round trip: the token, its user, and each organization the token reaches where the user
+   * is (still) a member (left joins: a token may reach none).
+   */
+  async findWithPrincipal(tokenId: string): Promise<StoredToken | null> {
+    const rows = await this.db('access_tokens as t')
+      .join('users as u', 'u.id', 't.user_id')
+      .leftJoin('access_token_organizations as ato', 'ato.access_token_id', 't.id')
+      .leftJoin('organization_members as m', function () {
+        this.on('m.organization_id', '=', 'ato.organization_id').andOn('m.user_id', '=', 't.user_id');
+      })
+      .leftJoin('organizations as o', 'o.id', 'm.organization_id')
+      .where('t.id', tokenId)
+      .select(
+        't.*',
+        'u.name as user_name',
+        'u.email as user_email',
+        'u.created_at as user_created_at',
+        'm.role as member_role',
+        'o.id as org_id',
+        'o.slug as org_slug',
+        'o.name as org_name',
+        'o.teams_enabled as org_teams_enabled',
+        'o.created_at as org_created_at',
+      );
+    const row = rows[0];
+    if (!row) return null;
+    const organizations = new Map<string, Role>();
+    const organizationsBySlug = new Map<string, { organization: Organization; role: Role }>();
+    for (const r of rows) {
+      if (!r.org_id) continue;
+      const organization = orgFromRow({ id: r.org_id, slug: r.org_slug, name: r.org_name, teams_enabled: r.org_teams_enabled, created_at: r.org_created_at });
+      organizations.set(organization.id, r.member_role as Role);
+      organizationsBySlug.set(organization.slug, { organization, role: r.member_role as Role });
+    }
+    return {
+      principal: {
+        token: tokenFromRow(row),
+        user: userFromRow({ id: row.user_id, name: row.user_name, email: row.user_email, created_at: row.user_created_at }),
+        organizations,
+        organizationsBySlug,
+      },
+      userId: row.user_id as string,
+      revokedAt: toDateOrNull(row.revoked_at),
+    };
+  }
+
+  /** Whether a token that was not revoked yet is revoked now. */
+  async revoke(tokenId: string, at: Date): Promise<boolean> {
+    const n = await this.db('access_tokens').where({ id: tokenId }).whereNull('revoked_at').update({ revoked_at: at });
+    return n > 0;
+  }
+}
+
+function tokenFromRow(row: Record<string, unknown>): AccessToken {
+  return {
+    id: row.id as string,
+    description: (row.description as string | null) ?? null,
+    scopes: parseJson<Scope[]>(row.scopes, []),
+    createdAt: toDate(row.created_at),
+    expiresAt: toDate(row.expires_at),
+  };
+}

@@ -1,0 +1,82 @@
+/**
+ * What a build is, in the service's own terms: its states, the build itself, what creating one
+ * takes, and the filter a list reads builds by. Types and state names only: rows are mapped in
+ * ./rows.ts, and the jobs a build embeds are the jobs area's (src/jobs/model.ts).
+ */
+import type { components } from '../../generated/api';
+import type { User } from '../core/identity';
+
+/** The contract's build and job states: what the state machine sets is what the API answers. */
+export type BuildState = components['schemas']['BuildState'];
+export type JobState = components['schemas']['JobState'];
+export const FINISHED_STATES: BuildState[] = ['passed', 'failed', 'blocked', 'canceled'];
+
+export interface Author {
+  name?: string;
+  email?: string;
+  username?: string;
+}
+
+export interface PullRequest {
+  id: string;
+  base: string | null;
+  repository: string | null;
+  labels?: string[];
+}
+
+export interface TriggeredFrom {
+  build_id: string;
+  build_number: number;
+  build_pipeline_slug: string;
+}
+
+export interface Build {
+  id: string;
+  pipelineId: string;
+  organizationId: string;
+  number: number;
+  state: BuildState;
+  blocked: boolean;
+  message: string | null;
+  commit: string;
+  branch: string;
+  tag: string | null;
+  env: Record<string, string>;
+  metaData: Record<string, string>;
+  source: string;
+  author: Author | null;
+  creator: User | null;
+  pullRequest: PullRequest | null;
+  cleanCheckout: boolean;
+  rebuiltFrom: { id: string; number: number } | null;
+  /** The build whose trigger step created this one, as it was then. */
+  triggeredFrom: TriggeredFrom | null;
+  cancelReason: string | null;
+  createdAt: Date;
+  scheduledAt: Date | null;
+  startedAt: Date | null;
+  failingAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export type NewBuild = Omit<Build, 'number' | 'creator'> & { creatorId: string | null; triggeredFromJobId?: string; triggerDepth?: number };
+
+/** What a create writes beyond what the pipeline decides. */
+export type NewBuildFields = Pick<
+  Build,
+  'commit' | 'branch' | 'message' | 'author' | 'env' | 'metaData' | 'cleanCheckout' | 'pullRequest' | 'rebuiltFrom' | 'source'
+> &
+  Partial<Pick<Build, 'tag' | 'triggeredFrom'>> & { triggeredFromJobId?: string; triggerDepth?: number };
+
+export interface BuildFilter {
+  /** One pipeline, or organizations (each optionally restricted to the pipelines a user's teams may see). */
+  scope: { pipelineId: string } | { organizations: { id: string; restrictedToUserId?: string }[] };
+  branches?: string[];
+  commits?: string[];
+  states?: BuildState[];
+  createdFrom?: Date;
+  createdTo?: Date;
+  finishedFrom?: Date;
+  creatorId?: string;
+  metaData?: Record<string, string>;
+}

@@ -1,0 +1,94 @@
+/**
+ * Creating a build: the rules that make a new build of a pipeline (its jobs planned from the
+ * steps, its first state, which older builds of the branch it supersedes), then writing it and
+ * superseding them through repositories bound to one transaction (or, when nothing is
+ * superseded, the build's own create statement alone). Used by ./service.ts for builds the API
+ * and webhooks create and by ./triggers.ts for builds trigger steps create, inside the state
+ * machine's transaction.
+ */
+import crypto from 'node:crypto';
+import { UnprocessableError } from '../../core/errors';
+import type { User } from '../../core/identity';
+import type { Job } from '../../jobs/model';
+import { matchesBranchFilter } from '../../pipelines/branch-filter';
+import type { Pipeline } from '../../pipelines/repository';
+import { MAX_JOBS_PER_BUILD, planJobs, type PlannedJob } from '../jobs';
+import type { Build, BuildState, NewBuild, NewBuildFields } from '../model';
+import { supersede } from './cancellation';
+import type { ProgressRepositories, StepSigner } from './repositories';
+
+/** Older builds of the branch a new build moves on: those in `fromStates` become `toState`, their unfinished jobs `jobState`. */
+interface Supersession {
+  fromStates: BuildState[];
+  toState: BuildState;
+  jobState: string;
+}
+
+/** A build about to be written: the build, its creator, its jobs, and what it supersedes. */
+export interface PlannedBuild {
+  build: NewBuild;
+  creator: User | null;
+  jobs: PlannedJob[];
+  supersedes: Supersession[];
+}
+
+/**
+ * Plans the pipeline's steps into jobs and decides the build's first state and which older
+ * builds of the branch it skips or cancels, as the pipeline says. Throws when the steps make
+ * more jobs than a build may have.
+ */
+export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields, sign: StepSigner): PlannedBuild {
+  const now = new Date();
+  const jobs = planJobs(pipeline.steps, {
+    branch: b.branch,
+    pipelineEnv: pipeline.env,
+    buildEnv: b.env,
+    repositoryUrl: pipeline.repository,
+    stepTimeouts: { defaultMinutes: pipeline.defaultTimeoutInMinutes, maximumMinutes: pipeline.maximumTimeoutInMinutes },
+    sign,
+  });
+  if (jobs.length > MAX_JOBS_PER_BUILD) {
+    throw new UnprocessableError(
+      `A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: the pipeline's steps make ${jobs.length} (parallelism and matrix steps count each job).`,
+    );
+  }
+  const runnable = jobs.filter((j) => j.state !== 'broken');
+  // Every step filtered out: nothing will run, the build is over before it starts.
+  const notRun = runnable.length === 0;
+  const supersedes: Supersession[] = [];
+  if (pipeline.skipQueuedBranchBuilds && matchesBranchFilter(pipeline.skipQueuedBranchBuildsFilter, b.branch))
+    supersedes.push({ fromStates: ['scheduled'], toState: 'skipped', jobState: 'skipped' });
+  if (pipeline.cancelRunningBranchBuilds && matchesBranchFilter(pipeline.cancelRunningBranchBuildsFilter, b.branch))
+    supersedes.push({ fromStates: ['running', 'failing'], toState: 'canceled', jobState: 'canceled' });
+  const build: NewBuild = {
+    id: crypto.randomUUID(),
+    pipelineId: pipeline.id,
+    organizationId: pipeline.organizationId,
+    state: notRun ? 'not_run' : 'scheduled',
+    blocked: jobs.some((j) => j.state === 'blocked'),
+    tag: null,
+    triggeredFrom: null,
+    creatorId: creator?.id ?? null,
+    cancelReason: null,
+    createdAt: now,
+    scheduledAt: now,
+    startedAt: null,
+    failingAt: null,
+    finishedAt: notRun ? now : null,
+    ...b,
+  };
+  return { build, creator, jobs, supersedes };
+}
+
+/**
+ * Writes the planned build (its number from the pipeline's counter) and then supersedes older
+ * builds of the branch, below that number. `r` is bound to one transaction whenever the plan
+ * supersedes anything, so the two are one.
+ */
+export async function writeBuild(r: ProgressRepositories, p: PlannedBuild): Promise<{ build: Build; jobs: Job[] }> {
+  const written = await r.builds.insert(p.build, p.creator, p.jobs);
+  for (const s of p.supersedes) {
+    await supersede(r, p.build.pipelineId, p.build.branch, written.build.number, s.fromStates, s.toState, s.jobState, p.build.createdAt);
+  }
+  return written;
+}

@@ -1,0 +1,87 @@
+/**
+ * Runs a build's state machine (the rules: src/jobs/state.ts) and stores what it decided, on
+ * repositories bound to the transaction that locked the build's row (./service.ts opens it), so
+ * job events of one build are applied one after another and each sees the others' results. In
+ * the same transaction, trigger jobs that became runnable are launched (creating builds, which
+ * run their own state machines) and the machine runs again; and a triggered build that ended
+ * ends the synchronous trigger job that waits on it, running the parent build's machine too
+ * (child, then parent: rows are always locked in that order).
+ */
+import type { Job } from '../../jobs/model';
+import type { BuildState } from '../model';
+import { advance } from '../../jobs/state';
+import { triggerJobStateFor, type TriggeringBuild } from '../../jobs/triggers';
+import type { ProgressRepositories, StepSigner } from './repositories';
+import { launchTriggeredBuild } from './triggers';
+
+/** One run of the machine: the bound repositories, when it runs, and the signer of the steps of the builds triggers create. */
+export interface MachineRun {
+  r: ProgressRepositories;
+  now: Date;
+  sign: StepSigner;
+}
+
+/** Build states after which a synchronous trigger job waiting on the build ends. */
+const TRIGGERED_BUILD_ENDS = ['passed', 'failed', 'canceled', 'skipped', 'not_run'];
+
+/** The machine on a build whose row this transaction has locked. */
+export async function advanceLocked(run: MachineRun, buildId: string): Promise<void> {
+  const { r, now } = run;
+  for (;;) {
+    const b = await r.builds.progressOf(buildId);
+    const jobs = await r.jobs.currentOf(buildId);
+    const build = { state: b.state, blocked: b.blocked, startedAt: b.startedAt, failingAt: b.failingAt, finishedAt: b.finishedAt };
+    const next = advance(build, jobs, now);
+    for (const m of next.jobs) await r.jobs.apply(m);
+    if (next.build) await r.builds.saveProgress(buildId, next.build);
+    const states = new Map(next.jobs.map((m) => [m.id, m.to]));
+    const runnable = jobs.filter((j) => j.type === 'trigger' && (states.get(j.id) ?? j.state) === 'scheduled');
+    if (runnable.length) {
+      // The slug as it is now, only read when a trigger runs: the triggered build keeps it (`triggered_from`).
+      const pipeline = await r.pipelines.findById(b.pipelineId);
+      const parent: TriggeringBuild = {
+        id: buildId,
+        number: b.number,
+        pipelineSlug: pipeline!.slug,
+        organizationId: b.organizationId,
+        message: b.message,
+        creatorId: b.creatorId,
+        triggerDepth: b.triggerDepth,
+      };
+      for (const job of runnable) await launchTrigger(run, job, parent);
+      continue; // the trigger jobs moved: the machine runs again
+    }
+    const state = next.build?.state ?? build.state;
+    const blocked = next.build?.blocked ?? build.blocked;
+    if (b.triggeredFromJobId && TRIGGERED_BUILD_ENDS.includes(state) && !(state === 'passed' && blocked)) {
+      await finishTrigger(run, b.triggeredFromJobId, state);
+    }
+    return;
+  }
+}
+
+/** Starts a trigger job: it runs (async: passes) with the build it created, or fails with the reason as its log. */
+async function launchTrigger(run: MachineRun, job: Job, parent: TriggeringBuild): Promise<void> {
+  const { r, now } = run;
+  if (!(await r.jobs.startTrigger(job.id, now))) return;
+  const outcome = await launchTriggeredBuild(r, run.sign, job, parent);
+  if ('failure' in outcome) {
+    await r.jobs.failTrigger(job.id, now);
+    await r.logs.writeLine(job.id, outcome.failure, now);
+    return;
+  }
+  const async = job.step.type === 'trigger' && job.step.trigger_async;
+  await r.jobs.recordTriggeredBuild(job.id, outcome.build, async ? now : null);
+  // The new build's own machine: its trigger steps run, and if it is over at once (nothing to
+  // run) it ends this job already.
+  await advanceLocked(run, outcome.build.id);
+}
+
+/** A triggered build ended: the synchronous trigger job waiting on it takes its result, and its build goes on. */
+async function finishTrigger(run: MachineRun, jobId: string, buildState: BuildState): Promise<void> {
+  const { r, now } = run;
+  const buildId = await r.jobs.buildOfRunningTrigger(jobId);
+  if (!buildId) return; // async, already ended, or retried away
+  await r.jobs.endTrigger(jobId, triggerJobStateFor(buildState), now);
+  if (await r.builds.lock(buildId)) await advanceLocked(run, buildId);
+}

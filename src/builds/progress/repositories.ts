@@ -1,0 +1,40 @@
+/**
+ * The repositories build progression writes through, as one set: the service holds them on the
+ * database handle and binds every one of them to the transaction it opens (`bind`), so each
+ * statement of one progression step runs in that transaction. On SQLite this is also what keeps
+ * a step from waiting on itself: the pool is one connection, which the transaction holds.
+ */
+import type { Knex } from 'knex';
+import type { AgentRepository } from '../../agents/repository';
+import type { JobLogRepository } from '../../jobs/log-repository';
+import type { JobRepository } from '../../jobs/repository';
+import type { PipelineRepository } from '../../pipelines/repository';
+import type { UserRepository } from '../../user/repository';
+import type { PlanContext } from '../jobs';
+import type { BuildRepository } from '../repository';
+
+export interface ProgressRepositories {
+  builds: BuildRepository;
+  jobs: JobRepository;
+  logs: JobLogRepository;
+  agents: AgentRepository;
+  /** Read only: a trigger step's target, and the triggering build's pipeline slug. */
+  pipelines: PipelineRepository;
+  /** Read only: the creator a triggered build inherits. */
+  users: UserRepository;
+}
+
+/** Each repository on `trx`. */
+export function bind(r: ProgressRepositories, trx: Knex.Transaction): ProgressRepositories {
+  return {
+    builds: r.builds.withTransaction(trx),
+    jobs: r.jobs.withTransaction(trx),
+    logs: r.logs.withTransaction(trx),
+    agents: r.agents.withTransaction(trx),
+    pipelines: r.pipelines.withTransaction(trx),
+    users: r.users.withTransaction(trx),
+  };
+}
+
+/** Signs a script step's fields (the server's step signing key; see ../jobs.ts). */
+export type StepSigner = PlanContext['sign'];

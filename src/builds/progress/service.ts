@@ -1,0 +1,226 @@
+/**
+ * Build progression: every write that moves builds and their jobs along, and the one place
+ * such a write opens its transaction. Agents claiming, finishing and releasing jobs, retries
+ * (manual and automatic), unblocks, cancels, pipeline uploads, the sweeper, build creation
+ * (API, webhooks, trigger steps) all come through here.
+ *
+ * The pattern, for every write that spans areas (builds, jobs, their logs, agents): this service
+ * opens `db.transaction`, binds the repositories it needs to it (`withTransaction`, see
+ * ./repositories.ts) and runs the rules on them; repositories hold queries and row mapping only,
+ * and none opens a transaction over another area's rows. A job event runs the build's state
+ * machine (./machine.ts, the rules in src/jobs/state.ts) in the transaction that applied the
+ * event, after locking the build's row: `inLockedBuild`. Transaction boundaries are the ones
+ * the callers rely on: an agent's finish is committed before the machine runs, a cancel before
+ * the machine that ends the trigger job waiting on the build, and a build create that
+ * supersedes nothing is its own single statement (Postgres) with no transaction around it.
+ */
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import type { User } from '../../core/identity';
+import type { ExpiredJob, Job, JobEnd } from '../../jobs/model';
+import { automaticRetryRule, FAILED_STATES } from '../../jobs/retry';
+import type { Pipeline } from '../../pipelines/repository';
+import type { PlannedJob } from '../jobs';
+import type { Build, BuildState, NewBuildFields } from '../model';
+import { cancelBuild, supersede } from './cancellation';
+import { planBuild, writeBuild } from './creation';
+import { advanceLocked } from './machine';
+import { bind, type ProgressRepositories, type StepSigner } from './repositories';
+
+export class BuildProgress {
+  /**
+   * `repos` are on `db`, which opens the transactions they are bound to; `sign` signs the
+   * steps of every build created; `clock` dates what the state machine decides (the service's
+   * one clock: tests move it).
+   */
+  constructor(
+    private readonly db: Knex,
+    private readonly repos: ProgressRepositories,
+    private readonly sign: StepSigner,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  /** Runs the build's state machine after a job event. */
+  async advance(buildId: string): Promise<void> {
+    await this.inLockedBuild(buildId, this.clock(), async () => undefined);
+  }
+
+  /**
+   * A new build of the pipeline (the API's, a webhook's): written, older builds of the branch
+   * superseded in the same transaction; a trigger step that runs at once is launched by the
+   * build's state machine right after, and the build is then read back so the answer shows the
+   * trigger job running.
+   */
+  async createBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields): Promise<{ build: Build; jobs: Job[] }> {
+    const plan = planBuild(pipeline, creator, b, this.sign);
+    const written = plan.supersedes.length ? await this.db.transaction((trx) => writeBuild(bind(this.repos, trx), plan)) : await writeBuild(this.repos, plan);
+    if (!written.jobs.some((j) => j.type === 'trigger' && j.state === 'scheduled')) return written;
+    await this.advance(written.build.id);
+    return (await this.repos.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;
+  }
+
+  /**
+   * Cancels a build in one of `fromStates`: false if its state had moved on. Then, committed,
+   * its state machine runs: a build a synchronous trigger step is waiting on ends that step.
+   */
+  async cancel(buildId: string, fromStates: BuildState[], at: Date): Promise<boolean> {
+    if (!(await this.db.transaction((trx) => cancelBuild(bind(this.repos, trx), buildId, fromStates, at)))) return false;
+    await this.advance(buildId);
+    return true;
+  }
+
+  /** Cancels the branch's builds in `fromStates` with their unfinished jobs (a deleted branch); returns how many. */
+  cancelBranch(pipelineId: string, branch: string, fromStates: BuildState[], at: Date): Promise<number> {
+    // Below the largest 32-bit integer, the number column's type on Postgres: every build of the branch.
+    return this.db.transaction((trx) => supersede(bind(this.repos, trx), pipelineId, branch, 2 ** 31 - 1, fromStates, 'canceled', 'canceled', at));
+  }
+
+  /**
+   * Gives a scheduled job to an agent, which then holds it. The job's guarded UPDATE is the
+   * claim: when agents race for one job, exactly one sees a changed row. False when another
+   * agent got there first.
+   */
+  claim(jobId: string, agentId: string): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      const r = bind(this.repos, trx);
+      if (!(await r.jobs.assign(jobId, agentId))) return false;
+      await r.agents.holdJob(agentId, jobId);
+      return true;
+    });
+  }
+
+  /** An assigned job the agent never accepted goes back to be offered again, and the agent holds none. */
+  async release(agentId: string): Promise<void> {
+    await this.db.transaction(async (trx) => {
+      const r = bind(this.repos, trx);
+      await r.jobs.unassign(agentId);
+      await r.agents.dropJob(agentId);
+    });
+  }
+
+  /**
+   * Ends the agent's job, if it is still `from`, and frees the agent, together; false if the job
+   * had moved on. The build's machine is the caller's next step (advance or retryOrAdvance).
+   */
+  finish(jobId: string, agentId: string, from: string, end: JobEnd): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      const r = bind(this.repos, trx);
+      if (!(await r.jobs.end(jobId, agentId, from, end))) return false;
+      await r.agents.jobFinished(agentId, end.finished_at);
+      return true;
+    });
+  }
+
+  /**
+   * A new job in the place of a finished one, scheduled at once, and the old one marked retried
+   * (hidden from lists unless asked for); a canceled build runs again. A job is retried once
+   * however many ask at once: false for the ones that lost.
+   */
+  async retry(buildId: string, jobId: string, newId: string, fromStates: string[], type: 'manual' | 'automatic' = 'manual'): Promise<boolean> {
+    const at = this.clock();
+    const done = await this.inLockedBuild(buildId, at, async (r) => {
+      if (!(await r.jobs.markRetried(jobId, newId, fromStates))) return false;
+      await r.jobs.insertRetry(jobId, newId, type, at);
+      await r.builds.reopenCanceled(buildId);
+      return true;
+    });
+    return done ?? false;
+  }
+
+  /**
+   * After a job ended in failure: a new scheduled job in its place when a rule of its step says
+   * so (`retry_type: automatic`; the build's state machine runs in the same transaction), else
+   * the build's state machine alone. Returns the new job's id, or null. Every way a job fails
+   * comes through here: the agent's finish, and the sweeper's end of a lost agent's job.
+   */
+  async retryOrAdvance(job: Pick<Job, 'id' | 'buildId' | 'step' | 'retriesCount'>, exitStatus: number, signalReason: string | null): Promise<string | null> {
+    if (automaticRetryRule(job.step, job.retriesCount ?? 0, exitStatus, signalReason)) {
+      const newId = crypto.randomUUID();
+      if (await this.retry(job.buildId, job.id, newId, FAILED_STATES, 'automatic')) return newId;
+    }
+    await this.advance(job.buildId);
+    return null;
+  }
+
+  /**
+   * Unblocks a block step and records who did it (and the block step's fields, which become
+   * build meta-data), then lets the build go on. False if the job was no longer blocked.
+   */
+  async unblock(buildId: string, jobId: string, by: User, fields: Record<string, string>): Promise<boolean> {
+    const at = this.clock();
+    const moved = await this.inLockedBuild(buildId, at, async (r) => {
+      if (!(await r.jobs.unblock(jobId, by, at))) return false;
+      if (Object.keys(fields).length) await r.builds.mergeMetaData(buildId, fields);
+      return true;
+    });
+    return moved ?? false;
+  }
+
+  /**
+   * Adds jobs uploaded by a running job to its build, under the build's lock: right after the
+   * uploader's step and everything that step (and, in turn, what it added) uploaded before, in
+   * order; the jobs after them move down. They start `waiting` (a broken one, over) and the
+   * state machine schedules what may run at once, at `at`. An upload whose `uploadId` the build
+   * has already seen adds nothing and answers the jobs it added then. Answers the jobs' ids, or
+   * null when the build would have more than `maxJobs` jobs.
+   */
+  async addUploadedJobs(buildId: string, uploader: Job, planned: PlannedJob[], uploadId: string | null, at: Date, maxJobs: number): Promise<string[] | null> {
+    const ids = await this.inLockedBuild(buildId, at, async (r) => {
+      const placed = await r.jobs.placementOf(buildId);
+      const seen = uploadId ? placed.filter((j) => j.uploadId === uploadId) : [];
+      if (seen.length) return seen.map((j) => j.id);
+      if (placed.length + planned.length > maxJobs) return null;
+      const family = new Set([uploader.stepId]);
+      for (let grew = true; grew;) {
+        grew = false;
+        for (const j of placed) {
+          if (j.uploadedByStepId && family.has(j.uploadedByStepId) && !family.has(j.stepId)) {
+            family.add(j.stepId);
+            grew = true;
+          }
+        }
+      }
+      const anchor = Math.max(...placed.filter((j) => family.has(j.stepId)).map((j) => j.position));
+      const build = { id: buildId, pipelineId: placed[0]!.pipelineId, organizationId: placed[0]!.organizationId, createdAt: at };
+      const jobs = planned.map((j, i) => ({ ...j, position: anchor + 1 + i, state: j.state === 'broken' ? ('broken' as const) : ('waiting' as const) }));
+      await r.jobs.insertUploaded(build, anchor, jobs, uploader.stepId, uploadId);
+      return planned.map((j) => j.id);
+    });
+    return ids ?? null;
+  }
+
+  /** Expires the build's jobs among `jobIds` that are still scheduled, then runs its state machine. */
+  async expire(buildId: string, jobIds: string[], at: Date): Promise<number> {
+    return (await this.inLockedBuild(buildId, at, (r) => r.jobs.expire(buildId, jobIds, at))) ?? 0;
+  }
+
+  /**
+   * The job of an agent that went silent, if it still holds it in `job.state`, ends as `end`
+   * says (failed, canceled or timed out if it had started; expired if not), with `line` added
+   * to its log. Then the build's state machine runs.
+   */
+  async endSilentAgentJob(job: Job, agentId: string, end: JobEnd | ExpiredJob, line: string): Promise<boolean> {
+    const moved = await this.inLockedBuild(job.buildId, end.finished_at, async (r) => {
+      if (!(await r.jobs.end(job.id, agentId, job.state, end))) return false;
+      await r.logs.appendLine(job.id, line, end.finished_at);
+      await r.agents.dropJobIfHeld(agentId, job.id);
+      return true;
+    });
+    return moved ?? false;
+  }
+
+  /**
+   * In one transaction: locks the build's row (Postgres; SQLite has one writer), runs `step` on
+   * the bound repositories, then the build's state machine at `at`. Undefined, and nothing run,
+   * when the build is gone.
+   */
+  private inLockedBuild<T>(buildId: string, at: Date, step: (r: ProgressRepositories) => Promise<T>): Promise<T | undefined> {
+    return this.db.transaction(async (trx) => {
+      const r = bind(this.repos, trx);
+      if (!(await r.builds.lock(buildId))) return undefined;
+      const result = await step(r);
+      await advanceLocked({ r, now: at, sign: this.sign }, buildId);
+      return result;
+    });
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * What a job is once stored, in the service's own terms: the job of a build (what was planned,
+ * plus what running it records), a job with what its agent needs to know of its build, its log's
+ * pieces, how a job ends, and the groups of states the rules name. Types and constants only: rows
+ * are mapped in ./rows.ts, the rules that move jobs are ./state.ts and src/builds/progress/.
+ */
+import type { PlannedJob } from '../builds/jobs';
+import type { JobState, PullRequest } from '../builds/model';
+import type { User } from '../core/identity';
+
+/** A stored job: what was planned, plus what running it records. */
+export interface Job extends Omit<PlannedJob, 'state'> {
+  buildId: string;
+  state: JobState;
+  softFailed: boolean;
+  exitStatus: number | null;
+  retried: boolean;
+  retriedInJobId: string | null;
+  retriesCount: number | null;
+  retryType: string | null;
+  /** On a job that retried another: that job and how it was retried. */
+  retrySource: { job_id: string; retry_type: 'manual' | 'automatic' } | null;
+  /** The agent that took the job (set from `assigned` on). */
+  agentId: string | null;
+  /** Who unblocked a block step, and when. */
+  unblockedBy: User | null;
+  unblockedAt: Date | null;
+  /** The build a trigger job created: its id, number and pipeline slug at the time. */
+  triggeredBuild: { id: string; number: number; pipeline_slug: string } | null;
+  /** Why the agent stopped the process (`cancel`, `timeout`, `agent_stop`), if it did. */
+  signalReason: string | null;
+  /** When a scheduled job no agent took expired. */
+  expiredAt: Date | null;
+  createdAt: Date;
+  scheduledAt: Date | null;
+  runnableAt: Date | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/** A job with what running it needs to know of its build, pipeline and organization. */
+export interface JobContext {
+  job: Job;
+  organizationId: string;
+  orgSlug: string;
+  pipelineSlug: string;
+  repository: string;
+  providerId: string;
+  build: {
+    id: string;
+    number: number;
+    branch: string;
+    commit: string;
+    message: string | null;
+    tag: string | null;
+    pullRequest: PullRequest | null;
+    creator: { name: string; email: string } | null;
+  };
+}
+
+/** A stored piece of a job's log: its text, its size in bytes, when its section headers arrived. */
+export interface LogChunk {
+  content: string;
+  size: number;
+  headerTimes: number[];
+}
+
+/** States in which a job belongs to its agent. */
+export const HELD_STATES: JobState[] = ['assigned', 'accepted', 'running', 'canceling', 'timing_out'];
+
+/** What ends a job: its state, exit status and why its process was stopped. */
+export interface JobEnd {
+  state: JobState;
+  exit_status: number;
+  signal_reason: string | null;
+  soft_failed: boolean;
+  finished_at: Date;
+}
+
+/** How a job an agent took but never started ends when the agent is lost. */
+export interface ExpiredJob {
+  state: 'expired';
+  expired_at: Date;
+  finished_at: Date;
+}
+
+/** Job states that are not final: what a cancel or skip moves along. */
+export const UNFINISHED_JOB_STATES: JobState[] = ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited', 'scheduled', 'assigned', 'accepted'];
+/** Job states in which an agent has the job in hand: a cancel has to reach the agent. */
+export const ON_AGENT_JOB_STATES: JobState[] = ['accepted', 'running'];

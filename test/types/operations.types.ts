@@ -1,0 +1,88 @@
+/**
+ * Compiled by `npm run typecheck`, never run: each `@ts-expect-error` line is a mistake the
+ * compiler must refuse because the handler's types are the spec's (src/http/operation.ts). If the
+ * spec stopped making it a mistake, the directive would be unused and typecheck would fail; if a
+ * handler relied on something the spec changed, typecheck fails in the handler itself.
+ */
+import type { components } from '../../generated/api';
+import type { BuildState, JobState } from '../../src/builds/model';
+import type { Job } from '../../src/jobs/model';
+import type { ListQuery } from '../../src/builds/service';
+import { operationRouter, type OperationHandler, type OperationRequest } from '../../src/http/operation';
+
+type Schemas = components['schemas'];
+
+/** Passes a value through, checked against `T`. */
+const expectType = <T>(value: T): T => value;
+declare const build: Schemas['Build'];
+
+// createBuild: the body is CreateBuildRequest; the answer is a Build, with 201.
+export const createBuild: OperationHandler<'createBuild'> = (req, res) => {
+  expectType<string>(req.body.commit);
+  expectType<string>(req.params.pipeline_slug);
+  // @ts-expect-error: CreateBuildRequest has no `comit`
+  expectType<unknown>(req.body.comit);
+  // @ts-expect-error: `message` is a string (or null), not a number
+  expectType<number | null | undefined>(req.body.message);
+  // @ts-expect-error: createBuild has no query parameters
+  expectType<unknown>(req.query.branch);
+  // @ts-expect-error: createBuild's path has no build number
+  expectType<unknown>(req.params.build_number);
+  res.status(201).json(build);
+  // @ts-expect-error: createBuild documents no 200, so an answer without status(201) is refused
+  res.json(build);
+  // @ts-expect-error: 202 is not a status createBuild documents
+  res.status(202);
+  // @ts-expect-error: the 201 body must be a Build
+  res.status(201).json({ id: build.id, number: build.number });
+};
+
+// getBuild: the build number is the spec's integer (the binder converts it); the query is typed.
+export const getBuild: OperationHandler<'getBuild'> = (req, res) => {
+  expectType<number>(req.params.build_number);
+  expectType<boolean | undefined>(req.query.include_retried_jobs);
+  // @ts-expect-error: the path parameter is build_number, not buildNumber
+  expectType<unknown>(req.params.buildNumber);
+  // @ts-expect-error: a build number is not text
+  expectType<string>(req.params.build_number);
+  // @ts-expect-error: an undocumented query parameter is not typed, so a handler cannot read one
+  expectType<unknown>(req.query.include_jobs);
+  res.json(build);
+  // @ts-expect-error: a Build's `state` is one of the spec's build states
+  res.json({ ...build, state: 'done' });
+};
+
+// listAllBuilds: the filters and paging of the spec, as the validator leaves them.
+export const listAllBuilds: OperationHandler<'listAllBuilds'> = (req, res) => {
+  expectType<number | undefined>(req.query.page);
+  expectType<ListQuery>(req.query);
+  type States = NonNullable<typeof req.query.state>;
+  expectType<States>(['passed', 'finished']);
+  // @ts-expect-error: `state` takes the spec's filter values only
+  expectType<States>('bogus');
+  res.json([build]);
+  // @ts-expect-error: the list answers an array of builds
+  res.json(build);
+};
+
+// unblockJob: the body is optional in the spec, so the handler must allow for none.
+export const unblockJob: OperationHandler<'unblockJob'> = (req) => {
+  expectType<Schemas['UnblockJobRequest'] | undefined>(req.body);
+  // @ts-expect-error: the body may be absent
+  expectType<Schemas['UnblockJobRequest']>(req.body);
+};
+
+// A handler written for one operation cannot be bound to another.
+const api = operationRouter();
+// @ts-expect-error: getBuild's request (with a build number) is not what createBuild receives
+api.on('createBuild', (_req: OperationRequest<'getBuild'>) => undefined);
+// @ts-expect-error: not an operationId of the spec
+api.on('createBuilds', () => undefined);
+
+// The states are the spec's enums: `finished` is a filter, not a state; a job state is not free text.
+expectType<BuildState[]>(['scheduled', 'passed']);
+// @ts-expect-error: `finished` is only a filter value
+expectType<BuildState>('finished');
+expectType<Job['state']>('timed_out' satisfies JobState);
+// @ts-expect-error: not a job state of the spec
+expectType<Job['state']>('done');
