@@ -568,7 +568,7 @@ async function measureBaselines(setup: SetupResult): Promise<void> {
     return;
   }
   const port = await freePort();
-  const proc = spawn(bin, ['mock', '-h', '127.0.0.1', '-p', String(port), path.join(ROOT, 'openapi', 'openapi.yaml')], { stdio: 'ignore' });
+  const proc = spawn(bin, ['mock', '-h', '127.0.0.1', '-p', String(port), path.join(ROOT, 'generated', 'openapi.yaml')], { stdio: 'ignore' });
   try {
     const url = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 60_000;
@@ -585,7 +585,7 @@ async function measureBaselines(setup: SetupResult): Promise<void> {
     await cannon(url, setup.token, next, { duration: 1, connections: 5 });
     await quiet([proc.pid!]);
     const m = await cannon(url, setup.token, next, { duration: DURATION, connections: CONNECTIONS, serverPids: [proc.pid!] });
-    prism = { m, note: `${bin} mock openapi/openapi.yaml, the get-a-build route` };
+    prism = { m, note: `${bin} mock generated/openapi.yaml (the bundled spec), the get-a-build route` };
     log(`prism: ${m.rps.toFixed(0)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms`);
   } catch (err) {
     prism = { note: `prism found at ${bin} but not measured: ${(err as Error).message}` };

@@ -1,4 +1,9 @@
-/** The OpenAPI document, read once: parsed for the validator and the scope guards, and as served text. */
+/**
+ * The OpenAPI document, read once: parsed for the validator and the scope guards, and as served text.
+ * It is the bundle `npm run generate` writes (generated/openapi.yaml: openapi/openapi.yaml with the
+ * area files it references in one document), so start-up resolves no file references and needs no
+ * devDependency.
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
@@ -14,10 +19,10 @@ let cached: Spec | undefined;
 /** Works from the TypeScript sources (src/) and from the compiled output (dist/src/). */
 function specPath(): string {
   for (const up of ['..', '../..']) {
-    const candidate = path.resolve(__dirname, up, 'openapi', 'openapi.yaml');
+    const candidate = path.resolve(__dirname, up, 'generated', 'openapi.yaml');
     if (fs.existsSync(candidate)) return candidate;
   }
-  throw new Error('openapi/openapi.yaml not found');
+  throw new Error('generated/openapi.yaml not found: run `npm run generate`');
 }
 
 export function loadSpec(): Spec {

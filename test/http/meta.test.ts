@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import YAML from 'yaml';
 import { auth, describeEachDatabase } from '../support/context';
 
@@ -26,6 +28,14 @@ describeEachDatabase('meta routes', (ctx) => {
       .expect('Content-Type', /application\/yaml/);
     expect(json.body.openapi).toBe('3.1.0');
     expect(YAML.parse(yaml.text)).toEqual(json.body);
+  });
+
+  it('serves the bundled contract: the committed generated/openapi.yaml, every $ref inside it', async () => {
+    const yaml = await ctx().http().get('/openapi.yaml').expect(200);
+    expect(yaml.text).toBe(fs.readFileSync(path.join(__dirname, '..', '..', 'generated', 'openapi.yaml'), 'utf8'));
+    const refs = [...yaml.text.matchAll(/\$ref: '?([^'\n]*)'?$/gm)].map((m) => m[1]!);
+    expect(refs.length).toBeGreaterThan(100);
+    expect(refs.filter((r) => !r.startsWith('#/'))).toEqual([]);
   });
 
   it('answers an unknown /v2 path with 401 before anything else, and 404 once authenticated', async () => {
