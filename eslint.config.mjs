@@ -5,6 +5,23 @@ import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
 
+const sqlOnlyInRepositories = { name: 'knex', message: 'SQL belongs in a repository (src/<area>/*repository.ts) or src/db/.', allowTypeImports: true };
+const otherAreasRepositories = {
+  group: ['../*/*repository', '../../*/*repository'],
+  message: "Another area's repository: go through its service (only src/services.ts constructs repositories).",
+  allowTypeImports: true,
+};
+const anyRepository = {
+  group: ['**/*repository', '**/repository/*'],
+  message: 'Routes call services, never repositories (types may be imported).',
+  allowTypeImports: true,
+};
+
+/** One block of import boundaries: the modules (paths) and module patterns these files may not import as values. */
+function boundaries(files, ignores, paths, patterns) {
+  return { files, ignores, rules: { '@typescript-eslint/no-restricted-imports': ['error', { paths, patterns }] } };
+}
+
 export default tseslint.config(
   { ignores: ['dist/**', 'generated/**', 'node_modules/**', 'coverage/**', 'data/**', 'test/fixtures/**'] },
   js.configs.recommended,
@@ -31,65 +48,12 @@ export default tseslint.config(
       '@typescript-eslint/no-require-imports': 'off',
     },
   },
-  // Boundaries (docs/architecture.md): a request flows route -> service -> repository, and only
-  // repositories (and src/db/) write SQL. Later blocks win for the files they match.
-  {
-    // No area builds or calls another area's repository: it asks that area's service. Only the
-    // composition root (src/services.ts) constructs repositories; a type may be imported to take
-    // one that was handed in (build progression binds several areas' repositories to its
-    // transaction; docs/architecture.md lists the rest).
-    files: ['src/**/*.ts'],
-    ignores: ['src/services.ts', 'src/**/routes.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          paths: [{ name: 'knex', message: 'SQL belongs in a repository (src/<area>/repository.ts) or src/db/.', allowTypeImports: true }],
-          patterns: [
-            {
-              group: ['../*/*repository', '../../*/*repository'],
-              message: "Another area's repository: go through its service (only src/services.ts constructs repositories).",
-              allowTypeImports: true,
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ['src/db/**', 'src/**/*repository.ts', 'src/**/repository/**', 'src/http/rate-limit.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            {
-              group: ['../*/*repository', '../../*/*repository'],
-              message: "Another area's repository: go through its service (only src/services.ts constructs repositories).",
-              allowTypeImports: true,
-            },
-          ],
-        },
-      ],
-    },
-  },
-  {
-    files: ['src/**/routes.ts'],
-    rules: {
-      '@typescript-eslint/no-restricted-imports': [
-        'error',
-        {
-          paths: [{ name: 'knex', message: 'Routes call services; SQL belongs in a repository.', allowTypeImports: true }],
-          patterns: [
-            {
-              group: ['**/repository', '**/repository/*'],
-              message: 'Routes call services, never repositories (types may be imported).',
-              allowTypeImports: true,
-            },
-          ],
-        },
-      ],
-    },
-  },
+  // Boundaries (docs/architecture.md): a request flows route -> service -> repository, only
+  // repositories (and src/db/) write SQL, and no area builds or calls another area's repository:
+  // it asks that area's service (a type may be imported, to take one that was handed in). Only
+  // src/services.ts, the composition root, constructs repositories. Later blocks win.
+  boundaries(['src/**/*.ts'], ['src/services.ts'], [sqlOnlyInRepositories], [otherAreasRepositories]),
+  boundaries(['src/db/**', 'src/**/*repository.ts', 'src/**/repository/**', 'src/http/rate-limit.ts'], [], [], [otherAreasRepositories]),
+  boundaries(['src/**/routes.ts'], [], [sqlOnlyInRepositories], [anyRepository]),
   prettier,
 );
