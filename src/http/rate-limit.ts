@@ -91,11 +91,18 @@ export class RateLimiter {
     return { count, resetSeconds };
   }
 
-  /** Adds `n` counted here to the shared counter; returns the shared count, which includes them. */
+  /**
+   * Adds `n` counted here to the shared counter; returns the count, which includes them. On
+   * Postgres another write of this process (a flush) may still be on its way on another
+   * connection and land after this one, so the shared count returned can miss it: the count is
+   * at least what this process had already seen or sent, plus `n` (a flush landing second made
+   * `RateLimit-Remaining` one too high, seen under load in test/reliability/rate-limits.test.ts).
+   */
   private async write(local: LocalCount, bucket: string, n: number): Promise<number> {
+    const before = local.known + local.inFlight;
     local.inFlight += n;
     try {
-      const count = await this.add(bucket, local.window, n);
+      const count = Math.max(await this.add(bucket, local.window, n), before + n);
       local.known = Math.max(local.known, count);
       return count;
     } finally {
