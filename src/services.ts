@@ -110,7 +110,7 @@ export function createServices(o: ServiceOptions): Services {
     agents: agentService,
     jobs: new JobService(jobs, logs, progress, builds, organizations, agentService),
     progress,
-    pipelineUploads: new PipelineUploadService(jobs, progress, buildRepository, pipelineRepository, sign),
+    pipelineUploads: new PipelineUploadService(jobs, progress, builds, pipelines, sign),
     suites: suiteService,
     uploads: new UploadService(suiteService, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, organizations, o.publicUrl),

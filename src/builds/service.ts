@@ -106,6 +106,11 @@ export class BuildService {
     return (await this.progress.createBuild(pipeline, null, { ...b, env: {}, metaData: {}, cleanCheckout: false, rebuiltFrom: null, source: 'webhook' })).build;
   }
 
+  /** A build by id, for callers that already hold a credential for it (an agent running one of its jobs). */
+  findById(id: string): Promise<Build | null> {
+    return this.builds.findById(id);
+  }
+
   /** Whether the pipeline has a build of `commit` (on `branch`, when given). */
   async hasBuildOf(pipelineId: string, commit: string, branch?: string): Promise<boolean> {
     const found = await this.builds.list({ scope: { pipelineId }, commits: [commit], branches: branch === undefined ? undefined : [branch] }, 0, 1);

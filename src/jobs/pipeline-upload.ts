@@ -11,19 +11,19 @@ import type { Agent } from '../agents/repository';
 import type { StepSignature } from '../builds/jobs';
 import { MAX_JOBS_PER_BUILD, planJobs } from '../builds/jobs';
 import type { BuildProgress } from '../builds/progress/service';
-import type { BuildRepository } from '../builds/repository';
+import type { BuildService } from '../builds/service';
 import type { Job } from './model';
 import { NotFoundError, UnprocessableError, ValidationError } from '../core/errors';
 import { parseConfiguration } from '../pipelines/configuration';
-import type { PipelineRepository } from '../pipelines/repository';
+import type { PipelineService } from '../pipelines/service';
 import type { JobRepository } from './repository';
 
 export class PipelineUploadService {
   constructor(
     private readonly jobs: JobRepository,
     private readonly progress: BuildProgress,
-    private readonly builds: BuildRepository,
-    private readonly pipelines: PipelineRepository,
+    private readonly builds: BuildService,
+    private readonly pipelines: PipelineService,
     private readonly sign: (fields: Record<string, unknown>) => StepSignature,
   ) {}
 
@@ -37,7 +37,7 @@ export class PipelineUploadService {
       throw new UnprocessableError(`A pipeline can't be uploaded by a job that is ${context.job.state}: only by a running one.`);
     const parsed = parseUpload(typeof pipeline === 'string' ? pipeline : JSON.stringify(pipeline));
     const build = (await this.builds.findById(context.build.id))!;
-    const settings = await this.pipelines.findBySlug(context.organizationId, context.pipelineSlug);
+    const settings = await this.pipelines.findInOrganization(context.organizationId, context.pipelineSlug);
     const planned = planJobs(parsed.steps, {
       branch: build.branch,
       pipelineEnv: { ...settings?.env, ...parsed.env },

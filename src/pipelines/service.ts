@@ -99,6 +99,11 @@ export class PipelineService {
     return this.pipelines.countsFor(ids);
   }
 
+  /** A pipeline by its organization and slug, for callers that already hold a credential for it (an agent running one of its jobs). */
+  findInOrganization(organizationId: string, slug: string): Promise<Pipeline | null> {
+    return this.pipelines.findBySlug(organizationId, slug);
+  }
+
   /** A pipeline the caller may read, or 404 exactly as if it did not exist. */
   async get(actor: Actor, slug: string, opts: ReadOptions = {}): Promise<{ pipeline: Pipeline; perms: Permissions }> {
     const pipeline = await this.pipelines.findBySlug(actor.organization.id, slug, opts);
