@@ -33,7 +33,19 @@ import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './upload
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
 export interface AppDeps extends Pick<
   Services,
-  'db' | 'tokens' | 'organizations' | 'pipelines' | 'builds' | 'agents' | 'jobs' | 'pipelineUploads' | 'suites' | 'uploads' | 'deliveries' | 'rateLimiter'
+  | 'db'
+  | 'tokens'
+  | 'organizations'
+  | 'pipelines'
+  | 'builds'
+  | 'agents'
+  | 'agentWork'
+  | 'jobs'
+  | 'pipelineUploads'
+  | 'suites'
+  | 'uploads'
+  | 'deliveries'
+  | 'rateLimiter'
 > {
   logger: Logger;
   publicUrl: string;
@@ -157,8 +169,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(organizationRoutes(deps.organizations, deps.publicUrl));
   app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
   app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids)));
-  app.use(agentRoutes(deps.agents, deps.publicUrl));
-  app.use(agentApiRoutes(deps.agents, deps.pipelineUploads, deps.publicUrl));
+  app.use(agentRoutes(deps.agents, deps.agentWork, deps.publicUrl));
+  app.use(agentApiRoutes(deps.agents, deps.agentWork, deps.pipelineUploads, deps.publicUrl));
   app.use(jobRoutes(deps.jobs, deps.publicUrl));
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));

@@ -6,7 +6,8 @@ import type { Knex } from 'knex';
 import { AccessTokenRepository } from './access-token/repository';
 import { AccessTokenService } from './access-token/service';
 import { AgentRepository } from './agents/repository';
-import { AgentService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './agents/service';
+import { AgentService } from './agents/service';
+import { AgentWorkService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './jobs/agent-work';
 import { BuildProgress } from './builds/progress/service';
 import { BuildRepository } from './builds/repository';
 import { BuildService } from './builds/service';
@@ -44,6 +45,8 @@ export interface Services {
   pipelines: PipelineService;
   builds: BuildService;
   agents: AgentService;
+  /** The agent's side of a job (the agent API's polls and job moves). */
+  agentWork: AgentWorkService;
   jobs: JobService;
   /** Every write that moves builds and jobs along (see src/builds/progress/service.ts). */
   progress: BuildProgress;
@@ -96,7 +99,7 @@ export function createServices(o: ServiceOptions): Services {
   const agents = new AgentRepository(db);
   const progress = new BuildProgress(db, { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users }, sign, o.clock);
   const builds = new BuildService(buildRepository, pipelines, progress);
-  const agentService = new AgentService(agents, jobs, logs, progress, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
+  const agentService = new AgentService(agents, progress, o.clock);
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations);
   return {
     db,
@@ -108,6 +111,7 @@ export function createServices(o: ServiceOptions): Services {
     pipelines,
     builds,
     agents: agentService,
+    agentWork: new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES),
     jobs: new JobService(jobs, logs, progress, builds, organizations, agentService),
     progress,
     pipelineUploads: new PipelineUploadService(jobs, progress, builds, pipelines, sign),

@@ -12,6 +12,7 @@ import { serializeAgentJob } from '../agents/serialize';
 import type { AgentService, Registration } from '../agents/service';
 import { operationRouter } from '../http/operation';
 import { setWarnings } from '../http/warning';
+import type { AgentWorkService } from '../jobs/agent-work';
 import type { PipelineUploadService } from '../jobs/pipeline-upload';
 
 /** Where app.ts mounts `agentAuth`: the spec's paths of the agent API all begin with it. */
@@ -26,7 +27,7 @@ export function agentAuth(service: AgentService) {
   };
 }
 
-export function agentApiRoutes(service: AgentService, uploads: PipelineUploadService, publicUrl: string) {
+export function agentApiRoutes(service: AgentService, work: AgentWorkService, uploads: PipelineUploadService, publicUrl: string) {
   const api = operationRouter();
   const agentOf = (res: Response) => res.locals.agent as Agent;
 
@@ -52,33 +53,33 @@ export function agentApiRoutes(service: AgentService, uploads: PipelineUploadSer
 
   api.on('pingAgent', async (_req, res) => {
     const agent = agentOf(res);
-    const { action, job } = await service.ping(agent);
+    const { action, job } = await work.ping(agent);
     res.json({ action, job: job ? serializeAgentJob(job, agent, publicUrl) : null });
   });
 
   api.on('getAgentJob', async (req, res) => {
     const agent = agentOf(res);
-    res.json(serializeAgentJob(await service.job(agent, req.params.job_id), agent, publicUrl));
+    res.json(serializeAgentJob(await work.job(agent, req.params.job_id), agent, publicUrl));
   });
 
   api.on('acceptJob', async (req, res) => {
     const agent = agentOf(res);
-    res.json(serializeAgentJob(await service.accept(agent, req.params.job_id), agent, publicUrl));
+    res.json(serializeAgentJob(await work.accept(agent, req.params.job_id), agent, publicUrl));
   });
 
   api.on('startJob', async (req, res) => {
     const agent = agentOf(res);
-    res.json(serializeAgentJob(await service.start(agent, req.params.job_id), agent, publicUrl));
+    res.json(serializeAgentJob(await work.start(agent, req.params.job_id), agent, publicUrl));
   });
 
   api.on('appendJobLogChunk', async (req, res) => {
-    await service.appendChunk(agentOf(res), req.params.job_id, req.body);
+    await work.appendChunk(agentOf(res), req.params.job_id, req.body);
     res.status(201).json({ sequence: req.body.sequence });
   });
 
   api.on('finishJob', async (req, res) => {
     const agent = agentOf(res);
-    res.json(serializeAgentJob(await service.finish(agent, req.params.job_id, req.body), agent, publicUrl));
+    res.json(serializeAgentJob(await work.finish(agent, req.params.job_id, req.body), agent, publicUrl));
   });
 
   api.on('uploadPipeline', async (req, res) => {

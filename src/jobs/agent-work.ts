@@ -1,0 +1,160 @@
+/**
+ * The agent's side of a job, as the agent API asks for it: polling claims the scheduled job of
+ * highest priority, then the oldest, whose query rules the agent's tags satisfy; then accept,
+ * start, log chunks and finish move it along, each only by the agent holding it. Moves that go
+ * with the build's state machine go through build progression. No HTTP, no SQL.
+ */
+import type { components } from '../../generated/api';
+import type { Agent } from '../agents/repository';
+import { matchesQueryRules } from '../agents/query-rules';
+import { mustBeConnected, type AgentService } from '../agents/service';
+import type { JobState } from '../builds/model';
+import type { BuildProgress } from '../builds/progress/service';
+import { NotFoundError, PayloadTooLargeError, UnprocessableError } from '../core/errors';
+import type { Step } from '../pipelines/configuration';
+import type { JobLogRepository } from './log-repository';
+import type { JobContext, JobEnd } from './model';
+import type { JobRepository } from './repository';
+
+/**
+ * How many jobs the agent may run one poll reads at once, in dispatch order: enough that agents
+ * polling together each find one the others did not take first.
+ */
+const CANDIDATES_PER_POLL = 32;
+/** How many times a poll reads candidates again after losing every one of them to other agents. */
+const CLAIM_ROUNDS = 3;
+/** A job's log cap by default: the real service's "log size per job" (1,024 MiB). */
+export const DEFAULT_JOB_LOG_LIMIT_BYTES = 1024 * 1024 * 1024;
+
+/** Whether the step's `soft_fail` covers this exit status. */
+export function softFails(step: Step, exitStatus: number): boolean {
+  if (step.type !== 'script' || exitStatus === 0) return false;
+  const rule = step.soft_fail;
+  if (typeof rule === 'boolean') return rule;
+  return rule.some((r) => r.exit_status === '*' || r.exit_status === exitStatus);
+}
+
+/**
+ * What a finish makes of a job in `from`: a job being canceled ends `canceled` and one timing out
+ * `timed_out`, whatever the exit status; the agent's own timeout (`signal_reason: timeout`)
+ * also ends `timed_out`; else exit status 0 passes. Null: the job can't be finished from `from`.
+ */
+export function finishedState(from: JobState, exitStatus: number, signalReason: string | null): JobState | null {
+  if (from === 'canceling') return 'canceled';
+  if (from === 'timing_out') return 'timed_out';
+  if (from !== 'running') return null;
+  if (signalReason === 'timeout') return 'timed_out';
+  return exitStatus === 0 ? 'passed' : 'failed';
+}
+
+function formatBytes(n: number): string {
+  return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
+}
+
+function wrongState(to: string, from: string): UnprocessableError {
+  return new UnprocessableError(`The job can't be ${to}: it is not ${from}.`);
+}
+
+export class AgentWorkService {
+  constructor(
+    private readonly jobs: JobRepository,
+    private readonly logs: JobLogRepository,
+    /** A job move that goes with the agent's row or the build's state machine goes through it. */
+    private readonly progress: BuildProgress,
+    /** Polls and job reads count as the agent's sign of life. */
+    private readonly agents: AgentService,
+    /** The sweeper's clock too, so heartbeats and job times are on the clock it judges by. */
+    private readonly clock: () => Date = () => new Date(),
+    private readonly jobLogLimitBytes: number = DEFAULT_JOB_LOG_LIMIT_BYTES,
+  ) {}
+
+  /** The job the agent holds, else the first scheduled job it matches (priority, then age), claimed for it alone. */
+  async ping(agent: Agent): Promise<{ action: 'idle' | 'disconnect'; job: JobContext | null }> {
+    if (agent.connectionState === 'never_connected') throw new UnprocessableError('The agent has not connected: POST /v3/connect first.');
+    if (agent.connectionState !== 'connected') return { action: 'disconnect', job: null };
+    await this.agents.touch(agent, this.clock());
+    const held = await this.jobs.heldBy(agent.id);
+    if (held) return { action: 'idle', job: held };
+    const keys = (await this.jobs.dispatchClasses(agent.organizationId)).filter((c) => matchesQueryRules(c.agentQueryRules, agent.metaData)).map((c) => c.key);
+    if (!keys.length) return { action: 'idle', job: null };
+    // Every candidate is one this agent may run; a full page lost to other agents is read again.
+    for (let round = 0; round < CLAIM_ROUNDS; round++) {
+      const candidates = await this.jobs.dispatchCandidates(agent.organizationId, keys, CANDIDATES_PER_POLL);
+      for (const id of candidates) {
+        // Lost the race for this one: another agent claimed it between the read and the update.
+        if (!(await this.progress.claim(id, agent.id))) continue;
+        return { action: 'idle', job: await this.jobs.findWithContext(id) };
+      }
+      if (candidates.length < CANDIDATES_PER_POLL) break;
+    }
+    return { action: 'idle', job: null };
+  }
+
+  async accept(agent: Agent, jobId: string): Promise<JobContext> {
+    return this.move(agent, jobId, 'assigned', 'accepted', {});
+  }
+
+  /** The job runs; the build is running from its first job's start. */
+  async start(agent: Agent, jobId: string): Promise<JobContext> {
+    const job = await this.move(agent, jobId, 'accepted', 'running', { started_at: this.clock() });
+    await this.progress.advance(job.build.id);
+    return job;
+  }
+
+  async appendChunk(agent: Agent, jobId: string, chunk: components['schemas']['LogChunk']): Promise<void> {
+    const job = await this.held(agent, jobId);
+    if (job.job.state !== 'running' && job.job.state !== 'accepted')
+      throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
+    if (!(await this.logs.appendChunk(jobId, chunk, this.clock(), this.jobLogLimitBytes))) {
+      throw new PayloadTooLargeError(
+        `This job's log has reached its limit of ${formatBytes(this.jobLogLimitBytes)} (JOB_LOG_LIMIT_BYTES): the chunk was not stored.`,
+      );
+    }
+  }
+
+  /**
+   * The job as it stands, for its agent to learn of a cancel or a timeout while it runs the job
+   * (`canceling`, `timing_out`). Asking counts as a sign of life, like a heartbeat.
+   */
+  async job(agent: Agent, jobId: string): Promise<JobContext> {
+    const job = await this.held(agent, jobId);
+    await this.agents.touch(agent, this.clock());
+    return job;
+  }
+
+  /** Ends the job as finishedState says; a move racing with a cancel or timeout is read again. */
+  async finish(agent: Agent, jobId: string, body: components['schemas']['FinishJobRequest']): Promise<JobContext> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const current = await this.held(agent, jobId);
+      const state = finishedState(current.job.state, body.exit_status, body.signal_reason ?? null);
+      if (!state) throw wrongState('finished', 'running');
+      const soft = state !== 'canceled' && softFails(current.job.step, body.exit_status);
+      const end: JobEnd = { state, exit_status: body.exit_status, signal_reason: body.signal_reason ?? null, soft_failed: soft, finished_at: this.clock() };
+      if (!(await this.progress.finish(jobId, agent.id, current.job.state, end))) continue;
+      if (state === 'failed' || state === 'timed_out') await this.progress.retryOrAdvance(current.job, body.exit_status, end.signal_reason);
+      else await this.progress.advance(current.build.id);
+      return (await this.jobs.findWithContext(jobId))!;
+    }
+    throw wrongState('finished', 'running');
+  }
+
+  /** The jobs the agents hold, for the agents' representation (`job`). */
+  async heldJobs(agents: Agent[]): Promise<Map<string, JobContext>> {
+    const jobs = await this.jobs.findManyWithContext(agents.flatMap((a) => (a.jobId ? [a.jobId] : [])));
+    return new Map(jobs.map((j) => [j.job.id, j]));
+  }
+
+  /** The job, if this agent holds it: another agent's job is as good as missing. */
+  private async held(agent: Agent, jobId: string): Promise<JobContext> {
+    mustBeConnected(agent);
+    const job = await this.jobs.findWithContext(jobId);
+    if (!job || job.job.agentId !== agent.id) throw new NotFoundError('job');
+    return job;
+  }
+
+  private async move(agent: Agent, jobId: string, from: JobState, to: JobState, fields: Record<string, unknown>): Promise<JobContext> {
+    await this.held(agent, jobId);
+    if (!(await this.jobs.move(jobId, agent.id, from, to, fields))) throw wrongState(to, from);
+    return (await this.jobs.findWithContext(jobId))!;
+  }
+}
