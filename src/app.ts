@@ -7,7 +7,8 @@ import express, { NextFunction, Request, Response } from 'express';
 import { accessTokenRoutes } from './access-token/routes';
 import { AGENT_API_PATH, agentApiRoutes, agentAuth } from './agent-api/routes';
 import { agentRoutes } from './agents/routes';
-import { jobRoutes } from './jobs/routes';
+import { jobRoutes } from './builds/jobs/routes';
+import { serializeHeldJobs } from './builds/jobs/serialize';
 import { buildRoutes } from './builds/routes';
 import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
@@ -169,7 +170,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(organizationRoutes(deps.organizations, deps.publicUrl));
   app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
   app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids)));
-  app.use(agentRoutes(deps.agents, deps.agentWork, deps.publicUrl));
+  app.use(agentRoutes(deps.agents, async (agents) => serializeHeldJobs(await deps.agentWork.heldJobs(agents), deps.publicUrl), deps.publicUrl));
   app.use(agentApiRoutes(deps.agents, deps.agentWork, deps.pipelineUploads, deps.publicUrl));
   app.use(jobRoutes(deps.jobs, deps.publicUrl));
   app.use(suiteRoutes(deps.suites, deps.publicUrl));

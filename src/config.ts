@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import path from 'node:path';
 import type { RateLimitSettings } from './http/rate-limit';
-import type { SweepSettings } from './jobs/sweeper';
+import type { SweepSettings } from './builds/jobs/sweeper';
 
 export interface Config {
   port: number;

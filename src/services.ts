@@ -7,19 +7,19 @@ import { AccessTokenRepository } from './access-token/repository';
 import { AccessTokenService } from './access-token/service';
 import { AgentRepository } from './agents/repository';
 import { AgentService } from './agents/service';
-import { AgentWorkService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './jobs/agent-work';
+import { AgentWorkService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './builds/jobs/agent-work';
 import { BuildProgress } from './builds/progress/service';
 import { BuildRepository } from './builds/repository';
 import { BuildService } from './builds/service';
 import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './deliveries/service';
-import { JobLogRepository } from './jobs/log-repository';
-import { JobRepository } from './jobs/repository';
-import { JobService } from './jobs/service';
-import { PipelineUploadService } from './jobs/pipeline-upload';
-import { signer, stepSigningKey } from './builds/jobs';
-import { DEFAULT_SWEEP_SETTINGS, Sweeper, type SweepSettings } from './jobs/sweeper';
+import { JobLogRepository } from './builds/jobs/log-repository';
+import { JobRepository } from './builds/jobs/repository';
+import { JobService } from './builds/jobs/service';
+import { PipelineUploadService } from './builds/jobs/pipeline-upload';
+import { signer, stepSigningKey } from './builds/jobs/plan';
+import { DEFAULT_SWEEP_SETTINGS, Sweeper, type SweepSettings } from './builds/jobs/sweeper';
 import type { Logger } from './http/logger';
 import { RateLimiter, type RateLimitSettings } from './http/rate-limit';
 import { OrganizationRepository } from './organizations/repository';
@@ -99,7 +99,7 @@ export function createServices(o: ServiceOptions): Services {
   const agents = new AgentRepository(db);
   const progress = new BuildProgress(db, { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users }, sign, o.clock);
   const builds = new BuildService(buildRepository, pipelines, progress);
-  const agentService = new AgentService(agents, progress, o.clock);
+  const agentService = new AgentService(agents, o.clock);
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations);
   return {
     db,

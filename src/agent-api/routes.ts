@@ -4,16 +4,16 @@
  * credential (a registration token for `/register`, the agent's access token otherwise) is
  * resolved by `agentAuth`, which app.ts mounts before the body parsers and the validator, so a
  * request without a valid token is refused before its body is read. The rules are the agents'
- * and the jobs' services'.
+ * and the builds' (src/builds/jobs/agent-work.ts).
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Agent } from '../agents/repository';
-import { serializeAgentJob } from '../agents/serialize';
 import type { AgentService, Registration } from '../agents/service';
 import { operationRouter } from '../http/operation';
 import { setWarnings } from '../http/warning';
-import type { AgentWorkService } from '../jobs/agent-work';
-import type { PipelineUploadService } from '../jobs/pipeline-upload';
+import type { AgentWorkService } from '../builds/jobs/agent-work';
+import type { PipelineUploadService } from '../builds/jobs/pipeline-upload';
+import { serializeAgentJob } from './serialize';
 
 /** Where app.ts mounts `agentAuth`: the spec's paths of the agent API all begin with it. */
 export const AGENT_API_PATH = '/v3';
@@ -43,7 +43,7 @@ export function agentApiRoutes(service: AgentService, work: AgentWorkService, up
   });
 
   api.on('disconnectAgent', async (_req, res) => {
-    const agent = await service.disconnect(agentOf(res));
+    const agent = await work.disconnect(agentOf(res));
     res.json({ id: agent.id, connection_state: agent.connectionState });
   });
 

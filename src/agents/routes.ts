@@ -1,12 +1,19 @@
 /** The agents' REST operations: registration tokens, list, get. The agent API is src/agent-api/. */
+import type { components } from '../../generated/api';
 import { actorOf } from '../http/auth';
 import { operationRouter } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import { serializeAgent, serializeAgentToken } from './serialize';
-import type { AgentWorkService } from '../jobs/agent-work';
+import type { Agent } from './repository';
 import type { AgentService } from './service';
 
-export function agentRoutes(service: AgentService, work: AgentWorkService, publicUrl: string) {
+/**
+ * The jobs these agents hold, by job id, as JSON: the builds area knows jobs (and embeds agents
+ * in them), so app.ts hands its answer in rather than this area reaching up for it.
+ */
+export type HeldJobs = (agents: Agent[]) => Promise<Map<string, components['schemas']['Job']>>;
+
+export function agentRoutes(service: AgentService, heldJobs: HeldJobs, publicUrl: string) {
   const api = operationRouter();
 
   api.on('createAgentToken', async (req, res) => {
@@ -22,14 +29,14 @@ export function agentRoutes(service: AgentService, work: AgentWorkService, publi
     const items = await service.list(actor, { name: q.name, hostname: q.hostname, version: q.version }, page.offset, page.perPage + 1);
     setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
     const agents = items.slice(0, page.perPage);
-    const jobs = await work.heldJobs(agents);
+    const jobs = await heldJobs(agents);
     res.json(agents.map((agent) => serializeAgent(agent, (agent.jobId && jobs.get(agent.jobId)) || null, publicUrl, actor.organization.slug)));
   });
 
   api.on('getAgent', async (req, res) => {
     const actor = actorOf(res);
     const agent = await service.get(actor, req.params.agent_id);
-    const jobs = await work.heldJobs([agent]);
+    const jobs = await heldJobs([agent]);
     res.json(serializeAgent(agent, (agent.jobId && jobs.get(agent.jobId)) || null, publicUrl, actor.organization.slug));
   });
 

@@ -1,7 +1,7 @@
 /**
  * The rules of agents: registration tokens (admins only; stored as hashes), registration,
  * connection and heartbeats, listing, and agents going lost. The agent's side of a job (polling,
- * accept, start, log, finish) is the jobs area's (src/jobs/agent-work.ts). No HTTP, no SQL.
+ * accept, start, log, finish) is the builds area's (src/builds/jobs/agent-work.ts). No HTTP, no SQL.
  */
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
@@ -9,7 +9,6 @@ import { AgentTokenError, ForbiddenError, NotFoundError, UnprocessableError } fr
 import { sha256Hex } from '../security/keys';
 import type { Agent, AgentFilter, AgentRepository, AgentToken } from './repository';
 import type { Actor, User } from '../core/identity';
-import type { BuildProgress } from '../builds/progress/service';
 
 type RegisterBody = components['schemas']['RegisterAgentRequest'];
 
@@ -32,8 +31,6 @@ export interface Registration {
 export class AgentService {
   constructor(
     private readonly agents: AgentRepository,
-    /** A disconnect gives back a job assigned but not accepted: through build progression. */
-    private readonly progress: BuildProgress,
     /** The sweeper's clock too, so heartbeats are on the clock it judges by. */
     private readonly clock: () => Date = () => new Date(),
   ) {}
@@ -99,10 +96,9 @@ export class AgentService {
     return { ...agent, connectionState: 'connected', connectedAt: at, disconnectedAt: null, lastHeartbeatAt: at };
   }
 
-  /** A job assigned but not yet accepted goes back to be offered to another agent. */
+  /** The agent goes: the job it was assigned and had not accepted is given back first (builds/jobs/agent-work.ts). */
   async disconnect(agent: Agent): Promise<Agent> {
     const at = this.clock();
-    await this.progress.release(agent.id);
     await this.agents.update(agent.id, { connection_state: 'disconnected', disconnected_at: at });
     return { ...agent, connectionState: 'disconnected', disconnectedAt: at };
   }

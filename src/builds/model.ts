@@ -1,7 +1,7 @@
 /**
  * What a build is, in the service's own terms: its states, the build itself, what creating one
  * takes, and the filter a list reads builds by. Types and state names only: rows are mapped in
- * ./rows.ts, and the jobs a build embeds are the jobs area's (src/jobs/model.ts).
+ * ./rows.ts, and the jobs a build embeds are in ./jobs/model.ts.
  */
 import type { components } from '../../generated/api';
 import type { User } from '../core/identity';

@@ -1,10 +1,10 @@
 /**
  * Builds and their meta data: Knex queries, rows in and domain objects out (./rows.ts maps them;
- * the jobs a build embeds are mapped by src/jobs/rows.ts). The build number comes from the
+ * the jobs a build embeds are mapped by src/builds/jobs/rows.ts). The build number comes from the
  * pipeline's counter, bumped by UPDATE ... RETURNING as the first statement of the create: the
  * row lock (Postgres) or the write lock (SQLite) serialises concurrent creates, and the unique
  * (pipeline_id, number) index backs it. A build is created with the jobs planned for it, in the
- * same statement (Postgres) or transaction; every later change to a job is the jobs area's.
+ * same statement (Postgres) or transaction; every later change to a job is ./jobs/'s.
  *
  * Queries only: the rules that move builds (state machine, cancel, supersede, triggers) are in
  * src/builds/progress/, which runs these queries on a transaction of its own (withTransaction).
@@ -12,9 +12,9 @@
 import type { Knex } from 'knex';
 import { isPostgres, whereAnyOf } from '../db/knex';
 import { toBool, toDateOrNull } from '../db/values';
-import type { PlannedJob } from './jobs';
-import type { Job } from '../jobs/model';
-import { jobFromRow, toJobRow } from '../jobs/rows';
+import type { PlannedJob } from './jobs/plan';
+import type { Job } from './jobs/model';
+import { jobFromRow, toJobRow } from './jobs/rows';
 import type { User } from '../core/identity';
 import type { Build, BuildFilter, BuildState, NewBuild } from './model';
 import { buildFromRow, toBuildRow } from './rows';

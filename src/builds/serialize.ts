@@ -1,12 +1,12 @@
 /** Build and job -> the exact JSON of the contract (ISO 8601 timestamps throughout). */
 import type { components } from '../../generated/api';
-import { graphqlId, gravatarUrl, isoTime, utcTime } from '../http/format';
+import { graphqlId, isoTime, utcTime } from '../http/format';
 import type { Pipeline, PipelineCounts } from '../pipelines/repository';
 import { serializeProvider } from '../pipelines/serialize';
 import type { BuildWithJobs } from './service';
 import type { Author } from './model';
-import type { Job } from '../jobs/model';
-import type { User } from '../core/identity';
+import type { Job } from './jobs/model';
+import { serializeCreator } from '../user/serialize';
 
 type BuildJson = components['schemas']['Build'];
 type JobJson = components['schemas']['Job'];
@@ -73,13 +73,6 @@ function author(a: Author | null): BuildJson['author'] {
 
 const iso = (d: Date | null) => (d ? isoTime(d) : null);
 
-/** A user as builds, jobs and agent tokens show one. */
-export function creator(u: User | null): BuildJson['creator'] {
-  return u
-    ? { id: u.id, graphql_id: graphqlId('User', u.id), name: u.name, email: u.email, avatar_url: gravatarUrl(u.email), created_at: isoTime(u.createdAt) }
-    : null;
-}
-
 /** A trigger job's build: same organization, so its URLs are this build's with the pipeline and number swapped. */
 function triggeredBuild(j: Job, buildUrl: string, buildWebUrl: string): JobJson['triggered_build'] {
   const t = j.triggeredBuild;
@@ -111,7 +104,7 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
       return Object.assign(common, {
         label: j.name,
         name: j.name,
-        unblocked_by: creator(j.unblockedBy),
+        unblocked_by: serializeCreator(j.unblockedBy),
         unblocked_at: iso(j.unblockedAt),
         unblockable: j.state === 'blocked',
         unblock_url: `${buildUrl}/jobs/${j.id}/unblock`,
@@ -183,7 +176,7 @@ export function serializeBuild({ build: b, jobs }: BuildWithJobs, v: BuildView):
     env: b.env,
     source: b.source as BuildJson['source'],
     author: author(b.author),
-    creator: creator(b.creator),
+    creator: serializeCreator(b.creator),
     jobs: jobs.map((j) => serializeJob(j, url, webUrl, (j.agentId && v.agents?.get(j.agentId)) || null)),
     job_state_counts: { total: jobs.length, states },
     created_at: isoTime(b.createdAt),

@@ -10,7 +10,7 @@ import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } fr
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
-import type { Job } from '../jobs/model';
+import type { Job } from './jobs/model';
 import { FINISHED_STATES, type Build, type BuildFilter, type BuildState, type NewBuildFields, type PullRequest } from './model';
 import type { BuildProgress } from './progress/service';
 import type { BuildRepository } from './repository';

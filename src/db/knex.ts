@@ -6,7 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { Knex } from 'knex';
-import type { Logger } from '../http/logger';
+import type { Logger } from 'pino';
 import { WalCheckpointer } from './checkpointer';
 import { migrationSource } from './migrations';
 

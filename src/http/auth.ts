@@ -5,14 +5,18 @@
  * contract and the enforcement cannot drift apart.
  */
 import express, { NextFunction, Request, Response, Router } from 'express';
-import type { AccessTokenService } from '../access-token/service';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '../core/errors';
 import type { Principal, Organization, Role } from '../core/identity';
 import { specOperations } from './spec-operations';
 
 const BEARER = /^Bearer ([A-Za-z0-9_.~+/=-]{1,4096})$/i;
 
-export function authenticate(tokens: AccessTokenService) {
+/** Who a bearer token is (the access-token area's service; by shape, so http/ depends on no area). */
+export interface BearerAuthenticator {
+  authenticate(bearer: string): Promise<Principal>;
+}
+
+export function authenticate(tokens: BearerAuthenticator) {
   return async (req: Request, res: Response, next: NextFunction) => {
     const header = req.get('authorization');
     const match = header ? BEARER.exec(header.trim()) : null;

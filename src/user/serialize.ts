@@ -12,3 +12,8 @@ export function serializeUser(u: User): components['schemas']['User'] {
     created_at: isoTime(u.createdAt),
   };
 }
+
+/** A user as builds, jobs, agents and agent tokens name one (their `creator`, `unblocked_by`...), or null. */
+export function serializeCreator(u: User | null): components['schemas']['User'] | null {
+  return u ? serializeUser(u) : null;
+}

@@ -4,8 +4,8 @@
  * forward instead of waiting.
  */
 import { AgentRepository } from '../../src/agents/repository';
-import { JobRepository } from '../../src/jobs/repository';
-import { Sweeper } from '../../src/jobs/sweeper';
+import { JobRepository } from '../../src/builds/jobs/repository';
+import { Sweeper } from '../../src/builds/jobs/sweeper';
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';

@@ -1,5 +1,5 @@
 import createSample from '../fixtures/samples/builds__04_create-a-build.json';
-import { verifyStepSignature, signedFieldsOf } from '../../src/builds/jobs';
+import { verifyStepSignature, signedFieldsOf } from '../../src/builds/jobs/plan';
 import { auth, createTestContext, databases, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
 

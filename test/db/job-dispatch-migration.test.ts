@@ -5,7 +5,7 @@
  */
 import * as jobDispatch from '../../src/db/migrations/20261125110000_job_dispatch';
 import * as jobLogSize from '../../src/db/migrations/20261125120000_job_log_size';
-import { dispatchKey } from '../../src/jobs/dispatch-key';
+import { dispatchKey } from '../../src/builds/jobs/dispatch-key';
 import { agentAuth, givenBuildAndAgent } from '../support/agents';
 import { describeEachDatabase } from '../support/context';
 

@@ -1,4 +1,4 @@
-import { automaticRetryRule } from '../../src/jobs/retry';
+import { automaticRetryRule } from '../../src/builds/jobs/retry';
 import type { ScriptStep } from '../../src/pipelines/configuration';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import { agentAuth, runNextJob, givenAgent, givenBuildAndAgent, givenRegistrationToken, type TestAgent } from '../support/agents';

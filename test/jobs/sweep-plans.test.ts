@@ -7,7 +7,7 @@
  * test/builds/plans.test.ts.)
  */
 import type { Knex } from 'knex';
-import { JobRepository } from '../../src/jobs/repository';
+import { JobRepository } from '../../src/builds/jobs/repository';
 import { describeEachDatabase } from '../support/context';
 
 describeEachDatabase('sweeper and agent poll query plans', (ctx) => {

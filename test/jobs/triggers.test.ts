@@ -1,4 +1,4 @@
-import { MAX_TRIGGER_DEPTH } from '../../src/jobs/triggers';
+import { MAX_TRIGGER_DEPTH } from '../../src/builds/jobs/triggers';
 import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
 import { agentAuth, runNextJob as runNext, givenAgent, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';

@@ -3,7 +3,7 @@
  * planner (no HTTP; test/builds/matrix.test.ts goes through the REST and agent APIs).
  */
 import { ValidationError, type FieldError } from '../../src/core/errors';
-import { planJobs, scriptVariants, type PlanContext } from '../../src/builds/jobs';
+import { planJobs, scriptVariants, type PlanContext } from '../../src/builds/jobs/plan';
 import { normaliseVisualSteps, parseConfiguration, type ScriptStep } from '../../src/pipelines/configuration';
 import { combinations, jobCount, MATRIX_LIMITS } from '../../src/pipelines/configuration/matrix';
 import { STEP_ATTRIBUTES } from '../../src/pipelines/configuration/step-attributes';

@@ -4,7 +4,7 @@
  * build timeouts documentation orders them (the step's own timeout, else the pipeline default;
  * the maximum caps either, and applies when neither is set).
  */
-import { commandTimeout } from '../../src/builds/jobs';
+import { commandTimeout } from '../../src/builds/jobs/plan';
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 

@@ -13,7 +13,7 @@ import { migrateLatest, type DatabaseKind } from '../../src/db/knex';
 import { createLogger, type Logger } from '../../src/http/logger';
 import type { TrustProxy } from '../../src/config';
 import type { RateLimitSettings } from '../../src/http/rate-limit';
-import type { SweepSettings } from '../../src/jobs/sweeper';
+import type { SweepSettings } from '../../src/builds/jobs/sweeper';
 import { createServices, type Services } from '../../src/services';
 import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
 

@@ -6,7 +6,7 @@
  */
 import type { components } from '../../generated/api';
 import type { BuildState, JobState } from '../../src/builds/model';
-import type { Job } from '../../src/jobs/model';
+import type { Job } from '../../src/builds/jobs/model';
 import type { ListQuery } from '../../src/builds/service';
 import { operationRouter, type OperationHandler, type OperationRequest } from '../../src/http/operation';
 

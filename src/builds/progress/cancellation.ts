@@ -4,7 +4,7 @@
  * `cancel_running_branch_builds`). Each runs on repositories bound to the caller's transaction
  * (./service.ts opens it; a build create or a trigger step's runs these in its own).
  */
-import { ON_AGENT_JOB_STATES, UNFINISHED_JOB_STATES } from '../../jobs/model';
+import { ON_AGENT_JOB_STATES, UNFINISHED_JOB_STATES } from '../jobs/model';
 import type { BuildState } from '../model';
 import type { ProgressRepositories } from './repositories';
 

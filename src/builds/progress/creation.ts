@@ -9,10 +9,10 @@
 import crypto from 'node:crypto';
 import { UnprocessableError } from '../../core/errors';
 import type { User } from '../../core/identity';
-import type { Job } from '../../jobs/model';
+import type { Job } from '../jobs/model';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
 import type { Pipeline } from '../../pipelines/repository';
-import { MAX_JOBS_PER_BUILD, planJobs, type PlannedJob } from '../jobs';
+import { MAX_JOBS_PER_BUILD, planJobs, type PlannedJob } from '../jobs/plan';
 import type { Build, BuildState, NewBuild, NewBuildFields } from '../model';
 import { supersede } from './cancellation';
 import type { ProgressRepositories, StepSigner } from './repositories';

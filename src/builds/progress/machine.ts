@@ -1,5 +1,5 @@
 /**
- * Runs a build's state machine (the rules: src/jobs/state.ts) and stores what it decided, on
+ * Runs a build's state machine (the rules: src/builds/jobs/state.ts) and stores what it decided, on
  * repositories bound to the transaction that locked the build's row (./service.ts opens it), so
  * job events of one build are applied one after another and each sees the others' results. In
  * the same transaction, trigger jobs that became runnable are launched (creating builds, which
@@ -7,10 +7,10 @@
  * ends the synchronous trigger job that waits on it, running the parent build's machine too
  * (child, then parent: rows are always locked in that order).
  */
-import type { Job } from '../../jobs/model';
+import type { Job } from '../jobs/model';
 import type { BuildState } from '../model';
-import { advance } from '../../jobs/state';
-import { triggerJobStateFor, type TriggeringBuild } from '../../jobs/triggers';
+import { advance } from '../jobs/state';
+import { triggerJobStateFor, type TriggeringBuild } from '../jobs/triggers';
 import type { ProgressRepositories, StepSigner } from './repositories';
 import { launchTriggeredBuild } from './triggers';
 

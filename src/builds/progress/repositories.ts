@@ -6,11 +6,11 @@
  */
 import type { Knex } from 'knex';
 import type { AgentRepository } from '../../agents/repository';
-import type { JobLogRepository } from '../../jobs/log-repository';
-import type { JobRepository } from '../../jobs/repository';
+import type { JobLogRepository } from '../jobs/log-repository';
+import type { JobRepository } from '../jobs/repository';
 import type { PipelineRepository } from '../../pipelines/repository';
 import type { UserRepository } from '../../user/repository';
-import type { PlanContext } from '../jobs';
+import type { PlanContext } from '../jobs/plan';
 import type { BuildRepository } from '../repository';
 
 export interface ProgressRepositories {

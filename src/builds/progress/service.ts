@@ -8,7 +8,7 @@
  * opens `db.transaction`, binds the repositories it needs to it (`withTransaction`, see
  * ./repositories.ts) and runs the rules on them; repositories hold queries and row mapping only,
  * and none opens a transaction over another area's rows. A job event runs the build's state
- * machine (./machine.ts, the rules in src/jobs/state.ts) in the transaction that applied the
+ * machine (./machine.ts, the rules in src/builds/jobs/state.ts) in the transaction that applied the
  * event, after locking the build's row: `inLockedBuild`. Transaction boundaries are the ones
  * the callers rely on: an agent's finish is committed before the machine runs, a cancel before
  * the machine that ends the trigger job waiting on the build, and a build create that
@@ -17,10 +17,10 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { User } from '../../core/identity';
-import type { ExpiredJob, Job, JobEnd } from '../../jobs/model';
-import { automaticRetryRule, FAILED_STATES } from '../../jobs/retry';
+import type { ExpiredJob, Job, JobEnd } from '../jobs/model';
+import { automaticRetryRule, FAILED_STATES } from '../jobs/retry';
 import type { Pipeline } from '../../pipelines/repository';
-import type { PlannedJob } from '../jobs';
+import type { PlannedJob } from '../jobs/plan';
 import type { Build, BuildState, NewBuildFields } from '../model';
 import { cancelBuild, supersede } from './cancellation';
 import { planBuild, writeBuild } from './creation';

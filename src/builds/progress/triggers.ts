@@ -1,10 +1,10 @@
 /**
  * Launching a trigger step, inside the state machine's transaction: the step's rules
- * (src/jobs/triggers.ts) decide, the target pipeline and the creator are read and the build is
+ * (src/builds/jobs/triggers.ts) decide, the target pipeline and the creator are read and the build is
  * created (./creation.ts) through the repositories bound to that transaction.
  */
-import type { Job } from '../../jobs/model';
-import { triggeredBuildFields, triggerTarget, triggerToRun, type TriggeringBuild, type TriggerOutcome } from '../../jobs/triggers';
+import type { Job } from '../jobs/model';
+import { triggeredBuildFields, triggerTarget, triggerToRun, type TriggeringBuild, type TriggerOutcome } from '../jobs/triggers';
 import { planBuild, writeBuild } from './creation';
 import type { ProgressRepositories, StepSigner } from './repositories';
 

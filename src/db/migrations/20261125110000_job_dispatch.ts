@@ -7,8 +7,15 @@
  * agent's tags satisfy (src/agents/query-rules.ts, in code, exactly) and read each class's
  * first jobs in dispatch order: the jobs of other queues are never read.
  */
+import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { dispatchKey } from '../../jobs/dispatch-key';
+
+/**
+ * The dispatch key as src/builds/jobs/dispatch-key.ts computed it when this migration was written
+ * (SHA-256 hex of the stored rules): a migration is frozen and imports no application code, and
+ * test/db/job-dispatch-migration.test.ts checks the two still agree.
+ */
+const dispatchKey = (agentQueryRulesJson: string) => crypto.createHash('sha256').update(agentQueryRulesJson).digest('hex');
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('jobs', (t) => {

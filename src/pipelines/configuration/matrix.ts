@@ -4,7 +4,7 @@
  * `setup` (named dimensions, `{{matrix.<name>}}`) with optional `adjustments` that skip or
  * soft-fail a combination, or add one. The parser here keeps the matrix on the stored step;
  * `combinations` and `interpolate` expand it into one job per combination when a build is
- * planned (src/builds/jobs.ts). No HTTP, no database.
+ * planned (src/builds/jobs/plan.ts). No HTTP, no database.
  */
 import { define, mapping, quote, type ProblemReporter } from './problems';
 import { findProperty, softFail, text, type FoundProperty } from './property-readers';

@@ -2,7 +2,7 @@
  * A command step's `plugins`, normalised to the list form Buildkite documents (each item one
  * `{"<source>#<version>": settings}`; a bare name has null settings; the deprecated mapping
  * form becomes one item per key). The agent reads them from the job's `BUILDKITE_PLUGINS`
- * (JSON), which src/builds/jobs.ts sets. No HTTP, no database.
+ * (JSON), which src/builds/jobs/plan.ts sets. No HTTP, no database.
  */
 import { define, mapping, type ProblemReporter } from './problems';
 import { text, type FoundProperty } from './property-readers';

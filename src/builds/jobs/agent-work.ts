@@ -4,14 +4,14 @@
  * start, log chunks and finish move it along, each only by the agent holding it. Moves that go
  * with the build's state machine go through build progression. No HTTP, no SQL.
  */
-import type { components } from '../../generated/api';
-import type { Agent } from '../agents/repository';
-import { matchesQueryRules } from '../agents/query-rules';
-import { mustBeConnected, type AgentService } from '../agents/service';
-import type { JobState } from '../builds/model';
-import type { BuildProgress } from '../builds/progress/service';
-import { NotFoundError, PayloadTooLargeError, UnprocessableError } from '../core/errors';
-import type { Step } from '../pipelines/configuration';
+import type { components } from '../../../generated/api';
+import type { Agent } from '../../agents/repository';
+import { matchesQueryRules } from '../../agents/query-rules';
+import { mustBeConnected, type AgentService } from '../../agents/service';
+import type { JobState } from '../model';
+import type { BuildProgress } from '../progress/service';
+import { NotFoundError, PayloadTooLargeError, UnprocessableError } from '../../core/errors';
+import type { Step } from '../../pipelines/configuration';
 import type { JobLogRepository } from './log-repository';
 import type { JobContext, JobEnd } from './model';
 import type { JobRepository } from './repository';
@@ -67,6 +67,12 @@ export class AgentWorkService {
     private readonly clock: () => Date = () => new Date(),
     private readonly jobLogLimitBytes: number = DEFAULT_JOB_LOG_LIMIT_BYTES,
   ) {}
+
+  /** The agent disconnects: a job it was assigned and had not accepted goes back to be offered to another agent. */
+  async disconnect(agent: Agent): Promise<Agent> {
+    await this.progress.release(agent.id);
+    return this.agents.disconnect(agent);
+  }
 
   /** The job the agent holds, else the first scheduled job it matches (priority, then age), claimed for it alone. */
   async ping(agent: Agent): Promise<{ action: 'idle' | 'disconnect'; job: JobContext | null }> {

@@ -5,7 +5,7 @@
  * transaction a service opened.
  */
 import type { Knex } from 'knex';
-import { parseJson } from '../db/values';
+import { parseJson } from '../../db/values';
 import { countHeaderLines, unixNanos } from './log-headers';
 import type { LogChunk } from './model';
 

@@ -9,10 +9,10 @@
  * it (withTransaction). The job's log is ./log-repository.ts.
  */
 import type { Knex } from 'knex';
-import type { PlannedJob } from '../builds/jobs';
-import type { JobState, NewBuild } from '../builds/model';
-import { toDateOrNull } from '../db/values';
-import type { User } from '../core/identity';
+import type { PlannedJob } from './plan';
+import type { JobState, NewBuild } from '../model';
+import { toDateOrNull } from '../../db/values';
+import type { User } from '../../core/identity';
 import { HELD_STATES, type ExpiredJob, type Job, type JobContext, type JobEnd } from './model';
 import { contextFromRow, jobFromRow, toJobRow } from './rows';
 import type { JobMove } from './state';

@@ -1,9 +1,9 @@
 /** The job endpoints under a build: thin handlers. */
 import type { Response } from 'express';
-import { actorOf } from '../http/auth';
-import { operationRouter, type OperationRequest } from '../http/operation';
-import { serializeJob } from '../builds/serialize';
-import type { BuildWithJobs } from '../builds/service';
+import { actorOf } from '../../http/auth';
+import { operationRouter, type OperationRequest } from '../../http/operation';
+import { serializeJob } from '../serialize';
+import type { BuildWithJobs } from '../service';
 import { sendLogJson, sendLogText } from './log-output';
 import { jobEnv } from './serialize';
 import type { JobService } from './service';

@@ -3,17 +3,17 @@
  * its log and environment. No HTTP, no SQL.
  */
 import crypto from 'node:crypto';
-import type { components } from '../../generated/api';
-import type { BuildService, BuildWithJobs } from '../builds/service';
-import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../core/errors';
-import type { OrganizationService } from '../organizations/service';
-import type { AgentService } from '../agents/service';
-import type { BuildProgress } from '../builds/progress/service';
+import type { components } from '../../../generated/api';
+import type { BuildService, BuildWithJobs } from '../service';
+import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../../core/errors';
+import type { OrganizationService } from '../../organizations/service';
+import type { AgentService } from '../../agents/service';
+import type { BuildProgress } from '../progress/service';
 import type { JobLogRepository } from './log-repository';
 import type { Job, JobContext, LogChunk } from './model';
 import type { JobRepository } from './repository';
 import { TERMINAL_JOB_STATES } from './state';
-import type { Actor } from '../core/identity';
+import type { Actor } from '../../core/identity';
 
 /** Job states a retry starts from. */
 const RETRYABLE = ['failed', 'timed_out', 'canceled'];

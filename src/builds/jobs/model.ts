@@ -4,9 +4,9 @@
  * pieces, how a job ends, and the groups of states the rules name. Types and constants only: rows
  * are mapped in ./rows.ts, the rules that move jobs are ./state.ts and src/builds/progress/.
  */
-import type { PlannedJob } from '../builds/jobs';
-import type { JobState, PullRequest } from '../builds/model';
-import type { User } from '../core/identity';
+import type { PlannedJob } from './plan';
+import type { JobState, PullRequest } from '../model';
+import type { User } from '../../core/identity';
 
 /** A stored job: what was planned, plus what running it records. */
 export interface Job extends Omit<PlannedJob, 'state'> {

@@ -1,12 +1,12 @@
-/** What the job endpoints answer beyond the job itself: its environment and its log. */
-import type { Agent } from '../agents/repository';
+/**
+ * What the job endpoints answer beyond the job itself (its environment), and jobs as agents hold
+ * them (the `job` of an agent's JSON).
+ */
+import type { components } from '../../../generated/api';
+import type { Agent } from '../../agents/repository';
+import { serializeJob } from '../serialize';
 import type { JobContext } from './model';
 
-/**
- * The environment a job runs in: its step's env (pipeline, build and step env merged when the
- * build was planned) and the `BUILDKITE_*` variables of the build, and of the agent once one
- * took the job.
- */
 /** The host of a repository URL (`git@host:path`, `ssh://user@host:port/path`, `https://host/path`), or "". */
 function repositoryHost(repository: string): string {
   const scp = /^[^/@:]+@([^/:]+):/.exec(repository);
@@ -18,6 +18,11 @@ function repositoryHost(repository: string): string {
   }
 }
 
+/**
+ * The environment a job runs in: its step's env (pipeline, build and step env merged when the
+ * build was planned) and the `BUILDKITE_*` variables of the build, and of the agent once one
+ * took the job.
+ */
 export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaData'> | null, publicUrl: string): Record<string, string> {
   const j = c.job;
   const env: Record<string, string> = {
@@ -73,3 +78,14 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaDa
 
 /** The contract's cap on `header_times` (the JSON form of the log is written by ./log-output). */
 export const MAX_HEADER_TIMES = 100_000;
+
+/** Jobs that agents hold, by job id -> their JSON as an agent's `job` shows it (whose own `agent` is null). */
+export function serializeHeldJobs(held: Map<string, JobContext>, publicUrl: string): Map<string, components['schemas']['Job']> {
+  const json = new Map<string, components['schemas']['Job']>();
+  for (const [id, c] of held) {
+    const buildUrl = `${publicUrl}/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds/${c.build.number}`;
+    const webUrl = `${publicUrl}/${c.orgSlug}/${c.pipelineSlug}/builds/${c.build.number}`;
+    json.set(id, serializeJob(c.job, buildUrl, webUrl, null));
+  }
+  return json;
+}

@@ -3,7 +3,7 @@
  * can fail (the agent's finish, a lost agent's job with exit status -1) applies it through
  * `retryOrAdvance` of the build progression service (src/builds/progress/service.ts).
  */
-import type { AutomaticRetry, Step } from '../pipelines/configuration';
+import type { AutomaticRetry, Step } from '../../pipelines/configuration';
 
 /** Job states an automatic retry starts from. */
 export const FAILED_STATES = ['failed', 'timed_out'];

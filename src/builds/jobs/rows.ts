@@ -3,11 +3,11 @@
  * gives it inside a build's row) into a Job, a job read with its build's columns into a
  * JobContext, and a planned job into the row that stores it.
  */
-import type { JobType, PlannedJob, StepSignature } from '../builds/jobs';
-import type { JobState, NewBuild, PullRequest } from '../builds/model';
-import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
-import type { Step } from '../pipelines/configuration';
-import { userFromRow } from '../user/rows';
+import type { JobType, PlannedJob, StepSignature } from './plan';
+import type { JobState, NewBuild, PullRequest } from '../model';
+import { parseJson, toBool, toDate, toDateOrNull } from '../../db/values';
+import type { Step } from '../../pipelines/configuration';
+import { userFromRow } from '../../user/rows';
 import { dispatchKey } from './dispatch-key';
 import type { Job, JobContext } from './model';
 

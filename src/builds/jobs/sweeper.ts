@@ -6,11 +6,11 @@
  * so two server processes sweeping one database never apply a rule twice, and no lock is held
  * across round trips. The clock is injected: tests move it instead of waiting. No HTTP, no SQL.
  */
-import type { AgentService } from '../agents/service';
+import type { AgentService } from '../../agents/service';
 import { softFails } from './agent-work';
-import type { BuildProgress } from '../builds/progress/service';
-import { isUnavailableError } from '../db/knex';
-import type { Logger } from '../http/logger';
+import type { BuildProgress } from '../progress/service';
+import { isUnavailableError } from '../../db/knex';
+import type { Logger } from '../../http/logger';
 import type { JobEnd } from './model';
 import type { JobRepository } from './repository';
 

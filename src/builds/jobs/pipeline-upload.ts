@@ -7,15 +7,15 @@
  * step's own, each script step signed. An upload sent again with the same `uuid` (the agent
  * retrying after a lost answer) adds nothing. No HTTP, no SQL.
  */
-import type { Agent } from '../agents/repository';
-import type { StepSignature } from '../builds/jobs';
-import { MAX_JOBS_PER_BUILD, planJobs } from '../builds/jobs';
-import type { BuildProgress } from '../builds/progress/service';
-import type { BuildService } from '../builds/service';
+import type { Agent } from '../../agents/repository';
+import type { StepSignature } from './plan';
+import { MAX_JOBS_PER_BUILD, planJobs } from './plan';
+import type { BuildProgress } from '../progress/service';
+import type { BuildService } from '../service';
 import type { Job } from './model';
-import { NotFoundError, UnprocessableError, ValidationError } from '../core/errors';
-import { parseConfiguration } from '../pipelines/configuration';
-import type { PipelineService } from '../pipelines/service';
+import { NotFoundError, UnprocessableError, ValidationError } from '../../core/errors';
+import { parseConfiguration } from '../../pipelines/configuration';
+import type { PipelineService } from '../../pipelines/service';
 import type { JobRepository } from './repository';
 
 export class PipelineUploadService {

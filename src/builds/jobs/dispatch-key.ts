@@ -4,7 +4,7 @@
  * its agent may take. A hash rather than the rules themselves: rules can be longer than an index
  * entry may be on Postgres.
  */
-import { sha256Hex } from '../security/keys';
+import { sha256Hex } from '../../security/keys';
 
 export function dispatchKey(agentQueryRulesJson: string): string {
   return sha256Hex(agentQueryRulesJson);

@@ -5,7 +5,7 @@
  * build's state and timestamps become. Recomputing from the jobs, rather than patching on each
  * event, makes it idempotent: applying it twice changes nothing.
  */
-import type { Build, BuildState, JobState } from '../builds/model';
+import type { Build, BuildState, JobState } from '../model';
 import type { Job } from './model';
 
 /** Job states from which nothing more happens. */

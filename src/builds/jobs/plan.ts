@@ -5,11 +5,11 @@
  * Pure: no database, no clock of its own.
  */
 import crypto from 'node:crypto';
-import type { ScriptStep, Step } from '../pipelines/configuration';
-import { combinations, interpolate, interpolateJson } from '../pipelines/configuration/matrix';
-import type { Plugin } from '../pipelines/configuration/plugins';
-import { matchesBranchFilter } from '../pipelines/branch-filter';
-import type { Keys } from '../security/keys';
+import type { ScriptStep, Step } from '../../pipelines/configuration';
+import { combinations, interpolate, interpolateJson } from '../../pipelines/configuration/matrix';
+import type { Plugin } from '../../pipelines/configuration/plugins';
+import { matchesBranchFilter } from '../../pipelines/branch-filter';
+import type { Keys } from '../../security/keys';
 
 export type JobType = Step['type'];
 

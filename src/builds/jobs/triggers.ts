@@ -10,10 +10,10 @@
  * already `MAX_TRIGGER_DEPTH` triggers deep fails the job, with the reason as its log.
  * Pure: no database.
  */
-import type { BuildState, NewBuildFields } from '../builds/model';
-import { matchesBranchFilter } from '../pipelines/branch-filter';
-import type { TriggerStep } from '../pipelines/configuration';
-import type { Pipeline } from '../pipelines/repository';
+import type { BuildState, NewBuildFields } from '../model';
+import { matchesBranchFilter } from '../../pipelines/branch-filter';
+import type { TriggerStep } from '../../pipelines/configuration';
+import type { Pipeline } from '../../pipelines/repository';
 import type { Job } from './model';
 
 /**

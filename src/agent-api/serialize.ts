@@ -1,0 +1,27 @@
+/** The job as its agent runs it (the agent API's `AgentJob`) -> the exact JSON of the contract. */
+import type { components } from '../../generated/api';
+import type { Agent } from '../agents/repository';
+import type { JobContext } from '../builds/jobs/model';
+import { jobEnv } from '../builds/jobs/serialize';
+import { isoTime } from '../http/format';
+
+type AgentJobJson = components['schemas']['AgentJob'];
+
+const iso = (d: Date | null) => (d ? isoTime(d) : null);
+
+/** The command, and the environment to run it in. */
+export function serializeAgentJob(c: JobContext, agent: Agent, publicUrl: string): AgentJobJson {
+  const j = c.job;
+  return {
+    id: j.id,
+    state: j.state as AgentJobJson['state'],
+    command: j.command,
+    env: jobEnv(c, agent, publicUrl),
+    timeout_in_minutes: j.timeoutInMinutes,
+    exit_status: j.exitStatus,
+    soft_failed: j.softFailed,
+    runnable_at: iso(j.runnableAt),
+    started_at: iso(j.startedAt),
+    finished_at: iso(j.finishedAt),
+  };
+}
