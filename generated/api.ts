@@ -512,6 +512,39 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/retry_failed_jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Retry failed jobs
+         * @description Retries every command job of the build that ended in one of `states` (a comma-separated
+         *     list of `canceled`, `expired`, `failed` (hard failures), `soft_failed`, `timed_out`; all
+         *     of them when omitted or empty) and has not been retried yet, as `PUT .../retry` would
+         *     each one; a step whose `retry.manual.allowed` is false is left alone. Answers 202 with
+         *     the build and `retried_jobs_count`, how many jobs were queued (0 when none matched).
+         *     An unknown state is a 400 naming it and the valid ones; a canceled (or canceling) build
+         *     is a 422 `Jobs from canceled builds cannot be retried`.
+         */
+        put: operations["retryFailedJobs"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/uploads": {
         parameters: {
             query?: never;
@@ -953,6 +986,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/reprioritize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Reprioritize a job
+         * @description The job's dispatch priority becomes `priority` (agents take jobs of higher priority
+         *     first, then the oldest; 0 is the default, negative values run later). Only a
+         *     command job that has not finished can be reprioritized (else a 422 with the reason). A
+         *     body without an integer `priority` is a 400 `Priority must be an integer`, as in the
+         *     real API.
+         */
+        put: operations["reprioritizeJob"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/reprioritize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Reprioritize a job by its id
+         * @description The job's dispatch priority becomes `priority` (agents take jobs of higher priority
+         *     first, then the oldest; 0 is the default, negative values run later), found by its id alone within the organization. Only a
+         *     command job that has not finished can be reprioritized (else a 422 with the reason). A
+         *     body without an integer `priority` is a 400 `Priority must be an integer`, as in the
+         *     real API.
+         */
+        put: operations["reprioritizeOrganizationJob"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/agent-tokens": {
         parameters: {
             query?: never;
@@ -1024,6 +1117,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/agents/{agent_id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Pause an agent
+         * @description Stops dispatching jobs to a connected agent: its polls are answered `pause` with no job
+         *     until it is resumed or `timeout_in_minutes` (default 5, at most 10,080: seven days) have
+         *     passed, when it resumes by itself. A job it already holds runs on. `note` says why; the
+         *     agent's `paused*` fields show the pause. Organization administrators only. An agent that
+         *     is not connected is a 422 `Only connected agents may be paused`, one already paused a 422
+         *     `Agent is already paused`.
+         */
+        put: operations["pauseAgent"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/agents/{agent_id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Resume an agent
+         * @description A paused agent is offered jobs again (its next poll). Organization administrators only.
+         *     An agent that is not paused (never was, or its pause timed out) is a 422 `Agent is not
+         *     paused`.
+         */
+        put: operations["resumeAgent"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/agents/{agent_id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Stop an agent
+         * @description Tells a connected agent to stop taking jobs and shut down: its `connection_state` becomes
+         *     `stopping`, its next poll without a job is answered `disconnect`, and its disconnect makes
+         *     it `stopped` (`stopped_at`). With `force` (the default, as in the real API) the job it
+         *     holds and that job's build are canceled, so the agent stops the job's process first;
+         *     with `force: false` the job runs to its end. Organization administrators only. An agent
+         *     that is not connected is a 400 `Can only stop connected agents`.
+         */
+        put: operations["stopAgent"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v3/register": {
         parameters: {
             query?: never;
@@ -1081,7 +1258,7 @@ export interface paths {
         put?: never;
         /**
          * Disconnect an agent
-         * @description Marks the agent disconnected; a job it was assigned but had not accepted goes back to `scheduled`.
+         * @description Marks the agent disconnected (`stopped`, with `stopped_at`, when it was `stopping`); a job it was assigned but had not accepted goes back to `scheduled`.
          */
         post: operations["disconnectAgent"];
         delete?: never;
@@ -1125,7 +1302,8 @@ export interface paths {
          *     exactly one agent, however many poll at once. `job` is null when there is nothing to do.
          *     A held job may be `canceling` or `timing_out`: the agent stops it and finishes it. A
          *     disconnected or lost agent is told `disconnect` (422 if it never connected); a lost one
-         *     has to register again.
+         *     has to register again. A paused agent holding no job is told `pause` (no job); a
+         *     `stopping` one holding no job is told `disconnect`, and its disconnect makes it `stopped`.
          */
         get: operations["pingAgent"];
         put?: never;
@@ -1753,7 +1931,7 @@ export interface components {
             readonly web_url: string;
             name: string;
             /** @enum {string} */
-            connection_state: "connected" | "disconnected" | "stopped" | "lost" | "never_connected";
+            connection_state: "connected" | "disconnected" | "stopping" | "stopped" | "lost" | "never_connected";
             hostname: string | null;
             ip_address: string | null;
             user_agent: string | null;
@@ -1771,7 +1949,7 @@ export interface components {
             last_job_finished_at: components["schemas"]["IsoTimestamp"] | null;
             priority: number | null;
             meta_data: components["schemas"]["AgentTags"];
-            /** @description Agents cannot be paused yet: always `false`. */
+            /** @description Whether the agent is paused (`PUT .../pause`): offered no jobs until resumed or its pause times out. */
             readonly paused: boolean;
             readonly paused_at: components["schemas"]["IsoTimestamp"] | null;
             readonly paused_by: components["schemas"]["BuildCreator"] | null;
@@ -1803,11 +1981,11 @@ export interface components {
             /** Format: uuid */
             id: string;
             /** @enum {string} */
-            connection_state: "connected" | "disconnected" | "stopped" | "lost" | "never_connected";
+            connection_state: "connected" | "disconnected" | "stopping" | "stopped" | "lost" | "never_connected";
         };
         AgentPing: {
             /** @enum {string} */
-            action: "idle" | "disconnect";
+            action: "idle" | "pause" | "disconnect";
             job: components["schemas"]["AgentJob"] | null;
         };
         /** @description A job as its agent sees it, with the command and the environment to run it in. */
@@ -2229,6 +2407,35 @@ export interface components {
             id: string | null;
             field: string;
             code: string;
+        };
+        RetryFailedJobsRequest: {
+            /** @description Comma-separated: canceled, expired, failed, soft_failed, timed_out. All of them when omitted or empty. */
+            states?: string;
+        };
+        BuildRetriedFailedJobs: components["schemas"]["Build"] & {
+            /** @description How many jobs were queued to run again. */
+            readonly retried_jobs_count: number;
+        };
+        ReprioritizeJobRequest: {
+            /** @description Higher runs first; 0 is the default. */
+            priority: number;
+        };
+        PauseAgentRequest: {
+            /** @description Why the agent is paused. */
+            note?: string | null;
+            /**
+             * @description Minutes until the agent resumes by itself.
+             * @default 5
+             */
+            timeout_in_minutes: number;
+        };
+        ResumeAgentRequest: Record<string, never>;
+        StopAgentRequest: {
+            /**
+             * @description Cancel the job the agent holds (and its build) rather than let it finish.
+             * @default true
+             */
+            force: boolean;
         };
     };
     responses: {
@@ -3197,6 +3404,45 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    retryFailedJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RetryFailedJobsRequest"];
+            };
+        };
+        responses: {
+            /** @description The build, with how many jobs were queued to run again. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BuildRetriedFailedJobs"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     uploadTestResults: {
         parameters: {
             query?: never;
@@ -3848,6 +4094,82 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    reprioritizeJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReprioritizeJobRequest"];
+            };
+        };
+        responses: {
+            /** @description The job with its new priority. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    reprioritizeOrganizationJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReprioritizeJobRequest"];
+            };
+        };
+        responses: {
+            /** @description The job with its new priority. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     createAgentToken: {
         parameters: {
             query?: never;
@@ -3947,6 +4269,108 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    pauseAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PauseAgentRequest"];
+            };
+        };
+        responses: {
+            /** @description Paused; GET the agent to see its `paused*` fields. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resumeAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ResumeAgentRequest"];
+            };
+        };
+        responses: {
+            /** @description Resumed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    stopAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                agent_id: components["parameters"]["AgentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["StopAgentRequest"];
+            };
+        };
+        responses: {
+            /** @description Stopping; GET the agent to follow it. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -99,7 +99,9 @@ export function createServices(o: ServiceOptions): Services {
   const agents = new AgentRepository(db);
   const progress = new BuildProgress(db, { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users }, sign, o.clock);
   const builds = new BuildService(buildRepository, pipelines, progress);
-  const agentService = new AgentService(agents, o.clock);
+  // A forced stop cancels the agent's job through build progression, above the agents' area.
+  const agentService = new AgentService(agents, o.clock, (agent) => agentWork.cancelHeldJob(agent));
+  const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations);
   return {
     db,
@@ -111,7 +113,7 @@ export function createServices(o: ServiceOptions): Services {
     pipelines,
     builds,
     agents: agentService,
-    agentWork: new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES),
+    agentWork,
     jobs: new JobService(jobs, logs, progress, builds, organizations, agentService),
     progress,
     pipelineUploads: new PipelineUploadService(jobs, progress, builds, pipelines, sign),

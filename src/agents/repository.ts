@@ -7,7 +7,19 @@ import { parseJson, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/rows';
 import type { User } from '../core/identity';
 
-export type ConnectionState = 'connected' | 'disconnected' | 'stopped' | 'lost' | 'never_connected';
+export type ConnectionState = 'connected' | 'disconnected' | 'stopping' | 'stopped' | 'lost' | 'never_connected';
+
+/** States in which an agent is alive and talking to the service: connected, or connected and told to stop. */
+export const LIVE_STATES: ConnectionState[] = ['connected', 'stopping'];
+
+export interface AgentPause {
+  at: Date;
+  /** When it ends by itself (`at` plus the timeout). */
+  until: Date;
+  by: User | null;
+  note: string | null;
+  timeoutInMinutes: number;
+}
 
 export interface AgentToken {
   id: string;
@@ -40,14 +52,26 @@ export interface Agent {
   stoppedAt: Date | null;
   lastHeartbeatAt: Date | null;
   lastJobFinishedAt: Date | null;
+  /** The pause as stored; AgentService reads it as over once `until` has passed. */
+  pause: AgentPause | null;
   /** Who created the registration token the agent registered with (read by the REST reads only). */
   creator: User | null;
 }
 
 export type NewAgent = Omit<
   Agent,
-  'creator' | 'connectionState' | 'jobId' | 'connectedAt' | 'disconnectedAt' | 'lostAt' | 'stoppedAt' | 'lastHeartbeatAt' | 'lastJobFinishedAt'
+  'creator' | 'connectionState' | 'jobId' | 'connectedAt' | 'disconnectedAt' | 'lostAt' | 'stoppedAt' | 'lastHeartbeatAt' | 'lastJobFinishedAt' | 'pause'
 >;
+
+const userOrNull = (r: Record<string, unknown>, prefix: string): User | null =>
+  r[`${prefix}_user_id`]
+    ? userFromRow({
+        id: r[`${prefix}_user_id`] as string,
+        name: r[`${prefix}_name`] as string,
+        email: r[`${prefix}_email`] as string,
+        created_at: r[`${prefix}_created_at`],
+      })
+    : null;
 
 export function agentFromRow(r: Record<string, unknown>): Agent {
   return {
@@ -71,22 +95,34 @@ export function agentFromRow(r: Record<string, unknown>): Agent {
     stoppedAt: toDateOrNull(r.stopped_at),
     lastHeartbeatAt: toDateOrNull(r.last_heartbeat_at),
     lastJobFinishedAt: toDateOrNull(r.last_job_finished_at),
-    creator: r.creator_user_id
-      ? userFromRow({ id: r.creator_user_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
+    pause: r.paused_at
+      ? {
+          at: toDate(r.paused_at),
+          until: toDate(r.paused_until),
+          by: userOrNull(r, 'paused_by'),
+          note: (r.paused_note as string | null) ?? null,
+          timeoutInMinutes: Number(r.paused_timeout_in_minutes),
+        }
       : null,
+    creator: userOrNull(r, 'creator'),
   };
 }
 
 /**
- * Agents with their creator (the registration token's), as the REST reads show them: two left
- * joins on primary keys in the same statement, no extra round trip.
+ * Agents with their creator (the registration token's) and who paused them, as the REST reads
+ * show them: left joins on primary keys in the same statement, no extra round trip.
  */
 function withCreator(db: Knex): Knex.QueryBuilder {
   return db('agents as a')
     .leftJoin('agent_tokens as t', 't.id', 'a.agent_token_id')
     .leftJoin('users as u', 'u.id', 't.creator_id')
-    .select('a.*', 'u.id as creator_user_id', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at');
+    .leftJoin('users as p', 'p.id', 'a.paused_by_id')
+    .select('a.*', 'u.id as creator_user_id', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at')
+    .select('p.id as paused_by_user_id', 'p.name as paused_by_name', 'p.email as paused_by_email', 'p.created_at as paused_by_created_at');
 }
+
+/** Not paused at `at`: never paused, resumed, or the pause timed out. */
+const notPausedAt = (q: Knex.QueryBuilder, at: Date) => q.where((w) => w.whereNull('paused_at').orWhere('paused_until', '<=', at));
 
 export interface AgentFilter {
   name?: string;
@@ -170,14 +206,44 @@ export class AgentRepository {
     return rows.map(agentFromRow);
   }
 
-  async update(id: string, fields: Partial<Record<'connection_state' | 'connected_at' | 'disconnected_at' | 'last_heartbeat_at', unknown>>): Promise<void> {
+  async update(
+    id: string,
+    fields: Partial<Record<'connection_state' | 'connected_at' | 'disconnected_at' | 'stopped_at' | 'last_heartbeat_at', unknown>>,
+  ): Promise<void> {
     await this.db('agents').where({ id }).update(fields);
   }
 
-  /** Connected agents whose last sign of life is older than `cutoff`. */
+  /** Pauses the agent if it is connected and not paused at `p.at`; false if it was not. */
+  async pause(id: string, p: { at: Date; until: Date; byId: string; note: string | null; timeoutInMinutes: number }): Promise<boolean> {
+    const n = await notPausedAt(this.db('agents').where({ id, connection_state: 'connected' }), p.at).update({
+      paused_at: p.at,
+      paused_until: p.until,
+      paused_by_id: p.byId,
+      paused_note: p.note,
+      paused_timeout_in_minutes: p.timeoutInMinutes,
+    });
+    return n > 0;
+  }
+
+  /** Ends the agent's pause if it is paused at `at`; false if it was not. */
+  async resume(id: string, at: Date): Promise<boolean> {
+    const n = await this.db('agents')
+      .where({ id })
+      .whereNotNull('paused_at')
+      .where('paused_until', '>', at)
+      .update({ paused_at: null, paused_until: null, paused_by_id: null, paused_note: null, paused_timeout_in_minutes: null });
+    return n > 0;
+  }
+
+  /** A connected agent is told to stop (`stopping`); false if it was not connected. */
+  async requestStop(id: string): Promise<boolean> {
+    return (await this.db('agents').where({ id, connection_state: 'connected' }).update({ connection_state: 'stopping' })) > 0;
+  }
+
+  /** Live agents (connected or stopping) whose last sign of life is older than `cutoff`. */
   async silentSince(cutoff: Date, limit: number): Promise<string[]> {
     return (await this.db('agents')
-      .where({ connection_state: 'connected' })
+      .whereIn('connection_state', LIVE_STATES)
       .where('last_heartbeat_at', '<', cutoff)
       .orderBy('last_heartbeat_at')
       .limit(limit)
@@ -190,7 +256,8 @@ export class AgentRepository {
    */
   async markLost(id: string, cutoff: Date, at: Date): Promise<boolean> {
     const n = await this.db('agents')
-      .where({ id, connection_state: 'connected' })
+      .where({ id })
+      .whereIn('connection_state', LIVE_STATES)
       .where('last_heartbeat_at', '<', cutoff)
       .update({ connection_state: 'lost', lost_at: at });
     return n > 0;
@@ -201,9 +268,13 @@ export class AgentRepository {
    * of src/builds/progress/.
    */
 
-  /** The agent holds the job it claimed. */
-  async holdJob(agentId: string, jobId: string): Promise<void> {
-    await this.db('agents').where({ id: agentId }).update({ job_id: jobId });
+  /**
+   * The agent holds the job it claims, if at `at` it is connected (not stopping), not paused and
+   * holds none: false otherwise, so a pause or stop that lands while the agent polls wins.
+   */
+  async holdJob(agentId: string, jobId: string, at: Date): Promise<boolean> {
+    const q = this.db('agents').where({ id: agentId, connection_state: 'connected' }).whereNull('job_id');
+    return (await notPausedAt(q, at).update({ job_id: jobId })) > 0;
   }
 
   /** The agent holds no job (its assigned job went back to be offered again). */

@@ -1,4 +1,4 @@
-/** The agents' REST operations: registration tokens, list, get. The agent API is src/agent-api/. */
+/** The agents' REST operations: registration tokens, list, get, pause, resume, stop. The agent API is src/agent-api/. */
 import type { components } from '../../generated/api';
 import { actorOf } from '../http/auth';
 import { operationRouter } from '../http/operation';
@@ -38,6 +38,21 @@ export function agentRoutes(service: AgentService, heldJobs: HeldJobs, publicUrl
     const agent = await service.get(actor, req.params.agent_id);
     const jobs = await heldJobs([agent]);
     res.json(serializeAgent(agent, (agent.jobId && jobs.get(agent.jobId)) || null, publicUrl, actor.organization.slug));
+  });
+
+  api.on('pauseAgent', async (req, res) => {
+    await service.pause(actorOf(res), req.params.agent_id, req.body ?? {});
+    res.status(204).end();
+  });
+
+  api.on('resumeAgent', async (req, res) => {
+    await service.resume(actorOf(res), req.params.agent_id);
+    res.status(204).end();
+  });
+
+  api.on('stopAgent', async (req, res) => {
+    await service.stop(actorOf(res), req.params.agent_id, req.body?.force ?? true);
+    res.status(204).end();
   });
 
   return api.router;

@@ -35,12 +35,12 @@ export function serializeAgentBase(a: Agent, publicUrl: string, orgSlug: string)
     last_job_finished_at: iso(a.lastJobFinishedAt),
     priority: a.priority,
     meta_data: a.metaData,
-    // Pausing agents is a later issue: the documented empty values until then.
-    paused: false,
-    paused_at: null,
-    paused_by: null,
-    paused_note: null,
-    paused_timeout_in_minutes: null,
+    // The service hands agents in with a timed-out pause already cleared.
+    paused: a.pause !== null,
+    paused_at: iso(a.pause?.at ?? null),
+    paused_by: serializeCreator(a.pause?.by ?? null),
+    paused_note: a.pause?.note ?? null,
+    paused_timeout_in_minutes: a.pause?.timeoutInMinutes ?? null,
   };
 }
 

@@ -5,12 +5,13 @@
  */
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
-import { AgentTokenError, ForbiddenError, NotFoundError, UnprocessableError } from '../core/errors';
+import { AgentTokenError, BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } from '../core/errors';
 import { sha256Hex } from '../security/keys';
-import type { Agent, AgentFilter, AgentRepository, AgentToken } from './repository';
+import { LIVE_STATES, type Agent, type AgentFilter, type AgentRepository, type AgentToken } from './repository';
 import type { Actor, User } from '../core/identity';
 
 type RegisterBody = components['schemas']['RegisterAgentRequest'];
+type PauseBody = components['schemas']['PauseAgentRequest'];
 
 const TOKEN = /^Token ([A-Za-z0-9_-]{16,200})$/;
 
@@ -18,10 +19,29 @@ function newSecret(): string {
   return crypto.randomBytes(32).toString('base64url');
 }
 
-/** The agent API's calls other than connect need a connected agent. */
-export function mustBeConnected(agent: Agent): void {
-  if (agent.connectionState !== 'connected') throw new UnprocessableError(`The agent is ${agent.connectionState}: POST /v3/connect first.`);
+/** Connected, or connected and told to stop (it finishes what it holds). */
+export function isLive(agent: Agent): boolean {
+  return LIVE_STATES.includes(agent.connectionState);
 }
+
+/** The agent API's calls other than connect need a live agent. */
+export function mustBeConnected(agent: Agent): void {
+  if (!isLive(agent)) throw new UnprocessableError(`The agent is ${agent.connectionState}: POST /v3/connect first.`);
+}
+
+/** Paused at `at`: a pause that timed out is over, without anything having to end it. */
+export function isPaused(agent: Agent, at: Date): boolean {
+  return agent.pause !== null && agent.pause.until > at;
+}
+
+/** Minutes a pause lasts when the request names none, as in the real service. */
+export const DEFAULT_PAUSE_MINUTES = 5;
+
+/**
+ * What a forced stop does to the job the agent holds: cancels it and its build. The builds area
+ * does it (src/builds/jobs/agent-work.ts); src/services.ts hands it in.
+ */
+export type HeldJobCanceller = (agent: Agent) => Promise<void>;
 
 export interface Registration {
   organizationId: string;
@@ -33,7 +53,48 @@ export class AgentService {
     private readonly agents: AgentRepository,
     /** The sweeper's clock too, so heartbeats are on the clock it judges by. */
     private readonly clock: () => Date = () => new Date(),
+    private readonly cancelHeldJob: HeldJobCanceller = async () => undefined,
   ) {}
+
+  /** The agent as reads show it: a pause that timed out is no pause. */
+  private current(agent: Agent): Agent {
+    return agent.pause && !isPaused(agent, this.clock()) ? { ...agent, pause: null } : agent;
+  }
+
+  /** An agent of the caller's organization that an administrator acts on. */
+  private async administered(actor: Actor, id: string): Promise<Agent> {
+    const agent = await this.get(actor, id);
+    if (actor.role !== 'admin') throw new ForbiddenError();
+    return agent;
+  }
+
+  /** No jobs for the agent until it is resumed or `timeout_in_minutes` pass. */
+  async pause(actor: Actor, id: string, body: Partial<PauseBody>): Promise<void> {
+    const agent = await this.administered(actor, id);
+    if (agent.connectionState !== 'connected') throw new UnprocessableError('Only connected agents may be paused');
+    const at = this.clock();
+    const minutes = body.timeout_in_minutes ?? DEFAULT_PAUSE_MINUTES;
+    const until = new Date(at.getTime() + minutes * 60_000);
+    if (!(await this.agents.pause(id, { at, until, byId: actor.principal.user.id, note: body.note ?? null, timeoutInMinutes: minutes }))) {
+      const now = (await this.agents.find(actor.organization.id, id))!;
+      throw new UnprocessableError(now.connectionState === 'connected' ? 'Agent is already paused' : 'Only connected agents may be paused');
+    }
+  }
+
+  async resume(actor: Actor, id: string): Promise<void> {
+    await this.administered(actor, id);
+    if (!(await this.agents.resume(id, this.clock()))) throw new UnprocessableError('Agent is not paused');
+  }
+
+  /**
+   * The agent stops taking jobs and is told to disconnect once it holds none (`stopping`, then
+   * `stopped` at its disconnect). `force` cancels the job it holds, and that job's build.
+   */
+  async stop(actor: Actor, id: string, force: boolean): Promise<void> {
+    const agent = await this.administered(actor, id);
+    if (!(await this.agents.requestStop(agent.id))) throw new BadRequestError('Can only stop connected agents');
+    if (force) await this.cancelHeldJob(agent);
+  }
 
   /** A new registration token for the organization; the token itself is returned once. */
   async createToken(organizationId: string, creator: User | null, description: string | null): Promise<{ record: AgentToken; token: string }> {
@@ -62,7 +123,7 @@ export class AgentService {
     if (!match) throw new AgentTokenError('missing or malformed agent access token');
     const agent = await this.agents.findByAccessTokenHash(sha256Hex(match[1]!));
     if (!agent) throw new AgentTokenError('unknown agent access token');
-    return agent;
+    return this.current(agent);
   }
 
   async register(reg: Registration, body: RegisterBody, from: { ip: string | null; userAgent: string | null }): Promise<{ agent: Agent; accessToken: string }> {
@@ -96,9 +157,16 @@ export class AgentService {
     return { ...agent, connectionState: 'connected', connectedAt: at, disconnectedAt: null, lastHeartbeatAt: at };
   }
 
-  /** The agent goes: the job it was assigned and had not accepted is given back first (builds/jobs/agent-work.ts). */
+  /**
+   * The agent goes (`stopped` if it had been told to stop): the job it was assigned and had not
+   * accepted is given back first (builds/jobs/agent-work.ts).
+   */
   async disconnect(agent: Agent): Promise<Agent> {
     const at = this.clock();
+    if (agent.connectionState === 'stopping') {
+      await this.agents.update(agent.id, { connection_state: 'stopped', disconnected_at: at, stopped_at: at });
+      return { ...agent, connectionState: 'stopped', disconnectedAt: at, stoppedAt: at };
+    }
     await this.agents.update(agent.id, { connection_state: 'disconnected', disconnected_at: at });
     return { ...agent, connectionState: 'disconnected', disconnectedAt: at };
   }
@@ -111,13 +179,13 @@ export class AgentService {
   }
 
   async list(actor: Actor, filter: AgentFilter, offset: number, limit: number): Promise<Agent[]> {
-    return this.agents.list(actor.organization.id, filter, offset, limit);
+    return (await this.agents.list(actor.organization.id, filter, offset, limit)).map((a) => this.current(a));
   }
 
   async get(actor: Actor, id: string): Promise<Agent> {
     const agent = await this.agents.find(actor.organization.id, id);
     if (!agent) throw new NotFoundError('agent');
-    return agent;
+    return this.current(agent);
   }
 
   /** A sign of life from the agent (a poll, a job read): its heartbeat time. */
@@ -137,7 +205,7 @@ export class AgentService {
   }
 
   /** Agents by id, for the jobs that embed them. */
-  byIds(ids: string[]): Promise<Agent[]> {
-    return this.agents.findByIds([...new Set(ids)]);
+  async byIds(ids: string[]): Promise<Agent[]> {
+    return (await this.agents.findByIds([...new Set(ids)])).map((a) => this.current(a));
   }
 }

@@ -10,6 +10,8 @@ import type { User } from '../core/identity';
 export type BuildState = components['schemas']['BuildState'];
 export type JobState = components['schemas']['JobState'];
 export const FINISHED_STATES: BuildState[] = ['passed', 'failed', 'blocked', 'canceled'];
+/** States a build can be canceled from. */
+export const CANCELABLE_STATES: BuildState[] = ['scheduled', 'running', 'failing'];
 
 export interface Author {
   name?: string;

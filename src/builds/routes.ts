@@ -77,7 +77,7 @@ export function buildRoutes(
     jobs: q.exclude_jobs === true,
     pipeline: q.exclude_pipeline === true,
   });
-  const renderOne = async (item: BuildWithJobs) => (await render([item]))[0];
+  const renderOne = async (item: BuildWithJobs) => (await render([item]))[0]!;
 
   const list = async (req: OperationRequest<ListOperation>, res: OperationResponse<ListOperation>, scope: Parameters<BuildService['list']>[0]) => {
     const page = pageRequest(req);
@@ -120,6 +120,12 @@ export function buildRoutes(
   api.on('rebuildBuild', async (req, res) => {
     const actor = actorOf(res);
     res.json(await renderOne(await builds.rebuild(actor, req.params.pipeline_slug, req.params.build_number)));
+  });
+
+  api.on('retryFailedJobs', async (req, res) => {
+    const actor = actorOf(res);
+    const { item, retried } = await builds.retryFailed(actor, req.params.pipeline_slug, req.params.build_number, req.body?.states);
+    res.status(202).json({ ...(await renderOne(item)), retried_jobs_count: retried });
   });
 
   return api.router;

@@ -5,13 +5,14 @@
  * skipping and canceling older builds of the branch, the state machine) are build
  * progression's (./progress/service.ts). No HTTP, no SQL.
  */
+import crypto from 'node:crypto';
 import type { components, operations } from '../../generated/api';
 import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } from '../core/errors';
 import { matchesBranchFilter } from '../pipelines/branch-filter';
 import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
 import type { Job } from './jobs/model';
-import { FINISHED_STATES, type Build, type BuildFilter, type BuildState, type NewBuildFields, type PullRequest } from './model';
+import { CANCELABLE_STATES, FINISHED_STATES, type Build, type BuildFilter, type NewBuildFields, type PullRequest } from './model';
 import type { BuildProgress } from './progress/service';
 import type { BuildRepository } from './repository';
 import type { Principal, Actor, Permissions } from '../core/identity';
@@ -37,7 +38,15 @@ export interface BuildWithJobs {
 /** What a webhook delivery decides about a build. */
 export type DeliveredBuild = Pick<Build, 'commit' | 'branch' | 'tag' | 'message' | 'author' | 'pullRequest'>;
 
-const CANCELABLE: BuildState[] = ['scheduled', 'running', 'failing'];
+/** The `states` of a bulk retry (`retry_failed_jobs`), as the real API names them. */
+const BULK_RETRY_STATES = ['canceled', 'expired', 'failed', 'soft_failed', 'timed_out'] as const;
+type BulkRetryState = (typeof BULK_RETRY_STATES)[number];
+
+/** Which bulk retry state a finished job is in, if any: `failed` is a hard failure, `soft_failed` one its step lets pass. */
+function bulkRetryStateOf(job: Job): BulkRetryState | null {
+  if (job.state === 'failed') return job.softFailed ? 'soft_failed' : 'failed';
+  return (BULK_RETRY_STATES as readonly string[]).includes(job.state) ? (job.state as BulkRetryState) : null;
+}
 
 export class BuildService {
   /** Every write that moves a build (create, cancel) goes through `progress`, which owns its transaction. */
@@ -119,7 +128,7 @@ export class BuildService {
 
   /** Cancels the scheduled and running builds of a branch (it was deleted); returns how many. */
   cancelBranchBuilds(pipelineId: string, branch: string): Promise<number> {
-    return this.progress.cancelBranch(pipelineId, branch, CANCELABLE, new Date());
+    return this.progress.cancelBranch(pipelineId, branch, CANCELABLE_STATES, new Date());
   }
 
   private async createFrom(actor: Actor, pipeline: Pipeline, perms: Permissions, b: NewBuildFields): Promise<BuildWithJobs> {
@@ -146,11 +155,38 @@ export class BuildService {
     if (!build) throw new NotFoundError('build');
     if (!perms.build) throw new ForbiddenError();
     // Canceled, the build's state machine runs: a build a synchronous trigger step is waiting on ends that step (failed).
-    if (!CANCELABLE.includes(build.state) || !(await this.progress.cancel(build.id, CANCELABLE, new Date()))) {
+    if (!CANCELABLE_STATES.includes(build.state) || !(await this.progress.cancel(build.id, CANCELABLE_STATES, new Date()))) {
       const current = (await this.builds.findById(build.id))!;
       throw new UnprocessableError(`This build can't be canceled because it is ${current.state}: only scheduled, running or failing builds can be canceled.`);
     }
     return this.get(actor, pipelineSlug, number, false);
+  }
+
+  /**
+   * Retries, in one go, the command jobs of the build that ended in one of `states` (all five
+   * when none are named) and were not retried yet, leaving alone steps that forbid manual
+   * retries. Answers the build and how many jobs were queued again.
+   */
+  async retryFailed(actor: Actor, pipelineSlug: string, number: number, states: string | undefined): Promise<{ item: BuildWithJobs; retried: number }> {
+    const named = (states ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const invalid = named.filter((s) => !(BULK_RETRY_STATES as readonly string[]).includes(s));
+    if (invalid.length) throw new BadRequestError(`Invalid states: ${invalid.join(', ')}. Valid states are ${BULK_RETRY_STATES.join(', ')}.`);
+    const wanted = new Set(named.length ? named : BULK_RETRY_STATES);
+    const item = await this.get(actor, pipelineSlug, number, false);
+    if (!item.perms.build) throw new ForbiddenError();
+    if (item.build.state === 'canceling' || item.build.state === 'canceled') throw new UnprocessableError('Jobs from canceled builds cannot be retried');
+    const retries = item.jobs
+      .filter((j) => {
+        const state = bulkRetryStateOf(j);
+        const manual = j.step.type === 'script' ? j.step.retry?.manual : undefined;
+        return j.type === 'script' && !j.retried && state !== null && wanted.has(state) && manual?.allowed !== false;
+      })
+      .map((j) => ({ jobId: j.id, newId: crypto.randomUUID(), fromStates: [j.state] }));
+    const retried = retries.length ? await this.progress.retryJobs(item.build.id, retries) : 0;
+    return { item: retried ? await this.get(actor, pipelineSlug, number, false) : item, retried };
   }
 
   /** Builds of one pipeline, one organization, or every organization the principal reaches. */

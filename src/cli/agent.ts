@@ -5,9 +5,10 @@
  * While a job runs it asks the service for the job's state every poll interval: `canceling`
  * (the build was canceled) or `timing_out` (the service's timeout) kills the job's process
  * group, and so does its own `timeout_in_minutes` timer, the fallback. When the service cannot
- * be reached (a restart), it keeps polling and connects again; told to disconnect when it did
- * not ask to (the service marked it lost), it registers again. Each job has a `buildkite-agent`
- * command on its PATH for `buildkite-agent pipeline upload`.
+ * be reached (a restart), it keeps polling and connects again; told to disconnect, it
+ * disconnects, and ends if that made it `stopped` (an administrator stopped it), else (the
+ * service marked it lost) registers again. Told `pause`, it takes no job and keeps polling. Each
+ * job has a `buildkite-agent` command on its PATH (see ./buildkite-agent-shim).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -125,6 +126,13 @@ async function runAgent(o: AgentOptions): Promise<void> {
       continue;
     }
     if (ping.action === 'disconnect') {
+      // Stopped through the REST API (`PUT .../stop`): disconnecting makes it `stopped`, and it ends.
+      const left = await call(token, 'POST', '/disconnect').catch(() => null);
+      if (left?.connection_state === 'stopped') {
+        log(`${o.name}: stopped`);
+        await fs.rm(bin, { recursive: true, force: true });
+        return;
+      }
       // The service gave this agent up (lost): start over as a new agent.
       log(`${o.name}: told to disconnect; registering again`);
       token = await register().catch(async (err: Error) => {

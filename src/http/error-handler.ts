@@ -110,6 +110,17 @@ function isBodyIssue(i: ValidatorIssue): boolean {
   return /^[./]?body([./]|$)/.test(i.path ?? '');
 }
 
+/**
+ * The answer the spec's `x-invalid-body` names for a body that breaks the operation's schema
+ * (e.g. reprioritize: 400 `Priority must be an integer`, as the real API answers), if any.
+ * express-openapi-validator puts the matched operation on `req.openapi.schema`.
+ */
+function invalidBodyAnswer(req: Request): { status: number; message: string } | undefined {
+  const operation = (req as Request & { openapi?: { schema?: Record<string, unknown> } }).openapi?.schema;
+  const own = operation?.['x-invalid-body'] as { status?: unknown; message?: unknown } | undefined;
+  return own && typeof own.status === 'number' && typeof own.message === 'string' ? { status: own.status, message: own.message } : undefined;
+}
+
 export function errorHandler(logger: Logger) {
   // Express recognises error handlers by their four parameters.
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
@@ -180,7 +191,9 @@ export function errorHandler(logger: Logger) {
       }
       const body = e.errors.filter(isBodyIssue);
       if (status === 400 && body.length > 0 && body.length === e.errors.length) {
-        return send(422, { message: 'Validation Failed', errors: fieldErrorsFrom(body, req.body) });
+        // An operation whose real counterpart answers a bad body its own way says so in the spec.
+        const own = invalidBodyAnswer(req);
+        return send(own?.status ?? 422, { message: own?.message ?? 'Validation Failed', errors: fieldErrorsFrom(body, req.body) });
       }
       const first = bestIssues(e.errors)[0];
       const where = first?.path ? first.path.replace(/^[./]?(query|params|headers)[./]/, '').replace(/[./].*$/, '') : '';

@@ -12,8 +12,10 @@ import triggerJob from '../fixtures/samples/builds__03_get-a-build.json';
 import createBuild from '../fixtures/samples/builds__04_create-a-build.json';
 import cancelBuild from '../fixtures/samples/builds__05_cancel-a-build.json';
 import rebuildBuild from '../fixtures/samples/builds__06_rebuild-a-build.json';
+import retryFailedJobs from '../fixtures/samples/builds__07_retry-failed-jobs-for-a-build.json';
 import triggeredBuild from '../fixtures/samples/builds__windsock_01_a-triggered-build.windsock.json';
 import retryJob from '../fixtures/samples/jobs__05_retry-a-job.json';
+import reprioritizeJob from '../fixtures/samples/jobs__06_reprioritize-a-job.json';
 import unblockJob from '../fixtures/samples/jobs__07_unblock-a-job.json';
 import jobLog from '../fixtures/samples/jobs__08_get-a-job-s-log-output.json';
 import jobEnv from '../fixtures/samples/jobs__09_get-a-job-s-environment-variables.json';
@@ -197,6 +199,25 @@ describeEachDatabase('conformance: builds, jobs and agents', (ctx) => {
     const block = build.jobs[0]!;
     const res = await ctx().http().put(`${s.base}/${slug}/builds/${build.number}/jobs/${block.id}/unblock`).set(auth(s.token)).send({}).expect(200);
     expectConforms(res.body, [unblockJob], specSchema('Job'));
+  });
+
+  it('answers retry_failed_jobs and reprioritize in the documented shapes', async () => {
+    const s = await setup();
+    const slug = await s.pipeline('two', 'steps:\n  - command: ./a.sh\n  - command: ./b.sh\n');
+    const build = await s.create(slug);
+    await runNext(ctx(), s.agent, 1);
+    const later = build.jobs[1]!;
+    const res = await ctx()
+      .http()
+      .put(`${s.base}/${slug}/builds/${build.number}/jobs/${later.id}/reprioritize`)
+      .set(auth(s.token))
+      .send({ priority: 5 })
+      .expect(200);
+    expectConforms(res.body, [reprioritizeJob], specSchema('Job'));
+    await runNext(ctx(), s.agent, 0);
+    const retried = await ctx().http().put(`${s.base}/${slug}/builds/${build.number}/retry_failed_jobs`).set(auth(s.token)).send({}).expect(202);
+    expect(retried.body.retried_jobs_count).toBe(1);
+    expectBuildConforms(retried.body as BuildJson, [retryFailedJobs]);
   });
 
   it('embeds provider settings for every provider kind (the Go client decodes them by provider id)', async () => {

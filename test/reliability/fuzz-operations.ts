@@ -29,6 +29,8 @@ export interface Operation {
   path: string;
   params: Param[];
   body: Schema | undefined;
+  /** Whether the body must be sent (`requestBody.required`): without one it is invalid input. */
+  bodyRequired: boolean;
   /** Whether the operation also takes `multipart/form-data`. */
   multipart: boolean;
   /** `bearer`: an access token; `suite`: a test suite's upload token; `agent`: an agent's token (or a registration token); `none`: public. */
@@ -86,6 +88,7 @@ export function operationsFromSpec(): Operation[] {
         path,
         params: [...params.values()],
         body: op.requestBody?.content?.['application/json']?.schema,
+        bodyRequired: op.requestBody?.required === true,
         multipart: Boolean(op.requestBody?.content?.['multipart/form-data']),
         auth,
         statuses: Object.keys(op.responses),

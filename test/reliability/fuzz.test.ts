@@ -341,7 +341,7 @@ function bodyArb(op: Operation): fc.Arbitrary<{ body: Body; invalid: string | nu
       .tuple(fields, fc.option(file, { freq: 8 }))
       .map(([f, data]) => ({ body: { kind: 'multipart', fields: f, file: data } as Body, invalid: null }));
   }
-  gens.push(fc.constant({ body: { kind: 'none' } as Body, invalid: 'no body' }));
+  gens.push(fc.constant({ body: { kind: 'none' } as Body, invalid: op.bodyRequired ? 'no body' : null }));
   // Valid bodies carry most of the weight: they reach the services.
   return fc.oneof(
     { weight: gens.length, arbitrary: gens[0]! },

@@ -7,8 +7,8 @@
 import type { components } from '../../../generated/api';
 import type { Agent } from '../../agents/repository';
 import { matchesQueryRules } from '../../agents/query-rules';
-import { mustBeConnected, type AgentService } from '../../agents/service';
-import type { JobState } from '../model';
+import { isLive, isPaused, mustBeConnected, type AgentService } from '../../agents/service';
+import { CANCELABLE_STATES, type JobState } from '../model';
 import type { BuildProgress } from '../progress/service';
 import { NotFoundError, PayloadTooLargeError, UnprocessableError } from '../../core/errors';
 import type { Step } from '../../pipelines/configuration';
@@ -68,27 +68,43 @@ export class AgentWorkService {
     private readonly jobLogLimitBytes: number = DEFAULT_JOB_LOG_LIMIT_BYTES,
   ) {}
 
+  /** A forced stop: the job the agent holds, and its build, are canceled (the agent sees `canceling` and stops the process). */
+  async cancelHeldJob(agent: Agent): Promise<void> {
+    const held = await this.jobs.heldBy(agent.id);
+    if (held) await this.progress.cancel(held.build.id, CANCELABLE_STATES, this.clock());
+  }
+
   /** The agent disconnects: a job it was assigned and had not accepted goes back to be offered to another agent. */
   async disconnect(agent: Agent): Promise<Agent> {
     await this.progress.release(agent.id);
     return this.agents.disconnect(agent);
   }
 
-  /** The job the agent holds, else the first scheduled job it matches (priority, then age), claimed for it alone. */
-  async ping(agent: Agent): Promise<{ action: 'idle' | 'disconnect'; job: JobContext | null }> {
+  /**
+   * The job the agent holds, else the first scheduled job it matches (priority, then age),
+   * claimed for it alone. An agent holding no job is told `pause` while paused and `disconnect`
+   * once told to stop (or when it is not connected at all).
+   */
+  async ping(agent: Agent): Promise<{ action: 'idle' | 'pause' | 'disconnect'; job: JobContext | null }> {
     if (agent.connectionState === 'never_connected') throw new UnprocessableError('The agent has not connected: POST /v3/connect first.');
-    if (agent.connectionState !== 'connected') return { action: 'disconnect', job: null };
-    await this.agents.touch(agent, this.clock());
+    if (!isLive(agent)) return { action: 'disconnect', job: null };
+    const now = this.clock();
+    await this.agents.touch(agent, now);
     const held = await this.jobs.heldBy(agent.id);
     if (held) return { action: 'idle', job: held };
+    if (agent.connectionState === 'stopping') return { action: 'disconnect', job: null };
+    if (isPaused(agent, now)) return { action: 'pause', job: null };
     const keys = (await this.jobs.dispatchClasses(agent.organizationId)).filter((c) => matchesQueryRules(c.agentQueryRules, agent.metaData)).map((c) => c.key);
     if (!keys.length) return { action: 'idle', job: null };
     // Every candidate is one this agent may run; a full page lost to other agents is read again.
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
       const candidates = await this.jobs.dispatchCandidates(agent.organizationId, keys, CANDIDATES_PER_POLL);
       for (const id of candidates) {
+        const claim = await this.progress.claim(id, agent.id);
         // Lost the race for this one: another agent claimed it between the read and the update.
-        if (!(await this.progress.claim(id, agent.id))) continue;
+        if (claim === 'taken') continue;
+        // Paused or told to stop while it polled: the next poll says which.
+        if (claim === 'agent') return { action: 'idle', job: null };
         return { action: 'idle', job: await this.jobs.findWithContext(id) };
       }
       if (candidates.length < CANDIDATES_PER_POLL) break;

@@ -251,6 +251,11 @@ export class JobRepository {
     );
   }
 
+  /** A job's dispatch priority, if it is in one of `inStates`; false if it was not (it moved on). */
+  async setPriority(jobId: string, priority: number, inStates: JobState[]): Promise<boolean> {
+    return (await this.db('jobs').where({ id: jobId }).whereIn('state', inStates).update({ priority })) > 0;
+  }
+
   /**
    * Marks a job in one of `fromStates` retried by `newId` (hidden from lists unless asked for).
    * The guarded UPDATE makes a job retried once however many ask at once: false for the ones that lost.

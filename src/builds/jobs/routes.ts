@@ -9,7 +9,7 @@ import { jobEnv } from './serialize';
 import type { JobService } from './service';
 
 /** The operations on one job of a build: they share its path parameters. */
-type JobOperation = 'unblockJob' | 'retryJob' | 'getJobLog' | 'getJobLogText' | 'deleteJobLog' | 'getJobEnv';
+type JobOperation = 'unblockJob' | 'retryJob' | 'reprioritizeJob' | 'getJobLog' | 'getJobLogText' | 'deleteJobLog' | 'getJobEnv';
 
 export function jobRoutes(jobs: JobService, publicUrl: string) {
   const api = operationRouter();
@@ -35,6 +35,14 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
 
   api.on('retryJob', async (req, res) => {
     res.json(jobJson(await jobs.retry(...target(req, res))));
+  });
+
+  api.on('reprioritizeJob', async (req, res) => {
+    res.json(jobJson(await jobs.reprioritize(...target(req, res), req.body.priority)));
+  });
+
+  api.on('reprioritizeOrganizationJob', async (req, res) => {
+    res.json(jobJson(await jobs.reprioritizeById(actorOf(res), req.params.job_id, req.body.priority)));
   });
 
   // Streamed from the store (./log-output): a log can be as large as JOB_LOG_LIMIT_BYTES.

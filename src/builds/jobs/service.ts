@@ -10,13 +10,17 @@ import type { OrganizationService } from '../../organizations/service';
 import type { AgentService } from '../../agents/service';
 import type { BuildProgress } from '../progress/service';
 import type { JobLogRepository } from './log-repository';
-import type { Job, JobContext, LogChunk } from './model';
+import { UNFINISHED_JOB_STATES, type Job, type JobContext, type LogChunk } from './model';
 import type { JobRepository } from './repository';
 import { TERMINAL_JOB_STATES } from './state';
+import type { JobState } from '../model';
 import type { Actor } from '../../core/identity';
 
 /** Job states a retry starts from. */
 const RETRYABLE = ['failed', 'timed_out', 'canceled'];
+
+/** A job can be reprioritized until it finishes. */
+const REPRIORITIZABLE: JobState[] = UNFINISHED_JOB_STATES.concat(['running']);
 
 type UnblockBody = components['schemas']['UnblockJobRequest'];
 
@@ -83,6 +87,25 @@ export class JobService {
     const newId = crypto.randomUUID();
     if (!(await this.progress.retry(item.build.id, job.id, newId, retryable))) throw new UnprocessableError('This job has already been retried.');
     return { item: await this.builds.get(actor, pipelineSlug, number, true), jobId: newId };
+  }
+
+  /** A command job that has not finished runs before (or after) others: agents take higher `priority` first. */
+  async reprioritize(actor: Actor, pipelineSlug: string, number: number, jobId: string, priority: number): Promise<{ item: BuildWithJobs; jobId: string }> {
+    const { item, job } = await this.find(actor, pipelineSlug, number, jobId);
+    if (!item.perms.build) throw new ForbiddenError();
+    if (job.type !== 'script') throw new UnprocessableError("This job can't be reprioritized: only command steps' jobs can be.");
+    if (!(await this.jobs.setPriority(job.id, priority, REPRIORITIZABLE))) {
+      const now = (await this.jobs.findWithContext(job.id))!.job.state;
+      throw new UnprocessableError(`This job can't be reprioritized because it is ${now}: only jobs that have not finished can be.`);
+    }
+    return { item: await this.builds.get(actor, pipelineSlug, number, true), jobId };
+  }
+
+  /** The same, for a job found by its id alone within the caller's organization. */
+  async reprioritizeById(actor: Actor, jobId: string, priority: number): Promise<{ item: BuildWithJobs; jobId: string }> {
+    const context = await this.jobs.findWithContext(jobId);
+    if (!context || context.organizationId !== actor.organization.id) throw new NotFoundError('job');
+    return this.reprioritize(actor, context.pipelineSlug, context.build.number, jobId, priority);
   }
 
   /**

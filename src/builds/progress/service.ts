@@ -1,3 +1,6 @@
+/** Rolls a claim back: the agent may take no job now (paused, stopping, gone, or holding one). */
+const AGENT_UNAVAILABLE = new Error('agent unavailable');
+
 /**
  * Build progression: every write that moves builds and their jobs along, and the one place
  * such a write opens its transaction. Agents claiming, finishing and releasing jobs, retries
@@ -76,17 +79,24 @@ export class BuildProgress {
   }
 
   /**
-   * Gives a scheduled job to an agent, which then holds it. The job's guarded UPDATE is the
-   * claim: when agents race for one job, exactly one sees a changed row. False when another
-   * agent got there first.
+   * Gives a scheduled job to an agent, which then holds it. Two guarded UPDATEs, the job's then
+   * the agent's (the order every job move locks them in), are the claim: when agents race for
+   * one job exactly one sees a changed row ('taken' for the others), and the agent must still be
+   * connected, not paused and holding nothing ('agent' otherwise, and nothing is written): a
+   * pause or stop landing while the agent polls wins.
    */
-  claim(jobId: string, agentId: string): Promise<boolean> {
-    return this.db.transaction(async (trx) => {
-      const r = bind(this.repos, trx);
-      if (!(await r.jobs.assign(jobId, agentId))) return false;
-      await r.agents.holdJob(agentId, jobId);
-      return true;
-    });
+  async claim(jobId: string, agentId: string): Promise<'claimed' | 'taken' | 'agent'> {
+    try {
+      return await this.db.transaction(async (trx) => {
+        const r = bind(this.repos, trx);
+        if (!(await r.jobs.assign(jobId, agentId))) return 'taken';
+        if (!(await r.agents.holdJob(agentId, jobId, this.clock()))) throw AGENT_UNAVAILABLE;
+        return 'claimed';
+      });
+    } catch (err) {
+      if (err === AGENT_UNAVAILABLE) return 'agent';
+      throw err;
+    }
   }
 
   /** An assigned job the agent never accepted goes back to be offered again, and the agent holds none. */
@@ -117,14 +127,27 @@ export class BuildProgress {
    * however many ask at once: false for the ones that lost.
    */
   async retry(buildId: string, jobId: string, newId: string, fromStates: string[], type: 'manual' | 'automatic' = 'manual'): Promise<boolean> {
+    return (await this.retryJobs(buildId, [{ jobId, newId, fromStates }], type)) === 1;
+  }
+
+  /** Retries of several jobs of one build, in one transaction and one run of its state machine; how many were retried. */
+  async retryJobs(
+    buildId: string,
+    retries: { jobId: string; newId: string; fromStates: string[] }[],
+    type: 'manual' | 'automatic' = 'manual',
+  ): Promise<number> {
     const at = this.clock();
     const done = await this.inLockedBuild(buildId, at, async (r) => {
-      if (!(await r.jobs.markRetried(jobId, newId, fromStates))) return false;
-      await r.jobs.insertRetry(jobId, newId, type, at);
-      await r.builds.reopenCanceled(buildId);
-      return true;
+      let retried = 0;
+      for (const { jobId, newId, fromStates } of retries) {
+        if (!(await r.jobs.markRetried(jobId, newId, fromStates))) continue;
+        await r.jobs.insertRetry(jobId, newId, type, at);
+        retried++;
+      }
+      if (retried) await r.builds.reopenCanceled(buildId);
+      return retried;
     });
-    return done ?? false;
+    return done ?? 0;
   }
 
   /**
