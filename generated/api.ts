@@ -2695,8 +2695,8 @@ export interface components {
             context: string;
             /** @default false */
             append: boolean;
-            /** @default 3 */
-            priority: number;
+            /** @description Default 3 for a new annotation; left out, a replaced one keeps its own. */
+            priority?: number;
         };
         /**
          * @description What `buildkite-agent annotate` sends. An empty or missing `context` is `default`; a
