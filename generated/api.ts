@@ -2723,7 +2723,8 @@ export interface components {
             /** @description Not blank; at most 65,536 characters. */
             value: string;
         };
-        MetaDataValue: {
+        /** @description What was stored. */
+        MetaDataSet: {
             key: components["schemas"]["MetaDataKey"];
             value: string;
         };
@@ -2734,8 +2735,12 @@ export interface components {
         MetaDataKeyRequest: {
             key: components["schemas"]["MetaDataKey"];
         };
+        MetaDataValue: {
+            key: components["schemas"]["MetaDataKey"];
+            readonly value: string;
+        };
         MetaDataExists: {
-            exists: boolean;
+            readonly exists: boolean;
         };
         MetaDataKeys: components["schemas"]["MetaDataKey"][];
     };
@@ -5176,6 +5181,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
@@ -5201,7 +5207,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["MetaDataValue"];
+                    "application/json": components["schemas"]["MetaDataSet"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -5339,6 +5345,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
@@ -5437,6 +5444,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -251,7 +251,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
         .http()
         .post(`${base}/pipelines/${p.body.slug}/builds/${lastBuild.number}/jobs/${lastBuild.jobIds[0]}/annotations`)
         .set(auth(token))
-        .send({ body: `Annotation ${tag}`, context: 'fixture' })
+        .send({ body: `${org.slug}: ${tag}`, context: 'fixture' })
     : undefined;
   if (annotation) check(annotation, 201, 'create annotation');
   const params: Params = {
