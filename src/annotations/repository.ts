@@ -112,13 +112,23 @@ export class AnnotationRepository {
 
   /** A page of the build's annotations, its jobs' among them. */
   async listForBuild(buildId: string, offset: number, limit: number): Promise<Annotation[]> {
-    return (await this.db('annotations').where({ build_id: buildId }).orderBy([...ORDER]).offset(offset).limit(limit)).map(fromRow);
+    return (
+      await this.db('annotations')
+        .where({ build_id: buildId })
+        .orderBy([...ORDER])
+        .offset(offset)
+        .limit(limit)
+    ).map(fromRow);
   }
 
   /** A page of the job's own annotations. */
   async listForJob(buildId: string, jobId: string, offset: number, limit: number): Promise<Annotation[]> {
     return (
-      await this.db('annotations').where({ build_id: buildId, scope_key: jobId }).orderBy([...ORDER]).offset(offset).limit(limit)
+      await this.db('annotations')
+        .where({ build_id: buildId, scope_key: jobId })
+        .orderBy([...ORDER])
+        .offset(offset)
+        .limit(limit)
     ).map(fromRow);
   }
 
@@ -134,6 +144,10 @@ export class AnnotationRepository {
 
   /** Deletes the annotation of `context` at `place`: true if there was one. */
   async deleteByContext(place: AnnotationPlace, context: string): Promise<boolean> {
-    return (await this.db('annotations').where({ build_id: place.buildId, scope_key: scopeKey(place), context }).delete()) > 0;
+    return (
+      (await this.db('annotations')
+        .where({ build_id: place.buildId, scope_key: scopeKey(place), context })
+        .delete()) > 0
+    );
   }
 }

@@ -85,7 +85,11 @@ export class AnnotationService {
   /* The agent's, from a job it runs. */
 
   /** `buildkite-agent annotate`: answers the annotation and whether it is new. */
-  async annotateFromJob(agent: Agent, jobId: string, input: AnnotationInput & { scope?: AnnotationScope }): Promise<{ annotation: Annotation; created: boolean }> {
+  async annotateFromJob(
+    agent: Agent,
+    jobId: string,
+    input: AnnotationInput & { scope?: AnnotationScope },
+  ): Promise<{ annotation: Annotation; created: boolean }> {
     const context = await this.work.activeJob(agent, jobId);
     const place = { organizationId: context.organizationId, buildId: context.build.id, jobId: input.scope === 'job' ? jobId : null };
     return this.write(place, { ...input, context: input.context || undefined });
@@ -94,7 +98,8 @@ export class AnnotationService {
   /** `buildkite-agent annotation remove`: 404 when that context has no annotation. */
   async removeFromJob(agent: Agent, jobId: string, context: string, scope: AnnotationScope): Promise<void> {
     const job = await this.work.activeJob(agent, jobId);
-    if (!(await this.annotations.deleteByContext({ buildId: job.build.id, jobId: scope === 'job' ? jobId : null }, context))) throw new NotFoundError('annotation');
+    if (!(await this.annotations.deleteByContext({ buildId: job.build.id, jobId: scope === 'job' ? jobId : null }, context)))
+      throw new NotFoundError('annotation');
   }
 
   /**

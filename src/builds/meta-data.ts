@@ -51,7 +51,8 @@ export class MetaDataService {
     items.forEach((item, i) => {
       const at = items.length > 1 ? `items[${i}].` : '';
       if (!item.key.trim()) errors.push({ field: `${at}key`, code: "can't be blank" });
-      else if (item.key.length > MAX_META_DATA_KEY_LENGTH) errors.push({ field: `${at}key`, code: `is too long (maximum is ${MAX_META_DATA_KEY_LENGTH} characters)` });
+      else if (item.key.length > MAX_META_DATA_KEY_LENGTH)
+        errors.push({ field: `${at}key`, code: `is too long (maximum is ${MAX_META_DATA_KEY_LENGTH} characters)` });
       if (!item.value.trim()) errors.push({ field: `${at}value`, code: "can't be blank" });
       else if (item.value.length > MAX_META_DATA_VALUE_LENGTH)
         errors.push({ field: `${at}value`, code: `is too long (maximum is ${MAX_META_DATA_VALUE_LENGTH} characters)` });

@@ -54,10 +54,22 @@ describeEachDatabase('the reference agent with annotations and meta-data', (ctx)
     const build = await givenBuild(ctx(), org.slug, slug, token);
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
     const controller = new AbortController();
-    const agents = runAgents({ endpoint: endpoint(), token: reg, tags: ['queue=default'], name: 'annotator', spawn: 1, pollIntervalMs: 20, signal: controller.signal });
+    const agents = runAgents({
+      endpoint: endpoint(),
+      token: reg,
+      tags: ['queue=default'],
+      name: 'annotator',
+      spawn: 1,
+      pollIntervalMs: 20,
+      signal: controller.signal,
+    });
     const read = async (path: string) => (await ctx().http().get(path).set(auth(token)).expect(200)).body;
     try {
-      const b: BuildJson = await until(() => read(url), (x: BuildJson) => x.finished_at !== null, 'the build finishing');
+      const b: BuildJson = await until(
+        () => read(url),
+        (x: BuildJson) => x.finished_at !== null,
+        'the build finishing',
+      );
       const log = async (id: string) => (await ctx().http().get(`${url}/jobs/${id}/log.txt`).set(auth(token)).expect(200)).text;
       const [write, , readJob] = b.jobs;
       expect([b.state, write!.state, readJob!.state]).toEqual(['passed', 'passed', 'passed']);
@@ -78,7 +90,15 @@ describeEachDatabase('the reference agent with annotations and meta-data', (ctx)
       expect(found.map((x: { id: string }) => x.id)).toEqual([b.id]);
 
       const annotations = await read(`${url}/annotations`);
-      expect(annotations.map((a: { context: string; style: string; scope: string; priority: number; body_html: string }) => [a.context, a.style, a.scope, a.priority, a.body_html])).toEqual([
+      expect(
+        annotations.map((a: { context: string; style: string; scope: string; priority: number; body_html: string }) => [
+          a.context,
+          a.style,
+          a.scope,
+          a.priority,
+          a.body_html,
+        ]),
+      ).toEqual([
         // The append sent the agent's default priority (3), as the real agent always sends one.
         ['coverage', 'info', 'build', 3, '<h2>Coverage</h2>\n<p><strong>93%</strong></p>\n'],
         // A line that opens with an HTML block is raw HTML (CommonMark): the script goes, the text stays.

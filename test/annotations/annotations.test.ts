@@ -78,10 +78,24 @@ describeEachDatabase('annotations', (ctx) => {
     const { org, token, slug, build } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: one\n  - command: two\n');
     const [j1, j2] = build.jobs.map((j) => j.id);
     const buildUrl = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-    const onJob1 = (await ctx().http().post(`${buildUrl}/jobs/${j1}/annotations`).set(auth(token)).send({ body: 'Test results: 42 passed', style: 'success', context: 'test-results' }).expect(201)).body;
+    const onJob1 = (
+      await ctx()
+        .http()
+        .post(`${buildUrl}/jobs/${j1}/annotations`)
+        .set(auth(token))
+        .send({ body: 'Test results: 42 passed', style: 'success', context: 'test-results' })
+        .expect(201)
+    ).body;
     expect(onJob1).toMatchObject({ scope: 'job', context: 'test-results', priority: 3, body_html: '<p>Test results: 42 passed</p>\n' });
     // Another job and the build have their own `test-results`.
-    const onJob2 = (await ctx().http().post(`/v2/organizations/${org.slug}/jobs/${j2}/annotations`).set(auth(token)).send({ body: 'other', context: 'test-results' }).expect(201)).body;
+    const onJob2 = (
+      await ctx()
+        .http()
+        .post(`/v2/organizations/${org.slug}/jobs/${j2}/annotations`)
+        .set(auth(token))
+        .send({ body: 'other', context: 'test-results' })
+        .expect(201)
+    ).body;
     expect(onJob2.id).not.toBe(onJob1.id);
     const onBuild = (await ctx().http().post(`${buildUrl}/annotations`).set(auth(token)).send({ body: 'build', context: 'test-results' }).expect(201)).body;
     expect(onBuild.scope).toBe('build');
@@ -103,7 +117,12 @@ describeEachDatabase('annotations', (ctx) => {
     const { org, token, slug, build } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: make\n');
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}/annotations`;
     const bad = async (body: unknown, field: string) => {
-      const res = await ctx().http().post(url).set(auth(token)).send(body as object).expect(422);
+      const res = await ctx()
+        .http()
+        .post(url)
+        .set(auth(token))
+        .send(body as object)
+        .expect(422);
       expect(res.body.message).toBeTruthy();
       expect(res.body.errors.map((e: { field: string }) => e.field)).toContain(field);
     };
@@ -119,7 +138,14 @@ describeEachDatabase('annotations', (ctx) => {
     // 1 MiB of UTF-8: a multi-byte body under the character limit but over the byte limit.
     await bad({ body: 'é'.repeat(600_000) }, 'body');
     // Exactly 1 MiB is fine; appending one more byte is not.
-    const full = (await ctx().http().post(url).set(auth(token)).send({ body: 'a'.repeat(1024 * 1024), context: 'big' }).expect(201)).body;
+    const full = (
+      await ctx()
+        .http()
+        .post(url)
+        .set(auth(token))
+        .send({ body: 'a'.repeat(1024 * 1024), context: 'big' })
+        .expect(201)
+    ).body;
     expect(full.body_html.length).toBeGreaterThan(1024 * 1024);
     const over = await ctx().http().post(url).set(auth(token)).send({ body: 'b', context: 'big', append: true }).expect(422);
     expect(over.body.errors).toEqual([{ field: 'body', code: expect.stringContaining('1 MiB') }]);
@@ -128,7 +154,7 @@ describeEachDatabase('annotations', (ctx) => {
     await ctx().http().delete(`${url}/not-a-uuid`).set(auth(token)).expect(404);
   });
 
-  it('are another organization\'s: 404, and need read_builds / write_builds', async () => {
+  it("are another organization's: 404, and need read_builds / write_builds", async () => {
     const { org, token, slug, build } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: make\n');
     const buildUrl = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
     const a = (await ctx().http().post(`${buildUrl}/annotations`).set(auth(token)).send({ body: 'x' }).expect(201)).body;
@@ -142,7 +168,11 @@ describeEachDatabase('annotations', (ctx) => {
     await ctx().http().post(`/v2/organizations/${other.org.slug}/jobs/${jobId}/annotations`).set(auth(other.token)).send({ body: 'x' }).expect(404);
     const theirs = await givenPipeline(ctx(), other.org.slug, other.token);
     const theirBuild = await givenBuild(ctx(), other.org.slug, theirs.slug, other.token);
-    await ctx().http().delete(`/v2/organizations/${other.org.slug}/pipelines/${theirs.slug}/builds/${theirBuild.number}/annotations/${a.id}`).set(auth(other.token)).expect(404);
+    await ctx()
+      .http()
+      .delete(`/v2/organizations/${other.org.slug}/pipelines/${theirs.slug}/builds/${theirBuild.number}/annotations/${a.id}`)
+      .set(auth(other.token))
+      .expect(404);
     expect((await ctx().http().get(`${buildUrl}/annotations`).set(auth(token)).expect(200)).body).toHaveLength(1);
 
     const user = await ctx().givenUser(org, 'admin');
@@ -182,7 +212,7 @@ describeEachDatabase('annotations', (ctx) => {
       expect((await ctx().http().get(listUrl).set(auth(token)).expect(200)).body).toEqual([]);
     });
 
-    it('refuse a job the agent does not run, another organization\'s agent, and bad input', async () => {
+    it("refuse a job the agent does not run, another organization's agent, and bad input", async () => {
       const { agent, jobId, otherJobId, org, token } = await givenRunningJob(ctx());
       // The build's second job is not the agent's.
       await ctx().http().post(`/v3/jobs/${otherJobId}/annotations`).set(agentAuth(agent.token)).send({ body: 'x' }).expect(404);
@@ -219,7 +249,8 @@ describeEachDatabase('annotations', (ctx) => {
       const api = `/v3/jobs/${jobId}/annotations`;
       const parts = Array.from({ length: 8 }, (_, i) => `[${i}]`);
       await Promise.all(parts.map((p) => ctx().http().post(api).set(agentAuth(agent.token)).send({ body: p, context: 'race', append: true }).expect(201)));
-      const list = (await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}/annotations`).set(auth(token)).expect(200)).body;
+      const list = (await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}/annotations`).set(auth(token)).expect(200))
+        .body;
       expect(list).toHaveLength(1);
       for (const p of parts) expect(list[0].body_html).toContain(p);
     });

@@ -20,9 +20,22 @@ describeEachDatabase('meta-data from the agent', (ctx) => {
     const { org, token, slug, url, build, agent, jobId } = await givenRunningJob(ctx());
     const data = (op: string) => `/v3/jobs/${jobId}/data/${op}`;
     const as = agentAuth(agent.token);
-    expect((await ctx().http().post(data('set')).set(as).send({ key: 'release', value: '1.2.3' }).expect(200)).body).toEqual({ key: 'release', value: '1.2.3' });
+    expect((await ctx().http().post(data('set')).set(as).send({ key: 'release', value: '1.2.3' }).expect(200)).body).toEqual({
+      key: 'release',
+      value: '1.2.3',
+    });
     await ctx().http().post(data('set')).set(as).send({ key: 'release', value: '1.2.4' }).expect(200);
-    await ctx().http().post(data('set-batch')).set(as).send({ items: [{ key: 'channel', value: 'stable' }, { key: 'a.b', value: 'x y' }] }).expect(200);
+    await ctx()
+      .http()
+      .post(data('set-batch'))
+      .set(as)
+      .send({
+        items: [
+          { key: 'channel', value: 'stable' },
+          { key: 'a.b', value: 'x y' },
+        ],
+      })
+      .expect(200);
 
     expect((await ctx().http().post(data('get')).set(as).send({ key: 'release' }).expect(200)).body).toEqual({ key: 'release', value: '1.2.4' });
     const missing = await ctx().http().post(data('get')).set(as).send({ key: 'nope' }).expect(404);
@@ -52,21 +65,43 @@ describeEachDatabase('meta-data from the agent', (ctx) => {
   it('keeps every key when sets of different keys race (both stores)', async () => {
     const { org, token, slug, url, build, agent, jobId } = await givenRunningJob(ctx());
     const keys = Array.from({ length: 12 }, (_, i) => `k${i}`);
-    await Promise.all(keys.map((k) => ctx().http().post(`/v3/jobs/${jobId}/data/set`).set(agentAuth(agent.token)).send({ key: k, value: `v-${k}` }).expect(200)));
+    await Promise.all(
+      keys.map((k) =>
+        ctx()
+          .http()
+          .post(`/v3/jobs/${jobId}/data/set`)
+          .set(agentAuth(agent.token))
+          .send({ key: k, value: `v-${k}` })
+          .expect(200),
+      ),
+    );
     const b = (await ctx().http().get(url).set(auth(token)).expect(200)).body;
     expect(b.meta_data).toEqual(Object.fromEntries(keys.map((k) => [k, `v-${k}`])));
     for (const k of keys) {
-      const found = await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${slug}/builds`).query({ [`meta_data[${k}]`]: `v-${k}` }).set(auth(token)).expect(200);
+      const found = await ctx()
+        .http()
+        .get(`/v2/organizations/${org.slug}/pipelines/${slug}/builds`)
+        .query({ [`meta_data[${k}]`]: `v-${k}` })
+        .set(auth(token))
+        .expect(200);
       expect(found.body.map((x: { id: string }) => x.id)).toEqual([build.id]);
     }
   });
 
-  it('agrees with a block step\'s fields, which go the same way', async () => {
-    const { token, url, agent, jobId, build } = await givenRunningJob(ctx(), 'steps:\n  - command: one\n  - block: ok\n    fields:\n      - text: Who\n        key: who\n');
+  it("agrees with a block step's fields, which go the same way", async () => {
+    const { token, url, agent, jobId, build } = await givenRunningJob(
+      ctx(),
+      'steps:\n  - command: one\n  - block: ok\n    fields:\n      - text: Who\n        key: who\n',
+    );
     await ctx().http().post(`/v3/jobs/${jobId}/data/set`).set(agentAuth(agent.token)).send({ key: 'from-agent', value: 'yes' }).expect(200);
     await ctx().http().put(`/v3/jobs/${jobId}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }).expect(200);
     const blockId = build.jobs[1]!.id;
-    await ctx().http().put(`${url}/jobs/${blockId}/unblock`).set(auth(token)).send({ fields: { who: 'me' } }).expect(200);
+    await ctx()
+      .http()
+      .put(`${url}/jobs/${blockId}/unblock`)
+      .set(auth(token))
+      .send({ fields: { who: 'me' } })
+      .expect(200);
     expect((await ctx().http().get(url).set(auth(token)).expect(200)).body.meta_data).toEqual({ 'from-agent': 'yes', who: 'me' });
   });
 
@@ -88,7 +123,16 @@ describeEachDatabase('meta-data from the agent', (ctx) => {
     await bad({ key: 'k' }, 'value');
     await bad({ key: 1, value: 'x' }, 'key');
     await bad({ items: [] }, 'items', `/v3/jobs/${jobId}/data/set-batch`);
-    await bad({ items: [{ key: 'ok', value: 'x' }, { key: ' ', value: 'x' }] }, 'items[1].key', `/v3/jobs/${jobId}/data/set-batch`);
+    await bad(
+      {
+        items: [
+          { key: 'ok', value: 'x' },
+          { key: ' ', value: 'x' },
+        ],
+      },
+      'items[1].key',
+      `/v3/jobs/${jobId}/data/set-batch`,
+    );
     await bad({}, 'key', `/v3/jobs/${jobId}/data/get`);
     await ctx().http().post(set).set(as).set('Content-Type', 'application/json').send('{"key":').expect(400);
     // The batch with a blank key stored nothing.

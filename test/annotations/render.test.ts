@@ -98,7 +98,7 @@ describe('annotation bodies', () => {
     expect(renderAnnotationBody('a < b & c')).toBe('<p>a &lt; b &amp; c</p>\n');
   });
 
-  it('render the docs\' examples as the docs show them', () => {
+  it("render the docs' examples as the docs show them", () => {
     expect(renderAnnotationBody('Hello world!')).toBe('<p>Hello world!</p>\n');
     expect(renderAnnotationBody('Test results: 42 passed')).toBe('<p>Test results: 42 passed</p>\n');
     expect(renderAnnotationBody('<h1>My Markdown Heading</h1>\n<img src="artifact://indy.png" alt="Belongs in a museum" height=250 />')).toBe(

@@ -82,8 +82,10 @@ const NOT_READ_BACK: Record<string, string> = {
   finishJob: "the result of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads results back",
   uploadPipeline:
     "steps for a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/jobs/pipeline-upload reads uploads back",
-  annotateFromJob: "an annotation from a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/annotations reads them back",
-  setJobMetaData: "meta-data from a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/annotations/meta-data reads it back",
+  annotateFromJob:
+    "an annotation from a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/annotations reads them back",
+  setJobMetaData:
+    "meta-data from a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/annotations/meta-data reads it back",
   setJobMetaDataBatch: 'as setJobMetaData',
   getJobMetaData: 'a read (the agent API reads with POST): nothing is stored',
   jobMetaDataExists: 'a read (the agent API reads with POST): nothing is stored',

@@ -90,7 +90,20 @@ export function specOperations(): SpecOperation[] {
 }
 
 /** The path parameter kinds a tenant has a fixture for. */
-export const PARAM_KINDS = ['org_slug', 'pipeline_slug', 'build_number', 'suite_slug', 'run_id', 'test_id', 'token', 'agent_id', 'job_id', 'annotation_id', 'context', 'build_id'] as const;
+export const PARAM_KINDS = [
+  'org_slug',
+  'pipeline_slug',
+  'build_number',
+  'suite_slug',
+  'run_id',
+  'test_id',
+  'token',
+  'agent_id',
+  'job_id',
+  'annotation_id',
+  'context',
+  'build_id',
+] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
 

@@ -138,7 +138,8 @@ export class AgentWorkService {
    */
   async activeJob(agent: Agent, jobId: string): Promise<JobContext> {
     const context = await this.held(agent, jobId);
-    if (!ACTIVE_STATES.includes(context.job.state)) throw new UnprocessableError(`The job is ${context.job.state}: only a job the agent is running can do this.`);
+    if (!ACTIVE_STATES.includes(context.job.state))
+      throw new UnprocessableError(`The job is ${context.job.state}: only a job the agent is running can do this.`);
     return context;
   }
 
