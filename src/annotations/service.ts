@@ -92,7 +92,8 @@ export class AnnotationService {
   ): Promise<{ annotation: Annotation; created: boolean }> {
     const context = await this.work.activeJob(agent, jobId);
     const place = { organizationId: context.organizationId, buildId: context.build.id, jobId: input.scope === 'job' ? jobId : null };
-    return this.write(place, { ...input, context: input.context || undefined });
+    // As the agent sends them: an empty context is the default one, an empty body no body (a restyle).
+    return this.write(place, { ...input, context: input.context || undefined, body: input.body || undefined });
   }
 
   /** `buildkite-agent annotation remove`: 404 when that context has no annotation. */

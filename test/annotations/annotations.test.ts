@@ -197,6 +197,9 @@ describeEachDatabase('annotations', (ctx) => {
       // No body: only the style changes.
       const restyled = (await ctx().http().post(api).set(agentAuth(agent.token)).send({ style: 'warning', priority: 3 }).expect(201)).body;
       expect(restyled).toMatchObject({ id: a.id, style: 'warning', body_html: '<p>Hello world</p>\n' });
+      // An empty body is no body either.
+      const reprioritised = (await ctx().http().post(api).set(agentAuth(agent.token)).send({ body: '', priority: 9 }).expect(201)).body;
+      expect(reprioritised).toMatchObject({ id: a.id, style: 'warning', priority: 9, body_html: '<p>Hello world</p>\n' });
       // No body and no such context: nothing to restyle.
       await ctx().http().post(api).set(agentAuth(agent.token)).send({ style: 'info', context: 'nothing' }).expect(404);
       const onJob = (await ctx().http().post(api).set(agentAuth(agent.token)).send({ body: 'job', context: 'a.b', scope: 'job' }).expect(201)).body;
