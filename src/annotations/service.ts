@@ -17,7 +17,7 @@ import type { AgentWorkService } from '../builds/jobs/agent-work';
 import type { Job } from '../builds/jobs/model';
 import type { JobService } from '../builds/jobs/service';
 import type { BuildService, BuildWithJobs } from '../builds/service';
-import { ForbiddenError, NotFoundError, ValidationError } from '../core/errors';
+import { ForbiddenError, NotFoundError, ValidationError, type FieldError } from '../core/errors';
 import type { Actor } from '../core/identity';
 import type { Annotation, AnnotationPlace, AnnotationRepository, AnnotationScope, AnnotationStyle } from './repository';
 import { renderAnnotationBody } from './render';
@@ -110,7 +110,7 @@ export class AnnotationService {
    */
   private async write(place: AnnotationPlace & { organizationId: string }, input: AnnotationInput): Promise<{ annotation: Annotation; created: boolean }> {
     const context = input.context ?? 'default';
-    const errors = [];
+    const errors: FieldError[] = [];
     if (context.length > MAX_ANNOTATION_CONTEXT_LENGTH)
       errors.push({ field: 'context', code: `is too long (maximum is ${MAX_ANNOTATION_CONTEXT_LENGTH} characters)` });
     if (input.body !== undefined && Buffer.byteLength(input.body) > MAX_ANNOTATION_BODY_BYTES) errors.push({ field: 'body', code: tooLong() });

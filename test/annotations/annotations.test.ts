@@ -211,6 +211,9 @@ describeEachDatabase('annotations', (ctx) => {
       await ctx().http().delete(`${api}/a%2Eb`).set(agentAuth(agent.token)).expect(404);
       await ctx().http().delete(`${api}/a%2Eb?scope=job`).set(agentAuth(agent.token)).expect(204);
       await ctx().http().delete(`${api}/default`).set(agentAuth(agent.token)).expect(204);
+      // A context with a slash and a space, escaped as the agent escapes path segments.
+      await ctx().http().post(api).set(agentAuth(agent.token)).send({ body: 'x', context: 'dir/sub ctx' }).expect(201);
+      await ctx().http().delete(`${api}/dir%2Fsub%20ctx`).set(agentAuth(agent.token)).expect(204);
       await ctx().http().delete(`${api}/default?scope=build`).set(agentAuth(agent.token)).expect(404);
       expect((await ctx().http().get(listUrl).set(auth(token)).expect(200)).body).toEqual([]);
     });
