@@ -11,7 +11,9 @@
 import MarkdownIt from 'markdown-it';
 import sanitizeHtml from 'sanitize-html';
 
-const markdown = new MarkdownIt({ html: true, linkify: false, typographer: false });
+// CommonMark with the GitHub Flavored Markdown extensions the docs name: tables and strikethrough
+// (markdown-it's own), bare URLs as links (linkify).
+const markdown = new MarkdownIt({ html: true, linkify: true, typographer: false });
 
 /** `artifact://path` is how an annotation links to and shows the build's artifacts. */
 const SCHEMES = ['http', 'https', 'mailto', 'artifact'];

@@ -130,5 +130,10 @@ describe('annotation bodies', () => {
     expect(renderAnnotationBody('<div class="flex"><span class="h3">ok</span></div>')).toBe('<div class="flex"><span class="h3">ok</span></div>');
     expect(renderAnnotationBody('> quoted\n\n---')).toBe('<blockquote>\n<p>quoted</p>\n</blockquote>\n<hr />\n');
     expect(renderAnnotationBody('[rel](/docs/page)')).toBe('<p><a href="/docs/page">rel</a></p>\n');
+    // GitHub Flavored Markdown's autolinks; a bare javascript: URL is no link.
+    expect(renderAnnotationBody('See https://buildkite.com/docs now')).toBe(
+      '<p>See <a href="https://buildkite.com/docs">https://buildkite.com/docs</a> now</p>\n',
+    );
+    expect(renderAnnotationBody('javascript:alert(1)')).toBe('<p>javascript:alert(1)</p>\n');
   });
 });
