@@ -34,6 +34,7 @@ describeEachDatabase('the reference agent with annotations and meta-data', (ctx)
         '      buildkite-agent annotation remove --context temp',
         '      buildkite-agent meta-data set release-version 1.2.3',
         "      printf 'multi\\nline' | buildkite-agent meta-data set notes",
+        '      buildkite-agent meta-data set-batch channel=stable "formula=a=b"',
         '      if buildkite-agent meta-data set "   " x; then exit 9; fi',
         '  - wait',
         '  - label: read',
@@ -82,10 +83,10 @@ describeEachDatabase('the reference agent with annotations and meta-data', (ctx)
       expect(readLog).toContain('exists=yes\n');
       expect(readLog).toContain('missing exit=100\n');
       expect(readLog).toContain('get missing exit=1\n');
-      expect(readLog).toContain('notes,release-version,\n');
+      expect(readLog).toContain('channel,formula,notes,release-version,\n');
       expect(readLog).toMatch(/\n1\.2\.3\n/);
 
-      expect(b.meta_data).toEqual({ 'release-version': '1.2.3', notes: 'multi\nline' });
+      expect(b.meta_data).toEqual({ 'release-version': '1.2.3', notes: 'multi\nline', channel: 'stable', formula: 'a=b' });
       const found = await read(`/v2/organizations/${org.slug}/builds?meta_data[release-version]=1.2.3`);
       expect(found.map((x: { id: string }) => x.id)).toEqual([b.id]);
 

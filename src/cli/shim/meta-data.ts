@@ -1,13 +1,14 @@
 /**
- * `buildkite-agent meta-data set KEY [VALUE] | get KEY [--default V] | exists KEY | keys`, as the
- * real agent behaves: `set` reads the value from stdin when it is not given and refuses a blank
- * key or value; reads go through `--build` (`BUILDKITE_METADATA_BUILD_ID`) when given, else the
+ * `buildkite-agent meta-data set KEY [VALUE] | set-batch KEY=VALUE... | get KEY [--default V] |
+ * exists KEY | keys`, as the real agent behaves: `set` reads the value from stdin when it is not
+ * given and refuses a blank key or value (`set-batch` splits each pair on its first `=` and sets
+ * them all or none); reads go through `--build` (`BUILDKITE_METADATA_BUILD_ID`) when given, else the
  * job; `get` prints the value without a newline, or on a 404 the `--default` when one was given
  * (even empty), else fails; `exists` exits 0 when the key is set and 100 when not; `keys` prints
  * one key a line. Uses `shimArgs`, `pipedStdin` and `railsPathEscape` from ./annotate.ts.
  */
 export const META_DATA = String.raw`
-const META_DATA_USAGE = 'buildkite-agent meta-data <set KEY [VALUE] | get KEY [--default V] | exists KEY | keys> [--job ID] [--build ID]';
+const META_DATA_USAGE = 'buildkite-agent meta-data <set KEY [VALUE] | set-batch KEY=VALUE... | get KEY [--default V] | exists KEY | keys> [--job ID] [--build ID]';
 commands['meta-data'] = async (argv) => {
   const env = process.env;
   const [sub, ...rest] = argv;
@@ -34,6 +35,17 @@ commands['meta-data'] = async (argv) => {
     if (!value.trim()) fail('the value is blank');
     const what = 'setting meta-data ' + key;
     await expectOk(await agentApi('/jobs/' + railsPathEscape(job) + '/data/set', { method: 'POST', body: { key, value }, what }), what);
+  } else if (sub === 'set-batch') {
+    if (!positionals.length) fail('usage: buildkite-agent meta-data set-batch KEY=VALUE...', 2);
+    const items = positionals.map((pair) => {
+      const at = pair.indexOf('=');
+      if (at < 0) fail('not KEY=VALUE: ' + pair, 2);
+      const [k, v] = [pair.slice(0, at), pair.slice(at + 1)];
+      if (!k.trim() || !v.trim()) fail('a blank key or value: ' + pair);
+      return { key: k, value: v };
+    });
+    const what = 'setting meta-data ' + items.map((i) => i.key).join(', ');
+    await expectOk(await agentApi('/jobs/' + railsPathEscape(job) + '/data/set-batch', { method: 'POST', body: { items }, what }), what);
   } else if (sub === 'get') {
     needKey(1);
     const what = 'getting meta-data ' + key;
