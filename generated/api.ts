@@ -2674,7 +2674,7 @@ export interface components {
             readonly scope: "build" | "job";
             /** @description Higher values are shown first. */
             priority: number;
-            /** @description The body rendered from Markdown (HTML allowed), then sanitised: no scripts, event handlers or script URLs survive. */
+            /** @description The body rendered from Markdown (HTML allowed), then sanitised: no scripts, event handlers or script URLs survive. A body whose HTML would be longer than 16 MiB is refused (422). */
             readonly body_html: string;
             readonly created_at: components["schemas"]["IsoTimestamp"];
             /** @description When the annotation was last added to or replaced. */

@@ -20,7 +20,7 @@ import type { BuildService, BuildWithJobs } from '../builds/service';
 import { ForbiddenError, NotFoundError, ValidationError, type FieldError } from '../core/errors';
 import type { Actor } from '../core/identity';
 import type { Annotation, AnnotationPlace, AnnotationRepository, AnnotationScope, AnnotationStyle } from './repository';
-import { renderAnnotationBody } from './render';
+import { renderAnnotationHtml } from './render';
 
 export const MAX_ANNOTATION_BODY_BYTES = 1024 * 1024;
 export const MAX_ANNOTATION_CONTEXT_LENGTH = 100;
@@ -131,7 +131,7 @@ export class AnnotationService {
           style: input.style ?? 'default',
           priority: input.priority ?? DEFAULT_ANNOTATION_PRIORITY,
           body: input.body,
-          bodyHtml: renderAnnotationBody(input.body),
+          bodyHtml: renderAnnotationHtml(input.body),
           createdAt: at,
           updatedAt: at,
         };
@@ -144,7 +144,7 @@ export class AnnotationService {
         style: input.style ?? existing.style,
         priority: input.priority ?? existing.priority,
         body,
-        bodyHtml: body === existing.body ? existing.bodyHtml : renderAnnotationBody(body),
+        bodyHtml: body === existing.body ? existing.bodyHtml : renderAnnotationHtml(body),
         // Never before created_at, whatever the clocks of the processes did.
         updatedAt: at < existing.createdAt ? existing.createdAt : at,
       };
