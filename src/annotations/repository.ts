@@ -76,6 +76,14 @@ export class AnnotationRepository {
     return row ? fromRow(row) : null;
   }
 
+  /** The annotation of `context` at `place`, read without a lock (a snapshot to work a write out from). */
+  async find(place: AnnotationPlace, context: string): Promise<Annotation | null> {
+    const row = await this.db('annotations')
+      .where({ build_id: place.buildId, scope_key: scopeKey(place), context })
+      .first();
+    return row ? fromRow(row) : null;
+  }
+
   /** Inserts the annotation unless its place already has one of that context (a concurrent write): true if inserted. */
   async insertIfAbsent(a: Annotation): Promise<boolean> {
     const rows = await this.db('annotations')

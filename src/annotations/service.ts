@@ -17,7 +17,7 @@ import type { AgentWorkService } from '../builds/jobs/agent-work';
 import type { Job } from '../builds/jobs/model';
 import type { JobService } from '../builds/jobs/service';
 import type { BuildService, BuildWithJobs } from '../builds/service';
-import { ForbiddenError, NotFoundError, ValidationError, type FieldError } from '../core/errors';
+import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
 import type { Actor } from '../core/identity';
 import type { Annotation, AnnotationPlace, AnnotationRepository, AnnotationScope, AnnotationStyle } from './repository';
 import { renderAnnotationHtml } from './render';
@@ -25,6 +25,9 @@ import { renderAnnotationHtml } from './render';
 export const MAX_ANNOTATION_BODY_BYTES = 1024 * 1024;
 export const MAX_ANNOTATION_CONTEXT_LENGTH = 100;
 export const DEFAULT_ANNOTATION_PRIORITY = 3;
+/** Tries of a write whose body depends on the stored one with the body rendered outside the lock, then under it. */
+const OPTIMISTIC_TRIES = 5;
+const MAX_TRIES = 20;
 
 export interface AnnotationInput {
   /** Undefined: only style and priority change (the annotation must exist). */
@@ -105,8 +108,13 @@ export class AnnotationService {
 
   /**
    * Creates, replaces, appends to or restyles the annotation of the input's context at
-   * `place`, in one transaction: the row read is locked, and a create that loses a race with
-   * another for the same context becomes an update of the winner's.
+   * `place`. Rendering a large body takes a while (about a second a MiB), so it happens before
+   * the transaction: the row lock (and on SQLite the one connection) is held for the statements
+   * alone. A body that depends on the stored one (an append, a restyle) is worked out from a
+   * snapshot read first, and the transaction writes it only if the stored body is still the
+   * snapshot's, else it tries again; after OPTIMISTIC_TRIES the body is rendered under the lock,
+   * so a context many jobs append to at once still gets every append in. A create that meets
+   * another's create of the same context tries again, and becomes an update of the winner's.
    */
   private async write(place: AnnotationPlace & { organizationId: string }, input: AnnotationInput): Promise<{ annotation: Annotation; created: boolean }> {
     const context = input.context ?? 'default';
@@ -115,42 +123,69 @@ export class AnnotationService {
       errors.push({ field: 'context', code: `is too long (maximum is ${MAX_ANNOTATION_CONTEXT_LENGTH} characters)` });
     if (input.body !== undefined && Buffer.byteLength(input.body) > MAX_ANNOTATION_BODY_BYTES) errors.push({ field: 'body', code: tooLong() });
     if (errors.length) throw new ValidationError(errors);
-    const at = this.clock();
-    return this.db.transaction(async (trx) => {
-      const repo = this.annotations.withTransaction(trx);
-      let existing = await repo.findForUpdate(place, context);
-      if (!existing) {
-        if (input.body === undefined) throw new NotFoundError('annotation');
-        const annotation: Annotation = {
-          id: crypto.randomUUID(),
-          organizationId: place.organizationId,
-          buildId: place.buildId,
-          jobId: place.jobId,
-          scope: place.jobId ? 'job' : 'build',
-          context,
-          style: input.style ?? 'default',
-          priority: input.priority ?? DEFAULT_ANNOTATION_PRIORITY,
-          body: input.body,
-          bodyHtml: renderAnnotationHtml(input.body),
-          createdAt: at,
-          updatedAt: at,
-        };
-        if (await repo.insertIfAbsent(annotation)) return { annotation, created: true };
-        existing = (await repo.findForUpdate(place, context))!;
+    const dependsOnStored = input.body === undefined || input.append === true;
+    /** The new body over what is stored. */
+    const bodyOver = (stored: Annotation | null): string => {
+      if (input.body === undefined) {
+        if (!stored) throw new NotFoundError('annotation');
+        return stored.body;
       }
-      const body = input.body === undefined ? existing.body : input.append ? existing.body + input.body : input.body;
+      const body = input.append && stored ? stored.body + input.body : input.body;
       if (Buffer.byteLength(body) > MAX_ANNOTATION_BODY_BYTES) throw ValidationError.field('body', `${tooLong()} after the append`);
-      const fields = {
-        style: input.style ?? existing.style,
-        priority: input.priority ?? existing.priority,
-        body,
-        bodyHtml: body === existing.body ? existing.bodyHtml : renderAnnotationHtml(body),
-        // Never before created_at, whatever the clocks of the processes did.
-        updatedAt: at < existing.createdAt ? existing.createdAt : at,
-      };
-      await repo.update(existing.id, fields);
-      return { annotation: { ...existing, ...fields }, created: false };
-    });
+      return body;
+    };
+    const htmlOf = (body: string, stored: Annotation | null) => (stored && body === stored.body ? stored.bodyHtml : renderAnnotationHtml(body));
+    // A replace renders once, whatever the tries.
+    const replacement = dependsOnStored ? undefined : { body: input.body!, html: renderAnnotationHtml(input.body!) };
+
+    for (let attempt = 1; attempt <= MAX_TRIES; attempt++) {
+      let prepared: { body: string; html: string; over: Annotation | null } | undefined;
+      if (replacement) prepared = { ...replacement, over: null };
+      else if (attempt <= OPTIMISTIC_TRIES) {
+        const stored = await this.annotations.find(place, context);
+        const body = bodyOver(stored);
+        prepared = { body, html: htmlOf(body, stored), over: stored };
+      }
+      const at = this.clock();
+      const done = await this.db.transaction(async (trx) => {
+        const repo = this.annotations.withTransaction(trx);
+        const existing = await repo.findForUpdate(place, context);
+        // The stored annotation moved on since the snapshot: its body is worked out again.
+        if (prepared && dependsOnStored && (existing?.id !== prepared.over?.id || existing?.body !== prepared.over?.body)) return undefined;
+        const body = prepared?.body ?? bodyOver(existing);
+        const bodyHtml = prepared?.html ?? htmlOf(body, existing);
+        if (!existing) {
+          const annotation: Annotation = {
+            id: crypto.randomUUID(),
+            organizationId: place.organizationId,
+            buildId: place.buildId,
+            jobId: place.jobId,
+            scope: place.jobId ? 'job' : 'build',
+            context,
+            style: input.style ?? 'default',
+            priority: input.priority ?? DEFAULT_ANNOTATION_PRIORITY,
+            body,
+            bodyHtml,
+            createdAt: at,
+            updatedAt: at,
+          };
+          // Another create of the context won: the next try updates it.
+          return (await repo.insertIfAbsent(annotation)) ? { annotation, created: true } : undefined;
+        }
+        const fields = {
+          style: input.style ?? existing.style,
+          priority: input.priority ?? existing.priority,
+          body,
+          bodyHtml,
+          // Never before created_at, whatever the clocks of the processes did.
+          updatedAt: at < existing.createdAt ? existing.createdAt : at,
+        };
+        await repo.update(existing.id, fields);
+        return { annotation: { ...existing, ...fields }, created: false };
+      });
+      if (done) return done;
+    }
+    throw new UnprocessableError(`The annotation ${context} kept changing while this one was written: send it again.`);
   }
 }
 

@@ -250,15 +250,22 @@ describeEachDatabase('annotations', (ctx) => {
       expect(late.body.message).toContain('passed');
     });
 
-    it('lose no append when two race on one context', async () => {
+    it('lose no append when many race on one context, and racing creates make one annotation', async () => {
       const { org, token, slug, build, agent, jobId } = await givenRunningJob(ctx());
       const api = `/v3/jobs/${jobId}/annotations`;
-      const parts = Array.from({ length: 8 }, (_, i) => `[${i}]`);
+      const parts = Array.from({ length: 16 }, (_, i) => `[${i}]`);
       await Promise.all(parts.map((p) => ctx().http().post(api).set(agentAuth(agent.token)).send({ body: p, context: 'race', append: true }).expect(201)));
       const list = (await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}/annotations`).set(auth(token)).expect(200))
         .body;
       expect(list).toHaveLength(1);
       for (const p of parts) expect(list[0].body_html).toContain(p);
+      // Racing creates of one new context end as one annotation.
+      const bodies = Array.from({ length: 6 }, (_, i) => `body ${i}`);
+      const created = await Promise.all(bodies.map((body) => ctx().http().post(api).set(agentAuth(agent.token)).send({ body, context: 'fresh' }).expect(201)));
+      expect(new Set(created.map((r) => r.body.id)).size).toBe(1);
+      const fresh = (await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}/annotations`).set(auth(token)).expect(200))
+        .body;
+      expect(fresh.filter((x: { context: string }) => x.context === 'fresh')).toHaveLength(1);
     });
   });
 });
