@@ -1474,6 +1474,435 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/annotations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a build's annotations
+         * @description The annotations of the build, its jobs' annotations (scope `job`) among them. Paginated.
+         */
+        get: operations["listBuildAnnotations"];
+        put?: never;
+        /**
+         * Annotate a build
+         * @description Renders `body` (Markdown; HTML allowed) and sanitises the HTML. Only one annotation per
+         *     build has a given `context` (default `default`): one already there is replaced, or with
+         *     `append` added to, keeping its id and `created_at`. `style` and `priority` (1 to 10,
+         *     default 3) left out keep what it had. The body is at most 1 MiB (1,048,576 bytes), after an
+         *     append too (422 beyond).
+         */
+        post: operations["createBuildAnnotation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/annotations/{annotation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                /** @description The annotation's id (a UUID). */
+                annotation_id: components["parameters"]["AnnotationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an annotation of a build
+         * @description Deletes one of the build's annotations (its jobs' included), by id.
+         */
+        delete: operations["deleteBuildAnnotation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/annotations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a job's annotations
+         * @description The job's own annotations (scope `job`). Paginated.
+         */
+        get: operations["listJobAnnotations"];
+        put?: never;
+        /**
+         * Annotate a job
+         * @description Renders `body` (Markdown; HTML allowed) and sanitises the HTML. Only one annotation per
+         *     job has a given `context` (default `default`): one already there is replaced, or with
+         *     `append` added to, keeping its id and `created_at`. `style` and `priority` (1 to 10,
+         *     default 3) left out keep what it had. The body is at most 1 MiB (1,048,576 bytes), after an
+         *     append too (422 beyond).
+         *     The annotation's `scope` is `job`.
+         */
+        post: operations["createJobAnnotation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/annotations/{annotation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+                /** @description The annotation's id (a UUID). */
+                annotation_id: components["parameters"]["AnnotationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an annotation of a job
+         * @description Deletes one of the job's own annotations, by id.
+         */
+        delete: operations["deleteJobAnnotation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/annotations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a job's annotations (by job id)
+         * @description The job's own annotations (scope `job`), the job named by its id alone. Paginated.
+         */
+        get: operations["listOrganizationJobAnnotations"];
+        put?: never;
+        /**
+         * Annotate a job (by job id)
+         * @description Renders `body` (Markdown; HTML allowed) and sanitises the HTML. Only one annotation per
+         *     job has a given `context` (default `default`): one already there is replaced, or with
+         *     `append` added to, keeping its id and `created_at`. `style` and `priority` (1 to 10,
+         *     default 3) left out keep what it had. The body is at most 1 MiB (1,048,576 bytes), after an
+         *     append too (422 beyond).
+         *     The annotation's `scope` is `job`; the job is named by its id alone.
+         */
+        post: operations["createOrganizationJobAnnotation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/annotations/{annotation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+                /** @description The annotation's id (a UUID). */
+                annotation_id: components["parameters"]["AnnotationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an annotation of a job (by job id)
+         * @description Deletes one of the job's own annotations, by id; the job is named by its id alone.
+         */
+        delete: operations["deleteOrganizationJobAnnotation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/annotations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Annotate the job's build (agent)
+         * @description `buildkite-agent annotate`: the agent holding the job (accepted or running) annotates its
+         *     build, or with `scope: job` the job itself. The rules of the REST create apply (same
+         *     context replaced or appended to, Markdown rendered and sanitised, 1 MiB body, context at
+         *     most 100 characters); an empty `context` is `default`, and a missing `body` only
+         *     restyles or reprioritises the annotation of that context, which must exist (404).
+         */
+        post: operations["annotateFromJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/annotations/{context}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+                /** @description The annotation's context (the agent escapes dots as `%2E`). */
+                context: components["parameters"]["AnnotationContext"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove an annotation (agent)
+         * @description `buildkite-agent annotation remove`: the agent holding the job removes the annotation of this context from its build (`scope=build`, the default) or from the job (`scope=job`). 404 when there is none.
+         */
+        delete: operations["removeAnnotationFromJob"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/data/set": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a meta-data key
+         * @description The agent holding the job (accepted or running) reads or writes its build's meta-data.
+         *     Sets `key` to `value` (a key at most 255 characters, a value at most 65,536, neither
+         *     blank; a build holds at most 100 keys: 422 beyond). Answers what was stored.
+         */
+        post: operations["setJobMetaData"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/data/set-batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set several meta-data keys
+         * @description The agent holding the job (accepted or running) reads or writes its build's meta-data.
+         *     Sets every item, or none (the same limits as a single set).
+         */
+        post: operations["setJobMetaDataBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/data/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get a meta-data value
+         * @description The agent holding the job (accepted or running) reads or writes its build's meta-data.
+         *     404 when the build has no such key.
+         */
+        post: operations["getJobMetaData"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/data/exists": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Whether a meta-data key is set
+         * @description The agent holding the job (accepted or running) reads or writes its build's meta-data.
+         */
+        post: operations["jobMetaDataExists"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/data/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List the meta-data keys
+         * @description The agent holding the job (accepted or running) reads or writes its build's meta-data.
+         *     The build's keys, sorted. No request body.
+         */
+        post: operations["jobMetaDataKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/builds/{build_id}/data/get": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The build's id (a UUID), not its number. */
+                build_id: components["parameters"]["MetaDataBuildId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get a meta-data value of a build
+         * @description An agent reads the meta-data of a build of its organization by the build's id
+         *     (`buildkite-agent meta-data ... --build`, e.g. the build that triggered this one).
+         *     404 when the build has no such key.
+         */
+        post: operations["getBuildMetaData"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/builds/{build_id}/data/exists": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The build's id (a UUID), not its number. */
+                build_id: components["parameters"]["MetaDataBuildId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Whether a build's meta-data key is set
+         * @description An agent reads the meta-data of a build of its organization by the build's id
+         *     (`buildkite-agent meta-data ... --build`, e.g. the build that triggered this one).
+         */
+        post: operations["buildMetaDataExists"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/builds/{build_id}/data/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The build's id (a UUID), not its number. */
+                build_id: components["parameters"]["MetaDataBuildId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List a build's meta-data keys
+         * @description An agent reads the meta-data of a build of its organization by the build's id
+         *     (`buildkite-agent meta-data ... --build`, e.g. the build that triggered this one).
+         *     The build's keys, sorted. No request body.
+         */
+        post: operations["buildMetaDataKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2437,6 +2866,90 @@ export interface components {
              */
             force: boolean;
         };
+        /**
+         * @description `default` is an annotation created without a style (the UI's plain style).
+         * @enum {string}
+         */
+        AnnotationStyle: "default" | "success" | "info" | "warning" | "error";
+        Annotation: {
+            /** Format: uuid */
+            readonly id: string;
+            /** @description Only one annotation per build (scope `build`) or per job (scope `job`) has a given context. */
+            context: string;
+            style: components["schemas"]["AnnotationStyle"];
+            /** @enum {string} */
+            readonly scope: "build" | "job";
+            /** @description Higher values are shown first. */
+            priority: number;
+            /** @description The body rendered from Markdown (HTML allowed), then sanitised: no scripts, event handlers or script URLs survive. A body whose HTML would be longer than 16 MiB is refused (422). */
+            readonly body_html: string;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            /** @description When the annotation was last added to or replaced. */
+            readonly updated_at: components["schemas"]["IsoTimestamp"];
+        };
+        /**
+         * @description Unknown properties are ignored. An annotation with the same context already there (on the
+         *     build, or on the job for a job's annotation) is replaced, or with `append` added to; it
+         *     keeps its id and `created_at`. `style` and `priority` left out keep the existing
+         *     annotation's (a new one is `default` and `3`).
+         */
+        CreateAnnotationRequest: {
+            /** @description Markdown or HTML, at most 1 MiB (1,048,576 bytes of UTF-8; after an append too). */
+            body: string;
+            /** @enum {string} */
+            style?: "default" | "success" | "info" | "warning" | "error";
+            /** @default default */
+            context: string;
+            /** @default false */
+            append: boolean;
+            /** @description Default 3 for a new annotation; left out, a replaced one keeps its own. */
+            priority?: number;
+        };
+        /**
+         * @description What `buildkite-agent annotate` sends. An empty or missing `context` is `default`; a
+         *     missing `body` only restyles (or reprioritises) the annotation of that context, which must
+         *     exist. `scope` `job` annotates the job itself instead of its build.
+         */
+        AgentAnnotationRequest: {
+            body?: string;
+            context?: string;
+            /** @enum {string} */
+            style?: "default" | "success" | "info" | "warning" | "error";
+            append?: boolean;
+            priority?: number;
+            /**
+             * @default build
+             * @enum {string}
+             */
+            scope: "build" | "job";
+        };
+        /** @description A meta-data key (not blank). */
+        MetaDataKey: string;
+        MetaDataSetRequest: {
+            key: components["schemas"]["MetaDataKey"];
+            /** @description Not blank; at most 65,536 characters. */
+            value: string;
+        };
+        /** @description What was stored. */
+        MetaDataSet: {
+            key: components["schemas"]["MetaDataKey"];
+            value: string;
+        };
+        /** @description Every item is stored, or none is. */
+        MetaDataBatchRequest: {
+            items: components["schemas"]["MetaDataSetRequest"][];
+        };
+        MetaDataKeyRequest: {
+            key: components["schemas"]["MetaDataKey"];
+        };
+        MetaDataValue: {
+            key: components["schemas"]["MetaDataKey"];
+            readonly value: string;
+        };
+        MetaDataExists: {
+            readonly exists: boolean;
+        };
+        MetaDataKeys: components["schemas"]["MetaDataKey"][];
     };
     responses: {
         /** @description A page of builds, newest first. */
@@ -2605,6 +3118,12 @@ export interface components {
         };
         /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
         BuildState: components["schemas"]["BuildStateFilter"] | components["schemas"]["BuildStateFilter"][];
+        /** @description The annotation's id (a UUID). */
+        AnnotationId: string;
+        /** @description The annotation's context (the agent escapes dots as `%2E`). */
+        AnnotationContext: string;
+        /** @description The build's id (a UUID), not its number. */
+        MetaDataBuildId: string;
     };
     requestBodies: never;
     headers: {
@@ -4692,6 +5211,664 @@ export interface operations {
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listBuildAnnotations: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of annotations, highest priority first, then oldest first. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Annotation"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createBuildAnnotation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAnnotationRequest"];
+            };
+        };
+        responses: {
+            /** @description The annotation (a new one, or the one of the same context, replaced or added to). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Annotation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteBuildAnnotation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                /** @description The annotation's id (a UUID). */
+                annotation_id: components["parameters"]["AnnotationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The annotation was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listJobAnnotations: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of annotations, highest priority first, then oldest first. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Annotation"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createJobAnnotation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAnnotationRequest"];
+            };
+        };
+        responses: {
+            /** @description The annotation (a new one, or the one of the same context, replaced or added to). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Annotation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteJobAnnotation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+                /** @description The annotation's id (a UUID). */
+                annotation_id: components["parameters"]["AnnotationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The annotation was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listOrganizationJobAnnotations: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of annotations, highest priority first, then oldest first. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Annotation"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createOrganizationJobAnnotation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAnnotationRequest"];
+            };
+        };
+        responses: {
+            /** @description The annotation (a new one, or the one of the same context, replaced or added to). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Annotation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteOrganizationJobAnnotation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+                /** @description The annotation's id (a UUID). */
+                annotation_id: components["parameters"]["AnnotationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The annotation was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    annotateFromJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgentAnnotationRequest"];
+            };
+        };
+        responses: {
+            /** @description The annotation as it now is. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Annotation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    removeAnnotationFromJob: {
+        parameters: {
+            query?: {
+                /** @description Whose annotation, the build's or the job's. */
+                scope?: "build" | "job";
+            };
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+                /** @description The annotation's context (the agent escapes dots as `%2E`). */
+                context: components["parameters"]["AnnotationContext"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    setJobMetaData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MetaDataSetRequest"];
+            };
+        };
+        responses: {
+            /** @description Set a meta-data key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetaDataSet"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    setJobMetaDataBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MetaDataBatchRequest"];
+            };
+        };
+        responses: {
+            /** @description Set several meta-data keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetaDataBatchRequest"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getJobMetaData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MetaDataKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Get a meta-data value. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetaDataValue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    jobMetaDataExists: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MetaDataKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Whether a meta-data key is set. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetaDataExists"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    jobMetaDataKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List the meta-data keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetaDataKeys"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getBuildMetaData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The build's id (a UUID), not its number. */
+                build_id: components["parameters"]["MetaDataBuildId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MetaDataKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Get a meta-data value of a build. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetaDataValue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    buildMetaDataExists: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The build's id (a UUID), not its number. */
+                build_id: components["parameters"]["MetaDataBuildId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MetaDataKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description Whether a build's meta-data key is set. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetaDataExists"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    buildMetaDataKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The build's id (a UUID), not its number. */
+                build_id: components["parameters"]["MetaDataBuildId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description List a build's meta-data keys. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MetaDataKeys"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

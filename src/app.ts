@@ -6,6 +6,9 @@
 import express, { NextFunction, Request, Response } from 'express';
 import { accessTokenRoutes } from './access-token/routes';
 import { AGENT_API_PATH, agentApiRoutes, agentAuth } from './agent-api/routes';
+import { agentAnnotationRoutes } from './agent-api/annotations';
+import { agentMetaDataRoutes } from './agent-api/meta-data';
+import { ANNOTATION_BODY_PATHS, annotationRoutes, annotationRequestLimit } from './annotations/routes';
 import { agentRoutes } from './agents/routes';
 import { jobRoutes } from './builds/jobs/routes';
 import { serializeHeldJobs } from './builds/jobs/serialize';
@@ -46,6 +49,8 @@ export interface AppDeps extends Pick<
   | 'suites'
   | 'uploads'
   | 'deliveries'
+  | 'annotations'
+  | 'metaData'
   | 'rateLimiter'
 > {
   logger: Logger;
@@ -111,6 +116,9 @@ export function createApp(deps: AppDeps): express.Express {
       },
     }),
   );
+  // An annotation's body may be 1 MiB however the request limit is set: its creates get a limit that fits one.
+  const annotationLimit = annotationRequestLimit(deps.bodyLimitBytes);
+  app.post(ANNOTATION_BODY_PATHS, refuseDeclaredOversize(annotationLimit), express.json({ limit: annotationLimit, type: jsonTypes }));
   app.use(jsonBodyParsers(spec.doc, deps.bodyLimitBytes, jsonTypes));
   app.use(rejectDeepJson());
 
@@ -176,6 +184,9 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));
   app.use(deliveryRoutes(deps.deliveries));
+  app.use(annotationRoutes(deps.annotations, deps.publicUrl));
+  app.use(agentAnnotationRoutes(deps.annotations));
+  app.use(agentMetaDataRoutes(deps.metaData));
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -11,6 +11,9 @@ import { AgentWorkService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './builds/jobs/age
 import { BuildProgress } from './builds/progress/service';
 import { BuildRepository } from './builds/repository';
 import { BuildService } from './builds/service';
+import { MetaDataService } from './builds/meta-data';
+import { AnnotationRepository } from './annotations/repository';
+import { AnnotationService } from './annotations/service';
 import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './deliveries/service';
@@ -54,6 +57,10 @@ export interface Services {
   suites: SuiteService;
   uploads: UploadService;
   deliveries: DeliveryService;
+  /** Annotations of builds and jobs (REST and `buildkite-agent annotate`). */
+  annotations: AnnotationService;
+  /** A build's meta-data as `buildkite-agent meta-data` reads and writes it. */
+  metaData: MetaDataService;
   rateLimiter: RateLimiter;
   /** Started by the server process only. */
   sweeper: Sweeper;
@@ -101,8 +108,9 @@ export function createServices(o: ServiceOptions): Services {
   const builds = new BuildService(buildRepository, pipelines, progress);
   // A forced stop cancels the agent's job through build progression, above the agents' area.
   const agentService = new AgentService(agents, o.clock, (agent) => agentWork.cancelHeldJob(agent));
-  const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations);
+  const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
+  const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);
   return {
     db,
     keys,
@@ -114,12 +122,14 @@ export function createServices(o: ServiceOptions): Services {
     builds,
     agents: agentService,
     agentWork,
-    jobs: new JobService(jobs, logs, progress, builds, organizations, agentService),
+    jobs: jobService,
     progress,
     pipelineUploads: new PipelineUploadService(jobs, progress, builds, pipelines, sign),
     suites: suiteService,
     uploads: new UploadService(suiteService, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, organizations, o.publicUrl),
+    annotations: new AnnotationService(db, new AnnotationRepository(db), builds, jobService, agentWork, o.clock),
+    metaData: new MetaDataService(buildRepository, progress, agentWork),
     rateLimiter: new RateLimiter(db, o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 }, o.now),
     sweeper: new Sweeper(agentService, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
   };

@@ -336,7 +336,13 @@ export class BuildRepository {
     await this.db('builds').where({ id: buildId, state: 'canceled' }).update({ state: 'running', finished_at: null });
   }
 
-  /** Sets meta-data keys (a block step's fields): in the meta-data table and in the build's own copy. */
+  /** The build's meta-data (its own copy, which the meta-data table mirrors). */
+  async metaDataOf(buildId: string): Promise<Record<string, string>> {
+    const row = await this.db('builds').where({ id: buildId }).first('meta_data');
+    return row ? (JSON.parse(row.meta_data as string) as Record<string, string>) : {};
+  }
+
+  /** Sets meta-data keys (a block step's fields, an agent's `meta-data set`): in the meta-data table and in the build's own copy. */
   async mergeMetaData(buildId: string, fields: Record<string, string>): Promise<void> {
     for (const [key, value] of Object.entries(fields)) {
       await this.db('build_meta_data')

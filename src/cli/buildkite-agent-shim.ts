@@ -11,9 +11,11 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PIPELINE } from './shim/pipeline';
+import { ANNOTATE } from './shim/annotate';
+import { META_DATA } from './shim/meta-data';
 import { RUNTIME } from './shim/runtime';
 
-const COMMANDS = [PIPELINE];
+const COMMANDS = [PIPELINE, ANNOTATE, META_DATA];
 
 const SCRIPT = [
   `'use strict';\nconst fs = require('node:fs');\nconst commands = {};`,

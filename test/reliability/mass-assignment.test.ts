@@ -69,6 +69,10 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   updateSuite: (t) => `/v2/analytics/organizations/${t.org.slug}/suites/${t.params.suite_slug}`,
   uploadTestResults: (t, res) => `/v2/analytics/organizations/${t.org.slug}/suites/${t.params.suite_slug}/runs/${res.body.run_id}`,
   registerAgent: (t, res) => `/v2/organizations/${t.org.slug}/agents/${res.body.id}`,
+  createBuildAnnotation: (t) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/builds/${t.params.build_number}/annotations`,
+  createJobAnnotation: (t) =>
+    `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/builds/${t.params.build_number}/jobs/${t.params.job_id}/annotations`,
+  createOrganizationJobAnnotation: (t) => `/v2/organizations/${t.org.slug}/jobs/${t.params.job_id}/annotations`,
 };
 const NOT_READ_BACK: Record<string, string> = {
   deliverWebhook: "the body is the provider's event, not a resource: only the prototype cases apply (the builds it makes are createBuild's)",
@@ -78,6 +82,15 @@ const NOT_READ_BACK: Record<string, string> = {
   finishJob: "the result of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads results back",
   uploadPipeline:
     "steps for a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/jobs/pipeline-upload reads uploads back",
+  annotateFromJob:
+    "an annotation from a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/annotations reads them back",
+  setJobMetaData:
+    "meta-data from a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/annotations/meta-data reads it back",
+  setJobMetaDataBatch: 'as setJobMetaData',
+  getJobMetaData: 'a read (the agent API reads with POST): nothing is stored',
+  jobMetaDataExists: 'a read (the agent API reads with POST): nothing is stored',
+  getBuildMetaData: 'a read (the agent API reads with POST): nothing is stored',
+  buildMetaDataExists: 'a read (the agent API reads with POST): nothing is stored',
   retryFailedJobs: 'the body says which jobs to retry and stores nothing: test/jobs/reprioritize-retry-failed reads the retries back',
   reprioritizeJob: "the priority is the job's dispatch order: test/jobs/reprioritize-retry-failed reads it back and watches dispatch follow it",
   reprioritizeOrganizationJob: 'as reprioritizeJob, by job id',
@@ -125,6 +138,7 @@ const ARRAY_ITEMS: Record<string, (t: Tenant) => { body: Record<string, unknown>
   // The tenant's pipeline is defined by YAML, so this is refused; the body is still parsed and read.
   'updatePipeline.steps': () => ({ body: {}, item: { type: 'script', command: 'make' } }),
   'uploadTestResults.data': (t) => ({ body: BODIES.uploadTestResults!(t) as Record<string, unknown>, item: { name: 'item', result: 'passed' } }),
+  'setJobMetaDataBatch.items': (t) => ({ body: BODIES.setJobMetaDataBatch!(t) as Record<string, unknown>, item: { key: 'made', value: 'here' } }),
 };
 
 const PROTO_KEYS = '"__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted":"yes"}},"prototype":{"polluted":"yes"}';

@@ -90,7 +90,20 @@ export function specOperations(): SpecOperation[] {
 }
 
 /** The path parameter kinds a tenant has a fixture for. */
-export const PARAM_KINDS = ['org_slug', 'pipeline_slug', 'build_number', 'suite_slug', 'run_id', 'test_id', 'token', 'agent_id', 'job_id'] as const;
+export const PARAM_KINDS = [
+  'org_slug',
+  'pipeline_slug',
+  'build_number',
+  'suite_slug',
+  'run_id',
+  'test_id',
+  'token',
+  'agent_id',
+  'job_id',
+  'annotation_id',
+  'context',
+  'build_id',
+] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
 
@@ -104,6 +117,8 @@ export function missingParam(kind: ParamKind): string {
     case 'test_id':
     case 'agent_id':
     case 'job_id':
+    case 'annotation_id':
+    case 'build_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -242,6 +257,16 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     );
     check(await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }), 200, 'finish job');
   }
+  // An annotation on the last build's first job (so the build's, the job's and the job-by-id routes all reach it).
+  const lastBuild = builds[builds.length - 1];
+  const annotation = lastBuild
+    ? await ctx
+        .http()
+        .post(`${base}/pipelines/${p.body.slug}/builds/${lastBuild.number}/jobs/${lastBuild.jobIds[0]}/annotations`)
+        .set(auth(token))
+        .send({ body: `${org.slug}: ${tag}`, context: 'fixture' })
+    : undefined;
+  if (annotation) check(annotation, 201, 'create annotation');
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -252,6 +277,9 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     token: webhookUrl.split('/').pop()!,
     agent_id: agent.id,
     job_id: builds[builds.length - 1]?.jobIds[0] ?? crypto.randomUUID(),
+    annotation_id: (annotation?.body.id as string | undefined) ?? crypto.randomUUID(),
+    context: 'fixture',
+    build_id: lastBuild?.id ?? crypto.randomUUID(),
   };
   return {
     label,
@@ -282,6 +310,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       testId,
       at.body.id,
       agent.id,
+      ...(annotation ? [annotation.body.id as string] : []),
       tag,
     ],
   };
@@ -361,6 +390,25 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   listFailedExecutions: undefined,
   getTest: undefined,
   deliverWebhook: () => ({ zen: 'Keep it logically awesome.', hook_id: 1 }),
+  listBuildAnnotations: undefined,
+  createBuildAnnotation: () => ({ body: 'Made **here**', style: 'info', context: 'made', priority: 5 }),
+  deleteBuildAnnotation: undefined,
+  listJobAnnotations: undefined,
+  createJobAnnotation: () => ({ body: 'Made on the job', style: 'success', context: 'made' }),
+  deleteJobAnnotation: undefined,
+  listOrganizationJobAnnotations: undefined,
+  createOrganizationJobAnnotation: () => ({ body: 'Made on the job by id', context: 'made-by-id' }),
+  deleteOrganizationJobAnnotation: undefined,
+  annotateFromJob: () => ({ body: 'Made by the agent', context: 'made', style: 'info', priority: 3, scope: 'build' }),
+  removeAnnotationFromJob: undefined,
+  setJobMetaData: () => ({ key: 'made', value: 'here' }),
+  setJobMetaDataBatch: () => ({ items: [{ key: 'made', value: 'here' }] }),
+  getJobMetaData: () => ({ key: 'made' }),
+  jobMetaDataExists: () => ({ key: 'made' }),
+  jobMetaDataKeys: undefined,
+  getBuildMetaData: () => ({ key: 'made' }),
+  buildMetaDataExists: () => ({ key: 'made' }),
+  buildMetaDataKeys: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */

@@ -47,6 +47,9 @@ export function finishedState(from: JobState, exitStatus: number, signalReason: 
   return exitStatus === 0 ? 'passed' : 'failed';
 }
 
+/** The states of a job whose command the agent is running. */
+const ACTIVE_STATES: JobState[] = ['accepted', 'running', 'canceling', 'timing_out'];
+
 function formatBytes(n: number): string {
   return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
 }
@@ -142,6 +145,18 @@ export class AgentWorkService {
     const job = await this.held(agent, jobId);
     await this.agents.touch(agent, this.clock());
     return job;
+  }
+
+  /**
+   * The job the agent holds while it runs it (accepted, running, or being canceled or timed
+   * out): what `buildkite-agent annotate` and `meta-data` name. A job the agent does not hold is
+   * 404, one it no longer runs 422.
+   */
+  async activeJob(agent: Agent, jobId: string): Promise<JobContext> {
+    const context = await this.held(agent, jobId);
+    if (!ACTIVE_STATES.includes(context.job.state))
+      throw new UnprocessableError(`The job is ${context.job.state}: only a job the agent is running can do this.`);
+    return context;
   }
 
   /** Ends the job as finishedState says; a move racing with a cancel or timeout is read again. */

@@ -36,11 +36,22 @@ export class JobService {
   ) {}
 
   /** The build and one of its jobs (retried ones included), as the caller may read them. */
-  private async find(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ item: BuildWithJobs; job: Job }> {
+  async find(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ item: BuildWithJobs; job: Job }> {
     const item = await this.builds.get(actor, pipelineSlug, number, true);
     const job = item.jobs.find((j) => j.id === jobId);
     if (!job) throw new NotFoundError('job');
     return { item, job };
+  }
+
+  /**
+   * A job of the caller's organization named by its id alone (the `/organizations/{org}/jobs/{id}`
+   * routes), with its build as the caller may read it: 404 for another organization's job or
+   * one in a pipeline the caller can't see.
+   */
+  async inOrganization(actor: Actor, jobId: string): Promise<{ item: BuildWithJobs; job: Job }> {
+    const context = await this.jobs.findWithContext(jobId);
+    if (!context || context.organizationId !== actor.organization.id) throw new NotFoundError('job');
+    return this.find(actor, context.pipelineSlug, context.build.number, jobId);
   }
 
   /** The job's log as pages of chunks, read from the store as the caller consumes them. */

@@ -180,6 +180,24 @@ export class BuildProgress {
   }
 
   /**
+   * Sets meta-data keys of a build (`buildkite-agent meta-data set`), under the build's row lock
+   * as a block step's fields are (see unblock), so concurrent sets of different keys each keep
+   * the others' in the build's own copy. Answers false, and sets nothing, when the build would
+   * then hold more than `maxKeys` keys; null when the build is gone. No state moves: the state
+   * machine does not run.
+   */
+  setMetaData(buildId: string, fields: Record<string, string>, maxKeys: number): Promise<boolean | null> {
+    return this.db.transaction(async (trx) => {
+      const r = bind(this.repos, trx);
+      if (!(await r.builds.lock(buildId))) return null;
+      const current = await r.builds.metaDataOf(buildId);
+      if (new Set([...Object.keys(current), ...Object.keys(fields)]).size > maxKeys) return false;
+      await r.builds.mergeMetaData(buildId, fields);
+      return true;
+    });
+  }
+
+  /**
    * Adds jobs uploaded by a running job to its build, under the build's lock: right after the
    * uploader's step and everything that step (and, in turn, what it added) uploaded before, in
    * order; the jobs after them move down. They start `waiting` (a broken one, over) and the

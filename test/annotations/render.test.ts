@@ -1,0 +1,154 @@
+/**
+ * Annotation bodies to HTML: ordinary Markdown renders (the docs' own examples byte for byte),
+ * and no payload of a list of known XSS vectors (OWASP's filter evasion cheat sheet and the
+ * like: encoded, mixed-case, split and nested forms, SVG and MathML, styles and expressions,
+ * frames, meta refreshes, forms) leaves anything that runs script.
+ */
+import { renderAnnotationBody, renderAnnotationHtml } from '../../src/annotations/render';
+import { ValidationError } from '../../src/core/errors';
+
+const PAYLOADS: string[] = [
+  '<script>alert(1)</script>',
+  '<SCRIPT SRC=https://xss.example/xss.js></SCRIPT>',
+  '<ScRiPt>alert(1)</sCrIpT>',
+  '<scr<script>ipt>alert(1)</scr</script>ipt>',
+  '<IMG SRC="javascript:alert(\'XSS\');">',
+  '<IMG SRC=JaVaScRiPt:alert(1)>',
+  '<IMG SRC=`javascript:alert("RSnake says, \'XSS\'")`>',
+  '<img src=x onerror=alert(1)>',
+  '<IMG """><SCRIPT>alert("XSS")</SCRIPT>"\\>',
+  '<IMG SRC=&#106;&#97;&#118;&#97;&#115;&#99;&#114;&#105;&#112;&#116;&#58;&#97;&#108;&#101;&#114;&#116;&#40;&#49;&#41;>',
+  '<IMG SRC=&#x6A&#x61&#x76&#x61&#x73&#x63&#x72&#x69&#x70&#x74&#x3A&#x61&#x6C&#x65&#x72&#x74&#x28&#x31&#x29>',
+  '<IMG SRC="jav\tascript:alert(1);">',
+  '<IMG SRC="jav&#x09;ascript:alert(1);">',
+  '<IMG SRC="jav&#x0A;ascript:alert(1);">',
+  '<IMG SRC=" &#14;  javascript:alert(1);">',
+  '<a href="javascript:alert(1)">click</a>',
+  '<a href="JAVASCRIPT:alert(1)">click</a>',
+  '<a href="vbscript:msgbox(1)">click</a>',
+  '<a href="VbScRiPt:msgbox(1)">click</a>',
+  '<a href="data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==">click</a>',
+  '<a href="DATA:text/html,<script>alert(1)</script>">click</a>',
+  '[click](javascript:alert(1))',
+  '[click](JaVaScRiPt:alert(1))',
+  '[click](vbscript:msgbox(1))',
+  '[click](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)',
+  '![x](javascript:alert(1))',
+  '[click](&#106;avascript:alert(1))',
+  '<svg onload=alert(1)>',
+  '<svg><script>alert(1)</script></svg>',
+  '<svg><a xlink:href="javascript:alert(1)"><text x="20" y="20">XSS</text></a></svg>',
+  '<math><mtext><table><mglyph><style><img src=x onerror=alert(1)>',
+  '<math href="javascript:alert(1)">CLICKME</math>',
+  '<BODY ONLOAD=alert(1)>',
+  '<div style="background-image: url(javascript:alert(1))">x</div>',
+  '<div style="width: expression(alert(1));">x</div>',
+  '<STYLE>li {list-style-image: url("javascript:alert(1)");}</STYLE><UL><LI>XSS</br>',
+  '<LINK REL="stylesheet" HREF="javascript:alert(1);">',
+  '<iframe src="javascript:alert(1)"></iframe>',
+  '<iframe srcdoc="<script>alert(1)</script>"></iframe>',
+  '<META HTTP-EQUIV="refresh" CONTENT="0;url=javascript:alert(1);">',
+  '<META HTTP-EQUIV="refresh" CONTENT="0;url=data:text/html base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg">',
+  '<form action="javascript:alert(1)"><input type="submit"></form>',
+  '<button formaction="javascript:alert(1)">x</button>',
+  '<object data="javascript:alert(1)"></object>',
+  '<embed src="data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+">',
+  '<TABLE BACKGROUND="javascript:alert(1)"><TD BACKGROUND="javascript:alert(1)">x</TD></TABLE>',
+  '<details open ontoggle=alert(1)>x</details>',
+  '<a href="#" onclick="alert(1)" onmouseover=alert(1)>x</a>',
+  '<img src="x" OnErRoR="alert(1)">',
+  '<base href="javascript:alert(1)//">',
+  '<input autofocus onfocus=alert(1)>',
+  '<video><source onerror="alert(1)"></video>',
+  '<a href="&#0000106&#0000097&#0000118&#0000097&#0000115&#0000099&#0000114&#0000105&#0000112&#0000116&#0000058&#0000097&#0000108&#0000101&#0000114&#0000116&#0000040&#0000049&#0000041">x</a>',
+  '<!--[if gte IE 4]><SCRIPT>alert(1);</SCRIPT><![endif]-->',
+  '<a href="java\0script:alert(1)">x</a>',
+  '<img src="data:image/svg+xml,<svg onload=alert(1)>">',
+];
+
+/** What must never be in the HTML of an annotation. */
+function assertInert(html: string): void {
+  const lower = html.toLowerCase();
+  expect(lower).not.toMatch(/<script/);
+  expect(lower).not.toMatch(/<(iframe|object|embed|meta|link|base|form|input|button|svg|math|style|body|video|source)\b/);
+  // Any on* attribute: a tag's attribute list holds none.
+  expect(lower).not.toMatch(/<[a-z][^>]*\son[a-z]+\s*=/);
+  // No URL attribute with a script or data scheme, nor any style attribute.
+  expect(lower).not.toMatch(/(href|src|action|formaction|background|cite)\s*=\s*["']?\s*(javascript|vbscript|data):/);
+  expect(lower).not.toMatch(/<[a-z][^>]*\sstyle\s*=/);
+}
+
+describe('annotation bodies', () => {
+  it(`leave nothing that runs script of ${PAYLOADS.length} known XSS payloads`, () => {
+    expect(new Set(PAYLOADS).size).toBe(PAYLOADS.length);
+    expect(PAYLOADS.length).toBeGreaterThanOrEqual(25);
+    for (const payload of PAYLOADS) {
+      const html = renderAnnotationBody(payload);
+      try {
+        assertInert(html);
+      } catch (error) {
+        throw new Error(`${payload}\n  became ${html}\n${String(error)}`);
+      }
+      // Inside Markdown around it too.
+      assertInert(renderAnnotationBody(`# Report\n\nSome text ${payload} more\n\n- item ${payload}\n`));
+    }
+  });
+
+  it('keep the text of a removed tag as text, escaped', () => {
+    expect(renderAnnotationBody('<marquee>hi</marquee> <b>bold</b>')).toBe('<p>hi <b>bold</b></p>\n');
+    expect(renderAnnotationBody('a < b & c')).toBe('<p>a &lt; b &amp; c</p>\n');
+  });
+
+  it("render the docs' examples as the docs show them", () => {
+    expect(renderAnnotationBody('Hello world!')).toBe('<p>Hello world!</p>\n');
+    expect(renderAnnotationBody('Test results: 42 passed')).toBe('<p>Test results: 42 passed</p>\n');
+    expect(renderAnnotationBody('<h1>My Markdown Heading</h1>\n<img src="artifact://indy.png" alt="Belongs in a museum" height=250 />')).toBe(
+      '<h1>My Markdown Heading</h1>\n<img src="artifact://indy.png" alt="Belongs in a museum" height="250" />',
+    );
+    expect(renderAnnotationBody('Read the <a href="artifact://coverage/index.html">uploaded coverage report</a>')).toBe(
+      '<p>Read the <a href="artifact://coverage/index.html">uploaded coverage report</a></p>\n',
+    );
+  });
+
+  it('render ordinary Markdown: headings, emphasis, lists, tables, code, links and images', () => {
+    expect(renderAnnotationBody('# Title\n## Sub')).toBe('<h1>Title</h1>\n<h2>Sub</h2>\n');
+    expect(renderAnnotationBody('**bold** _it_ ~~gone~~ `x < y`')).toBe('<p><strong>bold</strong> <em>it</em> <s>gone</s> <code>x &lt; y</code></p>\n');
+    expect(renderAnnotationBody('- one\n- two\n\n1. a\n2. b')).toBe('<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n<ol>\n<li>a</li>\n<li>b</li>\n</ol>\n');
+    expect(renderAnnotationBody('| Test | Time |\n|:-----|-----:|\n| a | 1s |')).toBe(
+      '<table>\n<thead>\n<tr>\n<th align="left">Test</th>\n<th align="right">Time</th>\n</tr>\n</thead>\n' +
+        '<tbody>\n<tr>\n<td align="left">a</td>\n<td align="right">1s</td>\n</tr>\n</tbody>\n</table>\n',
+    );
+    expect(renderAnnotationBody('```ruby\nputs "<hi>"\n```')).toBe('<pre><code class="language-ruby">puts "&lt;hi&gt;"\n</code></pre>\n');
+    expect(renderAnnotationBody('[docs](https://buildkite.com/docs "Docs") and <mailto:ops@example.com>')).toBe(
+      '<p><a href="https://buildkite.com/docs" title="Docs">docs</a> and <a href="mailto:ops@example.com">mailto:ops@example.com</a></p>\n',
+    );
+    expect(renderAnnotationBody('![coverage](artifact://coverage/badge.png) [report](artifact://coverage/index.html)')).toBe(
+      '<p><img src="artifact://coverage/badge.png" alt="coverage" /> <a href="artifact://coverage/index.html">report</a></p>\n',
+    );
+    expect(renderAnnotationBody('<details><summary>Logs</summary>\n\n```\nok\n```\n</details>')).toBe(
+      '<details><summary>Logs</summary>\n<pre><code>ok\n</code></pre>\n</details>',
+    );
+    expect(renderAnnotationBody('<div class="flex"><span class="h3">ok</span></div>')).toBe('<div class="flex"><span class="h3">ok</span></div>');
+    expect(renderAnnotationBody('> quoted\n\n---')).toBe('<blockquote>\n<p>quoted</p>\n</blockquote>\n<hr />\n');
+    expect(renderAnnotationBody('[rel](/docs/page)')).toBe('<p><a href="/docs/page">rel</a></p>\n');
+    // GitHub Flavored Markdown's autolinks; a bare javascript: URL is no link.
+    expect(renderAnnotationBody('See https://buildkite.com/docs now')).toBe(
+      '<p>See <a href="https://buildkite.com/docs">https://buildkite.com/docs</a> now</p>\n',
+    );
+    expect(renderAnnotationBody('javascript:alert(1)')).toBe('<p>javascript:alert(1)</p>\n');
+  });
+
+  it('refuse a body whose HTML is longer than the bound (16 MiB in the service)', () => {
+    // Each `|` of a right-aligned table becomes <td align="right"></td>: far longer than its Markdown.
+    const table = '| a | b |\n|--:|--:|\n' + '|||\n'.repeat(50);
+    expect(renderAnnotationHtml(table, 10_000).length).toBeGreaterThan(2000);
+    let thrown: unknown;
+    try {
+      renderAnnotationHtml(table, 1000);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ValidationError);
+    expect((thrown as ValidationError).errors).toEqual([{ field: 'body', code: 'renders to more than 1000 characters of HTML' }]);
+  });
+});
