@@ -7,6 +7,8 @@ import express, { NextFunction, Request, Response } from 'express';
 import { accessTokenRoutes } from './access-token/routes';
 import { AGENT_API_PATH, agentApiRoutes, agentAuth } from './agent-api/routes';
 import { agentRoutes } from './agents/routes';
+import { artifactRoutes } from './artifacts/routes';
+import { ARTIFACT_UPLOADS_PATH, parseArtifactUpload } from './artifacts/upload';
 import { jobRoutes } from './builds/jobs/routes';
 import { serializeHeldJobs } from './builds/jobs/serialize';
 import { buildRoutes } from './builds/routes';
@@ -47,6 +49,7 @@ export interface AppDeps extends Pick<
   | 'uploads'
   | 'deliveries'
   | 'rateLimiter'
+  | 'artifacts'
 > {
   logger: Logger;
   publicUrl: string;
@@ -96,6 +99,8 @@ export function createApp(deps: AppDeps): express.Express {
     ...uploadJsonBody(deps.uploadBodyLimitBytes, jsonTypes),
     parseUploadMultipart({ fileSize: deps.uploadBodyLimitBytes }),
   );
+  // Artifact content: the signed form's file is streamed into staging, not parsed into memory.
+  app.post(ARTIFACT_UPLOADS_PATH, parseArtifactUpload(deps.artifacts));
   // The agent API: its agent token is checked before the body is read.
   app.use(AGENT_API_PATH, agentAuth(deps.agents));
   // Webhook deliveries are signed over the exact bytes sent, so their parser keeps them; no other
@@ -176,6 +181,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));
   app.use(deliveryRoutes(deps.deliveries));
+  app.use(artifactRoutes(deps.artifacts, deps.publicUrl));
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -2,11 +2,17 @@
  * The composition root: one Knex instance, the keys, and every repository and service wired
  * together. The server, the CLI and the tests all build their world here.
  */
+import crypto from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
 import type { Knex } from 'knex';
 import { AccessTokenRepository } from './access-token/repository';
 import { AccessTokenService } from './access-token/service';
 import { AgentRepository } from './agents/repository';
 import { AgentService } from './agents/service';
+import { ArtifactRepository } from './artifacts/repository';
+import { ArtifactService, DEFAULT_ARTIFACT_SETTINGS, type ArtifactSettings } from './artifacts/service';
+import { DiskArtifactStorage } from './artifacts/storage';
 import { AgentWorkService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './builds/jobs/agent-work';
 import { BuildProgress } from './builds/progress/service';
 import { BuildRepository } from './builds/repository';
@@ -55,6 +61,8 @@ export interface Services {
   uploads: UploadService;
   deliveries: DeliveryService;
   rateLimiter: RateLimiter;
+  /** Artifacts: the agent's uploads and searches, the REST reads and deletes. */
+  artifacts: ArtifactService;
   /** Started by the server process only. */
   sweeper: Sweeper;
 }
@@ -78,6 +86,8 @@ export interface ServiceOptions {
   clock?: () => Date;
   /** Largest log of one job (Config.jobLogLimitBytes); default 1,024 MiB. */
   jobLogLimitBytes?: number;
+  /** Where artifact content is kept on disk, and its limits (Config.artifacts). Default: a fresh directory under the system's temp directory (tests), DEFAULT_ARTIFACT_SETTINGS. */
+  artifacts?: Partial<{ dir: string } & ArtifactSettings>;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -100,6 +110,7 @@ export function createServices(o: ServiceOptions): Services {
   const progress = new BuildProgress(db, { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users }, sign, o.clock);
   const builds = new BuildService(buildRepository, pipelines, progress);
   const agentService = new AgentService(agents, o.clock);
+  const agentWork = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations);
   return {
     db,
@@ -111,7 +122,7 @@ export function createServices(o: ServiceOptions): Services {
     pipelines,
     builds,
     agents: agentService,
-    agentWork: new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES),
+    agentWork,
     jobs: new JobService(jobs, logs, progress, builds, organizations, agentService),
     progress,
     pipelineUploads: new PipelineUploadService(jobs, progress, builds, pipelines, sign),
@@ -119,6 +130,16 @@ export function createServices(o: ServiceOptions): Services {
     uploads: new UploadService(suiteService, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, organizations, o.publicUrl),
     rateLimiter: new RateLimiter(db, o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 }, o.now),
+    artifacts: new ArtifactService(
+      new ArtifactRepository(db),
+      // Made when the first content arrives: a context that stores none leaves no directory behind.
+      new DiskArtifactStorage(o.artifacts?.dir ?? path.join(os.tmpdir(), `windsock-artifacts-${crypto.randomUUID()}`)),
+      builds,
+      agentWork,
+      keys,
+      { ...DEFAULT_ARTIFACT_SETTINGS, ...o.artifacts },
+      o.clock,
+    ),
     sweeper: new Sweeper(agentService, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
   };
 }
@@ -136,5 +157,6 @@ export function servicesFromConfig(config: Config, logger: Logger): Services {
     rateLimits: config.rateLimits,
     sweep: config.sweep,
     jobLogLimitBytes: config.jobLogLimitBytes,
+    artifacts: config.artifacts,
   });
 }

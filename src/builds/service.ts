@@ -111,6 +111,12 @@ export class BuildService {
     return this.builds.findById(id);
   }
 
+  /** A build and every one of its jobs (retried ones too) by id, for callers that already hold a credential for it. */
+  async findWithJobsById(id: string): Promise<{ build: Build; jobs: Job[] } | null> {
+    const build = await this.builds.findById(id);
+    return build ? this.builds.findWithJobs(build.pipelineId, build.number, true) : null;
+  }
+
   /** Whether the pipeline has a build of `commit` (on `branch`, when given). */
   async hasBuildOf(pipelineId: string, commit: string, branch?: string): Promise<boolean> {
     const found = await this.builds.list({ scope: { pipelineId }, commits: [commit], branches: branch === undefined ? undefined : [branch] }, 0, 1);

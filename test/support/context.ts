@@ -59,6 +59,8 @@ export interface ContextOptions {
   sweep?: SweepSettings;
   /** The cap on one job's log (default 1,024 MiB). */
   jobLogLimitBytes?: number;
+  /** Artifact storage directory and limits (default: a fresh temp directory, the default limits). */
+  artifacts?: { dir?: string; maxFileBytes?: number; maxJobBytes?: number };
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -85,6 +87,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     clock: opts.clock,
     sweep: opts.sweep,
     jobLogLimitBytes: opts.jobLogLimitBytes,
+    artifacts: opts.artifacts,
   });
   await migrateLatest(services.db);
   const app = createApp({
