@@ -3,7 +3,7 @@
  * the agent API's batch create, state report and search (under /v3, after app.ts's agent
  * authentication), and the two signed URLs that need no token: the upload form and the content.
  */
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import type { Agent } from '../agents/repository';
 import { actorOf } from '../http/auth';
 import { bodyIn, operationRouter } from '../http/operation';
@@ -18,6 +18,11 @@ export function artifactRoutes(service: ArtifactService, publicUrl: string) {
   const buildUrl = (item: BuildWithJobs) =>
     `${publicUrl}/v2/organizations/${item.actor.organization.slug}/pipelines/${item.pipeline.slug}/builds/${item.build.number}`;
   const agentOf = (res: Response) => res.locals.agent as Agent;
+  /**
+   * The agent's own URLs (upload form, content) are on the address it reached the agent API at,
+   * which it can reach, rather than PUBLIC_URL, which an agent on an inner network may not.
+   */
+  const agentBase = (req: Pick<Request, 'protocol' | 'get'>) => `${req.protocol}://${req.get('host') ?? new URL(publicUrl).host}`;
 
   api.on('listBuildArtifacts', async (req, res) => {
     const p = pageRequest(req);
@@ -80,7 +85,7 @@ export function artifactRoutes(service: ArtifactService, publicUrl: string) {
   });
 
   api.on('createArtifacts', async (req, res) => {
-    const batch = await service.create(agentOf(res), req.params.job_id, req.body, publicUrl);
+    const batch = await service.create(agentOf(res), req.params.job_id, req.body, agentBase(req));
     res.status(201).json({ id: batch.id, artifact_ids: batch.artifactIds, upload_instructions: batch.instructions, per_artifact_instructions: {} });
   });
 
@@ -98,7 +103,7 @@ export function artifactRoutes(service: ArtifactService, publicUrl: string) {
       includeRetried: q.include_retried_jobs,
       includeDuplicates: q.include_duplicates,
     });
-    res.json(found.map((a) => serializeFoundArtifact(a, service.contentUrl(publicUrl, a.id, SEARCH_URL_SECONDS))));
+    res.json(found.map((a) => serializeFoundArtifact(a, service.contentUrl(agentBase(req), a.id, SEARCH_URL_SECONDS))));
   });
 
   return api.router;

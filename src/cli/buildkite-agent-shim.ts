@@ -10,10 +10,11 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { ARTIFACT } from './shim/artifact';
 import { PIPELINE } from './shim/pipeline';
 import { RUNTIME } from './shim/runtime';
 
-const COMMANDS = [PIPELINE];
+const COMMANDS = [PIPELINE, ARTIFACT];
 
 const SCRIPT = [
   `'use strict';\nconst fs = require('node:fs');\nconst commands = {};`,
