@@ -35,7 +35,13 @@ export function filename(p: string): string {
  * not one.
  */
 export function queryMatcher(query: string): (path: string) => boolean {
-  const re = new RegExp(`^${query.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's');
+  const re = new RegExp(
+    `^${query
+      .split('*')
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+    's',
+  );
   return (p) => re.test(p);
 }
 

@@ -191,7 +191,8 @@ export class ArtifactService {
     try {
       return await this.storage.stage(source as import('node:stream').Readable, this.settings.maxFileBytes);
     } catch (err) {
-      if (err instanceof ContentTooLargeError) throw new PayloadTooLargeError(`The file is larger than the limit of ${this.settings.maxFileBytes} bytes per artifact`);
+      if (err instanceof ContentTooLargeError)
+        throw new PayloadTooLargeError(`The file is larger than the limit of ${this.settings.maxFileBytes} bytes per artifact`);
       throw err;
     }
   }
@@ -211,8 +212,10 @@ export class ArtifactService {
       const artifact = candidates.find((a) => a.state === 'new' && a.contentSha256 === null) ?? candidates.find((a) => a.contentSha256 === staged.sha256);
       if (!artifact) throw new NotFoundError('artifact');
       const errors: FieldError[] = [];
-      if (staged.size !== artifact.fileSize) errors.push({ field: 'file', code: `has ${staged.size} bytes, but the artifact was registered with ${artifact.fileSize}` });
-      else if (staged.sha1 !== artifact.sha1sum) errors.push({ field: 'file', code: `has the SHA-1 ${staged.sha1}, but the artifact was registered with ${artifact.sha1sum}` });
+      if (staged.size !== artifact.fileSize)
+        errors.push({ field: 'file', code: `has ${staged.size} bytes, but the artifact was registered with ${artifact.fileSize}` });
+      else if (staged.sha1 !== artifact.sha1sum)
+        errors.push({ field: 'file', code: `has the SHA-1 ${staged.sha1}, but the artifact was registered with ${artifact.sha1sum}` });
       else if (artifact.sha256sum && staged.sha256 !== artifact.sha256sum) {
         errors.push({ field: 'file', code: `has the SHA-256 ${staged.sha256}, but the artifact was registered with ${artifact.sha256sum}` });
       }
@@ -237,7 +240,8 @@ export class ArtifactService {
     updates.forEach((u, i) => {
       const a = found.get(u.id);
       if (!a || a.jobId !== job.id || a.state === 'deleted') errors.push({ field: `artifacts[${i}].id`, code: 'is not an artifact of this job' });
-      else if (u.state === 'finished' && a.contentSha256 === null) errors.push({ field: `artifacts[${i}].state`, code: 'is finished, but no content was uploaded' });
+      else if (u.state === 'finished' && a.contentSha256 === null)
+        errors.push({ field: `artifacts[${i}].state`, code: 'is finished, but no content was uploaded' });
     });
     if (errors.length) throw new ValidationError(errors);
     const now = this.clock();

@@ -18,7 +18,12 @@ const MAX_JOB = 2500;
 
 /** Every file under the storage directory (staging and content). */
 const stored = (root: string): string[] =>
-  fs.existsSync(root) ? fs.readdirSync(root, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => e.name) : [];
+  fs.existsSync(root)
+    ? fs
+        .readdirSync(root, { recursive: true, withFileTypes: true })
+        .filter((e) => e.isFile())
+        .map((e) => e.name)
+    : [];
 
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -42,7 +47,12 @@ describeEachDatabase(
       expect(created.body).toMatchObject({ id: 'batch-1', per_artifact_instructions: {} });
       expect(created.body.artifact_ids).toHaveLength(3);
       const instructions = created.body.upload_instructions;
-      expect(instructions.action).toEqual({ url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), method: 'POST', path: '/artifact-uploads', file_input: 'file' });
+      expect(instructions.action).toEqual({
+        url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/),
+        method: 'POST',
+        path: '/artifact-uploads',
+        file_input: 'file',
+      });
       expect(instructions.data.path).toBe('${artifact:path}');
       // The same batch again (a retried create) answers the same artifacts.
       const again = await ctx().http().post(`/v3/jobs/${job.id}/artifacts`).set(agentAuth(agent.token)).send(batch(files, 'batch-1')).expect(201);
@@ -56,7 +66,13 @@ describeEachDatabase(
         .http()
         .put(`/v3/jobs/${job.id}/artifacts`)
         .set(agentAuth(agent.token))
-        .send({ artifacts: [{ id: ids[0], state: 'finished' }, { id: ids[1], state: 'finished' }, { id: ids[2], state: 'error' }] })
+        .send({
+          artifacts: [
+            { id: ids[0], state: 'finished' },
+            { id: ids[1], state: 'finished' },
+            { id: ids[2], state: 'error' },
+          ],
+        })
         .expect(200);
       expect(states.body.artifacts).toEqual(
         expect.arrayContaining([
@@ -87,7 +103,10 @@ describeEachDatabase(
         },
       ]);
       // The search's URL serves the bytes without a token.
-      const content = await ctx().http().get(new URL(log[0].url).pathname + new URL(log[0].url).search).expect(200);
+      const content = await ctx()
+        .http()
+        .get(new URL(log[0].url).pathname + new URL(log[0].url).search)
+        .expect(200);
       expect(content.text).toBe('log line\n');
       expect(content.headers['content-type']).toBe('text/x-log');
       // `*` crosses `/`; `?` and `[` are literal; the error one is found only without state=finished.
@@ -113,7 +132,12 @@ describeEachDatabase(
           .http()
           .post(`/v3/jobs/${job.id}/artifacts`)
           .set(agentAuth(agent.token))
-          .send(batch([{ path: 'fine.txt', content: 'x' }, { path: bad, content: 'x' }]));
+          .send(
+            batch([
+              { path: 'fine.txt', content: 'x' },
+              { path: bad, content: 'x' },
+            ]),
+          );
         expect({ bad, status: res.status, field: res.body.errors?.[0]?.field }).toEqual({ bad, status: 422, field: 'artifacts[1].path' });
       }
       const nul = await ctx()
@@ -139,7 +163,10 @@ describeEachDatabase(
       expect(big.body.errors).toEqual([{ field: 'artifacts[0].file_size', code: `is larger than the limit of ${MAX_FILE} bytes per artifact` }]);
       // The job's total: three files of 900 bytes go over 2,500.
       const nine = 'y'.repeat(900);
-      await givenArtifacts(ctx(), agent, job.id, [{ path: 'one.bin', content: nine }, { path: 'two.bin', content: nine }]);
+      await givenArtifacts(ctx(), agent, job.id, [
+        { path: 'one.bin', content: nine },
+        { path: 'two.bin', content: nine },
+      ]);
       const over = await ctx()
         .http()
         .post(`/v3/jobs/${job.id}/artifacts`)
@@ -170,7 +197,7 @@ describeEachDatabase(
       expect(finish.body.errors).toEqual([{ field: 'artifacts[0].state', code: 'is finished, but no content was uploaded' }]);
     });
 
-    it("refuses content that is not what was registered (size, SHA-1), keeping none of it", async () => {
+    it('refuses content that is not what was registered (size, SHA-1), keeping none of it', async () => {
       const { agent, job, build } = await givenRunningJob(ctx());
       const created = await ctx()
         .http()
@@ -181,7 +208,10 @@ describeEachDatabase(
       const before = stored(root);
       const wrongSha = await postForm(ctx(), created.body.upload_instructions, 'a.txt', 'EXPECTED');
       expect(wrongSha.status).toBe(422);
-      expect(wrongSha.body.errors[0]).toEqual({ field: 'file', code: `has the SHA-1 ${sha1('EXPECTED')}, but the artifact was registered with ${sha1('expected')}` });
+      expect(wrongSha.body.errors[0]).toEqual({
+        field: 'file',
+        code: `has the SHA-1 ${sha1('EXPECTED')}, but the artifact was registered with ${sha1('expected')}`,
+      });
       const wrongSize = await postForm(ctx(), created.body.upload_instructions, 'a.txt', 'expected!');
       expect(wrongSize.status).toBe(422);
       expect(wrongSize.body.errors[0].code).toBe('has 9 bytes, but the artifact was registered with 8');
@@ -265,7 +295,10 @@ describeEachDatabase(
         if (n === 0) await ctx().http().put(`/v3/jobs/${next.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }).expect(200);
       }
       const search = async (query: Record<string, string>) =>
-        (await ctx().http().get(`/v3/builds/${build.id}/artifacts/search`).query(query).set(agentAuth(agent.token)).expect(200)).body as { job_id: string; sha1sum: string }[];
+        (await ctx().http().get(`/v3/builds/${build.id}/artifacts/search`).query(query).set(agentAuth(agent.token)).expect(200)).body as {
+          job_id: string;
+          sha1sum: string;
+        }[];
       const newest = await search({ query: 'out.txt', state: 'finished' });
       expect(newest.map((a) => a.sha1sum)).toEqual([sha1('run 1')]);
       const all = await search({ query: 'out.txt', state: 'finished', include_duplicates: 'true' });

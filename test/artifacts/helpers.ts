@@ -55,7 +55,12 @@ export function postForm(ctx: TestContext, instructions: Instructions, path: str
 }
 
 /** Registers, uploads and reports `finished` each file; answers the artifact ids. */
-export async function givenArtifacts(ctx: TestContext, agent: TestAgent, jobId: string, files: { path: string; content: string | Buffer; content_type?: string }[]) {
+export async function givenArtifacts(
+  ctx: TestContext,
+  agent: TestAgent,
+  jobId: string,
+  files: { path: string; content: string | Buffer; content_type?: string }[],
+) {
   const created = await ctx.http().post(`/v3/jobs/${jobId}/artifacts`).set(agentAuth(agent.token)).send(batch(files)).expect(201);
   for (const f of files) await postForm(ctx, created.body.upload_instructions, f.path, f.content).expect(204);
   const ids = created.body.artifact_ids as string[];

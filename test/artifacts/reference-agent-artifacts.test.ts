@@ -47,7 +47,15 @@ describeEachDatabase('artifacts with the reference agent', (ctx) => {
     const build = await givenBuild(ctx(), org.slug, slug, token);
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
     const controller = new AbortController();
-    const agents = runAgents({ endpoint: endpoint(), token: reg, tags: ['queue=default'], name: 'artifacts', spawn: 1, pollIntervalMs: 20, signal: controller.signal });
+    const agents = runAgents({
+      endpoint: endpoint(),
+      token: reg,
+      tags: ['queue=default'],
+      name: 'artifacts',
+      spawn: 1,
+      pollIntervalMs: 20,
+      signal: controller.signal,
+    });
     const read = async (path: string) => (await ctx().http().get(path).set(auth(token)).expect(200)).body;
     try {
       let b: BuildJson = await read(url);
