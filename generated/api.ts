@@ -2545,7 +2545,7 @@ export interface components {
         ArtifactBatch: {
             readonly id: string;
             readonly artifact_ids: string[];
-            upload_instructions: components["schemas"]["UploadInstructions"];
+            readonly upload_instructions: components["schemas"]["UploadInstructions"];
             readonly per_artifact_instructions: {
                 [key: string]: components["schemas"]["UploadInstructions"];
             };

@@ -113,6 +113,8 @@ describeEachDatabase(
       expect((await search({ query: 'dist*', state: 'finished' })).body).toHaveLength(1);
       expect((await search({ query: 'dist/app.tar.g?', state: 'finished' })).body).toHaveLength(0);
       expect((await search({ query: 'README' })).body).toHaveLength(1);
+      // Reserved characters need no escaping in the query.
+      await ctx().http().get(`/v3/builds/${build.id}/artifacts/search?query=a/b:c@d,e;f$g+h!*'()&scope=make`).set(agentAuth(agent.token)).expect(200);
       expect((await search({ query: 'README', state: 'finished' })).body).toHaveLength(0);
       // By step key, label or job id; an unknown step is a 404.
       for (const scope of ['make', job.id]) expect((await search({ query: '*', state: 'finished', scope })).body).toHaveLength(2);
