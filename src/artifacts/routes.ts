@@ -6,11 +6,11 @@
 import type { Request, Response } from 'express';
 import type { Agent } from '../agents/repository';
 import { actorOf } from '../http/auth';
-import { bodyIn, operationRouter } from '../http/operation';
+import { bodyIn, operationRouter, type OperationRequest } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import type { BuildWithJobs } from '../builds/service';
 import { serializeArtifact, serializeFoundArtifact } from './serialize';
-import { DOWNLOAD_URL_SECONDS, SEARCH_URL_SECONDS, type ArtifactService } from './service';
+import { DOWNLOAD_URL_SECONDS, SEARCH_URL_SECONDS, type ArtifactService, type BuildRef } from './service';
 import { stagedFile } from './upload';
 
 export function artifactRoutes(service: ArtifactService, publicUrl: string) {
@@ -31,37 +31,52 @@ export function artifactRoutes(service: ArtifactService, publicUrl: string) {
     res.json(items.map((a) => serializeArtifact(a, buildUrl(item))));
   });
 
-  api.on('listJobArtifacts', async (req, res) => {
+  const listJob = async (req: OperationRequest<'listJobArtifacts' | 'listJobArtifactsByJobId'>, res: Response, where: BuildRef, jobId: string) => {
     const p = pageRequest(req);
-    const { item, items, total } = await service.listByJob(
-      actorOf(res),
-      req.params.pipeline_slug,
-      req.params.build_number,
-      req.params.job_id,
-      p.offset,
-      p.perPage,
-    );
+    const { item, items, total } = await service.listByJob(actorOf(res), where, jobId, p.offset, p.perPage);
     setLinkHeader(req, res, publicUrl, p, { total });
-    res.json(items.map((a) => serializeArtifact(a, buildUrl(item))));
+    return items.map((a) => serializeArtifact(a, buildUrl(item)));
+  };
+  const byBuild = (params: { pipeline_slug: string; build_number: number }): BuildRef => ({ pipelineSlug: params.pipeline_slug, number: params.build_number });
+  const byJob = (params: { job_id: string }): BuildRef => ({ jobId: params.job_id });
+
+  api.on('listJobArtifacts', async (req, res) => {
+    res.json(await listJob(req, res, byBuild(req.params), req.params.job_id));
+  });
+  api.on('listJobArtifactsByJobId', async (req, res) => {
+    res.json(await listJob(req, res, byJob(req.params), req.params.job_id));
   });
 
+  const get = async (res: Response, where: BuildRef, jobId: string, id: string) => {
+    const { item, artifact } = await service.get(actorOf(res), where, jobId, id);
+    return serializeArtifact(artifact, buildUrl(item));
+  };
   api.on('getArtifact', async (req, res) => {
-    const { pipeline_slug, build_number, job_id, artifact_id } = req.params;
-    const { item, artifact } = await service.get(actorOf(res), pipeline_slug, build_number, job_id, artifact_id);
-    res.json(serializeArtifact(artifact, buildUrl(item)));
+    res.json(await get(res, byBuild(req.params), req.params.job_id, req.params.artifact_id));
+  });
+  api.on('getArtifactByJobId', async (req, res) => {
+    res.json(await get(res, byJob(req.params), req.params.job_id, req.params.artifact_id));
   });
 
-  api.on('downloadArtifact', async (req, res) => {
-    const { pipeline_slug, build_number, job_id, artifact_id } = req.params;
-    const artifact = await service.downloadable(actorOf(res), pipeline_slug, build_number, job_id, artifact_id);
+  const download = async (res: Response, where: BuildRef, jobId: string, id: string) => {
+    const artifact = await service.downloadable(actorOf(res), where, jobId, id);
     const url = service.contentUrl(publicUrl, artifact.id, DOWNLOAD_URL_SECONDS);
     res.setHeader('Location', url);
-    res.status(302).json({ url });
+    return { url };
+  };
+  api.on('downloadArtifact', async (req, res) => {
+    res.status(302).json(await download(res, byBuild(req.params), req.params.job_id, req.params.artifact_id));
+  });
+  api.on('downloadArtifactByJobId', async (req, res) => {
+    res.status(302).json(await download(res, byJob(req.params), req.params.job_id, req.params.artifact_id));
   });
 
   api.on('deleteArtifact', async (req, res) => {
-    const { pipeline_slug, build_number, job_id, artifact_id } = req.params;
-    await service.delete(actorOf(res), pipeline_slug, build_number, job_id, artifact_id);
+    await service.delete(actorOf(res), byBuild(req.params), req.params.job_id, req.params.artifact_id);
+    res.status(204).end();
+  });
+  api.on('deleteArtifactByJobId', async (req, res) => {
+    await service.delete(actorOf(res), byJob(req.params), req.params.job_id, req.params.artifact_id);
     res.status(204).end();
   });
 

@@ -48,6 +48,9 @@ export class SignedUrlError extends ForbiddenError {
   }
 }
 
+/** A build by its pipeline and number, or by one of its jobs' ids. */
+export type BuildRef = { pipelineSlug: string; number: number } | { jobId: string };
+
 export interface UploadForm {
   batch_id?: string;
   path?: string;
@@ -287,25 +290,28 @@ export class ArtifactService {
   // ---------------------------------------------------------------------------------------------
   // The REST side
 
-  /** The build (its jobs, retried ones too) as the caller may read it. */
-  build(actor: Actor, pipelineSlug: string, number: number): Promise<BuildWithJobs> {
-    return this.builds.get(actor, pipelineSlug, number, true, { pipeline: true });
+  /**
+   * The build (its jobs, retried ones too) as the caller may read it, named by its pipeline and
+   * number, or by one of its jobs (the organization-scoped paths).
+   */
+  private build(actor: Actor, where: BuildRef): Promise<BuildWithJobs> {
+    return 'jobId' in where ? this.builds.getByJobId(actor, where.jobId) : this.builds.get(actor, where.pipelineSlug, where.number, true, { pipeline: true });
   }
 
   async listByBuild(actor: Actor, pipelineSlug: string, number: number, offset: number, limit: number) {
-    const item = await this.build(actor, pipelineSlug, number);
+    const item = await this.build(actor, { pipelineSlug, number });
     return { item, ...(await this.artifacts.page({ build_id: item.build.id }, offset, limit)) };
   }
 
-  async listByJob(actor: Actor, pipelineSlug: string, number: number, jobId: string, offset: number, limit: number) {
-    const item = await this.build(actor, pipelineSlug, number);
+  async listByJob(actor: Actor, where: BuildRef, jobId: string, offset: number, limit: number) {
+    const item = await this.build(actor, where);
     if (!item.jobs.some((j) => j.id === jobId)) throw new NotFoundError('job');
     return { item, ...(await this.artifacts.page({ job_id: jobId }, offset, limit)) };
   }
 
   /** One artifact of the job, not deleted. */
-  async get(actor: Actor, pipelineSlug: string, number: number, jobId: string, id: string): Promise<{ item: BuildWithJobs; artifact: Artifact }> {
-    const item = await this.build(actor, pipelineSlug, number);
+  async get(actor: Actor, where: BuildRef, jobId: string, id: string): Promise<{ item: BuildWithJobs; artifact: Artifact }> {
+    const item = await this.build(actor, where);
     if (!item.jobs.some((j) => j.id === jobId)) throw new NotFoundError('job');
     const artifact = await this.artifacts.findById(id);
     if (!artifact || artifact.jobId !== jobId || artifact.state === 'deleted') throw new NotFoundError('artifact');
@@ -313,15 +319,15 @@ export class ArtifactService {
   }
 
   /** An artifact whose content can be downloaded (uploaded, not deleted). */
-  async downloadable(actor: Actor, pipelineSlug: string, number: number, jobId: string, id: string): Promise<Artifact> {
-    const { artifact } = await this.get(actor, pipelineSlug, number, jobId, id);
+  async downloadable(actor: Actor, where: BuildRef, jobId: string, id: string): Promise<Artifact> {
+    const { artifact } = await this.get(actor, where, jobId, id);
     if (!artifact.contentSha256) throw new NotFoundError('artifact');
     return artifact;
   }
 
   /** The record stays (`deleted`); the content goes once no other artifact uses it. */
-  async delete(actor: Actor, pipelineSlug: string, number: number, jobId: string, id: string): Promise<void> {
-    const { item, artifact } = await this.get(actor, pipelineSlug, number, jobId, id);
+  async delete(actor: Actor, where: BuildRef, jobId: string, id: string): Promise<void> {
+    const { item, artifact } = await this.get(actor, where, jobId, id);
     if (!item.perms.build) throw new ForbiddenError();
     const content = await this.artifacts.markDeleted(artifact.id, this.clock());
     if (content && !(await this.artifacts.contentInUse(content))) await this.storage.remove(content);

@@ -166,6 +166,33 @@ describeEachDatabase(
       expect(found.body.map((a: { path: string }) => a.path).sort()).toEqual(['coverage/b', 'report.html']);
     });
 
+    it('answers the same by job id only, under the organization', async () => {
+      const { token, org, url, jobUrl, ids, job, content } = await given();
+      const base = `/v2/organizations/${org.slug}/jobs/${job.id}/artifacts`;
+      const list = await ctx().http().get(`${base}?per_page=2`).set(auth(token)).expect(200);
+      expect(list.body).toEqual((await ctx().http().get(`${jobUrl}/artifacts?per_page=2`).set(auth(token)).expect(200)).body);
+      expect(list.headers.link).toContain(`<${PUBLIC_URL}${base}?per_page=2&page=2>; rel="next"`);
+      expect((await ctx().http().get(`${base}/${ids[0]}`).set(auth(token)).expect(200)).body.url).toBe(`${PUBLIC_URL}${jobUrl}/artifacts/${ids[0]}`);
+      const download = await ctx().http().get(`${base}/${ids[0]}/download`).set(auth(token)).expect(302);
+      const location = new URL(download.headers.location!);
+      const bytes = await ctx()
+        .http()
+        .get(location.pathname + location.search)
+        .expect(200);
+      expect(Buffer.from(bytes.body as Buffer).toString()).toBe(content);
+      await ctx().http().delete(`${base}/${ids[1]}`).set(auth(token)).expect(204);
+      expect((await ctx().http().get(`${url}/artifacts`).set(auth(token)).expect(200)).body.map((a: { id: string }) => a.id)).toEqual([ids[0], ids[2]]);
+      // Another organization's token, or this job under another organization's slug: 404.
+      const other = await ctx().givenAdmin();
+      await ctx().http().get(base).set(auth(other.token)).expect(404);
+      const theirBase = `/v2/organizations/${other.org.slug}/jobs/${job.id}/artifacts`;
+      const missing = await ctx().http().get(theirBase).set(auth(other.token)).expect(404);
+      expect(missing.body).toEqual({ message: 'No job found' });
+      await ctx().http().get(`${theirBase}/${ids[0]}`).set(auth(other.token)).expect(404);
+      await ctx().http().delete(`${theirBase}/${ids[0]}`).set(auth(other.token)).expect(404);
+      await ctx().http().get(`${base}/${ids[0]}`).set(auth(token)).expect(200);
+    });
+
     it('needs read_artifacts to read and write_artifacts to delete; another organization sees nothing', async () => {
       const { token, url, jobUrl, ids, user, org } = await given();
       const without = async (scope: string) =>
