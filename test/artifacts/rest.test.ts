@@ -9,8 +9,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
-import { movableClock } from '../support/agents';
-import { givenArtifacts, givenRunningJob, sha1 } from './helpers';
+import { givenAgent, givenRegistrationToken, movableClock } from '../support/agents';
+import { givenBuild, givenPipeline } from '../support/given';
+import { givenArtifacts, givenRunningJob, sha1, startNextJob } from './helpers';
 import { SCOPES } from '../../src/core/identity';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-artifacts-rest-'));
@@ -164,6 +165,27 @@ describeEachDatabase(
         .set({ Authorization: `Token ${agent.token}` })
         .expect(200);
       expect(found.body.map((a: { path: string }) => a.path).sort()).toEqual(['coverage/b', 'report.html']);
+    });
+
+    it('lets a member whose team may only read the pipeline read its artifacts, not delete them', async () => {
+      const { org, user, token } = await ctx().givenAdmin({ teamsEnabled: true });
+      const member = await ctx().givenUser(org, 'member');
+      const team = await ctx().givenTeam(org, [user, member]);
+      const reg = await givenRegistrationToken(ctx(), org.slug, token);
+      const { slug } = await givenPipeline(ctx(), org.slug, token, {
+        configuration: 'steps:\n  - command: make\n',
+        teams: [{ id: team.id, access_level: 'read_only' }],
+      });
+      const build = await givenBuild(ctx(), org.slug, slug, token);
+      const agent = await givenAgent(ctx(), reg, 'reader');
+      const job = await startNextJob(ctx(), agent);
+      const [id] = await givenArtifacts(ctx(), agent, job.id, [{ path: 'a.txt', content: crypto.randomUUID() }]);
+      const memberToken = await ctx().givenToken(member, [org]);
+      const artifactUrl = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}/jobs/${job.id}/artifacts/${id}`;
+      await ctx().http().get(artifactUrl).set(auth(memberToken)).expect(200);
+      const refused = await ctx().http().delete(artifactUrl).set(auth(memberToken)).expect(403);
+      expect(refused.body).toEqual({ message: 'Forbidden' });
+      await ctx().http().get(artifactUrl).set(auth(memberToken)).expect(200);
     });
 
     it('answers the same by job id only, under the organization', async () => {
