@@ -253,6 +253,39 @@ describeEachDatabase(
       expect(unsigned.status).toBe(422);
     });
 
+    it('answers malformed uploads with a 4xx that says why, leaving nothing behind', async () => {
+      const { agent, job } = await givenRunningJob(ctx());
+      const created = await ctx()
+        .http()
+        .post(`/v3/jobs/${job.id}/artifacts`)
+        .set(agentAuth(agent.token))
+        .send(batch([{ path: 'a.txt', content: 'abc' }]))
+        .expect(201);
+      const i = created.body.upload_instructions;
+      const before = stored(root);
+      const json = await ctx()
+        .http()
+        .post('/artifact-uploads')
+        .send({ ...i.data, path: 'a.txt', file: 'abc' });
+      expect(json.status).toBe(415);
+      const twoFiles = await postForm(ctx(), i, 'a.txt', 'abc').attach('other', Buffer.from('x'), 'x.txt');
+      expect(twoFiles.status).toBe(422);
+      expect(twoFiles.body.errors[0].code).toMatch(/only `file` may be one/);
+      let noFile = ctx().http().post('/artifact-uploads');
+      for (const [k, v] of Object.entries(i.data as Record<string, string>)) noFile = noFile.field(k, v);
+      const missing = await noFile;
+      expect(missing.status).toBe(422);
+      expect(missing.body.errors).toEqual([expect.objectContaining({ field: 'file' })]);
+      const truncated = await ctx()
+        .http()
+        .post('/artifact-uploads')
+        .set('Content-Type', 'multipart/form-data; boundary=XYZ')
+        .send('--XYZ\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\n\r\nab');
+      expect(truncated.status).toBe(400);
+      expect(truncated.body.message).toMatch(/^Malformed multipart body/);
+      expect(stored(root)).toEqual(before);
+    });
+
     it("keeps other agents out: another agent's job is a 404, and so is a build it runs no job of", async () => {
       const { agent, job, build, reg } = await givenRunningJob(ctx());
       const stranger = await givenAgent(ctx(), reg, 'stranger');
