@@ -7,7 +7,8 @@
  *   (no token: the form is signed), report each `finished` or `error`. No match: nothing is sent.
  * - download: the build's finished artifacts matching the query (`*` crosses `/`), newest of
  *   each path, optionally of one step (`--step` key, label or job id), each fetched from its
- *   signed URL into a temporary file renamed into place under the directory.
+ *   signed URL into a temporary file (checked against the stored SHA-256) renamed into place under
+ *   the directory.
  * - shasum: the stored SHA-1 (`--sha256`: SHA-256) of the one artifact the query finds.
  */
 export const ARTIFACT = String.raw`
@@ -215,9 +216,15 @@ async function artifactDownload(argv) {
     const temp = target + '.' + process.pid + '.part';
     try {
       const res = await fetch(a.url);
-      if (!res.ok) throw new Error('GET ' + a.path + ': ' + res.status);
+      if (!res.ok || !res.body) throw new Error('GET ' + a.path + ': ' + res.status);
       fs.mkdirSync(path.dirname(target), { recursive: true });
-      fs.writeFileSync(temp, Buffer.from(await res.arrayBuffer()));
+      // Streamed to a temporary file, hashed on the way, renamed into place only when the hash is the stored one.
+      const hash = require('node:crypto').createHash('sha256');
+      const { Readable, Transform } = require('node:stream');
+      const tee = new Transform({ transform: (chunk, _enc, cb) => (hash.update(chunk), cb(null, chunk)) });
+      await require('node:stream/promises').pipeline(Readable.fromWeb(res.body), tee, fs.createWriteStream(temp));
+      const sum = hash.digest('hex');
+      if (a.sha256sum && sum !== a.sha256sum) throw new Error(a.path + ': the SHA-256 of what was downloaded (' + sum + ') is not the stored one');
       fs.renameSync(temp, target);
       process.stdout.write('buildkite-agent: downloaded ' + a.path + ' to ' + target + '\n');
     } catch (err) {
