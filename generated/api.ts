@@ -1903,6 +1903,326 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List artifacts for a build
+         * @description The artifacts of every job of the build (retried jobs included), oldest first, paginated
+         *     (`Link` header). Deleted artifacts are not listed. Note that this URL takes the build
+         *     _number_, not its id.
+         */
+        get: operations["listBuildArtifacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List artifacts for a job
+         * @description The job's artifacts, oldest first, paginated (`Link` header). Deleted artifacts are not listed.
+         */
+        get: operations["listJobArtifacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/artifacts/{artifact_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+                artifact_id: components["parameters"]["ArtifactId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an artifact
+         * @description One artifact of the job. A deleted one is a 404, like a missing one.
+         */
+        get: operations["getArtifact"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an artifact
+         * @description The content is removed from storage; the record stays, in state `deleted`, and is no
+         *     longer listed or returned (a 404 from then on). Needs permission to build the pipeline
+         *     (403 otherwise).
+         */
+        delete: operations["deleteArtifact"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/artifacts/{artifact_id}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+                artifact_id: components["parameters"]["ArtifactId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Download an artifact
+         * @description A 302 to the content: the URL is in the `Location` header and in the body. It is valid
+         *     for 60 seconds and needs no token (it is signed). An artifact whose content was never
+         *     uploaded (`new`, `error`) is a 404.
+         */
+        get: operations["downloadArtifact"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List artifacts for a job (by job id only)
+         * @description `listJobArtifacts` for when only the job's id is known.
+         */
+        get: operations["listJobArtifactsByJobId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/artifacts/{artifact_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+                artifact_id: components["parameters"]["ArtifactId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an artifact (by job id only)
+         * @description `getArtifact` for when only the job's id is known.
+         */
+        get: operations["getArtifactByJobId"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an artifact (by job id only)
+         * @description `deleteArtifact` for when only the job's id is known.
+         */
+        delete: operations["deleteArtifactByJobId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/artifacts/{artifact_id}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+                artifact_id: components["parameters"]["ArtifactId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Download an artifact (by job id only)
+         * @description `downloadArtifact` for when only the job's id is known: a 302 to the content's 60-second signed URL (also in the body).
+         */
+        get: operations["downloadArtifactByJobId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/artifact-content/{artifact_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                artifact_id: components["parameters"]["ArtifactId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The content of an artifact (signed URL)
+         * @description Where `downloadArtifact` (60 seconds) and the agent's artifact search (an hour) send
+         *     clients. No token: `expires` (Unix seconds) and `signature` (HMAC-SHA256 by the service's
+         *     key) are the credential, so an expired URL or a changed signature, artifact or expiry is
+         *     a 403. The bytes come with the artifact's `Content-Type` and `Content-Length`; a `Range`
+         *     request gets a 206 (or a 416 for a range outside the file).
+         */
+        get: operations["getArtifactContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/artifact-uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload an artifact's content (signed form)
+         * @description Where the upload instructions of `createArtifacts` send the agent: a single-part
+         *     `multipart/form-data` POST of the instructions' `data` fields (`batch_id`, `expires`,
+         *     `signature`, and `path` with the artifact's path) and then the file. No token: the
+         *     signature (HMAC-SHA256 by the service's key over the batch and the expiry, valid for an
+         *     hour) is the credential (403 when expired or wrong). The file is written to a temporary
+         *     file while its size and SHA-1 are checked against what the agent declared (422 on a
+         *     mismatch, 413 over the per-file limit), and only then moved into storage (addressed by
+         *     its SHA-256): nothing of a refused upload remains. The artifact is then marked
+         *     `finished` by `updateArtifacts`.
+         */
+        post: operations["uploadArtifactContent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/artifacts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Report artifacts' upload states
+         * @description `finished` for an artifact whose content was uploaded (else a 422: nothing is changed),
+         *     `error` for one whose upload failed. Artifacts of another job are a 422.
+         */
+        put: operations["updateArtifacts"];
+        /**
+         * Register a batch of artifacts
+         * @description What `buildkite-agent artifact upload` sends before uploading: one record per file, in
+         *     state `new`. `artifact_ids` answer in the order of `artifacts`; `upload_instructions`
+         *     tell how to upload each content (a form POST to `uploadArtifactContent`, whose `data`
+         *     holds a signature valid for an hour). Sending the same batch `id` again answers the
+         *     batch made the first time. A path that is absolute, holds a `..` segment, a backslash or
+         *     a NUL is a 422, as is a file over the per-file limit or a job going over its total
+         *     (ARTIFACT_MAX_FILE_BYTES, ARTIFACT_MAX_JOB_BYTES); only Windsock storage is offered
+         *     (`upload_destination` other than `""`: 422). Only the agent running the job may call
+         *     it (404 otherwise).
+         */
+        post: operations["createArtifacts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/builds/{build_id}/artifacts/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The build's id (not its number). */
+                build_id: components["parameters"]["BuildId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Search a build's artifacts
+         * @description What `buildkite-agent artifact download`, `shasum` and `search` call. Only an agent
+         *     running a job of the build may search it (404 otherwise). `query` is matched against the
+         *     whole path: `*` matches any characters, `/` included (`log/*` is everything under
+         *     `log/`); every other character is literal. `scope` limits the search to a step, by its
+         *     key, its label or a job id (404 when no job of the build matches). By default only the
+         *     latest attempt of a retried job counts (`include_retried_jobs=true`: every attempt), and
+         *     of artifacts with the same path only the newest is answered
+         *     (`include_duplicates=true`: all). Newest first. Deleted artifacts are never found.
+         */
+        get: operations["searchArtifacts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1937,7 +2257,7 @@ export interface components {
          */
         IsoTimestamp: string;
         /** @enum {string} */
-        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env";
+        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts";
         AccessToken: {
             /** Format: uuid */
             readonly uuid: string;
@@ -2837,6 +3157,131 @@ export interface components {
             field: string;
             code: string;
         };
+        /**
+         * @description `new` (registered, content not yet uploaded), `error` (the upload failed), `finished` (uploaded), `deleted`, `expired`.
+         * @enum {string}
+         */
+        ArtifactState: "new" | "error" | "finished" | "deleted" | "expired";
+        /** @description A file a job uploaded, as the REST API shows it. */
+        Artifact: {
+            /** Format: uuid */
+            readonly id: string;
+            /** Format: uuid */
+            readonly job_id: string;
+            /** @description The artifact's API URL (pipeline, build and job scoped). */
+            readonly url: string;
+            /** @description `<url>/download`: a 302 to a short-lived URL of the content. */
+            readonly download_url: string;
+            state: components["schemas"]["ArtifactState"];
+            readonly path: string;
+            /** @description The path without its file name (`.` for a file at the top). */
+            readonly dirname: string;
+            readonly filename: string;
+            readonly mime_type: string;
+            readonly file_size: number;
+            /** @description Deprecated; always null. */
+            readonly glob_path: null;
+            /** @description Deprecated; always null. */
+            readonly original_path: null;
+            readonly sha1sum: string;
+        };
+        ArtifactDownload: {
+            /** @description The content's URL, valid for 60 seconds; no token needed. */
+            readonly url: string;
+        };
+        /** @description One file the agent is about to upload. `id`, `job_id`, `created_at`, `absolute_path` and `url` are the agent's zero values and are ignored. */
+        NewArtifact: {
+            id?: string;
+            /** @description Relative, `/`-separated; no `..` segment, no leading `/`, no NUL. */
+            path: string;
+            absolute_path?: string;
+            glob_path?: string;
+            file_size: number;
+            sha1sum: string;
+            sha256sum?: string;
+            job_id?: string;
+            created_at?: string;
+            url?: string;
+            upload_destination?: string;
+            content_type?: string;
+        };
+        CreateArtifactsRequest: {
+            /** @description The agent's id for the batch: the same id again answers the batch made the first time. */
+            id?: string;
+            artifacts: components["schemas"]["NewArtifact"][];
+            /** @description Only `""` (Windsock storage) is taken. */
+            upload_destination?: string;
+            multipart_supported?: boolean;
+        };
+        UploadAction: {
+            url: string;
+            /** @enum {string} */
+            method: "POST";
+            path: string;
+            file_input: string;
+        };
+        UploadInstructions: {
+            action: components["schemas"]["UploadAction"];
+            /** @description Form fields to send before the file; `${artifact:path}` in a value stands for the artifact's path. */
+            data: {
+                [key: string]: string;
+            };
+        };
+        ArtifactBatch: {
+            readonly id: string;
+            readonly artifact_ids: string[];
+            readonly upload_instructions: components["schemas"]["UploadInstructions"];
+            readonly per_artifact_instructions: {
+                [key: string]: components["schemas"]["UploadInstructions"];
+            };
+        };
+        ArtifactStateUpdate: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            state: "finished" | "error";
+            multipart?: boolean;
+            multipart_etags?: {
+                part_number?: number;
+                etag?: string;
+            }[];
+        };
+        UpdateArtifactsRequest: {
+            artifacts: components["schemas"]["ArtifactStateUpdate"][];
+        };
+        ArtifactStates: {
+            readonly artifacts: {
+                /** Format: uuid */
+                id: string;
+                state: components["schemas"]["ArtifactState"];
+            }[];
+        };
+        /** @description An artifact as the agent's search shows it. */
+        FoundArtifact: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            job_id: string;
+            path: string;
+            /** @description Always the path (the agent ignores it). */
+            absolute_path: string;
+            glob_path: string;
+            file_size: number;
+            sha1sum: string;
+            sha256sum: string;
+            /** @description The content's URL (signed, valid for an hour; no token needed). */
+            url: string;
+            upload_destination: string;
+            created_at: components["schemas"]["IsoTimestamp"];
+        };
+        ArtifactUploadForm: {
+            batch_id: string;
+            path: string;
+            expires: string;
+            signature: string;
+            /** Format: binary */
+            file: string;
+        };
         RetryFailedJobsRequest: {
             /** @description Comma-separated: canceled, expired, failed, soft_failed, timed_out. All of them when omitted or empty. */
             states?: string;
@@ -3088,6 +3533,9 @@ export interface components {
         BuildNumber: number;
         AgentId: string;
         JobId: string;
+        ArtifactId: string;
+        /** @description The build's id (not its number). */
+        BuildId: string;
         /** @description The test suite's slug. */
         SuiteSlug: string;
         /** @description The run's id. */
@@ -5869,6 +6317,490 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listBuildArtifacts: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The build's artifacts. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Artifact"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listJobArtifacts: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job's artifacts. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Artifact"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getArtifact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+                artifact_id: components["parameters"]["ArtifactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The artifact. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Artifact"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteArtifact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+                artifact_id: components["parameters"]["ArtifactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    downloadArtifact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+                artifact_id: components["parameters"]["ArtifactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The content's short-lived URL. */
+            302: {
+                headers: {
+                    /** @description The same URL as the body's. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactDownload"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listJobArtifactsByJobId: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job's artifacts. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Artifact"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getArtifactByJobId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+                artifact_id: components["parameters"]["ArtifactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The artifact. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Artifact"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteArtifactByJobId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+                artifact_id: components["parameters"]["ArtifactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    downloadArtifactByJobId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+                artifact_id: components["parameters"]["ArtifactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The content's short-lived URL. */
+            302: {
+                headers: {
+                    /** @description The same URL as the body's. */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactDownload"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getArtifactContent: {
+        parameters: {
+            query: {
+                expires: number;
+                signature: string;
+            };
+            header?: never;
+            path: {
+                artifact_id: components["parameters"]["ArtifactId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The content. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description The requested range of the content. */
+            206: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The range is outside the content. */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    uploadArtifactContent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["ArtifactUploadForm"];
+            };
+        };
+        responses: {
+            /** @description Stored. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateArtifacts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateArtifactsRequest"];
+            };
+        };
+        responses: {
+            /** @description The artifacts' states now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactStates"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createArtifacts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateArtifactsRequest"];
+            };
+        };
+        responses: {
+            /** @description The batch, its artifacts' ids and how to upload their content. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ArtifactBatch"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    searchArtifacts: {
+        parameters: {
+            query?: {
+                query?: string;
+                scope?: string;
+                state?: "new" | "error" | "finished";
+                include_retried_jobs?: boolean;
+                include_duplicates?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The build's id (not its number). */
+                build_id: components["parameters"]["BuildId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The artifacts found (an empty array when none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FoundArtifact"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

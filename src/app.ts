@@ -10,6 +10,8 @@ import { agentAnnotationRoutes } from './agent-api/annotations';
 import { agentMetaDataRoutes } from './agent-api/meta-data';
 import { ANNOTATION_BODY_PATHS, annotationRoutes, annotationRequestLimit } from './annotations/routes';
 import { agentRoutes } from './agents/routes';
+import { artifactRoutes } from './artifacts/routes';
+import { ARTIFACT_UPLOADS_PATH, parseArtifactUpload } from './artifacts/upload';
 import { jobRoutes } from './builds/jobs/routes';
 import { serializeHeldJobs } from './builds/jobs/serialize';
 import { buildRoutes } from './builds/routes';
@@ -52,6 +54,7 @@ export interface AppDeps extends Pick<
   | 'annotations'
   | 'metaData'
   | 'rateLimiter'
+  | 'artifacts'
 > {
   logger: Logger;
   publicUrl: string;
@@ -101,6 +104,8 @@ export function createApp(deps: AppDeps): express.Express {
     ...uploadJsonBody(deps.uploadBodyLimitBytes, jsonTypes),
     parseUploadMultipart({ fileSize: deps.uploadBodyLimitBytes }),
   );
+  // Artifact content: the signed form's file is streamed into staging, not parsed into memory.
+  app.post(ARTIFACT_UPLOADS_PATH, parseArtifactUpload(deps.artifacts));
   // The agent API: its agent token is checked before the body is read.
   app.use(AGENT_API_PATH, agentAuth(deps.agents));
   // Webhook deliveries are signed over the exact bytes sent, so their parser keeps them; no other
@@ -187,6 +192,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(annotationRoutes(deps.annotations, deps.publicUrl));
   app.use(agentAnnotationRoutes(deps.annotations));
   app.use(agentMetaDataRoutes(deps.metaData));
+  app.use(artifactRoutes(deps.artifacts, deps.publicUrl));
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -42,6 +42,8 @@ export interface Config {
   rateLimits: RateLimitSettings;
   /** The sweep for lost agents, timed-out and expired jobs. */
   sweep: SweepSettings;
+  /** Artifacts: where their content is kept (ARTIFACTS_DIR, default `<DATA_DIR>/artifacts`) and its limits. */
+  artifacts: { dir: string; maxFileBytes: number; maxJobBytes: number };
   github: { apiUrl: string | undefined; token: string | undefined };
   githubEnterprise: { apiUrl: string | undefined; token: string | undefined };
 }
@@ -183,6 +185,11 @@ export function loadConfig(env: Env = process.env): Config {
       intervalMs: int(env, 'SWEEP_INTERVAL_MS', 5_000, 100, 600_000),
       agentLostAfterMs: int(env, 'AGENT_LOST_AFTER_SECONDS', 180, 5, 86_400) * 1000,
       jobExpiryMs: int(env, 'JOB_EXPIRY_MINUTES', 1440, 0, 525_600) * 60_000,
+    },
+    artifacts: {
+      dir: path.resolve(env.ARTIFACTS_DIR || path.join(dataDir, 'artifacts')),
+      maxFileBytes: int(env, 'ARTIFACT_MAX_FILE_BYTES', 1024 * 1024 * 1024, 1, 5 * 1024 * 1024 * 1024),
+      maxJobBytes: int(env, 'ARTIFACT_MAX_JOB_BYTES', 10 * 1024 * 1024 * 1024, 1, 1024 * 1024 * 1024 * 1024),
     },
     github: { apiUrl: url(env, 'GITHUB_API_URL', undefined), token: env.GITHUB_TOKEN || undefined },
     githubEnterprise: {

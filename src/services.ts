@@ -2,11 +2,17 @@
  * The composition root: one Knex instance, the keys, and every repository and service wired
  * together. The server, the CLI and the tests all build their world here.
  */
+import crypto from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
 import type { Knex } from 'knex';
 import { AccessTokenRepository } from './access-token/repository';
 import { AccessTokenService } from './access-token/service';
 import { AgentRepository } from './agents/repository';
 import { AgentService } from './agents/service';
+import { ArtifactRepository } from './artifacts/repository';
+import { ArtifactService, DEFAULT_ARTIFACT_SETTINGS, type ArtifactSettings } from './artifacts/service';
+import { DiskArtifactStorage } from './artifacts/storage';
 import { AgentWorkService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './builds/jobs/agent-work';
 import { BuildProgress } from './builds/progress/service';
 import { BuildRepository } from './builds/repository';
@@ -62,6 +68,8 @@ export interface Services {
   /** A build's meta-data as `buildkite-agent meta-data` reads and writes it. */
   metaData: MetaDataService;
   rateLimiter: RateLimiter;
+  /** Artifacts: the agent's uploads and searches, the REST reads and deletes. */
+  artifacts: ArtifactService;
   /** Started by the server process only. */
   sweeper: Sweeper;
 }
@@ -85,6 +93,8 @@ export interface ServiceOptions {
   clock?: () => Date;
   /** Largest log of one job (Config.jobLogLimitBytes); default 1,024 MiB. */
   jobLogLimitBytes?: number;
+  /** Where artifact content is kept on disk, and its limits (Config.artifacts). Default: a fresh directory under the system's temp directory (tests), DEFAULT_ARTIFACT_SETTINGS. */
+  artifacts?: Partial<{ dir: string } & ArtifactSettings>;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -131,6 +141,16 @@ export function createServices(o: ServiceOptions): Services {
     annotations: new AnnotationService(db, new AnnotationRepository(db), builds, jobService, agentWork, o.clock),
     metaData: new MetaDataService(buildRepository, progress, agentWork),
     rateLimiter: new RateLimiter(db, o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 }, o.now),
+    artifacts: new ArtifactService(
+      new ArtifactRepository(db),
+      // Made when the first content arrives: a context that stores none leaves no directory behind.
+      new DiskArtifactStorage(o.artifacts?.dir ?? path.join(os.tmpdir(), `windsock-artifacts-${crypto.randomUUID()}`)),
+      builds,
+      agentWork,
+      keys,
+      { ...DEFAULT_ARTIFACT_SETTINGS, ...o.artifacts },
+      o.clock,
+    ),
     sweeper: new Sweeper(agentService, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
   };
 }
@@ -148,5 +168,6 @@ export function servicesFromConfig(config: Config, logger: Logger): Services {
     rateLimits: config.rateLimits,
     sweep: config.sweep,
     jobLogLimitBytes: config.jobLogLimitBytes,
+    artifacts: config.artifacts,
   });
 }

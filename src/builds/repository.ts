@@ -170,6 +170,16 @@ export class BuildRepository {
     return row ? buildFromRow(row) : null;
   }
 
+  /** The build a job (retried ones too) belongs to. */
+  async findByJobId(jobId: string): Promise<Build | null> {
+    const row = await this.db('builds as b')
+      .join('jobs as j', 'j.build_id', 'b.id')
+      .leftJoin('users as u', 'u.id', 'b.creator_id')
+      .where({ 'j.id': jobId })
+      .first(SELECT);
+    return row ? buildFromRow(row) : null;
+  }
+
   async findById(id: string): Promise<Build | null> {
     const row = await this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').where({ 'b.id': id }).first(SELECT);
     return row ? buildFromRow(row) : null;

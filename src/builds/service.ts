@@ -120,6 +120,26 @@ export class BuildService {
     return this.builds.findById(id);
   }
 
+  /** A build and every one of its jobs (retried ones too) by id, for callers that already hold a credential for it. */
+  async findWithJobsById(id: string): Promise<{ build: Build; jobs: Job[] } | null> {
+    const build = await this.builds.findById(id);
+    return build ? this.builds.findWithJobs(build.pipelineId, build.number, true) : null;
+  }
+
+  /**
+   * The build of a job (retried jobs included) and all its jobs, as the caller may read it, for
+   * the organization-scoped job paths (`/v2/organizations/{org}/jobs/{job_id}/...`): a job of
+   * another organization or of a pipeline the caller may not read is as good as missing.
+   */
+  async getByJobId(actor: Actor, jobId: string): Promise<BuildWithJobs> {
+    const build = await this.builds.findByJobId(jobId);
+    if (!build || build.organizationId !== actor.organization.id) throw new NotFoundError('job');
+    const readable = (await this.pipelines.readableByIds(new Map([[actor.organization.id, actor]]), [build.pipelineId])).get(build.pipelineId);
+    const found = readable ? await this.builds.findWithJobs(build.pipelineId, build.number, true) : null;
+    if (!readable || !found) throw new NotFoundError('job');
+    return { ...found, pipeline: readable.pipeline, perms: readable.perms, actor };
+  }
+
   /** Whether the pipeline has a build of `commit` (on `branch`, when given). */
   async hasBuildOf(pipelineId: string, commit: string, branch?: string): Promise<boolean> {
     const found = await this.builds.list({ scope: { pipelineId }, commits: [commit], branches: branch === undefined ? undefined : [branch] }, 0, 1);

@@ -9,6 +9,8 @@
  * disconnects, and ends if that made it `stopped` (an administrator stopped it), else (the
  * service marked it lost) registers again. Told `pause`, it takes no job and keeps polling. Each
  * job has a `buildkite-agent` command on its PATH (see ./buildkite-agent-shim).
+ * After the command, whatever its exit status, the step's `artifact_paths` are uploaded with
+ * `buildkite-agent artifact upload` (the upload's outcome does not change the job's).
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -202,9 +204,10 @@ async function runJob(
   }
   const dir = await fs.mkdtemp(path.join(o.buildRoot ?? os.tmpdir(), 'windsock-build-'));
   log(`${o.name}: running job ${job.id}`);
+  const env = jobEnvironment(job, dir, agent, o.endpoint);
   const child = spawn('/bin/sh', ['-c', job.command ?? ''], {
     cwd: dir,
-    env: jobEnvironment(job, dir, agent, o.endpoint),
+    env,
     detached: true, // its own process group, so a timeout kills everything it started
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -258,6 +261,9 @@ async function runJob(
     });
     child.on('close', (code, signal) => resolve(code ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : -1)));
   });
+  // The step's artifact_paths, whatever the exit status: the job's own `buildkite-agent artifact upload`.
+  const artifactPaths = job.env.BUILDKITE_ARTIFACT_PATHS;
+  if (artifactPaths && signalReason !== 'agent_stop') await uploadArtifacts(agent.bin, artifactPaths, dir, env, collect);
   clearInterval(ticker);
   clearInterval(watcher);
   if (timeout) clearTimeout(timeout);
@@ -268,4 +274,19 @@ async function runJob(
   );
   await fs.rm(dir, { recursive: true, force: true });
   log(`${o.name}: job ${job.id} exited ${exitStatus}`);
+}
+
+/** Runs the job's `buildkite-agent artifact upload <paths>` (./shim/artifact.ts), its output going to the job's log. */
+function uploadArtifacts(bin: string, paths: string, cwd: string, env: Record<string, string>, collect: (data: string) => void): Promise<void> {
+  collect('~~~ Uploading artifacts\n');
+  return new Promise((resolve) => {
+    const up = spawn(path.join(bin, 'buildkite-agent'), ['artifact', 'upload', paths], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    up.stdout.setEncoding('utf8').on('data', collect);
+    up.stderr.setEncoding('utf8').on('data', collect);
+    up.on('error', (err) => {
+      collect(`artifact upload: ${err.message}\n`);
+      resolve();
+    });
+    up.on('close', () => resolve());
+  });
 }

@@ -10,12 +10,13 @@
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { ARTIFACT } from './shim/artifact';
 import { PIPELINE } from './shim/pipeline';
 import { ANNOTATE } from './shim/annotate';
 import { META_DATA } from './shim/meta-data';
 import { RUNTIME } from './shim/runtime';
 
-const COMMANDS = [PIPELINE, ANNOTATE, META_DATA];
+const COMMANDS = [PIPELINE, ARTIFACT, ANNOTATE, META_DATA];
 
 const SCRIPT = [
   `'use strict';\nconst fs = require('node:fs');\nconst commands = {};`,

@@ -36,6 +36,8 @@ export const SCOPES = [
   'read_build_logs',
   'write_build_logs',
   'read_job_env',
+  'read_artifacts',
+  'write_artifacts',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -59,6 +59,8 @@ export const PATH_THINGS: Record<string, string> = {
   token: 'pipeline',
   agent_id: 'agent',
   job_id: 'job',
+  artifact_id: 'artifact',
+  build_id: 'build',
 };
 
 /** Every branch a value of this schema may take: itself, or its oneOf/anyOf alternatives. */

@@ -175,6 +175,8 @@ describeEachDatabase('query and path parameters', (ctx) => {
     it('takes reserved characters in every free-text query parameter of every operation', async () => {
       expect(textParams.length).toBeGreaterThan(8);
       for (const { op, p } of textParams) {
+        // A signed URL (artifact content) and the agent API have credentials of their own; test/artifacts covers theirs.
+        if (op.auth !== 'bearer') continue;
         const res = await rawGet(endpoint, `${fillPath(op, t.params)}?${p.name}=a/b:c@d,e;f$g+h!*'()`, t.token);
         expect({ op: op.operationId, param: p.name, status: res.status }).toEqual({ op: op.operationId, param: p.name, status: 200 });
       }
@@ -257,7 +259,8 @@ describeEachDatabase('query and path parameters', (ctx) => {
         const good = fillPath(op, t.params);
         if (op.method === 'get') {
           const res = await get(ctx(), good);
-          expect({ op: op.operationId, status: res.status }).toEqual({ op: op.operationId, status: 200 });
+          // A download answers a 302 to the content.
+          expect({ op: op.operationId, status: res.status }).toEqual({ op: op.operationId, status: op.operationId.startsWith('downloadArtifact') ? 302 : 200 });
         }
         for (const v of ['0x1', '1e0', '1.0', 'Infinity', '0', '-1', '2147483648', '+1', ' 1']) {
           const target = fillPath(op, { ...t.params, [p.name]: v });

@@ -82,6 +82,8 @@ const NOT_READ_BACK: Record<string, string> = {
   finishJob: "the result of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads results back",
   uploadPipeline:
     "steps for a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/jobs/pipeline-upload reads uploads back",
+  createArtifacts: "artifacts of a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/artifacts reads them back",
+  updateArtifacts: "states of a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/artifacts reads them back",
   annotateFromJob:
     "an annotation from a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/annotations reads them back",
   setJobMetaData:
@@ -139,6 +141,11 @@ const ARRAY_ITEMS: Record<string, (t: Tenant) => { body: Record<string, unknown>
   'updatePipeline.steps': () => ({ body: {}, item: { type: 'script', command: 'make' } }),
   'uploadTestResults.data': (t) => ({ body: BODIES.uploadTestResults!(t) as Record<string, unknown>, item: { name: 'item', result: 'passed' } }),
   'setJobMetaDataBatch.items': (t) => ({ body: BODIES.setJobMetaDataBatch!(t) as Record<string, unknown>, item: { key: 'made', value: 'here' } }),
+  'createArtifacts.artifacts': (t) => ({
+    body: BODIES.createArtifacts!(t) as Record<string, unknown>,
+    item: { path: 'item.txt', file_size: 1, sha1sum: 'b'.repeat(40) },
+  }),
+  'updateArtifacts.artifacts': (t) => ({ body: BODIES.updateArtifacts!(t) as Record<string, unknown>, item: { id: t.params.artifact_id, state: 'error' } }),
 };
 
 const PROTO_KEYS = '"__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted":"yes"}},"prototype":{"polluted":"yes"}';

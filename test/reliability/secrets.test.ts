@@ -140,7 +140,8 @@ describeEachDatabase(
       for (const op of scanned.filter((o) => o.method === 'get')) {
         const res = await send(ctx(), op, fillPath(op, t.params), t.token);
         requests++;
-        expect(res.status).toBe(200);
+        // A download answers a 302 to the content's signed URL.
+        expect(res.status).toBe(op.operationId.startsWith('downloadArtifact') ? 302 : 200);
         if (res.text.includes(secrets['webhook token']!)) webhookShown.push(op.operationId);
         found.push(...leaked(seen(res), ['webhook token']).map((name) => `${op.operationId}: ${name}`));
       }

@@ -102,6 +102,7 @@ export const PARAM_KINDS = [
   'job_id',
   'annotation_id',
   'context',
+  'artifact_id',
   'build_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
@@ -118,6 +119,7 @@ export function missingParam(kind: ParamKind): string {
     case 'agent_id':
     case 'job_id':
     case 'annotation_id':
+    case 'artifact_id':
     case 'build_id':
       return crypto.randomUUID();
     case 'token':
@@ -238,7 +240,8 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   check(reg, 201, 'register agent');
   const agent = { id: reg.body.id as string, token: reg.body.access_token as string };
   check(await ctx.http().post('/v3/connect').set(agentAuth(agent.token)), 200, 'connect agent');
-  // The agent runs every job, oldest first, each leaving a log that names the tenant.
+  // The agent runs every job, oldest first, each leaving a log and an artifact that name the tenant.
+  const artifacts = new Map<string, string>();
   for (
     let job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token))).body.job;
     job;
@@ -255,6 +258,30 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       201,
       'log chunk',
     );
+    // And an artifact naming the tenant, uploaded and finished.
+    const content = `${org.slug}: ${tag}\n`;
+    const hash = (algorithm: string) => crypto.createHash(algorithm).update(content).digest('hex');
+    const made = await ctx
+      .http()
+      .post(`/v3/jobs/${job.id}/artifacts`)
+      .set(agentAuth(agent.token))
+      .send({ artifacts: [{ path: `out/${tag}.txt`, file_size: Buffer.byteLength(content), sha1sum: hash('sha1'), sha256sum: hash('sha256') }] });
+    check(made, 201, 'create artifact');
+    const form = made.body.upload_instructions as { action: { path: string }; data: Record<string, string> };
+    let upload = ctx.http().post(form.action.path);
+    for (const [k, v] of Object.entries(form.data)) upload = upload.field(k, v.replace('${artifact:path}', `out/${tag}.txt`));
+    check(await upload.attach('file', Buffer.from(content), `${tag}.txt`), 204, 'upload artifact');
+    const artifactId = made.body.artifact_ids[0] as string;
+    check(
+      await ctx
+        .http()
+        .put(`/v3/jobs/${job.id}/artifacts`)
+        .set(agentAuth(agent.token))
+        .send({ artifacts: [{ id: artifactId, state: 'finished' }] }),
+      200,
+      'finish artifact',
+    );
+    artifacts.set(job.id, artifactId);
     check(await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }), 200, 'finish job');
   }
   // An annotation on the last build's first job (so the build's, the job's and the job-by-id routes all reach it).
@@ -279,6 +306,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     job_id: builds[builds.length - 1]?.jobIds[0] ?? crypto.randomUUID(),
     annotation_id: (annotation?.body.id as string | undefined) ?? crypto.randomUUID(),
     context: 'fixture',
+    artifact_id: artifacts.get(builds[builds.length - 1]?.jobIds[0] ?? '') ?? crypto.randomUUID(),
     build_id: lastBuild?.id ?? crypto.randomUUID(),
   };
   return {
@@ -311,6 +339,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       at.body.id,
       agent.id,
       ...(annotation ? [annotation.body.id as string] : []),
+      ...artifacts.values(),
       tag,
     ],
   };
@@ -409,6 +438,20 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getBuildMetaData: () => ({ key: 'made' }),
   buildMetaDataExists: () => ({ key: 'made' }),
   buildMetaDataKeys: undefined,
+  listBuildArtifacts: undefined,
+  listJobArtifacts: undefined,
+  getArtifact: undefined,
+  deleteArtifact: undefined,
+  downloadArtifact: undefined,
+  getArtifactContent: undefined,
+  listJobArtifactsByJobId: undefined,
+  getArtifactByJobId: undefined,
+  deleteArtifactByJobId: undefined,
+  downloadArtifactByJobId: undefined,
+  uploadArtifactContent: undefined,
+  createArtifacts: () => ({ artifacts: [{ path: 'made.txt', file_size: 4, sha1sum: 'a'.repeat(40) }] }),
+  updateArtifacts: (t) => ({ artifacts: [{ id: t.params.artifact_id, state: 'finished' }] }),
+  searchArtifacts: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */

@@ -5,6 +5,9 @@
  * test needs; nothing is shared between tests.
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import knexFactory from 'knex';
 import request from 'supertest';
 import type { Express } from 'express';
@@ -59,6 +62,8 @@ export interface ContextOptions {
   sweep?: SweepSettings;
   /** The cap on one job's log (default 1,024 MiB). */
   jobLogLimitBytes?: number;
+  /** Artifact storage directory and limits (default: a fresh temp directory, the default limits). */
+  artifacts?: { dir?: string; maxFileBytes?: number; maxJobBytes?: number };
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -73,6 +78,8 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     await admin.raw(`create schema ${schema}`);
     await admin.destroy();
   }
+  const ownArtifactsDir = opts.artifacts?.dir === undefined;
+  const artifactsDir = opts.artifacts?.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-test-artifacts-'));
   const services = createServices({
     database: kind === 'sqlite' ? { kind, url: opts.sqliteFile ?? ':memory:' } : { kind, url: pgUrl, schema },
     secret: 'test-secret-test-secret-test-secret-0123456789',
@@ -85,6 +92,8 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     clock: opts.clock,
     sweep: opts.sweep,
     jobLogLimitBytes: opts.jobLogLimitBytes,
+    // Artifact content in a directory of this context's own, removed on close.
+    artifacts: { dir: artifactsDir, ...opts.artifacts },
   });
   await migrateLatest(services.db);
   const app = createApp({
@@ -133,6 +142,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     },
     close: async (o = {}) => {
       await services.db.destroy();
+      if (ownArtifactsDir) fs.rmSync(artifactsDir, { recursive: true, force: true });
       if (schema && !o.keepSchema) {
         const admin = knexFactory({ client: 'pg', connection: pgUrl });
         await admin.raw(`drop schema if exists ${schema} cascade`);

@@ -17,6 +17,7 @@ import * as jobPriority from './20261125100000_job_priority';
 import * as jobDispatch from './20261125110000_job_dispatch';
 import * as jobLogSize from './20261125120000_job_log_size';
 import * as buildTriggeredFrom from './20261125130000_build_triggered_from';
+import * as artifacts from './20261125140000_artifacts';
 import * as annotations from './20261125150000_annotations';
 import * as agentPause from './20261125170000_agent_pause';
 
@@ -34,6 +35,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125110000_job_dispatch': jobDispatch,
   '20261125120000_job_log_size': jobLogSize,
   '20261125130000_build_triggered_from': buildTriggeredFrom,
+  '20261125140000_artifacts': artifacts,
   '20261125150000_annotations': annotations,
   '20261125170000_agent_pause': agentPause,
 };

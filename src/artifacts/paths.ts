@@ -1,0 +1,48 @@
+/**
+ * An artifact's path as the agent reports it, and the agent search's query. A path is only ever
+ * a label (content is stored by its hash), but one that would climb out of a directory when a
+ * client downloads it is refused: absolute, `..` segments, backslashes, NUL and other control
+ * characters, empty segments.
+ */
+
+/** Why the path is refused, or null when it is fine. */
+export function pathProblem(p: string): string | null {
+  if (p.length === 0) return "can't be blank";
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(p)) return 'must not contain NUL or control characters';
+  if (p.includes('\\')) return 'must use / as the separator, not \\';
+  if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) return 'must be relative, not absolute';
+  const segments = p.split('/');
+  if (segments.some((s) => s === '..')) return 'must not contain a .. segment';
+  if (segments.some((s) => s === '' || s === '.')) return 'must not contain empty or . segments';
+  return null;
+}
+
+/** The path without its last segment (`.` for a file at the top, as Ruby's File.dirname says). */
+export function dirname(p: string): string {
+  const i = p.lastIndexOf('/');
+  return i < 0 ? '.' : p.slice(0, i);
+}
+
+export function filename(p: string): string {
+  return p.slice(p.lastIndexOf('/') + 1);
+}
+
+/**
+ * The agent search's query as a matcher. As documented for `buildkite-agent artifact download`:
+ * `*` matches any run of characters, `/` included (`log/*` is everything under `log/`), and every
+ * other character (`?`, `[`, `]` too) is itself. A glob library's `*` stops at `/`, so this is
+ * not one.
+ */
+export function queryMatcher(query: string): (path: string) => boolean {
+  const re = new RegExp(
+    `^${query
+      .split('*')
+      .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+    's',
+  );
+  return (p) => re.test(p);
+}
+
+export const isGlob = (query: string) => query.includes('*');

@@ -1,0 +1,160 @@
+/** The `artifacts` table: Knex queries, rows in and artifacts out. */
+import type { Knex } from 'knex';
+import { toDate, toDateOrNull } from '../db/values';
+
+export type ArtifactState = 'new' | 'error' | 'finished' | 'deleted' | 'expired';
+
+export interface Artifact {
+  id: string;
+  jobId: string;
+  buildId: string;
+  /** The service's id of the batch it was registered in (the upload form names it). */
+  batchId: string;
+  /** The agent's id of that batch (idempotency), if it sent one. */
+  clientBatchId: string | null;
+  batchIndex: number;
+  state: ArtifactState;
+  path: string;
+  contentType: string;
+  fileSize: number;
+  sha1sum: string;
+  sha256sum: string | null;
+  /** The storage address of the uploaded content (its SHA-256), once uploaded and checked. */
+  contentSha256: string | null;
+  createdAt: Date;
+  finishedAt: Date | null;
+  deletedAt: Date | null;
+}
+
+function fromRow(r: Record<string, unknown>): Artifact {
+  return {
+    id: r.id as string,
+    jobId: r.job_id as string,
+    buildId: r.build_id as string,
+    batchId: r.batch_id as string,
+    clientBatchId: (r.client_batch_id as string | null) ?? null,
+    batchIndex: Number(r.batch_index),
+    state: r.state as ArtifactState,
+    path: r.path as string,
+    contentType: r.content_type as string,
+    fileSize: Number(r.file_size),
+    sha1sum: r.sha1sum as string,
+    sha256sum: (r.sha256sum as string | null) ?? null,
+    contentSha256: (r.content_sha256 as string | null) ?? null,
+    createdAt: toDate(r.created_at),
+    finishedAt: toDateOrNull(r.finished_at),
+    deletedAt: toDateOrNull(r.deleted_at),
+  };
+}
+
+function toRow(a: Artifact): Record<string, unknown> {
+  return {
+    id: a.id,
+    job_id: a.jobId,
+    build_id: a.buildId,
+    batch_id: a.batchId,
+    client_batch_id: a.clientBatchId,
+    batch_index: a.batchIndex,
+    state: a.state,
+    path: a.path,
+    content_type: a.contentType,
+    file_size: a.fileSize,
+    sha1sum: a.sha1sum,
+    sha256sum: a.sha256sum,
+    content_sha256: a.contentSha256,
+    created_at: a.createdAt,
+    finished_at: a.finishedAt,
+    deleted_at: a.deletedAt,
+  };
+}
+
+/** Oldest first; the batch order breaks ties within a batch. */
+const ORDER = [
+  { column: 'created_at', order: 'asc' },
+  { column: 'batch_index', order: 'asc' },
+  { column: 'id', order: 'asc' },
+] as const;
+
+export class ArtifactRepository {
+  constructor(private readonly db: Knex) {}
+
+  withTransaction(trx: Knex.Transaction): ArtifactRepository {
+    return new ArtifactRepository(trx);
+  }
+
+  async insertMany(artifacts: Artifact[]): Promise<void> {
+    // Chunks keep each statement under SQLite's bound-parameter limit.
+    for (let i = 0; i < artifacts.length; i += 50) await this.db('artifacts').insert(artifacts.slice(i, i + 50).map(toRow));
+  }
+
+  async byClientBatch(jobId: string, clientBatchId: string): Promise<Artifact[]> {
+    const rows = await this.db('artifacts').where({ job_id: jobId, client_batch_id: clientBatchId }).orderBy('batch_index');
+    return rows.map(fromRow);
+  }
+
+  /** The artifacts of a batch with this path, in batch order. */
+  async inBatchWithPath(batchId: string, path: string): Promise<Artifact[]> {
+    const rows = await this.db('artifacts').where({ batch_id: batchId, path }).orderBy('batch_index');
+    return rows.map(fromRow);
+  }
+
+  async byIds(ids: string[]): Promise<Artifact[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db('artifacts').whereIn('id', ids);
+    return rows.map(fromRow);
+  }
+
+  async findById(id: string): Promise<Artifact | null> {
+    const row = await this.db('artifacts').where({ id }).first();
+    return row ? fromRow(row) : null;
+  }
+
+  /** The bytes the job's artifacts take or will take (deleted ones excluded). */
+  async jobBytes(jobId: string): Promise<number> {
+    const row = await this.db('artifacts').where({ job_id: jobId }).whereNot({ state: 'deleted' }).sum({ total: 'file_size' }).first();
+    return Number(row?.total ?? 0);
+  }
+
+  /** Records the checked content of an artifact still waiting for it; false when it has some already. */
+  async setContent(id: string, contentSha256: string): Promise<boolean> {
+    return (await this.db('artifacts').where({ id, state: 'new' }).whereNull('content_sha256').update({ content_sha256: contentSha256 })) > 0;
+  }
+
+  async setState(ids: string[], state: ArtifactState, finishedAt: Date): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db('artifacts').whereIn('id', ids).whereNot({ state: 'deleted' }).update({ state, finished_at: finishedAt });
+  }
+
+  /** A page of the artifacts of a build or a job (not deleted), with their total. */
+  async page(where: { build_id: string } | { job_id: string }, offset: number, limit: number): Promise<{ items: Artifact[]; total: number }> {
+    const base = () => this.db('artifacts').where(where).whereNot({ state: 'deleted' });
+    const [rows, count] = await Promise.all([
+      base()
+        .orderBy([...ORDER])
+        .offset(offset)
+        .limit(limit),
+      base().count({ n: '*' }).first(),
+    ]);
+    return { items: rows.map(fromRow), total: Number(count?.n ?? 0) };
+  }
+
+  /** Every artifact of the build that is not deleted (optionally in one state), oldest first. */
+  async ofBuild(buildId: string, state?: ArtifactState): Promise<Artifact[]> {
+    const q = this.db('artifacts').where({ build_id: buildId }).whereNot({ state: 'deleted' });
+    if (state) q.andWhere({ state });
+    return (await q.orderBy([...ORDER])).map(fromRow);
+  }
+
+  /** Marks it deleted and forgets its content address; answers the address it had. */
+  async markDeleted(id: string, at: Date): Promise<string | null> {
+    const row = await this.db('artifacts').where({ id }).whereNot({ state: 'deleted' }).first('content_sha256');
+    if (!row) return null;
+    await this.db('artifacts').where({ id }).update({ state: 'deleted', deleted_at: at, content_sha256: null });
+    return (row.content_sha256 as string | null) ?? null;
+  }
+
+  /** Whether any artifact still uses the content at this address. */
+  async contentInUse(contentSha256: string): Promise<boolean> {
+    return Boolean(await this.db('artifacts').where({ content_sha256: contentSha256 }).first('id'));
+  }
+}

@@ -1,0 +1,125 @@
+/**
+ * Artifacts over HTTP: the REST operations (list by build and by job, get, download, delete),
+ * the agent API's batch create, state report and search (under /v3, after app.ts's agent
+ * authentication), and the two signed URLs that need no token: the upload form and the content.
+ */
+import type { Request, Response } from 'express';
+import type { Agent } from '../agents/repository';
+import { actorOf } from '../http/auth';
+import { bodyIn, operationRouter, type OperationRequest } from '../http/operation';
+import { pageRequest, setLinkHeader } from '../http/pagination';
+import type { BuildWithJobs } from '../builds/service';
+import { serializeArtifact, serializeFoundArtifact } from './serialize';
+import { DOWNLOAD_URL_SECONDS, SEARCH_URL_SECONDS, type ArtifactService, type BuildRef } from './service';
+import { stagedFile } from './upload';
+
+export function artifactRoutes(service: ArtifactService, publicUrl: string) {
+  const api = operationRouter();
+  const buildUrl = (item: BuildWithJobs) =>
+    `${publicUrl}/v2/organizations/${item.actor.organization.slug}/pipelines/${item.pipeline.slug}/builds/${item.build.number}`;
+  const agentOf = (res: Response) => res.locals.agent as Agent;
+  /**
+   * The agent's own URLs (upload form, content) are on the address it reached the agent API at,
+   * which it can reach, rather than PUBLIC_URL, which an agent on an inner network may not.
+   */
+  const agentBase = (req: Pick<Request, 'protocol' | 'get'>) => `${req.protocol}://${req.get('host') ?? new URL(publicUrl).host}`;
+
+  api.on('listBuildArtifacts', async (req, res) => {
+    const p = pageRequest(req);
+    const { item, items, total } = await service.listByBuild(actorOf(res), req.params.pipeline_slug, req.params.build_number, p.offset, p.perPage);
+    setLinkHeader(req, res, publicUrl, p, { total });
+    res.json(items.map((a) => serializeArtifact(a, buildUrl(item))));
+  });
+
+  const listJob = async (req: OperationRequest<'listJobArtifacts' | 'listJobArtifactsByJobId'>, res: Response, where: BuildRef, jobId: string) => {
+    const p = pageRequest(req);
+    const { item, items, total } = await service.listByJob(actorOf(res), where, jobId, p.offset, p.perPage);
+    setLinkHeader(req, res, publicUrl, p, { total });
+    return items.map((a) => serializeArtifact(a, buildUrl(item)));
+  };
+  const byBuild = (params: { pipeline_slug: string; build_number: number }): BuildRef => ({ pipelineSlug: params.pipeline_slug, number: params.build_number });
+  const byJob = (params: { job_id: string }): BuildRef => ({ jobId: params.job_id });
+
+  api.on('listJobArtifacts', async (req, res) => {
+    res.json(await listJob(req, res, byBuild(req.params), req.params.job_id));
+  });
+  api.on('listJobArtifactsByJobId', async (req, res) => {
+    res.json(await listJob(req, res, byJob(req.params), req.params.job_id));
+  });
+
+  const get = async (res: Response, where: BuildRef, jobId: string, id: string) => {
+    const { item, artifact } = await service.get(actorOf(res), where, jobId, id);
+    return serializeArtifact(artifact, buildUrl(item));
+  };
+  api.on('getArtifact', async (req, res) => {
+    res.json(await get(res, byBuild(req.params), req.params.job_id, req.params.artifact_id));
+  });
+  api.on('getArtifactByJobId', async (req, res) => {
+    res.json(await get(res, byJob(req.params), req.params.job_id, req.params.artifact_id));
+  });
+
+  const download = async (res: Response, where: BuildRef, jobId: string, id: string) => {
+    const artifact = await service.downloadable(actorOf(res), where, jobId, id);
+    const url = service.contentUrl(publicUrl, artifact.id, DOWNLOAD_URL_SECONDS);
+    res.setHeader('Location', url);
+    return { url };
+  };
+  api.on('downloadArtifact', async (req, res) => {
+    res.status(302).json(await download(res, byBuild(req.params), req.params.job_id, req.params.artifact_id));
+  });
+  api.on('downloadArtifactByJobId', async (req, res) => {
+    res.status(302).json(await download(res, byJob(req.params), req.params.job_id, req.params.artifact_id));
+  });
+
+  api.on('deleteArtifact', async (req, res) => {
+    await service.delete(actorOf(res), byBuild(req.params), req.params.job_id, req.params.artifact_id);
+    res.status(204).end();
+  });
+  api.on('deleteArtifactByJobId', async (req, res) => {
+    await service.delete(actorOf(res), byJob(req.params), req.params.job_id, req.params.artifact_id);
+    res.status(204).end();
+  });
+
+  // The bytes, with ranges (206, 416) by Express's sendFile; the type is the artifact's own.
+  api.on('getArtifactContent', async (req, res) => {
+    const content = await service.content(req.params.artifact_id, { expires: req.query.expires, signature: req.query.signature });
+    res.setHeader('Content-Type', content.contentType);
+    res.setHeader('Cache-Control', 'private, max-age=60');
+    await new Promise<void>((resolve, reject) => {
+      res.sendFile(content.file, { etag: false, lastModified: false, acceptRanges: true, dotfiles: 'allow' }, (err?: Error) => {
+        // A 416 (or a file gone) before anything was sent goes to the error handler; a client gone mid-way is nobody's error.
+        if (err && !res.headersSent) reject(err);
+        else resolve();
+      });
+    });
+  });
+
+  api.on('uploadArtifactContent', async (req, res) => {
+    await service.upload(bodyIn(req, 'multipart/form-data') ?? {}, stagedFile(req));
+    res.status(204).end();
+  });
+
+  api.on('createArtifacts', async (req, res) => {
+    const batch = await service.create(agentOf(res), req.params.job_id, req.body, agentBase(req));
+    res.status(201).json({ id: batch.id, artifact_ids: batch.artifactIds, upload_instructions: batch.instructions, per_artifact_instructions: {} });
+  });
+
+  api.on('updateArtifacts', async (req, res) => {
+    const artifacts = await service.updateStates(agentOf(res), req.params.job_id, req.body.artifacts);
+    res.json({ artifacts: artifacts.map((a) => ({ id: a.id, state: a.state })) });
+  });
+
+  api.on('searchArtifacts', async (req, res) => {
+    const q = req.query;
+    const found = await service.search(agentOf(res), req.params.build_id, {
+      query: q.query,
+      scope: q.scope,
+      state: q.state,
+      includeRetried: q.include_retried_jobs,
+      includeDuplicates: q.include_duplicates,
+    });
+    res.json(found.map((a) => serializeFoundArtifact(a, service.contentUrl(agentBase(req), a.id, SEARCH_URL_SECONDS))));
+  });
+
+  return api.router;
+}

@@ -1,0 +1,344 @@
+/**
+ * The rules of artifacts: what an agent may register, upload, report and find for the jobs it
+ * runs, and what a REST caller may read and delete. No HTTP, no SQL. Content goes through an
+ * ArtifactStorage; its URLs (the upload form's, and the content's for downloads) are signed with
+ * a key derived from the service's secret and carry their expiry, so they need no token.
+ */
+import crypto from 'node:crypto';
+import mime from 'mime-types';
+import type { components } from '../../generated/api';
+import type { Agent } from '../agents/repository';
+import type { AgentWorkService } from '../builds/jobs/agent-work';
+import { HELD_STATES, type Job, type JobContext } from '../builds/jobs/model';
+import type { BuildService, BuildWithJobs } from '../builds/service';
+import { ForbiddenError, NotFoundError, PayloadTooLargeError, ValidationError, type FieldError } from '../core/errors';
+import type { Actor } from '../core/identity';
+import type { Keys } from '../security/keys';
+import { pathProblem, queryMatcher } from './paths';
+import type { Artifact, ArtifactRepository } from './repository';
+import { ContentTooLargeError, type ArtifactStorage, type StagedContent } from './storage';
+
+type CreateRequest = components['schemas']['CreateArtifactsRequest'];
+type StateUpdate = components['schemas']['ArtifactStateUpdate'];
+
+export interface ArtifactSettings {
+  /** Largest artifact, in bytes (ARTIFACT_MAX_FILE_BYTES). */
+  maxFileBytes: number;
+  /** Largest total of one job's artifacts, in bytes (ARTIFACT_MAX_JOB_BYTES). */
+  maxJobBytes: number;
+}
+
+/** 1 GiB per artifact, 10 GiB per job (ARTIFACT_MAX_FILE_BYTES, ARTIFACT_MAX_JOB_BYTES). */
+export const DEFAULT_ARTIFACT_SETTINGS: ArtifactSettings = { maxFileBytes: 1024 * 1024 * 1024, maxJobBytes: 10 * 1024 * 1024 * 1024 };
+
+/** The content type when the agent sends none and the extension says nothing (the agent's own fallback). */
+export const FALLBACK_CONTENT_TYPE = 'binary/octet-stream';
+/** How long the upload form's signature holds. */
+export const UPLOAD_URL_SECONDS = 3600;
+/** How long the REST download's URL holds (the documented 60 seconds). */
+export const DOWNLOAD_URL_SECONDS = 60;
+/** How long the URLs of the agent's search hold: `artifact download` fetches many files after one search. */
+export const SEARCH_URL_SECONDS = 3600;
+
+/** A URL whose signature is wrong or expired: 403 with the reason. */
+export class SignedUrlError extends ForbiddenError {
+  constructor(reason: string) {
+    super();
+    this.message = reason;
+  }
+}
+
+/** A build by its pipeline and number, or by one of its jobs' ids. */
+export type BuildRef = { pipelineSlug: string; number: number } | { jobId: string };
+
+export interface UploadForm {
+  batch_id?: string;
+  path?: string;
+  expires?: string;
+  signature?: string;
+}
+
+export interface UploadInstructions {
+  action: { url: string; method: 'POST'; path: string; file_input: string };
+  data: Record<string, string>;
+}
+
+export interface SignedQuery {
+  expires: number;
+  signature: string;
+}
+
+/** Where a download goes: the local file, and how to describe it. */
+export interface Content {
+  file: string;
+  contentType: string;
+  size: number;
+  filename: string;
+}
+
+const equal = (a: string, b: string) => a.length === b.length && crypto.timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+export class ArtifactService {
+  constructor(
+    private readonly artifacts: ArtifactRepository,
+    private readonly storage: ArtifactStorage,
+    private readonly builds: BuildService,
+    private readonly work: AgentWorkService,
+    private readonly keys: Keys,
+    readonly settings: ArtifactSettings,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  // ---------------------------------------------------------------------------------------------
+  // Signatures
+
+  private sign(purpose: string, id: string, expires: number): string {
+    return this.keys.derive(purpose, `${id}\0${expires}`, 64);
+  }
+
+  private check(purpose: string, id: string, expires: number, signature: string): void {
+    if (!equal(signature, this.sign(purpose, id, expires))) throw new SignedUrlError('The signature of this URL is not valid');
+    if (expires * 1000 < this.clock().getTime()) throw new SignedUrlError('This URL has expired');
+  }
+
+  /** The content's URL on `publicUrl`, valid for `seconds`. */
+  contentUrl(publicUrl: string, artifactId: string, seconds: number): string {
+    const expires = Math.floor(this.clock().getTime() / 1000) + seconds;
+    return `${publicUrl}/artifact-content/${artifactId}?expires=${expires}&signature=${this.sign('artifact-content', artifactId, expires)}`;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The agent's side
+
+  /** The job, if this agent runs it now (another agent's job, or a finished one, is as good as missing). */
+  private async running(agent: Agent, jobId: string): Promise<JobContext> {
+    const context = await this.work.job(agent, jobId);
+    if (!HELD_STATES.includes(context.job.state)) throw new NotFoundError('job');
+    return context;
+  }
+
+  /**
+   * Registers a batch: every path checked, the sizes within the limits, the records `new`. The
+   * agent's batch id seen again answers the batch it made (the agent retries a create whose
+   * answer it lost).
+   */
+  async create(
+    agent: Agent,
+    jobId: string,
+    body: CreateRequest,
+    publicUrl: string,
+  ): Promise<{ id: string; artifactIds: string[]; instructions: UploadInstructions }> {
+    const { job } = await this.running(agent, jobId);
+    const clientBatchId = body.id ? body.id : null;
+    if (clientBatchId) {
+      const earlier = await this.artifacts.byClientBatch(job.id, clientBatchId);
+      if (earlier.length) return { id: clientBatchId, artifactIds: earlier.map((a) => a.id), instructions: this.instructions(earlier[0]!.batchId, publicUrl) };
+    }
+    const errors: FieldError[] = [];
+    if (body.upload_destination) errors.push({ field: 'upload_destination', code: 'is not supported: Windsock stores artifacts itself (send "")' });
+    body.artifacts.forEach((a, i) => {
+      const problem = pathProblem(a.path);
+      if (problem) errors.push({ field: `artifacts[${i}].path`, code: problem });
+      if (a.file_size > this.settings.maxFileBytes) {
+        errors.push({ field: `artifacts[${i}].file_size`, code: `is larger than the limit of ${this.settings.maxFileBytes} bytes per artifact` });
+      }
+    });
+    if (errors.length) throw new ValidationError(errors);
+    const batchBytes = body.artifacts.reduce((sum, a) => sum + a.file_size, 0);
+    const used = await this.artifacts.jobBytes(job.id);
+    if (used + batchBytes > this.settings.maxJobBytes) {
+      throw new PayloadTooLargeError(
+        `These artifacts (${batchBytes} bytes) would take the job's artifacts over the limit of ${this.settings.maxJobBytes} bytes (${used} bytes used)`,
+      );
+    }
+    const batchId = crypto.randomUUID();
+    const now = this.clock();
+    const made: Artifact[] = body.artifacts.map((a, i) => ({
+      id: crypto.randomUUID(),
+      jobId: job.id,
+      buildId: job.buildId,
+      batchId,
+      clientBatchId,
+      batchIndex: i,
+      state: 'new',
+      path: a.path,
+      contentType: a.content_type || mime.lookup(a.path) || FALLBACK_CONTENT_TYPE,
+      fileSize: a.file_size,
+      sha1sum: a.sha1sum.toLowerCase(),
+      sha256sum: a.sha256sum ? a.sha256sum.toLowerCase() : null,
+      contentSha256: null,
+      createdAt: now,
+      finishedAt: null,
+      deletedAt: null,
+    }));
+    await this.artifacts.insertMany(made);
+    return { id: clientBatchId ?? batchId, artifactIds: made.map((a) => a.id), instructions: this.instructions(batchId, publicUrl) };
+  }
+
+  /** One form POST per artifact to the upload route; `${artifact:path}` is the agent's to fill in. */
+  private instructions(batchId: string, publicUrl: string): UploadInstructions {
+    const expires = Math.floor(this.clock().getTime() / 1000) + UPLOAD_URL_SECONDS;
+    return {
+      action: { url: publicUrl, method: 'POST', path: '/artifact-uploads', file_input: 'file' },
+      data: { batch_id: batchId, path: '${artifact:path}', expires: String(expires), signature: this.sign('artifact-upload', batchId, expires) },
+    };
+  }
+
+  /** The most a single upload may hold before it is refused. */
+  get uploadLimit(): number {
+    return this.settings.maxFileBytes;
+  }
+
+  /** Stages an uploaded file's bytes; over the per-file limit is a 413 and nothing remains. */
+  async stage(source: NodeJS.ReadableStream): Promise<StagedContent> {
+    try {
+      return await this.storage.stage(source as import('node:stream').Readable, this.settings.maxFileBytes);
+    } catch (err) {
+      if (err instanceof ContentTooLargeError)
+        throw new PayloadTooLargeError(`The file is larger than the limit of ${this.settings.maxFileBytes} bytes per artifact`);
+      throw err;
+    }
+  }
+
+  /**
+   * The upload form's content for the artifact its batch and path name: kept only when the
+   * signature holds and the bytes are what the agent declared (size, SHA-1, SHA-256 when sent).
+   * Whatever is refused is discarded from staging.
+   */
+  async upload(form: UploadForm, staged: StagedContent | undefined): Promise<void> {
+    try {
+      if (!staged) throw ValidationError.field('file', "can't be blank");
+      const expires = Number(form.expires);
+      if (!form.batch_id || !form.signature || !/^\d{1,11}$/.test(form.expires ?? '')) throw new SignedUrlError('The upload form is not signed');
+      this.check('artifact-upload', form.batch_id, expires, form.signature);
+      const candidates = await this.artifacts.inBatchWithPath(form.batch_id, form.path ?? '');
+      const artifact = candidates.find((a) => a.state === 'new' && a.contentSha256 === null) ?? candidates.find((a) => a.contentSha256 === staged.sha256);
+      if (!artifact) throw new NotFoundError('artifact');
+      const errors: FieldError[] = [];
+      if (staged.size !== artifact.fileSize)
+        errors.push({ field: 'file', code: `has ${staged.size} bytes, but the artifact was registered with ${artifact.fileSize}` });
+      else if (staged.sha1 !== artifact.sha1sum)
+        errors.push({ field: 'file', code: `has the SHA-1 ${staged.sha1}, but the artifact was registered with ${artifact.sha1sum}` });
+      else if (artifact.sha256sum && staged.sha256 !== artifact.sha256sum) {
+        errors.push({ field: 'file', code: `has the SHA-256 ${staged.sha256}, but the artifact was registered with ${artifact.sha256sum}` });
+      }
+      if (errors.length) throw new ValidationError(errors);
+      if (artifact.contentSha256 === staged.sha256) return await staged.discard(); // the same upload again
+      await staged.commit();
+      await this.artifacts.setContent(artifact.id, staged.sha256);
+    } catch (err) {
+      await staged?.discard();
+      throw err;
+    }
+  }
+
+  /**
+   * The agent's report of its uploads, all or nothing: `finished` needs uploaded content;
+   * every artifact must be one of this job's, not deleted.
+   */
+  async updateStates(agent: Agent, jobId: string, updates: StateUpdate[]): Promise<Artifact[]> {
+    const { job } = await this.running(agent, jobId);
+    const found = new Map((await this.artifacts.byIds(updates.map((u) => u.id))).map((a) => [a.id, a]));
+    const errors: FieldError[] = [];
+    updates.forEach((u, i) => {
+      const a = found.get(u.id);
+      if (!a || a.jobId !== job.id || a.state === 'deleted') errors.push({ field: `artifacts[${i}].id`, code: 'is not an artifact of this job' });
+      else if (u.state === 'finished' && a.contentSha256 === null)
+        errors.push({ field: `artifacts[${i}].state`, code: 'is finished, but no content was uploaded' });
+    });
+    if (errors.length) throw new ValidationError(errors);
+    const now = this.clock();
+    for (const state of ['finished', 'error'] as const) {
+      await this.artifacts.setState(
+        updates.filter((u) => u.state === state).map((u) => u.id),
+        state,
+        now,
+      );
+    }
+    return this.artifacts.byIds(updates.map((u) => u.id));
+  }
+
+  /**
+   * The agent's search of a build one of whose jobs it runs. `scope`: a step key, a step label
+   * or a job id. Newest first; of the same path only the newest unless `includeDuplicates`;
+   * only the latest attempt of retried jobs unless `includeRetried`.
+   */
+  async search(
+    agent: Agent,
+    buildId: string,
+    q: { query?: string; scope?: string; state?: 'new' | 'error' | 'finished'; includeRetried?: boolean; includeDuplicates?: boolean },
+  ): Promise<Artifact[]> {
+    if (!agent.jobId) throw new NotFoundError('build');
+    const context = await this.work.job(agent, agent.jobId).catch(() => null);
+    if (!context || context.build.id !== buildId) throw new NotFoundError('build');
+    const found = await this.builds.findWithJobsById(buildId);
+    if (!found) throw new NotFoundError('build');
+    let jobs: Job[] = found.jobs;
+    if (q.scope) {
+      jobs = jobs.filter((j) => j.id === q.scope || j.stepKey === q.scope || j.name === q.scope);
+      if (jobs.length === 0) throw new NotFoundError(`step matching: \`${q.scope}\``);
+    }
+    if (!q.includeRetried) jobs = jobs.filter((j) => !j.retried);
+    const jobIds = new Set(jobs.map((j) => j.id));
+    const matches = q.query ? queryMatcher(q.query) : () => true;
+    const newestFirst = (await this.artifacts.ofBuild(buildId, q.state)).filter((a) => jobIds.has(a.jobId) && matches(a.path)).reverse();
+    if (q.includeDuplicates) return newestFirst;
+    const seen = new Set<string>();
+    return newestFirst.filter((a) => !seen.has(a.path) && seen.add(a.path));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // The REST side
+
+  /**
+   * The build (its jobs, retried ones too) as the caller may read it, named by its pipeline and
+   * number, or by one of its jobs (the organization-scoped paths).
+   */
+  private build(actor: Actor, where: BuildRef): Promise<BuildWithJobs> {
+    return 'jobId' in where ? this.builds.getByJobId(actor, where.jobId) : this.builds.get(actor, where.pipelineSlug, where.number, true, { pipeline: true });
+  }
+
+  async listByBuild(actor: Actor, pipelineSlug: string, number: number, offset: number, limit: number) {
+    const item = await this.build(actor, { pipelineSlug, number });
+    return { item, ...(await this.artifacts.page({ build_id: item.build.id }, offset, limit)) };
+  }
+
+  async listByJob(actor: Actor, where: BuildRef, jobId: string, offset: number, limit: number) {
+    const item = await this.build(actor, where);
+    if (!item.jobs.some((j) => j.id === jobId)) throw new NotFoundError('job');
+    return { item, ...(await this.artifacts.page({ job_id: jobId }, offset, limit)) };
+  }
+
+  /** One artifact of the job, not deleted. */
+  async get(actor: Actor, where: BuildRef, jobId: string, id: string): Promise<{ item: BuildWithJobs; artifact: Artifact }> {
+    const item = await this.build(actor, where);
+    if (!item.jobs.some((j) => j.id === jobId)) throw new NotFoundError('job');
+    const artifact = await this.artifacts.findById(id);
+    if (!artifact || artifact.jobId !== jobId || artifact.state === 'deleted') throw new NotFoundError('artifact');
+    return { item, artifact };
+  }
+
+  /** An artifact whose content can be downloaded (uploaded, not deleted). */
+  async downloadable(actor: Actor, where: BuildRef, jobId: string, id: string): Promise<Artifact> {
+    const { artifact } = await this.get(actor, where, jobId, id);
+    if (!artifact.contentSha256) throw new NotFoundError('artifact');
+    return artifact;
+  }
+
+  /** The record stays (`deleted`); the content goes once no other artifact uses it. */
+  async delete(actor: Actor, where: BuildRef, jobId: string, id: string): Promise<void> {
+    const { item, artifact } = await this.get(actor, where, jobId, id);
+    if (!item.perms.build) throw new ForbiddenError();
+    const content = await this.artifacts.markDeleted(artifact.id, this.clock());
+    if (content && !(await this.artifacts.contentInUse(content))) await this.storage.remove(content);
+  }
+
+  /** The content a signed URL names. */
+  async content(id: string, q: SignedQuery): Promise<Content> {
+    this.check('artifact-content', id, q.expires, q.signature);
+    const artifact = await this.artifacts.findById(id);
+    const file = artifact?.contentSha256 && artifact.state !== 'deleted' ? await this.storage.localPath(artifact.contentSha256) : null;
+    if (!artifact || !file) throw new NotFoundError('artifact');
+    return { file, contentType: artifact.contentType, size: artifact.fileSize, filename: artifact.path.slice(artifact.path.lastIndexOf('/') + 1) };
+  }
+}

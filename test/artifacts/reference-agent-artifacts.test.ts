@@ -1,0 +1,107 @@
+/**
+ * Artifacts end to end with the reference agent: a step writes files and names them in
+ * `artifact_paths` (uploaded after its command, though it exits non-zero), a later step of the
+ * same build downloads one with `buildkite-agent artifact download` and prints its hashes with
+ * `artifact shasum`, and the REST API lists them and serves their bytes.
+ */
+import crypto from 'node:crypto';
+import { runAgents } from '../../src/cli/agent';
+import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
+import { givenRegistrationToken, onLoopback } from '../support/agents';
+import { givenBuild, givenPipeline } from '../support/given';
+import type { BuildJson } from '../support/types';
+
+describeEachDatabase('artifacts with the reference agent', (ctx) => {
+  const { endpoint } = onLoopback(ctx);
+
+  it("uploads a step's artifact_paths, downloads and hashes them in a later step, and lists them over REST", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const content = 'hello artifact\n';
+    const sha1 = crypto.createHash('sha1').update(content).digest('hex');
+    const sha256 = crypto.createHash('sha256').update(content).digest('hex');
+    const { slug } = await givenPipeline(
+      ctx(),
+      org.slug,
+      token,
+      [
+        'steps:',
+        '  - label: make',
+        '    key: make',
+        "    command: mkdir -p dist/deep && printf 'hello artifact\\n' > dist/app.txt && echo deep > dist/deep/x.bin && echo log > top.log && echo no > skip.txt && exit 3",
+        '    soft_fail: [{ exit_status: 3 }]',
+        '    artifact_paths:',
+        '      - "dist/**/*"',
+        '      - "*.log"',
+        '  - wait',
+        '  - label: use',
+        '    command: |',
+        '      buildkite-agent artifact download "dist/app.txt" .',
+        '      cat dist/app.txt',
+        '      echo "sha1=$(buildkite-agent artifact shasum dist/app.txt --step make)"',
+        '      echo "sha256=$(buildkite-agent artifact shasum --sha256 dist/app.txt)"',
+        '      mkdir out && buildkite-agent artifact download "dist/*" out --step make && ls -R out | tr "\\n" " "',
+        '      buildkite-agent artifact download "nothing*" . || echo "download of nothing failed"',
+      ].join('\n'),
+    );
+    const build = await givenBuild(ctx(), org.slug, slug, token);
+    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+    const controller = new AbortController();
+    const agents = runAgents({
+      endpoint: endpoint(),
+      token: reg,
+      tags: ['queue=default'],
+      name: 'artifacts',
+      spawn: 1,
+      pollIntervalMs: 20,
+      signal: controller.signal,
+    });
+    const read = async (path: string) => (await ctx().http().get(path).set(auth(token)).expect(200)).body;
+    try {
+      let b: BuildJson = await read(url);
+      for (let i = 0; i < 1500 && b.finished_at === null; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        b = await read(url);
+      }
+      expect(b.jobs.map((j) => [j.name ?? null, j.state])).toEqual([
+        ['make', 'failed'],
+        [null, 'passed'],
+        ['use', 'passed'],
+      ]);
+      const makeLog = (await ctx().http().get(`${url}/jobs/${b.jobs[0]!.id}/log.txt`).set(auth(token))).text;
+      expect(makeLog).toContain('buildkite-agent: uploaded dist/app.txt (15 bytes)');
+      const useLog = (await ctx().http().get(`${url}/jobs/${b.jobs[2]!.id}/log.txt`).set(auth(token))).text;
+      expect(useLog).toContain('hello artifact\n');
+      expect(useLog).toContain(`sha1=${sha1}\n`);
+      expect(useLog).toContain(`sha256=${sha256}\n`);
+      // dist/* crosses directories; the destination's `out` does not repeat dist.
+      expect(useLog).toMatch(/out:\s+dist\s+out\/dist:\s+app\.txt\s+deep\s+out\/dist\/deep:\s+x\.bin/);
+      expect(useLog).toContain('no artifacts found for downloading');
+      expect(useLog).toContain('download of nothing failed');
+
+      const listed = await ctx().http().get(`${url}/artifacts`).set(auth(token)).expect(200);
+      expect(listed.body.map((a: { path: string }) => a.path).sort()).toEqual(['dist/app.txt', 'dist/deep/x.bin', 'top.log']);
+      const app = listed.body.find((a: { path: string }) => a.path === 'dist/app.txt');
+      expect(app).toMatchObject({
+        job_id: b.jobs[0]!.id,
+        state: 'finished',
+        dirname: 'dist',
+        filename: 'app.txt',
+        mime_type: 'text/plain',
+        file_size: 15,
+        sha1sum: sha1,
+        glob_path: null,
+        original_path: null,
+        url: `${PUBLIC_URL}${url}/jobs/${b.jobs[0]!.id}/artifacts/${app.id}`,
+      });
+      const jobList = await ctx().http().get(`${url}/jobs/${b.jobs[2]!.id}/artifacts`).set(auth(token)).expect(200);
+      expect(jobList.body).toEqual([]);
+      const download = await ctx().http().get(`${url}/jobs/${b.jobs[0]!.id}/artifacts/${app.id}/download`).set(auth(token)).expect(302);
+      const bytes = await ctx().http().get(download.headers.location!.slice(PUBLIC_URL.length)).expect(200);
+      expect(bytes.text).toBe(content);
+    } finally {
+      controller.abort();
+      await agents;
+    }
+  });
+});
