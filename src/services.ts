@@ -100,7 +100,7 @@ export function createServices(o: ServiceOptions): Services {
   const progress = new BuildProgress(db, { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users }, sign, o.clock);
   const builds = new BuildService(buildRepository, pipelines, progress);
   const agentService = new AgentService(agents, o.clock);
-  const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations);
+  const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines);
   return {
     db,
     keys,

@@ -5,13 +5,16 @@
  */
 import crypto from 'node:crypto';
 import type { components, operations } from '../../generated/api';
-import { NotFoundError, ValidationError, type FieldError } from '../core/errors';
+import { BadRequestError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
 import type { OrganizationService } from '../organizations/service';
 import { slugify } from '../pipelines/slug';
 import { sha256Hex } from '../security/keys';
 import type { Suite, SuiteFields, SuiteRepository } from './repository';
-import type { SuiteResultsRepository } from './results-repository';
+import type { BuildRun, ExecutionTotals, SuiteResultsRepository, SuiteTest, TestIdentity, TimeWindow, WindowRun } from './results-repository';
 import type { Actor } from '../core/identity';
+import type { Build } from '../builds/model';
+import type { PipelineService } from '../pipelines/service';
+import { parseFilters, resultPasses, runPasses, testPasses, type RawFilters, type TestFilters } from './test-filters';
 
 type CreateInput = components['schemas']['CreateSuiteRequest'];
 type UpdateInput = components['schemas']['UpdateSuiteRequest'];
@@ -27,6 +30,117 @@ const PERIOD_MS: Record<FlakyPeriod, number> = {
   '28days': 28 * 86_400_000,
 };
 
+/** The `Buildkite-Version` from which the tests' answers carry metrics. */
+export const METRICS_VERSION = '2026-08-01';
+/** The window of a suite's tests and a test's metrics when the request names none. */
+const DEFAULT_WINDOW_MS = PERIOD_MS['7days'];
+/** A build's window ends at most this long after the build was created. */
+const BUILD_WINDOW_MS = 24 * 3_600_000;
+
+type ListTestsQuery = NonNullable<operations['listTests']['parameters']['query']>;
+type WindowQuery = Pick<ListTestsQuery, 'period' | 'min_timestamp' | 'max_timestamp'>;
+export type SortBy = NonNullable<ListTestsQuery['sort_by']>;
+
+/** A test's metrics over a window, as the answers show them. */
+export interface TestMetrics {
+  executionsCount: number;
+  /** passed and failed always; the other results only when not zero. */
+  byResult: Record<string, number>;
+  reliability: number | null;
+  durationAvg: number | null;
+  durationSum: number | null;
+  durationMin: number | null;
+  durationMax: number | null;
+}
+
+/** A test with its labels and metrics, and the slug of its suite (for its URLs). */
+export interface MeasuredTest {
+  test: TestIdentity;
+  suiteSlug: string;
+  labels: string[];
+  metrics: TestMetrics;
+}
+
+export type TestList =
+  { versioned: false; items: { test: TestIdentity; labels: string[] }[]; total: number } | { versioned: true; items: MeasuredTest[]; total: number };
+
+/** How a build's tests find the build, and whether the caller may see its pipeline. */
+export interface BuildLookup {
+  findById(id: string): Promise<Build | null>;
+}
+
+/**
+ * Whether the answer carries metrics: `Buildkite-Version` at or after 2026-08-01. Blank or
+ * absent is the legacy answer; anything but a real `YYYY-MM-DD` date is the documented 400.
+ */
+export function wantsMetrics(header: string | undefined): boolean {
+  const v = (header ?? '').trim();
+  if (!v) return false;
+  const d = /^\d{4}-\d{2}-\d{2}$/.test(v) ? new Date(`${v}T00:00:00Z`) : null;
+  if (!d || Number.isNaN(d.getTime()) || d.toISOString().slice(0, 10) !== v) throw new BadRequestError('Buildkite-Version must be in format YYYY-MM-DD');
+  return v >= METRICS_VERSION;
+}
+
+/** Totals by result -> metrics, counting only the executions whose result the filters keep. */
+export function metricsOf(totals: ExecutionTotals, f: TestFilters = {}): TestMetrics {
+  const byResult: Record<string, number> = { passed: 0, failed: 0 };
+  let count = 0;
+  let durationCount = 0;
+  let durationSum = 0;
+  let durationMin: number | null = null;
+  let durationMax: number | null = null;
+  for (const [result, t] of totals) {
+    if (!resultPasses(result, f) || t.count === 0) continue;
+    byResult[result] = (byResult[result] ?? 0) + t.count;
+    count += t.count;
+    durationCount += t.durationCount;
+    durationSum += t.durationSum;
+    if (t.durationMin !== null) durationMin = durationMin === null ? t.durationMin : Math.min(durationMin, t.durationMin);
+    if (t.durationMax !== null) durationMax = durationMax === null ? t.durationMax : Math.max(durationMax, t.durationMax);
+  }
+  const decided = byResult.passed! + byResult.failed!;
+  return {
+    executionsCount: count,
+    byResult,
+    reliability: decided ? byResult.passed! / decided : null,
+    durationAvg: durationCount ? durationSum / durationCount : null,
+    durationSum: durationCount ? durationSum : null,
+    durationMin,
+    durationMax,
+  };
+}
+
+/** The `result` tag's group operators: `~x` at least one execution with x, `^x` every one. */
+function groupPasses(m: TestMetrics, f: TestFilters): boolean {
+  if (!f.result || (f.result.op !== 'contains' && f.result.op !== 'only')) return true;
+  const n = m.byResult[f.result.value] ?? 0;
+  return f.result.op === 'contains' ? n > 0 : n > 0 && n === m.executionsCount;
+}
+
+const SORT_KEY: Record<SortBy, keyof TestMetrics> = {
+  duration_avg: 'durationAvg',
+  duration_sum: 'durationSum',
+  duration_min: 'durationMin',
+  duration_max: 'durationMax',
+  reliability: 'reliability',
+};
+
+/** By the metric in the order asked, tests without a value last, then by id (a stable page order). */
+function sortTests(items: MeasuredTest[], sortBy: SortBy, order: 'asc' | 'desc'): MeasuredTest[] {
+  const key = SORT_KEY[sortBy];
+  const dir = order === 'asc' ? 1 : -1;
+  return items.sort((a, b) => {
+    const x = a.metrics[key] as number | null;
+    const y = b.metrics[key] as number | null;
+    if (x !== y) {
+      if (x === null) return 1;
+      if (y === null) return -1;
+      if (x !== y) return (x - y) * dir;
+    }
+    return a.test.id < b.test.id ? -1 : a.test.id > b.test.id ? 1 : 0;
+  });
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A suite API token: 24 random bytes, so a plain SHA-256 is enough to store and look it up by. */
@@ -39,6 +153,8 @@ export class SuiteService {
     private readonly suites: SuiteRepository,
     private readonly results: SuiteResultsRepository,
     private readonly organizations: OrganizationService,
+    private readonly builds?: BuildLookup,
+    private readonly pipelines?: PipelineService,
   ) {}
 
   /** The suite an upload API token belongs to (only its SHA-256 is stored), with its organization's slug. */
@@ -129,11 +245,99 @@ export class SuiteService {
     return this.results.failedExecutions(await this.run(actor, slug, runId), 1000);
   }
 
-  async test(actor: Actor, slug: string, testId: string) {
+  /** A test of the suite; with metrics over the window when the version asks for them. */
+  async testOf(actor: Actor, slug: string, testId: string, version: string | undefined, q: WindowQuery) {
+    const versioned = wantsMetrics(version);
+    const window = versioned ? windowOf(q) : undefined;
     const suite = await this.get(actor, slug);
-    const test = UUID.test(testId) ? await this.results.findTest(suite.id, testId.toLowerCase()) : null;
+    const test = UUID.test(testId) ? await this.results.findTestIdentity(suite.id, testId.toLowerCase()) : null;
     if (!test) throw new NotFoundError('test');
-    return test;
+    const labels = test.flaky ? ['flaky'] : [];
+    if (!window) return { versioned: false as const, test, labels };
+    return { versioned: true as const, test, labels, metrics: metricsOf(await this.results.totalsOfTest(test.id, window)) };
+  }
+
+  /**
+   * A suite's tests. Legacy (no metrics): every test, newest first, `label` only. With metrics:
+   * the tests with executions in the window that pass the filters, sorted, paged in memory.
+   */
+  async listTests(actor: Actor, slug: string, version: string | undefined, q: ListTestsQuery, offset: number, limit: number): Promise<TestList> {
+    const versioned = wantsMetrics(version);
+    if (!versioned) {
+      const suite = await this.get(actor, slug);
+      const flaky = q.label === undefined ? undefined : q.label === 'flaky';
+      const { items, total } = await this.results.listTestIdentities(suite.id, flaky, offset, limit);
+      return { versioned: false, items: items.map((t) => ({ test: t, labels: t.flaky ? ['flaky'] : [] })), total };
+    }
+    if (q.label !== undefined && q.labels !== undefined) throw new UnprocessableError('label cannot be combined with labels');
+    const window = windowOf(q);
+    const filters = parseFilters({ ...(q as RawFilters), labels: q.labels ?? q.label });
+    const suite = await this.get(actor, slug);
+    const runs = await this.results.runsInWindow([suite.id], window);
+    const measured = await this.measure(runs, window, filters, new Map([[suite.id, suite.slug]]));
+    const sorted = sortTests(measured, q.sort_by ?? 'duration_avg', q.order ?? 'desc');
+    return { versioned: true, items: sorted.slice(offset, offset + limit), total: sorted.length };
+  }
+
+  /**
+   * The tests of a build (its UUID) in every suite of the organization the caller may see with
+   * a run of it, measured over the build's window. A build the caller may not see is a 404.
+   */
+  async buildTests(actor: Actor, buildId: string, q: RawFilters & { sort_by?: SortBy; order?: 'asc' | 'desc' }, offset: number, limit: number) {
+    const filters = parseFilters(q);
+    const build = UUID.test(buildId) && this.builds ? await this.builds.findById(buildId.toLowerCase()) : null;
+    if (!build || build.organizationId !== actor.organization.id) throw new NotFoundError('build');
+    const readable = this.pipelines ? await this.pipelines.readableByIds(new Map([[actor.organization.id, actor]]), [build.pipelineId]) : new Map();
+    if (!readable.has(build.pipelineId)) throw new NotFoundError('build');
+    const created = build.createdAt.getTime();
+    const end = Math.min(build.finishedAt?.getTime() ?? Date.now(), created + BUILD_WINDOW_MS);
+    const window = { from: build.createdAt, to: new Date(Math.max(end, created)) };
+    const buildRuns = await this.results.buildRuns(actor.organization.id, [build.id], this.isRestricted(actor) ? actor.principal.user.id : undefined);
+    const slugs = new Map(buildRuns.map((r) => [r.suiteId, r.suiteSlug]));
+    const runs = await this.results.runsInWindow([...slugs.keys()], window, build.id);
+    const measured = await this.measure(runs, window, filters, slugs);
+    const sorted = sortTests(measured, q.sort_by ?? 'duration_avg', q.order ?? 'desc');
+    return { items: sorted.slice(offset, offset + limit), total: sorted.length };
+  }
+
+  /** The Buildkite runs of these builds in the suites the caller may see, by build id (a build's `test_engine`). */
+  async runsOfBuilds(actor: Actor, buildIds: string[]): Promise<Map<string, BuildRun[]>> {
+    const out = new Map<string, BuildRun[]>();
+    if (!buildIds.length) return out;
+    for (const r of await this.results.buildRuns(actor.organization.id, buildIds, this.isRestricted(actor) ? actor.principal.user.id : undefined)) {
+      const list = out.get(r.buildId);
+      if (list) list.push(r);
+      else out.set(r.buildId, [r]);
+    }
+    return out;
+  }
+
+  /** The tests of these runs' executions in the window, after the filters, with their metrics. */
+  private async measure(runs: WindowRun[], window: TimeWindow, f: TestFilters, slugs: Map<string, string>): Promise<MeasuredTest[]> {
+    const kept = runs.filter((r) => runPasses(r, f));
+    if (!kept.length) return [];
+    const totals = await this.results.totalsByTest(
+      kept.map((r) => r.id),
+      window,
+    );
+    const candidates: { id: string; metrics: TestMetrics }[] = [];
+    for (const [id, t] of totals) {
+      const metrics = metricsOf(t, f);
+      if (metrics.executionsCount === 0 || !groupPasses(metrics, f)) continue;
+      if (f.minExecutions !== undefined && metrics.executionsCount < f.minExecutions) continue;
+      candidates.push({ id, metrics });
+    }
+    const ids = candidates.map((c) => c.id);
+    const [flaky, tests] = await Promise.all([this.results.flakyTestIds(ids), this.results.testsByIds(ids)]);
+    const out: MeasuredTest[] = [];
+    for (const c of candidates) {
+      const test: SuiteTest | undefined = tests.get(c.id);
+      if (!test) continue; // deleted with its suite meanwhile
+      const labels = flaky.has(c.id) ? ['flaky'] : [];
+      if (!testPasses(labels, f)) continue;
+      out.push({ test, suiteSlug: slugs.get(test.suiteId) ?? '', labels, metrics: c.metrics });
+    }
+    return out;
   }
 
   async flakyTests(actor: Actor, slug: string, filter: { search?: string; branch?: string; period?: FlakyPeriod }, offset: number, limit: number) {
@@ -159,4 +363,27 @@ export class SuiteService {
     }
     return [...ids];
   }
+}
+
+/**
+ * The window of a suite's tests or a test's metrics: `period` before now, or `min_timestamp`
+ * (default 7 days before now) to `max_timestamp` (default now). `period` with either timestamp,
+ * or a start after the end, is a 422.
+ */
+export function windowOf(q: WindowQuery, now = new Date()): TimeWindow {
+  if (q.period !== undefined) {
+    if (q.min_timestamp !== undefined) throw new UnprocessableError('period cannot be combined with min_timestamp');
+    if (q.max_timestamp !== undefined) throw new UnprocessableError('period cannot be combined with max_timestamp');
+    return { from: new Date(now.getTime() - PERIOD_MS[q.period]), to: now };
+  }
+  const time = (name: string, v: string | undefined) => {
+    if (v === undefined) return undefined;
+    const d = new Date(v);
+    if (Number.isNaN(d.getTime())) throw new BadRequestError(`Invalid parameter ${name}: must be an ISO 8601 time`);
+    return d;
+  };
+  const min = time('min_timestamp', q.min_timestamp);
+  const max = time('max_timestamp', q.max_timestamp);
+  if (min && max && min > max) throw new UnprocessableError('min_timestamp must be before max_timestamp');
+  return { from: min ?? new Date(now.getTime() - DEFAULT_WINDOW_MS), to: max ?? now };
 }

@@ -17,6 +17,7 @@ import * as jobPriority from './20261125100000_job_priority';
 import * as jobDispatch from './20261125110000_job_dispatch';
 import * as jobLogSize from './20261125120000_job_log_size';
 import * as buildTriggeredFrom from './20261125130000_build_triggered_from';
+import * as testRunWindows from './20261125160000_test_run_windows';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -32,6 +33,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125110000_job_dispatch': jobDispatch,
   '20261125120000_job_log_size': jobLogSize,
   '20261125130000_build_triggered_from': buildTriggeredFrom,
+  '20261125160000_test_run_windows': testRunWindows,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
