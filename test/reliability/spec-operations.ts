@@ -90,7 +90,7 @@ export function specOperations(): SpecOperation[] {
 }
 
 /** The path parameter kinds a tenant has a fixture for. */
-export const PARAM_KINDS = ['org_slug', 'pipeline_slug', 'build_number', 'suite_slug', 'run_id', 'test_id', 'token', 'agent_id', 'job_id'] as const;
+export const PARAM_KINDS = ['org_slug', 'pipeline_slug', 'build_number', 'suite_slug', 'run_id', 'test_id', 'token', 'agent_id', 'job_id', 'build_id'] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
 
@@ -102,6 +102,7 @@ export function missingParam(kind: ParamKind): string {
       return '987654';
     case 'run_id':
     case 'test_id':
+    case 'build_id':
     case 'agent_id':
     case 'job_id':
       return crypto.randomUUID();
@@ -196,7 +197,10 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     .set(suiteAuth(suiteToken))
     .send({
       format: 'json',
-      run_env: { ci: 'generic', key: `run-${tag}`, branch: 'main', commit_sha: 'abc123' },
+      // A Buildkite run of the newest build (a build's tests and its test_engine show it).
+      run_env: builds.length
+        ? { ci: 'buildkite', key: builds[builds.length - 1]!.id, branch: 'main', commit_sha: 'abc123' }
+        : { ci: 'generic', key: `run-${tag}`, branch: 'main', commit_sha: 'abc123' },
       data: [result('passes', 'passed'), result('fails', 'failed'), result('fails', 'passed')],
     });
   check(up, 202, 'upload');
@@ -252,6 +256,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     token: webhookUrl.split('/').pop()!,
     agent_id: agent.id,
     job_id: builds[builds.length - 1]?.jobIds[0] ?? crypto.randomUUID(),
+    build_id: builds[builds.length - 1]?.id ?? crypto.randomUUID(),
   };
   return {
     label,
@@ -354,6 +359,8 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getRun: undefined,
   listFailedExecutions: undefined,
   getTest: undefined,
+  listTests: undefined,
+  listBuildTests: undefined,
   deliverWebhook: () => ({ zen: 'Keep it logically awesome.', hook_id: 1 }),
 };
 
