@@ -3,7 +3,7 @@ import type { components } from '../../generated/api';
 import { graphqlId, isoTime } from '../http/format';
 import type { Suite } from './repository';
 import type { BuildRun, FailedExecution, FlakyTest, Run, TestIdentity } from './results-repository';
-import type { TestMetrics } from './service';
+import type { TestMetrics } from './test-metrics';
 
 type Schemas = components['schemas'];
 
