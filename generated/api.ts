@@ -2045,7 +2045,7 @@ export interface components {
                 build_number: number;
                 build_pipeline_slug: string;
             } | null;
-            /** @description Only with `include_test_engine=true`: the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and the build's UUID as `run_env[key]`), in the suites the caller may see. */
+            /** @description Only with `include_test_engine=true`: the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and the build's UUID as `run_env[key]`), in the suites the caller may see (none for a token without `read_suites`). */
             readonly test_engine?: {
                 runs: {
                     /** Format: uuid */
@@ -2492,7 +2492,7 @@ export interface components {
         };
         /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
         BuildState: components["schemas"]["BuildStateFilter"] | components["schemas"]["BuildStateFilter"][];
-        /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see. Without it the key is left out. */
+        /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
         IncludeTestEngine: boolean;
         /**
          * @description An API version as a date, `YYYY-MM-DD`. `2026-08-01` or later: the answer carries each test's
@@ -3069,7 +3069,7 @@ export interface operations {
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
                 exclude_pipeline?: components["parameters"]["ExcludePipeline"];
-                /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see. Without it the key is left out. */
+                /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
                 include_test_engine?: components["parameters"]["IncludeTestEngine"];
                 /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
                 meta_data?: components["parameters"]["BuildMetaData"];
@@ -3115,7 +3115,7 @@ export interface operations {
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
                 exclude_pipeline?: components["parameters"]["ExcludePipeline"];
-                /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see. Without it the key is left out. */
+                /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
                 include_test_engine?: components["parameters"]["IncludeTestEngine"];
                 /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
                 meta_data?: components["parameters"]["BuildMetaData"];
@@ -3165,7 +3165,7 @@ export interface operations {
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
                 exclude_pipeline?: components["parameters"]["ExcludePipeline"];
-                /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see. Without it the key is left out. */
+                /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
                 include_test_engine?: components["parameters"]["IncludeTestEngine"];
                 /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
                 meta_data?: components["parameters"]["BuildMetaData"];
@@ -3239,7 +3239,7 @@ export interface operations {
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
                 exclude_pipeline?: components["parameters"]["ExcludePipeline"];
-                /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see. Without it the key is left out. */
+                /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
                 include_test_engine?: components["parameters"]["IncludeTestEngine"];
             };
             header?: never;

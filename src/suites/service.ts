@@ -209,10 +209,13 @@ export class SuiteService {
     return { items: sorted.slice(offset, offset + limit), total: sorted.length };
   }
 
-  /** The Buildkite runs of these builds in the suites the caller may see, by build id (a build's `test_engine`). */
+  /**
+   * The Buildkite runs of these builds in the suites the caller may see, by build id (a build's
+   * `test_engine`). Suites are `read_suites` data: a token without that scope sees no run.
+   */
   async runsOfBuilds(actor: Actor, buildIds: string[]): Promise<Map<string, BuildRun[]>> {
     const out = new Map<string, BuildRun[]>();
-    if (!buildIds.length) return out;
+    if (!buildIds.length || !actor.principal.token.scopes.includes('read_suites')) return out;
     for (const r of await this.results.buildRuns(actor.organization.id, buildIds, this.isRestricted(actor) ? actor.principal.user.id : undefined)) {
       const list = out.get(r.buildId);
       if (list) list.push(r);

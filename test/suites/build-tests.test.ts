@@ -147,6 +147,10 @@ describeEachDatabase('a build’s tests', (ctx) => {
 
   it('shows the build’s runs in test_engine only with include_test_engine=true, on get and on the lists', async () => {
     const s = await seed();
+    // Another organization's suite uploading a Buildkite run keyed to this build is not its run.
+    const other = await ctx().givenAdmin();
+    const theirs = await newSuite(other.org, other.token, 'Theirs');
+    await post(theirs.api_token, upload(buildkite(s.build.id), [result('sneaky', 'passed')]));
     const buildPath = `/v2/organizations/${s.org.slug}/pipelines/${s.pipeline.slug}/builds/${s.build.number}`;
     const plain = await ctx().http().get(buildPath).set(auth(s.token)).expect(200);
     expect(plain.body).not.toHaveProperty('test_engine');
@@ -169,6 +173,10 @@ describeEachDatabase('a build’s tests', (ctx) => {
       const without = await ctx().http().get(list).set(auth(s.token)).expect(200);
       for (const b of without.body) expect(b).not.toHaveProperty('test_engine');
     }
+
+    // Suites are read_suites data: a token with read_builds only sees no run.
+    const buildsOnly = await ctx().givenToken(s.user, [s.org], ['read_builds']);
+    expect((await ctx().http().get(`${buildPath}?include_test_engine=true`).set(auth(buildsOnly)).expect(200)).body.test_engine).toEqual({ runs: [] });
 
     // A build without runs has an empty list.
     const bare = await givenBuild(ctx(), s.org, s.pipeline, s.token);
