@@ -3,6 +3,8 @@
  * build's `test_engine` (`include_test_engine=true`): runs are linked to a build by the key the
  * Buildkite collectors send (`run_env[key]` = BUILDKITE_BUILD_ID, `run_env[ci]` = buildkite).
  */
+import buildTestsSample from '../fixtures/samples/test_engine_build_tests__01_list-tests-for-a-build.json';
+import { expectConforms, responseSchema } from '../support/conformance';
 import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
 import { result, suiteAuth, upload } from '../uploads/helpers';
@@ -80,6 +82,24 @@ describeEachDatabase('a build’s tests', (ctx) => {
     expect(names(elsewhere.body)).toEqual(['elsewhere']);
     // An upper-case UUID is the same build.
     expect(names((await ctx().http().get(path(s.org, s.build.id.toUpperCase())).set(auth(s.token)).expect(200)).body)).toHaveLength(4);
+  });
+
+  it('answers in the documented shape', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const pipeline = await givenPipeline(ctx(), org, token);
+    const build = await givenBuild(ctx(), org, pipeline, token);
+    const suite = await newSuite(org, token, 'Shape');
+    await post(
+      suite.api_token,
+      upload(buildkite(build.id, { commit_sha: 'c1' }), [
+        result('shaped', 'passed', d(0.1)),
+        result('shaped', 'failed', d(0.2)),
+        result('shaped', 'skipped', d(0.3)),
+      ]),
+    );
+    const res = await ctx().http().get(path(org, build.id)).set(auth(token)).expect(200);
+    expectConforms(res.body, [buildTestsSample], responseSchema('listBuildTests'));
+    expect(res.body[0].executions_count_by_result).toEqual({ passed: 1, failed: 1, skipped: 1 });
   });
 
   it('filters, sorts and pages like a suite’s tests', async () => {

@@ -4,6 +4,8 @@
  * documented errors, pagination, tenancy and scopes.
  */
 import getTestSample from '../fixtures/samples/test_engine_tests__02_get-a-test.json';
+import listTestsSample from '../fixtures/samples/test_engine_tests__01_list-tests.json';
+import { expectConforms, responseSchema } from '../support/conformance';
 import { auth, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
 import { givenSuite, result, suiteAuth, upload, type SuiteFixture } from '../uploads/helpers';
 
@@ -86,6 +88,12 @@ describeEachDatabase('a suite’s tests', (ctx) => {
     const s = await seed();
     const res = await get(s, '/tests').expect(200);
     expect(names(res.body)).toEqual(['slow', 'flips', 'todo', 'feature']);
+    // The documented example's every key (the tests with only passed and failed executions).
+    expectConforms(
+      res.body.filter((t: TestJson) => t.name !== 'todo'),
+      [listTestsSample],
+      responseSchema('listTests'),
+    );
     const [slow, flips, todo] = res.body;
     expect(Object.keys(slow).sort()).toEqual(Object.keys(getTestSample).sort());
     expect(slow).toMatchObject({
