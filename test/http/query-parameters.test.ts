@@ -125,11 +125,15 @@ describeEachDatabase('query and path parameters', (ctx) => {
       expect(targets.length).toBeGreaterThanOrEqual(10);
       expect(targets.filter((x) => x.includes('?')).length).toBeGreaterThanOrEqual(6);
       for (const target of targets) {
-        const res = await rawGet(endpoint, target.replace('$RUN_ID', crypto.randomUUID()).replace('$TEST_ID', crypto.randomUUID()), token);
-        // The run and test ids are the reader's own: here they name nothing (404), which is past parsing.
-        const expected = /\$(RUN|TEST)_ID/.test(target) ? 404 : 200;
+        const res = await rawGet(
+          endpoint,
+          target.replace('$RUN_ID', crypto.randomUUID()).replace('$TEST_ID', crypto.randomUUID()).replace('$BUILD_ID', crypto.randomUUID()),
+          token,
+        );
+        // The run, test and build ids are the reader's own: here they name nothing (404), which is past parsing.
+        const expected = /\$(RUN|TEST|BUILD)_ID/.test(target) ? 404 : 200;
         expect({ target, status: res.status }).toEqual({ target, status: expected });
-        if (expected === 404) expect(res.body.message).toMatch(/^No (run|test) found$/);
+        if (expected === 404) expect(res.body.message).toMatch(/^No (run|test|build) found$/);
       }
     });
 
