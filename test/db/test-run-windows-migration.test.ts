@@ -1,16 +1,16 @@
 import * as testRunWindows from '../../src/db/migrations/20261125160000_test_run_windows';
 import { describeEachDatabase } from '../support/context';
 
-const NAMES = ['test_runs_run_key_index', 'test_runs_suite_id_updated_at_index'];
+const NAMES = ['test_runs_run_key_index', 'test_runs_suite_id_updated_at_index', 'tests_suite_id_created_at_index'];
 
 describeEachDatabase('the test run windows migration', (ctx) => {
-  /** The indexes of test_runs this migration makes. */
+  /** The indexes of test_runs and tests this migration makes. */
   const indexes = async (): Promise<string[]> => {
     const db = ctx().services.db;
     const rows: { name: string }[] =
       ctx().kind === 'postgres'
-        ? (await db.raw(`select indexname as name from pg_indexes where tablename = 'test_runs' and schemaname = current_schema()`)).rows
-        : await db.raw(`select name from sqlite_master where type = 'index' and tbl_name = 'test_runs'`);
+        ? (await db.raw(`select indexname as name from pg_indexes where tablename in ('test_runs', 'tests') and schemaname = current_schema()`)).rows
+        : await db.raw(`select name from sqlite_master where type = 'index' and tbl_name in ('test_runs', 'tests')`);
     return rows
       .map((r) => r.name)
       .filter((n) => NAMES.includes(n))
