@@ -9,7 +9,7 @@ import { AGENT_API_PATH, agentApiRoutes, agentAuth } from './agent-api/routes';
 import { agentRoutes } from './agents/routes';
 import { jobRoutes } from './builds/jobs/routes';
 import { serializeHeldJobs } from './builds/jobs/serialize';
-import { buildRoutes } from './builds/routes';
+import { buildRoutes, type TestEngineRuns } from './builds/routes';
 import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
 import { jsonBodyParsers, refuseDeclaredOversize, rejectDeepJson } from './http/body';
@@ -170,15 +170,10 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(userRoutes());
   app.use(organizationRoutes(deps.organizations, deps.publicUrl));
   app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
-  app.use(
-    buildRoutes(
-      deps.builds,
-      deps.pipelines,
-      deps.publicUrl,
-      (ids) => deps.agents.byIds(ids),
-      async (actor, ids) => new Map([...(await deps.suites.runsOfBuilds(actor, ids))].map(([id, runs]) => [id, serializeTestEngine(runs)])),
-    ),
-  );
+  // A build's test_engine: its Test Engine runs, from the suites above builds.
+  const testEngineRuns: TestEngineRuns = async (actor, ids) =>
+    new Map([...(await deps.suites.runsOfBuilds(actor, ids))].map(([id, runs]) => [id, serializeTestEngine(runs)]));
+  app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids), testEngineRuns));
   app.use(agentRoutes(deps.agents, async (agents) => serializeHeldJobs(await deps.agentWork.heldJobs(agents), deps.publicUrl), deps.publicUrl));
   app.use(agentApiRoutes(deps.agents, deps.agentWork, deps.pipelineUploads, deps.publicUrl));
   app.use(jobRoutes(deps.jobs, deps.publicUrl));
