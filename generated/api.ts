@@ -762,9 +762,72 @@ export interface paths {
         };
         /**
          * Get a test
-         * @description A test with the totals of its executions.
+         * @description Any test of the suite. With `Buildkite-Version: 2026-08-01` or later, with the metrics of its
+         *     executions in the time window (`period`, or `min_timestamp` and `max_timestamp`; by default
+         *     the 7 days before now): a test without executions in it is still returned, its durations
+         *     and `reliability` null and its counts 0. Without it: the legacy answer, `id` through `labels`.
          */
         get: operations["getTest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/tests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a suite's tests
+         * @description With `Buildkite-Version: 2026-08-01` or later: the tests with executions in the time window
+         *     (`period`, or `min_timestamp` and `max_timestamp`; by default the 7 days before now), each
+         *     with the metrics of those executions, ordered by `sort_by` and `order`, after the filters.
+         *     Without it (or with an earlier date): the legacy answer, every test of the suite, newest
+         *     first, `id` through `labels`, filtered by `label` only (the other filters need the header
+         *     and are not applied).
+         */
+        get: operations["listTests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/builds/{build_id}/tests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The build's UUID (not its number). */
+                build_id: components["parameters"]["TestBuildId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the tests of a build
+         * @description The tests that ran in a build (its UUID, not its number), from every suite of the
+         *     organization the caller may see with a run of the build (a run uploaded with
+         *     `run_env[ci]=buildkite` and `run_env[key]` the build's UUID, as the Buildkite collectors
+         *     send). Each with the metrics of its executions in the build's window: from the build's
+         *     creation to its finish (now while it runs), at most 24 hours. An unknown build, or one of
+         *     another organization or a pipeline the caller may not see, is a 404.
+         */
+        get: operations["listBuildTests"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2909,8 +2972,18 @@ export interface components {
                 build_number: number;
                 build_pipeline_slug: string;
             } | null;
-            /** @description Test Engine data of the build; the real API fills it only for `include_test_engine=true`, which Windsock does not offer: always null. */
-            readonly test_engine: null;
+            /** @description Only with `include_test_engine=true`: the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and the build's UUID as `run_env[key]`), in the suites the caller may see (none for a token without `read_suites`). */
+            readonly test_engine?: {
+                runs: {
+                    /** Format: uuid */
+                    id: string;
+                    suite: {
+                        /** Format: uuid */
+                        id: string;
+                        slug: string;
+                    };
+                }[];
+            };
             readonly pipeline?: components["schemas"]["BuildPipeline"];
         };
         DeliveryResult: {
@@ -3040,6 +3113,7 @@ export interface components {
             test_execution_url: string;
             tags: components["schemas"]["UploadTags"];
         };
+        /** @description A test as the legacy answer shows it (no `Buildkite-Version`, or one before 2026-08-01): `id` through `labels`. */
         Test: {
             /** Format: uuid */
             readonly id: string;
@@ -3051,20 +3125,40 @@ export interface components {
             file_name: string | null;
             /** @description `flaky` once the test has been flaky. */
             labels: string[];
-            /** @description passed / (passed + failed); null before either. */
+        };
+        /**
+         * @description A test with the metrics of its executions in a time window (a suite's tests and a test with
+         *     `Buildkite-Version` 2026-08-01 or later; a build's tests always). Durations are in seconds;
+         *     with no execution in the window (a single test only) the durations and `reliability` are
+         *     null and the counts 0.
+         */
+        TestWithMetrics: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly url: string;
+            readonly web_url: string;
+            scope: string | null;
+            name: string;
+            location: string | null;
+            file_name: string | null;
+            /** @description `flaky` once the test has been flaky. */
+            labels: string[];
+            /** @description passed / (passed + failed) in the window; null with neither. */
             reliability: number | null;
-            /** @description Seconds, over executions that reported a duration. */
+            /** @description Seconds, over the executions that reported a duration; null with none. */
             duration_avg: number | null;
-            duration_sum: number;
+            /** @description Seconds; null with no execution that reported a duration. */
+            duration_sum: number | null;
             duration_min: number | null;
             duration_max: number | null;
             executions_count: number;
+            /** @description `passed` and `failed` always; `skipped`, `pending` and `unknown` only when not zero. */
             executions_count_by_result: {
                 passed: number;
                 failed: number;
-                skipped: number;
-                pending: number;
-                unknown: number;
+                skipped?: number;
+                pending?: number;
+                unknown?: number;
             };
         };
         /** @description Where the results come from. Other properties are ignored. */
@@ -3566,6 +3660,47 @@ export interface components {
         };
         /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
         BuildState: components["schemas"]["BuildStateFilter"] | components["schemas"]["BuildStateFilter"][];
+        /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
+        IncludeTestEngine: boolean;
+        /**
+         * @description An API version as a date, `YYYY-MM-DD`. `2026-08-01` or later: the answer carries each test's
+         *     metrics over the time window, and the filters marked so apply. Omitted, blank or earlier: the
+         *     legacy answer, each test's `id` through `labels` only. A non-blank value in another format is
+         *     a 400 `Buildkite-Version must be in format YYYY-MM-DD`.
+         */
+        BuildkiteVersion: string;
+        /** @description The window: this period before now. Cannot be combined with `min_timestamp` or `max_timestamp` (422). With none of the three, the window is the 7 days before now. */
+        TestPeriod: "1hour" | "4hours" | "1day" | "7days" | "14days" | "28days";
+        /** @description The start of the window (ISO 8601); default 7 days before now. Cannot be combined with `period`; after `max_timestamp` is a 422. */
+        TestMinTimestamp: string;
+        /** @description The end of the window (ISO 8601); default now. Cannot be combined with `period`. */
+        TestMaxTimestamp: string;
+        /** @description Only tests with this label (legacy, a single label); cannot be combined with `labels`. `flaky` is the label a test gets once it has been flaky. */
+        TestLabel: string;
+        /** @description Comma-separated labels the tests must have; `!label`: must not have. Needs `Buildkite-Version` 2026-08-01 or later on the suite list; cannot be combined with `label`. */
+        TestLabels: string;
+        /** @description Only executions of runs on this branch; `!main`: not on it; `feature*`: on a branch starting with `feature`. At most one operator. */
+        TestBranch: string;
+        /** @description Comma-separated test owner (team) slugs; `!slug` excludes. Windsock keeps no test owners, so a test matches only the `!` forms. */
+        TestOwners: string;
+        /** @description Only tests in this state. Windsock does not mute or skip tests: every test is `enabled`. */
+        TestState: "enabled" | "muted" | "skipped";
+        /**
+         * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`, and
+         *     `scm.branch`, `scm.commit_sha`, `build.id` (the run key of a Buildkite run) and `result`.
+         *     `key:!value` not equal, `key:value*` starts with; for `result` also `~value` (tests with at
+         *     least one such execution) and `^value` (tests whose every execution has it). At most one
+         *     operator per value, `result` at most once.
+         */
+        TestTags: string;
+        /** @description The metric the tests are ordered by (tests without a value for it come last). */
+        TestSortBy: "duration_avg" | "duration_sum" | "duration_min" | "duration_max" | "reliability";
+        /** @description The direction of `sort_by`. */
+        TestOrder: "asc" | "desc";
+        /** @description Only tests with at least this many executions in the window, after the filters. */
+        TestMinExecutions: number;
+        /** @description The build's UUID (not its number). */
+        TestBuildId: string;
         /** @description The annotation's id (a UUID). */
         AnnotationId: string;
         /** @description The annotation's context (the agent escapes dots as `%2E`). */
@@ -4108,6 +4243,8 @@ export interface operations {
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
                 exclude_pipeline?: components["parameters"]["ExcludePipeline"];
+                /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
+                include_test_engine?: components["parameters"]["IncludeTestEngine"];
                 /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
                 meta_data?: components["parameters"]["BuildMetaData"];
                 /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
@@ -4152,6 +4289,8 @@ export interface operations {
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
                 exclude_pipeline?: components["parameters"]["ExcludePipeline"];
+                /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
+                include_test_engine?: components["parameters"]["IncludeTestEngine"];
                 /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
                 meta_data?: components["parameters"]["BuildMetaData"];
                 /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
@@ -4200,6 +4339,8 @@ export interface operations {
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
                 exclude_pipeline?: components["parameters"]["ExcludePipeline"];
+                /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
+                include_test_engine?: components["parameters"]["IncludeTestEngine"];
                 /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
                 meta_data?: components["parameters"]["BuildMetaData"];
                 /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
@@ -4272,6 +4413,8 @@ export interface operations {
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
                 exclude_pipeline?: components["parameters"]["ExcludePipeline"];
+                /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
+                include_test_engine?: components["parameters"]["IncludeTestEngine"];
             };
             header?: never;
             path: {
@@ -4759,8 +4902,23 @@ export interface operations {
     };
     getTest: {
         parameters: {
-            query?: never;
-            header?: never;
+            query?: {
+                /** @description The window: this period before now. Cannot be combined with `min_timestamp` or `max_timestamp` (422). With none of the three, the window is the 7 days before now. */
+                period?: components["parameters"]["TestPeriod"];
+                /** @description The start of the window (ISO 8601); default 7 days before now. Cannot be combined with `period`; after `max_timestamp` is a 422. */
+                min_timestamp?: components["parameters"]["TestMinTimestamp"];
+                /** @description The end of the window (ISO 8601); default now. Cannot be combined with `period`. */
+                max_timestamp?: components["parameters"]["TestMaxTimestamp"];
+            };
+            header?: {
+                /**
+                 * @description An API version as a date, `YYYY-MM-DD`. `2026-08-01` or later: the answer carries each test's
+                 *     metrics over the time window, and the filters marked so apply. Omitted, blank or earlier: the
+                 *     legacy answer, each test's `id` through `labels` only. A non-blank value in another format is
+                 *     a 400 `Buildkite-Version must be in format YYYY-MM-DD`.
+                 */
+                "Buildkite-Version"?: components["parameters"]["BuildkiteVersion"];
+            };
             path: {
                 /** @description The organization's slug. */
                 org_slug: components["parameters"]["OrgSlug"];
@@ -4779,12 +4937,148 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Test"];
+                    "application/json": components["schemas"]["TestWithMetrics"] | components["schemas"]["Test"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listTests: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Only tests with this label (legacy, a single label); cannot be combined with `labels`. `flaky` is the label a test gets once it has been flaky. */
+                label?: components["parameters"]["TestLabel"];
+                /** @description Comma-separated labels the tests must have; `!label`: must not have. Needs `Buildkite-Version` 2026-08-01 or later on the suite list; cannot be combined with `label`. */
+                labels?: components["parameters"]["TestLabels"];
+                /** @description Only executions of runs on this branch; `!main`: not on it; `feature*`: on a branch starting with `feature`. At most one operator. */
+                branch?: components["parameters"]["TestBranch"];
+                /** @description Comma-separated test owner (team) slugs; `!slug` excludes. Windsock keeps no test owners, so a test matches only the `!` forms. */
+                owners?: components["parameters"]["TestOwners"];
+                /** @description Only tests in this state. Windsock does not mute or skip tests: every test is `enabled`. */
+                state?: components["parameters"]["TestState"];
+                /**
+                 * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`, and
+                 *     `scm.branch`, `scm.commit_sha`, `build.id` (the run key of a Buildkite run) and `result`.
+                 *     `key:!value` not equal, `key:value*` starts with; for `result` also `~value` (tests with at
+                 *     least one such execution) and `^value` (tests whose every execution has it). At most one
+                 *     operator per value, `result` at most once.
+                 */
+                tags?: components["parameters"]["TestTags"];
+                /** @description The metric the tests are ordered by (tests without a value for it come last). */
+                sort_by?: components["parameters"]["TestSortBy"];
+                /** @description The direction of `sort_by`. */
+                order?: components["parameters"]["TestOrder"];
+                /** @description Only tests with at least this many executions in the window, after the filters. */
+                min_executions?: components["parameters"]["TestMinExecutions"];
+                /** @description The window: this period before now. Cannot be combined with `min_timestamp` or `max_timestamp` (422). With none of the three, the window is the 7 days before now. */
+                period?: components["parameters"]["TestPeriod"];
+                /** @description The start of the window (ISO 8601); default 7 days before now. Cannot be combined with `period`; after `max_timestamp` is a 422. */
+                min_timestamp?: components["parameters"]["TestMinTimestamp"];
+                /** @description The end of the window (ISO 8601); default now. Cannot be combined with `period`. */
+                max_timestamp?: components["parameters"]["TestMaxTimestamp"];
+            };
+            header?: {
+                /**
+                 * @description An API version as a date, `YYYY-MM-DD`. `2026-08-01` or later: the answer carries each test's
+                 *     metrics over the time window, and the filters marked so apply. Omitted, blank or earlier: the
+                 *     legacy answer, each test's `id` through `labels` only. A non-blank value in another format is
+                 *     a 400 `Buildkite-Version must be in format YYYY-MM-DD`.
+                 */
+                "Buildkite-Version"?: components["parameters"]["BuildkiteVersion"];
+            };
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tests. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": (components["schemas"]["TestWithMetrics"] | components["schemas"]["Test"])[];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listBuildTests: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Comma-separated labels the tests must have; `!label`: must not have. Needs `Buildkite-Version` 2026-08-01 or later on the suite list; cannot be combined with `label`. */
+                labels?: components["parameters"]["TestLabels"];
+                /** @description Only executions of runs on this branch; `!main`: not on it; `feature*`: on a branch starting with `feature`. At most one operator. */
+                branch?: components["parameters"]["TestBranch"];
+                /** @description Comma-separated test owner (team) slugs; `!slug` excludes. Windsock keeps no test owners, so a test matches only the `!` forms. */
+                owners?: components["parameters"]["TestOwners"];
+                /** @description Only tests in this state. Windsock does not mute or skip tests: every test is `enabled`. */
+                state?: components["parameters"]["TestState"];
+                /**
+                 * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`, and
+                 *     `scm.branch`, `scm.commit_sha`, `build.id` (the run key of a Buildkite run) and `result`.
+                 *     `key:!value` not equal, `key:value*` starts with; for `result` also `~value` (tests with at
+                 *     least one such execution) and `^value` (tests whose every execution has it). At most one
+                 *     operator per value, `result` at most once.
+                 */
+                tags?: components["parameters"]["TestTags"];
+                /** @description The metric the tests are ordered by (tests without a value for it come last). */
+                sort_by?: components["parameters"]["TestSortBy"];
+                /** @description The direction of `sort_by`. */
+                order?: components["parameters"]["TestOrder"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The build's UUID (not its number). */
+                build_id: components["parameters"]["TestBuildId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tests. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestWithMetrics"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -14,7 +14,7 @@ import { artifactRoutes } from './artifacts/routes';
 import { ARTIFACT_UPLOADS_PATH, parseArtifactUpload } from './artifacts/upload';
 import { jobRoutes } from './builds/jobs/routes';
 import { serializeHeldJobs } from './builds/jobs/serialize';
-import { buildRoutes } from './builds/routes';
+import { buildRoutes, type TestEngineRuns } from './builds/routes';
 import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
 import { jsonBodyParsers, refuseDeclaredOversize, rejectDeepJson } from './http/body';
@@ -33,6 +33,7 @@ import type { TrustProxy } from './config';
 import type { Services } from './services';
 import { loadSpec } from './spec';
 import { suiteRoutes } from './suites/routes';
+import { serializeTestEngine } from './suites/serialize';
 import { parseUploadMultipart } from './uploads/multipart';
 import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
 
@@ -182,7 +183,10 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(userRoutes());
   app.use(organizationRoutes(deps.organizations, deps.publicUrl));
   app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
-  app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids)));
+  // A build's test_engine: its Test Engine runs, from the suites above builds.
+  const testEngineRuns: TestEngineRuns = async (actor, ids) =>
+    new Map([...(await deps.suites.runsOfBuilds(actor, ids))].map(([id, runs]) => [id, serializeTestEngine(runs)]));
+  app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids), testEngineRuns));
   app.use(agentRoutes(deps.agents, async (agents) => serializeHeldJobs(await deps.agentWork.heldJobs(agents), deps.publicUrl), deps.publicUrl));
   app.use(agentApiRoutes(deps.agents, deps.agentWork, deps.pipelineUploads, deps.publicUrl));
   app.use(jobRoutes(deps.jobs, deps.publicUrl));

@@ -118,7 +118,7 @@ export function createServices(o: ServiceOptions): Services {
   const builds = new BuildService(buildRepository, pipelines, progress);
   // A forced stop cancels the agent's job through build progression, above the agents' area.
   const agentService = new AgentService(agents, o.clock, (agent) => agentWork.cancelHeldJob(agent));
-  const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations);
+  const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines);
   const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);
   return {

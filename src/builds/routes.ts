@@ -8,19 +8,31 @@ import type { Agent } from '../agents/repository';
 import { serializeAgentBase } from '../agents/serialize';
 import { serializeBuild, serializeBuildPipeline } from './serialize';
 import type { BuildService, BuildWithJobs } from './service';
+import type { components } from '../../generated/api';
+import type { Actor } from '../core/identity';
 
-type Exclude = { jobs?: boolean; pipeline?: boolean };
+type Schemas = components['schemas'];
+
+/** What the answer leaves out (`exclude_jobs`, `exclude_pipeline`), and whether it adds `test_engine` (`include_test_engine`). */
+type Exclude = { jobs?: boolean; pipeline?: boolean; testEngine?: boolean };
+/** A build's `test_engine` (its Test Engine runs), by build id, for the builds of one organization. */
+export type TestEngineRuns = (actor: Actor, buildIds: string[]) => Promise<Map<string, NonNullable<Schemas['Build']['test_engine']>>>;
 /** The three list scopes share their parameters and answer. */
 type ListOperation = 'listAllBuilds' | 'listOrganizationBuilds' | 'listPipelineBuilds';
 /** Stands in for counts that are not read because the pipeline is left out of the answer. */
 const NO_COUNTS: PipelineCounts = { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
 
-/** `agentsByIds` finds the agents that took jobs, which the jobs embed. */
+/**
+ * `agentsByIds` finds the agents that took jobs, which the jobs embed; `testEngineRuns` the
+ * Test Engine runs a build's `test_engine` shows (`include_test_engine=true`), handed in by
+ * app.ts since suites sit above builds.
+ */
 export function buildRoutes(
   builds: BuildService,
   pipelines: PipelineService,
   publicUrl: string,
   agentsByIds: (ids: string[]) => Promise<Agent[]> = async () => [],
+  testEngineRuns: TestEngineRuns = async () => new Map(),
 ) {
   const api = operationRouter();
 
@@ -30,9 +42,10 @@ export function buildRoutes(
     // Reads bring the pipelines' counts along; after a write they are read afresh. Only builds
     // whose jobs agents took cost the agents' read.
     const stale = exclude.pipeline ? [] : [...new Set(items.flatMap((i) => (i.pipeline.counts ? [] : [i.pipeline.id])))];
-    const [counts, agents] = await Promise.all([
+    const [counts, agents, testEngine] = await Promise.all([
       stale.length ? pipelines.counts(stale) : new Map<string, PipelineCounts>(),
       agentIds.length ? agentsByIds(agentIds) : [],
+      exclude.testEngine ? testEngineOf(items) : undefined,
     ]);
     // Each pipeline is serialized once for the whole page (its builds share the object); the
     // key includes what the caller may see of it, which differs between organizations.
@@ -62,20 +75,33 @@ export function buildRoutes(
       return json;
     };
     return items.map((item) => {
-      const json = serializeBuild(item, {
+      const built = serializeBuild(item, {
         agents: agents.length ? agentsOf(item.actor.organization.slug) : undefined,
         publicUrl,
         orgSlug: item.actor.organization.slug,
         pipeline: pipelineOf(item),
       });
+      const json = testEngine ? { ...built, test_engine: testEngine.get(item.build.id) ?? { runs: [] } } : built;
       if (!exclude.jobs && !exclude.pipeline) return json;
       const { jobs, pipeline, ...rest } = json;
       return { ...rest, ...(exclude.jobs ? {} : { jobs }), ...(exclude.pipeline ? {} : { pipeline }) };
     });
   };
-  const excludeOf = (q: { exclude_jobs?: boolean; exclude_pipeline?: boolean }): Exclude => ({
+  /** The builds' `test_engine`, asked once per organization of the page. */
+  const testEngineOf = async (items: BuildWithJobs[]) => {
+    const byOrg = new Map<string, { actor: Actor; ids: string[] }>();
+    for (const i of items) {
+      const entry = byOrg.get(i.actor.organization.id) ?? { actor: i.actor, ids: [] };
+      entry.ids.push(i.build.id);
+      byOrg.set(i.actor.organization.id, entry);
+    }
+    const maps = await Promise.all([...byOrg.values()].map((e) => testEngineRuns(e.actor, e.ids)));
+    return new Map(maps.flatMap((m) => [...m]));
+  };
+  const excludeOf = (q: { exclude_jobs?: boolean; exclude_pipeline?: boolean; include_test_engine?: boolean }): Exclude => ({
     jobs: q.exclude_jobs === true,
     pipeline: q.exclude_pipeline === true,
+    testEngine: q.include_test_engine === true,
   });
   const renderOne = async (item: BuildWithJobs) => (await render([item]))[0]!;
 

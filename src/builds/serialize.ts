@@ -189,7 +189,6 @@ export function serializeBuild({ build: b, jobs }: BuildWithJobs, v: BuildView):
     merge_queue: null,
     rebuilt_from: b.rebuiltFrom ? { id: b.rebuiltFrom.id, number: b.rebuiltFrom.number, url: `${pipelineUrl}/builds/${b.rebuiltFrom.number}` } : null,
     triggered_from: b.triggeredFrom,
-    test_engine: null,
     pipeline: v.pipeline,
   };
 }

@@ -1,6 +1,6 @@
 /**
- * Reads of what uploads stored in a suite: runs, tests with their totals, flaky tests and a
- * run's failed executions. Every query is answered from an index that matches its filter and
+ * Reads of what uploads stored in a suite: runs, tests and their executions totalled over a
+ * time window, flaky tests, a run's failed executions and the runs of Buildkite builds. Every query is answered from an index that matches its filter and
  * order (flaky tests from `flaky_instances (suite_id, [branch,] detected_at)`).
  */
 import type { Knex } from 'knex';
@@ -26,20 +26,6 @@ export interface TestIdentity {
   name: string;
   location: string | null;
   fileName: string | null;
-}
-
-export interface TestTotals extends TestIdentity {
-  flaky: boolean;
-  executionsCount: number;
-  passedCount: number;
-  failedCount: number;
-  skippedCount: number;
-  pendingCount: number;
-  unknownCount: number;
-  durationCount: number;
-  durationSum: number;
-  durationMin: number | null;
-  durationMax: number | null;
 }
 
 export interface FlakyTest {
@@ -74,6 +60,77 @@ function identityFromRow(r: Record<string, unknown>): TestIdentity {
 
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
+/** A time window, both ends included. */
+export interface TimeWindow {
+  from: Date;
+  to: Date;
+}
+
+/** The executions of one test with one result: how many, and their durations. */
+export interface ResultTotals {
+  count: number;
+  durationCount: number;
+  durationSum: number;
+  durationMin: number | null;
+  durationMax: number | null;
+}
+
+/** A test's executions in a window, by result. */
+export type ExecutionTotals = Map<string, ResultTotals>;
+
+/** A run, as the test lists' filters and links see it. */
+export interface WindowRun {
+  id: string;
+  suiteId: string;
+  key: string;
+  ci: string | null;
+  branch: string | null;
+  commitSha: string | null;
+  tags: Record<string, string>;
+}
+
+/** A test's identity with its suite (a build's tests span suites). */
+export interface SuiteTest extends TestIdentity {
+  suiteId: string;
+}
+
+/** A Buildkite build's run in a suite (what a build's `test_engine` lists). */
+export interface BuildRun {
+  buildId: string;
+  runId: string;
+  suiteId: string;
+  suiteSlug: string;
+}
+
+/** Ids per statement in the chunked `in (...)` reads: well under both stores' parameter limits. */
+const IN_CHUNK = 500;
+
+function inChunks<T>(items: T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += IN_CHUNK) out.push(items.slice(i, i + IN_CHUNK));
+  return out;
+}
+
+function addTotals(into: ExecutionTotals, result: string, r: Record<string, unknown>): void {
+  const add: ResultTotals = {
+    count: Number(r.n),
+    durationCount: Number(r.duration_count),
+    durationSum: Number(r.duration_sum ?? 0),
+    durationMin: num(r.duration_min),
+    durationMax: num(r.duration_max),
+  };
+  const cur = into.get(result);
+  if (!cur) {
+    into.set(result, add);
+    return;
+  }
+  cur.count += add.count;
+  cur.durationCount += add.durationCount;
+  cur.durationSum += add.durationSum;
+  if (add.durationMin !== null) cur.durationMin = cur.durationMin === null ? add.durationMin : Math.min(cur.durationMin, add.durationMin);
+  if (add.durationMax !== null) cur.durationMax = cur.durationMax === null ? add.durationMax : Math.max(cur.durationMax, add.durationMax);
+}
+
 export interface FlakyFilter {
   suiteId: string;
   since: Date;
@@ -100,26 +157,6 @@ export class SuiteResultsRepository {
   async findRun(suiteId: string, id: string): Promise<Run | null> {
     const row = await this.db('test_runs').where({ suite_id: suiteId, id }).first();
     return row ? runFromRow(row) : null;
-  }
-
-  async findTest(suiteId: string, id: string): Promise<TestTotals | null> {
-    const row = await this.db('tests').where({ suite_id: suiteId, id }).first();
-    if (!row) return null;
-    const flaky = await this.db('flaky_instances').where({ test_id: id }).first('test_id');
-    return {
-      ...identityFromRow(row),
-      flaky: Boolean(flaky),
-      executionsCount: Number(row.executions_count),
-      passedCount: Number(row.passed_count),
-      failedCount: Number(row.failed_count),
-      skippedCount: Number(row.skipped_count),
-      pendingCount: Number(row.pending_count),
-      unknownCount: Number(row.unknown_count),
-      durationCount: Number(row.duration_count),
-      durationSum: Number(row.duration_sum),
-      durationMin: num(row.duration_min),
-      durationMax: num(row.duration_max),
-    };
   }
 
   /**
@@ -182,5 +219,168 @@ export class SuiteResultsRepository {
       duration: num(r.duration),
       createdAt: toDate(r.created_at),
     }));
+  }
+
+  /** A test of the suite with whether it has been flaky, or null. */
+  async findTestIdentity(suiteId: string, id: string): Promise<(TestIdentity & { flaky: boolean }) | null> {
+    const row = await this.db('tests').where({ suite_id: suiteId, id }).first('id', 'scope', 'name', 'location', 'file_name');
+    if (!row) return null;
+    const flaky = await this.db('flaky_instances').where({ test_id: id }).first('test_id');
+    return { ...identityFromRow(row), flaky: Boolean(flaky) };
+  }
+
+  /**
+   * Every test of a suite, newest first (the legacy list). `flaky`: true, only the tests that
+   * have been flaky; false, none (a label no test has).
+   */
+  async listTestIdentities(
+    suiteId: string,
+    flaky: boolean | undefined,
+    offset: number,
+    limit: number,
+  ): Promise<{ items: (TestIdentity & { flaky: boolean })[]; total: number }> {
+    if (flaky === false) return { items: [], total: 0 };
+    const filtered = () => {
+      const q = this.db('tests as t').where('t.suite_id', suiteId);
+      if (flaky) q.whereExists(this.db('flaky_instances as fi').whereRaw('fi.test_id = t.id').select(this.db.raw('1')));
+      return q;
+    };
+    const [countRow, rows] = await Promise.all([
+      filtered().count<{ n: number | string }[]>({ n: '*' }).first(),
+      filtered()
+        .orderBy([
+          { column: 't.created_at', order: 'desc' },
+          { column: 't.id', order: 'desc' },
+        ])
+        .offset(offset)
+        .limit(limit)
+        .select('t.id', 't.scope', 't.name', 't.location', 't.file_name'),
+    ]);
+    const flakyIds = await this.flakyTestIds(rows.map((r) => r.id as string));
+    return { items: rows.map((r) => ({ ...identityFromRow(r), flaky: flakyIds.has(r.id as string) })), total: Number(countRow?.n ?? 0) };
+  }
+
+  /** The runs of these suites that took an upload in the window (runs of one build's key, when given). */
+  async runsInWindow(suiteIds: string[], window: TimeWindow, buildKey?: string): Promise<WindowRun[]> {
+    if (!suiteIds.length) return [];
+    const out: WindowRun[] = [];
+    for (const part of inChunks(suiteIds)) {
+      const q = this.db('test_runs')
+        .whereIn('suite_id', part)
+        .andWhere('updated_at', '>=', window.from)
+        .andWhere('created_at', '<=', window.to)
+        .select('id', 'suite_id', 'run_key', 'ci', 'branch', 'commit_sha', 'tags');
+      if (buildKey !== undefined) q.andWhere({ run_key: buildKey, ci: 'buildkite' });
+      for (const r of await q) {
+        out.push({
+          id: r.id as string,
+          suiteId: r.suite_id as string,
+          key: r.run_key as string,
+          ci: (r.ci as string | null) ?? null,
+          branch: (r.branch as string | null) ?? null,
+          commitSha: (r.commit_sha as string | null) ?? null,
+          tags: parseJson<Record<string, string>>(r.tags, {}),
+        });
+      }
+    }
+    return out;
+  }
+
+  /** The executions of these runs in the window, totalled by test and result. */
+  async totalsByTest(runIds: string[], window: TimeWindow): Promise<Map<string, ExecutionTotals>> {
+    const byTest = new Map<string, ExecutionTotals>();
+    for (const part of inChunks(runIds)) {
+      const rows = await this.db('test_executions')
+        .whereIn('run_id', part)
+        .andWhere('created_at', '>=', window.from)
+        .andWhere('created_at', '<=', window.to)
+        .groupBy('test_id', 'result')
+        .select(
+          'test_id',
+          'result',
+          this.db.raw('count(*) as n'),
+          this.db.raw('count(duration) as duration_count'),
+          this.db.raw('sum(duration) as duration_sum'),
+          this.db.raw('min(duration) as duration_min'),
+          this.db.raw('max(duration) as duration_max'),
+        );
+      for (const r of rows) {
+        let totals = byTest.get(r.test_id as string);
+        if (!totals) byTest.set(r.test_id as string, (totals = new Map()));
+        addTotals(totals, r.result as string, r);
+      }
+    }
+    return byTest;
+  }
+
+  /** One test's executions in the window, totalled by result. */
+  async totalsOfTest(testId: string, window: TimeWindow): Promise<ExecutionTotals> {
+    const rows = await this.db('test_executions')
+      .where('test_id', testId)
+      .andWhere('created_at', '>=', window.from)
+      .andWhere('created_at', '<=', window.to)
+      .groupBy('result')
+      .select(
+        'result',
+        this.db.raw('count(*) as n'),
+        this.db.raw('count(duration) as duration_count'),
+        this.db.raw('sum(duration) as duration_sum'),
+        this.db.raw('min(duration) as duration_min'),
+        this.db.raw('max(duration) as duration_max'),
+      );
+    const totals: ExecutionTotals = new Map();
+    for (const r of rows) addTotals(totals, r.result as string, r);
+    return totals;
+  }
+
+  /** Which of these tests have been flaky. */
+  async flakyTestIds(testIds: string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (const part of inChunks(testIds)) {
+      for (const r of await this.db('flaky_instances').whereIn('test_id', part).distinct('test_id')) out.add(r.test_id as string);
+    }
+    return out;
+  }
+
+  /** These tests' identities and suites. */
+  async testsByIds(ids: string[]): Promise<Map<string, SuiteTest>> {
+    const out = new Map<string, SuiteTest>();
+    for (const part of inChunks(ids)) {
+      for (const r of await this.db('tests').whereIn('id', part).select('id', 'suite_id', 'scope', 'name', 'location', 'file_name')) {
+        out.set(r.id as string, { ...identityFromRow(r), suiteId: r.suite_id as string });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The Buildkite runs (run key = build UUID, `ci` buildkite) of these builds in the
+   * organization's suites, oldest first; `visibleToUserId`: only suites granted to one of the
+   * user's teams.
+   */
+  async buildRuns(organizationId: string, buildIds: string[], visibleToUserId?: string): Promise<BuildRun[]> {
+    const out: BuildRun[] = [];
+    for (const part of inChunks(buildIds)) {
+      const q = this.db('test_runs as r')
+        .join('suites as s', 's.id', 'r.suite_id')
+        .where('s.organization_id', organizationId)
+        .andWhere('r.ci', 'buildkite')
+        .whereIn('r.run_key', part)
+        .orderBy([
+          { column: 'r.created_at', order: 'asc' },
+          { column: 'r.id', order: 'asc' },
+        ])
+        .select('r.run_key', 'r.id', 's.id as suite_id', 's.slug as suite_slug');
+      if (visibleToUserId) {
+        q.whereIn(
+          's.id',
+          this.db('suite_teams as st').join('team_members as tm', 'tm.team_id', 'st.team_id').where('tm.user_id', visibleToUserId).select('st.suite_id'),
+        );
+      }
+      for (const r of await q) {
+        out.push({ buildId: r.run_key as string, runId: r.id as string, suiteId: r.suite_id as string, suiteSlug: r.suite_slug as string });
+      }
+    }
+    return out;
   }
 }

@@ -2,7 +2,7 @@
 import { actorOf } from '../http/auth';
 import { operationRouter } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
-import { serializeFailedExecution, serializeFlakyTest, serializeRun, serializeSuite, serializeTest, suiteUrls } from './serialize';
+import { serializeFailedExecution, serializeFlakyTest, serializeRun, serializeSuite, serializeTest, serializeTestWithMetrics, suiteUrls } from './serialize';
 import type { Suite } from './repository';
 import type { SuiteService } from './service';
 
@@ -81,10 +81,32 @@ export function suiteRoutes(service: SuiteService, publicUrl: string) {
     res.json(executions.map((e) => serializeFailedExecution(e, urls, q.include_failure_expanded === true)));
   });
 
+  api.on('listTests', async (req, res) => {
+    const actor = actorOf(res);
+    const page = pageRequest(req);
+    const list = await service.listTests(actor, req.params.suite_slug, req.get('Buildkite-Version'), req.query, page.offset, page.perPage);
+    setLinkHeader(req, res, publicUrl, page, { total: list.total });
+    const urls = urlsOf(actor.organization.slug, req.params.suite_slug);
+    res.json(
+      list.versioned
+        ? list.items.map((t) => serializeTestWithMetrics(t.test, t.labels, t.metrics, urls))
+        : list.items.map((t) => serializeTest(t.test, t.labels, urls)),
+    );
+  });
+
   api.on('getTest', async (req, res) => {
     const actor = actorOf(res);
-    const test = await service.test(actor, req.params.suite_slug, req.params.test_id);
-    res.json(serializeTest(test, urlsOf(actor.organization.slug, req.params.suite_slug)));
+    const found = await service.testOf(actor, req.params.suite_slug, req.params.test_id, req.get('Buildkite-Version'), req.query);
+    const urls = urlsOf(actor.organization.slug, req.params.suite_slug);
+    res.json(found.versioned ? serializeTestWithMetrics(found.test, found.labels, found.metrics, urls) : serializeTest(found.test, found.labels, urls));
+  });
+
+  api.on('listBuildTests', async (req, res) => {
+    const actor = actorOf(res);
+    const page = pageRequest(req);
+    const { items, total } = await service.buildTests(actor, req.params.build_id, req.query, page.offset, page.perPage);
+    setLinkHeader(req, res, publicUrl, page, { total });
+    res.json(items.map((t) => serializeTestWithMetrics(t.test, t.labels, t.metrics, urlsOf(actor.organization.slug, t.suiteSlug))));
   });
 
   return api.router;

@@ -2,7 +2,8 @@
 import type { components } from '../../generated/api';
 import { graphqlId, isoTime } from '../http/format';
 import type { Suite } from './repository';
-import type { FailedExecution, FlakyTest, Run, TestTotals } from './results-repository';
+import type { BuildRun, FailedExecution, FlakyTest, Run, TestIdentity } from './results-repository';
+import type { TestMetrics } from './test-metrics';
 
 type Schemas = components['schemas'];
 
@@ -68,8 +69,8 @@ export function serializeFlakyTest(f: FlakyTest, urls: SuiteUrls): Schemas['Flak
   };
 }
 
-export function serializeTest(t: TestTotals, urls: SuiteUrls): Schemas['Test'] {
-  const decided = t.passedCount + t.failedCount;
+/** A test as the legacy answer shows it: `id` through `labels`. */
+export function serializeTest(t: TestIdentity, labels: string[], urls: SuiteUrls): Schemas['Test'] {
   return {
     id: t.id,
     url: `${urls.api}/tests/${t.id}`,
@@ -78,21 +79,34 @@ export function serializeTest(t: TestTotals, urls: SuiteUrls): Schemas['Test'] {
     name: t.name,
     location: t.location,
     file_name: t.fileName,
-    labels: t.flaky ? ['flaky'] : [],
-    reliability: decided ? t.passedCount / decided : null,
-    duration_avg: t.durationCount ? t.durationSum / t.durationCount : null,
-    duration_sum: t.durationSum,
-    duration_min: t.durationMin,
-    duration_max: t.durationMax,
-    executions_count: t.executionsCount,
-    executions_count_by_result: {
-      passed: t.passedCount,
-      failed: t.failedCount,
-      skipped: t.skippedCount,
-      pending: t.pendingCount,
-      unknown: t.unknownCount,
-    },
+    labels,
   };
+}
+
+/** A test with its metrics over a window (the versioned answer, and a build's tests). */
+export function serializeTestWithMetrics(t: TestIdentity, labels: string[], m: TestMetrics, urls: SuiteUrls): Schemas['TestWithMetrics'] {
+  return {
+    ...serializeTest(t, labels, urls),
+    reliability: m.reliability,
+    duration_avg: m.durationAvg,
+    duration_sum: m.durationSum,
+    duration_min: m.durationMin,
+    duration_max: m.durationMax,
+    executions_count: m.executionsCount,
+    executions_count_by_result: { passed: m.byResult.passed ?? 0, failed: m.byResult.failed ?? 0, ...nonZero(m.byResult) },
+  };
+}
+
+/** skipped, pending and unknown, each only when not zero (passed and failed are always shown). */
+function nonZero(byResult: Record<string, number>): { skipped?: number; pending?: number; unknown?: number } {
+  const out: { skipped?: number; pending?: number; unknown?: number } = {};
+  for (const k of ['skipped', 'pending', 'unknown'] as const) if (byResult[k]) out[k] = byResult[k];
+  return out;
+}
+
+/** A build's `test_engine`: its Buildkite runs, each with its suite. */
+export function serializeTestEngine(runs: BuildRun[]): { runs: { id: string; suite: { id: string; slug: string } }[] } {
+  return { runs: runs.map((r) => ({ id: r.runId, suite: { id: r.suiteId, slug: r.suiteSlug } })) };
 }
 
 export function serializeFailedExecution(e: FailedExecution, urls: SuiteUrls, withExpanded: boolean): Schemas['FailedExecution'] {

@@ -1,17 +1,35 @@
 /**
  * The rules of test suites: who may see or change one (Teams), how a create or update body
  * becomes stored fields (slug, teams, the upload API token), and the reads of a suite's runs,
- * tests and flaky tests. No HTTP, no SQL.
+ * tests (with their metrics over a window, ./test-metrics), a build's tests and flaky tests.
+ * No HTTP, no SQL.
  */
 import crypto from 'node:crypto';
 import type { components, operations } from '../../generated/api';
-import { NotFoundError, ValidationError, type FieldError } from '../core/errors';
+import { NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
 import type { OrganizationService } from '../organizations/service';
 import { slugify } from '../pipelines/slug';
 import { sha256Hex } from '../security/keys';
 import type { Suite, SuiteFields, SuiteRepository } from './repository';
-import type { SuiteResultsRepository } from './results-repository';
+import type { BuildRun, SuiteResultsRepository, SuiteTest, TimeWindow, WindowRun } from './results-repository';
 import type { Actor } from '../core/identity';
+import type { Build } from '../builds/model';
+import type { PipelineService } from '../pipelines/service';
+import { parseFilters, runPasses, testPasses, type RawFilters, type TestFilters } from './test-filters';
+import {
+  BUILD_WINDOW_MS,
+  groupPasses,
+  metricsOf,
+  sortTests,
+  wantsMetrics,
+  windowOf,
+  type ListTestsQuery,
+  type MeasuredTest,
+  type SortBy,
+  type TestList,
+  type TestMetrics,
+  type WindowQuery,
+} from './test-metrics';
 
 type CreateInput = components['schemas']['CreateSuiteRequest'];
 type UpdateInput = components['schemas']['UpdateSuiteRequest'];
@@ -27,6 +45,11 @@ const PERIOD_MS: Record<FlakyPeriod, number> = {
   '28days': 28 * 86_400_000,
 };
 
+/** How a build's tests find the build, and whether the caller may see its pipeline. */
+export interface BuildLookup {
+  findById(id: string): Promise<Build | null>;
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A suite API token: 24 random bytes, so a plain SHA-256 is enough to store and look it up by. */
@@ -39,6 +62,8 @@ export class SuiteService {
     private readonly suites: SuiteRepository,
     private readonly results: SuiteResultsRepository,
     private readonly organizations: OrganizationService,
+    private readonly builds: BuildLookup,
+    private readonly pipelines: Pick<PipelineService, 'readableByIds'>,
   ) {}
 
   /** The suite an upload API token belongs to (only its SHA-256 is stored), with its organization's slug. */
@@ -129,11 +154,102 @@ export class SuiteService {
     return this.results.failedExecutions(await this.run(actor, slug, runId), 1000);
   }
 
-  async test(actor: Actor, slug: string, testId: string) {
+  /** A test of the suite; with metrics over the window when the version asks for them. */
+  async testOf(actor: Actor, slug: string, testId: string, version: string | undefined, q: WindowQuery) {
+    const versioned = wantsMetrics(version);
+    const window = versioned ? windowOf(q) : undefined;
     const suite = await this.get(actor, slug);
-    const test = UUID.test(testId) ? await this.results.findTest(suite.id, testId.toLowerCase()) : null;
+    const test = UUID.test(testId) ? await this.results.findTestIdentity(suite.id, testId.toLowerCase()) : null;
     if (!test) throw new NotFoundError('test');
-    return test;
+    const labels = test.flaky ? ['flaky'] : [];
+    if (!window) return { versioned: false as const, test, labels };
+    return { versioned: true as const, test, labels, metrics: metricsOf(await this.results.totalsOfTest(test.id, window)) };
+  }
+
+  /**
+   * A suite's tests. Legacy (no metrics): every test, newest first, `label` only. With metrics:
+   * the tests with executions in the window that pass the filters, sorted, paged in memory.
+   */
+  async listTests(actor: Actor, slug: string, version: string | undefined, q: ListTestsQuery, offset: number, limit: number): Promise<TestList> {
+    const versioned = wantsMetrics(version);
+    if (!versioned) {
+      const suite = await this.get(actor, slug);
+      const flaky = q.label === undefined ? undefined : q.label === 'flaky';
+      const { items, total } = await this.results.listTestIdentities(suite.id, flaky, offset, limit);
+      return { versioned: false, items: items.map((t) => ({ test: t, labels: t.flaky ? ['flaky'] : [] })), total };
+    }
+    if (q.label !== undefined && q.labels !== undefined) throw new UnprocessableError('label cannot be combined with labels');
+    const window = windowOf(q);
+    const filters = parseFilters({ ...(q as RawFilters), labels: q.labels ?? q.label });
+    const suite = await this.get(actor, slug);
+    const runs = await this.results.runsInWindow([suite.id], window);
+    const measured = await this.measure(runs, window, filters, new Map([[suite.id, suite.slug]]));
+    const sorted = sortTests(measured, q.sort_by ?? 'duration_avg', q.order ?? 'desc');
+    return { versioned: true, items: sorted.slice(offset, offset + limit), total: sorted.length };
+  }
+
+  /**
+   * The tests of a build (its UUID) in every suite of the organization the caller may see with
+   * a run of it, measured over the build's window. A build the caller may not see is a 404.
+   */
+  async buildTests(actor: Actor, buildId: string, q: RawFilters & { sort_by?: SortBy; order?: 'asc' | 'desc' }, offset: number, limit: number) {
+    const filters = parseFilters(q);
+    const build = UUID.test(buildId) ? await this.builds.findById(buildId.toLowerCase()) : null;
+    if (!build || build.organizationId !== actor.organization.id) throw new NotFoundError('build');
+    const readable = await this.pipelines.readableByIds(new Map([[actor.organization.id, actor]]), [build.pipelineId]);
+    if (!readable.has(build.pipelineId)) throw new NotFoundError('build');
+    const created = build.createdAt.getTime();
+    const end = Math.min(build.finishedAt?.getTime() ?? Date.now(), created + BUILD_WINDOW_MS);
+    const window = { from: build.createdAt, to: new Date(Math.max(end, created)) };
+    const buildRuns = await this.results.buildRuns(actor.organization.id, [build.id], this.isRestricted(actor) ? actor.principal.user.id : undefined);
+    const slugs = new Map(buildRuns.map((r) => [r.suiteId, r.suiteSlug]));
+    const runs = await this.results.runsInWindow([...slugs.keys()], window, build.id);
+    const measured = await this.measure(runs, window, filters, slugs);
+    const sorted = sortTests(measured, q.sort_by ?? 'duration_avg', q.order ?? 'desc');
+    return { items: sorted.slice(offset, offset + limit), total: sorted.length };
+  }
+
+  /**
+   * The Buildkite runs of these builds in the suites the caller may see, by build id (a build's
+   * `test_engine`). Suites are `read_suites` data: a token without that scope sees no run.
+   */
+  async runsOfBuilds(actor: Actor, buildIds: string[]): Promise<Map<string, BuildRun[]>> {
+    const out = new Map<string, BuildRun[]>();
+    if (!buildIds.length || !actor.principal.token.scopes.includes('read_suites')) return out;
+    for (const r of await this.results.buildRuns(actor.organization.id, buildIds, this.isRestricted(actor) ? actor.principal.user.id : undefined)) {
+      const list = out.get(r.buildId);
+      if (list) list.push(r);
+      else out.set(r.buildId, [r]);
+    }
+    return out;
+  }
+
+  /** The tests of these runs' executions in the window, after the filters, with their metrics. */
+  private async measure(runs: WindowRun[], window: TimeWindow, f: TestFilters, slugs: Map<string, string>): Promise<MeasuredTest[]> {
+    const kept = runs.filter((r) => runPasses(r, f));
+    if (!kept.length) return [];
+    const totals = await this.results.totalsByTest(
+      kept.map((r) => r.id),
+      window,
+    );
+    const candidates: { id: string; metrics: TestMetrics }[] = [];
+    for (const [id, t] of totals) {
+      const metrics = metricsOf(t, f);
+      if (metrics.executionsCount === 0 || !groupPasses(metrics, f)) continue;
+      if (f.minExecutions !== undefined && metrics.executionsCount < f.minExecutions) continue;
+      candidates.push({ id, metrics });
+    }
+    const ids = candidates.map((c) => c.id);
+    const [flaky, tests] = await Promise.all([this.results.flakyTestIds(ids), this.results.testsByIds(ids)]);
+    const out: MeasuredTest[] = [];
+    for (const c of candidates) {
+      const test: SuiteTest | undefined = tests.get(c.id);
+      if (!test) continue; // deleted with its suite meanwhile
+      const labels = flaky.has(c.id) ? ['flaky'] : [];
+      if (!testPasses(labels, f)) continue;
+      out.push({ test, suiteSlug: slugs.get(test.suiteId) ?? '', labels, metrics: c.metrics });
+    }
+    return out;
   }
 
   async flakyTests(actor: Actor, slug: string, filter: { search?: string; branch?: string; period?: FlakyPeriod }, offset: number, limit: number) {

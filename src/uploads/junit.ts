@@ -1,10 +1,13 @@
 /**
- * JUnit XML -> upload results. fast-xml-parser with entity processing off; a document with a
- * DOCTYPE or an entity declaration is refused before parsing (no billion laughs, no external
- * entities), and only the five predefined entities and character references are decoded. A
- * malformed document is a 422 naming the line and column the parser stopped at.
+ * JUnit XML -> upload results. The bytes are decoded as the document says (a byte order mark,
+ * else the XML declaration's `encoding`, else UTF-8) through iconv-lite. fast-xml-parser with
+ * entity processing off; a document with a DOCTYPE or an entity declaration is refused before
+ * parsing (no billion laughs, no external entities), and only the five predefined entities and
+ * character references are decoded. A malformed document is a 422 naming the line and column
+ * the parser stopped at.
  */
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import iconv from 'iconv-lite';
 import { ValidationError } from '../core/errors';
 import { MAX_RESULTS } from './results';
 
@@ -22,6 +25,30 @@ function decode(s: string): string {
 }
 
 const refused = (code: string) => ValidationError.field('data', code);
+
+/** `encoding="..."` of an XML declaration at the very start (EncName of XML 1.0, section 4.3.3). */
+const DECLARED_ENCODING = /^<\?xml\s[^>]*?\bencoding\s*=\s*(["'])([A-Za-z][A-Za-z0-9._-]{0,63})\1/;
+
+/**
+ * The document as text. A byte order mark decides (UTF-8, UTF-16 LE or BE), then the pattern of
+ * a BOM-less UTF-16 `<?` (XML 1.0 appendix F), then the declaration's `encoding`, read from the
+ * ASCII-compatible head; with none, UTF-8. An encoding iconv-lite does not know is refused.
+ */
+export function decodeXml(xml: Buffer): string {
+  const [b0, b1, b2] = [xml[0], xml[1], xml[2]];
+  if (b0 === 0xef && b1 === 0xbb && b2 === 0xbf) return iconv.decode(xml, 'utf-8');
+  if (b0 === 0xff && b1 === 0xfe) return iconv.decode(xml, 'utf-16le');
+  if (b0 === 0xfe && b1 === 0xff) return iconv.decode(xml, 'utf-16be');
+  if (b0 === 0x3c && b1 === 0x00 && b2 === 0x3f) return iconv.decode(xml, 'utf-16le');
+  if (b0 === 0x00 && b1 === 0x3c && b2 === 0x00) return iconv.decode(xml, 'utf-16be');
+  const declared = DECLARED_ENCODING.exec(xml.subarray(0, 512).toString('latin1'))?.[2];
+  if (declared === undefined) return iconv.decode(xml, 'utf-8');
+  if (!iconv.encodingExists(declared))
+    throw refused(`declares the encoding ${declared}, which is not supported: use UTF-8, UTF-16 or an ISO-8859 or Windows code page`);
+  // UTF-16 or UTF-32 without a byte order mark or the pattern above cannot be told from its bytes.
+  if (/^(utf-?16|utf-?32|ucs-?2)/i.test(declared)) throw refused(`declares the encoding ${declared} but has no byte order mark: add one, or send UTF-8`);
+  return iconv.decode(xml, declared);
+}
 
 const list = (v: unknown): Node[] => (Array.isArray(v) ? (v as Node[]) : v === undefined ? [] : [v as Node]);
 const attr = (n: Node, name: string): string | undefined => (typeof n[name] === 'string' ? decode(n[name] as string) : undefined);
@@ -56,7 +83,7 @@ function toResult(tc: Node): Record<string, unknown> {
  * (`classname` becomes `scope`; checkResults rejects a testcase without it).
  */
 export function parseJUnit(xml: Buffer): Record<string, unknown>[] {
-  const doc = xml.toString('utf8').replace(/^\uFEFF/, '');
+  const doc = decodeXml(xml).replace(/^\uFEFF/, '');
   if (/<!(DOCTYPE|ENTITY)/i.test(doc)) throw refused('contains a DOCTYPE or entity declaration, which is refused');
   const valid = XMLValidator.validate(doc);
   if (valid !== true) {

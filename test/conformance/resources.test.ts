@@ -112,7 +112,7 @@ describeEachDatabase('conformance: Test Engine', (ctx) => {
     expectConforms((await ctx().http().get(`${base}/runs/${runId}`).set(auth(token)).expect(200)).body, [getRun], responseSchema('getRun'));
     const failed = await ctx().http().get(`${base}/runs/${runId}/failed_executions?include_failure_expanded=true`).set(auth(token)).expect(200);
     expectConforms(failed.body, [failedExecutions], responseSchema('listFailedExecutions'));
-    const test = await ctx().http().get(`${base}/tests/${failed.body[0].test_id}`).set(auth(token)).expect(200);
+    const test = await ctx().http().get(`${base}/tests/${failed.body[0].test_id}`).set(auth(token)).set('Buildkite-Version', '2026-08-01').expect(200);
     expectConforms(test.body, [getTest], responseSchema('getTest'));
     const flaky = await ctx().http().get(`${base}/flaky-tests`).set(auth(token)).expect(200);
     expect(flaky.body).toHaveLength(1);

@@ -637,6 +637,8 @@ describeEachDatabase('contract fuzzing', (ctx) => {
       } else if (choice.fixture === 'latest') {
         const [row] = await ctx().services.db('builds').where({ pipeline_id: fx.pipeline.id }).max({ n: 'number' });
         value = String(row?.n ?? 1);
+      } else if (name === 'build_id') {
+        value = String((await ctx().services.db('builds').where({ pipeline_id: fx.pipeline.id }).first('id'))?.id ?? 'x');
       } else if (name === 'pipeline_slug') value = op.id === 'deletePipeline' ? await disposable('pipeline') : fx.pipeline.slug;
       else if (name === 'suite_slug') value = op.id === 'deleteSuite' ? await disposable('suite') : fx.suiteSlug;
       else

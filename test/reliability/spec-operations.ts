@@ -116,11 +116,11 @@ export function missingParam(kind: ParamKind): string {
       return '987654';
     case 'run_id':
     case 'test_id':
+    case 'build_id':
     case 'agent_id':
     case 'job_id':
     case 'annotation_id':
     case 'artifact_id':
-    case 'build_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -213,7 +213,10 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     .set(suiteAuth(suiteToken))
     .send({
       format: 'json',
-      run_env: { ci: 'generic', key: `run-${tag}`, branch: 'main', commit_sha: 'abc123' },
+      // A Buildkite run of the newest build (a build's tests and its test_engine show it).
+      run_env: builds.length
+        ? { ci: 'buildkite', key: builds[builds.length - 1]!.id, branch: 'main', commit_sha: 'abc123' }
+        : { ci: 'generic', key: `run-${tag}`, branch: 'main', commit_sha: 'abc123' },
       data: [result('passes', 'passed'), result('fails', 'failed'), result('fails', 'passed')],
     });
   check(up, 202, 'upload');
@@ -418,6 +421,8 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getRun: undefined,
   listFailedExecutions: undefined,
   getTest: undefined,
+  listTests: undefined,
+  listBuildTests: undefined,
   deliverWebhook: () => ({ zen: 'Keep it logically awesome.', hook_id: 1 }),
   listBuildAnnotations: undefined,
   createBuildAnnotation: () => ({ body: 'Made **here**', style: 'info', context: 'made', priority: 5 }),

@@ -19,6 +19,7 @@ import * as jobLogSize from './20261125120000_job_log_size';
 import * as buildTriggeredFrom from './20261125130000_build_triggered_from';
 import * as artifacts from './20261125140000_artifacts';
 import * as annotations from './20261125150000_annotations';
+import * as testRunWindows from './20261125160000_test_run_windows';
 import * as agentPause from './20261125170000_agent_pause';
 
 const migrations: Record<string, Knex.Migration> = {
@@ -37,6 +38,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125130000_build_triggered_from': buildTriggeredFrom,
   '20261125140000_artifacts': artifacts,
   '20261125150000_annotations': annotations,
+  '20261125160000_test_run_windows': testRunWindows,
   '20261125170000_agent_pause': agentPause,
 };
 

@@ -1,0 +1,147 @@
+/**
+ * The filters of the Test Engine's test lists (a suite's tests, a build's tests), read from
+ * their query strings and applied: `labels`, `owners` and `state` to tests; `branch` and the
+ * `tags` to the runs whose executions are counted; the `result` tag to executions (`!` and `*`)
+ * or to a test's executions as a group (`~` contains, `^` only). Operators: a leading `!` (not
+ * equal), a trailing `*` (starts with), and for `result` a leading `~` or `^`; at most one.
+ */
+import { UnprocessableError } from '../core/errors';
+
+export type Operator = 'eq' | 'not' | 'prefix' | 'contains' | 'only';
+
+export interface Operand {
+  op: Operator;
+  value: string;
+}
+
+/** What a test list is filtered by (every part optional). */
+export interface TestFilters {
+  labels?: Operand[];
+  owners?: Operand[];
+  state?: 'enabled' | 'muted' | 'skipped';
+  branch?: Operand;
+  /** Tags other than `result`, matched against each run. */
+  tags?: { key: string; match: Operand }[];
+  /** The `result` tag. */
+  result?: Operand;
+  minExecutions?: number;
+}
+
+export interface RawFilters {
+  labels?: string;
+  owners?: string;
+  state?: 'enabled' | 'muted' | 'skipped';
+  branch?: string;
+  tags?: string;
+  min_executions?: number;
+}
+
+/** What a run offers the filters: its branch, and its tags with the built-in ones. */
+export interface FilterableRun {
+  branch: string | null;
+  commitSha: string | null;
+  key: string;
+  ci: string | null;
+  tags: Record<string, string>;
+}
+
+function operand(raw: string, param: string, allowed: Operator[]): Operand {
+  let value = raw.trim();
+  const ops: Operator[] = [];
+  if (value.startsWith('!')) ops.push('not');
+  else if (value.startsWith('~')) ops.push('contains');
+  else if (value.startsWith('^')) ops.push('only');
+  if (ops.length) value = value.slice(1);
+  if (allowed.includes('prefix') && value.endsWith('*')) {
+    ops.push('prefix');
+    value = value.slice(0, -1);
+  }
+  if (ops.length > 1) throw new UnprocessableError(`${param} must use at most one operator per value: ${raw}`);
+  const op = ops[0] ?? 'eq';
+  if (!allowed.includes(op)) {
+    throw new UnprocessableError(
+      op === 'contains' || op === 'only'
+        ? `${param}: the ~ and ^ operators are only available for the result tag: ${raw}`
+        : `${param} does not support that operator: ${raw}`,
+    );
+  }
+  if (!value) throw new UnprocessableError(`${param} has an empty value: ${raw}`);
+  return { op, value };
+}
+
+const list = (raw: string, param: string, allowed: Operator[]) =>
+  raw
+    .split(',')
+    .filter((s) => s.trim() !== '')
+    .map((s) => operand(s, param, allowed));
+
+/** The query strings as filters; a malformed one is a 422 naming it. */
+export function parseFilters(q: RawFilters): TestFilters {
+  const f: TestFilters = {};
+  if (q.labels !== undefined) f.labels = list(q.labels, 'labels', ['eq', 'not']);
+  if (q.owners !== undefined) f.owners = list(q.owners, 'owners', ['eq', 'not']);
+  if (q.state !== undefined) f.state = q.state;
+  if (q.branch !== undefined) f.branch = operand(q.branch, 'branch', ['eq', 'not', 'prefix']);
+  if (q.min_executions !== undefined) f.minExecutions = q.min_executions;
+  if (q.tags !== undefined) {
+    for (const pair of q.tags.split(',').filter((s) => s.trim() !== '')) {
+      const at = pair.indexOf(':');
+      const key = at > 0 ? pair.slice(0, at).trim() : '';
+      if (!key) throw new UnprocessableError(`tags must be key:value pairs: ${pair}`);
+      const raw = pair.slice(at + 1);
+      if (key === 'result') {
+        if (f.result) throw new UnprocessableError('tags may name the result tag at most once');
+        f.result = operand(raw, 'tags', ['eq', 'not', 'prefix', 'contains', 'only']);
+      } else {
+        (f.tags ??= []).push({ key, match: operand(raw, 'tags', ['eq', 'not', 'prefix']) });
+      }
+    }
+  }
+  return f;
+}
+
+/** Whether a value (null: absent) passes one operand: `!` passes an absent value. */
+export function matches(value: string | null | undefined, m: Operand): boolean {
+  switch (m.op) {
+    case 'not':
+      return value !== m.value;
+    case 'prefix':
+      return value != null && value.startsWith(m.value);
+    default:
+      return value === m.value;
+  }
+}
+
+/** A run's value for an execution tag: its uploaded tags first, then the built-in ones. */
+export function tagValue(run: FilterableRun, key: string): string | null {
+  if (Object.prototype.hasOwnProperty.call(run.tags, key)) return run.tags[key] ?? null;
+  switch (key) {
+    case 'scm.branch':
+      return run.branch;
+    case 'scm.commit_sha':
+      return run.commitSha;
+    case 'build.id':
+      return run.ci === 'buildkite' ? run.key : null;
+    default:
+      return null;
+  }
+}
+
+/** Whether a run's executions are counted: its branch and tags pass. */
+export function runPasses(run: FilterableRun, f: TestFilters): boolean {
+  if (f.branch && !matches(run.branch, f.branch)) return false;
+  return (f.tags ?? []).every((t) => matches(tagValue(run, t.key), t.match));
+}
+
+/** Whether an execution's result is counted (`result` with no operator, `!` or `*`). */
+export function resultPasses(result: string, f: TestFilters): boolean {
+  return !f.result || f.result.op === 'contains' || f.result.op === 'only' || matches(result, f.result);
+}
+
+/** Whether a test passes the label, owner and state filters. Windsock keeps no owners and never mutes or skips a test. */
+export function testPasses(labels: string[], f: TestFilters): boolean {
+  if (f.labels && !f.labels.every((l) => (l.op === 'not' ? !labels.includes(l.value) : labels.includes(l.value)))) return false;
+  if (f.owners && !f.owners.every((o) => o.op === 'not')) return false;
+  if (f.state && f.state !== 'enabled') return false;
+  return true;
+}
