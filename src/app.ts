@@ -7,6 +7,7 @@ import express, { NextFunction, Request, Response } from 'express';
 import { accessTokenRoutes } from './access-token/routes';
 import { AGENT_API_PATH, agentApiRoutes, agentAuth } from './agent-api/routes';
 import { agentAnnotationRoutes } from './agent-api/annotations';
+import { agentArtifactRoutes } from './agent-api/artifacts';
 import { agentMetaDataRoutes } from './agent-api/meta-data';
 import { ANNOTATION_BODY_PATHS, annotationRoutes, annotationRequestLimit } from './annotations/routes';
 import { agentRoutes } from './agents/routes';
@@ -197,6 +198,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(agentAnnotationRoutes(deps.annotations));
   app.use(agentMetaDataRoutes(deps.metaData));
   app.use(artifactRoutes(deps.artifacts, deps.publicUrl));
+  app.use(agentArtifactRoutes(deps.artifacts, deps.publicUrl));
 
   app.use(() => {
     throw new NotFoundError('route');

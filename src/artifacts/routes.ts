@@ -1,28 +1,21 @@
 /**
- * Artifacts over HTTP: the REST operations (list by build and by job, get, download, delete),
- * the agent API's batch create, state report and search (under /v3, after app.ts's agent
- * authentication), and the two signed URLs that need no token: the upload form and the content.
+ * Artifacts over HTTP: the REST operations (list by build and by job, get, download, delete) and
+ * the two signed URLs that need no token: the upload form and the content. The agent API's batch
+ * create, state report and search are src/agent-api/artifacts.ts.
  */
-import type { Request, Response } from 'express';
-import type { Agent } from '../agents/repository';
+import type { Response } from 'express';
 import { actorOf } from '../http/auth';
 import { bodyIn, operationRouter, type OperationRequest } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import type { BuildWithJobs } from '../builds/service';
-import { serializeArtifact, serializeFoundArtifact } from './serialize';
-import { DOWNLOAD_URL_SECONDS, SEARCH_URL_SECONDS, type ArtifactService, type BuildRef } from './service';
+import { serializeArtifact } from './serialize';
+import { DOWNLOAD_URL_SECONDS, type ArtifactService, type BuildRef } from './service';
 import { stagedFile } from './upload';
 
 export function artifactRoutes(service: ArtifactService, publicUrl: string) {
   const api = operationRouter();
   const buildUrl = (item: BuildWithJobs) =>
     `${publicUrl}/v2/organizations/${item.actor.organization.slug}/pipelines/${item.pipeline.slug}/builds/${item.build.number}`;
-  const agentOf = (res: Response) => res.locals.agent as Agent;
-  /**
-   * The agent's own URLs (upload form, content) are on the address it reached the agent API at,
-   * which it can reach, rather than PUBLIC_URL, which an agent on an inner network may not.
-   */
-  const agentBase = (req: Pick<Request, 'protocol' | 'get'>) => `${req.protocol}://${req.get('host') ?? new URL(publicUrl).host}`;
 
   api.on('listBuildArtifacts', async (req, res) => {
     const p = pageRequest(req);
@@ -97,28 +90,6 @@ export function artifactRoutes(service: ArtifactService, publicUrl: string) {
   api.on('uploadArtifactContent', async (req, res) => {
     await service.upload(bodyIn(req, 'multipart/form-data') ?? {}, stagedFile(req));
     res.status(204).end();
-  });
-
-  api.on('createArtifacts', async (req, res) => {
-    const batch = await service.create(agentOf(res), req.params.job_id, req.body, agentBase(req));
-    res.status(201).json({ id: batch.id, artifact_ids: batch.artifactIds, upload_instructions: batch.instructions, per_artifact_instructions: {} });
-  });
-
-  api.on('updateArtifacts', async (req, res) => {
-    const artifacts = await service.updateStates(agentOf(res), req.params.job_id, req.body.artifacts);
-    res.json({ artifacts: artifacts.map((a) => ({ id: a.id, state: a.state })) });
-  });
-
-  api.on('searchArtifacts', async (req, res) => {
-    const q = req.query;
-    const found = await service.search(agentOf(res), req.params.build_id, {
-      query: q.query,
-      scope: q.scope,
-      state: q.state,
-      includeRetried: q.include_retried_jobs,
-      includeDuplicates: q.include_duplicates,
-    });
-    res.json(found.map((a) => serializeFoundArtifact(a, service.contentUrl(agentBase(req), a.id, SEARCH_URL_SECONDS))));
   });
 
   return api.router;
