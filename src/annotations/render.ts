@@ -7,26 +7,14 @@
  * refreshes, SVG and MathML, and any URL whose scheme is not http(s), mailto or `artifact:`
  * (the docs' links to a build's artifacts), so `javascript:`, `vbscript:` and `data:` URLs are
  * dropped however they are cased, encoded or split by whitespace.
+ *
+ * Rendering takes time in proportion to the body (about a second for 1 MiB on a loaded 2-core
+ * machine), so it runs in one long-lived worker thread, never on the thread that answers
+ * requests: a large annotation queues behind others there and stalls nothing else.
  */
-import MarkdownIt from 'markdown-it';
-import sanitizeHtml from 'sanitize-html';
+import { Worker } from 'node:worker_threads';
+import type sanitizeHtml from 'sanitize-html';
 import { ValidationError } from '../core/errors';
-
-// CommonMark with the GitHub Flavored Markdown extensions the docs name: tables and strikethrough
-// (markdown-it's own), bare URLs as links (linkify).
-const markdown = new MarkdownIt({ html: true, linkify: true, typographer: false });
-// A table column's alignment as `align` (as GitHub writes it), not markdown-it's `style`: no style
-// attribute is allowed at all, so none is parsed (CSS parsing was half the sanitiser's time).
-markdown.core.ruler.push('align_attribute', (state) => {
-  for (const token of state.tokens) {
-    const style = token.attrGet('style');
-    if (typeof style !== 'string') continue;
-    const align = /^text-align:(left|right|center)$/.exec(style);
-    if (!align) continue;
-    token.attrs = (token.attrs ?? []).filter(([name]) => name !== 'style');
-    token.attrSet('align', align[1]!);
-  }
-});
 
 /** `artifact://path` is how an annotation links to and shows the build's artifacts. */
 const SCHEMES = ['http', 'https', 'mailto', 'artifact'];
@@ -112,9 +100,89 @@ const SANITIZE: sanitizeHtml.IOptions = {
   disallowedTagsMode: 'discard',
 };
 
+/**
+ * The worker's source, plain JavaScript evaluated as the worker (a worker cannot load a .ts file
+ * under ts-jest): CommonMark with the GitHub Flavored Markdown extensions the docs name (tables
+ * and strikethrough, markdown-it's own; bare URLs as links), a table column's alignment written
+ * as `align` (as GitHub writes it) rather than markdown-it's `style` (no style attribute is
+ * allowed at all, so none is parsed: CSS parsing was half the sanitiser's time), then
+ * sanitize-html with SANITIZE. The libraries come by absolute path, so the worker finds them
+ * wherever the process was started.
+ */
+const WORKER_SOURCE = String.raw`
+const { parentPort, workerData } = require('node:worker_threads');
+const MarkdownIt = require(workerData.markdownIt);
+const sanitizeHtml = require(workerData.sanitizeHtml);
+const markdown = new MarkdownIt({ html: true, linkify: true, typographer: false });
+markdown.core.ruler.push('align_attribute', (state) => {
+  for (const token of state.tokens) {
+    const style = token.attrGet('style');
+    if (typeof style !== 'string') continue;
+    const align = /^text-align:(left|right|center)$/.exec(style);
+    if (!align) continue;
+    token.attrs = (token.attrs || []).filter(([name]) => name !== 'style');
+    token.attrSet('align', align[1]);
+  }
+});
+parentPort.on('message', ({ id, body }) => {
+  try {
+    parentPort.postMessage({ id, html: sanitizeHtml(markdown.render(body), workerData.sanitize) });
+  } catch (err) {
+    parentPort.postMessage({ id, error: String((err && err.message) || err) });
+  }
+});
+`;
+
+/**
+ * The render worker, started at the first render and kept: it holds the process open only while
+ * a render is pending, and one that failed is replaced at the next render.
+ */
+class RenderWorker {
+  private worker: Worker | undefined;
+  private readonly pending = new Map<number, { resolve: (html: string) => void; reject: (err: Error) => void }>();
+  private nextId = 1;
+
+  render(body: string): Promise<string> {
+    const worker = this.worker ?? this.start();
+    const id = this.nextId++;
+    return new Promise<string>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      if (this.pending.size === 1) worker.ref();
+      worker.postMessage({ id, body });
+    });
+  }
+
+  private start(): Worker {
+    const worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { markdownIt: require.resolve('markdown-it'), sanitizeHtml: require.resolve('sanitize-html'), sanitize: SANITIZE },
+    });
+    worker.unref();
+    worker.on('message', (m: { id: number; html?: string; error?: string }) => {
+      const waiting = this.pending.get(m.id);
+      if (!waiting) return;
+      this.pending.delete(m.id);
+      if (this.pending.size === 0) worker.unref();
+      if (m.error !== undefined) waiting.reject(new Error(`rendering the annotation failed: ${m.error}`));
+      else waiting.resolve(m.html!);
+    });
+    const fail = (err: Error) => {
+      if (this.worker === worker) this.worker = undefined;
+      for (const waiting of this.pending.values()) waiting.reject(err);
+      this.pending.clear();
+    };
+    worker.on('error', fail);
+    worker.on('exit', () => fail(new Error('the annotation render worker stopped')));
+    this.worker = worker;
+    return worker;
+  }
+}
+
+const renderer = new RenderWorker();
+
 /** The sanitised HTML of a Markdown (or HTML) body. */
-export function renderAnnotationBody(body: string): string {
-  return sanitizeHtml(markdown.render(body), SANITIZE);
+export function renderAnnotationBody(body: string): Promise<string> {
+  return renderer.render(body);
 }
 
 /**
@@ -124,8 +192,8 @@ export function renderAnnotationBody(body: string): string {
 export const MAX_ANNOTATION_HTML_LENGTH = 16 * 1024 * 1024;
 
 /** The body's HTML; a 422 on `body` when it is longer than `max`. */
-export function renderAnnotationHtml(body: string, max = MAX_ANNOTATION_HTML_LENGTH): string {
-  const html = renderAnnotationBody(body);
+export async function renderAnnotationHtml(body: string, max = MAX_ANNOTATION_HTML_LENGTH): Promise<string> {
+  const html = await renderAnnotationBody(body);
   if (html.length > max) throw ValidationError.field('body', `renders to more than ${formatLength(max)} of HTML`);
   return html;
 }

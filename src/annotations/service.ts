@@ -134,9 +134,9 @@ export class AnnotationService {
       if (Buffer.byteLength(body) > MAX_ANNOTATION_BODY_BYTES) throw ValidationError.field('body', `${tooLong()} after the append`);
       return body;
     };
-    const htmlOf = (body: string, stored: Annotation | null) => (stored && body === stored.body ? stored.bodyHtml : renderAnnotationHtml(body));
+    const htmlOf = async (body: string, stored: Annotation | null) => (stored && body === stored.body ? stored.bodyHtml : renderAnnotationHtml(body));
     // A replace renders once, whatever the tries.
-    const replacement = dependsOnStored ? undefined : { body: input.body!, html: renderAnnotationHtml(input.body!) };
+    const replacement = dependsOnStored ? undefined : { body: input.body!, html: await renderAnnotationHtml(input.body!) };
 
     for (let attempt = 1; attempt <= MAX_TRIES; attempt++) {
       let prepared: { body: string; html: string; over: Annotation | null } | undefined;
@@ -144,7 +144,7 @@ export class AnnotationService {
       else if (attempt <= OPTIMISTIC_TRIES) {
         const stored = await this.annotations.find(place, context);
         const body = bodyOver(stored);
-        prepared = { body, html: htmlOf(body, stored), over: stored };
+        prepared = { body, html: await htmlOf(body, stored), over: stored };
       }
       const at = this.clock();
       const done = await this.db.transaction(async (trx) => {
@@ -153,7 +153,7 @@ export class AnnotationService {
         // The stored annotation moved on since the snapshot: its body is worked out again.
         if (prepared && dependsOnStored && (existing?.id !== prepared.over?.id || existing?.body !== prepared.over?.body)) return undefined;
         const body = prepared?.body ?? bodyOver(existing);
-        const bodyHtml = prepared?.html ?? htmlOf(body, existing);
+        const bodyHtml = prepared?.html ?? (await htmlOf(body, existing));
         if (!existing) {
           const annotation: Annotation = {
             id: crypto.randomUUID(),

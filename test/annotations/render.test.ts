@@ -79,72 +79,91 @@ function assertInert(html: string): void {
 }
 
 describe('annotation bodies', () => {
-  it(`leave nothing that runs script of ${PAYLOADS.length} known XSS payloads`, () => {
+  it(`leave nothing that runs script of ${PAYLOADS.length} known XSS payloads`, async () => {
     expect(new Set(PAYLOADS).size).toBe(PAYLOADS.length);
     expect(PAYLOADS.length).toBeGreaterThanOrEqual(25);
     for (const payload of PAYLOADS) {
-      const html = renderAnnotationBody(payload);
+      const html = await renderAnnotationBody(payload);
       try {
         assertInert(html);
       } catch (error) {
         throw new Error(`${payload}\n  became ${html}\n${String(error)}`);
       }
       // Inside Markdown around it too.
-      assertInert(renderAnnotationBody(`# Report\n\nSome text ${payload} more\n\n- item ${payload}\n`));
+      assertInert(await renderAnnotationBody(`# Report\n\nSome text ${payload} more\n\n- item ${payload}\n`));
     }
   });
 
-  it('keep the text of a removed tag as text, escaped', () => {
-    expect(renderAnnotationBody('<marquee>hi</marquee> <b>bold</b>')).toBe('<p>hi <b>bold</b></p>\n');
-    expect(renderAnnotationBody('a < b & c')).toBe('<p>a &lt; b &amp; c</p>\n');
+  it('keep the text of a removed tag as text, escaped', async () => {
+    expect(await renderAnnotationBody('<marquee>hi</marquee> <b>bold</b>')).toBe('<p>hi <b>bold</b></p>\n');
+    expect(await renderAnnotationBody('a < b & c')).toBe('<p>a &lt; b &amp; c</p>\n');
   });
 
-  it("render the docs' examples as the docs show them", () => {
-    expect(renderAnnotationBody('Hello world!')).toBe('<p>Hello world!</p>\n');
-    expect(renderAnnotationBody('Test results: 42 passed')).toBe('<p>Test results: 42 passed</p>\n');
-    expect(renderAnnotationBody('<h1>My Markdown Heading</h1>\n<img src="artifact://indy.png" alt="Belongs in a museum" height=250 />')).toBe(
+  it("render the docs' examples as the docs show them", async () => {
+    expect(await renderAnnotationBody('Hello world!')).toBe('<p>Hello world!</p>\n');
+    expect(await renderAnnotationBody('Test results: 42 passed')).toBe('<p>Test results: 42 passed</p>\n');
+    expect(await renderAnnotationBody('<h1>My Markdown Heading</h1>\n<img src="artifact://indy.png" alt="Belongs in a museum" height=250 />')).toBe(
       '<h1>My Markdown Heading</h1>\n<img src="artifact://indy.png" alt="Belongs in a museum" height="250" />',
     );
-    expect(renderAnnotationBody('Read the <a href="artifact://coverage/index.html">uploaded coverage report</a>')).toBe(
+    expect(await renderAnnotationBody('Read the <a href="artifact://coverage/index.html">uploaded coverage report</a>')).toBe(
       '<p>Read the <a href="artifact://coverage/index.html">uploaded coverage report</a></p>\n',
     );
   });
 
-  it('render ordinary Markdown: headings, emphasis, lists, tables, code, links and images', () => {
-    expect(renderAnnotationBody('# Title\n## Sub')).toBe('<h1>Title</h1>\n<h2>Sub</h2>\n');
-    expect(renderAnnotationBody('**bold** _it_ ~~gone~~ `x < y`')).toBe('<p><strong>bold</strong> <em>it</em> <s>gone</s> <code>x &lt; y</code></p>\n');
-    expect(renderAnnotationBody('- one\n- two\n\n1. a\n2. b')).toBe('<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n<ol>\n<li>a</li>\n<li>b</li>\n</ol>\n');
-    expect(renderAnnotationBody('| Test | Time |\n|:-----|-----:|\n| a | 1s |')).toBe(
+  it('render ordinary Markdown: headings, emphasis, lists, tables, code, links and images', async () => {
+    expect(await renderAnnotationBody('# Title\n## Sub')).toBe('<h1>Title</h1>\n<h2>Sub</h2>\n');
+    expect(await renderAnnotationBody('**bold** _it_ ~~gone~~ `x < y`')).toBe('<p><strong>bold</strong> <em>it</em> <s>gone</s> <code>x &lt; y</code></p>\n');
+    expect(await renderAnnotationBody('- one\n- two\n\n1. a\n2. b')).toBe('<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n<ol>\n<li>a</li>\n<li>b</li>\n</ol>\n');
+    expect(await renderAnnotationBody('| Test | Time |\n|:-----|-----:|\n| a | 1s |')).toBe(
       '<table>\n<thead>\n<tr>\n<th align="left">Test</th>\n<th align="right">Time</th>\n</tr>\n</thead>\n' +
         '<tbody>\n<tr>\n<td align="left">a</td>\n<td align="right">1s</td>\n</tr>\n</tbody>\n</table>\n',
     );
-    expect(renderAnnotationBody('```ruby\nputs "<hi>"\n```')).toBe('<pre><code class="language-ruby">puts "&lt;hi&gt;"\n</code></pre>\n');
-    expect(renderAnnotationBody('[docs](https://buildkite.com/docs "Docs") and <mailto:ops@example.com>')).toBe(
+    expect(await renderAnnotationBody('```ruby\nputs "<hi>"\n```')).toBe('<pre><code class="language-ruby">puts "&lt;hi&gt;"\n</code></pre>\n');
+    expect(await renderAnnotationBody('[docs](https://buildkite.com/docs "Docs") and <mailto:ops@example.com>')).toBe(
       '<p><a href="https://buildkite.com/docs" title="Docs">docs</a> and <a href="mailto:ops@example.com">mailto:ops@example.com</a></p>\n',
     );
-    expect(renderAnnotationBody('![coverage](artifact://coverage/badge.png) [report](artifact://coverage/index.html)')).toBe(
+    expect(await renderAnnotationBody('![coverage](artifact://coverage/badge.png) [report](artifact://coverage/index.html)')).toBe(
       '<p><img src="artifact://coverage/badge.png" alt="coverage" /> <a href="artifact://coverage/index.html">report</a></p>\n',
     );
-    expect(renderAnnotationBody('<details><summary>Logs</summary>\n\n```\nok\n```\n</details>')).toBe(
+    expect(await renderAnnotationBody('<details><summary>Logs</summary>\n\n```\nok\n```\n</details>')).toBe(
       '<details><summary>Logs</summary>\n<pre><code>ok\n</code></pre>\n</details>',
     );
-    expect(renderAnnotationBody('<div class="flex"><span class="h3">ok</span></div>')).toBe('<div class="flex"><span class="h3">ok</span></div>');
-    expect(renderAnnotationBody('> quoted\n\n---')).toBe('<blockquote>\n<p>quoted</p>\n</blockquote>\n<hr />\n');
-    expect(renderAnnotationBody('[rel](/docs/page)')).toBe('<p><a href="/docs/page">rel</a></p>\n');
+    expect(await renderAnnotationBody('<div class="flex"><span class="h3">ok</span></div>')).toBe('<div class="flex"><span class="h3">ok</span></div>');
+    expect(await renderAnnotationBody('> quoted\n\n---')).toBe('<blockquote>\n<p>quoted</p>\n</blockquote>\n<hr />\n');
+    expect(await renderAnnotationBody('[rel](/docs/page)')).toBe('<p><a href="/docs/page">rel</a></p>\n');
     // GitHub Flavored Markdown's autolinks; a bare javascript: URL is no link.
-    expect(renderAnnotationBody('See https://buildkite.com/docs now')).toBe(
+    expect(await renderAnnotationBody('See https://buildkite.com/docs now')).toBe(
       '<p>See <a href="https://buildkite.com/docs">https://buildkite.com/docs</a> now</p>\n',
     );
-    expect(renderAnnotationBody('javascript:alert(1)')).toBe('<p>javascript:alert(1)</p>\n');
+    expect(await renderAnnotationBody('javascript:alert(1)')).toBe('<p>javascript:alert(1)</p>\n');
   });
 
-  it('refuse a body whose HTML is longer than the bound (16 MiB in the service)', () => {
+  it('render off the thread that answers requests: the event loop keeps turning while a 1 MiB body renders', async () => {
+    const para = 'Some **bold** text, a [link](https://example.com), `code` and <b>html</b>.\n\n| a | b |\n|--:|---|\n| 1 | 2 |\n\n';
+    const body = para.repeat(Math.floor((1024 * 1024) / para.length));
+    let turns = 0;
+    let rendering = true;
+    const spin = () => {
+      if (!rendering) return;
+      turns += 1;
+      setImmediate(spin);
+    };
+    setImmediate(spin);
+    const [big, small] = await Promise.all([renderAnnotationBody(body), renderAnnotationBody('**small**')]);
+    rendering = false;
+    // On this thread the render would be one long task: no turn of the loop could come between.
+    expect(turns).toBeGreaterThan(100);
+    expect(big.startsWith('<p>Some <strong>bold</strong> text, a <a href="https://example.com">link</a>, <code>code</code> and <b>html</b>.</p>')).toBe(true);
+    expect(small).toBe('<p><strong>small</strong></p>\n');
+  });
+
+  it('refuse a body whose HTML is longer than the bound (16 MiB in the service)', async () => {
     // Each `|` of a right-aligned table becomes <td align="right"></td>: far longer than its Markdown.
     const table = '| a | b |\n|--:|--:|\n' + '|||\n'.repeat(50);
-    expect(renderAnnotationHtml(table, 10_000).length).toBeGreaterThan(2000);
+    expect((await renderAnnotationHtml(table, 10_000)).length).toBeGreaterThan(2000);
     let thrown: unknown;
     try {
-      renderAnnotationHtml(table, 1000);
+      await renderAnnotationHtml(table, 1000);
     } catch (error) {
       thrown = error;
     }
