@@ -1330,6 +1330,73 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v3/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause this agent
+         * @description `buildkite-agent pause` from a job: the agent calling (by its token) is paused as
+         *     `PUT /v2/organizations/{org}/agents/{id}/pause` would pause it (no job offered until it
+         *     resumes or `timeout_in_minutes` pass; default 5, at most 10,080), with no user as
+         *     `paused_by`. 422 `Agent is already paused`, or `Only connected agents may be paused`.
+         */
+        post: operations["pauseSelf"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume this agent
+         * @description `buildkite-agent resume` from a job: the agent calling is offered jobs again. 422 `Agent is not paused`.
+         */
+        post: operations["resumeSelf"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop this agent
+         * @description `buildkite-agent stop` from a job: the agent calling becomes `stopping` and is told to
+         *     disconnect once it holds no job, as `PUT /v2/organizations/{org}/agents/{id}/stop` would
+         *     do; with `force` (here not the default, as the agent sends it only for `--force`) the job
+         *     it runs and that job's build are canceled. 422 `Can only stop connected agents` (the real
+         *     agent stops retrying on a 422).
+         */
+        post: operations["stopSelf"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v3/heartbeat": {
         parameters: {
             query?: never;
@@ -3402,6 +3469,14 @@ export interface components {
             /**
              * @description Cancel the job the agent holds (and its build) rather than let it finish.
              * @default true
+             */
+            force: boolean;
+        };
+        /** @description `buildkite-agent stop` sends `force` only for `--force`: without it the stop is graceful (the REST operation's default is the other way). */
+        AgentStopRequest: {
+            /**
+             * @description Cancel the job the agent runs (and its build) rather than let it finish.
+             * @default false
              */
             force: boolean;
         };
@@ -5709,6 +5784,87 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    pauseSelf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PauseAgentRequest"];
+            };
+        };
+        responses: {
+            /** @description Paused. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resumeSelf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ResumeAgentRequest"];
+            };
+        };
+        responses: {
+            /** @description Resumed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    stopSelf: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AgentStopRequest"];
+            };
+        };
+        responses: {
+            /** @description Stopping. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -47,6 +47,21 @@ export function agentApiRoutes(service: AgentService, work: AgentWorkService, up
     res.json({ id: agent.id, connection_state: agent.connectionState });
   });
 
+  api.on('pauseSelf', async (req, res) => {
+    await service.pauseSelf(agentOf(res), req.body ?? {});
+    res.status(204).end();
+  });
+
+  api.on('resumeSelf', async (_req, res) => {
+    await service.resumeSelf(agentOf(res));
+    res.status(204).end();
+  });
+
+  api.on('stopSelf', async (req, res) => {
+    await service.stopSelf(agentOf(res), req.body?.force ?? false);
+    res.status(204).end();
+  });
+
   api.on('agentHeartbeat', async (_req, res) => {
     res.json({ received_at: (await service.heartbeat(agentOf(res))).toISOString() });
   });

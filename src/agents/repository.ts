@@ -214,7 +214,7 @@ export class AgentRepository {
   }
 
   /** Pauses the agent if it is connected and not paused at `p.at`; false if it was not. */
-  async pause(id: string, p: { at: Date; until: Date; byId: string; note: string | null; timeoutInMinutes: number }): Promise<boolean> {
+  async pause(id: string, p: { at: Date; until: Date; byId: string | null; note: string | null; timeoutInMinutes: number }): Promise<boolean> {
     const n = await notPausedAt(this.db('agents').where({ id, connection_state: 'connected' }), p.at).update({
       paused_at: p.at,
       paused_until: p.until,

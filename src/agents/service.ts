@@ -70,30 +70,53 @@ export class AgentService {
 
   /** No jobs for the agent until it is resumed or `timeout_in_minutes` pass. */
   async pause(actor: Actor, id: string, body: Partial<PauseBody>): Promise<void> {
-    const agent = await this.administered(actor, id);
+    await this.pauseAgent(await this.administered(actor, id), actor.principal.user, body);
+  }
+
+  /** `buildkite-agent pause` from a job: the agent pauses itself, paused by no user. */
+  async pauseSelf(agent: Agent, body: Partial<PauseBody>): Promise<void> {
+    await this.pauseAgent(agent, null, body);
+  }
+
+  private async pauseAgent(agent: Agent, by: User | null, body: Partial<PauseBody>): Promise<void> {
     if (agent.connectionState !== 'connected') throw new UnprocessableError('Only connected agents may be paused');
     const at = this.clock();
     const minutes = body.timeout_in_minutes ?? DEFAULT_PAUSE_MINUTES;
     const until = new Date(at.getTime() + minutes * 60_000);
-    if (!(await this.agents.pause(id, { at, until, byId: actor.principal.user.id, note: body.note ?? null, timeoutInMinutes: minutes }))) {
-      const now = (await this.agents.find(actor.organization.id, id))!;
+    if (!(await this.agents.pause(agent.id, { at, until, byId: by?.id ?? null, note: body.note ?? null, timeoutInMinutes: minutes }))) {
+      const now = (await this.agents.find(agent.organizationId, agent.id))!;
       throw new UnprocessableError(now.connectionState === 'connected' ? 'Agent is already paused' : 'Only connected agents may be paused');
     }
   }
 
   async resume(actor: Actor, id: string): Promise<void> {
-    await this.administered(actor, id);
-    if (!(await this.agents.resume(id, this.clock()))) throw new UnprocessableError('Agent is not paused');
+    await this.resumeSelf(await this.administered(actor, id));
+  }
+
+  /** Also `buildkite-agent resume` from a job. */
+  async resumeSelf(agent: Agent): Promise<void> {
+    if (!(await this.agents.resume(agent.id, this.clock()))) throw new UnprocessableError('Agent is not paused');
   }
 
   /**
    * The agent stops taking jobs and is told to disconnect once it holds none (`stopping`, then
-   * `stopped` at its disconnect). `force` cancels the job it holds, and that job's build.
+   * `stopped` at its disconnect). `force` cancels the job it holds, and that job's build. The
+   * REST operation refuses an agent that is not connected with the documented 400.
    */
   async stop(actor: Actor, id: string, force: boolean): Promise<void> {
     const agent = await this.administered(actor, id);
-    if (!(await this.agents.requestStop(agent.id))) throw new BadRequestError('Can only stop connected agents');
+    if (!(await this.stopAgent(agent, force))) throw new BadRequestError('Can only stop connected agents');
+  }
+
+  /** `buildkite-agent stop [--force]` from a job; a 422 where it can't (the agent stops retrying on one). */
+  async stopSelf(agent: Agent, force: boolean): Promise<void> {
+    if (!(await this.stopAgent(agent, force))) throw new UnprocessableError('Can only stop connected agents');
+  }
+
+  private async stopAgent(agent: Agent, force: boolean): Promise<boolean> {
+    if (!(await this.agents.requestStop(agent.id))) return false;
     if (force) await this.cancelHeldJob(agent);
+    return true;
   }
 
   /** A new registration token for the organization; the token itself is returned once. */

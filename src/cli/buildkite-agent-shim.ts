@@ -12,11 +12,12 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { ARTIFACT } from './shim/artifact';
 import { PIPELINE } from './shim/pipeline';
+import { AGENT_CONTROL } from './shim/agent-control';
 import { ANNOTATE } from './shim/annotate';
 import { META_DATA } from './shim/meta-data';
 import { RUNTIME } from './shim/runtime';
 
-const COMMANDS = [PIPELINE, ARTIFACT, ANNOTATE, META_DATA];
+const COMMANDS = [PIPELINE, ARTIFACT, ANNOTATE, META_DATA, AGENT_CONTROL];
 
 const SCRIPT = [
   `'use strict';\nconst fs = require('node:fs');\nconst commands = {};`,

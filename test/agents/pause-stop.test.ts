@@ -198,6 +198,34 @@ describeEachDatabase(
       expect((await ctx().http().get(url).set(auth(token))).body).toMatchObject({ state: 'canceled', jobs: [{ state: 'canceled' }] });
       expect(await ping(agent.token)).toEqual({ action: 'disconnect', job: null });
     });
+
+    it('lets an agent pause, resume and stop itself through the agent API (buildkite-agent pause|resume|stop)', async () => {
+      const { org, token, agent, build } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: one\n  - command: two\n');
+      const url = agentUrl(org.slug, agent.id);
+      const job = (await ping(agent.token)).job!;
+      await ctx().http().post('/v3/pause').set(agentAuth(agent.token)).send({ note: 'from a job', timeout_in_minutes: 30 }).expect(204);
+      expect((await ctx().http().get(url).set(auth(token))).body).toMatchObject({
+        paused: true,
+        paused_by: null,
+        paused_note: 'from a job',
+        paused_timeout_in_minutes: 30,
+      });
+      const twice = await ctx().http().post('/v3/pause').set(agentAuth(agent.token));
+      expect([twice.status, twice.body]).toEqual([422, { message: 'Agent is already paused' }]);
+      // It keeps the job it holds while paused.
+      expect((await ping(agent.token)).job?.id).toBe(job.id);
+      await ctx().http().post('/v3/resume').set(agentAuth(agent.token)).expect(204);
+      const notPaused = await ctx().http().post('/v3/resume').set(agentAuth(agent.token));
+      expect([notPaused.status, notPaused.body]).toEqual([422, { message: 'Agent is not paused' }]);
+
+      // `stop` alone is graceful (the agent sends force only for --force): the job stays.
+      await ctx().http().post('/v3/stop').set(agentAuth(agent.token)).send({}).expect(204);
+      expect((await ctx().http().get(url).set(auth(token))).body.connection_state).toBe('stopping');
+      const again = await ctx().http().post('/v3/stop').set(agentAuth(agent.token));
+      expect([again.status, again.body]).toEqual([422, { message: 'Can only stop connected agents' }]);
+      const b = (await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${build.pipeline!.slug}/builds/${build.number}`).set(auth(token))).body;
+      expect(b.jobs[0].state).toBe('assigned');
+    });
   },
   { clock },
 );
@@ -239,6 +267,61 @@ describeEachDatabase('the reference agent and stop', (ctx) => {
         expect(controller.signal.aborted).toBe(false);
         expect(lines).toContain('stoppable: stopped');
         expect((await ctx().http().get(`/v2/organizations/${org.slug}/agents/${agent.id}`).set(auth(token))).body.connection_state).toBe('stopped');
+      } finally {
+        controller.abort();
+        await agents;
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('pauses, resumes and stops itself from a step with buildkite-agent, and ends after that job', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-self-stop-'));
+    try {
+      const { org, token } = await ctx().givenAdmin();
+      const reg = await givenRegistrationToken(ctx(), org.slug, token);
+      const { slug } = await givenPipeline(
+        ctx(),
+        org.slug,
+        token,
+        [
+          'steps:',
+          '  - command: |',
+          '      buildkite-agent pause --note "from the step" --timeout-in-minutes 10',
+          '      buildkite-agent pause || echo "second pause refused"',
+          '      buildkite-agent resume',
+          '      buildkite-agent stop',
+          '',
+        ].join('\n'),
+      );
+      const build = await givenBuild(ctx(), org.slug, slug, token);
+      const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+      const controller = new AbortController();
+      const lines: string[] = [];
+      const agents = runAgents({
+        endpoint: endpoint(),
+        token: reg,
+        tags: [],
+        name: 'self',
+        spawn: 1,
+        pollIntervalMs: 50,
+        signal: controller.signal,
+        buildRoot: dir,
+        log: (l) => lines.push(l),
+      });
+      try {
+        // The agent ends by itself once the job that stopped it is done.
+        await agents;
+        expect(lines).toContain('self: stopped');
+        const b = (await ctx().http().get(url).set(auth(token)).expect(200)).body;
+        expect(b.state).toBe('passed');
+        const log = (await ctx().http().get(`${url}/jobs/${b.jobs[0].id}/log.txt`).set(auth(token))).text;
+        expect(log).toContain('buildkite-agent: paused\n');
+        expect(log).toContain('Agent is already paused');
+        expect(log).toContain('second pause refused\n');
+        expect(log).toContain('buildkite-agent: resumed\n');
+        expect(log).toContain('buildkite-agent: stopping\n');
       } finally {
         controller.abort();
         await agents;

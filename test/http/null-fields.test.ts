@@ -126,6 +126,8 @@ describeEachDatabase('null on optional fields', (ctx) => {
   const undo: Record<string, () => Promise<unknown>> = {
     pauseAgent: async () => ctx().http().put(`/v2/organizations/${t.org.slug}/agents/${t.agent.id}/resume`).set(auth(t.token)).expect(204),
     stopAgent: async () => ctx().http().post('/v3/connect').set(agentAuth(t.agent.token)).expect(200),
+    pauseSelf: async () => ctx().http().put(`/v2/organizations/${t.org.slug}/agents/${t.agent.id}/resume`).set(auth(t.token)).expect(204),
+    stopSelf: async () => ctx().http().post('/v3/connect').set(agentAuth(t.agent.token)).expect(200),
   };
 
   it('answers every write with null on its unset optional fields as it answers without them', async () => {

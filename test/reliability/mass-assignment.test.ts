@@ -99,6 +99,9 @@ const NOT_READ_BACK: Record<string, string> = {
   pauseAgent: 'a pause is read back through getAgent by test/agents/pause-stop (who, when, note, timeout)',
   resumeAgent: 'stores nothing but the end of a pause: test/agents/pause-stop reads it back',
   stopAgent: 'a stop is a connection state: test/agents/pause-stop follows it to `stopped`',
+  pauseSelf: 'as pauseAgent, by the agent itself: test/agents/pause-stop reads it back',
+  resumeSelf: 'as resumeAgent, by the agent itself',
+  stopSelf: 'as stopAgent, by the agent itself: test/agents/pause-stop follows it',
 };
 
 /** Writes that answer with a resource other than the one the body writes: their answers' fields are that resource's, not the server's. */

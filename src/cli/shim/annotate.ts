@@ -9,13 +9,6 @@
  */
 export const ANNOTATE = String.raw`
 const railsPathEscape = (s) => encodeURIComponent(s).replace(/\./g, '%2E');
-function shimArgs(argv, options, usage) {
-  try {
-    return require('node:util').parseArgs({ args: argv, options, allowPositionals: true, strict: true });
-  } catch (err) {
-    fail(err.message + '\nusage: ' + usage, 2);
-  }
-}
 /** stdin's text when it is a pipe or a file (not a terminal, not /dev/null), else undefined. */
 function pipedStdin() {
   const stdin = fs.fstatSync(0);

@@ -5,7 +5,7 @@
  * them all or none); reads go through `--build` (`BUILDKITE_METADATA_BUILD_ID`) when given, else the
  * job; `get` prints the value without a newline, or on a 404 the `--default` when one was given
  * (even empty), else fails; `exists` exits 0 when the key is set and 100 when not; `keys` prints
- * one key a line. Uses `shimArgs`, `pipedStdin` and `railsPathEscape` from ./annotate.ts.
+ * one key a line. Uses `pipedStdin` and `railsPathEscape` from ./annotate.ts.
  */
 export const META_DATA = String.raw`
 const META_DATA_USAGE = 'buildkite-agent meta-data <set KEY [VALUE] | set-batch KEY=VALUE... | get KEY [--default V] | exists KEY | keys> [--job ID] [--build ID]';

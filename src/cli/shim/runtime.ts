@@ -2,7 +2,7 @@
  * What every command of the `buildkite-agent` shim shares, as JavaScript source run by plain node
  * (the shim needs neither a build of Windsock nor anything installed): `fail`, the job's
  * credentials from its environment, and `agentApi`, a call to the agent API that tries a network
- * error or a 5xx again (three attempts in all) and never prints the token.
+ * error or a 5xx again (three attempts in all) and never prints the token; `shimArgs` for flags.
  */
 export const RUNTIME = String.raw`
 const fail = (message, code = 1) => {
@@ -31,6 +31,14 @@ async function agentApi(path, { method = 'GET', body, headers = {}, what = path 
     if (res && res.status < 500) return res;
     if (attempt >= 3) return res;
     await new Promise((r) => setTimeout(r, 1000 * attempt));
+  }
+}
+/** A command's flags and arguments (node:util parseArgs, strict); a bad one fails with the usage (exit 2). */
+function shimArgs(argv, options, usage) {
+  try {
+    return require('node:util').parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  } catch (err) {
+    fail(err.message + '\nusage: ' + usage, 2);
   }
 }
 /** The JSON of a response that must be a success, else the command fails with the server's message and field errors. */
