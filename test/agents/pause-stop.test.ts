@@ -73,6 +73,34 @@ describeEachDatabase(
       expect(await ping(agent.token)).toMatchObject({ action: 'idle', job: { id: build.jobs[0]!.id } });
     });
 
+    it('rolls a claim back when the agent was paused or stopped while it polled: the job stays scheduled for others', async () => {
+      const { org, token, agent, build, reg } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: raced\n');
+      const jobId = build.jobs[0]!.id;
+      const progress = ctx().services.progress;
+      await ctx()
+        .http()
+        .put(`${agentUrl(org.slug, agent.id)}/pause`)
+        .set(auth(token))
+        .expect(204);
+      // What a poll that read the agent before the pause landed would do next.
+      expect(await progress.claim(jobId, agent.id)).toBe('agent');
+      const other = await givenAgent(ctx(), reg, 'other');
+      await ctx()
+        .http()
+        .put(`${agentUrl(org.slug, other.id)}/stop`)
+        .set(auth(token))
+        .send({ force: false })
+        .expect(204);
+      expect(await progress.claim(jobId, other.id)).toBe('agent');
+      const job = await ctx().services.db('jobs').where({ id: jobId }).first('state', 'agent_id');
+      expect(job).toEqual({ state: 'scheduled', agent_id: null });
+      const held = await ctx().services.db('agents').whereIn('id', [agent.id, other.id]).pluck('job_id');
+      expect(held).toEqual([null, null]);
+      const third = await givenAgent(ctx(), reg, 'third');
+      expect(await progress.claim(jobId, third.id)).toBe('claimed');
+      expect(await progress.claim(jobId, agent.id)).toBe('taken');
+    });
+
     it('ends a pause by itself after its timeout (5 minutes unless given) on the service clock', async () => {
       const { org, token, agent, build } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: later\n');
       await ctx()
