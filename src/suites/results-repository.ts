@@ -5,9 +5,10 @@
  */
 import type { Knex } from 'knex';
 import { likeContains, parseJson, toDate } from '../db/values';
-import { runFromRow } from './rows';
+import { runFromRow, windowRunFromRow } from './rows';
 
-export interface Run {
+/** A run, as the test lists' filters and links see it. */
+export interface WindowRun {
   id: string;
   suiteId: string;
   key: string;
@@ -15,6 +16,9 @@ export interface Run {
   branch: string | null;
   commitSha: string | null;
   tags: Record<string, string>;
+}
+
+export interface Run extends WindowRun {
   passedCount: number;
   failedCount: number;
   createdAt: Date;
@@ -77,17 +81,6 @@ export interface ResultTotals {
 
 /** A test's executions in a window, by result. */
 export type ExecutionTotals = Map<string, ResultTotals>;
-
-/** A run, as the test lists' filters and links see it. */
-export interface WindowRun {
-  id: string;
-  suiteId: string;
-  key: string;
-  ci: string | null;
-  branch: string | null;
-  commitSha: string | null;
-  tags: Record<string, string>;
-}
 
 /** A test's identity with its suite (a build's tests span suites). */
 export interface SuiteTest extends TestIdentity {
@@ -271,17 +264,7 @@ export class SuiteResultsRepository {
         .andWhere('created_at', '<=', window.to)
         .select('id', 'suite_id', 'run_key', 'ci', 'branch', 'commit_sha', 'tags');
       if (buildKey !== undefined) q.andWhere({ run_key: buildKey, ci: 'buildkite' });
-      for (const r of await q) {
-        out.push({
-          id: r.id as string,
-          suiteId: r.suite_id as string,
-          key: r.run_key as string,
-          ci: (r.ci as string | null) ?? null,
-          branch: (r.branch as string | null) ?? null,
-          commitSha: (r.commit_sha as string | null) ?? null,
-          tags: parseJson<Record<string, string>>(r.tags, {}),
-        });
-      }
+      for (const r of await q) out.push(windowRunFromRow(r));
     }
     return out;
   }

@@ -29,21 +29,13 @@ import {
   type TestList,
   type TestMetrics,
   type WindowQuery,
+  PERIOD_MS,
 } from './test-metrics';
 
 type CreateInput = components['schemas']['CreateSuiteRequest'];
 type UpdateInput = components['schemas']['UpdateSuiteRequest'];
 
 export type FlakyPeriod = NonNullable<NonNullable<operations['listFlakyTests']['parameters']['query']>['period']>;
-
-const PERIOD_MS: Record<FlakyPeriod, number> = {
-  '1hour': 3_600_000,
-  '4hours': 4 * 3_600_000,
-  '1day': 86_400_000,
-  '7days': 7 * 86_400_000,
-  '14days': 14 * 86_400_000,
-  '28days': 28 * 86_400_000,
-};
 
 /** How a build's tests find the build, and whether the caller may see its pipeline. */
 export interface BuildLookup {

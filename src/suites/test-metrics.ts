@@ -12,7 +12,8 @@ import { resultPasses, type TestFilters } from './test-filters';
 export type ListTestsQuery = NonNullable<operations['listTests']['parameters']['query']>;
 type Period = NonNullable<ListTestsQuery['period']>;
 
-const PERIOD_MS: Record<Period, number> = {
+/** The `period` values of the test lists and the flaky tests list (the same set), in milliseconds. */
+export const PERIOD_MS: Record<Period, number> = {
   '1hour': 3_600_000,
   '4hours': 4 * 3_600_000,
   '1day': 86_400_000,
