@@ -95,6 +95,17 @@ export interface BuildRun {
   suiteSlug: string;
 }
 
+/** What totals by result read of executions: how many, and their durations (addTotals reads them). */
+function totalsColumns(db: Knex): Knex.Raw[] {
+  return [
+    'count(*) as n',
+    'count(duration) as duration_count',
+    'sum(duration) as duration_sum',
+    'min(duration) as duration_min',
+    'max(duration) as duration_max',
+  ].map((column) => db.raw(column));
+}
+
 /** Ids per statement in the chunked `in (...)` reads: well under both stores' parameter limits. */
 const IN_CHUNK = 500;
 
@@ -278,15 +289,7 @@ export class SuiteResultsRepository {
         .andWhere('created_at', '>=', window.from)
         .andWhere('created_at', '<=', window.to)
         .groupBy('test_id', 'result')
-        .select(
-          'test_id',
-          'result',
-          this.db.raw('count(*) as n'),
-          this.db.raw('count(duration) as duration_count'),
-          this.db.raw('sum(duration) as duration_sum'),
-          this.db.raw('min(duration) as duration_min'),
-          this.db.raw('max(duration) as duration_max'),
-        );
+        .select('test_id', 'result', ...totalsColumns(this.db));
       for (const r of rows) {
         let totals = byTest.get(r.test_id as string);
         if (!totals) byTest.set(r.test_id as string, (totals = new Map()));
@@ -303,14 +306,7 @@ export class SuiteResultsRepository {
       .andWhere('created_at', '>=', window.from)
       .andWhere('created_at', '<=', window.to)
       .groupBy('result')
-      .select(
-        'result',
-        this.db.raw('count(*) as n'),
-        this.db.raw('count(duration) as duration_count'),
-        this.db.raw('sum(duration) as duration_sum'),
-        this.db.raw('min(duration) as duration_min'),
-        this.db.raw('max(duration) as duration_max'),
-      );
+      .select('result', ...totalsColumns(this.db));
     const totals: ExecutionTotals = new Map();
     for (const r of rows) addTotals(totals, r.result as string, r);
     return totals;
