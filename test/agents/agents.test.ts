@@ -232,7 +232,7 @@ describeEachDatabase('agents', (ctx) => {
       expect(list.status).toBe(200);
       expect(list.body.map((x: { name: string }) => x.name).sort()).toEqual(['alpha', 'beta']);
       const alpha = list.body.find((x: { name: string }) => x.name === 'alpha');
-      // Every key of the documented example, plus the pause fields the agents page lists (empty: pausing is a later issue).
+      // Every key of the documented example, plus the pause fields (empty: not paused; test/agents/pause-stop pauses).
       expect(Object.keys(alpha)).toEqual(expect.arrayContaining(Object.keys(listSample[0]!)));
       expect(alpha).toMatchObject({ paused: false, paused_at: null, paused_by: null, paused_note: null, paused_timeout_in_minutes: null });
       expect(alpha).toMatchObject({
