@@ -7,6 +7,7 @@ import type { Response } from 'express';
 import { actorOf } from '../http/auth';
 import { bodyIn, operationRouter, type OperationRequest } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
+import { buildUrls } from '../builds/serialize';
 import type { BuildWithJobs } from '../builds/service';
 import { serializeArtifact } from './serialize';
 import { DOWNLOAD_URL_SECONDS, type ArtifactService, type BuildRef } from './service';
@@ -14,8 +15,7 @@ import { stagedFile } from './upload';
 
 export function artifactRoutes(service: ArtifactService, publicUrl: string) {
   const api = operationRouter();
-  const buildUrl = (item: BuildWithJobs) =>
-    `${publicUrl}/v2/organizations/${item.actor.organization.slug}/pipelines/${item.pipeline.slug}/builds/${item.build.number}`;
+  const buildUrl = (item: BuildWithJobs) => buildUrls(publicUrl, item.actor.organization.slug, item.pipeline.slug, item.build.number).url;
 
   api.on('listBuildArtifacts', async (req, res) => {
     const p = pageRequest(req);

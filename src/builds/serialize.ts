@@ -81,6 +81,14 @@ function triggeredBuild(j: Job, buildUrl: string, buildWebUrl: string): JobJson[
   return { id: t.id, number: t.number, url: swap(buildUrl, /(\/pipelines\/)[^/]+\/builds\/\d+$/), web_url: swap(buildWebUrl, /(\/)[^/]+\/builds\/\d+$/) };
 }
 
+/** A build's API URL and web URL, from its organization's and pipeline's slugs and its number. */
+export function buildUrls(publicUrl: string, orgSlug: string, pipelineSlug: string, number: number): { url: string; webUrl: string } {
+  return {
+    url: `${publicUrl}/v2/organizations/${orgSlug}/pipelines/${pipelineSlug}/builds/${number}`,
+    webUrl: `${publicUrl}/${orgSlug}/${pipelineSlug}/builds/${number}`,
+  };
+}
+
 export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agent: AgentJson | null): JobJson {
   const common = {
     id: j.id,

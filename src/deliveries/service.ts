@@ -17,6 +17,7 @@ import { bitbucketEvents } from './bitbucket';
 import { PROVIDER_NAMES, type DeliveryEvent, type ProviderFamily, type PullRequestEvent, type PushEvent } from './events';
 import { gitHubEvent, validGitHubSignature } from './github';
 import { gitLabEvent, validGitLabToken } from './gitlab';
+import { buildUrls } from '../builds/serialize';
 
 export interface DeliveryHeaders {
   githubEvent?: string;
@@ -90,15 +91,12 @@ export class DeliveryService {
       else created.push(await this.builds.createFromDelivery(pipeline, outcome.build));
     }
     if (!created.length) return { message: reasons.join(' ') };
-    const pipelineUrl = `${this.publicUrl}/v2/organizations/${orgSlug}/pipelines/${pipeline.slug}`;
     return {
       message: [`Created ${created.map((b) => `build #${b.number}`).join(', ')}.`, ...reasons].join(' '),
-      builds: created.map((b) => ({
-        id: b.id,
-        number: b.number,
-        url: `${pipelineUrl}/builds/${b.number}`,
-        web_url: `${this.publicUrl}/${orgSlug}/${pipeline.slug}/builds/${b.number}`,
-      })),
+      builds: created.map((b) => {
+        const { url, webUrl } = buildUrls(this.publicUrl, orgSlug, pipeline.slug, b.number);
+        return { id: b.id, number: b.number, url, web_url: webUrl };
+      }),
     };
   }
 

@@ -2,7 +2,7 @@
 import type { Response } from 'express';
 import { actorOf } from '../../http/auth';
 import { operationRouter, type OperationRequest } from '../../http/operation';
-import { serializeJob } from '../serialize';
+import { buildUrls, serializeJob } from '../serialize';
 import type { BuildWithJobs } from '../service';
 import { sendLogJson, sendLogText } from './log-output';
 import { jobEnv } from './serialize';
@@ -18,11 +18,10 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
   const target = (req: OperationRequest<JobOperation>, res: Response) =>
     [actorOf(res), req.params.pipeline_slug, req.params.build_number, req.params.job_id] as const;
   const jobJson = ({ item, jobId }: { item: BuildWithJobs; jobId: string }) => {
-    const buildUrl = `${publicUrl}/v2/organizations/${item.actor.organization.slug}/pipelines/${item.pipeline.slug}/builds/${item.build.number}`;
-    const webUrl = `${publicUrl}/${item.actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}`;
+    const { url, webUrl } = buildUrls(publicUrl, item.actor.organization.slug, item.pipeline.slug, item.build.number);
     return serializeJob(
       item.jobs.find((j) => j.id === jobId)!,
-      buildUrl,
+      url,
       webUrl,
       null,
     );

@@ -4,7 +4,7 @@
  */
 import type { components } from '../../../generated/api';
 import type { Agent } from '../../agents/repository';
-import { serializeJob } from '../serialize';
+import { buildUrls, serializeJob } from '../serialize';
 import type { JobContext } from './model';
 
 /** The host of a repository URL (`git@host:path`, `ssh://user@host:port/path`, `https://host/path`), or "". */
@@ -32,7 +32,7 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaDa
     BUILDKITE_JOB_ID: j.id,
     BUILDKITE_BUILD_ID: c.build.id,
     BUILDKITE_BUILD_NUMBER: String(c.build.number),
-    BUILDKITE_BUILD_URL: `${publicUrl}/${c.orgSlug}/${c.pipelineSlug}/builds/${c.build.number}`,
+    BUILDKITE_BUILD_URL: buildUrls(publicUrl, c.orgSlug, c.pipelineSlug, c.build.number).webUrl,
     BUILDKITE_BRANCH: c.build.branch,
     BUILDKITE_COMMIT: c.build.commit,
     BUILDKITE_MESSAGE: c.build.message ?? '',
@@ -83,9 +83,8 @@ export const MAX_HEADER_TIMES = 100_000;
 export function serializeHeldJobs(held: Map<string, JobContext>, publicUrl: string): Map<string, components['schemas']['Job']> {
   const json = new Map<string, components['schemas']['Job']>();
   for (const [id, c] of held) {
-    const buildUrl = `${publicUrl}/v2/organizations/${c.orgSlug}/pipelines/${c.pipelineSlug}/builds/${c.build.number}`;
-    const webUrl = `${publicUrl}/${c.orgSlug}/${c.pipelineSlug}/builds/${c.build.number}`;
-    json.set(id, serializeJob(c.job, buildUrl, webUrl, null));
+    const { url, webUrl } = buildUrls(publicUrl, c.orgSlug, c.pipelineSlug, c.build.number);
+    json.set(id, serializeJob(c.job, url, webUrl, null));
   }
   return json;
 }
