@@ -5,11 +5,9 @@
  * (argument and stdin), a later step reads it back (get, --default, exists, keys); then the REST
  * API shows the annotations and `meta_data`, and the builds list finds the build by it.
  */
-import { runAgents } from '../../src/cli/agent';
 import { auth, describeEachDatabase } from '../support/context';
-import { givenRegistrationToken, onLoopback, until } from '../support/agents';
+import { finishedBuild, givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import type { BuildJson } from '../support/types';
 
 describeEachDatabase('the reference agent with annotations and meta-data', (ctx) => {
   const { endpoint } = onLoopback(ctx);
@@ -54,23 +52,9 @@ describeEachDatabase('the reference agent with annotations and meta-data', (ctx)
     );
     const build = await givenBuild(ctx(), org.slug, slug, token);
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-    const controller = new AbortController();
-    const agents = runAgents({
-      endpoint: endpoint(),
-      token: reg,
-      tags: ['queue=default'],
-      name: 'annotator',
-      spawn: 1,
-      pollIntervalMs: 20,
-      signal: controller.signal,
-    });
     const read = async (path: string) => (await ctx().http().get(path).set(auth(token)).expect(200)).body;
-    try {
-      const b: BuildJson = await until(
-        () => read(url),
-        (x: BuildJson) => x.finished_at !== null,
-        'the build finishing',
-      );
+    await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: ['queue=default'], name: 'annotator', spawn: 1, pollIntervalMs: 20 }, async () => {
+      const b = await finishedBuild(ctx(), url, token);
       const log = async (id: string) => (await ctx().http().get(`${url}/jobs/${id}/log.txt`).set(auth(token)).expect(200)).text;
       const [write, , readJob] = b.jobs;
       expect([b.state, write!.state, readJob!.state]).toEqual(['passed', 'passed', 'passed']);
@@ -107,9 +91,6 @@ describeEachDatabase('the reference agent with annotations and meta-data', (ctx)
         ['job.note', 'default', 'job', 3, '<p>on the job</p>\n'],
       ]);
       expect(await read(`${url}/jobs/${write!.id}/annotations`)).toEqual([annotations[2]]);
-    } finally {
-      controller.abort();
-      await agents;
-    }
+    });
   });
 });

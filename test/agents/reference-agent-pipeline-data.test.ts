@@ -4,9 +4,8 @@
  * meta-data; a later step downloads the artifact and reads the meta-data; then the REST API shows
  * the artifact (and serves its bytes), the annotation and the build's meta-data.
  */
-import { runAgents } from '../../src/cli/agent';
 import { auth, describeEachDatabase } from '../support/context';
-import { givenRegistrationToken, onLoopback, until } from '../support/agents';
+import { finishedBuild, givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import type { BuildJson } from '../support/types';
 
@@ -40,16 +39,9 @@ describeEachDatabase('artifacts, annotations and meta-data in one pipeline', (ct
     );
     const build = await givenBuild(ctx(), org.slug, slug, token);
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-    const controller = new AbortController();
-    const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'e2e', spawn: 1, pollIntervalMs: 20, signal: controller.signal });
     const read = async (path: string) => (await ctx().http().get(path).set(auth(token)).expect(200)).body;
-    try {
-      const b = (await until(
-        () => read(url),
-        (x: BuildJson) => x.finished_at !== null,
-        'the build finishing',
-        3000,
-      )) as BuildJson;
+    await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'e2e', spawn: 1, pollIntervalMs: 20 }, async () => {
+      const b = await finishedBuild(ctx(), url, token, 3000);
       expect(b.jobs.map((j) => [j.name ?? null, j.state])).toEqual([
         ['produce', 'passed'],
         [null, 'passed'],
@@ -77,9 +69,6 @@ describeEachDatabase('artifacts, annotations and meta-data in one pipeline', (ct
         .http()
         .get(new URL(download.headers.location!).pathname + new URL(download.headers.location!).search);
       expect([bytes.status, bytes.text ?? bytes.body.toString()]).toEqual([200, 'v1.2.3\n']);
-    } finally {
-      controller.abort();
-      await agents;
-    }
+    });
   });
 });

@@ -1,8 +1,6 @@
-import { runAgents } from '../../src/cli/agent';
 import { auth, describeEachDatabase } from '../support/context';
-import { givenRegistrationToken, onLoopback } from '../support/agents';
+import { finishedBuild, givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import type { BuildJson } from '../support/types';
 
 describeEachDatabase('the reference agent with pipeline uploads and trigger steps', (ctx) => {
   const { endpoint } = onLoopback(ctx);
@@ -32,23 +30,9 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
     );
     const build = await givenBuild(ctx(), org.slug, slug, token);
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-    const controller = new AbortController();
-    const agents = runAgents({
-      endpoint: endpoint(),
-      token: reg,
-      tags: ['queue=default'],
-      name: 'steps',
-      spawn: 2,
-      pollIntervalMs: 20,
-      signal: controller.signal,
-    });
     const read = async (path: string) => (await ctx().http().get(path).set(auth(token)).expect(200)).body;
-    try {
-      let b: BuildJson = await read(url);
-      for (let i = 0; i < 1000 && b.finished_at === null; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        b = await read(url);
-      }
+    await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: ['queue=default'], name: 'steps', spawn: 2, pollIntervalMs: 20 }, async () => {
+      let b = await finishedBuild(ctx(), url, token);
       expect(b.jobs.map((j) => [j.type, j.name ?? null, j.state])).toEqual([
         ['script', 'upload', 'passed'],
         ['script', 'uploaded', 'passed'],
@@ -85,17 +69,10 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
       );
       const second = await givenBuild(ctx(), org.slug, failing, token);
       const secondUrl = `/v2/organizations/${org.slug}/pipelines/${failing}/builds/${second.number}`;
-      b = await read(secondUrl);
-      for (let i = 0; i < 1000 && b.finished_at === null; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        b = await read(secondUrl);
-      }
+      b = await finishedBuild(ctx(), secondUrl, token);
       expect(b).toMatchObject({ state: 'failed', jobs: [{ type: 'trigger', state: 'failed' }] });
       const failed = await read(`/v2/organizations/${org.slug}/pipelines/${deploy}/builds/${b.jobs[0]!.triggered_build!.number}`);
       expect(failed).toMatchObject({ state: 'failed', jobs: [{ state: 'failed', exit_status: 3 }] });
-    } finally {
-      controller.abort();
-      await agents;
-    }
+    });
   });
 });

@@ -5,11 +5,9 @@
  * `artifact shasum`, and the REST API lists them and serves their bytes.
  */
 import crypto from 'node:crypto';
-import { runAgents } from '../../src/cli/agent';
 import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
-import { givenRegistrationToken, onLoopback } from '../support/agents';
+import { finishedBuild, givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import type { BuildJson } from '../support/types';
 
 describeEachDatabase('artifacts with the reference agent', (ctx) => {
   const { endpoint } = onLoopback(ctx);
@@ -46,23 +44,8 @@ describeEachDatabase('artifacts with the reference agent', (ctx) => {
     );
     const build = await givenBuild(ctx(), org.slug, slug, token);
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-    const controller = new AbortController();
-    const agents = runAgents({
-      endpoint: endpoint(),
-      token: reg,
-      tags: ['queue=default'],
-      name: 'artifacts',
-      spawn: 1,
-      pollIntervalMs: 20,
-      signal: controller.signal,
-    });
-    const read = async (path: string) => (await ctx().http().get(path).set(auth(token)).expect(200)).body;
-    try {
-      let b: BuildJson = await read(url);
-      for (let i = 0; i < 1500 && b.finished_at === null; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        b = await read(url);
-      }
+    await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: ['queue=default'], name: 'artifacts', spawn: 1, pollIntervalMs: 20 }, async () => {
+      const b = await finishedBuild(ctx(), url, token, 1500);
       expect(b.jobs.map((j) => [j.name ?? null, j.state])).toEqual([
         ['make', 'failed'],
         [null, 'passed'],
@@ -99,9 +82,6 @@ describeEachDatabase('artifacts with the reference agent', (ctx) => {
       const download = await ctx().http().get(`${url}/jobs/${b.jobs[0]!.id}/artifacts/${app.id}/download`).set(auth(token)).expect(302);
       const bytes = await ctx().http().get(download.headers.location!.slice(PUBLIC_URL.length)).expect(200);
       expect(bytes.text).toBe(content);
-    } finally {
-      controller.abort();
-      await agents;
-    }
+    });
   });
 });

@@ -6,8 +6,10 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { runAgents, type AgentOptions } from '../../src/cli/agent';
 import { auth, type TestContext } from './context';
 import { givenBuild, givenPipeline } from './given';
+import type { BuildJson } from './types';
 
 export const agentAuth = (token: string) => ({ Authorization: `Token ${token}` });
 
@@ -101,6 +103,27 @@ export function movableClock() {
       offsetMs = 0;
     },
   };
+}
+
+/**
+ * Reference agents (`windsock agent`, src/cli/agent.ts) running while `body` does: stopped and
+ * awaited when it ends, however it ends.
+ */
+export async function withReferenceAgents<T>(options: Omit<AgentOptions, 'signal'>, body: () => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const agents = runAgents({ ...options, signal: controller.signal });
+  try {
+    return await body();
+  } finally {
+    controller.abort();
+    await agents;
+  }
+}
+
+/** The build at `url` once it has finished (read every 20 ms, at most `tries` times). */
+export function finishedBuild(ctx: TestContext, url: string, token: string, tries = 1000): Promise<BuildJson> {
+  const read = async () => (await ctx.http().get(url).set(auth(token)).expect(200)).body as BuildJson;
+  return until(read, (b) => b.finished_at !== null, 'the build finishing', tries);
 }
 
 /** Polls (bounded: `tries` reads 20 ms apart) until `done` holds. */
