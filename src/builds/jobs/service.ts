@@ -102,21 +102,22 @@ export class JobService {
 
   /** A command job that has not finished runs before (or after) others: agents take higher `priority` first. */
   async reprioritize(actor: Actor, pipelineSlug: string, number: number, jobId: string, priority: number): Promise<{ item: BuildWithJobs; jobId: string }> {
-    const { item, job } = await this.find(actor, pipelineSlug, number, jobId);
+    return this.setPriority(actor, await this.find(actor, pipelineSlug, number, jobId), priority);
+  }
+
+  /** The same, for a job found by its id alone within the caller's organization. */
+  async reprioritizeById(actor: Actor, jobId: string, priority: number): Promise<{ item: BuildWithJobs; jobId: string }> {
+    return this.setPriority(actor, await this.inOrganization(actor, jobId), priority);
+  }
+
+  private async setPriority(actor: Actor, { item, job }: { item: BuildWithJobs; job: Job }, priority: number): Promise<{ item: BuildWithJobs; jobId: string }> {
     if (!item.perms.build) throw new ForbiddenError();
     if (job.type !== 'script') throw new UnprocessableError("This job can't be reprioritized: only command steps' jobs can be.");
     if (!(await this.jobs.setPriority(job.id, priority, REPRIORITIZABLE))) {
       const now = (await this.jobs.findWithContext(job.id))!.job.state;
       throw new UnprocessableError(`This job can't be reprioritized because it is ${now}: only jobs that have not finished can be.`);
     }
-    return { item: await this.builds.get(actor, pipelineSlug, number, true), jobId };
-  }
-
-  /** The same, for a job found by its id alone within the caller's organization. */
-  async reprioritizeById(actor: Actor, jobId: string, priority: number): Promise<{ item: BuildWithJobs; jobId: string }> {
-    const context = await this.jobs.findWithContext(jobId);
-    if (!context || context.organizationId !== actor.organization.id) throw new NotFoundError('job');
-    return this.reprioritize(actor, context.pipelineSlug, context.build.number, jobId, priority);
+    return { item: await this.builds.get(actor, item.pipeline.slug, item.build.number, true), jobId: job.id };
   }
 
   /**

@@ -1,6 +1,3 @@
-/** Rolls a claim back: the agent may take no job now (paused, stopping, gone, or holding one). */
-const AGENT_UNAVAILABLE = new Error('agent unavailable');
-
 /**
  * Build progression: every write that moves builds and their jobs along, and the one place
  * such a write opens its transaction. Agents claiming, finishing and releasing jobs, retries
@@ -29,6 +26,9 @@ import { cancelBuild, supersede } from './cancellation';
 import { planBuild, writeBuild } from './creation';
 import { advanceLocked } from './machine';
 import { bind, type ProgressRepositories, type StepSigner } from './repositories';
+
+/** Rolls a claim back: the agent may take no job now (paused, stopping, gone, or holding one). */
+const AGENT_UNAVAILABLE = new Error('agent unavailable');
 
 export class BuildProgress {
   /**
