@@ -2353,6 +2353,143 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipeline-templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List pipeline templates
+         * @description The organization's pipeline templates, by name. Administrators see every template;
+         *     other members only those marked `available`.
+         */
+        get: operations["listPipelineTemplates"];
+        put?: never;
+        /**
+         * Create a pipeline template
+         * @description Administrators only (403 for other members). `configuration` is a YAML step configuration,
+         *     checked as a pipeline's is (a 422 names what is wrong). `available` (default false) lets
+         *     members who are not administrators assign the template to pipelines.
+         */
+        post: operations["createPipelineTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipeline-templates/{template_uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline template's UUID. */
+                template_uuid: components["parameters"]["TemplateUuid"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a pipeline template
+         * @description A template of the organization; one not `available` is a 404 for members who are not administrators.
+         */
+        get: operations["getPipelineTemplate"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a pipeline template
+         * @description Administrators only. A template assigned to any pipeline (archived ones too) cannot be deleted (422 naming how many use it).
+         */
+        delete: operations["deletePipelineTemplate"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a pipeline template
+         * @description Administrators only. Only the properties sent change. A new `configuration` governs every
+         *     build created afterwards of each pipeline using the template; builds already created keep
+         *     their jobs.
+         */
+        patch: operations["updatePipelineTemplate"];
+        trace?: never;
+    };
+    "/v2/meta": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get meta information
+         * @description Facts about this server, without authentication. `webhook_ips`: where its outbound traffic
+         *     (webhooks, commit statuses) comes from. A self-hosted server cannot know its own egress
+         *     addresses, so they are what the operator set in `WEBHOOK_IPS` (an empty list when unset).
+         */
+        get: operations["getMeta"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/rate-limit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get rate limit status
+         * @description The organization's current REST usage, from the counters behind the `RateLimit-*`
+         *     headers. This request counts like any other, so `current` includes it and agrees with this
+         *     response's own headers (`current` = `RateLimit-Limit` - `RateLimit-Remaining` while within
+         *     the budget).
+         */
+        get: operations["getOrganizationRateLimit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/emojis": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List emojis
+         * @description The organization's custom emojis (added with `windsock emoji add`), by name; not paginated.
+         *     An empty list when it has none. No scope needed, only a token that reaches the organization.
+         */
+        get: operations["listEmojis"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2387,7 +2524,7 @@ export interface components {
          */
         IsoTimestamp: string;
         /** @enum {string} */
-        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts";
+        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts";
         AccessToken: {
             /** Format: uuid */
             readonly uuid: string;
@@ -2421,6 +2558,63 @@ export interface components {
             readonly agents_url: string;
             readonly emojis_url: string;
             created_at: components["schemas"]["IsoTimestamp"];
+        };
+        PipelineTemplate: {
+            /** Format: uuid */
+            readonly uuid: string;
+            readonly graphql_id: string;
+            name: string;
+            description: string | null;
+            /** @description The YAML step configuration; it governs the builds of every pipeline that uses the template. */
+            configuration: string;
+            /** @description Whether members who are not administrators may assign the template to pipelines (and see it). */
+            available: boolean;
+            readonly url: string;
+            readonly web_url: string;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            readonly created_by: components["schemas"]["User"] | null;
+            readonly updated_at: components["schemas"]["IsoTimestamp"];
+            readonly updated_by: components["schemas"]["User"] | null;
+        };
+        PipelineTemplateWritable: {
+            name?: string;
+            description?: string | null;
+            configuration?: string;
+            available?: boolean;
+        };
+        CreatePipelineTemplateRequest: components["schemas"]["PipelineTemplateWritable"] & Record<string, never>;
+        /** @description What an update may change; every property is optional. */
+        UpdatePipelineTemplateRequest: components["schemas"]["PipelineTemplateWritable"];
+        Meta: {
+            /** @description The addresses (CIDR notation or single addresses) this server's outbound traffic (webhooks, commit statuses) comes from, as the operator set them in `WEBHOOK_IPS`. */
+            webhook_ips: string[];
+        };
+        RateLimitStatus: {
+            /** @description One entry per scope Windsock enforces: `rest`, the organization's REST budget. Windsock has no GraphQL API, so no `graphql` scope. */
+            scopes: {
+                rest: components["schemas"]["RateLimitScopeStatus"];
+            };
+        };
+        RateLimitScopeStatus: {
+            /** @description Requests allowed per window (0 when no limit is set). */
+            limit: number;
+            /** @description Requests made in the current window, this one included. */
+            current: number;
+            /** @description Seconds until the window resets. */
+            reset: number;
+            /**
+             * Format: date-time
+             * @description When the window resets (ISO 8601 UTC).
+             */
+            reset_at: string;
+            /** @description Whether the limit is enforced (false when `RATE_LIMIT_PER_MINUTE` is 0). */
+            enforced: boolean;
+        };
+        Emoji: {
+            name: string;
+            url: string;
+            /** @description Other names of the emoji; left out when it has none. */
+            aliases?: string[];
         };
         Env: {
             [key: string]: string;
@@ -3735,6 +3929,8 @@ export interface components {
         };
         /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
         BuildState: components["schemas"]["BuildStateFilter"] | components["schemas"]["BuildStateFilter"][];
+        /** @description The pipeline template's UUID. */
+        TemplateUuid: string;
         /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
         IncludeTestEngine: boolean;
         /**
@@ -7252,6 +7448,249 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPipelineTemplates: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of pipeline templates. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineTemplate"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createPipelineTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePipelineTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description The new pipeline template. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineTemplate"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPipelineTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline template's UUID. */
+                template_uuid: components["parameters"]["TemplateUuid"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline template. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineTemplate"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deletePipelineTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline template's UUID. */
+                template_uuid: components["parameters"]["TemplateUuid"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updatePipelineTemplate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline template's UUID. */
+                template_uuid: components["parameters"]["TemplateUuid"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePipelineTemplateRequest"];
+            };
+        };
+        responses: {
+            /** @description The pipeline template. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineTemplate"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getMeta: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The meta information. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Meta"];
+                };
+            };
+        };
+    };
+    getOrganizationRateLimit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rate limit status. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitStatus"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listEmojis: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The emojis. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Emoji"][];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];

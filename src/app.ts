@@ -30,6 +30,8 @@ import { requestLogger, type Logger } from './http/logger';
 import { organizationRoutes } from './organizations/routes';
 import { userRoutes } from './user/routes';
 import { pipelineRoutes } from './pipelines/routes';
+import { pipelineTemplateRoutes } from './pipeline-templates/routes';
+import { emojiRoutes } from './emojis/routes';
 import type { TrustProxy } from './config';
 import type { Services } from './services';
 import { loadSpec } from './spec';
@@ -57,6 +59,8 @@ export interface AppDeps extends Pick<
   | 'metaData'
   | 'rateLimiter'
   | 'artifacts'
+  | 'pipelineTemplates'
+  | 'emojis'
 > {
   logger: Logger;
   publicUrl: string;
@@ -66,6 +70,8 @@ export interface AppDeps extends Pick<
   validateResponses: boolean;
   /** Express's `trust proxy`: which proxies' `X-Forwarded-For` names the client (TRUST_PROXY). Default: none. */
   trustProxy?: TrustProxy;
+  /** What `GET /v2/meta` answers as `webhook_ips` (WEBHOOK_IPS); default none. */
+  webhookIps?: string[];
   /** false once shutdown has begun: readiness turns 503 so load balancers stop sending. */
   isAccepting?: () => boolean;
 }
@@ -150,6 +156,10 @@ export function createApp(deps: AppDeps): express.Express {
       res.status(503).json({ message: 'The database is unavailable' });
     }
   });
+  // The Meta API needs no authentication (its docs say so): answered before /v2's.
+  meta.on('getMeta', (_req, res) => {
+    res.json({ webhook_ips: deps.webhookIps ?? [] });
+  });
   app.use(meta.router);
   // The document as text, parsed and serialized once (not a JSON body built per request).
   app.get('/openapi.json', (_req, res) => {
@@ -182,7 +192,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use(accessTokenRoutes(deps.tokens));
   app.use(userRoutes());
-  app.use(organizationRoutes(deps.organizations, deps.publicUrl));
+  app.use(organizationRoutes(deps.organizations, deps.publicUrl, deps.rateLimiter.settings.perOrganization));
   app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
   // A build's test_engine: its Test Engine runs, from the suites above builds.
   const testEngineRuns: TestEngineRuns = async (actor, ids) =>
@@ -199,6 +209,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(agentMetaDataRoutes(deps.metaData));
   app.use(artifactRoutes(deps.artifacts, deps.publicUrl));
   app.use(agentArtifactRoutes(deps.artifacts, deps.publicUrl));
+  app.use(pipelineTemplateRoutes(deps.pipelineTemplates, deps.publicUrl));
+  app.use(emojiRoutes(deps.emojis));
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -46,6 +46,8 @@ export interface Config {
   artifacts: { dir: string; maxFileBytes: number; maxJobBytes: number };
   github: { apiUrl: string | undefined; token: string | undefined };
   githubEnterprise: { apiUrl: string | undefined; token: string | undefined };
+  /** What `GET /v2/meta` answers as `webhook_ips`: where this server's outbound traffic comes from (WEBHOOK_IPS). */
+  webhookIps: string[];
 }
 
 export class ConfigError extends Error {}
@@ -82,6 +84,23 @@ function trustProxy(env: Env): TrustProxy {
       );
     }
   }
+  return items;
+}
+
+/** WEBHOOK_IPS: a comma-separated list of IP addresses and CIDR subnets; unset, none. */
+function webhookIps(env: Env): string[] {
+  const raw = (env.WEBHOOK_IPS ?? '').trim();
+  if (!raw) return [];
+  const items = raw.split(',').map((item) => item.trim());
+  for (const item of items) {
+    const [address, bits, extra] = item.split('/');
+    const family = isIP(address ?? '');
+    const max = family === 4 ? 32 : 128;
+    if (!family || extra !== undefined || (bits !== undefined && (!/^\d+$/.test(bits) || Number(bits) > max))) {
+      throw new ConfigError(`WEBHOOK_IPS must be a comma-separated list of IP addresses and CIDR subnets; "${item}" is neither`);
+    }
+  }
+  if (items.length > 100) throw new ConfigError('WEBHOOK_IPS may list at most 100 addresses and subnets');
   return items;
 }
 
@@ -196,5 +215,6 @@ export function loadConfig(env: Env = process.env): Config {
       apiUrl: url(env, 'GITHUB_ENTERPRISE_API_URL', undefined),
       token: env.GITHUB_ENTERPRISE_TOKEN || undefined,
     },
+    webhookIps: webhookIps(env),
   };
 }

@@ -40,6 +40,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     bodyLimitBytes: config.bodyLimitBytes,
     uploadBodyLimitBytes: config.uploadBodyLimitBytes,
     trustProxy: config.trustProxy,
+    webhookIps: config.webhookIps,
     validateResponses: config.validateResponses,
     isAccepting: () => accepting,
   });

@@ -36,6 +36,11 @@ import { OrganizationService } from './organizations/service';
 import { gitHubHooks } from './pipelines/github';
 import { PipelineRepository } from './pipelines/repository';
 import { PipelineService } from './pipelines/service';
+import { parseConfiguration } from './pipelines/configuration';
+import { PipelineTemplateRepository } from './pipeline-templates/repository';
+import { PipelineTemplateService } from './pipeline-templates/service';
+import { EmojiRepository } from './emojis/repository';
+import { EmojiService } from './emojis/service';
 import { SuiteRepository } from './suites/repository';
 import { SuiteResultsRepository } from './suites/results-repository';
 import { SuiteService } from './suites/service';
@@ -72,6 +77,10 @@ export interface Services {
   artifacts: ArtifactService;
   /** Started by the server process only. */
   sweeper: Sweeper;
+  /** Pipeline templates: an organization's shared step configurations. */
+  pipelineTemplates: PipelineTemplateService;
+  /** An organization's custom emojis. */
+  emojis: EmojiService;
 }
 
 export interface ServiceOptions {
@@ -103,9 +112,12 @@ export function createServices(o: ServiceOptions): Services {
   const orgs = new OrganizationRepository(db);
   const organizations = new OrganizationService(orgs);
   const pipelineRepository = new PipelineRepository(db);
+  // Below pipelines: the pipelines' YAML parser is handed in, and pipelines ask it which templates may be assigned.
+  const pipelineTemplates = new PipelineTemplateService(new PipelineTemplateRepository(db), parseConfiguration, o.clock);
   const pipelines = new PipelineService(pipelineRepository, organizations, keys, {
     publicUrl: o.publicUrl,
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
+    templates: pipelineTemplates,
   });
   const suites = new SuiteRepository(db);
   const sign = signer(stepSigningKey(keys));
@@ -152,6 +164,8 @@ export function createServices(o: ServiceOptions): Services {
       o.clock,
     ),
     sweeper: new Sweeper(agentService, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
+    pipelineTemplates,
+    emojis: new EmojiService(new EmojiRepository(db), o.clock),
   };
 }
 

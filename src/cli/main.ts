@@ -29,6 +29,8 @@ const USAGE = `Usage: windsock <command> [options]
                [--description TEXT] [--expires-in-days N]     prints the token once
   token revoke --id TOKEN_UUID
   agent-token create --org SLUG [--description TEXT]    prints the registration token once
+  emoji add --org SLUG --name NAME --url URL [--alias NAME ...]
+                                          add a custom emoji to an organization (GET .../emojis)
   agent --endpoint URL --token TOKEN [--tags queue=default,os=linux] [--spawn N] [--name NAME]
                                           run jobs on this machine (the reference agent)
 
@@ -120,6 +122,8 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
       token: { type: 'string' },
       tags: { type: 'string' },
       spawn: { type: 'string' },
+      url: { type: 'string' },
+      alias: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -128,7 +132,7 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
     out.write(USAGE + '\n');
     return positionals.length === 0 && !values.help ? 2 : 0;
   }
-  if (positionals[0] === 'agent') return runAgentCommand(values);
+  if (positionals[0] === 'agent') return runAgentCommand(values as Record<string, string | boolean | undefined>);
   const config = loadConfig();
   const print = (line: string): void => {
     out.write(line + '\n');
@@ -225,6 +229,18 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
         const { record, token } = await s.agents.createToken(org.id, null, values.description ?? null);
         print(`created agent registration token ${record.id} for ${org.slug}; it is shown once:`);
         print(token);
+      });
+      return 0;
+    case 'emoji add':
+      await withServices(config, async (s) => {
+        const org = await orgBySlug(s, need(values, 'org'));
+        // --alias may repeat, and each may be a comma-separated list.
+        const aliases = (values.alias ?? [])
+          .flatMap((a) => a.split(','))
+          .map((a) => a.trim())
+          .filter(Boolean);
+        const emoji = await s.emojis.add(org.id, { name: need(values, 'name'), url: need(values, 'url'), aliases });
+        print(`added emoji :${emoji.name}:${emoji.aliases.length ? ` (aliases ${emoji.aliases.map((a) => `:${a}:`).join(', ')})` : ''} to ${org.slug}`);
       });
       return 0;
     case 'token revoke':

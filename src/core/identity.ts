@@ -38,6 +38,9 @@ export const SCOPES = [
   'read_job_env',
   'read_artifacts',
   'write_artifacts',
+  'read_pipeline_templates',
+  'write_pipeline_templates',
+  'read_accounts',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -35,6 +35,8 @@ export interface Hit {
   count: number;
   /** Seconds until the window ends (at least 1). */
   resetSeconds: number;
+  /** When the window ends (ms since the epoch). */
+  resetAtMs: number;
 }
 
 /** How often counts made in memory are written to the shared counters (ms). */
@@ -69,6 +71,7 @@ export class RateLimiter {
     const windowStart = Math.floor(nowMs / 1000 / WINDOW_SECONDS) * WINDOW_SECONDS;
     if (windowStart !== this.purgedWindow) this.purge(windowStart);
     const resetSeconds = Math.max(1, Math.ceil(windowStart + WINDOW_SECONDS - nowMs / 1000));
+    const resetAtMs = (windowStart + WINDOW_SECONDS) * 1000;
     let local = this.counts.get(bucket);
     if (!local) {
       local = { window: windowStart, known: 0, inFlight: 0, pending: 0 };
@@ -77,7 +80,7 @@ export class RateLimiter {
     if (local.known + local.inFlight + local.pending + 1 <= limit / 2) {
       local.pending += 1;
       this.flushTimer ??= setTimeout(() => void this.flush(), FLUSH_MS).unref();
-      return { count: local.known + local.inFlight + local.pending, resetSeconds };
+      return { count: local.known + local.inFlight + local.pending, resetSeconds, resetAtMs };
     }
     const n = local.pending + 1;
     local.pending = 0;
@@ -88,7 +91,7 @@ export class RateLimiter {
       local.pending += n - 1;
       throw err;
     }
-    return { count, resetSeconds };
+    return { count, resetSeconds, resetAtMs };
   }
 
   /**
@@ -211,6 +214,7 @@ export function rateLimit(limiter: RateLimiter) {
       throw err;
     }
     const { count, resetSeconds } = hit;
+    res.locals.rateLimit = { scope, limit, ...hit } satisfies RateLimitUsage;
     res.setHeader('RateLimit-Scope', scope);
     res.setHeader('RateLimit-Limit', String(limit));
     res.setHeader('RateLimit-Remaining', String(Math.max(0, limit - count)));
@@ -218,6 +222,20 @@ export function rateLimit(limiter: RateLimiter) {
     if (count > limit) throw new RateLimitedError(scope, limit, count, resetSeconds);
     next();
   };
+}
+
+/** What the request was counted as: the same numbers its `RateLimit-*` headers show. */
+export interface RateLimitUsage extends Hit {
+  scope: 'rest' | 'rest_user';
+  limit: number;
+}
+
+/**
+ * The usage this request was counted as, for `GET .../rate-limit`: undefined when it was not
+ * counted (no limit is set, or the counters were unreachable).
+ */
+export function rateLimitUsageOf(res: Response): RateLimitUsage | undefined {
+  return res.locals.rateLimit as RateLimitUsage | undefined;
 }
 
 /** A credential that was refused: a 401 of any scheme, a webhook signature, a webhook token no pipeline has. */

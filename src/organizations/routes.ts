@@ -1,11 +1,14 @@
-/** The organizations a token reaches: list and get. */
+/** The organizations a token reaches: list and get; an organization's rate limit status. */
+import { UnavailableError } from '../core/errors';
 import { orgOf, principalOf } from '../http/auth';
 import { operationRouter } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
+import { rateLimitUsageOf, WINDOW_SECONDS } from '../http/rate-limit';
 import { serializeOrganization } from './serialize';
 import type { OrganizationService } from './service';
 
-export function organizationRoutes(organizations: OrganizationService, publicUrl: string) {
+/** `rateLimitPerMinute`: the organizations' REST budget (RATE_LIMIT_PER_MINUTE; 0: none). */
+export function organizationRoutes(organizations: OrganizationService, publicUrl: string, rateLimitPerMinute = 0) {
   const api = operationRouter();
 
   api.on('listOrganizations', async (req, res) => {
@@ -17,6 +20,42 @@ export function organizationRoutes(organizations: OrganizationService, publicUrl
 
   api.on('getOrganization', (_req, res) => {
     res.json(serializeOrganization(orgOf(res).organization, publicUrl));
+  });
+
+  // The counts this very request was given by the rate limiter (src/http/rate-limit.ts): the same
+  // numbers as its RateLimit-* headers, this request included.
+  api.on('getOrganizationRateLimit', (_req, res) => {
+    orgOf(res);
+    const usage = rateLimitUsageOf(res);
+    if (usage) {
+      res.json({
+        scopes: {
+          rest: {
+            limit: usage.limit,
+            current: usage.count,
+            reset: usage.resetSeconds,
+            reset_at: new Date(usage.resetAtMs).toISOString(),
+            enforced: true,
+          },
+        },
+      });
+      return;
+    }
+    // Counted nowhere: with a budget set, the counters were unreachable.
+    if (rateLimitPerMinute > 0) throw new UnavailableError();
+    const nowMs = Date.now();
+    const resetAtMs = (Math.floor(nowMs / 1000 / WINDOW_SECONDS) + 1) * WINDOW_SECONDS * 1000;
+    res.json({
+      scopes: {
+        rest: {
+          limit: 0,
+          current: 0,
+          reset: Math.max(1, Math.ceil((resetAtMs - nowMs) / 1000)),
+          reset_at: new Date(resetAtMs).toISOString(),
+          enforced: false,
+        },
+      },
+    });
   });
 
   return api.router;

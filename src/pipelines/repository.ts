@@ -29,6 +29,8 @@ export interface Pipeline {
   allowRebuilds: boolean;
   clusterId: string | null;
   pipelineTemplateUuid: string | null;
+  /** The steps and env of the template the pipeline uses, read with it: when set, they govern its builds instead of its own. */
+  template?: { steps: Step[]; env: Record<string, string> } | null;
   visibility: 'private' | 'public';
   tags: string[] | null;
   configuration: string | null;
@@ -57,7 +59,7 @@ export interface ReadOptions {
 }
 
 /** The columns a create or update writes (everything but identity, counters and audit fields). */
-export type PipelineFields = Omit<Pipeline, 'id' | 'organizationId' | 'createdBy' | 'createdAt' | 'archivedAt' | 'counts'>;
+export type PipelineFields = Omit<Pipeline, 'id' | 'organizationId' | 'createdBy' | 'createdAt' | 'archivedAt' | 'counts' | 'template'>;
 
 function toColumns(f: Partial<PipelineFields>): Record<string, unknown> {
   const c: Record<string, unknown> = {};
@@ -89,7 +91,16 @@ function toColumns(f: Partial<PipelineFields>): Record<string, unknown> {
   return c;
 }
 
-const SELECT = ['p.*', 'u.id as creator_id', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at'];
+const SELECT = [
+  'p.*',
+  'u.id as creator_id',
+  'u.name as creator_name',
+  'u.email as creator_email',
+  'u.created_at as creator_created_at',
+  'tpl.id as template_id',
+  'tpl.steps as template_steps',
+  'tpl.env as template_env',
+];
 
 /**
  * The live counts as columns of a pipelines query (alias `p`), so a read that shows them costs
@@ -136,6 +147,7 @@ function fromRow(r: Record<string, unknown>): Pipeline {
     allowRebuilds: toBool(r.allow_rebuilds),
     clusterId: (r.cluster_id as string | null) ?? null,
     pipelineTemplateUuid: (r.pipeline_template_uuid as string | null) ?? null,
+    template: r.template_id ? { steps: parseJson<Step[]>(r.template_steps, []), env: parseJson<Record<string, string>>(r.template_env, {}) } : null,
     visibility: r.visibility as Pipeline['visibility'],
     tags: parseJson<string[] | null>(r.tags, null),
     configuration: (r.configuration as string | null) ?? null,
@@ -169,7 +181,10 @@ export class PipelineRepository {
   }
 
   private base(trx: Knex) {
-    return trx('pipelines as p').leftJoin('users as u', 'u.id', 'p.created_by_id');
+    // The template a pipeline uses (of its own organization), whose steps govern its builds.
+    return trx('pipelines as p')
+      .leftJoin('users as u', 'u.id', 'p.created_by_id')
+      .leftJoin('pipeline_templates as tpl', (j) => j.on('tpl.id', 'p.pipeline_template_uuid').andOn('tpl.organization_id', 'p.organization_id'));
   }
 
   private columns(opts: ReadOptions) {

@@ -15,6 +15,7 @@ import { detectProvider, normaliseProviderSettings, repositoryPath, validateProv
 import type { AccessLevel, Pipeline, PipelineCounts, PipelineFields, PipelineRepository, ReadOptions } from './repository';
 import { isValidSlug, slugify } from './slug';
 import type { Actor, Permissions } from '../core/identity';
+import type { PipelineTemplateService } from '../pipeline-templates/service';
 
 const ALL: Permissions = { read: true, build: true, edit: true };
 const NONE: Permissions = { read: false, build: false, edit: false };
@@ -31,6 +32,8 @@ export type PipelineInput = components['schemas']['PipelineWritable'] & Partial<
 export interface PipelineServiceOptions {
   publicUrl: string;
   github: GitHubHooks;
+  /** Which pipeline templates the caller may assign (the pipeline-templates area, below this one). Default: none exist. */
+  templates?: Pick<PipelineTemplateService, 'assignable'>;
 }
 
 export class PipelineService {
@@ -139,8 +142,10 @@ export class PipelineService {
     if (!name) errors.push({ field: 'name', code: "can't be blank" });
     if (!repository) errors.push({ field: 'repository', code: "can't be blank" });
     const slug = this.slugFor(input.slug, name, errors);
-    if (input.configuration === undefined && input.steps === undefined) {
-      errors.push({ field: 'configuration', code: "can't be blank: send a YAML configuration or a list of steps" });
+    const templateUuid = await this.templateFor(actor, input.pipeline_template_uuid, errors);
+    // A template named (assignable or not: its own error says which) stands for the steps.
+    if (input.configuration === undefined && input.steps === undefined && emptyToNull(input.pipeline_template_uuid) === null) {
+      errors.push({ field: 'configuration', code: "can't be blank: send a YAML configuration, a list of steps or a pipeline_template_uuid" });
     }
     const providerId = detectProvider(repository);
     const fields = this.commonFields(input, providerId, {}, errors);
@@ -173,14 +178,13 @@ export class PipelineService {
         cancelRunningBranchBuildsFilter: emptyToNull(input.cancel_running_branch_builds_filter),
         allowRebuilds: input.allow_rebuilds ?? true,
         clusterId: emptyToNull(input.cluster_id),
-        pipelineTemplateUuid: emptyToNull(input.pipeline_template_uuid),
+        pipelineTemplateUuid: templateUuid ?? null,
         visibility: input.visibility ?? 'private',
         tags: input.tags ?? null,
         defaultTimeoutInMinutes: timeouts.default ?? null,
         maximumTimeoutInMinutes: timeouts.maximum ?? null,
-        configuration: stepsAndEnv!.configuration,
-        steps: stepsAndEnv!.steps,
-        env: stepsAndEnv!.env,
+        // With a template and no steps of its own, the pipeline has none: the template's govern its builds.
+        ...(stepsAndEnv ?? { configuration: null, steps: [], env: {} }),
       },
       teams,
     );
@@ -237,7 +241,7 @@ export class PipelineService {
     );
     copy('allowRebuilds', input.allow_rebuilds);
     copy('clusterId', input.cluster_id === undefined ? undefined : emptyToNull(input.cluster_id));
-    copy('pipelineTemplateUuid', input.pipeline_template_uuid === undefined ? undefined : emptyToNull(input.pipeline_template_uuid));
+    if (input.pipeline_template_uuid !== undefined) changes.pipelineTemplateUuid = await this.templateFor(actor, input.pipeline_template_uuid, errors);
     copy('visibility', input.visibility);
     copy('tags', input.tags);
     const timeouts = timeoutsOf(input);
@@ -291,6 +295,27 @@ export class PipelineService {
       }));
     if (!ok) throw new UnprocessableError('Webhooks could not be created for your repository.');
     return url;
+  }
+
+  /**
+   * The template `pipeline_template_uuid` names, as stored (null: none), checked: a template of
+   * this organization, `available` unless the caller is an administrator.
+   */
+  private async templateFor(actor: Actor, value: string | null | undefined, errors: FieldError[]): Promise<string | null | undefined> {
+    const uuid = emptyToNull(value);
+    if (uuid === null) return value === undefined ? undefined : null;
+    const template = await this.opts.templates?.assignable(actor, uuid);
+    if (!template) {
+      errors.push({
+        field: 'pipeline_template_uuid',
+        code:
+          actor.role === 'admin'
+            ? 'is not a pipeline template of this organization'
+            : 'is not a pipeline template of this organization available to members (an administrator can make it available)',
+      });
+      return undefined;
+    }
+    return template.id;
   }
 
   private slugFor(explicit: string | undefined, name: string, errors: FieldError[]): string {

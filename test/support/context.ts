@@ -64,6 +64,8 @@ export interface ContextOptions {
   jobLogLimitBytes?: number;
   /** Artifact storage directory and limits (default: a fresh temp directory, the default limits). */
   artifacts?: { dir?: string; maxFileBytes?: number; maxJobBytes?: number };
+  /** What `GET /v2/meta` answers as `webhook_ips` (WEBHOOK_IPS). */
+  webhookIps?: string[];
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -104,6 +106,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     uploadBodyLimitBytes: opts.uploadBodyLimitBytes ?? 64 * 1024 * 1024,
     validateResponses: true,
     trustProxy: opts.trustProxy,
+    webhookIps: opts.webhookIps,
   });
 
   let n = 0;

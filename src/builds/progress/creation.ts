@@ -39,9 +39,11 @@ export interface PlannedBuild {
  */
 export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields, sign: StepSigner): PlannedBuild {
   const now = new Date();
-  const jobs = planJobs(pipeline.steps, {
+  // A pipeline using a template builds from the template's steps and env, not its own.
+  const source = pipeline.template ?? pipeline;
+  const jobs = planJobs(source.steps, {
     branch: b.branch,
-    pipelineEnv: pipeline.env,
+    pipelineEnv: source.env,
     buildEnv: b.env,
     repositoryUrl: pipeline.repository,
     stepTimeouts: { defaultMinutes: pipeline.defaultTimeoutInMinutes, maximumMinutes: pipeline.maximumTimeoutInMinutes },

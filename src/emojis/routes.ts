@@ -1,0 +1,15 @@
+/** An organization's custom emojis: the list (not paginated, as the docs say). */
+import { orgOf } from '../http/auth';
+import { operationRouter } from '../http/operation';
+import { serializeEmoji } from './serialize';
+import type { EmojiService } from './service';
+
+export function emojiRoutes(emojis: EmojiService) {
+  const api = operationRouter();
+
+  api.on('listEmojis', async (_req, res) => {
+    res.json((await emojis.list(orgOf(res).organization.id)).map(serializeEmoji));
+  });
+
+  return api.router;
+}

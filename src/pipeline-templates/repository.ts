@@ -1,0 +1,160 @@
+/**
+ * Pipeline templates: rows in, domain objects out. The parsed steps and env are stored beside
+ * the YAML so that the pipelines' reads (which join this table to give a pipeline its template's
+ * steps) never parse it again.
+ */
+import type { Knex } from 'knex';
+import { toBool, toDate } from '../db/values';
+import type { User } from '../core/identity';
+import { userFromRow } from '../user/rows';
+
+export interface PipelineTemplate {
+  id: string;
+  organizationId: string;
+  name: string;
+  description: string | null;
+  configuration: string;
+  available: boolean;
+  createdBy: User | null;
+  updatedBy: User | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What a create or update writes: the YAML with what it parses to. */
+export interface TemplateFields {
+  name: string;
+  description: string | null;
+  configuration: string;
+  steps: unknown[];
+  env: Record<string, string>;
+  available: boolean;
+}
+
+function userOf(r: Record<string, unknown>, prefix: string): User | null {
+  return r[`${prefix}_id`]
+    ? userFromRow({
+        id: r[`${prefix}_id`] as string,
+        name: r[`${prefix}_name`] as string,
+        email: r[`${prefix}_email`] as string,
+        created_at: r[`${prefix}_created_at`],
+      })
+    : null;
+}
+
+function fromRow(r: Record<string, unknown>): PipelineTemplate {
+  return {
+    id: r.id as string,
+    organizationId: r.organization_id as string,
+    name: r.name as string,
+    description: (r.description as string | null) ?? null,
+    configuration: r.configuration as string,
+    available: toBool(r.available),
+    createdBy: userOf(r, 'creator'),
+    updatedBy: userOf(r, 'updater'),
+    createdAt: toDate(r.created_at),
+    updatedAt: toDate(r.updated_at),
+  };
+}
+
+const SELECT = [
+  't.id',
+  't.organization_id',
+  't.name',
+  't.description',
+  't.configuration',
+  't.available',
+  't.created_at',
+  't.updated_at',
+  'c.id as creator_id',
+  'c.name as creator_name',
+  'c.email as creator_email',
+  'c.created_at as creator_created_at',
+  'u.id as updater_id',
+  'u.name as updater_name',
+  'u.email as updater_email',
+  'u.created_at as updater_created_at',
+];
+
+function toColumns(f: Partial<TemplateFields>): Record<string, unknown> {
+  const c: Record<string, unknown> = {};
+  if (f.name !== undefined) c.name = f.name;
+  if (f.description !== undefined) c.description = f.description;
+  if (f.configuration !== undefined) c.configuration = f.configuration;
+  if (f.steps !== undefined) c.steps = JSON.stringify(f.steps);
+  if (f.env !== undefined) c.env = JSON.stringify(f.env);
+  if (f.available !== undefined) c.available = f.available;
+  return c;
+}
+
+export class PipelineTemplateRepository {
+  constructor(private readonly db: Knex) {}
+
+  private base() {
+    return this.db('pipeline_templates as t').leftJoin('users as c', 'c.id', 't.created_by_id').leftJoin('users as u', 'u.id', 't.updated_by_id');
+  }
+
+  /** By name, then id; `availableOnly`: only those members who are not administrators may see. */
+  async list(organizationId: string, availableOnly: boolean, offset: number, limit: number): Promise<{ items: PipelineTemplate[]; total: number }> {
+    const filtered = (q: Knex.QueryBuilder) => {
+      q.where('t.organization_id', organizationId);
+      if (availableOnly) q.where('t.available', true);
+      return q;
+    };
+    const [countRow, rows] = await Promise.all([
+      filtered(this.db('pipeline_templates as t')).count<{ n: number | string }[]>({ n: '*' }).first(),
+      filtered(this.base())
+        .orderBy([
+          { column: 't.name', order: 'asc' },
+          { column: 't.id', order: 'asc' },
+        ])
+        .offset(offset)
+        .limit(limit)
+        .select(SELECT),
+    ]);
+    return { items: rows.map(fromRow), total: Number(countRow?.n ?? 0) };
+  }
+
+  async find(organizationId: string, id: string): Promise<PipelineTemplate | null> {
+    const row = await this.base().where({ 't.organization_id': organizationId, 't.id': id }).first(SELECT);
+    return row ? fromRow(row) : null;
+  }
+
+  async insert(t: { id: string; organizationId: string; userId: string; at: Date } & TemplateFields): Promise<void> {
+    await this.db('pipeline_templates').insert({
+      id: t.id,
+      organization_id: t.organizationId,
+      created_by_id: t.userId,
+      updated_by_id: t.userId,
+      created_at: t.at,
+      updated_at: t.at,
+      ...toColumns(t),
+    });
+  }
+
+  async update(organizationId: string, id: string, changes: Partial<TemplateFields>, userId: string, at: Date): Promise<boolean> {
+    const n = await this.db('pipeline_templates')
+      .where({ organization_id: organizationId, id })
+      .update({ ...toColumns(changes), updated_by_id: userId, updated_at: at });
+    return n > 0;
+  }
+
+  /** How many pipelines (archived ones too) use the template. */
+  async usage(id: string): Promise<number> {
+    const row = await this.db('pipelines').where({ pipeline_template_uuid: id }).count<{ n: number | string }[]>({ n: '*' }).first();
+    return Number(row?.n ?? 0);
+  }
+
+  /**
+   * Deletes the template unless a pipeline uses it, in one statement (a pipeline assigned the
+   * template between a check and the delete cannot be left pointing at nothing by this call).
+   * Returns whether it was deleted.
+   */
+  async deleteUnused(organizationId: string, id: string): Promise<boolean> {
+    const n = await this.db('pipeline_templates')
+      .where({ organization_id: organizationId, id })
+      .whereNotExists(this.db('pipelines').where('pipeline_template_uuid', id).select(this.db.raw('1')))
+      .delete();
+    return n > 0;
+  }
+}
