@@ -2582,7 +2582,10 @@ export interface components {
             configuration?: string;
             available?: boolean;
         };
-        CreatePipelineTemplateRequest: components["schemas"]["PipelineTemplateWritable"] & Record<string, never>;
+        CreatePipelineTemplateRequest: components["schemas"]["PipelineTemplateWritable"] & {
+            name: string;
+            configuration: string;
+        };
         /** @description What an update may change; every property is optional. */
         UpdatePipelineTemplateRequest: components["schemas"]["PipelineTemplateWritable"];
         Meta: {

@@ -15,6 +15,13 @@ describe('config', () => {
     expect(loadConfig({ SHUTDOWN_DELAY_MS: '5000', SHUTDOWN_TIMEOUT_MS: '20000' })).toMatchObject({ shutdownDelayMs: 5000, shutdownTimeoutMs: 20000 });
   });
 
+  it('reads WEBHOOK_IPS (what GET /v2/meta answers): none by default, or addresses and CIDR subnets', () => {
+    expect(loadConfig({}).webhookIps).toEqual([]);
+    expect(loadConfig({ WEBHOOK_IPS: ' 192.0.2.0/24, 198.51.100.12,2001:db8::/32 ' }).webhookIps).toEqual(['192.0.2.0/24', '198.51.100.12', '2001:db8::/32']);
+    expect(() => loadConfig({ WEBHOOK_IPS: '192.0.2.0/33' })).toThrow(/WEBHOOK_IPS .* "192\.0\.2\.0\/33" is neither/);
+    expect(() => loadConfig({ WEBHOOK_IPS: 'example.com' })).toThrow(ConfigError);
+  });
+
   it("reads TRUST_PROXY: off by default, a hop count, or addresses, subnets and Express's names", () => {
     expect(loadConfig({}).trustProxy).toBe(false);
     expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);

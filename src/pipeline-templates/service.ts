@@ -102,6 +102,8 @@ export class PipelineTemplateService {
       if (parsed) Object.assign(changes, { configuration: input.configuration, steps: parsed.steps, env: parsed.env });
     }
     if (errors.length) throw new ValidationError(errors);
+    // Nothing to change (only unknown or server-owned fields sent): no write, updated_at stays.
+    if (Object.keys(changes).length === 0) return current;
     if (!(await this.templates.update(actor.organization.id, current.id, changes, actor.principal.user.id, this.clock()))) {
       throw new NotFoundError('pipeline template');
     }

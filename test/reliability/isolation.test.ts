@@ -137,6 +137,10 @@ describeEachDatabase('tenant isolation', (ctx) => {
   });
 
   const reads = operations.filter((op) => op.auth === 'bearer' && op.method === 'get');
+  /** Reads whose answer names no object of the organization, so it cannot be told to be A's by a name in it. */
+  const NAMES_NO_OBJECT: Record<string, string> = {
+    getOrganizationRateLimit: "counts only; test/organizations/small-endpoints shows they are the organization's own",
+  };
 
   it.each(reads.map((op) => [op.operationId, op] as const))("%s with A's token on A's objects never names B's", async (_id, op) => {
     // A's admin, and a member of both organizations whose token reaches only A.
@@ -146,7 +150,7 @@ describeEachDatabase('tenant isolation', (ctx) => {
       // A download answers a 302 to the content's signed URL, which names the artifact.
       expect(res.status).toBe(op.operationId.startsWith('downloadArtifact') ? 302 : 200);
       // The answer is about A (the fixture is right), and nothing of B's is in it.
-      if (op.pathParams.length)
+      if (op.pathParams.length && !(op.operationId in NAMES_NO_OBJECT))
         expect(res.text).toContain(op.pathParams.includes('run_id') ? a.params.run_id : res.status === 302 ? a.params.artifact_id : a.org.slug);
       expect(b.identifiers.filter((id) => res.text.includes(id))).toEqual([]);
     }

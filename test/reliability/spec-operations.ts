@@ -104,6 +104,7 @@ export const PARAM_KINDS = [
   'context',
   'artifact_id',
   'build_id',
+  'template_uuid',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -121,6 +122,7 @@ export function missingParam(kind: ParamKind): string {
     case 'job_id':
     case 'annotation_id':
     case 'artifact_id':
+    case 'template_uuid':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -297,6 +299,14 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
         .send({ body: `${org.slug}: ${tag}`, context: 'fixture' })
     : undefined;
   if (annotation) check(annotation, 201, 'create annotation');
+  const template = await ctx
+    .http()
+    .post(`${base}/pipeline-templates`)
+    .set(auth(token))
+    .send({ name: `Template ${tag}`, configuration: `steps:\n  - command: echo ${tag}\n`, available: true });
+  check(template, 201, 'create pipeline template');
+  // A custom emoji named after the organization (names are [\w+-]+, as its slug is).
+  await ctx.services.emojis.add(org.id, { name: org.slug, url: `https://emoji.example.com/${tag}.png` });
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -311,6 +321,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     context: 'fixture',
     artifact_id: artifacts.get(builds[builds.length - 1]?.jobIds[0] ?? '') ?? crypto.randomUUID(),
     build_id: lastBuild?.id ?? crypto.randomUUID(),
+    template_uuid: template.body.uuid as string,
   };
   return {
     label,
@@ -343,6 +354,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       agent.id,
       ...(annotation ? [annotation.body.id as string] : []),
       ...artifacts.values(),
+      template.body.uuid as string,
       tag,
     ],
   };
@@ -460,6 +472,14 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   createArtifacts: () => ({ artifacts: [{ path: 'made.txt', file_size: 4, sha1sum: 'a'.repeat(40) }] }),
   updateArtifacts: (t) => ({ artifacts: [{ id: t.params.artifact_id, state: 'finished' }] }),
   searchArtifacts: undefined,
+  listPipelineTemplates: undefined,
+  createPipelineTemplate: () => ({ name: `Made ${crypto.randomBytes(3).toString('hex')}`, configuration: 'steps:\n  - command: made\n', available: true }),
+  getPipelineTemplate: undefined,
+  updatePipelineTemplate: () => ({ description: 'changed' }),
+  deletePipelineTemplate: undefined,
+  getMeta: undefined,
+  getOrganizationRateLimit: undefined,
+  listEmojis: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */

@@ -1,0 +1,91 @@
+/**
+ * `windsock emoji add`: an organization's custom emojis come from the CLI and show in
+ * `GET .../emojis`; bad input is refused with the field named and exit code 1, a missing
+ * option with the usage (exit code 2).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import request from 'supertest';
+import { failure, main } from '../../src/cli/main';
+import { loadConfig } from '../../src/config';
+import { startServer } from '../../src/server';
+
+async function run(...args: string[]): Promise<{ code: number; text: string }> {
+  const out = new PassThrough();
+  let text = '';
+  out.on('data', (c) => (text += c));
+  try {
+    return { code: await main(args, out), text };
+  } catch (err) {
+    const f = failure(err);
+    return { code: f.code, text: f.text };
+  }
+}
+
+describe('windsock emoji add (embedded SQLite in a temp data dir)', () => {
+  let dir: string;
+  const saved = { ...process.env };
+
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-emoji-'));
+    process.env.DATA_DIR = dir;
+    delete process.env.DATABASE_URL;
+    delete process.env.JWT_SECRET;
+    process.env.LOG_LEVEL = 'silent';
+    process.env.PORT = '0';
+  });
+  afterAll(() => {
+    process.env = saved;
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('adds emojis with aliases that the API then lists, and refuses bad ones', async () => {
+    expect((await run('org', 'create', '--name', 'Emoji Inc')).code).toBe(0);
+    expect((await run('user', 'create', '--name', 'Eve', '--email', 'eve@example.com', '--org', 'emoji-inc', '--role', 'admin')).code).toBe(0);
+    const added = await run(
+      'emoji',
+      'add',
+      '--org',
+      'emoji-inc',
+      '--name',
+      'shipit',
+      '--url',
+      'https://example.com/shipit.png',
+      '--alias',
+      'squirrel',
+      '--alias',
+      'ship,sq',
+    );
+    expect(added).toEqual({ code: 0, text: 'added emoji :shipit: (aliases :squirrel:, :ship:, :sq:) to emoji-inc\n' });
+    expect((await run('emoji', 'add', '--org', 'emoji-inc', '--name', 'rocket', '--url', 'https://example.com/rocket.png')).text).toBe(
+      'added emoji :rocket: to emoji-inc\n',
+    );
+
+    const taken = await run('emoji', 'add', '--org', 'emoji-inc', '--name', 'squirrel', '--url', 'https://example.com/s.png');
+    expect(taken.code).toBe(1);
+    expect(taken.text).toMatch(/^windsock: name "squirrel" is already an emoji of this organization/);
+    const badUrl = await run('emoji', 'add', '--org', 'emoji-inc', '--name', 'x', '--url', 'ftp://example.com/x.png');
+    expect(badUrl.code).toBe(1);
+    expect(badUrl.text).toMatch(/^windsock: url /);
+    const missing = await run('emoji', 'add', '--org', 'emoji-inc', '--name', 'x');
+    expect(missing.code).toBe(2);
+    expect(missing.text).toMatch(/--url is required/);
+    const noOrg = await run('emoji', 'add', '--org', 'nope', '--name', 'x', '--url', 'https://example.com/x.png');
+    expect(noOrg.code).toBe(2);
+
+    const created = await run('token', 'create', '--email', 'eve@example.com', '--org', 'emoji-inc', '--scopes', 'read_user');
+    const jwt = created.text.trim().split('\n').at(-1)!;
+    const s = await startServer(loadConfig(), new PassThrough());
+    try {
+      const res = await request(s.url).get('/v2/organizations/emoji-inc/emojis').set('Authorization', `Bearer ${jwt}`).expect(200);
+      expect(res.body).toEqual([
+        { name: 'rocket', url: 'https://example.com/rocket.png' },
+        { name: 'shipit', url: 'https://example.com/shipit.png', aliases: ['squirrel', 'ship', 'sq'] },
+      ]);
+    } finally {
+      await s.close();
+    }
+  });
+});
