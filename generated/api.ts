@@ -211,7 +211,9 @@ export interface paths {
          * Create a pipeline
          * @description Steps come either from a YAML `configuration` (the same document as
          *     `buildkite-agent pipeline upload` takes; its top-level `env` becomes the pipeline env) or
-         *     from a list of visual `steps`; exactly one of the two. The slug is derived from the name
+         *     from a list of visual `steps`; exactly one of the two, unless `pipeline_template_uuid` names a
+         *     template, whose configuration then governs the builds (the pipeline needs no steps of its
+         *     own). The slug is derived from the name
          *     unless `slug` is given. In an organization with Teams enabled, `teams` (or the deprecated
          *     `team_uuids`) is required unless the user is an administrator, and names teams the user
          *     belongs to. Unknown properties are ignored; server-owned properties (`id`, `created_at`,
@@ -2858,7 +2860,11 @@ export interface components {
             allow_rebuilds?: boolean;
             /** @description An empty string means none. */
             cluster_id?: string | null;
-            /** @description An empty string means none. */
+            /**
+             * @description The pipeline template whose configuration governs this pipeline's builds (instead of its own
+             *     steps): one of the organization's, `available` unless the caller is an administrator, else a
+             *     422. An empty string or null means none.
+             */
             pipeline_template_uuid?: string | null;
             /** @enum {string} */
             visibility?: "private" | "public";
