@@ -8,12 +8,12 @@ import createSample from '../fixtures/samples/pipeline_templates__03_create-a-pi
 import listSample from '../fixtures/samples/pipeline_templates__01_list-pipeline-templates.json';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
-import type { Organization } from '../../src/core/identity';
+import { branchPush, buildsOf, deliverGitHub, givenTarget } from '../deliveries/helpers';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const BUILD_YAML = 'steps:\n  - label: ":hammer: Build"\n    command: "scripts/build.sh"';
 
-async function givenTemplate(ctx: TestContext, org: Organization, token: string, body: Record<string, unknown> = {}) {
+async function givenTemplate(ctx: TestContext, org: { slug: string }, token: string, body: Record<string, unknown> = {}) {
   const res = await ctx
     .http()
     .post(`/v2/organizations/${org.slug}/pipeline-templates`)
@@ -191,6 +191,31 @@ describeEachDatabase('pipeline templates', (ctx) => {
     // And attached by an update.
     await ctx().http().patch(`/v2/organizations/${org.slug}/pipelines/${own.slug}`).set(auth(token)).send({ pipeline_template_uuid: t.uuid }).expect(200);
     expect(commands(await givenBuild(ctx(), org, own, token))).toEqual(['scripts/lint.sh', 'scripts/test.sh']);
+  });
+
+  it('govern builds that trigger steps and webhooks create, too', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const t = await givenTemplate(ctx(), org, token, { configuration: 'steps:\n  - command: scripts/from-template.sh\n' });
+    const child = await givenPipeline(ctx(), org, token, { configuration: 'steps:\n  - command: own.sh\n', pipeline_template_uuid: t.uuid });
+    const parent = await givenPipeline(ctx(), org, token, { configuration: `steps:\n  - trigger: ${child.slug}\n    async: true\n` });
+    await givenBuild(ctx(), org, parent, token);
+    const builds = await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${child.slug}/builds`).set(auth(token)).expect(200);
+    expect(builds.body).toHaveLength(1);
+    expect(builds.body[0].source).toBe('trigger_job');
+    expect(commands(builds.body[0])).toEqual(['scripts/from-template.sh']);
+
+    // A push delivered by GitHub builds from the template as well.
+    const target = await givenTarget(ctx());
+    const hooked = await givenTemplate(ctx(), target.org, target.token, { configuration: 'steps:\n  - command: scripts/on-push.sh\n' });
+    await ctx()
+      .http()
+      .patch(`/v2/organizations/${target.org.slug}/pipelines/${target.pipeline.slug}`)
+      .set(auth(target.token))
+      .send({ pipeline_template_uuid: hooked.uuid })
+      .expect(200);
+    await deliverGitHub(ctx(), target, 'push', branchPush()).expect(201);
+    const [pushed] = await buildsOf(ctx(), target);
+    expect(commands(pushed as never)).toEqual(['scripts/on-push.sh']);
   });
 
   it('cannot be assigned across organizations or when they do not exist', async () => {
