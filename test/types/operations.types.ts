@@ -86,3 +86,23 @@ expectType<BuildState>('finished');
 expectType<Job['state']>('timed_out' satisfies JobState);
 // @ts-expect-error: not a job state of the spec
 expectType<Job['state']>('done');
+
+// createPipelineTemplate: the body is CreatePipelineTemplateRequest; the answer a PipelineTemplate, with 201.
+declare const template: Schemas['PipelineTemplate'];
+export const createPipelineTemplate: OperationHandler<'createPipelineTemplate'> = (req, res) => {
+  expectType<string>(req.body.configuration);
+  expectType<boolean | undefined>(req.body.available);
+  // @ts-expect-error: a template's path has no pipeline slug
+  expectType<unknown>(req.params.pipeline_slug);
+  // @ts-expect-error: `available` is a boolean, not a string
+  expectType<string | undefined>(req.body.available);
+  res.status(201).json(template);
+  // @ts-expect-error: the 201 body must be a PipelineTemplate (uuid, not id)
+  res.status(201).json({ id: template.uuid });
+};
+
+// getOrganizationRateLimit: the answer's scopes hold `rest`, whose counts are integers.
+export const getOrganizationRateLimit: OperationHandler<'getOrganizationRateLimit'> = (_req, res) => {
+  // @ts-expect-error: `current` is a number
+  res.json({ scopes: { rest: { limit: 200, current: '5', reset: 42, reset_at: '2026-11-25T10:47:00.000Z', enforced: true } } });
+};
