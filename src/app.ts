@@ -10,6 +10,7 @@ import { agentAnnotationRoutes } from './agent-api/annotations';
 import { agentArtifactRoutes } from './agent-api/artifacts';
 import { agentMetaDataRoutes } from './agent-api/meta-data';
 import { ANNOTATION_BODY_PATHS, annotationRoutes, annotationRequestLimit } from './annotations/routes';
+import { pipelineScheduleRoutes } from './pipeline-schedules/routes';
 import { agentRoutes } from './agents/routes';
 import { artifactRoutes } from './artifacts/routes';
 import { ARTIFACT_UPLOADS_PATH, parseArtifactUpload } from './artifacts/upload';
@@ -57,6 +58,7 @@ export interface AppDeps extends Pick<
   | 'metaData'
   | 'rateLimiter'
   | 'artifacts'
+  | 'pipelineSchedules'
 > {
   logger: Logger;
   publicUrl: string;
@@ -199,6 +201,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(agentMetaDataRoutes(deps.metaData));
   app.use(artifactRoutes(deps.artifacts, deps.publicUrl));
   app.use(agentArtifactRoutes(deps.artifacts, deps.publicUrl));
+  app.use(pipelineScheduleRoutes(deps.pipelineSchedules, deps.publicUrl));
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -36,6 +36,9 @@ import { OrganizationService } from './organizations/service';
 import { gitHubHooks } from './pipelines/github';
 import { PipelineRepository } from './pipelines/repository';
 import { PipelineService } from './pipelines/service';
+import { PipelineScheduleRepository } from './pipeline-schedules/repository';
+import { DEFAULT_SCHEDULER_SETTINGS, Scheduler, type SchedulerSettings } from './pipeline-schedules/scheduler';
+import { PipelineScheduleService } from './pipeline-schedules/service';
 import { SuiteRepository } from './suites/repository';
 import { SuiteResultsRepository } from './suites/results-repository';
 import { SuiteService } from './suites/service';
@@ -72,6 +75,10 @@ export interface Services {
   artifacts: ArtifactService;
   /** Started by the server process only. */
   sweeper: Sweeper;
+  /** A pipeline's cron schedules (REST), and the builds they create when due. */
+  pipelineSchedules: PipelineScheduleService;
+  /** Creates the builds of due pipeline schedules; started by the server process only. */
+  scheduler: Scheduler;
 }
 
 export interface ServiceOptions {
@@ -95,6 +102,8 @@ export interface ServiceOptions {
   jobLogLimitBytes?: number;
   /** Where artifact content is kept on disk, and its limits (Config.artifacts). Default: a fresh directory under the system's temp directory (tests), DEFAULT_ARTIFACT_SETTINGS. */
   artifacts?: Partial<{ dir: string } & ArtifactSettings>;
+  /** How often the scheduler looks for due pipeline schedules. Default: DEFAULT_SCHEDULER_SETTINGS. It reads `clock` too. */
+  scheduler?: SchedulerSettings;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -121,6 +130,7 @@ export function createServices(o: ServiceOptions): Services {
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines);
   const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);
+  const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock);
   return {
     db,
     keys,
@@ -152,6 +162,8 @@ export function createServices(o: ServiceOptions): Services {
       o.clock,
     ),
     sweeper: new Sweeper(agentService, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
+    pipelineSchedules,
+    scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.clock, o.logger),
   };
 }
 
