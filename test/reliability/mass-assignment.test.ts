@@ -73,6 +73,8 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   createJobAnnotation: (t) =>
     `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/builds/${t.params.build_number}/jobs/${t.params.job_id}/annotations`,
   createOrganizationJobAnnotation: (t) => `/v2/organizations/${t.org.slug}/jobs/${t.params.job_id}/annotations`,
+  createPipelineSchedule: (t, res) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/schedules/${res.body.id}`,
+  updatePipelineSchedule: (t) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/schedules/${t.params.schedule_id}`,
 };
 const NOT_READ_BACK: Record<string, string> = {
   deliverWebhook: "the body is the provider's event, not a resource: only the prototype cases apply (the builds it makes are createBuild's)",

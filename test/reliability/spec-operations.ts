@@ -104,6 +104,7 @@ export const PARAM_KINDS = [
   'context',
   'artifact_id',
   'build_id',
+  'schedule_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -121,6 +122,7 @@ export function missingParam(kind: ParamKind): string {
     case 'job_id':
     case 'annotation_id':
     case 'artifact_id':
+    case 'schedule_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -297,6 +299,13 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
         .send({ body: `${org.slug}: ${tag}`, context: 'fixture' })
     : undefined;
   if (annotation) check(annotation, 201, 'create annotation');
+  // A pipeline schedule, disabled so it never builds on its own.
+  const schedule = await ctx
+    .http()
+    .post(`${base}/pipelines/${p.body.slug}/schedules`)
+    .set(auth(token))
+    .send({ cronline: '@daily', label: `Schedule ${tag}`, enabled: false });
+  check(schedule, 201, 'create pipeline schedule');
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -311,6 +320,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     context: 'fixture',
     artifact_id: artifacts.get(builds[builds.length - 1]?.jobIds[0] ?? '') ?? crypto.randomUUID(),
     build_id: lastBuild?.id ?? crypto.randomUUID(),
+    schedule_id: schedule.body.id as string,
   };
   return {
     label,
@@ -343,6 +353,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       agent.id,
       ...(annotation ? [annotation.body.id as string] : []),
       ...artifacts.values(),
+      schedule.body.id as string,
       tag,
     ],
   };
@@ -460,6 +471,11 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   createArtifacts: () => ({ artifacts: [{ path: 'made.txt', file_size: 4, sha1sum: 'a'.repeat(40) }] }),
   updateArtifacts: (t) => ({ artifacts: [{ id: t.params.artifact_id, state: 'finished' }] }),
   searchArtifacts: undefined,
+  listPipelineSchedules: undefined,
+  createPipelineSchedule: () => ({ cronline: '0 3 * * 1-5 Europe/Berlin', label: 'made', branch: 'main', env: { MADE: '1' }, enabled: false }),
+  getPipelineSchedule: undefined,
+  updatePipelineSchedule: () => ({ label: 'changed', cronline: '@weekly' }),
+  deletePipelineSchedule: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */
