@@ -1,13 +1,14 @@
 /**
- * Pipeline schedules: rows in, domain objects out. Reads join the creator (`created_by`) and the
- * pipeline's slug (the representation names it). The scheduler's writes are conditional on the
+ * Pipeline schedules: rows in, domain objects out. Reads join the creator (`created_by`, and
+ * their role in the organization, which the scheduler checks) and the pipeline's slug (the
+ * representation names it). The scheduler's writes are conditional on the
  * minute it read (`next_build_at`): `claim` and `fail` change a row only while it is still due
  * at that minute, so of several processes acting on one due minute exactly one sees a change.
  */
 import type { Knex } from 'knex';
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/rows';
-import type { User } from '../core/identity';
+import type { Role, User } from '../core/identity';
 
 export interface PipelineSchedule {
   id: string;
@@ -26,11 +27,13 @@ export interface PipelineSchedule {
   failedMessage: string | null;
   failedAt: Date | null;
   createdBy: User | null;
+  /** The creator's role in the schedule's organization; null once they left it (or were deleted). */
+  creatorRole: Role | null;
   createdAt: Date;
 }
 
 /** What a create writes. */
-export type NewPipelineSchedule = Omit<PipelineSchedule, 'pipelineSlug' | 'createdBy'> & { createdById: string };
+export type NewPipelineSchedule = Omit<PipelineSchedule, 'pipelineSlug' | 'createdBy' | 'creatorRole'> & { createdById: string };
 
 /** What an update may change. */
 export type ScheduleChanges = Partial<
@@ -44,6 +47,7 @@ const SELECT = [
   'u.name as creator_name',
   'u.email as creator_email',
   'u.created_at as creator_created_at',
+  'm.role as creator_role',
 ];
 
 function fromRow(r: Record<string, unknown>): PipelineSchedule {
@@ -65,6 +69,7 @@ function fromRow(r: Record<string, unknown>): PipelineSchedule {
     createdBy: r.creator_id
       ? userFromRow({ id: r.creator_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
       : null,
+    creatorRole: (r.creator_role as Role | null) ?? null,
     createdAt: toDate(r.created_at),
   };
 }
@@ -93,7 +98,10 @@ export class PipelineScheduleRepository {
   }
 
   private base() {
-    return this.db('pipeline_schedules as s').join('pipelines as p', 'p.id', 's.pipeline_id').leftJoin('users as u', 'u.id', 's.created_by_id');
+    return this.db('pipeline_schedules as s')
+      .join('pipelines as p', 'p.id', 's.pipeline_id')
+      .leftJoin('users as u', 'u.id', 's.created_by_id')
+      .leftJoin('organization_members as m', (j) => j.on('m.organization_id', 's.organization_id').andOn('m.user_id', 's.created_by_id'));
   }
 
   async insert(s: NewPipelineSchedule): Promise<void> {

@@ -177,8 +177,17 @@ export class PipelineScheduleService {
     if (!pipeline) return null;
     // An archived pipeline builds nothing: its schedules' minutes pass (none is caught up on unarchiving).
     if (pipeline.archivedAt) return (await this.schedules.claim(s.id, due, next)) ? 'skipped' : null;
-    const creator = s.createdBy && (await this.organizations.member(s.organizationId, s.createdBy.id));
-    if (!creator) throw new UnprocessableError("The schedule's creator is no longer a member of the organization: re-create the schedule as a member.");
+    // The schedule builds as its creator, who must still be able to: a member with Build access
+    // (an admin, or through a team where teams are on), as the docs' permission note says.
+    const creator = s.createdBy;
+    if (!creator || !s.creatorRole)
+      throw new UnprocessableError("The schedule's creator is no longer a member of the organization: re-create the schedule as a member.");
+    const organization = await this.organizations.findById(s.organizationId);
+    if (!organization || !(await this.pipelines.memberPermissions(organization, s.creatorRole, creator.id, pipeline)).build) {
+      throw new UnprocessableError(
+        `The schedule's creator (${creator.email}) no longer has Build access to this pipeline: give one of their teams Build access, or re-create the schedule.`,
+      );
+    }
     const written = await this.progress.createClaimedBuild((trx) => this.schedules.withTransaction(trx).claim(s.id, due, next), pipeline, creator, {
       commit: s.commit,
       branch: s.branch,

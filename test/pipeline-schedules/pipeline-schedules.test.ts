@@ -327,6 +327,32 @@ describe.each(databases)('pipeline schedules [%s]', (kind) => {
         .expect(200);
       expect(again.body).toMatchObject({ enabled: true, failed_message: null, failed_at: null, next_build_at: '2030-01-01T00:20:00.000Z' });
     });
+
+    it("builds as its creator while they can build the pipeline: a team's Build access lost fails the schedule", async () => {
+      const { org, token: adminToken } = await ctx.givenAdmin({ teamsEnabled: true });
+      const member = await ctx.givenUser(org, 'member');
+      const team = await ctx.givenTeam(org, [member]);
+      const p = await givenPipeline(ctx, org, adminToken, { teams: [{ id: team.id, access_level: 'manage_build_and_read' }] });
+      const memberToken = await ctx.givenToken(member, [org]);
+      const s = (await ctx.http().post(schedulesPath(org, p)).set(auth(memberToken)).send({ cronline: '*/10 * * * *' }).expect(201)).body;
+      at('2030-01-01T00:10:00.000Z');
+      await ctx.services.scheduler.tick();
+      expect((await buildsOf(org, p, adminToken)).map((b) => (b.creator as { id: string }).id)).toEqual([member.id]);
+      // The team now only reads the pipeline: the member can no longer build it, nor can their schedule.
+      await ctx.services.db('pipeline_teams').where({ pipeline_id: p.id, team_id: team.id }).update({ access_level: 'read_only' });
+      at('2030-01-01T00:20:00.000Z');
+      expect((await ctx.services.scheduler.tick()).failed).toBeGreaterThanOrEqual(1);
+      expect(await buildsOf(org, p, adminToken)).toHaveLength(1);
+      const failed = (
+        await ctx
+          .http()
+          .get(`${schedulesPath(org, p)}/${s.id}`)
+          .set(auth(adminToken))
+          .expect(200)
+      ).body;
+      expect(failed).toMatchObject({ enabled: false, next_build_at: null, failed_at: '2030-01-01T00:20:00.000Z' });
+      expect(failed.failed_message).toMatch(/no longer has Build access/);
+    });
   });
 
   it('two server processes on one database ticking at once make one build per due minute', async () => {
