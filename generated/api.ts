@@ -2492,6 +2492,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a pipeline's schedules
+         * @description The pipeline's schedules, the most recently created first. Paginated.
+         */
+        get: operations["listPipelineSchedules"];
+        put?: never;
+        /**
+         * Create a pipeline schedule
+         * @description A new schedule of the pipeline. `commit` defaults to `HEAD`, `branch` to the pipeline's
+         *     default branch, `enabled` to true. The caller needs to be able to build the pipeline
+         *     (an admin, or a team with build access where teams are on): its builds are theirs.
+         */
+        post: operations["createPipelineSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/schedules/{schedule_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The schedule's id (a UUID). */
+                schedule_id: components["parameters"]["ScheduleId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a pipeline schedule
+         * @description One of the pipeline's schedules, by id.
+         */
+        get: operations["getPipelineSchedule"];
+        /**
+         * Update a pipeline schedule
+         * @description Changes the properties sent. A new `cronline`, or enabling, moves `next_build_at` to the
+         *     cronline's next minute from now; disabling clears it. Re-enabling clears `failed_message`
+         *     and `failed_at`.
+         */
+        put: operations["updatePipelineSchedule"];
+        post?: never;
+        /**
+         * Delete a pipeline schedule
+         * @description Deletes the schedule; it creates no more builds.
+         */
+        delete: operations["deletePipelineSchedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3646,6 +3714,39 @@ export interface components {
             /** Format: binary */
             file: string;
         };
+        PipelineSchedule: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string;
+            /** @description Canonical API URL of the schedule. */
+            readonly url: string;
+            /** @description Label describing the schedule. */
+            label: string | null;
+            cronline: components["schemas"]["Cronline"];
+            /** @description Message of the builds the schedule creates. */
+            message: string | null;
+            /** @description Commit of the builds the schedule creates (default `HEAD`). */
+            commit: string;
+            /** @description Branch of the builds the schedule creates (default: the pipeline's default branch). */
+            branch: string;
+            env: components["schemas"]["PipelineScheduleEnv"];
+            enabled: boolean;
+            /** @description When the schedule creates its next build; null while it is disabled. */
+            readonly next_build_at: components["schemas"]["IsoTimestamp"] | null;
+            /** @description Why the last attempt to create a build failed (the schedule was then disabled); null if it succeeded. Re-enabling clears it. */
+            readonly failed_message: string | null;
+            /** @description When the last attempt to create a build failed; null if it succeeded. */
+            readonly failed_at: components["schemas"]["IsoTimestamp"] | null;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            /** @description The user who created the schedule; its builds are theirs (`creator`). Null once that user is deleted. */
+            readonly created_by: components["schemas"]["User"] | null;
+            readonly pipeline: {
+                /** Format: uuid */
+                id: string;
+                slug: string;
+                url: string;
+            };
+        };
         RetryFailedJobsRequest: {
             /** @description Comma-separated: canceled, expired, failed, soft_failed, timed_out. All of them when omitted or empty. */
             states?: string;
@@ -3767,6 +3868,44 @@ export interface components {
             readonly exists: boolean;
         };
         MetaDataKeys: components["schemas"]["MetaDataKey"][];
+        /**
+         * @description When the schedule creates builds: a predefined interval (`@hourly`, `@daily` or
+         *     `@midnight`, `@weekly`, `@monthly`, `@yearly` or `@annually`) or five crontab fields
+         *     (minute, hour, day of month, month, day of week; names such as `SUN` or `JAN`, ranges,
+         *     lists, `/` steps and `L` or `last` for the last day of the month), optionally followed by a
+         *     time zone, an IANA name (`Europe/Berlin`) or an offset from UTC (`+09:00`). Without one the
+         *     schedule runs in UTC. A cronline that does not parse, or that never fires, is a 422 naming
+         *     `cronline`.
+         */
+        Cronline: string;
+        /** @description Environment variables the schedule's builds get (as `env` of a build created with the API). */
+        PipelineScheduleEnv: {
+            [key: string]: string;
+        };
+        /** @description Unknown properties are ignored. */
+        CreatePipelineScheduleRequest: {
+            cronline: components["schemas"]["Cronline"];
+            label?: string;
+            message?: string;
+            /** @default HEAD */
+            commit: string;
+            /** @description Default: the pipeline's default branch (`main` when it has none). */
+            branch?: string;
+            env?: components["schemas"]["PipelineScheduleEnv"];
+            /** @default true */
+            enabled: boolean;
+        };
+        /** @description Only the properties sent change. Unknown properties are ignored. */
+        UpdatePipelineScheduleRequest: {
+            cronline?: components["schemas"]["Cronline"];
+            label?: string;
+            message?: string;
+            commit?: string;
+            branch?: string;
+            env?: components["schemas"]["PipelineScheduleEnv"];
+            /** @description Re-enabling a schedule clears its `failed_message` and `failed_at`. */
+            enabled?: boolean;
+        };
     };
     responses: {
         /** @description A page of builds, newest first. */
@@ -3987,6 +4126,8 @@ export interface components {
         AnnotationContext: string;
         /** @description The build's id (a UUID), not its number. */
         MetaDataBuildId: string;
+        /** @description The schedule's id (a UUID). */
+        ScheduleId: string;
     };
     requestBodies: never;
     headers: {
@@ -7701,6 +7842,185 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPipelineSchedules: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of schedules. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSchedule"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createPipelineSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePipelineScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description The schedule. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPipelineSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The schedule's id (a UUID). */
+                schedule_id: components["parameters"]["ScheduleId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updatePipelineSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The schedule's id (a UUID). */
+                schedule_id: components["parameters"]["ScheduleId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePipelineScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description The schedule as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deletePipelineSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The schedule's id (a UUID). */
+                schedule_id: components["parameters"]["ScheduleId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule was deleted; it creates no more builds. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];

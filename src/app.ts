@@ -10,6 +10,7 @@ import { agentAnnotationRoutes } from './agent-api/annotations';
 import { agentArtifactRoutes } from './agent-api/artifacts';
 import { agentMetaDataRoutes } from './agent-api/meta-data';
 import { ANNOTATION_BODY_PATHS, annotationRoutes, annotationRequestLimit } from './annotations/routes';
+import { pipelineScheduleRoutes } from './pipeline-schedules/routes';
 import { agentRoutes } from './agents/routes';
 import { artifactRoutes } from './artifacts/routes';
 import { ARTIFACT_UPLOADS_PATH, parseArtifactUpload } from './artifacts/upload';
@@ -61,6 +62,7 @@ export interface AppDeps extends Pick<
   | 'artifacts'
   | 'pipelineTemplates'
   | 'emojis'
+  | 'pipelineSchedules'
 > {
   logger: Logger;
   publicUrl: string;
@@ -211,6 +213,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(agentArtifactRoutes(deps.artifacts, deps.publicUrl));
   app.use(pipelineTemplateRoutes(deps.pipelineTemplates, deps.publicUrl));
   app.use(emojiRoutes(deps.emojis));
+  app.use(pipelineScheduleRoutes(deps.pipelineSchedules, deps.publicUrl));
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -1,6 +1,7 @@
 /**
  * The process entry for `windsock serve`: config, database and migrations, first-start
- * bootstrap, listen, the sweeper (lost agents, job timeouts and expiry), and graceful shutdown
+ * bootstrap, listen, the sweeper (lost agents, job timeouts and expiry), the scheduler (the
+ * builds of due pipeline schedules), and graceful shutdown
  * (readiness 503 and `Connection: close` on every response, in flight or new; after the delay
  * the listener and idle keep-alive sockets close and nothing more reaches the app; in-flight
  * requests finish; the pool closes; exit 0 before the deadline).
@@ -80,6 +81,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   logger.info({ url, database: config.databaseKind }, 'windsock listening');
   services.sweeper.start();
+  services.scheduler.start();
 
   if (created) {
     // Printed once, to the terminal, not through the logger: it is a secret.
@@ -120,6 +122,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
       await done;
       clearTimeout(deadline);
       await services.sweeper.stop();
+      await services.scheduler.stop();
       await services.db.destroy();
     })());
 

@@ -41,6 +41,9 @@ import { PipelineTemplateRepository } from './pipeline-templates/repository';
 import { PipelineTemplateService } from './pipeline-templates/service';
 import { EmojiRepository } from './emojis/repository';
 import { EmojiService } from './emojis/service';
+import { PipelineScheduleRepository } from './pipeline-schedules/repository';
+import { DEFAULT_SCHEDULER_SETTINGS, Scheduler, type SchedulerSettings } from './pipeline-schedules/scheduler';
+import { PipelineScheduleService } from './pipeline-schedules/service';
 import { SuiteRepository } from './suites/repository';
 import { SuiteResultsRepository } from './suites/results-repository';
 import { SuiteService } from './suites/service';
@@ -81,6 +84,10 @@ export interface Services {
   pipelineTemplates: PipelineTemplateService;
   /** An organization's custom emojis. */
   emojis: EmojiService;
+  /** A pipeline's cron schedules (REST), and the builds they create when due. */
+  pipelineSchedules: PipelineScheduleService;
+  /** Creates the builds of due pipeline schedules; started by the server process only. */
+  scheduler: Scheduler;
 }
 
 export interface ServiceOptions {
@@ -104,6 +111,8 @@ export interface ServiceOptions {
   jobLogLimitBytes?: number;
   /** Where artifact content is kept on disk, and its limits (Config.artifacts). Default: a fresh directory under the system's temp directory (tests), DEFAULT_ARTIFACT_SETTINGS. */
   artifacts?: Partial<{ dir: string } & ArtifactSettings>;
+  /** How often the scheduler looks for due pipeline schedules. Default: DEFAULT_SCHEDULER_SETTINGS. It reads `clock` too. */
+  scheduler?: SchedulerSettings;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -133,6 +142,7 @@ export function createServices(o: ServiceOptions): Services {
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines);
   const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);
+  const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock);
   return {
     db,
     keys,
@@ -166,6 +176,8 @@ export function createServices(o: ServiceOptions): Services {
     sweeper: new Sweeper(agentService, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
     pipelineTemplates,
     emojis: new EmojiService(new EmojiRepository(db), o.clock),
+    pipelineSchedules,
+    scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.clock, o.logger),
   };
 }
 

@@ -14,7 +14,7 @@ import type { GitHubHooks } from './github';
 import { detectProvider, normaliseProviderSettings, repositoryPath, validateProviderSettings, type ProviderId, type ProviderSettings } from './provider';
 import type { AccessLevel, Pipeline, PipelineCounts, PipelineFields, PipelineRepository, ReadOptions } from './repository';
 import { isValidSlug, slugify } from './slug';
-import type { Actor, Permissions } from '../core/identity';
+import type { Actor, Organization, Permissions, Role } from '../core/identity';
 import type { PipelineTemplateService } from '../pipeline-templates/service';
 
 const ALL: Permissions = { read: true, build: true, edit: true };
@@ -70,6 +70,20 @@ export class PipelineService {
   async permissions(actor: Actor, p: Pipeline): Promise<Permissions> {
     if (!actor.organization.teamsEnabled || actor.role === 'admin') return ALL;
     const levels = await this.pipelines.teamAccessLevels(p.id, actor.principal.user.id);
+    return levels.reduce<Permissions>(
+      (acc, l) => ({ read: acc.read || LEVELS[l].read, build: acc.build || LEVELS[l].build, edit: acc.edit || LEVELS[l].edit }),
+      NONE,
+    );
+  }
+
+  /**
+   * What a member of the pipeline's organization may do with it, outside any request: the
+   * scheduler acting for a schedule's creator (`role` null: not a member, nothing).
+   */
+  async memberPermissions(organization: Organization, role: Role | null, userId: string, p: Pipeline): Promise<Permissions> {
+    if (role === null) return NONE;
+    if (!organization.teamsEnabled || role === 'admin') return ALL;
+    const levels = await this.pipelines.teamAccessLevels(p.id, userId);
     return levels.reduce<Permissions>(
       (acc, l) => ({ read: acc.read || LEVELS[l].read, build: acc.build || LEVELS[l].build, edit: acc.edit || LEVELS[l].edit }),
       NONE,

@@ -75,6 +75,8 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   createOrganizationJobAnnotation: (t) => `/v2/organizations/${t.org.slug}/jobs/${t.params.job_id}/annotations`,
   createPipelineTemplate: (t, res) => `/v2/organizations/${t.org.slug}/pipeline-templates/${res.body.uuid}`,
   updatePipelineTemplate: (t) => `/v2/organizations/${t.org.slug}/pipeline-templates/${t.params.template_uuid}`,
+  createPipelineSchedule: (t, res) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/schedules/${res.body.id}`,
+  updatePipelineSchedule: (t) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/schedules/${t.params.schedule_id}`,
 };
 const NOT_READ_BACK: Record<string, string> = {
   deliverWebhook: "the body is the provider's event, not a resource: only the prototype cases apply (the builds it makes are createBuild's)",

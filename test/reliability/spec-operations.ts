@@ -105,6 +105,7 @@ export const PARAM_KINDS = [
   'artifact_id',
   'build_id',
   'template_uuid',
+  'schedule_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -123,6 +124,7 @@ export function missingParam(kind: ParamKind): string {
     case 'annotation_id':
     case 'artifact_id':
     case 'template_uuid':
+    case 'schedule_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -307,6 +309,13 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   check(template, 201, 'create pipeline template');
   // A custom emoji named after the organization (names are [\w+-]+, as its slug is).
   await ctx.services.emojis.add(org.id, { name: org.slug, url: `https://emoji.example.com/${tag}.png` });
+  // A pipeline schedule, disabled so it never builds on its own.
+  const schedule = await ctx
+    .http()
+    .post(`${base}/pipelines/${p.body.slug}/schedules`)
+    .set(auth(token))
+    .send({ cronline: '@daily', label: `Schedule ${tag}`, enabled: false });
+  check(schedule, 201, 'create pipeline schedule');
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -322,6 +331,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     artifact_id: artifacts.get(builds[builds.length - 1]?.jobIds[0] ?? '') ?? crypto.randomUUID(),
     build_id: lastBuild?.id ?? crypto.randomUUID(),
     template_uuid: template.body.uuid as string,
+    schedule_id: schedule.body.id as string,
   };
   return {
     label,
@@ -355,6 +365,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       ...(annotation ? [annotation.body.id as string] : []),
       ...artifacts.values(),
       template.body.uuid as string,
+      schedule.body.id as string,
       tag,
     ],
   };
@@ -480,6 +491,11 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getMeta: undefined,
   getOrganizationRateLimit: undefined,
   listEmojis: undefined,
+  listPipelineSchedules: undefined,
+  createPipelineSchedule: () => ({ cronline: '0 3 * * 1-5 Europe/Berlin', label: 'made', branch: 'main', env: { MADE: '1' }, enabled: false }),
+  getPipelineSchedule: undefined,
+  updatePipelineSchedule: () => ({ label: 'changed', cronline: '@weekly' }),
+  deletePipelineSchedule: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */

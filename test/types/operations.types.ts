@@ -106,3 +106,17 @@ export const getOrganizationRateLimit: OperationHandler<'getOrganizationRateLimi
   // @ts-expect-error: `current` is a number
   res.json({ scopes: { rest: { limit: 200, current: '5', reset: 42, reset_at: '2026-11-25T10:47:00.000Z', enforced: true } } });
 };
+// Pipeline schedules: the schedule id is a path parameter, cronline is required on create only,
+// and next_build_at is null while a schedule is disabled.
+export const updatePipelineSchedule: OperationHandler<'updatePipelineSchedule'> = (req, res) => {
+  expectType<string>(req.params.schedule_id);
+  expectType<string | undefined>(req.body.cronline);
+  // @ts-expect-error: an update need not send a cronline
+  expectType<string>(req.body.cronline);
+  // @ts-expect-error: a schedule answers the schedule, not a list
+  res.json([] as Schemas['PipelineSchedule'][]);
+};
+export const createPipelineSchedule: OperationHandler<'createPipelineSchedule'> = (req) => {
+  expectType<string>(req.body.cronline);
+};
+expectType<Schemas['PipelineSchedule']['next_build_at']>(null);

@@ -63,6 +63,26 @@ export class BuildProgress {
   }
 
   /**
+   * A new build that must be written together with a claim outside builds (a pipeline
+   * schedule's due minute): `claim` runs first, in the transaction that writes the build and
+   * supersedes older builds of the branch; when it answers false (another process claimed it)
+   * nothing is written and the answer is null. One transaction, so a crash leaves neither the
+   * claim without its build nor a build without its claim. The rest is createBuild's.
+   */
+  async createClaimedBuild(
+    claim: (trx: Knex.Transaction) => Promise<boolean>,
+    pipeline: Pipeline,
+    creator: User | null,
+    b: NewBuildFields,
+  ): Promise<{ build: Build; jobs: Job[] } | null> {
+    const plan = planBuild(pipeline, creator, b, this.sign);
+    const written = await this.db.transaction(async (trx) => ((await claim(trx)) ? writeBuild(bind(this.repos, trx), plan) : null));
+    if (!written || !written.jobs.some((j) => j.type === 'trigger' && j.state === 'scheduled')) return written;
+    await this.advance(written.build.id);
+    return (await this.repos.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;
+  }
+
+  /**
    * Cancels a build in one of `fromStates`: false if its state had moved on. Then, committed,
    * its state machine runs: a build a synchronous trigger step is waiting on ends that step.
    */

@@ -22,6 +22,7 @@ import * as annotations from './20261125150000_annotations';
 import * as testRunWindows from './20261125160000_test_run_windows';
 import * as agentPause from './20261125170000_agent_pause';
 import * as pipelineTemplatesEmojis from './20261125183000_pipeline_templates_emojis';
+import * as pipelineSchedules from './20261125182000_pipeline_schedules';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -41,6 +42,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125150000_annotations': annotations,
   '20261125160000_test_run_windows': testRunWindows,
   '20261125170000_agent_pause': agentPause,
+  '20261125182000_pipeline_schedules': pipelineSchedules,
   '20261125183000_pipeline_templates_emojis': pipelineTemplatesEmojis,
 };
 

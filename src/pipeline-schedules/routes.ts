@@ -1,0 +1,39 @@
+/** Pipeline schedules (REST): thin handlers for list, create, get, update and delete. */
+import { actorOf } from '../http/auth';
+import { operationRouter } from '../http/operation';
+import { pageRequest, setLinkHeader } from '../http/pagination';
+import { serializePipelineSchedule } from './serialize';
+import type { PipelineScheduleService } from './service';
+
+export function pipelineScheduleRoutes(schedules: PipelineScheduleService, publicUrl: string) {
+  const api = operationRouter();
+
+  api.on('listPipelineSchedules', async (req, res) => {
+    const actor = actorOf(res);
+    const page = pageRequest(req);
+    // One more than a page tells whether a next page exists.
+    const items = await schedules.list(actor, req.params.pipeline_slug, page.offset, page.perPage + 1);
+    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+    res.json(items.slice(0, page.perPage).map((s) => serializePipelineSchedule(s, publicUrl, actor.organization.slug)));
+  });
+  api.on('createPipelineSchedule', async (req, res) => {
+    const actor = actorOf(res);
+    const created = await schedules.create(actor, req.params.pipeline_slug, req.body);
+    res.status(201).json(serializePipelineSchedule(created, publicUrl, actor.organization.slug));
+  });
+  api.on('getPipelineSchedule', async (req, res) => {
+    const actor = actorOf(res);
+    res.json(serializePipelineSchedule(await schedules.get(actor, req.params.pipeline_slug, req.params.schedule_id), publicUrl, actor.organization.slug));
+  });
+  api.on('updatePipelineSchedule', async (req, res) => {
+    const actor = actorOf(res);
+    const updated = await schedules.update(actor, req.params.pipeline_slug, req.params.schedule_id, req.body);
+    res.json(serializePipelineSchedule(updated, publicUrl, actor.organization.slug));
+  });
+  api.on('deletePipelineSchedule', async (req, res) => {
+    await schedules.delete(actorOf(res), req.params.pipeline_slug, req.params.schedule_id);
+    res.status(204).end();
+  });
+
+  return api.router;
+}
