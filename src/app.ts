@@ -34,6 +34,7 @@ import type { TrustProxy } from './config';
 import type { Services } from './services';
 import { loadSpec } from './spec';
 import { suiteRoutes } from './suites/routes';
+import { teamRoutes } from './teams/routes';
 import { serializeTestEngine } from './suites/serialize';
 import { parseUploadMultipart } from './uploads/multipart';
 import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
@@ -57,6 +58,7 @@ export interface AppDeps extends Pick<
   | 'metaData'
   | 'rateLimiter'
   | 'artifacts'
+  | 'teams'
 > {
   logger: Logger;
   publicUrl: string;
@@ -199,6 +201,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(agentMetaDataRoutes(deps.metaData));
   app.use(artifactRoutes(deps.artifacts, deps.publicUrl));
   app.use(agentArtifactRoutes(deps.artifacts, deps.publicUrl));
+  app.use(teamRoutes(deps.teams, deps.publicUrl));
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -39,6 +39,8 @@ import { PipelineService } from './pipelines/service';
 import { SuiteRepository } from './suites/repository';
 import { SuiteResultsRepository } from './suites/results-repository';
 import { SuiteService } from './suites/service';
+import { TeamRepository } from './teams/repository';
+import { TeamService } from './teams/service';
 import { UploadRepository } from './uploads/repository';
 import { UploadService } from './uploads/service';
 import { keysFromSecret, loadOrCreateSecret, type Keys } from './security/keys';
@@ -72,6 +74,8 @@ export interface Services {
   artifacts: ArtifactService;
   /** Started by the server process only. */
   sweeper: Sweeper;
+  /** Teams, their members and grants, and the organizations' members (REST and `windsock team`). */
+  teams: TeamService;
 }
 
 export interface ServiceOptions {
@@ -152,6 +156,7 @@ export function createServices(o: ServiceOptions): Services {
       o.clock,
     ),
     sweeper: new Sweeper(agentService, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
+    teams: new TeamService(db, new TeamRepository(db), pipelines, suiteService),
   };
 }
 

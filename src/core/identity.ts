@@ -38,6 +38,9 @@ export const SCOPES = [
   'read_job_env',
   'read_artifacts',
   'write_artifacts',
+  'read_teams',
+  'write_teams',
+  'write_organizations',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
