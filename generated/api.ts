@@ -3771,7 +3771,7 @@ export interface components {
             description: string;
             privacy: components["schemas"]["TeamPrivacy"];
             /** @description Whether new organization members join this team (set with `is_default_team`). */
-            default: boolean;
+            readonly default: boolean;
             /** @description The same as `default`, under the name a create or update sets it with. */
             is_default_team: boolean;
             default_member_role: components["schemas"]["TeamMemberRole"];

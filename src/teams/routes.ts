@@ -15,13 +15,17 @@ export function teamRoutes(teams: TeamService, publicUrl: string) {
     res.json(items.map(serializeTeam));
   });
   api.on('createTeam', async (req, res) => {
-    res.status(201).json(serializeTeam(await teams.create(actorOf(res), req.body)));
+    const { name, description, privacy, is_default_team, default_member_role, members_can_create_pipelines } = req.body;
+    const input = { name, description, privacy, is_default_team, default_member_role, members_can_create_pipelines };
+    res.status(201).json(serializeTeam(await teams.create(actorOf(res), input)));
   });
   api.on('getTeam', async (req, res) => {
     res.json(serializeTeam(await teams.get(actorOf(res), req.params.team_id)));
   });
   api.on('updateTeam', async (req, res) => {
-    res.json(serializeTeam(await teams.update(actorOf(res), req.params.team_id, req.body)));
+    const { name, description, privacy, is_default_team, default_member_role, members_can_create_pipelines } = req.body;
+    const input = { name, description, privacy, is_default_team, default_member_role, members_can_create_pipelines };
+    res.json(serializeTeam(await teams.update(actorOf(res), req.params.team_id, input)));
   });
   api.on('deleteTeam', async (req, res) => {
     await teams.delete(actorOf(res), req.params.team_id);

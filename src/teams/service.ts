@@ -11,7 +11,7 @@ import type { Knex } from 'knex';
 import { ForbiddenError, NotFoundError, ValidationError, type FieldError } from '../core/errors';
 import type { Actor, Organization, Role } from '../core/identity';
 import type { PipelineService } from '../pipelines/service';
-import { slugify } from '../pipelines/slug';
+import { isValidSlug, slugify } from '../pipelines/slug';
 import type { SuiteService } from '../suites/service';
 import type {
   OrganizationMembership,
@@ -91,7 +91,8 @@ export class TeamService {
     const name = (input.name ?? '').trim();
     if (!name) errors.push({ field: 'name', code: "can't be blank" });
     const slug = input.slug ?? slugify(name);
-    if (name && !slug) errors.push({ field: 'name', code: 'must contain at least one letter or digit' });
+    if (input.slug !== undefined && !isValidSlug(input.slug)) errors.push({ field: 'slug', code: 'must be lower-case letters, digits and single dashes' });
+    else if (name && !slug) errors.push({ field: 'name', code: 'must contain at least one letter or digit' });
     if (errors.length) throw new ValidationError(errors);
     const id = crypto.randomUUID();
     await this.teams.insert({

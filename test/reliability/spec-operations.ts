@@ -104,6 +104,10 @@ export const PARAM_KINDS = [
   'context',
   'artifact_id',
   'build_id',
+  'team_id',
+  'user_id',
+  'pipeline_id',
+  'suite_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -121,6 +125,10 @@ export function missingParam(kind: ParamKind): string {
     case 'job_id':
     case 'annotation_id':
     case 'artifact_id':
+    case 'team_id':
+    case 'user_id':
+    case 'pipeline_id':
+    case 'suite_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -311,6 +319,11 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     context: 'fixture',
     artifact_id: artifacts.get(builds[builds.length - 1]?.jobIds[0] ?? '') ?? crypto.randomUUID(),
     build_id: lastBuild?.id ?? crypto.randomUUID(),
+    team_id: team.id,
+    // The admin is a member of the team and of the organization; the team reaches the pipeline and the suite.
+    user_id: admin.id,
+    pipeline_id: p.body.id,
+    suite_id: s.body.id,
   };
   return {
     label,
@@ -460,6 +473,31 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   createArtifacts: () => ({ artifacts: [{ path: 'made.txt', file_size: 4, sha1sum: 'a'.repeat(40) }] }),
   updateArtifacts: (t) => ({ artifacts: [{ id: t.params.artifact_id, state: 'finished' }] }),
   searchArtifacts: undefined,
+  listTeams: undefined,
+  createTeam: () => ({ name: `Made ${crypto.randomBytes(3).toString('hex')}`, description: 'made', privacy: 'visible' }),
+  getTeam: undefined,
+  updateTeam: () => ({ description: 'changed' }),
+  deleteTeam: undefined,
+  listTeamMembers: undefined,
+  // The admin is already a member: a second add is a 422 after the body is read (the matrices need only the body's shape).
+  createTeamMember: (t) => ({ user_id: t.admin.id, role: 'member' }),
+  getTeamMember: undefined,
+  updateTeamMember: () => ({ role: 'maintainer' }),
+  deleteTeamMember: undefined,
+  listTeamPipelines: undefined,
+  createTeamPipeline: (t) => ({ pipeline_id: t.pipeline.id, access_level: 'read_only' }),
+  getTeamPipeline: undefined,
+  updateTeamPipeline: () => ({ access_level: 'manage_build_and_read' }),
+  deleteTeamPipeline: undefined,
+  listTeamSuites: undefined,
+  createTeamSuite: (t) => ({ suite_id: t.suite.id, access_level: ['read'] }),
+  getTeamSuite: undefined,
+  updateTeamSuite: () => ({ access_level: ['read', 'edit'] }),
+  deleteTeamSuite: undefined,
+  listOrganizationMembers: undefined,
+  getOrganizationMember: undefined,
+  updateOrganizationMember: () => ({ sso_mode: 'optional' }),
+  removeOrganizationMember: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */
