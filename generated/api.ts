@@ -3792,7 +3792,9 @@ export interface components {
             members_can_create_pipelines?: boolean;
         };
         /** @description `name` is required; `privacy` defaults to `visible`, `default_member_role` to `member`, `is_default_team` to false, `members_can_create_pipelines` to true. */
-        CreateTeamRequest: components["schemas"]["TeamWritable"] & Record<string, never>;
+        CreateTeamRequest: components["schemas"]["TeamWritable"] & {
+            name: string;
+        };
         /** @description Only the properties sent change. */
         UpdateTeamRequest: components["schemas"]["TeamWritable"];
         TeamMember: {
@@ -7702,7 +7704,7 @@ export interface operations {
     listTeams: {
         parameters: {
             query?: {
-                /** @description Only the teams this user (UUID) is a member of. */
+                /** @description Only the teams this user (UUID) is a member of; a value that is not a member's UUID matches no team. */
                 user_id?: string;
                 /** @description The page to return, from 1. */
                 page?: components["parameters"]["Page"];

@@ -371,6 +371,27 @@ describeEachDatabase('team access levels inside an organization', (ctx) => {
     expect({ status: res.status, body: res.body }).toEqual({ status: 403, body: { message: 'Forbidden' } });
   });
 
+  it.each(behindTeams.filter((op) => op.method === 'get').map((op) => [op.operationId, op] as const))('%s by an admin in no team: allowed', async (_id, op) => {
+    const res = await send(ctx(), op, fillPath(op, c.params), c.token);
+    expect({ status: res.status, ok: res.status < 400 }).toEqual({ status: res.status, ok: true });
+  });
+
+  it('lists show a member exactly what their teams reach', async () => {
+    const base = `/v2/organizations/${c.org.slug}`;
+    for (const [level, token] of Object.entries(tokens)) {
+      const onPipeline = (PIPELINE_LEVELS as readonly string[]).includes(level);
+      const pipelines = await ctx().http().get(`${base}/pipelines`).set(auth(token));
+      const builds = await ctx().http().get(`${base}/builds`).set(auth(token));
+      const suites = await ctx().http().get(`/v2/analytics/organizations/${c.org.slug}/suites`).set(auth(token));
+      expect({
+        level,
+        pipelines: pipelines.body.map((p: { id: string }) => p.id),
+        builds: builds.body.length > 0,
+        suites: suites.body.map((x: { id: string }) => x.id),
+      }).toEqual({ level, pipelines: onPipeline ? [c.pipeline.id] : [], builds: onPipeline, suites: onPipeline ? [] : [c.suite.id] });
+    }
+  });
+
   it('the refused writes left every row as it was', async () => {
     expect(below.length).toBeGreaterThan(20);
     const { access_tokens: _a, access_token_organizations: _o, ...after } = await ownedRows(ctx(), c.org.id);
