@@ -387,6 +387,11 @@ export class TeamRepository {
     return row ? this.orgMemberFromRow(row) : null;
   }
 
+  async findOrganizationMemberByEmail(organizationId: string, email: string): Promise<OrganizationMembership | null> {
+    const row = await this.orgMembers().where('m.organization_id', organizationId).whereRaw('lower(u.email) = ?', [email.trim().toLowerCase()]).first();
+    return row ? this.orgMemberFromRow(row) : null;
+  }
+
   async countAdmins(organizationId: string): Promise<number> {
     const row = await this.db('organization_members')
       .where({ organization_id: organizationId, role: 'admin' })

@@ -164,10 +164,7 @@ export class TeamService {
   }
 
   private async organizationMemberNamed(organizationId: string, input: { user_id?: string; email?: string }): Promise<OrganizationMembership | null> {
-    if (input.email !== undefined) {
-      const page = await this.teams.listOrganizationMembers(organizationId, 0, 1_000_000);
-      return page.items.find((m) => m.user.email.toLowerCase() === input.email!.toLowerCase()) ?? null;
-    }
+    if (input.email !== undefined) return this.teams.findOrganizationMemberByEmail(organizationId, input.email);
     const id = (input.user_id ?? '').trim();
     return UUID.test(id) ? this.teams.findOrganizationMember(organizationId, id) : null;
   }
