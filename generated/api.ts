@@ -2560,6 +2560,314 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/teams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List teams
+         * @description The organization's teams by name. Secret teams are listed only for their members and the organization's admins. `user_id` keeps the teams that user is a member of.
+         */
+        get: operations["listTeams"];
+        put?: never;
+        /**
+         * Create a team
+         * @description Organization admins only (403 otherwise). The creator is not made a member. The slug comes from the name; a second team with the same name is a 422.
+         */
+        post: operations["createTeam"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/teams/{team_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a team
+         * @description A secret team is found only by its members and the organization's admins (404 otherwise).
+         */
+        get: operations["getTeam"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a team
+         * @description Organization admins only. The team's memberships and its pipeline and suite grants go with it; members keep what other teams give them.
+         */
+        delete: operations["deleteTeam"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a team
+         * @description Organization admins, and the teams maintainers, may change its settings (403 otherwise). Only the properties sent change; renaming changes the slug.
+         */
+        patch: operations["updateTeam"];
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/teams/{team_id}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List team members
+         * @description The members of the team, oldest membership first.
+         */
+        get: operations["listTeamMembers"];
+        put?: never;
+        /**
+         * Add a team member
+         * @description Organization admins, and the teams maintainers, may add members (403 otherwise). The user must be a member of the organization (422 otherwise); `role` defaults to the team's `default_member_role`. Adding a member twice is a 422.
+         */
+        post: operations["createTeamMember"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/teams/{team_id}/members/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+                /** @description The user's UUID (a team member's, or an organization member's). */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a team member
+         * @description One membership of the team (404 when the user is not a member).
+         */
+        get: operations["getTeamMember"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a team member
+         * @description Organization admins, and the teams maintainers, may remove members; any member may leave (403 otherwise).
+         */
+        delete: operations["deleteTeamMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a team member's role
+         * @description Organization admins, and the teams maintainers, may change roles (403 otherwise).
+         */
+        patch: operations["updateTeamMember"];
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/teams/{team_id}/pipelines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List team pipelines
+         * @description The pipelines the team reaches, with the team's access level, oldest grant first.
+         */
+        get: operations["listTeamPipelines"];
+        put?: never;
+        /**
+         * Give a team a pipeline
+         * @description Organization admins, and the teams maintainers, may grant pipelines; a maintainer only pipelines they may manage themselves (403 otherwise). Granting a pipeline the team already has is a 422.
+         */
+        post: operations["createTeamPipeline"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/teams/{team_id}/pipelines/{pipeline_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+                /** @description The pipeline's UUID. */
+                pipeline_id: components["parameters"]["PipelineId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a team's pipeline
+         * @description 404 when the team does not reach the pipeline.
+         */
+        get: operations["getTeamPipeline"];
+        put?: never;
+        post?: never;
+        /**
+         * Take a pipeline from a team
+         * @description Organization admins, and the teams maintainers, may remove grants (a maintainer only of pipelines they may manage).
+         */
+        delete: operations["deleteTeamPipeline"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a team's access to a pipeline
+         * @description Organization admins, and the teams maintainers, may change access levels (a maintainer only on pipelines they may manage).
+         */
+        patch: operations["updateTeamPipeline"];
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/teams/{team_id}/suites": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List team suites
+         * @description The test suites the team reaches, with the team's access level, oldest grant first.
+         */
+        get: operations["listTeamSuites"];
+        put?: never;
+        /**
+         * Give a team a suite
+         * @description Organization admins, and the teams maintainers, may grant suites; a maintainer only suites they may edit themselves (403 otherwise). Granting a suite the team already has is a 422.
+         */
+        post: operations["createTeamSuite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/teams/{team_id}/suites/{suite_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+                /** @description The test suite's UUID. */
+                suite_id: components["parameters"]["SuiteId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a team's suite
+         * @description 404 when the team does not reach the suite.
+         */
+        get: operations["getTeamSuite"];
+        put?: never;
+        post?: never;
+        /**
+         * Take a suite from a team
+         * @description Organization admins, and the teams maintainers, may remove grants (a maintainer only of suites they may edit).
+         */
+        delete: operations["deleteTeamSuite"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a team's access to a suite
+         * @description Organization admins, and the teams maintainers, may change access levels (a maintainer only on suites they may edit).
+         */
+        patch: operations["updateTeamSuite"];
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/members": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List organization members
+         * @description The organization's members by name. `sso_mode` only for admins (and in one's own membership).
+         */
+        get: operations["listOrganizationMembers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/members/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The user's UUID (a team member's, or an organization member's). */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an organization member
+         * @description 404 when the user is not a member.
+         */
+        get: operations["getOrganizationMember"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove an organization member
+         * @description Organization admins only (403). The user leaves the organization's teams too; removing the last admin is a 422.
+         */
+        delete: operations["removeOrganizationMember"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a member's role or SSO mode
+         * @description Organization admins only, and never their own membership (403). At least one of `role` and `sso_mode` (422 otherwise); demoting the last admin is a 422.
+         */
+        patch: operations["updateOrganizationMember"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2594,7 +2902,7 @@ export interface components {
          */
         IsoTimestamp: string;
         /** @enum {string} */
-        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts";
+        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations";
         AccessToken: {
             /** Format: uuid */
             readonly uuid: string;
@@ -3747,6 +4055,133 @@ export interface components {
                 url: string;
             };
         };
+        /**
+         * @description `secret` teams are seen only by their members and the organization's admins.
+         * @enum {string}
+         */
+        TeamPrivacy: "visible" | "secret";
+        /**
+         * @description `maintainer`s manage the team: its settings, its members and what it reaches.
+         * @enum {string}
+         */
+        TeamMemberRole: "member" | "maintainer";
+        Team: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string;
+            name: string;
+            readonly slug: string;
+            /** @description Empty when none was given. */
+            description: string;
+            privacy: components["schemas"]["TeamPrivacy"];
+            /** @description Whether new organization members join this team (set with `is_default_team`). */
+            readonly default: boolean;
+            /** @description The same as `default`, under the name a create or update sets it with. */
+            is_default_team: boolean;
+            default_member_role: components["schemas"]["TeamMemberRole"];
+            /** @description Whether members (not only maintainers) may create pipelines in this team. */
+            members_can_create_pipelines: boolean;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            /** @description The user who created the team (null for a team made from the command line or whose creator is gone). */
+            readonly created_by: components["schemas"]["User"] | null;
+        };
+        /** @description What a create or update sets. Unknown properties are ignored. */
+        TeamWritable: {
+            name?: string;
+            description?: string | null;
+            privacy?: components["schemas"]["TeamPrivacy"];
+            /** @description Whether new organization members join this team. */
+            is_default_team?: boolean;
+            default_member_role?: components["schemas"]["TeamMemberRole"];
+            members_can_create_pipelines?: boolean;
+        };
+        /** @description `name` is required; `privacy` defaults to `visible`, `default_member_role` to `member`, `is_default_team` to false, `members_can_create_pipelines` to true. */
+        CreateTeamRequest: components["schemas"]["TeamWritable"] & {
+            name: string;
+        };
+        /** @description Only the properties sent change. */
+        UpdateTeamRequest: components["schemas"]["TeamWritable"];
+        TeamMember: {
+            role: components["schemas"]["TeamMemberRole"];
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            /** Format: uuid */
+            readonly user_id: string;
+            readonly user_name: string;
+        };
+        /** @description Unknown properties are ignored. The user must be a member of the organization. */
+        CreateTeamMemberRequest: {
+            /** @description The user's UUID. */
+            user_id: string;
+            /** @description Default: the team's `default_member_role`. */
+            role?: components["schemas"]["TeamMemberRole"];
+        };
+        UpdateTeamMemberRequest: {
+            role: components["schemas"]["TeamMemberRole"];
+        };
+        /**
+         * @description `read_only` sees the pipeline and its builds; `build_and_read` also creates, cancels and retries builds; `manage_build_and_read` also edits the pipeline.
+         * @enum {string}
+         */
+        PipelineAccessLevel: "read_only" | "build_and_read" | "manage_build_and_read";
+        TeamPipeline: {
+            access_level: components["schemas"]["PipelineAccessLevel"];
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            /** Format: uuid */
+            readonly pipeline_id: string;
+            readonly pipeline_url: string;
+        };
+        /** @description Unknown properties are ignored. */
+        CreateTeamPipelineRequest: {
+            /** @description The pipeline's UUID. */
+            pipeline_id: string;
+            /** @description Default: `manage_build_and_read`. */
+            access_level?: components["schemas"]["PipelineAccessLevel"];
+        };
+        UpdateTeamPipelineRequest: {
+            access_level: components["schemas"]["PipelineAccessLevel"];
+        };
+        /** @description `["read"]`, or `["read", "edit"]` (edit includes read: `["edit"]` is read back as both). */
+        SuiteAccessLevel: ("read" | "edit")[];
+        TeamSuite: {
+            access_level: components["schemas"]["SuiteAccessLevel"];
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            /** Format: uuid */
+            readonly suite_id: string;
+            readonly suite_url: string;
+        };
+        /** @description Unknown properties are ignored. */
+        CreateTeamSuiteRequest: {
+            /** @description The suite's UUID. */
+            suite_id: string;
+            /** @description Default: `["read", "edit"]`. */
+            access_level?: components["schemas"]["SuiteAccessLevel"];
+        };
+        UpdateTeamSuiteRequest: {
+            access_level: components["schemas"]["SuiteAccessLevel"];
+        };
+        OrganizationMember: {
+            /**
+             * Format: uuid
+             * @description The user's UUID.
+             */
+            readonly id: string;
+            readonly name: string;
+            readonly email: string;
+            /** @enum {string} */
+            role: "admin" | "member";
+            /**
+             * @description Only for the organization's admins, or in a member's own membership.
+             * @enum {string}
+             */
+            sso_mode?: "required" | "optional";
+        };
+        /** @description At least one of `role` and `sso_mode`. Unknown properties are ignored. */
+        UpdateOrganizationMemberRequest: {
+            /** @enum {string} */
+            role?: "admin" | "member";
+            /** @enum {string} */
+            sso_mode?: "required" | "optional";
+        };
         RetryFailedJobsRequest: {
             /** @description Comma-separated: canceled, expired, failed, soft_failed, timed_out. All of them when omitted or empty. */
             states?: string;
@@ -4128,6 +4563,14 @@ export interface components {
         MetaDataBuildId: string;
         /** @description The schedule's id (a UUID). */
         ScheduleId: string;
+        /** @description The team's UUID. */
+        TeamId: string;
+        /** @description The user's UUID (a team member's, or an organization member's). */
+        UserId: string;
+        /** @description The pipeline's UUID. */
+        PipelineId: string;
+        /** @description The test suite's UUID. */
+        SuiteId: string;
     };
     requestBodies: never;
     headers: {
@@ -8022,6 +8465,842 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listTeams: {
+        parameters: {
+            query?: {
+                /** @description Only the teams this user (UUID) is a member of; a value that is not a member's UUID matches no team. */
+                user_id?: string;
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Team"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTeamRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Team"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Found. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Team"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateTeam: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTeamRequest"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Team"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listTeamMembers: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamMember"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createTeamMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTeamMemberRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTeamMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+                /** @description The user's UUID (a team member's, or an organization member's). */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Found. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamMember"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteTeamMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+                /** @description The user's UUID (a team member's, or an organization member's). */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateTeamMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+                /** @description The user's UUID (a team member's, or an organization member's). */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTeamMemberRequest"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listTeamPipelines: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamPipeline"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createTeamPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTeamPipelineRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamPipeline"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTeamPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+                /** @description The pipeline's UUID. */
+                pipeline_id: components["parameters"]["PipelineId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Found. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamPipeline"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteTeamPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+                /** @description The pipeline's UUID. */
+                pipeline_id: components["parameters"]["PipelineId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateTeamPipeline: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+                /** @description The pipeline's UUID. */
+                pipeline_id: components["parameters"]["PipelineId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTeamPipelineRequest"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamPipeline"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listTeamSuites: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamSuite"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createTeamSuite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateTeamSuiteRequest"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamSuite"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTeamSuite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+                /** @description The test suite's UUID. */
+                suite_id: components["parameters"]["SuiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Found. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamSuite"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteTeamSuite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+                /** @description The test suite's UUID. */
+                suite_id: components["parameters"]["SuiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateTeamSuite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The team's UUID. */
+                team_id: components["parameters"]["TeamId"];
+                /** @description The test suite's UUID. */
+                suite_id: components["parameters"]["SuiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateTeamSuiteRequest"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamSuite"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listOrganizationMembers: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationMember"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getOrganizationMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The user's UUID (a team member's, or an organization member's). */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Found. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationMember"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    removeOrganizationMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The user's UUID (a team member's, or an organization member's). */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateOrganizationMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The user's UUID (a team member's, or an organization member's). */
+                user_id: components["parameters"]["UserId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateOrganizationMemberRequest"];
+            };
+        };
+        responses: {
+            /** @description Updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrganizationMember"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

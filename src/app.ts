@@ -37,6 +37,7 @@ import type { TrustProxy } from './config';
 import type { Services } from './services';
 import { loadSpec } from './spec';
 import { suiteRoutes } from './suites/routes';
+import { teamRoutes } from './teams/routes';
 import { serializeTestEngine } from './suites/serialize';
 import { parseUploadMultipart } from './uploads/multipart';
 import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
@@ -63,6 +64,7 @@ export interface AppDeps extends Pick<
   | 'pipelineTemplates'
   | 'emojis'
   | 'pipelineSchedules'
+  | 'teams'
 > {
   logger: Logger;
   publicUrl: string;
@@ -214,6 +216,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(pipelineTemplateRoutes(deps.pipelineTemplates, deps.publicUrl));
   app.use(emojiRoutes(deps.emojis));
   app.use(pipelineScheduleRoutes(deps.pipelineSchedules, deps.publicUrl));
+  app.use(teamRoutes(deps.teams, deps.publicUrl));
 
   app.use(() => {
     throw new NotFoundError('route');

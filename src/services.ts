@@ -47,6 +47,8 @@ import { PipelineScheduleService } from './pipeline-schedules/service';
 import { SuiteRepository } from './suites/repository';
 import { SuiteResultsRepository } from './suites/results-repository';
 import { SuiteService } from './suites/service';
+import { TeamRepository } from './teams/repository';
+import { TeamService } from './teams/service';
 import { UploadRepository } from './uploads/repository';
 import { UploadService } from './uploads/service';
 import { keysFromSecret, loadOrCreateSecret, type Keys } from './security/keys';
@@ -88,6 +90,8 @@ export interface Services {
   pipelineSchedules: PipelineScheduleService;
   /** Creates the builds of due pipeline schedules; started by the server process only. */
   scheduler: Scheduler;
+  /** Teams, their members and grants, and the organizations' members (REST and `windsock team`). */
+  teams: TeamService;
 }
 
 export interface ServiceOptions {
@@ -178,6 +182,7 @@ export function createServices(o: ServiceOptions): Services {
     emojis: new EmojiService(new EmojiRepository(db), o.clock),
     pipelineSchedules,
     scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.clock, o.logger),
+    teams: new TeamService(db, new TeamRepository(db), pipelines, suiteService),
   };
 }
 

@@ -13,7 +13,8 @@ import { createLogger } from '../http/logger';
 import { slugify } from '../pipelines/slug';
 import { serve } from '../server';
 import { servicesFromConfig, type Services } from '../services';
-import { SCOPES } from '../core/identity';
+import { SCOPES, type Organization } from '../core/identity';
+import type { Operator } from '../teams/service';
 
 const USAGE = `Usage: windsock <command> [options]
 
@@ -23,8 +24,12 @@ const USAGE = `Usage: windsock <command> [options]
   user create --name NAME --email EMAIL [--org SLUG --role admin|member]
   user add-to-org --email EMAIL --org SLUG [--role admin|member]
                                           an existing user joins (or changes role in) an organization
-  team create --org SLUG --name NAME [--slug SLUG]
-  team add-member --org SLUG --team SLUG --email EMAIL
+  team create --org SLUG --name NAME [--slug SLUG] [--description TEXT] [--privacy visible|secret]
+  team list --org SLUG
+  team delete --org SLUG --team SLUG|UUID     its memberships and pipeline and suite grants go with it
+  team add-member --org SLUG --team SLUG|UUID --email EMAIL [--role member|maintainer]
+  team remove-member --org SLUG --team SLUG|UUID --email EMAIL
+  team set-role --org SLUG --team SLUG|UUID --email EMAIL --role member|maintainer
   token create --email EMAIL --org SLUG[,SLUG...] [--scopes all|s1,s2...]
                [--description TEXT] [--expires-in-days N]     prints the token once
   token revoke --id TOKEN_UUID
@@ -52,6 +57,17 @@ function roleOf(values: Record<string, unknown>): 'admin' | 'member' {
   const role = values.role ?? 'member';
   if (role !== 'admin' && role !== 'member') throw new UsageError('--role must be admin or member');
   return role;
+}
+
+function teamRoleOf(values: Record<string, unknown>): 'member' | 'maintainer' {
+  const role = values.role;
+  if (role !== 'member' && role !== 'maintainer') throw new UsageError('--role must be member or maintainer');
+  return role;
+}
+
+/** The command line acts on teams as the installation's operator: an admin of the organization, with no user of its own. */
+function operatorIn(organization: Organization): Operator {
+  return { operator: true, organization };
 }
 
 function need(values: Record<string, unknown>, name: string): string {
@@ -116,6 +132,7 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
       teams: { type: 'boolean' },
       scopes: { type: 'string' },
       description: { type: 'string' },
+      privacy: { type: 'string' },
       'expires-in-days': { type: 'string' },
       id: { type: 'string' },
       endpoint: { type: 'string' },
@@ -186,19 +203,52 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
     case 'team create':
       await withServices(config, async (s) => {
         const org = await orgBySlug(s, need(values, 'org'));
-        const name = need(values, 'name');
-        const team = await s.orgs.createTeam({ organizationId: org.id, name, slug: values.slug ?? slugify(name) });
+        const privacy = values.privacy ?? 'visible';
+        if (privacy !== 'visible' && privacy !== 'secret') throw new UsageError('--privacy must be visible or secret');
+        const team = await s.teams.create(operatorIn(org), { name: need(values, 'name'), slug: values.slug, description: values.description, privacy });
         print(`created team ${team.slug} (${team.id}) in ${org.slug}`);
+      });
+      return 0;
+    case 'team list':
+      await withServices(config, async (s) => {
+        const org = await orgBySlug(s, need(values, 'org'));
+        const { items } = await s.teams.list(operatorIn(org), {}, 0, 1_000_000);
+        for (const t of items) print(`${t.slug}\t${t.id}\t${t.privacy}\t${t.name}`);
+      });
+      return 0;
+    case 'team delete':
+      await withServices(config, async (s) => {
+        const org = await orgBySlug(s, need(values, 'org'));
+        const team = await s.teams.get(operatorIn(org), need(values, 'team'));
+        await s.teams.delete(operatorIn(org), team.id);
+        print(`deleted team ${team.slug} from ${org.slug}`);
       });
       return 0;
     case 'team add-member':
       await withServices(config, async (s) => {
         const org = await orgBySlug(s, need(values, 'org'));
-        const team = await s.orgs.findTeam(org.id, need(values, 'team'));
-        if (!team) throw new UsageError(`no team "${values.team}" in ${org.slug}`);
+        const team = await s.teams.get(operatorIn(org), need(values, 'team'));
+        const role = values.role === undefined ? undefined : teamRoleOf(values);
+        const m = await s.teams.addMember(operatorIn(org), team.id, { email: need(values, 'email'), role });
+        print(`added ${m.user.email} to team ${team.slug} as ${m.role}`);
+      });
+      return 0;
+    case 'team remove-member':
+      await withServices(config, async (s) => {
+        const org = await orgBySlug(s, need(values, 'org'));
+        const team = await s.teams.get(operatorIn(org), need(values, 'team'));
         const user = await userByEmail(s, need(values, 'email'));
-        await s.orgs.addTeamMember(team.id, user.id);
-        print(`added ${user.email} to team ${team.slug}`);
+        await s.teams.removeMember(operatorIn(org), team.id, user.id);
+        print(`removed ${user.email} from team ${team.slug}`);
+      });
+      return 0;
+    case 'team set-role':
+      await withServices(config, async (s) => {
+        const org = await orgBySlug(s, need(values, 'org'));
+        const team = await s.teams.get(operatorIn(org), need(values, 'team'));
+        const user = await userByEmail(s, need(values, 'email'));
+        const m = await s.teams.setMemberRole(operatorIn(org), team.id, user.id, teamRoleOf(values));
+        print(`${user.email} is now ${m.role} of team ${team.slug}`);
       });
       return 0;
     case 'token create':

@@ -41,6 +41,9 @@ export const SCOPES = [
   'read_pipeline_templates',
   'write_pipeline_templates',
   'read_accounts',
+  'read_teams',
+  'write_teams',
+  'write_organizations',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

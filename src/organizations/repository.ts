@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Organization, Role, User } from '../core/identity';
 import { userFromRow } from '../user/rows';
+import { toBool } from '../db/values';
 import { orgFromRow } from './rows';
 
 export interface Team {
@@ -10,10 +11,20 @@ export interface Team {
   organizationId: string;
   slug: string;
   name: string;
+  /** Whether members who are not maintainers may create pipelines in this team. */
+  membersCanCreatePipelines: boolean;
 }
 
+export type TeamRole = 'member' | 'maintainer';
+
 function teamFromRow(row: Record<string, unknown>): Team {
-  return { id: row.id as string, organizationId: row.organization_id as string, slug: row.slug as string, name: row.name as string };
+  return {
+    id: row.id as string,
+    organizationId: row.organization_id as string,
+    slug: row.slug as string,
+    name: row.name as string,
+    membersCanCreatePipelines: row.members_can_create_pipelines === undefined ? true : toBool(row.members_can_create_pipelines),
+  };
 }
 
 export class OrganizationRepository {
@@ -63,11 +74,21 @@ export class OrganizationRepository {
     return { items: rows.map(orgFromRow), total: ids.length };
   }
 
+  /** Adds the user (or changes their role); a new member joins the organization's default teams with each team's default role. */
   async addMember(organizationId: string, userId: string, role: Role, trx: Knex = this.db): Promise<void> {
+    const existing = await trx('organization_members').where({ organization_id: organizationId, user_id: userId }).first('user_id');
     await trx('organization_members')
       .insert({ organization_id: organizationId, user_id: userId, role })
       .onConflict(['organization_id', 'user_id'])
       .merge({ role });
+    if (existing) return;
+    const defaults = await trx('teams').where({ organization_id: organizationId, is_default_team: true }).select('id', 'default_member_role');
+    if (defaults.length) {
+      await trx('team_members')
+        .insert(defaults.map((t) => ({ team_id: t.id, user_id: userId, role: t.default_member_role, created_at: new Date() })))
+        .onConflict(['team_id', 'user_id'])
+        .ignore();
+    }
   }
 
   /** A member of the organization, as a user; null when the user is not one (or does not exist). */
@@ -86,7 +107,7 @@ export class OrganizationRepository {
   }
 
   async createTeam(input: { organizationId: string; slug: string; name: string }, trx: Knex = this.db): Promise<Team> {
-    const team: Team = { id: crypto.randomUUID(), ...input };
+    const team: Team = { id: crypto.randomUUID(), ...input, membersCanCreatePipelines: true };
     await trx('teams').insert({ id: team.id, organization_id: team.organizationId, slug: team.slug, name: team.name, created_at: new Date() });
     return team;
   }
@@ -102,8 +123,17 @@ export class OrganizationRepository {
     return row ? teamFromRow(row) : null;
   }
 
-  async addTeamMember(teamId: string, userId: string, trx: Knex = this.db): Promise<void> {
-    await trx('team_members').insert({ team_id: teamId, user_id: userId }).onConflict(['team_id', 'user_id']).ignore();
+  async addTeamMember(teamId: string, userId: string, trx: Knex = this.db, role: TeamRole = 'member'): Promise<void> {
+    await trx('team_members').insert({ team_id: teamId, user_id: userId, role, created_at: new Date() }).onConflict(['team_id', 'user_id']).ignore();
+  }
+
+  /** The user's teams in the organization, with their role in each. */
+  async teamRolesOf(userId: string, organizationId: string, trx: Knex = this.db): Promise<Map<string, TeamRole>> {
+    const rows = await trx('team_members')
+      .join('teams', 'teams.id', 'team_members.team_id')
+      .where({ 'team_members.user_id': userId, 'teams.organization_id': organizationId })
+      .select('teams.id', 'team_members.role');
+    return new Map(rows.map((r) => [r.id as string, (r.role ?? 'member') as TeamRole]));
   }
 
   async teamIdsOf(userId: string, organizationId: string, trx: Knex = this.db): Promise<Set<string>> {

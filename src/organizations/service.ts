@@ -30,14 +30,17 @@ export class OrganizationService {
    * The teams (by id or slug) a pipeline or suite write names, in order: each must be a team of
    * the actor's organization and, unless the actor is an admin, one the actor is a member of.
    */
-  async checkTeams(actor: Actor, idsOrSlugs: string[]): Promise<TeamCheck[]> {
-    const memberOf = actor.role === 'admin' ? null : await this.orgs.teamIdsOf(actor.principal.user.id, actor.organization.id);
+  async checkTeams(actor: Actor, idsOrSlugs: string[], opts: { creatingPipeline?: boolean } = {}): Promise<TeamCheck[]> {
+    const memberOf = actor.role === 'admin' ? null : await this.orgs.teamRolesOf(actor.principal.user.id, actor.organization.id);
     const checks: TeamCheck[] = [];
     for (const id of idsOrSlugs) {
       const team = await this.orgs.findTeam(actor.organization.id, id);
       if (!team) checks.push({ code: `is not a team of this organization (${id})` });
       else if (memberOf && !memberOf.has(team.id)) checks.push({ code: `you are not a member of this team (${id})` });
-      else checks.push({ team });
+      // A team's `members_can_create_pipelines` off leaves creating pipelines in it to its maintainers (and admins).
+      else if (memberOf && opts.creatingPipeline && !team.membersCanCreatePipelines && memberOf.get(team.id) !== 'maintainer') {
+        checks.push({ code: `members of this team can't create pipelines in it (${id})` });
+      } else checks.push({ team });
     }
     return checks;
   }

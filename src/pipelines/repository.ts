@@ -214,7 +214,7 @@ export class PipelineRepository {
         throw this.uniqueToField(err, p.slug);
       }
       if (teams.length) {
-        await trx('pipeline_teams').insert(teams.map((t) => ({ pipeline_id: p.id, team_id: t.teamId, access_level: t.accessLevel })));
+        await trx('pipeline_teams').insert(teams.map((t) => ({ pipeline_id: p.id, team_id: t.teamId, access_level: t.accessLevel, created_at: p.createdAt })));
       }
     });
   }

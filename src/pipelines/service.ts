@@ -165,7 +165,7 @@ export class PipelineService {
     const fields = this.commonFields(input, providerId, {}, errors);
     const notices: string[] = [];
     const stepsAndEnv = this.stepsAndEnv(input, null, errors, notices);
-    const teams = await this.teamsFor(actor, input, errors);
+    const teams = await this.teamsFor(actor, input, errors, { creatingPipeline: true });
     const timeouts = timeoutsOf(input);
     this.checkTimeouts(timeouts.default ?? null, timeouts.maximum ?? null, errors);
     if (errors.length) throw new ValidationError(errors);
@@ -398,7 +398,12 @@ export class PipelineService {
     return { configuration: null, steps, env: input.env ?? current?.env ?? {} };
   }
 
-  private async teamsFor(actor: Actor, input: PipelineInput, errors: FieldError[]): Promise<{ teamId: string; accessLevel: AccessLevel }[]> {
+  private async teamsFor(
+    actor: Actor,
+    input: PipelineInput,
+    errors: FieldError[],
+    opts: { creatingPipeline?: boolean } = {},
+  ): Promise<{ teamId: string; accessLevel: AccessLevel }[]> {
     const field = input.teams !== undefined ? 'teams' : 'team_uuids';
     const requested = (input.teams ?? input.team_uuids ?? []).map((t) =>
       typeof t === 'string'
@@ -413,6 +418,7 @@ export class PipelineService {
     const checks = await this.organizations.checkTeams(
       actor,
       requested.map((t) => t.id),
+      opts,
     );
     const result = new Map<string, AccessLevel>();
     for (const [i, t] of requested.entries()) {

@@ -71,7 +71,8 @@ export class SuiteRepository {
       } catch (err) {
         throw isUniqueViolation(err) ? slugTaken(s.slug) : err;
       }
-      if (teamIds.length) await trx('suite_teams').insert(teamIds.map((teamId) => ({ suite_id: s.id, team_id: teamId })));
+      if (teamIds.length)
+        await trx('suite_teams').insert(teamIds.map((teamId) => ({ suite_id: s.id, team_id: teamId, access_level: 'edit', created_at: s.createdAt })));
     });
   }
 
@@ -130,5 +131,10 @@ export class SuiteRepository {
 
   async isGrantedTo(suiteId: string, userId: string): Promise<boolean> {
     return Boolean(await this.teamGrant(userId).where('st.suite_id', suiteId).first());
+  }
+
+  /** Whether one of the user's teams may edit the suite (an `edit` grant; `read` grants only see it). */
+  async isEditableBy(suiteId: string, userId: string): Promise<boolean> {
+    return Boolean(await this.teamGrant(userId).where({ 'st.suite_id': suiteId, 'st.access_level': 'edit' }).first());
   }
 }

@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto';
 import type { components, operations } from '../../generated/api';
-import { NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
+import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
 import type { OrganizationService } from '../organizations/service';
 import { slugify } from '../pipelines/slug';
 import { sha256Hex } from '../security/keys';
@@ -110,8 +110,27 @@ export class SuiteService {
     return { suite: (await this.suites.findById(id))!, apiToken };
   }
 
-  async update(actor: Actor, slug: string, input: UpdateInput): Promise<Suite> {
+  /** A suite the caller may change: found as `get` finds it, then 403 unless an admin or one of their teams has `edit` on it. */
+  private async getEditable(actor: Actor, slug: string): Promise<Suite> {
     const suite = await this.get(actor, slug);
+    if (this.isRestricted(actor) && !(await this.suites.isEditableBy(suite.id, actor.principal.user.id))) throw new ForbiddenError();
+    return suite;
+  }
+
+  /**
+   * A suite of the caller's organization by id, for a team grant: null when there is none or the
+   * caller may not see it (a grant then names it like an unknown one), else whether they may edit it.
+   */
+  async forGrant(actor: Actor, id: string): Promise<{ suite: Suite; editable: boolean } | null> {
+    const suite = UUID.test(id) ? await this.suites.findById(id.toLowerCase()) : null;
+    if (!suite || suite.organizationId !== actor.organization.id) return null;
+    if (!this.isRestricted(actor)) return { suite, editable: true };
+    if (!(await this.suites.isGrantedTo(suite.id, actor.principal.user.id))) return null;
+    return { suite, editable: await this.suites.isEditableBy(suite.id, actor.principal.user.id) };
+  }
+
+  async update(actor: Actor, slug: string, input: UpdateInput): Promise<Suite> {
+    const suite = await this.getEditable(actor, slug);
     const changes: Partial<SuiteFields> = {
       defaultBranch: input.default_branch,
       applicationName: input.application_name,
@@ -128,7 +147,7 @@ export class SuiteService {
   }
 
   async delete(actor: Actor, slug: string): Promise<void> {
-    await this.suites.delete((await this.get(actor, slug)).id);
+    await this.suites.delete((await this.getEditable(actor, slug)).id);
   }
 
   async runs(actor: Actor, slug: string, offset: number, limit: number) {

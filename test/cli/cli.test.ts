@@ -54,6 +54,60 @@ describe('first start and the CLI (embedded SQLite in a temp data dir)', () => {
     await s2.close();
   });
 
+  it('manages teams and their members through the same service as the REST API', async () => {
+    const run = async (...args: string[]) => {
+      const c = capture();
+      let code: number;
+      try {
+        code = await main(args, c.out);
+      } catch (err) {
+        const f = failure(err);
+        c.out.write(f.text);
+        code = f.code;
+      }
+      return { code, text: c.text() };
+    };
+    expect((await run('org', 'create', '--name', 'Team Co', '--teams')).code).toBe(0);
+    expect((await run('user', 'create', '--name', 'Tess', '--email', 'tess@example.com', '--org', 'team-co', '--role', 'admin')).code).toBe(0);
+    expect((await run('user', 'create', '--name', 'Theo', '--email', 'theo@example.com', '--org', 'team-co')).code).toBe(0);
+    expect((await run('team', 'create', '--org', 'team-co', '--name', 'Platform', '--privacy', 'secret', '--description', 'Infra')).text).toMatch(
+      /created team platform \([0-9a-f-]{36}\) in team-co/,
+    );
+    expect((await run('team', 'add-member', '--org', 'team-co', '--team', 'platform', '--email', 'theo@example.com', '--role', 'maintainer')).text).toMatch(
+      /added theo@example.com to team platform as maintainer/,
+    );
+    // A second add, and a stranger, are refused with the service's reasons.
+    const again = await run('team', 'add-member', '--org', 'team-co', '--team', 'platform', '--email', 'theo@example.com');
+    expect(again).toEqual({ code: 1, text: 'windsock: email is already a member of this team\n' });
+    expect((await run('user', 'create', '--name', 'Out', '--email', 'out@example.com')).code).toBe(0);
+    expect((await run('team', 'add-member', '--org', 'team-co', '--team', 'platform', '--email', 'out@example.com')).text).toMatch(
+      /is not a member of this organization/,
+    );
+    expect((await run('team', 'set-role', '--org', 'team-co', '--team', 'platform', '--email', 'theo@example.com', '--role', 'member')).text).toMatch(
+      /theo@example.com is now member of team platform/,
+    );
+    expect((await run('team', 'set-role', '--org', 'team-co', '--team', 'platform', '--email', 'theo@example.com', '--role', 'owner')).code).toBe(2);
+    const list = await run('team', 'list', '--org', 'team-co');
+    expect(list.text).toMatch(/^platform\t[0-9a-f-]{36}\tsecret\tPlatform$/m);
+
+    // The REST API sees what the command line made.
+    const token = (await run('token', 'create', '--email', 'tess@example.com', '--org', 'team-co')).text.trim().split('\n').at(-1)!;
+    const s = await startServer(loadConfig(), capture().out);
+    const teams = await request(s.url).get('/v2/organizations/team-co/teams').set('Authorization', `Bearer ${token}`).expect(200);
+    expect(teams.body).toEqual([expect.objectContaining({ slug: 'platform', privacy: 'secret', description: 'Infra', created_by: null })]);
+    const members = await request(s.url).get(`/v2/organizations/team-co/teams/${teams.body[0].id}/members`).set('Authorization', `Bearer ${token}`).expect(200);
+    expect(members.body).toEqual([expect.objectContaining({ user_name: 'Theo', role: 'member' })]);
+    await s.close();
+
+    expect((await run('team', 'remove-member', '--org', 'team-co', '--team', 'platform', '--email', 'theo@example.com')).text).toMatch(
+      /removed theo@example.com/,
+    );
+    expect((await run('team', 'remove-member', '--org', 'team-co', '--team', 'platform', '--email', 'theo@example.com')).text).toMatch(/No team member found/);
+    expect((await run('team', 'delete', '--org', 'team-co', '--team', 'platform')).text).toMatch(/deleted team platform from team-co/);
+    expect((await run('team', 'list', '--org', 'team-co')).text).toBe('');
+    expect((await run('team', 'delete', '--org', 'team-co', '--team', 'platform')).text).toMatch(/No team found/);
+  });
+
   it('creates users, teams and tokens, and revokes tokens', async () => {
     const run = async (...args: string[]) => {
       const c = capture();

@@ -37,10 +37,25 @@ const BODY_REFERENCES: Record<string, Record<string, (id: string) => unknown>> =
   },
   updatePipeline: { pipeline_template_uuid: (id) => id },
   createSuite: { team_ids: (id) => [id], teams_ids: (id) => [id] },
+  createTeamMember: { user_id: (id) => id },
+  createTeamPipeline: { pipeline_id: (id) => id },
+  createTeamSuite: { suite_id: (id) => id },
+};
+/** Reads whose answers name none of the organization's slugs: the object they are about is named instead. */
+const ABOUT: Record<string, ParamKind> = {
+  listTeams: 'team_id',
+  getTeam: 'team_id',
+  listTeamMembers: 'user_id',
+  getTeamMember: 'user_id',
+  listOrganizationMembers: 'user_id',
+  getOrganizationMember: 'user_id',
 };
 /** Which of B's objects a reference field is tried with (default: B's team). */
 const REFERENCED: Record<string, (t: Tenant) => string> = {
   pipeline_template_uuid: (t) => t.params.template_uuid,
+  user_id: (t) => t.admin.id,
+  pipeline_id: (t) => t.pipeline.id,
+  suite_id: (t) => t.suite.id,
 };
 /** Body properties whose names look like references but are not: each says why. */
 const NOT_REFERENCES: Record<string, string> = {
@@ -159,7 +174,15 @@ describeEachDatabase('tenant isolation', (ctx) => {
       expect(res.status).toBe(op.operationId.startsWith('downloadArtifact') ? 302 : 200);
       // The answer is about A (the fixture is right), and nothing of B's is in it.
       if (op.pathParams.length && !(op.operationId in NAMES_NO_OBJECT))
-        expect(res.text).toContain(op.pathParams.includes('run_id') ? a.params.run_id : res.status === 302 ? a.params.artifact_id : a.org.slug);
+        expect(res.text).toContain(
+          op.pathParams.includes('run_id')
+            ? a.params.run_id
+            : res.status === 302
+              ? a.params.artifact_id
+              : ABOUT[op.operationId]
+                ? a.params[ABOUT[op.operationId]!]
+                : a.org.slug,
+        );
       expect(b.identifiers.filter((id) => res.text.includes(id))).toEqual([]);
     }
   });
@@ -295,5 +318,119 @@ describeEachDatabase('team isolation inside an organization', (ctx) => {
     const ref = await send(ctx(), op, fillPath(op, { ...c.params, [kind]: missingParam(kind) }), outsider, body);
     expect(ref.status).toBe(404);
     expect({ status: res.status, body: res.text }).toEqual({ status: 404, body: ref.text });
+  });
+});
+
+/**
+ * The team dimension of the matrix: in a Teams-enabled organization a member reaches a pipeline
+ * or a suite only through their teams' grants, at the grant's level. Every operation on a
+ * pipeline's or a suite's path is sent by members whose teams hold each level: below the level
+ * the operation needs, 403 and nothing written; at it, never a 403 or a 404. Admins reach all.
+ */
+const PIPELINE_LEVELS = ['read_only', 'build_and_read', 'manage_build_and_read'] as const;
+const SUITE_LEVELS = ['read', 'edit'] as const;
+/** Operations on a pipeline's path that change the pipeline itself (everything else that writes is a build's). */
+const EDITS_PIPELINE = ['updatePipeline', 'deletePipeline', 'archivePipeline', 'unarchivePipeline', 'addPipelineWebhook'];
+
+function levelNeeded(op: { operationId: string; method: string; pathParams: string[] }): string {
+  const onPipeline = op.pathParams.includes('pipeline_slug');
+  if (op.method === 'get') return onPipeline ? 'read_only' : 'read';
+  if (!onPipeline) return 'edit';
+  return EDITS_PIPELINE.includes(op.operationId) ? 'manage_build_and_read' : 'build_and_read';
+}
+
+describeEachDatabase('team access levels inside an organization', (ctx) => {
+  let c: Tenant;
+  const tokens: Record<string, string> = {};
+  let before: Record<string, string[]>;
+
+  beforeAll(async () => {
+    c = await givenTenant(ctx(), 'levels', { teamsEnabled: true });
+    const base = `/v2/organizations/${c.org.slug}/teams`;
+    for (const level of [...PIPELINE_LEVELS, ...SUITE_LEVELS]) {
+      const member = await ctx().givenUser(c.org, 'member');
+      const team = await ctx()
+        .http()
+        .post(base)
+        .set(auth(c.token))
+        .send({ name: `Level ${level}` });
+      check(team, 201, 'create team');
+      check(await ctx().http().post(`${base}/${team.body.id}/members`).set(auth(c.token)).send({ user_id: member.id }), 201, 'add member');
+      const grant = (PIPELINE_LEVELS as readonly string[]).includes(level)
+        ? ctx().http().post(`${base}/${team.body.id}/pipelines`).set(auth(c.token)).send({ pipeline_id: c.pipeline.id, access_level: level })
+        : ctx()
+            .http()
+            .post(`${base}/${team.body.id}/suites`)
+            .set(auth(c.token))
+            .send({ suite_id: c.suite.id, access_level: [level] });
+      check(await grant, 201, 'grant');
+      tokens[level] = await ctx().givenToken(member, [c.org]);
+    }
+    before = await ownedRows(ctx(), c.org.id);
+  });
+
+  const behindTeams = operations.filter((op) => op.auth === 'bearer' && (op.pathParams.includes('pipeline_slug') || op.pathParams.includes('suite_slug')));
+  const below = behindTeams.flatMap((op) => {
+    const levels: readonly string[] = op.pathParams.includes('pipeline_slug') ? PIPELINE_LEVELS : SUITE_LEVELS;
+    return levels.slice(0, levels.indexOf(levelNeeded(op))).map((level) => [op.operationId, level, op] as const);
+  });
+
+  it.each(below)('%s by a member whose team has %s: 403, nothing written', async (_id, level, op) => {
+    const res = await send(ctx(), op, fillPath(op, c.params), tokens[level], BODIES[op.operationId]?.(c));
+    expect({ status: res.status, body: res.body }).toEqual({ status: 403, body: { message: 'Forbidden' } });
+  });
+
+  it.each(behindTeams.filter((op) => op.method === 'get').map((op) => [op.operationId, op] as const))('%s by an admin in no team: allowed', async (_id, op) => {
+    const res = await send(ctx(), op, fillPath(op, c.params), c.token);
+    expect({ status: res.status, ok: res.status < 400 }).toEqual({ status: res.status, ok: true });
+  });
+
+  it('lists show a member exactly what their teams reach', async () => {
+    const base = `/v2/organizations/${c.org.slug}`;
+    for (const [level, token] of Object.entries(tokens)) {
+      const onPipeline = (PIPELINE_LEVELS as readonly string[]).includes(level);
+      const pipelines = await ctx().http().get(`${base}/pipelines`).set(auth(token));
+      const builds = await ctx().http().get(`${base}/builds`).set(auth(token));
+      const suites = await ctx().http().get(`/v2/analytics/organizations/${c.org.slug}/suites`).set(auth(token));
+      expect({
+        level,
+        pipelines: pipelines.body.map((p: { id: string }) => p.id),
+        builds: builds.body.length > 0,
+        suites: suites.body.map((x: { id: string }) => x.id),
+      }).toEqual({ level, pipelines: onPipeline ? [c.pipeline.id] : [], builds: onPipeline, suites: onPipeline ? [] : [c.suite.id] });
+    }
+  });
+
+  it('the refused writes left every row as it was', async () => {
+    expect(below.length).toBeGreaterThan(20);
+    const { access_tokens: _a, access_token_organizations: _o, ...after } = await ownedRows(ctx(), c.org.id);
+    const { access_tokens: _b, access_token_organizations: _p, ...was } = before;
+    expect(after).toEqual(was);
+  });
+
+  // Deletions of the pipeline and the suite go last, so every other case finds them.
+  const last = (op: { operationId: string }) => (['deletePipeline', 'deleteSuite'].includes(op.operationId) ? 2 : op.operationId.startsWith('delete') ? 1 : 0);
+  const atLevel = [...behindTeams].sort((x, y) => last(x) - last(y)).map((op) => [op.operationId, levelNeeded(op), op] as const);
+
+  /** Deletions that take an object other cases also name get one of their own (the two annotation routes reach the same annotation). */
+  const freshAnnotation = async (): Promise<Partial<Record<ParamKind, string>>> => {
+    const made = await ctx()
+      .http()
+      .post(`/v2/organizations/${c.org.slug}/pipelines/${c.params.pipeline_slug}/builds/${c.params.build_number}/jobs/${c.params.job_id}/annotations`)
+      .set(auth(c.token))
+      .send({ body: 'to delete', context: `delete-${crypto.randomUUID()}` });
+    check(made, 201, 'create annotation');
+    return { annotation_id: made.body.id as string };
+  };
+  const OWN_OBJECT: Record<string, () => Promise<Partial<Record<ParamKind, string>>>> = {
+    deleteBuildAnnotation: freshAnnotation,
+    deleteJobAnnotation: freshAnnotation,
+  };
+
+  it.each(atLevel)('%s by a member whose team has %s: allowed', async (_id, level, op) => {
+    const params = { ...c.params, ...(await (OWN_OBJECT[op.operationId]?.() ?? {})) };
+    const res = await send(ctx(), op, fillPath(op, params), tokens[level], BODIES[op.operationId]?.(c));
+    expect({ status: res.status, forbiddenOrMissing: [403, 404].includes(res.status) }).toEqual({ status: res.status, forbiddenOrMissing: false });
+    expect(res.status).toBeLessThan(500);
   });
 });

@@ -77,6 +77,15 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   updatePipelineTemplate: (t) => `/v2/organizations/${t.org.slug}/pipeline-templates/${t.params.template_uuid}`,
   createPipelineSchedule: (t, res) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/schedules/${res.body.id}`,
   updatePipelineSchedule: (t) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/schedules/${t.params.schedule_id}`,
+  createTeam: (t, res) => `/v2/organizations/${t.org.slug}/teams/${res.body.id}`,
+  updateTeam: (t) => `/v2/organizations/${t.org.slug}/teams/${t.params.team_id}`,
+  createTeamMember: (t, res) => `/v2/organizations/${t.org.slug}/teams/${t.params.team_id}/members/${res.body.user_id}`,
+  updateTeamMember: (t) => `/v2/organizations/${t.org.slug}/teams/${t.params.team_id}/members/${t.params.user_id}`,
+  createTeamPipeline: (t, res) => `/v2/organizations/${t.org.slug}/teams/${t.params.team_id}/pipelines/${res.body.pipeline_id}`,
+  updateTeamPipeline: (t) => `/v2/organizations/${t.org.slug}/teams/${t.params.team_id}/pipelines/${t.params.pipeline_id}`,
+  createTeamSuite: (t, res) => `/v2/organizations/${t.org.slug}/teams/${t.params.team_id}/suites/${res.body.suite_id}`,
+  updateTeamSuite: (t) => `/v2/organizations/${t.org.slug}/teams/${t.params.team_id}/suites/${t.params.suite_id}`,
+  updateOrganizationMember: (t) => `/v2/organizations/${t.org.slug}/members/${t.params.user_id}`,
 };
 const NOT_READ_BACK: Record<string, string> = {
   deliverWebhook: "the body is the provider's event, not a resource: only the prototype cases apply (the builds it makes are createBuild's)",

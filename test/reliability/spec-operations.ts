@@ -106,6 +106,10 @@ export const PARAM_KINDS = [
   'build_id',
   'template_uuid',
   'schedule_id',
+  'team_id',
+  'user_id',
+  'pipeline_id',
+  'suite_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -125,6 +129,10 @@ export function missingParam(kind: ParamKind): string {
     case 'artifact_id':
     case 'template_uuid':
     case 'schedule_id':
+    case 'team_id':
+    case 'user_id':
+    case 'pipeline_id':
+    case 'suite_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -332,6 +340,11 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     build_id: lastBuild?.id ?? crypto.randomUUID(),
     template_uuid: template.body.uuid as string,
     schedule_id: schedule.body.id as string,
+    team_id: team.id,
+    // The admin is a member of the team and of the organization; the team reaches the pipeline and the suite.
+    user_id: admin.id,
+    pipeline_id: p.body.id,
+    suite_id: s.body.id,
   };
   return {
     label,
@@ -496,6 +509,31 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getPipelineSchedule: undefined,
   updatePipelineSchedule: () => ({ label: 'changed', cronline: '@weekly' }),
   deletePipelineSchedule: undefined,
+  listTeams: undefined,
+  createTeam: () => ({ name: `Made ${crypto.randomBytes(3).toString('hex')}`, description: 'made', privacy: 'visible' }),
+  getTeam: undefined,
+  updateTeam: () => ({ description: 'changed' }),
+  deleteTeam: undefined,
+  listTeamMembers: undefined,
+  // The admin is already a member: a second add is a 422 after the body is read (the matrices need only the body's shape).
+  createTeamMember: (t) => ({ user_id: t.admin.id, role: 'member' }),
+  getTeamMember: undefined,
+  updateTeamMember: () => ({ role: 'maintainer' }),
+  deleteTeamMember: undefined,
+  listTeamPipelines: undefined,
+  createTeamPipeline: (t) => ({ pipeline_id: t.pipeline.id, access_level: 'read_only' }),
+  getTeamPipeline: undefined,
+  updateTeamPipeline: () => ({ access_level: 'manage_build_and_read' }),
+  deleteTeamPipeline: undefined,
+  listTeamSuites: undefined,
+  createTeamSuite: (t) => ({ suite_id: t.suite.id, access_level: ['read'] }),
+  getTeamSuite: undefined,
+  updateTeamSuite: () => ({ access_level: ['read', 'edit'] }),
+  deleteTeamSuite: undefined,
+  listOrganizationMembers: undefined,
+  getOrganizationMember: undefined,
+  updateOrganizationMember: () => ({ sso_mode: 'optional' }),
+  removeOrganizationMember: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */
