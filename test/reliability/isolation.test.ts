@@ -330,7 +330,17 @@ describeEachDatabase('team isolation inside an organization', (ctx) => {
 const PIPELINE_LEVELS = ['read_only', 'build_and_read', 'manage_build_and_read'] as const;
 const SUITE_LEVELS = ['read', 'edit'] as const;
 /** Operations on a pipeline's path that change the pipeline itself (everything else that writes is a build's). */
-const EDITS_PIPELINE = ['updatePipeline', 'deletePipeline', 'archivePipeline', 'unarchivePipeline', 'addPipelineWebhook'];
+/** Pipeline writes that change its settings (full access); a pipeline's schedules are settings, as in the real service. */
+const EDITS_PIPELINE = [
+  'updatePipeline',
+  'deletePipeline',
+  'archivePipeline',
+  'unarchivePipeline',
+  'addPipelineWebhook',
+  'createPipelineSchedule',
+  'updatePipelineSchedule',
+  'deletePipelineSchedule',
+];
 
 function levelNeeded(op: { operationId: string; method: string; pathParams: string[] }): string {
   const onPipeline = op.pathParams.includes('pipeline_slug');
