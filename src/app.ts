@@ -11,6 +11,7 @@ import { agentArtifactRoutes } from './agent-api/artifacts';
 import { agentMetaDataRoutes } from './agent-api/meta-data';
 import { ANNOTATION_BODY_PATHS, annotationRoutes, annotationRequestLimit } from './annotations/routes';
 import { agentRoutes } from './agents/routes';
+import { clusterRoutes } from './clusters/routes';
 import { artifactRoutes } from './artifacts/routes';
 import { ARTIFACT_UPLOADS_PATH, parseArtifactUpload } from './artifacts/upload';
 import { jobRoutes } from './builds/jobs/routes';
@@ -57,6 +58,7 @@ export interface AppDeps extends Pick<
   | 'metaData'
   | 'rateLimiter'
   | 'artifacts'
+  | 'clusters'
 > {
   logger: Logger;
   publicUrl: string;
@@ -188,6 +190,7 @@ export function createApp(deps: AppDeps): express.Express {
   const testEngineRuns: TestEngineRuns = async (actor, ids) =>
     new Map([...(await deps.suites.runsOfBuilds(actor, ids))].map(([id, runs]) => [id, serializeTestEngine(runs)]));
   app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids), testEngineRuns));
+  app.use(clusterRoutes(deps.clusters, deps.publicUrl));
   app.use(agentRoutes(deps.agents, async (agents) => serializeHeldJobs(await deps.agentWork.heldJobs(agents), deps.publicUrl), deps.publicUrl));
   app.use(agentApiRoutes(deps.agents, deps.agentWork, deps.pipelineUploads, deps.publicUrl));
   app.use(jobRoutes(deps.jobs, deps.publicUrl));

@@ -38,6 +38,10 @@ export const SCOPES = [
   'read_job_env',
   'read_artifacts',
   'write_artifacts',
+  'read_clusters',
+  'write_clusters',
+  'read_secret_details',
+  'write_secrets',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

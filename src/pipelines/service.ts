@@ -8,6 +8,7 @@ import type { components } from '../../generated/api';
 import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
 import type { OrganizationService } from '../organizations/service';
 import { sha256Hex, type Keys } from '../security/keys';
+import type { ClusterService } from '../clusters/service';
 import { validateBranchFilter } from './branch-filter';
 import { normaliseVisualSteps, parseConfiguration, type ParsedConfiguration, type Step } from './configuration';
 import type { GitHubHooks } from './github';
@@ -31,6 +32,8 @@ export type PipelineInput = components['schemas']['PipelineWritable'] & Partial<
 export interface PipelineServiceOptions {
   publicUrl: string;
   github: GitHubHooks;
+  /** What a pipeline's `cluster_id` must name: a cluster of its organization. */
+  clusters?: Pick<ClusterService, 'exists'>;
 }
 
 export class PipelineService {
@@ -147,6 +150,7 @@ export class PipelineService {
     const notices: string[] = [];
     const stepsAndEnv = this.stepsAndEnv(input, null, errors, notices);
     const teams = await this.teamsFor(actor, input, errors);
+    await this.checkCluster(actor, input, errors);
     const timeouts = timeoutsOf(input);
     this.checkTimeouts(timeouts.default ?? null, timeouts.maximum ?? null, errors);
     if (errors.length) throw new ValidationError(errors);
@@ -218,6 +222,7 @@ export class PipelineService {
     const notices: string[] = [];
     const stepsAndEnv = this.stepsAndEnv(input, current, errors, notices);
     if (stepsAndEnv) Object.assign(changes, stepsAndEnv);
+    await this.checkCluster(actor, input, errors);
 
     const copy = <K extends keyof PipelineFields>(key: K, value: PipelineFields[K] | undefined) => {
       if (value !== undefined) changes[key] = value;
@@ -357,6 +362,13 @@ export class PipelineService {
     let steps = current?.steps ?? [];
     if (input.steps !== undefined) collect(() => (steps = normaliseVisualSteps(input.steps!)));
     return { configuration: null, steps, env: input.env ?? current?.env ?? {} };
+  }
+
+  /** A `cluster_id` (other than empty, which means none) must name a cluster of the organization. */
+  private async checkCluster(actor: Actor, input: PipelineInput, errors: FieldError[]): Promise<void> {
+    const id = emptyToNull(input.cluster_id);
+    if (id && this.opts.clusters && !(await this.opts.clusters.exists(actor.organization.id, id)))
+      errors.push({ field: 'cluster_id', code: 'is not a cluster of this organization' });
   }
 
   private async teamsFor(actor: Actor, input: PipelineInput, errors: FieldError[]): Promise<{ teamId: string; accessLevel: AccessLevel }[]> {

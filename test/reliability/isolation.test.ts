@@ -29,14 +29,24 @@ const operations = specOperations();
 
 /** Request-body properties that carry the id of another object, per operation. */
 const BODY_REFERENCES: Record<string, Record<string, (id: string) => unknown>> = {
-  createPipeline: { teams: (id) => [id], team_uuids: (id) => [id], 'teams[].id': (id) => [{ id, access_level: 'read_only' }] },
+  createPipeline: {
+    teams: (id) => [id],
+    team_uuids: (id) => [id],
+    'teams[].id': (id) => [{ id, access_level: 'read_only' }],
+    cluster_id: (id) => id,
+  },
   createSuite: { team_ids: (id) => [id], teams_ids: (id) => [id] },
+  updatePipeline: { cluster_id: (id) => id },
+  updateCluster: { default_queue_id: (id) => id },
+};
+/** The object of B a body property names (B's team unless listed). */
+const REFERENCED: Record<string, (t: Tenant) => string> = {
+  cluster_id: (t) => t.cluster.id,
+  default_queue_id: (t) => t.cluster.queueId,
 };
 /** Body properties whose names look like references but are not: each says why. */
 const NOT_REFERENCES: Record<string, string> = {
-  'createPipeline.cluster_id': 'an opaque label stored as given; Windsock has no clusters',
   'createPipeline.pipeline_template_uuid': 'an opaque label stored as given; Windsock has no templates',
-  'updatePipeline.cluster_id': 'as above',
   'updatePipeline.pipeline_template_uuid': 'as above',
   'createBuild.pull_request_id': "the provider's pull request number, not a Windsock object",
   'uploadPipeline.uuid': "the agent's own id for the upload (idempotency), not a Windsock object",
@@ -163,12 +173,13 @@ describeEachDatabase('tenant isolation', (ctx) => {
       const { teams: _t, team_ids: _i, ...rest } = BODIES[opId]!(a) as Record<string, unknown>;
       return { ...rest, [field]: value };
     };
-    const res = await send(ctx(), op, fillPath(op, a.params), a.token, bodyWith(make(b.team.id)));
+    const bId = (REFERENCED[field] ?? ((t: Tenant) => t.team.id))(b);
+    const res = await send(ctx(), op, fillPath(op, a.params), a.token, bodyWith(make(bId)));
     const ref = await send(ctx(), op, fillPath(op, a.params), a.token, bodyWith(make(unknown)));
     requests += 2;
     expect(ref.status).toBe(422);
     expect(res.status).toBe(422);
-    expect(res.text.replaceAll(b.team.id, 'ID')).toBe(ref.text.replaceAll(unknown, 'ID'));
+    expect(res.text.replaceAll(bId, 'ID')).toBe(ref.text.replaceAll(unknown, 'ID'));
   });
 
   it("uploads with A's suite token land in A's suite whatever the body names", async () => {

@@ -105,6 +105,8 @@ describeEachDatabase(
         'suite API token': t.suiteToken,
         'agent registration token': t.agentRegistrationToken,
         'agent access token': t.agent.token,
+        'cluster agent token': t.cluster.token,
+        "cluster agent's access token": t.cluster.agent.token,
         'webhook token': t.params.token,
         'webhook secret': hooks.at(-1)!.secret,
         'root secret': ROOT_SECRET,

@@ -104,6 +104,9 @@ export const PARAM_KINDS = [
   'context',
   'artifact_id',
   'build_id',
+  'cluster_id',
+  'queue_id',
+  'token_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -121,6 +124,9 @@ export function missingParam(kind: ParamKind): string {
     case 'job_id':
     case 'annotation_id':
     case 'artifact_id':
+    case 'cluster_id':
+    case 'queue_id':
+    case 'token_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -152,6 +158,8 @@ export interface Tenant {
   /** The organization's agent registration token, and a connected agent with its access token. */
   agentRegistrationToken: string;
   agent: { id: string; token: string };
+  /** A cluster with its default queue and an agent token, and an agent registered with that token. */
+  cluster: { id: string; queueId: string; tokenId: string; token: string; agent: { id: string; token: string } };
   /** Every identifier of this tenant's objects: none may show up in another tenant's answers. */
   identifiers: string[];
 }
@@ -297,6 +305,40 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
         .send({ body: `${org.slug}: ${tag}`, context: 'fixture' })
     : undefined;
   if (annotation) check(annotation, 201, 'create annotation');
+  // A cluster, its default queue, an agent token of it and an agent registered with that token.
+  const clusters = `${base}/clusters`;
+  const cl = await ctx
+    .http()
+    .post(clusters)
+    .set(auth(token))
+    .send({ name: `Cluster ${tag}`, description: `${org.slug}: ${tag}` });
+  check(cl, 201, 'create cluster');
+  const cq = await ctx
+    .http()
+    .post(`${clusters}/${cl.body.id}/queues`)
+    .set(auth(token))
+    .send({ key: 'default', description: `${org.slug}: ${tag}` });
+  check(cq, 201, 'create cluster queue');
+  check(await ctx.http().put(`${clusters}/${cl.body.id}`).set(auth(token)).send({ default_queue_id: cq.body.id }), 200, 'set default queue');
+  const ct = await ctx
+    .http()
+    .post(`${clusters}/${cl.body.id}/tokens`)
+    .set(auth(token))
+    .send({ description: `Cluster agents ${tag}` });
+  check(ct, 201, 'create cluster token');
+  const creg = await ctx
+    .http()
+    .post('/v3/register')
+    .set(agentAuth(ct.body.token))
+    .send({ name: `cluster-agent-${tag}` });
+  check(creg, 201, 'register cluster agent');
+  const cluster = {
+    id: cl.body.id as string,
+    queueId: cq.body.id as string,
+    tokenId: ct.body.id as string,
+    token: ct.body.token as string,
+    agent: { id: creg.body.id as string, token: creg.body.access_token as string },
+  };
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -311,6 +353,9 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     context: 'fixture',
     artifact_id: artifacts.get(builds[builds.length - 1]?.jobIds[0] ?? '') ?? crypto.randomUUID(),
     build_id: lastBuild?.id ?? crypto.randomUUID(),
+    cluster_id: cluster.id,
+    queue_id: cluster.queueId,
+    token_id: cluster.tokenId,
   };
   return {
     label,
@@ -325,7 +370,12 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     suiteToken,
     agentRegistrationToken,
     agent,
+    cluster,
     identifiers: [
+      cluster.id,
+      cluster.queueId,
+      cluster.tokenId,
+      cluster.agent.id,
       org.id,
       org.slug,
       admin.id,
@@ -460,6 +510,23 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   createArtifacts: () => ({ artifacts: [{ path: 'made.txt', file_size: 4, sha1sum: 'a'.repeat(40) }] }),
   updateArtifacts: (t) => ({ artifacts: [{ id: t.params.artifact_id, state: 'finished' }] }),
   searchArtifacts: undefined,
+  listClusters: undefined,
+  createCluster: () => ({ name: `Made ${crypto.randomBytes(3).toString('hex')}`, description: 'made', emoji: ':x:', color: '#FFFFFF' }),
+  getCluster: undefined,
+  updateCluster: () => ({ description: 'changed' }),
+  deleteCluster: undefined,
+  listClusterQueues: undefined,
+  createClusterQueue: () => ({ key: `made-${crypto.randomBytes(3).toString('hex')}`, description: 'made' }),
+  getClusterQueue: undefined,
+  updateClusterQueue: () => ({ description: 'changed' }),
+  deleteClusterQueue: undefined,
+  pauseClusterQueueDispatch: () => ({ note: 'made' }),
+  resumeClusterQueueDispatch: undefined,
+  listClusterAgentTokens: undefined,
+  createClusterAgentToken: () => ({ description: 'made', allowed_ip_addresses: '10.0.0.0/8' }),
+  getClusterAgentToken: undefined,
+  updateClusterAgentToken: () => ({ description: 'changed' }),
+  revokeClusterAgentToken: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */
@@ -512,6 +579,7 @@ const OWNER_COLUMNS: Record<string, string> = {
   team_id: 'teams',
   access_token_id: 'access_tokens',
   job_id: 'jobs',
+  cluster_id: 'clusters',
 };
 /** Tables whose rows belong to the organizations their `user_id` is a member of. */
 const OWNED_THROUGH_USER = ['access_tokens'];

@@ -21,6 +21,7 @@ import * as artifacts from './20261125140000_artifacts';
 import * as annotations from './20261125150000_annotations';
 import * as testRunWindows from './20261125160000_test_run_windows';
 import * as agentPause from './20261125170000_agent_pause';
+import * as clusters from './20261125181000_clusters';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -40,6 +41,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125150000_annotations': annotations,
   '20261125160000_test_run_windows': testRunWindows,
   '20261125170000_agent_pause': agentPause,
+  '20261125181000_clusters': clusters,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
