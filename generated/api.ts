@@ -1340,6 +1340,174 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/maintainers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List cluster maintainers
+         * @description The cluster's maintainers (users and teams), oldest first.
+         */
+        get: operations["listClusterMaintainers"];
+        put?: never;
+        /**
+         * Create a cluster maintainer
+         * @description Makes a user (a member of the organization) or a team of it a maintainer of the cluster: `{"user": UUID}` or `{"team": UUID}`. Maintainers manage the cluster, its queues, tokens and secrets. Organization administrators only.
+         */
+        post: operations["createClusterMaintainer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/maintainers/{maintainer_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                maintainer_id: components["parameters"]["MaintainerId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a cluster maintainer
+         * @description The maintainer assignment.
+         */
+        get: operations["getClusterMaintainer"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a cluster maintainer
+         * @description The user or team no longer maintains the cluster. Organization administrators only.
+         */
+        delete: operations["deleteClusterMaintainer"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List secrets
+         * @description The cluster's secrets, oldest first: their details, never their values.
+         */
+        get: operations["listClusterSecrets"];
+        put?: never;
+        /**
+         * Create a secret
+         * @description A new secret of the cluster. The value is encrypted at rest and never returned by the API: only jobs of the cluster's pipelines read it (`buildkite-agent secret get`), when its policy allows. Administrators and the cluster's maintainers.
+         */
+        post: operations["createClusterSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/secrets/{secret_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                secret_id: components["parameters"]["SecretId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a secret
+         * @description The secret's details, never its value.
+         */
+        get: operations["getClusterSecret"];
+        /**
+         * Update a secret's description and access policy
+         * @description Changes the description or policy; `key` and `value` are refused here (a 422 each, as documented).
+         */
+        put: operations["updateClusterSecret"];
+        post?: never;
+        /**
+         * Delete a secret
+         * @description The secret and its value are deleted.
+         */
+        delete: operations["deleteClusterSecret"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/secrets/{secret_id}/value": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                secret_id: components["parameters"]["SecretId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Update a secret's value
+         * @description Replaces the encrypted value; the answer shows the details only.
+         */
+        put: operations["updateClusterSecretValue"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a secret for a job
+         * @description `buildkite-agent secret get KEY` (the agent's `GetSecret`, `GET jobs/{job_id}/secrets?key=KEY`):
+         *     the agent running the job reads a secret of its pipeline's cluster by key (case-insensitive),
+         *     when the secret's access policy allows the job. 404 when the job's pipeline is in no cluster
+         *     or its cluster has no such secret; 403 when the policy does not allow the job.
+         */
+        get: operations["getJobSecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/agent-tokens": {
         parameters: {
             query?: never;
@@ -3128,6 +3296,101 @@ export interface components {
             /** Format: date-time */
             expires_at?: string | null;
         };
+        ClusterMaintainer: {
+            /**
+             * Format: uuid
+             * @description The maintainer assignment's id.
+             */
+            readonly id: string;
+            /** @description The user or team that maintains the cluster. */
+            readonly actor: {
+                /** Format: uuid */
+                id: string;
+                graphql_id: string;
+                name: string;
+                email: string;
+                /** @constant */
+                type: "user";
+            } | {
+                /** Format: uuid */
+                id: string;
+                graphql_id: string;
+                slug: string;
+                /** @constant */
+                type: "team";
+            };
+        };
+        /** @description Exactly one of `user` and `team`. */
+        CreateClusterMaintainerRequest: {
+            /**
+             * Format: uuid
+             * @description A member of the organization.
+             */
+            user?: string;
+            /**
+             * Format: uuid
+             * @description A team of the organization.
+             */
+            team?: string;
+        };
+        /** @description A secret's details; its value is never returned. */
+        ClusterSecret: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string;
+            /** @description Set when the secret is created; fixed after. */
+            readonly key: string;
+            description: string | null;
+            /** @description The YAML access policy; null lets every job of the cluster read the secret. */
+            policy: string | null;
+            readonly url: string;
+            readonly cluster_url: string;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            readonly created_by: components["schemas"]["SecretUser"] | null;
+            readonly updated_at: components["schemas"]["IsoTimestamp"];
+            readonly updated_by: components["schemas"]["SecretUser"] | null;
+            /** @description When a job last read it. */
+            readonly last_read_at: components["schemas"]["IsoTimestamp"] | null;
+            readonly organization: {
+                /** Format: uuid */
+                id: string;
+                slug: string;
+                url: string;
+                web_url: string;
+            };
+        };
+        SecretUser: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            email: string;
+        };
+        CreateClusterSecretRequest: {
+            /** @description A letter, then letters, digits and underscores; not starting with `buildkite` or `bk` (any case); unique in the cluster regardless of case. */
+            key: string;
+            /** @description Less than 8 KiB; not blank. Never returned. */
+            value: string;
+            description?: string | null;
+            policy?: string | null;
+        };
+        UpdateClusterSecretRequest: {
+            description?: string | null;
+            policy?: string | null;
+            /** @description Refused: "The key parameter cannot be updated." */
+            key?: unknown;
+            /** @description Refused: "The value parameter cannot be updated on this endpoint." */
+            value?: unknown;
+        };
+        UpdateClusterSecretValueRequest: {
+            value: string;
+        };
+        JobSecret: {
+            /** @description The secret's key. */
+            name: string;
+            value: string;
+            /** Format: uuid */
+            uuid: string;
+        };
         CreateAgentTokenRequest: {
             /** @description What the token is for. */
             description: string;
@@ -4054,6 +4317,8 @@ export interface components {
         ClusterId: string;
         QueueId: string;
         ClusterTokenId: string;
+        MaintainerId: string;
+        SecretId: string;
         JobId: string;
         ArtifactId: string;
         /** @description The build's id (not its number). */
@@ -6429,6 +6694,377 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listClusterMaintainers: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterMaintainer"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createClusterMaintainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateClusterMaintainerRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterMaintainer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getClusterMaintainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                maintainer_id: components["parameters"]["MaintainerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterMaintainer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteClusterMaintainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                maintainer_id: components["parameters"]["MaintainerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listClusterSecrets: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterSecret"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createClusterSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateClusterSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getClusterSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                secret_id: components["parameters"]["SecretId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateClusterSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                secret_id: components["parameters"]["SecretId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteClusterSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                secret_id: components["parameters"]["SecretId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateClusterSecretValue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                secret_id: components["parameters"]["SecretId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterSecretValueRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getJobSecret: {
+        parameters: {
+            query: {
+                key: string;
+            };
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret's key (as `name`), its value and id. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

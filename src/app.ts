@@ -12,6 +12,7 @@ import { agentMetaDataRoutes } from './agent-api/meta-data';
 import { ANNOTATION_BODY_PATHS, annotationRoutes, annotationRequestLimit } from './annotations/routes';
 import { agentRoutes } from './agents/routes';
 import { clusterRoutes } from './clusters/routes';
+import { agentSecretRoutes } from './agent-api/secrets';
 import { artifactRoutes } from './artifacts/routes';
 import { ARTIFACT_UPLOADS_PATH, parseArtifactUpload } from './artifacts/upload';
 import { jobRoutes } from './builds/jobs/routes';
@@ -202,6 +203,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(agentMetaDataRoutes(deps.metaData));
   app.use(artifactRoutes(deps.artifacts, deps.publicUrl));
   app.use(agentArtifactRoutes(deps.artifacts, deps.publicUrl));
+  app.use(agentSecretRoutes(deps.clusters, deps.agentWork));
 
   app.use(() => {
     throw new NotFoundError('route');

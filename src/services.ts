@@ -107,7 +107,7 @@ export function createServices(o: ServiceOptions): Services {
   const orgs = new OrganizationRepository(db);
   const organizations = new OrganizationService(orgs);
   const clusterRepository = new ClusterRepository(db);
-  const clusters = new ClusterService(clusterRepository, o.clock);
+  const clusters = new ClusterService(clusterRepository, o.clock, keys);
   const pipelineRepository = new PipelineRepository(db);
   const pipelines = new PipelineService(pipelineRepository, organizations, keys, {
     publicUrl: o.publicUrl,

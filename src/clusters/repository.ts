@@ -43,6 +43,67 @@ export interface ClusterToken {
   createdAt: Date;
 }
 
+/** A user or a team that maintains a cluster. */
+export interface ClusterMaintainer {
+  id: string;
+  clusterId: string;
+  actor: { type: 'user'; id: string; name: string; email: string } | { type: 'team'; id: string; slug: string };
+  createdAt: Date;
+}
+
+function maintainerFromRow(r: Record<string, unknown>): ClusterMaintainer {
+  return {
+    id: r.id as string,
+    clusterId: r.cluster_id as string,
+    actor: r.user_id
+      ? { type: 'user', id: r.user_id as string, name: r.user_name as string, email: r.user_email as string }
+      : { type: 'team', id: r.team_id as string, slug: r.team_slug as string },
+    createdAt: toDate(r.created_at),
+  };
+}
+
+/** A secret's details; its value stays sealed (`valueSealed`) and is never serialized. */
+export interface ClusterSecret {
+  id: string;
+  clusterId: string;
+  key: string;
+  description: string | null;
+  policy: string | null;
+  createdBy: User | null;
+  createdAt: Date;
+  updatedBy: User | null;
+  updatedAt: Date;
+  lastReadAt: Date | null;
+}
+
+function secretFromRow(r: Record<string, unknown>): ClusterSecret {
+  return {
+    id: r.id as string,
+    clusterId: r.cluster_id as string,
+    key: r.key as string,
+    description: (r.description as string | null) ?? null,
+    policy: (r.policy as string | null) ?? null,
+    createdBy: userOrNull(r, 'cb'),
+    createdAt: toDate(r.created_at),
+    updatedBy: userOrNull(r, 'ub'),
+    updatedAt: toDate(r.updated_at),
+    lastReadAt: toDateOrNull(r.last_read_at),
+  };
+}
+
+/** A job, as a secret's policy judges it, and the cluster its pipeline was in when it was created. */
+export interface JobSecretContext {
+  clusterId: string | null;
+  pipelineId: string;
+  pipelineSlug: string;
+  buildSource: string;
+  buildBranch: string;
+  creatorEmail: string | null;
+  creatorTeamIds: string[];
+  clusterQueueId: string | null;
+  clusterQueueKey: string | null;
+}
+
 /** What a registration with a cluster token needs to know of it. */
 export interface ClusterTokenGrant {
   tokenId: string;
@@ -274,6 +335,176 @@ export class ClusterRepository {
       .where('q.id', queueId)
       .first('q.key as key', 'q.dispatch_paused_at as paused_at', 'd.key as default_key');
     return row ? { key: row.key as string, paused: row.paused_at != null, defaultQueueKey: (row.default_key as string | null) ?? null } : null;
+  }
+
+  /* Maintainers */
+
+  private maintainers(): Knex.QueryBuilder {
+    return this.db('cluster_maintainers as m')
+      .leftJoin('users as u', 'u.id', 'm.user_id')
+      .leftJoin('teams as t', 't.id', 'm.team_id')
+      .select('m.*', 'u.name as user_name', 'u.email as user_email', 't.slug as team_slug');
+  }
+
+  async insertMaintainer(m: { id: string; clusterId: string; userId: string | null; teamId: string | null; createdAt: Date }): Promise<void> {
+    await this.db('cluster_maintainers').insert({ id: m.id, cluster_id: m.clusterId, user_id: m.userId, team_id: m.teamId, created_at: m.createdAt });
+  }
+
+  async findMaintainer(clusterId: string, id: string): Promise<ClusterMaintainer | null> {
+    const row = await this.maintainers().where({ 'm.cluster_id': clusterId, 'm.id': id }).first();
+    return row ? maintainerFromRow(row) : null;
+  }
+
+  async findMaintainerOf(clusterId: string, target: { userId: string | null; teamId: string | null }): Promise<{ id: string } | null> {
+    const q = this.db('cluster_maintainers').where({ cluster_id: clusterId });
+    if (target.userId) q.where({ user_id: target.userId });
+    else q.where({ team_id: target.teamId });
+    return ((await q.first('id')) as { id: string } | undefined) ?? null;
+  }
+
+  async listMaintainers(clusterId: string, offset: number, limit: number): Promise<ClusterMaintainer[]> {
+    const rows = await this.maintainers()
+      .where({ 'm.cluster_id': clusterId })
+      .orderBy([
+        { column: 'm.created_at', order: 'asc' },
+        { column: 'm.id', order: 'asc' },
+      ])
+      .offset(offset)
+      .limit(limit);
+    return rows.map(maintainerFromRow);
+  }
+
+  async deleteMaintainer(id: string): Promise<void> {
+    await this.db('cluster_maintainers').where({ id }).delete();
+  }
+
+  /** Whether the user maintains the cluster, as a maintainer or a member of a maintaining team. */
+  async isMaintainer(clusterId: string, userId: string): Promise<boolean> {
+    const direct = await this.db('cluster_maintainers').where({ cluster_id: clusterId, user_id: userId }).first('id');
+    if (direct) return true;
+    const viaTeam = await this.db('cluster_maintainers as m')
+      .join('team_members as tm', 'tm.team_id', 'm.team_id')
+      .where({ 'm.cluster_id': clusterId, 'tm.user_id': userId })
+      .first('m.id');
+    return viaTeam !== undefined;
+  }
+
+  /** Whether the user is a member of the organization. */
+  async isMemberOf(organizationId: string, userId: string): Promise<boolean> {
+    return (await this.db('organization_members').where({ organization_id: organizationId, user_id: userId }).first('user_id')) !== undefined;
+  }
+
+  /** Whether the team is one of the organization's. */
+  async isTeamOf(organizationId: string, teamId: string): Promise<boolean> {
+    return (await this.db('teams').where({ organization_id: organizationId, id: teamId }).first('id')) !== undefined;
+  }
+
+  /* Secrets */
+
+  private secrets(): Knex.QueryBuilder {
+    return withUser(withUser(this.db('cluster_secrets as s').select('s.*'), 'cb', 's.created_by_id'), 'ub', 's.updated_by_id');
+  }
+
+  async insertSecret(s: {
+    id: string;
+    clusterId: string;
+    key: string;
+    description: string | null;
+    policy: string | null;
+    valueSealed: string;
+    byId: string;
+    at: Date;
+  }): Promise<void> {
+    await this.db('cluster_secrets').insert({
+      id: s.id,
+      cluster_id: s.clusterId,
+      key: s.key,
+      key_upper: s.key.toUpperCase(),
+      description: s.description,
+      policy: s.policy,
+      value_encrypted: s.valueSealed,
+      created_by_id: s.byId,
+      created_at: s.at,
+      updated_by_id: null,
+      updated_at: s.at,
+    });
+  }
+
+  async findSecret(clusterId: string, id: string): Promise<ClusterSecret | null> {
+    const row = await this.secrets().where({ 's.cluster_id': clusterId, 's.id': id }).first();
+    return row ? secretFromRow(row) : null;
+  }
+
+  async secretKeyTaken(clusterId: string, key: string): Promise<boolean> {
+    return (await this.db('cluster_secrets').where({ cluster_id: clusterId, key_upper: key.toUpperCase() }).first('id')) !== undefined;
+  }
+
+  async listSecrets(clusterId: string, offset: number, limit: number): Promise<ClusterSecret[]> {
+    const rows = await this.secrets()
+      .where({ 's.cluster_id': clusterId })
+      .orderBy([
+        { column: 's.created_at', order: 'asc' },
+        { column: 's.id', order: 'asc' },
+      ])
+      .offset(offset)
+      .limit(limit);
+    return rows.map(secretFromRow);
+  }
+
+  async updateSecret(id: string, fields: Partial<Record<'description' | 'policy' | 'value_encrypted', string | null>>, byId: string, at: Date): Promise<void> {
+    await this.db('cluster_secrets')
+      .where({ id })
+      .update({ ...fields, updated_by_id: byId, updated_at: at });
+  }
+
+  async deleteSecret(id: string): Promise<void> {
+    await this.db('cluster_secrets').where({ id }).delete();
+  }
+
+  /** A secret of the cluster by key, regardless of case, with its sealed value and policy. */
+  async secretByKey(clusterId: string, key: string): Promise<{ id: string; key: string; policy: string | null; valueSealed: string } | null> {
+    const row = await this.db('cluster_secrets').where({ cluster_id: clusterId, key_upper: key.toUpperCase() }).first('id', 'key', 'policy', 'value_encrypted');
+    return row
+      ? { id: row.id as string, key: row.key as string, policy: (row.policy as string | null) ?? null, valueSealed: row.value_encrypted as string }
+      : null;
+  }
+
+  async secretRead(id: string, at: Date): Promise<void> {
+    await this.db('cluster_secrets').where({ id }).update({ last_read_at: at });
+  }
+
+  /** The job as a secret's policy sees it: its pipeline, build, creator and the creator's teams, its cluster and queue. */
+  async jobSecretContext(jobId: string): Promise<JobSecretContext | null> {
+    const row = await this.db('jobs as j')
+      .join('builds as b', 'b.id', 'j.build_id')
+      .join('pipelines as p', 'p.id', 'b.pipeline_id')
+      .leftJoin('users as u', 'u.id', 'b.creator_id')
+      .leftJoin('cluster_queues as q', 'q.id', 'j.cluster_queue_id')
+      .where('j.id', jobId)
+      .first(
+        'j.cluster_id as cluster_id',
+        'j.cluster_queue_id as queue_id',
+        'q.key as queue_key',
+        'p.id as pipeline_id',
+        'p.slug as pipeline_slug',
+        'b.source as source',
+        'b.branch as branch',
+        'b.creator_id as creator_id',
+        'u.email as creator_email',
+      );
+    if (!row) return null;
+    const teams = row.creator_id ? ((await this.db('team_members').where({ user_id: row.creator_id }).pluck('team_id')) as string[]) : [];
+    return {
+      clusterId: (row.cluster_id as string | null) ?? null,
+      pipelineId: row.pipeline_id as string,
+      pipelineSlug: row.pipeline_slug as string,
+      buildSource: row.source as string,
+      buildBranch: row.branch as string,
+      creatorEmail: (row.creator_email as string | null) ?? null,
+      creatorTeamIds: teams,
+      clusterQueueId: (row.queue_id as string | null) ?? null,
+      clusterQueueKey: (row.queue_key as string | null) ?? null,
+    };
   }
 
   /* Agent tokens */

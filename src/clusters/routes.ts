@@ -2,7 +2,7 @@
 import { actorOf } from '../http/auth';
 import { operationRouter } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
-import { serializeCluster, serializeClusterQueue, serializeClusterToken } from './serialize';
+import { serializeCluster, serializeClusterMaintainer, serializeClusterQueue, serializeClusterSecret, serializeClusterToken } from './serialize';
 import type { ClusterService } from './service';
 
 export function clusterRoutes(service: ClusterService, publicUrl: string) {
@@ -74,6 +74,61 @@ export function clusterRoutes(service: ClusterService, publicUrl: string) {
   api.on('resumeClusterQueueDispatch', async (req, res) => {
     const actor = actorOf(res);
     res.json(serializeClusterQueue(await service.resumeQueue(actor, req.params.cluster_id, req.params.queue_id), publicUrl, actor.organization.slug));
+  });
+
+  api.on('listClusterMaintainers', async (req, res) => {
+    const page = pageRequest(req);
+    const items = await service.listMaintainers(actorOf(res), req.params.cluster_id, page.offset, page.perPage + 1);
+    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+    res.json(items.slice(0, page.perPage).map(serializeClusterMaintainer));
+  });
+
+  api.on('createClusterMaintainer', async (req, res) => {
+    res.status(201).json(serializeClusterMaintainer(await service.createMaintainer(actorOf(res), req.params.cluster_id, req.body)));
+  });
+
+  api.on('getClusterMaintainer', async (req, res) => {
+    res.json(serializeClusterMaintainer(await service.getMaintainer(actorOf(res), req.params.cluster_id, req.params.maintainer_id)));
+  });
+
+  api.on('deleteClusterMaintainer', async (req, res) => {
+    await service.deleteMaintainer(actorOf(res), req.params.cluster_id, req.params.maintainer_id);
+    res.status(204).end();
+  });
+
+  api.on('listClusterSecrets', async (req, res) => {
+    const actor = actorOf(res);
+    const page = pageRequest(req);
+    const items = await service.listSecrets(actor, req.params.cluster_id, page.offset, page.perPage + 1);
+    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+    res.json(items.slice(0, page.perPage).map((s) => serializeClusterSecret(s, publicUrl, actor.organization)));
+  });
+
+  api.on('createClusterSecret', async (req, res) => {
+    const actor = actorOf(res);
+    res.status(201).json(serializeClusterSecret(await service.createSecret(actor, req.params.cluster_id, req.body), publicUrl, actor.organization));
+  });
+
+  api.on('getClusterSecret', async (req, res) => {
+    const actor = actorOf(res);
+    res.json(serializeClusterSecret(await service.getSecret(actor, req.params.cluster_id, req.params.secret_id), publicUrl, actor.organization));
+  });
+
+  api.on('updateClusterSecret', async (req, res) => {
+    const actor = actorOf(res);
+    const secret = await service.updateSecret(actor, req.params.cluster_id, req.params.secret_id, req.body);
+    res.json(serializeClusterSecret(secret, publicUrl, actor.organization));
+  });
+
+  api.on('updateClusterSecretValue', async (req, res) => {
+    const actor = actorOf(res);
+    const secret = await service.updateSecretValue(actor, req.params.cluster_id, req.params.secret_id, req.body.value);
+    res.json(serializeClusterSecret(secret, publicUrl, actor.organization));
+  });
+
+  api.on('deleteClusterSecret', async (req, res) => {
+    await service.deleteSecret(actorOf(res), req.params.cluster_id, req.params.secret_id);
+    res.status(204).end();
   });
 
   api.on('listClusterAgentTokens', async (req, res) => {

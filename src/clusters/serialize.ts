@@ -2,7 +2,8 @@
 import type { components } from '../../generated/api';
 import { graphqlId, isoTime } from '../http/format';
 import { serializeCreator } from '../user/serialize';
-import type { Cluster, ClusterQueue, ClusterToken } from './repository';
+import type { User } from '../core/identity';
+import type { Cluster, ClusterMaintainer, ClusterQueue, ClusterSecret, ClusterToken } from './repository';
 
 type S = components['schemas'];
 
@@ -67,5 +68,38 @@ export function serializeClusterToken(t: ClusterToken, publicUrl: string, orgSlu
     cluster_url: clusterUrl(publicUrl, orgSlug, t.clusterId),
     created_at: isoTime(t.createdAt),
     created_by: serializeCreator(t.createdBy),
+  };
+}
+
+/** A maintainer assignment: the user (name and email) or the team (slug) it names. */
+export function serializeClusterMaintainer(m: ClusterMaintainer): S['ClusterMaintainer'] {
+  const a = m.actor;
+  return {
+    id: m.id,
+    actor:
+      a.type === 'user'
+        ? { id: a.id, graphql_id: graphqlId('User', a.id), name: a.name, email: a.email, type: 'user' }
+        : { id: a.id, graphql_id: graphqlId('Team', a.id), slug: a.slug, type: 'team' },
+  };
+}
+
+const secretUser = (u: User | null) => (u ? { id: u.id, name: u.name, email: u.email } : null);
+
+/** A secret's details as documented: never its value (the domain object does not carry it). */
+export function serializeClusterSecret(s: ClusterSecret, publicUrl: string, org: { id: string; slug: string }): S['ClusterSecret'] {
+  return {
+    id: s.id,
+    graphql_id: graphqlId('Secret', s.id),
+    key: s.key,
+    description: s.description,
+    policy: s.policy,
+    url: `${clusterUrl(publicUrl, org.slug, s.clusterId)}/secrets/${s.id}`,
+    cluster_url: clusterUrl(publicUrl, org.slug, s.clusterId),
+    created_at: isoTime(s.createdAt),
+    created_by: secretUser(s.createdBy),
+    updated_at: isoTime(s.updatedAt),
+    updated_by: secretUser(s.updatedBy),
+    last_read_at: s.lastReadAt ? isoTime(s.lastReadAt) : null,
+    organization: { id: org.id, slug: org.slug, url: `${publicUrl}/v2/organizations/${org.slug}`, web_url: `${publicUrl}/${org.slug}` },
   };
 }

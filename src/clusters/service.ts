@@ -9,9 +9,21 @@ import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import { AgentTokenError, ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../core/errors';
 import type { Actor } from '../core/identity';
-import { sha256Hex } from '../security/keys';
+import { sha256Hex, type Keys } from '../security/keys';
+import { secretBox, type SecretBox } from '../security/secret-box';
+import { parsePolicy, policyAllows, type Policy } from './policy';
 import { ipAllowed, normalizeAllowedIps, parseAllowedIps } from './allowed-ips';
-import type { Cluster, ClusterQueue, ClusterRepository, ClusterToken, ClusterTokenGrant, QueueDispatch, RetryAgentAffinity } from './repository';
+import type { ClusterSecret } from './repository';
+import type {
+  Cluster,
+  ClusterMaintainer,
+  ClusterQueue,
+  ClusterRepository,
+  ClusterToken,
+  ClusterTokenGrant,
+  QueueDispatch,
+  RetryAgentAffinity,
+} from './repository';
 
 type CreateClusterBody = components['schemas']['CreateClusterRequest'];
 type UpdateClusterBody = components['schemas']['UpdateClusterRequest'];
@@ -20,6 +32,9 @@ type UpdateQueueBody = components['schemas']['UpdateClusterQueueRequest'];
 type PauseQueueBody = components['schemas']['PauseClusterQueueRequest'];
 type CreateTokenBody = components['schemas']['CreateClusterAgentTokenRequest'];
 type UpdateTokenBody = components['schemas']['UpdateClusterAgentTokenRequest'];
+type MaintainerBody = components['schemas']['CreateClusterMaintainerRequest'];
+type CreateSecretBody = components['schemas']['CreateClusterSecretRequest'];
+type UpdateSecretBody = components['schemas']['UpdateClusterSecretRequest'];
 
 /** The queue a registration joins: its cluster and queue. */
 export interface ClusterMembership {
@@ -37,11 +52,22 @@ export interface JobQueues {
 
 const emptyToNull = (s: string | null | undefined): string | null | undefined => (s === undefined ? undefined : s === null || s.trim() === '' ? null : s);
 
+/** A secret's key: a letter, then letters, digits and underscores; not `buildkite…` or `bk…` (any case). */
+const SECRET_KEY = /^[A-Za-z][A-Za-z0-9_]*$/;
+/** A value is "less than 8 kilobytes". */
+const MAX_SECRET_VALUE_BYTES = 8 * 1024;
+
 export class ClusterService {
+  private readonly box: SecretBox | null;
+
   constructor(
     private readonly clusters: ClusterRepository,
     private readonly clock: () => Date = () => new Date(),
-  ) {}
+    /** Seals secret values (src/security/secret-box.ts); without keys no secret can be stored. */
+    keys: Keys | null = null,
+  ) {
+    this.box = keys ? secretBox(keys, 'cluster-secrets') : null;
+  }
 
   /* Reads: any member of the organization. */
 
@@ -55,8 +81,15 @@ export class ClusterService {
     return this.clusters.listClusters(actor.organization.id, offset, limit);
   }
 
-  /** The cluster, for a caller who may change it: organization administrators. */
+  /** The cluster, for a caller who may change it: organization administrators and the cluster's maintainers. */
   private async managed(actor: Actor, id: string): Promise<Cluster> {
+    const cluster = await this.get(actor, id);
+    if (actor.role !== 'admin' && !(await this.clusters.isMaintainer(cluster.id, actor.principal.user.id))) throw new ForbiddenError();
+    return cluster;
+  }
+
+  /** The cluster, for an organization administrator: creating and deleting clusters, naming their maintainers. */
+  private async administered(actor: Actor, id: string): Promise<Cluster> {
     const cluster = await this.get(actor, id);
     if (actor.role !== 'admin') throw new ForbiddenError();
     return cluster;
@@ -110,7 +143,7 @@ export class ClusterService {
 
   /** With its queues, tokens, maintainers and secrets; refused while pipelines or connected agents are in it. */
   async delete(actor: Actor, id: string): Promise<void> {
-    const cluster = await this.managed(actor, id);
+    const cluster = await this.administered(actor, id);
     const use = await this.clusters.inUse(cluster.id);
     if (use.pipelines) throw new UnprocessableError(`The cluster has ${use.pipelines} pipeline(s): move them to another cluster (or none) first.`);
     if (use.agents) throw new UnprocessableError(`The cluster has ${use.agents} connected agent(s): stop them first.`);
@@ -186,6 +219,158 @@ export class ClusterService {
     const queue = await this.managedQueue(actor, clusterId, id);
     if (!(await this.clusters.resumeQueue(queue.id))) throw new UnprocessableError('Cluster queue is not paused');
     return (await this.clusters.findQueue(clusterId, id))!;
+  }
+
+  /* Maintainers */
+
+  async listMaintainers(actor: Actor, clusterId: string, offset: number, limit: number): Promise<ClusterMaintainer[]> {
+    await this.get(actor, clusterId);
+    return this.clusters.listMaintainers(clusterId, offset, limit);
+  }
+
+  async getMaintainer(actor: Actor, clusterId: string, id: string): Promise<ClusterMaintainer> {
+    await this.get(actor, clusterId);
+    const maintainer = await this.clusters.findMaintainer(clusterId, id);
+    if (!maintainer) throw new NotFoundError('cluster maintainer');
+    return maintainer;
+  }
+
+  /** A user of the organization or a team of it, exactly one; each maintains a cluster once. */
+  async createMaintainer(actor: Actor, clusterId: string, body: MaintainerBody): Promise<ClusterMaintainer> {
+    await this.administered(actor, clusterId);
+    if ((body.user === undefined) === (body.team === undefined))
+      throw ValidationError.field(body.user === undefined ? 'user' : 'team', 'give exactly one of user and team');
+    const target = { userId: body.user ?? null, teamId: body.team ?? null };
+    if (target.userId && !(await this.clusters.isMemberOf(actor.organization.id, target.userId)))
+      throw ValidationError.field('user', 'is not a member of this organization');
+    if (target.teamId && !(await this.clusters.isTeamOf(actor.organization.id, target.teamId)))
+      throw ValidationError.field('team', 'is not a team of this organization');
+    if (await this.clusters.findMaintainerOf(clusterId, target)) throw ValidationError.field(target.userId ? 'user' : 'team', 'already maintains this cluster');
+    const id = crypto.randomUUID();
+    await this.clusters.insertMaintainer({ id, clusterId, ...target, createdAt: this.clock() });
+    return (await this.clusters.findMaintainer(clusterId, id))!;
+  }
+
+  async deleteMaintainer(actor: Actor, clusterId: string, id: string): Promise<void> {
+    await this.administered(actor, clusterId);
+    const maintainer = await this.clusters.findMaintainer(clusterId, id);
+    if (!maintainer) throw new NotFoundError('cluster maintainer');
+    await this.clusters.deleteMaintainer(maintainer.id);
+  }
+
+  /* Secrets: details for members, writes for administrators and maintainers, values for jobs only. */
+
+  async listSecrets(actor: Actor, clusterId: string, offset: number, limit: number): Promise<ClusterSecret[]> {
+    await this.get(actor, clusterId);
+    return this.clusters.listSecrets(clusterId, offset, limit);
+  }
+
+  async getSecret(actor: Actor, clusterId: string, id: string): Promise<ClusterSecret> {
+    await this.get(actor, clusterId);
+    const secret = await this.clusters.findSecret(clusterId, id);
+    if (!secret) throw new NotFoundError('secret');
+    return secret;
+  }
+
+  private sealer(): SecretBox {
+    if (!this.box) throw new Error('cluster secrets need the service keys');
+    return this.box;
+  }
+
+  private checkValue(value: unknown): string {
+    if (typeof value !== 'string' || !value.trim()) throw ValidationError.field('value', "can't be blank");
+    if (Buffer.byteLength(value, 'utf8') >= MAX_SECRET_VALUE_BYTES) throw ValidationError.field('value', 'must be less than 8 kilobytes');
+    return value;
+  }
+
+  private checkPolicy(policy: string | null | undefined): string | null | undefined {
+    if (policy === undefined || policy === null || !policy.trim()) return policy === undefined ? undefined : null;
+    const parsed = parsePolicy(policy);
+    if ('error' in parsed) throw ValidationError.field('policy', parsed.error);
+    return policy;
+  }
+
+  async createSecret(actor: Actor, clusterId: string, body: CreateSecretBody): Promise<ClusterSecret> {
+    await this.managed(actor, clusterId);
+    const key = body.key;
+    if (!SECRET_KEY.test(key)) throw ValidationError.field('key', 'must start with a letter and contain only letters, numbers and underscores');
+    if (/^(buildkite|bk)/i.test(key)) throw ValidationError.field('key', "can't start with buildkite or bk");
+    if (await this.clusters.secretKeyTaken(clusterId, key)) throw ValidationError.field('key', 'has already been taken');
+    const value = this.checkValue(body.value);
+    const policy = this.checkPolicy(body.policy) ?? null;
+    const id = crypto.randomUUID();
+    await this.clusters.insertSecret({
+      id,
+      clusterId,
+      key,
+      description: emptyToNull(body.description) ?? null,
+      policy,
+      valueSealed: this.sealer().seal(value, id),
+      byId: actor.principal.user.id,
+      at: this.clock(),
+    });
+    return (await this.clusters.findSecret(clusterId, id))!;
+  }
+
+  async updateSecret(actor: Actor, clusterId: string, id: string, body: UpdateSecretBody): Promise<ClusterSecret> {
+    await this.managed(actor, clusterId);
+    const secret = await this.clusters.findSecret(clusterId, id);
+    if (!secret) throw new NotFoundError('secret');
+    if (body.key !== undefined) throw new UnprocessableError('The key parameter cannot be updated.');
+    if (body.value !== undefined) throw new UnprocessableError('The value parameter cannot be updated on this endpoint.');
+    const fields: Parameters<ClusterRepository['updateSecret']>[1] = {};
+    if (body.description !== undefined) fields.description = emptyToNull(body.description) ?? null;
+    const policy = this.checkPolicy(body.policy);
+    if (policy !== undefined) fields.policy = policy;
+    await this.clusters.updateSecret(secret.id, fields, actor.principal.user.id, this.clock());
+    return (await this.clusters.findSecret(clusterId, id))!;
+  }
+
+  async updateSecretValue(actor: Actor, clusterId: string, id: string, value: string): Promise<ClusterSecret> {
+    await this.managed(actor, clusterId);
+    const secret = await this.clusters.findSecret(clusterId, id);
+    if (!secret) throw new NotFoundError('secret');
+    const sealed = this.sealer().seal(this.checkValue(value), secret.id);
+    await this.clusters.updateSecret(secret.id, { value_encrypted: sealed }, actor.principal.user.id, this.clock());
+    return (await this.clusters.findSecret(clusterId, id))!;
+  }
+
+  async deleteSecret(actor: Actor, clusterId: string, id: string): Promise<void> {
+    await this.managed(actor, clusterId);
+    const secret = await this.clusters.findSecret(clusterId, id);
+    if (!secret) throw new NotFoundError('secret');
+    await this.clusters.deleteSecret(secret.id);
+  }
+
+  /**
+   * The secret `key` (any case) for the job, which its agent is running (the caller checked):
+   * 404 when the job's pipeline is in no cluster or the cluster has no such secret, 403 when the
+   * secret's policy does not allow the job.
+   */
+  async secretForJob(jobId: string, key: string): Promise<{ id: string; key: string; value: string }> {
+    const job = await this.clusters.jobSecretContext(jobId);
+    if (!job || !job.clusterId) throw new NotFoundError('secret');
+    const secret = await this.clusters.secretByKey(job.clusterId, key);
+    if (!secret) throw new NotFoundError('secret');
+    const policy = secret.policy ? parsePolicy(secret.policy) : null;
+    // A stored policy was valid when written; one that no longer parses allows nobody.
+    const allowed =
+      policy === null ||
+      (!('error' in policy) &&
+        policyAllows(policy as Policy, {
+          pipeline_id: [job.pipelineId],
+          pipeline_slug: [job.pipelineSlug],
+          build_source: [job.buildSource],
+          build_branch: [job.buildBranch],
+          build_creator: job.creatorEmail ? [job.creatorEmail] : [],
+          build_creator_team: job.creatorTeamIds,
+          cluster_queue_id: job.clusterQueueId ? [job.clusterQueueId] : [],
+          cluster_queue_key: job.clusterQueueKey ? [job.clusterQueueKey] : [],
+        }));
+    if (!allowed) throw new ForbiddenError();
+    const value = this.sealer().open(secret.valueSealed, secret.id);
+    await this.clusters.secretRead(secret.id, this.clock());
+    return { id: secret.id, key: secret.key, value };
   }
 
   /* Agent tokens */

@@ -237,6 +237,45 @@ describeEachDatabase('clusters', (ctx) => {
     expect(list.body.map((x: { key: string }) => x.key)).toEqual(['linux']);
   });
 
+  it('lets maintainers (users and teams of the organization) manage a cluster, and only administrators name them', async () => {
+    const { org, token } = await ctx().givenAdmin({ teamsEnabled: true });
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    const url = `${base(org.slug)}/${cluster.id}`;
+    const alice = await ctx().givenUser(org, 'member');
+    const bob = await ctx().givenUser(org, 'member');
+    const team = await ctx().givenTeam(org, [bob]);
+    const aliceToken = await ctx().givenToken(alice, [org]);
+    const bobToken = await ctx().givenToken(bob, [org]);
+    expect((await ctx().http().put(url).set(auth(aliceToken)).send({ description: 'x' })).status).toBe(403);
+
+    const asUser = await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ user: alice.id });
+    expect(asUser.status).toBe(201);
+    expect(asUser.body).toEqual({
+      id: expect.any(String),
+      actor: { id: alice.id, graphql_id: Buffer.from(`User---${alice.id}`).toString('base64'), name: alice.name, email: alice.email, type: 'user' },
+    });
+    const asTeam = await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ team: team.id });
+    expect(asTeam.body.actor).toEqual({ id: team.id, graphql_id: Buffer.from(`Team---${team.id}`).toString('base64'), slug: team.slug, type: 'team' });
+    expect((await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ user: alice.id })).status).toBe(422);
+    expect((await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ user: alice.id, team: team.id })).status).toBe(422);
+    expect((await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({})).status).toBe(422);
+    const stranger = await ctx().givenUser();
+    const notMember = await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ user: stranger.id });
+    expect(notMember.body.errors).toEqual([{ field: 'user', code: 'is not a member of this organization' }]);
+    // Maintainers manage; they do not name maintainers or delete the cluster.
+    expect((await ctx().http().post(`${url}/maintainers`).set(auth(aliceToken)).send({ user: bob.id })).status).toBe(403);
+    expect((await ctx().http().put(url).set(auth(aliceToken)).send({ description: 'by alice' })).status).toBe(200);
+    expect((await ctx().http().post(`${url}/queues`).set(auth(bobToken)).send({ key: 'bobs' })).status).toBe(201);
+    expect((await ctx().http().delete(url).set(auth(bobToken))).status).toBe(403);
+
+    const list = await ctx().http().get(`${url}/maintainers`).set(auth(aliceToken));
+    expect(list.body.map((m: { actor: { type: string } }) => m.actor.type)).toEqual(['user', 'team']);
+    expect((await ctx().http().get(`${url}/maintainers/${asTeam.body.id}`).set(auth(bobToken))).body).toEqual(asTeam.body);
+    expect((await ctx().http().delete(`${url}/maintainers/${asTeam.body.id}`).set(auth(token))).status).toBe(204);
+    expect((await ctx().http().get(`${url}/maintainers/${asTeam.body.id}`).set(auth(token))).status).toBe(404);
+    expect((await ctx().http().post(`${url}/queues`).set(auth(bobToken)).send({ key: 'again' })).status).toBe(403);
+  });
+
   it('shows a cluster token secret once, keeps only its hash, validates CIDR ranges and revokes', async () => {
     const { org, token } = await ctx().givenAdmin();
     const cluster = await givenCluster(ctx(), org.slug, token);

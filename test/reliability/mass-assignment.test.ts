@@ -78,6 +78,10 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   createClusterQueue: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/queues/${res.body.id}`,
   updateClusterQueue: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/queues/${t.params.queue_id}`,
   createClusterAgentToken: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/tokens/${res.body.id}`,
+  createClusterMaintainer: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/maintainers/${res.body.id}`,
+  createClusterSecret: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/secrets/${res.body.id}`,
+  updateClusterSecret: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/secrets/${t.params.secret_id}`,
+  updateClusterSecretValue: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/secrets/${t.params.secret_id}`,
   updateClusterAgentToken: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/tokens/${t.params.token_id}`,
 };
 const NOT_READ_BACK: Record<string, string> = {
@@ -114,6 +118,7 @@ const NOT_READ_BACK: Record<string, string> = {
 /** Writes that answer with a resource other than the one the body writes: their answers' fields are that resource's, not the server's. */
 const ANSWERS_ANOTHER_RESOURCE: Record<string, string> = {
   retryFailedJobs: 'answers the build whose jobs it retried; the body names states, no field of the build',
+  updateClusterSecretValue: 'answers the secret whose value it replaced; the body is the value, which no answer ever shows',
   pauseClusterQueueDispatch: "answers the queue it paused; the body is the pause's note, which the answer shows as dispatch_paused_note",
 };
 

@@ -107,6 +107,8 @@ export const PARAM_KINDS = [
   'cluster_id',
   'queue_id',
   'token_id',
+  'maintainer_id',
+  'secret_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -127,6 +129,8 @@ export function missingParam(kind: ParamKind): string {
     case 'cluster_id':
     case 'queue_id':
     case 'token_id':
+    case 'maintainer_id':
+    case 'secret_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -159,7 +163,16 @@ export interface Tenant {
   agentRegistrationToken: string;
   agent: { id: string; token: string };
   /** A cluster with its default queue and an agent token, and an agent registered with that token. */
-  cluster: { id: string; queueId: string; tokenId: string; token: string; agent: { id: string; token: string } };
+  cluster: {
+    id: string;
+    queueId: string;
+    tokenId: string;
+    token: string;
+    agent: { id: string; token: string };
+    maintainerId: string;
+    secretId: string;
+    secretValue: string;
+  };
   /** Every identifier of this tenant's objects: none may show up in another tenant's answers. */
   identifiers: string[];
 }
@@ -332,7 +345,19 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     .set(agentAuth(ct.body.token))
     .send({ name: `cluster-agent-${tag}` });
   check(creg, 201, 'register cluster agent');
+  const cm = await ctx.http().post(`${clusters}/${cl.body.id}/maintainers`).set(auth(token)).send({ user: admin.id });
+  check(cm, 201, 'create cluster maintainer');
+  const secretValue = `cluster-secret-${crypto.randomBytes(16).toString('hex')}`;
+  const cs = await ctx
+    .http()
+    .post(`${clusters}/${cl.body.id}/secrets`)
+    .set(auth(token))
+    .send({ key: 'TENANT_SECRET', value: secretValue, description: `${org.slug}: ${tag}` });
+  check(cs, 201, 'create cluster secret');
   const cluster = {
+    secretId: cs.body.id as string,
+    secretValue,
+    maintainerId: cm.body.id as string,
     id: cl.body.id as string,
     queueId: cq.body.id as string,
     tokenId: ct.body.id as string,
@@ -356,6 +381,8 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     cluster_id: cluster.id,
     queue_id: cluster.queueId,
     token_id: cluster.tokenId,
+    maintainer_id: cluster.maintainerId,
+    secret_id: cluster.secretId,
   };
   return {
     label,
@@ -376,6 +403,8 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       cluster.queueId,
       cluster.tokenId,
       cluster.agent.id,
+      cluster.maintainerId,
+      cluster.secretId,
       org.id,
       org.slug,
       admin.id,
@@ -527,6 +556,18 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getClusterAgentToken: undefined,
   updateClusterAgentToken: () => ({ description: 'changed' }),
   revokeClusterAgentToken: undefined,
+  listClusterMaintainers: undefined,
+  createClusterMaintainer: (t) => ({ team: t.team.id }),
+  getClusterMaintainer: undefined,
+  deleteClusterMaintainer: undefined,
+  listClusterSecrets: undefined,
+  createClusterSecret: () => ({ key: `MADE_${crypto.randomBytes(3).toString('hex')}`, value: 'made', description: 'made', policy: '- build_branch: main\n' }),
+  getClusterSecret: undefined,
+  updateClusterSecret: () => ({ description: 'changed', policy: '- pipeline_slug: made\n' }),
+  // The tenant's own value again: the secrets scan keeps looking for it.
+  updateClusterSecretValue: (t) => ({ value: t.cluster.secretValue }),
+  deleteClusterSecret: undefined,
+  getJobSecret: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */
