@@ -3384,9 +3384,12 @@ export interface components {
         UpdateClusterSecretValueRequest: {
             value: string;
         };
+        /** @description The agent's api.Secret reads `name` (older agents) and its tests answer `key`: both are sent. */
         JobSecret: {
             /** @description The secret's key. */
             name: string;
+            /** @description The secret's key. */
+            key: string;
             value: string;
             /** Format: uuid */
             uuid: string;

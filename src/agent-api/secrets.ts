@@ -18,7 +18,7 @@ export function agentSecretRoutes(clusters: ClusterService, work: AgentWorkServi
     const job = await work.activeJob(agentOf(res), req.params.job_id);
     const secret = await clusters.secretForJob(job.job.id, req.query.key);
     // The value is in this answer only: nothing logs answer bodies.
-    res.json({ name: secret.key, value: secret.value, uuid: secret.id });
+    res.json({ name: secret.key, key: secret.key, value: secret.value, uuid: secret.id });
   });
 
   return api.router;

@@ -120,7 +120,7 @@ describeEachDatabase('cluster secrets', (ctx) => {
     await givenBuild(ctx(), org.slug, pipeline.slug, token, { branch: 'release/1.0' });
     const jobId = await startNextJob(ctx(), agent.token);
     const get = (key: string) => ctx().http().get(`/v3/jobs/${jobId}/secrets?key=${key}`).set(agentAuth(agent.token));
-    expect((await get('open')).body).toEqual({ name: 'OPEN', value: 'OPEN-value', uuid: open.id });
+    expect((await get('open')).body).toEqual({ name: 'OPEN', key: 'OPEN', value: 'OPEN-value', uuid: open.id });
     expect((await get('MAIN_ONLY')).body.value).toBe('MAIN_ONLY-value');
     expect((await get('QUEUE')).body.value).toBe('QUEUE-value');
     expect((await get('ELSEWHERE')).status).toBe(403);

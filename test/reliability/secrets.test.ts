@@ -253,7 +253,7 @@ describeEachDatabase(
       expect(refused.status).toBe(403);
       expect(leaked(seen(refused))).toEqual([]);
       expect(read.status).toBe(200);
-      expect(read.body).toEqual({ name: 'TENANT_SECRET', value: t.cluster.secretValue, uuid: t.cluster.secretId });
+      expect(read.body).toEqual({ name: 'TENANT_SECRET', key: 'TENANT_SECRET', value: t.cluster.secretValue, uuid: t.cluster.secretId });
       expect(missing.status).toBe(404);
       const details = await ctx().http().get(`${base}/clusters/${t.cluster.id}/secrets/${t.cluster.secretId}`).set(auth(t.token));
       expect(details.body.last_read_at).toEqual(expect.any(String));
