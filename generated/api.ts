@@ -3427,6 +3427,11 @@ export interface components {
             arch?: string | null;
             /** @description The `queue` tag's value (`default` without one). */
             queue?: string;
+            /**
+             * Format: uuid
+             * @description The cluster the agent joined with a cluster's agent token (null for the organization's tokens).
+             */
+            readonly cluster_id?: string | null;
             creator: components["schemas"]["BuildCreator"] | null;
             created_at: components["schemas"]["IsoTimestamp"];
             connected_at: components["schemas"]["IsoTimestamp"] | null;

@@ -30,6 +30,7 @@ export function serializeAgentBase(a: Agent, publicUrl: string, orgSlug: string)
     os_id: a.os,
     arch: a.arch,
     queue: queueOf(a.metaData),
+    cluster_id: a.clusterId,
     creator: serializeCreator(a.creator),
     created_at: isoTime(a.createdAt),
     connected_at: iso(a.connectedAt),

@@ -374,7 +374,7 @@ describeEachDatabase('clusters', (ctx) => {
     const orgAgent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'org-agent');
 
     const agentJson = await ctx().http().get(`/v2/organizations/${org.slug}/agents/${linuxAgent.id}`).set(auth(token));
-    expect(agentJson.body).toMatchObject({ queue: 'linux', meta_data: ['queue=linux'] });
+    expect(agentJson.body).toMatchObject({ queue: 'linux', meta_data: ['queue=linux'], cluster_id: cluster.id });
     expect(agentJson.body.web_url).toContain(`/clusters/${cluster.id}/queues/${linux.id}/agents/${linuxAgent.id}`);
 
     const clustered = await givenPipeline(ctx(), org.slug, token, {
