@@ -322,6 +322,8 @@ export class ClusterService {
     if (body.description !== undefined) fields.description = emptyToNull(body.description) ?? null;
     const policy = this.checkPolicy(body.policy);
     if (policy !== undefined) fields.policy = policy;
+    // Nothing the endpoint takes was sent (unknown properties are ignored): nothing is updated, not even updated_at.
+    if (!Object.keys(fields).length) return secret;
     await this.clusters.updateSecret(secret.id, fields, actor.principal.user.id, this.clock());
     return (await this.clusters.findSecret(clusterId, id))!;
   }
