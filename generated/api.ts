@@ -1111,6 +1111,405 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/clusters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List clusters
+         * @description The organization's clusters, oldest first.
+         */
+        get: operations["listClusters"];
+        put?: never;
+        /**
+         * Create a cluster
+         * @description A new cluster, without queues (`default_queue_id` null until one is set). Organization administrators only.
+         */
+        post: operations["createCluster"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a cluster
+         * @description The cluster.
+         */
+        get: operations["getCluster"];
+        /**
+         * Update a cluster
+         * @description Changes the cluster's name, description, emoji, color or default queue (one of its own queues). Administrators and the cluster's maintainers.
+         */
+        put: operations["updateCluster"];
+        post?: never;
+        /**
+         * Delete a cluster
+         * @description Deletes the cluster with its queues, tokens, maintainers and secrets. A 422 while pipelines or agents are in it. Organization administrators only.
+         */
+        delete: operations["deleteCluster"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/queues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List queues
+         * @description The cluster's queues, oldest first.
+         */
+        get: operations["listClusterQueues"];
+        put?: never;
+        /**
+         * Create a queue
+         * @description A new self-hosted queue of the cluster (hosted queues are not offered: a 422).
+         */
+        post: operations["createClusterQueue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/queues/{queue_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                queue_id: components["parameters"]["QueueId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a queue
+         * @description The queue.
+         */
+        get: operations["getClusterQueue"];
+        /**
+         * Update a queue
+         * @description Changes the queue's description or retry agent affinity.
+         */
+        put: operations["updateClusterQueue"];
+        post?: never;
+        /**
+         * Delete a queue
+         * @description Deletes the queue; a 422 for the cluster's default queue. Its agents take no more jobs.
+         */
+        delete: operations["deleteClusterQueue"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/queues/{queue_id}/pause_dispatch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                queue_id: components["parameters"]["QueueId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a queue
+         * @description No job of the queue is dispatched to its agents until it is resumed; a 422 when it is already paused.
+         */
+        post: operations["pauseClusterQueueDispatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/queues/{queue_id}/resume_dispatch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                queue_id: components["parameters"]["QueueId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a paused queue
+         * @description Jobs of the queue are dispatched again; a 422 when it is not paused.
+         */
+        post: operations["resumeClusterQueueDispatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List agent tokens
+         * @description The cluster's agent tokens, oldest first, without their secrets.
+         */
+        get: operations["listClusterAgentTokens"];
+        put?: never;
+        /**
+         * Create an agent token
+         * @description A token agents register with (`POST /v3/register`) to join the cluster. The token is in this response only: the service keeps its hash.
+         */
+        post: operations["createClusterAgentToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                token_id: components["parameters"]["ClusterTokenId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an agent token
+         * @description The token, without its secret.
+         */
+        get: operations["getClusterAgentToken"];
+        /**
+         * Update an agent token
+         * @description Changes the token's description, allowed IP ranges or expiry.
+         */
+        put: operations["updateClusterAgentToken"];
+        post?: never;
+        /**
+         * Revoke an agent token
+         * @description Agents can no longer register with the token (those registered with it keep working).
+         */
+        delete: operations["revokeClusterAgentToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/maintainers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List cluster maintainers
+         * @description The cluster's maintainers (users and teams), oldest first.
+         */
+        get: operations["listClusterMaintainers"];
+        put?: never;
+        /**
+         * Create a cluster maintainer
+         * @description Makes a user (a member of the organization) or a team of it a maintainer of the cluster: `{"user": UUID}` or `{"team": UUID}`. Maintainers manage the cluster, its queues, tokens and secrets. Organization administrators only.
+         */
+        post: operations["createClusterMaintainer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/maintainers/{maintainer_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                maintainer_id: components["parameters"]["MaintainerId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a cluster maintainer
+         * @description The maintainer assignment.
+         */
+        get: operations["getClusterMaintainer"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a cluster maintainer
+         * @description The user or team no longer maintains the cluster. Organization administrators only.
+         */
+        delete: operations["deleteClusterMaintainer"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List secrets
+         * @description The cluster's secrets, oldest first: their details, never their values.
+         */
+        get: operations["listClusterSecrets"];
+        put?: never;
+        /**
+         * Create a secret
+         * @description A new secret of the cluster. The value is encrypted at rest and never returned by the API: only jobs of the cluster's pipelines read it (`buildkite-agent secret get`), when its policy allows. Administrators and the cluster's maintainers.
+         */
+        post: operations["createClusterSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/secrets/{secret_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                secret_id: components["parameters"]["SecretId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a secret
+         * @description The secret's details, never its value.
+         */
+        get: operations["getClusterSecret"];
+        /**
+         * Update a secret's description and access policy
+         * @description Changes the description or policy; `key` and `value` are refused here (a 422 each, as documented).
+         */
+        put: operations["updateClusterSecret"];
+        post?: never;
+        /**
+         * Delete a secret
+         * @description The secret and its value are deleted.
+         */
+        delete: operations["deleteClusterSecret"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/clusters/{cluster_id}/secrets/{secret_id}/value": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                secret_id: components["parameters"]["SecretId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Update a secret's value
+         * @description Replaces the encrypted value; the answer shows the details only.
+         */
+        put: operations["updateClusterSecretValue"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/secrets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a secret for a job
+         * @description `buildkite-agent secret get KEY` (the agent's `GetSecret`, `GET jobs/{job_id}/secrets?key=KEY`):
+         *     the agent running the job reads a secret of its pipeline's cluster by key (case-insensitive),
+         *     when the secret's access policy allows the job. 404 when the job's pipeline is in no cluster
+         *     or its cluster has no such secret; 403 when the policy does not allow the job.
+         */
+        get: operations["getJobSecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/agent-tokens": {
         parameters: {
             query?: never;
@@ -2902,7 +3301,7 @@ export interface components {
          */
         IsoTimestamp: string;
         /** @enum {string} */
-        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations";
+        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations" | "read_clusters" | "write_clusters" | "read_secret_details" | "write_secrets";
         AccessToken: {
             /** Format: uuid */
             readonly uuid: string;
@@ -3173,7 +3572,9 @@ export interface components {
             description: string | null;
             slug: string;
             repository: string;
+            /** @description The cluster the pipeline's jobs run in (null for none). */
             cluster_id: string | null;
+            readonly cluster_url: string | null;
             pipeline_template_uuid: string | null;
             branch_configuration: string | null;
             default_branch: string | null;
@@ -3365,6 +3766,213 @@ export interface components {
                 [key: string]: string;
             };
         };
+        Cluster: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string;
+            /**
+             * Format: uuid
+             * @description The queue agents that name none join (set by an update).
+             */
+            readonly default_queue_id: string | null;
+            name: string;
+            description: string | null;
+            emoji: string | null;
+            color: string | null;
+            readonly url: string;
+            readonly web_url: string;
+            readonly queues_url: string;
+            readonly default_queue_url: string | null;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            readonly created_by: components["schemas"]["BuildCreator"] | null;
+        };
+        CreateClusterRequest: {
+            name: string;
+            description?: string | null;
+            emoji?: string | null;
+            color?: string | null;
+        };
+        UpdateClusterRequest: {
+            name?: string;
+            description?: string | null;
+            emoji?: string | null;
+            color?: string | null;
+            /**
+             * Format: uuid
+             * @description One of the cluster's queues.
+             */
+            default_queue_id?: string;
+        };
+        ClusterQueue: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string;
+            /** @description Set when the queue is created; fixed after. */
+            readonly key: string;
+            description: string | null;
+            readonly url: string;
+            readonly web_url: string;
+            readonly cluster_url: string;
+            /** @enum {string} */
+            retry_agent_affinity: "prefer-warmest" | "prefer-different";
+            readonly dispatch_paused: boolean;
+            readonly dispatch_paused_by: components["schemas"]["BuildCreator"] | null;
+            readonly dispatch_paused_at: components["schemas"]["IsoTimestamp"] | null;
+            readonly dispatch_paused_note: string | null;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            readonly created_by: components["schemas"]["BuildCreator"] | null;
+        };
+        CreateClusterQueueRequest: {
+            /** @description What agents name in their `queue` tag, and steps in `agents: queue=`. */
+            key: string;
+            description?: string | null;
+            /** @enum {string} */
+            retry_agent_affinity?: "prefer-warmest" | "prefer-different";
+            /** @description Buildkite hosted agents are not offered here: a 422. */
+            hostedAgents?: Record<string, never>;
+        };
+        UpdateClusterQueueRequest: {
+            description?: string | null;
+            /** @enum {string} */
+            retry_agent_affinity?: "prefer-warmest" | "prefer-different";
+            /** @description Buildkite hosted agents are not offered here: a 422. */
+            hostedAgents?: Record<string, never>;
+        };
+        PauseClusterQueueRequest: {
+            /** @description Why the queue is paused. */
+            note?: string | null;
+            /** @description The same as `note` (the name the documentation's example uses). */
+            dispatch_paused_note?: string | null;
+        };
+        ClusterAgentToken: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string;
+            description: string;
+            /** @description Space-separated CIDR ranges an agent must register from; null allows any address. */
+            allowed_ip_addresses: string | null;
+            expires_at: components["schemas"]["IsoTimestamp"] | null;
+            readonly url: string;
+            readonly cluster_url: string;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            readonly created_by: components["schemas"]["BuildCreator"] | null;
+        };
+        /** @description A new token, with its secret (in this response only). */
+        ClusterAgentTokenWithSecret: components["schemas"]["ClusterAgentToken"] & {
+            readonly token: string;
+        };
+        CreateClusterAgentTokenRequest: {
+            description: string;
+            /** @description Space-separated CIDR ranges. */
+            allowed_ip_addresses?: string | null;
+            /** Format: date-time */
+            expires_at?: string | null;
+        };
+        UpdateClusterAgentTokenRequest: {
+            description?: string;
+            /** @description Space-separated CIDR ranges. */
+            allowed_ip_addresses?: string | null;
+            /** Format: date-time */
+            expires_at?: string | null;
+        };
+        ClusterMaintainer: {
+            /**
+             * Format: uuid
+             * @description The maintainer assignment's id.
+             */
+            readonly id: string;
+            /** @description The user or team that maintains the cluster. */
+            readonly actor: {
+                /** Format: uuid */
+                id: string;
+                graphql_id: string;
+                name: string;
+                email: string;
+                /** @constant */
+                type: "user";
+            } | {
+                /** Format: uuid */
+                id: string;
+                graphql_id: string;
+                slug: string;
+                /** @constant */
+                type: "team";
+            };
+        };
+        /** @description Exactly one of `user` and `team`. */
+        CreateClusterMaintainerRequest: {
+            /**
+             * Format: uuid
+             * @description A member of the organization.
+             */
+            user?: string;
+            /**
+             * Format: uuid
+             * @description A team of the organization.
+             */
+            team?: string;
+        };
+        /** @description A secret's details; its value is never returned. */
+        ClusterSecret: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string;
+            /** @description Set when the secret is created; fixed after. */
+            readonly key: string;
+            description: string | null;
+            /** @description The YAML access policy; null lets every job of the cluster read the secret. */
+            policy: string | null;
+            readonly url: string;
+            readonly cluster_url: string;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            readonly created_by: components["schemas"]["SecretUser"] | null;
+            readonly updated_at: components["schemas"]["IsoTimestamp"];
+            readonly updated_by: components["schemas"]["SecretUser"] | null;
+            /** @description When a job last read it. */
+            readonly last_read_at: components["schemas"]["IsoTimestamp"] | null;
+            readonly organization: {
+                /** Format: uuid */
+                id: string;
+                slug: string;
+                url: string;
+                web_url: string;
+            };
+        };
+        SecretUser: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            email: string;
+        };
+        CreateClusterSecretRequest: {
+            /** @description A letter, then letters, digits and underscores; not starting with `buildkite` or `bk` (any case); unique in the cluster regardless of case. */
+            key: string;
+            /** @description Less than 8 KiB; not blank. Never returned. */
+            value: string;
+            description?: string | null;
+            policy?: string | null;
+        };
+        UpdateClusterSecretRequest: {
+            description?: string | null;
+            policy?: string | null;
+            /** @description Refused: "The key parameter cannot be updated." */
+            key?: unknown;
+            /** @description Refused: "The value parameter cannot be updated on this endpoint." */
+            value?: unknown;
+        };
+        UpdateClusterSecretValueRequest: {
+            value: string;
+        };
+        /** @description The agent's api.Secret reads `name` (older agents) and its tests answer `key`: both are sent. */
+        JobSecret: {
+            /** @description The secret's key. */
+            name: string;
+            /** @description The secret's key. */
+            key: string;
+            value: string;
+            /** Format: uuid */
+            uuid: string;
+        };
         CreateAgentTokenRequest: {
             /** @description What the token is for. */
             description: string;
@@ -3398,6 +4006,11 @@ export interface components {
             arch?: string | null;
             /** @description The `queue` tag's value (`default` without one). */
             queue?: string;
+            /**
+             * Format: uuid
+             * @description The cluster the agent joined with a cluster's agent token (null for the organization's tokens).
+             */
+            readonly cluster_id?: string | null;
             creator: components["schemas"]["BuildCreator"] | null;
             created_at: components["schemas"]["IsoTimestamp"];
             connected_at: components["schemas"]["IsoTimestamp"] | null;
@@ -3549,10 +4162,18 @@ export interface components {
             readonly matrix?: {
                 [key: string]: string;
             } | null;
-            readonly cluster_id?: null;
-            readonly cluster_url?: null;
-            readonly cluster_queue_id?: null;
-            readonly cluster_queue_url?: null;
+            /**
+             * Format: uuid
+             * @description The cluster of the job's pipeline when the job was created.
+             */
+            readonly cluster_id?: string | null;
+            readonly cluster_url?: string | null;
+            /**
+             * Format: uuid
+             * @description The cluster's queue the job targets (its `queue` rule, else the cluster's default queue), if the queue existed when the job was created.
+             */
+            readonly cluster_queue_id?: string | null;
+            readonly cluster_queue_url?: string | null;
             readonly broken_reason?: string | null;
             readonly unblocked_by?: components["schemas"]["BuildCreator"] | null;
             readonly unblocked_at?: components["schemas"]["IsoTimestamp"] | null;
@@ -4478,6 +5099,11 @@ export interface components {
         /** @description The build's number within its pipeline. */
         BuildNumber: number;
         AgentId: string;
+        ClusterId: string;
+        QueueId: string;
+        ClusterTokenId: string;
+        MaintainerId: string;
+        SecretId: string;
         JobId: string;
         ArtifactId: string;
         /** @description The build's id (not its number). */
@@ -6290,6 +6916,951 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listClusters: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateClusterRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listClusterQueues: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterQueue"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createClusterQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateClusterQueueRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterQueue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getClusterQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                queue_id: components["parameters"]["QueueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterQueue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateClusterQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                queue_id: components["parameters"]["QueueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterQueueRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterQueue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteClusterQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                queue_id: components["parameters"]["QueueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    pauseClusterQueueDispatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                queue_id: components["parameters"]["QueueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PauseClusterQueueRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterQueue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resumeClusterQueueDispatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                queue_id: components["parameters"]["QueueId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterQueue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listClusterAgentTokens: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterAgentToken"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createClusterAgentToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateClusterAgentTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterAgentTokenWithSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getClusterAgentToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                token_id: components["parameters"]["ClusterTokenId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterAgentToken"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateClusterAgentToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                token_id: components["parameters"]["ClusterTokenId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterAgentTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterAgentToken"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    revokeClusterAgentToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                token_id: components["parameters"]["ClusterTokenId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listClusterMaintainers: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterMaintainer"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createClusterMaintainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateClusterMaintainerRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterMaintainer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getClusterMaintainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                maintainer_id: components["parameters"]["MaintainerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterMaintainer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteClusterMaintainer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                maintainer_id: components["parameters"]["MaintainerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listClusterSecrets: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterSecret"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createClusterSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateClusterSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getClusterSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                secret_id: components["parameters"]["SecretId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateClusterSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                secret_id: components["parameters"]["SecretId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteClusterSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                secret_id: components["parameters"]["SecretId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Done. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateClusterSecretValue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                secret_id: components["parameters"]["SecretId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterSecretValueRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getJobSecret: {
+        parameters: {
+            query: {
+                key: string;
+            };
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret's key (as `name`), its value and id. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];

@@ -12,6 +12,8 @@ import { agentMetaDataRoutes } from './agent-api/meta-data';
 import { ANNOTATION_BODY_PATHS, annotationRoutes, annotationRequestLimit } from './annotations/routes';
 import { pipelineScheduleRoutes } from './pipeline-schedules/routes';
 import { agentRoutes } from './agents/routes';
+import { clusterRoutes } from './clusters/routes';
+import { agentSecretRoutes } from './agent-api/secrets';
 import { artifactRoutes } from './artifacts/routes';
 import { ARTIFACT_UPLOADS_PATH, parseArtifactUpload } from './artifacts/upload';
 import { jobRoutes } from './builds/jobs/routes';
@@ -65,6 +67,7 @@ export interface AppDeps extends Pick<
   | 'emojis'
   | 'pipelineSchedules'
   | 'teams'
+  | 'clusters'
 > {
   logger: Logger;
   publicUrl: string;
@@ -202,6 +205,7 @@ export function createApp(deps: AppDeps): express.Express {
   const testEngineRuns: TestEngineRuns = async (actor, ids) =>
     new Map([...(await deps.suites.runsOfBuilds(actor, ids))].map(([id, runs]) => [id, serializeTestEngine(runs)]));
   app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids), testEngineRuns));
+  app.use(clusterRoutes(deps.clusters, deps.publicUrl));
   app.use(agentRoutes(deps.agents, async (agents) => serializeHeldJobs(await deps.agentWork.heldJobs(agents), deps.publicUrl), deps.publicUrl));
   app.use(agentApiRoutes(deps.agents, deps.agentWork, deps.pipelineUploads, deps.publicUrl));
   app.use(jobRoutes(deps.jobs, deps.publicUrl));
@@ -217,6 +221,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(emojiRoutes(deps.emojis));
   app.use(pipelineScheduleRoutes(deps.pipelineSchedules, deps.publicUrl));
   app.use(teamRoutes(deps.teams, deps.publicUrl));
+  app.use(agentSecretRoutes(deps.clusters, deps.agentWork));
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -20,6 +20,8 @@ import { BuildService } from './builds/service';
 import { MetaDataService } from './builds/meta-data';
 import { AnnotationRepository } from './annotations/repository';
 import { AnnotationService } from './annotations/service';
+import { ClusterRepository } from './clusters/repository';
+import { ClusterService } from './clusters/service';
 import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './deliveries/service';
@@ -80,6 +82,8 @@ export interface Services {
   rateLimiter: RateLimiter;
   /** Artifacts: the agent's uploads and searches, the REST reads and deletes. */
   artifacts: ArtifactService;
+  /** Clusters, their queues, agent tokens, maintainers and secrets. */
+  clusters: ClusterService;
   /** Started by the server process only. */
   sweeper: Sweeper;
   /** Pipeline templates: an organization's shared step configurations. */
@@ -124,6 +128,8 @@ export function createServices(o: ServiceOptions): Services {
   const keys = keysFromSecret(o.secret);
   const orgs = new OrganizationRepository(db);
   const organizations = new OrganizationService(orgs);
+  const clusterRepository = new ClusterRepository(db);
+  const clusters = new ClusterService(clusterRepository, o.clock, keys);
   const pipelineRepository = new PipelineRepository(db);
   // Below pipelines: the pipelines' YAML parser is handed in, and pipelines ask it which templates may be assigned.
   const pipelineTemplates = new PipelineTemplateService(new PipelineTemplateRepository(db), parseConfiguration, o.clock);
@@ -131,6 +137,7 @@ export function createServices(o: ServiceOptions): Services {
     publicUrl: o.publicUrl,
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
     templates: pipelineTemplates,
+    clusters,
   });
   const suites = new SuiteRepository(db);
   const sign = signer(stepSigningKey(keys));
@@ -139,10 +146,15 @@ export function createServices(o: ServiceOptions): Services {
   const buildRepository = new BuildRepository(db);
   const users = new UserRepository(db);
   const agents = new AgentRepository(db);
-  const progress = new BuildProgress(db, { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users }, sign, o.clock);
+  const progress = new BuildProgress(
+    db,
+    { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users, clusters: clusterRepository },
+    sign,
+    o.clock,
+  );
   const builds = new BuildService(buildRepository, pipelines, progress);
   // A forced stop cancels the agent's job through build progression, above the agents' area.
-  const agentService = new AgentService(agents, o.clock, (agent) => agentWork.cancelHeldJob(agent));
+  const agentService = new AgentService(agents, o.clock, (agent) => agentWork.cancelHeldJob(agent), clusters);
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines);
   const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);
@@ -177,6 +189,7 @@ export function createServices(o: ServiceOptions): Services {
       { ...DEFAULT_ARTIFACT_SETTINGS, ...o.artifacts },
       o.clock,
     ),
+    clusters,
     sweeper: new Sweeper(agentService, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
     pipelineTemplates,
     emojis: new EmojiService(new EmojiRepository(db), o.clock),

@@ -21,7 +21,8 @@ export const AGENT_API_PATH = '/v3';
 export function agentAuth(service: AgentService) {
   return async (req: Request, res: Response, next: NextFunction) => {
     const header = req.get('authorization');
-    if (req.path === '/register') res.locals.registration = await service.authenticateRegistration(header);
+    // The caller's address: a cluster's token may allow only some (Express's `req.ip`, TRUST_PROXY aware).
+    if (req.path === '/register') res.locals.registration = await service.authenticateRegistration(header, req.ip ?? null);
     else res.locals.agent = await service.authenticateAgent(header);
     next();
   };

@@ -34,11 +34,18 @@ export function queueOf(metaData: string[]): string {
   return agentTags(metaData).get('queue')![0]!;
 }
 
-export function matchesQueryRules(rules: string[], metaData: string[]): boolean {
+/**
+ * `defaultQueue`: the queue a job without a `queue` rule targets (`default`; for a cluster's
+ * job, its cluster's default queue, and null when the cluster has none: then no agent matches).
+ */
+export function matchesQueryRules(rules: string[], metaData: string[], defaultQueue: string | null = 'default'): boolean {
   const tags = agentTags(metaData);
   const effective = rules.filter((r) => r !== '*');
   if (rules.includes('*') && effective.length === 0) return true;
-  if (!rules.includes('*') && !effective.some((r) => parseTag(r)[0] === 'queue')) effective.push('queue=default');
+  if (!rules.includes('*') && !effective.some((r) => parseTag(r)[0] === 'queue')) {
+    if (defaultQueue === null) return false;
+    effective.push(`queue=${defaultQueue}`);
+  }
   return effective.every((rule) => {
     const [key, pattern] = parseTag(rule);
     return (tags.get(key) ?? []).some((value) => globMatches(pattern, value));

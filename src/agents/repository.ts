@@ -56,6 +56,9 @@ export interface Agent {
   pause: AgentPause | null;
   /** Who created the registration token the agent registered with (read by the REST reads only). */
   creator: User | null;
+  /** The cluster and queue an agent registered with a cluster's token joined; null for the organization's tokens. */
+  clusterId: string | null;
+  clusterQueueId: string | null;
 }
 
 export type NewAgent = Omit<
@@ -105,6 +108,8 @@ export function agentFromRow(r: Record<string, unknown>): Agent {
         }
       : null,
     creator: userOrNull(r, 'creator'),
+    clusterId: (r.cluster_id as string | null) ?? null,
+    clusterQueueId: (r.cluster_queue_id as string | null) ?? null,
   };
 }
 
@@ -115,7 +120,8 @@ export function agentFromRow(r: Record<string, unknown>): Agent {
 function withCreator(db: Knex): Knex.QueryBuilder {
   return db('agents as a')
     .leftJoin('agent_tokens as t', 't.id', 'a.agent_token_id')
-    .leftJoin('users as u', 'u.id', 't.creator_id')
+    .leftJoin('cluster_tokens as ct', 'ct.id', 'a.cluster_token_id')
+    .leftJoin('users as u', (j) => j.on('u.id', '=', 't.creator_id').orOn('u.id', '=', 'ct.created_by_id'))
     .leftJoin('users as p', 'p.id', 'a.paused_by_id')
     .select('a.*', 'u.id as creator_user_id', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at')
     .select('p.id as paused_by_user_id', 'p.name as paused_by_name', 'p.email as paused_by_email', 'p.created_at as paused_by_created_at');
@@ -154,11 +160,15 @@ export class AgentRepository {
     return row ? { id: row.id as string, organizationId: row.organization_id as string } : null;
   }
 
-  async insert(a: NewAgent, tokenId: string, accessTokenHash: string): Promise<Agent> {
+  /** `tokenId`: the organization's registration token, or with `clusterTokenId` none. */
+  async insert(a: NewAgent, tokenId: string | null, accessTokenHash: string, clusterTokenId: string | null = null): Promise<Agent> {
     const row = {
       id: a.id,
       organization_id: a.organizationId,
       agent_token_id: tokenId,
+      cluster_token_id: clusterTokenId,
+      cluster_id: a.clusterId,
+      cluster_queue_id: a.clusterQueueId,
       access_token_hash: accessTokenHash,
       name: a.name,
       hostname: a.hostname,

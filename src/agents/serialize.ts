@@ -16,7 +16,11 @@ export function serializeAgentBase(a: Agent, publicUrl: string, orgSlug: string)
     id: a.id,
     graphql_id: graphqlId('Agent', a.id),
     url: `${publicUrl}/v2/organizations/${orgSlug}/agents/${a.id}`,
-    web_url: `${publicUrl}/organizations/${orgSlug}/agents/${a.id}`,
+    // A cluster's agent is shown under its cluster and queue, as in the real service.
+    web_url:
+      a.clusterId && a.clusterQueueId
+        ? `${publicUrl}/organizations/${orgSlug}/clusters/${a.clusterId}/queues/${a.clusterQueueId}/agents/${a.id}`
+        : `${publicUrl}/organizations/${orgSlug}/agents/${a.id}`,
     name: a.name,
     connection_state: a.connectionState,
     hostname: a.hostname,
@@ -26,6 +30,7 @@ export function serializeAgentBase(a: Agent, publicUrl: string, orgSlug: string)
     os_id: a.os,
     arch: a.arch,
     queue: queueOf(a.metaData),
+    cluster_id: a.clusterId,
     creator: serializeCreator(a.creator),
     created_at: isoTime(a.createdAt),
     connected_at: iso(a.connectedAt),

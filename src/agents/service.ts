@@ -9,6 +9,8 @@ import { AgentTokenError, BadRequestError, ForbiddenError, NotFoundError, Unproc
 import { sha256Hex } from '../security/keys';
 import { LIVE_STATES, type Agent, type AgentFilter, type AgentRepository, type AgentToken } from './repository';
 import type { Actor, User } from '../core/identity';
+import type { QueueDispatch } from '../clusters/repository';
+import type { ClusterMembership, ClusterService } from '../clusters/service';
 
 type RegisterBody = components['schemas']['RegisterAgentRequest'];
 type PauseBody = components['schemas']['PauseAgentRequest'];
@@ -43,10 +45,18 @@ export const DEFAULT_PAUSE_MINUTES = 5;
  */
 export type HeldJobCanceller = (agent: Agent) => Promise<void>;
 
+/**
+ * What a registration token grants: the organization's (`tokenId`), or a cluster's
+ * (`cluster`: the agent joins that cluster).
+ */
 export interface Registration {
   organizationId: string;
-  tokenId: string;
+  tokenId: string | null;
+  cluster: { clusterId: string; tokenId: string } | null;
 }
+
+/** What the agents' area asks of clusters (src/clusters/service.ts), a floor below. */
+export type AgentClusters = Pick<ClusterService, 'authenticateToken' | 'membership' | 'queueDispatch'>;
 
 export class AgentService {
   constructor(
@@ -54,6 +64,7 @@ export class AgentService {
     /** The sweeper's clock too, so heartbeats are on the clock it judges by. */
     private readonly clock: () => Date = () => new Date(),
     private readonly cancelHeldJob: HeldJobCanceller = async () => undefined,
+    private readonly clusters: AgentClusters | null = null,
   ) {}
 
   /** The agent as reads show it: a pause that timed out is no pause. */
@@ -133,12 +144,24 @@ export class AgentService {
     return this.createToken(actor.organization.id, actor.principal.user, description);
   }
 
-  async authenticateRegistration(header: string | undefined): Promise<Registration> {
+  /**
+   * The organization's registration token, or a cluster's agent token: refused when the
+   * cluster's token has expired or does not allow the caller's address (`ip`).
+   */
+  async authenticateRegistration(header: string | undefined, ip: string | null = null): Promise<Registration> {
     const match = header ? TOKEN.exec(header.trim()) : null;
     if (!match) throw new AgentTokenError('missing or malformed agent registration token');
     const found = await this.agents.findTokenByHash(sha256Hex(match[1]!));
-    if (!found) throw new AgentTokenError('unknown agent registration token');
-    return { organizationId: found.organizationId, tokenId: found.id };
+    if (found) return { organizationId: found.organizationId, tokenId: found.id, cluster: null };
+    const grant = this.clusters ? await this.clusters.authenticateToken(match[1]!, ip) : null;
+    if (!grant) throw new AgentTokenError('unknown agent registration token');
+    return { organizationId: grant.organizationId, tokenId: null, cluster: { clusterId: grant.clusterId, tokenId: grant.tokenId } };
+  }
+
+  /** The queue of a cluster's agent as dispatch sees it (paused or not, its cluster's default queue); null when gone. */
+  async clusterQueueOf(agent: Agent): Promise<QueueDispatch | null> {
+    if (!agent.clusterQueueId || !this.clusters) return null;
+    return this.clusters.queueDispatch(agent.clusterQueueId);
   }
 
   async authenticateAgent(header: string | undefined): Promise<Agent> {
@@ -149,8 +172,19 @@ export class AgentService {
     return this.current(agent);
   }
 
+  /**
+   * A cluster's agent joins the queue its `queue` tag names, or without one the cluster's
+   * default queue (whose key becomes its `queue` tag); a 422 when the cluster has no such queue.
+   */
   async register(reg: Registration, body: RegisterBody, from: { ip: string | null; userAgent: string | null }): Promise<{ agent: Agent; accessToken: string }> {
     const accessToken = newSecret();
+    let metaData = [...new Set(body.meta_data ?? [])];
+    let membership: ClusterMembership | null = null;
+    if (reg.cluster && this.clusters) {
+      const tag = metaData.find((t) => t.startsWith('queue='));
+      membership = await this.clusters.membership(reg.cluster.clusterId, tag === undefined ? null : tag.slice('queue='.length));
+      if (tag === undefined) metaData = [...metaData, `queue=${membership.queueKey}`];
+    }
     const agent = await this.agents.insert(
       {
         id: crypto.randomUUID(),
@@ -162,12 +196,15 @@ export class AgentService {
         version: body.version ?? null,
         os: body.os ?? null,
         arch: body.arch ?? null,
-        metaData: [...new Set(body.meta_data ?? [])],
+        metaData,
         priority: body.priority ?? null,
         createdAt: this.clock(),
+        clusterId: membership?.clusterId ?? null,
+        clusterQueueId: membership?.queueId ?? null,
       },
       reg.tokenId,
       sha256Hex(accessToken),
+      reg.cluster?.tokenId ?? null,
     );
     return { agent, accessToken };
   }

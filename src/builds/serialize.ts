@@ -125,6 +125,8 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
       });
     case 'script': {
       const jobUrl = `${buildUrl}/jobs/${j.id}`;
+      // The organization's API URL is the build's without its pipeline and build.
+      const clusterUrl = j.clusterId ? `${buildUrl.replace(/\/pipelines\/[^/]+\/builds\/\d+$/, '')}/clusters/${j.clusterId}` : null;
       return Object.assign(common, {
         name: j.name,
         group_key: j.step.type === 'script' ? (j.step.group_key ?? null) : null,
@@ -152,10 +154,10 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
         parallel_group_index: j.parallelGroupIndex,
         parallel_group_total: j.parallelGroupTotal,
         matrix: j.step.type === 'script' ? (j.step.matrix_values ?? null) : null,
-        cluster_id: null,
-        cluster_url: null,
-        cluster_queue_id: null,
-        cluster_queue_url: null,
+        cluster_id: j.clusterId ?? null,
+        cluster_url: clusterUrl,
+        cluster_queue_id: j.clusterQueueId ?? null,
+        cluster_queue_url: clusterUrl && j.clusterQueueId ? `${clusterUrl}/queues/${j.clusterQueueId}` : null,
         broken_reason: j.brokenReason,
       });
     }

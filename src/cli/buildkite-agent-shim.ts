@@ -16,8 +16,9 @@ import { AGENT_CONTROL } from './shim/agent-control';
 import { ANNOTATE } from './shim/annotate';
 import { META_DATA } from './shim/meta-data';
 import { RUNTIME } from './shim/runtime';
+import { SECRET } from './shim/secret';
 
-const COMMANDS = [PIPELINE, ARTIFACT, ANNOTATE, META_DATA, AGENT_CONTROL];
+const COMMANDS = [PIPELINE, ARTIFACT, ANNOTATE, META_DATA, AGENT_CONTROL, SECRET];
 
 const SCRIPT = [
   `'use strict';\nconst fs = require('node:fs');\nconst commands = {};`,

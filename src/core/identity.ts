@@ -44,6 +44,10 @@ export const SCOPES = [
   'read_teams',
   'write_teams',
   'write_organizations',
+  'read_clusters',
+  'write_clusters',
+  'read_secret_details',
+  'write_secrets',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

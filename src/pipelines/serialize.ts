@@ -1,4 +1,5 @@
 /** Pipeline -> the exact JSON of the contract, in the timestamp style of each endpoint. */
+import { clusterUrl } from '../clusters/serialize';
 import type { components } from '../../generated/api';
 import { graphqlId, isoTime, utcTime } from '../http/format';
 import { serializeUser } from '../user/serialize';
@@ -40,6 +41,7 @@ export function serializePipeline(p: Pipeline, v: PipelineView): PipelineJson {
     slug: p.slug,
     repository: p.repository,
     cluster_id: p.clusterId,
+    cluster_url: p.clusterId ? clusterUrl(v.publicUrl, v.orgSlug, p.clusterId) : null,
     pipeline_template_uuid: p.pipelineTemplateUuid,
     branch_configuration: p.branchConfiguration,
     default_branch: p.defaultBranch,

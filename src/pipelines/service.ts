@@ -8,6 +8,7 @@ import type { components } from '../../generated/api';
 import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
 import type { OrganizationService } from '../organizations/service';
 import { sha256Hex, type Keys } from '../security/keys';
+import type { ClusterService } from '../clusters/service';
 import { validateBranchFilter } from './branch-filter';
 import { normaliseVisualSteps, parseConfiguration, type ParsedConfiguration, type Step } from './configuration';
 import type { GitHubHooks } from './github';
@@ -34,6 +35,8 @@ export interface PipelineServiceOptions {
   github: GitHubHooks;
   /** Which pipeline templates the caller may assign (the pipeline-templates area, below this one). Default: none exist. */
   templates?: Pick<PipelineTemplateService, 'assignable'>;
+  /** What a pipeline's `cluster_id` must name: a cluster of its organization. */
+  clusters?: Pick<ClusterService, 'exists'>;
 }
 
 export class PipelineService {
@@ -166,6 +169,7 @@ export class PipelineService {
     const notices: string[] = [];
     const stepsAndEnv = this.stepsAndEnv(input, null, errors, notices);
     const teams = await this.teamsFor(actor, input, errors, { creatingPipeline: true });
+    await this.checkCluster(actor, input, errors);
     const timeouts = timeoutsOf(input);
     this.checkTimeouts(timeouts.default ?? null, timeouts.maximum ?? null, errors);
     if (errors.length) throw new ValidationError(errors);
@@ -236,6 +240,7 @@ export class PipelineService {
     const notices: string[] = [];
     const stepsAndEnv = this.stepsAndEnv(input, current, errors, notices);
     if (stepsAndEnv) Object.assign(changes, stepsAndEnv);
+    await this.checkCluster(actor, input, errors);
 
     const copy = <K extends keyof PipelineFields>(key: K, value: PipelineFields[K] | undefined) => {
       if (value !== undefined) changes[key] = value;
@@ -396,6 +401,13 @@ export class PipelineService {
     let steps = current?.steps ?? [];
     if (input.steps !== undefined) collect(() => (steps = normaliseVisualSteps(input.steps!)));
     return { configuration: null, steps, env: input.env ?? current?.env ?? {} };
+  }
+
+  /** A `cluster_id` (other than empty, which means none) must name a cluster of the organization. */
+  private async checkCluster(actor: Actor, input: PipelineInput, errors: FieldError[]): Promise<void> {
+    const id = emptyToNull(input.cluster_id);
+    if (id && this.opts.clusters && !(await this.opts.clusters.exists(actor.organization.id, id)))
+      errors.push({ field: 'cluster_id', code: 'is not a cluster of this organization' });
   }
 
   private async teamsFor(

@@ -128,6 +128,15 @@ describeEachDatabase('null on optional fields', (ctx) => {
     stopAgent: async () => ctx().http().post('/v3/connect').set(agentAuth(t.agent.token)).expect(200),
     pauseSelf: async () => ctx().http().put(`/v2/organizations/${t.org.slug}/agents/${t.agent.id}/resume`).set(auth(t.token)).expect(204),
     stopSelf: async () => ctx().http().post('/v3/connect').set(agentAuth(t.agent.token)).expect(200),
+    // The team made a maintainer is removed again (a team maintains a cluster once).
+    createClusterMaintainer: async () => {
+      const url = `/v2/organizations/${t.org.slug}/clusters/${t.cluster.id}/maintainers`;
+      const list = await ctx().http().get(url).set(auth(t.token)).expect(200);
+      const made = (list.body as { id: string; actor: { id: string } }[]).find((m) => m.actor.id === t.team.id);
+      if (made) await ctx().http().delete(`${url}/${made.id}`).set(auth(t.token)).expect(204);
+    },
+    pauseClusterQueueDispatch: async () =>
+      ctx().http().post(`/v2/organizations/${t.org.slug}/clusters/${t.cluster.id}/queues/${t.cluster.queueId}/resume_dispatch`).set(auth(t.token)).expect(200),
   };
 
   it('answers every write with null on its unset optional fields as it answers without them', async () => {

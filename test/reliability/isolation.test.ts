@@ -34,12 +34,15 @@ const BODY_REFERENCES: Record<string, Record<string, (id: string) => unknown>> =
     team_uuids: (id) => [id],
     'teams[].id': (id) => [{ id, access_level: 'read_only' }],
     pipeline_template_uuid: (id) => id,
+    cluster_id: (id) => id,
   },
-  updatePipeline: { pipeline_template_uuid: (id) => id },
+  updatePipeline: { pipeline_template_uuid: (id) => id, cluster_id: (id) => id },
   createSuite: { team_ids: (id) => [id], teams_ids: (id) => [id] },
   createTeamMember: { user_id: (id) => id },
   createTeamPipeline: { pipeline_id: (id) => id },
   createTeamSuite: { suite_id: (id) => id },
+  updateCluster: { default_queue_id: (id) => id },
+  createClusterMaintainer: { team: (id) => id },
 };
 /** Reads whose answers name none of the organization's slugs: the object they are about is named instead. */
 const ABOUT: Record<string, ParamKind> = {
@@ -49,6 +52,9 @@ const ABOUT: Record<string, ParamKind> = {
   getTeamMember: 'user_id',
   listOrganizationMembers: 'user_id',
   getOrganizationMember: 'user_id',
+  // A maintainer is documented as its user or team alone: A's maintainer is A's admin.
+  listClusterMaintainers: 'user_id',
+  getClusterMaintainer: 'user_id',
 };
 /** Which of B's objects a reference field is tried with (default: B's team). */
 const REFERENCED: Record<string, (t: Tenant) => string> = {
@@ -56,11 +62,11 @@ const REFERENCED: Record<string, (t: Tenant) => string> = {
   user_id: (t) => t.admin.id,
   pipeline_id: (t) => t.pipeline.id,
   suite_id: (t) => t.suite.id,
+  cluster_id: (t) => t.cluster.id,
+  default_queue_id: (t) => t.cluster.queueId,
 };
 /** Body properties whose names look like references but are not: each says why. */
 const NOT_REFERENCES: Record<string, string> = {
-  'createPipeline.cluster_id': 'an opaque label stored as given; Windsock has no clusters',
-  'updatePipeline.cluster_id': 'as above',
   'createBuild.pull_request_id': "the provider's pull request number, not a Windsock object",
   'uploadPipeline.uuid': "the agent's own id for the upload (idempotency), not a Windsock object",
   'createArtifacts.id': "the agent's own id for the batch (idempotency), not a Windsock object",

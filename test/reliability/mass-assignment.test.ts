@@ -86,6 +86,16 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   createTeamSuite: (t, res) => `/v2/organizations/${t.org.slug}/teams/${t.params.team_id}/suites/${res.body.suite_id}`,
   updateTeamSuite: (t) => `/v2/organizations/${t.org.slug}/teams/${t.params.team_id}/suites/${t.params.suite_id}`,
   updateOrganizationMember: (t) => `/v2/organizations/${t.org.slug}/members/${t.params.user_id}`,
+  createCluster: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${res.body.id}`,
+  updateCluster: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}`,
+  createClusterQueue: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/queues/${res.body.id}`,
+  updateClusterQueue: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/queues/${t.params.queue_id}`,
+  createClusterAgentToken: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/tokens/${res.body.id}`,
+  createClusterMaintainer: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/maintainers/${res.body.id}`,
+  createClusterSecret: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/secrets/${res.body.id}`,
+  updateClusterSecret: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/secrets/${t.params.secret_id}`,
+  updateClusterSecretValue: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/secrets/${t.params.secret_id}`,
+  updateClusterAgentToken: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/tokens/${t.params.token_id}`,
 };
 const NOT_READ_BACK: Record<string, string> = {
   deliverWebhook: "the body is the provider's event, not a resource: only the prototype cases apply (the builds it makes are createBuild's)",
@@ -115,16 +125,23 @@ const NOT_READ_BACK: Record<string, string> = {
   pauseSelf: 'as pauseAgent, by the agent itself: test/agents/pause-stop reads it back',
   resumeSelf: 'as resumeAgent, by the agent itself',
   stopSelf: 'as stopAgent, by the agent itself: test/agents/pause-stop follows it',
+  pauseClusterQueueDispatch: 'a pause is read back through getClusterQueue by test/clusters (who, when, note); a second pause is a 422',
 };
 
 /** Writes that answer with a resource other than the one the body writes: their answers' fields are that resource's, not the server's. */
 const ANSWERS_ANOTHER_RESOURCE: Record<string, string> = {
   retryFailedJobs: 'answers the build whose jobs it retried; the body names states, no field of the build',
+  updateClusterSecretValue: 'answers the secret whose value it replaced; the body is the value, which no answer ever shows',
+  pauseClusterQueueDispatch: "answers the queue it paused; the body is the pause's note, which the answer shows as dispatch_paused_note",
 };
 
-/** The fields a client may not set: readOnly in the resource the operation answers with. */
+/**
+ * The fields a client may not set: readOnly in the resource the operation answers with, unless
+ * this operation's own body declares them (a queue's `key` is set by its create, and fixed after).
+ */
 function serverOwned(op: SpecOperation): [string, Schema][] {
-  return Object.entries(propertiesOf(op.responseSchema ?? {})).filter(([, s]) => s.readOnly === true);
+  const declared = propertiesOf(op.requestSchema ?? {});
+  return Object.entries(propertiesOf(op.responseSchema ?? {})).filter(([name, s]) => s.readOnly === true && !(name in declared));
 }
 
 /** Object-valued properties of the request body, where nested prototype keys can hide. */

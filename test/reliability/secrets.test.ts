@@ -105,6 +105,9 @@ describeEachDatabase(
         'suite API token': t.suiteToken,
         'agent registration token': t.agentRegistrationToken,
         'agent access token': t.agent.token,
+        'cluster agent token': t.cluster.token,
+        "cluster agent's access token": t.cluster.agent.token,
+        'cluster secret value': t.cluster.secretValue,
         'webhook token': t.params.token,
         'webhook secret': hooks.at(-1)!.secret,
         'root secret': ROOT_SECRET,
@@ -123,16 +126,20 @@ describeEachDatabase(
     it.each([
       ['a member whose team may only read the pipeline', () => memberToken],
       ['an admin token without write_pipelines', () => noWriteToken],
-    ])('%s sees no secret in any answer', async (_who, token) => {
-      const found: string[] = [];
-      for (const op of scanned) {
-        const res = await send(ctx(), op, fillPath(op, t.params), token(), BODIES[op.operationId]?.(t));
-        requests++;
-        expect(res.status).toBeLessThan(500);
-        found.push(...leaked(seen(res)).map((name) => `${op.operationId} ${res.status}: ${name}`));
-      }
-      expect(found).toEqual([]);
-    });
+    ])(
+      '%s sees no secret in any answer',
+      async (_who, token) => {
+        const found: string[] = [];
+        for (const op of scanned) {
+          const res = await send(ctx(), op, fillPath(op, t.params), token(), BODIES[op.operationId]?.(t));
+          requests++;
+          expect(res.status).toBeLessThan(500);
+          found.push(...leaked(seen(res)).map((name) => `${op.operationId} ${res.status}: ${name}`));
+        }
+        expect(found).toEqual([]);
+      },
+      120_000,
+    );
 
     it('an admin with write_pipelines sees the webhook URL, and no other secret', async () => {
       const found: string[] = [];
@@ -210,6 +217,47 @@ describeEachDatabase(
       expect(quiet.body).not.toHaveProperty('api_token');
       secrets['suite API token (second)'] = created.body.api_token;
       expect(later.flatMap((r) => leaked(seen(r)))).toEqual([]);
+    });
+
+    it("a job of the cluster's pipeline reads the cluster secret; only that answer holds its value", async () => {
+      const base = `/v2/organizations/${t.org.slug}`;
+      const p = await ctx()
+        .http()
+        .post(`${base}/pipelines`)
+        .set(auth(t.token))
+        .send({ name: 'Clustered', repository: 'git@github.com:acme/c.git', configuration: 'steps:\n  - command: deploy\n', cluster_id: t.cluster.id });
+      check(p, 201, 'create clustered pipeline');
+      check(await ctx().http().post(`${base}/pipelines/${p.body.slug}/builds`).set(auth(t.token)).send({ commit: 'HEAD', branch: 'main' }), 201, 'build');
+      const agent = { Authorization: `Token ${t.cluster.agent.token}` };
+      check(await ctx().http().post('/v3/connect').set(agent), 200, 'connect');
+      const job = (await ctx().http().get('/v3/ping').set(agent)).body.job;
+      check(await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agent), 200, 'accept');
+      check(await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agent), 200, 'start');
+      // The scan above may have set a policy (as an admin with write_secrets): one naming another pipeline refuses the job.
+      const secretUrl = `${base}/clusters/${t.cluster.id}/secrets/${t.cluster.secretId}`;
+      check(await ctx().http().put(secretUrl).set(auth(t.token)).send({ policy: '- pipeline_slug: elsewhere\n' }), 200, 'policy');
+      const refused = await ctx().http().get(`/v3/jobs/${job.id}/secrets?key=tenant_secret`).set(agent);
+      check(
+        await ctx()
+          .http()
+          .put(secretUrl)
+          .set(auth(t.token))
+          .send({ policy: `- pipeline_slug: ${p.body.slug}\n  build_branch: main\n` }),
+        200,
+        'policy',
+      );
+      const read = await ctx().http().get(`/v3/jobs/${job.id}/secrets?key=tenant_secret`).set(agent);
+      const missing = await ctx().http().get(`/v3/jobs/${job.id}/secrets?key=NOPE`).set(agent);
+      check(await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agent).send({ exit_status: 0 }), 200, 'finish');
+      requests += 12;
+      expect(refused.status).toBe(403);
+      expect(leaked(seen(refused))).toEqual([]);
+      expect(read.status).toBe(200);
+      expect(read.body).toEqual({ name: 'TENANT_SECRET', key: 'TENANT_SECRET', value: t.cluster.secretValue, uuid: t.cluster.secretId });
+      expect(missing.status).toBe(404);
+      const details = await ctx().http().get(`${base}/clusters/${t.cluster.id}/secrets/${t.cluster.secretId}`).set(auth(t.token));
+      expect(details.body.last_read_at).toEqual(expect.any(String));
+      expect(leaked(seen(details))).toEqual([]);
     });
 
     it('no log line holds a secret', () => {

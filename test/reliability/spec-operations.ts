@@ -110,6 +110,11 @@ export const PARAM_KINDS = [
   'user_id',
   'pipeline_id',
   'suite_id',
+  'cluster_id',
+  'queue_id',
+  'token_id',
+  'maintainer_id',
+  'secret_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -133,6 +138,11 @@ export function missingParam(kind: ParamKind): string {
     case 'user_id':
     case 'pipeline_id':
     case 'suite_id':
+    case 'cluster_id':
+    case 'queue_id':
+    case 'token_id':
+    case 'maintainer_id':
+    case 'secret_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -164,6 +174,17 @@ export interface Tenant {
   /** The organization's agent registration token, and a connected agent with its access token. */
   agentRegistrationToken: string;
   agent: { id: string; token: string };
+  /** A cluster with its default queue and an agent token, and an agent registered with that token. */
+  cluster: {
+    id: string;
+    queueId: string;
+    tokenId: string;
+    token: string;
+    agent: { id: string; token: string };
+    maintainerId: string;
+    secretId: string;
+    secretValue: string;
+  };
   /** Every identifier of this tenant's objects: none may show up in another tenant's answers. */
   identifiers: string[];
 }
@@ -324,6 +345,52 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     .set(auth(token))
     .send({ cronline: '@daily', label: `Schedule ${tag}`, enabled: false });
   check(schedule, 201, 'create pipeline schedule');
+  // A cluster, its default queue, an agent token of it and an agent registered with that token.
+  const clusters = `${base}/clusters`;
+  const cl = await ctx
+    .http()
+    .post(clusters)
+    .set(auth(token))
+    .send({ name: `Cluster ${tag}`, description: `${org.slug}: ${tag}` });
+  check(cl, 201, 'create cluster');
+  const cq = await ctx
+    .http()
+    .post(`${clusters}/${cl.body.id}/queues`)
+    .set(auth(token))
+    .send({ key: 'default', description: `${org.slug}: ${tag}` });
+  check(cq, 201, 'create cluster queue');
+  check(await ctx.http().put(`${clusters}/${cl.body.id}`).set(auth(token)).send({ default_queue_id: cq.body.id }), 200, 'set default queue');
+  const ct = await ctx
+    .http()
+    .post(`${clusters}/${cl.body.id}/tokens`)
+    .set(auth(token))
+    .send({ description: `Cluster agents ${tag}` });
+  check(ct, 201, 'create cluster token');
+  const creg = await ctx
+    .http()
+    .post('/v3/register')
+    .set(agentAuth(ct.body.token))
+    .send({ name: `cluster-agent-${tag}` });
+  check(creg, 201, 'register cluster agent');
+  const cm = await ctx.http().post(`${clusters}/${cl.body.id}/maintainers`).set(auth(token)).send({ user: admin.id });
+  check(cm, 201, 'create cluster maintainer');
+  const secretValue = `cluster-secret-${crypto.randomBytes(16).toString('hex')}`;
+  const cs = await ctx
+    .http()
+    .post(`${clusters}/${cl.body.id}/secrets`)
+    .set(auth(token))
+    .send({ key: 'TENANT_SECRET', value: secretValue, description: `${org.slug}: ${tag}` });
+  check(cs, 201, 'create cluster secret');
+  const cluster = {
+    secretId: cs.body.id as string,
+    secretValue,
+    maintainerId: cm.body.id as string,
+    id: cl.body.id as string,
+    queueId: cq.body.id as string,
+    tokenId: ct.body.id as string,
+    token: ct.body.token as string,
+    agent: { id: creg.body.id as string, token: creg.body.access_token as string },
+  };
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -345,6 +412,11 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     user_id: admin.id,
     pipeline_id: p.body.id,
     suite_id: s.body.id,
+    cluster_id: cluster.id,
+    queue_id: cluster.queueId,
+    token_id: cluster.tokenId,
+    maintainer_id: cluster.maintainerId,
+    secret_id: cluster.secretId,
   };
   return {
     label,
@@ -359,7 +431,14 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     suiteToken,
     agentRegistrationToken,
     agent,
+    cluster,
     identifiers: [
+      cluster.id,
+      cluster.queueId,
+      cluster.tokenId,
+      cluster.agent.id,
+      cluster.maintainerId,
+      cluster.secretId,
       org.id,
       org.slug,
       admin.id,
@@ -534,6 +613,35 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getOrganizationMember: undefined,
   updateOrganizationMember: () => ({ sso_mode: 'optional' }),
   removeOrganizationMember: undefined,
+  listClusters: undefined,
+  createCluster: () => ({ name: `Made ${crypto.randomBytes(3).toString('hex')}`, description: 'made', emoji: ':x:', color: '#FFFFFF' }),
+  getCluster: undefined,
+  updateCluster: () => ({ description: 'changed' }),
+  deleteCluster: undefined,
+  listClusterQueues: undefined,
+  createClusterQueue: () => ({ key: `made-${crypto.randomBytes(3).toString('hex')}`, description: 'made' }),
+  getClusterQueue: undefined,
+  updateClusterQueue: () => ({ description: 'changed' }),
+  deleteClusterQueue: undefined,
+  pauseClusterQueueDispatch: () => ({ note: 'made' }),
+  resumeClusterQueueDispatch: undefined,
+  listClusterAgentTokens: undefined,
+  createClusterAgentToken: () => ({ description: 'made', allowed_ip_addresses: '10.0.0.0/8' }),
+  getClusterAgentToken: undefined,
+  updateClusterAgentToken: () => ({ description: 'changed' }),
+  revokeClusterAgentToken: undefined,
+  listClusterMaintainers: undefined,
+  createClusterMaintainer: (t) => ({ team: t.team.id }),
+  getClusterMaintainer: undefined,
+  deleteClusterMaintainer: undefined,
+  listClusterSecrets: undefined,
+  createClusterSecret: () => ({ key: `MADE_${crypto.randomBytes(3).toString('hex')}`, value: 'made', description: 'made', policy: '- build_branch: main\n' }),
+  getClusterSecret: undefined,
+  updateClusterSecret: () => ({ description: 'changed', policy: '- pipeline_slug: made\n' }),
+  // The tenant's own value again: the secrets scan keeps looking for it.
+  updateClusterSecretValue: (t) => ({ value: t.cluster.secretValue }),
+  deleteClusterSecret: undefined,
+  getJobSecret: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */
@@ -586,6 +694,7 @@ const OWNER_COLUMNS: Record<string, string> = {
   team_id: 'teams',
   access_token_id: 'access_tokens',
   job_id: 'jobs',
+  cluster_id: 'clusters',
 };
 /** Tables whose rows belong to the organizations their `user_id` is a member of. */
 const OWNED_THROUGH_USER = ['access_tokens'];

@@ -120,3 +120,19 @@ export const createPipelineSchedule: OperationHandler<'createPipelineSchedule'> 
   expectType<string>(req.body.cronline);
 };
 expectType<Schemas['PipelineSchedule']['next_build_at']>(null);
+// createClusterAgentToken: the answer with the secret is the only one that may carry `token`.
+declare const clusterToken: Schemas['ClusterAgentToken'];
+export const createClusterAgentToken: OperationHandler<'createClusterAgentToken'> = (req, res) => {
+  expectType<string>(req.params.cluster_id);
+  expectType<string | null | undefined>(req.body.allowed_ip_addresses);
+  res.status(201).json({ ...clusterToken, token: 'secret' });
+  // @ts-expect-error: the 201 body must carry the token (ClusterAgentTokenWithSecret)
+  res.status(201).json(clusterToken);
+};
+
+// getJobSecret: the agent API's secret read takes the key from the query, as a required string.
+export const getJobSecret: OperationHandler<'getJobSecret'> = (req, res) => {
+  expectType<string>(req.query.key);
+  // @ts-expect-error: the answer needs the key (as name and key), the value and the uuid
+  res.json({ value: 'v' });
+};

@@ -97,7 +97,17 @@ export class AgentWorkService {
     if (held) return { action: 'idle', job: held };
     if (agent.connectionState === 'stopping') return { action: 'disconnect', job: null };
     if (isPaused(agent, now)) return { action: 'pause', job: null };
-    const keys = (await this.jobs.dispatchClasses(agent.organizationId)).filter((c) => matchesQueryRules(c.agentQueryRules, agent.metaData)).map((c) => c.key);
+    // A cluster's agent takes its cluster's jobs only, none while its queue is paused (or gone);
+    // an agent in no cluster takes the jobs of pipelines in none.
+    let defaultQueue: string | null = 'default';
+    if (agent.clusterId) {
+      const queue = await this.agents.clusterQueueOf(agent);
+      if (!queue || queue.paused) return { action: 'idle', job: null };
+      defaultQueue = queue.defaultQueueKey;
+    }
+    const keys = (await this.jobs.dispatchClasses(agent.organizationId))
+      .filter((c) => c.clusterId === agent.clusterId && matchesQueryRules(c.agentQueryRules, agent.metaData, defaultQueue))
+      .map((c) => c.key);
     if (!keys.length) return { action: 'idle', job: null };
     // Every candidate is one this agent may run; a full page lost to other agents is read again.
     for (let round = 0; round < CLAIM_ROUNDS; round++) {

@@ -6,6 +6,8 @@
  */
 import { sha256Hex } from '../../security/keys';
 
-export function dispatchKey(agentQueryRulesJson: string): string {
-  return sha256Hex(agentQueryRulesJson);
+export function dispatchKey(agentQueryRulesJson: string, clusterId: string | null = null): string {
+  // A cluster's jobs are a class of their own, so a poll keeps each cluster's jobs to its agents
+  // (src/db/migrations/20261125181000_clusters.ts); the key of a job in no cluster is unchanged.
+  return clusterId ? sha256Hex(`${agentQueryRulesJson}\0${clusterId}`) : sha256Hex(agentQueryRulesJson);
 }

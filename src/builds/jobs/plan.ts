@@ -39,6 +39,10 @@ export interface PlannedJob {
   brokenReason: string | null;
   /** Dispatch priority (`jobs.priority`): the step's, for script jobs; 0 otherwise, as documented. */
   priority: number;
+  /** The cluster of the job's pipeline when it was planned (./cluster-queue.ts); none when absent. */
+  clusterId?: string | null;
+  /** The cluster's queue the job targets, if it existed then. */
+  clusterQueueId?: string | null;
 }
 
 export interface PlanContext {

@@ -137,17 +137,22 @@ export class JobRepository {
            union all
            select (select dispatch_key from jobs where ${scheduled} and dispatch_key > k.key order by dispatch_key limit 1) from k where k.key is not null
          )
-         select k.key as key, (select agent_query_rules from jobs where ${scheduled} and dispatch_key = k.key limit 1) as rules from k where k.key is not null`,
-        [organizationId, organizationId, organizationId],
+         select k.key as key,
+                (select agent_query_rules from jobs where ${scheduled} and dispatch_key = k.key limit 1) as rules,
+                (select cluster_id from jobs where ${scheduled} and dispatch_key = k.key limit 1) as cluster_id
+         from k where k.key is not null`,
+        [organizationId, organizationId, organizationId, organizationId],
       ),
     };
   }
 
-  /** The organization's dispatch classes with scheduled command jobs: key and rules. */
-  async dispatchClasses(organizationId: string): Promise<{ key: string; agentQueryRules: string[] }[]> {
+  /** The organization's dispatch classes with scheduled command jobs: key, rules and cluster (null: none). */
+  async dispatchClasses(organizationId: string): Promise<{ key: string; agentQueryRules: string[]; clusterId: string | null }[]> {
     const rows = rowsOf(await this.dispatchClassesQuery(organizationId).query);
     // A class whose last job was claimed between the two reads has no rules: nothing to offer.
-    return rows.filter((r) => r.rules != null).map((r) => ({ key: r.key as string, agentQueryRules: JSON.parse(r.rules as string) as string[] }));
+    return rows
+      .filter((r) => r.rules != null)
+      .map((r) => ({ key: r.key as string, agentQueryRules: JSON.parse(r.rules as string) as string[], clusterId: (r.cluster_id as string | null) ?? null }));
   }
 
   /**

@@ -14,6 +14,7 @@ import { matchesBranchFilter } from '../../pipelines/branch-filter';
 import type { Pipeline } from '../../pipelines/repository';
 import { MAX_JOBS_PER_BUILD, planJobs, type PlannedJob } from '../jobs/plan';
 import type { Build, BuildState, NewBuild, NewBuildFields } from '../model';
+import { placeInCluster, type ClusterQueues } from '../jobs/cluster-queue';
 import { supersede } from './cancellation';
 import type { ProgressRepositories, StepSigner } from './repositories';
 
@@ -37,11 +38,11 @@ export interface PlannedBuild {
  * builds of the branch it skips or cancels, as the pipeline says. Throws when the steps make
  * more jobs than a build may have.
  */
-export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields, sign: StepSigner): PlannedBuild {
+export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields, sign: StepSigner, queues: ClusterQueues | null = null): PlannedBuild {
   const now = new Date();
   // A pipeline using a template builds from the template's steps and env, not its own.
   const source = pipeline.template ?? pipeline;
-  const jobs = planJobs(source.steps, {
+  const planned = planJobs(source.steps, {
     branch: b.branch,
     pipelineEnv: source.env,
     buildEnv: b.env,
@@ -49,6 +50,7 @@ export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildF
     stepTimeouts: { defaultMinutes: pipeline.defaultTimeoutInMinutes, maximumMinutes: pipeline.maximumTimeoutInMinutes },
     sign,
   });
+  const jobs = placeInCluster(planned, queues);
   if (jobs.length > MAX_JOBS_PER_BUILD) {
     throw new UnprocessableError(
       `A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: the pipeline's steps make ${jobs.length} (parallelism and matrix steps count each job).`,
@@ -93,4 +95,13 @@ export async function writeBuild(r: ProgressRepositories, p: PlannedBuild): Prom
     await supersede(r, p.build.pipelineId, p.build.branch, written.build.number, s.fromStates, s.toState, s.jobState, p.build.createdAt);
   }
   return written;
+}
+
+/** The queues of the cluster a pipeline is in, for its new jobs; null when it is in none (or the cluster is gone). */
+export async function clusterQueuesOf(r: Pick<ProgressRepositories, 'clusters'>, clusterId: string | null): Promise<ClusterQueues | null> {
+  if (!clusterId) return null;
+  const cluster = await r.clusters.findClusterById(clusterId);
+  if (!cluster) return null;
+  const queues = await r.clusters.queueIds(clusterId);
+  return { clusterId, defaultQueueId: cluster.defaultQueueId, byKey: new Map(queues.map((q) => [q.key, q.id])) };
 }

@@ -6,6 +6,7 @@
  */
 import type { Knex } from 'knex';
 import type { AgentRepository } from '../../agents/repository';
+import type { ClusterRepository } from '../../clusters/repository';
 import type { JobLogRepository } from '../jobs/log-repository';
 import type { JobRepository } from '../jobs/repository';
 import type { PipelineRepository } from '../../pipelines/repository';
@@ -22,6 +23,8 @@ export interface ProgressRepositories {
   pipelines: PipelineRepository;
   /** Read only: the creator a triggered build inherits. */
   users: UserRepository;
+  /** Read only: the queues a new job of a cluster's pipeline may target. */
+  clusters: ClusterRepository;
 }
 
 /** Each repository on `trx`. */
@@ -33,6 +36,7 @@ export function bind(r: ProgressRepositories, trx: Knex.Transaction): ProgressRe
     agents: r.agents.withTransaction(trx),
     pipelines: r.pipelines.withTransaction(trx),
     users: r.users.withTransaction(trx),
+    clusters: r.clusters.withTransaction(trx),
   };
 }
 

@@ -23,7 +23,8 @@ import type { Pipeline } from '../../pipelines/repository';
 import type { PlannedJob } from '../jobs/plan';
 import type { Build, BuildState, NewBuildFields } from '../model';
 import { cancelBuild, supersede } from './cancellation';
-import { planBuild, writeBuild } from './creation';
+import { clusterQueuesOf, planBuild, writeBuild } from './creation';
+import { placeInCluster } from '../jobs/cluster-queue';
 import { advanceLocked } from './machine';
 import { bind, type ProgressRepositories, type StepSigner } from './repositories';
 
@@ -55,11 +56,9 @@ export class BuildProgress {
    * trigger job running.
    */
   async createBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields): Promise<{ build: Build; jobs: Job[] }> {
-    const plan = planBuild(pipeline, creator, b, this.sign);
+    const plan = await this.plan(pipeline, creator, b);
     const written = plan.supersedes.length ? await this.db.transaction((trx) => writeBuild(bind(this.repos, trx), plan)) : await writeBuild(this.repos, plan);
-    if (!written.jobs.some((j) => j.type === 'trigger' && j.state === 'scheduled')) return written;
-    await this.advance(written.build.id);
-    return (await this.repos.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;
+    return this.launched(written);
   }
 
   /**
@@ -75,9 +74,19 @@ export class BuildProgress {
     creator: User | null,
     b: NewBuildFields,
   ): Promise<{ build: Build; jobs: Job[] } | null> {
-    const plan = planBuild(pipeline, creator, b, this.sign);
+    const plan = await this.plan(pipeline, creator, b);
     const written = await this.db.transaction(async (trx) => ((await claim(trx)) ? writeBuild(bind(this.repos, trx), plan) : null));
-    if (!written || !written.jobs.some((j) => j.type === 'trigger' && j.state === 'scheduled')) return written;
+    return written && this.launched(written);
+  }
+
+  /** A new build's plan, its jobs placed in the queues of the pipeline's cluster. */
+  private async plan(pipeline: Pipeline, creator: User | null, b: NewBuildFields) {
+    return planBuild(pipeline, creator, b, this.sign, await clusterQueuesOf(this.repos, pipeline.clusterId));
+  }
+
+  /** A written build: a trigger step that runs at once is launched by its state machine, and the build read back to show it running. */
+  private async launched(written: { build: Build; jobs: Job[] }): Promise<{ build: Build; jobs: Job[] }> {
+    if (!written.jobs.some((j) => j.type === 'trigger' && j.state === 'scheduled')) return written;
     await this.advance(written.build.id);
     return (await this.repos.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;
   }
@@ -243,7 +252,9 @@ export class BuildProgress {
       }
       const anchor = Math.max(...placed.filter((j) => family.has(j.stepId)).map((j) => j.position));
       const build = { id: buildId, pipelineId: placed[0]!.pipelineId, organizationId: placed[0]!.organizationId, createdAt: at };
-      const jobs = planned.map((j, i) => ({ ...j, position: anchor + 1 + i, state: j.state === 'broken' ? ('broken' as const) : ('waiting' as const) }));
+      // Uploaded jobs run in the cluster the build's jobs run in.
+      const inCluster = placeInCluster(planned, await clusterQueuesOf(r, uploader.clusterId ?? null));
+      const jobs = inCluster.map((j, i) => ({ ...j, position: anchor + 1 + i, state: j.state === 'broken' ? ('broken' as const) : ('waiting' as const) }));
       await r.jobs.insertUploaded(build, anchor, jobs, uploader.stepId, uploadId);
       return planned.map((j) => j.id);
     });

@@ -5,7 +5,7 @@
  */
 import type { Job } from '../jobs/model';
 import { triggeredBuildFields, triggerTarget, triggerToRun, type TriggeringBuild, type TriggerOutcome } from '../jobs/triggers';
-import { planBuild, writeBuild } from './creation';
+import { clusterQueuesOf, planBuild, writeBuild } from './creation';
 import type { ProgressRepositories, StepSigner } from './repositories';
 
 /** Creates the build the trigger job's step asks for, its steps signed with `sign`; or says why it can't. */
@@ -15,6 +15,7 @@ export async function launchTriggeredBuild(r: ProgressRepositories, sign: StepSi
   const target = triggerTarget(run.step, await r.pipelines.findBySlug(parent.organizationId, run.step.trigger_project_slug));
   if ('failure' in target) return target;
   const creator = parent.creatorId ? await r.users.findById(parent.creatorId) : null;
-  const { build } = await writeBuild(r, planBuild(target.pipeline, creator, triggeredBuildFields(run.step, job, parent, target.branch), sign));
+  const queues = await clusterQueuesOf(r, target.pipeline.clusterId);
+  const { build } = await writeBuild(r, planBuild(target.pipeline, creator, triggeredBuildFields(run.step, job, parent, target.branch), sign, queues));
   return { build: { id: build.id, number: build.number, pipelineSlug: target.pipeline.slug } };
 }

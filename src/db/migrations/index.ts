@@ -24,6 +24,7 @@ import * as agentPause from './20261125170000_agent_pause';
 import * as pipelineTemplatesEmojis from './20261125183000_pipeline_templates_emojis';
 import * as pipelineSchedules from './20261125182000_pipeline_schedules';
 import * as teams from './20261125180000_teams';
+import * as clusters from './20261125181000_clusters';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -44,6 +45,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125160000_test_run_windows': testRunWindows,
   '20261125170000_agent_pause': agentPause,
   '20261125180000_teams': teams,
+  '20261125181000_clusters': clusters,
   '20261125182000_pipeline_schedules': pipelineSchedules,
   '20261125183000_pipeline_templates_emojis': pipelineTemplatesEmojis,
 };

@@ -1,0 +1,37 @@
+/**
+ * A cluster agent token's `allowed_ip_addresses`: space-separated CIDR ranges (the documented
+ * form, e.g. `202.144.0.0/24 10.0.0.0/8`), parsed and matched with ipaddr.js. An IPv4 address
+ * that arrives as IPv4-mapped IPv6 (`::ffff:10.0.0.1`, how Node reports IPv4 callers on a
+ * dual-stack socket) is matched as the IPv4 address it is. Pure.
+ */
+import ipaddr from 'ipaddr.js';
+
+/** The ranges of a value, or the entries that are not CIDR ranges. */
+export function parseAllowedIps(value: string): { ranges: [ipaddr.IPv4 | ipaddr.IPv6, number][]; invalid: string[] } {
+  const ranges: [ipaddr.IPv4 | ipaddr.IPv6, number][] = [];
+  const invalid: string[] = [];
+  for (const entry of value.split(/[\s,]+/).filter(Boolean)) {
+    try {
+      ranges.push(ipaddr.parseCIDR(entry));
+    } catch {
+      invalid.push(entry);
+    }
+  }
+  return { ranges, invalid };
+}
+
+/** The ranges written as stored: one space between them, no surrounding blanks. */
+export function normalizeAllowedIps(value: string): string {
+  return value
+    .split(/[\s,]+/)
+    .filter(Boolean)
+    .join(' ');
+}
+
+/** Whether `address` is in one of the ranges; an address that can't be parsed is in none. */
+export function ipAllowed(allowed: string, address: string | null | undefined): boolean {
+  if (!address || !ipaddr.isValid(address)) return false;
+  let ip = ipaddr.parse(address);
+  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  return parseAllowedIps(allowed).ranges.some(([range, bits]) => range.kind() === ip.kind() && ip.match(range, bits));
+}

@@ -1,0 +1,569 @@
+/**
+ * Clusters, their queues and their agent tokens: Knex queries, rows in and domain objects out.
+ * Token secrets are found by their sha256 only; they are never stored.
+ */
+import type { Knex } from 'knex';
+import type { User } from '../core/identity';
+import { toDate, toDateOrNull } from '../db/values';
+import { userFromRow } from '../user/rows';
+
+export interface Cluster {
+  id: string;
+  organizationId: string;
+  name: string;
+  description: string | null;
+  emoji: string | null;
+  color: string | null;
+  defaultQueueId: string | null;
+  createdBy: User | null;
+  createdAt: Date;
+}
+
+export type RetryAgentAffinity = 'prefer-warmest' | 'prefer-different';
+
+export interface ClusterQueue {
+  id: string;
+  clusterId: string;
+  key: string;
+  description: string | null;
+  retryAgentAffinity: RetryAgentAffinity;
+  pause: { at: Date; by: User | null; note: string | null } | null;
+  createdBy: User | null;
+  createdAt: Date;
+}
+
+export interface ClusterToken {
+  id: string;
+  clusterId: string;
+  description: string;
+  /** Space-separated CIDR ranges, as given; null: any address. */
+  allowedIpAddresses: string | null;
+  expiresAt: Date | null;
+  createdBy: User | null;
+  createdAt: Date;
+}
+
+/** A user or a team that maintains a cluster. */
+export interface ClusterMaintainer {
+  id: string;
+  clusterId: string;
+  actor: { type: 'user'; id: string; name: string; email: string } | { type: 'team'; id: string; slug: string };
+  createdAt: Date;
+}
+
+function maintainerFromRow(r: Record<string, unknown>): ClusterMaintainer {
+  return {
+    id: r.id as string,
+    clusterId: r.cluster_id as string,
+    actor: r.user_id
+      ? { type: 'user', id: r.user_id as string, name: r.user_name as string, email: r.user_email as string }
+      : { type: 'team', id: r.team_id as string, slug: r.team_slug as string },
+    createdAt: toDate(r.created_at),
+  };
+}
+
+/** A secret's details; its value stays sealed (`valueSealed`) and is never serialized. */
+export interface ClusterSecret {
+  id: string;
+  clusterId: string;
+  key: string;
+  description: string | null;
+  policy: string | null;
+  createdBy: User | null;
+  createdAt: Date;
+  updatedBy: User | null;
+  updatedAt: Date;
+  lastReadAt: Date | null;
+}
+
+function secretFromRow(r: Record<string, unknown>): ClusterSecret {
+  return {
+    id: r.id as string,
+    clusterId: r.cluster_id as string,
+    key: r.key as string,
+    description: (r.description as string | null) ?? null,
+    policy: (r.policy as string | null) ?? null,
+    createdBy: userOrNull(r, 'cb'),
+    createdAt: toDate(r.created_at),
+    updatedBy: userOrNull(r, 'ub'),
+    updatedAt: toDate(r.updated_at),
+    lastReadAt: toDateOrNull(r.last_read_at),
+  };
+}
+
+/** A job, as a secret's policy judges it, and the cluster its pipeline was in when it was created. */
+export interface JobSecretContext {
+  clusterId: string | null;
+  pipelineId: string;
+  pipelineSlug: string;
+  buildSource: string;
+  buildBranch: string;
+  creatorEmail: string | null;
+  creatorTeamIds: string[];
+  clusterQueueId: string | null;
+  clusterQueueKey: string | null;
+}
+
+/** What a registration with a cluster token needs to know of it. */
+export interface ClusterTokenGrant {
+  tokenId: string;
+  clusterId: string;
+  organizationId: string;
+  allowedIpAddresses: string | null;
+  expiresAt: Date | null;
+}
+
+/** What dispatch needs to know of an agent's queue: whether it is paused, and its cluster's default queue key. */
+export interface QueueDispatch {
+  key: string;
+  paused: boolean;
+  defaultQueueKey: string | null;
+}
+
+const userOrNull = (r: Record<string, unknown>, prefix: string): User | null =>
+  r[`${prefix}_id`]
+    ? userFromRow({
+        id: r[`${prefix}_id`] as string,
+        name: r[`${prefix}_name`] as string,
+        email: r[`${prefix}_email`] as string,
+        created_at: r[`${prefix}_created_at`],
+      })
+    : null;
+
+/** Left-joins `users` as `alias` on `column`, selecting its columns prefixed `alias_`. */
+function withUser(q: Knex.QueryBuilder, alias: string, column: string): Knex.QueryBuilder {
+  return q
+    .leftJoin(`users as ${alias}`, `${alias}.id`, column)
+    .select(`${alias}.id as ${alias}_id`, `${alias}.name as ${alias}_name`, `${alias}.email as ${alias}_email`, `${alias}.created_at as ${alias}_created_at`);
+}
+
+function clusterFromRow(r: Record<string, unknown>): Cluster {
+  return {
+    id: r.id as string,
+    organizationId: r.organization_id as string,
+    name: r.name as string,
+    description: (r.description as string | null) ?? null,
+    emoji: (r.emoji as string | null) ?? null,
+    color: (r.color as string | null) ?? null,
+    defaultQueueId: (r.default_queue_id as string | null) ?? null,
+    createdBy: userOrNull(r, 'cb'),
+    createdAt: toDate(r.created_at),
+  };
+}
+
+function queueFromRow(r: Record<string, unknown>): ClusterQueue {
+  return {
+    id: r.id as string,
+    clusterId: r.cluster_id as string,
+    key: r.key as string,
+    description: (r.description as string | null) ?? null,
+    retryAgentAffinity: r.retry_agent_affinity as RetryAgentAffinity,
+    pause: r.dispatch_paused_at ? { at: toDate(r.dispatch_paused_at), by: userOrNull(r, 'pb'), note: (r.dispatch_paused_note as string | null) ?? null } : null,
+    createdBy: userOrNull(r, 'cb'),
+    createdAt: toDate(r.created_at),
+  };
+}
+
+function tokenFromRow(r: Record<string, unknown>): ClusterToken {
+  return {
+    id: r.id as string,
+    clusterId: r.cluster_id as string,
+    description: r.description as string,
+    allowedIpAddresses: (r.allowed_ip_addresses as string | null) ?? null,
+    expiresAt: toDateOrNull(r.expires_at),
+    createdBy: userOrNull(r, 'cb'),
+    createdAt: toDate(r.created_at),
+  };
+}
+
+export class ClusterRepository {
+  constructor(private readonly db: Knex) {}
+
+  withTransaction(trx: Knex.Transaction): ClusterRepository {
+    return new ClusterRepository(trx);
+  }
+
+  /* Clusters */
+
+  private clusters(): Knex.QueryBuilder {
+    return withUser(this.db('clusters as c').select('c.*'), 'cb', 'c.created_by_id');
+  }
+
+  async insertCluster(c: Omit<Cluster, 'createdBy'> & { createdById: string | null }): Promise<void> {
+    await this.db('clusters').insert({
+      id: c.id,
+      organization_id: c.organizationId,
+      name: c.name,
+      description: c.description,
+      emoji: c.emoji,
+      color: c.color,
+      default_queue_id: c.defaultQueueId,
+      created_by_id: c.createdById,
+      created_at: c.createdAt,
+    });
+  }
+
+  async findCluster(organizationId: string, id: string): Promise<Cluster | null> {
+    const row = await this.clusters().where({ 'c.organization_id': organizationId, 'c.id': id }).first();
+    return row ? clusterFromRow(row) : null;
+  }
+
+  /** By id alone: for the agents' and builds' areas, which already know the organization. */
+  async findClusterById(id: string): Promise<Cluster | null> {
+    const row = await this.clusters().where({ 'c.id': id }).first();
+    return row ? clusterFromRow(row) : null;
+  }
+
+  async findClusterByName(organizationId: string, name: string): Promise<{ id: string } | null> {
+    return ((await this.db('clusters').where({ organization_id: organizationId, name }).first('id')) as { id: string } | undefined) ?? null;
+  }
+
+  async listClusters(organizationId: string, offset: number, limit: number): Promise<Cluster[]> {
+    const rows = await this.clusters()
+      .where({ 'c.organization_id': organizationId })
+      .orderBy([
+        { column: 'c.created_at', order: 'asc' },
+        { column: 'c.id', order: 'asc' },
+      ])
+      .offset(offset)
+      .limit(limit);
+    return rows.map(clusterFromRow);
+  }
+
+  async updateCluster(id: string, fields: Partial<Record<'name' | 'description' | 'emoji' | 'color' | 'default_queue_id', string | null>>): Promise<void> {
+    if (Object.keys(fields).length) await this.db('clusters').where({ id }).update(fields);
+  }
+
+  async deleteCluster(id: string): Promise<void> {
+    await this.db('clusters').where({ id }).delete();
+  }
+
+  /** Whether pipelines or agents (not stopped or lost) are in the cluster: it can't be deleted then. */
+  async inUse(id: string): Promise<{ pipelines: number; agents: number }> {
+    const p = await this.db('pipelines').where({ cluster_id: id }).count<{ n: number | string }[]>({ n: '*' });
+    const a = await this.db('agents')
+      .where({ cluster_id: id })
+      .whereIn('connection_state', ['connected', 'stopping'])
+      .count<{ n: number | string }[]>({ n: '*' });
+    return { pipelines: Number(p[0]!.n), agents: Number(a[0]!.n) };
+  }
+
+  /* Queues */
+
+  private queues(): Knex.QueryBuilder {
+    return withUser(withUser(this.db('cluster_queues as q').select('q.*'), 'cb', 'q.created_by_id'), 'pb', 'q.dispatch_paused_by_id');
+  }
+
+  async insertQueue(q: {
+    id: string;
+    clusterId: string;
+    key: string;
+    description: string | null;
+    retryAgentAffinity: RetryAgentAffinity;
+    createdById: string | null;
+    createdAt: Date;
+  }): Promise<void> {
+    await this.db('cluster_queues').insert({
+      id: q.id,
+      cluster_id: q.clusterId,
+      key: q.key,
+      description: q.description,
+      retry_agent_affinity: q.retryAgentAffinity,
+      created_by_id: q.createdById,
+      created_at: q.createdAt,
+    });
+  }
+
+  async findQueue(clusterId: string, id: string): Promise<ClusterQueue | null> {
+    const row = await this.queues().where({ 'q.cluster_id': clusterId, 'q.id': id }).first();
+    return row ? queueFromRow(row) : null;
+  }
+
+  async findQueueByKey(clusterId: string, key: string): Promise<ClusterQueue | null> {
+    const row = await this.queues().where({ 'q.cluster_id': clusterId, 'q.key': key }).first();
+    return row ? queueFromRow(row) : null;
+  }
+
+  async listQueues(clusterId: string, offset: number, limit: number): Promise<ClusterQueue[]> {
+    const rows = await this.queues()
+      .where({ 'q.cluster_id': clusterId })
+      .orderBy([
+        { column: 'q.created_at', order: 'asc' },
+        { column: 'q.id', order: 'asc' },
+      ])
+      .offset(offset)
+      .limit(limit);
+    return rows.map(queueFromRow);
+  }
+
+  /** Every queue of the cluster, key and id: how a new job finds the queue it targets. */
+  async queueIds(clusterId: string): Promise<{ id: string; key: string }[]> {
+    return (await this.db('cluster_queues').where({ cluster_id: clusterId }).select('id', 'key')) as { id: string; key: string }[];
+  }
+
+  async updateQueue(id: string, fields: Partial<Record<'description' | 'retry_agent_affinity', string | null>>): Promise<void> {
+    if (Object.keys(fields).length) await this.db('cluster_queues').where({ id }).update(fields);
+  }
+
+  async deleteQueue(id: string): Promise<void> {
+    await this.db('cluster_queues').where({ id }).delete();
+  }
+
+  /** Pauses the queue if it is not paused; false if it was. */
+  async pauseQueue(id: string, at: Date, byId: string | null, note: string | null): Promise<boolean> {
+    const n = await this.db('cluster_queues')
+      .where({ id })
+      .whereNull('dispatch_paused_at')
+      .update({ dispatch_paused_at: at, dispatch_paused_by_id: byId, dispatch_paused_note: note });
+    return n > 0;
+  }
+
+  /** Resumes the queue if it is paused; false if it was not. */
+  async resumeQueue(id: string): Promise<boolean> {
+    const n = await this.db('cluster_queues')
+      .where({ id })
+      .whereNotNull('dispatch_paused_at')
+      .update({ dispatch_paused_at: null, dispatch_paused_by_id: null, dispatch_paused_note: null });
+    return n > 0;
+  }
+
+  /** The queue's key, pause and its cluster's default queue key, in one read (each poll of a cluster's agent). */
+  async queueDispatch(queueId: string): Promise<QueueDispatch | null> {
+    const row = await this.db('cluster_queues as q')
+      .join('clusters as c', 'c.id', 'q.cluster_id')
+      .leftJoin('cluster_queues as d', 'd.id', 'c.default_queue_id')
+      .where('q.id', queueId)
+      .first('q.key as key', 'q.dispatch_paused_at as paused_at', 'd.key as default_key');
+    return row ? { key: row.key as string, paused: row.paused_at != null, defaultQueueKey: (row.default_key as string | null) ?? null } : null;
+  }
+
+  /* Maintainers */
+
+  private maintainers(): Knex.QueryBuilder {
+    return this.db('cluster_maintainers as m')
+      .leftJoin('users as u', 'u.id', 'm.user_id')
+      .leftJoin('teams as t', 't.id', 'm.team_id')
+      .select('m.*', 'u.name as user_name', 'u.email as user_email', 't.slug as team_slug');
+  }
+
+  async insertMaintainer(m: { id: string; clusterId: string; userId: string | null; teamId: string | null; createdAt: Date }): Promise<void> {
+    await this.db('cluster_maintainers').insert({ id: m.id, cluster_id: m.clusterId, user_id: m.userId, team_id: m.teamId, created_at: m.createdAt });
+  }
+
+  async findMaintainer(clusterId: string, id: string): Promise<ClusterMaintainer | null> {
+    const row = await this.maintainers().where({ 'm.cluster_id': clusterId, 'm.id': id }).first();
+    return row ? maintainerFromRow(row) : null;
+  }
+
+  async findMaintainerOf(clusterId: string, target: { userId: string | null; teamId: string | null }): Promise<{ id: string } | null> {
+    const q = this.db('cluster_maintainers').where({ cluster_id: clusterId });
+    if (target.userId) q.where({ user_id: target.userId });
+    else q.where({ team_id: target.teamId });
+    return ((await q.first('id')) as { id: string } | undefined) ?? null;
+  }
+
+  async listMaintainers(clusterId: string, offset: number, limit: number): Promise<ClusterMaintainer[]> {
+    const rows = await this.maintainers()
+      .where({ 'm.cluster_id': clusterId })
+      .orderBy([
+        { column: 'm.created_at', order: 'asc' },
+        { column: 'm.id', order: 'asc' },
+      ])
+      .offset(offset)
+      .limit(limit);
+    return rows.map(maintainerFromRow);
+  }
+
+  async deleteMaintainer(id: string): Promise<void> {
+    await this.db('cluster_maintainers').where({ id }).delete();
+  }
+
+  /** Whether the user maintains the cluster, as a maintainer or a member of a maintaining team. */
+  async isMaintainer(clusterId: string, userId: string): Promise<boolean> {
+    const direct = await this.db('cluster_maintainers').where({ cluster_id: clusterId, user_id: userId }).first('id');
+    if (direct) return true;
+    const viaTeam = await this.db('cluster_maintainers as m')
+      .join('team_members as tm', 'tm.team_id', 'm.team_id')
+      .where({ 'm.cluster_id': clusterId, 'tm.user_id': userId })
+      .first('m.id');
+    return viaTeam !== undefined;
+  }
+
+  /** Whether the user is a member of the organization. */
+  async isMemberOf(organizationId: string, userId: string): Promise<boolean> {
+    return (await this.db('organization_members').where({ organization_id: organizationId, user_id: userId }).first('user_id')) !== undefined;
+  }
+
+  /** Whether the team is one of the organization's. */
+  async isTeamOf(organizationId: string, teamId: string): Promise<boolean> {
+    return (await this.db('teams').where({ organization_id: organizationId, id: teamId }).first('id')) !== undefined;
+  }
+
+  /* Secrets */
+
+  private secrets(): Knex.QueryBuilder {
+    return withUser(withUser(this.db('cluster_secrets as s').select('s.*'), 'cb', 's.created_by_id'), 'ub', 's.updated_by_id');
+  }
+
+  async insertSecret(s: {
+    id: string;
+    clusterId: string;
+    key: string;
+    description: string | null;
+    policy: string | null;
+    valueSealed: string;
+    byId: string;
+    at: Date;
+  }): Promise<void> {
+    await this.db('cluster_secrets').insert({
+      id: s.id,
+      cluster_id: s.clusterId,
+      key: s.key,
+      key_upper: s.key.toUpperCase(),
+      description: s.description,
+      policy: s.policy,
+      value_encrypted: s.valueSealed,
+      created_by_id: s.byId,
+      created_at: s.at,
+      updated_by_id: null,
+      updated_at: s.at,
+    });
+  }
+
+  async findSecret(clusterId: string, id: string): Promise<ClusterSecret | null> {
+    const row = await this.secrets().where({ 's.cluster_id': clusterId, 's.id': id }).first();
+    return row ? secretFromRow(row) : null;
+  }
+
+  async secretKeyTaken(clusterId: string, key: string): Promise<boolean> {
+    return (await this.db('cluster_secrets').where({ cluster_id: clusterId, key_upper: key.toUpperCase() }).first('id')) !== undefined;
+  }
+
+  async listSecrets(clusterId: string, offset: number, limit: number): Promise<ClusterSecret[]> {
+    const rows = await this.secrets()
+      .where({ 's.cluster_id': clusterId })
+      .orderBy([
+        { column: 's.created_at', order: 'asc' },
+        { column: 's.id', order: 'asc' },
+      ])
+      .offset(offset)
+      .limit(limit);
+    return rows.map(secretFromRow);
+  }
+
+  async updateSecret(id: string, fields: Partial<Record<'description' | 'policy' | 'value_encrypted', string | null>>, byId: string, at: Date): Promise<void> {
+    await this.db('cluster_secrets')
+      .where({ id })
+      .update({ ...fields, updated_by_id: byId, updated_at: at });
+  }
+
+  async deleteSecret(id: string): Promise<void> {
+    await this.db('cluster_secrets').where({ id }).delete();
+  }
+
+  /** A secret of the cluster by key, regardless of case, with its sealed value and policy. */
+  async secretByKey(clusterId: string, key: string): Promise<{ id: string; key: string; policy: string | null; valueSealed: string } | null> {
+    const row = await this.db('cluster_secrets').where({ cluster_id: clusterId, key_upper: key.toUpperCase() }).first('id', 'key', 'policy', 'value_encrypted');
+    return row
+      ? { id: row.id as string, key: row.key as string, policy: (row.policy as string | null) ?? null, valueSealed: row.value_encrypted as string }
+      : null;
+  }
+
+  async secretRead(id: string, at: Date): Promise<void> {
+    await this.db('cluster_secrets').where({ id }).update({ last_read_at: at });
+  }
+
+  /** The job as a secret's policy sees it: its pipeline, build, creator and the creator's teams, its cluster and queue. */
+  async jobSecretContext(jobId: string): Promise<JobSecretContext | null> {
+    const row = await this.db('jobs as j')
+      .join('builds as b', 'b.id', 'j.build_id')
+      .join('pipelines as p', 'p.id', 'b.pipeline_id')
+      .leftJoin('users as u', 'u.id', 'b.creator_id')
+      .leftJoin('cluster_queues as q', 'q.id', 'j.cluster_queue_id')
+      .where('j.id', jobId)
+      .first(
+        'j.cluster_id as cluster_id',
+        'j.cluster_queue_id as queue_id',
+        'q.key as queue_key',
+        'p.id as pipeline_id',
+        'p.slug as pipeline_slug',
+        'b.source as source',
+        'b.branch as branch',
+        'b.creator_id as creator_id',
+        'u.email as creator_email',
+      );
+    if (!row) return null;
+    const teams = row.creator_id ? ((await this.db('team_members').where({ user_id: row.creator_id }).pluck('team_id')) as string[]) : [];
+    return {
+      clusterId: (row.cluster_id as string | null) ?? null,
+      pipelineId: row.pipeline_id as string,
+      pipelineSlug: row.pipeline_slug as string,
+      buildSource: row.source as string,
+      buildBranch: row.branch as string,
+      creatorEmail: (row.creator_email as string | null) ?? null,
+      creatorTeamIds: teams,
+      clusterQueueId: (row.queue_id as string | null) ?? null,
+      clusterQueueKey: (row.queue_key as string | null) ?? null,
+    };
+  }
+
+  /* Agent tokens */
+
+  private tokens(): Knex.QueryBuilder {
+    return withUser(this.db('cluster_tokens as t').select('t.*'), 'cb', 't.created_by_id');
+  }
+
+  async insertToken(t: Omit<ClusterToken, 'createdBy'> & { createdById: string | null; tokenHash: string }): Promise<void> {
+    await this.db('cluster_tokens').insert({
+      id: t.id,
+      cluster_id: t.clusterId,
+      description: t.description,
+      allowed_ip_addresses: t.allowedIpAddresses,
+      expires_at: t.expiresAt,
+      token_hash: t.tokenHash,
+      created_by_id: t.createdById,
+      created_at: t.createdAt,
+    });
+  }
+
+  async findToken(clusterId: string, id: string): Promise<ClusterToken | null> {
+    const row = await this.tokens().where({ 't.cluster_id': clusterId, 't.id': id }).first();
+    return row ? tokenFromRow(row) : null;
+  }
+
+  async listTokens(clusterId: string, offset: number, limit: number): Promise<ClusterToken[]> {
+    const rows = await this.tokens()
+      .where({ 't.cluster_id': clusterId })
+      .orderBy([
+        { column: 't.created_at', order: 'asc' },
+        { column: 't.id', order: 'asc' },
+      ])
+      .offset(offset)
+      .limit(limit);
+    return rows.map(tokenFromRow);
+  }
+
+  async updateToken(id: string, fields: Partial<Record<'description' | 'allowed_ip_addresses' | 'expires_at', string | Date | null>>): Promise<void> {
+    if (Object.keys(fields).length) await this.db('cluster_tokens').where({ id }).update(fields);
+  }
+
+  async deleteToken(id: string): Promise<void> {
+    await this.db('cluster_tokens').where({ id }).delete();
+  }
+
+  async findTokenByHash(hash: string): Promise<ClusterTokenGrant | null> {
+    const row = await this.db('cluster_tokens as t')
+      .join('clusters as c', 'c.id', 't.cluster_id')
+      .where('t.token_hash', hash)
+      .first('t.id', 't.cluster_id', 'c.organization_id', 't.allowed_ip_addresses', 't.expires_at');
+    return row
+      ? {
+          tokenId: row.id as string,
+          clusterId: row.cluster_id as string,
+          organizationId: row.organization_id as string,
+          allowedIpAddresses: (row.allowed_ip_addresses as string | null) ?? null,
+          expiresAt: toDateOrNull(row.expires_at),
+        }
+      : null;
+  }
+}

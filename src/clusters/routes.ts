@@ -1,0 +1,165 @@
+/** The clusters' REST operations: clusters, their queues (with the dispatch pause) and agent tokens. */
+import { actorOf } from '../http/auth';
+import { operationRouter } from '../http/operation';
+import { pageRequest, setLinkHeader } from '../http/pagination';
+import { serializeCluster, serializeClusterMaintainer, serializeClusterQueue, serializeClusterSecret, serializeClusterToken } from './serialize';
+import type { ClusterService } from './service';
+
+export function clusterRoutes(service: ClusterService, publicUrl: string) {
+  const api = operationRouter();
+
+  api.on('listClusters', async (req, res) => {
+    const actor = actorOf(res);
+    const page = pageRequest(req);
+    const items = await service.list(actor, page.offset, page.perPage + 1);
+    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+    res.json(items.slice(0, page.perPage).map((c) => serializeCluster(c, publicUrl, actor.organization.slug)));
+  });
+
+  api.on('createCluster', async (req, res) => {
+    const actor = actorOf(res);
+    res.status(201).json(serializeCluster(await service.create(actor, req.body), publicUrl, actor.organization.slug));
+  });
+
+  api.on('getCluster', async (req, res) => {
+    const actor = actorOf(res);
+    res.json(serializeCluster(await service.get(actor, req.params.cluster_id), publicUrl, actor.organization.slug));
+  });
+
+  api.on('updateCluster', async (req, res) => {
+    const actor = actorOf(res);
+    res.json(serializeCluster(await service.update(actor, req.params.cluster_id, req.body), publicUrl, actor.organization.slug));
+  });
+
+  api.on('deleteCluster', async (req, res) => {
+    await service.delete(actorOf(res), req.params.cluster_id);
+    res.status(204).end();
+  });
+
+  api.on('listClusterQueues', async (req, res) => {
+    const actor = actorOf(res);
+    const page = pageRequest(req);
+    const items = await service.listQueues(actor, req.params.cluster_id, page.offset, page.perPage + 1);
+    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+    res.json(items.slice(0, page.perPage).map((q) => serializeClusterQueue(q, publicUrl, actor.organization.slug)));
+  });
+
+  api.on('createClusterQueue', async (req, res) => {
+    const actor = actorOf(res);
+    res.status(201).json(serializeClusterQueue(await service.createQueue(actor, req.params.cluster_id, req.body), publicUrl, actor.organization.slug));
+  });
+
+  api.on('getClusterQueue', async (req, res) => {
+    const actor = actorOf(res);
+    res.json(serializeClusterQueue(await service.getQueue(actor, req.params.cluster_id, req.params.queue_id), publicUrl, actor.organization.slug));
+  });
+
+  api.on('updateClusterQueue', async (req, res) => {
+    const actor = actorOf(res);
+    const queue = await service.updateQueue(actor, req.params.cluster_id, req.params.queue_id, req.body);
+    res.json(serializeClusterQueue(queue, publicUrl, actor.organization.slug));
+  });
+
+  api.on('deleteClusterQueue', async (req, res) => {
+    await service.deleteQueue(actorOf(res), req.params.cluster_id, req.params.queue_id);
+    res.status(204).end();
+  });
+
+  api.on('pauseClusterQueueDispatch', async (req, res) => {
+    const actor = actorOf(res);
+    const queue = await service.pauseQueue(actor, req.params.cluster_id, req.params.queue_id, req.body ?? {});
+    res.json(serializeClusterQueue(queue, publicUrl, actor.organization.slug));
+  });
+
+  api.on('resumeClusterQueueDispatch', async (req, res) => {
+    const actor = actorOf(res);
+    res.json(serializeClusterQueue(await service.resumeQueue(actor, req.params.cluster_id, req.params.queue_id), publicUrl, actor.organization.slug));
+  });
+
+  api.on('listClusterMaintainers', async (req, res) => {
+    const page = pageRequest(req);
+    const items = await service.listMaintainers(actorOf(res), req.params.cluster_id, page.offset, page.perPage + 1);
+    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+    res.json(items.slice(0, page.perPage).map(serializeClusterMaintainer));
+  });
+
+  api.on('createClusterMaintainer', async (req, res) => {
+    res.status(201).json(serializeClusterMaintainer(await service.createMaintainer(actorOf(res), req.params.cluster_id, req.body)));
+  });
+
+  api.on('getClusterMaintainer', async (req, res) => {
+    res.json(serializeClusterMaintainer(await service.getMaintainer(actorOf(res), req.params.cluster_id, req.params.maintainer_id)));
+  });
+
+  api.on('deleteClusterMaintainer', async (req, res) => {
+    await service.deleteMaintainer(actorOf(res), req.params.cluster_id, req.params.maintainer_id);
+    res.status(204).end();
+  });
+
+  api.on('listClusterSecrets', async (req, res) => {
+    const actor = actorOf(res);
+    const page = pageRequest(req);
+    const items = await service.listSecrets(actor, req.params.cluster_id, page.offset, page.perPage + 1);
+    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+    res.json(items.slice(0, page.perPage).map((s) => serializeClusterSecret(s, publicUrl, actor.organization)));
+  });
+
+  api.on('createClusterSecret', async (req, res) => {
+    const actor = actorOf(res);
+    res.status(201).json(serializeClusterSecret(await service.createSecret(actor, req.params.cluster_id, req.body), publicUrl, actor.organization));
+  });
+
+  api.on('getClusterSecret', async (req, res) => {
+    const actor = actorOf(res);
+    res.json(serializeClusterSecret(await service.getSecret(actor, req.params.cluster_id, req.params.secret_id), publicUrl, actor.organization));
+  });
+
+  api.on('updateClusterSecret', async (req, res) => {
+    const actor = actorOf(res);
+    const secret = await service.updateSecret(actor, req.params.cluster_id, req.params.secret_id, req.body);
+    res.json(serializeClusterSecret(secret, publicUrl, actor.organization));
+  });
+
+  api.on('updateClusterSecretValue', async (req, res) => {
+    const actor = actorOf(res);
+    const secret = await service.updateSecretValue(actor, req.params.cluster_id, req.params.secret_id, req.body.value);
+    res.json(serializeClusterSecret(secret, publicUrl, actor.organization));
+  });
+
+  api.on('deleteClusterSecret', async (req, res) => {
+    await service.deleteSecret(actorOf(res), req.params.cluster_id, req.params.secret_id);
+    res.status(204).end();
+  });
+
+  api.on('listClusterAgentTokens', async (req, res) => {
+    const actor = actorOf(res);
+    const page = pageRequest(req);
+    const items = await service.listTokens(actor, req.params.cluster_id, page.offset, page.perPage + 1);
+    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+    res.json(items.slice(0, page.perPage).map((t) => serializeClusterToken(t, publicUrl, actor.organization.slug)));
+  });
+
+  api.on('createClusterAgentToken', async (req, res) => {
+    const actor = actorOf(res);
+    const { token, secret } = await service.createToken(actor, req.params.cluster_id, req.body);
+    res.status(201).json({ ...serializeClusterToken(token, publicUrl, actor.organization.slug), token: secret });
+  });
+
+  api.on('getClusterAgentToken', async (req, res) => {
+    const actor = actorOf(res);
+    res.json(serializeClusterToken(await service.getToken(actor, req.params.cluster_id, req.params.token_id), publicUrl, actor.organization.slug));
+  });
+
+  api.on('updateClusterAgentToken', async (req, res) => {
+    const actor = actorOf(res);
+    const token = await service.updateToken(actor, req.params.cluster_id, req.params.token_id, req.body);
+    res.json(serializeClusterToken(token, publicUrl, actor.organization.slug));
+  });
+
+  api.on('revokeClusterAgentToken', async (req, res) => {
+    await service.revokeToken(actorOf(res), req.params.cluster_id, req.params.token_id);
+    res.status(204).end();
+  });
+
+  return api.router;
+}

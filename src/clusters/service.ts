@@ -1,0 +1,491 @@
+/**
+ * The rules of clusters: the clusters of an organization, their queues (a dispatch pause with a
+ * note), their agent tokens (the secret shown once and stored as a hash; the CIDR ranges an
+ * agent must register from), and what the agents' and builds' areas ask of them: which cluster
+ * and queue a registration joins, whether an agent's queue may be dispatched to, which queue a
+ * new job targets. Any member of the organization reads; administrators write. No HTTP, no SQL.
+ */
+import crypto from 'node:crypto';
+import type { components } from '../../generated/api';
+import { AgentTokenError, ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../core/errors';
+import type { Actor } from '../core/identity';
+import { sha256Hex, type Keys } from '../security/keys';
+import { secretBox, type SecretBox } from '../security/secret-box';
+import { parsePolicy, policyAllows, type Policy } from './policy';
+import { ipAllowed, normalizeAllowedIps, parseAllowedIps } from './allowed-ips';
+import type { ClusterSecret } from './repository';
+import type {
+  Cluster,
+  ClusterMaintainer,
+  ClusterQueue,
+  ClusterRepository,
+  ClusterToken,
+  ClusterTokenGrant,
+  QueueDispatch,
+  RetryAgentAffinity,
+} from './repository';
+
+type CreateClusterBody = components['schemas']['CreateClusterRequest'];
+type UpdateClusterBody = components['schemas']['UpdateClusterRequest'];
+type CreateQueueBody = components['schemas']['CreateClusterQueueRequest'];
+type UpdateQueueBody = components['schemas']['UpdateClusterQueueRequest'];
+type PauseQueueBody = components['schemas']['PauseClusterQueueRequest'];
+type CreateTokenBody = components['schemas']['CreateClusterAgentTokenRequest'];
+type UpdateTokenBody = components['schemas']['UpdateClusterAgentTokenRequest'];
+type MaintainerBody = components['schemas']['CreateClusterMaintainerRequest'];
+type CreateSecretBody = components['schemas']['CreateClusterSecretRequest'];
+type UpdateSecretBody = components['schemas']['UpdateClusterSecretRequest'];
+
+/** The queue a registration joins: its cluster and queue. */
+export interface ClusterMembership {
+  clusterId: string;
+  queueId: string;
+  queueKey: string;
+}
+
+/** The queues a new job of a cluster's pipeline may target: by key, and the default one. */
+export interface JobQueues {
+  clusterId: string;
+  defaultQueueId: string | null;
+  byKey: Map<string, string>;
+}
+
+const emptyToNull = (s: string | null | undefined): string | null | undefined => (s === undefined ? undefined : s === null || s.trim() === '' ? null : s);
+
+/** A secret's key: a letter, then letters, digits and underscores; not `buildkite…` or `bk…` (any case). */
+const SECRET_KEY = /^[A-Za-z][A-Za-z0-9_]*$/;
+/** A value is "less than 8 kilobytes". */
+const MAX_SECRET_VALUE_BYTES = 8 * 1024;
+
+export class ClusterService {
+  private readonly box: SecretBox | null;
+
+  constructor(
+    private readonly clusters: ClusterRepository,
+    private readonly clock: () => Date = () => new Date(),
+    /** Seals secret values (src/security/secret-box.ts); without keys no secret can be stored. */
+    keys: Keys | null = null,
+  ) {
+    this.box = keys ? secretBox(keys, 'cluster-secrets') : null;
+  }
+
+  /* Reads: any member of the organization. */
+
+  async get(actor: Actor, id: string): Promise<Cluster> {
+    const cluster = await this.clusters.findCluster(actor.organization.id, id);
+    if (!cluster) throw new NotFoundError('cluster');
+    return cluster;
+  }
+
+  list(actor: Actor, offset: number, limit: number): Promise<Cluster[]> {
+    return this.clusters.listClusters(actor.organization.id, offset, limit);
+  }
+
+  /** The cluster, for a caller who may change it: organization administrators and the cluster's maintainers. */
+  private async managed(actor: Actor, id: string): Promise<Cluster> {
+    const cluster = await this.get(actor, id);
+    if (actor.role !== 'admin' && !(await this.clusters.isMaintainer(cluster.id, actor.principal.user.id))) throw new ForbiddenError();
+    return cluster;
+  }
+
+  /** The cluster, for an organization administrator: creating and deleting clusters, naming their maintainers. */
+  private async administered(actor: Actor, id: string): Promise<Cluster> {
+    const cluster = await this.get(actor, id);
+    if (actor.role !== 'admin') throw new ForbiddenError();
+    return cluster;
+  }
+
+  /** Whether the cluster is one of the organization's: what a pipeline's `cluster_id` must name. */
+  async exists(organizationId: string, id: string): Promise<boolean> {
+    return /^[0-9a-f-]{36}$/i.test(id) && (await this.clusters.findCluster(organizationId, id)) !== null;
+  }
+
+  /* Clusters */
+
+  async create(actor: Actor, body: CreateClusterBody): Promise<Cluster> {
+    if (actor.role !== 'admin') throw new ForbiddenError();
+    const name = body.name.trim();
+    if (!name) throw ValidationError.field('name', "can't be blank");
+    if (await this.clusters.findClusterByName(actor.organization.id, name)) throw ValidationError.field('name', 'has already been taken');
+    const cluster: Cluster = {
+      id: crypto.randomUUID(),
+      organizationId: actor.organization.id,
+      name,
+      description: emptyToNull(body.description) ?? null,
+      emoji: emptyToNull(body.emoji) ?? null,
+      color: emptyToNull(body.color) ?? null,
+      defaultQueueId: null,
+      createdBy: actor.principal.user,
+      createdAt: this.clock(),
+    };
+    await this.clusters.insertCluster({ ...cluster, createdById: actor.principal.user.id });
+    return cluster;
+  }
+
+  async update(actor: Actor, id: string, body: UpdateClusterBody): Promise<Cluster> {
+    const cluster = await this.managed(actor, id);
+    const fields: Parameters<ClusterRepository['updateCluster']>[1] = {};
+    if (body.name !== undefined) {
+      const name = body.name.trim();
+      if (!name) throw ValidationError.field('name', "can't be blank");
+      const other = await this.clusters.findClusterByName(actor.organization.id, name);
+      if (other && other.id !== id) throw ValidationError.field('name', 'has already been taken');
+      fields.name = name;
+    }
+    for (const k of ['description', 'emoji', 'color'] as const) if (body[k] !== undefined) fields[k] = emptyToNull(body[k]) ?? null;
+    if (body.default_queue_id !== undefined) {
+      if (!(await this.clusters.findQueue(id, body.default_queue_id))) throw ValidationError.field('default_queue_id', 'is not a queue of this cluster');
+      fields.default_queue_id = body.default_queue_id;
+    }
+    await this.clusters.updateCluster(cluster.id, fields);
+    return (await this.clusters.findCluster(actor.organization.id, id))!;
+  }
+
+  /** With its queues, tokens, maintainers and secrets; refused while pipelines or connected agents are in it. */
+  async delete(actor: Actor, id: string): Promise<void> {
+    const cluster = await this.administered(actor, id);
+    const use = await this.clusters.inUse(cluster.id);
+    if (use.pipelines) throw new UnprocessableError(`The cluster has ${use.pipelines} pipeline(s): move them to another cluster (or none) first.`);
+    if (use.agents) throw new UnprocessableError(`The cluster has ${use.agents} connected agent(s): stop them first.`);
+    await this.clusters.deleteCluster(cluster.id);
+  }
+
+  /* Queues */
+
+  async getQueue(actor: Actor, clusterId: string, id: string): Promise<ClusterQueue> {
+    await this.get(actor, clusterId);
+    const queue = await this.clusters.findQueue(clusterId, id);
+    if (!queue) throw new NotFoundError('queue');
+    return queue;
+  }
+
+  async listQueues(actor: Actor, clusterId: string, offset: number, limit: number): Promise<ClusterQueue[]> {
+    await this.get(actor, clusterId);
+    return this.clusters.listQueues(clusterId, offset, limit);
+  }
+
+  private async managedQueue(actor: Actor, clusterId: string, id: string): Promise<ClusterQueue> {
+    await this.managed(actor, clusterId);
+    const queue = await this.clusters.findQueue(clusterId, id);
+    if (!queue) throw new NotFoundError('queue');
+    return queue;
+  }
+
+  async createQueue(actor: Actor, clusterId: string, body: CreateQueueBody): Promise<ClusterQueue> {
+    await this.managed(actor, clusterId);
+    if (body.hostedAgents !== undefined) throw ValidationError.field('hostedAgents', 'Buildkite hosted agents are not available: only self-hosted queues');
+    if (await this.clusters.findQueueByKey(clusterId, body.key)) throw ValidationError.field('key', 'has already been taken');
+    const id = crypto.randomUUID();
+    await this.clusters.insertQueue({
+      id,
+      clusterId,
+      key: body.key,
+      description: emptyToNull(body.description) ?? null,
+      retryAgentAffinity: (body.retry_agent_affinity ?? 'prefer-warmest') as RetryAgentAffinity,
+      createdById: actor.principal.user.id,
+      createdAt: this.clock(),
+    });
+    return (await this.clusters.findQueue(clusterId, id))!;
+  }
+
+  async updateQueue(actor: Actor, clusterId: string, id: string, body: UpdateQueueBody): Promise<ClusterQueue> {
+    const queue = await this.managedQueue(actor, clusterId, id);
+    if (body.hostedAgents !== undefined) throw ValidationError.field('hostedAgents', 'Buildkite hosted agents are not available: only self-hosted queues');
+    const fields: Parameters<ClusterRepository['updateQueue']>[1] = {};
+    if (body.description !== undefined) fields.description = emptyToNull(body.description) ?? null;
+    if (body.retry_agent_affinity !== undefined) fields.retry_agent_affinity = body.retry_agent_affinity;
+    await this.clusters.updateQueue(queue.id, fields);
+    return (await this.clusters.findQueue(clusterId, id))!;
+  }
+
+  /** Not the cluster's default queue (set another first). Its agents take no more jobs. */
+  async deleteQueue(actor: Actor, clusterId: string, id: string): Promise<void> {
+    const queue = await this.managedQueue(actor, clusterId, id);
+    const cluster = (await this.clusters.findCluster(actor.organization.id, clusterId))!;
+    if (cluster.defaultQueueId === queue.id)
+      throw new UnprocessableError("The cluster's default queue can't be deleted: make another queue the default first.");
+    await this.clusters.deleteQueue(queue.id);
+  }
+
+  async pauseQueue(actor: Actor, clusterId: string, id: string, body: PauseQueueBody): Promise<ClusterQueue> {
+    const queue = await this.managedQueue(actor, clusterId, id);
+    const note = emptyToNull(body.note ?? body.dispatch_paused_note) ?? null;
+    if (!(await this.clusters.pauseQueue(queue.id, this.clock(), actor.principal.user.id, note)))
+      throw new UnprocessableError('Cluster queue is already paused');
+    return (await this.clusters.findQueue(clusterId, id))!;
+  }
+
+  async resumeQueue(actor: Actor, clusterId: string, id: string): Promise<ClusterQueue> {
+    const queue = await this.managedQueue(actor, clusterId, id);
+    if (!(await this.clusters.resumeQueue(queue.id))) throw new UnprocessableError('Cluster queue is not paused');
+    return (await this.clusters.findQueue(clusterId, id))!;
+  }
+
+  /* Maintainers */
+
+  async listMaintainers(actor: Actor, clusterId: string, offset: number, limit: number): Promise<ClusterMaintainer[]> {
+    await this.get(actor, clusterId);
+    return this.clusters.listMaintainers(clusterId, offset, limit);
+  }
+
+  async getMaintainer(actor: Actor, clusterId: string, id: string): Promise<ClusterMaintainer> {
+    await this.get(actor, clusterId);
+    const maintainer = await this.clusters.findMaintainer(clusterId, id);
+    if (!maintainer) throw new NotFoundError('cluster maintainer');
+    return maintainer;
+  }
+
+  /** A user of the organization or a team of it, exactly one; each maintains a cluster once. */
+  async createMaintainer(actor: Actor, clusterId: string, body: MaintainerBody): Promise<ClusterMaintainer> {
+    await this.administered(actor, clusterId);
+    if ((body.user === undefined) === (body.team === undefined))
+      throw ValidationError.field(body.user === undefined ? 'user' : 'team', 'give exactly one of user and team');
+    const target = { userId: body.user ?? null, teamId: body.team ?? null };
+    if (target.userId && !(await this.clusters.isMemberOf(actor.organization.id, target.userId)))
+      throw ValidationError.field('user', 'is not a member of this organization');
+    if (target.teamId && !(await this.clusters.isTeamOf(actor.organization.id, target.teamId)))
+      throw ValidationError.field('team', 'is not a team of this organization');
+    if (await this.clusters.findMaintainerOf(clusterId, target)) throw ValidationError.field(target.userId ? 'user' : 'team', 'already maintains this cluster');
+    const id = crypto.randomUUID();
+    await this.clusters.insertMaintainer({ id, clusterId, ...target, createdAt: this.clock() });
+    return (await this.clusters.findMaintainer(clusterId, id))!;
+  }
+
+  async deleteMaintainer(actor: Actor, clusterId: string, id: string): Promise<void> {
+    await this.administered(actor, clusterId);
+    const maintainer = await this.clusters.findMaintainer(clusterId, id);
+    if (!maintainer) throw new NotFoundError('cluster maintainer');
+    await this.clusters.deleteMaintainer(maintainer.id);
+  }
+
+  /* Secrets: details for members, writes for administrators and maintainers, values for jobs only. */
+
+  async listSecrets(actor: Actor, clusterId: string, offset: number, limit: number): Promise<ClusterSecret[]> {
+    await this.get(actor, clusterId);
+    return this.clusters.listSecrets(clusterId, offset, limit);
+  }
+
+  async getSecret(actor: Actor, clusterId: string, id: string): Promise<ClusterSecret> {
+    await this.get(actor, clusterId);
+    const secret = await this.clusters.findSecret(clusterId, id);
+    if (!secret) throw new NotFoundError('secret');
+    return secret;
+  }
+
+  private sealer(): SecretBox {
+    if (!this.box) throw new Error('cluster secrets need the service keys');
+    return this.box;
+  }
+
+  private checkValue(value: unknown): string {
+    if (typeof value !== 'string' || !value.trim()) throw ValidationError.field('value', "can't be blank");
+    if (Buffer.byteLength(value, 'utf8') >= MAX_SECRET_VALUE_BYTES) throw ValidationError.field('value', 'must be less than 8 kilobytes');
+    return value;
+  }
+
+  private checkPolicy(policy: string | null | undefined): string | null | undefined {
+    if (policy === undefined || policy === null || !policy.trim()) return policy === undefined ? undefined : null;
+    const parsed = parsePolicy(policy);
+    if ('error' in parsed) throw ValidationError.field('policy', parsed.error);
+    return policy;
+  }
+
+  async createSecret(actor: Actor, clusterId: string, body: CreateSecretBody): Promise<ClusterSecret> {
+    await this.managed(actor, clusterId);
+    const key = body.key;
+    if (!SECRET_KEY.test(key)) throw ValidationError.field('key', 'must start with a letter and contain only letters, numbers and underscores');
+    if (/^(buildkite|bk)/i.test(key)) throw ValidationError.field('key', "can't start with buildkite or bk");
+    if (await this.clusters.secretKeyTaken(clusterId, key)) throw ValidationError.field('key', 'has already been taken');
+    const value = this.checkValue(body.value);
+    const policy = this.checkPolicy(body.policy) ?? null;
+    const id = crypto.randomUUID();
+    await this.clusters.insertSecret({
+      id,
+      clusterId,
+      key,
+      description: emptyToNull(body.description) ?? null,
+      policy,
+      valueSealed: this.sealer().seal(value, id),
+      byId: actor.principal.user.id,
+      at: this.clock(),
+    });
+    return (await this.clusters.findSecret(clusterId, id))!;
+  }
+
+  async updateSecret(actor: Actor, clusterId: string, id: string, body: UpdateSecretBody): Promise<ClusterSecret> {
+    await this.managed(actor, clusterId);
+    const secret = await this.clusters.findSecret(clusterId, id);
+    if (!secret) throw new NotFoundError('secret');
+    if (body.key !== undefined) throw new UnprocessableError('The key parameter cannot be updated.');
+    if (body.value !== undefined) throw new UnprocessableError('The value parameter cannot be updated on this endpoint.');
+    const fields: Parameters<ClusterRepository['updateSecret']>[1] = {};
+    if (body.description !== undefined) fields.description = emptyToNull(body.description) ?? null;
+    const policy = this.checkPolicy(body.policy);
+    if (policy !== undefined) fields.policy = policy;
+    // Nothing the endpoint takes was sent (unknown properties are ignored): nothing is updated, not even updated_at.
+    if (!Object.keys(fields).length) return secret;
+    await this.clusters.updateSecret(secret.id, fields, actor.principal.user.id, this.clock());
+    return (await this.clusters.findSecret(clusterId, id))!;
+  }
+
+  async updateSecretValue(actor: Actor, clusterId: string, id: string, value: string): Promise<ClusterSecret> {
+    await this.managed(actor, clusterId);
+    const secret = await this.clusters.findSecret(clusterId, id);
+    if (!secret) throw new NotFoundError('secret');
+    const sealed = this.sealer().seal(this.checkValue(value), secret.id);
+    await this.clusters.updateSecret(secret.id, { value_encrypted: sealed }, actor.principal.user.id, this.clock());
+    return (await this.clusters.findSecret(clusterId, id))!;
+  }
+
+  async deleteSecret(actor: Actor, clusterId: string, id: string): Promise<void> {
+    await this.managed(actor, clusterId);
+    const secret = await this.clusters.findSecret(clusterId, id);
+    if (!secret) throw new NotFoundError('secret');
+    await this.clusters.deleteSecret(secret.id);
+  }
+
+  /**
+   * The secret `key` (any case) for the job, which its agent is running (the caller checked):
+   * 404 when the job's pipeline is in no cluster or the cluster has no such secret, 403 when the
+   * secret's policy does not allow the job.
+   */
+  async secretForJob(jobId: string, key: string): Promise<{ id: string; key: string; value: string }> {
+    const job = await this.clusters.jobSecretContext(jobId);
+    if (!job || !job.clusterId) throw new NotFoundError('secret');
+    const secret = await this.clusters.secretByKey(job.clusterId, key);
+    if (!secret) throw new NotFoundError('secret');
+    const policy = secret.policy ? parsePolicy(secret.policy) : null;
+    // A stored policy was valid when written; one that no longer parses allows nobody.
+    const allowed =
+      policy === null ||
+      (!('error' in policy) &&
+        policyAllows(policy as Policy, {
+          pipeline_id: [job.pipelineId],
+          pipeline_slug: [job.pipelineSlug],
+          build_source: [job.buildSource],
+          build_branch: [job.buildBranch],
+          build_creator: job.creatorEmail ? [job.creatorEmail] : [],
+          build_creator_team: job.creatorTeamIds,
+          cluster_queue_id: job.clusterQueueId ? [job.clusterQueueId] : [],
+          cluster_queue_key: job.clusterQueueKey ? [job.clusterQueueKey] : [],
+        }));
+    if (!allowed) throw new ForbiddenError();
+    const value = this.sealer().open(secret.valueSealed, secret.id);
+    await this.clusters.secretRead(secret.id, this.clock());
+    return { id: secret.id, key: secret.key, value };
+  }
+
+  /* Agent tokens */
+
+  async getToken(actor: Actor, clusterId: string, id: string): Promise<ClusterToken> {
+    await this.get(actor, clusterId);
+    const token = await this.clusters.findToken(clusterId, id);
+    if (!token) throw new NotFoundError('token');
+    return token;
+  }
+
+  async listTokens(actor: Actor, clusterId: string, offset: number, limit: number): Promise<ClusterToken[]> {
+    await this.get(actor, clusterId);
+    return this.clusters.listTokens(clusterId, offset, limit);
+  }
+
+  private allowedIps(value: string | null | undefined): string | null | undefined {
+    if (value === undefined || value === null) return value;
+    const { ranges, invalid } = parseAllowedIps(value);
+    if (invalid.length)
+      throw ValidationError.field('allowed_ip_addresses', `${invalid.map((i) => JSON.stringify(i)).join(', ')} is not a CIDR range (e.g. 202.144.0.0/24)`);
+    return ranges.length ? normalizeAllowedIps(value) : null;
+  }
+
+  private expiry(value: string | null | undefined): Date | null | undefined {
+    if (value === undefined || value === null) return value;
+    const at = new Date(value);
+    if (at <= this.clock()) throw ValidationError.field('expires_at', 'must be in the future');
+    return at;
+  }
+
+  /** The token's secret is in the answer, and nowhere after: only its hash is stored. */
+  async createToken(actor: Actor, clusterId: string, body: CreateTokenBody): Promise<{ token: ClusterToken; secret: string }> {
+    await this.managed(actor, clusterId);
+    const description = body.description.trim();
+    if (!description) throw ValidationError.field('description', "can't be blank");
+    const secret = crypto.randomBytes(32).toString('base64url');
+    const token: ClusterToken = {
+      id: crypto.randomUUID(),
+      clusterId,
+      description,
+      allowedIpAddresses: this.allowedIps(body.allowed_ip_addresses) ?? null,
+      expiresAt: this.expiry(body.expires_at) ?? null,
+      createdBy: actor.principal.user,
+      createdAt: this.clock(),
+    };
+    await this.clusters.insertToken({ ...token, createdById: actor.principal.user.id, tokenHash: sha256Hex(secret) });
+    return { token, secret };
+  }
+
+  async updateToken(actor: Actor, clusterId: string, id: string, body: UpdateTokenBody): Promise<ClusterToken> {
+    await this.managed(actor, clusterId);
+    const token = await this.clusters.findToken(clusterId, id);
+    if (!token) throw new NotFoundError('token');
+    const fields: Parameters<ClusterRepository['updateToken']>[1] = {};
+    if (body.description !== undefined) {
+      if (!body.description.trim()) throw ValidationError.field('description', "can't be blank");
+      fields.description = body.description.trim();
+    }
+    if (body.allowed_ip_addresses !== undefined) fields.allowed_ip_addresses = this.allowedIps(body.allowed_ip_addresses) ?? null;
+    if (body.expires_at !== undefined) fields.expires_at = this.expiry(body.expires_at) ?? null;
+    await this.clusters.updateToken(token.id, fields);
+    return (await this.clusters.findToken(clusterId, id))!;
+  }
+
+  async revokeToken(actor: Actor, clusterId: string, id: string): Promise<void> {
+    await this.managed(actor, clusterId);
+    const token = await this.clusters.findToken(clusterId, id);
+    if (!token) throw new NotFoundError('token');
+    await this.clusters.deleteToken(token.id);
+  }
+
+  /* What the agents' area asks. */
+
+  /**
+   * A registration token's cluster, when it is a cluster's: refused (401) when it has expired
+   * or the caller's address is not in its allowed ranges. Null: not a cluster token.
+   */
+  async authenticateToken(secret: string, ip: string | null): Promise<ClusterTokenGrant | null> {
+    const grant = await this.clusters.findTokenByHash(sha256Hex(secret));
+    if (!grant) return null;
+    if (grant.expiresAt && grant.expiresAt <= this.clock()) throw new AgentTokenError('the cluster agent token has expired');
+    if (grant.allowedIpAddresses && !ipAllowed(grant.allowedIpAddresses, ip))
+      throw new AgentTokenError(`the cluster agent token does not allow registration from ${ip ?? 'an unknown address'}`);
+    return grant;
+  }
+
+  /**
+   * The queue an agent registering with the cluster's token joins: the one its `queue` tag
+   * names, or without one the cluster's default queue. A 422 when there is no such queue.
+   */
+  async membership(clusterId: string, queueTag: string | null): Promise<ClusterMembership> {
+    if (queueTag === null) {
+      const cluster = await this.clusters.findClusterById(clusterId);
+      const queue = cluster?.defaultQueueId ? await this.clusters.findQueue(clusterId, cluster.defaultQueueId) : null;
+      if (!queue) throw new UnprocessableError('The cluster has no default queue: give the agent a queue tag (--tags queue=KEY) naming one of its queues.');
+      return { clusterId, queueId: queue.id, queueKey: queue.key };
+    }
+    const queue = await this.clusters.findQueueByKey(clusterId, queueTag);
+    if (!queue)
+      throw new UnprocessableError(`The cluster has no queue "${queueTag}": create it, or register with a queue tag naming one of the cluster's queues.`);
+    return { clusterId, queueId: queue.id, queueKey: queue.key };
+  }
+
+  /** An agent's queue as dispatch sees it; null when it has been deleted. */
+  queueDispatch(queueId: string): Promise<QueueDispatch | null> {
+    return this.clusters.queueDispatch(queueId);
+  }
+
+  /** The queues a new job of a pipeline in the cluster may target. */
+  async jobQueues(clusterId: string): Promise<JobQueues> {
+    const cluster = await this.clusters.findClusterById(clusterId);
+    const queues = await this.clusters.queueIds(clusterId);
+    return { clusterId, defaultQueueId: cluster?.defaultQueueId ?? null, byKey: new Map(queues.map((q) => [q.key, q.id])) };
+  }
+}

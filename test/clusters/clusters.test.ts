@@ -1,0 +1,437 @@
+/**
+ * Clusters, queues and cluster agent tokens through the REST API, and what they do to agents:
+ * an agent registered with a cluster's token joins the cluster (refused from an address the
+ * token does not allow), takes only its cluster's jobs of its queue, none while the queue is
+ * paused; agents of no cluster take only jobs of pipelines in none. Jobs show their cluster and queue.
+ */
+import { auth, describeEachDatabase, type TestContext } from '../support/context';
+import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
+import { givenBuild, givenPipeline } from '../support/given';
+
+const base = (org: string) => `/v2/organizations/${org}/clusters`;
+
+async function givenCluster(ctx: TestContext, org: string, token: string, name = `Cluster ${Math.random().toString(36).slice(2, 8)}`) {
+  const res = await ctx.http().post(base(org)).set(auth(token)).send({ name, description: 'Agents', emoji: ':technologist:', color: '#FFE0F1' });
+  expect(res.status).toBe(201);
+  return res.body as { id: string; default_queue_id: string | null; url: string };
+}
+
+async function givenQueue(ctx: TestContext, org: string, token: string, clusterId: string, key: string) {
+  const res = await ctx
+    .http()
+    .post(`${base(org)}/${clusterId}/queues`)
+    .set(auth(token))
+    .send({ key, description: `The ${key} queue` });
+  expect(res.status).toBe(201);
+  return res.body as { id: string; key: string };
+}
+
+async function givenClusterToken(ctx: TestContext, org: string, token: string, clusterId: string, allowed?: string) {
+  const res = await ctx
+    .http()
+    .post(`${base(org)}/${clusterId}/tokens`)
+    .set(auth(token))
+    .send({ description: 'Linux agents', ...(allowed ? { allowed_ip_addresses: allowed } : {}) });
+  expect(res.status).toBe(201);
+  return res.body as { id: string; token: string };
+}
+
+async function poll(ctx: TestContext, token: string): Promise<{ id: string; command: string } | null> {
+  const res = await ctx.http().get('/v3/ping').set(agentAuth(token));
+  expect(res.status).toBe(200);
+  return (res.body.job as { id: string; command: string } | null) ?? null;
+}
+
+describeEachDatabase('clusters', (ctx) => {
+  it('creates, lists, gets, updates and deletes clusters as documented', async () => {
+    const { org, user, token } = await ctx().givenAdmin();
+    const created = await ctx()
+      .http()
+      .post(base(org.slug))
+      .set(auth(token))
+      .send({ name: 'Open Source', description: 'OSS', emoji: ':technologist:', color: '#FFE0F1' });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    expect(created.body).toMatchObject({
+      name: 'Open Source',
+      description: 'OSS',
+      emoji: ':technologist:',
+      color: '#FFE0F1',
+      default_queue_id: null,
+      default_queue_url: null,
+      url: expect.stringMatching(new RegExp(`^https?://[^/]+/v2/organizations/${org.slug}/clusters/${id}$`)),
+      web_url: expect.stringMatching(new RegExp(`/organizations/${org.slug}/clusters/${id}$`)),
+      queues_url: `${created.body.url}/queues`,
+      created_by: { id: user.id, email: user.email },
+    });
+    expect(Buffer.from(created.body.graphql_id, 'base64').toString()).toBe(`Cluster---${id}`);
+    const dup = await ctx().http().post(base(org.slug)).set(auth(token)).send({ name: 'Open Source' });
+    expect(dup.status).toBe(422);
+    expect(dup.body.errors).toEqual([{ field: 'name', code: 'has already been taken' }]);
+
+    const list = await ctx().http().get(base(org.slug)).set(auth(token));
+    expect(list.status).toBe(200);
+    expect(list.body.map((c: { id: string }) => c.id)).toEqual([id]);
+    expect(
+      (
+        await ctx()
+          .http()
+          .get(`${base(org.slug)}/${id}`)
+          .set(auth(token))
+      ).body.name,
+    ).toBe('Open Source');
+
+    const queue = await givenQueue(ctx(), org.slug, token, id, 'default');
+    const bad = await ctx()
+      .http()
+      .put(`${base(org.slug)}/${id}`)
+      .set(auth(token))
+      .send({ default_queue_id: '00000000-0000-4000-8000-000000000000' });
+    expect(bad.status).toBe(422);
+    const updated = await ctx()
+      .http()
+      .put(`${base(org.slug)}/${id}`)
+      .set(auth(token))
+      .send({ name: 'OSS', default_queue_id: queue.id, emoji: null });
+    expect(updated.status).toBe(200);
+    expect(updated.body).toMatchObject({ name: 'OSS', default_queue_id: queue.id, default_queue_url: `${created.body.url}/queues/${queue.id}`, emoji: null });
+
+    // Members read; only administrators write.
+    const member = await ctx().givenUser(org, 'member');
+    const memberToken = await ctx().givenToken(member, [org]);
+    expect(
+      (
+        await ctx()
+          .http()
+          .get(`${base(org.slug)}/${id}`)
+          .set(auth(memberToken))
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await ctx()
+          .http()
+          .put(`${base(org.slug)}/${id}`)
+          .set(auth(memberToken))
+          .send({ name: 'x' })
+      ).status,
+    ).toBe(403);
+    expect((await ctx().http().post(base(org.slug)).set(auth(memberToken)).send({ name: 'x' })).status).toBe(403);
+
+    // A pipeline in the cluster keeps it from being deleted.
+    const pipeline = await givenPipeline(ctx(), org.slug, token, { configuration: 'steps:\n  - command: x\n', cluster_id: id });
+    expect(pipeline).toMatchObject({ cluster_id: id, cluster_url: created.body.url });
+    const refused = await ctx()
+      .http()
+      .delete(`${base(org.slug)}/${id}`)
+      .set(auth(token));
+    expect(refused.status).toBe(422);
+    expect(refused.body.message).toMatch(/pipeline/);
+    const moved = await ctx().http().patch(`/v2/organizations/${org.slug}/pipelines/${pipeline.slug}`).set(auth(token)).send({ cluster_id: '' });
+    expect(moved.status).toBe(200);
+    expect(moved.body).toMatchObject({ cluster_id: null, cluster_url: null });
+    expect(
+      (
+        await ctx()
+          .http()
+          .delete(`${base(org.slug)}/${id}`)
+          .set(auth(token))
+      ).status,
+    ).toBe(204);
+    expect(
+      (
+        await ctx()
+          .http()
+          .get(`${base(org.slug)}/${id}`)
+          .set(auth(token))
+      ).status,
+    ).toBe(404);
+  });
+
+  it("refuses a pipeline cluster_id that names no cluster of the pipeline's organization", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const other = await ctx().givenAdmin();
+    const theirs = await givenCluster(ctx(), other.org.slug, other.token);
+    for (const clusterId of [theirs.id, 'not-a-cluster']) {
+      const res = await ctx()
+        .http()
+        .post(`/v2/organizations/${org.slug}/pipelines`)
+        .set(auth(token))
+        .send({ name: 'P', repository: 'git@github.com:a/b.git', configuration: 'steps:\n  - command: x\n', cluster_id: clusterId });
+      expect(res.status).toBe(422);
+      expect(res.body.errors).toEqual([{ field: 'cluster_id', code: 'is not a cluster of this organization' }]);
+    }
+    // Another organization's cluster is not found through this one.
+    expect(
+      (
+        await ctx()
+          .http()
+          .get(`${base(org.slug)}/${theirs.id}`)
+          .set(auth(token))
+      ).status,
+    ).toBe(404);
+  });
+
+  it('manages queues: unique keys, pause with a note and resume as documented, no deleting the default queue', async () => {
+    const { org, user, token } = await ctx().givenAdmin();
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    const q = await givenQueue(ctx(), org.slug, token, cluster.id, 'linux');
+    const url = `${base(org.slug)}/${cluster.id}/queues/${q.id}`;
+    expect(
+      (
+        await ctx()
+          .http()
+          .post(`${base(org.slug)}/${cluster.id}/queues`)
+          .set(auth(token))
+          .send({ key: 'linux' })
+      ).status,
+    ).toBe(422);
+    const hosted = await ctx()
+      .http()
+      .post(`${base(org.slug)}/${cluster.id}/queues`)
+      .set(auth(token))
+      .send({ key: 'hosted', hostedAgents: { instanceShape: 'LINUX_AMD64_2X4' } });
+    expect(hosted.status).toBe(422);
+
+    const got = await ctx().http().get(url).set(auth(token));
+    expect(got.body).toMatchObject({
+      key: 'linux',
+      retry_agent_affinity: 'prefer-warmest',
+      dispatch_paused: false,
+      cluster_url: cluster.url,
+      created_by: { id: user.id },
+    });
+    const paused = await ctx().http().post(`${url}/pause_dispatch`).set(auth(token)).send({ note: 'Investigating' });
+    expect(paused.status).toBe(200);
+    expect(paused.body).toMatchObject({ dispatch_paused: true, dispatch_paused_note: 'Investigating', dispatch_paused_by: { id: user.id } });
+    expect(paused.body.dispatch_paused_at).toMatch(/Z$/);
+    const again = await ctx().http().post(`${url}/pause_dispatch`).set(auth(token)).send({});
+    expect(again.status).toBe(422);
+    expect(again.body.message).toBe('Cluster queue is already paused');
+    const resumed = await ctx().http().post(`${url}/resume_dispatch`).set(auth(token));
+    expect(resumed.body).toMatchObject({ dispatch_paused: false, dispatch_paused_by: null, dispatch_paused_at: null, dispatch_paused_note: null });
+    expect((await ctx().http().post(`${url}/resume_dispatch`).set(auth(token))).body.message).toBe('Cluster queue is not paused');
+
+    const updated = await ctx().http().put(url).set(auth(token)).send({ description: 'Linux boxes', retry_agent_affinity: 'prefer-different' });
+    expect(updated.body).toMatchObject({ description: 'Linux boxes', retry_agent_affinity: 'prefer-different' });
+    await ctx()
+      .http()
+      .put(`${base(org.slug)}/${cluster.id}`)
+      .set(auth(token))
+      .send({ default_queue_id: q.id })
+      .expect(200);
+    expect((await ctx().http().delete(url).set(auth(token))).status).toBe(422);
+    const other = await givenQueue(ctx(), org.slug, token, cluster.id, 'mac');
+    expect(
+      (
+        await ctx()
+          .http()
+          .delete(`${base(org.slug)}/${cluster.id}/queues/${other.id}`)
+          .set(auth(token))
+      ).status,
+    ).toBe(204);
+    const list = await ctx()
+      .http()
+      .get(`${base(org.slug)}/${cluster.id}/queues`)
+      .set(auth(token));
+    expect(list.body.map((x: { key: string }) => x.key)).toEqual(['linux']);
+  });
+
+  it('lets maintainers (users and teams of the organization) manage a cluster, and only administrators name them', async () => {
+    const { org, token } = await ctx().givenAdmin({ teamsEnabled: true });
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    const url = `${base(org.slug)}/${cluster.id}`;
+    const alice = await ctx().givenUser(org, 'member');
+    const bob = await ctx().givenUser(org, 'member');
+    const team = await ctx().givenTeam(org, [bob]);
+    const aliceToken = await ctx().givenToken(alice, [org]);
+    const bobToken = await ctx().givenToken(bob, [org]);
+    expect((await ctx().http().put(url).set(auth(aliceToken)).send({ description: 'x' })).status).toBe(403);
+
+    const asUser = await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ user: alice.id });
+    expect(asUser.status).toBe(201);
+    expect(asUser.body).toEqual({
+      id: expect.any(String),
+      actor: { id: alice.id, graphql_id: Buffer.from(`User---${alice.id}`).toString('base64'), name: alice.name, email: alice.email, type: 'user' },
+    });
+    const asTeam = await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ team: team.id });
+    expect(asTeam.body.actor).toEqual({ id: team.id, graphql_id: Buffer.from(`Team---${team.id}`).toString('base64'), slug: team.slug, type: 'team' });
+    expect((await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ user: alice.id })).status).toBe(422);
+    expect((await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ user: alice.id, team: team.id })).status).toBe(422);
+    expect((await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({})).status).toBe(422);
+    const stranger = await ctx().givenUser();
+    const notMember = await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ user: stranger.id });
+    expect(notMember.body.errors).toEqual([{ field: 'user', code: 'is not a member of this organization' }]);
+    // Maintainers manage; they do not name maintainers or delete the cluster.
+    expect((await ctx().http().post(`${url}/maintainers`).set(auth(aliceToken)).send({ user: bob.id })).status).toBe(403);
+    expect((await ctx().http().put(url).set(auth(aliceToken)).send({ description: 'by alice' })).status).toBe(200);
+    expect((await ctx().http().post(`${url}/queues`).set(auth(bobToken)).send({ key: 'bobs' })).status).toBe(201);
+    expect((await ctx().http().delete(url).set(auth(bobToken))).status).toBe(403);
+
+    const list = await ctx().http().get(`${url}/maintainers`).set(auth(aliceToken));
+    expect(list.body.map((m: { actor: { type: string } }) => m.actor.type)).toEqual(['user', 'team']);
+    expect((await ctx().http().get(`${url}/maintainers/${asTeam.body.id}`).set(auth(bobToken))).body).toEqual(asTeam.body);
+    expect((await ctx().http().delete(`${url}/maintainers/${asTeam.body.id}`).set(auth(token))).status).toBe(204);
+    expect((await ctx().http().get(`${url}/maintainers/${asTeam.body.id}`).set(auth(token))).status).toBe(404);
+    expect((await ctx().http().post(`${url}/queues`).set(auth(bobToken)).send({ key: 'again' })).status).toBe(403);
+  });
+
+  it('shows a cluster token secret once, keeps only its hash, validates CIDR ranges and revokes', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    const created = await ctx()
+      .http()
+      .post(`${base(org.slug)}/${cluster.id}/tokens`)
+      .set(auth(token))
+      .send({ description: 'Windows agents', allowed_ip_addresses: '202.144.0.0/24  10.0.0.0/8', expires_at: '2099-01-01T00:00:00Z' });
+    expect(created.status).toBe(201);
+    const secret = created.body.token as string;
+    expect(created.body).toMatchObject({
+      description: 'Windows agents',
+      allowed_ip_addresses: '202.144.0.0/24 10.0.0.0/8',
+      expires_at: '2099-01-01T00:00:00.000Z',
+      cluster_url: cluster.url,
+    });
+    const url = `${base(org.slug)}/${cluster.id}/tokens/${created.body.id}`;
+    const got = await ctx().http().get(url).set(auth(token));
+    expect(got.body).not.toHaveProperty('token');
+    expect(JSON.stringify(got.body)).not.toContain(secret);
+    const list = await ctx()
+      .http()
+      .get(`${base(org.slug)}/${cluster.id}/tokens`)
+      .set(auth(token));
+    expect(JSON.stringify(list.body)).not.toContain(secret);
+    const stored = await ctx().services.db('cluster_tokens').where({ id: created.body.id }).first();
+    expect(JSON.stringify(stored)).not.toContain(secret);
+
+    const bad = await ctx().http().put(url).set(auth(token)).send({ allowed_ip_addresses: '10.0.0.0/8 nonsense' });
+    expect(bad.status).toBe(422);
+    expect(bad.body.errors[0].field).toBe('allowed_ip_addresses');
+    const past = await ctx().http().put(url).set(auth(token)).send({ expires_at: '2001-01-01T00:00:00Z' });
+    expect(past.status).toBe(422);
+    const updated = await ctx().http().put(url).set(auth(token)).send({ description: 'Linux', allowed_ip_addresses: null });
+    expect(updated.body).toMatchObject({ description: 'Linux', allowed_ip_addresses: null });
+    expect((await ctx().http().delete(url).set(auth(token))).status).toBe(204);
+    expect((await ctx().http().get(url).set(auth(token))).status).toBe(404);
+    const reg = await ctx().http().post('/v3/register').set(agentAuth(secret)).send({ name: 'late', meta_data: [] });
+    expect(reg.status).toBe(401);
+  });
+
+  it('refuses registration from an address the token does not allow, and from an expired token', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    await givenQueue(ctx(), org.slug, token, cluster.id, 'default');
+    const elsewhere = await givenClusterToken(ctx(), org.slug, token, cluster.id, '10.1.2.0/24');
+    const refused = await ctx()
+      .http()
+      .post('/v3/register')
+      .set(agentAuth(elsewhere.token))
+      .send({ name: 'a', meta_data: ['queue=default'] });
+    expect(refused.status).toBe(401);
+    expect(refused.body.message).toMatch(/does not allow registration from/);
+    const loopback = await givenClusterToken(ctx(), org.slug, token, cluster.id, '10.1.2.0/24 127.0.0.0/8 ::1/128');
+    const ok = await ctx()
+      .http()
+      .post('/v3/register')
+      .set(agentAuth(loopback.token))
+      .send({ name: 'b', meta_data: ['queue=default'] });
+    expect(ok.status).toBe(201);
+    await ctx()
+      .services.db('cluster_tokens')
+      .where({ id: loopback.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
+    const expired = await ctx()
+      .http()
+      .post('/v3/register')
+      .set(agentAuth(loopback.token))
+      .send({ name: 'c', meta_data: ['queue=default'] });
+    expect(expired.status).toBe(401);
+    expect(expired.body.message).toMatch(/expired/);
+  });
+
+  it("dispatches a cluster's jobs to its agents of the job's queue only, holds them while the queue is paused, and keeps unclustered agents to unclustered pipelines", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    const linux = await givenQueue(ctx(), org.slug, token, cluster.id, 'linux');
+    const mac = await givenQueue(ctx(), org.slug, token, cluster.id, 'mac');
+    await ctx()
+      .http()
+      .put(`${base(org.slug)}/${cluster.id}`)
+      .set(auth(token))
+      .send({ default_queue_id: linux.id })
+      .expect(200);
+    const clusterToken = await givenClusterToken(ctx(), org.slug, token, cluster.id);
+
+    // A queue the cluster lacks is refused at registration; no queue tag joins the default queue.
+    const unknown = await ctx()
+      .http()
+      .post('/v3/register')
+      .set(agentAuth(clusterToken.token))
+      .send({ name: 'x', meta_data: ['queue=gpu'] });
+    expect(unknown.status).toBe(422);
+    const linuxAgent = await givenAgent(ctx(), clusterToken.token, 'linux-agent');
+    const macAgent = await givenAgent(ctx(), clusterToken.token, 'mac-agent', ['queue=mac']);
+    const orgAgent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'org-agent');
+
+    const agentJson = await ctx().http().get(`/v2/organizations/${org.slug}/agents/${linuxAgent.id}`).set(auth(token));
+    expect(agentJson.body).toMatchObject({ queue: 'linux', meta_data: ['queue=linux'], cluster_id: cluster.id });
+    expect(agentJson.body.web_url).toContain(`/clusters/${cluster.id}/queues/${linux.id}/agents/${linuxAgent.id}`);
+
+    const clustered = await givenPipeline(ctx(), org.slug, token, {
+      configuration: 'steps:\n  - command: on-default\n  - command: on-mac\n    agents: { queue: mac }\n',
+      cluster_id: cluster.id,
+    });
+    const plain = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: unclustered\n');
+    const build = await givenBuild(ctx(), org.slug, clustered.slug, token);
+    expect(build.jobs[0]).toMatchObject({
+      cluster_id: cluster.id,
+      cluster_url: cluster.url,
+      cluster_queue_id: linux.id,
+      cluster_queue_url: `${cluster.url}/queues/${linux.id}`,
+    });
+    expect(build.jobs[1]).toMatchObject({ cluster_id: cluster.id, cluster_queue_id: mac.id });
+    const plainBuild = await givenBuild(ctx(), org.slug, plain.slug, token);
+    expect(plainBuild.jobs[0]).toMatchObject({ cluster_id: null, cluster_url: null, cluster_queue_id: null, cluster_queue_url: null });
+
+    // Paused: the mac queue's agent is offered nothing; resumed, its job.
+    const macQueueUrl = `${base(org.slug)}/${cluster.id}/queues/${mac.id}`;
+    await ctx().http().post(`${macQueueUrl}/pause_dispatch`).set(auth(token)).send({ note: 'hold' }).expect(200);
+    expect(await poll(ctx(), macAgent.token)).toBeNull();
+    await ctx().http().post(`${macQueueUrl}/resume_dispatch`).set(auth(token)).expect(200);
+    expect((await poll(ctx(), macAgent.token))?.command).toBe('on-mac');
+
+    // The unclustered agent takes the unclustered job and never a cluster's.
+    expect((await poll(ctx(), orgAgent.token))?.command).toBe('unclustered');
+    expect((await poll(ctx(), linuxAgent.token))?.command).toBe('on-default');
+
+    const got = await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${clustered.slug}/builds/${build.number}`).set(auth(token));
+    expect(got.body.jobs.map((j: { cluster_queue_id: string }) => j.cluster_queue_id)).toEqual([linux.id, mac.id]);
+    // The cluster can't be deleted while its agents are connected (and its pipeline is in it).
+    expect(
+      (
+        await ctx()
+          .http()
+          .delete(`${base(org.slug)}/${cluster.id}`)
+          .set(auth(token))
+      ).status,
+    ).toBe(422);
+  });
+
+  it('gives an unclustered agent no job of a clustered pipeline', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    const q = await givenQueue(ctx(), org.slug, token, cluster.id, 'default');
+    await ctx()
+      .http()
+      .put(`${base(org.slug)}/${cluster.id}`)
+      .set(auth(token))
+      .send({ default_queue_id: q.id })
+      .expect(200);
+    const pipeline = await givenPipeline(ctx(), org.slug, token, { configuration: 'steps:\n  - command: clustered\n', cluster_id: cluster.id });
+    await givenBuild(ctx(), org.slug, pipeline.slug, token);
+    const orgAgent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'org-agent', ['queue=default']);
+    expect(await poll(ctx(), orgAgent.token)).toBeNull();
+    const clusterAgent = await givenAgent(ctx(), (await givenClusterToken(ctx(), org.slug, token, cluster.id)).token, 'cluster-agent', ['queue=default']);
+    expect((await poll(ctx(), clusterAgent.token))?.command).toBe('clustered');
+  });
+});
