@@ -277,6 +277,21 @@ describe.each(databases)('pipeline schedules [%s]', (kind) => {
       expect(after.body.next_build_at).toBe('2030-01-01T02:40:00.000Z');
     });
 
+    it("places a clustered pipeline's scheduled jobs in its cluster's queues, as any build of it", async () => {
+      const { org, token } = await ctx.givenAdmin();
+      const clusters = `/v2/organizations/${org.slug}/clusters`;
+      const cluster = (await ctx.http().post(clusters).set(auth(token)).send({ name: 'Scheduled' }).expect(201)).body as { id: string };
+      const queue = (await ctx.http().post(`${clusters}/${cluster.id}/queues`).set(auth(token)).send({ key: 'nightly' }).expect(201)).body as { id: string };
+      await ctx.http().put(`${clusters}/${cluster.id}`).set(auth(token)).send({ default_queue_id: queue.id }).expect(200);
+      const p = await givenPipeline(ctx, org, token, { cluster_id: cluster.id });
+      await ctx.http().post(schedulesPath(org, p)).set(auth(token)).send({ cronline: '*/10 * * * *' }).expect(201);
+      at('2030-01-01T00:10:00.000Z');
+      expect((await ctx.services.scheduler.tick()).created).toBeGreaterThanOrEqual(1);
+      const [build] = await buildsOf(org, p, token);
+      expect(build).toMatchObject({ source: 'schedule' });
+      expect(build!.jobs).toEqual([expect.objectContaining({ cluster_id: cluster.id, cluster_queue_id: queue.id })]);
+    });
+
     it('a disabled schedule, or one of an archived pipeline, creates no build', async () => {
       const { org, token, p, schedule } = await given({ cronline: '*/10 * * * *', enabled: false });
       expect(schedule.next_build_at).toBeNull();
