@@ -1,0 +1,56 @@
+/**
+ * What Windsock tells the world: the names of the events it sends out and the shape of one
+ * event as the delivery side hands it to a provider. An event is written to the outbox in the
+ * transaction of the state change that caused it; its payload is the documented webhook body
+ * (`{event, build, pipeline, sender}`, job events add `job`, agent events carry `agent`), built
+ * from the REST representations. Providers (webhook, slack, OpenTelemetry, commit statuses)
+ * read events of this shape and nothing else.
+ */
+
+/** The webhook events of the public documentation (Webhooks for Pipelines), in the order they name them. */
+export const BUILD_EVENTS = ['build.scheduled', 'build.running', 'build.failing', 'build.finished', 'build.skipped'] as const;
+export const JOB_EVENTS = ['job.scheduled', 'job.started', 'job.finished', 'job.activated'] as const;
+export const AGENT_EVENTS = ['agent.connected', 'agent.lost', 'agent.disconnected', 'agent.stopping', 'agent.stopped'] as const;
+export const EVENT_NAMES = ['ping', ...BUILD_EVENTS, ...JOB_EVENTS, ...AGENT_EVENTS] as const;
+export type EventName = (typeof EVENT_NAMES)[number];
+
+/** A REST representation (a build, job, pipeline, agent or user as the v2 API answers it). */
+export type Representation = Record<string, unknown>;
+
+/** The documented body of a notification: what a webhook receiver gets as JSON. */
+export interface EventPayload {
+  event: EventName;
+  build?: Representation;
+  job?: Representation;
+  pipeline?: Representation;
+  agent?: Representation;
+  /** The user whose action caused the event (`{id, name}`), or null for the system's own moves. */
+  sender: { id: string; name: string } | null;
+  /** ping only: the service pinged. */
+  service?: Representation;
+  organization?: Representation;
+}
+
+/** One event as a provider receives it. */
+export interface NotificationEvent {
+  /** The outbox row's id: stable across redeliveries, sent as the delivery's id. */
+  id: string;
+  name: EventName;
+  occurredAt: Date;
+  organizationId: string;
+  pipelineId: string | null;
+  buildId: string | null;
+  payload: EventPayload;
+}
+
+/** What one delivery attempt came to, recorded with the attempt. */
+export interface AttemptResult {
+  /** true when the receiver took it (2xx); false retries with back-off, unless `final`. */
+  ok: boolean;
+  /** The HTTP status, or null when no answer came (refused, timed out, unsafe address). */
+  status: number | null;
+  /** The first bytes of the answer, or the reason there was none. Never a secret. */
+  excerpt: string;
+  /** A failure no retry can fix (a refused address, a 4xx other than 408/429): give up at once. */
+  final?: boolean;
+}
