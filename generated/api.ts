@@ -2959,6 +2959,89 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/services/{service_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's id (a UUID). */
+                service_id: components["parameters"]["DeliveryServiceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a notification service's deliveries
+         * @description The service's deliveries, the newest first, each with its attempts (status, latency, an
+         *     excerpt of the answer). Kept for 7 days after they end (NOTIFICATION_RETENTION_HOURS).
+         *     Paginated. Needs an organization administrator, as the notification services API does.
+         */
+        get: operations["listNotificationDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/services/{service_id}/deliveries/{delivery_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's id (a UUID). */
+                service_id: components["parameters"]["DeliveryServiceId"];
+                /** @description The delivery's id (a UUID). */
+                delivery_id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a notification delivery
+         * @description One delivery of the service, with its attempts.
+         */
+        get: operations["getNotificationDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/services/{service_id}/deliveries/{delivery_id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's id (a UUID). */
+                service_id: components["parameters"]["DeliveryServiceId"];
+                /** @description The delivery's id (a UUID). */
+                delivery_id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeliver a notification
+         * @description Sends the delivery's payload to the service again, as a new delivery (`redelivery_of`
+         *     names the one it copies) with the service's current settings (URL, token), attempted at
+         *     once and retried like any other. The answer is the new delivery, still `pending`.
+         */
+        post: operations["redeliverNotificationDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/teams": {
         parameters: {
             query?: never;
@@ -3301,7 +3384,7 @@ export interface components {
          */
         IsoTimestamp: string;
         /** @enum {string} */
-        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations" | "read_clusters" | "write_clusters" | "read_secret_details" | "write_secrets";
+        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations" | "read_clusters" | "write_clusters" | "read_secret_details" | "write_secrets" | "read_notification_services" | "write_notification_services";
         AccessToken: {
             /** Format: uuid */
             readonly uuid: string;
@@ -4677,6 +4760,53 @@ export interface components {
             };
         };
         /**
+         * @description `pending` until the receiver takes it (a 2xx) or Windsock gives up; `delivered`; `failed`
+         *     after the last attempt (see the README, "Notifications": attempts and back-off) or at once on
+         *     an answer no retry can change (a 4xx other than 408 and 429, an address that is refused).
+         * @enum {string}
+         */
+        NotificationDeliveryState: "pending" | "delivered" | "failed";
+        NotificationDeliveryAttempt: {
+            /** @description 1 for the first attempt. */
+            number: number;
+            /** Format: date-time */
+            started_at: string;
+            duration_ms: number;
+            /** @description The receiver's HTTP status; null when no answer came. */
+            status: number | null;
+            ok: boolean;
+            /** @description The first bytes of the answer, or why there was none (refused address, timeout, connection error). */
+            response_excerpt: string;
+        };
+        NotificationDelivery: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly url: string;
+            /** @description The webhook event (`build.finished`, `ping`, ...). */
+            event: string;
+            state: components["schemas"]["NotificationDeliveryState"];
+            attempts_count: number;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due; null once it ended.
+             */
+            next_attempt_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            /**
+             * Format: uuid
+             * @description The delivery this one sends again, if it is a redelivery.
+             */
+            redelivery_of: string | null;
+            /** @description The body sent: for a webhook the documented `{event, build, pipeline, sender}` (job events add `job`, agent events carry `agent`); for Slack the message. */
+            payload: {
+                [key: string]: unknown;
+            };
+            attempts: components["schemas"]["NotificationDeliveryAttempt"][];
+        };
+        /**
          * @description `secret` teams are seen only by their members and the organization's admins.
          * @enum {string}
          */
@@ -5189,6 +5319,10 @@ export interface components {
         MetaDataBuildId: string;
         /** @description The schedule's id (a UUID). */
         ScheduleId: string;
+        /** @description The notification service's id (a UUID). */
+        DeliveryServiceId: string;
+        /** @description The delivery's id (a UUID). */
+        DeliveryId: string;
         /** @description The team's UUID. */
         TeamId: string;
         /** @description The user's UUID (a team member's, or an organization member's). */
@@ -10031,6 +10165,109 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listNotificationDeliveries: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's id (a UUID). */
+                service_id: components["parameters"]["DeliveryServiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationDelivery"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getNotificationDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's id (a UUID). */
+                service_id: components["parameters"]["DeliveryServiceId"];
+                /** @description The delivery's id (a UUID). */
+                delivery_id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    redeliverNotificationDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's id (a UUID). */
+                service_id: components["parameters"]["DeliveryServiceId"];
+                /** @description The delivery's id (a UUID). */
+                delivery_id: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new delivery. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationDelivery"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];

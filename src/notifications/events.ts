@@ -54,3 +54,10 @@ export interface AttemptResult {
   /** A failure no retry can fix (a refused address, a 4xx other than 408/429): give up at once. */
   final?: boolean;
 }
+
+/** An outgoing HTTP request as providers make it; the server's one implementation is SSRF-safe (src/security/outbound.ts). */
+export type HttpSend = (req: { method: string; url: string; headers: Record<string, string>; body?: string }) => Promise<{
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}>;

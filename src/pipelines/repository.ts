@@ -334,4 +334,10 @@ export class PipelineRepository {
       .select('pt.access_level');
     return rows.map((r) => r.access_level as AccessLevel);
   }
+
+  /** The teams a pipeline is granted to (a notification service scoped to teams hears of its builds). */
+  async teamIdsOf(pipelineId: string): Promise<string[]> {
+    const rows = await this.db('pipeline_teams').where({ pipeline_id: pipelineId }).select('team_id');
+    return rows.map((r) => r.team_id as string);
+  }
 }

@@ -124,6 +124,19 @@ export class PipelineService {
     return this.pipelines.findBySlug(organizationId, slug);
   }
 
+  /**
+   * Pipelines by id for the server's own work, with no caller to check (notifications: what a
+   * build belongs to). With their counts, as a pipeline's representation shows them.
+   */
+  findByIdsForSystem(ids: string[]): Promise<Pipeline[]> {
+    return this.pipelines.findByIds(ids, { counts: true });
+  }
+
+  /** The teams a pipeline is granted to. */
+  teamIdsOf(pipelineId: string): Promise<string[]> {
+    return this.pipelines.teamIdsOf(pipelineId);
+  }
+
   /** A pipeline the caller may read, or 404 exactly as if it did not exist. */
   async get(actor: Actor, slug: string, opts: ReadOptions = {}): Promise<{ pipeline: Pipeline; perms: Permissions }> {
     const pipeline = await this.pipelines.findBySlug(actor.organization.id, slug, opts);

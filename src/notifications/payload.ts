@@ -1,0 +1,83 @@
+/**
+ * An event's documented body, rendered from the REST representations: `{event, build,
+ * pipeline, sender}`, job events add `job`, agent events carry `agent`. The representations are
+ * those of the moment the event is fanned out (normally a few milliseconds after the change
+ * committed): the event name is the change's, the objects are as they are then. A pipeline's
+ * `provider.webhook_url` is a credential and is never sent out.
+ */
+import type { components } from '../../generated/api';
+import type { Agent } from '../agents/repository';
+import { serializeAgentBase } from '../agents/serialize';
+import type { Build } from '../builds/model';
+import type { Job } from '../builds/jobs/model';
+import { serializeBuild, serializeBuildPipeline } from '../builds/serialize';
+import type { Organization, User } from '../core/identity';
+import type { Pipeline } from '../pipelines/repository';
+import { serializePipeline } from '../pipelines/serialize';
+import type { EventName, EventPayload } from './events';
+import type { Transition } from './repository';
+
+/** What rendering reads, handed in by the composition root (each an area's service). */
+export interface PayloadSources {
+  publicUrl: string;
+  build(id: string): Promise<{ build: Build; jobs: Job[] } | null>;
+  pipelines(ids: string[]): Promise<Pipeline[]>;
+  badgeUrl(pipelineId: string): string;
+  agents(ids: string[]): Promise<Agent[]>;
+  organization(id: string): Promise<Organization | null>;
+}
+
+/** A rendered event with what the fan-out needs to know of where it happened. */
+export interface RenderedEvent {
+  payload: EventPayload;
+  pipeline: Pipeline | null;
+  build: Build | null;
+  job: Job | null;
+  agent: Agent | null;
+}
+
+const NO_COUNTS = { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
+
+const sender = (u: User | null | undefined) => (u ? { id: u.id, name: u.name } : null);
+
+export async function renderEvent(src: PayloadSources, name: EventName, t: Transition): Promise<RenderedEvent | null> {
+  const org = await src.organization(t.organizationId);
+  if (!org) return null;
+  if (t.kind === 'agent') {
+    const [agent] = await src.agents([t.subjectId]);
+    if (!agent) return null;
+    return {
+      payload: { event: name, agent: serializeAgentBase(agent, src.publicUrl, org.slug) as Record<string, unknown>, sender: null },
+      pipeline: null,
+      build: null,
+      job: null,
+      agent,
+    };
+  }
+  const found = t.buildId ? await src.build(t.buildId) : null;
+  if (!found) return null; // deleted since
+  const [pipeline] = await src.pipelines([found.build.pipelineId]);
+  if (!pipeline) return null;
+  const counts = (pipeline.counts ?? NO_COUNTS) as NonNullable<Pipeline['counts']>;
+  const view = { publicUrl: src.publicUrl, orgSlug: org.slug, webhookUrl: undefined, badgeUrl: src.badgeUrl(pipeline.id), counts };
+  const agentIds = found.jobs.flatMap((j) => (j.agentId ? [j.agentId] : []));
+  const agents = agentIds.length ? await src.agents(agentIds) : [];
+  const visible = found.jobs.filter((j) => !j.retried || j.id === t.subjectId);
+  const build = serializeBuild({ build: found.build, jobs: visible } as Parameters<typeof serializeBuild>[0], {
+    publicUrl: src.publicUrl,
+    orgSlug: org.slug,
+    pipeline: serializeBuildPipeline(pipeline, view),
+    agents: new Map(agents.map((a) => [a.id, serializeAgentBase(a, src.publicUrl, org.slug)])),
+  });
+  const { pipeline: _embedded, ...buildJson } = build;
+  const pipelineJson: components['schemas']['Pipeline'] = serializePipeline(pipeline, { ...view, timestamps: 'iso' });
+  const job = t.kind === 'job' ? (found.jobs.find((j) => j.id === t.subjectId) ?? null) : null;
+  const payload: EventPayload = {
+    event: name,
+    build: buildJson as Record<string, unknown>,
+    pipeline: pipelineJson as unknown as Record<string, unknown>,
+    sender: sender(name === 'job.activated' ? (job?.unblockedBy ?? found.build.creator) : found.build.creator),
+  };
+  if (job) payload.job = (build.jobs ?? []).find((j) => (j as { id?: string }).id === job.id) as Record<string, unknown>;
+  return { payload, pipeline, build: found.build, job, agent: null };
+}

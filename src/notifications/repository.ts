@@ -1,0 +1,253 @@
+/**
+ * The outbox and its deliveries: rows in, domain objects out. `outbox_events` is written by
+ * database triggers (src/db/migrations/20261126090000_outbox.ts); this repository reads them in
+ * order, claims each for fan-out with a conditional UPDATE (of several processes exactly one
+ * sees the change, and its deliveries are written in the same transaction), and keeps the
+ * deliveries: leased by one process at a time, attempted, recorded.
+ */
+import type { Knex } from 'knex';
+import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
+
+export interface Transition {
+  seq: number;
+  kind: 'build' | 'job' | 'agent';
+  subjectId: string;
+  /** A job's type (script, manual, trigger, waiter). */
+  subjectType: string | null;
+  organizationId: string;
+  pipelineId: string | null;
+  buildId: string | null;
+  fromState: string | null;
+  toState: string;
+  blocked: boolean;
+  occurredAt: Date;
+}
+
+export type DeliveryState = 'pending' | 'delivered' | 'failed';
+export type TargetKind = 'service' | 'notify' | 'commit_status';
+
+export interface NewDelivery {
+  id: string;
+  eventSeq: number;
+  event: string;
+  organizationId: string;
+  targetKind: TargetKind;
+  serviceId: string | null;
+  /** What the target is, when it is not a service: never a secret. */
+  target: Record<string, unknown> | null;
+  targetKey: string;
+  orderKey: string;
+  /** The body to send (JSON). */
+  payload: unknown;
+  nextAttemptAt: Date;
+  createdAt: Date;
+  redeliveryOf?: string | null;
+}
+
+export interface Delivery extends NewDelivery {
+  state: DeliveryState;
+  attempts: number;
+  lastStatus: number | null;
+  finishedAt: Date | null;
+  redeliveryOf: string | null;
+}
+
+export interface Attempt {
+  number: number;
+  startedAt: Date;
+  durationMs: number;
+  status: number | null;
+  ok: boolean;
+  excerpt: string;
+}
+
+function transitionFromRow(r: Record<string, unknown>): Transition {
+  return {
+    seq: Number(r.seq),
+    kind: r.kind as Transition['kind'],
+    subjectId: r.subject_id as string,
+    subjectType: (r.subject_type as string | null) ?? null,
+    organizationId: r.organization_id as string,
+    pipelineId: (r.pipeline_id as string | null) ?? null,
+    buildId: (r.build_id as string | null) ?? null,
+    fromState: (r.from_state as string | null) ?? null,
+    toState: r.to_state as string,
+    blocked: toBool(r.blocked),
+    occurredAt: toDate(r.occurred_at),
+  };
+}
+
+function deliveryFromRow(r: Record<string, unknown>): Delivery {
+  return {
+    id: r.id as string,
+    eventSeq: Number(r.event_seq),
+    event: r.event as string,
+    organizationId: r.organization_id as string,
+    targetKind: r.target_kind as TargetKind,
+    serviceId: (r.service_id as string | null) ?? null,
+    target: parseJson<Record<string, unknown> | null>(r.target, null),
+    targetKey: r.target_key as string,
+    orderKey: r.order_key as string,
+    payload: parseJson<unknown>(r.payload, null),
+    state: r.state as DeliveryState,
+    attempts: Number(r.attempts),
+    nextAttemptAt: toDate(r.next_attempt_at),
+    lastStatus: r.last_status === null || r.last_status === undefined ? null : Number(r.last_status),
+    redeliveryOf: (r.redelivery_of as string | null) ?? null,
+    createdAt: toDate(r.created_at),
+    finishedAt: toDateOrNull(r.finished_at),
+  };
+}
+
+export class OutboxRepository {
+  constructor(private readonly db: Knex | Knex.Transaction) {}
+
+  withTransaction(trx: Knex.Transaction): OutboxRepository {
+    return new OutboxRepository(trx);
+  }
+
+  /** The oldest events not yet fanned out, in order. */
+  async unfanned(limit: number): Promise<Transition[]> {
+    const rows = await this.db('outbox_events').whereNull('fanned_out_at').orderBy('seq').limit(limit);
+    return rows.map(transitionFromRow);
+  }
+
+  /** Marks the event fanned out; false when another process did first. */
+  async claimEvent(seq: number, at: Date): Promise<boolean> {
+    return (await this.db('outbox_events').where({ seq }).whereNull('fanned_out_at').update({ fanned_out_at: at })) > 0;
+  }
+
+  async insertDeliveries(ds: NewDelivery[]): Promise<void> {
+    if (!ds.length) return;
+    await this.db('notification_deliveries').insert(
+      ds.map((d) => ({
+        id: d.id,
+        event_seq: d.eventSeq,
+        event: d.event,
+        organization_id: d.organizationId,
+        target_kind: d.targetKind,
+        service_id: d.serviceId,
+        target: d.target === null ? null : JSON.stringify(d.target),
+        target_key: d.targetKey,
+        order_key: d.orderKey,
+        payload: JSON.stringify(d.payload),
+        state: 'pending',
+        attempts: 0,
+        next_attempt_at: d.nextAttemptAt,
+        redelivery_of: d.redeliveryOf ?? null,
+        created_at: d.createdAt,
+      })),
+    );
+  }
+
+  /**
+   * Deliveries due by `now` that nobody holds a lease on and that are first in line: no earlier
+   * delivery of the same target and order key (a build, an agent) is still pending.
+   */
+  async due(now: Date, limit: number, excluding: string[]): Promise<Delivery[]> {
+    const q = this.db('notification_deliveries as d')
+      .where('d.state', 'pending')
+      .where('d.next_attempt_at', '<=', now)
+      .where((w) => w.whereNull('d.lease_until').orWhere('d.lease_until', '<', now))
+      .whereNotExists((s) =>
+        s
+          .from('notification_deliveries as e')
+          .whereRaw('e.target_key = d.target_key')
+          .whereRaw('e.order_key = d.order_key')
+          .where('e.state', 'pending')
+          .whereRaw('e.event_seq < d.event_seq'),
+      )
+      .orderBy('d.next_attempt_at')
+      .limit(limit)
+      .select('d.*');
+    if (excluding.length) q.whereNotIn('d.id', excluding);
+    return (await q).map(deliveryFromRow);
+  }
+
+  /** Takes the delivery for `owner` until `until`; false when another process holds it or it is no longer pending. */
+  async lease(id: string, owner: string, now: Date, until: Date): Promise<boolean> {
+    const n = await this.db('notification_deliveries')
+      .where({ id, state: 'pending' })
+      .where((w) => w.whereNull('lease_until').orWhere('lease_until', '<', now))
+      .update({ lease_until: until, lease_owner: owner });
+    return n > 0;
+  }
+
+  /** Records an attempt and what it leaves the delivery as; only while `owner` holds the lease. */
+  async recordAttempt(
+    id: string,
+    owner: string,
+    attempt: Attempt,
+    next: { state: DeliveryState; nextAttemptAt: Date; finishedAt: Date | null },
+  ): Promise<boolean> {
+    const n = await this.db('notification_deliveries').where({ id, lease_owner: owner, state: 'pending' }).update({
+      attempts: attempt.number,
+      last_status: attempt.status,
+      state: next.state,
+      next_attempt_at: next.nextAttemptAt,
+      finished_at: next.finishedAt,
+      lease_until: null,
+      lease_owner: null,
+    });
+    if (!n) return false;
+    await this.db('notification_attempts').insert({
+      delivery_id: id,
+      number: attempt.number,
+      started_at: attempt.startedAt,
+      duration_ms: attempt.durationMs,
+      status: attempt.status,
+      ok: attempt.ok,
+      excerpt: attempt.excerpt,
+    });
+    return true;
+  }
+
+  async find(organizationId: string, id: string): Promise<Delivery | null> {
+    const r = await this.db('notification_deliveries').where({ organization_id: organizationId, id }).first();
+    return r ? deliveryFromRow(r) : null;
+  }
+
+  /** A service's deliveries, newest first, `offset`/`limit` paged. */
+  async ofService(serviceId: string, offset: number, limit: number): Promise<Delivery[]> {
+    const rows = await this.db('notification_deliveries')
+      .where({ service_id: serviceId })
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'event_seq', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .offset(offset)
+      .limit(limit);
+    return rows.map(deliveryFromRow);
+  }
+
+  /** Every delivery of a build, in event order (tests and the CLI read what a build told). */
+  async ofOrganization(organizationId: string, limit: number): Promise<Delivery[]> {
+    const rows = await this.db('notification_deliveries').where({ organization_id: organizationId }).orderBy('event_seq').orderBy('created_at').limit(limit);
+    return rows.map(deliveryFromRow);
+  }
+
+  async attemptsOf(deliveryIds: string[]): Promise<Map<string, Attempt[]>> {
+    const out = new Map<string, Attempt[]>(deliveryIds.map((id) => [id, []]));
+    if (!deliveryIds.length) return out;
+    const rows = await this.db('notification_attempts').whereIn('delivery_id', deliveryIds).orderBy(['delivery_id', 'number']);
+    for (const r of rows) {
+      out.get(r.delivery_id as string)!.push({
+        number: Number(r.number),
+        startedAt: toDate(r.started_at),
+        durationMs: Number(r.duration_ms),
+        status: r.status === null || r.status === undefined ? null : Number(r.status),
+        ok: toBool(r.ok),
+        excerpt: r.excerpt as string,
+      });
+    }
+    return out;
+  }
+
+  /** Forgets what is done and old: fanned-out events and finished deliveries (with their attempts) before `before`. */
+  async prune(before: Date): Promise<{ events: number; deliveries: number }> {
+    const events = await this.db('outbox_events').whereNotNull('fanned_out_at').where('fanned_out_at', '<', before).delete();
+    const deliveries = await this.db('notification_deliveries').whereNot('state', 'pending').where('finished_at', '<', before).delete();
+    return { events, deliveries };
+  }
+}

@@ -1,0 +1,37 @@
+/** A notification service's deliveries (REST): list, get, redeliver. */
+import type { Actor } from '../core/identity';
+import { actorOf } from '../http/auth';
+import { operationRouter } from '../http/operation';
+import { pageRequest, setLinkHeader } from '../http/pagination';
+import { serializeDelivery } from './serialize';
+import type { NotificationService } from './service';
+
+/** Throws as the notification services API does when the caller may not see the service (404) or manage it (403). */
+export type ServiceAccess = (actor: Actor, serviceId: string) => Promise<unknown>;
+
+export function notificationDeliveryRoutes(notifications: NotificationService, access: ServiceAccess, publicUrl: string) {
+  const api = operationRouter();
+
+  api.on('listNotificationDeliveries', async (req, res) => {
+    const actor = actorOf(res);
+    await access(actor, req.params.service_id);
+    const page = pageRequest(req);
+    const items = await notifications.history(req.params.service_id, page.offset, page.perPage + 1);
+    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+    res.json(items.slice(0, page.perPage).map((d) => serializeDelivery(d, publicUrl, actor.organization.slug)));
+  });
+  api.on('getNotificationDelivery', async (req, res) => {
+    const actor = actorOf(res);
+    await access(actor, req.params.service_id);
+    const d = await notifications.delivery(actor.organization.id, req.params.service_id, req.params.delivery_id);
+    res.json(serializeDelivery(d, publicUrl, actor.organization.slug));
+  });
+  api.on('redeliverNotificationDelivery', async (req, res) => {
+    const actor = actorOf(res);
+    await access(actor, req.params.service_id);
+    const d = await notifications.redeliver(actor.organization.id, req.params.service_id, req.params.delivery_id);
+    res.status(201).json(serializeDelivery(d, publicUrl, actor.organization.slug));
+  });
+
+  return api.router;
+}

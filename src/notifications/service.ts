@@ -1,0 +1,306 @@
+/**
+ * Notifications: the outbox's two passes, and the history of what was sent.
+ *
+ * Fan-out: events the database recorded (./repository.ts, written by triggers in the
+ * transaction of each change) are read in order; each becomes one delivery per target that
+ * hears of it (a notification service in scope and asking for it, a pipeline's `notify` entry,
+ * a commit status), written in one transaction with the event's claim, so an event is fanned
+ * out exactly once whatever number of processes run this.
+ *
+ * Delivery: due deliveries, first in line for their target and build, are leased (a
+ * conditional UPDATE: one process wins), sent through a provider, and the attempt recorded.
+ * A failure is retried with exponential back-off up to `maxAttempts`, then the delivery is
+ * `failed`; a process that dies mid-delivery leaves a lease that expires, and the delivery is
+ * attempted again: at least once, never lost.
+ */
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import { NotFoundError } from '../core/errors';
+import type { AttemptResult, EventName, EventPayload, HttpSend, NotificationEvent } from './events';
+import { renderEvent, type PayloadSources, type RenderedEvent } from './payload';
+import type { Attempt, Delivery, NewDelivery, OutboxRepository, Transition } from './repository';
+import { backoffMs, eventOf, inScope, type EventPlace } from './rules';
+
+export interface NotificationSettings {
+  /** How often the worker looks for events and due deliveries when idle. */
+  intervalMs: number;
+  /** Events fanned out per pass. */
+  batchSize: number;
+  /** Deliveries in flight at once in one process. */
+  concurrency: number;
+  /** How long a lease holds a delivery: longer than the outbound timeout. */
+  leaseMs: number;
+  /** Attempts before a delivery is given up (`failed`). */
+  maxAttempts: number;
+  retryBaseMs: number;
+  retryCapMs: number;
+  /** How long fanned-out events and finished deliveries are kept. */
+  retentionMs: number;
+}
+
+export const DEFAULT_NOTIFICATION_SETTINGS: NotificationSettings = {
+  intervalMs: 500,
+  batchSize: 200,
+  concurrency: 16,
+  leaseMs: 60_000,
+  maxAttempts: 10,
+  retryBaseMs: 2_000,
+  retryCapMs: 3_600_000,
+  retentionMs: 7 * 24 * 3600_000,
+};
+
+/** A notification service as the delivery side reads it (the notification-services area's). */
+export interface ActiveService {
+  id: string;
+  organizationId: string;
+  provider: string;
+  scope: string;
+  scopeUuids: string[];
+  branchConfiguration: string | null;
+  buildStates: Record<string, boolean>;
+  settings: Record<string, unknown>;
+}
+
+export interface ServiceDirectory {
+  activeFor(organizationId: string): Promise<ActiveService[]>;
+  findForDelivery(organizationId: string, id: string): Promise<ActiveService | null>;
+}
+
+/** A planned delivery, before it is given an id and a place in line. */
+export interface PlannedDelivery {
+  targetKind: NewDelivery['targetKind'];
+  serviceId: string | null;
+  target: Record<string, unknown> | null;
+  targetKey: string;
+  payload: unknown;
+}
+
+/**
+ * A provider: which deliveries an event makes for it (`plan`, at fan-out) and how one is sent
+ * (`send`). Providers are registered by the composition root.
+ */
+export interface Provider {
+  /** Deliveries for a service of this provider (none when it does not hear of the event). */
+  planForService?(ctx: FanOutContext, service: ActiveService): Promise<PlannedDelivery[]> | PlannedDelivery[];
+  /** Deliveries that are not a service's (a pipeline's notify, commit statuses). */
+  planOwn?(ctx: FanOutContext): Promise<PlannedDelivery[]> | PlannedDelivery[];
+  send(d: Delivery, service: ActiveService | null, http: HttpSend): Promise<AttemptResult>;
+}
+
+/** What a provider sees of an event at fan-out. */
+export interface FanOutContext {
+  event: NotificationEvent;
+  rendered: RenderedEvent;
+  place: EventPlace;
+}
+
+export interface DeliveryView {
+  delivery: Delivery;
+  attempts: Attempt[];
+}
+
+export class NotificationService {
+  private readonly owner = crypto.randomUUID();
+
+  constructor(
+    private readonly db: Knex,
+    private readonly outbox: OutboxRepository,
+    private readonly sources: PayloadSources & { teamIdsOf(pipelineId: string): Promise<string[]> },
+    private readonly services: ServiceDirectory,
+    private readonly providers: Record<string, Provider>,
+    private readonly http: HttpSend,
+    readonly settings: NotificationSettings = DEFAULT_NOTIFICATION_SETTINGS,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  /** Fans out up to a batch of events; how many were claimed. */
+  async fanOut(): Promise<number> {
+    const events = await this.outbox.unfanned(this.settings.batchSize);
+    const servicesByOrg = new Map<string, Promise<ActiveService[]>>();
+    let claimed = 0;
+    for (const t of events) {
+      let list = servicesByOrg.get(t.organizationId);
+      if (!list) servicesByOrg.set(t.organizationId, (list = this.services.activeFor(t.organizationId)));
+      const planned = await this.plan(t, await list);
+      const now = this.clock();
+      const ok = await this.db.transaction(async (trx) => {
+        const r = this.outbox.withTransaction(trx);
+        if (!(await r.claimEvent(t.seq, now))) return false;
+        await r.insertDeliveries(planned.map((p) => this.newDelivery(t, p, now)));
+        return true;
+      });
+      if (ok) claimed++;
+    }
+    return claimed;
+  }
+
+  private newDelivery(t: Transition, p: PlannedDelivery & { event: EventName }, now: Date): NewDelivery {
+    return {
+      id: crypto.randomUUID(),
+      eventSeq: t.seq,
+      event: p.event,
+      organizationId: t.organizationId,
+      targetKind: p.targetKind,
+      serviceId: p.serviceId,
+      target: p.target,
+      targetKey: p.targetKey,
+      orderKey: t.buildId ?? `${t.kind}:${t.subjectId}`,
+      payload: p.payload,
+      nextAttemptAt: now,
+      createdAt: now,
+    };
+  }
+
+  /** The deliveries one event makes: none when it is no documented event or nobody hears of it. */
+  private async plan(t: Transition, services: ActiveService[]): Promise<(PlannedDelivery & { event: EventName })[]> {
+    const name = eventOf(t);
+    if (!name) return [];
+    const rendered = await renderEvent(this.sources, name, t);
+    if (!rendered) return [];
+    const place: EventPlace = {
+      pipelineId: rendered.pipeline?.id ?? null,
+      clusterId: rendered.pipeline?.clusterId ?? (rendered.agent as { clusterId?: string | null } | null)?.clusterId ?? null,
+      teamIds: rendered.pipeline && services.some((s) => s.scope.includes('team')) ? await this.sources.teamIdsOf(rendered.pipeline.id) : [],
+      branch: rendered.build?.branch ?? null,
+    };
+    const ctx: FanOutContext = {
+      event: {
+        id: String(t.seq),
+        name,
+        occurredAt: t.occurredAt,
+        organizationId: t.organizationId,
+        pipelineId: place.pipelineId,
+        buildId: t.buildId,
+        payload: rendered.payload,
+      },
+      rendered,
+      place,
+    };
+    const out: PlannedDelivery[] = [];
+    for (const s of services) {
+      const provider = this.providers[s.provider];
+      if (!provider?.planForService || !inScope(s, place)) continue;
+      out.push(...(await provider.planForService(ctx, s)));
+    }
+    for (const provider of Object.values(this.providers)) if (provider.planOwn) out.push(...(await provider.planOwn(ctx)));
+    return out.map((p) => ({ ...p, event: name }));
+  }
+
+  /** A ping to a service, sent at once: on its creation, and when asked. */
+  async ping(service: ActiveService, payload: EventPayload): Promise<void> {
+    const provider = this.providers[service.provider];
+    if (!provider) return;
+    const now = this.clock();
+    await this.outbox.insertDeliveries([
+      {
+        id: crypto.randomUUID(),
+        eventSeq: 0,
+        event: 'ping',
+        organizationId: service.organizationId,
+        targetKind: 'service',
+        serviceId: service.id,
+        target: null,
+        targetKey: `service:${service.id}`,
+        orderKey: `ping:${crypto.randomUUID()}`,
+        payload,
+        nextAttemptAt: now,
+        createdAt: now,
+      },
+    ]);
+  }
+
+  /**
+   * Leases up to `limit` due deliveries (not those already in flight here). The caller sends
+   * each with `attempt`.
+   */
+  async leaseDue(limit: number, inFlight: string[]): Promise<Delivery[]> {
+    if (limit <= 0) return [];
+    const now = this.clock();
+    const candidates = await this.outbox.due(now, limit, inFlight);
+    const leased: Delivery[] = [];
+    for (const d of candidates) {
+      if (await this.outbox.lease(d.id, this.owner, now, new Date(now.getTime() + this.settings.leaseMs))) leased.push(d);
+    }
+    return leased;
+  }
+
+  /** One attempt at a leased delivery, recorded with its outcome and what comes next. */
+  async attempt(d: Delivery): Promise<AttemptResult> {
+    const started = this.clock();
+    const t0 = process.hrtime.bigint();
+    let result: AttemptResult;
+    try {
+      const service = d.serviceId ? await this.services.findForDelivery(d.organizationId, d.serviceId) : null;
+      const provider = this.providers[d.targetKind === 'service' ? (service?.provider ?? '') : String(d.target?.provider ?? '')];
+      if (d.targetKind === 'service' && !service) result = { ok: false, status: null, excerpt: 'the notification service was deleted', final: true };
+      else if (!provider) result = { ok: false, status: null, excerpt: 'no provider delivers this target', final: true };
+      else result = await provider.send(d, service, this.http);
+    } catch (err) {
+      result = { ok: false, status: null, excerpt: err instanceof Error ? err.message : String(err) };
+    }
+    const durationMs = Number((process.hrtime.bigint() - t0) / 1_000_000n);
+    const number = d.attempts + 1;
+    const now = this.clock();
+    const giveUp = !result.ok && (result.final === true || number >= this.settings.maxAttempts);
+    const next = result.ok
+      ? { state: 'delivered' as const, nextAttemptAt: now, finishedAt: now }
+      : giveUp
+        ? { state: 'failed' as const, nextAttemptAt: now, finishedAt: now }
+        : {
+            state: 'pending' as const,
+            nextAttemptAt: new Date(now.getTime() + backoffMs(number, this.settings.retryBaseMs, this.settings.retryCapMs)),
+            finishedAt: null,
+          };
+    await this.db.transaction((trx) =>
+      this.outbox
+        .withTransaction(trx)
+        .recordAttempt(
+          d.id,
+          this.owner,
+          { number, startedAt: started, durationMs, status: result.status, ok: result.ok, excerpt: result.excerpt.slice(0, 1000) },
+          next,
+        ),
+    );
+    return result;
+  }
+
+  /** A service's recent deliveries with their attempts, newest first. */
+  async history(serviceId: string, offset: number, limit: number): Promise<DeliveryView[]> {
+    const ds = await this.outbox.ofService(serviceId, offset, limit);
+    const attempts = await this.outbox.attemptsOf(ds.map((d) => d.id));
+    return ds.map((d) => ({ delivery: d, attempts: attempts.get(d.id) ?? [] }));
+  }
+
+  async delivery(organizationId: string, serviceId: string, id: string): Promise<DeliveryView> {
+    const d = await this.outbox.find(organizationId, id);
+    if (!d || d.serviceId !== serviceId) throw new NotFoundError('delivery');
+    return { delivery: d, attempts: (await this.outbox.attemptsOf([d.id])).get(d.id) ?? [] };
+  }
+
+  /** Sends a delivery's payload again, as a new delivery of the same event to the same target. */
+  async redeliver(organizationId: string, serviceId: string, id: string): Promise<DeliveryView> {
+    const { delivery: d } = await this.delivery(organizationId, serviceId, id);
+    const now = this.clock();
+    const copy: NewDelivery = {
+      ...d,
+      id: crypto.randomUUID(),
+      // Its own place in line: a redelivery waits for nothing and holds nothing up.
+      orderKey: `redelivery:${crypto.randomUUID()}`,
+      nextAttemptAt: now,
+      createdAt: now,
+      redeliveryOf: d.id,
+    };
+    await this.outbox.insertDeliveries([copy]);
+    return this.delivery(organizationId, serviceId, copy.id);
+  }
+
+  /** Forgets fanned-out events and finished deliveries older than the retention. */
+  prune(): Promise<{ events: number; deliveries: number }> {
+    return this.outbox.prune(new Date(this.clock().getTime() - this.settings.retentionMs));
+  }
+
+  /** An organization's deliveries in event order (tests, the CLI). */
+  ofOrganization(organizationId: string, limit = 1000): Promise<Delivery[]> {
+    return this.outbox.ofOrganization(organizationId, limit);
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * The notification worker: a loop in the server process that fans out new outbox events and
+ * keeps up to `concurrency` deliveries in flight, each sent without holding the loop (a receiver
+ * that takes 5 s holds one slot for 5 s, never the API nor the other receivers). Started and
+ * stopped with the server like the sweeper and the scheduler. No HTTP of its own, no SQL.
+ */
+import { isUnavailableError } from '../db/knex';
+import type { Logger } from '../http/logger';
+import type { NotificationService } from './service';
+
+/** How often finished deliveries and events are pruned: hourly. */
+const PRUNE_EVERY_MS = 3_600_000;
+
+export class NotificationWorker {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<unknown> | null = null;
+  private stopped = true;
+  private readonly inFlight = new Map<string, Promise<void>>();
+  private lastPrune = 0;
+
+  constructor(
+    private readonly notifications: NotificationService,
+    private readonly logger?: Logger,
+  ) {}
+
+  /** One pass: fan out what is new, start what is due; answers what it did (tests drive it). */
+  async tick(): Promise<{ fannedOut: number; started: number }> {
+    let fannedOut = 0;
+    for (let n = -1; n !== 0;) fannedOut += n = await this.notifications.fanOut();
+    const free = this.notifications.settings.concurrency - this.inFlight.size;
+    const leased = await this.notifications.leaseDue(free, [...this.inFlight.keys()]);
+    for (const d of leased) {
+      const p = this.notifications
+        .attempt(d)
+        .then(() => undefined)
+        .catch((err: unknown) => this.logger?.error({ err, delivery: d.id }, 'notification attempt failed to record'))
+        .finally(() => {
+          this.inFlight.delete(d.id);
+          // A freed slot may serve the next in line at once.
+          if (!this.stopped && !this.running) this.schedule(0);
+        });
+      this.inFlight.set(d.id, p);
+    }
+    if (Date.now() - this.lastPrune > PRUNE_EVERY_MS) {
+      this.lastPrune = Date.now();
+      await this.notifications.prune();
+    }
+    return { fannedOut, started: leased.length };
+  }
+
+  /** Until every delivery in flight has ended (tests). */
+  async drain(): Promise<void> {
+    while (this.inFlight.size) await Promise.all([...this.inFlight.values()]);
+  }
+
+  /**
+   * Runs passes until nothing is left to fan out, in flight or due now (tests: deliver what the
+   * last change caused, then look).
+   */
+  async settle(maxPasses = 100): Promise<void> {
+    for (let i = 0; i < maxPasses; i++) {
+      const { fannedOut, started } = await this.tick();
+      await this.drain();
+      if (!fannedOut && !started) return;
+    }
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.schedule(this.notifications.settings.intervalMs);
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.pass(), ms).unref();
+  }
+
+  private pass(): void {
+    this.timer = null;
+    this.running = this.tick()
+      .catch((err: unknown) =>
+        isUnavailableError(err)
+          ? this.logger?.warn({ code: (err as { code?: string }).code }, 'notifications skipped: database unavailable')
+          : this.logger?.error({ err }, 'notifications pass failed'),
+      )
+      .finally(() => {
+        this.running = null;
+        if (!this.stopped && !this.timer) this.schedule(this.notifications.settings.intervalMs);
+      });
+  }
+
+  /**
+   * No more passes; waits for the one running and, up to `graceMs`, for the deliveries in flight
+   * (their attempts are then recorded). One still in flight after that keeps its lease, which
+   * expires: it is attempted again, by this server after a restart or by another one.
+   */
+  async stop(graceMs = 2_000): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.drain(), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs).unref()))]);
+    clearTimeout(timer);
+  }
+}
