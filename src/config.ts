@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import type { RateLimitSettings } from './http/rate-limit';
 import type { SweepSettings } from './builds/jobs/sweeper';
+import { DEFAULT_NOTIFICATION_SETTINGS, type NotificationSettings } from './notifications/service';
 
 export interface Config {
   port: number;
@@ -48,6 +49,8 @@ export interface Config {
   githubEnterprise: { apiUrl: string | undefined; token: string | undefined };
   /** What `GET /v2/meta` answers as `webhook_ips`: where this server's outbound traffic comes from (WEBHOOK_IPS). */
   webhookIps: string[];
+  /** The notification worker: attempts, back-off, parallel deliveries, how long history is kept. */
+  notifications: NotificationSettings;
 }
 
 export class ConfigError extends Error {}
@@ -216,5 +219,21 @@ export function loadConfig(env: Env = process.env): Config {
       token: env.GITHUB_ENTERPRISE_TOKEN || undefined,
     },
     webhookIps: webhookIps(env),
+    notifications: notificationSettings(env),
+  };
+}
+
+function notificationSettings(env: Env): NotificationSettings {
+  const d = DEFAULT_NOTIFICATION_SETTINGS;
+  const retryBaseMs = int(env, 'NOTIFICATION_RETRY_BASE_MS', d.retryBaseMs, 10, 3_600_000);
+  const retryCapMs = int(env, 'NOTIFICATION_RETRY_CAP_MS', d.retryCapMs, 10, 86_400_000);
+  if (retryBaseMs > retryCapMs) throw new ConfigError('NOTIFICATION_RETRY_BASE_MS must not be greater than NOTIFICATION_RETRY_CAP_MS');
+  return {
+    ...d,
+    maxAttempts: int(env, 'NOTIFICATION_MAX_ATTEMPTS', d.maxAttempts, 1, 100),
+    retryBaseMs,
+    retryCapMs,
+    concurrency: int(env, 'NOTIFICATION_CONCURRENCY', d.concurrency, 1, 1000),
+    retentionMs: int(env, 'NOTIFICATION_RETENTION_HOURS', d.retentionMs / 3_600_000, 1, 24 * 365) * 3_600_000,
   };
 }

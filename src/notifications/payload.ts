@@ -21,6 +21,8 @@ import type { Transition } from './repository';
 export interface PayloadSources {
   publicUrl: string;
   build(id: string): Promise<{ build: Build; jobs: Job[] } | null>;
+  /** Jobs alone, without their build (cheap: a job event's step). */
+  jobs(ids: string[]): Promise<Job[]>;
   pipelines(ids: string[]): Promise<Pipeline[]>;
   badgeUrl(pipelineId: string): string;
   agents(ids: string[]): Promise<Agent[]>;

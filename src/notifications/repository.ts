@@ -221,7 +221,7 @@ export class OutboxRepository {
     return rows.map(deliveryFromRow);
   }
 
-  /** Every delivery of a build, in event order (tests and the CLI read what a build told). */
+  /** An organization's deliveries in event order (tests, the CLI). */
   async ofOrganization(organizationId: string, limit: number): Promise<Delivery[]> {
     const rows = await this.db('notification_deliveries').where({ organization_id: organizationId }).orderBy('event_seq').orderBy('created_at').limit(limit);
     return rows.map(deliveryFromRow);
@@ -242,6 +242,10 @@ export class OutboxRepository {
       });
     }
     return out;
+  }
+
+  async hasPendingBefore(at: Date): Promise<boolean> {
+    return !!(await this.db('notification_deliveries').where({ state: 'pending' }).where('next_attempt_at', '<=', at).first('id'));
   }
 
   /** Forgets what is done and old: fanned-out events and finished deliveries (with their attempts) before `before`. */

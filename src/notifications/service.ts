@@ -15,6 +15,8 @@
  */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
+import type { Job } from '../builds/jobs/model';
+import type { Pipeline } from '../pipelines/repository';
 import { NotFoundError } from '../core/errors';
 import type { AttemptResult, EventName, EventPayload, HttpSend, NotificationEvent } from './events';
 import { renderEvent, type PayloadSources, type RenderedEvent } from './payload';
@@ -84,6 +86,11 @@ export interface Provider {
   planForService?(ctx: FanOutContext, service: ActiveService): Promise<PlannedDelivery[]> | PlannedDelivery[];
   /** Deliveries that are not a service's (a pipeline's notify, commit statuses). */
   planOwn?(ctx: FanOutContext): Promise<PlannedDelivery[]> | PlannedDelivery[];
+  /**
+   * Whether planOwn may plan anything for the event, from what is cheap to read (the pipeline,
+   * a job's step): when no service listens and no provider may, the event is not rendered.
+   */
+  mayPlanOwn?(event: EventName, pipeline: Pipeline | null, job: Job | null): boolean;
   send(d: Delivery, service: ActiveService | null, http: HttpSend): Promise<AttemptResult>;
 }
 
@@ -154,7 +161,7 @@ export class NotificationService {
   /** The deliveries one event makes: none when it is no documented event or nobody hears of it. */
   private async plan(t: Transition, services: ActiveService[]): Promise<(PlannedDelivery & { event: EventName })[]> {
     const name = eventOf(t);
-    if (!name) return [];
+    if (!name || !(services.length || (await this.ownTargetsMayHear(name, t)))) return [];
     const rendered = await renderEvent(this.sources, name, t);
     if (!rendered) return [];
     const place: EventPlace = {
@@ -184,6 +191,15 @@ export class NotificationService {
     }
     for (const provider of Object.values(this.providers)) if (provider.planOwn) out.push(...(await provider.planOwn(ctx)));
     return out.map((p) => ({ ...p, event: name }));
+  }
+
+  /** Whether any provider's own targets (notify, commit statuses) may hear of the event; reads the pipeline and a job, never the whole build. */
+  private async ownTargetsMayHear(name: EventName, t: Transition): Promise<boolean> {
+    const own = Object.values(this.providers).filter((p) => p.planOwn);
+    if (!own.length) return false;
+    const [pipeline] = t.pipelineId ? await this.sources.pipelines([t.pipelineId]) : [];
+    const [job] = t.kind === 'job' ? await this.sources.jobs([t.subjectId]) : [];
+    return own.some((p) => p.mayPlanOwn?.(name, pipeline ?? null, job ?? null) ?? true);
   }
 
   /** A ping to a service, sent at once: on its creation, and when asked. */
@@ -292,6 +308,11 @@ export class NotificationService {
     };
     await this.outbox.insertDeliveries([copy]);
     return this.delivery(organizationId, serviceId, copy.id);
+  }
+
+  /** Whether a pending delivery is due within `ms` (tests settle on it). */
+  pendingDueWithin(ms: number): Promise<boolean> {
+    return this.outbox.hasPendingBefore(new Date(this.clock().getTime() + ms));
   }
 
   /** Forgets fanned-out events and finished deliveries older than the retention. */

@@ -54,14 +54,16 @@ export class NotificationWorker {
   }
 
   /**
-   * Runs passes until nothing is left to fan out, in flight or due now (tests: deliver what the
-   * last change caused, then look).
+   * Runs passes until nothing is left to fan out or in flight, and no pending delivery is due
+   * within `horizonMs` (tests: deliver what the last change caused, retries included, then look).
    */
-  async settle(maxPasses = 100): Promise<void> {
+  async settle(horizonMs = 1_000, maxPasses = 1_000): Promise<void> {
     for (let i = 0; i < maxPasses; i++) {
       const { fannedOut, started } = await this.tick();
       await this.drain();
-      if (!fannedOut && !started) return;
+      if (fannedOut || started) continue;
+      if (!(await this.notifications.pendingDueWithin(horizonMs))) return;
+      await new Promise((resolve) => setTimeout(resolve, 2));
     }
   }
 

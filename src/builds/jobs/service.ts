@@ -35,6 +35,11 @@ export class JobService {
     private readonly agents: AgentService,
   ) {}
 
+  /** Jobs by id for the server's own work, with no caller to check (notifications: a job's step). */
+  findForSystem(ids: string[]): Promise<Job[]> {
+    return this.jobs.findMany(ids);
+  }
+
   /** The build and one of its jobs (retried ones included), as the caller may read them. */
   async find(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ item: BuildWithJobs; job: Job }> {
     const item = await this.builds.get(actor, pipelineSlug, number, true);
