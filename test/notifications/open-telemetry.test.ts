@@ -7,7 +7,7 @@ import {
   tracesUrl,
   validateOpenTelemetrySettings,
 } from '../../src/notifications/providers/open-telemetry';
-import { BUILD_ID, buildEvent, buildRepresentation } from './fixtures';
+import { BUILD_ID, buildEvent, buildRepresentation, scriptJob } from './fixtures';
 
 interface Received {
   method: string;
@@ -253,6 +253,46 @@ describe('open_telemetry_tracing provider', () => {
       const build = spans.find((s) => s.name === 'buildkite.build')!;
       expect(String(build.startTimeUnixNano)).toBe(nanos('2026-01-02T09:59:58.000Z'));
       expect(attrs(build.attributes)['buildkite.build.state']).toBe('skipped');
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('puts the steps of a group under a buildkite.step.group span', async () => {
+    const r = await receiver();
+    try {
+      const grouped = buildRepresentation({
+        jobs: [scriptJob('job-a', { group_key: 'checks' }), scriptJob('job-b', { group_key: 'checks', step_key: 'lint', step: { id: 'step-lint' } })],
+      });
+      expect((await exportOpenTelemetry(buildEvent('build.finished', grouped), { endpoint: r.base }, { encoding: 'json' })).ok).toBe(true);
+      const spans = decode(r.received[0]!.body).spans;
+      const stage = spans.find((s) => s.name === 'buildkite.build.stage')!;
+      const group = spans.find((s) => s.name === 'buildkite.step.group')!;
+      expect(group.parentSpanId).toBe(stage.spanId);
+      expect(attrs(group.attributes)).toMatchObject({ 'buildkite.step.group.key': 'checks', 'buildkite.step.type': 'group' });
+      const steps = spans.filter((s) => s.name === 'buildkite.step');
+      expect(steps).toHaveLength(2);
+      for (const step of steps) expect(step.parentSpanId).toBe(group.spanId);
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('connects through the lookup the caller gives (an address it checked)', async () => {
+    const r = await receiver();
+    try {
+      const port = new URL(r.base).port;
+      const looked: string[] = [];
+      const lookup = ((hostname: string, options: { all?: boolean }, callback: (err: Error | null, ...answer: unknown[]) => void) => {
+        looked.push(hostname);
+        // Node 20 connects with autoSelectFamily, which asks for every address.
+        if (options.all) callback(null, [{ address: '127.0.0.1', family: 4 }]);
+        else callback(null, '127.0.0.1', 4);
+      }) as unknown as import('node:net').LookupFunction;
+      const result = await exportOpenTelemetry(buildEvent(), { endpoint: `http://collector.invalid:${port}` }, { lookup });
+      expect(result).toMatchObject({ ok: true, status: 200 });
+      expect(looked).toEqual(['collector.invalid']);
+      expect(r.received[0]!.headers.host).toBe(`collector.invalid:${port}`);
     } finally {
       await r.close();
     }

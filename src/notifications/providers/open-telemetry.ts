@@ -68,7 +68,10 @@ export interface OpenTelemetryOptions {
   encoding?: 'protobuf' | 'json';
   /** The whole export's deadline, retries of 429/502/503/504 included. Default 10 s. */
   timeoutMillis?: number;
-  /** Resolution of the endpoint's host (e.g. pinned to the addresses the caller checked). */
+  /**
+   * Resolution of the endpoint's host (e.g. pinned to the addresses the caller checked), as
+   * `net.connect` takes it: Node 20 asks with `{all: true}` and expects the list form.
+   */
   lookup?: LookupFunction;
 }
 
