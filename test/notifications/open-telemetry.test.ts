@@ -7,7 +7,7 @@ import {
   tracesUrl,
   validateOpenTelemetrySettings,
 } from '../../src/notifications/providers/open-telemetry';
-import { BUILD_ID, buildEvent, buildRepresentation, scriptJob } from './fixtures';
+import { BUILD_ID, buildEvent, buildRepresentation, scriptJob } from './provider-fixtures';
 
 interface Received {
   method: string;

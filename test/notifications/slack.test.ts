@@ -13,7 +13,7 @@ import {
   type HttpSend,
 } from '../../src/notifications/providers/slack';
 import type { NotificationEvent } from '../../src/notifications/events';
-import { buildEvent, buildRepresentation } from './fixtures';
+import { buildEvent, buildRepresentation } from './provider-fixtures';
 
 const ALL: BuildStates = {
   build_passed: true,
