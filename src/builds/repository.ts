@@ -394,6 +394,21 @@ export class BuildRepository {
   async canceled(buildId: string, at: Date): Promise<void> {
     await this.db('builds').where({ id: buildId }).update({ state: 'canceled', finished_at: at });
   }
+
+  /**
+   * The state of the branch's latest finished build before build `number` (passed, failed,
+   * canceled), or null: what tells a fixed build (passed after a failure) from a passing one.
+   * Read on the (pipeline_id, branch, number) index.
+   */
+  async previousFinishedState(pipelineId: string, branch: string, number: number): Promise<string | null> {
+    const row = await this.db('builds')
+      .where({ pipeline_id: pipelineId, branch })
+      .where('number', '<', number)
+      .whereIn('state', ['passed', 'failed', 'canceled'])
+      .orderBy('number', 'desc')
+      .first('state');
+    return (row?.state as string | undefined) ?? null;
+  }
 }
 
 /** The single row of an UPDATE ... RETURNING, whichever driver answered. */

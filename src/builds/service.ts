@@ -116,6 +116,11 @@ export class BuildService {
   }
 
   /** A build by id, for callers that already hold a credential for it (an agent running one of its jobs). */
+  /** The state of the branch's latest finished build before this one (notifications: `build_fixed`). */
+  previousFinishedState(b: Pick<Build, 'pipelineId' | 'branch' | 'number'>): Promise<string | null> {
+    return this.builds.previousFinishedState(b.pipelineId, b.branch, b.number);
+  }
+
   findById(id: string): Promise<Build | null> {
     return this.builds.findById(id);
   }

@@ -32,6 +32,8 @@ export interface PayloadSources {
 /** A rendered event with what the fan-out needs to know of where it happened. */
 export interface RenderedEvent {
   payload: EventPayload;
+  /** The organization, for providers whose body names it (OpenTelemetry's resource); not in the webhook body. */
+  organization: { id: string; slug: string; name: string };
   pipeline: Pipeline | null;
   build: Build | null;
   job: Job | null;
@@ -50,6 +52,7 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
     if (!agent) return null;
     return {
       payload: { event: name, agent: serializeAgentBase(agent, src.publicUrl, org.slug) as Record<string, unknown>, sender: null },
+      organization: { id: org.id, slug: org.slug, name: org.name },
       pipeline: null,
       build: null,
       job: null,
@@ -81,5 +84,5 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
     sender: sender(name === 'job.activated' ? (job?.unblockedBy ?? found.build.creator) : found.build.creator),
   };
   if (job) payload.job = (build.jobs ?? []).find((j) => (j as { id?: string }).id === job.id) as Record<string, unknown>;
-  return { payload, pipeline, build: found.build, job, agent: null };
+  return { payload, organization: { id: org.id, slug: org.slug, name: org.name }, pipeline, build: found.build, job, agent: null };
 }

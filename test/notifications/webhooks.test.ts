@@ -104,7 +104,11 @@ describe.each(databases)('webhook notifications [%s]', (kind) => {
     await settle();
     expect(receiver.events()).toEqual(['ping', 'build.scheduled']);
     expect((receiver.received[1]!.body.build as { id: string }).id).toBe(b1.id);
-    await ctx.http().put(`${servicesPath(org)}/${s.id}/disable`).set(auth(token)).expect(200);
+    await ctx
+      .http()
+      .put(`${servicesPath(org)}/${s.id}/disable`)
+      .set(auth(token))
+      .expect(200);
     await givenBuild(ctx, org, p1, token, { branch: 'main' });
     await settle();
     expect(receiver.events()).toEqual(['ping', 'build.scheduled']);
@@ -126,7 +130,11 @@ describe.each(databases)('webhook notifications [%s]', (kind) => {
     receiver.answer = (i) => ({ status: i === 0 || i === 1 ? 503 : 200 });
     const s = await givenService(org, token);
     expect(receiver.events()).toEqual(['ping', 'ping', 'ping']);
-    const list = await ctx.http().get(`${servicesPath(org)}/${s.id}/deliveries`).set(auth(token)).expect(200);
+    const list = await ctx
+      .http()
+      .get(`${servicesPath(org)}/${s.id}/deliveries`)
+      .set(auth(token))
+      .expect(200);
     expect(list.body).toHaveLength(1);
     const d = list.body[0];
     expect(d).toMatchObject({ event: 'ping', state: 'delivered', attempts_count: 3, next_attempt_at: null, redelivery_of: null });
@@ -136,7 +144,11 @@ describe.each(databases)('webhook notifications [%s]', (kind) => {
       [200, true],
     ]);
     expect(d.attempts[0].response_excerpt).toBe('answer 503');
-    const one = await ctx.http().get(`${servicesPath(org)}/${s.id}/deliveries/${d.id}`).set(auth(token)).expect(200);
+    const one = await ctx
+      .http()
+      .get(`${servicesPath(org)}/${s.id}/deliveries/${d.id}`)
+      .set(auth(token))
+      .expect(200);
     expect(one.body).toEqual(d);
   });
 
@@ -146,13 +158,25 @@ describe.each(databases)('webhook notifications [%s]', (kind) => {
     const s = await givenService(org, token);
     expect(receiver.events()).toEqual(['ping', 'ping', 'ping', 'ping']);
     receiver.answer = () => ({ status: 404 });
-    const again = await ctx.http().get(`${servicesPath(org)}/${s.id}/deliveries`).set(auth(token)).expect(200);
+    const again = await ctx
+      .http()
+      .get(`${servicesPath(org)}/${s.id}/deliveries`)
+      .set(auth(token))
+      .expect(200);
     expect(again.body[0]).toMatchObject({ state: 'failed', attempts_count: 4 });
-    const re = await ctx.http().post(`${servicesPath(org)}/${s.id}/deliveries/${again.body[0].id}/redeliver`).set(auth(token)).expect(201);
+    const re = await ctx
+      .http()
+      .post(`${servicesPath(org)}/${s.id}/deliveries/${again.body[0].id}/redeliver`)
+      .set(auth(token))
+      .expect(201);
     expect(re.body).toMatchObject({ state: 'pending', redelivery_of: again.body[0].id, attempts_count: 0, event: 'ping' });
     await settle();
     expect(receiver.events()).toHaveLength(5);
-    const after = await ctx.http().get(`${servicesPath(org)}/${s.id}/deliveries/${re.body.id}`).set(auth(token)).expect(200);
+    const after = await ctx
+      .http()
+      .get(`${servicesPath(org)}/${s.id}/deliveries/${re.body.id}`)
+      .set(auth(token))
+      .expect(200);
     expect(after.body).toMatchObject({ state: 'failed', attempts_count: 1 });
     expect(after.body.attempts[0].status).toBe(404);
   });
@@ -161,8 +185,16 @@ describe.each(databases)('webhook notifications [%s]', (kind) => {
     const { org, token } = await ctx.givenAdmin();
     const s = await givenService(org, token);
     const other = await ctx.givenAdmin();
-    await ctx.http().get(`${servicesPath(org)}/${s.id}/deliveries`).set(auth(other.token)).expect(404);
-    await ctx.http().get(`${servicesPath(other.org)}/${s.id}/deliveries`).set(auth(other.token)).expect(404);
+    await ctx
+      .http()
+      .get(`${servicesPath(org)}/${s.id}/deliveries`)
+      .set(auth(other.token))
+      .expect(404);
+    await ctx
+      .http()
+      .get(`${servicesPath(other.org)}/${s.id}/deliveries`)
+      .set(auth(other.token))
+      .expect(404);
   });
 });
 

@@ -1,0 +1,62 @@
+/**
+ * The providers of notification services that are not the webhook (./webhook.ts): Slack
+ * (./slack.ts) and OpenTelemetry tracing (./open-telemetry.ts), as the delivery side plans and
+ * sends them. What a Slack service posts is decided at fan-out (its `build_states`, a fix told
+ * from a pass by the branch's previous build) and stored as the delivery's payload; the
+ * OpenTelemetry export is built from the event's payload when it is sent.
+ */
+import type { LookupFunction } from 'node:net';
+import type { Build } from '../../builds/model';
+import type { AttemptResult, EventName, HttpSend, NotificationEvent } from '../events';
+import type { Delivery } from '../repository';
+import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
+import { exportOpenTelemetry, OPEN_TELEMETRY_EVENTS, type OpenTelemetrySettings } from './open-telemetry';
+import { postSlack, slackMessageFor, type SlackMessage, type SlackSettings } from './slack';
+
+const serviceTarget = (s: ActiveService, payload: unknown): PlannedDelivery => ({
+  targetKind: 'service',
+  serviceId: s.id,
+  target: null,
+  targetKey: `service:${s.id}`,
+  payload,
+});
+
+export function slackProvider(previousFinishedState: (b: Build) => Promise<string | null>): Provider {
+  return {
+    async planForService(ctx: FanOutContext, s: ActiveService): Promise<PlannedDelivery[]> {
+      const build = ctx.rendered.build;
+      const previous = build && ctx.event.name === 'build.finished' && build.state === 'passed' ? await previousFinishedState(build) : null;
+      const msg = slackMessageFor(ctx.event, s.settings as unknown as SlackSettings, s.buildStates, previous);
+      return msg ? [serviceTarget(s, msg)] : [];
+    },
+    send(d: Delivery, service: ActiveService | null, http: HttpSend): Promise<AttemptResult> {
+      return postSlack(String(service?.settings.url ?? ''), d.payload as SlackMessage, http);
+    },
+  };
+}
+
+/** The event a delivery carries, as the exporter reads it. */
+export function eventOfDelivery(d: Delivery): NotificationEvent {
+  return {
+    id: String(d.eventSeq),
+    name: d.event as EventName,
+    occurredAt: d.createdAt,
+    organizationId: d.organizationId,
+    pipelineId: null,
+    buildId: null,
+    payload: d.payload as NotificationEvent['payload'],
+  };
+}
+
+/** `lookup`: resolves the endpoint's host to addresses the server may contact (the SSRF guard), or fails. */
+export function openTelemetryProvider(lookup: LookupFunction, timeoutMillis: number): Provider {
+  return {
+    planForService(ctx: FanOutContext, s: ActiveService): PlannedDelivery[] {
+      if (!OPEN_TELEMETRY_EVENTS.includes(ctx.event.name)) return [];
+      return [serviceTarget(s, { ...ctx.event.payload, organization: ctx.rendered.organization })];
+    },
+    send(d: Delivery, service: ActiveService | null): Promise<AttemptResult> {
+      return exportOpenTelemetry(eventOfDelivery(d), (service?.settings ?? {}) as unknown as OpenTelemetrySettings, { lookup, timeoutMillis });
+    },
+  };
+}
