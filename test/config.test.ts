@@ -31,7 +31,11 @@ describe('config', () => {
       token: 'glpat-abc',
     });
     expect(loadConfig({ BITBUCKET_TOKEN: 'bb-token' }).bitbucket).toMatchObject({ token: 'bb-token', username: undefined });
-    expect(loadConfig({ BITBUCKET_USERNAME: 'me', BITBUCKET_APP_PASSWORD: 'pw' }).bitbucket).toMatchObject({ token: undefined, username: 'me', appPassword: 'pw' });
+    expect(loadConfig({ BITBUCKET_USERNAME: 'me', BITBUCKET_APP_PASSWORD: 'pw' }).bitbucket).toMatchObject({
+      token: undefined,
+      username: 'me',
+      appPassword: 'pw',
+    });
   });
 
   it("reads TRUST_PROXY: off by default, a hop count, or addresses, subnets and Express's names", () => {

@@ -78,7 +78,9 @@ export function buildStatus(build: Json, blockedAsPending: boolean): Words | nul
     case 'passed':
     case 'blocked':
       if (!blocked) return { state: 'success', description: `${name} passed${took}` };
-      return blockedAsPending ? { state: 'pending', description: `${name} is blocked` } : { state: 'success', description: `${name} passed and is blocked${took}` };
+      return blockedAsPending
+        ? { state: 'pending', description: `${name} is blocked` }
+        : { state: 'success', description: `${name} passed and is blocked${took}` };
     case 'failed':
       return { state: 'failure', description: `${name} failed${took}` };
     case 'canceled':
