@@ -204,9 +204,18 @@ describe('GitLab', () => {
     expect(JSON.parse(seen[0]!.body).state).toBe(expected);
   });
 
-  it('a 4xx is final, a 429 is not, no answer is null', async () => {
+  it('takes "Cannot transition status" (the status is already in that state) as delivered', async () => {
     answer = { status: 400, body: '{"message":"Cannot transition status via :run from :running"}' };
-    expect(await sendStatus(update({ provider: 'gitlab' }), config(), send)).toMatchObject({ ok: false, status: 400, final: true });
+    expect(await sendStatus(update({ provider: 'gitlab', state: 'running' }), config(), send)).toEqual({
+      ok: true,
+      status: 400,
+      excerpt: '{"message":"Cannot transition status via :run from :running"}',
+    });
+  });
+
+  it('a 4xx is final, a 429 is not, no answer is null', async () => {
+    answer = { status: 404, body: '{"message":"404 Project Not Found"}' };
+    expect(await sendStatus(update({ provider: 'gitlab' }), config(), send)).toMatchObject({ ok: false, status: 404, final: true });
     answer = { status: 429, body: 'slow down' };
     expect(await sendStatus(update({ provider: 'gitlab' }), config(), send)).toEqual({ ok: false, status: 429, excerpt: 'slow down' });
     expect(await sendStatus(update({ provider: 'gitlab' }), config(), () => Promise.reject(new Error('timed out')))).toEqual({
@@ -260,6 +269,9 @@ describe('Bitbucket', () => {
     expect(body.key.startsWith('buildkite/web-app/:rspec: RSpec')).toBe(true);
     expect(bitbucketKey(`${context}!`)).not.toBe(body.key);
     expect(bitbucketKey('x'.repeat(40))).toBe('x'.repeat(40));
+    // Characters, not UTF-16 units: an emoji is never cut in half.
+    expect(Array.from(bitbucketKey('🚀'.repeat(45)))).toHaveLength(40);
+    expect(bitbucketKey('🚀'.repeat(40))).toBe('🚀'.repeat(40));
   });
 
   it('never records the app password', async () => {

@@ -34,9 +34,10 @@ export function bitbucketState(state: StatusState): BitbucketState {
  * characters of its SHA-256, so a long context still names one stable status.
  */
 export function bitbucketKey(context: string): string {
-  if (context.length <= BITBUCKET_KEY_MAX) return context;
+  const chars = Array.from(context);
+  if (chars.length <= BITBUCKET_KEY_MAX) return context;
   const digest = createHash('sha256').update(context).digest('hex').slice(0, 8);
-  return `${context.slice(0, BITBUCKET_KEY_MAX - 9)}-${digest}`;
+  return `${chars.slice(0, BITBUCKET_KEY_MAX - 9).join('')}-${digest}`;
 }
 
 export function bitbucketAuthorization(access: BitbucketAccess): string | null {
