@@ -47,6 +47,10 @@ export interface Config {
   artifacts: { dir: string; maxFileBytes: number; maxJobBytes: number };
   github: { apiUrl: string | undefined; token: string | undefined };
   githubEnterprise: { apiUrl: string | undefined; token: string | undefined };
+  /** GitLab's REST API (GITLAB_API_URL, default gitlab.com's) and token, for commit statuses. */
+  gitlab: { apiUrl: string; token: string | undefined };
+  /** Bitbucket Cloud's REST API and credentials (an access token, or a username with an app password), for commit statuses. */
+  bitbucket: { apiUrl: string; token: string | undefined; username: string | undefined; appPassword: string | undefined };
   /** What `GET /v2/meta` answers as `webhook_ips`: where this server's outbound traffic comes from (WEBHOOK_IPS). */
   webhookIps: string[];
   /** The notification worker: attempts, back-off, parallel deliveries, how long history is kept. */
@@ -105,6 +109,28 @@ function webhookIps(env: Env): string[] {
   }
   if (items.length > 100) throw new ConfigError('WEBHOOK_IPS may list at most 100 addresses and subnets');
   return items;
+}
+
+/** A credential sent in an HTTP header: unset, or printable with no whitespace (a pasted newline would break the header). */
+function credential(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^[\x21-\x7e]+$/.test(raw)) throw new ConfigError(`${name} must be printable ASCII with no spaces or line breaks`);
+  return raw;
+}
+
+/** BITBUCKET_TOKEN, or BITBUCKET_USERNAME with BITBUCKET_APP_PASSWORD: one way, given whole. */
+function bitbucket(env: Env): Config['bitbucket'] {
+  const token = credential(env, 'BITBUCKET_TOKEN');
+  const username = credential(env, 'BITBUCKET_USERNAME');
+  const appPassword = credential(env, 'BITBUCKET_APP_PASSWORD');
+  if ((username === undefined) !== (appPassword === undefined)) {
+    throw new ConfigError('BITBUCKET_USERNAME and BITBUCKET_APP_PASSWORD must be set together');
+  }
+  if (token !== undefined && username !== undefined) {
+    throw new ConfigError('Set BITBUCKET_TOKEN or BITBUCKET_USERNAME with BITBUCKET_APP_PASSWORD, not both');
+  }
+  return { apiUrl: url(env, 'BITBUCKET_API_URL', 'https://api.bitbucket.org/2.0')!, token, username, appPassword };
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -218,6 +244,8 @@ export function loadConfig(env: Env = process.env): Config {
       apiUrl: url(env, 'GITHUB_ENTERPRISE_API_URL', undefined),
       token: env.GITHUB_ENTERPRISE_TOKEN || undefined,
     },
+    gitlab: { apiUrl: url(env, 'GITLAB_API_URL', 'https://gitlab.com/api/v4')!, token: credential(env, 'GITLAB_TOKEN') },
+    bitbucket: bitbucket(env),
     webhookIps: webhookIps(env),
     notifications: notificationSettings(env),
   };

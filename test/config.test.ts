@@ -22,6 +22,22 @@ describe('config', () => {
     expect(() => loadConfig({ WEBHOOK_IPS: 'example.com' })).toThrow(ConfigError);
   });
 
+  it('reads the commit status providers: GitLab and Bitbucket Cloud APIs by default, credentials unset', () => {
+    const c = loadConfig({});
+    expect(c.gitlab).toEqual({ apiUrl: 'https://gitlab.com/api/v4', token: undefined });
+    expect(c.bitbucket).toEqual({ apiUrl: 'https://api.bitbucket.org/2.0', token: undefined, username: undefined, appPassword: undefined });
+    expect(loadConfig({ GITLAB_API_URL: 'https://git.example.org/api/v4/', GITLAB_TOKEN: 'glpat-abc' }).gitlab).toEqual({
+      apiUrl: 'https://git.example.org/api/v4',
+      token: 'glpat-abc',
+    });
+    expect(loadConfig({ BITBUCKET_TOKEN: 'bb-token' }).bitbucket).toMatchObject({ token: 'bb-token', username: undefined });
+    expect(loadConfig({ BITBUCKET_USERNAME: 'me', BITBUCKET_APP_PASSWORD: 'pw' }).bitbucket).toMatchObject({
+      token: undefined,
+      username: 'me',
+      appPassword: 'pw',
+    });
+  });
+
   it("reads TRUST_PROXY: off by default, a hop count, or addresses, subnets and Express's names", () => {
     expect(loadConfig({}).trustProxy).toBe(false);
     expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
@@ -60,6 +76,13 @@ describe('config', () => {
     [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
     [{ VALIDATE_RESPONSES: 'maybe' }, /VALIDATE_RESPONSES/],
     [{ GITHUB_API_URL: 'nope' }, /GITHUB_API_URL/],
+    [{ GITLAB_API_URL: 'gitlab.com' }, /GITLAB_API_URL/],
+    [{ GITLAB_TOKEN: 'two\nlines' }, /GITLAB_TOKEN/],
+    [{ BITBUCKET_API_URL: 'ftp://x' }, /BITBUCKET_API_URL/],
+    [{ BITBUCKET_TOKEN: 'has space' }, /BITBUCKET_TOKEN/],
+    [{ BITBUCKET_USERNAME: 'me' }, /BITBUCKET_USERNAME and BITBUCKET_APP_PASSWORD must be set together/],
+    [{ BITBUCKET_APP_PASSWORD: 'pw' }, /BITBUCKET_USERNAME and BITBUCKET_APP_PASSWORD must be set together/],
+    [{ BITBUCKET_TOKEN: 't', BITBUCKET_USERNAME: 'me', BITBUCKET_APP_PASSWORD: 'pw' }, /not both/],
     [{ RATE_LIMIT_PER_MINUTE: '-1' }, /RATE_LIMIT_PER_MINUTE/],
     [{ AUTH_FAILURE_LIMIT_PER_MINUTE: 'lots' }, /AUTH_FAILURE_LIMIT_PER_MINUTE/],
     [{ TRUST_PROXY: 'true' }, /TRUST_PROXY=true would trust any client/],
