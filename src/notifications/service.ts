@@ -99,6 +99,8 @@ export interface FanOutContext {
   event: NotificationEvent;
   rendered: RenderedEvent;
   place: EventPlace;
+  /** The organization's enabled services (a pipeline's `slack` notify posts through its Slack services). */
+  services: ActiveService[];
 }
 
 export interface DeliveryView {
@@ -182,6 +184,7 @@ export class NotificationService {
       },
       rendered,
       place,
+      services,
     };
     const out: PlannedDelivery[] = [];
     for (const s of services) {

@@ -1,0 +1,50 @@
+/**
+ * Commit statuses as deliveries: at fan-out, the statuses a build or job event publishes under
+ * its pipeline's provider settings and `notify` entries (./../commit-status/rules.ts), each a
+ * delivery of its own, in line per build and context; when sent, the provider's API
+ * (./../commit-status/send.ts). A pipeline whose provider has no credentials configured costs
+ * nothing: `mayPlanOwn` says so before anything is rendered.
+ */
+import type { Job } from '../../builds/jobs/model';
+import type { Pipeline } from '../../pipelines/repository';
+import { enabledProviders, sendStatus, statusUpdatesFor } from '../commit-status';
+import type { CommitStatusConfig, StatusUpdate } from '../commit-status/types';
+import type { AttemptResult, EventName, HttpSend } from '../events';
+import type { Delivery } from '../repository';
+import type { FanOutContext, PlannedDelivery, Provider } from '../service';
+
+/** The registry key of commit-status deliveries (their target's `provider`). */
+export const COMMIT_STATUS = 'commit_status';
+
+type Notifiable = { notify?: readonly unknown[] };
+
+export function commitStatusProvider(config: CommitStatusConfig, conditionOf: (ctx: FanOutContext) => (condition: string) => boolean): Provider {
+  const enabled = enabledProviders(config);
+  return {
+    mayPlanOwn(name: EventName, pipeline: Pipeline | null, job: Job | null): boolean {
+      if (!pipeline || !(enabled as string[]).includes(pipeline.providerId)) return false;
+      if (name.startsWith('build.')) return true;
+      if (!name.startsWith('job.')) return false;
+      const settings = pipeline.providerSettings as Record<string, unknown>;
+      return settings.publish_commit_status_per_step === true || !!(job?.step as Notifiable | undefined)?.notify?.length;
+    },
+    planOwn(ctx: FanOutContext): PlannedDelivery[] {
+      const updates = statusUpdatesFor(ctx.event, {
+        buildNotify: (ctx.rendered.build as Notifiable | null)?.notify ?? [],
+        stepNotify: (ctx.rendered.job?.step as Notifiable | undefined)?.notify ?? [],
+        enabledProviders: enabled,
+        evaluateIf: conditionOf(ctx),
+      });
+      return updates.map((u) => ({
+        targetKind: 'commit_status',
+        serviceId: null,
+        target: { provider: COMMIT_STATUS, status_provider: u.provider, repository: u.repository, context: u.context },
+        targetKey: `status:${u.provider}:${u.repository}:${u.context}`.slice(0, 200),
+        payload: u,
+      }));
+    },
+    send(d: Delivery, _service: unknown, http: HttpSend): Promise<AttemptResult> {
+      return sendStatus(d.payload as StatusUpdate, config, http);
+    },
+  };
+}

@@ -1,0 +1,119 @@
+/**
+ * A pipeline's `notify` entries (pipeline YAML, build level and step level) as deliveries, at
+ * the events the documentation names for each (Triggering notifications):
+ * - `webhook` (build level): build created, started, blocked and finished (`build.scheduled`,
+ *   `build.running`, `build.finished`), the documented webhook body, no token;
+ * - `slack`: build level at `build.finished` and `build.failing`, step level when the step's
+ *   job finishes; posted through each enabled `slack` notification service of the
+ *   organization (the documentation requires one), the channel as the message's override;
+ * - `basecamp_campfire` (build level): build created, started, blocked, finished and skipped,
+ *   a POST of `{content}` to the chatbot URL;
+ * - `email` (build level): `build.failing` and `build.finished`, recorded as a delivery that
+ *   fails at once: Windsock has no mail transport (README, "Notifications");
+ * - `github_commit_status` and `github_check`: commit statuses (./commit-status.ts).
+ * An entry's `if` is evaluated against the build when the event is fanned out.
+ */
+import crypto from 'node:crypto';
+import type { Job } from '../../builds/jobs/model';
+import type { Pipeline } from '../../pipelines/repository';
+import type { AttemptResult, EventName, HttpSend } from '../events';
+import type { Delivery } from '../repository';
+import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
+import { postSlack, parseSlackNotify, slackNotifyMessages, webhookChannel, escapeSlack, type SlackMessage, type SlackSettings } from './slack';
+import { postJson } from './webhook';
+
+/** The registry key of notify deliveries (their target's `provider`). */
+export const NOTIFY = 'notify';
+
+type Entry = Record<string, unknown>;
+type Notifiable = { notify?: readonly unknown[] };
+
+const WEBHOOK_EVENTS: EventName[] = ['build.scheduled', 'build.running', 'build.finished'];
+const BASECAMP_EVENTS: EventName[] = ['build.scheduled', 'build.running', 'build.finished', 'build.skipped'];
+const EMAIL_EVENTS: EventName[] = ['build.failing', 'build.finished'];
+const SLACK_BUILD_EVENTS: EventName[] = ['build.failing', 'build.finished'];
+
+const entriesOf = (x: Notifiable | null | undefined): Entry[] =>
+  (x?.notify ?? []).filter((e): e is Entry => typeof e === 'object' && e !== null && !Array.isArray(e));
+
+const hash = (s: string) => crypto.createHash('sha256').update(s).digest('hex').slice(0, 32);
+
+function target(kind: string, key: string, extra: Record<string, unknown>, payload: unknown, serviceId: string | null = null): PlannedDelivery {
+  return { targetKind: 'notify', serviceId, target: { provider: NOTIFY, kind, ...extra }, targetKey: `notify:${kind}:${hash(key)}`, payload };
+}
+
+/** A step's Slack message: the step, its state and the build it belongs to. */
+function stepSlackMessage(ctx: FanOutContext, channel: string, message: string | undefined): SlackMessage {
+  const job = ctx.event.payload.job ?? {};
+  const build = ctx.event.payload.build ?? {};
+  const pipeline = ctx.event.payload.pipeline ?? {};
+  const label = escapeSlack(String(job.name ?? job.step_key ?? 'A step'));
+  const headline = `${label} ${escapeSlack(String(job.state ?? 'finished'))} in <${String(build.web_url ?? '')}|${escapeSlack(String(pipeline.name ?? ''))} #${String(build.number ?? '')}>`;
+  return { text: message ? `${message}\n${headline}` : headline, channel: webhookChannel(channel), attachments: [] };
+}
+
+export function notifyProvider(conditionOf: (ctx: FanOutContext) => (condition: string) => boolean): Provider {
+  return {
+    mayPlanOwn(name: EventName, pipeline: Pipeline | null, job: Job | null): boolean {
+      if (name.startsWith('build.')) return true; // the build's own entries are only known once it is read
+      return name === 'job.finished' && entriesOf(job?.step as Notifiable | undefined).some((e) => 'slack' in e);
+    },
+    planOwn(ctx: FanOutContext): PlannedDelivery[] {
+      const name = ctx.event.name;
+      const holds = conditionOf(ctx);
+      const passes = (e: Entry) => typeof e.if !== 'string' || holds(e.if);
+      const slackServices = ctx.services.filter((s) => s.provider === 'slack');
+      const out: PlannedDelivery[] = [];
+      const buildEntries = name.startsWith('build.') ? entriesOf(ctx.rendered.build as Notifiable | null) : [];
+      for (const e of buildEntries.filter(passes)) {
+        if (typeof e.webhook === 'string' && WEBHOOK_EVENTS.includes(name)) {
+          out.push(target('webhook', e.webhook, { url: e.webhook }, ctx.event.payload));
+        } else if (typeof e.basecamp_campfire === 'string' && BASECAMP_EVENTS.includes(name)) {
+          const b = ctx.event.payload.build ?? {};
+          const p = ctx.event.payload.pipeline ?? {};
+          const content = `${String(p.name ?? '')} build #${String(b.number ?? '')} ${String(b.state ?? '')}: ${String(b.web_url ?? '')}`;
+          out.push(target('basecamp_campfire', e.basecamp_campfire, { url: e.basecamp_campfire }, { content }));
+        } else if (typeof e.email === 'string' && EMAIL_EVENTS.includes(name)) {
+          out.push(target('email', e.email, { to: e.email }, ctx.event.payload));
+        } else if ('slack' in e && SLACK_BUILD_EVENTS.includes(name)) {
+          const notification = parseSlackNotify(e.slack);
+          if (!notification) continue;
+          for (const s of slackServices) {
+            for (const msg of slackNotifyMessages(ctx.event, s.settings as unknown as SlackSettings, notification)) {
+              out.push(target('slack', `${s.id}:${msg.channel ?? ''}`, { service_id: s.id, channel: msg.channel ?? null }, msg, s.id));
+            }
+          }
+        }
+      }
+      if (name === 'job.finished') {
+        for (const e of entriesOf(ctx.rendered.job?.step as Notifiable | undefined).filter(passes)) {
+          const notification = 'slack' in e ? parseSlackNotify(e.slack) : null;
+          if (!notification) continue;
+          for (const s of slackServices) {
+            for (const channel of notification.channels) {
+              const msg = stepSlackMessage(ctx, channel, notification.message);
+              out.push(target('slack', `${s.id}:${msg.channel ?? ''}`, { service_id: s.id, channel: msg.channel ?? null }, msg, s.id));
+            }
+          }
+        }
+      }
+      return out;
+    },
+    async send(d: Delivery, service: ActiveService | null, http: HttpSend): Promise<AttemptResult> {
+      const t = d.target ?? {};
+      switch (t.kind) {
+        case 'webhook':
+          return postJson(http, String(t.url), JSON.stringify(d.payload), { 'X-Buildkite-Event': d.event });
+        case 'basecamp_campfire':
+          return postJson(http, String(t.url), JSON.stringify(d.payload), {});
+        case 'slack':
+          if (!service) return { ok: false, status: null, excerpt: 'the Slack notification service was deleted', final: true };
+          return postSlack(String(service.settings.url ?? ''), d.payload as SlackMessage, http);
+        case 'email':
+          return { ok: false, status: null, excerpt: 'not sent: Windsock has no mail transport (the notification is recorded only)', final: true };
+        default:
+          return { ok: false, status: null, excerpt: `no sender for notify ${String(t.kind)}`, final: true };
+      }
+    },
+  };
+}
