@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import path from 'node:path';
 import type { RateLimitSettings } from './http/rate-limit';
 import type { SweepSettings } from './builds/jobs/sweeper';
+import type { OutboundSettings } from './security/outbound';
 
 export interface Config {
   port: number;
@@ -48,6 +49,12 @@ export interface Config {
   githubEnterprise: { apiUrl: string | undefined; token: string | undefined };
   /** What `GET /v2/meta` answers as `webhook_ips`: where this server's outbound traffic comes from (WEBHOOK_IPS). */
   webhookIps: string[];
+  /**
+   * Every request Windsock sends out (notification webhooks, Slack, OTLP, commit statuses):
+   * whether private and loopback destinations are allowed (OUTBOUND_ALLOW_PRIVATE), the deadline
+   * of one request (OUTBOUND_TIMEOUT_MS) and how much of an answer is read (OUTBOUND_MAX_RESPONSE_BYTES).
+   */
+  outbound: OutboundSettings;
 }
 
 export class ConfigError extends Error {}
@@ -216,5 +223,10 @@ export function loadConfig(env: Env = process.env): Config {
       token: env.GITHUB_ENTERPRISE_TOKEN || undefined,
     },
     webhookIps: webhookIps(env),
+    outbound: {
+      allowPrivate: bool(env, 'OUTBOUND_ALLOW_PRIVATE', false),
+      timeoutMs: int(env, 'OUTBOUND_TIMEOUT_MS', 10_000, 100, 600_000),
+      maxResponseBytes: int(env, 'OUTBOUND_MAX_RESPONSE_BYTES', 65_536, 1024, 64 * 1024 * 1024),
+    },
   };
 }
