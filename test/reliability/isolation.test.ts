@@ -278,9 +278,9 @@ describeEachDatabase('tenant isolation', (ctx) => {
         .set('X-Hub-Signature-256', signature)
         .set('Content-Type', 'application/json')
         .send(body);
-    const byB = await deliver(sign(ctx().services.pipelines.webhookSecret(b.pipeline.id)));
+    const byB = await deliver(sign(ctx().services.pipelines.webhookSecret(b.pipeline.id, 0)));
     const byNobody = await deliver(sign(crypto.randomBytes(32).toString('hex')));
-    const byA = await deliver(sign(ctx().services.pipelines.webhookSecret(a.pipeline.id)));
+    const byA = await deliver(sign(ctx().services.pipelines.webhookSecret(a.pipeline.id, 0)));
     requests += 3;
     expect(byNobody.status).toBe(401);
     expect({ status: byB.status, body: byB.text }).toEqual({ status: 401, body: byNobody.text });
