@@ -84,6 +84,20 @@ export class PipelineService {
   /** Replaces the webhook secret with the next generation's: deliveries signed with the old one are refused from now on. */
   async rotateWebhookSecret(actor: Actor, slug: string): Promise<string> {
     const { pipeline } = await this.getEditable(actor, slug);
+    return this.nextWebhookSecret(pipeline);
+  }
+
+  /**
+   * The installation's operator (the command line, which may do anything): the webhook secret of
+   * the organization's pipeline `slug`, rotated first when asked.
+   */
+  async operatorWebhookSecret(organizationId: string, slug: string, opts: { rotate: boolean }): Promise<string> {
+    const pipeline = await this.pipelines.findBySlug(organizationId, slug);
+    if (!pipeline) throw new NotFoundError('pipeline');
+    return opts.rotate ? this.nextWebhookSecret(pipeline) : this.webhookSecret(pipeline.id, pipeline.webhookSecretGeneration);
+  }
+
+  private async nextWebhookSecret(pipeline: Pipeline): Promise<string> {
     const generation = await this.pipelines.nextWebhookSecretGeneration(pipeline.id);
     if (generation === null) throw new NotFoundError('pipeline');
     return this.webhookSecret(pipeline.id, generation);
