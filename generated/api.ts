@@ -350,6 +350,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/webhook-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get the pipeline's webhook secret
+         * @description A Windsock extension: the real API documents no endpoint for this (its web interface shows
+         *     the secret in the pipeline's settings).
+         *
+         *     The secret provider deliveries to the pipeline's `webhook_url` are checked with: GitHub's
+         *     `X-Hub-Signature-256` and Bitbucket's `X-Hub-Signature` (HMAC-SHA256 of the body, `sha256=<hex>`)
+         *     and GitLab's `X-Gitlab-Token` (the secret itself). A delivery that carries a signature or
+         *     token must match it (else 401); one without is admitted by the URL's token alone. The secret
+         *     is derived from the server's key, never stored; it stays the same until rotated.
+         *
+         *     Like `provider.webhook_url`, it is shown only to a token with `write_pipelines` whose user may
+         *     edit the pipeline (an organization administrator, or a member whose teams give
+         *     `manage_build_and_read` on it in an organization with teams): others who may see the
+         *     pipeline get 403, those who may not 404.
+         */
+        get: operations["getPipelineWebhookSecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/webhook-secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the pipeline's webhook secret
+         * @description A Windsock extension: the real API documents no endpoint for this.
+         *
+         *     Replaces the pipeline's webhook secret with a new one and answers it (200: the pipeline's
+         *     one secret is replaced, nothing is created). From then on deliveries signed with the old
+         *     secret (or carrying it as `X-Gitlab-Token`) are refused with 401: configure the new one at
+         *     the provider. The `webhook_url` does not change. An archived pipeline's secret can be rotated
+         *     too. Who may: as for reading it (`write_pipelines` and edit permission on the pipeline).
+         */
+        post: operations["rotatePipelineWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/builds": {
         parameters: {
             query?: never;
@@ -4933,6 +5001,10 @@ export interface components {
             /** @enum {string} */
             sso_mode?: "required" | "optional";
         };
+        PipelineWebhookSecret: {
+            /** @description What provider deliveries are signed with (GitHub, Bitbucket) or carry as `X-Gitlab-Token` (GitLab). */
+            secret: string;
+        };
         RetryFailedJobsRequest: {
             /** @description Comma-separated: canceled, expired, failed, soft_failed, timed_out. All of them when omitted or empty. */
             states?: string;
@@ -5838,6 +5910,66 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPipelineWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret in force. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineWebhookSecret"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotatePipelineWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret, in force from now on. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineWebhookSecret"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

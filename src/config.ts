@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { RateLimitSettings } from './http/rate-limit';
 import type { SweepSettings } from './builds/jobs/sweeper';
 import { DEFAULT_NOTIFICATION_SETTINGS, type NotificationSettings } from './notifications/service';
+import type { OutboundSettings } from './security/outbound';
 
 export interface Config {
   port: number;
@@ -55,6 +56,12 @@ export interface Config {
   webhookIps: string[];
   /** The notification worker: attempts, back-off, parallel deliveries, how long history is kept. */
   notifications: NotificationSettings;
+  /**
+   * Every request Windsock sends out (notification webhooks, Slack, OTLP, commit statuses):
+   * whether private and loopback destinations are allowed (OUTBOUND_ALLOW_PRIVATE), the deadline
+   * of one request (OUTBOUND_TIMEOUT_MS) and how much of an answer is read (OUTBOUND_MAX_RESPONSE_BYTES).
+   */
+  outbound: OutboundSettings;
 }
 
 export class ConfigError extends Error {}
@@ -247,6 +254,11 @@ export function loadConfig(env: Env = process.env): Config {
     gitlab: { apiUrl: url(env, 'GITLAB_API_URL', 'https://gitlab.com/api/v4')!, token: credential(env, 'GITLAB_TOKEN') },
     bitbucket: bitbucket(env),
     webhookIps: webhookIps(env),
+    outbound: {
+      allowPrivate: bool(env, 'OUTBOUND_ALLOW_PRIVATE', false),
+      timeoutMs: int(env, 'OUTBOUND_TIMEOUT_MS', 10_000, 100, 600_000),
+      maxResponseBytes: int(env, 'OUTBOUND_MAX_RESPONSE_BYTES', 65_536, 1024, 64 * 1024 * 1024),
+    },
     notifications: notificationSettings(env),
   };
 }

@@ -54,6 +54,7 @@ import { TeamService } from './teams/service';
 import { UploadRepository } from './uploads/repository';
 import { UploadService } from './uploads/service';
 import { keysFromSecret, loadOrCreateSecret, type Keys } from './security/keys';
+import { DEFAULT_OUTBOUND_SETTINGS, Outbound, type OutboundSettings } from './security/outbound';
 import { UserRepository } from './user/repository';
 
 export interface Services {
@@ -96,6 +97,8 @@ export interface Services {
   scheduler: Scheduler;
   /** Teams, their members and grants, and the organizations' members (REST and `windsock team`). */
   teams: TeamService;
+  /** The one client for requests Windsock sends out (webhooks, Slack, OTLP, commit statuses): SSRF-safe. */
+  outbound: Outbound;
 }
 
 export interface ServiceOptions {
@@ -121,6 +124,8 @@ export interface ServiceOptions {
   artifacts?: Partial<{ dir: string } & ArtifactSettings>;
   /** How often the scheduler looks for due pipeline schedules. Default: DEFAULT_SCHEDULER_SETTINGS. It reads `clock` too. */
   scheduler?: SchedulerSettings;
+  /** Outbound requests (Config.outbound). Default: DEFAULT_OUTBOUND_SETTINGS (private destinations refused). */
+  outbound?: OutboundSettings;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -196,6 +201,7 @@ export function createServices(o: ServiceOptions): Services {
     pipelineSchedules,
     scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.clock, o.logger),
     teams: new TeamService(db, new TeamRepository(db), pipelines, suiteService),
+    outbound: new Outbound(o.outbound ?? DEFAULT_OUTBOUND_SETTINGS),
   };
 }
 
@@ -213,5 +219,6 @@ export function servicesFromConfig(config: Config, logger: Logger): Services {
     sweep: config.sweep,
     jobLogLimitBytes: config.jobLogLimitBytes,
     artifacts: config.artifacts,
+    outbound: config.outbound,
   });
 }

@@ -38,6 +38,15 @@ describe('config', () => {
     });
   });
 
+  it('reads the outbound settings: private destinations refused, a 10 s deadline and a 64 KiB answer by default', () => {
+    expect(loadConfig({}).outbound).toEqual({ allowPrivate: false, timeoutMs: 10_000, maxResponseBytes: 65_536 });
+    expect(loadConfig({ OUTBOUND_ALLOW_PRIVATE: 'true', OUTBOUND_TIMEOUT_MS: '2500', OUTBOUND_MAX_RESPONSE_BYTES: '4096' }).outbound).toEqual({
+      allowPrivate: true,
+      timeoutMs: 2500,
+      maxResponseBytes: 4096,
+    });
+  });
+
   it("reads TRUST_PROXY: off by default, a hop count, or addresses, subnets and Express's names", () => {
     expect(loadConfig({}).trustProxy).toBe(false);
     expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
@@ -95,6 +104,10 @@ describe('config', () => {
     [{ SWEEP_INTERVAL_MS: '10' }, /SWEEP_INTERVAL_MS/],
     [{ AGENT_LOST_AFTER_SECONDS: '0' }, /AGENT_LOST_AFTER_SECONDS/],
     [{ JOB_EXPIRY_MINUTES: 'never' }, /JOB_EXPIRY_MINUTES/],
+    [{ OUTBOUND_ALLOW_PRIVATE: 'sometimes' }, /OUTBOUND_ALLOW_PRIVATE must be true or false/],
+    [{ OUTBOUND_TIMEOUT_MS: '0' }, /OUTBOUND_TIMEOUT_MS must be a whole number from 100/],
+    [{ OUTBOUND_TIMEOUT_MS: '10s' }, /OUTBOUND_TIMEOUT_MS/],
+    [{ OUTBOUND_MAX_RESPONSE_BYTES: '100' }, /OUTBOUND_MAX_RESPONSE_BYTES must be a whole number from 1024/],
     [{ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, /HEADERS_TIMEOUT_MS must not be greater than REQUEST_TIMEOUT_MS/],
   ])('refuses %j naming the setting', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);

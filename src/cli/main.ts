@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { runAgents } from './agent';
 import { ConfigError, loadConfig, type Config } from '../config';
 import { isUniqueViolation, migrateLatest } from '../db/knex';
-import { DomainError, ValidationError } from '../core/errors';
+import { DomainError, NotFoundError, ValidationError } from '../core/errors';
 import { createLogger } from '../http/logger';
 import { slugify } from '../pipelines/slug';
 import { serve } from '../server';
@@ -34,6 +34,9 @@ const USAGE = `Usage: windsock <command> [options]
                [--description TEXT] [--expires-in-days N]     prints the token once
   token revoke --id TOKEN_UUID
   agent-token create --org SLUG [--description TEXT]    prints the registration token once
+  pipeline webhook-secret ORG_SLUG/PIPELINE_SLUG [--rotate]
+                                          print the secret provider deliveries are checked with;
+                                          --rotate replaces it first (the old one is refused from then on)
   emoji add --org SLUG --name NAME --url URL [--alias NAME ...]
                                           add a custom emoji to an organization (GET .../emojis)
   agent --endpoint URL --token TOKEN [--tags queue=default,os=linux] [--spawn N] [--name NAME]
@@ -141,6 +144,7 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
       spawn: { type: 'string' },
       url: { type: 'string' },
       alias: { type: 'string', multiple: true },
+      rotate: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -291,6 +295,26 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
           .filter(Boolean);
         const emoji = await s.emojis.add(org.id, { name: need(values, 'name'), url: need(values, 'url'), aliases });
         print(`added emoji :${emoji.name}:${emoji.aliases.length ? ` (aliases ${emoji.aliases.map((a) => `:${a}:`).join(', ')})` : ''} to ${org.slug}`);
+      });
+      return 0;
+    case 'pipeline webhook-secret':
+      await withServices(config, async (s) => {
+        const target = positionals[2] ?? '';
+        const [orgSlug, pipelineSlug, extra] = target.split('/');
+        if (!orgSlug || !pipelineSlug || extra !== undefined || positionals.length > 3) {
+          throw new UsageError('pipeline webhook-secret takes one ORG_SLUG/PIPELINE_SLUG');
+        }
+        const org = await orgBySlug(s, orgSlug);
+        let secret: string;
+        try {
+          secret = await s.pipelines.operatorWebhookSecret(org.id, pipelineSlug, { rotate: values.rotate === true });
+        } catch (err) {
+          if (err instanceof NotFoundError) throw new CommandError(`no pipeline "${pipelineSlug}" in ${org.slug}`);
+          throw err;
+        }
+        // The secret alone on the last line, for scripts.
+        if (values.rotate) print(`rotated the webhook secret of ${org.slug}/${pipelineSlug}; deliveries signed with the old one are refused now. The new one:`);
+        print(secret);
       });
       return 0;
     case 'token revoke':

@@ -102,7 +102,7 @@ export class DeliveryService {
 
   /** A signature or token, when the provider sent one, must match the pipeline's webhook secret: the URL token alone also admits. */
   private async authenticate(pipeline: Pipeline, family: ProviderFamily, h: DeliveryHeaders, rawBody: Buffer) {
-    const secret = this.pipelines.webhookSecret(pipeline.id);
+    const secret = this.pipelines.webhookSecret(pipeline.id, pipeline.webhookSecretGeneration);
     if (family === 'github' && h.githubSignature !== undefined && !(await validGitHubSignature(secret, rawBody, h.githubSignature))) {
       throw new SignatureError("X-Hub-Signature-256 does not match the payload signed with this pipeline's webhook secret.");
     }

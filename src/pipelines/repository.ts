@@ -41,6 +41,8 @@ export interface Pipeline {
   createdBy: User | null;
   createdAt: Date;
   archivedAt: Date | null;
+  /** Which webhook secret is in force: 0 the first, one more per rotation (the secret itself is derived, never stored). */
+  webhookSecretGeneration: number;
   /** Live build and job counts, when the read asked for them (every pipeline response shows them). */
   counts?: PipelineCounts;
 }
@@ -59,7 +61,10 @@ export interface ReadOptions {
 }
 
 /** The columns a create or update writes (everything but identity, counters and audit fields). */
-export type PipelineFields = Omit<Pipeline, 'id' | 'organizationId' | 'createdBy' | 'createdAt' | 'archivedAt' | 'counts' | 'template'>;
+export type PipelineFields = Omit<
+  Pipeline,
+  'id' | 'organizationId' | 'createdBy' | 'createdAt' | 'archivedAt' | 'webhookSecretGeneration' | 'counts' | 'template'
+>;
 
 function toColumns(f: Partial<PipelineFields>): Record<string, unknown> {
   const c: Record<string, unknown> = {};
@@ -160,6 +165,7 @@ function fromRow(r: Record<string, unknown>): Pipeline {
       : null,
     createdAt: toDate(r.created_at),
     archivedAt: toDateOrNull(r.archived_at),
+    webhookSecretGeneration: Number(r.webhook_secret_generation ?? 0),
     counts: r.count_scheduled_builds === undefined ? undefined : countsFromRow(r),
   };
 }
@@ -253,6 +259,16 @@ export class PipelineRepository {
     if (expectArchived) q.whereNotNull('archived_at');
     else q.whereNull('archived_at');
     return (await q.update({ archived_at: archivedAt })) > 0;
+  }
+
+  /** Moves the webhook secret on to its next generation, in one statement (concurrent rotations each count); the new generation, or null when the pipeline is gone. */
+  async nextWebhookSecretGeneration(id: string): Promise<number | null> {
+    return this.db.transaction(async (trx) => {
+      const changed = await trx('pipelines').where({ id }).increment('webhook_secret_generation', 1);
+      if (!changed) return null;
+      const row = await trx('pipelines').where({ id }).first('webhook_secret_generation');
+      return row ? Number(row.webhook_secret_generation) : null;
+    });
   }
 
   /** Deletes the pipeline with its builds and jobs (foreign keys cascade), keeping the organization's build count true. */

@@ -79,5 +79,14 @@ export function pipelineRoutes(service: PipelineService, publicUrl: string) {
     res.status(201).json({ webhook_url: webhookUrl });
   });
 
+  // A Windsock extension: the secret provider deliveries are checked with, and its rotation.
+  api.on('getPipelineWebhookSecret', async (req, res) => {
+    res.json({ secret: await service.readWebhookSecret(actorOf(res), req.params.pipeline_slug) });
+  });
+
+  api.on('rotatePipelineWebhookSecret', async (req, res) => {
+    res.json({ secret: await service.rotateWebhookSecret(actorOf(res), req.params.pipeline_slug) });
+  });
+
   return api.router;
 }

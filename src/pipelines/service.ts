@@ -65,9 +65,42 @@ export class PipelineService {
     return `${this.opts.publicUrl}/badges/${this.keys.derive('pipeline-badge', pipelineId)}.svg`;
   }
 
-  /** The secret provider webhooks are signed with (GitHub `X-Hub-Signature-256`). */
-  webhookSecret(pipelineId: string): string {
-    return this.keys.derive('pipeline-webhook-secret', pipelineId, 64);
+  /**
+   * The secret provider webhooks are signed with (GitHub `X-Hub-Signature-256`, Bitbucket
+   * `X-Hub-Signature`) or carry (GitLab `X-Gitlab-Token`): derived from the pipeline's id and its
+   * secret's generation, never stored. Generation 0 is the secret every pipeline had before
+   * rotation existed; a later one derives from `<id>/<generation>`, which no pipeline id (a UUID) is.
+   */
+  webhookSecret(pipelineId: string, generation: number): string {
+    return this.keys.derive('pipeline-webhook-secret', generation === 0 ? pipelineId : `${pipelineId}/${generation}`, 64);
+  }
+
+  /** The webhook secret in force, for a caller who may see it (as `provider.webhook_url`: edit permission; the route asks for write_pipelines). */
+  async readWebhookSecret(actor: Actor, slug: string): Promise<string> {
+    const { pipeline } = await this.getEditable(actor, slug);
+    return this.webhookSecret(pipeline.id, pipeline.webhookSecretGeneration);
+  }
+
+  /** Replaces the webhook secret with the next generation's: deliveries signed with the old one are refused from now on. */
+  async rotateWebhookSecret(actor: Actor, slug: string): Promise<string> {
+    const { pipeline } = await this.getEditable(actor, slug);
+    return this.nextWebhookSecret(pipeline);
+  }
+
+  /**
+   * The installation's operator (the command line, which may do anything): the webhook secret of
+   * the organization's pipeline `slug`, rotated first when asked.
+   */
+  async operatorWebhookSecret(organizationId: string, slug: string, opts: { rotate: boolean }): Promise<string> {
+    const pipeline = await this.pipelines.findBySlug(organizationId, slug);
+    if (!pipeline) throw new NotFoundError('pipeline');
+    return opts.rotate ? this.nextWebhookSecret(pipeline) : this.webhookSecret(pipeline.id, pipeline.webhookSecretGeneration);
+  }
+
+  private async nextWebhookSecret(pipeline: Pipeline): Promise<string> {
+    const generation = await this.pipelines.nextWebhookSecretGeneration(pipeline.id);
+    if (generation === null) throw new NotFoundError('pipeline');
+    return this.webhookSecret(pipeline.id, generation);
   }
 
   async permissions(actor: Actor, p: Pipeline): Promise<Permissions> {
@@ -322,7 +355,7 @@ export class PipelineService {
       repo !== null &&
       (await this.opts.github.createHook(pipeline.providerId, repo, {
         url,
-        secret: this.webhookSecret(pipeline.id),
+        secret: this.webhookSecret(pipeline.id, pipeline.webhookSecretGeneration),
         events: ['push', 'pull_request', 'deployment', 'fork'],
       }));
     if (!ok) throw new UnprocessableError('Webhooks could not be created for your repository.');

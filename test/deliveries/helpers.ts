@@ -32,7 +32,7 @@ export async function givenTarget(ctx: TestContext, settings: Record<string, unk
   if (res.status !== 201) throw new Error(`pipeline create failed: ${JSON.stringify(res.body)}`);
   const pipeline = res.body as Target['pipeline'];
   const url = new URL(pipeline.provider.webhook_url);
-  return { org, token, pipeline, path: url.pathname, secret: ctx.services.pipelines.webhookSecret(pipeline.id) };
+  return { org, token, pipeline, path: url.pathname, secret: ctx.services.pipelines.webhookSecret(pipeline.id, 0) };
 }
 
 type Example = Record<string, unknown> & { action?: string };

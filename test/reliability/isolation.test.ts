@@ -169,6 +169,8 @@ describeEachDatabase('tenant isolation', (ctx) => {
   /** Reads whose answer names no object of the organization, so it cannot be told to be A's by a name in it. */
   const NAMES_NO_OBJECT: Record<string, string> = {
     getOrganizationRateLimit: "counts only; test/organizations/small-endpoints shows they are the organization's own",
+    getPipelineWebhookSecret:
+      "a secret only; test/pipelines/webhook-secret shows it is the pipeline's own, and B's webhook secret test below that B's does not sign A's deliveries",
   };
 
   it.each(reads.map((op) => [op.operationId, op] as const))("%s with A's token on A's objects never names B's", async (_id, op) => {
@@ -278,10 +280,16 @@ describeEachDatabase('tenant isolation', (ctx) => {
         .set('X-Hub-Signature-256', signature)
         .set('Content-Type', 'application/json')
         .send(body);
-    const byB = await deliver(sign(ctx().services.pipelines.webhookSecret(b.pipeline.id)));
+    // Each pipeline's secret in force (the matrix may have rotated it), as its editors read it.
+    const secretOf = async (tenant: Tenant) => {
+      const res = await ctx().http().get(`/v2/organizations/${tenant.org.slug}/pipelines/${tenant.pipeline.slug}/webhook-secret`).set(auth(tenant.token));
+      check(res, 200, 'read webhook secret');
+      return res.body.secret as string;
+    };
+    const byB = await deliver(sign(await secretOf(b)));
     const byNobody = await deliver(sign(crypto.randomBytes(32).toString('hex')));
-    const byA = await deliver(sign(ctx().services.pipelines.webhookSecret(a.pipeline.id)));
-    requests += 3;
+    const byA = await deliver(sign(await secretOf(a)));
+    requests += 5;
     expect(byNobody.status).toBe(401);
     expect({ status: byB.status, body: byB.text }).toEqual({ status: 401, body: byNobody.text });
     expect(byA.status).toBe(200);
@@ -343,6 +351,9 @@ const EDITS_PIPELINE = [
   'archivePipeline',
   'unarchivePipeline',
   'addPipelineWebhook',
+  // The webhook secret is a credential, shown (even read) only to those who may edit the pipeline.
+  'getPipelineWebhookSecret',
+  'rotatePipelineWebhookSecret',
   'createPipelineSchedule',
   'updatePipelineSchedule',
   'deletePipelineSchedule',
@@ -350,6 +361,7 @@ const EDITS_PIPELINE = [
 
 function levelNeeded(op: { operationId: string; method: string; pathParams: string[] }): string {
   const onPipeline = op.pathParams.includes('pipeline_slug');
+  if (EDITS_PIPELINE.includes(op.operationId)) return 'manage_build_and_read';
   if (op.method === 'get') return onPipeline ? 'read_only' : 'read';
   if (!onPipeline) return 'edit';
   return EDITS_PIPELINE.includes(op.operationId) ? 'manage_build_and_read' : 'build_and_read';

@@ -1,7 +1,7 @@
 /**
  * Secrets (issue 7, item 5). Every credential the service hands out or holds is captured: access
  * tokens (and their signatures), a suite's upload token, a pipeline's webhook token and the
- * webhook secret it registers on GitHub, the root secret and the GitHub API token (canaries we
+ * webhook secret it registers on GitHub (and the one a rotation replaces it with), the root secret and the GitHub API token (canaries we
  * choose). Then every operation of the spec is sent as principals without permission (a member
  * whose team may only read the pipeline; an admin token without write_pipelines), and the
  * answers (bodies and headers), every log line (at `trace`) and the raw database (the SQLite
@@ -141,20 +141,25 @@ describeEachDatabase(
       120_000,
     );
 
-    it('an admin with write_pipelines sees the webhook URL, and no other secret', async () => {
+    it('an admin with write_pipelines sees the webhook URL, the webhook secret where asked for, and no other secret', async () => {
       const found: string[] = [];
       const webhookShown: string[] = [];
+      const secretShown: string[] = [];
       for (const op of scanned.filter((o) => o.method === 'get')) {
         const res = await send(ctx(), op, fillPath(op, t.params), t.token);
         requests++;
         // A download answers a 302 to the content's signed URL.
         expect(res.status).toBe(op.operationId.startsWith('downloadArtifact') ? 302 : 200);
         if (res.text.includes(secrets['webhook token']!)) webhookShown.push(op.operationId);
-        found.push(...leaked(seen(res), ['webhook token']).map((name) => `${op.operationId}: ${name}`));
+        if (res.text.includes(secrets['webhook secret']!)) secretShown.push(op.operationId);
+        // The webhook secret's own read (a Windsock extension) is the one answer that holds it.
+        const allowed = op.operationId === 'getPipelineWebhookSecret' ? ['webhook token', 'webhook secret'] : ['webhook token'];
+        found.push(...leaked(seen(res), allowed).map((name) => `${op.operationId}: ${name}`));
       }
       expect(found).toEqual([]);
       // Pipelines, and builds with their pipeline: the scan does find a secret where one is.
       expect(webhookShown).toEqual(expect.arrayContaining(['listPipelines', 'getPipeline', 'getBuild']));
+      expect(secretShown).toEqual(['getPipelineWebhookSecret']);
     });
 
     it('the upload API and deliveries echo no credential', async () => {
@@ -258,6 +263,38 @@ describeEachDatabase(
       const details = await ctx().http().get(`${base}/clusters/${t.cluster.id}/secrets/${t.cluster.secretId}`).set(auth(t.token));
       expect(details.body.last_read_at).toEqual(expect.any(String));
       expect(leaked(seen(details))).toEqual([]);
+    });
+
+    it("a rotated webhook secret is in the rotation's answer and the secret's read only, and deliveries signed with it build", async () => {
+      const base = `/v2/organizations/${t.org.slug}/pipelines/${t.pipeline.slug}`;
+      const rotated = await ctx().http().post(`${base}/webhook-secret/rotate`).set(auth(t.token));
+      check(rotated, 200, 'rotate');
+      secrets['webhook secret (rotated)'] = rotated.body.secret;
+      const read = await ctx().http().get(`${base}/webhook-secret`).set(auth(t.token));
+      expect(read.body).toEqual({ secret: secrets['webhook secret (rotated)'] });
+      const others = [
+        await ctx().http().get(base).set(auth(t.token)),
+        await ctx().http().post(`${base}/webhook-secret/rotate`).set(auth(memberToken)),
+        await ctx().http().get(`${base}/webhook-secret`).set(auth(noWriteToken)),
+        // Signed with the old secret: refused, and the answer tells neither secret.
+        await ctx()
+          .http()
+          .post(`/deliver/${t.params.token}`)
+          .set('X-GitHub-Event', 'ping')
+          .set('X-Hub-Signature-256', `sha256=${secrets['signature of the ping'] ?? '00'}`)
+          .set('Content-Type', 'application/json')
+          .send(PING),
+        await ctx()
+          .http()
+          .post(`/deliver/${t.params.token}`)
+          .set('X-GitHub-Event', 'ping')
+          .set('X-Hub-Signature-256', `sha256=${crypto.createHmac('sha256', secrets['webhook secret (rotated)']!).update(PING).digest('hex')}`)
+          .set('Content-Type', 'application/json')
+          .send(PING),
+      ];
+      requests += 2 + others.length;
+      expect(others.map((r) => r.status)).toEqual([200, 403, 403, 401, 200]);
+      expect(others.flatMap((r) => leaked(seen(r), ['webhook token']))).toEqual([]);
     });
 
     it('no log line holds a secret', () => {

@@ -492,6 +492,8 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   archivePipeline: undefined,
   unarchivePipeline: undefined,
   addPipelineWebhook: undefined,
+  getPipelineWebhookSecret: undefined,
+  rotatePipelineWebhookSecret: undefined,
   listAllBuilds: undefined,
   listOrganizationBuilds: undefined,
   listPipelineBuilds: undefined,

@@ -17,6 +17,7 @@ import { createLogger, type Logger } from '../../src/http/logger';
 import type { TrustProxy } from '../../src/config';
 import type { RateLimitSettings } from '../../src/http/rate-limit';
 import type { SweepSettings } from '../../src/builds/jobs/sweeper';
+import type { OutboundSettings } from '../../src/security/outbound';
 import { createServices, type Services } from '../../src/services';
 import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
 
@@ -66,6 +67,8 @@ export interface ContextOptions {
   artifacts?: { dir?: string; maxFileBytes?: number; maxJobBytes?: number };
   /** What `GET /v2/meta` answers as `webhook_ips` (WEBHOOK_IPS). */
   webhookIps?: string[];
+  /** Outbound requests; default: private destinations allowed (tests' receivers listen on 127.0.0.1), a 5 s deadline, 64 KiB answers. */
+  outbound?: OutboundSettings;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -96,6 +99,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     jobLogLimitBytes: opts.jobLogLimitBytes,
     // Artifact content in a directory of this context's own, removed on close.
     artifacts: { dir: artifactsDir, ...opts.artifacts },
+    outbound: opts.outbound ?? { allowPrivate: true, timeoutMs: 5_000, maxResponseBytes: 65_536 },
   });
   await migrateLatest(services.db);
   const app = createApp({

@@ -1,0 +1,304 @@
+/**
+ * The one way Windsock sends a request out (notification webhooks, Slack posts, OTLP exports,
+ * commit statuses). The URL comes from a user, so the request must not become a way into the
+ * server's own network (SSRF):
+ *
+ * - only http: and https: URLs;
+ * - the host name is resolved (every address), and if any address is not public unicast
+ *   (loopback, private, link-local with the cloud metadata address 169.254.169.254, unspecified,
+ *   broadcast, multicast, carrier-grade NAT, reserved, or an IPv6 form embedding such an IPv4
+ *   address) the request is refused, unless `allowPrivate`;
+ * - the connection goes to an address that was checked (a `lookup` handed to http(s).request
+ *   answers with the checked addresses), so a second DNS answer cannot swap in another one
+ *   (DNS rebinding); TLS SNI and the Host header still carry the name;
+ * - redirects are never followed: a 3xx is answered as it came;
+ * - one deadline bounds the whole request (lookup, connect, sending, the response), and at most
+ *   `maxResponseBytes` of the response body are read before the socket is closed.
+ *
+ * Every failure is an `OutboundRefused` with a `reason` callers can record. Its message names the
+ * host, never the whole URL: webhook URLs often carry a secret in their path or query.
+ */
+import dns from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupAddress } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+export interface OutboundSettings {
+  /** Allow loopback, private, link-local... destinations (tests, and installations whose receivers are inside). */
+  allowPrivate: boolean;
+  /** The whole request: lookup, connect, send and the response. */
+  timeoutMs: number;
+  /** How much of a response body is read; the rest is dropped and `truncated` is set. */
+  maxResponseBytes: number;
+}
+
+/** The settings' defaults (OUTBOUND_ALLOW_PRIVATE, OUTBOUND_TIMEOUT_MS, OUTBOUND_MAX_RESPONSE_BYTES unset). */
+export const DEFAULT_OUTBOUND_SETTINGS: OutboundSettings = { allowPrivate: false, timeoutMs: 10_000, maxResponseBytes: 65_536 };
+
+export interface OutboundRequest {
+  method: string;
+  url: string;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+  /** `false`: do not check the server's certificate, for this request only. Default true. */
+  tlsVerify?: boolean;
+}
+
+export interface OutboundResponse {
+  status: number;
+  /** Lower-case names; repeated headers joined with ", ". */
+  headers: Record<string, string>;
+  /** At most `maxResponseBytes`. */
+  body: Buffer;
+  /** The body was longer than `maxResponseBytes` and was cut there. */
+  truncated: boolean;
+}
+
+export type OutboundRefusalReason =
+  /** Not an absolute URL. */
+  | 'invalid_url'
+  /** Not http: or https:. */
+  | 'unsupported_scheme'
+  /** The host is, or resolves to, an address that is not public (and `allowPrivate` is off). */
+  | 'unsafe_address'
+  /** The host name does not resolve. */
+  | 'dns_error'
+  /** The deadline (`timeoutMs`) passed before the response was read. */
+  | 'timeout'
+  /** Could not connect, or the connection failed before a response (refused, reset...). */
+  | 'connection_error'
+  /** The TLS handshake failed (certificate not trusted, expired, wrong name...). */
+  | 'tls_error'
+  /** The request itself cannot be sent (a method or header value HTTP does not allow). */
+  | 'invalid_request';
+
+export class OutboundRefused extends Error {
+  constructor(
+    readonly reason: OutboundRefusalReason,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'OutboundRefused';
+  }
+}
+
+/** Why an address may not be a destination, or null when it is public unicast. */
+export function unsafeAddressRange(address: string): string | null {
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.parse(address);
+  } catch {
+    return 'unparseable';
+  }
+  if (parsed.kind() === 'ipv6') {
+    const v6 = parsed as ipaddr.IPv6;
+    const range = v6.range();
+    const embedded = embeddedIPv4(v6, range);
+    if (embedded) {
+      const inner = embedded.range();
+      return inner === 'unicast' ? null : `${range} of ${inner}`;
+    }
+    return range === 'unicast' ? null : range;
+  }
+  const range = (parsed as ipaddr.IPv4).range();
+  return range === 'unicast' ? null : range;
+}
+
+/** The IPv4 address an IPv6 form carries (mapped, translated, NAT64, 6to4), for which the IPv4 rules apply. */
+function embeddedIPv4(v6: ipaddr.IPv6, range: string): ipaddr.IPv4 | null {
+  const p = v6.parts;
+  const fromParts = (hi: number, lo: number) => new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+  switch (range) {
+    case 'ipv4Mapped': // ::ffff:a.b.c.d
+    case 'rfc6145': // ::ffff:0:a.b.c.d
+      return fromParts(p[6]!, p[7]!);
+    case 'rfc6052': // 64:ff9b::a.b.c.d (NAT64); the local-use 64:ff9b:1::/48 is refused as a whole
+      return p[1] === 0xff9b && p[2] === 0 && p[3] === 0 && p[4] === 0 && p[5] === 0 ? fromParts(p[6]!, p[7]!) : null;
+    case '6to4': // 2002:aabb:ccdd::/48
+      return fromParts(p[1]!, p[2]!);
+    default:
+      return null;
+  }
+}
+
+interface Target {
+  url: URL;
+  /** The name as TLS and Host see it (brackets of an IPv6 literal removed). */
+  hostname: string;
+  addresses: LookupAddress[];
+}
+
+const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443 };
+
+export class Outbound {
+  constructor(
+    private readonly settings: OutboundSettings,
+    /** The resolver: dns.lookup with `all`; replaced in tests. */
+    private readonly resolve: (hostname: string) => Promise<LookupAddress[]> = (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true }),
+  ) {}
+
+  /** Send one request; never follows redirects. Throws `OutboundRefused`. */
+  async request(opts: OutboundRequest): Promise<OutboundResponse> {
+    const deadline = Date.now() + this.settings.timeoutMs;
+    const url = parseUrl(opts.url);
+    const target = await withDeadline(this.check(url), deadline, url.hostname);
+    return this.send(target, opts, deadline);
+  }
+
+  /** Resolve the URL's host and check every address. */
+  private async check(url: URL): Promise<Target> {
+    const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    let addresses: LookupAddress[];
+    if (ipaddr.isValid(hostname)) {
+      addresses = [{ address: hostname, family: hostname.includes(':') ? 6 : 4 }];
+    } else {
+      try {
+        addresses = await this.resolve(hostname);
+      } catch (err) {
+        throw new OutboundRefused('dns_error', `${hostname} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'lookup failed'})`);
+      }
+      if (addresses.length === 0) throw new OutboundRefused('dns_error', `${hostname} does not resolve (no addresses)`);
+    }
+    if (!this.settings.allowPrivate) {
+      for (const { address } of addresses) {
+        const range = unsafeAddressRange(address);
+        if (range !== null) {
+          const named = address === hostname ? address : `${hostname} resolves to ${address}, which is`;
+          throw new OutboundRefused('unsafe_address', `${named} not a public address (${range}): refused`);
+        }
+      }
+    }
+    return { url, hostname, addresses };
+  }
+
+  private send(target: Target, opts: OutboundRequest, deadline: number): Promise<OutboundResponse> {
+    const { url, hostname, addresses } = target;
+    const max = this.settings.maxResponseBytes;
+    // Node may ask with `all` (connection attempts over every family) or for one address.
+    const lookup: LookupFunction = (_name, options, callback) => {
+      const family = typeof options === 'object' && options.family ? options.family : 0;
+      const fitting = family ? addresses.filter((a) => a.family === family) : addresses;
+      const chosen = fitting.length ? fitting : addresses;
+      if (typeof options === 'object' && options.all) (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, chosen);
+      else callback(null, chosen[0]!.address, chosen[0]!.family);
+    };
+    const body = opts.body === undefined ? undefined : Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body, 'utf8');
+    const headers: Record<string, string> = { ...opts.headers };
+    if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length')) headers['content-length'] = String(body.length);
+    const secure = url.protocol === 'https:';
+    const options: https.RequestOptions = {
+      method: opts.method,
+      hostname,
+      port: url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol],
+      path: `${url.pathname}${url.search}`,
+      headers,
+      lookup,
+      agent: false,
+      ...(url.username || url.password ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` } : {}),
+      ...(secure ? { rejectUnauthorized: opts.tlsVerify !== false, ...(ipaddr.isValid(hostname) ? {} : { servername: hostname }) } : {}),
+    };
+
+    return new Promise<OutboundResponse>((resolve, reject) => {
+      let settled = false;
+      let req: http.ClientRequest | undefined;
+      const timer = setTimeout(
+        () => {
+          finish(new OutboundRefused('timeout', `${hostname} did not answer within ${this.settings.timeoutMs} ms`));
+          req?.destroy();
+        },
+        Math.max(0, deadline - Date.now()),
+      );
+      function finish(err: OutboundRefused | null, response?: OutboundResponse) {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve(response!);
+      }
+      function onResponse(res: http.IncomingMessage) {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const respond = (truncated: boolean) =>
+          finish(null, { status: res.statusCode ?? 0, headers: flatHeaders(res.headers), body: Buffer.concat(chunks, size), truncated });
+        res.on('data', (chunk: Buffer) => {
+          if (settled) return;
+          if (size + chunk.length > max) {
+            // The cap is reached: keep what fits, answer, and close the socket rather than read on.
+            chunks.push(chunk.subarray(0, max - size));
+            size = max;
+            respond(true);
+            req?.destroy();
+            return;
+          }
+          chunks.push(chunk);
+          size += chunk.length;
+        });
+        res.on('end', () => respond(false));
+        res.on('error', (err) => finish(failure(err, hostname)));
+        res.on('close', () => {
+          if (!res.complete) finish(new OutboundRefused('connection_error', `${hostname} closed the connection before the response ended`));
+        });
+      }
+      try {
+        req = (secure ? https : http).request(options, onResponse);
+      } catch (err) {
+        finish(new OutboundRefused('invalid_request', `the request to ${hostname} cannot be sent: ${(err as Error).message}`));
+        return;
+      }
+      req.on('error', (err) => finish(failure(err, hostname)));
+      req.end(body);
+    });
+  }
+}
+
+function parseUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new OutboundRefused('invalid_url', 'not an absolute URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new OutboundRefused('unsupported_scheme', `only http: and https: URLs may be called, not ${url.protocol}`);
+  }
+  return url;
+}
+
+/** The check's promise, or a timeout refusal when the deadline passes first (a slow resolver). */
+function withDeadline<T>(work: Promise<T>, deadline: number, hostname: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new OutboundRefused('timeout', `looking up ${hostname} took too long`)), Math.max(0, deadline - Date.now()));
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
+}
+
+const TLS_CODES = /^(CERT_|ERR_TLS_|ERR_SSL_|UNABLE_TO_|SELF_SIGNED_|DEPTH_ZERO_SELF_SIGNED_CERT|HOSTNAME_MISMATCH|ERR_OSSL_)/;
+
+function failure(err: Error, hostname: string): OutboundRefused {
+  if (err instanceof OutboundRefused) return err;
+  const code = (err as NodeJS.ErrnoException).code ?? '';
+  if (TLS_CODES.test(code) || /certificate|SSL|TLS/i.test(err.message)) {
+    return new OutboundRefused('tls_error', `TLS with ${hostname} failed (${code || err.message})`);
+  }
+  return new OutboundRefused('connection_error', `the request to ${hostname} failed (${code || err.message})`);
+}
+
+function flatHeaders(headers: http.IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}

@@ -1,0 +1,96 @@
+/**
+ * `windsock pipeline webhook-secret ORG/PIPELINE [--rotate]`: prints the secret the REST API
+ * shows (GET .../webhook-secret), and with --rotate replaces it through the same service, after
+ * which deliveries signed with the old one are refused. Bad arguments: the usage (exit code 2);
+ * an unknown pipeline: exit code 1.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import request from 'supertest';
+import { failure, main } from '../../src/cli/main';
+import { loadConfig } from '../../src/config';
+import { startServer } from '../../src/server';
+
+async function run(...args: string[]): Promise<{ code: number; text: string }> {
+  const out = new PassThrough();
+  let text = '';
+  out.on('data', (c) => (text += c));
+  try {
+    return { code: await main(args, out), text };
+  } catch (err) {
+    const f = failure(err);
+    return { code: f.code, text: f.text };
+  }
+}
+
+describe('windsock pipeline webhook-secret (embedded SQLite in a temp data dir)', () => {
+  let dir: string;
+  const saved = { ...process.env };
+
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-webhook-secret-'));
+    process.env.DATA_DIR = dir;
+    delete process.env.DATABASE_URL;
+    delete process.env.JWT_SECRET;
+    process.env.LOG_LEVEL = 'silent';
+    process.env.PORT = '0';
+  });
+  afterAll(() => {
+    process.env = saved;
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('prints the secret the API shows, rotates it, and deliveries follow', async () => {
+    expect((await run('org', 'create', '--name', 'Hook Co')).code).toBe(0);
+    expect((await run('user', 'create', '--name', 'Hana', '--email', 'hana@example.com', '--org', 'hook-co', '--role', 'admin')).code).toBe(0);
+    const token = (await run('token', 'create', '--email', 'hana@example.com', '--org', 'hook-co')).text.trim().split('\n').at(-1)!;
+    const server = await startServer(loadConfig(), new PassThrough());
+    try {
+      const api = (req: request.Test) => req.set('Authorization', `Bearer ${token}`);
+      const created = await api(request(server.url).post('/v2/organizations/hook-co/pipelines'))
+        .send({ name: 'App', repository: 'https://gitlab.com/hook-co/app.git', configuration: 'steps:\n  - command: make\n' })
+        .expect(201);
+      const deliverTo = new URL(created.body.provider.webhook_url).pathname;
+      const secretUrl = '/v2/organizations/hook-co/pipelines/app/webhook-secret';
+
+      const shown = await run('pipeline', 'webhook-secret', 'hook-co/app');
+      expect(shown.code).toBe(0);
+      const first = shown.text.trim();
+      expect(first).toMatch(/^[0-9a-f]{64}$/);
+      expect((await api(request(server.url).get(secretUrl)).expect(200)).body).toEqual({ secret: first });
+
+      const rotated = await run('pipeline', 'webhook-secret', 'hook-co/app', '--rotate');
+      expect(rotated.code).toBe(0);
+      expect(rotated.text).toMatch(
+        /^rotated the webhook secret of hook-co\/app; deliveries signed with the old one are refused now\. The new one:\n[0-9a-f]{64}\n$/,
+      );
+      const second = rotated.text.trim().split('\n').at(-1)!;
+      expect(second).not.toBe(first);
+      expect((await api(request(server.url).get(secretUrl)).expect(200)).body).toEqual({ secret: second });
+      expect((await run('pipeline', 'webhook-secret', 'hook-co/app')).text.trim()).toBe(second);
+
+      const push = { object_kind: 'push', ref: 'refs/heads/main', after: 'b'.repeat(40), checkout_sha: 'b'.repeat(40), commits: [] };
+      const deliver = (secret: string) => request(server.url).post(deliverTo).set('X-Gitlab-Event', 'Push Hook').set('X-Gitlab-Token', secret).send(push);
+      await deliver(first).expect(401);
+      expect((await deliver(second)).status).toBe(201);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('refuses a malformed target with the usage, and an unknown organization or pipeline', async () => {
+    for (const args of [[], ['hook-co'], ['hook-co/app/x'], ['/app'], ['hook-co/app', 'extra']]) {
+      const res = await run('pipeline', 'webhook-secret', ...args);
+      expect({ args, code: res.code }).toEqual({ args, code: 2 });
+      expect(res.text).toContain('pipeline webhook-secret takes one ORG_SLUG/PIPELINE_SLUG');
+    }
+    expect(await run('pipeline', 'webhook-secret', `nope-${crypto.randomBytes(3).toString('hex')}/app`)).toMatchObject({
+      code: 2,
+      text: expect.stringMatching(/no organization with slug/),
+    });
+    expect(await run('pipeline', 'webhook-secret', 'hook-co/missing', '--rotate')).toEqual({ code: 1, text: 'windsock: no pipeline "missing" in hook-co\n' });
+  });
+});
