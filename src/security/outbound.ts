@@ -147,6 +147,21 @@ export class Outbound {
     return this.send(target, opts, deadline);
   }
 
+  /**
+   * A `lookup` for clients that open their own connections (the OTLP exporter): the host is
+   * resolved and checked as `request` does, and the connection goes to the checked addresses; a
+   * refused host fails the connection with OutboundRefused.
+   */
+  lookup(): LookupFunction {
+    return (hostname, options, callback) => {
+      const host = hostname.includes(':') ? `[${hostname}]` : hostname;
+      this.check(new URL(`http://${host}/`)).then(
+        ({ addresses }) => pinned(addresses)(hostname, options, callback),
+        (err: Error) => callback(err as NodeJS.ErrnoException, '', 0),
+      );
+    };
+  }
+
   /** Resolve the URL's host and check every address. */
   private async check(url: URL): Promise<Target> {
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
@@ -176,14 +191,7 @@ export class Outbound {
   private send(target: Target, opts: OutboundRequest, deadline: number): Promise<OutboundResponse> {
     const { url, hostname, addresses } = target;
     const max = this.settings.maxResponseBytes;
-    // Node may ask with `all` (connection attempts over every family) or for one address.
-    const lookup: LookupFunction = (_name, options, callback) => {
-      const family = typeof options === 'object' && options.family ? options.family : 0;
-      const fitting = family ? addresses.filter((a) => a.family === family) : addresses;
-      const chosen = fitting.length ? fitting : addresses;
-      if (typeof options === 'object' && options.all) (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, chosen);
-      else callback(null, chosen[0]!.address, chosen[0]!.family);
-    };
+    const lookup = pinned(addresses);
     const body = opts.body === undefined ? undefined : Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body, 'utf8');
     const headers: Record<string, string> = { ...opts.headers };
     if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length')) headers['content-length'] = String(body.length);
@@ -251,6 +259,17 @@ export class Outbound {
       req.end(body);
     });
   }
+}
+
+/** A `lookup` answering only with these (checked) addresses. Node may ask with `all` (connection attempts over every family) or for one address. */
+function pinned(addresses: LookupAddress[]): LookupFunction {
+  return (_name, options, callback) => {
+    const family = typeof options === 'object' && options.family ? options.family : 0;
+    const fitting = family ? addresses.filter((a) => a.family === family) : addresses;
+    const chosen = fitting.length ? fitting : addresses;
+    if (typeof options === 'object' && options.all) (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, chosen);
+    else callback(null, chosen[0]!.address, chosen[0]!.family);
+  };
 }
 
 function parseUrl(raw: string): URL {
