@@ -25,6 +25,7 @@ import * as pipelineTemplatesEmojis from './20261125183000_pipeline_templates_em
 import * as pipelineSchedules from './20261125182000_pipeline_schedules';
 import * as teams from './20261125180000_teams';
 import * as clusters from './20261125181000_clusters';
+import * as notify from './20261126102000_notify';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -48,6 +49,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125181000_clusters': clusters,
   '20261125182000_pipeline_schedules': pipelineSchedules,
   '20261125183000_pipeline_templates_emojis': pipelineTemplatesEmojis,
+  '20261126102000_notify': notify,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
