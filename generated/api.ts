@@ -5233,8 +5233,8 @@ export interface components {
     headers: {
         /**
          * @description Present when the configuration uses step attributes Windsock accepts but does not act on
-         *     (`notify`, `concurrency`, ...; README lists each): one `299 windsock "<what>"` per
-         *     attribute, comma-separated. The body is what the real API answers.
+         *     (`concurrency`, `pagerduty_change_event` notify entries, ...; README lists each): one
+         *     `299 windsock "<what>"` per attribute, comma-separated. The body is what the real API answers.
          */
         Warning: string;
         /**
