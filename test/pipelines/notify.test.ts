@@ -95,7 +95,6 @@ describe('notify in a YAML configuration', () => {
     expect(parsed.steps[0]).toMatchObject({ type: 'script', notify: EVERY_KIND_STEP });
     expect(parsed.steps[2]).not.toHaveProperty('notify');
     expect(parsed.notices).toEqual([
-      'top level: "notify[1].basecamp_campfire" is accepted but not acted on: Basecamp Campfire messages are not delivered yet; the entry is kept',
       'top level: "notify[5].pagerduty_change_event" is accepted but not acted on: PagerDuty change events are sent through Buildkite\'s PagerDuty integration, which Windsock cannot reach; the entry is kept',
     ]);
   });
@@ -202,12 +201,12 @@ describeEachDatabase('notify through the pipelines API', (ctx) => {
     expect(warning).toContain('pagerduty_change_event');
     // Only the kinds Windsock does not deliver are mentioned, never notify as a whole.
     expect(warning).not.toContain('\\"notify\\" is accepted');
-    expect(warning).not.toMatch(/notify\[\d\]\.(slack|email|webhook|github)/);
+    expect(warning).not.toMatch(/notify\[\d\]\.(slack|email|webhook|github|basecamp)/);
     const got = await ctx().http().get(`${s.base}/notified`).set(auth(s.token)).expect(200);
     expect(got.body.steps[0].notify).toEqual(EVERY_KIND_STEP);
     expect((await s.stored('notified')).notify).toEqual(EVERY_KIND_TOP);
 
-    // Without pagerduty or basecamp: no Warning at all.
+    // Without pagerduty: no Warning at all.
     const updated = await ctx()
       .http()
       .patch(`${s.base}/notified`)

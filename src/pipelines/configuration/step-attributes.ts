@@ -39,7 +39,6 @@ const GROUP_NOTIFY: Catalogue = { notify: ['reported', "a group's notifications 
 /** Notification kinds kept with the build but not delivered, and why (reported per entry). */
 export const NOTIFY_KINDS_REPORTED: Readonly<Record<string, string>> = {
   pagerduty_change_event: "PagerDuty change events are sent through Buildkite's PagerDuty integration, which Windsock cannot reach; the entry is kept",
-  basecamp_campfire: 'Basecamp Campfire messages are not delivered yet; the entry is kept',
 };
 
 export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
