@@ -3617,6 +3617,37 @@ export interface components {
             plugins?: {
                 [key: string]: unknown;
             }[];
+            /**
+             * @description The step's notifications, as written: `slack`, `github_commit_status` and `github_check`
+             *     entries (the others are build-level only), each with an optional `if` condition.
+             */
+            notify?: components["schemas"]["NotifyEntry"][];
+        };
+        /**
+         * @description One entry of a `notify` list (a pipeline's top level, or a command step's), as written: exactly
+         *     one of `email`, `webhook` (an http(s) URL), `slack` (a channel or user, or `{channels,
+         *     message}`), `basecamp_campfire` (a chatbot's lines URL), `pagerduty_change_event` (an
+         *     integration key), `github_commit_status` or `github_check` (each `{context}`), with an
+         *     optional `if` condition over the build (`build.state == "failed"`, `pipeline.started_failing` ...).
+         */
+        NotifyEntry: {
+            email?: string;
+            webhook?: string;
+            slack?: string | components["schemas"]["NotifySlack"];
+            basecamp_campfire?: string;
+            pagerduty_change_event?: string;
+            github_commit_status?: components["schemas"]["NotifyGitHubContext"];
+            github_check?: components["schemas"]["NotifyGitHubContext"];
+            if?: string;
+        };
+        /** @description Slack channels (`#channel`, `@user`, `workspace#channel`) and an optional custom message. */
+        NotifySlack: {
+            channels?: string[];
+            message?: string;
+        };
+        /** @description The GitHub commit status or check name (`context`); absent means the default one. */
+        NotifyGitHubContext: {
+            context?: string;
         };
         WaiterStep: {
             /**
@@ -5408,8 +5439,8 @@ export interface components {
     headers: {
         /**
          * @description Present when the configuration uses step attributes Windsock accepts but does not act on
-         *     (`notify`, `concurrency`, ...; README lists each): one `299 windsock "<what>"` per
-         *     attribute, comma-separated. The body is what the real API answers.
+         *     (`concurrency`, `pagerduty_change_event` notify entries, ...; README lists each): one
+         *     `299 windsock "<what>"` per attribute, comma-separated. The body is what the real API answers.
          */
         Warning: string;
         /**

@@ -5,6 +5,7 @@
  */
 import type { components } from '../../generated/api';
 import type { User } from '../core/identity';
+import type { NotifyEntry } from '../pipelines/configuration';
 
 /** The contract's build and job states: what the state machine sets is what the API answers. */
 export type BuildState = components['schemas']['BuildState'];
@@ -54,6 +55,13 @@ export interface Build {
   /** The build whose trigger step created this one, as it was then. */
   triggeredFrom: TriggeredFrom | null;
   cancelReason: string | null;
+  /**
+   * The build's notifications, as written: its pipeline's (or, when a template governs the
+   * pipeline, the template's) top-level `notify` when it was created, then the top-level
+   * `notify` of each pipeline upload into it, appended in order. Step-level ones stay on the
+   * job's step (`job.step.notify`).
+   */
+  notify: NotifyEntry[];
   createdAt: Date;
   scheduledAt: Date | null;
   startedAt: Date | null;

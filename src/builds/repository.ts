@@ -11,7 +11,8 @@
  */
 import type { Knex } from 'knex';
 import { isPostgres, whereAnyOf } from '../db/knex';
-import { toBool, toDateOrNull } from '../db/values';
+import { parseJson, toBool, toDateOrNull } from '../db/values';
+import type { NotifyEntry } from '../pipelines/configuration';
 import type { PlannedJob } from './jobs/plan';
 import type { Job } from './jobs/model';
 import { jobFromRow, toJobRow } from './jobs/rows';
@@ -298,6 +299,20 @@ export class BuildRepository {
         .where({ id: buildId })
         .update({ state: this.db.ref('state') })) > 0
     );
+  }
+
+  /**
+   * Appends `entries` to the build's notifications (a pipeline upload's top-level `notify`).
+   * A read then a write: the caller holds the build's row lock (build progression).
+   */
+  async appendNotify(buildId: string, entries: readonly NotifyEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const row = (await this.db('builds').where({ id: buildId }).first('notify')) as { notify: unknown } | undefined;
+    if (!row) return;
+    const notify = [...parseJson<NotifyEntry[]>(row.notify, []), ...entries];
+    await this.db('builds')
+      .where({ id: buildId })
+      .update({ notify: JSON.stringify(notify) });
   }
 
   /** What the state machine reads of a (locked) build. */

@@ -4,6 +4,7 @@
  */
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/rows';
+import type { NotifyEntry } from '../pipelines/configuration';
 import type { Author, Build, BuildState, NewBuild, PullRequest, TriggeredFrom } from './model';
 
 export function buildFromRow(r: Record<string, unknown>): Build {
@@ -30,6 +31,7 @@ export function buildFromRow(r: Record<string, unknown>): Build {
     rebuiltFrom: r.rebuilt_from_id ? { id: r.rebuilt_from_id as string, number: Number(r.rebuilt_from_number) } : null,
     triggeredFrom: parseJson<TriggeredFrom | null>(r.triggered_from, null),
     cancelReason: (r.cancel_reason as string | null) ?? null,
+    notify: parseJson<NotifyEntry[]>(r.notify, []),
     createdAt: toDate(r.created_at),
     scheduledAt: toDateOrNull(r.scheduled_at),
     startedAt: toDateOrNull(r.started_at),
@@ -61,6 +63,7 @@ export function toBuildRow(build: NewBuild) {
     rebuilt_from_number: build.rebuiltFrom?.number ?? null,
     triggered_from: build.triggeredFrom ? JSON.stringify(build.triggeredFrom) : null,
     cancel_reason: build.cancelReason,
+    notify: build.notify.length > 0 ? JSON.stringify(build.notify) : null,
     created_at: build.createdAt,
     scheduled_at: build.scheduledAt,
     started_at: build.startedAt,

@@ -28,6 +28,8 @@ export interface TemplateFields {
   configuration: string;
   steps: unknown[];
   env: Record<string, string>;
+  /** The configuration's top-level `notify`, as written: copied to the builds of the pipelines using the template. */
+  notify: unknown[];
   available: boolean;
 }
 
@@ -83,6 +85,7 @@ function toColumns(f: Partial<TemplateFields>): Record<string, unknown> {
   if (f.configuration !== undefined) c.configuration = f.configuration;
   if (f.steps !== undefined) c.steps = JSON.stringify(f.steps);
   if (f.env !== undefined) c.env = JSON.stringify(f.env);
+  if (f.notify !== undefined) c.notify = JSON.stringify(f.notify);
   if (f.available !== undefined) c.available = f.available;
   return c;
 }

@@ -10,8 +10,8 @@ import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, typ
 import type { Actor } from '../core/identity';
 import type { PipelineTemplate, PipelineTemplateRepository, TemplateFields } from './repository';
 
-/** Parses a YAML step configuration into steps and env, throwing a ValidationError naming what is wrong. */
-export type ConfigurationParser = (yaml: string) => { steps: unknown[]; env: Record<string, string> };
+/** Parses a YAML step configuration into steps, env and top-level notify, throwing a ValidationError naming what is wrong. */
+export type ConfigurationParser = (yaml: string) => { steps: unknown[]; env: Record<string, string>; notify: unknown[] };
 
 export interface TemplateInput {
   name?: string;
@@ -80,6 +80,7 @@ export class PipelineTemplateService {
       configuration: input.configuration!,
       steps: parsed.steps,
       env: parsed.env,
+      notify: parsed.notify,
       available: input.available ?? false,
     });
     return (await this.templates.find(actor.organization.id, id))!;
@@ -99,7 +100,7 @@ export class PipelineTemplateService {
     if (input.available !== undefined) changes.available = input.available;
     if (input.configuration !== undefined) {
       const parsed = this.parsed(input.configuration, errors);
-      if (parsed) Object.assign(changes, { configuration: input.configuration, steps: parsed.steps, env: parsed.env });
+      if (parsed) Object.assign(changes, { configuration: input.configuration, steps: parsed.steps, env: parsed.env, notify: parsed.notify });
     }
     if (errors.length) throw new ValidationError(errors);
     // Nothing to change (only unknown or server-owned fields sent): no write, updated_at stays.

@@ -58,6 +58,21 @@ export const CONDITION_VARIABLES = [
 ] as const;
 
 export type ConditionVariable = (typeof CONDITION_VARIABLES)[number];
+
+/**
+ * What a `notify` entry's `if` may name on top of CONDITION_VARIABLES: the build's outcome and
+ * identity, known when a notification is sent (the delivery side puts them in the context).
+ */
+export const NOTIFY_CONDITION_VARIABLES = [
+  'build.state',
+  'build.id',
+  'build.number',
+  'build.creator.name',
+  'build.creator.email',
+  'build.fixed',
+  'pipeline.started_passing',
+  'pipeline.started_failing',
+] as const;
 export type ConditionContext = ReadonlyMap<string, Value>;
 
 const KNOWN = new Set<string>(CONDITION_VARIABLES);
@@ -146,11 +161,16 @@ function equal(a: Value, b: Value): boolean {
 
 export type ParseResult = { ok: true; condition: Condition } | { ok: false; error: ConditionError };
 
-/** Parses a condition; never throws, whatever the text. */
-export function parseCondition(text: string): ParseResult {
+/**
+ * Parses a condition; never throws, whatever the text. `extraVariables`: names a caller allows
+ * on top of CONDITION_VARIABLES (NOTIFY_CONDITION_VARIABLES for `notify` entries); without them,
+ * exactly what the `filter_condition` setting accepts.
+ */
+export function parseCondition(text: string, extraVariables: readonly string[] = []): ParseResult {
   if (typeof text !== 'string') return { ok: false, error: { message: 'must be a string', position: 0 } };
+  const known = extraVariables.length === 0 ? KNOWN : new Set([...KNOWN, ...extraVariables]);
   try {
-    return { ok: true, condition: new Condition(new Parser(text).parse()) };
+    return { ok: true, condition: new Condition(new Parser(text, known).parse()) };
   } catch (err) {
     if (err instanceof ParseError) return { ok: false, error: { message: err.message, position: err.position } };
     throw err;
@@ -158,8 +178,8 @@ export function parseCondition(text: string): ParseResult {
 }
 
 /** The reason a condition cannot be used, as a field-error code, or null when it parses. */
-export function conditionError(text: string): string | null {
-  const result = parseCondition(text);
+export function conditionError(text: string, extraVariables: readonly string[] = []): string | null {
+  const result = parseCondition(text, extraVariables);
   if (result.ok) return null;
   return `is not a valid condition: ${result.error.message} at character ${result.error.position + 1}`;
 }
@@ -181,7 +201,10 @@ class Parser {
   private pos = 0;
   private depth = 0;
 
-  constructor(private readonly text: string) {}
+  constructor(
+    private readonly text: string,
+    private readonly known: ReadonlySet<string>,
+  ) {}
 
   parse(): ConditionNode {
     this.skipSpace();
@@ -250,7 +273,7 @@ class Parser {
       if (word === 'true') return { kind: 'literal', value: true };
       if (word === 'false') return { kind: 'literal', value: false };
       if (word === 'null') return { kind: 'literal', value: null };
-      if (!KNOWN.has(word)) throw new ParseError(`unknown variable \`${word}\``, start);
+      if (!this.known.has(word)) throw new ParseError(`unknown variable \`${word}\``, start);
       return { kind: 'variable', name: word };
     }
     throw this.unexpected('a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`)');

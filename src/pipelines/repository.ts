@@ -4,7 +4,7 @@ import { isUniqueViolation, whereAnyOf } from '../db/knex';
 import { likeContains, parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { ValidationError } from '../core/errors';
 import { userFromRow } from '../user/rows';
-import type { Step } from './configuration';
+import type { NotifyEntry, Step } from './configuration';
 import type { ProviderId, ProviderSettings } from './provider';
 import type { User } from '../core/identity';
 
@@ -29,13 +29,15 @@ export interface Pipeline {
   allowRebuilds: boolean;
   clusterId: string | null;
   pipelineTemplateUuid: string | null;
-  /** The steps and env of the template the pipeline uses, read with it: when set, they govern its builds instead of its own. */
-  template?: { steps: Step[]; env: Record<string, string> } | null;
+  /** The steps, env and notify of the template the pipeline uses, read with it: when set, they govern its builds instead of its own. */
+  template?: { steps: Step[]; env: Record<string, string>; notify: NotifyEntry[] } | null;
   visibility: 'private' | 'public';
   tags: string[] | null;
   configuration: string | null;
   steps: Step[];
   env: Record<string, string>;
+  /** The top-level `notify` of its YAML configuration, as written ([] for visual steps); copied to each new build. */
+  notify: NotifyEntry[];
   defaultTimeoutInMinutes: number | null;
   maximumTimeoutInMinutes: number | null;
   createdBy: User | null;
@@ -91,6 +93,7 @@ function toColumns(f: Partial<PipelineFields>): Record<string, unknown> {
   set('configuration', f.configuration);
   set('steps', f.steps && JSON.stringify(f.steps));
   set('env', f.env && JSON.stringify(f.env));
+  set('notify', f.notify && JSON.stringify(f.notify));
   set('default_timeout_in_minutes', f.defaultTimeoutInMinutes);
   set('maximum_timeout_in_minutes', f.maximumTimeoutInMinutes);
   return c;
@@ -105,6 +108,7 @@ const SELECT = [
   'tpl.id as template_id',
   'tpl.steps as template_steps',
   'tpl.env as template_env',
+  'tpl.notify as template_notify',
 ];
 
 /**
@@ -152,12 +156,19 @@ function fromRow(r: Record<string, unknown>): Pipeline {
     allowRebuilds: toBool(r.allow_rebuilds),
     clusterId: (r.cluster_id as string | null) ?? null,
     pipelineTemplateUuid: (r.pipeline_template_uuid as string | null) ?? null,
-    template: r.template_id ? { steps: parseJson<Step[]>(r.template_steps, []), env: parseJson<Record<string, string>>(r.template_env, {}) } : null,
+    template: r.template_id
+      ? {
+          steps: parseJson<Step[]>(r.template_steps, []),
+          env: parseJson<Record<string, string>>(r.template_env, {}),
+          notify: parseJson<NotifyEntry[]>(r.template_notify, []),
+        }
+      : null,
     visibility: r.visibility as Pipeline['visibility'],
     tags: parseJson<string[] | null>(r.tags, null),
     configuration: (r.configuration as string | null) ?? null,
     steps: parseJson<Step[]>(r.steps, []),
     env: parseJson<Record<string, string>>(r.env, {}),
+    notify: parseJson<NotifyEntry[]>(r.notify, []),
     defaultTimeoutInMinutes: (r.default_timeout_in_minutes as number | null) ?? null,
     maximumTimeoutInMinutes: (r.maximum_timeout_in_minutes as number | null) ?? null,
     createdBy: r.creator_id

@@ -10,7 +10,7 @@ import type { OrganizationService } from '../organizations/service';
 import { sha256Hex, type Keys } from '../security/keys';
 import type { ClusterService } from '../clusters/service';
 import { validateBranchFilter } from './branch-filter';
-import { normaliseVisualSteps, parseConfiguration, type ParsedConfiguration, type Step } from './configuration';
+import { normaliseVisualSteps, parseConfiguration, type NotifyEntry, type ParsedConfiguration, type Step } from './configuration';
 import type { GitHubHooks } from './github';
 import { detectProvider, normaliseProviderSettings, repositoryPath, validateProviderSettings, type ProviderId, type ProviderSettings } from './provider';
 import type { AccessLevel, Pipeline, PipelineCounts, PipelineFields, PipelineRepository, ReadOptions } from './repository';
@@ -248,7 +248,7 @@ export class PipelineService {
         defaultTimeoutInMinutes: timeouts.default ?? null,
         maximumTimeoutInMinutes: timeouts.maximum ?? null,
         // With a template and no steps of its own, the pipeline has none: the template's govern its builds.
-        ...(stepsAndEnv ?? { configuration: null, steps: [], env: {} }),
+        ...(stepsAndEnv ?? { configuration: null, steps: [], env: {}, notify: [] }),
       },
       teams,
     );
@@ -418,7 +418,7 @@ export class PipelineService {
     current: Pipeline | null,
     errors: FieldError[],
     notices: string[],
-  ): { configuration: string | null; steps: Step[]; env: Record<string, string> } | undefined {
+  ): { configuration: string | null; steps: Step[]; env: Record<string, string>; notify: NotifyEntry[] } | undefined {
     const collect = (fn: () => void) => {
       try {
         fn();
@@ -434,7 +434,7 @@ export class PipelineService {
       collect(() => (parsed = parseConfiguration(input.configuration!)));
       if (!parsed) return undefined;
       notices.push(...parsed.notices);
-      return { configuration: input.configuration, steps: parsed.steps, env: parsed.env };
+      return { configuration: input.configuration, steps: parsed.steps, env: parsed.env, notify: parsed.notify };
     }
     const yamlDefined = current?.configuration != null;
     if (yamlDefined) {
@@ -446,7 +446,8 @@ export class PipelineService {
     if (input.steps === undefined && input.env === undefined) return undefined;
     let steps = current?.steps ?? [];
     if (input.steps !== undefined) collect(() => (steps = normaliseVisualSteps(input.steps!)));
-    return { configuration: null, steps, env: input.env ?? current?.env ?? {} };
+    // Visual steps have no top level: a pipeline defined by them has no build-level notify.
+    return { configuration: null, steps, env: input.env ?? current?.env ?? {}, notify: [] };
   }
 
   /** A `cluster_id` (other than empty, which means none) must name a cluster of the organization. */

@@ -262,6 +262,14 @@ describe.each(databases)('pipeline schedules [%s]', (kind) => {
       expect((await buildsOf(org, p, token)).map((b) => b.number)).toEqual([2, 1]);
     });
 
+    it("gives a scheduled build its pipeline's notify (Build.notify, issue 17)", async () => {
+      const { org, token, p } = await given({ cronline: '*/10 * * * *' }, { configuration: 'notify:\n  - slack: "#nightly"\nsteps:\n  - command: make\n' });
+      at('2030-01-01T00:10:00.000Z');
+      await ctx.services.scheduler.tick();
+      const [build] = await buildsOf(org, p, token);
+      expect((await ctx.services.builds.findById(build!.id as string))!.notify).toEqual([{ slack: '#nightly' }]);
+    });
+
     it('after downtime creates one build for the missed minutes (catch up once), then keeps to the cronline', async () => {
       const { org, token, p, schedule } = await given({ cronline: '*/10 * * * *' });
       // The server was down from before 00:10 until 02:35: fourteen minutes were missed.

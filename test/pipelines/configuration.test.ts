@@ -80,6 +80,7 @@ describe('parseConfiguration: step forms', () => {
     );
     expect(result).toEqual({
       env: { RELEASE: 'true', LEVEL: '3' },
+      notify: [],
       notices: [
         'step 1: "concurrency" is accepted but not acted on: concurrency limits are not enforced yet',
         'step 1: "concurrency_group" is accepted but not acted on: concurrency limits are not enforced yet',
@@ -135,6 +136,7 @@ describe('parseConfiguration: step forms', () => {
     expect(parseConfiguration(yaml('steps:', '  - command: buildkite-agent pipeline upload'))).toEqual({
       steps: [script({ command: 'buildkite-agent pipeline upload' })],
       env: {},
+      notify: [],
       notices: [],
     });
   });
@@ -143,6 +145,7 @@ describe('parseConfiguration: step forms', () => {
     expect(parseConfiguration(yaml('- command: a', '- wait', '- command: b'))).toEqual({
       steps: [script({ command: 'a' }), { type: 'waiter', continue_on_failure: false }, script({ command: 'b' })],
       env: {},
+      notify: [],
       notices: [],
     });
   });
@@ -422,8 +425,9 @@ describe('parseConfiguration: properties', () => {
       script({ command: 'c', agent_query_rules: ['queue=default'], priority: 2 }),
       { type: 'waiter', continue_on_failure: false },
     ]);
+    // notify is read and kept (test/pipelines/notify.test.ts), so it is not reported.
+    expect(parsed.notify).toEqual([{ email: 'dev@example.com' }]);
     expect(parsed.notices).toEqual([
-      'top level: "notify" is accepted but not acted on: Windsock sends no notifications yet',
       'top level: "image" is accepted but not acted on: the image is not passed to the agent (BUILDKITE_IMAGE)',
       'top level: "cache" is accepted but not acted on: caches are a feature of Buildkite hosted agents',
     ]);
@@ -707,7 +711,7 @@ describe('parseConfiguration: hostile input', () => {
     expect(codesOf(aliases)).toEqual([expect.stringMatching(/^is not a valid YAML document: line 2, column \d+: aliases are expanded more than 2000 times$/)]);
     // Undocumented top-level keys are anchor holders and the like: left alone.
     const keys = `${Array.from({ length: 20000 }, (_, i) => `k${i}: 1`).join('\n')}\nsteps: [wait]`;
-    expect(parseConfiguration(keys)).toEqual({ steps: [{ type: 'waiter', continue_on_failure: false }], env: {}, notices: [] });
+    expect(parseConfiguration(keys)).toEqual({ steps: [{ type: 'waiter', continue_on_failure: false }], env: {}, notify: [], notices: [] });
   });
 
   it('rejects deep nesting, oversized documents and too many steps', () => {

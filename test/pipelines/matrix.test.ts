@@ -316,7 +316,7 @@ describe('step attributes: nothing is dropped without a word', () => {
         '    concurrency_group: deploy',
         '    cancel_on_build_failing: true',
         '  - group: Tests',
-        '    notify: [github_check]',
+        '    notify: [{github_check: {context: tests}}]',
         '    steps:',
         '      - command: b',
         '  - wait: ~',
@@ -324,12 +324,10 @@ describe('step attributes: nothing is dropped without a word', () => {
       ),
     );
     expect(parsed.notices).toEqual([
-      'top level: "notify" is accepted but not acted on: Windsock sends no notifications yet',
-      'step 1: "notify" is accepted but not acted on: Windsock sends no notifications yet',
       'step 1: "concurrency" is accepted but not acted on: concurrency limits are not enforced yet',
       'step 1: "concurrency_group" is accepted but not acted on: concurrency limits are not enforced yet',
       'step 1: "cancel_on_build_failing" is accepted but not acted on: jobs are not canceled when the build starts failing; the build still fails',
-      'step 2: "notify" is accepted but not acted on: Windsock sends no notifications yet',
+      'step 2: "notify" is accepted but not acted on: a group\'s notifications are not kept: put them on its command steps or the top level',
       'step 3: "key" is accepted but not acted on: only command steps keep a key',
     ]);
   });

@@ -4,7 +4,8 @@
  * step. The steps are read by the pipeline configuration parser (the same rules and errors as a
  * pipeline's `configuration`, reported on the field `pipeline`) and planned as a build's steps
  * are: env merged from the pipeline's settings, the upload's top-level `env`, the build's and the
- * step's own, each script step signed. An upload sent again with the same `uuid` (the agent
+ * step's own, each script step signed. The upload's top-level `notify` is appended to the
+ * build's (step-level ones stay on the steps, so on the jobs' steps). An upload sent again with the same `uuid` (the agent
  * retrying after a lost answer) adds nothing. No HTTP, no SQL.
  */
 import type { Agent } from '../../agents/repository';
@@ -46,7 +47,7 @@ export class PipelineUploadService {
       stepTimeouts: settings ? { defaultMinutes: settings.defaultTimeoutInMinutes, maximumMinutes: settings.maximumTimeoutInMinutes } : undefined,
       sign: this.sign,
     });
-    const ids = await this.progress.addUploadedJobs(build.id, context.job, planned, uploadId, new Date(), MAX_JOBS_PER_BUILD);
+    const ids = await this.progress.addUploadedJobs(build.id, context.job, planned, uploadId, new Date(), MAX_JOBS_PER_BUILD, parsed.notify);
     if (!ids) throw new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: this upload would go over.`);
     return { jobs: await this.jobs.findMany(ids), notices: parsed.notices };
   }

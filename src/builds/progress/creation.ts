@@ -74,6 +74,8 @@ export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildF
     triggeredFrom: null,
     creatorId: creator?.id ?? null,
     cancelReason: null,
+    // Copied, so later edits of the pipeline's configuration do not change what this build notifies.
+    notify: source.notify,
     createdAt: now,
     scheduledAt: now,
     startedAt: null,

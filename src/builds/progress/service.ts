@@ -19,6 +19,7 @@ import type { Knex } from 'knex';
 import type { User } from '../../core/identity';
 import type { ExpiredJob, Job, JobEnd } from '../jobs/model';
 import { automaticRetryRule, FAILED_STATES } from '../jobs/retry';
+import type { NotifyEntry } from '../../pipelines/configuration';
 import type { Pipeline } from '../../pipelines/repository';
 import type { PlannedJob } from '../jobs/plan';
 import type { Build, BuildState, NewBuildFields } from '../model';
@@ -231,15 +232,26 @@ export class BuildProgress {
    * uploader's step and everything that step (and, in turn, what it added) uploaded before, in
    * order; the jobs after them move down. They start `waiting` (a broken one, over) and the
    * state machine schedules what may run at once, at `at`. An upload whose `uploadId` the build
-   * has already seen adds nothing and answers the jobs it added then. Answers the jobs' ids, or
-   * null when the build would have more than `maxJobs` jobs.
+   * has already seen adds nothing and answers the jobs it added then. The upload's top-level
+   * `notify` is appended to the build's, once. Answers the jobs' ids, or null when the build
+   * would have more than `maxJobs` jobs.
    */
-  async addUploadedJobs(buildId: string, uploader: Job, planned: PlannedJob[], uploadId: string | null, at: Date, maxJobs: number): Promise<string[] | null> {
+  async addUploadedJobs(
+    buildId: string,
+    uploader: Job,
+    planned: PlannedJob[],
+    uploadId: string | null,
+    at: Date,
+    maxJobs: number,
+    notify: readonly NotifyEntry[] = [],
+  ): Promise<string[] | null> {
     const ids = await this.inLockedBuild(buildId, at, async (r) => {
       const placed = await r.jobs.placementOf(buildId);
       const seen = uploadId ? placed.filter((j) => j.uploadId === uploadId) : [];
       if (seen.length) return seen.map((j) => j.id);
       if (placed.length + planned.length > maxJobs) return null;
+      // The upload's top-level notify joins the build's, as the real service merges them.
+      await r.builds.appendNotify(buildId, notify);
       const family = new Set([uploader.stepId]);
       for (let grew = true; grew;) {
         grew = false;

@@ -27,6 +27,7 @@ import * as pipelineSchedules from './20261125182000_pipeline_schedules';
 import * as teams from './20261125180000_teams';
 import * as clusters from './20261125181000_clusters';
 import * as pipelineWebhookSecret from './20261126101000_pipeline_webhook_secret';
+import * as notify from './20261126102000_notify';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -52,6 +53,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125183000_pipeline_templates_emojis': pipelineTemplatesEmojis,
   '20261126090000_outbox': outbox,
   '20261126101000_pipeline_webhook_secret': pipelineWebhookSecret,
+  '20261126102000_notify': notify,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -15,6 +15,7 @@
  * - problems.ts: the error collector and the reporters that word a problem for each dialect;
  * - property-readers.ts: readers for property values (text, numbers, env, agents, retry...);
  * - step-readers.ts: one reader per step type, shared by both dialects;
+ * - notify.ts: the `notify` lists of the top level and of command steps;
  * - yaml-configuration.ts and visual-steps.ts: the two entry points;
  * - step-types.ts: the normalised steps they return;
  * - matrix.ts, plugins.ts: the `matrix` and `plugins` of a command step (matrix.ts also expands a
@@ -23,6 +24,22 @@
  *   with it.
  */
 
-export type { AutomaticRetry, ExitStatus, ManualField, ManualRetry, ManualStep, ScriptStep, Step, StepRetry, TriggerStep, WaiterStep } from './step-types';
+export type {
+  AutomaticRetry,
+  ExitStatus,
+  ManualField,
+  ManualRetry,
+  ManualStep,
+  NotifyEntry,
+  NotifyGitHubContext,
+  NotifyKind,
+  NotifySlack,
+  ScriptStep,
+  Step,
+  StepRetry,
+  TriggerStep,
+  WaiterStep,
+} from './step-types';
+export { NOTIFY_KINDS, STEP_NOTIFY_KINDS } from './notify';
 export { parseConfiguration, type ParsedConfiguration } from './yaml-configuration';
 export { normaliseVisualSteps } from './visual-steps';

@@ -29,7 +29,17 @@ const KEY_NOT_KEPT: Catalogue = {
   identifier: ['reported', 'only command steps keep a key'],
 };
 const SKIP: Catalogue = { skip: ['refused', 'skipping a step is not supported: remove the step or use "branches"'] };
-const NOTIFY: Catalogue = { notify: ['reported', 'Windsock sends no notifications yet'] };
+/**
+ * A command step's and the top level's `notify` are kept (notify.ts); of their entries, those
+ * Windsock cannot deliver are reported one by one (NOTIFY_KINDS_REPORTED). A group's `notify` is
+ * not kept: Windsock keeps no group.
+ */
+const GROUP_NOTIFY: Catalogue = { notify: ['reported', "a group's notifications are not kept: put them on its command steps or the top level"] };
+
+/** Notification kinds kept with the build but not delivered, and why (reported per entry). */
+export const NOTIFY_KINDS_REPORTED: Readonly<Record<string, string>> = {
+  pagerduty_change_event: "PagerDuty change events are sent through Buildkite's PagerDuty integration, which Windsock cannot reach; the entry is kept",
+};
 
 export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
   command: {
@@ -66,7 +76,7 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     if_changed: ['reported', 'the agent applies it at upload; the server does not'],
     signature: ['reported', 'Windsock signs steps itself'],
     secrets: ['refused', 'Buildkite secrets are not supported: the job would run without them'],
-    ...NOTIFY,
+    notify: WORKS,
     ...DEPENDS_ON,
     ...SKIP,
   },
@@ -133,7 +143,7 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     key: WORKS,
     id: WORKS,
     identifier: WORKS,
-    ...NOTIFY,
+    ...GROUP_NOTIFY,
     ...DEPENDS_ON,
     ...SKIP,
   },
@@ -145,7 +155,7 @@ export const TOP_LEVEL_ATTRIBUTES: Catalogue = {
   env: WORKS,
   agents: WORKS,
   priority: WORKS,
-  notify: ['reported', 'Windsock sends no notifications yet'],
+  notify: WORKS,
   image: ['reported', 'the image is not passed to the agent (BUILDKITE_IMAGE)'],
   checkout: ['reported', 'checkout settings are not passed to the agent'],
   cache: ['reported', 'caches are a feature of Buildkite hosted agents'],

@@ -3,6 +3,7 @@
  * visual form can be written as YAML); the visual form takes only the API's.
  */
 import { parseMatrix, unknownTokens, type Matrix } from './matrix';
+import { notify } from './notify';
 import { parsePlugins } from './plugins';
 import { STEP_ATTRIBUTES, verdict, type StepType } from './step-attributes';
 import { MAX_BRANCHES, MAX_CONCURRENCY, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_PROMPT, MAX_REF, MAX_SLUG, MAX_TEXT, MAX_TIMEOUT, PIPELINE_SLUG } from './limits';
@@ -115,6 +116,8 @@ export function scriptStep(reporter: ProblemReporter, stepMap: ConfigMap, defaul
     step.matrix = matrix;
     checkTokens(reporter, stepMap, step, matrix);
   }
+  const notifications = notify(reporter, findProperty(stepMap, ['notify']), 'step');
+  if (notifications.length > 0) step.notify = notifications;
   return step;
 }
 

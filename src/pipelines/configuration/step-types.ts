@@ -31,7 +31,29 @@ export type ScriptStep = {
   plugins?: Plugin[];
   /** On a job's copy of a matrix step only: the combination that job runs. */
   matrix_values?: Record<string, string>;
+  /** The step's notifications as written (step-level kinds only: slack, github_commit_status, github_check). */
+  notify?: NotifyEntry[];
 };
+
+/** Slack: one channel or user (`#general`, `@someone`, `workspace#channel`), or several with a custom message. */
+export type NotifySlack = string | { channels?: string[]; message?: string };
+/** A GitHub commit status or check: its name (`context`), the default one when absent. */
+export type NotifyGitHubContext = { context?: string };
+/**
+ * One `notify` entry (notify.ts reads and checks them), kept exactly as written: one of the
+ * documented kinds, with the optional `if` condition (filter-condition.ts syntax, with the
+ * variables of NOTIFY_CONDITION_VARIABLES on top of the `filter_condition` ones).
+ */
+export type NotifyEntry = (
+  | { email: string }
+  | { webhook: string }
+  | { slack: NotifySlack }
+  | { basecamp_campfire: string }
+  | { pagerduty_change_event: string }
+  | { github_commit_status: NotifyGitHubContext }
+  | { github_check: NotifyGitHubContext }
+) & { if?: string };
+export type NotifyKind = 'email' | 'webhook' | 'slack' | 'basecamp_campfire' | 'pagerduty_change_event' | 'github_commit_status' | 'github_check';
 /** An automatic retry rule: which failures (exit status, and signal reason when given) and how often. */
 export type AutomaticRetry = { exit_status: ExitStatus | number[]; limit: number; signal_reason?: string };
 /** `retry.manual`: whether the retry button is allowed (with the reason when it is not), also for passed jobs. */
@@ -96,6 +118,9 @@ export type StepTypesFollowTheSpec = [
   Conforms<ManualStep, Schemas['ManualStep']>,
   Conforms<TriggerStep, Schemas['TriggerStep']>,
   Conforms<ExitStatus, Schemas['ExitStatusRule']>,
+  Conforms<NotifyEntry, Schemas['NotifyEntry']>,
+  Conforms<NonNullable<Schemas['NotifyEntry']['slack']>, NotifySlack>,
+  Conforms<NotifyGitHubContext, Schemas['NotifyGitHubContext']>,
   // `matrix_values` is on a job's copy of a matrix step only, which the API does not show.
   Holds<SameKeys<ScriptStep, Schemas['ScriptStep'], 'matrix_values'>>,
   Holds<SameKeys<WaiterStep, Schemas['WaiterStep']>>,
@@ -104,6 +129,9 @@ export type StepTypesFollowTheSpec = [
   Holds<SameKeys<StepRetry, SpecRetry>>,
   Holds<SameKeys<AutomaticRetry, SpecRetry['automatic'][number]>>,
   Holds<SameKeys<ManualRetry, NonNullable<SpecRetry['manual']>>>,
+  Holds<SameKeys<Exclude<NotifySlack, string>, Schemas['NotifySlack']>>,
+  Holds<SameKeys<NotifyGitHubContext, Schemas['NotifyGitHubContext']>>,
+  Holds<SameKeys<Record<NotifyKind | 'if', unknown>, Schemas['NotifyEntry']>>,
   Holds<SameKeys<ManualField, NonNullable<Schemas['ManualStep']['fields']>[number]>>,
   Holds<SameKeys<Matrix, NonNullable<Schemas['ScriptStep']['matrix']>>>,
   Holds<SameKeys<MatrixAdjustment, NonNullable<Schemas['ScriptStep']['matrix']>['adjustments'][number]>>,

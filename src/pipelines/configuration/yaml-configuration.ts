@@ -1,11 +1,12 @@
 /** The YAML `configuration` of a pipeline (also what `buildkite-agent pipeline upload` sends). */
 import { LineCounter, parseDocument } from 'yaml';
 import { TOP_LEVEL_ATTRIBUTES, verdict } from './step-attributes';
+import { notify } from './notify';
 import { MAX_CONFIGURATION_BYTES, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_STEPS, STEP_KINDS } from './limits';
 import { asValidationError, ProblemList, quote, YamlProblemReporter } from './problems';
 import { agents, env, optionalText, findProperty, text, wholeNumber, type FoundProperty } from './property-readers';
 import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, triggerStep, waiterStep } from './step-readers';
-import type { Step } from './step-types';
+import type { NotifyEntry, Step } from './step-types';
 import { ValueBudget, lazyConfigMap, type ConfigValue } from './value-tree';
 import { YamlReader, yamlError } from './yaml-reader';
 
@@ -78,8 +79,11 @@ function firstLine(message: string): string {
   return /call stack/i.test(line) ? 'it is nested too deeply' : line;
 }
 
-/** Steps and env of a pipeline configuration, and a line for each attribute accepted but not acted on. */
-export type ParsedConfiguration = { steps: Step[]; env: Record<string, string>; notices: string[] };
+/**
+ * Steps, env and build-level notifications of a pipeline configuration, and a line for each
+ * attribute accepted but not acted on.
+ */
+export type ParsedConfiguration = { steps: Step[]; env: Record<string, string>; notify: NotifyEntry[]; notices: string[] };
 
 /** Parse a pipeline YAML configuration (the `configuration` field of the pipelines API). */
 export function parseConfiguration(yamlText: string): ParsedConfiguration {
@@ -114,12 +118,14 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
 
   let stepsFound: FoundProperty | undefined;
   let pipelineEnv: Record<string, string> = {};
+  let pipelineNotify: NotifyEntry[] = [];
   const defaults: PipelineDefaults = { agents: [] };
   if (root.kind === 'list') {
     stepsFound = ['steps', root];
   } else if (root.kind === 'map' && root.get('steps') !== undefined) {
     stepsFound = ['steps', root.get('steps') as ConfigValue];
     pipelineEnv = env(top, findProperty(root, ['env']));
+    pipelineNotify = notify(top, findProperty(root, ['notify']), 'build');
     defaults.agents = agents(top, findProperty(root, ['agents']));
     const priority = wholeNumber(
       top,
@@ -202,5 +208,5 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
   }
   if (steps.length > MAX_STEPS) throw yamlError(`has too many steps (maximum is ${MAX_STEPS})`);
   problems.throwIfAny();
-  return { steps, env: pipelineEnv, notices: problems.notices };
+  return { steps, env: pipelineEnv, notify: pipelineNotify, notices: problems.notices };
 }

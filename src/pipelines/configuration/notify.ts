@@ -1,0 +1,177 @@
+/**
+ * `notify`: the notifications of a build (the configuration's top level) or of a command step,
+ * read and checked in both dialects and kept exactly as written (the delivery side reads them
+ * from the pipeline, the build and the job's step). Nothing is sent here.
+ *
+ * Each entry is one of the documented kinds with an optional `if`; a step may only have the
+ * step-level kinds the documentation lists (Slack, GitHub commit status and GitHub check).
+ */
+import { NOTIFY_CONDITION_VARIABLES, conditionError } from '../filter-condition';
+import { MAX_LIST, MAX_NAME, MAX_PROMPT, MAX_REF } from './limits';
+import { NOTIFY_KINDS_REPORTED } from './step-attributes';
+import { mapping, quote, tooLong, tooMany, type ProblemReporter } from './problems';
+import { text, type FoundProperty } from './property-readers';
+import type { NotifyEntry, NotifyGitHubContext, NotifyKind, NotifySlack } from './step-types';
+import type { ConfigMap, ConfigValue } from './value-tree';
+
+export const NOTIFY_KINDS: readonly NotifyKind[] = [
+  'email',
+  'webhook',
+  'slack',
+  'basecamp_campfire',
+  'pagerduty_change_event',
+  'github_commit_status',
+  'github_check',
+];
+/** The kinds a command step may have (the documentation's "Step" column). */
+export const STEP_NOTIFY_KINDS: readonly NotifyKind[] = ['slack', 'github_commit_status', 'github_check'];
+const MAX_URL = 2048;
+const MAX_CONDITION = 1000;
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+export type NotifyLevel = 'build' | 'step';
+
+/** The entries of a `notify` list; [] when absent. Problems are reported, bad entries left out. */
+export function notify(reporter: ProblemReporter, found: FoundProperty | undefined, level: NotifyLevel): NotifyEntry[] {
+  if (!found) return [];
+  const [path, v] = found;
+  if (v.kind !== 'list') return (reporter.fail(path, `must be a list of notifications, each ${mapping(reporter)} such as {slack: "#channel"}`, v), []);
+  if (v.items.length > MAX_LIST) return (reporter.fail(path, tooMany(MAX_LIST), v), []);
+  const out: NotifyEntry[] = [];
+  v.items.forEach((item, i) => {
+    const entry = notifyEntry(reporter, `${path}[${i}]`, item, level);
+    if (entry) out.push(entry);
+  });
+  return out;
+}
+
+function notifyEntry(reporter: ProblemReporter, at: string, item: ConfigValue, level: NotifyLevel): NotifyEntry | undefined {
+  const allowed = level === 'build' ? NOTIFY_KINDS : STEP_NOTIFY_KINDS;
+  if (item.kind !== 'map') return void reporter.fail(at, `must be ${mapping(reporter)} with one of ${allowed.join(', ')}`, item);
+  const kinds = item.keys.filter((k): k is NotifyKind => (NOTIFY_KINDS as readonly string[]).includes(k));
+  const unknown = item.keys.filter((k) => k !== 'if' && !(NOTIFY_KINDS as readonly string[]).includes(k));
+  let ok = true;
+  for (const key of unknown) {
+    reporter.fail(`${at}.${key}`, `is not a notification type: use one of ${allowed.join(', ')}`, item.get(key));
+    ok = false;
+  }
+  if (kinds.length === 0) {
+    if (unknown.length === 0) reporter.fail(at, `must have one of ${allowed.join(', ')}`, item);
+    return undefined;
+  }
+  if (kinds.length > 1) return void reporter.fail(at, `must have exactly one notification type, not ${kinds.map(quote).join(' and ')}`, item);
+  const kind = kinds[0]!;
+  const value = item.get(kind)!;
+  if (level === 'step' && !STEP_NOTIFY_KINDS.includes(kind)) {
+    return void reporter.fail(`${at}.${kind}`, `is a build-level notification only: put it in the pipeline's top-level notify`, value);
+  }
+  const target = notifyTarget(reporter, `${at}.${kind}`, kind, value);
+  const why = Object.hasOwn(NOTIFY_KINDS_REPORTED, kind) ? NOTIFY_KINDS_REPORTED[kind] : undefined;
+  if (why !== undefined) reporter.notice(`${at}.${kind}`, why);
+  const condition = notifyCondition(reporter, `${at}.if`, item.get('if'));
+  if (!ok || target === undefined || condition === undefined) return undefined;
+  // Built key by key so the stored JSON keeps the documented order: the kind, then `if`.
+  const entry = { [kind]: target } as NotifyEntry;
+  if (condition !== null) entry.if = condition;
+  return entry;
+}
+
+function notifyTarget(reporter: ProblemReporter, at: string, kind: NotifyKind, v: ConfigValue): NotifySlack | NotifyGitHubContext | undefined {
+  switch (kind) {
+    case 'email': {
+      const s = requiredText(reporter, at, v, MAX_REF);
+      if (s !== undefined && !EMAIL.test(s.trim())) return void reporter.fail(at, 'must be an email address', v);
+      return s;
+    }
+    case 'webhook':
+    case 'basecamp_campfire': {
+      const s = requiredText(reporter, at, v, MAX_URL);
+      if (s !== undefined && !isHttpUrl(s)) return void reporter.fail(at, 'must be an http or https URL', v);
+      return s;
+    }
+    case 'pagerduty_change_event':
+      return requiredText(reporter, at, v, MAX_REF);
+    case 'slack':
+      return slack(reporter, at, v);
+    case 'github_commit_status':
+    case 'github_check':
+      return gitHubContext(reporter, at, v);
+  }
+}
+
+function requiredText(reporter: ProblemReporter, at: string, v: ConfigValue, max: number): string | undefined {
+  const s = text(v);
+  if (s === undefined) return void reporter.fail(at, 'must be a string', v);
+  if (s.trim() === '') return void reporter.fail(at, "can't be blank", v);
+  if (s.length > max) return void reporter.fail(at, tooLong(max), v);
+  return s;
+}
+
+function isHttpUrl(s: string): boolean {
+  try {
+    const url = new URL(s.trim());
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+function slack(reporter: ProblemReporter, at: string, v: ConfigValue): NotifySlack | undefined {
+  if (v.kind !== 'map') return requiredText(reporter, at, v, MAX_NAME);
+  let ok = onlyKeys(reporter, at, v, ['channels', 'message']);
+  const out: Exclude<NotifySlack, string> = {};
+  const channels = v.get('channels');
+  if (channels !== undefined && channels.kind !== 'null') {
+    if (channels.kind !== 'list' || channels.items.length === 0) {
+      reporter.fail(`${at}.channels`, 'must be a non-empty list of channels such as "#general"', channels);
+      ok = false;
+    } else if (channels.items.length > MAX_LIST) {
+      reporter.fail(`${at}.channels`, tooMany(MAX_LIST), channels);
+      ok = false;
+    } else {
+      const list = channels.items.map((c, j) => requiredText(reporter, `${at}.channels[${j}]`, c, MAX_NAME));
+      if (list.every((c): c is string => c !== undefined)) out.channels = list;
+      else ok = false;
+    }
+  }
+  const message = v.get('message');
+  if (message !== undefined && message.kind !== 'null') {
+    const s = text(message);
+    if (s === undefined) ok = (reporter.fail(`${at}.message`, 'must be a string', message), false);
+    else if (s.length > MAX_PROMPT) ok = (reporter.fail(`${at}.message`, tooLong(MAX_PROMPT), message), false);
+    else out.message = s;
+  }
+  if (ok && out.channels === undefined && out.message === undefined) {
+    reporter.fail(at, `must be a channel or ${mapping(reporter)} with "channels" and an optional "message"`, v);
+    ok = false;
+  }
+  return ok ? out : undefined;
+}
+
+/** `{context: name}`; an empty `github_check:` (null) means the default name. */
+function gitHubContext(reporter: ProblemReporter, at: string, v: ConfigValue): NotifyGitHubContext | undefined {
+  if (v.kind === 'null') return {};
+  if (v.kind !== 'map') return void reporter.fail(at, `must be ${mapping(reporter)} with an optional "context"`, v);
+  if (!onlyKeys(reporter, at, v, ['context'])) return undefined;
+  const context = v.get('context');
+  if (context === undefined || context.kind === 'null') return {};
+  const s = requiredText(reporter, `${at}.context`, context, MAX_REF);
+  return s === undefined ? undefined : { context: s };
+}
+
+function onlyKeys(reporter: ProblemReporter, at: string, map: ConfigMap, keys: string[]): boolean {
+  const extra = map.keys.filter((k) => !keys.includes(k));
+  for (const k of extra) reporter.fail(`${at}.${k}`, `is not an attribute of this notification: use ${keys.map((x) => `"${x}"`).join(' or ')}`, map.get(k));
+  return extra.length === 0;
+}
+
+/** The entry's `if`: null when absent, undefined once a problem has been reported. */
+function notifyCondition(reporter: ProblemReporter, at: string, v: ConfigValue | undefined): string | null | undefined {
+  if (v === undefined || v.kind === 'null') return null;
+  const s = text(v);
+  if (s === undefined) return void reporter.fail(at, 'must be a string', v);
+  if (s.length > MAX_CONDITION) return void reporter.fail(at, tooLong(MAX_CONDITION), v);
+  const error = conditionError(s, NOTIFY_CONDITION_VARIABLES);
+  if (error) return void reporter.fail(at, error, v);
+  return s;
+}
