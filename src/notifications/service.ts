@@ -16,6 +16,7 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Job } from '../builds/jobs/model';
+import type { Build } from '../builds/model';
 import type { Pipeline } from '../pipelines/repository';
 import { NotFoundError } from '../core/errors';
 import type { AttemptResult, EventName, EventPayload, HttpSend, NotificationEvent } from './events';
@@ -101,6 +102,8 @@ export interface FanOutContext {
   place: EventPlace;
   /** The organization's enabled services (a pipeline's `slack` notify posts through its Slack services). */
   services: ActiveService[];
+  /** For a finished or failing build: the state of the branch's previous finished build (a fix, a first failure). */
+  previousFinishedState: string | null;
 }
 
 export interface DeliveryView {
@@ -114,7 +117,10 @@ export class NotificationService {
   constructor(
     private readonly db: Knex,
     private readonly outbox: OutboxRepository,
-    private readonly sources: PayloadSources & { teamIdsOf(pipelineId: string): Promise<string[]> },
+    private readonly sources: PayloadSources & {
+      teamIdsOf(pipelineId: string): Promise<string[]>;
+      previousFinishedState(b: Build): Promise<string | null>;
+    },
     private readonly services: ServiceDirectory,
     private readonly providers: Record<string, Provider>,
     private readonly http: HttpSend,
@@ -185,6 +191,8 @@ export class NotificationService {
       rendered,
       place,
       services,
+      previousFinishedState:
+        rendered.build && (name === 'build.finished' || name === 'build.failing') ? await this.sources.previousFinishedState(rendered.build) : null,
     };
     const out: PlannedDelivery[] = [];
     for (const s of services) {

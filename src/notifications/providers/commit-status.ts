@@ -18,6 +18,19 @@ export const COMMIT_STATUS = 'commit_status';
 
 type Notifiable = { notify?: readonly unknown[] };
 
+/**
+ * Entries a commit status serves: `github_commit_status`, and `github_check` where it maps (a
+ * check run has no equivalent here: its context is published as a commit status).
+ */
+function statusEntries(x: Notifiable | null | undefined): unknown[] {
+  return (x?.notify ?? []).map((e) => {
+    const entry = e as Record<string, unknown>;
+    if (!entry || typeof entry !== 'object' || !('github_check' in entry)) return e;
+    const { github_check: check, ...rest } = entry;
+    return { ...rest, github_commit_status: check ?? {} };
+  });
+}
+
 export function commitStatusProvider(config: CommitStatusConfig, conditionOf: (ctx: FanOutContext) => (condition: string) => boolean): Provider {
   const enabled = enabledProviders(config);
   return {
@@ -30,8 +43,8 @@ export function commitStatusProvider(config: CommitStatusConfig, conditionOf: (c
     },
     planOwn(ctx: FanOutContext): PlannedDelivery[] {
       const updates = statusUpdatesFor(ctx.event, {
-        buildNotify: (ctx.rendered.build as Notifiable | null)?.notify ?? [],
-        stepNotify: (ctx.rendered.job?.step as Notifiable | undefined)?.notify ?? [],
+        buildNotify: statusEntries(ctx.rendered.build),
+        stepNotify: statusEntries(ctx.rendered.job?.step as Notifiable | undefined),
         enabledProviders: enabled,
         evaluateIf: conditionOf(ctx),
       });

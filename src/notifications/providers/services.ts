@@ -6,7 +6,6 @@
  * OpenTelemetry export is built from the event's payload when it is sent.
  */
 import type { LookupFunction } from 'node:net';
-import type { Build } from '../../builds/model';
 import type { AttemptResult, EventName, HttpSend, NotificationEvent } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
@@ -21,12 +20,10 @@ const serviceTarget = (s: ActiveService, payload: unknown): PlannedDelivery => (
   payload,
 });
 
-export function slackProvider(previousFinishedState: (b: Build) => Promise<string | null>): Provider {
+export function slackProvider(): Provider {
   return {
-    async planForService(ctx: FanOutContext, s: ActiveService): Promise<PlannedDelivery[]> {
-      const build = ctx.rendered.build;
-      const previous = build && ctx.event.name === 'build.finished' && build.state === 'passed' ? await previousFinishedState(build) : null;
-      const msg = slackMessageFor(ctx.event, s.settings as unknown as SlackSettings, s.buildStates, previous);
+    planForService(ctx: FanOutContext, s: ActiveService): PlannedDelivery[] {
+      const msg = slackMessageFor(ctx.event, s.settings as unknown as SlackSettings, s.buildStates, ctx.previousFinishedState);
       return msg ? [serviceTarget(s, msg)] : [];
     },
     send(d: Delivery, service: ActiveService | null, http: HttpSend): Promise<AttemptResult> {

@@ -1,0 +1,57 @@
+/**
+ * The `if` of a pipeline's notify entries, evaluated against the build an event is about, with
+ * the variables the documentation names for conditional notifications: the build's (state,
+ * branch, commit, creator...), the pipeline's and the organization's, and whether this build
+ * started the pipeline passing (`pipeline.started_passing`, `build.fixed`) or failing
+ * (`pipeline.started_failing`), told by the branch's previous finished build. A condition that
+ * does not parse holds for nothing (it was refused when the pipeline was saved; one saved
+ * before the reader knew it is left out, not sent unrestricted).
+ */
+import { NOTIFY_CONDITION_VARIABLES, parseCondition, type Value } from '../pipelines/filter-condition';
+import type { FanOutContext } from './service';
+
+export function notifyConditionContext(ctx: FanOutContext): Map<string, Value> {
+  const b = ctx.rendered.build;
+  const p = ctx.rendered.pipeline;
+  const previous = ctx.previousFinishedState;
+  const state = b ? (b.blocked && b.state === 'passed' ? 'blocked' : b.state) : null;
+  const startedPassing = state === 'passed' && previous === 'failed';
+  const startedFailing = state === 'failed' && previous === 'passed';
+  return new Map<string, Value>([
+    ['build.id', b?.id ?? null],
+    ['build.number', b?.number ?? null],
+    ['build.state', state],
+    ['build.branch', b?.branch ?? null],
+    ['build.tag', b?.tag ?? null],
+    ['build.message', b?.message ?? null],
+    ['build.commit', b?.commit ?? null],
+    ['build.source', b?.source ?? null],
+    ['build.creator.name', b?.creator?.name ?? null],
+    ['build.creator.email', b?.creator?.email ?? null],
+    ['build.author.name', b?.author?.name ?? null],
+    ['build.author.email', b?.author?.email ?? null],
+    ['build.author.username', b?.author?.username ?? null],
+    ['build.pull_request.id', b?.pullRequest?.id ?? null],
+    ['build.pull_request.base_branch', b?.pullRequest?.base ?? null],
+    ['build.pull_request.labels', b?.pullRequest?.labels ?? []],
+    ['build.pull_request.repository', b?.pullRequest?.repository ?? null],
+    ['build.fixed', startedPassing],
+    ['pipeline.started_passing', startedPassing],
+    ['pipeline.started_failing', startedFailing],
+    ['pipeline.slug', p?.slug ?? null],
+    ['pipeline.default_branch', p?.defaultBranch ?? null],
+    ['pipeline.repository', p?.repository ?? null],
+    ['organization.slug', ctx.rendered.organization.slug],
+  ]);
+}
+
+/** Evaluates conditions against the event's build (the context is built once per event). */
+export function conditionOf(ctx: FanOutContext): (condition: string) => boolean {
+  let vars: Map<string, Value> | undefined;
+  return (condition) => {
+    const parsed = parseCondition(condition, NOTIFY_CONDITION_VARIABLES);
+    if (!parsed.ok) return false;
+    vars ??= notifyConditionContext(ctx);
+    return parsed.condition.evaluate(vars);
+  };
+}
