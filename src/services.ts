@@ -55,6 +55,8 @@ import { UploadRepository } from './uploads/repository';
 import { UploadService } from './uploads/service';
 import { keysFromSecret, loadOrCreateSecret, type Keys } from './security/keys';
 import { UserRepository } from './user/repository';
+import { NotificationServiceRepository } from './notification-services/repository';
+import { NotificationServiceService, type ActiveNotificationService } from './notification-services/service';
 
 export interface Services {
   db: Knex;
@@ -96,6 +98,8 @@ export interface Services {
   scheduler: Scheduler;
   /** Teams, their members and grants, and the organizations' members (REST and `windsock team`). */
   teams: TeamService;
+  /** An organization's notification services (REST and `windsock service`), and what the delivery side reads of them. */
+  notificationServices: NotificationServiceService;
 }
 
 export interface ServiceOptions {
@@ -121,6 +125,8 @@ export interface ServiceOptions {
   artifacts?: Partial<{ dir: string } & ArtifactSettings>;
   /** How often the scheduler looks for due pipeline schedules. Default: DEFAULT_SCHEDULER_SETTINGS. It reads `clock` too. */
   scheduler?: SchedulerSettings;
+  /** Told of each new notification service after its create commits (the delivery side sends it `ping`). Default: nothing. */
+  onNotificationServiceCreated?: (s: ActiveNotificationService) => Promise<void>;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -158,6 +164,15 @@ export function createServices(o: ServiceOptions): Services {
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines);
   const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);
+  const teams = new TeamService(db, new TeamRepository(db), pipelines, suiteService);
+  // Above pipelines, teams and clusters: a service's scope_uuids are checked through theirs.
+  const notificationServices = new NotificationServiceService(
+    new NotificationServiceRepository(db),
+    { pipelines, teams, clusters },
+    keys,
+    o.clock,
+    o.onNotificationServiceCreated,
+  );
   const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock);
   return {
     db,
@@ -195,7 +210,8 @@ export function createServices(o: ServiceOptions): Services {
     emojis: new EmojiService(new EmojiRepository(db), o.clock),
     pipelineSchedules,
     scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.clock, o.logger),
-    teams: new TeamService(db, new TeamRepository(db), pipelines, suiteService),
+    teams,
+    notificationServices,
   };
 }
 

@@ -48,6 +48,8 @@ export const SCOPES = [
   'write_clusters',
   'read_secret_details',
   'write_secrets',
+  'read_notification_services',
+  'write_notification_services',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

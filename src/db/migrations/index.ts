@@ -22,6 +22,7 @@ import * as annotations from './20261125150000_annotations';
 import * as testRunWindows from './20261125160000_test_run_windows';
 import * as agentPause from './20261125170000_agent_pause';
 import * as pipelineTemplatesEmojis from './20261125183000_pipeline_templates_emojis';
+import * as notificationServices from './20261126100000_notification_services';
 import * as pipelineSchedules from './20261125182000_pipeline_schedules';
 import * as teams from './20261125180000_teams';
 import * as clusters from './20261125181000_clusters';
@@ -48,6 +49,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125181000_clusters': clusters,
   '20261125182000_pipeline_schedules': pipelineSchedules,
   '20261125183000_pipeline_templates_emojis': pipelineTemplatesEmojis,
+  '20261126100000_notification_services': notificationServices,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
