@@ -3507,7 +3507,7 @@ export interface components {
          * @enum {string}
          */
         NotificationServiceScope: "all" | "some_projects" | "some_teams" | "some_clusters";
-        /** @description Which build and job states trigger a notification. */
+        /** @description Which build and job states trigger a notification (another key is a 422 naming it). */
         NotificationServiceBuildStates: {
             build_passed?: boolean;
             build_fixed?: boolean;

@@ -80,6 +80,16 @@ function decodeCursor(cursor: string, name: string): ServiceCursor {
   throw new BadRequestError(`Invalid parameter ${name}: not a cursor of this list (take it from links.next)`);
 }
 
+/** Fields of the representation a request may not set (the docs: a 422 for read-only fields); `enabled` has its own operations. */
+const READ_ONLY = ['id', 'graphql_id', 'url', 'enabled', 'created_at', 'created_by'];
+
+function readOnly(input: ServiceInput): void {
+  const sent = READ_ONLY.filter((k) => Object.prototype.hasOwnProperty.call(input, k));
+  if (sent.length) {
+    throw new ValidationError(sent.map((field) => ({ field, code: field === 'enabled' ? 'is read-only (use the enable and disable operations)' : 'is read-only' })));
+  }
+}
+
 export interface NotificationServiceDeps {
   pipelines: Pick<PipelineService, 'idsInOrganization'>;
   teams: Pick<TeamService, 'get'>;
@@ -140,6 +150,7 @@ export class NotificationServiceService {
 
   async create(caller: ServiceCaller, input: ServiceInput): Promise<NotificationService> {
     this.requireAdmin(caller);
+    readOnly(input);
     const provider = this.provider(input.provider);
     const errors: FieldError[] = [];
     const { plain, secrets } = applySettings(provider, null, input.settings, errors);
@@ -176,6 +187,7 @@ export class NotificationServiceService {
   async update(caller: ServiceCaller, id: string, input: ServiceInput): Promise<NotificationService> {
     this.requireAdmin(caller);
     const current = await this.find(caller.organization.id, id);
+    readOnly(input);
     const errors: FieldError[] = [];
     if (input.provider !== undefined && input.provider !== current.provider) {
       errors.push({ field: 'provider', code: `can't be changed (it is ${current.provider})` });

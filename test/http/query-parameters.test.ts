@@ -227,9 +227,11 @@ describeEachDatabase('query and path parameters', (ctx) => {
         const target = fillPath(op, t.params);
         const ok = await get(ctx(), `${target}?page=1&per_page=2`);
         expect({ op: op.operationId, status: ok.status }).toEqual({ op: op.operationId, status: 200 });
+        // A list paginated by cursor (notification services: `after`/`before`) has no `page`.
+        const paged = parametersOf(op.path, op.method).some((p) => p.name === 'page');
         for (const [name, values] of [
           ['per_page', malformed],
-          ['page', malformed.filter((v) => v !== '101').concat('1000001')],
+          ...(paged ? [['page', malformed.filter((v) => v !== '101').concat('1000001')] as const] : []),
         ] as const) {
           for (const v of values) {
             const res = await get(ctx(), `${target}?${name}=${encodeURIComponent(v)}`);

@@ -126,7 +126,11 @@ describeEachDatabase('notification services', (ctx) => {
     let url: string | undefined = `${base(org)}?per_page=2`;
     let pages = 0;
     while (url) {
-      const res = await ctx().http().get(url.replace('http://windsock.test', '')).set(auth(token)).expect(200);
+      const res: { body: { items: { id: string }[]; links: { self: string; next?: string } } } = await ctx()
+        .http()
+        .get(url.replace('http://windsock.test', ''))
+        .set(auth(token))
+        .expect(200);
       pages++;
       expect(res.body.items.length).toBeLessThanOrEqual(2);
       seen.push(...res.body.items.map((s: { id: string }) => s.id));
