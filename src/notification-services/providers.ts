@@ -136,7 +136,12 @@ const ACCEPTED: Record<ProviderId, string[]> = {
  * The settings of a provider after `sent` is applied over `current` (the stored ones, secrets
  * opened; none on create): only what is sent changes. Field errors are pushed to `errors`.
  */
-export function applySettings(provider: ProviderId, current: Record<string, unknown> | null, sent: Record<string, unknown> | undefined, errors: FieldError[]): SplitSettings {
+export function applySettings(
+  provider: ProviderId,
+  current: Record<string, unknown> | null,
+  sent: Record<string, unknown> | undefined,
+  errors: FieldError[],
+): SplitSettings {
   const input = sent ?? {};
   for (const key of Object.keys(input)) {
     if (!ACCEPTED[provider].includes(key)) errors.push({ field: `settings.${key}`, code: `is not a setting of the ${provider} provider` });
@@ -157,7 +162,8 @@ export function applySettings(provider: ProviderId, current: Record<string, unkn
         if (input.token_mode !== 'token' && input.token_mode !== 'signature') errors.push({ field: 'settings.token_mode', code: 'must be token or signature' });
         else tokenMode = input.token_mode;
       }
-      if (tokenMode === 'signature' && !token) errors.push({ field: 'settings.token', code: "can't be blank when token_mode is signature (the signature is made with it)" });
+      if (tokenMode === 'signature' && !token)
+        errors.push({ field: 'settings.token', code: "can't be blank when token_mode is signature (the signature is made with it)" });
       let version = (cur.version as number | undefined) ?? WEBHOOK_VERSION;
       if (has('version')) {
         const v = input.version;
@@ -174,7 +180,8 @@ export function applySettings(provider: ProviderId, current: Record<string, unkn
           errors.push({ field: 'settings.events', code: 'must be a list of event names' });
         } else {
           const unknown = e.filter((x) => !(EVENT_NAMES as readonly string[]).includes(x as string));
-          if (unknown.length) errors.push({ field: 'settings.events', code: `has unknown events: ${unknown.slice(0, 5).join(', ')} (known: ${EVENT_NAMES.join(', ')})` });
+          if (unknown.length)
+            errors.push({ field: 'settings.events', code: `has unknown events: ${unknown.slice(0, 5).join(', ')} (known: ${EVENT_NAMES.join(', ')})` });
           else if (e.length === 0) errors.push({ field: 'settings.events', code: "can't be empty" });
           else events = [...new Set(e as string[])];
         }

@@ -113,14 +113,21 @@ export class NotificationServiceRepository {
    * Up to `limit` services oldest first: after `after`, or the last `limit` before `before`
    * (still oldest first). `more`: whether another page follows in the direction read.
    */
-  async page(organizationId: string, opts: { after?: ServiceCursor; before?: ServiceCursor; limit: number }): Promise<{ items: NotificationServiceRecord[]; more: boolean }> {
+  async page(
+    organizationId: string,
+    opts: { after?: ServiceCursor; before?: ServiceCursor; limit: number },
+  ): Promise<{ items: NotificationServiceRecord[]; more: boolean }> {
     const q = this.base().where('s.organization_id', organizationId);
     const { after, before } = opts;
     if (after) {
-      q.where((w) => w.where('s.created_at', '>', after.createdAt).orWhere((x) => x.where('s.created_at', '=', after.createdAt).andWhere('s.id', '>', after.id)));
+      q.where((w) =>
+        w.where('s.created_at', '>', after.createdAt).orWhere((x) => x.where('s.created_at', '=', after.createdAt).andWhere('s.id', '>', after.id)),
+      );
     }
     if (before) {
-      q.where((w) => w.where('s.created_at', '<', before.createdAt).orWhere((x) => x.where('s.created_at', '=', before.createdAt).andWhere('s.id', '<', before.id)));
+      q.where((w) =>
+        w.where('s.created_at', '<', before.createdAt).orWhere((x) => x.where('s.created_at', '=', before.createdAt).andWhere('s.id', '<', before.id)),
+      );
     }
     const order = before ? 'desc' : 'asc';
     const rows = await q

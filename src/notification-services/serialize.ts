@@ -36,7 +36,9 @@ function serializeSettings(s: NotificationService): Settings {
 
 export function serializeNotificationService(s: NotificationService, org: Organization, publicUrl: string): components['schemas']['NotificationService'] {
   const provider = PROVIDERS[s.provider];
-  const buildStates = Object.fromEntries(BUILD_STATE_KEYS.map((k) => [k, s.buildStates[k] ?? false])) as components['schemas']['NotificationServiceBuildStatesAnswer'];
+  const buildStates = Object.fromEntries(
+    BUILD_STATE_KEYS.map((k) => [k, s.buildStates[k] ?? false]),
+  ) as components['schemas']['NotificationServiceBuildStatesAnswer'];
   return {
     id: s.id,
     graphql_id: graphqlId(provider.graphqlType, s.id),

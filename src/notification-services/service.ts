@@ -20,7 +20,7 @@ import { applySettings, isProvider, PROVIDERS, REFUSED_PROVIDERS } from './provi
 import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceCursor, ServiceFields, ServiceScope } from './repository';
 
 /** A service as answered: its record with the settings the API shows (of the secrets, only a webhook's token, which the docs return in full). */
-export interface NotificationService extends Omit<NotificationServiceRecord, 'secretsSealed'> {}
+export type NotificationService = Omit<NotificationServiceRecord, 'secretsSealed'>;
 
 /** The secret settings the real API answers in full: a webhook's token (receivers check tokens and signatures with it). */
 const SHOWN_SECRETS: Record<ProviderId, string[]> = { webhook: ['token'], slack: [], open_telemetry_tracing: [] };
@@ -86,7 +86,9 @@ const READ_ONLY = ['id', 'graphql_id', 'url', 'enabled', 'created_at', 'created_
 function readOnly(input: ServiceInput): void {
   const sent = READ_ONLY.filter((k) => Object.prototype.hasOwnProperty.call(input, k));
   if (sent.length) {
-    throw new ValidationError(sent.map((field) => ({ field, code: field === 'enabled' ? 'is read-only (use the enable and disable operations)' : 'is read-only' })));
+    throw new ValidationError(
+      sent.map((field) => ({ field, code: field === 'enabled' ? 'is read-only (use the enable and disable operations)' : 'is read-only' })),
+    );
   }
 }
 
@@ -298,11 +300,16 @@ export class NotificationServiceService {
     return filter;
   }
 
-  private buildStates(current: Record<string, boolean> | null, sent: Partial<Record<string, boolean>> | undefined, errors: FieldError[]): Record<string, boolean> {
+  private buildStates(
+    current: Record<string, boolean> | null,
+    sent: Partial<Record<string, boolean>> | undefined,
+    errors: FieldError[],
+  ): Record<string, boolean> {
     const out: Record<string, boolean> = {};
     for (const key of BUILD_STATE_KEYS) out[key] = current?.[key] ?? false;
     for (const [key, value] of Object.entries(sent ?? {})) {
-      if (!(BUILD_STATE_KEYS as readonly string[]).includes(key)) errors.push({ field: `build_states.${key}`, code: `is not a build state (known: ${BUILD_STATE_KEYS.join(', ')})` });
+      if (!(BUILD_STATE_KEYS as readonly string[]).includes(key))
+        errors.push({ field: `build_states.${key}`, code: `is not a build state (known: ${BUILD_STATE_KEYS.join(', ')})` });
       else if (typeof value !== 'boolean') errors.push({ field: `build_states.${key}`, code: 'must be true or false' });
       else out[key] = value;
     }
@@ -353,7 +360,9 @@ export class NotificationServiceService {
         code: `${missing
           .slice(0, 5)
           .map((u) => u.slice(0, 36))
-          .join(', ')}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''} ${missing.length === 1 ? 'is not a' : 'are not'} ${kind}${missing.length === 1 ? '' : 's'} of this organization`,
+          .join(
+            ', ',
+          )}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''} ${missing.length === 1 ? 'is not a' : 'are not'} ${kind}${missing.length === 1 ? '' : 's'} of this organization`,
       });
     }
     return { scope: s, uuids };

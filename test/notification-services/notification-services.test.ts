@@ -63,11 +63,23 @@ describeEachDatabase('notification services', (ctx) => {
       created_by: expect.objectContaining({ id: user.id, name: user.name, email: user.email }),
     });
 
-    const got = await ctx().http().get(`${base(org)}/${id}`).set(auth(token)).expect(200);
+    const got = await ctx()
+      .http()
+      .get(`${base(org)}/${id}`)
+      .set(auth(token))
+      .expect(200);
     expect(got.body).toEqual(created);
     // The id is read case-insensitively; something else is a 404.
-    await ctx().http().get(`${base(org)}/${id.toUpperCase()}`).set(auth(token)).expect(200);
-    await ctx().http().get(`${base(org)}/${crypto.randomUUID()}`).set(auth(token)).expect(404);
+    await ctx()
+      .http()
+      .get(`${base(org)}/${id.toUpperCase()}`)
+      .set(auth(token))
+      .expect(200);
+    await ctx()
+      .http()
+      .get(`${base(org)}/${crypto.randomUUID()}`)
+      .set(auth(token))
+      .expect(404);
 
     const list = await ctx().http().get(base(org)).set(auth(token)).expect(200);
     expect(Object.keys(list.body).sort()).toEqual(Object.keys(listSample).sort());
@@ -94,9 +106,21 @@ describeEachDatabase('notification services', (ctx) => {
       created_at: created.created_at,
     });
 
-    await ctx().http().delete(`${base(org)}/${id}`).set(auth(token)).expect(204);
-    await ctx().http().get(`${base(org)}/${id}`).set(auth(token)).expect(404);
-    await ctx().http().delete(`${base(org)}/${id}`).set(auth(token)).expect(404);
+    await ctx()
+      .http()
+      .delete(`${base(org)}/${id}`)
+      .set(auth(token))
+      .expect(204);
+    await ctx()
+      .http()
+      .get(`${base(org)}/${id}`)
+      .set(auth(token))
+      .expect(404);
+    await ctx()
+      .http()
+      .delete(`${base(org)}/${id}`)
+      .set(auth(token))
+      .expect(404);
   });
 
   it('take defaults: every event, token mode, the latest version, TLS verified, all pipelines', async () => {
@@ -112,7 +136,11 @@ describeEachDatabase('notification services', (ctx) => {
       events: expect.arrayContaining(['build.finished', 'job.started', 'agent.connected']),
       tls_verify: true,
     });
-    const slack = await create(ctx(), org, token, { provider: 'slack', settings: { url: 'https://hooks.slack.com/services/T0/B0/x' }, branch_configuration: 'main release/*' });
+    const slack = await create(ctx(), org, token, {
+      provider: 'slack',
+      settings: { url: 'https://hooks.slack.com/services/T0/B0/x' },
+      branch_configuration: 'main release/*',
+    });
     expect(slack).toMatchObject({ provider: { id: 'slack', name: 'Slack' }, settings: { theme: 'text' }, branch_configuration: 'main release/*' });
     const otel = await create(ctx(), org, token, { provider: 'open_telemetry_tracing', settings: { endpoint: 'https://otel.example.com/v1/traces' } });
     expect(otel.settings).toEqual({ endpoint: 'https://otel.example.com/v1/traces', service_name: 'buildkite', resource_attributes: {}, tracestate: {} });
@@ -142,16 +170,46 @@ describeEachDatabase('notification services', (ctx) => {
     expect(seen).toEqual(ids);
 
     // Back from the fourth: the two before it, still oldest first, with a next link to the rest.
-    const page1 = (await ctx().http().get(`${base(org)}?per_page=2`).set(auth(token))).body.links.next as string;
-    const page2 = (await ctx().http().get(new URL(page1).pathname + new URL(page1).search).set(auth(token))).body.links.next as string;
+    const page1 = (
+      await ctx()
+        .http()
+        .get(`${base(org)}?per_page=2`)
+        .set(auth(token))
+    ).body.links.next as string;
+    const page2 = (
+      await ctx()
+        .http()
+        .get(new URL(page1).pathname + new URL(page1).search)
+        .set(auth(token))
+    ).body.links.next as string;
     const cursor = new URL(page2).searchParams.get('after')!;
-    const before = await ctx().http().get(`${base(org)}?per_page=2&before=${cursor}`).set(auth(token)).expect(200);
+    const before = await ctx()
+      .http()
+      .get(`${base(org)}?per_page=2&before=${cursor}`)
+      .set(auth(token))
+      .expect(200);
     expect(before.body.items.map((s: { id: string }) => s.id)).toEqual(ids.slice(1, 3));
     expect(new URL(before.body.links.next).searchParams.get('before')).toBeNull();
 
-    expect((await ctx().http().get(`${base(org)}?after=nonsense`).set(auth(token)).expect(400)).body.message).toMatch(/after/);
-    await ctx().http().get(`${base(org)}?after=${cursor}&before=${cursor}`).set(auth(token)).expect(400);
-    await ctx().http().get(`${base(org)}?per_page=101`).set(auth(token)).expect(400);
+    expect(
+      (
+        await ctx()
+          .http()
+          .get(`${base(org)}?after=nonsense`)
+          .set(auth(token))
+          .expect(400)
+      ).body.message,
+    ).toMatch(/after/);
+    await ctx()
+      .http()
+      .get(`${base(org)}?after=${cursor}&before=${cursor}`)
+      .set(auth(token))
+      .expect(400);
+    await ctx()
+      .http()
+      .get(`${base(org)}?per_page=101`)
+      .set(auth(token))
+      .expect(400);
   });
 
   it('keep secret settings sealed, unanswered, and unchanged unless replaced', async () => {
@@ -176,8 +234,18 @@ describeEachDatabase('notification services', (ctx) => {
     for (const secret of [slackUrl, header, hookToken]) expect(rows).not.toContain(secret);
 
     // Partial updates: what is not sent stays, secrets included; a get-update round trip keeps them.
-    await ctx().http().patch(`${base(org)}/${slack.id}`).set(auth(token)).send({ description: 'builds', settings: { theme: 'text' } }).expect(200);
-    const got = (await ctx().http().get(`${base(org)}/${otel.id}`).set(auth(token))).body;
+    await ctx()
+      .http()
+      .patch(`${base(org)}/${slack.id}`)
+      .set(auth(token))
+      .send({ description: 'builds', settings: { theme: 'text' } })
+      .expect(200);
+    const got = (
+      await ctx()
+        .http()
+        .get(`${base(org)}/${otel.id}`)
+        .set(auth(token))
+    ).body;
     const { description, scope, scope_uuids, branch_configuration, build_states, settings } = got;
     await ctx()
       .http()
@@ -193,8 +261,18 @@ describeEachDatabase('notification services', (ctx) => {
       .set(auth(token))
       .send({ settings: { headers: { Authorization: masked, 'X-Extra': 'one' } } })
       .expect(200);
-    const hookGot = (await ctx().http().get(`${base(org)}/${hook.id}`).set(auth(token))).body;
-    await ctx().http().patch(`${base(org)}/${hook.id}`).set(auth(token)).send({ settings: hookGot.settings }).expect(200);
+    const hookGot = (
+      await ctx()
+        .http()
+        .get(`${base(org)}/${hook.id}`)
+        .set(auth(token))
+    ).body;
+    await ctx()
+      .http()
+      .patch(`${base(org)}/${hook.id}`)
+      .set(auth(token))
+      .send({ settings: hookGot.settings })
+      .expect(200);
     await ctx()
       .http()
       .patch(`${base(org)}/${hook.id}`)
@@ -217,21 +295,38 @@ describeEachDatabase('notification services', (ctx) => {
     expect(active.get(hook.id)!.settings).toMatchObject({ token: hookToken, token_mode: 'signature', url: 'https://example.com/hook' });
 
     // A new value replaces the secret.
-    await ctx().http().patch(`${base(org)}/${slack.id}`).set(auth(token)).send({ settings: { url: 'https://chat.example.com/hook' } }).expect(200);
+    await ctx()
+      .http()
+      .patch(`${base(org)}/${slack.id}`)
+      .set(auth(token))
+      .send({ settings: { url: 'https://chat.example.com/hook' } })
+      .expect(200);
     expect((await ctx().services.notificationServices.findForDelivery(org.id, slack.id))!.settings.url).toBe('https://chat.example.com/hook');
   });
 
   it('are enabled and disabled; the delivery side reads only enabled ones, or one by id', async () => {
     const { org, token } = await ctx().givenAdmin();
     const s = await create(ctx(), org, token, webhook());
-    const off = await ctx().http().put(`${base(org)}/${s.id}/disable`).set(auth(token)).expect(200);
+    const off = await ctx()
+      .http()
+      .put(`${base(org)}/${s.id}/disable`)
+      .set(auth(token))
+      .expect(200);
     expect(off.body).toEqual({ ...s, enabled: false });
     expect(await ctx().services.notificationServices.activeFor(org.id)).toEqual([]);
     expect(await ctx().services.notificationServices.findForDelivery(org.id, s.id)).toMatchObject({ id: s.id, provider: 'webhook' });
-    const on = await ctx().http().put(`${base(org)}/${s.id}/enable`).set(auth(token)).expect(200);
+    const on = await ctx()
+      .http()
+      .put(`${base(org)}/${s.id}/enable`)
+      .set(auth(token))
+      .expect(200);
     expect(on.body.enabled).toBe(true);
     expect((await ctx().services.notificationServices.activeFor(org.id)).map((a) => a.id)).toEqual([s.id]);
-    await ctx().http().put(`${base(org)}/${crypto.randomUUID()}/enable`).set(auth(token)).expect(404);
+    await ctx()
+      .http()
+      .put(`${base(org)}/${crypto.randomUUID()}/enable`)
+      .set(auth(token))
+      .expect(404);
     const other = await ctx().givenOrg();
     expect(await ctx().services.notificationServices.findForDelivery(other.id, s.id)).toBeNull();
   });
@@ -246,9 +341,16 @@ describeEachDatabase('notification services', (ctx) => {
       .expect(422);
     expect(refused.body.message).toMatch(/aws_event_bridge.*Amazon EventBridge/);
     expect(refused.body.errors).toEqual([{ field: 'provider', code: expect.stringMatching(/EventBridge/) }]);
-    expect((await ctx().http().post(base(org)).set(auth(token)).send({ provider: 'datadog_pipeline_visibility', settings: { api_key: 'k' } }).expect(422)).body.message).toMatch(
-      /Datadog/,
-    );
+    expect(
+      (
+        await ctx()
+          .http()
+          .post(base(org))
+          .set(auth(token))
+          .send({ provider: 'datadog_pipeline_visibility', settings: { api_key: 'k' } })
+          .expect(422)
+      ).body.message,
+    ).toMatch(/Datadog/);
     expect((await ctx().http().post(base(org)).set(auth(token)).send({ provider: 'pager' }).expect(422)).body.errors[0].field).toBe('provider');
     await ctx().http().post(base(org)).set(auth(token)).send({ description: 'no provider' }).expect(422);
 
@@ -264,7 +366,9 @@ describeEachDatabase('notification services', (ctx) => {
     expect(await fieldsOf(webhook({ tls_verify: 'yes' }))).toEqual(['settings.tls_verify']);
     expect(await fieldsOf(webhook({ colour: 'red' }))).toEqual(['settings.colour']);
     expect(await fieldsOf({ provider: 'slack', settings: { url: 'https://hooks.slack.com/x', theme: 'loud' } })).toEqual(['settings.theme']);
-    expect(await fieldsOf({ provider: 'open_telemetry_tracing', settings: { endpoint: 'https://o.example.com', headers: { A: 1 } } })).toEqual(['settings.headers.A']);
+    expect(await fieldsOf({ provider: 'open_telemetry_tracing', settings: { endpoint: 'https://o.example.com', headers: { A: 1 } } })).toEqual([
+      'settings.headers.A',
+    ]);
     expect(await fieldsOf({ provider: 'open_telemetry_tracing', settings: { headers: [] } })).toEqual(['settings.endpoint', 'settings.headers']);
     expect(await fieldsOf({ ...webhook(), build_states: { build_exploded: true } })).toEqual(['build_states.build_exploded']);
     expect(await fieldsOf({ ...webhook(), scope: 'some_projects' })).toEqual(['scope_uuids']);
@@ -274,11 +378,25 @@ describeEachDatabase('notification services', (ctx) => {
     // Updates: the provider cannot change, the webhook version cannot go down.
     const s = await create(ctx(), org, token, webhook());
     const patchFields = async (body: Record<string, unknown>) =>
-      ((await ctx().http().patch(`${base(org)}/${s.id}`).set(auth(token)).send(body).expect(422)).body.errors as { field: string }[]).map((e) => e.field);
+      (
+        (
+          await ctx()
+            .http()
+            .patch(`${base(org)}/${s.id}`)
+            .set(auth(token))
+            .send(body)
+            .expect(422)
+        ).body.errors as { field: string }[]
+      ).map((e) => e.field);
     expect(await patchFields({ provider: 'slack' })).toEqual(['provider']);
     expect(await patchFields({ settings: { version: 2 } })).toEqual(['settings.version']);
     expect(await patchFields({ settings: { url: '' } })).toEqual(['settings.url']);
-    await ctx().http().patch(`${base(org)}/${s.id}`).set(auth(token)).send({ provider: 'webhook', settings: { version: 3 } }).expect(200);
+    await ctx()
+      .http()
+      .patch(`${base(org)}/${s.id}`)
+      .set(auth(token))
+      .send({ provider: 'webhook', settings: { version: 3 } })
+      .expect(200);
   });
 
   it('take scope_uuids naming pipelines, teams or clusters of the same organization only', async () => {
@@ -289,7 +407,8 @@ describeEachDatabase('notification services', (ctx) => {
     const team = await ctx().givenTeam(org, [user]);
     const foreignTeam = await ctx().givenTeam(other.org, [other.user]);
     const cluster = (await ctx().http().post(`/v2/organizations/${org.slug}/clusters`).set(auth(token)).send({ name: 'Mine' }).expect(201)).body;
-    const foreignCluster = (await ctx().http().post(`/v2/organizations/${other.org.slug}/clusters`).set(auth(other.token)).send({ name: 'Theirs' }).expect(201)).body;
+    const foreignCluster = (await ctx().http().post(`/v2/organizations/${other.org.slug}/clusters`).set(auth(other.token)).send({ name: 'Theirs' }).expect(201))
+      .body;
 
     for (const [scope, mine, theirs] of [
       ['some_projects', p.id, foreignPipeline.id],
@@ -312,12 +431,27 @@ describeEachDatabase('notification services', (ctx) => {
         .set(auth(token))
         .send({ scope_uuids: [theirs] })
         .expect(422);
-      await ctx().http().post(base(org)).set(auth(token)).send({ ...webhook(), scope, scope_uuids: ['not-a-uuid'] }).expect(422);
+      await ctx()
+        .http()
+        .post(base(org))
+        .set(auth(token))
+        .send({ ...webhook(), scope, scope_uuids: ['not-a-uuid'] })
+        .expect(422);
     }
     // A change of scope kind needs its own uuids.
     const s = await create(ctx(), org, token, { ...webhook(), scope: 'some_projects', scope_uuids: [p.id] });
-    await ctx().http().patch(`${base(org)}/${s.id}`).set(auth(token)).send({ scope: 'some_teams' }).expect(422);
-    const all = await ctx().http().patch(`${base(org)}/${s.id}`).set(auth(token)).send({ scope: 'all' }).expect(200);
+    await ctx()
+      .http()
+      .patch(`${base(org)}/${s.id}`)
+      .set(auth(token))
+      .send({ scope: 'some_teams' })
+      .expect(422);
+    const all = await ctx()
+      .http()
+      .patch(`${base(org)}/${s.id}`)
+      .set(auth(token))
+      .send({ scope: 'all' })
+      .expect(200);
     expect(all.body).toMatchObject({ scope: 'all', scope_uuids: [] });
   });
 
@@ -327,9 +461,17 @@ describeEachDatabase('notification services', (ctx) => {
     const member = await ctx().givenUser(org, 'member');
     const memberToken = await ctx().givenToken(member, [org]);
     await ctx().http().get(base(org)).set(auth(memberToken)).expect(403);
-    await ctx().http().get(`${base(org)}/${s.id}`).set(auth(memberToken)).expect(403);
+    await ctx()
+      .http()
+      .get(`${base(org)}/${s.id}`)
+      .set(auth(memberToken))
+      .expect(403);
     await ctx().http().post(base(org)).set(auth(memberToken)).send(webhook()).expect(403);
-    await ctx().http().put(`${base(org)}/${s.id}/disable`).set(auth(memberToken)).expect(403);
+    await ctx()
+      .http()
+      .put(`${base(org)}/${s.id}/disable`)
+      .set(auth(memberToken))
+      .expect(403);
 
     const admin = await ctx().givenUser(org, 'admin');
     const readOnly = await ctx().givenToken(
@@ -340,17 +482,33 @@ describeEachDatabase('notification services', (ctx) => {
     await ctx().http().get(base(org)).set(auth(readOnly)).expect(200);
     const refused = await ctx().http().post(base(org)).set(auth(readOnly)).send(webhook()).expect(403);
     expect(refused.body.message).toMatch(/write_notification_services/);
-    await ctx().http().delete(`${base(org)}/${s.id}`).set(auth(readOnly)).expect(403);
+    await ctx()
+      .http()
+      .delete(`${base(org)}/${s.id}`)
+      .set(auth(readOnly))
+      .expect(403);
     const noRead = await ctx().givenToken(
       admin,
       [org],
       SCOPES.filter((x) => x !== 'read_notification_services'),
     );
-    expect((await ctx().http().get(`${base(org)}/${s.id}`).set(auth(noRead)).expect(403)).body.message).toMatch(/read_notification_services/);
+    expect(
+      (
+        await ctx()
+          .http()
+          .get(`${base(org)}/${s.id}`)
+          .set(auth(noRead))
+          .expect(403)
+      ).body.message,
+    ).toMatch(/read_notification_services/);
 
     // Another organization's admin sees none of them.
     const other = await ctx().givenAdmin();
-    await ctx().http().get(`${base(other.org)}/${s.id}`).set(auth(other.token)).expect(404);
+    await ctx()
+      .http()
+      .get(`${base(other.org)}/${s.id}`)
+      .set(auth(other.token))
+      .expect(404);
     expect((await ctx().http().get(base(other.org)).set(auth(other.token)).expect(200)).body.items).toEqual([]);
   });
 
@@ -359,7 +517,13 @@ describeEachDatabase('notification services', (ctx) => {
     const seen: ActiveNotificationService[] = [];
     const svc = ctx().services;
     const make = (cb: (s: ActiveNotificationService) => Promise<void>) =>
-      new NotificationServiceService(new NotificationServiceRepository(svc.db), { pipelines: svc.pipelines, teams: svc.teams, clusters: svc.clusters }, svc.keys, undefined, cb);
+      new NotificationServiceService(
+        new NotificationServiceRepository(svc.db),
+        { pipelines: svc.pipelines, teams: svc.teams, clusters: svc.clusters },
+        svc.keys,
+        undefined,
+        cb,
+      );
     const operator = { operator: true as const, organization: org };
     const created = await make(async (s) => {
       expect(await svc.notificationServices.findForDelivery(org.id, s.id)).not.toBeNull();
