@@ -3295,8 +3295,8 @@ export interface paths {
          *     Settings by provider:
          *     - `webhook`: `url` (required, http or https), `token`, `token_mode` (`token`, the default, or
          *       `signature`), `version` (the payload version, 3 the latest and default; an update may
-         *       raise it, never lower it), `events` (event names, default `["build.finished"]` ... the
-         *       names of the Webhooks documentation and `ping`), `tls_verify` (default true).
+         *       raise it, never lower it), `events` (names of the Webhooks documentation's build, job
+         *       and agent events, or `ping`; default every build, job and agent event), `tls_verify` (default true).
          *     - `slack`: `url` (required, the incoming webhook URL; a secret, never returned) and `theme`
          *       (`text`, the default, or `emoji`).
          *     - `open_telemetry_tracing`: `endpoint` (required, http or https), `service_name`, `headers`
@@ -3346,8 +3346,8 @@ export interface paths {
          *     Settings by provider:
          *     - `webhook`: `url` (required, http or https), `token`, `token_mode` (`token`, the default, or
          *       `signature`), `version` (the payload version, 3 the latest and default; an update may
-         *       raise it, never lower it), `events` (event names, default `["build.finished"]` ... the
-         *       names of the Webhooks documentation and `ping`), `tls_verify` (default true).
+         *       raise it, never lower it), `events` (names of the Webhooks documentation's build, job
+         *       and agent events, or `ping`; default every build, job and agent event), `tls_verify` (default true).
          *     - `slack`: `url` (required, the incoming webhook URL; a secret, never returned) and `theme`
          *       (`text`, the default, or `emoji`).
          *     - `open_telemetry_tracing`: `endpoint` (required, http or https), `service_name`, `headers`
