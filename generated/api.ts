@@ -3418,6 +3418,148 @@ export interface paths {
         patch: operations["updateOrganizationMember"];
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/services": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List notification services
+         * @description The organization's notification services, oldest first, by cursor: `items` and `links`
+         *     (`self`, and `next` when there are more). `after` (or `before`) takes a cursor from a
+         *     `links` URL; both at once, or a cursor this server did not make, is a 400. Administrators
+         *     only (403 for other members).
+         */
+        get: operations["listNotificationServices"];
+        put?: never;
+        /**
+         * Create a notification service
+         * @description Administrators only. `provider` is required; `scope` defaults to `all`, and a `some_*`
+         *     scope needs `scope_uuids` naming pipelines (`some_projects`), teams (`some_teams`) or
+         *     clusters (`some_clusters`) of this organization (a 422 names the field otherwise).
+         *     `build_states` not sent are false. A new service is enabled.
+         *     Settings by provider:
+         *     - `webhook`: `url` (required, http or https), `token`, `token_mode` (`token`, the default, or
+         *       `signature`), `version` (the payload version, 3 the latest and default; an update may
+         *       raise it, never lower it), `events` (names of the Webhooks documentation's build, job
+         *       and agent events, or `ping`; default every build, job and agent event), `tls_verify` (default true).
+         *     - `slack`: `url` (required, the incoming webhook URL; a secret, never returned) and `theme`
+         *       (`text`, the default, or `emoji`).
+         *     - `open_telemetry_tracing`: `endpoint` (required, http or https), `service_name`, `headers`
+         *       (an object of strings; stored encrypted, never returned), `resource_attributes` and
+         *       `tracestate` (objects of strings).
+         *     `aws_event_bridge` and `datadog_pipeline_visibility` need a cloud this server does not reach
+         *     (a 422 says so); any other provider is a 422.
+         */
+        post: operations["createNotificationService"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/services/{service_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a notification service
+         * @description Administrators only. Secrets are left out as the list says.
+         */
+        get: operations["getNotificationService"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a notification service
+         * @description Administrators only.
+         */
+        delete: operations["deleteNotificationService"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a notification service
+         * @description Administrators only. Only what is sent changes, settings one by one too; `provider`, if
+         *     sent, must be the service's own. A secret setting sent back unchanged (as an answer showed
+         *     it) keeps the stored value; a new value replaces it.
+         *     Settings by provider:
+         *     - `webhook`: `url` (required, http or https), `token`, `token_mode` (`token`, the default, or
+         *       `signature`), `version` (the payload version, 3 the latest and default; an update may
+         *       raise it, never lower it), `events` (names of the Webhooks documentation's build, job
+         *       and agent events, or `ping`; default every build, job and agent event), `tls_verify` (default true).
+         *     - `slack`: `url` (required, the incoming webhook URL; a secret, never returned) and `theme`
+         *       (`text`, the default, or `emoji`).
+         *     - `open_telemetry_tracing`: `endpoint` (required, http or https), `service_name`, `headers`
+         *       (an object of strings; stored encrypted, never returned), `resource_attributes` and
+         *       `tracestate` (objects of strings).
+         *     `aws_event_bridge` and `datadog_pipeline_visibility` need a cloud this server does not reach
+         *     (a 422 says so); any other provider is a 422.
+         */
+        patch: operations["updateNotificationService"];
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/services/{service_id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Enable a notification service
+         * @description Administrators only. The service is told of builds again.
+         */
+        put: operations["enableNotificationService"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/services/{service_id}/disable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Disable a notification service
+         * @description Administrators only. The service is told of nothing until enabled.
+         */
+        put: operations["disableNotificationService"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3503,6 +3645,102 @@ export interface components {
             readonly created_by: components["schemas"]["User"] | null;
             readonly updated_at: components["schemas"]["IsoTimestamp"];
             readonly updated_by: components["schemas"]["User"] | null;
+        };
+        /**
+         * @description The providers this server stores and sends to.
+         * @enum {string}
+         */
+        NotificationServiceProviderId: "webhook" | "slack" | "open_telemetry_tracing";
+        /**
+         * @description Which pipelines the service applies to: `all`, `some_projects` (the pipelines of
+         *     `scope_uuids`), `some_teams` (the pipelines of the teams of `scope_uuids`) or `some_clusters`
+         *     (the pipelines of the clusters of `scope_uuids`).
+         * @enum {string}
+         */
+        NotificationServiceScope: "all" | "some_projects" | "some_teams" | "some_clusters";
+        /** @description Which build and job states trigger a notification (another key is a 422 naming it). */
+        NotificationServiceBuildStates: {
+            build_passed?: boolean;
+            build_fixed?: boolean;
+            build_failed?: boolean;
+            build_blocked?: boolean;
+            build_canceled?: boolean;
+            build_failing?: boolean;
+            job_activated?: boolean;
+        };
+        NotificationServiceBuildStatesAnswer: components["schemas"]["NotificationServiceBuildStates"] & Record<string, never>;
+        StringMap: {
+            [key: string]: string;
+        };
+        /** @description A webhook's settings. Its `token` is returned in full (receivers check tokens and signatures with it). */
+        WebhookSettings: {
+            url: string;
+            version: number;
+            token: string | null;
+            /** @enum {string} */
+            token_mode: "token" | "signature";
+            events: string[];
+            tls_verify: boolean;
+        };
+        /** @description A Slack incoming webhook's settings. Its URL is a secret and is never returned. */
+        SlackSettings: {
+            /** @enum {string} */
+            theme: "text" | "emoji";
+        };
+        /** @description OpenTelemetry tracing settings. The `headers` are stored encrypted and never returned. */
+        OpenTelemetryTracingSettings: {
+            endpoint: string;
+            service_name: string | null;
+            resource_attributes: components["schemas"]["StringMap"];
+            tracestate: components["schemas"]["StringMap"];
+        };
+        NotificationService: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly graphql_id: string | null;
+            readonly url: string;
+            readonly provider: {
+                id: components["schemas"]["NotificationServiceProviderId"];
+                name: string;
+            };
+            description: string;
+            readonly enabled: boolean;
+            scope: components["schemas"]["NotificationServiceScope"];
+            scope_uuids: string[];
+            branch_configuration: string;
+            build_states: components["schemas"]["NotificationServiceBuildStatesAnswer"];
+            /** @description The provider's settings, secrets left out as documented. */
+            settings: components["schemas"]["WebhookSettings"] | components["schemas"]["SlackSettings"] | components["schemas"]["OpenTelemetryTracingSettings"];
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            readonly created_by: components["schemas"]["User"] | null;
+        };
+        NotificationServiceList: {
+            items: components["schemas"]["NotificationService"][];
+            links: {
+                self: string;
+                /** @description The next page; absent on the last one. */
+                next?: string;
+            };
+        };
+        NotificationServiceWritable: {
+            description?: string | null;
+            branch_configuration?: string | null;
+            scope?: components["schemas"]["NotificationServiceScope"];
+            scope_uuids?: string[];
+            build_states?: components["schemas"]["NotificationServiceBuildStates"];
+            /**
+             * @description The provider's settings (see the operation's description). Only the settings sent
+             *     change; a secret value sent back as an answer showed it keeps the stored one.
+             */
+            settings?: Record<string, never>;
+        };
+        CreateNotificationServiceRequest: components["schemas"]["NotificationServiceWritable"] & {
+            /** @description webhook, slack or open_telemetry_tracing. */
+            provider: string;
+        };
+        UpdateNotificationServiceRequest: components["schemas"]["NotificationServiceWritable"] & {
+            /** @description If sent, the service's own provider: it cannot change. */
+            provider?: string;
         };
         PipelineTemplateWritable: {
             name?: string;
@@ -5373,6 +5611,12 @@ export interface components {
         BuildState: components["schemas"]["BuildStateFilter"] | components["schemas"]["BuildStateFilter"][];
         /** @description The pipeline template's UUID. */
         TemplateUuid: string;
+        /** @description The notification service's UUID. */
+        ServiceId: string;
+        /** @description Return the services after this cursor (a page's `links.next` carries it). Not with `before`. */
+        ServiceCursorAfter: string;
+        /** @description Return the services before this cursor. Not with `after`. */
+        ServiceCursorBefore: string;
         /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
         IncludeTestEngine: boolean;
         /**
@@ -11272,6 +11516,234 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listNotificationServices: {
+        parameters: {
+            query?: {
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Return the services after this cursor (a page's `links.next` carries it). Not with `before`. */
+                after?: components["parameters"]["ServiceCursorAfter"];
+                /** @description Return the services before this cursor. Not with `after`. */
+                before?: components["parameters"]["ServiceCursorBefore"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of notification services. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationServiceList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createNotificationService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateNotificationServiceRequest"];
+            };
+        };
+        responses: {
+            /** @description The new notification service. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationService"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getNotificationService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The notification service. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationService"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteNotificationService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateNotificationService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateNotificationServiceRequest"];
+            };
+        };
+        responses: {
+            /** @description The notification service. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationService"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enableNotificationService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The notification service. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationService"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    disableNotificationService: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The notification service. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationService"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

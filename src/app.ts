@@ -40,6 +40,7 @@ import type { Services } from './services';
 import { loadSpec } from './spec';
 import { suiteRoutes } from './suites/routes';
 import { teamRoutes } from './teams/routes';
+import { notificationServiceRoutes } from './notification-services/routes';
 import { serializeTestEngine } from './suites/serialize';
 import { parseUploadMultipart } from './uploads/multipart';
 import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
@@ -68,6 +69,7 @@ export interface AppDeps extends Pick<
   | 'pipelineSchedules'
   | 'teams'
   | 'clusters'
+  | 'notificationServices'
 > {
   logger: Logger;
   publicUrl: string;
@@ -221,6 +223,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(emojiRoutes(deps.emojis));
   app.use(pipelineScheduleRoutes(deps.pipelineSchedules, deps.publicUrl));
   app.use(teamRoutes(deps.teams, deps.publicUrl));
+  app.use(notificationServiceRoutes(deps.notificationServices, deps.publicUrl));
   app.use(agentSecretRoutes(deps.clusters, deps.agentWork));
 
   app.use(() => {

@@ -56,6 +56,8 @@ import { UploadService } from './uploads/service';
 import { keysFromSecret, loadOrCreateSecret, type Keys } from './security/keys';
 import { DEFAULT_OUTBOUND_SETTINGS, Outbound, type OutboundSettings } from './security/outbound';
 import { UserRepository } from './user/repository';
+import { NotificationServiceRepository } from './notification-services/repository';
+import { NotificationServiceService, type ActiveNotificationService } from './notification-services/service';
 
 export interface Services {
   db: Knex;
@@ -99,6 +101,8 @@ export interface Services {
   teams: TeamService;
   /** The one client for requests Windsock sends out (webhooks, Slack, OTLP, commit statuses): SSRF-safe. */
   outbound: Outbound;
+  /** An organization's notification services (REST and `windsock service`), and what the delivery side reads of them. */
+  notificationServices: NotificationServiceService;
 }
 
 export interface ServiceOptions {
@@ -126,6 +130,8 @@ export interface ServiceOptions {
   scheduler?: SchedulerSettings;
   /** Outbound requests (Config.outbound). Default: DEFAULT_OUTBOUND_SETTINGS (private destinations refused). */
   outbound?: OutboundSettings;
+  /** Told of each new notification service after its create commits (the delivery side sends it `ping`). Default: nothing. */
+  onNotificationServiceCreated?: (s: ActiveNotificationService) => Promise<void>;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -163,6 +169,15 @@ export function createServices(o: ServiceOptions): Services {
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines);
   const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);
+  const teams = new TeamService(db, new TeamRepository(db), pipelines, suiteService);
+  // Above pipelines, teams and clusters: a service's scope_uuids are checked through theirs.
+  const notificationServices = new NotificationServiceService(
+    new NotificationServiceRepository(db),
+    { pipelines, teams, clusters },
+    keys,
+    o.clock,
+    o.onNotificationServiceCreated,
+  );
   const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock);
   return {
     db,
@@ -200,7 +215,8 @@ export function createServices(o: ServiceOptions): Services {
     emojis: new EmojiService(new EmojiRepository(db), o.clock),
     pipelineSchedules,
     scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.clock, o.logger),
-    teams: new TeamService(db, new TeamRepository(db), pipelines, suiteService),
+    teams,
+    notificationServices,
     outbound: new Outbound(o.outbound ?? DEFAULT_OUTBOUND_SETTINGS),
   };
 }

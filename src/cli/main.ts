@@ -39,6 +39,14 @@ const USAGE = `Usage: windsock <command> [options]
                                           --rotate replaces it first (the old one is refused from then on)
   emoji add --org SLUG --name NAME --url URL [--alias NAME ...]
                                           add a custom emoji to an organization (GET .../emojis)
+  service list --org SLUG                 the organization's notification services
+  service create --org SLUG --provider webhook|slack|open_telemetry_tracing --url URL
+                 [--description TEXT] [--token TOKEN] [--events e1,e2] [--theme text|emoji]
+                 [--header NAME=VALUE ...] [--branches FILTER] [--build-states s1,s2]
+                                          --url is the webhook's, the Slack incoming webhook's or the
+                                          OpenTelemetry endpoint; --token and --events: webhook;
+                                          --theme: slack; --header: open_telemetry_tracing
+  service delete|enable|disable --org SLUG --id SERVICE_UUID
   agent --endpoint URL --token TOKEN [--tags queue=default,os=linux] [--spawn N] [--name NAME]
                                           run jobs on this machine (the reference agent)
 
@@ -145,6 +153,12 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
       url: { type: 'string' },
       alias: { type: 'string', multiple: true },
       rotate: { type: 'boolean' },
+      provider: { type: 'string' },
+      events: { type: 'string' },
+      theme: { type: 'string' },
+      header: { type: 'string', multiple: true },
+      branches: { type: 'string' },
+      'build-states': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -315,6 +329,71 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
         // The secret alone on the last line, for scripts.
         if (values.rotate) print(`rotated the webhook secret of ${org.slug}/${pipelineSlug}; deliveries signed with the old one are refused now. The new one:`);
         print(secret);
+      });
+      return 0;
+    case 'service list':
+      await withServices(config, async (s) => {
+        const org = await orgBySlug(s, need(values, 'org'));
+        let after: string | undefined;
+        do {
+          const page = await s.notificationServices.list(operatorIn(org), { after, limit: 100 });
+          for (const n of page.items) {
+            print(`${n.id}  ${n.provider}  ${n.enabled ? 'enabled' : 'disabled'}  ${n.scope}${n.description ? `  ${n.description}` : ''}`);
+          }
+          after = page.next ?? undefined;
+        } while (after);
+      });
+      return 0;
+    case 'service create':
+      await withServices(config, async (s) => {
+        const org = await orgBySlug(s, need(values, 'org'));
+        const provider = need(values, 'provider');
+        const list = (v: string | undefined) =>
+          v === undefined
+            ? undefined
+            : v
+                .split(',')
+                .map((x) => x.trim())
+                .filter(Boolean);
+        const settings: Record<string, unknown> = {};
+        if (provider === 'open_telemetry_tracing') settings.endpoint = need(values, 'url');
+        else settings.url = need(values, 'url');
+        if (values.token !== undefined) settings.token = values.token;
+        if (values.events !== undefined) settings.events = list(values.events);
+        if (values.theme !== undefined) settings.theme = values.theme;
+        if (values.header?.length) {
+          settings.headers = Object.fromEntries(
+            values.header.map((h) => {
+              const eq = h.indexOf('=');
+              if (eq < 1) throw new UsageError('--header must be NAME=VALUE');
+              return [h.slice(0, eq).trim(), h.slice(eq + 1)];
+            }),
+          );
+        }
+        const states = list(values['build-states']);
+        const created = await s.notificationServices.create(operatorIn(org), {
+          provider,
+          description: values.description,
+          branch_configuration: values.branches,
+          build_states: states ? Object.fromEntries(states.map((x) => [x, true])) : undefined,
+          settings,
+        });
+        print(`created ${created.provider} notification service ${created.id} in ${org.slug}`);
+      });
+      return 0;
+    case 'service delete':
+    case 'service enable':
+    case 'service disable':
+      await withServices(config, async (s) => {
+        const org = await orgBySlug(s, need(values, 'org'));
+        const id = need(values, 'id');
+        if (command === 'service delete') {
+          await s.notificationServices.delete(operatorIn(org), id);
+          print(`deleted notification service ${id} from ${org.slug}`);
+        } else {
+          const n = await s.notificationServices.setEnabled(operatorIn(org), id, command === 'service enable');
+          print(`notification service ${n.id} is ${n.enabled ? 'enabled' : 'disabled'}`);
+        }
       });
       return 0;
     case 'token revoke':

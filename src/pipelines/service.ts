@@ -152,6 +152,12 @@ export class PipelineService {
     return this.pipelines.countsFor(ids);
   }
 
+  /** Which of `ids` name pipelines of the organization (archived ones too): what a notification service's `some_projects` scope may list. */
+  async idsInOrganization(organizationId: string, ids: string[]): Promise<Set<string>> {
+    const uuids = ids.map((id) => id.toLowerCase()).filter((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id));
+    return new Set((await this.pipelines.findByIds(uuids)).filter((p) => p.organizationId === organizationId).map((p) => p.id));
+  }
+
   /** A pipeline by its organization and slug, for callers that already hold a credential for it (an agent running one of its jobs). */
   findInOrganization(organizationId: string, slug: string): Promise<Pipeline | null> {
     return this.pipelines.findBySlug(organizationId, slug);

@@ -43,6 +43,9 @@ const BODY_REFERENCES: Record<string, Record<string, (id: string) => unknown>> =
   createTeamSuite: { suite_id: (id) => id },
   updateCluster: { default_queue_id: (id) => id },
   createClusterMaintainer: { team: (id) => id },
+  // The fixtures' scope is some_teams: B's team in A's scope_uuids.
+  createNotificationService: { scope_uuids: (id) => [id] },
+  updateNotificationService: { scope_uuids: (id) => [id] },
 };
 /** Reads whose answers name none of the organization's slugs: the object they are about is named instead. */
 const ABOUT: Record<string, ParamKind> = {

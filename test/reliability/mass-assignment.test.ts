@@ -96,6 +96,8 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   updateClusterSecret: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/secrets/${t.params.secret_id}`,
   updateClusterSecretValue: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/secrets/${t.params.secret_id}`,
   updateClusterAgentToken: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/tokens/${t.params.token_id}`,
+  createNotificationService: (t, res) => `/v2/organizations/${t.org.slug}/services/${res.body.id}`,
+  updateNotificationService: (t) => `/v2/organizations/${t.org.slug}/services/${t.params.service_id}`,
 };
 const NOT_READ_BACK: Record<string, string> = {
   deliverWebhook: "the body is the provider's event, not a resource: only the prototype cases apply (the builds it makes are createBuild's)",

@@ -108,6 +108,7 @@ describeEachDatabase(
         'cluster agent token': t.cluster.token,
         "cluster agent's access token": t.cluster.agent.token,
         'cluster secret value': t.cluster.secretValue,
+        'notification service Slack URL': t.notificationService.slackUrl,
         'webhook token': t.params.token,
         'webhook secret': hooks.at(-1)!.secret,
         'root secret': ROOT_SECRET,

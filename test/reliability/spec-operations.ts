@@ -115,6 +115,7 @@ export const PARAM_KINDS = [
   'token_id',
   'maintainer_id',
   'secret_id',
+  'service_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -143,6 +144,7 @@ export function missingParam(kind: ParamKind): string {
     case 'token_id':
     case 'maintainer_id':
     case 'secret_id':
+    case 'service_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -185,6 +187,8 @@ export interface Tenant {
     secretId: string;
     secretValue: string;
   };
+  /** A Slack notification service scoped to the tenant's team, with its secret incoming-webhook URL. */
+  notificationService: { id: string; slackUrl: string };
   /** Every identifier of this tenant's objects: none may show up in another tenant's answers. */
   identifiers: string[];
 }
@@ -391,6 +395,15 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     token: ct.body.token as string,
     agent: { id: creg.body.id as string, token: creg.body.access_token as string },
   };
+  // A notification service scoped to the team: its Slack URL is a secret no answer may hold.
+  const slackUrl = `https://hooks.slack.com/services/${crypto.randomBytes(16).toString('hex')}`;
+  const ns = await ctx
+    .http()
+    .post(`${base}/services`)
+    .set(auth(token))
+    .send({ provider: 'slack', description: `${org.slug}: ${tag}`, scope: 'some_teams', scope_uuids: [team.id], settings: { url: slackUrl } });
+  check(ns, 201, 'create notification service');
+  const notificationService = { id: ns.body.id as string, slackUrl };
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -417,6 +430,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     token_id: cluster.tokenId,
     maintainer_id: cluster.maintainerId,
     secret_id: cluster.secretId,
+    service_id: notificationService.id,
   };
   return {
     label,
@@ -432,7 +446,9 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     agentRegistrationToken,
     agent,
     cluster,
+    notificationService,
     identifiers: [
+      notificationService.id,
       cluster.id,
       cluster.queueId,
       cluster.tokenId,
@@ -644,6 +660,20 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   updateClusterSecretValue: (t) => ({ value: t.cluster.secretValue }),
   deleteClusterSecret: undefined,
   getJobSecret: undefined,
+  listNotificationServices: undefined,
+  createNotificationService: (t) => ({
+    provider: 'webhook',
+    description: 'made',
+    scope: 'some_teams',
+    scope_uuids: [t.team.id],
+    settings: { url: 'https://hooks.example.com/made', token: 'made-token', events: ['build.finished'] },
+    build_states: { build_failed: true },
+  }),
+  getNotificationService: undefined,
+  updateNotificationService: (t) => ({ description: 'changed', scope: 'some_teams', scope_uuids: [t.team.id], settings: { theme: 'emoji' } }),
+  deleteNotificationService: undefined,
+  enableNotificationService: undefined,
+  disableNotificationService: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */

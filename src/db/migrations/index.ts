@@ -23,6 +23,7 @@ import * as testRunWindows from './20261125160000_test_run_windows';
 import * as agentPause from './20261125170000_agent_pause';
 import * as pipelineTemplatesEmojis from './20261125183000_pipeline_templates_emojis';
 import * as outbox from './20261126090000_outbox';
+import * as notificationServices from './20261126100000_notification_services';
 import * as pipelineSchedules from './20261125182000_pipeline_schedules';
 import * as teams from './20261125180000_teams';
 import * as clusters from './20261125181000_clusters';
@@ -52,6 +53,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261125182000_pipeline_schedules': pipelineSchedules,
   '20261125183000_pipeline_templates_emojis': pipelineTemplatesEmojis,
   '20261126090000_outbox': outbox,
+  '20261126100000_notification_services': notificationServices,
   '20261126101000_pipeline_webhook_secret': pipelineWebhookSecret,
   '20261126102000_notify': notify,
 };

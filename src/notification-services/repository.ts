@@ -1,0 +1,185 @@
+/**
+ * Notification services: rows in, domain objects out. Settings that are not secret are stored
+ * as JSON; the secret ones as one sealed value the service opens (this repository never sees
+ * them in the clear). Lists read oldest first by (created_at, id), the cursor's order.
+ */
+import type { Knex } from 'knex';
+import type { User } from '../core/identity';
+import { parseJson, toBool, toDate } from '../db/values';
+import { userFromRow } from '../user/rows';
+
+export type ProviderId = 'webhook' | 'slack' | 'open_telemetry_tracing';
+export type ServiceScope = 'all' | 'some_projects' | 'some_teams' | 'some_clusters';
+
+export interface NotificationServiceRecord {
+  id: string;
+  organizationId: string;
+  provider: ProviderId;
+  description: string;
+  enabled: boolean;
+  scope: ServiceScope;
+  scopeUuids: string[];
+  branchConfiguration: string;
+  buildStates: Record<string, boolean>;
+  /** The settings that are not secret. */
+  settings: Record<string, unknown>;
+  /** The secret settings, sealed (null when there are none). */
+  secretsSealed: string | null;
+  createdBy: User | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What a create or update writes. */
+export interface ServiceFields {
+  description: string;
+  enabled: boolean;
+  scope: ServiceScope;
+  scopeUuids: string[];
+  branchConfiguration: string;
+  buildStates: Record<string, boolean>;
+  settings: Record<string, unknown>;
+  secretsSealed: string | null;
+}
+
+/** Where a page starts: after (or before) the service created at `createdAt` with id `id`. */
+export interface ServiceCursor {
+  createdAt: Date;
+  id: string;
+}
+
+const SELECT = [
+  's.id',
+  's.organization_id',
+  's.provider',
+  's.description',
+  's.enabled',
+  's.scope',
+  's.scope_uuids',
+  's.branch_configuration',
+  's.build_states',
+  's.settings',
+  's.secrets_sealed',
+  's.created_at',
+  's.updated_at',
+  'c.id as creator_id',
+  'c.name as creator_name',
+  'c.email as creator_email',
+  'c.created_at as creator_created_at',
+];
+
+function fromRow(r: Record<string, unknown>): NotificationServiceRecord {
+  return {
+    id: r.id as string,
+    organizationId: r.organization_id as string,
+    provider: r.provider as ProviderId,
+    description: r.description as string,
+    enabled: toBool(r.enabled),
+    scope: r.scope as ServiceScope,
+    scopeUuids: parseJson<string[]>(r.scope_uuids, []),
+    branchConfiguration: r.branch_configuration as string,
+    buildStates: parseJson<Record<string, boolean>>(r.build_states, {}),
+    settings: parseJson<Record<string, unknown>>(r.settings, {}),
+    secretsSealed: (r.secrets_sealed as string | null) ?? null,
+    createdBy: r.creator_id
+      ? userFromRow({ id: r.creator_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
+      : null,
+    createdAt: toDate(r.created_at),
+    updatedAt: toDate(r.updated_at),
+  };
+}
+
+function toColumns(f: Partial<ServiceFields>): Record<string, unknown> {
+  const c: Record<string, unknown> = {};
+  if (f.description !== undefined) c.description = f.description;
+  if (f.enabled !== undefined) c.enabled = f.enabled;
+  if (f.scope !== undefined) c.scope = f.scope;
+  if (f.scopeUuids !== undefined) c.scope_uuids = JSON.stringify(f.scopeUuids);
+  if (f.branchConfiguration !== undefined) c.branch_configuration = f.branchConfiguration;
+  if (f.buildStates !== undefined) c.build_states = JSON.stringify(f.buildStates);
+  if (f.settings !== undefined) c.settings = JSON.stringify(f.settings);
+  if (f.secretsSealed !== undefined) c.secrets_sealed = f.secretsSealed;
+  return c;
+}
+
+export class NotificationServiceRepository {
+  constructor(private readonly db: Knex) {}
+
+  private base() {
+    return this.db('notification_services as s').leftJoin('users as c', 'c.id', 's.created_by_id');
+  }
+
+  /**
+   * Up to `limit` services oldest first: after `after`, or the last `limit` before `before`
+   * (still oldest first). `more`: whether another page follows in the direction read.
+   */
+  async page(
+    organizationId: string,
+    opts: { after?: ServiceCursor; before?: ServiceCursor; limit: number },
+  ): Promise<{ items: NotificationServiceRecord[]; more: boolean }> {
+    const q = this.base().where('s.organization_id', organizationId);
+    const { after, before } = opts;
+    if (after) {
+      q.where((w) =>
+        w.where('s.created_at', '>', after.createdAt).orWhere((x) => x.where('s.created_at', '=', after.createdAt).andWhere('s.id', '>', after.id)),
+      );
+    }
+    if (before) {
+      q.where((w) =>
+        w.where('s.created_at', '<', before.createdAt).orWhere((x) => x.where('s.created_at', '=', before.createdAt).andWhere('s.id', '<', before.id)),
+      );
+    }
+    const order = before ? 'desc' : 'asc';
+    const rows = await q
+      .orderBy([
+        { column: 's.created_at', order },
+        { column: 's.id', order },
+      ])
+      .limit(opts.limit + 1)
+      .select(SELECT);
+    const more = rows.length > opts.limit;
+    const items = rows.slice(0, opts.limit).map(fromRow);
+    if (before) items.reverse();
+    return { items, more };
+  }
+
+  async find(organizationId: string, id: string): Promise<NotificationServiceRecord | null> {
+    const row = await this.base().where({ 's.organization_id': organizationId, 's.id': id }).first(SELECT);
+    return row ? fromRow(row) : null;
+  }
+
+  /** The enabled services of an organization, oldest first. */
+  async enabled(organizationId: string): Promise<NotificationServiceRecord[]> {
+    const rows = await this.base()
+      .where({ 's.organization_id': organizationId, 's.enabled': true })
+      .orderBy([
+        { column: 's.created_at', order: 'asc' },
+        { column: 's.id', order: 'asc' },
+      ])
+      .select(SELECT);
+    return rows.map(fromRow);
+  }
+
+  async insert(s: { id: string; organizationId: string; provider: ProviderId; userId: string | null; at: Date } & ServiceFields): Promise<void> {
+    await this.db('notification_services').insert({
+      id: s.id,
+      organization_id: s.organizationId,
+      provider: s.provider,
+      created_by_id: s.userId,
+      created_at: s.at,
+      updated_at: s.at,
+      ...toColumns(s),
+    });
+  }
+
+  async update(organizationId: string, id: string, changes: Partial<ServiceFields>, at: Date): Promise<boolean> {
+    const n = await this.db('notification_services')
+      .where({ organization_id: organizationId, id })
+      .update({ ...toColumns(changes), updated_at: at });
+    return n > 0;
+  }
+
+  async delete(organizationId: string, id: string): Promise<boolean> {
+    return (await this.db('notification_services').where({ organization_id: organizationId, id }).delete()) > 0;
+  }
+}

@@ -1,0 +1,370 @@
+/**
+ * The rules of notification services, as the real API has them: administrators list, read,
+ * create, update, delete, enable and disable them (other members get a 403). A service's
+ * `scope_uuids` must name pipelines, teams or clusters of the same organization, checked through
+ * those areas' services (this area sits above them). Secret settings (a webhook's token, a Slack
+ * URL, OpenTelemetry headers) are sealed by `security/secret-box.ts` under the row's id: the
+ * delivery side needs them back (`activeFor`, `findForDelivery`). An update changes only what is
+ * sent, settings one by one. No HTTP, no SQL.
+ */
+import crypto from 'node:crypto';
+import { BadRequestError, ForbiddenError, NotFoundError, ValidationError, type FieldError } from '../core/errors';
+import type { Actor } from '../core/identity';
+import type { ClusterService } from '../clusters/service';
+import type { PipelineService } from '../pipelines/service';
+import { validateBranchFilter } from '../pipelines/branch-filter';
+import type { Keys } from '../security/keys';
+import { secretBox, type SecretBox } from '../security/secret-box';
+import type { Operator, TeamService } from '../teams/service';
+import { applySettings, isProvider, PROVIDERS, REFUSED_PROVIDERS } from './providers';
+import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceCursor, ServiceFields, ServiceScope } from './repository';
+
+/** A service as answered: its record with the settings the API shows (of the secrets, only a webhook's token, which the docs return in full). */
+export type NotificationService = Omit<NotificationServiceRecord, 'secretsSealed'>;
+
+/** The secret settings the real API answers in full: a webhook's token (receivers check tokens and signatures with it). */
+const SHOWN_SECRETS: Record<ProviderId, string[]> = { webhook: ['token'], slack: [], open_telemetry_tracing: [] };
+
+/** Who acts: a caller of the REST API, or the operator at the command line (`windsock service`). */
+export type ServiceCaller = Actor | Operator;
+
+/** The build and job states a service may be told of, in the documented order. */
+export const BUILD_STATE_KEYS = ['build_passed', 'build_fixed', 'build_failed', 'build_blocked', 'build_canceled', 'build_failing', 'job_activated'] as const;
+export const SCOPES: readonly ServiceScope[] = ['all', 'some_projects', 'some_teams', 'some_clusters'];
+
+/** A service as the delivery side reads it: settings with their secrets opened. */
+export interface ActiveNotificationService {
+  id: string;
+  organizationId: string;
+  provider: ProviderId;
+  scope: ServiceScope;
+  scopeUuids: string[];
+  branchConfiguration: string;
+  buildStates: Record<string, boolean>;
+  settings: Record<string, unknown>;
+}
+
+/** What a create or update may send (the REST body's fields, the CLI's options). */
+export interface ServiceInput {
+  provider?: string;
+  description?: string | null;
+  branch_configuration?: string | null;
+  scope?: string;
+  scope_uuids?: string[];
+  build_states?: Partial<Record<string, boolean>>;
+  settings?: Record<string, unknown>;
+}
+
+export interface ServicePage {
+  items: NotificationService[];
+  /** The cursor of the page after this one, or null on the last. */
+  next: string | null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const isOperator = (c: ServiceCaller): c is Operator => 'operator' in c;
+
+export function encodeCursor(s: Pick<NotificationServiceRecord, 'createdAt' | 'id'>): string {
+  return Buffer.from(JSON.stringify([s.createdAt.getTime(), s.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string, name: string): ServiceCursor {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && UUID.test(v[1])) {
+      return { createdAt: new Date(v[0] as number), id: v[1] };
+    }
+  } catch {
+    // falls through to the error below
+  }
+  throw new BadRequestError(`Invalid parameter ${name}: not a cursor of this list (take it from links.next)`);
+}
+
+/** Fields of the representation a request may not set (the docs: a 422 for read-only fields); `enabled` has its own operations. */
+const READ_ONLY = ['id', 'graphql_id', 'url', 'enabled', 'created_at', 'created_by'];
+
+function readOnly(input: ServiceInput): void {
+  const sent = READ_ONLY.filter((k) => Object.prototype.hasOwnProperty.call(input, k));
+  if (sent.length) {
+    throw new ValidationError(
+      sent.map((field) => ({ field, code: field === 'enabled' ? 'is read-only (use the enable and disable operations)' : 'is read-only' })),
+    );
+  }
+}
+
+export interface NotificationServiceDeps {
+  pipelines: Pick<PipelineService, 'idsInOrganization'>;
+  teams: Pick<TeamService, 'get'>;
+  clusters: Pick<ClusterService, 'exists'>;
+}
+
+export class NotificationServiceService {
+  private readonly box: SecretBox;
+
+  constructor(
+    private readonly services: NotificationServiceRepository,
+    private readonly deps: NotificationServiceDeps,
+    keys: Keys,
+    private readonly clock: () => Date = () => new Date(),
+    /** Told of each new service after its create commits (the composition root sends it the `ping` event); its failure does not fail the create. */
+    private readonly onCreated: (s: ActiveNotificationService) => Promise<void> = async () => {},
+  ) {
+    this.box = secretBox(keys, 'notification-services');
+  }
+
+  private requireAdmin(caller: ServiceCaller): void {
+    if (!isOperator(caller) && caller.role !== 'admin') throw new ForbiddenError();
+  }
+
+  /** Oldest first, `limit` at a time, from a cursor (`after` or `before`, not both). */
+  async list(caller: ServiceCaller, opts: { after?: string; before?: string; limit: number }): Promise<ServicePage> {
+    this.requireAdmin(caller);
+    if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('Invalid parameters: after and before cannot be used together');
+    const after = opts.after !== undefined ? decodeCursor(opts.after, 'after') : undefined;
+    const before = opts.before !== undefined ? decodeCursor(opts.before, 'before') : undefined;
+    const { items, more } = await this.services.page(caller.organization.id, { after, before, limit: opts.limit });
+    const last = items.at(-1);
+    // Read backwards, a page always has services after it (those the cursor named).
+    const next = last && (more || before) ? encodeCursor(last) : null;
+    return { items: items.map((i) => this.view(i)), next };
+  }
+
+  /** A service of the caller's organization, or 404 as if it did not exist. */
+  async get(caller: ServiceCaller, id: string): Promise<NotificationService> {
+    this.requireAdmin(caller);
+    return this.view(await this.find(caller.organization.id, id));
+  }
+
+  private view(s: NotificationServiceRecord): NotificationService {
+    const { secretsSealed: _sealed, ...rest } = s;
+    const shown = SHOWN_SECRETS[s.provider];
+    if (!shown.length) return rest;
+    const opened = this.settingsOf(s);
+    return { ...rest, settings: { ...s.settings, ...Object.fromEntries(shown.map((k) => [k, opened[k] ?? null])) } };
+  }
+
+  private async find(organizationId: string, id: string): Promise<NotificationServiceRecord> {
+    const key = id.trim().toLowerCase();
+    const s = UUID.test(key) ? await this.services.find(organizationId, key) : null;
+    if (!s) throw new NotFoundError('notification service');
+    return s;
+  }
+
+  async create(caller: ServiceCaller, input: ServiceInput): Promise<NotificationService> {
+    this.requireAdmin(caller);
+    readOnly(input);
+    const provider = this.provider(input.provider);
+    const errors: FieldError[] = [];
+    const { plain, secrets } = applySettings(provider, null, input.settings, errors);
+    const scope = await this.scope(caller, input.scope ?? 'all', input.scope_uuids ?? [], errors);
+    const fields: Omit<ServiceFields, 'secretsSealed'> = {
+      description: this.description(input.description, errors) ?? '',
+      enabled: true,
+      scope: scope.scope,
+      scopeUuids: scope.uuids,
+      branchConfiguration: this.branches(input.branch_configuration, errors) ?? '',
+      buildStates: this.buildStates(null, input.build_states, errors),
+      settings: plain,
+    };
+    if (errors.length) throw new ValidationError(errors);
+    const id = crypto.randomUUID();
+    await this.services.insert({
+      id,
+      organizationId: caller.organization.id,
+      provider,
+      userId: isOperator(caller) ? null : caller.principal.user.id,
+      at: this.clock(),
+      ...fields,
+      secretsSealed: this.box.seal(JSON.stringify(secrets), id),
+    });
+    const created = await this.find(caller.organization.id, id);
+    try {
+      await this.onCreated(this.active(created));
+    } catch {
+      // The service exists: a failed ping is the delivery side's to record, not a failed create.
+    }
+    return this.view(created);
+  }
+
+  async update(caller: ServiceCaller, id: string, input: ServiceInput): Promise<NotificationService> {
+    this.requireAdmin(caller);
+    const current = await this.find(caller.organization.id, id);
+    readOnly(input);
+    const errors: FieldError[] = [];
+    if (input.provider !== undefined && input.provider !== current.provider) {
+      errors.push({ field: 'provider', code: `can't be changed (it is ${current.provider})` });
+    }
+    const changes: Partial<ServiceFields> = {};
+    if (input.description !== undefined) changes.description = this.description(input.description, errors) ?? '';
+    if (input.branch_configuration !== undefined) changes.branchConfiguration = this.branches(input.branch_configuration, errors) ?? '';
+    if (input.build_states !== undefined) changes.buildStates = this.buildStates(current.buildStates, input.build_states, errors);
+    if (input.scope !== undefined || input.scope_uuids !== undefined) {
+      const scope = input.scope ?? current.scope;
+      // A new some_* scope names objects of another kind: its uuids must come with it.
+      const uuids = input.scope_uuids ?? (scope === current.scope ? current.scopeUuids : []);
+      const checked = await this.scope(caller, scope, uuids, errors);
+      changes.scope = checked.scope;
+      changes.scopeUuids = checked.uuids;
+    }
+    if (input.settings !== undefined) {
+      const stored = this.settingsOf(current);
+      const { plain, secrets } = applySettings(current.provider, stored, input.settings, errors);
+      changes.settings = plain;
+      changes.secretsSealed = this.box.seal(JSON.stringify(secrets), current.id);
+    }
+    if (errors.length) throw new ValidationError(errors);
+    if (Object.keys(changes).length === 0) return this.view(current);
+    if (!(await this.services.update(caller.organization.id, current.id, changes, this.clock()))) throw new NotFoundError('notification service');
+    return this.view(await this.find(caller.organization.id, current.id));
+  }
+
+  async delete(caller: ServiceCaller, id: string): Promise<void> {
+    this.requireAdmin(caller);
+    const s = await this.find(caller.organization.id, id);
+    if (!(await this.services.delete(caller.organization.id, s.id))) throw new NotFoundError('notification service');
+  }
+
+  async setEnabled(caller: ServiceCaller, id: string, enabled: boolean): Promise<NotificationService> {
+    this.requireAdmin(caller);
+    const s = await this.find(caller.organization.id, id);
+    if (s.enabled === enabled) return this.view(s);
+    if (!(await this.services.update(caller.organization.id, s.id, { enabled }, this.clock()))) throw new NotFoundError('notification service');
+    return this.view(await this.find(caller.organization.id, s.id));
+  }
+
+  /* The delivery side (src/notifications/). */
+
+  /** The organization's enabled services, oldest first, with their secret settings opened. */
+  async activeFor(organizationId: string): Promise<ActiveNotificationService[]> {
+    return (await this.services.enabled(organizationId)).map((s) => this.active(s));
+  }
+
+  /** One service of the organization (enabled or not) as the delivery side reads it, or null. */
+  async findForDelivery(organizationId: string, id: string): Promise<ActiveNotificationService | null> {
+    const key = id.toLowerCase();
+    const s = UUID.test(key) ? await this.services.find(organizationId, key) : null;
+    return s ? this.active(s) : null;
+  }
+
+  private active(s: NotificationServiceRecord): ActiveNotificationService {
+    return {
+      id: s.id,
+      organizationId: s.organizationId,
+      provider: s.provider,
+      scope: s.scope,
+      scopeUuids: [...s.scopeUuids],
+      branchConfiguration: s.branchConfiguration,
+      buildStates: { ...s.buildStates },
+      settings: this.settingsOf(s),
+    };
+  }
+
+  /** Every setting of a service, its secrets opened. */
+  private settingsOf(s: NotificationServiceRecord): Record<string, unknown> {
+    const secrets = s.secretsSealed ? (JSON.parse(this.box.open(s.secretsSealed, s.id)) as Record<string, unknown>) : {};
+    return { ...s.settings, ...secrets };
+  }
+
+  /* Checks */
+
+  private provider(value: string | undefined): ProviderId {
+    const id = (value ?? '').trim();
+    if (!id) throw ValidationError.field('provider', "can't be blank");
+    if (isProvider(id)) return id;
+    const reason = REFUSED_PROVIDERS[id];
+    if (reason) throw new ValidationError([{ field: 'provider', code: `${id} ${reason}` }], `The ${id} provider is not available on this server: it ${reason}`);
+    throw new ValidationError(
+      [{ field: 'provider', code: `is not a known provider (known: ${Object.keys(PROVIDERS).join(', ')})` }],
+      `Unknown notification service provider "${id.slice(0, 100)}"`,
+    );
+  }
+
+  private description(value: string | null | undefined, errors: FieldError[]): string | undefined {
+    if (value === undefined || value === null) return undefined;
+    if (value.length > 1000) {
+      errors.push({ field: 'description', code: 'is too long (at most 1000 characters)' });
+      return undefined;
+    }
+    return value.trim();
+  }
+
+  private branches(value: string | null | undefined, errors: FieldError[]): string | undefined {
+    if (value === undefined || value === null) return undefined;
+    const filter = value.trim();
+    if (!filter) return '';
+    const problem = validateBranchFilter(filter);
+    if (problem) {
+      errors.push({ field: 'branch_configuration', code: problem });
+      return undefined;
+    }
+    return filter;
+  }
+
+  private buildStates(
+    current: Record<string, boolean> | null,
+    sent: Partial<Record<string, boolean>> | undefined,
+    errors: FieldError[],
+  ): Record<string, boolean> {
+    const out: Record<string, boolean> = {};
+    for (const key of BUILD_STATE_KEYS) out[key] = current?.[key] ?? false;
+    for (const [key, value] of Object.entries(sent ?? {})) {
+      if (!(BUILD_STATE_KEYS as readonly string[]).includes(key))
+        errors.push({ field: `build_states.${key}`, code: `is not a build state (known: ${BUILD_STATE_KEYS.join(', ')})` });
+      else if (typeof value !== 'boolean') errors.push({ field: `build_states.${key}`, code: 'must be true or false' });
+      else out[key] = value;
+    }
+    return out;
+  }
+
+  /** The scope and its uuids, each uuid checked to name an object of the right kind in the caller's organization. */
+  private async scope(caller: ServiceCaller, scope: string, sent: string[], errors: FieldError[]): Promise<{ scope: ServiceScope; uuids: string[] }> {
+    if (!(SCOPES as readonly string[]).includes(scope)) {
+      errors.push({ field: 'scope', code: `must be one of ${SCOPES.join(', ')}` });
+      return { scope: 'all', uuids: [] };
+    }
+    const s = scope as ServiceScope;
+    const uuids = [...new Set(sent.map((u) => String(u).trim().toLowerCase()))];
+    if (s === 'all') {
+      if (uuids.length) errors.push({ field: 'scope_uuids', code: 'must be empty when scope is all' });
+      return { scope: s, uuids: [] };
+    }
+    const kind = s === 'some_projects' ? 'pipeline' : s === 'some_teams' ? 'team' : 'cluster';
+    if (!uuids.length) {
+      errors.push({ field: 'scope_uuids', code: `can't be empty when scope is ${s} (name the ${kind}s by UUID)` });
+      return { scope: s, uuids };
+    }
+    const orgId = caller.organization.id;
+    const candidates = uuids.filter((u) => UUID.test(u));
+    let found: Set<string>;
+    if (kind === 'pipeline') found = await this.deps.pipelines.idsInOrganization(orgId, candidates);
+    else {
+      found = new Set();
+      for (const u of candidates) {
+        const ok =
+          kind === 'cluster'
+            ? await this.deps.clusters.exists(orgId, u)
+            : await this.deps.teams.get({ operator: true, organization: caller.organization }, u).then(
+                () => true,
+                (err: unknown) => {
+                  if (err instanceof NotFoundError) return false;
+                  throw err;
+                },
+              );
+        if (ok) found.add(u);
+      }
+    }
+    const missing = uuids.filter((u) => !found.has(u));
+    if (missing.length) {
+      errors.push({
+        field: 'scope_uuids',
+        code: `${missing
+          .slice(0, 5)
+          .map((u) => u.slice(0, 36))
+          .join(
+            ', ',
+          )}${missing.length > 5 ? ` and ${missing.length - 5} more` : ''} ${missing.length === 1 ? 'is not a' : 'are not'} ${kind}${missing.length === 1 ? '' : 's'} of this organization`,
+      });
+    }
+    return { scope: s, uuids };
+  }
+}
