@@ -3034,8 +3034,8 @@ export interface paths {
             path: {
                 /** @description The organization's slug. */
                 org_slug: components["parameters"]["OrgSlug"];
-                /** @description The notification service's id (a UUID). */
-                service_id: components["parameters"]["DeliveryServiceId"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
             };
             cookie?: never;
         };
@@ -3061,8 +3061,8 @@ export interface paths {
             path: {
                 /** @description The organization's slug. */
                 org_slug: components["parameters"]["OrgSlug"];
-                /** @description The notification service's id (a UUID). */
-                service_id: components["parameters"]["DeliveryServiceId"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
                 /** @description The delivery's id (a UUID). */
                 delivery_id: components["parameters"]["DeliveryId"];
             };
@@ -3088,8 +3088,8 @@ export interface paths {
             path: {
                 /** @description The organization's slug. */
                 org_slug: components["parameters"]["OrgSlug"];
-                /** @description The notification service's id (a UUID). */
-                service_id: components["parameters"]["DeliveryServiceId"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
                 /** @description The delivery's id (a UUID). */
                 delivery_id: components["parameters"]["DeliveryId"];
             };
@@ -5666,8 +5666,6 @@ export interface components {
         MetaDataBuildId: string;
         /** @description The schedule's id (a UUID). */
         ScheduleId: string;
-        /** @description The notification service's id (a UUID). */
-        DeliveryServiceId: string;
         /** @description The delivery's id (a UUID). */
         DeliveryId: string;
         /** @description The team's UUID. */
@@ -10593,8 +10591,8 @@ export interface operations {
             path: {
                 /** @description The organization's slug. */
                 org_slug: components["parameters"]["OrgSlug"];
-                /** @description The notification service's id (a UUID). */
-                service_id: components["parameters"]["DeliveryServiceId"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
             };
             cookie?: never;
         };
@@ -10625,8 +10623,8 @@ export interface operations {
             path: {
                 /** @description The organization's slug. */
                 org_slug: components["parameters"]["OrgSlug"];
-                /** @description The notification service's id (a UUID). */
-                service_id: components["parameters"]["DeliveryServiceId"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
                 /** @description The delivery's id (a UUID). */
                 delivery_id: components["parameters"]["DeliveryId"];
             };
@@ -10658,8 +10656,8 @@ export interface operations {
             path: {
                 /** @description The organization's slug. */
                 org_slug: components["parameters"]["OrgSlug"];
-                /** @description The notification service's id (a UUID). */
-                service_id: components["parameters"]["DeliveryServiceId"];
+                /** @description The notification service's UUID. */
+                service_id: components["parameters"]["ServiceId"];
                 /** @description The delivery's id (a UUID). */
                 delivery_id: components["parameters"]["DeliveryId"];
             };

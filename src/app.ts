@@ -41,6 +41,7 @@ import { loadSpec } from './spec';
 import { suiteRoutes } from './suites/routes';
 import { teamRoutes } from './teams/routes';
 import { notificationServiceRoutes } from './notification-services/routes';
+import { notificationDeliveryRoutes } from './notifications/routes';
 import { serializeTestEngine } from './suites/serialize';
 import { parseUploadMultipart } from './uploads/multipart';
 import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
@@ -70,6 +71,7 @@ export interface AppDeps extends Pick<
   | 'teams'
   | 'clusters'
   | 'notificationServices'
+  | 'notifications'
 > {
   logger: Logger;
   publicUrl: string;
@@ -224,6 +226,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(pipelineScheduleRoutes(deps.pipelineSchedules, deps.publicUrl));
   app.use(teamRoutes(deps.teams, deps.publicUrl));
   app.use(notificationServiceRoutes(deps.notificationServices, deps.publicUrl));
+  app.use(notificationDeliveryRoutes(deps.notifications, (actor, id) => deps.notificationServices.get(actor, id), deps.publicUrl));
   app.use(agentSecretRoutes(deps.clusters, deps.agentWork));
 
   app.use(() => {

@@ -1,7 +1,8 @@
 /**
  * The process entry for `windsock serve`: config, database and migrations, first-start
  * bootstrap, listen, the sweeper (lost agents, job timeouts and expiry), the scheduler (the
- * builds of due pipeline schedules), and graceful shutdown
+ * builds of due pipeline schedules), the notification worker (the outbox: webhooks, Slack,
+ * OpenTelemetry, commit statuses), and graceful shutdown
  * (readiness 503 and `Connection: close` on every response, in flight or new; after the delay
  * the listener and idle keep-alive sockets close and nothing more reaches the app; in-flight
  * requests finish; the pool closes; exit 0 before the deadline).
@@ -82,6 +83,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   logger.info({ url, database: config.databaseKind }, 'windsock listening');
   services.sweeper.start();
   services.scheduler.start();
+  services.notificationWorker.start();
 
   if (created) {
     // Printed once, to the terminal, not through the logger: it is a secret.
@@ -123,6 +125,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
       clearTimeout(deadline);
       await services.sweeper.stop();
       await services.scheduler.stop();
+      await services.notificationWorker.stop();
       await services.db.destroy();
     })());
 

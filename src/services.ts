@@ -57,7 +57,17 @@ import { keysFromSecret, loadOrCreateSecret, type Keys } from './security/keys';
 import { DEFAULT_OUTBOUND_SETTINGS, Outbound, type OutboundSettings } from './security/outbound';
 import { UserRepository } from './user/repository';
 import { NotificationServiceRepository } from './notification-services/repository';
-import { NotificationServiceService, type ActiveNotificationService } from './notification-services/service';
+import { NotificationServiceService } from './notification-services/service';
+import { commitStatusConfig, type CommitStatusSettings } from './notifications/commit-status';
+import { conditionOf } from './notifications/conditions';
+import { outboundSend } from './notifications/http';
+import { COMMIT_STATUS, commitStatusProvider } from './notifications/providers/commit-status';
+import { NOTIFY, notifyProvider } from './notifications/providers/notify';
+import { openTelemetryProvider, slackProvider } from './notifications/providers/services';
+import { webhookProvider } from './notifications/providers/webhook';
+import { OutboxRepository } from './notifications/repository';
+import { DEFAULT_NOTIFICATION_SETTINGS, NotificationService, type NotificationSettings } from './notifications/service';
+import { NotificationWorker } from './notifications/worker';
 
 export interface Services {
   db: Knex;
@@ -103,6 +113,10 @@ export interface Services {
   outbound: Outbound;
   /** An organization's notification services (REST and `windsock service`), and what the delivery side reads of them. */
   notificationServices: NotificationServiceService;
+  /** The outbox's fan-out and deliveries, and their history (see src/notifications/service.ts). */
+  notifications: NotificationService;
+  /** Fans out and delivers notifications; started by the server process only. */
+  notificationWorker: NotificationWorker;
 }
 
 export interface ServiceOptions {
@@ -130,8 +144,10 @@ export interface ServiceOptions {
   scheduler?: SchedulerSettings;
   /** Outbound requests (Config.outbound). Default: DEFAULT_OUTBOUND_SETTINGS (private destinations refused). */
   outbound?: OutboundSettings;
-  /** Told of each new notification service after its create commits (the delivery side sends it `ping`). Default: nothing. */
-  onNotificationServiceCreated?: (s: ActiveNotificationService) => Promise<void>;
+  /** Attempts, back-off, parallel deliveries, retention (Config.notifications). Default: DEFAULT_NOTIFICATION_SETTINGS. */
+  notifications?: Partial<NotificationSettings>;
+  /** Where commit statuses go (Config's github, githubEnterprise, gitlab, bitbucket). Default: GitHub and GitHub Enterprise from `github`/`githubEnterprise`, no GitLab or Bitbucket credentials. */
+  commitStatuses?: Partial<CommitStatusSettings>;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -176,7 +192,49 @@ export function createServices(o: ServiceOptions): Services {
     { pipelines, teams, clusters },
     keys,
     o.clock,
-    o.onNotificationServiceCreated,
+    // A new webhook service is pinged (`notifications` is made below: it reads services).
+    (created) => notifications.ping(created),
+  );
+  const outboundSettings = o.outbound ?? DEFAULT_OUTBOUND_SETTINGS;
+  const outbound = new Outbound(outboundSettings);
+  const notificationSettings: NotificationSettings = {
+    ...DEFAULT_NOTIFICATION_SETTINGS,
+    ...o.notifications,
+    // A lease outlives the request it covers: a delivery is never attempted twice at once.
+    leaseMs: outboundSettings.timeoutMs + 5_000,
+  };
+  const statusConfig = commitStatusConfig({
+    github: o.github,
+    githubEnterprise: o.githubEnterprise,
+    gitlab: { apiUrl: 'https://gitlab.com/api/v4', token: undefined },
+    bitbucket: { apiUrl: 'https://api.bitbucket.org/2.0', token: undefined, username: undefined, appPassword: undefined },
+    ...o.commitStatuses,
+  });
+  const notifications: NotificationService = new NotificationService(
+    db,
+    new OutboxRepository(db),
+    {
+      publicUrl: o.publicUrl,
+      build: (id) => builds.findWithJobsById(id),
+      jobs: (ids) => jobService.findForSystem(ids),
+      pipelines: (ids) => pipelines.findByIdsForSystem(ids),
+      badgeUrl: (id) => pipelines.badgeUrl(id),
+      agents: (ids) => agentService.byIds(ids),
+      organization: (id) => organizations.findById(id),
+      teamIdsOf: (id) => pipelines.teamIdsOf(id),
+      previousFinishedState: (b) => builds.previousFinishedState(b),
+    },
+    notificationServices,
+    {
+      webhook: webhookProvider(o.clock),
+      slack: slackProvider(),
+      open_telemetry_tracing: openTelemetryProvider(outbound.lookup(), outboundSettings.timeoutMs),
+      [NOTIFY]: notifyProvider(conditionOf),
+      [COMMIT_STATUS]: commitStatusProvider(statusConfig, conditionOf),
+    },
+    outboundSend(outbound),
+    notificationSettings,
+    o.clock,
   );
   const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock);
   return {
@@ -217,7 +275,9 @@ export function createServices(o: ServiceOptions): Services {
     scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.clock, o.logger),
     teams,
     notificationServices,
-    outbound: new Outbound(o.outbound ?? DEFAULT_OUTBOUND_SETTINGS),
+    outbound,
+    notifications,
+    notificationWorker: new NotificationWorker(notifications, o.logger),
   };
 }
 
@@ -236,5 +296,7 @@ export function servicesFromConfig(config: Config, logger: Logger): Services {
     jobLogLimitBytes: config.jobLogLimitBytes,
     artifacts: config.artifacts,
     outbound: config.outbound,
+    notifications: config.notifications,
+    commitStatuses: { gitlab: config.gitlab, bitbucket: config.bitbucket },
   });
 }

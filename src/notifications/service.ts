@@ -213,10 +213,19 @@ export class NotificationService {
     return own.some((p) => p.mayPlanOwn?.(name, pipeline ?? null, job ?? null) ?? true);
   }
 
-  /** A ping to a service, sent at once: on its creation, and when asked. */
-  async ping(service: ActiveService, payload: EventPayload): Promise<void> {
-    const provider = this.providers[service.provider];
-    if (!provider) return;
+  /**
+   * The `ping` a new webhook service is sent (other providers' receivers take no ping): the
+   * service (its id, provider and URL, never its token) and its organization.
+   */
+  async ping(service: ActiveService): Promise<void> {
+    if (service.provider !== 'webhook') return;
+    const org = await this.sources.organization(service.organizationId);
+    const payload: EventPayload = {
+      event: 'ping',
+      service: { id: service.id, provider: service.provider, settings: { url: service.settings.url } },
+      organization: org ? { id: org.id, slug: org.slug, name: org.name } : undefined,
+      sender: null,
+    };
     const now = this.clock();
     await this.outbox.insertDeliveries([
       {
@@ -263,7 +272,9 @@ export class NotificationService {
       else if (!provider) result = { ok: false, status: null, excerpt: 'no provider delivers this target', final: true };
       else result = await provider.send(d, service, this.http);
     } catch (err) {
-      result = { ok: false, status: null, excerpt: err instanceof Error ? err.message : String(err) };
+      // A client's refusal that no retry changes is thrown marked `final` (./http.ts).
+      const final = (err as { final?: unknown } | null)?.final === true;
+      result = { ok: false, status: null, excerpt: err instanceof Error ? err.message : String(err), ...(final ? { final } : {}) };
     }
     const durationMs = Number((process.hrtime.bigint() - t0) / 1_000_000n);
     const number = d.attempts + 1;

@@ -16,7 +16,7 @@ describe.each(databases)('webhook notifications [%s]', (kind) => {
   let ctx: TestContext;
   let receiver: Receiver;
   beforeAll(async () => {
-    ctx = await createTestContext(kind, { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 4 }, outbound: { allowPrivate: true } });
+    ctx = await createTestContext(kind, { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 4 } });
   });
   afterAll(async () => {
     await ctx?.close();
@@ -201,7 +201,10 @@ describe.each(databases)('webhook notifications [%s]', (kind) => {
 describe.each(databases)('webhook notifications without private addresses allowed [%s]', (kind) => {
   let ctx: TestContext;
   beforeAll(async () => {
-    ctx = await createTestContext(kind, { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 4 } });
+    ctx = await createTestContext(kind, {
+      notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 4 },
+      outbound: { allowPrivate: false, timeoutMs: 5_000, maxResponseBytes: 65_536 },
+    });
   });
   afterAll(async () => {
     await ctx?.close();

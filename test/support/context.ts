@@ -18,6 +18,7 @@ import type { TrustProxy } from '../../src/config';
 import type { RateLimitSettings } from '../../src/http/rate-limit';
 import type { SweepSettings } from '../../src/builds/jobs/sweeper';
 import type { OutboundSettings } from '../../src/security/outbound';
+import type { NotificationSettings } from '../../src/notifications/service';
 import { createServices, type Services } from '../../src/services';
 import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
 
@@ -69,6 +70,8 @@ export interface ContextOptions {
   webhookIps?: string[];
   /** Outbound requests; default: private destinations allowed (tests' receivers listen on 127.0.0.1), a 5 s deadline, 64 KiB answers. */
   outbound?: OutboundSettings;
+  /** The notification worker's settings (it only runs when a test drives it: `services.notificationWorker.settle()`). */
+  notifications?: Partial<NotificationSettings>;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -100,6 +103,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     // Artifact content in a directory of this context's own, removed on close.
     artifacts: { dir: artifactsDir, ...opts.artifacts },
     outbound: opts.outbound ?? { allowPrivate: true, timeoutMs: 5_000, maxResponseBytes: 65_536 },
+    notifications: opts.notifications,
   });
   await migrateLatest(services.db);
   const app = createApp({

@@ -29,8 +29,14 @@ export function resultOf(status: number, body: Buffer): AttemptResult {
   };
 }
 
-export async function postJson(http: HttpSend, url: string, body: string, headers: Record<string, string>): Promise<AttemptResult> {
-  const res = await http({ method: 'POST', url, headers: { 'Content-Type': 'application/json', 'User-Agent': 'Buildkite-Request', ...headers }, body });
+export async function postJson(http: HttpSend, url: string, body: string, headers: Record<string, string>, tlsVerify = true): Promise<AttemptResult> {
+  const res = await http({
+    method: 'POST',
+    url,
+    headers: { 'Content-Type': 'application/json', 'User-Agent': 'Buildkite-Request', ...headers },
+    body,
+    tlsVerify,
+  });
   return resultOf(res.status, res.body);
 }
 
@@ -53,7 +59,7 @@ export function webhookProvider(clock: () => Date = () => new Date()): Provider 
       const settings = service?.settings ?? {};
       const url = service ? String(settings.url ?? '') : String(d.target?.url ?? '');
       const body = JSON.stringify(d.payload);
-      return postJson(http, url, body, webhookHeaders(d.event, settings, body, clock()));
+      return postJson(http, url, body, webhookHeaders(d.event, settings, body, clock()), settings.tls_verify !== false);
     },
   };
 }
