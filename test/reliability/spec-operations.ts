@@ -7,6 +7,7 @@
  */
 import crypto from 'node:crypto';
 import { loadSpec } from '../../src/spec';
+import { OutboxRepository } from '../../src/notifications/repository';
 import { auth, type TestContext } from '../support/context';
 import type { Organization, User } from '../../src/core/identity';
 
@@ -116,6 +117,7 @@ export const PARAM_KINDS = [
   'maintainer_id',
   'secret_id',
   'service_id',
+  'delivery_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -145,6 +147,7 @@ export function missingParam(kind: ParamKind): string {
     case 'maintainer_id':
     case 'secret_id':
     case 'service_id':
+    case 'delivery_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -404,6 +407,24 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     .send({ provider: 'slack', description: `${org.slug}: ${tag}`, scope: 'some_teams', scope_uuids: [team.id], settings: { url: slackUrl } });
   check(ns, 201, 'create notification service');
   const notificationService = { id: ns.body.id as string, slackUrl };
+  // A delivery of that service (what a finished build would have made), for the delivery history's operations.
+  const deliveryId = crypto.randomUUID();
+  await new OutboxRepository(ctx.services.db).insertDeliveries([
+    {
+      id: deliveryId,
+      eventSeq: 1,
+      event: 'build.finished',
+      organizationId: org.id,
+      targetKind: 'service',
+      serviceId: notificationService.id,
+      target: null,
+      targetKey: `service:${notificationService.id}`,
+      orderKey: lastBuild?.id ?? 'fixture',
+      payload: { text: `${org.slug}: ${tag}` },
+      nextAttemptAt: new Date(),
+      createdAt: new Date(),
+    },
+  ]);
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -431,6 +452,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     maintainer_id: cluster.maintainerId,
     secret_id: cluster.secretId,
     service_id: notificationService.id,
+    delivery_id: deliveryId,
   };
   return {
     label,
@@ -449,6 +471,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     notificationService,
     identifiers: [
       notificationService.id,
+      deliveryId,
       cluster.id,
       cluster.queueId,
       cluster.tokenId,
