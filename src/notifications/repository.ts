@@ -117,6 +117,12 @@ export class OutboxRepository {
     return (await this.db('outbox_events').where({ seq }).whereNull('fanned_out_at').update({ fanned_out_at: at })) > 0;
   }
 
+  /** Marks events that make no delivery fanned out, in one statement; how many this call claimed. */
+  async claimEvents(seqs: number[], at: Date): Promise<number> {
+    if (!seqs.length) return 0;
+    return this.db('outbox_events').whereIn('seq', seqs).whereNull('fanned_out_at').update({ fanned_out_at: at });
+  }
+
   async insertDeliveries(ds: NewDelivery[]): Promise<void> {
     if (!ds.length) return;
     await this.db('notification_deliveries').insert(
