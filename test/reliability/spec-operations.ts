@@ -697,6 +697,9 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   deleteNotificationService: undefined,
   enableNotificationService: undefined,
   disableNotificationService: undefined,
+  listNotificationDeliveries: undefined,
+  getNotificationDelivery: undefined,
+  redeliverNotificationDelivery: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */
