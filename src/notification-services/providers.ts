@@ -5,7 +5,7 @@
  * OAuth connection made in Buildkite's own interface, are refused with the reason.
  */
 import type { FieldError } from '../core/errors';
-import { AGENT_EVENTS, BUILD_EVENTS, EVENT_NAMES, JOB_EVENTS } from '../notifications/events';
+import { DEFAULT_WEBHOOK_EVENTS, EVENT_NAMES } from '../notifications/events';
 import type { ProviderId } from './repository';
 
 export const PROVIDERS: Record<ProviderId, { name: string; graphqlType: string }> = {
@@ -29,8 +29,6 @@ export function isProvider(id: string): id is ProviderId {
 
 /** The latest webhook payload version (and the default). */
 export const WEBHOOK_VERSION = 3;
-/** Events a webhook is sent when `events` is not given: every documented one (ping is sent on create regardless). */
-export const DEFAULT_WEBHOOK_EVENTS: string[] = [...BUILD_EVENTS, ...JOB_EVENTS, ...AGENT_EVENTS];
 
 /** Settings split for storage: what may be answered, and what is sealed. */
 export interface SplitSettings {

@@ -13,6 +13,8 @@ export const JOB_EVENTS = ['job.scheduled', 'job.started', 'job.finished', 'job.
 export const AGENT_EVENTS = ['agent.connected', 'agent.lost', 'agent.disconnected', 'agent.stopping', 'agent.stopped'] as const;
 export const EVENT_NAMES = ['ping', ...BUILD_EVENTS, ...JOB_EVENTS, ...AGENT_EVENTS] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
+/** Events a webhook service is sent when its `events` is not given: every documented one (ping is sent on create regardless). */
+export const DEFAULT_WEBHOOK_EVENTS: EventName[] = [...BUILD_EVENTS, ...JOB_EVENTS, ...AGENT_EVENTS];
 
 /** A REST representation (a build, job, pipeline, agent or user as the v2 API answers it). */
 export type Representation = Record<string, unknown>;

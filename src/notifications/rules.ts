@@ -62,7 +62,8 @@ export interface ServiceFilter {
 }
 
 /**
- * A service hears of events in its scope: `all`, or the pipelines, teams or clusters it names
+ * A service hears of events in its scope: `all`, or the pipelines (`some_projects`), teams
+ * (`some_teams`) or clusters (`some_clusters`) it names
  * (agent events, which belong to no pipeline, only reach `all` and the agent's cluster); and
  * of builds and jobs only on branches its `branch_configuration` matches.
  */
@@ -70,9 +71,9 @@ export function inScope(s: ServiceFilter, place: EventPlace): boolean {
   const ids = new Set(s.scopeUuids);
   const scoped =
     s.scope === 'all' ||
-    (s.scope.includes('project') || s.scope.includes('pipeline') ? place.pipelineId !== null && ids.has(place.pipelineId) : false) ||
-    (s.scope.includes('team') ? place.teamIds.some((t) => ids.has(t)) : false) ||
-    (s.scope.includes('cluster') ? place.clusterId !== null && ids.has(place.clusterId) : false);
+    (s.scope === 'some_projects' && place.pipelineId !== null && ids.has(place.pipelineId)) ||
+    (s.scope === 'some_teams' && place.teamIds.some((t) => ids.has(t))) ||
+    (s.scope === 'some_clusters' && place.clusterId !== null && ids.has(place.clusterId));
   if (!scoped) return false;
   if (place.branch === null || !s.branchConfiguration) return true;
   return matchesBranchFilter(s.branchConfiguration, place.branch);

@@ -180,8 +180,8 @@ export class NotificationService {
     if (!rendered) return [];
     const place: EventPlace = {
       pipelineId: rendered.pipeline?.id ?? null,
-      clusterId: rendered.pipeline?.clusterId ?? (rendered.agent as { clusterId?: string | null } | null)?.clusterId ?? null,
-      teamIds: rendered.pipeline && services.some((s) => s.scope.includes('team')) ? await this.sources.teamIdsOf(rendered.pipeline.id) : [],
+      clusterId: rendered.pipeline?.clusterId ?? rendered.agent?.clusterId ?? null,
+      teamIds: rendered.pipeline && services.some((s) => s.scope === 'some_teams') ? await this.sources.teamIdsOf(rendered.pipeline.id) : [],
       branch: rendered.build?.branch ?? null,
     };
     const ctx: FanOutContext = {

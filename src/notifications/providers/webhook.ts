@@ -6,12 +6,9 @@
  * describes. The same sender serves a pipeline's `notify: - webhook: <url>`, which has no token.
  */
 import crypto from 'node:crypto';
-import type { AttemptResult, EventName, HttpSend } from '../events';
+import { DEFAULT_WEBHOOK_EVENTS, type AttemptResult, type HttpSend } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
-
-/** Every event a webhook service can ask for (ping always comes). */
-export const WEBHOOK_EVENTS_DEFAULT: EventName[] = ['build.scheduled', 'build.running', 'build.finished'];
 
 export function signature(secret: string, timestamp: number, body: string): string {
   const hmac = crypto.createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
@@ -51,7 +48,7 @@ export function webhookHeaders(event: string, settings: Record<string, unknown>,
 export function webhookProvider(clock: () => Date = () => new Date()): Provider {
   return {
     planForService(ctx: FanOutContext, s: ActiveService): PlannedDelivery[] {
-      const events = Array.isArray(s.settings.events) ? (s.settings.events as string[]) : WEBHOOK_EVENTS_DEFAULT;
+      const events = Array.isArray(s.settings.events) ? (s.settings.events as string[]) : DEFAULT_WEBHOOK_EVENTS;
       if (!events.includes(ctx.event.name)) return [];
       return [{ targetKind: 'service', serviceId: s.id, target: null, targetKey: `service:${s.id}`, payload: ctx.event.payload }];
     },
