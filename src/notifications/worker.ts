@@ -16,6 +16,8 @@ export class NotificationWorker {
   private running: Promise<unknown> | null = null;
   private stopped = true;
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** The target of each delivery in flight: one target may hold only part of the slots. */
+  private readonly targetOf = new Map<string, string>();
   private lastPrune = 0;
 
   constructor(
@@ -28,14 +30,16 @@ export class NotificationWorker {
     let fannedOut = 0;
     for (let n = -1; n !== 0;) fannedOut += n = await this.notifications.fanOut();
     const free = this.notifications.settings.concurrency - this.inFlight.size;
-    const leased = await this.notifications.leaseDue(free, [...this.inFlight.keys()]);
+    const leased = await this.notifications.leaseDue(free, [...this.inFlight.keys()], [...this.targetOf.values()]);
     for (const d of leased) {
+      this.targetOf.set(d.id, d.targetKey);
       const p = this.notifications
         .attempt(d)
         .then(() => undefined)
         .catch((err: unknown) => this.logger?.error({ err, delivery: d.id }, 'notification attempt failed to record'))
         .finally(() => {
           this.inFlight.delete(d.id);
+          this.targetOf.delete(d.id);
           // A freed slot may serve the next in line at once.
           if (!this.stopped && !this.running) this.schedule(0);
         });
