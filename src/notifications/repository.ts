@@ -148,9 +148,10 @@ export class OutboxRepository {
 
   /**
    * Deliveries due by `now` that nobody holds a lease on and that are first in line: no earlier
-   * delivery of the same target and order key (a build, an agent) is still pending.
+   * delivery of the same target and order key (a build, an agent) is still pending; none of
+   * the `excludingTargets` (those holding their share of the slots).
    */
-  async due(now: Date, limit: number, excluding: string[]): Promise<Delivery[]> {
+  async due(now: Date, limit: number, excluding: string[], excludingTargets: string[] = []): Promise<Delivery[]> {
     const q = this.db('notification_deliveries as d')
       .where('d.state', 'pending')
       .where('d.next_attempt_at', '<=', now)
@@ -167,6 +168,7 @@ export class OutboxRepository {
       .limit(limit)
       .select('d.*');
     if (excluding.length) q.whereNotIn('d.id', excluding);
+    if (excludingTargets.length) q.whereNotIn('d.target_key', excludingTargets);
     return (await q).map(deliveryFromRow);
   }
 

@@ -41,6 +41,11 @@ export interface NotificationSettings {
   retentionMs: number;
 }
 
+/** The deliveries one target may have in flight in one process: half the slots (at least one). */
+export function perTargetLimit(concurrency: number): number {
+  return Math.max(1, Math.floor(concurrency / 2));
+}
+
 export const DEFAULT_NOTIFICATION_SETTINGS: NotificationSettings = {
   intervalMs: 500,
   batchSize: 200,
@@ -252,16 +257,25 @@ export class NotificationService {
   }
 
   /**
-   * Leases up to `limit` due deliveries (not those already in flight here). The caller sends
-   * each with `attempt`.
+   * Leases up to `limit` due deliveries (not those already in flight here, whose targets are
+   * `inFlightTargets`). One target holds at most half the slots (`perTargetLimit`): a slow
+   * receiver with a backlog never starves the others. The caller sends each with `attempt`.
    */
-  async leaseDue(limit: number, inFlight: string[]): Promise<Delivery[]> {
+  async leaseDue(limit: number, inFlight: string[], inFlightTargets: string[] = []): Promise<Delivery[]> {
     if (limit <= 0) return [];
+    const perTarget = perTargetLimit(this.settings.concurrency);
+    const held = new Map<string, number>();
+    for (const t of inFlightTargets) held.set(t, (held.get(t) ?? 0) + 1);
+    const full = () => [...held].filter(([, n]) => n >= perTarget).map(([t]) => t);
     const now = this.clock();
-    const candidates = await this.outbox.due(now, limit, inFlight);
+    const candidates = await this.outbox.due(now, limit, inFlight, full());
     const leased: Delivery[] = [];
     for (const d of candidates) {
-      if (await this.outbox.lease(d.id, this.owner, now, new Date(now.getTime() + this.settings.leaseMs))) leased.push(d);
+      if ((held.get(d.targetKey) ?? 0) >= perTarget) continue;
+      if (await this.outbox.lease(d.id, this.owner, now, new Date(now.getTime() + this.settings.leaseMs))) {
+        leased.push(d);
+        held.set(d.targetKey, (held.get(d.targetKey) ?? 0) + 1);
+      }
     }
     return leased;
   }
