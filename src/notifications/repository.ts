@@ -6,6 +6,7 @@
  * deliveries: leased by one process at a time, attempted, recorded.
  */
 import type { Knex } from 'knex';
+import { isPostgres } from '../db/knex';
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 
 export interface Transition {
@@ -112,19 +113,34 @@ export class OutboxRepository {
     return rows.map(transitionFromRow);
   }
 
-  /** Marks the event fanned out; false when another process did first. */
-  async claimEvent(seq: number, at: Date): Promise<boolean> {
-    return (await this.db('outbox_events').where({ seq }).whereNull('fanned_out_at').update({ fanned_out_at: at })) > 0;
-  }
-
-  /** Marks events that make no delivery fanned out, in one statement; how many this call claimed. */
-  async claimEvents(seqs: number[], at: Date): Promise<number> {
-    if (!seqs.length) return 0;
-    return this.db('outbox_events').whereIn('seq', seqs).whereNull('fanned_out_at').update({ fanned_out_at: at });
+  /**
+   * Marks those of `seqs` not yet fanned out as fanned out, and answers the ones this call
+   * claimed. Postgres: rows another process's transaction holds are skipped (`SKIP LOCKED`), so
+   * two processes fanning out one batch never wait on each other nor deadlock, and each event
+   * goes to one of them. SQLite has one writer: the transaction that runs this holds it.
+   */
+  async claimEvents(seqs: number[], at: Date): Promise<Set<number>> {
+    if (!seqs.length) return new Set();
+    if (isPostgres(this.db)) {
+      const res = await this.db.raw(
+        `update outbox_events set fanned_out_at = ? where seq in (
+           select seq from outbox_events where seq = any(?) and fanned_out_at is null for update skip locked
+         ) returning seq`,
+        [at, seqs],
+      );
+      return new Set((res.rows as { seq: string | number }[]).map((r) => Number(r.seq)));
+    }
+    const open = (await this.db('outbox_events').whereIn('seq', seqs).whereNull('fanned_out_at').select('seq')).map((r) => Number(r.seq));
+    if (open.length) await this.db('outbox_events').whereIn('seq', open).update({ fanned_out_at: at });
+    return new Set(open);
   }
 
   async insertDeliveries(ds: NewDelivery[]): Promise<void> {
-    if (!ds.length) return;
+    // In chunks: SQLite takes a bounded number of bound values per statement.
+    for (let i = 0; i < ds.length; i += 100) await this.insertChunk(ds.slice(i, i + 100));
+  }
+
+  private async insertChunk(ds: NewDelivery[]): Promise<void> {
     await this.db('notification_deliveries').insert(
       ds.map((d) => ({
         id: d.id,

@@ -137,27 +137,25 @@ export class NotificationService {
   async fanOut(): Promise<number> {
     const events = await this.outbox.unfanned(this.settings.batchSize);
     const servicesByOrg = new Map<string, Promise<ActiveService[]>>();
-    let claimed = 0;
-    // Events nobody hears of (most, where no service listens) are claimed together, in one statement.
+    // Planned outside any transaction (rendering reads); then one transaction claims the batch's
+    // events in one statement and writes the deliveries of those this process's claim won.
+    const planned: { t: Transition; deliveries: (PlannedDelivery & { event: EventName })[] }[] = [];
     const silent: number[] = [];
     for (const t of events) {
       let list = servicesByOrg.get(t.organizationId);
       if (!list) servicesByOrg.set(t.organizationId, (list = this.services.activeFor(t.organizationId)));
-      const planned = await this.plan(t, await list);
-      if (!planned.length) {
-        silent.push(t.seq);
-        continue;
-      }
-      const now = this.clock();
-      const ok = await this.db.transaction(async (trx) => {
-        const r = this.outbox.withTransaction(trx);
-        if (!(await r.claimEvent(t.seq, now))) return false;
-        await r.insertDeliveries(planned.map((p) => this.newDelivery(t, p, now)));
-        return true;
-      });
-      if (ok) claimed++;
+      const deliveries = await this.plan(t, await list);
+      if (deliveries.length) planned.push({ t, deliveries });
+      else silent.push(t.seq);
     }
-    return claimed + (await this.outbox.claimEvents(silent, this.clock()));
+    const now = this.clock();
+    return this.db.transaction(async (trx) => {
+      const r = this.outbox.withTransaction(trx);
+      const claimed = await r.claimEvents([...silent, ...planned.map((p) => p.t.seq)], now);
+      const won = planned.filter((p) => claimed.has(p.t.seq));
+      await r.insertDeliveries(won.flatMap(({ t, deliveries }) => deliveries.map((p) => this.newDelivery(t, p, now))));
+      return claimed.size;
+    });
   }
 
   private newDelivery(t: Transition, p: PlannedDelivery & { event: EventName }, now: Date): NewDelivery {
