@@ -109,6 +109,8 @@ export interface FanOutContext {
    * block step), which `rendered.build` may be past by the time the event is fanned out.
    */
   buildStateAtEvent: string | null;
+  /** For a job event: the state the job moved to. */
+  jobStateAtEvent: string | null;
 }
 
 export interface DeliveryView {
@@ -199,6 +201,7 @@ export class NotificationService {
       previousFinishedState:
         rendered.build && (name === 'build.finished' || name === 'build.failing') ? await this.sources.previousFinishedState(rendered.build) : null,
       buildStateAtEvent: t.kind === 'build' ? (t.blocked && t.toState === 'passed' ? 'blocked' : t.toState) : null,
+      jobStateAtEvent: t.kind === 'job' ? t.toState : null,
     };
     const out: PlannedDelivery[] = [];
     for (const s of services) {
