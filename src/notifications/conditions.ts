@@ -14,7 +14,9 @@ export function notifyConditionContext(ctx: FanOutContext): Map<string, Value> {
   const b = ctx.rendered.build;
   const p = ctx.rendered.pipeline;
   const previous = ctx.previousFinishedState;
-  const state = b ? (b.blocked && b.state === 'passed' ? 'blocked' : b.state) : null;
+  // A build event's condition reads the state the event is about, not the one the build has
+  // reached by fan-out (a quick build can be failed by then: its build.scheduled is not failed).
+  const state = ctx.buildStateAtEvent ?? (b ? (b.blocked && b.state === 'passed' ? 'blocked' : b.state) : null);
   const startedPassing = state === 'passed' && previous === 'failed';
   const startedFailing = state === 'failed' && previous === 'passed';
   return new Map<string, Value>([

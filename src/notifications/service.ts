@@ -109,6 +109,13 @@ export interface FanOutContext {
   services: ActiveService[];
   /** For a finished or failing build: the state of the branch's previous finished build (a fix, a first failure). */
   previousFinishedState: string | null;
+  /**
+   * For a build event: the state the build moved to (`blocked` for a passed build waiting on a
+   * block step), which `rendered.build` may be past by the time the event is fanned out.
+   */
+  buildStateAtEvent: string | null;
+  /** For a job event: the state the job moved to. */
+  jobStateAtEvent: string | null;
 }
 
 export interface DeliveryView {
@@ -202,6 +209,8 @@ export class NotificationService {
       services,
       previousFinishedState:
         rendered.build && (name === 'build.finished' || name === 'build.failing') ? await this.sources.previousFinishedState(rendered.build) : null,
+      buildStateAtEvent: t.kind === 'build' ? (t.blocked && t.toState === 'passed' ? 'blocked' : t.toState) : null,
+      jobStateAtEvent: t.kind === 'job' ? t.toState : null,
     };
     const out: PlannedDelivery[] = [];
     for (const s of services) {

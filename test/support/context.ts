@@ -19,6 +19,7 @@ import type { RateLimitSettings } from '../../src/http/rate-limit';
 import type { SweepSettings } from '../../src/builds/jobs/sweeper';
 import type { OutboundSettings } from '../../src/security/outbound';
 import type { NotificationSettings } from '../../src/notifications/service';
+import type { CommitStatusSettings } from '../../src/notifications/commit-status';
 import { createServices, type Services } from '../../src/services';
 import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
 
@@ -72,6 +73,8 @@ export interface ContextOptions {
   outbound?: OutboundSettings;
   /** The notification worker's settings (it only runs when a test drives it: `services.notificationWorker.settle()`). */
   notifications?: Partial<NotificationSettings>;
+  /** Where commit statuses go beyond `github` (GitLab, Bitbucket credentials and API URLs). */
+  commitStatuses?: Partial<CommitStatusSettings>;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -104,6 +107,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     artifacts: { dir: artifactsDir, ...opts.artifacts },
     outbound: opts.outbound ?? { allowPrivate: true, timeoutMs: 5_000, maxResponseBytes: 65_536 },
     notifications: opts.notifications,
+    commitStatuses: opts.commitStatuses,
   });
   await migrateLatest(services.db);
   const app = createApp({
