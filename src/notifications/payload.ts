@@ -1,8 +1,10 @@
 /**
  * An event's documented body, rendered from the REST representations: `{event, build,
  * pipeline, sender}`, job events add `job`, agent events carry `agent`. The representations are
- * those of the moment the event is fanned out (normally a few milliseconds after the change
- * committed): the event name is the change's, the objects are as they are then. A pipeline's
+ * read when the event is fanned out (normally a few milliseconds after the change committed),
+ * with the state of the build or job the event is about set to the one the event recorded: a
+ * quick build may have finished by then, and its build.scheduled must still say scheduled (a
+ * receiver, a notify condition and a commit status read that state). A pipeline's
  * `provider.webhook_url` is a credential and is never sent out.
  */
 import type { components } from '../../generated/api';
@@ -79,10 +81,10 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
   const job = t.kind === 'job' ? (found.jobs.find((j) => j.id === t.subjectId) ?? null) : null;
   const payload: EventPayload = {
     event: name,
-    build: buildJson as Record<string, unknown>,
+    build: (t.kind === 'build' ? { ...buildJson, state: t.toState, blocked: t.blocked } : buildJson) as Record<string, unknown>,
     pipeline: pipelineJson as unknown as Record<string, unknown>,
     sender: sender(name === 'job.activated' ? (job?.unblockedBy ?? found.build.creator) : found.build.creator),
   };
-  if (job) payload.job = (build.jobs ?? []).find((j) => (j as { id?: string }).id === job.id) as Record<string, unknown>;
+  if (job) payload.job = { ...(build.jobs ?? []).find((j) => (j as { id?: string }).id === job.id), state: t.toState } as Record<string, unknown>;
   return { payload, organization: { id: org.id, slug: org.slug, name: org.name }, pipeline, build: found.build, job, agent: null };
 }

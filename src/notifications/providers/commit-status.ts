@@ -31,25 +31,6 @@ function statusEntries(x: Notifiable | null | undefined): unknown[] {
   });
 }
 
-/**
- * The event with its build's (or job's) state as the event made it: the representations are
- * read at fan-out, when a quick build may already be finished, and a status published for its
- * build.scheduled must say pending, not the outcome (GitLab refuses a success after a success).
- */
-function atEvent(ctx: FanOutContext): FanOutContext['event'] {
-  const { payload } = ctx.event;
-  const b = ctx.buildStateAtEvent;
-  const j = ctx.jobStateAtEvent;
-  return {
-    ...ctx.event,
-    payload: {
-      ...payload,
-      ...(b && payload.build ? { build: { ...payload.build, state: b, blocked: b === 'blocked' } } : {}),
-      ...(j && payload.job ? { job: { ...payload.job, state: j } } : {}),
-    },
-  };
-}
-
 export function commitStatusProvider(config: CommitStatusConfig, conditionOf: (ctx: FanOutContext) => (condition: string) => boolean): Provider {
   const enabled = enabledProviders(config);
   return {
@@ -61,7 +42,7 @@ export function commitStatusProvider(config: CommitStatusConfig, conditionOf: (c
       return settings.publish_commit_status_per_step === true || !!(job?.step as Notifiable | undefined)?.notify?.length;
     },
     planOwn(ctx: FanOutContext): PlannedDelivery[] {
-      const updates = statusUpdatesFor(atEvent(ctx), {
+      const updates = statusUpdatesFor(ctx.event, {
         buildNotify: statusEntries(ctx.rendered.build),
         stepNotify: statusEntries(ctx.rendered.job?.step as Notifiable | undefined),
         enabledProviders: enabled,
