@@ -125,6 +125,14 @@ export interface DeliveryView {
 
 export class NotificationService {
   private readonly owner = crypto.randomUUID();
+  /**
+   * Targets whose last attempts failed in a way a retry may fix (no answer, 5xx, 408, 429), with
+   * how many in a row and until when this process leaves them alone; then one delivery probes
+   * the target, and an answer it takes opens it again. A dead receiver is tried once per
+   * back-off, not once per delivery waiting for it, so its backlog costs no more writes than one
+   * delivery's retries, and the API's writes do not queue behind them (SQLite's one writer).
+   */
+  private readonly resting = new Map<string, { failures: number; until: number }>();
 
   constructor(
     private readonly db: Knex,
@@ -273,12 +281,18 @@ export class NotificationService {
     const perTarget = perTargetLimit(this.settings.concurrency);
     const held = new Map<string, number>();
     for (const t of inFlightTargets) held.set(t, (held.get(t) ?? 0) + 1);
-    const full = () => [...held].filter(([, n]) => n >= perTarget).map(([t]) => t);
     const now = this.clock();
-    const candidates = await this.outbox.due(now, limit, inFlight, full());
+    // A target that failed last time takes one delivery at a time (a probe) once its rest is over.
+    const cap = (target: string) => (this.resting.has(target) ? 1 : perTarget);
+    const closed = [...held].filter(([t, n]) => n >= cap(t)).map(([t]) => t);
+    for (const [target, r] of this.resting) {
+      if (r.until > now.getTime()) closed.push(target);
+      else if (r.until + this.settings.retryCapMs < now.getTime()) this.resting.delete(target); // long quiet: forgotten
+    }
+    const candidates = await this.outbox.due(now, limit, inFlight, closed);
     const leased: Delivery[] = [];
     for (const d of candidates) {
-      if ((held.get(d.targetKey) ?? 0) >= perTarget) continue;
+      if ((held.get(d.targetKey) ?? 0) >= cap(d.targetKey)) continue;
       if (await this.outbox.lease(d.id, this.owner, now, new Date(now.getTime() + this.settings.leaseMs))) {
         leased.push(d);
         held.set(d.targetKey, (held.get(d.targetKey) ?? 0) + 1);
@@ -306,6 +320,7 @@ export class NotificationService {
     const durationMs = Number((process.hrtime.bigint() - t0) / 1_000_000n);
     const number = d.attempts + 1;
     const now = this.clock();
+    this.rest(d.targetKey, result, now);
     const giveUp = !result.ok && (result.final === true || number >= this.settings.maxAttempts);
     const next = result.ok
       ? { state: 'delivered' as const, nextAttemptAt: now, finishedAt: now }
@@ -327,6 +342,16 @@ export class NotificationService {
         ),
     );
     return result;
+  }
+
+  /** Puts a target to rest after an attempt a retry may fix, and wakes it on an answer it took. */
+  private rest(target: string, result: AttemptResult, now: Date): void {
+    if (result.ok || result.final) {
+      this.resting.delete(target);
+      return;
+    }
+    const failures = (this.resting.get(target)?.failures ?? 0) + 1;
+    this.resting.set(target, { failures, until: now.getTime() + backoffMs(failures, this.settings.retryBaseMs, this.settings.retryCapMs) });
   }
 
   /** A service's recent deliveries with their attempts, newest first. */
