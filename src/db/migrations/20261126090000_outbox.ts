@@ -129,6 +129,22 @@ async function postgresTriggers(knex: Knex): Promise<void> {
     for each row execute function windsock_outbox_agent()`);
 }
 
+const SQLITE_TRIGGERS = ['outbox_builds_insert', 'outbox_builds_update', 'outbox_jobs_insert', 'outbox_jobs_update', 'outbox_agents'];
+
+/**
+ * Runs `change` with the outbox's triggers set aside on SQLite. A later migration that changes
+ * builds, jobs or agents in a way SQLite can only do by rebuilding the table (knex's dropColumn,
+ * a changed column) must go through this: the rebuild drops the table's own triggers, and a
+ * trigger on jobs that reads builds makes the rename of the rebuilt table fail. Postgres alters
+ * tables in place: `change` just runs.
+ */
+export async function withoutOutboxTriggers(knex: Knex, change: () => Promise<void>): Promise<void> {
+  if ((knex.client as { dialect?: string }).dialect === 'postgresql') return change();
+  for (const t of SQLITE_TRIGGERS) await knex.raw(`drop trigger if exists ${t}`);
+  await change();
+  await sqliteTriggers(knex);
+}
+
 /** SQLite keeps timestamps as epoch milliseconds (see src/db/values.ts). */
 const SQLITE_NOW = `cast(round((julianday('now') - 2440587.5) * 86400000) as integer)`;
 
@@ -168,9 +184,7 @@ export async function down(knex: Knex): Promise<void> {
     await knex.raw('drop function if exists windsock_outbox_job()');
     await knex.raw('drop function if exists windsock_outbox_agent()');
   } else {
-    for (const t of ['outbox_builds_insert', 'outbox_builds_update', 'outbox_jobs_insert', 'outbox_jobs_update', 'outbox_agents']) {
-      await knex.raw(`drop trigger if exists ${t}`);
-    }
+    for (const t of SQLITE_TRIGGERS) await knex.raw(`drop trigger if exists ${t}`);
   }
   await knex.schema.dropTableIfExists('notification_attempts');
   await knex.schema.dropTableIfExists('notification_deliveries');

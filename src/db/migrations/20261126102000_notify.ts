@@ -7,6 +7,7 @@
  * Rows written before this migration have none until their configuration is saved again.
  */
 import type { Knex } from 'knex';
+import { withoutOutboxTriggers } from './20261126090000_outbox';
 
 const TABLES = ['pipelines', 'pipeline_templates', 'builds'] as const;
 
@@ -19,9 +20,12 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of TABLES) {
-    await knex.schema.alterTable(table, (t) => {
-      t.dropColumn('notify');
-    });
-  }
+  // Dropping a column rebuilds the table on SQLite: the outbox's triggers on builds are set aside.
+  await withoutOutboxTriggers(knex, async () => {
+    for (const table of TABLES) {
+      await knex.schema.alterTable(table, (t) => {
+        t.dropColumn('notify');
+      });
+    }
+  });
 }
