@@ -5,7 +5,17 @@
  */
 import { readableReason } from '../../src/core/schema-messages';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, BODIES, fillPath, givenTenant, propertiesOf, specOperations, suiteAuth, type Tenant } from '../reliability/spec-operations';
+import {
+  agentAuth,
+  BODIES,
+  fillPath,
+  givenTenant,
+  propertiesOf,
+  specOperations,
+  suiteAuth,
+  type Tenant,
+  TENANT_SETUP_MS,
+} from '../reliability/spec-operations';
 
 const AJV_WORDING =
   /must be (integer|string|number|boolean|object|array|null)\b|must NOT have|must match (format|exactly|a schema)|must be equal to one of|must be [<>]=? |property name must be valid|must have required property/;
@@ -39,7 +49,7 @@ describeEachDatabase('validation messages', (ctx) => {
 
   beforeAll(async () => {
     t = await givenTenant(ctx(), 'messages');
-  });
+  }, TENANT_SETUP_MS);
 
   it('words every body refusal of every write operation in its own terms', async () => {
     let refusals = 0;

@@ -21,6 +21,7 @@ import {
   type Schema,
   type SpecOperation,
   type Tenant,
+  TENANT_SETUP_MS,
 } from '../reliability/spec-operations';
 
 const writes = specOperations().filter((op) => op.requestSchema && ['post', 'put', 'patch'].includes(op.method));
@@ -107,7 +108,7 @@ describeEachDatabase('null on optional fields', (ctx) => {
 
   beforeAll(async () => {
     t = await givenTenant(ctx(), 'nulls');
-  });
+  }, TENANT_SETUP_MS);
 
   async function write(c: TestContext, op: SpecOperation, body: unknown) {
     if (op.auth === 'suiteToken' || op.auth === 'agentToken') {

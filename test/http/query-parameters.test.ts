@@ -10,7 +10,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import { listen, stop } from '../support/agents';
-import { check, deref, fillPath, givenTenant, specDoc, specOperations, type Schema, type Tenant } from '../reliability/spec-operations';
+import { check, deref, fillPath, givenTenant, specDoc, specOperations, type Schema, type Tenant, TENANT_SETUP_MS } from '../reliability/spec-operations';
 
 interface Param {
   name: string;
@@ -93,7 +93,7 @@ describeEachDatabase('query and path parameters', (ctx) => {
   beforeAll(async () => {
     t = await givenTenant(ctx(), 'params');
     ({ server, endpoint } = await listen(ctx().app));
-  });
+  }, TENANT_SETUP_MS);
   afterAll(async () => {
     await stop(server);
   });

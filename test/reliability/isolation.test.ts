@@ -23,6 +23,7 @@ import {
   suiteAuth,
   type ParamKind,
   type Tenant,
+  TENANT_SETUP_MS,
 } from './spec-operations';
 
 const operations = specOperations();
@@ -124,7 +125,7 @@ describeEachDatabase('tenant isolation', (ctx) => {
     await ctx().services.orgs.addMember(b.org.id, both.id, 'admin');
     memberOfBothToken = await ctx().givenToken(both, [a.org]);
     before = await ownedRows(ctx(), b.org.id);
-  });
+  }, TENANT_SETUP_MS);
 
   afterAll(() => {
     process.stdout.write(
@@ -324,7 +325,7 @@ describeEachDatabase('team isolation inside an organization', (ctx) => {
     const member = await ctx().givenUser(c.org, 'member');
     await ctx().givenTeam(c.org, [member]);
     outsider = await ctx().givenToken(member, [c.org]);
-  });
+  }, TENANT_SETUP_MS);
 
   const behindTeams = operations.filter((op) => op.auth === 'bearer' && (op.pathParams.includes('pipeline_slug') || op.pathParams.includes('suite_slug')));
 
@@ -398,7 +399,7 @@ describeEachDatabase('team access levels inside an organization', (ctx) => {
       tokens[level] = await ctx().givenToken(member, [c.org]);
     }
     before = await ownedRows(ctx(), c.org.id);
-  });
+  }, TENANT_SETUP_MS);
 
   const behindTeams = operations.filter((op) => op.auth === 'bearer' && (op.pathParams.includes('pipeline_slug') || op.pathParams.includes('suite_slug')));
   const below = behindTeams.flatMap((op) => {

@@ -21,6 +21,7 @@ import {
   type Schema,
   type SpecOperation,
   type Tenant,
+  TENANT_SETUP_MS,
 } from './spec-operations';
 
 const CANARY = 'mass-assign-canary';
@@ -243,7 +244,7 @@ describeEachDatabase('mass assignment', (ctx) => {
 
   beforeAll(async () => {
     t = await givenTenant(ctx(), 'mass');
-  });
+  }, TENANT_SETUP_MS);
 
   afterAll(() => {
     process.stdout.write(

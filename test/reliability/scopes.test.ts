@@ -11,7 +11,7 @@ import { guardRouter, guardsFromSpec } from '../../src/http/auth';
 import { errorHandler } from '../../src/http/error-handler';
 import { createLogger } from '../../src/http/logger';
 import { describeEachDatabase } from '../support/context';
-import { BODIES, fillPath, givenTenant, ownedRows, send, specOperations, type Tenant } from './spec-operations';
+import { BODIES, fillPath, givenTenant, ownedRows, send, specOperations, type Tenant, TENANT_SETUP_MS } from './spec-operations';
 import { SCOPES } from '../../src/core/identity';
 
 const operations = specOperations().filter((op) => op.auth === 'bearer');
@@ -54,7 +54,7 @@ describeEachDatabase('scopes', (ctx) => {
   beforeAll(async () => {
     t = await givenTenant(ctx(), 'scopes');
     before = await ownedRows(ctx(), t.org.id);
-  });
+  }, TENANT_SETUP_MS);
 
   afterAll(() => {
     process.stdout.write(`scopes [${ctx().kind}]: ${operations.length} bearer operations, ${scoped.length} (operation, scope) cases, ${requests} requests\n`);

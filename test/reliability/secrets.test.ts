@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../../src/http/logger';
 import { auth, describeEachDatabase, type ContextOptions } from '../support/context';
-import { BODIES, check, fillPath, givenTenant, send, specOperations, suiteAuth, tableNames, type Tenant } from './spec-operations';
+import { BODIES, check, fillPath, givenTenant, send, specOperations, suiteAuth, tableNames, type Tenant, TENANT_SETUP_MS } from './spec-operations';
 import { SCOPES } from '../../src/core/identity';
 
 /** The root secret createTestContext gives its services (test/support/context.ts). */
@@ -115,7 +115,7 @@ describeEachDatabase(
         'GitHub API token': GITHUB_TOKEN,
       };
       for (const value of Object.values(secrets)) expect(value.length).toBeGreaterThanOrEqual(20);
-    });
+    }, TENANT_SETUP_MS);
 
     afterAll(() => {
       process.stdout.write(`secrets [${ctx().kind}]: ${requests} requests, ${lines.length} log lines, ${Object.keys(secrets ?? {}).length} secrets\n`);

@@ -809,3 +809,9 @@ export async function ownedRows(ctx: TestContext, orgId: string): Promise<Record
     ]),
   );
 }
+
+/**
+ * How long a suite's set-up may take to make its tenants: a tenant is an object of every kind the
+ * paths name, some hundred requests, and CI runs suites side by side on two cores.
+ */
+export const TENANT_SETUP_MS = 120_000;
