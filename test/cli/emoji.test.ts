@@ -3,43 +3,14 @@
  * `GET .../emojis`; bad input is refused with the field named and exit code 1, a missing
  * option with the usage (exit code 2).
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import request from 'supertest';
-import { failure, main } from '../../src/cli/main';
 import { loadConfig } from '../../src/config';
 import { startServer } from '../../src/server';
-
-async function run(...args: string[]): Promise<{ code: number; text: string }> {
-  const out = new PassThrough();
-  let text = '';
-  out.on('data', (c) => (text += c));
-  try {
-    return { code: await main(args, out), text };
-  } catch (err) {
-    const f = failure(err);
-    return { code: f.code, text: f.text };
-  }
-}
+import { run, withTempDataDir } from './support';
 
 describe('windsock emoji add (embedded SQLite in a temp data dir)', () => {
-  let dir: string;
-  const saved = { ...process.env };
-
-  beforeAll(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-emoji-'));
-    process.env.DATA_DIR = dir;
-    delete process.env.DATABASE_URL;
-    delete process.env.JWT_SECRET;
-    process.env.LOG_LEVEL = 'silent';
-    process.env.PORT = '0';
-  });
-  afterAll(() => {
-    process.env = saved;
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  withTempDataDir('windsock-emoji-');
 
   it('adds emojis with aliases that the API then lists, and refuses bad ones', async () => {
     expect((await run('org', 'create', '--name', 'Emoji Inc')).code).toBe(0);

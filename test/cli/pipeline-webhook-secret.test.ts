@@ -5,43 +5,14 @@
  * an unknown pipeline: exit code 1.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import request from 'supertest';
-import { failure, main } from '../../src/cli/main';
 import { loadConfig } from '../../src/config';
 import { startServer } from '../../src/server';
-
-async function run(...args: string[]): Promise<{ code: number; text: string }> {
-  const out = new PassThrough();
-  let text = '';
-  out.on('data', (c) => (text += c));
-  try {
-    return { code: await main(args, out), text };
-  } catch (err) {
-    const f = failure(err);
-    return { code: f.code, text: f.text };
-  }
-}
+import { run, withTempDataDir } from './support';
 
 describe('windsock pipeline webhook-secret (embedded SQLite in a temp data dir)', () => {
-  let dir: string;
-  const saved = { ...process.env };
-
-  beforeAll(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-webhook-secret-'));
-    process.env.DATA_DIR = dir;
-    delete process.env.DATABASE_URL;
-    delete process.env.JWT_SECRET;
-    process.env.LOG_LEVEL = 'silent';
-    process.env.PORT = '0';
-  });
-  afterAll(() => {
-    process.env = saved;
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  withTempDataDir('windsock-webhook-secret-');
 
   it('prints the secret the API shows, rotates it, and deliveries follow', async () => {
     expect((await run('org', 'create', '--name', 'Hook Co')).code).toBe(0);

@@ -3,43 +3,14 @@
  * notification services as the REST API (as the installation's operator: no creator), refuses
  * bad input with the field named (exit code 1) and a missing option with the usage (exit code 2).
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import request from 'supertest';
-import { failure, main } from '../../src/cli/main';
 import { loadConfig } from '../../src/config';
 import { startServer } from '../../src/server';
-
-async function run(...args: string[]): Promise<{ code: number; text: string }> {
-  const out = new PassThrough();
-  let text = '';
-  out.on('data', (c) => (text += c));
-  try {
-    return { code: await main(args, out), text };
-  } catch (err) {
-    const f = failure(err);
-    return { code: f.code, text: f.text };
-  }
-}
+import { run, withTempDataDir } from './support';
 
 describe('windsock service (embedded SQLite in a temp data dir)', () => {
-  let dir: string;
-  const saved = { ...process.env };
-
-  beforeAll(() => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-service-'));
-    process.env.DATA_DIR = dir;
-    delete process.env.DATABASE_URL;
-    delete process.env.JWT_SECRET;
-    process.env.LOG_LEVEL = 'silent';
-    process.env.PORT = '0';
-  });
-  afterAll(() => {
-    process.env = saved;
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  withTempDataDir('windsock-service-');
 
   it('creates, lists, disables, enables and deletes services the API then shows', async () => {
     expect((await run('org', 'create', '--name', 'Notify Inc')).code).toBe(0);
