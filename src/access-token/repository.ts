@@ -12,6 +12,14 @@ export interface StoredToken {
   revokedAt: Date | null;
 }
 
+/** A token as `token list` shows it. */
+export interface ListedToken {
+  token: AccessToken;
+  userEmail: string;
+  organizations: string[];
+  revokedAt: Date | null;
+}
+
 export class AccessTokenRepository {
   constructor(private readonly db: Knex) {}
 
@@ -76,6 +84,34 @@ export class AccessTokenRepository {
       userId: row.user_id as string,
       revokedAt: toDateOrNull(row.revoked_at),
     };
+  }
+
+  /**
+   * Tokens (never their secrets: only the JWT has one, and it is not stored) with their user's
+   * email and the slugs of the organizations each names, oldest first; filtered by user or by
+   * an organization the token names. For the command line's `token list`.
+   */
+  async list(filter: { userId?: string; organizationId?: string }): Promise<ListedToken[]> {
+    const q = this.db('access_tokens as t').join('users as u', 'u.id', 't.user_id').orderBy([{ column: 't.created_at' }, { column: 't.id' }]);
+    if (filter.userId) q.where('t.user_id', filter.userId);
+    if (filter.organizationId) {
+      q.whereIn('t.id', this.db('access_token_organizations').where({ organization_id: filter.organizationId }).select('access_token_id'));
+    }
+    const rows = await q.select('t.*', 'u.email as user_email');
+    const orgs = await this.db('access_token_organizations as ato')
+      .join('organizations as o', 'o.id', 'ato.organization_id')
+      .whereIn(
+        'ato.access_token_id',
+        rows.map((r) => r.id),
+      )
+      .orderBy('o.slug')
+      .select('ato.access_token_id', 'o.slug');
+    return rows.map((row) => ({
+      token: tokenFromRow(row),
+      userEmail: row.user_email as string,
+      organizations: orgs.filter((o) => o.access_token_id === row.id).map((o) => o.slug as string),
+      revokedAt: toDateOrNull(row.revoked_at),
+    }));
   }
 
   /** Whether a token that was not revoked yet is revoked now. */

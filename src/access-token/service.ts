@@ -8,7 +8,7 @@ import jwt from 'jsonwebtoken';
 import { UnauthorizedError, ValidationError } from '../core/errors';
 import { SCOPES, type AccessToken, type Principal, type Scope } from '../core/identity';
 import type { Keys } from '../security/keys';
-import type { AccessTokenRepository } from './repository';
+import type { AccessTokenRepository, ListedToken } from './repository';
 
 const ISSUER = 'windsock';
 
@@ -84,6 +84,11 @@ export class AccessTokenService {
       throw new UnauthorizedError('invalid token');
     }
     return stored.principal;
+  }
+
+  /** Stored tokens, without secrets (see AccessTokenRepository.list). */
+  list(filter: { userId?: string; organizationId?: string }): Promise<ListedToken[]> {
+    return this.tokens.list(filter);
   }
 
   async revoke(tokenId: string): Promise<boolean> {

@@ -63,6 +63,12 @@ export class OrganizationRepository {
     return row ? orgFromRow(row) : null;
   }
 
+  /** Every organization by slug (the command line's `org list`). */
+  async all(trx: Knex = this.db): Promise<Organization[]> {
+    const rows = await trx('organizations').orderBy('slug');
+    return rows.map(orgFromRow);
+  }
+
   /** One page of the given organizations ordered by name, and the total. */
   async pageByIds(ids: string[], offset: number, limit: number, trx: Knex = this.db): Promise<{ items: Organization[]; total: number }> {
     if (ids.length === 0) return { items: [], total: 0 };

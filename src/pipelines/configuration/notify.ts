@@ -27,7 +27,8 @@ export const NOTIFY_KINDS: readonly NotifyKind[] = [
 export const STEP_NOTIFY_KINDS: readonly NotifyKind[] = ['slack', 'github_commit_status', 'github_check'];
 const MAX_URL = 2048;
 const MAX_CONDITION = 1000;
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
+/** What the API takes for an email address (also the command line's rule for `--email`). */
+export const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
 export type NotifyLevel = 'build' | 'step';
 
