@@ -1,8 +1,8 @@
 /**
  * `windsock pipeline webhook-secret ORG/PIPELINE [--rotate]`: prints the secret the REST API
  * shows (GET .../webhook-secret), and with --rotate replaces it through the same service, after
- * which deliveries signed with the old one are refused. Bad arguments: the usage (exit code 2);
- * an unknown pipeline: exit code 1.
+ * which deliveries signed with the old one are refused. A missing or extra argument: the usage
+ * (exit code 2); a target that is not ORG/PIPELINE, or an unknown one: exit code 1.
  */
 import crypto from 'node:crypto';
 import { PassThrough } from 'node:stream';
@@ -53,13 +53,17 @@ describe('windsock pipeline webhook-secret (embedded SQLite in a temp data dir)'
   });
 
   it('refuses a malformed target with the usage, and an unknown organization or pipeline', async () => {
-    for (const args of [[], ['hook-co'], ['hook-co/app/x'], ['/app'], ['hook-co/app', 'extra']]) {
+    // The target missing, or more than one: commander's usage errors, with the command's help.
+    for (const args of [[], ['hook-co/app', 'extra']]) {
       const res = await run('pipeline', 'webhook-secret', ...args);
       expect({ args, code: res.code }).toEqual({ args, code: 2 });
-      expect(res.text).toContain('pipeline webhook-secret takes one ORG_SLUG/PIPELINE_SLUG');
+      expect(res.text).toContain('Usage: windsock pipeline webhook-secret [options] <ORG_SLUG/PIPELINE_SLUG>');
+    }
+    for (const target of ['hook-co', 'hook-co/app/x', '/app']) {
+      expect(await run('pipeline', 'webhook-secret', target)).toEqual({ code: 1, text: `windsock: "${target}" is not ORG_SLUG/PIPELINE_SLUG\n` });
     }
     expect(await run('pipeline', 'webhook-secret', `nope-${crypto.randomBytes(3).toString('hex')}/app`)).toMatchObject({
-      code: 2,
+      code: 1,
       text: expect.stringMatching(/no organization with slug/),
     });
     expect(await run('pipeline', 'webhook-secret', 'hook-co/missing', '--rotate')).toEqual({ code: 1, text: 'windsock: no pipeline "missing" in hook-co\n' });

@@ -1,7 +1,8 @@
 /**
  * `windsock service list|create|delete|enable|disable`: the command line acts on the same
  * notification services as the REST API (as the installation's operator: no creator), refuses
- * bad input with the field named (exit code 1) and a missing option with the usage (exit code 2).
+ * bad settings with the field named (exit code 1), and a missing option or a provider it does not
+ * offer with the command's help (exit code 2).
  */
 import { PassThrough } from 'node:stream';
 import request from 'supertest';
@@ -63,8 +64,10 @@ describe('windsock service (embedded SQLite in a temp data dir)', () => {
     expect((await run('service', 'enable', '--org', 'notify-inc', '--id', otelId)).text).toBe(`notification service ${otelId} is enabled\n`);
 
     const refused = await run('service', 'create', '--org', 'notify-inc', '--provider', 'aws_event_bridge', '--url', 'https://x.example.com');
-    expect(refused.code).toBe(1);
-    expect(refused.text).toMatch(/^windsock: provider aws_event_bridge .*Amazon EventBridge/);
+    expect(refused.code).toBe(2);
+    expect(refused.text).toMatch(
+      /^windsock: option '--provider <PROVIDER>' argument 'aws_event_bridge' is invalid\. aws_event_bridge sends to Amazon EventBridge.*\. Allowed choices are webhook, slack, open_telemetry_tracing\.\n/,
+    );
     const badUrl = await run('service', 'create', '--org', 'notify-inc', '--provider', 'slack', '--url', 'ftp://example.com/x');
     expect(badUrl).toEqual({ code: 1, text: 'windsock: settings.url must be an http or https URL\n' });
     expect((await run('service', 'create', '--org', 'notify-inc', '--provider', 'webhook')).code).toBe(2);
