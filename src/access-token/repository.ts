@@ -92,7 +92,9 @@ export class AccessTokenRepository {
    * an organization the token names. For the command line's `token list`.
    */
   async list(filter: { userId?: string; organizationId?: string }): Promise<ListedToken[]> {
-    const q = this.db('access_tokens as t').join('users as u', 'u.id', 't.user_id').orderBy([{ column: 't.created_at' }, { column: 't.id' }]);
+    const q = this.db('access_tokens as t')
+      .join('users as u', 'u.id', 't.user_id')
+      .orderBy([{ column: 't.created_at' }, { column: 't.id' }]);
     if (filter.userId) q.where('t.user_id', filter.userId);
     if (filter.organizationId) {
       q.whereIn('t.id', this.db('access_token_organizations').where({ organization_id: filter.organizationId }).select('access_token_id'));

@@ -52,8 +52,7 @@ export function describeDatabase(config: Config): string {
   }
 }
 
-const HOW_TO_START =
-  'start the service there once (`windsock serve`, or `windsock migrate`), or set DATA_DIR or DATABASE_URL to the database the server uses';
+const HOW_TO_START = 'start the service there once (`windsock serve`, or `windsock migrate`), or set DATA_DIR or DATABASE_URL to the database the server uses';
 
 /**
  * Runs `fn` on the database the server would open (the same settings, read by loadConfig), after

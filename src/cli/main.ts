@@ -83,7 +83,8 @@ function usageOf(err: CommanderError, cmd: Command): Error {
   if (err.exitCode === 0) return err;
   const help = cmd.helpInformation();
   // A command with subcommands named alone (`windsock org`): which ones there are.
-  if (err.code === 'commander.help') return new UsageError(`missing command for "${fullName(cmd)}": one of ${cmd.commands.map((c) => c.name()).join(', ')}`, help);
+  if (err.code === 'commander.help')
+    return new UsageError(`missing command for "${fullName(cmd)}": one of ${cmd.commands.map((c) => c.name()).join(', ')}`, help);
   return new UsageError(err.message.replace(/^error: /, ''), help);
 }
 

@@ -1,9 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import crypto from 'node:crypto';
 import { PassThrough } from 'node:stream';
-import knexFactory from 'knex';
 import request from 'supertest';
 import { failure } from '../../src/cli/main';
 import { loadConfig } from '../../src/config';
@@ -11,7 +9,7 @@ import { createLogger } from '../../src/http/logger';
 import { startServer } from '../../src/server';
 import { servicesFromConfig } from '../../src/services';
 import { databases } from '../support/context';
-import { run, runCaptured, useDataDir } from './support';
+import { run, withStore } from './support';
 
 function capture() {
   const out = new PassThrough();
@@ -134,9 +132,17 @@ describe('first start and the CLI (embedded SQLite in a temp data dir)', () => {
   it('refuses unknown scopes and missing options, naming the option and the valid values', async () => {
     const scopes = await run('token', 'create', '--email', 'ann@example.com', '--org', 'acme-inc', '--scopes', 'read_builds,everything');
     expect(scopes.code).toBe(2);
-    expect(scopes.text).toMatch(/^windsock: option '--scopes <all\|SCOPE,...>' argument 'read_builds,everything' is invalid\. unknown scope\(s\): everything\. Valid: all, or any of read_user, read_organizations, .*write_notification_services\n/);
-    expect(await run('user', 'create', '--name', 'x')).toMatchObject({ code: 2, text: expect.stringMatching(/^windsock: required option '--email <EMAIL>' not specified\n/) });
-    expect(await run('agent', '--token', 'x')).toMatchObject({ code: 2, text: expect.stringMatching(/^windsock: required option '--endpoint <URL>' not specified\n/) });
+    expect(scopes.text).toMatch(
+      /^windsock: option '--scopes <all\|SCOPE,...>' argument 'read_builds,everything' is invalid\. unknown scope\(s\): everything\. Valid: all, or any of read_user, read_organizations, .*write_notification_services\n/,
+    );
+    expect(await run('user', 'create', '--name', 'x')).toMatchObject({
+      code: 2,
+      text: expect.stringMatching(/^windsock: required option '--email <EMAIL>' not specified\n/),
+    });
+    expect(await run('agent', '--token', 'x')).toMatchObject({
+      code: 2,
+      text: expect.stringMatching(/^windsock: required option '--endpoint <URL>' not specified\n/),
+    });
     expect(await run('agent', '--endpoint', 'http://127.0.0.1:1', '--token', 'x', '--spawn', '0')).toMatchObject({
       code: 2,
       text: expect.stringMatching(/^windsock: option '--spawn <N>' argument '0' is invalid\. must be a whole number from 1 to 64\n/),
@@ -145,39 +151,7 @@ describe('first start and the CLI (embedded SQLite in a temp data dir)', () => {
 });
 
 describe.each(databases)('users in several organizations from the CLI [%s]', (kind) => {
-  let dir: string;
-  let dropDatabase = async () => undefined as void;
-  const saved = { ...process.env };
-
-  beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-cli-users-'));
-    process.env.DATA_DIR = dir;
-    process.env.LOG_LEVEL = 'silent';
-    process.env.JWT_SECRET = crypto.randomBytes(32).toString('hex');
-    delete process.env.DATABASE_URL;
-    if (kind === 'postgres') {
-      // A database of its own: the CLI migrates the default schema of what DATABASE_URL names.
-      const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-      const name = `cli_${crypto.randomBytes(6).toString('hex')}`;
-      const admin = knexFactory({ client: 'pg', connection: pgUrl, pool: { min: 0, max: 1 } });
-      await admin.raw(`create database ${name}`);
-      await admin.destroy();
-      const url = new URL(pgUrl);
-      url.pathname = `/${name}`;
-      process.env.DATABASE_URL = url.toString();
-      dropDatabase = async () => {
-        const a = knexFactory({ client: 'pg', connection: pgUrl, pool: { min: 0, max: 1 } });
-        await a.raw(`drop database if exists ${name} with (force)`);
-        await a.destroy();
-      };
-    }
-    expect(await run('migrate')).toEqual({ code: 0, text: 'migrations applied\n' });
-  });
-  afterAll(async () => {
-    process.env = saved;
-    await dropDatabase();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
+  withStore(kind, 'windsock-cli-users-');
 
   /** What the CLI prints for a command that fails, and its exit code. */
   const fail = async (...args: string[]) => {

@@ -15,11 +15,7 @@ export function teamCommands(program: Command, cli: Cli): void {
   const team = program.command('team').description("an organization's teams: create, list, delete, add-member, remove-member, set-role");
   /** A subcommand acting on one team of one organization. */
   const onTeam = (name: string, description: string) =>
-    team
-      .command(name)
-      .description(description)
-      .requiredOption('--org <SLUG>', 'the organization')
-      .requiredOption('--team <SLUG|UUID>', 'the team');
+    team.command(name).description(description).requiredOption('--org <SLUG>', 'the organization').requiredOption('--team <SLUG|UUID>', 'the team');
 
   team
     .command('create')

@@ -10,7 +10,9 @@ function scopes(value: string): string[] {
   const named = list(value);
   const unknown = named.filter((x) => !(SCOPES as readonly string[]).includes(x));
   if (unknown.length || !named.length) {
-    throw new InvalidArgumentError(`${unknown.length ? `unknown scope(s): ${unknown.join(', ')}` : 'no scope named'}. Valid: all, or any of ${SCOPES.join(', ')}`);
+    throw new InvalidArgumentError(
+      `${unknown.length ? `unknown scope(s): ${unknown.join(', ')}` : 'no scope named'}. Valid: all, or any of ${SCOPES.join(', ')}`,
+    );
   }
   return named;
 }
