@@ -46,6 +46,7 @@ export function describeDatabase(config: Config): string {
   try {
     const url = new URL(config.databaseUrl);
     url.password = '';
+    url.searchParams.delete('password');
     return `Postgres database ${url.toString()}`;
   } catch {
     return 'Postgres database (DATABASE_URL)';

@@ -103,7 +103,7 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
   return cli.running ? -1 : 0;
 }
 
-/** What a failed command prints to stderr, and its exit code. Expected failures never print a stack. */
+/** What a failed command prints to stderr, and its exit code. Only a bug prints a stack. */
 export function failure(err: unknown): { text: string; code: number } {
   if (err instanceof UsageError) return { text: `windsock: ${err.message}\n${err.help ? `\n${err.help}` : ''}`, code: 2 };
   if (err instanceof ConfigError) return { text: `windsock: ${err.message}\n`, code: 2 };
@@ -114,11 +114,15 @@ export function failure(err: unknown): { text: string; code: number } {
     const detail = (err as { detail?: string }).detail ?? (err as Error).message.split(' - ').at(-1);
     return { text: `windsock: that already exists (${detail})\n`, code: 1 };
   }
-  // A driver's or the system's error (database unreachable, connection refused): its message, and its cause's.
+  // A driver's or the system's error (database unreachable, connection refused, an API's answer): its message, and its cause's.
   const e = err as { message?: string; cause?: { message?: string } } | null;
+  // A programming error (a bug, not a refusal): its stack, for the report.
+  if (e instanceof Error && PROGRAMMING_ERRORS.some((kind) => e instanceof kind) && !e.cause) return { text: `windsock: ${e.stack}\n`, code: 1 };
   const message = e?.message ? e.message.split(' - ').at(-1)! : String(err);
   return { text: `windsock: ${message}${e?.cause?.message ? ` (${e.cause.message})` : ''}\n`, code: 1 };
 }
+
+const PROGRAMMING_ERRORS = [TypeError, ReferenceError, RangeError, SyntaxError];
 
 if (require.main === module) {
   main(process.argv.slice(2)).then(
