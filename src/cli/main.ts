@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, type Option } from 'commander';
 import { ConfigError } from '../config';
 import { isUniqueViolation } from '../db/knex';
 import { DomainError, ValidationError } from '../core/errors';
@@ -57,15 +57,45 @@ function program(cli: Cli): Command {
   emojiCommands(root, cli);
   serviceCommands(root, cli);
   agentCommand(root, cli);
-  each(root, (cmd) =>
-    cmd
-      // Help asked for goes to stdout; errors are thrown (see below) and printed by `failure`, once.
-      .configureOutput({ writeOut: (s) => cli.out.write(s), writeErr: () => undefined, outputError: () => undefined })
-      .exitOverride((err) => {
-        throw usageOf(err, cmd);
-      }),
-  );
+  each(root, (cmd) => {
+    // Help asked for goes to stdout; errors are thrown (see below) and printed by `failure`, once.
+    cmd.configureOutput({ writeOut: (s) => cli.out.write(s), writeErr: () => undefined, outputError: () => undefined }).exitOverride((err) => {
+      throw usageOf(err, cmd);
+    });
+    for (const option of cmd.options) refuseAfterMissing(option);
+  });
+  // Commander checks for missing required options after parsing, and parsing is where an option's
+  // value is refused: the refusals wait until here, so a missing option is named first.
+  root.hook('preAction', (_root, action) => {
+    for (const option of action.options) {
+      const value: unknown = action.getOptionValue(option.attributeName());
+      if (value instanceof Refused)
+        action.error(`error: option '${option.flags}' argument '${value.value}' is invalid. ${value.reason}`, { code: 'commander.invalidArgument' });
+    }
+  });
   return root;
+}
+
+/** An option value its parser (or `.choices()`) refused, held until required options are checked. */
+class Refused {
+  constructor(
+    readonly value: string,
+    readonly reason: string,
+  ) {}
+}
+
+function refuseAfterMissing(option: Option): void {
+  const parse = option.parseArg;
+  if (!parse) return;
+  option.parseArg = <T>(value: string, previous: T): T => {
+    if (previous instanceof Refused) return previous; // a repeated option keeps its first refusal
+    try {
+      return parse(value, previous);
+    } catch (err) {
+      if (err instanceof InvalidArgumentError) return new Refused(value, err.message) as T;
+      throw err;
+    }
+  };
 }
 
 function each(cmd: Command, fn: (c: Command) => void): void {

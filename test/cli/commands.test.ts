@@ -94,6 +94,11 @@ describe('windsock help, version and usage errors (no database)', () => {
       code: 2,
       text: expect.stringMatching(/^windsock: required option '--org <SLUG\[,SLUG...\]>' not specified\n/),
     });
+    // Before a value given for another option is refused.
+    expect(await run('user', 'create', '--email', 'notanemail', '--role', 'owner')).toMatchObject({
+      code: 2,
+      text: expect.stringMatching(/^windsock: required option '--name <NAME>' not specified\n/),
+    });
     expect(await run('service', 'create', '--org', 'x', '--url', 'https://example.com')).toMatchObject({
       code: 2,
       text: expect.stringMatching(/^windsock: required option '--provider <PROVIDER>' not specified\n/),
