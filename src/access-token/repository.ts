@@ -94,26 +94,26 @@ export class AccessTokenRepository {
   async list(filter: { userId?: string; organizationId?: string }): Promise<ListedToken[]> {
     const q = this.db('access_tokens as t')
       .join('users as u', 'u.id', 't.user_id')
-      .orderBy([{ column: 't.created_at' }, { column: 't.id' }]);
+      .leftJoin('access_token_organizations as ato', 'ato.access_token_id', 't.id')
+      .leftJoin('organizations as o', 'o.id', 'ato.organization_id')
+      .orderBy([{ column: 't.created_at' }, { column: 't.id' }, { column: 'o.slug' }])
+      .select('t.*', 'u.email as user_email', 'o.slug as org_slug');
     if (filter.userId) q.where('t.user_id', filter.userId);
     if (filter.organizationId) {
       q.whereIn('t.id', this.db('access_token_organizations').where({ organization_id: filter.organizationId }).select('access_token_id'));
     }
-    const rows = await q.select('t.*', 'u.email as user_email');
-    const orgs = await this.db('access_token_organizations as ato')
-      .join('organizations as o', 'o.id', 'ato.organization_id')
-      .whereIn(
-        'ato.access_token_id',
-        rows.map((r) => r.id),
-      )
-      .orderBy('o.slug')
-      .select('ato.access_token_id', 'o.slug');
-    return rows.map((row) => ({
-      token: tokenFromRow(row),
-      userEmail: row.user_email as string,
-      organizations: orgs.filter((o) => o.access_token_id === row.id).map((o) => o.slug as string),
-      revokedAt: toDateOrNull(row.revoked_at),
-    }));
+    const listed = new Map<string, ListedToken>();
+    for (const row of await q) {
+      const entry: ListedToken = listed.get(row.id) ?? {
+        token: tokenFromRow(row),
+        userEmail: row.user_email as string,
+        organizations: [],
+        revokedAt: toDateOrNull(row.revoked_at),
+      };
+      listed.set(row.id, entry);
+      if (row.org_slug) entry.organizations.push(row.org_slug as string);
+    }
+    return [...listed.values()];
   }
 
   /** Whether a token that was not revoked yet is revoked now. */

@@ -33,20 +33,18 @@ export class UserRepository {
    * line's `user list`; `organizationId`: only that organization's members.
    */
   async listWithMemberships(organizationId?: string, trx: Knex = this.db): Promise<{ user: User; memberships: { slug: string; role: Role }[] }[]> {
-    const users = trx('users').orderBy('email').select('id', 'name', 'email', 'created_at');
-    if (organizationId) users.whereIn('id', trx('organization_members').where({ organization_id: organizationId }).select('user_id'));
-    const rows = await users;
-    const memberships = await trx('organization_members as m')
-      .join('organizations as o', 'o.id', 'm.organization_id')
-      .whereIn(
-        'm.user_id',
-        rows.map((r) => r.id),
-      )
-      .orderBy('o.slug')
-      .select('m.user_id', 'm.role', 'o.slug');
-    return rows.map((row) => ({
-      user: userFromRow(row),
-      memberships: memberships.filter((m) => m.user_id === row.id).map((m) => ({ slug: m.slug as string, role: m.role as Role })),
-    }));
+    const q = trx('users as u')
+      .leftJoin('organization_members as m', 'm.user_id', 'u.id')
+      .leftJoin('organizations as o', 'o.id', 'm.organization_id')
+      .orderBy([{ column: 'u.email' }, { column: 'o.slug' }])
+      .select('u.id', 'u.name', 'u.email', 'u.created_at', 'm.role', 'o.slug');
+    if (organizationId) q.whereIn('u.id', trx('organization_members').where({ organization_id: organizationId }).select('user_id'));
+    const listed = new Map<string, { user: User; memberships: { slug: string; role: Role }[] }>();
+    for (const row of await q) {
+      const entry = listed.get(row.id) ?? { user: userFromRow(row), memberships: [] };
+      listed.set(row.id, entry);
+      if (row.slug) entry.memberships.push({ slug: row.slug as string, role: row.role as Role });
+    }
+    return [...listed.values()];
   }
 }
