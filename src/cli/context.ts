@@ -162,6 +162,13 @@ export function list(value: string): string[] {
     .filter(Boolean);
 }
 
+/** A comma-separated list that names at least one item. */
+export function someOf(value: string): string[] {
+  const items = list(value);
+  if (!items.length) throw new InvalidArgumentError('must name at least one');
+  return items;
+}
+
 /** For an option that may repeat: each value (and each comma-separated item, when `split`) is added. */
 export function repeated(split: boolean): (value: string, previous: string[] | undefined) => string[] {
   return (value, previous) => [...(previous ?? []), ...(split ? list(value) : [value])];

@@ -136,6 +136,7 @@ describe('windsock help, version and usage errors (no database)', () => {
       [['team', 'create', '--org', 'x', '--name', 'T', '--slug', '-t-'], "option '--slug <SLUG>' argument '-t-' is invalid"],
       [['user', 'create', '--name', 'N', '--email', 'notanemail'], "option '--email <EMAIL>' argument 'notanemail' is invalid. must be an email address"],
       [['user', 'create', '--name', ' ', '--email', 'n@example.com'], "option '--name <NAME>' argument ' ' is invalid. must not be blank"],
+      [['token', 'create', '--email', 'a@example.com', '--org', ' , '], "option '--org <SLUG[,SLUG...]>' argument ' , ' is invalid. must name at least one"],
       [['token', 'revoke', '--id', '42'], "option '--id <UUID>' argument '42' is invalid. must be a UUID"],
       [['token', 'create', '--email', 'a@example.com', '--org', 'x', '--expires-in-days', '0'], 'must be a whole number from 1 to 3650'],
       [['agent', '--endpoint', 'foo', '--token', 'x'], "option '--endpoint <URL>' argument 'foo' is invalid. must be an absolute http(s) URL"],

@@ -2,7 +2,7 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { clock } from '../../core/clock';
 import { SCOPES } from '../../core/identity';
-import { CommandError, email, list, orgBySlug, print, printRows, userByEmail, uuid, wholeNumber, withServices, type Cli } from '../context';
+import { CommandError, email, list, orgBySlug, print, printRows, someOf, userByEmail, uuid, wholeNumber, withServices, type Cli } from '../context';
 
 /** `all`, or a comma-separated list of scopes, each one of SCOPES. */
 function scopes(value: string): string[] {
@@ -24,7 +24,7 @@ export function tokenCommands(program: Command, cli: Cli): void {
     .command('create')
     .description('create an API access token for a user; it is printed once')
     .requiredOption('--email <EMAIL>', 'the user it acts as', email)
-    .requiredOption('--org <SLUG[,SLUG...]>', 'the organizations it reaches (the user must be a member)', list)
+    .requiredOption('--org <SLUG[,SLUG...]>', 'the organizations it reaches (the user must be a member)', someOf)
     .addOption(new Option('--scopes <all|SCOPE,...>', `its scopes: all, or any of ${SCOPES.join(', ')}`).argParser(scopes).default([...SCOPES], 'all'))
     .option('--description <TEXT>', 'what it is for')
     .option('--expires-in-days <N>', 'how long it is valid, 1 to 3650 days', wholeNumber(1, 3650), 365)
