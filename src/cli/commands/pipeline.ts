@@ -1,7 +1,14 @@
 /** `windsock pipeline webhook-secret`: the secret provider deliveries are checked with, as GET .../webhook-secret shows it. */
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { NotFoundError } from '../../core/errors';
 import { CommandError, orgBySlug, print, withServices, type Cli } from '../context';
+
+/** `ORG_SLUG/PIPELINE_SLUG` as its two slugs. */
+function target(value: string): [string, string] {
+  const [org, pipeline, extra] = value.split('/');
+  if (!org || !pipeline || extra !== undefined) throw new InvalidArgumentError('must be ORG_SLUG/PIPELINE_SLUG');
+  return [org, pipeline];
+}
 
 export function pipelineCommands(program: Command, cli: Cli): void {
   program
@@ -9,11 +16,9 @@ export function pipelineCommands(program: Command, cli: Cli): void {
     .description('pipelines: webhook-secret')
     .command('webhook-secret')
     .description("print a pipeline's webhook secret (what provider deliveries are checked with); alone on the last line, for scripts")
-    .argument('<ORG_SLUG/PIPELINE_SLUG>', 'the pipeline')
+    .argument('<ORG_SLUG/PIPELINE_SLUG>', 'the pipeline', target)
     .option('--rotate', 'replace it first: deliveries signed with the old one are refused from then on', false)
-    .action(async (target: string, o: { rotate: boolean }) => {
-      const [orgSlug, pipelineSlug, extra] = target.split('/');
-      if (!orgSlug || !pipelineSlug || extra !== undefined) throw new CommandError(`"${target}" is not ORG_SLUG/PIPELINE_SLUG`);
+    .action(async ([orgSlug, pipelineSlug]: [string, string], o: { rotate: boolean }) => {
       await withServices(cli, async (s) => {
         const org = await orgBySlug(s, orgSlug);
         let secret: string;
