@@ -103,6 +103,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/openapi-3.0.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This document as OpenAPI 3.0.3
+         * @description This contract rendered as OpenAPI 3.0.3 JSON, for client generators and dynamic clients that do
+         *     not read 3.1 yet: the same paths, operations, parameters, statuses and schemas, in 3.0's terms
+         *     (`nullable: true` for `type: [X, 'null']`, `enum: [v]` for `const`; scopes of non-OAuth security
+         *     requirements in each operation's `x-required-scopes`). Generated from the 3.1 document by
+         *     `npm run generate`.
+         */
+        get: operations["getOpenApi30Json"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/access-token": {
         parameters: {
             query?: never;
@@ -5790,6 +5814,26 @@ export interface operations {
                 };
                 content: {
                     "application/yaml": string;
+                };
+            };
+        };
+    };
+    getOpenApi30Json: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI 3.0.3 document. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
                 };
             };
         };
