@@ -19,7 +19,16 @@ const LIMIT = 40;
 
 interface SmokeReport {
   pipelines: string[];
-  created: { number: number; state: string; branch: string; commit: string; message: string; env: Record<string, string>; meta_data: Record<string, string>; url: string };
+  created: {
+    number: number;
+    state: string;
+    branch: string;
+    commit: string;
+    message: string;
+    env: Record<string, string>;
+    meta_data: Record<string, string>;
+    url: string;
+  };
   pages: number[][];
   flaky: { name: string; instances: number }[] | null;
   validation: { status: number; message: string; errors: { field: string; code: string }[] | null };
