@@ -21,14 +21,14 @@ export interface LiveWindsock {
 
 /** A context served on loopback, with `publicUrl` its own address. */
 export async function liveWindsock(kind: DatabaseKind, opts: ContextOptions = {}, onResponse?: (res: http.ServerResponse) => void): Promise<LiveWindsock> {
-  let app: http.RequestListener | undefined;
   // Listen first: the app's public URL is the port the listener got.
+  const served: { app?: http.RequestListener } = {};
   const { server, endpoint } = await listen((req, res) => {
     if (onResponse) res.on('finish', () => onResponse(res));
-    app!(req, res);
+    served.app!(req, res);
   });
   const ctx = await createTestContext(kind, { ...opts, publicUrl: endpoint });
-  app = ctx.app as unknown as http.RequestListener;
+  served.app = ctx.app as unknown as http.RequestListener;
   return {
     ctx,
     url: endpoint,
@@ -63,9 +63,9 @@ export async function givenSdkData(ctx: TestContext): Promise<SdkData> {
   const other = await ctx.givenOrg();
   await ctx.services.orgs.addMember(other.id, user.id, 'admin');
   const token = await ctx.givenToken(user, [org, other]);
-  const pipelines = [];
+  const pipelines: string[] = [];
   for (const name of ['Alpha', 'Bravo', 'Charlie']) pipelines.push((await givenPipeline(ctx, org.slug, token, { name })).slug);
-  const pipeline = pipelines[0];
+  const pipeline = pipelines[0]!;
   for (const branch of ['main', 'main', 'main', 'main', 'feature']) await givenBuild(ctx, org.slug, pipeline, token, { branch });
   const suite = await ctx.http().post(`/v2/analytics/organizations/${org.slug}/suites`).set(auth(token)).send({ name: 'Unit', show_api_token: true });
   if (suite.status !== 201) throw new Error(`suite: ${suite.status} ${JSON.stringify(suite.body)}`);
@@ -73,7 +73,7 @@ export async function givenSdkData(ctx: TestContext): Promise<SdkData> {
   for (const [key, outcome] of [
     ['r1', 'passed'],
     ['r2', 'failed'],
-  ]) {
+  ] as const) {
     const res = await ctx
       .http()
       .post('/v1/uploads')
