@@ -31,10 +31,17 @@ const aliasOf = (s) => (typeof s.$ref === 'string' && Object.keys(s).every((k) =
 const named = (s) => s.type === 'object' || s.properties !== undefined || s.enum !== undefined || s.oneOf !== undefined || s.anyOf !== undefined;
 
 const names = Object.keys(schemas).sort();
-const aliases = names.filter((n) => aliasOf(schemas[n]));
+// quicktype makes one Go type of enums with the same values and names it after one of them: the
+// others become aliases of the first by name, so each schema still has its Go name.
+const enumKey = (s) => (s.enum ? JSON.stringify([s.type, [...s.enum].sort()]) : undefined);
+const firstWithEnum = new Map();
+for (const n of names) if (enumKey(schemas[n]) && !firstWithEnum.has(enumKey(schemas[n]))) firstWithEnum.set(enumKey(schemas[n]), n);
+const sameEnumAs = (n) => (enumKey(schemas[n]) && firstWithEnum.get(enumKey(schemas[n])) !== n ? firstWithEnum.get(enumKey(schemas[n])) : undefined);
+const targetOf = (n) => aliasOf(schemas[n]) ?? sameEnumAs(n);
+const aliases = names.filter(targetOf);
 // Every named schema is a top-level type under its own name: `#/top/` lists them as refs into
 // `#/definitions/`, so each is parsed once and types it shares (Job inside Build) are one Go type.
-const top = Object.fromEntries(names.filter((n) => !aliasOf(schemas[n]) && named(schemas[n])).map((n) => [n, { $ref: `#/definitions/${n}` }]));
+const top = Object.fromEntries(names.filter((n) => !targetOf(n) && named(schemas[n])).map((n) => [n, { $ref: `#/definitions/${n}` }]));
 const document = JSON.stringify({ definitions: schemas, top }).replaceAll('"#/components/schemas/', '"#/definitions/');
 
 const input = new JSONSchemaInput(new FetchingJSONSchemaStore());
@@ -45,7 +52,17 @@ const { lines } = await quicktype({ inputData, lang: 'go', rendererOptions: { pa
 
 // quicktype's header shows how to call each of ~200 Unmarshal functions: ours says where the file comes from.
 let source = lines.slice(lines.findIndex((l) => l.startsWith('package '))).join('\n') + '\n';
-for (const n of aliases) source += `\n// ${n} is the same shape as ${aliasOf(schemas[n])}.\ntype ${n} = ${aliasOf(schemas[n])}\n`;
+// quicktype's Go names differ from the schemas' only in case (ApiError: APIError, UtcTimestamp: UTCTimestamp).
+const declared = new Map([...source.matchAll(/^type (\w+) /gm)].map((m) => [m[1].toLowerCase(), m[1]]));
+const goName = (n) => declared.get(n.toLowerCase()) ?? n;
+// A schema quicktype merged into another type under the other's name would be left undeclared:
+// say so here rather than in the Go compiler's words.
+const missing = Object.keys(top).filter((n) => !declared.has(n.toLowerCase()));
+if (missing.length) {
+  console.error(`quicktype declared no Go type for ${missing.join(', ')}: give it a shape of its own, or make it a $ref (an alias).`);
+  process.exit(1);
+}
+for (const n of aliases) source += `\n// ${goName(n)} is the same shape as ${goName(targetOf(n))}.\ntype ${goName(n)} = ${goName(targetOf(n))}\n`;
 
 const gofmt = spawnSync('gofmt', [], { input: header + source, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
 if (gofmt.error || gofmt.status !== 0) {

@@ -2,7 +2,7 @@
 //
 // The request and response types (types.go) are generated from the spec's component schemas
 // by quicktype (`npm run generate:sdks`); this file is the hand-written transport they travel
-// through: Bearer auth, JSON bodies, typed API errors, pages that follow `Link: rel="next"`,
+// through: Bearer auth, JSON bodies, typed errors (*ResponseError), pages that follow `Link: rel="next"`,
 // and a back-off on 429 that waits as long as the server says. Standard library only.
 package windsock
 
@@ -33,7 +33,7 @@ type Client struct {
 	// Retry-After or RateLimit-Reset, else 1 s doubling each time.
 	MaxBackoff time.Duration
 	// OnRetry, when set, is told of each 429 before the client waits and tries again.
-	OnRetry func(err *APIError, wait time.Duration)
+	OnRetry func(err *ResponseError, wait time.Duration)
 }
 
 // NewClient returns a client that retries a rate-limited request up to 3 times.
@@ -41,17 +41,16 @@ func NewClient(baseURL, token string) *Client {
 	return &Client{BaseURL: baseURL, Token: token, MaxRetries: 3}
 }
 
-// APIError is a response with a status of 400 or more: the body's `message` and, for a
-// validation failure, its field errors.
-type APIError struct {
+// ResponseError is an answer with a status of 400 or more: its status and its body, the spec's
+// ApiError (`message`, and for a validation failure the field errors in `errors`).
+type ResponseError struct {
 	StatusCode int
-	Message    string
-	Errors     []FieldError
+	APIError
 	// RetryAfter is how long the server asked the caller to wait (429, 503), else 0.
 	RetryAfter time.Duration
 }
 
-func (e *APIError) Error() string {
+func (e *ResponseError) Error() string {
 	msg := fmt.Sprintf("windsock: %d %s", e.StatusCode, e.Message)
 	for _, f := range e.Errors {
 		msg += fmt.Sprintf("; %s: %s", f.Field, f.Code)
@@ -250,7 +249,7 @@ func (c *Client) do(ctx context.Context, method, target string, in, out any) (ht
 			}
 			return res.Header, nil
 		}
-		apiErr := newAPIError(res, data)
+		apiErr := newResponseError(res, data)
 		if res.StatusCode != http.StatusTooManyRequests || attempt >= c.MaxRetries {
 			return nil, apiErr
 		}
@@ -272,16 +271,10 @@ func (c *Client) do(ctx context.Context, method, target string, in, out any) (ht
 	}
 }
 
-func newAPIError(res *http.Response, data []byte) *APIError {
-	var body struct {
-		Message string       `json:"message"`
-		Errors  []FieldError `json:"errors"`
-	}
-	e := &APIError{StatusCode: res.StatusCode}
-	if json.Unmarshal(data, &body) == nil && body.Message != "" {
-		e.Message, e.Errors = body.Message, body.Errors
-	} else {
-		e.Message = http.StatusText(res.StatusCode)
+func newResponseError(res *http.Response, data []byte) *ResponseError {
+	e := &ResponseError{StatusCode: res.StatusCode}
+	if json.Unmarshal(data, &e.APIError) != nil || e.Message == "" {
+		e.APIError = APIError{Message: http.StatusText(res.StatusCode)}
 	}
 	for _, h := range []string{"Retry-After", "RateLimit-Reset"} {
 		if s, err := strconv.Atoi(res.Header.Get(h)); err == nil && s >= 0 {

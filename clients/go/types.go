@@ -20,6 +20,16 @@ func (r *AccessToken) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAccessTokenUser(data []byte) (AccessTokenUser, error) {
+	var r AccessTokenUser
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AccessTokenUser) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAgentAnnotationRequest(data []byte) (AgentAnnotationRequest, error) {
 	var r AgentAnnotationRequest
 	err := json.Unmarshal(data, &r)
@@ -50,6 +60,16 @@ func (r *AgentConnection) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAgentConnectionState(data []byte) (AgentConnectionState, error) {
+	var r AgentConnectionState
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AgentConnectionState) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAgentJob(data []byte) (AgentJob, error) {
 	var r AgentJob
 	err := json.Unmarshal(data, &r)
@@ -67,6 +87,16 @@ func UnmarshalAgentPing(data []byte) (AgentPing, error) {
 }
 
 func (r *AgentPing) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalAgentPingAction(data []byte) (AgentPingAction, error) {
+	var r AgentPingAction
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AgentPingAction) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -110,6 +140,16 @@ func (r *Annotation) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAnnotationScope(data []byte) (AnnotationScope, error) {
+	var r AnnotationScope
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AnnotationScope) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAnnotationStyle(data []byte) (AnnotationStyle, error) {
 	var r AnnotationStyle
 	err := json.Unmarshal(data, &r)
@@ -117,6 +157,16 @@ func UnmarshalAnnotationStyle(data []byte) (AnnotationStyle, error) {
 }
 
 func (r *AnnotationStyle) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalAPIError(data []byte) (APIError, error) {
+	var r APIError
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *APIError) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -180,6 +230,16 @@ func (r *ArtifactStates) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalArtifactStatesEntry(data []byte) (ArtifactStatesEntry, error) {
+	var r ArtifactStatesEntry
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ArtifactStatesEntry) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalArtifactUploadForm(data []byte) (ArtifactUploadForm, error) {
 	var r ArtifactUploadForm
 	err := json.Unmarshal(data, &r)
@@ -190,6 +250,16 @@ func (r *ArtifactUploadForm) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalArtifactUploadState(data []byte) (ArtifactUploadState, error) {
+	var r ArtifactUploadState
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ArtifactUploadState) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAuthor(data []byte) (Author, error) {
 	var r Author
 	err := json.Unmarshal(data, &r)
@@ -197,6 +267,16 @@ func UnmarshalAuthor(data []byte) (Author, error) {
 }
 
 func (r *Author) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalAutomaticRetry(data []byte) (AutomaticRetry, error) {
+	var r AutomaticRetry
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AutomaticRetry) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -230,6 +310,26 @@ func (r *BuildPipeline) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalBuildPipelineProvider(data []byte) (BuildPipelineProvider, error) {
+	var r BuildPipelineProvider
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *BuildPipelineProvider) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalBuildSource(data []byte) (BuildSource, error) {
+	var r BuildSource
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *BuildSource) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalBuildState(data []byte) (BuildState, error) {
 	var r BuildState
 	err := json.Unmarshal(data, &r)
@@ -247,6 +347,36 @@ func UnmarshalBuildStateFilter(data []byte) (BuildStateFilter, error) {
 }
 
 func (r *BuildStateFilter) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalBuildTestEngine(data []byte) (BuildTestEngine, error) {
+	var r BuildTestEngine
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *BuildTestEngine) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalBuildTestEngineRun(data []byte) (BuildTestEngineRun, error) {
+	var r BuildTestEngineRun
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *BuildTestEngineRun) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalBuildTestEngineSuite(data []byte) (BuildTestEngineSuite, error) {
+	var r BuildTestEngineSuite
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *BuildTestEngineSuite) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -280,6 +410,36 @@ func (r *ClusterMaintainer) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalClusterMaintainerActor(data []byte) (ClusterMaintainerActor, error) {
+	var r ClusterMaintainerActor
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ClusterMaintainerActor) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalClusterMaintainerTeam(data []byte) (ClusterMaintainerTeam, error) {
+	var r ClusterMaintainerTeam
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ClusterMaintainerTeam) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalClusterMaintainerUser(data []byte) (ClusterMaintainerUser, error) {
+	var r ClusterMaintainerUser
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ClusterMaintainerUser) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalClusterQueue(data []byte) (ClusterQueue, error) {
 	var r ClusterQueue
 	err := json.Unmarshal(data, &r)
@@ -297,6 +457,16 @@ func UnmarshalClusterSecret(data []byte) (ClusterSecret, error) {
 }
 
 func (r *ClusterSecret) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalClusterSecretOrganization(data []byte) (ClusterSecretOrganization, error) {
+	var r ClusterSecretOrganization
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ClusterSecretOrganization) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -327,6 +497,16 @@ func UnmarshalCreateArtifactsRequest(data []byte) (CreateArtifactsRequest, error
 }
 
 func (r *CreateArtifactsRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalCreateBuildAuthor(data []byte) (CreateBuildAuthor, error) {
+	var r CreateBuildAuthor
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *CreateBuildAuthor) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -430,6 +610,16 @@ func (r *CreateTeamSuiteRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalDeliveryBuild(data []byte) (DeliveryBuild, error) {
+	var r DeliveryBuild
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *DeliveryBuild) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalDeliveryResult(data []byte) (DeliveryResult, error) {
 	var r DeliveryResult
 	err := json.Unmarshal(data, &r)
@@ -462,13 +652,13 @@ func (r *Env) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func UnmarshalError(data []byte) (Error, error) {
-	var r Error
+func UnmarshalExecutionCountsByResult(data []byte) (ExecutionCountsByResult, error) {
+	var r ExecutionCountsByResult
 	err := json.Unmarshal(data, &r)
 	return r, err
 }
 
-func (r *Error) Marshal() ([]byte, error) {
+func (r *ExecutionCountsByResult) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -489,6 +679,16 @@ func UnmarshalFailedExecution(data []byte) (FailedExecution, error) {
 }
 
 func (r *FailedExecution) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalFailureExpandedItem(data []byte) (FailureExpandedItem, error) {
+	var r FailureExpandedItem
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *FailureExpandedItem) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -532,6 +732,36 @@ func (r *FoundArtifact) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalHealthStatus(data []byte) (HealthStatus, error) {
+	var r HealthStatus
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *HealthStatus) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalHeartbeatResult(data []byte) (HeartbeatResult, error) {
+	var r HeartbeatResult
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *HeartbeatResult) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalHello(data []byte) (Hello, error) {
+	var r Hello
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *Hello) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalJob(data []byte) (Job, error) {
 	var r Job
 	err := json.Unmarshal(data, &r)
@@ -554,6 +784,16 @@ func (r *JobEnv) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalJobEnvResponse(data []byte) (JobEnvResponse, error) {
+	var r JobEnvResponse
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobEnvResponse) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalJobLog(data []byte) (JobLog, error) {
 	var r JobLog
 	err := json.Unmarshal(data, &r)
@@ -561,6 +801,36 @@ func UnmarshalJobLog(data []byte) (JobLog, error) {
 }
 
 func (r *JobLog) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalJobPriority(data []byte) (JobPriority, error) {
+	var r JobPriority
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobPriority) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalJobRetrySource(data []byte) (JobRetrySource, error) {
+	var r JobRetrySource
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobRetrySource) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalJobRetryType(data []byte) (JobRetryType, error) {
+	var r JobRetryType
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobRetryType) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -584,6 +854,36 @@ func (r *JobState) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalJobStateCounts(data []byte) (JobStateCounts, error) {
+	var r JobStateCounts
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobStateCounts) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalJobStep(data []byte) (JobStep, error) {
+	var r JobStep
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobStep) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalJobType(data []byte) (JobType, error) {
+	var r JobType
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobType) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalLogChunk(data []byte) (LogChunk, error) {
 	var r LogChunk
 	err := json.Unmarshal(data, &r)
@@ -594,6 +894,26 @@ func (r *LogChunk) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalLogChunkResult(data []byte) (LogChunkResult, error) {
+	var r LogChunkResult
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *LogChunkResult) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalManualRetry(data []byte) (ManualRetry, error) {
+	var r ManualRetry
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ManualRetry) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalManualStep(data []byte) (ManualStep, error) {
 	var r ManualStep
 	err := json.Unmarshal(data, &r)
@@ -601,6 +921,56 @@ func UnmarshalManualStep(data []byte) (ManualStep, error) {
 }
 
 func (r *ManualStep) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalManualStepField(data []byte) (ManualStepField, error) {
+	var r ManualStepField
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ManualStepField) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalManualStepFieldDefault(data []byte) (ManualStepFieldDefault, error) {
+	var r ManualStepFieldDefault
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ManualStepFieldDefault) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalManualStepFieldOption(data []byte) (ManualStepFieldOption, error) {
+	var r ManualStepFieldOption
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ManualStepFieldOption) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalMatrixAdjustment(data []byte) (MatrixAdjustment, error) {
+	var r MatrixAdjustment
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *MatrixAdjustment) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalMatrixSkip(data []byte) (MatrixSkip, error) {
+	var r MatrixSkip
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *MatrixSkip) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -686,6 +1056,16 @@ func (r *MetaDataValue) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalMultipartEtag(data []byte) (MultipartEtag, error) {
+	var r MultipartEtag
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *MultipartEtag) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalNewArtifact(data []byte) (NewArtifact, error) {
 	var r NewArtifact
 	err := json.Unmarshal(data, &r)
@@ -756,6 +1136,26 @@ func (r *NotificationServiceList) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalNotificationServiceListLinks(data []byte) (NotificationServiceListLinks, error) {
+	var r NotificationServiceListLinks
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *NotificationServiceListLinks) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalNotificationServiceProvider(data []byte) (NotificationServiceProvider, error) {
+	var r NotificationServiceProvider
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *NotificationServiceProvider) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalNotificationServiceProviderID(data []byte) (NotificationServiceProviderID, error) {
 	var r NotificationServiceProviderID
 	err := json.Unmarshal(data, &r)
@@ -773,6 +1173,16 @@ func UnmarshalNotificationServiceScope(data []byte) (NotificationServiceScope, e
 }
 
 func (r *NotificationServiceScope) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalNotificationServiceSettings(data []byte) (NotificationServiceSettings, error) {
+	var r NotificationServiceSettings
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *NotificationServiceSettings) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -816,6 +1226,16 @@ func (r *NotifySlack) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalNotifySlackTarget(data []byte) (NotifySlackTarget, error) {
+	var r NotifySlackTarget
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *NotifySlackTarget) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalOpenTelemetryTracingSettings(data []byte) (OpenTelemetryTracingSettings, error) {
 	var r OpenTelemetryTracingSettings
 	err := json.Unmarshal(data, &r)
@@ -843,6 +1263,16 @@ func UnmarshalOrganizationMember(data []byte) (OrganizationMember, error) {
 }
 
 func (r *OrganizationMember) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalOrganizationRole(data []byte) (OrganizationRole, error) {
+	var r OrganizationRole
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *OrganizationRole) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -886,6 +1316,16 @@ func (r *PipelineAccessLevel) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalPipelineDefinition(data []byte) (PipelineDefinition, error) {
+	var r PipelineDefinition
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineDefinition) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalPipelineSchedule(data []byte) (PipelineSchedule, error) {
 	var r PipelineSchedule
 	err := json.Unmarshal(data, &r)
@@ -905,6 +1345,16 @@ func UnmarshalPipelineScheduleEnv(data []byte) (PipelineScheduleEnv, error) {
 }
 
 func (r *PipelineScheduleEnv) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineSchedulePipeline(data []byte) (PipelineSchedulePipeline, error) {
+	var r PipelineSchedulePipeline
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineSchedulePipeline) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -935,6 +1385,26 @@ func UnmarshalPipelineUploadRequest(data []byte) (PipelineUploadRequest, error) 
 }
 
 func (r *PipelineUploadRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineUploadResult(data []byte) (PipelineUploadResult, error) {
+	var r PipelineUploadResult
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineUploadResult) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineVisibility(data []byte) (PipelineVisibility, error) {
+	var r PipelineVisibility
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineVisibility) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -978,7 +1448,17 @@ func (r *Provider) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-type ProviderSettings map[string]*ProviderSetting
+func UnmarshalProviderID(data []byte) (ProviderID, error) {
+	var r ProviderID
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ProviderID) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+type ProviderSettings map[string]*ProviderSettingValue
 
 func UnmarshalProviderSettings(data []byte) (ProviderSettings, error) {
 	var r ProviderSettings
@@ -990,6 +1470,16 @@ func (r *ProviderSettings) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalProviderTriggerMode(data []byte) (ProviderTriggerMode, error) {
+	var r ProviderTriggerMode
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ProviderTriggerMode) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalPullRequest(data []byte) (PullRequest, error) {
 	var r PullRequest
 	err := json.Unmarshal(data, &r)
@@ -997,6 +1487,16 @@ func UnmarshalPullRequest(data []byte) (PullRequest, error) {
 }
 
 func (r *PullRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPullRequestID(data []byte) (PullRequestID, error) {
+	var r PullRequestID
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PullRequestID) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1020,6 +1520,16 @@ func (r *RateLimitScopeStatus) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalRateLimitScopes(data []byte) (RateLimitScopes, error) {
+	var r RateLimitScopes
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RateLimitScopes) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalRateLimitStatus(data []byte) (RateLimitStatus, error) {
 	var r RateLimitStatus
 	err := json.Unmarshal(data, &r)
@@ -1027,6 +1537,16 @@ func UnmarshalRateLimitStatus(data []byte) (RateLimitStatus, error) {
 }
 
 func (r *RateLimitStatus) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRebuiltFrom(data []byte) (RebuiltFrom, error) {
+	var r RebuiltFrom
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RebuiltFrom) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1060,6 +1580,26 @@ func (r *ResumeAgentRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalRetryAgentAffinity(data []byte) (RetryAgentAffinity, error) {
+	var r RetryAgentAffinity
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RetryAgentAffinity) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRetryExitStatus(data []byte) (RetryExitStatus, error) {
+	var r RetryExitStatus
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RetryExitStatus) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalRetryFailedJobsRequest(data []byte) (RetryFailedJobsRequest, error) {
 	var r RetryFailedJobsRequest
 	err := json.Unmarshal(data, &r)
@@ -1087,6 +1627,16 @@ func UnmarshalRunEnv(data []byte) (RunEnv, error) {
 }
 
 func (r *RunEnv) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRunResult(data []byte) (RunResult, error) {
+	var r RunResult
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RunResult) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1130,6 +1680,46 @@ func (r *SlackSettings) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalSlackTheme(data []byte) (SlackTheme, error) {
+	var r SlackTheme
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *SlackTheme) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalSoftFail(data []byte) (SoftFail, error) {
+	var r SoftFail
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *SoftFail) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalSoftFailRule(data []byte) (SoftFailRule, error) {
+	var r SoftFailRule
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *SoftFailRule) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalSsoMode(data []byte) (SsoMode, error) {
+	var r SsoMode
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *SsoMode) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalStep(data []byte) (Step, error) {
 	var r Step
 	err := json.Unmarshal(data, &r)
@@ -1137,6 +1727,26 @@ func UnmarshalStep(data []byte) (Step, error) {
 }
 
 func (r *Step) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalStepMatrix(data []byte) (StepMatrix, error) {
+	var r StepMatrix
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepMatrix) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalStepRetry(data []byte) (StepRetry, error) {
+	var r StepRetry
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepRetry) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1182,6 +1792,16 @@ func (r *Suite) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalSuitePermission(data []byte) (SuitePermission, error) {
+	var r SuitePermission
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *SuitePermission) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalSuiteWritable(data []byte) (SuiteWritable, error) {
 	var r SuiteWritable
 	err := json.Unmarshal(data, &r)
@@ -1209,6 +1829,16 @@ func UnmarshalTeamAssignment(data []byte) (TeamAssignment, error) {
 }
 
 func (r *TeamAssignment) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalTeamAssignmentWithAccess(data []byte) (TeamAssignmentWithAccess, error) {
+	var r TeamAssignmentWithAccess
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *TeamAssignmentWithAccess) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1282,6 +1912,16 @@ func (r *Test) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalTestDetail(data []byte) (TestDetail, error) {
+	var r TestDetail
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *TestDetail) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalTestResult(data []byte) (TestResult, error) {
 	var r TestResult
 	err := json.Unmarshal(data, &r)
@@ -1289,6 +1929,16 @@ func UnmarshalTestResult(data []byte) (TestResult, error) {
 }
 
 func (r *TestResult) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalTestResultHistory(data []byte) (TestResultHistory, error) {
+	var r TestResultHistory
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *TestResultHistory) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1309,6 +1959,26 @@ func UnmarshalTriggerStep(data []byte) (TriggerStep, error) {
 }
 
 func (r *TriggerStep) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalTriggeredBuild(data []byte) (TriggeredBuild, error) {
+	var r TriggeredBuild
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *TriggeredBuild) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalTriggeredFrom(data []byte) (TriggeredFrom, error) {
+	var r TriggeredFrom
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *TriggeredFrom) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1452,6 +2122,16 @@ func (r *UploadAction) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalUploadFormat(data []byte) (UploadFormat, error) {
+	var r UploadFormat
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *UploadFormat) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalUploadInstructions(data []byte) (UploadInstructions, error) {
 	var r UploadInstructions
 	err := json.Unmarshal(data, &r)
@@ -1504,6 +2184,16 @@ func (r *UploadTags) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalUploadedJob(data []byte) (UploadedJob, error) {
+	var r UploadedJob
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *UploadedJob) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalUser(data []byte) (User, error) {
 	var r User
 	err := json.Unmarshal(data, &r)
@@ -1534,16 +2224,26 @@ func (r *WebhookSettings) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-type AccessToken struct {
-	CreatedAt   string    `json:"created_at"`
-	Description *string   `json:"description"`
-	ExpiresAt   string    `json:"expires_at"`
-	Scopes      []Scope   `json:"scopes"`
-	User        UserClass `json:"user"`
-	UUID        string    `json:"uuid"`
+func UnmarshalWebhookTokenMode(data []byte) (WebhookTokenMode, error) {
+	var r WebhookTokenMode
+	err := json.Unmarshal(data, &r)
+	return r, err
 }
 
-type UserClass struct {
+func (r *WebhookTokenMode) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+type AccessToken struct {
+	CreatedAt   string          `json:"created_at"`
+	Description *string         `json:"description"`
+	ExpiresAt   string          `json:"expires_at"`
+	Scopes      []Scope         `json:"scopes"`
+	User        AccessTokenUser `json:"user"`
+	UUID        string          `json:"uuid"`
+}
+
+type AccessTokenUser struct {
 	Email string `json:"email"`
 	Name  string `json:"name"`
 }
@@ -1557,18 +2257,18 @@ type AgentAnnotationRequest struct {
 	Body     *string          `json:"body,omitempty"`
 	Context  *string          `json:"context,omitempty"`
 	Priority *int64           `json:"priority,omitempty"`
-	Scope    *ScopeEnum       `json:"scope,omitempty"`
+	Scope    *AnnotationScope `json:"scope,omitempty"`
 	Style    *AnnotationStyle `json:"style,omitempty"`
 }
 
 type AgentConnection struct {
-	ConnectionState ConnectionState `json:"connection_state"`
-	ID              string          `json:"id"`
+	ConnectionState AgentConnectionState `json:"connection_state"`
+	ID              string               `json:"id"`
 }
 
 type AgentPing struct {
-	Action Action    `json:"action"`
-	Job    *AgentJob `json:"job"`
+	Action AgentPingAction `json:"action"`
+	Job    *AgentJob       `json:"job"`
 }
 
 // A job as its agent sees it, with the command and the environment to run it in.
@@ -1632,10 +2332,22 @@ type Annotation struct {
 	ID        string    `json:"id"`
 	// Higher values are shown first.
 	Priority int64           `json:"priority"`
-	Scope    ScopeEnum       `json:"scope"`
+	Scope    AnnotationScope `json:"scope"`
 	Style    AnnotationStyle `json:"style"`
 	// When the annotation was last added to or replaced.
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+type APIError struct {
+	Errors  []FieldError `json:"errors,omitempty"`
+	Message string       `json:"message"`
+}
+
+type FieldError struct {
+	// A short reason a person can act on.
+	Code string `json:"code"`
+	// The request field at fault, e.g. `name` or `steps[1].command`.
+	Field string `json:"field"`
 }
 
 // A file a job uploaded, as the REST API shows it.
@@ -1687,10 +2399,10 @@ type ArtifactDownload struct {
 }
 
 type ArtifactStates struct {
-	Artifacts []ArtifactElement `json:"artifacts"`
+	Artifacts []ArtifactStatesEntry `json:"artifacts"`
 }
 
-type ArtifactElement struct {
+type ArtifactStatesEntry struct {
 	ID    string        `json:"id"`
 	State ArtifactState `json:"state"`
 }
@@ -1730,14 +2442,11 @@ type Build struct {
 	PullRequest PullRequest       `json:"pull_request"`
 	RebuiltFrom *RebuiltFrom      `json:"rebuilt_from"`
 	ScheduledAt *time.Time        `json:"scheduled_at"`
-	Source      Source            `json:"source"`
+	Source      BuildSource       `json:"source"`
 	StartedAt   *time.Time        `json:"started_at"`
 	State       BuildState        `json:"state"`
 	Tag         *string           `json:"tag,omitempty"`
-	// Only with `include_test_engine=true`: the Test Engine runs of the build (uploaded with
-	// `run_env[ci]=buildkite` and the build's UUID as `run_env[key]`), in the suites the caller
-	// may see (none for a token without `read_suites`).
-	TestEngine *TestEngine `json:"test_engine,omitempty"`
+	TestEngine  *BuildTestEngine  `json:"test_engine,omitempty"`
 	// The build whose trigger step created this one (`source: trigger_job`); null for every
 	// other build.
 	TriggeredFrom *TriggeredFrom `json:"triggered_from"`
@@ -1799,16 +2508,15 @@ type Job struct {
 	Name               *string           `json:"name,omitempty"`
 	ParallelGroupIndex *int64            `json:"parallel_group_index,omitempty"`
 	ParallelGroupTotal *int64            `json:"parallel_group_total,omitempty"`
-	Priority           *Priority         `json:"priority,omitempty"`
+	Priority           *JobPriority      `json:"priority,omitempty"`
 	RawLogURL          *string           `json:"raw_log_url,omitempty"`
 	Retried            *bool             `json:"retried,omitempty"`
 	RetriedInJobID     *string           `json:"retried_in_job_id,omitempty"`
 	RetriesCount       *int64            `json:"retries_count,omitempty"`
-	// On a job that retried another, which job and how (`manual` or `automatic`).
-	RetrySource *RetrySource `json:"retry_source,omitempty"`
-	RetryType   *RetryType   `json:"retry_type,omitempty"`
-	RunnableAt  *time.Time   `json:"runnable_at,omitempty"`
-	ScheduledAt *time.Time   `json:"scheduled_at,omitempty"`
+	RetrySource        *JobRetrySource   `json:"retry_source,omitempty"`
+	RetryType          *JobRetryType     `json:"retry_type,omitempty"`
+	RunnableAt         *time.Time        `json:"runnable_at,omitempty"`
+	ScheduledAt        *time.Time        `json:"scheduled_at,omitempty"`
 	// The older name of `command`, with the same value (the documented agent examples show it).
 	ScriptPath *string `json:"script_path,omitempty"`
 	// Why the agent stopped the process when it did not exit by itself (`cancel`, `timeout`,
@@ -1817,7 +2525,7 @@ type Job struct {
 	SoftFailed   *bool      `json:"soft_failed,omitempty"`
 	StartedAt    *time.Time `json:"started_at,omitempty"`
 	State        JobState   `json:"state"`
-	Step         *StepClass `json:"step,omitempty"`
+	Step         *JobStep   `json:"step,omitempty"`
 	StepKey      *string    `json:"step_key"`
 	// The build a trigger job created (null until it runs, or when it failed to create one).
 	TriggeredBuild *TriggeredBuild `json:"triggered_build,omitempty"`
@@ -1833,21 +2541,21 @@ type AgentBase struct {
 	Arch *string `json:"arch,omitempty"`
 	// The cluster the agent joined with a cluster's agent token (null for the organization's
 	// tokens).
-	ClusterID         *string         `json:"cluster_id,omitempty"`
-	ConnectedAt       *time.Time      `json:"connected_at"`
-	ConnectionState   ConnectionState `json:"connection_state"`
-	CreatedAt         time.Time       `json:"created_at"`
-	Creator           *BuildCreator   `json:"creator"`
-	DisconnectedAt    *time.Time      `json:"disconnected_at"`
-	GraphqlID         string          `json:"graphql_id"`
-	Hostname          *string         `json:"hostname"`
-	ID                string          `json:"id"`
-	IPAddress         *string         `json:"ip_address"`
-	LastJobFinishedAt *time.Time      `json:"last_job_finished_at"`
-	LostAt            *time.Time      `json:"lost_at"`
-	MetaData          []string        `json:"meta_data"`
-	Name              string          `json:"name"`
-	OSID              *string         `json:"os_id,omitempty"`
+	ClusterID         *string              `json:"cluster_id,omitempty"`
+	ConnectedAt       *time.Time           `json:"connected_at"`
+	ConnectionState   AgentConnectionState `json:"connection_state"`
+	CreatedAt         time.Time            `json:"created_at"`
+	Creator           *BuildCreator        `json:"creator"`
+	DisconnectedAt    *time.Time           `json:"disconnected_at"`
+	GraphqlID         string               `json:"graphql_id"`
+	Hostname          *string              `json:"hostname"`
+	ID                string               `json:"id"`
+	IPAddress         *string              `json:"ip_address"`
+	LastJobFinishedAt *time.Time           `json:"last_job_finished_at"`
+	LostAt            *time.Time           `json:"lost_at"`
+	MetaData          []string             `json:"meta_data"`
+	Name              string               `json:"name"`
+	OSID              *string              `json:"os_id,omitempty"`
 	// Whether the agent is paused (`PUT .../pause`): offered no jobs until resumed or its pause
 	// times out.
 	Paused                 bool          `json:"paused"`
@@ -1865,17 +2573,18 @@ type AgentBase struct {
 	WebURL    string     `json:"web_url"`
 }
 
-type Priority struct {
+type JobPriority struct {
 	// Agents take jobs of higher priority first; 0 is the default.
 	Number int64 `json:"number"`
 }
 
-type RetrySource struct {
-	JobID     string    `json:"job_id"`
-	RetryType RetryType `json:"retry_type"`
+// On a job that retried another, which job and how (`manual` or `automatic`).
+type JobRetrySource struct {
+	JobID     string       `json:"job_id"`
+	RetryType JobRetryType `json:"retry_type"`
 }
 
-type StepClass struct {
+type JobStep struct {
 	ID        string         `json:"id"`
 	Signature *StepSignature `json:"signature,omitempty"`
 }
@@ -1925,8 +2634,8 @@ type BuildPipeline struct {
 }
 
 type BuildPipelineProvider struct {
-	ID       string                      `json:"id"`
-	Settings map[string]*ProviderSetting `json:"settings"`
+	ID       string                           `json:"id"`
+	Settings map[string]*ProviderSettingValue `json:"settings"`
 	// The pipeline webhook URL under the same visibility rule as in pipeline responses; `""`
 	// otherwise.
 	WebhookURL string `json:"webhook_url"`
@@ -1950,16 +2659,16 @@ type RebuiltFrom struct {
 // Only with `include_test_engine=true`: the Test Engine runs of the build (uploaded with
 // `run_env[ci]=buildkite` and the build's UUID as `run_env[key]`), in the suites the caller
 // may see (none for a token without `read_suites`).
-type TestEngine struct {
-	Runs []RunElement `json:"runs"`
+type BuildTestEngine struct {
+	Runs []BuildTestEngineRun `json:"runs"`
 }
 
-type RunElement struct {
-	ID    string     `json:"id"`
-	Suite SuiteClass `json:"suite"`
+type BuildTestEngineRun struct {
+	ID    string               `json:"id"`
+	Suite BuildTestEngineSuite `json:"suite"`
 }
 
-type SuiteClass struct {
+type BuildTestEngineSuite struct {
 	ID   string `json:"id"`
 	Slug string `json:"slug"`
 }
@@ -2001,20 +2710,34 @@ type ClusterAgentToken struct {
 }
 
 type ClusterMaintainer struct {
-	// The user or team that maintains the cluster.
-	Actor Actor `json:"actor"`
+	Actor ClusterMaintainerActor `json:"actor"`
 	// The maintainer assignment's id.
 	ID string `json:"id"`
 }
 
 // The user or team that maintains the cluster.
-type Actor struct {
-	Email     *string   `json:"email,omitempty"`
-	GraphqlID string    `json:"graphql_id"`
-	ID        string    `json:"id"`
-	Name      *string   `json:"name,omitempty"`
-	Type      ActorType `json:"type"`
-	Slug      *string   `json:"slug,omitempty"`
+type ClusterMaintainerActor struct {
+	Email     *string                    `json:"email,omitempty"`
+	GraphqlID string                     `json:"graphql_id"`
+	ID        string                     `json:"id"`
+	Name      *string                    `json:"name,omitempty"`
+	Type      ClusterMaintainerActorType `json:"type"`
+	Slug      *string                    `json:"slug,omitempty"`
+}
+
+type ClusterMaintainerTeam struct {
+	GraphqlID string                    `json:"graphql_id"`
+	ID        string                    `json:"id"`
+	Slug      string                    `json:"slug"`
+	Type      ClusterMaintainerTeamType `json:"type"`
+}
+
+type ClusterMaintainerUser struct {
+	Email     string                    `json:"email"`
+	GraphqlID string                    `json:"graphql_id"`
+	ID        string                    `json:"id"`
+	Name      string                    `json:"name"`
+	Type      ClusterMaintainerUserType `json:"type"`
 }
 
 type ClusterQueue struct {
@@ -2046,8 +2769,8 @@ type ClusterSecret struct {
 	// Set when the secret is created; fixed after.
 	Key string `json:"key"`
 	// When a job last read it.
-	LastReadAt   *time.Time        `json:"last_read_at"`
-	Organization OrganizationClass `json:"organization"`
+	LastReadAt   *time.Time                `json:"last_read_at"`
+	Organization ClusterSecretOrganization `json:"organization"`
 	// The YAML access policy; null lets every job of the cluster read the secret.
 	Policy    *string     `json:"policy"`
 	UpdatedAt time.Time   `json:"updated_at"`
@@ -2061,7 +2784,7 @@ type SecretUser struct {
 	Name  string `json:"name"`
 }
 
-type OrganizationClass struct {
+type ClusterSecretOrganization struct {
 	ID     string `json:"id"`
 	Slug   string `json:"slug"`
 	URL    string `json:"url"`
@@ -2116,10 +2839,9 @@ type NewArtifact struct {
 
 // Unknown properties are ignored.
 type CreateBuildRequest struct {
-	// The commit's author; `{}` is accepted and means none.
-	Author        *AuthorClass `json:"author,omitempty"`
-	Branch        string       `json:"branch"`
-	CleanCheckout *bool        `json:"clean_checkout,omitempty"`
+	Author        *CreateBuildAuthor `json:"author,omitempty"`
+	Branch        string             `json:"branch"`
+	CleanCheckout *bool              `json:"clean_checkout,omitempty"`
 	// A commit SHA, or `HEAD`.
 	Commit                      string            `json:"commit"`
 	Env                         map[string]string `json:"env,omitempty"`
@@ -2127,14 +2849,13 @@ type CreateBuildRequest struct {
 	Message                     *string           `json:"message,omitempty"`
 	MetaData                    map[string]string `json:"meta_data,omitempty"`
 	PullRequestBaseBranch       *string           `json:"pull_request_base_branch,omitempty"`
-	// The pull request's number, from 1; a string of its digits is accepted, and `""` means
-	// none.
-	PullRequestID         *PullRequestID `json:"pull_request_id,omitempty"`
-	PullRequestLabels     []string       `json:"pull_request_labels,omitempty"`
-	PullRequestRepository *string        `json:"pull_request_repository,omitempty"`
+	PullRequestID               *PullRequestID    `json:"pull_request_id,omitempty"`
+	PullRequestLabels           []string          `json:"pull_request_labels,omitempty"`
+	PullRequestRepository       *string           `json:"pull_request_repository,omitempty"`
 }
 
-type AuthorClass struct {
+// The commit's author; `{}` is accepted and means none.
+type CreateBuildAuthor struct {
 	Email    *string `json:"email,omitempty"`
 	Name     *string `json:"name,omitempty"`
 	Username *string `json:"username,omitempty"`
@@ -2212,17 +2933,17 @@ type CreateTeamPipelineRequest struct {
 // Unknown properties are ignored.
 type CreateTeamSuiteRequest struct {
 	// Default: `["read", "edit"]`.
-	AccessLevel []SuiteAccessLevel `json:"access_level,omitempty"`
+	AccessLevel []SuitePermission `json:"access_level,omitempty"`
 	// The suite's UUID.
 	SuiteID string `json:"suite_id"`
 }
 
 type DeliveryResult struct {
-	Builds  []BuildElement `json:"builds,omitempty"`
-	Message string         `json:"message"`
+	Builds  []DeliveryBuild `json:"builds,omitempty"`
+	Message string          `json:"message"`
 }
 
-type BuildElement struct {
+type DeliveryBuild struct {
 	ID     string `json:"id"`
 	Number int64  `json:"number"`
 	URL    string `json:"url"`
@@ -2236,38 +2957,26 @@ type Emoji struct {
 	URL     string   `json:"url"`
 }
 
-type Error struct {
-	Errors  []FieldError `json:"errors,omitempty"`
-	Message string       `json:"message"`
-}
-
-type FieldError struct {
-	// A short reason a person can act on.
-	Code string `json:"code"`
-	// The request field at fault, e.g. `name` or `steps[1].command`.
-	Field string `json:"field"`
-}
-
 type FailedExecution struct {
-	Branch           *string           `json:"branch"`
-	CommitSHA        *string           `json:"commit_sha"`
-	CreatedAt        time.Time         `json:"created_at"`
-	Duration         *float64          `json:"duration"`
-	ExecutionID      string            `json:"execution_id"`
-	FailureExpanded  []FailureExpanded `json:"failure_expanded,omitempty"`
-	FailureReason    *string           `json:"failure_reason"`
-	Location         *string           `json:"location"`
-	RunID            string            `json:"run_id"`
-	RunName          string            `json:"run_name"`
-	RunURL           string            `json:"run_url"`
-	Tags             map[string]string `json:"tags"`
-	TestExecutionURL string            `json:"test_execution_url"`
-	TestID           string            `json:"test_id"`
-	TestName         string            `json:"test_name"`
-	TestURL          string            `json:"test_url"`
+	Branch           *string               `json:"branch"`
+	CommitSHA        *string               `json:"commit_sha"`
+	CreatedAt        time.Time             `json:"created_at"`
+	Duration         *float64              `json:"duration"`
+	ExecutionID      string                `json:"execution_id"`
+	FailureExpanded  []FailureExpandedItem `json:"failure_expanded,omitempty"`
+	FailureReason    *string               `json:"failure_reason"`
+	Location         *string               `json:"location"`
+	RunID            string                `json:"run_id"`
+	RunName          string                `json:"run_name"`
+	RunURL           string                `json:"run_url"`
+	Tags             map[string]string     `json:"tags"`
+	TestExecutionURL string                `json:"test_execution_url"`
+	TestID           string                `json:"test_id"`
+	TestName         string                `json:"test_name"`
+	TestURL          string                `json:"test_url"`
 }
 
-type FailureExpanded struct {
+type FailureExpandedItem struct {
 	Backtrace []string `json:"backtrace,omitempty"`
 	Expanded  []string `json:"expanded,omitempty"`
 }
@@ -2312,6 +3021,24 @@ type FoundArtifact struct {
 	URL string `json:"url"`
 }
 
+type HealthStatus struct {
+	Status Status `json:"status"`
+}
+
+type HeartbeatResult struct {
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+type Hello struct {
+	Message string `json:"message"`
+	// Unix seconds.
+	Timestamp int64 `json:"timestamp"`
+}
+
+type JobEnvResponse struct {
+	Env map[string]string `json:"env"`
+}
+
 type JobLog struct {
 	Content string `json:"content"`
 	// When each section header of the log (a line starting with `---`, `+++` or `~~~`)
@@ -2339,26 +3066,30 @@ type LogChunk struct {
 	Sequence int64  `json:"sequence"`
 }
 
+type LogChunkResult struct {
+	Sequence int64 `json:"sequence"`
+}
+
 type ManualStep struct {
-	BranchConfiguration *string        `json:"branch_configuration,omitempty"`
-	Fields              []Field        `json:"fields,omitempty"`
-	Label               string         `json:"label"`
-	Prompt              *string        `json:"prompt,omitempty"`
-	Type                ManualStepType `json:"type"`
+	BranchConfiguration *string           `json:"branch_configuration,omitempty"`
+	Fields              []ManualStepField `json:"fields,omitempty"`
+	Label               string            `json:"label"`
+	Prompt              *string           `json:"prompt,omitempty"`
+	Type                ManualStepType    `json:"type"`
 }
 
-type Field struct {
-	Default  *DefaultUnion `json:"default,omitempty"`
-	Hint     *string       `json:"hint,omitempty"`
-	Key      string        `json:"key"`
-	Multiple *bool         `json:"multiple,omitempty"`
-	Options  []Option      `json:"options,omitempty"`
-	Required *bool         `json:"required,omitempty"`
-	Select   *string       `json:"select,omitempty"`
-	Text     *string       `json:"text,omitempty"`
+type ManualStepField struct {
+	Default  *ManualStepFieldDefault `json:"default,omitempty"`
+	Hint     *string                 `json:"hint,omitempty"`
+	Key      string                  `json:"key"`
+	Multiple *bool                   `json:"multiple,omitempty"`
+	Options  []ManualStepFieldOption `json:"options,omitempty"`
+	Required *bool                   `json:"required,omitempty"`
+	Select   *string                 `json:"select,omitempty"`
+	Text     *string                 `json:"text,omitempty"`
 }
 
-type Option struct {
+type ManualStepFieldOption struct {
 	Label string `json:"label"`
 	Value string `json:"value"`
 }
@@ -2432,8 +3163,8 @@ type NotificationDeliveryAttempt struct {
 }
 
 type NotificationServiceList struct {
-	Items []NotificationService `json:"items"`
-	Links Links                 `json:"links"`
+	Items []NotificationService        `json:"items"`
+	Links NotificationServiceListLinks `json:"links"`
 }
 
 type NotificationService struct {
@@ -2448,9 +3179,8 @@ type NotificationService struct {
 	Provider            NotificationServiceProvider          `json:"provider"`
 	Scope               NotificationServiceScope             `json:"scope"`
 	ScopeUuids          []string                             `json:"scope_uuids"`
-	// The provider's settings, secrets left out as documented.
-	Settings Settings `json:"settings"`
-	URL      string   `json:"url"`
+	Settings            NotificationServiceSettings          `json:"settings"`
+	URL                 string                               `json:"url"`
 }
 
 // Which build and job states trigger a notification (another key is a 422 naming it).
@@ -2486,21 +3216,21 @@ type NotificationServiceProvider struct {
 // A Slack incoming webhook's settings. Its URL is a secret and is never returned.
 //
 // OpenTelemetry tracing settings. The `headers` are stored encrypted and never returned.
-type Settings struct {
+type NotificationServiceSettings struct {
 	Events             []string          `json:"events,omitempty"`
 	TLSVerify          *bool             `json:"tls_verify,omitempty"`
 	Token              *string           `json:"token,omitempty"`
-	TokenMode          *TokenMode        `json:"token_mode,omitempty"`
+	TokenMode          *WebhookTokenMode `json:"token_mode,omitempty"`
 	URL                *string           `json:"url,omitempty"`
 	Version            *int64            `json:"version,omitempty"`
-	Theme              *Theme            `json:"theme,omitempty"`
+	Theme              *SlackTheme       `json:"theme,omitempty"`
 	Endpoint           *string           `json:"endpoint,omitempty"`
 	ResourceAttributes map[string]string `json:"resource_attributes,omitempty"`
 	ServiceName        *string           `json:"service_name,omitempty"`
 	Tracestate         map[string]string `json:"tracestate,omitempty"`
 }
 
-type Links struct {
+type NotificationServiceListLinks struct {
 	// The next page; absent on the last one.
 	Next *string `json:"next,omitempty"`
 	Self string  `json:"self"`
@@ -2552,11 +3282,10 @@ type Organization struct {
 type OrganizationMember struct {
 	Email string `json:"email"`
 	// The user's UUID.
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	Role Role   `json:"role"`
-	// Only for the organization's admins, or in a member's own membership.
-	SsoMode *SsoMode `json:"sso_mode,omitempty"`
+	ID      string           `json:"id"`
+	Name    string           `json:"name"`
+	Role    OrganizationRole `json:"role"`
+	SsoMode *SsoMode         `json:"sso_mode,omitempty"`
 }
 
 type PauseAgentRequest struct {
@@ -2599,30 +3328,30 @@ type Pipeline struct {
 	ID                        string            `json:"id"`
 	// Minutes no command step may run longer than: a step without a timeout, or with a longer
 	// one, gets this.
-	MaximumCommandStepTimeout    *int64     `json:"maximum_command_step_timeout"`
-	MaximumTimeoutInMinutes      *int64     `json:"maximum_timeout_in_minutes"`
-	Name                         string     `json:"name"`
-	PipelineTemplateUUID         *string    `json:"pipeline_template_uuid"`
-	Provider                     Provider   `json:"provider"`
-	Repository                   string     `json:"repository"`
-	RunningBuildsCount           int64      `json:"running_builds_count"`
-	RunningJobsCount             int64      `json:"running_jobs_count"`
-	ScheduledBuildsCount         int64      `json:"scheduled_builds_count"`
-	ScheduledJobsCount           int64      `json:"scheduled_jobs_count"`
-	SkipQueuedBranchBuilds       bool       `json:"skip_queued_branch_builds"`
-	SkipQueuedBranchBuildsFilter *string    `json:"skip_queued_branch_builds_filter"`
-	Slug                         string     `json:"slug"`
-	Steps                        []Step     `json:"steps"`
-	Tags                         []string   `json:"tags"`
-	URL                          string     `json:"url"`
-	Visibility                   Visibility `json:"visibility"`
-	WaitingJobsCount             int64      `json:"waiting_jobs_count"`
-	WebURL                       string     `json:"web_url"`
+	MaximumCommandStepTimeout    *int64             `json:"maximum_command_step_timeout"`
+	MaximumTimeoutInMinutes      *int64             `json:"maximum_timeout_in_minutes"`
+	Name                         string             `json:"name"`
+	PipelineTemplateUUID         *string            `json:"pipeline_template_uuid"`
+	Provider                     Provider           `json:"provider"`
+	Repository                   string             `json:"repository"`
+	RunningBuildsCount           int64              `json:"running_builds_count"`
+	RunningJobsCount             int64              `json:"running_jobs_count"`
+	ScheduledBuildsCount         int64              `json:"scheduled_builds_count"`
+	ScheduledJobsCount           int64              `json:"scheduled_jobs_count"`
+	SkipQueuedBranchBuilds       bool               `json:"skip_queued_branch_builds"`
+	SkipQueuedBranchBuildsFilter *string            `json:"skip_queued_branch_builds_filter"`
+	Slug                         string             `json:"slug"`
+	Steps                        []Step             `json:"steps"`
+	Tags                         []string           `json:"tags"`
+	URL                          string             `json:"url"`
+	Visibility                   PipelineVisibility `json:"visibility"`
+	WaitingJobsCount             int64              `json:"waiting_jobs_count"`
+	WebURL                       string             `json:"web_url"`
 }
 
 type Provider struct {
-	ID       ID                          `json:"id"`
-	Settings map[string]*ProviderSetting `json:"settings"`
+	ID       ProviderID                       `json:"id"`
+	Settings map[string]*ProviderSettingValue `json:"settings"`
 	// Where the provider delivers events; it is a credential, so it is shown only to a token
 	// with `write_pipelines` whose user may edit the pipeline, and is `""` for everyone else.
 	WebhookURL string `json:"webhook_url"`
@@ -2648,15 +3377,10 @@ type Step struct {
 	Env                 map[string]string `json:"env,omitempty"`
 	// The `key` of the group step this step was written in (YAML `group` steps); the step's
 	// jobs show it as `group_key`.
-	GroupKey *string `json:"group_key,omitempty"`
-	Key      *string `json:"key,omitempty"`
-	// A build matrix: each combination of the `setup` dimensions (the one dimension of the
-	// list form is named `""`, the one `{{matrix}}` reads) becomes its own job, with its
-	// values put into the label, command, env, agents and plugins. `adjustments` skip a
-	// combination, give it its own `soft_fail`, or add one. At most 6 dimensions of 20
-	// values, 12 adjustments and 50 jobs.
-	Matrix *Matrix `json:"matrix,omitempty"`
-	Name   *string `json:"name,omitempty"`
+	GroupKey *string     `json:"group_key,omitempty"`
+	Key      *string     `json:"key,omitempty"`
+	Matrix   *StepMatrix `json:"matrix,omitempty"`
+	Name     *string     `json:"name,omitempty"`
 	// The step's notifications, as written: `slack`, `github_commit_status` and `github_check`
 	// entries (the others are build-level only), each with an optional `if` condition.
 	Notify      []NotifyEntry `json:"notify,omitempty"`
@@ -2666,17 +3390,13 @@ type Step struct {
 	Plugins []map[string]interface{} `json:"plugins,omitempty"`
 	// Dispatch priority of the step's jobs (higher first); the step's own `priority`, else the
 	// configuration's top-level one. Absent means 0.
-	Priority *int64 `json:"priority,omitempty"`
-	// `automatic`: a failed job whose exit status (and `signal_reason`, when the rule gives
-	// one; `*` any, `none` no signal) matches a rule is retried at once, while its
-	// `retries_count` is below the rule's `limit`. `manual`: `allowed: false` refuses
-	// `PUT .../jobs/{id}/retry` with `reason`; `permit_on_passed` lets passed jobs be retried.
-	Retry             *Retry            `json:"retry,omitempty"`
-	SoftFail          *SoftFailUnion    `json:"soft_fail,omitempty"`
+	Priority          *int64            `json:"priority,omitempty"`
+	Retry             *StepRetry        `json:"retry,omitempty"`
+	SoftFail          *SoftFail         `json:"soft_fail,omitempty"`
 	TimeoutInMinutes  *int64            `json:"timeout_in_minutes,omitempty"`
 	Type              JobType           `json:"type"`
 	ContinueOnFailure *bool             `json:"continue_on_failure,omitempty"`
-	Fields            []Field           `json:"fields,omitempty"`
+	Fields            []ManualStepField `json:"fields,omitempty"`
 	Label             *string           `json:"label,omitempty"`
 	Prompt            *string           `json:"prompt,omitempty"`
 	TriggerAsync      *bool             `json:"trigger_async,omitempty"`
@@ -2694,13 +3414,13 @@ type Step struct {
 // values put into the label, command, env, agents and plugins. `adjustments` skip a
 // combination, give it its own `soft_fail`, or add one. At most 6 dimensions of 20
 // values, 12 adjustments and 50 jobs.
-type Matrix struct {
-	Adjustments []Adjustment        `json:"adjustments"`
+type StepMatrix struct {
+	Adjustments []MatrixAdjustment  `json:"adjustments"`
 	Setup       map[string][]string `json:"setup"`
 }
 
-type Adjustment struct {
-	Skip     *Skip             `json:"skip,omitempty"`
+type MatrixAdjustment struct {
+	Skip     *MatrixSkip       `json:"skip,omitempty"`
 	SoftFail interface{}       `json:"soft_fail,omitempty"`
 	With     map[string]string `json:"with"`
 }
@@ -2719,7 +3439,7 @@ type NotifyEntry struct {
 	GithubCommitStatus   *NotifyGitHubContext `json:"github_commit_status,omitempty"`
 	If                   *string              `json:"if,omitempty"`
 	PagerdutyChangeEvent *string              `json:"pagerduty_change_event,omitempty"`
-	Slack                *SlackUnion          `json:"slack,omitempty"`
+	Slack                *NotifySlackTarget   `json:"slack,omitempty"`
 	Webhook              *string              `json:"webhook,omitempty"`
 }
 
@@ -2734,24 +3454,28 @@ type NotifySlack struct {
 	Message  *string  `json:"message,omitempty"`
 }
 
-type Retry struct {
-	Automatic []AutomaticElement `json:"automatic"`
-	Manual    *Manual            `json:"manual,omitempty"`
+// `automatic`: a failed job whose exit status (and `signal_reason`, when the rule gives
+// one; `*` any, `none` no signal) matches a rule is retried at once, while its
+// `retries_count` is below the rule's `limit`. `manual`: `allowed: false` refuses
+// `PUT .../jobs/{id}/retry` with `reason`; `permit_on_passed` lets passed jobs be retried.
+type StepRetry struct {
+	Automatic []AutomaticRetry `json:"automatic"`
+	Manual    *ManualRetry     `json:"manual,omitempty"`
 }
 
-type AutomaticElement struct {
-	ExitStatus   *ExitStatusUnion `json:"exit_status"`
+type AutomaticRetry struct {
+	ExitStatus   *RetryExitStatus `json:"exit_status"`
 	Limit        int64            `json:"limit"`
 	SignalReason *string          `json:"signal_reason,omitempty"`
 }
 
-type Manual struct {
+type ManualRetry struct {
 	Allowed        bool    `json:"allowed"`
 	PermitOnPassed bool    `json:"permit_on_passed"`
 	Reason         *string `json:"reason"`
 }
 
-type SoftFailElement struct {
+type SoftFailRule struct {
 	ExitStatus *ExitStatusRule `json:"exit_status"`
 }
 
@@ -2779,13 +3503,13 @@ type PipelineSchedule struct {
 	// Message of the builds the schedule creates.
 	Message *string `json:"message"`
 	// When the schedule creates its next build; null while it is disabled.
-	NextBuildAt *time.Time    `json:"next_build_at"`
-	Pipeline    PipelineClass `json:"pipeline"`
+	NextBuildAt *time.Time               `json:"next_build_at"`
+	Pipeline    PipelineSchedulePipeline `json:"pipeline"`
 	// Canonical API URL of the schedule.
 	URL string `json:"url"`
 }
 
-type PipelineClass struct {
+type PipelineSchedulePipeline struct {
 	ID   string `json:"id"`
 	Slug string `json:"slug"`
 	URL  string `json:"url"`
@@ -2818,11 +3542,21 @@ type PipelineTemplateWritable struct {
 }
 
 type PipelineUploadRequest struct {
-	// The pipeline as YAML text, or as JSON (a mapping with `steps`, or a list of steps).
-	Pipeline *PipelineUnion `json:"pipeline"`
+	Pipeline *PipelineDefinition `json:"pipeline"`
 	// The upload's id, as the real agent sends it; an upload sent again with the same id adds
 	// nothing and answers the jobs the first one added.
 	UUID *string `json:"uuid,omitempty"`
+}
+
+type PipelineUploadResult struct {
+	Jobs []UploadedJob `json:"jobs"`
+}
+
+type UploadedJob struct {
+	ID      string   `json:"id"`
+	State   JobState `json:"state"`
+	StepKey *string  `json:"step_key"`
+	Type    JobType  `json:"type"`
 }
 
 type PipelineWebhook struct {
@@ -2871,7 +3605,7 @@ type PipelineWritable struct {
 	Slug       *string                  `json:"slug,omitempty"`
 	Steps      []map[string]interface{} `json:"steps,omitempty"`
 	Tags       []string                 `json:"tags,omitempty"`
-	Visibility *Visibility              `json:"visibility,omitempty"`
+	Visibility *PipelineVisibility      `json:"visibility,omitempty"`
 }
 
 type RateLimitError struct {
@@ -2884,14 +3618,12 @@ type RateLimitError struct {
 }
 
 type RateLimitStatus struct {
-	// One entry per scope Windsock enforces: `rest`, the organization's REST budget. Windsock
-	// has no GraphQL API, so no `graphql` scope.
-	Scopes Scopes `json:"scopes"`
+	Scopes RateLimitScopes `json:"scopes"`
 }
 
 // One entry per scope Windsock enforces: `rest`, the organization's REST budget. Windsock
 // has no GraphQL API, so no `graphql` scope.
-type Scopes struct {
+type RateLimitScopes struct {
 	REST RateLimitScopeStatus `json:"rest"`
 }
 
@@ -2939,13 +3671,11 @@ type Run struct {
 	CommitSHA *string   `json:"commit_sha"`
 	CreatedAt time.Time `json:"created_at"`
 	ID        string    `json:"id"`
-	// `failed` when any execution failed, `passed` when some passed and none failed, else
-	// `unknown`.
-	Result Result `json:"result"`
+	Result    RunResult `json:"result"`
 	// Every upload is processed before it is answered, so a run is always finished.
-	State  RunState `json:"state"`
-	URL    string   `json:"url"`
-	WebURL string   `json:"web_url"`
+	State  State  `json:"state"`
+	URL    string `json:"url"`
+	WebURL string `json:"web_url"`
 }
 
 type ScriptStep struct {
@@ -2957,15 +3687,10 @@ type ScriptStep struct {
 	Env                 map[string]string `json:"env"`
 	// The `key` of the group step this step was written in (YAML `group` steps); the step's
 	// jobs show it as `group_key`.
-	GroupKey *string `json:"group_key,omitempty"`
-	Key      *string `json:"key,omitempty"`
-	// A build matrix: each combination of the `setup` dimensions (the one dimension of the
-	// list form is named `""`, the one `{{matrix}}` reads) becomes its own job, with its
-	// values put into the label, command, env, agents and plugins. `adjustments` skip a
-	// combination, give it its own `soft_fail`, or add one. At most 6 dimensions of 20
-	// values, 12 adjustments and 50 jobs.
-	Matrix *Matrix `json:"matrix,omitempty"`
-	Name   *string `json:"name"`
+	GroupKey *string     `json:"group_key,omitempty"`
+	Key      *string     `json:"key,omitempty"`
+	Matrix   *StepMatrix `json:"matrix,omitempty"`
+	Name     *string     `json:"name"`
 	// The step's notifications, as written: `slack`, `github_commit_status` and `github_check`
 	// entries (the others are build-level only), each with an optional `if` condition.
 	Notify      []NotifyEntry `json:"notify,omitempty"`
@@ -2975,20 +3700,16 @@ type ScriptStep struct {
 	Plugins []map[string]interface{} `json:"plugins,omitempty"`
 	// Dispatch priority of the step's jobs (higher first); the step's own `priority`, else the
 	// configuration's top-level one. Absent means 0.
-	Priority *int64 `json:"priority,omitempty"`
-	// `automatic`: a failed job whose exit status (and `signal_reason`, when the rule gives
-	// one; `*` any, `none` no signal) matches a rule is retried at once, while its
-	// `retries_count` is below the rule's `limit`. `manual`: `allowed: false` refuses
-	// `PUT .../jobs/{id}/retry` with `reason`; `permit_on_passed` lets passed jobs be retried.
-	Retry            *Retry         `json:"retry,omitempty"`
-	SoftFail         *SoftFailUnion `json:"soft_fail,omitempty"`
+	Priority         *int64         `json:"priority,omitempty"`
+	Retry            *StepRetry     `json:"retry,omitempty"`
+	SoftFail         *SoftFail      `json:"soft_fail,omitempty"`
 	TimeoutInMinutes *int64         `json:"timeout_in_minutes"`
 	Type             ScriptStepType `json:"type"`
 }
 
 // A Slack incoming webhook's settings. Its URL is a secret and is never returned.
 type SlackSettings struct {
-	Theme Theme `json:"theme"`
+	Theme SlackTheme `json:"theme"`
 }
 
 type StopAgentRequest struct {
@@ -3044,7 +3765,7 @@ type Team struct {
 	Slug                      string      `json:"slug"`
 }
 
-type TeamAssignmentClass struct {
+type TeamAssignmentWithAccess struct {
 	AccessLevel *PipelineAccessLevel `json:"access_level,omitempty"`
 	ID          string               `json:"id"`
 }
@@ -3064,10 +3785,10 @@ type TeamPipeline struct {
 }
 
 type TeamSuite struct {
-	AccessLevel []SuiteAccessLevel `json:"access_level"`
-	CreatedAt   time.Time          `json:"created_at"`
-	SuiteID     string             `json:"suite_id"`
-	SuiteURL    string             `json:"suite_url"`
+	AccessLevel []SuitePermission `json:"access_level"`
+	CreatedAt   time.Time         `json:"created_at"`
+	SuiteID     string            `json:"suite_id"`
+	SuiteURL    string            `json:"suite_url"`
 }
 
 // What a create or update sets. Unknown properties are ignored.
@@ -3101,16 +3822,55 @@ type Test struct {
 // seconds;
 // with no execution in the window (a single test only) the durations and `reliability` are
 // null and the counts 0.
+//
+// A test as the legacy answer shows it (no `Buildkite-Version`, or one before 2026-08-01):
+// `id` through `labels`.
+type TestDetail struct {
+	// Seconds, over the executions that reported a duration; null with none.
+	DurationAvg *float64 `json:"duration_avg,omitempty"`
+	DurationMax *float64 `json:"duration_max,omitempty"`
+	DurationMin *float64 `json:"duration_min,omitempty"`
+	// Seconds; null with no execution that reported a duration.
+	DurationSum             *float64                 `json:"duration_sum,omitempty"`
+	ExecutionsCount         *int64                   `json:"executions_count,omitempty"`
+	ExecutionsCountByResult *ExecutionCountsByResult `json:"executions_count_by_result,omitempty"`
+	FileName                *string                  `json:"file_name"`
+	ID                      string                   `json:"id"`
+	// `flaky` once the test has been flaky.
+	Labels   []string `json:"labels"`
+	Location *string  `json:"location"`
+	Name     string   `json:"name"`
+	// passed / (passed + failed) in the window; null with neither.
+	Reliability *float64 `json:"reliability,omitempty"`
+	Scope       *string  `json:"scope"`
+	URL         string   `json:"url"`
+	WebURL      string   `json:"web_url"`
+}
+
+// `passed` and `failed` always; `skipped`, `pending` and `unknown` only when not zero.
+type ExecutionCountsByResult struct {
+	Failed  int64  `json:"failed"`
+	Passed  int64  `json:"passed"`
+	Pending *int64 `json:"pending,omitempty"`
+	Skipped *int64 `json:"skipped,omitempty"`
+	Unknown *int64 `json:"unknown,omitempty"`
+}
+
+// A test with the metrics of its executions in a time window (a suite's tests and a test
+// with
+// `Buildkite-Version` 2026-08-01 or later; a build's tests always). Durations are in
+// seconds;
+// with no execution in the window (a single test only) the durations and `reliability` are
+// null and the counts 0.
 type TestWithMetrics struct {
 	// Seconds, over the executions that reported a duration; null with none.
 	DurationAvg *float64 `json:"duration_avg"`
 	DurationMax *float64 `json:"duration_max"`
 	DurationMin *float64 `json:"duration_min"`
 	// Seconds; null with no execution that reported a duration.
-	DurationSum     *float64 `json:"duration_sum"`
-	ExecutionsCount int64    `json:"executions_count"`
-	// `passed` and `failed` always; `skipped`, `pending` and `unknown` only when not zero.
-	ExecutionsCountByResult ExecutionsCountByResult `json:"executions_count_by_result"`
+	DurationSum             *float64                `json:"duration_sum"`
+	ExecutionsCount         int64                   `json:"executions_count"`
+	ExecutionsCountByResult ExecutionCountsByResult `json:"executions_count_by_result"`
 	FileName                *string                 `json:"file_name"`
 	ID                      string                  `json:"id"`
 	// `flaky` once the test has been flaky.
@@ -3122,15 +3882,6 @@ type TestWithMetrics struct {
 	Scope       *string  `json:"scope"`
 	URL         string   `json:"url"`
 	WebURL      string   `json:"web_url"`
-}
-
-// `passed` and `failed` always; `skipped`, `pending` and `unknown` only when not zero.
-type ExecutionsCountByResult struct {
-	Failed  int64  `json:"failed"`
-	Passed  int64  `json:"passed"`
-	Pending *int64 `json:"pending,omitempty"`
-	Skipped *int64 `json:"skipped,omitempty"`
-	Unknown *int64 `json:"unknown,omitempty"`
 }
 
 // A trigger step in the REST API's visual-step shape. When the build reaches it, the server
@@ -3167,10 +3918,10 @@ type UpdateArtifactsRequest struct {
 }
 
 type ArtifactStateUpdate struct {
-	ID             string                   `json:"id"`
-	Multipart      *bool                    `json:"multipart,omitempty"`
-	MultipartEtags []MultipartEtag          `json:"multipart_etags,omitempty"`
-	State          ArtifactStateUpdateState `json:"state"`
+	ID             string              `json:"id"`
+	Multipart      *bool               `json:"multipart,omitempty"`
+	MultipartEtags []MultipartEtag     `json:"multipart_etags,omitempty"`
+	State          ArtifactUploadState `json:"state"`
 }
 
 type MultipartEtag struct {
@@ -3216,8 +3967,8 @@ type UpdateClusterSecretValueRequest struct {
 
 // At least one of `role` and `sso_mode`. Unknown properties are ignored.
 type UpdateOrganizationMemberRequest struct {
-	Role    *Role    `json:"role,omitempty"`
-	SsoMode *SsoMode `json:"sso_mode,omitempty"`
+	Role    *OrganizationRole `json:"role,omitempty"`
+	SsoMode *SsoMode          `json:"sso_mode,omitempty"`
 }
 
 // Only the properties sent change. Unknown properties are ignored.
@@ -3241,7 +3992,7 @@ type UpdateTeamPipelineRequest struct {
 }
 
 type UpdateTeamSuiteRequest struct {
-	AccessLevel []SuiteAccessLevel `json:"access_level"`
+	AccessLevel []SuitePermission `json:"access_level"`
 }
 
 type UploadAccepted struct {
@@ -3268,10 +4019,10 @@ type UploadResultError struct {
 
 type UploadMultipartRequest struct {
 	// A JSON array of results (`format=json`) or a JUnit XML document (`format=junit`).
-	Data   string                       `json:"data"`
-	Format UploadMultipartRequestFormat `json:"format"`
-	RunEnv RunEnv                       `json:"run_env"`
-	Tags   map[string]string            `json:"tags,omitempty"`
+	Data   string            `json:"data"`
+	Format UploadFormat      `json:"format"`
+	RunEnv RunEnv            `json:"run_env"`
+	Tags   map[string]string `json:"tags,omitempty"`
 }
 
 // Where the results come from. Other properties are ignored.
@@ -3282,31 +4033,30 @@ type RunEnv struct {
 	CommitSHA *string `json:"commit_sha,omitempty"`
 	JobID     *string `json:"job_id,omitempty"`
 	// Identifies the run; uploads with the same key form one run.
-	Key            string  `json:"key"`
-	LocationPrefix *string `json:"location_prefix,omitempty"`
-	Message        *string `json:"message,omitempty"`
-	Number         *Number `json:"number,omitempty"`
-	TestRunner     *string `json:"test_runner,omitempty"`
-	URL            *string `json:"url,omitempty"`
-	Version        *string `json:"version,omitempty"`
+	Key            string     `json:"key"`
+	LocationPrefix *string    `json:"location_prefix,omitempty"`
+	Message        *string    `json:"message,omitempty"`
+	Number         *RunNumber `json:"number,omitempty"`
+	TestRunner     *string    `json:"test_runner,omitempty"`
+	URL            *string    `json:"url,omitempty"`
+	Version        *string    `json:"version,omitempty"`
 }
 
 type UploadRequest struct {
-	Data   []TestResult         `json:"data"`
-	Format *UploadRequestFormat `json:"format,omitempty"`
-	RunEnv RunEnv               `json:"run_env"`
-	Tags   map[string]string    `json:"tags,omitempty"`
+	Data   []TestResult      `json:"data"`
+	Format *Format           `json:"format,omitempty"`
+	RunEnv RunEnv            `json:"run_env"`
+	Tags   map[string]string `json:"tags,omitempty"`
 }
 
 // One test execution. `name` is required and `result` must be one of `passed`, `failed`,
 // `skipped`, `pending`, `unknown` (missing means `unknown`); a result that breaks either
 // rule is rejected on its own (see `UploadAccepted.errors`).
 type TestResult struct {
-	FailureExpanded []FailureExpanded `json:"failure_expanded,omitempty"`
-	FailureReason   *string           `json:"failure_reason,omitempty"`
-	FileName        *string           `json:"file_name,omitempty"`
-	// Timing of the execution; `duration` in seconds. Kept as sent.
-	History *History `json:"history,omitempty"`
+	FailureExpanded []FailureExpandedItem `json:"failure_expanded,omitempty"`
+	FailureReason   *string               `json:"failure_reason,omitempty"`
+	FileName        *string               `json:"file_name,omitempty"`
+	History         *TestResultHistory    `json:"history,omitempty"`
 	// The collector's id of this execution.
 	ID *string `json:"id,omitempty"`
 	// `file:line`
@@ -3316,7 +4066,8 @@ type TestResult struct {
 	Scope    *string `json:"scope,omitempty"`
 }
 
-type History struct {
+// Timing of the execution; `duration` in seconds. Kept as sent.
+type TestResultHistory struct {
 	Children []map[string]interface{} `json:"children,omitempty"`
 	Duration *float64                 `json:"duration,omitempty"`
 	EndAt    *float64                 `json:"end_at,omitempty"`
@@ -3332,12 +4083,12 @@ type WaiterStep struct {
 // A webhook's settings. Its `token` is returned in full (receivers check tokens and
 // signatures with it).
 type WebhookSettings struct {
-	Events    []string  `json:"events"`
-	TLSVerify bool      `json:"tls_verify"`
-	Token     *string   `json:"token"`
-	TokenMode TokenMode `json:"token_mode"`
-	URL       string    `json:"url"`
-	Version   int64     `json:"version"`
+	Events    []string         `json:"events"`
+	TLSVerify bool             `json:"tls_verify"`
+	Token     *string          `json:"token"`
+	TokenMode WebhookTokenMode `json:"token_mode"`
+	URL       string           `json:"url"`
+	Version   int64            `json:"version"`
 }
 
 type Scope string
@@ -3372,11 +4123,11 @@ const (
 	WriteTeams                Scope = "write_teams"
 )
 
-type ScopeEnum string
+type AnnotationScope string
 
 const (
-	ScopeBuild ScopeEnum = "build"
-	ScopeJob   ScopeEnum = "job"
+	AnnotationScopeBuild AnnotationScope = "build"
+	AnnotationScopeJob   AnnotationScope = "job"
 )
 
 // `default` is an annotation created without a style (the UI's plain style).
@@ -3390,23 +4141,23 @@ const (
 	Warning              AnnotationStyle = "warning"
 )
 
-type ConnectionState string
+type AgentConnectionState string
 
 const (
-	Connected      ConnectionState = "connected"
-	Disconnected   ConnectionState = "disconnected"
-	Lost           ConnectionState = "lost"
-	NeverConnected ConnectionState = "never_connected"
-	Stopped        ConnectionState = "stopped"
-	Stopping       ConnectionState = "stopping"
+	Connected      AgentConnectionState = "connected"
+	Disconnected   AgentConnectionState = "disconnected"
+	Lost           AgentConnectionState = "lost"
+	NeverConnected AgentConnectionState = "never_connected"
+	Stopped        AgentConnectionState = "stopped"
+	Stopping       AgentConnectionState = "stopping"
 )
 
-type Action string
+type AgentPingAction string
 
 const (
-	Disconnect Action = "disconnect"
-	Idle       Action = "idle"
-	Pause      Action = "pause"
+	Disconnect AgentPingAction = "disconnect"
+	Idle       AgentPingAction = "idle"
+	Pause      AgentPingAction = "pause"
 )
 
 type JobState string
@@ -3454,31 +4205,31 @@ const (
 	Post Method = "POST"
 )
 
-type RetryType string
+type JobRetryType string
 
 const (
-	Automatic       RetryType = "automatic"
-	RetryTypeManual RetryType = "manual"
+	Automatic          JobRetryType = "automatic"
+	JobRetryTypeManual JobRetryType = "manual"
 )
 
 type JobType string
 
 const (
-	PurpleManual  JobType = "manual"
-	PurpleScript  JobType = "script"
-	PurpleTrigger JobType = "trigger"
-	PurpleWaiter  JobType = "waiter"
+	JobTypeManual  JobType = "manual"
+	JobTypeScript  JobType = "script"
+	JobTypeTrigger JobType = "trigger"
+	JobTypeWaiter  JobType = "waiter"
 )
 
-type Source string
+type BuildSource string
 
 const (
-	API            Source = "api"
-	PipelineUpload Source = "pipeline_upload"
-	Schedule       Source = "schedule"
-	SourceWebhook  Source = "webhook"
-	TriggerJob     Source = "trigger_job"
-	UI             Source = "ui"
+	API                BuildSource = "api"
+	BuildSourceWebhook BuildSource = "webhook"
+	PipelineUpload     BuildSource = "pipeline_upload"
+	Schedule           BuildSource = "schedule"
+	TriggerJob         BuildSource = "trigger_job"
+	UI                 BuildSource = "ui"
 )
 
 type BuildState string
@@ -3514,11 +4265,23 @@ const (
 	BuildStateFilterSkipped   BuildStateFilter = "skipped"
 )
 
-type ActorType string
+type ClusterMaintainerActorType string
 
 const (
-	TypeTeam ActorType = "team"
-	TypeUser ActorType = "user"
+	PurpleTeam ClusterMaintainerActorType = "team"
+	PurpleUser ClusterMaintainerActorType = "user"
+)
+
+type ClusterMaintainerTeamType string
+
+const (
+	FluffyTeam ClusterMaintainerTeamType = "team"
+)
+
+type ClusterMaintainerUserType string
+
+const (
+	FluffyUser ClusterMaintainerUserType = "user"
 )
 
 type RetryAgentAffinity string
@@ -3553,17 +4316,23 @@ const (
 // Default: `["read", "edit"]`.
 //
 // `["read"]`, or `["read", "edit"]` (edit includes read: `["edit"]` is read back as both).
-type SuiteAccessLevel string
+type SuitePermission string
 
 const (
-	Edit SuiteAccessLevel = "edit"
-	Read SuiteAccessLevel = "read"
+	Edit SuitePermission = "edit"
+	Read SuitePermission = "read"
+)
+
+type Status string
+
+const (
+	Ok Status = "ok"
 )
 
 type ManualStepType string
 
 const (
-	FluffyManual ManualStepType = "manual"
+	TypeManual ManualStepType = "manual"
 )
 
 // `pending` until the receiver takes it (a 2xx) or Windsock gives up; `delivered`; `failed`
@@ -3600,25 +4369,25 @@ const (
 	SomeTeams    NotificationServiceScope = "some_teams"
 )
 
-type Theme string
+type SlackTheme string
 
 const (
-	Text       Theme = "text"
-	ThemeEmoji Theme = "emoji"
+	SlackThemeEmoji SlackTheme = "emoji"
+	Text            SlackTheme = "text"
 )
 
-type TokenMode string
+type WebhookTokenMode string
 
 const (
-	Signature TokenMode = "signature"
-	Token     TokenMode = "token"
+	Signature WebhookTokenMode = "signature"
+	Token     WebhookTokenMode = "token"
 )
 
-type Role string
+type OrganizationRole string
 
 const (
-	Admin      Role = "admin"
-	RoleMember Role = "member"
+	Admin                  OrganizationRole = "admin"
+	OrganizationRoleMember OrganizationRole = "member"
 )
 
 // Only for the organization's admins, or in a member's own membership.
@@ -3629,16 +4398,16 @@ const (
 	Required SsoMode = "required"
 )
 
-type ID string
+type ProviderID string
 
 const (
-	Bitbucket        ID = "bitbucket"
-	BitbucketServer  ID = "bitbucket_server"
-	Git              ID = "git"
-	Github           ID = "github"
-	GithubEnterprise ID = "github_enterprise"
-	Gitlab           ID = "gitlab"
-	GitlabEe         ID = "gitlab_ee"
+	Bitbucket        ProviderID = "bitbucket"
+	BitbucketServer  ProviderID = "bitbucket_server"
+	Git              ProviderID = "git"
+	Github           ProviderID = "github"
+	GithubEnterprise ProviderID = "github_enterprise"
+	Gitlab           ProviderID = "gitlab"
+	GitlabEe         ProviderID = "gitlab_ee"
 )
 
 type ExitStatusRuleEnum string
@@ -3647,34 +4416,43 @@ const (
 	Empty ExitStatusRuleEnum = "*"
 )
 
-type Visibility string
+type PipelineVisibility string
 
 const (
-	Private Visibility = "private"
-	Public  Visibility = "public"
+	Private PipelineVisibility = "private"
+	Public  PipelineVisibility = "public"
+)
+
+type ProviderTriggerMode string
+
+const (
+	Code       ProviderTriggerMode = "code"
+	Deployment ProviderTriggerMode = "deployment"
+	Fork       ProviderTriggerMode = "fork"
+	None       ProviderTriggerMode = "none"
 )
 
 // `failed` when any execution failed, `passed` when some passed and none failed, else
 // `unknown`.
-type Result string
+type RunResult string
 
 const (
-	ResultFailed Result = "failed"
-	ResultPassed Result = "passed"
-	Unknown      Result = "unknown"
+	RunResultFailed RunResult = "failed"
+	RunResultPassed RunResult = "passed"
+	Unknown         RunResult = "unknown"
 )
 
 // Every upload is processed before it is answered, so a run is always finished.
-type RunState string
+type State string
 
 const (
-	FluffyFinished RunState = "finished"
+	StateFinished State = "finished"
 )
 
 type ScriptStepType string
 
 const (
-	FluffyScript ScriptStepType = "script"
+	TypeScript ScriptStepType = "script"
 )
 
 // `secret` teams are seen only by their members and the organization's admins.
@@ -3688,41 +4466,41 @@ const (
 type TriggerStepType string
 
 const (
-	FluffyTrigger TriggerStepType = "trigger"
+	TypeTrigger TriggerStepType = "trigger"
 )
 
-type ArtifactStateUpdateState string
+type ArtifactUploadState string
 
 const (
-	PurpleFinished ArtifactStateUpdateState = "finished"
-	StateError     ArtifactStateUpdateState = "error"
+	ArtifactUploadStateError    ArtifactUploadState = "error"
+	ArtifactUploadStateFinished ArtifactUploadState = "finished"
 )
 
-type UploadMultipartRequestFormat string
+type UploadFormat string
 
 const (
-	Junit      UploadMultipartRequestFormat = "junit"
-	PurpleJSON UploadMultipartRequestFormat = "json"
+	Junit            UploadFormat = "junit"
+	UploadFormatJSON UploadFormat = "json"
 )
 
-type UploadRequestFormat string
+type Format string
 
 const (
-	FluffyJSON UploadRequestFormat = "json"
+	FormatJSON Format = "json"
 )
 
 type WaiterStepType string
 
 const (
-	FluffyWaiter WaiterStepType = "waiter"
+	TypeWaiter WaiterStepType = "waiter"
 )
 
-type ProviderSetting struct {
+type ProviderSettingValue struct {
 	Bool   *bool
 	String *string
 }
 
-func (x *ProviderSetting) UnmarshalJSON(data []byte) error {
+func (x *ProviderSettingValue) UnmarshalJSON(data []byte) error {
 	object, err := unmarshalUnion(data, nil, nil, &x.Bool, &x.String, false, nil, false, nil, false, nil, false, nil, true)
 	if err != nil {
 		return err
@@ -3732,7 +4510,7 @@ func (x *ProviderSetting) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *ProviderSetting) MarshalJSON() ([]byte, error) {
+func (x *ProviderSettingValue) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, x.Bool, x.String, false, nil, false, nil, false, nil, false, nil, true)
 }
 
@@ -3757,12 +4535,12 @@ func (x *PullRequestID) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
 }
 
-type DefaultUnion struct {
+type ManualStepFieldDefault struct {
 	String      *string
 	StringArray []string
 }
 
-func (x *DefaultUnion) UnmarshalJSON(data []byte) error {
+func (x *ManualStepFieldDefault) UnmarshalJSON(data []byte) error {
 	x.StringArray = nil
 	object, err := unmarshalUnion(data, nil, nil, nil, &x.String, true, &x.StringArray, false, nil, false, nil, false, nil, false)
 	if err != nil {
@@ -3773,16 +4551,16 @@ func (x *DefaultUnion) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *DefaultUnion) MarshalJSON() ([]byte, error) {
+func (x *ManualStepFieldDefault) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, x.StringArray != nil, x.StringArray, false, nil, false, nil, false, nil, false)
 }
 
-type Skip struct {
+type MatrixSkip struct {
 	Bool   *bool
 	String *string
 }
 
-func (x *Skip) UnmarshalJSON(data []byte) error {
+func (x *MatrixSkip) UnmarshalJSON(data []byte) error {
 	object, err := unmarshalUnion(data, nil, nil, &x.Bool, &x.String, false, nil, false, nil, false, nil, false, nil, false)
 	if err != nil {
 		return err
@@ -3792,16 +4570,16 @@ func (x *Skip) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *Skip) MarshalJSON() ([]byte, error) {
+func (x *MatrixSkip) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, x.Bool, x.String, false, nil, false, nil, false, nil, false, nil, false)
 }
 
-type SlackUnion struct {
+type NotifySlackTarget struct {
 	NotifySlack *NotifySlack
 	String      *string
 }
 
-func (x *SlackUnion) UnmarshalJSON(data []byte) error {
+func (x *NotifySlackTarget) UnmarshalJSON(data []byte) error {
 	x.NotifySlack = nil
 	var c NotifySlack
 	object, err := unmarshalUnion(data, nil, nil, nil, &x.String, false, nil, true, &c, false, nil, false, nil, false)
@@ -3814,17 +4592,17 @@ func (x *SlackUnion) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *SlackUnion) MarshalJSON() ([]byte, error) {
+func (x *NotifySlackTarget) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, false, nil, x.NotifySlack != nil, x.NotifySlack, false, nil, false, nil, false)
 }
 
-type ExitStatusUnion struct {
+type RetryExitStatus struct {
 	Enum         *ExitStatusRuleEnum
 	Integer      *int64
 	IntegerArray []int64
 }
 
-func (x *ExitStatusUnion) UnmarshalJSON(data []byte) error {
+func (x *RetryExitStatus) UnmarshalJSON(data []byte) error {
 	x.IntegerArray = nil
 	x.Enum = nil
 	object, err := unmarshalUnion(data, &x.Integer, nil, nil, nil, true, &x.IntegerArray, false, nil, false, nil, true, &x.Enum, false)
@@ -3836,18 +4614,18 @@ func (x *ExitStatusUnion) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *ExitStatusUnion) MarshalJSON() ([]byte, error) {
+func (x *RetryExitStatus) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, nil, x.IntegerArray != nil, x.IntegerArray, false, nil, false, nil, x.Enum != nil, x.Enum, false)
 }
 
-type SoftFailUnion struct {
-	Bool                 *bool
-	SoftFailElementArray []SoftFailElement
+type SoftFail struct {
+	Bool              *bool
+	SoftFailRuleArray []SoftFailRule
 }
 
-func (x *SoftFailUnion) UnmarshalJSON(data []byte) error {
-	x.SoftFailElementArray = nil
-	object, err := unmarshalUnion(data, nil, nil, &x.Bool, nil, true, &x.SoftFailElementArray, false, nil, false, nil, false, nil, false)
+func (x *SoftFail) UnmarshalJSON(data []byte) error {
+	x.SoftFailRuleArray = nil
+	object, err := unmarshalUnion(data, nil, nil, &x.Bool, nil, true, &x.SoftFailRuleArray, false, nil, false, nil, false, nil, false)
 	if err != nil {
 		return err
 	}
@@ -3856,8 +4634,8 @@ func (x *SoftFailUnion) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *SoftFailUnion) MarshalJSON() ([]byte, error) {
-	return marshalUnion(nil, nil, x.Bool, nil, x.SoftFailElementArray != nil, x.SoftFailElementArray, false, nil, false, nil, false, nil, false)
+func (x *SoftFail) MarshalJSON() ([]byte, error) {
+	return marshalUnion(nil, nil, x.Bool, nil, x.SoftFailRuleArray != nil, x.SoftFailRuleArray, false, nil, false, nil, false, nil, false)
 }
 
 type ExitStatusRule struct {
@@ -3881,13 +4659,13 @@ func (x *ExitStatusRule) MarshalJSON() ([]byte, error) {
 }
 
 // The pipeline as YAML text, or as JSON (a mapping with `steps`, or a list of steps).
-type PipelineUnion struct {
+type PipelineDefinition struct {
 	AnythingArray []interface{}
 	AnythingMap   map[string]interface{}
 	String        *string
 }
 
-func (x *PipelineUnion) UnmarshalJSON(data []byte) error {
+func (x *PipelineDefinition) UnmarshalJSON(data []byte) error {
 	x.AnythingArray = nil
 	x.AnythingMap = nil
 	object, err := unmarshalUnion(data, nil, nil, nil, &x.String, true, &x.AnythingArray, false, nil, true, &x.AnythingMap, false, nil, false)
@@ -3899,40 +4677,40 @@ func (x *PipelineUnion) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *PipelineUnion) MarshalJSON() ([]byte, error) {
+func (x *PipelineDefinition) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, x.AnythingArray != nil, x.AnythingArray, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
 }
 
 // A team UUID, or a team with the access level the pipeline gets in it (default
 // `manage_build_and_read`).
 type TeamAssignment struct {
-	String              *string
-	TeamAssignmentClass *TeamAssignmentClass
+	String                   *string
+	TeamAssignmentWithAccess *TeamAssignmentWithAccess
 }
 
 func (x *TeamAssignment) UnmarshalJSON(data []byte) error {
-	x.TeamAssignmentClass = nil
-	var c TeamAssignmentClass
+	x.TeamAssignmentWithAccess = nil
+	var c TeamAssignmentWithAccess
 	object, err := unmarshalUnion(data, nil, nil, nil, &x.String, false, nil, true, &c, false, nil, false, nil, false)
 	if err != nil {
 		return err
 	}
 	if object {
-		x.TeamAssignmentClass = &c
+		x.TeamAssignmentWithAccess = &c
 	}
 	return nil
 }
 
 func (x *TeamAssignment) MarshalJSON() ([]byte, error) {
-	return marshalUnion(nil, nil, nil, x.String, false, nil, x.TeamAssignmentClass != nil, x.TeamAssignmentClass, false, nil, false, nil, false)
+	return marshalUnion(nil, nil, nil, x.String, false, nil, x.TeamAssignmentWithAccess != nil, x.TeamAssignmentWithAccess, false, nil, false, nil, false)
 }
 
-type Number struct {
+type RunNumber struct {
 	Integer *int64
 	String  *string
 }
 
-func (x *Number) UnmarshalJSON(data []byte) error {
+func (x *RunNumber) UnmarshalJSON(data []byte) error {
 	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, true)
 	if err != nil {
 		return err
@@ -3942,7 +4720,7 @@ func (x *Number) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *Number) MarshalJSON() ([]byte, error) {
+func (x *RunNumber) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, true)
 }
 
@@ -4058,6 +4836,9 @@ func marshalUnion(pi *int64, pf *float64, pb *bool, ps *string, haveArray bool, 
 	}
 	return nil, errors.New("Union must not be null")
 }
+
+// TeamPipelineAccessLevel is the same shape as PipelineAccessLevel.
+type TeamPipelineAccessLevel = PipelineAccessLevel
 
 // UpdatePipelineRequest is the same shape as PipelineWritable.
 type UpdatePipelineRequest = PipelineWritable

@@ -41,6 +41,7 @@ describe.each(databases)('Perl’s OpenAPI::Client against a live Windsock [%s]'
       WINDSOCK_PIPELINE: data.pipeline,
       WINDSOCK_SUITE: data.suite,
       WINDSOCK_PER_PAGE: '2',
+      ...(process.env.WINDSOCK_SPEC ? { WINDSOCK_SPEC: process.env.WINDSOCK_SPEC } : {}),
     });
     expect(out.pipelines).toEqual([...data.pipelines].reverse());
     expect(out.created).toEqual({

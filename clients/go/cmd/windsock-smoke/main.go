@@ -116,7 +116,7 @@ func run() error {
 		calls, _ := strconv.Atoi(os.Getenv("WINDSOCK_BURST"))
 		out.Burst = &burst{Calls: calls, Retries: []int{}}
 		client.MaxBackoff = 50 * time.Millisecond
-		client.OnRetry = func(e *windsock.APIError, _ time.Duration) {
+		client.OnRetry = func(e *windsock.ResponseError, _ time.Duration) {
 			out.Burst.Retries = append(out.Burst.Retries, e.StatusCode)
 		}
 		for i := 0; i < calls; i++ {
@@ -130,7 +130,7 @@ func run() error {
 }
 
 func expectAPIError(err error) (*apiError, error) {
-	var e *windsock.APIError
+	var e *windsock.ResponseError
 	if !errors.As(err, &e) {
 		return nil, fmt.Errorf("expected an API error, got %v", err)
 	}
