@@ -3802,6 +3802,7 @@ export interface components {
         };
         /** @description A pipeline step, as the REST API shows it. */
         Step: components["schemas"]["ScriptStep"] | components["schemas"]["WaiterStep"] | components["schemas"]["ManualStep"] | components["schemas"]["TriggerStep"];
+        /** @description An exit status, or `*` for any. */
         ExitStatusRule: number | "*";
         ScriptStep: {
             /**
@@ -3859,6 +3860,7 @@ export interface components {
             automatic: components["schemas"]["AutomaticRetry"][];
             manual?: components["schemas"]["ManualRetry"];
         };
+        /** @description Whether a failure of the step's jobs is soft (the build passes anyway): `true` for any exit status, or the exit statuses that are (`[{exit_status: 1}]`). A boolean or a list of rules, as the pipeline YAML writes it. */
         SoftFail: boolean | components["schemas"]["SoftFailRule"][];
         ManualRetry: {
             allowed: boolean;
@@ -3877,10 +3879,13 @@ export interface components {
             signal_reason?: string;
             limit: number;
         };
+        /** @description One exit status whose failure is soft. */
         SoftFailRule: {
             exit_status: components["schemas"]["ExitStatusRule"];
         };
+        /** @description Skips the adjusted combination: `true`, or a reason (shown as the job's skip reason). */
         MatrixSkip: true | string;
+        /** @description The exit statuses an automatic retry rule matches: one status, `*` for any, or a list of statuses. */
         RetryExitStatus: components["schemas"]["ExitStatusRule"] | number[];
         /**
          * @description One entry of a `notify` list (a pipeline's top level, or a command step's), as written: exactly
@@ -3899,6 +3904,7 @@ export interface components {
             github_check?: components["schemas"]["NotifyGitHubContext"];
             if?: string;
         };
+        /** @description A Slack notification: a channel or user (`#general`, `@someone`, `workspace#channel`), or the object form with channels and a message. */
         NotifySlackTarget: string | components["schemas"]["NotifySlack"];
         /** @description Slack channels (`#channel`, `@user`, `workspace#channel`) and an optional custom message. */
         NotifySlack: {
@@ -3938,6 +3944,7 @@ export interface components {
             default?: components["schemas"]["ManualStepFieldDefault"];
             options?: components["schemas"]["ManualStepFieldOption"][];
         };
+        /** @description The default of a block or input step's field: a string, or for a `multiple` select field a list of option values. */
         ManualStepFieldDefault: string | string[];
         ManualStepFieldOption: {
             label: string;
@@ -3996,6 +4003,7 @@ export interface components {
         } & {
             [key: string]: components["schemas"]["ProviderSettingValue"] | null;
         };
+        /** @description A provider setting: most are booleans (`build_pull_requests`...), some strings (`trigger_mode`, `pull_request_branch_filter_configuration`...). */
         ProviderSettingValue: boolean | string;
         /** @enum {string} */
         ProviderTriggerMode: "code" | "deployment" | "fork" | "none";
@@ -4035,9 +4043,8 @@ export interface components {
             readonly builds_url: string;
             readonly badge_url: string;
             readonly created_by: components["schemas"]["User"] | null;
-            /** @description ISO 8601 in the create response, `YYYY-MM-DD hh:mm:ss UTC` everywhere else. */
-            readonly created_at: components["schemas"]["IsoTimestamp"] | components["schemas"]["UtcTimestamp"];
-            readonly archived_at: components["schemas"]["IsoTimestamp"] | components["schemas"]["UtcTimestamp"] | null;
+            readonly created_at: components["schemas"]["PipelineTimestamp"];
+            readonly archived_at: components["schemas"]["PipelineTimestamp"] | null;
             env: components["schemas"]["Env"];
             readonly scheduled_builds_count: number;
             readonly running_builds_count: number;
@@ -4063,10 +4070,8 @@ export interface components {
         TeamAssignment: string | components["schemas"]["TeamAssignmentWithAccess"];
         TeamAssignmentWithAccess: {
             id: string;
-            access_level?: components["schemas"]["TeamPipelineAccessLevel"];
+            access_level?: components["schemas"]["PipelineAccessLevel"];
         };
-        /** @enum {string} */
-        TeamPipelineAccessLevel: "read_only" | "build_and_read" | "manage_build_and_read";
         /** @description Properties a client may set on create and update. Unknown properties are ignored. */
         PipelineWritable: {
             name?: string;
@@ -4836,6 +4841,7 @@ export interface components {
             test_runner?: string | null;
             location_prefix?: string | null;
         };
+        /** @description The CI run's number, as the collector sends it: a string or an integer. */
         RunNumber: string | number;
         UploadTags: {
             [key: string]: string;
@@ -5400,11 +5406,11 @@ export interface components {
         UploadedJob: {
             /** Format: uuid */
             id: string;
-            /** @enum {string} */
-            type: "script" | "waiter" | "manual" | "trigger";
+            type: components["schemas"]["JobType"];
             state: components["schemas"]["JobState"];
             step_key: string | null;
         };
+        /** @description A test, with its metrics (`TestWithMetrics`) when the request asked for them, else without (`Test`). */
         TestDetail: components["schemas"]["TestWithMetrics"] | components["schemas"]["Test"];
         Hello: {
             message: string;
@@ -5431,6 +5437,16 @@ export interface components {
             name: string;
             email: string;
         };
+        /**
+         * @description A pipeline's `created_at` and `archived_at`, in the form each endpoint of the real API uses:
+         *     ISO 8601 UTC with milliseconds (`2015-05-09T21:05:59.874Z`) in the create response
+         *     (`POST .../pipelines`), `YYYY-MM-DD hh:mm:ss UTC` (`2013-09-03 13:24:38 UTC`) everywhere else.
+         *     One string type (no `format: date-time`, which the second form is not): a client parses
+         *     either form.
+         * @example 2013-09-03 13:24:38 UTC
+         * @example 2015-05-09T21:05:59.874Z
+         */
+        PipelineTimestamp: string;
         /** @enum {string} */
         PipelineVisibility: "private" | "public";
         /** @enum {string} */

@@ -68,14 +68,25 @@ function typeOf(schema, schemas, seen = new Set()) {
 
 /**
  * A schema that also takes null. A `$ref` to a string, number... (a timestamp) becomes a copy of what
- * it names, as 3.0 cannot add null to a referenced schema; a `$ref` to an object becomes
- * `allOf: [$ref]` with `nullable: true` (what generators read as "this type or null").
+ * it names, as 3.0 cannot add null to a referenced schema; a `$ref` to an object or a named enum
+ * becomes `allOf: [$ref]` with its `type` and `nullable: true` (what generators read as "this type or
+ * null"); a `$ref` to a union of several types becomes a copy whose first branch takes the null.
  */
 function nullableBranch(schema, schemas) {
-  if (!schema.$ref) return { ...schema, nullable: true };
+  if (!schema.$ref) {
+    if (schema.type || !(schema.oneOf ?? schema.anyOf)) return { ...schema, nullable: true };
+    // A union of several types: its first branch takes the null.
+    const union = schema.oneOf ? 'oneOf' : 'anyOf';
+    const [first, ...rest] = schema[union];
+    return { ...schema, [union]: [nullableBranch(first, schemas), ...rest] };
+  }
   const type = typeOf(schema, schemas);
   const target = schemas[schema.$ref.replace('#/components/schemas/', '')];
-  if (type !== 'object' && type !== 'array' && target && !target.$ref) return { ...convertSchema(target, schemas), nullable: true };
+  // A named enum keeps its name (generators make it a type); a plain string, number... is copied.
+  if (type && type !== 'object' && type !== 'array' && target && !target.$ref && !target.enum) {
+    return { ...convertSchema(target, schemas), nullable: true };
+  }
+  if (!type && target && (target.oneOf || target.anyOf)) return nullableBranch(convertSchema(target, schemas), schemas);
   return { type, nullable: true, allOf: [schema] };
 }
 
