@@ -42,7 +42,8 @@ const aliases = names.filter(targetOf);
 // Every named schema is a top-level type under its own name: `#/top/` lists them as refs into
 // `#/definitions/`, so each is parsed once and types it shares (Job inside Build) are one Go type.
 const top = Object.fromEntries(names.filter((n) => !targetOf(n) && named(schemas[n])).map((n) => [n, { $ref: `#/definitions/${n}` }]));
-const document = JSON.stringify({ definitions: schemas, top }).replaceAll('"#/components/schemas/', '"#/definitions/');
+// A reference to an enum that repeats another's values is a reference to the first: one type, one set of names.
+const document = JSON.stringify({ definitions: schemas, top }).replace(/"#\/components\/schemas\/(\w+)"/g, (_, n) => `"#/definitions/${sameEnumAs(n) ?? n}"`);
 
 const input = new JSONSchemaInput(new FetchingJSONSchemaStore());
 await input.addSource({ name: 'windsock', schema: document, uris: ['windsock.json#/top/'] });
@@ -61,6 +62,20 @@ const missing = Object.keys(top).filter((n) => !declared.has(n.toLowerCase()));
 if (missing.length) {
   console.error(`quicktype declared no Go type for ${missing.join(', ')}: give it a shape of its own, or make it a $ref (an alias).`);
   process.exit(1);
+}
+// Enum constants take the spec's `x-enum-varnames` (ANNOTATION_STYLE_INFO: AnnotationStyleInfo):
+// quicktype prefixes a constant with its type's name only while another enum has the same value,
+// so its names would change as enums come and go. (Its own `qt-accessors` cannot be used: it fails
+// where it combines two enums that have them.)
+const pascal = (name) => name.toLowerCase().replace(/(?:^|_)([a-z0-9])/g, (_, c) => c.toUpperCase());
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+for (const n of names) {
+  const { enum: values, 'x-enum-varnames': varnames } = schemas[n];
+  if (!Array.isArray(values) || !Array.isArray(varnames) || targetOf(n)) continue;
+  values.forEach((value, i) => {
+    const constant = new RegExp(`^\\t\\w+(\\s+${goName(n)} = ${escapeRegExp(JSON.stringify(value))})$`, 'm');
+    source = source.replace(constant, `\t${pascal(varnames[i])}$1`);
+  });
 }
 for (const n of aliases) source += `\n// ${goName(n)} is the same shape as ${goName(targetOf(n))}.\ntype ${goName(n)} = ${goName(targetOf(n))}\n`;
 

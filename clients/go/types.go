@@ -1458,7 +1458,17 @@ func (r *ProviderID) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-type ProviderSettings map[string]*ProviderSettingValue
+func UnmarshalProviderSettingValue(data []byte) (ProviderSettingValue, error) {
+	var r ProviderSettingValue
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ProviderSettingValue) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+type ProviderSettings map[string]*SettingValue
 
 func UnmarshalProviderSettings(data []byte) (ProviderSettings, error) {
 	var r ProviderSettings
@@ -1627,6 +1637,16 @@ func UnmarshalRunEnv(data []byte) (RunEnv, error) {
 }
 
 func (r *RunEnv) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRunNumber(data []byte) (RunNumber, error) {
+	var r RunNumber
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RunNumber) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -2634,8 +2654,8 @@ type BuildPipeline struct {
 }
 
 type BuildPipelineProvider struct {
-	ID       string                           `json:"id"`
-	Settings map[string]*ProviderSettingValue `json:"settings"`
+	ID       string                   `json:"id"`
+	Settings map[string]*SettingValue `json:"settings"`
 	// The pipeline webhook URL under the same visibility rule as in pipeline responses; `""`
 	// otherwise.
 	WebhookURL string `json:"webhook_url"`
@@ -3315,7 +3335,6 @@ type Pipeline struct {
 	ClusterURL *string `json:"cluster_url"`
 	// The YAML the steps come from; null for a pipeline defined by visual steps.
 	Configuration *string `json:"configuration"`
-	// ISO 8601 in the create response, `YYYY-MM-DD hh:mm:ss UTC` everywhere else.
 	CreatedAt     string  `json:"created_at"`
 	CreatedBy     *User   `json:"created_by"`
 	DefaultBranch *string `json:"default_branch"`
@@ -3350,8 +3369,8 @@ type Pipeline struct {
 }
 
 type Provider struct {
-	ID       ProviderID                       `json:"id"`
-	Settings map[string]*ProviderSettingValue `json:"settings"`
+	ID       ProviderID               `json:"id"`
+	Settings map[string]*SettingValue `json:"settings"`
 	// Where the provider delivers events; it is a credential, so it is shown only to a token
 	// with `write_pipelines` whose user may edit the pipeline, and is `""` for everyone else.
 	WebhookURL string `json:"webhook_url"`
@@ -3475,6 +3494,7 @@ type ManualRetry struct {
 	Reason         *string `json:"reason"`
 }
 
+// One exit status whose failure is soft.
 type SoftFailRule struct {
 	ExitStatus *ExitStatusRule `json:"exit_status"`
 }
@@ -3816,6 +3836,9 @@ type Test struct {
 	WebURL   string   `json:"web_url"`
 }
 
+// A test, with its metrics (`TestWithMetrics`) when the request asked for them, else
+// without (`Test`).
+//
 // A test with the metrics of its executions in a time window (a suite's tests and a test
 // with
 // `Buildkite-Version` 2026-08-01 or later; a build's tests always). Durations are in
@@ -4033,13 +4056,13 @@ type RunEnv struct {
 	CommitSHA *string `json:"commit_sha,omitempty"`
 	JobID     *string `json:"job_id,omitempty"`
 	// Identifies the run; uploads with the same key form one run.
-	Key            string     `json:"key"`
-	LocationPrefix *string    `json:"location_prefix,omitempty"`
-	Message        *string    `json:"message,omitempty"`
-	Number         *RunNumber `json:"number,omitempty"`
-	TestRunner     *string    `json:"test_runner,omitempty"`
-	URL            *string    `json:"url,omitempty"`
-	Version        *string    `json:"version,omitempty"`
+	Key            string       `json:"key"`
+	LocationPrefix *string      `json:"location_prefix,omitempty"`
+	Message        *string      `json:"message,omitempty"`
+	Number         *NumberUnion `json:"number,omitempty"`
+	TestRunner     *string      `json:"test_runner,omitempty"`
+	URL            *string      `json:"url,omitempty"`
+	Version        *string      `json:"version,omitempty"`
 }
 
 type UploadRequest struct {
@@ -4094,33 +4117,33 @@ type WebhookSettings struct {
 type Scope string
 
 const (
-	ReadAccounts              Scope = "read_accounts"
-	ReadAgents                Scope = "read_agents"
-	ReadArtifacts             Scope = "read_artifacts"
-	ReadBuildLogs             Scope = "read_build_logs"
-	ReadBuilds                Scope = "read_builds"
-	ReadClusters              Scope = "read_clusters"
-	ReadJobEnv                Scope = "read_job_env"
-	ReadNotificationServices  Scope = "read_notification_services"
-	ReadOrganizations         Scope = "read_organizations"
-	ReadPipelineTemplates     Scope = "read_pipeline_templates"
-	ReadPipelines             Scope = "read_pipelines"
-	ReadSecretDetails         Scope = "read_secret_details"
-	ReadSuites                Scope = "read_suites"
-	ReadTeams                 Scope = "read_teams"
-	ReadUser                  Scope = "read_user"
-	WriteAgents               Scope = "write_agents"
-	WriteArtifacts            Scope = "write_artifacts"
-	WriteBuildLogs            Scope = "write_build_logs"
-	WriteBuilds               Scope = "write_builds"
-	WriteClusters             Scope = "write_clusters"
-	WriteNotificationServices Scope = "write_notification_services"
-	WriteOrganizations        Scope = "write_organizations"
-	WritePipelineTemplates    Scope = "write_pipeline_templates"
-	WritePipelines            Scope = "write_pipelines"
-	WriteSecrets              Scope = "write_secrets"
-	WriteSuites               Scope = "write_suites"
-	WriteTeams                Scope = "write_teams"
+	ScopeReadAccounts              Scope = "read_accounts"
+	ScopeReadAgents                Scope = "read_agents"
+	ScopeReadArtifacts             Scope = "read_artifacts"
+	ScopeReadBuildLogs             Scope = "read_build_logs"
+	ScopeReadBuilds                Scope = "read_builds"
+	ScopeReadClusters              Scope = "read_clusters"
+	ScopeReadJobEnv                Scope = "read_job_env"
+	ScopeReadNotificationServices  Scope = "read_notification_services"
+	ScopeReadOrganizations         Scope = "read_organizations"
+	ScopeReadPipelineTemplates     Scope = "read_pipeline_templates"
+	ScopeReadPipelines             Scope = "read_pipelines"
+	ScopeReadSecretDetails         Scope = "read_secret_details"
+	ScopeReadSuites                Scope = "read_suites"
+	ScopeReadTeams                 Scope = "read_teams"
+	ScopeReadUser                  Scope = "read_user"
+	ScopeWriteAgents               Scope = "write_agents"
+	ScopeWriteArtifacts            Scope = "write_artifacts"
+	ScopeWriteBuildLogs            Scope = "write_build_logs"
+	ScopeWriteBuilds               Scope = "write_builds"
+	ScopeWriteClusters             Scope = "write_clusters"
+	ScopeWriteNotificationServices Scope = "write_notification_services"
+	ScopeWriteOrganizations        Scope = "write_organizations"
+	ScopeWritePipelineTemplates    Scope = "write_pipeline_templates"
+	ScopeWritePipelines            Scope = "write_pipelines"
+	ScopeWriteSecrets              Scope = "write_secrets"
+	ScopeWriteSuites               Scope = "write_suites"
+	ScopeWriteTeams                Scope = "write_teams"
 )
 
 type AnnotationScope string
@@ -4134,57 +4157,57 @@ const (
 type AnnotationStyle string
 
 const (
-	AnnotationStyleError AnnotationStyle = "error"
-	Default              AnnotationStyle = "default"
-	Info                 AnnotationStyle = "info"
-	Success              AnnotationStyle = "success"
-	Warning              AnnotationStyle = "warning"
+	AnnotationStyleError   AnnotationStyle = "error"
+	AnnotationStyleDefault AnnotationStyle = "default"
+	AnnotationStyleInfo    AnnotationStyle = "info"
+	AnnotationStyleSuccess AnnotationStyle = "success"
+	AnnotationStyleWarning AnnotationStyle = "warning"
 )
 
 type AgentConnectionState string
 
 const (
-	Connected      AgentConnectionState = "connected"
-	Disconnected   AgentConnectionState = "disconnected"
-	Lost           AgentConnectionState = "lost"
-	NeverConnected AgentConnectionState = "never_connected"
-	Stopped        AgentConnectionState = "stopped"
-	Stopping       AgentConnectionState = "stopping"
+	AgentConnectionStateConnected      AgentConnectionState = "connected"
+	AgentConnectionStateDisconnected   AgentConnectionState = "disconnected"
+	AgentConnectionStateLost           AgentConnectionState = "lost"
+	AgentConnectionStateNeverConnected AgentConnectionState = "never_connected"
+	AgentConnectionStateStopped        AgentConnectionState = "stopped"
+	AgentConnectionStateStopping       AgentConnectionState = "stopping"
 )
 
 type AgentPingAction string
 
 const (
-	Disconnect AgentPingAction = "disconnect"
-	Idle       AgentPingAction = "idle"
-	Pause      AgentPingAction = "pause"
+	AgentPingActionDisconnect AgentPingAction = "disconnect"
+	AgentPingActionIdle       AgentPingAction = "idle"
+	AgentPingActionPause      AgentPingAction = "pause"
 )
 
 type JobState string
 
 const (
-	Accepted          JobState = "accepted"
-	Assigned          JobState = "assigned"
-	BlockedFailed     JobState = "blocked_failed"
-	Broken            JobState = "broken"
-	JobStateBlocked   JobState = "blocked"
-	JobStateCanceled  JobState = "canceled"
-	JobStateCanceling JobState = "canceling"
-	JobStateExpired   JobState = "expired"
-	JobStateFailed    JobState = "failed"
-	JobStatePassed    JobState = "passed"
-	JobStatePending   JobState = "pending"
-	JobStateRunning   JobState = "running"
-	JobStateScheduled JobState = "scheduled"
-	JobStateSkipped   JobState = "skipped"
-	Limited           JobState = "limited"
-	Limiting          JobState = "limiting"
-	TimedOut          JobState = "timed_out"
-	TimingOut         JobState = "timing_out"
-	Unblocked         JobState = "unblocked"
-	UnblockedFailed   JobState = "unblocked_failed"
-	Waiting           JobState = "waiting"
-	WaitingFailed     JobState = "waiting_failed"
+	JobStateAccepted        JobState = "accepted"
+	JobStateAssigned        JobState = "assigned"
+	JobStateBlockedFailed   JobState = "blocked_failed"
+	JobStateBroken          JobState = "broken"
+	JobStateBlocked         JobState = "blocked"
+	JobStateCanceled        JobState = "canceled"
+	JobStateCanceling       JobState = "canceling"
+	JobStateExpired         JobState = "expired"
+	JobStateFailed          JobState = "failed"
+	JobStatePassed          JobState = "passed"
+	JobStatePending         JobState = "pending"
+	JobStateRunning         JobState = "running"
+	JobStateScheduled       JobState = "scheduled"
+	JobStateSkipped         JobState = "skipped"
+	JobStateLimited         JobState = "limited"
+	JobStateLimiting        JobState = "limiting"
+	JobStateTimedOut        JobState = "timed_out"
+	JobStateTimingOut       JobState = "timing_out"
+	JobStateUnblocked       JobState = "unblocked"
+	JobStateUnblockedFailed JobState = "unblocked_failed"
+	JobStateWaiting         JobState = "waiting"
+	JobStateWaitingFailed   JobState = "waiting_failed"
 )
 
 // `new` (registered, content not yet uploaded), `error` (the upload failed), `finished`
@@ -4195,8 +4218,8 @@ const (
 	ArtifactStateError    ArtifactState = "error"
 	ArtifactStateExpired  ArtifactState = "expired"
 	ArtifactStateFinished ArtifactState = "finished"
-	Deleted               ArtifactState = "deleted"
-	New                   ArtifactState = "new"
+	ArtifactStateDeleted  ArtifactState = "deleted"
+	ArtifactStateNew      ArtifactState = "new"
 )
 
 type Method string
@@ -4208,8 +4231,8 @@ const (
 type JobRetryType string
 
 const (
-	Automatic          JobRetryType = "automatic"
-	JobRetryTypeManual JobRetryType = "manual"
+	JobRetryTypeAutomatic JobRetryType = "automatic"
+	JobRetryTypeManual    JobRetryType = "manual"
 )
 
 type JobType string
@@ -4224,12 +4247,12 @@ const (
 type BuildSource string
 
 const (
-	API                BuildSource = "api"
-	BuildSourceWebhook BuildSource = "webhook"
-	PipelineUpload     BuildSource = "pipeline_upload"
-	Schedule           BuildSource = "schedule"
-	TriggerJob         BuildSource = "trigger_job"
-	UI                 BuildSource = "ui"
+	BuildSourceApi            BuildSource = "api"
+	BuildSourceWebhook        BuildSource = "webhook"
+	BuildSourcePipelineUpload BuildSource = "pipeline_upload"
+	BuildSourceSchedule       BuildSource = "schedule"
+	BuildSourceTriggerJob     BuildSource = "trigger_job"
+	BuildSourceUi             BuildSource = "ui"
 )
 
 type BuildState string
@@ -4287,8 +4310,8 @@ const (
 type RetryAgentAffinity string
 
 const (
-	PreferDifferent RetryAgentAffinity = "prefer-different"
-	PreferWarmest   RetryAgentAffinity = "prefer-warmest"
+	RetryAgentAffinityPreferDifferent RetryAgentAffinity = "prefer-different"
+	RetryAgentAffinityPreferWarmest   RetryAgentAffinity = "prefer-warmest"
 )
 
 // Default: the team's `default_member_role`.
@@ -4297,8 +4320,8 @@ const (
 type TeamMemberRole string
 
 const (
-	Maintainer           TeamMemberRole = "maintainer"
-	TeamMemberRoleMember TeamMemberRole = "member"
+	TeamMemberRoleMaintainer TeamMemberRole = "maintainer"
+	TeamMemberRoleMember     TeamMemberRole = "member"
 )
 
 // Default: `manage_build_and_read`.
@@ -4308,9 +4331,9 @@ const (
 type PipelineAccessLevel string
 
 const (
-	BuildAndRead       PipelineAccessLevel = "build_and_read"
-	ManageBuildAndRead PipelineAccessLevel = "manage_build_and_read"
-	ReadOnly           PipelineAccessLevel = "read_only"
+	PipelineAccessLevelBuildAndRead       PipelineAccessLevel = "build_and_read"
+	PipelineAccessLevelManageBuildAndRead PipelineAccessLevel = "manage_build_and_read"
+	PipelineAccessLevelReadOnly           PipelineAccessLevel = "read_only"
 )
 
 // Default: `["read", "edit"]`.
@@ -4319,8 +4342,8 @@ const (
 type SuitePermission string
 
 const (
-	Edit SuitePermission = "edit"
-	Read SuitePermission = "read"
+	SuitePermissionEdit SuitePermission = "edit"
+	SuitePermissionRead SuitePermission = "read"
 )
 
 type Status string
@@ -4342,18 +4365,18 @@ const (
 type NotificationDeliveryState string
 
 const (
-	Delivered                        NotificationDeliveryState = "delivered"
-	NotificationDeliveryStateFailed  NotificationDeliveryState = "failed"
-	NotificationDeliveryStatePending NotificationDeliveryState = "pending"
+	NotificationDeliveryStateDelivered NotificationDeliveryState = "delivered"
+	NotificationDeliveryStateFailed    NotificationDeliveryState = "failed"
+	NotificationDeliveryStatePending   NotificationDeliveryState = "pending"
 )
 
 // The providers this server stores and sends to.
 type NotificationServiceProviderID string
 
 const (
-	NotificationServiceProviderIDWebhook NotificationServiceProviderID = "webhook"
-	OpenTelemetryTracing                 NotificationServiceProviderID = "open_telemetry_tracing"
-	Slack                                NotificationServiceProviderID = "slack"
+	NotificationServiceProviderIdWebhook              NotificationServiceProviderID = "webhook"
+	NotificationServiceProviderIdOpenTelemetryTracing NotificationServiceProviderID = "open_telemetry_tracing"
+	NotificationServiceProviderIdSlack                NotificationServiceProviderID = "slack"
 )
 
 // Which pipelines the service applies to: `all`, `some_projects` (the pipelines of
@@ -4363,30 +4386,30 @@ const (
 type NotificationServiceScope string
 
 const (
-	All          NotificationServiceScope = "all"
-	SomeClusters NotificationServiceScope = "some_clusters"
-	SomeProjects NotificationServiceScope = "some_projects"
-	SomeTeams    NotificationServiceScope = "some_teams"
+	NotificationServiceScopeAll          NotificationServiceScope = "all"
+	NotificationServiceScopeSomeClusters NotificationServiceScope = "some_clusters"
+	NotificationServiceScopeSomeProjects NotificationServiceScope = "some_projects"
+	NotificationServiceScopeSomeTeams    NotificationServiceScope = "some_teams"
 )
 
 type SlackTheme string
 
 const (
 	SlackThemeEmoji SlackTheme = "emoji"
-	Text            SlackTheme = "text"
+	SlackThemeText  SlackTheme = "text"
 )
 
 type WebhookTokenMode string
 
 const (
-	Signature WebhookTokenMode = "signature"
-	Token     WebhookTokenMode = "token"
+	WebhookTokenModeSignature WebhookTokenMode = "signature"
+	WebhookTokenModeToken     WebhookTokenMode = "token"
 )
 
 type OrganizationRole string
 
 const (
-	Admin                  OrganizationRole = "admin"
+	OrganizationRoleAdmin  OrganizationRole = "admin"
 	OrganizationRoleMember OrganizationRole = "member"
 )
 
@@ -4394,20 +4417,20 @@ const (
 type SsoMode string
 
 const (
-	Optional SsoMode = "optional"
-	Required SsoMode = "required"
+	SsoModeOptional SsoMode = "optional"
+	SsoModeRequired SsoMode = "required"
 )
 
 type ProviderID string
 
 const (
-	Bitbucket        ProviderID = "bitbucket"
-	BitbucketServer  ProviderID = "bitbucket_server"
-	Git              ProviderID = "git"
-	Github           ProviderID = "github"
-	GithubEnterprise ProviderID = "github_enterprise"
-	Gitlab           ProviderID = "gitlab"
-	GitlabEe         ProviderID = "gitlab_ee"
+	ProviderIdBitbucket        ProviderID = "bitbucket"
+	ProviderIdBitbucketServer  ProviderID = "bitbucket_server"
+	ProviderIdGit              ProviderID = "git"
+	ProviderIdGithub           ProviderID = "github"
+	ProviderIdGithubEnterprise ProviderID = "github_enterprise"
+	ProviderIdGitlab           ProviderID = "gitlab"
+	ProviderIdGitlabEe         ProviderID = "gitlab_ee"
 )
 
 type ExitStatusRuleEnum string
@@ -4419,17 +4442,17 @@ const (
 type PipelineVisibility string
 
 const (
-	Private PipelineVisibility = "private"
-	Public  PipelineVisibility = "public"
+	PipelineVisibilityPrivate PipelineVisibility = "private"
+	PipelineVisibilityPublic  PipelineVisibility = "public"
 )
 
 type ProviderTriggerMode string
 
 const (
-	Code       ProviderTriggerMode = "code"
-	Deployment ProviderTriggerMode = "deployment"
-	Fork       ProviderTriggerMode = "fork"
-	None       ProviderTriggerMode = "none"
+	ProviderTriggerModeCode       ProviderTriggerMode = "code"
+	ProviderTriggerModeDeployment ProviderTriggerMode = "deployment"
+	ProviderTriggerModeFork       ProviderTriggerMode = "fork"
+	ProviderTriggerModeNone       ProviderTriggerMode = "none"
 )
 
 // `failed` when any execution failed, `passed` when some passed and none failed, else
@@ -4437,9 +4460,9 @@ const (
 type RunResult string
 
 const (
-	RunResultFailed RunResult = "failed"
-	RunResultPassed RunResult = "passed"
-	Unknown         RunResult = "unknown"
+	RunResultFailed  RunResult = "failed"
+	RunResultPassed  RunResult = "passed"
+	RunResultUnknown RunResult = "unknown"
 )
 
 // Every upload is processed before it is answered, so a run is always finished.
@@ -4459,8 +4482,8 @@ const (
 type TeamPrivacy string
 
 const (
-	Secret  TeamPrivacy = "secret"
-	Visible TeamPrivacy = "visible"
+	TeamPrivacySecret  TeamPrivacy = "secret"
+	TeamPrivacyVisible TeamPrivacy = "visible"
 )
 
 type TriggerStepType string
@@ -4479,8 +4502,8 @@ const (
 type UploadFormat string
 
 const (
-	Junit            UploadFormat = "junit"
-	UploadFormatJSON UploadFormat = "json"
+	UploadFormatJunit UploadFormat = "junit"
+	UploadFormatJson  UploadFormat = "json"
 )
 
 type Format string
@@ -4495,12 +4518,12 @@ const (
 	TypeWaiter WaiterStepType = "waiter"
 )
 
-type ProviderSettingValue struct {
+type SettingValue struct {
 	Bool   *bool
 	String *string
 }
 
-func (x *ProviderSettingValue) UnmarshalJSON(data []byte) error {
+func (x *SettingValue) UnmarshalJSON(data []byte) error {
 	object, err := unmarshalUnion(data, nil, nil, &x.Bool, &x.String, false, nil, false, nil, false, nil, false, nil, true)
 	if err != nil {
 		return err
@@ -4510,7 +4533,7 @@ func (x *ProviderSettingValue) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *ProviderSettingValue) MarshalJSON() ([]byte, error) {
+func (x *SettingValue) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, x.Bool, x.String, false, nil, false, nil, false, nil, false, nil, true)
 }
 
@@ -4535,6 +4558,8 @@ func (x *PullRequestID) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
 }
 
+// The default of a block or input step's field: a string, or for a `multiple` select field
+// a list of option values.
 type ManualStepFieldDefault struct {
 	String      *string
 	StringArray []string
@@ -4555,6 +4580,7 @@ func (x *ManualStepFieldDefault) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, x.StringArray != nil, x.StringArray, false, nil, false, nil, false, nil, false)
 }
 
+// Skips the adjusted combination: `true`, or a reason (shown as the job's skip reason).
 type MatrixSkip struct {
 	Bool   *bool
 	String *string
@@ -4574,6 +4600,8 @@ func (x *MatrixSkip) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, x.Bool, x.String, false, nil, false, nil, false, nil, false, nil, false)
 }
 
+// A Slack notification: a channel or user (`#general`, `@someone`, `workspace#channel`), or
+// the object form with channels and a message.
 type NotifySlackTarget struct {
 	NotifySlack *NotifySlack
 	String      *string
@@ -4596,6 +4624,8 @@ func (x *NotifySlackTarget) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, false, nil, x.NotifySlack != nil, x.NotifySlack, false, nil, false, nil, false)
 }
 
+// The exit statuses an automatic retry rule matches: one status, `*` for any, or a list of
+// statuses.
 type RetryExitStatus struct {
 	Enum         *ExitStatusRuleEnum
 	Integer      *int64
@@ -4618,6 +4648,9 @@ func (x *RetryExitStatus) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, nil, x.IntegerArray != nil, x.IntegerArray, false, nil, false, nil, x.Enum != nil, x.Enum, false)
 }
 
+// Whether a failure of the step's jobs is soft (the build passes anyway): `true` for any
+// exit status, or the exit statuses that are (`[{exit_status: 1}]`). A boolean or a list of
+// rules, as the pipeline YAML writes it.
 type SoftFail struct {
 	Bool              *bool
 	SoftFailRuleArray []SoftFailRule
@@ -4638,6 +4671,7 @@ func (x *SoftFail) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, x.Bool, nil, x.SoftFailRuleArray != nil, x.SoftFailRuleArray, false, nil, false, nil, false, nil, false)
 }
 
+// An exit status, or `*` for any.
 type ExitStatusRule struct {
 	Enum    *ExitStatusRuleEnum
 	Integer *int64
@@ -4681,6 +4715,47 @@ func (x *PipelineDefinition) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, x.AnythingArray != nil, x.AnythingArray, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
 }
 
+// A provider setting: most are booleans (`build_pull_requests`...), some strings
+// (`trigger_mode`, `pull_request_branch_filter_configuration`...).
+type ProviderSettingValue struct {
+	Bool   *bool
+	String *string
+}
+
+func (x *ProviderSettingValue) UnmarshalJSON(data []byte) error {
+	object, err := unmarshalUnion(data, nil, nil, &x.Bool, &x.String, false, nil, false, nil, false, nil, false, nil, false)
+	if err != nil {
+		return err
+	}
+	if object {
+	}
+	return nil
+}
+
+func (x *ProviderSettingValue) MarshalJSON() ([]byte, error) {
+	return marshalUnion(nil, nil, x.Bool, x.String, false, nil, false, nil, false, nil, false, nil, false)
+}
+
+// The CI run's number, as the collector sends it: a string or an integer.
+type RunNumber struct {
+	Integer *int64
+	String  *string
+}
+
+func (x *RunNumber) UnmarshalJSON(data []byte) error {
+	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, false)
+	if err != nil {
+		return err
+	}
+	if object {
+	}
+	return nil
+}
+
+func (x *RunNumber) MarshalJSON() ([]byte, error) {
+	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
+}
+
 // A team UUID, or a team with the access level the pipeline gets in it (default
 // `manage_build_and_read`).
 type TeamAssignment struct {
@@ -4705,12 +4780,12 @@ func (x *TeamAssignment) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, false, nil, x.TeamAssignmentWithAccess != nil, x.TeamAssignmentWithAccess, false, nil, false, nil, false)
 }
 
-type RunNumber struct {
+type NumberUnion struct {
 	Integer *int64
 	String  *string
 }
 
-func (x *RunNumber) UnmarshalJSON(data []byte) error {
+func (x *NumberUnion) UnmarshalJSON(data []byte) error {
 	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, true)
 	if err != nil {
 		return err
@@ -4720,7 +4795,7 @@ func (x *RunNumber) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *RunNumber) MarshalJSON() ([]byte, error) {
+func (x *NumberUnion) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, true)
 }
 
@@ -4836,9 +4911,6 @@ func marshalUnion(pi *int64, pf *float64, pb *bool, ps *string, haveArray bool, 
 	}
 	return nil, errors.New("Union must not be null")
 }
-
-// TeamPipelineAccessLevel is the same shape as PipelineAccessLevel.
-type TeamPipelineAccessLevel = PipelineAccessLevel
 
 // UpdatePipelineRequest is the same shape as PipelineWritable.
 type UpdatePipelineRequest = PipelineWritable
