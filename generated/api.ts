@@ -4001,10 +4001,10 @@ export interface components {
             filter_condition?: string;
             pull_request_branch_filter_configuration?: string;
         } & {
-            [key: string]: components["schemas"]["ProviderSettingValue"] | null;
+            [key: string]: components["schemas"]["ProviderSettingValue"];
         };
-        /** @description A provider setting: most are booleans (`build_pull_requests`...), some strings (`trigger_mode`, `pull_request_branch_filter_configuration`...). */
-        ProviderSettingValue: boolean | string;
+        /** @description A provider setting: most are booleans (`build_pull_requests`...), some strings (`trigger_mode`, `pull_request_branch_filter_configuration`...); null when unset. */
+        ProviderSettingValue: (boolean | null) | string;
         /** @enum {string} */
         ProviderTriggerMode: "code" | "deployment" | "fork" | "none";
         Provider: {
@@ -4202,6 +4202,7 @@ export interface components {
         JobLog: {
             url: string;
             content: string;
+            /** Format: int64 */
             size: number;
             /**
              * @description When each section header of the log (a line starting with `---`, `+++` or `~~~`)
@@ -4832,7 +4833,7 @@ export interface components {
             ci?: string | null;
             branch?: string | null;
             commit_sha?: string | null;
-            number?: components["schemas"]["RunNumber"] | null;
+            number?: components["schemas"]["RunNumber"];
             job_id?: string | null;
             message?: string | null;
             url?: string | null;
@@ -4841,8 +4842,8 @@ export interface components {
             test_runner?: string | null;
             location_prefix?: string | null;
         };
-        /** @description The CI run's number, as the collector sends it: a string or an integer. */
-        RunNumber: string | number;
+        /** @description The CI run's number, as the collector sends it: a string, an integer, or null. */
+        RunNumber: (string | null) | number;
         UploadTags: {
             [key: string]: string;
         };
@@ -4939,6 +4940,7 @@ export interface components {
             readonly dirname: string;
             readonly filename: string;
             readonly mime_type: string;
+            /** Format: int64 */
             readonly file_size: number;
             /** @description Deprecated; always null. */
             readonly glob_path: null;
@@ -4957,6 +4959,7 @@ export interface components {
             path: string;
             absolute_path?: string;
             glob_path?: string;
+            /** Format: int64 */
             file_size: number;
             sha1sum: string;
             sha256sum?: string;
@@ -5025,6 +5028,7 @@ export interface components {
             /** @description Always the path (the agent ignores it). */
             absolute_path: string;
             glob_path: string;
+            /** Format: int64 */
             file_size: number;
             sha1sum: string;
             sha256sum: string;
@@ -5414,7 +5418,10 @@ export interface components {
         TestDetail: components["schemas"]["TestWithMetrics"] | components["schemas"]["Test"];
         Hello: {
             message: string;
-            /** @description Unix seconds. */
+            /**
+             * Format: int64
+             * @description Unix seconds.
+             */
             timestamp: number;
         };
         HeartbeatResult: {
@@ -5449,19 +5456,25 @@ export interface components {
         PipelineTimestamp: string;
         /** @enum {string} */
         PipelineVisibility: "private" | "public";
+        /** @description The pull request's number, from 1; a string of its digits is accepted, and `""` means none. */
+        PullRequestId: number | string;
+        /** @description The commit's author; `{}` is accepted and means none. */
+        CreateBuildAuthor: {
+            name?: string;
+            email?: string;
+            username?: string;
+        };
         /** @enum {string} */
         BuildSource: "api" | "webhook" | "ui" | "trigger_job" | "schedule" | "pipeline_upload";
+        /** @description Only with `include_test_engine=true`: the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and the build's UUID as `run_env[key]`), in the suites the caller may see (none for a token without `read_suites`). */
+        BuildTestEngine: {
+            runs: components["schemas"]["BuildTestEngineRun"][];
+        };
         JobStateCounts: {
             total: number;
             states: {
                 [key: string]: number;
             };
-        };
-        RebuiltFrom: {
-            /** Format: uuid */
-            id: string;
-            number: number;
-            url: string;
         };
         TriggeredFrom: {
             /** Format: uuid */
@@ -5469,28 +5482,22 @@ export interface components {
             build_number: number;
             build_pipeline_slug: string;
         };
-        BuildTestEngineSuite: {
+        RebuiltFrom: {
             /** Format: uuid */
             id: string;
-            slug: string;
+            number: number;
+            url: string;
         };
         BuildTestEngineRun: {
             /** Format: uuid */
             id: string;
             suite: components["schemas"]["BuildTestEngineSuite"];
         };
-        /** @description Only with `include_test_engine=true`: the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and the build's UUID as `run_env[key]`), in the suites the caller may see (none for a token without `read_suites`). */
-        BuildTestEngine: {
-            runs: components["schemas"]["BuildTestEngineRun"][];
+        BuildTestEngineSuite: {
+            /** Format: uuid */
+            id: string;
+            slug: string;
         };
-        /** @description The commit's author; `{}` is accepted and means none. */
-        CreateBuildAuthor: {
-            name?: string;
-            email?: string;
-            username?: string;
-        };
-        /** @description The pull request's number, from 1; a string of its digits is accepted, and `""` means none. */
-        PullRequestId: number | string;
         /** @enum {string} */
         UploadFormat: "json" | "junit";
         /**
@@ -5500,6 +5507,16 @@ export interface components {
         RunResult: "passed" | "failed" | "unknown";
         /** @enum {string} */
         RetryAgentAffinity: "prefer-warmest" | "prefer-different";
+        /** @description The user or team that maintains the cluster. */
+        ClusterMaintainerActor: components["schemas"]["ClusterMaintainerUser"] | components["schemas"]["ClusterMaintainerTeam"];
+        ClusterMaintainerTeam: {
+            /** Format: uuid */
+            id: string;
+            graphql_id: string;
+            slug: string;
+            /** @constant */
+            type: "team";
+        };
         ClusterMaintainerUser: {
             /** Format: uuid */
             id: string;
@@ -5509,16 +5526,6 @@ export interface components {
             /** @constant */
             type: "user";
         };
-        ClusterMaintainerTeam: {
-            /** Format: uuid */
-            id: string;
-            graphql_id: string;
-            slug: string;
-            /** @constant */
-            type: "team";
-        };
-        /** @description The user or team that maintains the cluster. */
-        ClusterMaintainerActor: components["schemas"]["ClusterMaintainerUser"] | components["schemas"]["ClusterMaintainerTeam"];
         ClusterSecretOrganization: {
             /** Format: uuid */
             id: string;
@@ -5535,28 +5542,28 @@ export interface components {
             id: string;
             state: components["schemas"]["ArtifactState"];
         };
-        /** @description One entry per scope Windsock enforces: `rest`, the organization's REST budget. Windsock has no GraphQL API, so no `graphql` scope. */
-        RateLimitScopes: {
-            rest: components["schemas"]["RateLimitScopeStatus"];
-        };
-        /** @enum {string} */
-        OrganizationRole: "admin" | "member";
-        /**
-         * @description Only for the organization's admins, or in a member's own membership.
-         * @enum {string}
-         */
-        SsoMode: "required" | "optional";
+        /** @description The provider's settings, secrets left out as documented. */
+        NotificationServiceSettings: components["schemas"]["WebhookSettings"] | components["schemas"]["SlackSettings"] | components["schemas"]["OpenTelemetryTracingSettings"];
         NotificationServiceProvider: {
             id: components["schemas"]["NotificationServiceProviderId"];
             name: string;
         };
-        /** @description The provider's settings, secrets left out as documented. */
-        NotificationServiceSettings: components["schemas"]["WebhookSettings"] | components["schemas"]["SlackSettings"] | components["schemas"]["OpenTelemetryTracingSettings"];
         NotificationServiceListLinks: {
             self: string;
             /** @description The next page; absent on the last one. */
             next?: string;
         };
+        /** @description One entry per scope Windsock enforces: `rest`, the organization's REST budget. Windsock has no GraphQL API, so no `graphql` scope. */
+        RateLimitScopes: {
+            rest: components["schemas"]["RateLimitScopeStatus"];
+        };
+        /**
+         * @description Only for the organization's admins, or in a member's own membership.
+         * @enum {string}
+         */
+        SsoMode: "required" | "optional";
+        /** @enum {string} */
+        OrganizationRole: "admin" | "member";
     };
     responses: {
         /** @description A page of builds, newest first. */

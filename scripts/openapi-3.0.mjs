@@ -14,6 +14,7 @@
 //   there, never stricter;
 // - scopes named in the security requirements of `bearerAuth` (3.1 allows role names for schemes that
 //   are not OAuth, 3.0 does not) move to the operation's `x-required-scopes`;
+// - `type: array` without `items` gets `items: {}` (3.0 requires it);
 // - `webhooks`, `jsonSchemaDialect`, `info.summary` and `license.identifier` are dropped.
 
 /** Keywords of JSON Schema 2020-12 that OpenAPI 3.0's schema object does not have. */
@@ -139,6 +140,8 @@ export function convertSchema(schema, schemas = {}) {
         out[key] = value;
     }
   }
+  // 3.0 requires `items` with `type: array` (3.1 reads a missing one as "anything").
+  if (out.type === 'array' && !('items' in out)) out.items = {};
   if (out.type === 'null') {
     // Always null (a field the real API keeps but Windsock never fills): 3.0 has no null type.
     out.type = 'string';

@@ -1468,7 +1468,7 @@ func (r *ProviderSettingValue) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-type ProviderSettings map[string]*SettingValue
+type ProviderSettings map[string]*ProviderSettingValue
 
 func UnmarshalProviderSettings(data []byte) (ProviderSettings, error) {
 	var r ProviderSettings
@@ -2654,8 +2654,8 @@ type BuildPipeline struct {
 }
 
 type BuildPipelineProvider struct {
-	ID       string                   `json:"id"`
-	Settings map[string]*SettingValue `json:"settings"`
+	ID       string                           `json:"id"`
+	Settings map[string]*ProviderSettingValue `json:"settings"`
 	// The pipeline webhook URL under the same visibility rule as in pipeline responses; `""`
 	// otherwise.
 	WebhookURL string `json:"webhook_url"`
@@ -3369,8 +3369,8 @@ type Pipeline struct {
 }
 
 type Provider struct {
-	ID       ProviderID               `json:"id"`
-	Settings map[string]*SettingValue `json:"settings"`
+	ID       ProviderID                       `json:"id"`
+	Settings map[string]*ProviderSettingValue `json:"settings"`
 	// Where the provider delivers events; it is a credential, so it is shown only to a token
 	// with `write_pipelines` whose user may edit the pipeline, and is `""` for everyone else.
 	WebhookURL string `json:"webhook_url"`
@@ -4056,13 +4056,13 @@ type RunEnv struct {
 	CommitSHA *string `json:"commit_sha,omitempty"`
 	JobID     *string `json:"job_id,omitempty"`
 	// Identifies the run; uploads with the same key form one run.
-	Key            string       `json:"key"`
-	LocationPrefix *string      `json:"location_prefix,omitempty"`
-	Message        *string      `json:"message,omitempty"`
-	Number         *NumberUnion `json:"number,omitempty"`
-	TestRunner     *string      `json:"test_runner,omitempty"`
-	URL            *string      `json:"url,omitempty"`
-	Version        *string      `json:"version,omitempty"`
+	Key            string     `json:"key"`
+	LocationPrefix *string    `json:"location_prefix,omitempty"`
+	Message        *string    `json:"message,omitempty"`
+	Number         *RunNumber `json:"number,omitempty"`
+	TestRunner     *string    `json:"test_runner,omitempty"`
+	URL            *string    `json:"url,omitempty"`
+	Version        *string    `json:"version,omitempty"`
 }
 
 type UploadRequest struct {
@@ -4518,12 +4518,14 @@ const (
 	TypeWaiter WaiterStepType = "waiter"
 )
 
-type SettingValue struct {
+// A provider setting: most are booleans (`build_pull_requests`...), some strings
+// (`trigger_mode`, `pull_request_branch_filter_configuration`...); null when unset.
+type ProviderSettingValue struct {
 	Bool   *bool
 	String *string
 }
 
-func (x *SettingValue) UnmarshalJSON(data []byte) error {
+func (x *ProviderSettingValue) UnmarshalJSON(data []byte) error {
 	object, err := unmarshalUnion(data, nil, nil, &x.Bool, &x.String, false, nil, false, nil, false, nil, false, nil, true)
 	if err != nil {
 		return err
@@ -4533,7 +4535,7 @@ func (x *SettingValue) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *SettingValue) MarshalJSON() ([]byte, error) {
+func (x *ProviderSettingValue) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, x.Bool, x.String, false, nil, false, nil, false, nil, false, nil, true)
 }
 
@@ -4715,47 +4717,6 @@ func (x *PipelineDefinition) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, x.AnythingArray != nil, x.AnythingArray, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
 }
 
-// A provider setting: most are booleans (`build_pull_requests`...), some strings
-// (`trigger_mode`, `pull_request_branch_filter_configuration`...).
-type ProviderSettingValue struct {
-	Bool   *bool
-	String *string
-}
-
-func (x *ProviderSettingValue) UnmarshalJSON(data []byte) error {
-	object, err := unmarshalUnion(data, nil, nil, &x.Bool, &x.String, false, nil, false, nil, false, nil, false, nil, false)
-	if err != nil {
-		return err
-	}
-	if object {
-	}
-	return nil
-}
-
-func (x *ProviderSettingValue) MarshalJSON() ([]byte, error) {
-	return marshalUnion(nil, nil, x.Bool, x.String, false, nil, false, nil, false, nil, false, nil, false)
-}
-
-// The CI run's number, as the collector sends it: a string or an integer.
-type RunNumber struct {
-	Integer *int64
-	String  *string
-}
-
-func (x *RunNumber) UnmarshalJSON(data []byte) error {
-	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, false)
-	if err != nil {
-		return err
-	}
-	if object {
-	}
-	return nil
-}
-
-func (x *RunNumber) MarshalJSON() ([]byte, error) {
-	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
-}
-
 // A team UUID, or a team with the access level the pipeline gets in it (default
 // `manage_build_and_read`).
 type TeamAssignment struct {
@@ -4780,12 +4741,13 @@ func (x *TeamAssignment) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, false, nil, x.TeamAssignmentWithAccess != nil, x.TeamAssignmentWithAccess, false, nil, false, nil, false)
 }
 
-type NumberUnion struct {
+// The CI run's number, as the collector sends it: a string, an integer, or null.
+type RunNumber struct {
 	Integer *int64
 	String  *string
 }
 
-func (x *NumberUnion) UnmarshalJSON(data []byte) error {
+func (x *RunNumber) UnmarshalJSON(data []byte) error {
 	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, true)
 	if err != nil {
 		return err
@@ -4795,7 +4757,7 @@ func (x *NumberUnion) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *NumberUnion) MarshalJSON() ([]byte, error) {
+func (x *RunNumber) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, true)
 }
 

@@ -23,6 +23,8 @@
  *    string schema with a documented pattern, `PipelineTimestamp`).
  * 7. Every enum component has `x-enum-varnames` (one per value, prefixed with the component's name:
  *    `BUILD_STATE_CREATING`), unique over the document, and no schema is named `Error`.
+ * 8. An integer whose bounds pass 32 bits says `format: int64` (generators make `integer` an int32:
+ *    the Go client did not compile with `maximum: 99999999999`), and every array says its `items`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -183,5 +185,16 @@ describe('the contract is generator-friendly', () => {
     expect(varnames.length).toBeGreaterThan(100);
     expect(varnames.filter((n, i) => varnames.indexOf(n) !== i)).toEqual([]);
     expect(Object.keys(schemas)).not.toContain('Error');
+  });
+
+  it('8. integers past 32 bits say format int64; every array has items; examples are examples', () => {
+    const offending: string[] = [];
+    const int32 = (n: unknown) => typeof n !== 'number' || (n >= -2147483648 && n <= 2147483647);
+    for (const [s, at] of everySchema()) {
+      if (s.type === 'integer' && s.format !== 'int64' && !(int32(s.minimum) && int32(s.maximum))) offending.push(`${at}: integer past int32`);
+      if ((s.type === 'array' || (Array.isArray(s.type) && s.type.includes('array'))) && !('items' in s)) offending.push(`${at}: array without items`);
+    }
+    for (const [name, e] of Object.entries(obj(obj(doc.components).examples))) if (!('value' in obj(e))) offending.push(`example ${name}: no value`);
+    expect(offending).toEqual([]);
   });
 });
