@@ -1,7 +1,7 @@
 // Package windsock is a Go client for Windsock's REST API (the Buildkite REST API v2 dialect).
 //
 // The request and response types (types.go) are generated from the spec's component schemas
-// by quicktype (`npm run generate:sdks`); this file is the hand-written transport they travel
+// by quicktype (`npm run generate`); this file is the hand-written transport they travel
 // through: Bearer auth, JSON bodies, typed errors (*ResponseError), pages that follow `Link: rel="next"`,
 // and a back-off on 429 that waits as long as the server says. Standard library only.
 package windsock
