@@ -103,6 +103,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/openapi-3.0.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This document as OpenAPI 3.0.3
+         * @description This contract rendered as OpenAPI 3.0.3 JSON, for client generators and dynamic clients that do
+         *     not read 3.1 yet: the same paths, operations, parameters, statuses and schemas, in 3.0's terms
+         *     (`nullable: true` for `type: [X, 'null']`, `enum: [v]` for `const`; scopes of non-OAuth security
+         *     requirements in each operation's `x-required-scopes`). Generated from the 3.1 document by
+         *     `npm run generate`.
+         */
+        get: operations["getOpenApi30Json"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/access-token": {
         parameters: {
             query?: never;
@@ -3564,7 +3588,7 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        Error: {
+        ApiError: {
             message: string;
             errors?: components["schemas"]["FieldError"][];
         };
@@ -3602,10 +3626,7 @@ export interface components {
             description: string | null;
             created_at: components["schemas"]["UtcTimestamp"];
             expires_at: components["schemas"]["UtcTimestamp"];
-            user: {
-                name: string;
-                email: string;
-            };
+            user: components["schemas"]["AccessTokenUser"];
         };
         User: {
             /** Format: uuid */
@@ -3677,16 +3698,18 @@ export interface components {
             url: string;
             version: number;
             token: string | null;
-            /** @enum {string} */
-            token_mode: "token" | "signature";
+            token_mode: components["schemas"]["WebhookTokenMode"];
             events: string[];
             tls_verify: boolean;
         };
+        /** @enum {string} */
+        WebhookTokenMode: "token" | "signature";
         /** @description A Slack incoming webhook's settings. Its URL is a secret and is never returned. */
         SlackSettings: {
-            /** @enum {string} */
-            theme: "text" | "emoji";
+            theme: components["schemas"]["SlackTheme"];
         };
+        /** @enum {string} */
+        SlackTheme: "text" | "emoji";
         /** @description OpenTelemetry tracing settings. The `headers` are stored encrypted and never returned. */
         OpenTelemetryTracingSettings: {
             endpoint: string;
@@ -3699,28 +3722,20 @@ export interface components {
             readonly id: string;
             readonly graphql_id: string | null;
             readonly url: string;
-            readonly provider: {
-                id: components["schemas"]["NotificationServiceProviderId"];
-                name: string;
-            };
+            readonly provider: components["schemas"]["NotificationServiceProvider"];
             description: string;
             readonly enabled: boolean;
             scope: components["schemas"]["NotificationServiceScope"];
             scope_uuids: string[];
             branch_configuration: string;
             build_states: components["schemas"]["NotificationServiceBuildStatesAnswer"];
-            /** @description The provider's settings, secrets left out as documented. */
-            settings: components["schemas"]["WebhookSettings"] | components["schemas"]["SlackSettings"] | components["schemas"]["OpenTelemetryTracingSettings"];
+            settings: components["schemas"]["NotificationServiceSettings"];
             readonly created_at: components["schemas"]["IsoTimestamp"];
             readonly created_by: components["schemas"]["User"] | null;
         };
         NotificationServiceList: {
             items: components["schemas"]["NotificationService"][];
-            links: {
-                self: string;
-                /** @description The next page; absent on the last one. */
-                next?: string;
-            };
+            links: components["schemas"]["NotificationServiceListLinks"];
         };
         NotificationServiceWritable: {
             description?: string | null;
@@ -3759,10 +3774,7 @@ export interface components {
             webhook_ips: string[];
         };
         RateLimitStatus: {
-            /** @description One entry per scope Windsock enforces: `rest`, the organization's REST budget. Windsock has no GraphQL API, so no `graphql` scope. */
-            scopes: {
-                rest: components["schemas"]["RateLimitScopeStatus"];
-            };
+            scopes: components["schemas"]["RateLimitScopes"];
         };
         RateLimitScopeStatus: {
             /** @description Requests allowed per window (0 when no limit is set). */
@@ -3790,6 +3802,7 @@ export interface components {
         };
         /** @description A pipeline step, as the REST API shows it. */
         Step: components["schemas"]["ScriptStep"] | components["schemas"]["WaiterStep"] | components["schemas"]["ManualStep"] | components["schemas"]["TriggerStep"];
+        /** @description An exit status, or `*` for any. */
         ExitStatusRule: number | "*";
         ScriptStep: {
             /**
@@ -3809,48 +3822,11 @@ export interface components {
             key?: string | null;
             /** @description The `key` of the group step this step was written in (YAML `group` steps); the step's jobs show it as `group_key`. */
             readonly group_key?: string | null;
-            soft_fail?: boolean | {
-                exit_status: components["schemas"]["ExitStatusRule"];
-            }[];
-            /**
-             * @description `automatic`: a failed job whose exit status (and `signal_reason`, when the rule gives
-             *     one; `*` any, `none` no signal) matches a rule is retried at once, while its
-             *     `retries_count` is below the rule's `limit`. `manual`: `allowed: false` refuses
-             *     `PUT .../jobs/{id}/retry` with `reason`; `permit_on_passed` lets passed jobs be retried.
-             */
-            retry?: {
-                automatic: {
-                    exit_status: components["schemas"]["ExitStatusRule"] | number[];
-                    signal_reason?: string;
-                    limit: number;
-                }[];
-                manual?: {
-                    allowed: boolean;
-                    reason: string | null;
-                    permit_on_passed: boolean;
-                };
-            } | null;
+            soft_fail?: components["schemas"]["SoftFail"];
+            retry?: components["schemas"]["StepRetry"] | null;
             /** @description Dispatch priority of the step's jobs (higher first); the step's own `priority`, else the configuration's top-level one. Absent means 0. */
             priority?: number;
-            /**
-             * @description A build matrix: each combination of the `setup` dimensions (the one dimension of the
-             *     list form is named `""`, the one `{{matrix}}` reads) becomes its own job, with its
-             *     values put into the label, command, env, agents and plugins. `adjustments` skip a
-             *     combination, give it its own `soft_fail`, or add one. At most 6 dimensions of 20
-             *     values, 12 adjustments and 50 jobs.
-             */
-            matrix?: {
-                setup: {
-                    [key: string]: string[];
-                };
-                adjustments: {
-                    with: {
-                        [key: string]: string;
-                    };
-                    skip?: true | string;
-                    soft_fail?: unknown;
-                }[];
-            };
+            matrix?: components["schemas"]["StepMatrix"];
             /** @description The step's plugins, each `{"<source>": settings}`; the agent gets them as `BUILDKITE_PLUGINS`. */
             plugins?: {
                 [key: string]: unknown;
@@ -3862,6 +3838,56 @@ export interface components {
             notify?: components["schemas"]["NotifyEntry"][];
         };
         /**
+         * @description A build matrix: each combination of the `setup` dimensions (the one dimension of the
+         *     list form is named `""`, the one `{{matrix}}` reads) becomes its own job, with its
+         *     values put into the label, command, env, agents and plugins. `adjustments` skip a
+         *     combination, give it its own `soft_fail`, or add one. At most 6 dimensions of 20
+         *     values, 12 adjustments and 50 jobs.
+         */
+        StepMatrix: {
+            setup: {
+                [key: string]: string[];
+            };
+            adjustments: components["schemas"]["MatrixAdjustment"][];
+        };
+        /**
+         * @description `automatic`: a failed job whose exit status (and `signal_reason`, when the rule gives
+         *     one; `*` any, `none` no signal) matches a rule is retried at once, while its
+         *     `retries_count` is below the rule's `limit`. `manual`: `allowed: false` refuses
+         *     `PUT .../jobs/{id}/retry` with `reason`; `permit_on_passed` lets passed jobs be retried.
+         */
+        StepRetry: {
+            automatic: components["schemas"]["AutomaticRetry"][];
+            manual?: components["schemas"]["ManualRetry"];
+        };
+        /** @description Whether a failure of the step's jobs is soft (the build passes anyway): `true` for any exit status, or the exit statuses that are (`[{exit_status: 1}]`). A boolean or a list of rules, as the pipeline YAML writes it. */
+        SoftFail: boolean | components["schemas"]["SoftFailRule"][];
+        ManualRetry: {
+            allowed: boolean;
+            reason: string | null;
+            permit_on_passed: boolean;
+        };
+        MatrixAdjustment: {
+            with: {
+                [key: string]: string;
+            };
+            skip?: components["schemas"]["MatrixSkip"];
+            soft_fail?: unknown;
+        };
+        AutomaticRetry: {
+            exit_status: components["schemas"]["RetryExitStatus"];
+            signal_reason?: string;
+            limit: number;
+        };
+        /** @description One exit status whose failure is soft. */
+        SoftFailRule: {
+            exit_status: components["schemas"]["ExitStatusRule"];
+        };
+        /** @description Skips the adjusted combination: `true`, or a reason (shown as the job's skip reason). */
+        MatrixSkip: true | string;
+        /** @description The exit statuses an automatic retry rule matches: one status, `*` for any, or a list of statuses. */
+        RetryExitStatus: components["schemas"]["ExitStatusRule"] | number[];
+        /**
          * @description One entry of a `notify` list (a pipeline's top level, or a command step's), as written: exactly
          *     one of `email`, `webhook` (an http(s) URL), `slack` (a channel or user, or `{channels,
          *     message}`), `basecamp_campfire` (a chatbot's lines URL), `pagerduty_change_event` (an
@@ -3871,13 +3897,15 @@ export interface components {
         NotifyEntry: {
             email?: string;
             webhook?: string;
-            slack?: string | components["schemas"]["NotifySlack"];
+            slack?: components["schemas"]["NotifySlackTarget"];
             basecamp_campfire?: string;
             pagerduty_change_event?: string;
             github_commit_status?: components["schemas"]["NotifyGitHubContext"];
             github_check?: components["schemas"]["NotifyGitHubContext"];
             if?: string;
         };
+        /** @description A Slack notification: a channel or user (`#general`, `@someone`, `workspace#channel`), or the object form with channels and a message. */
+        NotifySlackTarget: string | components["schemas"]["NotifySlack"];
         /** @description Slack channels (`#channel`, `@user`, `workspace#channel`) and an optional custom message. */
         NotifySlack: {
             channels?: string[];
@@ -3904,19 +3932,23 @@ export interface components {
             label: string;
             prompt?: string | null;
             branch_configuration?: string | null;
-            fields?: {
-                key: string;
-                text?: string;
-                select?: string;
-                hint?: string;
-                required?: boolean;
-                multiple?: boolean;
-                default?: string | string[];
-                options?: {
-                    label: string;
-                    value: string;
-                }[];
-            }[];
+            fields?: components["schemas"]["ManualStepField"][];
+        };
+        ManualStepField: {
+            key: string;
+            text?: string;
+            select?: string;
+            hint?: string;
+            required?: boolean;
+            multiple?: boolean;
+            default?: components["schemas"]["ManualStepFieldDefault"];
+            options?: components["schemas"]["ManualStepFieldOption"][];
+        };
+        /** @description The default of a block or input step's field: a string, or for a `multiple` select field a list of option values. */
+        ManualStepFieldDefault: string | string[];
+        ManualStepFieldOption: {
+            label: string;
+            value: string;
         };
         /**
          * @description A trigger step in the REST API's visual-step shape. When the build reaches it, the server
@@ -3965,16 +3997,18 @@ export interface components {
          */
         ProviderSettings: {
             readonly repository?: string;
-            /** @enum {string} */
-            trigger_mode?: "code" | "deployment" | "fork" | "none";
+            trigger_mode?: components["schemas"]["ProviderTriggerMode"];
             filter_condition?: string;
             pull_request_branch_filter_configuration?: string;
         } & {
-            [key: string]: boolean | string | null;
+            [key: string]: components["schemas"]["ProviderSettingValue"];
         };
+        /** @description A provider setting: most are booleans (`build_pull_requests`...), some strings (`trigger_mode`, `pull_request_branch_filter_configuration`...); null when unset. */
+        ProviderSettingValue: (boolean | null) | string;
+        /** @enum {string} */
+        ProviderTriggerMode: "code" | "deployment" | "fork" | "none";
         Provider: {
-            /** @enum {string} */
-            id: "github" | "github_enterprise" | "gitlab" | "gitlab_ee" | "bitbucket" | "bitbucket_server" | "git";
+            id: components["schemas"]["ProviderId"];
             /**
              * @description Where the provider delivers events; it is a credential, so it is shown only to a token
              *     with `write_pipelines` whose user may edit the pipeline, and is `""` for everyone else.
@@ -3982,6 +4016,8 @@ export interface components {
             webhook_url: string;
             settings: components["schemas"]["ProviderSettings"];
         };
+        /** @enum {string} */
+        ProviderId: "github" | "github_enterprise" | "gitlab" | "gitlab_ee" | "bitbucket" | "bitbucket_server" | "git";
         Pipeline: {
             /** Format: uuid */
             readonly id: string;
@@ -4007,17 +4043,15 @@ export interface components {
             readonly builds_url: string;
             readonly badge_url: string;
             readonly created_by: components["schemas"]["User"] | null;
-            /** @description ISO 8601 in the create response, `YYYY-MM-DD hh:mm:ss UTC` everywhere else. */
-            readonly created_at: components["schemas"]["IsoTimestamp"] | components["schemas"]["UtcTimestamp"];
-            readonly archived_at: components["schemas"]["IsoTimestamp"] | components["schemas"]["UtcTimestamp"] | null;
+            readonly created_at: components["schemas"]["PipelineTimestamp"];
+            readonly archived_at: components["schemas"]["PipelineTimestamp"] | null;
             env: components["schemas"]["Env"];
             readonly scheduled_builds_count: number;
             readonly running_builds_count: number;
             readonly scheduled_jobs_count: number;
             readonly running_jobs_count: number;
             readonly waiting_jobs_count: number;
-            /** @enum {string} */
-            visibility: "private" | "public";
+            visibility: components["schemas"]["PipelineVisibility"];
             tags: string[] | null;
             /** @description The YAML the steps come from; null for a pipeline defined by visual steps. */
             configuration: string | null;
@@ -4033,10 +4067,10 @@ export interface components {
             webhook_url: string;
         };
         /** @description A team UUID, or a team with the access level the pipeline gets in it (default `manage_build_and_read`). */
-        TeamAssignment: string | {
+        TeamAssignment: string | components["schemas"]["TeamAssignmentWithAccess"];
+        TeamAssignmentWithAccess: {
             id: string;
-            /** @enum {string} */
-            access_level?: "read_only" | "build_and_read" | "manage_build_and_read";
+            access_level?: components["schemas"]["PipelineAccessLevel"];
         };
         /** @description Properties a client may set on create and update. Unknown properties are ignored. */
         PipelineWritable: {
@@ -4063,8 +4097,7 @@ export interface components {
              *     422. An empty string or null means none.
              */
             pipeline_template_uuid?: string | null;
-            /** @enum {string} */
-            visibility?: "private" | "public";
+            visibility?: components["schemas"]["PipelineVisibility"];
             tags?: string[] | null;
             /** @description Same as `default_command_step_timeout`. */
             default_timeout_in_minutes?: number | null;
@@ -4133,12 +4166,7 @@ export interface components {
             repository: string;
             branch_configuration: string | null;
             default_branch: string | null;
-            provider: {
-                id: string;
-                /** @description The pipeline webhook URL under the same visibility rule as in pipeline responses; `""` otherwise. */
-                webhook_url: string;
-                settings: components["schemas"]["ProviderSettings"];
-            };
+            provider: components["schemas"]["BuildPipelineProvider"];
             skip_queued_branch_builds: boolean;
             skip_queued_branch_builds_filter: string | null;
             cancel_running_branch_builds: boolean;
@@ -4151,6 +4179,12 @@ export interface components {
             scheduled_jobs_count: number;
             running_jobs_count: number;
             waiting_jobs_count: number;
+        };
+        BuildPipelineProvider: {
+            id: string;
+            /** @description The pipeline webhook URL under the same visibility rule as in pipeline responses; `""` otherwise. */
+            webhook_url: string;
+            settings: components["schemas"]["ProviderSettings"];
         };
         /**
          * @description A detached JWS (RFC 7515 appendix F) over the step's signed fields, serialised as canonical
@@ -4168,6 +4202,7 @@ export interface components {
         JobLog: {
             url: string;
             content: string;
+            /** Format: int64 */
             size: number;
             /**
              * @description When each section header of the log (a line starting with `---`, `+++` or `~~~`)
@@ -4233,8 +4268,7 @@ export interface components {
             readonly url: string;
             readonly web_url: string;
             readonly cluster_url: string;
-            /** @enum {string} */
-            retry_agent_affinity: "prefer-warmest" | "prefer-different";
+            retry_agent_affinity: components["schemas"]["RetryAgentAffinity"];
             readonly dispatch_paused: boolean;
             readonly dispatch_paused_by: components["schemas"]["BuildCreator"] | null;
             readonly dispatch_paused_at: components["schemas"]["IsoTimestamp"] | null;
@@ -4246,15 +4280,13 @@ export interface components {
             /** @description What agents name in their `queue` tag, and steps in `agents: queue=`. */
             key: string;
             description?: string | null;
-            /** @enum {string} */
-            retry_agent_affinity?: "prefer-warmest" | "prefer-different";
+            retry_agent_affinity?: components["schemas"]["RetryAgentAffinity"];
             /** @description Buildkite hosted agents are not offered here: a 422. */
             hostedAgents?: Record<string, never>;
         };
         UpdateClusterQueueRequest: {
             description?: string | null;
-            /** @enum {string} */
-            retry_agent_affinity?: "prefer-warmest" | "prefer-different";
+            retry_agent_affinity?: components["schemas"]["RetryAgentAffinity"];
             /** @description Buildkite hosted agents are not offered here: a 422. */
             hostedAgents?: Record<string, never>;
         };
@@ -4301,23 +4333,7 @@ export interface components {
              * @description The maintainer assignment's id.
              */
             readonly id: string;
-            /** @description The user or team that maintains the cluster. */
-            readonly actor: {
-                /** Format: uuid */
-                id: string;
-                graphql_id: string;
-                name: string;
-                email: string;
-                /** @constant */
-                type: "user";
-            } | {
-                /** Format: uuid */
-                id: string;
-                graphql_id: string;
-                slug: string;
-                /** @constant */
-                type: "team";
-            };
+            readonly actor: components["schemas"]["ClusterMaintainerActor"];
         };
         /** @description Exactly one of `user` and `team`. */
         CreateClusterMaintainerRequest: {
@@ -4350,13 +4366,7 @@ export interface components {
             readonly updated_by: components["schemas"]["SecretUser"] | null;
             /** @description When a job last read it. */
             readonly last_read_at: components["schemas"]["IsoTimestamp"] | null;
-            readonly organization: {
-                /** Format: uuid */
-                id: string;
-                slug: string;
-                url: string;
-                web_url: string;
-            };
+            readonly organization: components["schemas"]["ClusterSecretOrganization"];
         };
         SecretUser: {
             /** Format: uuid */
@@ -4416,8 +4426,7 @@ export interface components {
             readonly url: string;
             readonly web_url: string;
             name: string;
-            /** @enum {string} */
-            connection_state: "connected" | "disconnected" | "stopping" | "stopped" | "lost" | "never_connected";
+            connection_state: components["schemas"]["AgentConnectionState"];
             hostname: string | null;
             ip_address: string | null;
             user_agent: string | null;
@@ -4447,6 +4456,8 @@ export interface components {
             readonly paused_note: string | null;
             readonly paused_timeout_in_minutes: number | null;
         };
+        /** @enum {string} */
+        AgentConnectionState: "connected" | "disconnected" | "stopping" | "stopped" | "lost" | "never_connected";
         /** @description An agent, with the job it holds (whose own `agent` is null). */
         Agent: components["schemas"]["AgentBase"] & {
             readonly job: components["schemas"]["Job"] | null;
@@ -4471,12 +4482,10 @@ export interface components {
         AgentConnection: {
             /** Format: uuid */
             id: string;
-            /** @enum {string} */
-            connection_state: "connected" | "disconnected" | "stopping" | "stopped" | "lost" | "never_connected";
+            connection_state: components["schemas"]["AgentConnectionState"];
         };
         AgentPing: {
-            /** @enum {string} */
-            action: "idle" | "pause" | "disconnect";
+            action: components["schemas"]["AgentPingAction"];
             job: components["schemas"]["AgentJob"] | null;
         };
         /** @description A job as its agent sees it, with the command and the environment to run it in. */
@@ -4499,8 +4508,7 @@ export interface components {
             content: string;
         };
         PipelineUploadRequest: {
-            /** @description The pipeline as YAML text, or as JSON (a mapping with `steps`, or a list of steps). */
-            pipeline: string | Record<string, never> | unknown[];
+            pipeline: components["schemas"]["PipelineDefinition"];
             /**
              * Format: uuid
              * @description The upload's id, as the real agent sends it; an upload sent again with the same id adds nothing and answers the jobs the first one added.
@@ -4520,22 +4528,14 @@ export interface components {
             /** Format: uuid */
             readonly id: string;
             readonly graphql_id: string;
-            /** @enum {string} */
-            readonly type: "script" | "waiter" | "manual" | "trigger";
+            readonly type: components["schemas"]["JobType"];
             readonly name?: string | null;
             readonly label?: string | null;
             readonly step_key: string | null;
             /** @description The key of the group step the job's step belongs to (null: not recorded yet). */
             readonly group_key?: string | null;
-            readonly priority?: {
-                /** @description Agents take jobs of higher priority first; 0 is the default. */
-                number: number;
-            };
-            readonly step?: {
-                /** Format: uuid */
-                id: string;
-                signature?: components["schemas"]["StepSignature"] | null;
-            };
+            readonly priority?: components["schemas"]["JobPriority"];
+            readonly step?: components["schemas"]["JobStep"];
             readonly state: components["schemas"]["JobState"];
             readonly build_url?: string;
             readonly web_url?: string;
@@ -4567,15 +4567,8 @@ export interface components {
             /** Format: uuid */
             readonly retried_in_job_id?: string | null;
             readonly retries_count?: number | null;
-            /** @enum {string|null} */
-            readonly retry_type?: "automatic" | "manual" | null;
-            /** @description On a job that retried another, which job and how (`manual` or `automatic`). */
-            readonly retry_source?: {
-                /** Format: uuid */
-                job_id: string;
-                /** @enum {string} */
-                retry_type: "manual" | "automatic";
-            } | null;
+            readonly retry_type?: components["schemas"]["JobRetryType"] | null;
+            readonly retry_source?: components["schemas"]["JobRetrySource"] | null;
             readonly parallel_group_index?: number | null;
             readonly parallel_group_total?: number | null;
             /** @description The values of a matrix job's combination, by dimension (`""` for the one dimension of a list-form matrix); null for other jobs. */
@@ -4601,13 +4594,33 @@ export interface components {
             readonly unblock_url?: string;
             readonly async?: boolean;
             /** @description The build a trigger job created (null until it runs, or when it failed to create one). */
-            readonly triggered_build?: {
-                /** Format: uuid */
-                id: string;
-                number: number;
-                url: string;
-                web_url: string;
-            } | null;
+            readonly triggered_build?: components["schemas"]["TriggeredBuild"] | null;
+        };
+        /** @enum {string} */
+        JobType: "script" | "waiter" | "manual" | "trigger";
+        /** @description On a job that retried another, which job and how (`manual` or `automatic`). */
+        JobRetrySource: {
+            /** Format: uuid */
+            job_id: string;
+            retry_type: components["schemas"]["JobRetryType"];
+        };
+        JobStep: {
+            /** Format: uuid */
+            id: string;
+            signature?: components["schemas"]["StepSignature"] | null;
+        };
+        JobPriority: {
+            /** @description Agents take jobs of higher priority first; 0 is the default. */
+            number: number;
+        };
+        /** @enum {string} */
+        JobRetryType: "manual" | "automatic";
+        TriggeredBuild: {
+            /** Format: uuid */
+            id: string;
+            number: number;
+            url: string;
+            web_url: string;
         };
         /** @description `jobs` and `pipeline` are left out when the request asks for it (`exclude_jobs`, `exclude_pipeline`). */
         Build: {
@@ -4626,18 +4639,12 @@ export interface components {
             branch: string;
             readonly tag?: string | null;
             env: components["schemas"]["Env"];
-            /** @enum {string} */
-            readonly source: "api" | "webhook" | "ui" | "trigger_job" | "schedule" | "pipeline_upload";
+            readonly source: components["schemas"]["BuildSource"];
             author?: components["schemas"]["Author"] | null;
             readonly creator: components["schemas"]["BuildCreator"] | null;
             /** @description Every job of the build, retried ones included (a build has at most 5,000 jobs). */
             readonly jobs?: components["schemas"]["Job"][];
-            readonly job_state_counts?: {
-                total: number;
-                states: {
-                    [key: string]: number;
-                };
-            };
+            readonly job_state_counts?: components["schemas"]["JobStateCounts"];
             readonly created_at: components["schemas"]["IsoTimestamp"];
             readonly scheduled_at: components["schemas"]["IsoTimestamp"] | null;
             readonly started_at: components["schemas"]["IsoTimestamp"] | null;
@@ -4646,42 +4653,22 @@ export interface components {
             meta_data: components["schemas"]["MetaData"];
             readonly pull_request: components["schemas"]["PullRequest"];
             readonly merge_queue: null;
-            readonly rebuilt_from: {
-                /** Format: uuid */
-                id: string;
-                number: number;
-                url: string;
-            } | null;
+            readonly rebuilt_from: components["schemas"]["RebuiltFrom"] | null;
             /** @description The build whose trigger step created this one (`source: trigger_job`); null for every other build. */
-            readonly triggered_from: {
-                /** Format: uuid */
-                build_id: string;
-                build_number: number;
-                build_pipeline_slug: string;
-            } | null;
-            /** @description Only with `include_test_engine=true`: the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and the build's UUID as `run_env[key]`), in the suites the caller may see (none for a token without `read_suites`). */
-            readonly test_engine?: {
-                runs: {
-                    /** Format: uuid */
-                    id: string;
-                    suite: {
-                        /** Format: uuid */
-                        id: string;
-                        slug: string;
-                    };
-                }[];
-            };
+            readonly triggered_from: components["schemas"]["TriggeredFrom"] | null;
+            readonly test_engine?: components["schemas"]["BuildTestEngine"];
             readonly pipeline?: components["schemas"]["BuildPipeline"];
         };
         DeliveryResult: {
             readonly message: string;
-            readonly builds?: {
-                /** Format: uuid */
-                id: string;
-                number: number;
-                url: string;
-                web_url: string;
-            }[];
+            readonly builds?: components["schemas"]["DeliveryBuild"][];
+        };
+        DeliveryBuild: {
+            /** Format: uuid */
+            id: string;
+            number: number;
+            url: string;
+            web_url: string;
         };
         /** @description Unknown properties are ignored. */
         CreateBuildRequest: {
@@ -4689,19 +4676,13 @@ export interface components {
             commit: string;
             branch: string;
             message?: string | null;
-            /** @description The commit's author; `{}` is accepted and means none. */
-            author?: {
-                name?: string;
-                email?: string;
-                username?: string;
-            } | null;
+            author?: components["schemas"]["CreateBuildAuthor"] | null;
             env?: components["schemas"]["Env"];
             meta_data?: components["schemas"]["MetaData"];
             clean_checkout?: boolean;
             ignore_pipeline_branch_filters?: boolean;
             pull_request_base_branch?: string;
-            /** @description The pull request's number, from 1; a string of its digits is accepted, and `""` means none. */
-            pull_request_id?: number | string;
+            pull_request_id?: components["schemas"]["PullRequestId"];
             pull_request_repository?: string;
             pull_request_labels?: string[];
         };
@@ -4770,11 +4751,7 @@ export interface components {
              * @enum {string}
              */
             state: "finished";
-            /**
-             * @description `failed` when any execution failed, `passed` when some passed and none failed, else `unknown`.
-             * @enum {string}
-             */
-            result: "passed" | "failed" | "unknown";
+            result: components["schemas"]["RunResult"];
             /** @description The Buildkite build id (`run_env.key` of a run whose `run_env.ci` is `buildkite`). */
             build_id: string | null;
             created_at: components["schemas"]["IsoTimestamp"];
@@ -4839,14 +4816,15 @@ export interface components {
             duration_min: number | null;
             duration_max: number | null;
             executions_count: number;
-            /** @description `passed` and `failed` always; `skipped`, `pending` and `unknown` only when not zero. */
-            executions_count_by_result: {
-                passed: number;
-                failed: number;
-                skipped?: number;
-                pending?: number;
-                unknown?: number;
-            };
+            executions_count_by_result: components["schemas"]["ExecutionCountsByResult"];
+        };
+        /** @description `passed` and `failed` always; `skipped`, `pending` and `unknown` only when not zero. */
+        ExecutionCountsByResult: {
+            passed: number;
+            failed: number;
+            skipped?: number;
+            pending?: number;
+            unknown?: number;
         };
         /** @description Where the results come from. Other properties are ignored. */
         RunEnv: {
@@ -4855,7 +4833,7 @@ export interface components {
             ci?: string | null;
             branch?: string | null;
             commit_sha?: string | null;
-            number?: string | number | null;
+            number?: components["schemas"]["RunNumber"];
             job_id?: string | null;
             message?: string | null;
             url?: string | null;
@@ -4864,13 +4842,16 @@ export interface components {
             test_runner?: string | null;
             location_prefix?: string | null;
         };
+        /** @description The CI run's number, as the collector sends it: a string, an integer, or null. */
+        RunNumber: (string | null) | number;
         UploadTags: {
             [key: string]: string;
         };
-        FailureExpanded: {
+        FailureExpanded: components["schemas"]["FailureExpandedItem"][] | null;
+        FailureExpandedItem: {
             expanded?: string[];
             backtrace?: string[];
-        }[] | null;
+        };
         /**
          * @description One test execution. `name` is required and `result` must be one of `passed`, `failed`,
          *     `skipped`, `pending`, `unknown` (missing means `unknown`); a result that breaks either
@@ -4887,14 +4868,15 @@ export interface components {
             result?: string | null;
             failure_reason?: string | null;
             failure_expanded?: components["schemas"]["FailureExpanded"];
-            /** @description Timing of the execution; `duration` in seconds. Kept as sent. */
-            history?: {
-                start_at?: number | null;
-                end_at?: number | null;
-                duration?: number | null;
-                section?: string | null;
-                children?: Record<string, never>[];
-            } | null;
+            history?: components["schemas"]["TestResultHistory"] | null;
+        };
+        /** @description Timing of the execution; `duration` in seconds. Kept as sent. */
+        TestResultHistory: {
+            start_at?: number | null;
+            end_at?: number | null;
+            duration?: number | null;
+            section?: string | null;
+            children?: Record<string, never>[];
         };
         UploadRequest: {
             /** @enum {string} */
@@ -4904,8 +4886,7 @@ export interface components {
             data: components["schemas"]["TestResult"][];
         };
         UploadMultipartRequest: {
-            /** @enum {string} */
-            format: "json" | "junit";
+            format: components["schemas"]["UploadFormat"];
             /**
              * Format: binary
              * @description A JSON array of results (`format=json`) or a JUnit XML document (`format=junit`).
@@ -4959,6 +4940,7 @@ export interface components {
             readonly dirname: string;
             readonly filename: string;
             readonly mime_type: string;
+            /** Format: int64 */
             readonly file_size: number;
             /** @description Deprecated; always null. */
             readonly glob_path: null;
@@ -4977,6 +4959,7 @@ export interface components {
             path: string;
             absolute_path?: string;
             glob_path?: string;
+            /** Format: int64 */
             file_size: number;
             sha1sum: string;
             sha256sum?: string;
@@ -5019,23 +5002,21 @@ export interface components {
         ArtifactStateUpdate: {
             /** Format: uuid */
             id: string;
-            /** @enum {string} */
-            state: "finished" | "error";
+            state: components["schemas"]["ArtifactUploadState"];
             multipart?: boolean;
-            multipart_etags?: {
-                part_number?: number;
-                etag?: string;
-            }[];
+            multipart_etags?: components["schemas"]["MultipartEtag"][];
+        };
+        /** @enum {string} */
+        ArtifactUploadState: "finished" | "error";
+        MultipartEtag: {
+            part_number?: number;
+            etag?: string;
         };
         UpdateArtifactsRequest: {
             artifacts: components["schemas"]["ArtifactStateUpdate"][];
         };
         ArtifactStates: {
-            readonly artifacts: {
-                /** Format: uuid */
-                id: string;
-                state: components["schemas"]["ArtifactState"];
-            }[];
+            readonly artifacts: components["schemas"]["ArtifactStatesEntry"][];
         };
         /** @description An artifact as the agent's search shows it. */
         FoundArtifact: {
@@ -5047,6 +5028,7 @@ export interface components {
             /** @description Always the path (the agent ignores it). */
             absolute_path: string;
             glob_path: string;
+            /** Format: int64 */
             file_size: number;
             sha1sum: string;
             sha256sum: string;
@@ -5089,12 +5071,13 @@ export interface components {
             readonly created_at: components["schemas"]["IsoTimestamp"];
             /** @description The user who created the schedule; its builds are theirs (`creator`). Null once that user is deleted. */
             readonly created_by: components["schemas"]["User"] | null;
-            readonly pipeline: {
-                /** Format: uuid */
-                id: string;
-                slug: string;
-                url: string;
-            };
+            readonly pipeline: components["schemas"]["PipelineSchedulePipeline"];
+        };
+        PipelineSchedulePipeline: {
+            /** Format: uuid */
+            id: string;
+            slug: string;
+            url: string;
         };
         /**
          * @description `pending` until the receiver takes it (a 2xx) or Windsock gives up; `delivered`; `failed`
@@ -5229,7 +5212,9 @@ export interface components {
             access_level: components["schemas"]["PipelineAccessLevel"];
         };
         /** @description `["read"]`, or `["read", "edit"]` (edit includes read: `["edit"]` is read back as both). */
-        SuiteAccessLevel: ("read" | "edit")[];
+        SuiteAccessLevel: components["schemas"]["SuitePermission"][];
+        /** @enum {string} */
+        SuitePermission: "read" | "edit";
         TeamSuite: {
             access_level: components["schemas"]["SuiteAccessLevel"];
             readonly created_at: components["schemas"]["IsoTimestamp"];
@@ -5255,20 +5240,13 @@ export interface components {
             readonly id: string;
             readonly name: string;
             readonly email: string;
-            /** @enum {string} */
-            role: "admin" | "member";
-            /**
-             * @description Only for the organization's admins, or in a member's own membership.
-             * @enum {string}
-             */
-            sso_mode?: "required" | "optional";
+            role: components["schemas"]["OrganizationRole"];
+            sso_mode?: components["schemas"]["SsoMode"];
         };
         /** @description At least one of `role` and `sso_mode`. Unknown properties are ignored. */
         UpdateOrganizationMemberRequest: {
-            /** @enum {string} */
-            role?: "admin" | "member";
-            /** @enum {string} */
-            sso_mode?: "required" | "optional";
+            role?: components["schemas"]["OrganizationRole"];
+            sso_mode?: components["schemas"]["SsoMode"];
         };
         PipelineWebhookSecret: {
             /** @description What provider deliveries are signed with (GitHub, Bitbucket) or carry as `X-Gitlab-Token` (GitLab). */
@@ -5322,8 +5300,7 @@ export interface components {
             /** @description Only one annotation per build (scope `build`) or per job (scope `job`) has a given context. */
             context: string;
             style: components["schemas"]["AnnotationStyle"];
-            /** @enum {string} */
-            readonly scope: "build" | "job";
+            readonly scope: components["schemas"]["AnnotationScope"];
             /** @description Higher values are shown first. */
             priority: number;
             /** @description The body rendered from Markdown (HTML allowed), then sanitised: no scripts, event handlers or script URLs survive. A body whose HTML would be longer than 16 MiB is refused (422). */
@@ -5332,6 +5309,8 @@ export interface components {
             /** @description When the annotation was last added to or replaced. */
             readonly updated_at: components["schemas"]["IsoTimestamp"];
         };
+        /** @enum {string} */
+        AnnotationScope: "build" | "job";
         /**
          * @description Unknown properties are ignored. An annotation with the same context already there (on the
          *     build, or on the job for a job's annotation) is replaced, or with `append` added to; it
@@ -5341,8 +5320,7 @@ export interface components {
         CreateAnnotationRequest: {
             /** @description Markdown or HTML, at most 1 MiB (1,048,576 bytes of UTF-8; after an append too). */
             body: string;
-            /** @enum {string} */
-            style?: "default" | "success" | "info" | "warning" | "error";
+            style?: components["schemas"]["AnnotationStyle"];
             /** @default default */
             context: string;
             /** @default false */
@@ -5358,15 +5336,11 @@ export interface components {
         AgentAnnotationRequest: {
             body?: string;
             context?: string;
-            /** @enum {string} */
-            style?: "default" | "success" | "info" | "warning" | "error";
+            style?: components["schemas"]["AnnotationStyle"];
             append?: boolean;
             priority?: number;
-            /**
-             * @default build
-             * @enum {string}
-             */
-            scope: "build" | "job";
+            /** @default build */
+            scope: components["schemas"]["AnnotationScope"];
         };
         /** @description A meta-data key (not blank). */
         MetaDataKey: string;
@@ -5433,6 +5407,163 @@ export interface components {
             /** @description Re-enabling a schedule clears its `failed_message` and `failed_at`. */
             enabled?: boolean;
         };
+        UploadedJob: {
+            /** Format: uuid */
+            id: string;
+            type: components["schemas"]["JobType"];
+            state: components["schemas"]["JobState"];
+            step_key: string | null;
+        };
+        /** @description A test, with its metrics (`TestWithMetrics`) when the request asked for them, else without (`Test`). */
+        TestDetail: components["schemas"]["TestWithMetrics"] | components["schemas"]["Test"];
+        Hello: {
+            message: string;
+            /**
+             * Format: int64
+             * @description Unix seconds.
+             */
+            timestamp: number;
+        };
+        HeartbeatResult: {
+            received_at: components["schemas"]["IsoTimestamp"];
+        };
+        LogChunkResult: {
+            sequence: number;
+        };
+        PipelineUploadResult: {
+            readonly jobs: components["schemas"]["UploadedJob"][];
+        };
+        JobEnvResponse: {
+            env: components["schemas"]["JobEnv"];
+        };
+        HealthStatus: {
+            /** @enum {string} */
+            status: "ok";
+        };
+        AccessTokenUser: {
+            name: string;
+            email: string;
+        };
+        /**
+         * @description A pipeline's `created_at` and `archived_at`, in the form each endpoint of the real API uses:
+         *     ISO 8601 UTC with milliseconds (`2015-05-09T21:05:59.874Z`) in the create response
+         *     (`POST .../pipelines`), `YYYY-MM-DD hh:mm:ss UTC` (`2013-09-03 13:24:38 UTC`) everywhere else.
+         *     One string type (no `format: date-time`, which the second form is not): a client parses
+         *     either form.
+         * @example 2013-09-03 13:24:38 UTC
+         * @example 2015-05-09T21:05:59.874Z
+         */
+        PipelineTimestamp: string;
+        /** @enum {string} */
+        PipelineVisibility: "private" | "public";
+        /** @description The pull request's number, from 1; a string of its digits is accepted, and `""` means none. */
+        PullRequestId: number | string;
+        /** @description The commit's author; `{}` is accepted and means none. */
+        CreateBuildAuthor: {
+            name?: string;
+            email?: string;
+            username?: string;
+        };
+        /** @enum {string} */
+        BuildSource: "api" | "webhook" | "ui" | "trigger_job" | "schedule" | "pipeline_upload";
+        /** @description Only with `include_test_engine=true`: the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and the build's UUID as `run_env[key]`), in the suites the caller may see (none for a token without `read_suites`). */
+        BuildTestEngine: {
+            runs: components["schemas"]["BuildTestEngineRun"][];
+        };
+        JobStateCounts: {
+            total: number;
+            states: {
+                [key: string]: number;
+            };
+        };
+        TriggeredFrom: {
+            /** Format: uuid */
+            build_id: string;
+            build_number: number;
+            build_pipeline_slug: string;
+        };
+        RebuiltFrom: {
+            /** Format: uuid */
+            id: string;
+            number: number;
+            url: string;
+        };
+        BuildTestEngineRun: {
+            /** Format: uuid */
+            id: string;
+            suite: components["schemas"]["BuildTestEngineSuite"];
+        };
+        BuildTestEngineSuite: {
+            /** Format: uuid */
+            id: string;
+            slug: string;
+        };
+        /** @enum {string} */
+        UploadFormat: "json" | "junit";
+        /**
+         * @description `failed` when any execution failed, `passed` when some passed and none failed, else `unknown`.
+         * @enum {string}
+         */
+        RunResult: "passed" | "failed" | "unknown";
+        /** @enum {string} */
+        RetryAgentAffinity: "prefer-warmest" | "prefer-different";
+        /** @description The user or team that maintains the cluster. */
+        ClusterMaintainerActor: components["schemas"]["ClusterMaintainerUser"] | components["schemas"]["ClusterMaintainerTeam"];
+        ClusterMaintainerTeam: {
+            /** Format: uuid */
+            id: string;
+            graphql_id: string;
+            slug: string;
+            /** @constant */
+            type: "team";
+        };
+        ClusterMaintainerUser: {
+            /** Format: uuid */
+            id: string;
+            graphql_id: string;
+            name: string;
+            email: string;
+            /** @constant */
+            type: "user";
+        };
+        ClusterSecretOrganization: {
+            /** Format: uuid */
+            id: string;
+            slug: string;
+            url: string;
+            web_url: string;
+        };
+        /** @enum {string} */
+        AgentPingAction: "idle" | "pause" | "disconnect";
+        /** @description The pipeline as YAML text, or as JSON (a mapping with `steps`, or a list of steps). */
+        PipelineDefinition: string | Record<string, never> | unknown[];
+        ArtifactStatesEntry: {
+            /** Format: uuid */
+            id: string;
+            state: components["schemas"]["ArtifactState"];
+        };
+        /** @description The provider's settings, secrets left out as documented. */
+        NotificationServiceSettings: components["schemas"]["WebhookSettings"] | components["schemas"]["SlackSettings"] | components["schemas"]["OpenTelemetryTracingSettings"];
+        NotificationServiceProvider: {
+            id: components["schemas"]["NotificationServiceProviderId"];
+            name: string;
+        };
+        NotificationServiceListLinks: {
+            self: string;
+            /** @description The next page; absent on the last one. */
+            next?: string;
+        };
+        /** @description One entry per scope Windsock enforces: `rest`, the organization's REST budget. Windsock has no GraphQL API, so no `graphql` scope. */
+        RateLimitScopes: {
+            rest: components["schemas"]["RateLimitScopeStatus"];
+        };
+        /**
+         * @description Only for the organization's admins, or in a member's own membership.
+         * @enum {string}
+         */
+        SsoMode: "required" | "optional";
+        /** @enum {string} */
+        OrganizationRole: "admin" | "member";
     };
     responses: {
         /** @description A page of builds, newest first. */
@@ -5451,10 +5582,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": {
-                    /** @enum {string} */
-                    status: "ok";
-                };
+                "application/json": components["schemas"]["HealthStatus"];
             };
         };
         /** @description The query or body is malformed. */
@@ -5463,7 +5591,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ApiError"];
             };
         };
         /** @description The token is missing, malformed, expired or revoked. */
@@ -5473,7 +5601,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ApiError"];
             };
         };
         /** @description The token lacks the scope (named in the message), or the user lacks permission (`Forbidden`). */
@@ -5482,7 +5610,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ApiError"];
             };
         };
         /** @description `No <thing> found`: the object does not exist or the token may not see it. */
@@ -5491,7 +5619,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ApiError"];
             };
         };
         /** @description The body is larger than the server accepts. */
@@ -5500,7 +5628,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ApiError"];
             };
         };
         /** @description The body is not JSON. */
@@ -5509,7 +5637,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ApiError"];
             };
         };
         /** @description `Validation Failed`, with one entry per field at fault; or a reason without fields (e.g. the pipeline is archived). */
@@ -5518,7 +5646,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ApiError"];
             };
         };
         /** @description The object's state does not allow the operation; the message says why. */
@@ -5527,7 +5655,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ApiError"];
             };
         };
         /**
@@ -5554,7 +5682,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ApiError"];
             };
         };
     };
@@ -5720,11 +5848,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        message: string;
-                        /** @description Unix seconds. */
-                        timestamp: number;
-                    };
+                    "application/json": components["schemas"]["Hello"];
                 };
             };
         };
@@ -5790,6 +5914,26 @@ export interface operations {
                 };
                 content: {
                     "application/yaml": string;
+                };
+            };
+        };
+    };
+    getOpenApi30Json: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI 3.0.3 document. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
                 };
             };
         };
@@ -6966,7 +7110,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TestWithMetrics"] | components["schemas"]["Test"];
+                    "application/json": components["schemas"]["TestDetail"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7042,7 +7186,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": (components["schemas"]["TestWithMetrics"] | components["schemas"]["Test"])[];
+                    "application/json": components["schemas"]["TestDetail"][];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7160,7 +7304,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             404: components["responses"]["NotFound"];
@@ -7371,9 +7515,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        env: components["schemas"]["JobEnv"];
-                    };
+                    "application/json": components["schemas"]["JobEnvResponse"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8786,9 +8928,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        received_at: components["schemas"]["IsoTimestamp"];
-                    };
+                    "application/json": components["schemas"]["HeartbeatResult"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -8923,9 +9063,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        sequence: number;
-                    };
+                    "application/json": components["schemas"]["LogChunkResult"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -8960,16 +9098,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        readonly jobs: {
-                            /** Format: uuid */
-                            id: string;
-                            /** @enum {string} */
-                            type: "script" | "waiter" | "manual" | "trigger";
-                            state: components["schemas"]["JobState"];
-                            step_key: string | null;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["PipelineUploadResult"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -10021,7 +10150,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ApiError"];
                 };
             };
             503: components["responses"]["Unavailable"];

@@ -179,6 +179,9 @@ export function createApp(deps: AppDeps): express.Express {
   app.get('/openapi.yaml', (_req, res) => {
     res.type('application/yaml').send(spec.yaml);
   });
+  app.get('/openapi-3.0.json', (_req, res) => {
+    res.type('application/json').send(spec.json30);
+  });
 
   app.use('/v2', authenticate(deps.tokens), rateLimit(deps.rateLimiter));
   app.use(guardRouter(guardsFromSpec(spec.doc)));

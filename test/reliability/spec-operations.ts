@@ -513,6 +513,7 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getReadiness: undefined,
   getOpenApiJson: undefined,
   getOpenApiYaml: undefined,
+  getOpenApi30Json: undefined,
   getAccessToken: undefined,
   revokeAccessToken: undefined,
   getUser: undefined,

@@ -75,6 +75,8 @@ export interface ContextOptions {
   notifications?: Partial<NotificationSettings>;
   /** Where commit statuses go beyond `github` (GitLab, Bitbucket credentials and API URLs). */
   commitStatuses?: Partial<CommitStatusSettings>;
+  /** The URL the API's links and `Link` headers name (default PUBLIC_URL): a live server's own, for clients that follow them. */
+  publicUrl?: string;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -94,7 +96,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
   const services = createServices({
     database: kind === 'sqlite' ? { kind, url: opts.sqliteFile ?? ':memory:' } : { kind, url: pgUrl, schema },
     secret: 'test-secret-test-secret-test-secret-0123456789',
-    publicUrl: PUBLIC_URL,
+    publicUrl: opts.publicUrl ?? PUBLIC_URL,
     github: { apiUrl: opts.github?.apiUrl, token: opts.github?.token },
     githubEnterprise: { apiUrl: undefined, token: undefined },
     logger,
@@ -113,7 +115,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
   const app = createApp({
     ...services,
     logger,
-    publicUrl: PUBLIC_URL,
+    publicUrl: opts.publicUrl ?? PUBLIC_URL,
     bodyLimitBytes: 1024 * 1024,
     uploadBodyLimitBytes: opts.uploadBodyLimitBytes ?? 64 * 1024 * 1024,
     validateResponses: true,

@@ -1,0 +1,3 @@
+module windsock.dev/client
+
+go 1.19
