@@ -6,6 +6,9 @@
  * scripts, its own styles (Redoc injects them with styled-components: style-src 'unsafe-inline',
  * which runs no code) and the search worker Redoc starts from a blob. The bundle's URL carries a
  * hash of its content, so it is cached for a year and a new Redoc gets a new URL.
+ * One thing Redoc cannot be told not to load: the side menu's Redocly logo, an <img> of their CDN
+ * with no option to drop it. `img-src` refuses it, so it is never fetched (the image removes
+ * itself on error; the browser notes the refusal in its console).
  * Outside the contract, like /openapi.json: answered before the validator (src/app.ts).
  */
 import crypto from 'node:crypto';
@@ -36,6 +39,7 @@ function page(bundlePath: string): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Windsock REST API reference</title>
+<link rel="icon" href="data:,">
 </head>
 <body>
 <redoc spec-url="/openapi.json"></redoc>
