@@ -1,3 +1,4 @@
+import { loadConfig } from '../../src/config';
 import { auth, createTestContext, databases, describeEachDatabase } from '../support/context';
 import { givenPipeline } from '../support/given';
 
@@ -90,5 +91,17 @@ describe.each(databases)('no CORS origins configured [%s]', (kind) => {
     } finally {
       await ctx.close();
     }
+  });
+});
+
+describe('CORS_ORIGINS', () => {
+  it('takes comma-separated origins, none by default, and refuses anything but an origin', () => {
+    expect(loadConfig({}).corsOrigins).toEqual([]);
+    expect(loadConfig({ CORS_ORIGINS: 'https://app.example.com, http://localhost:3000' }).corsOrigins).toEqual([
+      'https://app.example.com',
+      'http://localhost:3000',
+    ]);
+    expect(() => loadConfig({ CORS_ORIGINS: '*' })).toThrow(/CORS_ORIGINS must be a comma-separated list of origins/);
+    expect(() => loadConfig({ CORS_ORIGINS: 'https://app.example.com/path' })).toThrow(/"https:\/\/app.example.com\/path" is not one/);
   });
 });
