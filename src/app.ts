@@ -34,6 +34,7 @@ import { answerOptions, specPathIndex, tagOperation } from './http/spec-paths';
 import { corsMiddleware } from './http/cors';
 import { Metrics, type MetricsSettings } from './metrics/registry';
 import { docsRoutes } from './docs/routes';
+import { badgeRoutes } from './badges/routes';
 import { organizationRoutes } from './organizations/routes';
 import { userRoutes } from './user/routes';
 import { pipelineRoutes } from './pipelines/routes';
@@ -57,6 +58,7 @@ export interface AppDeps extends Pick<
   | 'tokens'
   | 'organizations'
   | 'pipelines'
+  | 'badges'
   | 'builds'
   | 'agents'
   | 'agentWork'
@@ -115,6 +117,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(requestLogger(deps.logger));
   const metrics = deps.metrics?.enabled ? new Metrics(deps.db) : undefined;
   if (metrics) app.use(metrics.recordRequests());
+  // Status badges revalidate with If-None-Match (their ETag), which the app drops just below.
+  app.use(badgeRoutes(deps.badges));
   app.use((req: Request, res: Response, next: NextFunction) => {
     // Express 5 makes req.query a getter that re-parses on each read, which would drop the
     // validator's type coercion; pin the parsed object so coerced values stick.
