@@ -20,6 +20,8 @@ export interface MetricsSettings {
 /** The job states counted by queue: waiting for an agent, and on one. */
 const QUEUED_JOB_STATES = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out'];
 
+const TRANSACTION_CONTROL = /^\s*(begin|commit|rollback|savepoint|release|start transaction|set transaction)\b/i;
+
 /** What a request that names no operation of the spec is labelled (the docs page, the badges...). */
 const NO_OPERATION = 'none';
 
@@ -100,13 +102,18 @@ export class Metrics {
     help: 'Notification deliveries still to be sent or retried (at scrape time)',
     registers: [this.registry],
   });
-  private readonly started = new Map<string, bigint>();
+  /** Queries sent and not answered yet, by knex's query uid. */
+  readonly started = new Map<string, bigint>();
 
   constructor(private readonly db: Knex) {
     collectDefaultMetrics({ register: this.registry });
-    // Knex tags each query with a uid on both events; transactions' queries bubble up to the instance.
-    db.on('query', (q: { __knexQueryUid?: string }) => {
-      if (q.__knexQueryUid && this.started.size < 10_000) this.started.set(q.__knexQueryUid, process.hrtime.bigint());
+    // Knex tags each query with a uid on both events; transactions' queries bubble up to the
+    // instance. Transaction control (BEGIN, COMMIT, SAVEPOINT...) has a 'query' event and no
+    // answer event, so it is not timed; whatever else goes unanswered is dropped oldest first.
+    db.on('query', (q: { __knexQueryUid?: string; sql?: string }) => {
+      if (!q.__knexQueryUid || TRANSACTION_CONTROL.test(q.sql ?? '')) return;
+      if (this.started.size >= 10_000) this.started.delete(this.started.keys().next().value!);
+      this.started.set(q.__knexQueryUid, process.hrtime.bigint());
     });
     db.on('query-response', (_r: unknown, q: { __knexQueryUid?: string }) => this.queryDone(q.__knexQueryUid, 'ok'));
     db.on('query-error', (_e: unknown, q: { __knexQueryUid?: string }) => this.queryDone(q.__knexQueryUid, 'error'));

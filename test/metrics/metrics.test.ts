@@ -3,7 +3,7 @@ import { givenAgent, givenRegistrationToken } from '../support/agents';
 import { auth, createTestContext, databases, describeEachDatabase } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
 import { createLogger } from '../../src/http/logger';
-import { queueOf } from '../../src/metrics/registry';
+import { Metrics, queueOf } from '../../src/metrics/registry';
 import { loadConfig } from '../../src/config';
 
 interface Sample {
@@ -96,6 +96,20 @@ describeEachDatabase(
       expect(find(samples, 'windsock_notification_deliveries_pending')).toHaveLength(1);
       expect(find(samples, 'windsock_http_requests_in_flight', { operation: 'none' }).length).toBe(1);
       expect(find(samples, 'process_cpu_user_seconds_total')).toHaveLength(1);
+    });
+
+    it('times queries inside transactions, leaving nothing waiting for an answer', async () => {
+      const metrics = new Metrics(ctx().services.db);
+      await ctx()
+        .services.db.transaction(async (trx) => {
+          await trx('pipelines').count({ n: '*' });
+          await trx.raw('select no_such_column from pipelines');
+        })
+        .catch(() => undefined);
+      expect(metrics.started.size).toBe(0);
+      const text = await metrics.registry.metrics();
+      expect(value(parse(text), 'windsock_db_query_duration_seconds_count', { outcome: 'ok' })).toBe(1);
+      expect(value(parse(text), 'windsock_db_query_duration_seconds_count', { outcome: 'error' })).toBe(1);
     });
 
     it('writes the operation id into each request log line', () => {
