@@ -117,6 +117,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(requestLogger(deps.logger));
   const metrics = deps.metrics?.enabled ? new Metrics(deps.db) : undefined;
   if (metrics) app.use(metrics.recordRequests());
+  // OPTIONS answers from the spec, and CORS for the configured origins only.
+  app.use(answerOptions(paths, corsMiddleware(deps.corsOrigins ?? [], paths)));
   // Status badges revalidate with If-None-Match (their ETag), which the app drops just below.
   app.use(badgeRoutes(deps.badges));
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -129,8 +131,6 @@ export function createApp(deps: AppDeps): express.Express {
     if (deps.isAccepting && !deps.isAccepting()) res.setHeader('Connection', 'close');
     next();
   });
-  // OPTIONS answers from the spec, and CORS for the configured origins only.
-  app.use(answerOptions(paths, corsMiddleware(deps.corsOrigins ?? [], paths)));
   // The upload API: its suite token is checked before the body is read, and its body gets its
   // own, larger limit (the parsers below skip a body already parsed).
   const jsonTypes = ['application/json', 'application/*+json'];

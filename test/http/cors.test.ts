@@ -70,6 +70,11 @@ describeEachDatabase(
       expect(preflight.headers['allow']).toBe('GET, POST, HEAD, OPTIONS');
     });
 
+    it('lets an allowed page read a badge’s JSON', async () => {
+      const res = await ctx().http().get('/badges/sample.json?status=passing').set('Origin', APP).expect(200, { status: 'passing' });
+      expect(res.headers['access-control-allow-origin']).toBe(APP);
+    });
+
     it('answers OPTIONS on a path outside the spec with a 404', async () => {
       const res = await ctx().http().options('/nothing-here').expect(404);
       expect(res.body.message).toEqual(expect.any(String));
