@@ -30,6 +30,11 @@ import { operationRouter } from './http/operation';
 import { parameterRouter } from './http/parameters';
 import { openApiValidator } from './http/openapi-validator';
 import { requestLogger, type Logger } from './http/logger';
+import { answerOptions, specPathIndex, tagOperation } from './http/spec-paths';
+import { corsMiddleware } from './http/cors';
+import { Metrics, type MetricsSettings } from './metrics/registry';
+import { docsRoutes } from './docs/routes';
+import { badgeRoutes } from './badges/routes';
 import { organizationRoutes } from './organizations/routes';
 import { userRoutes } from './user/routes';
 import { pipelineRoutes } from './pipelines/routes';
@@ -53,6 +58,7 @@ export interface AppDeps extends Pick<
   | 'tokens'
   | 'organizations'
   | 'pipelines'
+  | 'badges'
   | 'builds'
   | 'agents'
   | 'agentWork'
@@ -85,6 +91,10 @@ export interface AppDeps extends Pick<
   webhookIps?: string[];
   /** false once shutdown has begun: readiness turns 503 so load balancers stop sending. */
   isAccepting?: () => boolean;
+  /** Browser origins allowed across origins (CORS_ORIGINS); default none: no CORS headers. */
+  corsOrigins?: string[];
+  /** `GET /metrics` (METRICS_ENABLED, METRICS_TOKEN); default off. */
+  metrics?: MetricsSettings;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -101,14 +111,22 @@ export function createApp(deps: AppDeps): express.Express {
   // The client's address (failed-authentication budget, logs) is the socket's unless proxies are trusted.
   app.set('trust proxy', deps.trustProxy ?? false);
 
+  const paths = specPathIndex(spec.doc);
+  // The spec operation each request names, for the log line and the metrics.
+  app.use(tagOperation(paths));
   app.use(requestLogger(deps.logger));
+  const metrics = deps.metrics?.enabled ? new Metrics(deps.db) : undefined;
+  if (metrics) app.use(metrics.recordRequests());
+  // OPTIONS answers from the spec, and CORS for the configured origins only.
+  app.use(answerOptions(paths, corsMiddleware(deps.corsOrigins ?? [], paths)));
+  // Status badges revalidate with If-None-Match (their ETag), which the app drops just below.
+  app.use(badgeRoutes(deps.badges));
   app.use((req: Request, res: Response, next: NextFunction) => {
     // Express 5 makes req.query a getter that re-parses on each read, which would drop the
     // validator's type coercion; pin the parsed object so coerced values stick.
     Object.defineProperty(req, 'query', { value: { ...req.query }, writable: true, configurable: true, enumerable: true });
     delete req.headers['if-none-match'];
     delete req.headers['if-modified-since'];
-    res.setHeader('Access-Control-Expose-Headers', 'Link, RateLimit-Scope, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id');
     // Shutting down: keep-alive clients reconnect (to another instance) after this response.
     if (deps.isAccepting && !deps.isAccepting()) res.setHeader('Connection', 'close');
     next();
@@ -182,6 +200,10 @@ export function createApp(deps: AppDeps): express.Express {
   app.get('/openapi-3.0.json', (_req, res) => {
     res.type('application/json').send(spec.json30);
   });
+  // Outside the contract like the documents above: the docs page renders them, the metrics are
+  // the operator's (off unless enabled: then the validator below answers 404).
+  app.use(docsRoutes());
+  if (metrics) app.get('/metrics', metrics.handler(deps.metrics?.token));
 
   app.use('/v2', authenticate(deps.tokens), rateLimit(deps.rateLimiter));
   app.use(guardRouter(guardsFromSpec(spec.doc)));

@@ -8,6 +8,7 @@ import type { RateLimitSettings } from './http/rate-limit';
 import type { SweepSettings } from './builds/jobs/sweeper';
 import { DEFAULT_NOTIFICATION_SETTINGS, type NotificationSettings } from './notifications/service';
 import type { OutboundSettings } from './security/outbound';
+import type { MetricsSettings } from './metrics/registry';
 
 export interface Config {
   port: number;
@@ -62,6 +63,10 @@ export interface Config {
    * of one request (OUTBOUND_TIMEOUT_MS) and how much of an answer is read (OUTBOUND_MAX_RESPONSE_BYTES).
    */
   outbound: OutboundSettings;
+  /** Browser origins allowed to call the API across origins (CORS_ORIGINS, comma-separated); empty: no CORS headers at all. */
+  corsOrigins: string[];
+  /** `GET /metrics`: off unless METRICS_ENABLED=true; METRICS_TOKEN, when set, is the Bearer token a scraper must send. */
+  metrics: MetricsSettings;
 }
 
 export class ConfigError extends Error {}
@@ -116,6 +121,41 @@ function webhookIps(env: Env): string[] {
   }
   if (items.length > 100) throw new ConfigError('WEBHOOK_IPS may list at most 100 addresses and subnets');
   return items;
+}
+
+/**
+ * CORS_ORIGINS: comma-separated origins (`scheme://host[:port]`, as a browser sends `Origin`);
+ * unset, none. `*` is refused: an API taking bearer tokens names the pages it trusts.
+ */
+function corsOrigins(env: Env): string[] {
+  const raw = (env.CORS_ORIGINS ?? '').trim();
+  if (!raw) return [];
+  const items = raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+  for (const item of items) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(item);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.origin !== item) {
+      throw new ConfigError(
+        `CORS_ORIGINS must be a comma-separated list of origins like https://app.example.com (scheme, host and port only); "${item}" is not one`,
+      );
+    }
+  }
+  if (items.length > 100) throw new ConfigError('CORS_ORIGINS may list at most 100 origins');
+  return items;
+}
+
+/** METRICS_ENABLED and METRICS_TOKEN (at least 16 characters: it guards the installation's figures). */
+function metricsSettings(env: Env): MetricsSettings {
+  const token = credential(env, 'METRICS_TOKEN');
+  if (token !== undefined && token.length < 16) throw new ConfigError('METRICS_TOKEN must be at least 16 characters long');
+  return { enabled: bool(env, 'METRICS_ENABLED', false), token };
 }
 
 /** A credential sent in an HTTP header: unset, or printable with no whitespace (a pasted newline would break the header). */
@@ -260,6 +300,8 @@ export function loadConfig(env: Env = process.env): Config {
       maxResponseBytes: int(env, 'OUTBOUND_MAX_RESPONSE_BYTES', 65_536, 1024, 64 * 1024 * 1024),
     },
     notifications: notificationSettings(env),
+    corsOrigins: corsOrigins(env),
+    metrics: metricsSettings(env),
   };
 }
 

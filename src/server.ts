@@ -45,6 +45,8 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     webhookIps: config.webhookIps,
     validateResponses: config.validateResponses,
     isAccepting: () => accepting,
+    corsOrigins: config.corsOrigins,
+    metrics: config.metrics,
   });
   /** Responses not finished yet, in the order their requests came, with their connection. */
   const inFlight = new Map<http.ServerResponse, Duplex>();

@@ -38,6 +38,8 @@ import { OrganizationService } from './organizations/service';
 import { gitHubHooks } from './pipelines/github';
 import { PipelineRepository } from './pipelines/repository';
 import { PipelineService } from './pipelines/service';
+import { BadgeRepository } from './badges/repository';
+import { BadgeService } from './badges/service';
 import { parseConfiguration } from './pipelines/configuration';
 import { PipelineTemplateRepository } from './pipeline-templates/repository';
 import { PipelineTemplateService } from './pipeline-templates/service';
@@ -77,6 +79,7 @@ export interface Services {
   organizations: OrganizationService;
   tokens: AccessTokenService;
   pipelines: PipelineService;
+  badges: BadgeService;
   builds: BuildService;
   agents: AgentService;
   /** The agent's side of a job (the agent API's polls and job moves). */
@@ -245,6 +248,7 @@ export function createServices(o: ServiceOptions): Services {
     organizations,
     tokens: new AccessTokenService(new AccessTokenRepository(db), keys, o.tokenCacheMs),
     pipelines,
+    badges: new BadgeService(new BadgeRepository(db), (id) => pipelines.badgeKey(id)),
     builds,
     agents: agentService,
     agentWork,

@@ -34,6 +34,8 @@ export function requestLogger(logger: Logger) {
         path: loggablePath(req.path),
         status,
         ms: Number(process.hrtime.bigint() - start) / 1e6,
+        // The spec's operation id (http/spec-paths.ts): what the request was, without its ids.
+        operation: res.locals.operationId as string | undefined,
         org: (res.locals.organization as { slug?: string } | undefined)?.slug,
       };
       // A 503 is the service refusing while its database is away (logged once, at error, by the

@@ -61,8 +61,13 @@ export class PipelineService {
     return this.pipelines.findByWebhookTokenHash(sha256Hex(token));
   }
 
+  /** The badge URL's key: derived, so it cannot be guessed from the pipeline's id (src/badges serves it). */
+  badgeKey(pipelineId: string): string {
+    return this.keys.derive('pipeline-badge', pipelineId);
+  }
+
   badgeUrl(pipelineId: string): string {
-    return `${this.opts.publicUrl}/badges/${this.keys.derive('pipeline-badge', pipelineId)}.svg`;
+    return `${this.opts.publicUrl}/badges/${this.badgeKey(pipelineId)}.svg`;
   }
 
   /**

@@ -18,6 +18,7 @@ import type { TrustProxy } from '../../src/config';
 import type { RateLimitSettings } from '../../src/http/rate-limit';
 import type { SweepSettings } from '../../src/builds/jobs/sweeper';
 import type { OutboundSettings } from '../../src/security/outbound';
+import type { MetricsSettings } from '../../src/metrics/registry';
 import type { NotificationSettings } from '../../src/notifications/service';
 import type { CommitStatusSettings } from '../../src/notifications/commit-status';
 import { createServices, type Services } from '../../src/services';
@@ -69,6 +70,10 @@ export interface ContextOptions {
   artifacts?: { dir?: string; maxFileBytes?: number; maxJobBytes?: number };
   /** What `GET /v2/meta` answers as `webhook_ips` (WEBHOOK_IPS). */
   webhookIps?: string[];
+  /** CORS_ORIGINS (default none). */
+  corsOrigins?: string[];
+  /** METRICS_ENABLED / METRICS_TOKEN (default off). */
+  metrics?: MetricsSettings;
   /** Outbound requests; default: private destinations allowed (tests' receivers listen on 127.0.0.1), a 5 s deadline, 64 KiB answers. */
   outbound?: OutboundSettings;
   /** The notification worker's settings (it only runs when a test drives it: `services.notificationWorker.settle()`). */
@@ -121,6 +126,8 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     validateResponses: true,
     trustProxy: opts.trustProxy,
     webhookIps: opts.webhookIps,
+    corsOrigins: opts.corsOrigins,
+    metrics: opts.metrics,
   });
 
   let n = 0;
