@@ -9,6 +9,7 @@ import { UnauthorizedError, ValidationError } from '../core/errors';
 import { SCOPES, type AccessToken, type Principal, type Scope } from '../core/identity';
 import type { Keys } from '../security/keys';
 import type { AccessTokenRepository } from './repository';
+import { clock } from '../core/clock';
 
 const ISSUER = 'windsock';
 
@@ -37,12 +38,12 @@ export class AccessTokenService {
   }): Promise<{ token: AccessToken; jwt: string }> {
     const unknown = input.scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
     if (unknown.length) throw ValidationError.field('scopes', `unknown scope(s): ${unknown.join(', ')}`);
-    if (input.expiresAt.getTime() <= Date.now()) throw ValidationError.field('expires_at', 'must be in the future');
+    if (input.expiresAt.getTime() <= clock.nowMs()) throw ValidationError.field('expires_at', 'must be in the future');
     const token: AccessToken = {
       id: crypto.randomUUID(),
       description: input.description ?? null,
       scopes: [...new Set(input.scopes)] as Scope[],
-      createdAt: new Date(),
+      createdAt: clock.now(),
       expiresAt: input.expiresAt,
     };
     await this.tokens.insert(token, input.userId, input.organizationIds);
@@ -56,7 +57,7 @@ export class AccessTokenService {
 
   /** The principal behind a bearer token, or UnauthorizedError. */
   async authenticate(bearer: string): Promise<Principal> {
-    const now = Date.now();
+    const now = clock.nowMs();
     const cached = this.cache.get(bearer);
     if (cached && cached.until > now && cached.principal.token.expiresAt.getTime() > now) return cached.principal;
     let claims: jwt.JwtPayload;
@@ -80,7 +81,7 @@ export class AccessTokenService {
 
   private async load(tokenId: string, userId: string): Promise<Principal> {
     const stored = await this.tokens.findWithPrincipal(tokenId);
-    if (!stored || stored.userId !== userId || stored.revokedAt !== null || stored.principal.token.expiresAt.getTime() <= Date.now()) {
+    if (!stored || stored.userId !== userId || stored.revokedAt !== null || stored.principal.token.expiresAt.getTime() <= clock.nowMs()) {
       throw new UnauthorizedError('invalid token');
     }
     return stored.principal;
@@ -88,6 +89,6 @@ export class AccessTokenService {
 
   async revoke(tokenId: string): Promise<boolean> {
     for (const [bearer, { principal }] of this.cache) if (principal.token.id === tokenId) this.cache.delete(bearer);
-    return this.tokens.revoke(tokenId, new Date());
+    return this.tokens.revoke(tokenId, clock.now());
   }
 }

@@ -15,6 +15,7 @@ import { serve } from '../server';
 import { servicesFromConfig, type Services } from '../services';
 import { SCOPES, type Organization } from '../core/identity';
 import type { Operator } from '../teams/service';
+import { clock } from '../core/clock';
 
 const USAGE = `Usage: windsock <command> [options]
 
@@ -285,7 +286,7 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
           organizationIds: orgs.map((o) => o.id),
           scopes,
           description: values.description ?? null,
-          expiresAt: new Date(Date.now() + days * 86_400_000),
+          expiresAt: new Date(clock.nowMs() + days * 86_400_000),
         });
         print(`created token ${token.id} for ${user.email}, expires ${token.expiresAt.toISOString()}; it is shown once:`);
         print(jwt);
