@@ -200,7 +200,9 @@ export function parseClockMode(raw: string | undefined, name = 'WINDSOCK_CLOCK')
   if (offset) return { kind: 'offset', ms: (offset[1] === '-' ? -1 : 1) * Number(offset[2]) * OFFSET_UNITS_MS[offset[3]!]! };
   const instant = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/i.exec(value);
   const at = instant ? new Date(value) : null;
-  if (!at || Number.isNaN(at.getTime())) {
+  // Date rolls a day that does not exist (February 30) over into the next month: refuse it instead.
+  const [y, m, d] = value.slice(0, 10).split('-').map(Number) as [number, number, number];
+  if (!at || Number.isNaN(at.getTime()) || new Date(Date.UTC(y, m - 1, d)).getUTCDate() !== d) {
     const hint = /^\d{4}-\d{2}-\d{2}T[\d:.]+$/.test(value) ? ' (an instant needs its time zone: Z or +hh:mm)' : '';
     throw new ConfigError(
       `${name} must be "real", an ISO-8601 instant such as 2026-01-01T09:00:00Z, or an offset such as +90s, -2h, +3d (units s, m, h, d); got "${value}"${hint}`,

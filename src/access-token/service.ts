@@ -47,7 +47,9 @@ export class AccessTokenService {
       expiresAt: input.expiresAt,
     };
     await this.tokens.insert(token, input.userId, input.organizationIds);
-    const signed = jwt.sign({ sub: input.userId, exp: Math.floor(token.expiresAt.getTime() / 1000) }, this.keys.jwt, {
+    // `iat` from the service's clock (jsonwebtoken would take real time), as `exp` is.
+    const iat = Math.floor(clock.nowMs() / 1000);
+    const signed = jwt.sign({ sub: input.userId, iat, exp: Math.floor(token.expiresAt.getTime() / 1000) }, this.keys.jwt, {
       algorithm: 'HS256',
       jwtid: token.id,
       issuer: ISSUER,
@@ -57,12 +59,15 @@ export class AccessTokenService {
 
   /** The principal behind a bearer token, or UnauthorizedError. */
   async authenticate(bearer: string): Promise<Principal> {
+    // Expiry is judged by the service's clock (a frozen or shifted clock expires tokens as it
+    // says); how long a cached answer is reused is a real interval, whatever the clock says.
     const now = clock.nowMs();
+    const realNow = Date.now();
     const cached = this.cache.get(bearer);
-    if (cached && cached.until > now && cached.principal.token.expiresAt.getTime() > now) return cached.principal;
+    if (cached && cached.until > realNow && cached.principal.token.expiresAt.getTime() > now) return cached.principal;
     let claims: jwt.JwtPayload;
     try {
-      const decoded = jwt.verify(bearer, this.keys.jwt, { algorithms: ['HS256'], issuer: ISSUER });
+      const decoded = jwt.verify(bearer, this.keys.jwt, { algorithms: ['HS256'], issuer: ISSUER, clockTimestamp: Math.floor(now / 1000) });
       if (typeof decoded === 'string') throw new Error('not a JWT payload');
       claims = decoded;
     } catch {
@@ -74,7 +79,7 @@ export class AccessTokenService {
     const principal = await this.load(claims.jti, claims.sub);
     if (this.cacheMs > 0) {
       if (this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(bearer, { principal, until: now + this.cacheMs });
+      this.cache.set(bearer, { principal, until: realNow + this.cacheMs });
     }
     return principal;
   }
