@@ -216,7 +216,9 @@ export function loadConfig(env: Env = process.env): Config {
   const host = env.HOST || '127.0.0.1';
   const ephemeral = bool(env, 'WINDSOCK_EPHEMERAL', false);
   if (ephemeral && (env.DATABASE_URL || env.DATA_DIR)) {
-    throw new ConfigError(`WINDSOCK_EPHEMERAL keeps everything in memory: unset ${env.DATABASE_URL ? 'DATABASE_URL' : 'DATA_DIR'}, or do not ask for an ephemeral start`);
+    throw new ConfigError(
+      `WINDSOCK_EPHEMERAL keeps everything in memory: unset ${env.DATABASE_URL ? 'DATABASE_URL' : 'DATA_DIR'}, or do not ask for an ephemeral start`,
+    );
   }
   // Ephemeral: a directory of its own under the system's temp directory, for what must be a file
   // (artifacts); made only when first needed and removed at exit. ./data is never touched.
