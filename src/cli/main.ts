@@ -19,7 +19,8 @@ import { clock } from '../core/clock';
 
 const USAGE = `Usage: windsock <command> [options]
 
-  serve                                   start the HTTP service (migrates first)
+  serve [--ephemeral]                     start the HTTP service (migrates first); --ephemeral:
+                                          everything in memory, nothing written (WINDSOCK_EPHEMERAL)
   migrate                                 apply database migrations
   org create --name NAME [--slug SLUG] [--teams]
   user create --name NAME --email EMAIL [--org SLUG --role admin|member]
@@ -160,6 +161,7 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
       header: { type: 'string', multiple: true },
       branches: { type: 'string' },
       'build-states': { type: 'string' },
+      ephemeral: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -169,6 +171,8 @@ export async function main(argv: string[], out: NodeJS.WritableStream = process.
     return positionals.length === 0 && !values.help ? 2 : 0;
   }
   if (positionals[0] === 'agent') return runAgentCommand(values as Record<string, string | boolean | undefined>);
+  // A flag only sets its setting, so the flag and the variable behave the same.
+  if (positionals[0] === 'serve' && values.ephemeral) process.env.WINDSOCK_EPHEMERAL = 'true';
   const config = loadConfig();
   const print = (line: string): void => {
     out.write(line + '\n');
