@@ -111,9 +111,10 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
   // Requests that arrive meanwhile wait for it (see `bootstrapped` above).
   const created = await bootstrapIfEmpty(services, {});
   markBootstrapped();
-  logger.info({ url, database: config.databaseKind, ephemeral: config.ephemeral || undefined }, 'windsock listening');
   // Printed to the terminal (and kept in a 0600 file), never through the logger: it is a secret.
+  // Before the "listening" line, which those who wait for the token watch for.
   out.write(banner(config, url, created));
+  logger.info({ url, database: config.databaseKind, ephemeral: config.ephemeral || undefined }, 'windsock listening');
   services.sweeper.start();
   services.scheduler.start();
   services.notificationWorker.start();

@@ -33,11 +33,11 @@ function serve(env: Record<string, string>, cwd = ROOT): Started {
   return { stdout: () => out, stderr: () => err, exited, kill: () => proc.kill('SIGTERM') };
 }
 
-/** The URL once the process logs that it listens (after its bootstrap and banner). */
-async function listening(s: Started): Promise<string> {
+/** The URL once the process logs that it listens, and what it prints on stderr by then (the two pipes may be read in either order). */
+async function listening(s: Started, stderr: RegExp): Promise<string> {
   for (;;) {
     const url = /"url":"(http:[^"]+)"[^\n]*"msg":"windsock listening"/.exec(s.stdout())?.[1];
-    if (url) return url;
+    if (url && stderr.test(s.stderr())) return url;
     const code = await Promise.race([s.exited, new Promise<'running'>((resolve) => setTimeout(() => resolve('running'), 20))]);
     if (code !== 'running') throw new Error(`exited ${code} before listening:\n${s.stdout()}${s.stderr()}`);
   }
@@ -76,7 +76,7 @@ describe('windsock serve: first start', () => {
 
   it('the start that listens makes the token: on stderr (stdout is a pipe), not in the log lines, kept in a 0600 file', async () => {
     const s = serve({ DATA_DIR: dir });
-    const url = await listening(s);
+    const url = await listening(s, /kept in/);
     const token = tokenIn(s.stderr());
     expect(token).toBeDefined();
     expect(s.stderr()).toContain(`curl -H "Authorization: Bearer ${token}" ${url}/v2/organizations/default/pipelines`);
@@ -96,7 +96,7 @@ describe('windsock serve: first start', () => {
 
     // A restart shows where the token is kept, never the token.
     const again = serve({ DATA_DIR: dir });
-    await listening(again);
+    await listening(again, /made on first start is in/);
     expect(again.stderr()).toContain(`The token made on first start is in ${file}`);
     expect(tokenIn(again.stdout() + again.stderr())).toBeUndefined();
     expect(await stop(again)).toBe(0);
@@ -110,7 +110,7 @@ describe('windsock serve --ephemeral (WINDSOCK_EPHEMERAL=true)', () => {
     const before = new Set(ephemeralDirs());
     try {
       const s = serve({ WINDSOCK_EPHEMERAL: 'true' }, cwd);
-      const url = await listening(s);
+      const url = await listening(s, /^ {2}eyJ/m);
       expect(s.stdout()).toContain('"ephemeral":true');
       const token = tokenIn(s.stderr());
       const res = await fetch(`${url}/v2/organizations/default/pipelines`, { headers: { Authorization: `Bearer ${token}` } });

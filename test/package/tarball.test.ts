@@ -86,17 +86,18 @@ describe('the packed tarball, installed into an empty directory', () => {
     // Closed once every process holding its output (npx and the tool it started) is gone.
     const closed = new Promise<void>((resolve) => proc.once('close', () => resolve()));
     try {
-      const url = await new Promise<string>((resolve, reject) => {
+      // The URL is logged on stdout, the token printed on stderr: the pipes may be read in either order.
+      const [url, token] = await new Promise<[string, string]>((resolve, reject) => {
         const check = () => {
           const found = /"url":"(http:[^"]+)"[^\n]*"msg":"windsock listening"/.exec(out)?.[1];
-          if (found) resolve(found);
+          const printed = /^ {2}(eyJ\S+)$/m.exec(err)?.[1];
+          if (found && printed) resolve([found, printed]);
         };
         proc.stdout.on('data', check);
+        proc.stderr.on('data', check);
         void exited.then((code) => reject(new Error(`exited ${code} before listening:\n${out}${err}`)));
       });
       expect((await fetch(`${url}/readyz`)).status).toBe(200);
-      const token = /^ {2}(eyJ\S+)$/m.exec(err)?.[1];
-      expect(token).toBeDefined();
       const pipelines = await fetch(`${url}/v2/organizations/default/pipelines`, { headers: { Authorization: `Bearer ${token}` } });
       expect(pipelines.status).toBe(200);
       expect(await pipelines.json()).toEqual([]);
