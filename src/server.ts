@@ -51,7 +51,6 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
   /** Resolved once the first-start bootstrap is done: a request that comes before waits for it. */
   const bootstrapped = new Promise<void>((resolve) => (markBootstrapped = resolve));
   let isBootstrapped = false;
-  void bootstrapped.then(() => (isBootstrapped = true));
   let accepting = true;
   /** Set when the listener closes: from then on no request reaches the app. */
   let listenerClosed = false;
@@ -110,6 +109,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
   // Only now that the port is ours: a first start that could not listen has created nothing.
   // Requests that arrive meanwhile wait for it (see `bootstrapped` above).
   const created = await bootstrapIfEmpty(services, {});
+  isBootstrapped = true;
   markBootstrapped();
   // Printed to the terminal (and kept in a 0600 file), never through the logger: it is a secret.
   // Before the "listening" line, which those who wait for the token watch for.
