@@ -1,7 +1,7 @@
 /**
  * `npm run test:package`: the packed tarball installed into an empty directory and run with npx
- * (test/package/). Apart from `npm test`: it packs the compiled tree (built first, as for the
- * fault tests) and installs the package's dependencies from npm's cache.
+ * (test/package/). Apart from `npm test`: `npm pack` builds the tree, and the install takes the
+ * package's dependencies from npm's cache.
  */
 const base = require('./jest.config');
 
@@ -10,7 +10,6 @@ module.exports = {
   ...base,
   testMatch: ['<rootDir>/test/package/**/*.test.ts'],
   testPathIgnorePatterns: [],
-  globalSetup: '<rootDir>/test/faults/global-setup.ts',
   maxWorkers: 1,
   testTimeout: 300000,
 };

@@ -1,6 +1,6 @@
 /**
- * The package as a consumer's CI gets it (`npm run test:package`, in CI): `npm pack` of the built
- * tree, installed into an empty directory with `npm install <tarball>`, then `npx windsock serve
+ * The package as a consumer's CI gets it (`npm run test:package`, in CI): `npm pack` (which builds
+ * first), installed into an empty directory with `npm install <tarball>`, then `npx windsock serve
  * --ephemeral` answers /readyz and an authenticated call with the token it printed on stderr.
  *
  * The tarball must hold everything the installed tool runs on: built JavaScript (an install from a
@@ -33,8 +33,8 @@ describe('the packed tarball, installed into an empty directory', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-package-'));
     app = path.join(dir, 'consumer');
     fs.mkdirSync(app);
-    // dist/ is built by the global set-up; `prepare` (the build) need not run again.
-    const name = execFileSync(NPM, ['pack', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, env, encoding: 'utf8' }).trim().split('\n').at(-1)!;
+    // As a maintainer packs it: `prepare` (npm run build) runs first, so the tarball holds a fresh build.
+    const name = execFileSync(NPM, ['pack', '--pack-destination', dir], { cwd: ROOT, env, encoding: 'utf8' }).trim().split('\n').at(-1)!;
     tarball = path.join(dir, name);
   });
   afterAll(() => {
