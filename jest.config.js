@@ -4,7 +4,8 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   // Crash, shutdown and outage tests spawn servers: `npm run test:faults` (jest.faults.config.js).
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/faults/'],
+  // The packed tarball's install and run: `npm run test:package` (jest.package.config.js).
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/faults/', '<rootDir>/test/package/'],
   // Transpile only: `npm run typecheck` is the type gate, so tests start fast.
   transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, diagnostics: false }] },
   globalSetup: '<rootDir>/test/support/global-setup.ts',

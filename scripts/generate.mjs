@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // Regenerates generated/ from the spec: openapi/openapi.yaml and the area files it references
 // (openapi/paths/, openapi/components/) are bundled by Redocly CLI's `bundle` into one document,
-// generated/openapi.yaml (what the service loads and serves), generated/api.ts is produced
-// from that bundle with openapi-typescript, and generated/openapi-3.0.json is its OpenAPI 3.0.3
-// rendering (scripts/openapi-3.0.mjs), served at /openapi-3.0.json for 3.0-only client generators.
+// generated/openapi.yaml (what the service serves as YAML), the same document as JSON,
+// generated/openapi.json (what the service loads at start: JSON parses in milliseconds where the
+// YAML takes about a second), generated/api.ts, produced from that bundle with openapi-typescript,
+// and generated/openapi-3.0.json, its OpenAPI 3.0.3 rendering (scripts/openapi-3.0.mjs), served at
+// /openapi-3.0.json for 3.0-only client generators.
 // `--check` fails when a committed file differs from a fresh generation (CI drift check).
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -18,6 +20,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const specPath = join(root, 'openapi', 'openapi.yaml');
 const bundlePath = join(root, 'generated', 'openapi.yaml');
 const typesPath = join(root, 'generated', 'api.ts');
+const jsonPath = join(root, 'generated', 'openapi.json');
 const rendering30Path = join(root, 'generated', 'openapi-3.0.json');
 
 const bundleHeader =
@@ -58,6 +61,8 @@ const rendering30 = {
 };
 const outputs = [
   [bundlePath, bundled],
+  // One line per member: a spec change shows in a diff of this file as the lines it changed.
+  [jsonPath, JSON.stringify(doc, null, 1) + '\n'],
   [typesPath, typesHeader + astToString(ast)],
   [rendering30Path, JSON.stringify(rendering30, null, 2) + '\n'],
 ];
@@ -66,7 +71,7 @@ if (process.argv.includes('--check')) {
   const stale = outputs.filter(([path, text]) => (existsSync(path) ? readFileSync(path, 'utf8') : '') !== text);
   for (const [path] of stale) console.error(`${path.slice(root.length + 1)} is out of date with openapi/: run \`npm run generate\` and commit it.`);
   if (stale.length) process.exit(1);
-  console.log('generated/openapi.yaml, generated/api.ts and generated/openapi-3.0.json match openapi/');
+  console.log('generated/openapi.yaml, generated/openapi.json, generated/api.ts and generated/openapi-3.0.json match openapi/');
 } else {
   for (const [path, text] of outputs) {
     writeFileSync(path, text);

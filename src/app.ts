@@ -50,6 +50,7 @@ import { notificationDeliveryRoutes } from './notifications/routes';
 import { serializeTestEngine } from './suites/serialize';
 import { parseUploadMultipart } from './uploads/multipart';
 import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
+import { clock } from './core/clock';
 
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
 export interface AppDeps extends Pick<
@@ -166,7 +167,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   const meta = operationRouter(spec.doc);
   meta.on('getRoot', (_req, res) => {
-    res.json({ message: 'Windsock REST API: the Buildkite REST API v2 dialect. See /openapi.json.', timestamp: Math.floor(Date.now() / 1000) });
+    res.json({ message: 'Windsock REST API: the Buildkite REST API v2 dialect. See /openapi.json.', timestamp: Math.floor(clock.nowMs() / 1000) });
   });
   meta.on('getHealth', (_req, res) => {
     res.json({ status: 'ok' });

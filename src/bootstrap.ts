@@ -6,10 +6,16 @@
 import type { Services } from './services';
 import { isUniqueViolation } from './db/knex';
 import { SCOPES } from './core/identity';
+import { clock } from './core/clock';
+
+export interface BootstrapOptions {
+  /** A token to create instead of a random one (WINDSOCK_ADMIN_TOKEN). */
+  adminToken?: string;
+}
 
 export const BOOTSTRAP = { orgName: 'Default Organization', orgSlug: 'default', userName: 'Admin', userEmail: 'admin@localhost' };
 
-export async function bootstrapIfEmpty(s: Services): Promise<{ jwt: string; orgSlug: string } | null> {
+export async function bootstrapIfEmpty(s: Services, _options: BootstrapOptions = {}): Promise<{ jwt: string; orgSlug: string } | null> {
   if ((await s.orgs.count()) > 0) return null;
   let org;
   let user;
@@ -31,7 +37,7 @@ export async function bootstrapIfEmpty(s: Services): Promise<{ jwt: string; orgS
     organizationIds: [org.id],
     scopes: [...SCOPES],
     description: 'Created on first start',
-    expiresAt: new Date(Date.now() + 365 * 24 * 3600 * 1000),
+    expiresAt: new Date(clock.nowMs() + 365 * 24 * 3600 * 1000),
   });
   return { jwt, orgSlug: org.slug };
 }

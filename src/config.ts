@@ -2,8 +2,11 @@
  * Every setting, read from the environment once at start and validated. A bad value stops the
  * start with a message naming the setting. Nothing else in the code reads process.env.
  */
+import crypto from 'node:crypto';
 import { isIP } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
+import type { ClockMode } from './core/clock';
 import type { RateLimitSettings } from './http/rate-limit';
 import type { SweepSettings } from './builds/jobs/sweeper';
 import { DEFAULT_NOTIFICATION_SETTINGS, type NotificationSettings } from './notifications/service';
@@ -67,6 +70,13 @@ export interface Config {
   corsOrigins: string[];
   /** `GET /metrics`: off unless METRICS_ENABLED=true; METRICS_TOKEN, when set, is the Bearer token a scraper must send. */
   metrics: MetricsSettings;
+  /**
+   * WINDSOCK_EPHEMERAL: everything in memory (SQLite `:memory:`, a random secret, artifacts in a
+   * temporary directory removed at exit); nothing is read from or written to DATA_DIR.
+   */
+  ephemeral: boolean;
+  /** WINDSOCK_CLOCK: what time the service thinks it is (real, frozen at an instant, or shifted). */
+  clock: ClockMode;
 }
 
 export class ConfigError extends Error {}
@@ -216,12 +226,45 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
+const OFFSET_UNITS_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * WINDSOCK_CLOCK: `real` (the default); an ISO-8601 instant with its zone (`2026-01-01T09:00:00Z`,
+ * or a date alone, midnight UTC): frozen there; or an offset from real time, `+90s`, `-2h`, `+3d`
+ * (units s, m, h, d).
+ */
+export function parseClockMode(raw: string | undefined, name = 'WINDSOCK_CLOCK'): ClockMode {
+  const value = (raw ?? '').trim();
+  if (value === '' || value === 'real') return { kind: 'real' };
+  const offset = /^([+-]?)(\d{1,9})([smhd])$/.exec(value);
+  if (offset) return { kind: 'offset', ms: (offset[1] === '-' ? -1 : 1) * Number(offset[2]) * OFFSET_UNITS_MS[offset[3]!]! };
+  const instant = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/i.exec(value);
+  const at = instant ? new Date(value) : null;
+  // Date rolls a day that does not exist (February 30) over into the next month: refuse it instead.
+  const [y, m, d] = value.slice(0, 10).split('-').map(Number) as [number, number, number];
+  if (!at || Number.isNaN(at.getTime()) || new Date(Date.UTC(y, m - 1, d)).getUTCDate() !== d) {
+    const hint = /^\d{4}-\d{2}-\d{2}T[\d:.]+$/.test(value) ? ' (an instant needs its time zone: Z or +hh:mm)' : '';
+    throw new ConfigError(
+      `${name} must be "real", an ISO-8601 instant such as 2026-01-01T09:00:00Z, or an offset such as +90s, -2h, +3d (units s, m, h, d); got "${value}"${hint}`,
+    );
+  }
+  return { kind: 'frozen', at };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 8080, 0, 65535);
   const host = env.HOST || '127.0.0.1';
-  const dataDir = path.resolve(env.DATA_DIR || './data');
+  const ephemeral = bool(env, 'WINDSOCK_EPHEMERAL', false);
+  if (ephemeral && (env.DATABASE_URL || env.DATA_DIR)) {
+    throw new ConfigError(
+      `WINDSOCK_EPHEMERAL keeps everything in memory: unset ${env.DATABASE_URL ? 'DATABASE_URL' : 'DATA_DIR'}, or do not ask for an ephemeral start`,
+    );
+  }
+  // Ephemeral: a directory of its own under the system's temp directory, for what must be a file
+  // (artifacts); made only when first needed and removed at exit. ./data is never touched.
+  const dataDir = ephemeral ? path.join(os.tmpdir(), `windsock-ephemeral-${crypto.randomUUID()}`) : path.resolve(env.DATA_DIR || './data');
 
-  const rawDb = env.DATABASE_URL || path.join(dataDir, 'windsock.sqlite3');
+  const rawDb = ephemeral ? ':memory:' : env.DATABASE_URL || path.join(dataDir, 'windsock.sqlite3');
   let databaseKind: Config['databaseKind'];
   let databaseUrl: string;
   if (/^postgres(ql)?:\/\//.test(rawDb)) {
@@ -234,7 +277,8 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl = rawDb.replace(/^sqlite:/, '');
   }
 
-  const jwtSecret = env.JWT_SECRET || undefined;
+  // Ephemeral: a fresh secret each start (tokens die with the process anyway), never kept on disk.
+  const jwtSecret = env.JWT_SECRET || (ephemeral ? crypto.randomBytes(48).toString('base64url') : undefined);
   if (jwtSecret !== undefined && jwtSecret.length < 32) {
     throw new ConfigError('JWT_SECRET must be at least 32 characters long');
   }
@@ -302,6 +346,8 @@ export function loadConfig(env: Env = process.env): Config {
     notifications: notificationSettings(env),
     corsOrigins: corsOrigins(env),
     metrics: metricsSettings(env),
+    ephemeral,
+    clock: parseClockMode(env.WINDSOCK_CLOCK),
   };
 }
 

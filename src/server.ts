@@ -1,18 +1,22 @@
 /**
- * The process entry for `windsock serve`: config, database and migrations, first-start
- * bootstrap, listen, the sweeper (lost agents, job timeouts and expiry), the scheduler (the
+ * The process entry for `windsock serve`: config, database and migrations, listen, first-start
+ * bootstrap (after the port is bound, so the token it creates is never lost to a busy port) and
+ * its banner (to the terminal, never the log stream), the sweeper (lost agents, job timeouts and expiry), the scheduler (the
  * builds of due pipeline schedules), the notification worker (the outbox: webhooks, Slack,
  * OpenTelemetry, commit statuses), and graceful shutdown
  * (readiness 503 and `Connection: close` on every response, in flight or new; after the delay
  * the listener and idle keep-alive sockets close and nothing more reaches the app; in-flight
  * requests finish; the pool closes; exit 0 before the deadline).
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { createApp } from './app';
 import { bootstrapIfEmpty } from './bootstrap';
 import type { Config } from './config';
+import { clock } from './core/clock';
 import { migrateLatest } from './db/knex';
 import { clientErrorHandler } from './http/error-handler';
 import { createLogger, type Logger } from './http/logger';
@@ -26,12 +30,27 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export async function startServer(config: Config, out: NodeJS.WritableStream = process.stdout): Promise<RunningServer> {
+/**
+ * Where the first-start banner goes: the terminal. stdout when it is one; otherwise stdout is the
+ * JSON log stream (pino) that a log shipper reads, so stderr.
+ */
+export function terminal(): NodeJS.WritableStream {
+  return process.stdout.isTTY ? process.stdout : process.stderr;
+}
+
+/** The file a first start keeps its token in (on-disk SQLite only), so that a restart can point to it. */
+export const FIRST_START_TOKEN_FILE = 'first-start-token.txt';
+
+export async function startServer(config: Config, out: NodeJS.WritableStream = terminal()): Promise<RunningServer> {
+  clock.set(config.clock);
   const logger = createLogger(config.logLevel);
   const services = servicesFromConfig(config, logger);
   await migrateLatest(services.db);
-  const created = await bootstrapIfEmpty(services);
 
+  let markBootstrapped!: () => void;
+  /** Resolved once the first-start bootstrap is done: a request that comes before waits for it. */
+  const bootstrapped = new Promise<void>((resolve) => (markBootstrapped = resolve));
+  let isBootstrapped = false;
   let accepting = true;
   /** Set when the listener closes: from then on no request reaches the app. */
   let listenerClosed = false;
@@ -68,7 +87,8 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
       const done = () => inFlight.delete(res);
       res.once('finish', done).once('close', done);
       if (!accepting) closeConnectionAfter(res);
-      app(req, res);
+      if (isBootstrapped) app(req, res);
+      else void bootstrapped.then(() => app(req, res));
     },
   );
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
@@ -76,33 +96,30 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     'clientError',
     clientErrorHandler(logger, (socket) => [...inFlight.keys()].some((res) => res.socket === socket && res.headersSent)),
   );
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, resolve);
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, resolve);
+    });
+  } catch (err) {
+    await services.db.destroy();
+    removeEphemeralDir(config);
+    throw new ListenError(config, err as NodeJS.ErrnoException);
+  }
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
-  logger.info({ url, database: config.databaseKind }, 'windsock listening');
+  // Only now that the port is ours: a first start that could not listen has created nothing.
+  // Requests that arrive meanwhile wait for it (see `bootstrapped` above).
+  const created = await bootstrapIfEmpty(services, {});
+  isBootstrapped = true;
+  markBootstrapped();
+  // Printed to the terminal (and kept in a 0600 file), never through the logger: it is a secret.
+  // Before the "listening" line, which those who wait for the token watch for.
+  out.write(banner(config, url, created));
+  logger.info({ url, database: config.databaseKind, ephemeral: config.ephemeral || undefined }, 'windsock listening');
   services.sweeper.start();
   services.scheduler.start();
   services.notificationWorker.start();
-
-  if (created) {
-    // Printed once, to the terminal, not through the logger: it is a secret.
-    out.write(
-      [
-        '',
-        'Windsock created an organization, an admin user and an API token with every scope.',
-        'This token is shown once; keep it somewhere safe:',
-        '',
-        `  ${created.jwt}`,
-        '',
-        'Try it:',
-        `  curl -H "Authorization: Bearer ${created.jwt}" ${config.publicUrl}/v2/organizations/${created.orgSlug}/pipelines`,
-        '',
-      ].join('\n') + '\n',
-    );
-  }
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -129,6 +146,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
       await services.scheduler.stop();
       await services.notificationWorker.stop();
       await services.db.destroy();
+      removeEphemeralDir(config);
     })());
 
   return { server, services, url, logger, close };
@@ -160,9 +178,83 @@ function refuseAfterClose(res: http.ServerResponse): void {
   res.end(body);
 }
 
-/** Runs until SIGTERM/SIGINT, then shuts down gracefully and exits 0. */
+/** The port could not be bound: what to do about it, in words. */
+export class ListenError extends Error {
+  constructor(config: Config, cause: NodeJS.ErrnoException) {
+    const where = `${config.host}:${config.port}`;
+    const why =
+      cause.code === 'EADDRINUSE'
+        ? `port ${config.port} is in use by another process (choose another with PORT or --port)`
+        : cause.code === 'EACCES'
+          ? `permission denied (ports below 1024 need privileges; choose another with PORT or --port)`
+          : cause.code === 'EADDRNOTAVAIL'
+            ? `no interface of this machine has the address ${config.host} (set HOST or --host)`
+            : cause.message;
+    super(`cannot listen on ${where}: ${why}`, { cause });
+  }
+}
+
+/**
+ * What a start prints on the terminal. A first start: the token, once, and the file it is kept
+ * in (embedded SQLite on disk: the file sits beside the database, mode 0600). A restart: where
+ * that file is, if it is still there, never the token itself.
+ */
+function banner(config: Config, url: string, created: { jwt: string; orgSlug: string } | null): string {
+  const file = tokenFile(config);
+  if (!created) {
+    return file && fs.existsSync(file) ? `Windsock is listening on ${url}. The token made on first start is in ${file}\n` : '';
+  }
+  const text = [
+    '',
+    'Windsock created an organization, an admin user and an API token with every scope.',
+    'This token is shown once; keep it somewhere safe:',
+    '',
+    `  ${created.jwt}`,
+    '',
+    'Try it:',
+    `  curl -H "Authorization: Bearer ${created.jwt}" ${publicUrl(config, url)}/v2/organizations/${created.orgSlug}/pipelines`,
+    '',
+  ];
+  if (file) {
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    fs.rmSync(file, { force: true });
+    // 'wx' with mode 0600: the file is never readable by others, not even for a moment.
+    fs.writeFileSync(file, `${created.jwt}\n`, { mode: 0o600, flag: 'wx' });
+    text.push(`The token is also kept in ${file} (readable by you only); delete it once it is stored elsewhere.`, '');
+  }
+  return text.join('\n') + '\n';
+}
+
+/** The first-start token's file: beside an on-disk embedded database only (an ephemeral or Postgres start keeps none). */
+function tokenFile(config: Config): string | undefined {
+  if (config.ephemeral || config.databaseKind !== 'sqlite' || config.databaseUrl === ':memory:') return undefined;
+  return path.join(config.dataDir, FIRST_START_TOKEN_FILE);
+}
+
+/** PUBLIC_URL's default names the configured port: with port 0, the one actually bound is the useful one. */
+function publicUrl(config: Config, url: string): string {
+  return config.publicUrl.endsWith(':0') ? url : config.publicUrl;
+}
+
+/** An ephemeral start's temporary directory (artifacts) goes with the process. */
+function removeEphemeralDir(config: Config): void {
+  if (config.ephemeral) fs.rmSync(config.dataDir, { recursive: true, force: true });
+}
+
+/**
+ * Runs until SIGTERM/SIGINT, then shuts down gracefully and exits 0. A start that fails (the
+ * port is taken, the database cannot be reached or migrated) exits 1 at once, with the reason
+ * on stderr: nothing is left running half-started.
+ */
 export async function serve(config: Config): Promise<void> {
-  const running = await startServer(config);
+  let running: RunningServer;
+  try {
+    running = await startServer(config);
+  } catch (err) {
+    process.stderr.write(`windsock: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  if (config.ephemeral) process.once('exit', () => removeEphemeralDir(config));
   const stop = (signal: string) => {
     running.logger.info({ signal }, 'shutting down');
     running.close().then(

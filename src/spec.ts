@@ -2,11 +2,11 @@
  * The OpenAPI document, read once: parsed for the validator and the scope guards, and as served text.
  * It is the bundle `npm run generate` writes (generated/openapi.yaml: openapi/openapi.yaml with the
  * area files it references in one document), so start-up resolves no file references and needs no
- * devDependency.
+ * devDependency. The document is parsed from the bundle's JSON twin (generated/openapi.json):
+ * parsing the YAML took about a second of every start (BENCHMARKS.md, "Start-up").
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import YAML from 'yaml';
 
 export interface Spec {
   doc: Record<string, unknown>;
@@ -19,20 +19,24 @@ export interface Spec {
 let cached: Spec | undefined;
 
 /** Works from the TypeScript sources (src/) and from the compiled output (dist/src/). */
-function generatedPath(file: string): string {
+function generatedDir(): string {
   for (const up of ['..', '../..']) {
-    const candidate = path.resolve(__dirname, up, 'generated', file);
-    if (fs.existsSync(candidate)) return candidate;
+    const candidate = path.resolve(__dirname, up, 'generated');
+    if (fs.existsSync(path.join(candidate, 'openapi.json'))) return candidate;
   }
-  throw new Error(`generated/${file} not found: run \`npm run generate\``);
+  throw new Error('generated/openapi.json not found: run `npm run generate`');
 }
 
 export function loadSpec(): Spec {
   if (!cached) {
-    const yaml = fs.readFileSync(generatedPath('openapi.yaml'), 'utf8');
-    const doc = YAML.parse(yaml) as Record<string, unknown>;
-    const json30 = fs.readFileSync(generatedPath('openapi-3.0.json'), 'utf8');
-    cached = { doc, yaml, json: JSON.stringify(doc), json30 };
+    const dir = generatedDir();
+    const doc = JSON.parse(fs.readFileSync(path.join(dir, 'openapi.json'), 'utf8')) as Record<string, unknown>;
+    cached = {
+      doc,
+      yaml: fs.readFileSync(path.join(dir, 'openapi.yaml'), 'utf8'),
+      json: JSON.stringify(doc),
+      json30: fs.readFileSync(path.join(dir, 'openapi-3.0.json'), 'utf8'),
+    };
   }
   return cached;
 }

@@ -1,4 +1,5 @@
-import { ConfigError, loadConfig } from '../src/config';
+import os from 'node:os';
+import { ConfigError, loadConfig, parseClockMode } from '../src/config';
 
 describe('config', () => {
   it('has defaults that work on a fresh machine', () => {
@@ -109,8 +110,37 @@ describe('config', () => {
     [{ OUTBOUND_TIMEOUT_MS: '10s' }, /OUTBOUND_TIMEOUT_MS/],
     [{ OUTBOUND_MAX_RESPONSE_BYTES: '100' }, /OUTBOUND_MAX_RESPONSE_BYTES must be a whole number from 1024/],
     [{ HEADERS_TIMEOUT_MS: '5000', REQUEST_TIMEOUT_MS: '1000' }, /HEADERS_TIMEOUT_MS must not be greater than REQUEST_TIMEOUT_MS/],
+    [{ WINDSOCK_EPHEMERAL: 'maybe' }, /WINDSOCK_EPHEMERAL must be true or false/],
+    [{ WINDSOCK_EPHEMERAL: 'true', DATABASE_URL: 'postgres://db/x' }, /WINDSOCK_EPHEMERAL keeps everything in memory: unset DATABASE_URL/],
+    [{ WINDSOCK_EPHEMERAL: 'true', DATA_DIR: '/srv/windsock' }, /unset DATA_DIR/],
+    [{ WINDSOCK_CLOCK: 'tomorrow' }, /WINDSOCK_CLOCK must be "real", an ISO-8601 instant .* or an offset such as \+90s.*got "tomorrow"/],
+    [{ WINDSOCK_CLOCK: '+90w' }, /WINDSOCK_CLOCK.*units s, m, h, d/],
+    [{ WINDSOCK_CLOCK: '2026-01-01T09:00:00' }, /needs its time zone/],
+    [{ WINDSOCK_CLOCK: '2026-02-30T09:00:00Z' }, /WINDSOCK_CLOCK/],
   ])('refuses %j naming the setting', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);
+  });
+
+  it('reads WINDSOCK_EPHEMERAL: everything in memory, nothing under DATA_DIR, a fresh secret each start', () => {
+    const c = loadConfig({ WINDSOCK_EPHEMERAL: 'true' });
+    expect(c).toMatchObject({ ephemeral: true, databaseKind: 'sqlite', databaseUrl: ':memory:' });
+    expect(c.jwtSecret).toHaveLength(64);
+    expect(loadConfig({ WINDSOCK_EPHEMERAL: 'true' }).jwtSecret).not.toBe(c.jwtSecret);
+    expect(c.dataDir.startsWith(os.tmpdir())).toBe(true);
+    expect(c.artifacts.dir.startsWith(c.dataDir)).toBe(true);
+    expect(loadConfig({}).ephemeral).toBe(false);
+  });
+
+  it('reads WINDSOCK_CLOCK: real by default, an instant (frozen) or an offset', () => {
+    expect(loadConfig({}).clock).toEqual({ kind: 'real' });
+    expect(loadConfig({ WINDSOCK_CLOCK: 'real' }).clock).toEqual({ kind: 'real' });
+    expect(loadConfig({ WINDSOCK_CLOCK: '2026-01-01T09:00:00Z' }).clock).toEqual({ kind: 'frozen', at: new Date('2026-01-01T09:00:00.000Z') });
+    expect(loadConfig({ WINDSOCK_CLOCK: '2026-01-01T09:00:00.250+02:00' }).clock).toEqual({ kind: 'frozen', at: new Date('2026-01-01T07:00:00.250Z') });
+    expect(loadConfig({ WINDSOCK_CLOCK: '2026-03-04' }).clock).toEqual({ kind: 'frozen', at: new Date('2026-03-04T00:00:00.000Z') });
+    expect(parseClockMode('+90s')).toEqual({ kind: 'offset', ms: 90_000 });
+    expect(parseClockMode('-2h')).toEqual({ kind: 'offset', ms: -7_200_000 });
+    expect(parseClockMode('+3d')).toEqual({ kind: 'offset', ms: 259_200_000 });
+    expect(parseClockMode('15m')).toEqual({ kind: 'offset', ms: 900_000 });
   });
 });

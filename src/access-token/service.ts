@@ -9,6 +9,7 @@ import { UnauthorizedError, ValidationError } from '../core/errors';
 import { SCOPES, type AccessToken, type Principal, type Scope } from '../core/identity';
 import type { Keys } from '../security/keys';
 import type { AccessTokenRepository, ListedToken } from './repository';
+import { clock } from '../core/clock';
 
 const ISSUER = 'windsock';
 
@@ -37,16 +38,18 @@ export class AccessTokenService {
   }): Promise<{ token: AccessToken; jwt: string }> {
     const unknown = input.scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
     if (unknown.length) throw ValidationError.field('scopes', `unknown scope(s): ${unknown.join(', ')}`);
-    if (input.expiresAt.getTime() <= Date.now()) throw ValidationError.field('expires_at', 'must be in the future');
+    if (input.expiresAt.getTime() <= clock.nowMs()) throw ValidationError.field('expires_at', 'must be in the future');
     const token: AccessToken = {
       id: crypto.randomUUID(),
       description: input.description ?? null,
       scopes: [...new Set(input.scopes)] as Scope[],
-      createdAt: new Date(),
+      createdAt: clock.now(),
       expiresAt: input.expiresAt,
     };
     await this.tokens.insert(token, input.userId, input.organizationIds);
-    const signed = jwt.sign({ sub: input.userId, exp: Math.floor(token.expiresAt.getTime() / 1000) }, this.keys.jwt, {
+    // `iat` from the service's clock (jsonwebtoken would take real time), as `exp` is.
+    const iat = Math.floor(clock.nowMs() / 1000);
+    const signed = jwt.sign({ sub: input.userId, iat, exp: Math.floor(token.expiresAt.getTime() / 1000) }, this.keys.jwt, {
       algorithm: 'HS256',
       jwtid: token.id,
       issuer: ISSUER,
@@ -56,12 +59,15 @@ export class AccessTokenService {
 
   /** The principal behind a bearer token, or UnauthorizedError. */
   async authenticate(bearer: string): Promise<Principal> {
-    const now = Date.now();
+    // Expiry is judged by the service's clock (a frozen or shifted clock expires tokens as it
+    // says); how long a cached answer is reused is a real interval, whatever the clock says.
+    const now = clock.nowMs();
+    const realNow = Date.now();
     const cached = this.cache.get(bearer);
-    if (cached && cached.until > now && cached.principal.token.expiresAt.getTime() > now) return cached.principal;
+    if (cached && cached.until > realNow && cached.principal.token.expiresAt.getTime() > now) return cached.principal;
     let claims: jwt.JwtPayload;
     try {
-      const decoded = jwt.verify(bearer, this.keys.jwt, { algorithms: ['HS256'], issuer: ISSUER });
+      const decoded = jwt.verify(bearer, this.keys.jwt, { algorithms: ['HS256'], issuer: ISSUER, clockTimestamp: Math.floor(now / 1000) });
       if (typeof decoded === 'string') throw new Error('not a JWT payload');
       claims = decoded;
     } catch {
@@ -73,14 +79,14 @@ export class AccessTokenService {
     const principal = await this.load(claims.jti, claims.sub);
     if (this.cacheMs > 0) {
       if (this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(bearer, { principal, until: now + this.cacheMs });
+      this.cache.set(bearer, { principal, until: realNow + this.cacheMs });
     }
     return principal;
   }
 
   private async load(tokenId: string, userId: string): Promise<Principal> {
     const stored = await this.tokens.findWithPrincipal(tokenId);
-    if (!stored || stored.userId !== userId || stored.revokedAt !== null || stored.principal.token.expiresAt.getTime() <= Date.now()) {
+    if (!stored || stored.userId !== userId || stored.revokedAt !== null || stored.principal.token.expiresAt.getTime() <= clock.nowMs()) {
       throw new UnauthorizedError('invalid token');
     }
     return stored.principal;
@@ -93,6 +99,6 @@ export class AccessTokenService {
 
   async revoke(tokenId: string): Promise<boolean> {
     for (const [bearer, { principal }] of this.cache) if (principal.token.id === tokenId) this.cache.delete(bearer);
-    return this.tokens.revoke(tokenId, new Date());
+    return this.tokens.revoke(tokenId, clock.now());
   }
 }

@@ -11,6 +11,7 @@ import { LIVE_STATES, type Agent, type AgentFilter, type AgentRepository, type A
 import type { Actor, User } from '../core/identity';
 import type { QueueDispatch } from '../clusters/repository';
 import type { ClusterMembership, ClusterService } from '../clusters/service';
+import { clock as sharedClock } from '../core/clock';
 
 type RegisterBody = components['schemas']['RegisterAgentRequest'];
 type PauseBody = components['schemas']['PauseAgentRequest'];
@@ -62,7 +63,7 @@ export class AgentService {
   constructor(
     private readonly agents: AgentRepository,
     /** The sweeper's clock too, so heartbeats are on the clock it judges by. */
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
     private readonly cancelHeldJob: HeldJobCanceller = async () => undefined,
     private readonly clusters: AgentClusters | null = null,
   ) {}
@@ -133,7 +134,7 @@ export class AgentService {
   /** A new registration token for the organization; the token itself is returned once. */
   async createToken(organizationId: string, creator: User | null, description: string | null): Promise<{ record: AgentToken; token: string }> {
     const token = newSecret();
-    const record: AgentToken = { id: crypto.randomUUID(), organizationId, description, creator, createdAt: new Date() };
+    const record: AgentToken = { id: crypto.randomUUID(), organizationId, description, creator, createdAt: this.clock() };
     await this.agents.createToken({ ...record, tokenHash: sha256Hex(token) });
     return { record, token };
   }

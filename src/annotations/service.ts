@@ -21,6 +21,7 @@ import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, typ
 import type { Actor } from '../core/identity';
 import type { Annotation, AnnotationPlace, AnnotationRepository, AnnotationScope, AnnotationStyle } from './repository';
 import { renderAnnotationHtml } from './render';
+import { clock as sharedClock } from '../core/clock';
 
 export const MAX_ANNOTATION_BODY_BYTES = 1024 * 1024;
 export const MAX_ANNOTATION_CONTEXT_LENGTH = 100;
@@ -51,7 +52,7 @@ export class AnnotationService {
     private readonly builds: BuildService,
     private readonly jobs: JobService,
     private readonly work: AgentWorkService,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   /* REST: the caller's build or job, then the rule. */

@@ -17,6 +17,7 @@ import type { Keys } from '../security/keys';
 import { pathProblem, queryMatcher } from './paths';
 import type { Artifact, ArtifactRepository } from './repository';
 import { ContentTooLargeError, type ArtifactStorage, type StagedContent } from './storage';
+import { clock as sharedClock } from '../core/clock';
 
 type CreateRequest = components['schemas']['CreateArtifactsRequest'];
 type StateUpdate = components['schemas']['ArtifactStateUpdate'];
@@ -86,7 +87,7 @@ export class ArtifactService {
     private readonly work: AgentWorkService,
     private readonly keys: Keys,
     readonly settings: ArtifactSettings,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   // ---------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import { CANCELABLE_STATES, FINISHED_STATES, type Build, type BuildFilter, type 
 import type { BuildProgress } from './progress/service';
 import type { BuildRepository } from './repository';
 import type { Principal, Actor, Permissions } from '../core/identity';
+import { clock } from '../core/clock';
 
 export type CreateBuildInput = components['schemas']['CreateBuildRequest'];
 
@@ -153,7 +154,7 @@ export class BuildService {
 
   /** Cancels the scheduled and running builds of a branch (it was deleted); returns how many. */
   cancelBranchBuilds(pipelineId: string, branch: string): Promise<number> {
-    return this.progress.cancelBranch(pipelineId, branch, CANCELABLE_STATES, new Date());
+    return this.progress.cancelBranch(pipelineId, branch, CANCELABLE_STATES, clock.now());
   }
 
   private async createFrom(actor: Actor, pipeline: Pipeline, perms: Permissions, b: NewBuildFields): Promise<BuildWithJobs> {
@@ -180,7 +181,7 @@ export class BuildService {
     if (!build) throw new NotFoundError('build');
     if (!perms.build) throw new ForbiddenError();
     // Canceled, the build's state machine runs: a build a synchronous trigger step is waiting on ends that step (failed).
-    if (!CANCELABLE_STATES.includes(build.state) || !(await this.progress.cancel(build.id, CANCELABLE_STATES, new Date()))) {
+    if (!CANCELABLE_STATES.includes(build.state) || !(await this.progress.cancel(build.id, CANCELABLE_STATES, clock.now()))) {
       const current = (await this.builds.findById(build.id))!;
       throw new UnprocessableError(`This build can't be canceled because it is ${current.state}: only scheduled, running or failing builds can be canceled.`);
     }

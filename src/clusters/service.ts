@@ -24,6 +24,7 @@ import type {
   QueueDispatch,
   RetryAgentAffinity,
 } from './repository';
+import { clock as sharedClock } from '../core/clock';
 
 type CreateClusterBody = components['schemas']['CreateClusterRequest'];
 type UpdateClusterBody = components['schemas']['UpdateClusterRequest'];
@@ -62,7 +63,7 @@ export class ClusterService {
 
   constructor(
     private readonly clusters: ClusterRepository,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
     /** Seals secret values (src/security/secret-box.ts); without keys no secret can be stored. */
     keys: Keys | null = null,
   ) {

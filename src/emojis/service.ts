@@ -7,6 +7,7 @@
 import crypto from 'node:crypto';
 import { ValidationError, type FieldError } from '../core/errors';
 import type { Emoji, EmojiRepository } from './repository';
+import { clock as sharedClock } from '../core/clock';
 
 const NAME = /^[\w+-]{1,100}$/;
 export const MAX_ALIASES = 20;
@@ -20,7 +21,7 @@ export interface EmojiInput {
 export class EmojiService {
   constructor(
     private readonly emojis: EmojiRepository,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   list(organizationId: string): Promise<Emoji[]> {

@@ -18,6 +18,7 @@ import { secretBox, type SecretBox } from '../security/secret-box';
 import type { Operator, TeamService } from '../teams/service';
 import { applySettings, isProvider, PROVIDERS, REFUSED_PROVIDERS } from './providers';
 import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceCursor, ServiceFields, ServiceScope } from './repository';
+import { clock as sharedClock } from '../core/clock';
 
 /** A service as answered: its record with the settings the API shows (of the secrets, only a webhook's token, which the docs return in full). */
 export type NotificationService = Omit<NotificationServiceRecord, 'secretsSealed'>;
@@ -105,7 +106,7 @@ export class NotificationServiceService {
     private readonly services: NotificationServiceRepository,
     private readonly deps: NotificationServiceDeps,
     keys: Keys,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
     /** Told of each new service after its create commits (the composition root sends it the `ping` event); its failure does not fail the create. */
     private readonly onCreated: (s: ActiveNotificationService) => Promise<void> = async () => {},
   ) {

@@ -14,6 +14,8 @@ export const AGENT_EVENTS = ['agent.connected', 'agent.lost', 'agent.disconnecte
 export const EVENT_NAMES = ['ping', ...BUILD_EVENTS, ...JOB_EVENTS, ...AGENT_EVENTS] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
 /** Events a webhook service is sent when its `events` is not given: every documented one (ping is sent on create regardless). */
+/** The events an `open_telemetry_tracing` service exports a trace for; it ignores the others. */
+export const OPEN_TELEMETRY_EVENTS: readonly EventName[] = ['build.finished', 'build.skipped'];
 export const DEFAULT_WEBHOOK_EVENTS: EventName[] = [...BUILD_EVENTS, ...JOB_EVENTS, ...AGENT_EVENTS];
 
 /** A REST representation (a build, job, pipeline, agent or user as the v2 API answers it). */

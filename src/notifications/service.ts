@@ -23,6 +23,7 @@ import type { AttemptResult, EventName, EventPayload, HttpSend, NotificationEven
 import { renderEvent, type PayloadSources, type RenderedEvent } from './payload';
 import type { Attempt, Delivery, NewDelivery, OutboxRepository, Transition } from './repository';
 import { backoffMs, eventOf, inScope, type EventPlace } from './rules';
+import { clock as sharedClock } from '../core/clock';
 
 export interface NotificationSettings {
   /** How often the worker looks for events and due deliveries when idle. */
@@ -145,7 +146,7 @@ export class NotificationService {
     private readonly providers: Record<string, Provider>,
     private readonly http: HttpSend,
     readonly settings: NotificationSettings = DEFAULT_NOTIFICATION_SETTINGS,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   /** Fans out up to a batch of events; how many were claimed. */
@@ -206,7 +207,9 @@ export class NotificationService {
       event: {
         id: String(t.seq),
         name,
-        occurredAt: t.occurredAt,
+        // The outbox's triggers date events by the database's own (real) time; a frozen or
+        // shifted service clock moves them by its current difference, as it does every other date.
+        occurredAt: new Date(t.occurredAt.getTime() + this.clock().getTime() - Date.now()),
         organizationId: t.organizationId,
         pipelineId: place.pipelineId,
         buildId: t.buildId,

@@ -5,6 +5,7 @@ import type { Organization, Role, User } from '../core/identity';
 import { userFromRow } from '../user/rows';
 import { toBool } from '../db/values';
 import { orgFromRow } from './rows';
+import { clock } from '../core/clock';
 
 export interface Team {
   id: string;
@@ -36,7 +37,7 @@ export class OrganizationRepository {
       slug: input.slug,
       name: input.name,
       teamsEnabled: input.teamsEnabled ?? false,
-      createdAt: new Date(),
+      createdAt: clock.now(),
     };
     await trx('organizations').insert({
       id: org.id,
@@ -91,7 +92,7 @@ export class OrganizationRepository {
     const defaults = await trx('teams').where({ organization_id: organizationId, is_default_team: true }).select('id', 'default_member_role');
     if (defaults.length) {
       await trx('team_members')
-        .insert(defaults.map((t) => ({ team_id: t.id, user_id: userId, role: t.default_member_role, created_at: new Date() })))
+        .insert(defaults.map((t) => ({ team_id: t.id, user_id: userId, role: t.default_member_role, created_at: clock.now() })))
         .onConflict(['team_id', 'user_id'])
         .ignore();
     }
@@ -114,7 +115,7 @@ export class OrganizationRepository {
 
   async createTeam(input: { organizationId: string; slug: string; name: string }, trx: Knex = this.db): Promise<Team> {
     const team: Team = { id: crypto.randomUUID(), ...input, membersCanCreatePipelines: true };
-    await trx('teams').insert({ id: team.id, organization_id: team.organizationId, slug: team.slug, name: team.name, created_at: new Date() });
+    await trx('teams').insert({ id: team.id, organization_id: team.organizationId, slug: team.slug, name: team.name, created_at: clock.now() });
     return team;
   }
 
@@ -130,7 +131,7 @@ export class OrganizationRepository {
   }
 
   async addTeamMember(teamId: string, userId: string, trx: Knex = this.db, role: TeamRole = 'member'): Promise<void> {
-    await trx('team_members').insert({ team_id: teamId, user_id: userId, role, created_at: new Date() }).onConflict(['team_id', 'user_id']).ignore();
+    await trx('team_members').insert({ team_id: teamId, user_id: userId, role, created_at: clock.now() }).onConflict(['team_id', 'user_id']).ignore();
   }
 
   /** The user's teams in the organization, with their role in each. */

@@ -6,6 +6,7 @@
  * refuses into a reason the API can give. No HTTP, no SQL.
  */
 import { Cron } from 'croner';
+import { clock } from '../core/clock';
 
 export interface ParsedCronline {
   /** The first minute strictly after `after` the cronline fires at, or null if it never does again. */
@@ -57,6 +58,6 @@ function fromPattern(pattern: string, zone: { timezone?: string; utcOffset?: num
   }
   const parsed: ParsedCronline = { nextAfter: (after) => cron.nextRun(after) };
   // A cronline that never fires (31 February) schedules nothing: refused like a malformed one.
-  if (!parsed.nextAfter(new Date())) throw new Error('never fires');
+  if (!parsed.nextAfter(clock.now())) throw new Error('never fires');
   return parsed;
 }

@@ -8,6 +8,7 @@
 import { isUnavailableError } from '../db/knex';
 import type { Logger } from '../http/logger';
 import type { DueRun, PipelineScheduleService } from './service';
+import { clock as sharedClock } from '../core/clock';
 
 export interface SchedulerSettings {
   /** How often due schedules are looked for (well under a minute, so a build comes in its minute). */
@@ -24,7 +25,7 @@ export class Scheduler {
   constructor(
     private readonly schedules: PipelineScheduleService,
     private readonly settings: SchedulerSettings,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
     private readonly logger?: Logger,
   ) {}
 

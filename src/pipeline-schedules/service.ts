@@ -21,6 +21,7 @@ import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
 import { parseCronline, type ParsedCronline } from './cronline';
 import type { PipelineSchedule, PipelineScheduleRepository, ScheduleChanges } from './repository';
+import { clock as sharedClock } from '../core/clock';
 
 export type CreateScheduleInput = components['schemas']['CreatePipelineScheduleRequest'];
 export type UpdateScheduleInput = components['schemas']['UpdatePipelineScheduleRequest'];
@@ -52,7 +53,7 @@ export class PipelineScheduleService {
     private readonly pipelines: PipelineService,
     private readonly organizations: OrganizationService,
     private readonly progress: BuildProgress,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   private async readable(actor: Actor, pipelineSlug: string): Promise<{ pipeline: Pipeline; perms: Permissions }> {

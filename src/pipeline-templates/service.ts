@@ -9,6 +9,7 @@ import crypto from 'node:crypto';
 import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
 import type { Actor } from '../core/identity';
 import type { PipelineTemplate, PipelineTemplateRepository, TemplateFields } from './repository';
+import { clock as sharedClock } from '../core/clock';
 
 /** Parses a YAML step configuration into steps, env and top-level notify, throwing a ValidationError naming what is wrong. */
 export type ConfigurationParser = (yaml: string) => { steps: unknown[]; env: Record<string, string>; notify: unknown[] };
@@ -32,7 +33,7 @@ export class PipelineTemplateService {
   constructor(
     private readonly templates: PipelineTemplateRepository,
     private readonly parse: ConfigurationParser,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   private requireAdmin(actor: Actor): void {

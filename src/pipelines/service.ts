@@ -17,6 +17,7 @@ import type { AccessLevel, Pipeline, PipelineCounts, PipelineFields, PipelineRep
 import { isValidSlug, slugify } from './slug';
 import type { Actor, Organization, Permissions, Role } from '../core/identity';
 import type { PipelineTemplateService } from '../pipeline-templates/service';
+import { clock } from '../core/clock';
 
 const ALL: Permissions = { read: true, build: true, edit: true };
 const NONE: Permissions = { read: false, build: false, edit: false };
@@ -237,7 +238,7 @@ export class PipelineService {
         id,
         organizationId: actor.organization.id,
         createdById: actor.principal.user.id,
-        createdAt: new Date(),
+        createdAt: clock.now(),
         webhookTokenHash: sha256Hex(this.webhookToken(id)),
         name,
         slug,
@@ -336,7 +337,7 @@ export class PipelineService {
 
   async archive(actor: Actor, slug: string) {
     const { pipeline, perms } = await this.getEditable(actor, slug);
-    if (!(await this.pipelines.setArchivedAt(pipeline.id, new Date(), false))) throw new UnprocessableError('Pipeline could not be archived.');
+    if (!(await this.pipelines.setArchivedAt(pipeline.id, clock.now(), false))) throw new UnprocessableError('Pipeline could not be archived.');
     return { pipeline: (await this.pipelines.findById(pipeline.id))!, perms };
   }
 

@@ -31,6 +31,7 @@ import {
   type WindowQuery,
   PERIOD_MS,
 } from './test-metrics';
+import { clock } from '../core/clock';
 
 type CreateInput = components['schemas']['CreateSuiteRequest'];
 type UpdateInput = components['schemas']['UpdateSuiteRequest'];
@@ -97,7 +98,7 @@ export class SuiteService {
         organizationId: actor.organization.id,
         slug,
         createdById: actor.principal.user.id,
-        createdAt: new Date(),
+        createdAt: clock.now(),
         apiTokenHash: sha256Hex(apiToken),
         name,
         defaultBranch: input.default_branch ?? 'main',
@@ -210,7 +211,7 @@ export class SuiteService {
     const readable = await this.pipelines.readableByIds(new Map([[actor.organization.id, actor]]), [build.pipelineId]);
     if (!readable.has(build.pipelineId)) throw new NotFoundError('build');
     const created = build.createdAt.getTime();
-    const end = Math.min(build.finishedAt?.getTime() ?? Date.now(), created + BUILD_WINDOW_MS);
+    const end = Math.min(build.finishedAt?.getTime() ?? clock.nowMs(), created + BUILD_WINDOW_MS);
     const window = { from: build.createdAt, to: new Date(Math.max(end, created)) };
     const buildRuns = await this.results.buildRuns(actor.organization.id, [build.id], this.isRestricted(actor) ? actor.principal.user.id : undefined);
     const slugs = new Map(buildRuns.map((r) => [r.suiteId, r.suiteSlug]));
@@ -265,7 +266,7 @@ export class SuiteService {
 
   async flakyTests(actor: Actor, slug: string, filter: { search?: string; branch?: string; period?: FlakyPeriod }, offset: number, limit: number) {
     const suite = await this.get(actor, slug);
-    const since = new Date(Date.now() - PERIOD_MS[filter.period ?? '7days']);
+    const since = new Date(clock.nowMs() - PERIOD_MS[filter.period ?? '7days']);
     return this.results.listFlaky({ suiteId: suite.id, since, branch: filter.branch, search: filter.search?.trim() || undefined }, offset, limit);
   }
 

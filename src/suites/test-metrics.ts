@@ -8,6 +8,7 @@ import type { operations } from '../../generated/api';
 import { BadRequestError, UnprocessableError } from '../core/errors';
 import type { ExecutionTotals, TestIdentity, TimeWindow } from './results-repository';
 import { resultPasses, type TestFilters } from './test-filters';
+import { clock } from '../core/clock';
 
 export type ListTestsQuery = NonNullable<operations['listTests']['parameters']['query']>;
 type Period = NonNullable<ListTestsQuery['period']>;
@@ -132,7 +133,7 @@ export function sortTests(items: MeasuredTest[], sortBy: SortBy, order: 'asc' | 
  * (default 7 days before now) to `max_timestamp` (default now). `period` with either timestamp,
  * or a start after the end, is a 422.
  */
-export function windowOf(q: WindowQuery, now = new Date()): TimeWindow {
+export function windowOf(q: WindowQuery, now = clock.now()): TimeWindow {
   if (q.period !== undefined) {
     if (q.min_timestamp !== undefined) throw new UnprocessableError('period cannot be combined with min_timestamp');
     if (q.max_timestamp !== undefined) throw new UnprocessableError('period cannot be combined with max_timestamp');

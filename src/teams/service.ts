@@ -27,6 +27,7 @@ import type {
   TeamRepository,
   TeamRole,
 } from './repository';
+import { clock } from '../core/clock';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -98,7 +99,7 @@ export class TeamService {
     await this.teams.insert({
       id,
       organizationId: caller.organization.id,
-      createdAt: new Date(),
+      createdAt: clock.now(),
       createdById: userIdOf(caller),
       name,
       slug,
@@ -158,7 +159,7 @@ export class TeamService {
     const field = input.email !== undefined ? 'email' : 'user_id';
     const member = await this.organizationMemberNamed(caller.organization.id, input);
     if (!member) throw ValidationError.field(field, 'is not a member of this organization');
-    const added = await this.teams.addMember(team.id, member.user.id, input.role ?? team.defaultMemberRole, new Date());
+    const added = await this.teams.addMember(team.id, member.user.id, input.role ?? team.defaultMemberRole, clock.now());
     if (!added) throw ValidationError.field(field, 'is already a member of this team');
     return (await this.teams.findMember(team, member.user.id))!;
   }
@@ -215,7 +216,7 @@ export class TeamService {
   async addPipeline(actor: Actor, idOrSlug: string, input: { pipeline_id: string; access_level?: PipelineAccessLevel }): Promise<PipelineGrant> {
     const team = await this.getManageable(actor, idOrSlug);
     const pipelineId = await this.manageablePipeline(actor, input.pipeline_id, 'pipeline_id');
-    if (!(await this.teams.addPipelineGrant(team.id, pipelineId, input.access_level ?? 'manage_build_and_read', new Date()))) {
+    if (!(await this.teams.addPipelineGrant(team.id, pipelineId, input.access_level ?? 'manage_build_and_read', clock.now()))) {
       throw ValidationError.field('pipeline_id', 'has already been added to this team');
     }
     return (await this.teams.findPipelineGrant(team.id, pipelineId))!;
@@ -262,7 +263,7 @@ export class TeamService {
   async addSuite(actor: Actor, idOrSlug: string, input: { suite_id: string; access_level?: string[] }): Promise<SuiteGrant> {
     const team = await this.getManageable(actor, idOrSlug);
     const suiteId = await this.editableSuite(actor, input.suite_id, 'suite_id');
-    if (!(await this.teams.addSuiteGrant(team.id, suiteId, suiteLevel(input.access_level), new Date()))) {
+    if (!(await this.teams.addSuiteGrant(team.id, suiteId, suiteLevel(input.access_level), clock.now()))) {
       throw ValidationError.field('suite_id', 'has already been added to this team');
     }
     return (await this.teams.findSuiteGrant(team.id, suiteId))!;

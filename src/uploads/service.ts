@@ -15,6 +15,7 @@ import { parseJUnit } from './junit';
 import type { RunEnvFields, UploadRepository } from './repository';
 import { RESULT_BATCH, yieldToEventLoop } from './event-loop';
 import { checkResults, MAX_RESULTS, type AcceptedResult, type UploadResultError } from './results';
+import { clock } from '../core/clock';
 
 type RunEnv = components['schemas']['RunEnv'];
 type Accepted = components['schemas']['UploadAccepted'];
@@ -78,7 +79,7 @@ export class UploadService {
       accepted.push(...checked.accepted);
       errors.push(...checked.errors);
     }
-    const run = await this.uploads.ingest(who.suite.id, runEnvFields(env), tags, accepted, new Date());
+    const run = await this.uploads.ingest(who.suite.id, runEnvFields(env), tags, accepted, clock.now());
     return {
       id: crypto.randomUUID(),
       run_id: run.id,

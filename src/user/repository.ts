@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Role, User } from '../core/identity';
 import { userFromRow } from './rows';
+import { clock } from '../core/clock';
 
 export class UserRepository {
   constructor(private readonly db: Knex) {}
@@ -13,7 +14,7 @@ export class UserRepository {
   }
 
   async create(input: { name: string; email: string }, trx: Knex = this.db): Promise<User> {
-    const user: User = { id: crypto.randomUUID(), name: input.name, email: input.email.toLowerCase(), createdAt: new Date() };
+    const user: User = { id: crypto.randomUUID(), name: input.name, email: input.email.toLowerCase(), createdAt: clock.now() };
     await trx('users').insert({ id: user.id, name: user.name, email: user.email, created_at: user.createdAt });
     return user;
   }

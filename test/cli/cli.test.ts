@@ -45,9 +45,14 @@ describe('first start and the CLI (embedded SQLite in a temp data dir)', () => {
     await s1.close();
     expect(fs.statSync(path.join(dir, 'jwt-secret')).mode & 0o777).toBe(0o600);
 
+    // Kept, readable by its owner only, for a restart to point to.
+    const file = path.join(dir, 'first-start-token.txt');
+    expect(fs.readFileSync(file, 'utf8')).toBe(`${token}\n`);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+
     const second = capture();
     const s2 = await startServer(loadConfig(), second.out);
-    expect(second.text()).toBe('');
+    expect(second.text()).toBe(`Windsock is listening on ${s2.url}. The token made on first start is in ${file}\n`);
     // Same secret on restart: the first token still works.
     await request(s2.url).get('/v2/access-token').set('Authorization', `Bearer ${token}`).expect(200);
     await s2.close();

@@ -56,10 +56,13 @@ export async function startService(env: Record<string, string>, opts: { expectTo
       if (url && (token || !opts.expectToken)) {
         clearTimeout(timer);
         proc.stdout!.off('data', check);
+        proc.stderr!.off('data', check);
         resolve({ url, token });
       }
     };
+    // The token is on stderr (stdout is a pipe here), the URL on stdout: either may come last.
     proc.stdout!.on('data', check);
+    proc.stderr!.on('data', check);
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
       reject(new Error(`the service exited (${code ?? signal}) before listening:\n${out}`));

@@ -23,6 +23,7 @@ import type { NotificationSettings } from '../../src/notifications/service';
 import type { CommitStatusSettings } from '../../src/notifications/commit-status';
 import { createServices, type Services } from '../../src/services';
 import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
+import { clock } from '../../src/core/clock';
 
 export const databases: DatabaseKind[] = (process.env.TEST_DATABASES ?? 'sqlite').split(',').map((s) => s.trim()) as DatabaseKind[];
 
@@ -149,7 +150,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
       if (org) await services.orgs.addMember(org.id, user.id, role);
       return user;
     },
-    givenToken: async (user, orgs, scopes = SCOPES, expiresAt = new Date(Date.now() + 3600_000)) => {
+    givenToken: async (user, orgs, scopes = SCOPES, expiresAt = new Date(clock.nowMs() + 3600_000)) => {
       const { jwt } = await services.tokens.create({ userId: user.id, organizationIds: orgs.map((o) => o.id), scopes: [...scopes], expiresAt });
       return jwt;
     },

@@ -15,6 +15,7 @@ import type { Step } from '../../pipelines/configuration';
 import type { JobLogRepository } from './log-repository';
 import type { JobContext, JobEnd } from './model';
 import type { JobRepository } from './repository';
+import { clock as sharedClock } from '../../core/clock';
 
 /**
  * How many jobs the agent may run one poll reads at once, in dispatch order: enough that agents
@@ -67,7 +68,7 @@ export class AgentWorkService {
     /** Polls and job reads count as the agent's sign of life. */
     private readonly agents: AgentService,
     /** The sweeper's clock too, so heartbeats and job times are on the clock it judges by. */
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
     private readonly jobLogLimitBytes: number = DEFAULT_JOB_LOG_LIMIT_BYTES,
   ) {}
 

@@ -18,6 +18,7 @@ import { NotFoundError, UnprocessableError, ValidationError } from '../../core/e
 import { parseConfiguration } from '../../pipelines/configuration';
 import type { PipelineService } from '../../pipelines/service';
 import type { JobRepository } from './repository';
+import { clock } from '../../core/clock';
 
 export class PipelineUploadService {
   constructor(
@@ -47,7 +48,7 @@ export class PipelineUploadService {
       stepTimeouts: settings ? { defaultMinutes: settings.defaultTimeoutInMinutes, maximumMinutes: settings.maximumTimeoutInMinutes } : undefined,
       sign: this.sign,
     });
-    const ids = await this.progress.addUploadedJobs(build.id, context.job, planned, uploadId, new Date(), MAX_JOBS_PER_BUILD, parsed.notify);
+    const ids = await this.progress.addUploadedJobs(build.id, context.job, planned, uploadId, clock.now(), MAX_JOBS_PER_BUILD, parsed.notify);
     if (!ids) throw new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: this upload would go over.`);
     return { jobs: await this.jobs.findMany(ids), notices: parsed.notices };
   }

@@ -13,6 +13,7 @@ import { isUnavailableError } from '../../db/knex';
 import type { Logger } from '../../http/logger';
 import type { JobEnd } from './model';
 import type { JobRepository } from './repository';
+import { clock as sharedClock } from '../../core/clock';
 
 export interface SweepSettings {
   /** How often the sweep runs. */
@@ -45,7 +46,7 @@ export class Sweeper {
     /** What ends jobs and moves their builds along, in its own transactions. */
     private readonly progress: BuildProgress,
     private readonly settings: SweepSettings,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
     private readonly logger?: Logger,
   ) {}
 

@@ -17,6 +17,7 @@ import type { Build, BuildState, NewBuild, NewBuildFields } from '../model';
 import { placeInCluster, type ClusterQueues } from '../jobs/cluster-queue';
 import { supersede } from './cancellation';
 import type { ProgressRepositories, StepSigner } from './repositories';
+import { clock } from '../../core/clock';
 
 /** Older builds of the branch a new build moves on: those in `fromStates` become `toState`, their unfinished jobs `jobState`. */
 interface Supersession {
@@ -39,7 +40,7 @@ export interface PlannedBuild {
  * more jobs than a build may have.
  */
 export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields, sign: StepSigner, queues: ClusterQueues | null = null): PlannedBuild {
-  const now = new Date();
+  const now = clock.now();
   // A pipeline using a template builds from the template's steps and env, not its own.
   const source = pipeline.template ?? pipeline;
   const planned = planJobs(source.steps, {

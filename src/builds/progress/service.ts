@@ -28,6 +28,7 @@ import { clusterQueuesOf, planBuild, writeBuild } from './creation';
 import { placeInCluster } from '../jobs/cluster-queue';
 import { advanceLocked } from './machine';
 import { bind, type ProgressRepositories, type StepSigner } from './repositories';
+import { clock as sharedClock } from '../../core/clock';
 
 /** Rolls a claim back: the agent may take no job now (paused, stopping, gone, or holding one). */
 const AGENT_UNAVAILABLE = new Error('agent unavailable');
@@ -42,7 +43,7 @@ export class BuildProgress {
     private readonly db: Knex,
     private readonly repos: ProgressRepositories,
     private readonly sign: StepSigner,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   /** Runs the build's state machine after a job event. */

@@ -47,7 +47,7 @@ import {
   type Sampler,
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import type { AttemptResult, EventName, NotificationEvent, Representation } from '../events';
+import { OPEN_TELEMETRY_EVENTS, type AttemptResult, type NotificationEvent, type Representation } from '../events';
 
 /** The service's settings, as the notification services API documents them (map values are strings). */
 export interface OpenTelemetrySettings {
@@ -75,8 +75,7 @@ export interface OpenTelemetryOptions {
   lookup?: LookupFunction;
 }
 
-/** The events this service exports a trace for; it ignores the others. */
-export const OPEN_TELEMETRY_EVENTS: readonly EventName[] = ['build.finished', 'build.skipped'];
+export { OPEN_TELEMETRY_EVENTS };
 
 export const DEFAULT_SERVICE_NAME = 'buildkite';
 const DEFAULT_TIMEOUT_MS = 10_000;

@@ -6,10 +6,10 @@
  * OpenTelemetry export is built from the event's payload when it is sent.
  */
 import type { LookupFunction } from 'node:net';
-import type { AttemptResult, EventName, HttpSend, NotificationEvent } from '../events';
+import { OPEN_TELEMETRY_EVENTS, type AttemptResult, type EventName, type HttpSend, type NotificationEvent } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
-import { exportOpenTelemetry, OPEN_TELEMETRY_EVENTS, type OpenTelemetrySettings } from './open-telemetry';
+import type { OpenTelemetrySettings } from './open-telemetry';
 import { postSlack, slackMessageFor, type SlackMessage, type SlackSettings } from './slack';
 
 const serviceTarget = (s: ActiveService, payload: unknown): PlannedDelivery => ({
@@ -52,7 +52,10 @@ export function openTelemetryProvider(lookup: LookupFunction, timeoutMillis: num
       if (!OPEN_TELEMETRY_EVENTS.includes(ctx.event.name)) return [];
       return [serviceTarget(s, { ...ctx.event.payload, organization: ctx.rendered.organization })];
     },
-    send(d: Delivery, service: ActiveService | null): Promise<AttemptResult> {
+    async send(d: Delivery, service: ActiveService | null): Promise<AttemptResult> {
+      // The OpenTelemetry SDK is loaded on the first export, not at every start: it was a sixth
+      // of the start-up's module loading (BENCHMARKS.md, "Start-up"), and most installations never export.
+      const { exportOpenTelemetry } = await import('./open-telemetry');
       return exportOpenTelemetry(eventOfDelivery(d), (service?.settings ?? {}) as unknown as OpenTelemetrySettings, { lookup, timeoutMillis });
     },
   };

@@ -9,6 +9,7 @@ import crypto from 'node:crypto';
 import { DEFAULT_WEBHOOK_EVENTS, type AttemptResult, type HttpSend } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
+import { clock as sharedClock } from '../../core/clock';
 
 export function signature(secret: string, timestamp: number, body: string): string {
   const hmac = crypto.createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
@@ -45,7 +46,7 @@ export function webhookHeaders(event: string, settings: Record<string, unknown>,
   return headers;
 }
 
-export function webhookProvider(clock: () => Date = () => new Date()): Provider {
+export function webhookProvider(clock: () => Date = () => sharedClock.now()): Provider {
   return {
     planForService(ctx: FanOutContext, s: ActiveService): PlannedDelivery[] {
       const events = Array.isArray(s.settings.events) ? (s.settings.events as string[]) : DEFAULT_WEBHOOK_EVENTS;

@@ -1,0 +1,115 @@
+/**
+ * The package as a consumer's CI gets it (`npm run test:package`, in CI): `npm pack` (which builds
+ * first), installed into an empty directory with `npm install <tarball>`, then `npx windsock serve
+ * --ephemeral` answers /readyz and an authenticated call with the token it printed on stderr.
+ *
+ * The tarball must hold everything the installed tool runs on: built JavaScript (an install from a
+ * tarball runs no `prepare`, and a consumer has no TypeScript), the bundled spec, the migrations.
+ * npm's install scripts are skipped and better-sqlite3's native module (the only production
+ * dependency with one) is taken from this checkout's, already built for this Node, when the
+ * versions match: compiling it from source takes minutes and proves nothing about the package.
+ * Dependencies come from npm's cache where it has them (`--prefer-offline`; `npm ci` fills it).
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const ROOT = path.resolve(__dirname, '../..');
+const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+const NPX = process.platform === 'win32' ? 'npx.cmd' : 'npx';
+
+/** The environment of a consumer's shell: none of the npm_* settings of the `npm run` this runs under. */
+const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k))) as NodeJS.ProcessEnv;
+
+const versionOf = (dir: string): string => (JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version;
+
+describe('the packed tarball, installed into an empty directory', () => {
+  let dir: string;
+  let tarball: string;
+  let app: string;
+
+  beforeAll(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-package-'));
+    app = path.join(dir, 'consumer');
+    fs.mkdirSync(app);
+    // As a maintainer packs it: `prepare` (npm run build) runs first, so the tarball holds a fresh build.
+    const name = execFileSync(NPM, ['pack', '--pack-destination', dir], { cwd: ROOT, env, encoding: 'utf8' }).trim().split('\n').at(-1)!;
+    tarball = path.join(dir, name);
+  });
+  afterAll(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('holds the built tool, its spec and its migrations, and no sources, tests or build leftovers', () => {
+    const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n');
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package/package.json',
+        'package/README.md',
+        'package/dist/src/cli/main.js',
+        'package/dist/src/server.js',
+        'package/dist/src/db/migrations/20261123100000_foundation.js',
+        'package/generated/openapi.json',
+        'package/generated/openapi.yaml',
+        'package/openapi/openapi.yaml',
+      ]),
+    );
+    expect(files.filter((f) => /^package\/(src|test|scripts|dist\/scripts|dist\/test|node_modules)\//.test(f) || /\.(ts|map)$/.test(f))).toEqual([]);
+    const manifest = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as Record<string, unknown>;
+    expect(manifest).toMatchObject({ bin: { windsock: 'dist/src/cli/main.js' }, engines: { node: expect.stringMatching(/^>=20/) } });
+  });
+
+  it('npx windsock serve --ephemeral answers /readyz and an authenticated call', async () => {
+    execFileSync(NPM, ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--prefer-offline', tarball], { cwd: app, env, stdio: 'pipe' });
+    const installed = path.join(app, 'node_modules', 'better-sqlite3');
+    const ours = path.join(ROOT, 'node_modules', 'better-sqlite3');
+    if (versionOf(installed) === versionOf(ours)) {
+      fs.mkdirSync(path.join(installed, 'build', 'Release'), { recursive: true });
+      fs.copyFileSync(path.join(ours, 'build', 'Release', 'better_sqlite3.node'), path.join(installed, 'build', 'Release', 'better_sqlite3.node'));
+    } else {
+      execFileSync(NPM, ['rebuild', 'better-sqlite3'], { cwd: app, env, stdio: 'pipe' });
+    }
+
+    const proc = spawn(NPX, ['windsock', 'serve', '--ephemeral'], {
+      cwd: app,
+      env: { ...env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group: npx runs the tool as its child, and the stop signal goes to both.
+      detached: true,
+    });
+    let out = '';
+    let err = '';
+    proc.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    proc.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
+    const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+    // Closed once every process holding its output (npx and the tool it started) is gone.
+    const closed = new Promise<void>((resolve) => proc.once('close', () => resolve()));
+    try {
+      // The URL is logged on stdout, the token printed on stderr: the pipes may be read in either order.
+      const [url, token] = await new Promise<[string, string]>((resolve, reject) => {
+        const check = () => {
+          const found = /"url":"(http:[^"]+)"[^\n]*"msg":"windsock listening"/.exec(out)?.[1];
+          const printed = /^ {2}(eyJ\S+)$/m.exec(err)?.[1];
+          if (found && printed) resolve([found, printed]);
+        };
+        proc.stdout.on('data', check);
+        proc.stderr.on('data', check);
+        void exited.then((code) => reject(new Error(`exited ${code} before listening:\n${out}${err}`)));
+      });
+      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+      const pipelines = await fetch(`${url}/v2/organizations/default/pipelines`, { headers: { Authorization: `Bearer ${token}` } });
+      expect(pipelines.status).toBe(200);
+      expect(await pipelines.json()).toEqual([]);
+      // Nothing was written where it ran: no ./data.
+      expect(fs.existsSync(path.join(app, 'data'))).toBe(false);
+    } finally {
+      process.kill(-proc.pid!, 'SIGTERM');
+    }
+    await closed;
+    // The tool shut down as it does on SIGTERM, without an error.
+    expect(out).toMatch(/"signal":"SIGTERM","msg":"shutting down"/);
+    expect(out).not.toMatch(/"level":50/);
+    expect(err).not.toMatch(/Error|shutdown failed/);
+  });
+});
