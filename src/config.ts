@@ -62,6 +62,12 @@ export interface Config {
    * of one request (OUTBOUND_TIMEOUT_MS) and how much of an answer is read (OUTBOUND_MAX_RESPONSE_BYTES).
    */
   outbound: OutboundSettings;
+  /** WINDSOCK_FIXTURES (--fixtures): a YAML or JSON file loaded at start (src/fixtures/); its path as given, resolved from the working directory. */
+  fixturesFile: string | undefined;
+  /** WINDSOCK_ADMIN_TOKEN (--admin-token): the installation admin token's secret instead of an issued JWT (checked by src/bootstrap.ts). */
+  adminToken: string | undefined;
+  /** WINDSOCK_TEST_CONTROLS=true (--test-controls): the reset and clock endpoints under /_windsock/ (src/test-controls/). */
+  testControls: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -260,6 +266,9 @@ export function loadConfig(env: Env = process.env): Config {
       maxResponseBytes: int(env, 'OUTBOUND_MAX_RESPONSE_BYTES', 65_536, 1024, 64 * 1024 * 1024),
     },
     notifications: notificationSettings(env),
+    fixturesFile: env.WINDSOCK_FIXTURES ? path.resolve(env.WINDSOCK_FIXTURES) : undefined,
+    adminToken: credential(env, 'WINDSOCK_ADMIN_TOKEN'),
+    testControls: bool(env, 'WINDSOCK_TEST_CONTROLS', false),
   };
 }
 

@@ -30,7 +30,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   const logger = createLogger(config.logLevel);
   const services = servicesFromConfig(config, logger);
   await migrateLatest(services.db);
-  const created = await bootstrapIfEmpty(services);
+  const created = await bootstrapIfEmpty(services, { adminToken: config.adminToken });
 
   let accepting = true;
   /** Set when the listener closes: from then on no request reaches the app. */
@@ -85,7 +85,9 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   services.scheduler.start();
   services.notificationWorker.start();
 
-  if (created) {
+  if (created && created.jwt === null) {
+    out.write(`\nWindsock created an organization (${created.orgSlug}), an admin user and the admin token WINDSOCK_ADMIN_TOKEN gives, with every scope.\n`);
+  } else if (created) {
     // Printed once, to the terminal, not through the logger: it is a secret.
     out.write(
       [
