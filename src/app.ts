@@ -45,6 +45,8 @@ import { notificationDeliveryRoutes } from './notifications/routes';
 import { serializeTestEngine } from './suites/serialize';
 import { parseUploadMultipart } from './uploads/multipart';
 import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
+import type { TestControls } from './test-controls/service';
+import { testControlRoutes, testControlsGate } from './test-controls/routes';
 
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
 export interface AppDeps extends Pick<
@@ -85,6 +87,8 @@ export interface AppDeps extends Pick<
   webhookIps?: string[];
   /** false once shutdown has begun: readiness turns 503 so load balancers stop sending. */
   isAccepting?: () => boolean;
+  /** The reset and clock endpoints (WINDSOCK_TEST_CONTROLS=true); absent, /_windsock/ answers 404. */
+  testControls?: TestControls;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -181,6 +185,7 @@ export function createApp(deps: AppDeps): express.Express {
   });
 
   app.use('/v2', authenticate(deps.tokens), rateLimit(deps.rateLimiter));
+  app.use(testControlsGate(deps.testControls, deps.tokens));
   app.use(guardRouter(guardsFromSpec(spec.doc)));
   // Integers, dates, booleans and enums in the query and path read strictly, nulls of optional
   // body fields dropped: before the validator, so it sees what the client meant.
@@ -228,6 +233,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(notificationServiceRoutes(deps.notificationServices, deps.publicUrl));
   app.use(notificationDeliveryRoutes(deps.notifications, (actor, id) => deps.notificationServices.get(actor, id), deps.publicUrl));
   app.use(agentSecretRoutes(deps.clusters, deps.agentWork));
+  app.use(testControlRoutes(spec.doc, deps.testControls));
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -17,6 +17,8 @@ import { migrateLatest } from './db/knex';
 import { clientErrorHandler } from './http/error-handler';
 import { createLogger, type Logger } from './http/logger';
 import { servicesFromConfig, type Services } from './services';
+import { loadFixtureFile } from './fixtures/load';
+import { TestControls } from './test-controls/service';
 
 export interface RunningServer {
   server: http.Server;
@@ -30,7 +32,18 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
   const logger = createLogger(config.logLevel);
   const services = servicesFromConfig(config, logger);
   await migrateLatest(services.db);
-  const created = await bootstrapIfEmpty(services, { adminToken: config.adminToken });
+  const testControls = config.testControls ? new TestControls(services.db, services.tokens) : undefined;
+  let created;
+  try {
+    // A bad fixture file or admin token stops the start before anything listens (nothing loaded).
+    if (config.fixturesFile) await loadFixtureFile(services, config.fixturesFile);
+    created = await bootstrapIfEmpty(services, { adminToken: config.adminToken });
+    // After the admin token exists: a reset keeps it.
+    await testControls?.takeSnapshot(config.fixturesFile !== undefined);
+  } catch (err) {
+    await services.db.destroy();
+    throw err;
+  }
 
   let accepting = true;
   /** Set when the listener closes: from then on no request reaches the app. */
@@ -45,6 +58,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
     webhookIps: config.webhookIps,
     validateResponses: config.validateResponses,
     isAccepting: () => accepting,
+    testControls,
   });
   /** Responses not finished yet, in the order their requests came, with their connection. */
   const inFlight = new Map<http.ServerResponse, Duplex>();

@@ -21,6 +21,7 @@ import type { OutboundSettings } from '../../src/security/outbound';
 import type { NotificationSettings } from '../../src/notifications/service';
 import type { CommitStatusSettings } from '../../src/notifications/commit-status';
 import { createServices, type Services } from '../../src/services';
+import { TestControls } from '../../src/test-controls/service';
 import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
 
 export const databases: DatabaseKind[] = (process.env.TEST_DATABASES ?? 'sqlite').split(',').map((s) => s.trim()) as DatabaseKind[];
@@ -40,6 +41,8 @@ export interface TestContext {
   givenAdmin(opts?: { teamsEnabled?: boolean }): Promise<{ org: Organization; user: User; token: string }>;
   /** The Postgres schema of this context, if any. */
   schema?: string;
+  /** The test controls (ContextOptions.testControls), whose snapshot the test takes. */
+  testControls?: TestControls;
   close(opts?: { keepSchema?: boolean }): Promise<void>;
 }
 
@@ -75,6 +78,8 @@ export interface ContextOptions {
   notifications?: Partial<NotificationSettings>;
   /** Where commit statuses go beyond `github` (GitLab, Bitbucket credentials and API URLs). */
   commitStatuses?: Partial<CommitStatusSettings>;
+  /** The /_windsock/ test controls on (WINDSOCK_TEST_CONTROLS=true); the test takes their snapshot. */
+  testControls?: boolean;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -110,6 +115,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     commitStatuses: opts.commitStatuses,
   });
   await migrateLatest(services.db);
+  const testControls = opts.testControls ? new TestControls(services.db, services.tokens) : undefined;
   const app = createApp({
     ...services,
     logger,
@@ -119,6 +125,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     validateResponses: true,
     trustProxy: opts.trustProxy,
     webhookIps: opts.webhookIps,
+    testControls,
   });
 
   let n = 0;
@@ -129,6 +136,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     app,
     services,
     schema,
+    testControls,
     http: () => request(app),
     givenOrg: async (o = {}) => {
       const id = unique();
