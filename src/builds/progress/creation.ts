@@ -8,6 +8,7 @@
  */
 import crypto from 'node:crypto';
 import { UnprocessableError } from '../../core/errors';
+import { clock } from '../../core/clock';
 import type { User } from '../../core/identity';
 import type { Job } from '../jobs/model';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
@@ -39,7 +40,7 @@ export interface PlannedBuild {
  * more jobs than a build may have.
  */
 export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields, sign: StepSigner, queues: ClusterQueues | null = null): PlannedBuild {
-  const now = new Date();
+  const now = clock.now();
   // A pipeline using a template builds from the template's steps and env, not its own.
   const source = pipeline.template ?? pipeline;
   const planned = planJobs(source.steps, {
