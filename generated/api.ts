@@ -3669,7 +3669,7 @@ export interface components {
              * Format: date-time
              * @description What time the service thinks it is.
              */
-            now: string;
+            readonly now: string;
             /**
              * Format: date-time
              * @description The frozen instant (`frozen` only).

@@ -16,7 +16,12 @@ export class AccessTokenRepository {
   constructor(private readonly db: Knex) {}
 
   /** `given`: a token whose secret was given (its SHA-256 only), and whether it is the installation's admin token. */
-  async insert(token: AccessToken, userId: string, organizationIds: string[], given?: { secretHash: string | null; installationAdmin: boolean }): Promise<void> {
+  async insert(
+    token: AccessToken,
+    userId: string,
+    organizationIds: string[],
+    given?: { secretHash: string | null; installationAdmin: boolean },
+  ): Promise<void> {
     await this.db.transaction(async (trx) => {
       await trx('access_tokens').insert({
         id: token.id,

@@ -56,7 +56,8 @@ export class Snapshot {
       await trx.raw(`truncate ${this.tables.map((t) => quote(t.name)).join(', ')}`);
       for (const t of this.tables) {
         if (WRITTEN_BY_TRIGGERS.includes(t.name)) await trx.raw(`delete from ${quote(t.name)}`);
-        if (t.rows > 0) await trx.raw(`insert into ${quote(t.name)} select * from json_populate_recordset(null::${quote(t.name)}, ?::json)`, [t.data as string]);
+        if (t.rows > 0)
+          await trx.raw(`insert into ${quote(t.name)} select * from json_populate_recordset(null::${quote(t.name)}, ?::json)`, [t.data as string]);
       }
       for (const s of this.sequences) {
         await trx.raw(`select setval(?, coalesce((select max(${quote(s.column)}) from ${quote(s.table)}), 0) + 1, false)`, [s.sequence]);
@@ -81,9 +82,11 @@ export class Snapshot {
 }
 
 async function takePostgres(db: Knex): Promise<Snapshot> {
-  const names = ((await db.raw(`select tablename from pg_tables where schemaname = current_schema() and tablename not like 'knex_%'`)).rows as {
-    tablename: string;
-  }[]).map((r) => r.tablename);
+  const names = (
+    (await db.raw(`select tablename from pg_tables where schemaname = current_schema() and tablename not like 'knex_%'`)).rows as {
+      tablename: string;
+    }[]
+  ).map((r) => r.tablename);
   const edges = (
     await db.raw(`select conrelid::regclass::text as child, confrelid::regclass::text as parent from pg_constraint
       where contype = 'f' and connamespace = current_schema()::regnamespace`)
@@ -91,7 +94,10 @@ async function takePostgres(db: Knex): Promise<Snapshot> {
   const ordered = parentsFirst(names, edges);
   const tables: TableCopy[] = [];
   for (const name of ordered) {
-    const row = (await db.raw(`select count(*)::int as n, coalesce(json_agg(t), '[]'::json)::text as data from ${quote(name)} t`)).rows[0] as { n: number; data: string };
+    const row = (await db.raw(`select count(*)::int as n, coalesce(json_agg(t), '[]'::json)::text as data from ${quote(name)} t`)).rows[0] as {
+      n: number;
+      data: string;
+    };
     tables.push({ name, rows: row.n, data: row.data });
   }
   const sequences = (
@@ -102,9 +108,9 @@ async function takePostgres(db: Knex): Promise<Snapshot> {
 }
 
 async function takeSqlite(db: Knex): Promise<Snapshot> {
-  const names = ((await db.raw(`select name from sqlite_master where type = 'table' and name not like 'knex_%' and name not like 'sqlite_%'`)) as { name: string }[]).map(
-    (r) => r.name,
-  );
+  const names = (
+    (await db.raw(`select name from sqlite_master where type = 'table' and name not like 'knex_%' and name not like 'sqlite_%'`)) as { name: string }[]
+  ).map((r) => r.name);
   const hasSequence = ((await db.raw(`select count(*) as n from sqlite_master where name = 'sqlite_sequence'`)) as { n: number }[])[0]!.n > 0;
   if (hasSequence) names.push('sqlite_sequence');
   const ordered = [...names.filter((n) => !WRITTEN_BY_TRIGGERS.includes(n)), ...names.filter((n) => WRITTEN_BY_TRIGGERS.includes(n))];

@@ -126,7 +126,12 @@ describe.each(databases)('fixtures, admin token and test controls [%s]', (kind) 
 
   it('a reset returns to the loaded state, and its tokens work at once', async () => {
     await ctx.http().post(`${base}/builds`).set(auth(ADA)).send({ commit: 'HEAD', branch: 'main' }).expect(201);
-    await ctx.http().post('/v2/organizations/acme/pipelines').set(auth(ADA)).send({ name: 'Extra', repository: 'git@x:y.git', configuration: 'steps:\n  - command: x\n' }).expect(201);
+    await ctx
+      .http()
+      .post('/v2/organizations/acme/pipelines')
+      .set(auth(ADA))
+      .send({ name: 'Extra', repository: 'git@x:y.git', configuration: 'steps:\n  - command: x\n' })
+      .expect(201);
     const reset = await ctx.http().post('/_windsock/reset').set(auth(ADMIN)).expect(200);
     expect(reset.body).toMatchObject({ state: 'fixtures' });
     expect(reset.body.rows).toBeGreaterThan(0);
@@ -162,11 +167,31 @@ describe.each(databases)('bad fixture files load nothing [%s]', (kind) => {
   });
 
   it.each([
-    ['a schema violation, with its line', RICH.replace('state: running\n', 'state: sideways\n'), /pipelines\[0\]\.builds\[2\]\.state \(line 40\): must be one of/],
-    ['an unknown property, with its line', RICH.replace('    hostname: box-1\n', '    hostname: box-1\n    colour: red\n'), /agents\[0\]\.colour \(line 16\): unknown property/],
-    ['an unknown organization reference', RICH.replace('  - organization: acme\n    name: Web', '  - organization: nope\n    name: Web'), /pipelines\[0\]\.organization \(line 18\): no organization "nope"/],
-    ['a duplicate slug', RICH.replace('organizations:\n  - slug: acme\n    name: Acme\n', 'organizations:\n  - slug: acme\n  - slug: acme\n'), /organizations\[1\]\.slug \(line 4\): duplicate organization slug/],
-    ['an unknown agent', RICH.replace('{ state: running, agent: builder-1 }', '{ state: running, agent: ghost }'), /jobs\[0\]\.agent \(line 42\): no agent "ghost"/],
+    [
+      'a schema violation, with its line',
+      RICH.replace('state: running\n', 'state: sideways\n'),
+      /pipelines\[0\]\.builds\[2\]\.state \(line 40\): must be one of/,
+    ],
+    [
+      'an unknown property, with its line',
+      RICH.replace('    hostname: box-1\n', '    hostname: box-1\n    colour: red\n'),
+      /agents\[0\]\.colour \(line 16\): unknown property/,
+    ],
+    [
+      'an unknown organization reference',
+      RICH.replace('  - organization: acme\n    name: Web', '  - organization: nope\n    name: Web'),
+      /pipelines\[0\]\.organization \(line 18\): no organization "nope"/,
+    ],
+    [
+      'a duplicate slug',
+      RICH.replace('organizations:\n  - slug: acme\n    name: Acme\n', 'organizations:\n  - slug: acme\n  - slug: acme\n'),
+      /organizations\[1\]\.slug \(line 4\): duplicate organization slug/,
+    ],
+    [
+      'an unknown agent',
+      RICH.replace('{ state: running, agent: builder-1 }', '{ state: running, agent: ghost }'),
+      /jobs\[0\]\.agent \(line 42\): no agent "ghost"/,
+    ],
     ['a bad configuration, after other objects were written', RICH.replace('command: make lint', 'command: [make, 1: 2'), /pipelines\[0\]/],
     ['YAML that does not parse', 'organizations: [\n', /line \d+/],
   ])('%s', async (_what, text, message) => {
@@ -196,7 +221,12 @@ describe.each(databases)('test controls off [%s]', (kind) => {
     try {
       expect(await bootstrapIfEmpty(fresh.services, { adminToken: ADMIN })).toEqual({ jwt: null, orgSlug: 'default' });
       await fresh.testControls!.takeSnapshot(false);
-      await fresh.http().post('/v2/organizations/default/pipelines').set(auth(ADMIN)).send({ name: 'P', repository: 'git@x:y.git', configuration: 'steps:\n  - command: x\n' }).expect(201);
+      await fresh
+        .http()
+        .post('/v2/organizations/default/pipelines')
+        .set(auth(ADMIN))
+        .send({ name: 'P', repository: 'git@x:y.git', configuration: 'steps:\n  - command: x\n' })
+        .expect(201);
       const reset = await fresh.http().post('/_windsock/reset').set(auth(ADMIN)).expect(200);
       expect(reset.body.state).toBe('bootstrap');
       expect((await fresh.http().get('/v2/organizations/default/pipelines').set(auth(ADMIN)).expect(200)).body).toEqual([]);
