@@ -6,6 +6,7 @@
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import { SuiteTokenError, ValidationError } from '../core/errors';
+import { clock } from '../core/clock';
 import { findNul, NUL_CODE } from '../http/nul';
 import type { Suite } from '../suites/repository';
 import type { SuiteService } from '../suites/service';
@@ -78,7 +79,7 @@ export class UploadService {
       accepted.push(...checked.accepted);
       errors.push(...checked.errors);
     }
-    const run = await this.uploads.ingest(who.suite.id, runEnvFields(env), tags, accepted, new Date());
+    const run = await this.uploads.ingest(who.suite.id, runEnvFields(env), tags, accepted, clock.now());
     return {
       id: crypto.randomUUID(),
       run_id: run.id,

@@ -57,6 +57,16 @@ pipelines:
         state: running
         jobs:
           - { state: running, agent: builder-1 }
+suites:
+  - organization: acme
+    name: Unit
+    default_branch: main
+    runs:
+      - build: { pipeline: web, number: 2 }
+        results:
+          - { id: 5b3a1d0e-5a4f-4d63-9a38-0a3c6b0e0001, scope: Cart, name: adds, location: ./cart_spec.rb:1, result: passed, history: { duration: 0.1 } }
+          - { id: 5b3a1d0e-5a4f-4d63-9a38-0a3c6b0e0002, scope: Cart, name: flaps, location: ./cart_spec.rb:9, result: failed, failure_reason: boom, history: { duration: 0.2 } }
+          - { id: 5b3a1d0e-5a4f-4d63-9a38-0a3c6b0e0003, scope: Cart, name: flaps, location: ./cart_spec.rb:9, result: passed, history: { duration: 0.2 } }
 `;
 
 function fileWith(text: string): string {
@@ -104,6 +114,16 @@ describe.each(databases)('fixtures, admin token and test controls [%s]', (kind) 
     expect(pipeline.body.builds_count ?? 3).toBe(3);
     const agents = await ctx.http().get('/v2/organizations/acme/agents').set(auth(ADA)).expect(200);
     expect(agents.body.map((a: { name: string; connection_state: string }) => [a.name, a.connection_state])).toEqual([['builder-1', 'connected']]);
+    const suiteBase = '/v2/analytics/organizations/acme/suites/unit';
+    expect((await ctx.http().get(suiteBase).set(auth(ADA)).expect(200)).body.default_branch).toBe('main');
+    const runs = await ctx.http().get(`${suiteBase}/runs`).set(auth(ADA)).expect(200);
+    expect(runs.body.map((r: { branch: string; commit_sha: string }) => [r.branch, r.commit_sha])).toEqual([['main', 'HEAD']]);
+    const failed = await ctx.http().get(`${suiteBase}/runs/${runs.body[0].id}/failed_executions`).set(auth(ADA)).expect(200);
+    expect(failed.body.map((e: { failure_reason: string }) => e.failure_reason)).toEqual(['boom']);
+    const flaky = await ctx.http().get(`${suiteBase}/flaky-tests`).set(auth(ADA)).expect(200);
+    expect(flaky.body.map((t: { name: string }) => t.name)).toEqual(['flaps']);
+    const tests = await ctx.http().get(`/v2/analytics/organizations/acme/builds/${list.body[1].id}/tests`).set(auth(ADA)).expect(200);
+    expect(tests.body.length).toBeGreaterThan(0);
     // The next build continues the numbering.
     const next = await ctx.http().post(`${base}/builds`).set(auth(ADA)).send({ commit: 'HEAD', branch: 'main' }).expect(201);
     expect(next.body.number).toBe(4);
@@ -193,6 +213,11 @@ describe.each(databases)('bad fixture files load nothing [%s]', (kind) => {
       /jobs\[0\]\.agent \(line 42\): no agent "ghost"/,
     ],
     ['a bad configuration, after other objects were written', RICH.replace('command: make lint', 'command: [make, 1: 2'), /pipelines\[0\]/],
+    [
+      'a run of a build the file does not have',
+      RICH.replace('{ pipeline: web, number: 2 }', '{ pipeline: web, number: 9 }'),
+      /suites\[0\]\.runs\[0\]\.build \(line \d+\): no build 9/,
+    ],
     ['YAML that does not parse', 'organizations: [\n', /line \d+/],
   ])('%s', async (_what, text, message) => {
     await expect(loadFixtureFile(ctx.services, fileWith(text))).rejects.toThrow(message);
