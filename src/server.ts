@@ -142,6 +142,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = p
       await services.sweeper.stop();
       await services.scheduler.stop();
       await services.notificationWorker.stop();
+      await testControls?.dispose();
       await services.db.destroy();
     })());
 

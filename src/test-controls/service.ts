@@ -40,6 +40,12 @@ export class TestControls {
     this.withFixtures = withFixtures;
   }
 
+  /** Drops the snapshot's copies (Postgres: its schema; SQLite: its file). */
+  async dispose(): Promise<void> {
+    await this.snapshot?.dispose(this.db);
+    this.snapshot = null;
+  }
+
   /** The caller must hold the installation admin token: 403 for any other token. */
   async authorize(principal: Principal | undefined): Promise<void> {
     if (!principal) throw new UnauthorizedError('missing or malformed Authorization header');

@@ -86,6 +86,7 @@ describe.each(databases)('fixtures, admin token and test controls [%s]', (kind) 
   });
   afterAll(async () => {
     clock.set({ kind: 'real' });
+    await ctx?.testControls?.dispose();
     await ctx?.close();
   });
   const base = '/v2/organizations/acme/pipelines/web';
@@ -256,6 +257,7 @@ describe.each(databases)('test controls off [%s]', (kind) => {
       expect(reset.body.state).toBe('bootstrap');
       expect((await fresh.http().get('/v2/organizations/default/pipelines').set(auth(ADMIN)).expect(200)).body).toEqual([]);
     } finally {
+      await fresh.testControls?.dispose();
       await fresh.close();
     }
   });
