@@ -2,6 +2,8 @@
 import type { Knex } from 'knex';
 import type { AccessToken, Organization, Principal, Role, Scope } from '../core/identity';
 import { parseJson, toDate, toDateOrNull } from '../db/values';
+import { isUniqueViolation } from '../db/knex';
+import { ValidationError } from '../core/errors';
 import { orgFromRow } from '../organizations/rows';
 import { userFromRow } from '../user/rows';
 
@@ -22,7 +24,7 @@ export class AccessTokenRepository {
     organizationIds: string[],
     given?: { secretHash: string | null; installationAdmin: boolean },
   ): Promise<void> {
-    await this.db.transaction(async (trx) => {
+    const write = this.db.transaction(async (trx) => {
       await trx('access_tokens').insert({
         id: token.id,
         user_id: userId,
@@ -35,6 +37,11 @@ export class AccessTokenRepository {
       if (organizationIds.length) {
         await trx('access_token_organizations').insert(organizationIds.map((organization_id) => ({ access_token_id: token.id, organization_id })));
       }
+    });
+    await write.catch((err: unknown) => {
+      // The one unique key a new token can break is its given secret's hash.
+      if (given?.secretHash && isUniqueViolation(err)) throw ValidationError.field('token', 'is already the secret of another token');
+      throw err;
     });
   }
 

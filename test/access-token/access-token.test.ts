@@ -132,6 +132,6 @@ describeEachDatabase('tokens with given secrets', (ctx) => {
     await expect(ctx().services.tokens.createWithSecret({ ...input, secret: `${'a'.repeat(32)}.b` })).rejects.toThrow('Validation Failed');
     const value = secret();
     await ctx().services.tokens.createWithSecret({ ...input, secret: value });
-    await expect(ctx().services.tokens.createWithSecret({ ...input, secret: value })).rejects.toThrow();
+    await expect(ctx().services.tokens.createWithSecret({ ...input, secret: value })).rejects.toThrow('Validation Failed');
   });
 });
