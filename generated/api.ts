@@ -3584,6 +3584,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_windsock/reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reset the database
+         * @description Returns the database to the state it had right after start: the fixture file's
+         *     (WINDSOCK_FIXTURES) with the admin token, or the first start's organization, admin user and
+         *     admin token. Everything made since is gone; caches that would remember it are cleared. The
+         *     clock is left as it is. Needs WINDSOCK_TEST_CONTROLS=true and the installation admin token.
+         */
+        post: operations["resetState"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_windsock/clock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get the clock
+         * @description The service's clock. Needs WINDSOCK_TEST_CONTROLS=true and the installation admin token.
+         */
+        get: operations["getClock"];
+        /**
+         * Set the clock
+         * @description Freezes, shifts, restores or moves the service's clock; everything dated from then on (a new
+         *     build's `created_at`, a job's timeout, a schedule's next run) reads it. Timers keep real
+         *     time: the clock decides what time it is, not how long the service waits. Needs
+         *     WINDSOCK_TEST_CONTROLS=true and the installation admin token.
+         */
+        put: operations["setClock"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3617,6 +3667,58 @@ export interface components {
          * @example 2015-05-09T21:05:59.874Z
          */
         IsoTimestamp: string;
+        /** @description What a reset restored. */
+        ResetResult: {
+            /**
+             * @description `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the state the first start made.
+             * @enum {string}
+             */
+            state: "fixtures" | "bootstrap";
+            /** @description How many tables were restored. */
+            tables: number;
+            /** @description How many rows the restored tables hold. */
+            rows: number;
+            /** @description How long the restore took, in milliseconds. */
+            duration_ms: number;
+        };
+        /**
+         * @description `real`: the machine's time; `frozen`: stands still at `at` until moved; `offset`: real time shifted by `offset_seconds`.
+         * @enum {string}
+         */
+        ClockMode: "real" | "frozen" | "offset";
+        /** @description The service's clock, which dates everything it records (builds, jobs, timeouts, schedules, token expiry). */
+        ClockState: {
+            mode: components["schemas"]["ClockMode"];
+            /**
+             * Format: date-time
+             * @description What time the service thinks it is.
+             */
+            readonly now: string;
+            /**
+             * Format: date-time
+             * @description The frozen instant (`frozen` only).
+             */
+            at: string | null;
+            /** @description The shift from real time in seconds (`offset` only). */
+            offset_seconds: number | null;
+        };
+        /**
+         * @description A new mode (`mode`, with `at` for `frozen` — default: now — and `offset_seconds` for `offset`),
+         *     and/or `advance_seconds` to move the clock (applied after the mode): a frozen clock moves its
+         *     instant, an offset clock its offset, a real clock becomes an offset one.
+         */
+        SetClockRequest: {
+            mode?: components["schemas"]["ClockMode"];
+            /**
+             * Format: date-time
+             * @description The frozen instant (`mode: frozen` only).
+             */
+            at?: string;
+            /** @description The shift from real time (`mode: offset` only). */
+            offset_seconds?: number;
+            /** @description How far to move the clock (negative moves it back). */
+            advance_seconds?: number;
+        };
         /** @enum {string} */
         Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations" | "read_clusters" | "write_clusters" | "read_secret_details" | "write_secrets" | "read_notification_services" | "write_notification_services";
         AccessToken: {
@@ -11873,6 +11975,82 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    resetState: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Reset. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResetResult"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getClock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The clock. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClockState"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    setClock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetClockRequest"];
+            };
+        };
+        responses: {
+            /** @description The clock as it is now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClockState"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
         };
     };
 }

@@ -51,6 +51,8 @@ import { serializeTestEngine } from './suites/serialize';
 import { parseUploadMultipart } from './uploads/multipart';
 import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
 import { clock } from './core/clock';
+import type { TestControls } from './test-controls/service';
+import { testControlRoutes, testControlsGate } from './test-controls/routes';
 
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
 export interface AppDeps extends Pick<
@@ -96,6 +98,8 @@ export interface AppDeps extends Pick<
   corsOrigins?: string[];
   /** `GET /metrics` (METRICS_ENABLED, METRICS_TOKEN); default off. */
   metrics?: MetricsSettings;
+  /** The reset and clock endpoints (WINDSOCK_TEST_CONTROLS=true); absent, /_windsock/ answers 404. */
+  testControls?: TestControls;
 }
 
 export function createApp(deps: AppDeps): express.Express {
@@ -207,6 +211,7 @@ export function createApp(deps: AppDeps): express.Express {
   if (metrics) app.get('/metrics', metrics.handler(deps.metrics?.token));
 
   app.use('/v2', authenticate(deps.tokens), rateLimit(deps.rateLimiter));
+  app.use(testControlsGate(deps.testControls, deps.tokens));
   app.use(guardRouter(guardsFromSpec(spec.doc)));
   // Integers, dates, booleans and enums in the query and path read strictly, nulls of optional
   // body fields dropped: before the validator, so it sees what the client meant.
@@ -254,6 +259,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(notificationServiceRoutes(deps.notificationServices, deps.publicUrl));
   app.use(notificationDeliveryRoutes(deps.notifications, (actor, id) => deps.notificationServices.get(actor, id), deps.publicUrl));
   app.use(agentSecretRoutes(deps.clusters, deps.agentWork));
+  app.use(testControlRoutes(spec.doc, deps.testControls));
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -77,6 +77,12 @@ export interface Config {
   ephemeral: boolean;
   /** WINDSOCK_CLOCK: what time the service thinks it is (real, frozen at an instant, or shifted). */
   clock: ClockMode;
+  /** WINDSOCK_FIXTURES (--fixtures): a YAML or JSON file loaded at start (src/fixtures/); its path as given, resolved from the working directory. */
+  fixturesFile: string | undefined;
+  /** WINDSOCK_ADMIN_TOKEN (--admin-token): the installation admin token's secret instead of an issued JWT (checked by src/bootstrap.ts). */
+  adminToken: string | undefined;
+  /** WINDSOCK_TEST_CONTROLS=true (--test-controls): the reset and clock endpoints under /_windsock/ (src/test-controls/). */
+  testControls: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -348,6 +354,9 @@ export function loadConfig(env: Env = process.env): Config {
     metrics: metricsSettings(env),
     ephemeral,
     clock: parseClockMode(env.WINDSOCK_CLOCK),
+    fixturesFile: env.WINDSOCK_FIXTURES ? path.resolve(env.WINDSOCK_FIXTURES) : undefined,
+    adminToken: credential(env, 'WINDSOCK_ADMIN_TOKEN'),
+    testControls: bool(env, 'WINDSOCK_TEST_CONTROLS', false),
   };
 }
 

@@ -14,13 +14,15 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { createApp } from './app';
-import { bootstrapIfEmpty } from './bootstrap';
+import { bootstrapIfEmpty, type Bootstrapped } from './bootstrap';
 import type { Config } from './config';
 import { clock } from './core/clock';
 import { migrateLatest } from './db/knex';
 import { clientErrorHandler } from './http/error-handler';
 import { createLogger, type Logger } from './http/logger';
 import { servicesFromConfig, type Services } from './services';
+import { loadFixtureFile } from './fixtures/load';
+import { TestControls } from './test-controls/service';
 
 export interface RunningServer {
   server: http.Server;
@@ -46,6 +48,15 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
   const logger = createLogger(config.logLevel);
   const services = servicesFromConfig(config, logger);
   await migrateLatest(services.db);
+  const testControls = config.testControls ? new TestControls(services.db, services.tokens) : undefined;
+  try {
+    // A bad fixture file stops the start before anything listens (one transaction: nothing loaded).
+    if (config.fixturesFile) await loadFixtureFile(services, config.fixturesFile);
+  } catch (err) {
+    await services.db.destroy();
+    removeEphemeralDir(config);
+    throw err;
+  }
 
   let markBootstrapped!: () => void;
   /** Resolved once the first-start bootstrap is done: a request that comes before waits for it. */
@@ -66,6 +77,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
     isAccepting: () => accepting,
     corsOrigins: config.corsOrigins,
     metrics: config.metrics,
+    testControls,
   });
   /** Responses not finished yet, in the order their requests came, with their connection. */
   const inFlight = new Map<http.ServerResponse, Duplex>();
@@ -110,7 +122,20 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   // Only now that the port is ours: a first start that could not listen has created nothing.
   // Requests that arrive meanwhile wait for it (see `bootstrapped` above).
-  const created = await bootstrapIfEmpty(services, {});
+  let created: Bootstrapped | null;
+  try {
+    created = await bootstrapIfEmpty(services, { adminToken: config.adminToken });
+    // After the admin token exists: a reset keeps it. Requests still wait, so none is in the snapshot.
+    await testControls?.takeSnapshot(config.fixturesFile !== undefined);
+  } catch (err) {
+    // A refused admin token: stop listening and exit non-zero (serve), nothing left behind.
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeAllConnections();
+    await testControls?.dispose();
+    await services.db.destroy();
+    removeEphemeralDir(config);
+    throw err;
+  }
   isBootstrapped = true;
   markBootstrapped();
   // Printed to the terminal (and kept in a 0600 file), never through the logger: it is a secret.
@@ -145,6 +170,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
       await services.sweeper.stop();
       await services.scheduler.stop();
       await services.notificationWorker.stop();
+      await testControls?.dispose();
       await services.db.destroy();
       removeEphemeralDir(config);
     })());
@@ -199,10 +225,14 @@ export class ListenError extends Error {
  * in (embedded SQLite on disk: the file sits beside the database, mode 0600). A restart: where
  * that file is, if it is still there, never the token itself.
  */
-function banner(config: Config, url: string, created: { jwt: string; orgSlug: string } | null): string {
+function banner(config: Config, url: string, created: Bootstrapped | null): string {
   const file = tokenFile(config);
   if (!created) {
     return file && fs.existsSync(file) ? `Windsock is listening on ${url}. The token made on first start is in ${file}\n` : '';
+  }
+  if (created.jwt === null) {
+    // The secret was given (WINDSOCK_ADMIN_TOKEN): its owner has it; nothing secret is printed or kept.
+    return `\nWindsock created an organization (${created.orgSlug}), an admin user and the admin token WINDSOCK_ADMIN_TOKEN gives, with every scope.\n`;
   }
   const text = [
     '',

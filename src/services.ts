@@ -73,6 +73,8 @@ import { NotificationWorker } from './notifications/worker';
 
 export interface Services {
   db: Knex;
+  /** The same services with every query on `trx` (the fixture loader writes a whole file in one transaction). */
+  onTransaction(trx: Knex.Transaction): Services;
   keys: Keys;
   users: UserRepository;
   orgs: OrganizationRepository;
@@ -151,10 +153,12 @@ export interface ServiceOptions {
   notifications?: Partial<NotificationSettings>;
   /** Where commit statuses go (Config's github, githubEnterprise, gitlab, bitbucket). Default: GitHub and GitHub Enterprise from `github`/`githubEnterprise`, no GitLab or Bitbucket credentials. */
   commitStatuses?: Partial<CommitStatusSettings>;
+  /** Use this Knex (a transaction: onTransaction) instead of creating one from `database`. */
+  knex?: Knex;
 }
 
 export function createServices(o: ServiceOptions): Services {
-  const db = createKnex({ ...o.database, logger: o.logger });
+  const db = o.knex ?? createKnex({ ...o.database, logger: o.logger });
   const keys = keysFromSecret(o.secret);
   const orgs = new OrganizationRepository(db);
   const organizations = new OrganizationService(orgs);
@@ -242,6 +246,7 @@ export function createServices(o: ServiceOptions): Services {
   const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock);
   return {
     db,
+    onTransaction: (trx) => createServices({ ...o, knex: trx }),
     keys,
     users,
     orgs,

@@ -380,6 +380,26 @@ func (r *BuildTestEngineSuite) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalClockMode(data []byte) (ClockMode, error) {
+	var r ClockMode
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ClockMode) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalClockState(data []byte) (ClockState, error) {
+	var r ClockState
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ClockState) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalCluster(data []byte) (Cluster, error) {
 	var r Cluster
 	err := json.Unmarshal(data, &r)
@@ -1580,6 +1600,16 @@ func (r *ReprioritizeJobRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalResetResult(data []byte) (ResetResult, error) {
+	var r ResetResult
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ResetResult) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalResumeAgentRequest(data []byte) (ResumeAgentRequest, error) {
 	var r ResumeAgentRequest
 	err := json.Unmarshal(data, &r)
@@ -1687,6 +1717,16 @@ func UnmarshalSecretUser(data []byte) (SecretUser, error) {
 }
 
 func (r *SecretUser) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalSetClockRequest(data []byte) (SetClockRequest, error) {
+	var r SetClockRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *SetClockRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -2699,6 +2739,18 @@ type TriggeredFrom struct {
 	BuildPipelineSlug string `json:"build_pipeline_slug"`
 }
 
+// The service's clock, which dates everything it records (builds, jobs, timeouts,
+// schedules, token expiry).
+type ClockState struct {
+	// The frozen instant (`frozen` only).
+	At   *time.Time `json:"at"`
+	Mode ClockMode  `json:"mode"`
+	// What time the service thinks it is.
+	Now time.Time `json:"now"`
+	// The shift from real time in seconds (`offset` only).
+	OffsetSeconds *float64 `json:"offset_seconds"`
+}
+
 type Cluster struct {
 	Color     *string       `json:"color"`
 	CreatedAt time.Time     `json:"created_at"`
@@ -3675,6 +3727,19 @@ type ReprioritizeJobRequest struct {
 	Priority int64 `json:"priority"`
 }
 
+// What a reset restored.
+type ResetResult struct {
+	// How long the restore took, in milliseconds.
+	DurationMS float64 `json:"duration_ms"`
+	// How many rows the restored tables hold.
+	Rows int64 `json:"rows"`
+	// `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the
+	// state the first start made.
+	State ResetResultState `json:"state"`
+	// How many tables were restored.
+	Tables int64 `json:"tables"`
+}
+
 type ResumeAgentRequest struct {
 }
 
@@ -3693,9 +3758,9 @@ type Run struct {
 	ID        string    `json:"id"`
 	Result    RunResult `json:"result"`
 	// Every upload is processed before it is answered, so a run is always finished.
-	State  State  `json:"state"`
-	URL    string `json:"url"`
-	WebURL string `json:"web_url"`
+	State  RunState `json:"state"`
+	URL    string   `json:"url"`
+	WebURL string   `json:"web_url"`
 }
 
 type ScriptStep struct {
@@ -3725,6 +3790,21 @@ type ScriptStep struct {
 	SoftFail         *SoftFail      `json:"soft_fail,omitempty"`
 	TimeoutInMinutes *int64         `json:"timeout_in_minutes"`
 	Type             ScriptStepType `json:"type"`
+}
+
+// A new mode (`mode`, with `at` for `frozen` — default: now — and `offset_seconds` for
+// `offset`),
+// and/or `advance_seconds` to move the clock (applied after the mode): a frozen clock moves
+// its
+// instant, an offset clock its offset, a real clock becomes an offset one.
+type SetClockRequest struct {
+	// How far to move the clock (negative moves it back).
+	AdvanceSeconds *float64 `json:"advance_seconds,omitempty"`
+	// The frozen instant (`mode: frozen` only).
+	At   *time.Time `json:"at,omitempty"`
+	Mode *ClockMode `json:"mode,omitempty"`
+	// The shift from real time (`mode: offset` only).
+	OffsetSeconds *float64 `json:"offset_seconds,omitempty"`
 }
 
 // A Slack incoming webhook's settings. Its URL is a secret and is never returned.
@@ -4288,6 +4368,16 @@ const (
 	BuildStateFilterSkipped   BuildStateFilter = "skipped"
 )
 
+// `real`: the machine's time; `frozen`: stands still at `at` until moved; `offset`: real
+// time shifted by `offset_seconds`.
+type ClockMode string
+
+const (
+	Frozen ClockMode = "frozen"
+	Offset ClockMode = "offset"
+	Real   ClockMode = "real"
+)
+
 type ClusterMaintainerActorType string
 
 const (
@@ -4455,6 +4545,15 @@ const (
 	ProviderTriggerModeNone       ProviderTriggerMode = "none"
 )
 
+// `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the
+// state the first start made.
+type ResetResultState string
+
+const (
+	Bootstrap ResetResultState = "bootstrap"
+	Fixtures  ResetResultState = "fixtures"
+)
+
 // `failed` when any execution failed, `passed` when some passed and none failed, else
 // `unknown`.
 type RunResult string
@@ -4466,10 +4565,10 @@ const (
 )
 
 // Every upload is processed before it is answered, so a run is always finished.
-type State string
+type RunState string
 
 const (
-	StateFinished State = "finished"
+	StateFinished RunState = "finished"
 )
 
 type ScriptStepType string

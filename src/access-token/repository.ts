@@ -2,6 +2,8 @@
 import type { Knex } from 'knex';
 import type { AccessToken, Organization, Principal, Role, Scope } from '../core/identity';
 import { parseJson, toDate, toDateOrNull } from '../db/values';
+import { isUniqueViolation } from '../db/knex';
+import { ValidationError } from '../core/errors';
 import { orgFromRow } from '../organizations/rows';
 import { userFromRow } from '../user/rows';
 
@@ -23,8 +25,14 @@ export interface ListedToken {
 export class AccessTokenRepository {
   constructor(private readonly db: Knex) {}
 
-  async insert(token: AccessToken, userId: string, organizationIds: string[]): Promise<void> {
-    await this.db.transaction(async (trx) => {
+  /** `given`: a token whose secret was given (its SHA-256 only), and whether it is the installation's admin token. */
+  async insert(
+    token: AccessToken,
+    userId: string,
+    organizationIds: string[],
+    given?: { secretHash: string | null; installationAdmin: boolean },
+  ): Promise<void> {
+    const write = this.db.transaction(async (trx) => {
       await trx('access_tokens').insert({
         id: token.id,
         user_id: userId,
@@ -32,10 +40,16 @@ export class AccessTokenRepository {
         scopes: JSON.stringify(token.scopes),
         created_at: token.createdAt,
         expires_at: token.expiresAt,
+        ...(given && { secret_hash: given.secretHash, installation_admin: given.installationAdmin }),
       });
       if (organizationIds.length) {
         await trx('access_token_organizations').insert(organizationIds.map((organization_id) => ({ access_token_id: token.id, organization_id })));
       }
+    });
+    await write.catch((err: unknown) => {
+      // The one unique key a new token can break is its given secret's hash.
+      if (given?.secretHash && isUniqueViolation(err)) throw ValidationError.field('token', 'is already the secret of another token');
+      throw err;
     });
   }
 
@@ -44,6 +58,22 @@ export class AccessTokenRepository {
    * is (still) a member (left joins: a token may reach none).
    */
   async findWithPrincipal(tokenId: string): Promise<StoredToken | null> {
+    return this.findWhere('t.id', tokenId);
+  }
+
+  /** The token whose given secret hashes to `secretHash` (never an issued JWT's row). */
+  async findWithPrincipalByHash(secretHash: string): Promise<(StoredToken & { secretHash: string }) | null> {
+    const found = await this.findWhere('t.secret_hash', secretHash);
+    return found && { ...found, secretHash };
+  }
+
+  /** The installation admin token's id and, when its secret was given, the secret's hash. */
+  async findInstallationAdmin(): Promise<{ id: string; secretHash: string | null } | null> {
+    const row = await this.db('access_tokens').where({ installation_admin: true }).whereNull('revoked_at').first('id', 'secret_hash');
+    return row ? { id: row.id as string, secretHash: (row.secret_hash as string | null) ?? null } : null;
+  }
+
+  private async findWhere(column: 't.id' | 't.secret_hash', value: string): Promise<StoredToken | null> {
     const rows = await this.db('access_tokens as t')
       .join('users as u', 'u.id', 't.user_id')
       .leftJoin('access_token_organizations as ato', 'ato.access_token_id', 't.id')
@@ -51,7 +81,7 @@ export class AccessTokenRepository {
         this.on('m.organization_id', '=', 'ato.organization_id').andOn('m.user_id', '=', 't.user_id');
       })
       .leftJoin('organizations as o', 'o.id', 'm.organization_id')
-      .where('t.id', tokenId)
+      .where(column, value)
       .select(
         't.*',
         'u.name as user_name',

@@ -49,6 +49,11 @@ export class OrganizationRepository {
     return org;
   }
 
+  /** Every organization's id (the installation admin token reaches all of them). */
+  async allIds(trx: Knex = this.db): Promise<string[]> {
+    return (await trx('organizations').orderBy('created_at').select('id')).map((r: { id: string }) => r.id);
+  }
+
   async count(trx: Knex = this.db): Promise<number> {
     const row = await trx('organizations').count<{ n: number | string }[]>({ n: '*' }).first();
     return Number(row?.n ?? 0);

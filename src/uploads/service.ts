@@ -6,6 +6,7 @@
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import { SuiteTokenError, ValidationError } from '../core/errors';
+import { clock } from '../core/clock';
 import { findNul, NUL_CODE } from '../http/nul';
 import type { Suite } from '../suites/repository';
 import type { SuiteService } from '../suites/service';
@@ -15,7 +16,6 @@ import { parseJUnit } from './junit';
 import type { RunEnvFields, UploadRepository } from './repository';
 import { RESULT_BATCH, yieldToEventLoop } from './event-loop';
 import { checkResults, MAX_RESULTS, type AcceptedResult, type UploadResultError } from './results';
-import { clock } from '../core/clock';
 
 type RunEnv = components['schemas']['RunEnv'];
 type Accepted = components['schemas']['UploadAccepted'];

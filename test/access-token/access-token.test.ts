@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { AUTH_MESSAGE } from '../../src/http/error-handler';
 import { auth, describeEachDatabase } from '../support/context';
@@ -91,5 +92,46 @@ describeEachDatabase('access token', (ctx) => {
       avatar_url: expect.stringMatching(/^https:\/\/www\.gravatar\.com\/avatar\/[0-9a-f]{32}$/),
       created_at: user.createdAt.toISOString(),
     });
+  });
+});
+
+describeEachDatabase('tokens with given secrets', (ctx) => {
+  const secret = () => `given-${crypto.randomBytes(24).toString('base64url')}`;
+
+  it('authenticate by the secret (only its SHA-256 is stored), reach only their organizations, and revoke', async () => {
+    const { org, user } = await ctx().givenAdmin();
+    const other = await ctx().givenOrg();
+    const value = secret();
+    const token = await ctx().services.tokens.createWithSecret({
+      userId: user.id,
+      organizationIds: [org.id],
+      scopes: ['read_pipelines'],
+      expiresAt: new Date(Date.now() + 3600_000),
+      secret: value,
+    });
+    const row = await ctx().services.db('access_tokens').where({ id: token.id }).first();
+    expect(row.secret_hash).toBe(crypto.createHash('sha256').update(value).digest('hex'));
+    expect(JSON.stringify(row)).not.toContain(value);
+    const res = await ctx().http().get('/v2/access-token').set(auth(value)).expect(200);
+    expect(res.body.uuid).toBe(token.id);
+    await ctx().http().get(`/v2/organizations/${org.slug}/pipelines`).set(auth(value)).expect(200);
+    await ctx().http().get(`/v2/organizations/${other.slug}/pipelines`).set(auth(value)).expect(404);
+    await ctx()
+      .http()
+      .get('/v2/access-token')
+      .set(auth(`${value}x`))
+      .expect(401);
+    await ctx().http().delete('/v2/access-token').set(auth(value)).expect(204);
+    await ctx().http().get('/v2/access-token').set(auth(value)).expect(401);
+  });
+
+  it('refuse a short secret, a secret with other characters, and a secret given twice', async () => {
+    const { org, user } = await ctx().givenAdmin();
+    const input = { userId: user.id, organizationIds: [org.id], scopes: ['read_pipelines'], expiresAt: new Date(Date.now() + 3600_000) };
+    await expect(ctx().services.tokens.createWithSecret({ ...input, secret: 'a'.repeat(31) })).rejects.toThrow('Validation Failed');
+    await expect(ctx().services.tokens.createWithSecret({ ...input, secret: `${'a'.repeat(32)}.b` })).rejects.toThrow('Validation Failed');
+    const value = secret();
+    await ctx().services.tokens.createWithSecret({ ...input, secret: value });
+    await expect(ctx().services.tokens.createWithSecret({ ...input, secret: value })).rejects.toThrow('Validation Failed');
   });
 });

@@ -701,6 +701,10 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   listNotificationDeliveries: undefined,
   getNotificationDelivery: undefined,
   redeliverNotificationDelivery: undefined,
+  resetState: undefined,
+  getClock: undefined,
+  // Moves the clock by nothing: the matrices' other requests keep real time.
+  setClock: () => ({ advance_seconds: 0 }),
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */

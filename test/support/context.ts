@@ -22,6 +22,7 @@ import type { MetricsSettings } from '../../src/metrics/registry';
 import type { NotificationSettings } from '../../src/notifications/service';
 import type { CommitStatusSettings } from '../../src/notifications/commit-status';
 import { createServices, type Services } from '../../src/services';
+import { TestControls } from '../../src/test-controls/service';
 import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
 import { clock } from '../../src/core/clock';
 
@@ -42,6 +43,8 @@ export interface TestContext {
   givenAdmin(opts?: { teamsEnabled?: boolean }): Promise<{ org: Organization; user: User; token: string }>;
   /** The Postgres schema of this context, if any. */
   schema?: string;
+  /** The test controls (ContextOptions.testControls), whose snapshot the test takes. */
+  testControls?: TestControls;
   close(opts?: { keepSchema?: boolean }): Promise<void>;
 }
 
@@ -83,6 +86,8 @@ export interface ContextOptions {
   commitStatuses?: Partial<CommitStatusSettings>;
   /** The URL the API's links and `Link` headers name (default PUBLIC_URL): a live server's own, for clients that follow them. */
   publicUrl?: string;
+  /** The /_windsock/ test controls on (WINDSOCK_TEST_CONTROLS=true); the test takes their snapshot. */
+  testControls?: boolean;
 }
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
@@ -118,6 +123,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     commitStatuses: opts.commitStatuses,
   });
   await migrateLatest(services.db);
+  const testControls = opts.testControls ? new TestControls(services.db, services.tokens) : undefined;
   const app = createApp({
     ...services,
     logger,
@@ -129,6 +135,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     webhookIps: opts.webhookIps,
     corsOrigins: opts.corsOrigins,
     metrics: opts.metrics,
+    testControls,
   });
 
   let n = 0;
@@ -139,6 +146,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     app,
     services,
     schema,
+    testControls,
     http: () => request(app),
     givenOrg: async (o = {}) => {
       const id = unique();

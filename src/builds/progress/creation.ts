@@ -8,6 +8,7 @@
  */
 import crypto from 'node:crypto';
 import { UnprocessableError } from '../../core/errors';
+import { clock } from '../../core/clock';
 import type { User } from '../../core/identity';
 import type { Job } from '../jobs/model';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
@@ -17,7 +18,6 @@ import type { Build, BuildState, NewBuild, NewBuildFields } from '../model';
 import { placeInCluster, type ClusterQueues } from '../jobs/cluster-queue';
 import { supersede } from './cancellation';
 import type { ProgressRepositories, StepSigner } from './repositories';
-import { clock } from '../../core/clock';
 
 /** Older builds of the branch a new build moves on: those in `fromStates` become `toState`, their unfinished jobs `jobState`. */
 interface Supersession {

@@ -30,6 +30,7 @@ import * as clusters from './20261125181000_clusters';
 import * as pipelineWebhookSecret from './20261126101000_pipeline_webhook_secret';
 import * as notify from './20261126102000_notify';
 import * as pipelineBadgeKey from './20261126110000_pipeline_badge_key';
+import * as givenTokenSecrets from './20261126111000_given_token_secrets';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -58,6 +59,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126101000_pipeline_webhook_secret': pipelineWebhookSecret,
   '20261126102000_notify': notify,
   '20261126110000_pipeline_badge_key': pipelineBadgeKey,
+  '20261126111000_given_token_secrets': givenTokenSecrets,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
