@@ -85,7 +85,10 @@ export function nextLink(link: string | null): URL | undefined {
  */
 export async function* paginate<P extends ListPath>(client: WindsockClient, path: P, init?: MaybeOptionalInit<paths[P], 'get'>): AsyncGenerator<ListItem<P>> {
   // Typed at the call; inside, one call shape serves every list path.
-  const get = client.GET as unknown as (path: string, init: { params?: { query?: Record<string, unknown> } }) => Promise<{ data?: unknown; response: Response }>;
+  const get = client.GET as unknown as (
+    path: string,
+    init: { params?: { query?: Record<string, unknown> } },
+  ) => Promise<{ data?: unknown; response: Response }>;
   const first = (init ?? {}) as { params?: { query?: Record<string, unknown> } };
   let query = first.params?.query;
   for (;;) {
