@@ -1,5 +1,5 @@
 /**
- * What a failed call throws: every answer that is not 2xx (after the 429 back-off gave up) becomes
+ * What a failed call throws: every 4xx or 5xx answer (after the 429 back-off gave up) becomes
  * a `WindsockApiError` with the service's own words: its `message`, and for a 422 the fields at
  * fault (`errors`).
  */

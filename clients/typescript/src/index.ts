@@ -1,6 +1,6 @@
 /**
  * The Windsock TypeScript SDK: an openapi-fetch client typed by the spec's paths, with the token
- * on every request, a thrown `WindsockApiError` for every answer that is not 2xx, back-off on
+ * on every request, a thrown `WindsockApiError` for every 4xx and 5xx answer, back-off on
  * 429, and `paginate` following `Link: rel="next"`.
  *
  *   const client = createWindsockClient({ baseUrl: 'http://localhost:3000', token });
@@ -18,7 +18,11 @@ export type { paths, operations } from './schema';
 export { WindsockApiError, type WindsockFieldError } from './errors';
 export { retryDelayMs, type RetryOptions } from './retry';
 
-export type WindsockClient = Client<paths>;
+/**
+ * The client: openapi-fetch's, typed by the spec's paths. Bodies are read as JSON unless a call
+ * says `parseAs: 'text'` (or 'blob', 'stream'...), so `data` is typed by the JSON media type.
+ */
+export type WindsockClient = Client<paths, 'application/json'>;
 
 export interface WindsockClientOptions {
   /** Where Windsock answers, without the API version: `http://localhost:3000`. */
@@ -38,10 +42,14 @@ export interface WindsockClientOptions {
   headers?: Record<string, string>;
 }
 
-/** Throws a `WindsockApiError` for every answer that is not 2xx (registered first: it sees the answer after back-off). */
+/**
+ * Throws a `WindsockApiError` for every 4xx and 5xx answer (registered first: it sees the answer
+ * after back-off). A 3xx is an answer: fetch follows redirects unless the call asks
+ * `redirect: 'manual'`, and then the caller wants the `Location` (an artifact's download).
+ */
 const throwOnError = {
   async onResponse({ request, response }: { request: Request; response: Response }) {
-    if (!response.ok) throw await WindsockApiError.from(request, response);
+    if (response.status >= 400) throw await WindsockApiError.from(request, response);
     return undefined;
   },
 };
@@ -49,13 +57,13 @@ const throwOnError = {
 export function createWindsockClient(options: WindsockClientOptions): WindsockClient {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token !== undefined) headers.Authorization = `${options.scheme ?? 'Bearer'} ${options.token}`;
-  const client = createClient<paths>({ baseUrl: options.baseUrl.replace(/\/+$/, ''), fetch: options.fetch, headers });
+  const client = createClient<paths, 'application/json'>({ baseUrl: options.baseUrl.replace(/\/+$/, ''), fetch: options.fetch, headers });
   client.use(throwOnError);
   if (options.retry !== false) client.use(retryMiddleware(options.retry));
   return client;
 }
 
-/** A call's success body, for callers that want it typed without `| undefined` (a 204's is `undefined`). */
+/** A call's success body, for callers that want it typed without `| undefined` (it is `undefined` for a 204 or an empty body). */
 export async function ok<T>(call: Promise<{ data?: T; response: Response }>): Promise<T> {
   return (await call).data as T;
 }
