@@ -4,7 +4,7 @@
  * `WindsockApiError` with the service's message and field errors, back-off on 429, and the Test
  * Engine's flaky tests (uploaded with the suite's token through the same client).
  */
-import { createWindsockClient, ok, paginate, WindsockApiError, type WindsockClientOptions } from '../../clients/typescript/src';
+import { createWindsockClient, nextLink, ok, paginate, retryDelayMs, WindsockApiError, type WindsockClientOptions } from '../../clients/typescript/src';
 import { describeEachDatabase } from '../support/context';
 import { onLoopback } from '../support/agents';
 import { result } from '../uploads/helpers';
@@ -170,3 +170,26 @@ describeEachDatabase(
   },
   { rateLimits: { perOrganization: 3, failedAuthPerAddress: 1_000_000_000 }, now: () => frozenMs ?? Date.now() },
 );
+
+describe('the SDK reading Link and the waits a 429 names', () => {
+  it('finds rel="next" among the relations, wherever it is and however it is quoted', () => {
+    const link =
+      '<http://x.test/v2/builds?page=3>; rel="last", <http://x.test/v2/builds?page=2&per_page=2>; rel="next", <http://x.test/v2/builds?page=1>; rel="first"';
+    expect(nextLink(link)?.href).toBe('http://x.test/v2/builds?page=2&per_page=2');
+    expect(nextLink('<http://x.test/a?page=2>; rel=next')?.search).toBe('?page=2');
+    expect(nextLink('<http://x.test/a?page=2>; rel="prev next"')?.search).toBe('?page=2');
+    expect(nextLink('<http://x.test/a?page=1>; rel="prev"')).toBeUndefined();
+    expect(nextLink('<http://x.test/a?page=2>; rel="nextish"')).toBeUndefined();
+    expect(nextLink(null)).toBeUndefined();
+    expect(nextLink('<http://x.test/a?tags=a,b&page=2>; rel="next", <http://x.test/a?page=9>; rel="last"')?.search).toBe('?tags=a,b&page=2');
+  });
+
+  it('waits Retry-After (seconds or a date), else RateLimit-Reset, else doubling from 1 s', () => {
+    const answer = (headers: Record<string, string>) => new Response(null, { status: 429, headers });
+    const now = Date.parse('2026-11-26T10:00:00Z');
+    expect(retryDelayMs(answer({ 'Retry-After': '7', 'RateLimit-Reset': '30' }), 1, now)).toBe(7000);
+    expect(retryDelayMs(answer({ 'Retry-After': 'Thu, 26 Nov 2026 10:00:05 GMT' }), 1, now)).toBe(5000);
+    expect(retryDelayMs(answer({ 'RateLimit-Reset': '30' }), 1, now)).toBe(30_000);
+    expect([1, 2, 3].map((attempt) => retryDelayMs(answer({}), attempt, now))).toEqual([1000, 2000, 4000]);
+  });
+});

@@ -75,11 +75,10 @@ export type ListPath = { [P in GetPath]: SuccessBody<P> extends readonly unknown
 /** One item of a list path's answer. */
 export type ListItem<P extends ListPath> = SuccessBody<P> extends readonly (infer I)[] ? I : never;
 
-/** The URL of `Link`'s `rel="next"`, if any. */
+/** The URL of `Link`'s `rel="next"`, if any (a URL may hold commas: each link runs from its `<` to the next). */
 export function nextLink(link: string | null): URL | undefined {
-  for (const part of link?.split(',') ?? []) {
-    const m = /^\s*<([^>]+)>\s*;(.*)$/.exec(part);
-    if (m && /(^|;)\s*rel="?([^";]*\s)?next(\s[^";]*)?"?\s*(;|$)/.test(m[2]!)) return new URL(m[1]!);
+  for (const [, url, params] of (link ?? '').matchAll(/<([^>]*)>([^<]*)/g)) {
+    if (/;\s*rel\s*=\s*"?([^";]*\s)?next(\s[^";]*)?"?\s*(;|,|$)/i.test(params!)) return new URL(url!);
   }
   return undefined;
 }
