@@ -23,7 +23,7 @@ function boundaries(files, ignores, paths, patterns) {
 }
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'generated/**', 'node_modules/**', 'coverage/**', 'data/**', 'test-results/**', 'test/fixtures/**'] },
+  { ignores: ['dist/**', 'clients/*/dist/**', 'generated/**', 'node_modules/**', 'coverage/**', 'data/**', 'test-results/**', 'test/fixtures/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

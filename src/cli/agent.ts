@@ -16,6 +16,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { createWindsockClient, ok, WindsockApiError, type paths } from '../../clients/typescript/src';
 import { installBuildkiteAgentShim } from './buildkite-agent-shim';
 
 export interface AgentOptions {
@@ -32,28 +33,15 @@ export interface AgentOptions {
   log?: (line: string) => void;
 }
 
-interface AgentJob {
-  id: string;
-  state: string;
-  command: string | null;
-  env: Record<string, string>;
-  timeout_in_minutes: number | null;
-}
+/** What `GET /v3/ping` answers: an action, and a job as the agent API hands it out. */
+type AgentPing = paths['/v3/ping']['get']['responses'][200]['content']['application/json'];
+type AgentJob = NonNullable<AgentPing['job']>;
 
 /** Flush output at least this often, and at once past this size (a chunk may hold 1 MiB). */
 const FLUSH_MS = 1000;
 const FLUSH_BYTES = 256 * 1024;
 /** How many times a chunk or a finish is sent while the service is unreachable. */
 const RETRIES = 60;
-
-class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -62,18 +50,11 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 
-function client(endpoint: string) {
-  return async (token: string, method: string, route: string, body?: unknown): Promise<Record<string, unknown>> => {
-    const res = await fetch(`${endpoint.replace(/\/$/, '')}/v3${route}`, {
-      method,
-      headers: { Authorization: `Token ${token}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new ApiError(res.status, `${method} /v3${route}: ${res.status} ${text.slice(0, 200)}`);
-    return text ? (JSON.parse(text) as Record<string, unknown>) : {};
-  };
-}
+/** The agent API (/v3) through the SDK, as this token (`Authorization: Token <token>`); a failed call throws a `WindsockApiError`. */
+const agentApi = (endpoint: string, token: string) => createWindsockClient({ baseUrl: endpoint, token, scheme: 'Token' });
+type AgentApi = ReturnType<typeof agentApi>;
+/** The job's path parameter. */
+const jobPath = (id: string) => ({ params: { path: { job_id: id } } });
 
 /**
  * Calls again while the service can't be reached or answers 5xx (a restart), up to `attempts`
@@ -84,7 +65,7 @@ async function persistently<T>(attempts: number, delayMs: number, fn: () => Prom
     try {
       return await fn();
     } catch (err) {
-      if ((err instanceof ApiError && err.status < 500) || i >= attempts) throw err;
+      if ((err instanceof WindsockApiError && err.status < 500) || i >= attempts) throw err;
       await sleep(delayMs);
     }
   }
@@ -96,40 +77,38 @@ export async function runAgents(o: AgentOptions): Promise<void> {
 }
 
 async function runAgent(o: AgentOptions): Promise<void> {
-  const call = client(o.endpoint);
   const log = o.log ?? (() => {});
   const interval = o.pollIntervalMs ?? 1000;
+  const registration = agentApi(o.endpoint, o.token);
+  /** Registers a new agent and connects it: its API client, as its own access token. */
   const register = async () => {
-    const reg = await call(o.token, 'POST', '/register', {
-      name: o.name,
-      hostname: os.hostname(),
-      version: 'windsock-agent/0.1.0',
-      os: process.platform,
-      arch: process.arch,
-      meta_data: o.tags,
-    });
-    const fresh = reg.access_token as string;
-    await call(fresh, 'POST', '/connect');
+    const reg = await ok(
+      registration.POST('/v3/register', {
+        body: { name: o.name, hostname: os.hostname(), version: 'windsock-agent/0.1.0', os: process.platform, arch: process.arch, meta_data: o.tags },
+      }),
+    );
+    const fresh = { token: reg.access_token, api: agentApi(o.endpoint, reg.access_token) };
+    await fresh.api.POST('/v3/connect');
     log(`${o.name}: connected`);
     return fresh;
   };
   // The `buildkite-agent` command each job gets on its PATH (see ./buildkite-agent-shim).
   const bin = await installBuildkiteAgentShim(await fs.mkdtemp(path.join(o.buildRoot ?? os.tmpdir(), 'windsock-agent-bin-')));
-  let token = await register();
+  let agent = await register();
   while (!o.signal?.aborted) {
-    let ping: Record<string, unknown>;
+    let ping: AgentPing;
     try {
-      ping = await call(token, 'GET', '/ping');
+      ping = await ok(agent.api.GET('/v3/ping'));
     } catch (err) {
       // The service restarted or is unreachable: wait, connect again, go on polling.
       log(`${o.name}: ${(err as Error).message}`);
       await sleep(interval, o.signal);
-      await call(token, 'POST', '/connect').catch(() => undefined);
+      await agent.api.POST('/v3/connect').catch(() => undefined);
       continue;
     }
     if (ping.action === 'disconnect') {
       // Stopped through the REST API (`PUT .../stop`): disconnecting makes it `stopped`, and it ends.
-      const left = await call(token, 'POST', '/disconnect').catch(() => null);
+      const left = await ok(agent.api.POST('/v3/disconnect')).catch(() => null);
       if (left?.connection_state === 'stopped') {
         log(`${o.name}: stopped`);
         await fs.rm(bin, { recursive: true, force: true });
@@ -137,26 +116,26 @@ async function runAgent(o: AgentOptions): Promise<void> {
       }
       // The service gave this agent up (lost): start over as a new agent.
       log(`${o.name}: told to disconnect; registering again`);
-      token = await register().catch(async (err: Error) => {
+      agent = await register().catch(async (err: Error) => {
         log(`${o.name}: ${err.message}`);
         await sleep(interval, o.signal);
-        return token;
+        return agent;
       });
       continue;
     }
-    const job = ping.job as AgentJob | null;
+    const job = ping.job;
     if (!job) {
       await sleep(interval, o.signal);
       continue;
     }
     try {
-      await runJob(call, { token, bin }, job, o, log);
+      await runJob({ ...agent, bin }, job, o, log);
     } catch (err) {
       log(`${o.name}: job ${job.id}: ${(err as Error).message}`);
       await sleep(interval, o.signal);
     }
   }
-  await call(token, 'POST', '/disconnect').catch(() => undefined);
+  await agent.api.POST('/v3/disconnect').catch(() => undefined);
   await fs.rm(bin, { recursive: true, force: true });
   log(`${o.name}: disconnected`);
 }
@@ -182,23 +161,18 @@ function jobEnvironment(job: AgentJob, dir: string, agent: { token: string; bin:
 /** The reason a job the service is stopping gives when the agent finishes it. */
 const STOPPING: Record<string, string> = { canceling: 'cancel', timing_out: 'timeout' };
 
-async function runJob(
-  call: ReturnType<typeof client>,
-  agent: { token: string; bin: string },
-  offered: AgentJob,
-  o: AgentOptions,
-  log: (line: string) => void,
-): Promise<void> {
-  const token = agent.token;
+async function runJob(agent: { token: string; api: AgentApi; bin: string }, offered: AgentJob, o: AgentOptions, log: (line: string) => void): Promise<void> {
+  const { api } = agent;
   // Canceled after this agent accepted it, before it ran: nothing to stop, only to finish.
-  const finishUnstarted = (state: string) => call(token, 'PUT', `/jobs/${offered.id}/finish`, { exit_status: -1, signal_reason: STOPPING[state] });
+  const finishUnstarted = (state: string) =>
+    api.PUT('/v3/jobs/{job_id}/finish', { ...jobPath(offered.id), body: { exit_status: -1, signal_reason: STOPPING[state] } });
   if (STOPPING[offered.state]) return void (await finishUnstarted(offered.state));
-  const job = offered.state === 'assigned' ? ((await call(token, 'PUT', `/jobs/${offered.id}/accept`)) as unknown as AgentJob) : offered;
+  const job = offered.state === 'assigned' ? await ok(api.PUT('/v3/jobs/{job_id}/accept', jobPath(offered.id))) : offered;
   if (STOPPING[job.state]) return void (await finishUnstarted(job.state));
   try {
-    await call(token, 'PUT', `/jobs/${job.id}/start`);
+    await api.PUT('/v3/jobs/{job_id}/start', jobPath(job.id));
   } catch (err) {
-    const now = (await call(token, 'GET', `/jobs/${job.id}`)) as unknown as AgentJob;
+    const now = await ok(api.GET('/v3/jobs/{job_id}', jobPath(job.id)));
     if (STOPPING[now.state]) return void (await finishUnstarted(now.state));
     throw err;
   }
@@ -222,7 +196,9 @@ async function runJob(
     pending = '';
     const chunk = { sequence: ++sequence, offset, content };
     offset += Buffer.byteLength(content);
-    sending = sending.then(() => persistently(RETRIES, retryMs, () => call(token, 'POST', `/jobs/${job.id}/chunks`, chunk)).then(() => undefined));
+    sending = sending.then(() =>
+      persistently(RETRIES, retryMs, () => api.POST('/v3/jobs/{job_id}/chunks', { ...jobPath(job.id), body: chunk })).then(() => undefined),
+    );
     return sending;
   };
   const collect = (data: string) => {
@@ -244,9 +220,9 @@ async function runJob(
   const timeout = job.timeout_in_minutes ? setTimeout(() => killGroup('timeout'), job.timeout_in_minutes * 60_000) : null;
   // The service's word on the job: a cancel or its own timeout stops the process group.
   const watcher = setInterval(() => {
-    call(token, 'GET', `/jobs/${job.id}`).then(
+    ok(api.GET('/v3/jobs/{job_id}', jobPath(job.id))).then(
       (now) => {
-        const reason = STOPPING[now.state as string];
+        const reason = STOPPING[now.state];
         if (reason && signalReason === null) killGroup(reason);
       },
       () => undefined, // unreachable for now: the next poll asks again
@@ -270,7 +246,7 @@ async function runJob(
   o.signal?.removeEventListener('abort', onAbort);
   await flush();
   await persistently(RETRIES, retryMs, () =>
-    call(token, 'PUT', `/jobs/${job.id}/finish`, { exit_status: Math.min(exitStatus, 255), signal_reason: signalReason }),
+    api.PUT('/v3/jobs/{job_id}/finish', { ...jobPath(job.id), body: { exit_status: Math.min(exitStatus, 255), signal_reason: signalReason } }),
   );
   await fs.rm(dir, { recursive: true, force: true });
   log(`${o.name}: job ${job.id} exited ${exitStatus}`);

@@ -7,10 +7,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { ok } from '../../clients/typescript/src';
 import { runAgents } from '../../src/cli/agent';
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken, movableClock, onLoopback, until } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
+import { buildRef, jobLogText, listAgents, readBuild, restClient } from '../support/sdk';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const { clock, advance, reset } = movableClock();
@@ -268,7 +270,8 @@ describeEachDatabase('the reference agent and stop', (ctx) => {
       const reg = await givenRegistrationToken(ctx(), org.slug, token);
       const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo ran\n');
       const build = await givenBuild(ctx(), org.slug, slug, token);
-      const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+      const api = restClient(endpoint(), token);
+      const ref = buildRef(org.slug, slug, build.number);
       const controller = new AbortController();
       const lines: string[] = [];
       const agents = runAgents({
@@ -284,17 +287,18 @@ describeEachDatabase('the reference agent and stop', (ctx) => {
       });
       try {
         await until(
-          async () => (await ctx().http().get(url).set(auth(token))).body.state,
+          async () => (await readBuild(api, ref)).state,
           (s) => s === 'passed',
           'the build passing',
         );
-        const [agent] = (await ctx().http().get(`/v2/organizations/${org.slug}/agents`).set(auth(token)).expect(200)).body;
-        await ctx().http().put(`/v2/organizations/${org.slug}/agents/${agent.id}/stop`).set(auth(token)).send({ force: false }).expect(204);
+        const [agent] = await listAgents(api, org.slug);
+        const agentPath = { params: { path: { org_slug: org.slug, agent_id: agent!.id } } };
+        await api.PUT('/v2/organizations/{org_slug}/agents/{agent_id}/stop', { ...agentPath, body: { force: false } });
         // runAgents resolves by itself: the agent ended, not the abort.
         await agents;
         expect(controller.signal.aborted).toBe(false);
         expect(lines).toContain('stoppable: stopped');
-        expect((await ctx().http().get(`/v2/organizations/${org.slug}/agents/${agent.id}`).set(auth(token))).body.connection_state).toBe('stopped');
+        expect((await ok(api.GET('/v2/organizations/{org_slug}/agents/{agent_id}', agentPath))).connection_state).toBe('stopped');
       } finally {
         controller.abort();
         await agents;
@@ -324,7 +328,8 @@ describeEachDatabase('the reference agent and stop', (ctx) => {
         ].join('\n'),
       );
       const build = await givenBuild(ctx(), org.slug, slug, token);
-      const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+      const api = restClient(endpoint(), token);
+      const ref = buildRef(org.slug, slug, build.number);
       const controller = new AbortController();
       const lines: string[] = [];
       const agents = runAgents({
@@ -342,9 +347,9 @@ describeEachDatabase('the reference agent and stop', (ctx) => {
         // The agent ends by itself once the job that stopped it is done.
         await agents;
         expect(lines).toContain('self: stopped');
-        const b = (await ctx().http().get(url).set(auth(token)).expect(200)).body;
+        const b = await readBuild(api, ref);
         expect(b.state).toBe('passed');
-        const log = (await ctx().http().get(`${url}/jobs/${b.jobs[0].id}/log.txt`).set(auth(token))).text;
+        const log = await jobLogText(api, ref, b.jobs[0]!.id);
         expect(log).toContain('buildkite-agent: paused\n');
         expect(log).toContain('Agent is already paused');
         expect(log).toContain('second pause refused\n');

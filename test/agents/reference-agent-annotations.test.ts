@@ -5,9 +5,11 @@
  * (argument and stdin), a later step reads it back (get, --default, exists, keys); then the REST
  * API shows the annotations and `meta_data`, and the builds list finds the build by it.
  */
-import { auth, describeEachDatabase } from '../support/context';
-import { finishedBuild, givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
+import { ok } from '../../clients/typescript/src';
+import { describeEachDatabase } from '../support/context';
+import { givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
+import { buildRef, finishedBuild, jobLogText, restClient } from '../support/sdk';
 
 describeEachDatabase('the reference agent with annotations and meta-data', (ctx) => {
   const { endpoint } = onLoopback(ctx);
@@ -51,11 +53,11 @@ describeEachDatabase('the reference agent with annotations and meta-data', (ctx)
       ].join('\n'),
     );
     const build = await givenBuild(ctx(), org.slug, slug, token);
-    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-    const read = async (path: string) => (await ctx().http().get(path).set(auth(token)).expect(200)).body;
+    const api = restClient(endpoint(), token);
+    const ref = buildRef(org.slug, slug, build.number);
     await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: ['queue=default'], name: 'annotator', spawn: 1, pollIntervalMs: 20 }, async () => {
-      const b = await finishedBuild(ctx(), url, token);
-      const log = async (id: string) => (await ctx().http().get(`${url}/jobs/${id}/log.txt`).set(auth(token)).expect(200)).text;
+      const b = await finishedBuild(api, ref);
+      const log = (id: string) => jobLogText(api, ref, id);
       const [write, , readJob] = b.jobs;
       expect([b.state, write!.state, readJob!.state]).toEqual(['passed', 'passed', 'passed']);
       expect(await log(write!.id)).toContain('buildkite-agent: removed the annotation temp');
@@ -71,26 +73,21 @@ describeEachDatabase('the reference agent with annotations and meta-data', (ctx)
       expect(readLog).toMatch(/\n1\.2\.3\n/);
 
       expect(b.meta_data).toEqual({ 'release-version': '1.2.3', notes: 'multi\nline', channel: 'stable', formula: 'a=b' });
-      const found = await read(`/v2/organizations/${org.slug}/builds?meta_data[release-version]=1.2.3`);
-      expect(found.map((x: { id: string }) => x.id)).toEqual([b.id]);
+      const found = await ok(api.GET('/v2/organizations/{org_slug}/builds', { params: { path: ref, query: { meta_data: { 'release-version': '1.2.3' } } } }));
+      expect(found.map((x) => x.id)).toEqual([b.id]);
 
-      const annotations = await read(`${url}/annotations`);
-      expect(
-        annotations.map((a: { context: string; style: string; scope: string; priority: number; body_html: string }) => [
-          a.context,
-          a.style,
-          a.scope,
-          a.priority,
-          a.body_html,
-        ]),
-      ).toEqual([
+      const annotations = await ok(
+        api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/annotations', { params: { path: ref } }),
+      );
+      expect(annotations.map((a) => [a.context, a.style, a.scope, a.priority, a.body_html])).toEqual([
         // The append sent the agent's default priority (3), as the real agent always sends one.
         ['coverage', 'info', 'build', 3, '<h2>Coverage</h2>\n<p><strong>93%</strong></p>\n'],
         // A line that opens with an HTML block is raw HTML (CommonMark): the script goes, the text stays.
         ['default', 'success', 'build', 3, 'Tests *passed*'],
         ['job.note', 'default', 'job', 3, '<p>on the job</p>\n'],
       ]);
-      expect(await read(`${url}/jobs/${write!.id}/annotations`)).toEqual([annotations[2]]);
+      const jobAnnotations = '/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/annotations';
+      expect(await ok(api.GET(jobAnnotations, { params: { path: { ...ref, job_id: write!.id } } }))).toEqual([annotations[2]]);
     });
   });
 });

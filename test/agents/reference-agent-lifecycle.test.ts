@@ -8,9 +8,11 @@ import type http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { runAgents } from '../../src/cli/agent';
-import { auth, createTestContext, databases, describeEachDatabase, type TestContext } from '../support/context';
+import { ok } from '../../clients/typescript/src';
+import { createTestContext, databases, describeEachDatabase, type TestContext } from '../support/context';
 import { givenRegistrationToken, listen, movableClock, onLoopback, running, stop, until } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
+import { buildRef, jobLogText, listAgents, readBuild, restClient } from '../support/sdk';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -37,13 +39,14 @@ describeEachDatabase(
       const pidFile = path.join(dir, `${name}.pid`);
       const { slug } = await givenPipeline(ctx(), org.slug, token, `steps:\n  - command: sleep 120 & echo $! > ${pidFile}; echo started; wait\n${extra}`);
       const build = await givenBuild(ctx(), org.slug, slug, token);
-      const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-      const read = async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body;
+      const api = restClient(endpoint(), token);
+      const ref = buildRef(org.slug, slug, build.number);
+      const read = () => readBuild(api, ref);
       const controller = new AbortController();
       const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name, spawn: 1, pollIntervalMs: 50, signal: controller.signal });
       const jobId = build.jobs[0]!.id;
       await until(
-        async () => (await ctx().http().get(`${url}/jobs/${jobId}/log.txt`).set(auth(token))).text,
+        () => jobLogText(api, ref, jobId),
         (t) => t.includes('started'),
         'the job starting',
       );
@@ -53,7 +56,7 @@ describeEachDatabase(
         controller.abort();
         await agents;
       };
-      return { token, url, read, pid, done };
+      return { api, ref, read, pid, done };
     };
 
     it('times out a job on the service clock: the agent kills the process group and the job ends timed_out', async () => {
@@ -77,9 +80,11 @@ describeEachDatabase(
     it('cancels a running job: canceling, then canceled once the agent has killed it', async () => {
       const s = await givenSleeper('cancel');
       try {
-        const canceling = await ctx().http().put(`${s.url}/cancel`).set(auth(s.token)).expect(200);
-        expect(canceling.body.state).toBe('canceling');
-        expect(canceling.body.jobs[0].state).toBe('canceling');
+        const canceling = await ok(
+          s.api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel', { params: { path: s.ref } }),
+        );
+        expect(canceling.state).toBe('canceling');
+        expect(canceling.jobs![0]!.state).toBe('canceling');
         const b = await until(s.read, (x) => x.state === 'canceled', 'the build canceled');
         expect(b.finished_at).toMatch(ISO);
         expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 137, signal_reason: 'cancel' });
@@ -94,8 +99,8 @@ describeEachDatabase(
       const reg = await givenRegistrationToken(ctx(), org.slug, token);
       const controller = new AbortController();
       const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'comeback', spawn: 1, pollIntervalMs: 200, signal: controller.signal });
-      const list = async () =>
-        (await ctx().http().get(`/v2/organizations/${org.slug}/agents`).set(auth(token)).expect(200)).body as { id: string; connection_state: string }[];
+      const api = restClient(endpoint(), token);
+      const list = () => listAgents(api, org.slug);
       try {
         const [first] = await until(list, (l) => l.length === 1 && l[0]!.connection_state === 'connected', 'the agent connecting');
         // Move the clock past the limit and sweep; a poll landing in between keeps it alive, so try again.
@@ -112,14 +117,13 @@ describeEachDatabase(
         expect(l).toHaveLength(2);
         const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo back\n');
         const build = await givenBuild(ctx(), org.slug, slug, token);
-        const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
         const b = await until(
-          async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body,
+          () => readBuild(api, buildRef(org.slug, slug, build.number)),
           (x) => x.finished_at !== null,
           'the build finishing',
         );
         expect(b.state).toBe('passed');
-        expect(b.jobs[0].agent.id).not.toBe(first!.id);
+        expect(b.jobs[0]!.agent!.id).not.toBe(first!.id);
       } finally {
         controller.abort();
         await agents;
@@ -156,9 +160,10 @@ describe.each(databases)('the reference agent across a server restart [%s]', (ki
         signal: controller.signal,
         log: (l) => lines.push(l),
       });
-      const agentsOf = (c: TestContext) => async () =>
-        (await c.http().get(`/v2/organizations/${org.slug}/agents`).set(auth(token)).expect(200)).body as { id: string; connection_state: string }[];
-      const [agent] = await until(agentsOf(first), (l) => l.length === 1 && l[0]!.connection_state === 'connected', 'the agent connecting');
+      // The same address before and after the restart: one client serves both servers.
+      const api = restClient(listening.endpoint, token);
+      const listed = () => listAgents(api, org.slug);
+      const [agent] = await until(listed, (l) => l.length === 1 && l[0]!.connection_state === 'connected', 'the agent connecting');
 
       // The server goes away; the agent notices (it logs the failed poll) and keeps trying.
       const quiet = lines.length;
@@ -176,16 +181,16 @@ describe.each(databases)('the reference agent across a server restart [%s]', (ki
       second = await createTestContext(kind, { sqliteFile, sharePostgresSchemaOf: reached });
       server = (await listen(second.app, port)).server;
       const build = await givenBuild(second, org.slug, slug, token);
-      const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+      const ref = buildRef(org.slug, slug, build.number);
       const b = await until(
-        async () => (await second!.http().get(url).set(auth(token)).expect(200)).body,
+        () => readBuild(api, ref),
         (x) => x.finished_at !== null,
         'the build finishing',
       );
       expect(b.state).toBe('passed');
-      expect(b.jobs[0].agent.id).toBe(agent!.id); // the same agent, not a new registration
-      expect((await second.http().get(`${url}/jobs/${b.jobs[0].id}/log.txt`).set(auth(token)).expect(200)).text).toBe('after the restart\n');
-      expect(await agentsOf(second)()).toEqual([expect.objectContaining({ id: agent!.id, connection_state: 'connected' })]);
+      expect(b.jobs[0]!.agent!.id).toBe(agent!.id); // the same agent, not a new registration
+      expect(await jobLogText(api, ref, b.jobs[0]!.id)).toBe('after the restart\n');
+      expect(await listed()).toEqual([expect.objectContaining({ id: agent!.id, connection_state: 'connected' })]);
     } finally {
       controller.abort();
       await agents;

@@ -4,10 +4,11 @@
  * meta-data; a later step downloads the artifact and reads the meta-data; then the REST API shows
  * the artifact (and serves its bytes), the annotation and the build's meta-data.
  */
-import { auth, describeEachDatabase } from '../support/context';
-import { finishedBuild, givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
+import { ok } from '../../clients/typescript/src';
+import { describeEachDatabase } from '../support/context';
+import { givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import type { BuildJson } from '../support/types';
+import { buildRef, finishedBuild, jobLogText, restClient } from '../support/sdk';
 
 describeEachDatabase('artifacts, annotations and meta-data in one pipeline', (ctx) => {
   const { endpoint } = onLoopback(ctx);
@@ -38,37 +39,44 @@ describeEachDatabase('artifacts, annotations and meta-data in one pipeline', (ct
       ].join('\n'),
     );
     const build = await givenBuild(ctx(), org.slug, slug, token);
-    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-    const read = async (path: string) => (await ctx().http().get(path).set(auth(token)).expect(200)).body;
+    const api = restClient(endpoint(), token);
+    const ref = buildRef(org.slug, slug, build.number);
     await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'e2e', spawn: 1, pollIntervalMs: 20 }, async () => {
-      const b = await finishedBuild(ctx(), url, token, 3000);
+      const b = await finishedBuild(api, ref, 3000);
       expect(b.jobs.map((j) => [j.name ?? null, j.state])).toEqual([
         ['produce', 'passed'],
         [null, 'passed'],
         ['consume', 'passed'],
       ]);
-      const log = (await ctx().http().get(`${url}/jobs/${b.jobs[2]!.id}/log.txt`).set(auth(token))).text;
+      const log = await jobLogText(api, ref, b.jobs[2]!.id);
       expect(log).toContain('file=v1.2.3\n');
       expect(log).toContain('meta=v1.2.3\n');
       expect(log).toContain('missing: 100\n');
 
       // The REST API: the build's meta-data and its list filter, the annotation, the artifact and its bytes.
       expect(b.meta_data).toEqual({ release: 'v1.2.3' });
-      const found = await read(`/v2/organizations/${org.slug}/builds?meta_data[release]=v1.2.3`);
-      expect(found.map((x: BuildJson) => x.id)).toEqual([b.id]);
-      const annotations = await read(`${url}/annotations`);
+      const found = await ok(api.GET('/v2/organizations/{org_slug}/builds', { params: { path: ref, query: { meta_data: { release: 'v1.2.3' } } } }));
+      expect(found.map((x) => x.id)).toEqual([b.id]);
+      const annotations = await ok(
+        api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/annotations', { params: { path: ref } }),
+      );
       expect(annotations).toHaveLength(1);
       expect(annotations[0]).toMatchObject({ context: 'release', style: 'success', scope: 'build' });
-      expect(annotations[0].body_html).toContain('<strong>v1.2.3</strong>');
-      const artifacts = await read(`${url}/artifacts`);
-      expect(artifacts.map((a: { path: string; state: string; job_id: string }) => [a.path, a.state, a.job_id])).toEqual([
-        ['out/version.txt', 'finished', b.jobs[0]!.id],
-      ]);
-      const download = await ctx().http().get(new URL(artifacts[0].download_url).pathname).set(auth(token)).expect(302);
-      const bytes = await ctx()
-        .http()
-        .get(new URL(download.headers.location!).pathname + new URL(download.headers.location!).search);
-      expect([bytes.status, bytes.text ?? bytes.body.toString()]).toEqual([200, 'v1.2.3\n']);
+      expect(annotations[0]!.body_html).toContain('<strong>v1.2.3</strong>');
+      const artifacts = await ok(api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/artifacts', { params: { path: ref } }));
+      expect(artifacts.map((a) => [a.path, a.state, a.job_id])).toEqual([['out/version.txt', 'finished', b.jobs[0]!.id]]);
+      const download = await api.GET(
+        '/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/artifacts/{artifact_id}/download',
+        {
+          params: { path: { ...ref, job_id: b.jobs[0]!.id, artifact_id: artifacts[0]!.id } },
+          redirect: 'manual',
+        },
+      );
+      expect(download.response.status).toBe(302);
+      // The signed URL names the service's public URL; its path and query are asked of this server (no token: the signature is the grant).
+      const signed = new URL(download.response.headers.get('location')!);
+      const bytes = await fetch(`${endpoint()}${signed.pathname}${signed.search}`);
+      expect([bytes.status, await bytes.text()]).toEqual([200, 'v1.2.3\n']);
     });
   });
 });

@@ -1,6 +1,8 @@
-import { auth, describeEachDatabase } from '../support/context';
-import { finishedBuild, givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
+import { ok } from '../../clients/typescript/src';
+import { describeEachDatabase } from '../support/context';
+import { givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
+import { buildRef, finishedBuild, jobLogText, readBuild, restClient } from '../support/sdk';
 
 describeEachDatabase('the reference agent with pipeline uploads and trigger steps', (ctx) => {
   const { endpoint } = onLoopback(ctx);
@@ -29,10 +31,10 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
       ].join('\n'),
     );
     const build = await givenBuild(ctx(), org.slug, slug, token);
-    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
-    const read = async (path: string) => (await ctx().http().get(path).set(auth(token)).expect(200)).body;
+    const api = restClient(endpoint(), token);
+    const ref = buildRef(org.slug, slug, build.number);
     await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: ['queue=default'], name: 'steps', spawn: 2, pollIntervalMs: 20 }, async () => {
-      let b = await finishedBuild(ctx(), url, token);
+      let b = await finishedBuild(api, ref);
       expect(b.jobs.map((j) => [j.type, j.name ?? null, j.state])).toEqual([
         ['script', 'upload', 'passed'],
         ['script', 'uploaded', 'passed'],
@@ -41,7 +43,8 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
         ['trigger', 'Deploy', 'passed'],
       ]);
       expect(b.state).toBe('passed');
-      const log = async (id: string) => read(`${url}/jobs/${id}/log`) as Promise<{ content: string; header_times: number[] }>;
+      const log = (job_id: string) =>
+        ok(api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/log', { params: { path: { ...ref, job_id } } }));
       const upload = await log(b.jobs[0]!.id);
       expect(upload.content).toContain('buildkite-agent: uploaded .buildkite/pipeline.yml (1 jobs)');
       expect(upload.content).toContain('buildkite-agent: uploaded (stdin) (1 jobs)');
@@ -51,14 +54,10 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
       expect((await log(b.jobs[2]!.id)).content).toBe('stdin ran\n');
 
       const triggered = b.jobs[4]!.triggered_build!;
-      const child = await read(`/v2/organizations/${org.slug}/pipelines/${deploy}/builds/${triggered.number}`);
+      const childRef = buildRef(org.slug, deploy, triggered.number);
+      const child = await readBuild(api, childRef);
       expect(child).toMatchObject({ id: triggered.id, state: 'passed', source: 'trigger_job' });
-      const childLog = await ctx()
-        .http()
-        .get(`/v2/organizations/${org.slug}/pipelines/${deploy}/builds/${triggered.number}/jobs/${child.jobs[0].id}/log.txt`)
-        .set(auth(token))
-        .expect(200);
-      expect(childLog.text).toBe('deployed to prod\n');
+      expect(await jobLogText(api, childRef, child.jobs[0]!.id)).toBe('deployed to prod\n');
 
       // The same through a build whose triggered build fails: the trigger job fails with it.
       const { slug: failing } = await givenPipeline(
@@ -68,10 +67,9 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
         `steps:\n  - trigger: ${deploy}\n    build:\n      env: { TARGET: staging, EXIT: "3" }\n`,
       );
       const second = await givenBuild(ctx(), org.slug, failing, token);
-      const secondUrl = `/v2/organizations/${org.slug}/pipelines/${failing}/builds/${second.number}`;
-      b = await finishedBuild(ctx(), secondUrl, token);
+      b = await finishedBuild(api, buildRef(org.slug, failing, second.number));
       expect(b).toMatchObject({ state: 'failed', jobs: [{ type: 'trigger', state: 'failed' }] });
-      const failed = await read(`/v2/organizations/${org.slug}/pipelines/${deploy}/builds/${b.jobs[0]!.triggered_build!.number}`);
+      const failed = await readBuild(api, buildRef(org.slug, deploy, b.jobs[0]!.triggered_build!.number));
       expect(failed).toMatchObject({ state: 'failed', jobs: [{ state: 'failed', exit_status: 3 }] });
     });
   });

@@ -2,9 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runAgents } from '../../src/cli/agent';
-import { auth, describeEachDatabase } from '../support/context';
+import { describeEachDatabase } from '../support/context';
 import { givenRegistrationToken, movableClock, onLoopback, running, until } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
+import { buildRef, jobLogText, listAgents, readBuild, restClient } from '../support/sdk';
 import type { BuildJson } from '../support/types';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -49,12 +50,14 @@ describeEachDatabase(
         ].join('\n'),
       );
       const build = await givenBuild(ctx(), org.slug, slug, token);
-      const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+      // The REST API over the network, through the SDK, as any client watching the build would.
+      const api = restClient(endpoint(), token);
+      const ref = buildRef(org.slug, slug, build.number);
       // Every state each job and the build were seen in, in order (each poll of the REST API adds what changed).
       const seen = { build: [] as string[], jobs: new Map<string, string[]>() };
       const note = (trail: string[], state: string) => trail[trail.length - 1] !== state && trail.push(state);
       const read = async () => {
-        const b = (await ctx().http().get(url).set(auth(token)).expect(200)).body as BuildJson;
+        const b = await readBuild(api, ref);
         note(seen.build, b.blocked ? `${b.state}+blocked` : b.state);
         for (const j of b.jobs) {
           if (!seen.jobs.has(j.id)) seen.jobs.set(j.id, []);
@@ -74,7 +77,7 @@ describeEachDatabase(
         pollIntervalMs: 20,
         signal: controller.signal,
       });
-      const log = async (id: string) => (await ctx().http().get(`${url}/jobs/${id}/log.txt`).set(auth(token)).expect(200)).text;
+      const log = (id: string) => jobLogText(api, ref, id);
       try {
         await read();
         // The slow step runs until the service's clock passes its timeout; then the agent is told.
@@ -109,12 +112,13 @@ describeEachDatabase(
         expect(new Set(await Promise.all([3, 4, 5].map((i) => log(jobs[i]!.id))))).toEqual(new Set(['part 0 of 3\n', 'part 1 of 3\n', 'part 2 of 3\n']));
         expect(await log(jobs[7]!.id)).toBe('started\n');
         // The synchronous trigger took its build's result; the agent ran that build too.
-        const child = (
-          await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${deploy}/builds/${jobs[6]!.triggered_build!.number}`).set(auth(token)).expect(200)
-        ).body;
+        const child = await readBuild(api, buildRef(org.slug, deploy, jobs[6]!.triggered_build!.number));
         expect(child).toMatchObject({ state: 'passed', branch: 'release', source: 'trigger_job', jobs: [{ state: 'passed', exit_status: 0 }] });
 
-        await ctx().http().put(`${url}/jobs/${jobs[9]!.id}/unblock`).set(auth(token)).send({}).expect(200);
+        await api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/unblock', {
+          params: { path: { ...ref, job_id: jobs[9]!.id } },
+          body: {},
+        });
         b = await untilBuild((x) => !x.blocked && x.finished_at !== null, 'the build finishing');
         expect(b.state).toBe('passed');
         const last = b.jobs[10]!;
@@ -155,8 +159,8 @@ describeEachDatabase(
         controller.abort();
         await agents;
       }
-      const list = await ctx().http().get(`/v2/organizations/${org.slug}/agents`).set(auth(token));
-      expect(list.body.map((a: { connection_state: string }) => a.connection_state)).toEqual(['disconnected', 'disconnected']);
+      const list = await listAgents(api, org.slug);
+      expect(list.map((a) => a.connection_state)).toEqual(['disconnected', 'disconnected']);
     }, 60_000);
 
     it("kills the job's whole process group when the agent stops, and reports it failed", async () => {
@@ -171,11 +175,12 @@ describeEachDatabase(
         `steps:\n  - command: echo $$ > ${dir}/shell; sleep 30 & echo $! > ${dir}/sleep; echo started; sleep 30; wait\n`,
       );
       const build = await givenBuild(ctx(), org.slug, slug, token);
-      const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+      const api = restClient(endpoint(), token);
+      const ref = buildRef(org.slug, slug, build.number);
       const controller = new AbortController();
       const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'stopper', spawn: 1, pollIntervalMs: 20, signal: controller.signal });
       const jobId = build.jobs[0]!.id;
-      for (let i = 0; i < 500 && !(await ctx().http().get(`${url}/jobs/${jobId}/log.txt`).set(auth(token))).text.includes('started'); i++) {
+      for (let i = 0; i < 500 && !(await jobLogText(api, ref, jobId)).includes('started'); i++) {
         await new Promise((r) => setTimeout(r, 20));
       }
       const pids = ['shell', 'sleep'].map((f) => Number(fs.readFileSync(path.join(dir, f), 'utf8')));
@@ -189,7 +194,7 @@ describeEachDatabase(
         "the job's processes ending",
         250,
       );
-      const b = (await ctx().http().get(url).set(auth(token))).body;
+      const b = await readBuild(api, ref);
       expect(b.jobs[0]).toMatchObject({ state: 'failed', exit_status: 137 });
       expect(b.state).toBe('failed');
       fs.rmSync(dir, { recursive: true, force: true });

@@ -5,9 +5,11 @@
  * `artifact shasum`, and the REST API lists them and serves their bytes.
  */
 import crypto from 'node:crypto';
-import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
-import { finishedBuild, givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
+import { ok } from '../../clients/typescript/src';
+import { describeEachDatabase, PUBLIC_URL } from '../support/context';
+import { givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
+import { buildRef, finishedBuild, jobLogText, restClient } from '../support/sdk';
 
 describeEachDatabase('artifacts with the reference agent', (ctx) => {
   const { endpoint } = onLoopback(ctx);
@@ -44,16 +46,18 @@ describeEachDatabase('artifacts with the reference agent', (ctx) => {
     );
     const build = await givenBuild(ctx(), org.slug, slug, token);
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+    const api = restClient(endpoint(), token);
+    const ref = buildRef(org.slug, slug, build.number);
     await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: ['queue=default'], name: 'artifacts', spawn: 1, pollIntervalMs: 20 }, async () => {
-      const b = await finishedBuild(ctx(), url, token, 1500);
+      const b = await finishedBuild(api, ref, 1500);
       expect(b.jobs.map((j) => [j.name ?? null, j.state])).toEqual([
         ['make', 'failed'],
         [null, 'passed'],
         ['use', 'passed'],
       ]);
-      const makeLog = (await ctx().http().get(`${url}/jobs/${b.jobs[0]!.id}/log.txt`).set(auth(token))).text;
+      const makeLog = await jobLogText(api, ref, b.jobs[0]!.id);
       expect(makeLog).toContain('buildkite-agent: uploaded dist/app.txt (15 bytes)');
-      const useLog = (await ctx().http().get(`${url}/jobs/${b.jobs[2]!.id}/log.txt`).set(auth(token))).text;
+      const useLog = await jobLogText(api, ref, b.jobs[2]!.id);
       expect(useLog).toContain('hello artifact\n');
       expect(useLog).toContain(`sha1=${sha1}\n`);
       expect(useLog).toContain(`sha256=${sha256}\n`);
@@ -62,9 +66,9 @@ describeEachDatabase('artifacts with the reference agent', (ctx) => {
       expect(useLog).toContain('no artifacts found for downloading');
       expect(useLog).toContain('download of nothing failed');
 
-      const listed = await ctx().http().get(`${url}/artifacts`).set(auth(token)).expect(200);
-      expect(listed.body.map((a: { path: string }) => a.path).sort()).toEqual(['dist/app.txt', 'dist/deep/x.bin', 'top.log']);
-      const app = listed.body.find((a: { path: string }) => a.path === 'dist/app.txt');
+      const listed = await ok(api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/artifacts', { params: { path: ref } }));
+      expect(listed.map((a) => a.path).sort()).toEqual(['dist/app.txt', 'dist/deep/x.bin', 'top.log']);
+      const app = listed.find((a) => a.path === 'dist/app.txt')!;
       expect(app).toMatchObject({
         job_id: b.jobs[0]!.id,
         state: 'finished',
@@ -77,11 +81,19 @@ describeEachDatabase('artifacts with the reference agent', (ctx) => {
         original_path: null,
         url: `${PUBLIC_URL}${url}/jobs/${b.jobs[0]!.id}/artifacts/${app.id}`,
       });
-      const jobList = await ctx().http().get(`${url}/jobs/${b.jobs[2]!.id}/artifacts`).set(auth(token)).expect(200);
-      expect(jobList.body).toEqual([]);
-      const download = await ctx().http().get(`${url}/jobs/${b.jobs[0]!.id}/artifacts/${app.id}/download`).set(auth(token)).expect(302);
-      const bytes = await ctx().http().get(download.headers.location!.slice(PUBLIC_URL.length)).expect(200);
-      expect(bytes.text).toBe(content);
+      const jobArtifacts = '/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/artifacts';
+      expect(await ok(api.GET(jobArtifacts, { params: { path: { ...ref, job_id: b.jobs[2]!.id } } }))).toEqual([]);
+      const download = await api.GET(
+        '/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/artifacts/{artifact_id}/download',
+        {
+          params: { path: { ...ref, job_id: b.jobs[0]!.id, artifact_id: app.id } },
+          redirect: 'manual',
+        },
+      );
+      expect(download.response.status).toBe(302);
+      // The signed URL names the service's public URL: its path and query are asked of this server.
+      const bytes = await fetch(endpoint() + download.response.headers.get('location')!.slice(PUBLIC_URL.length));
+      expect([bytes.status, await bytes.text()]).toEqual([200, content]);
     });
   });
 });

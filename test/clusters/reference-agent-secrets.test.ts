@@ -4,8 +4,9 @@
  * JSON and env formats, a key the policy refuses), and the job's log shows what the step printed.
  */
 import { auth, describeEachDatabase } from '../support/context';
-import { finishedBuild, onLoopback, withReferenceAgents } from '../support/agents';
+import { onLoopback, withReferenceAgents } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
+import { buildRef, finishedBuild, jobLogText, restClient } from '../support/sdk';
 
 describeEachDatabase('buildkite-agent secret get', (ctx) => {
   const { endpoint } = onLoopback(ctx);
@@ -40,10 +41,11 @@ describeEachDatabase('buildkite-agent secret get', (ctx) => {
       ].join('\n'),
     });
     const build = await givenBuild(ctx(), org.slug, slug, token);
-    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+    const api = restClient(endpoint(), token);
+    const ref = buildRef(org.slug, slug, build.number);
     await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'secrets', spawn: 1, pollIntervalMs: 20 }, async () => {
-      const b = await finishedBuild(ctx(), url, token, 3000);
-      const log = (await ctx().http().get(`${url}/jobs/${b.jobs[0]!.id}/log.txt`).set(auth(token))).text;
+      const b = await finishedBuild(api, ref, 3000);
+      const log = await jobLogText(api, ref, b.jobs[0]!.id);
       expect(b.jobs[0]!.state).toBe('passed');
       expect(log).toContain("one=it's-a-key\n");
       expect(log).toContain(`json={"DEPLOY_KEY":"it's-a-key","api_token":"tok-123"}\n`);

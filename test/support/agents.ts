@@ -9,7 +9,6 @@ import type { AddressInfo } from 'node:net';
 import { runAgents, type AgentOptions } from '../../src/cli/agent';
 import { auth, type TestContext } from './context';
 import { givenBuild, givenPipeline } from './given';
-import type { BuildJson } from './types';
 
 export const agentAuth = (token: string) => ({ Authorization: `Token ${token}` });
 
@@ -118,12 +117,6 @@ export async function withReferenceAgents<T>(options: Omit<AgentOptions, 'signal
     controller.abort();
     await agents;
   }
-}
-
-/** The build at `url` once it has finished (read every 20 ms, at most `tries` times). */
-export function finishedBuild(ctx: TestContext, url: string, token: string, tries = 1000): Promise<BuildJson> {
-  const read = async () => (await ctx.http().get(url).set(auth(token)).expect(200)).body as BuildJson;
-  return until(read, (b) => b.finished_at !== null, 'the build finishing', tries);
 }
 
 /** Polls (bounded: `tries` reads 20 ms apart) until `done` holds. */

@@ -9,7 +9,9 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { auth, describeEachDatabase } from '../support/context';
+import { ok } from '../../clients/typescript/src';
+import { describeEachDatabase } from '../support/context';
+import { restClient } from '../support/sdk';
 import { givenSuite } from './helpers';
 
 const PROJECT = path.join(__dirname, '..', 'fixtures', 'flaky-project');
@@ -66,12 +68,10 @@ describeEachDatabase('the buildkite-test-collector jest reporter', (ctx) => {
     const second = await runCollectorProject({ ...env, BUILDKITE_ANALYTICS_KEY: 'run-2' });
     expect({ code: second.code, errors: second.output.match(/Test Engine error.*/g) }).toEqual({ code: 0, errors: null });
 
-    const runs = (await ctx().http().get(`${s.base}/runs`).set(auth(s.token)).expect(200)).body as {
-      id: string;
-      result: string;
-      commit_sha: string;
-      branch: string;
-    }[];
+    // What the server then shows, read over the network through the SDK.
+    const api = restClient(`http://127.0.0.1:${port}`, s.token);
+    const suite = { org_slug: s.org.slug, suite_slug: s.suite.slug };
+    const runs = await ok(api.GET('/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/runs', { params: { path: suite } }));
     expect(runs.map((r) => [r.result, r.commit_sha, r.branch])).toEqual([
       ['passed', env.BUILDKITE_ANALYTICS_SHA, 'main'],
       ['failed', env.BUILDKITE_ANALYTICS_SHA, 'main'],
@@ -86,14 +86,23 @@ describeEachDatabase('the buildkite-test-collector jest reporter', (ctx) => {
       { run_key: 'run-2', collector: 'js-buildkite-test-collector', test_runner: 'jest', executions_count: 3 },
     ]);
 
-    const failed = (await ctx().http().get(`${s.base}/runs/${runs[1]!.id}/failed_executions`).set(auth(s.token)).expect(200)).body;
+    const failed = await ok(
+      api.GET('/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/runs/{run_id}/failed_executions', {
+        params: { path: { ...suite, run_id: runs[1]!.id } },
+      }),
+    );
     expect(failed).toHaveLength(1);
     expect(failed[0]).toMatchObject({ test_name: 'applies the discount', location: 'checkout.spec.js:9' });
-    expect(failed[0].failure_reason).toMatch(/expect\(received\)\.toBe\(expected\)/);
+    expect(failed[0]!.failure_reason).toMatch(/expect\(received\)\.toBe\(expected\)/);
 
-    const flaky = (await ctx().http().get(`${s.base}/flaky-tests`).set(auth(s.token)).expect(200)).body;
+    const flaky = await ok(api.GET('/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/flaky-tests', { params: { path: suite } }));
     expect(flaky).toEqual([expect.objectContaining({ scope: 'Checkout', name: 'applies the discount', instances: 1 })]);
-    const test = (await ctx().http().get(`${s.base}/tests/${flaky[0].id}`).set(auth(s.token)).set('Buildkite-Version', '2026-08-01').expect(200)).body;
+    const test = await ok(
+      api.GET('/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/tests/{test_id}', {
+        params: { path: { ...suite, test_id: flaky[0]!.id } },
+        headers: { 'Buildkite-Version': '2026-08-01' },
+      }),
+    );
     expect(test).toMatchObject({
       executions_count: 2,
       executions_count_by_result: { passed: 1, failed: 1 },
