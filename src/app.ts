@@ -45,6 +45,7 @@ import { notificationDeliveryRoutes } from './notifications/routes';
 import { serializeTestEngine } from './suites/serialize';
 import { parseUploadMultipart } from './uploads/multipart';
 import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
+import { webRoutes } from './web/routes';
 
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
 export interface AppDeps extends Pick<
@@ -179,6 +180,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.get('/openapi.yaml', (_req, res) => {
     res.type('application/yaml').send(spec.yaml);
   });
+  // The web interface (src/web): pages for browsers at the web_urls, before the API's own 404.
+  app.use(webRoutes(deps));
 
   app.use('/v2', authenticate(deps.tokens), rateLimit(deps.rateLimiter));
   app.use(guardRouter(guardsFromSpec(spec.doc)));

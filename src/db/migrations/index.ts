@@ -29,6 +29,7 @@ import * as teams from './20261125180000_teams';
 import * as clusters from './20261125181000_clusters';
 import * as pipelineWebhookSecret from './20261126101000_pipeline_webhook_secret';
 import * as notify from './20261126102000_notify';
+import * as webSessions from './20261126110000_web_sessions';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -56,6 +57,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126100000_notification_services': notificationServices,
   '20261126101000_pipeline_webhook_secret': pipelineWebhookSecret,
   '20261126102000_notify': notify,
+  '20261126110000_web_sessions': webSessions,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

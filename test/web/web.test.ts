@@ -1,0 +1,145 @@
+/**
+ * The web interface over HTTP: sign-in and its cookie, CSRF, security headers, escaping,
+ * tenancy, a read-only token's pages, the log endpoints, and that API clients still get JSON.
+ * (test/browser/web-*.test.ts drives the same pages in Chromium.)
+ */
+import request from 'supertest';
+import { auth, createTestContext, databases, type TestContext } from '../support/context';
+import { givenBuild, givenPipeline } from '../support/given';
+import { givenAgent, givenRegistrationToken, agentAuth } from '../support/agents';
+import { csrfOf, HTML, signedIn } from './support';
+
+describe.each(databases)('web interface (%s)', (kind) => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext(kind);
+  });
+  afterAll(() => ctx.close());
+
+  it('signs in with a token into an HttpOnly SameSite session cookie, checks CSRF, and signs out', async () => {
+    const { org, token } = await ctx.givenAdmin();
+    const agent = request.agent(ctx.app);
+    const form = await agent.get('/login').set(HTML).expect(200);
+    expect(form.headers['content-security-policy']).toContain("default-src 'self'");
+    expect(form.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(form.headers['x-frame-options']).toBe('DENY');
+    // A post without the form's token is refused, and so is a wrong token.
+    await agent.post('/login').type('form').send({ token }).expect(403);
+    const wrong = await agent
+      .post('/login')
+      .type('form')
+      .send({ _csrf: csrfOf(form.text), token: 'not-a-token' })
+      .expect(401);
+    expect(wrong.text).toContain('not accepted');
+    const ok = await agent
+      .post('/login')
+      .type('form')
+      .send({ _csrf: csrfOf(form.text), token })
+      .expect(303);
+    expect(ok.headers.location).toBe(`/${org.slug}`);
+    const cookie = (ok.headers['set-cookie'] as unknown as string[]).find((c) => c.startsWith('windsock_session='))!;
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Lax/);
+    expect(cookie).not.toContain(token);
+    const home = await agent.get(`/${org.slug}`).set(HTML).expect(200);
+    // Sign-out needs the session's CSRF token too.
+    await agent.post('/logout').type('form').send({ _csrf: 'nope' }).expect(403);
+    await agent
+      .post('/logout')
+      .type('form')
+      .send({ _csrf: csrfOf(home.text) })
+      .expect(303);
+    const after = await agent.get(`/${org.slug}`).set(HTML).expect(303);
+    expect(after.headers.location).toBe(`/login?next=${encodeURIComponent(`/${org.slug}`)}`);
+  });
+
+  it('escapes what users wrote, hides other organizations behind 404 pages, and leaves API clients their JSON', async () => {
+    const { org, token } = await ctx.givenAdmin();
+    const pipeline = await givenPipeline(ctx, org.slug, token, { name: '<script>alert(1)</script>' });
+    const build = await givenBuild(ctx, org.slug, pipeline.slug, token, { message: '<img src=x onerror=alert(1)>', branch: 'feat/<b>' });
+    const web = await signedIn(ctx.app, token);
+    const home = await web.get(`/${org.slug}`).set(HTML).expect(200);
+    expect(home.text).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(home.text).not.toContain('<script>alert');
+    const page = await web.get(new URL(build.web_url).pathname).set(HTML).expect(200);
+    expect(page.text).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(page.text).toContain('feat/&lt;b&gt;');
+    expect(page.text).not.toMatch(/<script>(?!<\/script>)/);
+
+    const other = await ctx.givenAdmin();
+    const outsider = await signedIn(ctx.app, other.token);
+    for (const path of [`/${org.slug}`, new URL(pipeline.web_url).pathname, new URL(build.web_url).pathname, `/organizations/${org.slug}/agents`]) {
+      const res = await outsider.get(path).set(HTML).expect(404);
+      expect(res.text).not.toContain(pipeline.slug);
+    }
+    await outsider.get(`${new URL(build.web_url).pathname}/jobs/${build.jobs[0]!.id}/log`).expect(404);
+
+    // No Accept: text/html, no page: the API's JSON 404 as before.
+    const json = await ctx.http().get(`/${org.slug}/${pipeline.slug}`).set(auth(token)).expect(404);
+    expect(json.body).toEqual({ message: expect.any(String) });
+  });
+
+  it('shows a read-only token no action buttons and refuses its posts', async () => {
+    const { org, user, token } = await ctx.givenAdmin();
+    const pipeline = await givenPipeline(ctx, org.slug, token, 'steps:\n  - command: make test\n  - block: Ship?\n');
+    const build = await givenBuild(ctx, org.slug, pipeline.slug, token);
+    const path = new URL(build.web_url).pathname;
+    const admin = await signedIn(ctx.app, token);
+    const full = await admin.get(path).set(HTML).expect(200);
+    expect(full.text).toContain('Cancel build');
+
+    const readOnly = await ctx.givenToken(user, [org], ['read_builds', 'read_pipelines', 'read_build_logs']);
+    const viewer = await signedIn(ctx.app, readOnly);
+    const page = await viewer.get(path).set(HTML).expect(200);
+    expect(page.text).not.toContain('Cancel build');
+    expect(page.text).not.toContain('Rebuild');
+    expect(page.text).not.toContain('Unblock');
+    await viewer
+      .post(`${path}/cancel`)
+      .type('form')
+      .send({ _csrf: csrfOf(page.text) })
+      .expect(403);
+    // A post with the wrong CSRF token does nothing, even for the admin.
+    await admin.post(`${path}/cancel`).type('form').send({ _csrf: 'forged' }).expect(403);
+    const cancel = await admin
+      .post(`${path}/cancel`)
+      .type('form')
+      .send({ _csrf: csrfOf(full.text) })
+      .expect(303);
+    expect(cancel.headers.location).toBe(path);
+    const after = await ctx.http().get(build.url.replace('http://windsock.test', '')).set(auth(token)).expect(200);
+    expect(['canceled', 'canceling']).toContain(after.body.state);
+  });
+
+  it('renders a log with colours and folded sections, and serves the raw log and hashed assets', async () => {
+    const { org, token } = await ctx.givenAdmin();
+    const reg = await givenRegistrationToken(ctx, org.slug, token);
+    const pipeline = await givenPipeline(ctx, org.slug, token);
+    const build = await givenBuild(ctx, org.slug, pipeline.slug, token);
+    const agent = await givenAgent(ctx, reg, 'runner');
+    const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
+    await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
+    await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+    const log = '--- Setup\nplain <b>tag</b>\n+++ \x1b[32mTests\x1b[0m\n\x1b[1;31mFAIL\x1b[0m one\n';
+    await ctx.http().post(`/v3/jobs/${job.id}/chunks`).set(agentAuth(agent.token)).send({ sequence: 1, offset: 0, content: log }).expect(201);
+    const web = await signedIn(ctx.app, token);
+    const base = `${new URL(build.web_url).pathname}/jobs/${job.id}`;
+    const rendered = await web.get(`${base}/log`).expect(200);
+    expect(rendered.body.finished).toBe(false);
+    expect(rendered.body.html).toContain('<details class="log-group"><summary>Setup</summary>');
+    expect(rendered.body.html).toContain('<details class="log-group" open><summary>Tests</summary>');
+    expect(rendered.body.html).toContain('plain &lt;b&gt;tag&lt;/b&gt;');
+    expect(rendered.body.html).toContain('<span class="a-f1 a-b">FAIL</span>');
+    const same = await web.get(`${base}/log?size=${rendered.body.size}`).expect(200);
+    expect(same.body.unchanged).toBe(true);
+    const raw = await web.get(`${base}/log.txt`).expect(200);
+    expect(raw.text).toBe(log);
+    expect(raw.headers['content-disposition']).toMatch(/attachment/);
+
+    const page = await web.get(new URL(build.web_url).pathname).set(HTML).expect(200);
+    const css = /href="(\/_assets\/app\.[0-9a-f]{12}\.css)"/.exec(page.text)![1]!;
+    const asset = await ctx.http().get(css).expect(200);
+    expect(asset.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    expect(asset.headers['content-type']).toMatch(/text\/css/);
+  });
+});
