@@ -224,7 +224,7 @@ export function registerBuildPages(web: WebRouter): void {
   web.page('/:org/:pipeline/builds/:number', async ({ principal, params, ctx }) => {
     const actor = actorFor(principal, params.org!);
     need(principal, 'read_builds');
-    const item = await builds.get(actor, params.pipeline!, buildNumber(params.number), false, { pipeline: true });
+    const item = await builds.get(actor, params.pipeline!, buildNumber(params.number), true, { pipeline: true });
     const agentIds = [...new Set(item.jobs.flatMap((j) => (j.agentId ? [j.agentId] : [])))];
     const [found, notes, files] = await Promise.all([
       agentIds.length ? agents.byIds(agentIds) : Promise.resolve([]),
