@@ -10,7 +10,7 @@ import type { Services } from '../services';
 
 export type WebServices = Pick<
   Services,
-  'db' | 'tokens' | 'pipelines' | 'builds' | 'jobs' | 'agents' | 'agentWork' | 'suites' | 'annotations' | 'artifacts' | 'organizations'
+  'db' | 'tokens' | 'pipelines' | 'builds' | 'jobs' | 'agents' | 'agentWork' | 'suites' | 'annotations' | 'artifacts' | 'organizations' | 'rateLimiter'
 >;
 
 export interface WebDeps extends WebServices {

@@ -2,8 +2,9 @@
  * A job's log as HTML: ANSI colours become spans with classes (the text is always escaped, never
  * read as markup), cursor and terminal escapes are dropped, a carriage return keeps what was
  * redrawn last, and Buildkite's section headers fold the lines under them: `--- ` and `~~~ `
- * open a collapsed group, `+++ ` an expanded one, and `^^^ +++` expands the group before it
- * (https://buildkite.com/docs/pipelines/configure/managing-log-output).
+ * open a collapsed group (`~~~` ones de-emphasized), `+++ ` an expanded one, and `^^^ +++`
+ * expands the group before it; when no group is expanded, the last `---` one is
+ * (https://buildkite.com/docs/pipelines/managing-log-output).
  */
 import { escapeHtml } from './html';
 
@@ -89,6 +90,7 @@ function renderLine(line: string, state: { style: Style }): { html: string; text
 
 interface Group {
   header: string | null;
+  kind: string;
   open: boolean;
   lines: string[];
 }
@@ -98,7 +100,7 @@ const HEADER = /^(---|\+\+\+|~~~) (.*)$/;
 /** The log as HTML groups (see the module comment). */
 export function renderLog(log: string): string {
   const state = { style: { ...PLAIN } };
-  const groups: Group[] = [{ header: null, open: true, lines: [] }];
+  const groups: Group[] = [{ header: null, kind: '', open: true, lines: [] }];
   const lines = log.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
   for (const raw of lines) {
@@ -111,10 +113,14 @@ export function renderLog(log: string): string {
     const header = HEADER.exec(trimmed);
     if (header) {
       // The header's text, without its colours: a summary reads as one label.
-      groups.push({ header: escapeHtml(header[2]!), open: header[1] === '+++', lines: [] });
+      groups.push({ header: escapeHtml(header[2]!), kind: header[1]!, open: header[1] === '+++', lines: [] });
       continue;
     }
     groups[groups.length - 1]!.lines.push(html);
+  }
+  if (!groups.some((g) => g.header !== null && g.open)) {
+    const last = groups.findLast((g) => g.kind === '---');
+    if (last) last.open = true;
   }
   let out = '';
   for (const g of groups) {
@@ -122,7 +128,7 @@ export function renderLog(log: string): string {
     if (g.header === null) {
       if (g.lines.length) out += body;
     } else {
-      out += `<details class="log-group"${g.open ? ' open' : ''}><summary>${g.header || '&nbsp;'}</summary>${g.lines.length ? body : ''}</details>`;
+      out += `<details class="log-group${g.kind === '~~~' ? ' log-group-quiet' : ''}"${g.open ? ' open' : ''}><summary>${g.header || '&nbsp;'}</summary>${g.lines.length ? body : ''}</details>`;
     }
   }
   return out;

@@ -10,7 +10,18 @@
  */
 import crypto from 'node:crypto';
 import express, { NextFunction, Request, Response, Router } from 'express';
-import { BadRequestError, ConflictError, ForbiddenError, NotFoundError, UnauthorizedError, UnprocessableError, ValidationError } from '../core/errors';
+import {
+  BadRequestError,
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  RateLimitedError,
+  UnauthorizedError,
+  UnprocessableError,
+  ValidationError,
+} from '../core/errors';
+import { countFailedAuthentication } from '../http/rate-limit';
+import { clock } from '../core/clock';
 import type { Principal } from '../core/identity';
 import { loadAssets, type Assets } from './assets';
 import type { WebDeps } from './context';
@@ -166,6 +177,7 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
     body: (req.body ?? {}) as Record<string, unknown>,
   });
 
+  const countFailed = countFailedAuthentication(deps.rateLimiter);
   const urlencoded = express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 200 });
 
   const web: WebRouter = {
@@ -270,10 +282,17 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
       created = await sessions.create(token);
     } catch (e) {
       if (!(e instanceof UnauthorizedError)) return next(e);
-      return send(res, 401, signInPage(ctx, nextPath, 'That token was not accepted: it is unknown, expired or revoked.'));
+      // A refused token counts against the address like one refused by the API, and over the budget the form is refused too.
+      return countFailed(e, req, res, (outcome?: unknown) => {
+        if (outcome instanceof RateLimitedError) {
+          res.setHeader('Retry-After', String(outcome.resetSeconds));
+          return send(res, 429, signInPage(ctx, nextPath, outcome.message));
+        }
+        send(res, 401, signInPage(ctx, nextPath, 'That token was not accepted: it is unknown, expired or revoked.'));
+      });
     }
     res.clearCookie(SIGNIN_COOKIE, cookieOptions);
-    res.cookie(SESSION_COOKIE, created.sid, { ...cookieOptions, maxAge: Math.min(SESSION_MS, created.expiresAt.getTime() - Date.now()) });
+    res.cookie(SESSION_COOKIE, created.sid, { ...cookieOptions, maxAge: Math.min(SESSION_MS, created.expiresAt.getTime() - clock.nowMs()) });
     const principal = (await sessions.principal(created.sid))!;
     res.redirect(303, nextPath ?? firstOrgPath(principal) ?? '/login');
   });

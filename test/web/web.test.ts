@@ -143,3 +143,26 @@ describe.each(databases)('web interface (%s)', (kind) => {
     expect(asset.headers['content-type']).toMatch(/text\/css/);
   });
 });
+
+describe.each(databases)('web sign-in attempts (%s)', (kind) => {
+  let ctx: TestContext;
+  beforeAll(async () => {
+    ctx = await createTestContext(kind, { rateLimits: { perOrganization: 1_000_000, failedAuthPerAddress: 2 } });
+  });
+  afterAll(() => ctx.close());
+
+  it('counts refused tokens against the address like the API does, and refuses the form over the budget', async () => {
+    const agent = request.agent(ctx.app);
+    const form = await agent.get('/login').set(HTML).expect(200);
+    const attempt = () =>
+      agent
+        .post('/login')
+        .type('form')
+        .send({ _csrf: csrfOf(form.text), token: 'guess' });
+    await attempt().expect(401);
+    await attempt().expect(401);
+    const refused = await attempt().expect(429);
+    expect(refused.headers['retry-after']).toMatch(/^\d+$/);
+    expect(refused.text).toContain('Too many failed authentication attempts');
+  });
+});
