@@ -50,7 +50,14 @@ async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
   });
   try {
     await migrateLatest(services.db);
-    const app = createApp({ ...services, logger, publicUrl: 'http://127.0.0.1', bodyLimitBytes: 1024 * 1024, uploadBodyLimitBytes: 64 * 1024 * 1024, validateResponses: false });
+    const app = createApp({
+      ...services,
+      logger,
+      publicUrl: 'http://127.0.0.1',
+      bodyLimitBytes: 1024 * 1024,
+      uploadBodyLimitBytes: 64 * 1024 * 1024,
+      validateResponses: false,
+    });
     const server = http.createServer(app);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -58,16 +65,35 @@ async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
       const org = await services.orgs.create({ slug: 'bench', name: 'Bench' });
       const user = await services.users.create({ name: 'Bench', email: 'bench@example.com' });
       await services.orgs.addMember(org.id, user.id, 'admin');
-      const { jwt: token } = await services.tokens.create({ userId: user.id, organizationIds: [org.id], scopes: [...SCOPES], expiresAt: new Date(Date.now() + 3600_000) });
+      const { jwt: token } = await services.tokens.create({
+        userId: user.id,
+        organizationIds: [org.id],
+        scopes: [...SCOPES],
+        expiresAt: new Date(Date.now() + 3600_000),
+      });
       const api = async (method: string, url: string, body?: unknown, headers: Record<string, string> = {}) => {
-        const res = await fetch(`${base}${url}`, { method, headers: { 'Content-Type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+        const res = await fetch(`${base}${url}`, {
+          method,
+          headers: { 'Content-Type': 'application/json', ...headers },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
         if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
         return res.json() as Promise<Record<string, unknown>>;
       };
       const bearer = { Authorization: `Bearer ${token}` };
       const steps = Array.from({ length: JOBS }, (_, i) => `  - label: "step ${i} <with> \\"markup\\""\n    command: make test-${i}`).join('\n');
-      await api('POST', '/v2/organizations/bench/pipelines', { name: 'Web', repository: 'git@example.com:a/b.git', configuration: `steps:\n${steps}\n` }, bearer);
-      const build = await api('POST', '/v2/organizations/bench/pipelines/web/builds', { commit: 'HEAD', branch: 'main', message: 'Bench the build page' }, bearer);
+      await api(
+        'POST',
+        '/v2/organizations/bench/pipelines',
+        { name: 'Web', repository: 'git@example.com:a/b.git', configuration: `steps:\n${steps}\n` },
+        bearer,
+      );
+      const build = await api(
+        'POST',
+        '/v2/organizations/bench/pipelines/web/builds',
+        { commit: 'HEAD', branch: 'main', message: 'Bench the build page' },
+        bearer,
+      );
       // Half of the jobs run on an agent and finish, so the page shows agents and durations.
       const reg = (await api('POST', '/v2/organizations/bench/agent-tokens', { description: 'bench' }, bearer)).token as string;
       const agent = (await api('POST', '/v3/register', { name: 'bench-agent' }, { Authorization: `Token ${reg}` })).access_token as string;
@@ -83,7 +109,10 @@ async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
 
       // Sign in through the form: its CSRF cookie and field, then the session cookie.
       const form = await fetch(`${base}/login`, { headers: { Accept: 'text/html' } });
-      const signinCookie = form.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+      const signinCookie = form.headers
+        .getSetCookie()
+        .map((c) => c.split(';')[0])
+        .join('; ');
       const csrf = /name="_csrf" value="([^"]+)"/.exec(await form.text())![1]!;
       const signedIn = await fetch(`${base}/login`, {
         method: 'POST',
@@ -91,7 +120,10 @@ async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
         headers: { 'Content-Type': 'application/x-www-form-urlencoded', Cookie: signinCookie },
         body: new URLSearchParams({ _csrf: csrf, token }).toString(),
       });
-      const session = signedIn.headers.getSetCookie().find((c) => c.startsWith('windsock_session='))!.split(';')[0]!;
+      const session = signedIn.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('windsock_session='))!
+        .split(';')[0]!;
       const page = `${base}/bench/web/builds/${build.number as number}`;
       const times: number[] = [];
       let bytes = 0;
@@ -106,7 +138,9 @@ async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
       }
       times.sort((a, b) => a - b);
       const pct = (p: number) => times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))]!.toFixed(1);
-      console.log(`${kind}: build page with ${JOBS} jobs (${(bytes / 1024).toFixed(0)} KiB of HTML), ${ROUNDS} requests: p50 ${pct(50)} ms, p90 ${pct(90)} ms, max ${times[times.length - 1]!.toFixed(1)} ms`);
+      console.log(
+        `${kind}: build page with ${JOBS} jobs (${(bytes / 1024).toFixed(0)} KiB of HTML), ${ROUNDS} requests: p50 ${pct(50)} ms, p90 ${pct(90)} ms, max ${times[times.length - 1]!.toFixed(1)} ms`,
+      );
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
