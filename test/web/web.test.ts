@@ -6,7 +6,8 @@
 import request from 'supertest';
 import { auth, createTestContext, databases, type TestContext } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
-import { givenAgent, givenRegistrationToken, agentAuth } from '../support/agents';
+import { agentAuth } from '../support/agents';
+import { givenArtifacts, givenRunningJob } from '../artifacts/helpers';
 import { csrfOf, HTML, signedIn } from './support';
 
 describe.each(databases)('web interface (%s)', (kind) => {
@@ -61,10 +62,29 @@ describe.each(databases)('web interface (%s)', (kind) => {
     const home = await web.get(`/${org.slug}`).set(HTML).expect(200);
     expect(home.text).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(home.text).not.toContain('<script>alert');
+    await ctx
+      .http()
+      .post(`${new URL(build.url).pathname}/annotations`)
+      .set(auth(token))
+      .send({ body: '**Coverage** fell <script>alert(1)</script>', context: 'coverage', style: 'error' })
+      .expect(201);
     const page = await web.get(new URL(build.web_url).pathname).set(HTML).expect(200);
+    // The annotation as the API sanitised it: its Markdown rendered, its script gone.
+    expect(page.text).toMatch(/<section class="annotation style-error"[^>]*>\s*<p><strong>Coverage<\/strong> fell/);
     expect(page.text).toContain('&lt;img src=x onerror=alert(1)&gt;');
     expect(page.text).toContain('feat/&lt;b&gt;');
     expect(page.text).not.toMatch(/<script>(?!<\/script>)/);
+
+    // The pipeline's builds, filtered by branch as the API filters them.
+    await givenBuild(ctx, org.slug, pipeline.slug, token, { message: 'On main', branch: 'main' });
+    const all = await web.get(new URL(pipeline.web_url).pathname).set(HTML).expect(200);
+    expect(all.text).toContain('On main');
+    const filtered = await web
+      .get(`${new URL(pipeline.web_url).pathname}?branch=${encodeURIComponent('feat/<b>')}`)
+      .set(HTML)
+      .expect(200);
+    expect(filtered.text).not.toContain('On main');
+    expect(filtered.text).toContain(`/builds/${build.number}"`);
 
     const other = await ctx.givenAdmin();
     const outsider = await signedIn(ctx.app, other.token);
@@ -111,19 +131,13 @@ describe.each(databases)('web interface (%s)', (kind) => {
     expect(['canceled', 'canceling']).toContain(after.body.state);
   });
 
-  it('renders a log with colours and folded sections, and serves the raw log and hashed assets', async () => {
-    const { org, token } = await ctx.givenAdmin();
-    const reg = await givenRegistrationToken(ctx, org.slug, token);
-    const pipeline = await givenPipeline(ctx, org.slug, token);
-    const build = await givenBuild(ctx, org.slug, pipeline.slug, token);
-    const agent = await givenAgent(ctx, reg, 'runner');
-    const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-    await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-    await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+  it('renders a log with colours and folded sections, serves the raw log, the artifacts and hashed assets', async () => {
+    const { org, token, build, agent, job, slug } = await givenRunningJob(ctx);
+    const [artifactId] = await givenArtifacts(ctx, agent, job.id, [{ path: 'reports/<b>.txt', content: 'artifact bytes' }]);
     const log = '--- Setup\nplain <b>tag</b>\n+++ \x1b[32mTests\x1b[0m\n\x1b[1;31mFAIL\x1b[0m one\n';
     await ctx.http().post(`/v3/jobs/${job.id}/chunks`).set(agentAuth(agent.token)).send({ sequence: 1, offset: 0, content: log }).expect(201);
     const web = await signedIn(ctx.app, token);
-    const base = `${new URL(build.web_url).pathname}/jobs/${job.id}`;
+    const base = `/${org.slug}/${slug}/builds/${build.number}/jobs/${job.id}`;
     const rendered = await web.get(`${base}/log`).expect(200);
     expect(rendered.body.finished).toBe(false);
     expect(rendered.body.html).toContain('<details class="log-group"><summary>Setup</summary>');
@@ -136,7 +150,18 @@ describe.each(databases)('web interface (%s)', (kind) => {
     expect(raw.text).toBe(log);
     expect(raw.headers['content-disposition']).toMatch(/attachment/);
 
-    const page = await web.get(new URL(build.web_url).pathname).set(HTML).expect(200);
+    const page = await web.get(`/${org.slug}/${slug}/builds/${build.number}`).set(HTML).expect(200);
+    expect(page.text).toContain(`<a href="${base}/artifacts/${artifactId}">reports/&lt;b&gt;.txt</a>`);
+    const download = await web.get(`${base}/artifacts/${artifactId}`).expect(302);
+    const signed = new URL(download.headers.location!);
+    expect(
+      (
+        await ctx
+          .http()
+          .get(signed.pathname + signed.search)
+          .expect(200)
+      ).text,
+    ).toBe('artifact bytes');
     const css = /href="(\/_assets\/app\.[0-9a-f]{12}\.css)"/.exec(page.text)![1]!;
     const asset = await ctx.http().get(css).expect(200);
     expect(asset.headers['cache-control']).toBe('public, max-age=31536000, immutable');
