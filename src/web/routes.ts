@@ -25,7 +25,7 @@ import { clock } from '../core/clock';
 import type { Principal } from '../core/identity';
 import { loadAssets, type Assets } from './assets';
 import type { WebDeps } from './context';
-import { html, type Html } from './html';
+import { html } from './html';
 import { csrfTokenOf, sameSecret, WebSessions, SESSION_MS } from './sessions';
 import { layout, notice, type PageContext } from './ui';
 import { registerBuildPages } from './pages/builds';
@@ -325,4 +325,3 @@ function firstOrgPath(principal: Principal): string | null {
   return first ? `/${first}` : null;
 }
 
-export type { Html };

@@ -3,7 +3,9 @@
  * tenancy, a read-only token's pages, the log endpoints, and that API clients still get JSON.
  * (test/browser/web-*.test.ts drives the same pages in Chromium.)
  */
+import express from 'express';
 import request from 'supertest';
+import { webRoutes } from '../../src/web/routes';
 import { auth, createTestContext, databases, type TestContext } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
 import { agentAuth } from '../support/agents';
@@ -52,6 +54,31 @@ describe.each(databases)('web interface (%s)', (kind) => {
       .expect(303);
     const after = await agent.get(`/${org.slug}`).set(HTML).expect(303);
     expect(after.headers.location).toBe(`/login?next=${encodeURIComponent(`/${org.slug}`)}`);
+  });
+
+  it('marks the session cookie Secure when PUBLIC_URL is https', async () => {
+    const { token } = await ctx.givenAdmin();
+    const app = express();
+    app.use(webRoutes({ ...ctx.services, publicUrl: 'https://ci.example.com' }));
+    // (The cookies are Secure: supertest would not send them back over http, so they are sent by hand.)
+    const form = await request(app).get('/login').set(HTML).expect(200);
+    const signin = (form.headers['set-cookie'] as unknown as string[])[0]!.split(';')[0]!;
+    const ok = await request(app)
+      .post('/login')
+      .set('Cookie', signin)
+      .type('form')
+      .send({ _csrf: csrfOf(form.text), token })
+      .expect(303);
+    const cookie = (ok.headers['set-cookie'] as unknown as string[]).find((c) => c.startsWith('windsock_session='))!;
+    expect(cookie).toMatch(/; Secure/);
+    // A form posted from another site is refused before its fields are read.
+    await request(app)
+      .post('/login')
+      .set('Cookie', signin)
+      .set('Origin', 'https://evil.example')
+      .type('form')
+      .send({ _csrf: csrfOf(form.text), token })
+      .expect(403);
   });
 
   it('escapes what users wrote, hides other organizations behind 404 pages, and leaves API clients their JSON', async () => {
