@@ -324,4 +324,3 @@ function firstOrgPath(principal: Principal): string | null {
   const first = [...principal.organizationsBySlug.keys()].sort()[0];
   return first ? `/${first}` : null;
 }
-

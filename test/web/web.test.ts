@@ -113,6 +113,19 @@ describe.each(databases)('web interface (%s)', (kind) => {
     expect(filtered.text).not.toContain('On main');
     expect(filtered.text).toContain(`/builds/${build.number}"`);
 
+    // Ids that are not UUIDs are 404s, never a database error (Postgres compares uuid columns strictly).
+    await web.get(`/organizations/${org.slug}/agents/not-a-uuid`).set(HTML).expect(404);
+    await web.get(`${new URL(build.web_url).pathname}/jobs/not-a-uuid/log`).expect(404);
+    await web.get(`${new URL(build.web_url).pathname}/jobs/${build.jobs[0]!.id}/artifacts/nope`).expect(404);
+    await web
+      .get(`${new URL(build.web_url).pathname.replace(/\d+$/, '99999999999')}`)
+      .set(HTML)
+      .expect(404);
+    await web
+      .get(`${new URL(pipeline.web_url).pathname}?creator=nope&state=nope&page=-1`)
+      .set(HTML)
+      .expect(200);
+
     const other = await ctx.givenAdmin();
     const outsider = await signedIn(ctx.app, other.token);
     for (const path of [`/${org.slug}`, new URL(pipeline.web_url).pathname, new URL(build.web_url).pathname, `/organizations/${org.slug}/agents`]) {

@@ -3,7 +3,7 @@ import type { Agent } from '../../agents/repository';
 import { isLive } from '../../agents/service';
 import type { JobContext } from '../../builds/jobs/model';
 import { clock } from '../../core/clock';
-import { actorFor, can, need } from '../context';
+import { actorFor, can, idParam, need } from '../context';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
 import { layout, postButton, stateBadge, time, type PageContext } from '../ui';
@@ -72,7 +72,7 @@ export function registerAgentPages(web: WebRouter): void {
   const agentPage = async (ctx: PageContext, principal: Parameters<typeof actorFor>[0], orgSlug: string, id: string) => {
     const actor = actorFor(principal, orgSlug);
     need(principal, 'read_agents');
-    const a = await agents.get(actor, id);
+    const a = await agents.get(actor, idParam(id, 'agent'));
     const held = await agentWork.heldJobs([a]);
     const base = `/organizations/${actor.organization.slug}/agents/${a.id}`;
     const s = status(a);
@@ -122,13 +122,13 @@ export function registerAgentPages(web: WebRouter): void {
   web.action('/organizations/:org/agents/:id/pause', async ({ principal, params }) => {
     const actor = actorFor(principal, params.org!);
     need(principal, 'write_agents');
-    await agents.pause(actor, params.id!, {});
+    await agents.pause(actor, idParam(params.id, 'agent'), {});
     return `/organizations/${actor.organization.slug}/agents/${params.id!}`;
   });
   web.action('/organizations/:org/agents/:id/resume', async ({ principal, params }) => {
     const actor = actorFor(principal, params.org!);
     need(principal, 'write_agents');
-    await agents.resume(actor, params.id!);
+    await agents.resume(actor, idParam(params.id, 'agent'));
     return `/organizations/${actor.organization.slug}/agents/${params.id!}`;
   });
 }

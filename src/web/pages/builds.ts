@@ -13,7 +13,7 @@ import { NotFoundError, ValidationError } from '../../core/errors';
 import type { Agent } from '../../agents/repository';
 import type { Annotation } from '../../annotations/repository';
 import type { Artifact } from '../../artifacts/repository';
-import { actorFor, can, need } from '../context';
+import { actorFor, can, idParam, need } from '../context';
 import { html, trustedHtml, type Html } from '../html';
 import { renderLog } from '../log';
 import type { WebRouter } from '../routes';
@@ -259,13 +259,13 @@ export function registerBuildPages(web: WebRouter): void {
   web.action('/:org/:pipeline/builds/:number/jobs/:job/retry', async ({ principal, params }) => {
     const actor = actorFor(principal, params.org!);
     need(principal, 'write_builds');
-    const { item, jobId } = await jobs.retry(actor, ...target(params), params.job!);
+    const { item, jobId } = await jobs.retry(actor, ...target(params), idParam(params.job, 'job'));
     return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}#${jobId}`;
   });
   web.action('/:org/:pipeline/builds/:number/jobs/:job/unblock', async ({ principal, params, body }) => {
     const actor = actorFor(principal, params.org!);
     need(principal, 'write_builds');
-    const { item, jobId } = await jobs.unblock(actor, ...target(params), params.job!, { fields: unblockFields(body) });
+    const { item, jobId } = await jobs.unblock(actor, ...target(params), idParam(params.job, 'job'), { fields: unblockFields(body) });
     return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}#${jobId}`;
   });
 
@@ -273,12 +273,12 @@ export function registerBuildPages(web: WebRouter): void {
   web.data('/:org/:pipeline/builds/:number/jobs/:job/log', async ({ principal, params, query, res }) => {
     const actor = actorFor(principal, params.org!);
     need(principal, 'read_build_logs');
-    const { job } = await jobs.find(actor, ...target(params), params.job!);
+    const { job } = await jobs.find(actor, ...target(params), idParam(params.job, 'job'));
     const finished = !RUNNING_STATES.includes(job.state);
     let size = 0;
     const parts: string[] = [];
     let kept = 0;
-    for await (const page of await jobs.logPages(actor, ...target(params), params.job!)) {
+    for await (const page of await jobs.logPages(actor, ...target(params), idParam(params.job, 'job'))) {
       for (const c of page) {
         size += c.size;
         parts.push(c.content);
@@ -299,15 +299,15 @@ export function registerBuildPages(web: WebRouter): void {
   web.data('/:org/:pipeline/builds/:number/jobs/:job/log.txt', async ({ principal, params, res }) => {
     const actor = actorFor(principal, params.org!);
     need(principal, 'read_build_logs');
-    const pages = await jobs.logPages(actor, ...target(params), params.job!);
-    res.setHeader('Content-Disposition', `attachment; filename="job-${params.job!.replace(/[^A-Za-z0-9-]/g, '')}.log"`);
+    const pages = await jobs.logPages(actor, ...target(params), idParam(params.job, 'job'));
+    res.setHeader('Content-Disposition', `attachment; filename="job-${idParam(params.job, 'job').replace(/[^A-Za-z0-9-]/g, '')}.log"`);
     await sendLogText(res, pages);
   });
   web.data('/:org/:pipeline/builds/:number/jobs/:job/artifacts/:id', async ({ principal, params, res }) => {
     const actor = actorFor(principal, params.org!);
     need(principal, 'read_artifacts');
     const [pipelineSlug, number] = target(params);
-    const artifact = await artifacts.downloadable(actor, { pipelineSlug, number }, params.job!, params.id!);
+    const artifact = await artifacts.downloadable(actor, { pipelineSlug, number }, idParam(params.job, 'job'), idParam(params.id, 'artifact'));
     res.redirect(302, artifacts.contentUrl(publicUrl, artifact.id, 60));
   });
 }

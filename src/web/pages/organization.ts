@@ -1,7 +1,7 @@
 /** The organization's home (its pipelines with their latest default-branch build), a pipeline's builds, and the new pipeline and new build forms. */
 import type { BuildState } from '../../builds/model';
 import type { BuildWithJobs } from '../../builds/service';
-import { actorFor, can, need } from '../context';
+import { actorFor, can, isUuid, need } from '../context';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
 import { csrfField, layout, pagination, stateBadge, time } from '../ui';
@@ -134,7 +134,7 @@ steps:
     const { pipeline, perms } = await pipelines.get(actor, params.pipeline!);
     const page = pageNumber(query.page);
     const state = BUILD_STATES.includes(query.state as BuildState) ? (query.state as BuildState) : undefined;
-    const filter = { branch: query.branch?.slice(0, 255) || undefined, state, creator: query.creator?.slice(0, 64) || undefined };
+    const filter = { branch: query.branch?.slice(0, 255) || undefined, state, creator: isUuid(query.creator) ? query.creator : undefined };
     const found = await builds.list({ actor, pipelineSlug: pipeline.slug }, { ...filter, exclude_jobs: true }, (page - 1) * PER_PAGE, PER_PAGE + 1);
     const base = `/${actor.organization.slug}/${pipeline.slug}`;
     const creators = new Map(found.flatMap((b) => (b.build.creator ? [[b.build.creator.id, b.build.creator.name] as const] : [])));
