@@ -109,6 +109,10 @@ describeEachDatabase('the web interface in a browser', (ctx) => {
         .body;
       expect(api.meta_data).toMatchObject({ release: 'v1 <beta>' });
       expect(api.jobs.filter((j: { name: string | null }) => j.name === 'flaky')).toHaveLength(2);
+      await page.goto(`${endpoint()}/${org.slug}/web-app?state=failed`);
+      expect(await page.locator('main table').innerText()).toContain('Ship the <web> app');
+      await expectAccessible(page);
+      await page.goto(`${endpoint()}/${org.slug}/web-app/builds/1`);
       if (process.env.UPDATE_SCREENSHOTS === '1') {
         await page
           .locator('ol.jobs > li')
@@ -153,6 +157,14 @@ describeEachDatabase('the web interface in a browser', (ctx) => {
       await page.goto(`${endpoint()}/organizations/${s.org.slug}/analytics`);
       await page.click('text=Web suite');
       await expectAccessible(page);
+      // The run with the failure (its Failed column says 1): its failures list the test.
+      await page
+        .locator('main tbody tr', { has: page.locator('td:nth-child(4)', { hasText: /^1$/ }) })
+        .locator('a')
+        .click();
+      expect(await page.locator('main').innerText()).toContain('applies the discount');
+      await expectAccessible(page);
+      await page.goBack();
       await page.click('text=Flaky tests');
       await expectAccessible(page);
       const table = page.locator('main table');
