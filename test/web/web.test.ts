@@ -8,7 +8,7 @@ import request from 'supertest';
 import { webRoutes } from '../../src/web/routes';
 import { auth, createTestContext, databases, type TestContext } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
-import { agentAuth } from '../support/agents';
+import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { givenArtifacts, givenRunningJob } from '../artifacts/helpers';
 import { csrfOf, HTML, signedIn } from './support';
 
@@ -169,6 +169,41 @@ describe.each(databases)('web interface (%s)', (kind) => {
     expect(cancel.headers.location).toBe(path);
     const after = await ctx.http().get(build.url.replace('http://windsock.test', '')).set(auth(token)).expect(200);
     expect(['canceled', 'canceling']).toContain(after.body.state);
+    const canceled = await admin.get(path).set(HTML).expect(200);
+    const rebuilt = await admin
+      .post(`${path}/rebuild`)
+      .type('form')
+      .send({ _csrf: csrfOf(canceled.text) })
+      .expect(303);
+    expect(rebuilt.headers.location).toBe(path.replace(/\d+$/, String(build.number + 1)));
+    const page2 = await admin.get(rebuilt.headers.location!).set(HTML).expect(200);
+    expect(page2.text).toContain(`Rebuilt from`);
+  });
+
+  it('shows the agents, busy or idle, and pauses and resumes one', async () => {
+    const { org, token } = await ctx.givenAdmin();
+    const reg = await givenRegistrationToken(ctx, org.slug, token);
+    const agent = await givenAgent(ctx, reg, 'web-agent <1>', ['queue=default']);
+    const web = await signedIn(ctx.app, token);
+    const list = await web.get(`/organizations/${org.slug}/agents`).set(HTML).expect(200);
+    expect(list.text).toContain('1 connected: 0 busy, 1 idle, 0 paused.');
+    expect(list.text).toContain('web-agent &lt;1&gt;');
+    const path = `/organizations/${org.slug}/agents/${agent.id}`;
+    const page = await web.get(path).set(HTML).expect(200);
+    await web
+      .post(`${path}/pause`)
+      .type('form')
+      .send({ _csrf: csrfOf(page.text) })
+      .expect(303);
+    const paused = await web.get(path).set(HTML).expect(200);
+    expect(paused.text).toMatch(/state-paused/);
+    expect(paused.text).toContain('Resume');
+    await web
+      .post(`${path}/resume`)
+      .type('form')
+      .send({ _csrf: csrfOf(page.text) })
+      .expect(303);
+    expect((await web.get(`/organizations/${org.slug}/agents`).set(HTML).expect(200)).text).toContain('1 idle, 0 paused');
   });
 
   it('renders a log with colours and folded sections, serves the raw log, the artifacts and hashed assets', async () => {
