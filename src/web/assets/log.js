@@ -1,10 +1,15 @@
-/* global document, location */
-// Loads each job's log when its panel opens (and the one the URL's #job-id names), and tails
-// the logs of jobs still running by polling the page's log endpoint. The HTML it inserts is
-// rendered by the server with every character of the log escaped.
+/* global document, location, history */
+// Loads each job's log when its panel opens (and the one the URL's #job-id names), tails the
+// logs of jobs still running by polling the page's log endpoint, and reloads the page when one
+// of them finishes (keeping that job's log open). The HTML it inserts is rendered by the server
+// with every character of the log escaped.
 (function () {
   'use strict';
   var POLL_MS = 1500;
+  var edited = false;
+  document.addEventListener('input', function () {
+    edited = true;
+  });
 
   function load(panel) {
     var box = panel.querySelector('.log');
@@ -35,10 +40,17 @@
             load(panel);
           }, POLL_MS);
         else if (log.finished && box.dataset.running === '1') {
-          // The job ended while watched: the page's states and buttons are stale now.
+          // The job ended while watched: the page's states and buttons are stale now. Reload it,
+          // unless the reader has started filling in a form (an unblock step's fields).
           box.dataset.running = '';
           var status = document.querySelector('[data-live-status]');
-          if (status) status.textContent = 'This job finished: reload the page to see the build\u2019s new state.';
+          var job = box.closest('li[id]');
+          if (!edited)
+            setTimeout(function () {
+              if (job) history.replaceState(null, '', '#' + job.id);
+              location.reload();
+            }, 500);
+          else if (status) status.textContent = 'A job finished: reload the page to see the build\u2019s new state.';
         }
       })
       .catch(function (e) {
