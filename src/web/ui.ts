@@ -25,6 +25,7 @@ export function layout(ctx: PageContext, title: string, body: Html, opts: { scri
         <link rel="stylesheet" href="${ctx.assets.url('app.css')}" />
       </head>
       <body>
+        <a class="skip" href="#main">Skip to content</a>
         <header class="top">
           <a class="brand" href="${org ? `/${org}` : '/login'}">Windsock</a>
           ${

@@ -171,6 +171,18 @@ describeEachDatabase('the web interface in a browser', (ctx) => {
       const table = page.locator('main table');
       expect(await table.innerText()).toContain('applies the discount');
       expect(await table.innerText()).not.toContain('adds');
+      // Keyboard: the first Tab reaches the skip link, and a focused control shows its outline.
+      await page.reload();
+      await page.keyboard.press('Tab');
+      expect(
+        await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent),
+      ).toBe('Skip to content');
+      await page.focus('#f-search');
+      expect(
+        await page
+          .locator('#f-search')
+          .evaluate((el) => (globalThis as unknown as { getComputedStyle(e: unknown): { outlineStyle: string } }).getComputedStyle(el).outlineStyle),
+      ).toBe('solid');
       await page.fill('#f-search', 'nothing like it');
       await Promise.all([page.waitForNavigation(), page.click('button:has-text("Filter")')]);
       expect(await page.locator('main').innerText()).toContain('No flaky tests');
