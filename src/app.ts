@@ -53,6 +53,7 @@ import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './upload
 import { clock } from './core/clock';
 import type { TestControls } from './test-controls/service';
 import { testControlRoutes, testControlsGate } from './test-controls/routes';
+import { webRoutes } from './web/routes';
 
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
 export interface AppDeps extends Pick<
@@ -209,6 +210,8 @@ export function createApp(deps: AppDeps): express.Express {
   // the operator's (off unless enabled: then the validator below answers 404).
   app.use(docsRoutes());
   if (metrics) app.get('/metrics', metrics.handler(deps.metrics?.token));
+  // The web interface (src/web): pages for browsers at the web_urls, before the API's own 404.
+  app.use(webRoutes(deps));
 
   app.use('/v2', authenticate(deps.tokens), rateLimit(deps.rateLimiter));
   app.use(testControlsGate(deps.testControls, deps.tokens));

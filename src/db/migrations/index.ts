@@ -31,6 +31,7 @@ import * as pipelineWebhookSecret from './20261126101000_pipeline_webhook_secret
 import * as notify from './20261126102000_notify';
 import * as pipelineBadgeKey from './20261126110000_pipeline_badge_key';
 import * as givenTokenSecrets from './20261126111000_given_token_secrets';
+import * as webSessions from './20261126112000_web_sessions';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -60,6 +61,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126102000_notify': notify,
   '20261126110000_pipeline_badge_key': pipelineBadgeKey,
   '20261126111000_given_token_secrets': givenTokenSecrets,
+  '20261126112000_web_sessions': webSessions,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

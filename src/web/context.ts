@@ -1,0 +1,44 @@
+/**
+ * What the web pages take from the services, and the rules every page follows: the caller inside
+ * the path's organization (or a 404, exactly as the API hides another organization), and the
+ * token's scopes (the API checks them at its edge; pages call the services directly, so they
+ * check them here).
+ */
+import type { Actor, Principal, Scope } from '../core/identity';
+import { ForbiddenError, NotFoundError } from '../core/errors';
+import type { Services } from '../services';
+
+export type WebServices = Pick<
+  Services,
+  'db' | 'tokens' | 'pipelines' | 'builds' | 'jobs' | 'agents' | 'agentWork' | 'suites' | 'annotations' | 'artifacts' | 'organizations' | 'rateLimiter'
+>;
+
+export interface WebDeps extends WebServices {
+  publicUrl: string;
+}
+
+export function actorFor(principal: Principal, orgSlug: string): Actor {
+  const reached = principal.organizationsBySlug.get(orgSlug);
+  if (!reached) throw new NotFoundError('organization');
+  return { principal, ...reached };
+}
+
+export function can(principal: Principal, scope: Scope): boolean {
+  return principal.token.scopes.includes(scope);
+}
+
+export function need(principal: Principal, scope: Scope): void {
+  if (!can(principal, scope)) throw new ForbiddenError(scope);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** An id from the path: a UUID, or the thing does not exist (Postgres would refuse the comparison). */
+export function idParam(value: string | undefined, what: string): string {
+  if (!value || !UUID.test(value)) throw new NotFoundError(what);
+  return value.toLowerCase();
+}
+
+export function isUuid(value: string | undefined): value is string {
+  return value !== undefined && UUID.test(value);
+}

@@ -1,0 +1,134 @@
+/** The organization's agents (connected, busy, paused) with the job each holds; one agent's page, with pause and resume. */
+import type { Agent } from '../../agents/repository';
+import { isLive } from '../../agents/service';
+import type { JobContext } from '../../builds/jobs/model';
+import { clock } from '../../core/clock';
+import { actorFor, can, idParam, need } from '../context';
+import { html } from '../html';
+import type { WebRouter } from '../routes';
+import { layout, postButton, stateBadge, time, type PageContext } from '../ui';
+
+function status(a: Agent): string {
+  if (!isLive(a)) return a.connectionState;
+  if (a.pause && a.pause.until.getTime() > clock.nowMs()) return 'paused';
+  return a.jobId ? 'busy' : 'idle';
+}
+
+function jobLink(held: Map<string, JobContext>, a: Agent) {
+  const c = a.jobId ? held.get(a.jobId) : undefined;
+  if (!c) return html`<span class="muted">–</span>`;
+  return html`<a href="/${c.orgSlug}/${c.pipelineSlug}/builds/${c.build.number}#${c.job.id}"
+    >${c.pipelineSlug} #${c.build.number}: ${c.job.name ?? c.job.command ?? 'job'}</a
+  >`;
+}
+
+export function registerAgentPages(web: WebRouter): void {
+  const { agents, agentWork } = web.deps;
+
+  web.page('/organizations/:org/agents', async ({ principal, params, ctx }) => {
+    const actor = actorFor(principal, params.org!);
+    need(principal, 'read_agents');
+    const list = await agents.list(actor, {}, 0, 100);
+    const held = await agentWork.heldJobs(list);
+    const live = list.filter(isLive);
+    const count = (s: string) => live.filter((a) => status(a) === s).length;
+    return layout(
+      ctx,
+      'Agents',
+      html`<h1>Agents</h1>
+        <p>${live.length} connected: ${count('busy')} busy, ${count('idle')} idle, ${count('paused')} paused.</p>
+        ${
+          list.length
+            ? html`<div class="table-wrap">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Agent</th>
+                      <th scope="col">Status</th>
+                      <th scope="col">Job</th>
+                      <th scope="col" class="cols-optional">Host</th>
+                      <th scope="col" class="cols-optional">Tags</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${list.map(
+                      (a) =>
+                        html`<tr>
+                          <td><a href="/organizations/${actor.organization.slug}/agents/${a.id}">${a.name}</a></td>
+                          <td>${stateBadge(status(a))}</td>
+                          <td>${jobLink(held, a)}</td>
+                          <td class="cols-optional">${a.hostname ?? '–'}</td>
+                          <td class="cols-optional">${a.metaData.join(', ')}</td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+              </div>`
+            : html`<p>No agents have registered yet. Start one with <code>windsock agent</code> or the Buildkite agent.</p>`
+        }`,
+    );
+  });
+
+  const agentPage = async (ctx: PageContext, principal: Parameters<typeof actorFor>[0], orgSlug: string, id: string) => {
+    const actor = actorFor(principal, orgSlug);
+    need(principal, 'read_agents');
+    const a = await agents.get(actor, idParam(id, 'agent'));
+    const held = await agentWork.heldJobs([a]);
+    const base = `/organizations/${actor.organization.slug}/agents/${a.id}`;
+    const s = status(a);
+    return layout(
+      ctx,
+      a.name,
+      html`<p class="muted"><a href="/organizations/${actor.organization.slug}/agents">Agents</a></p>
+        <h1>${a.name}</h1>
+        <p>${stateBadge(s)}</p>
+        ${
+          can(principal, 'write_agents') && isLive(a)
+            ? html`<div class="actions">
+                ${s === 'paused' ? postButton(ctx, `${base}/resume`, 'Resume') : postButton(ctx, `${base}/pause`, 'Pause', { secondary: true })}
+              </div>`
+            : ''
+        }
+        <dl class="facts">
+          <dt>Job</dt>
+          <dd>${jobLink(held, a)}</dd>
+          <dt>Hostname</dt>
+          <dd>${a.hostname ?? '–'}</dd>
+          <dt>Version</dt>
+          <dd>${a.version ?? '–'}</dd>
+          <dt>OS</dt>
+          <dd>${a.os ?? '–'} ${a.arch ?? ''}</dd>
+          <dt>Tags</dt>
+          <dd>${a.metaData.join(', ') || '–'}</dd>
+          <dt>Connected</dt>
+          <dd>${time(a.connectedAt)}</dd>
+          <dt>Last job finished</dt>
+          <dd>${time(a.lastJobFinishedAt)}</dd>
+          ${
+            a.pause
+              ? html`<dt>Paused</dt>
+                  <dd>${time(a.pause.at)} until ${time(a.pause.until)}${a.pause.note ? html` (${a.pause.note})` : ''}</dd>`
+              : ''
+          }
+        </dl>`,
+    );
+  };
+  web.page('/organizations/:org/agents/:id', ({ principal, params, ctx }) => agentPage(ctx, principal, params.org!, params.id!));
+  // A cluster's agent: its web_url names its cluster and queue.
+  web.page('/organizations/:org/clusters/:cluster/queues/:queue/agents/:id', ({ principal, params, ctx }) =>
+    agentPage(ctx, principal, params.org!, params.id!),
+  );
+
+  web.action('/organizations/:org/agents/:id/pause', async ({ principal, params }) => {
+    const actor = actorFor(principal, params.org!);
+    need(principal, 'write_agents');
+    await agents.pause(actor, idParam(params.id, 'agent'), {});
+    return `/organizations/${actor.organization.slug}/agents/${params.id!}`;
+  });
+  web.action('/organizations/:org/agents/:id/resume', async ({ principal, params }) => {
+    const actor = actorFor(principal, params.org!);
+    need(principal, 'write_agents');
+    await agents.resume(actor, idParam(params.id, 'agent'));
+    return `/organizations/${actor.organization.slug}/agents/${params.id!}`;
+  });
+}

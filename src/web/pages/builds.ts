@@ -1,0 +1,313 @@
+/**
+ * A build's page: its header, jobs in order (waiters as separators, block steps with their
+ * fields and an Unblock form, each command job's log loaded and tailed by /_assets/log.js),
+ * annotations and artifacts; the actions (cancel, rebuild, retry, unblock); a job's log as JSON
+ * for the log script and as raw text to download.
+ */
+import type { Job } from '../../builds/jobs/model';
+import type { BuildWithJobs } from '../../builds/service';
+import type { ManualField } from '../../pipelines/configuration/step-types';
+import { CANCELABLE_STATES } from '../../builds/model';
+import { sendLogText } from '../../builds/jobs/log-output';
+import { NotFoundError, ValidationError } from '../../core/errors';
+import type { Agent } from '../../agents/repository';
+import type { Annotation } from '../../annotations/repository';
+import type { Artifact } from '../../artifacts/repository';
+import { actorFor, can, idParam, need } from '../context';
+import { html, trustedHtml, type Html } from '../html';
+import { renderLog } from '../log';
+import type { WebRouter } from '../routes';
+import { csrfField, duration, layout, postButton, stateBadge, time, type PageContext } from '../ui';
+
+/** Largest tail of a log the page renders; the whole log is one click away (log.txt). */
+export const LOG_RENDER_LIMIT = 1024 * 1024;
+const RUNNING_STATES = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out', 'waiting', 'limited', 'limiting', 'pending'];
+const RETRYABLE = ['failed', 'timed_out', 'canceled'];
+
+function buildNumber(s: string | undefined): number {
+  const n = Number(s);
+  if (!Number.isInteger(n) || n < 1 || n > 2_147_483_647) throw new NotFoundError('build');
+  return n;
+}
+
+function jobName(j: Job): string {
+  if (j.name) return j.name;
+  if (j.type === 'script') return j.command ?? 'Command';
+  return j.type === 'trigger' ? 'Trigger' : j.type === 'manual' ? 'Block' : 'Wait';
+}
+
+interface BuildPageView {
+  ctx: PageContext;
+  item: BuildWithJobs;
+  agents: Map<string, Agent>;
+  annotations: Annotation[];
+  artifacts: Artifact[];
+  canWrite: boolean;
+  canReadLogs: boolean;
+}
+
+function unblockForm(v: BuildPageView, base: string, j: Job): Html {
+  const step = j.step.type === 'manual' ? j.step : null;
+  const fields = step?.fields ?? [];
+  const id = (f: ManualField) => `f-${j.id}-${f.key}`;
+  const field = (f: ManualField) => {
+    const label = f.text ?? f.select ?? f.key;
+    const hint = f.hint ? html`<p class="hint" id="${id(f)}-hint">${f.hint}</p>` : '';
+    const described = f.hint ? html` aria-describedby="${id(f)}-hint"` : '';
+    const defaults = Array.isArray(f.default) ? f.default : f.default !== undefined ? [f.default] : [];
+    if (f.options) {
+      return html`<label for="${id(f)}">${label}</label>${hint}<select
+          id="${id(f)}"
+          name="field:${f.key}"
+          ${f.multiple ? html` multiple` : ''}${f.required ? html` required` : ''}${described}
+        >
+          ${
+            f.required || f.multiple ? '' : html`<option value=""></option>`
+          }${f.options.map((o) => html`<option value="${o.value}" ${defaults.includes(o.value) ? html` selected` : ''}>${o.label}</option>`)}
+        </select>`;
+    }
+    return html`<label for="${id(f)}">${label}</label>${hint}<input
+        type="text"
+        id="${id(f)}"
+        name="field:${f.key}"
+        value="${defaults[0] ?? ''}"
+        ${f.required ? html` required` : ''}${described}
+      />`;
+  };
+  return html`<form method="post" action="${base}/jobs/${j.id}/unblock" class="unblock">
+    ${csrfField(v.ctx)} ${step?.prompt ? html`<p>${step.prompt}</p>` : ''}${fields.map(field)}
+    <p><button type="submit">Unblock</button></p>
+  </form>`;
+}
+
+function jobItem(v: BuildPageView, base: string, j: Job): Html {
+  if (j.type === 'waiter') return html`<li class="waiter" id="${j.id}" aria-label="Wait step">${stateBadge(j.state)} wait</li>`;
+  const agent = j.agentId ? v.agents.get(j.agentId) : undefined;
+  const head = html`<div class="job-head">
+    <span class="job-name">${jobName(j)}</span>${stateBadge(j.state)}${
+      j.type === 'script'
+        ? html`<span class="muted">${duration(j.startedAt, j.finishedAt)}</span>${
+              agent ? html`<span class="muted">on <a href="/organizations/${v.ctx.orgSlug ?? ''}/agents/${agent.id}">${agent.name}</a></span>` : ''
+            }${j.exitStatus !== null ? html`<span class="muted">exit ${j.exitStatus}</span>` : ''}${j.retried ? html`<span class="muted">retried</span>` : ''}`
+        : ''
+    }
+  </div>`;
+  if (j.type === 'manual') {
+    const by = j.unblockedBy ? html`<p class="muted">Unblocked by ${j.unblockedBy.name} at ${time(j.unblockedAt)}</p>` : '';
+    return html`<li id="${j.id}">${head}${by}${j.state === 'blocked' && v.canWrite ? unblockForm(v, base, j) : ''}</li>`;
+  }
+  if (j.type === 'trigger') {
+    const t = j.triggeredBuild;
+    return html`<li id="${j.id}">
+      ${head}${t ? html`<p>Triggered <a href="/${v.ctx.orgSlug ?? ''}/${t.pipeline_slug}/builds/${t.number}">${t.pipeline_slug} #${t.number}</a></p>` : ''}
+    </li>`;
+  }
+  const jobPath = `${base}/jobs/${j.id}`;
+  const retry =
+    v.canWrite && !j.retried && (RETRYABLE.includes(j.state) || (j.state === 'passed' && j.step.type === 'script' && j.step.retry?.manual?.permit_on_passed))
+      ? postButton(v.ctx, `${jobPath}/retry`, 'Retry', { secondary: true, name: `Retry ${jobName(j)}` })
+      : '';
+  const running = RUNNING_STATES.includes(j.state);
+  return html`<li id="${j.id}">
+    ${head}
+    <div class="actions">${retry}${v.canReadLogs ? html`<a href="${jobPath}/log.txt" download="${`job-${j.id}.log`}">Download log</a>` : ''}</div>
+    ${
+      v.canReadLogs
+        ? html`<details class="job-log" ${running ? html` open` : ''}>
+            <summary>Log</summary>
+            <div class="log" role="log" aria-label="Log of ${jobName(j)}" data-log-url="${jobPath}/log" ${running ? html` data-running="1"` : ''}>
+              <p class="muted">Loading…</p>
+            </div>
+          </details>`
+        : ''
+    }
+  </li>`;
+}
+
+export function buildPage(v: BuildPageView): string {
+  const { build, pipeline, jobs } = v.item;
+  const org = v.ctx.orgSlug!;
+  const base = `/${org}/${pipeline.slug}/builds/${build.number}`;
+  const actions = v.canWrite
+    ? html`<div class="actions">
+        ${CANCELABLE_STATES.includes(build.state) ? postButton(v.ctx, `${base}/cancel`, 'Cancel build', { secondary: true }) : ''}${
+          pipeline.allowRebuilds ? postButton(v.ctx, `${base}/rebuild`, 'Rebuild') : ''
+        }
+      </div>`
+    : '';
+  return layout(
+    v.ctx,
+    `${pipeline.name} #${build.number}`,
+    html`<p class="muted"><a href="/${org}">${v.item.actor.organization.name}</a> / <a href="/${org}/${pipeline.slug}">${pipeline.name}</a></p>
+      <h1>${build.message ?? `Build #${build.number}`} <span class="muted">#${build.number}</span></h1>
+      <p>${stateBadge(build.state)} <span data-live-status role="status"></span></p>
+      <dl class="facts">
+        <dt>Branch</dt>
+        <dd>${build.branch}</dd>
+        <dt>Commit</dt>
+        <dd><code>${build.commit}</code></dd>
+        <dt>Created by</dt>
+        <dd>${build.creator?.name ?? build.author?.name ?? '–'}</dd>
+        <dt>Created</dt>
+        <dd>${time(build.createdAt)}</dd>
+        <dt>Started</dt>
+        <dd>${time(build.startedAt)}</dd>
+        <dt>Finished</dt>
+        <dd>${time(build.finishedAt)}</dd>
+        <dt>Duration</dt>
+        <dd>${duration(build.startedAt, build.finishedAt)}</dd>
+        ${
+          build.rebuiltFrom
+            ? html`<dt>Rebuilt from</dt>
+                <dd><a href="/${org}/${pipeline.slug}/builds/${build.rebuiltFrom.number}">#${build.rebuiltFrom.number}</a></dd>`
+            : ''
+        }
+      </dl>
+      ${actions}
+      ${
+        v.annotations.length
+          ? html`<h2>Annotations</h2>
+              ${v.annotations.map(
+                (a) => html`<section class="annotation style-${a.style}" aria-label="Annotation ${a.context}">${trustedHtml(a.bodyHtml)}</section>`,
+              )}`
+          : ''
+      }
+      <h2>Jobs</h2>
+      <ol class="jobs">
+        ${jobs.map((j) => jobItem(v, base, j))}
+      </ol>
+      ${
+        v.artifacts.length
+          ? html`<h2>Artifacts</h2>
+              <div class="table-wrap">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Path</th>
+                      <th scope="col">Size</th>
+                      <th scope="col">State</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${v.artifacts.map(
+                      (a) =>
+                        html`<tr>
+                          <td>${a.state === 'finished' ? html`<a href="${base}/jobs/${a.jobId}/artifacts/${a.id}">${a.path}</a>` : a.path}</td>
+                          <td>${a.fileSize} bytes</td>
+                          <td>${a.state}</td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+              </div>`
+          : ''
+      }`,
+    { scripts: ['log.js'] },
+  );
+}
+
+/** `field:<key>` inputs of an unblock form -> the step's `fields` (a multiple select gives several values). */
+function unblockFields(body: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(body)) {
+    if (!k.startsWith('field:')) continue;
+    const value = Array.isArray(v) ? v.map(String).join('\n') : String(v);
+    if (value.length > 65536) throw ValidationError.field(k.slice(6), 'is too long');
+    if (value !== '') out[k.slice(6)] = value;
+  }
+  return out;
+}
+
+export function registerBuildPages(web: WebRouter): void {
+  const { builds, jobs, agents, annotations, artifacts, publicUrl } = web.deps;
+
+  web.page('/:org/:pipeline/builds/:number', async ({ principal, params, ctx }) => {
+    const actor = actorFor(principal, params.org!);
+    need(principal, 'read_builds');
+    const item = await builds.get(actor, params.pipeline!, buildNumber(params.number), true, { pipeline: true });
+    const agentIds = [...new Set(item.jobs.flatMap((j) => (j.agentId ? [j.agentId] : [])))];
+    const [found, notes, files] = await Promise.all([
+      agentIds.length ? agents.byIds(agentIds) : Promise.resolve([]),
+      annotations.list({ item, job: null }, 0, 100),
+      can(principal, 'read_artifacts') ? artifacts.listByBuild(actor, item.pipeline.slug, item.build.number, 0, 100).then((r) => r.items) : Promise.resolve([]),
+    ]);
+    return buildPage({
+      ctx,
+      item,
+      agents: new Map(found.map((a) => [a.id, a])),
+      annotations: notes,
+      artifacts: files,
+      canWrite: can(principal, 'write_builds') && item.perms.build,
+      canReadLogs: can(principal, 'read_build_logs'),
+    });
+  });
+
+  const target = (params: Record<string, string>) => [params.pipeline!, buildNumber(params.number)] as const;
+
+  web.action('/:org/:pipeline/builds/:number/cancel', async ({ principal, params }) => {
+    const actor = actorFor(principal, params.org!);
+    need(principal, 'write_builds');
+    const item = await builds.cancel(actor, ...target(params));
+    return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}`;
+  });
+  web.action('/:org/:pipeline/builds/:number/rebuild', async ({ principal, params }) => {
+    const actor = actorFor(principal, params.org!);
+    need(principal, 'write_builds');
+    const item = await builds.rebuild(actor, ...target(params));
+    return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}`;
+  });
+  web.action('/:org/:pipeline/builds/:number/jobs/:job/retry', async ({ principal, params }) => {
+    const actor = actorFor(principal, params.org!);
+    need(principal, 'write_builds');
+    const { item, jobId } = await jobs.retry(actor, ...target(params), idParam(params.job, 'job'));
+    return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}#${jobId}`;
+  });
+  web.action('/:org/:pipeline/builds/:number/jobs/:job/unblock', async ({ principal, params, body }) => {
+    const actor = actorFor(principal, params.org!);
+    need(principal, 'write_builds');
+    const { item, jobId } = await jobs.unblock(actor, ...target(params), idParam(params.job, 'job'), { fields: unblockFields(body) });
+    return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}#${jobId}`;
+  });
+
+  // The log script's view of a log: rendered HTML of its tail, its size, whether the job is done.
+  web.data('/:org/:pipeline/builds/:number/jobs/:job/log', async ({ principal, params, query, res }) => {
+    const actor = actorFor(principal, params.org!);
+    need(principal, 'read_build_logs');
+    const { job } = await jobs.find(actor, ...target(params), idParam(params.job, 'job'));
+    const finished = !RUNNING_STATES.includes(job.state);
+    let size = 0;
+    const parts: string[] = [];
+    let kept = 0;
+    for await (const page of await jobs.logPages(actor, ...target(params), idParam(params.job, 'job'))) {
+      for (const c of page) {
+        size += c.size;
+        parts.push(c.content);
+        kept += c.content.length;
+        while (kept - parts[0]!.length > LOG_RENDER_LIMIT) kept -= parts.shift()!.length;
+      }
+    }
+    if (query.size === String(size)) {
+      res.json({ unchanged: true, size, finished });
+      return;
+    }
+    let text = parts.join('');
+    const truncated = text.length > LOG_RENDER_LIMIT;
+    if (truncated) text = text.slice(text.indexOf('\n', text.length - LOG_RENDER_LIMIT) + 1);
+    const note = truncated ? html`<p class="muted">Showing the end of the log: download it for the whole.</p>`.value : '';
+    res.json({ html: note + renderLog(text), size, finished });
+  });
+  web.data('/:org/:pipeline/builds/:number/jobs/:job/log.txt', async ({ principal, params, res }) => {
+    const actor = actorFor(principal, params.org!);
+    need(principal, 'read_build_logs');
+    const pages = await jobs.logPages(actor, ...target(params), idParam(params.job, 'job'));
+    res.setHeader('Content-Disposition', `attachment; filename="job-${idParam(params.job, 'job').replace(/[^A-Za-z0-9-]/g, '')}.log"`);
+    await sendLogText(res, pages);
+  });
+  web.data('/:org/:pipeline/builds/:number/jobs/:job/artifacts/:id', async ({ principal, params, res }) => {
+    const actor = actorFor(principal, params.org!);
+    need(principal, 'read_artifacts');
+    const [pipelineSlug, number] = target(params);
+    const artifact = await artifacts.downloadable(actor, { pipelineSlug, number }, idParam(params.job, 'job'), idParam(params.id, 'artifact'));
+    res.redirect(302, artifacts.contentUrl(publicUrl, artifact.id, 60));
+  });
+}

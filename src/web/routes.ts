@@ -1,0 +1,326 @@
+/**
+ * The web interface: HTML pages at the paths the representations' `web_url`s name (organization
+ * `/{org}`, pipeline `/{org}/{pipeline}`, build `/{org}/{pipeline}/builds/{n}` with jobs as
+ * `#{job-id}`, agents under `/organizations/{org}/agents`, suites under
+ * `/organizations/{org}/analytics/suites`), sign-in and sign-out, and the hashed assets.
+ *
+ * Pages answer only requests that ask for HTML (a browser's `Accept`), form posts, and the
+ * log endpoints the log script calls; anything else goes on to the API, so a JSON client still
+ * gets JSON (a 404 included). Pages call the services with the signed-in token's principal.
+ */
+import crypto from 'node:crypto';
+import express, { NextFunction, Request, Response, Router } from 'express';
+import {
+  BadRequestError,
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  RateLimitedError,
+  UnauthorizedError,
+  UnprocessableError,
+  ValidationError,
+} from '../core/errors';
+import { countFailedAuthentication } from '../http/rate-limit';
+import { clock } from '../core/clock';
+import type { Principal } from '../core/identity';
+import { loadAssets, type Assets } from './assets';
+import type { WebDeps } from './context';
+import { html } from './html';
+import { csrfTokenOf, sameSecret, WebSessions, SESSION_MS } from './sessions';
+import { layout, notice, type PageContext } from './ui';
+import { registerBuildPages } from './pages/builds';
+import { registerOrganizationPages } from './pages/organization';
+import { registerAgentPages } from './pages/agents';
+import { registerSuitePages } from './pages/suites';
+import { signInPage } from './pages/sign-in';
+
+export const SESSION_COOKIE = 'windsock_session';
+const SIGNIN_COOKIE = 'windsock_signin';
+
+/** First path segments that are never an organization's page: the API, the meta routes and other owners' paths. */
+const RESERVED = new Set([
+  'v1',
+  'v2',
+  'v3',
+  'docs',
+  'metrics',
+  'healthz',
+  'readyz',
+  'badges',
+  'deliver',
+  'uploads',
+  'organizations',
+  'login',
+  'logout',
+  'favicon.ico',
+  'robots.txt',
+]);
+export function isReservedSegment(segment: string): boolean {
+  return RESERVED.has(segment) || segment.startsWith('_') || segment.startsWith('openapi');
+}
+
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+function cookies(req: Request): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const part of (req.get('cookie') ?? '').split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0) out.set(part.slice(0, i).trim(), decodeURIComponent(part.slice(i + 1).trim()));
+  }
+  return out;
+}
+
+function wantsHtml(req: Request): boolean {
+  return /\btext\/html\b/.test(req.get('accept') ?? '');
+}
+
+function isForm(req: Request): boolean {
+  return req.is('application/x-www-form-urlencoded') === 'application/x-www-form-urlencoded';
+}
+
+/** A same-path redirect target only: `/x`, never `//host` or `https://…`. */
+export function safeNext(next: unknown): string | null {
+  return typeof next === 'string' && /^\/(?![/\\])/.test(next) ? next : null;
+}
+
+export interface WebRequest {
+  req: Request;
+  res: Response;
+  ctx: PageContext;
+  principal: Principal;
+  params: Record<string, string>;
+  query: Record<string, string | undefined>;
+  body: Record<string, unknown>;
+}
+
+export type PageHandler = (w: WebRequest) => Promise<string>;
+/** Answers where to go next (a redirect after a successful post). */
+export type ActionHandler = (w: WebRequest) => Promise<string>;
+export type JsonHandler = (w: WebRequest) => Promise<void>;
+
+export interface WebRouter {
+  page(path: string, handler: PageHandler): void;
+  action(path: string, handler: ActionHandler): void;
+  /** Neither a page nor a post: the log script's JSON and the raw log (signed-in, any Accept). */
+  data(path: string, handler: JsonHandler): void;
+  deps: WebDeps;
+}
+
+export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router {
+  const router = express.Router();
+  const sessions = new WebSessions(deps.db, deps.tokens);
+  const secure = deps.publicUrl.startsWith('https:');
+  const publicOrigin = new URL(deps.publicUrl).origin;
+  const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, path: '/' };
+  router.use(assets.router);
+
+  const secureHeaders = (res: Response) => {
+    res.setHeader('Content-Security-Policy', CSP);
+    res.setHeader('X-Frame-Options', 'DENY');
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'same-origin');
+    res.setHeader('Cache-Control', 'no-store');
+  };
+  const send = (res: Response, status: number, body: string) => {
+    secureHeaders(res);
+    res.status(status).type('html').send(body);
+  };
+
+  const baseContext = (req: Request, principal: Principal | null, csrf: string): PageContext => {
+    const org = String(req.params.org ?? '');
+    return { principal, csrf, assets, orgSlug: org && principal?.organizationsBySlug.has(org) ? org : undefined, path: req.originalUrl };
+  };
+
+  /** An error a page can explain: its status and message; anything else is the app's error handler's. */
+  const explain = (e: unknown): { status: number; title: string; message: string } | null => {
+    if (e instanceof NotFoundError) return { status: 404, title: 'Not found', message: 'There is nothing here, or your token does not reach it.' };
+    if (e instanceof ForbiddenError) return { status: 403, title: 'Not allowed', message: e.message };
+    if (e instanceof ValidationError)
+      return { status: 422, title: 'Not accepted', message: `${e.message}: ${e.errors.map((f) => `${f.field} ${f.code}`).join('; ')}` };
+    if (e instanceof UnprocessableError || e instanceof BadRequestError || e instanceof ConflictError)
+      return { status: 422, title: 'Not accepted', message: e.message };
+    return null;
+  };
+  const errorPage = (res: Response, ctx: PageContext, e: unknown, next: NextFunction) => {
+    const known = explain(e);
+    if (!known) return next(e);
+    send(
+      res,
+      known.status,
+      layout(
+        ctx,
+        known.title,
+        html`<h1>${known.title}</h1>
+          ${notice(known.message, 'error')}
+          <p><a href="${ctx.orgSlug ? `/${ctx.orgSlug}` : '/login'}">Back to the start</a></p>`,
+      ),
+    );
+  };
+
+  /** The signed-in principal and session id, or null. */
+  const signedIn = async (req: Request): Promise<{ principal: Principal; sid: string } | null> => {
+    const sid = cookies(req).get(SESSION_COOKIE);
+    if (!sid || sid.length > 100) return null;
+    const principal = await sessions.principal(sid);
+    return principal ? { principal, sid } : null;
+  };
+
+  const orgPathIsOurs = (req: Request) => req.params.org === undefined || !isReservedSegment(String(req.params.org));
+  const webRequest = (req: Request, res: Response, principal: Principal, sid: string): WebRequest => ({
+    req,
+    res,
+    principal,
+    ctx: baseContext(req, principal, csrfTokenOf(sid)),
+    params: req.params as Record<string, string>,
+    query: Object.fromEntries(Object.entries(req.query).map(([k, v]) => [k, typeof v === 'string' ? v : undefined])),
+    body: (req.body ?? {}) as Record<string, unknown>,
+  });
+
+  const countFailed = countFailedAuthentication(deps.rateLimiter);
+  const urlencoded = express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 200 });
+
+  const web: WebRouter = {
+    deps,
+    page(path, handler) {
+      router.get(path, async (req, res, next) => {
+        if (!wantsHtml(req) || !orgPathIsOurs(req)) return next();
+        const session = await signedIn(req);
+        if (!session) return res.redirect(303, `/login?next=${encodeURIComponent(req.originalUrl)}`);
+        const w = webRequest(req, res, session.principal, session.sid);
+        try {
+          send(res, 200, await handler(w));
+        } catch (e) {
+          errorPage(res, w.ctx, e, next);
+        }
+      });
+    },
+    action(path, handler) {
+      router.post(path, async (req, res, next) => {
+        if (!isForm(req) || !orgPathIsOurs(req)) return next();
+        await new Promise<void>((resolve, reject) => urlencoded(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
+        const session = await signedIn(req);
+        if (!session) return res.redirect(303, `/login?next=${encodeURIComponent(req.originalUrl)}`);
+        const w = webRequest(req, res, session.principal, session.sid);
+        try {
+          checkOrigin(req);
+          const token = typeof w.body._csrf === 'string' ? w.body._csrf : '';
+          if (!sameSecret(token, w.ctx.csrf)) throw new ForbiddenError();
+          res.redirect(303, await handler(w));
+        } catch (e) {
+          errorPage(res, w.ctx, e, next);
+        }
+      });
+    },
+    data(path, handler) {
+      router.get(path, async (req, res, next) => {
+        if (!orgPathIsOurs(req)) return next();
+        const session = await signedIn(req);
+        if (!session) {
+          res.status(401).json({ message: 'Sign in first' });
+          return;
+        }
+        const w = webRequest(req, res, session.principal, session.sid);
+        try {
+          res.setHeader('Cache-Control', 'no-store');
+          res.setHeader('X-Content-Type-Options', 'nosniff');
+          await handler(w);
+        } catch (e) {
+          const known = explain(e);
+          if (!known) return next(e);
+          res.status(known.status).json({ message: known.message });
+        }
+      });
+    },
+  };
+
+  /** A post from another site is refused even before its CSRF token is read. */
+  const checkOrigin = (req: Request) => {
+    const origin = req.get('origin');
+    if (origin && origin !== publicOrigin && origin !== `${req.protocol}://${req.get('host')}`) throw new ForbiddenError();
+  };
+
+  // Sign-in: the form carries a random value that must match its cookie (a login form has no session to derive a CSRF token from).
+  router.get('/login', async (req, res, next) => {
+    if (!wantsHtml(req)) return next();
+    const session = await signedIn(req);
+    const nextPath = safeNext(req.query.next);
+    if (session) {
+      const target = nextPath ?? firstOrgPath(session.principal);
+      if (target) return res.redirect(303, target);
+      const ctx = baseContext(req, session.principal, csrfTokenOf(session.sid));
+      return send(
+        res,
+        200,
+        layout(
+          ctx,
+          'No organization',
+          html`<h1>No organization</h1>
+            ${notice('Your token reaches no organization: sign out and sign in with another token.')}`,
+        ),
+      );
+    }
+    const csrf = cookies(req).get(SIGNIN_COOKIE) ?? crypto.randomUUID();
+    res.cookie(SIGNIN_COOKIE, csrf, { ...cookieOptions, maxAge: 3600_000 });
+    send(res, 200, signInPage({ principal: null, csrf, assets, path: req.originalUrl }, nextPath, undefined));
+  });
+  router.post('/login', urlencoded, async (req, res, next) => {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const nextPath = safeNext(body.next);
+    const expected = cookies(req).get(SIGNIN_COOKIE);
+    const ctx: PageContext = { principal: null, csrf: expected ?? '', assets, path: req.originalUrl };
+    try {
+      checkOrigin(req);
+      if (!expected || typeof body._csrf !== 'string' || !sameSecret(body._csrf, expected)) throw new ForbiddenError();
+    } catch (e) {
+      return errorPage(res, ctx, e, next);
+    }
+    const token = typeof body.token === 'string' ? body.token.trim() : '';
+    let created: { sid: string; expiresAt: Date };
+    try {
+      if (!token || token.length > 4096) throw new UnauthorizedError('empty token');
+      created = await sessions.create(token);
+    } catch (e) {
+      if (!(e instanceof UnauthorizedError)) return next(e);
+      // A refused token counts against the address like one refused by the API, and over the budget the form is refused too.
+      return countFailed(e, req, res, (outcome?: unknown) => {
+        if (outcome instanceof RateLimitedError) {
+          res.setHeader('Retry-After', String(outcome.resetSeconds));
+          return send(res, 429, signInPage(ctx, nextPath, outcome.message));
+        }
+        send(res, 401, signInPage(ctx, nextPath, 'That token was not accepted: it is unknown, expired or revoked.'));
+      });
+    }
+    res.clearCookie(SIGNIN_COOKIE, cookieOptions);
+    res.cookie(SESSION_COOKIE, created.sid, { ...cookieOptions, maxAge: Math.min(SESSION_MS, created.expiresAt.getTime() - clock.nowMs()) });
+    const principal = (await sessions.principal(created.sid))!;
+    res.redirect(303, nextPath ?? firstOrgPath(principal) ?? '/login');
+  });
+  router.post('/logout', urlencoded, async (req, res, next) => {
+    const session = await signedIn(req);
+    if (session) {
+      const ctx = baseContext(req, session.principal, csrfTokenOf(session.sid));
+      try {
+        checkOrigin(req);
+        const body = (req.body ?? {}) as Record<string, unknown>;
+        if (typeof body._csrf !== 'string' || !sameSecret(body._csrf, ctx.csrf)) throw new ForbiddenError();
+      } catch (e) {
+        return errorPage(res, ctx, e, next);
+      }
+      await sessions.destroy(session.sid);
+    }
+    res.clearCookie(SESSION_COOKIE, cookieOptions);
+    res.redirect(303, '/login');
+  });
+
+  registerAgentPages(web);
+  registerSuitePages(web);
+  registerOrganizationPages(web);
+  registerBuildPages(web);
+  return router;
+}
+
+function firstOrgPath(principal: Principal): string | null {
+  const first = [...principal.organizationsBySlug.keys()].sort()[0];
+  return first ? `/${first}` : null;
+}
