@@ -36,6 +36,15 @@ describe('the packed tarball, installed into an empty directory', () => {
     // As a maintainer packs it: `prepare` (npm run build) runs first, so the tarball holds a fresh build.
     const name = execFileSync(NPM, ['pack', '--pack-destination', dir], { cwd: ROOT, env, encoding: 'utf8' }).trim().split('\n').at(-1)!;
     tarball = path.join(dir, name);
+    execFileSync(NPM, ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--prefer-offline', tarball], { cwd: app, env, stdio: 'pipe' });
+    const installed = path.join(app, 'node_modules', 'better-sqlite3');
+    const ours = path.join(ROOT, 'node_modules', 'better-sqlite3');
+    if (versionOf(installed) === versionOf(ours)) {
+      fs.mkdirSync(path.join(installed, 'build', 'Release'), { recursive: true });
+      fs.copyFileSync(path.join(ours, 'build', 'Release', 'better_sqlite3.node'), path.join(installed, 'build', 'Release', 'better_sqlite3.node'));
+    } else {
+      execFileSync(NPM, ['rebuild', 'better-sqlite3'], { cwd: app, env, stdio: 'pipe' });
+    }
   });
   afterAll(() => {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -49,6 +58,11 @@ describe('the packed tarball, installed into an empty directory', () => {
         'package/README.md',
         'package/dist/src/cli/main.js',
         'package/dist/src/server.js',
+        // The reference agent calls the API through the project's own SDK.
+        'package/dist/clients/typescript/src/index.js',
+        'package/dist/src/web/assets/app.css',
+        'package/openapi/fixtures.schema.json',
+        'package/generated/openapi-3.0.json',
         'package/dist/src/db/migrations/20261123100000_foundation.js',
         'package/generated/openapi.json',
         'package/generated/openapi.yaml',
@@ -60,20 +74,16 @@ describe('the packed tarball, installed into an empty directory', () => {
     expect(manifest).toMatchObject({ bin: { windsock: 'dist/src/cli/main.js' }, engines: { node: expect.stringMatching(/^>=20/) } });
   });
 
-  it('npx windsock serve --ephemeral answers /readyz and an authenticated call', async () => {
-    execFileSync(NPM, ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--prefer-offline', tarball], { cwd: app, env, stdio: 'pipe' });
-    const installed = path.join(app, 'node_modules', 'better-sqlite3');
-    const ours = path.join(ROOT, 'node_modules', 'better-sqlite3');
-    if (versionOf(installed) === versionOf(ours)) {
-      fs.mkdirSync(path.join(installed, 'build', 'Release'), { recursive: true });
-      fs.copyFileSync(path.join(ours, 'build', 'Release', 'better_sqlite3.node'), path.join(installed, 'build', 'Release', 'better_sqlite3.node'));
-    } else {
-      execFileSync(NPM, ['rebuild', 'better-sqlite3'], { cwd: app, env, stdio: 'pipe' });
-    }
-
-    const proc = spawn(NPX, ['windsock', 'serve', '--ephemeral'], {
+  /** `npx windsock serve ...` in the consumer directory; resolves once it logs its URL and `ready(out, err)` holds. */
+  async function serveFromPackage<T>(
+    args: string[],
+    extraEnv: NodeJS.ProcessEnv,
+    ready: (out: string, err: string) => T | undefined,
+    use: (url: string, found: T) => Promise<void>,
+  ): Promise<{ out: string; err: string }> {
+    const proc = spawn(NPX, ['windsock', 'serve', ...args], {
       cwd: app,
-      env: { ...env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+      env: { ...env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...extraEnv },
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group: npx runs the tool as its child, and the stop signal goes to both.
       detached: true,
@@ -87,29 +97,92 @@ describe('the packed tarball, installed into an empty directory', () => {
     const closed = new Promise<void>((resolve) => proc.once('close', () => resolve()));
     try {
       // The URL is logged on stdout, the token printed on stderr: the pipes may be read in either order.
-      const [url, token] = await new Promise<[string, string]>((resolve, reject) => {
+      const [url, found] = await new Promise<[string, T]>((resolve, reject) => {
         const check = () => {
-          const found = /"url":"(http:[^"]+)"[^\n]*"msg":"windsock listening"/.exec(out)?.[1];
-          const printed = /^ {2}(eyJ\S+)$/m.exec(err)?.[1];
-          if (found && printed) resolve([found, printed]);
+          const url = /"url":"(http:[^"]+)"[^\n]*"msg":"windsock listening"/.exec(out)?.[1];
+          const value = url ? ready(out, err) : undefined;
+          if (url && value !== undefined) resolve([url, value]);
         };
         proc.stdout.on('data', check);
         proc.stderr.on('data', check);
         void exited.then((code) => reject(new Error(`exited ${code} before listening:\n${out}${err}`)));
       });
-      expect((await fetch(`${url}/readyz`)).status).toBe(200);
-      const pipelines = await fetch(`${url}/v2/organizations/default/pipelines`, { headers: { Authorization: `Bearer ${token}` } });
-      expect(pipelines.status).toBe(200);
-      expect(await pipelines.json()).toEqual([]);
-      // Nothing was written where it ran: no ./data.
-      expect(fs.existsSync(path.join(app, 'data'))).toBe(false);
+      await use(url, found);
     } finally {
-      process.kill(-proc.pid!, 'SIGTERM');
+      // Gone already when it exited before listening: that error is the one to report.
+      if (proc.exitCode === null) process.kill(-proc.pid!, 'SIGTERM');
     }
     await closed;
     // The tool shut down as it does on SIGTERM, without an error.
     expect(out).toMatch(/"signal":"SIGTERM","msg":"shutting down"/);
     expect(out).not.toMatch(/"level":50/);
     expect(err).not.toMatch(/Error|shutdown failed/);
+    return { out, err };
+  }
+
+  it('npx windsock serve --ephemeral answers /readyz and an authenticated call', async () => {
+    await serveFromPackage(
+      ['--ephemeral'],
+      {},
+      (_out, err) => /^ {2}(eyJ\S+)$/m.exec(err)?.[1],
+      async (url, token) => {
+        expect((await fetch(`${url}/readyz`)).status).toBe(200);
+        const pipelines = await fetch(`${url}/v2/organizations/default/pipelines`, { headers: { Authorization: `Bearer ${token}` } });
+        expect(pipelines.status).toBe(200);
+        expect(await pipelines.json()).toEqual([]);
+        // Nothing was written where it ran: no ./data.
+        expect(fs.existsSync(path.join(app, 'data'))).toBe(false);
+      },
+    );
+  });
+
+  it('starts from a fixture file with a known admin token, and the reset returns to it', async () => {
+    const admin = 'package-test-admin-token-0123456789abcdef';
+    fs.writeFileSync(
+      path.join(app, 'windsock.yaml'),
+      [
+        'organizations:',
+        '  - { slug: acme, name: Acme }',
+        'users:',
+        '  - { name: Ada, email: ada@example.com, organizations: { acme: admin } }',
+        'pipelines:',
+        '  - organization: acme',
+        '    name: Web',
+        '    repository: git@github.com:acme/web.git',
+        '    configuration: |',
+        '      steps:',
+        '        - { label: Test, command: make test }',
+        '    builds:',
+        '      - { message: first }',
+        '      - { message: second, state: failed, jobs: [{ exit_status: 2 }] }',
+        '',
+      ].join('\n'),
+    );
+    const { err } = await serveFromPackage(
+      ['--ephemeral', '--fixtures', 'windsock.yaml', '--admin-token', admin, '--test-controls'],
+      {},
+      () => true,
+      async (url) => {
+        const auth = { Authorization: `Bearer ${admin}` };
+        const builds = async () =>
+          (await (await fetch(`${url}/v2/organizations/acme/pipelines/web/builds`, { headers: auth })).json()) as { number: number; state: string }[];
+        expect((await builds()).map((b) => [b.number, b.state])).toEqual([
+          [2, 'failed'],
+          [1, 'passed'],
+        ]);
+        const created = await fetch(`${url}/v2/organizations/acme/pipelines/web/builds`, {
+          method: 'POST',
+          headers: { ...auth, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ commit: 'HEAD', branch: 'main' }),
+        });
+        expect(created.status).toBe(201);
+        expect(await builds()).toHaveLength(3);
+        expect((await fetch(`${url}/_windsock/reset`, { method: 'POST', headers: auth })).status).toBe(200);
+        expect((await builds()).map((b) => b.number)).toEqual([2, 1]);
+      },
+    );
+    // The given token is the user's own: nothing secret is printed.
+    expect(err).not.toContain(admin);
+    expect(err).not.toMatch(/eyJ/);
   });
 });
