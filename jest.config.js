@@ -10,4 +10,9 @@ module.exports = {
   transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, diagnostics: false }] },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   testTimeout: 30000,
+  // One worker per core (jest's default leaves one core idle: on CI's 2 cores, everything in
+  // band). The suites wait on Postgres and sockets as much as they compute, and each context
+  // has its own schema or in-memory database, so two workers share nothing; the long files
+  // (the contract fuzzer) no longer hold up the rest.
+  maxWorkers: '100%',
 };

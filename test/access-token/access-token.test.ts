@@ -36,8 +36,9 @@ describeEachDatabase('access token', (ctx) => {
         'expired token',
         async () => {
           const { user, org } = await ctx().givenAdmin();
-          const t = await ctx().givenToken(user, [org], undefined, new Date(Date.now() + 1500));
-          await new Promise((r) => setTimeout(r, 2100));
+          // The JWT's exp is in whole seconds, floor((now + 1000) / 1000): both it and the stored expiry have passed 1.1 s later.
+          const t = await ctx().givenToken(user, [org], undefined, new Date(Date.now() + 1000));
+          await new Promise((r) => setTimeout(r, 1100));
           return auth(t);
         },
       ],
