@@ -1,6 +1,7 @@
 import * as buildTriggeredFrom from '../../src/db/migrations/20261125130000_build_triggered_from';
 import { withoutOutboxTriggers } from '../../src/db/migrations/20261126090000_outbox';
 import * as notify from '../../src/db/migrations/20261126102000_notify';
+import * as pipelineBadgeKey from '../../src/db/migrations/20261126110000_pipeline_badge_key';
 import { auth, describeEachDatabase } from '../support/context';
 
 describeEachDatabase('the build triggered_from migration', (ctx) => {
@@ -19,9 +20,10 @@ describeEachDatabase('the build triggered_from migration', (ctx) => {
     expect((await child()).triggered_from).toEqual(expected);
 
     const db = ctx().services.db;
-    // Rolled back and forward in migration order, the later `builds.notify` too, so the columns
+    // Rolled back and forward in migration order, the later `notify` and `pipelines.badge_key` too, so the columns
     // keep the order the statements the app has already prepared were made for; the outbox's
     // triggers set aside while SQLite rebuilds the builds table.
+    await pipelineBadgeKey.down(db);
     await notify.down(db);
     await withoutOutboxTriggers(db, async () => {
       await buildTriggeredFrom.down(db);
@@ -29,6 +31,7 @@ describeEachDatabase('the build triggered_from migration', (ctx) => {
       await buildTriggeredFrom.up(db);
     });
     await notify.up(db);
+    await pipelineBadgeKey.up(db);
     expect((await child()).triggered_from).toEqual(expected);
     expect((await ctx().http().get(`${base}/app/builds/1`).set(auth(token)).expect(200)).body.triggered_from).toBeNull();
   });
