@@ -3669,11 +3669,7 @@ export interface components {
         IsoTimestamp: string;
         /** @description What a reset restored. */
         ResetResult: {
-            /**
-             * @description `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the state the first start made.
-             * @enum {string}
-             */
-            state: "fixtures" | "bootstrap";
+            state: components["schemas"]["ResetState"];
             /** @description How many tables were restored. */
             tables: number;
             /** @description How many rows the restored tables hold. */
@@ -3681,6 +3677,11 @@ export interface components {
             /** @description How long the restore took, in milliseconds. */
             duration_ms: number;
         };
+        /**
+         * @description `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the state the first start made.
+         * @enum {string}
+         */
+        ResetState: "fixtures" | "bootstrap";
         /**
          * @description `real`: the machine's time; `frozen`: stands still at `at` until moved; `offset`: real time shifted by `offset_seconds`.
          * @enum {string}

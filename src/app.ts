@@ -170,6 +170,9 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(jsonBodyParsers(spec.doc, deps.bodyLimitBytes, jsonTypes));
   app.use(rejectDeepJson());
 
+  // A browser opening the root gets the web interface (sign-in, then the organization's page);
+  // an API client (JSON or anything) gets the API's root document below.
+  app.get('/', (req, res, next) => (req.accepts(['application/json', 'text/html']) === 'text/html' ? res.redirect(303, '/login') : next()));
   const meta = operationRouter(spec.doc);
   meta.on('getRoot', (_req, res) => {
     res.json({ message: 'Windsock REST API: the Buildkite REST API v2 dialect. See /openapi.json.', timestamp: Math.floor(clock.nowMs() / 1000) });

@@ -1610,6 +1610,16 @@ func (r *ResetResult) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalResetState(data []byte) (ResetState, error) {
+	var r ResetState
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ResetState) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalResumeAgentRequest(data []byte) (ResumeAgentRequest, error) {
 	var r ResumeAgentRequest
 	err := json.Unmarshal(data, &r)
@@ -3732,10 +3742,8 @@ type ResetResult struct {
 	// How long the restore took, in milliseconds.
 	DurationMS float64 `json:"duration_ms"`
 	// How many rows the restored tables hold.
-	Rows int64 `json:"rows"`
-	// `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the
-	// state the first start made.
-	State ResetResultState `json:"state"`
+	Rows  int64      `json:"rows"`
+	State ResetState `json:"state"`
 	// How many tables were restored.
 	Tables int64 `json:"tables"`
 }
@@ -3758,9 +3766,9 @@ type Run struct {
 	ID        string    `json:"id"`
 	Result    RunResult `json:"result"`
 	// Every upload is processed before it is answered, so a run is always finished.
-	State  RunState `json:"state"`
-	URL    string   `json:"url"`
-	WebURL string   `json:"web_url"`
+	State  State  `json:"state"`
+	URL    string `json:"url"`
+	WebURL string `json:"web_url"`
 }
 
 type ScriptStep struct {
@@ -4373,9 +4381,9 @@ const (
 type ClockMode string
 
 const (
-	Frozen ClockMode = "frozen"
-	Offset ClockMode = "offset"
-	Real   ClockMode = "real"
+	ClockModeFrozen ClockMode = "frozen"
+	ClockModeOffset ClockMode = "offset"
+	ClockModeReal   ClockMode = "real"
 )
 
 type ClusterMaintainerActorType string
@@ -4547,11 +4555,11 @@ const (
 
 // `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the
 // state the first start made.
-type ResetResultState string
+type ResetState string
 
 const (
-	Bootstrap ResetResultState = "bootstrap"
-	Fixtures  ResetResultState = "fixtures"
+	ResetStateBootstrap ResetState = "bootstrap"
+	ResetStateFixtures  ResetState = "fixtures"
 )
 
 // `failed` when any execution failed, `passed` when some passed and none failed, else
@@ -4565,10 +4573,10 @@ const (
 )
 
 // Every upload is processed before it is answered, so a run is always finished.
-type RunState string
+type State string
 
 const (
-	StateFinished RunState = "finished"
+	StateFinished State = "finished"
 )
 
 type ScriptStepType string

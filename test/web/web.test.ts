@@ -56,6 +56,15 @@ describe.each(databases)('web interface (%s)', (kind) => {
     expect(after.headers.location).toBe(`/login?next=${encodeURIComponent(`/${org.slug}`)}`);
   });
 
+  it('sends a browser opening the root to sign-in, and an API client the root document', async () => {
+    const browser = await ctx.http().get('/').set('Accept', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8').expect(303);
+    expect(browser.headers.location).toBe('/login');
+    for (const accept of ['application/json', '*/*']) {
+      const api = await ctx.http().get('/').set('Accept', accept).expect(200);
+      expect(api.body.message).toMatch(/Windsock REST API/);
+    }
+  });
+
   it('marks the session cookie Secure when PUBLIC_URL is https', async () => {
     const { token } = await ctx.givenAdmin();
     const app = express();
