@@ -199,6 +199,7 @@ describe.each(databases)('web interface (%s)', (kind) => {
     expect(list.text).toContain('web-agent &lt;1&gt;');
     const path = `/organizations/${org.slug}/agents/${agent.id}`;
     const page = await web.get(path).set(HTML).expect(200);
+    expect(page.text).toContain('This agent has run no job yet.');
     await web
       .post(`${path}/pause`)
       .type('form')
@@ -236,6 +237,11 @@ describe.each(databases)('web interface (%s)', (kind) => {
 
     const page = await web.get(`/${org.slug}/${slug}/builds/${build.number}`).set(HTML).expect(200);
     expect(page.text).toContain(`<a href="${base}/artifacts/${artifactId}">reports/&lt;b&gt;.txt</a>`);
+    // The agent's page lists the job it runs among its jobs, linked to the build page.
+    const agentPage = await web.get(`/organizations/${org.slug}/agents/${agent.id}`).set(HTML).expect(200);
+    const jobLink = `/${org.slug}/${slug}/builds/${build.number}#${job.id}`;
+    expect(agentPage.text.split(jobLink).length - 1).toBe(2);
+    expect(agentPage.text).toMatch(/<h2>Jobs<\/h2>[\s\S]*state-running/);
     const download = await web.get(`${base}/artifacts/${artifactId}`).expect(302);
     const signed = new URL(download.headers.location!);
     expect(

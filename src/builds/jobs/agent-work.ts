@@ -192,6 +192,11 @@ export class AgentWorkService {
     return new Map(jobs.map((j) => [j.job.id, j]));
   }
 
+  /** The jobs an agent ran or runs, latest first, at most `limit`. */
+  recentJobs(agent: Agent, limit = 20): Promise<JobContext[]> {
+    return this.jobs.recentByAgent(agent.id, limit);
+  }
+
   /** The job, if this agent holds it: another agent's job is as good as missing. */
   private async held(agent: Agent, jobId: string): Promise<JobContext> {
     mustBeConnected(agent);

@@ -84,6 +84,18 @@ export class JobRepository {
     return row ? contextFromRow(row) : null;
   }
 
+  /** The jobs an agent ran or runs, latest started first (its page's history; `agent_id` is indexed). */
+  async recentByAgent(agentId: string, limit: number): Promise<JobContext[]> {
+    const rows = await this.withContext()
+      .where('j.agent_id', agentId)
+      .orderBy([
+        { column: 'j.started_at', order: 'desc', nulls: 'first' },
+        { column: 'j.id', order: 'desc' },
+      ])
+      .limit(limit);
+    return rows.map(contextFromRow);
+  }
+
   /*
    * The queries of every agent poll and every sweep, wrapped in objects (a query builder is
    * thenable) so test/jobs/sweep-plans.test.ts checks the plans of these very queries.

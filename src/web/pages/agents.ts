@@ -14,12 +14,16 @@ function status(a: Agent): string {
   return a.jobId ? 'busy' : 'idle';
 }
 
-function jobLink(held: Map<string, JobContext>, a: Agent) {
-  const c = a.jobId ? held.get(a.jobId) : undefined;
-  if (!c) return html`<span class="muted">–</span>`;
+/** A job as a link to it on its build's page. */
+function jobAnchor(c: JobContext) {
   return html`<a href="/${c.orgSlug}/${c.pipelineSlug}/builds/${c.build.number}#${c.job.id}"
     >${c.pipelineSlug} #${c.build.number}: ${c.job.name ?? c.job.command ?? 'job'}</a
   >`;
+}
+
+function jobLink(held: Map<string, JobContext>, a: Agent) {
+  const c = a.jobId ? held.get(a.jobId) : undefined;
+  return c ? jobAnchor(c) : html`<span class="muted">–</span>`;
 }
 
 export function registerAgentPages(web: WebRouter): void {
@@ -74,6 +78,7 @@ export function registerAgentPages(web: WebRouter): void {
     need(principal, 'read_agents');
     const a = await agents.get(actor, idParam(id, 'agent'));
     const held = await agentWork.heldJobs([a]);
+    const recent = await agentWork.recentJobs(a);
     const base = `/organizations/${actor.organization.slug}/agents/${a.id}`;
     const s = status(a);
     return layout(
@@ -110,7 +115,35 @@ export function registerAgentPages(web: WebRouter): void {
                   <dd>${time(a.pause.at)} until ${time(a.pause.until)}${a.pause.note ? html` (${a.pause.note})` : ''}</dd>`
               : ''
           }
-        </dl>`,
+        </dl>
+        <h2>Jobs</h2>
+        ${
+          recent.length
+            ? html`<div class="table-wrap">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Job</th>
+                      <th scope="col">State</th>
+                      <th scope="col" class="cols-optional">Started</th>
+                      <th scope="col" class="cols-optional">Finished</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    ${recent.map(
+                      (c) =>
+                        html`<tr>
+                          <td>${jobAnchor(c)}</td>
+                          <td>${stateBadge(c.job.state)}</td>
+                          <td class="cols-optional">${time(c.job.startedAt)}</td>
+                          <td class="cols-optional">${time(c.job.finishedAt)}</td>
+                        </tr>`,
+                    )}
+                  </tbody>
+                </table>
+              </div>`
+            : html`<p>This agent has run no job yet.</p>`
+        }`,
     );
   };
   web.page('/organizations/:org/agents/:id', ({ principal, params, ctx }) => agentPage(ctx, principal, params.org!, params.id!));
