@@ -11993,6 +11993,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "state": "fixtures",
+                     *       "tables": 38,
+                     *       "rows": 5632,
+                     *       "duration_ms": 38.1
+                     *     }
+                     */
                     "application/json": components["schemas"]["ResetResult"];
                 };
             };
@@ -12017,6 +12025,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "mode": "frozen",
+                     *       "now": "2026-01-01T00:00:00.000Z",
+                     *       "at": "2026-01-01T00:00:00.000Z",
+                     *       "offset_seconds": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ClockState"];
                 };
             };
@@ -12044,6 +12060,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "mode": "frozen",
+                     *       "now": "2026-01-01T01:00:00.000Z",
+                     *       "at": "2026-01-01T01:00:00.000Z",
+                     *       "offset_seconds": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["ClockState"];
                 };
             };
