@@ -109,6 +109,9 @@ export interface WebRouter {
 
 export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router {
   const router = express.Router();
+  // OPTIONS belongs to the API (CORS preflights, `Allow` from the spec): leaving before any route
+  // matches keeps Express from answering it with the pages' methods (`/:org` would claim any path).
+  router.use((req, _res, next) => next(req.method === 'OPTIONS' ? 'router' : undefined));
   const sessions = new WebSessions(deps.db, deps.tokens);
   const secure = deps.publicUrl.startsWith('https:');
   const publicOrigin = new URL(deps.publicUrl).origin;
