@@ -12,5 +12,6 @@ export default async function faultsSetup(): Promise<void> {
   // From an empty dist/, as `npm run build` does: a file left from a moved module would shadow it.
   fs.rmSync(path.join(root, 'dist'), { recursive: true, force: true });
   execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+  execFileSync(process.execPath, [path.join(root, 'scripts', 'copy-web-assets.mjs')], { cwd: root, stdio: 'inherit' });
   await globalSetup();
 }
