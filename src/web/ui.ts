@@ -92,6 +92,26 @@ export function notice(text: string | undefined, kind: 'info' | 'error' = 'info'
   return text ? html`<p class="notice${kind === 'error' ? ' error' : ''}" role="${kind === 'error' ? 'alert' : 'status'}">${text}</p>` : '';
 }
 
+/** A table's column heading; an `optional` one (its cells carry `cols-optional` too) hides on narrow screens. */
+export type Column = string | { label: string; optional: true };
+
+/** A table of `rows` (each a `<tr>`) under these headings, scrolling sideways in its wrapper; `empty` when there are no rows. */
+export function table(columns: Column[], rows: readonly Part[], empty: Part = ''): Part {
+  if (!rows.length) return empty;
+  return html`<div class="table-wrap">
+    <table>
+      <thead>
+        <tr>
+          ${columns.map((c) => (typeof c === 'string' ? html`<th scope="col">${c}</th>` : html`<th scope="col" class="cols-optional">${c.label}</th>`))}
+        </tr>
+      </thead>
+      <tbody>
+        ${rows}
+      </tbody>
+    </table>
+  </div>`;
+}
+
 /** Previous/next links for a list page: `page` is 1-based, `more` whether a next page exists. */
 export function pagination(basePath: string, query: Record<string, string | undefined>, page: number, more: boolean): Part {
   const link = (p: number) => {

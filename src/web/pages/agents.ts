@@ -6,7 +6,7 @@ import { clock } from '../../core/clock';
 import { actorFor, can, idParam, need } from '../context';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
-import { layout, postButton, stateBadge, time, type PageContext } from '../ui';
+import { layout, postButton, stateBadge, table, time, type PageContext } from '../ui';
 
 function status(a: Agent): string {
   if (!isLive(a)) return a.connectionState;
@@ -41,35 +41,20 @@ export function registerAgentPages(web: WebRouter): void {
       'Agents',
       html`<h1>Agents</h1>
         <p>${live.length} connected: ${count('busy')} busy, ${count('idle')} idle, ${count('paused')} paused.</p>
-        ${
-          list.length
-            ? html`<div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Agent</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Job</th>
-                      <th scope="col" class="cols-optional">Host</th>
-                      <th scope="col" class="cols-optional">Tags</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${list.map(
-                      (a) =>
-                        html`<tr>
-                          <td><a href="/organizations/${actor.organization.slug}/agents/${a.id}">${a.name}</a></td>
-                          <td>${stateBadge(status(a))}</td>
-                          <td>${jobLink(held, a)}</td>
-                          <td class="cols-optional">${a.hostname ?? '–'}</td>
-                          <td class="cols-optional">${a.metaData.join(', ')}</td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>
-              </div>`
-            : html`<p>No agents have registered yet. Start one with <code>windsock agent</code> or the Buildkite agent.</p>`
-        }`,
+        ${table(
+          ['Agent', 'Status', 'Job', { label: 'Host', optional: true }, { label: 'Tags', optional: true }],
+          list.map(
+            (a) =>
+              html`<tr>
+                <td><a href="/organizations/${actor.organization.slug}/agents/${a.id}">${a.name}</a></td>
+                <td>${stateBadge(status(a))}</td>
+                <td>${jobLink(held, a)}</td>
+                <td class="cols-optional">${a.hostname ?? '–'}</td>
+                <td class="cols-optional">${a.metaData.join(', ')}</td>
+              </tr>`,
+          ),
+          html`<p>No agents have registered yet. Start one with <code>windsock agent</code> or the Buildkite agent.</p>`,
+        )}`,
     );
   });
 
@@ -117,33 +102,19 @@ export function registerAgentPages(web: WebRouter): void {
           }
         </dl>
         <h2>Jobs</h2>
-        ${
-          recent.length
-            ? html`<div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Job</th>
-                      <th scope="col">State</th>
-                      <th scope="col" class="cols-optional">Started</th>
-                      <th scope="col" class="cols-optional">Finished</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${recent.map(
-                      (c) =>
-                        html`<tr>
-                          <td>${jobAnchor(c)}</td>
-                          <td>${stateBadge(c.job.state)}</td>
-                          <td class="cols-optional">${time(c.job.startedAt)}</td>
-                          <td class="cols-optional">${time(c.job.finishedAt)}</td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>
-              </div>`
-            : html`<p>This agent has run no job yet.</p>`
-        }`,
+        ${table(
+          ['Job', 'State', { label: 'Started', optional: true }, { label: 'Finished', optional: true }],
+          recent.map(
+            (c) =>
+              html`<tr>
+                <td>${jobAnchor(c)}</td>
+                <td>${stateBadge(c.job.state)}</td>
+                <td class="cols-optional">${time(c.job.startedAt)}</td>
+                <td class="cols-optional">${time(c.job.finishedAt)}</td>
+              </tr>`,
+          ),
+          html`<p>This agent has run no job yet.</p>`,
+        )}`,
     );
   };
   web.page('/organizations/:org/agents/:id', ({ principal, params, ctx }) => agentPage(ctx, principal, params.org!, params.id!));

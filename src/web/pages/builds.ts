@@ -17,7 +17,7 @@ import { actorFor, can, idParam, need } from '../context';
 import { html, trustedHtml, type Html } from '../html';
 import { renderLog } from '../log';
 import type { WebRouter } from '../routes';
-import { csrfField, duration, layout, postButton, stateBadge, time, type PageContext } from '../ui';
+import { csrfField, duration, layout, postButton, stateBadge, table, time, type PageContext } from '../ui';
 
 /** Largest tail of a log the page renders; the whole log is one click away (log.txt). */
 export const LOG_RENDER_LIMIT = 1024 * 1024;
@@ -179,27 +179,17 @@ export function buildPage(v: BuildPageView): string {
       ${
         v.artifacts.length
           ? html`<h2>Artifacts</h2>
-              <div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Path</th>
-                      <th scope="col">Size</th>
-                      <th scope="col">State</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${v.artifacts.map(
-                      (a) =>
-                        html`<tr>
-                          <td>${a.state === 'finished' ? html`<a href="${base}/jobs/${a.jobId}/artifacts/${a.id}">${a.path}</a>` : a.path}</td>
-                          <td>${a.fileSize} bytes</td>
-                          <td>${a.state}</td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>
-              </div>`
+              ${table(
+                ['Path', 'Size', 'State'],
+                v.artifacts.map(
+                  (a) =>
+                    html`<tr>
+                      <td>${a.state === 'finished' ? html`<a href="${base}/jobs/${a.jobId}/artifacts/${a.id}">${a.path}</a>` : a.path}</td>
+                      <td>${a.fileSize} bytes</td>
+                      <td>${a.state}</td>
+                    </tr>`,
+                ),
+              )}`
           : ''
       }`,
     { scripts: ['log.js'] },

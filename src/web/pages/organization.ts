@@ -4,7 +4,7 @@ import type { BuildWithJobs } from '../../builds/service';
 import { actorFor, can, isUuid, need } from '../context';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
-import { csrfField, layout, pagination, stateBadge, time } from '../ui';
+import { csrfField, layout, pagination, stateBadge, table, time } from '../ui';
 import { keyValueLines, pageNumber, textField } from './forms';
 
 const PER_PAGE = 30;
@@ -72,25 +72,7 @@ export function registerOrganizationPages(web: WebRouter): void {
       html`<h1>${actor.organization.name}</h1>
         ${can(principal, 'write_pipelines') ? html`<p class="actions"><a class="button" href="/organizations/${actor.organization.slug}/pipelines/new">New pipeline</a></p>` : ''}
         <h2>Pipelines</h2>
-        ${
-          rows.length
-            ? html`<div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Pipeline</th>
-                      <th scope="col">Latest on default branch</th>
-                      <th scope="col" class="cols-optional">Default branch</th>
-                      <th scope="col">Builds now</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${rows}
-                  </tbody>
-                </table>
-              </div>`
-            : html`<p>No pipelines yet.</p>`
-        }`,
+        ${table(['Pipeline', 'Latest on default branch', { label: 'Default branch', optional: true }, 'Builds now'], rows, html`<p>No pipelines yet.</p>`)}`,
     );
   });
 
@@ -173,27 +155,11 @@ steps:
           </div>
           <div><button type="submit" class="secondary">Filter</button></div>
         </form>
-        ${
-          found.length
-            ? html`<div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Build</th>
-                      <th scope="col">State</th>
-                      <th scope="col">Message</th>
-                      <th scope="col" class="cols-optional">Branch</th>
-                      <th scope="col" class="cols-optional">Creator</th>
-                      <th scope="col" class="cols-optional">Created</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${found.slice(0, PER_PAGE).map((b) => buildRow(actor.organization.slug, b))}
-                  </tbody>
-                </table>
-              </div>`
-            : html`<p>No builds match.</p>`
-        }
+        ${table(
+          ['Build', 'State', 'Message', { label: 'Branch', optional: true }, { label: 'Creator', optional: true }, { label: 'Created', optional: true }],
+          found.slice(0, PER_PAGE).map((b) => buildRow(actor.organization.slug, b)),
+          html`<p>No builds match.</p>`,
+        )}
         ${pagination(base, { branch: filter.branch, state, creator: filter.creator }, page, found.length > PER_PAGE)}`,
     );
   });

@@ -4,7 +4,7 @@ import type { FlakyPeriod } from '../../suites/service';
 import { actorFor, need } from '../context';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
-import { layout, pagination, time } from '../ui';
+import { layout, pagination, table, time } from '../ui';
 import { pageNumber } from './forms';
 
 const PER_PAGE = 30;
@@ -45,35 +45,20 @@ export function registerSuitePages(web: WebRouter): void {
         <h1>${suite.name}</h1>
         <p class="actions"><a class="button secondary" href="${base}/flaky-tests">Flaky tests</a></p>
         <h2>Runs</h2>
-        ${
-          runs.items.length
-            ? html`<div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Run</th>
-                      <th scope="col">Branch</th>
-                      <th scope="col">Passed</th>
-                      <th scope="col">Failed</th>
-                      <th scope="col" class="cols-optional">Created</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${runs.items.map(
-                      (r) =>
-                        html`<tr>
-                          <td><a href="${base}/runs/${r.id}">${r.commitSha?.slice(0, 10) ?? r.key}</a></td>
-                          <td>${r.branch ?? '–'}</td>
-                          <td>${r.passedCount}</td>
-                          <td>${r.failedCount}</td>
-                          <td class="cols-optional">${time(r.createdAt)}</td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>
-              </div>`
-            : html`<p>No runs yet.</p>`
-        }
+        ${table(
+          ['Run', 'Branch', 'Passed', 'Failed', { label: 'Created', optional: true }],
+          runs.items.map(
+            (r) =>
+              html`<tr>
+                <td><a href="${base}/runs/${r.id}">${r.commitSha?.slice(0, 10) ?? r.key}</a></td>
+                <td>${r.branch ?? '–'}</td>
+                <td>${r.passedCount}</td>
+                <td>${r.failedCount}</td>
+                <td class="cols-optional">${time(r.createdAt)}</td>
+              </tr>`,
+          ),
+          html`<p>No runs yet.</p>`,
+        )}
         ${pagination(base, {}, page, runs.hasNext)}`,
     );
   });
@@ -168,33 +153,18 @@ export function registerSuitePages(web: WebRouter): void {
           </div>
           <div><button type="submit" class="secondary">Filter</button></div>
         </form>
-        ${
-          flaky.items.length
-            ? html`<div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Test</th>
-                      <th scope="col">Flaky instances</th>
-                      <th scope="col" class="cols-optional">Most recent</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${flaky.items.map(
-                      (f) =>
-                        html`<tr>
-                          <td>
-                            <a href="${base}/tests/${f.test.id}">${f.test.name}</a>${f.test.location ? html`<div class="muted">${f.test.location}</div>` : ''}
-                          </td>
-                          <td>${f.instances}</td>
-                          <td class="cols-optional">${time(f.mostRecentInstanceAt)}</td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>
-              </div>`
-            : html`<p>No flaky tests in this period.</p>`
-        }
+        ${table(
+          ['Test', 'Flaky instances', { label: 'Most recent', optional: true }],
+          flaky.items.map(
+            (f) =>
+              html`<tr>
+                <td><a href="${base}/tests/${f.test.id}">${f.test.name}</a>${f.test.location ? html`<div class="muted">${f.test.location}</div>` : ''}</td>
+                <td>${f.instances}</td>
+                <td class="cols-optional">${time(f.mostRecentInstanceAt)}</td>
+              </tr>`,
+          ),
+          html`<p>No flaky tests in this period.</p>`,
+        )}
         ${pagination(`${base}/flaky-tests`, { search: filter.search, branch: filter.branch, period }, page, flaky.hasNext)}`,
     );
   });
