@@ -11,6 +11,7 @@ import crypto from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type { Knex } from 'knex';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { queueRuleOf } from '../builds/jobs/cluster-queue';
 
 export interface MetricsSettings {
   enabled: boolean;
@@ -36,10 +37,7 @@ interface Pool {
 export function queueOf(agentQueryRulesJson: string): string {
   try {
     const rules = JSON.parse(agentQueryRulesJson) as unknown;
-    if (Array.isArray(rules)) {
-      const rule = rules.find((r): r is string => typeof r === 'string' && r.startsWith('queue='));
-      if (rule) return rule.slice('queue='.length);
-    }
+    if (Array.isArray(rules)) return queueRuleOf(rules.filter((r): r is string => typeof r === 'string')) ?? 'default';
   } catch {
     // Stored by us as JSON; an unreadable value is counted, not dropped.
   }
