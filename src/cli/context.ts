@@ -14,6 +14,7 @@ import { createLogger } from '../http/logger';
 import { servicesFromConfig, type Services } from '../services';
 import type { Organization } from '../core/identity';
 import type { Operator } from '../teams/service';
+import { isUuid } from '../core/uuid';
 
 /** A mistake in the command line (unknown command, missing or bad option): exit code 2, with the command's help. */
 export class UsageError extends Error {
@@ -124,11 +125,9 @@ export function slug(value: string): string {
   return value;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** An id as the API gives them (a UUID). */
 export function uuid(value: string): string {
-  if (!UUID.test(value.trim())) throw new InvalidArgumentError('must be a UUID, such as 01234567-89ab-4def-8123-456789abcdef');
+  if (!isUuid(value.trim())) throw new InvalidArgumentError('must be a UUID, such as 01234567-89ab-4def-8123-456789abcdef');
   return value.trim().toLowerCase();
 }
 

@@ -10,6 +10,7 @@ import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, typ
 import type { Actor } from '../core/identity';
 import type { PipelineTemplate, PipelineTemplateRepository, TemplateFields } from './repository';
 import { clock as sharedClock } from '../core/clock';
+import { isUuid } from '../core/uuid';
 
 /** Parses a YAML step configuration into steps, env and top-level notify, throwing a ValidationError naming what is wrong. */
 export type ConfigurationParser = (yaml: string) => { steps: unknown[]; env: Record<string, string>; notify: unknown[] };
@@ -21,12 +22,10 @@ export interface TemplateInput {
   available?: boolean;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 /** A template id as stored (lower-case), or null when `value` is not a UUID. */
 export function templateId(value: string): string | null {
   const id = value.trim().toLowerCase();
-  return UUID.test(id) ? id : null;
+  return isUuid(id) ? id : null;
 }
 
 export class PipelineTemplateService {

@@ -32,6 +32,7 @@ import {
   PERIOD_MS,
 } from './test-metrics';
 import { clock } from '../core/clock';
+import { isUuid } from '../core/uuid';
 
 type CreateInput = components['schemas']['CreateSuiteRequest'];
 type UpdateInput = components['schemas']['UpdateSuiteRequest'];
@@ -42,8 +43,6 @@ export type FlakyPeriod = NonNullable<NonNullable<operations['listFlakyTests']['
 export interface BuildLookup {
   findById(id: string): Promise<Build | null>;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A suite API token: 24 random bytes, so a plain SHA-256 is enough to store and look it up by. */
 export function newSuiteToken(): string {
@@ -123,7 +122,7 @@ export class SuiteService {
    * caller may not see it (a grant then names it like an unknown one), else whether they may edit it.
    */
   async forGrant(actor: Actor, id: string): Promise<{ suite: Suite; editable: boolean } | null> {
-    const suite = UUID.test(id) ? await this.suites.findById(id.toLowerCase()) : null;
+    const suite = isUuid(id) ? await this.suites.findById(id.toLowerCase()) : null;
     if (!suite || suite.organizationId !== actor.organization.id) return null;
     if (!this.isRestricted(actor)) return { suite, editable: true };
     if (!(await this.suites.isGrantedTo(suite.id, actor.principal.user.id))) return null;
@@ -157,7 +156,7 @@ export class SuiteService {
 
   async run(actor: Actor, slug: string, runId: string) {
     const suite = await this.get(actor, slug);
-    const run = UUID.test(runId) ? await this.results.findRun(suite.id, runId.toLowerCase()) : null;
+    const run = isUuid(runId) ? await this.results.findRun(suite.id, runId.toLowerCase()) : null;
     if (!run) throw new NotFoundError('run');
     return run;
   }
@@ -171,7 +170,7 @@ export class SuiteService {
     const versioned = wantsMetrics(version);
     const window = versioned ? windowOf(q) : undefined;
     const suite = await this.get(actor, slug);
-    const test = UUID.test(testId) ? await this.results.findTestIdentity(suite.id, testId.toLowerCase()) : null;
+    const test = isUuid(testId) ? await this.results.findTestIdentity(suite.id, testId.toLowerCase()) : null;
     if (!test) throw new NotFoundError('test');
     const labels = test.flaky ? ['flaky'] : [];
     if (!window) return { versioned: false as const, test, labels };
@@ -206,7 +205,7 @@ export class SuiteService {
    */
   async buildTests(actor: Actor, buildId: string, q: RawFilters & { sort_by?: SortBy; order?: 'asc' | 'desc' }, offset: number, limit: number) {
     const filters = parseFilters(q);
-    const build = UUID.test(buildId) ? await this.builds.findById(buildId.toLowerCase()) : null;
+    const build = isUuid(buildId) ? await this.builds.findById(buildId.toLowerCase()) : null;
     if (!build || build.organizationId !== actor.organization.id) throw new NotFoundError('build');
     const readable = await this.pipelines.readableByIds(new Map([[actor.organization.id, actor]]), [build.pipelineId]);
     if (!readable.has(build.pipelineId)) throw new NotFoundError('build');

@@ -28,8 +28,7 @@ import type {
   TeamRole,
 } from './repository';
 import { clock } from '../core/clock';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { isUuid } from '../core/uuid';
 
 /** The person at the command line (`windsock team ...`): an operator of the installation, an admin of every organization, no user. */
 export interface Operator {
@@ -67,7 +66,7 @@ export class TeamService {
   /** A team the caller may see (a secret one only as its member or an admin), by UUID or slug; else 404 as if it did not exist. */
   async get(caller: TeamCaller, idOrSlug: string): Promise<TeamRecord> {
     const orgId = caller.organization.id;
-    const team = UUID.test(idOrSlug) ? await this.teams.findById(orgId, idOrSlug) : await this.teams.findBySlug(orgId, idOrSlug);
+    const team = isUuid(idOrSlug) ? await this.teams.findById(orgId, idOrSlug) : await this.teams.findBySlug(orgId, idOrSlug);
     if (!team) throw new NotFoundError('team');
     if (team.privacy === 'secret' && !isAdmin(caller) && !(await this.roleIn(caller, team))) throw new NotFoundError('team');
     return team;
@@ -82,7 +81,7 @@ export class TeamService {
 
   async list(caller: TeamCaller, filter: { userId?: string }, offset: number, limit: number) {
     const visibleTo = isAdmin(caller) ? undefined : (userIdOf(caller) ?? undefined);
-    if (filter.userId !== undefined && !UUID.test(filter.userId)) return { items: [], total: 0 };
+    if (filter.userId !== undefined && !isUuid(filter.userId)) return { items: [], total: 0 };
     return this.teams.list(caller.organization.id, { visibleTo, memberUserId: filter.userId?.toLowerCase() }, offset, limit);
   }
 
@@ -148,7 +147,7 @@ export class TeamService {
 
   async member(caller: TeamCaller, idOrSlug: string, userId: string): Promise<TeamMembership> {
     const team = await this.get(caller, idOrSlug);
-    const m = UUID.test(userId) ? await this.teams.findMember(team, userId) : null;
+    const m = isUuid(userId) ? await this.teams.findMember(team, userId) : null;
     if (!m) throw new NotFoundError('team member');
     return m;
   }
@@ -167,12 +166,12 @@ export class TeamService {
   private async organizationMemberNamed(organizationId: string, input: { user_id?: string; email?: string }): Promise<OrganizationMembership | null> {
     if (input.email !== undefined) return this.teams.findOrganizationMemberByEmail(organizationId, input.email);
     const id = (input.user_id ?? '').trim();
-    return UUID.test(id) ? this.teams.findOrganizationMember(organizationId, id) : null;
+    return isUuid(id) ? this.teams.findOrganizationMember(organizationId, id) : null;
   }
 
   async setMemberRole(caller: TeamCaller, idOrSlug: string, userId: string, role: TeamRole): Promise<TeamMembership> {
     const team = await this.getManageable(caller, idOrSlug);
-    const m = UUID.test(userId) ? await this.teams.findMember(team, userId) : null;
+    const m = isUuid(userId) ? await this.teams.findMember(team, userId) : null;
     if (!m) throw new NotFoundError('team member');
     await this.teams.setMemberRole(team.id, m.user.id, role);
     return (await this.teams.findMember(team, m.user.id))!;
@@ -181,7 +180,7 @@ export class TeamService {
   /** Managers remove anyone; a member may leave. */
   async removeMember(caller: TeamCaller, idOrSlug: string, userId: string): Promise<void> {
     const team = await this.get(caller, idOrSlug);
-    const m = UUID.test(userId) ? await this.teams.findMember(team, userId) : null;
+    const m = isUuid(userId) ? await this.teams.findMember(team, userId) : null;
     const self = m !== null && m.user.id === userIdOf(caller);
     if (!self && !isAdmin(caller) && (await this.roleIn(caller, team)) !== 'maintainer') throw new ForbiddenError();
     if (!m) throw new NotFoundError('team member');
@@ -196,7 +195,7 @@ export class TeamService {
 
   async pipelineGrant(actor: Actor, idOrSlug: string, pipelineId: string): Promise<PipelineGrant> {
     const team = await this.get(actor, idOrSlug);
-    const grant = UUID.test(pipelineId) ? await this.teams.findPipelineGrant(team.id, pipelineId) : null;
+    const grant = isUuid(pipelineId) ? await this.teams.findPipelineGrant(team.id, pipelineId) : null;
     if (!grant) throw new NotFoundError('team pipeline');
     return grant;
   }
@@ -204,7 +203,7 @@ export class TeamService {
   /** A pipeline the caller may hand to or take from a team: one they manage themselves (admins manage all). */
   private async manageablePipeline(actor: Actor, pipelineId: string, field: string | null): Promise<string> {
     const id = pipelineId.trim().toLowerCase();
-    const found = UUID.test(id) ? (await this.pipelines.readableByIds(new Map([[actor.organization.id, actor]]), [id])).get(id) : undefined;
+    const found = isUuid(id) ? (await this.pipelines.readableByIds(new Map([[actor.organization.id, actor]]), [id])).get(id) : undefined;
     if (!found) {
       if (field) throw ValidationError.field(field, 'is not a pipeline of this organization');
       throw new NotFoundError('team pipeline');
@@ -245,7 +244,7 @@ export class TeamService {
 
   async suiteGrant(actor: Actor, idOrSlug: string, suiteId: string): Promise<SuiteGrant> {
     const team = await this.get(actor, idOrSlug);
-    const grant = UUID.test(suiteId) ? await this.teams.findSuiteGrant(team.id, suiteId) : null;
+    const grant = isUuid(suiteId) ? await this.teams.findSuiteGrant(team.id, suiteId) : null;
     if (!grant) throw new NotFoundError('team suite');
     return grant;
   }
@@ -291,7 +290,7 @@ export class TeamService {
   }
 
   async organizationMember(caller: TeamCaller, userId: string): Promise<OrganizationMembership> {
-    const m = UUID.test(userId) ? await this.teams.findOrganizationMember(caller.organization.id, userId) : null;
+    const m = isUuid(userId) ? await this.teams.findOrganizationMember(caller.organization.id, userId) : null;
     if (!m) throw new NotFoundError('organization member');
     return m;
   }

@@ -7,6 +7,7 @@
 import type { Actor, Principal, Scope } from '../core/identity';
 import { ForbiddenError, NotFoundError } from '../core/errors';
 import type { Services } from '../services';
+import { isUuid } from '../core/uuid';
 
 export type WebServices = Pick<
   Services,
@@ -31,14 +32,8 @@ export function need(principal: Principal, scope: Scope): void {
   if (!can(principal, scope)) throw new ForbiddenError(scope);
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** An id from the path: a UUID, or the thing does not exist (Postgres would refuse the comparison). */
 export function idParam(value: string | undefined, what: string): string {
-  if (!value || !UUID.test(value)) throw new NotFoundError(what);
+  if (!isUuid(value)) throw new NotFoundError(what);
   return value.toLowerCase();
-}
-
-export function isUuid(value: string | undefined): value is string {
-  return value !== undefined && UUID.test(value);
 }

@@ -1,7 +1,8 @@
 /** The organization's home (its pipelines with their latest default-branch build), a pipeline's builds, and the new pipeline and new build forms. */
 import type { BuildState } from '../../builds/model';
 import type { BuildWithJobs } from '../../builds/service';
-import { actorFor, can, isUuid, need } from '../context';
+import { actorFor, can, need } from '../context';
+import { isUuid } from '../../core/uuid';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
 import { csrfField, layout, pagination, stateBadge, table, time } from '../ui';
