@@ -2741,8 +2741,17 @@ export interface paths {
          * @description Where `downloadArtifact` (60 seconds) and the agent's artifact search (an hour) send
          *     clients. No token: `expires` (Unix seconds) and `signature` (HMAC-SHA256 by the service's
          *     key) are the credential, so an expired URL or a changed signature, artifact or expiry is
-         *     a 403. The bytes come with the artifact's `Content-Type` and `Content-Length`; a `Range`
-         *     request gets a 206 (or a 416 for a range outside the file).
+         *     a 403. The bytes come with their `Content-Length`; a `Range` request gets a 206 (or a 416
+         *     for a range outside the file).
+         *
+         *     Content from jobs must never run in the web pages' origin, so every answer carries
+         *     `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox; default-src
+         *     'none'`. Raster images (PNG, JPEG, GIF, WebP, AVIF, BMP, icons) and `text/plain` come
+         *     with their own type and `Content-Disposition: inline`; every other type (HTML, SVG, XML,
+         *     PDF, anything unknown) is `attachment`, and the types a page would run or apply as a
+         *     subresource (JavaScript, CSS, WebAssembly) are sent as `application/octet-stream`. The
+         *     artifact's own type stays its `mime_type`. With `ARTIFACTS_ORIGIN` set, the URLs of
+         *     downloads point at that origin (docs/artifacts.md).
          */
         get: operations["getArtifactContent"];
         put?: never;
@@ -10229,6 +10238,12 @@ export interface operations {
             /** @description The content. */
             200: {
                 headers: {
+                    /** @description `inline` for raster images and plain text, `attachment` for every other type; the file name in `filename` (ASCII) and `filename*` (UTF-8). */
+                    "Content-Disposition"?: string;
+                    /** @description Always `nosniff`. */
+                    "X-Content-Type-Options"?: "nosniff";
+                    /** @description Always `sandbox; default-src 'none'`. */
+                    "Content-Security-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10238,6 +10253,12 @@ export interface operations {
             /** @description The requested range of the content. */
             206: {
                 headers: {
+                    /** @description `inline` for raster images and plain text, `attachment` for every other type; the file name in `filename` (ASCII) and `filename*` (UTF-8). */
+                    "Content-Disposition"?: string;
+                    /** @description Always `nosniff`. */
+                    "X-Content-Type-Options"?: "nosniff";
+                    /** @description Always `sandbox; default-src 'none'`. */
+                    "Content-Security-Policy"?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -48,8 +48,11 @@ export interface Config {
   rateLimits: RateLimitSettings;
   /** The sweep for lost agents, timed-out and expired jobs. */
   sweep: SweepSettings;
-  /** Artifacts: where their content is kept (ARTIFACTS_DIR, default `<DATA_DIR>/artifacts`) and its limits. */
-  artifacts: { dir: string; maxFileBytes: number; maxJobBytes: number };
+  /**
+   * Artifacts: where their content is kept (ARTIFACTS_DIR, default `<DATA_DIR>/artifacts`), its
+   * limits, and the separate origin their content URLs point at (ARTIFACTS_ORIGIN, optional).
+   */
+  artifacts: { dir: string; maxFileBytes: number; maxJobBytes: number; origin?: string };
   github: { apiUrl: string | undefined; token: string | undefined };
   githubEnterprise: { apiUrl: string | undefined; token: string | undefined };
   /** GitLab's REST API (GITLAB_API_URL, default gitlab.com's) and token, for commit statuses. */
@@ -302,13 +305,15 @@ export function loadConfig(env: Env = process.env): Config {
   const requestTimeoutMs = int(env, 'REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000);
   if (headersTimeoutMs > requestTimeoutMs) throw new ConfigError('HEADERS_TIMEOUT_MS must not be greater than REQUEST_TIMEOUT_MS');
 
+  const publicUrl = url(env, 'PUBLIC_URL', `http://${host === '0.0.0.0' || host === '::' ? 'localhost' : host}:${port}`)!;
+
   return {
     port,
     host,
     dataDir,
     databaseUrl,
     databaseKind,
-    publicUrl: url(env, 'PUBLIC_URL', `http://${host === '0.0.0.0' || host === '::' ? 'localhost' : host}:${port}`)!,
+    publicUrl,
     jwtSecret,
     logLevel,
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
@@ -335,6 +340,7 @@ export function loadConfig(env: Env = process.env): Config {
       dir: path.resolve(env.ARTIFACTS_DIR || path.join(dataDir, 'artifacts')),
       maxFileBytes: int(env, 'ARTIFACT_MAX_FILE_BYTES', 1024 * 1024 * 1024, 1, 5 * 1024 * 1024 * 1024),
       maxJobBytes: int(env, 'ARTIFACT_MAX_JOB_BYTES', 10 * 1024 * 1024 * 1024, 1, 1024 * 1024 * 1024 * 1024),
+      ...artifactsOrigin(env, publicUrl),
     },
     github: { apiUrl: url(env, 'GITHUB_API_URL', undefined), token: env.GITHUB_TOKEN || undefined },
     githubEnterprise: {
@@ -358,6 +364,33 @@ export function loadConfig(env: Env = process.env): Config {
     adminToken: credential(env, 'WINDSOCK_ADMIN_TOKEN'),
     testControls: bool(env, 'WINDSOCK_TEST_CONTROLS', false),
   };
+}
+
+/**
+ * ARTIFACTS_ORIGIN: an origin alone (`https://artifacts.example.com`, no path, query or
+ * credentials) other than PUBLIC_URL's, where the proxy sends `/artifact-content/` to this
+ * service: content URLs then point there, away from the web pages' cookies.
+ */
+function artifactsOrigin(env: Env, publicUrl: string): { origin?: string } {
+  const raw = env.ARTIFACTS_ORIGIN;
+  if (raw === undefined || raw === '') return {};
+  const problem = `ARTIFACTS_ORIGIN must be an origin alone, such as https://artifacts.example.com (http or https, no path, query or credentials), got "${raw}"`;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(problem);
+  }
+  if ((parsed.protocol !== 'http:' && parsed.protocol !== 'https:') || parsed.username || parsed.password || parsed.search || parsed.hash) {
+    throw new ConfigError(problem);
+  }
+  if (parsed.pathname !== '/' || /[?#]$/.test(raw)) throw new ConfigError(problem);
+  if (parsed.origin === new URL(publicUrl).origin) {
+    throw new ConfigError(
+      `ARTIFACTS_ORIGIN must be another origin than PUBLIC_URL's (${parsed.origin}): content served from the web pages' own origin could reach their cookies`,
+    );
+  }
+  return { origin: parsed.origin };
 }
 
 function notificationSettings(env: Env): NotificationSettings {

@@ -201,3 +201,32 @@ export async function renderAnnotationHtml(body: string, max = MAX_ANNOTATION_HT
 function formatLength(n: number): string {
   return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} characters`;
 }
+
+const ARTIFACT_TAG = /<(?:a|img)\s[^>]*>/g;
+const ARTIFACT_ATTRIBUTE = /(\s(?:href|src)=")artifact:\/\/([^"]*)"/gi;
+const ENTITIES: Record<string, string> = { '&amp;': '&', '&quot;': '"', '&lt;': '<', '&gt;': '>' };
+const escapeAttribute = (s: string) => s.replace(/[&"<>]/g, (c) => ({ '&': '&amp;', '"': '&quot;', '<': '&lt;', '>': '&gt;' })[c]!);
+
+/**
+ * `artifact://path` links and images of a rendered body (`href` of `a`, `src` of `img`, the
+ * docs' two uses) with the URL `resolve` gives for the artifact's path, for a page to show: a
+ * browser can follow neither `artifact:` nor a path without its build. Exact on the renderer's
+ * own output, which sanitize-html writes with every `<` of text and every `"`, `<` and `>` of
+ * an attribute value escaped: a `<` always opens a tag, and a value never holds a `"`.
+ */
+export function rewriteArtifactLinks(bodyHtml: string, resolve: (path: string) => string): string {
+  if (!/artifact:\/\//i.test(bodyHtml)) return bodyHtml;
+  return bodyHtml.replace(ARTIFACT_TAG, (tag) =>
+    tag.replace(ARTIFACT_ATTRIBUTE, (_all, start: string, value: string) => {
+      const raw = value.replace(/&(?:amp|quot|lt|gt);/g, (e) => ENTITIES[e]!);
+      let path = raw;
+      try {
+        // Markdown link destinations come percent-encoded (`my%20file.png`); raw HTML ones as written.
+        path = decodeURIComponent(raw);
+      } catch {
+        // Not percent-encoding after all (`100%.txt`): the path as written.
+      }
+      return `${start}${escapeAttribute(resolve(path))}"`;
+    }),
+  );
+}

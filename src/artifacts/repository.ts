@@ -145,6 +145,16 @@ export class ArtifactRepository {
     return (await q.orderBy([...ORDER])).map(fromRow);
   }
 
+  /** The newest finished artifact of the build with this path, if any (what `artifact://path` in an annotation names). */
+  async newestFinishedWithPath(buildId: string, path: string): Promise<Artifact | null> {
+    const row = await this.db('artifacts')
+      .where({ build_id: buildId, path, state: 'finished' })
+      .whereNotNull('content_sha256')
+      .orderBy(ORDER.map((o) => ({ column: o.column, order: 'desc' as const })))
+      .first();
+    return row ? fromRow(row) : null;
+  }
+
   /** Marks it deleted and forgets its content address; answers the address it had. */
   async markDeleted(id: string, at: Date): Promise<string | null> {
     const row = await this.db('artifacts').where({ id }).whereNot({ state: 'deleted' }).first('content_sha256');

@@ -9,6 +9,7 @@ import { bodyIn, operationRouter, type OperationRequest } from '../http/operatio
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import { buildUrls } from '../builds/serialize';
 import type { BuildWithJobs } from '../builds/service';
+import { ARTIFACT_CSP, contentDisposition, servedAs } from './content-policy';
 import { serializeArtifact } from './serialize';
 import { DOWNLOAD_URL_SECONDS, type ArtifactService, type BuildRef } from './service';
 import { stagedFile } from './upload';
@@ -53,7 +54,7 @@ export function artifactRoutes(service: ArtifactService, publicUrl: string) {
 
   const download = async (res: Response, where: BuildRef, jobId: string, id: string) => {
     const artifact = await service.downloadable(actorOf(res), where, jobId, id);
-    const url = service.contentUrl(publicUrl, artifact.id, DOWNLOAD_URL_SECONDS);
+    const url = service.publicContentUrl(publicUrl, artifact.id, DOWNLOAD_URL_SECONDS);
     res.setHeader('Location', url);
     return { url };
   };
@@ -73,10 +74,15 @@ export function artifactRoutes(service: ArtifactService, publicUrl: string) {
     res.status(204).end();
   });
 
-  // The bytes, with ranges (206, 416) by Express's sendFile; the type is the artifact's own.
+  // The bytes, with ranges (206, 416) by Express's sendFile, served so they can never run in
+  // Windsock's origin (content-policy.ts): the headers go on first, so a refusal carries them too.
   api.on('getArtifactContent', async (req, res) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Content-Security-Policy', ARTIFACT_CSP);
     const content = await service.content(req.params.artifact_id, { expires: req.query.expires, signature: req.query.signature });
-    res.setHeader('Content-Type', content.contentType);
+    const served = servedAs(content.contentType);
+    res.setHeader('Content-Type', served.contentType);
+    res.setHeader('Content-Disposition', contentDisposition(served.disposition, content.filename));
     res.setHeader('Cache-Control', 'private, max-age=60');
     await new Promise<void>((resolve, reject) => {
       res.sendFile(content.file, { etag: false, lastModified: false, acceptRanges: true, dotfiles: 'allow' }, (err?: Error) => {

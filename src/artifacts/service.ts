@@ -27,6 +27,12 @@ export interface ArtifactSettings {
   maxFileBytes: number;
   /** Largest total of one job's artifacts, in bytes (ARTIFACT_MAX_JOB_BYTES). */
   maxJobBytes: number;
+  /**
+   * The origin the content URLs of downloads and web pages point at (ARTIFACTS_ORIGIN), e.g.
+   * `https://artifacts.ci.example.com`: content there cannot reach the web pages' cookies
+   * even if a browser ran it. Unset: the public URL's.
+   */
+  origin?: string;
 }
 
 /** 1 GiB per artifact, 10 GiB per job (ARTIFACT_MAX_FILE_BYTES, ARTIFACT_MAX_JOB_BYTES). */
@@ -100,6 +106,11 @@ export class ArtifactService {
   private check(purpose: string, id: string, expires: number, signature: string): void {
     if (!equal(signature, this.sign(purpose, id, expires))) throw new SignedUrlError('The signature of this URL is not valid');
     if (expires * 1000 < this.clock().getTime()) throw new SignedUrlError('This URL has expired');
+  }
+
+  /** The content's URL for people and REST clients: on the artifacts origin when one is set, else on `publicUrl`. */
+  publicContentUrl(publicUrl: string, artifactId: string, seconds: number): string {
+    return this.contentUrl(this.settings.origin ?? publicUrl, artifactId, seconds);
   }
 
   /** The content's URL on `publicUrl`, valid for `seconds`. */
@@ -323,6 +334,17 @@ export class ArtifactService {
   async downloadable(actor: Actor, where: BuildRef, jobId: string, id: string): Promise<Artifact> {
     const { artifact } = await this.get(actor, where, jobId, id);
     if (!artifact.contentSha256) throw new NotFoundError('artifact');
+    return artifact;
+  }
+
+  /**
+   * The artifact an annotation's `artifact://path` names in a build the caller may read: the
+   * newest uploaded one with that path, whichever job uploaded it (as `artifact download` picks).
+   */
+  async downloadableByPath(actor: Actor, where: { pipelineSlug: string; number: number }, path: string): Promise<Artifact> {
+    const item = await this.build(actor, where);
+    const artifact = await this.artifacts.newestFinishedWithPath(item.build.id, path);
+    if (!artifact) throw new NotFoundError('artifact');
     return artifact;
   }
 

@@ -5,7 +5,8 @@
  * by connection state, the notification outbox and deliveries still to send), read with a few
  * grouped counts on indexed columns. Off unless METRICS_ENABLED; METRICS_TOKEN, when set, is the
  * Bearer token a scraper must send. Labels never carry a path, a slug, a token or any other value
- * a client chose: only operation ids, methods, statuses, states and queue names.
+ * a client chose: only operation ids, methods, statuses, states and the names of queues an
+ * operator made in a cluster (a queue only a pipeline names is counted as `other`).
  */
 import crypto from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
@@ -17,6 +18,9 @@ export interface MetricsSettings {
   enabled: boolean;
   token: string | undefined;
 }
+
+/** The queue label of a job whose queue none of its organization's clusters has. */
+export const OTHER_QUEUE = 'other';
 
 /** The job states counted by queue: waiting for an agent, and on one. */
 const QUEUED_JOB_STATES = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out'];
@@ -152,15 +156,25 @@ export class Metrics {
     this.pool.set({ state: 'free' }, pool?.numFree() ?? 0);
     this.pool.set({ state: 'pending' }, (pool?.numPendingAcquires() ?? 0) + (pool?.numPendingCreates() ?? 0));
 
-    const jobRows: { state: string; rules: string; n: number | string }[] = await this.db('jobs')
-      .select('state', 'agent_query_rules as rules')
+    // By the queue each job's rules name, but only a queue the organization's clusters have (an
+    // operator made it): a name only a pipeline chose is `other`, so the label stays bounded.
+    const jobRows: { state: string; rules: string; org: string; n: number | string }[] = await this.db('jobs')
+      .join('builds', 'builds.id', 'jobs.build_id')
+      .select('jobs.state as state', 'jobs.agent_query_rules as rules', 'builds.organization_id as org')
       .count({ n: '*' })
-      .whereIn('state', QUEUED_JOB_STATES)
-      .andWhere('type', 'script')
-      .groupBy('state', 'agent_query_rules');
+      .whereIn('jobs.state', QUEUED_JOB_STATES)
+      .andWhere('jobs.type', 'script')
+      .groupBy('jobs.state', 'jobs.agent_query_rules', 'builds.organization_id');
+    const queueRows: { org: string; key: string }[] = await this.db('cluster_queues')
+      .join('clusters', 'clusters.id', 'cluster_queues.cluster_id')
+      .select('clusters.organization_id as org', 'cluster_queues.key as key');
+    const known = new Set(queueRows.map((q) => `${q.org}\0${q.key}`));
     this.jobs.reset();
     for (const state of QUEUED_JOB_STATES) this.jobs.set({ state, queue: 'default' }, 0);
-    for (const row of jobRows) this.jobs.inc({ state: row.state, queue: queueOf(row.rules) }, Number(row.n));
+    for (const row of jobRows) {
+      const queue = queueOf(row.rules);
+      this.jobs.inc({ state: row.state, queue: queue === 'default' || known.has(`${row.org}\0${queue}`) ? queue : OTHER_QUEUE }, Number(row.n));
+    }
 
     const agentRows: { state: string; n: number | string }[] = await this.db('agents')
       .select('connection_state as state')

@@ -33,34 +33,35 @@ import { registerOrganizationPages } from './pages/organization';
 import { registerAgentPages } from './pages/agents';
 import { registerSuitePages } from './pages/suites';
 import { signInPage } from './pages/sign-in';
+import { loadSpec } from '../spec';
 
 export const SESSION_COOKIE = 'windsock_session';
 const SIGNIN_COOKIE = 'windsock_signin';
 
-/** First path segments that are never an organization's page: the API, the meta routes and other owners' paths. */
-const RESERVED = new Set([
-  'v1',
-  'v2',
-  'v3',
-  'docs',
-  'metrics',
-  'healthz',
-  'readyz',
-  'badges',
-  'deliver',
-  'uploads',
-  'organizations',
-  'login',
-  'logout',
-  'favicon.ico',
-  'robots.txt',
-]);
+/**
+ * First path segments that are never an organization's page: every first segment of the API's
+ * own paths (read from the contract, so a path it gains later, like `/artifact-content/{id}`
+ * that a browser opens from a download link, is never taken for `/:org/:pipeline`), and the
+ * other owners' paths outside it.
+ */
+const OUTSIDE_CONTRACT = ['docs', 'metrics', 'badges', 'uploads', 'organizations', 'login', 'logout', 'favicon.ico', 'robots.txt'];
+let reserved: Set<string> | undefined;
+function reservedSegments(): Set<string> {
+  if (!reserved) {
+    const paths = Object.keys((loadSpec().doc.paths ?? {}) as Record<string, unknown>);
+    reserved = new Set([...OUTSIDE_CONTRACT, ...paths.map((p) => p.split('/')[1] ?? '').filter((s) => s !== '' && !s.startsWith('{'))]);
+  }
+  return reserved;
+}
 export function isReservedSegment(segment: string): boolean {
-  return RESERVED.has(segment) || segment.startsWith('_') || segment.startsWith('openapi');
+  return reservedSegments().has(segment) || segment.startsWith('_') || segment.startsWith('openapi');
 }
 
-const CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+/** The pages' policy; images may also come from the artifacts origin (annotations embed `artifact://` images). */
+function pagePolicy(artifactsOrigin: string | undefined): string {
+  const images = artifactsOrigin ? `'self' data: ${artifactsOrigin}` : "'self' data:";
+  return `default-src 'self'; script-src 'self'; style-src 'self'; img-src ${images}; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`;
+}
 
 function cookies(req: Request): Map<string, string> {
   const out = new Map<string, string>();
@@ -118,8 +119,9 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
   const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, path: '/' };
   router.use(assets.router);
 
+  const csp = pagePolicy(deps.artifacts.settings.origin);
   const secureHeaders = (res: Response) => {
-    res.setHeader('Content-Security-Policy', CSP);
+    res.setHeader('Content-Security-Policy', csp);
     res.setHeader('X-Frame-Options', 'DENY');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'same-origin');

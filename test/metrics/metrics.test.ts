@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { Writable } from 'node:stream';
 import { givenAgent, givenRegistrationToken } from '../support/agents';
 import { auth, createTestContext, databases, describeEachDatabase } from '../support/context';
@@ -49,7 +50,40 @@ describeEachDatabase(
     beforeAll(async () => {
       const { org, token } = await ctx().givenAdmin();
       orgSlug = org.slug;
-      const pipeline = await givenPipeline(ctx(), org, token, 'steps:\n  - command: make test\n  - command: deploy\n    agents:\n      queue: deploy\n');
+      // `deploy` is a queue of the organization's cluster; `chosen-<uuid>` only the pipeline names,
+      // and `elsewhere` is another organization's queue: both are `other`.
+      const cluster = await ctx().http().post(`/v2/organizations/${org.slug}/clusters`).set(auth(token)).send({ name: 'Metrics' }).expect(201);
+      await ctx().http().post(`/v2/organizations/${org.slug}/clusters/${cluster.body.id}/queues`).set(auth(token)).send({ key: 'deploy' }).expect(201);
+      const other = await ctx().givenAdmin();
+      const theirs = await ctx().http().post(`/v2/organizations/${other.org.slug}/clusters`).set(auth(other.token)).send({ name: 'Theirs' }).expect(201);
+      await ctx()
+        .http()
+        .post(`/v2/organizations/${other.org.slug}/clusters/${theirs.body.id}/queues`)
+        .set(auth(other.token))
+        .send({ key: 'elsewhere' })
+        .expect(201);
+      const pipeline = await givenPipeline(
+        ctx(),
+        org,
+        token,
+        [
+          'steps:',
+          '  - command: make test',
+          '  - command: deploy',
+          '    agents:',
+          '      queue: deploy',
+          '  - command: one',
+          '    agents:',
+          `      queue: chosen-${crypto.randomUUID()}`,
+          '  - command: two',
+          '    agents:',
+          `      queue: chosen-${crypto.randomUUID()}`,
+          '  - command: three',
+          '    agents:',
+          '      queue: elsewhere',
+          '',
+        ].join('\n'),
+      );
       await givenBuild(ctx(), org, pipeline, token);
       await ctx().http().get(`/v2/organizations/${org.slug}/pipelines`).set(auth(token)).expect(200);
       await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/nope`).set(auth(token)).expect(404);
@@ -89,6 +123,13 @@ describeEachDatabase(
     it('counts scheduled jobs by queue, connected agents and the notification backlog at scrape time', () => {
       expect(value(samples, 'windsock_jobs', { state: 'scheduled', queue: 'deploy' })).toBe(1);
       expect(value(samples, 'windsock_jobs', { state: 'scheduled', queue: 'default' })).toBe(1);
+      // Queues no cluster of the organization has are one label, whatever names pipelines choose.
+      expect(value(samples, 'windsock_jobs', { state: 'scheduled', queue: 'other' })).toBe(3);
+      expect(
+        find(samples, 'windsock_jobs')
+          .map((s) => s.labels.queue ?? '')
+          .filter((q) => q.startsWith('chosen-') || q === 'elsewhere'),
+      ).toEqual([]);
       expect(value(samples, 'windsock_jobs', { state: 'running' })).toBe(0);
       expect(value(samples, 'windsock_agents', { state: 'connected' })).toBe(1);
       // The worker does not run in tests: the build's and the agent's events wait in the outbox.

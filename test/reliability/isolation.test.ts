@@ -335,8 +335,40 @@ describeEachDatabase('team isolation inside an organization', (ctx) => {
     const res = await send(ctx(), op, fillPath(op, c.params), outsider, body);
     const ref = await send(ctx(), op, fillPath(op, { ...c.params, [kind]: missingParam(kind) }), outsider, body);
     expect(ref.status).toBe(404);
-    expect({ status: res.status, body: res.text }).toEqual({ status: 404, body: ref.text });
+    expect({ status: res.status, body: res.text, type: res.get('content-type') }).toEqual({ status: 404, body: ref.text, type: ref.get('content-type') });
   });
+
+  /**
+   * Objects of a pipeline reached without its slug (a job by its id, a build's tests by the
+   * build's id): the same status, message and content type as a random id gets (issue 26: a
+   * hidden job answered `No pipeline found` where a random one answered `No job found`).
+   */
+  const BY_OWN_ID: ParamKind[] = ['job_id', 'build_id'];
+  const behindTeamsById = operations.filter(
+    (op) =>
+      op.auth === 'bearer' &&
+      !op.pathParams.includes('pipeline_slug') &&
+      !op.pathParams.includes('suite_slug') &&
+      op.pathParams.some((p) => (BY_OWN_ID as string[]).includes(p)),
+  );
+
+  it("finds the operations that reach a pipeline's objects by their own ids", () => {
+    expect(behindTeamsById.map((op) => op.operationId).sort()).toEqual(
+      expect.arrayContaining(['listOrganizationJobAnnotations', 'reprioritizeOrganizationJob', 'listJobArtifactsByJobId', 'listBuildTests']),
+    );
+  });
+
+  it.each(behindTeamsById.map((op) => [op.operationId, op] as const))(
+    "%s by a member outside the pipeline's teams: exactly what a random id gets",
+    async (_id, op) => {
+      const kind = BY_OWN_ID.find((p) => op.pathParams.includes(p))!;
+      const body = BODIES[op.operationId]?.(c);
+      const res = await send(ctx(), op, fillPath(op, c.params), outsider, body);
+      const ref = await send(ctx(), op, fillPath(op, { ...c.params, [kind]: missingParam(kind) }), outsider, body);
+      expect(ref.status).toBe(404);
+      expect({ status: res.status, body: res.text, type: res.get('content-type') }).toEqual({ status: 404, body: ref.text, type: ref.get('content-type') });
+    },
+  );
 });
 
 /**

@@ -71,7 +71,7 @@ export interface ContextOptions {
   /** The cap on one job's log (default 1,024 MiB). */
   jobLogLimitBytes?: number;
   /** Artifact storage directory and limits (default: a fresh temp directory, the default limits). */
-  artifacts?: { dir?: string; maxFileBytes?: number; maxJobBytes?: number };
+  artifacts?: { dir?: string; maxFileBytes?: number; maxJobBytes?: number; origin?: string };
   /** What `GET /v2/meta` answers as `webhook_ips` (WEBHOOK_IPS). */
   webhookIps?: string[];
   /** CORS_ORIGINS (default none). */

@@ -56,7 +56,14 @@ export class JobService {
   async inOrganization(actor: Actor, jobId: string): Promise<{ item: BuildWithJobs; job: Job }> {
     const context = await this.jobs.findWithContext(jobId);
     if (!context || context.organizationId !== actor.organization.id) throw new NotFoundError('job');
-    return this.find(actor, context.pipelineSlug, context.build.number, jobId);
+    try {
+      return await this.find(actor, context.pipelineSlug, context.build.number, jobId);
+    } catch (err) {
+      // Named by its id alone, a job whose pipeline the caller may not see is as missing as a
+      // random id: `No job found`, never the `No pipeline found` that would say it exists.
+      if (err instanceof NotFoundError) throw new NotFoundError('job');
+      throw err;
+    }
   }
 
   /** The job's log as pages of chunks, read from the store as the caller consumes them. */

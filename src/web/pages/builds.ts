@@ -12,7 +12,9 @@ import { sendLogText } from '../../builds/jobs/log-output';
 import { NotFoundError, ValidationError } from '../../core/errors';
 import type { Agent } from '../../agents/repository';
 import type { Annotation } from '../../annotations/repository';
+import { rewriteArtifactLinks } from '../../annotations/render';
 import type { Artifact } from '../../artifacts/repository';
+import { DOWNLOAD_URL_SECONDS } from '../../artifacts/service';
 import { actorFor, can, idParam, need } from '../context';
 import { html, trustedHtml, type Html } from '../html';
 import { renderLog } from '../log';
@@ -168,7 +170,10 @@ export function buildPage(v: BuildPageView): string {
         v.annotations.length
           ? html`<h2>Annotations</h2>
               ${v.annotations.map(
-                (a) => html`<section class="annotation style-${a.style}" aria-label="Annotation ${a.context}">${trustedHtml(a.bodyHtml)}</section>`,
+                (a) =>
+                  html`<section class="annotation style-${a.style}" aria-label="Annotation ${a.context}">
+                    ${trustedHtml(rewriteArtifactLinks(a.bodyHtml, (path) => `${base}/artifacts?path=${encodeURIComponent(path)}`))}
+                  </section>`,
               )}`
           : ''
       }
@@ -298,6 +303,16 @@ export function registerBuildPages(web: WebRouter): void {
     need(principal, 'read_artifacts');
     const [pipelineSlug, number] = target(params);
     const artifact = await artifacts.downloadable(actor, { pipelineSlug, number }, idParam(params.job, 'job'), idParam(params.id, 'artifact'));
-    res.redirect(302, artifacts.contentUrl(publicUrl, artifact.id, 60));
+    res.redirect(302, artifacts.publicContentUrl(publicUrl, artifact.id, DOWNLOAD_URL_SECONDS));
+  });
+  // Where an annotation's `artifact://path` goes: the build's newest uploaded artifact with that path.
+  web.data('/:org/:pipeline/builds/:number/artifacts', async ({ principal, params, query, res }) => {
+    const actor = actorFor(principal, params.org!);
+    need(principal, 'read_artifacts');
+    const path = query.path ?? '';
+    if (path === '' || path.length > 4096) throw new NotFoundError('artifact');
+    const [pipelineSlug, number] = target(params);
+    const artifact = await artifacts.downloadableByPath(actor, { pipelineSlug, number }, path);
+    res.redirect(302, artifacts.publicContentUrl(publicUrl, artifact.id, DOWNLOAD_URL_SECONDS));
   });
 }
