@@ -7,7 +7,18 @@ import zlib from 'node:zlib';
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import { FINISH_CANCELED, FINISH_PASSED, HEADER_TIMES, LOG_PARTS, OS_RELEASE, REGISTER_CURRENT, REGISTER_V3_20, START, stepExport, stepUpdate } from './fixtures/real-agent-requests';
+import {
+  FINISH_CANCELED,
+  FINISH_PASSED,
+  HEADER_TIMES,
+  LOG_PARTS,
+  OS_RELEASE,
+  REGISTER_CURRENT,
+  REGISTER_V3_20,
+  START,
+  stepExport,
+  stepUpdate,
+} from './fixtures/real-agent-requests';
 
 /** RFC 3339 with nanoseconds -> Unix nanoseconds, as the log's header_times give them (a JS number, as the API's). */
 const nanos = (text: string) => Date.parse(text.replace(/\.(\d{3})\d*/, '.$1')) * 1_000_000 + Number(/\.\d{3}(\d*)/.exec(text)![1]!.padEnd(6, '0'));
@@ -114,8 +125,12 @@ describeEachDatabase('the real agent protocol', (ctx) => {
     expect(exported.body).toEqual({ output: 'Tests' });
     await ctx().http().put('/v3/steps/tests').set(agentAuth(t)).send(stepUpdate(build.id)).expect(204);
     const stepId = (await ctx().services.db('jobs').where({ id: job.id }).first()).step_id as string;
-    expect((await ctx().http().post(`/v3/steps/${stepId}/export`).set(agentAuth(t)).send({ attribute: 'label' }).expect(200)).body.output).toBe('Tests (updated)');
-    expect((await ctx().http().post('/v3/steps/tests/export').set(agentAuth(t)).send({ attribute: 'outcome', build_id: build.id }).expect(200)).body.output).toBe('neutral');
+    expect((await ctx().http().post(`/v3/steps/${stepId}/export`).set(agentAuth(t)).send({ attribute: 'label' }).expect(200)).body.output).toBe(
+      'Tests (updated)',
+    );
+    expect(
+      (await ctx().http().post('/v3/steps/tests/export').set(agentAuth(t)).send({ attribute: 'outcome', build_id: build.id }).expect(200)).body.output,
+    ).toBe('neutral');
     expect((await ctx().http().post('/v3/steps/nope/export').set(agentAuth(t)).send(stepExport(build.id))).status).toBe(404);
     const badAttribute = await ctx().http().post('/v3/steps/tests/export').set(agentAuth(t)).send({ attribute: 'colour' });
     expect(badAttribute.status).toBe(422);
@@ -198,7 +213,11 @@ describeEachDatabase('the real agent protocol', (ctx) => {
     expect(bomb.status).toBe(413);
     // JSON chunks keep working.
     await ctx().http().post(`/v3/jobs/${job.id}/chunks`).set(agentAuth(t)).send({ sequence: 1, offset: 0, content: 'json\n' }).expect(201);
-    const badTime = await ctx().http().post(`/v3/jobs/${job.id}/header_times`).set(agentAuth(t)).send({ header_times: { '0': 'yesterday' } });
+    const badTime = await ctx()
+      .http()
+      .post(`/v3/jobs/${job.id}/header_times`)
+      .set(agentAuth(t))
+      .send({ header_times: { '0': 'yesterday' } });
     expect(badTime.status).toBe(422);
     expect(badTime.body.errors).toEqual([expect.objectContaining({ field: 'header_times.0' })]);
   });

@@ -108,7 +108,16 @@ describeEachDatabase(
       );
       const lines: string[] = [];
       const controller = new AbortController();
-      const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'canceled', spawn: 1, pollIntervalMs: 50, signal: controller.signal, log: (l) => lines.push(l) });
+      const agents = runAgents({
+        endpoint: endpoint(),
+        token: reg,
+        tags: [],
+        name: 'canceled',
+        spawn: 1,
+        pollIntervalMs: 50,
+        signal: controller.signal,
+        log: (l) => lines.push(l),
+      });
       const api = restClient(endpoint(), token);
       try {
         const first = await givenBuild(ctx(), org.slug, slug, token);
@@ -151,7 +160,16 @@ describeEachDatabase(
       const reg = await givenRegistrationToken(ctx(), org.slug, token);
       const { slug } = await givenPipeline(ctx(), org.slug, token, `steps:\n  - command: "trap '' TERM; echo stubborn; while true; do sleep 0.05; done"\n`);
       const controller = new AbortController();
-      const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'stubborn', spawn: 1, pollIntervalMs: 50, cancelGracePeriodSeconds: 1, signal: controller.signal });
+      const agents = runAgents({
+        endpoint: endpoint(),
+        token: reg,
+        tags: [],
+        name: 'stubborn',
+        spawn: 1,
+        pollIntervalMs: 50,
+        cancelGracePeriodSeconds: 1,
+        signal: controller.signal,
+      });
       const api = restClient(endpoint(), token);
       try {
         const build = await givenBuild(ctx(), org.slug, slug, token);
