@@ -2183,9 +2183,10 @@ export interface paths {
          * Change a step's attribute
          * @description `buildkite-agent step update <attribute> <value> --step <id or key>`: changes the step's
          *     `label` (the only attribute that may be changed; `append` adds to it) on every job of the
-         *     step in the build of the job the agent runs. Sending the same `idempotency_uuid` again
-         *     changes nothing more. A step of another build, or none found, is a 404; another
-         *     attribute a 422.
+         *     step in the build of the job the agent runs. `idempotency_uuid` is accepted and not
+         *     kept: a label set (not appended) is the same however often it is sent. A step of
+         *     another build, or none found, is a 404; another attribute, or a label over 255
+         *     characters, a 422.
          */
         put: operations["updateStep"];
         post?: never;
