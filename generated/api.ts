@@ -4685,8 +4685,7 @@ export interface components {
             script_eval_enabled?: boolean;
             /** @description The agent takes no new jobs (it is draining). */
             ignore_in_dispatches?: boolean;
-            /** @description The agent's priority; agents send it as a string of digits (`"5"`), older clients as an integer. */
-            priority?: number | string | null;
+            priority?: components["schemas"]["AgentPriority"] | null;
             meta_data?: components["schemas"]["AgentTags"];
             /** @description Optional agent features (`--experiment` flags and the like); kept for the record. */
             features?: string[] | null;
@@ -4757,7 +4756,7 @@ export interface components {
          *     `signal`, `signal_reason` and `ignore_agent_in_dispatches`.
          */
         FinishJobRequest: {
-            exit_status: number | string;
+            exit_status: components["schemas"]["AgentExitStatus"];
             /** @description The signal that stopped the process (`SIGTERM`). */
             signal?: string | null;
             signal_reason?: string | null;
@@ -4771,6 +4770,10 @@ export interface components {
             /** @description When the agent started the job, by its clock; the job's `started_at` is the server's time. */
             started_at?: string;
         };
+        /** @description The agent's priority; agents send it as a string of digits (`"5"`), older clients as an integer. */
+        AgentPriority: number | string;
+        /** @description The command's exit status: an integer, or as the real agent sends it a string (`"0"`, `"-1"` when it was stopped or could not run the command). */
+        AgentExitStatus: number | string;
         HeaderTimesRequest: {
             /** @description The time (RFC 3339) each section header line (`---`, `+++`, `~~~`) of the log was printed, keyed by the header's index in the log from 0. */
             header_times: {

@@ -70,6 +70,16 @@ func (r *AgentConnectionState) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAgentExitStatus(data []byte) (AgentExitStatus, error) {
+	var r AgentExitStatus
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AgentExitStatus) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAgentJob(data []byte) (AgentJob, error) {
 	var r AgentJob
 	err := json.Unmarshal(data, &r)
@@ -97,6 +107,16 @@ func UnmarshalAgentPingAction(data []byte) (AgentPingAction, error) {
 }
 
 func (r *AgentPingAction) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalAgentPriority(data []byte) (AgentPriority, error) {
+	var r AgentPriority
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AgentPriority) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -3134,8 +3154,8 @@ type FailureExpandedItem struct {
 // `signal`, `signal_reason` and `ignore_agent_in_dispatches`.
 type FinishJobRequest struct {
 	// How many log chunks the agent gave up sending; kept on the job.
-	ChunksFailedCount *int64      `json:"chunks_failed_count,omitempty"`
-	ExitStatus        *ExitStatus `json:"exit_status"`
+	ChunksFailedCount *int64           `json:"chunks_failed_count,omitempty"`
+	ExitStatus        *AgentExitStatus `json:"exit_status"`
 	// When the command ended, by the agent's clock (RFC 3339, nanoseconds allowed); the job's
 	// `finished_at` is the server's time of the request.
 	FinishedAt              *string `json:"finished_at,omitempty"`
@@ -3825,10 +3845,8 @@ type RegisterAgentRequest struct {
 	// The operating system; Linux agents send the whole of `/etc/os-release`.
 	OS *string `json:"os,omitempty"`
 	// The agent process's id.
-	PID *int64 `json:"pid,omitempty"`
-	// The agent's priority; agents send it as a string of digits (`"5"`), older clients as an
-	// integer.
-	Priority *Priority `json:"priority,omitempty"`
+	PID      *int64         `json:"pid,omitempty"`
+	Priority *PriorityUnion `json:"priority,omitempty"`
 	// False when the agent refuses commands other than scripts in the repository
 	// (`--no-command-eval`).
 	ScriptEvalEnabled *bool   `json:"script_eval_enabled,omitempty"`
@@ -4755,6 +4773,27 @@ const (
 	TypeWaiter WaiterStepType = "waiter"
 )
 
+// The agent's priority; agents send it as a string of digits (`"5"`), older clients as an
+// integer.
+type AgentPriority struct {
+	Integer *int64
+	String  *string
+}
+
+func (x *AgentPriority) UnmarshalJSON(data []byte) error {
+	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, false)
+	if err != nil {
+		return err
+	}
+	if object {
+	}
+	return nil
+}
+
+func (x *AgentPriority) MarshalJSON() ([]byte, error) {
+	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
+}
+
 // A provider setting: most are booleans (`build_pull_requests`...), some strings
 // (`trigger_mode`, `pull_request_branch_filter_configuration`...); null when unset.
 type ProviderSettingValue struct {
@@ -4797,12 +4836,14 @@ func (x *PullRequestID) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
 }
 
-type ExitStatus struct {
+// The command's exit status: an integer, or as the real agent sends it a string (`"0"`,
+// `"-1"` when it was stopped or could not run the command).
+type AgentExitStatus struct {
 	Integer *int64
 	String  *string
 }
 
-func (x *ExitStatus) UnmarshalJSON(data []byte) error {
+func (x *AgentExitStatus) UnmarshalJSON(data []byte) error {
 	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, false)
 	if err != nil {
 		return err
@@ -4812,7 +4853,7 @@ func (x *ExitStatus) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *ExitStatus) MarshalJSON() ([]byte, error) {
+func (x *AgentExitStatus) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
 }
 
@@ -4973,14 +5014,12 @@ func (x *PipelineDefinition) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, x.AnythingArray != nil, x.AnythingArray, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
 }
 
-// The agent's priority; agents send it as a string of digits (`"5"`), older clients as an
-// integer.
-type Priority struct {
+type PriorityUnion struct {
 	Integer *int64
 	String  *string
 }
 
-func (x *Priority) UnmarshalJSON(data []byte) error {
+func (x *PriorityUnion) UnmarshalJSON(data []byte) error {
 	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, true)
 	if err != nil {
 		return err
@@ -4990,7 +5029,7 @@ func (x *Priority) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *Priority) MarshalJSON() ([]byte, error) {
+func (x *PriorityUnion) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, true)
 }
 
