@@ -1772,7 +1772,12 @@ export interface paths {
          *     organization's registration token (`Authorization: Token <token>`); answers the agent's
          *     own access token (shown once), which every other agent API call then uses. `meta_data`
          *     holds the agent's tags (`queue=deploy`, `os=linux`); an agent without a `queue` tag is in
-         *     the `default` queue.
+         *     the `default` queue. Every field the real `buildkite-agent` sends is accepted (`pid`,
+         *     `machine_id`, `build`, `script_eval_enabled`, `ignore_in_dispatches`, `features`, the
+         *     whole of `/etc/os-release` as `os`, `priority` as a string); fields the service does not
+         *     know are ignored. The answer carries what the agent runs by: `endpoint` and the
+         *     `ping_interval`, `job_status_interval` and `heartbeat_interval` (seconds). A field of the
+         *     wrong type or too long is a 422 with field errors, worded as the REST API's.
          */
         post: operations["registerAgent"];
         delete?: never;
@@ -1919,11 +1924,13 @@ export interface paths {
         };
         /**
          * Poll for work
-         * @description A connected agent asks for work. It gets the job it already holds (assigned, accepted or
-         *     running), or else the oldest `scheduled` job of its organization whose
-         *     `agent_query_rules` its tags satisfy, claimed for it alone (`assigned`): one job goes to
-         *     exactly one agent, however many poll at once. `job` is null when there is nothing to do.
-         *     A held job may be `canceling` or `timing_out`: the agent stops it and finishes it. A
+         * @description A connected agent asks for work. `job` is a new assignment only: the job assigned to it
+         *     that it has not accepted yet (again, if an answer was lost), or else the oldest
+         *     `scheduled` job of its organization whose `agent_query_rules` its tags satisfy, claimed
+         *     for it alone (`assigned`): one job goes to exactly one agent, however many poll at once.
+         *     A job the agent already accepted or runs is never in the answer (the real agent takes
+         *     any job there as new work); it learns of a cancel from the job's state
+         *     (`GET /v3/jobs/{job_id}`). `job` is null when there is nothing new to do. A
          *     disconnected or lost agent is told `disconnect` (422 if it never connected); a lost one
          *     has to register again. A paused agent holding no job is told `pause` (no job); a
          *     `stopping` one holding no job is told `disconnect`, and its disconnect makes it `stopped`.
@@ -1997,7 +2004,7 @@ export interface paths {
         get?: never;
         /**
          * Start a job
-         * @description The agent began running the job (`accepted` -> `running`, `started_at`).
+         * @description The agent began running the job (`accepted` -> `running`, `started_at`). The agent's own `started_at` is accepted; the job's is the server's time.
          */
         put: operations["startJob"];
         post?: never;
@@ -2020,16 +2027,24 @@ export interface paths {
         put?: never;
         /**
          * Append a log chunk
-         * @description A piece of the running job's output. Chunks are numbered from 1 by `sequence`; one sent
-         *     again with a sequence already stored is accepted and ignored (the agent retries on
-         *     network errors). `offset` is the chunk's byte position in the whole log. Each section
-         *     header line (`---`, `+++`, `~~~`) that starts in the chunk is recorded at the chunk's
-         *     arrival, for the log's `header_times`. A request body larger than the service's body
-         *     limit (`BODY_LIMIT_BYTES`, 1 MiB by default) is a 413: send long output as several chunks.
-         *     A job's log is capped (`JOB_LOG_LIMIT_BYTES`, 1,024 MiB by default, the real service's
-         *     "log size per job"): a chunk that would take the log's stored chunks past the cap is a
-         *     413 and is not stored, nor is any later chunk; the agent does not retry a chunk refused
-         *     with a 4xx, and the job runs on.
+         * @description A piece of the running job's output, in one of two forms. The real agent (every version)
+         *     sends the raw bytes as `text/plain`, gzip-compressed (`Content-Encoding: gzip`), with
+         *     `sequence`, `offset` and `size` (the uncompressed length) in the query string; a JSON
+         *     `{sequence, offset, content}` body is also taken. Chunks are numbered from 1 by
+         *     `sequence`; one sent again with a sequence already stored is accepted and ignored (the
+         *     agent retries on network errors). `offset` is the chunk's byte position in the whole log.
+         *     Each section header line (`---`, `+++`, `~~~`) that starts in the chunk is recorded at the
+         *     chunk's arrival, for the log's `header_times` (the agent's own times, sent to
+         *     `header_times`, take their place). Chunks are accepted while the job is `accepted`,
+         *     `running`, `canceling` or `timing_out` (the agent flushes its output after stopping the
+         *     command), 422 otherwise. A body larger than the service's body limit
+         *     (`BODY_LIMIT_BYTES`, 1 MiB by default), counted after decompression, is a 413: the job's
+         *     `chunks_max_size_bytes` keeps the agent under it. A corrupt gzip body is a 400, a
+         *     `text/plain` chunk without its query numbers a 422. A job's log is capped
+         *     (`JOB_LOG_LIMIT_BYTES`, 1,024 MiB by default, the real service's "log size per job"): a
+         *     chunk that would take the log's stored chunks past the cap is a 413 and is not stored,
+         *     nor is any later chunk; the agent does not retry a chunk refused with a 4xx, and the job
+         *     runs on.
          */
         post: operations["appendJobLogChunk"];
         delete?: never;
@@ -2083,13 +2098,97 @@ export interface paths {
          * @description The job's command ended: `running` -> `passed` (exit status 0) or `failed`; a failure the
          *     step's `soft_fail` covers sets `soft_failed: true`. `signal_reason` says why the process
          *     was stopped when it did not exit by itself, and is kept on the job; `timeout` (the
-         *     agent's own timer) ends the job `timed_out`. A job the service is stopping ends
+         *     agent's own timer) ends the job `timed_out`. `exit_status` may be an integer or, as the
+         *     real agent sends it, a string (`"0"`, `"-1"`); `chunks_failed_count` is kept on the job. A job the service is stopping ends
          *     `canceling` -> `canceled` or `timing_out` -> `timed_out`, whatever the exit status (a
          *     `canceling` job may be finished before it started). 422 from any other state. A failure
          *     (or timeout) the step's `retry.automatic` rules cover (while under their `limit`) is
          *     retried at once: a new `scheduled` job with `retry_type: automatic` takes its place.
          */
         put: operations["finishJob"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/header_times": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Save the log's section header times
+         * @description The time each section header line (`---`, `+++`, `~~~`) of the job's log was printed, by
+         *     the agent's clock, keyed by the header's index in the log from 0 (agents up to v3.x send
+         *     these while the job runs). They are kept, merged with those sent before, and the log's
+         *     `header_times` answer them in place of the times the chunks arrived. A time that is not
+         *     RFC 3339 is a 422 field error. Only the agent holding the job may call it (404
+         *     otherwise), while it runs the job (422 otherwise).
+         */
+        post: operations["saveJobHeaderTimes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/steps/{step_id_or_key}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A step's id, or its `key`. */
+                step_id_or_key: components["parameters"]["StepIdOrKey"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read a step's attribute
+         * @description `buildkite-agent step get <attribute> --step <id or key>`: an attribute of a step of the
+         *     build of the job the agent runs (`build_id`, when sent, must be that build). The step is
+         *     named by its id or its `key`; `attribute` is one of `id`, `key`, `label`, `type`,
+         *     `command`, `state` (of its latest job) and `outcome` (`passed`, `soft_failed`,
+         *     `hard_failed` or `neutral` while it has not ended). A step of another build, or none
+         *     found, is a 404; another attribute a 422.
+         */
+        post: operations["exportStep"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/steps/{step_id_or_key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A step's id, or its `key`. */
+                step_id_or_key: components["parameters"]["StepIdOrKey"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Change a step's attribute
+         * @description `buildkite-agent step update <attribute> <value> --step <id or key>`: changes the step's
+         *     `label` (the only attribute that may be changed; `append` adds to it) on every job of the
+         *     step in the build of the job the agent runs. `idempotency_uuid` is accepted and not
+         *     kept: a label set (not appended) is the same however often it is sent. A step of
+         *     another build, or none found, is a 404; another attribute, or a label over 255
+         *     characters, a 422.
+         */
+        put: operations["updateStep"];
         post?: never;
         delete?: never;
         options?: never;
@@ -4574,14 +4673,33 @@ export interface components {
         Agent: components["schemas"]["AgentBase"] & {
             readonly job: components["schemas"]["Job"] | null;
         };
+        /**
+         * @description What `buildkite-agent start` sends (every field of the agent's `AgentRegisterRequest`, from
+         *     v3.20 to the current release). Fields the service does not know are accepted and ignored, so
+         *     that a newer agent never fails to register.
+         */
         RegisterAgentRequest: {
             name: string;
             hostname?: string;
             version?: string;
+            /** @description The agent's build number. */
+            build?: string;
+            /** @description The operating system; Linux agents send the whole of `/etc/os-release`. */
             os?: string;
             arch?: string;
-            priority?: number | null;
+            /** @description The agent process's id. */
+            pid?: number;
+            machine_id?: string;
+            /** @description False when the agent refuses commands other than scripts in the repository (`--no-command-eval`). */
+            script_eval_enabled?: boolean;
+            /** @description The agent takes no new jobs (it is draining). */
+            ignore_in_dispatches?: boolean;
+            priority?: components["schemas"]["AgentPriority"] | null;
             meta_data?: components["schemas"]["AgentTags"];
+            /** @description Optional agent features (`--experiment` flags and the like); kept for the record. */
+            features?: string[] | null;
+        } & {
+            [key: string]: unknown;
         };
         AgentRegistration: {
             /** Format: uuid */
@@ -4590,6 +4708,14 @@ export interface components {
             /** @description The agent's own token, shown once. */
             readonly access_token: string;
             meta_data: components["schemas"]["AgentTags"];
+            /** @description The agent API's base URL (`<PUBLIC_URL>/v3`), which the agent uses from then on. */
+            readonly endpoint: string;
+            /** @description Seconds between the agent's polls for work. */
+            readonly ping_interval: number;
+            /** @description Seconds between the agent's reads of the state of the job it runs (to learn of a cancel). */
+            readonly job_status_interval: number;
+            /** @description Seconds between heartbeats. */
+            readonly heartbeat_interval: number;
         };
         AgentConnection: {
             /** Format: uuid */
@@ -4613,6 +4739,12 @@ export interface components {
             readonly runnable_at: components["schemas"]["IsoTimestamp"] | null;
             readonly started_at: components["schemas"]["IsoTimestamp"] | null;
             readonly finished_at: components["schemas"]["IsoTimestamp"] | null;
+            /** @description The agent API's base URL for this job's calls. */
+            readonly endpoint: string;
+            /** @description The largest log chunk (uncompressed bytes) the agent may send; the real agent refuses a job without it. */
+            readonly chunks_max_size_bytes: number;
+            /** @description The job log's cap (`JOB_LOG_LIMIT_BYTES`). */
+            readonly log_max_size_bytes: number;
         };
         LogChunk: {
             sequence: number;
@@ -4627,9 +4759,56 @@ export interface components {
              */
             uuid?: string;
         };
+        /**
+         * @description The real agent sends `exit_status` as a string (`"0"`, `"-1"` when it was canceled or could
+         *     not run the command), with `finished_at` and `chunks_failed_count`; newer agents add
+         *     `signal`, `signal_reason` and `ignore_agent_in_dispatches`.
+         */
         FinishJobRequest: {
-            exit_status: number;
+            exit_status: components["schemas"]["AgentExitStatus"];
+            /** @description The signal that stopped the process (`SIGTERM`). */
+            signal?: string | null;
             signal_reason?: string | null;
+            /** @description When the command ended, by the agent's clock (RFC 3339, nanoseconds allowed); the job's `finished_at` is the server's time of the request. */
+            finished_at?: string;
+            /** @description How many log chunks the agent gave up sending; kept on the job. */
+            chunks_failed_count?: number;
+            ignore_agent_in_dispatches?: boolean;
+        };
+        StartJobRequest: {
+            /** @description When the agent started the job, by its clock; the job's `started_at` is the server's time. */
+            started_at?: string;
+        };
+        /** @description The agent's priority; agents send it as a string of digits (`"5"`), older clients as an integer. */
+        AgentPriority: number | string;
+        /** @description The command's exit status: an integer, or as the real agent sends it a string (`"0"`, `"-1"` when it was stopped or could not run the command). */
+        AgentExitStatus: number | string;
+        HeaderTimesRequest: {
+            /** @description The time (RFC 3339) each section header line (`---`, `+++`, `~~~`) of the log was printed, keyed by the header's index in the log from 0. */
+            header_times: {
+                [key: string]: string;
+            };
+        };
+        StepExportRequest: {
+            /** @description The step attribute to read (`label`, `key`, `state`, `outcome`, `command`, ...). */
+            attribute: string;
+            /** Format: uuid */
+            build_id?: string;
+            /** @description Accepted and ignored (the value is always text). */
+            format?: string;
+        };
+        StepExportResult: {
+            output: string;
+        };
+        StepUpdateRequest: {
+            idempotency_uuid?: string;
+            /** Format: uuid */
+            build_id?: string;
+            /** @description Only `label` may be changed. */
+            attribute: string;
+            value: string;
+            /** @description Add the value to the end of the current one. */
+            append?: boolean;
         };
         /**
          * @description A job of a build. Every job has the common fields; `script` jobs add the command, agent,
@@ -5898,6 +6077,8 @@ export interface components {
         TestMinExecutions: number;
         /** @description The build's UUID (not its number). */
         TestBuildId: string;
+        /** @description A step's id, or its `key`. */
+        StepIdOrKey: string;
         /** @description The annotation's id (a UUID). */
         AnnotationId: string;
         /** @description The annotation's context (the agent escapes dots as `%2E`). */
@@ -9136,7 +9317,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["StartJobRequest"];
+            };
+        };
         responses: {
             /** @description The job. */
             200: {
@@ -9147,8 +9332,10 @@ export interface operations {
                     "application/json": components["schemas"]["AgentJob"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
@@ -9156,7 +9343,14 @@ export interface operations {
     };
     appendJobLogChunk: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description The chunk's number, from 1 (the `text/plain` form). */
+                sequence?: number;
+                /** @description The chunk's byte position in the log (the `text/plain` form). */
+                offset?: number;
+                /** @description The chunk's uncompressed length in bytes (the `text/plain` form). */
+                size?: number;
+            };
             header?: never;
             path: {
                 job_id: components["parameters"]["JobId"];
@@ -9165,6 +9359,7 @@ export interface operations {
         };
         requestBody: {
             content: {
+                "text/plain": string;
                 "application/json": components["schemas"]["LogChunk"];
             };
         };
@@ -9246,6 +9441,104 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["AgentJob"];
                 };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    saveJobHeaderTimes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HeaderTimesRequest"];
+            };
+        };
+        responses: {
+            /** @description Saved. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    exportStep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A step's id, or its `key`. */
+                step_id_or_key: components["parameters"]["StepIdOrKey"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StepExportRequest"];
+            };
+        };
+        responses: {
+            /** @description The attribute's value, as text. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StepExportResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateStep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A step's id, or its `key`. */
+                step_id_or_key: components["parameters"]["StepIdOrKey"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StepUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description Changed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];

@@ -5,7 +5,7 @@
  */
 import express, { NextFunction, Request, Response } from 'express';
 import { accessTokenRoutes } from './access-token/routes';
-import { AGENT_API_PATH, agentApiRoutes, agentAuth } from './agent-api/routes';
+import { AGENT_API_PATH, agentApiRoutes, agentAuth, agentChunkBodyParser } from './agent-api/routes';
 import { agentAnnotationRoutes } from './agent-api/annotations';
 import { agentArtifactRoutes } from './agent-api/artifacts';
 import { agentMetaDataRoutes } from './agent-api/meta-data';
@@ -68,6 +68,7 @@ export interface AppDeps extends Pick<
   | 'agentWork'
   | 'jobs'
   | 'pipelineUploads'
+  | 'steps'
   | 'suites'
   | 'uploads'
   | 'deliveries'
@@ -151,6 +152,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.post(ARTIFACT_UPLOADS_PATH, parseArtifactUpload(deps.artifacts));
   // The agent API: its agent token is checked before the body is read.
   app.use(AGENT_API_PATH, agentAuth(deps.agents));
+  // The real agent's log chunks: gzip-compressed text/plain (JSON chunks go to the parsers below).
+  app.post(`${AGENT_API_PATH}/jobs/:job_id/chunks`, ...agentChunkBodyParser(deps.bodyLimitBytes));
   // Webhook deliveries are signed over the exact bytes sent, so their parser keeps them; no other
   // route pays for that. A body parsed here is skipped by the parsers below.
   app.use(
@@ -248,7 +251,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids), testEngineRuns));
   app.use(clusterRoutes(deps.clusters, deps.publicUrl));
   app.use(agentRoutes(deps.agents, async (agents) => serializeHeldJobs(await deps.agentWork.heldJobs(agents), deps.publicUrl), deps.publicUrl));
-  app.use(agentApiRoutes(deps.agents, deps.agentWork, deps.pipelineUploads, deps.publicUrl));
+  app.use(agentApiRoutes(deps.agents, deps.agentWork, deps.pipelineUploads, deps.steps, { publicUrl: deps.publicUrl, bodyLimitBytes: deps.bodyLimitBytes }));
   app.use(jobRoutes(deps.jobs, deps.publicUrl));
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));

@@ -14,6 +14,7 @@ import { ArtifactRepository } from './artifacts/repository';
 import { ArtifactService, DEFAULT_ARTIFACT_SETTINGS, type ArtifactSettings } from './artifacts/service';
 import { DiskArtifactStorage } from './artifacts/storage';
 import { AgentWorkService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './builds/jobs/agent-work';
+import { StepService } from './builds/jobs/steps';
 import { BuildProgress } from './builds/progress/service';
 import { BuildRepository } from './builds/repository';
 import { BuildService } from './builds/service';
@@ -86,6 +87,8 @@ export interface Services {
   agents: AgentService;
   /** The agent's side of a job (the agent API's polls and job moves). */
   agentWork: AgentWorkService;
+  /** `buildkite-agent step get|update`. */
+  steps: StepService;
   jobs: JobService;
   /** Every write that moves builds and jobs along (see src/builds/progress/service.ts). */
   progress: BuildProgress;
@@ -257,6 +260,7 @@ export function createServices(o: ServiceOptions): Services {
     builds,
     agents: agentService,
     agentWork,
+    steps: new StepService(jobs, agentWork),
     jobs: jobService,
     progress,
     pipelineUploads: new PipelineUploadService(jobs, progress, builds, pipelines, sign),

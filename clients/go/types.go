@@ -70,6 +70,16 @@ func (r *AgentConnectionState) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAgentExitStatus(data []byte) (AgentExitStatus, error) {
+	var r AgentExitStatus
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AgentExitStatus) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAgentJob(data []byte) (AgentJob, error) {
 	var r AgentJob
 	err := json.Unmarshal(data, &r)
@@ -97,6 +107,16 @@ func UnmarshalAgentPingAction(data []byte) (AgentPingAction, error) {
 }
 
 func (r *AgentPingAction) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalAgentPriority(data []byte) (AgentPriority, error) {
+	var r AgentPriority
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AgentPriority) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -749,6 +769,16 @@ func UnmarshalFoundArtifact(data []byte) (FoundArtifact, error) {
 }
 
 func (r *FoundArtifact) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalHeaderTimesRequest(data []byte) (HeaderTimesRequest, error) {
+	var r HeaderTimesRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *HeaderTimesRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1790,6 +1820,16 @@ func (r *SsoMode) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalStartJobRequest(data []byte) (StartJobRequest, error) {
+	var r StartJobRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StartJobRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalStep(data []byte) (Step, error) {
 	var r Step
 	err := json.Unmarshal(data, &r)
@@ -1797,6 +1837,26 @@ func UnmarshalStep(data []byte) (Step, error) {
 }
 
 func (r *Step) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalStepExportRequest(data []byte) (StepExportRequest, error) {
+	var r StepExportRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepExportRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalStepExportResult(data []byte) (StepExportResult, error) {
+	var r StepExportResult
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepExportResult) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1827,6 +1887,16 @@ func UnmarshalStepSignature(data []byte) (StepSignature, error) {
 }
 
 func (r *StepSignature) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalStepUpdateRequest(data []byte) (StepUpdateRequest, error) {
+	var r StepUpdateRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepUpdateRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -2343,24 +2413,39 @@ type AgentPing struct {
 
 // A job as its agent sees it, with the command and the environment to run it in.
 type AgentJob struct {
-	Command          *string           `json:"command"`
-	Env              map[string]string `json:"env"`
-	ExitStatus       *int64            `json:"exit_status"`
-	FinishedAt       *time.Time        `json:"finished_at"`
-	ID               string            `json:"id"`
-	RunnableAt       *time.Time        `json:"runnable_at"`
-	SoftFailed       bool              `json:"soft_failed"`
-	StartedAt        *time.Time        `json:"started_at"`
-	State            JobState          `json:"state"`
-	TimeoutInMinutes *int64            `json:"timeout_in_minutes"`
+	// The largest log chunk (uncompressed bytes) the agent may send; the real agent refuses a
+	// job without it.
+	ChunksMaxSizeBytes int64   `json:"chunks_max_size_bytes"`
+	Command            *string `json:"command"`
+	// The agent API's base URL for this job's calls.
+	Endpoint   string            `json:"endpoint"`
+	Env        map[string]string `json:"env"`
+	ExitStatus *int64            `json:"exit_status"`
+	FinishedAt *time.Time        `json:"finished_at"`
+	ID         string            `json:"id"`
+	// The job log's cap (`JOB_LOG_LIMIT_BYTES`).
+	LogMaxSizeBytes  int64      `json:"log_max_size_bytes"`
+	RunnableAt       *time.Time `json:"runnable_at"`
+	SoftFailed       bool       `json:"soft_failed"`
+	StartedAt        *time.Time `json:"started_at"`
+	State            JobState   `json:"state"`
+	TimeoutInMinutes *int64     `json:"timeout_in_minutes"`
 }
 
 type AgentRegistration struct {
 	// The agent's own token, shown once.
-	AccessToken string   `json:"access_token"`
-	ID          string   `json:"id"`
-	MetaData    []string `json:"meta_data"`
-	Name        string   `json:"name"`
+	AccessToken string `json:"access_token"`
+	// The agent API's base URL (`<PUBLIC_URL>/v3`), which the agent uses from then on.
+	Endpoint string `json:"endpoint"`
+	// Seconds between heartbeats.
+	HeartbeatInterval int64  `json:"heartbeat_interval"`
+	ID                string `json:"id"`
+	// Seconds between the agent's reads of the state of the job it runs (to learn of a cancel).
+	JobStatusInterval int64    `json:"job_status_interval"`
+	MetaData          []string `json:"meta_data"`
+	Name              string   `json:"name"`
+	// Seconds between the agent's polls for work.
+	PingInterval int64 `json:"ping_interval"`
 }
 
 // `buildkite-agent stop` sends `force` only for `--force`: without it the stop is graceful
@@ -3063,8 +3148,20 @@ type FailureExpandedItem struct {
 	Expanded  []string `json:"expanded,omitempty"`
 }
 
+// The real agent sends `exit_status` as a string (`"0"`, `"-1"` when it was canceled or
+// could
+// not run the command), with `finished_at` and `chunks_failed_count`; newer agents add
+// `signal`, `signal_reason` and `ignore_agent_in_dispatches`.
 type FinishJobRequest struct {
-	ExitStatus   int64   `json:"exit_status"`
+	// How many log chunks the agent gave up sending; kept on the job.
+	ChunksFailedCount *int64           `json:"chunks_failed_count,omitempty"`
+	ExitStatus        *AgentExitStatus `json:"exit_status"`
+	// When the command ended, by the agent's clock (RFC 3339, nanoseconds allowed); the job's
+	// `finished_at` is the server's time of the request.
+	FinishedAt              *string `json:"finished_at,omitempty"`
+	IgnoreAgentInDispatches *bool   `json:"ignore_agent_in_dispatches,omitempty"`
+	// The signal that stopped the process (`SIGTERM`).
+	Signal       *string `json:"signal,omitempty"`
 	SignalReason *string `json:"signal_reason,omitempty"`
 }
 
@@ -3101,6 +3198,12 @@ type FoundArtifact struct {
 	UploadDestination string    `json:"upload_destination"`
 	// The content's URL (signed, valid for an hour; no token needed).
 	URL string `json:"url"`
+}
+
+type HeaderTimesRequest struct {
+	// The time (RFC 3339) each section header line (`---`, `+++`, `~~~`) of the log was
+	// printed, keyed by the header's index in the log from 0.
+	HeaderTimes map[string]string `json:"header_times"`
 }
 
 type HealthStatus struct {
@@ -3722,14 +3825,32 @@ type RateLimitScopeStatus struct {
 	ResetAt time.Time `json:"reset_at"`
 }
 
+// What `buildkite-agent start` sends (every field of the agent's `AgentRegisterRequest`,
+// from
+// v3.20 to the current release). Fields the service does not know are accepted and ignored,
+// so
+// that a newer agent never fails to register.
 type RegisterAgentRequest struct {
-	Arch     *string  `json:"arch,omitempty"`
+	Arch *string `json:"arch,omitempty"`
+	// The agent's build number.
+	Build *string `json:"build,omitempty"`
+	// Optional agent features (`--experiment` flags and the like); kept for the record.
+	Features []string `json:"features,omitempty"`
 	Hostname *string  `json:"hostname,omitempty"`
-	MetaData []string `json:"meta_data,omitempty"`
-	Name     string   `json:"name"`
-	OS       *string  `json:"os,omitempty"`
-	Priority *int64   `json:"priority,omitempty"`
-	Version  *string  `json:"version,omitempty"`
+	// The agent takes no new jobs (it is draining).
+	IgnoreInDispatches *bool    `json:"ignore_in_dispatches,omitempty"`
+	MachineID          *string  `json:"machine_id,omitempty"`
+	MetaData           []string `json:"meta_data,omitempty"`
+	Name               string   `json:"name"`
+	// The operating system; Linux agents send the whole of `/etc/os-release`.
+	OS *string `json:"os,omitempty"`
+	// The agent process's id.
+	PID      *int64         `json:"pid,omitempty"`
+	Priority *PriorityUnion `json:"priority,omitempty"`
+	// False when the agent refuses commands other than scripts in the repository
+	// (`--no-command-eval`).
+	ScriptEvalEnabled *bool   `json:"script_eval_enabled,omitempty"`
+	Version           *string `json:"version,omitempty"`
 }
 
 type ReprioritizeJobRequest struct {
@@ -3818,6 +3939,33 @@ type SetClockRequest struct {
 // A Slack incoming webhook's settings. Its URL is a secret and is never returned.
 type SlackSettings struct {
 	Theme SlackTheme `json:"theme"`
+}
+
+type StartJobRequest struct {
+	// When the agent started the job, by its clock; the job's `started_at` is the server's time.
+	StartedAt *string `json:"started_at,omitempty"`
+}
+
+type StepExportRequest struct {
+	// The step attribute to read (`label`, `key`, `state`, `outcome`, `command`, ...).
+	Attribute string  `json:"attribute"`
+	BuildID   *string `json:"build_id,omitempty"`
+	// Accepted and ignored (the value is always text).
+	Format *string `json:"format,omitempty"`
+}
+
+type StepExportResult struct {
+	Output string `json:"output"`
+}
+
+type StepUpdateRequest struct {
+	// Add the value to the end of the current one.
+	Append *bool `json:"append,omitempty"`
+	// Only `label` may be changed.
+	Attribute       string  `json:"attribute"`
+	BuildID         *string `json:"build_id,omitempty"`
+	IdempotencyUUID *string `json:"idempotency_uuid,omitempty"`
+	Value           string  `json:"value"`
 }
 
 type StopAgentRequest struct {
@@ -4625,6 +4773,27 @@ const (
 	TypeWaiter WaiterStepType = "waiter"
 )
 
+// The agent's priority; agents send it as a string of digits (`"5"`), older clients as an
+// integer.
+type AgentPriority struct {
+	Integer *int64
+	String  *string
+}
+
+func (x *AgentPriority) UnmarshalJSON(data []byte) error {
+	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, false)
+	if err != nil {
+		return err
+	}
+	if object {
+	}
+	return nil
+}
+
+func (x *AgentPriority) MarshalJSON() ([]byte, error) {
+	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
+}
+
 // A provider setting: most are booleans (`build_pull_requests`...), some strings
 // (`trigger_mode`, `pull_request_branch_filter_configuration`...); null when unset.
 type ProviderSettingValue struct {
@@ -4664,6 +4833,27 @@ func (x *PullRequestID) UnmarshalJSON(data []byte) error {
 }
 
 func (x *PullRequestID) MarshalJSON() ([]byte, error) {
+	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
+}
+
+// The command's exit status: an integer, or as the real agent sends it a string (`"0"`,
+// `"-1"` when it was stopped or could not run the command).
+type AgentExitStatus struct {
+	Integer *int64
+	String  *string
+}
+
+func (x *AgentExitStatus) UnmarshalJSON(data []byte) error {
+	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, false)
+	if err != nil {
+		return err
+	}
+	if object {
+	}
+	return nil
+}
+
+func (x *AgentExitStatus) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
 }
 
@@ -4822,6 +5012,25 @@ func (x *PipelineDefinition) UnmarshalJSON(data []byte) error {
 
 func (x *PipelineDefinition) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, x.AnythingArray != nil, x.AnythingArray, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
+}
+
+type PriorityUnion struct {
+	Integer *int64
+	String  *string
+}
+
+func (x *PriorityUnion) UnmarshalJSON(data []byte) error {
+	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, true)
+	if err != nil {
+		return err
+	}
+	if object {
+	}
+	return nil
+}
+
+func (x *PriorityUnion) MarshalJSON() ([]byte, error) {
+	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, true)
 }
 
 // A team UUID, or a team with the access level the pipeline gets in it (default

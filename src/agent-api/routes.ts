@@ -6,17 +6,49 @@
  * request without a valid token is refused before its body is read. The rules are the agents'
  * and the builds' (src/builds/jobs/agent-work.ts).
  */
-import type { NextFunction, Request, Response } from 'express';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Agent } from '../agents/repository';
 import type { AgentService, Registration } from '../agents/service';
 import { operationRouter } from '../http/operation';
 import { setWarnings } from '../http/warning';
 import type { AgentWorkService } from '../builds/jobs/agent-work';
 import type { PipelineUploadService } from '../builds/jobs/pipeline-upload';
-import { serializeAgentJob } from './serialize';
+import type { StepService } from '../builds/jobs/steps';
+import { BadRequestError, ValidationError } from '../core/errors';
+import { refuseDeclaredOversize } from '../http/body';
+import { serializeAgentJob, type AgentJobLimits } from './serialize';
 
 /** Where app.ts mounts `agentAuth`: the spec's paths of the agent API all begin with it. */
 export const AGENT_API_PATH = '/v3';
+
+/** Seconds between the agent's polls for work, its reads of a running job's state, and its heartbeats. */
+export const PING_INTERVAL_SECONDS = 2;
+export const JOB_STATUS_INTERVAL_SECONDS = 1;
+export const HEARTBEAT_INTERVAL_SECONDS = 30;
+/**
+ * The largest log chunk an agent is told to send: the real service's 100 KiB, or the body limit
+ * if that is smaller (the limit counts the chunk's bytes after decompression).
+ */
+const CHUNK_SIZE_BYTES = 100 * 1024;
+
+/**
+ * The body of `POST /v3/jobs/{id}/chunks` as the real agent sends it: `text/plain`, usually
+ * gzip-compressed, read as text. `limit` bounds the decompressed bytes (body-parser counts what
+ * the decompression yields), so a small compressed body cannot expand without bound. A body
+ * that is not valid gzip is a 400 of our own wording.
+ */
+export function agentChunkBodyParser(limit: number) {
+  const text = express.text({ type: 'text/plain', limit, inflate: true, defaultCharset: 'utf-8' });
+  return [
+    refuseDeclaredOversize(limit),
+    (req: Request, res: Response, next: NextFunction) =>
+      text(req, res, (err?: unknown) => {
+        const code = (err as { code?: unknown } | undefined)?.code;
+        if (typeof code === 'string' && code.startsWith('Z_')) return next(new BadRequestError('The log chunk is not valid gzip data'));
+        next(err);
+      }),
+  ];
+}
 
 export function agentAuth(service: AgentService) {
   return async (req: Request, res: Response, next: NextFunction) => {
@@ -28,14 +60,36 @@ export function agentAuth(service: AgentService) {
   };
 }
 
-export function agentApiRoutes(service: AgentService, work: AgentWorkService, uploads: PipelineUploadService, publicUrl: string) {
+export interface AgentApiSettings {
+  publicUrl: string;
+  /** BODY_LIMIT_BYTES: a log chunk must fit in it. */
+  bodyLimitBytes: number;
+}
+
+export function agentApiRoutes(service: AgentService, work: AgentWorkService, uploads: PipelineUploadService, steps: StepService, settings: AgentApiSettings) {
+  const { publicUrl } = settings;
   const api = operationRouter();
   const agentOf = (res: Response) => res.locals.agent as Agent;
+  const endpoint = `${publicUrl.replace(/\/+$/, '')}${AGENT_API_PATH}`;
+  const limits: AgentJobLimits = {
+    endpoint,
+    chunksMaxSizeBytes: Math.min(CHUNK_SIZE_BYTES, settings.bodyLimitBytes),
+    logMaxSizeBytes: work.jobLogLimitBytes,
+  };
 
   api.on('registerAgent', async (req, res) => {
     const reg = res.locals.registration as Registration;
     const { agent, accessToken } = await service.register(reg, req.body, { ip: req.ip ?? null, userAgent: req.get('user-agent') ?? null });
-    res.status(201).json({ id: agent.id, name: agent.name, access_token: accessToken, meta_data: agent.metaData });
+    res.status(201).json({
+      id: agent.id,
+      name: agent.name,
+      access_token: accessToken,
+      meta_data: agent.metaData,
+      endpoint,
+      ping_interval: PING_INTERVAL_SECONDS,
+      job_status_interval: JOB_STATUS_INTERVAL_SECONDS,
+      heartbeat_interval: HEARTBEAT_INTERVAL_SECONDS,
+    });
   });
 
   api.on('connectAgent', async (_req, res) => {
@@ -70,32 +124,54 @@ export function agentApiRoutes(service: AgentService, work: AgentWorkService, up
   api.on('pingAgent', async (_req, res) => {
     const agent = agentOf(res);
     const { action, job } = await work.ping(agent);
-    res.json({ action, job: job ? serializeAgentJob(job, agent, publicUrl) : null });
+    res.json({ action, job: job ? serializeAgentJob(job, agent, publicUrl, limits) : null });
   });
 
   api.on('getAgentJob', async (req, res) => {
     const agent = agentOf(res);
-    res.json(serializeAgentJob(await work.job(agent, req.params.job_id), agent, publicUrl));
+    res.json(serializeAgentJob(await work.job(agent, req.params.job_id), agent, publicUrl, limits));
   });
 
   api.on('acceptJob', async (req, res) => {
     const agent = agentOf(res);
-    res.json(serializeAgentJob(await work.accept(agent, req.params.job_id), agent, publicUrl));
+    res.json(serializeAgentJob(await work.accept(agent, req.params.job_id), agent, publicUrl, limits));
   });
 
   api.on('startJob', async (req, res) => {
     const agent = agentOf(res);
-    res.json(serializeAgentJob(await work.start(agent, req.params.job_id), agent, publicUrl));
+    res.json(serializeAgentJob(await work.start(agent, req.params.job_id), agent, publicUrl, limits));
   });
 
   api.on('appendJobLogChunk', async (req, res) => {
-    await work.appendChunk(agentOf(res), req.params.job_id, req.body);
-    res.status(201).json({ sequence: req.body.sequence });
+    let chunk = req.body;
+    if (typeof chunk === 'string') {
+      // The real agent's form: the bytes as the body, the numbers in the query string.
+      const { sequence, offset } = req.query;
+      const missing = [...(sequence === undefined ? ['sequence'] : []), ...(offset === undefined ? ['offset'] : [])];
+      if (missing.length) throw new ValidationError(missing.map((field) => ({ field, code: 'missing_field' })));
+      chunk = { sequence: sequence!, offset: offset!, content: chunk };
+    }
+    await work.appendChunk(agentOf(res), req.params.job_id, chunk);
+    res.status(201).json({ sequence: chunk.sequence });
+  });
+
+  api.on('saveJobHeaderTimes', async (req, res) => {
+    await work.saveHeaderTimes(agentOf(res), req.params.job_id, req.body.header_times);
+    res.status(204).end();
+  });
+
+  api.on('exportStep', async (req, res) => {
+    res.json({ output: await steps.export(agentOf(res), req.params.step_id_or_key, req.body) });
+  });
+
+  api.on('updateStep', async (req, res) => {
+    await steps.update(agentOf(res), req.params.step_id_or_key, req.body);
+    res.status(204).end();
   });
 
   api.on('finishJob', async (req, res) => {
     const agent = agentOf(res);
-    res.json(serializeAgentJob(await work.finish(agent, req.params.job_id, req.body), agent, publicUrl));
+    res.json(serializeAgentJob(await work.finish(agent, req.params.job_id, req.body), agent, publicUrl, limits));
   });
 
   api.on('uploadPipeline', async (req, res) => {

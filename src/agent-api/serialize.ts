@@ -9,8 +9,15 @@ type AgentJobJson = components['schemas']['AgentJob'];
 
 const iso = (d: Date | null) => (d ? isoTime(d) : null);
 
+/** What the agent is told of where to send a job's calls and how large its log's pieces may be. */
+export interface AgentJobLimits {
+  endpoint: string;
+  chunksMaxSizeBytes: number;
+  logMaxSizeBytes: number;
+}
+
 /** The command, and the environment to run it in. */
-export function serializeAgentJob(c: JobContext, agent: Agent, publicUrl: string): AgentJobJson {
+export function serializeAgentJob(c: JobContext, agent: Agent, publicUrl: string, limits: AgentJobLimits): AgentJobJson {
   const j = c.job;
   return {
     id: j.id,
@@ -23,5 +30,8 @@ export function serializeAgentJob(c: JobContext, agent: Agent, publicUrl: string
     runnable_at: iso(j.runnableAt),
     started_at: iso(j.startedAt),
     finished_at: iso(j.finishedAt),
+    endpoint: limits.endpoint,
+    chunks_max_size_bytes: limits.chunksMaxSizeBytes,
+    log_max_size_bytes: limits.logMaxSizeBytes,
   };
 }

@@ -39,6 +39,13 @@ export interface Agent {
   version: string | null;
   os: string | null;
   arch: string | null;
+  /** What the real agent reports of itself at registration (null when it did not say). */
+  pid: number | null;
+  machineId: string | null;
+  build: string | null;
+  scriptEvalEnabled: boolean | null;
+  ignoreInDispatches: boolean | null;
+  features: string[];
   /** `key=value` tags. */
   metaData: string[];
   priority: number | null;
@@ -87,6 +94,12 @@ export function agentFromRow(r: Record<string, unknown>): Agent {
     version: (r.version as string | null) ?? null,
     os: (r.os as string | null) ?? null,
     arch: (r.arch as string | null) ?? null,
+    pid: r.pid === null || r.pid === undefined ? null : Number(r.pid),
+    machineId: (r.machine_id as string | null) ?? null,
+    build: (r.build as string | null) ?? null,
+    scriptEvalEnabled: r.script_eval_enabled === null || r.script_eval_enabled === undefined ? null : Boolean(r.script_eval_enabled),
+    ignoreInDispatches: r.ignore_in_dispatches === null || r.ignore_in_dispatches === undefined ? null : Boolean(r.ignore_in_dispatches),
+    features: parseJson<string[]>(r.features, []),
     metaData: parseJson<string[]>(r.meta_data, []),
     priority: r.priority === null || r.priority === undefined ? null : Number(r.priority),
     connectionState: r.connection_state as ConnectionState,
@@ -177,6 +190,12 @@ export class AgentRepository {
       version: a.version,
       os: a.os,
       arch: a.arch,
+      pid: a.pid,
+      machine_id: a.machineId,
+      build: a.build,
+      script_eval_enabled: a.scriptEvalEnabled,
+      ignore_in_dispatches: a.ignoreInDispatches,
+      features: JSON.stringify(a.features),
       meta_data: JSON.stringify(a.metaData),
       priority: a.priority,
       connection_state: 'never_connected',

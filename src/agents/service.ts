@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
-import { AgentTokenError, BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } from '../core/errors';
+import { AgentTokenError, BadRequestError, ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../core/errors';
 import { sha256Hex } from '../security/keys';
 import { LIVE_STATES, type Agent, type AgentFilter, type AgentRepository, type AgentToken } from './repository';
 import type { Actor, User } from '../core/identity';
@@ -15,6 +15,17 @@ import { clock as sharedClock } from '../core/clock';
 
 type RegisterBody = components['schemas']['RegisterAgentRequest'];
 type PauseBody = components['schemas']['PauseAgentRequest'];
+
+/**
+ * The agent's priority: the real agent sends it as a string of digits (`"5"`), older clients as
+ * an integer; the spec's pattern has checked the string, this bounds it as the integer form is.
+ */
+export function agentPriority(priority: RegisterBody['priority']): number | null {
+  if (priority === undefined || priority === null || priority === '') return null;
+  const n = typeof priority === 'number' ? priority : Number(priority);
+  if (!Number.isSafeInteger(n) || Math.abs(n) > 1_000_000) throw ValidationError.field('priority', 'invalid');
+  return n;
+}
 
 const TOKEN = /^Token ([A-Za-z0-9_-]{16,200})$/;
 
@@ -197,8 +208,14 @@ export class AgentService {
         version: body.version ?? null,
         os: body.os ?? null,
         arch: body.arch ?? null,
+        pid: body.pid ?? null,
+        machineId: body.machine_id ?? null,
+        build: body.build ?? null,
+        scriptEvalEnabled: body.script_eval_enabled ?? null,
+        ignoreInDispatches: body.ignore_in_dispatches ?? null,
+        features: body.features ?? [],
         metaData,
-        priority: body.priority ?? null,
+        priority: agentPriority(body.priority),
         createdAt: this.clock(),
         clusterId: membership?.clusterId ?? null,
         clusterQueueId: membership?.queueId ?? null,

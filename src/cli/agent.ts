@@ -2,9 +2,15 @@
  * The reference agent (`windsock agent`): registers with an organization's registration token,
  * connects, polls for work and runs each job's command in a shell, in a fresh build directory,
  * with the job's environment, streaming its output as log chunks and reporting its exit status.
+ * It speaks the real `buildkite-agent`'s protocol: log chunks as gzip-compressed `text/plain`
+ * with `sequence`, `offset` and `size` in the query string, and a finish with the exit status as
+ * a string, `finished_at` and `chunks_failed_count`.
  * While a job runs it asks the service for the job's state every poll interval: `canceling`
- * (the build was canceled) or `timing_out` (the service's timeout) kills the job's process
- * group, and so does its own `timeout_in_minutes` timer, the fallback. When the service cannot
+ * (the build was canceled) or `timing_out` (the service's timeout) stops the job's process
+ * group as the real agent does (SIGTERM, then SIGKILL after the cancel grace period), and so
+ * does its own `timeout_in_minutes` timer, the fallback; the output printed until then is still
+ * sent, and the job finished. No answer of the service ends the agent: a failed call is logged
+ * and retried with back-off, or the job is given up. When the service cannot
  * be reached (a restart), it keeps polling and connects again; told to disconnect, it
  * disconnects, and ends if that made it `stopped` (an administrator stopped it), else (the
  * service marked it lost) registers again. Told `pause`, it takes no job and keeps polling. Each
@@ -13,6 +19,8 @@
  * `buildkite-agent artifact upload` (the upload's outcome does not change the job's).
  */
 import { spawn } from 'node:child_process';
+import { promisify } from 'node:util';
+import zlib from 'node:zlib';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -31,17 +39,25 @@ export interface AgentOptions {
   buildRoot?: string;
   signal?: AbortSignal;
   log?: (line: string) => void;
+  /** Seconds between SIGTERM and SIGKILL when a job is stopped (the real agent's `--cancel-grace-period`, default 10). */
+  cancelGracePeriodSeconds?: number;
 }
+
+const gzip = promisify(zlib.gzip);
 
 /** What `GET /v3/ping` answers: an action, and a job as the agent API hands it out. */
 type AgentPing = paths['/v3/ping']['get']['responses'][200]['content']['application/json'];
 type AgentJob = NonNullable<AgentPing['job']>;
 
-/** Flush output at least this often, and at once past this size (a chunk may hold 1 MiB). */
+/** Flush output at least this often, and at once past this size (or the job's `chunks_max_size_bytes`, if smaller). */
 const FLUSH_MS = 1000;
 const FLUSH_BYTES = 256 * 1024;
 /** How many times a chunk or a finish is sent while the service is unreachable. */
 const RETRIES = 60;
+/** The longest wait between retries, and between registration attempts. */
+const MAX_BACKOFF_MS = 30_000;
+/** The real agent's default `--cancel-grace-period`. */
+const DEFAULT_CANCEL_GRACE_PERIOD_SECONDS = 10;
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -58,7 +74,8 @@ const jobPath = (id: string) => ({ params: { path: { job_id: id } } });
 
 /**
  * Calls again while the service can't be reached or answers 5xx (a restart), up to `attempts`
- * times: a job's log and its finish must not be lost to a restart. A 4xx is final.
+ * times, waiting twice as long each time (at most MAX_BACKOFF_MS): a job's log and its finish
+ * must not be lost to a restart. A 4xx is final.
  */
 async function persistently<T>(attempts: number, delayMs: number, fn: () => Promise<T>): Promise<T> {
   for (let i = 1; ; i++) {
@@ -66,7 +83,7 @@ async function persistently<T>(attempts: number, delayMs: number, fn: () => Prom
       return await fn();
     } catch (err) {
       if ((err instanceof WindsockApiError && err.status < 500) || i >= attempts) throw err;
-      await sleep(delayMs);
+      await sleep(Math.min(delayMs * 2 ** Math.min(i - 1, 16), MAX_BACKOFF_MS));
     }
   }
 }
@@ -81,7 +98,7 @@ async function runAgent(o: AgentOptions): Promise<void> {
   const interval = o.pollIntervalMs ?? 1000;
   const registration = agentApi(o.endpoint, o.token);
   /** Registers a new agent and connects it: its API client, as its own access token. */
-  const register = async () => {
+  const register = async (): Promise<{ token: string; api: AgentApi }> => {
     const reg = await ok(
       registration.POST('/v3/register', {
         body: { name: o.name, hostname: os.hostname(), version: 'windsock-agent/0.1.0', os: process.platform, arch: process.arch, meta_data: o.tags },
@@ -94,7 +111,18 @@ async function runAgent(o: AgentOptions): Promise<void> {
   };
   // The `buildkite-agent` command each job gets on its PATH (see ./buildkite-agent-shim).
   const bin = await installBuildkiteAgentShim(await fs.mkdtemp(path.join(o.buildRoot ?? os.tmpdir(), 'windsock-agent-bin-')));
-  let agent = await register();
+  // The service may not be up yet, or refuse for a while: try again with back-off, never give up.
+  let first: { token: string; api: AgentApi } | null = null;
+  for (let attempt = 0; !first; attempt++) {
+    try {
+      first = await register();
+    } catch (err) {
+      log(`${o.name}: registering: ${(err as Error).message}`);
+      await sleep(Math.min(interval * 2 ** Math.min(attempt, 16), MAX_BACKOFF_MS), o.signal);
+      if (o.signal?.aborted) return void (await fs.rm(bin, { recursive: true, force: true }));
+    }
+  }
+  let agent = first;
   while (!o.signal?.aborted) {
     let ping: AgentPing;
     try {
@@ -116,10 +144,11 @@ async function runAgent(o: AgentOptions): Promise<void> {
       }
       // The service gave this agent up (lost): start over as a new agent.
       log(`${o.name}: told to disconnect; registering again`);
+      const current = agent;
       agent = await register().catch(async (err: Error) => {
         log(`${o.name}: ${err.message}`);
         await sleep(interval, o.signal);
-        return agent;
+        return current;
       });
       continue;
     }
@@ -165,7 +194,10 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
   const { api } = agent;
   // Canceled after this agent accepted it, before it ran: nothing to stop, only to finish.
   const finishUnstarted = (state: string) =>
-    api.PUT('/v3/jobs/{job_id}/finish', { ...jobPath(offered.id), body: { exit_status: -1, signal_reason: STOPPING[state] } });
+    api.PUT('/v3/jobs/{job_id}/finish', {
+      ...jobPath(offered.id),
+      body: { exit_status: '-1', signal_reason: STOPPING[state], finished_at: new Date().toISOString(), chunks_failed_count: 0 },
+    });
   if (STOPPING[offered.state]) return void (await finishUnstarted(offered.state));
   const job = offered.state === 'assigned' ? await ok(api.PUT('/v3/jobs/{job_id}/accept', jobPath(offered.id))) : offered;
   if (STOPPING[job.state]) return void (await finishUnstarted(job.state));
@@ -186,49 +218,79 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const retryMs = Math.max(100, o.pollIntervalMs ?? 1000);
+  // The largest chunk the service takes (uncompressed), as the real agent reads it from the job.
+  const chunkBytes = Math.max(1024, Math.min(FLUSH_BYTES, job.chunks_max_size_bytes));
   let pending = '';
   let sequence = 0;
   let offset = 0;
+  let chunksFailed = 0;
   let sending = Promise.resolve();
+  /** Sends one chunk as the real agent does; a chunk the service refuses (4xx) or never takes is counted, not fatal. */
+  const send = async (content: string) => {
+    const bytes = Buffer.from(content);
+    const query = { sequence: ++sequence, offset, size: bytes.length };
+    offset += bytes.length;
+    const body = await gzip(bytes);
+    try {
+      await persistently(RETRIES, retryMs, () =>
+        api.POST('/v3/jobs/{job_id}/chunks', {
+          params: { path: { job_id: job.id }, query },
+          // The gzip bytes as they are: the SDK's JSON serializer is for JSON bodies.
+          body: body as unknown as string,
+          bodySerializer: (b: unknown) => b as string,
+          headers: { 'Content-Type': 'text/plain', 'Content-Encoding': 'gzip' },
+        }),
+      );
+    } catch (err) {
+      chunksFailed++;
+      log(`${o.name}: job ${job.id}: log chunk ${query.sequence} not sent: ${(err as Error).message}`);
+    }
+  };
   const flush = () => {
-    if (!pending) return sending;
-    const content = pending;
-    pending = '';
-    const chunk = { sequence: ++sequence, offset, content };
-    offset += Buffer.byteLength(content);
-    sending = sending.then(() =>
-      persistently(RETRIES, retryMs, () => api.POST('/v3/jobs/{job_id}/chunks', { ...jobPath(job.id), body: chunk })).then(() => undefined),
-    );
+    while (pending) {
+      // Whole characters only: a chunk ends at most chunkBytes in.
+      let content = pending;
+      while (Buffer.byteLength(content) > chunkBytes) content = content.slice(0, Math.floor(content.length / 2));
+      pending = pending.slice(content.length);
+      sending = sending.then(() => send(content));
+    }
     return sending;
   };
   const collect = (data: string) => {
     pending += data;
-    if (Buffer.byteLength(pending) >= FLUSH_BYTES) void flush();
+    if (Buffer.byteLength(pending) >= chunkBytes) void flush();
   };
   child.stdout.setEncoding('utf8').on('data', collect);
   child.stderr.setEncoding('utf8').on('data', collect);
   const ticker = setInterval(() => void flush(), FLUSH_MS);
   let signalReason: string | null = null;
-  const killGroup = (reason: string) => {
-    signalReason = reason;
+  let killer: NodeJS.Timeout | null = null;
+  const signalGroup = (signal: NodeJS.Signals) => {
     try {
-      process.kill(-child.pid!, 'SIGKILL');
+      process.kill(-child.pid!, signal);
     } catch {
       // Already gone.
     }
   };
-  const timeout = job.timeout_in_minutes ? setTimeout(() => killGroup('timeout'), job.timeout_in_minutes * 60_000) : null;
+  /** Stops the job's process group as the real agent does: SIGTERM, then SIGKILL once the grace period is over. */
+  const stopGroup = (reason: string) => {
+    if (signalReason !== null) return;
+    signalReason = reason;
+    signalGroup('SIGTERM');
+    killer = setTimeout(() => signalGroup('SIGKILL'), (o.cancelGracePeriodSeconds ?? DEFAULT_CANCEL_GRACE_PERIOD_SECONDS) * 1000);
+  };
+  const timeout = job.timeout_in_minutes ? setTimeout(() => stopGroup('timeout'), job.timeout_in_minutes * 60_000) : null;
   // The service's word on the job: a cancel or its own timeout stops the process group.
   const watcher = setInterval(() => {
     ok(api.GET('/v3/jobs/{job_id}', jobPath(job.id))).then(
       (now) => {
         const reason = STOPPING[now.state];
-        if (reason && signalReason === null) killGroup(reason);
+        if (reason) stopGroup(reason);
       },
       () => undefined, // unreachable for now: the next poll asks again
     );
   }, o.pollIntervalMs ?? 1000);
-  const onAbort = () => killGroup('agent_stop');
+  const onAbort = () => stopGroup('agent_stop');
   o.signal?.addEventListener('abort', onAbort, { once: true });
   const exitStatus = await new Promise<number>((resolve) => {
     child.on('error', (err) => {
@@ -237,6 +299,7 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
     });
     child.on('close', (code, signal) => resolve(code ?? (signal ? 128 + (os.constants.signals[signal] ?? 0) : -1)));
   });
+  if (killer) clearTimeout(killer);
   // The step's artifact_paths, whatever the exit status: the job's own `buildkite-agent artifact upload`.
   const artifactPaths = job.env.BUILDKITE_ARTIFACT_PATHS;
   if (artifactPaths && signalReason !== 'agent_stop') await uploadArtifacts(agent.bin, artifactPaths, dir, env, collect);
@@ -245,9 +308,22 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
   if (timeout) clearTimeout(timeout);
   o.signal?.removeEventListener('abort', onAbort);
   await flush();
-  await persistently(RETRIES, retryMs, () =>
-    api.PUT('/v3/jobs/{job_id}/finish', { ...jobPath(job.id), body: { exit_status: Math.min(exitStatus, 255), signal_reason: signalReason } }),
-  );
+  try {
+    await persistently(RETRIES, retryMs, () =>
+      api.PUT('/v3/jobs/{job_id}/finish', {
+        ...jobPath(job.id),
+        body: {
+          exit_status: String(Math.min(exitStatus, 255)),
+          signal_reason: signalReason,
+          finished_at: new Date().toISOString(),
+          chunks_failed_count: chunksFailed,
+        },
+      }),
+    );
+  } catch (err) {
+    // Refused (the job was taken from this agent) or the service stayed away: the job is given up.
+    log(`${o.name}: job ${job.id}: finish not accepted: ${(err as Error).message}`);
+  }
   await fs.rm(dir, { recursive: true, force: true });
   log(`${o.name}: job ${job.id} exited ${exitStatus}`);
 }

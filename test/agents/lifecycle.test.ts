@@ -70,10 +70,12 @@ describeEachDatabase(
         // The agent that was only assigned a job is free of it and can't accept it.
         expect((await ctx().http().get(`/v2/organizations/${s.org.slug}/agents/${assigned!.id}`).set(auth(s.token)).expect(200)).body.job).toBeNull();
         expect((await ctx().http().put(`/v3/jobs/${assignedId}/accept`).set(agentAuth(assigned!.token))).status).toBe(422);
-        // The others learn of it from the job's state and from a ping.
+        // The others learn of it from the job's state; a ping offers no job they already hold
+        // (the real agent would take it for a new assignment).
         expect(await jobState(running!, runningId)).toBe('canceling');
+        expect(await jobState(accepted!, acceptedId)).toBe('canceling');
         const ping = await ctx().http().get('/v3/ping').set(agentAuth(accepted!.token)).expect(200);
-        expect(ping.body.job).toMatchObject({ id: acceptedId, state: 'canceling' });
+        expect(ping.body).toEqual({ action: 'idle', job: null });
 
         const stopped = await finish(running!, runningId, { exit_status: 137, signal_reason: 'cancel' }).expect(200);
         expect(stopped.body).toMatchObject({ state: 'canceled', exit_status: 137 });

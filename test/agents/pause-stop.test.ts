@@ -195,7 +195,8 @@ describeEachDatabase(
         .put(`${agentUrl(org.slug, agent.id)}/stop`)
         .set(auth(token));
       expect([again.status, again.body]).toEqual([400, { message: 'Can only stop connected agents' }]);
-      expect(await ping(agent.token)).toMatchObject({ action: 'idle', job: { id: job.id } });
+      // Still running its job: no new work, and not told to disconnect yet.
+      expect(await ping(agent.token)).toEqual({ action: 'idle', job: null });
       await ctx().http().post('/v3/heartbeat').set(agentAuth(agent.token)).expect(200);
       await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }).expect(200);
 

@@ -59,14 +59,15 @@ describeEachDatabase(
       return { api, ref, read, pid, done };
     };
 
-    it('times out a job on the service clock: the agent kills the process group and the job ends timed_out', async () => {
+    it('times out a job on the service clock: the agent stops the process group and the job ends timed_out', async () => {
       const s = await givenSleeper('timeout', '    timeout_in_minutes: 1\n');
       try {
         advance(61_000);
         expect((await ctx().services.sweeper.sweep()).timingOut).toBe(1);
         const b = await until(s.read, (x) => x.finished_at !== null, 'the build finishing');
         expect(b.state).toBe('failed');
-        expect(b.jobs[0]).toMatchObject({ state: 'timed_out', exit_status: 137, signal_reason: 'timeout' });
+        // SIGTERM first, as the real agent does: the shell ends by it (128 + 15).
+        expect(b.jobs[0]).toMatchObject({ state: 'timed_out', exit_status: 143, signal_reason: 'timeout' });
         await until(
           async () => running(s.pid),
           (r) => !r,
@@ -77,7 +78,7 @@ describeEachDatabase(
       }
     });
 
-    it('cancels a running job: canceling, then canceled once the agent has killed it', async () => {
+    it('cancels a running job: canceling, then canceled once the agent has stopped it', async () => {
       const s = await givenSleeper('cancel');
       try {
         const canceling = await ok(
@@ -87,10 +88,107 @@ describeEachDatabase(
         expect(canceling.jobs![0]!.state).toBe('canceling');
         const b = await until(s.read, (x) => x.state === 'canceled', 'the build canceled');
         expect(b.finished_at).toMatch(ISO);
-        expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 137, signal_reason: 'cancel' });
+        expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 143, signal_reason: 'cancel' });
         expect(running(s.pid)).toBe(false);
       } finally {
         await s.done();
+      }
+    });
+
+    it('cancel mid-output: the output printed after SIGTERM is kept, the build ends canceled, and the same agent runs the next build', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const reg = await givenRegistrationToken(ctx(), org.slug, token);
+      // It prints, is told to stop (SIGTERM), says so and exits: that last line reaches the
+      // service while the job is canceling.
+      const { slug } = await givenPipeline(
+        ctx(),
+        org.slug,
+        token,
+        `steps:\n  - command: "trap 'echo stopping cleanly; exit 3' TERM; echo before the cancel; while true; do sleep 0.05; done"\n`,
+      );
+      const lines: string[] = [];
+      const controller = new AbortController();
+      const agents = runAgents({
+        endpoint: endpoint(),
+        token: reg,
+        tags: [],
+        name: 'canceled',
+        spawn: 1,
+        pollIntervalMs: 50,
+        signal: controller.signal,
+        log: (l) => lines.push(l),
+      });
+      const api = restClient(endpoint(), token);
+      try {
+        const first = await givenBuild(ctx(), org.slug, slug, token);
+        const ref = buildRef(org.slug, slug, first.number);
+        const jobId = first.jobs[0]!.id;
+        await until(
+          () => jobLogText(api, ref, jobId),
+          (t) => t.includes('before the cancel'),
+          'the job printing',
+        );
+        await ok(api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel', { params: { path: ref } }));
+        const b = await until(
+          () => readBuild(api, ref),
+          (x) => x.state === 'canceled',
+          'the build canceled',
+        );
+        expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 3, signal_reason: 'cancel' });
+        // (The shell may also report its `sleep` ended by the signal: `Terminated`.)
+        expect(await jobLogText(api, ref, jobId)).toMatch(/^before the cancel\n(.*\n)?stopping cleanly\n$/);
+
+        // The agent lives on: the next build runs on it.
+        const { slug: next } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo next build\n');
+        const second = await givenBuild(ctx(), org.slug, next, token);
+        const after = await until(
+          () => readBuild(api, buildRef(org.slug, next, second.number)),
+          (x) => x.finished_at !== null,
+          'the next build finishing',
+        );
+        expect(after.state).toBe('passed');
+        expect(after.jobs[0]!.agent!.id).toBe(b.jobs[0]!.agent!.id);
+        expect(lines.filter((l) => /not sent|not accepted/.test(l))).toEqual([]);
+      } finally {
+        controller.abort();
+        await agents;
+      }
+    });
+
+    it('a command that ignores SIGTERM is killed once the cancel grace period is over', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const reg = await givenRegistrationToken(ctx(), org.slug, token);
+      const { slug } = await givenPipeline(ctx(), org.slug, token, `steps:\n  - command: "trap '' TERM; echo stubborn; while true; do sleep 0.05; done"\n`);
+      const controller = new AbortController();
+      const agents = runAgents({
+        endpoint: endpoint(),
+        token: reg,
+        tags: [],
+        name: 'stubborn',
+        spawn: 1,
+        pollIntervalMs: 50,
+        cancelGracePeriodSeconds: 1,
+        signal: controller.signal,
+      });
+      const api = restClient(endpoint(), token);
+      try {
+        const build = await givenBuild(ctx(), org.slug, slug, token);
+        const ref = buildRef(org.slug, slug, build.number);
+        await until(
+          () => jobLogText(api, ref, build.jobs[0]!.id),
+          (t) => t.includes('stubborn'),
+          'the job printing',
+        );
+        await ok(api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel', { params: { path: ref } }));
+        const b = await until(
+          () => readBuild(api, ref),
+          (x) => x.state === 'canceled',
+          'the build canceled',
+        );
+        expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 137, signal_reason: 'cancel' });
+      } finally {
+        controller.abort();
+        await agents;
       }
     });
 

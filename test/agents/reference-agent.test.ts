@@ -105,7 +105,7 @@ describeEachDatabase(
           'waiting',
         ]);
         expect(jobs[2]).toMatchObject({ exit_status: 3, soft_failed: true });
-        expect(jobs[7]).toMatchObject({ state: 'timed_out', exit_status: 137, signal_reason: 'timeout', soft_failed: true });
+        expect(jobs[7]).toMatchObject({ state: 'timed_out', exit_status: 143, signal_reason: 'timeout', soft_failed: true });
         expect(jobs[0]!.agent?.name).toMatch(/^e2e-[12]$/);
         expect(await log(jobs[0]!.id)).toMatch(new RegExp(`^hello ${build.number} from ${slug} in windsock-build-`));
         expect(await log(jobs[2]!.id)).toBe('soft\n');
@@ -195,7 +195,7 @@ describeEachDatabase(
         250,
       );
       const b = await readBuild(api, ref);
-      expect(b.jobs[0]).toMatchObject({ state: 'failed', exit_status: 137 });
+      expect(b.jobs[0]).toMatchObject({ state: 'failed', exit_status: 143 });
       expect(b.state).toBe('failed');
       fs.rmSync(dir, { recursive: true, force: true });
     });

@@ -10,7 +10,7 @@ import { matchesQueryRules } from '../../agents/query-rules';
 import { isLive, isPaused, mustBeConnected, type AgentService } from '../../agents/service';
 import { CANCELABLE_STATES, type JobState } from '../model';
 import type { BuildProgress } from '../progress/service';
-import { NotFoundError, PayloadTooLargeError, UnprocessableError } from '../../core/errors';
+import { NotFoundError, PayloadTooLargeError, UnprocessableError, ValidationError } from '../../core/errors';
 import type { Step } from '../../pipelines/configuration';
 import type { JobLogRepository } from './log-repository';
 import type { JobContext, JobEnd } from './model';
@@ -51,6 +51,21 @@ export function finishedState(from: JobState, exitStatus: number, signalReason: 
 /** The states of a job whose command the agent is running. */
 const ACTIVE_STATES: JobState[] = ['accepted', 'running', 'canceling', 'timing_out'];
 
+const RFC3339 = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$/i;
+
+/**
+ * An RFC 3339 time as Unix nanoseconds (the unit of the log's `header_times`); the agent's Go
+ * times carry up to nine fractional digits, more than Date.parse is specified to read. Null when
+ * it is not one.
+ */
+export function rfc3339Nanos(text: string): number | null {
+  const m = RFC3339.exec(text);
+  if (!m) return null;
+  const seconds = Date.parse(`${m[1]}${m[3]!.toUpperCase()}`);
+  if (Number.isNaN(seconds)) return null;
+  return seconds * 1_000_000 + Number((m[2] ?? '').padEnd(9, '0'));
+}
+
 function formatBytes(n: number): string {
   return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
 }
@@ -69,7 +84,8 @@ export class AgentWorkService {
     private readonly agents: AgentService,
     /** The sweeper's clock too, so heartbeats and job times are on the clock it judges by. */
     private readonly clock: () => Date = () => sharedClock.now(),
-    private readonly jobLogLimitBytes: number = DEFAULT_JOB_LOG_LIMIT_BYTES,
+    /** A job log's cap (JOB_LOG_LIMIT_BYTES); agents are told it as `log_max_size_bytes`. */
+    readonly jobLogLimitBytes: number = DEFAULT_JOB_LOG_LIMIT_BYTES,
   ) {}
 
   /** A forced stop: the job the agent holds, and its build, are canceled (the agent sees `canceling` and stops the process). */
@@ -95,7 +111,9 @@ export class AgentWorkService {
     const now = this.clock();
     await this.agents.touch(agent, now);
     const held = await this.jobs.heldBy(agent.id);
-    if (held) return { action: 'idle', job: held };
+    // Only a new assignment goes in the answer (one the agent has not accepted: again, if the
+    // answer offering it was lost); the real agent takes any job there as new work.
+    if (held) return { action: 'idle', job: held.job.state === 'assigned' ? held : null };
     if (agent.connectionState === 'stopping') return { action: 'disconnect', job: null };
     if (isPaused(agent, now)) return { action: 'pause', job: null };
     // A cluster's agent takes its cluster's jobs only, none while its queue is paused (or gone);
@@ -137,10 +155,13 @@ export class AgentWorkService {
     return job;
   }
 
+  /**
+   * Stores a chunk of the job's output while the agent runs the job, also while it stops it
+   * (`canceling`, `timing_out`): the agent flushes the output the command printed before it stopped.
+   */
   async appendChunk(agent: Agent, jobId: string, chunk: components['schemas']['LogChunk']): Promise<void> {
     const job = await this.held(agent, jobId);
-    if (job.job.state !== 'running' && job.job.state !== 'accepted')
-      throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
+    if (!ACTIVE_STATES.includes(job.job.state)) throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
     if (!(await this.logs.appendChunk(jobId, chunk, this.clock(), this.jobLogLimitBytes))) {
       throw new PayloadTooLargeError(
         `This job's log has reached its limit of ${formatBytes(this.jobLogLimitBytes)} (JOB_LOG_LIMIT_BYTES): the chunk was not stored.`,
@@ -170,16 +191,40 @@ export class AgentWorkService {
     return context;
   }
 
+  /**
+   * The section header times the agent reports (index -> RFC 3339), kept for the log's
+   * `header_times` in place of the chunks' arrival times.
+   */
+  async saveHeaderTimes(agent: Agent, jobId: string, times: Record<string, string>): Promise<void> {
+    await this.activeJob(agent, jobId);
+    const parsed = new Map<number, number>();
+    for (const [index, at] of Object.entries(times)) {
+      const nanos = rfc3339Nanos(at);
+      if (nanos === null) throw ValidationError.field(`header_times.${index}`, 'invalid');
+      parsed.set(Number(index), nanos);
+    }
+    if (parsed.size) await this.logs.saveHeaderTimes(jobId, parsed);
+  }
+
   /** Ends the job as finishedState says; a move racing with a cancel or timeout is read again. */
   async finish(agent: Agent, jobId: string, body: components['schemas']['FinishJobRequest']): Promise<JobContext> {
+    // The real agent sends the exit status as a string ("0", "-1"); the spec's pattern checked it.
+    const exitStatus = Number(body.exit_status);
     for (let attempt = 0; attempt < 3; attempt++) {
       const current = await this.held(agent, jobId);
-      const state = finishedState(current.job.state, body.exit_status, body.signal_reason ?? null);
+      const state = finishedState(current.job.state, exitStatus, body.signal_reason ?? null);
       if (!state) throw wrongState('finished', 'running');
-      const soft = state !== 'canceled' && softFails(current.job.step, body.exit_status);
-      const end: JobEnd = { state, exit_status: body.exit_status, signal_reason: body.signal_reason ?? null, soft_failed: soft, finished_at: this.clock() };
+      const soft = state !== 'canceled' && softFails(current.job.step, exitStatus);
+      const end: JobEnd = {
+        state,
+        exit_status: exitStatus,
+        signal_reason: body.signal_reason ?? null,
+        soft_failed: soft,
+        finished_at: this.clock(),
+        chunks_failed_count: body.chunks_failed_count ?? null,
+      };
       if (!(await this.progress.finish(jobId, agent.id, current.job.state, end))) continue;
-      if (state === 'failed' || state === 'timed_out') await this.progress.retryOrAdvance(current.job, body.exit_status, end.signal_reason);
+      if (state === 'failed' || state === 'timed_out') await this.progress.retryOrAdvance(current.job, exitStatus, end.signal_reason);
       else await this.progress.advance(current.build.id);
       return (await this.jobs.findWithContext(jobId))!;
     }

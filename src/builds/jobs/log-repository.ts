@@ -93,10 +93,30 @@ export class JobLogRepository {
   }
 
   /**
+   * Keeps the section header times the agent reported (index in the log -> Unix nanoseconds),
+   * merged over those it sent before. One agent writes a job's times, so read-merge-write is enough.
+   */
+  async saveHeaderTimes(jobId: string, times: Map<number, number>): Promise<void> {
+    await this.db.transaction(async (trx) => {
+      const row = await trx('jobs').where({ id: jobId }).first('agent_header_times');
+      const merged = parseJson<Record<string, number>>(row?.agent_header_times, {});
+      for (const [index, at] of times) merged[String(index)] = at;
+      await trx('jobs')
+        .where({ id: jobId })
+        .update({ agent_header_times: JSON.stringify(merged) });
+    });
+  }
+
+  /**
    * The job's log chunks in order, `LOG_PAGE_CHUNKS` at a time, each page read only when the
-   * one before was used: a reader holds a few chunks, never the whole log.
+   * one before was used: a reader holds a few chunks, never the whole log. A header whose time
+   * the agent reported (saveHeaderTimes) has that time instead of its chunk's arrival.
    */
   async *logPages(jobId: string): AsyncGenerator<LogChunk[]> {
+    const job = await this.db('jobs').where({ id: jobId }).first('agent_header_times');
+    const reported = parseJson<Record<string, number>>(job?.agent_header_times, {});
+    let header = 0;
+    const timeOf = (arrived: number) => reported[String(header++)] ?? arrived;
     for (let after = 0; ;) {
       const rows = await this.db('job_log_chunks')
         .where({ job_id: jobId })
@@ -105,7 +125,7 @@ export class JobLogRepository {
         .limit(LOG_PAGE_CHUNKS)
         .select('sequence', 'content', 'size', 'header_times');
       if (!rows.length) return;
-      yield rows.map((r) => ({ content: r.content as string, size: Number(r.size), headerTimes: parseJson<number[]>(r.header_times, []) }));
+      yield rows.map((r) => ({ content: r.content as string, size: Number(r.size), headerTimes: parseJson<number[]>(r.header_times, []).map(timeOf) }));
       if (rows.length < LOG_PAGE_CHUNKS) return;
       after = Number(rows[rows.length - 1]!.sequence);
     }

@@ -75,6 +75,8 @@ export interface JobEnd {
   signal_reason: string | null;
   soft_failed: boolean;
   finished_at: Date;
+  /** The log chunks the agent gave up sending (the real agent's finish reports it). */
+  chunks_failed_count?: number | null;
 }
 
 /** How a job an agent took but never started ends when the agent is lost. */

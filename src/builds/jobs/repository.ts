@@ -12,6 +12,7 @@ import type { Knex } from 'knex';
 import type { PlannedJob } from './plan';
 import type { JobState, NewBuild } from '../model';
 import { toDateOrNull } from '../../db/values';
+import { isUuid } from '../../core/uuid';
 import type { User } from '../../core/identity';
 import { HELD_STATES, type ExpiredJob, type Job, type JobContext, type JobEnd } from './model';
 import { contextFromRow, jobFromRow, toJobRow } from './rows';
@@ -208,6 +209,24 @@ export class JobRepository {
   /** Ends the agent's job as `fields` say, if it is still `from`; false if it was not. */
   async end(jobId: string, agentId: string, from: string, fields: JobEnd | ExpiredJob): Promise<boolean> {
     return (await this.db('jobs').where({ id: jobId, agent_id: agentId, state: from }).update(fields)) > 0;
+  }
+
+  /** The jobs of a build's step, named by its id or its `key`, in build order, retries last. */
+  async ofStep(buildId: string, idOrKey: string): Promise<Job[]> {
+    const rows = await this.db('jobs')
+      .where({ build_id: buildId })
+      .where((w) => {
+        w.where('step_key', idOrKey);
+        // step_id is a uuid column: Postgres refuses to compare it with any other text.
+        if (isUuid(idOrKey)) w.orWhere('step_id', idOrKey.toLowerCase());
+      })
+      .orderBy([{ column: 'position' }, { column: 'created_at' }]);
+    return rows.map(jobFromRow);
+  }
+
+  /** Gives every job of the step a new label (`name`). */
+  async renameStep(buildId: string, stepId: string, name: string): Promise<void> {
+    await this.db('jobs').where({ build_id: buildId, step_id: stepId }).update({ name });
   }
 
   /** The agent's assigned job, one it never accepted, goes back to be offered again. */

@@ -47,6 +47,11 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaDa
     BUILDKITE_BUILD_CREATOR_EMAIL: c.build.creator?.email ?? '',
     BUILDKITE_PIPELINE_SLUG: c.pipelineSlug,
     BUILDKITE_ORGANIZATION_SLUG: c.orgSlug,
+    BUILDKITE_ORGANIZATION_ID: c.organizationId,
+    // The older name of org/pipeline some plugins and scripts still read.
+    BUILDKITE_PROJECT_SLUG: `${c.orgSlug}/${c.pipelineSlug}`,
+    BUILDKITE_PROJECT_PROVIDER: c.providerId,
+    BUILDKITE_RETRY_COUNT: String(j.retriesCount ?? 0),
     BUILDKITE_COMMAND: j.command ?? '',
     BUILDKITE_LABEL: j.name ?? '',
     BUILDKITE_STEP_ID: j.stepId,
@@ -54,6 +59,8 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaDa
     BUILDKITE_ARTIFACT_PATHS: j.artifactPaths ?? '',
     BUILDKITE_TIMEOUT: j.timeoutInMinutes === null ? 'false' : String(j.timeoutInMinutes),
   };
+  // What the real agent's bootstrap installs and runs: the step's plugins, in the list form.
+  if (j.step.type === 'script' && j.step.plugins?.length) env.BUILDKITE_PLUGINS = JSON.stringify(j.step.plugins);
   if (j.parallelGroupTotal !== null) {
     env.BUILDKITE_PARALLEL_JOB = String(j.parallelGroupIndex);
     env.BUILDKITE_PARALLEL_JOB_COUNT = String(j.parallelGroupTotal);

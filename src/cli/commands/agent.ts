@@ -13,7 +13,8 @@ export function agentCommand(program: Command, cli: Cli): void {
     .addOption(new Option('--tags <TAG,...>', 'its tags, such as queue=default,os=linux').argParser(list).default(['queue=default'], 'queue=default'))
     .option('--spawn <N>', 'how many agents to run, 1 to 64', wholeNumber(1, 64), 1)
     .addOption(new Option('--name <NAME>', 'its name (several: NAME-1, NAME-2...)').argParser(text).default(os.hostname(), "this machine's host name"))
-    .action(async (o: { endpoint: string; token: string; tags: string[]; spawn: number; name: string }) => {
+    .option('--cancel-grace-period <SECONDS>', 'seconds between SIGTERM and SIGKILL when a job is stopped, 0 to 3600', wholeNumber(0, 3600), 10)
+    .action(async (o: { endpoint: string; token: string; tags: string[]; spawn: number; name: string; cancelGracePeriod: number }) => {
       const controller = new AbortController();
       for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => controller.abort());
       await runAgents({
@@ -22,6 +23,7 @@ export function agentCommand(program: Command, cli: Cli): void {
         tags: o.tags.length ? o.tags : ['queue=default'],
         name: o.name,
         spawn: o.spawn,
+        cancelGracePeriodSeconds: o.cancelGracePeriod,
         signal: controller.signal,
         log: (line) => cli.err.write(`windsock agent: ${line}\n`),
       });

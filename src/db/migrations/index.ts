@@ -27,6 +27,7 @@ import * as notificationServices from './20261126100000_notification_services';
 import * as pipelineSchedules from './20261125182000_pipeline_schedules';
 import * as teams from './20261125180000_teams';
 import * as clusters from './20261125181000_clusters';
+import * as realAgent from './20261127050000_real_agent';
 import * as pipelineWebhookSecret from './20261126101000_pipeline_webhook_secret';
 import * as notify from './20261126102000_notify';
 import * as pipelineBadgeKey from './20261126110000_pipeline_badge_key';
@@ -62,6 +63,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126110000_pipeline_badge_key': pipelineBadgeKey,
   '20261126111000_given_token_secrets': givenTokenSecrets,
   '20261126112000_web_sessions': webSessions,
+  '20261127050000_real_agent': realAgent,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

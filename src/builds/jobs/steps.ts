@@ -1,0 +1,63 @@
+/**
+ * `buildkite-agent step get|update` from a running job: a step of the job's own build, named by
+ * its id or its `key`, read or relabelled. A step is the jobs planned from it (retries share its
+ * id); its state and outcome are its latest job's. No HTTP, no SQL.
+ */
+import type { components } from '../../../generated/api';
+import type { Agent } from '../../agents/repository';
+import { NotFoundError, ValidationError } from '../../core/errors';
+import type { AgentWorkService } from './agent-work';
+import type { Job } from './model';
+import type { JobRepository } from './repository';
+
+type ExportBody = components['schemas']['StepExportRequest'];
+type UpdateBody = components['schemas']['StepUpdateRequest'];
+
+/** How a step ended, in `step get outcome`'s words. */
+function outcomeOf(job: Job): string {
+  if (job.state === 'passed') return 'passed';
+  if (['failed', 'timed_out', 'canceled', 'expired', 'broken'].includes(job.state)) return job.softFailed ? 'soft_failed' : 'hard_failed';
+  return 'neutral';
+}
+
+const READERS: Record<string, (jobs: Job[]) => string> = {
+  id: (jobs) => jobs[0]!.stepId,
+  key: (jobs) => jobs[0]!.stepKey ?? '',
+  label: (jobs) => jobs[0]!.name ?? '',
+  type: (jobs) => jobs[0]!.step.type,
+  command: (jobs) => jobs[0]!.command ?? '',
+  state: (jobs) => jobs[jobs.length - 1]!.state,
+  outcome: (jobs) => outcomeOf(jobs[jobs.length - 1]!),
+};
+
+export class StepService {
+  constructor(
+    private readonly jobs: JobRepository,
+    private readonly work: AgentWorkService,
+  ) {}
+
+  async export(agent: Agent, idOrKey: string, body: ExportBody): Promise<string> {
+    const read = READERS[body.attribute];
+    if (!read) throw ValidationError.field('attribute', 'invalid');
+    return read(await this.stepJobs(agent, idOrKey, body.build_id));
+  }
+
+  /** Only the label changes (as `append`, added to the end of it). */
+  async update(agent: Agent, idOrKey: string, body: UpdateBody): Promise<void> {
+    if (body.attribute !== 'label') throw ValidationError.field('attribute', 'invalid');
+    const jobs = await this.stepJobs(agent, idOrKey, body.build_id);
+    const label = body.append ? `${jobs[0]!.name ?? ''}${body.value}` : body.value;
+    if (label.length > 255) throw ValidationError.field('value', 'too_long');
+    await this.jobs.renameStep(jobs[0]!.buildId, jobs[0]!.stepId, label);
+  }
+
+  /** The step's jobs in the build of the job the agent runs; a step of another build is as good as missing. */
+  private async stepJobs(agent: Agent, idOrKey: string, buildId: string | undefined): Promise<Job[]> {
+    if (!agent.jobId) throw new NotFoundError('step');
+    const running = await this.work.activeJob(agent, agent.jobId);
+    if (buildId !== undefined && buildId.toLowerCase() !== running.build.id) throw new NotFoundError('step');
+    const jobs = await this.jobs.ofStep(running.build.id, idOrKey);
+    if (!jobs.length) throw new NotFoundError('step');
+    return jobs;
+  }
+}
