@@ -78,7 +78,9 @@ describe('the packed tarball, installed into an empty directory', () => {
     );
     // TypeScript ships only as the client's declarations (and the spec types they import).
     const declarations = (f: string) => /^package\/dist\/(clients\/typescript\/src\/[a-z]+\.d\.m?ts|generated\/api\.d\.ts)$/.test(f);
-    expect(files.filter((f) => /^package\/(src|test|scripts|dist\/scripts|dist\/test|node_modules)\//.test(f) || (/\.(ts|map)$/.test(f) && !declarations(f)))).toEqual([]);
+    expect(
+      files.filter((f) => /^package\/(src|test|scripts|dist\/scripts|dist\/test|node_modules)\//.test(f) || (/\.(ts|map)$/.test(f) && !declarations(f))),
+    ).toEqual([]);
     expect(files).toEqual(
       expect.arrayContaining([
         'package/CHANGELOG.md',
@@ -158,9 +160,20 @@ describe('the packed tarball, installed into an empty directory', () => {
 
   it('gives a typed client at windsock/client: strict consumers compile (NodeNext as ESM and CommonJS, bundler) and run against npx windsock serve', async () => {
     for (const f of fs.readdirSync(CONSUMER)) fs.copyFileSync(path.join(CONSUMER, f), path.join(app, f));
-    const strict = { strict: true, noUncheckedIndexedAccess: true, target: 'ES2022', lib: ['ES2023', 'DOM'], skipLibCheck: false, typeRoots: [path.join(ROOT, 'node_modules', '@types')], types: ['node'] };
+    const strict = {
+      strict: true,
+      noUncheckedIndexedAccess: true,
+      target: 'ES2022',
+      lib: ['ES2023', 'DOM'],
+      skipLibCheck: false,
+      typeRoots: [path.join(ROOT, 'node_modules', '@types')],
+      types: ['node'],
+    };
     const files = ['consumer.mts', 'consumer.cts', 'scenario.ts'];
-    fs.writeFileSync(path.join(app, 'tsconfig.nodenext.json'), JSON.stringify({ compilerOptions: { ...strict, module: 'NodeNext', moduleResolution: 'NodeNext', outDir: 'out' }, files }));
+    fs.writeFileSync(
+      path.join(app, 'tsconfig.nodenext.json'),
+      JSON.stringify({ compilerOptions: { ...strict, module: 'NodeNext', moduleResolution: 'NodeNext', outDir: 'out' }, files }),
+    );
     fs.writeFileSync(
       path.join(app, 'tsconfig.bundler.json'),
       JSON.stringify({ compilerOptions: { ...strict, module: 'ESNext', moduleResolution: 'bundler', noEmit: true }, files: ['consumer.mts', 'scenario.ts'] }),
@@ -182,7 +195,8 @@ describe('the packed tarball, installed into an empty directory', () => {
       {},
       (_out, err) => /^ {2}(eyJ\S+)$/m.exec(err)?.[1],
       async (url, token) => {
-        const run = (file: string) => JSON.parse(execFileSync(process.execPath, [path.join('out', file), url, token], { cwd: app, env, encoding: 'utf8' })) as Record<string, unknown>;
+        const run = (file: string) =>
+          JSON.parse(execFileSync(process.execPath, [path.join('out', file), url, token], { cwd: app, env, encoding: 'utf8' })) as Record<string, unknown>;
         const esm = run('consumer.mjs');
         expect(esm).toEqual({
           loadedAs: 'esm',
@@ -194,7 +208,13 @@ describe('the packed tarball, installed into an empty directory', () => {
         });
         // The CommonJS entry: the same answers, and the same error class (one build behind both entries).
         const cjs = run('consumer.cjs');
-        expect(cjs).toMatchObject({ loadedAs: 'commonjs', pipeline: 'consumer-cjs', build: { number: 3, state: 'scheduled' }, numbers: [3, 2, 1], notFound: { status: 404 } });
+        expect(cjs).toMatchObject({
+          loadedAs: 'commonjs',
+          pipeline: 'consumer-cjs',
+          build: { number: 3, state: 'scheduled' },
+          numbers: [3, 2, 1],
+          notFound: { status: 404 },
+        });
       },
     );
   });
