@@ -10,6 +10,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import { listen, stop } from '../support/agents';
+import { EXAMPLE_PAGES } from '../docs/examples';
 import { check, deref, fillPath, givenTenant, specDoc, specOperations, type Schema, type Tenant, TENANT_SETUP_MS } from '../reliability/spec-operations';
 
 interface Param {
@@ -101,8 +102,8 @@ describeEachDatabase('query and path parameters', (ctx) => {
   const get = (c: TestContext, target: string) => c.http().get(target).set(auth(t.token));
 
   describe('form encoding and reserved characters', () => {
-    it('sends each README example exactly as written', async () => {
-      const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
+    it('sends each GET example of the README and its docs/ pages exactly as written', async () => {
+      const readme = EXAMPLE_PAGES.map((page) => fs.readFileSync(path.join(__dirname, '..', '..', page), 'utf8')).join('\n');
       // The README's own objects: a pipeline `my-pipeline` with build 1, a suite `jest`.
       const { org, token } = await ctx().givenAdmin();
       const p = await ctx()
