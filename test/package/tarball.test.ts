@@ -204,7 +204,7 @@ describe('the packed tarball, installed into an empty directory', () => {
           build: { number: 3, state: 'scheduled' },
           // Newest first, one a page, each page the one `Link: rel="next"` named.
           numbers: [3, 2, 1],
-          notFound: { status: 404, message: expect.stringMatching(/not found/i) },
+          notFound: { status: 404, message: 'No pipeline found' },
         });
         // The CommonJS entry: the same answers, and the same error class (one build behind both entries).
         const cjs = run('consumer.cjs');
