@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { createApp } from './app';
 import { bootstrapIfEmpty, type Bootstrapped } from './bootstrap';
-import type { Config } from './config';
+import { ConfigError, type Config } from './config';
 import { clock } from './core/clock';
 import { migrateLatest } from './db/knex';
 import { clientErrorHandler } from './http/error-handler';
@@ -272,9 +272,10 @@ function removeEphemeralDir(config: Config): void {
 }
 
 /**
- * Runs until SIGTERM/SIGINT, then shuts down gracefully and exits 0. A start that fails (the
- * port is taken, the database cannot be reached or migrated) exits 1 at once, with the reason
- * on stderr: nothing is left running half-started.
+ * Runs until SIGTERM/SIGINT, then shuts down gracefully and exits 0. A start that fails exits
+ * at once, with the reason on stderr: 2 when the configuration is at fault (a bad fixture file,
+ * an unusable WINDSOCK_ADMIN_TOKEN), 1 when the machine refused (the port is taken, the database
+ * cannot be reached or migrated). Nothing is left running half-started.
  */
 export async function serve(config: Config): Promise<void> {
   let running: RunningServer;
@@ -282,7 +283,9 @@ export async function serve(config: Config): Promise<void> {
     running = await startServer(config);
   } catch (err) {
     process.stderr.write(`windsock: ${(err as Error).message}\n`);
-    process.exit(1);
+    // A setting, the fixture file or the admin token at fault is a usage error (2), as for a bad
+    // variable read before the start; what the machine refused (the port, the database) is 1.
+    process.exit(err instanceof ConfigError ? 2 : 1);
   }
   if (config.ephemeral) process.once('exit', () => removeEphemeralDir(config));
   const stop = (signal: string) => {

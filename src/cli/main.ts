@@ -39,7 +39,7 @@ function packageVersion(): string {
 
 const EXIT_CODES = `
 Exit codes: 0 done, 1 the command failed, 2 a usage mistake (unknown command or option, a
-missing or invalid option, a bad setting). Settings come from the environment (README.md).`;
+missing or invalid option, a bad setting). Settings come from the environment (docs/settings.md).`;
 
 /** Every command, each area's from its own file. */
 function program(cli: Cli): Command {

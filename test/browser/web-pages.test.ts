@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { auth, describeEachDatabase } from '../support/context';
 import { launchBrowser, withPage } from '../support/browser';
+import { describeWithTool } from '../support/tools';
 import { onLoopback, withReferenceAgents } from '../support/agents';
 import { givenSuite, result, suiteAuth, upload } from '../uploads/helpers';
 import { accessibilityProblems, fitsWidth, signIn } from './web-support';
@@ -38,154 +39,157 @@ async function reloadUntil(page: Page, selector: string, tries = 200): Promise<v
   throw new Error(`${selector} never appeared on ${page.url()}`);
 }
 
-describeEachDatabase('the web interface in a browser', (ctx) => {
-  const { endpoint } = onLoopback(ctx);
-  let browser: Browser;
-  beforeAll(async () => {
-    browser = await launchBrowser();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
+// Chromium decides whether the file runs (test/support/tools.ts): skipped with a line where it is missing, fatal in CI.
+describeWithTool('chromium')('with Chromium', () => {
+  describeEachDatabase('the web interface in a browser', (ctx) => {
+    const { endpoint } = onLoopback(ctx);
+    let browser: Browser;
+    beforeAll(async () => {
+      browser = await launchBrowser();
+    });
+    afterAll(async () => {
+      await browser?.close();
+    });
 
-  const expectAccessible = async (page: Page) => expect(await accessibilityProblems(page)).toEqual([]);
+    const expectAccessible = async (page: Page) => expect(await accessibilityProblems(page)).toEqual([]);
 
-  it('signs in, creates a pipeline and a build, tails a running log, unblocks a block step and retries a failed job', async () => {
-    const { org, token } = await ctx().givenAdmin();
-    const reg = (await ctx().http().post(`/v2/organizations/${org.slug}/agent-tokens`).set(auth(token)).send({ description: 'web' }).expect(201)).body
-      .token as string;
-    await withPage(browser, async (page) => {
-      await page.goto(`${endpoint()}/login`);
-      await expectAccessible(page);
-      await signIn(page, endpoint(), token);
-      expect(new URL(page.url()).pathname).toBe(`/${org.slug}`);
-      await expectAccessible(page);
-
-      await page.click('text=New pipeline');
-      await page.fill('#name', 'Web app');
-      await page.fill('#repository', 'git@example.com:acme/web.git');
-      await page.fill('#configuration', STEPS);
-      await Promise.all([page.waitForURL(`**/${org.slug}/web-app`), page.click('button:has-text("Create pipeline")')]);
-      await expectAccessible(page);
-
-      await page.click('text=New build');
-      await expectAccessible(page);
-      await page.fill('#message', 'Ship the <web> app');
-      await Promise.all([page.waitForURL('**/web-app/builds/1'), page.click('button:has-text("Create build")')]);
-      expect(await page.locator('h1').innerText()).toContain('Ship the <web> app');
-
-      await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'web-e2e', spawn: 1, pollIntervalMs: 50 }, async () => {
-        // The running job's log is open and tails by itself: seen part-way, then whole, with no reload.
-        const log = page.locator('ol.jobs > li').first().locator('.log');
-        // (Each `green` line is inside a collapsed group: attached, not visible.)
-        await log.locator('text=green 2').waitFor({ state: 'attached', timeout: 60_000 });
-        expect(await log.textContent()).not.toContain('green 10');
-        await log.locator('text=green 10').waitFor({ state: 'attached', timeout: 60_000 });
-        // Section headers fold: `--- line 1` is a collapsed group; colours are classes, not markup from the log.
-        const group = log.locator('details.log-group', { has: page.locator('summary', { hasText: /^line 1$/ }) });
-        expect(await group.getAttribute('open')).toBeNull();
-        expect(await group.locator('span.a-f2').textContent()).toBe('green 1');
-
-        await page.goto(`${endpoint()}/organizations/${org.slug}/agents`);
-        expect(await page.locator('main').innerText()).toContain('web-e2e');
+    it('signs in, creates a pipeline and a build, tails a running log, unblocks a block step and retries a failed job', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const reg = (await ctx().http().post(`/v2/organizations/${org.slug}/agent-tokens`).set(auth(token)).send({ description: 'web' }).expect(201)).body
+        .token as string;
+      await withPage(browser, async (page) => {
+        await page.goto(`${endpoint()}/login`);
         await expectAccessible(page);
-        await page.goBack();
-
-        await reloadUntil(page, 'button:has-text("Unblock")');
+        await signIn(page, endpoint(), token);
+        expect(new URL(page.url()).pathname).toBe(`/${org.slug}`);
         await expectAccessible(page);
-        await page.fill('input[name="field:release"]', 'v1 <beta>');
-        await Promise.all([page.waitForNavigation(), page.click('button:has-text("Unblock")')]);
-        expect(await page.locator('main').innerText()).toContain('Unblocked by');
 
-        // No reload by the test: the page reloads itself when the job it tails finishes.
-        await page.locator('button:has-text("Retry")').waitFor({ timeout: 60_000 });
-        await Promise.all([page.waitForNavigation(), page.click('button:has-text("Retry")')]);
-        // The retry is a new job after the failed one; the failed one is marked retried.
-        await page.locator('.job-name', { hasText: 'flaky' }).nth(1).waitFor();
-        expect(await page.locator('.job-head', { hasText: 'retried' }).count()).toBe(1);
-        await reloadUntil(page, '.job-head:has-text("flaky") >> nth=1 >> .state-failed');
+        await page.click('text=New pipeline');
+        await page.fill('#name', 'Web app');
+        await page.fill('#repository', 'git@example.com:acme/web.git');
+        await page.fill('#configuration', STEPS);
+        await Promise.all([page.waitForURL(`**/${org.slug}/web-app`), page.click('button:has-text("Create pipeline")')]);
+        await expectAccessible(page);
+
+        await page.click('text=New build');
+        await expectAccessible(page);
+        await page.fill('#message', 'Ship the <web> app');
+        await Promise.all([page.waitForURL('**/web-app/builds/1'), page.click('button:has-text("Create build")')]);
+        expect(await page.locator('h1').innerText()).toContain('Ship the <web> app');
+
+        await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'web-e2e', spawn: 1, pollIntervalMs: 50 }, async () => {
+          // The running job's log is open and tails by itself: seen part-way, then whole, with no reload.
+          const log = page.locator('ol.jobs > li').first().locator('.log');
+          // (Each `green` line is inside a collapsed group: attached, not visible.)
+          await log.locator('text=green 2').waitFor({ state: 'attached', timeout: 60_000 });
+          expect(await log.textContent()).not.toContain('green 10');
+          await log.locator('text=green 10').waitFor({ state: 'attached', timeout: 60_000 });
+          // Section headers fold: `--- line 1` is a collapsed group; colours are classes, not markup from the log.
+          const group = log.locator('details.log-group', { has: page.locator('summary', { hasText: /^line 1$/ }) });
+          expect(await group.getAttribute('open')).toBeNull();
+          expect(await group.locator('span.a-f2').textContent()).toBe('green 1');
+
+          await page.goto(`${endpoint()}/organizations/${org.slug}/agents`);
+          expect(await page.locator('main').innerText()).toContain('web-e2e');
+          await expectAccessible(page);
+          await page.goBack();
+
+          await reloadUntil(page, 'button:has-text("Unblock")');
+          await expectAccessible(page);
+          await page.fill('input[name="field:release"]', 'v1 <beta>');
+          await Promise.all([page.waitForNavigation(), page.click('button:has-text("Unblock")')]);
+          expect(await page.locator('main').innerText()).toContain('Unblocked by');
+
+          // No reload by the test: the page reloads itself when the job it tails finishes.
+          await page.locator('button:has-text("Retry")').waitFor({ timeout: 60_000 });
+          await Promise.all([page.waitForNavigation(), page.click('button:has-text("Retry")')]);
+          // The retry is a new job after the failed one; the failed one is marked retried.
+          await page.locator('.job-name', { hasText: 'flaky' }).nth(1).waitFor();
+          expect(await page.locator('.job-head', { hasText: 'retried' }).count()).toBe(1);
+          await reloadUntil(page, '.job-head:has-text("flaky") >> nth=1 >> .state-failed');
+        });
+
+        const api = (await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/web-app/builds/1?include_retried_jobs=true`).set(auth(token)).expect(200))
+          .body;
+        expect(api.meta_data).toMatchObject({ release: 'v1 <beta>' });
+        expect(api.jobs.filter((j: { name: string | null }) => j.name === 'flaky')).toHaveLength(2);
+        await page.goto(`${endpoint()}/${org.slug}/web-app?state=failed`);
+        expect(await page.locator('main table').innerText()).toContain('Ship the <web> app');
+        await expectAccessible(page);
+        await page.goto(`${endpoint()}/${org.slug}/web-app/builds/1`);
+        if (process.env.UPDATE_SCREENSHOTS === '1') {
+          await page
+            .locator('ol.jobs > li')
+            .first()
+            .locator('details.job-log')
+            .evaluate((d) => ((d as unknown as { open: boolean }).open = true));
+          await page.screenshot({ path: path.resolve(__dirname, '../../docs/web-build-page.png'), fullPage: true });
+        }
       });
 
-      const api = (await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/web-app/builds/1?include_retried_jobs=true`).set(auth(token)).expect(200))
-        .body;
-      expect(api.meta_data).toMatchObject({ release: 'v1 <beta>' });
-      expect(api.jobs.filter((j: { name: string | null }) => j.name === 'flaky')).toHaveLength(2);
-      await page.goto(`${endpoint()}/${org.slug}/web-app?state=failed`);
-      expect(await page.locator('main table').innerText()).toContain('Ship the <web> app');
-      await expectAccessible(page);
-      await page.goto(`${endpoint()}/${org.slug}/web-app/builds/1`);
-      if (process.env.UPDATE_SCREENSHOTS === '1') {
-        await page
-          .locator('ol.jobs > li')
-          .first()
-          .locator('details.job-log')
-          .evaluate((d) => ((d as unknown as { open: boolean }).open = true));
-        await page.screenshot({ path: path.resolve(__dirname, '../../docs/web-build-page.png'), fullPage: true });
-      }
+      // Narrow: the build page stays within 375 px.
+      await withPage(
+        browser,
+        async (page) => {
+          await signIn(page, endpoint(), token);
+          await page.goto(`${endpoint()}/${org.slug}/web-app/builds/1`);
+          expect(await fitsWidth(page)).toBe(true);
+          await page.goto(`${endpoint()}/${org.slug}/web-app`);
+          expect(await fitsWidth(page)).toBe(true);
+        },
+        { viewport: { width: 375, height: 800 } },
+      );
+
+      // Another organization's token: 404 pages, nothing of this build.
+      const other = await ctx().givenAdmin();
+      await withPage(browser, async (page) => {
+        await signIn(page, endpoint(), other.token);
+        const res = await page.goto(`${endpoint()}/${org.slug}/web-app/builds/1`);
+        expect(res!.status()).toBe(404);
+        expect(await page.locator('h1').innerText()).toBe('Not found');
+        expect(await page.content()).not.toContain('Ship the');
+      });
     });
 
-    // Narrow: the build page stays within 375 px.
-    await withPage(
-      browser,
-      async (page) => {
-        await signIn(page, endpoint(), token);
-        await page.goto(`${endpoint()}/${org.slug}/web-app/builds/1`);
-        expect(await fitsWidth(page)).toBe(true);
-        await page.goto(`${endpoint()}/${org.slug}/web-app`);
-        expect(await fitsWidth(page)).toBe(true);
-      },
-      { viewport: { width: 375, height: 800 } },
-    );
-
-    // Another organization's token: 404 pages, nothing of this build.
-    const other = await ctx().givenAdmin();
-    await withPage(browser, async (page) => {
-      await signIn(page, endpoint(), other.token);
-      const res = await page.goto(`${endpoint()}/${org.slug}/web-app/builds/1`);
-      expect(res!.status()).toBe(404);
-      expect(await page.locator('h1').innerText()).toBe('Not found');
-      expect(await page.content()).not.toContain('Ship the');
-    });
-  });
-
-  it('shows the flaky test after two uploads, with search', async () => {
-    const s = await givenSuite(ctx(), 'Web suite');
-    const post = (body: object) => ctx().http().post('/v1/uploads').set(suiteAuth(s.apiToken)).send(body).expect(202);
-    await post(upload({ key: 'run-1', branch: 'main', commit_sha: 'c0ffee' }, [result('applies the discount', 'failed'), result('adds', 'passed')]));
-    await post(upload({ key: 'run-2', branch: 'main', commit_sha: 'c0ffee' }, [result('applies the discount', 'passed'), result('adds', 'passed')]));
-    await withPage(browser, async (page) => {
-      await signIn(page, endpoint(), s.token);
-      await page.goto(`${endpoint()}/organizations/${s.org.slug}/analytics`);
-      await page.click('text=Web suite');
-      await expectAccessible(page);
-      // The run with the failure (its Failed column says 1): its failures list the test.
-      await page
-        .locator('main tbody tr', { has: page.locator('td:nth-child(4)', { hasText: /^1$/ }) })
-        .locator('a')
-        .click();
-      expect(await page.locator('main').innerText()).toContain('applies the discount');
-      await expectAccessible(page);
-      await page.goBack();
-      await page.click('text=Flaky tests');
-      await expectAccessible(page);
-      const table = page.locator('main table');
-      expect(await table.innerText()).toContain('applies the discount');
-      expect(await table.innerText()).not.toContain('adds');
-      // Keyboard: the first Tab reaches the skip link, and a focused control shows its outline.
-      await page.reload();
-      await page.keyboard.press('Tab');
-      expect(
-        await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent),
-      ).toBe('Skip to content');
-      await page.focus('#f-search');
-      expect(
+    it('shows the flaky test after two uploads, with search', async () => {
+      const s = await givenSuite(ctx(), 'Web suite');
+      const post = (body: object) => ctx().http().post('/v1/uploads').set(suiteAuth(s.apiToken)).send(body).expect(202);
+      await post(upload({ key: 'run-1', branch: 'main', commit_sha: 'c0ffee' }, [result('applies the discount', 'failed'), result('adds', 'passed')]));
+      await post(upload({ key: 'run-2', branch: 'main', commit_sha: 'c0ffee' }, [result('applies the discount', 'passed'), result('adds', 'passed')]));
+      await withPage(browser, async (page) => {
+        await signIn(page, endpoint(), s.token);
+        await page.goto(`${endpoint()}/organizations/${s.org.slug}/analytics`);
+        await page.click('text=Web suite');
+        await expectAccessible(page);
+        // The run with the failure (its Failed column says 1): its failures list the test.
         await page
-          .locator('#f-search')
-          .evaluate((el) => (globalThis as unknown as { getComputedStyle(e: unknown): { outlineStyle: string } }).getComputedStyle(el).outlineStyle),
-      ).toBe('solid');
-      await page.fill('#f-search', 'nothing like it');
-      await Promise.all([page.waitForNavigation(), page.click('button:has-text("Filter")')]);
-      expect(await page.locator('main').innerText()).toContain('No flaky tests');
+          .locator('main tbody tr', { has: page.locator('td:nth-child(4)', { hasText: /^1$/ }) })
+          .locator('a')
+          .click();
+        expect(await page.locator('main').innerText()).toContain('applies the discount');
+        await expectAccessible(page);
+        await page.goBack();
+        await page.click('text=Flaky tests');
+        await expectAccessible(page);
+        const table = page.locator('main table');
+        expect(await table.innerText()).toContain('applies the discount');
+        expect(await table.innerText()).not.toContain('adds');
+        // Keyboard: the first Tab reaches the skip link, and a focused control shows its outline.
+        await page.reload();
+        await page.keyboard.press('Tab');
+        expect(
+          await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string } } }).document.activeElement.textContent),
+        ).toBe('Skip to content');
+        await page.focus('#f-search');
+        expect(
+          await page
+            .locator('#f-search')
+            .evaluate((el) => (globalThis as unknown as { getComputedStyle(e: unknown): { outlineStyle: string } }).getComputedStyle(el).outlineStyle),
+        ).toBe('solid');
+        await page.fill('#f-search', 'nothing like it');
+        await Promise.all([page.waitForNavigation(), page.click('button:has-text("Filter")')]);
+        expect(await page.locator('main').innerText()).toContain('No flaky tests');
+      });
     });
   });
 });

@@ -1,5 +1,6 @@
 import { onLoopback } from '../support/agents';
 import { launchBrowser, withPage } from '../support/browser';
+import { describeWithTool } from '../support/tools';
 import { describeEachDatabase } from '../support/context';
 import type { Browser } from 'playwright-core';
 
@@ -32,7 +33,7 @@ describeEachDatabase('the API reference at /docs', (ctx) => {
     await ctx().http().get('/docs/redoc.standalone.0000000000000000.js').expect(404);
   });
 
-  describe('in a browser', () => {
+  describeWithTool('chromium')('in a browser', () => {
     let browser: Browser;
     beforeAll(async () => {
       browser = await launchBrowser();

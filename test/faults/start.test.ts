@@ -74,6 +74,18 @@ describe('windsock serve: first start', () => {
     expect(fs.existsSync(path.join(dir, 'first-start-token.txt'))).toBe(false);
   });
 
+  it('a bad fixture file or a short admin token: exit 2 (a configuration error, as documented) with the reason, and nothing made', async () => {
+    const fixtures = path.join(dir, 'bad-fixtures.yaml');
+    fs.writeFileSync(fixtures, 'organizations:\n  - { slug: Not A Slug }\n');
+    const bad = serve({ DATA_DIR: path.join(dir, 'bad-fixture'), WINDSOCK_FIXTURES: fixtures });
+    expect(await bad.exited).toBe(2);
+    expect(bad.stderr()).toContain(fixtures);
+    const short = serve({ DATA_DIR: path.join(dir, 'short-token'), WINDSOCK_ADMIN_TOKEN: 'short' });
+    expect(await short.exited).toBe(2);
+    expect(short.stderr()).toMatch(/^windsock: WINDSOCK_ADMIN_TOKEN /m);
+    for (const s of [bad, short]) expect(tokenIn(s.stdout() + s.stderr())).toBeUndefined();
+  });
+
   it('the start that listens makes the token: on stderr (stdout is a pipe), not in the log lines, kept in a 0600 file', async () => {
     const s = serve({ DATA_DIR: dir });
     const url = await listening(s, /kept in/);

@@ -10,6 +10,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import { listen, stop } from '../support/agents';
+import { EXAMPLE_PAGES } from '../docs/examples';
 import { check, deref, fillPath, givenTenant, specDoc, specOperations, type Schema, type Tenant, TENANT_SETUP_MS } from '../reliability/spec-operations';
 
 interface Param {
@@ -101,9 +102,9 @@ describeEachDatabase('query and path parameters', (ctx) => {
   const get = (c: TestContext, target: string) => c.http().get(target).set(auth(t.token));
 
   describe('form encoding and reserved characters', () => {
-    it('sends each README example exactly as written', async () => {
-      const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
-      // The README's own objects: a pipeline `my-pipeline` with build 1, a suite `jest`.
+    it('sends each GET example of the README and its docs/ pages exactly as written', async () => {
+      const readme = EXAMPLE_PAGES.map((page) => fs.readFileSync(path.join(__dirname, '..', '..', page), 'utf8')).join('\n');
+      // The pages' own objects: a pipeline `my-pipeline` with build 1, suites `jest` and `unit`.
       const { org, token } = await ctx().givenAdmin();
       const p = await ctx()
         .http()
@@ -117,6 +118,8 @@ describeEachDatabase('query and path parameters', (ctx) => {
         'build',
       );
       check(await ctx().http().post(`/v2/analytics/organizations/${org.slug}/suites`).set(auth(token)).send({ name: 'Jest' }), 201, 'suite');
+      // docs/test-collectors.md's suite.
+      check(await ctx().http().post(`/v2/analytics/organizations/${org.slug}/suites`).set(auth(token)).send({ name: 'Unit' }), 201, 'suite');
       const targets = [...readme.matchAll(/^curl -s(?:g)? "?(\S+?)"? -H "Authorization: Bearer \$TOKEN"/gm)].map((m) =>
         m[1]!
           .replace('http://127.0.0.1:8080', '')
@@ -136,7 +139,8 @@ describeEachDatabase('query and path parameters', (ctx) => {
         expect({ target, status: res.status }).toEqual({ target, status: expected });
         if (expected === 404) expect(res.body.message).toMatch(/^No (run|test|build) found$/);
       }
-    });
+      // Some forty pages of examples, each path validated on its first call.
+    }, 180_000);
 
     it('reads `+` and `%20` as a space and takes : / @ , ; $ unescaped', async () => {
       const { org, token } = await ctx().givenAdmin();

@@ -9,6 +9,10 @@
  * dependency with one) is taken from this checkout's, already built for this Node, when the
  * versions match: compiling it from source takes minutes and proves nothing about the package.
  * Dependencies come from npm's cache where it has them (`--prefer-offline`; `npm ci` fills it).
+ *
+ * The typed client (`windsock/client`): test/package/consumer/ is a consumer's code, copied into
+ * the empty project, type-checked strictly against the installed declarations only (NodeNext, as
+ * ESM and as CommonJS, and a bundler's resolution), then run against the installed serve.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -21,6 +25,9 @@ const NPX = process.platform === 'win32' ? 'npx.cmd' : 'npx';
 
 /** The environment of a consumer's shell: none of the npm_* settings of the `npm run` this runs under. */
 const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k))) as NodeJS.ProcessEnv;
+
+const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+const CONSUMER = path.join(__dirname, 'consumer');
 
 const versionOf = (dir: string): string => (JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -69,9 +76,24 @@ describe('the packed tarball, installed into an empty directory', () => {
         'package/openapi/openapi.yaml',
       ]),
     );
-    expect(files.filter((f) => /^package\/(src|test|scripts|dist\/scripts|dist\/test|node_modules)\//.test(f) || /\.(ts|map)$/.test(f))).toEqual([]);
+    // TypeScript ships only as the client's declarations (and the spec types they import).
+    const declarations = (f: string) => /^package\/dist\/(clients\/typescript\/src\/[a-z]+\.d\.m?ts|generated\/api\.d\.ts)$/.test(f);
+    expect(
+      files.filter((f) => /^package\/(src|test|scripts|dist\/scripts|dist\/test|node_modules)\//.test(f) || (/\.(ts|map)$/.test(f) && !declarations(f))),
+    ).toEqual([]);
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package/CHANGELOG.md',
+        'package/dist/clients/typescript/src/index.d.ts',
+        'package/dist/clients/typescript/src/index.d.mts',
+        'package/dist/clients/typescript/src/index.mjs',
+        'package/dist/generated/api.d.ts',
+      ]),
+    );
     const manifest = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as Record<string, unknown>;
     expect(manifest).toMatchObject({ bin: { windsock: 'dist/src/cli/main.js' }, engines: { node: expect.stringMatching(/^>=20/) } });
+    expect(manifest.private).toBeUndefined();
+    expect(manifest.version).toMatch(/^\d+\.\d+\.\d+$/);
   });
 
   /** `npx windsock serve ...` in the consumer directory; resolves once it logs its URL and `ready(out, err)` holds. */
@@ -132,6 +154,67 @@ describe('the packed tarball, installed into an empty directory', () => {
         expect(await pipelines.json()).toEqual([]);
         // Nothing was written where it ran: no ./data.
         expect(fs.existsSync(path.join(app, 'data'))).toBe(false);
+      },
+    );
+  });
+
+  it('gives a typed client at windsock/client: strict consumers compile (NodeNext as ESM and CommonJS, bundler) and run against npx windsock serve', async () => {
+    for (const f of fs.readdirSync(CONSUMER)) fs.copyFileSync(path.join(CONSUMER, f), path.join(app, f));
+    const strict = {
+      strict: true,
+      noUncheckedIndexedAccess: true,
+      target: 'ES2022',
+      lib: ['ES2023', 'DOM'],
+      skipLibCheck: false,
+      typeRoots: [path.join(ROOT, 'node_modules', '@types')],
+      types: ['node'],
+    };
+    const files = ['consumer.mts', 'consumer.cts', 'scenario.ts'];
+    fs.writeFileSync(
+      path.join(app, 'tsconfig.nodenext.json'),
+      JSON.stringify({ compilerOptions: { ...strict, module: 'NodeNext', moduleResolution: 'NodeNext', outDir: 'out' }, files }),
+    );
+    fs.writeFileSync(
+      path.join(app, 'tsconfig.bundler.json'),
+      JSON.stringify({ compilerOptions: { ...strict, module: 'ESNext', moduleResolution: 'bundler', noEmit: true }, files: ['consumer.mts', 'scenario.ts'] }),
+    );
+    const tsc = (project: string) => {
+      try {
+        execFileSync(process.execPath, [TSC, '-p', project], { cwd: app, env, encoding: 'utf8' });
+      } catch (err) {
+        throw new Error(`tsc -p ${project} failed:\n${(err as { stdout?: string }).stdout ?? ''}`);
+      }
+    };
+    // skipLibCheck is off: the shipped declarations themselves must be sound.
+    tsc('tsconfig.bundler.json');
+    tsc('tsconfig.nodenext.json');
+    expect(fs.readdirSync(path.join(app, 'out')).sort()).toEqual(['consumer.cjs', 'consumer.mjs', 'scenario.js']);
+
+    await serveFromPackage(
+      ['--ephemeral'],
+      {},
+      (_out, err) => /^ {2}(eyJ\S+)$/m.exec(err)?.[1],
+      async (url, token) => {
+        const run = (file: string) =>
+          JSON.parse(execFileSync(process.execPath, [path.join('out', file), url, token], { cwd: app, env, encoding: 'utf8' })) as Record<string, unknown>;
+        const esm = run('consumer.mjs');
+        expect(esm).toEqual({
+          loadedAs: 'esm',
+          pipeline: 'consumer-esm',
+          build: { number: 3, state: 'scheduled' },
+          // Newest first, one a page, each page the one `Link: rel="next"` named.
+          numbers: [3, 2, 1],
+          notFound: { status: 404, message: 'No pipeline found' },
+        });
+        // The CommonJS entry: the same answers, and the same error class (one build behind both entries).
+        const cjs = run('consumer.cjs');
+        expect(cjs).toMatchObject({
+          loadedAs: 'commonjs',
+          pipeline: 'consumer-cjs',
+          build: { number: 3, state: 'scheduled' },
+          numbers: [3, 2, 1],
+          notFound: { status: 404 },
+        });
       },
     );
   });

@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { databases } from '../support/context';
+import { describeWithTool, toolEnv } from '../support/tools';
 import { givenSdkData, liveWindsock, runJson, type LiveWindsock, type SdkData } from './support';
 
 const GO_MODULE = path.resolve(__dirname, '../../clients/go');
@@ -47,10 +48,10 @@ beforeAll(async () => {
     cwd: GO_MODULE,
     // No network, no toolchain download, no cgo (no C compiler needed); caches under the temp directory.
     env: {
-      PATH: process.env.PATH,
+      ...toolEnv(),
       HOME: process.env.HOME ?? os.tmpdir(),
-      GOCACHE: path.join(cache, 'build'),
-      GOPATH: path.join(cache, 'path'),
+      GOCACHE: process.env.GOCACHE ?? path.join(cache, 'build'),
+      GOPATH: process.env.GOPATH ?? path.join(cache, 'path'),
       GOPROXY: 'off',
       GOTOOLCHAIN: 'local',
       GOFLAGS: '',
@@ -59,9 +60,11 @@ beforeAll(async () => {
   });
 }, 180_000);
 
-afterAll(() => fs.rmSync(binDir, { recursive: true, force: true }));
+afterAll(() => {
+  if (binDir) fs.rmSync(binDir, { recursive: true, force: true });
+});
 
-describe.each(databases)('the Go client against a live Windsock [%s]', (kind) => {
+describeWithTool('go').each(databases)('the Go client against a live Windsock [%s]', (kind) => {
   let live: LiveWindsock;
   let shift = 0;
   let data: SdkData;

@@ -7,6 +7,7 @@
  */
 import path from 'node:path';
 import { databases } from '../support/context';
+import { describeWithTool } from '../support/tools';
 import { givenSdkData, liveWindsock, runJson, type LiveWindsock, type SdkData } from './support';
 
 const SCRIPT = path.resolve(__dirname, '../../clients/perl/windsock-smoke.pl');
@@ -21,7 +22,7 @@ interface SmokeReport {
   spec_mismatches: string[];
 }
 
-describe.each(databases)('Perl’s OpenAPI::Client against a live Windsock [%s]', (kind) => {
+describeWithTool('perl-openapi-client').each(databases)('Perl’s OpenAPI::Client against a live Windsock [%s]', (kind) => {
   let live: LiveWindsock;
   let data: SdkData;
 

@@ -9,6 +9,7 @@ import http from 'node:http';
 import { promisify } from 'node:util';
 import { createTestContext, auth, type ContextOptions, type TestContext } from '../support/context';
 import { listen, stop } from '../support/agents';
+import { toolEnv } from '../support/tools';
 import { givenBuild, givenPipeline } from '../support/given';
 import { result, suiteAuth, upload } from '../uploads/helpers';
 import type { DatabaseKind } from '../../src/db/knex';
@@ -84,10 +85,10 @@ export async function givenSdkData(ctx: TestContext): Promise<SdkData> {
   return { org: org.slug, token, pipelines, pipeline, suite: suite.body.slug, flakyTest, otherOrg: other.slug };
 }
 
-/** Runs a client program with these variables (over PATH and HOME) and parses the JSON it prints. */
+/** Runs a client program with these variables (over PATH, HOME and the tools' own: PERL5LIB, GOPATH...) and parses the JSON it prints. */
 export async function runJson<T>(file: string, args: string[], env: Record<string, string>): Promise<T> {
   try {
-    const { stdout } = await promisify(execFile)(file, args, { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, timeout: 90_000 });
+    const { stdout } = await promisify(execFile)(file, args, { env: { ...toolEnv(), ...env }, timeout: 90_000 });
     return JSON.parse(stdout) as T;
   } catch (err) {
     const e = err as Error & { stderr?: string; stdout?: string };

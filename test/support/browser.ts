@@ -1,14 +1,16 @@
 /**
  * Browser tests: Playwright (playwright-core) driving the Chromium Debian packages
  * (/usr/bin/chromium, installed by .ci/run; Playwright's own browser download is not reachable
- * here). `CHROMIUM_PATH` points elsewhere. A test that fails leaves a screenshot of each open page
+ * here). `CHROMIUM_PATH` points elsewhere; without it `chromium` is looked up on PATH
+ * (test/support/tools.ts, which also decides whether browser suites run or are skipped). A test that fails leaves a screenshot of each open page
  * in test-results/screenshots (`withPage` takes it before the page closes).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromiumPath } from './tools';
 
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+export const CHROMIUM_PATH = chromiumPath() ?? process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const SCREENSHOT_DIR = path.resolve(__dirname, '../../test-results/screenshots');
 
 /** Without the background-networking flags Chromium keeps dialling Google's hosts, which this network refuses. */
@@ -29,7 +31,7 @@ export function chromiumAvailable(): boolean {
 
 export async function launchBrowser(): Promise<Browser> {
   if (!chromiumAvailable()) {
-    throw new Error(`Chromium not found at ${CHROMIUM_PATH}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
+    throw new Error(`Chromium not found (CHROMIUM_PATH or chromium on PATH): install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
   }
   return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: FLAGS });
 }

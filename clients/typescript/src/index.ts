@@ -3,13 +3,14 @@
  * on every request, a thrown `WindsockApiError` for every 4xx and 5xx answer, back-off on
  * 429, and `paginate` following `Link: rel="next"`.
  *
- *   const client = createWindsockClient({ baseUrl: 'http://localhost:3000', token });
+ *   import { createClient } from 'windsock/client';
+ *   const client = createClient({ baseUrl: 'http://localhost:3000', token });
  *   const { data: pipelines } = await client.GET('/v2/organizations/{org_slug}/pipelines', { params: { path: { org_slug: 'acme' } } });
  *
  * Errors are thrown, never returned: a resolved call's `data` is the success body (its type still
  * reads `| undefined`, as openapi-fetch types every call; `ok()` narrows it).
  */
-import createClient, { type Client, type ClientPathsWithMethod, type MaybeOptionalInit } from 'openapi-fetch';
+import createFetchClient, { type Client, type ClientPathsWithMethod, type MaybeOptionalInit } from 'openapi-fetch';
 import type { paths } from './schema';
 import { WindsockApiError } from './errors';
 import { retryMiddleware, type RetryOptions } from './retry';
@@ -57,11 +58,14 @@ const throwOnError = {
 export function createWindsockClient(options: WindsockClientOptions): WindsockClient {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token !== undefined) headers.Authorization = `${options.scheme ?? 'Bearer'} ${options.token}`;
-  const client = createClient<paths, 'application/json'>({ baseUrl: options.baseUrl.replace(/\/+$/, ''), fetch: options.fetch, headers });
+  const client = createFetchClient<paths, 'application/json'>({ baseUrl: options.baseUrl.replace(/\/+$/, ''), fetch: options.fetch, headers });
   client.use(throwOnError);
   if (options.retry !== false) client.use(retryMiddleware(options.retry));
   return client;
 }
+
+/** The package's documented entry point (`import { createClient } from 'windsock/client'`): the same function. */
+export const createClient = createWindsockClient;
 
 /** A call's success body, for callers that want it typed without `| undefined` (it is `undefined` for a 204 or an empty body). */
 export async function ok<T>(call: Promise<{ data?: T; response: Response }>): Promise<T> {

@@ -26,7 +26,7 @@ export function serverCommands(program: Command, cli: Cli): void {
     .description('start the HTTP service (applies migrations first); runs until SIGTERM or SIGINT')
     .addHelpText(
       'after',
-      `\nEach flag sets the environment setting named here; the rest come from the environment (README: Settings):\n${SERVE_FLAGS.map((f) => `  ${f.flag.split(' ')[0]!.padEnd(16)} ${f.setting}`).join('\n')}`,
+      `\nEach flag sets the environment setting named here; the rest come from the environment (docs/settings.md):\n${SERVE_FLAGS.map((f) => `  ${f.flag.split(' ')[0]!.padEnd(16)} ${f.setting}`).join('\n')}`,
     );
   for (const f of SERVE_FLAGS) command.option(f.flag, f.help);
   command.action(async (o: Record<string, string | boolean | undefined>, cmd: Command) => {
