@@ -8,6 +8,7 @@ module.exports = {
   // Transpile only: `npm run typecheck` is the type gate, so tests start fast.
   transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, diagnostics: false }] },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   // Validators built once per worker, not once per test file (test/support/environment.ts).
   testEnvironment: '<rootDir>/test/support/environment.ts',
   setupFiles: ['<rootDir>/test/support/share-validators.ts'],
