@@ -84,7 +84,11 @@ export function openApiValidator(doc: SpecDoc, options: ValidatorOptions): Route
   for (const [path, route] of [...routes].sort(([, a], [, b]) => validatorOrder(a, b))) {
     let validate: Router | undefined;
     router.all(route, (req: Request, res: Response, next: NextFunction) => {
-      validate ??= express.Router().use(validatorFor(documentFor(doc, path), options));
+      // Each handler's promise becomes one of this module's realm: a shared validator may come
+      // from another (the test environment's), whose promises Express's router warns about.
+      validate ??= express
+        .Router()
+        .use(validatorFor(documentFor(doc, path), options).map((h) => (q: Request, s: Response, n: NextFunction) => Promise.resolve(h(q, s, n))));
       // Validated: the request leaves this router, so no later path's validator sees it.
       validate(req, res, (err?: unknown) => next(err ?? 'router'));
     });
