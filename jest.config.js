@@ -1,6 +1,5 @@
 /** @type {import('jest').Config} */
 module.exports = {
-  testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   // Crash, shutdown and outage tests spawn servers: `npm run test:faults` (jest.faults.config.js).
@@ -9,6 +8,10 @@ module.exports = {
   // Transpile only: `npm run typecheck` is the type gate, so tests start fast.
   transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, diagnostics: false }] },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  // Validators built once per worker, not once per test file (test/support/environment.ts).
+  testEnvironment: '<rootDir>/test/support/environment.ts',
+  setupFiles: ['<rootDir>/test/support/share-validators.ts'],
   testTimeout: 30000,
   // One worker per core (jest's default leaves one core idle: on CI's 2 cores, everything in
   // band). The suites wait on Postgres and sockets as much as they compute, and each context

@@ -5,6 +5,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import knexFactory, { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { WalCheckpointer } from './checkpointer';
@@ -45,6 +46,15 @@ class SqliteClient extends BetterSqlite3Client {
   }
 }
 
+/** A client whose connections open `image` in memory (better-sqlite3 copies it each time). */
+function sqliteImageClient(image: Buffer): typeof Knex.Client {
+  return class extends SqliteClient {
+    override async acquireRawConnection(): Promise<Database.Database> {
+      return new Database(image);
+    }
+  };
+}
+
 export type DatabaseKind = 'sqlite' | 'postgres';
 
 export interface DatabaseOptions {
@@ -52,6 +62,12 @@ export interface DatabaseOptions {
   url: string;
   /** Postgres only: run in this schema (tests give each suite its own). */
   schema?: string;
+  /**
+   * SQLite in memory only: start from this image of a database (better-sqlite3's `serialize()`)
+   * instead of an empty one. The test suites copy a database migrated once rather than running
+   * every migration for each test context.
+   */
+  sqliteImage?: Buffer;
   /** Where Knex's own warnings go (it would print them with console.log). */
   logger?: Logger;
 }
@@ -154,7 +170,7 @@ function createKnexFor(opts: DatabaseOptions): Knex {
   if (opts.kind === 'sqlite') {
     if (opts.url !== ':memory:') createPrivateFile(path.resolve(opts.url));
     return knexFactory({
-      client: SqliteClient,
+      client: opts.sqliteImage && opts.url === ':memory:' ? sqliteImageClient(opts.sqliteImage) : SqliteClient,
       connection: { filename: opts.url },
       useNullAsDefault: true,
       log: knexLog(opts.logger),

@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { AUTH_MESSAGE } from '../../src/http/error-handler';
+import { clock } from '../../src/core/clock';
 import { auth, describeEachDatabase } from '../support/context';
 
 const UTC = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/;
@@ -36,9 +37,10 @@ describeEachDatabase('access token', (ctx) => {
         'expired token',
         async () => {
           const { user, org } = await ctx().givenAdmin();
-          // The JWT's exp is in whole seconds, floor((now + 1000) / 1000): both it and the stored expiry have passed 1.1 s later.
-          const t = await ctx().givenToken(user, [org], undefined, new Date(Date.now() + 1000));
-          await new Promise((r) => setTimeout(r, 1100));
+          // The JWT's exp is in whole seconds, floor((now + 1000) / 1000): both it and the stored
+          // expiry have passed 1.1 s later by the service's clock (put back after each case).
+          const t = await ctx().givenToken(user, [org], undefined, new Date(clock.nowMs() + 1000));
+          clock.advance(1100);
           return auth(t);
         },
       ],
@@ -60,6 +62,7 @@ describeEachDatabase('access token', (ctx) => {
         },
       ],
     ];
+    afterEach(() => clock.set({ kind: 'real' }));
     it.each(cases)('%s', async (_name, headers) => {
       const res = await ctx()
         .http()

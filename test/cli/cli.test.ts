@@ -115,9 +115,30 @@ describe('first start and the CLI (embedded SQLite in a temp data dir)', () => {
     await request(s.url).get('/v2/organizations/acme-inc/pipelines').set('Authorization', `Bearer ${jwt}`).expect(200);
     await request(s.url).get('/v2/organizations/default/pipelines').set('Authorization', `Bearer ${jwt}`).expect(404);
     expect((await run('token', 'revoke', '--id', id)).code).toBe(0);
-    // Revoked by another process: the server notices once its token cache window (1 s) ends.
-    await new Promise((r) => setTimeout(r, 1100));
-    await request(s.url).get('/v2/access-token').set('Authorization', `Bearer ${jwt}`).expect(401);
+    // Revoked by another process: the server notices once its token cache window (1 s of real
+    // time) ends. The process's Date moves 1.1 s on (running on from there) instead of the test
+    // waiting; its timers stay real.
+    jest.useFakeTimers({
+      advanceTimers: true,
+      doNotFake: [
+        'hrtime',
+        'nextTick',
+        'performance',
+        'queueMicrotask',
+        'setImmediate',
+        'clearImmediate',
+        'setInterval',
+        'clearInterval',
+        'setTimeout',
+        'clearTimeout',
+      ],
+    });
+    jest.setSystemTime(Date.now() + 1100);
+    try {
+      await request(s.url).get('/v2/access-token').set('Authorization', `Bearer ${jwt}`).expect(401);
+    } finally {
+      jest.useRealTimers();
+    }
     await s.close();
   });
 

@@ -12,7 +12,7 @@ import knexFactory from 'knex';
 import request from 'supertest';
 import type { Express } from 'express';
 import { createApp } from '../../src/app';
-import { migrateLatest, type DatabaseKind } from '../../src/db/knex';
+import { createKnex, migrateLatest, type DatabaseKind, type DatabaseOptions } from '../../src/db/knex';
 import { createLogger, type Logger } from '../../src/http/logger';
 import type { TrustProxy } from '../../src/config';
 import type { RateLimitSettings } from '../../src/http/rate-limit';
@@ -25,6 +25,7 @@ import { createServices, type Services } from '../../src/services';
 import { TestControls } from '../../src/test-controls/service';
 import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
 import { clock } from '../../src/core/clock';
+import { createSchemaFromTemplate, sqliteTemplate } from './templates';
 
 export const databases: DatabaseKind[] = (process.env.TEST_DATABASES ?? 'sqlite').split(',').map((s) => s.trim()) as DatabaseKind[];
 
@@ -97,15 +98,18 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
   if (kind === 'postgres' && opts.sharePostgresSchemaOf) {
     schema = opts.sharePostgresSchemaOf.schema;
   } else if (kind === 'postgres') {
+    // A new schema, migrated by copying the run's template (test/support/templates.ts).
     schema = `t_${crypto.randomBytes(6).toString('hex')}`;
-    const admin = knexFactory({ client: 'pg', connection: pgUrl });
-    await admin.raw(`create schema ${schema}`);
-    await admin.destroy();
+    await createSchemaFromTemplate(pgUrl, schema);
   }
+  // In memory: a copy of the run's migrated database. A file (shared between contexts) is migrated below.
+  const sqliteImage = kind === 'sqlite' && !opts.sqliteFile ? await sqliteTemplate() : undefined;
+  const database: DatabaseOptions = kind === 'sqlite' ? { kind, url: opts.sqliteFile ?? ':memory:', sqliteImage } : { kind, url: pgUrl, schema };
   const ownArtifactsDir = opts.artifacts?.dir === undefined;
   const artifactsDir = opts.artifacts?.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-test-artifacts-'));
   const services = createServices({
-    database: kind === 'sqlite' ? { kind, url: opts.sqliteFile ?? ':memory:' } : { kind, url: pgUrl, schema },
+    database,
+    knex: createKnex({ ...database, logger }),
     secret: 'test-secret-test-secret-test-secret-0123456789',
     publicUrl: opts.publicUrl ?? PUBLIC_URL,
     github: { apiUrl: opts.github?.apiUrl, token: opts.github?.token },
@@ -122,6 +126,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     notifications: opts.notifications,
     commitStatuses: opts.commitStatuses,
   });
+  // Nothing to do on a copy of the template; a shared SQLite file is migrated by its first context.
   await migrateLatest(services.db);
   const testControls = opts.testControls ? new TestControls(services.db, services.tokens) : undefined;
   const app = createApp({
