@@ -5794,7 +5794,7 @@ export interface components {
         OrgSlug: string;
         /** @description The pipeline's slug. */
         PipelineSlug: string;
-        /** @description The page to return, from 1. */
+        /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
         Page: number;
         /** @description Items per page; larger than 100 is a 400. */
         PerPage: number;
@@ -6112,7 +6112,7 @@ export interface operations {
     listOrganizations: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -6171,7 +6171,7 @@ export interface operations {
     listPipelines: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -6497,7 +6497,7 @@ export interface operations {
     listAllBuilds: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -6543,7 +6543,7 @@ export interface operations {
     listOrganizationBuilds: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -6593,7 +6593,7 @@ export interface operations {
     listPipelineBuilds: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -6864,7 +6864,7 @@ export interface operations {
     listSuites: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -7031,7 +7031,7 @@ export interface operations {
     listFlakyTests: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -7074,7 +7074,7 @@ export interface operations {
     listRuns: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -7228,7 +7228,7 @@ export interface operations {
     listTests: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -7304,7 +7304,7 @@ export interface operations {
     listBuildTests: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -7708,7 +7708,7 @@ export interface operations {
     listClusters: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -7873,7 +7873,7 @@ export interface operations {
     listClusterQueues: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -8112,7 +8112,7 @@ export interface operations {
     listClusterAgentTokens: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -8282,7 +8282,7 @@ export interface operations {
     listClusterMaintainers: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -8415,7 +8415,7 @@ export interface operations {
     listClusterSecrets: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -8688,7 +8688,7 @@ export interface operations {
     listAgents: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -9250,7 +9250,7 @@ export interface operations {
     listBuildAnnotations: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -9362,7 +9362,7 @@ export interface operations {
     listJobAnnotations: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -9477,7 +9477,7 @@ export interface operations {
     listOrganizationJobAnnotations: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -9908,7 +9908,7 @@ export interface operations {
     listBuildArtifacts: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -9947,7 +9947,7 @@ export interface operations {
     listJobArtifacts: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -10089,7 +10089,7 @@ export interface operations {
     listJobArtifactsByJobId: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -10392,7 +10392,7 @@ export interface operations {
     listPipelineTemplates: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -10635,7 +10635,7 @@ export interface operations {
     listPipelineSchedules: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -10814,7 +10814,7 @@ export interface operations {
     listNotificationDeliveries: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -10919,7 +10919,7 @@ export interface operations {
             query?: {
                 /** @description Only the teams this user (UUID) is a member of; a value that is not a member's UUID matches no team. */
                 user_id?: string;
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -11087,7 +11087,7 @@ export interface operations {
     listTeamMembers: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -11265,7 +11265,7 @@ export interface operations {
     listTeamPipelines: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -11443,7 +11443,7 @@ export interface operations {
     listTeamSuites: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -11621,7 +11621,7 @@ export interface operations {
     listOrganizationMembers: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
