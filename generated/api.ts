@@ -1259,7 +1259,11 @@ export interface paths {
         delete: operations["deleteCluster"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update a cluster (PATCH)
+         * @description `PUT` (updateCluster) as the docs send it, as `PATCH` as the official Go client sends it: the same update. Changes the cluster's name, description, emoji, color or default queue (one of its own queues). Administrators and the cluster's maintainers.
+         */
+        patch: operations["patchCluster"];
         trace?: never;
     };
     "/v2/organizations/{org_slug}/clusters/{cluster_id}/queues": {
@@ -1320,7 +1324,11 @@ export interface paths {
         delete: operations["deleteClusterQueue"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update a queue (PATCH)
+         * @description `PUT` (updateClusterQueue) as the docs send it, as `PATCH` as the official Go client sends it: the same update. Changes the queue's description or retry agent affinity.
+         */
+        patch: operations["patchClusterQueue"];
         trace?: never;
     };
     "/v2/organizations/{org_slug}/clusters/{cluster_id}/queues/{queue_id}/pause_dispatch": {
@@ -1431,7 +1439,11 @@ export interface paths {
         delete: operations["revokeClusterAgentToken"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update an agent token (PATCH)
+         * @description `PUT` (updateClusterAgentToken) as the docs send it, as `PATCH` as the official Go client sends it: the same update. Changes the token's description, allowed IP ranges or expiry.
+         */
+        patch: operations["patchClusterAgentToken"];
         trace?: never;
     };
     "/v2/organizations/{org_slug}/clusters/{cluster_id}/maintainers": {
@@ -2959,6 +2971,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/rate_limit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get rate limit status (docs path)
+         * @description `rate_limit`, the spelling of the docs and the official Go client; the same answer as
+         *     `rate-limit` (getOrganizationRateLimit).
+         *     The organization's current REST usage, from the counters behind the `RateLimit-*`
+         *     headers. This request counts like any other, so `current` includes it and agrees with this
+         *     response's own headers (`current` = `RateLimit-Limit` - `RateLimit-Remaining` while within
+         *     the budget).
+         */
+        get: operations["getOrganizationRateLimitStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/emojis": {
         parameters: {
             query?: never;
@@ -3048,7 +3088,14 @@ export interface paths {
         delete: operations["deletePipelineSchedule"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update a pipeline schedule (PATCH)
+         * @description `PUT` (updatePipelineSchedule) as the docs send it, as `PATCH` as the official Go client sends it: the same update.
+         *     Changes the properties sent. A new `cronline`, or enabling, moves `next_build_at` to the
+         *     cronline's next minute from now; disabling clears it. Re-enabling clears `failed_message`
+         *     and `failed_at`.
+         */
+        patch: operations["patchPipelineSchedule"];
         trace?: never;
     };
     "/v2/organizations/{org_slug}/services/{service_id}/deliveries": {
@@ -7870,6 +7917,42 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    patchCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listClusterQueues: {
         parameters: {
             query?: {
@@ -8035,6 +8118,43 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    patchClusterQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                queue_id: components["parameters"]["QueueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterQueueRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterQueue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
@@ -8274,6 +8394,43 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    patchClusterAgentToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                token_id: components["parameters"]["ClusterTokenId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterAgentTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterAgentToken"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
@@ -10605,6 +10762,34 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getOrganizationRateLimitStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rate limit status. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitStatus"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listEmojis: {
         parameters: {
             query?: never;
@@ -10807,6 +10992,46 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    patchPipelineSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The schedule's id (a UUID). */
+                schedule_id: components["parameters"]["ScheduleId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePipelineScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description The schedule as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

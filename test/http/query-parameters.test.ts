@@ -250,7 +250,7 @@ describeEachDatabase('query and path parameters', (ctx) => {
           }
         }
       }
-        // About 700 requests over every list: a loaded machine (2 cores shared) needs more than 30 s.
+      // About 700 requests over every list: a loaded machine (2 cores shared) needs more than 30 s.
     }, 120_000);
 
     it('reads page=0 as page 1 on every list paginated by page (pybuildkite sends it by default)', async () => {
@@ -363,7 +363,14 @@ describeEachDatabase('query and path parameters', (ctx) => {
       for (const { op, p } of dateParams) {
         const target = fillPath(op, t.params);
         // A time without a zone is UTC, a date alone its midnight UTC (Python's isoformat()).
-        for (const v of ['2024-02-29T00:00:00Z', '2026-01-01T00:00:00.123Z', '2026-12-31T23:59:59+13:00', '2026-11-27T02:51:16.889401', '2026-11-27 02:51:16', '2026-11-26']) {
+        for (const v of [
+          '2024-02-29T00:00:00Z',
+          '2026-01-01T00:00:00.123Z',
+          '2026-12-31T23:59:59+13:00',
+          '2026-11-27T02:51:16.889401',
+          '2026-11-27 02:51:16',
+          '2026-11-26',
+        ]) {
           const res = await get(ctx(), `${target}?${p.name}=${encodeURIComponent(v)}`);
           expect({ op: op.operationId, p: p.name, v, status: res.status }).toEqual({ op: op.operationId, p: p.name, v, status: 200 });
         }
