@@ -1071,8 +1071,15 @@ export interface paths {
         /**
          * Get a job's log
          * @description The output the agent sent, in order. JSON by default; with `Accept: text/plain` the raw
-         *     text, as `log.txt` gives it. Both are streamed from the store a few chunks at a time
-         *     (chunked transfer encoding, no `Content-Length`).
+         *     text, as `log.txt` gives it; with `Accept: text/html` the log rendered as HTML, as
+         *     `log.html` gives it (ANSI colours as classed spans, `---`/`+++`/`~~~` sections as
+         *     `<details>` groups, every character of the log escaped). JSON and text are streamed from
+         *     the store a few chunks at a time (chunked transfer encoding, no `Content-Length`).
+         *
+         *     `Range: bytes=-N` with `Accept: text/plain` answers the last N bytes of the log (206 with
+         *     `Content-Range`), the raw stored bytes. Only suffix ranges: a range without
+         *     `Accept: text/plain`, a start-end or multipart range, or `bytes=-0` is a 400; an empty log
+         *     is a 416.
          */
         get: operations["getJobLog"];
         put?: never;
@@ -1115,6 +1122,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/log.html": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a job's log as HTML
+         * @description The job's log rendered as HTML, as `GET .../log` with `Accept: text/html` gives it
+         *     (pybuildkite's default): ANSI colours as classed spans, sections as `<details>` groups,
+         *     every character of the log escaped.
+         */
+        get: operations["getJobLogHtml"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/env": {
         parameters: {
             query?: never;
@@ -1132,9 +1169,40 @@ export interface paths {
         };
         /**
          * Get a job's environment variables
-         * @description The environment the job runs in, `BUILDKITE_*` variables included.
+         * @description The environment the job runs in, `BUILDKITE_*` variables included. With
+         *     `Accept: text/plain`, `KEY=VALUE` lines as `env.txt` gives them.
          */
         get: operations["getJobEnv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/env.txt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a job's environment variables as text
+         * @description The job's environment as `KEY=VALUE` lines, sorted by name, for dotenv and similar tools:
+         *     a value with a space, quote, `#`, `$`, backslash or line break is double-quoted, with `\`,
+         *     `"`, `$` and line breaks escaped.
+         */
+        get: operations["getJobEnvText"];
         put?: never;
         post?: never;
         delete?: never;
@@ -7543,7 +7611,10 @@ export interface operations {
     getJobLog: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `bytes=-N`: the last N bytes of the log (with `Accept: text/plain`). */
+                Range?: string;
+            };
             path: {
                 /** @description The organization's slug. */
                 org_slug: components["parameters"]["OrgSlug"];
@@ -7565,12 +7636,36 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["JobLog"];
                     "text/plain": string;
+                    "text/html": string;
+                };
+            };
+            /** @description The last bytes of the log, as asked with `Range: bytes=-N`. */
+            206: {
+                headers: {
+                    "Accept-Ranges"?: "bytes";
+                    /** @description `bytes <first>-<last>/<size>`. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description A suffix range of an empty log. */
+            416: {
+                headers: {
+                    /** @description `bytes *\/0`. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
@@ -7642,6 +7737,40 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getJobLogHtml: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The log as HTML. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getJobEnv: {
         parameters: {
             query?: never;
@@ -7666,6 +7795,41 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobEnvResponse"];
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getJobEnvText: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The environment as text. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
                 };
             };
             400: components["responses"]["BadRequest"];
