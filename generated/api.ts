@@ -5370,6 +5370,14 @@ export interface components {
             default_member_role: components["schemas"]["TeamMemberRole"];
             /** @description Whether members (not only maintainers) may create pipelines in this team. */
             members_can_create_pipelines: boolean;
+            /** @description Whether members (not only maintainers) may create test suites in this team: stored and returned (Windsock has no package registries, and does not yet restrict suites by it). */
+            members_can_create_suites: boolean;
+            /** @description Whether members (not only maintainers) may delete test suites in this team: stored and returned (Windsock has no package registries, and does not yet restrict suites by it). */
+            members_can_destroy_suites: boolean;
+            /** @description Whether members (not only maintainers) may create package registries in this team: stored and returned (Windsock has no package registries, and does not yet restrict suites by it). */
+            members_can_create_registries: boolean;
+            /** @description Whether members (not only maintainers) may delete package registries in this team: stored and returned (Windsock has no package registries, and does not yet restrict suites by it). */
+            members_can_destroy_registries: boolean;
             readonly created_at: components["schemas"]["IsoTimestamp"];
             /** @description The user who created the team (null for a team made from the command line or whose creator is gone). */
             readonly created_by: components["schemas"]["User"] | null;
@@ -5383,8 +5391,12 @@ export interface components {
             is_default_team?: boolean;
             default_member_role?: components["schemas"]["TeamMemberRole"];
             members_can_create_pipelines?: boolean;
+            members_can_create_suites?: boolean;
+            members_can_destroy_suites?: boolean;
+            members_can_create_registries?: boolean;
+            members_can_destroy_registries?: boolean;
         };
-        /** @description `name` is required; `privacy` defaults to `visible`, `default_member_role` to `member`, `is_default_team` to false, `members_can_create_pipelines` to true. */
+        /** @description `name` is required; `privacy` defaults to `visible`, `default_member_role` to `member`, `is_default_team` to false, `members_can_create_pipelines` to true, the suite and registry flags to false. */
         CreateTeamRequest: components["schemas"]["TeamWritable"] & {
             name: string;
         };
