@@ -4464,6 +4464,19 @@ export interface components {
             description?: string | null;
             emoji?: string | null;
             color?: string | null;
+            /**
+             * @description Users and teams of the organization who maintain the new cluster, each as
+             *     `{"user": id}` or `{"team": id}` (the official Go client's `ClusterCreate.Maintainers`);
+             *     stored as `POST .../maintainers` stores them and listed there. A user or team outside the
+             *     organization, an entry with both or neither, or one given twice is a 422 naming
+             *     `maintainers`, and the cluster is not created.
+             */
+            maintainers?: {
+                /** Format: uuid */
+                user?: string;
+                /** Format: uuid */
+                team?: string;
+            }[];
         };
         UpdateClusterRequest: {
             name?: string;

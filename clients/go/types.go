@@ -2971,7 +2971,18 @@ type CreateClusterRequest struct {
 	Color       *string `json:"color,omitempty"`
 	Description *string `json:"description,omitempty"`
 	Emoji       *string `json:"emoji,omitempty"`
-	Name        string  `json:"name"`
+	// Users and teams of the organization who maintain the new cluster, each as
+	// `{"user": id}` or `{"team": id}` (the official Go client's `ClusterCreate.Maintainers`);
+	// stored as `POST .../maintainers` stores them and listed there. A user or team outside the
+	// organization, an entry with both or neither, or one given twice is a 422 naming
+	// `maintainers`, and the cluster is not created.
+	Maintainers []MaintainerElement `json:"maintainers,omitempty"`
+	Name        string              `json:"name"`
+}
+
+type MaintainerElement struct {
+	Team *string `json:"team,omitempty"`
+	User *string `json:"user,omitempty"`
 }
 
 type CreateClusterSecretRequest struct {
