@@ -186,6 +186,7 @@ const ARRAY_ITEMS: Record<string, (t: Tenant) => { body: Record<string, unknown>
     body: BODIES.createArtifacts!(t) as Record<string, unknown>,
     item: { path: 'item.txt', file_size: 1, sha1sum: 'b'.repeat(40) },
   }),
+  'createCluster.maintainers': (t) => ({ body: BODIES.createCluster!(t) as Record<string, unknown>, item: { team: t.team.id } }),
   'updateArtifacts.artifacts': (t) => ({ body: BODIES.updateArtifacts!(t) as Record<string, unknown>, item: { id: t.params.artifact_id, state: 'error' } }),
 };
 
