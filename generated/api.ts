@@ -1071,8 +1071,15 @@ export interface paths {
         /**
          * Get a job's log
          * @description The output the agent sent, in order. JSON by default; with `Accept: text/plain` the raw
-         *     text, as `log.txt` gives it. Both are streamed from the store a few chunks at a time
-         *     (chunked transfer encoding, no `Content-Length`).
+         *     text, as `log.txt` gives it; with `Accept: text/html` the log rendered as HTML, as
+         *     `log.html` gives it (ANSI colours as classed spans, `---`/`+++`/`~~~` sections as
+         *     `<details>` groups, every character of the log escaped). JSON and text are streamed from
+         *     the store a few chunks at a time (chunked transfer encoding, no `Content-Length`).
+         *
+         *     `Range: bytes=-N` with `Accept: text/plain` answers the last N bytes of the log (206 with
+         *     `Content-Range`), the raw stored bytes. Only suffix ranges: a range without
+         *     `Accept: text/plain`, a start-end or multipart range, or `bytes=-0` is a 400; an empty log
+         *     is a 416.
          */
         get: operations["getJobLog"];
         put?: never;
@@ -1115,6 +1122,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/log.html": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a job's log as HTML
+         * @description The job's log rendered as HTML, as `GET .../log` with `Accept: text/html` gives it
+         *     (pybuildkite's default): ANSI colours as classed spans, sections as `<details>` groups,
+         *     every character of the log escaped.
+         */
+        get: operations["getJobLogHtml"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/env": {
         parameters: {
             query?: never;
@@ -1132,9 +1169,40 @@ export interface paths {
         };
         /**
          * Get a job's environment variables
-         * @description The environment the job runs in, `BUILDKITE_*` variables included.
+         * @description The environment the job runs in, `BUILDKITE_*` variables included. With
+         *     `Accept: text/plain`, `KEY=VALUE` lines as `env.txt` gives them.
          */
         get: operations["getJobEnv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/env.txt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a job's environment variables as text
+         * @description The job's environment as `KEY=VALUE` lines, sorted by name, for dotenv and similar tools:
+         *     a value with a space, quote, `#`, `$`, backslash or line break is double-quoted, with `\`,
+         *     `"`, `$` and line breaks escaped.
+         */
+        get: operations["getJobEnvText"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1259,7 +1327,11 @@ export interface paths {
         delete: operations["deleteCluster"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update a cluster (PATCH)
+         * @description `PUT` (updateCluster) as the docs send it, as `PATCH` as the official Go client sends it: the same update. Changes the cluster's name, description, emoji, color or default queue (one of its own queues). Administrators and the cluster's maintainers.
+         */
+        patch: operations["patchCluster"];
         trace?: never;
     };
     "/v2/organizations/{org_slug}/clusters/{cluster_id}/queues": {
@@ -1320,7 +1392,11 @@ export interface paths {
         delete: operations["deleteClusterQueue"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update a queue (PATCH)
+         * @description `PUT` (updateClusterQueue) as the docs send it, as `PATCH` as the official Go client sends it: the same update. Changes the queue's description or retry agent affinity.
+         */
+        patch: operations["patchClusterQueue"];
         trace?: never;
     };
     "/v2/organizations/{org_slug}/clusters/{cluster_id}/queues/{queue_id}/pause_dispatch": {
@@ -1431,7 +1507,11 @@ export interface paths {
         delete: operations["revokeClusterAgentToken"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update an agent token (PATCH)
+         * @description `PUT` (updateClusterAgentToken) as the docs send it, as `PATCH` as the official Go client sends it: the same update. Changes the token's description, allowed IP ranges or expiry.
+         */
+        patch: operations["patchClusterAgentToken"];
         trace?: never;
     };
     "/v2/organizations/{org_slug}/clusters/{cluster_id}/maintainers": {
@@ -3067,6 +3147,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/rate_limit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get rate limit status (docs path)
+         * @description `rate_limit`, the spelling of the docs and the official Go client; the same answer as
+         *     `rate-limit` (getOrganizationRateLimit).
+         *     The organization's current REST usage, from the counters behind the `RateLimit-*`
+         *     headers. This request counts like any other, so `current` includes it and agrees with this
+         *     response's own headers (`current` = `RateLimit-Limit` - `RateLimit-Remaining` while within
+         *     the budget).
+         */
+        get: operations["getOrganizationRateLimitStatus"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/emojis": {
         parameters: {
             query?: never;
@@ -3156,7 +3264,14 @@ export interface paths {
         delete: operations["deletePipelineSchedule"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Update a pipeline schedule (PATCH)
+         * @description `PUT` (updatePipelineSchedule) as the docs send it, as `PATCH` as the official Go client sends it: the same update.
+         *     Changes the properties sent. A new `cronline`, or enabling, moves `next_build_at` to the
+         *     cronline's next minute from now; disabling clears it. Re-enabling clears `failed_message`
+         *     and `failed_at`.
+         */
+        patch: operations["patchPipelineSchedule"];
         trace?: never;
     };
     "/v2/organizations/{org_slug}/services/{service_id}/deliveries": {
@@ -4457,6 +4572,19 @@ export interface components {
             description?: string | null;
             emoji?: string | null;
             color?: string | null;
+            /**
+             * @description Users and teams of the organization who maintain the new cluster, each as
+             *     `{"user": id}` or `{"team": id}` (the official Go client's `ClusterCreate.Maintainers`);
+             *     stored as `POST .../maintainers` stores them and listed there. A user or team outside the
+             *     organization, an entry with both or neither, or one given twice is a 422 naming
+             *     `maintainers`, and the cluster is not created.
+             */
+            maintainers?: {
+                /** Format: uuid */
+                user?: string;
+                /** Format: uuid */
+                team?: string;
+            }[];
         };
         UpdateClusterRequest: {
             name?: string;
@@ -5443,6 +5571,14 @@ export interface components {
             default_member_role: components["schemas"]["TeamMemberRole"];
             /** @description Whether members (not only maintainers) may create pipelines in this team. */
             members_can_create_pipelines: boolean;
+            /** @description Whether members (not only maintainers) may create test suites in this team: stored and returned (Windsock has no package registries, and does not yet restrict suites by it). */
+            members_can_create_suites: boolean;
+            /** @description Whether members (not only maintainers) may delete test suites in this team: stored and returned (Windsock has no package registries, and does not yet restrict suites by it). */
+            members_can_destroy_suites: boolean;
+            /** @description Whether members (not only maintainers) may create package registries in this team: stored and returned (Windsock has no package registries, and does not yet restrict suites by it). */
+            members_can_create_registries: boolean;
+            /** @description Whether members (not only maintainers) may delete package registries in this team: stored and returned (Windsock has no package registries, and does not yet restrict suites by it). */
+            members_can_destroy_registries: boolean;
             readonly created_at: components["schemas"]["IsoTimestamp"];
             /** @description The user who created the team (null for a team made from the command line or whose creator is gone). */
             readonly created_by: components["schemas"]["User"] | null;
@@ -5456,8 +5592,12 @@ export interface components {
             is_default_team?: boolean;
             default_member_role?: components["schemas"]["TeamMemberRole"];
             members_can_create_pipelines?: boolean;
+            members_can_create_suites?: boolean;
+            members_can_destroy_suites?: boolean;
+            members_can_create_registries?: boolean;
+            members_can_destroy_registries?: boolean;
         };
-        /** @description `name` is required; `privacy` defaults to `visible`, `default_member_role` to `member`, `is_default_team` to false, `members_can_create_pipelines` to true. */
+        /** @description `name` is required; `privacy` defaults to `visible`, `default_member_role` to `member`, `is_default_team` to false, `members_can_create_pipelines` to true, the suite and registry flags to false. */
         CreateTeamRequest: components["schemas"]["TeamWritable"] & {
             name: string;
         };
@@ -5982,7 +6122,7 @@ export interface components {
         OrgSlug: string;
         /** @description The pipeline's slug. */
         PipelineSlug: string;
-        /** @description The page to return, from 1. */
+        /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
         Page: number;
         /** @description Items per page; larger than 100 is a 400. */
         PerPage: number;
@@ -6302,7 +6442,7 @@ export interface operations {
     listOrganizations: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -6361,7 +6501,7 @@ export interface operations {
     listPipelines: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -6687,7 +6827,7 @@ export interface operations {
     listAllBuilds: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -6733,7 +6873,7 @@ export interface operations {
     listOrganizationBuilds: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -6783,7 +6923,7 @@ export interface operations {
     listPipelineBuilds: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -7054,7 +7194,7 @@ export interface operations {
     listSuites: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -7221,7 +7361,7 @@ export interface operations {
     listFlakyTests: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -7264,7 +7404,7 @@ export interface operations {
     listRuns: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -7418,7 +7558,7 @@ export interface operations {
     listTests: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -7494,7 +7634,7 @@ export interface operations {
     listBuildTests: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -7686,7 +7826,10 @@ export interface operations {
     getJobLog: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description `bytes=-N`: the last N bytes of the log (with `Accept: text/plain`). */
+                Range?: string;
+            };
             path: {
                 /** @description The organization's slug. */
                 org_slug: components["parameters"]["OrgSlug"];
@@ -7708,12 +7851,36 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["JobLog"];
                     "text/plain": string;
+                    "text/html": string;
+                };
+            };
+            /** @description The last bytes of the log, as asked with `Range: bytes=-N`. */
+            206: {
+                headers: {
+                    "Accept-Ranges"?: "bytes";
+                    /** @description `bytes <first>-<last>/<size>`. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
                 };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description A suffix range of an empty log. */
+            416: {
+                headers: {
+                    /** @description `bytes *\/0`. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
@@ -7785,6 +7952,40 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getJobLogHtml: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The log as HTML. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getJobEnv: {
         parameters: {
             query?: never;
@@ -7809,6 +8010,41 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobEnvResponse"];
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getJobEnvText: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The environment as text. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -7898,7 +8134,7 @@ export interface operations {
     listClusters: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -8060,10 +8296,46 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    patchCluster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Cluster"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listClusterQueues: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -8230,6 +8502,43 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    patchClusterQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                queue_id: components["parameters"]["QueueId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterQueueRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterQueue"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     pauseClusterQueueDispatch: {
         parameters: {
             query?: never;
@@ -8302,7 +8611,7 @@ export interface operations {
     listClusterAgentTokens: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -8469,10 +8778,47 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    patchClusterAgentToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                cluster_id: components["parameters"]["ClusterId"];
+                token_id: components["parameters"]["ClusterTokenId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateClusterAgentTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description OK. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClusterAgentToken"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listClusterMaintainers: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -8605,7 +8951,7 @@ export interface operations {
     listClusterSecrets: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -8878,7 +9224,7 @@ export interface operations {
     listAgents: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -9552,7 +9898,7 @@ export interface operations {
     listBuildAnnotations: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -9664,7 +10010,7 @@ export interface operations {
     listJobAnnotations: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -9779,7 +10125,7 @@ export interface operations {
     listOrganizationJobAnnotations: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -10210,7 +10556,7 @@ export interface operations {
     listBuildArtifacts: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -10249,7 +10595,7 @@ export interface operations {
     listJobArtifacts: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -10391,7 +10737,7 @@ export interface operations {
     listJobArtifactsByJobId: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -10706,7 +11052,7 @@ export interface operations {
     listPipelineTemplates: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -10919,6 +11265,34 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    getOrganizationRateLimitStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rate limit status. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitStatus"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listEmojis: {
         parameters: {
             query?: never;
@@ -10949,7 +11323,7 @@ export interface operations {
     listPipelineSchedules: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -11125,10 +11499,50 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    patchPipelineSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The schedule's id (a UUID). */
+                schedule_id: components["parameters"]["ScheduleId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePipelineScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description The schedule as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSchedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listNotificationDeliveries: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -11233,7 +11647,7 @@ export interface operations {
             query?: {
                 /** @description Only the teams this user (UUID) is a member of; a value that is not a member's UUID matches no team. */
                 user_id?: string;
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -11401,7 +11815,7 @@ export interface operations {
     listTeamMembers: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -11579,7 +11993,7 @@ export interface operations {
     listTeamPipelines: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -11757,7 +12171,7 @@ export interface operations {
     listTeamSuites: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
@@ -11935,7 +12349,7 @@ export interface operations {
     listOrganizationMembers: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1. */
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];

@@ -3056,7 +3056,18 @@ type CreateClusterRequest struct {
 	Color       *string `json:"color,omitempty"`
 	Description *string `json:"description,omitempty"`
 	Emoji       *string `json:"emoji,omitempty"`
-	Name        string  `json:"name"`
+	// Users and teams of the organization who maintain the new cluster, each as
+	// `{"user": id}` or `{"team": id}` (the official Go client's `ClusterCreate.Maintainers`);
+	// stored as `POST .../maintainers` stores them and listed there. A user or team outside the
+	// organization, an entry with both or neither, or one given twice is a 422 naming
+	// `maintainers`, and the cluster is not created.
+	Maintainers []MaintainerElement `json:"maintainers,omitempty"`
+	Name        string              `json:"name"`
+}
+
+type MaintainerElement struct {
+	Team *string `json:"team,omitempty"`
+	User *string `json:"user,omitempty"`
 }
 
 type CreateClusterSecretRequest struct {
@@ -4015,10 +4026,22 @@ type Team struct {
 	// The same as `default`, under the name a create or update sets it with.
 	IsDefaultTeam bool `json:"is_default_team"`
 	// Whether members (not only maintainers) may create pipelines in this team.
-	MembersCanCreatePipelines bool        `json:"members_can_create_pipelines"`
-	Name                      string      `json:"name"`
-	Privacy                   TeamPrivacy `json:"privacy"`
-	Slug                      string      `json:"slug"`
+	MembersCanCreatePipelines bool `json:"members_can_create_pipelines"`
+	// Whether members (not only maintainers) may create package registries in this team: stored
+	// and returned (Windsock has no package registries, and does not yet restrict suites by it).
+	MembersCanCreateRegistries bool `json:"members_can_create_registries"`
+	// Whether members (not only maintainers) may create test suites in this team: stored and
+	// returned (Windsock has no package registries, and does not yet restrict suites by it).
+	MembersCanCreateSuites bool `json:"members_can_create_suites"`
+	// Whether members (not only maintainers) may delete package registries in this team: stored
+	// and returned (Windsock has no package registries, and does not yet restrict suites by it).
+	MembersCanDestroyRegistries bool `json:"members_can_destroy_registries"`
+	// Whether members (not only maintainers) may delete test suites in this team: stored and
+	// returned (Windsock has no package registries, and does not yet restrict suites by it).
+	MembersCanDestroySuites bool        `json:"members_can_destroy_suites"`
+	Name                    string      `json:"name"`
+	Privacy                 TeamPrivacy `json:"privacy"`
+	Slug                    string      `json:"slug"`
 }
 
 type TeamAssignmentWithAccess struct {
@@ -4052,10 +4075,14 @@ type TeamWritable struct {
 	DefaultMemberRole *TeamMemberRole `json:"default_member_role,omitempty"`
 	Description       *string         `json:"description,omitempty"`
 	// Whether new organization members join this team.
-	IsDefaultTeam             *bool        `json:"is_default_team,omitempty"`
-	MembersCanCreatePipelines *bool        `json:"members_can_create_pipelines,omitempty"`
-	Name                      *string      `json:"name,omitempty"`
-	Privacy                   *TeamPrivacy `json:"privacy,omitempty"`
+	IsDefaultTeam               *bool        `json:"is_default_team,omitempty"`
+	MembersCanCreatePipelines   *bool        `json:"members_can_create_pipelines,omitempty"`
+	MembersCanCreateRegistries  *bool        `json:"members_can_create_registries,omitempty"`
+	MembersCanCreateSuites      *bool        `json:"members_can_create_suites,omitempty"`
+	MembersCanDestroyRegistries *bool        `json:"members_can_destroy_registries,omitempty"`
+	MembersCanDestroySuites     *bool        `json:"members_can_destroy_suites,omitempty"`
+	Name                        *string      `json:"name,omitempty"`
+	Privacy                     *TeamPrivacy `json:"privacy,omitempty"`
 }
 
 // A test as the legacy answer shows it (no `Buildkite-Version`, or one before 2026-08-01):

@@ -1,6 +1,6 @@
 /** The clusters' REST operations: clusters, their queues (with the dispatch pause) and agent tokens. */
 import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
+import { operationRouter, type OperationHandler } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import { serializeCluster, serializeClusterMaintainer, serializeClusterQueue, serializeClusterSecret, serializeClusterToken } from './serialize';
 import type { ClusterService } from './service';
@@ -26,10 +26,13 @@ export function clusterRoutes(service: ClusterService, publicUrl: string) {
     res.json(serializeCluster(await service.get(actor, req.params.cluster_id), publicUrl, actor.organization.slug));
   });
 
-  api.on('updateCluster', async (req, res) => {
+  const updateClusterHandler: OperationHandler<'updateCluster'> = async (req, res) => {
     const actor = actorOf(res);
     res.json(serializeCluster(await service.update(actor, req.params.cluster_id, req.body), publicUrl, actor.organization.slug));
-  });
+  };
+  api.on('updateCluster', updateClusterHandler);
+  // The same operation under the method the official Go client sends.
+  api.on('patchCluster', (req, res) => updateClusterHandler(req, res));
 
   api.on('deleteCluster', async (req, res) => {
     await service.delete(actorOf(res), req.params.cluster_id);
@@ -54,11 +57,14 @@ export function clusterRoutes(service: ClusterService, publicUrl: string) {
     res.json(serializeClusterQueue(await service.getQueue(actor, req.params.cluster_id, req.params.queue_id), publicUrl, actor.organization.slug));
   });
 
-  api.on('updateClusterQueue', async (req, res) => {
+  const updateClusterQueueHandler: OperationHandler<'updateClusterQueue'> = async (req, res) => {
     const actor = actorOf(res);
     const queue = await service.updateQueue(actor, req.params.cluster_id, req.params.queue_id, req.body);
     res.json(serializeClusterQueue(queue, publicUrl, actor.organization.slug));
-  });
+  };
+  api.on('updateClusterQueue', updateClusterQueueHandler);
+  // The same operation under the method the official Go client sends.
+  api.on('patchClusterQueue', (req, res) => updateClusterQueueHandler(req, res));
 
   api.on('deleteClusterQueue', async (req, res) => {
     await service.deleteQueue(actorOf(res), req.params.cluster_id, req.params.queue_id);
@@ -150,11 +156,14 @@ export function clusterRoutes(service: ClusterService, publicUrl: string) {
     res.json(serializeClusterToken(await service.getToken(actor, req.params.cluster_id, req.params.token_id), publicUrl, actor.organization.slug));
   });
 
-  api.on('updateClusterAgentToken', async (req, res) => {
+  const updateClusterAgentTokenHandler: OperationHandler<'updateClusterAgentToken'> = async (req, res) => {
     const actor = actorOf(res);
     const token = await service.updateToken(actor, req.params.cluster_id, req.params.token_id, req.body);
     res.json(serializeClusterToken(token, publicUrl, actor.organization.slug));
-  });
+  };
+  api.on('updateClusterAgentToken', updateClusterAgentTokenHandler);
+  // The same operation under the method the official Go client sends.
+  api.on('patchClusterAgentToken', (req, res) => updateClusterAgentTokenHandler(req, res));
 
   api.on('revokeClusterAgentToken', async (req, res) => {
     await service.revokeToken(actorOf(res), req.params.cluster_id, req.params.token_id);

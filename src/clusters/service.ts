@@ -108,6 +108,7 @@ export class ClusterService {
     const name = body.name.trim();
     if (!name) throw ValidationError.field('name', "can't be blank");
     if (await this.clusters.findClusterByName(actor.organization.id, name)) throw ValidationError.field('name', 'has already been taken');
+    const maintainers = await this.checkedMaintainers(actor, body.maintainers ?? []);
     const cluster: Cluster = {
       id: crypto.randomUUID(),
       organizationId: actor.organization.id,
@@ -120,7 +121,32 @@ export class ClusterService {
       createdAt: this.clock(),
     };
     await this.clusters.insertCluster({ ...cluster, createdById: actor.principal.user.id });
+    for (const target of maintainers)
+      await this.clusters.insertMaintainer({ id: crypto.randomUUID(), clusterId: cluster.id, ...target, createdAt: this.clock() });
     return cluster;
+  }
+
+  /**
+   * The maintainers a create names, checked before anything is stored (a 422 naming
+   * `maintainers` leaves no cluster behind): each exactly one of a user or a team of the
+   * organization, none twice.
+   */
+  private async checkedMaintainers(actor: Actor, given: NonNullable<CreateClusterBody['maintainers']>) {
+    const seen = new Set<string>();
+    const targets: { userId: string | null; teamId: string | null }[] = [];
+    for (const m of given) {
+      if ((m.user === undefined) === (m.team === undefined)) throw ValidationError.field('maintainers', 'each must give exactly one of user and team');
+      const target = { userId: m.user ?? null, teamId: m.team ?? null };
+      const key = `${target.userId}/${target.teamId}`;
+      if (seen.has(key)) throw ValidationError.field('maintainers', `names ${target.userId ? 'user' : 'team'} ${target.userId ?? target.teamId} twice`);
+      seen.add(key);
+      if (target.userId && !(await this.clusters.isMemberOf(actor.organization.id, target.userId)))
+        throw ValidationError.field('maintainers', `user ${target.userId} is not a member of this organization`);
+      if (target.teamId && !(await this.clusters.isTeamOf(actor.organization.id, target.teamId)))
+        throw ValidationError.field('maintainers', `team ${target.teamId} is not a team of this organization`);
+      targets.push(target);
+    }
+    return targets;
   }
 
   async update(actor: Actor, id: string, body: UpdateClusterBody): Promise<Cluster> {

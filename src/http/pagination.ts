@@ -14,9 +14,12 @@ export interface PageQuery {
   per_page?: components['parameters']['PerPage'];
 }
 
-/** From the validated query (the spec bounds both and supplies defaults, which the validator fills). */
+/**
+ * From the validated query (the spec bounds both and supplies defaults, which the validator
+ * fills). `page=0`, pybuildkite's default on every list, is page 1: the real API reads it so.
+ */
 export function pageRequest(req: { query: PageQuery }): PageRequest {
-  const page = req.query.page ?? 1;
+  const page = Math.max(1, req.query.page ?? 1);
   const perPage = req.query.per_page ?? 30;
   return { page, perPage, offset: (page - 1) * perPage };
 }

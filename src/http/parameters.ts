@@ -8,9 +8,11 @@
  *   (a path that names nothing that can exist).
  * - Date-time query parameters are real calendar dates and times (no 30 February). A space
  *   before the UTC offset (`+02:00` sent unencoded, which form decoding turns into a space) is
- *   read as the `+` it was.
- * - Boolean query parameters are `true` or `false`; enumerated ones name their allowed values,
- *   in a single value and in bracket arrays alike.
+ *   read as the `+` it was. A time without a zone (Python's `datetime.isoformat()` of a naive
+ *   value) is UTC, and a date alone is its midnight UTC, as the real API reads them.
+ * - Boolean query parameters are `true` or `false` in any case (Python sends `True`), or `1` /
+ *   `0`; they reach the validator as `true` / `false`. Enumerated ones name their allowed
+ *   values, in a single value and in bracket arrays alike.
  * - In a JSON body, `null` on an optional property that the spec does not mark nullable means
  *   "not given" (clients generated in other languages send it for unset fields): the property is
  *   removed before validation, at any depth the schema describes.
@@ -213,6 +215,27 @@ export function isRealDateTime(v: string): boolean {
   return true;
 }
 
+const ZONELESS_DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?$/;
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * The RFC 3339 form of a date filter as clients send it: a time without a zone is UTC, a date
+ * alone is its midnight UTC; anything else is returned as it came (and checked as it is).
+ */
+export function completeDateTime(v: string): string {
+  if (ZONELESS_DATE_TIME.test(v)) return `${v.slice(0, 10)}T${v.slice(11)}Z`;
+  if (DATE_ONLY.test(v)) return `${v}T00:00:00Z`;
+  return v;
+}
+
+/** `true`/`false` in any case, `1`/`0`: the boolean it spells, or null. */
+export function queryBoolean(v: string): boolean | null {
+  const lower = v.toLowerCase();
+  if (lower === 'true' || lower === '1') return true;
+  if (lower === 'false' || lower === '0') return false;
+  return null;
+}
+
 const DATE_TIME_HINT = 'must be an ISO 8601 date and time that exists, such as 2026-01-01T00:00:00Z';
 
 /** `must be a whole number from 1 to 100` (or `at least 1`, or `a whole number`). */
@@ -264,17 +287,27 @@ function checkFor(doc: SpecDoc, p: Parameter): Check | null {
       name: p.name,
       in: p.in,
       check: (value, set) => {
-        // `+02:00` sent unencoded arrives as ` 02:00`: form decoding made the `+` a space.
-        if (typeof value === 'string' && / \d{2}:\d{2}$/.test(value)) {
-          value = value.replace(/ (\d{2}:\d{2})$/, '+$1');
-          set(value);
+        if (typeof value === 'string') {
+          // `+02:00` sent unencoded arrives as ` 02:00`: form decoding made the `+` a space.
+          const read = completeDateTime(value.replace(/(\d{2}:\d{2}:\d{2}(?:\.\d+)?) (\d{2}:\d{2})$/, '$1+$2'));
+          if (read !== value) set((value = read));
         }
         return each(value, (v) => (isRealDateTime(v) ? null : DATE_TIME_HINT));
       },
     };
   }
   if (scalars.length && scalars.every((a) => typesOf(a).includes('boolean'))) {
-    return { name: p.name, in: p.in, check: (value) => each(value, (v) => (v === 'true' || v === 'false' ? null : 'must be true or false')) };
+    return {
+      name: p.name,
+      in: p.in,
+      check: (value, set) => {
+        if (typeof value !== 'string') return each(value, () => 'must be true or false');
+        const b = queryBoolean(value);
+        if (b === null) return 'must be true, false, 1 or 0';
+        set(String(b));
+        return null;
+      },
+    };
   }
   const allowed = [...new Set(scalars.flatMap((a) => a.enum ?? []))];
   if (scalars.length && scalars.every((a) => a.enum)) {

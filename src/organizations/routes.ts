@@ -1,7 +1,7 @@
 /** The organizations a token reaches: list and get; an organization's rate limit status. */
 import { UnavailableError } from '../core/errors';
 import { orgOf, principalOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
+import { operationRouter, type OperationHandler } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import { rateLimitUsageOf, WINDOW_SECONDS } from '../http/rate-limit';
 import { serializeOrganization } from './serialize';
@@ -24,7 +24,7 @@ export function organizationRoutes(organizations: OrganizationService, publicUrl
 
   // The counts this very request was given by the rate limiter (src/http/rate-limit.ts): the same
   // numbers as its RateLimit-* headers, this request included.
-  api.on('getOrganizationRateLimit', (_req, res) => {
+  const rateLimitStatus: OperationHandler<'getOrganizationRateLimit'> = (_req, res) => {
     orgOf(res);
     const usage = rateLimitUsageOf(res);
     if (usage) {
@@ -56,7 +56,10 @@ export function organizationRoutes(organizations: OrganizationService, publicUrl
         },
       },
     });
-  });
+  };
+  api.on('getOrganizationRateLimit', rateLimitStatus);
+  // The same operation under the docs' and the Go client's spelling, `rate_limit`.
+  api.on('getOrganizationRateLimitStatus', (req, res) => rateLimitStatus(req, res));
 
   return api.router;
 }

@@ -1,6 +1,6 @@
 /** Pipeline schedules (REST): thin handlers for list, create, get, update and delete. */
 import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
+import { operationRouter, type OperationHandler } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import { serializePipelineSchedule } from './serialize';
 import type { PipelineScheduleService } from './service';
@@ -25,11 +25,14 @@ export function pipelineScheduleRoutes(schedules: PipelineScheduleService, publi
     const actor = actorOf(res);
     res.json(serializePipelineSchedule(await schedules.get(actor, req.params.pipeline_slug, req.params.schedule_id), publicUrl, actor.organization.slug));
   });
-  api.on('updatePipelineSchedule', async (req, res) => {
+  const updatePipelineScheduleHandler: OperationHandler<'updatePipelineSchedule'> = async (req, res) => {
     const actor = actorOf(res);
     const updated = await schedules.update(actor, req.params.pipeline_slug, req.params.schedule_id, req.body);
     res.json(serializePipelineSchedule(updated, publicUrl, actor.organization.slug));
-  });
+  };
+  api.on('updatePipelineSchedule', updatePipelineScheduleHandler);
+  // The same operation under the method the official Go client sends.
+  api.on('patchPipelineSchedule', (req, res) => updatePipelineScheduleHandler(req, res));
   api.on('deletePipelineSchedule', async (req, res) => {
     await schedules.delete(actorOf(res), req.params.pipeline_slug, req.params.schedule_id);
     res.status(204).end();

@@ -22,6 +22,10 @@ export interface TeamFields {
   isDefaultTeam: boolean;
   defaultMemberRole: TeamRole;
   membersCanCreatePipelines: boolean;
+  membersCanCreateSuites: boolean;
+  membersCanDestroySuites: boolean;
+  membersCanCreateRegistries: boolean;
+  membersCanDestroyRegistries: boolean;
 }
 
 export interface TeamRecord extends TeamFields {
@@ -73,6 +77,10 @@ function teamFromRow(r: Record<string, unknown>): TeamRecord {
     isDefaultTeam: toBool(r.is_default_team),
     defaultMemberRole: (r.default_member_role as TeamRole) ?? 'member',
     membersCanCreatePipelines: toBool(r.members_can_create_pipelines),
+    membersCanCreateSuites: toBool(r.members_can_create_suites),
+    membersCanDestroySuites: toBool(r.members_can_destroy_suites),
+    membersCanCreateRegistries: toBool(r.members_can_create_registries),
+    membersCanDestroyRegistries: toBool(r.members_can_destroy_registries),
     createdAt: toDate(r.created_at),
     createdBy: r.creator_id
       ? userFromRow({ id: r.creator_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
@@ -92,6 +100,10 @@ function teamColumns(f: Partial<TeamFields>): Record<string, unknown> {
   set('is_default_team', f.isDefaultTeam);
   set('default_member_role', f.defaultMemberRole);
   set('members_can_create_pipelines', f.membersCanCreatePipelines);
+  set('members_can_create_suites', f.membersCanCreateSuites);
+  set('members_can_destroy_suites', f.membersCanDestroySuites);
+  set('members_can_create_registries', f.membersCanCreateRegistries);
+  set('members_can_destroy_registries', f.membersCanDestroyRegistries);
   return c;
 }
 

@@ -15,16 +15,60 @@ export function teamRoutes(teams: TeamService, publicUrl: string) {
     res.json(items.map(serializeTeam));
   });
   api.on('createTeam', async (req, res) => {
-    const { name, description, privacy, is_default_team, default_member_role, members_can_create_pipelines } = req.body;
-    const input = { name, description, privacy, is_default_team, default_member_role, members_can_create_pipelines };
+    const {
+      name,
+      description,
+      privacy,
+      is_default_team,
+      default_member_role,
+      members_can_create_pipelines,
+      members_can_create_suites,
+      members_can_destroy_suites,
+      members_can_create_registries,
+      members_can_destroy_registries,
+    } = req.body;
+    const input = {
+      name,
+      description,
+      privacy,
+      is_default_team,
+      default_member_role,
+      members_can_create_pipelines,
+      members_can_create_suites,
+      members_can_destroy_suites,
+      members_can_create_registries,
+      members_can_destroy_registries,
+    };
     res.status(201).json(serializeTeam(await teams.create(actorOf(res), input)));
   });
   api.on('getTeam', async (req, res) => {
     res.json(serializeTeam(await teams.get(actorOf(res), req.params.team_id)));
   });
   api.on('updateTeam', async (req, res) => {
-    const { name, description, privacy, is_default_team, default_member_role, members_can_create_pipelines } = req.body;
-    const input = { name, description, privacy, is_default_team, default_member_role, members_can_create_pipelines };
+    const {
+      name,
+      description,
+      privacy,
+      is_default_team,
+      default_member_role,
+      members_can_create_pipelines,
+      members_can_create_suites,
+      members_can_destroy_suites,
+      members_can_create_registries,
+      members_can_destroy_registries,
+    } = req.body;
+    const input = {
+      name,
+      description,
+      privacy,
+      is_default_team,
+      default_member_role,
+      members_can_create_pipelines,
+      members_can_create_suites,
+      members_can_destroy_suites,
+      members_can_create_registries,
+      members_can_destroy_registries,
+    };
     res.json(serializeTeam(await teams.update(actorOf(res), req.params.team_id, input)));
   });
   api.on('deleteTeam', async (req, res) => {

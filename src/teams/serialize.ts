@@ -18,6 +18,10 @@ export function serializeTeam(t: TeamRecord): Schemas['Team'] {
     is_default_team: t.isDefaultTeam,
     default_member_role: t.defaultMemberRole,
     members_can_create_pipelines: t.membersCanCreatePipelines,
+    members_can_create_suites: t.membersCanCreateSuites,
+    members_can_destroy_suites: t.membersCanDestroySuites,
+    members_can_create_registries: t.membersCanCreateRegistries,
+    members_can_destroy_registries: t.membersCanDestroyRegistries,
     created_at: isoTime(t.createdAt),
     created_by: serializeCreator(t.createdBy),
   };

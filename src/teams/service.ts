@@ -48,6 +48,10 @@ export interface TeamInput {
   is_default_team?: boolean;
   default_member_role?: TeamRole;
   members_can_create_pipelines?: boolean;
+  members_can_create_suites?: boolean;
+  members_can_destroy_suites?: boolean;
+  members_can_create_registries?: boolean;
+  members_can_destroy_registries?: boolean;
 }
 
 export class TeamService {
@@ -107,6 +111,10 @@ export class TeamService {
       isDefaultTeam: input.is_default_team ?? false,
       defaultMemberRole: input.default_member_role ?? 'member',
       membersCanCreatePipelines: input.members_can_create_pipelines ?? true,
+      membersCanCreateSuites: input.members_can_create_suites ?? false,
+      membersCanDestroySuites: input.members_can_destroy_suites ?? false,
+      membersCanCreateRegistries: input.members_can_create_registries ?? false,
+      membersCanDestroyRegistries: input.members_can_destroy_registries ?? false,
     });
     return (await this.teams.findById(caller.organization.id, id))!;
   }
@@ -119,6 +127,10 @@ export class TeamService {
       isDefaultTeam: input.is_default_team,
       defaultMemberRole: input.default_member_role,
       membersCanCreatePipelines: input.members_can_create_pipelines,
+      membersCanCreateSuites: input.members_can_create_suites,
+      membersCanDestroySuites: input.members_can_destroy_suites,
+      membersCanCreateRegistries: input.members_can_create_registries,
+      membersCanDestroyRegistries: input.members_can_destroy_registries,
     };
     if (input.name !== undefined) {
       const name = input.name.trim();

@@ -3,6 +3,8 @@
  * (built by this tag, or `trustedHtml` for markup the API sanitised itself). Arrays join, and
  * null, undefined and false render nothing, so templates can map and branch inline.
  */
+import { escapeHtml } from '../core/escape-html';
+
 export class Html {
   constructor(readonly value: string) {}
   toString(): string {
@@ -12,11 +14,7 @@ export class Html {
 
 export type Part = Html | string | number | null | undefined | false | readonly Part[];
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-export function escapeHtml(s: string): string {
-  return s.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
-}
+export { escapeHtml };
 
 function render(p: Part): string {
   if (p === null || p === undefined || p === false) return '';

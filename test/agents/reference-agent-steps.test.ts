@@ -44,7 +44,10 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
       ]);
       expect(b.state).toBe('passed');
       const log = (job_id: string) =>
-        ok(api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/log', { params: { path: { ...ref, job_id } } }));
+        // The JSON form (the operation also answers text for a range, 206).
+        ok(
+          api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/log', { params: { path: { ...ref, job_id } } }),
+        ).then((l) => l as { content: string; header_times: number[] });
       const upload = await log(b.jobs[0]!.id);
       expect(upload.content).toContain('buildkite-agent: uploaded .buildkite/pipeline.yml (1 jobs)');
       expect(upload.content).toContain('buildkite-agent: uploaded (stdin) (1 jobs)');

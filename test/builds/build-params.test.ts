@@ -69,7 +69,7 @@ describeEachDatabase('build parameters', (ctx) => {
 
   it('refuses exclude values that are not true or false', async () => {
     const res = await ctx().http().get(`${base}?exclude_jobs=yes`).set(auth(token)).expect(400);
-    expect(res.body.message).toBe('Invalid parameter exclude_jobs: must be true or false');
+    expect(res.body.message).toBe('Invalid parameter exclude_jobs: must be true, false, 1 or 0');
   });
 
   it('refuses a blank commit, branch or meta-data key and a pull request number out of range, naming the field', async () => {

@@ -207,7 +207,7 @@ describeEachDatabase('query and path parameters', (ctx) => {
 
     it('words the rest in its own terms', async () => {
       const cases: [string, string][] = [
-        ['/v2/builds?include_retried_jobs=yes', 'Invalid parameter include_retried_jobs: must be true or false'],
+        ['/v2/builds?include_retried_jobs=yes', 'Invalid parameter include_retried_jobs: must be true, false, 1 or 0'],
         ['/v2/builds?creator=someone', 'Invalid parameter creator: must be a UUID'],
         [`/v2/builds?branch=${'a'.repeat(256)}`, 'Invalid parameter branch: is too long (maximum is 255 characters)'],
         ['/v2/builds?per_page[]=3', 'Invalid parameter per_page: must be a single value'],
@@ -236,7 +236,8 @@ describeEachDatabase('query and path parameters', (ctx) => {
         const paged = parametersOf(op.path, op.method).some((p) => p.name === 'page');
         for (const [name, values] of [
           ['per_page', malformed],
-          ...(paged ? [['page', malformed.filter((v) => v !== '101').concat('1000001')] as const] : []),
+          // `page=0` is page 1 (pybuildkite's default; see below).
+          ...(paged ? [['page', malformed.filter((v) => v !== '101' && v !== '0').concat('1000001')] as const] : []),
         ] as const) {
           for (const v of values) {
             const res = await get(ctx(), `${target}?${name}=${encodeURIComponent(v)}`);
@@ -248,10 +249,24 @@ describeEachDatabase('query and path parameters', (ctx) => {
               message:
                 name === 'per_page'
                   ? 'Invalid parameter per_page: must be a whole number from 1 to 100'
-                  : 'Invalid parameter page: must be a whole number from 1 to 1000000',
+                  : 'Invalid parameter page: must be a whole number from 0 to 1000000',
             });
           }
         }
+      }
+      // About 700 requests over every list: a loaded machine (2 cores shared) needs more than 30 s.
+    }, 120_000);
+
+    it('reads page=0 as page 1 on every list paginated by page (pybuildkite sends it by default)', async () => {
+      const paged = listOps.filter((op) => parametersOf(op.path, op.method).some((p) => p.name === 'page'));
+      expect(paged.length).toBeGreaterThanOrEqual(8);
+      for (const op of paged) {
+        const target = fillPath(op, t.params);
+        const first = await get(ctx(), `${target}?page=1&per_page=1`);
+        const zero = await get(ctx(), `${target}?page=0&per_page=1`);
+        expect({ op: op.operationId, status: zero.status, body: zero.body }).toEqual({ op: op.operationId, status: 200, body: first.body });
+        // Links name real pages: page 0 has no `prev`, and its `next` is page 2.
+        expect({ op: op.operationId, link: zero.headers.link }).toEqual({ op: op.operationId, link: first.headers.link });
       }
     });
 
@@ -290,11 +305,76 @@ describeEachDatabase('query and path parameters', (ctx) => {
     });
   });
 
+  describe('booleans', () => {
+    const booleanParams = queryParams.filter(({ p }) => scalars(p).every((s) => s.type === 'boolean'));
+
+    it('takes true/false in any case and 1/0 in every boolean query parameter of every operation', async () => {
+      expect(booleanParams.map(({ p }) => p.name)).toEqual(expect.arrayContaining(['exclude_jobs', 'include_retried_jobs']));
+      for (const { op, p } of booleanParams) {
+        if (op.method !== 'get' || op.path.startsWith('/v3/')) continue;
+        const target = fillPath(op, t.params);
+        for (const v of ['true', 'True', 'TRUE', 'false', 'False', '1', '0']) {
+          const res = await get(ctx(), `${target}?${p.name}=${v}`);
+          expect({ op: op.operationId, p: p.name, v, status: res.status }).toEqual({ op: op.operationId, p: p.name, v, status: 200 });
+        }
+        for (const v of ['yes', '2', 'tru', '']) {
+          const res = await get(ctx(), `${target}?${p.name}=${v}`);
+          expect({ op: op.operationId, p: p.name, v, status: res.status, message: res.body.message }).toEqual({
+            op: op.operationId,
+            p: p.name,
+            v,
+            status: 400,
+            message: `Invalid parameter ${p.name}: must be true, false, 1 or 0`,
+          });
+        }
+      }
+    });
+
+    it('reads True and 1 as true, False and 0 as false', async () => {
+      const builds = `/v2/organizations/${t.org.slug}/builds`;
+      for (const v of ['True', '1', 'TRUE']) {
+        const res = await get(ctx(), `${builds}?exclude_jobs=${v}`).expect(200);
+        expect(res.body.length).toBeGreaterThan(0);
+        expect(res.body.every((b: object) => !('jobs' in b))).toBe(true);
+      }
+      for (const v of ['False', '0']) {
+        const res = await get(ctx(), `${builds}?exclude_jobs=${v}`).expect(200);
+        expect(res.body.every((b: object) => 'jobs' in b)).toBe(true);
+      }
+    });
+  });
+
   describe('dates', () => {
+    it('reads a time without a zone as UTC and a date alone as its midnight UTC', async () => {
+      const builds = `/v2/organizations/${t.org.slug}/builds`;
+      const all = await get(ctx(), builds).expect(200);
+      const created = new Date(all.body[0].created_at as string);
+      const day = created.toISOString().slice(0, 10);
+      const nextDay = new Date(Date.parse(`${day}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+      const ids = async (q: string) => ((await get(ctx(), `${builds}?${q}`).expect(200)).body as { id: string }[]).map((b) => b.id);
+      const id = all.body[0].id as string;
+      expect(await ids(`created_from=${day}`)).toContain(id);
+      expect(await ids(`created_to=${day}`)).not.toContain(id);
+      expect(await ids(`created_to=${nextDay}`)).toContain(id);
+      // One millisecond after its creation, without a zone: UTC, so the build is before it.
+      const after = new Date(created.getTime() + 1).toISOString().replace('Z', '');
+      expect(await ids(`created_to=${encodeURIComponent(after)}`)).toContain(id);
+      expect(await ids(`created_from=${encodeURIComponent(after)}`)).not.toContain(id);
+      expect(await ids(`created_from=${encodeURIComponent(after.replace('T', ' '))}`)).not.toContain(id);
+    });
+
     it('takes only real calendar dates in every date parameter of every operation', async () => {
       for (const { op, p } of dateParams) {
         const target = fillPath(op, t.params);
-        for (const v of ['2024-02-29T00:00:00Z', '2026-01-01T00:00:00.123Z', '2026-12-31T23:59:59+13:00']) {
+        // A time without a zone is UTC, a date alone its midnight UTC (Python's isoformat()).
+        for (const v of [
+          '2024-02-29T00:00:00Z',
+          '2026-01-01T00:00:00.123Z',
+          '2026-12-31T23:59:59+13:00',
+          '2026-11-27T02:51:16.889401',
+          '2026-11-27 02:51:16',
+          '2026-11-26',
+        ]) {
           const res = await get(ctx(), `${target}?${p.name}=${encodeURIComponent(v)}`);
           expect({ op: op.operationId, p: p.name, v, status: res.status }).toEqual({ op: op.operationId, p: p.name, v, status: 200 });
         }
@@ -307,7 +387,9 @@ describeEachDatabase('query and path parameters', (ctx) => {
           '2026-01-01T00:60:00Z',
           '2026-01-01T00:00:00+25:00',
           'yesterday',
-          '2026-01-01',
+          '2026-02-30',
+          '2026-01-01T00:00',
+          '2026-01-01T25:00:00',
         ]) {
           const res = await get(ctx(), `${target}?${p.name}=${encodeURIComponent(v)}`);
           expect({ op: op.operationId, p: p.name, v, status: res.status, message: res.body.message }).toEqual({

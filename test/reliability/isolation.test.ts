@@ -43,6 +43,7 @@ const BODY_REFERENCES: Record<string, Record<string, (id: string) => unknown>> =
   createTeamPipeline: { pipeline_id: (id) => id },
   createTeamSuite: { suite_id: (id) => id },
   updateCluster: { default_queue_id: (id) => id },
+  patchCluster: { default_queue_id: (id) => id },
   createClusterMaintainer: { team: (id) => id },
   // The fixtures' scope is some_teams: B's team in A's scope_uuids.
   createNotificationService: { scope_uuids: (id) => [id] },
@@ -173,6 +174,7 @@ describeEachDatabase('tenant isolation', (ctx) => {
   /** Reads whose answer names no object of the organization, so it cannot be told to be A's by a name in it. */
   const NAMES_NO_OBJECT: Record<string, string> = {
     getOrganizationRateLimit: "counts only; test/organizations/small-endpoints shows they are the organization's own",
+    getOrganizationRateLimitStatus: "as getOrganizationRateLimit (the same answer at the docs' spelling)",
     getPipelineWebhookSecret:
       "a secret only; test/pipelines/webhook-secret shows it is the pipeline's own, and B's webhook secret test below that B's does not sign A's deliveries",
   };
@@ -392,6 +394,7 @@ const EDITS_PIPELINE = [
   'rotatePipelineWebhookSecret',
   'createPipelineSchedule',
   'updatePipelineSchedule',
+  'patchPipelineSchedule',
   'deletePipelineSchedule',
 ];
 

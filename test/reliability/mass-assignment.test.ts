@@ -78,6 +78,7 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   updatePipelineTemplate: (t) => `/v2/organizations/${t.org.slug}/pipeline-templates/${t.params.template_uuid}`,
   createPipelineSchedule: (t, res) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/schedules/${res.body.id}`,
   updatePipelineSchedule: (t) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/schedules/${t.params.schedule_id}`,
+  patchPipelineSchedule: (t) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/schedules/${t.params.schedule_id}`,
   createTeam: (t, res) => `/v2/organizations/${t.org.slug}/teams/${res.body.id}`,
   updateTeam: (t) => `/v2/organizations/${t.org.slug}/teams/${t.params.team_id}`,
   createTeamMember: (t, res) => `/v2/organizations/${t.org.slug}/teams/${t.params.team_id}/members/${res.body.user_id}`,
@@ -89,14 +90,17 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   updateOrganizationMember: (t) => `/v2/organizations/${t.org.slug}/members/${t.params.user_id}`,
   createCluster: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${res.body.id}`,
   updateCluster: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}`,
+  patchCluster: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}`,
   createClusterQueue: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/queues/${res.body.id}`,
   updateClusterQueue: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/queues/${t.params.queue_id}`,
+  patchClusterQueue: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/queues/${t.params.queue_id}`,
   createClusterAgentToken: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/tokens/${res.body.id}`,
   createClusterMaintainer: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/maintainers/${res.body.id}`,
   createClusterSecret: (t, res) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/secrets/${res.body.id}`,
   updateClusterSecret: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/secrets/${t.params.secret_id}`,
   updateClusterSecretValue: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/secrets/${t.params.secret_id}`,
   updateClusterAgentToken: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/tokens/${t.params.token_id}`,
+  patchClusterAgentToken: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/tokens/${t.params.token_id}`,
   createNotificationService: (t, res) => `/v2/organizations/${t.org.slug}/services/${res.body.id}`,
   updateNotificationService: (t) => `/v2/organizations/${t.org.slug}/services/${t.params.service_id}`,
 };
@@ -182,6 +186,7 @@ const ARRAY_ITEMS: Record<string, (t: Tenant) => { body: Record<string, unknown>
     body: BODIES.createArtifacts!(t) as Record<string, unknown>,
     item: { path: 'item.txt', file_size: 1, sha1sum: 'b'.repeat(40) },
   }),
+  'createCluster.maintainers': (t) => ({ body: BODIES.createCluster!(t) as Record<string, unknown>, item: { team: t.team.id } }),
   'updateArtifacts.artifacts': (t) => ({ body: BODIES.updateArtifacts!(t) as Record<string, unknown>, item: { id: t.params.artifact_id, state: 'error' } }),
 };
 

@@ -2,10 +2,12 @@
  * Writes a job's log to the response as its pages come from the store, in the JSON form
  * (`{url, content, size, header_times}`) or as text, waiting for the socket to drain before
  * reading on: a reader holds a page of chunks at a time, never the whole log, and the event
- * loop serves other requests between pages. Stops reading when the client goes away.
+ * loop serves other requests between pages. Stops reading when the client goes away. Also the
+ * REST forms that need the log whole: HTML and a suffix range.
  */
 import type { Response } from 'express';
 import type { LogChunk } from './model';
+import { renderLog } from './log-html';
 import { MAX_HEADER_TIMES } from './serialize';
 
 /**
@@ -98,4 +100,47 @@ export function sendLogJson(res: Response, url: string, pages: AsyncIterable<Log
     }
     await write(res, `","size":${size},"header_times":${JSON.stringify(headerTimes)}}`);
   });
+}
+
+/** The whole log as its stored bytes (the HTML rendering and a range need it at once). */
+async function logBytes(pages: AsyncIterable<LogChunk[]>): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  for await (const page of pages) for (const c of page) parts.push(Buffer.from(c.content, 'utf8'));
+  return Buffer.concat(parts);
+}
+
+/**
+ * The log rendered as HTML (./log-html.ts, the renderer of the web pages): the log is untrusted,
+ * and the renderer escapes every character of it. Rendered whole, so not streamed.
+ */
+export async function sendLogHtml(res: Response, pages: AsyncIterable<LogChunk[]>): Promise<void> {
+  const html = renderLog((await logBytes(pages)).toString('utf8'));
+  res.status(200).type('text/html; charset=utf-8').send(html);
+}
+
+/**
+ * The suffix length of `Range: bytes=-N`, or the reason the range is refused (400): as the docs
+ * say, only a suffix range of at least one byte, and only with `Accept: text/plain`.
+ */
+export function suffixRange(range: string, acceptsText: boolean): { bytes: number } | { refused: string } {
+  if (!acceptsText) return { refused: 'Range requests are only supported with Accept: text/plain' };
+  const m = /^bytes=-(\d{1,15})$/.exec(range.trim());
+  if (!m) return { refused: 'Only suffix byte ranges (bytes=-N) are supported' };
+  const bytes = Number(m[1]);
+  if (bytes === 0) return { refused: 'A suffix byte range must ask for at least one byte (bytes=-0)' };
+  return { bytes };
+}
+
+/** The last `bytes` bytes of the log, raw (206 with `Content-Range`); an empty log is a 416. */
+export async function sendLogTail(res: Response, pages: AsyncIterable<LogChunk[]>, bytes: number): Promise<void> {
+  const log = await logBytes(pages);
+  res.setHeader('Accept-Ranges', 'bytes');
+  if (log.length === 0) {
+    res.setHeader('Content-Range', 'bytes */0');
+    res.status(416).json({ message: 'The job log is empty: no range of it can be returned' });
+    return;
+  }
+  const start = Math.max(0, log.length - bytes);
+  res.setHeader('Content-Range', `bytes ${start}-${log.length - 1}/${log.length}`);
+  res.status(206).type('text/plain; charset=utf-8').send(log.subarray(start));
 }

@@ -1,15 +1,18 @@
 /** The job endpoints under a build: thin handlers. */
 import type { Response } from 'express';
+import { BadRequestError } from '../../core/errors';
 import { actorOf } from '../../http/auth';
 import { operationRouter, type OperationRequest } from '../../http/operation';
 import { buildUrls, serializeJob } from '../serialize';
 import type { BuildWithJobs } from '../service';
-import { sendLogJson, sendLogText } from './log-output';
+import { sendLogHtml, sendLogJson, sendLogTail, sendLogText, suffixRange } from './log-output';
+import { sendEnvText } from './env-text';
 import { jobEnv } from './serialize';
 import type { JobService } from './service';
 
 /** The operations on one job of a build: they share its path parameters. */
-type JobOperation = 'unblockJob' | 'retryJob' | 'reprioritizeJob' | 'getJobLog' | 'getJobLogText' | 'deleteJobLog' | 'getJobEnv';
+type JobOperation =
+  'unblockJob' | 'retryJob' | 'reprioritizeJob' | 'getJobLog' | 'getJobLogText' | 'getJobLogHtml' | 'deleteJobLog' | 'getJobEnv' | 'getJobEnvText';
 
 export function jobRoutes(jobs: JobService, publicUrl: string) {
   const api = operationRouter();
@@ -26,7 +29,7 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
       null,
     );
   };
-  const logUrl = (req: { path: string }) => `${publicUrl}${req.path.replace(/\.txt$/, '')}`;
+  const logUrl = (req: { path: string }) => `${publicUrl}${req.path.replace(/\.(txt|html)$/, '')}`;
 
   api.on('unblockJob', async (req, res) => {
     res.json(jobJson(await jobs.unblock(...target(req, res), req.body ?? {})));
@@ -45,14 +48,25 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
   });
 
   // Streamed from the store (./log-output): a log can be as large as JOB_LOG_LIMIT_BYTES.
+  // `Range: bytes=-N`: the tail (the docs allow it with text only).
   api.on('getJobLog', async (req, res) => {
+    const format = req.accepts(['application/json', 'text/plain', 'text/html']);
+    const range = req.get('range');
+    const tail = range !== undefined ? suffixRange(range, format === 'text/plain') : undefined;
+    if (tail && 'refused' in tail) throw new BadRequestError(tail.refused);
     const pages = await jobs.logPages(...target(req, res));
-    if (req.accepts(['application/json', 'text/plain']) === 'text/plain') await sendLogText(res, pages);
+    if (tail) await sendLogTail(res, pages, tail.bytes);
+    else if (format === 'text/plain') await sendLogText(res, pages);
+    else if (format === 'text/html') await sendLogHtml(res, pages);
     else await sendLogJson(res, logUrl(req), pages);
   });
 
   api.on('getJobLogText', async (req, res) => {
     await sendLogText(res, await jobs.logPages(...target(req, res)));
+  });
+
+  api.on('getJobLogHtml', async (req, res) => {
+    await sendLogHtml(res, await jobs.logPages(...target(req, res)));
   });
 
   api.on('deleteJobLog', async (req, res) => {
@@ -62,7 +76,14 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
 
   api.on('getJobEnv', async (req, res) => {
     const { context, agent } = await jobs.env(...target(req, res));
-    res.json({ env: jobEnv(context, agent, publicUrl) });
+    const env = jobEnv(context, agent, publicUrl);
+    if (req.accepts(['application/json', 'text/plain']) === 'text/plain') sendEnvText(res, env);
+    else res.json({ env });
+  });
+
+  api.on('getJobEnvText', async (req, res) => {
+    const { context, agent } = await jobs.env(...target(req, res));
+    sendEnvText(res, jobEnv(context, agent, publicUrl));
   });
 
   return api.router;

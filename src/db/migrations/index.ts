@@ -33,6 +33,7 @@ import * as notify from './20261126102000_notify';
 import * as pipelineBadgeKey from './20261126110000_pipeline_badge_key';
 import * as givenTokenSecrets from './20261126111000_given_token_secrets';
 import * as webSessions from './20261126112000_web_sessions';
+import * as teamSuiteRegistryFlags from './20261127051000_team_suite_registry_flags';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -64,6 +65,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126111000_given_token_secrets': givenTokenSecrets,
   '20261126112000_web_sessions': webSessions,
   '20261127050000_real_agent': realAgent,
+  '20261127051000_team_suite_registry_flags': teamSuiteRegistryFlags,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
