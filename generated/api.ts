@@ -3468,7 +3468,10 @@ export interface paths {
          *     clusters (`some_clusters`) of this organization (a 422 names the field otherwise).
          *     `build_states` not sent are false. A new service is enabled.
          *     Settings by provider:
-         *     - `webhook`: `url` (required, http or https), `token`, `token_mode` (`token`, the default, or
+         *     - `webhook`: `url` (required, http or https; credentials in it, userinfo and the values of
+         *       query parameters named like `token`, `key`, `secret`, `password` or `signature`, are
+         *       stored encrypted and answered masked, and the masked URL sent back keeps the stored one),
+         *       `token`, `token_mode` (`token`, the default, or
          *       `signature`), `version` (the payload version, 3 the latest and default; an update may
          *       raise it, never lower it), `events` (names of the Webhooks documentation's build, job
          *       and agent events, or `ping`; default every build, job and agent event), `tls_verify` (default true).
@@ -3528,7 +3531,10 @@ export interface paths {
          *     sent, must be the service's own. A secret setting sent back unchanged (as an answer showed
          *     it) keeps the stored value; a new value replaces it.
          *     Settings by provider:
-         *     - `webhook`: `url` (required, http or https), `token`, `token_mode` (`token`, the default, or
+         *     - `webhook`: `url` (required, http or https; credentials in it, userinfo and the values of
+         *       query parameters named like `token`, `key`, `secret`, `password` or `signature`, are
+         *       stored encrypted and answered masked, and the masked URL sent back keeps the stored one),
+         *       `token`, `token_mode` (`token`, the default, or
          *       `signature`), `version` (the payload version, 3 the latest and default; an update may
          *       raise it, never lower it), `events` (names of the Webhooks documentation's build, job
          *       and agent events, or `ping`; default every build, job and agent event), `tls_verify` (default true).
