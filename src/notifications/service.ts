@@ -53,7 +53,8 @@ export function perTargetLimit(concurrency: number): number {
  * target's half) never hold every slot: another organization always has one.
  */
 export function perOrganizationLimit(concurrency: number): number {
-  return Math.max(1, Math.min(concurrency - 1, Math.floor((concurrency * 3) / 4)));
+  // Never below one target's share plus one: an organization's second receiver always has a slot.
+  return Math.min(concurrency, Math.max(perTargetLimit(concurrency) + 1, Math.floor((concurrency * 3) / 4)));
 }
 
 export const DEFAULT_NOTIFICATION_SETTINGS: NotificationSettings = {
@@ -307,8 +308,7 @@ export class NotificationService {
       if (r.until > now.getTime()) closed.push(target);
       else if (r.until + this.settings.retryCapMs < now.getTime()) this.resting.delete(target); // long quiet: forgotten
     }
-    // More candidates than slots: those of a target or organization that fills up on the way are skipped, and the rest may still fit.
-    const candidates = await this.outbox.due(now, limit * 4, inFlight, closed, fullOrganizations);
+    const candidates = await this.outbox.due(now, limit, inFlight, closed, fullOrganizations);
     const leased: Delivery[] = [];
     for (const d of candidates) {
       if (leased.length >= limit) break;
