@@ -11,7 +11,6 @@
  * refusal, no excerpt carries the marker, and the listener is never connected to. A control run
  * with private destinations allowed proves the forms do reach it.
  */
-import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '../../src/http/logger';
