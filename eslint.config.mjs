@@ -17,6 +17,67 @@ const anyRepository = {
   allowTypeImports: true,
 };
 
+// One transport (src/security/outbound.ts, docs/outbound.md): every outgoing connection of the
+// server is checked there (the address actually connected to, one deadline, no redirects), so no
+// other module may open one: no `fetch`, no `http(s).request`/`get`, no raw `net`/`tls` connect,
+// no undici or other HTTP client, no SDK's own HTTP client (octokit only with the transport's
+// `fetch`, the OTLP exporter only with a transport of ours). Exempt, and only these:
+// - src/security/outbound.ts, the transport itself;
+// - src/web/assets/**, browser scripts: they run in the user's browser against Windsock's own origin;
+// - src/cli/agent.ts, src/cli/buildkite-agent-shim.ts, src/cli/shim/**: the reference agent and
+//   its buildkite-agent shim, a separate process that talks to the Windsock server it was given
+//   (and to the upload URLs that server hands it), never on the server's behalf.
+const oneTransport = {
+  files: ['src/**/*.ts', 'src/**/*.js', 'src/**/*.mjs'],
+  ignores: ['src/security/outbound.ts', 'src/web/assets/**', 'src/cli/agent.ts', 'src/cli/buildkite-agent-shim.ts', 'src/cli/shim/**'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        paths: [
+          ...['undici', 'node:undici', 'axios', 'got', 'node-fetch', 'superagent', 'needle', '@octokit/request', 'node:http2', 'http2'].map((name) => ({
+            name,
+            message: 'Outgoing HTTP goes through the one transport (src/security/outbound.ts).',
+          })),
+          ...['@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/exporter-trace-otlp-proto', '@opentelemetry/exporter-trace-otlp-grpc'].map((name) => ({
+            name,
+            message: 'The OTLP exporters open their own connections: export through a transport of ours (providers/open-telemetry.ts).',
+          })),
+          {
+            name: '@opentelemetry/otlp-exporter-base',
+            importNames: ['createOtlpHttpExportDelegate'],
+            message: "The SDK's HTTP delegate opens its own connections: give createOtlpNetworkExportDelegate a transport of ours.",
+          },
+        ],
+      },
+    ],
+    'no-restricted-syntax': [
+      'error',
+      { selector: "CallExpression[callee.name='fetch']", message: 'Outgoing HTTP goes through the one transport (src/security/outbound.ts), not fetch.' },
+      {
+        selector: "CallExpression[callee.type='MemberExpression'][callee.property.name='fetch'][callee.object.name=/^(globalThis|global|window)$/]",
+        message: 'Outgoing HTTP goes through the one transport (src/security/outbound.ts), not fetch.',
+      },
+      {
+        selector: "CallExpression[callee.type='MemberExpression'][callee.object.name=/^(http|https|http2)$/][callee.property.name=/^(request|get|connect)$/]",
+        message: 'Outgoing HTTP goes through the one transport (src/security/outbound.ts), not http(s).request.',
+      },
+      {
+        selector: "CallExpression[callee.type='MemberExpression'][callee.object.name=/^(net|tls)$/][callee.property.name=/^(connect|createConnection)$/]",
+        message: 'Outgoing connections go through the one transport (src/security/outbound.ts).',
+      },
+      {
+        selector: 'ImportSpecifier[imported.name=/^(request|get)$/][parent.source.value=/^(node:)?https?$/]',
+        message: 'Outgoing HTTP goes through the one transport (src/security/outbound.ts), not http(s).request.',
+      },
+      {
+        selector: "NewExpression[callee.name='Octokit']:not(:has(Property[key.name='fetch']))",
+        message: "Octokit's own HTTP client is not the transport: give it `request: { fetch: fetchOver(http) }`.",
+      },
+    ],
+  },
+};
+
 /** One block of import boundaries: the modules (paths) and module patterns these files may not import as values. */
 function boundaries(files, ignores, paths, patterns) {
   return { files, ignores, rules: { '@typescript-eslint/no-restricted-imports': ['error', { paths, patterns }] } };
@@ -55,5 +116,6 @@ export default tseslint.config(
   boundaries(['src/**/*.ts'], ['src/services.ts'], [sqlOnlyInRepositories], [otherAreasRepositories]),
   boundaries(['src/db/**', 'src/**/*repository.ts', 'src/**/repository/**', 'src/http/rate-limit.ts'], [], [], [otherAreasRepositories]),
   boundaries(['src/**/routes.ts'], [], [sqlOnlyInRepositories], [anyRepository]),
+  oneTransport,
   prettier,
 );

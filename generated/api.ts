@@ -3691,15 +3691,27 @@ export interface paths {
          *     clusters (`some_clusters`) of this organization (a 422 names the field otherwise).
          *     `build_states` not sent are false. A new service is enabled.
          *     Settings by provider:
-         *     - `webhook`: `url` (required, http or https), `token`, `token_mode` (`token`, the default, or
+         *     - `webhook`: `url` (required, http or https; credentials in it, userinfo and the values of
+         *       query parameters named like `token`, `key`, `secret`, `password` or `signature`, are
+         *       stored encrypted and answered masked, and the masked URL sent back keeps the stored one),
+         *       `token`, `token_mode` (`token`, the default, or
          *       `signature`), `version` (the payload version, 3 the latest and default; an update may
          *       raise it, never lower it), `events` (names of the Webhooks documentation's build, job
          *       and agent events, or `ping`; default every build, job and agent event), `tls_verify` (default true).
+         *       Each delivery is a POST of the event's JSON with the headers `X-Buildkite-Event` (the
+         *       event's name), `X-Buildkite-Request` (the delivery's `id`: the same on every retry of one
+         *       delivery, a new one for a redelivery, so a receiver can drop repeats) and
+         *       `X-Buildkite-Token` or `X-Buildkite-Signature`.
          *     - `slack`: `url` (required, the incoming webhook URL; a secret, never returned) and `theme`
          *       (`text`, the default, or `emoji`).
          *     - `open_telemetry_tracing`: `endpoint` (required, http or https), `service_name`, `headers`
          *       (an object of strings; stored encrypted, never returned), `resource_attributes` and
          *       `tracestate` (objects of strings).
+         *     Every provider's requests go out through one guarded transport (docs/outbound.md): a URL
+         *     whose host is, or resolves to, an address that is not public (loopback, private,
+         *     link-local and the metadata address, in any spelling) is accepted here but every delivery
+         *     to it fails at once, its attempt saying why (unless the server sets `OUTBOUND_ALLOW_PRIVATE`);
+         *     redirects are not followed, and `OUTBOUND_TIMEOUT_MS` bounds each attempt as a whole.
          *     `aws_event_bridge` and `datadog_pipeline_visibility` need a cloud this server does not reach
          *     (a 422 says so); any other provider is a 422.
          */
@@ -3742,15 +3754,27 @@ export interface paths {
          *     sent, must be the service's own. A secret setting sent back unchanged (as an answer showed
          *     it) keeps the stored value; a new value replaces it.
          *     Settings by provider:
-         *     - `webhook`: `url` (required, http or https), `token`, `token_mode` (`token`, the default, or
+         *     - `webhook`: `url` (required, http or https; credentials in it, userinfo and the values of
+         *       query parameters named like `token`, `key`, `secret`, `password` or `signature`, are
+         *       stored encrypted and answered masked, and the masked URL sent back keeps the stored one),
+         *       `token`, `token_mode` (`token`, the default, or
          *       `signature`), `version` (the payload version, 3 the latest and default; an update may
          *       raise it, never lower it), `events` (names of the Webhooks documentation's build, job
          *       and agent events, or `ping`; default every build, job and agent event), `tls_verify` (default true).
+         *       Each delivery is a POST of the event's JSON with the headers `X-Buildkite-Event` (the
+         *       event's name), `X-Buildkite-Request` (the delivery's `id`: the same on every retry of one
+         *       delivery, a new one for a redelivery, so a receiver can drop repeats) and
+         *       `X-Buildkite-Token` or `X-Buildkite-Signature`.
          *     - `slack`: `url` (required, the incoming webhook URL; a secret, never returned) and `theme`
          *       (`text`, the default, or `emoji`).
          *     - `open_telemetry_tracing`: `endpoint` (required, http or https), `service_name`, `headers`
          *       (an object of strings; stored encrypted, never returned), `resource_attributes` and
          *       `tracestate` (objects of strings).
+         *     Every provider's requests go out through one guarded transport (docs/outbound.md): a URL
+         *     whose host is, or resolves to, an address that is not public (loopback, private,
+         *     link-local and the metadata address, in any spelling) is accepted here but every delivery
+         *     to it fails at once, its attempt saying why (unless the server sets `OUTBOUND_ALLOW_PRIVATE`);
+         *     redirects are not followed, and `OUTBOUND_TIMEOUT_MS` bounds each attempt as a whole.
          *     `aws_event_bridge` and `datadog_pipeline_visibility` need a cloud this server does not reach
          *     (a 422 says so); any other provider is a 422.
          */
@@ -5518,7 +5542,10 @@ export interface components {
             response_excerpt: string;
         };
         NotificationDelivery: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description Sent with every attempt of this delivery as the `X-Buildkite-Request` header (beside `X-Buildkite-Event`): the same on each retry, so a receiver can drop repeats.
+             */
             readonly id: string;
             readonly url: string;
             /** @description The webhook event (`build.finished`, `ping`, ...). */

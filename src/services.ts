@@ -57,7 +57,7 @@ import { TeamService } from './teams/service';
 import { UploadRepository } from './uploads/repository';
 import { UploadService } from './uploads/service';
 import { keysFromSecret, loadOrCreateSecret, type Keys } from './security/keys';
-import { DEFAULT_OUTBOUND_SETTINGS, Outbound, type OutboundSettings } from './security/outbound';
+import { DEFAULT_OUTBOUND_SETTINGS, Outbound, outboundSender, type OutboundSettings } from './security/outbound';
 import { UserRepository } from './user/repository';
 import { NotificationServiceRepository } from './notification-services/repository';
 import { NotificationServiceService } from './notification-services/service';
@@ -168,11 +168,14 @@ export function createServices(o: ServiceOptions): Services {
   const clusterRepository = new ClusterRepository(db);
   const clusters = new ClusterService(clusterRepository, o.clock, keys);
   const pipelineRepository = new PipelineRepository(db);
+  // Every outgoing request of the server goes through this one transport (src/security/outbound.ts).
+  const outboundSettings = o.outbound ?? DEFAULT_OUTBOUND_SETTINGS;
+  const outbound = new Outbound(outboundSettings);
   // Below pipelines: the pipelines' YAML parser is handed in, and pipelines ask it which templates may be assigned.
   const pipelineTemplates = new PipelineTemplateService(new PipelineTemplateRepository(db), parseConfiguration, o.clock);
   const pipelines = new PipelineService(pipelineRepository, organizations, keys, {
     publicUrl: o.publicUrl,
-    github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger),
+    github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger, outboundSender(outbound)),
     templates: pipelineTemplates,
     clusters,
   });
@@ -205,8 +208,6 @@ export function createServices(o: ServiceOptions): Services {
     // A new webhook service is pinged (`notifications` is made below: it reads services).
     (created) => notifications.ping(created),
   );
-  const outboundSettings = o.outbound ?? DEFAULT_OUTBOUND_SETTINGS;
-  const outbound = new Outbound(outboundSettings);
   const notificationSettings: NotificationSettings = {
     ...DEFAULT_NOTIFICATION_SETTINGS,
     ...o.notifications,
@@ -238,7 +239,8 @@ export function createServices(o: ServiceOptions): Services {
     {
       webhook: webhookProvider(o.clock),
       slack: slackProvider(),
-      open_telemetry_tracing: openTelemetryProvider(outbound.lookup(), outboundSettings.timeoutMs),
+      // The SDK's own export deadline a little past the transport's, so the transport's (which names the reason) ends it.
+      open_telemetry_tracing: openTelemetryProvider(outboundSettings.timeoutMs + 1_000),
       [NOTIFY]: notifyProvider(conditionOf),
       [COMMIT_STATUS]: commitStatusProvider(statusConfig, conditionOf),
     },

@@ -3333,7 +3333,9 @@ type NotificationDelivery struct {
 	// The webhook event (`build.finished`, `ping`, ...).
 	Event      string     `json:"event"`
 	FinishedAt *time.Time `json:"finished_at"`
-	ID         string     `json:"id"`
+	// Sent with every attempt of this delivery as the `X-Buildkite-Request` header (beside
+	// `X-Buildkite-Event`): the same on each retry, so a receiver can drop repeats.
+	ID string `json:"id"`
 	// When the next attempt is due; null once it ended.
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
 	// The body sent: for a webhook the documented `{event, build, pipeline, sender}` (job

@@ -52,6 +52,40 @@ function keeps(sent: unknown, stored: unknown): boolean {
   return typeof sent === 'string' && typeof stored === 'string' && sent !== stored && sent === mask(stored);
 }
 
+/** Query parameters whose value is a credential: `token`, `api_key`, `secret`, `password`, `sig`... */
+const SECRET_PARAM = /(token|key|secret|passw(or)?d|pwd|signature|^sig$|auth|credential)/i;
+
+/**
+ * A webhook URL with its credentials masked (userinfo, and the values of query parameters named
+ * like a credential), or null when it carries none. Such a URL is a secret: stored sealed, and
+ * answered only masked (the mask sent back in an update keeps the stored URL).
+ */
+export function maskedWebhookUrl(text: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return null;
+  }
+  let secret = false;
+  if (url.username) {
+    url.username = mask(decodeURIComponent(url.username));
+    secret = true;
+  }
+  if (url.password) {
+    url.password = mask(decodeURIComponent(url.password));
+    secret = true;
+  }
+  const params = [...url.searchParams.entries()];
+  if (params.some(([name, value]) => SECRET_PARAM.test(name) && value)) {
+    secret = true;
+    url.search = new URLSearchParams(
+      params.map(([name, value]): [string, string] => [name, SECRET_PARAM.test(name) && value ? mask(value) : value]),
+    ).toString();
+  }
+  return secret ? url.toString() : null;
+}
+
 function httpUrl(value: unknown, field: string, errors: FieldError[], required: boolean): string | undefined {
   if (value === undefined || value === null || value === '') {
     if (required) errors.push({ field, code: "can't be blank" });
@@ -148,7 +182,10 @@ export function applySettings(
   const cur = current ?? {};
   switch (provider) {
     case 'webhook': {
-      const url = has('url') ? httpUrl(input.url, 'settings.url', errors, true) : (cur.url as string | undefined);
+      const stored = cur.url as string | undefined;
+      // The masked URL sent back unchanged keeps the stored one (its credentials are never answered).
+      const keepUrl = has('url') && typeof input.url === 'string' && stored !== undefined && input.url === maskedWebhookUrl(stored);
+      const url = has('url') && !keepUrl ? httpUrl(input.url, 'settings.url', errors, true) : stored;
       if (url === undefined && !has('url')) errors.push({ field: 'settings.url', code: "can't be blank" });
       let token = (cur.token as string | null | undefined) ?? null;
       if (has('token') && !keeps(input.token, cur.token)) {
@@ -189,7 +226,11 @@ export function applySettings(
         if (typeof input.tls_verify !== 'boolean') errors.push({ field: 'settings.tls_verify', code: 'must be true or false' });
         else tlsVerify = input.tls_verify;
       }
-      return { plain: { url, version, token_mode: tokenMode, events, tls_verify: tlsVerify }, secrets: { token } };
+      // A URL with credentials is sealed with the token; the plain settings keep only its mask.
+      const masked = url === undefined ? null : maskedWebhookUrl(url);
+      return masked
+        ? { plain: { url: masked, version, token_mode: tokenMode, events, tls_verify: tlsVerify }, secrets: { token, url } }
+        : { plain: { url, version, token_mode: tokenMode, events, tls_verify: tlsVerify }, secrets: { token } };
     }
     case 'slack': {
       let url = cur.url as string | undefined;

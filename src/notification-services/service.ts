@@ -16,7 +16,7 @@ import { validateBranchFilter } from '../pipelines/branch-filter';
 import type { Keys } from '../security/keys';
 import { secretBox, type SecretBox } from '../security/secret-box';
 import type { Operator, TeamService } from '../teams/service';
-import { applySettings, isProvider, PROVIDERS, REFUSED_PROVIDERS } from './providers';
+import { applySettings, isProvider, maskedWebhookUrl, PROVIDERS, REFUSED_PROVIDERS } from './providers';
 import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceCursor, ServiceFields, ServiceScope } from './repository';
 import { clock as sharedClock } from '../core/clock';
 
@@ -141,7 +141,10 @@ export class NotificationServiceService {
     const shown = SHOWN_SECRETS[s.provider];
     if (!shown.length) return rest;
     const opened = this.settingsOf(s);
-    return { ...rest, settings: { ...s.settings, ...Object.fromEntries(shown.map((k) => [k, opened[k] ?? null])) } };
+    const settings: Record<string, unknown> = { ...s.settings, ...Object.fromEntries(shown.map((k) => [k, opened[k] ?? null])) };
+    // A webhook URL's credentials are answered masked, also for a row stored before they were sealed.
+    if (s.provider === 'webhook' && typeof settings.url === 'string') settings.url = maskedWebhookUrl(settings.url) ?? settings.url;
+    return { ...rest, settings };
   }
 
   private async find(organizationId: string, id: string): Promise<NotificationServiceRecord> {

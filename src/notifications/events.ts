@@ -60,7 +60,7 @@ export interface AttemptResult {
 }
 
 /** An outgoing HTTP request as providers make it; the server's one implementation is SSRF-safe (src/security/outbound.ts). */
-export type HttpSend = (req: { method: string; url: string; headers: Record<string, string>; body?: string; tlsVerify?: boolean }) => Promise<{
+export type HttpSend = (req: { method: string; url: string; headers: Record<string, string>; body?: string | Buffer; tlsVerify?: boolean }) => Promise<{
   status: number;
   headers: Record<string, string>;
   body: Buffer;

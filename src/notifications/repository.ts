@@ -167,7 +167,7 @@ export class OutboxRepository {
    * delivery of the same target and order key (a build, an agent) is still pending; none of
    * the `excludingTargets` (those holding their share of the slots).
    */
-  async due(now: Date, limit: number, excluding: string[], excludingTargets: string[] = []): Promise<Delivery[]> {
+  async due(now: Date, limit: number, excluding: string[], excludingTargets: string[] = [], excludingOrganizations: string[] = []): Promise<Delivery[]> {
     const q = this.db('notification_deliveries as d')
       .where('d.state', 'pending')
       .where('d.next_attempt_at', '<=', now)
@@ -185,6 +185,7 @@ export class OutboxRepository {
       .select('d.*');
     if (excluding.length) q.whereNotIn('d.id', excluding);
     if (excludingTargets.length) q.whereNotIn('d.target_key', excludingTargets);
+    if (excludingOrganizations.length) q.whereNotIn('d.organization_id', excludingOrganizations);
     return (await q).map(deliveryFromRow);
   }
 

@@ -47,6 +47,16 @@ export function perTargetLimit(concurrency: number): number {
   return Math.max(1, Math.floor(concurrency / 2));
 }
 
+/**
+ * The deliveries one organization's targets may have in flight in one process: three quarters of
+ * the slots (at least one), so that two slow receivers of one organization (each within its
+ * target's half) never hold every slot: another organization always has one.
+ */
+export function perOrganizationLimit(concurrency: number): number {
+  // Never below one target's share plus one: an organization's second receiver always has a slot.
+  return Math.min(concurrency, Math.max(perTargetLimit(concurrency) + 1, Math.floor((concurrency * 3) / 4)));
+}
+
 export const DEFAULT_NOTIFICATION_SETTINGS: NotificationSettings = {
   intervalMs: 500,
   batchSize: 200,
@@ -276,14 +286,20 @@ export class NotificationService {
 
   /**
    * Leases up to `limit` due deliveries (not those already in flight here, whose targets are
-   * `inFlightTargets`). One target holds at most half the slots (`perTargetLimit`): a slow
-   * receiver with a backlog never starves the others. The caller sends each with `attempt`.
+   * `inFlightTargets` and organizations `inFlightOrganizations`). One target holds at most half
+   * the slots (`perTargetLimit`), one organization three quarters (`perOrganizationLimit`): a
+   * slow receiver with a backlog, or an organization with several, never starves the others. The
+   * caller sends each with `attempt`, whose time the transport's deadline bounds.
    */
-  async leaseDue(limit: number, inFlight: string[], inFlightTargets: string[] = []): Promise<Delivery[]> {
+  async leaseDue(limit: number, inFlight: string[], inFlightTargets: string[] = [], inFlightOrganizations: string[] = []): Promise<Delivery[]> {
     if (limit <= 0) return [];
     const perTarget = perTargetLimit(this.settings.concurrency);
+    const perOrganization = perOrganizationLimit(this.settings.concurrency);
     const held = new Map<string, number>();
     for (const t of inFlightTargets) held.set(t, (held.get(t) ?? 0) + 1);
+    const heldByOrganization = new Map<string, number>();
+    for (const o of inFlightOrganizations) heldByOrganization.set(o, (heldByOrganization.get(o) ?? 0) + 1);
+    const fullOrganizations = [...heldByOrganization].filter(([, n]) => n >= perOrganization).map(([o]) => o);
     const now = this.clock();
     // A target that failed last time takes one delivery at a time (a probe) once its rest is over.
     const cap = (target: string) => (this.resting.has(target) ? 1 : perTarget);
@@ -292,13 +308,16 @@ export class NotificationService {
       if (r.until > now.getTime()) closed.push(target);
       else if (r.until + this.settings.retryCapMs < now.getTime()) this.resting.delete(target); // long quiet: forgotten
     }
-    const candidates = await this.outbox.due(now, limit, inFlight, closed);
+    const candidates = await this.outbox.due(now, limit, inFlight, closed, fullOrganizations);
     const leased: Delivery[] = [];
     for (const d of candidates) {
+      if (leased.length >= limit) break;
       if ((held.get(d.targetKey) ?? 0) >= cap(d.targetKey)) continue;
+      if ((heldByOrganization.get(d.organizationId) ?? 0) >= perOrganization) continue;
       if (await this.outbox.lease(d.id, this.owner, now, new Date(now.getTime() + this.settings.leaseMs))) {
         leased.push(d);
         held.set(d.targetKey, (held.get(d.targetKey) ?? 0) + 1);
+        heldByOrganization.set(d.organizationId, (heldByOrganization.get(d.organizationId) ?? 0) + 1);
       }
     }
     return leased;

@@ -1,7 +1,10 @@
 /**
  * The notification worker: a loop in the server process that fans out new outbox events and
  * keeps up to `concurrency` deliveries in flight, each sent without holding the loop (a receiver
- * that takes 5 s holds one slot for 5 s, never the API nor the other receivers). Started and
+ * that takes 5 s holds one slot for 5 s, never the API nor the other receivers; no attempt
+ * outlives OUTBOUND_TIMEOUT_MS, the transport's deadline for the whole exchange). One target holds
+ * at most half the slots and one organization three quarters (NotificationService.leaseDue), so
+ * slow receivers never stall the others. Started and
  * stopped with the server like the sweeper and the scheduler. No HTTP of its own, no SQL.
  */
 import { isUnavailableError } from '../db/knex';
@@ -16,8 +19,8 @@ export class NotificationWorker {
   private running: Promise<unknown> | null = null;
   private stopped = true;
   private readonly inFlight = new Map<string, Promise<void>>();
-  /** The target of each delivery in flight: one target may hold only part of the slots. */
-  private readonly targetOf = new Map<string, string>();
+  /** The target and organization of each delivery in flight: one target, or one organization, may hold only part of the slots. */
+  private readonly targetOf = new Map<string, { target: string; organization: string }>();
   private lastPrune = 0;
   /** The last pass fanned out a full batch: more may be waiting. */
   private behind = false;
@@ -35,9 +38,15 @@ export class NotificationWorker {
     const fannedOut = await this.notifications.fanOut();
     this.behind = fannedOut >= this.notifications.settings.batchSize;
     const free = this.notifications.settings.concurrency - this.inFlight.size;
-    const leased = await this.notifications.leaseDue(free, [...this.inFlight.keys()], [...this.targetOf.values()]);
+    const held = [...this.targetOf.values()];
+    const leased = await this.notifications.leaseDue(
+      free,
+      [...this.inFlight.keys()],
+      held.map((h) => h.target),
+      held.map((h) => h.organization),
+    );
     for (const d of leased) {
-      this.targetOf.set(d.id, d.targetKey);
+      this.targetOf.set(d.id, { target: d.targetKey, organization: d.organizationId });
       const p = this.notifications
         .attempt(d)
         .then(() => undefined)

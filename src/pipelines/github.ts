@@ -1,8 +1,11 @@
 /**
  * Registers repository webhooks through the GitHub REST API (`POST /repos/{owner}/{repo}/hooks`),
- * for github.com and for a GitHub Enterprise server, each with its own base URL and token.
+ * for github.com and for a GitHub Enterprise server, each with its own base URL and token. The
+ * request goes out through the server's one transport (`send`: address checks, one deadline, no
+ * redirects), as every outgoing request does.
  */
 import type { Logger } from '../http/logger';
+import type { OutboundSend } from '../security/outbound';
 
 export interface GitHubApi {
   apiUrl: string | undefined;
@@ -14,7 +17,7 @@ export interface GitHubHooks {
   createHook(provider: 'github' | 'github_enterprise', repo: string, hook: { url: string; secret: string; events: string[] }): Promise<boolean>;
 }
 
-export function gitHubHooks(apis: { github: GitHubApi; github_enterprise: GitHubApi }, logger: Logger): GitHubHooks {
+export function gitHubHooks(apis: { github: GitHubApi; github_enterprise: GitHubApi }, logger: Logger, send: OutboundSend): GitHubHooks {
   return {
     async createHook(provider, repo, hook) {
       const api = apis[provider];
@@ -22,7 +25,8 @@ export function gitHubHooks(apis: { github: GitHubApi; github_enterprise: GitHub
       const [owner, name] = repo.split('/');
       if (!owner || !name) return false;
       try {
-        const res = await fetch(`${api.apiUrl}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}/hooks`, {
+        const res = await send({
+          url: `${api.apiUrl.replace(/\/+$/, '')}/repos/${encodeURIComponent(owner)}/${encodeURIComponent(name)}/hooks`,
           method: 'POST',
           headers: {
             accept: 'application/vnd.github+json',
@@ -37,13 +41,13 @@ export function gitHubHooks(apis: { github: GitHubApi; github_enterprise: GitHub
             events: hook.events,
             config: { url: hook.url, content_type: 'json', secret: hook.secret, insecure_ssl: '0' },
           }),
-          signal: AbortSignal.timeout(10_000),
         });
         if (res.status === 201) return true;
         // 422 "Hook already exists on this repository", 404 no access, 401/403 bad credentials.
         logger.warn({ provider, repo, status: res.status }, 'GitHub refused to create the webhook');
         return false;
       } catch (err) {
+        // The transport's message names the host and the reason (an address that is not public, the deadline), never the URL's secrets.
         logger.warn({ provider, repo, err: (err as Error).message }, 'GitHub API unreachable');
         return false;
       }

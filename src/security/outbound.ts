@@ -1,18 +1,26 @@
 /**
- * The one way Windsock sends a request out (notification webhooks, Slack posts, OTLP exports,
- * commit statuses). The URL comes from a user, so the request must not become a way into the
- * server's own network (SSRF):
+ * The one transport for every request Windsock sends out: notification webhooks, Slack posts,
+ * OTLP exports, commit statuses (octokit is given a `fetch` over it) and the provider webhooks a
+ * pipeline registers. Nothing else under src/ may open an outgoing HTTP connection: a lint rule
+ * (eslint.config.mjs, "one transport") fails on `fetch`, `http(s).request`, `undici` or an SDK's
+ * own client elsewhere. The URL often comes from a user, so a request must not become a way into
+ * the server's own network (SSRF):
  *
  * - only http: and https: URLs;
- * - the host name is resolved (every address), and if any address is not public unicast
- *   (loopback, private, link-local with the cloud metadata address 169.254.169.254, unspecified,
- *   broadcast, multicast, carrier-grade NAT, reserved, or an IPv6 form embedding such an IPv4
- *   address) the request is refused, unless `allowPrivate`;
- * - the connection goes to an address that was checked (a `lookup` handed to http(s).request
- *   answers with the checked addresses), so a second DNS answer cannot swap in another one
- *   (DNS rebinding); TLS SNI and the Host header still carry the name;
+ * - the host is normalised before it is judged: the URL parser turns decimal, hex, octal and
+ *   shortened IPv4 forms (`2130706433`, `0x7f000001`, `0177.0.0.1`, `127.1`) into dotted quads,
+ *   and IPv6 forms that carry an IPv4 address (IPv4-mapped `::ffff:a.b.c.d`, IPv4-compatible
+ *   `::a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`, 6to4, SIIT) are judged by that address;
+ * - a name is resolved (every address), and if any address is not public unicast (loopback,
+ *   private, link-local with the cloud metadata address 169.254.169.254, unspecified, broadcast,
+ *   multicast, carrier-grade NAT, reserved...) the request is refused, unless `allowPrivate`;
+ * - the connection goes to an address that was checked (the socket's `lookup` answers with the
+ *   checked addresses, so a second DNS answer cannot swap in another one), and once connected the
+ *   address the socket actually reached is checked again before one byte is written; TLS runs
+ *   over that socket, with SNI and the Host header naming the host;
  * - redirects are never followed: a 3xx is answered as it came;
- * - one deadline bounds the whole request (lookup, connect, sending, the response), and at most
+ * - one deadline bounds the whole exchange (lookup, connect, TLS, sending, the response's headers
+ *   and body): a receiver that is silent, slow or trickles bytes is cut off at it, and at most
  *   `maxResponseBytes` of the response body are read before the socket is closed.
  *
  * Every failure is an `OutboundRefused` with a `reason` callers can record. Its message names the
@@ -20,7 +28,9 @@
  */
 import dns from 'node:dns';
 import http from 'node:http';
-import https from 'node:https';
+import net from 'node:net';
+import tls from 'node:tls';
+import type { Duplex } from 'node:stream';
 import type { LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
@@ -84,17 +94,32 @@ export class OutboundRefused extends Error {
   }
 }
 
+/**
+ * The canonical form of an address as a URL's host or a socket gives it: brackets and a zone
+ * removed, any IPv4 form ipaddr.js reads (decimal `2130706433`, hex `0x7f000001`, octal
+ * `0177.0.0.1`, shortened `127.1`) as a dotted quad; null when it is no IP address (a name).
+ */
+export function normaliseAddress(host: string): string | null {
+  let h = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  const zone = h.indexOf('%');
+  if (zone >= 0 && h.includes(':')) h = h.slice(0, zone);
+  if (h.includes(':')) return ipaddr.IPv6.isValid(h) ? ipaddr.IPv6.parse(h).toNormalizedString() : null;
+  return ipaddr.IPv4.isValid(h) ? ipaddr.IPv4.parse(h).toString() : null;
+}
+
 /** Why an address may not be a destination, or null when it is public unicast. */
 export function unsafeAddressRange(address: string): string | null {
-  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
-  try {
-    parsed = ipaddr.parse(address);
-  } catch {
-    return 'unparseable';
-  }
+  const normal = normaliseAddress(address);
+  if (normal === null) return 'unparseable';
+  const parsed = ipaddr.parse(normal);
   if (parsed.kind() === 'ipv6') {
     const v6 = parsed as ipaddr.IPv6;
     const range = v6.range();
+    if (range === 'unicast' && v6.parts.slice(0, 6).every((p) => p === 0)) {
+      // ::a.b.c.d, IPv4-compatible (deprecated by RFC 4291): some stacks still reach a.b.c.d
+      // through it, and nothing legitimate is addressed so; refused whatever it carries.
+      return `ipv4Compatible of ${embeddedIPv4(v6, 'ipv4Mapped')!.toString()}`;
+    }
     const embedded = embeddedIPv4(v6, range);
     if (embedded) {
       const inner = embedded.range();
@@ -132,12 +157,20 @@ interface Target {
 
 const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443 };
 
+/** What the transport is to its callers: one request out, its answer or an `OutboundRefused`. */
+export type OutboundSend = (req: OutboundRequest) => Promise<OutboundResponse>;
+
 export class Outbound {
   constructor(
     private readonly settings: OutboundSettings,
     /** The resolver: dns.lookup with `all`; replaced in tests. */
     private readonly resolve: (hostname: string) => Promise<LookupAddress[]> = (hostname) => dns.promises.lookup(hostname, { all: true, verbatim: true }),
   ) {}
+
+  /** The whole-exchange deadline every request gets (OUTBOUND_TIMEOUT_MS). */
+  get timeoutMs(): number {
+    return this.settings.timeoutMs;
+  }
 
   /** Send one request; never follows redirects. Throws `OutboundRefused`. */
   async request(opts: OutboundRequest): Promise<OutboundResponse> {
@@ -147,27 +180,13 @@ export class Outbound {
     return this.send(target, opts, deadline);
   }
 
-  /**
-   * A `lookup` for clients that open their own connections (the OTLP exporter): the host is
-   * resolved and checked as `request` does, and the connection goes to the checked addresses; a
-   * refused host fails the connection with OutboundRefused.
-   */
-  lookup(): LookupFunction {
-    return (hostname, options, callback) => {
-      const host = hostname.includes(':') ? `[${hostname}]` : hostname;
-      this.check(new URL(`http://${host}/`)).then(
-        ({ addresses }) => pinned(addresses)(hostname, options, callback),
-        (err: Error) => callback(err as NodeJS.ErrnoException, '', 0),
-      );
-    };
-  }
-
   /** Resolve the URL's host and check every address. */
   private async check(url: URL): Promise<Target> {
     const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+    const literal = normaliseAddress(hostname);
     let addresses: LookupAddress[];
-    if (ipaddr.isValid(hostname)) {
-      addresses = [{ address: hostname, family: hostname.includes(':') ? 6 : 4 }];
+    if (literal !== null) {
+      addresses = [{ address: literal, family: literal.includes(':') ? 6 : 4 }];
     } else {
       try {
         addresses = await this.resolve(hostname);
@@ -176,37 +195,72 @@ export class Outbound {
       }
       if (addresses.length === 0) throw new OutboundRefused('dns_error', `${hostname} does not resolve (no addresses)`);
     }
-    if (!this.settings.allowPrivate) {
-      for (const { address } of addresses) {
-        const range = unsafeAddressRange(address);
-        if (range !== null) {
-          const named = address === hostname ? address : `${hostname} resolves to ${address}, which is`;
-          throw new OutboundRefused('unsafe_address', `${named} not a public address (${range}): refused`);
-        }
-      }
+    for (const { address } of addresses) {
+      const refusal = this.refusalOf(address, hostname);
+      if (refusal) throw refusal;
     }
     return { url, hostname, addresses };
   }
 
-  private send(target: Target, opts: OutboundRequest, deadline: number): Promise<OutboundResponse> {
+  /** The refusal of a destination address (null when it may be contacted). */
+  private refusalOf(address: string, hostname: string): OutboundRefused | null {
+    if (this.settings.allowPrivate) return null;
+    const range = unsafeAddressRange(address);
+    if (range === null) return null;
+    const named = normaliseAddress(hostname) === normaliseAddress(address) ? address : `${hostname} resolves to ${address}, which is`;
+    return new OutboundRefused('unsafe_address', `${named} not a public address (${range}): refused`);
+  }
+
+  /**
+   * The connection of one request: to a checked address (pinned lookup), then the address the
+   * socket reached is checked again before it is handed to http (nothing is written before), then
+   * TLS over it for https. `track` learns each socket so the deadline can destroy it.
+   */
+  private connector(target: Target, secure: boolean, tlsVerify: boolean, track: (s: net.Socket) => void) {
     const { url, hostname, addresses } = target;
+    const port = url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol]!;
+    return (_options: unknown, oncreate: (err: Error | null, socket: Duplex) => void): undefined => {
+      const fail = (err: Error) => oncreate(err, undefined as unknown as Duplex);
+      const raw = net.connect({ host: hostname, port, lookup: pinned(addresses) });
+      track(raw);
+      raw.once('error', fail);
+      raw.once('connect', () => {
+        const refusal = this.refusalOf(raw.remoteAddress ?? '', hostname);
+        if (refusal) {
+          raw.destroy();
+          fail(refusal);
+          return;
+        }
+        raw.off('error', fail);
+        if (!secure) {
+          oncreate(null, raw);
+          return;
+        }
+        const secured = tls.connect({
+          socket: raw,
+          rejectUnauthorized: tlsVerify,
+          ALPNProtocols: ['http/1.1'],
+          ...(normaliseAddress(hostname) === null ? { servername: hostname } : {}),
+        });
+        track(secured);
+        secured.once('error', fail);
+        secured.once('secureConnect', () => {
+          secured.off('error', fail);
+          oncreate(null, secured);
+        });
+      });
+      return undefined;
+    };
+  }
+
+  private send(target: Target, opts: OutboundRequest, deadline: number): Promise<OutboundResponse> {
+    const { url, hostname } = target;
     const max = this.settings.maxResponseBytes;
-    const lookup = pinned(addresses);
     const body = opts.body === undefined ? undefined : Buffer.isBuffer(opts.body) ? opts.body : Buffer.from(opts.body, 'utf8');
     const headers: Record<string, string> = { ...opts.headers };
     if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-length')) headers['content-length'] = String(body.length);
     const secure = url.protocol === 'https:';
-    const options: https.RequestOptions = {
-      method: opts.method,
-      hostname,
-      port: url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol],
-      path: `${url.pathname}${url.search}`,
-      headers,
-      lookup,
-      agent: false,
-      ...(url.username || url.password ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` } : {}),
-      ...(secure ? { rejectUnauthorized: opts.tlsVerify !== false, ...(ipaddr.isValid(hostname) ? {} : { servername: hostname }) } : {}),
-    };
+    const sockets: net.Socket[] = [];
 
     return new Promise<OutboundResponse>((resolve, reject) => {
       let settled = false;
@@ -222,6 +276,8 @@ export class Outbound {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        // Whatever the outcome, the exchange is over: no socket of it outlives the answer.
+        for (const s of sockets) if (!s.destroyed) s.destroy();
         if (err) reject(err);
         else resolve(response!);
       }
@@ -250,7 +306,24 @@ export class Outbound {
         });
       }
       try {
-        req = (secure ? https : http).request(options, onResponse);
+        // No agent: each request has its own connection, made by `connector` (http and https
+        // alike: TLS is set up there, over the checked socket).
+        req = http.request(
+          {
+            method: opts.method,
+            hostname,
+            port: url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol],
+            defaultPort: DEFAULT_PORTS[url.protocol],
+            path: `${url.pathname}${url.search}`,
+            headers,
+            agent: undefined,
+            createConnection: this.connector(target, secure, opts.tlsVerify !== false, (s) =>
+              sockets.push(s),
+            ) as unknown as http.RequestOptions['createConnection'],
+            ...(url.username || url.password ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` } : {}),
+          },
+          onResponse,
+        );
       } catch (err) {
         finish(new OutboundRefused('invalid_request', `the request to ${hostname} cannot be sent: ${(err as Error).message}`));
         return;
@@ -259,6 +332,11 @@ export class Outbound {
       req.end(body);
     });
   }
+}
+
+/** The transport as a function (what providers and the pipelines' webhook registration are given). */
+export function outboundSender(outbound: Outbound): OutboundSend {
+  return (req) => outbound.request(req);
 }
 
 /** A `lookup` answering only with these (checked) addresses. Node may ask with `all` (connection attempts over every family) or for one address. */

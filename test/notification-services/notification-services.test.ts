@@ -304,6 +304,59 @@ describeEachDatabase('notification services', (ctx) => {
     expect((await ctx().services.notificationServices.findForDelivery(org.id, slack.id))!.settings.url).toBe('https://chat.example.com/hook');
   });
 
+  it("treat a webhook URL's credentials (userinfo, token/key/secret query parameters) as secrets: sealed, answered masked, kept by the mask", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const password = `pw-${crypto.randomUUID()}`;
+    const apiKey = `key-${crypto.randomUUID()}`;
+    const sig = `sig-${crypto.randomUUID()}`;
+    const url = `https://ci-user:${password}@hooks.example.com/in?api_key=${apiKey}&signature=${sig}&team=web`;
+    const hook = await create(ctx(), org, token, webhook({ url }));
+    const answers = JSON.stringify([
+      hook,
+      (await ctx().http().get(base(org)).set(auth(token))).body,
+      (
+        await ctx()
+          .http()
+          .get(`${base(org)}/${hook.id}`)
+          .set(auth(token))
+      ).body,
+    ]);
+    for (const secret of [password, apiKey, sig]) expect(answers).not.toContain(secret);
+    const shown = new URL(hook.settings.url as string);
+    expect(shown.hostname).toBe('hooks.example.com');
+    expect(shown.username).toBe('XXXXser');
+    expect(shown.password).toMatch(/^X+.{4}$/);
+    expect(shown.searchParams.get('api_key')).toMatch(/^X+.{4}$/);
+    expect(shown.searchParams.get('team')).toBe('web');
+    // At rest: sealed, not in the clear.
+    const rows = JSON.stringify(await ctx().services.db('notification_services').select('*'));
+    for (const secret of [password, apiKey, sig]) expect(rows).not.toContain(secret);
+    // The delivery side reads the whole URL; the mask sent back keeps it; a new URL replaces it.
+    expect((await ctx().services.notificationServices.findForDelivery(org.id, hook.id))!.settings.url).toBe(url);
+    await ctx()
+      .http()
+      .patch(`${base(org)}/${hook.id}`)
+      .set(auth(token))
+      .send({ settings: { url: hook.settings.url } })
+      .expect(200);
+    expect((await ctx().services.notificationServices.findForDelivery(org.id, hook.id))!.settings.url).toBe(url);
+    await ctx()
+      .http()
+      .patch(`${base(org)}/${hook.id}`)
+      .set(auth(token))
+      .send({ settings: { url: 'https://hooks.example.com/plain' } })
+      .expect(200);
+    expect((await ctx().services.notificationServices.findForDelivery(org.id, hook.id))!.settings.url).toBe('https://hooks.example.com/plain');
+    expect(
+      (
+        await ctx()
+          .http()
+          .get(`${base(org)}/${hook.id}`)
+          .set(auth(token))
+      ).body.settings.url,
+    ).toBe('https://hooks.example.com/plain');
+  });
+
   it('are enabled and disabled; the delivery side reads only enabled ones, or one by id', async () => {
     const { org, token } = await ctx().givenAdmin();
     const s = await create(ctx(), org, token, webhook());

@@ -7,7 +7,12 @@ import {
   tracesUrl,
   validateOpenTelemetrySettings,
 } from '../../src/notifications/providers/open-telemetry';
+import { Outbound, outboundSender, type OutboundSettings } from '../../src/security/outbound';
 import { BUILD_ID, buildEvent, buildRepresentation, scriptJob } from './provider-fixtures';
+
+/** Loopback receivers are allowed here; the refusals are test/security's. */
+const PRIVATE: OutboundSettings = { allowPrivate: true, timeoutMs: 5_000, maxResponseBytes: 65_536 };
+const send = outboundSender(new Outbound(PRIVATE));
 
 interface Received {
   method: string;
@@ -105,7 +110,7 @@ describe('open_telemetry_tracing provider', () => {
       const result = await exportOpenTelemetry(
         buildEvent(),
         { endpoint: `${r.base}/otlp/`, headers: { Authorization: 'Bearer t0ken', 'x-honeycomb-team': 'team-key' } },
-        { encoding: 'json' },
+        { send, encoding: 'json' },
       );
       expect(result).toMatchObject({ ok: true, status: 200 });
       expect(r.received).toHaveLength(1);
@@ -203,14 +208,14 @@ describe('open_telemetry_tracing provider', () => {
     const r = await receiver();
     try {
       const settings = { endpoint: r.base, service_name: 'ci', resource_attributes: { 'deployment.environment': 'prod' } };
-      expect((await exportOpenTelemetry(buildEvent(), settings, { encoding: 'json' })).ok).toBe(true);
-      expect((await exportOpenTelemetry(buildEvent(), settings, { encoding: 'json' })).ok).toBe(true);
+      expect((await exportOpenTelemetry(buildEvent(), settings, { send, encoding: 'json' })).ok).toBe(true);
+      expect((await exportOpenTelemetry(buildEvent(), settings, { send, encoding: 'json' })).ok).toBe(true);
       const [a, b] = r.received.map((req) => decode(req.body));
       const ids = (d: ReturnType<typeof decode>) => d.spans.map((s) => `${s.name} ${s.traceId} ${s.spanId} ${s.parentSpanId ?? ''}`).sort();
       expect(ids(a!)).toEqual(ids(b!));
       expect(a!.resource).toMatchObject({ 'service.name': 'ci', 'deployment.environment': 'prod' });
       // Another build has another trace.
-      const other = await exportOpenTelemetry(buildEvent('build.finished', buildRepresentation({ id: 'another-build' })), settings, { encoding: 'json' });
+      const other = await exportOpenTelemetry(buildEvent('build.finished', buildRepresentation({ id: 'another-build' })), settings, { send, encoding: 'json' });
       expect(other.ok).toBe(true);
       expect(decode(r.received[2]!.body).spans[0]!.traceId).not.toBe(a!.spans[0]!.traceId);
     } finally {
@@ -221,7 +226,7 @@ describe('open_telemetry_tracing provider', () => {
   it('sends binary protobuf by default, as the real service does', async () => {
     const r = await receiver();
     try {
-      const result = await exportOpenTelemetry(buildEvent(), { endpoint: r.base, tracestate: 'windsock=1' });
+      const result = await exportOpenTelemetry(buildEvent(), { endpoint: r.base, tracestate: 'windsock=1' }, { send });
       expect(result.ok).toBe(true);
       const req = r.received[0]!;
       expect(req.headers['content-type']).toBe('application/x-protobuf');
@@ -236,7 +241,7 @@ describe('open_telemetry_tracing provider', () => {
   it('gives every span the configured tracestate', async () => {
     const r = await receiver();
     try {
-      await exportOpenTelemetry(buildEvent(), { endpoint: r.base, tracestate: 'vendor=abc' }, { encoding: 'json' });
+      await exportOpenTelemetry(buildEvent(), { endpoint: r.base, tracestate: 'vendor=abc' }, { send, encoding: 'json' });
       for (const s of decode(r.received[0]!.body).spans) expect(s.traceState).toBe('vendor=abc');
     } finally {
       await r.close();
@@ -247,7 +252,7 @@ describe('open_telemetry_tracing provider', () => {
     const r = await receiver();
     try {
       const skipped = buildRepresentation({ state: 'skipped', started_at: null, finished_at: '2026-01-02T10:00:10.000Z', jobs: [] });
-      const result = await exportOpenTelemetry(buildEvent('build.skipped', skipped), { endpoint: r.base }, { encoding: 'json' });
+      const result = await exportOpenTelemetry(buildEvent('build.skipped', skipped), { endpoint: r.base }, { send, encoding: 'json' });
       expect(result.ok).toBe(true);
       const spans = decode(r.received[0]!.body).spans;
       const build = spans.find((s) => s.name === 'buildkite.build')!;
@@ -264,7 +269,7 @@ describe('open_telemetry_tracing provider', () => {
       const grouped = buildRepresentation({
         jobs: [scriptJob('job-a', { group_key: 'checks' }), scriptJob('job-b', { group_key: 'checks', step_key: 'lint', step: { id: 'step-lint' } })],
       });
-      expect((await exportOpenTelemetry(buildEvent('build.finished', grouped), { endpoint: r.base }, { encoding: 'json' })).ok).toBe(true);
+      expect((await exportOpenTelemetry(buildEvent('build.finished', grouped), { endpoint: r.base }, { send, encoding: 'json' })).ok).toBe(true);
       const spans = decode(r.received[0]!.body).spans;
       const stage = spans.find((s) => s.name === 'buildkite.build.stage')!;
       const group = spans.find((s) => s.name === 'buildkite.step.group')!;
@@ -278,18 +283,16 @@ describe('open_telemetry_tracing provider', () => {
     }
   });
 
-  it('connects through the lookup the caller gives (an address it checked)', async () => {
+  it('goes out through the transport it is given: the checked address, the host named in Host', async () => {
     const r = await receiver();
     try {
       const port = new URL(r.base).port;
       const looked: string[] = [];
-      const lookup = ((hostname: string, options: { all?: boolean }, callback: (err: Error | null, ...answer: unknown[]) => void) => {
+      const resolving = new Outbound(PRIVATE, async (hostname) => {
         looked.push(hostname);
-        // Node 20 connects with autoSelectFamily, which asks for every address.
-        if (options.all) callback(null, [{ address: '127.0.0.1', family: 4 }]);
-        else callback(null, '127.0.0.1', 4);
-      }) as unknown as import('node:net').LookupFunction;
-      const result = await exportOpenTelemetry(buildEvent(), { endpoint: `http://collector.invalid:${port}` }, { lookup });
+        return [{ address: '127.0.0.1', family: 4 }];
+      });
+      const result = await exportOpenTelemetry(buildEvent(), { endpoint: `http://collector.invalid:${port}` }, { send: outboundSender(resolving) });
       expect(result).toMatchObject({ ok: true, status: 200 });
       expect(looked).toEqual(['collector.invalid']);
       expect(r.received[0]!.headers.host).toBe(`collector.invalid:${port}`);
@@ -301,7 +304,7 @@ describe('open_telemetry_tracing provider', () => {
   it('reports a 500 with its status and body, to be retried', async () => {
     const r = await receiver(() => ({ status: 500, body: '{"message":"collector down"}' }));
     try {
-      const result = await exportOpenTelemetry(buildEvent(), { endpoint: r.base }, { encoding: 'json' });
+      const result = await exportOpenTelemetry(buildEvent(), { endpoint: r.base }, { send, encoding: 'json' });
       expect(result).toEqual({ ok: false, status: 500, excerpt: '{"message":"collector down"}' });
       expect(r.received).toHaveLength(1);
     } finally {
@@ -312,7 +315,7 @@ describe('open_telemetry_tracing provider', () => {
   it('gives up at once on a 401', async () => {
     const r = await receiver(() => ({ status: 401, body: 'bad key' }));
     try {
-      expect(await exportOpenTelemetry(buildEvent(), { endpoint: r.base })).toEqual({ ok: false, status: 401, excerpt: 'bad key', final: true });
+      expect(await exportOpenTelemetry(buildEvent(), { endpoint: r.base }, { send })).toEqual({ ok: false, status: 401, excerpt: 'bad key', final: true });
     } finally {
       await r.close();
     }
@@ -321,7 +324,7 @@ describe('open_telemetry_tracing provider', () => {
   it('reports a 503 with its status and leaves the retry to the outbox (no retry of its own)', async () => {
     const r = await receiver(() => ({ status: 503, headers: { 'retry-after': '3600' } }));
     try {
-      const result = await exportOpenTelemetry(buildEvent(), { endpoint: r.base }, { timeoutMillis: 2000 });
+      const result = await exportOpenTelemetry(buildEvent(), { endpoint: r.base }, { send, timeoutMillis: 2000 });
       expect(result.ok).toBe(false);
       expect(result.status).toBe(503);
       expect(result.final).toBeUndefined();
@@ -335,17 +338,17 @@ describe('open_telemetry_tracing provider', () => {
     const r = await receiver();
     const base = r.base;
     await r.close();
-    const result = await exportOpenTelemetry(buildEvent(), { endpoint: base }, { timeoutMillis: 1500 });
+    const result = await exportOpenTelemetry(buildEvent(), { endpoint: base }, { send, timeoutMillis: 1500 });
     expect(result.ok).toBe(false);
     expect(result.status).toBeNull();
   });
 
   it('sends nothing for events other than a finished or skipped build, and refuses an endpoint that is no URL', async () => {
-    expect(await exportOpenTelemetry(buildEvent('build.running'), { endpoint: 'http://127.0.0.1:9' })).toEqual({
+    expect(await exportOpenTelemetry(buildEvent('build.running'), { endpoint: 'http://127.0.0.1:9' }, { send })).toEqual({
       ok: true,
       status: null,
       excerpt: 'nothing to export for build.running',
     });
-    expect(await exportOpenTelemetry(buildEvent(), { endpoint: 'file:///etc/passwd' })).toMatchObject({ ok: false, status: null, final: true });
+    expect(await exportOpenTelemetry(buildEvent(), { endpoint: 'file:///etc/passwd' }, { send })).toMatchObject({ ok: false, status: null, final: true });
   });
 });

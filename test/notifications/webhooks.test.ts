@@ -152,6 +152,31 @@ describe.each(databases)('webhook notifications [%s]', (kind) => {
     expect(one.body).toEqual(d);
   });
 
+  it('names each delivery in X-Buildkite-Request, the same on every retry of it, another for a redelivery', async () => {
+    const { org, token } = await ctx.givenAdmin();
+    receiver.answer = (i) => ({ status: i === 0 ? 503 : 200 });
+    const s = await givenService(org, token);
+    const [d] = (
+      await ctx
+        .http()
+        .get(`${servicesPath(org)}/${s.id}/deliveries`)
+        .set(auth(token))
+        .expect(200)
+    ).body as { id: string }[];
+    const ids = receiver.received.map((r) => r.headers['x-buildkite-request']);
+    // Two attempts of one delivery (a 503, then taken): one id, the delivery's.
+    expect(ids).toEqual([d!.id, d!.id]);
+    await ctx
+      .http()
+      .post(`${servicesPath(org)}/${s.id}/deliveries/${d!.id}/redeliver`)
+      .set(auth(token))
+      .expect(201);
+    await settle();
+    const again = receiver.received[2]!.headers['x-buildkite-request'];
+    expect(again).toMatch(/^[0-9a-f-]{36}$/);
+    expect(again).not.toBe(d!.id);
+  });
+
   it('gives up after the last attempt, and at once on a 4xx', async () => {
     const { org, token } = await ctx.givenAdmin();
     receiver.answer = () => ({ status: 500 });

@@ -20,7 +20,7 @@ import type { AttemptResult, EventName, HttpSend } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
 import { postSlack, parseSlackNotify, slackNotifyMessages, webhookChannel, escapeSlack, type SlackMessage, type SlackSettings } from './slack';
-import { postJson } from './webhook';
+import { DELIVERY_HEADER, postJson } from './webhook';
 
 /** The registry key of notify deliveries (their target's `provider`). */
 export const NOTIFY = 'notify';
@@ -103,7 +103,7 @@ export function notifyProvider(conditionOf: (ctx: FanOutContext) => (condition: 
       const t = d.target ?? {};
       switch (t.kind) {
         case 'webhook':
-          return postJson(http, String(t.url), JSON.stringify(d.payload), { 'X-Buildkite-Event': d.event });
+          return postJson(http, String(t.url), JSON.stringify(d.payload), { 'X-Buildkite-Event': d.event, [DELIVERY_HEADER]: d.id });
         case 'basecamp_campfire':
           return postJson(http, String(t.url), JSON.stringify(d.payload), {});
         case 'slack':

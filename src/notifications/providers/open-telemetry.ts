@@ -14,17 +14,15 @@
  * provider (no global is registered), ends every span with explicit times, exports them in one
  * request, then flushes and shuts the provider and the exporter down.
  *
- * The export goes through the SDK's own Node http transport (`@opentelemetry/otlp-exporter-base`,
- * binary protobuf by default as the documentation says the real service sends), configured here
- * from the service's settings only: the stock `OTLPTraceExporter` merges the process's
- * `OTEL_EXPORTER_OTLP_*` variables into every export, which would send this server's own
- * collector headers to every organization's endpoint. The caller checks the addresses of
- * `openTelemetryTargets(settings)` before a delivery and may pin the resolution with `lookup`.
+ * The export is the SDK's (`@opentelemetry/otlp-exporter-base`, binary protobuf by default as the
+ * documentation says the real service sends), configured here from the service's settings only
+ * (the stock `OTLPTraceExporter` merges the process's `OTEL_EXPORTER_OTLP_*` variables into every
+ * export, which would send this server's own collector headers to every organization's
+ * endpoint), and its bytes go out through the server's one transport (`send`, the SSRF-safe
+ * src/security/outbound.ts in production), never the SDK's own Node http client: that client
+ * reached loopback and metadata addresses given as IP literals, and had only an idle timeout.
  */
 import crypto from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import { createNoopMeter, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type MeterProvider, type Span } from '@opentelemetry/api';
 import { ExportResultCode, TraceState, type ExportResult } from '@opentelemetry/core';
 import {
@@ -47,7 +45,7 @@ import {
   type Sampler,
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import { OPEN_TELEMETRY_EVENTS, type AttemptResult, type NotificationEvent, type Representation } from '../events';
+import { OPEN_TELEMETRY_EVENTS, type AttemptResult, type HttpSend, type NotificationEvent, type Representation } from '../events';
 
 /** The service's settings, as the notification services API documents them (map values are strings). */
 export interface OpenTelemetrySettings {
@@ -68,11 +66,8 @@ export interface OpenTelemetryOptions {
   encoding?: 'protobuf' | 'json';
   /** The whole export's deadline, retries of 429/502/503/504 included. Default 10 s. */
   timeoutMillis?: number;
-  /**
-   * Resolution of the endpoint's host (e.g. pinned to the addresses the caller checked), as
-   * `net.connect` takes it: Node 20 asks with `{all: true}` and expects the list form.
-   */
-  lookup?: LookupFunction;
+  /** The transport of the export's one request (address checks, deadline, no redirects). */
+  send: HttpSend;
 }
 
 export { OPEN_TELEMETRY_EVENTS };
@@ -431,75 +426,46 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 interface Answer {
   status: number | null;
   body: string;
+  /** No answer, for a reason no retry changes (the transport's refusal of the address). */
+  final?: boolean;
 }
 
 /**
- * The OTLP/HTTP transport of one delivery, on Node's http: one POST per export, no retry of its
- * own (the outbox retries with its back-off), and the answer kept for the attempt's record. The
- * SDK's stock Node transport loads `http` by a dynamic import, retries 429/502/503/504 itself and
- * keeps no status of those or of a success.
+ * The OTLP/HTTP transport of one delivery, over the server's transport: one POST per export, no
+ * retry of its own (the outbox retries with its back-off), and the answer kept for the attempt's
+ * record. The SDK's stock Node transport opens its own connections (no address check, only an
+ * idle timeout), retries 429/502/503/504 itself and keeps no status of those or of a success.
  */
-class NodeHttpTransport implements IExporterTransport {
+class SendTransport implements IExporterTransport {
   last: Answer = { status: null, body: '' };
-  private readonly agent: http.Agent;
 
   constructor(
     private readonly url: URL,
     private readonly headers: Record<string, string>,
-    lookup: LookupFunction | undefined,
-  ) {
-    const options = { keepAlive: false, ...(lookup ? { lookup } : {}) };
-    this.agent = url.protocol === 'http:' ? new http.Agent(options) : new https.Agent(options);
-  }
+    private readonly http: HttpSend,
+  ) {}
 
-  send(data: Uint8Array, timeoutMillis: number): Promise<ExportResponse> {
-    return new Promise((resolve) => {
-      let settled = false;
-      const settle = (r: ExportResponse) => {
-        if (!settled) {
-          settled = true;
-          resolve(r);
-        }
-      };
-      const request = this.url.protocol === 'http:' ? http.request : https.request;
-      const req = request(this.url, {
+  async send(data: Uint8Array): Promise<ExportResponse> {
+    try {
+      const res = await this.http({
         method: 'POST',
-        agent: this.agent,
-        headers: { ...this.headers, 'Content-Length': String(data.byteLength), 'User-Agent': USER_AGENT },
+        url: this.url.href,
+        headers: { ...this.headers, 'User-Agent': USER_AGENT },
+        body: Buffer.from(data.buffer, data.byteOffset, data.byteLength),
       });
-      req.setTimeout(timeoutMillis, () => {
-        req.destroy(new Error(`no answer within ${timeoutMillis} ms`));
-      });
-      req.on('error', (error) => {
-        this.last = { status: this.last.status, body: error.message };
-        settle({ status: 'failure', error });
-      });
-      req.on('response', (res) => {
-        const status = res.statusCode ?? 0;
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on('data', (chunk: Buffer) => {
-          if (size < MAX_ANSWER_BYTES) chunks.push(chunk);
-          size += chunk.length;
-        });
-        res.on('error', (error) => {
-          this.last = { status, body: error.message };
-          settle(status >= 200 && status < 300 ? { status: 'success' } : { status: 'failure', error });
-        });
-        res.on('end', () => {
-          const body = Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES);
-          this.last = { status, body: body.toString('utf8') };
-          if (status >= 200 && status < 300) settle({ status: 'success', data: body });
-          else settle({ status: 'failure', error: new OTLPExporterError(res.statusMessage, status, this.last.body) });
-        });
-      });
-      req.end(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
-    });
+      const body = res.body.subarray(0, MAX_ANSWER_BYTES);
+      this.last = { status: res.status, body: body.toString('utf8') };
+      if (res.status >= 200 && res.status < 300) return { status: 'success', data: body };
+      return { status: 'failure', error: new OTLPExporterError(`HTTP ${res.status}`, res.status, this.last.body) };
+    } catch (err) {
+      // No answer: the transport's refusal (an address that is not public, the deadline...), in its own words.
+      const error = err instanceof Error ? err : new Error(String(err));
+      this.last = { status: null, body: error.message, final: (err as { final?: unknown }).final === true };
+      return { status: 'failure', error };
+    }
   }
 
-  shutdown(): void {
-    this.agent.destroy();
-  }
+  shutdown(): void {}
 }
 
 const USER_AGENT = 'Windsock-OpenTelemetry-Notifications';
@@ -514,11 +480,7 @@ function clip(text: string): string {
  * 2xx; the answer's status when one came; `final` for a 4xx other than 408/429 or an endpoint
  * that is no URL.
  */
-export async function exportOpenTelemetry(
-  event: NotificationEvent,
-  settings: OpenTelemetrySettings,
-  options: OpenTelemetryOptions = {},
-): Promise<AttemptResult> {
+export async function exportOpenTelemetry(event: NotificationEvent, settings: OpenTelemetrySettings, options: OpenTelemetryOptions): Promise<AttemptResult> {
   if (!OPEN_TELEMETRY_EVENTS.includes(event.name)) return { ok: true, status: null, excerpt: `nothing to export for ${event.name}` };
   const url = tracesUrl(settings.endpoint);
   if (!url) return { ok: false, status: null, excerpt: 'the endpoint is not an http or https URL', final: true };
@@ -532,7 +494,7 @@ export async function exportOpenTelemetry(
     if (lower !== 'content-type' && lower !== 'content-length' && lower !== 'host' && typeof value === 'string') headers[name] = value;
   }
   headers['Content-Type'] = json ? 'application/json' : 'application/x-protobuf';
-  const transport = new NodeHttpTransport(new URL(url), headers, options.lookup);
+  const transport = new SendTransport(new URL(url), headers, options.send);
   const shared = { timeoutMillis: options.timeoutMillis ?? DEFAULT_TIMEOUT_MS, concurrencyLimit: 1, compression: 'none' as const };
   const metrics = new ExporterMetrics<ReadableSpan[]>({
     componentType: 'otlp_http_span_exporter',
@@ -550,7 +512,7 @@ export async function exportOpenTelemetry(
     if (result.code === ExportResultCode.SUCCESS) {
       return { ok: true, status, excerpt: `exported ${spans.length} spans of trace ${spans[0]!.spanContext().traceId}` };
     }
-    const final = status !== null && status >= 400 && status < 500 && status !== 408 && status !== 429;
+    const final = transport.last.final === true || (status !== null && status >= 400 && status < 500 && status !== 408 && status !== 429);
     return { ok: false, status, excerpt: clip(body || (result.error?.message ?? 'export failed')), ...(final ? { final } : {}) };
   } finally {
     await exporter.shutdown();

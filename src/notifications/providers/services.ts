@@ -5,7 +5,6 @@
  * from a pass by the branch's previous build) and stored as the delivery's payload; the
  * OpenTelemetry export is built from the event's payload when it is sent.
  */
-import type { LookupFunction } from 'node:net';
 import { OPEN_TELEMETRY_EVENTS, type AttemptResult, type EventName, type HttpSend, type NotificationEvent } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
@@ -45,18 +44,18 @@ export function eventOfDelivery(d: Delivery): NotificationEvent {
   };
 }
 
-/** `lookup`: resolves the endpoint's host to addresses the server may contact (the SSRF guard), or fails. */
-export function openTelemetryProvider(lookup: LookupFunction, timeoutMillis: number): Provider {
+/** The export goes out through the `http` every provider is given (the server's one transport); `timeoutMillis` bounds the SDK's export. */
+export function openTelemetryProvider(timeoutMillis: number): Provider {
   return {
     planForService(ctx: FanOutContext, s: ActiveService): PlannedDelivery[] {
       if (!OPEN_TELEMETRY_EVENTS.includes(ctx.event.name)) return [];
       return [serviceTarget(s, { ...ctx.event.payload, organization: ctx.rendered.organization })];
     },
-    async send(d: Delivery, service: ActiveService | null): Promise<AttemptResult> {
+    async send(d: Delivery, service: ActiveService | null, http: HttpSend): Promise<AttemptResult> {
       // The OpenTelemetry SDK is loaded on the first export, not at every start: it was a sixth
       // of the start-up's module loading (BENCHMARKS.md, "Start-up"), and most installations never export.
       const { exportOpenTelemetry } = await import('./open-telemetry');
-      return exportOpenTelemetry(eventOfDelivery(d), (service?.settings ?? {}) as unknown as OpenTelemetrySettings, { lookup, timeoutMillis });
+      return exportOpenTelemetry(eventOfDelivery(d), (service?.settings ?? {}) as unknown as OpenTelemetrySettings, { send: http, timeoutMillis });
     },
   };
 }

@@ -302,7 +302,9 @@ export async function postSlack(url: string, msg: SlackMessage, http: HttpSend):
     });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    return { ok: false, status: null, excerpt: reason.split(url).join('[webhook URL]').slice(0, 512) };
+    // A refusal no retry changes (an address that is not public) is final, as for every provider.
+    const final = (error as { final?: unknown } | null)?.final === true;
+    return { ok: false, status: null, excerpt: reason.split(url).join('[webhook URL]').slice(0, 512), ...(final ? { final } : {}) };
   }
   const { status } = answer;
   const excerpt = answer.body.subarray(0, 512).toString('utf8');

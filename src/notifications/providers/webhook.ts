@@ -1,6 +1,8 @@
 /**
  * The `webhook` notification service: the event's documented JSON body POSTed to the service's
- * `url`, with `X-Buildkite-Event`, and either the service's token (`X-Buildkite-Token`, token
+ * `url`, with `X-Buildkite-Event`, `X-Buildkite-Request` (the delivery's id: the same on every
+ * attempt of one delivery, so a receiver can drop the repeats an at-least-once outbox sends after
+ * a crash or a lost answer; the real service sends a UUID under this name), and either the service's token (`X-Buildkite-Token`, token
  * mode) or a signature (`X-Buildkite-Signature: timestamp=<unix>,signature=<hex HMAC-SHA256 of
  * "<timestamp>.<body>">`, signature mode), as the public documentation (Webhooks for Pipelines)
  * describes. The same sender serves a pipeline's `notify: - webhook: <url>`, which has no token.
@@ -38,8 +40,11 @@ export async function postJson(http: HttpSend, url: string, body: string, header
   return resultOf(res.status, res.body);
 }
 
-export function webhookHeaders(event: string, settings: Record<string, unknown>, body: string, now: Date): Record<string, string> {
-  const headers: Record<string, string> = { 'X-Buildkite-Event': event };
+/** The header naming the delivery, stable across its retries. */
+export const DELIVERY_HEADER = 'X-Buildkite-Request';
+
+export function webhookHeaders(event: string, deliveryId: string, settings: Record<string, unknown>, body: string, now: Date): Record<string, string> {
+  const headers: Record<string, string> = { 'X-Buildkite-Event': event, [DELIVERY_HEADER]: deliveryId };
   const token = typeof settings.token === 'string' && settings.token ? settings.token : null;
   if (token && settings.token_mode === 'signature') headers['X-Buildkite-Signature'] = signature(token, Math.floor(now.getTime() / 1000), body);
   else if (token) headers['X-Buildkite-Token'] = token;
@@ -57,7 +62,7 @@ export function webhookProvider(clock: () => Date = () => sharedClock.now()): Pr
       const settings = service?.settings ?? {};
       const url = service ? String(settings.url ?? '') : String(d.target?.url ?? '');
       const body = JSON.stringify(d.payload);
-      return postJson(http, url, body, webhookHeaders(d.event, settings, body, clock()), settings.tls_verify !== false);
+      return postJson(http, url, body, webhookHeaders(d.event, d.id, settings, body, clock()), settings.tls_verify !== false);
     },
   };
 }
