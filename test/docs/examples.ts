@@ -9,25 +9,18 @@ import path from 'node:path';
 const ROOT = path.resolve(__dirname, '../..');
 
 /**
- * The pages whose examples are run: the README and what moved out of it. A page added under
- * docs/ with curl lines joins here.
+ * The pages whose examples are run: the README and every page under docs/ and docs/api/, so a
+ * page added there is run without being listed.
  */
 export const EXAMPLE_PAGES = [
   'README.md',
-  'docs/ci.md',
-  'docs/web.md',
-  'docs/openapi.md',
-  'docs/sdks.md',
-  'docs/operations.md',
-  'docs/cli.md',
-  'docs/settings.md',
-  'docs/development.md',
-  'docs/decisions.md',
-  'docs/test-collectors.md',
-  ...fs
-    .readdirSync(path.join(ROOT, 'docs/api'))
-    .filter((f) => f.endsWith('.md'))
-    .map((f) => `docs/api/${f}`),
+  ...['docs', 'docs/api'].flatMap((dir) =>
+    fs
+      .readdirSync(path.join(ROOT, dir))
+      .filter((f) => f.endsWith('.md'))
+      .sort()
+      .map((f) => `${dir}/${f}`),
+  ),
 ];
 
 /** Paths outside the spec that examples call (no operation to match; they must still answer below 500 and not 415). */
