@@ -5651,7 +5651,7 @@ export interface components {
         /** @enum {string} */
         AgentPingAction: "idle" | "pause" | "disconnect";
         /** @description The pipeline as YAML text, or as JSON (a mapping with `steps`, or a list of steps). */
-        PipelineDefinition: string | Record<string, never> | unknown[];
+        PipelineDefinition: string | Record<string, never> | (Record<string, never> | string)[];
         ArtifactStatesEntry: {
             /** Format: uuid */
             id: string;

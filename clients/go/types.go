@@ -4747,15 +4747,15 @@ func (x *RetryExitStatus) MarshalJSON() ([]byte, error) {
 
 // The pipeline as YAML text, or as JSON (a mapping with `steps`, or a list of steps).
 type PipelineDefinition struct {
-	AnythingArray []interface{}
-	AnythingMap   map[string]interface{}
-	String        *string
+	AnythingMap map[string]interface{}
+	String      *string
+	UnionArray  []PipelineDefinitionElement
 }
 
 func (x *PipelineDefinition) UnmarshalJSON(data []byte) error {
-	x.AnythingArray = nil
+	x.UnionArray = nil
 	x.AnythingMap = nil
-	object, err := unmarshalUnion(data, nil, nil, nil, &x.String, true, &x.AnythingArray, false, nil, true, &x.AnythingMap, false, nil, false)
+	object, err := unmarshalUnion(data, nil, nil, nil, &x.String, true, &x.UnionArray, false, nil, true, &x.AnythingMap, false, nil, false)
 	if err != nil {
 		return err
 	}
@@ -4765,7 +4765,27 @@ func (x *PipelineDefinition) UnmarshalJSON(data []byte) error {
 }
 
 func (x *PipelineDefinition) MarshalJSON() ([]byte, error) {
-	return marshalUnion(nil, nil, nil, x.String, x.AnythingArray != nil, x.AnythingArray, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
+	return marshalUnion(nil, nil, nil, x.String, x.UnionArray != nil, x.UnionArray, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
+}
+
+type PipelineDefinitionElement struct {
+	AnythingMap map[string]interface{}
+	String      *string
+}
+
+func (x *PipelineDefinitionElement) UnmarshalJSON(data []byte) error {
+	x.AnythingMap = nil
+	object, err := unmarshalUnion(data, nil, nil, nil, &x.String, false, nil, false, nil, true, &x.AnythingMap, false, nil, false)
+	if err != nil {
+		return err
+	}
+	if object {
+	}
+	return nil
+}
+
+func (x *PipelineDefinitionElement) MarshalJSON() ([]byte, error) {
+	return marshalUnion(nil, nil, nil, x.String, false, nil, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
 }
 
 // A team UUID, or a team with the access level the pipeline gets in it (default
