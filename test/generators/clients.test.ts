@@ -161,13 +161,9 @@ function mustPass(id: string, stage: Stage): boolean {
 }
 
 function firstLine(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
-  return (
-    text
-      .split('\n')
-      .find((l) => /error|cannot|undefined|refuse|fail/i.test(l))
-      ?.trim() ?? text.split('\n')[0]!.trim()
-  );
+  // The cause, not the command: an exception's line, a compiler's first error, a missing package.
+  const lines = (err instanceof Error ? err.message : String(err)).split('\n').map((l) => l.trim());
+  return lines.find((l) => /^\w*Error:|error TS\d+|cannot find package/.test(l)) ?? lines.find((l) => /error|cannot|undefined|refuse/i.test(l)) ?? lines[0]!;
 }
 
 function checkReport(report: Report, id: string): void {
