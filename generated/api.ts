@@ -3904,13 +3904,15 @@ export interface components {
             reset: number;
         };
         /**
-         * @description `YYYY-MM-DD hh:mm:ss UTC`, the form some endpoints of the real API use.
+         * @description `YYYY-MM-DD hh:mm:ss UTC`, the form some endpoints of the real API use. No `pattern` here:
+         *     OpenAPI Generator's python client refuses one on a referenced component; the server writes the form.
          * @example 2013-09-03 13:24:38 UTC
          */
         UtcTimestamp: string;
         /**
          * Format: date-time
-         * @description ISO 8601 UTC with milliseconds.
+         * @description ISO 8601 UTC with milliseconds (`YYYY-MM-DDThh:mm:ss.sssZ`). No `pattern` here: OpenAPI
+         *     Generator's python client refuses one on a referenced component; `format: date-time` is checked.
          * @example 2015-05-09T21:05:59.874Z
          */
         IsoTimestamp: string;
@@ -4154,6 +4156,14 @@ export interface components {
         Step: components["schemas"]["ScriptStep"] | components["schemas"]["WaiterStep"] | components["schemas"]["ManualStep"] | components["schemas"]["TriggerStep"];
         /** @description An exit status, or `*` for any. */
         ExitStatusRule: number | "*";
+        /**
+         * @description A command step. Every command step also carries `soft_fail`, as the pipeline YAML writes it:
+         *     `false`, `true` (any exit status is a soft failure), or a list of rules
+         *     (`[{"exit_status": 1}, {"exit_status": "*"}]`). It is left out of `properties` on purpose: a
+         *     field that is a boolean or a list is a type no generated client (Go, Python, Java...) can
+         *     decode, so those clients ignore it as an unknown property while the JSON stays the real API's.
+         *     The server checks it when it reads the configuration.
+         */
         ScriptStep: {
             /**
              * @description discriminator enum property added by openapi-typescript
@@ -4172,7 +4182,6 @@ export interface components {
             key?: string | null;
             /** @description The `key` of the group step this step was written in (YAML `group` steps); the step's jobs show it as `group_key`. */
             readonly group_key?: string | null;
-            soft_fail?: components["schemas"]["SoftFail"];
             retry?: components["schemas"]["StepRetry"] | null;
             /** @description Dispatch priority of the step's jobs (higher first); the step's own `priority`, else the configuration's top-level one. Absent means 0. */
             priority?: number;
@@ -4210,28 +4219,27 @@ export interface components {
             automatic: components["schemas"]["AutomaticRetry"][];
             manual?: components["schemas"]["ManualRetry"];
         };
-        /** @description Whether a failure of the step's jobs is soft (the build passes anyway): `true` for any exit status, or the exit statuses that are (`[{exit_status: 1}]`). A boolean or a list of rules, as the pipeline YAML writes it. */
-        SoftFail: boolean | components["schemas"]["SoftFailRule"][];
         ManualRetry: {
             allowed: boolean;
             reason: string | null;
             permit_on_passed: boolean;
         };
+        /**
+         * @description One adjustment of a matrix: the combination `with` names, skipped (`skip`) or given its own
+         *     `soft_fail` (`true`, `false` or a list of `{"exit_status": ...}` rules, as in the pipeline YAML;
+         *     like the step's, it is in the JSON but not in `properties`, as no generated client decodes a
+         *     field that is a boolean or a list).
+         */
         MatrixAdjustment: {
             with: {
                 [key: string]: string;
             };
             skip?: components["schemas"]["MatrixSkip"];
-            soft_fail?: unknown;
         };
         AutomaticRetry: {
             exit_status: components["schemas"]["RetryExitStatus"];
             signal_reason?: string;
             limit: number;
-        };
-        /** @description One exit status whose failure is soft. */
-        SoftFailRule: {
-            exit_status: components["schemas"]["ExitStatusRule"];
         };
         /** @description Skips the adjusted combination: `true`, or a reason (shown as the job's skip reason). */
         MatrixSkip: true | string;
@@ -4749,9 +4757,9 @@ export interface components {
             description?: string | null;
             policy?: string | null;
             /** @description Refused: "The key parameter cannot be updated." */
-            key?: unknown;
+            key?: string;
             /** @description Refused: "The value parameter cannot be updated on this endpoint." */
-            value?: unknown;
+            value?: string;
         };
         UpdateClusterSecretValueRequest: {
             value: string;
@@ -5907,15 +5915,19 @@ export interface components {
          *     ISO 8601 UTC with milliseconds (`2015-05-09T21:05:59.874Z`) in the create response
          *     (`POST .../pipelines`), `YYYY-MM-DD hh:mm:ss UTC` (`2013-09-03 13:24:38 UTC`) everywhere else.
          *     One string type (no `format: date-time`, which the second form is not): a client parses
-         *     either form.
+         *     either form. No `pattern`: OpenAPI Generator's python client refuses one on a referenced component.
          * @example 2013-09-03 13:24:38 UTC
          * @example 2015-05-09T21:05:59.874Z
          */
         PipelineTimestamp: string;
         /** @enum {string} */
         PipelineVisibility: "private" | "public";
-        /** @description The pull request's number, from 1; a string of its digits is accepted, and `""` means none. */
-        PullRequestId: number | string;
+        /**
+         * @description The pull request's number, from 1 (an integer, as the real API's clients send it). The server
+         *     also accepts the number as a string of its digits (`"42"`), and `""` for none, as older clients
+         *     send them; a generated client sends the integer.
+         */
+        PullRequestId: number;
         /** @description The commit's author; `{}` is accepted and means none. */
         CreateBuildAuthor: {
             name?: string;
@@ -5994,7 +6006,7 @@ export interface components {
         /** @enum {string} */
         AgentPingAction: "idle" | "pause" | "disconnect";
         /** @description The pipeline as YAML text, or as JSON (a mapping with `steps`, or a list of steps). */
-        PipelineDefinition: string | Record<string, never> | unknown[];
+        PipelineDefinition: string | Record<string, never> | (Record<string, never> | string)[];
         ArtifactStatesEntry: {
             /** Format: uuid */
             id: string;

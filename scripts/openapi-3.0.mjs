@@ -88,7 +88,33 @@ function nullableBranch(schema, schemas) {
     return { ...convertSchema(target, schemas), nullable: true };
   }
   if (!type && target && (target.oneOf || target.anyOf)) return nullableBranch(convertSchema(target, schemas), schemas);
-  return { type, nullable: true, allOf: [schema] };
+  // An object or a named enum: a reference to its nullable twin (`UserNullable`, added to the
+  // components by toOpenApi30), as 3.0 cannot add null beside a `$ref`, and `nullable` beside
+  // `allOf: [$ref]` still fails the referenced schema for a null (3.0.3 validators flag it).
+  const name = schema.$ref.replace('#/components/schemas/', '');
+  nullableTwins.add(name);
+  return { $ref: `#/components/schemas/${name}${NULLABLE_SUFFIX}` };
+}
+
+/** The suffix of a component's nullable twin in the 3.0 rendering. */
+export const NULLABLE_SUFFIX = 'Nullable';
+/** The components a rendering needs a nullable twin of (filled while converting). */
+let nullableTwins = new Set();
+
+/** The nullable twin of a converted component: the same schema, taking null too. */
+function nullableTwin(name, converted) {
+  const twin = { ...converted, nullable: true };
+  if (!twin.type) twin.type = 'object';
+  twin.description = `${converted.description ? `${converted.description}\n\n` : ''}\`${name}\`, or null.`;
+  // 3.0.3: `nullable` does not widen an `enum`; the null has to be one of its values.
+  if (Array.isArray(twin.enum)) {
+    twin.enum = [...twin.enum, null];
+    // Its own constant names: a Go package holds both enums' constants.
+    const prefix = `${name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase()}_`;
+    const varnames = twin['x-enum-varnames'];
+    if (Array.isArray(varnames)) twin['x-enum-varnames'] = [...varnames.map((v) => v.replace(prefix, `${prefix}NULLABLE_`)), `${prefix}NULLABLE_NULL`];
+  }
+  return twin;
 }
 
 /**
@@ -164,7 +190,12 @@ export function convertSchema(schema, schemas = {}) {
     const branches = out[union];
     delete out[union];
     const type = typeOf({ [union]: branches }, schemas);
-    if (branches.length === 1) return { ...nullableBranch(branches[0], schemas), ...out };
+    if (branches.length === 1) {
+      const branch = nullableBranch(branches[0], schemas);
+      // A `$ref` takes no siblings in 3.0: with a description or readOnly beside it, `allOf: [$ref]`.
+      if (branch.$ref && Object.keys(out).length > 0) return { allOf: [branch], ...out };
+      return { ...branch, ...out };
+    }
     if (type) Object.assign(out, { type, nullable: true, [union]: branches });
     // Branches of different types: the first one takes the null.
     else out[union] = [nullableBranch(branches[0], schemas), ...branches.slice(1)];
@@ -236,6 +267,7 @@ const mapValues = (object, f) => Object.fromEntries(Object.entries(object ?? {})
 
 /** The whole 3.1 document (parsed) as a 3.0.3 document; the input is not modified. */
 export function toOpenApi30(doc) {
+  nullableTwins = new Set();
   const { webhooks, jsonSchemaDialect, ...rest } = doc;
   void webhooks;
   void jsonSchemaDialect;
@@ -270,5 +302,10 @@ export function toOpenApi30(doc) {
   if (components.headers) out.components.headers = mapValues(components.headers, convert(convertParameter));
   if (components.responses) out.components.responses = mapValues(components.responses, convert(convertResponse));
   if (components.requestBodies) out.components.requestBodies = mapValues(components.requestBodies, convert(convertRequestBody));
+  for (const name of [...nullableTwins].sort()) {
+    if (schemas[`${name}${NULLABLE_SUFFIX}`])
+      throw new Error(`${name}${NULLABLE_SUFFIX}: a component of that name exists; the 3.0 rendering names nullable twins so`);
+    out.components.schemas[`${name}${NULLABLE_SUFFIX}`] = nullableTwin(name, out.components.schemas[name]);
+  }
   return out;
 }

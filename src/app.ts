@@ -3,6 +3,7 @@
  * per-operation scope guards, express-openapi-validator, the resource routes and the one error
  * handler. Nothing here listens; src/server.ts does.
  */
+import { acceptPullRequestIdStrings } from './builds/pull-request-id';
 import express, { NextFunction, Request, Response } from 'express';
 import { accessTokenRoutes } from './access-token/routes';
 import { AGENT_API_PATH, agentApiRoutes, agentAuth, agentChunkBodyParser } from './agent-api/routes';
@@ -225,6 +226,7 @@ export function createApp(deps: AppDeps): express.Express {
   // Integers, dates, booleans and enums in the query and path read strictly, nulls of optional
   // body fields dropped: before the validator, so it sees what the client meant.
   app.use(parameterRouter(spec.doc));
+  app.post('/v2/organizations/:org/pipelines/:pipeline/builds', acceptPullRequestIdStrings);
   app.use(
     openApiValidator(spec.doc, {
       validateRequests: { allowUnknownQueryParameters: true, coerceTypes: false, allErrors: true },

@@ -1550,16 +1550,6 @@ func (r *PullRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func UnmarshalPullRequestID(data []byte) (PullRequestID, error) {
-	var r PullRequestID
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
-
-func (r *PullRequestID) Marshal() ([]byte, error) {
-	return json.Marshal(r)
-}
-
 func UnmarshalRateLimitError(data []byte) (RateLimitError, error) {
 	var r RateLimitError
 	err := json.Unmarshal(data, &r)
@@ -1787,26 +1777,6 @@ func UnmarshalSlackTheme(data []byte) (SlackTheme, error) {
 }
 
 func (r *SlackTheme) Marshal() ([]byte, error) {
-	return json.Marshal(r)
-}
-
-func UnmarshalSoftFail(data []byte) (SoftFail, error) {
-	var r SoftFail
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
-
-func (r *SoftFail) Marshal() ([]byte, error) {
-	return json.Marshal(r)
-}
-
-func UnmarshalSoftFailRule(data []byte) (SoftFailRule, error) {
-	var r SoftFailRule
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
-
-func (r *SoftFailRule) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -3016,7 +2986,7 @@ type CreateBuildRequest struct {
 	Message                     *string           `json:"message,omitempty"`
 	MetaData                    map[string]string `json:"meta_data,omitempty"`
 	PullRequestBaseBranch       *string           `json:"pull_request_base_branch,omitempty"`
-	PullRequestID               *PullRequestID    `json:"pull_request_id,omitempty"`
+	PullRequestID               *int64            `json:"pull_request_id,omitempty"`
 	PullRequestLabels           []string          `json:"pull_request_labels,omitempty"`
 	PullRequestRepository       *string           `json:"pull_request_repository,omitempty"`
 }
@@ -3556,6 +3526,16 @@ type Provider struct {
 
 // A pipeline step, as the REST API shows it.
 //
+// A command step. Every command step also carries `soft_fail`, as the pipeline YAML writes
+// it:
+// `false`, `true` (any exit status is a soft failure), or a list of rules
+// (`[{"exit_status": 1}, {"exit_status": "*"}]`). It is left out of `properties` on
+// purpose: a
+// field that is a boolean or a list is a type no generated client (Go, Python, Java...) can
+// decode, so those clients ignore it as an unknown property while the JSON stays the real
+// API's.
+// The server checks it when it reads the configuration.
+//
 // A trigger step in the REST API's visual-step shape. When the build reaches it, the server
 // creates a build of the pipeline `trigger_project_slug` (same organization, `source:
 // trigger_job`, the triggering build's creator) on `trigger_commit` (default `HEAD`) and
@@ -3589,7 +3569,6 @@ type Step struct {
 	// configuration's top-level one. Absent means 0.
 	Priority          *int64            `json:"priority,omitempty"`
 	Retry             *StepRetry        `json:"retry,omitempty"`
-	SoftFail          *SoftFail         `json:"soft_fail,omitempty"`
 	TimeoutInMinutes  *int64            `json:"timeout_in_minutes,omitempty"`
 	Type              JobType           `json:"type"`
 	ContinueOnFailure *bool             `json:"continue_on_failure,omitempty"`
@@ -3616,10 +3595,16 @@ type StepMatrix struct {
 	Setup       map[string][]string `json:"setup"`
 }
 
+// One adjustment of a matrix: the combination `with` names, skipped (`skip`) or given its
+// own
+// `soft_fail` (`true`, `false` or a list of `{"exit_status": ...}` rules, as in the
+// pipeline YAML;
+// like the step's, it is in the JSON but not in `properties`, as no generated client
+// decodes a
+// field that is a boolean or a list).
 type MatrixAdjustment struct {
-	Skip     *MatrixSkip       `json:"skip,omitempty"`
-	SoftFail interface{}       `json:"soft_fail,omitempty"`
-	With     map[string]string `json:"with"`
+	Skip *MatrixSkip       `json:"skip,omitempty"`
+	With map[string]string `json:"with"`
 }
 
 // One entry of a `notify` list (a pipeline's top level, or a command step's), as written:
@@ -3670,11 +3655,6 @@ type ManualRetry struct {
 	Allowed        bool    `json:"allowed"`
 	PermitOnPassed bool    `json:"permit_on_passed"`
 	Reason         *string `json:"reason"`
-}
-
-// One exit status whose failure is soft.
-type SoftFailRule struct {
-	ExitStatus *ExitStatusRule `json:"exit_status"`
 }
 
 type PipelineSchedule struct {
@@ -3905,6 +3885,15 @@ type Run struct {
 	WebURL string `json:"web_url"`
 }
 
+// A command step. Every command step also carries `soft_fail`, as the pipeline YAML writes
+// it:
+// `false`, `true` (any exit status is a soft failure), or a list of rules
+// (`[{"exit_status": 1}, {"exit_status": "*"}]`). It is left out of `properties` on
+// purpose: a
+// field that is a boolean or a list is a type no generated client (Go, Python, Java...) can
+// decode, so those clients ignore it as an unknown property while the JSON stays the real
+// API's.
+// The server checks it when it reads the configuration.
 type ScriptStep struct {
 	AgentQueryRules     []string          `json:"agent_query_rules"`
 	ArtifactPaths       *string           `json:"artifact_paths"`
@@ -3929,7 +3918,6 @@ type ScriptStep struct {
 	// configuration's top-level one. Absent means 0.
 	Priority         *int64         `json:"priority,omitempty"`
 	Retry            *StepRetry     `json:"retry,omitempty"`
-	SoftFail         *SoftFail      `json:"soft_fail,omitempty"`
 	TimeoutInMinutes *int64         `json:"timeout_in_minutes"`
 	Type             ScriptStepType `json:"type"`
 }
@@ -4243,10 +4231,10 @@ type UpdateClusterRequest struct {
 type UpdateClusterSecretRequest struct {
 	Description *string `json:"description,omitempty"`
 	// Refused: "The key parameter cannot be updated."
-	Key    interface{} `json:"key,omitempty"`
-	Policy *string     `json:"policy,omitempty"`
+	Key    *string `json:"key,omitempty"`
+	Policy *string `json:"policy,omitempty"`
 	// Refused: "The value parameter cannot be updated on this endpoint."
-	Value interface{} `json:"value,omitempty"`
+	Value *string `json:"value,omitempty"`
 }
 
 type UpdateClusterSecretValueRequest struct {
@@ -4621,6 +4609,12 @@ const (
 	SuitePermissionRead SuitePermission = "read"
 )
 
+type ExitStatusRuleEnum string
+
+const (
+	Empty ExitStatusRuleEnum = "*"
+)
+
 type Status string
 
 const (
@@ -4706,12 +4700,6 @@ const (
 	ProviderIdGithubEnterprise ProviderID = "github_enterprise"
 	ProviderIdGitlab           ProviderID = "gitlab"
 	ProviderIdGitlabEe         ProviderID = "gitlab_ee"
-)
-
-type ExitStatusRuleEnum string
-
-const (
-	Empty ExitStatusRuleEnum = "*"
 )
 
 type PipelineVisibility string
@@ -4844,15 +4832,15 @@ func (x *ProviderSettingValue) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, x.Bool, x.String, false, nil, false, nil, false, nil, false, nil, true)
 }
 
-// The pull request's number, from 1; a string of its digits is accepted, and `""` means
-// none.
-type PullRequestID struct {
+// An exit status, or `*` for any.
+type ExitStatusRule struct {
+	Enum    *ExitStatusRuleEnum
 	Integer *int64
-	String  *string
 }
 
-func (x *PullRequestID) UnmarshalJSON(data []byte) error {
-	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, false)
+func (x *ExitStatusRule) UnmarshalJSON(data []byte) error {
+	x.Enum = nil
+	object, err := unmarshalUnion(data, &x.Integer, nil, nil, nil, false, nil, false, nil, false, nil, true, &x.Enum, false)
 	if err != nil {
 		return err
 	}
@@ -4861,8 +4849,8 @@ func (x *PullRequestID) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-func (x *PullRequestID) MarshalJSON() ([]byte, error) {
-	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
+func (x *ExitStatusRule) MarshalJSON() ([]byte, error) {
+	return marshalUnion(x.Integer, nil, nil, nil, false, nil, false, nil, false, nil, x.Enum != nil, x.Enum, false)
 }
 
 // The command's exit status: an integer, or as the real agent sends it a string (`"0"`,
@@ -4976,61 +4964,17 @@ func (x *RetryExitStatus) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, nil, x.IntegerArray != nil, x.IntegerArray, false, nil, false, nil, x.Enum != nil, x.Enum, false)
 }
 
-// Whether a failure of the step's jobs is soft (the build passes anyway): `true` for any
-// exit status, or the exit statuses that are (`[{exit_status: 1}]`). A boolean or a list of
-// rules, as the pipeline YAML writes it.
-type SoftFail struct {
-	Bool              *bool
-	SoftFailRuleArray []SoftFailRule
-}
-
-func (x *SoftFail) UnmarshalJSON(data []byte) error {
-	x.SoftFailRuleArray = nil
-	object, err := unmarshalUnion(data, nil, nil, &x.Bool, nil, true, &x.SoftFailRuleArray, false, nil, false, nil, false, nil, false)
-	if err != nil {
-		return err
-	}
-	if object {
-	}
-	return nil
-}
-
-func (x *SoftFail) MarshalJSON() ([]byte, error) {
-	return marshalUnion(nil, nil, x.Bool, nil, x.SoftFailRuleArray != nil, x.SoftFailRuleArray, false, nil, false, nil, false, nil, false)
-}
-
-// An exit status, or `*` for any.
-type ExitStatusRule struct {
-	Enum    *ExitStatusRuleEnum
-	Integer *int64
-}
-
-func (x *ExitStatusRule) UnmarshalJSON(data []byte) error {
-	x.Enum = nil
-	object, err := unmarshalUnion(data, &x.Integer, nil, nil, nil, false, nil, false, nil, false, nil, true, &x.Enum, false)
-	if err != nil {
-		return err
-	}
-	if object {
-	}
-	return nil
-}
-
-func (x *ExitStatusRule) MarshalJSON() ([]byte, error) {
-	return marshalUnion(x.Integer, nil, nil, nil, false, nil, false, nil, false, nil, x.Enum != nil, x.Enum, false)
-}
-
 // The pipeline as YAML text, or as JSON (a mapping with `steps`, or a list of steps).
 type PipelineDefinition struct {
-	AnythingArray []interface{}
-	AnythingMap   map[string]interface{}
-	String        *string
+	AnythingMap map[string]interface{}
+	String      *string
+	UnionArray  []PipelineDefinitionElement
 }
 
 func (x *PipelineDefinition) UnmarshalJSON(data []byte) error {
-	x.AnythingArray = nil
+	x.UnionArray = nil
 	x.AnythingMap = nil
-	object, err := unmarshalUnion(data, nil, nil, nil, &x.String, true, &x.AnythingArray, false, nil, true, &x.AnythingMap, false, nil, false)
+	object, err := unmarshalUnion(data, nil, nil, nil, &x.String, true, &x.UnionArray, false, nil, true, &x.AnythingMap, false, nil, false)
 	if err != nil {
 		return err
 	}
@@ -5040,7 +4984,27 @@ func (x *PipelineDefinition) UnmarshalJSON(data []byte) error {
 }
 
 func (x *PipelineDefinition) MarshalJSON() ([]byte, error) {
-	return marshalUnion(nil, nil, nil, x.String, x.AnythingArray != nil, x.AnythingArray, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
+	return marshalUnion(nil, nil, nil, x.String, x.UnionArray != nil, x.UnionArray, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
+}
+
+type PipelineDefinitionElement struct {
+	AnythingMap map[string]interface{}
+	String      *string
+}
+
+func (x *PipelineDefinitionElement) UnmarshalJSON(data []byte) error {
+	x.AnythingMap = nil
+	object, err := unmarshalUnion(data, nil, nil, nil, &x.String, false, nil, false, nil, true, &x.AnythingMap, false, nil, false)
+	if err != nil {
+		return err
+	}
+	if object {
+	}
+	return nil
+}
+
+func (x *PipelineDefinitionElement) MarshalJSON() ([]byte, error) {
+	return marshalUnion(nil, nil, nil, x.String, false, nil, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
 }
 
 type PriorityUnion struct {

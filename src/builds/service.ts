@@ -67,7 +67,7 @@ export class BuildService {
       );
     }
     const pullRequest: PullRequest | null =
-      input.pull_request_id !== undefined && input.pull_request_id !== ''
+      input.pull_request_id !== undefined
         ? {
             id: String(input.pull_request_id),
             base: input.pull_request_base_branch ?? null,

@@ -25,6 +25,17 @@
  *    `BUILD_STATE_CREATING`), unique over the document, and no schema is named `Error`.
  * 8. An integer whose bounds pass 32 bits says `format: int64` (generators make `integer` an int32:
  *    the Go client did not compile with `maximum: 99999999999`), and every array says its `items`.
+ * 9. Every schema says what it holds: a `type`, a `$ref`, an enum/const or a union of schemas that
+ *    do (typescript-axios 4.3.1 wrote `AnyType`, a name it never defines, for each bare `{}`).
+ *    (A pipeline upload's list of steps says each is a string or a mapping.)
+ * 10. A string component referenced from elsewhere has no `pattern` (OpenAPI Generator's python
+ *    4.3.1 refused to generate with one on `IsoTimestamp`); the server writes those forms itself.
+ * 11. `servers` gives a usable absolute default URL, with variables a client can set
+ *    (`@hey-api/openapi-ts` and orval clients took `/` as their base and called nowhere).
+ * 12. A field that takes two forms of one value is one type, with the other form described and
+ *    accepted by the server: `pull_request_id` is an integer (Go 4.3.1 sent `{}` for the union),
+ *    and `soft_fail` (a boolean or a list) is in the JSON but not in a schema's `properties`
+ *    (Go and Python 4.3.1 clients failed on `soft_fail: false` decoding the union).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -196,5 +207,43 @@ describe('the contract is generator-friendly', () => {
     }
     for (const [name, e] of Object.entries(obj(obj(doc.components).examples))) if (!('value' in obj(e))) offending.push(`example ${name}: no value`);
     expect(offending).toEqual([]);
+  });
+
+  it('9. every schema says what it holds: a type, a $ref, an enum or const, or a union', () => {
+    const offending: string[] = [];
+    for (const [s, at] of everySchema()) {
+      if ('type' in s || s.$ref || 'const' in s || Array.isArray(s.enum) || s.oneOf || s.anyOf || s.allOf) continue;
+      offending.push(at);
+    }
+    expect(offending).toEqual([]);
+  });
+
+  it('10. no pattern on a string component that other schemas reference', () => {
+    const offending = Object.entries(schemas)
+      .filter(([, s]) => obj(s).type === 'string' && 'pattern' in obj(s))
+      .map(([name]) => name);
+    expect(offending).toEqual([]);
+  });
+
+  it('11. servers: an absolute default URL, with variables a client can set', () => {
+    const servers = list(doc.servers);
+    expect(servers.length).toBeGreaterThan(0);
+    const first = servers[0]!;
+    const variables = obj(first.variables);
+    const url = String(first.url).replace(/\{(\w+)\}/g, (_, name: string) => String(obj(variables[name]).default));
+    expect(new URL(url).host).not.toBe('');
+    expect(Object.keys(variables).length).toBeGreaterThan(0);
+    for (const v of Object.values(variables)) expect(typeof obj(v).default).toBe('string');
+  });
+
+  it('12. a field taking two forms of one value is one type: pull_request_id an integer, soft_fail out of properties', () => {
+    const createBuild = obj(schemas.CreateBuildRequest);
+    const pr = obj(obj(createBuild.properties).pull_request_id);
+    expect(jsonType(pr)).toBe('integer');
+    for (const name of ['ScriptStep', 'MatrixAdjustment']) {
+      expect(Object.keys(obj(obj(schemas[name]).properties))).not.toContain('soft_fail');
+      expect(String(obj(schemas[name]).description)).toContain('soft_fail');
+    }
+    expect(Object.keys(schemas)).not.toContain('SoftFail');
   });
 });

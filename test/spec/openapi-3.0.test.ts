@@ -14,6 +14,10 @@ const generated = path.join(__dirname, '..', '..', 'generated');
 const doc31 = YAML.parse(fs.readFileSync(path.join(generated, 'openapi.yaml'), 'utf8')) as Json;
 const doc30 = JSON.parse(fs.readFileSync(path.join(generated, 'openapi-3.0.json'), 'utf8')) as Json;
 
+/** The 3.0 rendering's nullable twins (`UserNullable`: `User` or null), which the 3.1 document does not need. */
+const twinsOf = (doc: Json) => Object.keys(obj(obj(doc.components).schemas)).filter((n) => n.endsWith('Nullable') && doc === doc30);
+const isTwinRef = (s: Json) => typeof s.$ref === 'string' && /Nullable$/.test(s.$ref);
+
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 const obj = (v: unknown): Json => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});
 
@@ -69,7 +73,8 @@ function shapes(doc: Json): Map<string, { properties: string[]; required: string
     if (typeof s.additionalProperties === 'object') visit(s.additionalProperties, `${at}/{}`);
     for (const union of ['allOf', 'oneOf', 'anyOf']) for (const branch of (s[union] as unknown[] | undefined) ?? []) visit(branch, at);
   };
-  for (const [name, schema] of Object.entries(obj(obj(doc.components).schemas))) visit(schema, name);
+  const twins = twinsOf(doc);
+  for (const [name, schema] of Object.entries(obj(obj(doc.components).schemas))) if (!twins.includes(name)) visit(schema, name);
   return new Map([...out].map(([k, v]) => [k, { properties: [...v.properties].sort(), required: [...v.required].sort() }]));
 }
 
@@ -115,21 +120,50 @@ describe('the OpenAPI 3.0.3 rendering', () => {
     const components31 = obj(doc31.components);
     const components30 = obj(doc30.components);
     expect(Object.keys(components30).sort()).toEqual(Object.keys(components31).sort());
-    for (const kind of Object.keys(components31)) expect(Object.keys(obj(components30[kind]))).toEqual(Object.keys(obj(components31[kind])));
+    const twins = twinsOf(doc30);
+    for (const kind of Object.keys(components31)) {
+      const names30 = Object.keys(obj(components30[kind])).filter((n) => kind !== 'schemas' || !twins.includes(n));
+      expect(names30).toEqual(Object.keys(obj(components31[kind])));
+    }
     const shapes31 = shapes(doc31);
     expect(shapes31.size).toBeGreaterThan(100);
     expect(Object.fromEntries(shapes(doc30))).toEqual(Object.fromEntries(shapes31));
+  });
+
+  it("gives a nullable reference a nullable twin of the component: the component's schema, taking null too", () => {
+    const schemas30 = obj(obj(doc30.components).schemas);
+    const twins = twinsOf(doc30);
+    expect(twins.length).toBeGreaterThan(5);
+    for (const twin of twins) {
+      const base = obj(schemas30[twin.replace(/Nullable$/, '')]);
+      const { nullable, description, enum: values, 'x-enum-varnames': varnames, type, ...rest } = obj(schemas30[twin]);
+      const { description: baseDescription, enum: baseValues, 'x-enum-varnames': baseVarnames, type: baseType, ...baseRest } = base;
+      void description;
+      void baseDescription;
+      void baseVarnames;
+      expect({ twin, nullable, rest }).toEqual({ twin, nullable: true, rest: baseRest });
+      expect(type).toBe(baseType ?? 'object');
+      // 3.0.3: an enum that takes null lists it.
+      if (baseValues) expect({ twin, values }).toEqual({ twin, values: [...(baseValues as unknown[]), null] });
+      if (baseValues) expect((varnames as unknown[]).length).toBe((values as unknown[]).length);
+    }
+    // Every twin is used, and each one is a nullable reference of the 3.1 document.
+    const used = new Set([...JSON.stringify(doc30).matchAll(/"#\/components\/schemas\/(\w+Nullable)"/g)].map((m) => m[1]));
+    expect([...used].sort()).toEqual([...twins].sort());
   });
 
   it('keeps every enum and every nullable field', () => {
     const facts = (doc: Json) => {
       const enums: string[] = [];
       const nullable: string[] = [];
+      const twins = twinsOf(doc).map((n) => `#/components/schemas/${n}`);
       for (const [s, at] of schemaObjects(doc, '#')) {
+        if (twins.some((t) => at === t || at.startsWith(`${t}/`))) continue;
         const where = at.replace(/\/(oneOf|anyOf|allOf)\/\d+/g, '');
         if (Array.isArray(s.enum) && s.enum.length > 1) enums.push(`${where}=${JSON.stringify(s.enum)}`);
         const takesNull =
           s.nullable === true ||
+          isTwinRef(s) ||
           (Array.isArray(s.type) && s.type.includes('null')) ||
           ((s.oneOf ?? s.anyOf) as Json[] | undefined)?.some((b) => b.type === 'null' && Object.keys(b).length === 1) ||
           s.type === 'null';
@@ -148,6 +182,8 @@ describe('the OpenAPI 3.0.3 rendering', () => {
       if (Array.isArray(s.type) || s.type === 'null') offending.push(`${at}: type ${JSON.stringify(s.type)}`);
       if (s.nullable !== undefined && typeof s.type !== 'string') offending.push(`${at}: nullable without a type`);
       if (s.$ref && Object.keys(s).length > 1) offending.push(`${at}: $ref with siblings`);
+      // 3.0.3 validators check the null against the referenced schema too, and it fails there.
+      if (s.nullable && (s.allOf || s.oneOf || s.anyOf)) offending.push(`${at}: nullable beside a union or allOf`);
       for (const k of ['const', 'examples', '$schema', '$id', 'propertyNames', 'unevaluatedProperties', 'contentMediaType', 'prefixItems']) {
         if (k in s) offending.push(`${at}: ${k}`);
       }

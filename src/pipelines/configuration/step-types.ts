@@ -121,8 +121,9 @@ export type StepTypesFollowTheSpec = [
   Conforms<NotifyEntry, Schemas['NotifyEntry']>,
   Conforms<NonNullable<Schemas['NotifyEntry']['slack']>, NotifySlack>,
   Conforms<NotifyGitHubContext, Schemas['NotifyGitHubContext']>,
-  // `matrix_values` is on a job's copy of a matrix step only, which the API does not show.
-  Holds<SameKeys<ScriptStep, Schemas['ScriptStep'], 'matrix_values'>>,
+  // `matrix_values` is on a job's copy of a matrix step only, which the API does not show;
+  // `soft_fail` is in the JSON but not in the schema's properties (a boolean or a list: see ScriptStep's description).
+  Holds<SameKeys<ScriptStep, Schemas['ScriptStep'], 'matrix_values' | 'soft_fail'>>,
   Holds<SameKeys<WaiterStep, Schemas['WaiterStep']>>,
   Holds<SameKeys<ManualStep, Schemas['ManualStep']>>,
   Holds<SameKeys<TriggerStep, Schemas['TriggerStep']>>,
@@ -134,5 +135,5 @@ export type StepTypesFollowTheSpec = [
   Holds<SameKeys<Record<NotifyKind | 'if', unknown>, Schemas['NotifyEntry']>>,
   Holds<SameKeys<ManualField, NonNullable<Schemas['ManualStep']['fields']>[number]>>,
   Holds<SameKeys<Matrix, NonNullable<Schemas['ScriptStep']['matrix']>>>,
-  Holds<SameKeys<MatrixAdjustment, NonNullable<Schemas['ScriptStep']['matrix']>['adjustments'][number]>>,
+  Holds<SameKeys<MatrixAdjustment, NonNullable<Schemas['ScriptStep']['matrix']>['adjustments'][number], 'soft_fail'>>,
 ];
