@@ -4958,7 +4958,7 @@ export interface components {
             format?: string;
         };
         StepExportResult: {
-            output: string;
+            readonly output: string;
         };
         StepUpdateRequest: {
             idempotency_uuid?: string;

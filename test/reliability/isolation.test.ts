@@ -75,6 +75,10 @@ const NOT_REFERENCES: Record<string, string> = {
   'createBuild.pull_request_id': "the provider's pull request number, not a Windsock object",
   'uploadPipeline.uuid': "the agent's own id for the upload (idempotency), not a Windsock object",
   'createArtifacts.id': "the agent's own id for the batch (idempotency), not a Windsock object",
+  'registerAgent.machine_id': "the host's machine id (/etc/machine-id), not a Windsock object",
+  'exportStep.build_id': "must be the build of the job the agent runs: any other build, its own organization's too, is a 404 (test/agents/real-agent-protocol)",
+  'updateStep.build_id': 'as exportStep.build_id',
+  'updateStep.idempotency_uuid': "the agent's own id for the update (idempotency), not a Windsock object",
 };
 const LOOKS_LIKE_REFERENCE = /(^|_)(ids?|uuids?)$|^teams$/;
 

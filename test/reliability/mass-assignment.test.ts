@@ -111,6 +111,12 @@ const NOT_READ_BACK: Record<string, string> = {
   createAgentToken: 'a registration token has no read operation (it is shown once); only the prototype cases apply',
   appendJobLogChunk: "a chunk of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads chunks back",
   finishJob: "the result of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads results back",
+  startJob: "the start of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads starts back",
+  saveJobHeaderTimes:
+    "header times of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents/real-agent-protocol reads them back",
+  exportStep: 'a read (the agent API reads with POST): nothing is stored',
+  updateStep:
+    "a step of the job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/agents/real-agent-protocol reads labels back",
   uploadPipeline:
     "steps for a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/jobs/pipeline-upload reads uploads back",
   createArtifacts: "artifacts of a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/artifacts reads them back",

@@ -118,6 +118,7 @@ export const PARAM_KINDS = [
   'secret_id',
   'service_id',
   'delivery_id',
+  'step_id_or_key',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -148,6 +149,7 @@ export function missingParam(kind: ParamKind): string {
     case 'secret_id':
     case 'service_id':
     case 'delivery_id':
+    case 'step_id_or_key':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -221,7 +223,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     .set(auth(token))
     .send({ name: `Pipeline ${tag}`, repository: `git@github.com:acme/${tag}.git`, configuration: 'steps:\n  - command: make test\n', teams: [team.id] });
   check(p, 201, 'create pipeline');
-  const builds: { id: string; number: number; jobIds: string[] }[] = [];
+  const builds: { id: string; number: number; jobIds: string[]; stepIds: string[] }[] = [];
   for (let i = 0; i < (opts.builds ?? 1); i++) {
     const b = await ctx
       .http()
@@ -229,7 +231,12 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       .set(auth(token))
       .send({ commit: 'HEAD', branch: 'main', message: `Build ${tag}` });
     check(b, 201, 'create build');
-    builds.push({ id: b.body.id, number: b.body.number, jobIds: (b.body.jobs as { id: string }[]).map((j) => j.id) });
+    builds.push({
+      id: b.body.id,
+      number: b.body.number,
+      jobIds: (b.body.jobs as { id: string }[]).map((j) => j.id),
+      stepIds: (b.body.jobs as { step?: { id: string } }[]).map((j) => j.step?.id ?? crypto.randomUUID()),
+    });
   }
   const s = await ctx
     .http()
@@ -453,6 +460,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     secret_id: cluster.secretId,
     service_id: notificationService.id,
     delivery_id: deliveryId,
+    step_id_or_key: builds[builds.length - 1]?.stepIds[0] ?? crypto.randomUUID(),
   };
   return {
     label,
@@ -568,7 +576,10 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   pingAgent: undefined,
   getAgentJob: undefined,
   acceptJob: undefined,
-  startJob: undefined,
+  startJob: () => ({ started_at: new Date().toISOString() }),
+  saveJobHeaderTimes: () => ({ header_times: { '0': new Date().toISOString() } }),
+  exportStep: () => ({ attribute: 'label' }),
+  updateStep: () => ({ attribute: 'label', value: 'made' }),
   appendJobLogChunk: () => ({ sequence: 1, offset: 0, content: 'made\n' }),
   finishJob: () => ({ exit_status: 0 }),
   uploadPipeline: () => ({ pipeline: 'steps:\n  - command: made\n' }),
