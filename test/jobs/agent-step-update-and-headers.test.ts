@@ -7,6 +7,7 @@
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, givenBuildAndAgent } from '../support/agents';
 import { countHeaderLines, isHeaderLine } from '../../src/builds/jobs/log-headers';
+import * as stepUpdates from '../../src/db/migrations/20261127052000_step_updates';
 
 describe('section header lines', () => {
   it('skips the ANSI escapes that open a line, and only those', () => {
@@ -75,6 +76,20 @@ describeEachDatabase('the agent API: step update idempotency and coloured sectio
       .send({ idempotency_uuid: 'fix-me', attribute: 'label', value: 'Renamed' })
       .expect(204);
     expect(await label()).toBe('Renamed');
+  });
+
+  it('has a step_updates migration that goes down and up again with builds in place', async () => {
+    const s = await runningJob('steps:\n  - label: Tests\n    key: tests\n    command: make\n');
+    const update = (idempotency_uuid: string) =>
+      ctx().http().put('/v3/steps/tests').set(agentAuth(s.agent.token)).send({ idempotency_uuid, attribute: 'label', value: '+', append: true });
+    await update('before').expect(204);
+    const db = ctx().services.db;
+    await stepUpdates.down(db);
+    expect(await db.schema.hasTable('step_updates')).toBe(false);
+    await stepUpdates.up(db);
+    await update('after').expect(204);
+    await update('after').expect(204);
+    expect((await db('jobs').where({ id: s.jobId }).first()).name).toBe('Tests++');
   });
 
   it('gives coloured section headers their times as plain ones, from the chunks that carry them', async () => {
