@@ -1856,7 +1856,9 @@ export interface paths {
          *     `machine_id`, `build`, `script_eval_enabled`, `ignore_in_dispatches`, `features`, the
          *     whole of `/etc/os-release` as `os`, `priority` as a string); fields the service does not
          *     know are ignored. The answer carries what the agent runs by: `endpoint` and the
-         *     `ping_interval`, `job_status_interval` and `heartbeat_interval` (seconds). A field of the
+         *     `ping_interval`, `job_status_interval` and `heartbeat_interval` (seconds). An agent
+         *     registered with `ignore_in_dispatches: true` is never offered work by ping: it runs only
+         *     the job it acquires (`PUT /v3/jobs/{job_id}/acquire`). A field of the
          *     wrong type or too long is a 422 with field errors, worded as the REST API's.
          */
         post: operations["registerAgent"];
@@ -2072,6 +2074,39 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v3/jobs/{job_id}/acquire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Acquire a job by its id
+         * @description `buildkite-agent start --acquire-job ID` (an agent started to run one job, usually
+         *     registered with `ignore_in_dispatches: true`): the agent takes the job it names, straight
+         *     to `accepted` (the agent starts it next; it does not call accept). The job must be a
+         *     command job of the agent's organization, in the agent's cluster (or, like the agent, in
+         *     none), with `agent_query_rules` the agent's tags satisfy, and the agent connected, not
+         *     paused or stopping and holding no other job. A job the agent already acquired is
+         *     answered again (a retry whose answer was lost). A job that is not runnable yet
+         *     (`pending`, `waiting`, `blocked`, `unblocked`, `limiting`, `limited`, or its cluster
+         *     queue paused) is a 423 with `Retry-After`: the agent asks again later. A job that no
+         *     longer can be acquired (taken by another agent, running, finished, canceled), one the
+         *     agent may not run, or an agent that cannot take it now, is a 422, which the agent does
+         *     not retry. Another organization's job, or none, is 404.
+         */
+        put: operations["acquireJob"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v3/jobs/{job_id}/start": {
         parameters: {
             query?: never;
@@ -2179,7 +2214,10 @@ export interface paths {
          *     step's `soft_fail` covers sets `soft_failed: true`. `signal_reason` says why the process
          *     was stopped when it did not exit by itself, and is kept on the job; `timeout` (the
          *     agent's own timer) ends the job `timed_out`. `exit_status` may be an integer or, as the
-         *     real agent sends it, a string (`"0"`, `"-1"`); `chunks_failed_count` is kept on the job. A job the service is stopping ends
+         *     real agent sends it, a string (`"0"`, `"-1"`); `chunks_failed_count` is kept on the job.
+         *     `ignore_agent_in_dispatches` (sent by an agent that exits after this job) is kept on the
+         *     agent as its `ignore_in_dispatches`: with `true`, ping offers it no more work; `false`
+         *     makes it eligible again. A job the service is stopping ends
          *     `canceling` -> `canceled` or `timing_out` -> `timed_out`, whatever the exit status (a
          *     `canceling` job may be finished before it started). 422 from any other state. A failure
          *     (or timeout) the step's `retry.automatic` rules cover (while under their `limit`) is
@@ -2263,8 +2301,9 @@ export interface paths {
          * Change a step's attribute
          * @description `buildkite-agent step update <attribute> <value> --step <id or key>`: changes the step's
          *     `label` (the only attribute that may be changed; `append` adds to it) on every job of the
-         *     step in the build of the job the agent runs. `idempotency_uuid` is accepted and not
-         *     kept: a label set (not appended) is the same however often it is sent. A step of
+         *     step in the build of the job the agent runs. `idempotency_uuid` (the agent's id of the
+         *     update, the same on its retries) is kept per build: an update sent again with an
+         *     `idempotency_uuid` already applied in the build changes nothing and answers 204. A step of
          *     another build, or none found, is a 404; another attribute, or a label over 255
          *     characters, a 422.
          */
@@ -4852,7 +4891,7 @@ export interface components {
             machine_id?: string;
             /** @description False when the agent refuses commands other than scripts in the repository (`--no-command-eval`). */
             script_eval_enabled?: boolean;
-            /** @description The agent takes no new jobs (it is draining). */
+            /** @description Ping offers the agent no work: it was started to acquire one job (`--acquire-job`). */
             ignore_in_dispatches?: boolean;
             priority?: components["schemas"]["AgentPriority"] | null;
             meta_data?: components["schemas"]["AgentTags"];
@@ -4933,6 +4972,7 @@ export interface components {
             finished_at?: string;
             /** @description How many log chunks the agent gave up sending; kept on the job. */
             chunks_failed_count?: number;
+            /** @description Kept as the agent's `ignore_in_dispatches`: with `true` (an agent that exits after this job) ping offers it no more work. */
             ignore_agent_in_dispatches?: boolean;
         };
         StartJobRequest: {
@@ -4961,6 +5001,7 @@ export interface components {
             readonly output: string;
         };
         StepUpdateRequest: {
+            /** @description The agent's id of this update: sent again (a retry), the update is applied once. */
             idempotency_uuid?: string;
             /** Format: uuid */
             build_id?: string;
@@ -9689,6 +9730,43 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    acquireJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, with what running it needs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentJob"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            /** @description The job is not runnable yet; acquire it again after `Retry-After` seconds. */
+            423: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -3139,8 +3139,10 @@ type FinishJobRequest struct {
 	ExitStatus        *AgentExitStatus `json:"exit_status"`
 	// When the command ended, by the agent's clock (RFC 3339, nanoseconds allowed); the job's
 	// `finished_at` is the server's time of the request.
-	FinishedAt              *string `json:"finished_at,omitempty"`
-	IgnoreAgentInDispatches *bool   `json:"ignore_agent_in_dispatches,omitempty"`
+	FinishedAt *string `json:"finished_at,omitempty"`
+	// Kept as the agent's `ignore_in_dispatches`: with `true` (an agent that exits after this
+	// job) ping offers it no more work.
+	IgnoreAgentInDispatches *bool `json:"ignore_agent_in_dispatches,omitempty"`
 	// The signal that stopped the process (`SIGTERM`).
 	Signal       *string `json:"signal,omitempty"`
 	SignalReason *string `json:"signal_reason,omitempty"`
@@ -3830,7 +3832,7 @@ type RegisterAgentRequest struct {
 	// Optional agent features (`--experiment` flags and the like); kept for the record.
 	Features []string `json:"features,omitempty"`
 	Hostname *string  `json:"hostname,omitempty"`
-	// The agent takes no new jobs (it is draining).
+	// Ping offers the agent no work: it was started to acquire one job (`--acquire-job`).
 	IgnoreInDispatches *bool    `json:"ignore_in_dispatches,omitempty"`
 	MachineID          *string  `json:"machine_id,omitempty"`
 	MetaData           []string `json:"meta_data,omitempty"`
@@ -3963,8 +3965,9 @@ type StepUpdateRequest struct {
 	// Add the value to the end of the current one.
 	Append *bool `json:"append,omitempty"`
 	// Only `label` may be changed.
-	Attribute       string  `json:"attribute"`
-	BuildID         *string `json:"build_id,omitempty"`
+	Attribute string  `json:"attribute"`
+	BuildID   *string `json:"build_id,omitempty"`
+	// The agent's id of this update: sent again (a retry), the update is applied once.
 	IdempotencyUUID *string `json:"idempotency_uuid,omitempty"`
 	Value           string  `json:"value"`
 }

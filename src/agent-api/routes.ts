@@ -25,6 +25,8 @@ export const AGENT_API_PATH = '/v3';
 export const PING_INTERVAL_SECONDS = 2;
 export const JOB_STATUS_INTERVAL_SECONDS = 1;
 export const HEARTBEAT_INTERVAL_SECONDS = 30;
+/** Seconds an agent acquiring a job that is not runnable yet waits before it asks again (423). */
+export const ACQUIRE_RETRY_AFTER_SECONDS = 5;
 /**
  * The largest log chunk an agent is told to send: the real service's 100 KiB, or the body limit
  * if that is smaller (the limit counts the chunk's bytes after decompression).
@@ -135,6 +137,17 @@ export function agentApiRoutes(service: AgentService, work: AgentWorkService, up
   api.on('acceptJob', async (req, res) => {
     const agent = agentOf(res);
     res.json(serializeAgentJob(await work.accept(agent, req.params.job_id), agent, publicUrl, limits));
+  });
+
+  api.on('acquireJob', async (req, res) => {
+    const agent = agentOf(res);
+    const acquired = await work.acquire(agent, req.params.job_id);
+    if ('locked' in acquired) {
+      // Not runnable yet: the agent backs off as Retry-After says and asks again.
+      res.status(423).set('Retry-After', String(ACQUIRE_RETRY_AFTER_SECONDS)).json({ message: acquired.locked });
+      return;
+    }
+    res.json(serializeAgentJob(acquired.job, agent, publicUrl, limits));
   });
 
   api.on('startJob', async (req, res) => {

@@ -237,7 +237,7 @@ export class AgentRepository {
 
   async update(
     id: string,
-    fields: Partial<Record<'connection_state' | 'connected_at' | 'disconnected_at' | 'stopped_at' | 'last_heartbeat_at', unknown>>,
+    fields: Partial<Record<'connection_state' | 'connected_at' | 'disconnected_at' | 'stopped_at' | 'last_heartbeat_at' | 'ignore_in_dispatches', unknown>>,
   ): Promise<void> {
     await this.db('agents').where({ id }).update(fields);
   }

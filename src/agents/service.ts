@@ -266,6 +266,15 @@ export class AgentService {
     return this.current(agent);
   }
 
+  /**
+   * Whether dispatch (ping) leaves the agent out: set at registration (`ignore_in_dispatches`,
+   * an agent started to acquire one job) and by the agent's finish (`ignore_agent_in_dispatches`,
+   * an agent that exits after this job).
+   */
+  async setIgnoreInDispatches(agent: Agent, ignore: boolean): Promise<void> {
+    await this.agents.update(agent.id, { ignore_in_dispatches: ignore });
+  }
+
   /** A sign of life from the agent (a poll, a job read): its heartbeat time. */
   async touch(agent: Agent, at: Date): Promise<void> {
     await this.agents.update(agent.id, { last_heartbeat_at: at });

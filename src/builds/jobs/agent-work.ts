@@ -48,6 +48,9 @@ export function finishedState(from: JobState, exitStatus: number, signalReason: 
   return exitStatus === 0 ? 'passed' : 'failed';
 }
 
+/** The states of a job that will be scheduled once what it waits for is done: an acquire waits (423). */
+const NOT_YET_RUNNABLE_STATES: JobState[] = ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited'];
+
 /** The states of a job whose command the agent is running. */
 const ACTIVE_STATES: JobState[] = ['accepted', 'running', 'canceling', 'timing_out'];
 
@@ -116,6 +119,8 @@ export class AgentWorkService {
     if (held) return { action: 'idle', job: held.job.state === 'assigned' ? held : null };
     if (agent.connectionState === 'stopping') return { action: 'disconnect', job: null };
     if (isPaused(agent, now)) return { action: 'pause', job: null };
+    // An agent that registered to acquire one job (or said at its last finish that it exits) is offered none.
+    if (agent.ignoreInDispatches) return { action: 'idle', job: null };
     // A cluster's agent takes its cluster's jobs only, none while its queue is paused (or gone);
     // an agent in no cluster takes the jobs of pipelines in none.
     let defaultQueue: string | null = 'default';
@@ -142,6 +147,44 @@ export class AgentWorkService {
       if (candidates.length < CANDIDATES_PER_POLL) break;
     }
     return { action: 'idle', job: null };
+  }
+
+  /**
+   * `buildkite-agent start --acquire-job ID`: the agent takes the job it names, if it may run it
+   * (its organization and cluster, its tags satisfying the job's rules), straight to `accepted`
+   * (the agent starts it next; it never accepts an acquired job). A job of the agent's own that
+   * it already acquired is answered again (a retry whose answer was lost). A job not runnable
+   * yet (waiting on an earlier step, blocked, its cluster queue paused) is `locked`: the agent
+   * asks again later. Another
+   * organization's job is 404; a job that will never be runnable by this agent, or an agent that
+   * cannot take a job now, 422.
+   */
+  async acquire(agent: Agent, jobId: string): Promise<{ job: JobContext } | { locked: string }> {
+    mustBeConnected(agent);
+    await this.agents.touch(agent, this.clock());
+    const found = await this.jobs.findWithContext(jobId);
+    if (!found || found.organizationId !== agent.organizationId) throw new NotFoundError('job');
+    const { job } = found;
+    if (job.agentId === agent.id) {
+      if (job.state === 'assigned') return { job: await this.accept(agent, jobId) };
+      if (job.state === 'accepted') return { job: found };
+    }
+    if (job.type !== 'script') throw new UnprocessableError(`The job can't be acquired: it is a ${job.type} job, which no agent runs.`);
+    if (NOT_YET_RUNNABLE_STATES.includes(job.state)) return { locked: `The job is ${job.state}: it can be acquired once it is scheduled.` };
+    if (job.state !== 'scheduled') throw new UnprocessableError(`The job can't be acquired: it is ${job.state}.`);
+    if ((job.clusterId ?? null) !== agent.clusterId) throw new UnprocessableError("The job can't be acquired: it runs in another cluster than the agent's.");
+    let defaultQueue: string | null = 'default';
+    if (agent.clusterId) {
+      const queue = await this.agents.clusterQueueOf(agent);
+      if (queue?.paused) return { locked: "The agent's cluster queue is paused: the job can be acquired once it is resumed." };
+      defaultQueue = queue?.defaultQueueKey ?? null;
+    }
+    if (!matchesQueryRules(job.agentQueryRules, agent.metaData, defaultQueue))
+      throw new UnprocessableError("The job can't be acquired: the agent's tags do not match its agent query rules.");
+    const claim = await this.progress.claim(jobId, agent.id);
+    if (claim === 'taken') throw new UnprocessableError("The job can't be acquired: another agent took it.");
+    if (claim === 'agent') throw new UnprocessableError("The job can't be acquired: the agent is paused, stopping or already holds a job.");
+    return { job: await this.accept(agent, jobId) };
   }
 
   async accept(agent: Agent, jobId: string): Promise<JobContext> {
@@ -224,6 +267,8 @@ export class AgentWorkService {
         chunks_failed_count: body.chunks_failed_count ?? null,
       };
       if (!(await this.progress.finish(jobId, agent.id, current.job.state, end))) continue;
+      // An agent that exits after this job (`--disconnect-after-job`) is offered no other before it goes.
+      if (body.ignore_agent_in_dispatches !== undefined) await this.agents.setIgnoreInDispatches(agent, body.ignore_agent_in_dispatches);
       if (state === 'failed' || state === 'timed_out') await this.progress.retryOrAdvance(current.job, exitStatus, end.signal_reason);
       else await this.progress.advance(current.build.id);
       return (await this.jobs.findWithContext(jobId))!;

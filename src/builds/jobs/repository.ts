@@ -12,6 +12,7 @@ import type { Knex } from 'knex';
 import type { PlannedJob } from './plan';
 import type { JobState, NewBuild } from '../model';
 import { toDateOrNull } from '../../db/values';
+import { isUniqueViolation } from '../../db/knex';
 import { isUuid } from '../../core/uuid';
 import type { User } from '../../core/identity';
 import { HELD_STATES, type ExpiredJob, type Job, type JobContext, type JobEnd } from './model';
@@ -224,9 +225,21 @@ export class JobRepository {
     return rows.map(jobFromRow);
   }
 
-  /** Gives every job of the step a new label (`name`). */
-  async renameStep(buildId: string, stepId: string, name: string): Promise<void> {
-    await this.db('jobs').where({ build_id: buildId, step_id: stepId }).update({ name });
+  /**
+   * Gives every job of the step a new label (`name`). With an `idempotencyUuid` (the agent's id of
+   * the update), an update of the build already applied under that id changes nothing: false.
+   */
+  async renameStep(buildId: string, stepId: string, name: string, idempotencyUuid: string | null = null): Promise<boolean> {
+    try {
+      await this.db.transaction(async (trx) => {
+        if (idempotencyUuid !== null) await trx('step_updates').insert({ build_id: buildId, idempotency_uuid: idempotencyUuid, step_id: stepId });
+        await trx('jobs').where({ build_id: buildId, step_id: stepId }).update({ name });
+      });
+      return true;
+    } catch (err) {
+      if (idempotencyUuid !== null && isUniqueViolation(err)) return false;
+      throw err;
+    }
   }
 
   /** The agent's assigned job, one it never accepted, goes back to be offered again. */

@@ -42,13 +42,16 @@ export class StepService {
     return read(await this.stepJobs(agent, idOrKey, body.build_id));
   }
 
-  /** Only the label changes (as `append`, added to the end of it). */
+  /**
+   * Only the label changes (as `append`, added to the end of it). An update sent again with the
+   * same `idempotency_uuid` (the agent's retry) changes the step once.
+   */
   async update(agent: Agent, idOrKey: string, body: UpdateBody): Promise<void> {
     if (body.attribute !== 'label') throw ValidationError.field('attribute', 'invalid');
     const jobs = await this.stepJobs(agent, idOrKey, body.build_id);
     const label = body.append ? `${jobs[0]!.name ?? ''}${body.value}` : body.value;
     if (label.length > 255) throw ValidationError.field('value', 'too_long');
-    await this.jobs.renameStep(jobs[0]!.buildId, jobs[0]!.stepId, label);
+    await this.jobs.renameStep(jobs[0]!.buildId, jobs[0]!.stepId, label, body.idempotency_uuid ?? null);
   }
 
   /** The step's jobs in the build of the job the agent runs; a step of another build is as good as missing. */

@@ -34,6 +34,7 @@ import * as pipelineBadgeKey from './20261126110000_pipeline_badge_key';
 import * as givenTokenSecrets from './20261126111000_given_token_secrets';
 import * as webSessions from './20261126112000_web_sessions';
 import * as teamSuiteRegistryFlags from './20261127051000_team_suite_registry_flags';
+import * as stepUpdates from './20261127052000_step_updates';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -66,6 +67,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261126112000_web_sessions': webSessions,
   '20261127050000_real_agent': realAgent,
   '20261127051000_team_suite_registry_flags': teamSuiteRegistryFlags,
+  '20261127052000_step_updates': stepUpdates,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
