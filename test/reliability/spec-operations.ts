@@ -576,6 +576,7 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   pingAgent: undefined,
   getAgentJob: undefined,
   acceptJob: undefined,
+  acquireJob: undefined,
   startJob: () => ({ started_at: new Date().toISOString() }),
   saveJobHeaderTimes: () => ({ header_times: { '0': new Date().toISOString() } }),
   exportStep: () => ({ attribute: 'label' }),
