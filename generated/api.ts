@@ -4650,12 +4650,7 @@ export interface components {
              *     organization, an entry with both or neither, or one given twice is a 422 naming
              *     `maintainers`, and the cluster is not created.
              */
-            maintainers?: {
-                /** Format: uuid */
-                user?: string;
-                /** Format: uuid */
-                team?: string;
-            }[];
+            maintainers?: components["schemas"]["CreateClusterMaintainerRequest"][];
         };
         UpdateClusterRequest: {
             name?: string;

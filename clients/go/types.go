@@ -3005,14 +3005,6 @@ type CreateClusterAgentTokenRequest struct {
 	ExpiresAt          *time.Time `json:"expires_at,omitempty"`
 }
 
-// Exactly one of `user` and `team`.
-type CreateClusterMaintainerRequest struct {
-	// A team of the organization.
-	Team *string `json:"team,omitempty"`
-	// A member of the organization.
-	User *string `json:"user,omitempty"`
-}
-
 type CreateClusterQueueRequest struct {
 	Description *string `json:"description,omitempty"`
 	// Buildkite hosted agents are not offered here: a 422.
@@ -3031,12 +3023,15 @@ type CreateClusterRequest struct {
 	// stored as `POST .../maintainers` stores them and listed there. A user or team outside the
 	// organization, an entry with both or neither, or one given twice is a 422 naming
 	// `maintainers`, and the cluster is not created.
-	Maintainers []MaintainerElement `json:"maintainers,omitempty"`
-	Name        string              `json:"name"`
+	Maintainers []CreateClusterMaintainerRequest `json:"maintainers,omitempty"`
+	Name        string                           `json:"name"`
 }
 
-type MaintainerElement struct {
+// Exactly one of `user` and `team`.
+type CreateClusterMaintainerRequest struct {
+	// A team of the organization.
 	Team *string `json:"team,omitempty"`
+	// A member of the organization.
 	User *string `json:"user,omitempty"`
 }
 
