@@ -4191,8 +4191,82 @@ export interface components {
         Env: {
             [key: string]: string;
         };
-        /** @description A pipeline step, as the REST API shows it. */
-        Step: components["schemas"]["ScriptStep"] | components["schemas"]["WaiterStep"] | components["schemas"]["ManualStep"] | components["schemas"]["TriggerStep"];
+        /**
+         * @description A pipeline step, as the REST API shows it: one object whose `type` says which of the four
+         *     kinds it is, each kind with its own properties (listed below, each saying which kind it
+         *     applies to; a step carries only its kind's). `script`: a command step, exactly the
+         *     `ScriptStep` schema (with `soft_fail`, see there); `waiter`: a wait step, `WaiterStep`;
+         *     `manual`: a block or input step, `ManualStep`; `trigger`: a trigger step, `TriggerStep`.
+         *     It is one object schema rather than a `oneOf` of those four on purpose: generators that merge
+         *     a `oneOf` into one model (OpenAPI Generator's python) then keep one kind's `type` and every
+         *     kind's required properties, and refuse the other kinds. The JSON is the same either way.
+         */
+        Step: {
+            type: components["schemas"]["StepType"];
+            /** @description `script` and `trigger` steps: the label. */
+            name?: string | null;
+            /** @description `script` steps. */
+            command?: string | null;
+            /** @description `script` steps. */
+            artifact_paths?: string | null;
+            /** @description `script`, `manual` and `trigger` steps: the branch filter. */
+            branch_configuration?: string | null;
+            /** @description `script` steps. */
+            env?: components["schemas"]["Env"];
+            /** @description `script` steps. */
+            timeout_in_minutes?: number | null;
+            /** @description `script` steps. */
+            agent_query_rules?: string[];
+            /** @description `script` steps. */
+            concurrency?: number | null;
+            /** @description `script` steps. */
+            parallelism?: number | null;
+            /** @description `script` steps. */
+            key?: string | null;
+            /** @description `script` steps: the `key` of the group step this step was written in. */
+            readonly group_key?: string | null;
+            /** @description `script` steps. */
+            retry?: components["schemas"]["StepRetry"] | null;
+            /** @description `script` steps: dispatch priority of the step's jobs (higher first). Absent means 0. */
+            priority?: number;
+            /** @description `script` steps. */
+            matrix?: components["schemas"]["StepMatrix"];
+            /** @description `script` steps: the step's plugins, each `{"<source>": settings}`. */
+            plugins?: {
+                [key: string]: unknown;
+            }[];
+            /** @description `script` steps: the step's notifications, as written. */
+            notify?: components["schemas"]["NotifyEntry"][];
+            /** @description `waiter` steps. */
+            continue_on_failure?: boolean;
+            /** @description `manual` steps. */
+            label?: string;
+            /** @description `manual` steps. */
+            prompt?: string | null;
+            /** @description `manual` steps. */
+            fields?: components["schemas"]["ManualStepField"][];
+            /** @description `trigger` steps. */
+            trigger_project_slug?: string;
+            /** @description `trigger` steps. */
+            trigger_commit?: string;
+            /** @description `trigger` steps. */
+            trigger_branch?: string;
+            /** @description `trigger` steps. */
+            trigger_message?: string | null;
+            /** @description `trigger` steps. */
+            trigger_env?: components["schemas"]["Env"];
+            /** @description `trigger` steps: meta-data of the triggered build (`build.meta_data` in YAML). */
+            trigger_meta_data?: {
+                [key: string]: string;
+            };
+            /** @description `trigger` steps. */
+            trigger_async?: boolean;
+        };
+        /**
+         * @description The kind of a step: `script` (command), `waiter` (wait), `manual` (block or input), `trigger`.
+         * @enum {string}
+         */
+        StepType: "script" | "waiter" | "manual" | "trigger";
         /** @description An exit status, or `*` for any. */
         ExitStatusRule: number | "*";
         /**
@@ -4204,10 +4278,7 @@ export interface components {
          *     The server checks it when it reads the configuration.
          */
         ScriptStep: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @constant */
             type: "script";
             name: string | null;
             command: string | null;
@@ -4313,18 +4384,12 @@ export interface components {
             context?: string;
         };
         WaiterStep: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @constant */
             type: "waiter";
             continue_on_failure?: boolean;
         };
         ManualStep: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @constant */
             type: "manual";
             label: string;
             prompt?: string | null;
@@ -4359,10 +4424,7 @@ export interface components {
          *     triggers deep fails the job, with the reason as its log.
          */
         TriggerStep: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
+            /** @constant */
             type: "trigger";
             name: string | null;
             trigger_project_slug: string;
@@ -4391,6 +4453,8 @@ export interface components {
          *     numbers, `true`, `false`, `null`; `==`, `!=`, `=~` and `!~` with a `/regex/` (flags `i`,
          *     `m`, `s`), `includes` (a list holds a value), `!`, `&&`, `||` and parentheses. One that
          *     does not parse is a 422 whose code gives the character where it goes wrong.
+         *
+         *     The other settings are booleans (`build_pull_requests`...) or strings, null when unset.
          */
         ProviderSettings: {
             readonly repository?: string;
@@ -4398,10 +4462,8 @@ export interface components {
             filter_condition?: string;
             pull_request_branch_filter_configuration?: string;
         } & {
-            [key: string]: components["schemas"]["ProviderSettingValue"];
+            [key: string]: unknown;
         };
-        /** @description A provider setting: most are booleans (`build_pull_requests`...), some strings (`trigger_mode`, `pull_request_branch_filter_configuration`...); null when unset. */
-        ProviderSettingValue: (boolean | null) | string;
         /** @enum {string} */
         ProviderTriggerMode: "code" | "deployment" | "fork" | "none";
         Provider: {

@@ -193,7 +193,13 @@ export function convertSchema(schema, schemas = {}) {
     if (branches.length === 1) {
       const branch = nullableBranch(branches[0], schemas);
       // A `$ref` takes no siblings in 3.0: with a description or readOnly beside it, `allOf: [$ref]`.
-      if (branch.$ref && Object.keys(out).length > 0) return { allOf: [branch], ...out };
+      // `nullable` beside it too (the twin takes null already): generators that read a property's
+      // own `nullable` (OpenAPI Generator's python) otherwise refuse a null in a required property.
+      if (branch.$ref && Object.keys(out).length > 0) {
+        const twinOf = branch.$ref.endsWith(NULLABLE_SUFFIX) ? { $ref: branch.$ref.slice(0, -NULLABLE_SUFFIX.length) } : undefined;
+        const nullable = twinOf ? { type: typeOf(twinOf, schemas) ?? 'object', nullable: true } : {};
+        return { allOf: [branch], ...out, ...nullable };
+      }
       return { ...branch, ...out };
     }
     if (type) Object.assign(out, { type, nullable: true, [union]: branches });

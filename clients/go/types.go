@@ -1508,18 +1508,6 @@ func (r *ProviderID) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func UnmarshalProviderSettingValue(data []byte) (ProviderSettingValue, error) {
-	var r ProviderSettingValue
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
-
-func (r *ProviderSettingValue) Marshal() ([]byte, error) {
-	return json.Marshal(r)
-}
-
-type ProviderSettings map[string]*ProviderSettingValue
-
 func UnmarshalProviderSettings(data []byte) (ProviderSettings, error) {
 	var r ProviderSettings
 	err := json.Unmarshal(data, &r)
@@ -2759,11 +2747,34 @@ type BuildPipeline struct {
 }
 
 type BuildPipelineProvider struct {
-	ID       string                           `json:"id"`
-	Settings map[string]*ProviderSettingValue `json:"settings"`
+	ID       string           `json:"id"`
+	Settings ProviderSettings `json:"settings"`
 	// The pipeline webhook URL under the same visibility rule as in pipeline responses; `""`
 	// otherwise.
 	WebhookURL string `json:"webhook_url"`
+}
+
+// Settings of the repository provider. The API shows the provider's defaults merged with
+// what was set, plus the read-only `repository` (`owner/name`). Settings that do not belong
+// to the provider kind are a 422.
+//
+// `filter_condition` (used when `filter_enabled`) is a condition over the would-be build of
+// a webhook delivery: `build.branch`, `build.tag`, `build.message`, `build.commit`,
+// `build.source`, `build.author.name`/`email`/`username`, `build.pull_request.id`,
+// `build.pull_request.base_branch`, `build.pull_request.draft`,
+// `build.pull_request.labels`,
+// `build.pull_request.repository`, `build.pull_request.repository.fork`, `pipeline.slug`,
+// `pipeline.default_branch`, `pipeline.repository`, `organization.slug`; "strings",
+// numbers, `true`, `false`, `null`; `==`, `!=`, `=~` and `!~` with a `/regex/` (flags `i`,
+// `m`, `s`), `includes` (a list holds a value), `!`, `&&`, `||` and parentheses. One that
+// does not parse is a 422 whose code gives the character where it goes wrong.
+//
+// The other settings are booleans (`build_pull_requests`...) or strings, null when unset.
+type ProviderSettings struct {
+	FilterCondition                      *string              `json:"filter_condition,omitempty"`
+	PullRequestBranchFilterConfiguration *string              `json:"pull_request_branch_filter_configuration,omitempty"`
+	Repository                           *string              `json:"repository,omitempty"`
+	TriggerMode                          *ProviderTriggerMode `json:"trigger_mode,omitempty"`
 }
 
 // The pull request the build is for; `{}` when it is not for one (as in the real API's
@@ -3514,74 +3525,83 @@ type Pipeline struct {
 }
 
 type Provider struct {
-	ID       ProviderID                       `json:"id"`
-	Settings map[string]*ProviderSettingValue `json:"settings"`
+	ID       ProviderID       `json:"id"`
+	Settings ProviderSettings `json:"settings"`
 	// Where the provider delivers events; it is a credential, so it is shown only to a token
 	// with `write_pipelines` whose user may edit the pipeline, and is `""` for everyone else.
 	WebhookURL string `json:"webhook_url"`
 }
 
-// A pipeline step, as the REST API shows it.
-//
-// A command step. Every command step also carries `soft_fail`, as the pipeline YAML writes
-// it:
-// `false`, `true` (any exit status is a soft failure), or a list of rules
-// (`[{"exit_status": 1}, {"exit_status": "*"}]`). It is left out of `properties` on
-// purpose: a
-// field that is a boolean or a list is a type no generated client (Go, Python, Java...) can
-// decode, so those clients ignore it as an unknown property while the JSON stays the real
-// API's.
-// The server checks it when it reads the configuration.
-//
-// A trigger step in the REST API's visual-step shape. When the build reaches it, the server
-// creates a build of the pipeline `trigger_project_slug` (same organization, `source:
-// trigger_job`, the triggering build's creator) on `trigger_commit` (default `HEAD`) and
-// `trigger_branch` (empty: the target pipeline's default branch), with `trigger_message`
-// (default the triggering build's message), `trigger_env` and `trigger_meta_data`. An async
-// trigger passes once that build exists; otherwise the job runs until the build ends and
-// takes its result (passed or not run: passed; failed, canceled or skipped: failed). A
-// missing or archived target, a branch its branch filter excludes, or a build already 10
-// triggers deep fails the job, with the reason as its log.
+// A pipeline step, as the REST API shows it: one object whose `type` says which of the four
+// kinds it is, each kind with its own properties (listed below, each saying which kind it
+// applies to; a step carries only its kind's). `script`: a command step, exactly the
+// `ScriptStep` schema (with `soft_fail`, see there); `waiter`: a wait step, `WaiterStep`;
+// `manual`: a block or input step, `ManualStep`; `trigger`: a trigger step, `TriggerStep`.
+// It is one object schema rather than a `oneOf` of those four on purpose: generators that
+// merge
+// a `oneOf` into one model (OpenAPI Generator's python) then keep one kind's `type` and
+// every
+// kind's required properties, and refuse the other kinds. The JSON is the same either way.
 type Step struct {
-	AgentQueryRules     []string          `json:"agent_query_rules,omitempty"`
-	ArtifactPaths       *string           `json:"artifact_paths,omitempty"`
-	BranchConfiguration *string           `json:"branch_configuration,omitempty"`
-	Command             *string           `json:"command,omitempty"`
-	Concurrency         *int64            `json:"concurrency,omitempty"`
-	Env                 map[string]string `json:"env,omitempty"`
-	// The `key` of the group step this step was written in (YAML `group` steps); the step's
-	// jobs show it as `group_key`.
-	GroupKey *string     `json:"group_key,omitempty"`
-	Key      *string     `json:"key,omitempty"`
-	Matrix   *StepMatrix `json:"matrix,omitempty"`
-	Name     *string     `json:"name,omitempty"`
-	// The step's notifications, as written: `slack`, `github_commit_status` and `github_check`
-	// entries (the others are build-level only), each with an optional `if` condition.
-	Notify      []NotifyEntry `json:"notify,omitempty"`
-	Parallelism *int64        `json:"parallelism,omitempty"`
-	// The step's plugins, each `{"<source>": settings}`; the agent gets them as
-	// `BUILDKITE_PLUGINS`.
+	// `script` steps.
+	AgentQueryRules []string `json:"agent_query_rules,omitempty"`
+	// `script` steps.
+	ArtifactPaths *string `json:"artifact_paths,omitempty"`
+	// `script`, `manual` and `trigger` steps: the branch filter.
+	BranchConfiguration *string `json:"branch_configuration,omitempty"`
+	// `script` steps.
+	Command *string `json:"command,omitempty"`
+	// `script` steps.
+	Concurrency *int64 `json:"concurrency,omitempty"`
+	// `waiter` steps.
+	ContinueOnFailure *bool `json:"continue_on_failure,omitempty"`
+	// `script` steps.
+	Env map[string]string `json:"env,omitempty"`
+	// `manual` steps.
+	Fields []ManualStepField `json:"fields,omitempty"`
+	// `script` steps: the `key` of the group step this step was written in.
+	GroupKey *string `json:"group_key,omitempty"`
+	// `script` steps.
+	Key *string `json:"key,omitempty"`
+	// `manual` steps.
+	Label *string `json:"label,omitempty"`
+	// `script` steps.
+	Matrix *StepMatrix `json:"matrix,omitempty"`
+	// `script` and `trigger` steps: the label.
+	Name *string `json:"name,omitempty"`
+	// `script` steps: the step's notifications, as written.
+	Notify []NotifyEntry `json:"notify,omitempty"`
+	// `script` steps.
+	Parallelism *int64 `json:"parallelism,omitempty"`
+	// `script` steps: the step's plugins, each `{"<source>": settings}`.
 	Plugins []map[string]interface{} `json:"plugins,omitempty"`
-	// Dispatch priority of the step's jobs (higher first); the step's own `priority`, else the
-	// configuration's top-level one. Absent means 0.
-	Priority          *int64            `json:"priority,omitempty"`
-	Retry             *StepRetry        `json:"retry,omitempty"`
-	TimeoutInMinutes  *int64            `json:"timeout_in_minutes,omitempty"`
-	Type              JobType           `json:"type"`
-	ContinueOnFailure *bool             `json:"continue_on_failure,omitempty"`
-	Fields            []ManualStepField `json:"fields,omitempty"`
-	Label             *string           `json:"label,omitempty"`
-	Prompt            *string           `json:"prompt,omitempty"`
-	TriggerAsync      *bool             `json:"trigger_async,omitempty"`
-	TriggerBranch     *string           `json:"trigger_branch,omitempty"`
-	TriggerCommit     *string           `json:"trigger_commit,omitempty"`
-	TriggerEnv        map[string]string `json:"trigger_env,omitempty"`
-	TriggerMessage    *string           `json:"trigger_message,omitempty"`
-	// Meta-data of the triggered build (`build.meta_data` in YAML).
-	TriggerMetaData    map[string]string `json:"trigger_meta_data,omitempty"`
-	TriggerProjectSlug *string           `json:"trigger_project_slug,omitempty"`
+	// `script` steps: dispatch priority of the step's jobs (higher first). Absent means 0.
+	Priority *int64 `json:"priority,omitempty"`
+	// `manual` steps.
+	Prompt *string `json:"prompt,omitempty"`
+	// `script` steps.
+	Retry *StepRetry `json:"retry,omitempty"`
+	// `script` steps.
+	TimeoutInMinutes *int64 `json:"timeout_in_minutes,omitempty"`
+	// `trigger` steps.
+	TriggerAsync *bool `json:"trigger_async,omitempty"`
+	// `trigger` steps.
+	TriggerBranch *string `json:"trigger_branch,omitempty"`
+	// `trigger` steps.
+	TriggerCommit *string `json:"trigger_commit,omitempty"`
+	// `trigger` steps.
+	TriggerEnv map[string]string `json:"trigger_env,omitempty"`
+	// `trigger` steps.
+	TriggerMessage *string `json:"trigger_message,omitempty"`
+	// `trigger` steps: meta-data of the triggered build (`build.meta_data` in YAML).
+	TriggerMetaData map[string]string `json:"trigger_meta_data,omitempty"`
+	// `trigger` steps.
+	TriggerProjectSlug *string `json:"trigger_project_slug,omitempty"`
+	Type               JobType `json:"type"`
 }
 
+// `script` steps.
+//
 // A build matrix: each combination of the `setup` dimensions (the one dimension of the
 // list form is named `""`, the one `{{matrix}}` reads) becomes its own job, with its
 // values put into the label, command, env, agents and plugins. `adjustments` skip a
@@ -4495,6 +4515,15 @@ const (
 	JobTypeWaiter  JobType = "waiter"
 )
 
+type ProviderTriggerMode string
+
+const (
+	ProviderTriggerModeCode       ProviderTriggerMode = "code"
+	ProviderTriggerModeDeployment ProviderTriggerMode = "deployment"
+	ProviderTriggerModeFork       ProviderTriggerMode = "fork"
+	ProviderTriggerModeNone       ProviderTriggerMode = "none"
+)
+
 type BuildSource string
 
 const (
@@ -4707,15 +4736,6 @@ const (
 	PipelineVisibilityPublic  PipelineVisibility = "public"
 )
 
-type ProviderTriggerMode string
-
-const (
-	ProviderTriggerModeCode       ProviderTriggerMode = "code"
-	ProviderTriggerModeDeployment ProviderTriggerMode = "deployment"
-	ProviderTriggerModeFork       ProviderTriggerMode = "fork"
-	ProviderTriggerModeNone       ProviderTriggerMode = "none"
-)
-
 // `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the
 // state the first start made.
 type ResetState string
@@ -4807,27 +4827,6 @@ func (x *AgentPriority) UnmarshalJSON(data []byte) error {
 
 func (x *AgentPriority) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
-}
-
-// A provider setting: most are booleans (`build_pull_requests`...), some strings
-// (`trigger_mode`, `pull_request_branch_filter_configuration`...); null when unset.
-type ProviderSettingValue struct {
-	Bool   *bool
-	String *string
-}
-
-func (x *ProviderSettingValue) UnmarshalJSON(data []byte) error {
-	object, err := unmarshalUnion(data, nil, nil, &x.Bool, &x.String, false, nil, false, nil, false, nil, false, nil, true)
-	if err != nil {
-		return err
-	}
-	if object {
-	}
-	return nil
-}
-
-func (x *ProviderSettingValue) MarshalJSON() ([]byte, error) {
-	return marshalUnion(nil, nil, x.Bool, x.String, false, nil, false, nil, false, nil, false, nil, true)
 }
 
 // An exit status, or `*` for any.
@@ -5180,6 +5179,9 @@ func marshalUnion(pi *int64, pf *float64, pb *bool, ps *string, haveArray bool, 
 	}
 	return nil, errors.New("Union must not be null")
 }
+
+// StepType is the same shape as JobType.
+type StepType = JobType
 
 // UpdatePipelineRequest is the same shape as PipelineWritable.
 type UpdatePipelineRequest = PipelineWritable

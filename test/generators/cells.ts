@@ -153,6 +153,11 @@ export const CELLS: Cell[] = [
       fs.mkdirSync(path.dirname(pkg), { recursive: true });
       fs.renameSync(path.join(dir, 'client'), pkg);
       fs.symlinkSync(pkg, path.join(dir, 'client'), 'dir');
+      // The client imports github.com/antihax/optional, which Debian does not package: the test's
+      // own package of that path (go-optional/, the few types the client uses) stands in for it.
+      const optional = path.join(gopath, 'src', 'github.com', 'antihax', 'optional');
+      fs.mkdirSync(optional, { recursive: true });
+      fs.copyFileSync(path.join(__dirname, 'go-optional', 'optional.go'), path.join(optional, 'optional.go'));
       fs.mkdirSync(path.join(gopath, 'src', 'smoke'));
       fs.copyFileSync(path.join(SCENARIOS, 'go.go'), path.join(gopath, 'src', 'smoke', 'main.go'));
       await exec('go', ['build', '-o', path.join(dir, 'smoke'), 'smoke'], {
