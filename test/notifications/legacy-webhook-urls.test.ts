@@ -2,13 +2,23 @@
  * Webhook URLs stored before their credentials were secrets (the whole URL in the plain
  * settings, as the old code wrote it) are sealed by the start-up step: the stored row no longer
  * holds the credentials, the answer masks them, a delivery still goes to the full URL (userinfo
- * and query), and a second run changes nothing.
+ * and query), and a second run changes nothing. The server runs the step at start.
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { loadConfig } from '../../src/config';
+import { createKnex } from '../../src/db/knex';
+import { startServer } from '../../src/server';
 import { auth, createTestContext, databases, type TestContext } from '../support/context';
 import { givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { startReceiver, type Receiver } from './receiver';
+
+const ADMIN = 'legacy-admin-0123456789-abcdefghijklmnop';
+const silent = new Writable({ write: (_c, _e, cb) => cb() });
 
 describe.each(databases)('legacy webhook URLs [%s]', (kind) => {
   let ctx: TestContext;
@@ -76,5 +86,56 @@ describe.each(databases)('legacy webhook URLs [%s]', (kind) => {
     // Idempotent: nothing left to seal, the row is byte for byte the same.
     expect(await ctx.services.notificationServices.sealLegacyWebhookUrls()).toEqual({ sealed: 0, unreadable: 0 });
     expect(await rowOf(id)).toEqual(sealed);
+  });
+});
+
+describe('legacy webhook URLs at start (windsock serve, SQLite file)', () => {
+  it('are sealed by the start after migrations, and a restart leaves the row as it is', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-legacy-urls-'));
+    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dir, LOG_LEVEL: 'silent', WINDSOCK_ADMIN_TOKEN: ADMIN });
+    const file = path.join(dir, 'windsock.sqlite3');
+    const headers = { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/json' };
+    const stored = async () => {
+      const db = createKnex({ kind: 'sqlite', url: file });
+      try {
+        return (await db('notification_services').first('id', 'settings', 'secrets_sealed')) as { id: string; settings: string; secrets_sealed: string };
+      } finally {
+        await db.destroy();
+      }
+    };
+    try {
+      let running = await startServer(config, silent);
+      try {
+        const res = await fetch(`${running.url}/v2/organizations/default/services`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ provider: 'webhook', settings: { url: 'https://hooks.example.com/in' } }),
+        });
+        expect(res.status).toBe(201);
+      } finally {
+        await running.close();
+      }
+      // As the old code stored it: the credentials in the plain settings.
+      const secret = `key-${crypto.randomUUID()}`;
+      const row = await stored();
+      const db = createKnex({ kind: 'sqlite', url: file });
+      await db('notification_services')
+        .where({ id: row.id })
+        .update({ settings: JSON.stringify({ ...JSON.parse(row.settings), url: `https://hooks.example.com/in?token=${secret}` }) });
+      await db.destroy();
+      expect(JSON.stringify(await stored())).toContain(secret);
+
+      running = await startServer(config, silent);
+      await running.close();
+      const sealed = await stored();
+      expect(JSON.stringify(sealed)).not.toContain(secret);
+      expect(JSON.parse(sealed.settings).url).toMatch(/^https:\/\/hooks\.example\.com\/in\?token=X+.{4}$/);
+
+      running = await startServer(config, silent);
+      await running.close();
+      expect(await stored()).toEqual(sealed);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
