@@ -52,6 +52,11 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
   try {
     // A bad fixture file stops the start before anything listens (one transaction: nothing loaded).
     if (config.fixturesFile) await loadFixtureFile(services, config.fixturesFile);
+    // Webhook URLs stored before their credentials were secrets are sealed now (idempotent).
+    const legacy = await services.notificationServices.sealLegacyWebhookUrls();
+    if (legacy.sealed > 0) logger.info({ sealed: legacy.sealed }, 'sealed the credentials of webhook URLs stored in plain text');
+    if (legacy.unreadable > 0)
+      logger.warn({ unreadable: legacy.unreadable }, 'webhook services whose secrets do not open with these keys keep their URL as stored');
   } catch (err) {
     await services.db.destroy();
     removeEphemeralDir(config);

@@ -179,6 +179,32 @@ export class NotificationServiceRepository {
     return n > 0;
   }
 
+  /** Runs `fn` in one transaction. */
+  transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+    return this.db.transaction(fn);
+  }
+
+  /** Every webhook service of every organization (`settings`, `secrets_sealed` as stored), read in `trx`. */
+  async allWebhooks(trx: Knex): Promise<Array<{ id: string; settings: Record<string, unknown>; secretsSealed: string | null }>> {
+    const rows = await trx('notification_services').where({ provider: 'webhook' }).orderBy('id').select('id', 'settings', 'secrets_sealed');
+    return rows.map((r: Record<string, unknown>) => ({
+      id: r.id as string,
+      settings: parseJson<Record<string, unknown>>(r.settings, {}),
+      secretsSealed: (r.secrets_sealed as string | null) ?? null,
+    }));
+  }
+
+  /**
+   * Replaces a service's settings and sealed secrets if its sealed secrets are still `expected`
+   * (another process that resealed it first wins; `updated_at` is kept: nobody edited it).
+   */
+  async reseal(trx: Knex, id: string, expected: string | null, settings: Record<string, unknown>, secretsSealed: string): Promise<boolean> {
+    const q = trx('notification_services').where({ id });
+    if (expected === null) q.whereNull('secrets_sealed');
+    else q.where({ secrets_sealed: expected });
+    return (await q.update({ settings: JSON.stringify(settings), secrets_sealed: secretsSealed })) > 0;
+  }
+
   async delete(organizationId: string, id: string): Promise<boolean> {
     return (await this.db('notification_services').where({ organization_id: organizationId, id }).delete()) > 0;
   }
