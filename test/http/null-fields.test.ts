@@ -140,24 +140,28 @@ describeEachDatabase('null on optional fields', (ctx) => {
       ctx().http().post(`/v2/organizations/${t.org.slug}/clusters/${t.cluster.id}/queues/${t.cluster.queueId}/resume_dispatch`).set(auth(t.token)).expect(200),
   };
 
-  it('answers every write with null on its unset optional fields as it answers without them', async () => {
-    for (const op of writes) {
-      const fixture = BODIES[op.operationId]!(t) as Record<string, unknown>;
-      const plain = await write(ctx(), op, fixture);
-      await undo[op.operationId]?.();
-      const nulls = Object.fromEntries(
-        optionalNonNullable(op)
-          .filter((n) => !(n in fixture))
-          .map((n) => [n, null]),
-      );
-      const fixtureAgain = BODIES[op.operationId]!(t) as Record<string, unknown>;
-      const withNulls = await write(ctx(), op, { ...fixtureAgain, ...nulls });
-      await undo[op.operationId]?.();
-      const named = ((withNulls.body?.errors as { field: string }[] | undefined) ?? []).map((e) => e.field).filter((f) => f.split(/[.[]/)[0]! in nulls);
-      expect({ op: op.operationId, status: withNulls.status, named }).toEqual({ op: op.operationId, status: plain.status, named: [] });
-    }
-    // Four requests for each of the 75+ write operations: the tenant set-up's allowance, not jest's 30 s.
-  }, TENANT_SETUP_MS);
+  it(
+    'answers every write with null on its unset optional fields as it answers without them',
+    async () => {
+      for (const op of writes) {
+        const fixture = BODIES[op.operationId]!(t) as Record<string, unknown>;
+        const plain = await write(ctx(), op, fixture);
+        await undo[op.operationId]?.();
+        const nulls = Object.fromEntries(
+          optionalNonNullable(op)
+            .filter((n) => !(n in fixture))
+            .map((n) => [n, null]),
+        );
+        const fixtureAgain = BODIES[op.operationId]!(t) as Record<string, unknown>;
+        const withNulls = await write(ctx(), op, { ...fixtureAgain, ...nulls });
+        await undo[op.operationId]?.();
+        const named = ((withNulls.body?.errors as { field: string }[] | undefined) ?? []).map((e) => e.field).filter((f) => f.split(/[.[]/)[0]! in nulls);
+        expect({ op: op.operationId, status: withNulls.status, named }).toEqual({ op: op.operationId, status: plain.status, named: [] });
+      }
+      // Four requests for each of the 75+ write operations: the tenant set-up's allowance, not jest's 30 s.
+    },
+    TENANT_SETUP_MS,
+  );
 
   it('creates a build with null on each field the issue names, as if they were not sent', async () => {
     const builds = `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/builds`;
