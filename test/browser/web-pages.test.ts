@@ -89,16 +89,17 @@ describeWithTool('chromium')('with Chromium', () => {
           expect(await group.getAttribute('open')).toBeNull();
           expect(await group.locator('span.a-f2').textContent()).toBe('green 1');
 
-          // The build page reloads itself when the job it tails finishes, which is about now: a
-          // goto that races that reload is aborted (net::ERR_ABORTED), so it is made again once.
-          const agentsPage = `${endpoint()}/organizations/${org.slug}/agents`;
-          await page.goto(agentsPage).catch((err: Error) => {
-            if (!err.message.includes('ERR_ABORTED')) throw err;
-            return page.goto(agentsPage);
-          });
-          expect(await page.locator('main').innerText()).toContain('web-e2e');
-          await expectAccessible(page);
-          await page.goBack();
+          // The agents page in a second tab of the same session: the build page reloads itself when
+          // the job it tails finishes, about now, and a goto racing that reload is aborted
+          // (net::ERR_ABORTED, seen in CI on Postgres).
+          const agentsTab = await page.context().newPage();
+          try {
+            await agentsTab.goto(`${endpoint()}/organizations/${org.slug}/agents`);
+            expect(await agentsTab.locator('main').innerText()).toContain('web-e2e');
+            await expectAccessible(agentsTab);
+          } finally {
+            await agentsTab.close();
+          }
 
           await reloadUntil(page, 'button:has-text("Unblock")');
           await expectAccessible(page);
