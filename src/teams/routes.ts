@@ -3,7 +3,7 @@ import { actorOf } from '../http/auth';
 import { operationRouter } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import { serializeOrganizationMember, serializeTeam, serializeTeamMember, serializeTeamPipeline, serializeTeamSuite } from './serialize';
-import type { TeamService } from './service';
+import type { TeamInput, TeamService } from './service';
 
 export function teamRoutes(teams: TeamService, publicUrl: string) {
   const api = operationRouter();
@@ -15,60 +15,14 @@ export function teamRoutes(teams: TeamService, publicUrl: string) {
     res.json(items.map(serializeTeam));
   });
   api.on('createTeam', async (req, res) => {
-    const {
-      name,
-      description,
-      privacy,
-      is_default_team,
-      default_member_role,
-      members_can_create_pipelines,
-      members_can_create_suites,
-      members_can_destroy_suites,
-      members_can_create_registries,
-      members_can_destroy_registries,
-    } = req.body;
-    const input = {
-      name,
-      description,
-      privacy,
-      is_default_team,
-      default_member_role,
-      members_can_create_pipelines,
-      members_can_create_suites,
-      members_can_destroy_suites,
-      members_can_create_registries,
-      members_can_destroy_registries,
-    };
+    const input = teamInput(req.body);
     res.status(201).json(serializeTeam(await teams.create(actorOf(res), input)));
   });
   api.on('getTeam', async (req, res) => {
     res.json(serializeTeam(await teams.get(actorOf(res), req.params.team_id)));
   });
   api.on('updateTeam', async (req, res) => {
-    const {
-      name,
-      description,
-      privacy,
-      is_default_team,
-      default_member_role,
-      members_can_create_pipelines,
-      members_can_create_suites,
-      members_can_destroy_suites,
-      members_can_create_registries,
-      members_can_destroy_registries,
-    } = req.body;
-    const input = {
-      name,
-      description,
-      privacy,
-      is_default_team,
-      default_member_role,
-      members_can_create_pipelines,
-      members_can_create_suites,
-      members_can_destroy_suites,
-      members_can_create_registries,
-      members_can_destroy_registries,
-    };
+    const input = teamInput(req.body);
     res.json(serializeTeam(await teams.update(actorOf(res), req.params.team_id, input)));
   });
   api.on('deleteTeam', async (req, res) => {
@@ -175,4 +129,35 @@ export function teamRoutes(teams: TeamService, publicUrl: string) {
   });
 
   return api.router;
+}
+
+/**
+ * The fields of a team a request may set, taken one by one: read-only and unknown properties
+ * of the body are dropped here, never passed on (the same list for create and update).
+ */
+function teamInput(body: TeamInput): TeamInput {
+  const {
+    name,
+    description,
+    privacy,
+    is_default_team,
+    default_member_role,
+    members_can_create_pipelines,
+    members_can_create_suites,
+    members_can_destroy_suites,
+    members_can_create_registries,
+    members_can_destroy_registries,
+  } = body;
+  return {
+    name,
+    description,
+    privacy,
+    is_default_team,
+    default_member_role,
+    members_can_create_pipelines,
+    members_can_create_suites,
+    members_can_destroy_suites,
+    members_can_create_registries,
+    members_can_destroy_registries,
+  };
 }
