@@ -1796,7 +1796,7 @@ export interface paths {
         get?: never;
         /**
          * Resume an agent
-         * @description A paused agent is offered jobs again (its next poll). Organization administrators only.
+         * @description A paused agent is offered jobs again (its next poll). It takes no body (one sent is ignored). Organization administrators only.
          *     An agent that is not paused (never was, or its pause timed out) is a 422 `Agent is not
          *     paused`.
          */
@@ -1944,7 +1944,7 @@ export interface paths {
         put?: never;
         /**
          * Resume this agent
-         * @description `buildkite-agent resume` from a job: the agent calling is offered jobs again. 422 `Agent is not paused`.
+         * @description `buildkite-agent resume` from a job: the agent calling is offered jobs again; it takes no body (one sent is ignored). 422 `Agent is not paused`.
          */
         post: operations["resumeSelf"];
         delete?: never;
@@ -4950,7 +4950,8 @@ export interface components {
             script_eval_enabled?: boolean;
             /** @description Ping offers the agent no work: it was started to acquire one job (`--acquire-job`). */
             ignore_in_dispatches?: boolean;
-            priority?: components["schemas"]["AgentPriority"] | null;
+            /** @description The agent's priority; null or absent for none. */
+            priority?: components["schemas"]["AgentPriority"];
             meta_data?: components["schemas"]["AgentTags"];
             /** @description Optional agent features (`--experiment` flags and the like); kept for the record. */
             features?: string[] | null;
@@ -5036,10 +5037,18 @@ export interface components {
             /** @description When the agent started the job, by its clock; the job's `started_at` is the server's time. */
             started_at?: string;
         };
-        /** @description The agent's priority; agents send it as a string of digits (`"5"`), older clients as an integer. */
-        AgentPriority: number | string;
-        /** @description The command's exit status: an integer, or as the real agent sends it a string (`"0"`, `"-1"` when it was stopped or could not run the command). */
-        AgentExitStatus: number | string;
+        /**
+         * @description The agent's priority, a string of digits (`"5"`, `"-1"`) as the real agent sends it, from
+         *     -1000000 to 1000000. The server also accepts the number as an integer (`5`), as older clients
+         *     send it; a generated client sends the string.
+         */
+        AgentPriority: string | null;
+        /**
+         * @description The command's exit status as the real agent sends it, a string (`"0"`, `"-1"` when it was
+         *     stopped or could not run the command), from -1 to 255. The server also accepts it as an
+         *     integer (`0`), as other clients send it; a generated client sends the string.
+         */
+        AgentExitStatus: string;
         HeaderTimesRequest: {
             /** @description The time (RFC 3339) each section header line (`---`, `+++`, `~~~`) of the log was printed, keyed by the header's index in the log from 0. */
             header_times: {
@@ -5837,7 +5846,6 @@ export interface components {
              */
             timeout_in_minutes: number;
         };
-        ResumeAgentRequest: Record<string, never>;
         StopAgentRequest: {
             /**
              * @description Cancel the job the agent holds (and its build) rather than let it finish.
@@ -9471,11 +9479,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["ResumeAgentRequest"];
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description Resumed. */
             204: {
@@ -9488,7 +9492,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
@@ -9640,11 +9643,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["ResumeAgentRequest"];
-            };
-        };
+        requestBody?: never;
         responses: {
             /** @description Resumed. */
             204: {
@@ -9655,7 +9654,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
-            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];

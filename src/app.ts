@@ -3,7 +3,6 @@
  * per-operation scope guards, express-openapi-validator, the resource routes and the one error
  * handler. Nothing here listens; src/server.ts does.
  */
-import { acceptPullRequestIdStrings } from './builds/pull-request-id';
 import express, { NextFunction, Request, Response } from 'express';
 import { accessTokenRoutes } from './access-token/routes';
 import { AGENT_API_PATH, agentApiRoutes, agentAuth, agentChunkBodyParser } from './agent-api/routes';
@@ -23,6 +22,7 @@ import { buildRoutes, type TestEngineRuns } from './builds/routes';
 import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
 import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
 import { jsonBodyParsers, refuseDeclaredOversize, rejectDeepJson } from './http/body';
+import { bodyForms } from './http/body-forms';
 import { errorHandler } from './http/error-handler';
 import { NotFoundError } from './core/errors';
 import { countFailedAuthentication, rateLimit } from './http/rate-limit';
@@ -226,7 +226,8 @@ export function createApp(deps: AppDeps): express.Express {
   // Integers, dates, booleans and enums in the query and path read strictly, nulls of optional
   // body fields dropped: before the validator, so it sees what the client meant.
   app.use(parameterRouter(spec.doc));
-  app.post('/v2/organizations/:org/pipelines/:pipeline/builds', acceptPullRequestIdStrings);
+  // Fields real clients send in a second primitive form, made the contract's (src/http/body-forms.ts).
+  app.use(bodyForms());
   app.use(
     openApiValidator(spec.doc, {
       validateRequests: { allowUnknownQueryParameters: true, coerceTypes: false, allErrors: true },

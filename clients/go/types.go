@@ -70,16 +70,6 @@ func (r *AgentConnectionState) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func UnmarshalAgentExitStatus(data []byte) (AgentExitStatus, error) {
-	var r AgentExitStatus
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
-
-func (r *AgentExitStatus) Marshal() ([]byte, error) {
-	return json.Marshal(r)
-}
-
 func UnmarshalAgentJob(data []byte) (AgentJob, error) {
 	var r AgentJob
 	err := json.Unmarshal(data, &r)
@@ -107,16 +97,6 @@ func UnmarshalAgentPingAction(data []byte) (AgentPingAction, error) {
 }
 
 func (r *AgentPingAction) Marshal() ([]byte, error) {
-	return json.Marshal(r)
-}
-
-func UnmarshalAgentPriority(data []byte) (AgentPriority, error) {
-	var r AgentPriority
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
-
-func (r *AgentPriority) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1628,16 +1608,6 @@ func (r *ResetState) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func UnmarshalResumeAgentRequest(data []byte) (ResumeAgentRequest, error) {
-	var r ResumeAgentRequest
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
-
-func (r *ResumeAgentRequest) Marshal() ([]byte, error) {
-	return json.Marshal(r)
-}
-
 func UnmarshalRetryAgentAffinity(data []byte) (RetryAgentAffinity, error) {
 	var r RetryAgentAffinity
 	err := json.Unmarshal(data, &r)
@@ -3141,8 +3111,8 @@ type FailureExpandedItem struct {
 // `signal`, `signal_reason` and `ignore_agent_in_dispatches`.
 type FinishJobRequest struct {
 	// How many log chunks the agent gave up sending; kept on the job.
-	ChunksFailedCount *int64           `json:"chunks_failed_count,omitempty"`
-	ExitStatus        *AgentExitStatus `json:"exit_status"`
+	ChunksFailedCount *int64 `json:"chunks_failed_count,omitempty"`
+	ExitStatus        string `json:"exit_status"`
 	// When the command ended, by the agent's clock (RFC 3339, nanoseconds allowed); the job's
 	// `finished_at` is the server's time of the request.
 	FinishedAt *string `json:"finished_at,omitempty"`
@@ -3855,8 +3825,9 @@ type RegisterAgentRequest struct {
 	// The operating system; Linux agents send the whole of `/etc/os-release`.
 	OS *string `json:"os,omitempty"`
 	// The agent process's id.
-	PID      *int64         `json:"pid,omitempty"`
-	Priority *PriorityUnion `json:"priority,omitempty"`
+	PID *int64 `json:"pid,omitempty"`
+	// The agent's priority; null or absent for none.
+	Priority *string `json:"priority,omitempty"`
 	// False when the agent refuses commands other than scripts in the repository
 	// (`--no-command-eval`).
 	ScriptEvalEnabled *bool   `json:"script_eval_enabled,omitempty"`
@@ -3877,9 +3848,6 @@ type ResetResult struct {
 	State ResetState `json:"state"`
 	// How many tables were restored.
 	Tables int64 `json:"tables"`
-}
-
-type ResumeAgentRequest struct {
 }
 
 type RetryFailedJobsRequest struct {
@@ -4808,27 +4776,6 @@ const (
 	TypeWaiter WaiterStepType = "waiter"
 )
 
-// The agent's priority; agents send it as a string of digits (`"5"`), older clients as an
-// integer.
-type AgentPriority struct {
-	Integer *int64
-	String  *string
-}
-
-func (x *AgentPriority) UnmarshalJSON(data []byte) error {
-	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, false)
-	if err != nil {
-		return err
-	}
-	if object {
-	}
-	return nil
-}
-
-func (x *AgentPriority) MarshalJSON() ([]byte, error) {
-	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
-}
-
 // An exit status, or `*` for any.
 type ExitStatusRule struct {
 	Enum    *ExitStatusRuleEnum
@@ -4848,27 +4795,6 @@ func (x *ExitStatusRule) UnmarshalJSON(data []byte) error {
 
 func (x *ExitStatusRule) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, nil, false, nil, false, nil, false, nil, x.Enum != nil, x.Enum, false)
-}
-
-// The command's exit status: an integer, or as the real agent sends it a string (`"0"`,
-// `"-1"` when it was stopped or could not run the command).
-type AgentExitStatus struct {
-	Integer *int64
-	String  *string
-}
-
-func (x *AgentExitStatus) UnmarshalJSON(data []byte) error {
-	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, false)
-	if err != nil {
-		return err
-	}
-	if object {
-	}
-	return nil
-}
-
-func (x *AgentExitStatus) MarshalJSON() ([]byte, error) {
-	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, false)
 }
 
 // The default of a block or input step's field: a string, or for a `multiple` select field
@@ -5002,25 +4928,6 @@ func (x *PipelineDefinitionElement) UnmarshalJSON(data []byte) error {
 
 func (x *PipelineDefinitionElement) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, false, nil, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
-}
-
-type PriorityUnion struct {
-	Integer *int64
-	String  *string
-}
-
-func (x *PriorityUnion) UnmarshalJSON(data []byte) error {
-	object, err := unmarshalUnion(data, &x.Integer, nil, nil, &x.String, false, nil, false, nil, false, nil, false, nil, true)
-	if err != nil {
-		return err
-	}
-	if object {
-	}
-	return nil
-}
-
-func (x *PriorityUnion) MarshalJSON() ([]byte, error) {
-	return marshalUnion(x.Integer, nil, nil, x.String, false, nil, false, nil, false, nil, false, nil, true)
 }
 
 // A team UUID, or a team with the access level the pipeline gets in it (default

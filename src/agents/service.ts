@@ -17,12 +17,13 @@ type RegisterBody = components['schemas']['RegisterAgentRequest'];
 type PauseBody = components['schemas']['PauseAgentRequest'];
 
 /**
- * The agent's priority: the real agent sends it as a string of digits (`"5"`), older clients as
- * an integer; the spec's pattern has checked the string, this bounds it as the integer form is.
+ * The agent's priority: a string of digits, as the real agent sends it (an integer from an older
+ * client became one before the validator: src/http/body-forms.ts); the spec's pattern has checked
+ * the string, this bounds the number.
  */
 export function agentPriority(priority: RegisterBody['priority']): number | null {
-  if (priority === undefined || priority === null || priority === '') return null;
-  const n = typeof priority === 'number' ? priority : Number(priority);
+  if (priority === undefined || priority === null) return null;
+  const n = Number(priority);
   if (!Number.isSafeInteger(n) || Math.abs(n) > 1_000_000) throw ValidationError.field('priority', 'invalid');
   return n;
 }

@@ -67,8 +67,10 @@ func main() {
 		Name: setting("WINDSOCK_NEW_PIPELINE"), Repository: "git@github.com:acme/app.git", Configuration: "steps:\n  - command: make test\n",
 	})
 	must(err, "createPipeline")
+	message := "From a generated client"
 	request := func(branch string) windsock.CreateBuildRequest {
-		return windsock.CreateBuildRequest{Commit: "HEAD", Branch: branch, Message: "From a generated client"}
+		// message is nullable in the contract: the client models it as a pointer.
+		return windsock.CreateBuildRequest{Commit: "HEAD", Branch: branch, Message: &message}
 	}
 	build, _, err := client.BuildsApi.CreateBuild(ctx, org, created.Slug, request("main"))
 	must(err, "createBuild")

@@ -1,0 +1,51 @@
+/**
+ * Body fields that the contract types as one primitive (the form every generated client can
+ * encode) while real clients also send another: before the validator, each such field of the
+ * operations below becomes the contract's form, so the validator and the handler see what the
+ * client meant. A value that does not convert is left as it is, for the validator to refuse.
+ *
+ * - `pull_request_id` of a new build: an integer; older clients send its digits as a string, or
+ *   `""` for none (the field is then dropped).
+ * - `priority` of an agent's registration: a string of digits, as the real agent sends it; older
+ *   clients send an integer.
+ * - `exit_status` of a finished job: a string, as the real agent sends it (`"0"`, `"-1"`); other
+ *   clients send an integer.
+ */
+import { Router, type NextFunction, type Request, type Response } from 'express';
+
+type Convert = (value: unknown) => { value: unknown } | 'drop' | undefined;
+
+const PULL_REQUEST_DIGITS = /^[1-9][0-9]{0,9}$/;
+
+/** A string of digits as the integer; `""` as no value. */
+const integerFromDigits: Convert = (value) => {
+  if (value === '') return 'drop';
+  if (typeof value === 'string' && PULL_REQUEST_DIGITS.test(value)) return { value: Number(value) };
+  return undefined;
+};
+
+/** An integer as its decimal string. */
+const digitsFromInteger: Convert = (value) => (typeof value === 'number' && Number.isSafeInteger(value) ? { value: String(value) } : undefined);
+
+const FORMS: { method: 'post' | 'put'; path: string; field: string; convert: Convert }[] = [
+  { method: 'post', path: '/v2/organizations/:org/pipelines/:pipeline/builds', field: 'pull_request_id', convert: integerFromDigits },
+  { method: 'post', path: '/v3/register', field: 'priority', convert: digitsFromInteger },
+  { method: 'put', path: '/v3/jobs/:job_id/finish', field: 'exit_status', convert: digitsFromInteger },
+];
+
+export function bodyForms(): Router {
+  const router = Router();
+  for (const { method, path, field, convert } of FORMS) {
+    router[method](path, (req: Request, _res: Response, next: NextFunction) => {
+      const body: unknown = req.body;
+      if (body && typeof body === 'object' && !Array.isArray(body) && field in body) {
+        const fields = body as Record<string, unknown>;
+        const converted = convert(fields[field]);
+        if (converted === 'drop') delete fields[field];
+        else if (converted) fields[field] = converted.value;
+      }
+      next();
+    });
+  }
+  return router;
+}
