@@ -6083,14 +6083,17 @@ export interface components {
         RunResult: "passed" | "failed" | "unknown";
         /** @enum {string} */
         RetryAgentAffinity: "prefer-warmest" | "prefer-different";
-        /** @description The user or team that maintains the cluster. */
+        /** @description The user or team that maintains the cluster; `type` says which. */
         ClusterMaintainerActor: components["schemas"]["ClusterMaintainerUser"] | components["schemas"]["ClusterMaintainerTeam"];
         ClusterMaintainerTeam: {
             /** Format: uuid */
             id: string;
             graphql_id: string;
             slug: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "team";
         };
         ClusterMaintainerUser: {
@@ -6099,7 +6102,10 @@ export interface components {
             graphql_id: string;
             name: string;
             email: string;
-            /** @constant */
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
             type: "user";
         };
         ClusterSecretOrganization: {

@@ -2833,7 +2833,7 @@ type ClusterMaintainer struct {
 	ID string `json:"id"`
 }
 
-// The user or team that maintains the cluster.
+// The user or team that maintains the cluster; `type` says which.
 type ClusterMaintainerActor struct {
 	Email     *string                    `json:"email,omitempty"`
 	GraphqlID string                     `json:"graphql_id"`
