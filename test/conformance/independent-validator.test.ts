@@ -95,7 +95,9 @@ describe.each(DOCUMENTS)('a build run by the reference agent, through Prism with
     await ok(api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}/log', { params: { path } }));
     const artifacts = await ok(api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/artifacts', { params: { path: ref } }));
     expect(artifacts.map((a) => a.path)).toEqual(['out.txt']);
-    const annotations = await ok(api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/annotations', { params: { path: ref } }));
+    const annotations = await ok(
+      api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/annotations', { params: { path: ref } }),
+    );
     expect(annotations.map((a) => a.context)).toEqual(['build']);
     await ok(api.GET('/v2/organizations/{org_slug}/agents', { params: { path: { org_slug: org.slug } } }));
 
@@ -107,7 +109,9 @@ describe.each(DOCUMENTS)('a build run by the reference agent, through Prism with
 
 describe('the validating proxy itself', () => {
   it('reports an answer at odds with its document (a copy of /openapi-3.0.json that requires a field Pipeline does not have)', async () => {
-    const doc = JSON.parse(fs.readFileSync(path.join(work, 'openapi-3.0.json'), 'utf8')) as { components: { schemas: Record<string, { required?: string[] }> } };
+    const doc = JSON.parse(fs.readFileSync(path.join(work, 'openapi-3.0.json'), 'utf8')) as {
+      components: { schemas: Record<string, { required?: string[] }> };
+    };
     const pipeline = doc.components.schemas.Pipeline!;
     pipeline.required = [...(pipeline.required ?? []), 'not_a_field'];
     const file = path.join(work, 'altered.json');

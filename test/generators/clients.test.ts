@@ -227,7 +227,7 @@ function table(rows: Result[]): string {
     ),
     '',
     "OpenAPI Generator 4.3.1's java generator is not a cell: it fails on the contract's step unions",
-    "(native library) or needs Java libraries Debian does not package (okhttp-gson); see",
+    '(native library) or needs Java libraries Debian does not package (okhttp-gson); see',
     '[openapi.md](openapi.md).',
     '',
     "Each client takes the server's URL as its base: the documents' `servers` entry is",
