@@ -7,7 +7,7 @@
  * slow receivers never stall the others. Started and
  * stopped with the server like the sweeper and the scheduler. No HTTP of its own, no SQL.
  */
-import { isUnavailableError } from '../db/knex';
+import { BackgroundLoop } from '../db/background-loop';
 import type { Logger } from '../http/logger';
 import type { NotificationService } from './service';
 
@@ -15,9 +15,7 @@ import type { NotificationService } from './service';
 const PRUNE_EVERY_MS = 3_600_000;
 
 export class NotificationWorker {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<unknown> | null = null;
-  private stopped = true;
+  private readonly loop: BackgroundLoop;
   private readonly inFlight = new Map<string, Promise<void>>();
   /** The target and organization of each delivery in flight: one target, or one organization, may hold only part of the slots. */
   private readonly targetOf = new Map<string, { target: string; organization: string }>();
@@ -28,7 +26,15 @@ export class NotificationWorker {
   constructor(
     private readonly notifications: NotificationService,
     private readonly logger?: Logger,
-  ) {}
+  ) {
+    this.loop = new BackgroundLoop({
+      name: 'notifications pass',
+      intervalMs: notifications.settings.intervalMs,
+      logger,
+      // A full batch fanned out: more may be waiting, the next pass comes at once.
+      pass: () => this.tick().then(() => ({ again: this.behind })),
+    });
+  }
 
   /** One pass: fan out what is new, start what is due; answers what it did (tests drive it). */
   async tick(): Promise<{ fannedOut: number; started: number }> {
@@ -55,7 +61,7 @@ export class NotificationWorker {
           this.inFlight.delete(d.id);
           this.targetOf.delete(d.id);
           // A freed slot may serve the next in line at once.
-          if (!this.stopped && !this.running) this.schedule(0);
+          this.loop.soon();
         });
       this.inFlight.set(d.id, p);
     }
@@ -86,28 +92,7 @@ export class NotificationWorker {
   }
 
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.schedule(this.notifications.settings.intervalMs);
-  }
-
-  private schedule(ms: number): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.pass(), ms).unref();
-  }
-
-  private pass(): void {
-    this.timer = null;
-    this.running = this.tick()
-      .catch((err: unknown) =>
-        isUnavailableError(err)
-          ? this.logger?.warn({ code: (err as { code?: string }).code }, 'notifications skipped: database unavailable')
-          : this.logger?.error({ err }, 'notifications pass failed'),
-      )
-      .finally(() => {
-        this.running = null;
-        if (!this.stopped && !this.timer) this.schedule(this.behind ? 0 : this.notifications.settings.intervalMs);
-      });
+    this.loop.start();
   }
 
   /**
@@ -116,10 +101,7 @@ export class NotificationWorker {
    * expires: it is attempted again, by this server after a restart or by another one.
    */
   async stop(graceMs = 2_000): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+    await this.loop.stop();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.drain(), new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs).unref()))]);
     clearTimeout(timer);

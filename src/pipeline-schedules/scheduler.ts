@@ -5,7 +5,7 @@
  * database create each build once). Started and stopped with the server, like the sweeper; the
  * clock is injected, so tests move it instead of waiting. No HTTP, no SQL.
  */
-import { isUnavailableError } from '../db/knex';
+import { BackgroundLoop } from '../db/background-loop';
 import type { Logger } from '../http/logger';
 import type { DueRun, PipelineScheduleService } from './service';
 import { clock as sharedClock } from '../core/clock';
@@ -18,16 +18,24 @@ export interface SchedulerSettings {
 export const DEFAULT_SCHEDULER_SETTINGS: SchedulerSettings = { intervalMs: 10_000 };
 
 export class Scheduler {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<unknown> | null = null;
-  private stopped = true;
+  private readonly loop: BackgroundLoop;
 
   constructor(
     private readonly schedules: PipelineScheduleService,
-    private readonly settings: SchedulerSettings,
+    settings: SchedulerSettings,
     private readonly clock: () => Date = () => sharedClock.now(),
-    private readonly logger?: Logger,
-  ) {}
+    logger?: Logger,
+  ) {
+    this.loop = new BackgroundLoop({
+      name: 'pipeline schedules',
+      intervalMs: settings.intervalMs,
+      logger,
+      pass: async () => {
+        const run = await this.tick();
+        if (run.created || run.failed || run.skipped) logger?.info(run, 'pipeline schedules run');
+      },
+    });
+  }
 
   /** One pass: the builds of every schedule due at the clock's now. */
   tick(): Promise<DueRun> {
@@ -36,31 +44,11 @@ export class Scheduler {
 
   /** Ticks every `intervalMs` until stop(); a failed tick is logged and the next one runs. */
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    const tick = () => {
-      this.running = this.tick()
-        .then((run) => {
-          if (run.created || run.failed || run.skipped) this.logger?.info(run, 'pipeline schedules run');
-        })
-        .catch((err: unknown) =>
-          isUnavailableError(err)
-            ? this.logger?.warn({ code: (err as { code?: string }).code }, 'pipeline schedules skipped: database unavailable')
-            : this.logger?.error({ err }, 'pipeline schedules failed'),
-        )
-        .finally(() => {
-          this.running = null;
-          if (!this.stopped) this.timer = setTimeout(tick, this.settings.intervalMs).unref();
-        });
-    };
-    this.timer = setTimeout(tick, this.settings.intervalMs).unref();
+    this.loop.start();
   }
 
   /** No more ticks; waits for one in progress to end (before the pool closes). */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 }

@@ -9,7 +9,7 @@
 import type { AgentService } from '../../agents/service';
 import { softFails } from './agent-work';
 import type { BuildProgress } from '../progress/service';
-import { isUnavailableError } from '../../db/knex';
+import { BackgroundLoop } from '../../db/background-loop';
 import type { Logger } from '../../http/logger';
 import type { JobEnd } from './model';
 import type { JobRepository } from './repository';
@@ -36,9 +36,7 @@ export interface SweepResult {
 }
 
 export class Sweeper {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<unknown> | null = null;
-  private stopped = true;
+  private readonly loop: BackgroundLoop;
 
   constructor(
     private readonly agents: AgentService,
@@ -47,8 +45,10 @@ export class Sweeper {
     private readonly progress: BuildProgress,
     private readonly settings: SweepSettings,
     private readonly clock: () => Date = () => sharedClock.now(),
-    private readonly logger?: Logger,
-  ) {}
+    logger?: Logger,
+  ) {
+    this.loop = new BackgroundLoop({ name: 'sweep', intervalMs: settings.intervalMs, logger, pass: () => this.sweep().then(() => undefined) });
+  }
 
   /** One pass of every rule. */
   async sweep(): Promise<SweepResult> {
@@ -57,30 +57,12 @@ export class Sweeper {
 
   /** Sweeps every `intervalMs` until stop(); a failed sweep is logged and the next one runs. */
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    const tick = () => {
-      this.running = this.sweep()
-        // An unreachable database is logged once where it is watched (src/db/knex.ts): no stack per sweep.
-        .catch((err: unknown) =>
-          isUnavailableError(err)
-            ? this.logger?.warn({ code: (err as { code?: string }).code }, 'sweep skipped: database unavailable')
-            : this.logger?.error({ err }, 'sweep failed'),
-        )
-        .finally(() => {
-          this.running = null;
-          if (!this.stopped) this.timer = setTimeout(tick, this.settings.intervalMs).unref();
-        });
-    };
-    this.timer = setTimeout(tick, this.settings.intervalMs).unref();
+    this.loop.start();
   }
 
   /** No more sweeps; waits for one in progress to end (before the pool closes). */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /**
