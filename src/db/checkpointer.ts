@@ -23,6 +23,7 @@ const checkpoint = () => {
   try {
     db.pragma('wal_checkpoint(PASSIVE)');
   } catch {}
+  parentPort.postMessage('checkpointed');
 };
 const timer = setInterval(checkpoint, workerData.intervalMs);
 parentPort.once('message', () => {
@@ -63,4 +64,9 @@ export class WalCheckpointer {
 
   /** Closes the worker's connection; the service's own close then does SQLite's last checkpoint. */
   readonly stop: () => Promise<void>;
+
+  /** Resolves when the worker's next checkpoint round has run (tests wait on it, not on time). */
+  nextRound(): Promise<void> {
+    return new Promise((resolve) => this.worker.once('message', () => resolve()));
+  }
 }

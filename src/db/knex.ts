@@ -34,6 +34,18 @@ class InlineLimitCompiler extends SqliteQueryCompiler {
 /** The WAL checkpointer of each connection to a database file (src/db/checkpointer.ts). */
 const checkpointers = new WeakMap<object, WalCheckpointer>();
 
+/**
+ * Resolves after the next round of the WAL checkpointer of `db` (a SQLite file), so that a test
+ * waits for it instead of sleeping; at once for a database without one.
+ */
+export async function nextCheckpointRound(db: Knex): Promise<void> {
+  const client = db.client as { acquireConnection(): Promise<object>; releaseConnection(c: object): Promise<void> };
+  const conn = await client.acquireConnection();
+  const checkpointer = checkpointers.get(conn);
+  await client.releaseConnection(conn);
+  await checkpointer?.nextRound();
+}
+
 class SqliteClient extends BetterSqlite3Client {
   // Knex's typings declare one parameter; the dialects take (builder, formatter).
   override queryCompiler(builder: unknown, ...rest: unknown[]) {

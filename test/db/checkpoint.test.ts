@@ -8,16 +8,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createKnex } from '../../src/db/knex';
+import { createKnex, nextCheckpointRound } from '../../src/db/knex';
+import type { Knex } from 'knex';
 
 const MiB = 1024 * 1024;
 
-async function eventually(check: () => boolean, what: string, ms = 20_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+/** Waits for the checkpointer's rounds (not for time) until `check` holds: at most `rounds` of them. */
+async function afterRounds(db: Knex, check: () => boolean, what: string, rounds = 40): Promise<void> {
+  for (let i = 0; i < rounds && !check(); i++) await nextCheckpointRound(db);
+  if (!check()) throw new Error(`not after ${rounds} checkpoint rounds: ${what}`);
 }
 
 describe('WAL checkpoints of a SQLite file', () => {
@@ -38,14 +37,14 @@ describe('WAL checkpoints of a SQLite file', () => {
       for (let i = 0; i < 8; i++) await db.raw('insert into blobs values (randomblob(?))', [MiB]);
       written = 8;
       expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(8 * MiB);
-      await eventually(() => fs.statSync(file).size >= 8 * MiB, 'the worker copies the WAL into the database file');
+      await afterRounds(db, () => fs.statSync(file).size >= 8 * MiB, 'the worker copies the WAL into the database file');
       // A write after a complete checkpoint starts the WAL over instead of growing it. The
       // worker's checkpoint may still be finishing when the file has its pages (the WAL is
       // reused only once every frame is marked copied), so the write is tried again after the
       // worker's next round; it must start the WAL over within a few rounds.
       let restarted = false;
       for (let round = 0; round < 5 && !restarted; round++) {
-        await new Promise((resolve) => setTimeout(resolve, 600));
+        await nextCheckpointRound(db);
         const walBefore = fs.statSync(`${file}-wal`).size;
         for (let i = 0; i < 4; i++) await db.raw('insert into blobs values (randomblob(?))', [MiB / 2]);
         written += 4;
