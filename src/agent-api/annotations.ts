@@ -3,15 +3,13 @@
  * agent (authenticated by agentAuth, see ./routes.ts) names a job it runs. The rules are the
  * annotations area's.
  */
-import type { Response } from 'express';
-import type { Agent } from '../agents/repository';
 import { serializeAnnotation } from '../annotations/serialize';
 import type { AnnotationService } from '../annotations/service';
 import { operationRouter } from '../http/operation';
+import { agentOf } from './locals';
 
 export function agentAnnotationRoutes(annotations: AnnotationService) {
   const api = operationRouter();
-  const agentOf = (res: Response) => res.locals.agent as Agent;
 
   api.on('annotateFromJob', async (req, res) => {
     const { body, context, style, append, priority, scope } = req.body;

@@ -4,15 +4,14 @@
  * states once uploaded, and the search a download or shasum starts from. The rules are the
  * artifacts area's (src/artifacts/service.ts).
  */
-import type { Request, Response } from 'express';
-import type { Agent } from '../agents/repository';
+import type { Request } from 'express';
 import { serializeFoundArtifact } from '../artifacts/serialize';
 import { SEARCH_URL_SECONDS, type ArtifactService } from '../artifacts/service';
 import { operationRouter } from '../http/operation';
+import { agentOf } from './locals';
 
 export function agentArtifactRoutes(service: ArtifactService, publicUrl: string) {
   const api = operationRouter();
-  const agentOf = (res: Response) => res.locals.agent as Agent;
   /**
    * The agent's own URLs (upload form, content) are on the address it reached the agent API at,
    * which it can reach, rather than PUBLIC_URL, which an agent on an inner network may not.

@@ -4,13 +4,12 @@
  * agent's organization by id. The rules are the builds area's (src/builds/meta-data.ts).
  */
 import type { Response } from 'express';
-import type { Agent } from '../agents/repository';
 import type { MetaDataService } from '../builds/meta-data';
 import { operationRouter } from '../http/operation';
+import { agentOf } from './locals';
 
 export function agentMetaDataRoutes(metaData: MetaDataService) {
   const api = operationRouter();
-  const agentOf = (res: Response) => res.locals.agent as Agent;
   const ofJob = (res: Response, jobId: string) => metaData.buildOfJob(agentOf(res), jobId);
   const ofBuild = (res: Response, buildId: string) => metaData.buildById(agentOf(res), buildId);
 

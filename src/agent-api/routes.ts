@@ -7,9 +7,9 @@
  * and the builds' (src/builds/jobs/agent-work.ts).
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { Agent } from '../agents/repository';
-import type { AgentService, Registration } from '../agents/service';
+import type { AgentService } from '../agents/service';
 import { operationRouter } from '../http/operation';
+import { agentOf, registrationOf } from './locals';
 import { setWarnings } from '../http/warning';
 import type { AgentWorkService } from '../builds/jobs/agent-work';
 import type { PipelineUploadService } from '../builds/jobs/pipeline-upload';
@@ -71,7 +71,6 @@ export interface AgentApiSettings {
 export function agentApiRoutes(service: AgentService, work: AgentWorkService, uploads: PipelineUploadService, steps: StepService, settings: AgentApiSettings) {
   const { publicUrl } = settings;
   const api = operationRouter();
-  const agentOf = (res: Response) => res.locals.agent as Agent;
   const endpoint = `${publicUrl.replace(/\/+$/, '')}${AGENT_API_PATH}`;
   const limits: AgentJobLimits = {
     endpoint,
@@ -80,7 +79,7 @@ export function agentApiRoutes(service: AgentService, work: AgentWorkService, up
   };
 
   api.on('registerAgent', async (req, res) => {
-    const reg = res.locals.registration as Registration;
+    const reg = registrationOf(res);
     const { agent, accessToken } = await service.register(reg, req.body, { ip: req.ip ?? null, userAgent: req.get('user-agent') ?? null });
     res.status(201).json({
       id: agent.id,

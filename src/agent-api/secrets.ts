@@ -4,15 +4,13 @@
  * as the secret's policy allows. The rules are the clusters' (src/clusters/service.ts); the job
  * must be one the agent is running (src/builds/jobs/agent-work.ts).
  */
-import type { Response } from 'express';
-import type { Agent } from '../agents/repository';
 import type { AgentWorkService } from '../builds/jobs/agent-work';
 import type { ClusterService } from '../clusters/service';
 import { operationRouter } from '../http/operation';
+import { agentOf } from './locals';
 
 export function agentSecretRoutes(clusters: ClusterService, work: AgentWorkService) {
   const api = operationRouter();
-  const agentOf = (res: Response) => res.locals.agent as Agent;
 
   api.on('getJobSecret', async (req, res) => {
     const job = await work.activeJob(agentOf(res), req.params.job_id);

@@ -7,6 +7,7 @@
 import express, { NextFunction, Request, Response, Router } from 'express';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '../core/errors';
 import type { Principal, Organization, Role } from '../core/identity';
+import { localsOf } from './locals';
 import { specOperations } from './spec-operations';
 
 const BEARER = /^Bearer ([A-Za-z0-9_.~+/=-]{1,4096})$/i;
@@ -27,7 +28,7 @@ export function authenticate(tokens: BearerAuthenticator) {
 }
 
 export function principalOf(res: Response): Principal {
-  const p = res.locals.principal as Principal | undefined;
+  const p = localsOf(res).principal;
   if (!p) throw new UnauthorizedError('not authenticated');
   return p;
 }
@@ -38,9 +39,9 @@ export interface OrgContext {
 }
 
 export function orgOf(res: Response): OrgContext {
-  const org = res.locals.organization as Organization | undefined;
-  if (!org) throw new NotFoundError('organization');
-  return { organization: org, role: res.locals.role as Role };
+  const { organization, role } = localsOf(res);
+  if (!organization || !role) throw new NotFoundError('organization');
+  return { organization, role };
 }
 
 /** The caller within the path's organization: the actor every organization-scoped service takes. */

@@ -7,6 +7,7 @@
  */
 import express, { NextFunction, Request, Response, Router } from 'express';
 import { BadRequestError } from '../core/errors';
+import { localsOf } from './locals';
 
 /** Far deeper than any API body, collector result or provider payload, far shallower than the stack. */
 export const MAX_JSON_DEPTH = 100;
@@ -61,7 +62,7 @@ export function deeperThan(value: unknown, max: number): boolean {
 export function rejectDeepJson() {
   return (req: Request, res: Response, next: NextFunction) => {
     // A body whose own parser checked its depth (an upload's, src/uploads/routes.ts) is not walked again.
-    const checked = (res.locals.checkedBody as { depth?: boolean } | undefined)?.depth === true;
+    const checked = localsOf(res).checkedBody?.depth === true;
     if (!checked && req.body && typeof req.body === 'object' && deeperThan(req.body, MAX_JSON_DEPTH)) {
       throw new BadRequestError(`Problems parsing JSON: nested deeper than ${MAX_JSON_DEPTH} levels`);
     }

@@ -5,6 +5,7 @@
 import crypto from 'node:crypto';
 import pino, { Logger } from 'pino';
 import type { NextFunction, Request, Response } from 'express';
+import { localsOf } from './locals';
 
 export type { Logger };
 
@@ -35,8 +36,8 @@ export function requestLogger(logger: Logger) {
         status,
         ms: Number(process.hrtime.bigint() - start) / 1e6,
         // The spec's operation id (http/spec-paths.ts): what the request was, without its ids.
-        operation: res.locals.operationId as string | undefined,
-        org: (res.locals.organization as { slug?: string } | undefined)?.slug,
+        operation: localsOf(res).operationId,
+        org: localsOf(res).organization?.slug,
       };
       // A 503 is the service refusing while its database is away (logged once, at error, by the
       // database watch) or while shutting down: expected, so not an error line per request.

@@ -6,6 +6,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { BadRequestError, NotFoundError, ValidationError } from '../core/errors';
+import { localsOf } from './locals';
 
 export const NUL_CODE = 'must not contain the NUL character (U+0000)';
 
@@ -47,7 +48,7 @@ export function rejectNulCharacters() {
     const inQuery = mayHoldNul(req.query) ? findNul(req.query, '') : null;
     if (inQuery !== null) throw new BadRequestError(`Invalid parameter ${inQuery}: ${NUL_CODE}`);
     // A body whose parser saw no `\u0000` in its text (an upload's) holds no NUL: not serialized again.
-    const nulFree = (res.locals.checkedBody as { nulFree?: boolean } | undefined)?.nulFree === true;
+    const nulFree = localsOf(res).checkedBody?.nulFree === true;
     const inBody = !nulFree && mayHoldNul(req.body) ? findNul(req.body, '') : null;
     if (inBody !== null) throw ValidationError.field(inBody || 'body', NUL_CODE);
     next();

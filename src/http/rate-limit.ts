@@ -20,7 +20,8 @@ import type { NextFunction, Request, Response } from 'express';
 import type { Knex } from 'knex';
 import { isUnavailableError } from '../db/knex';
 import { RateLimitedError, SignatureError, UnauthorizedError, WebhookTokenError } from '../core/errors';
-import type { Principal } from '../core/identity';
+import { principalOf } from './auth';
+import { localsOf } from './locals';
 
 export interface RateLimitSettings {
   /** Requests per minute per organization (and per user outside organizations); 0: no limit. */
@@ -193,7 +194,7 @@ export function rateLimit(limiter: RateLimiter) {
   const limit = limiter.settings.perOrganization;
   return async (req: Request, res: Response, next: NextFunction) => {
     if (limit === 0) return next();
-    const principal = res.locals.principal as Principal;
+    const principal = principalOf(res);
     const slug = ORG_PATH.exec(req.path)?.[1];
     let org: string | undefined;
     if (slug) {
@@ -235,7 +236,7 @@ export interface RateLimitUsage extends Hit {
  * counted (no limit is set, or the counters were unreachable).
  */
 export function rateLimitUsageOf(res: Response): RateLimitUsage | undefined {
-  return res.locals.rateLimit as RateLimitUsage | undefined;
+  return localsOf(res).rateLimit;
 }
 
 /** A credential that was refused: a 401 of any scheme, a webhook signature, a webhook token no pipeline has. */

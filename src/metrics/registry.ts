@@ -11,6 +11,7 @@
 import crypto from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type { Knex } from 'knex';
+import { localsOf } from '../http/locals';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { queueRuleOf } from '../builds/jobs/cluster-queue';
 
@@ -132,7 +133,7 @@ export class Metrics {
   recordRequests() {
     return (req: Request, res: Response, next: NextFunction) => {
       const start = process.hrtime.bigint();
-      const operation = (res.locals.operationId as string | undefined) ?? NO_OPERATION;
+      const operation = localsOf(res).operationId ?? NO_OPERATION;
       this.inFlight.inc({ operation });
       let done = false;
       const finish = () => {

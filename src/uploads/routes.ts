@@ -4,7 +4,8 @@
  * is refused before its body is read; multipart bodies by src/uploads/multipart.ts.
  */
 import express, { NextFunction, Request, Response } from 'express';
-import { BadRequestError, ValidationError } from '../core/errors';
+import { BadRequestError, UnauthorizedError, ValidationError } from '../core/errors';
+import type { CheckedBody } from '../http/locals';
 import { bodyIn, operationRouter } from '../http/operation';
 import { parseUploadJson } from './json';
 import { uploadedFile } from './multipart';
@@ -13,18 +14,14 @@ import type { Uploader, UploadService } from './service';
 /** Where app.ts mounts the upload's authentication and parsers: the spec's path of `uploadTestResults`. */
 export const UPLOADS_PATH = '/v1/uploads';
 
-/** What the upload's own parser already checked, so the general body checks need not walk it again. */
-export interface CheckedBody {
-  /** Its depth is within MAX_JSON_DEPTH. */
-  depth: true;
-  /** No string or key can hold NUL (the text has no `\u0000` escape). */
-  nulFree: boolean;
-  /**
-   * The body's `data`, taken out before express-openapi-validator sees the body (it sees `[]`):
-   * the results are checked one by one, in batches, by the upload service (src/uploads/results.ts),
-   * which the validator's single pass over 5,000 results would hold the event loop for.
-   */
-  results?: unknown[];
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace -- Express's own augmentation point
+  namespace Express {
+    interface Locals {
+      /** The suite token's holder (`uploadAuth`), beside the HTTP floor's fields (src/http/locals.ts). */
+      uploader?: Uploader;
+    }
+  }
 }
 
 /**
@@ -63,7 +60,8 @@ export function uploadAuth(service: UploadService) {
 export function uploadRoutes(service: UploadService) {
   const api = operationRouter();
   api.on('uploadTestResults', async (req, res) => {
-    const who = res.locals.uploader as Uploader;
+    const who = res.locals.uploader;
+    if (!who) throw new UnauthorizedError('no suite API token');
     const fields = bodyIn(req, 'multipart/form-data');
     if (fields) {
       // `data` may also come as a plain form field (curl -F 'data=<file').
@@ -72,7 +70,7 @@ export function uploadRoutes(service: UploadService) {
       res.status(202).json(await service.uploadFile(who, fields, data));
       return;
     }
-    const checked = res.locals.checkedBody as CheckedBody | undefined;
+    const checked = res.locals.checkedBody;
     // The validator lets no other media type through (415).
     const body = bodyIn(req, 'application/json')!;
     res.status(202).json(await service.uploadJson(who, { ...body, data: checked?.results ?? body.data }, checked?.nulFree ?? false));

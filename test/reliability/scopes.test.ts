@@ -12,7 +12,7 @@ import { errorHandler } from '../../src/http/error-handler';
 import { createLogger } from '../../src/http/logger';
 import { describeEachDatabase } from '../support/context';
 import { BODIES, fillPath, givenTenant, ownedRows, send, specOperations, type Tenant, TENANT_SETUP_MS } from './spec-operations';
-import { SCOPES } from '../../src/core/identity';
+import { SCOPES, type Scope } from '../../src/core/identity';
 
 const operations = specOperations().filter((op) => op.auth === 'bearer');
 const scoped = operations.flatMap((op) => op.scopes.map((scope) => [op.operationId, scope, op] as const));
@@ -27,10 +27,16 @@ describe('the scope matrix covers the spec', () => {
   it('an operation naming several scopes needs every one of them', async () => {
     // The spec names one scope per operation today; the guard must not stop at the first.
     const guards = guardsFromSpec({ paths: { '/both': { get: { security: [{ bearerAuth: ['read_builds', 'write_builds'] }] } } } });
-    const appWith = (scopes: string[]) => {
+    const appWith = (scopes: Scope[]) => {
       const app = express();
       app.use((_req, res, next) => {
-        res.locals.principal = { token: { scopes }, organizationsBySlug: new Map() };
+        const now = new Date();
+        res.locals.principal = {
+          token: { id: 'token', description: null, scopes, createdAt: now, expiresAt: now },
+          user: { id: 'user', name: 'User', email: 'user@example.com', createdAt: now },
+          organizations: new Map(),
+          organizationsBySlug: new Map(),
+        };
         next();
       });
       app.use(guardRouter(guards));
