@@ -374,6 +374,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/github-webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get GitHub webhook processing status
+         * @description Whether the pipeline processes incoming GitHub webhooks (its `provider.webhook_url`), and who
+         *     disabled it and when. Needs full access to the pipeline (manage_build_and_read, or an
+         *     administrator): 403 otherwise.
+         */
+        get: operations["getGithubWebhookProcessing"];
+        /**
+         * Enable GitHub webhook processing
+         * @description The pipeline processes incoming GitHub webhooks again. Idempotent: already enabled, the
+         *     current state comes back unchanged. Needs full access to the pipeline.
+         */
+        put: operations["enableGithubWebhookProcessing"];
+        post?: never;
+        /**
+         * Disable GitHub webhook processing
+         * @description GitHub deliveries to the pipeline's webhook URL make no build from now on (they are answered
+         *     `200` with `No build: GitHub webhook processing is disabled for this pipeline.`), and who
+         *     disabled it and when are recorded. Idempotent: already disabled, the current state comes
+         *     back unchanged. GitLab and Bitbucket deliveries are not affected. Needs full access to the
+         *     pipeline.
+         */
+        delete: operations["disableGithubWebhookProcessing"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/webhook-secret": {
         parameters: {
             query?: never;
@@ -4525,6 +4565,19 @@ export interface components {
         PipelineWebhook: {
             webhook_url: string;
         };
+        /** @description Whether the pipeline processes incoming GitHub webhooks; who disabled it and when, while disabled. */
+        GithubWebhookProcessing: {
+            /** @description This resource's own URL. */
+            url: string;
+            enabled: boolean;
+            /**
+             * Format: date-time
+             * @description When processing was disabled (RFC 3339, milliseconds, UTC); null while enabled.
+             */
+            disabled_at: string | null;
+            /** @description The name of the user who disabled it; null while enabled (or once that user is gone). */
+            disabled_by: string | null;
+        };
         /** @description A team UUID, or a team with the access level the pipeline gets in it (default `manage_build_and_read`). */
         TeamAssignment: string | components["schemas"]["TeamAssignmentWithAccess"];
         TeamAssignmentWithAccess: {
@@ -6158,6 +6211,15 @@ export interface components {
                 "application/json": components["schemas"]["Build"][];
             };
         };
+        /** @description The pipeline's GitHub webhook processing status. */
+        GithubWebhookProcessing: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["GithubWebhookProcessing"];
+            };
+        };
         /** @description Status. */
         Health: {
             headers: {
@@ -6911,6 +6973,72 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getGithubWebhookProcessing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["GithubWebhookProcessing"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enableGithubWebhookProcessing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["GithubWebhookProcessing"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    disableGithubWebhookProcessing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["GithubWebhookProcessing"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

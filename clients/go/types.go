@@ -752,6 +752,16 @@ func (r *FoundArtifact) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalGithubWebhookProcessing(data []byte) (GithubWebhookProcessing, error) {
+	var r GithubWebhookProcessing
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *GithubWebhookProcessing) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalHeaderTimesRequest(data []byte) (HeaderTimesRequest, error) {
 	var r HeaderTimesRequest
 	err := json.Unmarshal(data, &r)
@@ -3156,6 +3166,18 @@ type FoundArtifact struct {
 	Sha256Sum         string    `json:"sha256sum"`
 	UploadDestination string    `json:"upload_destination"`
 	// The content's URL (signed, valid for an hour; no token needed).
+	URL string `json:"url"`
+}
+
+// Whether the pipeline processes incoming GitHub webhooks; who disabled it and when, while
+// disabled.
+type GithubWebhookProcessing struct {
+	// When processing was disabled (RFC 3339, milliseconds, UTC); null while enabled.
+	DisabledAt *time.Time `json:"disabled_at"`
+	// The name of the user who disabled it; null while enabled (or once that user is gone).
+	DisabledBy *string `json:"disabled_by"`
+	Enabled    bool    `json:"enabled"`
+	// This resource's own URL.
 	URL string `json:"url"`
 }
 

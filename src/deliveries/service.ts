@@ -80,6 +80,9 @@ export class DeliveryService {
     const events = eventsOf(family, headers, body);
     if (events.some((e) => e.kind === 'ping')) return { message: `Pong! Deliveries to this URL build pipeline "${pipeline.slug}".` };
     if (pipeline.archivedAt) return { message: 'No build: the pipeline is archived.' };
+    if (family === 'github' && !(await this.pipelines.processesGithubWebhooks(pipeline.id))) {
+      return { message: 'No build: GitHub webhook processing is disabled for this pipeline.' };
+    }
 
     const settings = providerSettings(pipeline.providerId, pipeline.repository, pipeline.providerSettings);
     const orgSlug = (await this.organizations.findById(pipeline.organizationId))?.slug ?? '';

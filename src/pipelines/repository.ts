@@ -10,6 +10,12 @@ import type { User } from '../core/identity';
 
 export type AccessLevel = 'read_only' | 'build_and_read' | 'manage_build_and_read';
 
+/** A pipeline's GitHub webhook processing, while disabled: when, and the name of who did it (null once that user is gone). */
+export interface GithubWebhooksDisabled {
+  at: Date;
+  byName: string | null;
+}
+
 export interface Pipeline {
   id: string;
   organizationId: string;
@@ -360,6 +366,24 @@ export class PipelineRepository {
       .where({ 'pt.pipeline_id': pipelineId, 'tm.user_id': userId })
       .select('pt.access_level');
     return rows.map((r) => r.access_level as AccessLevel);
+  }
+
+  /** Who disabled the pipeline's GitHub webhook processing and when; null while it is enabled. */
+  async githubWebhooksDisabled(pipelineId: string): Promise<GithubWebhooksDisabled | null> {
+    const row = await this.db('pipeline_github_webhooks as g')
+      .leftJoin('users as u', 'u.id', 'g.disabled_by')
+      .where({ 'g.pipeline_id': pipelineId })
+      .first('g.disabled_at', 'u.name');
+    return row ? { at: toDate(row.disabled_at), byName: typeof row.name === 'string' ? row.name : null } : null;
+  }
+
+  /** Disables it (by `userId`, now); one already disabled keeps who and when. */
+  async disableGithubWebhooks(pipelineId: string, userId: string, at: Date): Promise<void> {
+    await this.db('pipeline_github_webhooks').insert({ pipeline_id: pipelineId, disabled_at: at, disabled_by: userId }).onConflict('pipeline_id').ignore();
+  }
+
+  async enableGithubWebhooks(pipelineId: string): Promise<void> {
+    await this.db('pipeline_github_webhooks').where({ pipeline_id: pipelineId }).del();
   }
 
   /** The teams a pipeline is granted to (a notification service scoped to teams hears of its builds). */

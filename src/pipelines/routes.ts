@@ -3,7 +3,7 @@ import { actorOf } from '../http/auth';
 import { operationRouter } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import { setWarnings } from '../http/warning';
-import { serializePipeline } from './serialize';
+import { serializeGithubWebhookProcessing, serializePipeline } from './serialize';
 import type { PipelineService } from './service';
 import type { Pipeline } from './repository';
 import type { Actor, Permissions } from '../core/identity';
@@ -77,6 +77,21 @@ export function pipelineRoutes(service: PipelineService, publicUrl: string) {
   api.on('addPipelineWebhook', async (req, res) => {
     const webhookUrl = await service.addWebhook(actorOf(res), req.params.pipeline_slug);
     res.status(201).json({ webhook_url: webhookUrl });
+  });
+
+  // GitHub webhook processing: read, enable (PUT), disable (DELETE).
+  const githubWebhooks = async (actor: Actor, slug: string, enabled?: boolean) => {
+    const { pipeline, disabled } = await service.githubWebhookProcessing(actor, slug, enabled);
+    return serializeGithubWebhookProcessing(pipeline, disabled, { publicUrl, orgSlug: actor.organization.slug });
+  };
+  api.on('getGithubWebhookProcessing', async (req, res) => {
+    res.json(await githubWebhooks(actorOf(res), req.params.pipeline_slug));
+  });
+  api.on('enableGithubWebhookProcessing', async (req, res) => {
+    res.json(await githubWebhooks(actorOf(res), req.params.pipeline_slug, true));
+  });
+  api.on('disableGithubWebhookProcessing', async (req, res) => {
+    res.json(await githubWebhooks(actorOf(res), req.params.pipeline_slug, false));
   });
 
   // A Windsock extension: the secret provider deliveries are checked with, and its rotation.

@@ -3,7 +3,7 @@ import { clusterUrl } from '../clusters/serialize';
 import type { components } from '../../generated/api';
 import { graphqlId, isoTime, utcTime } from '../http/format';
 import { serializeUser } from '../user/serialize';
-import type { Pipeline, PipelineCounts } from './repository';
+import type { GithubWebhooksDisabled, Pipeline, PipelineCounts } from './repository';
 import { providerSettings } from './provider';
 
 export type PipelineJson = components['schemas']['Pipeline'];
@@ -28,8 +28,27 @@ export function serializeProvider(p: Pipeline, webhookUrl: string | undefined): 
   };
 }
 
+/** A pipeline's API URL. */
+export function pipelineApiUrl(publicUrl: string, orgSlug: string, pipelineSlug: string): string {
+  return `${publicUrl}/v2/organizations/${orgSlug}/pipelines/${pipelineSlug}`;
+}
+
+/** A pipeline's GitHub webhook processing status (`.../github-webhooks`). */
+export function serializeGithubWebhookProcessing(
+  p: Pipeline,
+  disabled: GithubWebhooksDisabled | null,
+  v: { publicUrl: string; orgSlug: string },
+): components['schemas']['GithubWebhookProcessing'] {
+  return {
+    url: `${pipelineApiUrl(v.publicUrl, v.orgSlug, p.slug)}/github-webhooks`,
+    enabled: disabled === null,
+    disabled_at: disabled ? isoTime(disabled.at) : null,
+    disabled_by: disabled?.byName ?? null,
+  };
+}
+
 export function serializePipeline(p: Pipeline, v: PipelineView): PipelineJson {
-  const url = `${v.publicUrl}/v2/organizations/${v.orgSlug}/pipelines/${p.slug}`;
+  const url = pipelineApiUrl(v.publicUrl, v.orgSlug, p.slug);
   const time = v.timestamps === 'iso' ? isoTime : utcTime;
   return {
     id: p.id,

@@ -13,7 +13,7 @@ import { validateBranchFilter } from './branch-filter';
 import { normaliseVisualSteps, parseConfiguration, type NotifyEntry, type ParsedConfiguration, type Step } from './configuration';
 import type { GitHubHooks } from './github';
 import { detectProvider, normaliseProviderSettings, repositoryPath, validateProviderSettings, type ProviderId, type ProviderSettings } from './provider';
-import type { AccessLevel, Pipeline, PipelineCounts, PipelineFields, PipelineRepository, ReadOptions } from './repository';
+import type { AccessLevel, GithubWebhooksDisabled, Pipeline, PipelineCounts, PipelineFields, PipelineRepository, ReadOptions } from './repository';
 import { isValidSlug, slugify } from './slug';
 import type { Actor, Organization, Permissions, Role } from '../core/identity';
 import type { PipelineTemplateService } from '../pipeline-templates/service';
@@ -91,6 +91,23 @@ export class PipelineService {
   async rotateWebhookSecret(actor: Actor, slug: string): Promise<string> {
     const { pipeline } = await this.getEditable(actor, slug);
     return this.nextWebhookSecret(pipeline);
+  }
+
+  /**
+   * Whether the pipeline processes incoming GitHub webhooks (the docs' "GitHub webhook processing":
+   * full access to the pipeline needed to read or change it). `enabled` false disables it, `true`
+   * enables it; either is idempotent. Answers the state after the change.
+   */
+  async githubWebhookProcessing(actor: Actor, slug: string, enabled?: boolean): Promise<{ pipeline: Pipeline; disabled: GithubWebhooksDisabled | null }> {
+    const { pipeline } = await this.getEditable(actor, slug);
+    if (enabled === true) await this.pipelines.enableGithubWebhooks(pipeline.id);
+    if (enabled === false) await this.pipelines.disableGithubWebhooks(pipeline.id, actor.principal.user.id, clock.now());
+    return { pipeline, disabled: await this.pipelines.githubWebhooksDisabled(pipeline.id) };
+  }
+
+  /** Whether a GitHub delivery to this pipeline may make builds (the delivery service asks). */
+  async processesGithubWebhooks(pipelineId: string): Promise<boolean> {
+    return (await this.pipelines.githubWebhooksDisabled(pipelineId)) === null;
   }
 
   /**
