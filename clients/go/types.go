@@ -844,6 +844,26 @@ func (r *JobEnvResponse) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalJobList(data []byte) (JobList, error) {
+	var r JobList
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobList) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalJobListLinks(data []byte) (JobListLinks, error) {
+	var r JobListLinks
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobListLinks) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalJobLog(data []byte) (JobLog, error) {
 	var r JobLog
 	err := json.Unmarshal(data, &r)
@@ -911,6 +931,16 @@ func UnmarshalJobStateCounts(data []byte) (JobStateCounts, error) {
 }
 
 func (r *JobStateCounts) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalJobStateFilter(data []byte) (JobStateFilter, error) {
+	var r JobStateFilter
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobStateFilter) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -3213,6 +3243,18 @@ type JobEnvResponse struct {
 	Env map[string]string `json:"env"`
 }
 
+// One page of a build's jobs.
+type JobList struct {
+	Items []Job        `json:"items"`
+	Links JobListLinks `json:"links"`
+}
+
+// The page's own URL and, when there are more jobs, the next page's.
+type JobListLinks struct {
+	Next *string `json:"next,omitempty"`
+	Self string  `json:"self"`
+}
+
 type JobLog struct {
 	Content string `json:"content"`
 	// When each section header of the log (a line starting with `---`, `+++` or `~~~`)
@@ -4459,26 +4501,26 @@ type JobState string
 const (
 	JobStateAccepted        JobState = "accepted"
 	JobStateAssigned        JobState = "assigned"
+	JobStateBlocked         JobState = "blocked"
 	JobStateBlockedFailed   JobState = "blocked_failed"
 	JobStateBroken          JobState = "broken"
-	JobStateBlocked         JobState = "blocked"
 	JobStateCanceled        JobState = "canceled"
 	JobStateCanceling       JobState = "canceling"
 	JobStateExpired         JobState = "expired"
 	JobStateFailed          JobState = "failed"
+	JobStateLimited         JobState = "limited"
 	JobStatePassed          JobState = "passed"
 	JobStatePending         JobState = "pending"
 	JobStateRunning         JobState = "running"
 	JobStateScheduled       JobState = "scheduled"
 	JobStateSkipped         JobState = "skipped"
-	JobStateLimited         JobState = "limited"
-	JobStateLimiting        JobState = "limiting"
 	JobStateTimedOut        JobState = "timed_out"
 	JobStateTimingOut       JobState = "timing_out"
 	JobStateUnblocked       JobState = "unblocked"
 	JobStateUnblockedFailed JobState = "unblocked_failed"
 	JobStateWaiting         JobState = "waiting"
 	JobStateWaitingFailed   JobState = "waiting_failed"
+	JobStateLimiting        JobState = "limiting"
 )
 
 // `new` (registered, content not yet uploaded), `error` (the upload failed), `finished`
@@ -4646,6 +4688,33 @@ type Status string
 
 const (
 	Ok Status = "ok"
+)
+
+// A job state the jobs list filters on (the states the docs accept).
+type JobStateFilter string
+
+const (
+	JobStateFilterAccepted        JobStateFilter = "accepted"
+	JobStateFilterAssigned        JobStateFilter = "assigned"
+	JobStateFilterBlocked         JobStateFilter = "blocked"
+	JobStateFilterBlockedFailed   JobStateFilter = "blocked_failed"
+	JobStateFilterBroken          JobStateFilter = "broken"
+	JobStateFilterCanceled        JobStateFilter = "canceled"
+	JobStateFilterCanceling       JobStateFilter = "canceling"
+	JobStateFilterExpired         JobStateFilter = "expired"
+	JobStateFilterFailed          JobStateFilter = "failed"
+	JobStateFilterLimited         JobStateFilter = "limited"
+	JobStateFilterPassed          JobStateFilter = "passed"
+	JobStateFilterPending         JobStateFilter = "pending"
+	JobStateFilterRunning         JobStateFilter = "running"
+	JobStateFilterScheduled       JobStateFilter = "scheduled"
+	JobStateFilterSkipped         JobStateFilter = "skipped"
+	JobStateFilterTimedOut        JobStateFilter = "timed_out"
+	JobStateFilterTimingOut       JobStateFilter = "timing_out"
+	JobStateFilterUnblocked       JobStateFilter = "unblocked"
+	JobStateFilterUnblockedFailed JobStateFilter = "unblocked_failed"
+	JobStateFilterWaiting         JobStateFilter = "waiting"
+	JobStateFilterWaitingFailed   JobStateFilter = "waiting_failed"
 )
 
 type ManualStepType string
