@@ -1474,6 +1474,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/step-uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a build's step uploads
+         * @description The pipeline uploads (`buildkite-agent pipeline upload`) the build's jobs sent, newest
+         *     first, without their definitions, by cursor: `items` and `links` (`self`, and `next` when
+         *     there are more: follow it as it is). `after` (or `before`) takes a cursor from a `links`
+         *     URL; both at once, or a cursor this list did not make, is a 400.
+         *     `filter[source_job_id]` keeps the uploads one job made; another filter key, or a value
+         *     that is not a job id, is a 422. An upload is `applied` (with the jobs it created) or
+         *     `rejected` (`validation_error`: the pipeline could not be read; `build_not_running_error`:
+         *     the job was no longer running; `job_creation_error`: the build would have too many jobs);
+         *     `replace_existing_steps` is always false (Windsock's uploads append).
+         */
+        get: operations["listStepUploads"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/step-uploads/{step_upload_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                /** @description The step upload's UUID. */
+                step_upload_id: components["parameters"]["StepUploadId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a step upload
+         * @description One of the build's step uploads with its definition: `definition_yaml` is rendered from
+         *     the stored JSON (formatting, comments and anchors of the uploaded file are not kept),
+         *     `definition_bytes` is the size of that JSON. A definition over 2 MB is not rendered
+         *     (`definition_yaml` null, `definition_yaml_omitted` true). An id the build does not have is
+         *     `No step upload found` (404).
+         */
+        get: operations["getStepUpload"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/clusters": {
         parameters: {
             query?: never;
@@ -6218,6 +6286,70 @@ export interface components {
             self: string;
             next?: string;
         };
+        /**
+         * @description What became of a step upload.
+         * @enum {string}
+         */
+        StepUploadState: "pending" | "processing" | "applied" | "rejected" | "failed";
+        /** @description A pipeline upload a job of the build sent (`buildkite-agent pipeline upload`), without its definition. */
+        StepUpload: {
+            /** Format: uuid */
+            uuid: string;
+            graphql_id: string;
+            state: components["schemas"]["StepUploadState"];
+            /**
+             * @description Where the upload came from (always a job).
+             * @enum {string}
+             */
+            source: "job";
+            /** Format: uuid */
+            source_job_id: string;
+            replace_existing_steps: boolean;
+            /** @description The jobs the upload created (null: not applied). */
+            created_jobs_count: number | null;
+            /** @description Why a rejected upload was rejected: `custom_error`, `validation_error`, `build_not_running_error` or `job_creation_error` (null otherwise). */
+            rejection_type: string | null;
+            /** @description Why a rejected upload was rejected (null otherwise). */
+            message: string | null;
+            url: string;
+            created_at: components["schemas"]["IsoTimestamp"];
+            processed_at: components["schemas"]["IsoTimestamp"] | null;
+        };
+        /** @description A step upload with its definition. */
+        StepUploadDetail: {
+            /** Format: uuid */
+            uuid: string;
+            graphql_id: string;
+            state: components["schemas"]["StepUploadState"];
+            /**
+             * @description Where the upload came from (always a job).
+             * @enum {string}
+             */
+            source: "job";
+            /** Format: uuid */
+            source_job_id: string;
+            replace_existing_steps: boolean;
+            /** @description The jobs the upload created (null: not applied). */
+            created_jobs_count: number | null;
+            /** @description Why a rejected upload was rejected: `custom_error`, `validation_error`, `build_not_running_error` or `job_creation_error` (null otherwise). */
+            rejection_type: string | null;
+            /** @description Why a rejected upload was rejected (null otherwise). */
+            message: string | null;
+            url: string;
+            created_at: components["schemas"]["IsoTimestamp"];
+            processed_at: components["schemas"]["IsoTimestamp"] | null;
+            /** @description The size of the definition as JSON. */
+            definition_bytes: number;
+            /** @description The definition rendered as YAML (null: over 2 MB, or not a document). */
+            definition_yaml: string | null;
+            /** @description Whether the definition was too large (over 2 MB as JSON) to render. */
+            definition_yaml_omitted: boolean;
+        };
+        /** @description One page of a build's step uploads. */
+        StepUploadList: {
+            items: components["schemas"]["StepUpload"][];
+            links: components["schemas"]["JobListLinks"];
+        };
         HealthStatus: {
             /** @enum {string} */
             status: "ok";
@@ -6537,6 +6669,16 @@ export interface components {
         JobCursorAfter: string;
         /** @description Return the jobs before this cursor. Not with `after`. */
         JobCursorBefore: string;
+        /** @description The step upload's UUID. */
+        StepUploadId: string;
+        /** @description `filter[source_job_id]=<job id>`: only the uploads that job made (the one filter there is). */
+        StepUploadFilter: {
+            [key: string]: string;
+        };
+        /** @description Return the uploads after this cursor (older ones; a page's `links.next` carries it). Not with `before`. */
+        StepUploadCursorAfter: string;
+        /** @description Return the uploads before this cursor (newer ones). Not with `after`. */
+        StepUploadCursorBefore: string;
         /** @description Return the services before this cursor. Not with `after`. */
         ServiceCursorBefore: string;
         /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
@@ -8781,6 +8923,84 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["JobEnvResponse"];
                     "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listStepUploads: {
+        parameters: {
+            query?: {
+                /** @description `filter[source_job_id]=<job id>`: only the uploads that job made (the one filter there is). */
+                filter?: components["parameters"]["StepUploadFilter"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Return the uploads after this cursor (older ones; a page's `links.next` carries it). Not with `before`. */
+                after?: components["parameters"]["StepUploadCursorAfter"];
+                /** @description Return the uploads before this cursor (newer ones). Not with `after`. */
+                before?: components["parameters"]["StepUploadCursorBefore"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the build's step uploads. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StepUploadList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getStepUpload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                /** @description The step upload's UUID. */
+                step_upload_id: components["parameters"]["StepUploadId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The step upload. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StepUploadDetail"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1888,6 +1888,46 @@ func (r *StepUpdateRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalStepUpload(data []byte) (StepUpload, error) {
+	var r StepUpload
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepUpload) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalStepUploadDetail(data []byte) (StepUploadDetail, error) {
+	var r StepUploadDetail
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepUploadDetail) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalStepUploadList(data []byte) (StepUploadList, error) {
+	var r StepUploadList
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepUploadList) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalStepUploadState(data []byte) (StepUploadState, error) {
+	var r StepUploadState
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepUploadState) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalStopAgentRequest(data []byte) (StopAgentRequest, error) {
 	var r StopAgentRequest
 	err := json.Unmarshal(data, &r)
@@ -4029,6 +4069,61 @@ type StepUpdateRequest struct {
 	Value           string  `json:"value"`
 }
 
+// A step upload with its definition.
+type StepUploadDetail struct {
+	CreatedAt time.Time `json:"created_at"`
+	// The jobs the upload created (null: not applied).
+	CreatedJobsCount *int64 `json:"created_jobs_count"`
+	// The size of the definition as JSON.
+	DefinitionBytes int64 `json:"definition_bytes"`
+	// The definition rendered as YAML (null: over 2 MB, or not a document).
+	DefinitionYAML *string `json:"definition_yaml"`
+	// Whether the definition was too large (over 2 MB as JSON) to render.
+	DefinitionYAMLOmitted bool   `json:"definition_yaml_omitted"`
+	GraphqlID             string `json:"graphql_id"`
+	// Why a rejected upload was rejected (null otherwise).
+	Message     *string    `json:"message"`
+	ProcessedAt *time.Time `json:"processed_at"`
+	// Why a rejected upload was rejected: `custom_error`, `validation_error`,
+	// `build_not_running_error` or `job_creation_error` (null otherwise).
+	RejectionType        *string `json:"rejection_type"`
+	ReplaceExistingSteps bool    `json:"replace_existing_steps"`
+	// Where the upload came from (always a job).
+	Source      Source          `json:"source"`
+	SourceJobID string          `json:"source_job_id"`
+	State       StepUploadState `json:"state"`
+	URL         string          `json:"url"`
+	UUID        string          `json:"uuid"`
+}
+
+// One page of a build's step uploads.
+type StepUploadList struct {
+	Items []StepUpload `json:"items"`
+	Links JobListLinks `json:"links"`
+}
+
+// A pipeline upload a job of the build sent (`buildkite-agent pipeline upload`), without
+// its definition.
+type StepUpload struct {
+	CreatedAt time.Time `json:"created_at"`
+	// The jobs the upload created (null: not applied).
+	CreatedJobsCount *int64 `json:"created_jobs_count"`
+	GraphqlID        string `json:"graphql_id"`
+	// Why a rejected upload was rejected (null otherwise).
+	Message     *string    `json:"message"`
+	ProcessedAt *time.Time `json:"processed_at"`
+	// Why a rejected upload was rejected: `custom_error`, `validation_error`,
+	// `build_not_running_error` or `job_creation_error` (null otherwise).
+	RejectionType        *string `json:"rejection_type"`
+	ReplaceExistingSteps bool    `json:"replace_existing_steps"`
+	// Where the upload came from (always a job).
+	Source      Source          `json:"source"`
+	SourceJobID string          `json:"source_job_id"`
+	State       StepUploadState `json:"state"`
+	URL         string          `json:"url"`
+	UUID        string          `json:"uuid"`
+}
+
 type StopAgentRequest struct {
 	// Cancel the job the agent holds (and its build) rather than let it finish.
 	Force *bool `json:"force,omitempty"`
@@ -4835,6 +4930,24 @@ type ScriptStepType string
 
 const (
 	TypeScript ScriptStepType = "script"
+)
+
+// Where the upload came from (always a job).
+type Source string
+
+const (
+	SourceJob Source = "job"
+)
+
+// What became of a step upload.
+type StepUploadState string
+
+const (
+	StepUploadStateApplied    StepUploadState = "applied"
+	StepUploadStateProcessing StepUploadState = "processing"
+	StepUploadStateRejected   StepUploadState = "rejected"
+	StepUploadStateFailed     StepUploadState = "failed"
+	StepUploadStatePending    StepUploadState = "pending"
 )
 
 // `secret` teams are seen only by their members and the organization's admins.

@@ -14,7 +14,8 @@ import type { BuildWithJobs } from '../service';
 import type { Job } from './model';
 import { sendLogHead, sendLogHtml, sendLogJson, sendLogTail, sendLogText, suffixRange } from './log-output';
 import { sendEnvText } from './env-text';
-import { jobEnv } from './serialize';
+import { jobEnv, serializeStepUpload, serializeStepUploadDetail } from './serialize';
+import type { PipelineUploadService } from './pipeline-upload';
 import type { JobService, JobTarget } from './service';
 
 /** The operations on one job of a build: they share its path parameters. */
@@ -153,6 +154,35 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
   api.on('getJobEnvText', async (req, res) => {
     const { context, agent } = await jobs.env(actorOf(res), targetOf(req));
     sendEnvText(res, jobEnv(context, agent, publicUrl));
+  });
+
+  return api.router;
+}
+
+/** A build's step uploads (the pipelines its jobs uploaded): list by cursor, get one with its definition. */
+export function stepUploadRoutes(uploads: PipelineUploadService, publicUrl: string) {
+  const api = operationRouter();
+  const buildUrlOf = (item: BuildWithJobs) => buildUrls(publicUrl, item.actor.organization.slug, item.pipeline.slug, item.build.number).url;
+
+  api.on('listStepUploads', async (req, res) => {
+    const perPage = req.query.per_page ?? 30;
+    const {
+      item,
+      uploads: page,
+      next,
+    } = await uploads.list(actorOf(res), req.params.pipeline_slug, req.params.build_number, {
+      filter: req.query.filter,
+      after: req.query.after,
+      before: req.query.before,
+      limit: perPage,
+    });
+    const url = buildUrlOf(item);
+    res.json({ items: page.map((u) => serializeStepUpload(u, url)), links: links(req, publicUrl, next, perPage) });
+  });
+
+  api.on('getStepUpload', async (req, res) => {
+    const { item, upload } = await uploads.get(actorOf(res), req.params.pipeline_slug, req.params.build_number, req.params.step_upload_id);
+    res.json(serializeStepUploadDetail(upload, buildUrlOf(item)));
   });
 
   return api.router;
