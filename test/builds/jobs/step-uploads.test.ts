@@ -7,6 +7,7 @@
 import crypto from 'node:crypto';
 import { auth, describeEachDatabase, PUBLIC_URL, type TestContext } from '../../support/context';
 import { agentAuth, givenBuildAndAgent, type TestAgent } from '../../support/agents';
+import * as stepUploads from '../../../src/db/migrations/20261127091000_step_uploads';
 
 async function take(ctx: TestContext, agent: TestAgent): Promise<string> {
   const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
@@ -101,5 +102,24 @@ describeEachDatabase('step uploads', (ctx) => {
 
     const stranger = await ctx().givenAdmin();
     expect((await ctx().http().get(`${url}/step-uploads`).set(auth(stranger.token))).status).toBe(404);
+  });
+
+  it('has a step_uploads migration that goes down and up again with builds in place', async () => {
+    const { token, agent, url } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: a\n');
+    const job = await take(ctx(), agent);
+    const upload = () =>
+      ctx()
+        .http()
+        .post(`/v3/jobs/${job}/pipelines`)
+        .set(agentAuth(agent.token))
+        .send({ pipeline: { steps: [{ command: 'x' }] } });
+    await upload().expect(201);
+    const db = ctx().services.db;
+    await stepUploads.down(db);
+    expect(await db.schema.hasTable('step_uploads')).toBe(false);
+    await stepUploads.up(db);
+    await upload().expect(201);
+    const list = await ctx().http().get(`${url}/step-uploads`).set(auth(token)).expect(200);
+    expect(list.body.items).toMatchObject([{ state: 'applied', created_jobs_count: 1 }]);
   });
 });
