@@ -1120,6 +1120,9 @@ export interface paths {
          *     `Content-Range`), the raw stored bytes. Only suffix ranges: a range without
          *     `Accept: text/plain`, a start-end or multipart range, or `bytes=-0` is a 400; an empty log
          *     is a 416.
+         *
+         *     `HEAD` answers the log's size without its content: 200 with `Content-Length`, the total
+         *     size of the raw stored log bytes, and `Accept-Ranges: bytes`.
          */
         get: operations["getJobLog"];
         put?: never;
@@ -1304,6 +1307,274 @@ export interface paths {
          *     real API.
          */
         put: operations["reprioritizeOrganizationJob"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a build's jobs
+         * @description The build's jobs in the build's order, by cursor: `items` and `links` (`self`, and `next`
+         *     when there are more: follow it as it is). `after` (or `before`) takes a cursor from a
+         *     `links` URL; both at once, or a cursor this list did not make, is a 400. `state[]` keeps
+         *     the jobs in any of the states named (`passed` and `failed` as the jobs' `state` shows them;
+         *     `finished` and an unknown state are a 400). Retried jobs are included unless
+         *     `include_retried_jobs=false`, which keeps only the latest attempt of each step.
+         */
+        get: operations["listJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a job
+         * @description A job of the build, retried ones included, with the agent that took it. `No job found` (404) for an id the build does not have.
+         */
+        get: operations["getJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a job by its id
+         * @description The job with this id in the organization, as `GET .../builds/{build_number}/jobs/{job_id}`
+         *     answers it, for a caller that has only the organization and the job's id. A job of
+         *     another organization, or of a pipeline the caller can't see, is `No job found` (404).
+         */
+        get: operations["getOrganizationJob"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Retry a job by its id
+         * @description As `PUT .../builds/{build_number}/jobs/{job_id}/retry`, for the job found by its id alone
+         *     within the organization: the new job, `scheduled`, with `retries_count` one more; each job
+         *     can be retried once; a canceled build's jobs are a 422 `Jobs from canceled builds cannot
+         *     be retried`; any other job that can't be retried is a 422 with the reason.
+         */
+        put: operations["retryOrganizationJob"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/unblock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Unblock a job by its id
+         * @description As `PUT .../builds/{build_number}/jobs/{job_id}/unblock`, for the block step's job found
+         *     by its id alone within the organization: `unblocker` (a member's user id) and `fields`
+         *     (the block step's form values, which become build meta-data) are optional. A job that is
+         *     not a blocked block step, or one of a canceled build, is a 422 with the reason.
+         */
+        put: operations["unblockOrganizationJob"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a job's log by the job's id
+         * @description As `GET .../builds/{build_number}/jobs/{job_id}/log`, for the job found by its id alone
+         *     within the organization: JSON by default, `Accept: text/plain` the raw text,
+         *     `Accept: text/html` the rendered HTML; `Range: bytes=-N` with `Accept: text/plain` the
+         *     last N bytes (206), an empty log a 416, any other range a 400.
+         *
+         *     `HEAD` answers the log's size without its content: 200 with `Content-Length`, the total
+         *     size of the raw stored log bytes, and `Accept-Ranges: bytes`.
+         */
+        get: operations["getOrganizationJobLog"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a job's log by the job's id
+         * @description As `DELETE .../builds/{build_number}/jobs/{job_id}/log`, for the job found by its id alone within the organization. Removes the log of a finished job; a job still running is a 422.
+         */
+        delete: operations["deleteOrganizationJobLog"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/env": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a job's environment variables by the job's id
+         * @description As `GET .../builds/{build_number}/jobs/{job_id}/env`, for the job found by its id alone
+         *     within the organization: the environment the job runs in, `BUILDKITE_*` variables
+         *     included; with `Accept: text/plain`, `KEY=VALUE` lines.
+         */
+        get: operations["getOrganizationJobEnv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/step-uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a build's step uploads
+         * @description The pipeline uploads (`buildkite-agent pipeline upload`) the build's jobs sent, newest
+         *     first, without their definitions, by cursor: `items` and `links` (`self`, and `next` when
+         *     there are more: follow it as it is). `after` (or `before`) takes a cursor from a `links`
+         *     URL; both at once, or a cursor this list did not make, is a 400.
+         *     `filter[source_job_id]` keeps the uploads one job made; another filter key, or a value
+         *     that is not a job id, is a 422. An upload is `applied` (with the jobs it created) or
+         *     `rejected` (`validation_error`: the pipeline could not be read; `build_not_running_error`:
+         *     the job was no longer running; `job_creation_error`: the build would have too many jobs);
+         *     `replace_existing_steps` is always false (Windsock's uploads append).
+         */
+        get: operations["listStepUploads"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/step-uploads/{step_upload_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                /** @description The step upload's UUID. */
+                step_upload_id: components["parameters"]["StepUploadId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a step upload
+         * @description One of the build's step uploads with its definition: `definition_yaml` is rendered from
+         *     the stored JSON (formatting, comments and anchors of the uploaded file are not kept),
+         *     `definition_bytes` is the size of that JSON. A definition over 2 MB is not rendered
+         *     (`definition_yaml` null, `definition_yaml_omitted` true). An id the build does not have is
+         *     `No step upload found` (404).
+         */
+        get: operations["getStepUpload"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -6061,6 +6332,85 @@ export interface components {
         JobEnvResponse: {
             env: components["schemas"]["JobEnv"];
         };
+        /**
+         * @description A job state the jobs list filters on (the states the docs accept).
+         * @enum {string}
+         */
+        JobStateFilter: "pending" | "waiting" | "waiting_failed" | "blocked" | "blocked_failed" | "unblocked" | "unblocked_failed" | "scheduled" | "assigned" | "accepted" | "running" | "passed" | "failed" | "timed_out" | "timing_out" | "canceled" | "canceling" | "skipped" | "broken" | "expired" | "limited";
+        /** @description One page of a build's jobs. */
+        JobList: {
+            items: components["schemas"]["Job"][];
+            links: components["schemas"]["JobListLinks"];
+        };
+        /** @description The page's own URL and, when there are more jobs, the next page's. */
+        JobListLinks: {
+            self: string;
+            next?: string;
+        };
+        /**
+         * @description What became of a step upload.
+         * @enum {string}
+         */
+        StepUploadState: "pending" | "processing" | "applied" | "rejected" | "failed";
+        /** @description A pipeline upload a job of the build sent (`buildkite-agent pipeline upload`), without its definition. */
+        StepUpload: {
+            /** Format: uuid */
+            uuid: string;
+            graphql_id: string;
+            state: components["schemas"]["StepUploadState"];
+            /**
+             * @description Where the upload came from (always a job).
+             * @enum {string}
+             */
+            source: "job";
+            /** Format: uuid */
+            source_job_id: string;
+            replace_existing_steps: boolean;
+            /** @description The jobs the upload created (null: not applied). */
+            created_jobs_count: number | null;
+            /** @description Why a rejected upload was rejected: `custom_error`, `validation_error`, `build_not_running_error` or `job_creation_error` (null otherwise). */
+            rejection_type: string | null;
+            /** @description Why a rejected upload was rejected (null otherwise). */
+            message: string | null;
+            url: string;
+            created_at: components["schemas"]["IsoTimestamp"];
+            processed_at: components["schemas"]["IsoTimestamp"] | null;
+        };
+        /** @description A step upload with its definition. */
+        StepUploadDetail: {
+            /** Format: uuid */
+            uuid: string;
+            graphql_id: string;
+            state: components["schemas"]["StepUploadState"];
+            /**
+             * @description Where the upload came from (always a job).
+             * @enum {string}
+             */
+            source: "job";
+            /** Format: uuid */
+            source_job_id: string;
+            replace_existing_steps: boolean;
+            /** @description The jobs the upload created (null: not applied). */
+            created_jobs_count: number | null;
+            /** @description Why a rejected upload was rejected: `custom_error`, `validation_error`, `build_not_running_error` or `job_creation_error` (null otherwise). */
+            rejection_type: string | null;
+            /** @description Why a rejected upload was rejected (null otherwise). */
+            message: string | null;
+            url: string;
+            created_at: components["schemas"]["IsoTimestamp"];
+            processed_at: components["schemas"]["IsoTimestamp"] | null;
+            /** @description The size of the definition as JSON. */
+            definition_bytes: number;
+            /** @description The definition rendered as YAML (null: over 2 MB, or not a document). */
+            definition_yaml: string | null;
+            /** @description Whether the definition was too large (over 2 MB as JSON) to render. */
+            definition_yaml_omitted: boolean;
+        };
+        /** @description One page of a build's step uploads. */
+        StepUploadList: {
+            items: components["schemas"]["StepUpload"][];
+            links: components["schemas"]["JobListLinks"];
+        };
         HealthStatus: {
             /** @enum {string} */
             status: "ok";
@@ -6387,6 +6737,24 @@ export interface components {
         ServiceId: string;
         /** @description Return the services after this cursor (a page's `links.next` carries it). Not with `before`. */
         ServiceCursorAfter: string;
+        /** @description Only jobs in this state; several with `state[]=passed&state[]=failed` (any of them). */
+        JobStateFilter: components["schemas"]["JobStateFilter"] | components["schemas"]["JobStateFilter"][];
+        /** @description `false`: only the latest attempt of each step (retried jobs left out). */
+        JobsIncludeRetried: boolean;
+        /** @description Return the jobs after this cursor (a page's `links.next` carries it). Not with `before`. */
+        JobCursorAfter: string;
+        /** @description Return the jobs before this cursor. Not with `after`. */
+        JobCursorBefore: string;
+        /** @description The step upload's UUID. */
+        StepUploadId: string;
+        /** @description `filter[source_job_id]=<job id>`: only the uploads that job made (the one filter there is). */
+        StepUploadFilter: {
+            [key: string]: string;
+        };
+        /** @description Return the uploads after this cursor (older ones; a page's `links.next` carries it). Not with `before`. */
+        StepUploadCursorAfter: string;
+        /** @description Return the uploads before this cursor (newer ones). Not with `after`. */
+        StepUploadCursorBefore: string;
         /** @description Return the services before this cursor. Not with `after`. */
         ServiceCursorBefore: string;
         /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
@@ -8122,9 +8490,11 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The log. */
+            /** @description The log (with `HEAD`, its headers only). */
             200: {
                 headers: {
+                    /** @description `bytes` (with `HEAD`): suffix ranges can be asked for. */
+                    "Accept-Ranges"?: "bytes";
                     [name: string]: unknown;
                 };
                 content: {
@@ -8406,6 +8776,379 @@ export interface operations {
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listJobs: {
+        parameters: {
+            query?: {
+                /** @description Only jobs in this state; several with `state[]=passed&state[]=failed` (any of them). */
+                state?: components["parameters"]["JobStateFilter"];
+                /** @description `false`: only the latest attempt of each step (retried jobs left out). */
+                include_retried_jobs?: components["parameters"]["JobsIncludeRetried"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Return the jobs after this cursor (a page's `links.next` carries it). Not with `before`. */
+                after?: components["parameters"]["JobCursorAfter"];
+                /** @description Return the jobs before this cursor. Not with `after`. */
+                before?: components["parameters"]["JobCursorBefore"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the build's jobs. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getOrganizationJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    retryOrganizationJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    unblockOrganizationJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["UnblockJobRequest"];
+            };
+        };
+        responses: {
+            /** @description The unblocked job. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getOrganizationJobLog: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description `bytes=-N`: the last N bytes of the log (with `Accept: text/plain`). */
+                Range?: string;
+            };
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The log (with `HEAD`, its headers only). */
+            200: {
+                headers: {
+                    /** @description `bytes` (with `HEAD`): suffix ranges can be asked for. */
+                    "Accept-Ranges"?: "bytes";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobLog"];
+                    "text/plain": string;
+                    "text/html": string;
+                };
+            };
+            /** @description The last bytes of the log, as asked with `Range: bytes=-N`. */
+            206: {
+                headers: {
+                    "Accept-Ranges"?: "bytes";
+                    /** @description `bytes <first>-<last>/<size>`. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description A suffix range of an empty log. */
+            416: {
+                headers: {
+                    /** @description `bytes *\/0`. */
+                    "Content-Range"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiError"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteOrganizationJobLog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The log was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getOrganizationJobEnv: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The environment. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobEnvResponse"];
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listStepUploads: {
+        parameters: {
+            query?: {
+                /** @description `filter[source_job_id]=<job id>`: only the uploads that job made (the one filter there is). */
+                filter?: components["parameters"]["StepUploadFilter"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Return the uploads after this cursor (older ones; a page's `links.next` carries it). Not with `before`. */
+                after?: components["parameters"]["StepUploadCursorAfter"];
+                /** @description Return the uploads before this cursor (newer ones). Not with `after`. */
+                before?: components["parameters"]["StepUploadCursorBefore"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the build's step uploads. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StepUploadList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getStepUpload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The build's number within its pipeline. */
+                build_number: components["parameters"]["BuildNumber"];
+                /** @description The step upload's UUID. */
+                step_upload_id: components["parameters"]["StepUploadId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The step upload. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StepUploadDetail"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -16,7 +16,7 @@ import { clusterRoutes } from './clusters/routes';
 import { agentSecretRoutes } from './agent-api/secrets';
 import { artifactRoutes } from './artifacts/routes';
 import { ARTIFACT_UPLOADS_PATH, parseArtifactUpload } from './artifacts/upload';
-import { jobRoutes } from './builds/jobs/routes';
+import { jobRoutes, stepUploadRoutes } from './builds/jobs/routes';
 import { serializeHeldJobs } from './builds/jobs/serialize';
 import { buildRoutes, type TestEngineRuns } from './builds/routes';
 import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
@@ -256,6 +256,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(agentRoutes(deps.agents, async (agents) => serializeHeldJobs(await deps.agentWork.heldJobs(agents), deps.publicUrl), deps.publicUrl));
   app.use(agentApiRoutes(deps.agents, deps.agentWork, deps.pipelineUploads, deps.steps, { publicUrl: deps.publicUrl, bodyLimitBytes: deps.bodyLimitBytes }));
   app.use(jobRoutes(deps.jobs, deps.publicUrl));
+  app.use(stepUploadRoutes(deps.pipelineUploads, deps.publicUrl));
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));
   app.use(deliveryRoutes(deps.deliveries));

@@ -30,6 +30,7 @@ import { JobLogRepository } from './builds/jobs/log-repository';
 import { JobRepository } from './builds/jobs/repository';
 import { JobService } from './builds/jobs/service';
 import { PipelineUploadService } from './builds/jobs/pipeline-upload';
+import { StepUploadRepository } from './builds/jobs/step-upload-repository';
 import { signer, stepSigningKey } from './builds/jobs/plan';
 import { DEFAULT_SWEEP_SETTINGS, Sweeper, type SweepSettings } from './builds/jobs/sweeper';
 import type { Logger } from './http/logger';
@@ -265,7 +266,7 @@ export function createServices(o: ServiceOptions): Services {
     steps: new StepService(jobs, agentWork),
     jobs: jobService,
     progress,
-    pipelineUploads: new PipelineUploadService(jobs, progress, builds, pipelines, sign),
+    pipelineUploads: new PipelineUploadService(jobs, progress, builds, pipelines, sign, new StepUploadRepository(db)),
     suites: suiteService,
     uploads: new UploadService(suiteService, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, organizations, o.publicUrl),

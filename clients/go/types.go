@@ -834,6 +834,26 @@ func (r *JobEnvResponse) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalJobList(data []byte) (JobList, error) {
+	var r JobList
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobList) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalJobListLinks(data []byte) (JobListLinks, error) {
+	var r JobListLinks
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobListLinks) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalJobLog(data []byte) (JobLog, error) {
 	var r JobLog
 	err := json.Unmarshal(data, &r)
@@ -901,6 +921,16 @@ func UnmarshalJobStateCounts(data []byte) (JobStateCounts, error) {
 }
 
 func (r *JobStateCounts) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalJobStateFilter(data []byte) (JobStateFilter, error) {
+	var r JobStateFilter
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *JobStateFilter) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1835,6 +1865,46 @@ func UnmarshalStepUpdateRequest(data []byte) (StepUpdateRequest, error) {
 }
 
 func (r *StepUpdateRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalStepUpload(data []byte) (StepUpload, error) {
+	var r StepUpload
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepUpload) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalStepUploadDetail(data []byte) (StepUploadDetail, error) {
+	var r StepUploadDetail
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepUploadDetail) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalStepUploadList(data []byte) (StepUploadList, error) {
+	var r StepUploadList
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepUploadList) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalStepUploadState(data []byte) (StepUploadState, error) {
+	var r StepUploadState
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepUploadState) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -3205,6 +3275,18 @@ type JobEnvResponse struct {
 	Env map[string]string `json:"env"`
 }
 
+// One page of a build's jobs.
+type JobList struct {
+	Items []Job        `json:"items"`
+	Links JobListLinks `json:"links"`
+}
+
+// The page's own URL and, when there are more jobs, the next page's.
+type JobListLinks struct {
+	Next *string `json:"next,omitempty"`
+	Self string  `json:"self"`
+}
+
 type JobLog struct {
 	Content string `json:"content"`
 	// When each section header of the log (a line starting with `---`, `+++` or `~~~`)
@@ -3977,6 +4059,61 @@ type StepUpdateRequest struct {
 	Value           string  `json:"value"`
 }
 
+// A step upload with its definition.
+type StepUploadDetail struct {
+	CreatedAt time.Time `json:"created_at"`
+	// The jobs the upload created (null: not applied).
+	CreatedJobsCount *int64 `json:"created_jobs_count"`
+	// The size of the definition as JSON.
+	DefinitionBytes int64 `json:"definition_bytes"`
+	// The definition rendered as YAML (null: over 2 MB, or not a document).
+	DefinitionYAML *string `json:"definition_yaml"`
+	// Whether the definition was too large (over 2 MB as JSON) to render.
+	DefinitionYAMLOmitted bool   `json:"definition_yaml_omitted"`
+	GraphqlID             string `json:"graphql_id"`
+	// Why a rejected upload was rejected (null otherwise).
+	Message     *string    `json:"message"`
+	ProcessedAt *time.Time `json:"processed_at"`
+	// Why a rejected upload was rejected: `custom_error`, `validation_error`,
+	// `build_not_running_error` or `job_creation_error` (null otherwise).
+	RejectionType        *string `json:"rejection_type"`
+	ReplaceExistingSteps bool    `json:"replace_existing_steps"`
+	// Where the upload came from (always a job).
+	Source      Source          `json:"source"`
+	SourceJobID string          `json:"source_job_id"`
+	State       StepUploadState `json:"state"`
+	URL         string          `json:"url"`
+	UUID        string          `json:"uuid"`
+}
+
+// One page of a build's step uploads.
+type StepUploadList struct {
+	Items []StepUpload `json:"items"`
+	Links JobListLinks `json:"links"`
+}
+
+// A pipeline upload a job of the build sent (`buildkite-agent pipeline upload`), without
+// its definition.
+type StepUpload struct {
+	CreatedAt time.Time `json:"created_at"`
+	// The jobs the upload created (null: not applied).
+	CreatedJobsCount *int64 `json:"created_jobs_count"`
+	GraphqlID        string `json:"graphql_id"`
+	// Why a rejected upload was rejected (null otherwise).
+	Message     *string    `json:"message"`
+	ProcessedAt *time.Time `json:"processed_at"`
+	// Why a rejected upload was rejected: `custom_error`, `validation_error`,
+	// `build_not_running_error` or `job_creation_error` (null otherwise).
+	RejectionType        *string `json:"rejection_type"`
+	ReplaceExistingSteps bool    `json:"replace_existing_steps"`
+	// Where the upload came from (always a job).
+	Source      Source          `json:"source"`
+	SourceJobID string          `json:"source_job_id"`
+	State       StepUploadState `json:"state"`
+	URL         string          `json:"url"`
+	UUID        string          `json:"uuid"`
+}
+
 type StopAgentRequest struct {
 	// Cancel the job the agent holds (and its build) rather than let it finish.
 	Force *bool `json:"force,omitempty"`
@@ -4449,26 +4586,26 @@ type JobState string
 const (
 	JobStateAccepted        JobState = "accepted"
 	JobStateAssigned        JobState = "assigned"
+	JobStateBlocked         JobState = "blocked"
 	JobStateBlockedFailed   JobState = "blocked_failed"
 	JobStateBroken          JobState = "broken"
-	JobStateBlocked         JobState = "blocked"
 	JobStateCanceled        JobState = "canceled"
 	JobStateCanceling       JobState = "canceling"
 	JobStateExpired         JobState = "expired"
 	JobStateFailed          JobState = "failed"
+	JobStateLimited         JobState = "limited"
 	JobStatePassed          JobState = "passed"
 	JobStatePending         JobState = "pending"
 	JobStateRunning         JobState = "running"
 	JobStateScheduled       JobState = "scheduled"
 	JobStateSkipped         JobState = "skipped"
-	JobStateLimited         JobState = "limited"
-	JobStateLimiting        JobState = "limiting"
 	JobStateTimedOut        JobState = "timed_out"
 	JobStateTimingOut       JobState = "timing_out"
 	JobStateUnblocked       JobState = "unblocked"
 	JobStateUnblockedFailed JobState = "unblocked_failed"
 	JobStateWaiting         JobState = "waiting"
 	JobStateWaitingFailed   JobState = "waiting_failed"
+	JobStateLimiting        JobState = "limiting"
 )
 
 // `new` (registered, content not yet uploaded), `error` (the upload failed), `finished`
@@ -4638,6 +4775,33 @@ const (
 	Ok Status = "ok"
 )
 
+// A job state the jobs list filters on (the states the docs accept).
+type JobStateFilter string
+
+const (
+	JobStateFilterAccepted        JobStateFilter = "accepted"
+	JobStateFilterAssigned        JobStateFilter = "assigned"
+	JobStateFilterBlocked         JobStateFilter = "blocked"
+	JobStateFilterBlockedFailed   JobStateFilter = "blocked_failed"
+	JobStateFilterBroken          JobStateFilter = "broken"
+	JobStateFilterCanceled        JobStateFilter = "canceled"
+	JobStateFilterCanceling       JobStateFilter = "canceling"
+	JobStateFilterExpired         JobStateFilter = "expired"
+	JobStateFilterFailed          JobStateFilter = "failed"
+	JobStateFilterLimited         JobStateFilter = "limited"
+	JobStateFilterPassed          JobStateFilter = "passed"
+	JobStateFilterPending         JobStateFilter = "pending"
+	JobStateFilterRunning         JobStateFilter = "running"
+	JobStateFilterScheduled       JobStateFilter = "scheduled"
+	JobStateFilterSkipped         JobStateFilter = "skipped"
+	JobStateFilterTimedOut        JobStateFilter = "timed_out"
+	JobStateFilterTimingOut       JobStateFilter = "timing_out"
+	JobStateFilterUnblocked       JobStateFilter = "unblocked"
+	JobStateFilterUnblockedFailed JobStateFilter = "unblocked_failed"
+	JobStateFilterWaiting         JobStateFilter = "waiting"
+	JobStateFilterWaitingFailed   JobStateFilter = "waiting_failed"
+)
+
 type ManualStepType string
 
 const (
@@ -4756,6 +4920,24 @@ type ScriptStepType string
 
 const (
 	TypeScript ScriptStepType = "script"
+)
+
+// Where the upload came from (always a job).
+type Source string
+
+const (
+	SourceJob Source = "job"
+)
+
+// What became of a step upload.
+type StepUploadState string
+
+const (
+	StepUploadStateApplied    StepUploadState = "applied"
+	StepUploadStateProcessing StepUploadState = "processing"
+	StepUploadStateRejected   StepUploadState = "rejected"
+	StepUploadStateFailed     StepUploadState = "failed"
+	StepUploadStatePending    StepUploadState = "pending"
 )
 
 // `secret` teams are seen only by their members and the organization's admins.

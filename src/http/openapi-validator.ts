@@ -27,7 +27,7 @@
  *
  * What a single validator did, kept: paths are tried in its order (literal segments before
  * parameters) and only the first that matches validates; a documented path with another method
- * is its validator's 405; a path no operation documents is the validator's 404 (unless the
+ * is its validator's 405 (HEAD is validated as GET); a path no operation documents is the validator's 404 (unless the
  * options say `ignoreUndocumented`).
  */
 import crypto from 'node:crypto';
@@ -89,8 +89,16 @@ export function openApiValidator(doc: SpecDoc, options: ValidatorOptions): Route
       validate ??= express
         .Router()
         .use(validatorFor(documentFor(doc, path), options).map((h) => (q: Request, s: Response, n: NextFunction) => Promise.resolve(h(q, s, n))));
+      // HEAD is GET without the body (Express routes it to the GET handlers): the validator
+      // knows only the spec's methods and would answer HEAD its 405, so it validates a HEAD as
+      // the GET it is, and the request goes on as HEAD.
+      const head = req.method === 'HEAD';
+      if (head) req.method = 'GET';
       // Validated: the request leaves this router, so no later path's validator sees it.
-      validate(req, res, (err?: unknown) => next(err ?? 'router'));
+      validate(req, res, (err?: unknown) => {
+        if (head) req.method = 'HEAD';
+        next(err ?? 'router');
+      });
     });
   }
   router.use((req: Request, _res: Response, next: NextFunction) => {

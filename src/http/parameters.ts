@@ -63,6 +63,7 @@ export const PATH_THINGS: Record<string, string> = {
   job_id: 'job',
   artifact_id: 'artifact',
   build_id: 'build',
+  step_upload_id: 'step upload',
 };
 
 /** Every branch a value of this schema may take: itself, or its oneOf/anyOf alternatives. */

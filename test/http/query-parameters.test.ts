@@ -131,13 +131,18 @@ describeEachDatabase('query and path parameters', (ctx) => {
       for (const target of targets) {
         const res = await rawGet(
           endpoint,
-          target.replace('$RUN_ID', crypto.randomUUID()).replace('$TEST_ID', crypto.randomUUID()).replace('$BUILD_ID', crypto.randomUUID()),
+          target
+            .replace('$RUN_ID', crypto.randomUUID())
+            .replace('$TEST_ID', crypto.randomUUID())
+            .replace('$BUILD_ID', crypto.randomUUID())
+            .replace('$JOB_ID', crypto.randomUUID())
+            .replace('$UPLOAD_ID', crypto.randomUUID()),
           token,
         );
-        // The run, test and build ids are the reader's own: here they name nothing (404), which is past parsing.
-        const expected = /\$(RUN|TEST|BUILD)_ID/.test(target) ? 404 : 200;
+        // The run, test, build, job and step upload ids are the reader's own: here they name nothing (404), which is past parsing.
+        const expected = /\$(RUN|TEST|BUILD|JOB|UPLOAD)_ID/.test(target) ? 404 : 200;
         expect({ target, status: res.status }).toEqual({ target, status: expected });
-        if (expected === 404) expect(res.body.message).toMatch(/^No (run|test|build) found$/);
+        if (expected === 404) expect(res.body.message).toMatch(/^No (run|test|build|job|step upload) found$/);
       }
       // Some forty pages of examples, each path validated on its first call.
     }, 180_000);

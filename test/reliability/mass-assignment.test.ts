@@ -133,6 +133,7 @@ const NOT_READ_BACK: Record<string, string> = {
   retryFailedJobs: 'the body says which jobs to retry and stores nothing: test/jobs/reprioritize-retry-failed reads the retries back',
   reprioritizeJob: "the priority is the job's dispatch order: test/jobs/reprioritize-retry-failed reads it back and watches dispatch follow it",
   reprioritizeOrganizationJob: 'as reprioritizeJob, by job id',
+  unblockOrganizationJob: 'as unblockJob, by job id: test/builds/jobs/jobs reads an unblock by id back',
   pauseAgent: 'a pause is read back through getAgent by test/agents/pause-stop (who, when, note, timeout)',
   resumeAgent: 'stores nothing but the end of a pause: test/agents/pause-stop reads it back',
   stopAgent: 'a stop is a connection state: test/agents/pause-stop follows it to `stopped`',

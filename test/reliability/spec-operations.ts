@@ -90,6 +90,13 @@ export function specOperations(): SpecOperation[] {
   return ops;
 }
 
+/** The id of the build's newest step upload (a tenant's last build has one). */
+async function stepUploadOf(ctx: TestContext, base: string, pipelineSlug: string, number: number, token: string): Promise<string> {
+  const res = await ctx.http().get(`${base}/pipelines/${pipelineSlug}/builds/${number}/step-uploads`).set(auth(token));
+  check(res, 200, 'list step uploads');
+  return (res.body.items as { uuid: string }[])[0]?.uuid ?? crypto.randomUUID();
+}
+
 /** The path parameter kinds a tenant has a fixture for. */
 export const PARAM_KINDS = [
   'org_slug',
@@ -119,6 +126,7 @@ export const PARAM_KINDS = [
   'service_id',
   'delivery_id',
   'step_id_or_key',
+  'step_upload_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -150,6 +158,7 @@ export function missingParam(kind: ParamKind): string {
     case 'service_id':
     case 'delivery_id':
     case 'step_id_or_key':
+    case 'step_upload_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -292,6 +301,8 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   check(await ctx.http().post('/v3/connect').set(agentAuth(agent.token)), 200, 'connect agent');
   // The agent runs every job, oldest first, each leaving a log and an artifact that name the tenant.
   const artifacts = new Map<string, string>();
+  // The last build's first job uploads a step (so the build has a step upload to read).
+  let uploadedFrom: string | undefined;
   for (
     let job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token))).body.job;
     job;
@@ -299,6 +310,15 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   ) {
     check(await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)), 200, 'accept job');
     check(await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)), 200, 'start job');
+    if (!uploadedFrom && job.id === builds[builds.length - 1]?.jobIds[0]) {
+      uploadedFrom = job.id as string;
+      const uploaded = await ctx
+        .http()
+        .post(`/v3/jobs/${job.id}/pipelines`)
+        .set(agentAuth(agent.token))
+        .send({ pipeline: { steps: [{ command: `echo ${tag}`, key: 'uploaded' }] } });
+      check(uploaded, 201, 'pipeline upload');
+    }
     check(
       await ctx
         .http()
@@ -461,6 +481,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     service_id: notificationService.id,
     delivery_id: deliveryId,
     step_id_or_key: builds[builds.length - 1]?.stepIds[0] ?? crypto.randomUUID(),
+    step_upload_id: lastBuild ? await stepUploadOf(ctx, base, p.body.slug as string, lastBuild.number, token) : crypto.randomUUID(),
   };
   return {
     label,
@@ -560,6 +581,16 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getJobEnvText: undefined,
   reprioritizeJob: () => ({ priority: 1 }),
   reprioritizeOrganizationJob: () => ({ priority: 2 }),
+  listJobs: undefined,
+  listStepUploads: undefined,
+  getStepUpload: undefined,
+  getJob: undefined,
+  getOrganizationJob: undefined,
+  retryOrganizationJob: undefined,
+  unblockOrganizationJob: () => ({ fields: { release: 'v2' } }),
+  getOrganizationJobLog: undefined,
+  deleteOrganizationJobLog: undefined,
+  getOrganizationJobEnv: undefined,
   createAgentToken: () => ({ description: 'made' }),
   listAgents: undefined,
   getAgent: undefined,

@@ -144,3 +144,14 @@ export async function sendLogTail(res: Response, pages: AsyncIterable<LogChunk[]
   res.setHeader('Content-Range', `bytes ${start}-${log.length - 1}/${log.length}`);
   res.status(206).type('text/plain; charset=utf-8').send(log.subarray(start));
 }
+
+/**
+ * HEAD on a log: its size without its content, as the docs have it: `Content-Length` is the
+ * total of the raw stored bytes (whatever the format asked for), with `Accept-Ranges: bytes`.
+ */
+export function sendLogHead(res: Response, format: string, size: number): void {
+  res.setHeader('Accept-Ranges', 'bytes');
+  res.type(`${format}; charset=utf-8`);
+  res.setHeader('Content-Length', String(size));
+  res.status(200).end();
+}

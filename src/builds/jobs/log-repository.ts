@@ -107,6 +107,12 @@ export class JobLogRepository {
     });
   }
 
+  /** The log's size in stored bytes: every chunk, the server's own lines included. */
+  async logSize(jobId: string): Promise<number> {
+    const row = await this.db('job_log_chunks').where({ job_id: jobId }).sum('size as size').first();
+    return Number(row?.size ?? 0);
+  }
+
   /**
    * The job's log chunks in order, `LOG_PAGE_CHUNKS` at a time, each page read only when the
    * one before was used: a reader holds a few chunks, never the whole log. A header whose time

@@ -6,8 +6,12 @@
  * are: env merged from the pipeline's settings, the upload's top-level `env`, the build's and the
  * step's own, each script step signed. The upload's top-level `notify` is appended to the
  * build's (step-level ones stay on the steps, so on the jobs' steps). An upload sent again with the same `uuid` (the agent
- * retrying after a lost answer) adds nothing. No HTTP, no SQL.
+ * retrying after a lost answer) adds nothing. Each upload a running job sends is recorded as a
+ * step upload (./step-upload-repository.ts): `applied` with the jobs it created, or `rejected`
+ * with why; the REST step uploads API lists them. No HTTP, no SQL.
  */
+import crypto from 'node:crypto';
+import YAML from 'yaml';
 import type { Agent } from '../../agents/repository';
 import type { StepSignature } from './plan';
 import { MAX_JOBS_PER_BUILD, planJobs } from './plan';
@@ -18,7 +22,11 @@ import { NotFoundError, UnprocessableError, ValidationError } from '../../core/e
 import { parseConfiguration } from '../../pipelines/configuration';
 import type { PipelineService } from '../../pipelines/service';
 import type { JobRepository } from './repository';
+import type { StepUpload, StepUploadRejection, StepUploadRepository } from './step-upload-repository';
 import { clock } from '../../core/clock';
+import { BadRequestError } from '../../core/errors';
+import type { Actor } from '../../core/identity';
+import type { BuildWithJobs } from '../service';
 
 export class PipelineUploadService {
   constructor(
@@ -27,6 +35,7 @@ export class PipelineUploadService {
     private readonly builds: BuildService,
     private readonly pipelines: PipelineService,
     private readonly sign: (fields: Record<string, unknown>) => StepSignature,
+    private readonly stepUploads: StepUploadRepository,
   ) {}
 
   /** Adds the pipeline's steps to the build of the agent's running job; answers the new jobs,
@@ -35,9 +44,37 @@ export class PipelineUploadService {
     if (agent.connectionState !== 'connected') throw new UnprocessableError(`The agent is ${agent.connectionState}: POST /v3/connect first.`);
     const context = await this.jobs.findWithContext(jobId);
     if (!context || context.job.agentId !== agent.id) throw new NotFoundError('job');
+    const receivedAt = clock.now();
+    const definition = definitionOf(pipeline);
+    const record = (outcome: Pick<StepUpload, 'state' | 'createdJobsCount' | 'rejectionType' | 'message'>) =>
+      this.stepUploads.insert({
+        id: crypto.randomUUID(),
+        buildId: context.build.id,
+        sourceJobId: jobId,
+        uploadUuid: uploadId,
+        replaceExistingSteps: false,
+        definition,
+        definitionBytes: definition === null ? 0 : Buffer.byteLength(definition),
+        createdAt: receivedAt,
+        processedAt: clock.now(),
+        ...outcome,
+      });
+    const reject = async (rejectionType: StepUploadRejection, error: Error) => {
+      await record({ state: 'rejected', createdJobsCount: null, rejectionType, message: error.message });
+      return error;
+    };
     if (context.job.state !== 'running')
-      throw new UnprocessableError(`A pipeline can't be uploaded by a job that is ${context.job.state}: only by a running one.`);
-    const parsed = parseUpload(typeof pipeline === 'string' ? pipeline : JSON.stringify(pipeline));
+      throw await reject(
+        'build_not_running_error',
+        new UnprocessableError(`A pipeline can't be uploaded by a job that is ${context.job.state}: only by a running one.`),
+      );
+    let parsed: ReturnType<typeof parseUpload>;
+    try {
+      parsed = parseUpload(typeof pipeline === 'string' ? pipeline : JSON.stringify(pipeline));
+    } catch (error) {
+      if (error instanceof ValidationError) throw await reject('validation_error', error);
+      throw error;
+    }
     const build = (await this.builds.findById(context.build.id))!;
     const settings = await this.pipelines.findInOrganization(context.organizationId, context.pipelineSlug);
     const planned = planJobs(parsed.steps, {
@@ -48,9 +85,82 @@ export class PipelineUploadService {
       stepTimeouts: settings ? { defaultMinutes: settings.defaultTimeoutInMinutes, maximumMinutes: settings.maximumTimeoutInMinutes } : undefined,
       sign: this.sign,
     });
+    // A send the agent retries (same uuid) added nothing the second time: recorded once.
+    const repeated = uploadId !== null && (await this.stepUploads.hasApplied(context.build.id, uploadId));
     const ids = await this.progress.addUploadedJobs(build.id, context.job, planned, uploadId, clock.now(), MAX_JOBS_PER_BUILD, parsed.notify);
-    if (!ids) throw new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: this upload would go over.`);
+    if (!ids)
+      throw await reject('job_creation_error', new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: this upload would go over.`));
+    if (!repeated) await record({ state: 'applied', createdJobsCount: ids.length, rejectionType: null, message: null });
     return { jobs: await this.jobs.findMany(ids), notices: parsed.notices };
+  }
+
+  /**
+   * A page of the build's step uploads, newest first, from a cursor (`after` older ones,
+   * `before` newer ones, not both), optionally only those one job made.
+   */
+  async list(
+    actor: Actor,
+    pipelineSlug: string,
+    number: number,
+    opts: { filter?: Record<string, string>; after?: string; before?: string; limit: number },
+  ): Promise<{ item: BuildWithJobs; uploads: StepUpload[]; next: string | null }> {
+    if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('after and before are mutually exclusive: send one of them');
+    const unknown = Object.keys(opts.filter ?? {}).filter((k) => k !== 'source_job_id');
+    if (unknown.length)
+      throw new ValidationError(
+        unknown.map((k) => ({ field: `filter[${k}]`, code: 'is not a supported filter' })),
+        'Unsupported filter',
+      );
+    const sourceJobId = opts.filter?.source_job_id;
+    if (sourceJobId !== undefined && !UUID.test(sourceJobId)) throw ValidationError.field('filter[source_job_id]', 'is not a job id');
+    const item = await this.builds.get(actor, pipelineSlug, number, false, { jobs: true, pipeline: true });
+    const after = opts.after !== undefined ? decodeUploadCursor(opts.after, 'after') : undefined;
+    const before = opts.before !== undefined ? decodeUploadCursor(opts.before, 'before') : undefined;
+    const rows = await this.stepUploads.list(item.build.id, { sourceJobId, after, before, limit: opts.limit + 1 });
+    // Read forwards, one more than the page says whether there are older ones; read backwards
+    // (before), the page always has older uploads after it (the one the cursor named).
+    const uploads = before ? rows.slice(-opts.limit) : rows.slice(0, opts.limit);
+    const last = uploads[uploads.length - 1];
+    const more = before ? true : rows.length > opts.limit;
+    return { item, uploads, next: more && last ? encodeUploadCursor(last) : null };
+  }
+
+  /** One step upload of the build, with its definition. */
+  async get(actor: Actor, pipelineSlug: string, number: number, id: string): Promise<{ item: BuildWithJobs; upload: StepUpload }> {
+    const item = await this.builds.get(actor, pipelineSlug, number, false, { jobs: true, pipeline: true });
+    const upload = UUID.test(id) ? await this.stepUploads.find(item.build.id, id) : undefined;
+    if (!upload) throw new NotFoundError('step upload');
+    return { item, upload };
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A list cursor: the (created_at, id) of the upload a page ended with; opaque to clients. */
+function encodeUploadCursor(u: Pick<StepUpload, 'createdAt' | 'id'>): string {
+  return Buffer.from(JSON.stringify([u.createdAt.toISOString(), u.id]), 'utf8').toString('base64url');
+}
+
+function decodeUploadCursor(cursor: string, name: string): { createdAt: Date; id: string } {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && UUID.test(v[1])) {
+      const createdAt = new Date(v[0]);
+      if (!Number.isNaN(createdAt.getTime())) return { createdAt, id: v[1] };
+    }
+  } catch {
+    // not JSON: refused below
+  }
+  throw new BadRequestError(`Invalid parameter ${name}: not a cursor of this list (take it from links.next)`);
+}
+
+/** The uploaded document as JSON text (a YAML upload parsed; null when it isn't a document). */
+function definitionOf(pipeline: string | object): string | null {
+  if (typeof pipeline !== 'string') return JSON.stringify(pipeline);
+  try {
+    return JSON.stringify(YAML.parse(pipeline) ?? null);
+  } catch {
+    return null;
   }
 }
 

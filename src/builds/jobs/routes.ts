@@ -1,89 +1,188 @@
-/** The job endpoints under a build: thin handlers. */
-import type { Response } from 'express';
+/**
+ * The job endpoints: thin handlers. Each operation on one job is bound twice where the API has
+ * it twice, under its build (`.../builds/{number}/jobs/{id}/...`) and by its id alone within the
+ * organization (`/organizations/{org}/jobs/{id}/...`): one handler, two bindings.
+ */
+import type { Request, Response } from 'express';
+import type { Agent } from '../../agents/repository';
+import { serializeAgentBase } from '../../agents/serialize';
 import { BadRequestError } from '../../core/errors';
 import { actorOf } from '../../http/auth';
-import { operationRouter, type OperationRequest } from '../../http/operation';
+import { operationRouter, type OperationHandler, type OperationRequest } from '../../http/operation';
 import { buildUrls, serializeJob } from '../serialize';
 import type { BuildWithJobs } from '../service';
-import { sendLogHtml, sendLogJson, sendLogTail, sendLogText, suffixRange } from './log-output';
+import type { Job } from './model';
+import { sendLogHead, sendLogHtml, sendLogJson, sendLogTail, sendLogText, suffixRange } from './log-output';
 import { sendEnvText } from './env-text';
-import { jobEnv } from './serialize';
-import type { JobService } from './service';
+import { jobEnv, serializeStepUpload, serializeStepUploadDetail } from './serialize';
+import type { PipelineUploadService } from './pipeline-upload';
+import type { JobService, JobTarget } from './service';
 
 /** The operations on one job of a build: they share its path parameters. */
-type JobOperation =
-  'unblockJob' | 'retryJob' | 'reprioritizeJob' | 'getJobLog' | 'getJobLogText' | 'getJobLogHtml' | 'deleteJobLog' | 'getJobEnv' | 'getJobEnvText';
+type BuildJobOperation =
+  'getJob' | 'unblockJob' | 'retryJob' | 'reprioritizeJob' | 'getJobLog' | 'getJobLogText' | 'getJobLogHtml' | 'deleteJobLog' | 'getJobEnv' | 'getJobEnvText';
+
+/** The same operations on a job named by its id alone. */
+type OrganizationJobOperation =
+  | 'getOrganizationJob'
+  | 'unblockOrganizationJob'
+  | 'retryOrganizationJob'
+  | 'reprioritizeOrganizationJob'
+  | 'getOrganizationJobLog'
+  | 'deleteOrganizationJobLog'
+  | 'getOrganizationJobEnv';
+
+/** The job a request's path names. */
+function targetOf(req: OperationRequest<BuildJobOperation> | OperationRequest<OrganizationJobOperation>): JobTarget {
+  const p = req.params;
+  return 'pipeline_slug' in p ? { pipelineSlug: p.pipeline_slug, number: p.build_number, jobId: p.job_id } : { jobId: p.job_id };
+}
+
+/** `self` is the request's own URL; `next` the same with `after` set to the next page's cursor (`before` dropped). */
+function links(req: Pick<Request, 'originalUrl'>, publicUrl: string, next: string | null, perPage: number): { self: string; next?: string } {
+  const self = `${publicUrl}${req.originalUrl}`;
+  if (!next) return { self };
+  const [path, query = ''] = req.originalUrl.split('?', 2) as [string, string?];
+  const params = new URLSearchParams(query);
+  params.delete('before');
+  params.delete('after');
+  params.set('per_page', String(perPage));
+  params.set('after', next);
+  return { self, next: `${publicUrl}${path}?${params.toString()}` };
+}
 
 export function jobRoutes(jobs: JobService, publicUrl: string) {
   const api = operationRouter();
-
-  /** The caller, the pipeline, the build number and the job id of the path. */
-  const target = (req: OperationRequest<JobOperation>, res: Response) =>
-    [actorOf(res), req.params.pipeline_slug, req.params.build_number, req.params.job_id] as const;
-  const jobJson = ({ item, jobId }: { item: BuildWithJobs; jobId: string }) => {
-    const { url, webUrl } = buildUrls(publicUrl, item.actor.organization.slug, item.pipeline.slug, item.build.number);
-    return serializeJob(
-      item.jobs.find((j) => j.id === jobId)!,
-      url,
-      webUrl,
-      null,
-    );
+  /** One handler bound to the build-scoped operation and its organization-scoped twin. */
+  const both = <A extends BuildJobOperation, B extends OrganizationJobOperation>(
+    a: A,
+    b: B,
+    handler: (req: OperationRequest<A> | OperationRequest<B>, res: Response) => Promise<void>,
+  ) => {
+    api.on(a, handler as unknown as OperationHandler<A>);
+    api.on(b, handler as unknown as OperationHandler<B>);
   };
-  const logUrl = (req: { path: string }) => `${publicUrl}${req.path.replace(/\.(txt|html)$/, '')}`;
 
-  api.on('unblockJob', async (req, res) => {
-    res.json(jobJson(await jobs.unblock(...target(req, res), req.body ?? {})));
+  const jobJson = (item: BuildWithJobs, job: Job, agents: Agent[] = []) => {
+    const { url, webUrl } = buildUrls(publicUrl, item.actor.organization.slug, item.pipeline.slug, item.build.number);
+    const agent = job.agentId ? agents.find((a) => a.id === job.agentId) : undefined;
+    return serializeJob(job, url, webUrl, agent ? serializeAgentBase(agent, publicUrl, item.actor.organization.slug) : null);
+  };
+  const changed = ({ item, jobId }: { item: BuildWithJobs; jobId: string }) =>
+    jobJson(
+      item,
+      item.jobs.find((j) => j.id === jobId)!,
+    );
+  /** The log's URL under its build, whichever route named the job. */
+  const logUrl = (item: BuildWithJobs, jobId: string) =>
+    `${buildUrls(publicUrl, item.actor.organization.slug, item.pipeline.slug, item.build.number).url}/jobs/${jobId}/log`;
+
+  api.on('listJobs', async (req, res) => {
+    const perPage = req.query.per_page ?? 30;
+    const state = req.query.state;
+    const {
+      item,
+      jobs: page,
+      next,
+      agents,
+    } = await jobs.list(actorOf(res), req.params.pipeline_slug, req.params.build_number, {
+      states: state === undefined ? undefined : Array.isArray(state) ? state : [state],
+      includeRetried: req.query.include_retried_jobs !== false,
+      after: req.query.after,
+      before: req.query.before,
+      limit: perPage,
+    });
+    res.json({ items: page.map((j) => jobJson(item, j, agents)), links: links(req, publicUrl, next, perPage) });
   });
 
-  api.on('retryJob', async (req, res) => {
-    res.json(jobJson(await jobs.retry(...target(req, res))));
+  both('getJob', 'getOrganizationJob', async (req, res) => {
+    const { item, job, agents } = await jobs.get(actorOf(res), targetOf(req));
+    res.json(jobJson(item, job, agents));
   });
 
-  api.on('reprioritizeJob', async (req, res) => {
-    res.json(jobJson(await jobs.reprioritize(...target(req, res), req.body.priority)));
+  both('unblockJob', 'unblockOrganizationJob', async (req, res) => {
+    res.json(changed(await jobs.unblock(actorOf(res), targetOf(req), req.body ?? {})));
   });
 
-  api.on('reprioritizeOrganizationJob', async (req, res) => {
-    res.json(jobJson(await jobs.reprioritizeById(actorOf(res), req.params.job_id, req.body.priority)));
+  both('retryJob', 'retryOrganizationJob', async (req, res) => {
+    res.json(changed(await jobs.retry(actorOf(res), targetOf(req))));
+  });
+
+  both('reprioritizeJob', 'reprioritizeOrganizationJob', async (req, res) => {
+    res.json(changed(await jobs.reprioritize(actorOf(res), targetOf(req), req.body.priority)));
   });
 
   // Streamed from the store (./log-output): a log can be as large as JOB_LOG_LIMIT_BYTES.
-  // `Range: bytes=-N`: the tail (the docs allow it with text only).
-  api.on('getJobLog', async (req, res) => {
-    const format = req.accepts(['application/json', 'text/plain', 'text/html']);
+  // `Range: bytes=-N`: the tail (the docs allow it with text only). HEAD: the size alone.
+  both('getJobLog', 'getOrganizationJobLog', async (req, res) => {
+    const actor = actorOf(res);
+    const target = targetOf(req);
+    const format = req.accepts(['application/json', 'text/plain', 'text/html']) || 'application/json';
+    if (req.method === 'HEAD') return sendLogHead(res, format, await jobs.logSize(actor, target));
     const range = req.get('range');
     const tail = range !== undefined ? suffixRange(range, format === 'text/plain') : undefined;
     if (tail && 'refused' in tail) throw new BadRequestError(tail.refused);
-    const pages = await jobs.logPages(...target(req, res));
+    const { item, job, pages } = await jobs.log(actor, target);
     if (tail) await sendLogTail(res, pages, tail.bytes);
     else if (format === 'text/plain') await sendLogText(res, pages);
     else if (format === 'text/html') await sendLogHtml(res, pages);
-    else await sendLogJson(res, logUrl(req), pages);
+    else await sendLogJson(res, logUrl(item, job.id), pages);
   });
 
   api.on('getJobLogText', async (req, res) => {
-    await sendLogText(res, await jobs.logPages(...target(req, res)));
+    const actor = actorOf(res);
+    if (req.method === 'HEAD') return sendLogHead(res, 'text/plain', await jobs.logSize(actor, targetOf(req)));
+    await sendLogText(res, await jobs.logPages(actor, targetOf(req)));
   });
 
   api.on('getJobLogHtml', async (req, res) => {
-    await sendLogHtml(res, await jobs.logPages(...target(req, res)));
+    await sendLogHtml(res, await jobs.logPages(actorOf(res), targetOf(req)));
   });
 
-  api.on('deleteJobLog', async (req, res) => {
-    await jobs.deleteLog(...target(req, res));
+  both('deleteJobLog', 'deleteOrganizationJobLog', async (req, res) => {
+    await jobs.deleteLog(actorOf(res), targetOf(req));
     res.status(204).end();
   });
 
-  api.on('getJobEnv', async (req, res) => {
-    const { context, agent } = await jobs.env(...target(req, res));
+  both('getJobEnv', 'getOrganizationJobEnv', async (req, res) => {
+    const { context, agent } = await jobs.env(actorOf(res), targetOf(req));
     const env = jobEnv(context, agent, publicUrl);
     if (req.accepts(['application/json', 'text/plain']) === 'text/plain') sendEnvText(res, env);
     else res.json({ env });
   });
 
   api.on('getJobEnvText', async (req, res) => {
-    const { context, agent } = await jobs.env(...target(req, res));
+    const { context, agent } = await jobs.env(actorOf(res), targetOf(req));
     sendEnvText(res, jobEnv(context, agent, publicUrl));
+  });
+
+  return api.router;
+}
+
+/** A build's step uploads (the pipelines its jobs uploaded): list by cursor, get one with its definition. */
+export function stepUploadRoutes(uploads: PipelineUploadService, publicUrl: string) {
+  const api = operationRouter();
+  const buildUrlOf = (item: BuildWithJobs) => buildUrls(publicUrl, item.actor.organization.slug, item.pipeline.slug, item.build.number).url;
+
+  api.on('listStepUploads', async (req, res) => {
+    const perPage = req.query.per_page ?? 30;
+    const {
+      item,
+      uploads: page,
+      next,
+    } = await uploads.list(actorOf(res), req.params.pipeline_slug, req.params.build_number, {
+      filter: req.query.filter,
+      after: req.query.after,
+      before: req.query.before,
+      limit: perPage,
+    });
+    const url = buildUrlOf(item);
+    res.json({ items: page.map((u) => serializeStepUpload(u, url)), links: links(req, publicUrl, next, perPage) });
+  });
+
+  api.on('getStepUpload', async (req, res) => {
+    const { item, upload } = await uploads.get(actorOf(res), req.params.pipeline_slug, req.params.build_number, req.params.step_upload_id);
+    res.json(serializeStepUploadDetail(upload, buildUrlOf(item)));
   });
 
   return api.router;

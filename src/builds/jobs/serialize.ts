@@ -6,6 +6,9 @@ import type { components } from '../../../generated/api';
 import type { Agent } from '../../agents/repository';
 import { buildUrls, serializeJob } from '../serialize';
 import type { JobContext } from './model';
+import YAML from 'yaml';
+import { graphqlId, isoTime } from '../../http/format';
+import type { StepUpload } from './step-upload-repository';
 
 /** The host of a repository URL (`git@host:path`, `ssh://user@host:port/path`, `https://host/path`), or "". */
 function repositoryHost(repository: string): string {
@@ -94,4 +97,35 @@ export function serializeHeldJobs(held: Map<string, JobContext>, publicUrl: stri
     json.set(id, serializeJob(c.job, url, webUrl, null));
   }
   return json;
+}
+
+type StepUploadJson = components['schemas']['StepUpload'];
+type StepUploadDetailJson = components['schemas']['StepUploadDetail'];
+
+/** A definition larger than this (as JSON) is not rendered as YAML, as the docs have it. */
+export const DEFINITION_YAML_LIMIT_BYTES = 2 * 1024 * 1024;
+
+/** A step upload as the list shows it; `buildUrl` is its build's API URL. */
+export function serializeStepUpload(u: StepUpload, buildUrl: string): StepUploadJson {
+  return {
+    uuid: u.id,
+    graphql_id: graphqlId('BuildStepUpload', u.id),
+    state: u.state,
+    source: 'job',
+    source_job_id: u.sourceJobId,
+    replace_existing_steps: u.replaceExistingSteps,
+    created_jobs_count: u.createdJobsCount,
+    rejection_type: u.rejectionType,
+    message: u.message,
+    url: `${buildUrl}/step-uploads/${u.id}`,
+    created_at: isoTime(u.createdAt),
+    processed_at: u.processedAt ? isoTime(u.processedAt) : null,
+  };
+}
+
+/** A step upload with its definition rendered as YAML (from the stored JSON, so not the uploaded text). */
+export function serializeStepUploadDetail(u: StepUpload, buildUrl: string): StepUploadDetailJson {
+  const omitted = u.definitionBytes > DEFINITION_YAML_LIMIT_BYTES;
+  const yaml = u.definition !== null && !omitted ? YAML.stringify(JSON.parse(u.definition)) : null;
+  return { ...serializeStepUpload(u, buildUrl), definition_bytes: u.definitionBytes, definition_yaml: yaml, definition_yaml_omitted: omitted };
 }

@@ -5,9 +5,10 @@
 import crypto from 'node:crypto';
 import type { components } from '../../../generated/api';
 import type { BuildService, BuildWithJobs } from '../service';
-import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../../core/errors';
+import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../../core/errors';
 import type { OrganizationService } from '../../organizations/service';
 import type { AgentService } from '../../agents/service';
+import type { Agent } from '../../agents/repository';
 import type { BuildProgress } from '../progress/service';
 import type { JobLogRepository } from './log-repository';
 import { UNFINISHED_JOB_STATES, type Job, type JobContext, type LogChunk } from './model';
@@ -66,34 +67,89 @@ export class JobService {
     }
   }
 
-  /** The job's log as pages of chunks, read from the store as the caller consumes them. */
-  async logPages(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<AsyncIterable<LogChunk[]>> {
-    await this.find(actor, pipelineSlug, number, jobId);
-    return this.logs.logPages(jobId);
+  /** The job a route names: under its build, or by its id alone within the organization. */
+  locate(actor: Actor, target: JobTarget): Promise<{ item: BuildWithJobs; job: Job }> {
+    return 'pipelineSlug' in target ? this.find(actor, target.pipelineSlug, target.number, target.jobId) : this.inOrganization(actor, target.jobId);
   }
 
-  /** Only a finished job's log: a running job is still writing it. */
-  async deleteLog(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<void> {
-    const { item, job } = await this.find(actor, pipelineSlug, number, jobId);
-    if (!item.perms.build) throw new ForbiddenError();
-    if (!TERMINAL_JOB_STATES.includes(job.state)) throw new UnprocessableError(`This job's log can't be deleted while the job is ${job.state}.`);
-    await this.logs.deleteLog(jobId);
+  /** One job, and the agent that took it (the job embeds it), as the caller may read them. */
+  async get(actor: Actor, target: JobTarget): Promise<{ item: BuildWithJobs; job: Job; agents: Agent[] }> {
+    const { item, job } = await this.locate(actor, target);
+    return { item, job, agents: job.agentId ? await this.agents.byIds([job.agentId]) : [] };
   }
 
-  async env(
+  /**
+   * A page of the build's jobs in the build's order, from a cursor (a job id: `after` the jobs
+   * after it, `before` those before it), only the states asked for; retried jobs unless
+   * `includeRetried` is false. With the agents the page's jobs embed.
+   */
+  async list(
     actor: Actor,
     pipelineSlug: string,
     number: number,
-    jobId: string,
-  ): Promise<{ context: JobContext; agent: { id: string; name: string; metaData: string[] } | null }> {
-    const { job } = await this.find(actor, pipelineSlug, number, jobId);
+    opts: { states?: JobState[]; includeRetried: boolean; after?: string; before?: string; limit: number },
+  ): Promise<{ item: BuildWithJobs; jobs: Job[]; next: string | null; agents: Agent[] }> {
+    if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('after and before are mutually exclusive: send one of them');
+    const item = await this.builds.get(actor, pipelineSlug, number, true);
+    const states = opts.states?.length ? new Set(opts.states) : undefined;
+    const all = item.jobs.filter((j) => (opts.includeRetried || !j.retried) && (!states || states.has(j.state)));
+    const at = (cursor: string, name: string) => {
+      const id = decodeJobCursor(cursor);
+      const i = id === undefined ? -1 : all.findIndex((j) => j.id === id);
+      if (i < 0) throw new BadRequestError(`Invalid parameter ${name}: not a cursor of this list (take it from links.next)`);
+      return i;
+    };
+    let page: Job[];
+    let more: boolean;
+    if (opts.before !== undefined) {
+      const end = at(opts.before, 'before');
+      page = all.slice(Math.max(0, end - opts.limit), end);
+      more = end > 0;
+    } else {
+      const start = opts.after !== undefined ? at(opts.after, 'after') + 1 : 0;
+      page = all.slice(start, start + opts.limit);
+      more = start + opts.limit < all.length;
+    }
+    const last = page[page.length - 1];
+    const agentIds = [...new Set(page.flatMap((j) => (j.agentId ? [j.agentId] : [])))];
+    return { item, jobs: page, next: more && last ? encodeJobCursor(last.id) : null, agents: agentIds.length ? await this.agents.byIds(agentIds) : [] };
+  }
+
+  /** The job's log as pages of chunks, read from the store as the caller consumes them. */
+  async logPages(actor: Actor, target: JobTarget): Promise<AsyncIterable<LogChunk[]>> {
+    const { job } = await this.locate(actor, target);
+    return this.logs.logPages(job.id);
+  }
+
+  /** The job, its build and its log's pages (the log's JSON names the log's URL under the build). */
+  async log(actor: Actor, target: JobTarget): Promise<{ item: BuildWithJobs; job: Job; pages: AsyncIterable<LogChunk[]> }> {
+    const { item, job } = await this.locate(actor, target);
+    return { item, job, pages: this.logs.logPages(job.id) };
+  }
+
+  /** The size of the job's log in stored bytes (what HEAD answers as Content-Length). */
+  async logSize(actor: Actor, target: JobTarget): Promise<number> {
+    const { job } = await this.locate(actor, target);
+    return this.logs.logSize(job.id);
+  }
+
+  /** Only a finished job's log: a running job is still writing it. */
+  async deleteLog(actor: Actor, target: JobTarget): Promise<void> {
+    const { item, job } = await this.locate(actor, target);
+    if (!item.perms.build) throw new ForbiddenError();
+    if (!TERMINAL_JOB_STATES.includes(job.state)) throw new UnprocessableError(`This job's log can't be deleted while the job is ${job.state}.`);
+    await this.logs.deleteLog(job.id);
+  }
+
+  async env(actor: Actor, target: JobTarget): Promise<{ context: JobContext; agent: { id: string; name: string; metaData: string[] } | null }> {
+    const { job } = await this.locate(actor, target);
     const context = (await this.jobs.findWithContext(job.id))!;
     const agent = job.agentId ? ((await this.agents.byIds([job.agentId]))[0] ?? null) : null;
     return { context, agent };
   }
 
-  async retry(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ item: BuildWithJobs; jobId: string }> {
-    const { item, job } = await this.find(actor, pipelineSlug, number, jobId);
+  async retry(actor: Actor, target: JobTarget): Promise<{ item: BuildWithJobs; jobId: string }> {
+    const { item, job } = await this.locate(actor, target);
     if (!item.perms.build) throw new ForbiddenError();
     if (job.type !== 'script') throw new UnprocessableError("This job can't be retried: only command steps can be.");
     if (job.retried) throw new UnprocessableError('This job has already been retried.');
@@ -109,17 +165,12 @@ export class JobService {
     if (item.build.state === 'canceled') throw new UnprocessableError('Jobs from canceled builds cannot be retried');
     const newId = crypto.randomUUID();
     if (!(await this.progress.retry(item.build.id, job.id, newId, retryable))) throw new UnprocessableError('This job has already been retried.');
-    return { item: await this.builds.get(actor, pipelineSlug, number, true), jobId: newId };
+    return { item: await this.builds.get(actor, item.pipeline.slug, item.build.number, true), jobId: newId };
   }
 
   /** A command job that has not finished runs before (or after) others: agents take higher `priority` first. */
-  async reprioritize(actor: Actor, pipelineSlug: string, number: number, jobId: string, priority: number): Promise<{ item: BuildWithJobs; jobId: string }> {
-    return this.setPriority(actor, await this.find(actor, pipelineSlug, number, jobId), priority);
-  }
-
-  /** The same, for a job found by its id alone within the caller's organization. */
-  async reprioritizeById(actor: Actor, jobId: string, priority: number): Promise<{ item: BuildWithJobs; jobId: string }> {
-    return this.setPriority(actor, await this.inOrganization(actor, jobId), priority);
+  async reprioritize(actor: Actor, target: JobTarget, priority: number): Promise<{ item: BuildWithJobs; jobId: string }> {
+    return this.setPriority(actor, await this.locate(actor, target), priority);
   }
 
   private async setPriority(actor: Actor, { item, job }: { item: BuildWithJobs; job: Job }, priority: number): Promise<{ item: BuildWithJobs; jobId: string }> {
@@ -136,10 +187,9 @@ export class JobService {
    * A block step that the build has reached goes on: `unblocker` (a member of the organization,
    * by id) or else the caller is recorded, and the step's `fields` become build meta-data.
    */
-  async unblock(actor: Actor, pipelineSlug: string, number: number, jobId: string, body: UnblockBody): Promise<{ item: BuildWithJobs; jobId: string }> {
-    const item = await this.builds.get(actor, pipelineSlug, number, true);
-    const job = item.jobs.find((j) => j.id === jobId);
-    if (!job) throw new NotFoundError('job');
+  async unblock(actor: Actor, target: JobTarget, body: UnblockBody): Promise<{ item: BuildWithJobs; jobId: string }> {
+    const { item, job } = await this.locate(actor, target);
+    const jobId = job.id;
     if (!item.perms.build) throw new ForbiddenError();
     if (job.type !== 'manual') throw new UnprocessableError("This job can't be unblocked: it isn't a block step.");
     if (['canceling', 'canceled'].includes(item.build.state)) throw new UnprocessableError(`This job can't be unblocked: its build is ${item.build.state}.`);
@@ -152,6 +202,19 @@ export class JobService {
     }
     if (!(await this.progress.unblock(item.build.id, jobId, by, body.fields ?? {})))
       throw new UnprocessableError("This job can't be unblocked: it is no longer blocked.");
-    return { item: await this.builds.get(actor, pipelineSlug, number, true), jobId };
+    return { item: await this.builds.get(actor, item.pipeline.slug, item.build.number, true), jobId };
   }
+}
+
+/** A job as a route names it: under its build, or by its id within the caller's organization. */
+export type JobTarget = { pipelineSlug: string; number: number; jobId: string } | { jobId: string };
+
+/** A list cursor names the job a page ended (or began) with; opaque to clients. */
+function encodeJobCursor(jobId: string): string {
+  return Buffer.from(jobId, 'utf8').toString('base64url');
+}
+
+function decodeJobCursor(cursor: string): string | undefined {
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) ? id : undefined;
 }

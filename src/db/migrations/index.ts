@@ -21,20 +21,21 @@ import * as artifacts from './20261125140000_artifacts';
 import * as annotations from './20261125150000_annotations';
 import * as testRunWindows from './20261125160000_test_run_windows';
 import * as agentPause from './20261125170000_agent_pause';
+import * as teams from './20261125180000_teams';
+import * as clusters from './20261125181000_clusters';
+import * as pipelineSchedules from './20261125182000_pipeline_schedules';
 import * as pipelineTemplatesEmojis from './20261125183000_pipeline_templates_emojis';
 import * as outbox from './20261126090000_outbox';
 import * as notificationServices from './20261126100000_notification_services';
-import * as pipelineSchedules from './20261125182000_pipeline_schedules';
-import * as teams from './20261125180000_teams';
-import * as clusters from './20261125181000_clusters';
-import * as realAgent from './20261127050000_real_agent';
 import * as pipelineWebhookSecret from './20261126101000_pipeline_webhook_secret';
 import * as notify from './20261126102000_notify';
 import * as pipelineBadgeKey from './20261126110000_pipeline_badge_key';
 import * as givenTokenSecrets from './20261126111000_given_token_secrets';
 import * as webSessions from './20261126112000_web_sessions';
+import * as realAgent from './20261127050000_real_agent';
 import * as teamSuiteRegistryFlags from './20261127051000_team_suite_registry_flags';
 import * as stepUpdates from './20261127052000_step_updates';
+import * as stepUploads from './20261127091000_step_uploads';
 import * as githubWebhookProcessing from './20261127095000_github_webhook_processing';
 
 const migrations: Record<string, Knex.Migration> = {
@@ -69,6 +70,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261127050000_real_agent': realAgent,
   '20261127051000_team_suite_registry_flags': teamSuiteRegistryFlags,
   '20261127052000_step_updates': stepUpdates,
+  '20261127091000_step_uploads': stepUploads,
   '20261127095000_github_webhook_processing': githubWebhookProcessing,
 };
 

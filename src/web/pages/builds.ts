@@ -238,6 +238,8 @@ export function registerBuildPages(web: WebRouter): void {
   });
 
   const target = (params: Record<string, string>) => [params.pipeline!, buildNumber(params.number)] as const;
+  /** The job a page's path names, under its build. */
+  const jobAt = (params: Record<string, string>) => ({ pipelineSlug: params.pipeline!, number: buildNumber(params.number), jobId: idParam(params.job, 'job') });
 
   web.action('/:org/:pipeline/builds/:number/cancel', async ({ principal, params }) => {
     const actor = actorFor(principal, params.org!);
@@ -254,13 +256,13 @@ export function registerBuildPages(web: WebRouter): void {
   web.action('/:org/:pipeline/builds/:number/jobs/:job/retry', async ({ principal, params }) => {
     const actor = actorFor(principal, params.org!);
     need(principal, 'write_builds');
-    const { item, jobId } = await jobs.retry(actor, ...target(params), idParam(params.job, 'job'));
+    const { item, jobId } = await jobs.retry(actor, jobAt(params));
     return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}#${jobId}`;
   });
   web.action('/:org/:pipeline/builds/:number/jobs/:job/unblock', async ({ principal, params, body }) => {
     const actor = actorFor(principal, params.org!);
     need(principal, 'write_builds');
-    const { item, jobId } = await jobs.unblock(actor, ...target(params), idParam(params.job, 'job'), { fields: unblockFields(body) });
+    const { item, jobId } = await jobs.unblock(actor, jobAt(params), { fields: unblockFields(body) });
     return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}#${jobId}`;
   });
 
@@ -273,7 +275,7 @@ export function registerBuildPages(web: WebRouter): void {
     let size = 0;
     const parts: string[] = [];
     let kept = 0;
-    for await (const page of await jobs.logPages(actor, ...target(params), idParam(params.job, 'job'))) {
+    for await (const page of await jobs.logPages(actor, jobAt(params))) {
       for (const c of page) {
         size += c.size;
         parts.push(c.content);
@@ -294,7 +296,7 @@ export function registerBuildPages(web: WebRouter): void {
   web.data('/:org/:pipeline/builds/:number/jobs/:job/log.txt', async ({ principal, params, res }) => {
     const actor = actorFor(principal, params.org!);
     need(principal, 'read_build_logs');
-    const pages = await jobs.logPages(actor, ...target(params), idParam(params.job, 'job'));
+    const pages = await jobs.logPages(actor, jobAt(params));
     res.setHeader('Content-Disposition', `attachment; filename="job-${idParam(params.job, 'job').replace(/[^A-Za-z0-9-]/g, '')}.log"`);
     await sendLogText(res, pages);
   });

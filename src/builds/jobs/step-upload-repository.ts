@@ -1,0 +1,132 @@
+/**
+ * A build's step uploads (`step_uploads`): each pipeline upload an agent's job sent, with its
+ * outcome and its definition. Queries only.
+ */
+import type { Knex } from 'knex';
+import { toBool, toDate, toDateOrNull } from '../../db/values';
+
+export type StepUploadState = 'pending' | 'processing' | 'applied' | 'rejected' | 'failed';
+export type StepUploadRejection = 'custom_error' | 'validation_error' | 'build_not_running_error' | 'job_creation_error';
+
+export interface StepUpload {
+  id: string;
+  buildId: string;
+  sourceJobId: string;
+  uploadUuid: string | null;
+  state: StepUploadState;
+  replaceExistingSteps: boolean;
+  createdJobsCount: number | null;
+  rejectionType: StepUploadRejection | null;
+  message: string | null;
+  /** The definition as JSON text (null: the upload could not be read as a document). */
+  definition: string | null;
+  definitionBytes: number;
+  createdAt: Date;
+  processedAt: Date | null;
+}
+
+const fromRow = (r: Record<string, unknown>): StepUpload => ({
+  id: String(r.id),
+  buildId: String(r.build_id),
+  sourceJobId: String(r.source_job_id),
+  uploadUuid: (r.upload_uuid as string | null) ?? null,
+  state: r.state as StepUploadState,
+  replaceExistingSteps: toBool(r.replace_existing_steps),
+  createdJobsCount: r.created_jobs_count == null ? null : Number(r.created_jobs_count),
+  rejectionType: (r.rejection_type as StepUploadRejection | null) ?? null,
+  message: (r.message as string | null) ?? null,
+  definition: (r.definition as string | null) ?? null,
+  definitionBytes: Number(r.definition_bytes),
+  createdAt: toDate(r.created_at),
+  processedAt: toDateOrNull(r.processed_at),
+});
+
+/** The columns a list reads: everything but the definition. */
+const SUMMARY = [
+  'id',
+  'build_id',
+  'source_job_id',
+  'upload_uuid',
+  'state',
+  'replace_existing_steps',
+  'created_jobs_count',
+  'rejection_type',
+  'message',
+  'definition_bytes',
+  'created_at',
+  'processed_at',
+];
+
+export class StepUploadRepository {
+  constructor(private readonly db: Knex) {}
+
+  /**
+   * Records the upload. Its `created_at` is moved a millisecond past the build's latest upload
+   * when it would not be later (two received within one millisecond): the list's newest-first
+   * order is then the order they were received in.
+   */
+  async insert(u: StepUpload): Promise<void> {
+    const latest = await this.db('step_uploads').where({ build_id: u.buildId }).max('created_at as at').first();
+    const floor = latest?.at != null ? toDate(latest.at).getTime() + 1 : 0;
+    const createdAt = u.createdAt.getTime() < floor ? new Date(floor) : u.createdAt;
+    await this.db('step_uploads').insert({
+      id: u.id,
+      build_id: u.buildId,
+      source_job_id: u.sourceJobId,
+      upload_uuid: u.uploadUuid,
+      state: u.state,
+      replace_existing_steps: u.replaceExistingSteps,
+      created_jobs_count: u.createdJobsCount,
+      rejection_type: u.rejectionType,
+      message: u.message,
+      definition: u.definition,
+      definition_bytes: u.definitionBytes,
+      created_at: createdAt,
+      processed_at: u.processedAt && u.processedAt < createdAt ? createdAt : u.processedAt,
+    });
+  }
+
+  /** Whether the build has recorded an applied upload with the agent's `uuid` (a retried send). */
+  async hasApplied(buildId: string, uploadUuid: string): Promise<boolean> {
+    return !!(await this.db('step_uploads').where({ build_id: buildId, upload_uuid: uploadUuid, state: 'applied' }).first('id'));
+  }
+
+  /**
+   * Newest first, by (created_at, id): `limit` after the cursor's upload (older ones) or before
+   * it (newer ones), optionally only those `sourceJobId` made; without the definitions.
+   */
+  async list(
+    buildId: string,
+    opts: { sourceJobId?: string; after?: { createdAt: Date; id: string }; before?: { createdAt: Date; id: string }; limit: number },
+  ): Promise<StepUpload[]> {
+    const q = this.db('step_uploads').where({ build_id: buildId }).select(SUMMARY);
+    if (opts.sourceJobId) q.where({ source_job_id: opts.sourceJobId });
+    if (opts.after) {
+      const a = opts.after;
+      q.where((w) => w.where('created_at', '<', a.createdAt).orWhere((x) => x.where('created_at', '=', a.createdAt).where('id', '<', a.id)));
+    }
+    if (opts.before) {
+      const b = opts.before;
+      q.where((w) => w.where('created_at', '>', b.createdAt).orWhere((x) => x.where('created_at', '=', b.createdAt).where('id', '>', b.id)));
+      const rows = await q
+        .orderBy([
+          { column: 'created_at', order: 'asc' },
+          { column: 'id', order: 'asc' },
+        ])
+        .limit(opts.limit);
+      return rows.map((r) => fromRow({ ...r, definition: null })).reverse();
+    }
+    const rows = await q
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(opts.limit);
+    return rows.map((r) => fromRow({ ...r, definition: null }));
+  }
+
+  async find(buildId: string, id: string): Promise<StepUpload | undefined> {
+    const row = await this.db('step_uploads').where({ build_id: buildId, id }).first();
+    return row ? fromRow(row) : undefined;
+  }
+}
