@@ -102,6 +102,7 @@ export function parseFilters(q: RawFilters): TestFilters {
   if (q.result !== undefined) {
     if (f.result) throw new UnprocessableError('result cannot be combined with a result tag in tags');
     const raw = q.result.trim();
+    if (/^!|\*$/.test(raw)) throw new UnprocessableError(`result takes a result, with ^ (only) or ~ (contains, the default): ${q.result}`);
     f.result = operand(/^[~^]/.test(raw) ? raw : `~${raw}`, 'result', ['contains', 'only']);
   }
   return f;
