@@ -5554,11 +5554,11 @@ export interface components {
             readonly id: string;
             readonly url: string;
             readonly web_url: string;
-            scope: string | null;
-            name: string;
-            location: string | null;
-            file_name: string | null;
-            /** @description `flaky` once the test has been flaky. */
+            readonly scope: string | null;
+            readonly name: string;
+            readonly location: string | null;
+            readonly file_name: string | null;
+            /** @description `flaky` once the test has been flaky, then the labels given to it (at most 10). */
             labels: string[];
         };
         /**
@@ -5576,7 +5576,7 @@ export interface components {
             name: string;
             location: string | null;
             file_name: string | null;
-            /** @description `flaky` once the test has been flaky. */
+            /** @description `flaky` once the test has been flaky, then the labels given to it (at most 10). */
             labels: string[];
             /** @description passed / (passed + failed) in the window; null with neither. */
             reliability: number | null;
@@ -5603,10 +5603,10 @@ export interface components {
             readonly id: string;
             readonly url: string;
             readonly web_url: string;
-            scope: string | null;
-            name: string;
-            location: string | null;
-            file_name: string | null;
+            readonly scope: string | null;
+            readonly name: string;
+            readonly location: string | null;
+            readonly file_name: string | null;
         };
         /**
          * @description `enabled` (the default), `muted` (its failures do not fail its run), or `skipped` (collectors should not run it).
@@ -5643,7 +5643,7 @@ export interface components {
         };
         ExecutionTagsResult: {
             /** @description How many executions had their mutable tags replaced. */
-            executions_count: number;
+            readonly executions_count: number;
         };
         /**
          * @description A test of a build with the metrics of its executions in the build's window (`TestWithMetrics`),

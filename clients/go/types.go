@@ -4291,7 +4291,7 @@ type TeamWritable struct {
 type Test struct {
 	FileName *string `json:"file_name"`
 	ID       string  `json:"id"`
-	// `flaky` once the test has been flaky.
+	// `flaky` once the test has been flaky, then the labels given to it (at most 10).
 	Labels   []string `json:"labels"`
 	Location *string  `json:"location"`
 	Name     string   `json:"name"`
@@ -4323,7 +4323,7 @@ type TestDetail struct {
 	ExecutionsCountByResult *ExecutionCountsByResult `json:"executions_count_by_result,omitempty"`
 	FileName                *string                  `json:"file_name"`
 	ID                      string                   `json:"id"`
-	// `flaky` once the test has been flaky.
+	// `flaky` once the test has been flaky, then the labels given to it (at most 10).
 	Labels   []string `json:"labels"`
 	Location *string  `json:"location"`
 	Name     string   `json:"name"`
@@ -4370,7 +4370,7 @@ type TestWithMetrics struct {
 	ExecutionsCountByResult ExecutionCountsByResult `json:"executions_count_by_result"`
 	FileName                *string                 `json:"file_name"`
 	ID                      string                  `json:"id"`
-	// `flaky` once the test has been flaky.
+	// `flaky` once the test has been flaky, then the labels given to it (at most 10).
 	Labels   []string `json:"labels"`
 	Location *string  `json:"location"`
 	Name     string   `json:"name"`
