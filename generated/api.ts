@@ -6642,7 +6642,7 @@ export interface components {
         TestMinTimestamp: string;
         /** @description The end of the window (ISO 8601); default now. Cannot be combined with `period`. */
         TestMaxTimestamp: string;
-        /** @description Only tests with this label (legacy, a single label); cannot be combined with `labels`. `flaky` is the label a test gets once it has been flaky. */
+        /** @description Only tests with this label (legacy, a single label); cannot be combined with `labels`. `flaky` is the label a test gets once it has been flaky; the others are given with `updateTestLabels`. */
         TestLabel: string;
         /** @description Comma-separated labels the tests must have; `!label`: must not have. Needs `Buildkite-Version` 2026-08-01 or later on the suite list; cannot be combined with `label`. */
         TestLabels: string;
@@ -8311,7 +8311,7 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
-                /** @description Only tests with this label (legacy, a single label); cannot be combined with `labels`. `flaky` is the label a test gets once it has been flaky. */
+                /** @description Only tests with this label (legacy, a single label); cannot be combined with `labels`. `flaky` is the label a test gets once it has been flaky; the others are given with `updateTestLabels`. */
                 label?: components["parameters"]["TestLabel"];
                 /** @description Comma-separated labels the tests must have; `!label`: must not have. Needs `Buildkite-Version` 2026-08-01 or later on the suite list; cannot be combined with `label`. */
                 labels?: components["parameters"]["TestLabels"];

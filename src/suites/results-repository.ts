@@ -260,19 +260,20 @@ export class SuiteResultsRepository {
   }
 
   /**
-   * Every test of a suite, newest first (the legacy list). `flaky`: true, only the tests that
-   * have been flaky; false, none (a label no test has).
+   * Every test of a suite, newest first (the legacy list). `label`: only the tests with it
+   * (`flaky`: the tests that have been flaky).
    */
   async listTestIdentities(
     suiteId: string,
-    flaky: boolean | undefined,
+    label: string | undefined,
     offset: number,
     limit: number,
   ): Promise<{ items: (TestIdentity & { flaky: boolean })[]; total: number }> {
-    if (flaky === false) return { items: [], total: 0 };
     const filtered = () => {
       const q = this.db('tests as t').where('t.suite_id', suiteId);
-      if (flaky) q.whereExists(this.db('flaky_instances as fi').whereRaw('fi.test_id = t.id').select(this.db.raw('1')));
+      if (label === 'flaky') q.whereExists(this.db('flaky_instances as fi').whereRaw('fi.test_id = t.id').select(this.db.raw('1')));
+      // A given label is a quoted string of the JSON list.
+      else if (label !== undefined) q.whereRaw(`t.labels like ? escape '\\'`, [`%${JSON.stringify(label).replace(/[\\%_]/g, (c) => `\\${c}`)}%`]);
       return q;
     };
     const [countRow, rows] = await Promise.all([

@@ -207,8 +207,7 @@ export class SuiteService {
     const versioned = wantsMetrics(version);
     if (!versioned) {
       const suite = await this.get(actor, slug);
-      const flaky = q.label === undefined ? undefined : q.label === 'flaky';
-      const { items, total } = await this.results.listTestIdentities(suite.id, flaky, offset, limit);
+      const { items, total } = await this.results.listTestIdentities(suite.id, q.label, offset, limit);
       return { versioned: false, items: items.map((t) => ({ test: t, labels: labelsOf(t, t.flaky) })), total };
     }
     if (q.label !== undefined && q.labels !== undefined) throw new UnprocessableError('label cannot be combined with labels');

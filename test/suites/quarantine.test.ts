@@ -171,6 +171,10 @@ describeEachDatabase('Test Engine quarantine, labels and execution tags', (ctx) 
     expect(listed.body).toEqual([]);
     const slow = await api().get(`${s.base}/tests?labels=slow`).set(auth(s.token)).set(V).expect(200);
     expect(names(slow.body)).toEqual(['wobbly']);
+    // The legacy list's single label too, and a label only part of another one matches nothing.
+    expect(names((await api().get(`${s.base}/tests?label=slow`).set(auth(s.token)).expect(200)).body)).toEqual(['wobbly']);
+    expect((await api().get(`${s.base}/tests?label=slo`).set(auth(s.token)).expect(200)).body).toEqual([]);
+    expect((await api().get(`${s.base}/tests?label=s%25w`).set(auth(s.token)).expect(200)).body).toEqual([]);
 
     const removed = await api()
       .patch(path)
