@@ -6383,7 +6383,7 @@ export interface components {
         /** @enum {string} */
         UploadFormat: "json" | "junit";
         /**
-         * @description `failed` when any execution failed, `passed` when some passed and none failed, else `unknown`.
+         * @description `failed` when any execution failed (a failure of a test muted when it was uploaded does not count), `passed` when some passed and none failed, else `unknown`.
          * @enum {string}
          */
         RunResult: "passed" | "failed" | "unknown";

@@ -4969,8 +4969,8 @@ const (
 	ResetStateFixtures  ResetState = "fixtures"
 )
 
-// `failed` when any execution failed, `passed` when some passed and none failed, else
-// `unknown`.
+// `failed` when any execution failed (a failure of a test muted when it was uploaded does
+// not count), `passed` when some passed and none failed, else `unknown`.
 type RunResult string
 
 const (
