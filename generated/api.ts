@@ -880,6 +880,84 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/tests/muted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List muted tests
+         * @description The suite's muted tests, most recently muted first, for a test runner to ignore their
+         *     failures.
+         */
+        get: operations["listMutedTests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/tests/skipped": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List skipped tests
+         * @description The suite's skipped tests, most recently skipped first, for a test runner to leave out. (The
+         *     real API's page shows this call with `-X PUT`; it is a read, answered on `GET`.)
+         */
+        get: operations["listSkippedTests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/tests/find": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Find a test by scope and name
+         * @description The suite's test with this scope and name (a blank or missing scope finds one without a
+         *     scope); when tests at several locations share them, the oldest. None is a 404.
+         */
+        post: operations["findTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/tests/{test_id}": {
         parameters: {
             query?: never;
@@ -903,6 +981,150 @@ export interface paths {
          */
         get: operations["getTest"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/tests/{test_id}/skip": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The test's id. */
+                test_id: components["parameters"]["TestId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Skip a test
+         * @description Quarantines the test as `skipped`: it is listed by `GET .../tests/skipped`, which test runners
+         *     read to leave it out. A non-admin of a Teams-enabled organization needs a team with `edit`
+         *     on the suite (else 403).
+         */
+        put: operations["skipTest"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/tests/{test_id}/mute": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The test's id. */
+                test_id: components["parameters"]["TestId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Mute a test
+         * @description Quarantines the test as `muted`: it still runs, but its failures uploaded from now on do not
+         *     fail its run (they are not in the run's failed count or result). Listed by
+         *     `GET .../tests/muted`. Needs `edit` on the suite as `skipTest` does.
+         */
+        put: operations["muteTest"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/tests/{test_id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The test's id. */
+                test_id: components["parameters"]["TestId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Enable a test
+         * @description Takes the test out of quarantine (`enabled`): its failures count again. Needs `edit` on the
+         *     suite as `skipTest` does.
+         */
+        put: operations["enableTest"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/tests/{test_id}/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The test's id. */
+                test_id: components["parameters"]["TestId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Add or remove labels of a test
+         * @description `add` gives the test the labels it lacks, `remove` takes them away (a label it does not
+         *     have is no error). A test has at most 10 labels besides `flaky` (422 past that); `flaky`
+         *     comes from flaky detection and stays. Needs `edit` on the suite as `skipTest` does.
+         */
+        patch: operations["updateTestLabels"];
+        trace?: never;
+    };
+    "/v2/analytics/organizations/{org_slug}/suites/{suite_slug}/execution-tags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Update execution tags
+         * @description Replaces the mutable tags (keys starting with `mut.`) of each execution named, in one
+         *     transaction: all or none. `{}` removes an execution's mutable tags. At most 10 tags per
+         *     execution; an execution that is not the suite's, a key without the `mut.` prefix, or too many
+         *     tags is a 422 naming the entry. The tags show in the execution's `tags` where executions are
+         *     listed (a run's failed executions). Needs `edit` on the suite as `skipTest` does.
+         */
+        put: operations["updateExecutionTags"];
         post?: never;
         delete?: never;
         options?: never;
@@ -5665,11 +5887,11 @@ export interface components {
             readonly id: string;
             readonly url: string;
             readonly web_url: string;
-            scope: string | null;
-            name: string;
-            location: string | null;
-            file_name: string | null;
-            /** @description `flaky` once the test has been flaky. */
+            readonly scope: string | null;
+            readonly name: string;
+            readonly location: string | null;
+            readonly file_name: string | null;
+            /** @description `flaky` once the test has been flaky, then the labels given to it (at most 10). */
             labels: string[];
         };
         /**
@@ -5687,7 +5909,7 @@ export interface components {
             name: string;
             location: string | null;
             file_name: string | null;
-            /** @description `flaky` once the test has been flaky. */
+            /** @description `flaky` once the test has been flaky, then the labels given to it (at most 10). */
             labels: string[];
             /** @description passed / (passed + failed) in the window; null with neither. */
             reliability: number | null;
@@ -5708,6 +5930,98 @@ export interface components {
             pending?: number;
             unknown?: number;
         };
+        /** @description A test as the quarantine operations and find show it: `id` through `file_name`, without labels. */
+        TestSummary: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly url: string;
+            readonly web_url: string;
+            readonly scope: string | null;
+            readonly name: string;
+            readonly location: string | null;
+            readonly file_name: string | null;
+        };
+        /**
+         * @description `enabled` (the default), `muted` (its failures do not fail its run), or `skipped` (collectors should not run it).
+         * @enum {string}
+         */
+        TestState: "enabled" | "muted" | "skipped";
+        /** @description The scope and name of the test to find (a blank or missing scope matches a test without one). */
+        FindTestRequest: {
+            scope?: string | null;
+            name: string;
+        };
+        TestLabelsRequest: {
+            operator: components["schemas"]["TestLabelsOperator"];
+            /** @description The labels (1 to 100 characters each). A test has at most 10; `flaky` is set by flaky detection and cannot be removed. */
+            labels: string[];
+        };
+        /**
+         * @description Whether the labels are added to the test or removed from it.
+         * @enum {string}
+         */
+        TestLabelsOperator: "add" | "remove";
+        ExecutionTagsRequest: {
+            executions: components["schemas"]["ExecutionTagsEntry"][];
+        };
+        /** @description An execution of the suite and its mutable tags, which replace the ones it had (`{}` removes them all). */
+        ExecutionTagsEntry: {
+            /** @description The execution's id. */
+            id: string;
+            tags: components["schemas"]["MutableTags"];
+        };
+        /** @description At most 10 tags, each key starting with `mut.` (at most 100 characters), each value a string of at most 1,000. */
+        MutableTags: {
+            [key: string]: string;
+        };
+        ExecutionTagsResult: {
+            /** @description How many executions had their mutable tags replaced. */
+            readonly executions_count: number;
+        };
+        /**
+         * @description A test of a build with the metrics of its executions in the build's window (`TestWithMetrics`),
+         *     its quarantine `state`, and, when `include` asks for them, its `executions` (those the
+         *     filters kept, oldest first, at most 100) and its `latest_fail` (the build's most recent
+         *     failed execution of it, null without one).
+         */
+        BuildTest: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly url: string;
+            readonly web_url: string;
+            scope: string | null;
+            name: string;
+            location: string | null;
+            file_name: string | null;
+            labels: string[];
+            state: components["schemas"]["TestState"];
+            reliability: number | null;
+            duration_avg: number | null;
+            duration_sum: number | null;
+            duration_min: number | null;
+            duration_max: number | null;
+            executions_count: number;
+            executions_count_by_result: components["schemas"]["ExecutionCountsByResult"];
+            executions?: components["schemas"]["BuildTestExecution"][];
+            /** @description With `include=latest_fail`. */
+            latest_fail?: components["schemas"]["BuildTestExecution"] | null;
+        };
+        BuildTestExecution: {
+            /** Format: uuid */
+            id: string;
+            status: components["schemas"]["BuildTestExecutionStatus"];
+            timestamp: components["schemas"]["IsoTimestamp"];
+            /** @description Seconds. */
+            duration: number | null;
+            location: string | null;
+            failure_reason: string | null;
+            failure_expanded: components["schemas"]["FailureExpanded"];
+        };
+        /**
+         * @description The execution's result.
+         * @enum {string}
+         */
+        BuildTestExecutionStatus: "passed" | "failed" | "skipped" | "pending" | "unknown";
         /** @description Where the results come from. Other properties are ignored. */
         RunEnv: {
             /** @description Identifies the run; uploads with the same key form one run. */
@@ -6480,7 +6794,7 @@ export interface components {
         /** @enum {string} */
         UploadFormat: "json" | "junit";
         /**
-         * @description `failed` when any execution failed, `passed` when some passed and none failed, else `unknown`.
+         * @description `failed` when any execution failed (a failure of a test muted when it was uploaded does not count), `passed` when some passed and none failed, else `unknown`.
          * @enum {string}
          */
         RunResult: "passed" | "failed" | "unknown";
@@ -6772,7 +7086,7 @@ export interface components {
         TestMinTimestamp: string;
         /** @description The end of the window (ISO 8601); default now. Cannot be combined with `period`. */
         TestMaxTimestamp: string;
-        /** @description Only tests with this label (legacy, a single label); cannot be combined with `labels`. `flaky` is the label a test gets once it has been flaky. */
+        /** @description Only tests with this label (legacy, a single label); cannot be combined with `labels`. `flaky` is the label a test gets once it has been flaky; the others are given with `updateTestLabels`. */
         TestLabel: string;
         /** @description Comma-separated labels the tests must have; `!label`: must not have. Needs `Buildkite-Version` 2026-08-01 or later on the suite list; cannot be combined with `label`. */
         TestLabels: string;
@@ -6780,7 +7094,7 @@ export interface components {
         TestBranch: string;
         /** @description Comma-separated test owner (team) slugs; `!slug` excludes. Windsock keeps no test owners, so a test matches only the `!` forms. */
         TestOwners: string;
-        /** @description Only tests in this state. Windsock does not mute or skip tests: every test is `enabled`. */
+        /** @description Only tests in this quarantine state (a test is `enabled` until it is muted or skipped). */
         TestState: "enabled" | "muted" | "skipped";
         /**
          * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`, and
@@ -6798,6 +7112,18 @@ export interface components {
         TestMinExecutions: number;
         /** @description The build's UUID (not its number). */
         TestBuildId: string;
+        /**
+         * @description The form older clients send for the `result` tag: `failed` (tests with at least one failed
+         *     execution in the build, as `tags=result:~failed`), `^failed` (every execution failed, as
+         *     `tags=result:^failed`), and so for any result. Cannot be combined with a `result` tag.
+         */
+        BuildTestResult: string;
+        /**
+         * @description Comma-separated: `executions` adds each test's `executions` (the ones the filters kept, oldest
+         *     first, at most 100); `latest_fail` adds its `latest_fail` (its most recent failed execution in
+         *     the build, or null). Other values are a 422.
+         */
+        BuildTestInclude: string;
         /** @description A step's id, or its `key`. */
         StepIdOrKey: string;
         /** @description The annotation's id (a UUID). */
@@ -8153,6 +8479,118 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listMutedTests: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tests. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestSummary"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSkippedTests: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tests. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestSummary"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    findTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FindTestRequest"];
+            };
+        };
+        responses: {
+            /** @description The test. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestSummary"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getTest: {
         parameters: {
             query?: {
@@ -8202,6 +8640,180 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    skipTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The test's id. */
+                test_id: components["parameters"]["TestId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestSummary"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    muteTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The test's id. */
+                test_id: components["parameters"]["TestId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestSummary"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enableTest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The test's id. */
+                test_id: components["parameters"]["TestId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestSummary"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateTestLabels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+                /** @description The test's id. */
+                test_id: components["parameters"]["TestId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestLabelsRequest"];
+            };
+        };
+        responses: {
+            /** @description The test with its labels. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Test"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateExecutionTags: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExecutionTagsRequest"];
+            };
+        };
+        responses: {
+            /** @description How many executions were updated. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExecutionTagsResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listTests: {
         parameters: {
             query?: {
@@ -8209,7 +8821,7 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
-                /** @description Only tests with this label (legacy, a single label); cannot be combined with `labels`. `flaky` is the label a test gets once it has been flaky. */
+                /** @description Only tests with this label (legacy, a single label); cannot be combined with `labels`. `flaky` is the label a test gets once it has been flaky; the others are given with `updateTestLabels`. */
                 label?: components["parameters"]["TestLabel"];
                 /** @description Comma-separated labels the tests must have; `!label`: must not have. Needs `Buildkite-Version` 2026-08-01 or later on the suite list; cannot be combined with `label`. */
                 labels?: components["parameters"]["TestLabels"];
@@ -8217,7 +8829,7 @@ export interface operations {
                 branch?: components["parameters"]["TestBranch"];
                 /** @description Comma-separated test owner (team) slugs; `!slug` excludes. Windsock keeps no test owners, so a test matches only the `!` forms. */
                 owners?: components["parameters"]["TestOwners"];
-                /** @description Only tests in this state. Windsock does not mute or skip tests: every test is `enabled`. */
+                /** @description Only tests in this quarantine state (a test is `enabled` until it is muted or skipped). */
                 state?: components["parameters"]["TestState"];
                 /**
                  * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`, and
@@ -8291,7 +8903,7 @@ export interface operations {
                 branch?: components["parameters"]["TestBranch"];
                 /** @description Comma-separated test owner (team) slugs; `!slug` excludes. Windsock keeps no test owners, so a test matches only the `!` forms. */
                 owners?: components["parameters"]["TestOwners"];
-                /** @description Only tests in this state. Windsock does not mute or skip tests: every test is `enabled`. */
+                /** @description Only tests in this quarantine state (a test is `enabled` until it is muted or skipped). */
                 state?: components["parameters"]["TestState"];
                 /**
                  * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`, and
@@ -8305,6 +8917,18 @@ export interface operations {
                 sort_by?: components["parameters"]["TestSortBy"];
                 /** @description The direction of `sort_by`. */
                 order?: components["parameters"]["TestOrder"];
+                /**
+                 * @description The form older clients send for the `result` tag: `failed` (tests with at least one failed
+                 *     execution in the build, as `tags=result:~failed`), `^failed` (every execution failed, as
+                 *     `tags=result:^failed`), and so for any result. Cannot be combined with a `result` tag.
+                 */
+                result?: components["parameters"]["BuildTestResult"];
+                /**
+                 * @description Comma-separated: `executions` adds each test's `executions` (the ones the filters kept, oldest
+                 *     first, at most 100); `latest_fail` adds its `latest_fail` (its most recent failed execution in
+                 *     the build, or null). Other values are a 422.
+                 */
+                include?: components["parameters"]["BuildTestInclude"];
             };
             header?: never;
             path: {
@@ -8324,7 +8948,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["TestWithMetrics"][];
+                    "application/json": components["schemas"]["BuildTest"][];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -350,6 +350,16 @@ func (r *BuildStateFilter) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalBuildTest(data []byte) (BuildTest, error) {
+	var r BuildTest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *BuildTest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalBuildTestEngine(data []byte) (BuildTestEngine, error) {
 	var r BuildTestEngine
 	err := json.Unmarshal(data, &r)
@@ -377,6 +387,26 @@ func UnmarshalBuildTestEngineSuite(data []byte) (BuildTestEngineSuite, error) {
 }
 
 func (r *BuildTestEngineSuite) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalBuildTestExecution(data []byte) (BuildTestExecution, error) {
+	var r BuildTestExecution
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *BuildTestExecution) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalBuildTestExecutionStatus(data []byte) (BuildTestExecutionStatus, error) {
+	var r BuildTestExecutionStatus
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *BuildTestExecutionStatus) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -682,6 +712,36 @@ func (r *ExecutionCountsByResult) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalExecutionTagsEntry(data []byte) (ExecutionTagsEntry, error) {
+	var r ExecutionTagsEntry
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ExecutionTagsEntry) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalExecutionTagsRequest(data []byte) (ExecutionTagsRequest, error) {
+	var r ExecutionTagsRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ExecutionTagsRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalExecutionTagsResult(data []byte) (ExecutionTagsResult, error) {
+	var r ExecutionTagsResult
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ExecutionTagsResult) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalExitStatusRule(data []byte) (ExitStatusRule, error) {
 	var r ExitStatusRule
 	err := json.Unmarshal(data, &r)
@@ -719,6 +779,16 @@ func UnmarshalFieldError(data []byte) (FieldError, error) {
 }
 
 func (r *FieldError) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalFindTestRequest(data []byte) (FindTestRequest, error) {
+	var r FindTestRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *FindTestRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1133,6 +1203,18 @@ func UnmarshalMultipartEtag(data []byte) (MultipartEtag, error) {
 }
 
 func (r *MultipartEtag) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+type MutableTags map[string]string
+
+func UnmarshalMutableTags(data []byte) (MutableTags, error) {
+	var r MutableTags
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *MutableTags) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -2070,6 +2152,26 @@ func (r *TestDetail) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalTestLabelsOperator(data []byte) (TestLabelsOperator, error) {
+	var r TestLabelsOperator
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *TestLabelsOperator) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalTestLabelsRequest(data []byte) (TestLabelsRequest, error) {
+	var r TestLabelsRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *TestLabelsRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalTestResult(data []byte) (TestResult, error) {
 	var r TestResult
 	err := json.Unmarshal(data, &r)
@@ -2087,6 +2189,26 @@ func UnmarshalTestResultHistory(data []byte) (TestResultHistory, error) {
 }
 
 func (r *TestResultHistory) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalTestState(data []byte) (TestState, error) {
+	var r TestState
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *TestState) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalTestSummary(data []byte) (TestSummary, error) {
+	var r TestSummary
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *TestSummary) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -2865,6 +2987,58 @@ type TriggeredFrom struct {
 	BuildPipelineSlug string `json:"build_pipeline_slug"`
 }
 
+// A test of a build with the metrics of its executions in the build's window
+// (`TestWithMetrics`),
+// its quarantine `state`, and, when `include` asks for them, its `executions` (those the
+// filters kept, oldest first, at most 100) and its `latest_fail` (the build's most recent
+// failed execution of it, null without one).
+type BuildTest struct {
+	DurationAvg             *float64                `json:"duration_avg"`
+	DurationMax             *float64                `json:"duration_max"`
+	DurationMin             *float64                `json:"duration_min"`
+	DurationSum             *float64                `json:"duration_sum"`
+	Executions              []BuildTestExecution    `json:"executions,omitempty"`
+	ExecutionsCount         int64                   `json:"executions_count"`
+	ExecutionsCountByResult ExecutionCountsByResult `json:"executions_count_by_result"`
+	FileName                *string                 `json:"file_name"`
+	ID                      string                  `json:"id"`
+	Labels                  []string                `json:"labels"`
+	// With `include=latest_fail`.
+	LatestFail  *BuildTestExecution `json:"latest_fail,omitempty"`
+	Location    *string             `json:"location"`
+	Name        string              `json:"name"`
+	Reliability *float64            `json:"reliability"`
+	Scope       *string             `json:"scope"`
+	State       TestState           `json:"state"`
+	URL         string              `json:"url"`
+	WebURL      string              `json:"web_url"`
+}
+
+type BuildTestExecution struct {
+	// Seconds.
+	Duration        *float64                 `json:"duration"`
+	FailureExpanded []FailureExpandedItem    `json:"failure_expanded"`
+	FailureReason   *string                  `json:"failure_reason"`
+	ID              string                   `json:"id"`
+	Location        *string                  `json:"location"`
+	Status          BuildTestExecutionStatus `json:"status"`
+	Timestamp       time.Time                `json:"timestamp"`
+}
+
+type FailureExpandedItem struct {
+	Backtrace []string `json:"backtrace,omitempty"`
+	Expanded  []string `json:"expanded,omitempty"`
+}
+
+// `passed` and `failed` always; `skipped`, `pending` and `unknown` only when not zero.
+type ExecutionCountsByResult struct {
+	Failed  int64  `json:"failed"`
+	Passed  int64  `json:"passed"`
+	Pending *int64 `json:"pending,omitempty"`
+	Skipped *int64 `json:"skipped,omitempty"`
+	Unknown *int64 `json:"unknown,omitempty"`
+}
+
 // The service's clock, which dates everything it records (builds, jobs, timeouts,
 // schedules, token expiry).
 type ClockState struct {
@@ -3161,6 +3335,23 @@ type Emoji struct {
 	URL     string   `json:"url"`
 }
 
+type ExecutionTagsRequest struct {
+	Executions []ExecutionTagsEntry `json:"executions"`
+}
+
+// An execution of the suite and its mutable tags, which replace the ones it had (`{}`
+// removes them all).
+type ExecutionTagsEntry struct {
+	// The execution's id.
+	ID   string            `json:"id"`
+	Tags map[string]string `json:"tags"`
+}
+
+type ExecutionTagsResult struct {
+	// How many executions had their mutable tags replaced.
+	ExecutionsCount int64 `json:"executions_count"`
+}
+
 type FailedExecution struct {
 	Branch           *string               `json:"branch"`
 	CommitSHA        *string               `json:"commit_sha"`
@@ -3180,9 +3371,11 @@ type FailedExecution struct {
 	TestURL          string                `json:"test_url"`
 }
 
-type FailureExpandedItem struct {
-	Backtrace []string `json:"backtrace,omitempty"`
-	Expanded  []string `json:"expanded,omitempty"`
+// The scope and name of the test to find (a blank or missing scope matches a test without
+// one).
+type FindTestRequest struct {
+	Name  string  `json:"name"`
+	Scope *string `json:"scope,omitempty"`
 }
 
 // The real agent sends `exit_status` as a string (`"0"`, `"-1"` when it was canceled or
@@ -4225,7 +4418,7 @@ type TeamWritable struct {
 type Test struct {
 	FileName *string `json:"file_name"`
 	ID       string  `json:"id"`
-	// `flaky` once the test has been flaky.
+	// `flaky` once the test has been flaky, then the labels given to it (at most 10).
 	Labels   []string `json:"labels"`
 	Location *string  `json:"location"`
 	Name     string   `json:"name"`
@@ -4257,7 +4450,7 @@ type TestDetail struct {
 	ExecutionsCountByResult *ExecutionCountsByResult `json:"executions_count_by_result,omitempty"`
 	FileName                *string                  `json:"file_name"`
 	ID                      string                   `json:"id"`
-	// `flaky` once the test has been flaky.
+	// `flaky` once the test has been flaky, then the labels given to it (at most 10).
 	Labels   []string `json:"labels"`
 	Location *string  `json:"location"`
 	Name     string   `json:"name"`
@@ -4268,13 +4461,23 @@ type TestDetail struct {
 	WebURL      string   `json:"web_url"`
 }
 
-// `passed` and `failed` always; `skipped`, `pending` and `unknown` only when not zero.
-type ExecutionCountsByResult struct {
-	Failed  int64  `json:"failed"`
-	Passed  int64  `json:"passed"`
-	Pending *int64 `json:"pending,omitempty"`
-	Skipped *int64 `json:"skipped,omitempty"`
-	Unknown *int64 `json:"unknown,omitempty"`
+type TestLabelsRequest struct {
+	// The labels (1 to 100 characters each). A test has at most 10; `flaky` is set by flaky
+	// detection and cannot be removed.
+	Labels   []string           `json:"labels"`
+	Operator TestLabelsOperator `json:"operator"`
+}
+
+// A test as the quarantine operations and find show it: `id` through `file_name`, without
+// labels.
+type TestSummary struct {
+	FileName *string `json:"file_name"`
+	ID       string  `json:"id"`
+	Location *string `json:"location"`
+	Name     string  `json:"name"`
+	Scope    *string `json:"scope"`
+	URL      string  `json:"url"`
+	WebURL   string  `json:"web_url"`
 }
 
 // A test with the metrics of its executions in a time window (a suite's tests and a test
@@ -4294,7 +4497,7 @@ type TestWithMetrics struct {
 	ExecutionsCountByResult ExecutionCountsByResult `json:"executions_count_by_result"`
 	FileName                *string                 `json:"file_name"`
 	ID                      string                  `json:"id"`
-	// `flaky` once the test has been flaky.
+	// `flaky` once the test has been flaky, then the labels given to it (at most 10).
 	Labels   []string `json:"labels"`
 	Location *string  `json:"location"`
 	Name     string   `json:"name"`
@@ -4695,6 +4898,27 @@ const (
 	BuildStateFilterSkipped   BuildStateFilter = "skipped"
 )
 
+// The execution's result.
+type BuildTestExecutionStatus string
+
+const (
+	BuildTestExecutionStatusFailed  BuildTestExecutionStatus = "failed"
+	BuildTestExecutionStatusPassed  BuildTestExecutionStatus = "passed"
+	BuildTestExecutionStatusPending BuildTestExecutionStatus = "pending"
+	BuildTestExecutionStatusSkipped BuildTestExecutionStatus = "skipped"
+	BuildTestExecutionStatusUnknown BuildTestExecutionStatus = "unknown"
+)
+
+// `enabled` (the default), `muted` (its failures do not fail its run), or `skipped`
+// (collectors should not run it).
+type TestState string
+
+const (
+	TestStateEnabled TestState = "enabled"
+	TestStateMuted   TestState = "muted"
+	TestStateSkipped TestState = "skipped"
+)
+
 // `real`: the machine's time; `frozen`: stands still at `at` until moved; `offset`: real
 // time shifted by `offset_seconds`.
 type ClockMode string
@@ -4899,8 +5123,8 @@ const (
 	ResetStateFixtures  ResetState = "fixtures"
 )
 
-// `failed` when any execution failed, `passed` when some passed and none failed, else
-// `unknown`.
+// `failed` when any execution failed (a failure of a test muted when it was uploaded does
+// not count), `passed` when some passed and none failed, else `unknown`.
 type RunResult string
 
 const (
@@ -4946,6 +5170,14 @@ type TeamPrivacy string
 const (
 	TeamPrivacySecret  TeamPrivacy = "secret"
 	TeamPrivacyVisible TeamPrivacy = "visible"
+)
+
+// Whether the labels are added to the test or removed from it.
+type TestLabelsOperator string
+
+const (
+	TestLabelsOperatorAdd    TestLabelsOperator = "add"
+	TestLabelsOperatorRemove TestLabelsOperator = "remove"
 )
 
 type TriggerStepType string

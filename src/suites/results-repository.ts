@@ -24,12 +24,17 @@ export interface Run extends WindowRun {
   createdAt: Date;
 }
 
+export type TestState = 'enabled' | 'muted' | 'skipped';
+
 export interface TestIdentity {
   id: string;
   scope: string | null;
   name: string;
   location: string | null;
   fileName: string | null;
+  state: TestState;
+  /** The labels given through the API (`flaky` is derived from flaky instances, not kept here). */
+  labels: string[];
 }
 
 export interface FlakyTest {
@@ -50,7 +55,23 @@ export interface FailedExecution {
   failureExpanded: FailureExpanded;
   duration: number | null;
   createdAt: Date;
+  /** The `mut.` tags set through the execution tags API. */
+  mutableTags: Record<string, string>;
 }
+
+/** An execution of a build's test, as `include=executions` and `latest_fail` show it. */
+export interface TestExecution {
+  id: string;
+  testId: string;
+  result: string;
+  createdAt: Date;
+  duration: number | null;
+  failureReason: string | null;
+  failureExpanded: FailureExpanded;
+}
+
+/** The columns identityFromRow reads. */
+const IDENTITY_COLUMNS = ['id', 'scope', 'name', 'location', 'file_name', 'state', 'labels'];
 
 function identityFromRow(r: Record<string, unknown>): TestIdentity {
   return {
@@ -59,6 +80,8 @@ function identityFromRow(r: Record<string, unknown>): TestIdentity {
     name: r.name as string,
     location: (r.location as string | null) ?? null,
     fileName: (r.file_name as string | null) ?? null,
+    state: ((r.state as string | null) ?? 'enabled') as TestState,
+    labels: parseJson<string[]>(r.labels, []),
   };
 }
 
@@ -196,7 +219,7 @@ export class SuiteResultsRepository {
             'id',
             page.map((g) => g.test_id),
           )
-          .select('id', 'scope', 'name', 'location', 'file_name')
+          .select(...IDENTITY_COLUMNS)
       : [];
     const byId = new Map(tests.map((t) => [t.id as string, identityFromRow(t)]));
     return {
@@ -211,7 +234,7 @@ export class SuiteResultsRepository {
       .where({ 'e.run_id': run.id, 'e.result': 'failed' })
       .orderBy('e.position')
       .limit(limit)
-      .select('e.id', 'e.test_id', 'e.failure_reason', 'e.failure_expanded', 'e.duration', 'e.created_at', 't.name', 't.location');
+      .select('e.id', 'e.test_id', 'e.failure_reason', 'e.failure_expanded', 'e.duration', 'e.created_at', 'e.mutable_tags', 't.name', 't.location');
     return rows.map((r) => ({
       id: r.id as string,
       run,
@@ -222,31 +245,35 @@ export class SuiteResultsRepository {
       failureExpanded: parseJson<FailureExpanded>(r.failure_expanded, null),
       duration: num(r.duration),
       createdAt: toDate(r.created_at),
+      mutableTags: parseJson<Record<string, string>>(r.mutable_tags, {}),
     }));
   }
 
   /** A test of the suite with whether it has been flaky, or null. */
   async findTestIdentity(suiteId: string, id: string): Promise<(TestIdentity & { flaky: boolean }) | null> {
-    const row = await this.db('tests').where({ suite_id: suiteId, id }).first('id', 'scope', 'name', 'location', 'file_name');
+    const row = await this.db('tests')
+      .where({ suite_id: suiteId, id })
+      .first(...IDENTITY_COLUMNS);
     if (!row) return null;
     const flaky = await this.db('flaky_instances').where({ test_id: id }).first('test_id');
     return { ...identityFromRow(row), flaky: Boolean(flaky) };
   }
 
   /**
-   * Every test of a suite, newest first (the legacy list). `flaky`: true, only the tests that
-   * have been flaky; false, none (a label no test has).
+   * Every test of a suite, newest first (the legacy list). `label`: only the tests with it
+   * (`flaky`: the tests that have been flaky).
    */
   async listTestIdentities(
     suiteId: string,
-    flaky: boolean | undefined,
+    label: string | undefined,
     offset: number,
     limit: number,
   ): Promise<{ items: (TestIdentity & { flaky: boolean })[]; total: number }> {
-    if (flaky === false) return { items: [], total: 0 };
     const filtered = () => {
       const q = this.db('tests as t').where('t.suite_id', suiteId);
-      if (flaky) q.whereExists(this.db('flaky_instances as fi').whereRaw('fi.test_id = t.id').select(this.db.raw('1')));
+      if (label === 'flaky') q.whereExists(this.db('flaky_instances as fi').whereRaw('fi.test_id = t.id').select(this.db.raw('1')));
+      // A given label is a quoted string of the JSON list.
+      else if (label !== undefined) q.whereRaw(`t.labels like ? escape '\\'`, [`%${JSON.stringify(label).replace(/[\\%_]/g, (c) => `\\${c}`)}%`]);
       return q;
     };
     const [countRow, rows] = await Promise.all([
@@ -325,9 +352,137 @@ export class SuiteResultsRepository {
   async testsByIds(ids: string[]): Promise<Map<string, SuiteTest>> {
     const out = new Map<string, SuiteTest>();
     for (const part of inChunks(ids)) {
-      for (const r of await this.db('tests').whereIn('id', part).select('id', 'suite_id', 'scope', 'name', 'location', 'file_name')) {
+      for (const r of await this.db('tests')
+        .whereIn('id', part)
+        .select('suite_id', ...IDENTITY_COLUMNS)) {
         out.set(r.id as string, { ...identityFromRow(r), suiteId: r.suite_id as string });
       }
+    }
+    return out;
+  }
+
+  /** Puts a test in a quarantine state (or back to enabled), noting when. */
+  async setTestState(testId: string, state: TestState, now: Date): Promise<void> {
+    await this.db('tests').where({ id: testId }).update({ state, state_changed_at: now });
+  }
+
+  /** A suite's tests in a state, most recently changed first; one row more than asked tells whether there is a next page. */
+  async listTestsInState(suiteId: string, state: TestState, offset: number, limit: number): Promise<{ items: TestIdentity[]; hasNext: boolean }> {
+    const rows = await this.db('tests')
+      .where({ suite_id: suiteId, state })
+      .orderBy([
+        { column: 'state_changed_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .offset(offset)
+      .limit(limit + 1)
+      .select(...IDENTITY_COLUMNS);
+    return { items: rows.slice(0, limit).map(identityFromRow), hasNext: rows.length > limit };
+  }
+
+  /** The suite's oldest test with this name and scope (null: a test without a scope, or a blank one). */
+  async findTestByName(suiteId: string, scope: string | null, name: string): Promise<TestIdentity | null> {
+    const q = this.db('tests').where({ suite_id: suiteId, name });
+    if (scope === null) q.andWhere((w) => w.whereNull('scope').orWhere('scope', ''));
+    else q.andWhere('scope', scope);
+    const row = await q
+      .orderBy([
+        { column: 'created_at', order: 'asc' },
+        { column: 'id', order: 'asc' },
+      ])
+      .first(...IDENTITY_COLUMNS);
+    return row ? identityFromRow(row) : null;
+  }
+
+  async setTestLabels(testId: string, labels: string[]): Promise<void> {
+    await this.db('tests')
+      .where({ id: testId })
+      .update({ labels: labels.length ? JSON.stringify(labels) : null });
+  }
+
+  /**
+   * Replaces the mutable tags of these executions of the suite, in one transaction. Returns the
+   * ids that are not executions of the suite, and changes nothing when there are any.
+   */
+  async replaceMutableTags(suiteId: string, entries: { id: string; tags: Record<string, string> }[]): Promise<{ unknown: string[] }> {
+    return this.db.transaction(async (trx) => {
+      const ids = [...new Set(entries.map((e) => e.id))];
+      const found = new Set<string>();
+      for (const part of inChunks(ids)) {
+        const rows = await trx('test_executions as e')
+          .join('test_runs as r', 'r.id', 'e.run_id')
+          .where('r.suite_id', suiteId)
+          .whereIn('e.id', part)
+          .select('e.id');
+        for (const r of rows) found.add(r.id as string);
+      }
+      const unknown = ids.filter((id) => !found.has(id));
+      if (unknown.length) return { unknown };
+      // The last entry for an id wins; executions with the same tags are updated together.
+      const last = new Map(entries.map((e) => [e.id, e.tags]));
+      const byTags = new Map<string, string[]>();
+      for (const [id, tags] of last) {
+        const key = Object.keys(tags).length ? JSON.stringify(tags) : '';
+        const list = byTags.get(key);
+        if (list) list.push(id);
+        else byTags.set(key, [id]);
+      }
+      for (const [key, group] of byTags) {
+        for (const part of inChunks(group))
+          await trx('test_executions')
+            .whereIn('id', part)
+            .update({ mutable_tags: key || null });
+      }
+      return { unknown: [] };
+    });
+  }
+
+  /**
+   * The executions of these tests in these runs and window, oldest first (`result`: only
+   * that result). At most `perTest` of each test are kept, the newest when `newest`.
+   */
+  async executionsOf(
+    runIds: string[],
+    testIds: string[],
+    window: TimeWindow,
+    opts: { result?: string; perTest: number; newest?: boolean },
+  ): Promise<Map<string, TestExecution[]>> {
+    const out = new Map<string, TestExecution[]>();
+    if (!runIds.length || !testIds.length) return out;
+    for (const tests of inChunks(testIds)) {
+      for (const runs of inChunks(runIds)) {
+        const q = this.db('test_executions')
+          .whereIn('test_id', tests)
+          .whereIn('run_id', runs)
+          .andWhere('created_at', '>=', window.from)
+          .andWhere('created_at', '<=', window.to)
+          .orderBy([
+            { column: 'created_at', order: 'asc' },
+            { column: 'position', order: 'asc' },
+            { column: 'id', order: 'asc' },
+          ])
+          .select('id', 'test_id', 'result', 'created_at', 'duration', 'failure_reason', 'failure_expanded');
+        if (opts.result !== undefined) q.andWhere('result', opts.result);
+        for (const r of await q) {
+          const e: TestExecution = {
+            id: r.id as string,
+            testId: r.test_id as string,
+            result: r.result as string,
+            createdAt: toDate(r.created_at),
+            duration: num(r.duration),
+            failureReason: (r.failure_reason as string | null) ?? null,
+            failureExpanded: parseJson<FailureExpanded>(r.failure_expanded, null),
+          };
+          const list = out.get(e.testId);
+          if (list) list.push(e);
+          else out.set(e.testId, [e]);
+        }
+      }
+    }
+    for (const [id, list] of out) {
+      // Runs were read in chunks: order again across them before keeping the first or last few.
+      list.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+      out.set(id, opts.newest ? list.slice(-opts.perTest) : list.slice(0, opts.perTest));
     }
     return out;
   }

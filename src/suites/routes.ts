@@ -2,7 +2,17 @@
 import { actorOf } from '../http/auth';
 import { operationRouter } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
-import { serializeFailedExecution, serializeFlakyTest, serializeRun, serializeSuite, serializeTest, serializeTestWithMetrics, suiteUrls } from './serialize';
+import {
+  serializeBuildTest,
+  serializeFailedExecution,
+  serializeFlakyTest,
+  serializeRun,
+  serializeSuite,
+  serializeTest,
+  serializeTestSummary,
+  serializeTestWithMetrics,
+  suiteUrls,
+} from './serialize';
 import type { Suite } from './repository';
 import type { SuiteService } from './service';
 
@@ -94,6 +104,50 @@ export function suiteRoutes(service: SuiteService, publicUrl: string) {
     );
   });
 
+  // Before getTest: `tests/muted` and `tests/skipped` are not test ids.
+  for (const [operation, state] of [
+    ['listMutedTests', 'muted'],
+    ['listSkippedTests', 'skipped'],
+  ] as const) {
+    api.on(operation, async (req, res) => {
+      const actor = actorOf(res);
+      const page = pageRequest(req);
+      const { items, hasNext } = await service.testsInState(actor, req.params.suite_slug, state, page.offset, page.perPage);
+      setLinkHeader(req, res, publicUrl, page, { hasNext });
+      const urls = urlsOf(actor.organization.slug, req.params.suite_slug);
+      res.json(items.map((t) => serializeTestSummary(t, urls)));
+    });
+  }
+
+  api.on('findTest', async (req, res) => {
+    const actor = actorOf(res);
+    const test = await service.findTest(actor, req.params.suite_slug, req.body);
+    res.json(serializeTestSummary(test, urlsOf(actor.organization.slug, req.params.suite_slug)));
+  });
+
+  for (const [operation, state] of [
+    ['skipTest', 'skipped'],
+    ['muteTest', 'muted'],
+    ['enableTest', 'enabled'],
+  ] as const) {
+    api.on(operation, async (req, res) => {
+      const actor = actorOf(res);
+      const test = await service.setTestState(actor, req.params.suite_slug, req.params.test_id, state);
+      res.json(serializeTestSummary(test, urlsOf(actor.organization.slug, req.params.suite_slug)));
+    });
+  }
+
+  api.on('updateTestLabels', async (req, res) => {
+    const actor = actorOf(res);
+    const { test, labels } = await service.updateTestLabels(actor, req.params.suite_slug, req.params.test_id, req.body);
+    res.json(serializeTest(test, labels, urlsOf(actor.organization.slug, req.params.suite_slug)));
+  });
+
+  api.on('updateExecutionTags', async (req, res) => {
+    const count = await service.updateExecutionTags(actorOf(res), req.params.suite_slug, req.body);
+    res.json({ executions_count: count });
+  });
+
   api.on('getTest', async (req, res) => {
     const actor = actorOf(res);
     const found = await service.testOf(actor, req.params.suite_slug, req.params.test_id, req.get('Buildkite-Version'), req.query);
@@ -106,7 +160,7 @@ export function suiteRoutes(service: SuiteService, publicUrl: string) {
     const page = pageRequest(req);
     const { items, total } = await service.buildTests(actor, req.params.build_id, req.query, page.offset, page.perPage);
     setLinkHeader(req, res, publicUrl, page, { total });
-    res.json(items.map((t) => serializeTestWithMetrics(t.test, t.labels, t.metrics, urlsOf(actor.organization.slug, t.suiteSlug))));
+    res.json(items.map((t) => serializeBuildTest(t.test, t.labels, t.metrics, t, urlsOf(actor.organization.slug, t.suiteSlug))));
   });
 
   return api.router;

@@ -2,7 +2,8 @@
 import type { components } from '../../generated/api';
 import { graphqlId, isoTime } from '../http/format';
 import type { Suite } from './repository';
-import type { BuildRun, FailedExecution, FlakyTest, Run, TestIdentity } from './results-repository';
+import type { BuildRun, FailedExecution, FlakyTest, Run, TestExecution, TestIdentity } from './results-repository';
+import type { BuildTestIncludes } from './service';
 import type { TestMetrics } from './test-metrics';
 
 type Schemas = components['schemas'];
@@ -83,6 +84,36 @@ export function serializeTest(t: TestIdentity, labels: string[], urls: SuiteUrls
   };
 }
 
+/** A test as quarantine and find answer it: `id` through `file_name`. */
+export function serializeTestSummary(t: TestIdentity, urls: SuiteUrls): Schemas['TestSummary'] {
+  const { labels: _labels, ...summary } = serializeTest(t, [], urls);
+  return summary;
+}
+
+/** A build's test: its metrics, its state, and what `include` asked for. */
+export function serializeBuildTest(t: TestIdentity, labels: string[], m: TestMetrics, extra: BuildTestIncludes, urls: SuiteUrls): Schemas['BuildTest'] {
+  const { labels: shown, ...rest } = serializeTestWithMetrics(t, labels, m, urls);
+  return {
+    ...rest,
+    labels: shown,
+    state: t.state,
+    ...(extra.executions ? { executions: extra.executions.map((e) => serializeBuildTestExecution(e, t)) } : {}),
+    ...(extra.latestFail !== undefined ? { latest_fail: extra.latestFail && serializeBuildTestExecution(extra.latestFail, t) } : {}),
+  };
+}
+
+function serializeBuildTestExecution(e: TestExecution, t: TestIdentity): Schemas['BuildTestExecution'] {
+  return {
+    id: e.id,
+    status: e.result as Schemas['BuildTestExecutionStatus'],
+    timestamp: isoTime(e.createdAt),
+    duration: e.duration,
+    location: t.location,
+    failure_reason: e.failureReason,
+    failure_expanded: e.failureExpanded,
+  };
+}
+
 /** A test with its metrics over a window (the versioned answer, and a build's tests). */
 export function serializeTestWithMetrics(t: TestIdentity, labels: string[], m: TestMetrics, urls: SuiteUrls): Schemas['TestWithMetrics'] {
   return {
@@ -127,6 +158,7 @@ export function serializeFailedExecution(e: FailedExecution, urls: SuiteUrls, wi
     run_url: `${urls.web}/runs/${e.run.id}`,
     test_url: testUrl,
     test_execution_url: `${testUrl}?execution_id=${e.id}`,
-    tags: e.run.tags,
+    // The run's tags, with the execution's own mutable (`mut.`) tags over them.
+    tags: { ...e.run.tags, ...e.mutableTags },
   };
 }

@@ -11,11 +11,11 @@ import type { OrganizationService } from '../organizations/service';
 import { slugify } from '../pipelines/slug';
 import { sha256Hex } from '../security/keys';
 import type { Suite, SuiteFields, SuiteRepository } from './repository';
-import type { BuildRun, SuiteResultsRepository, SuiteTest, TimeWindow, WindowRun } from './results-repository';
+import type { BuildRun, SuiteResultsRepository, SuiteTest, TestExecution, TestIdentity, TestState, TimeWindow, WindowRun } from './results-repository';
 import type { Actor } from '../core/identity';
 import type { Build } from '../builds/model';
 import type { PipelineService } from '../pipelines/service';
-import { parseFilters, runPasses, testPasses, type RawFilters, type TestFilters } from './test-filters';
+import { parseFilters, resultPasses, runPasses, testPasses, type RawFilters, type TestFilters } from './test-filters';
 import {
   BUILD_WINDOW_MS,
   groupPasses,
@@ -35,6 +35,28 @@ import { clock } from '../core/clock';
 import { isUuid } from '../core/uuid';
 
 type CreateInput = components['schemas']['CreateSuiteRequest'];
+type LabelsInput = components['schemas']['TestLabelsRequest'];
+type FindInput = components['schemas']['FindTestRequest'];
+type ExecutionTagsInput = components['schemas']['ExecutionTagsRequest'];
+
+/** A test has at most this many labels given through the API (besides the derived `flaky`). */
+export const MAX_TEST_LABELS = 10;
+/** Mutable execution tags: their key prefix, and how many an execution may have. */
+const MUTABLE_PREFIX = 'mut.';
+const MAX_MUTABLE_TAGS = 10;
+/** At most this many executions of a test in a build's tests with `include=executions`. */
+const MAX_EXECUTIONS_PER_TEST = 100;
+
+/** What `include` adds to a build's tests. */
+export interface BuildTestIncludes {
+  executions?: TestExecution[];
+  latestFail?: TestExecution | null;
+}
+
+/** A test's labels as the answers show them: `flaky` (derived) first, then the ones given. */
+export function labelsOf(test: Pick<TestIdentity, 'labels'>, flaky: boolean): string[] {
+  return flaky ? ['flaky', ...test.labels.filter((l) => l !== 'flaky')] : test.labels;
+}
 type UpdateInput = components['schemas']['UpdateSuiteRequest'];
 
 export type FlakyPeriod = NonNullable<NonNullable<operations['listFlakyTests']['parameters']['query']>['period']>;
@@ -172,7 +194,7 @@ export class SuiteService {
     const suite = await this.get(actor, slug);
     const test = isUuid(testId) ? await this.results.findTestIdentity(suite.id, testId.toLowerCase()) : null;
     if (!test) throw new NotFoundError('test');
-    const labels = test.flaky ? ['flaky'] : [];
+    const labels = labelsOf(test, test.flaky);
     if (!window) return { versioned: false as const, test, labels };
     return { versioned: true as const, test, labels, metrics: metricsOf(await this.results.totalsOfTest(test.id, window)) };
   }
@@ -185,9 +207,8 @@ export class SuiteService {
     const versioned = wantsMetrics(version);
     if (!versioned) {
       const suite = await this.get(actor, slug);
-      const flaky = q.label === undefined ? undefined : q.label === 'flaky';
-      const { items, total } = await this.results.listTestIdentities(suite.id, flaky, offset, limit);
-      return { versioned: false, items: items.map((t) => ({ test: t, labels: t.flaky ? ['flaky'] : [] })), total };
+      const { items, total } = await this.results.listTestIdentities(suite.id, q.label, offset, limit);
+      return { versioned: false, items: items.map((t) => ({ test: t, labels: labelsOf(t, t.flaky) })), total };
     }
     if (q.label !== undefined && q.labels !== undefined) throw new UnprocessableError('label cannot be combined with labels');
     const window = windowOf(q);
@@ -203,8 +224,23 @@ export class SuiteService {
    * The tests of a build (its UUID) in every suite of the organization the caller may see with
    * a run of it, measured over the build's window. A build the caller may not see is a 404.
    */
-  async buildTests(actor: Actor, buildId: string, q: RawFilters & { sort_by?: SortBy; order?: 'asc' | 'desc' }, offset: number, limit: number) {
+  async buildTests(
+    actor: Actor,
+    buildId: string,
+    q: RawFilters & { sort_by?: SortBy; order?: 'asc' | 'desc'; include?: string },
+    offset: number,
+    limit: number,
+  ): Promise<{ items: (MeasuredTest & BuildTestIncludes)[]; total: number }> {
     const filters = parseFilters(q);
+    const include = new Set(
+      (q.include ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
+    for (const v of include) {
+      if (v !== 'executions' && v !== 'latest_fail') throw new UnprocessableError(`include must be executions or latest_fail: ${v}`);
+    }
     const build = isUuid(buildId) ? await this.builds.findById(buildId.toLowerCase()) : null;
     if (!build || build.organizationId !== actor.organization.id) throw new NotFoundError('build');
     const readable = await this.pipelines.readableByIds(new Map([[actor.organization.id, actor]]), [build.pipelineId]);
@@ -217,7 +253,102 @@ export class SuiteService {
     const runs = await this.results.runsInWindow([...slugs.keys()], window, build.id);
     const measured = await this.measure(runs, window, filters, slugs);
     const sorted = sortTests(measured, q.sort_by ?? 'duration_avg', q.order ?? 'desc');
-    return { items: sorted.slice(offset, offset + limit), total: sorted.length };
+    const page: (MeasuredTest & BuildTestIncludes)[] = sorted.slice(offset, offset + limit);
+    if (include.size && page.length) {
+      const runIds = runs.filter((r) => runPasses(r, filters)).map((r) => r.id);
+      const testIds = page.map((t) => t.test.id);
+      if (include.has('executions')) {
+        // The executions the metrics counted: the `result` tag's `!` and `*` apply to them too.
+        const all = await this.results.executionsOf(runIds, testIds, window, { perTest: Number.MAX_SAFE_INTEGER });
+        for (const t of page) t.executions = (all.get(t.test.id) ?? []).filter((e) => resultPasses(e.result, filters)).slice(0, MAX_EXECUTIONS_PER_TEST);
+      }
+      if (include.has('latest_fail')) {
+        const fails = await this.results.executionsOf(runIds, testIds, window, { result: 'failed', perTest: 1, newest: true });
+        for (const t of page) t.latestFail = fails.get(t.test.id)?.[0] ?? null;
+      }
+    }
+    return { items: page, total: sorted.length };
+  }
+
+  /** Puts a test of a suite the caller may edit in a quarantine state (or back to enabled). */
+  async setTestState(actor: Actor, slug: string, testId: string, state: TestState): Promise<TestIdentity> {
+    const suite = await this.getEditable(actor, slug);
+    const test = isUuid(testId) ? await this.results.findTestIdentity(suite.id, testId.toLowerCase()) : null;
+    if (!test) throw new NotFoundError('test');
+    await this.results.setTestState(test.id, state, clock.now());
+    return { ...test, state };
+  }
+
+  /** A suite's muted or skipped tests, most recently changed first. */
+  async testsInState(actor: Actor, slug: string, state: TestState, offset: number, limit: number) {
+    return this.results.listTestsInState((await this.get(actor, slug)).id, state, offset, limit);
+  }
+
+  /** A test of the suite by scope and name (blank scope: none), or 404. */
+  async findTest(actor: Actor, slug: string, input: FindInput): Promise<TestIdentity> {
+    const suite = await this.get(actor, slug);
+    const name = input.name ?? '';
+    if (!name.trim()) throw ValidationError.field('name', "can't be blank");
+    const scope = input.scope === undefined || input.scope === null || input.scope === '' ? null : input.scope;
+    const test = await this.results.findTestByName(suite.id, scope, name);
+    if (!test) throw new NotFoundError('test');
+    return test;
+  }
+
+  /** Adds or removes labels of a test of a suite the caller may edit; returns it with its labels. */
+  async updateTestLabels(actor: Actor, slug: string, testId: string, input: LabelsInput): Promise<{ test: TestIdentity; labels: string[] }> {
+    const errors: FieldError[] = [];
+    const given = input.labels.map((l, i) => {
+      const label = l.trim();
+      if (!label) errors.push({ field: `labels[${i}]`, code: "can't be blank" });
+      return label;
+    });
+    if (errors.length) throw new ValidationError(errors);
+    const suite = await this.getEditable(actor, slug);
+    const test = isUuid(testId) ? await this.results.findTestIdentity(suite.id, testId.toLowerCase()) : null;
+    if (!test) throw new NotFoundError('test');
+    let labels: string[];
+    if (input.operator === 'add') {
+      labels = [...test.labels];
+      for (const l of given) if (l !== 'flaky' && !labels.includes(l)) labels.push(l);
+      if (labels.length > MAX_TEST_LABELS) throw ValidationError.field('labels', `is too long: a test has at most ${MAX_TEST_LABELS} labels`);
+    } else {
+      labels = test.labels.filter((l) => !given.includes(l));
+    }
+    labels.sort();
+    await this.results.setTestLabels(test.id, labels);
+    const updated = { ...test, labels };
+    return { test: updated, labels: labelsOf(updated, test.flaky) };
+  }
+
+  /** Replaces the mutable tags of executions of a suite the caller may edit: all or none. */
+  async updateExecutionTags(actor: Actor, slug: string, input: ExecutionTagsInput): Promise<number> {
+    const errors: FieldError[] = [];
+    const entries = input.executions.map((e, i) => {
+      const id = e.id.trim().toLowerCase();
+      if (!isUuid(id)) errors.push({ field: `executions[${i}].id`, code: 'is not an execution id' });
+      const keys = Object.keys(e.tags);
+      if (keys.length > MAX_MUTABLE_TAGS) errors.push({ field: `executions[${i}].tags`, code: `has too many tags (maximum is ${MAX_MUTABLE_TAGS})` });
+      for (const k of keys) {
+        if (!k.startsWith(MUTABLE_PREFIX) || k.length === MUTABLE_PREFIX.length)
+          errors.push({ field: `executions[${i}].tags.${k}`, code: `must begin with the ${MUTABLE_PREFIX} prefix` });
+        else if (k.length > 100) errors.push({ field: `executions[${i}].tags`, code: 'has a key longer than 100 characters' });
+      }
+      return { id, tags: e.tags, index: i };
+    });
+    if (errors.length) throw new ValidationError(errors.slice(0, 100));
+    const suite = await this.getEditable(actor, slug);
+    const { unknown } = await this.results.replaceMutableTags(suite.id, entries);
+    if (unknown.length) {
+      const missing = new Set(unknown);
+      throw new ValidationError(
+        entries
+          .filter((e) => missing.has(e.id))
+          .slice(0, 100)
+          .map((e) => ({ field: `executions[${e.index}].id`, code: 'is not an execution of this suite' })),
+      );
+    }
+    return new Set(entries.map((e) => e.id)).size;
   }
 
   /**
@@ -256,8 +387,8 @@ export class SuiteService {
     for (const c of candidates) {
       const test: SuiteTest | undefined = tests.get(c.id);
       if (!test) continue; // deleted with its suite meanwhile
-      const labels = flaky.has(c.id) ? ['flaky'] : [];
-      if (!testPasses(labels, f)) continue;
+      const labels = labelsOf(test, flaky.has(c.id));
+      if (!testPasses(labels, test.state, f)) continue;
       out.push({ test, suiteSlug: slugs.get(test.suiteId) ?? '', labels, metrics: c.metrics });
     }
     return out;

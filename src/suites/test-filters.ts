@@ -34,6 +34,8 @@ export interface RawFilters {
   branch?: string;
   tags?: string;
   min_executions?: number;
+  /** The result filter older clients send for a build's tests: `failed` as `result:~failed`, `^failed` as `result:^failed`. */
+  result?: string;
 }
 
 /** What a run offers the filters: its branch, and its tags with the built-in ones. */
@@ -97,6 +99,12 @@ export function parseFilters(q: RawFilters): TestFilters {
       }
     }
   }
+  if (q.result !== undefined) {
+    if (f.result) throw new UnprocessableError('result cannot be combined with a result tag in tags');
+    const raw = q.result.trim();
+    if (/^!|\*$/.test(raw)) throw new UnprocessableError(`result takes a result, with ^ (only) or ~ (contains, the default): ${q.result}`);
+    f.result = operand(/^[~^]/.test(raw) ? raw : `~${raw}`, 'result', ['contains', 'only']);
+  }
   return f;
 }
 
@@ -138,10 +146,10 @@ export function resultPasses(result: string, f: TestFilters): boolean {
   return !f.result || f.result.op === 'contains' || f.result.op === 'only' || matches(result, f.result);
 }
 
-/** Whether a test passes the label, owner and state filters. Windsock keeps no owners and never mutes or skips a test. */
-export function testPasses(labels: string[], f: TestFilters): boolean {
+/** Whether a test passes the label, owner and state filters. Windsock keeps no owners. */
+export function testPasses(labels: string[], state: 'enabled' | 'muted' | 'skipped', f: TestFilters): boolean {
   if (f.labels && !f.labels.every((l) => (l.op === 'not' ? !labels.includes(l.value) : labels.includes(l.value)))) return false;
   if (f.owners && !f.owners.every((o) => o.op === 'not')) return false;
-  if (f.state && f.state !== 'enabled') return false;
+  if (f.state && f.state !== state) return false;
   return true;
 }

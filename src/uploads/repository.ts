@@ -2,7 +2,8 @@
  * Ingestion of one upload in one transaction: the run (upserted by its key, counters bumped),
  * the tests (upserted by identity, totals bumped), the executions, and flaky detection: the
  * per (test, commit) passed/failed flags are OR-ed in, and a test whose flags are both set
- * gets its flaky instance for that commit. Every step is a set-based upsert in chunks, so an
+ * gets its flaky instance for that commit. A muted test's failures are stored (and still count
+ * for flaky detection) but not in the run's failed count, so they do not fail the run. Every step is a set-based upsert in chunks, so an
  * upload of 5,000 results is a few dozen statements, and concurrent uploads on the same
  * commit meet on the same rows (upserts lock them) instead of missing each other.
  */
@@ -141,7 +142,9 @@ export class UploadRepository {
   private async write(suiteId: string, env: RunEnvFields, tags: Record<string, string>, results: AcceptedResult[], weights: number[], now: Date): Promise<Run> {
     return this.db.transaction(async (trx) => {
       const passed = results.filter((r) => r.result === 'passed').length;
-      const failed = results.filter((r) => r.result === 'failed').length;
+      // A muted test's failures are kept as executions but do not fail the run.
+      const muted = await this.mutedTests(trx, suiteId, results);
+      const failed = results.filter((r) => r.result === 'failed' && !muted.has(identityHash(r.scope, r.name, r.location))).length;
       const add = (col: string) => trx.raw(`test_runs.${col} + excluded.${col}`);
       const [runRow] = await trx('test_runs')
         .insert({
@@ -242,6 +245,17 @@ export class UploadRepository {
       if (run.commitSha) await this.detectFlaky(trx, suiteId, run, tests, testIds, now);
       return run;
     });
+  }
+
+  /** The identity hashes of the suite's muted tests among this upload's failed results. */
+  private async mutedTests(trx: Knex.Transaction, suiteId: string, results: AcceptedResult[]): Promise<Set<string>> {
+    const hashes = [...new Set(results.filter((r) => r.result === 'failed').map((r) => identityHash(r.scope, r.name, r.location)))];
+    const out = new Set<string>();
+    for (const part of chunks(hashes)) {
+      const rows = await trx('tests').where({ suite_id: suiteId, state: 'muted' }).whereIn('identity_hash', part).select('identity_hash');
+      for (const r of rows) out.add(r.identity_hash as string);
+    }
+    return out;
   }
 
   /** OR this upload's outcomes into the (test, commit) flags; both set -> one flaky instance per commit. */

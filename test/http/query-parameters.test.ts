@@ -54,8 +54,10 @@ const dateParams = queryParams.filter(({ p }) => scalars(p).every((s) => s.forma
 /** Free-text query parameters: no format, no enum, a string. */
 // `tags` (the Test Engine lists) is a list of `key:value` pairs, not free text: a pair without a
 // colon is a 422 (test/suites/tests.test.ts). `after` and `before` (notification services) are
-// cursors this server made: anything else is a 400 (test/notification-services).
-const STRUCTURED = new Set(['tags', 'after', 'before']);
+// cursors this server made: anything else is a 400 (test/notification-services). `include` (a
+// build's tests) names what to add, `executions` or `latest_fail`: another value is a 422
+// (test/suites/build-tests.test.ts).
+const STRUCTURED = new Set(['tags', 'after', 'before', 'include']);
 const textParams = queryParams.filter(({ p }) => !STRUCTURED.has(p.name) && scalars(p).every((s) => s.type === 'string' && !s.format && !s.enum));
 
 describe('the spec', () => {

@@ -48,6 +48,7 @@ const BODY_REFERENCES: Record<string, Record<string, (id: string) => unknown>> =
   // The fixtures' scope is some_teams: B's team in A's scope_uuids.
   createNotificationService: { scope_uuids: (id) => [id] },
   updateNotificationService: { scope_uuids: (id) => [id] },
+  updateExecutionTags: { 'executions[].id': (id) => [{ id, tags: { 'mut.made': 'here' } }] },
 };
 /** Reads whose answers name none of the organization's slugs: the object they are about is named instead. */
 const ABOUT: Record<string, ParamKind> = {
@@ -69,6 +70,7 @@ const REFERENCED: Record<string, (t: Tenant) => string> = {
   suite_id: (t) => t.suite.id,
   cluster_id: (t) => t.cluster.id,
   default_queue_id: (t) => t.cluster.queueId,
+  executions: (t) => t.executionId,
 };
 /** Body properties whose names look like references but are not: each says why. */
 const NOT_REFERENCES: Record<string, string> = {
@@ -402,10 +404,13 @@ const EDITS_PIPELINE = [
   'deletePipelineSchedule',
 ];
 
+/** Reads sent with POST (a lookup with a body): a team with read access may make them. */
+const READS_BY_POST = ['findTest'];
+
 function levelNeeded(op: { operationId: string; method: string; pathParams: string[] }): string {
   const onPipeline = op.pathParams.includes('pipeline_slug');
   if (EDITS_PIPELINE.includes(op.operationId)) return 'manage_build_and_read';
-  if (op.method === 'get') return onPipeline ? 'read_only' : 'read';
+  if (op.method === 'get' || READS_BY_POST.includes(op.operationId)) return onPipeline ? 'read_only' : 'read';
   if (!onPipeline) return 'edit';
   return EDITS_PIPELINE.includes(op.operationId) ? 'manage_build_and_read' : 'build_and_read';
 }

@@ -103,6 +103,7 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   patchClusterAgentToken: (t) => `/v2/organizations/${t.org.slug}/clusters/${t.params.cluster_id}/tokens/${t.params.token_id}`,
   createNotificationService: (t, res) => `/v2/organizations/${t.org.slug}/services/${res.body.id}`,
   updateNotificationService: (t) => `/v2/organizations/${t.org.slug}/services/${t.params.service_id}`,
+  updateTestLabels: (t) => `/v2/analytics/organizations/${t.org.slug}/suites/${t.params.suite_slug}/tests/${t.params.test_id}`,
 };
 const NOT_READ_BACK: Record<string, string> = {
   setClock: 'the clock is process state, not a resource, and the matrix context has the test controls off (404): test/fixtures-loading reads the clock back',
@@ -115,6 +116,9 @@ const NOT_READ_BACK: Record<string, string> = {
   saveJobHeaderTimes:
     "header times of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents/real-agent-protocol reads them back",
   exportStep: 'a read (the agent API reads with POST): nothing is stored',
+  findTest: 'a read (find a test by scope and name, with POST): nothing is stored',
+  updateExecutionTags:
+    'the body is the tags themselves, which any accepted request replaces, so a read back differs by design; only the prototype cases apply: test/suites/quarantine reads tags back, and shows a rejected request changes none',
   updateStep:
     "a step of the job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/agents/real-agent-protocol reads labels back",
   uploadPipeline:
@@ -188,6 +192,7 @@ const ARRAY_ITEMS: Record<string, (t: Tenant) => { body: Record<string, unknown>
   // The tenant's pipeline is defined by YAML, so this is refused; the body is still parsed and read.
   'updatePipeline.steps': () => ({ body: {}, item: { type: 'script', command: 'make' } }),
   'uploadTestResults.data': (t) => ({ body: BODIES.uploadTestResults!(t) as Record<string, unknown>, item: { name: 'item', result: 'passed' } }),
+  'updateExecutionTags.executions': (t) => ({ body: {}, item: { id: t.executionId, tags: { 'mut.item': 'here' } } }),
   'setJobMetaDataBatch.items': (t) => ({ body: BODIES.setJobMetaDataBatch!(t) as Record<string, unknown>, item: { key: 'made', value: 'here' } }),
   'createArtifacts.artifacts': (t) => ({
     body: BODIES.createArtifacts!(t) as Record<string, unknown>,

@@ -187,6 +187,10 @@ export interface Tenant {
   builds: { id: string; number: number }[];
   suite: { id: string; slug: string };
   suiteToken: string;
+  /** A failed execution of the suite's run (the execution tags API names executions by id). */
+  executionId: string;
+  /** The scope and name of that execution's test (what find looks a test up by). */
+  test: { scope: string; name: string };
   /** The organization's agent registration token, and a connected agent with its access token. */
   agentRegistrationToken: string;
   agent: { id: string; token: string };
@@ -283,6 +287,11 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   const failed = await ctx.http().get(`${suiteBase}/runs/${runId}/failed_executions`).set(auth(token));
   check(failed, 200, 'failed executions');
   const testId = failed.body[0].test_id as string;
+  const executionId = failed.body[0].execution_id as string;
+  // One test muted and the other skipped, so the muted and skipped lists name the tenant's tests.
+  check(await ctx.http().put(`${suiteBase}/tests/${testId}/mute`).set(auth(token)), 200, 'mute test');
+  const passing = (await ctx.http().get(`${suiteBase}/tests`).set(auth(token))).body.find((t: { id: string }) => t.id !== testId) as { id: string };
+  check(await ctx.http().put(`${suiteBase}/tests/${passing.id}/skip`).set(auth(token)), 200, 'skip test');
   const webhookUrl = p.body.provider.webhook_url as string;
   const at = await ctx
     .http()
@@ -494,6 +503,8 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     builds,
     suite: { id: s.body.id, slug: s.body.slug },
     suiteToken,
+    executionId,
+    test: { scope: `Scope ${tag}`, name: `fails ${tag}` },
     agentRegistrationToken,
     agent,
     cluster,
@@ -520,6 +531,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       s.body.slug,
       runId,
       testId,
+      executionId,
       at.body.id,
       agent.id,
       ...(annotation ? [annotation.body.id as string] : []),
@@ -628,6 +640,14 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getTest: undefined,
   listTests: undefined,
   listBuildTests: undefined,
+  listMutedTests: undefined,
+  listSkippedTests: undefined,
+  findTest: (t) => ({ scope: t.test.scope, name: t.test.name }),
+  skipTest: undefined,
+  muteTest: undefined,
+  enableTest: undefined,
+  updateTestLabels: () => ({ operator: 'add', labels: ['made'] }),
+  updateExecutionTags: (t) => ({ executions: [{ id: t.executionId, tags: { 'mut.made': 'here' } }] }),
   deliverWebhook: () => ({ zen: 'Keep it logically awesome.', hook_id: 1 }),
   listBuildAnnotations: undefined,
   createBuildAnnotation: () => ({ body: 'Made **here**', style: 'info', context: 'made', priority: 5 }),

@@ -142,6 +142,77 @@ describeEachDatabase('a build’s tests', (ctx) => {
       .expect(400);
   });
 
+  it('takes the result, include=executions and include=latest_fail the Go client sends, and shows each test’s state', async () => {
+    const s = await seed();
+    const get = async (q: string, status = 200) =>
+      (
+        await ctx()
+          .http()
+          .get(path(s.org, s.build.id, `?${q}`))
+          .set(auth(s.token))
+          .expect(status)
+      ).body;
+    const plain = (await get('')) as TestJson[];
+    expect(plain.map((t) => t.state)).toEqual(['enabled', 'enabled', 'enabled', 'enabled']);
+    for (const t of plain) {
+      expect(t).not.toHaveProperty('executions');
+      expect(t).not.toHaveProperty('latest_fail');
+    }
+
+    // `result=failed`: at least one failed execution; `^passed`: only passed ones.
+    expect(names(await get('result=failed'))).toEqual(['flips']);
+    expect(names(await get('result=^passed'))).toEqual(['logs in', 'adds']);
+    expect(names(await get('result=~pending'))).toEqual(['pending one']);
+    expect((await get('result=failed&tags=result:~failed', 422)).message).toContain('result');
+    await get('result=!failed', 422);
+
+    // The executions the metrics counted, oldest first, in the client's shape.
+    const withExecutions = (await get('include=executions')) as TestJson[];
+    const flips = withExecutions.find((t) => t.name === 'flips')!;
+    expect(flips.executions).toEqual([
+      {
+        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        status: 'passed',
+        timestamp: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T[\d:.]+Z$/),
+        duration: 1,
+        location: './spec/models/user_spec.rb:5',
+        failure_reason: null,
+        failure_expanded: null,
+      },
+      {
+        id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+        status: 'failed',
+        timestamp: expect.any(String),
+        duration: 3,
+        location: './spec/models/user_spec.rb:5',
+        failure_reason: 'expected true, got false',
+        failure_expanded: [{ expanded: ['expected true', 'got false'], backtrace: ['user_spec.rb:42'] }],
+      },
+    ]);
+    expect(withExecutions.find((t) => t.name === 'adds')!.executions).toHaveLength(1);
+    expect(withExecutions.every((t) => !('latest_fail' in t))).toBe(true);
+    // Only the executions the result filter keeps.
+    const failedOnly = (await get('include=executions&tags=result:failed')) as TestJson[];
+    expect(failedOnly.map((t) => [t.name, (t.executions as { status: string }[]).map((e) => e.status)])).toEqual([['flips', ['failed']]]);
+
+    // The most recent failure of each test, null without one; both at once.
+    const withLatest = (await get('include=latest_fail,executions')) as TestJson[];
+    const latest = withLatest.find((t) => t.name === 'flips')!.latest_fail as { id: string; status: string };
+    expect(latest).toMatchObject({ status: 'failed', failure_reason: 'expected true, got false', duration: 3 });
+    expect(latest.id).toBe((flips.executions as { id: string }[])[1]!.id);
+    expect(withLatest.find((t) => t.name === 'adds')!.latest_fail).toBeNull();
+    expect(withLatest.find((t) => t.name === 'adds')!.executions).toHaveLength(1);
+    expect((await get('include=everything', 422)).message).toContain('include');
+
+    // A muted test shows as such, and the state filter finds it.
+    const flipsId = flips.id;
+    await ctx().http().put(`/v2/analytics/organizations/${s.org.slug}/suites/unit/tests/${flipsId}/mute`).set(auth(s.token)).expect(200);
+    const muted = (await get('state=muted')) as TestJson[];
+    expect(names(muted)).toEqual(['flips']);
+    expect(muted[0]!.state).toBe('muted');
+    expect(names(await get('state=enabled'))).toEqual(['logs in', 'adds', 'pending one']);
+  });
+
   it('is a 404 for an unknown build, a build number, another organization’s build; needs read_suites', async () => {
     const s = await seed();
     for (const id of ['00000000-0000-4000-8000-000000000000', String(s.build.number), 'nope']) {

@@ -136,3 +136,36 @@ export const getJobSecret: OperationHandler<'getJobSecret'> = (req, res) => {
   // @ts-expect-error: the answer needs the key (as name and key), the value and the uuid
   res.json({ value: 'v' });
 };
+
+declare const testSummary: Schemas['TestSummary'];
+declare const buildTest: Schemas['BuildTest'];
+
+// updateTestLabels: the operator is add or remove; the answer is a Test with its labels.
+export const updateTestLabels: OperationHandler<'updateTestLabels'> = (req, res) => {
+  expectType<'add' | 'remove'>(req.body.operator);
+  expectType<string[]>(req.body.labels);
+  expectType<string>(req.params.test_id);
+  // @ts-expect-error: the operator is add or remove, nothing else
+  expectType<'replace'>(req.body.operator);
+  // @ts-expect-error: the answer is a Test, which has labels
+  res.json(testSummary);
+  res.json({ ...testSummary, labels: ['flaky'] });
+};
+
+// skipTest: no body; the answer is the test without labels.
+export const skipTest: OperationHandler<'skipTest'> = (req, res) => {
+  // @ts-expect-error: skipTest takes no body
+  expectType<{ state: string }>(req.body);
+  res.json(testSummary);
+  // @ts-expect-error: a test's id is required in the answer
+  res.json({ name: testSummary.name });
+};
+
+// listBuildTests: include and result are text the service reads; each test has its state.
+export const listBuildTests: OperationHandler<'listBuildTests'> = (req, res) => {
+  expectType<string | undefined>(req.query.include);
+  expectType<string | undefined>(req.query.result);
+  res.json([buildTest]);
+  // @ts-expect-error: a build's test has a quarantine state from the spec's three
+  res.json([{ ...buildTest, state: 'quarantined' }]);
+};

@@ -36,6 +36,7 @@ import * as realAgent from './20261127050000_real_agent';
 import * as teamSuiteRegistryFlags from './20261127051000_team_suite_registry_flags';
 import * as stepUpdates from './20261127052000_step_updates';
 import * as stepUploads from './20261127091000_step_uploads';
+import * as testQuarantine from './20261127092000_test_quarantine';
 import * as githubWebhookProcessing from './20261127095000_github_webhook_processing';
 
 const migrations: Record<string, Knex.Migration> = {
@@ -71,6 +72,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261127051000_team_suite_registry_flags': teamSuiteRegistryFlags,
   '20261127052000_step_updates': stepUpdates,
   '20261127091000_step_uploads': stepUploads,
+  '20261127092000_test_quarantine': testQuarantine,
   '20261127095000_github_webhook_processing': githubWebhookProcessing,
 };
 

@@ -1,4 +1,4 @@
-/** Test suites: the list, a suite's runs, a run's failures, a test, and the flaky tests with the API's search, branch and period. */
+/** Test suites: the list, a suite's runs, a run's failures, a test (with its quarantine state), and the flaky tests with the API's search, branch and period. */
 import { PERIOD_MS } from '../../suites/test-metrics';
 import type { FlakyPeriod } from '../../suites/service';
 import { actorFor, need } from '../context';
@@ -122,6 +122,8 @@ export function registerSuitePages(web: WebRouter): void {
           <dd>${test.location ?? '–'}</dd>
           <dt>File</dt>
           <dd>${test.fileName ?? '–'}</dd>
+          <dt>State</dt>
+          <dd>${test.state}</dd>
           <dt>Labels</dt>
           <dd>${labels.join(', ') || '–'}</dd>
         </dl>`,
@@ -154,11 +156,12 @@ export function registerSuitePages(web: WebRouter): void {
           <div><button type="submit" class="secondary">Filter</button></div>
         </form>
         ${table(
-          ['Test', 'Flaky instances', { label: 'Most recent', optional: true }],
+          ['Test', 'State', 'Flaky instances', { label: 'Most recent', optional: true }],
           flaky.items.map(
             (f) =>
               html`<tr>
                 <td><a href="${base}/tests/${f.test.id}">${f.test.name}</a>${f.test.location ? html`<div class="muted">${f.test.location}</div>` : ''}</td>
+                <td>${f.test.state}</td>
                 <td>${f.instances}</td>
                 <td class="cols-optional">${time(f.mostRecentInstanceAt)}</td>
               </tr>`,
