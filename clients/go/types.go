@@ -190,6 +190,26 @@ func (r *APIError) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAPISettings(data []byte) (APISettings, error) {
+	var r APISettings
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *APISettings) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalAPISettingsFeatures(data []byte) (APISettingsFeatures, error) {
+	var r APISettingsFeatures
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *APISettingsFeatures) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalArtifact(data []byte) (Artifact, error) {
 	var r Artifact
 	err := json.Unmarshal(data, &r)
@@ -277,6 +297,48 @@ func UnmarshalArtifactUploadState(data []byte) (ArtifactUploadState, error) {
 }
 
 func (r *ArtifactUploadState) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalAuditContext(data []byte) (AuditContext, error) {
+	var r AuditContext
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AuditContext) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalAuditEvent(data []byte) (AuditEvent, error) {
+	var r AuditEvent
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AuditEvent) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+type AuditEventData map[string]interface{}
+
+func UnmarshalAuditEventData(data []byte) (AuditEventData, error) {
+	var r AuditEventData
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AuditEventData) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalAuditParty(data []byte) (AuditParty, error) {
+	var r AuditParty
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AuditParty) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -610,6 +672,16 @@ func (r *CreateClusterSecretRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalCreateInvitationsRequest(data []byte) (CreateInvitationsRequest, error) {
+	var r CreateInvitationsRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *CreateInvitationsRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalCreatePipelineScheduleRequest(data []byte) (CreatePipelineScheduleRequest, error) {
 	var r CreatePipelineScheduleRequest
 	err := json.Unmarshal(data, &r)
@@ -809,6 +881,76 @@ func UnmarshalHello(data []byte) (Hello, error) {
 }
 
 func (r *Hello) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitation(data []byte) (Invitation, error) {
+	var r Invitation
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *Invitation) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitationList(data []byte) (InvitationList, error) {
+	var r InvitationList
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitationList) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitationRole(data []byte) (InvitationRole, error) {
+	var r InvitationRole
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitationRole) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitationSsoMode(data []byte) (InvitationSsoMode, error) {
+	var r InvitationSsoMode
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitationSsoMode) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitationState(data []byte) (InvitationState, error) {
+	var r InvitationState
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitationState) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitationTeam(data []byte) (InvitationTeam, error) {
+	var r InvitationTeam
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitationTeam) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitationUser(data []byte) (InvitationUser, error) {
+	var r InvitationUser
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitationUser) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1316,16 +1458,6 @@ func (r *OrganizationMember) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func UnmarshalOrganizationRole(data []byte) (OrganizationRole, error) {
-	var r OrganizationRole
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
-
-func (r *OrganizationRole) Marshal() ([]byte, error) {
-	return json.Marshal(r)
-}
-
 func UnmarshalPauseAgentRequest(data []byte) (PauseAgentRequest, error) {
 	var r PauseAgentRequest
 	err := json.Unmarshal(data, &r)
@@ -1768,16 +1900,6 @@ func (r *SlackTheme) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func UnmarshalSsoMode(data []byte) (SsoMode, error) {
-	var r SsoMode
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
-
-func (r *SsoMode) Marshal() ([]byte, error) {
-	return json.Marshal(r)
-}
-
 func UnmarshalStartJobRequest(data []byte) (StartJobRequest, error) {
 	var r StartJobRequest
 	err := json.Unmarshal(data, &r)
@@ -2087,6 +2209,16 @@ func UnmarshalUnblockJobRequest(data []byte) (UnblockJobRequest, error) {
 }
 
 func (r *UnblockJobRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalUpdateAPISettingsRequest(data []byte) (UpdateAPISettingsRequest, error) {
+	var r UpdateAPISettingsRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *UpdateAPISettingsRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -2463,6 +2595,25 @@ type FieldError struct {
 	Field string `json:"field"`
 }
 
+// An organization's API security settings.
+type APISettings struct {
+	// Space-separated CIDR ranges every API request with a token of this organization must come
+	// from; null for none.
+	AllowedIPAddresses *string             `json:"allowed_ip_addresses"`
+	Features           APISettingsFeatures `json:"features"`
+	// Only administrators may create API access tokens.
+	RestrictUserAPITokenCreation bool `json:"restrict_user_api_token_creation"`
+	// Tokens unused this many days stop working (30, 60, 90, 180 or 365); null to keep them.
+	RevokeInactiveTokensAfterDays *int64 `json:"revoke_inactive_tokens_after_days"`
+	URL                           string `json:"url"`
+}
+
+// The plan-gated features, all available on a self-hosted installation.
+type APISettingsFeatures struct {
+	APIIPAllowList             bool `json:"api_ip_allow_list"`
+	InactiveAPITokenRevocation bool `json:"inactive_api_token_revocation"`
+}
+
 // A file a job uploaded, as the REST API shows it.
 type Artifact struct {
 	// The path without its file name (`.` for a file at the top).
@@ -2526,6 +2677,31 @@ type ArtifactUploadForm struct {
 	File      string `json:"file"`
 	Path      string `json:"path"`
 	Signature string `json:"signature"`
+}
+
+type AuditEvent struct {
+	// Who did it; null for what the installation's operator did at the command line.
+	Actor *AuditParty `json:"actor"`
+	// Where the action came from (`APIContext`, `CommandLineContext`, `WebContext`).
+	Context    *AuditContext          `json:"context"`
+	Data       map[string]interface{} `json:"data"`
+	GraphqlID  string                 `json:"graphql_id"`
+	OccurredAt time.Time              `json:"occurred_at"`
+	Subject    AuditParty             `json:"subject"`
+	// Class-style, e.g. `OrganizationUpdatedEvent`, `TeamCreatedEvent`.
+	Type string `json:"type"`
+	URL  string `json:"url"`
+	UUID string `json:"uuid"`
+}
+
+type AuditParty struct {
+	Name *string `json:"name"`
+	Type string  `json:"type"`
+	UUID string  `json:"uuid"`
+}
+
+type AuditContext struct {
+	Type string `json:"type"`
 }
 
 // `jobs` and `pipeline` are left out when the request asks for it (`exclude_jobs`,
@@ -3056,6 +3232,18 @@ type CreateClusterSecretRequest struct {
 	Value string `json:"value"`
 }
 
+type CreateInvitationsRequest struct {
+	Emails  []string           `json:"emails"`
+	Role    *InvitationRole    `json:"role,omitempty"`
+	SsoMode *InvitationSsoMode `json:"sso_mode,omitempty"`
+	Teams   []InvitationTeam   `json:"teams,omitempty"`
+}
+
+type InvitationTeam struct {
+	ID   string         `json:"id"`
+	Role TeamMemberRole `json:"role"`
+}
+
 // Unknown properties are ignored.
 type CreatePipelineScheduleRequest struct {
 	// Default: the pipeline's default branch (`main` when it has none).
@@ -3207,6 +3395,42 @@ type Hello struct {
 	Message string `json:"message"`
 	// Unix seconds.
 	Timestamp int64 `json:"timestamp"`
+}
+
+type InvitationList struct {
+	Items []Invitation                 `json:"items"`
+	Links NotificationServiceListLinks `json:"links"`
+}
+
+type Invitation struct {
+	AcceptedAt *time.Time      `json:"accepted_at"`
+	AcceptedBy *InvitationUser `json:"accepted_by"`
+	CreatedAt  time.Time       `json:"created_at"`
+	CreatedBy  *InvitationUser `json:"created_by"`
+	Email      string          `json:"email"`
+	// Invitations made here do not expire.
+	ExpiredAt interface{}       `json:"expired_at"`
+	GraphqlID string            `json:"graphql_id"`
+	ID        string            `json:"id"`
+	RevokedAt *time.Time        `json:"revoked_at"`
+	RevokedBy *InvitationUser   `json:"revoked_by"`
+	Role      InvitationRole    `json:"role"`
+	SsoMode   InvitationSsoMode `json:"sso_mode"`
+	State     InvitationState   `json:"state"`
+	Teams     []InvitationTeam  `json:"teams"`
+	URL       string            `json:"url"`
+}
+
+type InvitationUser struct {
+	Email string `json:"email"`
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+}
+
+type NotificationServiceListLinks struct {
+	// The next page; absent on the last one.
+	Next *string `json:"next,omitempty"`
+	Self string  `json:"self"`
 }
 
 type JobEnvResponse struct {
@@ -3406,12 +3630,6 @@ type NotificationServiceSettings struct {
 	Tracestate         map[string]string `json:"tracestate,omitempty"`
 }
 
-type NotificationServiceListLinks struct {
-	// The next page; absent on the last one.
-	Next *string `json:"next,omitempty"`
-	Self string  `json:"self"`
-}
-
 type NotificationServiceWritable struct {
 	BranchConfiguration *string                         `json:"branch_configuration,omitempty"`
 	BuildStates         *NotificationServiceBuildStates `json:"build_states,omitempty"`
@@ -3458,10 +3676,10 @@ type Organization struct {
 type OrganizationMember struct {
 	Email string `json:"email"`
 	// The user's UUID.
-	ID      string           `json:"id"`
-	Name    string           `json:"name"`
-	Role    OrganizationRole `json:"role"`
-	SsoMode *SsoMode         `json:"sso_mode,omitempty"`
+	ID      string             `json:"id"`
+	Name    string             `json:"name"`
+	Role    InvitationRole     `json:"role"`
+	SsoMode *InvitationSsoMode `json:"sso_mode,omitempty"`
 }
 
 type PauseAgentRequest struct {
@@ -4207,6 +4425,13 @@ type UnblockJobRequest struct {
 	Unblocker *string `json:"unblocker,omitempty"`
 }
 
+// Only the fields sent change.
+type UpdateAPISettingsRequest struct {
+	AllowedIPAddresses            *string `json:"allowed_ip_addresses,omitempty"`
+	RestrictUserAPITokenCreation  *bool   `json:"restrict_user_api_token_creation,omitempty"`
+	RevokeInactiveTokensAfterDays *int64  `json:"revoke_inactive_tokens_after_days,omitempty"`
+}
+
 type UpdateArtifactsRequest struct {
 	Artifacts []ArtifactStateUpdate `json:"artifacts"`
 }
@@ -4261,8 +4486,8 @@ type UpdateClusterSecretValueRequest struct {
 
 // At least one of `role` and `sso_mode`. Unknown properties are ignored.
 type UpdateOrganizationMemberRequest struct {
-	Role    *OrganizationRole `json:"role,omitempty"`
-	SsoMode *SsoMode          `json:"sso_mode,omitempty"`
+	Role    *InvitationRole    `json:"role,omitempty"`
+	SsoMode *InvitationSsoMode `json:"sso_mode,omitempty"`
 }
 
 // Only the properties sent change. Unknown properties are ignored.
@@ -4388,33 +4613,38 @@ type WebhookSettings struct {
 type Scope string
 
 const (
-	ScopeReadAccounts              Scope = "read_accounts"
-	ScopeReadAgents                Scope = "read_agents"
-	ScopeReadArtifacts             Scope = "read_artifacts"
-	ScopeReadBuildLogs             Scope = "read_build_logs"
-	ScopeReadBuilds                Scope = "read_builds"
-	ScopeReadClusters              Scope = "read_clusters"
-	ScopeReadJobEnv                Scope = "read_job_env"
-	ScopeReadNotificationServices  Scope = "read_notification_services"
-	ScopeReadOrganizations         Scope = "read_organizations"
-	ScopeReadPipelineTemplates     Scope = "read_pipeline_templates"
-	ScopeReadPipelines             Scope = "read_pipelines"
-	ScopeReadSecretDetails         Scope = "read_secret_details"
-	ScopeReadSuites                Scope = "read_suites"
-	ScopeReadTeams                 Scope = "read_teams"
-	ScopeReadUser                  Scope = "read_user"
-	ScopeWriteAgents               Scope = "write_agents"
-	ScopeWriteArtifacts            Scope = "write_artifacts"
-	ScopeWriteBuildLogs            Scope = "write_build_logs"
-	ScopeWriteBuilds               Scope = "write_builds"
-	ScopeWriteClusters             Scope = "write_clusters"
-	ScopeWriteNotificationServices Scope = "write_notification_services"
-	ScopeWriteOrganizations        Scope = "write_organizations"
-	ScopeWritePipelineTemplates    Scope = "write_pipeline_templates"
-	ScopeWritePipelines            Scope = "write_pipelines"
-	ScopeWriteSecrets              Scope = "write_secrets"
-	ScopeWriteSuites               Scope = "write_suites"
-	ScopeWriteTeams                Scope = "write_teams"
+	ScopeReadAccounts                 Scope = "read_accounts"
+	ScopeReadAgents                   Scope = "read_agents"
+	ScopeReadArtifacts                Scope = "read_artifacts"
+	ScopeReadAuditEvents              Scope = "read_audit_events"
+	ScopeReadBuildLogs                Scope = "read_build_logs"
+	ScopeReadBuilds                   Scope = "read_builds"
+	ScopeReadClusters                 Scope = "read_clusters"
+	ScopeReadJobEnv                   Scope = "read_job_env"
+	ScopeReadNotificationServices     Scope = "read_notification_services"
+	ScopeReadOrganizationInvitations  Scope = "read_organization_invitations"
+	ScopeReadOrganizationSettings     Scope = "read_organization_settings"
+	ScopeReadOrganizations            Scope = "read_organizations"
+	ScopeReadPipelineTemplates        Scope = "read_pipeline_templates"
+	ScopeReadPipelines                Scope = "read_pipelines"
+	ScopeReadSecretDetails            Scope = "read_secret_details"
+	ScopeReadSuites                   Scope = "read_suites"
+	ScopeReadTeams                    Scope = "read_teams"
+	ScopeReadUser                     Scope = "read_user"
+	ScopeWriteAgents                  Scope = "write_agents"
+	ScopeWriteArtifacts               Scope = "write_artifacts"
+	ScopeWriteBuildLogs               Scope = "write_build_logs"
+	ScopeWriteBuilds                  Scope = "write_builds"
+	ScopeWriteClusters                Scope = "write_clusters"
+	ScopeWriteNotificationServices    Scope = "write_notification_services"
+	ScopeWriteOrganizationInvitations Scope = "write_organization_invitations"
+	ScopeWriteOrganizationSettings    Scope = "write_organization_settings"
+	ScopeWriteOrganizations           Scope = "write_organizations"
+	ScopeWritePipelineTemplates       Scope = "write_pipeline_templates"
+	ScopeWritePipelines               Scope = "write_pipelines"
+	ScopeWriteSecrets                 Scope = "write_secrets"
+	ScopeWriteSuites                  Scope = "write_suites"
+	ScopeWriteTeams                   Scope = "write_teams"
 )
 
 type AnnotationScope string
@@ -4457,10 +4687,10 @@ const (
 type JobState string
 
 const (
-	JobStateAccepted        JobState = "accepted"
 	JobStateAssigned        JobState = "assigned"
 	JobStateBlockedFailed   JobState = "blocked_failed"
 	JobStateBroken          JobState = "broken"
+	JobStateAccepted        JobState = "accepted"
 	JobStateBlocked         JobState = "blocked"
 	JobStateCanceled        JobState = "canceled"
 	JobStateCanceling       JobState = "canceling"
@@ -4604,9 +4834,23 @@ const (
 	RetryAgentAffinityPreferWarmest   RetryAgentAffinity = "prefer-warmest"
 )
 
-// Default: the team's `default_member_role`.
-//
+type InvitationRole string
+
+const (
+	Admin                InvitationRole = "admin"
+	InvitationRoleMember InvitationRole = "member"
+)
+
+type InvitationSsoMode string
+
+const (
+	Optional InvitationSsoMode = "optional"
+	Required InvitationSsoMode = "required"
+)
+
 // `maintainer`s manage the team: its settings, its members and what it reaches.
+//
+// Default: the team's `default_member_role`.
 type TeamMemberRole string
 
 const (
@@ -4646,6 +4890,15 @@ type Status string
 
 const (
 	Ok Status = "ok"
+)
+
+type InvitationState string
+
+const (
+	InvitationStateAccepted InvitationState = "accepted"
+	InvitationStateExpired  InvitationState = "expired"
+	InvitationStatePending  InvitationState = "pending"
+	Revoked                 InvitationState = "revoked"
 )
 
 type ManualStepType string
@@ -4700,21 +4953,6 @@ type WebhookTokenMode string
 const (
 	WebhookTokenModeSignature WebhookTokenMode = "signature"
 	WebhookTokenModeToken     WebhookTokenMode = "token"
-)
-
-type OrganizationRole string
-
-const (
-	OrganizationRoleAdmin  OrganizationRole = "admin"
-	OrganizationRoleMember OrganizationRole = "member"
-)
-
-// Only for the organization's admins, or in a member's own membership.
-type SsoMode string
-
-const (
-	SsoModeOptional SsoMode = "optional"
-	SsoModeRequired SsoMode = "required"
 )
 
 type ProviderID string
@@ -5179,6 +5417,12 @@ func marshalUnion(pi *int64, pf *float64, pb *bool, ps *string, haveArray bool, 
 	}
 	return nil, errors.New("Union must not be null")
 }
+
+// OrganizationRole is the same shape as InvitationRole.
+type OrganizationRole = InvitationRole
+
+// SsoMode is the same shape as InvitationSsoMode.
+type SsoMode = InvitationSsoMode
 
 // StepType is the same shape as JobType.
 type StepType = JobType

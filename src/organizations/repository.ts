@@ -18,6 +18,12 @@ export interface Team {
 
 export type TeamRole = 'member' | 'maintainer';
 
+export interface ApiSettings {
+  allowedIpAddresses: string | null;
+  revokeInactiveTokensAfterDays: number | null;
+  restrictUserApiTokenCreation: boolean;
+}
+
 function teamFromRow(row: Record<string, unknown>): Team {
   return {
     id: row.id as string,
@@ -67,6 +73,34 @@ export class OrganizationRepository {
   async findBySlug(slug: string, trx: Knex = this.db): Promise<Organization | null> {
     const row = await trx('organizations').where({ slug }).first();
     return row ? orgFromRow(row) : null;
+  }
+
+  /** The organization's API settings (its row's columns). */
+  async apiSettings(id: string, trx: Knex = this.db): Promise<ApiSettings> {
+    const row = await trx('organizations').where({ id }).first('allowed_ip_addresses', 'revoke_inactive_tokens_after_days', 'restrict_user_api_token_creation');
+    return {
+      allowedIpAddresses: (row?.allowed_ip_addresses as string | null) ?? null,
+      revokeInactiveTokensAfterDays: row?.revoke_inactive_tokens_after_days == null ? null : Number(row.revoke_inactive_tokens_after_days),
+      restrictUserApiTokenCreation: toBool(row?.restrict_user_api_token_creation),
+    };
+  }
+
+  /** The API IP allow-list of each of the organizations (null: none), for the request guard. */
+  async allowedIpAddresses(id: string, trx: Knex = this.db): Promise<string | null> {
+    const row = await trx('organizations').where({ id }).first('allowed_ip_addresses');
+    return (row?.allowed_ip_addresses as string | null | undefined) ?? null;
+  }
+
+  async updateApiSettings(id: string, patch: Partial<ApiSettings>, trx: Knex = this.db): Promise<void> {
+    const row: Record<string, unknown> = {};
+    if (patch.allowedIpAddresses !== undefined) row.allowed_ip_addresses = patch.allowedIpAddresses;
+    if (patch.revokeInactiveTokensAfterDays !== undefined) row.revoke_inactive_tokens_after_days = patch.revokeInactiveTokensAfterDays;
+    if (patch.restrictUserApiTokenCreation !== undefined) row.restrict_user_api_token_creation = patch.restrictUserApiTokenCreation;
+    if (Object.keys(row).length) await trx('organizations').where({ id }).update(row);
+  }
+
+  async enableTeams(id: string, trx: Knex = this.db): Promise<void> {
+    await trx('organizations').where({ id }).update({ teams_enabled: true });
   }
 
   /** Every organization by slug (the command line's `org list`). */

@@ -3,14 +3,98 @@
  * id, whether a user is a member, and which of the teams a write names the caller may use. No
  * HTTP, no SQL.
  */
-import type { Actor, Organization, Principal, User } from '../core/identity';
-import type { OrganizationRepository, Team } from './repository';
+import type { AuditLog } from '../audit/service';
+import { ForbiddenError, ValidationError, type FieldError } from '../core/errors';
+import type { Knex } from 'knex';
+import type { Actor, Organization, Principal, Role, User } from '../core/identity';
+import { isUuid } from '../core/uuid';
+import { normalizeAllowedIps, parseAllowedIps } from '../security/allowed-ips';
+import type { ApiSettings, OrganizationRepository, Team, TeamRole } from './repository';
+
+/** The documented periods after which an unused token is revoked. */
+export const REVOKE_AFTER_DAYS = [30, 60, 90, 180, 365];
+
+export interface ApiSettingsInput {
+  allowed_ip_addresses?: string | null;
+  revoke_inactive_tokens_after_days?: number | null;
+  restrict_user_api_token_creation?: boolean;
+}
 
 /** A team a write named, or why it can't be used. */
 export type TeamCheck = { team: Team } | { code: string };
 
 export class OrganizationService {
-  constructor(private readonly orgs: OrganizationRepository) {}
+  constructor(
+    private readonly orgs: OrganizationRepository,
+    private readonly audit: AuditLog,
+  ) {}
+
+  private static requireAdmin(actor: Actor): void {
+    if (actor.role !== 'admin') throw new ForbiddenError();
+  }
+
+  /** The organization's API settings; administrators only. */
+  async apiSettings(actor: Actor): Promise<ApiSettings> {
+    OrganizationService.requireAdmin(actor);
+    return this.orgs.apiSettings(actor.organization.id);
+  }
+
+  /** Changes the fields sent (checked first: a 422 names each one at fault), recorded in the audit log in the same transaction. */
+  async updateApiSettings(actor: Actor, input: ApiSettingsInput): Promise<ApiSettings> {
+    OrganizationService.requireAdmin(actor);
+    const errors: FieldError[] = [];
+    const patch: Partial<ApiSettings> = {};
+    if (input.allowed_ip_addresses !== undefined) {
+      const value = input.allowed_ip_addresses === null ? '' : normalizeAllowedIps(input.allowed_ip_addresses);
+      const { invalid } = parseAllowedIps(value);
+      if (invalid.length)
+        errors.push({ field: 'allowed_ip_addresses', code: `must be CIDR ranges separated by spaces (not ${invalid.slice(0, 3).join(', ')})` });
+      else patch.allowedIpAddresses = value || null;
+    }
+    if (input.revoke_inactive_tokens_after_days !== undefined) {
+      const days = input.revoke_inactive_tokens_after_days;
+      if (days !== null && !REVOKE_AFTER_DAYS.includes(days))
+        errors.push({ field: 'revoke_inactive_tokens_after_days', code: `must be one of ${REVOKE_AFTER_DAYS.join(', ')} or null` });
+      else patch.revokeInactiveTokensAfterDays = days;
+    }
+    if (input.restrict_user_api_token_creation !== undefined) patch.restrictUserApiTokenCreation = input.restrict_user_api_token_creation;
+    if (errors.length) throw new ValidationError(errors);
+    const org = actor.organization;
+    return this.audit.transaction(
+      actor,
+      async (trx) => {
+        await this.orgs.updateApiSettings(org.id, patch, trx);
+        return this.orgs.apiSettings(org.id, trx);
+      },
+      () => ({
+        type: 'OrganizationApiSettingsUpdatedEvent',
+        subject: { type: 'Organization', id: org.id, name: org.name },
+        data: {
+          ...(patch.allowedIpAddresses !== undefined ? { allowed_ip_addresses: patch.allowedIpAddresses } : {}),
+          ...(patch.revokeInactiveTokensAfterDays !== undefined ? { revoke_inactive_tokens_after_days: patch.revokeInactiveTokensAfterDays } : {}),
+          ...(patch.restrictUserApiTokenCreation !== undefined ? { restrict_user_api_token_creation: patch.restrictUserApiTokenCreation } : {}),
+        },
+      }),
+    );
+  }
+
+  /** The API IP allow-list every request with a token must come from (null: any address), read fresh on each request. */
+  async allowedIpAddresses(organizationId: string): Promise<string | null> {
+    return this.orgs.allowedIpAddresses(organizationId);
+  }
+
+  /** Turns teams on (administrators only); already on, nothing changes and nothing is recorded. */
+  async enableTeams(actor: Actor): Promise<Organization> {
+    OrganizationService.requireAdmin(actor);
+    const org = (await this.orgs.findById(actor.organization.id))!;
+    if (org.teamsEnabled) return org;
+    await this.audit.transaction(
+      actor,
+      (trx) => this.orgs.enableTeams(org.id, trx),
+      () => ({ type: 'OrganizationTeamsEnabledEvent', subject: { type: 'Organization', id: org.id, name: org.name }, data: { teams_enabled: true } }),
+    );
+    return { ...org, teamsEnabled: true };
+  }
 
   /** A page of the principal's organizations by name, and how many there are. */
   async list(principal: Principal, offset: number, limit: number): Promise<{ items: Organization[]; total: number }> {
@@ -19,6 +103,24 @@ export class OrganizationService {
 
   async findById(id: string): Promise<Organization | null> {
     return this.orgs.findById(id);
+  }
+
+  /** Which of the team UUIDs are teams of the organization. */
+  async teamIdsIn(organizationId: string, ids: string[]): Promise<Set<string>> {
+    const found = new Set<string>();
+    for (const id of ids) {
+      const team = isUuid(id) ? await this.orgs.findTeam(organizationId, id) : null;
+      if (team && team.id === id.toLowerCase()) found.add(id);
+    }
+    return found;
+  }
+
+  /** Makes the user a member (with `role`, and of the default teams) and of `teams`, on the caller's transaction. */
+  async join(organizationId: string, userId: string, role: Role, teams: { id: string; role: TeamRole }[], trx: Knex): Promise<void> {
+    await this.orgs.addMember(organizationId, userId, role, trx);
+    for (const t of teams) {
+      if (await this.orgs.findTeam(organizationId, t.id, trx)) await this.orgs.addTeamMember(t.id, userId, trx, t.role);
+    }
   }
 
   /** The user, if a member of the organization. */
