@@ -273,6 +273,145 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipeline-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get pipeline settings
+         * @description The organization's pipeline settings. Administrators only (403 for other members).
+         */
+        get: operations["getPipelineSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update pipeline settings
+         * @description Administrators only. Only the fields sent change. A new pipeline that sends no
+         *     `default_branch`, `cluster_id`, `default_command_step_timeout` or
+         *     `maximum_command_step_timeout` takes the organization's `default_branch`,
+         *     `default_cluster_id`, `default_timeout_in_minutes` and `maximum_timeout_in_minutes`.
+         *     `default_cluster_id` must be a cluster of the organization, and the default timeout no
+         *     greater than the maximum (a 422 names the field). `scheduled_job_expiry_in_minutes` is
+         *     stored and answered. Recorded in the audit log.
+         */
+        patch: operations["updatePipelineSettings"];
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipeline-settings/hosted-agents-ssh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Enable hosted agents terminal access
+         * @description Records that terminal access for hosted agents is on, with who turned it on and when. Windsock has no hosted agents (see docs/decisions.md), so this changes no agent; it is kept for clients that set it. Administrators only; recorded in the audit log.
+         */
+        put: operations["enableHostedAgentsTerminalAccess"];
+        post?: never;
+        /**
+         * Disable hosted agents terminal access
+         * @description Turns the stored switch off. Administrators only; recorded in the audit log.
+         */
+        delete: operations["disableHostedAgentsTerminalAccess"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipeline-settings/public-pipelines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Enable public pipeline creation
+         * @description Lets members who are not administrators create pipelines with `visibility` `public` and make pipelines public (off, that is a 422 naming `visibility`; administrators always may). Administrators only; recorded in the audit log.
+         */
+        put: operations["enablePublicPipelineCreation"];
+        post?: never;
+        /**
+         * Disable public pipeline creation
+         * @description Members who are not administrators may no longer create or make public pipelines; pipelines already public stay so. Administrators only; recorded in the audit log.
+         */
+        delete: operations["disablePublicPipelineCreation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipeline-settings/advanced-queue-metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Enable advanced queue metrics
+         * @description Turns advanced queue metrics on; one way, as on the real service (`disable_supported` is false). Administrators only; recorded in the audit log.
+         */
+        put: operations["enableAdvancedQueueMetrics"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipeline-settings/build-export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Configure build export
+         * @description Build data export is not available on Windsock (`build_exports.available` is false): as
+         *     the real API answers an organization whose plan lacks it, a 403 after the body is
+         *     checked (a missing `location` or `strategy_id` is a 422 first).
+         */
+        put: operations["configureBuildExport"];
+        post?: never;
+        /**
+         * Disable build export
+         * @description Build data export is not available on Windsock; a 403, as the real API answers an organization whose plan lacks it.
+         */
+        delete: operations["disableBuildExport"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/audit_events": {
         parameters: {
             query?: never;
@@ -4225,7 +4364,7 @@ export interface components {
             revoke_inactive_tokens_after_days: number | null;
             /** @description Only administrators may create API access tokens. */
             restrict_user_api_token_creation: boolean;
-            features: components["schemas"]["ApiSettingsFeatures"];
+            readonly features: components["schemas"]["ApiSettingsFeatures"];
         };
         /** @description The plan-gated features, all available on a self-hosted installation. */
         ApiSettingsFeatures: {
@@ -4237,6 +4376,65 @@ export interface components {
             allowed_ip_addresses?: string | null;
             revoke_inactive_tokens_after_days?: number | null;
             restrict_user_api_token_creation?: boolean;
+        };
+        /** @description An organization's pipeline settings. */
+        PipelineSettings: {
+            readonly url: string;
+            /** @description The default branch of new pipelines (`main` when null). */
+            default_branch: string | null;
+            /**
+             * Format: uuid
+             * @description The cluster of new pipelines that name none.
+             */
+            default_cluster_id: string | null;
+            /** @description The command step timeout of new pipelines that set none. */
+            default_timeout_in_minutes: number | null;
+            /** @description The maximum command step timeout of new pipelines that set none. */
+            maximum_timeout_in_minutes: number | null;
+            /** @description Stored and answered. */
+            scheduled_job_expiry_in_minutes: number | null;
+            readonly hosted_agents_terminal_access: components["schemas"]["PipelineSettingSwitch"];
+            readonly public_pipeline_creation: components["schemas"]["PipelineSettingSwitch"];
+            readonly advanced_queue_metrics: components["schemas"]["AdvancedQueueMetrics"];
+            readonly build_exports: components["schemas"]["BuildExports"];
+        };
+        PipelineSettingSwitch: {
+            readonly enabled: boolean;
+            /** Format: date-time */
+            readonly enabled_at: string | null;
+            readonly enabled_by: components["schemas"]["PipelineSettingsUser"] | null;
+        };
+        AdvancedQueueMetrics: {
+            readonly enabled: boolean;
+            /** Format: date-time */
+            readonly enabled_at: string | null;
+            readonly enabled_by: components["schemas"]["PipelineSettingsUser"] | null;
+            readonly disable_supported: boolean;
+        };
+        PipelineSettingsUser: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+        };
+        /** @description Build data export is not available on Windsock (`available` false). */
+        BuildExports: {
+            readonly available: boolean;
+            readonly enabled: boolean;
+            readonly location: string | null;
+            readonly strategy_id: string | null;
+            readonly supported_strategies: string[];
+        };
+        /** @description Only the fields sent change. */
+        UpdatePipelineSettingsRequest: {
+            default_branch?: string | null;
+            default_cluster_id?: string | null;
+            default_timeout_in_minutes?: number | null;
+            maximum_timeout_in_minutes?: number | null;
+            scheduled_job_expiry_in_minutes?: number | null;
+        };
+        ConfigureBuildExportRequest: {
+            location: string;
+            strategy_id: string;
         };
         AuditEvent: {
             /** Format: uuid */
@@ -6999,6 +7197,274 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Organization"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPipelineSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updatePipelineSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePipelineSettingsRequest"];
+            };
+        };
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enableHostedAgentsTerminalAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    disableHostedAgentsTerminalAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enablePublicPipelineCreation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    disablePublicPipelineCreation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enableAdvancedQueueMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    configureBuildExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConfigureBuildExportRequest"];
+            };
+        };
+        responses: {
+            /** @description The pipeline settings (never answered here; build export is unavailable). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    disableBuildExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings (never answered here; build export is unavailable). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
                 };
             };
             401: components["responses"]["Unauthorized"];

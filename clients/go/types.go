@@ -30,6 +30,16 @@ func (r *AccessTokenUser) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAdvancedQueueMetrics(data []byte) (AdvancedQueueMetrics, error) {
+	var r AdvancedQueueMetrics
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AdvancedQueueMetrics) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAgentAnnotationRequest(data []byte) (AgentAnnotationRequest, error) {
 	var r AgentAnnotationRequest
 	err := json.Unmarshal(data, &r)
@@ -382,6 +392,16 @@ func (r *BuildCreator) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalBuildExports(data []byte) (BuildExports, error) {
+	var r BuildExports
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *BuildExports) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalBuildPipeline(data []byte) (BuildPipeline, error) {
 	var r BuildPipeline
 	err := json.Unmarshal(data, &r)
@@ -569,6 +589,16 @@ func UnmarshalClusterSecretOrganization(data []byte) (ClusterSecretOrganization,
 }
 
 func (r *ClusterSecretOrganization) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalConfigureBuildExportRequest(data []byte) (ConfigureBuildExportRequest, error) {
+	var r ConfigureBuildExportRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ConfigureBuildExportRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1540,6 +1570,36 @@ func (r *PipelineSchedulePipeline) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalPipelineSettingSwitch(data []byte) (PipelineSettingSwitch, error) {
+	var r PipelineSettingSwitch
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineSettingSwitch) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineSettings(data []byte) (PipelineSettings, error) {
+	var r PipelineSettings
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineSettings) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineSettingsUser(data []byte) (PipelineSettingsUser, error) {
+	var r PipelineSettingsUser
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineSettingsUser) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalPipelineTemplate(data []byte) (PipelineTemplate, error) {
 	var r PipelineTemplate
 	err := json.Unmarshal(data, &r)
@@ -2299,6 +2359,16 @@ func UnmarshalUpdatePipelineScheduleRequest(data []byte) (UpdatePipelineSchedule
 }
 
 func (r *UpdatePipelineScheduleRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalUpdatePipelineSettingsRequest(data []byte) (UpdatePipelineSettingsRequest, error) {
+	var r UpdatePipelineSettingsRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *UpdatePipelineSettingsRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -3115,6 +3185,11 @@ type ClusterSecretOrganization struct {
 	WebURL string `json:"web_url"`
 }
 
+type ConfigureBuildExportRequest struct {
+	Location   string `json:"location"`
+	StrategyID string `json:"strategy_id"`
+}
+
 type CreateAgentTokenRequest struct {
 	// What the token is for.
 	Description string `json:"description"`
@@ -3928,6 +4003,52 @@ type PipelineSchedulePipeline struct {
 	URL  string `json:"url"`
 }
 
+// An organization's pipeline settings.
+type PipelineSettings struct {
+	AdvancedQueueMetrics AdvancedQueueMetrics `json:"advanced_queue_metrics"`
+	BuildExports         BuildExports         `json:"build_exports"`
+	// The default branch of new pipelines (`main` when null).
+	DefaultBranch *string `json:"default_branch"`
+	// The cluster of new pipelines that name none.
+	DefaultClusterID *string `json:"default_cluster_id"`
+	// The command step timeout of new pipelines that set none.
+	DefaultTimeoutInMinutes    *int64                `json:"default_timeout_in_minutes"`
+	HostedAgentsTerminalAccess PipelineSettingSwitch `json:"hosted_agents_terminal_access"`
+	// The maximum command step timeout of new pipelines that set none.
+	MaximumTimeoutInMinutes *int64                `json:"maximum_timeout_in_minutes"`
+	PublicPipelineCreation  PipelineSettingSwitch `json:"public_pipeline_creation"`
+	// Stored and answered.
+	ScheduledJobExpiryInMinutes *int64 `json:"scheduled_job_expiry_in_minutes"`
+	URL                         string `json:"url"`
+}
+
+type AdvancedQueueMetrics struct {
+	DisableSupported bool                  `json:"disable_supported"`
+	Enabled          bool                  `json:"enabled"`
+	EnabledAt        *time.Time            `json:"enabled_at"`
+	EnabledBy        *PipelineSettingsUser `json:"enabled_by"`
+}
+
+type PipelineSettingsUser struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// Build data export is not available on Windsock (`available` false).
+type BuildExports struct {
+	Available           bool     `json:"available"`
+	Enabled             bool     `json:"enabled"`
+	Location            *string  `json:"location"`
+	StrategyID          *string  `json:"strategy_id"`
+	SupportedStrategies []string `json:"supported_strategies"`
+}
+
+type PipelineSettingSwitch struct {
+	Enabled   bool                  `json:"enabled"`
+	EnabledAt *time.Time            `json:"enabled_at"`
+	EnabledBy *PipelineSettingsUser `json:"enabled_by"`
+}
+
 type PipelineTemplate struct {
 	// Whether members who are not administrators may assign the template to pipelines (and see
 	// it).
@@ -4502,6 +4623,15 @@ type UpdatePipelineScheduleRequest struct {
 	Message *string           `json:"message,omitempty"`
 }
 
+// Only the fields sent change.
+type UpdatePipelineSettingsRequest struct {
+	DefaultBranch               *string `json:"default_branch,omitempty"`
+	DefaultClusterID            *string `json:"default_cluster_id,omitempty"`
+	DefaultTimeoutInMinutes     *int64  `json:"default_timeout_in_minutes,omitempty"`
+	MaximumTimeoutInMinutes     *int64  `json:"maximum_timeout_in_minutes,omitempty"`
+	ScheduledJobExpiryInMinutes *int64  `json:"scheduled_job_expiry_in_minutes,omitempty"`
+}
+
 type UpdateTeamMemberRequest struct {
 	Role TeamMemberRole `json:"role"`
 }
@@ -4837,15 +4967,15 @@ const (
 type InvitationRole string
 
 const (
-	Admin                InvitationRole = "admin"
+	InvitationRoleAdmin  InvitationRole = "admin"
 	InvitationRoleMember InvitationRole = "member"
 )
 
 type InvitationSsoMode string
 
 const (
-	Optional InvitationSsoMode = "optional"
-	Required InvitationSsoMode = "required"
+	InvitationSsoModeOptional InvitationSsoMode = "optional"
+	InvitationSsoModeRequired InvitationSsoMode = "required"
 )
 
 // `maintainer`s manage the team: its settings, its members and what it reaches.
@@ -4898,7 +5028,7 @@ const (
 	InvitationStateAccepted InvitationState = "accepted"
 	InvitationStateExpired  InvitationState = "expired"
 	InvitationStatePending  InvitationState = "pending"
-	Revoked                 InvitationState = "revoked"
+	InvitationStateRevoked  InvitationState = "revoked"
 )
 
 type ManualStepType string

@@ -9,10 +9,33 @@ import type { Knex } from 'knex';
 import type { Actor, Organization, Principal, Role, User } from '../core/identity';
 import { isUuid } from '../core/uuid';
 import { normalizeAllowedIps, parseAllowedIps } from '../security/allowed-ips';
-import type { ApiSettings, OrganizationRepository, Team, TeamRole } from './repository';
+import type { ApiSettings, OrganizationRepository, PipelineSettings, PipelineSettingSwitchName, Team, TeamRole } from './repository';
+import { clock } from '../core/clock';
+
+/** 403 for build data export, which Windsock does not offer. */
+export class BuildExportUnavailableError extends ForbiddenError {
+  constructor() {
+    super();
+    this.message = "Build data export isn't available on this Windsock installation";
+  }
+}
 
 /** The documented periods after which an unused token is revoked. */
 export const REVOKE_AFTER_DAYS = [30, 60, 90, 180, 365];
+
+export interface PipelineSettingsInput {
+  default_branch?: string | null;
+  default_cluster_id?: string | null;
+  default_timeout_in_minutes?: number | null;
+  maximum_timeout_in_minutes?: number | null;
+  scheduled_job_expiry_in_minutes?: number | null;
+}
+
+const SWITCH_EVENTS: Record<PipelineSettingSwitchName, string> = {
+  hosted_agents_ssh: 'OrganizationHostedAgentsTerminalAccess',
+  public_pipelines: 'OrganizationPublicPipelineCreation',
+  advanced_queue_metrics: 'OrganizationAdvancedQueueMetrics',
+};
 
 export interface ApiSettingsInput {
   allowed_ip_addresses?: string | null;
@@ -76,6 +99,82 @@ export class OrganizationService {
         },
       }),
     );
+  }
+
+  /** The organization's pipeline settings; administrators only. */
+  async pipelineSettings(actor: Actor): Promise<PipelineSettings> {
+    OrganizationService.requireAdmin(actor);
+    return this.orgs.pipelineSettings(actor.organization.id);
+  }
+
+  /** The defaults a new pipeline of the organization takes (the pipelines' service asks, for any caller). */
+  async pipelineDefaults(organizationId: string): Promise<PipelineSettings> {
+    return this.orgs.pipelineSettings(organizationId);
+  }
+
+  async updatePipelineSettings(actor: Actor, input: PipelineSettingsInput): Promise<PipelineSettings> {
+    OrganizationService.requireAdmin(actor);
+    const org = actor.organization;
+    const errors: FieldError[] = [];
+    const patch: Partial<Omit<PipelineSettings, 'switches'>> = {};
+    if (input.default_branch !== undefined) {
+      const branch = input.default_branch?.trim() ?? '';
+      if (/\s|\.\.|^-|[~^:?*[\\]/.test(branch)) errors.push({ field: 'default_branch', code: 'is not a valid branch name' });
+      else patch.defaultBranch = branch || null;
+    }
+    if (input.default_cluster_id !== undefined) {
+      const id = input.default_cluster_id?.trim() || null;
+      if (id !== null && !(isUuid(id) && (await this.orgs.hasCluster(org.id, id))))
+        errors.push({ field: 'default_cluster_id', code: 'is not a cluster of this organization' });
+      else patch.defaultClusterId = id?.toLowerCase() ?? null;
+    }
+    if (input.default_timeout_in_minutes !== undefined) patch.defaultTimeoutInMinutes = input.default_timeout_in_minutes;
+    if (input.maximum_timeout_in_minutes !== undefined) patch.maximumTimeoutInMinutes = input.maximum_timeout_in_minutes;
+    if (input.scheduled_job_expiry_in_minutes !== undefined) patch.scheduledJobExpiryInMinutes = input.scheduled_job_expiry_in_minutes;
+    const current = await this.orgs.pipelineSettings(org.id);
+    const def = patch.defaultTimeoutInMinutes !== undefined ? patch.defaultTimeoutInMinutes : current.defaultTimeoutInMinutes;
+    const max = patch.maximumTimeoutInMinutes !== undefined ? patch.maximumTimeoutInMinutes : current.maximumTimeoutInMinutes;
+    if (def !== null && max !== null && def > max)
+      errors.push({ field: 'default_timeout_in_minutes', code: `must not be greater than maximum_timeout_in_minutes (${max})` });
+    if (errors.length) throw new ValidationError(errors);
+    return this.audit.transaction(
+      actor,
+      async (trx) => {
+        await this.orgs.updatePipelineSettings(org.id, patch, trx);
+        return this.orgs.pipelineSettings(org.id, trx);
+      },
+      () => ({
+        type: 'OrganizationPipelineSettingsUpdatedEvent',
+        subject: { type: 'Organization', id: org.id, name: org.name },
+        data: Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)),
+      }),
+    );
+  }
+
+  /** Turns a pipeline settings switch on or off; a change is recorded in the audit log, a no-op is not. */
+  async setPipelineSettingSwitch(actor: Actor, name: PipelineSettingSwitchName, on: boolean): Promise<PipelineSettings> {
+    OrganizationService.requireAdmin(actor);
+    const org = actor.organization;
+    const current = await this.orgs.pipelineSettings(org.id);
+    if ((current.switches[name].enabledAt !== null) === on) return current;
+    return this.audit.transaction(
+      actor,
+      async (trx) => {
+        await this.orgs.setPipelineSettingSwitch(org.id, name, on ? { at: clock.now(), userId: actor.principal.user.id } : null, trx);
+        return this.orgs.pipelineSettings(org.id, trx);
+      },
+      () => ({
+        type: `${SWITCH_EVENTS[name]}${on ? 'Enabled' : 'Disabled'}Event`,
+        subject: { type: 'Organization', id: org.id, name: org.name },
+        data: { [name]: on },
+      }),
+    );
+  }
+
+  /** Build data export is not available here: a 403, as the real API answers a plan without it. */
+  buildExportUnavailable(actor: Actor): never {
+    OrganizationService.requireAdmin(actor);
+    throw new BuildExportUnavailableError();
   }
 
   /** The API IP allow-list every request with a token must come from (null: any address), read fresh on each request. */

@@ -48,6 +48,8 @@ const BODY_REFERENCES: Record<string, Record<string, (id: string) => unknown>> =
   // The fixtures' scope is some_teams: B's team in A's scope_uuids.
   createNotificationService: { scope_uuids: (id) => [id] },
   updateNotificationService: { scope_uuids: (id) => [id] },
+  createInvitations: { 'teams[].id': (id) => [{ id, role: 'member' }] },
+  updatePipelineSettings: { default_cluster_id: (id) => id },
 };
 /** Reads whose answers name none of the organization's slugs: the object they are about is named instead. */
 const ABOUT: Record<string, ParamKind> = {
@@ -68,6 +70,7 @@ const REFERENCED: Record<string, (t: Tenant) => string> = {
   pipeline_id: (t) => t.pipeline.id,
   suite_id: (t) => t.suite.id,
   cluster_id: (t) => t.cluster.id,
+  default_cluster_id: (t) => t.cluster.id,
   default_queue_id: (t) => t.cluster.queueId,
 };
 /** Body properties whose names look like references but are not: each says why. */
