@@ -48,7 +48,7 @@ const BODY_REFERENCES: Record<string, Record<string, (id: string) => unknown>> =
   // The fixtures' scope is some_teams: B's team in A's scope_uuids.
   createNotificationService: { scope_uuids: (id) => [id] },
   updateNotificationService: { scope_uuids: (id) => [id] },
-  createInvitations: { 'teams[].id': (id) => [{ id, role: 'member' }] },
+  createInvitations: { teams: (id) => [{ id, role: 'member' }] },
   updatePipelineSettings: { default_cluster_id: (id) => id },
 };
 /** Reads whose answers name none of the organization's slugs: the object they are about is named instead. */
@@ -82,6 +82,7 @@ const NOT_REFERENCES: Record<string, string> = {
   'exportStep.build_id': "must be the build of the job the agent runs: any other build, its own organization's too, is a 404 (test/agents/real-agent-protocol)",
   'updateStep.build_id': 'as exportStep.build_id',
   'updateStep.idempotency_uuid': "the agent's own id for the update (idempotency), not a Windsock object",
+  'configureBuildExport.strategy_id': "an export strategy's name (s3, gcs), not a Windsock object",
 };
 const LOOKS_LIKE_REFERENCE = /(^|_)(ids?|uuids?)$|^teams$/;
 
