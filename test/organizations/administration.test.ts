@@ -5,6 +5,7 @@
  * whole, revoked, accepted when the invited email signs up).
  */
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
+import { signedIn } from '../web/support';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -376,6 +377,28 @@ describeEachDatabase('organization administration', (ctx) => {
       await ctx().http().get(`/v2/organizations/${other.org.slug}/invitations/${inv.id}`).set(auth(other.token)).expect(404);
       await ctx().http().delete(`/v2/organizations/${other.org.slug}/invitations/${inv.id}`).set(auth(other.token)).expect(404);
       await ctx().http().get(`${base}/${inv.id}`).set(auth(token)).expect(200);
+    });
+
+    it('are accepted when an existing user with the invited email signs in to the web interface', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const elsewhere = await ctx().givenOrg();
+      const user = await ctx().givenUser(elsewhere, 'member');
+      const base = `/v2/organizations/${org.slug}/invitations`;
+      const [inv] = (
+        await ctx()
+          .http()
+          .post(base)
+          .set(auth(token))
+          .send({ emails: [user.email.toUpperCase()] })
+          .expect(201)
+      ).body;
+      expect((await ctx().services.orgs.membershipsOf(user.id)).has(org.id)).toBe(false);
+      await signedIn(ctx().app, await ctx().givenToken(user, [elsewhere]));
+      expect((await ctx().services.orgs.membershipsOf(user.id)).get(org.id)).toBe('member');
+      expect((await ctx().http().get(`${base}/${inv.id}`).set(auth(token)).expect(200)).body).toMatchObject({
+        state: 'accepted',
+        accepted_by: { id: user.id },
+      });
     });
 
     it('are accepted when a user with the invited email signs up: membership, role and teams, recorded', async () => {
