@@ -214,6 +214,320 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/api-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get API settings
+         * @description The organization's API security settings. Administrators only (403 for other members).
+         */
+        get: operations["getApiSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update API settings
+         * @description Administrators only. Only the fields sent change; the answer is the whole settings.
+         *     `allowed_ip_addresses` (space-separated CIDR ranges, null to remove) takes effect at once:
+         *     every later request to this organization's paths with a token from an address outside it
+         *     is a 403, including the next one of the caller. `revoke_inactive_tokens_after_days` is one
+         *     of 30, 60, 90, 180, 365 or null. A wrong value is a 422 naming the field. Recorded in the
+         *     audit log.
+         */
+        patch: operations["updateApiSettings"];
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/teams/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enable teams
+         * @description Turns on teams for the organization: from then on members who are not administrators see
+         *     and build only the pipelines and suites their teams reach, and a pipeline or suite they
+         *     create must name one of their teams. Administrators only (403 for other members). Enabling
+         *     an organization whose teams are already on changes nothing. Recorded in the audit log
+         *     (`OrganizationTeamsEnabledEvent`). Answers the organization.
+         */
+        post: operations["enableTeams"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipeline-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get pipeline settings
+         * @description The organization's pipeline settings. Administrators only (403 for other members).
+         */
+        get: operations["getPipelineSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update pipeline settings
+         * @description Administrators only. Only the fields sent change. A new pipeline that sends no
+         *     `default_branch`, `cluster_id`, `default_command_step_timeout` or
+         *     `maximum_command_step_timeout` takes the organization's `default_branch`,
+         *     `default_cluster_id`, `default_timeout_in_minutes` and `maximum_timeout_in_minutes`.
+         *     `default_cluster_id` must be a cluster of the organization, and the default timeout no
+         *     greater than the maximum (a 422 names the field). `scheduled_job_expiry_in_minutes` is
+         *     stored and answered. Recorded in the audit log.
+         */
+        patch: operations["updatePipelineSettings"];
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipeline-settings/hosted-agents-ssh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Enable hosted agents terminal access
+         * @description Records that terminal access for hosted agents is on, with who turned it on and when. Windsock has no hosted agents (see docs/decisions.md), so this changes no agent; it is kept for clients that set it. Administrators only; recorded in the audit log.
+         */
+        put: operations["enableHostedAgentsTerminalAccess"];
+        post?: never;
+        /**
+         * Disable hosted agents terminal access
+         * @description Turns the stored switch off. Administrators only; recorded in the audit log.
+         */
+        delete: operations["disableHostedAgentsTerminalAccess"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipeline-settings/public-pipelines": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Enable public pipeline creation
+         * @description Lets members who are not administrators create pipelines with `visibility` `public` and make pipelines public (off, that is a 422 naming `visibility`; administrators always may). Administrators only; recorded in the audit log.
+         */
+        put: operations["enablePublicPipelineCreation"];
+        post?: never;
+        /**
+         * Disable public pipeline creation
+         * @description Members who are not administrators may no longer create or make public pipelines; pipelines already public stay so. Administrators only; recorded in the audit log.
+         */
+        delete: operations["disablePublicPipelineCreation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipeline-settings/advanced-queue-metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Enable advanced queue metrics
+         * @description Turns advanced queue metrics on; one way, as on the real service (`disable_supported` is false). Administrators only; recorded in the audit log.
+         */
+        put: operations["enableAdvancedQueueMetrics"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipeline-settings/build-export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Configure build export
+         * @description Build data export is not available on Windsock (`build_exports.available` is false): as
+         *     the real API answers an organization whose plan lacks it, a 403 after the body is
+         *     checked (a missing `location` or `strategy_id` is a 422 first).
+         */
+        put: operations["configureBuildExport"];
+        post?: never;
+        /**
+         * Disable build export
+         * @description Build data export is not available on Windsock; a 403, as the real API answers an organization whose plan lacks it.
+         */
+        delete: operations["disableBuildExport"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/audit_events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List audit events
+         * @description The organization's audit events, newest first: one per administrative action (the
+         *     organization's settings, members, invitations, teams and their members and grants), each
+         *     written in the same transaction as the change, with its actor, subject and the values it
+         *     set (never a secret). Administrators only (403 for other members).
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/audit_events/{event_uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The audit event's UUID. */
+                event_uuid: components["parameters"]["AuditEventUuid"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an audit event
+         * @description One audit event of the organization, by UUID (404 for another organization's). Administrators only.
+         */
+        get: operations["getAuditEvent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List invitations
+         * @description The organization's pending invitations, newest first, by cursor: `items` and `links`
+         *     (`self`, and `next` when there are more). `after` (or `before`) takes a cursor from a
+         *     `links` URL; both at once, or a cursor this server did not make, is a 400. Accepted and
+         *     revoked invitations are not listed (get them by UUID). Administrators only.
+         */
+        get: operations["listInvitations"];
+        put?: never;
+        /**
+         * Create invitations
+         * @description Invites each of `emails` (deduplicated case-insensitively) with `role` (default `member`),
+         *     `sso_mode` (default `required`) and `teams` (team UUIDs of this organization with a role,
+         *     one per team). The whole batch is checked first: a malformed address, an address that is
+         *     already a member or already has a pending invitation, or a team of no use is a 422 and
+         *     nothing is made. When a user with an invited email signs up (`windsock user add`, or the
+         *     web sign-in), the invitation is accepted: the user joins the organization with its role
+         *     and its teams. Administrators only. Each invitation is recorded in the audit log.
+         */
+        post: operations["createInvitations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/invitations/{invitation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The invitation's UUID. */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an invitation
+         * @description One invitation of the organization in any state, by UUID (404 for another organization's). Administrators only.
+         */
+        get: operations["getInvitation"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an invitation
+         * @description Revokes a pending invitation (422 for one already accepted or revoked). Administrators only. Recorded in the audit log.
+         */
+        delete: operations["revokeInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/pipelines": {
         parameters: {
             query?: never;
@@ -4542,7 +4856,7 @@ export interface components {
             advance_seconds?: number;
         };
         /** @enum {string} */
-        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations" | "read_clusters" | "write_clusters" | "read_secret_details" | "write_secrets" | "read_notification_services" | "write_notification_services";
+        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations" | "read_clusters" | "write_clusters" | "read_secret_details" | "write_secrets" | "read_notification_services" | "write_notification_services" | "read_audit_events" | "read_organization_invitations" | "write_organization_invitations" | "read_organization_settings" | "write_organization_settings";
         AccessToken: {
             /** Format: uuid */
             readonly uuid: string;
@@ -4573,6 +4887,163 @@ export interface components {
             readonly agents_url: string;
             readonly emojis_url: string;
             created_at: components["schemas"]["IsoTimestamp"];
+        };
+        /** @description An organization's API security settings. */
+        ApiSettings: {
+            readonly url: string;
+            /** @description Space-separated CIDR ranges every API request with a token of this organization must come from; null for none. */
+            allowed_ip_addresses: string | null;
+            /** @description Tokens unused this many days stop working (30, 60, 90, 180 or 365); null to keep them. */
+            revoke_inactive_tokens_after_days: number | null;
+            /** @description Only administrators may create API access tokens. */
+            restrict_user_api_token_creation: boolean;
+            readonly features: components["schemas"]["ApiSettingsFeatures"];
+        };
+        /** @description The plan-gated features, all available on a self-hosted installation. */
+        ApiSettingsFeatures: {
+            readonly api_ip_allow_list: boolean;
+            readonly inactive_api_token_revocation: boolean;
+        };
+        /** @description Only the fields sent change. */
+        UpdateApiSettingsRequest: {
+            allowed_ip_addresses?: string | null;
+            revoke_inactive_tokens_after_days?: number | null;
+            restrict_user_api_token_creation?: boolean;
+        };
+        /** @description An organization's pipeline settings. */
+        PipelineSettings: {
+            readonly url: string;
+            /** @description The default branch of new pipelines (`main` when null). */
+            default_branch: string | null;
+            /**
+             * Format: uuid
+             * @description The cluster of new pipelines that name none.
+             */
+            default_cluster_id: string | null;
+            /** @description The command step timeout of new pipelines that set none. */
+            default_timeout_in_minutes: number | null;
+            /** @description The maximum command step timeout of new pipelines that set none. */
+            maximum_timeout_in_minutes: number | null;
+            /** @description Stored and answered. */
+            scheduled_job_expiry_in_minutes: number | null;
+            readonly hosted_agents_terminal_access: components["schemas"]["PipelineSettingSwitch"];
+            readonly public_pipeline_creation: components["schemas"]["PipelineSettingSwitch"];
+            readonly advanced_queue_metrics: components["schemas"]["AdvancedQueueMetrics"];
+            readonly build_exports: components["schemas"]["BuildExports"];
+        };
+        PipelineSettingSwitch: {
+            readonly enabled: boolean;
+            /** Format: date-time */
+            readonly enabled_at: string | null;
+            readonly enabled_by: components["schemas"]["PipelineSettingsUser"] | null;
+        };
+        AdvancedQueueMetrics: {
+            readonly enabled: boolean;
+            /** Format: date-time */
+            readonly enabled_at: string | null;
+            readonly enabled_by: components["schemas"]["PipelineSettingsUser"] | null;
+            readonly disable_supported: boolean;
+        };
+        PipelineSettingsUser: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+        };
+        /** @description Build data export is not available on Windsock (`available` false). */
+        BuildExports: {
+            readonly available: boolean;
+            readonly enabled: boolean;
+            readonly location: string | null;
+            readonly strategy_id: string | null;
+            readonly supported_strategies: string[];
+        };
+        /** @description Only the fields sent change. */
+        UpdatePipelineSettingsRequest: {
+            default_branch?: string | null;
+            default_cluster_id?: string | null;
+            default_timeout_in_minutes?: number | null;
+            maximum_timeout_in_minutes?: number | null;
+            scheduled_job_expiry_in_minutes?: number | null;
+        };
+        ConfigureBuildExportRequest: {
+            location: string;
+            strategy_id: string;
+        };
+        AuditEvent: {
+            /** Format: uuid */
+            uuid: string;
+            graphql_id: string;
+            /** @description Class-style, e.g. `OrganizationUpdatedEvent`, `TeamCreatedEvent`. */
+            type: string;
+            occurred_at: components["schemas"]["IsoTimestamp"];
+            /** @description Who did it; null for what the installation's operator did at the command line. */
+            actor: components["schemas"]["AuditParty"] | null;
+            subject: components["schemas"]["AuditParty"];
+            /** @description Where the action came from (`APIContext`, `CommandLineContext`, `WebContext`). */
+            context: components["schemas"]["AuditContext"] | null;
+            data: components["schemas"]["AuditEventData"];
+            url: string;
+        };
+        AuditParty: {
+            type: string;
+            uuid: string;
+            name: string | null;
+        };
+        AuditContext: {
+            type: string;
+        };
+        /** @description What changed (new values), or what was made or removed. Never a secret. */
+        AuditEventData: {
+            [key: string]: unknown;
+        };
+        Invitation: {
+            /** Format: uuid */
+            id: string;
+            graphql_id: string;
+            url: string;
+            email: string;
+            state: components["schemas"]["InvitationState"];
+            role: components["schemas"]["InvitationRole"];
+            sso_mode: components["schemas"]["InvitationSsoMode"];
+            teams: components["schemas"]["InvitationTeam"][];
+            created_at: components["schemas"]["IsoTimestamp"];
+            created_by: components["schemas"]["InvitationUser"] | null;
+            /** Format: date-time */
+            accepted_at: string | null;
+            accepted_by: components["schemas"]["InvitationUser"] | null;
+            /** Format: date-time */
+            revoked_at: string | null;
+            revoked_by: components["schemas"]["InvitationUser"] | null;
+            /** @description Invitations made here do not expire. */
+            expired_at: null;
+        };
+        /** @enum {string} */
+        InvitationState: "pending" | "accepted" | "revoked" | "expired";
+        /** @enum {string} */
+        InvitationRole: "admin" | "member";
+        /** @enum {string} */
+        InvitationSsoMode: "required" | "optional";
+        InvitationTeam: {
+            /** Format: uuid */
+            id: string;
+            role: components["schemas"]["TeamMemberRole"];
+        };
+        InvitationUser: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            email: string;
+        };
+        InvitationList: {
+            items: components["schemas"]["Invitation"][];
+            links: components["schemas"]["NotificationServiceListLinks"];
+        };
+        InvitationCreatedList: components["schemas"]["Invitation"][];
+        CreateInvitationsRequest: {
+            emails: string[];
+            role?: components["schemas"]["InvitationRole"];
+            sso_mode?: components["schemas"]["InvitationSsoMode"];
+            teams?: components["schemas"]["InvitationTeam"][];
         };
         PipelineTemplate: {
             /** Format: uuid */
@@ -7071,6 +7542,14 @@ export interface components {
         StepUploadCursorBefore: string;
         /** @description Return the services before this cursor. Not with `after`. */
         ServiceCursorBefore: string;
+        /** @description The audit event's UUID. */
+        AuditEventUuid: string;
+        /** @description The invitation's UUID. */
+        InvitationId: string;
+        /** @description Return the invitations after this cursor (a page's `links.next` carries it). Not with `before`. */
+        InvitationCursorAfter: string;
+        /** @description Return the invitations before this cursor. Not with `after`. */
+        InvitationCursorBefore: string;
         /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
         IncludeTestEngine: boolean;
         /**
@@ -7401,6 +7880,562 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getApiSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The API settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateApiSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateApiSettingsRequest"];
+            };
+        };
+        responses: {
+            /** @description The API settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enableTeams: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization, teams enabled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPipelineSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updatePipelineSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePipelineSettingsRequest"];
+            };
+        };
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enableHostedAgentsTerminalAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    disableHostedAgentsTerminalAccess: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enablePublicPipelineCreation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    disablePublicPipelineCreation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enableAdvancedQueueMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    configureBuildExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ConfigureBuildExportRequest"];
+            };
+        };
+        responses: {
+            /** @description The pipeline settings (never answered here; build export is unavailable). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    disableBuildExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The pipeline settings (never answered here; build export is unavailable). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineSettings"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit events. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEvent"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAuditEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The audit event's UUID. */
+                event_uuid: components["parameters"]["AuditEventUuid"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The audit event. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEvent"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listInvitations: {
+        parameters: {
+            query?: {
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Return the invitations after this cursor (a page's `links.next` carries it). Not with `before`. */
+                after?: components["parameters"]["InvitationCursorAfter"];
+                /** @description Return the invitations before this cursor. Not with `after`. */
+                before?: components["parameters"]["InvitationCursorBefore"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of pending invitations. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createInvitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateInvitationsRequest"];
+            };
+        };
+        responses: {
+            /** @description The invitations made. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationCreatedList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The invitation's UUID. */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invitation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invitation"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    revokeInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The invitation's UUID. */
+                invitation_id: components["parameters"]["InvitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -37,6 +37,8 @@ import { Metrics, type MetricsSettings } from './metrics/registry';
 import { docsRoutes } from './docs/routes';
 import { badgeRoutes } from './badges/routes';
 import { organizationRoutes } from './organizations/routes';
+import { auditRoutes } from './audit/routes';
+import { invitationRoutes } from './invitations/routes';
 import { userRoutes } from './user/routes';
 import { pipelineRoutes } from './pipelines/routes';
 import { pipelineTemplateRoutes } from './pipeline-templates/routes';
@@ -62,6 +64,8 @@ export interface AppDeps extends Pick<
   | 'db'
   | 'tokens'
   | 'organizations'
+  | 'audit'
+  | 'invitations'
   | 'pipelines'
   | 'badges'
   | 'builds'
@@ -222,7 +226,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use('/v2', authenticate(deps.tokens), rateLimit(deps.rateLimiter));
   app.use(testControlsGate(deps.testControls, deps.tokens));
-  app.use(guardRouter(guardsFromSpec(spec.doc)));
+  app.use(guardRouter(guardsFromSpec(spec.doc), (id) => deps.organizations.allowedIpAddresses(id)));
   // Integers, dates, booleans and enums in the query and path read strictly, nulls of optional
   // body fields dropped: before the validator, so it sees what the client meant.
   app.use(parameterRouter(spec.doc));
@@ -247,6 +251,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(accessTokenRoutes(deps.tokens));
   app.use(userRoutes());
   app.use(organizationRoutes(deps.organizations, deps.publicUrl, deps.rateLimiter.settings.perOrganization));
+  app.use(auditRoutes(deps.audit, deps.publicUrl));
+  app.use(invitationRoutes(deps.invitations, deps.publicUrl));
   app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
   // A build's test_engine: its Test Engine runs, from the suites above builds.
   const testEngineRuns: TestEngineRuns = async (actor, ids) =>

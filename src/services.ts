@@ -35,6 +35,10 @@ import { signer, stepSigningKey } from './builds/jobs/plan';
 import { DEFAULT_SWEEP_SETTINGS, Sweeper, type SweepSettings } from './builds/jobs/sweeper';
 import type { Logger } from './http/logger';
 import { RateLimiter, type RateLimitSettings } from './http/rate-limit';
+import { AuditRepository } from './audit/repository';
+import { AuditLog } from './audit/service';
+import { InvitationRepository } from './invitations/repository';
+import { InvitationService } from './invitations/service';
 import { OrganizationRepository } from './organizations/repository';
 import { OrganizationService } from './organizations/service';
 import { gitHubHooks } from './pipelines/github';
@@ -81,6 +85,10 @@ export interface Services {
   users: UserRepository;
   orgs: OrganizationRepository;
   organizations: OrganizationService;
+  /** The organizations' audit log: what the services record in their transactions, and its reads. */
+  audit: AuditLog;
+  /** An organization's invitations, and their acceptance when an invited user signs up. */
+  invitations: InvitationService;
   tokens: AccessTokenService;
   pipelines: PipelineService;
   badges: BadgeService;
@@ -165,7 +173,9 @@ export function createServices(o: ServiceOptions): Services {
   const db = o.knex ?? createKnex({ ...o.database, logger: o.logger });
   const keys = keysFromSecret(o.secret);
   const orgs = new OrganizationRepository(db);
-  const organizations = new OrganizationService(orgs);
+  const audit = new AuditLog(db, new AuditRepository(db));
+  const organizations = new OrganizationService(orgs, audit);
+  const invitations = new InvitationService(db, new InvitationRepository(db), organizations, audit);
   const clusterRepository = new ClusterRepository(db);
   const clusters = new ClusterService(clusterRepository, o.clock, keys);
   const pipelineRepository = new PipelineRepository(db);
@@ -199,7 +209,7 @@ export function createServices(o: ServiceOptions): Services {
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines);
   const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);
-  const teams = new TeamService(db, new TeamRepository(db), pipelines, suiteService);
+  const teams = new TeamService(db, new TeamRepository(db), pipelines, suiteService, audit);
   // Above pipelines, teams and clusters: a service's scope_uuids are checked through theirs.
   const notificationServices = new NotificationServiceService(
     new NotificationServiceRepository(db),
@@ -257,6 +267,8 @@ export function createServices(o: ServiceOptions): Services {
     users,
     orgs,
     organizations,
+    audit,
+    invitations,
     tokens: new AccessTokenService(new AccessTokenRepository(db), keys, o.tokenCacheMs),
     pipelines,
     badges: new BadgeService(new BadgeRepository(db), (id) => pipelines.badgeKey(id)),

@@ -30,6 +30,16 @@ func (r *AccessTokenUser) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAdvancedQueueMetrics(data []byte) (AdvancedQueueMetrics, error) {
+	var r AdvancedQueueMetrics
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AdvancedQueueMetrics) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAgentAnnotationRequest(data []byte) (AgentAnnotationRequest, error) {
 	var r AgentAnnotationRequest
 	err := json.Unmarshal(data, &r)
@@ -170,6 +180,26 @@ func (r *APIError) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAPISettings(data []byte) (APISettings, error) {
+	var r APISettings
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *APISettings) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalAPISettingsFeatures(data []byte) (APISettingsFeatures, error) {
+	var r APISettingsFeatures
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *APISettingsFeatures) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalArtifact(data []byte) (Artifact, error) {
 	var r Artifact
 	err := json.Unmarshal(data, &r)
@@ -260,6 +290,48 @@ func (r *ArtifactUploadState) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAuditContext(data []byte) (AuditContext, error) {
+	var r AuditContext
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AuditContext) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalAuditEvent(data []byte) (AuditEvent, error) {
+	var r AuditEvent
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AuditEvent) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+type AuditEventData map[string]interface{}
+
+func UnmarshalAuditEventData(data []byte) (AuditEventData, error) {
+	var r AuditEventData
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AuditEventData) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalAuditParty(data []byte) (AuditParty, error) {
+	var r AuditParty
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AuditParty) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAuthor(data []byte) (Author, error) {
 	var r Author
 	err := json.Unmarshal(data, &r)
@@ -297,6 +369,16 @@ func UnmarshalBuildCreator(data []byte) (BuildCreator, error) {
 }
 
 func (r *BuildCreator) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalBuildExports(data []byte) (BuildExports, error) {
+	var r BuildExports
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *BuildExports) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -520,6 +602,16 @@ func (r *ClusterSecretOrganization) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalConfigureBuildExportRequest(data []byte) (ConfigureBuildExportRequest, error) {
+	var r ConfigureBuildExportRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ConfigureBuildExportRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalCreateAgentTokenRequest(data []byte) (CreateAgentTokenRequest, error) {
 	var r CreateAgentTokenRequest
 	err := json.Unmarshal(data, &r)
@@ -617,6 +709,16 @@ func UnmarshalCreateClusterSecretRequest(data []byte) (CreateClusterSecretReques
 }
 
 func (r *CreateClusterSecretRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalCreateInvitationsRequest(data []byte) (CreateInvitationsRequest, error) {
+	var r CreateInvitationsRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *CreateInvitationsRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -869,6 +971,76 @@ func UnmarshalHello(data []byte) (Hello, error) {
 }
 
 func (r *Hello) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitation(data []byte) (Invitation, error) {
+	var r Invitation
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *Invitation) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitationList(data []byte) (InvitationList, error) {
+	var r InvitationList
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitationList) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitationRole(data []byte) (InvitationRole, error) {
+	var r InvitationRole
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitationRole) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitationSsoMode(data []byte) (InvitationSsoMode, error) {
+	var r InvitationSsoMode
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitationSsoMode) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitationState(data []byte) (InvitationState, error) {
+	var r InvitationState
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitationState) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitationTeam(data []byte) (InvitationTeam, error) {
+	var r InvitationTeam
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitationTeam) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalInvitationUser(data []byte) (InvitationUser, error) {
+	var r InvitationUser
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitationUser) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1418,16 +1590,6 @@ func (r *OrganizationMember) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func UnmarshalOrganizationRole(data []byte) (OrganizationRole, error) {
-	var r OrganizationRole
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
-
-func (r *OrganizationRole) Marshal() ([]byte, error) {
-	return json.Marshal(r)
-}
-
 func UnmarshalPauseAgentRequest(data []byte) (PauseAgentRequest, error) {
 	var r PauseAgentRequest
 	err := json.Unmarshal(data, &r)
@@ -1507,6 +1669,36 @@ func UnmarshalPipelineSchedulePipeline(data []byte) (PipelineSchedulePipeline, e
 }
 
 func (r *PipelineSchedulePipeline) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineSettingSwitch(data []byte) (PipelineSettingSwitch, error) {
+	var r PipelineSettingSwitch
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineSettingSwitch) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineSettings(data []byte) (PipelineSettings, error) {
+	var r PipelineSettings
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineSettings) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineSettingsUser(data []byte) (PipelineSettingsUser, error) {
+	var r PipelineSettingsUser
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineSettingsUser) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1857,16 +2049,6 @@ func UnmarshalSlackTheme(data []byte) (SlackTheme, error) {
 }
 
 func (r *SlackTheme) Marshal() ([]byte, error) {
-	return json.Marshal(r)
-}
-
-func UnmarshalSsoMode(data []byte) (SsoMode, error) {
-	var r SsoMode
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
-
-func (r *SsoMode) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -2262,6 +2444,16 @@ func (r *UnblockJobRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalUpdateAPISettingsRequest(data []byte) (UpdateAPISettingsRequest, error) {
+	var r UpdateAPISettingsRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *UpdateAPISettingsRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalUpdateArtifactsRequest(data []byte) (UpdateArtifactsRequest, error) {
 	var r UpdateArtifactsRequest
 	err := json.Unmarshal(data, &r)
@@ -2339,6 +2531,16 @@ func UnmarshalUpdatePipelineScheduleRequest(data []byte) (UpdatePipelineSchedule
 }
 
 func (r *UpdatePipelineScheduleRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalUpdatePipelineSettingsRequest(data []byte) (UpdatePipelineSettingsRequest, error) {
+	var r UpdatePipelineSettingsRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *UpdatePipelineSettingsRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -2635,6 +2837,25 @@ type FieldError struct {
 	Field string `json:"field"`
 }
 
+// An organization's API security settings.
+type APISettings struct {
+	// Space-separated CIDR ranges every API request with a token of this organization must come
+	// from; null for none.
+	AllowedIPAddresses *string             `json:"allowed_ip_addresses"`
+	Features           APISettingsFeatures `json:"features"`
+	// Only administrators may create API access tokens.
+	RestrictUserAPITokenCreation bool `json:"restrict_user_api_token_creation"`
+	// Tokens unused this many days stop working (30, 60, 90, 180 or 365); null to keep them.
+	RevokeInactiveTokensAfterDays *int64 `json:"revoke_inactive_tokens_after_days"`
+	URL                           string `json:"url"`
+}
+
+// The plan-gated features, all available on a self-hosted installation.
+type APISettingsFeatures struct {
+	APIIPAllowList             bool `json:"api_ip_allow_list"`
+	InactiveAPITokenRevocation bool `json:"inactive_api_token_revocation"`
+}
+
 // A file a job uploaded, as the REST API shows it.
 type Artifact struct {
 	// The path without its file name (`.` for a file at the top).
@@ -2698,6 +2919,31 @@ type ArtifactUploadForm struct {
 	File      string `json:"file"`
 	Path      string `json:"path"`
 	Signature string `json:"signature"`
+}
+
+type AuditEvent struct {
+	// Who did it; null for what the installation's operator did at the command line.
+	Actor *AuditParty `json:"actor"`
+	// Where the action came from (`APIContext`, `CommandLineContext`, `WebContext`).
+	Context    *AuditContext          `json:"context"`
+	Data       map[string]interface{} `json:"data"`
+	GraphqlID  string                 `json:"graphql_id"`
+	OccurredAt time.Time              `json:"occurred_at"`
+	Subject    AuditParty             `json:"subject"`
+	// Class-style, e.g. `OrganizationUpdatedEvent`, `TeamCreatedEvent`.
+	Type string `json:"type"`
+	URL  string `json:"url"`
+	UUID string `json:"uuid"`
+}
+
+type AuditParty struct {
+	Name *string `json:"name"`
+	Type string  `json:"type"`
+	UUID string  `json:"uuid"`
+}
+
+type AuditContext struct {
+	Type string `json:"type"`
 }
 
 // `jobs` and `pipeline` are left out when the request asks for it (`exclude_jobs`,
@@ -3163,6 +3409,11 @@ type ClusterSecretOrganization struct {
 	WebURL string `json:"web_url"`
 }
 
+type ConfigureBuildExportRequest struct {
+	Location   string `json:"location"`
+	StrategyID string `json:"strategy_id"`
+}
+
 type CreateAgentTokenRequest struct {
 	// What the token is for.
 	Description string `json:"description"`
@@ -3278,6 +3529,18 @@ type CreateClusterSecretRequest struct {
 	Policy *string `json:"policy,omitempty"`
 	// Less than 8 KiB; not blank. Never returned.
 	Value string `json:"value"`
+}
+
+type CreateInvitationsRequest struct {
+	Emails  []string           `json:"emails"`
+	Role    *InvitationRole    `json:"role,omitempty"`
+	SsoMode *InvitationSsoMode `json:"sso_mode,omitempty"`
+	Teams   []InvitationTeam   `json:"teams,omitempty"`
+}
+
+type InvitationTeam struct {
+	ID   string         `json:"id"`
+	Role TeamMemberRole `json:"role"`
 }
 
 // Unknown properties are ignored.
@@ -3462,6 +3725,42 @@ type Hello struct {
 	Message string `json:"message"`
 	// Unix seconds.
 	Timestamp int64 `json:"timestamp"`
+}
+
+type InvitationList struct {
+	Items []Invitation                 `json:"items"`
+	Links NotificationServiceListLinks `json:"links"`
+}
+
+type Invitation struct {
+	AcceptedAt *time.Time      `json:"accepted_at"`
+	AcceptedBy *InvitationUser `json:"accepted_by"`
+	CreatedAt  time.Time       `json:"created_at"`
+	CreatedBy  *InvitationUser `json:"created_by"`
+	Email      string          `json:"email"`
+	// Invitations made here do not expire.
+	ExpiredAt interface{}       `json:"expired_at"`
+	GraphqlID string            `json:"graphql_id"`
+	ID        string            `json:"id"`
+	RevokedAt *time.Time        `json:"revoked_at"`
+	RevokedBy *InvitationUser   `json:"revoked_by"`
+	Role      InvitationRole    `json:"role"`
+	SsoMode   InvitationSsoMode `json:"sso_mode"`
+	State     InvitationState   `json:"state"`
+	Teams     []InvitationTeam  `json:"teams"`
+	URL       string            `json:"url"`
+}
+
+type InvitationUser struct {
+	Email string `json:"email"`
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+}
+
+type NotificationServiceListLinks struct {
+	// The next page; absent on the last one.
+	Next *string `json:"next,omitempty"`
+	Self string  `json:"self"`
 }
 
 type JobEnvResponse struct {
@@ -3673,12 +3972,6 @@ type NotificationServiceSettings struct {
 	Tracestate         map[string]string `json:"tracestate,omitempty"`
 }
 
-type NotificationServiceListLinks struct {
-	// The next page; absent on the last one.
-	Next *string `json:"next,omitempty"`
-	Self string  `json:"self"`
-}
-
 type NotificationServiceWritable struct {
 	BranchConfiguration *string                         `json:"branch_configuration,omitempty"`
 	BuildStates         *NotificationServiceBuildStates `json:"build_states,omitempty"`
@@ -3725,10 +4018,10 @@ type Organization struct {
 type OrganizationMember struct {
 	Email string `json:"email"`
 	// The user's UUID.
-	ID      string           `json:"id"`
-	Name    string           `json:"name"`
-	Role    OrganizationRole `json:"role"`
-	SsoMode *SsoMode         `json:"sso_mode,omitempty"`
+	ID      string             `json:"id"`
+	Name    string             `json:"name"`
+	Role    InvitationRole     `json:"role"`
+	SsoMode *InvitationSsoMode `json:"sso_mode,omitempty"`
 }
 
 type PauseAgentRequest struct {
@@ -3975,6 +4268,52 @@ type PipelineSchedulePipeline struct {
 	ID   string `json:"id"`
 	Slug string `json:"slug"`
 	URL  string `json:"url"`
+}
+
+// An organization's pipeline settings.
+type PipelineSettings struct {
+	AdvancedQueueMetrics AdvancedQueueMetrics `json:"advanced_queue_metrics"`
+	BuildExports         BuildExports         `json:"build_exports"`
+	// The default branch of new pipelines (`main` when null).
+	DefaultBranch *string `json:"default_branch"`
+	// The cluster of new pipelines that name none.
+	DefaultClusterID *string `json:"default_cluster_id"`
+	// The command step timeout of new pipelines that set none.
+	DefaultTimeoutInMinutes    *int64                `json:"default_timeout_in_minutes"`
+	HostedAgentsTerminalAccess PipelineSettingSwitch `json:"hosted_agents_terminal_access"`
+	// The maximum command step timeout of new pipelines that set none.
+	MaximumTimeoutInMinutes *int64                `json:"maximum_timeout_in_minutes"`
+	PublicPipelineCreation  PipelineSettingSwitch `json:"public_pipeline_creation"`
+	// Stored and answered.
+	ScheduledJobExpiryInMinutes *int64 `json:"scheduled_job_expiry_in_minutes"`
+	URL                         string `json:"url"`
+}
+
+type AdvancedQueueMetrics struct {
+	DisableSupported bool                  `json:"disable_supported"`
+	Enabled          bool                  `json:"enabled"`
+	EnabledAt        *time.Time            `json:"enabled_at"`
+	EnabledBy        *PipelineSettingsUser `json:"enabled_by"`
+}
+
+type PipelineSettingsUser struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// Build data export is not available on Windsock (`available` false).
+type BuildExports struct {
+	Available           bool     `json:"available"`
+	Enabled             bool     `json:"enabled"`
+	Location            *string  `json:"location"`
+	StrategyID          *string  `json:"strategy_id"`
+	SupportedStrategies []string `json:"supported_strategies"`
+}
+
+type PipelineSettingSwitch struct {
+	Enabled   bool                  `json:"enabled"`
+	EnabledAt *time.Time            `json:"enabled_at"`
+	EnabledBy *PipelineSettingsUser `json:"enabled_by"`
 }
 
 type PipelineTemplate struct {
@@ -4537,6 +4876,13 @@ type UnblockJobRequest struct {
 	Unblocker *string `json:"unblocker,omitempty"`
 }
 
+// Only the fields sent change.
+type UpdateAPISettingsRequest struct {
+	AllowedIPAddresses            *string `json:"allowed_ip_addresses,omitempty"`
+	RestrictUserAPITokenCreation  *bool   `json:"restrict_user_api_token_creation,omitempty"`
+	RevokeInactiveTokensAfterDays *int64  `json:"revoke_inactive_tokens_after_days,omitempty"`
+}
+
 type UpdateArtifactsRequest struct {
 	Artifacts []ArtifactStateUpdate `json:"artifacts"`
 }
@@ -4591,8 +4937,8 @@ type UpdateClusterSecretValueRequest struct {
 
 // At least one of `role` and `sso_mode`. Unknown properties are ignored.
 type UpdateOrganizationMemberRequest struct {
-	Role    *OrganizationRole `json:"role,omitempty"`
-	SsoMode *SsoMode          `json:"sso_mode,omitempty"`
+	Role    *InvitationRole    `json:"role,omitempty"`
+	SsoMode *InvitationSsoMode `json:"sso_mode,omitempty"`
 }
 
 // Only the properties sent change. Unknown properties are ignored.
@@ -4605,6 +4951,15 @@ type UpdatePipelineScheduleRequest struct {
 	Env     map[string]string `json:"env,omitempty"`
 	Label   *string           `json:"label,omitempty"`
 	Message *string           `json:"message,omitempty"`
+}
+
+// Only the fields sent change.
+type UpdatePipelineSettingsRequest struct {
+	DefaultBranch               *string `json:"default_branch,omitempty"`
+	DefaultClusterID            *string `json:"default_cluster_id,omitempty"`
+	DefaultTimeoutInMinutes     *int64  `json:"default_timeout_in_minutes,omitempty"`
+	MaximumTimeoutInMinutes     *int64  `json:"maximum_timeout_in_minutes,omitempty"`
+	ScheduledJobExpiryInMinutes *int64  `json:"scheduled_job_expiry_in_minutes,omitempty"`
 }
 
 type UpdateTeamMemberRequest struct {
@@ -4718,33 +5073,38 @@ type WebhookSettings struct {
 type Scope string
 
 const (
-	ScopeReadAccounts              Scope = "read_accounts"
-	ScopeReadAgents                Scope = "read_agents"
-	ScopeReadArtifacts             Scope = "read_artifacts"
-	ScopeReadBuildLogs             Scope = "read_build_logs"
-	ScopeReadBuilds                Scope = "read_builds"
-	ScopeReadClusters              Scope = "read_clusters"
-	ScopeReadJobEnv                Scope = "read_job_env"
-	ScopeReadNotificationServices  Scope = "read_notification_services"
-	ScopeReadOrganizations         Scope = "read_organizations"
-	ScopeReadPipelineTemplates     Scope = "read_pipeline_templates"
-	ScopeReadPipelines             Scope = "read_pipelines"
-	ScopeReadSecretDetails         Scope = "read_secret_details"
-	ScopeReadSuites                Scope = "read_suites"
-	ScopeReadTeams                 Scope = "read_teams"
-	ScopeReadUser                  Scope = "read_user"
-	ScopeWriteAgents               Scope = "write_agents"
-	ScopeWriteArtifacts            Scope = "write_artifacts"
-	ScopeWriteBuildLogs            Scope = "write_build_logs"
-	ScopeWriteBuilds               Scope = "write_builds"
-	ScopeWriteClusters             Scope = "write_clusters"
-	ScopeWriteNotificationServices Scope = "write_notification_services"
-	ScopeWriteOrganizations        Scope = "write_organizations"
-	ScopeWritePipelineTemplates    Scope = "write_pipeline_templates"
-	ScopeWritePipelines            Scope = "write_pipelines"
-	ScopeWriteSecrets              Scope = "write_secrets"
-	ScopeWriteSuites               Scope = "write_suites"
-	ScopeWriteTeams                Scope = "write_teams"
+	ScopeReadAccounts                 Scope = "read_accounts"
+	ScopeReadAgents                   Scope = "read_agents"
+	ScopeReadArtifacts                Scope = "read_artifacts"
+	ScopeReadAuditEvents              Scope = "read_audit_events"
+	ScopeReadBuildLogs                Scope = "read_build_logs"
+	ScopeReadBuilds                   Scope = "read_builds"
+	ScopeReadClusters                 Scope = "read_clusters"
+	ScopeReadJobEnv                   Scope = "read_job_env"
+	ScopeReadNotificationServices     Scope = "read_notification_services"
+	ScopeReadOrganizationInvitations  Scope = "read_organization_invitations"
+	ScopeReadOrganizationSettings     Scope = "read_organization_settings"
+	ScopeReadOrganizations            Scope = "read_organizations"
+	ScopeReadPipelineTemplates        Scope = "read_pipeline_templates"
+	ScopeReadPipelines                Scope = "read_pipelines"
+	ScopeReadSecretDetails            Scope = "read_secret_details"
+	ScopeReadSuites                   Scope = "read_suites"
+	ScopeReadTeams                    Scope = "read_teams"
+	ScopeReadUser                     Scope = "read_user"
+	ScopeWriteAgents                  Scope = "write_agents"
+	ScopeWriteArtifacts               Scope = "write_artifacts"
+	ScopeWriteBuildLogs               Scope = "write_build_logs"
+	ScopeWriteBuilds                  Scope = "write_builds"
+	ScopeWriteClusters                Scope = "write_clusters"
+	ScopeWriteNotificationServices    Scope = "write_notification_services"
+	ScopeWriteOrganizationInvitations Scope = "write_organization_invitations"
+	ScopeWriteOrganizationSettings    Scope = "write_organization_settings"
+	ScopeWriteOrganizations           Scope = "write_organizations"
+	ScopeWritePipelineTemplates       Scope = "write_pipeline_templates"
+	ScopeWritePipelines               Scope = "write_pipelines"
+	ScopeWriteSecrets                 Scope = "write_secrets"
+	ScopeWriteSuites                  Scope = "write_suites"
+	ScopeWriteTeams                   Scope = "write_teams"
 )
 
 type AnnotationScope string
@@ -4955,9 +5315,23 @@ const (
 	RetryAgentAffinityPreferWarmest   RetryAgentAffinity = "prefer-warmest"
 )
 
-// Default: the team's `default_member_role`.
-//
+type InvitationRole string
+
+const (
+	InvitationRoleAdmin  InvitationRole = "admin"
+	InvitationRoleMember InvitationRole = "member"
+)
+
+type InvitationSsoMode string
+
+const (
+	InvitationSsoModeOptional InvitationSsoMode = "optional"
+	InvitationSsoModeRequired InvitationSsoMode = "required"
+)
+
 // `maintainer`s manage the team: its settings, its members and what it reaches.
+//
+// Default: the team's `default_member_role`.
 type TeamMemberRole string
 
 const (
@@ -4997,6 +5371,15 @@ type Status string
 
 const (
 	Ok Status = "ok"
+)
+
+type InvitationState string
+
+const (
+	InvitationStateAccepted InvitationState = "accepted"
+	InvitationStateExpired  InvitationState = "expired"
+	InvitationStatePending  InvitationState = "pending"
+	InvitationStateRevoked  InvitationState = "revoked"
 )
 
 // A job state the jobs list filters on (the states the docs accept).
@@ -5078,21 +5461,6 @@ type WebhookTokenMode string
 const (
 	WebhookTokenModeSignature WebhookTokenMode = "signature"
 	WebhookTokenModeToken     WebhookTokenMode = "token"
-)
-
-type OrganizationRole string
-
-const (
-	OrganizationRoleAdmin  OrganizationRole = "admin"
-	OrganizationRoleMember OrganizationRole = "member"
-)
-
-// Only for the organization's admins, or in a member's own membership.
-type SsoMode string
-
-const (
-	SsoModeOptional SsoMode = "optional"
-	SsoModeRequired SsoMode = "required"
 )
 
 type ProviderID string
@@ -5522,6 +5890,12 @@ func marshalUnion(pi *int64, pf *float64, pb *bool, ps *string, haveArray bool, 
 	}
 	return nil, errors.New("Union must not be null")
 }
+
+// OrganizationRole is the same shape as InvitationRole.
+type OrganizationRole = InvitationRole
+
+// SsoMode is the same shape as InvitationSsoMode.
+type SsoMode = InvitationSsoMode
 
 // StepType is the same shape as JobType.
 type StepType = JobType

@@ -12,7 +12,7 @@ import type { Actor } from '../core/identity';
 import { sha256Hex, type Keys } from '../security/keys';
 import { secretBox, type SecretBox } from '../security/secret-box';
 import { parsePolicy, policyAllows, type Policy } from './policy';
-import { ipAllowed, normalizeAllowedIps, parseAllowedIps } from './allowed-ips';
+import { ipAllowed, normalizeAllowedIps, parseAllowedIps } from '../security/allowed-ips';
 import type { ClusterSecret } from './repository';
 import type {
   Cluster,

@@ -88,3 +88,11 @@ export class RateLimitedError extends DomainError {
     super(message);
   }
 }
+
+/** 403 for a request from an address outside its organization's API IP allow-list (its API settings). */
+export class IpNotAllowedError extends ForbiddenError {
+  constructor(address: string) {
+    super();
+    this.message = `Your IP address (${address}) isn't allowed to access this organization's API`;
+  }
+}

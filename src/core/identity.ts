@@ -50,6 +50,11 @@ export const SCOPES = [
   'write_secrets',
   'read_notification_services',
   'write_notification_services',
+  'read_audit_events',
+  'read_organization_invitations',
+  'write_organization_invitations',
+  'read_organization_settings',
+  'write_organization_settings',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -5,7 +5,8 @@
  * contract and the enforcement cannot drift apart.
  */
 import express, { NextFunction, Request, Response, Router } from 'express';
-import { ForbiddenError, NotFoundError, UnauthorizedError } from '../core/errors';
+import { ForbiddenError, IpNotAllowedError, NotFoundError, UnauthorizedError } from '../core/errors';
+import { ipAllowed } from '../security/allowed-ips';
 import type { Principal, Organization, Role } from '../core/identity';
 import { localsOf } from './locals';
 import { specOperations } from './spec-operations';
@@ -73,20 +74,26 @@ export function guardsFromSpec(spec: SpecDoc): OperationGuard[] {
   return guards;
 }
 
+/** An organization's API IP allow-list (its API settings; null: any address), read on each request so a change applies at once. */
+export type AllowedIpsOf = (organizationId: string) => Promise<string | null>;
+
 /**
  * Per operation: the organization in the path must be one the token reaches (else 404, exactly
- * like a missing one, so its existence is never revealed), then every scope must be present (403).
+ * like a missing one, so its existence is never revealed), the request must come from an address
+ * its API IP allow-list admits (else 403), then every scope must be present (403).
  */
-export function guardRouter(guards: OperationGuard[]): Router {
+export function guardRouter(guards: OperationGuard[], allowedIpsOf: AllowedIpsOf = async () => null): Router {
   const router = express.Router();
   for (const g of guards) {
-    (router as unknown as Record<string, (path: string, h: express.RequestHandler) => void>)[g.method]!(g.path, (req, res, next) => {
+    (router as unknown as Record<string, (path: string, h: express.RequestHandler) => void>)[g.method]!(g.path, async (req, res, next) => {
       const principal = principalOf(res);
       if (g.hasOrg) {
         const reached = principal.organizationsBySlug.get(String(req.params.org_slug));
         if (!reached) throw new NotFoundError('organization');
         res.locals.organization = reached.organization;
         res.locals.role = reached.role;
+        const allowed = await allowedIpsOf(reached.organization.id);
+        if (allowed && !ipAllowed(allowed, req.ip)) throw new IpNotAllowedError(req.ip ?? 'unknown');
       }
       const missing = g.scopes.find((scope) => !principal.token.scopes.includes(scope as never));
       if (missing) throw new ForbiddenError(missing);

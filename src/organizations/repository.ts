@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Organization, Role, User } from '../core/identity';
 import { userFromRow } from '../user/rows';
-import { toBool } from '../db/values';
+import { toBool, toDateOrNull } from '../db/values';
 import { orgFromRow } from './rows';
 import { clock } from '../core/clock';
 
@@ -17,6 +17,31 @@ export interface Team {
 }
 
 export type TeamRole = 'member' | 'maintainer';
+
+export type PipelineSettingSwitchName = 'hosted_agents_ssh' | 'public_pipelines' | 'advanced_queue_metrics';
+
+export interface PipelineSettingSwitch {
+  enabledAt: Date | null;
+  enabledBy: { id: string; name: string } | null;
+}
+
+export interface PipelineSettings {
+  defaultBranch: string | null;
+  /** Null also when the cluster it named was deleted since. */
+  defaultClusterId: string | null;
+  defaultTimeoutInMinutes: number | null;
+  maximumTimeoutInMinutes: number | null;
+  scheduledJobExpiryInMinutes: number | null;
+  switches: Record<PipelineSettingSwitchName, PipelineSettingSwitch>;
+}
+
+export const PIPELINE_SETTING_SWITCHES: PipelineSettingSwitchName[] = ['hosted_agents_ssh', 'public_pipelines', 'advanced_queue_metrics'];
+
+export interface ApiSettings {
+  allowedIpAddresses: string | null;
+  revokeInactiveTokensAfterDays: number | null;
+  restrictUserApiTokenCreation: boolean;
+}
 
 function teamFromRow(row: Record<string, unknown>): Team {
   return {
@@ -67,6 +92,89 @@ export class OrganizationRepository {
   async findBySlug(slug: string, trx: Knex = this.db): Promise<Organization | null> {
     const row = await trx('organizations').where({ slug }).first();
     return row ? orgFromRow(row) : null;
+  }
+
+  /** The organization's API settings (its row's columns). */
+  async apiSettings(id: string, trx: Knex = this.db): Promise<ApiSettings> {
+    const row = await trx('organizations').where({ id }).first('allowed_ip_addresses', 'revoke_inactive_tokens_after_days', 'restrict_user_api_token_creation');
+    return {
+      allowedIpAddresses: (row?.allowed_ip_addresses as string | null) ?? null,
+      revokeInactiveTokensAfterDays: row?.revoke_inactive_tokens_after_days == null ? null : Number(row.revoke_inactive_tokens_after_days),
+      restrictUserApiTokenCreation: toBool(row?.restrict_user_api_token_creation),
+    };
+  }
+
+  /** The API IP allow-list of each of the organizations (null: none), for the request guard. */
+  async allowedIpAddresses(id: string, trx: Knex = this.db): Promise<string | null> {
+    const row = await trx('organizations').where({ id }).first('allowed_ip_addresses');
+    return (row?.allowed_ip_addresses as string | null | undefined) ?? null;
+  }
+
+  async updateApiSettings(id: string, patch: Partial<ApiSettings>, trx: Knex = this.db): Promise<void> {
+    const row: Record<string, unknown> = {};
+    if (patch.allowedIpAddresses !== undefined) row.allowed_ip_addresses = patch.allowedIpAddresses;
+    if (patch.revokeInactiveTokensAfterDays !== undefined) row.revoke_inactive_tokens_after_days = patch.revokeInactiveTokensAfterDays;
+    if (patch.restrictUserApiTokenCreation !== undefined) row.restrict_user_api_token_creation = patch.restrictUserApiTokenCreation;
+    if (Object.keys(row).length) await trx('organizations').where({ id }).update(row);
+  }
+
+  async pipelineSettings(id: string, trx: Knex = this.db): Promise<PipelineSettings> {
+    let q = trx('organizations as o')
+      .where('o.id', id)
+      .leftJoin('clusters as c', function () {
+        this.on('c.id', '=', 'o.default_cluster_id').andOn('c.organization_id', '=', 'o.id');
+      })
+      .select('o.*', 'c.id as cluster_id');
+    for (const sw of PIPELINE_SETTING_SWITCHES)
+      q = q.leftJoin(`users as ${sw}_u`, `${sw}_u.id`, `o.${sw}_enabled_by_id`).select(`${sw}_u.name as ${sw}_by_name`);
+    const row = (await q.first()) as Record<string, unknown> | undefined;
+    const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+    const switches = Object.fromEntries(
+      PIPELINE_SETTING_SWITCHES.map((sw) => [
+        sw,
+        {
+          enabledAt: toDateOrNull(row?.[`${sw}_enabled_at`]),
+          enabledBy:
+            row?.[`${sw}_enabled_by_id`] && row?.[`${sw}_by_name`] ? { id: row[`${sw}_enabled_by_id`] as string, name: row[`${sw}_by_name`] as string } : null,
+        },
+      ]),
+    ) as Record<PipelineSettingSwitchName, PipelineSettingSwitch>;
+    return {
+      defaultBranch: (row?.default_branch as string | null | undefined) ?? null,
+      defaultClusterId: (row?.cluster_id as string | null | undefined) ?? null,
+      defaultTimeoutInMinutes: num(row?.default_timeout_in_minutes),
+      maximumTimeoutInMinutes: num(row?.maximum_timeout_in_minutes),
+      scheduledJobExpiryInMinutes: num(row?.scheduled_job_expiry_in_minutes),
+      switches,
+    };
+  }
+
+  async updatePipelineSettings(id: string, patch: Partial<Omit<PipelineSettings, 'switches'>>, trx: Knex = this.db): Promise<void> {
+    const columns: Record<string, unknown> = {
+      default_branch: patch.defaultBranch,
+      default_cluster_id: patch.defaultClusterId,
+      default_timeout_in_minutes: patch.defaultTimeoutInMinutes,
+      maximum_timeout_in_minutes: patch.maximumTimeoutInMinutes,
+      scheduled_job_expiry_in_minutes: patch.scheduledJobExpiryInMinutes,
+    };
+    const row = Object.fromEntries(Object.entries(columns).filter(([, v]) => v !== undefined));
+    if (Object.keys(row).length) await trx('organizations').where({ id }).update(row);
+  }
+
+  /** Turns a switch on (when, by whom) or off (null). */
+  async setPipelineSettingSwitch(id: string, name: PipelineSettingSwitchName, on: { at: Date; userId: string } | null, trx: Knex = this.db): Promise<void> {
+    await trx('organizations')
+      .where({ id })
+      .update({ [`${name}_enabled_at`]: on?.at ?? null, [`${name}_enabled_by_id`]: on?.userId ?? null });
+  }
+
+  /** Whether the cluster (a UUID) is one of the organization's. */
+  async hasCluster(organizationId: string, clusterId: string, trx: Knex = this.db): Promise<boolean> {
+    return Boolean(await trx('clusters').where({ organization_id: organizationId, id: clusterId.toLowerCase() }).first('id'));
+  }
+
+  async enableTeams(id: string, trx: Knex = this.db): Promise<void> {
+    await trx('organizations').where({ id }).update({ teams_enabled: true });
   }
 
   /** Every organization by slug (the command line's `org list`). */

@@ -1,10 +1,11 @@
-/** The organizations a token reaches: list and get; an organization's rate limit status. */
+/** The organizations a token reaches: list and get; an organization's rate limit status, API settings, and turning teams on. */
 import { UnavailableError } from '../core/errors';
-import { orgOf, principalOf } from '../http/auth';
+import { actorOf, orgOf, principalOf } from '../http/auth';
 import { operationRouter, type OperationHandler } from '../http/operation';
 import { pageRequest, setLinkHeader } from '../http/pagination';
 import { rateLimitUsageOf, WINDOW_SECONDS } from '../http/rate-limit';
-import { serializeOrganization } from './serialize';
+import { serializeApiSettings, serializeOrganization, serializePipelineSettings } from './serialize';
+import type { PipelineSettings } from './repository';
 import type { OrganizationService } from './service';
 
 /** `rateLimitPerMinute`: the organizations' REST budget (RATE_LIMIT_PER_MINUTE; 0: none). */
@@ -60,6 +61,51 @@ export function organizationRoutes(organizations: OrganizationService, publicUrl
   api.on('getOrganizationRateLimit', rateLimitStatus);
   // The same operation under the docs' and the Go client's spelling, `rate_limit`.
   api.on('getOrganizationRateLimitStatus', (req, res) => rateLimitStatus(req, res));
+
+  api.on('getApiSettings', async (_req, res) => {
+    const actor = actorOf(res);
+    res.json(serializeApiSettings(await organizations.apiSettings(actor), actor.organization, publicUrl));
+  });
+  api.on('updateApiSettings', async (req, res) => {
+    const actor = actorOf(res);
+    const { allowed_ip_addresses, revoke_inactive_tokens_after_days, restrict_user_api_token_creation } = req.body;
+    const settings = await organizations.updateApiSettings(actor, {
+      allowed_ip_addresses,
+      revoke_inactive_tokens_after_days,
+      restrict_user_api_token_creation,
+    });
+    res.json(serializeApiSettings(settings, actor.organization, publicUrl));
+  });
+
+  const settings = (res: Parameters<OperationHandler<'getPipelineSettings'>>[1], s: PipelineSettings) =>
+    res.json(serializePipelineSettings(s, orgOf(res).organization, publicUrl));
+  api.on('getPipelineSettings', async (_req, res) => settings(res, await organizations.pipelineSettings(actorOf(res))));
+  api.on('updatePipelineSettings', async (req, res) => {
+    const { default_branch, default_cluster_id, default_timeout_in_minutes, maximum_timeout_in_minutes, scheduled_job_expiry_in_minutes } = req.body;
+    const input = { default_branch, default_cluster_id, default_timeout_in_minutes, maximum_timeout_in_minutes, scheduled_job_expiry_in_minutes };
+    settings(res, await organizations.updatePipelineSettings(actorOf(res), input));
+  });
+  api.on('enableHostedAgentsTerminalAccess', async (_req, res) =>
+    settings(res, await organizations.setPipelineSettingSwitch(actorOf(res), 'hosted_agents_ssh', true)),
+  );
+  api.on('disableHostedAgentsTerminalAccess', async (_req, res) =>
+    settings(res, await organizations.setPipelineSettingSwitch(actorOf(res), 'hosted_agents_ssh', false)),
+  );
+  api.on('enablePublicPipelineCreation', async (_req, res) =>
+    settings(res, await organizations.setPipelineSettingSwitch(actorOf(res), 'public_pipelines', true)),
+  );
+  api.on('disablePublicPipelineCreation', async (_req, res) =>
+    settings(res, await organizations.setPipelineSettingSwitch(actorOf(res), 'public_pipelines', false)),
+  );
+  api.on('enableAdvancedQueueMetrics', async (_req, res) =>
+    settings(res, await organizations.setPipelineSettingSwitch(actorOf(res), 'advanced_queue_metrics', true)),
+  );
+  api.on('configureBuildExport', (_req, res) => organizations.buildExportUnavailable(actorOf(res)));
+  api.on('disableBuildExport', (_req, res) => organizations.buildExportUnavailable(actorOf(res)));
+
+  api.on('enableTeams', async (_req, res) => {
+    res.json(serializeOrganization(await organizations.enableTeams(actorOf(res)), publicUrl));
+  });
 
   return api.router;
 }

@@ -6,6 +6,7 @@
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
+import type { PipelineSettings } from '../organizations/repository';
 import type { OrganizationService } from '../organizations/service';
 import { sha256Hex, type Keys } from '../security/keys';
 import type { ClusterService } from '../clusters/service';
@@ -245,8 +246,15 @@ export class PipelineService {
     const stepsAndEnv = this.stepsAndEnv(input, null, errors, notices);
     const teams = await this.teamsFor(actor, input, errors, { creatingPipeline: true });
     await this.checkCluster(actor, input, errors);
-    const timeouts = timeoutsOf(input);
+    // What the request leaves out, the organization's pipeline settings give (issue 30).
+    const defaults = await this.organizations.pipelineDefaults(actor.organization.id);
+    const given = timeoutsOf(input);
+    const timeouts = {
+      default: given.default !== undefined ? given.default : defaults.defaultTimeoutInMinutes,
+      maximum: given.maximum !== undefined ? given.maximum : defaults.maximumTimeoutInMinutes,
+    };
     this.checkTimeouts(timeouts.default ?? null, timeouts.maximum ?? null, errors);
+    this.checkVisibility(actor, input.visibility, defaults, errors);
     if (errors.length) throw new ValidationError(errors);
 
     const id = crypto.randomUUID();
@@ -263,14 +271,14 @@ export class PipelineService {
         providerId,
         providerSettings: fields.providerSettings ?? {},
         description: input.description ?? null,
-        defaultBranch: input.default_branch ?? 'main',
+        defaultBranch: input.default_branch ?? defaults.defaultBranch ?? 'main',
         branchConfiguration: emptyToNull(input.branch_configuration),
         skipQueuedBranchBuilds: input.skip_queued_branch_builds ?? false,
         skipQueuedBranchBuildsFilter: emptyToNull(input.skip_queued_branch_builds_filter),
         cancelRunningBranchBuilds: input.cancel_running_branch_builds ?? false,
         cancelRunningBranchBuildsFilter: emptyToNull(input.cancel_running_branch_builds_filter),
         allowRebuilds: input.allow_rebuilds ?? true,
-        clusterId: emptyToNull(input.cluster_id),
+        clusterId: input.cluster_id === undefined ? defaults.defaultClusterId : emptyToNull(input.cluster_id),
         pipelineTemplateUuid: templateUuid ?? null,
         visibility: input.visibility ?? 'private',
         tags: input.tags ?? null,
@@ -316,6 +324,9 @@ export class PipelineService {
     const stepsAndEnv = this.stepsAndEnv(input, current, errors, notices);
     if (stepsAndEnv) Object.assign(changes, stepsAndEnv);
     await this.checkCluster(actor, input, errors);
+    if (input.visibility === 'public' && current.visibility !== 'public') {
+      this.checkVisibility(actor, input.visibility, await this.organizations.pipelineDefaults(actor.organization.id), errors);
+    }
 
     const copy = <K extends keyof PipelineFields>(key: K, value: PipelineFields[K] | undefined) => {
       if (value !== undefined) changes[key] = value;
@@ -519,6 +530,13 @@ export class PipelineService {
       else result.set(check.team.id, t.access_level);
     }
     return [...result].map(([teamId, accessLevel]) => ({ teamId, accessLevel }));
+  }
+
+  /** With public pipeline creation off (the organization's pipeline settings), only administrators make a pipeline public. */
+  private checkVisibility(actor: Actor, visibility: string | undefined, settings: PipelineSettings, errors: FieldError[]) {
+    if (visibility === 'public' && actor.role !== 'admin' && settings.switches.public_pipelines.enabledAt === null) {
+      errors.push({ field: 'visibility', code: "can't be public: public pipeline creation is off for this organization's members" });
+    }
   }
 
   private checkTimeouts(def: number | null, max: number | null, errors: FieldError[]) {

@@ -10,6 +10,7 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { ForbiddenError, NotFoundError, ValidationError, type FieldError } from '../core/errors';
 import type { Actor, Organization, Role } from '../core/identity';
+import type { AuditEntry, AuditLog } from '../audit/service';
 import type { PipelineService } from '../pipelines/service';
 import { isValidSlug, slugify } from '../pipelines/slug';
 import type { SuiteService } from '../suites/service';
@@ -60,7 +61,13 @@ export class TeamService {
     private readonly teams: TeamRepository,
     private readonly pipelines: Pick<PipelineService, 'readableByIds'>,
     private readonly suites: Pick<SuiteService, 'forGrant'>,
+    private readonly audit: AuditLog,
   ) {}
+
+  /** `change` on this area's queries in one transaction, with its audit record in the same one. */
+  private audited<T>(caller: TeamCaller, change: (teams: TeamRepository) => Promise<T>, entry: (result: T) => AuditEntry): Promise<T> {
+    return this.audit.transaction(caller, (trx) => change(this.teams.withTransaction(trx)), entry);
+  }
 
   private async roleIn(caller: TeamCaller, team: TeamRecord): Promise<TeamRole | null> {
     const userId = userIdOf(caller);
@@ -99,7 +106,7 @@ export class TeamService {
     else if (name && !slug) errors.push({ field: 'name', code: 'must contain at least one letter or digit' });
     if (errors.length) throw new ValidationError(errors);
     const id = crypto.randomUUID();
-    await this.teams.insert({
+    const fields = {
       id,
       organizationId: caller.organization.id,
       createdAt: clock.now(),
@@ -115,7 +122,12 @@ export class TeamService {
       membersCanDestroySuites: input.members_can_destroy_suites ?? false,
       membersCanCreateRegistries: input.members_can_create_registries ?? false,
       membersCanDestroyRegistries: input.members_can_destroy_registries ?? false,
-    });
+    };
+    await this.audited(
+      caller,
+      (teams) => teams.insert(fields),
+      () => ({ type: 'TeamCreatedEvent', subject: teamSubject(fields), data: teamData(fields) }),
+    );
     return (await this.teams.findById(caller.organization.id, id))!;
   }
 
@@ -140,7 +152,11 @@ export class TeamService {
       changes.name = name;
       changes.slug = slug;
     }
-    await this.teams.update(team, changes);
+    await this.audited(
+      caller,
+      (teams) => teams.update(team, changes),
+      () => ({ type: 'TeamUpdatedEvent', subject: teamSubject({ ...team, ...definedOf(changes) }), data: teamData(changes) }),
+    );
     return (await this.teams.findById(team.organizationId, team.id))!;
   }
 
@@ -148,7 +164,11 @@ export class TeamService {
   async delete(caller: TeamCaller, idOrSlug: string): Promise<void> {
     const team = await this.get(caller, idOrSlug);
     if (!isAdmin(caller)) throw new ForbiddenError();
-    await this.db.transaction(async (trx) => this.teams.withTransaction(trx).delete(team.id));
+    await this.audited(
+      caller,
+      (teams) => teams.delete(team.id),
+      () => ({ type: 'TeamDeletedEvent', subject: teamSubject(team), data: { name: team.name, slug: team.slug } }),
+    );
   }
 
   // -- members
@@ -170,8 +190,14 @@ export class TeamService {
     const field = input.email !== undefined ? 'email' : 'user_id';
     const member = await this.organizationMemberNamed(caller.organization.id, input);
     if (!member) throw ValidationError.field(field, 'is not a member of this organization');
-    const added = await this.teams.addMember(team.id, member.user.id, input.role ?? team.defaultMemberRole, clock.now());
-    if (!added) throw ValidationError.field(field, 'is already a member of this team');
+    const role = input.role ?? team.defaultMemberRole;
+    await this.audited(
+      caller,
+      async (teams) => {
+        if (!(await teams.addMember(team.id, member.user.id, role, clock.now()))) throw ValidationError.field(field, 'is already a member of this team');
+      },
+      () => ({ type: 'TeamMemberCreatedEvent', subject: teamSubject(team), data: { user: userData(member.user), role } }),
+    );
     return (await this.teams.findMember(team, member.user.id))!;
   }
 
@@ -185,7 +211,11 @@ export class TeamService {
     const team = await this.getManageable(caller, idOrSlug);
     const m = isUuid(userId) ? await this.teams.findMember(team, userId) : null;
     if (!m) throw new NotFoundError('team member');
-    await this.teams.setMemberRole(team.id, m.user.id, role);
+    await this.audited(
+      caller,
+      (teams) => teams.setMemberRole(team.id, m.user.id, role),
+      () => ({ type: 'TeamMemberUpdatedEvent', subject: teamSubject(team), data: { user: userData(m.user), role } }),
+    );
     return (await this.teams.findMember(team, m.user.id))!;
   }
 
@@ -196,7 +226,11 @@ export class TeamService {
     const self = m !== null && m.user.id === userIdOf(caller);
     if (!self && !isAdmin(caller) && (await this.roleIn(caller, team)) !== 'maintainer') throw new ForbiddenError();
     if (!m) throw new NotFoundError('team member');
-    await this.teams.removeMember(team.id, m.user.id);
+    await this.audited(
+      caller,
+      (teams) => teams.removeMember(team.id, m.user.id),
+      () => ({ type: 'TeamMemberDeletedEvent', subject: teamSubject(team), data: { user: userData(m.user) } }),
+    );
   }
 
   // -- pipelines
@@ -227,9 +261,15 @@ export class TeamService {
   async addPipeline(actor: Actor, idOrSlug: string, input: { pipeline_id: string; access_level?: PipelineAccessLevel }): Promise<PipelineGrant> {
     const team = await this.getManageable(actor, idOrSlug);
     const pipelineId = await this.manageablePipeline(actor, input.pipeline_id, 'pipeline_id');
-    if (!(await this.teams.addPipelineGrant(team.id, pipelineId, input.access_level ?? 'manage_build_and_read', clock.now()))) {
-      throw ValidationError.field('pipeline_id', 'has already been added to this team');
-    }
+    const accessLevel = input.access_level ?? 'manage_build_and_read';
+    await this.audited(
+      actor,
+      async (teams) => {
+        if (!(await teams.addPipelineGrant(team.id, pipelineId, accessLevel, clock.now())))
+          throw ValidationError.field('pipeline_id', 'has already been added to this team');
+      },
+      () => ({ type: 'TeamPipelineCreatedEvent', subject: teamSubject(team), data: { pipeline_id: pipelineId, access_level: accessLevel } }),
+    );
     return (await this.teams.findPipelineGrant(team.id, pipelineId))!;
   }
 
@@ -237,7 +277,11 @@ export class TeamService {
     const team = await this.getManageable(actor, idOrSlug);
     const grant = await this.pipelineGrant(actor, team.id, pipelineId);
     await this.manageablePipeline(actor, grant.pipelineId, null);
-    await this.teams.setPipelineAccess(team.id, grant.pipelineId, accessLevel);
+    await this.audited(
+      actor,
+      (teams) => teams.setPipelineAccess(team.id, grant.pipelineId, accessLevel),
+      () => ({ type: 'TeamPipelineUpdatedEvent', subject: teamSubject(team), data: { pipeline_id: grant.pipelineId, access_level: accessLevel } }),
+    );
     return (await this.teams.findPipelineGrant(team.id, grant.pipelineId))!;
   }
 
@@ -245,7 +289,11 @@ export class TeamService {
     const team = await this.getManageable(actor, idOrSlug);
     const grant = await this.pipelineGrant(actor, team.id, pipelineId);
     await this.manageablePipeline(actor, grant.pipelineId, null);
-    await this.teams.removePipelineGrant(team.id, grant.pipelineId);
+    await this.audited(
+      actor,
+      (teams) => teams.removePipelineGrant(team.id, grant.pipelineId),
+      () => ({ type: 'TeamPipelineDeletedEvent', subject: teamSubject(team), data: { pipeline_id: grant.pipelineId } }),
+    );
   }
 
   // -- suites
@@ -274,9 +322,14 @@ export class TeamService {
   async addSuite(actor: Actor, idOrSlug: string, input: { suite_id: string; access_level?: string[] }): Promise<SuiteGrant> {
     const team = await this.getManageable(actor, idOrSlug);
     const suiteId = await this.editableSuite(actor, input.suite_id, 'suite_id');
-    if (!(await this.teams.addSuiteGrant(team.id, suiteId, suiteLevel(input.access_level), clock.now()))) {
-      throw ValidationError.field('suite_id', 'has already been added to this team');
-    }
+    const level = suiteLevel(input.access_level);
+    await this.audited(
+      actor,
+      async (teams) => {
+        if (!(await teams.addSuiteGrant(team.id, suiteId, level, clock.now()))) throw ValidationError.field('suite_id', 'has already been added to this team');
+      },
+      () => ({ type: 'TeamSuiteCreatedEvent', subject: teamSubject(team), data: { suite_id: suiteId, access_level: level } }),
+    );
     return (await this.teams.findSuiteGrant(team.id, suiteId))!;
   }
 
@@ -284,7 +337,12 @@ export class TeamService {
     const team = await this.getManageable(actor, idOrSlug);
     const grant = await this.suiteGrant(actor, team.id, suiteId);
     await this.editableSuite(actor, grant.suiteId, null);
-    await this.teams.setSuiteAccess(team.id, grant.suiteId, suiteLevel(accessLevel));
+    const level = suiteLevel(accessLevel);
+    await this.audited(
+      actor,
+      (teams) => teams.setSuiteAccess(team.id, grant.suiteId, level),
+      () => ({ type: 'TeamSuiteUpdatedEvent', subject: teamSubject(team), data: { suite_id: grant.suiteId, access_level: level } }),
+    );
     return (await this.teams.findSuiteGrant(team.id, grant.suiteId))!;
   }
 
@@ -292,7 +350,11 @@ export class TeamService {
     const team = await this.getManageable(actor, idOrSlug);
     const grant = await this.suiteGrant(actor, team.id, suiteId);
     await this.editableSuite(actor, grant.suiteId, null);
-    await this.teams.removeSuiteGrant(team.id, grant.suiteId);
+    await this.audited(
+      actor,
+      (teams) => teams.removeSuiteGrant(team.id, grant.suiteId),
+      () => ({ type: 'TeamSuiteDeletedEvent', subject: teamSubject(team), data: { suite_id: grant.suiteId } }),
+    );
   }
 
   // -- organization members
@@ -318,26 +380,32 @@ export class TeamService {
     if (input.role === undefined && input.sso_mode === undefined) {
       throw new ValidationError([{ field: 'role', code: "can't be blank: send a role or an sso_mode" }]);
     }
-    await this.db.transaction(async (trx) => {
-      const teams = this.teams.withTransaction(trx);
-      if (m.role === 'admin' && input.role === 'member' && (await teams.countAdmins(caller.organization.id)) <= 1) {
-        throw ValidationError.field('role', 'would leave the organization without an admin');
-      }
-      await teams.updateOrganizationMember(caller.organization.id, m.user.id, { role: input.role, ssoMode: input.sso_mode });
-    });
+    await this.audited(
+      caller,
+      async (teams) => {
+        if (m.role === 'admin' && input.role === 'member' && (await teams.countAdmins(caller.organization.id)) <= 1) {
+          throw ValidationError.field('role', 'would leave the organization without an admin');
+        }
+        await teams.updateOrganizationMember(caller.organization.id, m.user.id, { role: input.role, ssoMode: input.sso_mode });
+      },
+      () => ({ type: 'OrganizationMemberUpdatedEvent', subject: userSubject(m.user), data: { role: input.role, sso_mode: input.sso_mode } }),
+    );
     return this.organizationMember(caller, m.user.id);
   }
 
   async removeOrganizationMember(caller: TeamCaller, userId: string): Promise<void> {
     const m = await this.organizationMember(caller, userId);
     if (!isAdmin(caller)) throw new ForbiddenError();
-    await this.db.transaction(async (trx) => {
-      const teams = this.teams.withTransaction(trx);
-      if (m.role === 'admin' && (await teams.countAdmins(caller.organization.id)) <= 1) {
-        throw new ValidationError([{ field: 'user_id', code: 'is the last admin: the organization would be left without one' }]);
-      }
-      await teams.removeOrganizationMember(caller.organization.id, m.user.id);
-    });
+    await this.audited(
+      caller,
+      async (teams) => {
+        if (m.role === 'admin' && (await teams.countAdmins(caller.organization.id)) <= 1) {
+          throw new ValidationError([{ field: 'user_id', code: 'is the last admin: the organization would be left without one' }]);
+        }
+        await teams.removeOrganizationMember(caller.organization.id, m.user.id);
+      },
+      () => ({ type: 'OrganizationMemberDeletedEvent', subject: userSubject(m.user), data: { role: m.role } }),
+    );
   }
 }
 
@@ -348,4 +416,29 @@ function suiteLevel(levels: string[] | undefined): SuiteAccessLevel {
 
 function emptyToNull(s: string | null | undefined): string | null {
   return s === undefined || s === null || s.trim() === '' ? null : s;
+}
+
+const teamSubject = (t: { id: string; name: string }) => ({ type: 'Team', id: t.id, name: t.name });
+const userSubject = (u: { id: string; name: string }) => ({ type: 'User', id: u.id, name: u.name });
+const userData = (u: { id: string; name: string; email: string }) => ({ id: u.id, name: u.name, email: u.email });
+
+function definedOf<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** A team's fields as the API names them, for the audit log: only those given. */
+function teamData(f: Partial<TeamFields>): Record<string, unknown> {
+  return definedOf({
+    name: f.name,
+    slug: f.slug,
+    description: f.description,
+    privacy: f.privacy,
+    is_default_team: f.isDefaultTeam,
+    default_member_role: f.defaultMemberRole,
+    members_can_create_pipelines: f.membersCanCreatePipelines,
+    members_can_create_suites: f.membersCanCreateSuites,
+    members_can_destroy_suites: f.membersCanDestroySuites,
+    members_can_create_registries: f.membersCanCreateRegistries,
+    members_can_destroy_registries: f.membersCanDestroyRegistries,
+  });
 }

@@ -11,7 +11,19 @@ import { isUuid } from '../core/uuid';
 
 export type WebServices = Pick<
   Services,
-  'db' | 'tokens' | 'pipelines' | 'builds' | 'jobs' | 'agents' | 'agentWork' | 'suites' | 'annotations' | 'artifacts' | 'organizations' | 'rateLimiter'
+  | 'db'
+  | 'tokens'
+  | 'pipelines'
+  | 'builds'
+  | 'jobs'
+  | 'agents'
+  | 'agentWork'
+  | 'suites'
+  | 'annotations'
+  | 'artifacts'
+  | 'organizations'
+  | 'rateLimiter'
+  | 'invitations'
 >;
 
 export interface WebDeps extends WebServices {

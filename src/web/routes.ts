@@ -299,6 +299,9 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
     res.clearCookie(SIGNIN_COOKIE, cookieOptions);
     res.cookie(SESSION_COOKIE, created.sid, { ...cookieOptions, maxAge: Math.min(SESSION_MS, created.expiresAt.getTime() - clock.nowMs()) });
     const principal = (await sessions.principal(created.sid))!;
+    // The signed-in user's pending invitations are accepted (a user invited after they were made):
+    // they join those organizations, which their next token may then name.
+    await deps.db.transaction((trx) => deps.invitations.acceptFor(principal.user, trx));
     res.redirect(303, nextPath ?? firstOrgPath(principal) ?? '/login');
   });
   router.post('/logout', urlencoded, async (req, res, next) => {

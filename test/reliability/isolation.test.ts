@@ -49,6 +49,8 @@ const BODY_REFERENCES: Record<string, Record<string, (id: string) => unknown>> =
   createNotificationService: { scope_uuids: (id) => [id] },
   updateNotificationService: { scope_uuids: (id) => [id] },
   updateExecutionTags: { 'executions[].id': (id) => [{ id, tags: { 'mut.made': 'here' } }] },
+  createInvitations: { teams: (id) => [{ id, role: 'member' }] },
+  updatePipelineSettings: { default_cluster_id: (id) => id },
 };
 /** Reads whose answers name none of the organization's slugs: the object they are about is named instead. */
 const ABOUT: Record<string, ParamKind> = {
@@ -69,6 +71,7 @@ const REFERENCED: Record<string, (t: Tenant) => string> = {
   pipeline_id: (t) => t.pipeline.id,
   suite_id: (t) => t.suite.id,
   cluster_id: (t) => t.cluster.id,
+  default_cluster_id: (t) => t.cluster.id,
   default_queue_id: (t) => t.cluster.queueId,
   executions: (t) => t.executionId,
 };
@@ -81,6 +84,7 @@ const NOT_REFERENCES: Record<string, string> = {
   'exportStep.build_id': "must be the build of the job the agent runs: any other build, its own organization's too, is a 404 (test/agents/real-agent-protocol)",
   'updateStep.build_id': 'as exportStep.build_id',
   'updateStep.idempotency_uuid': "the agent's own id for the update (idempotency), not a Windsock object",
+  'configureBuildExport.strategy_id': "an export strategy's name (s3, gcs), not a Windsock object",
 };
 const LOOKS_LIKE_REFERENCE = /(^|_)(ids?|uuids?)$|^teams$/;
 

@@ -104,6 +104,10 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   createNotificationService: (t, res) => `/v2/organizations/${t.org.slug}/services/${res.body.id}`,
   updateNotificationService: (t) => `/v2/organizations/${t.org.slug}/services/${t.params.service_id}`,
   updateTestLabels: (t) => `/v2/analytics/organizations/${t.org.slug}/suites/${t.params.suite_slug}/tests/${t.params.test_id}`,
+  updateApiSettings: (t) => `/v2/organizations/${t.org.slug}/api-settings`,
+  updatePipelineSettings: (t) => `/v2/organizations/${t.org.slug}/pipeline-settings`,
+  // The answer is the batch made: the one invitation of the fixture's batch.
+  createInvitations: (t, res) => `/v2/organizations/${t.org.slug}/invitations/${(res.body as unknown as { id: string }[])[0]!.id}`,
 };
 const NOT_READ_BACK: Record<string, string> = {
   setClock: 'the clock is process state, not a resource, and the matrix context has the test controls off (404): test/fixtures-loading reads the clock back',
@@ -145,6 +149,7 @@ const NOT_READ_BACK: Record<string, string> = {
   resumeSelf: 'as resumeAgent, by the agent itself',
   stopSelf: 'as stopAgent, by the agent itself: test/agents/pause-stop follows it',
   pauseClusterQueueDispatch: 'a pause is read back through getClusterQueue by test/clusters (who, when, note); a second pause is a 422',
+  configureBuildExport: 'build export is unavailable (403 after the body is checked): nothing is stored; test/organizations/pipeline-settings',
 };
 
 /** Writes that answer with a resource other than the one the body writes: their answers' fields are that resource's, not the server's. */
@@ -152,6 +157,8 @@ const ANSWERS_ANOTHER_RESOURCE: Record<string, string> = {
   retryFailedJobs: 'answers the build whose jobs it retried; the body names states, no field of the build',
   updateClusterSecretValue: 'answers the secret whose value it replaced; the body is the value, which no answer ever shows',
   pauseClusterQueueDispatch: "answers the queue it paused; the body is the pause's note, which the answer shows as dispatch_paused_note",
+  configureBuildExport:
+    "would answer the whole pipeline settings; the body is the export's location and strategy (and it answers 403: build export is unavailable)",
 };
 
 /**
@@ -200,6 +207,7 @@ const ARRAY_ITEMS: Record<string, (t: Tenant) => { body: Record<string, unknown>
   }),
   'createCluster.maintainers': (t) => ({ body: BODIES.createCluster!(t) as Record<string, unknown>, item: { team: t.team.id } }),
   'updateArtifacts.artifacts': (t) => ({ body: BODIES.updateArtifacts!(t) as Record<string, unknown>, item: { id: t.params.artifact_id, state: 'error' } }),
+  'createInvitations.teams': (t) => ({ body: BODIES.createInvitations!(t) as Record<string, unknown>, item: { id: t.team.id, role: 'member' } }),
 };
 
 const PROTO_KEYS = '"__proto__":{"polluted":"yes"},"constructor":{"prototype":{"polluted":"yes"}},"prototype":{"polluted":"yes"}';

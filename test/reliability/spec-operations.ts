@@ -127,6 +127,8 @@ export const PARAM_KINDS = [
   'delivery_id',
   'step_id_or_key',
   'step_upload_id',
+  'event_uuid',
+  'invitation_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -159,6 +161,8 @@ export function missingParam(kind: ParamKind): string {
     case 'delivery_id':
     case 'step_id_or_key':
     case 'step_upload_id':
+    case 'event_uuid':
+    case 'invitation_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -461,6 +465,17 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       createdAt: new Date(),
     },
   ]);
+  // A pending invitation (the first record of the tenant's audit log).
+  const inv = await ctx
+    .http()
+    .post(`${base}/invitations`)
+    .set(auth(token))
+    .send({ emails: [`invited-${tag}@example.com`], teams: [{ id: team.id, role: 'member' }] });
+  check(inv, 201, 'create invitation');
+  const invitationId = inv.body[0].id as string;
+  const audit = await ctx.http().get(`${base}/audit_events`).set(auth(token));
+  check(audit, 200, 'list audit events');
+  const auditEventId = audit.body[0].uuid as string;
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -491,6 +506,8 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     delivery_id: deliveryId,
     step_id_or_key: builds[builds.length - 1]?.stepIds[0] ?? crypto.randomUUID(),
     step_upload_id: lastBuild ? await stepUploadOf(ctx, base, p.body.slug as string, lastBuild.number, token) : crypto.randomUUID(),
+    event_uuid: auditEventId,
+    invitation_id: invitationId,
   };
   return {
     label,
@@ -538,6 +555,8 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       ...artifacts.values(),
       template.body.uuid as string,
       schedule.body.id as string,
+      invitationId,
+      auditEventId,
       tag,
     ],
   };
@@ -775,6 +794,35 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   getClock: undefined,
   // Moves the clock by nothing: the matrices' other requests keep real time.
   setClock: () => ({ advance_seconds: 0 }),
+  getApiSettings: undefined,
+  // Loopback only, where the matrices' requests come from: the tenant keeps answering.
+  updateApiSettings: () => ({ allowed_ip_addresses: '127.0.0.0/8 ::1/128 ::ffff:127.0.0.0/104', revoke_inactive_tokens_after_days: 365 }),
+  enableTeams: undefined,
+  listAuditEvents: undefined,
+  getAuditEvent: undefined,
+  listInvitations: undefined,
+  createInvitations: (t) => ({
+    emails: [`made-${crypto.randomBytes(4).toString('hex')}@example.com`],
+    role: 'member',
+    sso_mode: 'optional',
+    teams: [{ id: t.team.id, role: 'member' }],
+  }),
+  getInvitation: undefined,
+  revokeInvitation: undefined,
+  getPipelineSettings: undefined,
+  updatePipelineSettings: (t) => ({
+    default_branch: 'trunk',
+    default_cluster_id: t.cluster.id,
+    default_timeout_in_minutes: 30,
+    maximum_timeout_in_minutes: 90,
+  }),
+  enableHostedAgentsTerminalAccess: undefined,
+  disableHostedAgentsTerminalAccess: undefined,
+  enablePublicPipelineCreation: undefined,
+  disablePublicPipelineCreation: undefined,
+  enableAdvancedQueueMetrics: undefined,
+  configureBuildExport: () => ({ location: 'my-export-bucket', strategy_id: 's3' }),
+  disableBuildExport: undefined,
 };
 
 /** Headers an operation needs besides its credential (the delivery's event header). */

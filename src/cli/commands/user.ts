@@ -18,7 +18,7 @@ export function userCommands(program: Command, cli: Cli): void {
 
   user
     .command('create')
-    .description('create a user, optionally as a member of an organization')
+    .description('create a user, optionally as a member of an organization; their pending invitations are accepted')
     .requiredOption('--name <NAME>', 'their name', text)
     .requiredOption('--email <EMAIL>', 'their email (unique, case-insensitive)', email)
     .option('--org <SLUG>', 'make them a member of this organization')
@@ -28,11 +28,19 @@ export function userCommands(program: Command, cli: Cli): void {
         const org = o.org ? await orgBySlug(s, o.org) : null;
         // Checked first for a clear message; the unique index still decides a race.
         if (await s.users.findByEmail(o.email)) throw userExists(o.email, o.org);
-        const created = await s.users.create({ name: o.name, email: o.email }).catch((err: unknown) => {
-          throw isUniqueViolation(err) ? userExists(o.email, o.org) : err;
-        });
-        if (org) await s.orgs.addMember(org.id, created.id, o.role);
+        // One transaction: the user, the membership asked for, and the user's pending invitations accepted.
+        const { created, joined } = await s.db
+          .transaction(async (trx) => {
+            const created = await s.users.create({ name: o.name, email: o.email }, trx);
+            if (org) await s.orgs.addMember(org.id, created.id, o.role, trx);
+            return { created, joined: await s.invitations.acceptFor(created, trx) };
+          })
+          .catch((err: unknown) => {
+            throw isUniqueViolation(err) ? userExists(o.email, o.org) : err;
+          });
         print(cli, `created user ${created.email} (${created.id})${org ? ` as ${o.role} of ${org.slug}` : ''}`);
+        const slugs = (await s.orgs.all()).filter((x) => joined.includes(x.id)).map((x) => x.slug);
+        if (slugs.length) print(cli, `accepted invitations to ${slugs.join(', ')}`);
       });
     });
 

@@ -1,5 +1,5 @@
 /**
- * A cluster agent token's `allowed_ip_addresses`: space-separated CIDR ranges (the documented
+ * A cluster agent token's and an organization's API `allowed_ip_addresses`: space-separated CIDR ranges (the documented
  * form, e.g. `202.144.0.0/24 10.0.0.0/8`), parsed and matched with ipaddr.js. An IPv4 address
  * that arrives as IPv4-mapped IPv6 (`::ffff:10.0.0.1`, how Node reports IPv4 callers on a
  * dual-stack socket) is matched as the IPv4 address it is. Pure.

@@ -1,0 +1,76 @@
+/** The audit log's rows: written on the caller's transaction, read newest first. */
+import type { Knex } from 'knex';
+import { parseJson, toDate } from '../db/values';
+
+export interface AuditParty {
+  type: string;
+  id: string;
+  name: string | null;
+}
+
+export interface AuditEvent {
+  id: string;
+  organizationId: string;
+  /** Class-style, as the real API names them: `OrganizationUpdatedEvent`, `TeamCreatedEvent`... */
+  type: string;
+  occurredAt: Date;
+  /** Who did it; null for what the installation's operator did at the command line. */
+  actor: AuditParty | null;
+  subject: AuditParty;
+  context: Record<string, unknown> | null;
+  data: Record<string, unknown>;
+}
+
+function fromRow(r: Record<string, unknown>): AuditEvent {
+  return {
+    id: r.id as string,
+    organizationId: r.organization_id as string,
+    type: r.type as string,
+    occurredAt: toDate(r.occurred_at),
+    actor: r.actor_type ? { type: r.actor_type as string, id: r.actor_id as string, name: (r.actor_name as string | null) ?? null } : null,
+    subject: { type: r.subject_type as string, id: r.subject_id as string, name: (r.subject_name as string | null) ?? null },
+    context: parseJson<Record<string, unknown> | null>(r.context, null),
+    data: parseJson<Record<string, unknown>>(r.data, {}),
+  };
+}
+
+export class AuditRepository {
+  constructor(private readonly db: Knex) {}
+
+  async insert(e: AuditEvent, trx: Knex): Promise<void> {
+    await trx('audit_events').insert({
+      id: e.id,
+      organization_id: e.organizationId,
+      type: e.type,
+      occurred_at: e.occurredAt,
+      actor_type: e.actor?.type ?? null,
+      actor_id: e.actor?.id ?? null,
+      actor_name: e.actor?.name?.slice(0, 255) ?? null,
+      subject_type: e.subject.type,
+      subject_id: e.subject.id,
+      subject_name: e.subject.name?.slice(0, 255) ?? null,
+      context: e.context ? JSON.stringify(e.context) : null,
+      data: JSON.stringify(e.data),
+    });
+  }
+
+  async page(organizationId: string, offset: number, limit: number): Promise<{ items: AuditEvent[]; total: number }> {
+    const [rows, count] = await Promise.all([
+      this.db('audit_events')
+        .where({ organization_id: organizationId })
+        .orderBy([
+          { column: 'occurred_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .offset(offset)
+        .limit(limit),
+      this.db('audit_events').where({ organization_id: organizationId }).count<{ n: number | string }[]>({ n: '*' }).first(),
+    ]);
+    return { items: rows.map(fromRow), total: Number(count?.n ?? 0) };
+  }
+
+  async find(organizationId: string, id: string): Promise<AuditEvent | null> {
+    const row = await this.db('audit_events').where({ organization_id: organizationId, id: id.toLowerCase() }).first();
+    return row ? fromRow(row) : null;
+  }
+}

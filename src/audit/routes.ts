@@ -1,0 +1,24 @@
+/** An organization's audit log (REST, read only): thin handlers. */
+import { actorOf } from '../http/auth';
+import { operationRouter } from '../http/operation';
+import { pageRequest, setLinkHeader } from '../http/pagination';
+import { serializeAuditEvent } from './serialize';
+import type { AuditLog } from './service';
+
+export function auditRoutes(audit: AuditLog, publicUrl: string) {
+  const api = operationRouter();
+
+  api.on('listAuditEvents', async (req, res) => {
+    const actor = actorOf(res);
+    const page = pageRequest(req);
+    const { items, total } = await audit.list(actor, page.offset, page.perPage);
+    setLinkHeader(req, res, publicUrl, page, { total });
+    res.json(items.map((e) => serializeAuditEvent(e, actor.organization.slug, publicUrl)));
+  });
+  api.on('getAuditEvent', async (req, res) => {
+    const actor = actorOf(res);
+    res.json(serializeAuditEvent(await audit.get(actor, req.params.event_uuid), actor.organization.slug, publicUrl));
+  });
+
+  return api.router;
+}

@@ -1,0 +1,97 @@
+/**
+ * The audit log: every admin action is recorded by the service that takes it, IN the
+ * transaction of the change (`record(trx, ...)`), so a rolled-back change records nothing and a
+ * committed one is never missing. Secrets never reach a record: `data` is passed through
+ * `redact`, which drops every key that names one (token, secret, password, value...). Reading
+ * the log is for the organization's administrators. No HTTP, no SQL.
+ */
+import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import { clock } from '../core/clock';
+import { ForbiddenError, NotFoundError } from '../core/errors';
+import type { Actor, User } from '../core/identity';
+import { isUuid } from '../core/uuid';
+import type { AuditEvent, AuditParty, AuditRepository } from './repository';
+
+/**
+ * Who took an action in which organization: a user (an API caller, or one accepting an
+ * invitation at sign-up), or without `principal` the operator at the command line.
+ */
+export interface AuditActor {
+  organization: { id: string };
+  principal?: { user: Pick<User, 'id' | 'name'> };
+}
+
+export interface AuditEntry {
+  /** e.g. `TeamCreatedEvent` */
+  type: string;
+  subject: AuditParty;
+  /** What changed (the new values), or what was made or removed; secrets are dropped. */
+  data?: Record<string, unknown>;
+  /** Where it came from, when not the API (a user's) or the command line (the operator's). */
+  context?: string;
+}
+
+/**
+ * Keys whose values are secrets (or hold them): never written to the log, at any depth. A key
+ * is one when its last word is one of these (`token`, `webhook_secret`, `api_key`, a secret's
+ * `value`, a notification service's `settings`...), not when a word only appears in it
+ * (`revoke_inactive_tokens_after_days` is kept).
+ */
+const SECRET_KEY =
+  /(^|_)(token|tokens|secret|password|passphrase|private_key|credentials?|key_pem|api_key|signing_key|value|settings|jwt|url_with_credentials)$/i;
+
+export function redact(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redact);
+  if (value && typeof value === 'object' && !(value instanceof Date)) {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (!SECRET_KEY.test(k) && v !== undefined) out[k] = redact(v);
+    return out;
+  }
+  return value;
+}
+
+export class AuditLog {
+  constructor(
+    private readonly db: Knex,
+    private readonly events: AuditRepository,
+  ) {}
+
+  /** Records `entry` as done by `actor`, on `trx`: the transaction of the change itself. */
+  async record(trx: Knex, actor: AuditActor, entry: AuditEntry): Promise<void> {
+    await this.events.insert(
+      {
+        id: crypto.randomUUID(),
+        organizationId: actor.organization.id,
+        type: entry.type,
+        occurredAt: clock.now(),
+        actor: actor.principal ? { type: 'User', id: actor.principal.user.id, name: actor.principal.user.name } : null,
+        subject: entry.subject,
+        context: { type: entry.context ?? (actor.principal ? 'APIContext' : 'CommandLineContext') },
+        data: redact(entry.data ?? {}) as Record<string, unknown>,
+      },
+      trx,
+    );
+  }
+
+  /** Runs `change` in a transaction and records `entry` (which may depend on its result) in the same one. */
+  async transaction<T>(actor: AuditActor, change: (trx: Knex.Transaction) => Promise<T>, entry: (result: T) => AuditEntry): Promise<T> {
+    return this.db.transaction(async (trx) => {
+      const result = await change(trx);
+      await this.record(trx, actor, entry(result));
+      return result;
+    });
+  }
+
+  async list(actor: Actor, offset: number, limit: number): Promise<{ items: AuditEvent[]; total: number }> {
+    if (actor.role !== 'admin') throw new ForbiddenError();
+    return this.events.page(actor.organization.id, offset, limit);
+  }
+
+  async get(actor: Actor, id: string): Promise<AuditEvent> {
+    if (actor.role !== 'admin') throw new ForbiddenError();
+    const event = isUuid(id) ? await this.events.find(actor.organization.id, id) : null;
+    if (!event) throw new NotFoundError('audit event');
+    return event;
+  }
+}

@@ -1,0 +1,168 @@
+/** An organization's invitations: rows in, domain objects out. */
+import type { Knex } from 'knex';
+import type { User } from '../core/identity';
+import { parseJson, toDate, toDateOrNull } from '../db/values';
+import { userFromRow } from '../user/rows';
+
+export type InvitationState = 'pending' | 'accepted' | 'revoked' | 'expired';
+export type InvitationRole = 'admin' | 'member';
+export type InvitationSsoMode = 'required' | 'optional';
+export type InvitationTeam = { id: string; role: 'member' | 'maintainer' };
+
+export interface Invitation {
+  id: string;
+  organizationId: string;
+  email: string;
+  role: InvitationRole;
+  ssoMode: InvitationSsoMode;
+  teams: InvitationTeam[];
+  state: InvitationState;
+  createdAt: Date;
+  createdBy: User | null;
+  acceptedAt: Date | null;
+  acceptedBy: User | null;
+  revokedAt: Date | null;
+  revokedBy: User | null;
+}
+
+export interface InvitationCursor {
+  createdAt: Date;
+  id: string;
+}
+
+const USERS = ['created_by', 'accepted_by', 'revoked_by'] as const;
+
+function userOf(row: Record<string, unknown>, prefix: string): User | null {
+  if (!row[`${prefix}_id`] || !row[`${prefix}_email`]) return null;
+  return userFromRow({
+    id: row[`${prefix}_id`] as string,
+    name: row[`${prefix}_name`] as string,
+    email: row[`${prefix}_email`] as string,
+    created_at: row[`${prefix}_created_at`],
+  });
+}
+
+function fromRow(r: Record<string, unknown>): Invitation {
+  return {
+    id: r.id as string,
+    organizationId: r.organization_id as string,
+    email: r.email as string,
+    role: r.role as InvitationRole,
+    ssoMode: r.sso_mode as InvitationSsoMode,
+    teams: parseJson<InvitationTeam[]>(r.teams, []),
+    state: r.state as InvitationState,
+    createdAt: toDate(r.created_at),
+    createdBy: userOf(r, 'created_by'),
+    acceptedAt: toDateOrNull(r.accepted_at),
+    acceptedBy: userOf(r, 'accepted_by'),
+    revokedAt: toDateOrNull(r.revoked_at),
+    revokedBy: userOf(r, 'revoked_by'),
+  };
+}
+
+export class InvitationRepository {
+  constructor(private readonly db: Knex) {}
+
+  private select(trx: Knex) {
+    let q = trx('organization_invitations as i').select('i.*');
+    for (const u of USERS) {
+      q = q
+        .leftJoin(`users as ${u}`, `${u}.id`, `i.${u}_id`)
+        .select(`${u}.name as ${u}_name`, `${u}.email as ${u}_email`, `${u}.created_at as ${u}_created_at`);
+    }
+    return q;
+  }
+
+  async insert(
+    i: {
+      id: string;
+      organizationId: string;
+      email: string;
+      role: InvitationRole;
+      ssoMode: InvitationSsoMode;
+      teams: InvitationTeam[];
+      createdAt: Date;
+      createdById: string | null;
+    },
+    trx: Knex,
+  ): Promise<void> {
+    await trx('organization_invitations').insert({
+      id: i.id,
+      organization_id: i.organizationId,
+      email: i.email,
+      email_lower: i.email.toLowerCase(),
+      role: i.role,
+      sso_mode: i.ssoMode,
+      teams: JSON.stringify(i.teams),
+      state: 'pending',
+      created_at: i.createdAt,
+      created_by_id: i.createdById,
+    });
+  }
+
+  async find(organizationId: string, id: string, trx: Knex = this.db): Promise<Invitation | null> {
+    const row = await this.select(trx).where({ 'i.organization_id': organizationId, 'i.id': id.toLowerCase() }).first();
+    return row ? fromRow(row) : null;
+  }
+
+  /** Pending invitations, newest first by (created_at, id), `limit` at a time from a cursor; `more` when another page follows. */
+  async pagePending(
+    organizationId: string,
+    opts: { after?: InvitationCursor; before?: InvitationCursor; limit: number },
+  ): Promise<{ items: Invitation[]; more: boolean }> {
+    let q = this.select(this.db).where({ 'i.organization_id': organizationId, 'i.state': 'pending' });
+    if (opts.after) {
+      const a = opts.after;
+      q = q.where((w) => w.where('i.created_at', '<', a.createdAt).orWhere((x) => x.where('i.created_at', '=', a.createdAt).andWhere('i.id', '<', a.id)));
+    }
+    if (opts.before) {
+      const b = opts.before;
+      q = q.where((w) => w.where('i.created_at', '>', b.createdAt).orWhere((x) => x.where('i.created_at', '=', b.createdAt).andWhere('i.id', '>', b.id)));
+    }
+    const order = opts.before ? 'asc' : 'desc';
+    const rows = await q
+      .orderBy([
+        { column: 'i.created_at', order },
+        { column: 'i.id', order },
+      ])
+      .limit(opts.limit + 1);
+    const items = rows.slice(0, opts.limit).map(fromRow);
+    if (opts.before) items.reverse();
+    return { items, more: rows.length > opts.limit };
+  }
+
+  /** Which of the (lower-cased) emails have a pending invitation to the organization. */
+  async pendingEmails(organizationId: string, emailsLower: string[], trx: Knex = this.db): Promise<Set<string>> {
+    if (!emailsLower.length) return new Set();
+    const rows = await trx('organization_invitations')
+      .where({ organization_id: organizationId, state: 'pending' })
+      .whereIn('email_lower', emailsLower)
+      .select('email_lower');
+    return new Set(rows.map((r: { email_lower: string }) => r.email_lower));
+  }
+
+  /** Which of the (lower-cased) emails belong to members of the organization. */
+  async memberEmails(organizationId: string, emailsLower: string[], trx: Knex = this.db): Promise<Set<string>> {
+    if (!emailsLower.length) return new Set();
+    const rows = await trx('organization_members as m')
+      .join('users as u', 'u.id', 'm.user_id')
+      .where('m.organization_id', organizationId)
+      .whereRaw(`lower(u.email) in (${emailsLower.map(() => '?').join(', ')})`, emailsLower)
+      .select('u.email');
+    return new Set(rows.map((r: { email: string }) => r.email.toLowerCase()));
+  }
+
+  /** Every pending invitation of an email, in every organization, oldest first. */
+  async pendingFor(emailLower: string, trx: Knex): Promise<Invitation[]> {
+    const rows = await this.select(trx).where({ 'i.email_lower': emailLower, 'i.state': 'pending' }).orderBy('i.created_at');
+    return rows.map(fromRow);
+  }
+
+  /** Moves a pending invitation on; false when it was no longer pending. */
+  async settle(id: string, state: 'accepted' | 'revoked', userId: string | null, at: Date, trx: Knex): Promise<boolean> {
+    const n = await trx('organization_invitations')
+      .where({ id, state: 'pending' })
+      .update(state === 'accepted' ? { state, accepted_at: at, accepted_by_id: userId } : { state, revoked_at: at, revoked_by_id: userId });
+    return n === 1;
+  }
+}
