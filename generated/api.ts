@@ -1238,7 +1238,12 @@ export interface paths {
          *     real API's page shows this call with `-X PUT`; it is a read, answered on `GET`.)
          */
         get: operations["listSkippedTests"];
-        put?: never;
+        /**
+         * List skipped tests (PUT, as the docs show it)
+         * @description The same list as `GET` (`listSkippedTests`): the real API's page shows this call with
+         *     `-X PUT`, so a client written from it sends PUT. It changes nothing; it takes no body.
+         */
+        put: operations["listSkippedTestsByPut"];
         post?: never;
         delete?: never;
         options?: never;
@@ -9552,6 +9557,43 @@ export interface operations {
         };
     };
     listSkippedTests: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The test suite's slug. */
+                suite_slug: components["parameters"]["SuiteSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of tests. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestSummary"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSkippedTestsByPut: {
         parameters: {
             query?: {
                 /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */

@@ -108,6 +108,8 @@ export function suiteRoutes(service: SuiteService, publicUrl: string) {
   for (const [operation, state] of [
     ['listMutedTests', 'muted'],
     ['listSkippedTests', 'skipped'],
+    // The docs show the skipped list with -X PUT: the same read on either method.
+    ['listSkippedTestsByPut', 'skipped'],
   ] as const) {
     api.on(operation, async (req, res) => {
       const actor = actorOf(res);
