@@ -3056,7 +3056,10 @@ export interface paths {
         /**
          * Search a build's artifacts
          * @description What `buildkite-agent artifact download`, `shasum` and `search` call. Only an agent
-         *     running a job of the build may search it (404 otherwise). `query` is matched against the
+         *     running a job may search, the job's own build or another build of its organization
+         *     (`--build`; 404 otherwise): one of the job's pipeline or of a pipeline in the same
+         *     cluster, or across clusters where a `pipeline.artifacts_read.pipeline` rule allows it (403
+         *     with the reason otherwise; see the rules operations). `query` is matched against the
          *     whole path: `*` matches any characters, `/` included (`log/*` is everything under
          *     `log/`); every other character is literal. `scope` limits the search to a step, by its
          *     key, its label or a job id (404 when no job of the build matches). By default only the
@@ -3870,6 +3873,66 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List rules
+         * @description The organization's rules, the most recently created first. Paginated.
+         */
+        get: operations["listRules"];
+        put?: never;
+        /**
+         * Create a rule
+         * @description A new rule of the organization. `type` (or `rule`, as the rules pages name it) is one of
+         *     the rule types; `value` names the source and target pipelines by UUID or slug, with
+         *     optional `conditions` that must all hold for the rule to allow. Only organization
+         *     administrators create rules. A pipeline that is not in the organization, a condition that
+         *     does not parse, or a second rule of the same type for the same pipelines is a 422.
+         */
+        post: operations["createRule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/rules/{rule_uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The rule's UUID. */
+                rule_uuid: components["parameters"]["RuleUuid"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a rule
+         * @description One of the organization's rules, by UUID.
+         */
+        get: operations["getRule"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a rule
+         * @description Deletes the rule; what it allowed is no longer allowed. Only organization administrators delete rules.
+         */
+        delete: operations["deleteRule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_windsock/reset": {
         parameters: {
             query?: never;
@@ -4009,7 +4072,7 @@ export interface components {
             advance_seconds?: number;
         };
         /** @enum {string} */
-        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations" | "read_clusters" | "write_clusters" | "read_secret_details" | "write_secrets" | "read_notification_services" | "write_notification_services";
+        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations" | "read_clusters" | "write_clusters" | "read_secret_details" | "write_secrets" | "read_notification_services" | "write_notification_services" | "read_rules" | "write_rules";
         AccessToken: {
             /** Format: uuid */
             readonly uuid: string;
@@ -5622,6 +5685,77 @@ export interface components {
             readonly created_by: components["schemas"]["User"] | null;
             readonly pipeline: components["schemas"]["PipelineSchedulePipeline"];
         };
+        Rule: {
+            /** Format: uuid */
+            readonly uuid: string;
+            readonly graphql_id: string;
+            /** Format: uuid */
+            readonly organization_uuid: string;
+            /** @description Canonical API URL of the rule. */
+            readonly url: string;
+            type: components["schemas"]["RuleType"];
+            description: string | null;
+            /** @enum {string} */
+            readonly source_type: "pipeline";
+            /** Format: uuid */
+            readonly source_uuid: string;
+            /** @enum {string} */
+            readonly target_type: "pipeline";
+            /** Format: uuid */
+            readonly target_uuid: string;
+            /** @enum {string} */
+            readonly effect: "allow";
+            /** @enum {string} */
+            readonly action: "trigger_build" | "artifacts_read";
+            readonly value: components["schemas"]["RuleValue"];
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            /** @description The user who created the rule; null once that user is deleted. */
+            readonly created_by: components["schemas"]["User"] | null;
+        };
+        /**
+         * @description `pipeline.trigger_build.pipeline`: the source pipeline's trigger steps may create builds of
+         *     the target pipeline. `pipeline.artifacts_read.pipeline`: the source pipeline's jobs may
+         *     search and download the target pipeline's builds' artifacts.
+         * @enum {string}
+         */
+        RuleType: "pipeline.trigger_build.pipeline" | "pipeline.artifacts_read.pipeline";
+        /**
+         * @description Conditionals that must all hold for the rule to allow (`source.build.branch == 'main'`).
+         *     A trigger rule's may name `source.build.branch`, `source.build.commit`,
+         *     `source.build.message`, `source.build.source`, `target.trigger.branch`,
+         *     `target.trigger.commit` and `target.trigger.message`; an artifacts rule's
+         *     `source.build.*`, `target.build.*` (the same four) and `source.request.query`.
+         */
+        RuleConditions: string[];
+        RuleValue: {
+            /**
+             * Format: uuid
+             * @description The source pipeline's UUID.
+             */
+            source_pipeline: string;
+            /**
+             * Format: uuid
+             * @description The target pipeline's UUID.
+             */
+            target_pipeline: string;
+            conditions: components["schemas"]["RuleConditions"];
+        };
+        RuleValueInput: {
+            /** @description The source pipeline's UUID or slug. */
+            source_pipeline: string;
+            /** @description The target pipeline's UUID or slug. */
+            target_pipeline: string;
+            conditions?: components["schemas"]["RuleConditions"];
+        };
+        /** @description Unknown properties are ignored. */
+        CreateRuleRequest: {
+            type?: components["schemas"]["RuleType"];
+            /** @description The rule type, as the rules pages name it: the same as `type` (one of them is required; both must agree). */
+            rule?: components["schemas"]["RuleType"];
+            /** @description A short description of the rule. */
+            description?: string;
+            value: components["schemas"]["RuleValueInput"];
+        };
         PipelineSchedulePipeline: {
             /** Format: uuid */
             id: string;
@@ -6374,6 +6508,8 @@ export interface components {
         PipelineId: string;
         /** @description The test suite's UUID. */
         SuiteId: string;
+        /** @description The rule's UUID. */
+        RuleUuid: string;
     };
     requestBodies: never;
     headers: {
@@ -11218,6 +11354,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
@@ -12876,6 +13013,138 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRules: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of rules. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rule"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRuleRequest"];
+            };
+        };
+        responses: {
+            /** @description The rule. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The rule's UUID. */
+                rule_uuid: components["parameters"]["RuleUuid"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The rule's UUID. */
+                rule_uuid: components["parameters"]["RuleUuid"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

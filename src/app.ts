@@ -12,6 +12,7 @@ import { agentArtifactRoutes } from './agent-api/artifacts';
 import { agentMetaDataRoutes } from './agent-api/meta-data';
 import { ANNOTATION_BODY_PATHS, annotationRoutes, annotationRequestLimit } from './annotations/routes';
 import { pipelineScheduleRoutes } from './pipeline-schedules/routes';
+import { ruleRoutes } from './rules/routes';
 import { agentRoutes } from './agents/routes';
 import { clusterRoutes } from './clusters/routes';
 import { agentSecretRoutes } from './agent-api/secrets';
@@ -80,6 +81,7 @@ export interface AppDeps extends Pick<
   | 'pipelineTemplates'
   | 'emojis'
   | 'pipelineSchedules'
+  | 'rules'
   | 'teams'
   | 'clusters'
   | 'notificationServices'
@@ -266,6 +268,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(pipelineTemplateRoutes(deps.pipelineTemplates, deps.publicUrl));
   app.use(emojiRoutes(deps.emojis));
   app.use(pipelineScheduleRoutes(deps.pipelineSchedules, deps.publicUrl));
+  app.use(ruleRoutes(deps.rules, deps.publicUrl));
   app.use(teamRoutes(deps.teams, deps.publicUrl));
   app.use(notificationServiceRoutes(deps.notificationServices, deps.publicUrl));
   app.use(notificationDeliveryRoutes(deps.notifications, (actor, id) => deps.notificationServices.get(actor, id), deps.publicUrl));

@@ -49,6 +49,8 @@ import { EmojiService } from './emojis/service';
 import { PipelineScheduleRepository } from './pipeline-schedules/repository';
 import { DEFAULT_SCHEDULER_SETTINGS, Scheduler, type SchedulerSettings } from './pipeline-schedules/scheduler';
 import { PipelineScheduleService } from './pipeline-schedules/service';
+import { RuleRepository } from './rules/repository';
+import { RuleService } from './rules/service';
 import { SuiteRepository } from './suites/repository';
 import { SuiteResultsRepository } from './suites/results-repository';
 import { SuiteService } from './suites/service';
@@ -113,6 +115,8 @@ export interface Services {
   emojis: EmojiService;
   /** A pipeline's cron schedules (REST), and the builds they create when due. */
   pipelineSchedules: PipelineScheduleService;
+  /** An organization's rules: what one pipeline may do to another across clusters. */
+  rules: RuleService;
   /** Creates the builds of due pipeline schedules; started by the server process only. */
   scheduler: Scheduler;
   /** Teams, their members and grants, and the organizations' members (REST and `windsock team`). */
@@ -186,9 +190,11 @@ export function createServices(o: ServiceOptions): Services {
   const buildRepository = new BuildRepository(db);
   const users = new UserRepository(db);
   const agents = new AgentRepository(db);
+  const ruleRepository = new RuleRepository(db);
+  const rules = new RuleService(ruleRepository, pipelines, o.clock);
   const progress = new BuildProgress(
     db,
-    { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users, clusters: clusterRepository },
+    { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users, clusters: clusterRepository, rules: ruleRepository },
     sign,
     o.clock,
   );
@@ -280,6 +286,7 @@ export function createServices(o: ServiceOptions): Services {
       agentWork,
       keys,
       { ...DEFAULT_ARTIFACT_SETTINGS, ...o.artifacts },
+      rules,
       o.clock,
     ),
     clusters,
@@ -287,6 +294,7 @@ export function createServices(o: ServiceOptions): Services {
     pipelineTemplates,
     emojis: new EmojiService(new EmojiRepository(db), o.clock),
     pipelineSchedules,
+    rules,
     scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.clock, o.logger),
     teams,
     notificationServices,

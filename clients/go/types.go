@@ -620,6 +620,16 @@ func (r *CreatePipelineScheduleRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalCreateRuleRequest(data []byte) (CreateRuleRequest, error) {
+	var r CreateRuleRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *CreateRuleRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalCreateTeamMemberRequest(data []byte) (CreateTeamMemberRequest, error) {
 	var r CreateTeamMemberRequest
 	err := json.Unmarshal(data, &r)
@@ -1665,6 +1675,46 @@ func UnmarshalRetryFailedJobsRequest(data []byte) (RetryFailedJobsRequest, error
 }
 
 func (r *RetryFailedJobsRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRule(data []byte) (Rule, error) {
+	var r Rule
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *Rule) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRuleType(data []byte) (RuleType, error) {
+	var r RuleType
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RuleType) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRuleValue(data []byte) (RuleValue, error) {
+	var r RuleValue
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RuleValue) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRuleValueInput(data []byte) (RuleValueInput, error) {
+	var r RuleValueInput
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RuleValueInput) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -3068,6 +3118,25 @@ type CreatePipelineScheduleRequest struct {
 	Message  *string           `json:"message,omitempty"`
 }
 
+// Unknown properties are ignored.
+type CreateRuleRequest struct {
+	// A short description of the rule.
+	Description *string `json:"description,omitempty"`
+	// The rule type, as the rules pages name it: the same as `type` (one of them is required;
+	// both must agree).
+	Rule  *RuleType      `json:"rule,omitempty"`
+	Type  *RuleType      `json:"type,omitempty"`
+	Value RuleValueInput `json:"value"`
+}
+
+type RuleValueInput struct {
+	Conditions []string `json:"conditions,omitempty"`
+	// The source pipeline's UUID or slug.
+	SourcePipeline string `json:"source_pipeline"`
+	// The target pipeline's UUID or slug.
+	TargetPipeline string `json:"target_pipeline"`
+}
+
 // Unknown properties are ignored. The user must be a member of the organization.
 type CreateTeamMemberRequest struct {
 	// Default: the team's `default_member_role`.
@@ -3888,6 +3957,34 @@ type RetryFailedJobsRequest struct {
 	States *string `json:"states,omitempty"`
 }
 
+type Rule struct {
+	Action    Action    `json:"action"`
+	CreatedAt time.Time `json:"created_at"`
+	// The user who created the rule; null once that user is deleted.
+	CreatedBy        *User    `json:"created_by"`
+	Description      *string  `json:"description"`
+	Effect           Effect   `json:"effect"`
+	GraphqlID        string   `json:"graphql_id"`
+	OrganizationUUID string   `json:"organization_uuid"`
+	SourceType       Type     `json:"source_type"`
+	SourceUUID       string   `json:"source_uuid"`
+	TargetType       Type     `json:"target_type"`
+	TargetUUID       string   `json:"target_uuid"`
+	Type             RuleType `json:"type"`
+	// Canonical API URL of the rule.
+	URL   string    `json:"url"`
+	UUID  string    `json:"uuid"`
+	Value RuleValue `json:"value"`
+}
+
+type RuleValue struct {
+	Conditions []string `json:"conditions"`
+	// The source pipeline's UUID.
+	SourcePipeline string `json:"source_pipeline"`
+	// The target pipeline's UUID.
+	TargetPipeline string `json:"target_pipeline"`
+}
+
 type Run struct {
 	Branch *string `json:"branch"`
 	// The Buildkite build id (`run_env.key` of a run whose `run_env.ci` is `buildkite`).
@@ -4399,6 +4496,7 @@ const (
 	ScopeReadOrganizations         Scope = "read_organizations"
 	ScopeReadPipelineTemplates     Scope = "read_pipeline_templates"
 	ScopeReadPipelines             Scope = "read_pipelines"
+	ScopeReadRules                 Scope = "read_rules"
 	ScopeReadSecretDetails         Scope = "read_secret_details"
 	ScopeReadSuites                Scope = "read_suites"
 	ScopeReadTeams                 Scope = "read_teams"
@@ -4412,6 +4510,7 @@ const (
 	ScopeWriteOrganizations        Scope = "write_organizations"
 	ScopeWritePipelineTemplates    Scope = "write_pipeline_templates"
 	ScopeWritePipelines            Scope = "write_pipelines"
+	ScopeWriteRules                Scope = "write_rules"
 	ScopeWriteSecrets              Scope = "write_secrets"
 	ScopeWriteSuites               Scope = "write_suites"
 	ScopeWriteTeams                Scope = "write_teams"
@@ -4604,6 +4703,20 @@ const (
 	RetryAgentAffinityPreferWarmest   RetryAgentAffinity = "prefer-warmest"
 )
 
+// The rule type, as the rules pages name it: the same as `type` (one of them is required;
+// both must agree).
+//
+// `pipeline.trigger_build.pipeline`: the source pipeline's trigger steps may create builds
+// of
+// the target pipeline. `pipeline.artifacts_read.pipeline`: the source pipeline's jobs may
+// search and download the target pipeline's builds' artifacts.
+type RuleType string
+
+const (
+	PipelineArtifactsReadPipeline RuleType = "pipeline.artifacts_read.pipeline"
+	PipelineTriggerBuildPipeline  RuleType = "pipeline.trigger_build.pipeline"
+)
+
 // Default: the team's `default_member_role`.
 //
 // `maintainer`s manage the team: its settings, its members and what it reaches.
@@ -4743,6 +4856,25 @@ type ResetState string
 const (
 	ResetStateBootstrap ResetState = "bootstrap"
 	ResetStateFixtures  ResetState = "fixtures"
+)
+
+type Action string
+
+const (
+	ArtifactsRead Action = "artifacts_read"
+	TriggerBuild  Action = "trigger_build"
+)
+
+type Effect string
+
+const (
+	Allow Effect = "allow"
+)
+
+type Type string
+
+const (
+	TypePipeline Type = "pipeline"
 )
 
 // `failed` when any execution failed, `passed` when some passed and none failed, else

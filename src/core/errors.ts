@@ -53,6 +53,14 @@ export class ForbiddenError extends DomainError {
   }
 }
 
+/** 403 with its own reason: a rule does not allow what was asked (src/rules/policy.ts). */
+export class RefusedError extends ForbiddenError {
+  constructor(reason: string) {
+    super();
+    this.message = reason;
+  }
+}
+
 /** 401 for a missing, malformed, expired or revoked credential. */
 export class UnauthorizedError extends DomainError {}
 

@@ -50,6 +50,8 @@ export const SCOPES = [
   'write_secrets',
   'read_notification_services',
   'write_notification_services',
+  'read_rules',
+  'write_rules',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

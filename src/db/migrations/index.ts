@@ -35,6 +35,7 @@ import * as givenTokenSecrets from './20261126111000_given_token_secrets';
 import * as webSessions from './20261126112000_web_sessions';
 import * as teamSuiteRegistryFlags from './20261127051000_team_suite_registry_flags';
 import * as stepUpdates from './20261127052000_step_updates';
+import * as rules from './20261127093000_rules';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -68,6 +69,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261127050000_real_agent': realAgent,
   '20261127051000_team_suite_registry_flags': teamSuiteRegistryFlags,
   '20261127052000_step_updates': stepUpdates,
+  '20261127093000_rules': rules,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
