@@ -3894,8 +3894,9 @@ export interface paths {
          * @description A new rule of the organization. `type` (or `rule`, as the rules pages name it) is one of
          *     the rule types; `value` names the source and target pipelines by UUID or slug, with
          *     optional `conditions` that must all hold for the rule to allow. Only organization
-         *     administrators create rules. A pipeline that is not in the organization, a condition that
-         *     does not parse, or a second rule of the same type for the same pipelines is a 422.
+         *     administrators create rules. A pipeline that is not in the organization, or a condition
+         *     that does not parse or names what the type does not offer, is a 422. Several rules may join
+         *     the same pipelines: any one whose conditions hold allows.
          */
         post: operations["createRule"];
         delete?: never;
@@ -5705,8 +5706,7 @@ export interface components {
             readonly target_uuid: string;
             /** @enum {string} */
             readonly effect: "allow";
-            /** @enum {string} */
-            readonly action: "trigger_build" | "artifacts_read";
+            readonly action: components["schemas"]["RuleAction"];
             readonly value: components["schemas"]["RuleValue"];
             readonly created_at: components["schemas"]["IsoTimestamp"];
             /** @description The user who created the rule; null once that user is deleted. */
@@ -5719,6 +5719,11 @@ export interface components {
          * @enum {string}
          */
         RuleType: "pipeline.trigger_build.pipeline" | "pipeline.artifacts_read.pipeline";
+        /**
+         * @description What the rule allows the source pipeline to do to the target one (follows from its type).
+         * @enum {string}
+         */
+        RuleAction: "trigger_build" | "artifacts_read";
         /**
          * @description Conditionals that must all hold for the rule to allow (`source.build.branch == 'main'`).
          *     A trigger rule's may name `source.build.branch`, `source.build.commit`,

@@ -1688,6 +1688,16 @@ func (r *Rule) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalRuleAction(data []byte) (RuleAction, error) {
+	var r RuleAction
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RuleAction) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalRuleType(data []byte) (RuleType, error) {
 	var r RuleType
 	err := json.Unmarshal(data, &r)
@@ -3958,8 +3968,8 @@ type RetryFailedJobsRequest struct {
 }
 
 type Rule struct {
-	Action    Action    `json:"action"`
-	CreatedAt time.Time `json:"created_at"`
+	Action    RuleAction `json:"action"`
+	CreatedAt time.Time  `json:"created_at"`
 	// The user who created the rule; null once that user is deleted.
 	CreatedBy        *User    `json:"created_by"`
 	Description      *string  `json:"description"`
@@ -4713,8 +4723,8 @@ const (
 type RuleType string
 
 const (
-	PipelineArtifactsReadPipeline RuleType = "pipeline.artifacts_read.pipeline"
-	PipelineTriggerBuildPipeline  RuleType = "pipeline.trigger_build.pipeline"
+	RuleTypePipelineArtifactsReadPipeline RuleType = "pipeline.artifacts_read.pipeline"
+	RuleTypePipelineTriggerBuildPipeline  RuleType = "pipeline.trigger_build.pipeline"
 )
 
 // Default: the team's `default_member_role`.
@@ -4858,11 +4868,12 @@ const (
 	ResetStateFixtures  ResetState = "fixtures"
 )
 
-type Action string
+// What the rule allows the source pipeline to do to the target one (follows from its type).
+type RuleAction string
 
 const (
-	ArtifactsRead Action = "artifacts_read"
-	TriggerBuild  Action = "trigger_build"
+	RuleActionArtifactsRead RuleAction = "artifacts_read"
+	RuleActionTriggerBuild  RuleAction = "trigger_build"
 )
 
 type Effect string

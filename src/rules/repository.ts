@@ -84,7 +84,7 @@ export class RuleRepository {
     return rows.map(fromRow);
   }
 
-  /** The rules of `type` from the source pipeline to the target one (at most one: the pair is unique). */
+  /** The rules of `type` from the source pipeline to the target one. */
   async between(type: RuleType, sourcePipelineId: string, targetPipelineId: string): Promise<Rule[]> {
     const rows = await this.base().where({ 'r.type': type, 'r.source_pipeline_id': sourcePipelineId, 'r.target_pipeline_id': targetPipelineId }).select(SELECT);
     return rows.map(fromRow);

@@ -2,7 +2,8 @@
  * The rules of rules: any member of the organization reads them (`read_rules`); organization
  * administrators create and delete them (`write_rules`), as the rules pages say. A rule names
  * its pipelines by UUID or slug, both in the organization; its conditions must parse and name
- * only what its type offers (./policy.ts). One rule per type and pair of pipelines. The checks
+ * only what its type offers (./policy.ts). Several rules may join the same pipelines: any one
+ * whose conditions hold allows. The checks
  * themselves (a trigger step, an artifact search) read rules through build progression's and
  * the artifacts area's own paths, with ./policy.ts deciding. No HTTP, no SQL.
  */
@@ -66,12 +67,6 @@ export class RuleService {
     if (errors.length > 0) throw new ValidationError(errors);
     const source = await this.pipelineOf(actor, input.value.source_pipeline, 'value.source_pipeline');
     const target = await this.pipelineOf(actor, input.value.target_pipeline, 'value.target_pipeline');
-    if ((await this.rules.between(type, source.id, target.id)).length > 0) {
-      throw new ValidationError(
-        [{ field: 'value', code: `a ${type} rule from "${source.slug}" to "${target.slug}" already exists` }],
-        'Validation Failed: a rule of this type already exists for these pipelines',
-      );
-    }
     const id = crypto.randomUUID();
     await this.rules.insert({
       id,

@@ -119,6 +119,7 @@ export const PARAM_KINDS = [
   'service_id',
   'delivery_id',
   'step_id_or_key',
+  'rule_uuid',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -150,6 +151,7 @@ export function missingParam(kind: ParamKind): string {
     case 'service_id':
     case 'delivery_id':
     case 'step_id_or_key':
+    case 'rule_uuid':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -352,6 +354,13 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   check(template, 201, 'create pipeline template');
   // A custom emoji named after the organization (names are [\w+-]+, as its slug is).
   await ctx.services.emojis.add(org.id, { name: org.slug, url: `https://emoji.example.com/${tag}.png` });
+  // A rule from the pipeline to itself (the one pipeline a tenant has), its description naming the tenant.
+  const rule = await ctx
+    .http()
+    .post(`${base}/rules`)
+    .set(auth(token))
+    .send({ type: 'pipeline.trigger_build.pipeline', description: `Rule ${tag}`, value: { source_pipeline: p.body.slug, target_pipeline: p.body.id } });
+  check(rule, 201, 'create rule');
   // A pipeline schedule, disabled so it never builds on its own.
   const schedule = await ctx
     .http()
@@ -461,6 +470,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     service_id: notificationService.id,
     delivery_id: deliveryId,
     step_id_or_key: builds[builds.length - 1]?.stepIds[0] ?? crypto.randomUUID(),
+    rule_uuid: rule.body.uuid as string,
   };
   return {
     label,
@@ -646,6 +656,14 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   updatePipelineSchedule: () => ({ label: 'changed', cronline: '@weekly' }),
   patchPipelineSchedule: () => ({ label: 'patched', cronline: '@weekly' }),
   deletePipelineSchedule: undefined,
+  listRules: undefined,
+  createRule: (t) => ({
+    type: 'pipeline.artifacts_read.pipeline',
+    description: 'made',
+    value: { source_pipeline: t.params.pipeline_slug, target_pipeline: t.params.pipeline_id, conditions: ["source.build.branch == 'main'"] },
+  }),
+  getRule: undefined,
+  deleteRule: undefined,
   listTeams: undefined,
   createTeam: () => ({ name: `Made ${crypto.randomBytes(3).toString('hex')}`, description: 'made', privacy: 'visible' }),
   getTeam: undefined,

@@ -1,8 +1,8 @@
 /**
  * Rules: an organization's rules that let one pipeline act on another across clusters
  * (`pipeline.trigger_build.pipeline`, `pipeline.artifacts_read.pipeline`). Deleting either
- * pipeline deletes its rules. One rule per (type, source, target): a second is a 422.
- * The (type, source, target) index serves the checks a trigger step or an artifact search makes.
+ * pipeline deletes its rules. Several rules may join the same pipelines (any one whose
+ * conditions hold allows). The (type, source, target) index serves the checks a trigger step or an artifact search makes.
  */
 import type { Knex } from 'knex';
 
@@ -17,7 +17,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('conditions').notNullable(); // JSON array of strings
     t.uuid('created_by_id').references('users.id').onDelete('SET NULL');
     t.timestamp('created_at', { useTz: true, precision: 3 }).notNullable();
-    t.unique(['type', 'source_pipeline_id', 'target_pipeline_id']);
+    t.index(['type', 'source_pipeline_id', 'target_pipeline_id']);
     t.index(['organization_id', 'created_at']);
   });
 }
