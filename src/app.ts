@@ -13,6 +13,7 @@ import { agentMetaDataRoutes } from './agent-api/meta-data';
 import { ANNOTATION_BODY_PATHS, annotationRoutes, annotationRequestLimit } from './annotations/routes';
 import { pipelineScheduleRoutes } from './pipeline-schedules/routes';
 import { ruleRoutes } from './rules/routes';
+import { pipelineTriggerRoutes } from './pipeline-triggers/routes';
 import { agentRoutes } from './agents/routes';
 import { clusterRoutes } from './clusters/routes';
 import { agentSecretRoutes } from './agent-api/secrets';
@@ -82,6 +83,7 @@ export interface AppDeps extends Pick<
   | 'emojis'
   | 'pipelineSchedules'
   | 'rules'
+  | 'pipelineTriggers'
   | 'teams'
   | 'clusters'
   | 'notificationServices'
@@ -259,7 +261,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(jobRoutes(deps.jobs, deps.publicUrl));
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));
-  app.use(deliveryRoutes(deps.deliveries));
+  app.use(deliveryRoutes(deps.deliveries, deps.pipelineTriggers, deps.publicUrl));
   app.use(annotationRoutes(deps.annotations, deps.publicUrl));
   app.use(agentAnnotationRoutes(deps.annotations));
   app.use(agentMetaDataRoutes(deps.metaData));
@@ -269,6 +271,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(emojiRoutes(deps.emojis));
   app.use(pipelineScheduleRoutes(deps.pipelineSchedules, deps.publicUrl));
   app.use(ruleRoutes(deps.rules, deps.publicUrl));
+  app.use(pipelineTriggerRoutes(deps.pipelineTriggers, deps.publicUrl));
   app.use(teamRoutes(deps.teams, deps.publicUrl));
   app.use(notificationServiceRoutes(deps.notificationServices, deps.publicUrl));
   app.use(notificationDeliveryRoutes(deps.notifications, (actor, id) => deps.notificationServices.get(actor, id), deps.publicUrl));

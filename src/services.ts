@@ -50,6 +50,8 @@ import { PipelineScheduleRepository } from './pipeline-schedules/repository';
 import { DEFAULT_SCHEDULER_SETTINGS, Scheduler, type SchedulerSettings } from './pipeline-schedules/scheduler';
 import { PipelineScheduleService } from './pipeline-schedules/service';
 import { RuleRepository } from './rules/repository';
+import { PipelineTriggerRepository } from './pipeline-triggers/repository';
+import { PipelineTriggerService } from './pipeline-triggers/service';
 import { RuleService } from './rules/service';
 import { SuiteRepository } from './suites/repository';
 import { SuiteResultsRepository } from './suites/results-repository';
@@ -117,6 +119,8 @@ export interface Services {
   pipelineSchedules: PipelineScheduleService;
   /** An organization's rules: what one pipeline may do to another across clusters. */
   rules: RuleService;
+  /** A pipeline's incoming webhook endpoints (`/deliver/bktr_...`) and their deliveries. */
+  pipelineTriggers: PipelineTriggerService;
   /** Creates the builds of due pipeline schedules; started by the server process only. */
   scheduler: Scheduler;
   /** Teams, their members and grants, and the organizations' members (REST and `windsock team`). */
@@ -254,6 +258,7 @@ export function createServices(o: ServiceOptions): Services {
     notificationSettings,
     o.clock,
   );
+  const pipelineTriggers = new PipelineTriggerService(new PipelineTriggerRepository(db), pipelines, builds, organizations, keys, o.clock);
   const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock);
   return {
     db,
@@ -295,6 +300,7 @@ export function createServices(o: ServiceOptions): Services {
     emojis: new EmojiService(new EmojiRepository(db), o.clock),
     pipelineSchedules,
     rules,
+    pipelineTriggers,
     scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.clock, o.logger),
     teams,
     notificationServices,

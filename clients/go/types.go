@@ -620,6 +620,16 @@ func (r *CreatePipelineScheduleRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalCreatePipelineTriggerRequest(data []byte) (CreatePipelineTriggerRequest, error) {
+	var r CreatePipelineTriggerRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *CreatePipelineTriggerRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalCreateRuleRequest(data []byte) (CreateRuleRequest, error) {
 	var r CreateRuleRequest
 	err := json.Unmarshal(data, &r)
@@ -657,6 +667,16 @@ func UnmarshalCreateTeamSuiteRequest(data []byte) (CreateTeamSuiteRequest, error
 }
 
 func (r *CreateTeamSuiteRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalCursorLinks(data []byte) (CursorLinks, error) {
+	var r CursorLinks
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *CursorLinks) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1435,6 +1455,190 @@ func UnmarshalPipelineTemplateWritable(data []byte) (PipelineTemplateWritable, e
 }
 
 func (r *PipelineTemplateWritable) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTrigger(data []byte) (PipelineTrigger, error) {
+	var r PipelineTrigger
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTrigger) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerBuild(data []byte) (PipelineTriggerBuild, error) {
+	var r PipelineTriggerBuild
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerBuild) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerBuildInput(data []byte) (PipelineTriggerBuildInput, error) {
+	var r PipelineTriggerBuildInput
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerBuildInput) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerDelivery(data []byte) (PipelineTriggerDelivery, error) {
+	var r PipelineTriggerDelivery
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerDelivery) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerDeliveryBuild(data []byte) (PipelineTriggerDeliveryBuild, error) {
+	var r PipelineTriggerDeliveryBuild
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerDeliveryBuild) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerDeliveryHeader(data []byte) (PipelineTriggerDeliveryHeader, error) {
+	var r PipelineTriggerDeliveryHeader
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerDeliveryHeader) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerDeliveryList(data []byte) (PipelineTriggerDeliveryList, error) {
+	var r PipelineTriggerDeliveryList
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerDeliveryList) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerDeliveryRequest(data []byte) (PipelineTriggerDeliveryRequest, error) {
+	var r PipelineTriggerDeliveryRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerDeliveryRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerDeliveryStatus(data []byte) (PipelineTriggerDeliveryStatus, error) {
+	var r PipelineTriggerDeliveryStatus
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerDeliveryStatus) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+type PipelineTriggerEnvironment map[string]string
+
+func UnmarshalPipelineTriggerEnvironment(data []byte) (PipelineTriggerEnvironment, error) {
+	var r PipelineTriggerEnvironment
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerEnvironment) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerFilter(data []byte) (PipelineTriggerFilter, error) {
+	var r PipelineTriggerFilter
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerFilter) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerList(data []byte) (PipelineTriggerList, error) {
+	var r PipelineTriggerList
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerList) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+type PipelineTriggerPayload map[string]interface{}
+
+func UnmarshalPipelineTriggerPayload(data []byte) (PipelineTriggerPayload, error) {
+	var r PipelineTriggerPayload
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerPayload) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerPipeline(data []byte) (PipelineTriggerPipeline, error) {
+	var r PipelineTriggerPipeline
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerPipeline) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerType(data []byte) (PipelineTriggerType, error) {
+	var r PipelineTriggerType
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerType) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerVerification(data []byte) (PipelineTriggerVerification, error) {
+	var r PipelineTriggerVerification
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerVerification) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerVerificationInput(data []byte) (PipelineTriggerVerificationInput, error) {
+	var r PipelineTriggerVerificationInput
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerVerificationInput) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerVerificationStrategy(data []byte) (PipelineTriggerVerificationStrategy, error) {
+	var r PipelineTriggerVerificationStrategy
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerVerificationStrategy) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -2227,6 +2431,16 @@ func UnmarshalUpdatePipelineScheduleRequest(data []byte) (UpdatePipelineSchedule
 }
 
 func (r *UpdatePipelineScheduleRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalUpdatePipelineTriggerRequest(data []byte) (UpdatePipelineTriggerRequest, error) {
+	var r UpdatePipelineTriggerRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *UpdatePipelineTriggerRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -3129,6 +3343,34 @@ type CreatePipelineScheduleRequest struct {
 }
 
 // Unknown properties are ignored.
+type CreatePipelineTriggerRequest struct {
+	Build        *PipelineTriggerBuildInput        `json:"build,omitempty"`
+	Enabled      *bool                             `json:"enabled,omitempty"`
+	Filter       *PipelineTriggerFilter            `json:"filter,omitempty"`
+	Label        string                            `json:"label"`
+	Type         PipelineTriggerType               `json:"type"`
+	Verification *PipelineTriggerVerificationInput `json:"verification,omitempty"`
+}
+
+// Omitted fields use the pipeline's defaults. Unknown properties are ignored.
+type PipelineTriggerBuildInput struct {
+	Branch      *string           `json:"branch,omitempty"`
+	Commit      *string           `json:"commit,omitempty"`
+	Environment map[string]string `json:"environment,omitempty"`
+	Message     *string           `json:"message,omitempty"`
+}
+
+type PipelineTriggerFilter struct {
+	Expression string `json:"expression"`
+}
+
+type PipelineTriggerVerificationInput struct {
+	// The signing secret. Required on create; on update, omitted keeps the current one.
+	Secret   *string                             `json:"secret,omitempty"`
+	Strategy PipelineTriggerVerificationStrategy `json:"strategy"`
+}
+
+// Unknown properties are ignored.
 type CreateRuleRequest struct {
 	// A short description of the rule.
 	Description *string `json:"description,omitempty"`
@@ -3172,8 +3414,10 @@ type CreateTeamSuiteRequest struct {
 }
 
 type DeliveryResult struct {
-	Builds  []DeliveryBuild `json:"builds,omitempty"`
-	Message string          `json:"message"`
+	Builds []DeliveryBuild `json:"builds,omitempty"`
+	// A pipeline trigger delivery: its id (the deliveries of the trigger list it).
+	ID      *string `json:"id,omitempty"`
+	Message string  `json:"message"`
 }
 
 type DeliveryBuild struct {
@@ -3815,6 +4059,99 @@ type PipelineTemplateWritable struct {
 	Name          *string `json:"name,omitempty"`
 }
 
+type PipelineTriggerDeliveryList struct {
+	Items []PipelineTriggerDelivery `json:"items"`
+	Links CursorLinks               `json:"links"`
+}
+
+type PipelineTriggerDelivery struct {
+	Builds      []PipelineTriggerDeliveryBuild `json:"builds"`
+	ContentType *string                        `json:"content_type"`
+	// The provider's id of the delivery (GitHub's X-GitHub-Delivery), if any.
+	ExternalID *string `json:"external_id"`
+	ID         string  `json:"id"`
+	// Why a delivery was not run or failed: `branch_mismatch`, `invalid_payload`,
+	// `build_creation_failed`...
+	Reason     *string                        `json:"reason"`
+	ReceivedAt time.Time                      `json:"received_at"`
+	RequestURL string                         `json:"request_url"`
+	Status     *PipelineTriggerDeliveryStatus `json:"status"`
+	URL        string                         `json:"url"`
+}
+
+type PipelineTriggerDeliveryBuild struct {
+	ID     string `json:"id"`
+	Number int64  `json:"number"`
+	URL    string `json:"url"`
+}
+
+type CursorLinks struct {
+	// The next page; absent on the last one.
+	Next *string `json:"next,omitempty"`
+	Self string  `json:"self"`
+}
+
+type PipelineTriggerDeliveryRequest struct {
+	ContentType *string                         `json:"content_type"`
+	Headers     []PipelineTriggerDeliveryHeader `json:"headers"`
+	Payload     map[string]interface{}          `json:"payload"`
+}
+
+type PipelineTriggerDeliveryHeader struct {
+	Name     string  `json:"name"`
+	Redacted bool    `json:"redacted"`
+	Value    *string `json:"value"`
+}
+
+type PipelineTriggerList struct {
+	Items []PipelineTrigger `json:"items"`
+	Links CursorLinks       `json:"links"`
+}
+
+type PipelineTrigger struct {
+	Build     PipelineTriggerBuild `json:"build"`
+	CreatedAt time.Time            `json:"created_at"`
+	CreatedBy *User                `json:"created_by"`
+	Enabled   bool                 `json:"enabled"`
+	// The endpoint URL with its plaintext token. In the create answer only.
+	EndpointURL *string `json:"endpoint_url,omitempty"`
+	// The endpoint URL with its token masked, safe to show or log.
+	EndpointURLHint string                  `json:"endpoint_url_hint"`
+	Filter          *PipelineTriggerFilter  `json:"filter"`
+	ID              string                  `json:"id"`
+	Label           string                  `json:"label"`
+	Pipeline        PipelineTriggerPipeline `json:"pipeline"`
+	Type            PipelineTriggerType     `json:"type"`
+	UpdatedAt       time.Time               `json:"updated_at"`
+	UpdatedBy       *User                   `json:"updated_by"`
+	// Canonical API URL of the trigger.
+	URL          string                       `json:"url"`
+	Verification *PipelineTriggerVerification `json:"verification"`
+}
+
+type PipelineTriggerBuild struct {
+	// The builds' branch; null: the pipeline's default branch.
+	Branch *string `json:"branch"`
+	// The builds' commit; null: `HEAD`.
+	Commit *string `json:"commit"`
+	// The names of the configured environment variables (never their values).
+	EnvironmentVariables []string `json:"environment_variables"`
+	// The builds' message; null: `Triggered build`.
+	Message *string `json:"message"`
+}
+
+type PipelineTriggerPipeline struct {
+	ID   string `json:"id"`
+	Slug string `json:"slug"`
+	URL  string `json:"url"`
+}
+
+type PipelineTriggerVerification struct {
+	// The secret masked (its last two characters).
+	SecretHint string                              `json:"secret_hint"`
+	Strategy   PipelineTriggerVerificationStrategy `json:"strategy"`
+}
+
 type PipelineUploadRequest struct {
 	Pipeline *PipelineDefinition `json:"pipeline"`
 	// The upload's id, as the real agent sends it; an upload sent again with the same id adds
@@ -4384,6 +4721,15 @@ type UpdatePipelineScheduleRequest struct {
 	Message *string           `json:"message,omitempty"`
 }
 
+// Only the properties sent change. Unknown properties are ignored.
+type UpdatePipelineTriggerRequest struct {
+	Build        *PipelineTriggerBuildInput        `json:"build,omitempty"`
+	Enabled      *bool                             `json:"enabled,omitempty"`
+	Filter       *PipelineTriggerFilter            `json:"filter,omitempty"`
+	Label        *string                           `json:"label,omitempty"`
+	Verification *PipelineTriggerVerificationInput `json:"verification,omitempty"`
+}
+
 type UpdateTeamMemberRequest struct {
 	Role TeamMemberRole `json:"role"`
 }
@@ -4713,6 +5059,21 @@ const (
 	RetryAgentAffinityPreferWarmest   RetryAgentAffinity = "prefer-warmest"
 )
 
+// What sends the deliveries. Fixed once the trigger exists.
+type PipelineTriggerType string
+
+const (
+	PipelineTriggerTypeLinear  PipelineTriggerType = "linear"
+	PipelineTriggerTypeGithub  PipelineTriggerType = "github"
+	PipelineTriggerTypeWebhook PipelineTriggerType = "webhook"
+)
+
+type PipelineTriggerVerificationStrategy string
+
+const (
+	PipelineTriggerVerificationStrategyHmac PipelineTriggerVerificationStrategy = "hmac"
+)
+
 // The rule type, as the rules pages name it: the same as `type` (one of them is required;
 // both must agree).
 //
@@ -4846,10 +5207,10 @@ const (
 	ProviderIdBitbucket        ProviderID = "bitbucket"
 	ProviderIdBitbucketServer  ProviderID = "bitbucket_server"
 	ProviderIdGit              ProviderID = "git"
-	ProviderIdGithub           ProviderID = "github"
 	ProviderIdGithubEnterprise ProviderID = "github_enterprise"
 	ProviderIdGitlab           ProviderID = "gitlab"
 	ProviderIdGitlabEe         ProviderID = "gitlab_ee"
+	ProviderIdGithub           ProviderID = "github"
 )
 
 type PipelineVisibility string
@@ -4857,6 +5218,14 @@ type PipelineVisibility string
 const (
 	PipelineVisibilityPrivate PipelineVisibility = "private"
 	PipelineVisibilityPublic  PipelineVisibility = "public"
+)
+
+type PipelineTriggerDeliveryStatus string
+
+const (
+	TriggerDeliveryStatusBuildCreated PipelineTriggerDeliveryStatus = "build_created"
+	TriggerDeliveryStatusFailed       PipelineTriggerDeliveryStatus = "failed"
+	TriggerDeliveryStatusNotRun       PipelineTriggerDeliveryStatus = "not_run"
 )
 
 // `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the

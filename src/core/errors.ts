@@ -24,6 +24,14 @@ export class WebhookTokenError extends NotFoundError {
   }
 }
 
+/** 404 `Pipeline trigger not found` (the docs' words) for a `bktr_` token no trigger has; a failed authentication as WebhookTokenError. */
+export class TriggerTokenError extends WebhookTokenError {
+  constructor() {
+    super();
+    this.message = 'Pipeline trigger not found';
+  }
+}
+
 /** 422 `Validation Failed` with one entry per field at fault. */
 export class ValidationError extends DomainError {
   constructor(

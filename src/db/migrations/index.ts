@@ -36,6 +36,7 @@ import * as webSessions from './20261126112000_web_sessions';
 import * as teamSuiteRegistryFlags from './20261127051000_team_suite_registry_flags';
 import * as stepUpdates from './20261127052000_step_updates';
 import * as rules from './20261127093000_rules';
+import * as pipelineTriggers from './20261127093010_pipeline_triggers';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -70,6 +71,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261127051000_team_suite_registry_flags': teamSuiteRegistryFlags,
   '20261127052000_step_updates': stepUpdates,
   '20261127093000_rules': rules,
+  '20261127093010_pipeline_triggers': pipelineTriggers,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
