@@ -3986,7 +3986,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/triggers/{trigger_id}/deliveries/{delivery_id}": {
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/triggers/{trigger_id}/deliveries/{trigger_delivery_id}": {
         parameters: {
             query?: never;
             header?: never;
@@ -3998,7 +3998,7 @@ export interface paths {
                 /** @description The pipeline trigger's id (a UUID). */
                 trigger_id: components["parameters"]["TriggerId"];
                 /** @description The delivery's id (a UUID). */
-                delivery_id: components["parameters"]["TriggerDeliveryId"];
+                trigger_delivery_id: components["parameters"]["TriggerDeliveryId"];
             };
             cookie?: never;
         };
@@ -4015,7 +4015,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/triggers/{trigger_id}/deliveries/{delivery_id}/request": {
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/triggers/{trigger_id}/deliveries/{trigger_delivery_id}/request": {
         parameters: {
             query?: never;
             header?: never;
@@ -4027,7 +4027,7 @@ export interface paths {
                 /** @description The pipeline trigger's id (a UUID). */
                 trigger_id: components["parameters"]["TriggerId"];
                 /** @description The delivery's id (a UUID). */
-                delivery_id: components["parameters"]["TriggerDeliveryId"];
+                trigger_delivery_id: components["parameters"]["TriggerDeliveryId"];
             };
             cookie?: never;
         };
@@ -5916,7 +5916,8 @@ export interface components {
             readonly id: string;
             /** @description Canonical API URL of the trigger. */
             readonly url: string;
-            type: components["schemas"]["PipelineTriggerType"];
+            /** @description Set at creation; it never changes. */
+            readonly type: components["schemas"]["PipelineTriggerType"];
             label: string;
             enabled: boolean;
             build: components["schemas"]["PipelineTriggerBuild"];
@@ -13576,7 +13577,7 @@ export interface operations {
                 /** @description The pipeline trigger's id (a UUID). */
                 trigger_id: components["parameters"]["TriggerId"];
                 /** @description The delivery's id (a UUID). */
-                delivery_id: components["parameters"]["TriggerDeliveryId"];
+                trigger_delivery_id: components["parameters"]["TriggerDeliveryId"];
             };
             cookie?: never;
         };
@@ -13611,7 +13612,7 @@ export interface operations {
                 /** @description The pipeline trigger's id (a UUID). */
                 trigger_id: components["parameters"]["TriggerId"];
                 /** @description The delivery's id (a UUID). */
-                delivery_id: components["parameters"]["TriggerDeliveryId"];
+                trigger_delivery_id: components["parameters"]["TriggerDeliveryId"];
             };
             cookie?: never;
         };

@@ -4121,9 +4121,10 @@ type PipelineTrigger struct {
 	ID              string                  `json:"id"`
 	Label           string                  `json:"label"`
 	Pipeline        PipelineTriggerPipeline `json:"pipeline"`
-	Type            PipelineTriggerType     `json:"type"`
-	UpdatedAt       time.Time               `json:"updated_at"`
-	UpdatedBy       *User                   `json:"updated_by"`
+	// Set at creation; it never changes.
+	Type      PipelineTriggerType `json:"type"`
+	UpdatedAt time.Time           `json:"updated_at"`
+	UpdatedBy *User               `json:"updated_by"`
 	// Canonical API URL of the trigger.
 	URL          string                       `json:"url"`
 	Verification *PipelineTriggerVerification `json:"verification"`
@@ -5060,6 +5061,8 @@ const (
 )
 
 // What sends the deliveries. Fixed once the trigger exists.
+//
+// Set at creation; it never changes.
 type PipelineTriggerType string
 
 const (
@@ -5223,9 +5226,9 @@ const (
 type PipelineTriggerDeliveryStatus string
 
 const (
-	TriggerDeliveryStatusBuildCreated PipelineTriggerDeliveryStatus = "build_created"
-	TriggerDeliveryStatusFailed       PipelineTriggerDeliveryStatus = "failed"
-	TriggerDeliveryStatusNotRun       PipelineTriggerDeliveryStatus = "not_run"
+	PipelineTriggerDeliveryStatusBuildCreated PipelineTriggerDeliveryStatus = "build_created"
+	PipelineTriggerDeliveryStatusFailed       PipelineTriggerDeliveryStatus = "failed"
+	PipelineTriggerDeliveryStatusNotRun       PipelineTriggerDeliveryStatus = "not_run"
 )
 
 // `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the

@@ -62,12 +62,12 @@ export function pipelineTriggerRoutes(triggers: PipelineTriggerService, publicUr
   api.on('getPipelineTriggerDelivery', async (req, res) => {
     const actor = actorOf(res);
     const trigger = await triggers.get(actor, req.params.pipeline_slug, req.params.trigger_id);
-    const delivery = await triggers.delivery(actor, req.params.pipeline_slug, trigger.id, req.params.delivery_id);
+    const delivery = await triggers.delivery(actor, req.params.pipeline_slug, trigger.id, req.params.trigger_delivery_id);
     res.json(serializeTriggerDelivery(delivery, trigger, publicUrl, actor.organization.slug));
   });
   api.on('getPipelineTriggerDeliveryRequest', async (req, res) => {
     const actor = actorOf(res);
-    const delivery = await triggers.delivery(actor, req.params.pipeline_slug, req.params.trigger_id, req.params.delivery_id);
+    const delivery = await triggers.delivery(actor, req.params.pipeline_slug, req.params.trigger_id, req.params.trigger_delivery_id);
     res.set('Cache-Control', 'private, no-store');
     res.json({ content_type: delivery.contentType, headers: delivery.headers, payload: delivery.payload });
   });

@@ -207,7 +207,8 @@ export class PipelineTriggerService {
       changes.verificationStrategy = 'hmac';
       if (secret) Object.assign(changes, { verificationSecretSealed: this.box.seal(secret, current.id), verificationSecretHint: secret.slice(-2) });
     }
-    await this.triggers.update(current.id, changes);
+    // Nothing it knows was sent (only read-only or unknown properties): nothing changes, `updated_at` neither.
+    if (Object.keys(changes).length > 2) await this.triggers.update(current.id, changes);
     return (await this.triggers.findInPipeline(pipeline.id, current.id))!;
   }
 

@@ -400,6 +400,15 @@ const EDITS_PIPELINE = [
   'updatePipelineSchedule',
   'patchPipelineSchedule',
   'deletePipelineSchedule',
+  // A pipeline's triggers are its settings too (the docs: Full Access to the pipeline), their deliveries with them.
+  'listPipelineTriggers',
+  'createPipelineTrigger',
+  'getPipelineTrigger',
+  'updatePipelineTrigger',
+  'deletePipelineTrigger',
+  'listPipelineTriggerDeliveries',
+  'getPipelineTriggerDelivery',
+  'getPipelineTriggerDeliveryRequest',
 ];
 
 function levelNeeded(op: { operationId: string; method: string; pathParams: string[] }): string {

@@ -79,6 +79,8 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
   createPipelineSchedule: (t, res) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/schedules/${res.body.id}`,
   updatePipelineSchedule: (t) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/schedules/${t.params.schedule_id}`,
   patchPipelineSchedule: (t) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/schedules/${t.params.schedule_id}`,
+  createPipelineTrigger: (t, res) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/triggers/${res.body.id}`,
+  updatePipelineTrigger: (t) => `/v2/organizations/${t.org.slug}/pipelines/${t.params.pipeline_slug}/triggers/${t.params.trigger_id}`,
   createRule: (t, res) => `/v2/organizations/${t.org.slug}/rules/${res.body.uuid}`,
   createTeam: (t, res) => `/v2/organizations/${t.org.slug}/teams/${res.body.id}`,
   updateTeam: (t) => `/v2/organizations/${t.org.slug}/teams/${t.params.team_id}`,

@@ -120,6 +120,8 @@ export const PARAM_KINDS = [
   'delivery_id',
   'step_id_or_key',
   'rule_uuid',
+  'trigger_id',
+  'trigger_delivery_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -152,6 +154,8 @@ export function missingParam(kind: ParamKind): string {
     case 'delivery_id':
     case 'step_id_or_key':
     case 'rule_uuid':
+    case 'trigger_id':
+    case 'trigger_delivery_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -196,6 +200,8 @@ export interface Tenant {
   };
   /** A Slack notification service scoped to the tenant's team, with its secret incoming-webhook URL. */
   notificationService: { id: string; slackUrl: string };
+  /** The pipeline trigger's plaintext token (its endpoint URL's last segment), shown once at creation. */
+  pipelineTriggerToken: string;
   /** Every identifier of this tenant's objects: none may show up in another tenant's answers. */
   identifiers: string[];
 }
@@ -361,6 +367,27 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     .set(auth(token))
     .send({ type: 'pipeline.trigger_build.pipeline', description: `Rule ${tag}`, value: { source_pipeline: p.body.slug, target_pipeline: p.body.id } });
   check(rule, 201, 'create rule');
+  // A pipeline trigger, labelled after the tenant, and one delivery of it (written directly: a delivery that
+  // built would add a build to the tenant and shift the build numbers the isolation cases rely on).
+  const trigger = await ctx
+    .http()
+    .post(`${base}/pipelines/${p.body.slug}/triggers`)
+    .set(auth(token))
+    .send({ type: 'webhook', label: `Trigger ${tag}` });
+  check(trigger, 201, 'create pipeline trigger');
+  const triggerDelivery = { body: { id: crypto.randomUUID() } };
+  await ctx.services.db('pipeline_trigger_deliveries').insert({
+    id: triggerDelivery.body.id,
+    trigger_id: trigger.body.id,
+    received_at: new Date(),
+    content_type: 'application/json',
+    external_id: null,
+    status: 'not_run',
+    reason: 'branch_mismatch',
+    builds: '[]',
+    headers: JSON.stringify([{ name: 'content-type', value: null, redacted: true }]),
+    payload: JSON.stringify({ tenant: tag, organization: org.slug }),
+  });
   // A pipeline schedule, disabled so it never builds on its own.
   const schedule = await ctx
     .http()
@@ -471,6 +498,8 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     delivery_id: deliveryId,
     step_id_or_key: builds[builds.length - 1]?.stepIds[0] ?? crypto.randomUUID(),
     rule_uuid: rule.body.uuid as string,
+    trigger_id: trigger.body.id as string,
+    trigger_delivery_id: triggerDelivery.body.id as string,
   };
   return {
     label,
@@ -487,9 +516,13 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     agent,
     cluster,
     notificationService,
+    pipelineTriggerToken: (trigger.body.endpoint_url as string).split('/').pop()!,
     identifiers: [
       notificationService.id,
       deliveryId,
+      trigger.body.id as string,
+      triggerDelivery.body.id as string,
+      rule.body.uuid as string,
       cluster.id,
       cluster.queueId,
       cluster.tokenId,
@@ -664,6 +697,19 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   }),
   getRule: undefined,
   deleteRule: undefined,
+  listPipelineTriggers: undefined,
+  createPipelineTrigger: () => ({
+    type: 'webhook',
+    label: 'made',
+    enabled: false,
+    build: { message: 'Made', commit: 'HEAD', branch: 'main', environment: { MADE: '1' } },
+  }),
+  getPipelineTrigger: undefined,
+  updatePipelineTrigger: () => ({ label: 'changed', build: { branch: 'release' } }),
+  deletePipelineTrigger: undefined,
+  listPipelineTriggerDeliveries: undefined,
+  getPipelineTriggerDelivery: undefined,
+  getPipelineTriggerDeliveryRequest: undefined,
   listTeams: undefined,
   createTeam: () => ({ name: `Made ${crypto.randomBytes(3).toString('hex')}`, description: 'made', privacy: 'visible' }),
   getTeam: undefined,
@@ -795,6 +841,7 @@ const OWNER_COLUMNS: Record<string, string> = {
   access_token_id: 'access_tokens',
   job_id: 'jobs',
   cluster_id: 'clusters',
+  trigger_id: 'pipeline_triggers',
 };
 /** Tables whose rows belong to the organizations their `user_id` is a member of. */
 const OWNED_THROUGH_USER = ['access_tokens'];
