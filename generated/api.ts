@@ -1525,7 +1525,16 @@ export interface paths {
         put?: never;
         /**
          * Receive a webhook delivery from the repository provider
-         * @description The address in a pipeline's `provider.webhook_url`. The token in the path is the
+         * @description A `bktr_` token is a pipeline trigger's endpoint (see the pipeline trigger operations):
+         *     the JSON body creates a build with the trigger's settings (201 with the delivery's `id`,
+         *     `message` and `builds`; 200 when the pipeline's branch filter excludes the trigger's
+         *     branch or the body is not a JSON object, the delivery then recorded as not run or
+         *     failed). A malformed `bktr_` token is a 400 `Invalid pipeline trigger token`, an unknown
+         *     one a 404 `Pipeline trigger not found`, a disabled trigger a 403 `Pipeline trigger is
+         *     disabled`, a `github` or `linear` trigger with verification and a wrong signature
+         *     (`X-Hub-Signature-256`, `Linear-Signature`) a 401.
+         *
+         *     Any other token: the address in a pipeline's `provider.webhook_url`. The token in the path is the
          *     credential (no bearer token); an unknown token is a 404. Unknown tokens and refused
          *     signatures count against the client address's failed-authentication budget; over it, they
          *     are 429s until its minute ends (a delivery to a valid token with a valid or no signature
@@ -3908,7 +3917,10 @@ export interface paths {
         /**
          * Search a build's artifacts
          * @description What `buildkite-agent artifact download`, `shasum` and `search` call. Only an agent
-         *     running a job of the build may search it (404 otherwise). `query` is matched against the
+         *     running a job may search, the job's own build or another build of its organization
+         *     (`--build`; 404 otherwise): one of the job's pipeline or of a pipeline in the same
+         *     cluster, or across clusters where a `pipeline.artifacts_read.pipeline` rule allows it (403
+         *     with the reason otherwise; see the rules operations). `query` is matched against the
          *     whole path: `*` matches any characters, `/` included (`log/*` is everything under
          *     `log/`); every other character is literal. `scope` limits the search to a step, by its
          *     key, its label or a job id (404 when no job of the build matches). By default only the
@@ -4722,6 +4734,231 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/triggers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a pipeline's triggers
+         * @description The pipeline's triggers, the most recently created first, by cursor: `links.next` is the
+         *     next page (absent on the last). `after` and `before` at once, or a cursor this server
+         *     did not make, is a 400. Endpoint URLs, environment variable values and verification
+         *     secrets are never answered. Needs Full Access to the pipeline (an admin, or a team that
+         *     manages it).
+         */
+        get: operations["listPipelineTriggers"];
+        put?: never;
+        /**
+         * Create a pipeline trigger
+         * @description A new trigger of the pipeline. Its `endpoint_url`, with the plaintext token, is in this
+         *     answer only (the server keeps a hash of the token): later reads show `endpoint_url_hint`.
+         *     `build` fields left out take the pipeline's defaults when a build is made (commit
+         *     `HEAD`, the pipeline's default branch, the message `Triggered build`).
+         *     `verification` (`hmac` with a `secret`) is for `github` and `linear` triggers only.
+         *     `filter` needs webhook filtering, which Windsock does not offer: a 422.
+         */
+        post: operations["createPipelineTrigger"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/triggers/{trigger_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The pipeline trigger's id (a UUID). */
+                trigger_id: components["parameters"]["TriggerId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a pipeline trigger
+         * @description One of the pipeline's triggers, without its endpoint URL, environment values or verification secret.
+         */
+        get: operations["getPipelineTrigger"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a pipeline trigger
+         * @description Deletes the trigger and its deliveries; its endpoint stops accepting deliveries at once (404).
+         */
+        delete: operations["deletePipelineTrigger"];
+        options?: never;
+        head?: never;
+        /**
+         * Update a pipeline trigger
+         * @description Changes what is sent; the rest stays. `build.message`, `commit` or `branch` set to null
+         *     restore the default; `build.environment` replaces the variables (`{}` removes them all).
+         *     `verification` without `secret` keeps the secret; null removes verification. The type
+         *     can't change.
+         */
+        patch: operations["updatePipelineTrigger"];
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/triggers/{trigger_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The pipeline trigger's id (a UUID). */
+                trigger_id: components["parameters"]["TriggerId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a trigger's deliveries
+         * @description The trigger's retained deliveries (its latest 100), newest first, by cursor as the trigger
+         *     list. Each says whether it created a build (`status`, `reason`, `builds`).
+         */
+        get: operations["listPipelineTriggerDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/triggers/{trigger_id}/deliveries/{trigger_delivery_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The pipeline trigger's id (a UUID). */
+                trigger_id: components["parameters"]["TriggerId"];
+                /** @description The delivery's id (a UUID). */
+                trigger_delivery_id: components["parameters"]["TriggerDeliveryId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a trigger's delivery
+         * @description One retained delivery of the trigger; one no longer retained is a 404.
+         */
+        get: operations["getPipelineTriggerDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/triggers/{trigger_id}/deliveries/{trigger_delivery_id}/request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The pipeline trigger's id (a UUID). */
+                trigger_id: components["parameters"]["TriggerId"];
+                /** @description The delivery's id (a UUID). */
+                trigger_delivery_id: components["parameters"]["TriggerDeliveryId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a delivery's request
+         * @description The request the delivery was: its content type, its headers (names lower case; only the
+         *     GitHub event and delivery id values kept, every other value redacted) and its parsed
+         *     payload (not redacted). Sent with `Cache-Control: private, no-store`.
+         */
+        get: operations["getPipelineTriggerDeliveryRequest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List rules
+         * @description The organization's rules, the most recently created first. Paginated.
+         */
+        get: operations["listRules"];
+        put?: never;
+        /**
+         * Create a rule
+         * @description A new rule of the organization. `type` (or `rule`, as the rules pages name it) is one of
+         *     the rule types; `value` names the source and target pipelines by UUID or slug, with
+         *     optional `conditions` that must all hold for the rule to allow. Only organization
+         *     administrators create rules. A pipeline that is not in the organization, or a condition
+         *     that does not parse or names what the type does not offer, is a 422. Several rules may join
+         *     the same pipelines: any one whose conditions hold allows.
+         */
+        post: operations["createRule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/rules/{rule_uuid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The rule's UUID. */
+                rule_uuid: components["parameters"]["RuleUuid"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a rule
+         * @description One of the organization's rules, by UUID.
+         */
+        get: operations["getRule"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a rule
+         * @description Deletes the rule; what it allowed is no longer allowed. Only organization administrators delete rules.
+         */
+        delete: operations["deleteRule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_windsock/reset": {
         parameters: {
             query?: never;
@@ -4861,7 +5098,7 @@ export interface components {
             advance_seconds?: number;
         };
         /** @enum {string} */
-        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations" | "read_clusters" | "write_clusters" | "read_secret_details" | "write_secrets" | "read_notification_services" | "write_notification_services" | "read_audit_events" | "read_organization_invitations" | "write_organization_invitations" | "read_organization_settings" | "write_organization_settings";
+        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations" | "read_clusters" | "write_clusters" | "read_secret_details" | "write_secrets" | "read_notification_services" | "write_notification_services" | "read_audit_events" | "read_organization_invitations" | "write_organization_invitations" | "read_organization_settings" | "write_organization_settings" | "read_rules" | "write_rules";
         AccessToken: {
             /** Format: uuid */
             readonly uuid: string;
@@ -6240,6 +6477,11 @@ export interface components {
             readonly pipeline?: components["schemas"]["BuildPipeline"];
         };
         DeliveryResult: {
+            /**
+             * Format: uuid
+             * @description A pipeline trigger delivery: its id (the deliveries of the trigger list it).
+             */
+            readonly id?: string;
             readonly message: string;
             readonly builds?: components["schemas"]["DeliveryBuild"][];
         };
@@ -6744,6 +6986,217 @@ export interface components {
             /** @description The user who created the schedule; its builds are theirs (`creator`). Null once that user is deleted. */
             readonly created_by: components["schemas"]["User"] | null;
             readonly pipeline: components["schemas"]["PipelineSchedulePipeline"];
+        };
+        /**
+         * @description What sends the deliveries. Fixed once the trigger exists.
+         * @enum {string}
+         */
+        PipelineTriggerType: "webhook" | "github" | "linear";
+        /** @description Environment variables of the builds the trigger creates (string values). */
+        PipelineTriggerEnvironment: {
+            [key: string]: string;
+        };
+        PipelineTriggerBuild: {
+            /** @description The builds' message; null: `Triggered build`. */
+            message: string | null;
+            /** @description The builds' commit; null: `HEAD`. */
+            commit: string | null;
+            /** @description The builds' branch; null: the pipeline's default branch. */
+            branch: string | null;
+            /** @description The names of the configured environment variables (never their values). */
+            environment_variables: string[];
+        };
+        /** @description Omitted fields use the pipeline's defaults. Unknown properties are ignored. */
+        PipelineTriggerBuildInput: {
+            message?: string | null;
+            commit?: string | null;
+            branch?: string | null;
+            environment?: components["schemas"]["PipelineTriggerEnvironment"];
+        };
+        PipelineTriggerFilter: {
+            expression: string;
+        };
+        /** @enum {string} */
+        PipelineTriggerVerificationStrategy: "hmac";
+        PipelineTriggerVerification: {
+            strategy: components["schemas"]["PipelineTriggerVerificationStrategy"];
+            /** @description The secret masked (its last two characters). */
+            secret_hint: string;
+        };
+        PipelineTriggerVerificationInput: {
+            strategy: components["schemas"]["PipelineTriggerVerificationStrategy"];
+            /** @description The signing secret. Required on create; on update, omitted keeps the current one. */
+            secret?: string;
+        };
+        PipelineTriggerPipeline: {
+            /** Format: uuid */
+            id: string;
+            slug: string;
+            url: string;
+        };
+        PipelineTrigger: {
+            /** Format: uuid */
+            readonly id: string;
+            /** @description Canonical API URL of the trigger. */
+            readonly url: string;
+            /** @description Set at creation; it never changes. */
+            readonly type: components["schemas"]["PipelineTriggerType"];
+            label: string;
+            enabled: boolean;
+            build: components["schemas"]["PipelineTriggerBuild"];
+            filter: components["schemas"]["PipelineTriggerFilter"] | null;
+            verification: components["schemas"]["PipelineTriggerVerification"] | null;
+            /** @description The endpoint URL with its token masked, safe to show or log. */
+            readonly endpoint_url_hint: string;
+            /** @description The endpoint URL with its plaintext token. In the create answer only. */
+            readonly endpoint_url?: string;
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            readonly created_by: components["schemas"]["User"] | null;
+            readonly updated_at: components["schemas"]["IsoTimestamp"];
+            readonly updated_by: components["schemas"]["User"] | null;
+            readonly pipeline: components["schemas"]["PipelineTriggerPipeline"];
+        };
+        CursorLinks: {
+            self: string;
+            /** @description The next page; absent on the last one. */
+            next?: string;
+        };
+        PipelineTriggerList: {
+            items: components["schemas"]["PipelineTrigger"][];
+            links: components["schemas"]["CursorLinks"];
+        };
+        /** @description Unknown properties are ignored. */
+        CreatePipelineTriggerRequest: {
+            type: components["schemas"]["PipelineTriggerType"];
+            label: string;
+            /** @default true */
+            enabled: boolean;
+            build?: components["schemas"]["PipelineTriggerBuildInput"];
+            filter?: components["schemas"]["PipelineTriggerFilter"];
+            verification?: components["schemas"]["PipelineTriggerVerificationInput"];
+        };
+        /** @description Only the properties sent change. Unknown properties are ignored. */
+        UpdatePipelineTriggerRequest: {
+            label?: string;
+            enabled?: boolean;
+            build?: components["schemas"]["PipelineTriggerBuildInput"];
+            filter?: components["schemas"]["PipelineTriggerFilter"] | null;
+            verification?: components["schemas"]["PipelineTriggerVerificationInput"] | null;
+        };
+        /** @enum {string} */
+        PipelineTriggerDeliveryStatus: "build_created" | "not_run" | "failed";
+        PipelineTriggerDeliveryBuild: {
+            /** Format: uuid */
+            id: string;
+            number: number;
+            url: string;
+        };
+        PipelineTriggerDelivery: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            request_url: string;
+            received_at: components["schemas"]["IsoTimestamp"];
+            content_type: string | null;
+            /** @description The provider's id of the delivery (GitHub's X-GitHub-Delivery), if any. */
+            external_id: string | null;
+            status: components["schemas"]["PipelineTriggerDeliveryStatus"] | null;
+            /** @description Why a delivery was not run or failed: `branch_mismatch`, `invalid_payload`, `build_creation_failed`... */
+            reason: string | null;
+            builds: components["schemas"]["PipelineTriggerDeliveryBuild"][];
+        };
+        PipelineTriggerDeliveryList: {
+            items: components["schemas"]["PipelineTriggerDelivery"][];
+            links: components["schemas"]["CursorLinks"];
+        };
+        PipelineTriggerDeliveryHeader: {
+            name: string;
+            value: string | null;
+            redacted: boolean;
+        };
+        PipelineTriggerDeliveryRequest: {
+            content_type: string | null;
+            headers: components["schemas"]["PipelineTriggerDeliveryHeader"][];
+            payload: components["schemas"]["PipelineTriggerPayload"];
+        };
+        /** @description The delivery's JSON body as it arrived. */
+        PipelineTriggerPayload: {
+            [key: string]: unknown;
+        };
+        Rule: {
+            /** Format: uuid */
+            readonly uuid: string;
+            readonly graphql_id: string;
+            /** Format: uuid */
+            readonly organization_uuid: string;
+            /** @description Canonical API URL of the rule. */
+            readonly url: string;
+            type: components["schemas"]["RuleType"];
+            description: string | null;
+            /** @enum {string} */
+            readonly source_type: "pipeline";
+            /** Format: uuid */
+            readonly source_uuid: string;
+            /** @enum {string} */
+            readonly target_type: "pipeline";
+            /** Format: uuid */
+            readonly target_uuid: string;
+            /** @enum {string} */
+            readonly effect: "allow";
+            readonly action: components["schemas"]["RuleAction"];
+            readonly value: components["schemas"]["RuleValue"];
+            readonly created_at: components["schemas"]["IsoTimestamp"];
+            /** @description The user who created the rule; null once that user is deleted. */
+            readonly created_by: components["schemas"]["User"] | null;
+        };
+        /**
+         * @description `pipeline.trigger_build.pipeline`: the source pipeline's trigger steps may create builds of
+         *     the target pipeline. `pipeline.artifacts_read.pipeline`: the source pipeline's jobs may
+         *     search and download the target pipeline's builds' artifacts.
+         * @enum {string}
+         */
+        RuleType: "pipeline.trigger_build.pipeline" | "pipeline.artifacts_read.pipeline";
+        /**
+         * @description What the rule allows the source pipeline to do to the target one (follows from its type).
+         * @enum {string}
+         */
+        RuleAction: "trigger_build" | "artifacts_read";
+        /**
+         * @description Conditionals that must all hold for the rule to allow (`source.build.branch == 'main'`).
+         *     A trigger rule's may name `source.build.branch`, `source.build.commit`,
+         *     `source.build.message`, `source.build.source`, `target.trigger.branch`,
+         *     `target.trigger.commit` and `target.trigger.message`; an artifacts rule's
+         *     `source.build.*`, `target.build.*` (the same four) and `source.request.query`.
+         */
+        RuleConditions: string[];
+        RuleValue: {
+            /**
+             * Format: uuid
+             * @description The source pipeline's UUID.
+             */
+            source_pipeline: string;
+            /**
+             * Format: uuid
+             * @description The target pipeline's UUID.
+             */
+            target_pipeline: string;
+            conditions: components["schemas"]["RuleConditions"];
+        };
+        RuleValueInput: {
+            /** @description The source pipeline's UUID or slug. */
+            source_pipeline: string;
+            /** @description The target pipeline's UUID or slug. */
+            target_pipeline: string;
+            conditions?: components["schemas"]["RuleConditions"];
+        };
+        /** @description Unknown properties are ignored. */
+        CreateRuleRequest: {
+            type?: components["schemas"]["RuleType"];
+            /** @description The rule type, as the rules pages name it: the same as `type` (one of them is required; both must agree). */
+            rule?: components["schemas"]["RuleType"];
+            /** @description A short description of the rule. */
+            description?: string;
+            value: components["schemas"]["RuleValueInput"];
         };
         PipelineSchedulePipeline: {
             /** Format: uuid */
@@ -7628,6 +8081,16 @@ export interface components {
         PipelineId: string;
         /** @description The test suite's UUID. */
         SuiteId: string;
+        /** @description Return the items after this cursor (a page's `links.next` carries it). Not with `before`. */
+        TriggerCursorAfter: string;
+        /** @description Return the items before this cursor. Not with `after`. */
+        TriggerCursorBefore: string;
+        /** @description The pipeline trigger's id (a UUID). */
+        TriggerId: string;
+        /** @description The delivery's id (a UUID). */
+        TriggerDeliveryId: string;
+        /** @description The rule's UUID. */
+        RuleUuid: string;
     };
     requestBodies: never;
     headers: {
@@ -10088,6 +10551,7 @@ export interface operations {
                     "application/json": components["schemas"]["ApiError"];
                 };
             };
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -13794,6 +14258,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
@@ -15452,6 +15917,430 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPipelineTriggers: {
+        parameters: {
+            query?: {
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Return the items after this cursor (a page's `links.next` carries it). Not with `before`. */
+                after?: components["parameters"]["TriggerCursorAfter"];
+                /** @description Return the items before this cursor. Not with `after`. */
+                before?: components["parameters"]["TriggerCursorBefore"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of triggers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineTriggerList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createPipelineTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePipelineTriggerRequest"];
+            };
+        };
+        responses: {
+            /** @description The trigger, with its endpoint URL (shown this once). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineTrigger"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPipelineTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The pipeline trigger's id (a UUID). */
+                trigger_id: components["parameters"]["TriggerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The trigger. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineTrigger"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deletePipelineTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The pipeline trigger's id (a UUID). */
+                trigger_id: components["parameters"]["TriggerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The trigger was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updatePipelineTrigger: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The pipeline trigger's id (a UUID). */
+                trigger_id: components["parameters"]["TriggerId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdatePipelineTriggerRequest"];
+            };
+        };
+        responses: {
+            /** @description The trigger as changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineTrigger"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPipelineTriggerDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+                /** @description Return the items after this cursor (a page's `links.next` carries it). Not with `before`. */
+                after?: components["parameters"]["TriggerCursorAfter"];
+                /** @description Return the items before this cursor. Not with `after`. */
+                before?: components["parameters"]["TriggerCursorBefore"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The pipeline trigger's id (a UUID). */
+                trigger_id: components["parameters"]["TriggerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineTriggerDeliveryList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPipelineTriggerDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The pipeline trigger's id (a UUID). */
+                trigger_id: components["parameters"]["TriggerId"];
+                /** @description The delivery's id (a UUID). */
+                trigger_delivery_id: components["parameters"]["TriggerDeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineTriggerDelivery"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getPipelineTriggerDeliveryRequest: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The pipeline's slug. */
+                pipeline_slug: components["parameters"]["PipelineSlug"];
+                /** @description The pipeline trigger's id (a UUID). */
+                trigger_id: components["parameters"]["TriggerId"];
+                /** @description The delivery's id (a UUID). */
+                trigger_delivery_id: components["parameters"]["TriggerDeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery's request. */
+            200: {
+                headers: {
+                    /** @description `private, no-store`: the payload may hold what the sender considers sensitive. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PipelineTriggerDeliveryRequest"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRules: {
+        parameters: {
+            query?: {
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of rules. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rule"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRuleRequest"];
+            };
+        };
+        responses: {
+            /** @description The rule. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The rule's UUID. */
+                rule_uuid: components["parameters"]["RuleUuid"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteRule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The rule's UUID. */
+                rule_uuid: components["parameters"]["RuleUuid"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -11,6 +11,8 @@ import { agentArtifactRoutes } from './agent-api/artifacts';
 import { agentMetaDataRoutes } from './agent-api/meta-data';
 import { ANNOTATION_BODY_PATHS, annotationRoutes, annotationRequestLimit } from './annotations/routes';
 import { pipelineScheduleRoutes } from './pipeline-schedules/routes';
+import { ruleRoutes } from './rules/routes';
+import { pipelineTriggerRoutes } from './pipeline-triggers/routes';
 import { agentRoutes } from './agents/routes';
 import { clusterRoutes } from './clusters/routes';
 import { agentSecretRoutes } from './agent-api/secrets';
@@ -84,6 +86,8 @@ export interface AppDeps extends Pick<
   | 'pipelineTemplates'
   | 'emojis'
   | 'pipelineSchedules'
+  | 'rules'
+  | 'pipelineTriggers'
   | 'teams'
   | 'clusters'
   | 'notificationServices'
@@ -265,7 +269,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(stepUploadRoutes(deps.pipelineUploads, deps.publicUrl));
   app.use(suiteRoutes(deps.suites, deps.publicUrl));
   app.use(uploadRoutes(deps.uploads));
-  app.use(deliveryRoutes(deps.deliveries));
+  app.use(deliveryRoutes(deps.deliveries, deps.pipelineTriggers, deps.publicUrl));
   app.use(annotationRoutes(deps.annotations, deps.publicUrl));
   app.use(agentAnnotationRoutes(deps.annotations));
   app.use(agentMetaDataRoutes(deps.metaData));
@@ -274,6 +278,8 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(pipelineTemplateRoutes(deps.pipelineTemplates, deps.publicUrl));
   app.use(emojiRoutes(deps.emojis));
   app.use(pipelineScheduleRoutes(deps.pipelineSchedules, deps.publicUrl));
+  app.use(ruleRoutes(deps.rules, deps.publicUrl));
+  app.use(pipelineTriggerRoutes(deps.pipelineTriggers, deps.publicUrl));
   app.use(teamRoutes(deps.teams, deps.publicUrl));
   app.use(notificationServiceRoutes(deps.notificationServices, deps.publicUrl));
   app.use(notificationDeliveryRoutes(deps.notifications, (actor, id) => deps.notificationServices.get(actor, id), deps.publicUrl));

@@ -54,6 +54,10 @@ import { EmojiService } from './emojis/service';
 import { PipelineScheduleRepository } from './pipeline-schedules/repository';
 import { DEFAULT_SCHEDULER_SETTINGS, Scheduler, type SchedulerSettings } from './pipeline-schedules/scheduler';
 import { PipelineScheduleService } from './pipeline-schedules/service';
+import { RuleRepository } from './rules/repository';
+import { PipelineTriggerRepository } from './pipeline-triggers/repository';
+import { PipelineTriggerService } from './pipeline-triggers/service';
+import { RuleService } from './rules/service';
 import { SuiteRepository } from './suites/repository';
 import { SuiteResultsRepository } from './suites/results-repository';
 import { SuiteService } from './suites/service';
@@ -122,6 +126,10 @@ export interface Services {
   emojis: EmojiService;
   /** A pipeline's cron schedules (REST), and the builds they create when due. */
   pipelineSchedules: PipelineScheduleService;
+  /** An organization's rules: what one pipeline may do to another across clusters. */
+  rules: RuleService;
+  /** A pipeline's incoming webhook endpoints (`/deliver/bktr_...`) and their deliveries. */
+  pipelineTriggers: PipelineTriggerService;
   /** Creates the builds of due pipeline schedules; started by the server process only. */
   scheduler: Scheduler;
   /** Teams, their members and grants, and the organizations' members (REST and `windsock team`). */
@@ -197,9 +205,11 @@ export function createServices(o: ServiceOptions): Services {
   const buildRepository = new BuildRepository(db);
   const users = new UserRepository(db);
   const agents = new AgentRepository(db);
+  const ruleRepository = new RuleRepository(db);
+  const rules = new RuleService(ruleRepository, pipelines, o.clock);
   const progress = new BuildProgress(
     db,
-    { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users, clusters: clusterRepository },
+    { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users, clusters: clusterRepository, rules: ruleRepository },
     sign,
     o.clock,
   );
@@ -259,6 +269,7 @@ export function createServices(o: ServiceOptions): Services {
     notificationSettings,
     o.clock,
   );
+  const pipelineTriggers = new PipelineTriggerService(new PipelineTriggerRepository(db), pipelines, builds, organizations, keys, o.clock);
   const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock);
   return {
     db,
@@ -293,6 +304,7 @@ export function createServices(o: ServiceOptions): Services {
       agentWork,
       keys,
       { ...DEFAULT_ARTIFACT_SETTINGS, ...o.artifacts },
+      rules,
       o.clock,
     ),
     clusters,
@@ -300,6 +312,8 @@ export function createServices(o: ServiceOptions): Services {
     pipelineTemplates,
     emojis: new EmojiService(new EmojiRepository(db), o.clock),
     pipelineSchedules,
+    rules,
+    pipelineTriggers,
     scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.clock, o.logger),
     teams,
     notificationServices,

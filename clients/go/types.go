@@ -732,6 +732,26 @@ func (r *CreatePipelineScheduleRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalCreatePipelineTriggerRequest(data []byte) (CreatePipelineTriggerRequest, error) {
+	var r CreatePipelineTriggerRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *CreatePipelineTriggerRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalCreateRuleRequest(data []byte) (CreateRuleRequest, error) {
+	var r CreateRuleRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *CreateRuleRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalCreateTeamMemberRequest(data []byte) (CreateTeamMemberRequest, error) {
 	var r CreateTeamMemberRequest
 	err := json.Unmarshal(data, &r)
@@ -759,6 +779,16 @@ func UnmarshalCreateTeamSuiteRequest(data []byte) (CreateTeamSuiteRequest, error
 }
 
 func (r *CreateTeamSuiteRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalCursorLinks(data []byte) (CursorLinks, error) {
+	var r CursorLinks
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *CursorLinks) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -1722,6 +1752,190 @@ func (r *PipelineTemplateWritable) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalPipelineTrigger(data []byte) (PipelineTrigger, error) {
+	var r PipelineTrigger
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTrigger) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerBuild(data []byte) (PipelineTriggerBuild, error) {
+	var r PipelineTriggerBuild
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerBuild) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerBuildInput(data []byte) (PipelineTriggerBuildInput, error) {
+	var r PipelineTriggerBuildInput
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerBuildInput) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerDelivery(data []byte) (PipelineTriggerDelivery, error) {
+	var r PipelineTriggerDelivery
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerDelivery) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerDeliveryBuild(data []byte) (PipelineTriggerDeliveryBuild, error) {
+	var r PipelineTriggerDeliveryBuild
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerDeliveryBuild) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerDeliveryHeader(data []byte) (PipelineTriggerDeliveryHeader, error) {
+	var r PipelineTriggerDeliveryHeader
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerDeliveryHeader) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerDeliveryList(data []byte) (PipelineTriggerDeliveryList, error) {
+	var r PipelineTriggerDeliveryList
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerDeliveryList) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerDeliveryRequest(data []byte) (PipelineTriggerDeliveryRequest, error) {
+	var r PipelineTriggerDeliveryRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerDeliveryRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerDeliveryStatus(data []byte) (PipelineTriggerDeliveryStatus, error) {
+	var r PipelineTriggerDeliveryStatus
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerDeliveryStatus) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+type PipelineTriggerEnvironment map[string]string
+
+func UnmarshalPipelineTriggerEnvironment(data []byte) (PipelineTriggerEnvironment, error) {
+	var r PipelineTriggerEnvironment
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerEnvironment) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerFilter(data []byte) (PipelineTriggerFilter, error) {
+	var r PipelineTriggerFilter
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerFilter) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerList(data []byte) (PipelineTriggerList, error) {
+	var r PipelineTriggerList
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerList) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+type PipelineTriggerPayload map[string]interface{}
+
+func UnmarshalPipelineTriggerPayload(data []byte) (PipelineTriggerPayload, error) {
+	var r PipelineTriggerPayload
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerPayload) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerPipeline(data []byte) (PipelineTriggerPipeline, error) {
+	var r PipelineTriggerPipeline
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerPipeline) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerType(data []byte) (PipelineTriggerType, error) {
+	var r PipelineTriggerType
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerType) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerVerification(data []byte) (PipelineTriggerVerification, error) {
+	var r PipelineTriggerVerification
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerVerification) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerVerificationInput(data []byte) (PipelineTriggerVerificationInput, error) {
+	var r PipelineTriggerVerificationInput
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerVerificationInput) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPipelineTriggerVerificationStrategy(data []byte) (PipelineTriggerVerificationStrategy, error) {
+	var r PipelineTriggerVerificationStrategy
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PipelineTriggerVerificationStrategy) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalPipelineUploadRequest(data []byte) (PipelineUploadRequest, error) {
 	var r PipelineUploadRequest
 	err := json.Unmarshal(data, &r)
@@ -1949,6 +2163,56 @@ func UnmarshalRetryFailedJobsRequest(data []byte) (RetryFailedJobsRequest, error
 }
 
 func (r *RetryFailedJobsRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRule(data []byte) (Rule, error) {
+	var r Rule
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *Rule) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRuleAction(data []byte) (RuleAction, error) {
+	var r RuleAction
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RuleAction) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRuleType(data []byte) (RuleType, error) {
+	var r RuleType
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RuleType) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRuleValue(data []byte) (RuleValue, error) {
+	var r RuleValue
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RuleValue) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRuleValueInput(data []byte) (RuleValueInput, error) {
+	var r RuleValueInput
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RuleValueInput) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -2541,6 +2805,16 @@ func UnmarshalUpdatePipelineSettingsRequest(data []byte) (UpdatePipelineSettings
 }
 
 func (r *UpdatePipelineSettingsRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalUpdatePipelineTriggerRequest(data []byte) (UpdatePipelineTriggerRequest, error) {
+	var r UpdatePipelineTriggerRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *UpdatePipelineTriggerRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -3555,6 +3829,53 @@ type CreatePipelineScheduleRequest struct {
 	Message  *string           `json:"message,omitempty"`
 }
 
+// Unknown properties are ignored.
+type CreatePipelineTriggerRequest struct {
+	Build        *PipelineTriggerBuildInput        `json:"build,omitempty"`
+	Enabled      *bool                             `json:"enabled,omitempty"`
+	Filter       *PipelineTriggerFilter            `json:"filter,omitempty"`
+	Label        string                            `json:"label"`
+	Type         PipelineTriggerType               `json:"type"`
+	Verification *PipelineTriggerVerificationInput `json:"verification,omitempty"`
+}
+
+// Omitted fields use the pipeline's defaults. Unknown properties are ignored.
+type PipelineTriggerBuildInput struct {
+	Branch      *string           `json:"branch,omitempty"`
+	Commit      *string           `json:"commit,omitempty"`
+	Environment map[string]string `json:"environment,omitempty"`
+	Message     *string           `json:"message,omitempty"`
+}
+
+type PipelineTriggerFilter struct {
+	Expression string `json:"expression"`
+}
+
+type PipelineTriggerVerificationInput struct {
+	// The signing secret. Required on create; on update, omitted keeps the current one.
+	Secret   *string                             `json:"secret,omitempty"`
+	Strategy PipelineTriggerVerificationStrategy `json:"strategy"`
+}
+
+// Unknown properties are ignored.
+type CreateRuleRequest struct {
+	// A short description of the rule.
+	Description *string `json:"description,omitempty"`
+	// The rule type, as the rules pages name it: the same as `type` (one of them is required;
+	// both must agree).
+	Rule  *RuleType      `json:"rule,omitempty"`
+	Type  *RuleType      `json:"type,omitempty"`
+	Value RuleValueInput `json:"value"`
+}
+
+type RuleValueInput struct {
+	Conditions []string `json:"conditions,omitempty"`
+	// The source pipeline's UUID or slug.
+	SourcePipeline string `json:"source_pipeline"`
+	// The target pipeline's UUID or slug.
+	TargetPipeline string `json:"target_pipeline"`
+}
+
 // Unknown properties are ignored. The user must be a member of the organization.
 type CreateTeamMemberRequest struct {
 	// Default: the team's `default_member_role`.
@@ -3580,8 +3901,10 @@ type CreateTeamSuiteRequest struct {
 }
 
 type DeliveryResult struct {
-	Builds  []DeliveryBuild `json:"builds,omitempty"`
-	Message string          `json:"message"`
+	Builds []DeliveryBuild `json:"builds,omitempty"`
+	// A pipeline trigger delivery: its id (the deliveries of the trigger list it).
+	ID      *string `json:"id,omitempty"`
+	Message string  `json:"message"`
 }
 
 type DeliveryBuild struct {
@@ -4342,6 +4665,100 @@ type PipelineTemplateWritable struct {
 	Name          *string `json:"name,omitempty"`
 }
 
+type PipelineTriggerDeliveryList struct {
+	Items []PipelineTriggerDelivery `json:"items"`
+	Links CursorLinks               `json:"links"`
+}
+
+type PipelineTriggerDelivery struct {
+	Builds      []PipelineTriggerDeliveryBuild `json:"builds"`
+	ContentType *string                        `json:"content_type"`
+	// The provider's id of the delivery (GitHub's X-GitHub-Delivery), if any.
+	ExternalID *string `json:"external_id"`
+	ID         string  `json:"id"`
+	// Why a delivery was not run or failed: `branch_mismatch`, `invalid_payload`,
+	// `build_creation_failed`...
+	Reason     *string                        `json:"reason"`
+	ReceivedAt time.Time                      `json:"received_at"`
+	RequestURL string                         `json:"request_url"`
+	Status     *PipelineTriggerDeliveryStatus `json:"status"`
+	URL        string                         `json:"url"`
+}
+
+type PipelineTriggerDeliveryBuild struct {
+	ID     string `json:"id"`
+	Number int64  `json:"number"`
+	URL    string `json:"url"`
+}
+
+type CursorLinks struct {
+	// The next page; absent on the last one.
+	Next *string `json:"next,omitempty"`
+	Self string  `json:"self"`
+}
+
+type PipelineTriggerDeliveryRequest struct {
+	ContentType *string                         `json:"content_type"`
+	Headers     []PipelineTriggerDeliveryHeader `json:"headers"`
+	Payload     map[string]interface{}          `json:"payload"`
+}
+
+type PipelineTriggerDeliveryHeader struct {
+	Name     string  `json:"name"`
+	Redacted bool    `json:"redacted"`
+	Value    *string `json:"value"`
+}
+
+type PipelineTriggerList struct {
+	Items []PipelineTrigger `json:"items"`
+	Links CursorLinks       `json:"links"`
+}
+
+type PipelineTrigger struct {
+	Build     PipelineTriggerBuild `json:"build"`
+	CreatedAt time.Time            `json:"created_at"`
+	CreatedBy *User                `json:"created_by"`
+	Enabled   bool                 `json:"enabled"`
+	// The endpoint URL with its plaintext token. In the create answer only.
+	EndpointURL *string `json:"endpoint_url,omitempty"`
+	// The endpoint URL with its token masked, safe to show or log.
+	EndpointURLHint string                  `json:"endpoint_url_hint"`
+	Filter          *PipelineTriggerFilter  `json:"filter"`
+	ID              string                  `json:"id"`
+	Label           string                  `json:"label"`
+	Pipeline        PipelineTriggerPipeline `json:"pipeline"`
+	// Set at creation; it never changes.
+	Type      PipelineTriggerType `json:"type"`
+	UpdatedAt time.Time           `json:"updated_at"`
+	UpdatedBy *User               `json:"updated_by"`
+	// Canonical API URL of the trigger.
+	URL          string                       `json:"url"`
+	Verification *PipelineTriggerVerification `json:"verification"`
+}
+
+type PipelineTriggerBuild struct {
+	// The builds' branch; null: the pipeline's default branch.
+	Branch *string `json:"branch"`
+	// The builds' commit; null: `HEAD`.
+	Commit *string `json:"commit"`
+	// The names of the configured environment variables (never their values).
+	EnvironmentVariables []string `json:"environment_variables"`
+	// The builds' message; null: `Triggered build`.
+	Message *string `json:"message"`
+}
+
+type PipelineTriggerPipeline struct {
+	ID   string `json:"id"`
+	Slug string `json:"slug"`
+	URL  string `json:"url"`
+}
+
+type PipelineTriggerVerification struct {
+	// The secret masked (its last two characters).
+	SecretHint string                              `json:"secret_hint"`
+	Strategy   PipelineTriggerVerificationStrategy `json:"strategy"`
+}
+
 type PipelineUploadRequest struct {
 	Pipeline *PipelineDefinition `json:"pipeline"`
 	// The upload's id, as the real agent sends it; an upload sent again with the same id adds
@@ -4490,6 +4907,34 @@ type RetryFailedJobsRequest struct {
 	// Comma-separated: canceled, expired, failed, soft_failed, timed_out. All of them when
 	// omitted or empty.
 	States *string `json:"states,omitempty"`
+}
+
+type Rule struct {
+	Action    RuleAction `json:"action"`
+	CreatedAt time.Time  `json:"created_at"`
+	// The user who created the rule; null once that user is deleted.
+	CreatedBy        *User    `json:"created_by"`
+	Description      *string  `json:"description"`
+	Effect           Effect   `json:"effect"`
+	GraphqlID        string   `json:"graphql_id"`
+	OrganizationUUID string   `json:"organization_uuid"`
+	SourceType       Type     `json:"source_type"`
+	SourceUUID       string   `json:"source_uuid"`
+	TargetType       Type     `json:"target_type"`
+	TargetUUID       string   `json:"target_uuid"`
+	Type             RuleType `json:"type"`
+	// Canonical API URL of the rule.
+	URL   string    `json:"url"`
+	UUID  string    `json:"uuid"`
+	Value RuleValue `json:"value"`
+}
+
+type RuleValue struct {
+	Conditions []string `json:"conditions"`
+	// The source pipeline's UUID.
+	SourcePipeline string `json:"source_pipeline"`
+	// The target pipeline's UUID.
+	TargetPipeline string `json:"target_pipeline"`
 }
 
 type Run struct {
@@ -4962,6 +5407,15 @@ type UpdatePipelineSettingsRequest struct {
 	ScheduledJobExpiryInMinutes *int64  `json:"scheduled_job_expiry_in_minutes,omitempty"`
 }
 
+// Only the properties sent change. Unknown properties are ignored.
+type UpdatePipelineTriggerRequest struct {
+	Build        *PipelineTriggerBuildInput        `json:"build,omitempty"`
+	Enabled      *bool                             `json:"enabled,omitempty"`
+	Filter       *PipelineTriggerFilter            `json:"filter,omitempty"`
+	Label        *string                           `json:"label,omitempty"`
+	Verification *PipelineTriggerVerificationInput `json:"verification,omitempty"`
+}
+
 type UpdateTeamMemberRequest struct {
 	Role TeamMemberRole `json:"role"`
 }
@@ -5087,6 +5541,7 @@ const (
 	ScopeReadOrganizations            Scope = "read_organizations"
 	ScopeReadPipelineTemplates        Scope = "read_pipeline_templates"
 	ScopeReadPipelines                Scope = "read_pipelines"
+	ScopeReadRules                    Scope = "read_rules"
 	ScopeReadSecretDetails            Scope = "read_secret_details"
 	ScopeReadSuites                   Scope = "read_suites"
 	ScopeReadTeams                    Scope = "read_teams"
@@ -5102,6 +5557,7 @@ const (
 	ScopeWriteOrganizations           Scope = "write_organizations"
 	ScopeWritePipelineTemplates       Scope = "write_pipeline_templates"
 	ScopeWritePipelines               Scope = "write_pipelines"
+	ScopeWriteRules                   Scope = "write_rules"
 	ScopeWriteSecrets                 Scope = "write_secrets"
 	ScopeWriteSuites                  Scope = "write_suites"
 	ScopeWriteTeams                   Scope = "write_teams"
@@ -5339,6 +5795,37 @@ const (
 	TeamMemberRoleMember     TeamMemberRole = "member"
 )
 
+// What sends the deliveries. Fixed once the trigger exists.
+//
+// Set at creation; it never changes.
+type PipelineTriggerType string
+
+const (
+	PipelineTriggerTypeLinear  PipelineTriggerType = "linear"
+	PipelineTriggerTypeGithub  PipelineTriggerType = "github"
+	PipelineTriggerTypeWebhook PipelineTriggerType = "webhook"
+)
+
+type PipelineTriggerVerificationStrategy string
+
+const (
+	PipelineTriggerVerificationStrategyHmac PipelineTriggerVerificationStrategy = "hmac"
+)
+
+// The rule type, as the rules pages name it: the same as `type` (one of them is required;
+// both must agree).
+//
+// `pipeline.trigger_build.pipeline`: the source pipeline's trigger steps may create builds
+// of
+// the target pipeline. `pipeline.artifacts_read.pipeline`: the source pipeline's jobs may
+// search and download the target pipeline's builds' artifacts.
+type RuleType string
+
+const (
+	RuleTypePipelineArtifactsReadPipeline RuleType = "pipeline.artifacts_read.pipeline"
+	RuleTypePipelineTriggerBuildPipeline  RuleType = "pipeline.trigger_build.pipeline"
+)
+
 // Default: `manage_build_and_read`.
 //
 // `read_only` sees the pipeline and its builds; `build_and_read` also creates, cancels and
@@ -5469,10 +5956,10 @@ const (
 	ProviderIdBitbucket        ProviderID = "bitbucket"
 	ProviderIdBitbucketServer  ProviderID = "bitbucket_server"
 	ProviderIdGit              ProviderID = "git"
-	ProviderIdGithub           ProviderID = "github"
 	ProviderIdGithubEnterprise ProviderID = "github_enterprise"
 	ProviderIdGitlab           ProviderID = "gitlab"
 	ProviderIdGitlabEe         ProviderID = "gitlab_ee"
+	ProviderIdGithub           ProviderID = "github"
 )
 
 type PipelineVisibility string
@@ -5482,6 +5969,14 @@ const (
 	PipelineVisibilityPublic  PipelineVisibility = "public"
 )
 
+type PipelineTriggerDeliveryStatus string
+
+const (
+	PipelineTriggerDeliveryStatusBuildCreated PipelineTriggerDeliveryStatus = "build_created"
+	PipelineTriggerDeliveryStatusFailed       PipelineTriggerDeliveryStatus = "failed"
+	PipelineTriggerDeliveryStatusNotRun       PipelineTriggerDeliveryStatus = "not_run"
+)
+
 // `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the
 // state the first start made.
 type ResetState string
@@ -5489,6 +5984,26 @@ type ResetState string
 const (
 	ResetStateBootstrap ResetState = "bootstrap"
 	ResetStateFixtures  ResetState = "fixtures"
+)
+
+// What the rule allows the source pipeline to do to the target one (follows from its type).
+type RuleAction string
+
+const (
+	RuleActionArtifactsRead RuleAction = "artifacts_read"
+	RuleActionTriggerBuild  RuleAction = "trigger_build"
+)
+
+type Effect string
+
+const (
+	Allow Effect = "allow"
+)
+
+type Type string
+
+const (
+	TypePipeline Type = "pipeline"
 )
 
 // `failed` when any execution failed (a failure of a test muted when it was uploaded does

@@ -10,8 +10,10 @@ import type { components } from '../../generated/api';
 import type { Agent } from '../agents/repository';
 import type { AgentWorkService } from '../builds/jobs/agent-work';
 import { HELD_STATES, type Job, type JobContext } from '../builds/jobs/model';
+import type { Build } from '../builds/model';
 import type { BuildService, BuildWithJobs } from '../builds/service';
-import { ForbiddenError, NotFoundError, PayloadTooLargeError, ValidationError, type FieldError } from '../core/errors';
+import type { RuleService } from '../rules/service';
+import { ForbiddenError, NotFoundError, PayloadTooLargeError, RefusedError, ValidationError, type FieldError } from '../core/errors';
 import type { Actor } from '../core/identity';
 import type { Keys } from '../security/keys';
 import { pathProblem, queryMatcher } from './paths';
@@ -93,6 +95,7 @@ export class ArtifactService {
     private readonly work: AgentWorkService,
     private readonly keys: Keys,
     readonly settings: ArtifactSettings,
+    private readonly rules: RuleService,
     private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
@@ -282,9 +285,10 @@ export class ArtifactService {
   ): Promise<Artifact[]> {
     if (!agent.jobId) throw new NotFoundError('build');
     const context = await this.work.job(agent, agent.jobId).catch(() => null);
-    if (!context || context.build.id !== buildId) throw new NotFoundError('build');
+    if (!context) throw new NotFoundError('build');
     const found = await this.builds.findWithJobsById(buildId);
-    if (!found) throw new NotFoundError('build');
+    if (!found || found.build.organizationId !== context.organizationId) throw new NotFoundError('build');
+    if (found.build.id !== context.build.id) await this.mayReadAcross(context.build.id, found.build, q.query);
     let jobs: Job[] = found.jobs;
     if (q.scope) {
       jobs = jobs.filter((j) => j.id === q.scope || j.stepKey === q.scope || j.name === q.scope);
@@ -297,6 +301,25 @@ export class ArtifactService {
     if (q.includeDuplicates) return newestFirst;
     const seen = new Set<string>();
     return newestFirst.filter((a) => !seen.has(a.path) && seen.add(a.path));
+  }
+
+  /**
+   * Another build of the organization (`buildkite-agent artifact download --build`): one of the
+   * job's own pipeline, or of a pipeline in its cluster, is readable; across clusters a
+   * `pipeline.artifacts_read.pipeline` rule must allow it (src/rules/policy.ts), a 403 saying
+   * why otherwise.
+   */
+  private async mayReadAcross(ownBuildId: string, target: Build, query: string | undefined): Promise<void> {
+    const own = await this.builds.findWithJobsById(ownBuildId);
+    if (!own) throw new NotFoundError('build');
+    if (own.build.pipelineId === target.pipelineId) return;
+    const asRule = (b: Build) => ({ branch: b.branch, commit: b.commit, message: b.message, source: b.source });
+    const refusal = await this.rules.refusal('pipeline.artifacts_read.pipeline', own.build.pipelineId, target.pipelineId, {
+      source: asRule(own.build),
+      targetBuild: asRule(target),
+      query: query ?? null,
+    });
+    if (refusal) throw new RefusedError(refusal);
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -33,6 +33,10 @@ export interface ProgressingBuild {
   pipelineId: string;
   number: number;
   message: string | null;
+  /** What a rule's conditions read of a triggering build (`source.build.*`). */
+  branch: string;
+  commit: string;
+  source: string;
   creatorId: string | null;
   triggerDepth: number;
   /** The synchronous trigger job that waits on this build, if a trigger step created it. */
@@ -329,6 +333,9 @@ export class BuildRepository {
         'pipeline_id',
         'number',
         'message',
+        'branch',
+        'commit',
+        'source',
         'creator_id',
         'trigger_depth',
         'triggered_from_job_id',
@@ -343,6 +350,9 @@ export class BuildRepository {
       pipelineId: b.pipeline_id as string,
       number: Number(b.number),
       message: (b.message as string | null) ?? null,
+      branch: b.branch as string,
+      commit: b.commit as string,
+      source: b.source as string,
       creatorId: (b.creator_id as string | null) ?? null,
       triggerDepth: Number(b.trigger_depth ?? 0),
       triggeredFromJobId: (b.triggered_from_job_id as string | null) ?? null,

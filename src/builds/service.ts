@@ -116,6 +116,13 @@ export class BuildService {
     return (await this.progress.createBuild(pipeline, null, { ...b, env: {}, metaData: {}, cleanCheckout: false, rebuiltFrom: null, source: 'webhook' })).build;
   }
 
+  /** A build from a pipeline trigger's incoming call: no creator, `source: "webhook"`, the same create path as API builds. */
+  async createFromPipelineTrigger(pipeline: Pipeline, b: Pick<Build, 'commit' | 'branch' | 'message' | 'env' | 'metaData'>): Promise<Build> {
+    return (
+      await this.progress.createBuild(pipeline, null, { ...b, author: null, pullRequest: null, cleanCheckout: false, rebuiltFrom: null, source: 'webhook' })
+    ).build;
+  }
+
   /** A build by id, for callers that already hold a credential for it (an agent running one of its jobs). */
   /** The state of the branch's latest finished build before this one (notifications: `build_fixed`). */
   previousFinishedState(b: Pick<Build, 'pipelineId' | 'branch' | 'number'>): Promise<string | null> {

@@ -24,6 +24,14 @@ export class WebhookTokenError extends NotFoundError {
   }
 }
 
+/** 404 `Pipeline trigger not found` (the docs' words) for a `bktr_` token no trigger has; a failed authentication as WebhookTokenError. */
+export class TriggerTokenError extends WebhookTokenError {
+  constructor() {
+    super();
+    this.message = 'Pipeline trigger not found';
+  }
+}
+
 /** 422 `Validation Failed` with one entry per field at fault. */
 export class ValidationError extends DomainError {
   constructor(
@@ -50,6 +58,14 @@ export class ConflictError extends DomainError {}
 export class ForbiddenError extends DomainError {
   constructor(readonly scope?: string) {
     super(scope ? `Your access token doesn't have the ${scope} scope` : 'Forbidden');
+  }
+}
+
+/** 403 with its own reason: a rule does not allow what was asked (src/rules/policy.ts). */
+export class RefusedError extends ForbiddenError {
+  constructor(reason: string) {
+    super();
+    this.message = reason;
   }
 }
 

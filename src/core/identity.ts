@@ -55,6 +55,8 @@ export const SCOPES = [
   'write_organization_invitations',
   'read_organization_settings',
   'write_organization_settings',
+  'read_rules',
+  'write_rules',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -406,6 +406,15 @@ const EDITS_PIPELINE = [
   'updatePipelineSchedule',
   'patchPipelineSchedule',
   'deletePipelineSchedule',
+  // A pipeline's triggers are its settings too (the docs: Full Access to the pipeline), their deliveries with them.
+  'listPipelineTriggers',
+  'createPipelineTrigger',
+  'getPipelineTrigger',
+  'updatePipelineTrigger',
+  'deletePipelineTrigger',
+  'listPipelineTriggerDeliveries',
+  'getPipelineTriggerDelivery',
+  'getPipelineTriggerDeliveryRequest',
 ];
 
 /** Reads sent with POST (a lookup with a body): a team with read access may make them. */

@@ -110,6 +110,7 @@ describeEachDatabase(
         'cluster secret value': t.cluster.secretValue,
         'notification service Slack URL': t.notificationService.slackUrl,
         'webhook token': t.params.token,
+        'pipeline trigger token': t.pipelineTriggerToken,
         'webhook secret': hooks.at(-1)!.secret,
         'root secret': ROOT_SECRET,
         'GitHub API token': GITHUB_TOKEN,

@@ -129,6 +129,9 @@ export const PARAM_KINDS = [
   'step_upload_id',
   'event_uuid',
   'invitation_id',
+  'rule_uuid',
+  'trigger_id',
+  'trigger_delivery_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -163,6 +166,9 @@ export function missingParam(kind: ParamKind): string {
     case 'step_upload_id':
     case 'event_uuid':
     case 'invitation_id':
+    case 'rule_uuid':
+    case 'trigger_id':
+    case 'trigger_delivery_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -211,6 +217,8 @@ export interface Tenant {
   };
   /** A Slack notification service scoped to the tenant's team, with its secret incoming-webhook URL. */
   notificationService: { id: string; slackUrl: string };
+  /** The pipeline trigger's plaintext token (its endpoint URL's last segment), shown once at creation. */
+  pipelineTriggerToken: string;
   /** Every identifier of this tenant's objects: none may show up in another tenant's answers. */
   identifiers: string[];
 }
@@ -385,6 +393,34 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   check(template, 201, 'create pipeline template');
   // A custom emoji named after the organization (names are [\w+-]+, as its slug is).
   await ctx.services.emojis.add(org.id, { name: org.slug, url: `https://emoji.example.com/${tag}.png` });
+  // A rule from the pipeline to itself (the one pipeline a tenant has), its description naming the tenant.
+  const rule = await ctx
+    .http()
+    .post(`${base}/rules`)
+    .set(auth(token))
+    .send({ type: 'pipeline.trigger_build.pipeline', description: `Rule ${tag}`, value: { source_pipeline: p.body.slug, target_pipeline: p.body.id } });
+  check(rule, 201, 'create rule');
+  // A pipeline trigger, labelled after the tenant, and one delivery of it (written directly: a delivery that
+  // built would add a build to the tenant and shift the build numbers the isolation cases rely on).
+  const trigger = await ctx
+    .http()
+    .post(`${base}/pipelines/${p.body.slug}/triggers`)
+    .set(auth(token))
+    .send({ type: 'webhook', label: `Trigger ${tag}` });
+  check(trigger, 201, 'create pipeline trigger');
+  const triggerDelivery = { body: { id: crypto.randomUUID() } };
+  await ctx.services.db('pipeline_trigger_deliveries').insert({
+    id: triggerDelivery.body.id,
+    trigger_id: trigger.body.id,
+    received_at: new Date(),
+    content_type: 'application/json',
+    external_id: null,
+    status: 'not_run',
+    reason: 'branch_mismatch',
+    builds: '[]',
+    headers: JSON.stringify([{ name: 'content-type', value: null, redacted: true }]),
+    payload: JSON.stringify({ tenant: tag, organization: org.slug }),
+  });
   // A pipeline schedule, disabled so it never builds on its own.
   const schedule = await ctx
     .http()
@@ -508,6 +544,9 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     step_upload_id: lastBuild ? await stepUploadOf(ctx, base, p.body.slug as string, lastBuild.number, token) : crypto.randomUUID(),
     event_uuid: auditEventId,
     invitation_id: invitationId,
+    rule_uuid: rule.body.uuid as string,
+    trigger_id: trigger.body.id as string,
+    trigger_delivery_id: triggerDelivery.body.id as string,
   };
   return {
     label,
@@ -526,9 +565,13 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     agent,
     cluster,
     notificationService,
+    pipelineTriggerToken: (trigger.body.endpoint_url as string).split('/').pop()!,
     identifiers: [
       notificationService.id,
       deliveryId,
+      trigger.body.id as string,
+      triggerDelivery.body.id as string,
+      rule.body.uuid as string,
       cluster.id,
       cluster.queueId,
       cluster.tokenId,
@@ -716,6 +759,27 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   updatePipelineSchedule: () => ({ label: 'changed', cronline: '@weekly' }),
   patchPipelineSchedule: () => ({ label: 'patched', cronline: '@weekly' }),
   deletePipelineSchedule: undefined,
+  listRules: undefined,
+  createRule: (t) => ({
+    type: 'pipeline.artifacts_read.pipeline',
+    description: 'made',
+    value: { source_pipeline: t.params.pipeline_slug, target_pipeline: t.params.pipeline_id, conditions: ["source.build.branch == 'main'"] },
+  }),
+  getRule: undefined,
+  deleteRule: undefined,
+  listPipelineTriggers: undefined,
+  createPipelineTrigger: () => ({
+    type: 'webhook',
+    label: 'made',
+    enabled: false,
+    build: { message: 'Made', commit: 'HEAD', branch: 'main', environment: { MADE: '1' } },
+  }),
+  getPipelineTrigger: undefined,
+  updatePipelineTrigger: () => ({ label: 'changed', build: { branch: 'release' } }),
+  deletePipelineTrigger: undefined,
+  listPipelineTriggerDeliveries: undefined,
+  getPipelineTriggerDelivery: undefined,
+  getPipelineTriggerDeliveryRequest: undefined,
   listTeams: undefined,
   createTeam: () => ({ name: `Made ${crypto.randomBytes(3).toString('hex')}`, description: 'made', privacy: 'visible' }),
   getTeam: undefined,
@@ -876,6 +940,7 @@ const OWNER_COLUMNS: Record<string, string> = {
   access_token_id: 'access_tokens',
   job_id: 'jobs',
   cluster_id: 'clusters',
+  trigger_id: 'pipeline_triggers',
 };
 /** Tables whose rows belong to the organizations their `user_id` is a member of. */
 const OWNED_THROUGH_USER = ['access_tokens'];

@@ -6,7 +6,7 @@
  * default branch, the triggering build's message), the triggering build's creator and
  * `source: trigger_job`. An async trigger passes once the build exists; a synchronous one stays
  * running until that build ends (see `finishTrigger` in src/builds/progress/machine.ts). A
- * target that is missing or archived, a branch the target's branch filter excludes, or a build
+ * target that is missing or archived, one in another cluster that no rule allows (src/rules/policy.ts), a branch the target's branch filter excludes, or a build
  * already `MAX_TRIGGER_DEPTH` triggers deep fails the job, with the reason as its log.
  * Pure: no database.
  */
@@ -28,8 +28,14 @@ export interface TriggeringBuild {
   id: string;
   number: number;
   pipelineSlug: string;
+  pipelineId: string;
+  /** The cluster of the build's pipeline (null: none): a target in another needs a rule. */
+  clusterId: string | null;
   organizationId: string;
   message: string | null;
+  branch: string;
+  commit: string;
+  source: string;
   creatorId: string | null;
   triggerDepth: number;
 }

@@ -11,6 +11,7 @@ import type { JobLogRepository } from '../jobs/log-repository';
 import type { JobRepository } from '../jobs/repository';
 import type { PipelineRepository } from '../../pipelines/repository';
 import type { UserRepository } from '../../user/repository';
+import type { RuleRepository } from '../../rules/repository';
 import type { PlanContext } from '../jobs/plan';
 import type { BuildRepository } from '../repository';
 
@@ -25,6 +26,8 @@ export interface ProgressRepositories {
   users: UserRepository;
   /** Read only: the queues a new job of a cluster's pipeline may target. */
   clusters: ClusterRepository;
+  /** Read only: the rules that let a trigger step reach a pipeline of another cluster. */
+  rules: RuleRepository;
 }
 
 /** Each repository on `trx`. */
@@ -37,6 +40,7 @@ export function bind(r: ProgressRepositories, trx: Knex.Transaction): ProgressRe
     pipelines: r.pipelines.withTransaction(trx),
     users: r.users.withTransaction(trx),
     clusters: r.clusters.withTransaction(trx),
+    rules: r.rules.withTransaction(trx),
   };
 }
 

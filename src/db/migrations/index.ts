@@ -37,6 +37,8 @@ import * as teamSuiteRegistryFlags from './20261127051000_team_suite_registry_fl
 import * as stepUpdates from './20261127052000_step_updates';
 import * as stepUploads from './20261127091000_step_uploads';
 import * as testQuarantine from './20261127092000_test_quarantine';
+import * as rules from './20261127093000_rules';
+import * as pipelineTriggers from './20261127093010_pipeline_triggers';
 import * as organizationAdmin from './20261127094000_organization_admin';
 import * as pipelineSettings from './20261127094010_pipeline_settings';
 import * as githubWebhookProcessing from './20261127095000_github_webhook_processing';
@@ -75,6 +77,8 @@ const migrations: Record<string, Knex.Migration> = {
   '20261127052000_step_updates': stepUpdates,
   '20261127091000_step_uploads': stepUploads,
   '20261127092000_test_quarantine': testQuarantine,
+  '20261127093000_rules': rules,
+  '20261127093010_pipeline_triggers': pipelineTriggers,
   '20261127094000_organization_admin': organizationAdmin,
   '20261127094010_pipeline_settings': pipelineSettings,
   '20261127095000_github_webhook_processing': githubWebhookProcessing,

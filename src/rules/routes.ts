@@ -1,0 +1,33 @@
+/** Rules (REST): thin handlers for list, create, get and delete. */
+import { actorOf } from '../http/auth';
+import { operationRouter } from '../http/operation';
+import { pageRequest, setLinkHeader } from '../http/pagination';
+import { serializeRule } from './serialize';
+import type { RuleService } from './service';
+
+export function ruleRoutes(rules: RuleService, publicUrl: string) {
+  const api = operationRouter();
+
+  api.on('listRules', async (req, res) => {
+    const actor = actorOf(res);
+    const page = pageRequest(req);
+    // One more than a page tells whether a next page exists.
+    const items = await rules.list(actor, page.offset, page.perPage + 1);
+    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+    res.json(items.slice(0, page.perPage).map((r) => serializeRule(r, publicUrl, actor.organization.slug)));
+  });
+  api.on('createRule', async (req, res) => {
+    const actor = actorOf(res);
+    res.status(201).json(serializeRule(await rules.create(actor, req.body), publicUrl, actor.organization.slug));
+  });
+  api.on('getRule', async (req, res) => {
+    const actor = actorOf(res);
+    res.json(serializeRule(await rules.get(actor, req.params.rule_uuid), publicUrl, actor.organization.slug));
+  });
+  api.on('deleteRule', async (req, res) => {
+    await rules.delete(actorOf(res), req.params.rule_uuid);
+    res.status(204).end();
+  });
+
+  return api.router;
+}
