@@ -402,6 +402,10 @@ const EDITS_PIPELINE = [
   // The webhook secret is a credential, shown (even read) only to those who may edit the pipeline.
   'getPipelineWebhookSecret',
   'rotatePipelineWebhookSecret',
+  // GitHub webhook processing: the docs ask full access to the pipeline, to read it too.
+  'getGithubWebhookProcessing',
+  'enableGithubWebhookProcessing',
+  'disableGithubWebhookProcessing',
   'createPipelineSchedule',
   'updatePipelineSchedule',
   'patchPipelineSchedule',
