@@ -6209,8 +6209,12 @@ export interface components {
             script_eval_enabled?: boolean;
             /** @description Ping offers the agent no work: it was started to acquire one job (`--acquire-job`). */
             ignore_in_dispatches?: boolean;
-            /** @description The agent's priority; null or absent for none. */
-            priority?: components["schemas"]["AgentPriority"];
+            /**
+             * @description The agent's priority, a string of digits (`"5"`, `"-1"`) as the real agent sends it, from
+             *     -1000000 to 1000000; null or absent for none. The server also accepts the number as an
+             *     integer (`5`), as older clients send it; a generated client sends the string.
+             */
+            priority?: string | null;
             meta_data?: components["schemas"]["AgentTags"];
             /** @description Optional agent features (`--experiment` flags and the like); kept for the record. */
             features?: string[] | null;
@@ -6281,7 +6285,12 @@ export interface components {
          *     `signal`, `signal_reason` and `ignore_agent_in_dispatches`.
          */
         FinishJobRequest: {
-            exit_status: components["schemas"]["AgentExitStatus"];
+            /**
+             * @description The command's exit status as the real agent sends it, a string (`"0"`, `"-1"` when it was
+             *     stopped or could not run the command), from -1 to 255. The server also accepts it as an
+             *     integer (`0`), as other clients send it; a generated client sends the string.
+             */
+            exit_status: string;
             /** @description The signal that stopped the process (`SIGTERM`). */
             signal?: string | null;
             signal_reason?: string | null;
@@ -6296,18 +6305,6 @@ export interface components {
             /** @description When the agent started the job, by its clock; the job's `started_at` is the server's time. */
             started_at?: string;
         };
-        /**
-         * @description The agent's priority, a string of digits (`"5"`, `"-1"`) as the real agent sends it, from
-         *     -1000000 to 1000000. The server also accepts the number as an integer (`5`), as older clients
-         *     send it; a generated client sends the string.
-         */
-        AgentPriority: string | null;
-        /**
-         * @description The command's exit status as the real agent sends it, a string (`"0"`, `"-1"` when it was
-         *     stopped or could not run the command), from -1 to 255. The server also accepts it as an
-         *     integer (`0`), as other clients send it; a generated client sends the string.
-         */
-        AgentExitStatus: string;
         HeaderTimesRequest: {
             /** @description The time (RFC 3339) each section header line (`---`, `+++`, `~~~`) of the log was printed, keyed by the header's index in the log from 0. */
             header_times: {

@@ -3971,7 +3971,10 @@ type FindTestRequest struct {
 type FinishJobRequest struct {
 	// How many log chunks the agent gave up sending; kept on the job.
 	ChunksFailedCount *int64 `json:"chunks_failed_count,omitempty"`
-	ExitStatus        string `json:"exit_status"`
+	// The command's exit status as the real agent sends it, a string (`"0"`, `"-1"` when it was
+	// stopped or could not run the command), from -1 to 255. The server also accepts it as an
+	// integer (`0`), as other clients send it; a generated client sends the string.
+	ExitStatus string `json:"exit_status"`
 	// When the command ended, by the agent's clock (RFC 3339, nanoseconds allowed); the job's
 	// `finished_at` is the server's time of the request.
 	FinishedAt *string `json:"finished_at,omitempty"`
@@ -4879,7 +4882,9 @@ type RegisterAgentRequest struct {
 	OS *string `json:"os,omitempty"`
 	// The agent process's id.
 	PID *int64 `json:"pid,omitempty"`
-	// The agent's priority; null or absent for none.
+	// The agent's priority, a string of digits (`"5"`, `"-1"`) as the real agent sends it, from
+	// -1000000 to 1000000; null or absent for none. The server also accepts the number as an
+	// integer (`5`), as older clients send it; a generated client sends the string.
 	Priority *string `json:"priority,omitempty"`
 	// False when the agent refuses commands other than scripts in the repository
 	// (`--no-command-eval`).

@@ -62,7 +62,9 @@ function issueCode(issue: ValidatorIssue): string {
 /**
  * One entry per field: a oneOf (`pull_request_id`: a number or a string of digits) fails once
  * per branch, and the type mismatches of the branches not taken say less than the limit the
- * value broke in the branch it fits, so those are dropped when there is something better.
+ * value broke in the branch it fits, so those are dropped when there is something better. That
+ * holds across depths too: an object sent for a nullable object (`oneOf: [X, null]`) that lacks
+ * a field of X is reported at that field, not also as `must be null`.
  */
 function bestIssues(issues: ValidatorIssue[]): ValidatorIssue[] {
   const byField = new Map<string, ValidatorIssue[]>();
@@ -72,7 +74,8 @@ function bestIssues(issues: ValidatorIssue[]): ValidatorIssue[] {
   }
   const keyIssue = (i: ValidatorIssue) => /property name must be valid/.test(i.message ?? '');
   const vague = (i: ValidatorIssue) => /^must be [a-z,]+$/.test(i.message ?? '') || /^must match (exactly one|a) schema in (oneOf|anyOf)/.test(i.message ?? '');
-  return [...byField.values()].flatMap((list) => {
+  const deeper = (key: string) => [...byField.keys()].some((k) => k !== key && (k.startsWith(`${key}/`) || k.startsWith(`${key}.`)));
+  return [...byField.entries()].flatMap(([key, list]) => {
     // A key that breaks `propertyNames` comes as two issues: that one, and the rule it broke.
     if (list.some(keyIssue)) {
       const rule = list.find((i) => !keyIssue(i));
@@ -80,6 +83,8 @@ function bestIssues(issues: ValidatorIssue[]): ValidatorIssue[] {
     }
     const specific = list.filter((i) => !vague(i));
     if (specific.length) return specific;
+    // Only vague here, and something specific below it: the branch the value fits said more.
+    if (key && deeper(key)) return [];
     const types = list.flatMap((i) => /^must be ([a-z,]+)$/.exec(i.message ?? '')?.[1]?.split(',') ?? []);
     return types.length ? [{ ...list[0], message: `must be ${[...new Set(types)].join(',')}`, errorCode: 'type.openapi.validation' }] : [list[0]!];
   });

@@ -421,8 +421,8 @@ const EDITS_PIPELINE = [
   'getPipelineTriggerDeliveryRequest',
 ];
 
-/** Reads sent with POST (a lookup with a body): a team with read access may make them. */
-const READS_BY_POST = ['findTest'];
+/** Reads sent with POST (a lookup with a body) or PUT (the skipped list as the docs show it): a team with read access may make them. */
+const READS_BY_POST = ['findTest', 'listSkippedTestsByPut'];
 
 function levelNeeded(op: { operationId: string; method: string; pathParams: string[] }): string {
   const onPipeline = op.pathParams.includes('pipeline_slug');
