@@ -55,6 +55,7 @@ export const SCOPES = [
   'write_organization_invitations',
   'read_organization_settings',
   'write_organization_settings',
+  'read_organization_repository_connections',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 
