@@ -5166,14 +5166,15 @@ export interface components {
             login: string;
         };
         RepositoryConnectionHost: {
-            /**
-             * @description The provider.
-             * @enum {string}
-             */
-            type: "github" | "github_enterprise" | "gitlab" | "bitbucket";
+            type: components["schemas"]["RepositoryConnectionHostType"];
             /** @description The host's web address. */
             url: string;
         };
+        /**
+         * @description The provider.
+         * @enum {string}
+         */
+        RepositoryConnectionHostType: "github" | "github_enterprise" | "gitlab" | "bitbucket";
         RepositoryConnectionRateLimit: {
             limit: number;
             used: number;

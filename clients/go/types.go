@@ -1922,6 +1922,16 @@ func (r *RepositoryConnectionHost) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalRepositoryConnectionHostType(data []byte) (RepositoryConnectionHostType, error) {
+	var r RepositoryConnectionHostType
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RepositoryConnectionHostType) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalRepositoryConnectionRateLimit(data []byte) (RepositoryConnectionRateLimit, error) {
 	var r RepositoryConnectionRateLimit
 	err := json.Unmarshal(data, &r)
@@ -4564,7 +4574,6 @@ type RepositoryConnection struct {
 }
 
 type RepositoryConnectionHost struct {
-	// The provider.
 	Type RepositoryConnectionHostType `json:"type"`
 	// The host's web address.
 	URL string `json:"url"`
@@ -5606,24 +5615,24 @@ const (
 type RepositoryConnectionHostType string
 
 const (
-	TypeBitbucket        RepositoryConnectionHostType = "bitbucket"
-	TypeGithub           RepositoryConnectionHostType = "github"
-	TypeGithubEnterprise RepositoryConnectionHostType = "github_enterprise"
-	TypeGitlab           RepositoryConnectionHostType = "gitlab"
+	RepositoryConnectionHostTypeBitbucket        RepositoryConnectionHostType = "bitbucket"
+	RepositoryConnectionHostTypeGithub           RepositoryConnectionHostType = "github"
+	RepositoryConnectionHostTypeGithubEnterprise RepositoryConnectionHostType = "github_enterprise"
+	RepositoryConnectionHostTypeGitlab           RepositoryConnectionHostType = "gitlab"
 )
 
 // The kind of connection.
 type RepositoryConnectionType string
 
 const (
-	CursorOriginApp                          RepositoryConnectionType = "cursor_origin_app"
-	GithubApp                                RepositoryConnectionType = "github_app"
-	GithubCodeAccessApp                      RepositoryConnectionType = "github_code_access_app"
-	GithubEnterpriseApp                      RepositoryConnectionType = "github_enterprise_app"
-	GithubRestrictedApp                      RepositoryConnectionType = "github_restricted_app"
-	GitlabSelfManaged                        RepositoryConnectionType = "gitlab_self_managed"
-	RepositoryConnectionTypeBitbucketServer  RepositoryConnectionType = "bitbucket_server"
-	RepositoryConnectionTypeGithubEnterprise RepositoryConnectionType = "github_enterprise"
+	RepositoryConnectionTypeCursorOriginApp     RepositoryConnectionType = "cursor_origin_app"
+	RepositoryConnectionTypeGithubApp           RepositoryConnectionType = "github_app"
+	RepositoryConnectionTypeGithubCodeAccessApp RepositoryConnectionType = "github_code_access_app"
+	RepositoryConnectionTypeGithubEnterpriseApp RepositoryConnectionType = "github_enterprise_app"
+	RepositoryConnectionTypeGithubRestrictedApp RepositoryConnectionType = "github_restricted_app"
+	RepositoryConnectionTypeGitlabSelfManaged   RepositoryConnectionType = "gitlab_self_managed"
+	RepositoryConnectionTypeBitbucketServer     RepositoryConnectionType = "bitbucket_server"
+	RepositoryConnectionTypeGithubEnterprise    RepositoryConnectionType = "github_enterprise"
 )
 
 // `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the

@@ -129,6 +129,7 @@ export const PARAM_KINDS = [
   'step_upload_id',
   'event_uuid',
   'invitation_id',
+  'connection_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -163,6 +164,7 @@ export function missingParam(kind: ParamKind): string {
     case 'step_upload_id':
     case 'event_uuid':
     case 'invitation_id':
+    case 'connection_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -476,6 +478,10 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   const audit = await ctx.http().get(`${base}/audit_events`).set(auth(token));
   check(audit, 200, 'list audit events');
   const auditEventId = audit.body[0].uuid as string;
+  // The GitHub connection every organization has (its repositories: the tenant's pipeline's).
+  const connections = await ctx.http().get(`${base}/repository_connections`).set(auth(token));
+  check(connections, 200, 'list repository connections');
+  const connectionId = connections.body[0].id as string;
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -508,6 +514,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     step_upload_id: lastBuild ? await stepUploadOf(ctx, base, p.body.slug as string, lastBuild.number, token) : crypto.randomUUID(),
     event_uuid: auditEventId,
     invitation_id: invitationId,
+    connection_id: connectionId,
   };
   return {
     label,
@@ -557,6 +564,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       schedule.body.id as string,
       invitationId,
       auditEventId,
+      connectionId,
       tag,
     ],
   };
@@ -809,6 +817,9 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   }),
   getInvitation: undefined,
   revokeInvitation: undefined,
+  listRepositoryConnections: undefined,
+  getRepositoryConnection: undefined,
+  listRepositoryConnectionRepositories: undefined,
   getPipelineSettings: undefined,
   updatePipelineSettings: (t) => ({
     default_branch: 'trunk',
