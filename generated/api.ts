@@ -528,6 +528,96 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/organizations/{org_slug}/repository_connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List repository connections
+         * @description The organization's source-control connections, unpaginated: one per provider the server knows
+         *     from its configuration. GitHub (`github_app`, github.com) is always there: deliveries from it
+         *     need no settings; GitHub Enterprise (`github_enterprise_app`) when `GITHUB_ENTERPRISE_API_URL`
+         *     is set; GitLab (`gitlab_self_managed`) when `GITLAB_TOKEN` is set; Bitbucket
+         *     (`bitbucket_server`) when its credentials are set. Each id is a UUID derived from the
+         *     organization, the provider and its host, so it never changes while they do not. No credential
+         *     is ever shown. Administrators only (403 for other members).
+         */
+        get: operations["listRepositoryConnections"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/repository_connections/{connection_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The repository connection's id, a UUID (400 for anything else, as the real API answers). */
+                connection_id: components["parameters"]["RepositoryConnectionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a repository connection
+         * @description One repository connection by its id (400 when the id is not a UUID, 404 when no connection of
+         *     the organization has it), with its host, its service account (null: Windsock's connections
+         *     are host-only) and the provider's rate limit as last seen on a repositories listing (null
+         *     before one, and for providers whose API Windsock does not read). Administrators only.
+         */
+        get: operations["getRepositoryConnection"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/repository_connections/{connection_id}/repositories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The repository connection's id, a UUID (400 for anything else, as the real API answers). */
+                connection_id: components["parameters"]["RepositoryConnectionId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a repository connection's repositories
+         * @description The repositories available to a GitHub or GitHub Enterprise connection, in provider order,
+         *     unpaginated. With a token configured (`GITHUB_TOKEN`, `GITHUB_ENTERPRISE_TOKEN`) they come
+         *     from the provider's API through the server's outbound transport, every page of it:
+         *     `GET /installation/repositories` for a GitHub App installation token (`ghs_...`),
+         *     `GET /user/repos` for any other token. Without a token, they are the repositories of the
+         *     organization's pipelines on that host, by name. `repository` keeps only the one whose
+         *     `full_name` matches (case-insensitive exact match; an empty list when none does). GitLab and
+         *     Bitbucket connections cannot list repositories (422). A provider that cannot be reached, or
+         *     refuses the configured token, gives 503. Administrators only.
+         */
+        get: operations["listRepositoryConnectionRepositories"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/pipelines": {
         parameters: {
             query?: never;
@@ -5098,7 +5188,7 @@ export interface components {
             advance_seconds?: number;
         };
         /** @enum {string} */
-        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations" | "read_clusters" | "write_clusters" | "read_secret_details" | "write_secrets" | "read_notification_services" | "write_notification_services" | "read_audit_events" | "read_organization_invitations" | "write_organization_invitations" | "read_organization_settings" | "write_organization_settings" | "read_rules" | "write_rules";
+        Scope: "read_user" | "read_organizations" | "read_pipelines" | "write_pipelines" | "read_builds" | "write_builds" | "read_suites" | "write_suites" | "read_agents" | "write_agents" | "read_build_logs" | "write_build_logs" | "read_job_env" | "read_artifacts" | "write_artifacts" | "read_pipeline_templates" | "write_pipeline_templates" | "read_accounts" | "read_teams" | "write_teams" | "write_organizations" | "read_clusters" | "write_clusters" | "read_secret_details" | "write_secrets" | "read_notification_services" | "write_notification_services" | "read_audit_events" | "read_organization_invitations" | "write_organization_invitations" | "read_organization_settings" | "write_organization_settings" | "read_rules" | "write_rules" | "read_organization_repository_connections";
         AccessToken: {
             /** Format: uuid */
             readonly uuid: string;
@@ -5286,6 +5376,61 @@ export interface components {
             role?: components["schemas"]["InvitationRole"];
             sso_mode?: components["schemas"]["InvitationSsoMode"];
             teams?: components["schemas"]["InvitationTeam"][];
+        };
+        /**
+         * @description The kind of connection.
+         * @enum {string}
+         */
+        RepositoryConnectionType: "github_app" | "github_code_access_app" | "github_enterprise_app" | "github_restricted_app" | "github_enterprise" | "bitbucket_server" | "gitlab_self_managed" | "cursor_origin_app";
+        RepositoryConnectionSummary: {
+            /** Format: uuid */
+            id: string;
+            type: components["schemas"]["RepositoryConnectionType"];
+            display_name: string;
+            /** @description The connection's API URL. */
+            url: string;
+        };
+        RepositoryConnection: {
+            /** Format: uuid */
+            id: string;
+            type: components["schemas"]["RepositoryConnectionType"];
+            display_name: string;
+            /** @description The connection's API URL. */
+            url: string;
+            /** @description The connected account; null for host-only connections (all of Windsock's). */
+            service_account: components["schemas"]["RepositoryConnectionServiceAccount"] | null;
+            /** @description The source-control host. */
+            host: components["schemas"]["RepositoryConnectionHost"] | null;
+            /** @description The provider's rate limit as last seen, or null. */
+            rate_limit: components["schemas"]["RepositoryConnectionRateLimit"] | null;
+        };
+        RepositoryConnectionServiceAccount: {
+            login: string;
+        };
+        RepositoryConnectionHost: {
+            type: components["schemas"]["RepositoryConnectionHostType"];
+            /** @description The host's web address. */
+            url: string;
+        };
+        /**
+         * @description The provider.
+         * @enum {string}
+         */
+        RepositoryConnectionHostType: "github" | "github_enterprise" | "gitlab" | "bitbucket";
+        RepositoryConnectionRateLimit: {
+            limit: number;
+            used: number;
+            remaining: number;
+            /** Format: date-time */
+            reset_at: string;
+        };
+        ConnectionRepository: {
+            /** @description `owner/repo`. */
+            full_name: string;
+            html_url: string;
+            /** @description The HTTPS clone URL. */
+            clone_url: string;
+            default_branch: string;
         };
         PipelineTemplate: {
             /** Format: uuid */
@@ -8005,6 +8150,8 @@ export interface components {
         InvitationCursorAfter: string;
         /** @description Return the invitations before this cursor. Not with `after`. */
         InvitationCursorBefore: string;
+        /** @description The repository connection's id, a UUID (400 for anything else, as the real API answers). */
+        RepositoryConnectionId: string;
         /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
         IncludeTestEngine: boolean;
         /**
@@ -8897,6 +9044,100 @@ export interface operations {
                 };
                 content?: never;
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRepositoryConnections: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The organization's repository connections. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RepositoryConnectionSummary"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getRepositoryConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The repository connection's id, a UUID (400 for anything else, as the real API answers). */
+                connection_id: components["parameters"]["RepositoryConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The repository connection. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RepositoryConnection"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listRepositoryConnectionRepositories: {
+        parameters: {
+            query?: {
+                /** @description Only the repository whose `full_name` (`owner/repo`) is this, case-insensitively. */
+                repository?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                /** @description The repository connection's id, a UUID (400 for anything else, as the real API answers). */
+                connection_id: components["parameters"]["RepositoryConnectionId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The connection's repositories. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConnectionRepository"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];

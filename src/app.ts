@@ -41,6 +41,7 @@ import { badgeRoutes } from './badges/routes';
 import { organizationRoutes } from './organizations/routes';
 import { auditRoutes } from './audit/routes';
 import { invitationRoutes } from './invitations/routes';
+import { repositoryConnectionRoutes } from './repository-connections/routes';
 import { userRoutes } from './user/routes';
 import { pipelineRoutes } from './pipelines/routes';
 import { pipelineTemplateRoutes } from './pipeline-templates/routes';
@@ -68,6 +69,7 @@ export interface AppDeps extends Pick<
   | 'organizations'
   | 'audit'
   | 'invitations'
+  | 'repositoryConnections'
   | 'pipelines'
   | 'badges'
   | 'builds'
@@ -257,6 +259,7 @@ export function createApp(deps: AppDeps): express.Express {
   app.use(organizationRoutes(deps.organizations, deps.publicUrl, deps.rateLimiter.settings.perOrganization));
   app.use(auditRoutes(deps.audit, deps.publicUrl));
   app.use(invitationRoutes(deps.invitations, deps.publicUrl));
+  app.use(repositoryConnectionRoutes(deps.repositoryConnections, deps.publicUrl));
   app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
   // A build's test_engine: its Test Engine runs, from the suites above builds.
   const testEngineRuns: TestEngineRuns = async (actor, ids) =>

@@ -58,6 +58,7 @@ import { RuleRepository } from './rules/repository';
 import { PipelineTriggerRepository } from './pipeline-triggers/repository';
 import { PipelineTriggerService } from './pipeline-triggers/service';
 import { RuleService } from './rules/service';
+import { RepositoryConnectionService } from './repository-connections/service';
 import { SuiteRepository } from './suites/repository';
 import { SuiteResultsRepository } from './suites/results-repository';
 import { SuiteService } from './suites/service';
@@ -132,6 +133,8 @@ export interface Services {
   pipelineTriggers: PipelineTriggerService;
   /** Creates the builds of due pipeline schedules; started by the server process only. */
   scheduler: Scheduler;
+  /** An organization's repository connections (the configured source-control providers) and their repositories. */
+  repositoryConnections: RepositoryConnectionService;
   /** Teams, their members and grants, and the organizations' members (REST and `windsock team`). */
   teams: TeamService;
   /** The one client for requests Windsock sends out (webhooks, Slack, OTLP, commit statuses): SSRF-safe. */
@@ -235,13 +238,14 @@ export function createServices(o: ServiceOptions): Services {
     // A lease outlives the request it covers: a delivery is never attempted twice at once.
     leaseMs: outboundSettings.timeoutMs + 5_000,
   };
-  const statusConfig = commitStatusConfig({
+  const providerSettings: CommitStatusSettings = {
     github: o.github,
     githubEnterprise: o.githubEnterprise,
     gitlab: { apiUrl: 'https://gitlab.com/api/v4', token: undefined },
     bitbucket: { apiUrl: 'https://api.bitbucket.org/2.0', token: undefined, username: undefined, appPassword: undefined },
     ...o.commitStatuses,
-  });
+  };
+  const statusConfig = commitStatusConfig(providerSettings);
   const notifications: NotificationService = new NotificationService(
     db,
     new OutboxRepository(db),
@@ -270,6 +274,10 @@ export function createServices(o: ServiceOptions): Services {
     o.clock,
   );
   const pipelineTriggers = new PipelineTriggerService(new PipelineTriggerRepository(db), pipelines, builds, organizations, keys, o.clock);
+  // A repositories listing reads whole pages of a provider's API (100 repositories are far more than
+  // a webhook's answer): the same guarded transport, allowed a larger answer.
+  const providerApi = new Outbound({ ...outboundSettings, maxResponseBytes: Math.max(outboundSettings.maxResponseBytes, 16 * 1024 * 1024) });
+  const repositoryConnections = new RepositoryConnectionService(providerSettings, pipelines, outboundSender(providerApi), o.clock);
   const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock);
   return {
     db,
@@ -315,6 +323,7 @@ export function createServices(o: ServiceOptions): Services {
     rules,
     pipelineTriggers,
     scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.clock, o.logger),
+    repositoryConnections,
     teams,
     notificationServices,
     outbound,

@@ -612,6 +612,16 @@ func (r *ConfigureBuildExportRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalConnectionRepository(data []byte) (ConnectionRepository, error) {
+	var r ConnectionRepository
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ConnectionRepository) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalCreateAgentTokenRequest(data []byte) (CreateAgentTokenRequest, error) {
 	var r CreateAgentTokenRequest
 	err := json.Unmarshal(data, &r)
@@ -2103,6 +2113,76 @@ func UnmarshalRegisterAgentRequest(data []byte) (RegisterAgentRequest, error) {
 }
 
 func (r *RegisterAgentRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRepositoryConnection(data []byte) (RepositoryConnection, error) {
+	var r RepositoryConnection
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RepositoryConnection) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRepositoryConnectionHost(data []byte) (RepositoryConnectionHost, error) {
+	var r RepositoryConnectionHost
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RepositoryConnectionHost) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRepositoryConnectionHostType(data []byte) (RepositoryConnectionHostType, error) {
+	var r RepositoryConnectionHostType
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RepositoryConnectionHostType) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRepositoryConnectionRateLimit(data []byte) (RepositoryConnectionRateLimit, error) {
+	var r RepositoryConnectionRateLimit
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RepositoryConnectionRateLimit) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRepositoryConnectionServiceAccount(data []byte) (RepositoryConnectionServiceAccount, error) {
+	var r RepositoryConnectionServiceAccount
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RepositoryConnectionServiceAccount) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRepositoryConnectionSummary(data []byte) (RepositoryConnectionSummary, error) {
+	var r RepositoryConnectionSummary
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RepositoryConnectionSummary) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalRepositoryConnectionType(data []byte) (RepositoryConnectionType, error) {
+	var r RepositoryConnectionType
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RepositoryConnectionType) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -3688,6 +3768,15 @@ type ConfigureBuildExportRequest struct {
 	StrategyID string `json:"strategy_id"`
 }
 
+type ConnectionRepository struct {
+	// The HTTPS clone URL.
+	CloneURL      string `json:"clone_url"`
+	DefaultBranch string `json:"default_branch"`
+	// `owner/repo`.
+	FullName string `json:"full_name"`
+	HTMLURL  string `json:"html_url"`
+}
+
 type CreateAgentTokenRequest struct {
 	// What the token is for.
 	Description string `json:"description"`
@@ -4892,6 +4981,45 @@ type RegisterAgentRequest struct {
 	Version           *string `json:"version,omitempty"`
 }
 
+type RepositoryConnection struct {
+	DisplayName string `json:"display_name"`
+	// The source-control host.
+	Host *RepositoryConnectionHost `json:"host"`
+	ID   string                    `json:"id"`
+	// The provider's rate limit as last seen, or null.
+	RateLimit *RepositoryConnectionRateLimit `json:"rate_limit"`
+	// The connected account; null for host-only connections (all of Windsock's).
+	ServiceAccount *RepositoryConnectionServiceAccount `json:"service_account"`
+	Type           RepositoryConnectionType            `json:"type"`
+	// The connection's API URL.
+	URL string `json:"url"`
+}
+
+type RepositoryConnectionHost struct {
+	Type RepositoryConnectionHostType `json:"type"`
+	// The host's web address.
+	URL string `json:"url"`
+}
+
+type RepositoryConnectionRateLimit struct {
+	Limit     int64     `json:"limit"`
+	Remaining int64     `json:"remaining"`
+	ResetAt   time.Time `json:"reset_at"`
+	Used      int64     `json:"used"`
+}
+
+type RepositoryConnectionServiceAccount struct {
+	Login string `json:"login"`
+}
+
+type RepositoryConnectionSummary struct {
+	DisplayName string                   `json:"display_name"`
+	ID          string                   `json:"id"`
+	Type        RepositoryConnectionType `json:"type"`
+	// The connection's API URL.
+	URL string `json:"url"`
+}
+
 type ReprioritizeJobRequest struct {
 	// Higher runs first; 0 is the default.
 	Priority int64 `json:"priority"`
@@ -5532,40 +5660,41 @@ type WebhookSettings struct {
 type Scope string
 
 const (
-	ScopeReadAccounts                 Scope = "read_accounts"
-	ScopeReadAgents                   Scope = "read_agents"
-	ScopeReadArtifacts                Scope = "read_artifacts"
-	ScopeReadAuditEvents              Scope = "read_audit_events"
-	ScopeReadBuildLogs                Scope = "read_build_logs"
-	ScopeReadBuilds                   Scope = "read_builds"
-	ScopeReadClusters                 Scope = "read_clusters"
-	ScopeReadJobEnv                   Scope = "read_job_env"
-	ScopeReadNotificationServices     Scope = "read_notification_services"
-	ScopeReadOrganizationInvitations  Scope = "read_organization_invitations"
-	ScopeReadOrganizationSettings     Scope = "read_organization_settings"
-	ScopeReadOrganizations            Scope = "read_organizations"
-	ScopeReadPipelineTemplates        Scope = "read_pipeline_templates"
-	ScopeReadPipelines                Scope = "read_pipelines"
-	ScopeReadRules                    Scope = "read_rules"
-	ScopeReadSecretDetails            Scope = "read_secret_details"
-	ScopeReadSuites                   Scope = "read_suites"
-	ScopeReadTeams                    Scope = "read_teams"
-	ScopeReadUser                     Scope = "read_user"
-	ScopeWriteAgents                  Scope = "write_agents"
-	ScopeWriteArtifacts               Scope = "write_artifacts"
-	ScopeWriteBuildLogs               Scope = "write_build_logs"
-	ScopeWriteBuilds                  Scope = "write_builds"
-	ScopeWriteClusters                Scope = "write_clusters"
-	ScopeWriteNotificationServices    Scope = "write_notification_services"
-	ScopeWriteOrganizationInvitations Scope = "write_organization_invitations"
-	ScopeWriteOrganizationSettings    Scope = "write_organization_settings"
-	ScopeWriteOrganizations           Scope = "write_organizations"
-	ScopeWritePipelineTemplates       Scope = "write_pipeline_templates"
-	ScopeWritePipelines               Scope = "write_pipelines"
-	ScopeWriteRules                   Scope = "write_rules"
-	ScopeWriteSecrets                 Scope = "write_secrets"
-	ScopeWriteSuites                  Scope = "write_suites"
-	ScopeWriteTeams                   Scope = "write_teams"
+	ScopeReadAccounts                          Scope = "read_accounts"
+	ScopeReadAgents                            Scope = "read_agents"
+	ScopeReadArtifacts                         Scope = "read_artifacts"
+	ScopeReadAuditEvents                       Scope = "read_audit_events"
+	ScopeReadBuildLogs                         Scope = "read_build_logs"
+	ScopeReadBuilds                            Scope = "read_builds"
+	ScopeReadClusters                          Scope = "read_clusters"
+	ScopeReadJobEnv                            Scope = "read_job_env"
+	ScopeReadNotificationServices              Scope = "read_notification_services"
+	ScopeReadOrganizationInvitations           Scope = "read_organization_invitations"
+	ScopeReadOrganizationRepositoryConnections Scope = "read_organization_repository_connections"
+	ScopeReadOrganizationSettings              Scope = "read_organization_settings"
+	ScopeReadOrganizations                     Scope = "read_organizations"
+	ScopeReadPipelineTemplates                 Scope = "read_pipeline_templates"
+	ScopeReadPipelines                         Scope = "read_pipelines"
+	ScopeReadRules                             Scope = "read_rules"
+	ScopeReadSecretDetails                     Scope = "read_secret_details"
+	ScopeReadSuites                            Scope = "read_suites"
+	ScopeReadTeams                             Scope = "read_teams"
+	ScopeReadUser                              Scope = "read_user"
+	ScopeWriteAgents                           Scope = "write_agents"
+	ScopeWriteArtifacts                        Scope = "write_artifacts"
+	ScopeWriteBuildLogs                        Scope = "write_build_logs"
+	ScopeWriteBuilds                           Scope = "write_builds"
+	ScopeWriteClusters                         Scope = "write_clusters"
+	ScopeWriteNotificationServices             Scope = "write_notification_services"
+	ScopeWriteOrganizationInvitations          Scope = "write_organization_invitations"
+	ScopeWriteOrganizationSettings             Scope = "write_organization_settings"
+	ScopeWriteOrganizations                    Scope = "write_organizations"
+	ScopeWritePipelineTemplates                Scope = "write_pipeline_templates"
+	ScopeWritePipelines                        Scope = "write_pipelines"
+	ScopeWriteRules                            Scope = "write_rules"
+	ScopeWriteSecrets                          Scope = "write_secrets"
+	ScopeWriteSuites                           Scope = "write_suites"
+	ScopeWriteTeams                            Scope = "write_teams"
 )
 
 type AnnotationScope string
@@ -5958,13 +6087,13 @@ const (
 type ProviderID string
 
 const (
+	ProviderIdGit              ProviderID = "git"
+	ProviderIdGitlabEe         ProviderID = "gitlab_ee"
 	ProviderIdBitbucket        ProviderID = "bitbucket"
 	ProviderIdBitbucketServer  ProviderID = "bitbucket_server"
-	ProviderIdGit              ProviderID = "git"
+	ProviderIdGithub           ProviderID = "github"
 	ProviderIdGithubEnterprise ProviderID = "github_enterprise"
 	ProviderIdGitlab           ProviderID = "gitlab"
-	ProviderIdGitlabEe         ProviderID = "gitlab_ee"
-	ProviderIdGithub           ProviderID = "github"
 )
 
 type PipelineVisibility string
@@ -5980,6 +6109,30 @@ const (
 	PipelineTriggerDeliveryStatusBuildCreated PipelineTriggerDeliveryStatus = "build_created"
 	PipelineTriggerDeliveryStatusFailed       PipelineTriggerDeliveryStatus = "failed"
 	PipelineTriggerDeliveryStatusNotRun       PipelineTriggerDeliveryStatus = "not_run"
+)
+
+// The provider.
+type RepositoryConnectionHostType string
+
+const (
+	RepositoryConnectionHostTypeBitbucket        RepositoryConnectionHostType = "bitbucket"
+	RepositoryConnectionHostTypeGithub           RepositoryConnectionHostType = "github"
+	RepositoryConnectionHostTypeGithubEnterprise RepositoryConnectionHostType = "github_enterprise"
+	RepositoryConnectionHostTypeGitlab           RepositoryConnectionHostType = "gitlab"
+)
+
+// The kind of connection.
+type RepositoryConnectionType string
+
+const (
+	RepositoryConnectionTypeCursorOriginApp     RepositoryConnectionType = "cursor_origin_app"
+	RepositoryConnectionTypeGithubApp           RepositoryConnectionType = "github_app"
+	RepositoryConnectionTypeGithubCodeAccessApp RepositoryConnectionType = "github_code_access_app"
+	RepositoryConnectionTypeGithubEnterpriseApp RepositoryConnectionType = "github_enterprise_app"
+	RepositoryConnectionTypeGithubRestrictedApp RepositoryConnectionType = "github_restricted_app"
+	RepositoryConnectionTypeGitlabSelfManaged   RepositoryConnectionType = "gitlab_self_managed"
+	RepositoryConnectionTypeBitbucketServer     RepositoryConnectionType = "bitbucket_server"
+	RepositoryConnectionTypeGithubEnterprise    RepositoryConnectionType = "github_enterprise"
 )
 
 // `fixtures`: the state WINDSOCK_FIXTURES loaded (with the admin token); `bootstrap`: the

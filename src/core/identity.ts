@@ -57,6 +57,7 @@ export const SCOPES = [
   'write_organization_settings',
   'read_rules',
   'write_rules',
+  'read_organization_repository_connections',
 ] as const;
 export type Scope = (typeof SCOPES)[number];
 

@@ -121,6 +121,11 @@ function listed(hosts: unknown, host: string): boolean {
   return hosts.some((h) => typeof h === 'string' && h.trim().toLowerCase().replace(/:\d+$/, '') === host);
 }
 
+/** The lower-case host of a repository URL, or null for local paths and anything unparseable. */
+export function repositoryHost(repository: string): string | null {
+  return parseRemote(repository)?.host ?? null;
+}
+
 /**
  * `owner/name` of a repository URL (`group/sub/name` on GitLab, `PROJ/repo` on Bitbucket Server),
  * or null when the URL names no such path (local paths, a bare host, a single path segment).

@@ -187,6 +187,8 @@ describeEachDatabase('tenant isolation', (ctx) => {
     getOrganizationRateLimitStatus: "as getOrganizationRateLimit (the same answer at the docs' spelling)",
     getPipelineWebhookSecret:
       "a secret only; test/pipelines/webhook-secret shows it is the pipeline's own, and B's webhook secret test below that B's does not sign A's deliveries",
+    listRepositoryConnectionRepositories:
+      "repositories only (names and URLs on the provider); test/repository-connections shows they are the organization's own pipelines', never another's",
   };
 
   it.each(reads.map((op) => [op.operationId, op] as const))("%s with A's token on A's objects never names B's", async (_id, op) => {

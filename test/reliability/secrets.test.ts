@@ -42,6 +42,18 @@ beforeAll(async () => {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
+      // A repository connection's repositories (GET /user/repos with the token): one page.
+      if (req.method === 'GET' && req.url?.startsWith('/user/repos')) {
+        res
+          .writeHead(200, {
+            'content-type': 'application/json',
+            'x-ratelimit-limit': '5000',
+            'x-ratelimit-remaining': '4999',
+            'x-ratelimit-reset': '1795000000',
+          })
+          .end('[{"full_name":"acme/app","html_url":"https://github.com/acme/app","clone_url":"https://github.com/acme/app.git","default_branch":"main"}]');
+        return;
+      }
       const hook = JSON.parse(body).config;
       // Like GitHub: a second hook for the same URL is a 422, which Windsock logs as a warning.
       const exists = hooks.some((h) => h.url === hook.url);

@@ -132,6 +132,7 @@ export const PARAM_KINDS = [
   'rule_uuid',
   'trigger_id',
   'trigger_delivery_id',
+  'connection_id',
 ] as const;
 export type ParamKind = (typeof PARAM_KINDS)[number];
 export type Params = Record<ParamKind, string>;
@@ -169,6 +170,7 @@ export function missingParam(kind: ParamKind): string {
     case 'rule_uuid':
     case 'trigger_id':
     case 'trigger_delivery_id':
+    case 'connection_id':
       return crypto.randomUUID();
     case 'token':
       return crypto.randomBytes(32).toString('base64url');
@@ -512,6 +514,10 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   const audit = await ctx.http().get(`${base}/audit_events`).set(auth(token));
   check(audit, 200, 'list audit events');
   const auditEventId = audit.body[0].uuid as string;
+  // The GitHub connection every organization has (its repositories: the tenant's pipeline's).
+  const connections = await ctx.http().get(`${base}/repository_connections`).set(auth(token));
+  check(connections, 200, 'list repository connections');
+  const connectionId = connections.body[0].id as string;
   const params: Params = {
     org_slug: org.slug,
     pipeline_slug: p.body.slug,
@@ -547,6 +553,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     rule_uuid: rule.body.uuid as string,
     trigger_id: trigger.body.id as string,
     trigger_delivery_id: triggerDelivery.body.id as string,
+    connection_id: connectionId,
   };
   return {
     label,
@@ -600,6 +607,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       schedule.body.id as string,
       invitationId,
       auditEventId,
+      connectionId,
       tag,
     ],
   };
@@ -877,6 +885,9 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   }),
   getInvitation: undefined,
   revokeInvitation: undefined,
+  listRepositoryConnections: undefined,
+  getRepositoryConnection: undefined,
+  listRepositoryConnectionRepositories: undefined,
   getPipelineSettings: undefined,
   updatePipelineSettings: (t) => ({
     default_branch: 'trunk',

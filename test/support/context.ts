@@ -51,6 +51,7 @@ export interface TestContext {
 
 export interface ContextOptions {
   github?: { apiUrl?: string; token?: string };
+  githubEnterprise?: { apiUrl?: string; token?: string };
   /** SQLite: a file instead of :memory: (so two contexts can share it). */
   sqliteFile?: string;
   /** Postgres: use that context's schema instead of a new one. */
@@ -113,7 +114,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     secret: 'test-secret-test-secret-test-secret-0123456789',
     publicUrl: opts.publicUrl ?? PUBLIC_URL,
     github: { apiUrl: opts.github?.apiUrl, token: opts.github?.token },
-    githubEnterprise: { apiUrl: undefined, token: undefined },
+    githubEnterprise: { apiUrl: opts.githubEnterprise?.apiUrl, token: opts.githubEnterprise?.token },
     logger,
     rateLimits: opts.rateLimits ?? { perOrganization: 1_000_000_000, failedAuthPerAddress: 1_000_000_000 },
     now: opts.now,

@@ -1,0 +1,28 @@
+/** Repository connections and their repositories -> the contract's JSON. */
+import type { components } from '../../generated/api';
+import type { RepositoryConnection } from './connections';
+import type { ProviderRateLimit, ProviderRepository } from './github';
+
+const url = (c: RepositoryConnection, orgSlug: string, publicUrl: string) => `${publicUrl}/v2/organizations/${orgSlug}/repository_connections/${c.id}`;
+
+export function serializeConnectionSummary(c: RepositoryConnection, orgSlug: string, publicUrl: string): components['schemas']['RepositoryConnectionSummary'] {
+  return { id: c.id, type: c.type, display_name: c.displayName, url: url(c, orgSlug, publicUrl) };
+}
+
+export function serializeConnection(
+  c: RepositoryConnection,
+  rateLimit: ProviderRateLimit | null,
+  orgSlug: string,
+  publicUrl: string,
+): components['schemas']['RepositoryConnection'] {
+  return {
+    ...serializeConnectionSummary(c, orgSlug, publicUrl),
+    service_account: null,
+    host: { type: c.provider, url: c.hostUrl },
+    rate_limit: rateLimit && { limit: rateLimit.limit, used: rateLimit.used, remaining: rateLimit.remaining, reset_at: rateLimit.resetAt.toISOString() },
+  };
+}
+
+export function serializeConnectionRepository(r: ProviderRepository): components['schemas']['ConnectionRepository'] {
+  return { full_name: r.fullName, html_url: r.htmlUrl, clone_url: r.cloneUrl, default_branch: r.defaultBranch };
+}
