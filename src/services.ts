@@ -177,7 +177,7 @@ export function createServices(o: ServiceOptions): Services {
   const organizations = new OrganizationService(orgs, audit);
   const invitations = new InvitationService(db, new InvitationRepository(db), organizations, audit);
   const clusterRepository = new ClusterRepository(db);
-  const clusters = new ClusterService(clusterRepository, o.clock, keys);
+  const clusters = new ClusterService(clusterRepository, o.clock, keys, audit);
   const pipelineRepository = new PipelineRepository(db);
   // Every outgoing request of the server goes through this one transport (src/security/outbound.ts).
   const outboundSettings = o.outbound ?? DEFAULT_OUTBOUND_SETTINGS;
