@@ -189,6 +189,7 @@ export function createServices(o: ServiceOptions): Services {
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger, outboundSender(outbound)),
     templates: pipelineTemplates,
     clusters,
+    audit,
   });
   const suites = new SuiteRepository(db);
   const sign = signer(stepSigningKey(keys));
