@@ -183,7 +183,7 @@ export function createServices(o: ServiceOptions): Services {
   const outboundSettings = o.outbound ?? DEFAULT_OUTBOUND_SETTINGS;
   const outbound = new Outbound(outboundSettings);
   // Below pipelines: the pipelines' YAML parser is handed in, and pipelines ask it which templates may be assigned.
-  const pipelineTemplates = new PipelineTemplateService(new PipelineTemplateRepository(db), parseConfiguration, o.clock);
+  const pipelineTemplates = new PipelineTemplateService(new PipelineTemplateRepository(db), parseConfiguration, o.clock, audit);
   const pipelines = new PipelineService(pipelineRepository, organizations, keys, {
     publicUrl: o.publicUrl,
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger, outboundSender(outbound)),
@@ -260,7 +260,7 @@ export function createServices(o: ServiceOptions): Services {
     notificationSettings,
     o.clock,
   );
-  const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock);
+  const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock, audit);
   return {
     db,
     onTransaction: (trx) => createServices({ ...o, knex: trx }),

@@ -56,14 +56,19 @@ export function redact(value: unknown): unknown {
  * `after` (the API's names, those given) whose value differs from `before`'s. Secret fields are
  * dropped by `redact` when recorded, like any other data.
  */
-export function changes(before: Record<string, unknown>, after: Record<string, unknown>): Record<string, { before: unknown; after: unknown }> {
-  const out: Record<string, { before: unknown; after: unknown }> = {};
+export function changes(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+  /** Fields recorded only as `{ changed: true }`: large (a configuration) or holding values that may be secret (an env). */
+  opaque: readonly string[] = [],
+): Record<string, { before: unknown; after: unknown } | { changed: true }> {
+  const out: Record<string, { before: unknown; after: unknown } | { changed: true }> = {};
   const plain = (v: unknown) => (v instanceof Date ? v.toISOString() : (v ?? null));
   for (const [k, v] of Object.entries(after)) {
     if (v === undefined) continue;
     const was = plain(before[k]);
     const now = plain(v);
-    if (JSON.stringify(was) !== JSON.stringify(now)) out[k] = { before: was, after: now };
+    if (JSON.stringify(was) !== JSON.stringify(now)) out[k] = opaque.includes(k) ? { changed: true } : { before: was, after: now };
   }
   return out;
 }

@@ -35,6 +35,10 @@ const pipeline = async (env: Env) =>
     slug: string;
   };
 
+const template = async (env: Env) => (await env.send('post', '/pipeline-templates', 201, { name: `Template ${suffix()}`, configuration: YAML })).uuid as string;
+const schedule = async (env: Env, slug: string) =>
+  (await env.send('post', `/pipelines/${slug}/schedules`, 201, { label: 'Nightly', cronline: '@midnight', env: { DEPLOY_TOKEN: SECRET_VALUE } })).id as string;
+
 interface Action {
   action: string;
   type: string;
@@ -267,6 +271,56 @@ const ACTIONS: Action[] = [
       return p.id;
     },
   },
+  { action: 'create a pipeline template', type: 'PipelineTemplateCreatedEvent', subject: 'PipelineTemplate', act: template },
+  {
+    action: 'update a pipeline template',
+    type: 'PipelineTemplateUpdatedEvent',
+    subject: 'PipelineTemplate',
+    act: async (env) => {
+      const id = await template(env);
+      await env.send('patch', `/pipeline-templates/${id}`, 200, { description: 'Changed', configuration: 'steps:\n  - command: "make lint"\n' });
+      return id;
+    },
+  },
+  {
+    action: 'delete a pipeline template',
+    type: 'PipelineTemplateDeletedEvent',
+    subject: 'PipelineTemplate',
+    act: async (env) => {
+      const id = await template(env);
+      await env.send('delete', `/pipeline-templates/${id}`, 204);
+      return id;
+    },
+  },
+  {
+    action: 'create a pipeline schedule',
+    type: 'PipelineScheduleCreatedEvent',
+    subject: 'PipelineSchedule',
+    secrets: [SECRET_VALUE],
+    act: async (env) => schedule(env, (await pipeline(env)).slug),
+  },
+  {
+    action: 'update a pipeline schedule',
+    type: 'PipelineScheduleUpdatedEvent',
+    subject: 'PipelineSchedule',
+    act: async (env) => {
+      const slug = (await pipeline(env)).slug;
+      const id = await schedule(env, slug);
+      await env.send('patch', `/pipelines/${slug}/schedules/${id}`, 200, { cronline: '@daily', enabled: false });
+      return id;
+    },
+  },
+  {
+    action: 'delete a pipeline schedule',
+    type: 'PipelineScheduleDeletedEvent',
+    subject: 'PipelineSchedule',
+    act: async (env) => {
+      const slug = (await pipeline(env)).slug;
+      const id = await schedule(env, slug);
+      await env.send('delete', `/pipelines/${slug}/schedules/${id}`, 204);
+      return id;
+    },
+  },
 ];
 
 /** Secrets an action was answered with (a token, a webhook secret): none may be in the log. */
@@ -325,6 +379,8 @@ describeEachDatabase('audit events of admin actions', (ctx) => {
     await e.send('post', '/pipelines', 422, { name: '', repository: 'git@github.com:acme-inc/app.git', configuration: YAML });
     await e.send('patch', `/pipelines/${p.slug}`, 422, { name: ' ' });
     await e.send('post', `/pipelines/${p.slug}/unarchive`, 422);
+    await e.send('post', '/pipeline-templates', 422, { name: ' ', configuration: YAML });
+    await e.send('post', `/pipelines/${p.slug}/schedules`, 422, { cronline: 'not a cronline' });
     const after = await log(e);
     // Only the queue made to provoke the duplicate was recorded.
     expect(after.filter((ev) => !before.some((b) => b.uuid === ev.uuid)).map((ev) => ev.type)).toEqual(['ClusterQueueCreatedEvent']);
