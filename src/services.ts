@@ -206,8 +206,8 @@ export function createServices(o: ServiceOptions): Services {
   );
   const builds = new BuildService(buildRepository, pipelines, progress);
   // A forced stop cancels the agent's job through build progression, above the agents' area.
-  const agentService = new AgentService(agents, o.clock, (agent) => agentWork.cancelHeldJob(agent), clusters);
-  const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines);
+  const agentService = new AgentService(agents, o.clock, (agent) => agentWork.cancelHeldJob(agent), clusters, audit);
+  const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines, audit);
   const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);
   const teams = new TeamService(db, new TeamRepository(db), pipelines, suiteService, audit);
@@ -219,6 +219,7 @@ export function createServices(o: ServiceOptions): Services {
     o.clock,
     // A new webhook service is pinged (`notifications` is made below: it reads services).
     (created) => notifications.ping(created),
+    audit,
   );
   const notificationSettings: NotificationSettings = {
     ...DEFAULT_NOTIFICATION_SETTINGS,

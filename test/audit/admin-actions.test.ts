@@ -39,6 +39,22 @@ const template = async (env: Env) => (await env.send('post', '/pipeline-template
 const schedule = async (env: Env, slug: string) =>
   (await env.send('post', `/pipelines/${slug}/schedules`, 201, { label: 'Nightly', cronline: '@midnight', env: { DEPLOY_TOKEN: SECRET_VALUE } })).id as string;
 
+const service = async (env: Env) =>
+  (
+    await env.send('post', '/services', 201, {
+      provider: 'webhook',
+      description: 'Deploys',
+      settings: { url: 'https://hooks.example.com/deploys', token: SECRET_VALUE },
+    })
+  ).id as string;
+/** Test suites live under the analytics paths. */
+const analytics = (env: Env) => `/v2/analytics/organizations/${env.org.slug}/suites`;
+const suite = async (env: Env) => {
+  const created = await env.send('post', analytics(env), 201, { name: `Suite ${suffix()}`, show_api_token: true });
+  ACTIONS_SECRETS.push(created.api_token as string);
+  return created as { id: string; slug: string };
+};
+
 interface Action {
   action: string;
   type: string;
@@ -321,6 +337,86 @@ const ACTIONS: Action[] = [
       return id;
     },
   },
+  {
+    action: 'create a notification service',
+    type: 'NotificationServiceCreatedEvent',
+    subject: 'NotificationService',
+    secrets: [SECRET_VALUE],
+    act: service,
+  },
+  {
+    action: 'update a notification service',
+    type: 'NotificationServiceUpdatedEvent',
+    subject: 'NotificationService',
+    secrets: [SECRET_VALUE, 'n3w-s3cret'],
+    act: async (env) => {
+      const id = await service(env);
+      await env.send('patch', `/services/${id}`, 200, { description: 'Changed', settings: { url: 'https://hooks.example.com/other', token: 'n3w-s3cret' } });
+      return id;
+    },
+  },
+  {
+    action: 'delete a notification service',
+    type: 'NotificationServiceDeletedEvent',
+    subject: 'NotificationService',
+    act: async (env) => {
+      const id = await service(env);
+      await env.send('delete', `/services/${id}`, 204);
+      return id;
+    },
+  },
+  {
+    action: 'disable a notification service',
+    type: 'NotificationServiceDisabledEvent',
+    subject: 'NotificationService',
+    act: async (env) => {
+      const id = await service(env);
+      await env.send('put', `/services/${id}/disable`, 200);
+      return id;
+    },
+  },
+  {
+    action: 'enable a notification service',
+    type: 'NotificationServiceEnabledEvent',
+    subject: 'NotificationService',
+    act: async (env) => {
+      const id = await service(env);
+      await env.ctx.http().put(`${env.base}/services/${id}/disable`).set(auth(env.token)).expect(200);
+      await env.send('put', `/services/${id}/enable`, 200);
+      return id;
+    },
+  },
+  {
+    action: 'create an agent registration token',
+    type: 'AgentTokenCreatedEvent',
+    subject: 'AgentToken',
+    act: async (env) => {
+      const created = await env.send('post', '/agent-tokens', 201, { description: 'CI fleet' });
+      ACTIONS_SECRETS.push(created.token as string);
+      return created.id as string;
+    },
+  },
+  { action: 'create a test suite', type: 'SuiteCreatedEvent', subject: 'Suite', act: async (env) => (await suite(env)).id },
+  {
+    action: 'update a test suite',
+    type: 'SuiteUpdatedEvent',
+    subject: 'Suite',
+    act: async (env) => {
+      const s = await suite(env);
+      await env.send('patch', `${analytics(env)}/${s.slug}`, 200, { default_branch: 'trunk' });
+      return s.id;
+    },
+  },
+  {
+    action: 'delete a test suite',
+    type: 'SuiteDeletedEvent',
+    subject: 'Suite',
+    act: async (env) => {
+      const s = await suite(env);
+      await env.send('delete', `${analytics(env)}/${s.slug}`, 204);
+      return s.id;
+    },
+  },
 ];
 
 /** Secrets an action was answered with (a token, a webhook secret): none may be in the log. */
@@ -337,7 +433,11 @@ describeEachDatabase('audit events of admin actions', (ctx) => {
       token,
       userId: user.id,
       async send(method, path, status, body) {
-        const req = ctx().http()[method](`${base}${path}`).set(auth(token));
+        // A path under the organization, or (the analytics paths) a whole one.
+        const req = ctx()
+          .http()
+          [method](path.startsWith('/v2/') ? path : `${base}${path}`)
+          .set(auth(token));
         const res = await (body === undefined ? req : req.send(body as object));
         if (res.status !== status) throw new Error(`${method.toUpperCase()} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
         return res.body as Record<string, unknown>;
@@ -381,6 +481,8 @@ describeEachDatabase('audit events of admin actions', (ctx) => {
     await e.send('post', `/pipelines/${p.slug}/unarchive`, 422);
     await e.send('post', '/pipeline-templates', 422, { name: ' ', configuration: YAML });
     await e.send('post', `/pipelines/${p.slug}/schedules`, 422, { cronline: 'not a cronline' });
+    await e.send('post', '/services', 422, { provider: 'webhook', description: 'x', settings: { url: 'not a url', token: SECRET_VALUE } });
+    await e.send('post', analytics(e), 422, { name: ' ' });
     const after = await log(e);
     // Only the queue made to provoke the duplicate was recorded.
     expect(after.filter((ev) => !before.some((b) => b.uuid === ev.uuid)).map((ev) => ev.type)).toEqual(['ClusterQueueCreatedEvent']);
