@@ -188,18 +188,19 @@ export function createServices(o: ServiceOptions): Services {
   const organizations = new OrganizationService(orgs, audit);
   const invitations = new InvitationService(db, new InvitationRepository(db), organizations, audit);
   const clusterRepository = new ClusterRepository(db);
-  const clusters = new ClusterService(clusterRepository, o.clock, keys);
+  const clusters = new ClusterService(clusterRepository, o.clock, keys, audit);
   const pipelineRepository = new PipelineRepository(db);
   // Every outgoing request of the server goes through this one transport (src/security/outbound.ts).
   const outboundSettings = o.outbound ?? DEFAULT_OUTBOUND_SETTINGS;
   const outbound = new Outbound(outboundSettings);
   // Below pipelines: the pipelines' YAML parser is handed in, and pipelines ask it which templates may be assigned.
-  const pipelineTemplates = new PipelineTemplateService(new PipelineTemplateRepository(db), parseConfiguration, o.clock);
+  const pipelineTemplates = new PipelineTemplateService(new PipelineTemplateRepository(db), parseConfiguration, o.clock, audit);
   const pipelines = new PipelineService(pipelineRepository, organizations, keys, {
     publicUrl: o.publicUrl,
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger, outboundSender(outbound)),
     templates: pipelineTemplates,
     clusters,
+    audit,
   });
   const suites = new SuiteRepository(db);
   const sign = signer(stepSigningKey(keys));
@@ -218,8 +219,8 @@ export function createServices(o: ServiceOptions): Services {
   );
   const builds = new BuildService(buildRepository, pipelines, progress);
   // A forced stop cancels the agent's job through build progression, above the agents' area.
-  const agentService = new AgentService(agents, o.clock, (agent) => agentWork.cancelHeldJob(agent), clusters);
-  const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines);
+  const agentService = new AgentService(agents, o.clock, (agent) => agentWork.cancelHeldJob(agent), clusters, audit);
+  const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines, audit);
   const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);
   const teams = new TeamService(db, new TeamRepository(db), pipelines, suiteService, audit);
@@ -231,6 +232,7 @@ export function createServices(o: ServiceOptions): Services {
     o.clock,
     // A new webhook service is pinged (`notifications` is made below: it reads services).
     (created) => notifications.ping(created),
+    audit,
   );
   const notificationSettings: NotificationSettings = {
     ...DEFAULT_NOTIFICATION_SETTINGS,
@@ -278,7 +280,7 @@ export function createServices(o: ServiceOptions): Services {
   // a webhook's answer): the same guarded transport, allowed a larger answer.
   const providerApi = new Outbound({ ...outboundSettings, maxResponseBytes: Math.max(outboundSettings.maxResponseBytes, 16 * 1024 * 1024) });
   const repositoryConnections = new RepositoryConnectionService(providerSettings, pipelines, outboundSender(providerApi), o.clock);
-  const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock);
+  const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock, audit);
   return {
     db,
     onTransaction: (trx) => createServices({ ...o, knex: trx }),

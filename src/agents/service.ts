@@ -10,6 +10,7 @@ import { sha256Hex } from '../security/keys';
 import { LIVE_STATES, type Agent, type AgentFilter, type AgentRepository, type AgentToken } from './repository';
 import type { Actor, User } from '../core/identity';
 import type { QueueDispatch } from '../clusters/repository';
+import type { AuditLog } from '../audit/service';
 import type { ClusterMembership, ClusterService } from '../clusters/service';
 import { clock as sharedClock } from '../core/clock';
 
@@ -78,6 +79,8 @@ export class AgentService {
     private readonly clock: () => Date = () => sharedClock.now(),
     private readonly cancelHeldJob: HeldJobCanceller = async () => undefined,
     private readonly clusters: AgentClusters | null = null,
+    /** Where registration tokens' creation is recorded, in its transaction (src/audit/service.ts); never the token. */
+    private readonly audit: AuditLog | null = null,
   ) {}
 
   /** The agent as reads show it: a pause that timed out is no pause. */
@@ -147,7 +150,15 @@ export class AgentService {
   async createToken(organizationId: string, creator: User | null, description: string | null): Promise<{ record: AgentToken; token: string }> {
     const token = newSecret();
     const record: AgentToken = { id: crypto.randomUUID(), organizationId, description, creator, createdAt: this.clock() };
-    await this.agents.createToken({ ...record, tokenHash: sha256Hex(token) });
+    const insert = (agents: AgentRepository) => agents.createToken({ ...record, tokenHash: sha256Hex(token) });
+    if (!this.audit) await insert(this.agents);
+    else
+      await this.audit.transaction(
+        // Without a creator, the operator at the command line.
+        { organization: { id: organizationId }, ...(creator ? { principal: { user: creator } } : {}) },
+        (trx) => insert(this.agents.withTransaction(trx)),
+        () => ({ type: 'AgentTokenCreatedEvent', subject: { type: 'AgentToken', id: record.id, name: description }, data: { description } }),
+      );
     return { record, token };
   }
 

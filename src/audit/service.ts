@@ -51,6 +51,28 @@ export function redact(value: unknown): unknown {
   return value;
 }
 
+/**
+ * What an update changed, as the log shows it: `{ field: { before, after } }` for each field of
+ * `after` (the API's names, those given) whose value differs from `before`'s. Secret fields are
+ * dropped by `redact` when recorded, like any other data.
+ */
+export function changes(
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+  /** Fields recorded only as `{ changed: true }`: large (a configuration) or holding values that may be secret (an env). */
+  opaque: readonly string[] = [],
+): Record<string, { before: unknown; after: unknown } | { changed: true }> {
+  const out: Record<string, { before: unknown; after: unknown } | { changed: true }> = {};
+  const plain = (v: unknown) => (v instanceof Date ? v.toISOString() : (v ?? null));
+  for (const [k, v] of Object.entries(after)) {
+    if (v === undefined) continue;
+    const was = plain(before[k]);
+    const now = plain(v);
+    if (JSON.stringify(was) !== JSON.stringify(now)) out[k] = opaque.includes(k) ? { changed: true } : { before: was, after: now };
+  }
+  return out;
+}
+
 export class AuditLog {
   constructor(
     private readonly db: Knex,

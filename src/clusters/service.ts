@@ -25,6 +25,7 @@ import type {
   RetryAgentAffinity,
 } from './repository';
 import { clock as sharedClock } from '../core/clock';
+import { changes, type AuditEntry, type AuditLog } from '../audit/service';
 
 type CreateClusterBody = components['schemas']['CreateClusterRequest'];
 type UpdateClusterBody = components['schemas']['UpdateClusterRequest'];
@@ -66,8 +67,16 @@ export class ClusterService {
     private readonly clock: () => Date = () => sharedClock.now(),
     /** Seals secret values (src/security/secret-box.ts); without keys no secret can be stored. */
     keys: Keys | null = null,
+    /** Where every change is recorded, in its transaction (src/audit/service.ts). */
+    private readonly audit: AuditLog | null = null,
   ) {
     this.box = keys ? secretBox(keys, 'cluster-secrets') : null;
+  }
+
+  /** `change` on this area's queries in one transaction, with its audit record in the same one. */
+  private audited<T>(actor: Actor, change: (clusters: ClusterRepository) => Promise<T>, entry: (result: T) => AuditEntry): Promise<T> {
+    if (!this.audit) return change(this.clusters);
+    return this.audit.transaction(actor, (trx) => change(this.clusters.withTransaction(trx)), entry);
   }
 
   /* Reads: any member of the organization. */
@@ -120,9 +129,19 @@ export class ClusterService {
       createdBy: actor.principal.user,
       createdAt: this.clock(),
     };
-    await this.clusters.insertCluster({ ...cluster, createdById: actor.principal.user.id });
-    for (const target of maintainers)
-      await this.clusters.insertMaintainer({ id: crypto.randomUUID(), clusterId: cluster.id, ...target, createdAt: this.clock() });
+    await this.audited(
+      actor,
+      async (clusters) => {
+        await clusters.insertCluster({ ...cluster, createdById: actor.principal.user.id });
+        for (const target of maintainers)
+          await clusters.insertMaintainer({ id: crypto.randomUUID(), clusterId: cluster.id, ...target, createdAt: this.clock() });
+      },
+      () => ({
+        type: 'ClusterCreatedEvent',
+        subject: clusterSubject(cluster),
+        data: { name: cluster.name, description: cluster.description, emoji: cluster.emoji, color: cluster.color, maintainers },
+      }),
+    );
     return cluster;
   }
 
@@ -164,7 +183,18 @@ export class ClusterService {
       if (!(await this.clusters.findQueue(id, body.default_queue_id))) throw ValidationError.field('default_queue_id', 'is not a queue of this cluster');
       fields.default_queue_id = body.default_queue_id;
     }
-    await this.clusters.updateCluster(cluster.id, fields);
+    const before = {
+      name: cluster.name,
+      description: cluster.description,
+      emoji: cluster.emoji,
+      color: cluster.color,
+      default_queue_id: cluster.defaultQueueId,
+    };
+    await this.audited(
+      actor,
+      (clusters) => clusters.updateCluster(cluster.id, fields),
+      () => ({ type: 'ClusterUpdatedEvent', subject: clusterSubject({ id: cluster.id, name: fields.name ?? cluster.name }), data: changes(before, fields) }),
+    );
     return (await this.clusters.findCluster(actor.organization.id, id))!;
   }
 
@@ -174,7 +204,11 @@ export class ClusterService {
     const use = await this.clusters.inUse(cluster.id);
     if (use.pipelines) throw new UnprocessableError(`The cluster has ${use.pipelines} pipeline(s): move them to another cluster (or none) first.`);
     if (use.agents) throw new UnprocessableError(`The cluster has ${use.agents} connected agent(s): stop them first.`);
-    await this.clusters.deleteCluster(cluster.id);
+    await this.audited(
+      actor,
+      (clusters) => clusters.deleteCluster(cluster.id),
+      () => ({ type: 'ClusterDeletedEvent', subject: clusterSubject(cluster), data: { name: cluster.name } }),
+    );
   }
 
   /* Queues */
@@ -203,7 +237,7 @@ export class ClusterService {
     if (body.hostedAgents !== undefined) throw ValidationError.field('hostedAgents', 'Buildkite hosted agents are not available: only self-hosted queues');
     if (await this.clusters.findQueueByKey(clusterId, body.key)) throw ValidationError.field('key', 'has already been taken');
     const id = crypto.randomUUID();
-    await this.clusters.insertQueue({
+    const queue = {
       id,
       clusterId,
       key: body.key,
@@ -211,7 +245,16 @@ export class ClusterService {
       retryAgentAffinity: (body.retry_agent_affinity ?? 'prefer-warmest') as RetryAgentAffinity,
       createdById: actor.principal.user.id,
       createdAt: this.clock(),
-    });
+    };
+    await this.audited(
+      actor,
+      (clusters) => clusters.insertQueue(queue),
+      () => ({
+        type: 'ClusterQueueCreatedEvent',
+        subject: queueSubject(queue),
+        data: { cluster_id: clusterId, key: queue.key, description: queue.description, retry_agent_affinity: queue.retryAgentAffinity },
+      }),
+    );
     return (await this.clusters.findQueue(clusterId, id))!;
   }
 
@@ -221,7 +264,15 @@ export class ClusterService {
     const fields: Parameters<ClusterRepository['updateQueue']>[1] = {};
     if (body.description !== undefined) fields.description = emptyToNull(body.description) ?? null;
     if (body.retry_agent_affinity !== undefined) fields.retry_agent_affinity = body.retry_agent_affinity;
-    await this.clusters.updateQueue(queue.id, fields);
+    await this.audited(
+      actor,
+      (clusters) => clusters.updateQueue(queue.id, fields),
+      () => ({
+        type: 'ClusterQueueUpdatedEvent',
+        subject: queueSubject(queue),
+        data: changes({ description: queue.description, retry_agent_affinity: queue.retryAgentAffinity }, fields),
+      }),
+    );
     return (await this.clusters.findQueue(clusterId, id))!;
   }
 
@@ -231,20 +282,36 @@ export class ClusterService {
     const cluster = (await this.clusters.findCluster(actor.organization.id, clusterId))!;
     if (cluster.defaultQueueId === queue.id)
       throw new UnprocessableError("The cluster's default queue can't be deleted: make another queue the default first.");
-    await this.clusters.deleteQueue(queue.id);
+    await this.audited(
+      actor,
+      (clusters) => clusters.deleteQueue(queue.id),
+      () => ({ type: 'ClusterQueueDeletedEvent', subject: queueSubject(queue), data: { cluster_id: clusterId, key: queue.key } }),
+    );
   }
 
   async pauseQueue(actor: Actor, clusterId: string, id: string, body: PauseQueueBody): Promise<ClusterQueue> {
     const queue = await this.managedQueue(actor, clusterId, id);
     const note = emptyToNull(body.note ?? body.dispatch_paused_note) ?? null;
-    if (!(await this.clusters.pauseQueue(queue.id, this.clock(), actor.principal.user.id, note)))
-      throw new UnprocessableError('Cluster queue is already paused');
+    await this.audited(
+      actor,
+      async (clusters) => {
+        if (!(await clusters.pauseQueue(queue.id, this.clock(), actor.principal.user.id, note)))
+          throw new UnprocessableError('Cluster queue is already paused');
+      },
+      () => ({ type: 'ClusterQueueDispatchPausedEvent', subject: queueSubject(queue), data: { dispatch_paused: true, dispatch_paused_note: note } }),
+    );
     return (await this.clusters.findQueue(clusterId, id))!;
   }
 
   async resumeQueue(actor: Actor, clusterId: string, id: string): Promise<ClusterQueue> {
     const queue = await this.managedQueue(actor, clusterId, id);
-    if (!(await this.clusters.resumeQueue(queue.id))) throw new UnprocessableError('Cluster queue is not paused');
+    await this.audited(
+      actor,
+      async (clusters) => {
+        if (!(await clusters.resumeQueue(queue.id))) throw new UnprocessableError('Cluster queue is not paused');
+      },
+      () => ({ type: 'ClusterQueueDispatchResumedEvent', subject: queueSubject(queue), data: { dispatch_paused: false } }),
+    );
     return (await this.clusters.findQueue(clusterId, id))!;
   }
 
@@ -274,7 +341,15 @@ export class ClusterService {
       throw ValidationError.field('team', 'is not a team of this organization');
     if (await this.clusters.findMaintainerOf(clusterId, target)) throw ValidationError.field(target.userId ? 'user' : 'team', 'already maintains this cluster');
     const id = crypto.randomUUID();
-    await this.clusters.insertMaintainer({ id, clusterId, ...target, createdAt: this.clock() });
+    await this.audited(
+      actor,
+      (clusters) => clusters.insertMaintainer({ id, clusterId, ...target, createdAt: this.clock() }),
+      () => ({
+        type: 'ClusterPermissionCreatedEvent',
+        subject: { type: 'ClusterMaintainer', id, name: null },
+        data: { cluster_id: clusterId, user_id: target.userId, team_id: target.teamId },
+      }),
+    );
     return (await this.clusters.findMaintainer(clusterId, id))!;
   }
 
@@ -282,7 +357,15 @@ export class ClusterService {
     await this.administered(actor, clusterId);
     const maintainer = await this.clusters.findMaintainer(clusterId, id);
     if (!maintainer) throw new NotFoundError('cluster maintainer');
-    await this.clusters.deleteMaintainer(maintainer.id);
+    await this.audited(
+      actor,
+      (clusters) => clusters.deleteMaintainer(maintainer.id),
+      () => ({
+        type: 'ClusterPermissionDeletedEvent',
+        subject: { type: 'ClusterMaintainer', id: maintainer.id, name: maintainer.actor.type === 'user' ? maintainer.actor.name : maintainer.actor.slug },
+        data: { cluster_id: clusterId, [maintainer.actor.type === 'user' ? 'user_id' : 'team_id']: maintainer.actor.id },
+      }),
+    );
   }
 
   /* Secrets: details for members, writes for administrators and maintainers, values for jobs only. */
@@ -326,16 +409,23 @@ export class ClusterService {
     const value = this.checkValue(body.value);
     const policy = this.checkPolicy(body.policy) ?? null;
     const id = crypto.randomUUID();
-    await this.clusters.insertSecret({
-      id,
-      clusterId,
-      key,
-      description: emptyToNull(body.description) ?? null,
-      policy,
-      valueSealed: this.sealer().seal(value, id),
-      byId: actor.principal.user.id,
-      at: this.clock(),
-    });
+    const description = emptyToNull(body.description) ?? null;
+    // The value is sealed into the row and never part of the record.
+    await this.audited(
+      actor,
+      (clusters) =>
+        clusters.insertSecret({
+          id,
+          clusterId,
+          key,
+          description,
+          policy,
+          valueSealed: this.sealer().seal(value, id),
+          byId: actor.principal.user.id,
+          at: this.clock(),
+        }),
+      () => ({ type: 'SecretCreatedEvent', subject: secretSubject({ id, key }), data: { cluster_id: clusterId, key, description, policy } }),
+    );
     return (await this.clusters.findSecret(clusterId, id))!;
   }
 
@@ -351,7 +441,11 @@ export class ClusterService {
     if (policy !== undefined) fields.policy = policy;
     // Nothing the endpoint takes was sent (unknown properties are ignored): nothing is updated, not even updated_at.
     if (!Object.keys(fields).length) return secret;
-    await this.clusters.updateSecret(secret.id, fields, actor.principal.user.id, this.clock());
+    await this.audited(
+      actor,
+      (clusters) => clusters.updateSecret(secret.id, fields, actor.principal.user.id, this.clock()),
+      () => ({ type: 'SecretUpdatedEvent', subject: secretSubject(secret), data: changes({ description: secret.description, policy: secret.policy }, fields) }),
+    );
     return (await this.clusters.findSecret(clusterId, id))!;
   }
 
@@ -360,7 +454,12 @@ export class ClusterService {
     const secret = await this.clusters.findSecret(clusterId, id);
     if (!secret) throw new NotFoundError('secret');
     const sealed = this.sealer().seal(this.checkValue(value), secret.id);
-    await this.clusters.updateSecret(secret.id, { value_encrypted: sealed }, actor.principal.user.id, this.clock());
+    // That the value changed is recorded; the value never is.
+    await this.audited(
+      actor,
+      (clusters) => clusters.updateSecret(secret.id, { value_encrypted: sealed }, actor.principal.user.id, this.clock()),
+      () => ({ type: 'SecretUpdatedEvent', subject: secretSubject(secret), data: { value_changed: true } }),
+    );
     return (await this.clusters.findSecret(clusterId, id))!;
   }
 
@@ -368,7 +467,11 @@ export class ClusterService {
     await this.managed(actor, clusterId);
     const secret = await this.clusters.findSecret(clusterId, id);
     if (!secret) throw new NotFoundError('secret');
-    await this.clusters.deleteSecret(secret.id);
+    await this.audited(
+      actor,
+      (clusters) => clusters.deleteSecret(secret.id),
+      () => ({ type: 'SecretDeletedEvent', subject: secretSubject(secret), data: { cluster_id: clusterId, key: secret.key } }),
+    );
   }
 
   /**
@@ -446,7 +549,15 @@ export class ClusterService {
       createdBy: actor.principal.user,
       createdAt: this.clock(),
     };
-    await this.clusters.insertToken({ ...token, createdById: actor.principal.user.id, tokenHash: sha256Hex(secret) });
+    await this.audited(
+      actor,
+      (clusters) => clusters.insertToken({ ...token, createdById: actor.principal.user.id, tokenHash: sha256Hex(secret) }),
+      () => ({
+        type: 'ClusterTokenCreatedEvent',
+        subject: tokenSubject(token),
+        data: { cluster_id: clusterId, description, allowed_ip_addresses: token.allowedIpAddresses, expires_at: token.expiresAt?.toISOString() ?? null },
+      }),
+    );
     return { token, secret };
   }
 
@@ -461,7 +572,15 @@ export class ClusterService {
     }
     if (body.allowed_ip_addresses !== undefined) fields.allowed_ip_addresses = this.allowedIps(body.allowed_ip_addresses) ?? null;
     if (body.expires_at !== undefined) fields.expires_at = this.expiry(body.expires_at) ?? null;
-    await this.clusters.updateToken(token.id, fields);
+    await this.audited(
+      actor,
+      (clusters) => clusters.updateToken(token.id, fields),
+      () => ({
+        type: 'ClusterTokenUpdatedEvent',
+        subject: tokenSubject({ id: token.id, description: (fields.description as string | undefined) ?? token.description }),
+        data: changes({ description: token.description, allowed_ip_addresses: token.allowedIpAddresses, expires_at: token.expiresAt }, fields),
+      }),
+    );
     return (await this.clusters.findToken(clusterId, id))!;
   }
 
@@ -469,7 +588,11 @@ export class ClusterService {
     await this.managed(actor, clusterId);
     const token = await this.clusters.findToken(clusterId, id);
     if (!token) throw new NotFoundError('token');
-    await this.clusters.deleteToken(token.id);
+    await this.audited(
+      actor,
+      (clusters) => clusters.deleteToken(token.id),
+      () => ({ type: 'ClusterTokenDeletedEvent', subject: tokenSubject(token), data: { cluster_id: clusterId, description: token.description } }),
+    );
   }
 
   /* What the agents' area asks. */
@@ -516,3 +639,8 @@ export class ClusterService {
     return { clusterId, defaultQueueId: cluster?.defaultQueueId ?? null, byKey: new Map(queues.map((q) => [q.key, q.id])) };
   }
 }
+
+const clusterSubject = (c: { id: string; name: string }) => ({ type: 'Cluster', id: c.id, name: c.name });
+const queueSubject = (q: { id: string; key: string }) => ({ type: 'ClusterQueue', id: q.id, name: q.key });
+const tokenSubject = (t: { id: string; description: string }) => ({ type: 'ClusterToken', id: t.id, name: t.description });
+const secretSubject = (s: { id: string; key: string }) => ({ type: 'Secret', id: s.id, name: s.key });

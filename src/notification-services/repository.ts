@@ -105,6 +105,11 @@ function toColumns(f: Partial<ServiceFields>): Record<string, unknown> {
 export class NotificationServiceRepository {
   constructor(private readonly db: Knex) {}
 
+  /** The same queries on `trx`: how a service makes them part of a transaction it opened. */
+  withTransaction(trx: Knex.Transaction): NotificationServiceRepository {
+    return new NotificationServiceRepository(trx);
+  }
+
   private base() {
     return this.db('notification_services as s').leftJoin('users as c', 'c.id', 's.created_by_id');
   }

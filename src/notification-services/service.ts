@@ -19,6 +19,7 @@ import type { Operator, TeamService } from '../teams/service';
 import { applySettings, isProvider, maskedWebhookUrl, PROVIDERS, REFUSED_PROVIDERS } from './providers';
 import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceCursor, ServiceFields, ServiceScope } from './repository';
 import { clock as sharedClock } from '../core/clock';
+import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 
 /** A service as answered: its record with the settings the API shows (of the secrets, only a webhook's token, which the docs return in full). */
 export type NotificationService = Omit<NotificationServiceRecord, 'secretsSealed'>;
@@ -109,8 +110,17 @@ export class NotificationServiceService {
     private readonly clock: () => Date = () => sharedClock.now(),
     /** Told of each new service after its create commits (the composition root sends it the `ping` event); its failure does not fail the create. */
     private readonly onCreated: (s: ActiveNotificationService) => Promise<void> = async () => {},
+    /** Where every change is recorded, in its transaction (src/audit/service.ts); never a service's settings or secrets. */
+    private readonly audit: AuditLog | null = null,
   ) {
     this.box = secretBox(keys, 'notification-services');
+  }
+
+  /** `change` on this area's queries in one transaction, with its audit record in the same one (the operator's: no principal). */
+  private audited<T>(caller: ServiceCaller, change: (services: NotificationServiceRepository) => Promise<T>, entry: (result: T) => AuditEntry): Promise<T> {
+    if (!this.audit) return change(this.services);
+    const actor = isOperator(caller) ? { organization: caller.organization } : caller;
+    return this.audit.transaction(actor, (trx) => change(this.services.withTransaction(trx)), entry);
   }
 
   private requireAdmin(caller: ServiceCaller): void {
@@ -172,15 +182,24 @@ export class NotificationServiceService {
     };
     if (errors.length) throw new ValidationError(errors);
     const id = crypto.randomUUID();
-    await this.services.insert({
-      id,
-      organizationId: caller.organization.id,
-      provider,
-      userId: isOperator(caller) ? null : caller.principal.user.id,
-      at: this.clock(),
-      ...fields,
-      secretsSealed: this.box.seal(JSON.stringify(secrets), id),
-    });
+    await this.audited(
+      caller,
+      (services) =>
+        services.insert({
+          id,
+          organizationId: caller.organization.id,
+          provider,
+          userId: isOperator(caller) ? null : caller.principal.user.id,
+          at: this.clock(),
+          ...fields,
+          secretsSealed: this.box.seal(JSON.stringify(secrets), id),
+        }),
+      () => ({
+        type: 'NotificationServiceCreatedEvent',
+        subject: serviceSubject({ id, description: fields.description }),
+        data: { provider, ...auditedFields(fields) },
+      }),
+    );
     const created = await this.find(caller.organization.id, id);
     try {
       await this.onCreated(this.active(created));
@@ -218,7 +237,18 @@ export class NotificationServiceService {
     }
     if (errors.length) throw new ValidationError(errors);
     if (Object.keys(changes).length === 0) return this.view(current);
-    if (!(await this.services.update(caller.organization.id, current.id, changes, this.clock()))) throw new NotFoundError('notification service');
+    await this.audited(
+      caller,
+      async (services) => {
+        if (!(await services.update(caller.organization.id, current.id, changes, this.clock()))) throw new NotFoundError('notification service');
+      },
+      () => ({
+        type: 'NotificationServiceUpdatedEvent',
+        subject: serviceSubject({ id: current.id, description: changes.description ?? current.description }),
+        // Settings hold credentials: only that they were sent.
+        data: { ...changedFields(auditedFields(current), auditedFields(changes)), ...(changes.settings !== undefined ? { settings_changed: true } : {}) },
+      }),
+    );
     return this.view(await this.find(caller.organization.id, current.id));
   }
 
@@ -257,14 +287,26 @@ export class NotificationServiceService {
   async delete(caller: ServiceCaller, id: string): Promise<void> {
     this.requireAdmin(caller);
     const s = await this.find(caller.organization.id, id);
-    if (!(await this.services.delete(caller.organization.id, s.id))) throw new NotFoundError('notification service');
+    await this.audited(
+      caller,
+      async (services) => {
+        if (!(await services.delete(caller.organization.id, s.id))) throw new NotFoundError('notification service');
+      },
+      () => ({ type: 'NotificationServiceDeletedEvent', subject: serviceSubject(s), data: { provider: s.provider } }),
+    );
   }
 
   async setEnabled(caller: ServiceCaller, id: string, enabled: boolean): Promise<NotificationService> {
     this.requireAdmin(caller);
     const s = await this.find(caller.organization.id, id);
     if (s.enabled === enabled) return this.view(s);
-    if (!(await this.services.update(caller.organization.id, s.id, { enabled }, this.clock()))) throw new NotFoundError('notification service');
+    await this.audited(
+      caller,
+      async (services) => {
+        if (!(await services.update(caller.organization.id, s.id, { enabled }, this.clock()))) throw new NotFoundError('notification service');
+      },
+      () => ({ type: enabled ? 'NotificationServiceEnabledEvent' : 'NotificationServiceDisabledEvent', subject: serviceSubject(s), data: { enabled } }),
+    );
     return this.view(await this.find(caller.organization.id, s.id));
   }
 
@@ -403,4 +445,18 @@ export class NotificationServiceService {
     }
     return { scope: s, uuids };
   }
+}
+
+const serviceSubject = (s: { id: string; description: string }) => ({ type: 'NotificationService', id: s.id, name: s.description || null });
+
+/** A service's fields as the audit log holds them (the API's names): never its settings or sealed secrets. */
+function auditedFields(f: Partial<ServiceFields>): Record<string, unknown> {
+  return {
+    description: f.description,
+    enabled: f.enabled,
+    scope: f.scope,
+    scope_uuids: f.scopeUuids,
+    branch_configuration: f.branchConfiguration,
+    build_states: f.buildStates,
+  };
 }

@@ -22,6 +22,7 @@ import type { PipelineService } from '../pipelines/service';
 import { parseCronline, type ParsedCronline } from './cronline';
 import type { PipelineSchedule, PipelineScheduleRepository, ScheduleChanges } from './repository';
 import { clock as sharedClock } from '../core/clock';
+import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 
 export type CreateScheduleInput = components['schemas']['CreatePipelineScheduleRequest'];
 export type UpdateScheduleInput = components['schemas']['UpdatePipelineScheduleRequest'];
@@ -54,7 +55,15 @@ export class PipelineScheduleService {
     private readonly organizations: OrganizationService,
     private readonly progress: BuildProgress,
     private readonly clock: () => Date = () => sharedClock.now(),
+    /** Where every change is recorded, in its transaction (src/audit/service.ts). */
+    private readonly audit: AuditLog | null = null,
   ) {}
+
+  /** `change` on this area's queries in one transaction, with its audit record in the same one. */
+  private audited<T>(actor: Actor, change: (schedules: PipelineScheduleRepository) => Promise<T>, entry: (result: T) => AuditEntry): Promise<T> {
+    if (!this.audit) return change(this.schedules);
+    return this.audit.transaction(actor, (trx) => change(this.schedules.withTransaction(trx)), entry);
+  }
 
   private async readable(actor: Actor, pipelineSlug: string): Promise<{ pipeline: Pipeline; perms: Permissions }> {
     return this.pipelines.get(actor, pipelineSlug);
@@ -83,7 +92,7 @@ export class PipelineScheduleService {
     const cron = cronlineOf(input.cronline);
     const enabled = input.enabled ?? true;
     const id = crypto.randomUUID();
-    await this.schedules.insert({
+    const fields = {
       id,
       organizationId: pipeline.organizationId,
       pipelineId: pipeline.id,
@@ -99,7 +108,24 @@ export class PipelineScheduleService {
       failedAt: null,
       createdById: actor.principal.user.id,
       createdAt: this.clock(),
-    });
+    };
+    await this.audited(
+      actor,
+      (schedules) => schedules.insert(fields),
+      () => ({
+        type: 'PipelineScheduleCreatedEvent',
+        subject: scheduleSubject(fields),
+        data: {
+          pipeline_id: pipeline.id,
+          label: fields.label,
+          cronline: fields.cronline,
+          branch: fields.branch,
+          commit: fields.commit,
+          enabled,
+          env: { changed: true },
+        },
+      }),
+    );
     return (await this.schedules.findById(id))!;
   }
 
@@ -129,13 +155,41 @@ export class PipelineScheduleService {
       changes.failedMessage = null;
       changes.failedAt = null;
     }
-    await this.schedules.update(current.id, changes);
+    await this.audited(
+      actor,
+      (schedules) => schedules.update(current.id, changes),
+      () => ({
+        type: 'PipelineScheduleUpdatedEvent',
+        subject: scheduleSubject({ id: current.id, label: changes.label !== undefined ? changes.label : current.label }),
+        data: changedFields(
+          { ...current },
+          {
+            label: changes.label,
+            cronline: changes.cronline,
+            message: changes.message,
+            commit: changes.commit,
+            branch: changes.branch,
+            env: changes.env,
+            enabled: changes.enabled,
+          },
+          ['env'],
+        ),
+      }),
+    );
     return (await this.schedules.findById(current.id))!;
   }
 
   async delete(actor: Actor, pipelineSlug: string, id: string): Promise<void> {
     const pipeline = await this.editable(actor, pipelineSlug);
-    if (!(await this.schedules.delete(pipeline.id, id))) throw new NotFoundError('pipeline schedule');
+    const current = await this.schedules.findInPipeline(pipeline.id, id);
+    if (!current) throw new NotFoundError('pipeline schedule');
+    await this.audited(
+      actor,
+      async (schedules) => {
+        if (!(await schedules.delete(pipeline.id, id))) throw new NotFoundError('pipeline schedule');
+      },
+      () => ({ type: 'PipelineScheduleDeletedEvent', subject: scheduleSubject(current), data: { pipeline_id: pipeline.id, cronline: current.cronline } }),
+    );
   }
 
   /**
@@ -204,3 +258,5 @@ export class PipelineScheduleService {
     return written ? 'created' : null;
   }
 }
+
+const scheduleSubject = (s: { id: string; label: string | null }) => ({ type: 'PipelineSchedule', id: s.id, name: s.label });

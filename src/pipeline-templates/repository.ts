@@ -93,6 +93,11 @@ function toColumns(f: Partial<TemplateFields>): Record<string, unknown> {
 export class PipelineTemplateRepository {
   constructor(private readonly db: Knex) {}
 
+  /** The same queries on `trx`: how a service makes them part of a transaction it opened. */
+  withTransaction(trx: Knex.Transaction): PipelineTemplateRepository {
+    return new PipelineTemplateRepository(trx);
+  }
+
   private base() {
     return this.db('pipeline_templates as t').leftJoin('users as c', 'c.id', 't.created_by_id').leftJoin('users as u', 'u.id', 't.updated_by_id');
   }

@@ -11,6 +11,7 @@ import type { Actor } from '../core/identity';
 import type { PipelineTemplate, PipelineTemplateRepository, TemplateFields } from './repository';
 import { clock as sharedClock } from '../core/clock';
 import { isUuid } from '../core/uuid';
+import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 
 /** Parses a YAML step configuration into steps, env and top-level notify, throwing a ValidationError naming what is wrong. */
 export type ConfigurationParser = (yaml: string) => { steps: unknown[]; env: Record<string, string>; notify: unknown[] };
@@ -33,7 +34,15 @@ export class PipelineTemplateService {
     private readonly templates: PipelineTemplateRepository,
     private readonly parse: ConfigurationParser,
     private readonly clock: () => Date = () => sharedClock.now(),
+    /** Where every change is recorded, in its transaction (src/audit/service.ts). */
+    private readonly audit: AuditLog | null = null,
   ) {}
+
+  /** `change` on this area's queries in one transaction, with its audit record in the same one. */
+  private audited<T>(actor: Actor, change: (templates: PipelineTemplateRepository) => Promise<T>, entry: (result: T) => AuditEntry): Promise<T> {
+    if (!this.audit) return change(this.templates);
+    return this.audit.transaction(actor, (trx) => change(this.templates.withTransaction(trx)), entry);
+  }
 
   private requireAdmin(actor: Actor): void {
     if (actor.role !== 'admin') throw new ForbiddenError();
@@ -70,7 +79,7 @@ export class PipelineTemplateService {
     const parsed = this.parsed(input.configuration ?? '', errors);
     if (errors.length || !parsed) throw new ValidationError(errors);
     const id = crypto.randomUUID();
-    await this.templates.insert({
+    const fields = {
       id,
       organizationId: actor.organization.id,
       userId: actor.principal.user.id,
@@ -82,7 +91,16 @@ export class PipelineTemplateService {
       env: parsed.env,
       notify: parsed.notify,
       available: input.available ?? false,
-    });
+    };
+    await this.audited(
+      actor,
+      (templates) => templates.insert(fields),
+      () => ({
+        type: 'PipelineTemplateCreatedEvent',
+        subject: templateSubject(fields),
+        data: { name, description: fields.description, available: fields.available, configuration: { changed: true } },
+      }),
+    );
     return (await this.templates.find(actor.organization.id, id))!;
   }
 
@@ -105,20 +123,35 @@ export class PipelineTemplateService {
     if (errors.length) throw new ValidationError(errors);
     // Nothing to change (only unknown or server-owned fields sent): no write, updated_at stays.
     if (Object.keys(changes).length === 0) return current;
-    if (!(await this.templates.update(actor.organization.id, current.id, changes, actor.principal.user.id, this.clock()))) {
-      throw new NotFoundError('pipeline template');
-    }
+    await this.audited(
+      actor,
+      async (templates) => {
+        if (!(await templates.update(actor.organization.id, current.id, changes, actor.principal.user.id, this.clock())))
+          throw new NotFoundError('pipeline template');
+      },
+      () => ({
+        type: 'PipelineTemplateUpdatedEvent',
+        subject: templateSubject({ id: current.id, name: changes.name ?? current.name }),
+        data: changedFields({ ...current }, { ...changes, steps: undefined, env: undefined, notify: undefined }, ['configuration']),
+      }),
+    );
     return (await this.templates.find(actor.organization.id, current.id))!;
   }
 
   async delete(actor: Actor, uuid: string): Promise<void> {
     this.requireAdmin(actor);
     const t = await this.get(actor, uuid);
-    if (await this.templates.deleteUnused(actor.organization.id, t.id)) return;
-    const used = await this.templates.usage(t.id);
-    if (used === 0) throw new NotFoundError('pipeline template');
-    throw new UnprocessableError(
-      `This pipeline template can't be deleted: ${used} pipeline${used === 1 ? ' uses' : 's use'} it. Assign those pipelines another template (or none) first.`,
+    await this.audited(
+      actor,
+      async (templates) => {
+        if (await templates.deleteUnused(actor.organization.id, t.id)) return;
+        const used = await templates.usage(t.id);
+        if (used === 0) throw new NotFoundError('pipeline template');
+        throw new UnprocessableError(
+          `This pipeline template can't be deleted: ${used} pipeline${used === 1 ? ' uses' : 's use'} it. Assign those pipelines another template (or none) first.`,
+        );
+      },
+      () => ({ type: 'PipelineTemplateDeletedEvent', subject: templateSubject(t), data: { name: t.name } }),
     );
   }
 
@@ -142,3 +175,5 @@ export class PipelineTemplateService {
 function emptyToNull(v: string | null | undefined): string | null {
   return v === undefined || v === null || v.trim() === '' ? null : v;
 }
+
+const templateSubject = (t: { id: string; name: string }) => ({ type: 'PipelineTemplate', id: t.id, name: t.name });

@@ -19,6 +19,7 @@ import { isValidSlug, slugify } from './slug';
 import type { Actor, Organization, Permissions, Role } from '../core/identity';
 import type { PipelineTemplateService } from '../pipeline-templates/service';
 import { clock } from '../core/clock';
+import { changes as changedFields, type AuditActor, type AuditEntry, type AuditLog } from '../audit/service';
 
 const ALL: Permissions = { read: true, build: true, edit: true };
 const NONE: Permissions = { read: false, build: false, edit: false };
@@ -39,7 +40,32 @@ export interface PipelineServiceOptions {
   templates?: Pick<PipelineTemplateService, 'assignable'>;
   /** What a pipeline's `cluster_id` must name: a cluster of its organization. */
   clusters?: Pick<ClusterService, 'exists'>;
+  /** Where every change is recorded, in its transaction (src/audit/service.ts). */
+  audit?: AuditLog;
 }
+
+/** Fields whose before/after the audit log does not hold (large, or values that may be secret): only that they changed. */
+const OPAQUE_FIELDS = new Set(['configuration', 'steps', 'env', 'notify', 'providerSettings']);
+
+/** A pipeline's fields as the audit log holds them: the API's names; opaque fields only as changed. */
+function pipelineChanges(before: Partial<PipelineFields>, after: Partial<PipelineFields>): Record<string, unknown> {
+  const snake = (k: string) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+  const plain: Record<string, unknown> = {};
+  const was: Record<string, unknown> = {};
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(after)) {
+    if (v === undefined) continue;
+    if (OPAQUE_FIELDS.has(k)) {
+      if (JSON.stringify(v) !== JSON.stringify((before as Record<string, unknown>)[k])) out[snake(k)] = { changed: true };
+      continue;
+    }
+    plain[snake(k)] = v;
+    was[snake(k)] = (before as Record<string, unknown>)[k];
+  }
+  return { ...changedFields(was, plain), ...out };
+}
+
+const pipelineSubject = (p: { id: string; name: string }) => ({ type: 'Pipeline', id: p.id, name: p.name });
 
 export class PipelineService {
   constructor(
@@ -48,6 +74,13 @@ export class PipelineService {
     private readonly keys: Keys,
     private readonly opts: PipelineServiceOptions,
   ) {}
+
+  /** `change` on this area's queries in one transaction, with its audit record in the same one. */
+  private audited<T>(actor: AuditActor, change: (pipelines: PipelineRepository) => Promise<T>, entry: (result: T) => AuditEntry): Promise<T> {
+    const audit = this.opts.audit;
+    if (!audit) return change(this.pipelines);
+    return audit.transaction(actor, (trx) => change(this.pipelines.withTransaction(trx)), entry);
+  }
 
   /** The webhook token is derived from the server key, so only its hash is ever stored. */
   webhookToken(pipelineId: string): string {
@@ -91,7 +124,7 @@ export class PipelineService {
   /** Replaces the webhook secret with the next generation's: deliveries signed with the old one are refused from now on. */
   async rotateWebhookSecret(actor: Actor, slug: string): Promise<string> {
     const { pipeline } = await this.getEditable(actor, slug);
-    return this.nextWebhookSecret(pipeline);
+    return this.nextWebhookSecret(actor, pipeline);
   }
 
   /**
@@ -118,11 +151,18 @@ export class PipelineService {
   async operatorWebhookSecret(organizationId: string, slug: string, opts: { rotate: boolean }): Promise<string> {
     const pipeline = await this.pipelines.findBySlug(organizationId, slug);
     if (!pipeline) throw new NotFoundError('pipeline');
-    return opts.rotate ? this.nextWebhookSecret(pipeline) : this.webhookSecret(pipeline.id, pipeline.webhookSecretGeneration);
+    return opts.rotate
+      ? this.nextWebhookSecret({ organization: { id: organizationId } }, pipeline)
+      : this.webhookSecret(pipeline.id, pipeline.webhookSecretGeneration);
   }
 
-  private async nextWebhookSecret(pipeline: Pipeline): Promise<string> {
-    const generation = await this.pipelines.nextWebhookSecretGeneration(pipeline.id);
+  /** The rotation is recorded (never the secret). */
+  private async nextWebhookSecret(actor: AuditActor, pipeline: Pipeline): Promise<string> {
+    const generation = await this.audited(
+      actor,
+      (pipelines) => pipelines.nextWebhookSecretGeneration(pipeline.id),
+      () => ({ type: 'PipelineWebhookSecretRotatedEvent', subject: pipelineSubject(pipeline), data: {} }),
+    );
     if (generation === null) throw new NotFoundError('pipeline');
     return this.webhookSecret(pipeline.id, generation);
   }
@@ -258,36 +298,38 @@ export class PipelineService {
     if (errors.length) throw new ValidationError(errors);
 
     const id = crypto.randomUUID();
-    await this.pipelines.insert(
-      {
-        id,
-        organizationId: actor.organization.id,
-        createdById: actor.principal.user.id,
-        createdAt: clock.now(),
-        webhookTokenHash: sha256Hex(this.webhookToken(id)),
-        name,
-        slug,
-        repository,
-        providerId,
-        providerSettings: fields.providerSettings ?? {},
-        description: input.description ?? null,
-        defaultBranch: input.default_branch ?? defaults.defaultBranch ?? 'main',
-        branchConfiguration: emptyToNull(input.branch_configuration),
-        skipQueuedBranchBuilds: input.skip_queued_branch_builds ?? false,
-        skipQueuedBranchBuildsFilter: emptyToNull(input.skip_queued_branch_builds_filter),
-        cancelRunningBranchBuilds: input.cancel_running_branch_builds ?? false,
-        cancelRunningBranchBuildsFilter: emptyToNull(input.cancel_running_branch_builds_filter),
-        allowRebuilds: input.allow_rebuilds ?? true,
-        clusterId: input.cluster_id === undefined ? defaults.defaultClusterId : emptyToNull(input.cluster_id),
-        pipelineTemplateUuid: templateUuid ?? null,
-        visibility: input.visibility ?? 'private',
-        tags: input.tags ?? null,
-        defaultTimeoutInMinutes: timeouts.default ?? null,
-        maximumTimeoutInMinutes: timeouts.maximum ?? null,
-        // With a template and no steps of its own, the pipeline has none: the template's govern its builds.
-        ...(stepsAndEnv ?? { configuration: null, steps: [], env: {}, notify: [] }),
-      },
-      teams,
+    const inserted: Parameters<PipelineRepository['insert']>[0] = {
+      id,
+      organizationId: actor.organization.id,
+      createdById: actor.principal.user.id,
+      createdAt: clock.now(),
+      webhookTokenHash: sha256Hex(this.webhookToken(id)),
+      name,
+      slug,
+      repository,
+      providerId,
+      providerSettings: fields.providerSettings ?? {},
+      description: input.description ?? null,
+      defaultBranch: input.default_branch ?? defaults.defaultBranch ?? 'main',
+      branchConfiguration: emptyToNull(input.branch_configuration),
+      skipQueuedBranchBuilds: input.skip_queued_branch_builds ?? false,
+      skipQueuedBranchBuildsFilter: emptyToNull(input.skip_queued_branch_builds_filter),
+      cancelRunningBranchBuilds: input.cancel_running_branch_builds ?? false,
+      cancelRunningBranchBuildsFilter: emptyToNull(input.cancel_running_branch_builds_filter),
+      allowRebuilds: input.allow_rebuilds ?? true,
+      clusterId: input.cluster_id === undefined ? defaults.defaultClusterId : emptyToNull(input.cluster_id),
+      pipelineTemplateUuid: templateUuid ?? null,
+      visibility: input.visibility ?? 'private',
+      tags: input.tags ?? null,
+      defaultTimeoutInMinutes: timeouts.default ?? null,
+      maximumTimeoutInMinutes: timeouts.maximum ?? null,
+      // With a template and no steps of its own, the pipeline has none: the template's govern its builds.
+      ...(stepsAndEnv ?? { configuration: null, steps: [], env: {}, notify: [] }),
+    };
+    await this.audited(
+      actor,
+      (pipelines) => pipelines.insert(inserted, teams),
+      () => ({ type: 'PipelineCreatedEvent', subject: pipelineSubject({ id, name }), data: pipelineChanges({}, inserted) }),
     );
     const pipeline = (await this.pipelines.findById(id))!;
     return { pipeline, perms: await this.permissions(actor, pipeline), notices };
@@ -359,25 +401,49 @@ export class PipelineService {
     );
     if (errors.length) throw new ValidationError(errors);
 
-    await this.pipelines.update(current, changes);
+    await this.audited(
+      actor,
+      (pipelines) => pipelines.update(current, changes),
+      () => ({
+        type: 'PipelineUpdatedEvent',
+        subject: pipelineSubject({ id: current.id, name: changes.name ?? current.name }),
+        data: pipelineChanges(current, changes),
+      }),
+    );
     return { pipeline: (await this.pipelines.findById(current.id))!, perms, notices };
   }
 
   async archive(actor: Actor, slug: string) {
     const { pipeline, perms } = await this.getEditable(actor, slug);
-    if (!(await this.pipelines.setArchivedAt(pipeline.id, clock.now(), false))) throw new UnprocessableError('Pipeline could not be archived.');
+    await this.audited(
+      actor,
+      async (pipelines) => {
+        if (!(await pipelines.setArchivedAt(pipeline.id, clock.now(), false))) throw new UnprocessableError('Pipeline could not be archived.');
+      },
+      () => ({ type: 'PipelineArchivedEvent', subject: pipelineSubject(pipeline), data: { archived: true } }),
+    );
     return { pipeline: (await this.pipelines.findById(pipeline.id))!, perms };
   }
 
   async unarchive(actor: Actor, slug: string) {
     const { pipeline, perms } = await this.getEditable(actor, slug);
-    if (!(await this.pipelines.setArchivedAt(pipeline.id, null, true))) throw new UnprocessableError('Pipeline could not be unarchived.');
+    await this.audited(
+      actor,
+      async (pipelines) => {
+        if (!(await pipelines.setArchivedAt(pipeline.id, null, true))) throw new UnprocessableError('Pipeline could not be unarchived.');
+      },
+      () => ({ type: 'PipelineUnarchivedEvent', subject: pipelineSubject(pipeline), data: { archived: false } }),
+    );
     return { pipeline: (await this.pipelines.findById(pipeline.id))!, perms };
   }
 
   async delete(actor: Actor, slug: string): Promise<void> {
     const { pipeline } = await this.getEditable(actor, slug);
-    await this.pipelines.delete(pipeline.id);
+    await this.audited(
+      actor,
+      (pipelines) => pipelines.delete(pipeline.id),
+      () => ({ type: 'PipelineDeletedEvent', subject: pipelineSubject(pipeline), data: { name: pipeline.name, slug: pipeline.slug } }),
+    );
   }
 
   /**

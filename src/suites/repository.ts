@@ -51,6 +51,11 @@ const slugTaken = (slug: string) => new ValidationError([{ field: 'name', code: 
 export class SuiteRepository {
   constructor(private readonly db: Knex) {}
 
+  /** The same queries on `trx`: how a service makes them part of a transaction it opened. */
+  withTransaction(trx: Knex.Transaction): SuiteRepository {
+    return new SuiteRepository(trx);
+  }
+
   async insert(
     s: { id: string; organizationId: string; slug: string; createdById: string; createdAt: Date; apiTokenHash: string } & SuiteFields,
     teamIds: string[],

@@ -33,6 +33,7 @@ import {
 } from './test-metrics';
 import { clock } from '../core/clock';
 import { isUuid } from '../core/uuid';
+import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 
 type CreateInput = components['schemas']['CreateSuiteRequest'];
 type LabelsInput = components['schemas']['TestLabelsRequest'];
@@ -78,7 +79,15 @@ export class SuiteService {
     private readonly organizations: OrganizationService,
     private readonly builds: BuildLookup,
     private readonly pipelines: Pick<PipelineService, 'readableByIds'>,
+    /** Where every change is recorded, in its transaction (src/audit/service.ts); never the upload token. */
+    private readonly audit: AuditLog | null = null,
   ) {}
+
+  /** `change` on this area's queries in one transaction, with its audit record in the same one. */
+  private audited<T>(actor: Actor, change: (suites: SuiteRepository) => Promise<T>, entry: (result: T) => AuditEntry): Promise<T> {
+    if (!this.audit) return change(this.suites);
+    return this.audit.transaction(actor, (trx) => change(this.suites.withTransaction(trx)), entry);
+  }
 
   /** The suite an upload API token belongs to (only its SHA-256 is stored), with its organization's slug. */
   async findByUploadToken(apiToken: string): Promise<{ suite: Suite; orgSlug: string } | null> {
@@ -113,21 +122,27 @@ export class SuiteService {
 
     const id = crypto.randomUUID();
     const apiToken = newSuiteToken();
-    await this.suites.insert(
-      {
-        id,
-        organizationId: actor.organization.id,
-        slug,
-        createdById: actor.principal.user.id,
-        createdAt: clock.now(),
-        apiTokenHash: sha256Hex(apiToken),
-        name,
-        defaultBranch: input.default_branch ?? 'main',
-        applicationName: input.application_name ?? null,
-        color: input.color ?? null,
-        emoji: input.emoji ?? null,
-      },
-      teamIds,
+    const fields = {
+      id,
+      organizationId: actor.organization.id,
+      slug,
+      createdById: actor.principal.user.id,
+      createdAt: clock.now(),
+      apiTokenHash: sha256Hex(apiToken),
+      name,
+      defaultBranch: input.default_branch ?? 'main',
+      applicationName: input.application_name ?? null,
+      color: input.color ?? null,
+      emoji: input.emoji ?? null,
+    };
+    await this.audited(
+      actor,
+      (suites) => suites.insert(fields, teamIds),
+      () => ({
+        type: 'SuiteCreatedEvent',
+        subject: suiteSubject(fields),
+        data: { ...suiteData(fields), slug, teams: teamIds },
+      }),
     );
     return { suite: (await this.suites.findById(id))!, apiToken };
   }
@@ -164,12 +179,25 @@ export class SuiteService {
       if (!name) throw ValidationError.field('name', "can't be blank");
       changes.name = name;
     }
-    await this.suites.update(suite.id, changes);
+    await this.audited(
+      actor,
+      (suites) => suites.update(suite.id, changes),
+      () => ({
+        type: 'SuiteUpdatedEvent',
+        subject: suiteSubject({ id: suite.id, name: changes.name ?? suite.name }),
+        data: changedFields(suiteData(suite), suiteData(changes)),
+      }),
+    );
     return (await this.suites.findById(suite.id))!;
   }
 
   async delete(actor: Actor, slug: string): Promise<void> {
-    await this.suites.delete((await this.getEditable(actor, slug)).id);
+    const suite = await this.getEditable(actor, slug);
+    await this.audited(
+      actor,
+      (suites) => suites.delete(suite.id),
+      () => ({ type: 'SuiteDeletedEvent', subject: suiteSubject(suite), data: { name: suite.name, slug: suite.slug } }),
+    );
   }
 
   async runs(actor: Actor, slug: string, offset: number, limit: number) {
@@ -418,3 +446,14 @@ export class SuiteService {
     return [...ids];
   }
 }
+
+const suiteSubject = (s: { id: string; name: string }) => ({ type: 'Suite', id: s.id, name: s.name });
+
+/** A suite's fields as the API names them, for the audit log (never its upload token). */
+const suiteData = (f: Partial<SuiteFields>): Record<string, unknown> => ({
+  name: f.name,
+  default_branch: f.defaultBranch,
+  application_name: f.applicationName,
+  color: f.color,
+  emoji: f.emoji,
+});

@@ -93,7 +93,8 @@ describeEachDatabase('pipeline settings', (ctx) => {
       'OrganizationHostedAgentsTerminalAccessEnabledEvent',
       'OrganizationPipelineSettingsUpdatedEvent',
       'OrganizationPipelineSettingsUpdatedEvent',
-      // The cluster was created through the API before the settings; clusters are not audited yet.
+      // The cluster was created through the API before the settings.
+      'ClusterCreatedEvent',
     ]);
     expect(events[5]!.data).toEqual({ default_branch: null });
   });
