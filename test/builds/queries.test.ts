@@ -4,13 +4,16 @@
  * pipeline row those reads already bring, serialized once per pipeline per page, so showing it
  * must not add a statement. The budgets are the counts measured before the pipeline was
  * embedded whole (commit f0a2632); a change that adds a statement per request fails here.
+ * One was added on purpose since: the organization's API IP allow-list, read fresh on every request
+ * to its paths (issue 30's API settings: a change applies to the very next request), is one
+ * primary-key read, counted by the three organization-scoped reads (`/v2/builds` has no organization).
  */
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 
 const BUDGET: Record<string, Record<string, number>> = {
-  sqlite: { get: 4, pipelineList: 4, orgList: 4, allList: 4 },
-  postgres: { get: 3, pipelineList: 3, orgList: 3, allList: 3 },
+  sqlite: { get: 5, pipelineList: 5, orgList: 5, allList: 4 },
+  postgres: { get: 4, pipelineList: 4, orgList: 4, allList: 3 },
 };
 
 /**
