@@ -56,3 +56,19 @@ export function setLinkHeader(
   }
   if (links.length) res.setHeader('Link', links.join(', '));
 }
+
+/**
+ * The `links` of a cursor-paginated list (`{ items, links }`, as the docs' newer pages have it):
+ * `self` is the request's own URL; `next` the same with `after` set to the next page's cursor
+ * (`before` dropped) and `per_page` kept, absent on the last page.
+ */
+export function cursorLinks(req: Pick<Request, 'originalUrl'>, publicUrl: string, next: string | null, perPage: number): { self: string; next?: string } {
+  const self = `${publicUrl}${req.originalUrl}`;
+  if (!next) return { self };
+  const [path, query = ''] = req.originalUrl.split('?', 2) as [string, string?];
+  const params = new URLSearchParams(query);
+  params.delete('before');
+  params.set('after', next);
+  params.set('per_page', String(perPage));
+  return { self, next: `${publicUrl}${path}?${params.toString()}` };
+}

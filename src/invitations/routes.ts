@@ -1,21 +1,9 @@
 /** An organization's invitations (REST): thin handlers for list (by cursor), get, create and revoke. */
-import type { Request } from 'express';
 import { actorOf } from '../http/auth';
 import { operationRouter } from '../http/operation';
+import { cursorLinks } from '../http/pagination';
 import { serializeInvitation } from './serialize';
 import type { InvitationService } from './service';
-
-/** `self` is the request's own URL; `next` the same with `after` set to the next page's cursor (`before` dropped). */
-function links(req: Pick<Request, 'originalUrl'>, publicUrl: string, next: string | null, perPage: number): { self: string; next?: string } {
-  const self = `${publicUrl}${req.originalUrl}`;
-  if (!next) return { self };
-  const [path, query = ''] = req.originalUrl.split('?', 2) as [string, string?];
-  const params = new URLSearchParams(query);
-  params.delete('before');
-  params.set('after', next);
-  params.set('per_page', String(perPage));
-  return { self, next: `${publicUrl}${path}?${params.toString()}` };
-}
 
 export function invitationRoutes(invitations: InvitationService, publicUrl: string) {
   const api = operationRouter();
@@ -26,7 +14,7 @@ export function invitationRoutes(invitations: InvitationService, publicUrl: stri
     const page = await invitations.list(actor, { after: req.query.after, before: req.query.before, limit: perPage });
     res.json({
       items: page.items.map((i) => serializeInvitation(i, actor.organization.slug, publicUrl)),
-      links: links(req, publicUrl, page.next, perPage),
+      links: cursorLinks(req, publicUrl, page.next, perPage),
     });
   });
   api.on('getInvitation', async (req, res) => {

@@ -1,22 +1,9 @@
 /** Notification services of an organization: thin handlers for list (by cursor), get, create, update, delete, enable and disable. */
-import type { Request } from 'express';
 import { actorOf } from '../http/auth';
 import { operationRouter } from '../http/operation';
+import { cursorLinks } from '../http/pagination';
 import { serializeNotificationService } from './serialize';
 import type { NotificationServiceService, ServiceInput } from './service';
-
-/** `self` is the request's own URL; `next` the same with `after` set to the next page's cursor (`before` dropped). */
-function links(req: Pick<Request, 'originalUrl'>, publicUrl: string, next: string | null, perPage: number): { self: string; next?: string } {
-  const self = `${publicUrl}${req.originalUrl}`;
-  if (!next) return { self };
-  const [path, query = ''] = req.originalUrl.split('?', 2) as [string, string?];
-  const params = new URLSearchParams(query);
-  params.delete('before');
-  params.delete('after');
-  params.set('after', next);
-  params.set('per_page', String(perPage));
-  return { self, next: `${publicUrl}${path}?${params.toString()}` };
-}
 
 export function notificationServiceRoutes(services: NotificationServiceService, publicUrl: string) {
   const api = operationRouter();
@@ -27,7 +14,7 @@ export function notificationServiceRoutes(services: NotificationServiceService, 
     const page = await services.list(actor, { after: req.query.after, before: req.query.before, limit: perPage });
     res.json({
       items: page.items.map((s) => serializeNotificationService(s, actor.organization, publicUrl)),
-      links: links(req, publicUrl, page.next, perPage),
+      links: cursorLinks(req, publicUrl, page.next, perPage),
     });
   });
 

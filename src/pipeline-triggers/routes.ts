@@ -1,22 +1,9 @@
 /** Pipeline triggers (REST): thin handlers for their CRUD and their deliveries, listed by cursor. */
-import type { Request } from 'express';
 import { actorOf } from '../http/auth';
 import { operationRouter } from '../http/operation';
+import { cursorLinks } from '../http/pagination';
 import { serializePipelineTrigger, serializeTriggerDelivery } from './serialize';
 import type { PipelineTriggerService } from './service';
-
-/** `self` is the request's own URL; `next` the same with `after` set to the next page's cursor (`before` dropped). */
-function links(req: Pick<Request, 'originalUrl'>, publicUrl: string, next: string | null, perPage: number): { self: string; next?: string } {
-  const self = `${publicUrl}${req.originalUrl}`;
-  if (!next) return { self };
-  const [path, query = ''] = req.originalUrl.split('?', 2) as [string, string?];
-  const params = new URLSearchParams(query);
-  params.delete('before');
-  params.delete('after');
-  params.set('after', next);
-  params.set('per_page', String(perPage));
-  return { self, next: `${publicUrl}${path}?${params.toString()}` };
-}
 
 export function pipelineTriggerRoutes(triggers: PipelineTriggerService, publicUrl: string) {
   const api = operationRouter();
@@ -27,7 +14,7 @@ export function pipelineTriggerRoutes(triggers: PipelineTriggerService, publicUr
     const page = await triggers.list(actor, req.params.pipeline_slug, { after: req.query.after, before: req.query.before, limit: perPage });
     res.json({
       items: page.items.map((t) => serializePipelineTrigger(t, publicUrl, actor.organization.slug)),
-      links: links(req, publicUrl, page.next, perPage),
+      links: cursorLinks(req, publicUrl, page.next, perPage),
     });
   });
   api.on('createPipelineTrigger', async (req, res) => {
@@ -56,7 +43,7 @@ export function pipelineTriggerRoutes(triggers: PipelineTriggerService, publicUr
     const page = await triggers.deliveries(actor, req.params.pipeline_slug, trigger.id, { after: req.query.after, before: req.query.before, limit: perPage });
     res.json({
       items: page.items.map((d) => serializeTriggerDelivery(d, trigger, publicUrl, actor.organization.slug)),
-      links: links(req, publicUrl, page.next, perPage),
+      links: cursorLinks(req, publicUrl, page.next, perPage),
     });
   });
   api.on('getPipelineTriggerDelivery', async (req, res) => {

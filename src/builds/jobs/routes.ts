@@ -3,12 +3,13 @@
  * it twice, under its build (`.../builds/{number}/jobs/{id}/...`) and by its id alone within the
  * organization (`/organizations/{org}/jobs/{id}/...`): one handler, two bindings.
  */
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import type { Agent } from '../../agents/repository';
 import { serializeAgentBase } from '../../agents/serialize';
 import { BadRequestError } from '../../core/errors';
 import { actorOf } from '../../http/auth';
 import { operationRouter, type OperationHandler, type OperationRequest } from '../../http/operation';
+import { cursorLinks } from '../../http/pagination';
 import { buildUrls, serializeJob } from '../serialize';
 import type { BuildWithJobs } from '../service';
 import type { Job } from './model';
@@ -36,19 +37,6 @@ type OrganizationJobOperation =
 function targetOf(req: OperationRequest<BuildJobOperation> | OperationRequest<OrganizationJobOperation>): JobTarget {
   const p = req.params;
   return 'pipeline_slug' in p ? { pipelineSlug: p.pipeline_slug, number: p.build_number, jobId: p.job_id } : { jobId: p.job_id };
-}
-
-/** `self` is the request's own URL; `next` the same with `after` set to the next page's cursor (`before` dropped). */
-function links(req: Pick<Request, 'originalUrl'>, publicUrl: string, next: string | null, perPage: number): { self: string; next?: string } {
-  const self = `${publicUrl}${req.originalUrl}`;
-  if (!next) return { self };
-  const [path, query = ''] = req.originalUrl.split('?', 2) as [string, string?];
-  const params = new URLSearchParams(query);
-  params.delete('before');
-  params.delete('after');
-  params.set('per_page', String(perPage));
-  params.set('after', next);
-  return { self, next: `${publicUrl}${path}?${params.toString()}` };
 }
 
 export function jobRoutes(jobs: JobService, publicUrl: string) {
@@ -92,7 +80,7 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
       before: req.query.before,
       limit: perPage,
     });
-    res.json({ items: page.map((j) => jobJson(item, j, agents)), links: links(req, publicUrl, next, perPage) });
+    res.json({ items: page.map((j) => jobJson(item, j, agents)), links: cursorLinks(req, publicUrl, next, perPage) });
   });
 
   both('getJob', 'getOrganizationJob', async (req, res) => {
@@ -177,7 +165,7 @@ export function stepUploadRoutes(uploads: PipelineUploadService, publicUrl: stri
       limit: perPage,
     });
     const url = buildUrlOf(item);
-    res.json({ items: page.map((u) => serializeStepUpload(u, url)), links: links(req, publicUrl, next, perPage) });
+    res.json({ items: page.map((u) => serializeStepUpload(u, url)), links: cursorLinks(req, publicUrl, next, perPage) });
   });
 
   api.on('getStepUpload', async (req, res) => {
