@@ -6510,6 +6510,8 @@ export interface components {
             readonly agent_query_rules?: string[];
             readonly soft_failed?: boolean;
             readonly exit_status?: number | null;
+            /** @description The signal that stopped the job's process (`SIGTERM`), as the agent reported it when the job finished; null when the process exited by itself. */
+            readonly signal?: string | null;
             /** @description Why the agent stopped the process when it did not exit by itself (`cancel`, `timeout`, `agent_stop`). */
             readonly signal_reason?: string | null;
             /** @description When the job expired, scheduled with no agent taking it in time, or taken by an agent that was lost before starting it (see `expired`). */
@@ -6525,6 +6527,8 @@ export interface components {
             readonly retried?: boolean;
             /** Format: uuid */
             readonly retried_in_job_id?: string | null;
+            /** @description On a retried job (`retried: true`), the user who retried it, as they were then; null when the job is not retried or was retried automatically. */
+            readonly retried_by?: components["schemas"]["BuildCreator"] | null;
             readonly retries_count?: number | null;
             readonly retry_type?: components["schemas"]["JobRetryType"] | null;
             readonly retry_source?: components["schemas"]["JobRetrySource"] | null;

@@ -3396,14 +3396,20 @@ type Job struct {
 	Priority           *JobPriority      `json:"priority,omitempty"`
 	RawLogURL          *string           `json:"raw_log_url,omitempty"`
 	Retried            *bool             `json:"retried,omitempty"`
-	RetriedInJobID     *string           `json:"retried_in_job_id,omitempty"`
-	RetriesCount       *int64            `json:"retries_count,omitempty"`
-	RetrySource        *JobRetrySource   `json:"retry_source,omitempty"`
-	RetryType          *JobRetryType     `json:"retry_type,omitempty"`
-	RunnableAt         *time.Time        `json:"runnable_at,omitempty"`
-	ScheduledAt        *time.Time        `json:"scheduled_at,omitempty"`
+	// On a retried job (`retried: true`), the user who retried it, as they were then; null when
+	// the job is not retried or was retried automatically.
+	RetriedBy      *BuildCreator   `json:"retried_by,omitempty"`
+	RetriedInJobID *string         `json:"retried_in_job_id,omitempty"`
+	RetriesCount   *int64          `json:"retries_count,omitempty"`
+	RetrySource    *JobRetrySource `json:"retry_source,omitempty"`
+	RetryType      *JobRetryType   `json:"retry_type,omitempty"`
+	RunnableAt     *time.Time      `json:"runnable_at,omitempty"`
+	ScheduledAt    *time.Time      `json:"scheduled_at,omitempty"`
 	// The older name of `command`, with the same value (the documented agent examples show it).
 	ScriptPath *string `json:"script_path,omitempty"`
+	// The signal that stopped the job's process (`SIGTERM`), as the agent reported it when the
+	// job finished; null when the process exited by itself.
+	Signal *string `json:"signal,omitempty"`
 	// Why the agent stopped the process when it did not exit by itself (`cancel`, `timeout`,
 	// `agent_stop`).
 	SignalReason *string    `json:"signal_reason,omitempty"`

@@ -218,7 +218,7 @@ export class BuildService {
         return j.type === 'script' && !j.retried && state !== null && wanted.has(state) && manual?.allowed !== false;
       })
       .map((j) => ({ jobId: j.id, newId: crypto.randomUUID(), fromStates: [j.state] }));
-    const retried = retries.length ? await this.progress.retryJobs(item.build.id, retries) : 0;
+    const retried = retries.length ? await this.progress.retryJobs(item.build.id, retries, actor.principal.user) : 0;
     return { item: retried ? await this.get(actor, pipelineSlug, number, false) : item, retried };
   }
 

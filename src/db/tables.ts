@@ -293,6 +293,8 @@ export interface JobsRow {
   cluster_queue_id: string | null;
   chunks_failed_count: number | null;
   agent_header_times: string | null;
+  signal: string | null;
+  retried_by: string | null;
 }
 
 export interface NotificationAttemptsRow {
@@ -1016,6 +1018,8 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     cluster_queue_id: ['string', true],
     chunks_failed_count: ['integer', true],
     agent_header_times: ['string', true],
+    signal: ['string', true],
+    retried_by: ['string', true],
   },
   notification_attempts: {
     delivery_id: ['string', false],

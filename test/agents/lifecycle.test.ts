@@ -77,7 +77,7 @@ describeEachDatabase(
         const ping = await ctx().http().get('/v3/ping').set(agentAuth(accepted!.token)).expect(200);
         expect(ping.body).toEqual({ action: 'idle', job: null });
 
-        const stopped = await finish(running!, runningId, { exit_status: 137, signal_reason: 'cancel' }).expect(200);
+        const stopped = await finish(running!, runningId, { exit_status: 137, signal: 'SIGTERM', signal_reason: 'cancel' }).expect(200);
         expect(stopped.body).toMatchObject({ state: 'canceled', exit_status: 137 });
         expect((await s.read()).state).toBe('canceling');
         // One never started: finished all the same.
@@ -86,9 +86,9 @@ describeEachDatabase(
         expect(b.state).toBe('canceled');
         expect(b.finished_at).toMatch(ISO);
         jobs = byId(b);
-        expect(jobs.get(runningId)).toMatchObject({ state: 'canceled', exit_status: 137, signal_reason: 'cancel', soft_failed: false });
+        expect(jobs.get(runningId)).toMatchObject({ state: 'canceled', exit_status: 137, signal: 'SIGTERM', signal_reason: 'cancel', soft_failed: false });
         expect(jobs.get(runningId)!.finished_at).toMatch(ISO);
-        expect(jobs.get(acceptedId)).toMatchObject({ state: 'canceled', exit_status: -1, signal_reason: 'cancel', started_at: null });
+        expect(jobs.get(acceptedId)).toMatchObject({ state: 'canceled', exit_status: -1, signal: null, signal_reason: 'cancel', started_at: null });
         // The agents are free again.
         expect((await ctx().http().get('/v3/ping').set(agentAuth(running!.token)).expect(200)).body.job).toBeNull();
 

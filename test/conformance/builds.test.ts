@@ -219,6 +219,9 @@ describeEachDatabase('conformance: builds, jobs and agents', (ctx) => {
     const retried = await ctx().http().put(`${s.base}/${slug}/builds/${build.number}/retry_failed_jobs`).set(auth(s.token)).send({}).expect(202);
     expect(retried.body.retried_jobs_count).toBe(1);
     expectBuildConforms(retried.body as BuildJson, [retryFailedJobs]);
+    // The bulk retry is the caller's too: the failed job names them.
+    const failed = await ctx().http().get(`${s.base}/${slug}/builds/${build.number}/jobs/${build.jobs[0]!.id}`).set(auth(s.token)).expect(200);
+    expect(failed.body).toMatchObject({ retried: true, retried_by: { id: s.user.id, name: s.user.name } });
   });
 
   it('embeds provider settings for every provider kind (the Go client decodes them by provider id)', async () => {

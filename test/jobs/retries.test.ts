@@ -23,7 +23,8 @@ describeEachDatabase('automatic and manual retry rules', (ctx) => {
     let b = await s.read();
     expect(b.state).toBe('running');
     expect(b.jobs).toHaveLength(2);
-    expect(b.jobs[0]).toMatchObject({ id: first, state: 'failed', retried: true, retried_in_job_id: b.jobs[1]!.id });
+    // An automatic retry was nobody's: `retried_by` stays null.
+    expect(b.jobs[0]).toMatchObject({ id: first, state: 'failed', retried: true, retried_in_job_id: b.jobs[1]!.id, retried_by: null });
     expect(b.jobs[1]).toMatchObject({ state: 'scheduled', retries_count: 1, retry_type: 'automatic', retried: false, exit_status: null });
     await runNext(ctx(), s.agent, 2);
     b = await s.read();

@@ -261,6 +261,7 @@ export class AgentWorkService {
       const end: JobEnd = {
         state,
         exit_status: exitStatus,
+        signal: body.signal ?? null,
         signal_reason: body.signal_reason ?? null,
         soft_failed: soft,
         finished_at: this.clock(),

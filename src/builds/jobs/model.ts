@@ -27,8 +27,12 @@ export interface Job extends Omit<PlannedJob, 'state'> {
   unblockedAt: Date | null;
   /** The build a trigger job created: its id, number and pipeline slug at the time. */
   triggeredBuild: { id: string; number: number; pipeline_slug: string } | null;
+  /** The signal that stopped the process (`SIGTERM`), as the agent reported it on finish. */
+  signal: string | null;
   /** Why the agent stopped the process (`cancel`, `timeout`, `agent_stop`), if it did. */
   signalReason: string | null;
+  /** Who retried the job (null while it is not retried, or when it was retried automatically). */
+  retriedBy: User | null;
   /** When a scheduled job no agent took expired. */
   expiredAt: Date | null;
   createdAt: Date;
@@ -72,6 +76,7 @@ export const HELD_STATES: JobState[] = ['assigned', 'accepted', 'running', 'canc
 export interface JobEnd {
   state: JobState;
   exit_status: number;
+  signal?: string | null;
   signal_reason: string | null;
   soft_failed: boolean;
   finished_at: Date;

@@ -16,7 +16,7 @@ import { isUniqueViolation } from '../../db/knex';
 import { isUuid } from '../../core/uuid';
 import type { User } from '../../core/identity';
 import { HELD_STATES, type ExpiredJob, type Job, type JobContext, type JobEnd } from './model';
-import { contextFromRow, jobFromRow, toJobRow } from './rows';
+import { contextFromRow, jobFromRow, toJobRow, userSnapshotColumn } from './rows';
 import type { JobMove } from './state';
 
 /** How many dispatch classes one candidates query reads at most. */
@@ -292,7 +292,7 @@ export class JobRepository {
 
   /** A blocked block step is unblocked by `by` at `at`; false if it was no longer blocked. */
   async unblock(jobId: string, by: User, at: Date): Promise<boolean> {
-    const unblockedBy = JSON.stringify({ id: by.id, name: by.name, email: by.email, created_at: by.createdAt.toISOString() });
+    const unblockedBy = userSnapshotColumn(by);
     return (
       (await this.db('jobs')
         .where({ id: jobId, state: 'blocked' })
@@ -306,11 +306,17 @@ export class JobRepository {
   }
 
   /**
-   * Marks a job in one of `fromStates` retried by `newId` (hidden from lists unless asked for).
-   * The guarded UPDATE makes a job retried once however many ask at once: false for the ones that lost.
+   * Marks a job in one of `fromStates` retried by `newId` (hidden from lists unless asked for),
+   * by `by` (null: automatically). The guarded UPDATE makes a job retried once however many ask
+   * at once: false for the ones that lost.
    */
-  async markRetried(jobId: string, newId: string, fromStates: string[]): Promise<boolean> {
-    return (await this.db('jobs').where({ id: jobId, retried: false }).whereIn('state', fromStates).update({ retried: true, retried_in_job_id: newId })) > 0;
+  async markRetried(jobId: string, newId: string, fromStates: string[], by: User | null): Promise<boolean> {
+    return (
+      (await this.db('jobs')
+        .where({ id: jobId, retried: false })
+        .whereIn('state', fromStates)
+        .update({ retried: true, retried_in_job_id: newId, retried_by: by ? userSnapshotColumn(by) : null })) > 0
+    );
   }
 
   /** A copy of the job as `newId`, scheduled at `at`, with what running it recorded cleared. */
@@ -322,11 +328,13 @@ export class JobRepository {
       state: 'scheduled',
       agent_id: null,
       exit_status: null,
+      signal: null,
       signal_reason: null,
       expired_at: null,
       soft_failed: false,
       retried: false,
       retried_in_job_id: null,
+      retried_by: null,
       retries_count: Number(row.retries_count ?? 0) + 1,
       log_size: 0,
       retry_type: type,

@@ -8,6 +8,7 @@ import type { JobState, NewBuild, PullRequest } from '../model';
 import { parseJson, toBool, toDate, toDateOrNull } from '../../db/values';
 import type { Step } from '../../pipelines/configuration';
 import { userFromRow } from '../../user/rows';
+import type { User } from '../../core/identity';
 import { dispatchKey } from './dispatch-key';
 import type { Job, JobContext } from './model';
 
@@ -42,9 +43,11 @@ export function jobFromRow(r: Record<string, unknown>): Job {
     retryType: (r.retry_type as string | null) ?? null,
     retrySource: parseJson(r.retry_source, null),
     agentId: (r.agent_id as string | null) ?? null,
-    unblockedBy: r.unblocked_by ? userFromRow(parseJson(r.unblocked_by, { id: '', name: '', email: '', created_at: null })) : null,
+    unblockedBy: userSnapshotFromColumn(r.unblocked_by),
+    retriedBy: userSnapshotFromColumn(r.retried_by),
     unblockedAt: toDateOrNull(r.unblocked_at),
     triggeredBuild: parseJson(r.triggered_build, null),
+    signal: (r.signal as string | null) ?? null,
     signalReason: (r.signal_reason as string | null) ?? null,
     expiredAt: toDateOrNull(r.expired_at),
     createdAt: toDate(r.created_at),
@@ -53,6 +56,16 @@ export function jobFromRow(r: Record<string, unknown>): Job {
     startedAt: toDateOrNull(r.started_at),
     finishedAt: toDateOrNull(r.finished_at),
   };
+}
+
+/** A user kept on a job as a JSON snapshot (`unblocked_by`, `retried_by`), or null. */
+function userSnapshotFromColumn(value: unknown): User | null {
+  return value ? userFromRow(parseJson(value, { id: '', name: '', email: '', created_at: null })) : null;
+}
+
+/** The JSON snapshot of a user a job keeps (`unblocked_by`, `retried_by`): who it was at the time. */
+export function userSnapshotColumn(user: User): string {
+  return JSON.stringify({ id: user.id, name: user.name, email: user.email, created_at: user.createdAt.toISOString() });
 }
 
 /** A planned job's row in `build`; its times are the build's creation (or, for an upload, the upload's). */

@@ -164,7 +164,8 @@ export class JobService {
     // As the REST jobs docs have it: a canceled build stays canceled (rebuild it instead).
     if (item.build.state === 'canceled') throw new UnprocessableError('Jobs from canceled builds cannot be retried');
     const newId = crypto.randomUUID();
-    if (!(await this.progress.retry(item.build.id, job.id, newId, retryable))) throw new UnprocessableError('This job has already been retried.');
+    if (!(await this.progress.retry(item.build.id, job.id, newId, retryable, actor.principal.user)))
+      throw new UnprocessableError('This job has already been retried.');
     return { item: await this.builds.get(actor, item.pipeline.slug, item.build.number, true), jobId: newId };
   }
 

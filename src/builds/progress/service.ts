@@ -30,6 +30,9 @@ import { advanceLocked } from './machine';
 import { bind, type ProgressRepositories, type StepSigner } from './repositories';
 import { clock as sharedClock } from '../../core/clock';
 
+/** Who retries a job: the user who asked for it, or the step's automatic retry rules. */
+export type RetriedBy = User | 'automatic';
+
 /** Rolls a claim back: the agent may take no job now (paused, stopping, gone, or holding one). */
 const AGENT_UNAVAILABLE = new Error('agent unavailable');
 
@@ -157,21 +160,21 @@ export class BuildProgress {
    * (hidden from lists unless asked for); a canceled build runs again. A job is retried once
    * however many ask at once: false for the ones that lost.
    */
-  async retry(buildId: string, jobId: string, newId: string, fromStates: string[], type: 'manual' | 'automatic' = 'manual'): Promise<boolean> {
-    return (await this.retryJobs(buildId, [{ jobId, newId, fromStates }], type)) === 1;
+  async retry(buildId: string, jobId: string, newId: string, fromStates: string[], by: RetriedBy): Promise<boolean> {
+    return (await this.retryJobs(buildId, [{ jobId, newId, fromStates }], by)) === 1;
   }
 
-  /** Retries of several jobs of one build, in one transaction and one run of its state machine; how many were retried. */
-  async retryJobs(
-    buildId: string,
-    retries: { jobId: string; newId: string; fromStates: string[] }[],
-    type: 'manual' | 'automatic' = 'manual',
-  ): Promise<number> {
+  /**
+   * Retries of several jobs of one build, in one transaction and one run of its state machine;
+   * how many were retried. `by` is the user who asked (a manual retry) or `automatic`.
+   */
+  async retryJobs(buildId: string, retries: { jobId: string; newId: string; fromStates: string[] }[], by: RetriedBy): Promise<number> {
     const at = this.clock();
+    const type = by === 'automatic' ? 'automatic' : 'manual';
     const done = await this.inLockedBuild(buildId, at, async (r) => {
       let retried = 0;
       for (const { jobId, newId, fromStates } of retries) {
-        if (!(await r.jobs.markRetried(jobId, newId, fromStates))) continue;
+        if (!(await r.jobs.markRetried(jobId, newId, fromStates, by === 'automatic' ? null : by))) continue;
         await r.jobs.insertRetry(jobId, newId, type, at);
         retried++;
       }

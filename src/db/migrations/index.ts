@@ -42,6 +42,7 @@ import * as pipelineTriggers from './20261127093010_pipeline_triggers';
 import * as organizationAdmin from './20261127094000_organization_admin';
 import * as pipelineSettings from './20261127094010_pipeline_settings';
 import * as githubWebhookProcessing from './20261127095000_github_webhook_processing';
+import * as jobSignalRetriedBy from './20261127120000_job_signal_retried_by';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -82,6 +83,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261127094000_organization_admin': organizationAdmin,
   '20261127094010_pipeline_settings': pipelineSettings,
   '20261127095000_github_webhook_processing': githubWebhookProcessing,
+  '20261127120000_job_signal_retried_by': jobSignalRetriedBy,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
