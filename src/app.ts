@@ -94,6 +94,8 @@ export interface AppDeps extends Pick<
   | 'clusters'
   | 'notificationServices'
   | 'notifications'
+  | 'metricsCounts'
+  | 'webSessions'
 > {
   logger: Logger;
   publicUrl: string;
@@ -133,7 +135,7 @@ export function createApp(deps: AppDeps): express.Express {
   // The spec operation each request names, for the log line and the metrics.
   app.use(tagOperation(paths));
   app.use(requestLogger(deps.logger));
-  const metrics = deps.metrics?.enabled ? new Metrics(deps.db) : undefined;
+  const metrics = deps.metrics?.enabled ? new Metrics(deps.db, deps.metricsCounts) : undefined;
   if (metrics) app.use(metrics.recordRequests());
   // OPTIONS answers from the spec, and CORS for the configured origins only.
   app.use(answerOptions(paths, corsMiddleware(deps.corsOrigins ?? [], paths)));

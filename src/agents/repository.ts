@@ -326,4 +326,13 @@ export class AgentRepository {
     const assigned = this.db('jobs').whereIn('build_id', buildIds).where({ state: 'assigned' }).select('id');
     await this.db('agents').whereIn('job_id', assigned).update({ job_id: null });
   }
+
+  /** Agents counted by connection state (the metrics' scrape). */
+  async countByConnectionState(): Promise<{ state: string; n: number }[]> {
+    const rows: { state: string; n: number | string }[] = await this.db('agents')
+      .select('connection_state as state')
+      .count({ n: '*' })
+      .groupBy('connection_state');
+    return rows.map((r) => ({ state: r.state, n: Number(r.n) }));
+  }
 }

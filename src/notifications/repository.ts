@@ -279,4 +279,11 @@ export class OutboxRepository {
     const deliveries = await this.db('notification_deliveries').whereNot('state', 'pending').where('finished_at', '<', before).delete();
     return { events, deliveries };
   }
+
+  /** Events not yet fanned out and deliveries still to send (the metrics' scrape). */
+  async pendingCounts(): Promise<{ events: number; deliveries: number }> {
+    const [events] = await this.db('outbox_events').whereNull('fanned_out_at').count({ n: '*' });
+    const [deliveries] = await this.db('notification_deliveries').where({ state: 'pending' }).count({ n: '*' });
+    return { events: Number(events?.n ?? 0), deliveries: Number(deliveries?.n ?? 0) };
+  }
 }

@@ -24,6 +24,7 @@ export type WebServices = Pick<
   | 'organizations'
   | 'rateLimiter'
   | 'invitations'
+  | 'webSessions'
 >;
 
 export interface WebDeps extends WebServices {

@@ -435,4 +435,16 @@ export class JobRepository {
     const rows = await this.db('jobs').whereIn('build_id', buildIds).whereIn('state', states).distinct('build_id');
     return rows.map((r) => r.build_id as string);
   }
+
+  /** Command jobs in `states`, counted by state, agent query rules and organization (the metrics' scrape). */
+  async countByStateAndRules(states: readonly string[]): Promise<{ state: string; rules: string; org: string; n: number }[]> {
+    const rows: { state: string; rules: string; org: string; n: number | string }[] = await this.db('jobs')
+      .join('builds', 'builds.id', 'jobs.build_id')
+      .select('jobs.state as state', 'jobs.agent_query_rules as rules', 'builds.organization_id as org')
+      .count({ n: '*' })
+      .whereIn('jobs.state', states)
+      .andWhere('jobs.type', 'script')
+      .groupBy('jobs.state', 'jobs.agent_query_rules', 'builds.organization_id');
+    return rows.map((r) => ({ state: r.state, rules: r.rules, org: r.org, n: Number(r.n) }));
+  }
 }
