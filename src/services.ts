@@ -152,6 +152,11 @@ export interface Services {
   metricsCounts: ScrapeCounts;
   /** The web pages' sign-in sessions. */
   webSessions: WebSessions;
+  /**
+   * The repositories the fixture loader (src/fixtures/load.ts) writes a file's history through:
+   * states and times that happened before "now", which the state machine cannot give.
+   */
+  history: { agents: AgentRepository; builds: BuildRepository; jobs: JobRepository; jobLogs: JobLogRepository; outbox: OutboxRepository };
 }
 
 export interface ServiceOptions {
@@ -347,6 +352,7 @@ export function createServices(o: ServiceOptions): Services {
       pendingNotifications: () => outbox.pendingCounts(),
     },
     webSessions: new WebSessions(new WebSessionRepository(db), tokens),
+    history: { agents, builds: buildRepository, jobs, jobLogs: logs, outbox },
   };
 }
 

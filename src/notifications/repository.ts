@@ -286,4 +286,9 @@ export class OutboxRepository {
     const [deliveries] = await this.db('notification_deliveries').where({ state: 'pending' }).count({ n: '*' });
     return { events: Number(events?.n ?? 0), deliveries: Number(deliveries?.n ?? 0) };
   }
+
+  /** Forgets every event (the fixture loader's: what the triggers queued while a file loaded happened before anyone could listen). */
+  async clearEvents(): Promise<void> {
+    await this.db('outbox_events').delete();
+  }
 }
