@@ -1,5 +1,5 @@
 /**
- * A copy of every table, taken once after start (fixtures loaded, admin token made) and copied
+ * The test controls' repository (their only SQL): a copy of every table, taken once after start (fixtures loaded, admin token made) and copied
  * back by a reset in one transaction, inside the database engine (no row crosses into the
  * process):
  *
