@@ -48,6 +48,7 @@ import { pipelineTemplateRoutes } from './pipeline-templates/routes';
 import { emojiRoutes } from './emojis/routes';
 import type { TrustProxy } from './config';
 import type { Services } from './services';
+import { ping } from './db/knex';
 import { loadSpec } from './spec';
 import { suiteRoutes } from './suites/routes';
 import { teamRoutes } from './teams/routes';
@@ -203,7 +204,7 @@ export function createApp(deps: AppDeps): express.Express {
       return;
     }
     try {
-      await deps.db.raw('select 1');
+      await ping(deps.db);
       res.json({ status: 'ok' });
     } catch {
       res.setHeader('Retry-After', '5');
