@@ -103,7 +103,10 @@ const sqlInRepositories = {
       { selector: `CallExpression[callee.type='Identifier'][callee.name=${KNEX_HANDLE}]`, message: SQL_MESSAGE },
       { selector: `CallExpression[callee.type='MemberExpression'][callee.property.name=${KNEX_HANDLE}]`, message: SQL_MESSAGE },
       { selector: `MemberExpression[object.type='Identifier'][object.name=${KNEX_HANDLE}][property.name=${QUERY_BUILDER}]`, message: SQL_MESSAGE },
-      { selector: `MemberExpression[object.type='MemberExpression'][object.property.name=${KNEX_HANDLE}][property.name=${QUERY_BUILDER}]`, message: SQL_MESSAGE },
+      {
+        selector: `MemberExpression[object.type='MemberExpression'][object.property.name=${KNEX_HANDLE}][property.name=${QUERY_BUILDER}]`,
+        message: SQL_MESSAGE,
+      },
       { selector: "CallExpression[callee.name='require'][arguments.0.value='knex']", message: SQL_MESSAGE },
       { selector: "ImportExpression[source.value='knex']", message: SQL_MESSAGE },
     ],
