@@ -4,6 +4,7 @@
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
 import tseslint from 'typescript-eslint';
+import { builtinRules } from 'eslint/use-at-your-own-risk';
 
 const sqlOnlyInRepositories = { name: 'knex', message: 'SQL belongs in a repository (src/<area>/*repository.ts) or src/db/.', allowTypeImports: true };
 const otherAreasRepositories = {
@@ -78,6 +79,40 @@ const oneTransport = {
   },
 };
 
+// SQL only in repositories (docs/architecture.md): outside src/db/ and the repository files, no
+// query is built on a Knex handle. Lint sees no types, so a handle is known by its name, the
+// names the code gives them all: `db`, `knex`, `trx`, `tx` (also as `this.db`, `s.db`...).
+// Calling one (`db('builds')`) or reaching its builder (`trx.raw`, `db.schema`, `knex.fn`...) is
+// refused; `.transaction(...)` (services own transactions), `.destroy()`, `.on(...)` and
+// `.client` are not queries. The knex value itself is refused above (`sqlOnlyInRepositories`)
+// and here in its require/import() forms. Exempt: src/db/** (the connection, migrations,
+// helpers), `*repository.ts` and `repository/` folders, and http/rate-limit.ts (its shared
+// counters). Its own rule name, a copy of no-restricted-syntax, so it adds to oneTransport's
+// selectors instead of replacing them. test/architecture/sql-in-repositories.test.ts proves it.
+const KNEX_HANDLE = '/^(db|knex|trx|tx)$/';
+const QUERY_BUILDER =
+  '/^(raw|schema|migrate|seed|select|from|table|into|queryBuilder|insert|upsert|update|delete|del|truncate|where|whereIn|join|count|first|with|withRecursive|union|fn|ref)$/';
+const SQL_MESSAGE = 'SQL belongs in a repository (src/<area>/repository.ts, src/<area>/<name>-repository.ts) or src/db/: call one (docs/architecture.md).';
+const sqlInRepositories = {
+  files: ['src/**/*.ts'],
+  ignores: ['src/db/**', 'src/**/*repository.ts', 'src/**/repository/**', 'src/http/rate-limit.ts'],
+  plugins: { windsock: { rules: { 'sql-in-repositories': builtinRules.get('no-restricted-syntax') } } },
+  rules: {
+    'windsock/sql-in-repositories': [
+      'error',
+      { selector: `CallExpression[callee.type='Identifier'][callee.name=${KNEX_HANDLE}]`, message: SQL_MESSAGE },
+      { selector: `CallExpression[callee.type='MemberExpression'][callee.property.name=${KNEX_HANDLE}]`, message: SQL_MESSAGE },
+      { selector: `MemberExpression[object.type='Identifier'][object.name=${KNEX_HANDLE}][property.name=${QUERY_BUILDER}]`, message: SQL_MESSAGE },
+      {
+        selector: `MemberExpression[object.type='MemberExpression'][object.property.name=${KNEX_HANDLE}][property.name=${QUERY_BUILDER}]`,
+        message: SQL_MESSAGE,
+      },
+      { selector: "CallExpression[callee.name='require'][arguments.0.value='knex']", message: SQL_MESSAGE },
+      { selector: "ImportExpression[source.value='knex']", message: SQL_MESSAGE },
+    ],
+  },
+};
+
 /** One block of import boundaries: the modules (paths) and module patterns these files may not import as values. */
 function boundaries(files, ignores, paths, patterns) {
   return { files, ignores, rules: { '@typescript-eslint/no-restricted-imports': ['error', { paths, patterns }] } };
@@ -117,5 +152,6 @@ export default tseslint.config(
   boundaries(['src/db/**', 'src/**/*repository.ts', 'src/**/repository/**', 'src/http/rate-limit.ts'], [], [], [otherAreasRepositories]),
   boundaries(['src/**/routes.ts'], [], [sqlOnlyInRepositories], [anyRepository]),
   oneTransport,
+  sqlInRepositories,
   prettier,
 );

@@ -48,6 +48,7 @@ import { pipelineTemplateRoutes } from './pipeline-templates/routes';
 import { emojiRoutes } from './emojis/routes';
 import type { TrustProxy } from './config';
 import type { Services } from './services';
+import { ping } from './db/knex';
 import { loadSpec } from './spec';
 import { suiteRoutes } from './suites/routes';
 import { teamRoutes } from './teams/routes';
@@ -94,6 +95,8 @@ export interface AppDeps extends Pick<
   | 'clusters'
   | 'notificationServices'
   | 'notifications'
+  | 'metricsCounts'
+  | 'webSessions'
 > {
   logger: Logger;
   publicUrl: string;
@@ -133,7 +136,7 @@ export function createApp(deps: AppDeps): express.Express {
   // The spec operation each request names, for the log line and the metrics.
   app.use(tagOperation(paths));
   app.use(requestLogger(deps.logger));
-  const metrics = deps.metrics?.enabled ? new Metrics(deps.db) : undefined;
+  const metrics = deps.metrics?.enabled ? new Metrics(deps.db, deps.metricsCounts) : undefined;
   if (metrics) app.use(metrics.recordRequests());
   // OPTIONS answers from the spec, and CORS for the configured origins only.
   app.use(answerOptions(paths, corsMiddleware(deps.corsOrigins ?? [], paths)));
@@ -201,7 +204,7 @@ export function createApp(deps: AppDeps): express.Express {
       return;
     }
     try {
-      await deps.db.raw('select 1');
+      await ping(deps.db);
       res.json({ status: 'ok' });
     } catch {
       res.setHeader('Retry-After', '5');

@@ -67,6 +67,7 @@ import { TeamService } from './teams/service';
 import { UploadRepository } from './uploads/repository';
 import { UploadService } from './uploads/service';
 import { keysFromSecret, loadOrCreateSecret, type Keys } from './security/keys';
+import type { ScrapeCounts } from './metrics/registry';
 import { DEFAULT_OUTBOUND_SETTINGS, Outbound, outboundSender, type OutboundSettings } from './security/outbound';
 import { UserRepository } from './user/repository';
 import { NotificationServiceRepository } from './notification-services/repository';
@@ -81,6 +82,8 @@ import { webhookProvider } from './notifications/providers/webhook';
 import { OutboxRepository } from './notifications/repository';
 import { DEFAULT_NOTIFICATION_SETTINGS, NotificationService, type NotificationSettings } from './notifications/service';
 import { NotificationWorker } from './notifications/worker';
+import { WebSessionRepository } from './web/session-repository';
+import { WebSessions } from './web/sessions';
 
 export interface Services {
   db: Knex;
@@ -145,6 +148,15 @@ export interface Services {
   notifications: NotificationService;
   /** Fans out and delivers notifications; started by the server process only. */
   notificationWorker: NotificationWorker;
+  /** What `GET /metrics` counts at scrape time, from the areas' repositories. */
+  metricsCounts: ScrapeCounts;
+  /** The web pages' sign-in sessions. */
+  webSessions: WebSessions;
+  /**
+   * The repositories the fixture loader (src/fixtures/load.ts) writes a file's history through:
+   * states and times that happened before "now", which the state machine cannot give.
+   */
+  history: { agents: AgentRepository; builds: BuildRepository; jobs: JobRepository; jobLogs: JobLogRepository; outbox: OutboxRepository };
 }
 
 export interface ServiceOptions {
@@ -248,9 +260,10 @@ export function createServices(o: ServiceOptions): Services {
     ...o.commitStatuses,
   };
   const statusConfig = commitStatusConfig(providerSettings);
+  const outbox = new OutboxRepository(db);
   const notifications: NotificationService = new NotificationService(
     db,
-    new OutboxRepository(db),
+    outbox,
     {
       publicUrl: o.publicUrl,
       build: (id) => builds.findWithJobsById(id),
@@ -280,6 +293,7 @@ export function createServices(o: ServiceOptions): Services {
   // a webhook's answer): the same guarded transport, allowed a larger answer.
   const providerApi = new Outbound({ ...outboundSettings, maxResponseBytes: Math.max(outboundSettings.maxResponseBytes, 16 * 1024 * 1024) });
   const repositoryConnections = new RepositoryConnectionService(providerSettings, pipelines, outboundSender(providerApi), o.clock);
+  const tokens = new AccessTokenService(new AccessTokenRepository(db), keys, o.tokenCacheMs);
   const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock, audit);
   return {
     db,
@@ -290,7 +304,7 @@ export function createServices(o: ServiceOptions): Services {
     organizations,
     audit,
     invitations,
-    tokens: new AccessTokenService(new AccessTokenRepository(db), keys, o.tokenCacheMs),
+    tokens,
     pipelines,
     badges: new BadgeService(new BadgeRepository(db), (id) => pipelines.badgeKey(id)),
     builds,
@@ -331,6 +345,14 @@ export function createServices(o: ServiceOptions): Services {
     outbound,
     notifications,
     notificationWorker: new NotificationWorker(notifications, o.logger),
+    metricsCounts: {
+      jobsByStateAndRules: (states) => jobs.countByStateAndRules(states),
+      queueKeys: () => clusterRepository.allQueueKeys(),
+      agentsByConnectionState: () => agents.countByConnectionState(),
+      pendingNotifications: () => outbox.pendingCounts(),
+    },
+    webSessions: new WebSessions(new WebSessionRepository(db), tokens),
+    history: { agents, builds: buildRepository, jobs, jobLogs: logs, outbox },
   };
 }
 

@@ -326,4 +326,27 @@ export class AgentRepository {
     const assigned = this.db('jobs').whereIn('build_id', buildIds).where({ state: 'assigned' }).select('id');
     await this.db('agents').whereIn('job_id', assigned).update({ job_id: null });
   }
+
+  /** Agents counted by connection state (the metrics' scrape). */
+  async countByConnectionState(): Promise<{ state: string; n: number }[]> {
+    const rows: { state: string; n: number | string }[] = await this.db('agents')
+      .select('connection_state as state')
+      .count({ n: '*' })
+      .groupBy('connection_state');
+    return rows.map((r) => ({ state: r.state, n: Number(r.n) }));
+  }
+
+  /** The agent's connection as it stands at the end of a history (the fixture loader's; an agent's connect/disconnect would write these). */
+  async writeConnectionHistory(
+    agentId: string,
+    h: { connectionState: string; connectedAt: Date | null; disconnectedAt: Date | null; lostAt: Date | null; lastHeartbeatAt: Date | null },
+  ): Promise<void> {
+    await this.db('agents').where({ id: agentId }).update({
+      connection_state: h.connectionState,
+      connected_at: h.connectedAt,
+      disconnected_at: h.disconnectedAt,
+      lost_at: h.lostAt,
+      last_heartbeat_at: h.lastHeartbeatAt,
+    });
+  }
 }

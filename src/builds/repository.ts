@@ -434,6 +434,24 @@ export class BuildRepository {
       .first('state');
     return (row?.state as string | undefined) ?? null;
   }
+
+  /** A build as it stands at the end of a history (the fixture loader's: its state and times from the file). */
+  async writeHistory(
+    buildId: string,
+    h: { state: string; createdAt: Date; startedAt: Date | null; failingAt: Date | null; finishedAt: Date | null },
+  ): Promise<void> {
+    await this.db('builds')
+      .where({ id: buildId })
+      .update({
+        state: h.state,
+        blocked: h.state === 'blocked',
+        created_at: h.createdAt,
+        scheduled_at: h.createdAt,
+        started_at: h.startedAt,
+        failing_at: h.failingAt,
+        finished_at: h.finishedAt,
+      });
+  }
 }
 
 /** The single row of an UPDATE ... RETURNING, whichever driver answered. */

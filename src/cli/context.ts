@@ -9,7 +9,7 @@ import { InvalidArgumentError } from 'commander';
 import { loadConfig, type Config } from '../config';
 import { EMAIL } from '../pipelines/configuration/notify';
 import { isValidSlug, MAX_SLUG_LENGTH } from '../pipelines/slug';
-import { migrateLatest } from '../db/knex';
+import { hasMigrationTable, migrateLatest } from '../db/knex';
 import { createLogger } from '../http/logger';
 import { servicesFromConfig, type Services } from '../services';
 import type { Organization } from '../core/identity';
@@ -76,7 +76,7 @@ export async function withServices<T>(cli: Cli, fn: (s: Services, config: Config
   const s = servicesFromConfig(config, logger);
   try {
     // knex's own bookkeeping table: a Postgres database without it was never set up by Windsock.
-    if (config.databaseKind === 'postgres' && !opts.create && !(await s.db.schema.hasTable('knex_migrations'))) {
+    if (config.databaseKind === 'postgres' && !opts.create && !(await hasMigrationTable(s.db))) {
       throw new CommandError(`the ${where} has no Windsock tables; ${HOW_TO_START}`);
     }
     // A database made by an older version gets this version's migrations, as the server would apply them.

@@ -566,4 +566,11 @@ export class ClusterRepository {
         }
       : null;
   }
+
+  /** Every queue's key with its cluster's organization (the metrics' queue labels). */
+  async allQueueKeys(): Promise<{ org: string; key: string }[]> {
+    return this.db('cluster_queues')
+      .join('clusters', 'clusters.id', 'cluster_queues.cluster_id')
+      .select('clusters.organization_id as org', 'cluster_queues.key as key');
+  }
 }

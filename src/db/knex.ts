@@ -355,6 +355,16 @@ export async function migrateLatest(knex: Knex): Promise<void> {
   await knex.migrate.latest({ migrationSource });
 }
 
+/** Whether knex's own bookkeeping table is there: a database Windsock's migrations have set up. */
+export async function hasMigrationTable(knex: Knex): Promise<boolean> {
+  return knex.schema.hasTable('knex_migrations');
+}
+
+/** One trivial query (readiness): rejects when the database cannot answer. */
+export async function ping(knex: Knex): Promise<void> {
+  await knex.raw('select 1');
+}
+
 /**
  * node-pg's own failures of a connection carry no code, only these fixed messages (client.js):
  * the server went away, the client is broken, or connecting timed out. Knex prefixes the message

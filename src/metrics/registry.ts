@@ -49,6 +49,21 @@ export function queueOf(agentQueryRulesJson: string): string {
   return 'default';
 }
 
+/**
+ * What a scrape counts, from the areas' repositories (the jobs', clusters', agents' and
+ * notifications'), handed in by the composition root (src/services.ts).
+ */
+export interface ScrapeCounts {
+  /** Command jobs in `states`, counted by state, agent query rules and organization. */
+  jobsByStateAndRules(states: readonly string[]): Promise<{ state: string; rules: string; org: string; n: number }[]>;
+  /** Every cluster queue's key, with its cluster's organization. */
+  queueKeys(): Promise<{ org: string; key: string }[]>;
+  /** Agents counted by connection state. */
+  agentsByConnectionState(): Promise<{ state: string; n: number }[]>;
+  /** Outbox events not yet fanned out, and deliveries still to send. */
+  pendingNotifications(): Promise<{ events: number; deliveries: number }>;
+}
+
 export class Metrics {
   readonly registry = new Registry();
   private readonly requests = new Counter({
@@ -108,7 +123,10 @@ export class Metrics {
   /** Queries sent and not answered yet, by knex's query uid. */
   readonly started = new Map<string, bigint>();
 
-  constructor(private readonly db: Knex) {
+  constructor(
+    private readonly db: Knex,
+    private readonly counts: ScrapeCounts,
+  ) {
     collectDefaultMetrics({ register: this.registry });
     // Knex tags each query with a uid on both events; transactions' queries bubble up to the
     // instance. Transaction control (BEGIN, COMMIT, SAVEPOINT...) has a 'query' event and no
@@ -159,36 +177,24 @@ export class Metrics {
 
     // By the queue each job's rules name, but only a queue the organization's clusters have (an
     // operator made it): a name only a pipeline chose is `other`, so the label stays bounded.
-    const jobRows: { state: string; rules: string; org: string; n: number | string }[] = await this.db('jobs')
-      .join('builds', 'builds.id', 'jobs.build_id')
-      .select('jobs.state as state', 'jobs.agent_query_rules as rules', 'builds.organization_id as org')
-      .count({ n: '*' })
-      .whereIn('jobs.state', QUEUED_JOB_STATES)
-      .andWhere('jobs.type', 'script')
-      .groupBy('jobs.state', 'jobs.agent_query_rules', 'builds.organization_id');
-    const queueRows: { org: string; key: string }[] = await this.db('cluster_queues')
-      .join('clusters', 'clusters.id', 'cluster_queues.cluster_id')
-      .select('clusters.organization_id as org', 'cluster_queues.key as key');
+    const jobRows = await this.counts.jobsByStateAndRules(QUEUED_JOB_STATES);
+    const queueRows = await this.counts.queueKeys();
     const known = new Set(queueRows.map((q) => `${q.org}\0${q.key}`));
     this.jobs.reset();
     for (const state of QUEUED_JOB_STATES) this.jobs.set({ state, queue: 'default' }, 0);
     for (const row of jobRows) {
       const queue = queueOf(row.rules);
-      this.jobs.inc({ state: row.state, queue: queue === 'default' || known.has(`${row.org}\0${queue}`) ? queue : OTHER_QUEUE }, Number(row.n));
+      this.jobs.inc({ state: row.state, queue: queue === 'default' || known.has(`${row.org}\0${queue}`) ? queue : OTHER_QUEUE }, row.n);
     }
 
-    const agentRows: { state: string; n: number | string }[] = await this.db('agents')
-      .select('connection_state as state')
-      .count({ n: '*' })
-      .groupBy('connection_state');
+    const agentRows = await this.counts.agentsByConnectionState();
     this.agents.reset();
     this.agents.set({ state: 'connected' }, 0);
-    for (const row of agentRows) this.agents.set({ state: row.state }, Number(row.n));
+    for (const row of agentRows) this.agents.set({ state: row.state }, row.n);
 
-    const [events] = await this.db('outbox_events').whereNull('fanned_out_at').count({ n: '*' });
-    this.outbox.set(Number(events?.n ?? 0));
-    const [deliveries] = await this.db('notification_deliveries').where({ state: 'pending' }).count({ n: '*' });
-    this.deliveries.set(Number(deliveries?.n ?? 0));
+    const pending = await this.counts.pendingNotifications();
+    this.outbox.set(pending.events);
+    this.deliveries.set(pending.deliveries);
   }
 
   /** `GET /metrics`: the text exposition format, behind METRICS_TOKEN when one is set. */

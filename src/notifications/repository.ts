@@ -279,4 +279,16 @@ export class OutboxRepository {
     const deliveries = await this.db('notification_deliveries').whereNot('state', 'pending').where('finished_at', '<', before).delete();
     return { events, deliveries };
   }
+
+  /** Events not yet fanned out and deliveries still to send (the metrics' scrape). */
+  async pendingCounts(): Promise<{ events: number; deliveries: number }> {
+    const [events] = await this.db('outbox_events').whereNull('fanned_out_at').count({ n: '*' });
+    const [deliveries] = await this.db('notification_deliveries').where({ state: 'pending' }).count({ n: '*' });
+    return { events: Number(events?.n ?? 0), deliveries: Number(deliveries?.n ?? 0) };
+  }
+
+  /** Forgets every event (the fixture loader's: what the triggers queued while a file loaded happened before anyone could listen). */
+  async clearEvents(): Promise<void> {
+    await this.db('outbox_events').delete();
+  }
 }

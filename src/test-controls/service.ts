@@ -8,7 +8,7 @@ import { clock, type ClockMode } from '../core/clock';
 import type { Principal } from '../core/identity';
 import type { AccessTokenService } from '../access-token/service';
 import type { Knex } from 'knex';
-import { Snapshot, type RestoreResult } from './snapshot';
+import { Snapshot, type RestoreResult } from './snapshot-repository';
 
 export interface ClockState {
   mode: ClockMode['kind'];

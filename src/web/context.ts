@@ -6,25 +6,42 @@
  */
 import type { Actor, Principal, Scope } from '../core/identity';
 import { ForbiddenError, NotFoundError } from '../core/errors';
-import type { Services } from '../services';
+import type { Knex } from 'knex';
+import type { AccessTokenService } from '../access-token/service';
+import type { AgentService } from '../agents/service';
+import type { AnnotationService } from '../annotations/service';
+import type { ArtifactService } from '../artifacts/service';
+import type { AgentWorkService } from '../builds/jobs/agent-work';
+import type { JobService } from '../builds/jobs/service';
+import type { BuildService } from '../builds/service';
+import type { RateLimiter } from '../http/rate-limit';
+import type { InvitationService } from '../invitations/service';
+import type { OrganizationService } from '../organizations/service';
+import type { PipelineService } from '../pipelines/service';
+import type { SuiteService } from '../suites/service';
+import type { WebSessions } from './sessions';
 import { isUuid } from '../core/uuid';
 
-export type WebServices = Pick<
-  Services,
-  | 'db'
-  | 'tokens'
-  | 'pipelines'
-  | 'builds'
-  | 'jobs'
-  | 'agents'
-  | 'agentWork'
-  | 'suites'
-  | 'annotations'
-  | 'artifacts'
-  | 'organizations'
-  | 'rateLimiter'
-  | 'invitations'
->;
+/**
+ * The services the pages call, as src/services.ts names them (typed here, not picked from
+ * `Services`: the composition root builds the web sessions, so the web area sits below it).
+ */
+export interface WebServices {
+  db: Knex;
+  tokens: AccessTokenService;
+  pipelines: PipelineService;
+  builds: BuildService;
+  jobs: JobService;
+  agents: AgentService;
+  agentWork: AgentWorkService;
+  suites: SuiteService;
+  annotations: AnnotationService;
+  artifacts: ArtifactService;
+  organizations: OrganizationService;
+  rateLimiter: RateLimiter;
+  invitations: InvitationService;
+  webSessions: WebSessions;
+}
 
 export interface WebDeps extends WebServices {
   publicUrl: string;

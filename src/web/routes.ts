@@ -26,7 +26,7 @@ import type { Principal } from '../core/identity';
 import { loadAssets, type Assets } from './assets';
 import type { WebDeps } from './context';
 import { html } from './html';
-import { csrfTokenOf, sameSecret, WebSessions, SESSION_MS } from './sessions';
+import { csrfTokenOf, sameSecret, SESSION_MS } from './sessions';
 import { layout, notice, type PageContext } from './ui';
 import { registerBuildPages } from './pages/builds';
 import { registerOrganizationPages } from './pages/organization';
@@ -113,7 +113,7 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
   // OPTIONS belongs to the API (CORS preflights, `Allow` from the spec): leaving before any route
   // matches keeps Express from answering it with the pages' methods (`/:org` would claim any path).
   router.use((req, _res, next) => next(req.method === 'OPTIONS' ? 'router' : undefined));
-  const sessions = new WebSessions(deps.db, deps.tokens);
+  const sessions = deps.webSessions;
   const secure = deps.publicUrl.startsWith('https:');
   const publicOrigin = new URL(deps.publicUrl).origin;
   const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, path: '/' };

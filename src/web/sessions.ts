@@ -6,7 +6,7 @@
  * The CSRF token of a session is derived from its id.
  */
 import crypto from 'node:crypto';
-import type { Knex } from 'knex';
+import type { WebSessionRepository } from './session-repository';
 import type { Principal } from '../core/identity';
 import { clock } from '../core/clock';
 import { UnauthorizedError } from '../core/errors';
@@ -52,7 +52,7 @@ export function sameSecret(a: string, b: string): boolean {
 
 export class WebSessions {
   constructor(
-    private readonly db: Knex,
+    private readonly sessions: WebSessionRepository,
     private readonly tokens: TokenAuthenticator,
   ) {}
 
@@ -62,18 +62,16 @@ export class WebSessions {
     const now = clock.nowMs();
     const expiresAtMs = Math.min(now + SESSION_MS, principal.token.expiresAt.getTime());
     const sid = crypto.randomBytes(32).toString('base64url');
-    await this.db('web_sessions').where('expires_at_ms', '<', now).delete();
-    await this.db('web_sessions').insert({ id_hash: hash(sid), sealed_token: seal(sid, token), created_at_ms: now, expires_at_ms: expiresAtMs });
+    await this.sessions.deleteExpired(now);
+    await this.sessions.insert({ idHash: hash(sid), sealedToken: seal(sid, token), createdAtMs: now, expiresAtMs });
     return { sid, expiresAt: new Date(expiresAtMs) };
   }
 
   /** The principal behind a session id, or null (unknown, expired, or its token no longer valid). */
   async principal(sid: string): Promise<Principal | null> {
-    const row = (await this.db('web_sessions')
-      .where({ id_hash: hash(sid) })
-      .first()) as { sealed_token: string; expires_at_ms: string | number } | undefined;
-    if (!row || Number(row.expires_at_ms) <= clock.nowMs()) return null;
-    const token = unseal(sid, row.sealed_token);
+    const row = await this.sessions.find(hash(sid));
+    if (!row || row.expiresAtMs <= clock.nowMs()) return null;
+    const token = unseal(sid, row.sealedToken);
     if (!token) return null;
     try {
       return await this.tokens.authenticate(token);
@@ -84,8 +82,6 @@ export class WebSessions {
   }
 
   async destroy(sid: string): Promise<void> {
-    await this.db('web_sessions')
-      .where({ id_hash: hash(sid) })
-      .delete();
+    await this.sessions.delete(hash(sid));
   }
 }

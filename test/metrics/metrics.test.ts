@@ -140,7 +140,7 @@ describeEachDatabase(
     });
 
     it('times queries inside transactions, leaving nothing waiting for an answer', async () => {
-      const metrics = new Metrics(ctx().services.db);
+      const metrics = new Metrics(ctx().services.db, ctx().services.metricsCounts);
       await ctx()
         .services.db.transaction(async (trx) => {
           await trx('pipelines').count({ n: '*' });

@@ -136,6 +136,11 @@ export class JobLogRepository {
       after = Number(rows[rows.length - 1]!.sequence);
     }
   }
+
+  /** A job's whole log as one chunk, as is (the fixture loader's history: a job that ran before the file's "now"). */
+  async writeWhole(jobId: string, content: string, at: Date): Promise<void> {
+    await this.db('job_log_chunks').insert({ job_id: jobId, sequence: 1, offset: 0, size: Buffer.byteLength(content), content, created_at: at });
+  }
 }
 
 /** A chunk would take the log past its cap: rolls back the chunk's insert. */

@@ -443,4 +443,50 @@ export class JobRepository {
     const rows = await this.db('jobs').whereIn('build_id', buildIds).whereIn('state', states).distinct('build_id');
     return rows.map((r) => r.build_id as string);
   }
+
+  /** Command jobs in `states`, counted by state, agent query rules and organization (the metrics' scrape). */
+  async countByStateAndRules(states: readonly string[]): Promise<{ state: string; rules: string; org: string; n: number }[]> {
+    const rows: { state: string; rules: string; org: string; n: number | string }[] = await this.db('jobs')
+      .join('builds', 'builds.id', 'jobs.build_id')
+      .select('jobs.state as state', 'jobs.agent_query_rules as rules', 'builds.organization_id as org')
+      .count({ n: '*' })
+      .whereIn('jobs.state', states)
+      .andWhere('jobs.type', 'script')
+      .groupBy('jobs.state', 'jobs.agent_query_rules', 'builds.organization_id');
+    return rows.map((r) => ({ state: r.state, rules: r.rules, org: r.org, n: Number(r.n) }));
+  }
+
+  /**
+   * A command job as it stands at the end of a history (the fixture loader's: what the agent's
+   * accept, start and finish would have written, with the file's times), planned at `createdAt`.
+   */
+  async writeHistory(
+    jobId: string,
+    h: {
+      state: string;
+      exitStatus: number | null;
+      agentId: string | null | undefined;
+      createdAt: Date;
+      startedAt: Date | null;
+      finishedAt: Date | null;
+      logSize: number;
+    },
+  ): Promise<void> {
+    await this.db('jobs').where({ id: jobId }).update({
+      state: h.state,
+      exit_status: h.exitStatus,
+      agent_id: h.agentId,
+      created_at: h.createdAt,
+      scheduled_at: h.createdAt,
+      runnable_at: h.createdAt,
+      started_at: h.startedAt,
+      finished_at: h.finishedAt,
+      log_size: h.logSize,
+    });
+  }
+
+  /** The build's jobs other than command jobs (waits, blocks, triggers) dated as planned at `at` (the fixture loader's history). */
+  async datePlannedNonScript(buildId: string, at: Date): Promise<void> {
+    await this.db('jobs').where({ build_id: buildId }).whereNot({ type: 'script' }).update({ created_at: at, scheduled_at: at, runnable_at: at });
+  }
 }

@@ -1,7 +1,7 @@
 /**
- * A copy of every table, taken once after start (fixtures loaded, admin token made) and copied
- * back by a reset in one transaction, inside the database engine (no row crosses into the
- * process):
+ * The test controls' repository (their only SQL): a copy of every table, taken once after start
+ * (fixtures loaded, admin token made) and copied back by a reset in one transaction, inside the
+ * database engine (no row crosses into the process):
  *
  * - SQLite: the copies live in a temporary database file ATTACHed to the connection as
  *   `windsock_snapshot` (re-attached if the connection was reopened; removed at exit). The
