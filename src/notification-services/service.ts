@@ -20,6 +20,8 @@ import { applySettings, isProvider, maskedWebhookUrl, PROVIDERS, REFUSED_PROVIDE
 import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceCursor, ServiceFields, ServiceScope } from './repository';
 import { clock as sharedClock } from '../core/clock';
 import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
+import { everyValue } from '../core/enum-values';
+import type { components } from '../../generated/api';
 
 /** A service as answered: its record with the settings the API shows (of the secrets, only a webhook's token, which the docs return in full). */
 export type NotificationService = Omit<NotificationServiceRecord, 'secretsSealed'>;
@@ -32,7 +34,7 @@ export type ServiceCaller = Actor | Operator;
 
 /** The build and job states a service may be told of, in the documented order. */
 export const BUILD_STATE_KEYS = ['build_passed', 'build_fixed', 'build_failed', 'build_blocked', 'build_canceled', 'build_failing', 'job_activated'] as const;
-export const SCOPES: readonly ServiceScope[] = ['all', 'some_projects', 'some_teams', 'some_clusters'];
+export const SCOPES = everyValue<ServiceScope>()(['all', 'some_projects', 'some_teams', 'some_clusters'] as const satisfies readonly ServiceScope[]);
 
 /** A service as the delivery side reads it: settings with their secrets opened. */
 export interface ActiveNotificationService {
@@ -46,16 +48,12 @@ export interface ActiveNotificationService {
   settings: Record<string, unknown>;
 }
 
-/** What a create or update may send (the REST body's fields, the CLI's options). */
-export interface ServiceInput {
-  provider?: string;
-  description?: string | null;
-  branch_configuration?: string | null;
-  scope?: string;
-  scope_uuids?: string[];
-  build_states?: Partial<Record<string, boolean>>;
-  settings?: Record<string, unknown>;
-}
+/**
+ * What a create or update may send (the REST body's fields, the CLI's options): the spec's
+ * update body, whose `provider` is optional (a create's missing one is the service's 422, as the
+ * CLI's path reaches it without the validator).
+ */
+export type ServiceInput = components['schemas']['UpdateNotificationServiceRequest'];
 
 export interface ServicePage {
   items: NotificationService[];

@@ -11,17 +11,14 @@ import type { Actor } from '../core/identity';
 import type { PipelineTemplate, PipelineTemplateRepository, TemplateFields } from './repository';
 import { clock as sharedClock } from '../core/clock';
 import { isUuid } from '../core/uuid';
+import type { components } from '../../generated/api';
 import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 
 /** Parses a YAML step configuration into steps, env and top-level notify, throwing a ValidationError naming what is wrong. */
 export type ConfigurationParser = (yaml: string) => { steps: unknown[]; env: Record<string, string>; notify: unknown[] };
 
-export interface TemplateInput {
-  name?: string;
-  description?: string | null;
-  configuration?: string;
-  available?: boolean;
-}
+/** What a create or update of a template may set: the spec's `PipelineTemplateWritable`. */
+export type TemplateInput = components['schemas']['PipelineTemplateWritable'];
 
 /** A template id as stored (lower-case), or null when `value` is not a UUID. */
 export function templateId(value: string): string | null {
