@@ -18,7 +18,7 @@ import { secretBox, type SecretBox } from '../security/secret-box';
 import type { Operator, TeamService } from '../teams/service';
 import { applySettings, isProvider, maskedWebhookUrl, PROVIDERS, REFUSED_PROVIDERS } from './providers';
 import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceCursor, ServiceFields, ServiceScope } from './repository';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 import { everyValue } from '../core/enum-values';
 import type { components } from '../../generated/api';
@@ -105,7 +105,6 @@ export class NotificationServiceService {
     private readonly services: NotificationServiceRepository,
     private readonly deps: NotificationServiceDeps,
     keys: Keys,
-    private readonly clock: () => Date = () => sharedClock.now(),
     /** Told of each new service after its create commits (the composition root sends it the `ping` event); its failure does not fail the create. */
     private readonly onCreated: (s: ActiveNotificationService) => Promise<void> = async () => {},
     /** Where every change is recorded, in its transaction (src/audit/service.ts); never a service's settings or secrets. */
@@ -188,7 +187,7 @@ export class NotificationServiceService {
           organizationId: caller.organization.id,
           provider,
           userId: isOperator(caller) ? null : caller.principal.user.id,
-          at: this.clock(),
+          at: clock.now(),
           ...fields,
           secretsSealed: this.box.seal(JSON.stringify(secrets), id),
         }),
@@ -238,7 +237,7 @@ export class NotificationServiceService {
     await this.audited(
       caller,
       async (services) => {
-        if (!(await services.update(caller.organization.id, current.id, changes, this.clock()))) throw new NotFoundError('notification service');
+        if (!(await services.update(caller.organization.id, current.id, changes, clock.now()))) throw new NotFoundError('notification service');
       },
       () => ({
         type: 'NotificationServiceUpdatedEvent',
@@ -301,7 +300,7 @@ export class NotificationServiceService {
     await this.audited(
       caller,
       async (services) => {
-        if (!(await services.update(caller.organization.id, s.id, { enabled }, this.clock()))) throw new NotFoundError('notification service');
+        if (!(await services.update(caller.organization.id, s.id, { enabled }, clock.now()))) throw new NotFoundError('notification service');
       },
       () => ({ type: enabled ? 'NotificationServiceEnabledEvent' : 'NotificationServiceDisabledEvent', subject: serviceSubject(s), data: { enabled } }),
     );

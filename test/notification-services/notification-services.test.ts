@@ -615,7 +615,6 @@ describeEachDatabase('notification services', (ctx) => {
         new NotificationServiceRepository(svc.db),
         { pipelines: svc.pipelines, teams: svc.teams, clusters: svc.clusters },
         svc.keys,
-        undefined,
         cb,
       );
     const operator = { operator: true as const, organization: org };

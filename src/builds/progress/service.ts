@@ -28,7 +28,7 @@ import { clusterQueuesOf, planBuild, writeBuild } from './creation';
 import { placeInCluster } from '../jobs/cluster-queue';
 import { advanceLocked } from './machine';
 import { bind, type ProgressRepositories, type StepSigner } from './repositories';
-import { clock as sharedClock } from '../../core/clock';
+import { clock } from '../../core/clock';
 
 /** Rolls a claim back: the agent may take no job now (paused, stopping, gone, or holding one). */
 const AGENT_UNAVAILABLE = new Error('agent unavailable');
@@ -36,19 +36,18 @@ const AGENT_UNAVAILABLE = new Error('agent unavailable');
 export class BuildProgress {
   /**
    * `repos` are on `db`, which opens the transactions they are bound to; `sign` signs the
-   * steps of every build created; `clock` dates what the state machine decides (the service's
-   * one clock: tests move it).
+   * steps of every build created. What the state machine decides is dated by the service's one
+   * clock (core/clock.ts: tests move it).
    */
   constructor(
     private readonly db: Knex,
     private readonly repos: ProgressRepositories,
     private readonly sign: StepSigner,
-    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   /** Runs the build's state machine after a job event. */
   async advance(buildId: string): Promise<void> {
-    await this.inLockedBuild(buildId, this.clock(), async () => undefined);
+    await this.inLockedBuild(buildId, clock.now(), async () => undefined);
   }
 
   /**
@@ -121,7 +120,7 @@ export class BuildProgress {
       return await this.db.transaction(async (trx) => {
         const r = bind(this.repos, trx);
         if (!(await r.jobs.assign(jobId, agentId))) return 'taken';
-        if (!(await r.agents.holdJob(agentId, jobId, this.clock()))) throw AGENT_UNAVAILABLE;
+        if (!(await r.agents.holdJob(agentId, jobId, clock.now()))) throw AGENT_UNAVAILABLE;
         return 'claimed';
       });
     } catch (err) {
@@ -167,7 +166,7 @@ export class BuildProgress {
     retries: { jobId: string; newId: string; fromStates: string[] }[],
     type: 'manual' | 'automatic' = 'manual',
   ): Promise<number> {
-    const at = this.clock();
+    const at = clock.now();
     const done = await this.inLockedBuild(buildId, at, async (r) => {
       let retried = 0;
       for (const { jobId, newId, fromStates } of retries) {
@@ -201,7 +200,7 @@ export class BuildProgress {
    * build meta-data), then lets the build go on. False if the job was no longer blocked.
    */
   async unblock(buildId: string, jobId: string, by: User, fields: Record<string, string>): Promise<boolean> {
-    const at = this.clock();
+    const at = clock.now();
     const moved = await this.inLockedBuild(buildId, at, async (r) => {
       if (!(await r.jobs.unblock(jobId, by, at))) return false;
       if (Object.keys(fields).length) await r.builds.mergeMetaData(buildId, fields);
