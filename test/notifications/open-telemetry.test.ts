@@ -1,11 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  exportOpenTelemetry,
-  openTelemetryTargets,
-  traceIdFor,
-  tracesUrl,
-} from '../../src/notifications/providers/open-telemetry';
+import { exportOpenTelemetry, openTelemetryTargets, traceIdFor, tracesUrl } from '../../src/notifications/providers/open-telemetry';
 import { Outbound, outboundSender, type OutboundSettings } from '../../src/security/outbound';
 import { BUILD_ID, buildEvent, buildRepresentation, scriptJob } from './provider-fixtures';
 
