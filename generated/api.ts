@@ -5529,7 +5529,9 @@ export interface components {
              * @description The provider's settings (see the operation's description). Only the settings sent
              *     change; a secret value sent back as an answer showed it keeps the stored one.
              */
-            settings?: Record<string, never>;
+            settings?: {
+                [key: string]: unknown;
+            };
         };
         CreateNotificationServiceRequest: components["schemas"]["NotificationServiceWritable"] & {
             /** @description webhook, slack or open_telemetry_tracing. */

@@ -174,13 +174,11 @@ export interface ServiceOptions {
   now?: () => number;
   /** Default: DEFAULT_SWEEP_SETTINGS. */
   sweep?: SweepSettings;
-  /** The sweeper's clock (tests move it forward). */
-  clock?: () => Date;
   /** Largest log of one job (Config.jobLogLimitBytes); default 1,024 MiB. */
   jobLogLimitBytes?: number;
   /** Where artifact content is kept on disk, and its limits (Config.artifacts). Default: a fresh directory under the system's temp directory (tests), DEFAULT_ARTIFACT_SETTINGS. */
   artifacts?: Partial<{ dir: string } & ArtifactSettings>;
-  /** How often the scheduler looks for due pipeline schedules. Default: DEFAULT_SCHEDULER_SETTINGS. It reads `clock` too. */
+  /** How often the scheduler looks for due pipeline schedules. Default: DEFAULT_SCHEDULER_SETTINGS. Due is judged by the service's clock (core/clock.ts). */
   scheduler?: SchedulerSettings;
   /** Outbound requests (Config.outbound). Default: DEFAULT_OUTBOUND_SETTINGS (private destinations refused). */
   outbound?: OutboundSettings;
@@ -200,13 +198,13 @@ export function createServices(o: ServiceOptions): Services {
   const organizations = new OrganizationService(orgs, audit);
   const invitations = new InvitationService(db, new InvitationRepository(db), organizations, audit);
   const clusterRepository = new ClusterRepository(db);
-  const clusters = new ClusterService(clusterRepository, o.clock, keys, audit);
+  const clusters = new ClusterService(clusterRepository, keys, audit);
   const pipelineRepository = new PipelineRepository(db);
   // Every outgoing request of the server goes through this one transport (src/security/outbound.ts).
   const outboundSettings = o.outbound ?? DEFAULT_OUTBOUND_SETTINGS;
   const outbound = new Outbound(outboundSettings);
   // Below pipelines: the pipelines' YAML parser is handed in, and pipelines ask it which templates may be assigned.
-  const pipelineTemplates = new PipelineTemplateService(new PipelineTemplateRepository(db), parseConfiguration, o.clock, audit);
+  const pipelineTemplates = new PipelineTemplateService(new PipelineTemplateRepository(db), parseConfiguration, audit);
   const pipelines = new PipelineService(pipelineRepository, organizations, keys, {
     publicUrl: o.publicUrl,
     github: gitHubHooks({ github: o.github, github_enterprise: o.githubEnterprise }, o.logger, outboundSender(outbound)),
@@ -222,18 +220,17 @@ export function createServices(o: ServiceOptions): Services {
   const users = new UserRepository(db);
   const agents = new AgentRepository(db);
   const ruleRepository = new RuleRepository(db);
-  const rules = new RuleService(ruleRepository, pipelines, o.clock);
+  const rules = new RuleService(ruleRepository, pipelines);
   const progress = new BuildProgress(
     db,
     { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users, clusters: clusterRepository, rules: ruleRepository },
     sign,
-    o.clock,
   );
   const builds = new BuildService(buildRepository, pipelines, progress);
   // A forced stop cancels the agent's job through build progression, above the agents' area.
-  const agentService = new AgentService(agents, o.clock, (agent) => agentWork.cancelHeldJob(agent), clusters, audit);
+  const agentService = new AgentService(agents, (agent) => agentWork.cancelHeldJob(agent), clusters, audit);
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines, audit);
-  const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.clock, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
+  const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);
   const teams = new TeamService(db, new TeamRepository(db), pipelines, suiteService, audit);
   // Above pipelines, teams and clusters: a service's scope_uuids are checked through theirs.
@@ -241,7 +238,6 @@ export function createServices(o: ServiceOptions): Services {
     new NotificationServiceRepository(db),
     { pipelines, teams, clusters },
     keys,
-    o.clock,
     // A new webhook service is pinged (`notifications` is made below: it reads services).
     (created) => notifications.ping(created),
     audit,
@@ -277,7 +273,7 @@ export function createServices(o: ServiceOptions): Services {
     },
     notificationServices,
     {
-      webhook: webhookProvider(o.clock),
+      webhook: webhookProvider(),
       slack: slackProvider(),
       // The SDK's own export deadline a little past the transport's, so the transport's (which names the reason) ends it.
       open_telemetry_tracing: openTelemetryProvider(outboundSettings.timeoutMs + 1_000),
@@ -286,15 +282,14 @@ export function createServices(o: ServiceOptions): Services {
     },
     outboundSend(outbound),
     notificationSettings,
-    o.clock,
   );
-  const pipelineTriggers = new PipelineTriggerService(new PipelineTriggerRepository(db), pipelines, builds, organizations, keys, o.clock);
+  const pipelineTriggers = new PipelineTriggerService(new PipelineTriggerRepository(db), pipelines, builds, organizations, keys);
   // A repositories listing reads whole pages of a provider's API (100 repositories are far more than
   // a webhook's answer): the same guarded transport, allowed a larger answer.
   const providerApi = new Outbound({ ...outboundSettings, maxResponseBytes: Math.max(outboundSettings.maxResponseBytes, 16 * 1024 * 1024) });
-  const repositoryConnections = new RepositoryConnectionService(providerSettings, pipelines, outboundSender(providerApi), o.clock);
+  const repositoryConnections = new RepositoryConnectionService(providerSettings, pipelines, outboundSender(providerApi));
   const tokens = new AccessTokenService(new AccessTokenRepository(db), keys, o.tokenCacheMs);
-  const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, o.clock, audit);
+  const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, audit);
   return {
     db,
     onTransaction: (trx) => createServices({ ...o, knex: trx }),
@@ -317,7 +312,7 @@ export function createServices(o: ServiceOptions): Services {
     suites: suiteService,
     uploads: new UploadService(suiteService, new UploadRepository(db), o.publicUrl),
     deliveries: new DeliveryService(pipelines, builds, organizations, o.publicUrl),
-    annotations: new AnnotationService(db, new AnnotationRepository(db), builds, jobService, agentWork, o.clock),
+    annotations: new AnnotationService(db, new AnnotationRepository(db), builds, jobService, agentWork),
     metaData: new MetaDataService(buildRepository, progress, agentWork),
     rateLimiter: new RateLimiter(db, o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 }, o.now),
     artifacts: new ArtifactService(
@@ -329,16 +324,15 @@ export function createServices(o: ServiceOptions): Services {
       keys,
       { ...DEFAULT_ARTIFACT_SETTINGS, ...o.artifacts },
       rules,
-      o.clock,
     ),
     clusters,
-    sweeper: new Sweeper(agentService, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.clock, o.logger),
+    sweeper: new Sweeper(agentService, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.logger),
     pipelineTemplates,
-    emojis: new EmojiService(new EmojiRepository(db), o.clock),
+    emojis: new EmojiService(new EmojiRepository(db)),
     pipelineSchedules,
     rules,
     pipelineTriggers,
-    scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.clock, o.logger),
+    scheduler: new Scheduler(pipelineSchedules, o.scheduler ?? DEFAULT_SCHEDULER_SETTINGS, o.logger),
     repositoryConnections,
     teams,
     notificationServices,

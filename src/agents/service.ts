@@ -12,7 +12,7 @@ import type { Actor, User } from '../core/identity';
 import type { QueueDispatch } from '../clusters/repository';
 import type { AuditLog } from '../audit/service';
 import type { ClusterMembership, ClusterService } from '../clusters/service';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 
 type RegisterBody = components['schemas']['RegisterAgentRequest'];
 type PauseBody = components['schemas']['PauseAgentRequest'];
@@ -75,8 +75,6 @@ export type AgentClusters = Pick<ClusterService, 'authenticateToken' | 'membersh
 export class AgentService {
   constructor(
     private readonly agents: AgentRepository,
-    /** The sweeper's clock too, so heartbeats are on the clock it judges by. */
-    private readonly clock: () => Date = () => sharedClock.now(),
     private readonly cancelHeldJob: HeldJobCanceller = async () => undefined,
     private readonly clusters: AgentClusters | null = null,
     /** Where registration tokens' creation is recorded, in its transaction (src/audit/service.ts); never the token. */
@@ -85,7 +83,7 @@ export class AgentService {
 
   /** The agent as reads show it: a pause that timed out is no pause. */
   private current(agent: Agent): Agent {
-    return agent.pause && !isPaused(agent, this.clock()) ? { ...agent, pause: null } : agent;
+    return agent.pause && !isPaused(agent, clock.now()) ? { ...agent, pause: null } : agent;
   }
 
   /** An agent of the caller's organization that an administrator acts on. */
@@ -107,7 +105,7 @@ export class AgentService {
 
   private async pauseAgent(agent: Agent, by: User | null, body: Partial<PauseBody>): Promise<void> {
     if (agent.connectionState !== 'connected') throw new UnprocessableError('Only connected agents may be paused');
-    const at = this.clock();
+    const at = clock.now();
     const minutes = body.timeout_in_minutes ?? DEFAULT_PAUSE_MINUTES;
     const until = new Date(at.getTime() + minutes * 60_000);
     if (!(await this.agents.pause(agent.id, { at, until, byId: by?.id ?? null, note: body.note ?? null, timeoutInMinutes: minutes }))) {
@@ -122,7 +120,7 @@ export class AgentService {
 
   /** Also `buildkite-agent resume` from a job. */
   async resumeSelf(agent: Agent): Promise<void> {
-    if (!(await this.agents.resume(agent.id, this.clock()))) throw new UnprocessableError('Agent is not paused');
+    if (!(await this.agents.resume(agent.id, clock.now()))) throw new UnprocessableError('Agent is not paused');
   }
 
   /**
@@ -149,7 +147,7 @@ export class AgentService {
   /** A new registration token for the organization; the token itself is returned once. */
   async createToken(organizationId: string, creator: User | null, description: string | null): Promise<{ record: AgentToken; token: string }> {
     const token = newSecret();
-    const record: AgentToken = { id: crypto.randomUUID(), organizationId, description, creator, createdAt: this.clock() };
+    const record: AgentToken = { id: crypto.randomUUID(), organizationId, description, creator, createdAt: clock.now() };
     const insert = (agents: AgentRepository) => agents.createToken({ ...record, tokenHash: sha256Hex(token) });
     if (!this.audit) await insert(this.agents);
     else
@@ -228,7 +226,7 @@ export class AgentService {
         features: body.features ?? [],
         metaData,
         priority: agentPriority(body.priority),
-        createdAt: this.clock(),
+        createdAt: clock.now(),
         clusterId: membership?.clusterId ?? null,
         clusterQueueId: membership?.queueId ?? null,
       },
@@ -242,7 +240,7 @@ export class AgentService {
   /** A lost agent's registration is over: it has to register again. */
   async connect(agent: Agent): Promise<Agent> {
     if (agent.connectionState === 'lost') throw new UnprocessableError('The agent was lost (no heartbeat for too long): register again.');
-    const at = this.clock();
+    const at = clock.now();
     await this.agents.update(agent.id, { connection_state: 'connected', connected_at: at, disconnected_at: null, last_heartbeat_at: at });
     return { ...agent, connectionState: 'connected', connectedAt: at, disconnectedAt: null, lastHeartbeatAt: at };
   }
@@ -252,7 +250,7 @@ export class AgentService {
    * accepted is given back first (builds/jobs/agent-work.ts).
    */
   async disconnect(agent: Agent): Promise<Agent> {
-    const at = this.clock();
+    const at = clock.now();
     if (agent.connectionState === 'stopping') {
       await this.agents.update(agent.id, { connection_state: 'stopped', disconnected_at: at, stopped_at: at });
       return { ...agent, connectionState: 'stopped', disconnectedAt: at, stoppedAt: at };
@@ -263,7 +261,7 @@ export class AgentService {
 
   async heartbeat(agent: Agent): Promise<Date> {
     mustBeConnected(agent);
-    const at = this.clock();
+    const at = clock.now();
     await this.agents.update(agent.id, { last_heartbeat_at: at });
     return at;
   }

@@ -21,7 +21,7 @@ import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, typ
 import type { Actor } from '../core/identity';
 import type { Annotation, AnnotationPlace, AnnotationRepository, AnnotationScope, AnnotationStyle } from './repository';
 import { renderAnnotationHtml } from './render';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 
 export const MAX_ANNOTATION_BODY_BYTES = 1024 * 1024;
 export const MAX_ANNOTATION_CONTEXT_LENGTH = 100;
@@ -52,7 +52,6 @@ export class AnnotationService {
     private readonly builds: BuildService,
     private readonly jobs: JobService,
     private readonly work: AgentWorkService,
-    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   /* REST: the caller's build or job, then the rule. */
@@ -147,7 +146,7 @@ export class AnnotationService {
         const body = bodyOver(stored);
         prepared = { body, html: await htmlOf(body, stored), over: stored };
       }
-      const at = this.clock();
+      const at = clock.now();
       const done = await this.db.transaction(async (trx) => {
         const repo = this.annotations.withTransaction(trx);
         const existing = await repo.findForUpdate(place, context);

@@ -19,7 +19,7 @@ import type { Keys } from '../security/keys';
 import { pathProblem, queryMatcher } from './paths';
 import type { Artifact, ArtifactRepository } from './repository';
 import { ContentTooLargeError, type ArtifactStorage, type StagedContent } from './storage';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 
 type CreateRequest = components['schemas']['CreateArtifactsRequest'];
 type StateUpdate = components['schemas']['ArtifactStateUpdate'];
@@ -96,7 +96,6 @@ export class ArtifactService {
     private readonly keys: Keys,
     readonly settings: ArtifactSettings,
     private readonly rules: RuleService,
-    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   // ---------------------------------------------------------------------------------------------
@@ -108,7 +107,7 @@ export class ArtifactService {
 
   private check(purpose: string, id: string, expires: number, signature: string): void {
     if (!equal(signature, this.sign(purpose, id, expires))) throw new SignedUrlError('The signature of this URL is not valid');
-    if (expires * 1000 < this.clock().getTime()) throw new SignedUrlError('This URL has expired');
+    if (expires * 1000 < clock.now().getTime()) throw new SignedUrlError('This URL has expired');
   }
 
   /** The content's URL for people and REST clients: on the artifacts origin when one is set, else on `publicUrl`. */
@@ -118,7 +117,7 @@ export class ArtifactService {
 
   /** The content's URL on `publicUrl`, valid for `seconds`. */
   contentUrl(publicUrl: string, artifactId: string, seconds: number): string {
-    const expires = Math.floor(this.clock().getTime() / 1000) + seconds;
+    const expires = Math.floor(clock.now().getTime() / 1000) + seconds;
     return `${publicUrl}/artifact-content/${artifactId}?expires=${expires}&signature=${this.sign('artifact-content', artifactId, expires)}`;
   }
 
@@ -167,7 +166,7 @@ export class ArtifactService {
       );
     }
     const batchId = crypto.randomUUID();
-    const now = this.clock();
+    const now = clock.now();
     const made: Artifact[] = body.artifacts.map((a, i) => ({
       id: crypto.randomUUID(),
       jobId: job.id,
@@ -192,7 +191,7 @@ export class ArtifactService {
 
   /** One form POST per artifact to the upload route; `${artifact:path}` is the agent's to fill in. */
   private instructions(batchId: string, publicUrl: string): UploadInstructions {
-    const expires = Math.floor(this.clock().getTime() / 1000) + UPLOAD_URL_SECONDS;
+    const expires = Math.floor(clock.now().getTime() / 1000) + UPLOAD_URL_SECONDS;
     return {
       action: { url: publicUrl, method: 'POST', path: '/artifact-uploads', file_input: 'file' },
       data: { batch_id: batchId, path: '${artifact:path}', expires: String(expires), signature: this.sign('artifact-upload', batchId, expires) },
@@ -262,7 +261,7 @@ export class ArtifactService {
         errors.push({ field: `artifacts[${i}].state`, code: 'is finished, but no content was uploaded' });
     });
     if (errors.length) throw new ValidationError(errors);
-    const now = this.clock();
+    const now = clock.now();
     for (const state of ['finished', 'error'] as const) {
       await this.artifacts.setState(
         updates.filter((u) => u.state === state).map((u) => u.id),
@@ -375,7 +374,7 @@ export class ArtifactService {
   async delete(actor: Actor, where: BuildRef, jobId: string, id: string): Promise<void> {
     const { item, artifact } = await this.get(actor, where, jobId, id);
     if (!item.perms.build) throw new ForbiddenError();
-    const content = await this.artifacts.markDeleted(artifact.id, this.clock());
+    const content = await this.artifacts.markDeleted(artifact.id, clock.now());
     if (content && !(await this.artifacts.contentInUse(content))) await this.storage.remove(content);
   }
 

@@ -24,7 +24,7 @@ import type {
   QueueDispatch,
   RetryAgentAffinity,
 } from './repository';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 import { changes, type AuditEntry, type AuditLog } from '../audit/service';
 
 type CreateClusterBody = components['schemas']['CreateClusterRequest'];
@@ -64,7 +64,6 @@ export class ClusterService {
 
   constructor(
     private readonly clusters: ClusterRepository,
-    private readonly clock: () => Date = () => sharedClock.now(),
     /** Seals secret values (src/security/secret-box.ts); without keys no secret can be stored. */
     keys: Keys | null = null,
     /** Where every change is recorded, in its transaction (src/audit/service.ts). */
@@ -127,14 +126,14 @@ export class ClusterService {
       color: emptyToNull(body.color) ?? null,
       defaultQueueId: null,
       createdBy: actor.principal.user,
-      createdAt: this.clock(),
+      createdAt: clock.now(),
     };
     await this.audited(
       actor,
       async (clusters) => {
         await clusters.insertCluster({ ...cluster, createdById: actor.principal.user.id });
         for (const target of maintainers)
-          await clusters.insertMaintainer({ id: crypto.randomUUID(), clusterId: cluster.id, ...target, createdAt: this.clock() });
+          await clusters.insertMaintainer({ id: crypto.randomUUID(), clusterId: cluster.id, ...target, createdAt: clock.now() });
       },
       () => ({
         type: 'ClusterCreatedEvent',
@@ -244,7 +243,7 @@ export class ClusterService {
       description: emptyToNull(body.description) ?? null,
       retryAgentAffinity: (body.retry_agent_affinity ?? 'prefer-warmest') as RetryAgentAffinity,
       createdById: actor.principal.user.id,
-      createdAt: this.clock(),
+      createdAt: clock.now(),
     };
     await this.audited(
       actor,
@@ -295,8 +294,7 @@ export class ClusterService {
     await this.audited(
       actor,
       async (clusters) => {
-        if (!(await clusters.pauseQueue(queue.id, this.clock(), actor.principal.user.id, note)))
-          throw new UnprocessableError('Cluster queue is already paused');
+        if (!(await clusters.pauseQueue(queue.id, clock.now(), actor.principal.user.id, note))) throw new UnprocessableError('Cluster queue is already paused');
       },
       () => ({ type: 'ClusterQueueDispatchPausedEvent', subject: queueSubject(queue), data: { dispatch_paused: true, dispatch_paused_note: note } }),
     );
@@ -343,7 +341,7 @@ export class ClusterService {
     const id = crypto.randomUUID();
     await this.audited(
       actor,
-      (clusters) => clusters.insertMaintainer({ id, clusterId, ...target, createdAt: this.clock() }),
+      (clusters) => clusters.insertMaintainer({ id, clusterId, ...target, createdAt: clock.now() }),
       () => ({
         type: 'ClusterPermissionCreatedEvent',
         subject: { type: 'ClusterMaintainer', id, name: null },
@@ -422,7 +420,7 @@ export class ClusterService {
           policy,
           valueSealed: this.sealer().seal(value, id),
           byId: actor.principal.user.id,
-          at: this.clock(),
+          at: clock.now(),
         }),
       () => ({ type: 'SecretCreatedEvent', subject: secretSubject({ id, key }), data: { cluster_id: clusterId, key, description, policy } }),
     );
@@ -443,7 +441,7 @@ export class ClusterService {
     if (!Object.keys(fields).length) return secret;
     await this.audited(
       actor,
-      (clusters) => clusters.updateSecret(secret.id, fields, actor.principal.user.id, this.clock()),
+      (clusters) => clusters.updateSecret(secret.id, fields, actor.principal.user.id, clock.now()),
       () => ({ type: 'SecretUpdatedEvent', subject: secretSubject(secret), data: changes({ description: secret.description, policy: secret.policy }, fields) }),
     );
     return (await this.clusters.findSecret(clusterId, id))!;
@@ -457,7 +455,7 @@ export class ClusterService {
     // That the value changed is recorded; the value never is.
     await this.audited(
       actor,
-      (clusters) => clusters.updateSecret(secret.id, { value_encrypted: sealed }, actor.principal.user.id, this.clock()),
+      (clusters) => clusters.updateSecret(secret.id, { value_encrypted: sealed }, actor.principal.user.id, clock.now()),
       () => ({ type: 'SecretUpdatedEvent', subject: secretSubject(secret), data: { value_changed: true } }),
     );
     return (await this.clusters.findSecret(clusterId, id))!;
@@ -501,7 +499,7 @@ export class ClusterService {
         }));
     if (!allowed) throw new ForbiddenError();
     const value = this.sealer().open(secret.valueSealed, secret.id);
-    await this.clusters.secretRead(secret.id, this.clock());
+    await this.clusters.secretRead(secret.id, clock.now());
     return { id: secret.id, key: secret.key, value };
   }
 
@@ -530,7 +528,7 @@ export class ClusterService {
   private expiry(value: string | null | undefined): Date | null | undefined {
     if (value === undefined || value === null) return value;
     const at = new Date(value);
-    if (at <= this.clock()) throw ValidationError.field('expires_at', 'must be in the future');
+    if (at <= clock.now()) throw ValidationError.field('expires_at', 'must be in the future');
     return at;
   }
 
@@ -547,7 +545,7 @@ export class ClusterService {
       allowedIpAddresses: this.allowedIps(body.allowed_ip_addresses) ?? null,
       expiresAt: this.expiry(body.expires_at) ?? null,
       createdBy: actor.principal.user,
-      createdAt: this.clock(),
+      createdAt: clock.now(),
     };
     await this.audited(
       actor,
@@ -604,7 +602,7 @@ export class ClusterService {
   async authenticateToken(secret: string, ip: string | null): Promise<ClusterTokenGrant | null> {
     const grant = await this.clusters.findTokenByHash(sha256Hex(secret));
     if (!grant) return null;
-    if (grant.expiresAt && grant.expiresAt <= this.clock()) throw new AgentTokenError('the cluster agent token has expired');
+    if (grant.expiresAt && grant.expiresAt <= clock.now()) throw new AgentTokenError('the cluster agent token has expired');
     if (grant.allowedIpAddresses && !ipAllowed(grant.allowedIpAddresses, ip))
       throw new AgentTokenError(`the cluster agent token does not allow registration from ${ip ?? 'an unknown address'}`);
     return grant;

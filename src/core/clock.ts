@@ -4,9 +4,14 @@
  * or `Date.now()`, so a consumer's test run can freeze or shift time (WINDSOCK_CLOCK, and the
  * test-control endpoint) and see timeouts and schedules behave deterministically.
  *
+ * It is the one clock: services read this module, none takes a clock of its own; the server sets
+ * it once from WINDSOCK_CLOCK (server.ts) and the test-control endpoint moves it later.
+ *
  * Real time is the default. A frozen clock stands still until moved; an offset clock runs at real
- * speed, shifted. Intervals the process waits on (timers, sleeps) stay on real time: the clock
- * decides what time it is, not how long the process sleeps.
+ * speed, shifted. Intervals the process waits on or measures stay on real time: timers and
+ * sleeps, deadlines of outbound requests and database retries, how long a cached token answer is
+ * reused, and the rate limiter's windows (a frozen clock must not stop a budget from refilling).
+ * The clock decides what time it is, not how long the process waits.
  */
 export type ClockMode = { kind: 'real' } | { kind: 'frozen'; at: Date } | { kind: 'offset'; ms: number };
 

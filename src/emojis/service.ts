@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import { ValidationError, type FieldError } from '../core/errors';
 import type { Emoji, EmojiRepository } from './repository';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 
 const NAME = /^[\w+-]{1,100}$/;
 export const MAX_ALIASES = 20;
@@ -19,10 +19,7 @@ export interface EmojiInput {
 }
 
 export class EmojiService {
-  constructor(
-    private readonly emojis: EmojiRepository,
-    private readonly clock: () => Date = () => sharedClock.now(),
-  ) {}
+  constructor(private readonly emojis: EmojiRepository) {}
 
   list(organizationId: string): Promise<Emoji[]> {
     return this.emojis.list(organizationId);
@@ -43,7 +40,7 @@ export class EmojiService {
         if (taken.has(n)) errors.push({ field: n === name ? 'name' : 'aliases', code: `"${n}" is already an emoji of this organization` });
     }
     if (errors.length) throw new ValidationError(errors);
-    const emoji: Emoji = { id: crypto.randomUUID(), organizationId, name, url, aliases, createdAt: this.clock() };
+    const emoji: Emoji = { id: crypto.randomUUID(), organizationId, name, url, aliases, createdAt: clock.now() };
     await this.emojis.insert(emoji);
     return emoji;
   }

@@ -51,6 +51,7 @@ export function actorOf(res: Response): { principal: Principal } & OrgContext {
 }
 
 export interface OperationGuard {
+  operationId: string | undefined;
   method: string;
   /** Express path, e.g. /v2/organizations/:org_slug/pipelines */
   path: string;
@@ -69,9 +70,25 @@ export function guardsFromSpec(spec: SpecDoc): OperationGuard[] {
     const security = operation.security ?? spec.security ?? [];
     const bearer = security.find((s) => 'bearerAuth' in s);
     if (!bearer) continue;
-    guards.push({ method, path, scopes: bearer.bearerAuth ?? [], hasOrg: specPath.includes('{org_slug}') });
+    guards.push({ operationId: operation.operationId, method, path, scopes: bearer.bearerAuth ?? [], hasOrg: specPath.includes('{org_slug}') });
   }
   return guards;
+}
+
+/** The scopes of each guarded operation, by its operationId: for callers that stand for an operation without its path (the web pages). */
+export function scopesByOperation(guards: OperationGuard[]): Map<string, readonly string[]> {
+  return new Map(guards.flatMap((g) => (g.operationId ? [[g.operationId, g.scopes] as const] : [])));
+}
+
+/** The first of `scopes` the principal's token lacks, if any. */
+export function missingScope(principal: Principal, scopes: readonly string[]): string | undefined {
+  return scopes.find((scope) => !principal.token.scopes.includes(scope as never));
+}
+
+/** The scope check of an operation: every one of its scopes, or a 403 naming the first one missing. */
+export function requireScopes(principal: Principal, scopes: readonly string[]): void {
+  const missing = missingScope(principal, scopes);
+  if (missing) throw new ForbiddenError(missing);
 }
 
 /** An organization's API IP allow-list (its API settings; null: any address), read on each request so a change applies at once. */
@@ -95,8 +112,7 @@ export function guardRouter(guards: OperationGuard[], allowedIpsOf: AllowedIpsOf
         const allowed = await allowedIpsOf(reached.organization.id);
         if (allowed && !ipAllowed(allowed, req.ip)) throw new IpNotAllowedError(req.ip ?? 'unknown');
       }
-      const missing = g.scopes.find((scope) => !principal.token.scopes.includes(scope as never));
-      if (missing) throw new ForbiddenError(missing);
+      requireScopes(principal, g.scopes);
       next();
     });
   }

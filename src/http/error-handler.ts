@@ -126,6 +126,41 @@ function invalidBodyAnswer(req: Request): { status: number; message: string } | 
   return own && typeof own.status === 'number' && typeof own.message === 'string' ? { status: own.status, message: own.message } : undefined;
 }
 
+/** What a domain error answers: the status, the JSON body and the headers that go with it. */
+export interface ErrorAnswer {
+  status: number;
+  body: { message: string } & Record<string, unknown>;
+  headers: Record<string, string>;
+}
+
+/**
+ * The one table from domain errors to answers: the API's error handler answers by it, and the web
+ * pages take their status codes from it (rendering the message as HTML), so a page and the API
+ * never disagree on what an error is. Undefined for a DomainError the table does not know.
+ */
+export function domainErrorAnswer(err: DomainError): ErrorAnswer | undefined {
+  const answer = (status: number, body: ErrorAnswer['body'], headers: Record<string, string> = {}): ErrorAnswer => ({ status, body, headers });
+  if (err instanceof NotFoundError) return answer(404, { message: err.message });
+  if (err instanceof ValidationError) return answer(422, { message: err.message, errors: err.errors });
+  if (err instanceof UnprocessableError) return answer(422, { message: err.message });
+  if (err instanceof ConflictError) return answer(409, { message: err.message });
+  if (err instanceof PayloadTooLargeError) return answer(413, { message: err.message });
+  if (err instanceof ForbiddenError) return answer(403, { message: err.message });
+  if (err instanceof BadRequestError) return answer(400, { message: err.message });
+  if (err instanceof SuiteTokenError) return answer(401, { message: SUITE_TOKEN_MESSAGE }, { 'WWW-Authenticate': 'Token realm="Test Engine"' });
+  if (err instanceof AgentTokenError) return answer(401, { message: err.message }, { 'WWW-Authenticate': 'Token realm="Agent"' });
+  if (err instanceof SignatureError) return answer(401, { message: err.message });
+  if (err instanceof UnauthorizedError) return answer(401, { message: AUTH_MESSAGE }, { 'WWW-Authenticate': 'Bearer' });
+  if (err instanceof RateLimitedError)
+    return answer(
+      429,
+      { message: err.message, scope: err.scope, limit: err.limit, current: err.current, reset: err.resetSeconds },
+      { 'Retry-After': String(err.resetSeconds) },
+    );
+  if (err instanceof UnavailableError) return answer(503, { message: err.message }, { 'Retry-After': String(err.retryAfterSeconds) });
+  return undefined;
+}
+
 export function errorHandler(logger: Logger) {
   // Express recognises error handlers by their four parameters.
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
@@ -135,35 +170,10 @@ export function errorHandler(logger: Logger) {
       else res.end();
     };
 
-    if (err instanceof DomainError) {
-      if (err instanceof NotFoundError) return send(404, { message: err.message });
-      if (err instanceof ValidationError) return send(422, { message: err.message, errors: err.errors });
-      if (err instanceof UnprocessableError) return send(422, { message: err.message });
-      if (err instanceof ConflictError) return send(409, { message: err.message });
-      if (err instanceof PayloadTooLargeError) return send(413, { message: err.message });
-      if (err instanceof ForbiddenError) return send(403, { message: err.message });
-      if (err instanceof BadRequestError) return send(400, { message: err.message });
-      if (err instanceof SuiteTokenError) {
-        res.setHeader('WWW-Authenticate', 'Token realm="Test Engine"');
-        return send(401, { message: SUITE_TOKEN_MESSAGE });
-      }
-      if (err instanceof AgentTokenError) {
-        res.setHeader('WWW-Authenticate', 'Token realm="Agent"');
-        return send(401, { message: err.message });
-      }
-      if (err instanceof SignatureError) return send(401, { message: err.message });
-      if (err instanceof UnauthorizedError) {
-        res.setHeader('WWW-Authenticate', 'Bearer');
-        return send(401, { message: AUTH_MESSAGE });
-      }
-      if (err instanceof RateLimitedError) {
-        res.setHeader('Retry-After', String(err.resetSeconds));
-        return send(429, { message: err.message, scope: err.scope, limit: err.limit, current: err.current, reset: err.resetSeconds });
-      }
-      if (err instanceof UnavailableError) {
-        res.setHeader('Retry-After', String(err.retryAfterSeconds));
-        return send(503, { message: err.message });
-      }
+    const known = err instanceof DomainError ? domainErrorAnswer(err) : undefined;
+    if (known) {
+      if (!res.headersSent) for (const [name, value] of Object.entries(known.headers)) res.setHeader(name, value);
+      return send(known.status, known.body);
     }
 
     if (isUnavailableError(err)) {

@@ -114,7 +114,15 @@ function httpUrl(value: unknown, field: string, errors: FieldError[], required: 
   return text;
 }
 
-function stringMap(value: unknown, field: string, errors: FieldError[]): Record<string, string> | undefined {
+/** An HTTP header name (RFC 9110's token): what a request may carry without Node refusing to send it. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+function hasCredentials(text: string): boolean {
+  const url = new URL(text);
+  return url.username !== '' || url.password !== '';
+}
+
+function stringMap(value: unknown, field: string, errors: FieldError[], names?: { rule: RegExp; code: string }): Record<string, string> | undefined {
   if (value === null) return {};
   if (typeof value !== 'object' || Array.isArray(value)) {
     errors.push({ field, code: 'must be an object of strings' });
@@ -129,6 +137,10 @@ function stringMap(value: unknown, field: string, errors: FieldError[]): Record<
   for (const [k, v] of entries) {
     if (!k.trim() || k.length > 255) {
       errors.push({ field, code: 'has an empty or too long name' });
+      return undefined;
+    }
+    if (names && !names.rule.test(k)) {
+      errors.push({ field, code: names.code });
       return undefined;
     }
     if (typeof v !== 'string') {
@@ -245,6 +257,9 @@ export function applySettings(
     }
     case 'open_telemetry_tracing': {
       const endpoint = has('endpoint') ? httpUrl(input.endpoint, 'settings.endpoint', errors, true) : (cur.endpoint as string | undefined);
+      // The endpoint is answered in the clear: credentials go in the sealed headers, never in it.
+      if (has('endpoint') && endpoint !== undefined && hasCredentials(endpoint))
+        errors.push({ field: 'settings.endpoint', code: 'must not carry credentials (send them in headers)' });
       if (endpoint === undefined && !has('endpoint')) errors.push({ field: 'settings.endpoint', code: "can't be blank" });
       let serviceName = (cur.service_name as string | undefined) ?? 'buildkite';
       if (has('service_name')) {
@@ -253,7 +268,7 @@ export function applySettings(
       }
       let headers = (cur.headers as Record<string, string> | undefined) ?? {};
       if (has('headers')) {
-        const h = stringMap(input.headers, 'settings.headers', errors);
+        const h = stringMap(input.headers, 'settings.headers', errors, { rule: HEADER_NAME, code: 'has a name that is not an HTTP header name' });
         if (h) {
           // A header sent back as the stored value's mask keeps the stored value.
           headers = Object.fromEntries(Object.entries(h).map(([k, v]) => [k, keeps(v, headers[k]) ? headers[k]! : v]));

@@ -7,9 +7,10 @@ import type { Knex } from 'knex';
 import type { User } from '../core/identity';
 import { parseJson, toBool, toDate } from '../db/values';
 import { userFromRow } from '../user/rows';
+import type { components } from '../../generated/api';
 
 export type ProviderId = 'webhook' | 'slack' | 'open_telemetry_tracing';
-export type ServiceScope = 'all' | 'some_projects' | 'some_teams' | 'some_clusters';
+export type ServiceScope = components['schemas']['NotificationServiceScope'];
 
 export interface NotificationServiceRecord {
   id: string;

@@ -3,7 +3,7 @@ import { actorOf } from '../http/auth';
 import { operationRouter } from '../http/operation';
 import { cursorLinks } from '../http/pagination';
 import { serializeNotificationService } from './serialize';
-import type { NotificationServiceService, ServiceInput } from './service';
+import type { NotificationServiceService } from './service';
 
 export function notificationServiceRoutes(services: NotificationServiceService, publicUrl: string) {
   const api = operationRouter();
@@ -25,13 +25,13 @@ export function notificationServiceRoutes(services: NotificationServiceService, 
 
   api.on('createNotificationService', async (req, res) => {
     const actor = actorOf(res);
-    const s = await services.create(actor, req.body as ServiceInput);
+    const s = await services.create(actor, req.body);
     res.status(201).json(serializeNotificationService(s, actor.organization, publicUrl));
   });
 
   api.on('updateNotificationService', async (req, res) => {
     const actor = actorOf(res);
-    const s = await services.update(actor, req.params.service_id, req.body as ServiceInput);
+    const s = await services.update(actor, req.params.service_id, req.body);
     res.json(serializeNotificationService(s, actor.organization, publicUrl));
   });
 

@@ -18,8 +18,10 @@ import { secretBox, type SecretBox } from '../security/secret-box';
 import type { Operator, TeamService } from '../teams/service';
 import { applySettings, isProvider, maskedWebhookUrl, PROVIDERS, REFUSED_PROVIDERS } from './providers';
 import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceCursor, ServiceFields, ServiceScope } from './repository';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
+import { everyValue } from '../core/enum-values';
+import type { components } from '../../generated/api';
 
 /** A service as answered: its record with the settings the API shows (of the secrets, only a webhook's token, which the docs return in full). */
 export type NotificationService = Omit<NotificationServiceRecord, 'secretsSealed'>;
@@ -32,7 +34,7 @@ export type ServiceCaller = Actor | Operator;
 
 /** The build and job states a service may be told of, in the documented order. */
 export const BUILD_STATE_KEYS = ['build_passed', 'build_fixed', 'build_failed', 'build_blocked', 'build_canceled', 'build_failing', 'job_activated'] as const;
-export const SCOPES: readonly ServiceScope[] = ['all', 'some_projects', 'some_teams', 'some_clusters'];
+export const SCOPES = everyValue<ServiceScope>()(['all', 'some_projects', 'some_teams', 'some_clusters'] as const satisfies readonly ServiceScope[]);
 
 /** A service as the delivery side reads it: settings with their secrets opened. */
 export interface ActiveNotificationService {
@@ -46,16 +48,12 @@ export interface ActiveNotificationService {
   settings: Record<string, unknown>;
 }
 
-/** What a create or update may send (the REST body's fields, the CLI's options). */
-export interface ServiceInput {
-  provider?: string;
-  description?: string | null;
-  branch_configuration?: string | null;
-  scope?: string;
-  scope_uuids?: string[];
-  build_states?: Partial<Record<string, boolean>>;
-  settings?: Record<string, unknown>;
-}
+/**
+ * What a create or update may send (the REST body's fields, the CLI's options): the spec's
+ * update body, whose `provider` is optional (a create's missing one is the service's 422, as the
+ * CLI's path reaches it without the validator).
+ */
+export type ServiceInput = components['schemas']['UpdateNotificationServiceRequest'];
 
 export interface ServicePage {
   items: NotificationService[];
@@ -107,7 +105,6 @@ export class NotificationServiceService {
     private readonly services: NotificationServiceRepository,
     private readonly deps: NotificationServiceDeps,
     keys: Keys,
-    private readonly clock: () => Date = () => sharedClock.now(),
     /** Told of each new service after its create commits (the composition root sends it the `ping` event); its failure does not fail the create. */
     private readonly onCreated: (s: ActiveNotificationService) => Promise<void> = async () => {},
     /** Where every change is recorded, in its transaction (src/audit/service.ts); never a service's settings or secrets. */
@@ -190,7 +187,7 @@ export class NotificationServiceService {
           organizationId: caller.organization.id,
           provider,
           userId: isOperator(caller) ? null : caller.principal.user.id,
-          at: this.clock(),
+          at: clock.now(),
           ...fields,
           secretsSealed: this.box.seal(JSON.stringify(secrets), id),
         }),
@@ -240,7 +237,7 @@ export class NotificationServiceService {
     await this.audited(
       caller,
       async (services) => {
-        if (!(await services.update(caller.organization.id, current.id, changes, this.clock()))) throw new NotFoundError('notification service');
+        if (!(await services.update(caller.organization.id, current.id, changes, clock.now()))) throw new NotFoundError('notification service');
       },
       () => ({
         type: 'NotificationServiceUpdatedEvent',
@@ -303,7 +300,7 @@ export class NotificationServiceService {
     await this.audited(
       caller,
       async (services) => {
-        if (!(await services.update(caller.organization.id, s.id, { enabled }, this.clock()))) throw new NotFoundError('notification service');
+        if (!(await services.update(caller.organization.id, s.id, { enabled }, clock.now()))) throw new NotFoundError('notification service');
       },
       () => ({ type: enabled ? 'NotificationServiceEnabledEvent' : 'NotificationServiceDisabledEvent', subject: serviceSubject(s), data: { enabled } }),
     );

@@ -23,7 +23,7 @@ import type { AttemptResult, EventName, EventPayload, HttpSend, NotificationEven
 import { renderEvent, type PayloadSources, type RenderedEvent } from './payload';
 import type { Attempt, Delivery, NewDelivery, OutboxRepository, Transition } from './repository';
 import { backoffMs, eventOf, inScope, type EventPlace } from './rules';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 
 export interface NotificationSettings {
   /** How often the worker looks for events and due deliveries when idle. */
@@ -156,7 +156,6 @@ export class NotificationService {
     private readonly providers: Record<string, Provider>,
     private readonly http: HttpSend,
     readonly settings: NotificationSettings = DEFAULT_NOTIFICATION_SETTINGS,
-    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   /** Fans out up to a batch of events; how many were claimed. */
@@ -174,7 +173,7 @@ export class NotificationService {
       if (deliveries.length) planned.push({ t, deliveries });
       else silent.push(t.seq);
     }
-    const now = this.clock();
+    const now = clock.now();
     return this.db.transaction(async (trx) => {
       const r = this.outbox.withTransaction(trx);
       const claimed = await r.claimEvents([...silent, ...planned.map((p) => p.t.seq)], now);
@@ -219,7 +218,7 @@ export class NotificationService {
         name,
         // The outbox's triggers date events by the database's own (real) time; a frozen or
         // shifted service clock moves them by its current difference, as it does every other date.
-        occurredAt: new Date(t.occurredAt.getTime() + this.clock().getTime() - Date.now()),
+        occurredAt: new Date(t.occurredAt.getTime() + clock.now().getTime() - Date.now()),
         organizationId: t.organizationId,
         pipelineId: place.pipelineId,
         buildId: t.buildId,
@@ -265,7 +264,7 @@ export class NotificationService {
       organization: org ? { id: org.id, slug: org.slug, name: org.name } : undefined,
       sender: null,
     };
-    const now = this.clock();
+    const now = clock.now();
     await this.outbox.insertDeliveries([
       {
         id: crypto.randomUUID(),
@@ -300,7 +299,7 @@ export class NotificationService {
     const heldByOrganization = new Map<string, number>();
     for (const o of inFlightOrganizations) heldByOrganization.set(o, (heldByOrganization.get(o) ?? 0) + 1);
     const fullOrganizations = [...heldByOrganization].filter(([, n]) => n >= perOrganization).map(([o]) => o);
-    const now = this.clock();
+    const now = clock.now();
     // A target that failed last time takes one delivery at a time (a probe) once its rest is over.
     const cap = (target: string) => (this.resting.has(target) ? 1 : perTarget);
     const closed = [...held].filter(([t, n]) => n >= cap(t)).map(([t]) => t);
@@ -325,7 +324,7 @@ export class NotificationService {
 
   /** One attempt at a leased delivery, recorded with its outcome and what comes next. */
   async attempt(d: Delivery): Promise<AttemptResult> {
-    const started = this.clock();
+    const started = clock.now();
     const t0 = process.hrtime.bigint();
     let result: AttemptResult;
     try {
@@ -341,7 +340,7 @@ export class NotificationService {
     }
     const durationMs = Number((process.hrtime.bigint() - t0) / 1_000_000n);
     const number = d.attempts + 1;
-    const now = this.clock();
+    const now = clock.now();
     this.rest(d.targetKey, result, now);
     const giveUp = !result.ok && (result.final === true || number >= this.settings.maxAttempts);
     const next = result.ok
@@ -392,7 +391,7 @@ export class NotificationService {
   /** Sends a delivery's payload again, as a new delivery of the same event to the same target. */
   async redeliver(organizationId: string, serviceId: string, id: string): Promise<DeliveryView> {
     const { delivery: d } = await this.delivery(organizationId, serviceId, id);
-    const now = this.clock();
+    const now = clock.now();
     const copy: NewDelivery = {
       ...d,
       id: crypto.randomUUID(),
@@ -408,12 +407,12 @@ export class NotificationService {
 
   /** Whether a pending delivery is due within `ms` (tests settle on it). */
   pendingDueWithin(ms: number): Promise<boolean> {
-    return this.outbox.hasPendingBefore(new Date(this.clock().getTime() + ms));
+    return this.outbox.hasPendingBefore(new Date(clock.now().getTime() + ms));
   }
 
   /** Forgets fanned-out events and finished deliveries older than the retention. */
   prune(): Promise<{ events: number; deliveries: number }> {
-    return this.outbox.prune(new Date(this.clock().getTime() - this.settings.retentionMs));
+    return this.outbox.prune(new Date(clock.now().getTime() - this.settings.retentionMs));
   }
 
   /** An organization's deliveries in event order (tests, the CLI). */

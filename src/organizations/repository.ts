@@ -6,6 +6,7 @@ import { userFromRow } from '../user/rows';
 import { toBool, toDateOrNull } from '../db/values';
 import { orgFromRow } from './rows';
 import { clock } from '../core/clock';
+import type { components } from '../../generated/api';
 
 export interface Team {
   id: string;
@@ -16,7 +17,7 @@ export interface Team {
   membersCanCreatePipelines: boolean;
 }
 
-export type TeamRole = 'member' | 'maintainer';
+export type TeamRole = components['schemas']['TeamMemberRole'];
 
 export type PipelineSettingSwitchName = 'hosted_agents_ssh' | 'public_pipelines' | 'advanced_queue_metrics';
 

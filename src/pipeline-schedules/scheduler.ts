@@ -2,13 +2,13 @@
  * The scheduler: a loop in the server process that, every `intervalMs`, has the pipeline
  * schedules service create the builds of the schedules due by now (PipelineScheduleService.runDue:
  * each due minute claimed in the transaction that writes its build, so several processes on one
- * database create each build once). Started and stopped with the server, like the sweeper; the
- * clock is injected, so tests move it instead of waiting. No HTTP, no SQL.
+ * database create each build once). Started and stopped with the server, like the sweeper; due is
+ * judged by the service's clock (core/clock.ts), so tests move it instead of waiting. No HTTP, no SQL.
  */
 import { BackgroundLoop } from '../db/background-loop';
 import type { Logger } from '../http/logger';
 import type { DueRun, PipelineScheduleService } from './service';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 
 export interface SchedulerSettings {
   /** How often due schedules are looked for (well under a minute, so a build comes in its minute). */
@@ -23,7 +23,6 @@ export class Scheduler {
   constructor(
     private readonly schedules: PipelineScheduleService,
     settings: SchedulerSettings,
-    private readonly clock: () => Date = () => sharedClock.now(),
     logger?: Logger,
   ) {
     this.loop = new BackgroundLoop({
@@ -39,7 +38,7 @@ export class Scheduler {
 
   /** One pass: the builds of every schedule due at the clock's now. */
   tick(): Promise<DueRun> {
-    return this.schedules.runDue(this.clock());
+    return this.schedules.runDue(clock.now());
   }
 
   /** Ticks every `intervalMs` until stop(); a failed tick is logged and the next one runs. */

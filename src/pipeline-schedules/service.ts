@@ -21,7 +21,7 @@ import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
 import { parseCronline, type ParsedCronline } from './cronline';
 import type { PipelineSchedule, PipelineScheduleRepository, ScheduleChanges } from './repository';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 
 export type CreateScheduleInput = components['schemas']['CreatePipelineScheduleRequest'];
@@ -54,7 +54,6 @@ export class PipelineScheduleService {
     private readonly pipelines: PipelineService,
     private readonly organizations: OrganizationService,
     private readonly progress: BuildProgress,
-    private readonly clock: () => Date = () => sharedClock.now(),
     /** Where every change is recorded, in its transaction (src/audit/service.ts). */
     private readonly audit: AuditLog | null = null,
   ) {}
@@ -103,11 +102,11 @@ export class PipelineScheduleService {
       branch: input.branch ?? pipeline.defaultBranch ?? 'main',
       env: input.env ?? {},
       enabled,
-      nextBuildAt: enabled ? cron.nextAfter(this.clock()) : null,
+      nextBuildAt: enabled ? cron.nextAfter(clock.now()) : null,
       failedMessage: null,
       failedAt: null,
       createdById: actor.principal.user.id,
-      createdAt: this.clock(),
+      createdAt: clock.now(),
     };
     await this.audited(
       actor,
@@ -150,7 +149,7 @@ export class PipelineScheduleService {
       enabled,
     };
     if (!enabled) changes.nextBuildAt = null;
-    else if (cron || !current.enabled) changes.nextBuildAt = (cron ?? cronlineOf(cronline)).nextAfter(this.clock());
+    else if (cron || !current.enabled) changes.nextBuildAt = (cron ?? cronlineOf(cronline)).nextAfter(clock.now());
     if (enabled && !current.enabled) {
       changes.failedMessage = null;
       changes.failedAt = null;
@@ -200,7 +199,7 @@ export class PipelineScheduleService {
    * be made (its pipeline's steps, its creator gone) is disabled with `failed_message`, as the
    * real service reports a failed schedule; re-enabling it clears that.
    */
-  async runDue(now: Date = this.clock()): Promise<DueRun> {
+  async runDue(now: Date = clock.now()): Promise<DueRun> {
     const run: DueRun = { created: 0, failed: 0, skipped: 0 };
     for (const due of await this.schedules.due(now, BATCH)) {
       const s = await this.schedules.findById(due.id);

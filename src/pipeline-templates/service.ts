@@ -9,19 +9,16 @@ import crypto from 'node:crypto';
 import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
 import type { Actor } from '../core/identity';
 import type { PipelineTemplate, PipelineTemplateRepository, TemplateFields } from './repository';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 import { isUuid } from '../core/uuid';
+import type { components } from '../../generated/api';
 import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 
 /** Parses a YAML step configuration into steps, env and top-level notify, throwing a ValidationError naming what is wrong. */
 export type ConfigurationParser = (yaml: string) => { steps: unknown[]; env: Record<string, string>; notify: unknown[] };
 
-export interface TemplateInput {
-  name?: string;
-  description?: string | null;
-  configuration?: string;
-  available?: boolean;
-}
+/** What a create or update of a template may set: the spec's `PipelineTemplateWritable`. */
+export type TemplateInput = components['schemas']['PipelineTemplateWritable'];
 
 /** A template id as stored (lower-case), or null when `value` is not a UUID. */
 export function templateId(value: string): string | null {
@@ -33,7 +30,6 @@ export class PipelineTemplateService {
   constructor(
     private readonly templates: PipelineTemplateRepository,
     private readonly parse: ConfigurationParser,
-    private readonly clock: () => Date = () => sharedClock.now(),
     /** Where every change is recorded, in its transaction (src/audit/service.ts). */
     private readonly audit: AuditLog | null = null,
   ) {}
@@ -83,7 +79,7 @@ export class PipelineTemplateService {
       id,
       organizationId: actor.organization.id,
       userId: actor.principal.user.id,
-      at: this.clock(),
+      at: clock.now(),
       name,
       description: emptyToNull(input.description),
       configuration: input.configuration!,
@@ -126,7 +122,7 @@ export class PipelineTemplateService {
     await this.audited(
       actor,
       async (templates) => {
-        if (!(await templates.update(actor.organization.id, current.id, changes, actor.principal.user.id, this.clock())))
+        if (!(await templates.update(actor.organization.id, current.id, changes, actor.principal.user.id, clock.now())))
           throw new NotFoundError('pipeline template');
       },
       () => ({

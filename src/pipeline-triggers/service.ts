@@ -33,7 +33,7 @@ import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
 import { sha256Hex, type Keys } from '../security/keys';
 import { secretBox, type SecretBox } from '../security/secret-box';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 import type { Cursor, PipelineTrigger, PipelineTriggerRepository, TriggerChanges, TriggerDelivery } from './repository';
 
 export type CreateTriggerInput = components['schemas']['CreatePipelineTriggerRequest'];
@@ -111,7 +111,6 @@ export class PipelineTriggerService {
     private readonly builds: BuildService,
     private readonly organizations: OrganizationService,
     keys: Keys,
-    private readonly clock: () => Date = () => sharedClock.now(),
   ) {
     this.box = secretBox(keys, 'pipeline-trigger-verification');
   }
@@ -159,7 +158,7 @@ export class PipelineTriggerService {
     const id = crypto.randomUUID();
     const token = newToken();
     const secret = input.verification?.secret;
-    const now = this.clock();
+    const now = clock.now();
     await this.triggers.insert({
       id,
       organizationId: pipeline.organizationId,
@@ -188,7 +187,7 @@ export class PipelineTriggerService {
     const current = await this.find(pipeline, id);
     this.checkConfiguration(current.type, input);
     if (input.label !== undefined && !input.label.trim()) throw ValidationError.field('label', "can't be blank");
-    const changes: TriggerChanges = { updatedById: actor.principal.user.id, updatedAt: this.clock() };
+    const changes: TriggerChanges = { updatedById: actor.principal.user.id, updatedAt: clock.now() };
     if (input.label !== undefined) changes.label = input.label.trim();
     if (input.enabled !== undefined) changes.enabled = input.enabled;
     const b = input.build;
@@ -253,7 +252,7 @@ export class PipelineTriggerService {
     const delivery: TriggerDelivery = {
       id: crypto.randomUUID(),
       triggerId: trigger.id,
-      receivedAt: this.clock(),
+      receivedAt: clock.now(),
       contentType: call.contentType,
       externalId: header('x-github-delivery'),
       status: null,

@@ -7,8 +7,10 @@ import { userFromRow } from '../user/rows';
 import type { NotifyEntry, Step } from './configuration';
 import type { ProviderId, ProviderSettings } from './provider';
 import type { User } from '../core/identity';
+import type { components } from '../../generated/api';
 
-export type AccessLevel = 'read_only' | 'build_and_read' | 'manage_build_and_read';
+/** A team's access to a pipeline: the spec's `PipelineAccessLevel`. */
+export type AccessLevel = components['schemas']['PipelineAccessLevel'];
 
 /** A pipeline's GitHub webhook processing, while disabled: when, and the name of who did it (null once that user is gone). */
 export interface GithubWebhooksDisabled {

@@ -5,6 +5,7 @@
  * token goes in the Authorization header only; nothing here logs it.
  */
 import { UnavailableError } from '../core/errors';
+import { clock } from '../core/clock';
 import type { OutboundResponse, OutboundSend } from '../security/outbound';
 
 export interface ProviderRepository {
@@ -61,7 +62,6 @@ function repositoryOf(item: unknown): ProviderRepository | null {
 export async function listGitHubRepositories(
   send: OutboundSend,
   api: { url: string; token: string },
-  now: () => Date,
 ): Promise<{ repositories: ProviderRepository[]; rateLimit: ProviderRateLimit | null }> {
   const installation = api.token.startsWith('ghs_');
   const base = `${api.url.replace(/\/+$/, '')}${installation ? '/installation/repositories' : '/user/repos'}`;
@@ -85,15 +85,15 @@ export async function listGitHubRepositories(
       throw new UnavailableError('The source control provider is temporarily unavailable, please retry', 30);
     }
     rateLimit = rateLimitOf(res) ?? rateLimit;
-    if (res.status !== 200 || res.truncated) throw unavailable(res, now());
+    if (res.status !== 200 || res.truncated) throw unavailable(res, clock.now());
     let body: unknown;
     try {
       body = JSON.parse(res.body.toString('utf8'));
     } catch {
-      throw unavailable(res, now());
+      throw unavailable(res, clock.now());
     }
     const items = installation ? (body as { repositories?: unknown } | null)?.repositories : body;
-    if (!Array.isArray(items)) throw unavailable(res, now());
+    if (!Array.isArray(items)) throw unavailable(res, clock.now());
     for (const item of items) {
       const repo = repositoryOf(item);
       if (repo) repositories.push(repo);

@@ -5,7 +5,6 @@
  */
 import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError } from '../core/errors';
 import type { Actor } from '../core/identity';
-import { clock as systemClock } from '../core/clock';
 import { repositoryHost, repositoryPath } from '../pipelines/provider';
 import type { PipelineService } from '../pipelines/service';
 import type { OutboundSend } from '../security/outbound';
@@ -23,7 +22,6 @@ export class RepositoryConnectionService {
     private readonly settings: ConnectionSettings,
     private readonly pipelines: PipelineService,
     private readonly send: OutboundSend,
-    private readonly clock: () => Date = () => systemClock.now(),
   ) {}
 
   private admin(actor: Actor): void {
@@ -50,7 +48,7 @@ export class RepositoryConnectionService {
     }
     let repos: ProviderRepository[];
     if (connection.api) {
-      const listed = await listGitHubRepositories(this.send, connection.api, this.clock);
+      const listed = await listGitHubRepositories(this.send, connection.api);
       if (listed.rateLimit) this.rateLimits.set(`${connection.provider}:${connection.hostname}`, listed.rateLimit);
       repos = listed.repositories;
     } else {

@@ -16,7 +16,7 @@ import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
 import { RULE_TYPES, ruleConditionError, ruleDecision, type RuleContext, type RuleType } from './policy';
 import type { Rule, RuleRepository } from './repository';
-import { clock as sharedClock } from '../core/clock';
+import { clock } from '../core/clock';
 
 export type CreateRuleInput = components['schemas']['CreateRuleRequest'];
 
@@ -24,7 +24,6 @@ export class RuleService {
   constructor(
     private readonly rules: RuleRepository,
     private readonly pipelines: PipelineService,
-    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   private administrator(actor: Actor): void {
@@ -77,7 +76,7 @@ export class RuleService {
       targetPipelineId: target.id,
       conditions,
       createdById: actor.principal.user.id,
-      createdAt: this.clock(),
+      createdAt: clock.now(),
     });
     return (await this.rules.findInOrganization(actor.organization.id, id))!;
   }

@@ -5,14 +5,18 @@ import { isUniqueViolation } from '../db/knex';
 import { toBool, toDate, toDateOrNull } from '../db/values';
 import { ValidationError } from '../core/errors';
 import { userFromRow } from '../user/rows';
+import type { components } from '../../generated/api';
 
 type UserRow = Parameters<typeof userFromRow>[0];
 
-export type TeamPrivacy = 'visible' | 'secret';
-export type TeamRole = 'member' | 'maintainer';
-export type PipelineAccessLevel = 'read_only' | 'build_and_read' | 'manage_build_and_read';
-export type SuiteAccessLevel = 'read' | 'edit';
-export type SsoMode = 'required' | 'optional';
+type Schemas = components['schemas'];
+
+export type TeamPrivacy = Schemas['TeamPrivacy'];
+export type TeamRole = Schemas['TeamMemberRole'];
+export type PipelineAccessLevel = Schemas['PipelineAccessLevel'];
+/** One permission of a suite grant (the spec's `access_level` is a list of them). */
+export type SuiteAccessLevel = Schemas['SuitePermission'];
+export type SsoMode = Schemas['SsoMode'];
 
 export interface TeamFields {
   name: string;

@@ -23,13 +23,13 @@ import type {
   SuiteGrant,
   TeamFields,
   TeamMembership,
-  TeamPrivacy,
   TeamRecord,
   TeamRepository,
   TeamRole,
 } from './repository';
 import { clock } from '../core/clock';
 import { isUuid } from '../core/uuid';
+import type { components } from '../../generated/api';
 
 /** The person at the command line (`windsock team ...`): an operator of the installation, an admin of every organization, no user. */
 export interface Operator {
@@ -42,18 +42,8 @@ const isOperator = (c: TeamCaller): c is Operator => 'operator' in c;
 const isAdmin = (c: TeamCaller) => isOperator(c) || c.role === 'admin';
 const userIdOf = (c: TeamCaller) => (isOperator(c) ? null : c.principal.user.id);
 
-export interface TeamInput {
-  name?: string;
-  description?: string | null;
-  privacy?: TeamPrivacy;
-  is_default_team?: boolean;
-  default_member_role?: TeamRole;
-  members_can_create_pipelines?: boolean;
-  members_can_create_suites?: boolean;
-  members_can_destroy_suites?: boolean;
-  members_can_create_registries?: boolean;
-  members_can_destroy_registries?: boolean;
-}
+/** What a create or update of a team may set: the spec's `TeamWritable`. */
+export type TeamInput = components['schemas']['TeamWritable'];
 
 export class TeamService {
   constructor(

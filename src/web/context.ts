@@ -1,11 +1,13 @@
 /**
  * What the web pages take from the services, and the rules every page follows: the caller inside
  * the path's organization (or a 404, exactly as the API hides another organization), and the
- * token's scopes (the API checks them at its edge; pages call the services directly, so they
- * check them here).
+ * token's scopes. Each page and action stands for an API operation and is guarded as that
+ * operation is: the scopes come from the spec's security requirement of the operation and are
+ * checked by the API's own guard function (http/auth.ts), so a page never asks for a different
+ * scope than the API does for the same thing.
  */
-import type { Actor, Principal, Scope } from '../core/identity';
-import { ForbiddenError, NotFoundError } from '../core/errors';
+import type { Actor, Principal } from '../core/identity';
+import { NotFoundError } from '../core/errors';
 import type { Knex } from 'knex';
 import type { AccessTokenService } from '../access-token/service';
 import type { AgentService } from '../agents/service';
@@ -21,6 +23,9 @@ import type { PipelineService } from '../pipelines/service';
 import type { SuiteService } from '../suites/service';
 import type { WebSessions } from './sessions';
 import { isUuid } from '../core/uuid';
+import { guardsFromSpec, missingScope, requireScopes, scopesByOperation } from '../http/auth';
+import type { OperationId } from '../http/operation';
+import { loadSpec } from '../spec';
 
 /**
  * The services the pages call, as src/services.ts names them (typed here, not picked from
@@ -53,12 +58,24 @@ export function actorFor(principal: Principal, orgSlug: string): Actor {
   return { principal, ...reached };
 }
 
-export function can(principal: Principal, scope: Scope): boolean {
-  return principal.token.scopes.includes(scope);
+let operationScopes: Map<string, readonly string[]> | undefined;
+
+/** The scopes the API's guard asks of `operation` (read once from the spec, as the API's guards are). */
+export function scopesOf(operation: OperationId): readonly string[] {
+  operationScopes ??= scopesByOperation(guardsFromSpec(loadSpec().doc));
+  const scopes = operationScopes.get(operation);
+  if (!scopes) throw new Error(`${operation} is not an operation the API guards with a bearer token`);
+  return scopes;
 }
 
-export function need(principal: Principal, scope: Scope): void {
-  if (!can(principal, scope)) throw new ForbiddenError(scope);
+/** Whether the token may call `operation`: a page shows what leads to it (a button, a list) only then. */
+export function mayCall(principal: Principal, operation: OperationId): boolean {
+  return missingScope(principal, scopesOf(operation)) === undefined;
+}
+
+/** The API's scope guard of `operation`: a 403 naming the first scope the token lacks. */
+export function guardOperation(principal: Principal, operation: OperationId): void {
+  requireScopes(principal, scopesOf(operation));
 }
 
 /** An id from the path: a UUID, or the thing does not exist (Postgres would refuse the comparison). */

@@ -10,21 +10,14 @@
  */
 import crypto from 'node:crypto';
 import express, { NextFunction, Request, Response, Router } from 'express';
-import {
-  BadRequestError,
-  ConflictError,
-  ForbiddenError,
-  NotFoundError,
-  RateLimitedError,
-  UnauthorizedError,
-  UnprocessableError,
-  ValidationError,
-} from '../core/errors';
+import { DomainError, ForbiddenError, RateLimitedError, UnauthorizedError } from '../core/errors';
+import { domainErrorAnswer, type ErrorAnswer } from '../http/error-handler';
+import type { OperationId } from '../http/operation';
 import { countFailedAuthentication } from '../http/rate-limit';
 import { clock } from '../core/clock';
 import type { Principal } from '../core/identity';
 import { loadAssets, type Assets } from './assets';
-import type { WebDeps } from './context';
+import { actorFor, guardOperation, scopesOf, type WebDeps } from './context';
 import { html } from './html';
 import { csrfTokenOf, sameSecret, SESSION_MS } from './sessions';
 import { layout, notice, type PageContext } from './ui';
@@ -100,12 +93,23 @@ export type PageHandler = (w: WebRequest) => Promise<string>;
 export type ActionHandler = (w: WebRequest) => Promise<string>;
 export type JsonHandler = (w: WebRequest) => Promise<void>;
 
+/**
+ * Each route names the API operation it stands for: before its handler runs, the path's
+ * organization must be one the token reaches (a 404 otherwise) and the token must pass that
+ * operation's scope guard (the API's 403), in the API's order.
+ */
 export interface WebRouter {
-  page(path: string, handler: PageHandler): void;
-  action(path: string, handler: ActionHandler): void;
+  page(path: string, operation: OperationId, handler: PageHandler): void;
+  action(path: string, operation: OperationId, handler: ActionHandler): void;
   /** Neither a page nor a post: the log script's JSON and the raw log (signed-in, any Accept). */
-  data(path: string, handler: JsonHandler): void;
+  data(path: string, operation: OperationId, handler: JsonHandler): void;
   deps: WebDeps;
+}
+
+/** The API's checks of `operation` at its edge: the organization in the path, then the scopes. */
+function guard(w: WebRequest, operation: OperationId): void {
+  if (w.params.org !== undefined) actorFor(w.principal, w.params.org);
+  guardOperation(w.principal, operation);
 }
 
 export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router {
@@ -137,22 +141,32 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
     return { principal, csrf, assets, orgSlug: org && principal?.organizationsBySlug.has(org) ? org : undefined, path: req.originalUrl };
   };
 
-  /** An error a page can explain: its status and message; anything else is the app's error handler's. */
-  const explain = (e: unknown): { status: number; title: string; message: string } | null => {
-    if (e instanceof NotFoundError) return { status: 404, title: 'Not found', message: 'There is nothing here, or your token does not reach it.' };
-    if (e instanceof ForbiddenError) return { status: 403, title: 'Not allowed', message: e.message };
-    if (e instanceof ValidationError)
-      return { status: 422, title: 'Not accepted', message: `${e.message}: ${e.errors.map((f) => `${f.field} ${f.code}`).join('; ')}` };
-    if (e instanceof UnprocessableError || e instanceof BadRequestError || e instanceof ConflictError)
-      return { status: 422, title: 'Not accepted', message: e.message };
-    return null;
+  /**
+   * A domain error's answer by the API's table (http/error-handler.ts): the same status and
+   * headers as the API gives it. A client error is the page's to explain; a server error, or an
+   * error that is no domain error, is the app's error handler's.
+   */
+  const answerTo = (e: unknown): ErrorAnswer | null => {
+    const answer = e instanceof DomainError ? domainErrorAnswer(e) : undefined;
+    return answer && answer.status < 500 ? answer : null;
+  };
+  /** The API's answer, as a page: a title for its status, its message (and a validation error's fields). */
+  const explain = (answer: ErrorAnswer): { title: string; message: string } => {
+    if (answer.status === 404) return { title: 'Not found', message: 'There is nothing here, or your token does not reach it.' };
+    const fields = Array.isArray(answer.body.errors) ? (answer.body.errors as { field: string; code: string }[]) : [];
+    const message = fields.length ? `${answer.body.message}: ${fields.map((f) => `${f.field} ${f.code}`).join('; ')}` : answer.body.message;
+    const title =
+      answer.status === 403 ? 'Not allowed' : answer.status === 401 ? 'Not signed in' : answer.status === 429 ? 'Too many requests' : 'Not accepted';
+    return { title, message };
   };
   const errorPage = (res: Response, ctx: PageContext, e: unknown, next: NextFunction) => {
-    const known = explain(e);
-    if (!known) return next(e);
+    const answer = answerTo(e);
+    if (!answer) return next(e);
+    const known = explain(answer);
+    for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
     send(
       res,
-      known.status,
+      answer.status,
       layout(
         ctx,
         known.title,
@@ -187,20 +201,23 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
 
   const web: WebRouter = {
     deps,
-    page(path, handler) {
+    page(path, operation, handler) {
+      scopesOf(operation);
       router.get(path, async (req, res, next) => {
         if (!wantsHtml(req) || !orgPathIsOurs(req)) return next();
         const session = await signedIn(req);
         if (!session) return res.redirect(303, `/login?next=${encodeURIComponent(req.originalUrl)}`);
         const w = webRequest(req, res, session.principal, session.sid);
         try {
+          guard(w, operation);
           send(res, 200, await handler(w));
         } catch (e) {
           errorPage(res, w.ctx, e, next);
         }
       });
     },
-    action(path, handler) {
+    action(path, operation, handler) {
+      scopesOf(operation);
       router.post(path, async (req, res, next) => {
         if (!isForm(req) || !orgPathIsOurs(req)) return next();
         await new Promise<void>((resolve, reject) => urlencoded(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
@@ -211,13 +228,15 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
           checkOrigin(req);
           const token = typeof w.body._csrf === 'string' ? w.body._csrf : '';
           if (!sameSecret(token, w.ctx.csrf)) throw new ForbiddenError();
+          guard(w, operation);
           res.redirect(303, await handler(w));
         } catch (e) {
           errorPage(res, w.ctx, e, next);
         }
       });
     },
-    data(path, handler) {
+    data(path, operation, handler) {
+      scopesOf(operation);
       router.get(path, async (req, res, next) => {
         if (!orgPathIsOurs(req)) return next();
         const session = await signedIn(req);
@@ -229,11 +248,14 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
         try {
           res.setHeader('Cache-Control', 'no-store');
           res.setHeader('X-Content-Type-Options', 'nosniff');
+          guard(w, operation);
           await handler(w);
         } catch (e) {
-          const known = explain(e);
-          if (!known) return next(e);
-          res.status(known.status).json({ message: known.message });
+          // The API's answer exactly: status, headers and JSON body.
+          const answer = answerTo(e);
+          if (!answer || res.headersSent) return next(e);
+          for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+          res.status(answer.status).json(answer.body);
         }
       });
     },

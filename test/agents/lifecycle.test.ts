@@ -1,11 +1,12 @@
 /**
  * Jobs that end without a normal finish: a cancel that reaches the agents, the service's own
- * timeouts, lost agents and expired jobs. The sweeper's clock (and the agent API's) is moved
+ * timeouts, lost agents and expired jobs. The service's one clock (src/core/clock.ts) is moved
  * forward instead of waiting.
  */
 import { AgentRepository } from '../../src/agents/repository';
 import { JobRepository } from '../../src/builds/jobs/repository';
 import { Sweeper } from '../../src/builds/jobs/sweeper';
+import { clock } from '../../src/core/clock';
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
@@ -15,15 +16,15 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const LOST_AFTER_MS = 180_000;
 const EXPIRY_MS = 3600_000;
 
-let offsetMs = 0;
-const clock = () => new Date(Date.now() + offsetMs);
-
 describeEachDatabase(
   'jobs that end without a normal finish',
   (ctx) => {
     // Each store's run starts on the real clock.
     beforeAll(() => {
-      offsetMs = 0;
+      clock.set({ kind: 'real' });
+    });
+    afterAll(() => {
+      clock.set({ kind: 'real' });
     });
     const setUp = async (configuration: string) => {
       const { org, token } = await ctx().givenAdmin();
@@ -155,10 +156,10 @@ describeEachDatabase(
         const s = await setUp('steps:\n  - command: sleep 600\n    timeout_in_minutes: 1\n');
         const agent = await givenAgent(ctx(), s.reg, 'timeout');
         const id = await take(agent, 'running');
-        offsetMs += 59_000;
+        clock.advance(59_000);
         await ctx().services.sweeper.sweep();
         expect(await jobState(agent, id)).toBe('running');
-        offsetMs += 2_000;
+        clock.advance(2_000);
         expect((await ctx().services.sweeper.sweep()).timingOut).toBe(1);
         expect(await jobState(agent, id)).toBe('timing_out');
         expect((await s.read()).jobs[0]!.state).toBe('timing_out');
@@ -208,9 +209,9 @@ describeEachDatabase(
         const cancelingId = await take(stopper, 'running');
         await ctx().http().put(`${c.url}/cancel`).set(auth(c.token)).expect(200);
 
-        offsetMs += LOST_AFTER_MS - 5_000;
+        clock.advance(LOST_AFTER_MS - 5_000);
         const alive = await givenAgent(ctx(), s.reg, 'lost-alive');
-        offsetMs += 10_000;
+        clock.advance(10_000);
         await ctx().http().post('/v3/heartbeat').set(agentAuth(alive.token)).expect(200);
         const [first, second] = await Promise.all([ctx().services.sweeper.sweep(), ctx().services.sweeper.sweep()]);
         const get = async (setup: typeof s, id: string) =>
@@ -264,10 +265,10 @@ describeEachDatabase(
         const agent = await givenAgent(ctx(), s.reg, 'walked-away');
         const id = await take(agent, 'running');
         await ctx().http().post('/v3/disconnect').set(agentAuth(agent.token)).expect(200);
-        offsetMs += LOST_AFTER_MS - 10_000;
+        clock.advance(LOST_AFTER_MS - 10_000);
         await ctx().services.sweeper.sweep();
         expect((await s.read()).jobs[0]!.state).toBe('running');
-        offsetMs += 20_000;
+        clock.advance(20_000);
         await ctx().services.sweeper.sweep();
         const b = await s.read();
         expect(b.jobs[0]).toMatchObject({ id, state: 'failed', exit_status: -1 });
@@ -281,7 +282,7 @@ describeEachDatabase(
         const s = await setUp('steps:\n  - command: flaky-host\n    retry:\n      automatic:\n        - exit_status: -1\n          limit: 1\n');
         const agent = await givenAgent(ctx(), s.reg, 'lost-retried');
         const id = await take(agent, 'running');
-        offsetMs += LOST_AFTER_MS + 10_000;
+        clock.advance(LOST_AFTER_MS + 10_000);
         await ctx().services.sweeper.sweep();
         const b = (await ctx().http().get(`${s.url}?include_retried_jobs=true`).set(auth(s.token)).expect(200)).body as BuildJson;
         const lost = b.jobs.find((j) => j.id === id)!;
@@ -295,8 +296,8 @@ describeEachDatabase(
         const s = await setUp('steps:\n  - command: one\n');
         const agent = await givenAgent(ctx(), s.reg, 'half-swept');
         await take(agent, 'running');
-        offsetMs += LOST_AFTER_MS + 10_000;
-        const now = clock();
+        clock.advance(LOST_AFTER_MS + 10_000);
+        const now = clock.now();
         // What the first step of a sweep that then stopped would have done.
         expect(await new AgentRepository(ctx().services.db).markLost(agent.id, new Date(now.getTime() - LOST_AFTER_MS), now)).toBe(true);
         expect((await s.read()).jobs[0]!.state).toBe('running');
@@ -308,11 +309,11 @@ describeEachDatabase(
     describe('expiry', () => {
       it('expires a scheduled job no agent took in time, failing the build', async () => {
         const s = await setUp('steps:\n  - command: one\n    agents:\n      queue: nobody-serves-this\n  - wait\n  - command: two\n');
-        // The job was scheduled on the real clock: the sweeper's clock is `offsetMs` ahead of it.
-        offsetMs = EXPIRY_MS - 60_000;
+        // The job was scheduled just now by the service's clock: a minute short of its expiry, then a minute past it.
+        clock.advance(EXPIRY_MS - 60_000);
         await ctx().services.sweeper.sweep();
         expect((await s.read()).jobs[0]!.state).toBe('scheduled');
-        offsetMs = EXPIRY_MS + 60_000;
+        clock.advance(120_000);
         const results = await Promise.all([ctx().services.sweeper.sweep(), ctx().services.sweeper.sweep()]);
         expect(results.map((r) => r.expired).reduce((a, b) => a + b)).toBeGreaterThanOrEqual(1);
         const b = await s.read();
@@ -326,23 +327,20 @@ describeEachDatabase(
     });
 
     describe('the sweeper', () => {
-      it('sweeps on its interval until stopped, on its own clock', async () => {
+      it('sweeps on its interval until stopped, on the service clock', async () => {
         const s = await setUp('steps:\n  - command: sleep 600\n    timeout_in_minutes: 1\n');
         const agent = await givenAgent(ctx(), s.reg, 'interval');
         const id = await take(agent, 'running');
         const db = ctx().services.db;
-        let ahead = 0;
-        const sweeper = new Sweeper(
-          ctx().services.agents,
-          new JobRepository(db),
-          ctx().services.progress,
-          { intervalMs: 20, agentLostAfterMs: 3600_000_000, jobExpiryMs: 0 },
-          () => new Date(clock().getTime() + ahead),
-        );
+        const sweeper = new Sweeper(ctx().services.agents, new JobRepository(db), ctx().services.progress, {
+          intervalMs: 20,
+          agentLostAfterMs: 3600_000_000,
+          jobExpiryMs: 0,
+        });
         sweeper.start();
         try {
           await until(async () => (await ctx().http().get(`/v3/jobs/${id}`).set(agentAuth(agent.token))).body.state === 'running');
-          ahead = 120_000;
+          clock.advance(120_000);
           await until(async () => (await ctx().http().get(`/v3/jobs/${id}`).set(agentAuth(agent.token))).body.state === 'timing_out');
         } finally {
           await sweeper.stop();
@@ -351,7 +349,7 @@ describeEachDatabase(
       });
     });
   },
-  { clock, sweep: { intervalMs: 60_000, agentLostAfterMs: LOST_AFTER_MS, jobExpiryMs: EXPIRY_MS } },
+  { sweep: { intervalMs: 60_000, agentLostAfterMs: LOST_AFTER_MS, jobExpiryMs: EXPIRY_MS } },
 );
 
 async function until(done: () => Promise<boolean>): Promise<void> {

@@ -16,220 +16,214 @@ import { buildRef, jobLogText, listAgents, readBuild, restClient } from '../supp
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-const { clock, advance, reset } = movableClock();
+const { advance, reset } = movableClock();
 
-describeEachDatabase(
-  'the reference agent stops jobs the service stops',
-  (ctx) => {
-    const { endpoint } = onLoopback(ctx);
-    let dir: string;
+describeEachDatabase('the reference agent stops jobs the service stops', (ctx) => {
+  const { endpoint } = onLoopback(ctx);
+  let dir: string;
 
-    beforeAll(() => {
-      reset();
-      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-lifecycle-'));
+  beforeAll(() => {
+    reset();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-lifecycle-'));
+  });
+  afterAll(() => {
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A build of one step that starts a background sleep, notes its pid, and waits. */
+  const givenSleeper = async (name: string, extra = '') => {
+    const { org, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const pidFile = path.join(dir, `${name}.pid`);
+    const { slug } = await givenPipeline(ctx(), org.slug, token, `steps:\n  - command: sleep 120 & echo $! > ${pidFile}; echo started; wait\n${extra}`);
+    const build = await givenBuild(ctx(), org.slug, slug, token);
+    const api = restClient(endpoint(), token);
+    const ref = buildRef(org.slug, slug, build.number);
+    const read = () => readBuild(api, ref);
+    const controller = new AbortController();
+    const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name, spawn: 1, pollIntervalMs: 50, signal: controller.signal });
+    const jobId = build.jobs[0]!.id;
+    await until(
+      () => jobLogText(api, ref, jobId),
+      (t) => t.includes('started'),
+      'the job starting',
+    );
+    const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+    expect(running(pid)).toBe(true);
+    const done = async () => {
+      controller.abort();
+      await agents;
+    };
+    return { api, ref, read, pid, done };
+  };
+
+  it('times out a job on the service clock: the agent stops the process group and the job ends timed_out', async () => {
+    const s = await givenSleeper('timeout', '    timeout_in_minutes: 1\n');
+    try {
+      advance(61_000);
+      expect((await ctx().services.sweeper.sweep()).timingOut).toBe(1);
+      const b = await until(s.read, (x) => x.finished_at !== null, 'the build finishing');
+      expect(b.state).toBe('failed');
+      // SIGTERM first, as the real agent does: the shell ends by it (128 + 15).
+      expect(b.jobs[0]).toMatchObject({ state: 'timed_out', exit_status: 143, signal_reason: 'timeout' });
+      await until(
+        async () => running(s.pid),
+        (r) => !r,
+        'the process ending',
+      );
+    } finally {
+      await s.done();
+    }
+  });
+
+  it('cancels a running job: canceling, then canceled once the agent has stopped it', async () => {
+    const s = await givenSleeper('cancel');
+    try {
+      const canceling = await ok(s.api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel', { params: { path: s.ref } }));
+      expect(canceling.state).toBe('canceling');
+      expect(canceling.jobs![0]!.state).toBe('canceling');
+      const b = await until(s.read, (x) => x.state === 'canceled', 'the build canceled');
+      expect(b.finished_at).toMatch(ISO);
+      expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 143, signal_reason: 'cancel' });
+      expect(running(s.pid)).toBe(false);
+    } finally {
+      await s.done();
+    }
+  });
+
+  it('cancel mid-output: the output printed after SIGTERM is kept, the build ends canceled, and the same agent runs the next build', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    // It prints, is told to stop (SIGTERM), says so and exits: that last line reaches the
+    // service while the job is canceling.
+    const { slug } = await givenPipeline(
+      ctx(),
+      org.slug,
+      token,
+      `steps:\n  - command: "trap 'echo stopping cleanly; exit 3' TERM; echo before the cancel; while true; do sleep 0.05; done"\n`,
+    );
+    const lines: string[] = [];
+    const controller = new AbortController();
+    const agents = runAgents({
+      endpoint: endpoint(),
+      token: reg,
+      tags: [],
+      name: 'canceled',
+      spawn: 1,
+      pollIntervalMs: 50,
+      signal: controller.signal,
+      log: (l) => lines.push(l),
     });
-    afterAll(() => {
-      fs.rmSync(dir, { recursive: true, force: true });
-    });
-
-    /** A build of one step that starts a background sleep, notes its pid, and waits. */
-    const givenSleeper = async (name: string, extra = '') => {
-      const { org, token } = await ctx().givenAdmin();
-      const reg = await givenRegistrationToken(ctx(), org.slug, token);
-      const pidFile = path.join(dir, `${name}.pid`);
-      const { slug } = await givenPipeline(ctx(), org.slug, token, `steps:\n  - command: sleep 120 & echo $! > ${pidFile}; echo started; wait\n${extra}`);
-      const build = await givenBuild(ctx(), org.slug, slug, token);
-      const api = restClient(endpoint(), token);
-      const ref = buildRef(org.slug, slug, build.number);
-      const read = () => readBuild(api, ref);
-      const controller = new AbortController();
-      const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name, spawn: 1, pollIntervalMs: 50, signal: controller.signal });
-      const jobId = build.jobs[0]!.id;
+    const api = restClient(endpoint(), token);
+    try {
+      const first = await givenBuild(ctx(), org.slug, slug, token);
+      const ref = buildRef(org.slug, slug, first.number);
+      const jobId = first.jobs[0]!.id;
       await until(
         () => jobLogText(api, ref, jobId),
-        (t) => t.includes('started'),
-        'the job starting',
+        (t) => t.includes('before the cancel'),
+        'the job printing',
       );
-      const pid = Number(fs.readFileSync(pidFile, 'utf8'));
-      expect(running(pid)).toBe(true);
-      const done = async () => {
-        controller.abort();
-        await agents;
-      };
-      return { api, ref, read, pid, done };
-    };
-
-    it('times out a job on the service clock: the agent stops the process group and the job ends timed_out', async () => {
-      const s = await givenSleeper('timeout', '    timeout_in_minutes: 1\n');
-      try {
-        advance(61_000);
-        expect((await ctx().services.sweeper.sweep()).timingOut).toBe(1);
-        const b = await until(s.read, (x) => x.finished_at !== null, 'the build finishing');
-        expect(b.state).toBe('failed');
-        // SIGTERM first, as the real agent does: the shell ends by it (128 + 15).
-        expect(b.jobs[0]).toMatchObject({ state: 'timed_out', exit_status: 143, signal_reason: 'timeout' });
-        await until(
-          async () => running(s.pid),
-          (r) => !r,
-          'the process ending',
-        );
-      } finally {
-        await s.done();
-      }
-    });
-
-    it('cancels a running job: canceling, then canceled once the agent has stopped it', async () => {
-      const s = await givenSleeper('cancel');
-      try {
-        const canceling = await ok(
-          s.api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel', { params: { path: s.ref } }),
-        );
-        expect(canceling.state).toBe('canceling');
-        expect(canceling.jobs![0]!.state).toBe('canceling');
-        const b = await until(s.read, (x) => x.state === 'canceled', 'the build canceled');
-        expect(b.finished_at).toMatch(ISO);
-        expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 143, signal_reason: 'cancel' });
-        expect(running(s.pid)).toBe(false);
-      } finally {
-        await s.done();
-      }
-    });
-
-    it('cancel mid-output: the output printed after SIGTERM is kept, the build ends canceled, and the same agent runs the next build', async () => {
-      const { org, token } = await ctx().givenAdmin();
-      const reg = await givenRegistrationToken(ctx(), org.slug, token);
-      // It prints, is told to stop (SIGTERM), says so and exits: that last line reaches the
-      // service while the job is canceling.
-      const { slug } = await givenPipeline(
-        ctx(),
-        org.slug,
-        token,
-        `steps:\n  - command: "trap 'echo stopping cleanly; exit 3' TERM; echo before the cancel; while true; do sleep 0.05; done"\n`,
+      await ok(api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel', { params: { path: ref } }));
+      const b = await until(
+        () => readBuild(api, ref),
+        (x) => x.state === 'canceled',
+        'the build canceled',
       );
-      const lines: string[] = [];
-      const controller = new AbortController();
-      const agents = runAgents({
-        endpoint: endpoint(),
-        token: reg,
-        tags: [],
-        name: 'canceled',
-        spawn: 1,
-        pollIntervalMs: 50,
-        signal: controller.signal,
-        log: (l) => lines.push(l),
-      });
-      const api = restClient(endpoint(), token);
-      try {
-        const first = await givenBuild(ctx(), org.slug, slug, token);
-        const ref = buildRef(org.slug, slug, first.number);
-        const jobId = first.jobs[0]!.id;
-        await until(
-          () => jobLogText(api, ref, jobId),
-          (t) => t.includes('before the cancel'),
-          'the job printing',
-        );
-        await ok(api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel', { params: { path: ref } }));
-        const b = await until(
-          () => readBuild(api, ref),
-          (x) => x.state === 'canceled',
-          'the build canceled',
-        );
-        expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 3, signal_reason: 'cancel' });
-        // (The shell may also report its `sleep` ended by the signal: `Terminated`.)
-        expect(await jobLogText(api, ref, jobId)).toMatch(/^before the cancel\n(.*\n)?stopping cleanly\n$/);
+      expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 3, signal_reason: 'cancel' });
+      // (The shell may also report its `sleep` ended by the signal: `Terminated`.)
+      expect(await jobLogText(api, ref, jobId)).toMatch(/^before the cancel\n(.*\n)?stopping cleanly\n$/);
 
-        // The agent lives on: the next build runs on it.
-        const { slug: next } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo next build\n');
-        const second = await givenBuild(ctx(), org.slug, next, token);
-        const after = await until(
-          () => readBuild(api, buildRef(org.slug, next, second.number)),
-          (x) => x.finished_at !== null,
-          'the next build finishing',
-        );
-        expect(after.state).toBe('passed');
-        expect(after.jobs[0]!.agent!.id).toBe(b.jobs[0]!.agent!.id);
-        expect(lines.filter((l) => /not sent|not accepted/.test(l))).toEqual([]);
-      } finally {
-        controller.abort();
-        await agents;
-      }
-    });
+      // The agent lives on: the next build runs on it.
+      const { slug: next } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo next build\n');
+      const second = await givenBuild(ctx(), org.slug, next, token);
+      const after = await until(
+        () => readBuild(api, buildRef(org.slug, next, second.number)),
+        (x) => x.finished_at !== null,
+        'the next build finishing',
+      );
+      expect(after.state).toBe('passed');
+      expect(after.jobs[0]!.agent!.id).toBe(b.jobs[0]!.agent!.id);
+      expect(lines.filter((l) => /not sent|not accepted/.test(l))).toEqual([]);
+    } finally {
+      controller.abort();
+      await agents;
+    }
+  });
 
-    it('a command that ignores SIGTERM is killed once the cancel grace period is over', async () => {
-      const { org, token } = await ctx().givenAdmin();
-      const reg = await givenRegistrationToken(ctx(), org.slug, token);
-      const { slug } = await givenPipeline(ctx(), org.slug, token, `steps:\n  - command: "trap '' TERM; echo stubborn; while true; do sleep 0.05; done"\n`);
-      const controller = new AbortController();
-      const agents = runAgents({
-        endpoint: endpoint(),
-        token: reg,
-        tags: [],
-        name: 'stubborn',
-        spawn: 1,
-        pollIntervalMs: 50,
-        cancelGracePeriodSeconds: 1,
-        signal: controller.signal,
-      });
-      const api = restClient(endpoint(), token);
-      try {
-        const build = await givenBuild(ctx(), org.slug, slug, token);
-        const ref = buildRef(org.slug, slug, build.number);
-        await until(
-          () => jobLogText(api, ref, build.jobs[0]!.id),
-          (t) => t.includes('stubborn'),
-          'the job printing',
-        );
-        await ok(api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel', { params: { path: ref } }));
-        const b = await until(
-          () => readBuild(api, ref),
-          (x) => x.state === 'canceled',
-          'the build canceled',
-        );
-        expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 137, signal_reason: 'cancel' });
-      } finally {
-        controller.abort();
-        await agents;
-      }
+  it('a command that ignores SIGTERM is killed once the cancel grace period is over', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const { slug } = await givenPipeline(ctx(), org.slug, token, `steps:\n  - command: "trap '' TERM; echo stubborn; while true; do sleep 0.05; done"\n`);
+    const controller = new AbortController();
+    const agents = runAgents({
+      endpoint: endpoint(),
+      token: reg,
+      tags: [],
+      name: 'stubborn',
+      spawn: 1,
+      pollIntervalMs: 50,
+      cancelGracePeriodSeconds: 1,
+      signal: controller.signal,
     });
+    const api = restClient(endpoint(), token);
+    try {
+      const build = await givenBuild(ctx(), org.slug, slug, token);
+      const ref = buildRef(org.slug, slug, build.number);
+      await until(
+        () => jobLogText(api, ref, build.jobs[0]!.id),
+        (t) => t.includes('stubborn'),
+        'the job printing',
+      );
+      await ok(api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel', { params: { path: ref } }));
+      const b = await until(
+        () => readBuild(api, ref),
+        (x) => x.state === 'canceled',
+        'the build canceled',
+      );
+      expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 137, signal_reason: 'cancel' });
+    } finally {
+      controller.abort();
+      await agents;
+    }
+  });
 
-    it('registers again when the service marked it lost, and goes on running jobs', async () => {
-      const { org, token } = await ctx().givenAdmin();
-      const reg = await givenRegistrationToken(ctx(), org.slug, token);
-      const controller = new AbortController();
-      const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'comeback', spawn: 1, pollIntervalMs: 200, signal: controller.signal });
-      const api = restClient(endpoint(), token);
-      const list = () => listAgents(api, org.slug);
-      try {
-        const [first] = await until(list, (l) => l.length === 1 && l[0]!.connection_state === 'connected', 'the agent connecting');
-        // Move the clock past the limit and sweep; a poll landing in between keeps it alive, so try again.
-        await until(
-          async () => {
-            advance(181_000);
-            await ctx().services.sweeper.sweep();
-            return (await list()).find((a) => a.id === first!.id)!.connection_state;
-          },
-          (state) => state === 'lost',
-          'the agent lost',
-        );
-        const l = await until(list, (x) => x.some((a) => a.id !== first!.id && a.connection_state === 'connected'), 'the agent registering again');
-        expect(l).toHaveLength(2);
-        const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo back\n');
-        const build = await givenBuild(ctx(), org.slug, slug, token);
-        const b = await until(
-          () => readBuild(api, buildRef(org.slug, slug, build.number)),
-          (x) => x.finished_at !== null,
-          'the build finishing',
-        );
-        expect(b.state).toBe('passed');
-        expect(b.jobs[0]!.agent!.id).not.toBe(first!.id);
-      } finally {
-        controller.abort();
-        await agents;
-      }
-    });
-  },
-  { clock },
-);
+  it('registers again when the service marked it lost, and goes on running jobs', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const controller = new AbortController();
+    const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'comeback', spawn: 1, pollIntervalMs: 200, signal: controller.signal });
+    const api = restClient(endpoint(), token);
+    const list = () => listAgents(api, org.slug);
+    try {
+      const [first] = await until(list, (l) => l.length === 1 && l[0]!.connection_state === 'connected', 'the agent connecting');
+      // Move the clock past the limit and sweep; a poll landing in between keeps it alive, so try again.
+      await until(
+        async () => {
+          advance(181_000);
+          await ctx().services.sweeper.sweep();
+          return (await list()).find((a) => a.id === first!.id)!.connection_state;
+        },
+        (state) => state === 'lost',
+        'the agent lost',
+      );
+      const l = await until(list, (x) => x.some((a) => a.id !== first!.id && a.connection_state === 'connected'), 'the agent registering again');
+      expect(l).toHaveLength(2);
+      const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo back\n');
+      const build = await givenBuild(ctx(), org.slug, slug, token);
+      const b = await until(
+        () => readBuild(api, buildRef(org.slug, slug, build.number)),
+        (x) => x.finished_at !== null,
+        'the build finishing',
+      );
+      expect(b.state).toBe('passed');
+      expect(b.jobs[0]!.agent!.id).not.toBe(first!.id);
+    } finally {
+      controller.abort();
+      await agents;
+    }
+  });
+});
 
 describe.each(databases)('the reference agent across a server restart [%s]', (kind) => {
   it('reconnects to a server restarted on the same database and runs a job', async () => {

@@ -345,5 +345,5 @@ describeEachDatabase(
       expect((await search({ query: 'out.txt', scope: 'first' })).map((a) => a.sha1sum)).toEqual([sha1('run 1')]);
     });
   },
-  { artifacts: { dir, maxFileBytes: MAX_FILE, maxJobBytes: MAX_JOB }, clock: clock.clock },
+  { artifacts: { dir, maxFileBytes: MAX_FILE, maxJobBytes: MAX_JOB } },
 );

@@ -246,5 +246,5 @@ describeEachDatabase(
       await ctx().http().get(`${jobUrl}/artifacts/${ids[0]}`).set(auth(token)).expect(200);
     });
   },
-  { artifacts: { dir }, clock: clock.clock },
+  { artifacts: { dir } },
 );

@@ -452,6 +452,47 @@ describeEachDatabase('notification services', (ctx) => {
       .expect(200);
   });
 
+  it("check a Slack service's settings as the API receives them: an http(s) url, a text or emoji theme, an object", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const ok = await create(ctx(), org, token, { provider: 'slack', settings: { url: 'https://hooks.slack.com/services/T/B/x', theme: 'emoji' } });
+    expect(ok.settings).toEqual({ theme: 'emoji' });
+    const errorsOf = async (settings: unknown) =>
+      (await ctx().http().post(base(org)).set(auth(token)).send({ provider: 'slack', settings }).expect(422)).body.errors as { field: string; code: string }[];
+    expect(await errorsOf({ theme: 'text' })).toEqual([{ field: 'settings.url', code: "can't be blank" }]);
+    expect(await errorsOf({ url: 'ftp://hooks.example.com/x' })).toEqual([{ field: 'settings.url', code: 'must be an http or https URL' }]);
+    expect(await errorsOf({ url: 'https://hooks.example.com/x', theme: 'loud' })).toEqual([{ field: 'settings.theme', code: 'must be text or emoji' }]);
+    expect(await errorsOf('x')).toEqual([{ field: 'settings', code: expect.stringMatching(/object/) }]);
+  });
+
+  it("check an OpenTelemetry service's settings as the API receives them: an endpoint without credentials, maps of strings, header names", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const ok = await create(ctx(), org, token, {
+      provider: 'open_telemetry_tracing',
+      settings: { endpoint: 'https://otlp.example.com', headers: { Authorization: 'Bearer x' } },
+    });
+    expect(ok.settings).toMatchObject({ endpoint: 'https://otlp.example.com', service_name: 'buildkite' });
+    const errorsOf = async (settings: unknown) =>
+      (await ctx().http().post(base(org)).set(auth(token)).send({ provider: 'open_telemetry_tracing', settings }).expect(422)).body.errors as {
+        field: string;
+        code: string;
+      }[];
+    expect(await errorsOf({})).toEqual([{ field: 'settings.endpoint', code: "can't be blank" }]);
+    expect(await errorsOf({ endpoint: 'not a url' })).toEqual([{ field: 'settings.endpoint', code: 'must be an http or https URL' }]);
+    expect(await errorsOf({ endpoint: 'https://user:pass@otlp.example.com' })).toEqual([
+      { field: 'settings.endpoint', code: 'must not carry credentials (send them in headers)' },
+    ]);
+    expect(await errorsOf({ endpoint: 'https://x.example', headers: { a: 1 } })).toEqual([{ field: 'settings.headers.a', code: 'must be a string' }]);
+    expect(await errorsOf({ endpoint: 'https://x.example', headers: { 'bad name': 'v' } })).toEqual([
+      { field: 'settings.headers', code: 'has a name that is not an HTTP header name' },
+    ]);
+    expect(await errorsOf({ endpoint: 'https://x.example', resource_attributes: { 'any name': 'v' }, service_name: 3 })).toEqual([
+      { field: 'settings.service_name', code: 'must be a string' },
+    ]);
+    expect(await errorsOf({ endpoint: 'https://x.example', tracestate: ['a'] })).toEqual([
+      { field: 'settings.tracestate', code: 'must be an object of strings' },
+    ]);
+  });
+
   it('take scope_uuids naming pipelines, teams or clusters of the same organization only', async () => {
     const { org, user, token } = await ctx().givenAdmin({ teamsEnabled: true });
     const other = await ctx().givenAdmin({ teamsEnabled: true });
@@ -574,7 +615,6 @@ describeEachDatabase('notification services', (ctx) => {
         new NotificationServiceRepository(svc.db),
         { pipelines: svc.pipelines, teams: svc.teams, clusters: svc.clusters },
         svc.keys,
-        undefined,
         cb,
       );
     const operator = { operator: true as const, organization: org };

@@ -7,7 +7,6 @@ import {
   slackMessageFor,
   slackNotifyMessages,
   slackStateOf,
-  validateSlackSettings,
   webhookChannel,
   type BuildStates,
   type HttpSend,
@@ -154,13 +153,6 @@ describe('slack notify YAML', () => {
 });
 
 describe('slack settings and delivery', () => {
-  it('validates the documented settings', () => {
-    expect(validateSlackSettings({ url: 'https://hooks.slack.com/services/T/B/x', theme: 'emoji' }).errors).toEqual([]);
-    expect(validateSlackSettings({ theme: 'text' }).errors).toEqual(['url must be an http or https URL']);
-    expect(validateSlackSettings({ url: 'https://hooks.example.com/x', theme: 'loud' }).errors).toEqual(['theme must be text or emoji']);
-    expect(validateSlackSettings('x').errors).toEqual(['settings must be an object']);
-  });
-
   /** The HttpSend shape over plain node http, standing in for the SSRF-safe client. */
   const send: HttpSend = (req) =>
     new Promise((resolve, reject) => {

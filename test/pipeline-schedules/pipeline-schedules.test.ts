@@ -7,24 +7,28 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { clock } from '../../src/core/clock';
 import { auth, createTestContext, databases, type TestContext } from '../support/context';
 import { givenPipeline } from '../support/given';
 import sampleCreated from '../fixtures/samples/pipeline_schedules__03_create-a-pipeline-schedule.json';
 
 const T0 = new Date('2030-01-01T00:03:00.000Z');
 
+/** The service's one clock (src/core/clock.ts), stopped at `at` until moved again. */
+const freeze = (at: Date) => clock.set({ kind: 'frozen', at });
+
 describe.each(databases)('pipeline schedules [%s]', (kind) => {
   let ctx: TestContext;
-  let now = T0;
-  const at = (iso: string) => (now = new Date(iso));
+  const at = (iso: string) => freeze(new Date(iso));
   beforeAll(async () => {
-    ctx = await createTestContext(kind, { clock: () => now });
+    ctx = await createTestContext(kind);
   });
   afterAll(async () => {
+    clock.set({ kind: 'real' });
     await ctx?.close();
   });
   beforeEach(() => {
-    now = T0;
+    freeze(T0);
   });
 
   const schedulesPath = (org: { slug: string }, p: { slug: string }) => `/v2/organizations/${org.slug}/pipelines/${p.slug}/schedules`;
@@ -74,7 +78,7 @@ describe.each(databases)('pipeline schedules [%s]', (kind) => {
 
     it('lists newest first with Link pagination, gets, updates and deletes', async () => {
       const { org, token, p, schedule: first } = await given({ cronline: '@hourly', label: 'one' });
-      now = new Date(T0.getTime() + 1000);
+      freeze(new Date(T0.getTime() + 1000));
       const second = (await ctx.http().post(schedulesPath(org, p)).set(auth(token)).send({ cronline: '@daily', label: 'two' }).expect(201)).body;
       const page1 = await ctx
         .http()
@@ -101,7 +105,7 @@ describe.each(databases)('pipeline schedules [%s]', (kind) => {
         .send({ cronline: '@daily', enabled: false })
         .expect(200);
       expect(disabled.body).toMatchObject({ cronline: '@daily', enabled: false, next_build_at: null, label: 'one' });
-      now = new Date('2030-01-05T10:30:00.000Z');
+      freeze(new Date('2030-01-05T10:30:00.000Z'));
       const enabled = await ctx
         .http()
         .put(`${schedulesPath(org, p)}/${first.id}`)
@@ -381,9 +385,9 @@ describe.each(databases)('pipeline schedules [%s]', (kind) => {
   it('two server processes on one database ticking at once make one build per due minute', async () => {
     const dir = kind === 'sqlite' ? fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-schedules-')) : undefined;
     const file = dir ? path.join(dir, 'shared.sqlite3') : undefined;
-    let clock = T0;
-    const one = await createTestContext(kind, { sqliteFile: file, clock: () => clock });
-    const two = await createTestContext(kind, { sqliteFile: file, sharePostgresSchemaOf: one, clock: () => clock });
+    freeze(T0);
+    const one = await createTestContext(kind, { sqliteFile: file });
+    const two = await createTestContext(kind, { sqliteFile: file, sharePostgresSchemaOf: one });
     try {
       const { org, token } = await one.givenAdmin();
       const pipelines = [await givenPipeline(one, org, token), await givenPipeline(one, org, token)];
@@ -394,7 +398,7 @@ describe.each(databases)('pipeline schedules [%s]', (kind) => {
       }
       // 00:03 to 01:00, a tick of each process every minute: six minutes due for */10, three for */20.
       for (let m = 4; m <= 60; m++) {
-        clock = new Date(T0.getTime() + (m - 3) * 60_000);
+        freeze(new Date(T0.getTime() + (m - 3) * 60_000));
         const ticks = await Promise.allSettled([
           one.services.scheduler.tick(),
           two.services.scheduler.tick(),
@@ -425,19 +429,19 @@ describe.each(databases)('pipeline schedules [%s]', (kind) => {
   it('a restart on the same database after downtime catches each schedule up once', async () => {
     const dir = kind === 'sqlite' ? fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-schedules-')) : undefined;
     const file = dir ? path.join(dir, 'shared.sqlite3') : undefined;
-    let clock = T0;
-    const before = await createTestContext(kind, { sqliteFile: file, clock: () => clock });
+    freeze(T0);
+    const before = await createTestContext(kind, { sqliteFile: file });
     let after: TestContext | undefined;
     try {
       const { org, token } = await before.givenAdmin();
       const p = await givenPipeline(before, org, token);
       const s = (await before.http().post(schedulesPath(org, p)).set(auth(token)).send({ cronline: '@hourly' }).expect(201)).body;
-      clock = new Date('2030-01-01T01:00:00.000Z');
+      freeze(new Date('2030-01-01T01:00:00.000Z'));
       await before.services.scheduler.tick();
       await before.close({ keepSchema: true });
       // Down from 01:00 until 05:30: the 02:00 to 05:00 builds were missed.
-      clock = new Date('2030-01-01T05:30:00.000Z');
-      after = await createTestContext(kind, { sqliteFile: file, sharePostgresSchemaOf: before, clock: () => clock });
+      freeze(new Date('2030-01-01T05:30:00.000Z'));
+      after = await createTestContext(kind, { sqliteFile: file, sharePostgresSchemaOf: before });
       await after.services.scheduler.tick();
       const builds = (await after.http().get(`/v2/organizations/${org.slug}/pipelines/${p.slug}/builds`).set(auth(token)).expect(200)).body;
       expect(builds).toHaveLength(2);

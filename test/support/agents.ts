@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { runAgents, type AgentOptions } from '../../src/cli/agent';
+import { clock } from '../../src/core/clock';
 import { auth, type TestContext } from './context';
 import { givenBuild, givenPipeline } from './given';
 
@@ -90,17 +91,11 @@ export function onLoopback(ctx: () => TestContext): { endpoint: () => string } {
   return { endpoint: () => endpoint };
 }
 
-/** A service clock tests move forward (`advance`) instead of waiting; `reset` puts it back on time. */
+/** The service's one clock (src/core/clock.ts), moved forward (`advance`) instead of waiting; `reset` puts it back on real time. */
 export function movableClock() {
-  let offsetMs = 0;
   return {
-    clock: () => new Date(Date.now() + offsetMs),
-    advance: (ms: number) => {
-      offsetMs += ms;
-    },
-    reset: () => {
-      offsetMs = 0;
-    },
+    advance: (ms: number) => clock.advance(ms),
+    reset: () => clock.set({ kind: 'real' }),
   };
 }
 

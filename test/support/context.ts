@@ -31,6 +31,9 @@ export const databases: DatabaseKind[] = (process.env.TEST_DATABASES ?? 'sqlite'
 
 export const PUBLIC_URL = 'http://windsock.test';
 
+/** How long a token `givenToken` makes lives unless told: a year of the service's clock, so a test that moves the clock by hours or days keeps its tokens. */
+const TOKEN_LIFETIME_MS = 366 * 86_400_000;
+
 export interface TestContext {
   kind: DatabaseKind;
   app: Express;
@@ -66,8 +69,6 @@ export interface ContextOptions {
   trustProxy?: TrustProxy;
   /** The rate limiter's clock. */
   now?: () => number;
-  /** The sweeper's clock (tests move it forward instead of waiting). */
-  clock?: () => Date;
   /** The sweeper's settings (it only runs when a test calls it). */
   sweep?: SweepSettings;
   /** The cap on one job's log (default 1,024 MiB). */
@@ -118,7 +119,6 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     logger,
     rateLimits: opts.rateLimits ?? { perOrganization: 1_000_000_000, failedAuthPerAddress: 1_000_000_000 },
     now: opts.now,
-    clock: opts.clock,
     sweep: opts.sweep,
     jobLogLimitBytes: opts.jobLogLimitBytes,
     // Artifact content in a directory of this context's own, removed on close.
@@ -164,7 +164,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
       if (org) await services.orgs.addMember(org.id, user.id, role);
       return user;
     },
-    givenToken: async (user, orgs, scopes = SCOPES, expiresAt = new Date(clock.nowMs() + 3600_000)) => {
+    givenToken: async (user, orgs, scopes = SCOPES, expiresAt = new Date(clock.nowMs() + TOKEN_LIFETIME_MS)) => {
       const { jwt } = await services.tokens.create({ userId: user.id, organizationIds: orgs.map((o) => o.id), scopes: [...scopes], expiresAt });
       return jwt;
     },

@@ -189,6 +189,44 @@ describe.each(databases)('web interface (%s)', (kind) => {
     expect(page2.text).toContain(`Rebuilt from`);
   });
 
+  it("guards pages with the API's scopes and answers errors with the API's status and body", async () => {
+    const { org, user, token } = await ctx.givenAdmin();
+    const pipeline = await givenPipeline(ctx, org.slug, token, 'steps:\n  - command: make test\n');
+    const build = await givenBuild(ctx, org.slug, pipeline.slug, token);
+    const path = new URL(build.web_url).pathname;
+    const apiBuild = `/v2/organizations/${org.slug}/pipelines/${pipeline.slug}/builds/${build.number}`;
+    const jobId = build.jobs[0]!.id;
+
+    // A token without read_agents: the page's 403 names the scope exactly as the API's does.
+    const buildsOnly = await ctx.givenToken(user, [org], ['read_builds', 'read_pipelines']);
+    const viewer = await signedIn(ctx.app, buildsOnly);
+    const api403 = await ctx.http().get(`/v2/organizations/${org.slug}/agents`).set(auth(buildsOnly)).expect(403);
+    const page403 = await viewer.get(`/organizations/${org.slug}/agents`).set(HTML).expect(403);
+    expect(api403.body.message).toBe("Your access token doesn't have the read_agents scope");
+    expect(page403.text).toContain(api403.body.message.replace(/'/g, '&#39;'));
+    // The log script's JSON is the API's answer itself: the same status and body.
+    const apiLog = await ctx.http().get(`${apiBuild}/jobs/${jobId}/log`).set(auth(buildsOnly)).expect(403);
+    const webLog = await viewer.get(`${path}/jobs/${jobId}/log`).expect(403);
+    expect(webLog.body).toEqual(apiLog.body);
+    const missingJob = crypto.randomUUID();
+    const admin = await signedIn(ctx.app, token);
+    const apiMissing = await ctx.http().get(`${apiBuild}/jobs/${missingJob}/log`).set(auth(token)).expect(404);
+    expect((await admin.get(`${path}/jobs/${missingJob}/log`).expect(404)).body).toEqual(apiMissing.body);
+
+    // A job that cannot be retried yet: the service's refusal is the API's status on the page too.
+    const page = await admin.get(path).set(HTML).expect(200);
+    const apiRetry = await ctx.http().put(`${apiBuild}/jobs/${jobId}/retry`).set(auth(token));
+    expect(apiRetry.status).toBe(422);
+    const pageRetry = await admin
+      .post(`${path}/jobs/${jobId}/retry`)
+      .type('form')
+      .send({ _csrf: csrfOf(page.text) })
+      .expect(apiRetry.status);
+    expect(pageRetry.headers['content-type']).toMatch(/text\/html/);
+    expect(pageRetry.text).toContain('Not accepted');
+    expect(pageRetry.text).toContain(apiRetry.body.message.replace(/'/g, '&#39;'));
+  });
+
   it('shows the agents, busy or idle, and pauses and resumes one', async () => {
     const { org, token } = await ctx.givenAdmin();
     const reg = await givenRegistrationToken(ctx, org.slug, token);

@@ -15,7 +15,7 @@ import type { Step } from '../../pipelines/configuration';
 import type { JobLogRepository } from './log-repository';
 import type { JobContext, JobEnd } from './model';
 import type { JobRepository } from './repository';
-import { clock as sharedClock } from '../../core/clock';
+import { clock } from '../../core/clock';
 
 /**
  * How many jobs the agent may run one poll reads at once, in dispatch order: enough that agents
@@ -85,8 +85,6 @@ export class AgentWorkService {
     private readonly progress: BuildProgress,
     /** Polls and job reads count as the agent's sign of life. */
     private readonly agents: AgentService,
-    /** The sweeper's clock too, so heartbeats and job times are on the clock it judges by. */
-    private readonly clock: () => Date = () => sharedClock.now(),
     /** A job log's cap (JOB_LOG_LIMIT_BYTES); agents are told it as `log_max_size_bytes`. */
     readonly jobLogLimitBytes: number = DEFAULT_JOB_LOG_LIMIT_BYTES,
   ) {}
@@ -94,7 +92,7 @@ export class AgentWorkService {
   /** A forced stop: the job the agent holds, and its build, are canceled (the agent sees `canceling` and stops the process). */
   async cancelHeldJob(agent: Agent): Promise<void> {
     const held = await this.jobs.heldBy(agent.id);
-    if (held) await this.progress.cancel(held.build.id, CANCELABLE_STATES, this.clock());
+    if (held) await this.progress.cancel(held.build.id, CANCELABLE_STATES, clock.now());
   }
 
   /** The agent disconnects: a job it was assigned and had not accepted goes back to be offered to another agent. */
@@ -111,7 +109,7 @@ export class AgentWorkService {
   async ping(agent: Agent): Promise<{ action: 'idle' | 'pause' | 'disconnect'; job: JobContext | null }> {
     if (agent.connectionState === 'never_connected') throw new UnprocessableError('The agent has not connected: POST /v3/connect first.');
     if (!isLive(agent)) return { action: 'disconnect', job: null };
-    const now = this.clock();
+    const now = clock.now();
     await this.agents.touch(agent, now);
     const held = await this.jobs.heldBy(agent.id);
     // Only a new assignment goes in the answer (one the agent has not accepted: again, if the
@@ -161,7 +159,7 @@ export class AgentWorkService {
    */
   async acquire(agent: Agent, jobId: string): Promise<{ job: JobContext } | { locked: string }> {
     mustBeConnected(agent);
-    await this.agents.touch(agent, this.clock());
+    await this.agents.touch(agent, clock.now());
     const found = await this.jobs.findWithContext(jobId);
     if (!found || found.organizationId !== agent.organizationId) throw new NotFoundError('job');
     const { job } = found;
@@ -193,7 +191,7 @@ export class AgentWorkService {
 
   /** The job runs; the build is running from its first job's start. */
   async start(agent: Agent, jobId: string): Promise<JobContext> {
-    const job = await this.move(agent, jobId, 'accepted', 'running', { started_at: this.clock() });
+    const job = await this.move(agent, jobId, 'accepted', 'running', { started_at: clock.now() });
     await this.progress.advance(job.build.id);
     return job;
   }
@@ -205,7 +203,7 @@ export class AgentWorkService {
   async appendChunk(agent: Agent, jobId: string, chunk: components['schemas']['LogChunk']): Promise<void> {
     const job = await this.held(agent, jobId);
     if (!ACTIVE_STATES.includes(job.job.state)) throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
-    if (!(await this.logs.appendChunk(jobId, chunk, this.clock(), this.jobLogLimitBytes))) {
+    if (!(await this.logs.appendChunk(jobId, chunk, clock.now(), this.jobLogLimitBytes))) {
       throw new PayloadTooLargeError(
         `This job's log has reached its limit of ${formatBytes(this.jobLogLimitBytes)} (JOB_LOG_LIMIT_BYTES): the chunk was not stored.`,
       );
@@ -218,7 +216,7 @@ export class AgentWorkService {
    */
   async job(agent: Agent, jobId: string): Promise<JobContext> {
     const job = await this.held(agent, jobId);
-    await this.agents.touch(agent, this.clock());
+    await this.agents.touch(agent, clock.now());
     return job;
   }
 
@@ -264,7 +262,7 @@ export class AgentWorkService {
         signal: body.signal ?? null,
         signal_reason: body.signal_reason ?? null,
         soft_failed: soft,
-        finished_at: this.clock(),
+        finished_at: clock.now(),
         chunks_failed_count: body.chunks_failed_count ?? null,
       };
       if (!(await this.progress.finish(jobId, agent.id, current.job.state, end))) continue;

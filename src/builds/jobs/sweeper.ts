@@ -4,7 +4,7 @@
  * again), running jobs past their step's `timeout_in_minutes` (`timing_out`, for the agent to
  * stop) and scheduled jobs no agent took in time (`expired`). Every change is a guarded UPDATE,
  * so two server processes sweeping one database never apply a rule twice, and no lock is held
- * across round trips. The clock is injected: tests move it instead of waiting. No HTTP, no SQL.
+ * across round trips. Time is the service's clock (core/clock.ts): tests move it instead of waiting. No HTTP, no SQL.
  */
 import type { AgentService } from '../../agents/service';
 import { softFails } from './agent-work';
@@ -13,7 +13,7 @@ import { BackgroundLoop } from '../../db/background-loop';
 import type { Logger } from '../../http/logger';
 import type { JobEnd } from './model';
 import type { JobRepository } from './repository';
-import { clock as sharedClock } from '../../core/clock';
+import { clock } from '../../core/clock';
 
 export interface SweepSettings {
   /** How often the sweep runs. */
@@ -44,7 +44,6 @@ export class Sweeper {
     /** What ends jobs and moves their builds along, in its own transactions. */
     private readonly progress: BuildProgress,
     private readonly settings: SweepSettings,
-    private readonly clock: () => Date = () => sharedClock.now(),
     logger?: Logger,
   ) {
     this.loop = new BackgroundLoop({ name: 'sweep', intervalMs: settings.intervalMs, logger, pass: () => this.sweep().then(() => undefined) });
@@ -72,7 +71,7 @@ export class Sweeper {
    * is completed by the next.
    */
   private async loseSilentAgents(): Promise<number> {
-    const now = this.clock();
+    const now = clock.now();
     const cutoff = new Date(now.getTime() - this.settings.agentLostAfterMs);
     const lost = await this.agents.markSilentAgentsLost(cutoff, now, BATCH);
     for (const job of await this.jobs.heldBySilentAgents(cutoff, BATCH)) {
@@ -99,7 +98,7 @@ export class Sweeper {
   }
 
   private async timeOutJobs(): Promise<number> {
-    const now = this.clock().getTime();
+    const now = clock.now().getTime();
     let n = 0;
     for (const j of await this.jobs.runningWithTimeout(BATCH)) {
       if (j.startedAt && now - j.startedAt.getTime() > j.timeoutInMinutes * 60_000 && (await this.jobs.timeOut(j.id))) n++;
@@ -109,7 +108,7 @@ export class Sweeper {
 
   private async expireJobs(): Promise<number> {
     if (!this.settings.jobExpiryMs) return 0;
-    const now = this.clock();
+    const now = clock.now();
     const due = await this.jobs.scheduledBefore(new Date(now.getTime() - this.settings.jobExpiryMs), BATCH);
     const byBuild = new Map<string, string[]>();
     for (const j of due) byBuild.set(j.buildId, [...(byBuild.get(j.buildId) ?? []), j.id]);

@@ -28,7 +28,7 @@ import { clusterQueuesOf, planBuild, writeBuild } from './creation';
 import { placeInCluster } from '../jobs/cluster-queue';
 import { advanceLocked } from './machine';
 import { bind, type ProgressRepositories, type StepSigner } from './repositories';
-import { clock as sharedClock } from '../../core/clock';
+import { clock } from '../../core/clock';
 
 /** Who retries a job: the user who asked for it, or the step's automatic retry rules. */
 export type RetriedBy = User | 'automatic';
@@ -39,19 +39,18 @@ const AGENT_UNAVAILABLE = new Error('agent unavailable');
 export class BuildProgress {
   /**
    * `repos` are on `db`, which opens the transactions they are bound to; `sign` signs the
-   * steps of every build created; `clock` dates what the state machine decides (the service's
-   * one clock: tests move it).
+   * steps of every build created. What the state machine decides is dated by the service's one
+   * clock (core/clock.ts: tests move it).
    */
   constructor(
     private readonly db: Knex,
     private readonly repos: ProgressRepositories,
     private readonly sign: StepSigner,
-    private readonly clock: () => Date = () => sharedClock.now(),
   ) {}
 
   /** Runs the build's state machine after a job event. */
   async advance(buildId: string): Promise<void> {
-    await this.inLockedBuild(buildId, this.clock(), async () => undefined);
+    await this.inLockedBuild(buildId, clock.now(), async () => undefined);
   }
 
   /**
@@ -124,7 +123,7 @@ export class BuildProgress {
       return await this.db.transaction(async (trx) => {
         const r = bind(this.repos, trx);
         if (!(await r.jobs.assign(jobId, agentId))) return 'taken';
-        if (!(await r.agents.holdJob(agentId, jobId, this.clock()))) throw AGENT_UNAVAILABLE;
+        if (!(await r.agents.holdJob(agentId, jobId, clock.now()))) throw AGENT_UNAVAILABLE;
         return 'claimed';
       });
     } catch (err) {
@@ -169,7 +168,7 @@ export class BuildProgress {
    * how many were retried. `by` is the user who asked (a manual retry) or `automatic`.
    */
   async retryJobs(buildId: string, retries: { jobId: string; newId: string; fromStates: string[] }[], by: RetriedBy): Promise<number> {
-    const at = this.clock();
+    const at = clock.now();
     const type = by === 'automatic' ? 'automatic' : 'manual';
     const done = await this.inLockedBuild(buildId, at, async (r) => {
       let retried = 0;
@@ -204,7 +203,7 @@ export class BuildProgress {
    * build meta-data), then lets the build go on. False if the job was no longer blocked.
    */
   async unblock(buildId: string, jobId: string, by: User, fields: Record<string, string>): Promise<boolean> {
-    const at = this.clock();
+    const at = clock.now();
     const moved = await this.inLockedBuild(buildId, at, async (r) => {
       if (!(await r.jobs.unblock(jobId, by, at))) return false;
       if (Object.keys(fields).length) await r.builds.mergeMetaData(buildId, fields);

@@ -1,10 +1,11 @@
 /** `windsock team ...`: an organization's teams and their members, through the service the REST API uses. */
 import { Option, type Command } from 'commander';
 import type { TeamPrivacy, TeamRole } from '../../teams/repository';
+import { everyValue } from '../../core/enum-values';
 import { email, operatorIn, orgBySlug, print, slug, text, userByEmail, withServices, type Cli } from '../context';
 
-const TEAM_ROLES: TeamRole[] = ['member', 'maintainer'];
-const PRIVACIES: TeamPrivacy[] = ['visible', 'secret'];
+const TEAM_ROLES = everyValue<TeamRole>()(['member', 'maintainer'] as const satisfies readonly TeamRole[]);
+const PRIVACIES = everyValue<TeamPrivacy>()(['visible', 'secret'] as const satisfies readonly TeamPrivacy[]);
 
 interface TeamOptions {
   org: string;

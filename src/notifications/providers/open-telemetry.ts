@@ -95,30 +95,6 @@ export function openTelemetryTargets(settings: Pick<OpenTelemetrySettings, 'endp
   return url ? [url] : [];
 }
 
-/** Checks settings as the API receives them: `endpoint` required, maps of strings. */
-export function validateOpenTelemetrySettings(input: unknown): { settings: OpenTelemetrySettings | null; errors: string[] } {
-  const errors: string[] = [];
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) return { settings: null, errors: ['settings must be an object'] };
-  const s = input as Record<string, unknown>;
-  if (typeof s.endpoint !== 'string' || !tracesUrl(s.endpoint)) errors.push('endpoint must be an http or https URL');
-  const optionalString = (key: string) => {
-    if (s[key] != null && typeof s[key] !== 'string') errors.push(`${key} must be a string`);
-  };
-  optionalString('service_name');
-  optionalString('tracestate');
-  for (const key of ['headers', 'resource_attributes']) {
-    const m = s[key];
-    if (m == null) continue;
-    if (typeof m !== 'object' || Array.isArray(m) || Object.values(m).some((v) => typeof v !== 'string')) {
-      errors.push(`${key} must be an object of strings`);
-    } else if (key === 'headers' && Object.keys(m).some((k) => !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k))) {
-      errors.push('headers names must be HTTP header names');
-    }
-  }
-  if (errors.length > 0) return { settings: null, errors };
-  return { settings: s as unknown as OpenTelemetrySettings, errors };
-}
-
 // --- ids ------------------------------------------------------------------------------------
 
 function digestHex(input: string, bytes: number): string {

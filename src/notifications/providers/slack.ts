@@ -267,25 +267,6 @@ export function slackNotifyMessages(event: NotificationEvent, settings: Pick<Sla
   return notification.channels.map((channel) => message(d, color, notification.message ? null : emoji, text, webhookChannel(channel)));
 }
 
-/** Checks settings as the API receives them: `url` an http(s) URL, `theme` text or emoji. */
-export function validateSlackSettings(input: unknown): { settings: SlackSettings | null; errors: string[] } {
-  const o = rec(input);
-  if (!o) return { settings: null, errors: ['settings must be an object'] };
-  const errors: string[] = [];
-  let ok = false;
-  if (typeof o.url === 'string') {
-    try {
-      const u = new URL(o.url);
-      ok = (u.protocol === 'https:' || u.protocol === 'http:') && !u.username && !u.password;
-    } catch {
-      ok = false;
-    }
-  }
-  if (!ok) errors.push('url must be an http or https URL');
-  if (o.theme != null && o.theme !== 'text' && o.theme !== 'emoji') errors.push('theme must be text or emoji');
-  return errors.length > 0 ? { settings: null, errors } : { settings: o as unknown as SlackSettings, errors };
-}
-
 /**
  * Posts a message to an incoming webhook. ok on 2xx; `final` on a 4xx other than 408/429 (a
  * removed webhook answers 404 `no_service`, a bad payload 400); no status when no answer came.

@@ -11,7 +11,7 @@ import crypto from 'node:crypto';
 import { DEFAULT_WEBHOOK_EVENTS, type AttemptResult, type HttpSend } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
-import { clock as sharedClock } from '../../core/clock';
+import { clock } from '../../core/clock';
 
 export function signature(secret: string, timestamp: number, body: string): string {
   const hmac = crypto.createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
@@ -51,7 +51,7 @@ export function webhookHeaders(event: string, deliveryId: string, settings: Reco
   return headers;
 }
 
-export function webhookProvider(clock: () => Date = () => sharedClock.now()): Provider {
+export function webhookProvider(): Provider {
   return {
     planForService(ctx: FanOutContext, s: ActiveService): PlannedDelivery[] {
       const events = Array.isArray(s.settings.events) ? (s.settings.events as string[]) : DEFAULT_WEBHOOK_EVENTS;
@@ -62,7 +62,7 @@ export function webhookProvider(clock: () => Date = () => sharedClock.now()): Pr
       const settings = service?.settings ?? {};
       const url = service ? String(settings.url ?? '') : String(d.target?.url ?? '');
       const body = JSON.stringify(d.payload);
-      return postJson(http, url, body, webhookHeaders(d.event, d.id, settings, body, clock()), settings.tls_verify !== false);
+      return postJson(http, url, body, webhookHeaders(d.event, d.id, settings, body, clock.now()), settings.tls_verify !== false);
     },
   };
 }

@@ -3,7 +3,7 @@ import type { Agent } from '../../agents/repository';
 import { isLive } from '../../agents/service';
 import type { JobContext } from '../../builds/jobs/model';
 import { clock } from '../../core/clock';
-import { actorFor, can, idParam, need } from '../context';
+import { actorFor, idParam, mayCall } from '../context';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
 import { layout, postButton, stateBadge, table, time, type PageContext } from '../ui';
@@ -29,9 +29,8 @@ function jobLink(held: Map<string, JobContext>, a: Agent) {
 export function registerAgentPages(web: WebRouter): void {
   const { agents, agentWork } = web.deps;
 
-  web.page('/organizations/:org/agents', async ({ principal, params, ctx }) => {
+  web.page('/organizations/:org/agents', 'listAgents', async ({ principal, params, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_agents');
     const list = await agents.list(actor, {}, 0, 100);
     const held = await agentWork.heldJobs(list);
     const live = list.filter(isLive);
@@ -60,7 +59,6 @@ export function registerAgentPages(web: WebRouter): void {
 
   const agentPage = async (ctx: PageContext, principal: Parameters<typeof actorFor>[0], orgSlug: string, id: string) => {
     const actor = actorFor(principal, orgSlug);
-    need(principal, 'read_agents');
     const a = await agents.get(actor, idParam(id, 'agent'));
     const held = await agentWork.heldJobs([a]);
     const recent = await agentWork.recentJobs(a);
@@ -73,7 +71,7 @@ export function registerAgentPages(web: WebRouter): void {
         <h1>${a.name}</h1>
         <p>${stateBadge(s)}</p>
         ${
-          can(principal, 'write_agents') && isLive(a)
+          mayCall(principal, s === 'paused' ? 'resumeAgent' : 'pauseAgent') && isLive(a)
             ? html`<div class="actions">
                 ${s === 'paused' ? postButton(ctx, `${base}/resume`, 'Resume') : postButton(ctx, `${base}/pause`, 'Pause', { secondary: true })}
               </div>`
@@ -117,21 +115,19 @@ export function registerAgentPages(web: WebRouter): void {
         )}`,
     );
   };
-  web.page('/organizations/:org/agents/:id', ({ principal, params, ctx }) => agentPage(ctx, principal, params.org!, params.id!));
+  web.page('/organizations/:org/agents/:id', 'getAgent', ({ principal, params, ctx }) => agentPage(ctx, principal, params.org!, params.id!));
   // A cluster's agent: its web_url names its cluster and queue.
-  web.page('/organizations/:org/clusters/:cluster/queues/:queue/agents/:id', ({ principal, params, ctx }) =>
+  web.page('/organizations/:org/clusters/:cluster/queues/:queue/agents/:id', 'getAgent', ({ principal, params, ctx }) =>
     agentPage(ctx, principal, params.org!, params.id!),
   );
 
-  web.action('/organizations/:org/agents/:id/pause', async ({ principal, params }) => {
+  web.action('/organizations/:org/agents/:id/pause', 'pauseAgent', async ({ principal, params }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'write_agents');
     await agents.pause(actor, idParam(params.id, 'agent'), {});
     return `/organizations/${actor.organization.slug}/agents/${params.id!}`;
   });
-  web.action('/organizations/:org/agents/:id/resume', async ({ principal, params }) => {
+  web.action('/organizations/:org/agents/:id/resume', 'resumeAgent', async ({ principal, params }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'write_agents');
     await agents.resume(actor, idParam(params.id, 'agent'));
     return `/organizations/${actor.organization.slug}/agents/${params.id!}`;
   });

@@ -15,7 +15,7 @@ import type { Annotation } from '../../annotations/repository';
 import { rewriteArtifactLinks } from '../../annotations/render';
 import type { Artifact } from '../../artifacts/repository';
 import { DOWNLOAD_URL_SECONDS } from '../../artifacts/service';
-import { actorFor, can, idParam, need } from '../context';
+import { actorFor, idParam, mayCall } from '../context';
 import { html, trustedHtml, type Html } from '../html';
 import { renderLog } from '../log';
 import type { WebRouter } from '../routes';
@@ -216,15 +216,16 @@ function unblockFields(body: Record<string, unknown>): Record<string, string> {
 export function registerBuildPages(web: WebRouter): void {
   const { builds, jobs, agents, annotations, artifacts, publicUrl } = web.deps;
 
-  web.page('/:org/:pipeline/builds/:number', async ({ principal, params, ctx }) => {
+  web.page('/:org/:pipeline/builds/:number', 'getBuild', async ({ principal, params, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_builds');
     const item = await builds.get(actor, params.pipeline!, buildNumber(params.number), true, { pipeline: true });
     const agentIds = [...new Set(item.jobs.flatMap((j) => (j.agentId ? [j.agentId] : [])))];
     const [found, notes, files] = await Promise.all([
       agentIds.length ? agents.byIds(agentIds) : Promise.resolve([]),
       annotations.list({ item, job: null }, 0, 100),
-      can(principal, 'read_artifacts') ? artifacts.listByBuild(actor, item.pipeline.slug, item.build.number, 0, 100).then((r) => r.items) : Promise.resolve([]),
+      mayCall(principal, 'listBuildArtifacts')
+        ? artifacts.listByBuild(actor, item.pipeline.slug, item.build.number, 0, 100).then((r) => r.items)
+        : Promise.resolve([]),
     ]);
     return buildPage({
       ctx,
@@ -232,8 +233,8 @@ export function registerBuildPages(web: WebRouter): void {
       agents: new Map(found.map((a) => [a.id, a])),
       annotations: notes,
       artifacts: files,
-      canWrite: can(principal, 'write_builds') && item.perms.build,
-      canReadLogs: can(principal, 'read_build_logs'),
+      canWrite: mayCall(principal, 'cancelBuild') && item.perms.build,
+      canReadLogs: mayCall(principal, 'getJobLog'),
     });
   });
 
@@ -241,35 +242,30 @@ export function registerBuildPages(web: WebRouter): void {
   /** The job a page's path names, under its build. */
   const jobAt = (params: Record<string, string>) => ({ pipelineSlug: params.pipeline!, number: buildNumber(params.number), jobId: idParam(params.job, 'job') });
 
-  web.action('/:org/:pipeline/builds/:number/cancel', async ({ principal, params }) => {
+  web.action('/:org/:pipeline/builds/:number/cancel', 'cancelBuild', async ({ principal, params }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'write_builds');
     const item = await builds.cancel(actor, ...target(params));
     return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}`;
   });
-  web.action('/:org/:pipeline/builds/:number/rebuild', async ({ principal, params }) => {
+  web.action('/:org/:pipeline/builds/:number/rebuild', 'rebuildBuild', async ({ principal, params }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'write_builds');
     const item = await builds.rebuild(actor, ...target(params));
     return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}`;
   });
-  web.action('/:org/:pipeline/builds/:number/jobs/:job/retry', async ({ principal, params }) => {
+  web.action('/:org/:pipeline/builds/:number/jobs/:job/retry', 'retryJob', async ({ principal, params }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'write_builds');
     const { item, jobId } = await jobs.retry(actor, jobAt(params));
     return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}#${jobId}`;
   });
-  web.action('/:org/:pipeline/builds/:number/jobs/:job/unblock', async ({ principal, params, body }) => {
+  web.action('/:org/:pipeline/builds/:number/jobs/:job/unblock', 'unblockJob', async ({ principal, params, body }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'write_builds');
     const { item, jobId } = await jobs.unblock(actor, jobAt(params), { fields: unblockFields(body) });
     return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}#${jobId}`;
   });
 
   // The log script's view of a log: rendered HTML of its tail, its size, whether the job is done.
-  web.data('/:org/:pipeline/builds/:number/jobs/:job/log', async ({ principal, params, query, res }) => {
+  web.data('/:org/:pipeline/builds/:number/jobs/:job/log', 'getJobLog', async ({ principal, params, query, res }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_build_logs');
     const { job } = await jobs.find(actor, ...target(params), idParam(params.job, 'job'));
     const finished = !RUNNING_STATES.includes(job.state);
     let size = 0;
@@ -293,24 +289,21 @@ export function registerBuildPages(web: WebRouter): void {
     const note = truncated ? html`<p class="muted">Showing the end of the log: download it for the whole.</p>`.value : '';
     res.json({ html: note + renderLog(text), size, finished });
   });
-  web.data('/:org/:pipeline/builds/:number/jobs/:job/log.txt', async ({ principal, params, res }) => {
+  web.data('/:org/:pipeline/builds/:number/jobs/:job/log.txt', 'getJobLogText', async ({ principal, params, res }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_build_logs');
     const pages = await jobs.logPages(actor, jobAt(params));
     res.setHeader('Content-Disposition', `attachment; filename="job-${idParam(params.job, 'job').replace(/[^A-Za-z0-9-]/g, '')}.log"`);
     await sendLogText(res, pages);
   });
-  web.data('/:org/:pipeline/builds/:number/jobs/:job/artifacts/:id', async ({ principal, params, res }) => {
+  web.data('/:org/:pipeline/builds/:number/jobs/:job/artifacts/:id', 'downloadArtifact', async ({ principal, params, res }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_artifacts');
     const [pipelineSlug, number] = target(params);
     const artifact = await artifacts.downloadable(actor, { pipelineSlug, number }, idParam(params.job, 'job'), idParam(params.id, 'artifact'));
     res.redirect(302, artifacts.publicContentUrl(publicUrl, artifact.id, DOWNLOAD_URL_SECONDS));
   });
   // Where an annotation's `artifact://path` goes: the build's newest uploaded artifact with that path.
-  web.data('/:org/:pipeline/builds/:number/artifacts', async ({ principal, params, query, res }) => {
+  web.data('/:org/:pipeline/builds/:number/artifacts', 'listBuildArtifacts', async ({ principal, params, query, res }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_artifacts');
     const path = query.path ?? '';
     if (path === '' || path.length > 4096) throw new NotFoundError('artifact');
     const [pipelineSlug, number] = target(params);

@@ -1,7 +1,7 @@
 /** The organization's home (its pipelines with their latest default-branch build), a pipeline's builds, and the new pipeline and new build forms. */
 import type { BuildState } from '../../builds/model';
 import type { BuildWithJobs } from '../../builds/service';
-import { actorFor, can, need } from '../context';
+import { actorFor, mayCall } from '../context';
 import { isUuid } from '../../core/uuid';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
@@ -39,12 +39,11 @@ function buildRow(org: string, b: BuildWithJobs) {
 export function registerOrganizationPages(web: WebRouter): void {
   const { pipelines, builds } = web.deps;
 
-  web.page('/:org', async ({ principal, params, ctx }) => {
+  web.page('/:org', 'listPipelines', async ({ principal, params, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_pipelines');
     const { items } = await pipelines.list(actor, {}, 0, 100);
     const counts = await pipelines.counts(items.map((i) => i.pipeline.id));
-    const readBuilds = can(principal, 'read_builds');
+    const readBuilds = mayCall(principal, 'listPipelineBuilds');
     const latest = await Promise.all(
       items.map(async ({ pipeline }) =>
         readBuilds
@@ -71,15 +70,14 @@ export function registerOrganizationPages(web: WebRouter): void {
       ctx,
       actor.organization.name,
       html`<h1>${actor.organization.name}</h1>
-        ${can(principal, 'write_pipelines') ? html`<p class="actions"><a class="button" href="/organizations/${actor.organization.slug}/pipelines/new">New pipeline</a></p>` : ''}
+        ${mayCall(principal, 'createPipeline') ? html`<p class="actions"><a class="button" href="/organizations/${actor.organization.slug}/pipelines/new">New pipeline</a></p>` : ''}
         <h2>Pipelines</h2>
         ${table(['Pipeline', 'Latest on default branch', { label: 'Default branch', optional: true }, 'Builds now'], rows, html`<p>No pipelines yet.</p>`)}`,
     );
   });
 
-  web.page('/organizations/:org/pipelines/new', async ({ principal, params, ctx }) => {
+  web.page('/organizations/:org/pipelines/new', 'createPipeline', async ({ principal, params, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'write_pipelines');
     return layout(
       ctx,
       'New pipeline',
@@ -99,9 +97,8 @@ steps:
     );
   });
 
-  web.action('/organizations/:org/pipelines', async ({ principal, params, body }) => {
+  web.action('/organizations/:org/pipelines', 'createPipeline', async ({ principal, params, body }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'write_pipelines');
     const { pipeline } = await pipelines.create(actor, {
       name: textField(body, 'name', { max: 255, required: true }),
       repository: textField(body, 'repository', { max: 1024, required: true }),
@@ -111,9 +108,8 @@ steps:
     return `/${actor.organization.slug}/${pipeline.slug}`;
   });
 
-  web.page('/:org/:pipeline', async ({ principal, params, query, ctx }) => {
+  web.page('/:org/:pipeline', 'listPipelineBuilds', async ({ principal, params, query, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_builds');
     const { pipeline, perms } = await pipelines.get(actor, params.pipeline!);
     const page = pageNumber(query.page);
     const state = BUILD_STATES.includes(query.state as BuildState) ? (query.state as BuildState) : undefined;
@@ -132,7 +128,7 @@ steps:
           <dt>Default branch</dt>
           <dd>${pipeline.defaultBranch ?? '–'}</dd>
         </dl>
-        ${perms.build && can(principal, 'write_builds') ? html`<p class="actions"><a class="button" href="${base}/builds/new">New build</a></p>` : ''}
+        ${perms.build && mayCall(principal, 'createBuild') ? html`<p class="actions"><a class="button" href="${base}/builds/new">New build</a></p>` : ''}
         <h2>Builds</h2>
         <form class="filters" method="get" action="${base}" role="search" aria-label="Filter builds">
           <div><label for="f-branch">Branch</label><input type="search" id="f-branch" name="branch" value="${filter.branch ?? ''}" /></div>
@@ -165,9 +161,8 @@ steps:
     );
   });
 
-  web.page('/:org/:pipeline/builds/new', async ({ principal, params, ctx }) => {
+  web.page('/:org/:pipeline/builds/new', 'createBuild', async ({ principal, params, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'write_builds');
     const { pipeline } = await pipelines.get(actor, params.pipeline!);
     const base = `/${actor.organization.slug}/${pipeline.slug}`;
     return layout(
@@ -189,9 +184,8 @@ steps:
     );
   });
 
-  web.action('/:org/:pipeline/builds', async ({ principal, params, body }) => {
+  web.action('/:org/:pipeline/builds', 'createBuild', async ({ principal, params, body }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'write_builds');
     const created = await builds.create(actor, params.pipeline!, {
       commit: textField(body, 'commit', { max: 255, required: true })!,
       branch: textField(body, 'branch', { max: 255, required: true })!,

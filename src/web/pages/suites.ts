@@ -1,7 +1,7 @@
 /** Test suites: the list, a suite's runs, a run's failures, a test (with its quarantine state), and the flaky tests with the API's search, branch and period. */
 import { PERIOD_MS } from '../../suites/test-metrics';
 import type { FlakyPeriod } from '../../suites/service';
-import { actorFor, need } from '../context';
+import { actorFor } from '../context';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
 import { layout, pagination, table, time } from '../ui';
@@ -13,9 +13,8 @@ export function registerSuitePages(web: WebRouter): void {
   const { suites } = web.deps;
   const suiteBase = (org: string, slug: string) => `/organizations/${org}/analytics/suites/${slug}`;
 
-  web.page('/organizations/:org/analytics', async ({ principal, params, ctx }) => {
+  web.page('/organizations/:org/analytics', 'listSuites', async ({ principal, params, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_suites');
     const { items } = await suites.list(actor, 0, 100);
     return layout(
       ctx,
@@ -31,9 +30,8 @@ export function registerSuitePages(web: WebRouter): void {
     );
   });
 
-  web.page('/organizations/:org/analytics/suites/:suite', async ({ principal, params, query, ctx }) => {
+  web.page('/organizations/:org/analytics/suites/:suite', 'getSuite', async ({ principal, params, query, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_suites');
     const suite = await suites.get(actor, params.suite!);
     const page = pageNumber(query.page);
     const runs = await suites.runs(actor, suite.slug, (page - 1) * PER_PAGE, PER_PAGE);
@@ -63,9 +61,8 @@ export function registerSuitePages(web: WebRouter): void {
     );
   });
 
-  web.page('/organizations/:org/analytics/suites/:suite/runs/:run', async ({ principal, params, ctx }) => {
+  web.page('/organizations/:org/analytics/suites/:suite/runs/:run', 'getRun', async ({ principal, params, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_suites');
     const suite = await suites.get(actor, params.suite!);
     const run = await suites.run(actor, suite.slug, params.run!);
     const failures = await suites.failedExecutions(actor, suite.slug, run.id);
@@ -105,9 +102,8 @@ export function registerSuitePages(web: WebRouter): void {
     );
   });
 
-  web.page('/organizations/:org/analytics/suites/:suite/tests/:test', async ({ principal, params, ctx }) => {
+  web.page('/organizations/:org/analytics/suites/:suite/tests/:test', 'getTest', async ({ principal, params, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_suites');
     const suite = await suites.get(actor, params.suite!);
     const { test, labels } = await suites.testOf(actor, suite.slug, params.test!, undefined, {});
     return layout(
@@ -130,9 +126,8 @@ export function registerSuitePages(web: WebRouter): void {
     );
   });
 
-  web.page('/organizations/:org/analytics/suites/:suite/flaky-tests', async ({ principal, params, query, ctx }) => {
+  web.page('/organizations/:org/analytics/suites/:suite/flaky-tests', 'listFlakyTests', async ({ principal, params, query, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    need(principal, 'read_suites');
     const suite = await suites.get(actor, params.suite!);
     const period = (Object.keys(PERIOD_MS) as FlakyPeriod[]).includes(query.period as FlakyPeriod) ? (query.period as FlakyPeriod) : '7days';
     const filter = { search: query.search?.slice(0, 255) || undefined, branch: query.branch?.slice(0, 255) || undefined, period };
