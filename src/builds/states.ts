@@ -202,7 +202,13 @@ export const SETTLED_BUILD_STATES: readonly BuildState[] = buildStatesIn('cancel
 const MACHINE_BUILD_STATES: BuildState[] = BUILD_STATES.filter((s) => !SETTLED_BUILD_STATES.includes(s) && s !== 'canceling');
 
 /** The state machine's targets, by event. */
-const MACHINE_BUILD_TARGETS: Record<MachineBuildEvent, BuildState> = { wait: 'scheduled', run: 'running', fail_fast: 'failing', pass: 'passed', fail: 'failed' };
+const MACHINE_BUILD_TARGETS: Record<MachineBuildEvent, BuildState> = {
+  wait: 'scheduled',
+  run: 'running',
+  fail_fast: 'failing',
+  pass: 'passed',
+  fail: 'failed',
+};
 
 const CANCELABLE: BuildState[] = buildStatesIn('upcoming', 'running').filter((s) => s !== 'creating');
 
@@ -211,7 +217,13 @@ export const BUILD_TRANSITIONS: readonly TransitionRow<BuildState, BuildEvent>[]
   { event: 'cancel', from: CANCELABLE, to: 'canceling', by: 'user', guard: 'the API, the web page, or a forced stop of the agent running one of its jobs' },
   { event: 'end_cancel', from: ['canceling'], to: 'canceled', by: 'cancel', guard: 'no agent is still stopping one of its jobs' },
   { event: 'cancel_branch', from: CANCELABLE, to: 'canceled', by: 'cancel', guard: 'its branch was deleted' },
-  { event: 'supersede', from: ['running', 'failing'], to: 'canceled', by: 'cancel', guard: "a newer build of the branch, the pipeline's cancel_running_branch_builds" },
+  {
+    event: 'supersede',
+    from: ['running', 'failing'],
+    to: 'canceled',
+    by: 'cancel',
+    guard: "a newer build of the branch, the pipeline's cancel_running_branch_builds",
+  },
   { event: 'skip', from: ['scheduled'], to: 'skipped', by: 'cancel', guard: "a newer build of the branch, the pipeline's skip_queued_branch_builds" },
   { event: 'still_canceling', from: ['canceled'], to: 'canceling', by: 'cancel', guard: 'canceled with jobs an agent is still stopping' },
   { event: 'reopen', from: ['canceled'], to: 'running', by: 'user', guard: 'a job of it was retried' },
@@ -296,6 +308,8 @@ export const TERMINAL_JOB_STATES: readonly JobState[] = jobStatesIn(...FINISHED_
 export const ACTIVE_JOB_STATES: readonly JobState[] = jobStatesIn('queued', 'assigned', 'on_agent', 'stopping');
 /** Job states in which a job belongs to its agent. */
 export const HELD_JOB_STATES: readonly JobState[] = jobStatesIn('assigned', 'on_agent', 'stopping');
+/** Job states in which an agent is stopping the job (a cancel, a timeout): its build is not done until they end. */
+export const STOPPING_JOB_STATES: readonly JobState[] = jobStatesIn('stopping');
 /** Job states in which the agent runs (or stops) the job's command: logs, annotations, meta-data. */
 export const RUNNING_ON_AGENT_JOB_STATES: readonly JobState[] = jobStatesIn('on_agent', 'stopping');
 /** Job states that are not final: what a cancel or a skip of the build moves along. */
