@@ -13,6 +13,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { JobRepository } from '../../src/builds/jobs/repository';
+import type { Job } from '../../src/builds/jobs/model';
+import { advance } from '../../src/builds/jobs/state';
 import { BuildRepository } from '../../src/builds/repository';
 import type { BuildState, JobState } from '../../src/builds/model';
 import {
@@ -127,6 +129,60 @@ describe('the state tables (pure)', () => {
     for (const row of BUILD_TRANSITIONS.filter((r) => r.by === 'machine')) expect(machineBuildEvent(row.to!)).toBe(row.event);
     expect(machineBuildEvent('canceled')).toBe('end_cancel');
     expect(() => machineJobEvent('running')).toThrow();
+  });
+
+  it("match the state machine: it makes only the table's moves, and all of its machine rows", () => {
+    // Builds of a few jobs in the states each type of job can be in, decided by src/builds/jobs/state.ts.
+    const STATES_OF: Record<string, JobState[]> = {
+      script: [
+        'waiting',
+        'waiting_failed',
+        'scheduled',
+        'assigned',
+        'accepted',
+        'running',
+        'canceling',
+        'timing_out',
+        'passed',
+        'failed',
+        'timed_out',
+        'expired',
+        'canceled',
+        'broken',
+        'skipped',
+      ],
+      waiter: ['waiting', 'waiting_failed', 'passed', 'canceled', 'skipped'],
+      manual: ['waiting', 'blocked', 'blocked_failed', 'unblocked', 'canceled', 'skipped', 'broken'],
+    };
+    let seed = 29;
+    const next = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return Math.floor(seed / 65_536) % n;
+    };
+    const pick = <T>(xs: readonly T[]): T => xs[next(xs.length)]!;
+    const made = new Set<string>();
+    for (let i = 0; i < 5000; i++) {
+      const jobs = Array.from({ length: 1 + next(5) }, (_, position) => {
+        const type = pick(['script', 'waiter', 'manual', 'trigger'] as const);
+        const step = type === 'waiter' ? { type, continue_on_failure: next(3) === 0 } : { type };
+        const state = pick(STATES_OF[type === 'trigger' ? 'script' : type]!);
+        return { id: `j${position}`, position, type, state, step, softFailed: next(4) === 0, startedAt: next(2) ? new Date(0) : null } as unknown as Job;
+      });
+      const state = pick(REACHABLE_BUILD_STATES);
+      const build = { state, blocked: false, startedAt: next(2) ? new Date(0) : null, failingAt: null, finishedAt: null };
+      const result = advance(build, jobs, new Date(1000));
+      for (const m of result.jobs) {
+        expect([m.event, jobTransition(m.event, m.from)]).toEqual([m.event, { from: [m.from], to: m.to }]);
+        made.add(`${m.from} > ${m.to}`);
+      }
+      if (result.build && result.build.state !== state) {
+        made.add(`build ${state} > ${result.build.state}`);
+        expect([state, buildTransition(machineBuildEvent(result.build.state)).from]).toEqual([state, expect.arrayContaining([state])]);
+      }
+    }
+    for (const row of JOB_TRANSITIONS.filter((r) => r.by === 'machine')) for (const from of row.from) expect(made).toContain(`${from} > ${row.to}`);
+    for (const row of BUILD_TRANSITIONS.filter((r) => r.by === 'machine'))
+      for (const from of row.from.filter((s) => REACHABLE_BUILD_STATES.includes(s))) expect(made).toContain(`build ${from} > ${row.to}`);
   });
 
   it('narrow a transition to the state a caller read', () => {
