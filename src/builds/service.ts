@@ -13,7 +13,7 @@ import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
 import type { Job } from './jobs/model';
 import type { Build, BuildFilter, NewBuildFields, PullRequest } from './model';
-import { BULK_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, FINISHED_BUILD_STATES, retryFrom } from './states';
+import { BULK_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, CANCELED_BUILD_STATES, FINISHED_BUILD_STATES, retryFrom } from './states';
 import type { BuildProgress } from './progress/service';
 import type { BuildRepository } from './repository';
 import type { Principal, Actor, Permissions } from '../core/identity';
@@ -210,7 +210,7 @@ export class BuildService {
     const wanted = new Set(named.length ? named : BULK_RETRY_STATES);
     const item = await this.get(actor, pipelineSlug, number, false);
     if (!item.perms.build) throw new ForbiddenError();
-    if (item.build.state === 'canceling' || item.build.state === 'canceled') throw new UnprocessableError('Jobs from canceled builds cannot be retried');
+    if (CANCELED_BUILD_STATES.includes(item.build.state)) throw new UnprocessableError('Jobs from canceled builds cannot be retried');
     const retries = item.jobs
       .filter((j) => {
         const state = bulkRetryStateOf(j);

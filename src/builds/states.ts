@@ -337,6 +337,8 @@ export const CONCLUDED_JOB_STATES: readonly JobState[] = jobStatesIn('passed', '
 
 /** Build states a build can be canceled from. */
 export const CANCELABLE_BUILD_STATES: readonly BuildState[] = buildTransition('cancel').from;
+/** Build states of a build canceled, or being canceled: its jobs are not retried or unblocked. */
+export const CANCELED_BUILD_STATES: readonly BuildState[] = buildStatesIn('stopping', 'canceled');
 /** Build states the `finished` filter names. */
 export const FINISHED_BUILD_STATES: readonly BuildState[] = buildStatesIn('passed', 'blocked', 'failed', 'canceled');
 /** Build states of a finished build with a result (passed, failed, canceled): a fixed build is one that passed after one that failed. */

@@ -14,7 +14,7 @@ import type { JobLogRepository } from './log-repository';
 import type { Job, JobContext, LogChunk } from './model';
 import type { JobRepository } from './repository';
 import type { JobState } from '../model';
-import { REPRIORITIZABLE_JOB_STATES, RETRYABLE_JOB_STATES, retryFrom, TERMINAL_JOB_STATES } from '../states';
+import { CANCELED_BUILD_STATES, REPRIORITIZABLE_JOB_STATES, RETRYABLE_JOB_STATES, retryFrom, TERMINAL_JOB_STATES } from '../states';
 import type { Actor } from '../../core/identity';
 
 type UnblockBody = components['schemas']['UnblockJobRequest'];
@@ -186,7 +186,7 @@ export class JobService {
     const jobId = job.id;
     if (!item.perms.build) throw new ForbiddenError();
     if (job.type !== 'manual') throw new UnprocessableError("This job can't be unblocked: it isn't a block step.");
-    if (['canceling', 'canceled'].includes(item.build.state)) throw new UnprocessableError(`This job can't be unblocked: its build is ${item.build.state}.`);
+    if (CANCELED_BUILD_STATES.includes(item.build.state)) throw new UnprocessableError(`This job can't be unblocked: its build is ${item.build.state}.`);
     if (job.state !== 'blocked') throw new UnprocessableError(`This job can't be unblocked: it is ${job.state}.`);
     let by = actor.principal.user;
     if (body.unblocker !== undefined && body.unblocker !== by.id) {

@@ -7,7 +7,7 @@
 import type { Job } from '../../builds/jobs/model';
 import type { BuildWithJobs } from '../../builds/service';
 import type { ManualField } from '../../pipelines/configuration/step-types';
-import { CANCELABLE_BUILD_STATES, LIVE_JOB_STATES, RETRYABLE_JOB_STATES } from '../../builds/states';
+import { CANCELABLE_BUILD_STATES, LIVE_JOB_STATES, RETRYABLE_JOB_STATES, retryFrom } from '../../builds/states';
 import { sendLogText } from '../../builds/jobs/log-output';
 import { NotFoundError, ValidationError } from '../../core/errors';
 import type { Agent } from '../../agents/repository';
@@ -106,7 +106,8 @@ function jobItem(v: BuildPageView, base: string, j: Job): Html {
   const retry =
     v.canWrite &&
     !j.retried &&
-    (RETRYABLE_JOB_STATES.includes(j.state) || (j.state === 'passed' && j.step.type === 'script' && j.step.retry?.manual?.permit_on_passed))
+    (RETRYABLE_JOB_STATES.includes(j.state) ||
+      (retryFrom('retry_passed').includes(j.state) && j.step.type === 'script' && j.step.retry?.manual?.permit_on_passed))
       ? postButton(v.ctx, `${jobPath}/retry`, 'Retry', { secondary: true, name: `Retry ${jobName(j)}` })
       : '';
   const running = LIVE_JOB_STATES.includes(j.state);
