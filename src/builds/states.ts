@@ -314,14 +314,12 @@ export const STOPPING_JOB_STATES: readonly JobState[] = jobStatesIn('stopping');
 export const RUNNING_ON_AGENT_JOB_STATES: readonly JobState[] = jobStatesIn('on_agent', 'stopping');
 /** Job states that are not final: what a cancel or a skip of the build moves along. */
 export const UNFINISHED_JOB_STATES: readonly JobState[] = jobTransition('skip').from;
-/** Job states in which an agent has the job in hand: a cancel has to reach the agent. */
-export const ON_AGENT_JOB_STATES: readonly JobState[] = jobTransition('stop').from;
 /** Job states of a job that will be scheduled once what it waits for is done: an acquire waits (423). */
 export const NOT_YET_RUNNABLE_JOB_STATES: readonly JobState[] = jobStatesIn('upcoming', 'gate');
 /** Job states the web pages show as still going (a block step's own aside): spinner, live log. */
 export const LIVE_JOB_STATES: readonly JobState[] = jobStatesIn('upcoming', 'queued', 'assigned', 'on_agent', 'stopping');
 /** Job states a job can be reprioritized in: until it finishes (or its agent is stopping it). */
-export const REPRIORITIZABLE_JOB_STATES: readonly JobState[] = jobStatesIn('upcoming', 'gate', 'queued', 'assigned', 'on_agent');
+export const REPRIORITIZABLE_JOB_STATES: readonly JobState[] = [...UNFINISHED_JOB_STATES, 'running'];
 /** Job states a manual retry starts from (`passed` too when the step permits it: `retry_passed`). */
 export const RETRYABLE_JOB_STATES: readonly JobState[] = retryFrom('retry');
 /** Job states an automatic retry starts from. */

@@ -18,6 +18,27 @@ import { advance } from '../../src/builds/jobs/state';
 import { BuildRepository } from '../../src/builds/repository';
 import type { BuildState, JobState } from '../../src/builds/model';
 import {
+  ACTIVE_JOB_STATES,
+  AUTO_RETRYABLE_JOB_STATES,
+  BULK_RETRYABLE_JOB_STATES,
+  CANCELABLE_BUILD_STATES,
+  CANCELED_BUILD_STATES,
+  CONCLUDED_BUILD_STATES,
+  CONCLUDED_JOB_STATES,
+  ENDED_BUILD_STATES,
+  FAILING_JOB_STATES,
+  FINISHED_BUILD_STATES,
+  HELD_JOB_STATES,
+  LIVE_JOB_STATES,
+  NOT_YET_RUNNABLE_JOB_STATES,
+  REPRIORITIZABLE_JOB_STATES,
+  RETRYABLE_JOB_STATES,
+  RUNNING_ON_AGENT_JOB_STATES,
+  SETTLED_BUILD_STATES,
+  STOPPING_JOB_STATES,
+  UNFINISHED_JOB_STATES,
+  UNSUCCESSFUL_BUILD_STATES,
+  UNSUCCESSFUL_JOB_STATES,
   BUILD_STATES,
   BUILD_TRANSITIONS,
   buildTransition,
@@ -183,6 +204,45 @@ describe('the state tables (pure)', () => {
     for (const row of JOB_TRANSITIONS.filter((r) => r.by === 'machine')) for (const from of row.from) expect(made).toContain(`${from} > ${row.to}`);
     for (const row of BUILD_TRANSITIONS.filter((r) => r.by === 'machine'))
       for (const from of row.from.filter((s) => REACHABLE_BUILD_STATES.includes(s))) expect(made).toContain(`build ${from} > ${row.to}`);
+  });
+
+  it('derive the named groups of states the code used to list by hand', () => {
+    const same = (derived: readonly string[], listed: string[]) => expect([...derived].sort()).toEqual(listed.sort());
+    same(TERMINAL_JOB_STATES, [
+      'passed',
+      'failed',
+      'canceled',
+      'timed_out',
+      'skipped',
+      'broken',
+      'expired',
+      'waiting_failed',
+      'blocked_failed',
+      'unblocked_failed',
+    ]);
+    same(ACTIVE_JOB_STATES, ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out']);
+    same(HELD_JOB_STATES, ['assigned', 'accepted', 'running', 'canceling', 'timing_out']);
+    same(UNFINISHED_JOB_STATES, ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited', 'scheduled', 'assigned', 'accepted']);
+    same(jobTransition('stop').from, ['accepted', 'running']);
+    same(jobTransition('cancel').from, ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited', 'scheduled', 'assigned']);
+    same(NOT_YET_RUNNABLE_JOB_STATES, ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited']);
+    same(RUNNING_ON_AGENT_JOB_STATES, ['accepted', 'running', 'canceling', 'timing_out']);
+    same(LIVE_JOB_STATES, ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out', 'waiting', 'limited', 'limiting', 'pending']);
+    same(REPRIORITIZABLE_JOB_STATES, ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited', 'scheduled', 'assigned', 'accepted', 'running']);
+    same(RETRYABLE_JOB_STATES, ['failed', 'timed_out', 'canceled']);
+    same(AUTO_RETRYABLE_JOB_STATES, ['failed', 'timed_out']);
+    same(BULK_RETRYABLE_JOB_STATES, ['canceled', 'expired', 'failed', 'timed_out']);
+    same(FAILING_JOB_STATES, ['failed', 'timed_out', 'expired']);
+    same(UNSUCCESSFUL_JOB_STATES, ['failed', 'timed_out', 'canceled', 'expired', 'broken']);
+    same(CONCLUDED_JOB_STATES, ['passed', 'failed', 'timed_out', 'canceled', 'broken', 'expired']);
+    same(STOPPING_JOB_STATES, ['canceling', 'timing_out']);
+    same(CANCELABLE_BUILD_STATES, ['scheduled', 'running', 'failing']);
+    same(CANCELED_BUILD_STATES, ['canceling', 'canceled']);
+    same(FINISHED_BUILD_STATES, ['passed', 'failed', 'blocked', 'canceled']);
+    same(CONCLUDED_BUILD_STATES, ['passed', 'failed', 'canceled']);
+    same(ENDED_BUILD_STATES, ['passed', 'failed', 'canceled', 'skipped', 'not_run']);
+    same(SETTLED_BUILD_STATES, ['canceled', 'skipped', 'not_run']);
+    same(UNSUCCESSFUL_BUILD_STATES, ['failed', 'canceled']);
   });
 
   it('narrow a transition to the state a caller read', () => {
