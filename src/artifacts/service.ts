@@ -9,7 +9,8 @@ import mime from 'mime-types';
 import type { components } from '../../generated/api';
 import type { Agent } from '../agents/repository';
 import type { AgentWorkService } from '../builds/jobs/agent-work';
-import { HELD_STATES, type Job, type JobContext } from '../builds/jobs/model';
+import type { Job, JobContext } from '../builds/jobs/model';
+import { HELD_JOB_STATES } from '../builds/states';
 import type { Build } from '../builds/model';
 import type { BuildService, BuildWithJobs } from '../builds/service';
 import type { RuleService } from '../rules/service';
@@ -127,7 +128,7 @@ export class ArtifactService {
   /** The job, if this agent runs it now (another agent's job, or a finished one, is as good as missing). */
   private async running(agent: Agent, jobId: string): Promise<JobContext> {
     const context = await this.work.job(agent, jobId);
-    if (!HELD_STATES.includes(context.job.state)) throw new NotFoundError('job');
+    if (!HELD_JOB_STATES.includes(context.job.state)) throw new NotFoundError('job');
     return context;
   }
 

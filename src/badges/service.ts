@@ -7,13 +7,14 @@
  * private pipelines included. No HTTP, no SQL.
  */
 import type { BadgeRepository } from './repository';
+import { CONCLUDED_JOB_STATES } from '../builds/states';
 
 export type BadgeStatus = 'passing' | 'failing' | 'unknown';
 
 /** Finished builds and what they show: a blocked build has passed every step it ran. */
 const BUILD_STATUS: Record<string, BadgeStatus> = { passed: 'passing', blocked: 'passing', failed: 'failing', canceled: 'failing' };
 /** Finished jobs and what they show; a soft-failed job counts as passed, as its step does. */
-const JOB_FINISHED = ['passed', 'failed', 'timed_out', 'canceled', 'broken', 'expired'];
+const JOB_FINISHED: readonly string[] = CONCLUDED_JOB_STATES;
 /** How many of a step's latest jobs are read to find its last finished build. */
 const STEP_WINDOW = 500;
 

@@ -10,9 +10,6 @@ import type { NotifyEntry } from '../pipelines/configuration';
 /** The contract's build and job states: what the state machine sets is what the API answers. */
 export type BuildState = components['schemas']['BuildState'];
 export type JobState = components['schemas']['JobState'];
-export const FINISHED_STATES: BuildState[] = ['passed', 'failed', 'blocked', 'canceled'];
-/** States a build can be canceled from. */
-export const CANCELABLE_STATES: BuildState[] = ['scheduled', 'running', 'failing'];
 
 export interface Author {
   name?: string;

@@ -19,6 +19,7 @@ import { jobFromRow, toJobRow } from './jobs/rows';
 import type { User } from '../core/identity';
 import type { Build, BuildFilter, BuildState, NewBuild } from './model';
 import { buildFromRow, toBuildRow } from './rows';
+import { buildTransition, CONCLUDED_BUILD_STATES } from './states';
 
 const SELECT = ['b.*', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at'];
 
@@ -359,16 +360,20 @@ export class BuildRepository {
     };
   }
 
-  /** Stores what the state machine decided for the build. */
-  async saveProgress(buildId: string, n: BuildStateFields): Promise<void> {
-    await this.db('builds')
-      .where({ id: buildId })
-      .update({ state: n.state, blocked: n.blocked, started_at: n.startedAt, failing_at: n.failingAt, finished_at: n.finishedAt });
+  /** Stores what the state machine decided for the build, if it is in one of `from` (its event's, src/builds/states.ts); false if not. */
+  async saveProgress(buildId: string, n: BuildStateFields, from: readonly BuildState[]): Promise<boolean> {
+    return (
+      (await this.db('builds')
+        .where({ id: buildId })
+        .whereIn('state', from)
+        .update({ state: n.state, blocked: n.blocked, started_at: n.startedAt, failing_at: n.failingAt, finished_at: n.finishedAt })) > 0
+    );
   }
 
-  /** A canceled build runs again (a job of it was retried). */
-  async reopenCanceled(buildId: string): Promise<void> {
-    await this.db('builds').where({ id: buildId, state: 'canceled' }).update({ state: 'running', finished_at: null });
+  /** A canceled build runs again (`reopen`: a job of it was retried); false if it was not canceled. */
+  async reopenCanceled(buildId: string): Promise<boolean> {
+    const t = buildTransition('reopen');
+    return (await this.db('builds').where({ id: buildId }).whereIn('state', t.from).update({ state: t.to, finished_at: null })) > 0;
   }
 
   /** The build's meta-data (its own copy, which the meta-data table mirrors). */
@@ -392,7 +397,7 @@ export class BuildRepository {
   }
 
   /** Ids of the branch's builds numbered below `belowNumber` in `states`. */
-  async branchBuildsBelow(pipelineId: string, branch: string, belowNumber: number, states: BuildState[]): Promise<string[]> {
+  async branchBuildsBelow(pipelineId: string, branch: string, belowNumber: number, states: readonly BuildState[]): Promise<string[]> {
     return (await this.db('builds')
       .where({ pipeline_id: pipelineId, branch })
       .where('number', '<', belowNumber)
@@ -400,24 +405,28 @@ export class BuildRepository {
       .pluck('id')) as string[];
   }
 
-  /** The builds end in `state` at `at`, no longer blocked. */
-  async end(buildIds: string[], state: BuildState, at: Date): Promise<void> {
-    await this.db('builds').whereIn('id', buildIds).update({ state, finished_at: at, blocked: false });
+  /** The builds `event` moves (a skip, a cancel of older builds of the branch) end at `at`, no longer blocked; how many. */
+  async end(buildIds: string[], event: 'skip' | 'supersede' | 'cancel_branch', at: Date): Promise<number> {
+    const t = buildTransition(event);
+    return this.db('builds').whereIn('id', buildIds).whereIn('state', t.from).update({ state: t.to, finished_at: at, blocked: false });
   }
 
-  /** The build, if in one of `fromStates`, starts canceling; false if its state had moved on. */
-  async startCanceling(buildId: string, fromStates: BuildState[]): Promise<boolean> {
-    return (await this.db('builds').where({ id: buildId }).whereIn('state', fromStates).update({ state: 'canceling', blocked: false })) > 0;
+  /** The build, if it can be canceled (`cancel`), starts canceling; false if its state had moved on. */
+  async startCanceling(buildId: string): Promise<boolean> {
+    const t = buildTransition('cancel');
+    return (await this.db('builds').where({ id: buildId }).whereIn('state', t.from).update({ state: t.to, blocked: false })) > 0;
   }
 
-  /** Builds whose jobs agents are still stopping are `canceling`, not finished. */
-  async stillCanceling(buildIds: string[]): Promise<void> {
-    await this.db('builds').whereIn('id', buildIds).update({ state: 'canceling', finished_at: null });
+  /** Builds just canceled whose jobs agents are still stopping are `canceling` (`still_canceling`), not finished; how many. */
+  async stillCanceling(buildIds: string[]): Promise<number> {
+    const t = buildTransition('still_canceling');
+    return this.db('builds').whereIn('id', buildIds).whereIn('state', t.from).update({ state: t.to, finished_at: null });
   }
 
-  /** The build is canceled at `at`. */
-  async canceled(buildId: string, at: Date): Promise<void> {
-    await this.db('builds').where({ id: buildId }).update({ state: 'canceled', finished_at: at });
+  /** The canceling build is canceled at `at` (`end_cancel`); false if it was not canceling. */
+  async canceled(buildId: string, at: Date): Promise<boolean> {
+    const t = buildTransition('end_cancel');
+    return (await this.db('builds').where({ id: buildId }).whereIn('state', t.from).update({ state: t.to, finished_at: at })) > 0;
   }
 
   /**
@@ -429,7 +438,7 @@ export class BuildRepository {
     const row = await this.db('builds')
       .where({ pipeline_id: pipelineId, branch })
       .where('number', '<', number)
-      .whereIn('state', ['passed', 'failed', 'canceled'])
+      .whereIn('state', CONCLUDED_BUILD_STATES)
       .orderBy('number', 'desc')
       .first('state');
     return (row?.state as string | undefined) ?? null;

@@ -12,7 +12,8 @@ import { matchesBranchFilter } from '../pipelines/branch-filter';
 import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
 import type { Job } from './jobs/model';
-import { CANCELABLE_STATES, FINISHED_STATES, type Build, type BuildFilter, type NewBuildFields, type PullRequest } from './model';
+import type { Build, BuildFilter, NewBuildFields, PullRequest } from './model';
+import { BULK_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, CANCELED_BUILD_STATES, FINISHED_BUILD_STATES, retryFrom } from './states';
 import type { BuildProgress } from './progress/service';
 import type { BuildRepository } from './repository';
 import type { Principal, Actor, Permissions } from '../core/identity';
@@ -39,14 +40,13 @@ export interface BuildWithJobs {
 /** What a webhook delivery decides about a build. */
 export type DeliveredBuild = Pick<Build, 'commit' | 'branch' | 'tag' | 'message' | 'author' | 'pullRequest'>;
 
-/** The `states` of a bulk retry (`retry_failed_jobs`), as the real API names them. */
-const BULK_RETRY_STATES = ['canceled', 'expired', 'failed', 'soft_failed', 'timed_out'] as const;
-type BulkRetryState = (typeof BULK_RETRY_STATES)[number];
+/** The `states` of a bulk retry (`retry_failed_jobs`), as the real API names them: the job states it starts from, and `soft_failed`. */
+const BULK_RETRY_STATES: readonly string[] = [...BULK_RETRYABLE_JOB_STATES, 'soft_failed'].sort();
 
 /** Which bulk retry state a finished job is in, if any: `failed` is a hard failure, `soft_failed` one its step lets pass. */
-function bulkRetryStateOf(job: Job): BulkRetryState | null {
+function bulkRetryStateOf(job: Job): string | null {
   if (job.state === 'failed') return job.softFailed ? 'soft_failed' : 'failed';
-  return (BULK_RETRY_STATES as readonly string[]).includes(job.state) ? (job.state as BulkRetryState) : null;
+  return BULK_RETRYABLE_JOB_STATES.includes(job.state) ? job.state : null;
 }
 
 export class BuildService {
@@ -161,7 +161,7 @@ export class BuildService {
 
   /** Cancels the scheduled and running builds of a branch (it was deleted); returns how many. */
   cancelBranchBuilds(pipelineId: string, branch: string): Promise<number> {
-    return this.progress.cancelBranch(pipelineId, branch, CANCELABLE_STATES, clock.now());
+    return this.progress.cancelBranch(pipelineId, branch, clock.now());
   }
 
   private async createFrom(actor: Actor, pipeline: Pipeline, perms: Permissions, b: NewBuildFields): Promise<BuildWithJobs> {
@@ -188,7 +188,7 @@ export class BuildService {
     if (!build) throw new NotFoundError('build');
     if (!perms.build) throw new ForbiddenError();
     // Canceled, the build's state machine runs: a build a synchronous trigger step is waiting on ends that step (failed).
-    if (!CANCELABLE_STATES.includes(build.state) || !(await this.progress.cancel(build.id, CANCELABLE_STATES, clock.now()))) {
+    if (!CANCELABLE_BUILD_STATES.includes(build.state) || !(await this.progress.cancel(build.id, clock.now()))) {
       const current = (await this.builds.findById(build.id))!;
       throw new UnprocessableError(`This build can't be canceled because it is ${current.state}: only scheduled, running or failing builds can be canceled.`);
     }
@@ -205,19 +205,19 @@ export class BuildService {
       .split(',')
       .map((s) => s.trim())
       .filter(Boolean);
-    const invalid = named.filter((s) => !(BULK_RETRY_STATES as readonly string[]).includes(s));
+    const invalid = named.filter((s) => !BULK_RETRY_STATES.includes(s));
     if (invalid.length) throw new BadRequestError(`Invalid states: ${invalid.join(', ')}. Valid states are ${BULK_RETRY_STATES.join(', ')}.`);
     const wanted = new Set(named.length ? named : BULK_RETRY_STATES);
     const item = await this.get(actor, pipelineSlug, number, false);
     if (!item.perms.build) throw new ForbiddenError();
-    if (item.build.state === 'canceling' || item.build.state === 'canceled') throw new UnprocessableError('Jobs from canceled builds cannot be retried');
+    if (CANCELED_BUILD_STATES.includes(item.build.state)) throw new UnprocessableError('Jobs from canceled builds cannot be retried');
     const retries = item.jobs
       .filter((j) => {
         const state = bulkRetryStateOf(j);
         const manual = j.step.type === 'script' ? j.step.retry?.manual : undefined;
         return j.type === 'script' && !j.retried && state !== null && wanted.has(state) && manual?.allowed !== false;
       })
-      .map((j) => ({ jobId: j.id, newId: crypto.randomUUID(), fromStates: [j.state] }));
+      .map((j) => ({ jobId: j.id, newId: crypto.randomUUID(), fromStates: retryFrom('retry_bulk', j.state) }));
     const retried = retries.length ? await this.progress.retryJobs(item.build.id, retries, actor.principal.user) : 0;
     return { item: retried ? await this.get(actor, pipelineSlug, number, false) : item, retried };
   }
@@ -268,7 +268,7 @@ export class BuildService {
       if (Number.isNaN(d.getTime())) throw new BadRequestError(`Invalid parameter ${name}: must be an ISO 8601 time`);
       return d;
     };
-    const states = list(q.state)?.flatMap((s) => (s === 'finished' ? FINISHED_STATES : [s]));
+    const states = list(q.state)?.flatMap((s) => (s === 'finished' ? FINISHED_BUILD_STATES : [s]));
     return {
       branches: list(q.branch),
       commits: list(q.commit),

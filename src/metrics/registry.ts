@@ -14,6 +14,7 @@ import type { Knex } from 'knex';
 import { localsOf } from '../http/locals';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { queueRuleOf } from '../builds/jobs/cluster-queue';
+import { ACTIVE_JOB_STATES } from '../builds/states';
 
 export interface MetricsSettings {
   enabled: boolean;
@@ -23,8 +24,8 @@ export interface MetricsSettings {
 /** The queue label of a job whose queue none of its organization's clusters has. */
 export const OTHER_QUEUE = 'other';
 
-/** The job states counted by queue: waiting for an agent, and on one. */
-const QUEUED_JOB_STATES = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out'];
+/** The job states counted by queue: waiting for an agent, and on one (the ones that keep a build going). */
+const QUEUED_JOB_STATES = ACTIVE_JOB_STATES;
 
 const TRANSACTION_CONTROL = /^\s*(begin|commit|rollback|savepoint|release|start transaction|set transaction)\b/i;
 

@@ -8,7 +8,7 @@ import type { components } from '../../../generated/api';
 import type { Agent } from '../../agents/repository';
 import { matchesQueryRules } from '../../agents/query-rules';
 import { isLive, isPaused, mustBeConnected, type AgentService } from '../../agents/service';
-import { CANCELABLE_STATES, type JobState } from '../model';
+import { finishEvent, jobTransition, NOT_YET_RUNNABLE_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
 import type { BuildProgress } from '../progress/service';
 import { NotFoundError, PayloadTooLargeError, UnprocessableError, ValidationError } from '../../core/errors';
 import type { Step } from '../../pipelines/configuration';
@@ -34,25 +34,6 @@ export function softFails(step: Step, exitStatus: number): boolean {
   if (typeof rule === 'boolean') return rule;
   return rule.some((r) => r.exit_status === '*' || r.exit_status === exitStatus);
 }
-
-/**
- * What a finish makes of a job in `from`: a job being canceled ends `canceled` and one timing out
- * `timed_out`, whatever the exit status; the agent's own timeout (`signal_reason: timeout`)
- * also ends `timed_out`; else exit status 0 passes. Null: the job can't be finished from `from`.
- */
-export function finishedState(from: JobState, exitStatus: number, signalReason: string | null): JobState | null {
-  if (from === 'canceling') return 'canceled';
-  if (from === 'timing_out') return 'timed_out';
-  if (from !== 'running') return null;
-  if (signalReason === 'timeout') return 'timed_out';
-  return exitStatus === 0 ? 'passed' : 'failed';
-}
-
-/** The states of a job that will be scheduled once what it waits for is done: an acquire waits (423). */
-const NOT_YET_RUNNABLE_STATES: JobState[] = ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited'];
-
-/** The states of a job whose command the agent is running. */
-const ACTIVE_STATES: JobState[] = ['accepted', 'running', 'canceling', 'timing_out'];
 
 const RFC3339 = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$/i;
 
@@ -92,7 +73,7 @@ export class AgentWorkService {
   /** A forced stop: the job the agent holds, and its build, are canceled (the agent sees `canceling` and stops the process). */
   async cancelHeldJob(agent: Agent): Promise<void> {
     const held = await this.jobs.heldBy(agent.id);
-    if (held) await this.progress.cancel(held.build.id, CANCELABLE_STATES, clock.now());
+    if (held) await this.progress.cancel(held.build.id, clock.now());
   }
 
   /** The agent disconnects: a job it was assigned and had not accepted goes back to be offered to another agent. */
@@ -168,7 +149,7 @@ export class AgentWorkService {
       if (job.state === 'accepted') return { job: found };
     }
     if (job.type !== 'script') throw new UnprocessableError(`The job can't be acquired: it is a ${job.type} job, which no agent runs.`);
-    if (NOT_YET_RUNNABLE_STATES.includes(job.state)) return { locked: `The job is ${job.state}: it can be acquired once it is scheduled.` };
+    if (NOT_YET_RUNNABLE_JOB_STATES.includes(job.state)) return { locked: `The job is ${job.state}: it can be acquired once it is scheduled.` };
     if (job.state !== 'scheduled') throw new UnprocessableError(`The job can't be acquired: it is ${job.state}.`);
     if ((job.clusterId ?? null) !== agent.clusterId) throw new UnprocessableError("The job can't be acquired: it runs in another cluster than the agent's.");
     let defaultQueue: string | null = 'default';
@@ -186,12 +167,12 @@ export class AgentWorkService {
   }
 
   async accept(agent: Agent, jobId: string): Promise<JobContext> {
-    return this.move(agent, jobId, 'assigned', 'accepted', {});
+    return this.move(agent, jobId, 'accept', {});
   }
 
   /** The job runs; the build is running from its first job's start. */
   async start(agent: Agent, jobId: string): Promise<JobContext> {
-    const job = await this.move(agent, jobId, 'accepted', 'running', { started_at: clock.now() });
+    const job = await this.move(agent, jobId, 'start', { started_at: clock.now() });
     await this.progress.advance(job.build.id);
     return job;
   }
@@ -202,7 +183,7 @@ export class AgentWorkService {
    */
   async appendChunk(agent: Agent, jobId: string, chunk: components['schemas']['LogChunk']): Promise<void> {
     const job = await this.held(agent, jobId);
-    if (!ACTIVE_STATES.includes(job.job.state)) throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
+    if (!RUNNING_ON_AGENT_JOB_STATES.includes(job.job.state)) throw new UnprocessableError(`Log chunks can't be added to a job that is ${job.job.state}.`);
     if (!(await this.logs.appendChunk(jobId, chunk, clock.now(), this.jobLogLimitBytes))) {
       throw new PayloadTooLargeError(
         `This job's log has reached its limit of ${formatBytes(this.jobLogLimitBytes)} (JOB_LOG_LIMIT_BYTES): the chunk was not stored.`,
@@ -227,7 +208,7 @@ export class AgentWorkService {
    */
   async activeJob(agent: Agent, jobId: string): Promise<JobContext> {
     const context = await this.held(agent, jobId);
-    if (!ACTIVE_STATES.includes(context.job.state))
+    if (!RUNNING_ON_AGENT_JOB_STATES.includes(context.job.state))
       throw new UnprocessableError(`The job is ${context.job.state}: only a job the agent is running can do this.`);
     return context;
   }
@@ -247,14 +228,17 @@ export class AgentWorkService {
     if (parsed.size) await this.logs.saveHeaderTimes(jobId, parsed);
   }
 
-  /** Ends the job as finishedState says; a move racing with a cancel or timeout is read again. */
+  /** Ends the job as finishEvent (src/builds/states.ts) says; a move racing with a cancel or timeout is read again. */
   async finish(agent: Agent, jobId: string, body: components['schemas']['FinishJobRequest']): Promise<JobContext> {
     // The real agent sends the exit status as a string ("0", "-1"); the spec's pattern checked it.
     const exitStatus = Number(body.exit_status);
     for (let attempt = 0; attempt < 3; attempt++) {
       const current = await this.held(agent, jobId);
-      const state = finishedState(current.job.state, exitStatus, body.signal_reason ?? null);
-      if (!state) throw wrongState('finished', 'running');
+      const event = finishEvent(current.job.state, exitStatus, body.signal_reason ?? null);
+      if (!event) throw wrongState('finished', 'running');
+      // The finish the table allows from the state just read: a job that moved on since is read again.
+      const transition = jobTransition(event, current.job.state);
+      const state = transition.to;
       const soft = state !== 'canceled' && softFails(current.job.step, exitStatus);
       const end: JobEnd = {
         state,
@@ -265,7 +249,7 @@ export class AgentWorkService {
         finished_at: clock.now(),
         chunks_failed_count: body.chunks_failed_count ?? null,
       };
-      if (!(await this.progress.finish(jobId, agent.id, current.job.state, end))) continue;
+      if (!(await this.progress.finish(jobId, agent.id, transition, end))) continue;
       // An agent that exits after this job (`--disconnect-after-job`) is offered no other before it goes.
       if (body.ignore_agent_in_dispatches !== undefined) await this.agents.setIgnoreInDispatches(agent, body.ignore_agent_in_dispatches);
       if (state === 'failed' || state === 'timed_out') await this.progress.retryOrAdvance(current.job, exitStatus, end.signal_reason);
@@ -294,9 +278,12 @@ export class AgentWorkService {
     return job;
   }
 
-  private async move(agent: Agent, jobId: string, from: JobState, to: JobState, fields: Record<string, unknown>): Promise<JobContext> {
+  private async move(agent: Agent, jobId: string, event: 'accept' | 'start', fields: Record<string, unknown>): Promise<JobContext> {
     await this.held(agent, jobId);
-    if (!(await this.jobs.move(jobId, agent.id, from, to, fields))) throw wrongState(to, from);
+    if (!(await this.jobs.move(jobId, agent.id, event, fields))) {
+      const t = jobTransition(event);
+      throw wrongState(t.to, t.from.join(' or '));
+    }
     return (await this.jobs.findWithContext(jobId))!;
   }
 }

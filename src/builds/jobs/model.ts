@@ -1,8 +1,8 @@
 /**
  * What a job is once stored, in the service's own terms: the job of a build (what was planned,
  * plus what running it records), a job with what its agent needs to know of its build, its log's
- * pieces, how a job ends, and the groups of states the rules name. Types and constants only: rows
- * are mapped in ./rows.ts, the rules that move jobs are ./state.ts and src/builds/progress/.
+ * pieces and how a job ends. Types only: rows are mapped in ./rows.ts, the groups of states and
+ * the transitions are src/builds/states.ts, the rules that move jobs ./state.ts and src/builds/progress/.
  */
 import type { PlannedJob } from './plan';
 import type { JobState, PullRequest } from '../model';
@@ -69,9 +69,6 @@ export interface LogChunk {
   headerTimes: number[];
 }
 
-/** States in which a job belongs to its agent. */
-export const HELD_STATES: JobState[] = ['assigned', 'accepted', 'running', 'canceling', 'timing_out'];
-
 /** What ends a job: its state, exit status and why its process was stopped. */
 export interface JobEnd {
   state: JobState;
@@ -90,8 +87,3 @@ export interface ExpiredJob {
   expired_at: Date;
   finished_at: Date;
 }
-
-/** Job states that are not final: what a cancel or skip moves along. */
-export const UNFINISHED_JOB_STATES: JobState[] = ['pending', 'waiting', 'blocked', 'unblocked', 'limiting', 'limited', 'scheduled', 'assigned', 'accepted'];
-/** Job states in which an agent has the job in hand: a cancel has to reach the agent. */
-export const ON_AGENT_JOB_STATES: JobState[] = ['accepted', 'running'];

@@ -15,9 +15,10 @@ import { toDateOrNull } from '../../db/values';
 import { isUniqueViolation } from '../../db/knex';
 import { isUuid } from '../../core/uuid';
 import type { User } from '../../core/identity';
-import { HELD_STATES, type ExpiredJob, type Job, type JobContext, type JobEnd } from './model';
+import type { ExpiredJob, Job, JobContext, JobEnd } from './model';
 import { contextFromRow, jobFromRow, toJobRow, userSnapshotColumn } from './rows';
 import type { JobMove } from './state';
+import { HELD_JOB_STATES, jobTransition, type JobEvent } from '../states';
 
 /** How many dispatch classes one candidates query reads at most. */
 const DISPATCH_CLASSES_PER_QUERY = 100;
@@ -104,14 +105,14 @@ export class JobRepository {
    */
 
   heldByQuery(agentId: string) {
-    return { query: this.withContext().where('j.agent_id', agentId).whereIn('j.state', HELD_STATES) };
+    return { query: this.withContext().where('j.agent_id', agentId).whereIn('j.state', HELD_JOB_STATES) };
   }
 
   silentAgentJobsQuery(cutoff: Date, limit: number) {
     return {
       query: this.db('jobs as j')
         .join('agents as a', 'a.id', 'j.agent_id')
-        .whereIn('j.state', HELD_STATES)
+        .whereIn('j.state', HELD_JOB_STATES)
         .whereIn('a.connection_state', ['lost', 'disconnected'])
         .where('a.last_heartbeat_at', '<', cutoff)
         .limit(limit)
@@ -194,22 +195,33 @@ export class JobRepository {
     return ids.slice(0, limit).map((r) => r.id);
   }
 
-  /** Gives a scheduled job no agent holds to an agent: the claim, false when another agent got there first. */
+  /** Gives a scheduled job no agent holds to an agent (`assign`): the claim, false when another agent got there first. */
   async assign(jobId: string, agentId: string): Promise<boolean> {
-    return (await this.db('jobs').where({ id: jobId, state: 'scheduled' }).whereNull('agent_id').update({ state: 'assigned', agent_id: agentId })) > 0;
+    const t = jobTransition('assign');
+    return (await this.db('jobs').where({ id: jobId }).whereIn('state', t.from).whereNull('agent_id').update({ state: t.to, agent_id: agentId })) > 0;
   }
 
-  /** Moves the agent's job from `from` to `to` with `fields`; false if it was not in `from`. */
-  async move(jobId: string, agentId: string, from: string, to: string, fields: Record<string, unknown> = {}): Promise<boolean> {
+  /** Moves the agent's job by `event` (`accept`, `start`) with `fields`; false if it was not in a state the event moves from. */
+  async move(jobId: string, agentId: string, event: 'accept' | 'start', fields: Record<string, unknown> = {}): Promise<boolean> {
+    const t = jobTransition(event);
     const n = await this.db('jobs')
-      .where({ id: jobId, agent_id: agentId, state: from })
-      .update({ state: to, ...fields });
+      .where({ id: jobId, agent_id: agentId })
+      .whereIn('state', t.from)
+      .update({ state: t.to, ...fields });
     return n > 0;
   }
 
-  /** Ends the agent's job as `fields` say, if it is still `from`; false if it was not. */
-  async end(jobId: string, agentId: string, from: string, fields: JobEnd | ExpiredJob): Promise<boolean> {
-    return (await this.db('jobs').where({ id: jobId, agent_id: agentId, state: from }).update(fields)) > 0;
+  /**
+   * Ends the agent's job by `t` (a finish, or `abandon`: see jobTransition, narrowed to the state
+   * the caller read) as `fields` say; false if it was no longer in one of `t.from`.
+   */
+  async end(jobId: string, agentId: string, t: { from: readonly JobState[]; to: JobState }, fields: JobEnd | ExpiredJob): Promise<boolean> {
+    return (
+      (await this.db('jobs')
+        .where({ id: jobId, agent_id: agentId })
+        .whereIn('state', t.from)
+        .update({ ...fields, state: t.to })) > 0
+    );
   }
 
   /** The jobs of a build's step, named by its id or its `key`, in build order, retries last. */
@@ -242,9 +254,10 @@ export class JobRepository {
     }
   }
 
-  /** The agent's assigned job, one it never accepted, goes back to be offered again. */
-  async unassign(agentId: string): Promise<void> {
-    await this.db('jobs').where({ agent_id: agentId, state: 'assigned' }).update({ state: 'scheduled', agent_id: null });
+  /** The agent's assigned job, one it never accepted, goes back to be offered again (`release`); false if it held none. */
+  async unassign(agentId: string): Promise<boolean> {
+    const t = jobTransition('release');
+    return (await this.db('jobs').where({ agent_id: agentId }).whereIn('state', t.from).update({ state: t.to, agent_id: null })) > 0;
   }
 
   /**
@@ -265,9 +278,10 @@ export class JobRepository {
     }));
   }
 
-  /** A running job goes `timing_out`, for its agent to stop; false if it was no longer running. */
+  /** A running job goes `timing_out` (`time_out`), for its agent to stop; false if it was no longer running. */
   async timeOut(jobId: string): Promise<boolean> {
-    return (await this.db('jobs').where({ id: jobId, state: 'running' }).update({ state: 'timing_out' })) > 0;
+    const t = jobTransition('time_out');
+    return (await this.db('jobs').where({ id: jobId }).whereIn('state', t.from).update({ state: t.to })) > 0;
   }
 
   /** Scheduled jobs no agent took, scheduled before `cutoff`, with their builds. */
@@ -283,34 +297,38 @@ export class JobRepository {
 
   /** Expires the build's jobs among `jobIds` that are still scheduled with no agent; answers how many. */
   async expire(buildId: string, jobIds: string[], at: Date): Promise<number> {
+    const t = jobTransition('expire');
     return this.db('jobs')
       .whereIn('id', jobIds)
-      .where({ build_id: buildId, state: 'scheduled' })
+      .where({ build_id: buildId })
+      .whereIn('state', t.from)
       .whereNull('agent_id')
-      .update({ state: 'expired', expired_at: at, finished_at: at });
+      .update({ state: t.to, expired_at: at, finished_at: at });
   }
 
   /** A blocked block step is unblocked by `by` at `at`; false if it was no longer blocked. */
   async unblock(jobId: string, by: User, at: Date): Promise<boolean> {
     const unblockedBy = userSnapshotColumn(by);
+    const t = jobTransition('unblock');
     return (
       (await this.db('jobs')
-        .where({ id: jobId, state: 'blocked' })
-        .update({ state: 'unblocked', unblocked_by: unblockedBy, unblocked_at: at, finished_at: at })) > 0
+        .where({ id: jobId })
+        .whereIn('state', t.from)
+        .update({ state: t.to, unblocked_by: unblockedBy, unblocked_at: at, finished_at: at })) > 0
     );
   }
 
   /** A job's dispatch priority, if it is in one of `inStates`; false if it was not (it moved on). */
-  async setPriority(jobId: string, priority: number, inStates: JobState[]): Promise<boolean> {
+  async setPriority(jobId: string, priority: number, inStates: readonly JobState[]): Promise<boolean> {
     return (await this.db('jobs').where({ id: jobId }).whereIn('state', inStates).update({ priority })) > 0;
   }
 
   /**
-   * Marks a job in one of `fromStates` retried by `newId` (hidden from lists unless asked for),
-   * by `by` (null: automatically). The guarded UPDATE makes a job retried once however many ask
-   * at once: false for the ones that lost.
+   * Marks a job in one of `fromStates` (a retry event's, src/builds/states.ts retryFrom) retried by
+   * `newId` (hidden from lists unless asked for), by `by` (null: automatically). The guarded
+   * UPDATE makes a job retried once however many ask at once: false for the ones that lost.
    */
-  async markRetried(jobId: string, newId: string, fromStates: string[], by: User | null): Promise<boolean> {
+  async markRetried(jobId: string, newId: string, fromStates: readonly JobState[], by: User | null): Promise<boolean> {
     return (
       (await this.db('jobs')
         .where({ id: jobId, retried: false })
@@ -397,29 +415,37 @@ export class JobRepository {
     return (await this.db('jobs').where({ build_id: buildId, retried: false }).orderBy('position')).map(jobFromRow);
   }
 
-  /** Applies a move the state machine decided, if the job is still where it was. */
-  async apply(m: JobMove): Promise<void> {
-    await this.db('jobs')
-      .where({ id: m.id, state: m.from })
-      .update({ state: m.to, ...m.fields });
+  /**
+   * Applies a move the state machine decided, if the job is still where it was and the move is
+   * its event's row of the transition table; false if not.
+   */
+  async apply(m: JobMove): Promise<boolean> {
+    const t = jobTransition(m.event, m.from);
+    return (
+      (await this.db('jobs')
+        .where({ id: m.id })
+        .whereIn('state', t.from)
+        .update({ ...m.fields, state: t.to })) > 0
+    );
   }
 
-  /** A scheduled trigger job starts running at `at`; false if it was no longer scheduled. */
+  /** A scheduled trigger job starts running at `at` (`start_trigger`); false if it was no longer scheduled. */
   async startTrigger(jobId: string, at: Date): Promise<boolean> {
-    return (await this.db('jobs').where({ id: jobId, state: 'scheduled' }).update({ state: 'running', started_at: at })) > 0;
+    const t = jobTransition('start_trigger');
+    return (await this.db('jobs').where({ id: jobId }).whereIn('state', t.from).update({ state: t.to, started_at: at })) > 0;
   }
 
-  /** A trigger job that could not create its build fails. */
-  async failTrigger(jobId: string, at: Date): Promise<void> {
-    await this.db('jobs').where({ id: jobId }).update({ state: 'failed', finished_at: at });
+  /** A trigger job that could not create its build fails (`trigger_failed`); false if it was not running. */
+  async failTrigger(jobId: string, at: Date): Promise<boolean> {
+    const t = jobTransition('trigger_failed');
+    return (await this.db('jobs').where({ id: jobId }).whereIn('state', t.from).update({ state: t.to, finished_at: at })) > 0;
   }
 
-  /** Records the build a trigger job created; `passedAt`: the job passes then (an async trigger). */
+  /** Records the build a trigger job created; `passedAt`: the job passes then (an async trigger, `trigger_passed`). */
   async recordTriggeredBuild(jobId: string, build: { id: string; number: number; pipelineSlug: string }, passedAt: Date | null): Promise<void> {
     const triggered = JSON.stringify({ id: build.id, number: build.number, pipeline_slug: build.pipelineSlug });
-    await this.db('jobs')
-      .where({ id: jobId })
-      .update({ triggered_build: triggered, ...(passedAt ? { state: 'passed', finished_at: passedAt } : {}) });
+    await this.db('jobs').where({ id: jobId }).update({ triggered_build: triggered });
+    if (passedAt) await this.endTrigger(jobId, 'trigger_passed', passedAt);
   }
 
   /** The build of a trigger job still running (waiting on the build it created), or null. */
@@ -428,18 +454,23 @@ export class JobRepository {
     return job ? (job.build_id as string) : null;
   }
 
-  /** A running trigger job ends as the build it waited on did. */
-  async endTrigger(jobId: string, state: JobState, at: Date): Promise<void> {
-    await this.db('jobs').where({ id: jobId, state: 'running' }).update({ state, finished_at: at });
+  /** A running trigger job ends as the build it waited on did (`trigger_passed`, `trigger_failed`); false if it was not running. */
+  async endTrigger(jobId: string, event: 'trigger_passed' | 'trigger_failed', at: Date): Promise<boolean> {
+    const t = jobTransition(event);
+    return (await this.db('jobs').where({ id: jobId }).whereIn('state', t.from).update({ state: t.to, finished_at: at })) > 0;
   }
 
-  /** The builds' jobs in `fromStates` take `fields` (a cancel or a skip of the builds). */
-  async updateOfBuilds(buildIds: string[], fromStates: string[], fields: Record<string, unknown>): Promise<void> {
-    await this.db('jobs').whereIn('build_id', buildIds).whereIn('state', fromStates).update(fields);
+  /** The builds' jobs that `event` moves (a cancel, a stop or a skip of the builds) move, with `fields`; how many moved. */
+  async updateOfBuilds(buildIds: string[], event: Extract<JobEvent, 'cancel' | 'stop' | 'skip'>, fields: Record<string, unknown> = {}): Promise<number> {
+    const t = jobTransition(event);
+    return this.db('jobs')
+      .whereIn('build_id', buildIds)
+      .whereIn('state', t.from)
+      .update({ ...fields, state: t.to });
   }
 
   /** Which of the builds have jobs in `states`. */
-  async buildsWithJobsIn(buildIds: string[], states: string[]): Promise<string[]> {
+  async buildsWithJobsIn(buildIds: string[], states: readonly JobState[]): Promise<string[]> {
     const rows = await this.db('jobs').whereIn('build_id', buildIds).whereIn('state', states).distinct('build_id');
     return rows.map((r) => r.build_id as string);
   }

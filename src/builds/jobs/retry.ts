@@ -1,12 +1,10 @@
 /**
  * Automatic retries: whether a failed job's step asks for it to run again. Pure: every way a job
  * can fail (the agent's finish, a lost agent's job with exit status -1) applies it through
- * `retryOrAdvance` of the build progression service (src/builds/progress/service.ts).
+ * `retryOrAdvance` of the build progression service (src/builds/progress/service.ts), from the
+ * states of `retry_automatic` in src/builds/states.ts.
  */
 import type { AutomaticRetry, Step } from '../../pipelines/configuration';
-
-/** Job states an automatic retry starts from. */
-export const FAILED_STATES = ['failed', 'timed_out'];
 
 function matches(rule: AutomaticRetry, exitStatus: number, signalReason: string | null): boolean {
   const status = rule.exit_status;

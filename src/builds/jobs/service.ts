@@ -11,17 +11,11 @@ import type { AgentService } from '../../agents/service';
 import type { Agent } from '../../agents/repository';
 import type { BuildProgress } from '../progress/service';
 import type { JobLogRepository } from './log-repository';
-import { UNFINISHED_JOB_STATES, type Job, type JobContext, type LogChunk } from './model';
+import type { Job, JobContext, LogChunk } from './model';
 import type { JobRepository } from './repository';
-import { TERMINAL_JOB_STATES } from './state';
 import type { JobState } from '../model';
+import { CANCELED_BUILD_STATES, REPRIORITIZABLE_JOB_STATES, RETRYABLE_JOB_STATES, retryFrom, TERMINAL_JOB_STATES } from '../states';
 import type { Actor } from '../../core/identity';
-
-/** Job states a retry starts from. */
-const RETRYABLE = ['failed', 'timed_out', 'canceled'];
-
-/** A job can be reprioritized until it finishes. */
-const REPRIORITIZABLE: JobState[] = UNFINISHED_JOB_STATES.concat(['running']);
 
 type UnblockBody = components['schemas']['UnblockJobRequest'];
 
@@ -155,7 +149,7 @@ export class JobService {
     if (job.retried) throw new UnprocessableError('This job has already been retried.');
     const manual = job.step.type === 'script' ? job.step.retry?.manual : undefined;
     if (manual && !manual.allowed) throw new UnprocessableError(manual.reason ?? "This job can't be retried: its step doesn't allow manual retries.");
-    const retryable = manual?.permit_on_passed ? [...RETRYABLE, 'passed'] : RETRYABLE;
+    const retryable = manual?.permit_on_passed ? [...RETRYABLE_JOB_STATES, ...retryFrom('retry_passed')] : RETRYABLE_JOB_STATES;
     if (!retryable.includes(job.state)) {
       const which = manual?.permit_on_passed ? 'passed, failed, timed out or canceled' : 'failed, timed out or canceled';
       throw new UnprocessableError(`This job can't be retried because it is ${job.state}: only ${which} jobs can be.`);
@@ -177,7 +171,7 @@ export class JobService {
   private async setPriority(actor: Actor, { item, job }: { item: BuildWithJobs; job: Job }, priority: number): Promise<{ item: BuildWithJobs; jobId: string }> {
     if (!item.perms.build) throw new ForbiddenError();
     if (job.type !== 'script') throw new UnprocessableError("This job can't be reprioritized: only command steps' jobs can be.");
-    if (!(await this.jobs.setPriority(job.id, priority, REPRIORITIZABLE))) {
+    if (!(await this.jobs.setPriority(job.id, priority, REPRIORITIZABLE_JOB_STATES))) {
       const now = (await this.jobs.findWithContext(job.id))!.job.state;
       throw new UnprocessableError(`This job can't be reprioritized because it is ${now}: only jobs that have not finished can be.`);
     }
@@ -193,7 +187,7 @@ export class JobService {
     const jobId = job.id;
     if (!item.perms.build) throw new ForbiddenError();
     if (job.type !== 'manual') throw new UnprocessableError("This job can't be unblocked: it isn't a block step.");
-    if (['canceling', 'canceled'].includes(item.build.state)) throw new UnprocessableError(`This job can't be unblocked: its build is ${item.build.state}.`);
+    if (CANCELED_BUILD_STATES.includes(item.build.state)) throw new UnprocessableError(`This job can't be unblocked: its build is ${item.build.state}.`);
     if (job.state !== 'blocked') throw new UnprocessableError(`This job can't be unblocked: it is ${job.state}.`);
     let by = actor.principal.user;
     if (body.unblocker !== undefined && body.unblocker !== by.id) {

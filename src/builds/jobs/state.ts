@@ -7,27 +7,12 @@
  */
 import type { Build, BuildState, JobState } from '../model';
 import type { Job } from './model';
-
-/** Job states from which nothing more happens. */
-export const TERMINAL_JOB_STATES: JobState[] = [
-  'passed',
-  'failed',
-  'canceled',
-  'timed_out',
-  'skipped',
-  'broken',
-  'expired',
-  'waiting_failed',
-  'blocked_failed',
-  'unblocked_failed',
-];
-/** Job states that keep a build going. */
-const ACTIVE_JOB_STATES: JobState[] = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out'];
-/** Build states the state machine no longer moves (a cancel or a skip decided them). */
-const SETTLED_BUILD_STATES: BuildState[] = ['canceled', 'skipped', 'not_run'];
+import { ACTIVE_JOB_STATES, FAILING_JOB_STATES, machineJobEvent, SETTLED_BUILD_STATES, TERMINAL_JOB_STATES, type JobEvent, type RetryEvent } from '../states';
 
 export interface JobMove {
   id: string;
+  /** The row of the transition table (src/builds/states.ts) the move is, by the state it lands on. */
+  event: Exclude<JobEvent, RetryEvent>;
   from: JobState;
   to: JobState;
   fields: Record<string, unknown>;
@@ -43,7 +28,7 @@ export interface BuildMove {
 
 /** A hard failure fails the build; a soft-failed job does not. */
 export function failsBuild(j: Pick<Job, 'state' | 'softFailed'>): boolean {
-  return (j.state === 'failed' || j.state === 'timed_out' || j.state === 'expired') && !j.softFailed;
+  return FAILING_JOB_STATES.includes(j.state) && !j.softFailed;
 }
 
 export function advance(
@@ -63,8 +48,8 @@ export function advance(
   const byId = new Map<string, JobMove>();
   const move = (j: Job, to: JobState, fields: Record<string, unknown> = {}) => {
     const m = byId.get(j.id);
-    if (m) Object.assign(m, { to, fields: { ...m.fields, ...fields } });
-    else byId.set(j.id, { id: j.id, from: j.state, to, fields });
+    if (m) Object.assign(m, { event: machineJobEvent(to), to, fields: { ...m.fields, ...fields } });
+    else byId.set(j.id, { id: j.id, event: machineJobEvent(to), from: j.state, to, fields });
     states.set(j.id, to);
   };
   /**

@@ -9,6 +9,7 @@ import { NotFoundError, ValidationError } from '../../core/errors';
 import type { AgentWorkService } from './agent-work';
 import type { Job } from './model';
 import type { JobRepository } from './repository';
+import { UNSUCCESSFUL_JOB_STATES } from '../states';
 
 type ExportBody = components['schemas']['StepExportRequest'];
 type UpdateBody = components['schemas']['StepUpdateRequest'];
@@ -16,7 +17,7 @@ type UpdateBody = components['schemas']['StepUpdateRequest'];
 /** How a step ended, in `step get outcome`'s words. */
 function outcomeOf(job: Job): string {
   if (job.state === 'passed') return 'passed';
-  if (['failed', 'timed_out', 'canceled', 'expired', 'broken'].includes(job.state)) return job.softFailed ? 'soft_failed' : 'hard_failed';
+  if (UNSUCCESSFUL_JOB_STATES.includes(job.state)) return job.softFailed ? 'soft_failed' : 'hard_failed';
   return 'neutral';
 }
 

@@ -13,6 +13,7 @@ import { BackgroundLoop } from '../../db/background-loop';
 import type { Logger } from '../../http/logger';
 import type { JobEnd } from './model';
 import type { JobRepository } from './repository';
+import { finishEvent, jobTransition } from '../states';
 import { clock } from '../../core/clock';
 
 export interface SweepSettings {
@@ -76,23 +77,28 @@ export class Sweeper {
     const lost = await this.agents.markSilentAgentsLost(cutoff, now, BATCH);
     for (const job of await this.jobs.heldBySilentAgents(cutoff, BATCH)) {
       const silence = `stopped reporting (no heartbeat for more than ${Math.round(this.settings.agentLostAfterMs / 1000)} s)`;
-      if (job.state === 'assigned' || job.state === 'accepted') {
+      const abandon = jobTransition('abandon', job.state);
+      if (abandon.from.length) {
         // Taken but never started: it expires, as a job no agent runs does.
         await this.progress.endSilentAgentJob(
           job,
           job.agentId!,
+          abandon,
           { state: 'expired', expired_at: now, finished_at: now },
           `windsock: the agent that took this job ${silence} before starting it; the job expired.`,
         );
         continue;
       }
-      // A job being canceled or timing out ends as it was going to; a running one fails.
-      const state = job.state === 'canceling' ? 'canceled' : job.state === 'timing_out' ? 'timed_out' : 'failed';
+      // A job being canceled or timing out ends as it was going to; a running one fails (exit status -1).
+      const event = finishEvent(job.state, -1, null);
+      if (!event) continue;
+      const transition = jobTransition(event, job.state);
+      const state = transition.to;
       const end: JobEnd = { state, exit_status: -1, signal_reason: null, soft_failed: state !== 'canceled' && softFails(job.step, -1), finished_at: now };
       const line = `windsock: the agent running this job ${silence}; the job ended ${state} with exit status -1.`;
       // A lost agent's failure is exit status -1, which `retry.automatic` rules often name (the
       // retry is guarded on the failed states: for a canceled job it does nothing).
-      if (await this.progress.endSilentAgentJob(job, job.agentId!, end, line)) await this.progress.retryOrAdvance(job, -1, null);
+      if (await this.progress.endSilentAgentJob(job, job.agentId!, transition, end, line)) await this.progress.retryOrAdvance(job, -1, null);
     }
     return lost;
   }

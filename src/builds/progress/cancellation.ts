@@ -4,42 +4,41 @@
  * `cancel_running_branch_builds`). Each runs on repositories bound to the caller's transaction
  * (./service.ts opens it; a build create or a trigger step's runs these in its own).
  */
-import { ON_AGENT_JOB_STATES, UNFINISHED_JOB_STATES } from '../jobs/model';
-import type { BuildState } from '../model';
+import { buildTransition, STOPPING_JOB_STATES, type BuildEvent } from '../states';
 import type { ProgressRepositories } from './repositories';
 
 /**
- * Older builds of the branch in `fromStates` move to `toState` with their unfinished jobs
- * (`skip_queued_branch_builds`, `cancel_running_branch_builds`). Returns how many moved.
+ * Older builds of the branch that `event` moves (`skip`: `skip_queued_branch_builds`;
+ * `supersede`: `cancel_running_branch_builds`; `cancel_branch`: a deleted branch) move with their
+ * unfinished jobs: skipped ones are skipped, canceled ones canceled (see cancelJobs). Returns how many moved.
  */
 export async function supersede(
   r: ProgressRepositories,
   pipelineId: string,
   branch: string,
   belowNumber: number,
-  fromStates: BuildState[],
-  toState: BuildState,
-  jobState: string,
+  event: Extract<BuildEvent, 'skip' | 'supersede' | 'cancel_branch'>,
   at: Date,
 ): Promise<number> {
-  const ids = await r.builds.branchBuildsBelow(pipelineId, branch, belowNumber, fromStates);
+  const t = buildTransition(event);
+  const ids = await r.builds.branchBuildsBelow(pipelineId, branch, belowNumber, t.from);
   if (!ids.length) return 0;
-  await r.builds.end(ids, toState, at);
-  if (toState === 'canceled') {
+  await r.builds.end(ids, event, at);
+  if (event === 'skip') {
+    await r.jobs.updateOfBuilds(ids, 'skip', { finished_at: at });
+  } else {
     const busy = await cancelJobs(r, ids, at);
     if (busy.length) await r.builds.stillCanceling(busy);
-  } else {
-    await r.jobs.updateOfBuilds(ids, UNFINISHED_JOB_STATES, { state: jobState, finished_at: at });
   }
   return ids.length;
 }
 
 /**
- * Cancels a build in one of `fromStates` (see cancelJobs): `canceled` with `finished_at` at
- * once, or `canceling` while agents stop its jobs. False if the build's state had moved on.
+ * Cancels a build that can be (`cancel`, see cancelJobs): `canceled` with `finished_at` at once,
+ * or `canceling` while agents stop its jobs. False if the build's state had moved on.
  */
-export async function cancelBuild(r: ProgressRepositories, buildId: string, fromStates: BuildState[], at: Date): Promise<boolean> {
-  if (!(await r.builds.startCanceling(buildId, fromStates))) return false;
+export async function cancelBuild(r: ProgressRepositories, buildId: string, at: Date): Promise<boolean> {
+  if (!(await r.builds.startCanceling(buildId))) return false;
   if (!(await cancelJobs(r, [buildId], at)).length) await r.builds.canceled(buildId, at);
   return true;
 }
@@ -52,8 +51,7 @@ export async function cancelBuild(r: ProgressRepositories, buildId: string, from
  */
 async function cancelJobs(r: ProgressRepositories, buildIds: string[], at: Date): Promise<string[]> {
   await r.agents.dropAssignedJobsOf(buildIds);
-  const stopNow = UNFINISHED_JOB_STATES.filter((s) => !ON_AGENT_JOB_STATES.includes(s));
-  await r.jobs.updateOfBuilds(buildIds, stopNow, { state: 'canceled', finished_at: at });
-  await r.jobs.updateOfBuilds(buildIds, ON_AGENT_JOB_STATES, { state: 'canceling' });
-  return r.jobs.buildsWithJobsIn(buildIds, ['canceling', 'timing_out']);
+  await r.jobs.updateOfBuilds(buildIds, 'cancel', { finished_at: at });
+  await r.jobs.updateOfBuilds(buildIds, 'stop');
+  return r.jobs.buildsWithJobsIn(buildIds, STOPPING_JOB_STATES);
 }

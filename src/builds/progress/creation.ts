@@ -14,16 +14,14 @@ import type { Job } from '../jobs/model';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
 import type { Pipeline } from '../../pipelines/repository';
 import { MAX_JOBS_PER_BUILD, planJobs, type PlannedJob } from '../jobs/plan';
-import type { Build, BuildState, NewBuild, NewBuildFields } from '../model';
+import type { Build, NewBuild, NewBuildFields } from '../model';
 import { placeInCluster, type ClusterQueues } from '../jobs/cluster-queue';
 import { supersede } from './cancellation';
 import type { ProgressRepositories, StepSigner } from './repositories';
 
-/** Older builds of the branch a new build moves on: those in `fromStates` become `toState`, their unfinished jobs `jobState`. */
+/** Older builds of the branch a new build moves on, by the build event (src/builds/states.ts) that moves them. */
 interface Supersession {
-  fromStates: BuildState[];
-  toState: BuildState;
-  jobState: string;
+  event: 'skip' | 'supersede';
 }
 
 /** A build about to be written: the build, its creator, its jobs, and what it supersedes. */
@@ -61,10 +59,8 @@ export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildF
   // Every step filtered out: nothing will run, the build is over before it starts.
   const notRun = runnable.length === 0;
   const supersedes: Supersession[] = [];
-  if (pipeline.skipQueuedBranchBuilds && matchesBranchFilter(pipeline.skipQueuedBranchBuildsFilter, b.branch))
-    supersedes.push({ fromStates: ['scheduled'], toState: 'skipped', jobState: 'skipped' });
-  if (pipeline.cancelRunningBranchBuilds && matchesBranchFilter(pipeline.cancelRunningBranchBuildsFilter, b.branch))
-    supersedes.push({ fromStates: ['running', 'failing'], toState: 'canceled', jobState: 'canceled' });
+  if (pipeline.skipQueuedBranchBuilds && matchesBranchFilter(pipeline.skipQueuedBranchBuildsFilter, b.branch)) supersedes.push({ event: 'skip' });
+  if (pipeline.cancelRunningBranchBuilds && matchesBranchFilter(pipeline.cancelRunningBranchBuildsFilter, b.branch)) supersedes.push({ event: 'supersede' });
   const build: NewBuild = {
     id: crypto.randomUUID(),
     pipelineId: pipeline.id,
@@ -95,7 +91,7 @@ export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildF
 export async function writeBuild(r: ProgressRepositories, p: PlannedBuild): Promise<{ build: Build; jobs: Job[] }> {
   const written = await r.builds.insert(p.build, p.creator, p.jobs);
   for (const s of p.supersedes) {
-    await supersede(r, p.build.pipelineId, p.build.branch, written.build.number, s.fromStates, s.toState, s.jobState, p.build.createdAt);
+    await supersede(r, p.build.pipelineId, p.build.branch, written.build.number, s.event, p.build.createdAt);
   }
   return written;
 }

@@ -10,6 +10,7 @@
 import type { Job } from '../jobs/model';
 import type { BuildState } from '../model';
 import { advance } from '../jobs/state';
+import { buildTransition, ENDED_BUILD_STATES, machineBuildEvent } from '../states';
 import { triggerJobStateFor, type TriggeringBuild } from '../jobs/triggers';
 import type { ProgressRepositories, StepSigner } from './repositories';
 import { launchTriggeredBuild } from './triggers';
@@ -21,9 +22,6 @@ export interface MachineRun {
   sign: StepSigner;
 }
 
-/** Build states after which a synchronous trigger job waiting on the build ends. */
-const TRIGGERED_BUILD_ENDS = ['passed', 'failed', 'canceled', 'skipped', 'not_run'];
-
 /** The machine on a build whose row this transaction has locked. */
 export async function advanceLocked(run: MachineRun, buildId: string): Promise<void> {
   const { r, now } = run;
@@ -33,7 +31,13 @@ export async function advanceLocked(run: MachineRun, buildId: string): Promise<v
     const build = { state: b.state, blocked: b.blocked, startedAt: b.startedAt, failingAt: b.failingAt, finishedAt: b.finishedAt };
     const next = advance(build, jobs, now);
     for (const m of next.jobs) await r.jobs.apply(m);
-    if (next.build) await r.builds.saveProgress(buildId, next.build);
+    // A new state is its event's row of the transition table; the same state, its other fields only.
+    if (next.build)
+      await r.builds.saveProgress(
+        buildId,
+        next.build,
+        next.build.state === build.state ? [build.state] : buildTransition(machineBuildEvent(next.build.state)).from,
+      );
     const states = new Map(next.jobs.map((m) => [m.id, m.to]));
     const runnable = jobs.filter((j) => j.type === 'trigger' && (states.get(j.id) ?? j.state) === 'scheduled');
     if (runnable.length) {
@@ -58,7 +62,7 @@ export async function advanceLocked(run: MachineRun, buildId: string): Promise<v
     }
     const state = next.build?.state ?? build.state;
     const blocked = next.build?.blocked ?? build.blocked;
-    if (b.triggeredFromJobId && TRIGGERED_BUILD_ENDS.includes(state) && !(state === 'passed' && blocked)) {
+    if (b.triggeredFromJobId && ENDED_BUILD_STATES.includes(state) && !(state === 'passed' && blocked)) {
       await finishTrigger(run, b.triggeredFromJobId, state);
     }
     return;
@@ -87,6 +91,6 @@ async function finishTrigger(run: MachineRun, jobId: string, buildState: BuildSt
   const { r, now } = run;
   const buildId = await r.jobs.buildOfRunningTrigger(jobId);
   if (!buildId) return; // async, already ended, or retried away
-  await r.jobs.endTrigger(jobId, triggerJobStateFor(buildState), now);
+  await r.jobs.endTrigger(jobId, triggerJobStateFor(buildState) === 'passed' ? 'trigger_passed' : 'trigger_failed', now);
   if (await r.builds.lock(buildId)) await advanceLocked(run, buildId);
 }

@@ -18,11 +18,12 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { User } from '../../core/identity';
 import type { ExpiredJob, Job, JobEnd } from '../jobs/model';
-import { automaticRetryRule, FAILED_STATES } from '../jobs/retry';
+import { automaticRetryRule } from '../jobs/retry';
 import type { NotifyEntry } from '../../pipelines/configuration';
 import type { Pipeline } from '../../pipelines/repository';
 import type { PlannedJob } from '../jobs/plan';
-import type { Build, BuildState, NewBuildFields } from '../model';
+import type { Build, JobState, NewBuildFields } from '../model';
+import { AUTO_RETRYABLE_JOB_STATES } from '../states';
 import { cancelBuild, supersede } from './cancellation';
 import { clusterQueuesOf, planBuild, writeBuild } from './creation';
 import { placeInCluster } from '../jobs/cluster-queue';
@@ -96,19 +97,19 @@ export class BuildProgress {
   }
 
   /**
-   * Cancels a build in one of `fromStates`: false if its state had moved on. Then, committed,
-   * its state machine runs: a build a synchronous trigger step is waiting on ends that step.
+   * Cancels a build (`cancel` in src/builds/states.ts): false if its state had moved on. Then,
+   * committed, its state machine runs: a build a synchronous trigger step is waiting on ends that step.
    */
-  async cancel(buildId: string, fromStates: BuildState[], at: Date): Promise<boolean> {
-    if (!(await this.db.transaction((trx) => cancelBuild(bind(this.repos, trx), buildId, fromStates, at)))) return false;
+  async cancel(buildId: string, at: Date): Promise<boolean> {
+    if (!(await this.db.transaction((trx) => cancelBuild(bind(this.repos, trx), buildId, at)))) return false;
     await this.advance(buildId);
     return true;
   }
 
-  /** Cancels the branch's builds in `fromStates` with their unfinished jobs (a deleted branch); returns how many. */
-  cancelBranch(pipelineId: string, branch: string, fromStates: BuildState[], at: Date): Promise<number> {
+  /** Cancels the branch's builds that can be (`cancel_branch`) with their unfinished jobs (a deleted branch); returns how many. */
+  cancelBranch(pipelineId: string, branch: string, at: Date): Promise<number> {
     // Below the largest 32-bit integer, the number column's type on Postgres: every build of the branch.
-    return this.db.transaction((trx) => supersede(bind(this.repos, trx), pipelineId, branch, 2 ** 31 - 1, fromStates, 'canceled', 'canceled', at));
+    return this.db.transaction((trx) => supersede(bind(this.repos, trx), pipelineId, branch, 2 ** 31 - 1, 'cancel_branch', at));
   }
 
   /**
@@ -142,13 +143,14 @@ export class BuildProgress {
   }
 
   /**
-   * Ends the agent's job, if it is still `from`, and frees the agent, together; false if the job
-   * had moved on. The build's machine is the caller's next step (advance or retryOrAdvance).
+   * Ends the agent's job by `transition` (a finish event, narrowed to the state the caller read),
+   * and frees the agent, together; false if the job had moved on. The build's machine is the
+   * caller's next step (advance or retryOrAdvance).
    */
-  finish(jobId: string, agentId: string, from: string, end: JobEnd): Promise<boolean> {
+  finish(jobId: string, agentId: string, transition: { from: readonly JobState[]; to: JobState }, end: JobEnd): Promise<boolean> {
     return this.db.transaction(async (trx) => {
       const r = bind(this.repos, trx);
-      if (!(await r.jobs.end(jobId, agentId, from, end))) return false;
+      if (!(await r.jobs.end(jobId, agentId, transition, end))) return false;
       await r.agents.jobFinished(agentId, end.finished_at);
       return true;
     });
@@ -159,7 +161,7 @@ export class BuildProgress {
    * (hidden from lists unless asked for); a canceled build runs again. A job is retried once
    * however many ask at once: false for the ones that lost.
    */
-  async retry(buildId: string, jobId: string, newId: string, fromStates: string[], by: RetriedBy): Promise<boolean> {
+  async retry(buildId: string, jobId: string, newId: string, fromStates: readonly JobState[], by: RetriedBy): Promise<boolean> {
     return (await this.retryJobs(buildId, [{ jobId, newId, fromStates }], by)) === 1;
   }
 
@@ -167,7 +169,7 @@ export class BuildProgress {
    * Retries of several jobs of one build, in one transaction and one run of its state machine;
    * how many were retried. `by` is the user who asked (a manual retry) or `automatic`.
    */
-  async retryJobs(buildId: string, retries: { jobId: string; newId: string; fromStates: string[] }[], by: RetriedBy): Promise<number> {
+  async retryJobs(buildId: string, retries: { jobId: string; newId: string; fromStates: readonly JobState[] }[], by: RetriedBy): Promise<number> {
     const at = clock.now();
     const type = by === 'automatic' ? 'automatic' : 'manual';
     const done = await this.inLockedBuild(buildId, at, async (r) => {
@@ -192,7 +194,7 @@ export class BuildProgress {
   async retryOrAdvance(job: Pick<Job, 'id' | 'buildId' | 'step' | 'retriesCount'>, exitStatus: number, signalReason: string | null): Promise<string | null> {
     if (automaticRetryRule(job.step, job.retriesCount ?? 0, exitStatus, signalReason)) {
       const newId = crypto.randomUUID();
-      if (await this.retry(job.buildId, job.id, newId, FAILED_STATES, 'automatic')) return newId;
+      if (await this.retry(job.buildId, job.id, newId, AUTO_RETRYABLE_JOB_STATES, 'automatic')) return newId;
     }
     await this.advance(job.buildId);
     return null;
@@ -282,13 +284,19 @@ export class BuildProgress {
   }
 
   /**
-   * The job of an agent that went silent, if it still holds it in `job.state`, ends as `end`
-   * says (failed, canceled or timed out if it had started; expired if not), with `line` added
-   * to its log. Then the build's state machine runs.
+   * The job of an agent that went silent, if it still holds it in `job.state`, ends by
+   * `transition` (narrowed to `job.state`) as `end` says (failed, canceled or timed out if it had
+   * started; expired if not), with `line` added to its log. Then the build's state machine runs.
    */
-  async endSilentAgentJob(job: Job, agentId: string, end: JobEnd | ExpiredJob, line: string): Promise<boolean> {
+  async endSilentAgentJob(
+    job: Job,
+    agentId: string,
+    transition: { from: readonly JobState[]; to: JobState },
+    end: JobEnd | ExpiredJob,
+    line: string,
+  ): Promise<boolean> {
     const moved = await this.inLockedBuild(job.buildId, end.finished_at, async (r) => {
-      if (!(await r.jobs.end(job.id, agentId, job.state, end))) return false;
+      if (!(await r.jobs.end(job.id, agentId, transition, end))) return false;
       await r.logs.appendLine(job.id, line, end.finished_at);
       await r.agents.dropJobIfHeld(agentId, job.id);
       return true;

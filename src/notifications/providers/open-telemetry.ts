@@ -46,6 +46,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { OPEN_TELEMETRY_EVENTS, type AttemptResult, type HttpSend, type NotificationEvent, type Representation } from '../events';
+import { UNSUCCESSFUL_BUILD_STATES, UNSUCCESSFUL_JOB_STATES } from '../../builds/states';
 
 /** The service's settings, as the notification services API documents them (map values are strings). */
 export interface OpenTelemetrySettings {
@@ -254,8 +255,8 @@ function jobAttributes(j: Representation, window: { start: Date }): Attributes {
   return a;
 }
 
-const FAILED_JOB_STATES = new Set(['failed', 'timed_out', 'canceled', 'expired', 'broken']);
-const FAILED_BUILD_STATES = new Set(['failed', 'canceled']);
+const FAILED_JOB_STATES = new Set<string>(UNSUCCESSFUL_JOB_STATES);
+const FAILED_BUILD_STATES = new Set<string>(UNSUCCESSFUL_BUILD_STATES);
 
 function setStatus(span: Span, state: string | undefined, ok: boolean, failed: boolean): void {
   if (failed) {

@@ -7,7 +7,7 @@
 import type { Job } from '../../builds/jobs/model';
 import type { BuildWithJobs } from '../../builds/service';
 import type { ManualField } from '../../pipelines/configuration/step-types';
-import { CANCELABLE_STATES } from '../../builds/model';
+import { CANCELABLE_BUILD_STATES, LIVE_JOB_STATES, RETRYABLE_JOB_STATES, retryFrom } from '../../builds/states';
 import { sendLogText } from '../../builds/jobs/log-output';
 import { NotFoundError, ValidationError } from '../../core/errors';
 import type { Agent } from '../../agents/repository';
@@ -23,8 +23,6 @@ import { csrfField, duration, layout, postButton, stateBadge, table, time, type 
 
 /** Largest tail of a log the page renders; the whole log is one click away (log.txt). */
 export const LOG_RENDER_LIMIT = 1024 * 1024;
-const RUNNING_STATES = ['scheduled', 'assigned', 'accepted', 'running', 'canceling', 'timing_out', 'waiting', 'limited', 'limiting', 'pending'];
-const RETRYABLE = ['failed', 'timed_out', 'canceled'];
 
 function buildNumber(s: string | undefined): number {
   const n = Number(s);
@@ -106,10 +104,13 @@ function jobItem(v: BuildPageView, base: string, j: Job): Html {
   }
   const jobPath = `${base}/jobs/${j.id}`;
   const retry =
-    v.canWrite && !j.retried && (RETRYABLE.includes(j.state) || (j.state === 'passed' && j.step.type === 'script' && j.step.retry?.manual?.permit_on_passed))
+    v.canWrite &&
+    !j.retried &&
+    (RETRYABLE_JOB_STATES.includes(j.state) ||
+      (retryFrom('retry_passed').includes(j.state) && j.step.type === 'script' && j.step.retry?.manual?.permit_on_passed))
       ? postButton(v.ctx, `${jobPath}/retry`, 'Retry', { secondary: true, name: `Retry ${jobName(j)}` })
       : '';
-  const running = RUNNING_STATES.includes(j.state);
+  const running = LIVE_JOB_STATES.includes(j.state);
   return html`<li id="${j.id}">
     ${head}
     <div class="actions">${retry}${v.canReadLogs ? html`<a href="${jobPath}/log.txt" download="${`job-${j.id}.log`}">Download log</a>` : ''}</div>
@@ -132,7 +133,7 @@ export function buildPage(v: BuildPageView): string {
   const base = `/${org}/${pipeline.slug}/builds/${build.number}`;
   const actions = v.canWrite
     ? html`<div class="actions">
-        ${CANCELABLE_STATES.includes(build.state) ? postButton(v.ctx, `${base}/cancel`, 'Cancel build', { secondary: true }) : ''}${
+        ${CANCELABLE_BUILD_STATES.includes(build.state) ? postButton(v.ctx, `${base}/cancel`, 'Cancel build', { secondary: true }) : ''}${
           pipeline.allowRebuilds ? postButton(v.ctx, `${base}/rebuild`, 'Rebuild') : ''
         }
       </div>`
@@ -267,7 +268,7 @@ export function registerBuildPages(web: WebRouter): void {
   web.data('/:org/:pipeline/builds/:number/jobs/:job/log', 'getJobLog', async ({ principal, params, query, res }) => {
     const actor = actorFor(principal, params.org!);
     const { job } = await jobs.find(actor, ...target(params), idParam(params.job, 'job'));
-    const finished = !RUNNING_STATES.includes(job.state);
+    const finished = !LIVE_JOB_STATES.includes(job.state);
     let size = 0;
     const parts: string[] = [];
     let kept = 0;

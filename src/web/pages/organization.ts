@@ -1,5 +1,6 @@
 /** The organization's home (its pipelines with their latest default-branch build), a pipeline's builds, and the new pipeline and new build forms. */
 import type { BuildState } from '../../builds/model';
+import { BUILD_STATES as ALL_BUILD_STATES } from '../../builds/states';
 import type { BuildWithJobs } from '../../builds/service';
 import { actorFor, mayCall } from '../context';
 import { isUuid } from '../../core/uuid';
@@ -9,20 +10,8 @@ import { csrfField, layout, pagination, stateBadge, table, time } from '../ui';
 import { keyValueLines, pageNumber, textField } from './forms';
 
 const PER_PAGE = 30;
-const BUILD_STATES: (BuildState | 'finished')[] = [
-  'running',
-  'scheduled',
-  'passed',
-  'failing',
-  'failed',
-  'blocked',
-  'canceling',
-  'canceled',
-  'skipped',
-  'not_run',
-  'creating',
-  'finished',
-];
+/** What the state filter offers: every build state, then `finished`. */
+const BUILD_STATES: (BuildState | 'finished')[] = [...ALL_BUILD_STATES, 'finished'];
 
 function buildRow(org: string, b: BuildWithJobs) {
   const path = `/${org}/${b.pipeline.slug}/builds/${b.build.number}`;
