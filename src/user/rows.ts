@@ -5,3 +5,8 @@ import { toDate } from '../db/values';
 export function userFromRow(row: { id: string; name: string; email: string; created_at: unknown }): User {
   return { id: row.id, name: row.name, email: row.email, createdAt: toDate(row.created_at) };
 }
+
+/** A user as a left join selects it (`u.id as creator_id`...): null when the join found none. */
+export function joinedUser(id: string | null, name: string | null, email: string | null, createdAt: unknown): User | null {
+  return id !== null && name !== null && email !== null ? userFromRow({ id, name, email, created_at: createdAt }) : null;
+}
