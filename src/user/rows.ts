@@ -1,6 +1,10 @@
 /** A user row (also as other areas' queries select it, with these column names) into a User. */
-import type { User } from '../core/identity';
+import type { Role, User } from '../core/identity';
 import { toDate } from '../db/values';
+import { keysOf } from '../db/row-types-typed-c';
+
+/** Every Role, to check a role column against (`oneOf(ROLES, r.role, ...)`). */
+export const ROLES: readonly Role[] = keysOf<Role>({ admin: true, member: true });
 
 export function userFromRow(row: { id: string; name: string; email: string; created_at: unknown }): User {
   return { id: row.id, name: row.name, email: row.email, createdAt: toDate(row.created_at) };
