@@ -41,7 +41,7 @@ interface Pool {
 /** A job's queue, as its agent query rules name it (`queue=deploy`); none named: `default`, as agents are. */
 export function queueOf(agentQueryRulesJson: string): string {
   try {
-    const rules = JSON.parse(agentQueryRulesJson) as unknown;
+    const rules: unknown = JSON.parse(agentQueryRulesJson);
     if (Array.isArray(rules)) return queueRuleOf(rules.filter((r): r is string => typeof r === 'string')) ?? 'default';
   } catch {
     // Stored by us as JSON; an unreadable value is counted, not dropped.

@@ -45,7 +45,7 @@ export function loadOrCreateSecret(configured: string | undefined, dataDir: stri
   try {
     return fs.readFileSync(file, 'utf8').trim();
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    if (!(err instanceof Error && 'code' in err && err.code === 'ENOENT')) throw err;
   }
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const secret = crypto.randomBytes(48).toString('base64url');
@@ -54,7 +54,7 @@ export function loadOrCreateSecret(configured: string | undefined, dataDir: stri
     fs.writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' });
     return secret;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return fs.readFileSync(file, 'utf8').trim();
+    if (err instanceof Error && 'code' in err && err.code === 'EEXIST') return fs.readFileSync(file, 'utf8').trim();
     throw err;
   }
 }
