@@ -419,11 +419,7 @@ function watchAvailability(db: Knex, kind: DatabaseKind, logger: Logger): void {
   const failed = (err: unknown) => {
     if (down || !isUnavailableError(err)) return;
     // node-pg's own connection failures have no code, only a fixed message (after Knex's `<statement> - `).
-    const code =
-      stringField(err, 'code') ??
-      String(fieldOf(err, 'message'))
-        .split(' - ')
-        .at(-1)!;
+    const code = stringField(err, 'code') ?? String(fieldOf(err, 'message')).split(' - ').at(-1)!;
     down = { since: Date.now(), code, writesOnly: /^SQLITE_(BUSY|LOCKED)/.test(code) };
     logger.error({ database: kind, code }, 'database unavailable: requests that need it answer 503 until it is back');
   };

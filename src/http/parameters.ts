@@ -326,6 +326,7 @@ interface OperationRules {
 export function parameterRulesFromSpec(doc: SpecDoc): OperationRules[] {
   const rules: OperationRules[] = [];
   for (const { method, path, operation: op, pathItem } of specOperations<Operation>(doc)) {
+    // cast: a path item's shared parameters, in the spec's shape (as specOperations reads operations).
     const shared = ((pathItem.parameters as Parameter[] | undefined) ?? []).map((p) => resolve(doc, p)!);
     const own = (op.parameters ?? []).map((p) => resolve(doc, p)!);
     const byKey = new Map([...shared, ...own].map((p) => [`${p.in}:${p.name}`, p]));

@@ -152,6 +152,7 @@ export class Metrics {
 
   /** The figures read at scrape time. */
   private async refresh(): Promise<void> {
+    // cast: Knex types `db.client` as any; its pool is tarn's.
     const pool = (this.db.client as { pool?: Pool }).pool;
     this.pool.set({ state: 'used' }, pool?.numUsed() ?? 0);
     this.pool.set({ state: 'free' }, pool?.numFree() ?? 0);

@@ -89,7 +89,9 @@ export class RuleRepository {
 
   /** The rules of `type` from the source pipeline to the target one. */
   async between(type: RuleType, sourcePipelineId: string, targetPipelineId: string): Promise<Rule[]> {
-    const rows = await this.base().where({ 'r.type': type, 'r.source_pipeline_id': sourcePipelineId, 'r.target_pipeline_id': targetPipelineId }).select<RuleJoinRow[]>(SELECT);
+    const rows = await this.base()
+      .where({ 'r.type': type, 'r.source_pipeline_id': sourcePipelineId, 'r.target_pipeline_id': targetPipelineId })
+      .select<RuleJoinRow[]>(SELECT);
     return rows.map(fromRow);
   }
 

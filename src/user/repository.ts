@@ -7,7 +7,8 @@ import { oneOf, type Nullable } from '../db/row-types-typed-c';
 import type { OrganizationMembersRow, OrganizationsRow, UsersRow } from '../db/tables';
 
 /** A user as `listWithMemberships` selects it, once per organization it is a member of (nulls: none). */
-type UserMembershipRow = Pick<UsersRow, 'id' | 'name' | 'email' | 'created_at'> & Nullable<Pick<OrganizationMembersRow, 'role'> & Pick<OrganizationsRow, 'slug'>>;
+type UserMembershipRow = Pick<UsersRow, 'id' | 'name' | 'email' | 'created_at'> &
+  Nullable<Pick<OrganizationMembersRow, 'role'> & Pick<OrganizationsRow, 'slug'>>;
 import { clock } from '../core/clock';
 
 export class UserRepository {

@@ -179,7 +179,8 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
     res,
     principal,
     ctx: baseContext(req, principal, csrfTokenOf(sid)),
-    params: req.params,
+    // cast: the pages' routes name their parameters (no wildcards), each one string.
+    params: req.params as Record<string, string>,
     query: Object.fromEntries(Object.entries(req.query).map(([k, v]) => [k, typeof v === 'string' ? v : undefined])),
     body: isRecord(req.body) ? req.body : {},
   });

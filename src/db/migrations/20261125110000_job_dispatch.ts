@@ -31,7 +31,9 @@ export async function up(knex: Knex): Promise<void> {
     t.string('dispatch_key', 64);
   });
   // A subquery as a bound value is written in parentheses, as Knex writes one given as the column's value.
-  await knex<JobsThen>('jobs').update({ organization_id: knex.raw('?', [knex('builds').select('organization_id').where('builds.id', knex.ref('jobs.build_id'))]) });
+  await knex<JobsThen>('jobs').update({
+    organization_id: knex.raw('?', [knex('builds').select('organization_id').where('builds.id', knex.ref('jobs.build_id'))]),
+  });
   for (const { agent_query_rules: rules } of await knex<JobsThen>('jobs').distinct('agent_query_rules')) {
     await knex<JobsThen>('jobs')
       .where({ agent_query_rules: rules })
