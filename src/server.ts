@@ -16,7 +16,7 @@ import { createApp } from './app';
 import { bootstrapIfEmpty, type Bootstrapped } from './bootstrap';
 import { ConfigError, type Config } from './config';
 import { clock } from './core/clock';
-import { errorMessage } from './core/unknown-typed-c';
+import { errorMessage, stringField } from './core/unknown-typed-c';
 import { migrateLatest } from './db/knex';
 import { clientErrorHandler } from './http/error-handler';
 import { createLogger, type Logger } from './http/logger';
@@ -121,7 +121,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
   } catch (err) {
     await services.db.destroy();
     removeEphemeralDir(config);
-    throw new ListenError(config, err instanceof Error ? err : new Error(String(err)));
+    throw new ListenError(config, err);
   }
   const address = server.address();
   // Listening on a host and port (not a pipe): the address is the host's and port's.
@@ -213,16 +213,17 @@ function refuseAfterClose(res: http.ServerResponse): void {
 
 /** The port could not be bound: what to do about it, in words. */
 export class ListenError extends Error {
-  constructor(config: Config, cause: NodeJS.ErrnoException) {
+  constructor(config: Config, cause: unknown) {
     const where = `${config.host}:${config.port}`;
+    const code = stringField(cause, 'code');
     const why =
-      cause.code === 'EADDRINUSE'
+      code === 'EADDRINUSE'
         ? `port ${config.port} is in use by another process (choose another with PORT or --port)`
-        : cause.code === 'EACCES'
+        : code === 'EACCES'
           ? `permission denied (ports below 1024 need privileges; choose another with PORT or --port)`
-          : cause.code === 'EADDRNOTAVAIL'
+          : code === 'EADDRNOTAVAIL'
             ? `no interface of this machine has the address ${config.host} (set HOST or --host)`
-            : cause.message;
+            : errorMessage(cause);
     super(`cannot listen on ${where}: ${why}`, { cause });
   }
 }

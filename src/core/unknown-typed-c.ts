@@ -20,7 +20,10 @@ export function numberField(value: unknown, key: string): number | undefined {
   return typeof v === 'number' ? v : undefined;
 }
 
-/** A caught value's message: an Error's, or the value as text. */
+/**
+ * A caught value's message: an Error's, or the value as text. Read as a field, not by
+ * `instanceof Error`: Node's own errors (fs, net) come from another realm under Jest's VM.
+ */
 export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return stringField(err, 'message') ?? String(err);
 }

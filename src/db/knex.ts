@@ -217,7 +217,8 @@ function createKnexFor(opts: DatabaseOptions): Knex {
             if (opts.url !== ':memory:') checkpointers.set(conn, new WalCheckpointer(conn, path.resolve(opts.url)));
             done(null, conn);
           } catch (err) {
-            done(err instanceof Error ? err : new Error(String(err)), conn);
+            // cast: the driver's own error, passed on as it is (its code says whether the database is unavailable).
+            done(err as Error, conn);
           }
         },
       },

@@ -34,6 +34,7 @@ import type { Duplex } from 'node:stream';
 import type { LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { errorMessage, stringField } from '../core/unknown-typed-c';
 
 export interface OutboundSettings {
   /** Allow loopback, private, link-local... destinations (tests, and installations whose receivers are inside). */
@@ -324,7 +325,7 @@ export class Outbound {
           onResponse,
         );
       } catch (err) {
-        finish(new OutboundRefused('invalid_request', `the request to ${hostname} cannot be sent: ${err instanceof Error ? err.message : String(err)}`));
+        finish(new OutboundRefused('invalid_request', `the request to ${hostname} cannot be sent: ${errorMessage(err)}`));
         return;
       }
       req.on('error', (err) => finish(failure(err, hostname)));
@@ -383,7 +384,7 @@ const TLS_CODES = /^(CERT_|ERR_TLS_|ERR_SSL_|UNABLE_TO_|SELF_SIGNED_|DEPTH_ZERO_
 
 /** A system error's code (`ECONNREFUSED`, `CERT_HAS_EXPIRED`...), if it has one. */
 function errnoCode(err: unknown): string | undefined {
-  return err instanceof Error && 'code' in err && typeof err.code === 'string' ? err.code : undefined;
+  return stringField(err, 'code');
 }
 
 function failure(err: Error, hostname: string): OutboundRefused {
