@@ -177,7 +177,7 @@ export function createApp(deps: AppDeps): express.Express {
       limit: deps.bodyLimitBytes,
       type: jsonTypes,
       verify: (req, _res, buf) => {
-        (req as RawBodyRequest).rawBody = buf;
+        Object.assign(req, { rawBody: buf } satisfies Partial<RawBodyRequest>);
       },
     }),
   );

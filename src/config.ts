@@ -250,7 +250,7 @@ export function parseClockMode(raw: string | undefined, name = 'WINDSOCK_CLOCK')
   const instant = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/i.exec(value);
   const at = instant ? new Date(value) : null;
   // Date rolls a day that does not exist (February 30) over into the next month: refuse it instead.
-  const [y, m, d] = value.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const [y = NaN, m = NaN, d = NaN] = value.slice(0, 10).split('-').map(Number);
   if (!at || Number.isNaN(at.getTime()) || new Date(Date.UTC(y, m - 1, d)).getUTCDate() !== d) {
     const hint = /^\d{4}-\d{2}-\d{2}T[\d:.]+$/.test(value) ? ' (an instant needs its time zone: Z or +hh:mm)' : '';
     throw new ConfigError(

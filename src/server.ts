@@ -10,13 +10,13 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { createApp } from './app';
 import { bootstrapIfEmpty, type Bootstrapped } from './bootstrap';
 import { ConfigError, type Config } from './config';
 import { clock } from './core/clock';
+import { errorMessage, stringField } from './core/unknown-typed-c';
 import { migrateLatest } from './db/knex';
 import { clientErrorHandler } from './http/error-handler';
 import { createLogger, type Logger } from './http/logger';
@@ -121,9 +121,11 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
   } catch (err) {
     await services.db.destroy();
     removeEphemeralDir(config);
-    throw new ListenError(config, err as NodeJS.ErrnoException);
+    throw new ListenError(config, err);
   }
-  const address = server.address() as AddressInfo;
+  const address = server.address();
+  // Listening on a host and port (not a pipe): the address is the host's and port's.
+  if (address === null || typeof address === 'string') throw new Error(`not listening on a TCP port: ${String(address)}`);
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   // Only now that the port is ours: a first start that could not listen has created nothing.
   // Requests that arrive meanwhile wait for it (see `bootstrapped` above).
@@ -211,16 +213,17 @@ function refuseAfterClose(res: http.ServerResponse): void {
 
 /** The port could not be bound: what to do about it, in words. */
 export class ListenError extends Error {
-  constructor(config: Config, cause: NodeJS.ErrnoException) {
+  constructor(config: Config, cause: unknown) {
     const where = `${config.host}:${config.port}`;
+    const code = stringField(cause, 'code');
     const why =
-      cause.code === 'EADDRINUSE'
+      code === 'EADDRINUSE'
         ? `port ${config.port} is in use by another process (choose another with PORT or --port)`
-        : cause.code === 'EACCES'
+        : code === 'EACCES'
           ? `permission denied (ports below 1024 need privileges; choose another with PORT or --port)`
-          : cause.code === 'EADDRNOTAVAIL'
+          : code === 'EADDRNOTAVAIL'
             ? `no interface of this machine has the address ${config.host} (set HOST or --host)`
-            : cause.message;
+            : errorMessage(cause);
     super(`cannot listen on ${where}: ${why}`, { cause });
   }
 }
@@ -287,7 +290,7 @@ export async function serve(config: Config): Promise<void> {
   try {
     running = await startServer(config);
   } catch (err) {
-    process.stderr.write(`windsock: ${(err as Error).message}\n`);
+    process.stderr.write(`windsock: ${errorMessage(err)}\n`);
     // A setting, the fixture file or the admin token at fault is a usage error (2), as for a bad
     // variable read before the start; what the machine refused (the port, the database) is 1.
     process.exit(err instanceof ConfigError ? 2 : 1);

@@ -7,6 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { isRecord } from './db/row-types-typed-c';
 
 export interface Spec {
   doc: Record<string, unknown>;
@@ -30,7 +31,8 @@ function generatedDir(): string {
 export function loadSpec(): Spec {
   if (!cached) {
     const dir = generatedDir();
-    const doc = JSON.parse(fs.readFileSync(path.join(dir, 'openapi.json'), 'utf8')) as Record<string, unknown>;
+    const doc: unknown = JSON.parse(fs.readFileSync(path.join(dir, 'openapi.json'), 'utf8'));
+    if (!isRecord(doc)) throw new Error(`${path.join(dir, 'openapi.json')} is not a JSON object`);
     cached = {
       doc,
       yaml: fs.readFileSync(path.join(dir, 'openapi.yaml'), 'utf8'),

@@ -1,11 +1,22 @@
 /** Access token rows and the memberships a token reaches: rows in, domain objects out. */
 import type { Knex } from 'knex';
-import type { AccessToken, Organization, Principal, Role, Scope } from '../core/identity';
-import { parseJson, toDate, toDateOrNull } from '../db/values';
+import { SCOPES, type AccessToken, type Organization, type Principal, type Role } from '../core/identity';
+import { toDate, toDateOrNull } from '../db/values';
+import { isOneOf, isStringArray, jsonColumn, oneOf, type Nullable, type Prefixed } from '../db/row-types-typed-c';
+import type { AccessTokensRow, OrganizationMembersRow, OrganizationsRow, UsersRow } from '../db/tables';
 import { isUniqueViolation } from '../db/knex';
 import { ValidationError } from '../core/errors';
 import { orgFromRow } from '../organizations/rows';
-import { userFromRow } from '../user/rows';
+import { ROLES, userFromRow } from '../user/rows';
+
+/** A token as `findWhere` selects it: with its user, and each organization it reaches where the user is a member (null when none). */
+type TokenPrincipalRow = AccessTokensRow &
+  Prefixed<Pick<UsersRow, 'name' | 'email' | 'created_at'>, 'user_'> &
+  Nullable<Prefixed<Pick<OrganizationMembersRow, 'role'>, 'member_'>> &
+  Nullable<Prefixed<Pick<OrganizationsRow, 'id' | 'slug' | 'name' | 'teams_enabled' | 'created_at'>, 'org_'>>;
+
+/** A token as `list` selects it: with its user's email and the slug of each organization it names. */
+type ListedTokenRow = AccessTokensRow & Pick<Prefixed<UsersRow, 'user_'>, 'user_email'> & Nullable<Pick<Prefixed<OrganizationsRow, 'org_'>, 'org_slug'>>;
 
 /** A stored token with its principal, and what decides whether it may still be used. */
 export interface StoredToken {
@@ -70,7 +81,7 @@ export class AccessTokenRepository {
   /** The installation admin token's id and, when its secret was given, the secret's hash. */
   async findInstallationAdmin(): Promise<{ id: string; secretHash: string | null } | null> {
     const row = await this.db('access_tokens').where({ installation_admin: true }).whereNull('revoked_at').first('id', 'secret_hash');
-    return row ? { id: row.id as string, secretHash: (row.secret_hash as string | null) ?? null } : null;
+    return row ? { id: row.id, secretHash: row.secret_hash ?? null } : null;
   }
 
   private async findWhere(column: 't.id' | 't.secret_hash', value: string): Promise<StoredToken | null> {
@@ -82,7 +93,7 @@ export class AccessTokenRepository {
       })
       .leftJoin('organizations as o', 'o.id', 'm.organization_id')
       .where(column, value)
-      .select(
+      .select<TokenPrincipalRow[]>(
         't.*',
         'u.name as user_name',
         'u.email as user_email',
@@ -101,8 +112,9 @@ export class AccessTokenRepository {
     for (const r of rows) {
       if (!r.org_id) continue;
       const organization = orgFromRow({ id: r.org_id, slug: r.org_slug, name: r.org_name, teams_enabled: r.org_teams_enabled, created_at: r.org_created_at });
-      organizations.set(organization.id, r.member_role as Role);
-      organizationsBySlug.set(organization.slug, { organization, role: r.member_role as Role });
+      const role = oneOf(ROLES, r.member_role, 'organization_members.role');
+      organizations.set(organization.id, role);
+      organizationsBySlug.set(organization.slug, { organization, role });
     }
     return {
       principal: {
@@ -111,7 +123,7 @@ export class AccessTokenRepository {
         organizations,
         organizationsBySlug,
       },
-      userId: row.user_id as string,
+      userId: row.user_id,
       revokedAt: toDateOrNull(row.revoked_at),
     };
   }
@@ -127,7 +139,7 @@ export class AccessTokenRepository {
       .leftJoin('access_token_organizations as ato', 'ato.access_token_id', 't.id')
       .leftJoin('organizations as o', 'o.id', 'ato.organization_id')
       .orderBy([{ column: 't.created_at' }, { column: 't.id' }, { column: 'o.slug' }])
-      .select('t.*', 'u.email as user_email', 'o.slug as org_slug');
+      .select<ListedTokenRow[]>('t.*', 'u.email as user_email', 'o.slug as org_slug');
     if (filter.userId) q.where('t.user_id', filter.userId);
     if (filter.organizationId) {
       q.whereIn('t.id', this.db('access_token_organizations').where({ organization_id: filter.organizationId }).select('access_token_id'));
@@ -136,12 +148,12 @@ export class AccessTokenRepository {
     for (const row of await q) {
       const entry: ListedToken = listed.get(row.id) ?? {
         token: tokenFromRow(row),
-        userEmail: row.user_email as string,
+        userEmail: row.user_email,
         organizations: [],
         revokedAt: toDateOrNull(row.revoked_at),
       };
       listed.set(row.id, entry);
-      if (row.org_slug) entry.organizations.push(row.org_slug as string);
+      if (row.org_slug) entry.organizations.push(row.org_slug);
     }
     return [...listed.values()];
   }
@@ -153,11 +165,12 @@ export class AccessTokenRepository {
   }
 }
 
-function tokenFromRow(row: Record<string, unknown>): AccessToken {
+function tokenFromRow(row: AccessTokensRow): AccessToken {
   return {
-    id: row.id as string,
-    description: (row.description as string | null) ?? null,
-    scopes: parseJson<Scope[]>(row.scopes, []),
+    id: row.id,
+    description: row.description ?? null,
+    // A scope this version does not know (none is ever written: tokens are checked on creation) grants nothing.
+    scopes: jsonColumn(row.scopes, [], isStringArray, 'access_tokens.scopes').filter((s) => isOneOf(SCOPES, s)),
     createdAt: toDate(row.created_at),
     expiresAt: toDate(row.expires_at),
   };

@@ -13,7 +13,8 @@ import crypto from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { UnauthorizedError, ValidationError } from '../core/errors';
 import { clock } from '../core/clock';
-import { SCOPES, type AccessToken, type Principal, type Scope } from '../core/identity';
+import { SCOPES, type AccessToken, type Principal } from '../core/identity';
+import { isOneOf } from '../db/row-types-typed-c';
 import type { Keys } from '../security/keys';
 import type { AccessTokenRepository, ListedToken } from './repository';
 
@@ -75,13 +76,14 @@ export class AccessTokenService {
   }
 
   private newToken(input: TokenInput): AccessToken {
-    const unknown = input.scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
+    const unknown = input.scopes.filter((s) => !isOneOf(SCOPES, s));
     if (unknown.length) throw ValidationError.field('scopes', `unknown scope(s): ${unknown.join(', ')}`);
+    const scopes = input.scopes.filter((s) => isOneOf(SCOPES, s));
     if (input.expiresAt.getTime() <= clock.nowMs()) throw ValidationError.field('expires_at', 'must be in the future');
     return {
       id: crypto.randomUUID(),
       description: input.description ?? null,
-      scopes: [...new Set(input.scopes)] as Scope[],
+      scopes: [...new Set(scopes)],
       createdAt: input.createdAt ?? clock.now(),
       expiresAt: input.expiresAt,
     };

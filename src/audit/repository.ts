@@ -1,6 +1,8 @@
 /** The audit log's rows: written on the caller's transaction, read newest first. */
 import type { Knex } from 'knex';
-import { parseJson, toDate } from '../db/values';
+import { toDate } from '../db/values';
+import { isRecord, jsonColumn } from '../db/row-types-typed-c';
+import type { AuditEventsRow } from '../db/tables';
 
 export interface AuditParty {
   type: string;
@@ -21,16 +23,17 @@ export interface AuditEvent {
   data: Record<string, unknown>;
 }
 
-function fromRow(r: Record<string, unknown>): AuditEvent {
+function fromRow(r: AuditEventsRow): AuditEvent {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    type: r.type as string,
+    id: r.id,
+    organizationId: r.organization_id,
+    type: r.type,
     occurredAt: toDate(r.occurred_at),
-    actor: r.actor_type ? { type: r.actor_type as string, id: r.actor_id as string, name: (r.actor_name as string | null) ?? null } : null,
-    subject: { type: r.subject_type as string, id: r.subject_id as string, name: (r.subject_name as string | null) ?? null },
-    context: parseJson<Record<string, unknown> | null>(r.context, null),
-    data: parseJson<Record<string, unknown>>(r.data, {}),
+    // insert() writes the actor's type and id together (both null for the command line).
+    actor: r.actor_type && r.actor_id !== null ? { type: r.actor_type, id: r.actor_id, name: r.actor_name ?? null } : null,
+    subject: { type: r.subject_type, id: r.subject_id, name: r.subject_name ?? null },
+    context: jsonColumn<Record<string, unknown> | null>(r.context, null, isRecord, 'audit_events.context'),
+    data: jsonColumn(r.data, {}, isRecord, 'audit_events.data'),
   };
 }
 

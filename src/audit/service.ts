@@ -43,12 +43,15 @@ const SECRET_KEY =
 
 export function redact(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redact);
-  if (value && typeof value === 'object' && !(value instanceof Date)) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) if (!SECRET_KEY.test(k) && v !== undefined) out[k] = redact(v);
-    return out;
-  }
+  if (value && typeof value === 'object' && !(value instanceof Date)) return redactObject(value);
   return value;
+}
+
+/** `redact` of an object: its keys but the secret ones, each value redacted. */
+function redactObject(value: object): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) if (!SECRET_KEY.test(k) && v !== undefined) out[k] = redact(v);
+  return out;
 }
 
 /**
@@ -90,7 +93,7 @@ export class AuditLog {
         actor: actor.principal ? { type: 'User', id: actor.principal.user.id, name: actor.principal.user.name } : null,
         subject: entry.subject,
         context: { type: entry.context ?? (actor.principal ? 'APIContext' : 'CommandLineContext') },
-        data: redact(entry.data ?? {}) as Record<string, unknown>,
+        data: redactObject(entry.data ?? {}),
       },
       trx,
     );

@@ -26,6 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createWindsockClient, ok, WindsockApiError, type paths } from '../../clients/typescript/src';
 import { installBuildkiteAgentShim } from './buildkite-agent-shim';
+import { errorMessage } from '../core/unknown-typed-c';
 
 export interface AgentOptions {
   endpoint: string;
@@ -117,7 +118,7 @@ async function runAgent(o: AgentOptions): Promise<void> {
     try {
       first = await register();
     } catch (err) {
-      log(`${o.name}: registering: ${(err as Error).message}`);
+      log(`${o.name}: registering: ${errorMessage(err)}`);
       await sleep(Math.min(interval * 2 ** Math.min(attempt, 16), MAX_BACKOFF_MS), o.signal);
       if (o.signal?.aborted) return void (await fs.rm(bin, { recursive: true, force: true }));
     }
@@ -129,7 +130,7 @@ async function runAgent(o: AgentOptions): Promise<void> {
       ping = await ok(agent.api.GET('/v3/ping'));
     } catch (err) {
       // The service restarted or is unreachable: wait, connect again, go on polling.
-      log(`${o.name}: ${(err as Error).message}`);
+      log(`${o.name}: ${errorMessage(err)}`);
       await sleep(interval, o.signal);
       await agent.api.POST('/v3/connect').catch(() => undefined);
       continue;
@@ -160,7 +161,7 @@ async function runAgent(o: AgentOptions): Promise<void> {
     try {
       await runJob({ ...agent, bin }, job, o, log);
     } catch (err) {
-      log(`${o.name}: job ${job.id}: ${(err as Error).message}`);
+      log(`${o.name}: job ${job.id}: ${errorMessage(err)}`);
       await sleep(interval, o.signal);
     }
   }
@@ -236,14 +237,16 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
         api.POST('/v3/jobs/{job_id}/chunks', {
           params: { path: { job_id: job.id }, query },
           // The gzip bytes as they are: the SDK's JSON serializer is for JSON bodies.
+          // cast: the spec types this text/plain body as a string; the bytes go through bodySerializer unchanged.
           body: body as unknown as string,
+          // cast: the SDK hands back the body given above (the bytes).
           bodySerializer: (b: unknown) => b as string,
           headers: { 'Content-Type': 'text/plain', 'Content-Encoding': 'gzip' },
         }),
       );
     } catch (err) {
       chunksFailed++;
-      log(`${o.name}: job ${job.id}: log chunk ${query.sequence} not sent: ${(err as Error).message}`);
+      log(`${o.name}: job ${job.id}: log chunk ${query.sequence} not sent: ${errorMessage(err)}`);
     }
   };
   const flush = () => {
@@ -322,7 +325,7 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
     );
   } catch (err) {
     // Refused (the job was taken from this agent) or the service stayed away: the job is given up.
-    log(`${o.name}: job ${job.id}: finish not accepted: ${(err as Error).message}`);
+    log(`${o.name}: job ${job.id}: finish not accepted: ${errorMessage(err)}`);
   }
   await fs.rm(dir, { recursive: true, force: true });
   log(`${o.name}: job ${job.id} exited ${exitStatus}`);

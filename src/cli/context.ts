@@ -176,7 +176,7 @@ export function repeated(split: boolean): (value: string, previous: string[] | u
 /** Rows under a header, each column as wide as its widest cell; `--json` prints the objects instead. */
 export function printRows<T extends Record<string, unknown>>(cli: Cli, rows: T[], columns: { [K in keyof T]?: string }, json: boolean): void {
   if (json) return print(cli, JSON.stringify(rows, null, 2));
-  const keys = Object.keys(columns) as (keyof T)[];
+  const keys = Object.keys(columns).filter((k): k is Extract<keyof T, string> => k in columns);
   const cell = (v: unknown) => (v === null || v === undefined ? '-' : v instanceof Date ? v.toISOString() : Array.isArray(v) ? v.join(',') || '-' : String(v));
   const table = [keys.map((k) => columns[k]!), ...rows.map((r) => keys.map((k) => cell(r[k])))];
   const widths = keys.map((_, i) => Math.max(...table.map((line) => line[i]!.length)));

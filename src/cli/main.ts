@@ -14,6 +14,7 @@ import { Command, CommanderError, InvalidArgumentError, type Option } from 'comm
 import { ConfigError } from '../config';
 import { isUniqueViolation } from '../db/knex';
 import { DomainError, ValidationError } from '../core/errors';
+import { errorMessage, fieldOf, stringField } from '../core/unknown-typed-c';
 import { CommandError, UsageError, type Cli } from './context';
 import { agentCommand } from './commands/agent';
 import { emojiCommands } from './commands/emoji';
@@ -30,8 +31,9 @@ function packageVersion(): string {
   for (let dir = __dirname; ; dir = path.dirname(dir)) {
     const file = path.join(dir, 'package.json');
     if (fs.existsSync(file)) {
-      const pkg = JSON.parse(fs.readFileSync(file, 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'windsock' && pkg.version) return pkg.version;
+      const pkg: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+      const version = stringField(pkg, 'version');
+      if (stringField(pkg, 'name') === 'windsock' && version) return version;
     }
     if (path.dirname(dir) === dir) return 'unknown';
   }
@@ -92,6 +94,7 @@ function refuseAfterMissing(option: Option): void {
     try {
       return parse(value, previous);
     } catch (err) {
+      // cast: commander types an option's value as its parser's T; a refusal stands in for it until the options are checked.
       if (err instanceof InvalidArgumentError) return new Refused(value, err.message) as T;
       throw err;
     }
@@ -141,15 +144,16 @@ export function failure(err: unknown): { text: string; code: number } {
   if (err instanceof CommandError || err instanceof DomainError) return { text: `windsock: ${err.message}\n`, code: 1 };
   if (isUniqueViolation(err)) {
     // Knex puts the statement, values included, in front of the driver's message: leave it out.
-    const detail = (err as { detail?: string }).detail ?? (err as Error).message.split(' - ').at(-1);
+    const detail = stringField(err, 'detail') ?? errorMessage(err).split(' - ').at(-1);
     return { text: `windsock: that already exists (${detail})\n`, code: 1 };
   }
   // A driver's or the system's error (database unreachable, connection refused, an API's answer): its message, and its cause's.
-  const e = err as { message?: string; cause?: { message?: string } } | null;
   // A programming error (a bug, not a refusal): its stack, for the report.
-  if (e instanceof Error && PROGRAMMING_ERRORS.some((kind) => e instanceof kind) && !e.cause) return { text: `windsock: ${e.stack}\n`, code: 1 };
-  const message = e?.message ? e.message.split(' - ').at(-1)! : String(err);
-  return { text: `windsock: ${message}${e?.cause?.message ? ` (${e.cause.message})` : ''}\n`, code: 1 };
+  if (err instanceof Error && PROGRAMMING_ERRORS.some((kind) => err instanceof kind) && !err.cause) return { text: `windsock: ${err.stack}\n`, code: 1 };
+  const text = stringField(err, 'message');
+  const message = text ? (text.split(' - ').at(-1) ?? text) : String(err);
+  const cause = stringField(fieldOf(err, 'cause'), 'message');
+  return { text: `windsock: ${message}${cause ? ` (${cause})` : ''}\n`, code: 1 };
 }
 
 const PROGRAMMING_ERRORS = [TypeError, ReferenceError, RangeError, SyntaxError];

@@ -9,6 +9,7 @@
  * reads the service's clock.
  */
 import { isUnavailableError } from './knex';
+import { fieldOf } from '../core/unknown-typed-c';
 
 /** The part of the service's logger a loop uses. */
 export interface LoopLogger {
@@ -69,7 +70,7 @@ export class BackgroundLoop {
       })
       .catch((err: unknown) =>
         isUnavailableError(err)
-          ? logger?.warn({ code: (err as { code?: string }).code }, `${name} skipped: database unavailable`)
+          ? logger?.warn({ code: fieldOf(err, 'code') }, `${name} skipped: database unavailable`)
           : logger?.error({ err }, `${name} failed`),
       )
       .finally(() => {

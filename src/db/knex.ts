@@ -10,8 +10,11 @@ import knexFactory, { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { WalCheckpointer } from './checkpointer';
 import { migrationSource } from './migrations';
+import { fieldOf, stringField } from '../core/unknown-typed-c';
 
+// cast: Knex's dialect modules (knex/lib/...) have no types; these are the shapes this file uses.
 const BetterSqlite3Client = require('knex/lib/dialects/better-sqlite3') as typeof Knex.Client;
+// cast: as above.
 const SqliteQueryCompiler = require('knex/lib/dialects/sqlite3/query/sqlite-querycompiler') as new (...args: unknown[]) => {
   single: { limit?: unknown };
   limit(): string;
@@ -39,6 +42,7 @@ const checkpointers = new WeakMap<object, WalCheckpointer>();
  * waits for it instead of sleeping; at once for a database without one.
  */
 export async function nextCheckpointRound(db: Knex): Promise<void> {
+  // cast: Knex types `db.client` as any; these are the pool methods of its Client.
   const client = db.client as { acquireConnection(): Promise<object>; releaseConnection(c: object): Promise<void> };
   const conn = await client.acquireConnection();
   const checkpointer = checkpointers.get(conn);
@@ -104,6 +108,7 @@ interface PgQuery {
  * and unparameterised statements (BEGIN, DDL) stay unnamed. The name is a digest of the text,
  * so one name always means one text.
  */
+// cast: an untyped Knex dialect module (knex/lib/...), with the one internal method this file overrides.
 const PgClient = require('knex/lib/dialects/postgres') as new (config: Knex.Config) => Knex.Client & {
   _query(connection: unknown, obj: PgQuery): Promise<unknown>;
 };
@@ -134,12 +139,13 @@ class PreparingPgClient extends PgClient {
  * their counts, planning took about 1.5 ms of server time against 0.6 ms to run).
  */
 export function whereAnyOf(q: Knex.QueryBuilder, column: string, values: readonly string[]): Knex.QueryBuilder {
-  return isPostgres(q) ? q.whereRaw(`${column} = any(?)`, [values as string[]]) : q.whereIn(column, values as string[]);
+  return isPostgres(q) ? q.whereRaw(`${column} = any(?)`, [[...values]]) : q.whereIn(column, [...values]);
 }
 
 /** Whether a Knex instance (or a query built on one) talks to Postgres, for the few places SQL differs. */
 export function isPostgres(db: Knex | Knex.QueryBuilder): boolean {
-  return (db as unknown as { client: { dialect?: string } }).client.dialect === 'postgresql';
+  const client: Knex.Client = db.client;
+  return client.dialect === 'postgresql';
 }
 
 /** SQLite's page cache per connection (see afterCreate below). */
@@ -211,6 +217,7 @@ function createKnexFor(opts: DatabaseOptions): Knex {
             if (opts.url !== ':memory:') checkpointers.set(conn, new WalCheckpointer(conn, path.resolve(opts.url)));
             done(null, conn);
           } catch (err) {
+            // cast: the driver's own error, passed on as it is (its code says whether the database is unavailable).
             done(err as Error, conn);
           }
         },
@@ -218,6 +225,7 @@ function createKnexFor(opts: DatabaseOptions): Knex {
     });
   }
   return knexFactory({
+    // cast: Knex's config takes the Client class; the subclass above is one, built on the untyped dialect module.
     client: PreparingPgClient as unknown as typeof Knex.Client,
     connection: { connectionString: opts.url, statement_timeout: 15_000, connectionTimeoutMillis: 3_000 },
     searchPath: opts.schema ? [opts.schema] : undefined,
@@ -306,11 +314,12 @@ function failFastWhileLocked(conn: SqliteConnection): (s: SqliteStatement) => Sq
           until = 0;
         }
         try {
+          // cast: the wrapped better-sqlite3 method's own result, whatever it is for that method.
           return call(...bindings) as never;
         } catch (err) {
           // Plain SQLITE_BUSY: the busy_timeout ran out (not SQLITE_BUSY_SNAPSHOT, which is
           // answered at once when a read transaction tries to write after another writer).
-          if (until === 0 && (err as { code?: string }).code === 'SQLITE_BUSY') {
+          if (until === 0 && fieldOf(err, 'code') === 'SQLITE_BUSY') {
             conn.pragma('busy_timeout = 0');
             until = Date.now() + FAIL_FAST_MS;
           }
@@ -334,17 +343,20 @@ function rowsAsLiterals(statement: SqliteStatement): SqliteStatement {
   if (!statement.reader) return statement;
   const names = statement.columns().map((c) => c.name);
   if (names.includes('__proto__')) return statement;
+  // cast: the function built from text here takes a raw row and returns its object.
   const toObject = new Function('r', `return {${names.map((n, i) => `${JSON.stringify(n)}: r[${i}]`).join(', ')}};`) as (row: unknown[]) => unknown;
   statement.raw(true);
   const all = statement.all.bind(statement);
   const get = statement.get.bind(statement);
   statement.all = (...bindings: unknown[]) => {
+    // cast: in raw mode (statement.raw(true)) better-sqlite3 returns each row as an array.
     const rows = all(...bindings) as unknown[][];
     const out = new Array<unknown>(rows.length);
     for (let i = 0; i < rows.length; i++) out[i] = toObject(rows[i]!);
     return out;
   };
   statement.get = (...bindings: unknown[]) => {
+    // cast: as above, one row.
     const row = get(...bindings) as unknown[] | undefined;
     return row && toObject(row);
   };
@@ -375,11 +387,10 @@ const PG_CONNECTION_LOST =
 
 /** Whether an error says the database cannot be reached (as opposed to a bad query). */
 export function isUnavailableError(err: unknown): boolean {
-  const e = err as { code?: string; name?: string; message?: string } | null;
-  if (!e) return false;
-  if (e.name === 'KnexTimeoutError') return true;
-  const code = e.code ?? '';
-  if (!code && PG_CONNECTION_LOST.test(e.message ?? '')) return true;
+  if (!err) return false;
+  if (fieldOf(err, 'name') === 'KnexTimeoutError') return true;
+  const code = stringField(err, 'code') ?? '';
+  if (!code && PG_CONNECTION_LOST.test(stringField(err, 'message') ?? '')) return true;
   return (
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_CANTOPEN'].includes(code) ||
     code.startsWith('SQLITE_BUSY') ||
@@ -419,11 +430,7 @@ function watchAvailability(db: Knex, kind: DatabaseKind, logger: Logger): void {
   const failed = (err: unknown) => {
     if (down || !isUnavailableError(err)) return;
     // node-pg's own connection failures have no code, only a fixed message (after Knex's `<statement> - `).
-    const code =
-      (err as { code?: string }).code ??
-      String((err as Error).message)
-        .split(' - ')
-        .at(-1)!;
+    const code = stringField(err, 'code') ?? String(fieldOf(err, 'message')).split(' - ').at(-1)!;
     down = { since: Date.now(), code, writesOnly: /^SQLITE_(BUSY|LOCKED)/.test(code) };
     logger.error({ database: kind, code }, 'database unavailable: requests that need it answer 503 until it is back');
   };
@@ -443,12 +450,13 @@ function watchAvailability(db: Knex, kind: DatabaseKind, logger: Logger): void {
     startedDuring.clear();
   });
   // A connection that cannot be opened fails before any statement runs (no query-error).
+  // cast: Knex types `db.client` as any; its tarn pool emits createFail.
   const pool = (db.client as { pool?: { on(event: string, cb: (id: unknown, err: unknown) => void): void } }).pool;
   pool?.on('createFail', (_id, err) => failed(err));
 }
 
 /** Unique-key violation, by driver error code (never by message text). */
 export function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: string } | null)?.code;
+  const code = fieldOf(err, 'code');
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }

@@ -6,6 +6,7 @@
  */
 import type { Author } from '../builds/model';
 import { BadRequestError } from '../core/errors';
+import { fieldOf } from '../core/unknown-typed-c';
 
 export type ProviderFamily = 'github' | 'gitlab' | 'bitbucket';
 
@@ -103,9 +104,9 @@ export class Payload<T = unknown> {
 
   get(path: P<T>): unknown {
     let node: unknown = this.root;
-    for (const key of (path as string).split('.')) {
+    for (const key of String(path).split('.')) {
       if (typeof node !== 'object' || node === null || !Object.prototype.hasOwnProperty.call(node, key)) return undefined;
-      node = (node as Record<string, unknown>)[key];
+      node = fieldOf(node, key);
     }
     return node;
   }
@@ -148,7 +149,7 @@ export class Payload<T = unknown> {
   /** Names from a list of objects (`labels[].name`), at most as many as a build keeps. */
   names(path: P<T>, key: string): string[] {
     return this.list(path)
-      .map((item) => (typeof item === 'object' && item !== null ? (item as Record<string, unknown>)[key] : undefined))
+      .map((item) => fieldOf(item, key))
       .filter((n): n is string => typeof n === 'string')
       .slice(0, 100)
       .map((n) => n.slice(0, NAME_MAX));

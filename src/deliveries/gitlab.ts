@@ -3,6 +3,7 @@
  * actions translated into GitHub's words so one set of rules serves both.
  */
 import crypto from 'node:crypto';
+import { fieldOf } from '../core/unknown-typed-c';
 import { author, isNullCommit, Payload, splitRef, type DeliveryEvent } from './events';
 
 /** `X-Gitlab-Token` against the pipeline's webhook secret, in constant time. */
@@ -32,7 +33,7 @@ function push(p: Payload): DeliveryEvent {
   const commit = p.text('checkout_sha') ?? after;
   // The head commit is the one the ref now points to; GitLab lists up to 20 commits, oldest first.
   const commits = p.list('commits');
-  const index = commits.findIndex((c) => typeof c === 'object' && c !== null && (c as { id?: unknown }).id === commit);
+  const index = commits.findIndex((c) => fieldOf(c, 'id') === commit);
   const head = p.child(`commits.${index === -1 ? commits.length - 1 : index}`);
   return {
     kind: 'push',

@@ -9,7 +9,8 @@ import { ForbiddenError, IpNotAllowedError, NotFoundError, UnauthorizedError } f
 import { ipAllowed } from '../security/allowed-ips';
 import type { Principal, Organization, Role } from '../core/identity';
 import { localsOf } from './locals';
-import { specOperations } from './spec-operations';
+import { METHODS, specOperations } from './spec-operations';
+import { isOneOf } from '../db/row-types-typed-c';
 
 const BEARER = /^Bearer ([A-Za-z0-9_.~+/=-]{1,4096})$/i;
 
@@ -102,7 +103,9 @@ export type AllowedIpsOf = (organizationId: string) => Promise<string | null>;
 export function guardRouter(guards: OperationGuard[], allowedIpsOf: AllowedIpsOf = async () => null): Router {
   const router = express.Router();
   for (const g of guards) {
-    (router as unknown as Record<string, (path: string, h: express.RequestHandler) => void>)[g.method]!(g.path, async (req, res, next) => {
+    // The guards are the spec's operations (guardsFromSpec): their methods are the spec's.
+    if (!isOneOf(METHODS, g.method)) throw new TypeError(`guard of ${g.path}: no such method ${g.method}`);
+    router[g.method](g.path, async (req, res, next) => {
       const principal = principalOf(res);
       if (g.hasOrg) {
         const reached = principal.organizationsBySlug.get(String(req.params.org_slug));

@@ -12,6 +12,7 @@
  *   clients send an integer.
  */
 import { Router, type NextFunction, type Request, type Response } from 'express';
+import { isRecord } from '../db/row-types-typed-c';
 
 type Convert = (value: unknown) => { value: unknown } | 'drop' | undefined;
 
@@ -38,8 +39,8 @@ export function bodyForms(): Router {
   for (const { method, path, field, convert } of FORMS) {
     router[method](path, (req: Request, _res: Response, next: NextFunction) => {
       const body: unknown = req.body;
-      if (body && typeof body === 'object' && !Array.isArray(body) && field in body) {
-        const fields = body as Record<string, unknown>;
+      if (isRecord(body) && field in body) {
+        const fields = body;
         const converted = convert(fields[field]);
         if (converted === 'drop') delete fields[field];
         else if (converted) fields[field] = converted.value;

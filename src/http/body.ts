@@ -48,11 +48,11 @@ export function jsonBodyParsers(spec: SpecDoc, limit: number, type: string[]): R
 export function deeperThan(value: unknown, max: number): boolean {
   // Iterative: the point is not to recurse on hostile input.
   if (!value || typeof value !== 'object') return false;
-  const stack: [unknown, number][] = [[value, 1]];
+  const stack: [object, number][] = [[value, 1]];
   while (stack.length) {
     const [v, depth] = stack.pop()!;
     if (depth > max) return true;
-    for (const child of Object.values(v as object)) {
+    for (const child of Object.values(v)) {
       if (child && typeof child === 'object') stack.push([child, depth + 1]);
     }
   }

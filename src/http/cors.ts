@@ -16,9 +16,9 @@ export const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-Request-Id']
 export function corsMiddleware(origins: string[], index: SpecPathIndex): RequestHandler | undefined {
   if (origins.length === 0) return undefined;
   const allowed = new Set(origins);
-  return cors((req, callback) => {
-    const origin = (req as Request).get('origin');
-    const operations = index.lookup((req as Request).path);
+  return cors<Request>((req, callback) => {
+    const origin = req.get('origin');
+    const operations = index.lookup(req.path);
     const options: CorsOptions = {
       origin: origin !== undefined && allowed.has(origin) ? origin : false,
       // Outside the spec (the docs page, the badges, the documents): GET only.

@@ -27,6 +27,7 @@ import {
   UnprocessableError,
   ValidationError,
 } from '../core/errors';
+import { fieldOf, numberField, stringField } from '../core/unknown-typed-c';
 
 export const AUTH_MESSAGE = 'Authentication required. Please supply a valid API Access Token: https://buildkite.com/docs/apis/rest-api#authentication';
 
@@ -44,6 +45,20 @@ interface HttpishError {
   type?: string;
   errors?: ValidatorIssue[];
   message?: string;
+}
+
+/** What an error thrown by Express's parsers, the router or the validator tells of itself (its fields of those types). */
+function httpishOf(err: unknown): HttpishError {
+  const errors = fieldOf(err, 'errors');
+  return {
+    status: numberField(err, 'status'),
+    statusCode: numberField(err, 'statusCode'),
+    type: stringField(err, 'type'),
+    errors: Array.isArray(errors)
+      ? errors.map((i: unknown) => ({ path: stringField(i, 'path'), message: stringField(i, 'message'), errorCode: stringField(i, 'errorCode') }))
+      : undefined,
+    message: stringField(err, 'message'),
+  };
 }
 
 /** `/body/steps/0/name` -> `steps[0].name`. */
@@ -96,7 +111,7 @@ function valueAt(body: unknown, path: string): unknown {
     .replace(/^[./]?body[./]?/, '')
     .split(/[./]/)
     .filter(Boolean);
-  return parts.reduce<unknown>((acc, p) => (acc && typeof acc === 'object' ? (acc as Record<string, unknown>)[p] : undefined), body);
+  return parts.reduce<unknown>((acc, p) => fieldOf(acc, p), body);
 }
 
 /** A required field sent as null is blank, whatever type it wanted. */
@@ -121,9 +136,10 @@ function isBodyIssue(i: ValidatorIssue): boolean {
  * express-openapi-validator puts the matched operation on `req.openapi.schema`.
  */
 function invalidBodyAnswer(req: Request): { status: number; message: string } | undefined {
-  const operation = (req as Request & { openapi?: { schema?: Record<string, unknown> } }).openapi?.schema;
-  const own = operation?.['x-invalid-body'] as { status?: unknown; message?: unknown } | undefined;
-  return own && typeof own.status === 'number' && typeof own.message === 'string' ? { status: own.status, message: own.message } : undefined;
+  const own = fieldOf(fieldOf(fieldOf(req, 'openapi'), 'schema'), 'x-invalid-body');
+  const status = numberField(own, 'status');
+  const message = stringField(own, 'message');
+  return status !== undefined && message !== undefined ? { status, message } : undefined;
 }
 
 /** What a domain error answers: the status, the JSON body and the headers that go with it. */
@@ -178,12 +194,12 @@ export function errorHandler(logger: Logger) {
 
     if (isUnavailableError(err)) {
       // The outage itself is logged once, where the database is watched (src/db/knex.ts).
-      logger.debug({ reqId: res.locals.requestId, code: (err as { code?: string }).code }, 'database unavailable');
+      logger.debug({ reqId: res.locals.requestId, code: fieldOf(err, 'code') }, 'database unavailable');
       res.setHeader('Retry-After', '5');
       return send(503, { message: 'The database is unavailable, please retry shortly' });
     }
 
-    const e = (err ?? {}) as HttpishError;
+    const e = httpishOf(err);
     const status = e.status ?? e.statusCode;
     // The router could not percent-decode a path parameter (invalid UTF-8): it names nothing.
     if (err instanceof URIError && status === 400) return send(404, { message: 'Not Found' });

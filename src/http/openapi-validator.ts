@@ -49,6 +49,7 @@ const built = new Map<string, ValidatorHandlers>();
 let factory: ValidatorFactory = (key, apiSpec, options) => {
   let handlers = built.get(key);
   if (!handlers) {
+    // cast: the validator types its document as openapi-types' OpenAPIV3.Document; ours is the same JSON, typed loosely.
     handlers = OpenApiValidator.middleware({ ...options, apiSpec: apiSpec as never });
     built.set(key, handlers);
   }
@@ -72,6 +73,7 @@ function validatorFor(apiSpec: SpecDoc, options: ValidatorOptions): ValidatorHan
       return value;
     });
   } catch {
+    // cast: as in the factory above.
     return OpenApiValidator.middleware({ ...options, apiSpec: apiSpec as never });
   }
   return factory(crypto.createHash('sha256').update(text).digest('base64url'), apiSpec, options);

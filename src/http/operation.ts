@@ -89,6 +89,7 @@ export function bodyIn<Id extends OperationId, M extends keyof RequestContent<Id
   req: OperationRequest<Id>,
   media: M,
 ): RequestContent<Id>[M] | undefined {
+  // cast: the validator checked the body against this media type's schema, which the type is generated from.
   return req.is(media) ? (req.body as RequestContent<Id>[M]) : undefined;
 }
 
@@ -109,6 +110,7 @@ function bindingsOf(doc: SpecDoc): Map<string, Binding> {
   bindings = new Map();
   for (const { method, path, operation, pathItem } of specOperations<{ parameters?: Parameter[] }>(doc)) {
     if (!operation.operationId) continue;
+    // cast: a path item's shared parameters, in the spec's shape (as specOperations reads operations).
     const params = [...((pathItem.parameters as Parameter[] | undefined) ?? []), ...(operation.parameters ?? [])].map((p) => resolveRef(doc, p));
     const integerParams = params.filter((p) => p?.in === 'path' && resolveRef(doc, p.schema)?.type === 'integer').map((p) => p!.name!);
     bindings.set(operation.operationId, { method, path, integerParams });
@@ -143,10 +145,12 @@ export function operationRouter(doc: SpecDoc = loadSpec().doc): OperationRouter 
         if (integerParams.length) {
           const params: Record<string, unknown> = { ...req.params };
           for (const name of integerParams) params[name] = Number(params[name]);
+          // cast: Express types path parameters as strings; these are the operation's integers.
           req.params = params as Request['params'];
         }
         // The one place the request and response become the operation's: the validator (above)
         // checked them against the same spec the types are generated from.
+        // cast: Express's request and response, as the operation's types (see above).
         return handler(req as unknown as OperationRequest<typeof operationId>, res as unknown as OperationResponse<typeof operationId>);
       });
     },

@@ -65,7 +65,7 @@ export function setLinkHeader(
 export function cursorLinks(req: Pick<Request, 'originalUrl'>, publicUrl: string, next: string | null, perPage: number): { self: string; next?: string } {
   const self = `${publicUrl}${req.originalUrl}`;
   if (!next) return { self };
-  const [path, query = ''] = req.originalUrl.split('?', 2) as [string, string?];
+  const [path = '', query = ''] = req.originalUrl.split('?', 2);
   const params = new URLSearchParams(query);
   params.delete('before');
   params.set('after', next);

@@ -175,12 +175,11 @@ function applyNullPlan(plan: NullPlan, value: unknown, depth: number): void {
     return;
   }
   if (!plan.properties) return;
-  const obj = value as Record<string, unknown>;
-  for (const key of Object.keys(obj)) {
+  for (const key of Object.keys(value)) {
     const prop = plan.properties.get(key);
-    const v = obj[key];
+    const v: unknown = Reflect.get(value, key);
     if (v === null) {
-      if (prop?.removable) delete obj[key];
+      if (prop?.removable) Reflect.deleteProperty(value, key);
       continue;
     }
     const child = prop ? prop.plan : plan.additional;
@@ -208,7 +207,7 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9
 export function isRealDateTime(v: string): boolean {
   const m = DATE_TIME.exec(v);
   if (!m) return false;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [year = NaN, month = NaN, day = NaN, hour = NaN, minute = NaN, second = NaN] = m.slice(1, 7).map(Number);
   const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth) return false;
   if (hour > 23 || minute > 59 || second > 59) return false;
@@ -327,6 +326,7 @@ interface OperationRules {
 export function parameterRulesFromSpec(doc: SpecDoc): OperationRules[] {
   const rules: OperationRules[] = [];
   for (const { method, path, operation: op, pathItem } of specOperations<Operation>(doc)) {
+    // cast: a path item's shared parameters, in the spec's shape (as specOperations reads operations).
     const shared = ((pathItem.parameters as Parameter[] | undefined) ?? []).map((p) => resolve(doc, p)!);
     const own = (op.parameters ?? []).map((p) => resolve(doc, p)!);
     const byKey = new Map([...shared, ...own].map((p) => [`${p.in}:${p.name}`, p]));
@@ -344,7 +344,7 @@ export function parameterRouter(doc: SpecDoc): Router {
   for (const rule of parameterRulesFromSpec(doc)) {
     router[rule.method](rule.path, (req: Request, _res: Response, next: NextFunction) => {
       for (const c of rule.checks) {
-        const source = (c.in === 'query' ? req.query : req.params) as Record<string, unknown>;
+        const source: Record<string, unknown> = c.in === 'query' ? req.query : req.params;
         const value = source[c.name];
         if (value === undefined) continue;
         const reason = c.check(value, (v) => (source[c.name] = v));

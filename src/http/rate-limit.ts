@@ -116,11 +116,12 @@ export class RateLimiter {
 
   /** Adds `n` to the shared counter and returns its new value. */
   private async add(bucket: string, windowStart: number, n: number): Promise<number> {
-    const result = (await this.db.raw(
+    // pg answers a raw query with its result ({ rows }), better-sqlite3 with the rows.
+    const result = await this.db.raw<{ rows: { count: number }[] } | { count: number }[]>(
       'insert into rate_limits (bucket, window_start, count) values (?, ?, ?) ' +
         'on conflict (bucket, window_start) do update set count = rate_limits.count + excluded.count returning count',
       [bucket, windowStart, n],
-    )) as { rows: { count: number }[] } | { count: number }[];
+    );
     const row = Array.isArray(result) ? result[0] : result.rows[0];
     return Number(row!.count);
   }

@@ -5,6 +5,8 @@
  * (http/openapi-validator.ts) and the handlers' bindings (http/operation.ts), so all four read
  * the paths the same way.
  */
+import { fieldOf } from '../core/unknown-typed-c';
+
 export const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 export type Method = (typeof METHODS)[number];
 
@@ -27,6 +29,7 @@ export function specOperations<T = Record<string, unknown>>(doc: SpecDoc): SpecO
   const found: SpecOperation<T>[] = [];
   for (const [specPath, pathItem] of Object.entries(doc.paths ?? {})) {
     for (const method of METHODS) {
+      // cast: the spec's own shape (checked by Redocly's lint and the validator's load), as the caller reads it.
       const operation = pathItem[method] as (T & { operationId?: string }) | undefined;
       if (operation) found.push({ method, specPath, path: specPath.replace(/\{([^}]+)\}/g, ':$1'), operation, pathItem });
     }
@@ -40,6 +43,7 @@ export function resolveRef<T extends { $ref?: string }>(doc: SpecDoc, node: T | 
   const target = node.$ref
     .replace(/^#\//, '')
     .split('/')
-    .reduce<unknown>((acc, key) => (acc as Record<string, unknown> | undefined)?.[key.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
+    .reduce<unknown>((acc, key) => fieldOf(acc, key.replace(/~1/g, '/').replace(/~0/g, '~')), doc);
+  // cast: a local $ref names a node of the same kind as the one that holds it.
   return resolveRef(doc, target as T, depth + 1);
 }

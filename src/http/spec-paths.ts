@@ -5,7 +5,8 @@
  * list, both read from the spec rather than from whichever Express routes happen to match.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { specOperations, type Method, type SpecDoc } from './spec-operations';
+import { METHODS, specOperations, type Method, type SpecDoc } from './spec-operations';
+import { isOneOf } from '../db/row-types-typed-c';
 
 interface PathTemplate {
   pattern: RegExp;
@@ -60,8 +61,8 @@ export function allowedMethods(operations: Map<Method, string>): string[] {
 /** `res.locals.operationId`: the spec operation the request names (unset outside the spec). */
 export function tagOperation(index: SpecPathIndex) {
   return (req: Request, res: Response, next: NextFunction) => {
-    const method = (req.method === 'HEAD' ? 'get' : req.method.toLowerCase()) as Method;
-    const id = index.lookup(req.path)?.get(method);
+    const method = req.method === 'HEAD' ? 'get' : req.method.toLowerCase();
+    const id = isOneOf(METHODS, method) ? index.lookup(req.path)?.get(method) : undefined;
     if (id) res.locals.operationId = id;
     next();
   };

@@ -1,13 +1,19 @@
 /** An organization's invitations: rows in, domain objects out. */
 import type { Knex } from 'knex';
 import type { User } from '../core/identity';
-import { parseJson, toDate, toDateOrNull } from '../db/values';
-import { userFromRow } from '../user/rows';
+import { toDate, toDateOrNull } from '../db/values';
+import { isOneOf, isRecord, jsonColumn, oneOf, type Nullable, type Prefixed } from '../db/row-types-typed-c';
+import type { OrganizationInvitationsRow, UsersRow } from '../db/tables';
+import { joinedUser } from '../user/rows';
 
-export type InvitationState = 'pending' | 'accepted' | 'revoked' | 'expired';
-export type InvitationRole = 'admin' | 'member';
-export type InvitationSsoMode = 'required' | 'optional';
-export type InvitationTeam = { id: string; role: 'member' | 'maintainer' };
+const INVITATION_STATES = ['pending', 'accepted', 'revoked', 'expired'] as const;
+const INVITATION_ROLES = ['admin', 'member'] as const;
+const INVITATION_SSO_MODES = ['required', 'optional'] as const;
+const INVITATION_TEAM_ROLES = ['member', 'maintainer'] as const;
+export type InvitationState = (typeof INVITATION_STATES)[number];
+export type InvitationRole = (typeof INVITATION_ROLES)[number];
+export type InvitationSsoMode = (typeof INVITATION_SSO_MODES)[number];
+export type InvitationTeam = { id: string; role: (typeof INVITATION_TEAM_ROLES)[number] };
 
 export interface Invitation {
   id: string;
@@ -32,31 +38,29 @@ export interface InvitationCursor {
 
 const USERS = ['created_by', 'accepted_by', 'revoked_by'] as const;
 
-function userOf(row: Record<string, unknown>, prefix: string): User | null {
-  if (!row[`${prefix}_id`] || !row[`${prefix}_email`]) return null;
-  return userFromRow({
-    id: row[`${prefix}_id`] as string,
-    name: row[`${prefix}_name`] as string,
-    email: row[`${prefix}_email`] as string,
-    created_at: row[`${prefix}_created_at`],
-  });
+/** The columns `select()` reads of each of the `USERS` (its id is the invitation's `<user>_id`). */
+type JoinedUser<P extends string> = Nullable<Prefixed<Pick<UsersRow, 'name' | 'email' | 'created_at'>, P>>;
+type InvitationJoinRow = OrganizationInvitationsRow & JoinedUser<'created_by_'> & JoinedUser<'accepted_by_'> & JoinedUser<'revoked_by_'>;
+
+function isInvitationTeams(v: unknown): v is InvitationTeam[] {
+  return Array.isArray(v) && v.every((t) => isRecord(t) && typeof t.id === 'string' && isOneOf(INVITATION_TEAM_ROLES, t.role));
 }
 
-function fromRow(r: Record<string, unknown>): Invitation {
+function fromRow(r: InvitationJoinRow): Invitation {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    email: r.email as string,
-    role: r.role as InvitationRole,
-    ssoMode: r.sso_mode as InvitationSsoMode,
-    teams: parseJson<InvitationTeam[]>(r.teams, []),
-    state: r.state as InvitationState,
+    id: r.id,
+    organizationId: r.organization_id,
+    email: r.email,
+    role: oneOf(INVITATION_ROLES, r.role, 'organization_invitations.role'),
+    ssoMode: oneOf(INVITATION_SSO_MODES, r.sso_mode, 'organization_invitations.sso_mode'),
+    teams: jsonColumn(r.teams, [], isInvitationTeams, 'organization_invitations.teams'),
+    state: oneOf(INVITATION_STATES, r.state, 'organization_invitations.state'),
     createdAt: toDate(r.created_at),
-    createdBy: userOf(r, 'created_by'),
+    createdBy: joinedUser(r.created_by_id, r.created_by_name, r.created_by_email, r.created_by_created_at),
     acceptedAt: toDateOrNull(r.accepted_at),
-    acceptedBy: userOf(r, 'accepted_by'),
+    acceptedBy: joinedUser(r.accepted_by_id, r.accepted_by_name, r.accepted_by_email, r.accepted_by_created_at),
     revokedAt: toDateOrNull(r.revoked_at),
-    revokedBy: userOf(r, 'revoked_by'),
+    revokedBy: joinedUser(r.revoked_by_id, r.revoked_by_name, r.revoked_by_email, r.revoked_by_created_at),
   };
 }
 
@@ -64,13 +68,13 @@ export class InvitationRepository {
   constructor(private readonly db: Knex) {}
 
   private select(trx: Knex) {
-    let q = trx('organization_invitations as i').select('i.*');
+    let q = trx('organization_invitations as i');
+    const columns = ['i.*'];
     for (const u of USERS) {
-      q = q
-        .leftJoin(`users as ${u}`, `${u}.id`, `i.${u}_id`)
-        .select(`${u}.name as ${u}_name`, `${u}.email as ${u}_email`, `${u}.created_at as ${u}_created_at`);
+      q = q.leftJoin(`users as ${u}`, `${u}.id`, `i.${u}_id`);
+      columns.push(`${u}.name as ${u}_name`, `${u}.email as ${u}_email`, `${u}.created_at as ${u}_created_at`);
     }
-    return q;
+    return q.select<InvitationJoinRow[]>(columns);
   }
 
   async insert(

@@ -31,9 +31,10 @@ export function encodeCursor(i: Pick<Invitation, 'createdAt' | 'id'>): string {
 
 function decodeCursor(cursor: string, name: string): InvitationCursor {
   try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && isUuid(v[1])) {
-      return { createdAt: new Date(v[0] as number), id: v[1].toLowerCase() };
+    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    const [at, id]: unknown[] = Array.isArray(v) && v.length === 2 ? v : [];
+    if (typeof at === 'number' && Number.isSafeInteger(at) && typeof id === 'string' && isUuid(id)) {
+      return { createdAt: new Date(at), id: id.toLowerCase() };
     }
   } catch {
     // falls through to the error below

@@ -42,7 +42,7 @@ interface Pool {
 /** A job's queue, as its agent query rules name it (`queue=deploy`); none named: `default`, as agents are. */
 export function queueOf(agentQueryRulesJson: string): string {
   try {
-    const rules = JSON.parse(agentQueryRulesJson) as unknown;
+    const rules: unknown = JSON.parse(agentQueryRulesJson);
     if (Array.isArray(rules)) return queueRuleOf(rules.filter((r): r is string => typeof r === 'string')) ?? 'default';
   } catch {
     // Stored by us as JSON; an unreadable value is counted, not dropped.
@@ -171,6 +171,7 @@ export class Metrics {
 
   /** The figures read at scrape time. */
   private async refresh(): Promise<void> {
+    // cast: Knex types `db.client` as any; its pool is tarn's.
     const pool = (this.db.client as { pool?: Pool }).pool;
     this.pool.set({ state: 'used' }, pool?.numUsed() ?? 0);
     this.pool.set({ state: 'free' }, pool?.numFree() ?? 0);

@@ -4,11 +4,14 @@
  * and read by cursor (created or received time, then id).
  */
 import type { Knex } from 'knex';
-import { parseJson, toBool, toDate } from '../db/values';
-import { userFromRow } from '../user/rows';
+import { toBool, toDate } from '../db/values';
+import { isRecord, jsonColumn, keysOf, oneOf, oneOfOrNull, type Nullable, type Prefixed } from '../db/row-types-typed-c';
+import type { PipelineTriggerDeliveriesRow, PipelineTriggersRow, PipelinesRow, UsersRow } from '../db/tables';
+import { joinedUser } from '../user/rows';
 import type { User } from '../core/identity';
 
 export type TriggerType = 'webhook' | 'github' | 'linear';
+const TRIGGER_TYPES = keysOf<TriggerType>({ webhook: true, github: true, linear: true });
 
 export interface PipelineTrigger {
   id: string;
@@ -75,58 +78,68 @@ const SELECT = [
   'uu.created_at as updater_created_at',
 ];
 
-function userOf(r: Record<string, unknown>, prefix: 'creator' | 'updater'): User | null {
-  return r[`${prefix}_id`]
-    ? userFromRow({
-        id: r[`${prefix}_id`] as string,
-        name: r[`${prefix}_name`] as string,
-        email: r[`${prefix}_email`] as string,
-        created_at: r[`${prefix}_created_at`],
-      })
-    : null;
+type JoinedUser<P extends string> = Nullable<Prefixed<Pick<UsersRow, 'id' | 'name' | 'email' | 'created_at'>, P>>;
+/** A trigger as `base()` selects it (`SELECT`): with its pipeline's slug, its creator and its last updater. */
+type TriggerJoinRow = PipelineTriggersRow & Prefixed<Pick<PipelinesRow, 'slug'>, 'pipeline_'> & JoinedUser<'creator_'> & JoinedUser<'updater_'>;
+
+const DELIVERY_STATUSES = keysOf<NonNullable<TriggerDelivery['status']>>({ build_created: true, not_run: true, failed: true });
+
+function isStringRecord(v: unknown): v is Record<string, string> {
+  return isRecord(v) && Object.values(v).every((x) => typeof x === 'string');
 }
 
-function fromRow(r: Record<string, unknown>): PipelineTrigger {
+function isDeliveryBuilds(v: unknown): v is TriggerDelivery['builds'] {
+  return Array.isArray(v) && v.every((b) => isRecord(b) && typeof b.id === 'string' && typeof b.number === 'number');
+}
+
+function isDeliveryHeaders(v: unknown): v is TriggerDelivery['headers'] {
+  return (
+    Array.isArray(v) &&
+    v.every((h) => isRecord(h) && typeof h.name === 'string' && (typeof h.value === 'string' || h.value === null) && typeof h.redacted === 'boolean')
+  );
+}
+
+function fromRow(r: TriggerJoinRow): PipelineTrigger {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    pipelineId: r.pipeline_id as string,
-    pipelineSlug: r.pipeline_slug as string,
-    type: r.type as TriggerType,
-    label: r.label as string,
+    id: r.id,
+    organizationId: r.organization_id,
+    pipelineId: r.pipeline_id,
+    pipelineSlug: r.pipeline_slug,
+    type: oneOf(TRIGGER_TYPES, r.type, 'pipeline_triggers.type'),
+    label: r.label,
     enabled: toBool(r.enabled),
-    message: (r.message as string | null) ?? null,
-    commit: (r.commit as string | null) ?? null,
-    branch: (r.branch as string | null) ?? null,
-    environment: parseJson<Record<string, string>>(r.environment, {}),
-    verificationStrategy: (r.verification_strategy as 'hmac' | null) ?? null,
-    verificationSecretSealed: (r.verification_secret_sealed as string | null) ?? null,
-    verificationSecretHint: (r.verification_secret_hint as string | null) ?? null,
-    tokenHint: r.token_hint as string,
-    createdBy: userOf(r, 'creator'),
-    updatedBy: userOf(r, 'updater'),
+    message: r.message ?? null,
+    commit: r.commit ?? null,
+    branch: r.branch ?? null,
+    environment: jsonColumn(r.environment, {}, isStringRecord, 'pipeline_triggers.environment'),
+    verificationStrategy: oneOfOrNull(['hmac'], r.verification_strategy, 'pipeline_triggers.verification_strategy'),
+    verificationSecretSealed: r.verification_secret_sealed ?? null,
+    verificationSecretHint: r.verification_secret_hint ?? null,
+    tokenHint: r.token_hint,
+    createdBy: joinedUser(r.creator_id, r.creator_name, r.creator_email, r.creator_created_at),
+    updatedBy: joinedUser(r.updater_id, r.updater_name, r.updater_email, r.updater_created_at),
     createdAt: toDate(r.created_at),
     updatedAt: toDate(r.updated_at),
   };
 }
 
-function deliveryFromRow(r: Record<string, unknown>): TriggerDelivery {
+function deliveryFromRow(r: PipelineTriggerDeliveriesRow): TriggerDelivery {
   return {
-    id: r.id as string,
-    triggerId: r.trigger_id as string,
+    id: r.id,
+    triggerId: r.trigger_id,
     receivedAt: toDate(r.received_at),
-    contentType: (r.content_type as string | null) ?? null,
-    externalId: (r.external_id as string | null) ?? null,
-    status: (r.status as TriggerDelivery['status']) ?? null,
-    reason: (r.reason as string | null) ?? null,
-    builds: parseJson<TriggerDelivery['builds']>(r.builds, []),
-    headers: parseJson<TriggerDelivery['headers']>(r.headers, []),
-    payload: parseJson<Record<string, unknown>>(r.payload, {}),
+    contentType: r.content_type ?? null,
+    externalId: r.external_id ?? null,
+    status: oneOfOrNull(DELIVERY_STATUSES, r.status, 'pipeline_trigger_deliveries.status'),
+    reason: r.reason ?? null,
+    builds: jsonColumn(r.builds, [], isDeliveryBuilds, 'pipeline_trigger_deliveries.builds'),
+    headers: jsonColumn(r.headers, [], isDeliveryHeaders, 'pipeline_trigger_deliveries.headers'),
+    payload: jsonColumn(r.payload, {}, isRecord, 'pipeline_trigger_deliveries.payload'),
   };
 }
 
-function changeColumns(c: TriggerChanges): Record<string, unknown> {
-  const cols: Record<string, unknown> = { updated_by_id: c.updatedById, updated_at: c.updatedAt };
+function changeColumns(c: TriggerChanges): Partial<PipelineTriggersRow> {
+  const cols: Partial<PipelineTriggersRow> = { updated_by_id: c.updatedById, updated_at: c.updatedAt };
   if (c.label !== undefined) cols.label = c.label;
   if (c.enabled !== undefined) cols.enabled = c.enabled;
   if (c.message !== undefined) cols.message = c.message;
@@ -139,24 +152,28 @@ function changeColumns(c: TriggerChanges): Record<string, unknown> {
   return cols;
 }
 
-/** Newest first, after (older than) or before (newer than) a cursor; `more`: whether another page follows in that direction. */
-async function pageBy<T>(
-  q: Knex.QueryBuilder,
+/** Newest first, after (older than) or before (newer than) a cursor: the query of a page (`pageOf` its rows), one more row than `limit`. */
+function pageQuery<TRecord extends object, TResult>(
+  q: Knex.QueryBuilder<TRecord, TResult>,
   atCol: string,
   idCol: string,
   opts: { after?: Cursor; before?: Cursor; limit: number },
-  map: (r: Record<string, unknown>) => T,
-): Promise<{ items: T[]; more: boolean }> {
+): Knex.QueryBuilder<TRecord, TResult> {
   const { after, before } = opts;
   if (after) q.where((w) => w.where(atCol, '<', after.at).orWhere((x) => x.where(atCol, '=', after.at).andWhere(idCol, '<', after.id)));
   if (before) q.where((w) => w.where(atCol, '>', before.at).orWhere((x) => x.where(atCol, '=', before.at).andWhere(idCol, '>', before.id)));
   const order = before ? 'asc' : 'desc';
-  const rows = (await q
+  return q
     .orderBy([
       { column: atCol, order },
       { column: idCol, order },
     ])
-    .limit(opts.limit + 1)) as Record<string, unknown>[];
+    .limit(opts.limit + 1);
+}
+
+/** The page of `pageQuery`'s rows, in newest first order; `more`: whether another page follows in that direction. */
+function pageOf<Row, T>(rows: Row[], opts: { before?: Cursor; limit: number }, map: (r: Row) => T): { items: T[]; more: boolean } {
+  const { before } = opts;
   const more = rows.length > opts.limit;
   const items = rows.slice(0, opts.limit).map(map);
   return { items: before ? items.reverse() : items, more };
@@ -201,17 +218,18 @@ export class PipelineTriggerRepository {
   }
 
   async findInPipeline(pipelineId: string, id: string): Promise<PipelineTrigger | null> {
-    const row = await this.base().where({ 't.pipeline_id': pipelineId, 't.id': id }).first(SELECT);
+    const row = await this.base().where({ 't.pipeline_id': pipelineId, 't.id': id }).first<TriggerJoinRow | undefined>(SELECT);
     return row ? fromRow(row) : null;
   }
 
   async findByTokenHash(tokenHash: string): Promise<PipelineTrigger | null> {
-    const row = await this.base().where({ 't.token_hash': tokenHash }).first(SELECT);
+    const row = await this.base().where({ 't.token_hash': tokenHash }).first<TriggerJoinRow | undefined>(SELECT);
     return row ? fromRow(row) : null;
   }
 
-  page(pipelineId: string, opts: { after?: Cursor; before?: Cursor; limit: number }) {
-    return pageBy(this.base().where('t.pipeline_id', pipelineId).select(SELECT), 't.created_at', 't.id', opts, fromRow);
+  async page(pipelineId: string, opts: { after?: Cursor; before?: Cursor; limit: number }) {
+    const rows = await pageQuery(this.base().where('t.pipeline_id', pipelineId).select<TriggerJoinRow[]>(SELECT), 't.created_at', 't.id', opts);
+    return pageOf(rows, opts, fromRow);
   }
 
   async update(id: string, changes: TriggerChanges): Promise<void> {
@@ -252,7 +270,8 @@ export class PipelineTriggerRepository {
     return row ? deliveryFromRow(row) : null;
   }
 
-  deliveries(triggerId: string, opts: { after?: Cursor; before?: Cursor; limit: number }) {
-    return pageBy(this.db('pipeline_trigger_deliveries').where('trigger_id', triggerId).select('*'), 'received_at', 'id', opts, deliveryFromRow);
+  async deliveries(triggerId: string, opts: { after?: Cursor; before?: Cursor; limit: number }) {
+    const rows = await pageQuery(this.db('pipeline_trigger_deliveries').where('trigger_id', triggerId), 'received_at', 'id', opts);
+    return pageOf(rows, opts, deliveryFromRow);
   }
 }

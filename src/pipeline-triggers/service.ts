@@ -34,6 +34,7 @@ import type { PipelineService } from '../pipelines/service';
 import { sha256Hex, type Keys } from '../security/keys';
 import { secretBox, type SecretBox } from '../security/secret-box';
 import { clock } from '../core/clock';
+import { isRecord } from '../db/row-types-typed-c';
 import type { Cursor, PipelineTrigger, PipelineTriggerRepository, TriggerChanges, TriggerDelivery } from './repository';
 
 export type CreateTriggerInput = components['schemas']['CreatePipelineTriggerRequest'];
@@ -61,9 +62,10 @@ export function encodeCursor(at: Date, id: string): string {
 
 function decodeCursor(cursor: string, name: string): Cursor {
   try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && /^[0-9a-f-]{36}$/.test(v[1])) {
-      return { at: new Date(v[0] as number), id: v[1] };
+    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    const [at, id]: unknown[] = Array.isArray(v) && v.length === 2 ? v : [];
+    if (typeof at === 'number' && Number.isSafeInteger(at) && typeof id === 'string' && /^[0-9a-f-]{36}$/.test(id)) {
+      return { at: new Date(at), id };
     }
   } catch {
     // falls through to the error below
@@ -262,7 +264,7 @@ export class PipelineTriggerService {
         .map((n) => n.toLowerCase())
         .sort()
         .map((name) => (SHOWN_HEADERS.has(name) ? { name, value: header(name), redacted: false } : { name, value: null, redacted: true })),
-      payload: payloadIsObject ? (call.body as Record<string, unknown>) : {},
+      payload: isRecord(call.body) ? call.body : {},
     };
     const pipeline = await this.pipelines.findByIdsForSystem([trigger.pipelineId]).then((ps) => ps[0] ?? null);
     const branch = trigger.branch ?? pipeline?.defaultBranch ?? 'main';

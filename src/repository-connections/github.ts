@@ -6,6 +6,8 @@
  */
 import { UnavailableError } from '../core/errors';
 import { clock } from '../core/clock';
+import { fieldOf } from '../core/unknown-typed-c';
+import { isRecord } from '../db/row-types-typed-c';
 import type { OutboundResponse, OutboundSend } from '../security/outbound';
 
 export interface ProviderRepository {
@@ -52,9 +54,8 @@ function unavailable(res: OutboundResponse, now: Date): UnavailableError {
 }
 
 function repositoryOf(item: unknown): ProviderRepository | null {
-  if (typeof item !== 'object' || item === null) return null;
-  const r = item as Record<string, unknown>;
-  const { full_name, html_url, clone_url, default_branch } = r;
+  if (!isRecord(item)) return null;
+  const { full_name, html_url, clone_url, default_branch } = item;
   if (typeof full_name !== 'string' || typeof html_url !== 'string' || typeof clone_url !== 'string' || typeof default_branch !== 'string') return null;
   return { fullName: full_name, htmlUrl: html_url, cloneUrl: clone_url, defaultBranch: default_branch };
 }
@@ -92,7 +93,7 @@ export async function listGitHubRepositories(
     } catch {
       throw unavailable(res, clock.now());
     }
-    const items = installation ? (body as { repositories?: unknown } | null)?.repositories : body;
+    const items = installation ? fieldOf(body, 'repositories') : body;
     if (!Array.isArray(items)) throw unavailable(res, clock.now());
     for (const item of items) {
       const repo = repositoryOf(item);

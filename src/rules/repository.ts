@@ -2,10 +2,12 @@
  * Rules: rows in, domain objects out. Reads join the creator (`created_by`).
  */
 import type { Knex } from 'knex';
-import { parseJson, toDate } from '../db/values';
-import { userFromRow } from '../user/rows';
+import { toDate } from '../db/values';
+import { isStringArray, jsonColumn, oneOf, type Nullable, type Prefixed } from '../db/row-types-typed-c';
+import type { RulesRow, UsersRow } from '../db/tables';
+import { joinedUser } from '../user/rows';
 import type { User } from '../core/identity';
-import type { RuleType } from './policy';
+import { RULE_TYPES, type RuleType } from './policy';
 
 export interface Rule {
   id: string;
@@ -23,18 +25,19 @@ export type NewRule = Omit<Rule, 'createdBy'> & { createdById: string };
 
 const SELECT = ['r.*', 'u.id as creator_id', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at'];
 
-function fromRow(r: Record<string, unknown>): Rule {
+/** A rule as `base()` selects it: the rule's columns and its creator's (`SELECT`), null when there is none. */
+type RuleJoinRow = RulesRow & Nullable<Prefixed<Pick<UsersRow, 'id' | 'name' | 'email' | 'created_at'>, 'creator_'>>;
+
+function fromRow(r: RuleJoinRow): Rule {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    type: r.type as RuleType,
-    description: (r.description as string | null) ?? null,
-    sourcePipelineId: r.source_pipeline_id as string,
-    targetPipelineId: r.target_pipeline_id as string,
-    conditions: parseJson<string[]>(r.conditions, []),
-    createdBy: r.creator_id
-      ? userFromRow({ id: r.creator_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
-      : null,
+    id: r.id,
+    organizationId: r.organization_id,
+    type: oneOf(RULE_TYPES, r.type, 'rules.type'),
+    description: r.description ?? null,
+    sourcePipelineId: r.source_pipeline_id,
+    targetPipelineId: r.target_pipeline_id,
+    conditions: jsonColumn(r.conditions, [], isStringArray, 'rules.conditions'),
+    createdBy: joinedUser(r.creator_id, r.creator_name, r.creator_email, r.creator_created_at),
     createdAt: toDate(r.created_at),
   };
 }
@@ -48,7 +51,7 @@ export class RuleRepository {
   }
 
   private base() {
-    return this.db('rules as r').leftJoin('users as u', 'u.id', 'r.created_by_id');
+    return this.db<RuleJoinRow>('rules as r').leftJoin('users as u', 'u.id', 'r.created_by_id');
   }
 
   async insert(r: NewRule): Promise<void> {
@@ -66,7 +69,7 @@ export class RuleRepository {
   }
 
   async findInOrganization(organizationId: string, id: string): Promise<Rule | null> {
-    const row = await this.base().where({ 'r.organization_id': organizationId, 'r.id': id }).first(SELECT);
+    const row = await this.base().where({ 'r.organization_id': organizationId, 'r.id': id }).first<RuleJoinRow | undefined>(SELECT);
     return row ? fromRow(row) : null;
   }
 
@@ -80,13 +83,15 @@ export class RuleRepository {
       ])
       .offset(offset)
       .limit(limit)
-      .select(SELECT);
+      .select<RuleJoinRow[]>(SELECT);
     return rows.map(fromRow);
   }
 
   /** The rules of `type` from the source pipeline to the target one. */
   async between(type: RuleType, sourcePipelineId: string, targetPipelineId: string): Promise<Rule[]> {
-    const rows = await this.base().where({ 'r.type': type, 'r.source_pipeline_id': sourcePipelineId, 'r.target_pipeline_id': targetPipelineId }).select(SELECT);
+    const rows = await this.base()
+      .where({ 'r.type': type, 'r.source_pipeline_id': sourcePipelineId, 'r.target_pipeline_id': targetPipelineId })
+      .select<RuleJoinRow[]>(SELECT);
     return rows.map(fromRow);
   }
 

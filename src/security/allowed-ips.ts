@@ -32,6 +32,6 @@ export function normalizeAllowedIps(value: string): string {
 export function ipAllowed(allowed: string, address: string | null | undefined): boolean {
   if (!address || !ipaddr.isValid(address)) return false;
   let ip = ipaddr.parse(address);
-  if (ip.kind() === 'ipv6' && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  if (ip instanceof ipaddr.IPv6 && ip.isIPv4MappedAddress()) ip = ip.toIPv4Address();
   return parseAllowedIps(allowed).ranges.some(([range, bits]) => range.kind() === ip.kind() && ip.match(range, bits));
 }

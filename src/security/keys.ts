@@ -7,6 +7,7 @@
 import crypto, { KeyObject } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fieldOf } from '../core/unknown-typed-c';
 
 export interface Keys {
   /** HS256 key for access tokens, as a KeyObject: jsonwebtoken is ~3x faster with it than with a string. */
@@ -45,7 +46,7 @@ export function loadOrCreateSecret(configured: string | undefined, dataDir: stri
   try {
     return fs.readFileSync(file, 'utf8').trim();
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    if (fieldOf(err, 'code') !== 'ENOENT') throw err;
   }
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const secret = crypto.randomBytes(48).toString('base64url');
@@ -54,7 +55,7 @@ export function loadOrCreateSecret(configured: string | undefined, dataDir: stri
     fs.writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' });
     return secret;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return fs.readFileSync(file, 'utf8').trim();
+    if (fieldOf(err, 'code') === 'EEXIST') return fs.readFileSync(file, 'utf8').trim();
     throw err;
   }
 }

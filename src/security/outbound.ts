@@ -34,6 +34,7 @@ import type { Duplex } from 'node:stream';
 import type { LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { errorMessage, stringField } from '../core/unknown-typed-c';
 
 export interface OutboundSettings {
   /** Allow loopback, private, link-local... destinations (tests, and installations whose receivers are inside). */
@@ -112,8 +113,8 @@ export function unsafeAddressRange(address: string): string | null {
   const normal = normaliseAddress(address);
   if (normal === null) return 'unparseable';
   const parsed = ipaddr.parse(normal);
-  if (parsed.kind() === 'ipv6') {
-    const v6 = parsed as ipaddr.IPv6;
+  if (parsed instanceof ipaddr.IPv6) {
+    const v6 = parsed;
     const range = v6.range();
     if (range === 'unicast' && v6.parts.slice(0, 6).every((p) => p === 0)) {
       // ::a.b.c.d, IPv4-compatible (deprecated by RFC 4291): some stacks still reach a.b.c.d
@@ -127,7 +128,7 @@ export function unsafeAddressRange(address: string): string | null {
     }
     return range === 'unicast' ? null : range;
   }
-  const range = (parsed as ipaddr.IPv4).range();
+  const range = parsed.range();
   return range === 'unicast' ? null : range;
 }
 
@@ -191,7 +192,7 @@ export class Outbound {
       try {
         addresses = await this.resolve(hostname);
       } catch (err) {
-        throw new OutboundRefused('dns_error', `${hostname} does not resolve (${(err as NodeJS.ErrnoException).code ?? 'lookup failed'})`);
+        throw new OutboundRefused('dns_error', `${hostname} does not resolve (${errnoCode(err) ?? 'lookup failed'})`);
       }
       if (addresses.length === 0) throw new OutboundRefused('dns_error', `${hostname} does not resolve (no addresses)`);
     }
@@ -220,8 +221,9 @@ export class Outbound {
     const { url, hostname, addresses } = target;
     const port = url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol]!;
     return (_options: unknown, oncreate: (err: Error | null, socket: Duplex) => void): undefined => {
-      const fail = (err: Error) => oncreate(err, undefined as unknown as Duplex);
       const raw = net.connect({ host: hostname, port, lookup: pinned(addresses) });
+      // With an error, Node's callback ignores the socket (its type asks for one).
+      const fail = (err: Error) => oncreate(err, raw);
       track(raw);
       raw.once('error', fail);
       raw.once('connect', () => {
@@ -317,15 +319,13 @@ export class Outbound {
             path: `${url.pathname}${url.search}`,
             headers,
             agent: undefined,
-            createConnection: this.connector(target, secure, opts.tlsVerify !== false, (s) =>
-              sockets.push(s),
-            ) as unknown as http.RequestOptions['createConnection'],
+            createConnection: this.connector(target, secure, opts.tlsVerify !== false, (s) => sockets.push(s)),
             ...(url.username || url.password ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` } : {}),
           },
           onResponse,
         );
       } catch (err) {
-        finish(new OutboundRefused('invalid_request', `the request to ${hostname} cannot be sent: ${(err as Error).message}`));
+        finish(new OutboundRefused('invalid_request', `the request to ${hostname} cannot be sent: ${errorMessage(err)}`));
         return;
       }
       req.on('error', (err) => finish(failure(err, hostname)));
@@ -345,7 +345,7 @@ function pinned(addresses: LookupAddress[]): LookupFunction {
     const family = typeof options === 'object' && options.family ? options.family : 0;
     const fitting = family ? addresses.filter((a) => a.family === family) : addresses;
     const chosen = fitting.length ? fitting : addresses;
-    if (typeof options === 'object' && options.all) (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, chosen);
+    if (typeof options === 'object' && options.all) callback(null, chosen);
     else callback(null, chosen[0]!.address, chosen[0]!.family);
   };
 }
@@ -382,9 +382,14 @@ function withDeadline<T>(work: Promise<T>, deadline: number, hostname: string): 
 
 const TLS_CODES = /^(CERT_|ERR_TLS_|ERR_SSL_|UNABLE_TO_|SELF_SIGNED_|DEPTH_ZERO_SELF_SIGNED_CERT|HOSTNAME_MISMATCH|ERR_OSSL_)/;
 
+/** A system error's code (`ECONNREFUSED`, `CERT_HAS_EXPIRED`...), if it has one. */
+function errnoCode(err: unknown): string | undefined {
+  return stringField(err, 'code');
+}
+
 function failure(err: Error, hostname: string): OutboundRefused {
   if (err instanceof OutboundRefused) return err;
-  const code = (err as NodeJS.ErrnoException).code ?? '';
+  const code = errnoCode(err) ?? '';
   if (TLS_CODES.test(code) || /certificate|SSL|TLS/i.test(err.message)) {
     return new OutboundRefused('tls_error', `TLS with ${hostname} failed (${code || err.message})`);
   }

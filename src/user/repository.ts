@@ -2,7 +2,13 @@
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Role, User } from '../core/identity';
-import { userFromRow } from './rows';
+import { ROLES, userFromRow } from './rows';
+import { oneOf, type Nullable } from '../db/row-types-typed-c';
+import type { OrganizationMembersRow, OrganizationsRow, UsersRow } from '../db/tables';
+
+/** A user as `listWithMemberships` selects it, once per organization it is a member of (nulls: none). */
+type UserMembershipRow = Pick<UsersRow, 'id' | 'name' | 'email' | 'created_at'> &
+  Nullable<Pick<OrganizationMembersRow, 'role'> & Pick<OrganizationsRow, 'slug'>>;
 import { clock } from '../core/clock';
 
 export class UserRepository {
@@ -38,13 +44,13 @@ export class UserRepository {
       .leftJoin('organization_members as m', 'm.user_id', 'u.id')
       .leftJoin('organizations as o', 'o.id', 'm.organization_id')
       .orderBy([{ column: 'u.email' }, { column: 'o.slug' }])
-      .select('u.id', 'u.name', 'u.email', 'u.created_at', 'm.role', 'o.slug');
+      .select<UserMembershipRow[]>('u.id', 'u.name', 'u.email', 'u.created_at', 'm.role', 'o.slug');
     if (organizationId) q.whereIn('u.id', trx('organization_members').where({ organization_id: organizationId }).select('user_id'));
     const listed = new Map<string, { user: User; memberships: { slug: string; role: Role }[] }>();
     for (const row of await q) {
       const entry = listed.get(row.id) ?? { user: userFromRow(row), memberships: [] };
       listed.set(row.id, entry);
-      if (row.slug) entry.memberships.push({ slug: row.slug as string, role: row.role as Role });
+      if (row.slug) entry.memberships.push({ slug: row.slug, role: oneOf(ROLES, row.role, 'organization_members.role') });
     }
     return [...listed.values()];
   }

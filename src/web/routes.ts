@@ -27,6 +27,7 @@ import { registerAgentPages } from './pages/agents';
 import { registerSuitePages } from './pages/suites';
 import { signInPage } from './pages/sign-in';
 import { loadSpec } from '../spec';
+import { isRecord } from '../db/row-types-typed-c';
 
 export const SESSION_COOKIE = 'windsock_session';
 const SIGNIN_COOKIE = 'windsock_signin';
@@ -41,7 +42,8 @@ const OUTSIDE_CONTRACT = ['docs', 'metrics', 'badges', 'uploads', 'organizations
 let reserved: Set<string> | undefined;
 function reservedSegments(): Set<string> {
   if (!reserved) {
-    const paths = Object.keys((loadSpec().doc.paths ?? {}) as Record<string, unknown>);
+    const specPaths = loadSpec().doc.paths;
+    const paths = isRecord(specPaths) ? Object.keys(specPaths) : [];
     reserved = new Set([...OUTSIDE_CONTRACT, ...paths.map((p) => p.split('/')[1] ?? '').filter((s) => s !== '' && !s.startsWith('{'))]);
   }
   return reserved;
@@ -191,9 +193,10 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
     res,
     principal,
     ctx: baseContext(req, principal, csrfTokenOf(sid)),
+    // cast: the pages' routes name their parameters (no wildcards), each one string.
     params: req.params as Record<string, string>,
     query: Object.fromEntries(Object.entries(req.query).map(([k, v]) => [k, typeof v === 'string' ? v : undefined])),
-    body: (req.body ?? {}) as Record<string, unknown>,
+    body: isRecord(req.body) ? req.body : {},
   });
 
   const countFailed = countFailedAuthentication(deps.rateLimiter);
@@ -292,7 +295,7 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
     send(res, 200, signInPage({ principal: null, csrf, assets, path: req.originalUrl }, nextPath, undefined));
   });
   router.post('/login', urlencoded, async (req, res, next) => {
-    const body = (req.body ?? {}) as Record<string, unknown>;
+    const body = isRecord(req.body) ? req.body : {};
     const nextPath = safeNext(body.next);
     const expected = cookies(req).get(SIGNIN_COOKIE);
     const ctx: PageContext = { principal: null, csrf: expected ?? '', assets, path: req.originalUrl };
@@ -332,7 +335,7 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
       const ctx = baseContext(req, session.principal, csrfTokenOf(session.sid));
       try {
         checkOrigin(req);
-        const body = (req.body ?? {}) as Record<string, unknown>;
+        const body = isRecord(req.body) ? req.body : {};
         if (typeof body._csrf !== 'string' || !sameSecret(body._csrf, ctx.csrf)) throw new ForbiddenError();
       } catch (e) {
         return errorPage(res, ctx, e, next);

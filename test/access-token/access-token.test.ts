@@ -3,6 +3,7 @@ import jwt from 'jsonwebtoken';
 import { AUTH_MESSAGE } from '../../src/http/error-handler';
 import { clock } from '../../src/core/clock';
 import { auth, describeEachDatabase } from '../support/context';
+import { existing } from '../support/rows-typed-c';
 
 const UTC = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/;
 
@@ -113,7 +114,7 @@ describeEachDatabase('tokens with given secrets', (ctx) => {
       expiresAt: new Date(Date.now() + 3600_000),
       secret: value,
     });
-    const row = await ctx().services.db('access_tokens').where({ id: token.id }).first();
+    const row = existing(await ctx().services.db('access_tokens').where({ id: token.id }).first(), 'the token');
     expect(row.secret_hash).toBe(crypto.createHash('sha256').update(value).digest('hex'));
     expect(JSON.stringify(row)).not.toContain(value);
     const res = await ctx().http().get('/v2/access-token').set(auth(value)).expect(200);

@@ -8,6 +8,7 @@
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
+import { existing } from '../support/rows-typed-c';
 
 describeEachDatabase('job acquisition and dispatch', (ctx) => {
   const setUp = async (configuration: string) => {
@@ -134,9 +135,9 @@ describeEachDatabase('job acquisition and dispatch', (ctx) => {
         .expect(200);
     };
     await run(false);
-    expect((await ctx().services.db('agents').where({ id: agent.id }).first()).ignore_in_dispatches).toBeFalsy();
+    expect(existing(await ctx().services.db('agents').where({ id: agent.id }).first(), 'the agent').ignore_in_dispatches).toBeFalsy();
     await run(true);
-    expect(Boolean((await ctx().services.db('agents').where({ id: agent.id }).first()).ignore_in_dispatches)).toBe(true);
+    expect(Boolean(existing(await ctx().services.db('agents').where({ id: agent.id }).first(), 'the agent').ignore_in_dispatches)).toBe(true);
     // A scheduled job is left, but not for this agent.
     expect(await ping(agent.token)).toEqual({ action: 'idle', job: null });
     expect((await jobsOf(s)).filter((j) => j.state === 'scheduled')).toHaveLength(1);

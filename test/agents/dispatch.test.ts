@@ -7,11 +7,12 @@ import crypto from 'node:crypto';
 import { describeEachDatabase, type TestContext } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
+import { existing } from '../support/rows-typed-c';
 
 /** `count` more scheduled jobs like `jobId` (same rules, organization, build), each older than any job before. */
 async function cloneJobs(ctx: TestContext, jobId: string, count: number): Promise<void> {
   const db = ctx.services.db;
-  const template = (await db('jobs').where({ id: jobId }).first()) as Record<string, unknown>;
+  const template = existing(await db('jobs').where({ id: jobId }).first(), `job ${jobId}`);
   const oldest = Date.now() - 24 * 3600_000;
   const rows = Array.from({ length: count }, (_, i) => ({
     ...template,
@@ -44,7 +45,7 @@ describeEachDatabase('dispatch', (ctx) => {
 
     const job = await poll(ctx(), agent.token);
     expect(job).toMatchObject({ id: build.jobs[0]!.id, command: 'mine' });
-    const left = await ctx().services.db('jobs').where({ state: 'scheduled', build_id: stuckBuild.id }).count('* as n').first();
+    const left = await ctx().services.db('jobs').where({ state: 'scheduled', build_id: stuckBuild.id }).count<{ n: number | string }[]>('* as n').first();
     expect(Number(left!.n)).toBe(10_001);
   });
 

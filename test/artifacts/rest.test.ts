@@ -13,6 +13,7 @@ import { givenAgent, givenRegistrationToken, movableClock } from '../support/age
 import { givenBuild, givenPipeline } from '../support/given';
 import { givenArtifacts, givenRunningJob, sha1, startNextJob } from './helpers';
 import { SCOPES } from '../../src/core/identity';
+import { existing } from '../support/rows-typed-c';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-artifacts-rest-'));
 const clock = movableClock();
@@ -144,7 +145,7 @@ describeEachDatabase(
       await ctx().http().delete(`${jobUrl}/artifacts/${ids[0]}`).set(auth(token)).expect(404);
       const list = await ctx().http().get(`${url}/artifacts`).set(auth(token)).expect(200);
       expect(list.body.map((a: { id: string }) => a.id)).toEqual([ids[1], ids[2], twin]);
-      const row = await ctx().services.db('artifacts').where({ id: ids[0] }).first();
+      const row = existing(await ctx().services.db('artifacts').where({ id: ids[0] }).first(), 'the artifact');
       expect(row.state).toBe('deleted');
       await ctx().http().delete(`${jobUrl}/artifacts/${ids[2]}`).set(auth(token)).expect(204);
       expect(objects()).toBe(before - 1);

@@ -2,6 +2,7 @@ import createSample from '../fixtures/samples/builds__04_create-a-build.json';
 import { verifyStepSignature, signedFieldsOf } from '../../src/builds/jobs/plan';
 import { auth, createTestContext, databases, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
+import { existing } from '../support/rows-typed-c';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const SHA = 'abcd0b72a1e580e90712cdd9eb26d3fb41cd09c8';
@@ -108,7 +109,7 @@ describeEachDatabase('builds', (ctx) => {
       expect(b.job_state_counts).toEqual({ total: 6, states: { scheduled: 3, waiting: 3 } });
 
       // The step signature verifies under the server's key, over the merged env (pipeline < build < step).
-      const job = await ctx().services.db('jobs').where({ id: scripts[0].id }).first();
+      const job = existing(await ctx().services.db('jobs').where({ id: scripts[0].id }).first(), 'the job');
       expect(JSON.parse(job.env)).toEqual({ PIPELINE: 'p', SHARED: 'step', BUILD: 'b', STEP: 's' });
       const signature = scripts[0].step.signature;
       expect(signature).toMatchObject({ algorithm: 'HS256', signed_fields: ['command', 'env', 'matrix', 'plugins', 'repository_url'] });
@@ -281,7 +282,7 @@ describeEachDatabase('builds', (ctx) => {
       expect(await ids(`${orgList}?meta_data[env]=prod`)).toEqual([b1.id]);
       expect(await ids(`${orgList}?meta_data[env]=prod&meta_data[team]=y`)).toEqual([]);
       expect(await ids(`${orgList}?finished_from=${encodeURIComponent(new Date(finishedAt.getTime() - 1000).toISOString())}`)).toEqual([b1.id]);
-      const b3At = (await ctx().services.db('builds').where({ id: b3.id }).first()).created_at;
+      const b3At = existing(await ctx().services.db('builds').where({ id: b3.id }).first(), 'build 3').created_at;
       const b3Time = new Date(typeof b3At === 'number' ? b3At : b3At).toISOString();
       expect(await ids(`${orgList}?created_from=${encodeURIComponent(b3Time)}`)).toEqual([b3.id]);
       expect(await ids(`${orgList}?created_to=${encodeURIComponent(b3Time)}`)).toEqual([b2.id, b1.id]);

@@ -28,9 +28,11 @@ describeEachDatabase('table row types', (ctx) => {
         );
       }
     } else {
+      const schema = ctx().schema;
+      if (!schema) throw new Error('a Postgres test context has its schema');
       const { rows }: { rows: { table_name: string; column_name: string; data_type: string; is_nullable: string }[] } = await db.raw(
         "select table_name, column_name, data_type, is_nullable from information_schema.columns where table_schema = ? and table_name not like 'knex_%'",
-        [ctx().schema ?? 'public'],
+        [schema],
       );
       for (const r of rows) {
         (out[r.table_name] ??= {})[r.column_name] = [postgresColumnKind(r.data_type, r.table_name, r.column_name), r.is_nullable === 'YES'];

@@ -8,6 +8,7 @@ import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, givenBuildAndAgent } from '../support/agents';
 import { countHeaderLines, isHeaderLine } from '../../src/builds/jobs/log-headers';
 import * as stepUpdates from '../../src/db/migrations/20261127052000_step_updates';
+import { existing } from '../support/rows-typed-c';
 
 describe('section header lines', () => {
   it('skips the ANSI escapes that open a line, and only those', () => {
@@ -89,7 +90,7 @@ describeEachDatabase('the agent API: step update idempotency and coloured sectio
     await stepUpdates.up(db);
     await update('after').expect(204);
     await update('after').expect(204);
-    expect((await db('jobs').where({ id: s.jobId }).first()).name).toBe('Tests++');
+    expect(existing(await db('jobs').where({ id: s.jobId }).first(), 'the job').name).toBe('Tests++');
   });
 
   it('gives coloured section headers their times as plain ones, from the chunks that carry them', async () => {

@@ -5,6 +5,7 @@
  */
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import { agentAuth, givenBuildAndAgent } from '../support/agents';
+import { existing } from '../support/rows-typed-c';
 
 /** A running job of a new build, and what its agent and its REST reader need. */
 async function runningJob(ctx: TestContext) {
@@ -106,7 +107,9 @@ describeEachDatabase(
 
       // A deleted log no longer counts; a retried job starts with a log of its own.
       expect((await ctx().http().delete(`${s.jobUrl}/log`).set(auth(s.token))).status).toBe(204);
-      expect((await ctx().services.db('jobs').where({ id: s.jobId }).first('log_size')).log_size).toEqual(ctx().kind === 'postgres' ? '0' : 0);
+      expect(existing(await ctx().services.db('jobs').where({ id: s.jobId }).first('log_size'), 'the job').log_size).toEqual(
+        ctx().kind === 'postgres' ? '0' : 0,
+      );
     });
 
     it('gives a retried job a log cap of its own', async () => {

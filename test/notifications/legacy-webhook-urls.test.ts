@@ -16,6 +16,7 @@ import { auth, createTestContext, databases, type TestContext } from '../support
 import { givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { startReceiver, type Receiver } from './receiver';
+import { existing } from '../support/rows-typed-c';
 
 const ADMIN = 'legacy-admin-0123456789-abcdefghijklmnop';
 const silent = new Writable({ write: (_c, _e, cb) => cb() });
@@ -33,7 +34,8 @@ describe.each(databases)('legacy webhook URLs [%s]', (kind) => {
   });
 
   const settle = () => ctx.services.notificationWorker.settle();
-  const rowOf = (id: string) => ctx.services.db('notification_services').where({ id }).first('settings', 'secrets_sealed', 'updated_at');
+  const rowOf = async (id: string) =>
+    existing(await ctx.services.db('notification_services').where({ id }).first('settings', 'secrets_sealed', 'updated_at'), `service ${id}`);
 
   it('are sealed at start, still delivered to in full, and a second run changes nothing', async () => {
     const { org, token } = await ctx.givenAdmin();
@@ -64,7 +66,7 @@ describe.each(databases)('legacy webhook URLs [%s]', (kind) => {
     expect(await ctx.services.notificationServices.sealLegacyWebhookUrls()).toEqual({ sealed: 1, unreadable: 0 });
     const sealed = await rowOf(id);
     for (const secret of [password, apiKey]) expect(JSON.stringify(sealed)).not.toContain(secret);
-    expect(new Date(sealed.updated_at as string).getTime()).toBe(new Date(before.updated_at as string).getTime());
+    expect(new Date(sealed.updated_at).getTime()).toBe(new Date(before.updated_at).getTime());
     const shown = await ctx.http().get(`/v2/organizations/${org.slug}/services/${id}`).set(auth(token)).expect(200);
     expect(shown.body.settings.token).toBe('tok-legacy');
     expect(new URL(shown.body.settings.url as string).password).toMatch(/^X+.{4}$/);

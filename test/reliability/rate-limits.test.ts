@@ -13,6 +13,7 @@ import { auth, createTestContext, databases, describeEachDatabase, type TestCont
 import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { deliverGitHub, givenTarget } from '../deliveries/helpers';
 import { givenSuite, result, suiteAuth, upload } from '../uploads/helpers';
+import { existing } from '../support/rows-typed-c';
 
 const LIMIT = 5;
 const AUTH_LIMIT = 3;
@@ -242,7 +243,7 @@ describe.each(databases)('rate limits across two app instances on one database [
     const over = await second.http().get(pipelines).set(auth(token)).expect(429);
     expect(over.headers['ratelimit-remaining']).toBe('0');
     await first.http().get(pipelines).set(auth(other)).expect(429);
-    const stored = await first.services.db('rate_limits').where('bucket', `org:${org.id}`).first('count');
+    const stored = existing(await first.services.db('rate_limits').where('bucket', `org:${org.id}`).first('count'), 'the counter');
     expect(Number(stored.count)).toBe(LIMIT + 2);
   });
 
@@ -252,7 +253,7 @@ describe.each(databases)('rate limits across two app instances on one database [
     const path = `/v2/organizations/${org.slug}`;
     await first.http().get(path).set(auth(token)).expect(200);
     await new Promise((resolve) => setTimeout(resolve, FLUSH_MS + 100));
-    const stored = await first.services.db('rate_limits').where('bucket', `org:${org.id}`).first('count');
+    const stored = existing(await first.services.db('rate_limits').where('bucket', `org:${org.id}`).first('count'), 'the counter');
     expect(Number(stored.count)).toBe(1);
   });
 });

@@ -2,6 +2,7 @@ import createSample from '../fixtures/samples/test_engine_suites__03_create-a-su
 import getSample from '../fixtures/samples/test_engine_suites__02_get-a-suite.json';
 import { sha256Hex } from '../../src/security/keys';
 import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
+import { existing } from '../support/rows-typed-c';
 
 const base = (org: { slug: string }) => `/v2/analytics/organizations/${org.slug}/suites`;
 
@@ -20,7 +21,7 @@ describeEachDatabase('suites', (ctx) => {
     expect(s.api_token).toMatch(/^[A-Za-z0-9_-]{32}$/);
 
     // Only a hash is stored, and the token is never readable again.
-    const row = await ctx().services.db('suites').where({ id: s.id }).first();
+    const row = existing(await ctx().services.db('suites').where({ id: s.id }).first(), 'the suite');
     expect(JSON.stringify(row)).not.toContain(s.api_token);
     expect(row.api_token_hash).toBe(sha256Hex(s.api_token));
     const got = await ctx()

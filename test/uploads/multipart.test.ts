@@ -1,5 +1,6 @@
 import { auth, describeEachDatabase } from '../support/context';
 import { givenSuite, result, suiteAuth } from './helpers';
+import { existing } from '../support/rows-typed-c';
 
 const JUNIT = `<?xml version="1.0" encoding="UTF-8"?>
 <testsuites name="rspec">
@@ -146,7 +147,7 @@ describeEachDatabase('uploads (multipart)', (ctx) => {
     // An undeclared entity is left as text, never resolved.
     const res = await multipart(s.apiToken, 'junit', '<testsuite><testcase classname="x" name="&xxe;"/></testsuite>').expect(202);
     expect(res.body.queued).toBe(1);
-    expect((await ctx().services.db('tests').where({ suite_id: s.suite.id }).first('name')).name).toBe('&xxe;');
+    expect(existing(await ctx().services.db('tests').where({ suite_id: s.suite.id }).first('name'), 'the test').name).toBe('&xxe;');
   });
 
   it('refuses suites nested without end and more than 5,000 test cases', async () => {

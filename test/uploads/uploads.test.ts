@@ -5,6 +5,7 @@ import flakySample from '../fixtures/samples/test_engine_flaky_tests__01_legacy-
 import { MAX_RESULTS } from '../../src/uploads/results';
 import { auth, createTestContext, databases, describeEachDatabase, PUBLIC_URL } from '../support/context';
 import { givenSuite, result, suiteAuth, upload } from './helpers';
+import { existing } from '../support/rows-typed-c';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -114,7 +115,7 @@ describeEachDatabase('uploads (JSON)', (ctx) => {
     const runs = await ctx().http().get(`${s.base}/runs`).set(auth(s.token)).expect(200);
     expect(runs.body).toHaveLength(1);
     expect(runs.body[0]).toMatchObject({ result: 'passed', build_id: 'same-key' });
-    const testId = (await ctx().services.db('tests').where({ name: 't' }).first('id')).id;
+    const testId = existing(await ctx().services.db('tests').where({ name: 't' }).first('id'), 'test t').id;
     const test = await ctx().http().get(`${s.base}/tests/${testId}`).set(auth(s.token)).set('Buildkite-Version', '2026-08-01').expect(200);
     expect(test.body).toMatchObject({ executions_count: 2, reliability: 1, duration_min: 0.1, duration_max: 0.5, duration_sum: 0.6 });
     expect(test.body.duration_avg).toBeCloseTo(0.3);
@@ -249,7 +250,7 @@ describeEachDatabase('flaky tests', (ctx) => {
       ]),
     );
     // The first instance was detected three days ago.
-    const alpha = (await ctx().services.db('tests').where({ name: 'Alpha login' }).first('id')).id;
+    const alpha = existing(await ctx().services.db('tests').where({ name: 'Alpha login' }).first('id'), 'test Alpha login').id;
     await ctx()
       .services.db('flaky_instances')
       .where({ test_id: alpha })

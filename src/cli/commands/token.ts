@@ -2,13 +2,14 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { clock } from '../../core/clock';
 import { SCOPES } from '../../core/identity';
+import { isOneOf } from '../../db/row-types-typed-c';
 import { CommandError, email, list, orgBySlug, print, printRows, someOf, userByEmail, uuid, wholeNumber, withServices, type Cli } from '../context';
 
 /** `all`, or a comma-separated list of scopes, each one of SCOPES. */
 function scopes(value: string): string[] {
   if (value.trim() === 'all') return [...SCOPES];
   const named = list(value);
-  const unknown = named.filter((x) => !(SCOPES as readonly string[]).includes(x));
+  const unknown = named.filter((x) => !isOneOf(SCOPES, x));
   if (unknown.length || !named.length) {
     throw new InvalidArgumentError(
       `${unknown.length ? `unknown scope(s): ${unknown.join(', ')}` : 'no scope named'}. Valid: all, or any of ${SCOPES.join(', ')}`,

@@ -16,7 +16,8 @@ export async function up(knex: Knex): Promise<void> {
     t.primary(['bucket', 'window_start']);
     t.index(['window_start']);
   });
-  if ((knex.client as { dialect?: string }).dialect === 'postgresql') await knex.raw('alter table rate_limits set unlogged');
+  const client: Knex.Client = knex.client;
+  if (client.dialect === 'postgresql') await knex.raw('alter table rate_limits set unlogged');
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -17,16 +17,27 @@ import type { Knex } from 'knex';
  */
 const dispatchKey = (agentQueryRulesJson: string) => crypto.createHash('sha256').update(agentQueryRulesJson).digest('hex');
 
+/** The columns of jobs this migration reads and writes, as they were when it was written: frozen, not today's table map. */
+interface JobsThen {
+  build_id: string;
+  agent_query_rules: string;
+  organization_id: string | null;
+  dispatch_key: string | null;
+}
+
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('jobs', (t) => {
     t.uuid('organization_id');
     t.string('dispatch_key', 64);
   });
-  await knex('jobs').update({ organization_id: knex('builds').select('organization_id').where('builds.id', knex.ref('jobs.build_id')) });
-  for (const { agent_query_rules: rules } of await knex('jobs').distinct('agent_query_rules')) {
-    await knex('jobs')
+  // A subquery as a bound value is written in parentheses, as Knex writes one given as the column's value.
+  await knex<JobsThen>('jobs').update({
+    organization_id: knex.raw('?', [knex('builds').select('organization_id').where('builds.id', knex.ref('jobs.build_id'))]),
+  });
+  for (const { agent_query_rules: rules } of await knex<JobsThen>('jobs').distinct('agent_query_rules')) {
+    await knex<JobsThen>('jobs')
       .where({ agent_query_rules: rules })
-      .update({ dispatch_key: dispatchKey(rules as string) });
+      .update({ dispatch_key: dispatchKey(rules) });
   }
   await knex.raw(
     `create index jobs_dispatch_index on jobs (organization_id, dispatch_key, priority desc, created_at, position) where state = 'scheduled' and type = 'script'`,

@@ -11,16 +11,16 @@ export async function up(knex: Knex): Promise<void> {
     t.text('triggered_from');
   });
   // Builds triggered before this column: their link is known through the trigger job.
-  const rows = (await knex('builds as b')
+  const rows = await knex('builds as b')
     .join('jobs as j', 'j.id', 'b.triggered_from_job_id')
     .join('builds as pb', 'pb.id', 'j.build_id')
     .join('pipelines as p', 'p.id', 'pb.pipeline_id')
-    .select('b.id', 'pb.id as build_id', 'pb.number as build_number', 'p.slug as build_pipeline_slug')) as {
-    id: string;
-    build_id: string;
-    build_number: number;
-    build_pipeline_slug: string;
-  }[];
+    .select<{ id: string; build_id: string; build_number: number; build_pipeline_slug: string }[]>(
+      'b.id',
+      'pb.id as build_id',
+      'pb.number as build_number',
+      'p.slug as build_pipeline_slug',
+    );
   for (const r of rows) {
     const value = JSON.stringify({ build_id: r.build_id, build_number: Number(r.build_number), build_pipeline_slug: r.build_pipeline_slug });
     await knex('builds').where({ id: r.id }).update({ triggered_from: value });

@@ -23,6 +23,12 @@ const JOB_STATES = ['scheduled', 'running', 'passed', 'failed', 'canceled', 'tim
 const AGENT_STATES = ['connected', 'lost', 'disconnected', 'stopping', 'stopped'];
 const list = (states: string[]) => states.map((s) => `'${s}'`).join(', ');
 
+/** Whether the migration runs on Postgres (Knex types `knex.client` loosely; it is a Client). */
+function isPostgres(knex: Knex): boolean {
+  const client: Knex.Client = knex.client;
+  return client.dialect === 'postgresql';
+}
+
 export async function up(knex: Knex): Promise<void> {
   const ts = (t: Knex.CreateTableBuilder, name: string) => t.timestamp(name, { useTz: true, precision: 3 });
   await knex.schema.createTable('outbox_events', (t) => {
@@ -81,7 +87,7 @@ export async function up(knex: Knex): Promise<void> {
     t.primary(['delivery_id', 'number']);
   });
 
-  if ((knex.client as { dialect?: string }).dialect === 'postgresql') await postgresTriggers(knex);
+  if (isPostgres(knex)) await postgresTriggers(knex);
   else await sqliteTriggers(knex);
 }
 
@@ -139,7 +145,7 @@ const SQLITE_TRIGGERS = ['outbox_builds_insert', 'outbox_builds_update', 'outbox
  * tables in place: `change` just runs.
  */
 export async function withoutOutboxTriggers(knex: Knex, change: () => Promise<void>): Promise<void> {
-  if ((knex.client as { dialect?: string }).dialect === 'postgresql') return change();
+  if (isPostgres(knex)) return change();
   for (const t of SQLITE_TRIGGERS) await knex.raw(`drop trigger if exists ${t}`);
   await change();
   await sqliteTriggers(knex);
@@ -176,7 +182,7 @@ async function sqliteTriggers(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  if ((knex.client as { dialect?: string }).dialect === 'postgresql') {
+  if (isPostgres(knex)) {
     await knex.raw('drop trigger if exists outbox_builds on builds');
     await knex.raw('drop trigger if exists outbox_jobs on jobs');
     await knex.raw('drop trigger if exists outbox_agents on agents');

@@ -101,7 +101,7 @@ steps:
     const actor = actorFor(principal, params.org!);
     const { pipeline, perms } = await pipelines.get(actor, params.pipeline!);
     const page = pageNumber(query.page);
-    const state = BUILD_STATES.includes(query.state as BuildState) ? (query.state as BuildState) : undefined;
+    const state = BUILD_STATES.find((s) => s === query.state);
     const filter = { branch: query.branch?.slice(0, 255) || undefined, state, creator: isUuid(query.creator) ? query.creator : undefined };
     const found = await builds.list({ actor, pipelineSlug: pipeline.slug }, { ...filter, exclude_jobs: true }, (page - 1) * PER_PAGE, PER_PAGE + 1);
     const base = `/${actor.organization.slug}/${pipeline.slug}`;

@@ -1,5 +1,6 @@
 /** Test suites: the list, a suite's runs, a run's failures, a test (with its quarantine state), and the flaky tests with the API's search, branch and period. */
 import { PERIOD_MS } from '../../suites/test-metrics';
+import { keysOf } from '../../db/row-types-typed-c';
 import type { FlakyPeriod } from '../../suites/service';
 import { actorFor } from '../context';
 import { html } from '../html';
@@ -129,7 +130,7 @@ export function registerSuitePages(web: WebRouter): void {
   web.page('/organizations/:org/analytics/suites/:suite/flaky-tests', 'listFlakyTests', async ({ principal, params, query, ctx }) => {
     const actor = actorFor(principal, params.org!);
     const suite = await suites.get(actor, params.suite!);
-    const period = (Object.keys(PERIOD_MS) as FlakyPeriod[]).includes(query.period as FlakyPeriod) ? (query.period as FlakyPeriod) : '7days';
+    const period: FlakyPeriod = keysOf(PERIOD_MS).find((p) => p === query.period) ?? '7days';
     const filter = { search: query.search?.slice(0, 255) || undefined, branch: query.branch?.slice(0, 255) || undefined, period };
     const page = pageNumber(query.page);
     const flaky = await suites.flakyTests(actor, suite.slug, filter, (page - 1) * PER_PAGE, PER_PAGE);
