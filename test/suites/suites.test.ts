@@ -22,7 +22,7 @@ describeEachDatabase('suites', (ctx) => {
     // Only a hash is stored, and the token is never readable again.
     const row = await ctx().services.db('suites').where({ id: s.id }).first();
     expect(JSON.stringify(row)).not.toContain(s.api_token);
-    expect(row.api_token_hash).toBe(sha256Hex(s.api_token));
+    expect(row?.api_token_hash).toBe(sha256Hex(s.api_token));
     const got = await ctx()
       .http()
       .get(`${base(org)}/jasmine-suite`)
