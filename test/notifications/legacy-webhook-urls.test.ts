@@ -33,7 +33,11 @@ describe.each(databases)('legacy webhook URLs [%s]', (kind) => {
   });
 
   const settle = () => ctx.services.notificationWorker.settle();
-  const rowOf = (id: string) => ctx.services.db('notification_services').where({ id }).first('settings', 'secrets_sealed', 'updated_at');
+  const rowOf = async (id: string) => {
+    const row = await ctx.services.db('notification_services').where({ id }).first('settings', 'secrets_sealed', 'updated_at');
+    if (!row) throw new Error(`no notification service ${id}`);
+    return row;
+  };
 
   it('are sealed at start, still delivered to in full, and a second run changes nothing', async () => {
     const { org, token } = await ctx.givenAdmin();
@@ -64,7 +68,7 @@ describe.each(databases)('legacy webhook URLs [%s]', (kind) => {
     expect(await ctx.services.notificationServices.sealLegacyWebhookUrls()).toEqual({ sealed: 1, unreadable: 0 });
     const sealed = await rowOf(id);
     for (const secret of [password, apiKey]) expect(JSON.stringify(sealed)).not.toContain(secret);
-    expect(new Date(sealed.updated_at as string).getTime()).toBe(new Date(before.updated_at as string).getTime());
+    expect(new Date(sealed.updated_at).getTime()).toBe(new Date(before.updated_at).getTime());
     const shown = await ctx.http().get(`/v2/organizations/${org.slug}/services/${id}`).set(auth(token)).expect(200);
     expect(shown.body.settings.token).toBe('tok-legacy');
     expect(new URL(shown.body.settings.url as string).password).toMatch(/^X+.{4}$/);

@@ -19,7 +19,7 @@ describe.each(databases)('outbox [%s]', (kind) => {
   });
 
   const eventsOf = async (buildId: string) =>
-    (await ctx.services.db('outbox_events').where({ build_id: buildId }).orderBy('seq')).map((r: Record<string, unknown>) => ({
+    (await ctx.services.db('outbox_events').where({ build_id: buildId }).orderBy('seq')).map((r) => ({
       kind: r.kind,
       from: r.from_state,
       to: r.to_state,
@@ -42,7 +42,7 @@ describe.each(databases)('outbox [%s]', (kind) => {
       { kind: 'job', from: 'waiting', to: 'canceled', type: 'script' },
       { kind: 'build', from: 'canceling', to: 'canceled', type: null },
     ]);
-    const seqs = (await ctx.services.db('outbox_events').where({ build_id: b.id }).orderBy('seq')).map((r: Record<string, unknown>) => Number(r.seq));
+    const seqs = (await ctx.services.db('outbox_events').where({ build_id: b.id }).orderBy('seq')).map((r) => Number(r.seq));
     expect([...seqs].sort((x, y) => x - y)).toEqual(seqs);
   });
 
@@ -73,7 +73,7 @@ describe.each(databases)('outbox [%s]', (kind) => {
       { kind: 'build', from: 'running', to: 'passed', type: null },
     ]);
     const agentEvents = await ctx.services.db('outbox_events').where({ kind: 'agent', organization_id: org.id }).orderBy('seq');
-    expect(agentEvents.map((r: Record<string, unknown>) => [r.subject_id, r.from_state, r.to_state])).toEqual([
+    expect(agentEvents.map((r) => [r.subject_id, r.from_state, r.to_state])).toEqual([
       [agent.id, 'never_connected', 'connected'],
       [agent.id, 'connected', 'disconnected'],
     ]);

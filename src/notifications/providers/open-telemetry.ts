@@ -46,6 +46,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { OPEN_TELEMETRY_EVENTS, type AttemptResult, type HttpSend, type NotificationEvent, type Representation } from '../events';
+import { isRecord, isStringArray, isStringRecord } from '../../db/row-types-typed-b';
 
 /** The service's settings, as the notification services API documents them (map values are strings). */
 export interface OpenTelemetrySettings {
@@ -98,8 +99,8 @@ export function openTelemetryTargets(settings: Pick<OpenTelemetrySettings, 'endp
 /** Checks settings as the API receives them: `endpoint` required, maps of strings. */
 export function validateOpenTelemetrySettings(input: unknown): { settings: OpenTelemetrySettings | null; errors: string[] } {
   const errors: string[] = [];
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) return { settings: null, errors: ['settings must be an object'] };
-  const s = input as Record<string, unknown>;
+  if (!isRecord(input)) return { settings: null, errors: ['settings must be an object'] };
+  const s = input;
   if (typeof s.endpoint !== 'string' || !tracesUrl(s.endpoint)) errors.push('endpoint must be an http or https URL');
   const optionalString = (key: string) => {
     if (s[key] != null && typeof s[key] !== 'string') errors.push(`${key} must be a string`);
@@ -115,8 +116,20 @@ export function validateOpenTelemetrySettings(input: unknown): { settings: OpenT
       errors.push('headers names must be HTTP header names');
     }
   }
-  if (errors.length > 0) return { settings: null, errors };
-  return { settings: s as unknown as OpenTelemetrySettings, errors };
+  if (errors.length > 0 || typeof s.endpoint !== 'string') return { settings: null, errors };
+  const text = (v: unknown) => (typeof v === 'string' ? v : null);
+  const map = (v: unknown) => (isStringRecord(v) ? v : null);
+  return {
+    settings: {
+      ...s,
+      endpoint: s.endpoint,
+      service_name: text(s.service_name),
+      headers: map(s.headers),
+      resource_attributes: map(s.resource_attributes),
+      tracestate: text(s.tracestate),
+    },
+    errors,
+  };
 }
 
 // --- ids ------------------------------------------------------------------------------------
@@ -157,11 +170,11 @@ class DerivedIds implements IdGenerator {
 
 // --- reading the representations --------------------------------------------------------------
 
-const rec = (v: unknown): Representation | null => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Representation) : null);
+const rec = (v: unknown): Representation | null => (isRecord(v) ? v : null);
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const bool = (v: unknown): boolean | undefined => (typeof v === 'boolean' ? v : undefined);
-const strings = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((x) => typeof x === 'string') && v.length > 0 ? (v as string[]) : undefined);
+const strings = (v: unknown): string[] | undefined => (isStringArray(v) && v.length > 0 ? v : undefined);
 const time = (v: unknown): Date | undefined => {
   if (typeof v !== 'string') return undefined;
   const d = new Date(v);
@@ -342,7 +355,7 @@ export async function openTelemetrySpans(event: NotificationEvent, settings: Ope
 
   // Jobs that ran, by step (a parallel or matrix step has several), steps by group.
   const steps = new Map<string, StepGroup>();
-  const jobs = Array.isArray(b.jobs) ? (b.jobs as unknown[]) : [];
+  const jobs: unknown[] = Array.isArray(b.jobs) ? b.jobs : [];
   for (const raw of jobs) {
     const j = rec(raw);
     const window = j && str(j.id) ? jobWindow(j) : null;
@@ -460,7 +473,7 @@ class SendTransport implements IExporterTransport {
     } catch (err) {
       // No answer: the transport's refusal (an address that is not public, the deadline...), in its own words.
       const error = err instanceof Error ? err : new Error(String(err));
-      this.last = { status: null, body: error.message, final: (err as { final?: unknown }).final === true };
+      this.last = { status: null, body: error.message, final: typeof err === 'object' && err !== null && 'final' in err && err.final === true };
       return { status: 'failure', error };
     }
   }
