@@ -70,15 +70,13 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
   const agentIds = found.jobs.flatMap((j) => (j.agentId ? [j.agentId] : []));
   const agents = agentIds.length ? await src.agents(agentIds) : [];
   const visible = found.jobs.filter((j) => !j.retried || j.id === t.subjectId);
-  const build = serializeBuild(
-    { build: found.build, jobs: visible },
-    {
-      publicUrl: src.publicUrl,
-      orgSlug: org.slug,
-      pipeline: serializeBuildPipeline(pipeline, view),
-      agents: new Map(agents.map((a) => [a.id, serializeAgentBase(a, src.publicUrl, org.slug)])),
-    },
-  );
+  // cast: serializeBuild reads only the build and its jobs of the BuildWithJobs it takes (an event has no caller, permissions or pipeline for it).
+  const build = serializeBuild({ build: found.build, jobs: visible } as Parameters<typeof serializeBuild>[0], {
+    publicUrl: src.publicUrl,
+    orgSlug: org.slug,
+    pipeline: serializeBuildPipeline(pipeline, view),
+    agents: new Map(agents.map((a) => [a.id, serializeAgentBase(a, src.publicUrl, org.slug)])),
+  });
   const { pipeline: _embedded, ...buildJson } = build;
   const pipelineJson: components['schemas']['Pipeline'] = serializePipeline(pipeline, { ...view, timestamps: 'iso' });
   const job = t.kind === 'job' ? (found.jobs.find((j) => j.id === t.subjectId) ?? null) : null;
