@@ -6,6 +6,7 @@
  * `gh-readonly-queue/*`). No policy: every job of the cluster may read. Pure.
  */
 import YAML from 'yaml';
+import { isOneOf } from '../db/row-types-typed-b';
 
 export const POLICY_CLAIMS = [
   'pipeline_id',
@@ -29,7 +30,7 @@ export function parsePolicy(text: string): Policy | { error: string } {
   try {
     doc = YAML.parse(text);
   } catch (err) {
-    return { error: `is not a valid YAML document: ${(err as Error).message.split('\n')[0]}` };
+    return { error: `is not a valid YAML document: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}` };
   }
   if (!Array.isArray(doc) || doc.length === 0) return { error: 'must be a list of rules (each beginning with "-")' };
   const rules: Policy = [];
@@ -37,13 +38,12 @@ export function parsePolicy(text: string): Policy | { error: string } {
     if (!rule || typeof rule !== 'object' || Array.isArray(rule) || Object.keys(rule).length === 0)
       return { error: `rule ${i + 1} must be a map of claims to conditions` };
     const parsed: Partial<Record<PolicyClaim, string[]>> = {};
-    for (const [claim, value] of Object.entries(rule as Record<string, unknown>)) {
-      if (!(POLICY_CLAIMS as readonly string[]).includes(claim))
-        return { error: `rule ${i + 1}: unknown claim "${claim}" (one of ${POLICY_CLAIMS.join(', ')})` };
+    for (const [claim, value] of Object.entries(rule)) {
+      if (!isOneOf(POLICY_CLAIMS, claim)) return { error: `rule ${i + 1}: unknown claim "${claim}" (one of ${POLICY_CLAIMS.join(', ')})` };
       const conditions = Array.isArray(value) ? value : [value];
       if (!conditions.length || conditions.some((c) => typeof c !== 'string' && typeof c !== 'number'))
         return { error: `rule ${i + 1}: the conditions of "${claim}" must be a string or a list of strings` };
-      parsed[claim as PolicyClaim] = conditions.map(String);
+      parsed[claim] = conditions.map(String);
     }
     rules.push(parsed);
   }
@@ -61,7 +61,5 @@ function globMatches(pattern: string, value: string): boolean {
 /** Whether a job with these claims may read under `policy` (null: any job may). */
 export function policyAllows(policy: Policy | null, job: JobClaims): boolean {
   if (!policy) return true;
-  return policy.some((rule) =>
-    Object.entries(rule).every(([claim, conditions]) => conditions!.some((c) => job[claim as PolicyClaim].some((v) => globMatches(c, v)))),
-  );
+  return policy.some((rule) => POLICY_CLAIMS.every((claim) => rule[claim]?.some((c) => job[claim].some((v) => globMatches(c, v))) ?? true));
 }

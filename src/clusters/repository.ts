@@ -4,6 +4,20 @@
  */
 import type { Knex } from 'knex';
 import type { User } from '../core/identity';
+import type { Nullable, Prefixed, Renamed } from '../db/row-types-typed-b';
+import { oneOf } from '../db/row-types-typed-b';
+import type {
+  BuildsRow,
+  ClusterMaintainersRow,
+  ClusterQueuesRow,
+  ClusterSecretsRow,
+  ClusterTokensRow,
+  ClustersRow,
+  JobsRow,
+  PipelinesRow,
+  TeamsRow,
+  UsersRow,
+} from '../db/tables';
 import { toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/rows';
 
@@ -20,6 +34,7 @@ export interface Cluster {
 }
 
 export type RetryAgentAffinity = 'prefer-warmest' | 'prefer-different';
+const RETRY_AGENT_AFFINITIES: readonly RetryAgentAffinity[] = ['prefer-warmest', 'prefer-different'];
 
 export interface ClusterQueue {
   id: string;
@@ -51,13 +66,25 @@ export interface ClusterMaintainer {
   createdAt: Date;
 }
 
-function maintainerFromRow(r: Record<string, unknown>): ClusterMaintainer {
+/** A user joined as `prefix_...` columns (`withUser`): null where no user matched. */
+type JoinedUser<P extends string> = Nullable<Prefixed<UsersRow, `${P}_`>>;
+
+/** A maintainer row with its user's name and email and its team's slug (left joins). */
+type MaintainerRow = ClusterMaintainersRow &
+  Nullable<Renamed<UsersRow, { user_name: 'name'; user_email: 'email' }>> &
+  Nullable<Renamed<TeamsRow, { team_slug: 'slug' }>>;
+
+function maintainerActor(r: MaintainerRow): ClusterMaintainer['actor'] {
+  if (r.user_id && r.user_name !== null && r.user_email !== null) return { type: 'user', id: r.user_id, name: r.user_name, email: r.user_email };
+  if (r.team_id !== null && r.team_slug !== null) return { type: 'team', id: r.team_id, slug: r.team_slug };
+  throw new TypeError(`cluster_maintainers ${r.id}: neither a user nor a team`);
+}
+
+function maintainerFromRow(r: MaintainerRow): ClusterMaintainer {
   return {
-    id: r.id as string,
-    clusterId: r.cluster_id as string,
-    actor: r.user_id
-      ? { type: 'user', id: r.user_id as string, name: r.user_name as string, email: r.user_email as string }
-      : { type: 'team', id: r.team_id as string, slug: r.team_slug as string },
+    id: r.id,
+    clusterId: r.cluster_id,
+    actor: maintainerActor(r),
     createdAt: toDate(r.created_at),
   };
 }
@@ -76,16 +103,18 @@ export interface ClusterSecret {
   lastReadAt: Date | null;
 }
 
-function secretFromRow(r: Record<string, unknown>): ClusterSecret {
+type SecretRow = ClusterSecretsRow & JoinedUser<'cb'> & JoinedUser<'ub'>;
+
+function secretFromRow(r: SecretRow): ClusterSecret {
   return {
-    id: r.id as string,
-    clusterId: r.cluster_id as string,
-    key: r.key as string,
-    description: (r.description as string | null) ?? null,
-    policy: (r.policy as string | null) ?? null,
-    createdBy: userOrNull(r, 'cb'),
+    id: r.id,
+    clusterId: r.cluster_id,
+    key: r.key,
+    description: r.description ?? null,
+    policy: r.policy ?? null,
+    createdBy: userOrNull(r.cb_id, r.cb_name, r.cb_email, r.cb_created_at),
     createdAt: toDate(r.created_at),
-    updatedBy: userOrNull(r, 'ub'),
+    updatedBy: userOrNull(r.ub_id, r.ub_name, r.ub_email, r.ub_created_at),
     updatedAt: toDate(r.updated_at),
     lastReadAt: toDateOrNull(r.last_read_at),
   };
@@ -120,15 +149,9 @@ export interface QueueDispatch {
   defaultQueueKey: string | null;
 }
 
-const userOrNull = (r: Record<string, unknown>, prefix: string): User | null =>
-  r[`${prefix}_id`]
-    ? userFromRow({
-        id: r[`${prefix}_id`] as string,
-        name: r[`${prefix}_name`] as string,
-        email: r[`${prefix}_email`] as string,
-        created_at: r[`${prefix}_created_at`],
-      })
-    : null;
+/** The columns of a user `withUser` joined, null when there was none. */
+const userOrNull = (id: string | null, name: string | null, email: string | null, createdAt: UsersRow['created_at'] | null): User | null =>
+  id && name !== null && email !== null ? userFromRow({ id, name, email, created_at: createdAt }) : null;
 
 /** Left-joins `users` as `alias` on `column`, selecting its columns prefixed `alias_`. */
 function withUser(q: Knex.QueryBuilder, alias: string, column: string): Knex.QueryBuilder {
@@ -137,44 +160,67 @@ function withUser(q: Knex.QueryBuilder, alias: string, column: string): Knex.Que
     .select(`${alias}.id as ${alias}_id`, `${alias}.name as ${alias}_name`, `${alias}.email as ${alias}_email`, `${alias}.created_at as ${alias}_created_at`);
 }
 
-function clusterFromRow(r: Record<string, unknown>): Cluster {
+type ClusterRow = ClustersRow & JoinedUser<'cb'>;
+
+function clusterFromRow(r: ClusterRow): Cluster {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    name: r.name as string,
-    description: (r.description as string | null) ?? null,
-    emoji: (r.emoji as string | null) ?? null,
-    color: (r.color as string | null) ?? null,
-    defaultQueueId: (r.default_queue_id as string | null) ?? null,
-    createdBy: userOrNull(r, 'cb'),
+    id: r.id,
+    organizationId: r.organization_id,
+    name: r.name,
+    description: r.description ?? null,
+    emoji: r.emoji ?? null,
+    color: r.color ?? null,
+    defaultQueueId: r.default_queue_id ?? null,
+    createdBy: userOrNull(r.cb_id, r.cb_name, r.cb_email, r.cb_created_at),
     createdAt: toDate(r.created_at),
   };
 }
 
-function queueFromRow(r: Record<string, unknown>): ClusterQueue {
+type QueueRow = ClusterQueuesRow & JoinedUser<'cb'> & JoinedUser<'pb'>;
+
+function queueFromRow(r: QueueRow): ClusterQueue {
   return {
-    id: r.id as string,
-    clusterId: r.cluster_id as string,
-    key: r.key as string,
-    description: (r.description as string | null) ?? null,
-    retryAgentAffinity: r.retry_agent_affinity as RetryAgentAffinity,
-    pause: r.dispatch_paused_at ? { at: toDate(r.dispatch_paused_at), by: userOrNull(r, 'pb'), note: (r.dispatch_paused_note as string | null) ?? null } : null,
-    createdBy: userOrNull(r, 'cb'),
+    id: r.id,
+    clusterId: r.cluster_id,
+    key: r.key,
+    description: r.description ?? null,
+    retryAgentAffinity: oneOf(RETRY_AGENT_AFFINITIES, r.retry_agent_affinity, 'cluster_queues.retry_agent_affinity'),
+    pause: r.dispatch_paused_at
+      ? { at: toDate(r.dispatch_paused_at), by: userOrNull(r.pb_id, r.pb_name, r.pb_email, r.pb_created_at), note: r.dispatch_paused_note ?? null }
+      : null,
+    createdBy: userOrNull(r.cb_id, r.cb_name, r.cb_email, r.cb_created_at),
     createdAt: toDate(r.created_at),
   };
 }
 
-function tokenFromRow(r: Record<string, unknown>): ClusterToken {
+type TokenRow = ClusterTokensRow & JoinedUser<'cb'>;
+
+function tokenFromRow(r: TokenRow): ClusterToken {
   return {
-    id: r.id as string,
-    clusterId: r.cluster_id as string,
-    description: r.description as string,
-    allowedIpAddresses: (r.allowed_ip_addresses as string | null) ?? null,
+    id: r.id,
+    clusterId: r.cluster_id,
+    description: r.description,
+    allowedIpAddresses: r.allowed_ip_addresses ?? null,
     expiresAt: toDateOrNull(r.expires_at),
-    createdBy: userOrNull(r, 'cb'),
+    createdBy: userOrNull(r.cb_id, r.cb_name, r.cb_email, r.cb_created_at),
     createdAt: toDate(r.created_at),
   };
 }
+
+/** `queueDispatch`'s read: the queue's key and pause, and its cluster's default queue's key (left join). */
+type QueueDispatchRow = Pick<ClusterQueuesRow, 'key'> &
+  Renamed<ClusterQueuesRow, { paused_at: 'dispatch_paused_at' }> &
+  Nullable<Renamed<ClusterQueuesRow, { default_key: 'key' }>>;
+
+/** `jobSecretContext`'s read: the job's cluster and queue, its pipeline, its build and the build's creator. */
+type JobSecretContextRow = Renamed<JobsRow, { cluster_id: 'cluster_id'; queue_id: 'cluster_queue_id' }> &
+  Nullable<Renamed<ClusterQueuesRow, { queue_key: 'key' }>> &
+  Renamed<PipelinesRow, { pipeline_id: 'id'; pipeline_slug: 'slug' }> &
+  Pick<BuildsRow, 'source' | 'branch' | 'creator_id'> &
+  Nullable<Renamed<UsersRow, { creator_email: 'email' }>>;
+
+/** `findTokenByHash`'s read: the token and its cluster's organization. */
+type TokenGrantRow = Pick<ClusterTokensRow, 'id' | 'cluster_id' | 'allowed_ip_addresses' | 'expires_at'> & Pick<ClustersRow, 'organization_id'>;
 
 export class ClusterRepository {
   constructor(private readonly db: Knex) {}
@@ -185,7 +231,7 @@ export class ClusterRepository {
 
   /* Clusters */
 
-  private clusters(): Knex.QueryBuilder {
+  private clusters(): Knex.QueryBuilder<ClusterRow, ClusterRow[]> {
     return withUser(this.db('clusters as c').select('c.*'), 'cb', 'c.created_by_id');
   }
 
@@ -204,23 +250,23 @@ export class ClusterRepository {
   }
 
   async findCluster(organizationId: string, id: string): Promise<Cluster | null> {
-    const row = await this.clusters().where({ 'c.organization_id': organizationId, 'c.id': id }).first();
+    const row = await this.clusters().where('c.organization_id', organizationId).where('c.id', id).first();
     return row ? clusterFromRow(row) : null;
   }
 
   /** By id alone: for the agents' and builds' areas, which already know the organization. */
   async findClusterById(id: string): Promise<Cluster | null> {
-    const row = await this.clusters().where({ 'c.id': id }).first();
+    const row = await this.clusters().where('c.id', id).first();
     return row ? clusterFromRow(row) : null;
   }
 
   async findClusterByName(organizationId: string, name: string): Promise<{ id: string } | null> {
-    return ((await this.db('clusters').where({ organization_id: organizationId, name }).first('id')) as { id: string } | undefined) ?? null;
+    return (await this.db('clusters').where({ organization_id: organizationId, name }).first('id')) ?? null;
   }
 
   async listClusters(organizationId: string, offset: number, limit: number): Promise<Cluster[]> {
     const rows = await this.clusters()
-      .where({ 'c.organization_id': organizationId })
+      .where('c.organization_id', organizationId)
       .orderBy([
         { column: 'c.created_at', order: 'asc' },
         { column: 'c.id', order: 'asc' },
@@ -230,7 +276,7 @@ export class ClusterRepository {
     return rows.map(clusterFromRow);
   }
 
-  async updateCluster(id: string, fields: Partial<Record<'name' | 'description' | 'emoji' | 'color' | 'default_queue_id', string | null>>): Promise<void> {
+  async updateCluster(id: string, fields: Partial<Pick<ClustersRow, 'name' | 'description' | 'emoji' | 'color' | 'default_queue_id'>>): Promise<void> {
     if (Object.keys(fields).length) await this.db('clusters').where({ id }).update(fields);
   }
 
@@ -250,7 +296,7 @@ export class ClusterRepository {
 
   /* Queues */
 
-  private queues(): Knex.QueryBuilder {
+  private queues(): Knex.QueryBuilder<QueueRow, QueueRow[]> {
     return withUser(withUser(this.db('cluster_queues as q').select('q.*'), 'cb', 'q.created_by_id'), 'pb', 'q.dispatch_paused_by_id');
   }
 
@@ -275,18 +321,18 @@ export class ClusterRepository {
   }
 
   async findQueue(clusterId: string, id: string): Promise<ClusterQueue | null> {
-    const row = await this.queues().where({ 'q.cluster_id': clusterId, 'q.id': id }).first();
+    const row = await this.queues().where('q.cluster_id', clusterId).where('q.id', id).first();
     return row ? queueFromRow(row) : null;
   }
 
   async findQueueByKey(clusterId: string, key: string): Promise<ClusterQueue | null> {
-    const row = await this.queues().where({ 'q.cluster_id': clusterId, 'q.key': key }).first();
+    const row = await this.queues().where('q.cluster_id', clusterId).where('q.key', key).first();
     return row ? queueFromRow(row) : null;
   }
 
   async listQueues(clusterId: string, offset: number, limit: number): Promise<ClusterQueue[]> {
     const rows = await this.queues()
-      .where({ 'q.cluster_id': clusterId })
+      .where('q.cluster_id', clusterId)
       .orderBy([
         { column: 'q.created_at', order: 'asc' },
         { column: 'q.id', order: 'asc' },
@@ -298,10 +344,10 @@ export class ClusterRepository {
 
   /** Every queue of the cluster, key and id: how a new job finds the queue it targets. */
   async queueIds(clusterId: string): Promise<{ id: string; key: string }[]> {
-    return (await this.db('cluster_queues').where({ cluster_id: clusterId }).select('id', 'key')) as { id: string; key: string }[];
+    return await this.db('cluster_queues').where({ cluster_id: clusterId }).select('id', 'key');
   }
 
-  async updateQueue(id: string, fields: Partial<Record<'description' | 'retry_agent_affinity', string | null>>): Promise<void> {
+  async updateQueue(id: string, fields: Partial<Pick<ClusterQueuesRow, 'description' | 'retry_agent_affinity'>>): Promise<void> {
     if (Object.keys(fields).length) await this.db('cluster_queues').where({ id }).update(fields);
   }
 
@@ -333,13 +379,13 @@ export class ClusterRepository {
       .join('clusters as c', 'c.id', 'q.cluster_id')
       .leftJoin('cluster_queues as d', 'd.id', 'c.default_queue_id')
       .where('q.id', queueId)
-      .first('q.key as key', 'q.dispatch_paused_at as paused_at', 'd.key as default_key');
-    return row ? { key: row.key as string, paused: row.paused_at != null, defaultQueueKey: (row.default_key as string | null) ?? null } : null;
+      .first<QueueDispatchRow | undefined>('q.key as key', 'q.dispatch_paused_at as paused_at', 'd.key as default_key');
+    return row ? { key: row.key, paused: row.paused_at != null, defaultQueueKey: row.default_key ?? null } : null;
   }
 
   /* Maintainers */
 
-  private maintainers(): Knex.QueryBuilder {
+  private maintainers(): Knex.QueryBuilder<MaintainerRow, MaintainerRow[]> {
     return this.db('cluster_maintainers as m')
       .leftJoin('users as u', 'u.id', 'm.user_id')
       .leftJoin('teams as t', 't.id', 'm.team_id')
@@ -351,7 +397,7 @@ export class ClusterRepository {
   }
 
   async findMaintainer(clusterId: string, id: string): Promise<ClusterMaintainer | null> {
-    const row = await this.maintainers().where({ 'm.cluster_id': clusterId, 'm.id': id }).first();
+    const row = await this.maintainers().where('m.cluster_id', clusterId).where('m.id', id).first();
     return row ? maintainerFromRow(row) : null;
   }
 
@@ -359,12 +405,12 @@ export class ClusterRepository {
     const q = this.db('cluster_maintainers').where({ cluster_id: clusterId });
     if (target.userId) q.where({ user_id: target.userId });
     else q.where({ team_id: target.teamId });
-    return ((await q.first('id')) as { id: string } | undefined) ?? null;
+    return (await q.first('id')) ?? null;
   }
 
   async listMaintainers(clusterId: string, offset: number, limit: number): Promise<ClusterMaintainer[]> {
     const rows = await this.maintainers()
-      .where({ 'm.cluster_id': clusterId })
+      .where('m.cluster_id', clusterId)
       .orderBy([
         { column: 'm.created_at', order: 'asc' },
         { column: 'm.id', order: 'asc' },
@@ -401,7 +447,7 @@ export class ClusterRepository {
 
   /* Secrets */
 
-  private secrets(): Knex.QueryBuilder {
+  private secrets(): Knex.QueryBuilder<SecretRow, SecretRow[]> {
     return withUser(withUser(this.db('cluster_secrets as s').select('s.*'), 'cb', 's.created_by_id'), 'ub', 's.updated_by_id');
   }
 
@@ -431,7 +477,7 @@ export class ClusterRepository {
   }
 
   async findSecret(clusterId: string, id: string): Promise<ClusterSecret | null> {
-    const row = await this.secrets().where({ 's.cluster_id': clusterId, 's.id': id }).first();
+    const row = await this.secrets().where('s.cluster_id', clusterId).where('s.id', id).first();
     return row ? secretFromRow(row) : null;
   }
 
@@ -441,7 +487,7 @@ export class ClusterRepository {
 
   async listSecrets(clusterId: string, offset: number, limit: number): Promise<ClusterSecret[]> {
     const rows = await this.secrets()
-      .where({ 's.cluster_id': clusterId })
+      .where('s.cluster_id', clusterId)
       .orderBy([
         { column: 's.created_at', order: 'asc' },
         { column: 's.id', order: 'asc' },
@@ -451,7 +497,12 @@ export class ClusterRepository {
     return rows.map(secretFromRow);
   }
 
-  async updateSecret(id: string, fields: Partial<Record<'description' | 'policy' | 'value_encrypted', string | null>>, byId: string, at: Date): Promise<void> {
+  async updateSecret(
+    id: string,
+    fields: Partial<Pick<ClusterSecretsRow, 'description' | 'policy' | 'value_encrypted'>>,
+    byId: string,
+    at: Date,
+  ): Promise<void> {
     await this.db('cluster_secrets')
       .where({ id })
       .update({ ...fields, updated_by_id: byId, updated_at: at });
@@ -464,9 +515,7 @@ export class ClusterRepository {
   /** A secret of the cluster by key, regardless of case, with its sealed value and policy. */
   async secretByKey(clusterId: string, key: string): Promise<{ id: string; key: string; policy: string | null; valueSealed: string } | null> {
     const row = await this.db('cluster_secrets').where({ cluster_id: clusterId, key_upper: key.toUpperCase() }).first('id', 'key', 'policy', 'value_encrypted');
-    return row
-      ? { id: row.id as string, key: row.key as string, policy: (row.policy as string | null) ?? null, valueSealed: row.value_encrypted as string }
-      : null;
+    return row ? { id: row.id, key: row.key, policy: row.policy ?? null, valueSealed: row.value_encrypted } : null;
   }
 
   async secretRead(id: string, at: Date): Promise<void> {
@@ -481,7 +530,7 @@ export class ClusterRepository {
       .leftJoin('users as u', 'u.id', 'b.creator_id')
       .leftJoin('cluster_queues as q', 'q.id', 'j.cluster_queue_id')
       .where('j.id', jobId)
-      .first(
+      .first<JobSecretContextRow | undefined>(
         'j.cluster_id as cluster_id',
         'j.cluster_queue_id as queue_id',
         'q.key as queue_key',
@@ -493,23 +542,23 @@ export class ClusterRepository {
         'u.email as creator_email',
       );
     if (!row) return null;
-    const teams = row.creator_id ? ((await this.db('team_members').where({ user_id: row.creator_id }).pluck('team_id')) as string[]) : [];
+    const teams = row.creator_id ? await this.db('team_members').where({ user_id: row.creator_id }).pluck('team_id') : [];
     return {
-      clusterId: (row.cluster_id as string | null) ?? null,
-      pipelineId: row.pipeline_id as string,
-      pipelineSlug: row.pipeline_slug as string,
-      buildSource: row.source as string,
-      buildBranch: row.branch as string,
-      creatorEmail: (row.creator_email as string | null) ?? null,
+      clusterId: row.cluster_id ?? null,
+      pipelineId: row.pipeline_id,
+      pipelineSlug: row.pipeline_slug,
+      buildSource: row.source,
+      buildBranch: row.branch,
+      creatorEmail: row.creator_email ?? null,
       creatorTeamIds: teams,
-      clusterQueueId: (row.queue_id as string | null) ?? null,
-      clusterQueueKey: (row.queue_key as string | null) ?? null,
+      clusterQueueId: row.queue_id ?? null,
+      clusterQueueKey: row.queue_key ?? null,
     };
   }
 
   /* Agent tokens */
 
-  private tokens(): Knex.QueryBuilder {
+  private tokens(): Knex.QueryBuilder<TokenRow, TokenRow[]> {
     return withUser(this.db('cluster_tokens as t').select('t.*'), 'cb', 't.created_by_id');
   }
 
@@ -527,13 +576,13 @@ export class ClusterRepository {
   }
 
   async findToken(clusterId: string, id: string): Promise<ClusterToken | null> {
-    const row = await this.tokens().where({ 't.cluster_id': clusterId, 't.id': id }).first();
+    const row = await this.tokens().where('t.cluster_id', clusterId).where('t.id', id).first();
     return row ? tokenFromRow(row) : null;
   }
 
   async listTokens(clusterId: string, offset: number, limit: number): Promise<ClusterToken[]> {
     const rows = await this.tokens()
-      .where({ 't.cluster_id': clusterId })
+      .where('t.cluster_id', clusterId)
       .orderBy([
         { column: 't.created_at', order: 'asc' },
         { column: 't.id', order: 'asc' },
@@ -543,7 +592,7 @@ export class ClusterRepository {
     return rows.map(tokenFromRow);
   }
 
-  async updateToken(id: string, fields: Partial<Record<'description' | 'allowed_ip_addresses' | 'expires_at', string | Date | null>>): Promise<void> {
+  async updateToken(id: string, fields: Partial<Pick<ClusterTokensRow, 'description' | 'allowed_ip_addresses' | 'expires_at'>>): Promise<void> {
     if (Object.keys(fields).length) await this.db('cluster_tokens').where({ id }).update(fields);
   }
 
@@ -555,13 +604,13 @@ export class ClusterRepository {
     const row = await this.db('cluster_tokens as t')
       .join('clusters as c', 'c.id', 't.cluster_id')
       .where('t.token_hash', hash)
-      .first('t.id', 't.cluster_id', 'c.organization_id', 't.allowed_ip_addresses', 't.expires_at');
+      .first<TokenGrantRow | undefined>('t.id', 't.cluster_id', 'c.organization_id', 't.allowed_ip_addresses', 't.expires_at');
     return row
       ? {
-          tokenId: row.id as string,
-          clusterId: row.cluster_id as string,
-          organizationId: row.organization_id as string,
-          allowedIpAddresses: (row.allowed_ip_addresses as string | null) ?? null,
+          tokenId: row.id,
+          clusterId: row.cluster_id,
+          organizationId: row.organization_id,
+          allowedIpAddresses: row.allowed_ip_addresses ?? null,
           expiresAt: toDateOrNull(row.expires_at),
         }
       : null;

@@ -11,19 +11,10 @@ import { AgentTokenError, ForbiddenError, NotFoundError, UnprocessableError, Val
 import type { Actor } from '../core/identity';
 import { sha256Hex, type Keys } from '../security/keys';
 import { secretBox, type SecretBox } from '../security/secret-box';
-import { parsePolicy, policyAllows, type Policy } from './policy';
+import { parsePolicy, policyAllows } from './policy';
 import { ipAllowed, normalizeAllowedIps, parseAllowedIps } from '../security/allowed-ips';
 import type { ClusterSecret } from './repository';
-import type {
-  Cluster,
-  ClusterMaintainer,
-  ClusterQueue,
-  ClusterRepository,
-  ClusterToken,
-  ClusterTokenGrant,
-  QueueDispatch,
-  RetryAgentAffinity,
-} from './repository';
+import type { Cluster, ClusterMaintainer, ClusterQueue, ClusterRepository, ClusterToken, ClusterTokenGrant, QueueDispatch } from './repository';
 import { clock } from '../core/clock';
 import { changes, type AuditEntry, type AuditLog } from '../audit/service';
 
@@ -241,7 +232,7 @@ export class ClusterService {
       clusterId,
       key: body.key,
       description: emptyToNull(body.description) ?? null,
-      retryAgentAffinity: (body.retry_agent_affinity ?? 'prefer-warmest') as RetryAgentAffinity,
+      retryAgentAffinity: body.retry_agent_affinity ?? 'prefer-warmest',
       createdById: actor.principal.user.id,
       createdAt: clock.now(),
     };
@@ -487,7 +478,7 @@ export class ClusterService {
     const allowed =
       policy === null ||
       (!('error' in policy) &&
-        policyAllows(policy as Policy, {
+        policyAllows(policy, {
           pipeline_id: [job.pipelineId],
           pipeline_slug: [job.pipelineSlug],
           build_source: [job.buildSource],
@@ -575,7 +566,7 @@ export class ClusterService {
       (clusters) => clusters.updateToken(token.id, fields),
       () => ({
         type: 'ClusterTokenUpdatedEvent',
-        subject: tokenSubject({ id: token.id, description: (fields.description as string | undefined) ?? token.description }),
+        subject: tokenSubject({ id: token.id, description: fields.description ?? token.description }),
         data: changes({ description: token.description, allowed_ip_addresses: token.allowedIpAddresses, expires_at: token.expiresAt }, fields),
       }),
     );

@@ -5,6 +5,7 @@
  * OAuth connection made in Buildkite's own interface, are refused with the reason.
  */
 import type { FieldError } from '../core/errors';
+import { isOneOf, isStringArray, isStringRecord } from '../db/row-types-typed-b';
 import { DEFAULT_WEBHOOK_EVENTS, EVENT_NAMES } from '../notifications/events';
 import type { ProviderId } from './repository';
 
@@ -25,6 +26,23 @@ export const REFUSED_PROVIDERS: Record<string, string> = {
 
 export function isProvider(id: string): id is ProviderId {
   return Object.prototype.hasOwnProperty.call(PROVIDERS, id);
+}
+
+export const isString = (v: unknown): v is string => typeof v === 'string';
+export const isNumber = (v: unknown): v is number => typeof v === 'number';
+export const isBoolean = (v: unknown): v is boolean => typeof v === 'boolean';
+
+/** A stored setting (what applySettings wrote), checked: a TypeError names it when it is missing or holds something else. */
+export function setting<T>(settings: Record<string, unknown>, key: string, is: (v: unknown) => v is T): T {
+  const v = settings[key];
+  if (is(v)) return v;
+  throw new TypeError(`settings.${key}: unexpected ${JSON.stringify(v)}`);
+}
+
+/** A stored setting, checked, or `fallback` when it is not set (missing or null). */
+export function settingOr<T, F>(settings: Record<string, unknown>, key: string, is: (v: unknown) => v is T, fallback: F): T | F {
+  const v = settings[key];
+  return v === undefined || v === null ? fallback : setting(settings, key, is);
 }
 
 /** The latest webhook payload version (and the default). */
@@ -128,7 +146,7 @@ function stringMap(value: unknown, field: string, errors: FieldError[], names?: 
     errors.push({ field, code: 'must be an object of strings' });
     return undefined;
   }
-  const entries = Object.entries(value as Record<string, unknown>);
+  const entries = Object.entries(value);
   if (entries.length > MAX_MAP_ENTRIES) {
     errors.push({ field, code: `has too many entries (at most ${MAX_MAP_ENTRIES})` });
     return undefined;
@@ -194,24 +212,24 @@ export function applySettings(
   const cur = current ?? {};
   switch (provider) {
     case 'webhook': {
-      const stored = cur.url as string | undefined;
+      const stored = settingOr(cur, 'url', isString, undefined);
       // The masked URL sent back unchanged keeps the stored one (its credentials are never answered).
       const keepUrl = has('url') && typeof input.url === 'string' && stored !== undefined && input.url === maskedWebhookUrl(stored);
       const url = has('url') && !keepUrl ? httpUrl(input.url, 'settings.url', errors, true) : stored;
       if (url === undefined && !has('url')) errors.push({ field: 'settings.url', code: "can't be blank" });
-      let token = (cur.token as string | null | undefined) ?? null;
+      let token = settingOr(cur, 'token', isString, null);
       if (has('token') && !keeps(input.token, cur.token)) {
         const t = optionalText(input.token, 'settings.token', errors);
         if (t !== undefined) token = t;
       }
-      let tokenMode = (cur.token_mode as string | undefined) ?? 'token';
+      let tokenMode = settingOr(cur, 'token_mode', isString, 'token');
       if (has('token_mode')) {
         if (input.token_mode !== 'token' && input.token_mode !== 'signature') errors.push({ field: 'settings.token_mode', code: 'must be token or signature' });
         else tokenMode = input.token_mode;
       }
       if (tokenMode === 'signature' && !token)
         errors.push({ field: 'settings.token', code: "can't be blank when token_mode is signature (the signature is made with it)" });
-      let version = (cur.version as number | undefined) ?? WEBHOOK_VERSION;
+      let version = settingOr(cur, 'version', isNumber, WEBHOOK_VERSION);
       if (has('version')) {
         const v = input.version;
         if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > WEBHOOK_VERSION) {
@@ -220,20 +238,20 @@ export function applySettings(
           errors.push({ field: 'settings.version', code: `can't be downgraded (it is ${version})` });
         } else version = v;
       }
-      let events = (cur.events as string[] | undefined) ?? DEFAULT_WEBHOOK_EVENTS;
+      let events: string[] = settingOr(cur, 'events', isStringArray, DEFAULT_WEBHOOK_EVENTS);
       if (has('events')) {
         const e = input.events;
         if (!Array.isArray(e) || e.some((x) => typeof x !== 'string') || e.length > 50) {
           errors.push({ field: 'settings.events', code: 'must be a list of event names' });
         } else {
-          const unknown = e.filter((x) => !(EVENT_NAMES as readonly string[]).includes(x as string));
+          const unknown = e.filter((x) => !isOneOf(EVENT_NAMES, x));
           if (unknown.length)
             errors.push({ field: 'settings.events', code: `has unknown events: ${unknown.slice(0, 5).join(', ')} (known: ${EVENT_NAMES.join(', ')})` });
           else if (e.length === 0) errors.push({ field: 'settings.events', code: "can't be empty" });
-          else events = [...new Set(e as string[])];
+          else events = [...new Set<string>(e)];
         }
       }
-      let tlsVerify = (cur.tls_verify as boolean | undefined) ?? true;
+      let tlsVerify = settingOr(cur, 'tls_verify', isBoolean, true);
       if (has('tls_verify')) {
         if (typeof input.tls_verify !== 'boolean') errors.push({ field: 'settings.tls_verify', code: 'must be true or false' });
         else tlsVerify = input.tls_verify;
@@ -245,10 +263,10 @@ export function applySettings(
         : { plain: { url, version, token_mode: tokenMode, events, tls_verify: tlsVerify }, secrets: { token } };
     }
     case 'slack': {
-      let url = cur.url as string | undefined;
+      let url = settingOr(cur, 'url', isString, undefined);
       if (has('url') && !keeps(input.url, cur.url)) url = httpUrl(input.url, 'settings.url', errors, true);
       else if (url === undefined) errors.push({ field: 'settings.url', code: "can't be blank" });
-      let theme = (cur.theme as string | undefined) ?? 'text';
+      let theme = settingOr(cur, 'theme', isString, 'text');
       if (has('theme')) {
         if (input.theme !== 'text' && input.theme !== 'emoji') errors.push({ field: 'settings.theme', code: 'must be text or emoji' });
         else theme = input.theme;
@@ -256,17 +274,17 @@ export function applySettings(
       return { plain: { theme }, secrets: { url } };
     }
     case 'open_telemetry_tracing': {
-      const endpoint = has('endpoint') ? httpUrl(input.endpoint, 'settings.endpoint', errors, true) : (cur.endpoint as string | undefined);
+      const endpoint = has('endpoint') ? httpUrl(input.endpoint, 'settings.endpoint', errors, true) : settingOr(cur, 'endpoint', isString, undefined);
       // The endpoint is answered in the clear: credentials go in the sealed headers, never in it.
       if (has('endpoint') && endpoint !== undefined && hasCredentials(endpoint))
         errors.push({ field: 'settings.endpoint', code: 'must not carry credentials (send them in headers)' });
       if (endpoint === undefined && !has('endpoint')) errors.push({ field: 'settings.endpoint', code: "can't be blank" });
-      let serviceName = (cur.service_name as string | undefined) ?? 'buildkite';
+      let serviceName = settingOr(cur, 'service_name', isString, 'buildkite');
       if (has('service_name')) {
         const n = optionalText(input.service_name, 'settings.service_name', errors);
         if (n !== undefined) serviceName = n ?? 'buildkite';
       }
-      let headers = (cur.headers as Record<string, string> | undefined) ?? {};
+      let headers: Record<string, string> = settingOr(cur, 'headers', isStringRecord, {});
       if (has('headers')) {
         const h = stringMap(input.headers, 'settings.headers', errors, { rule: HEADER_NAME, code: 'has a name that is not an HTTP header name' });
         if (h) {
@@ -276,7 +294,7 @@ export function applySettings(
       }
       const maps: Record<string, Record<string, string>> = {};
       for (const key of ['resource_attributes', 'tracestate']) {
-        maps[key] = (cur[key] as Record<string, string> | undefined) ?? {};
+        maps[key] = settingOr(cur, key, isStringRecord, {});
         if (has(key)) {
           const m = stringMap(input[key], `settings.${key}`, errors);
           if (m) maps[key] = m;

@@ -5,7 +5,9 @@
  */
 import type { Knex } from 'knex';
 import type { User } from '../core/identity';
-import { parseJson, toBool, toDate } from '../db/values';
+import { allOf, isRecord, isStringArray, jsonColumn, oneOf, type Nullable, type Prefixed } from '../db/row-types-typed-b';
+import type { NotificationServicesRow, UsersRow } from '../db/tables';
+import { toBool, toDate } from '../db/values';
 import { userFromRow } from '../user/rows';
 import type { components } from '../../generated/api';
 
@@ -69,22 +71,31 @@ const SELECT = [
   'c.created_at as creator_created_at',
 ];
 
-function fromRow(r: Record<string, unknown>): NotificationServiceRecord {
+const PROVIDER_IDS = allOf<ProviderId>()(['webhook', 'slack', 'open_telemetry_tracing']);
+const SERVICE_SCOPES = allOf<ServiceScope>()(['all', 'some_projects', 'some_teams', 'some_clusters']);
+
+const isBooleanRecord = (v: unknown): v is Record<string, boolean> => isRecord(v) && Object.values(v).every((b) => typeof b === 'boolean');
+
+/** A service with its creator (left join, SELECT). */
+type ServiceRow = Omit<NotificationServicesRow, 'created_by_id'> & Nullable<Prefixed<UsersRow, 'creator_'>>;
+
+function fromRow(r: ServiceRow): NotificationServiceRecord {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    provider: r.provider as ProviderId,
-    description: r.description as string,
+    id: r.id,
+    organizationId: r.organization_id,
+    provider: oneOf(PROVIDER_IDS, r.provider, 'notification_services.provider'),
+    description: r.description,
     enabled: toBool(r.enabled),
-    scope: r.scope as ServiceScope,
-    scopeUuids: parseJson<string[]>(r.scope_uuids, []),
-    branchConfiguration: r.branch_configuration as string,
-    buildStates: parseJson<Record<string, boolean>>(r.build_states, {}),
-    settings: parseJson<Record<string, unknown>>(r.settings, {}),
-    secretsSealed: (r.secrets_sealed as string | null) ?? null,
-    createdBy: r.creator_id
-      ? userFromRow({ id: r.creator_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
-      : null,
+    scope: oneOf(SERVICE_SCOPES, r.scope, 'notification_services.scope'),
+    scopeUuids: jsonColumn(r.scope_uuids, [], isStringArray, 'notification_services.scope_uuids'),
+    branchConfiguration: r.branch_configuration,
+    buildStates: jsonColumn(r.build_states, {}, isBooleanRecord, 'notification_services.build_states'),
+    settings: jsonColumn(r.settings, {}, isRecord, 'notification_services.settings'),
+    secretsSealed: r.secrets_sealed ?? null,
+    createdBy:
+      r.creator_id && r.creator_name !== null && r.creator_email !== null
+        ? userFromRow({ id: r.creator_id, name: r.creator_name, email: r.creator_email, created_at: r.creator_created_at })
+        : null,
     createdAt: toDate(r.created_at),
     updatedAt: toDate(r.updated_at),
   };
@@ -111,8 +122,8 @@ export class NotificationServiceRepository {
     return new NotificationServiceRepository(trx);
   }
 
-  private base() {
-    return this.db('notification_services as s').leftJoin('users as c', 'c.id', 's.created_by_id');
+  private base(): Knex.QueryBuilder<ServiceRow, ServiceRow[]> {
+    return this.db('notification_services as s').leftJoin('users as c', 'c.id', 's.created_by_id').select(SELECT);
   }
 
   /**
@@ -141,8 +152,7 @@ export class NotificationServiceRepository {
         { column: 's.created_at', order },
         { column: 's.id', order },
       ])
-      .limit(opts.limit + 1)
-      .select(SELECT);
+      .limit(opts.limit + 1);
     const more = rows.length > opts.limit;
     const items = rows.slice(0, opts.limit).map(fromRow);
     if (before) items.reverse();
@@ -150,19 +160,19 @@ export class NotificationServiceRepository {
   }
 
   async find(organizationId: string, id: string): Promise<NotificationServiceRecord | null> {
-    const row = await this.base().where({ 's.organization_id': organizationId, 's.id': id }).first(SELECT);
+    const row = await this.base().where('s.organization_id', organizationId).where('s.id', id).first();
     return row ? fromRow(row) : null;
   }
 
   /** The enabled services of an organization, oldest first. */
   async enabled(organizationId: string): Promise<NotificationServiceRecord[]> {
     const rows = await this.base()
-      .where({ 's.organization_id': organizationId, 's.enabled': true })
+      .where('s.organization_id', organizationId)
+      .where('s.enabled', true)
       .orderBy([
         { column: 's.created_at', order: 'asc' },
         { column: 's.id', order: 'asc' },
-      ])
-      .select(SELECT);
+      ]);
     return rows.map(fromRow);
   }
 
@@ -193,10 +203,10 @@ export class NotificationServiceRepository {
   /** Every webhook service of every organization (`settings`, `secrets_sealed` as stored), read in `trx`. */
   async allWebhooks(trx: Knex): Promise<Array<{ id: string; settings: Record<string, unknown>; secretsSealed: string | null }>> {
     const rows = await trx('notification_services').where({ provider: 'webhook' }).orderBy('id').select('id', 'settings', 'secrets_sealed');
-    return rows.map((r: Record<string, unknown>) => ({
-      id: r.id as string,
-      settings: parseJson<Record<string, unknown>>(r.settings, {}),
-      secretsSealed: (r.secrets_sealed as string | null) ?? null,
+    return rows.map((r) => ({
+      id: r.id,
+      settings: jsonColumn(r.settings, {}, isRecord, 'notification_services.settings'),
+      secretsSealed: r.secrets_sealed ?? null,
     }));
   }
 

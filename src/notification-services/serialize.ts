@@ -2,12 +2,15 @@ import type { components } from '../../generated/api';
 import type { Organization } from '../core/identity';
 import { graphqlId, isoTime } from '../http/format';
 import { serializeCreator } from '../user/serialize';
-import { PROVIDERS } from './providers';
+import { isStringArray, isStringRecord } from '../db/row-types-typed-b';
+import { isBoolean, isNumber, isString, PROVIDERS, setting, settingOr } from './providers';
 import type { NotificationService } from './service';
 import { BUILD_STATE_KEYS } from './service';
 
 type Settings = components['schemas']['NotificationService']['settings'];
-type StringMap = components['schemas']['StringMap'];
+
+const isTokenMode = (v: unknown): v is components['schemas']['WebhookTokenMode'] => v === 'token' || v === 'signature';
+const isTheme = (v: unknown): v is components['schemas']['SlackTheme'] => v === 'text' || v === 'emoji';
 
 /** The settings as the docs answer them, in their order: secrets other than a webhook's token left out. */
 function serializeSettings(s: NotificationService): Settings {
@@ -15,27 +18,28 @@ function serializeSettings(s: NotificationService): Settings {
   switch (s.provider) {
     case 'webhook':
       return {
-        url: v.url as string,
-        version: v.version as number,
-        token: (v.token as string | null | undefined) ?? null,
-        token_mode: v.token_mode as 'token' | 'signature',
-        events: v.events as string[],
-        tls_verify: v.tls_verify as boolean,
+        url: setting(v, 'url', isString),
+        version: setting(v, 'version', isNumber),
+        token: settingOr(v, 'token', isString, null),
+        token_mode: setting(v, 'token_mode', isTokenMode),
+        events: setting(v, 'events', isStringArray),
+        tls_verify: setting(v, 'tls_verify', isBoolean),
       };
     case 'slack':
-      return { theme: v.theme as 'text' | 'emoji' };
+      return { theme: setting(v, 'theme', isTheme) };
     case 'open_telemetry_tracing':
       return {
-        endpoint: v.endpoint as string,
-        service_name: (v.service_name as string | null | undefined) ?? null,
-        resource_attributes: (v.resource_attributes as StringMap | undefined) ?? {},
-        tracestate: (v.tracestate as StringMap | undefined) ?? {},
+        endpoint: setting(v, 'endpoint', isString),
+        service_name: settingOr(v, 'service_name', isString, null),
+        resource_attributes: settingOr(v, 'resource_attributes', isStringRecord, {}),
+        tracestate: settingOr(v, 'tracestate', isStringRecord, {}),
       };
   }
 }
 
 export function serializeNotificationService(s: NotificationService, org: Organization, publicUrl: string): components['schemas']['NotificationService'] {
   const provider = PROVIDERS[s.provider];
+  // cast: the generated answer type is `NotificationServiceBuildStates & Record<string, never>` (additionalProperties: false), which no object literal can satisfy; the keys are BUILD_STATE_KEYS, the spec's.
   const buildStates = Object.fromEntries(
     BUILD_STATE_KEYS.map((k) => [k, s.buildStates[k] ?? false]),
   ) as components['schemas']['NotificationServiceBuildStatesAnswer'];

@@ -15,6 +15,7 @@ import type { PipelineService } from '../pipelines/service';
 import { validateBranchFilter } from '../pipelines/branch-filter';
 import type { Keys } from '../security/keys';
 import { secretBox, type SecretBox } from '../security/secret-box';
+import { isRecord } from '../db/row-types-typed-b';
 import type { Operator, TeamService } from '../teams/service';
 import { applySettings, isProvider, maskedWebhookUrl, PROVIDERS, REFUSED_PROVIDERS } from './providers';
 import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceCursor, ServiceFields, ServiceScope } from './repository';
@@ -70,9 +71,9 @@ export function encodeCursor(s: Pick<NotificationServiceRecord, 'createdAt' | 'i
 
 function decodeCursor(cursor: string, name: string): ServiceCursor {
   try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && UUID.test(v[1])) {
-      return { createdAt: new Date(v[0] as number), id: v[1] };
+      return { createdAt: new Date(v[0]), id: v[1] };
     }
   } catch {
     // falls through to the error below
@@ -267,7 +268,7 @@ export class NotificationServiceService {
         if (masked === null) continue;
         let secrets: Record<string, unknown>;
         try {
-          secrets = row.secretsSealed ? (JSON.parse(this.box.open(row.secretsSealed, row.id)) as Record<string, unknown>) : {};
+          secrets = row.secretsSealed ? this.openSecrets(row.secretsSealed, row.id) : {};
         } catch {
           // Sealed under other keys: its token cannot be kept, so the row is left for its admin to update.
           unreadable += 1;
@@ -336,8 +337,15 @@ export class NotificationServiceService {
 
   /** Every setting of a service, its secrets opened. */
   private settingsOf(s: NotificationServiceRecord): Record<string, unknown> {
-    const secrets = s.secretsSealed ? (JSON.parse(this.box.open(s.secretsSealed, s.id)) as Record<string, unknown>) : {};
+    const secrets = s.secretsSealed ? this.openSecrets(s.secretsSealed, s.id) : {};
     return { ...s.settings, ...secrets };
+  }
+
+  /** A service's sealed secret settings, opened: the JSON object `applySettings` split off. */
+  private openSecrets(sealed: string, id: string): Record<string, unknown> {
+    const secrets: unknown = JSON.parse(this.box.open(sealed, id));
+    if (!isRecord(secrets)) throw new TypeError(`notification service ${id}: its sealed settings are not an object`);
+    return secrets;
   }
 
   /* Checks */

@@ -53,7 +53,7 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
     const [agent] = await src.agents([t.subjectId]);
     if (!agent) return null;
     return {
-      payload: { event: name, agent: serializeAgentBase(agent, src.publicUrl, org.slug) as Record<string, unknown>, sender: null },
+      payload: { event: name, agent: { ...serializeAgentBase(agent, src.publicUrl, org.slug) }, sender: null },
       organization: { id: org.id, slug: org.slug, name: org.name },
       pipeline: null,
       build: null,
@@ -65,11 +65,12 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
   if (!found) return null; // deleted since
   const [pipeline] = await src.pipelines([found.build.pipelineId]);
   if (!pipeline) return null;
-  const counts = (pipeline.counts ?? NO_COUNTS) as NonNullable<Pipeline['counts']>;
+  const counts: NonNullable<Pipeline['counts']> = pipeline.counts ?? NO_COUNTS;
   const view = { publicUrl: src.publicUrl, orgSlug: org.slug, webhookUrl: undefined, badgeUrl: src.badgeUrl(pipeline.id), counts };
   const agentIds = found.jobs.flatMap((j) => (j.agentId ? [j.agentId] : []));
   const agents = agentIds.length ? await src.agents(agentIds) : [];
   const visible = found.jobs.filter((j) => !j.retried || j.id === t.subjectId);
+  // cast: serializeBuild reads only the build and its jobs of the BuildWithJobs it takes (an event has no caller, permissions or pipeline for it).
   const build = serializeBuild({ build: found.build, jobs: visible } as Parameters<typeof serializeBuild>[0], {
     publicUrl: src.publicUrl,
     orgSlug: org.slug,
@@ -81,10 +82,10 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
   const job = t.kind === 'job' ? (found.jobs.find((j) => j.id === t.subjectId) ?? null) : null;
   const payload: EventPayload = {
     event: name,
-    build: (t.kind === 'build' ? { ...buildJson, state: t.toState, blocked: t.blocked } : buildJson) as Record<string, unknown>,
-    pipeline: pipelineJson as unknown as Record<string, unknown>,
+    build: t.kind === 'build' ? { ...buildJson, state: t.toState, blocked: t.blocked } : { ...buildJson },
+    pipeline: { ...pipelineJson },
     sender: sender(name === 'job.activated' ? (job?.unblockedBy ?? found.build.creator) : found.build.creator),
   };
-  if (job) payload.job = { ...(build.jobs ?? []).find((j) => (j as { id?: string }).id === job.id), state: t.toState } as Record<string, unknown>;
+  if (job) payload.job = { ...(build.jobs ?? []).find((j) => 'id' in j && j.id === job.id), state: t.toState };
   return { payload, organization: { id: org.id, slug: org.slug, name: org.name }, pipeline, build: found.build, job, agent: null };
 }

@@ -7,6 +7,8 @@
  */
 import type { Knex } from 'knex';
 import { isPostgres } from '../db/knex';
+import { allOf, isRecord, jsonColumn, oneOf } from '../db/row-types-typed-b';
+import type { NotificationDeliveriesRow, OutboxEventsRow } from '../db/tables';
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 
 export interface Transition {
@@ -62,39 +64,45 @@ export interface Attempt {
   excerpt: string;
 }
 
-function transitionFromRow(r: Record<string, unknown>): Transition {
+const TRANSITION_KINDS = allOf<Transition['kind']>()(['build', 'job', 'agent']);
+const DELIVERY_STATES = allOf<DeliveryState>()(['pending', 'delivered', 'failed']);
+const TARGET_KINDS = allOf<TargetKind>()(['service', 'notify', 'commit_status']);
+
+const isTarget = (v: unknown): v is Record<string, unknown> | null => v === null || isRecord(v);
+
+function transitionFromRow(r: OutboxEventsRow): Transition {
   return {
     seq: Number(r.seq),
-    kind: r.kind as Transition['kind'],
-    subjectId: r.subject_id as string,
-    subjectType: (r.subject_type as string | null) ?? null,
-    organizationId: r.organization_id as string,
-    pipelineId: (r.pipeline_id as string | null) ?? null,
-    buildId: (r.build_id as string | null) ?? null,
-    fromState: (r.from_state as string | null) ?? null,
-    toState: r.to_state as string,
+    kind: oneOf(TRANSITION_KINDS, r.kind, 'outbox_events.kind'),
+    subjectId: r.subject_id,
+    subjectType: r.subject_type ?? null,
+    organizationId: r.organization_id,
+    pipelineId: r.pipeline_id ?? null,
+    buildId: r.build_id ?? null,
+    fromState: r.from_state ?? null,
+    toState: r.to_state,
     blocked: toBool(r.blocked),
     occurredAt: toDate(r.occurred_at),
   };
 }
 
-function deliveryFromRow(r: Record<string, unknown>): Delivery {
+function deliveryFromRow(r: NotificationDeliveriesRow): Delivery {
   return {
-    id: r.id as string,
+    id: r.id,
     eventSeq: Number(r.event_seq),
-    event: r.event as string,
-    organizationId: r.organization_id as string,
-    targetKind: r.target_kind as TargetKind,
-    serviceId: (r.service_id as string | null) ?? null,
-    target: parseJson<Record<string, unknown> | null>(r.target, null),
-    targetKey: r.target_key as string,
-    orderKey: r.order_key as string,
+    event: r.event,
+    organizationId: r.organization_id,
+    targetKind: oneOf(TARGET_KINDS, r.target_kind, 'notification_deliveries.target_kind'),
+    serviceId: r.service_id ?? null,
+    target: jsonColumn(r.target, null, isTarget, 'notification_deliveries.target'),
+    targetKey: r.target_key,
+    orderKey: r.order_key,
     payload: parseJson<unknown>(r.payload, null),
-    state: r.state as DeliveryState,
+    state: oneOf(DELIVERY_STATES, r.state, 'notification_deliveries.state'),
     attempts: Number(r.attempts),
     nextAttemptAt: toDate(r.next_attempt_at),
     lastStatus: r.last_status === null || r.last_status === undefined ? null : Number(r.last_status),
-    redeliveryOf: (r.redelivery_of as string | null) ?? null,
+    redeliveryOf: r.redelivery_of ?? null,
     createdAt: toDate(r.created_at),
     finishedAt: toDateOrNull(r.finished_at),
   };
@@ -122,13 +130,13 @@ export class OutboxRepository {
   async claimEvents(seqs: number[], at: Date): Promise<Set<number>> {
     if (!seqs.length) return new Set();
     if (isPostgres(this.db)) {
-      const res = await this.db.raw(
+      const res = await this.db.raw<{ rows: Pick<OutboxEventsRow, 'seq'>[] }>(
         `update outbox_events set fanned_out_at = ? where seq in (
            select seq from outbox_events where seq = any(?) and fanned_out_at is null for update skip locked
          ) returning seq`,
         [at, seqs],
       );
-      return new Set((res.rows as { seq: string | number }[]).map((r) => Number(r.seq)));
+      return new Set(res.rows.map((r) => Number(r.seq)));
     }
     const open = (await this.db('outbox_events').whereIn('seq', seqs).whereNull('fanned_out_at').select('seq')).map((r) => Number(r.seq));
     if (open.length) await this.db('outbox_events').whereIn('seq', open).update({ fanned_out_at: at });
@@ -182,7 +190,7 @@ export class OutboxRepository {
       )
       .orderBy('d.next_attempt_at')
       .limit(limit)
-      .select('d.*');
+      .select<NotificationDeliveriesRow[]>('d.*');
     if (excluding.length) q.whereNotIn('d.id', excluding);
     if (excludingTargets.length) q.whereNotIn('d.target_key', excludingTargets);
     if (excludingOrganizations.length) q.whereNotIn('d.organization_id', excludingOrganizations);
@@ -257,13 +265,13 @@ export class OutboxRepository {
     if (!deliveryIds.length) return out;
     const rows = await this.db('notification_attempts').whereIn('delivery_id', deliveryIds).orderBy(['delivery_id', 'number']);
     for (const r of rows) {
-      out.get(r.delivery_id as string)!.push({
+      out.get(r.delivery_id)!.push({
         number: Number(r.number),
         startedAt: toDate(r.started_at),
         durationMs: Number(r.duration_ms),
         status: r.status === null || r.status === undefined ? null : Number(r.status),
         ok: toBool(r.ok),
-        excerpt: r.excerpt as string,
+        excerpt: r.excerpt,
       });
     }
     return out;

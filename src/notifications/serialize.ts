@@ -1,6 +1,7 @@
 /** A delivery and its attempts -> the exact JSON of the contract. */
 import type { components } from '../../generated/api';
 import { isoTime } from '../http/format';
+import { isRecord } from '../db/row-types-typed-b';
 import type { DeliveryView } from './service';
 
 type DeliveryJson = components['schemas']['NotificationDelivery'];
@@ -20,7 +21,7 @@ export function serializeDelivery({ delivery: d, attempts }: DeliveryView, publi
     created_at: isoTime(d.createdAt),
     finished_at: d.finishedAt ? isoTime(d.finishedAt) : null,
     redelivery_of: d.redeliveryOf,
-    payload: (d.payload ?? {}) as Record<string, unknown>,
+    payload: isRecord(d.payload) ? d.payload : {},
     attempts: attempts.map((a) => ({
       number: a.number,
       started_at: isoTime(a.startedAt),

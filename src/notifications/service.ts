@@ -335,7 +335,7 @@ export class NotificationService {
       else result = await provider.send(d, service, this.http);
     } catch (err) {
       // A client's refusal that no retry changes is thrown marked `final` (./http.ts).
-      const final = (err as { final?: unknown } | null)?.final === true;
+      const final = typeof err === 'object' && err !== null && 'final' in err && err.final === true;
       result = { ok: false, status: null, excerpt: err instanceof Error ? err.message : String(err), ...(final ? { final } : {}) };
     }
     const durationMs = Number((process.hrtime.bigint() - t0) / 1_000_000n);

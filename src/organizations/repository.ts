@@ -3,6 +3,8 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Organization, Role, User } from '../core/identity';
 import { userFromRow } from '../user/rows';
+import { allOf, oneOf, type Nullable, type Renamed } from '../db/row-types-typed-b';
+import type { ClustersRow, OrganizationsRow, TeamMembersRow, TeamsRow, UsersRow } from '../db/tables';
 import { toBool, toDateOrNull } from '../db/values';
 import { orgFromRow } from './rows';
 import { clock } from '../core/clock';
@@ -18,6 +20,8 @@ export interface Team {
 }
 
 export type TeamRole = components['schemas']['TeamMemberRole'];
+const TEAM_ROLES = allOf<TeamRole>()(['member', 'maintainer']);
+const ROLES = allOf<Role>()(['admin', 'member']);
 
 export type PipelineSettingSwitchName = 'hosted_agents_ssh' | 'public_pipelines' | 'advanced_queue_metrics';
 
@@ -44,15 +48,19 @@ export interface ApiSettings {
   restrictUserApiTokenCreation: boolean;
 }
 
-function teamFromRow(row: Record<string, unknown>): Team {
+function teamFromRow(row: TeamsRow): Team {
   return {
-    id: row.id as string,
-    organizationId: row.organization_id as string,
-    slug: row.slug as string,
-    name: row.name as string,
-    membersCanCreatePipelines: row.members_can_create_pipelines === undefined ? true : toBool(row.members_can_create_pipelines),
+    id: row.id,
+    organizationId: row.organization_id,
+    slug: row.slug,
+    name: row.name,
+    membersCanCreatePipelines: toBool(row.members_can_create_pipelines),
   };
 }
+
+/** `pipelineSettings`' read: the organization, its default cluster if it is still one of its own, and who turned each switch on. */
+type PipelineSettingsRow = OrganizationsRow &
+  Nullable<Renamed<ClustersRow, { cluster_id: 'id' }>> & { [S in PipelineSettingSwitchName as `${S}_by_name`]: UsersRow['name'] | null };
 
 export class OrganizationRepository {
   constructor(private readonly db: Knex) {}
@@ -99,7 +107,7 @@ export class OrganizationRepository {
   async apiSettings(id: string, trx: Knex = this.db): Promise<ApiSettings> {
     const row = await trx('organizations').where({ id }).first('allowed_ip_addresses', 'revoke_inactive_tokens_after_days', 'restrict_user_api_token_creation');
     return {
-      allowedIpAddresses: (row?.allowed_ip_addresses as string | null) ?? null,
+      allowedIpAddresses: row?.allowed_ip_addresses ?? null,
       revokeInactiveTokensAfterDays: row?.revoke_inactive_tokens_after_days == null ? null : Number(row.revoke_inactive_tokens_after_days),
       restrictUserApiTokenCreation: toBool(row?.restrict_user_api_token_creation),
     };
@@ -108,11 +116,11 @@ export class OrganizationRepository {
   /** The API IP allow-list of each of the organizations (null: none), for the request guard. */
   async allowedIpAddresses(id: string, trx: Knex = this.db): Promise<string | null> {
     const row = await trx('organizations').where({ id }).first('allowed_ip_addresses');
-    return (row?.allowed_ip_addresses as string | null | undefined) ?? null;
+    return row?.allowed_ip_addresses ?? null;
   }
 
   async updateApiSettings(id: string, patch: Partial<ApiSettings>, trx: Knex = this.db): Promise<void> {
-    const row: Record<string, unknown> = {};
+    const row: Partial<Pick<OrganizationsRow, 'allowed_ip_addresses' | 'revoke_inactive_tokens_after_days' | 'restrict_user_api_token_creation'>> = {};
     if (patch.allowedIpAddresses !== undefined) row.allowed_ip_addresses = patch.allowedIpAddresses;
     if (patch.revokeInactiveTokensAfterDays !== undefined) row.revoke_inactive_tokens_after_days = patch.revokeInactiveTokensAfterDays;
     if (patch.restrictUserApiTokenCreation !== undefined) row.restrict_user_api_token_creation = patch.restrictUserApiTokenCreation;
@@ -120,7 +128,7 @@ export class OrganizationRepository {
   }
 
   async pipelineSettings(id: string, trx: Knex = this.db): Promise<PipelineSettings> {
-    let q = trx('organizations as o')
+    let q: Knex.QueryBuilder<PipelineSettingsRow, PipelineSettingsRow[]> = trx('organizations as o')
       .where('o.id', id)
       .leftJoin('clusters as c', function () {
         this.on('c.id', '=', 'o.default_cluster_id').andOn('c.organization_id', '=', 'o.id');
@@ -128,21 +136,21 @@ export class OrganizationRepository {
       .select('o.*', 'c.id as cluster_id');
     for (const sw of PIPELINE_SETTING_SWITCHES)
       q = q.leftJoin(`users as ${sw}_u`, `${sw}_u.id`, `o.${sw}_enabled_by_id`).select(`${sw}_u.name as ${sw}_by_name`);
-    const row = (await q.first()) as Record<string, unknown> | undefined;
+    const row = await q.first();
     const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-    const switches = Object.fromEntries(
-      PIPELINE_SETTING_SWITCHES.map((sw) => [
-        sw,
-        {
-          enabledAt: toDateOrNull(row?.[`${sw}_enabled_at`]),
-          enabledBy:
-            row?.[`${sw}_enabled_by_id`] && row?.[`${sw}_by_name`] ? { id: row[`${sw}_enabled_by_id`] as string, name: row[`${sw}_by_name`] as string } : null,
-        },
-      ]),
-    ) as Record<PipelineSettingSwitchName, PipelineSettingSwitch>;
+    const switchOf = (sw: PipelineSettingSwitchName): PipelineSettingSwitch => {
+      const id = row?.[`${sw}_enabled_by_id` as const];
+      const name = row?.[`${sw}_by_name` as const];
+      return { enabledAt: toDateOrNull(row?.[`${sw}_enabled_at` as const]), enabledBy: id && name ? { id, name } : null };
+    };
+    const switches: Record<PipelineSettingSwitchName, PipelineSettingSwitch> = {
+      hosted_agents_ssh: switchOf('hosted_agents_ssh'),
+      public_pipelines: switchOf('public_pipelines'),
+      advanced_queue_metrics: switchOf('advanced_queue_metrics'),
+    };
     return {
-      defaultBranch: (row?.default_branch as string | null | undefined) ?? null,
-      defaultClusterId: (row?.cluster_id as string | null | undefined) ?? null,
+      defaultBranch: row?.default_branch ?? null,
+      defaultClusterId: row?.cluster_id ?? null,
       defaultTimeoutInMinutes: num(row?.default_timeout_in_minutes),
       maximumTimeoutInMinutes: num(row?.maximum_timeout_in_minutes),
       scheduledJobExpiryInMinutes: num(row?.scheduled_job_expiry_in_minutes),
@@ -217,14 +225,14 @@ export class OrganizationRepository {
     const row = await trx('organization_members as m')
       .join('users as u', 'u.id', 'm.user_id')
       .where({ 'm.organization_id': organizationId, 'm.user_id': userId })
-      .first('u.id', 'u.name', 'u.email', 'u.created_at');
+      .first<UsersRow | undefined>('u.id', 'u.name', 'u.email', 'u.created_at');
     return row ? userFromRow(row) : null;
   }
 
   /** The user's memberships: organization id -> role. */
   async membershipsOf(userId: string, trx: Knex = this.db): Promise<Map<string, Role>> {
     const rows = await trx('organization_members').where({ user_id: userId }).select('organization_id', 'role');
-    return new Map(rows.map((r) => [r.organization_id as string, r.role as Role]));
+    return new Map(rows.map((r) => [r.organization_id, oneOf(ROLES, r.role, 'organization_members.role')]));
   }
 
   async createTeam(input: { organizationId: string; slug: string; name: string }, trx: Knex = this.db): Promise<Team> {
@@ -252,16 +260,18 @@ export class OrganizationRepository {
   async teamRolesOf(userId: string, organizationId: string, trx: Knex = this.db): Promise<Map<string, TeamRole>> {
     const rows = await trx('team_members')
       .join('teams', 'teams.id', 'team_members.team_id')
-      .where({ 'team_members.user_id': userId, 'teams.organization_id': organizationId })
-      .select('teams.id', 'team_members.role');
-    return new Map(rows.map((r) => [r.id as string, (r.role ?? 'member') as TeamRole]));
+      .where('team_members.user_id', userId)
+      .where('teams.organization_id', organizationId)
+      .select<(Pick<TeamsRow, 'id'> & Pick<TeamMembersRow, 'role'>)[]>('teams.id', 'team_members.role');
+    return new Map(rows.map((r) => [r.id, oneOf(TEAM_ROLES, r.role, 'team_members.role')]));
   }
 
   async teamIdsOf(userId: string, organizationId: string, trx: Knex = this.db): Promise<Set<string>> {
     const rows = await trx('team_members')
       .join('teams', 'teams.id', 'team_members.team_id')
-      .where({ 'team_members.user_id': userId, 'teams.organization_id': organizationId })
-      .select('teams.id');
-    return new Set(rows.map((r) => r.id as string));
+      .where('team_members.user_id', userId)
+      .where('teams.organization_id', organizationId)
+      .select<Pick<TeamsRow, 'id'>[]>('teams.id');
+    return new Set(rows.map((r) => r.id));
   }
 }

@@ -1,6 +1,8 @@
 /** Test suites and their team grants: Knex queries, rows in and domain objects out. */
 import type { Knex } from 'knex';
 import { isUniqueViolation } from '../db/knex';
+import type { Renamed } from '../db/row-types-typed-b';
+import type { OrganizationsRow, SuitesRow } from '../db/tables';
 import { toDate } from '../db/values';
 import { ValidationError } from '../core/errors';
 
@@ -19,16 +21,16 @@ export interface Suite {
 /** The columns a create or update writes. */
 export type SuiteFields = Pick<Suite, 'name' | 'defaultBranch' | 'applicationName' | 'color' | 'emoji'>;
 
-function fromRow(r: Record<string, unknown>): Suite {
+function fromRow(r: SuitesRow): Suite {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    slug: r.slug as string,
-    name: r.name as string,
-    defaultBranch: (r.default_branch as string | null) ?? null,
-    applicationName: (r.application_name as string | null) ?? null,
-    color: (r.color as string | null) ?? null,
-    emoji: (r.emoji as string | null) ?? null,
+    id: r.id,
+    organizationId: r.organization_id,
+    slug: r.slug,
+    name: r.name,
+    defaultBranch: r.default_branch ?? null,
+    applicationName: r.application_name ?? null,
+    color: r.color ?? null,
+    emoji: r.emoji ?? null,
     createdAt: toDate(r.created_at),
   };
 }
@@ -106,8 +108,8 @@ export class SuiteRepository {
     const row = await this.db('suites as s')
       .join('organizations as o', 'o.id', 's.organization_id')
       .where('s.api_token_hash', hash)
-      .first('s.*', 'o.slug as org_slug');
-    return row ? { suite: fromRow(row), orgSlug: row.org_slug as string } : null;
+      .first<(SuitesRow & Renamed<OrganizationsRow, { org_slug: 'slug' }>) | undefined>('s.*', 'o.slug as org_slug');
+    return row ? { suite: fromRow(row), orgSlug: row.org_slug } : null;
   }
 
   private teamGrant(userId: string) {

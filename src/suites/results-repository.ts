@@ -4,8 +4,11 @@
  * order (flaky tests from `flaky_instances (suite_id, [branch,] detected_at)`).
  */
 import type { Knex } from 'knex';
-import { likeContains, parseJson, toDate } from '../db/values';
-import { runFromRow, windowRunFromRow } from './rows';
+import type { DbBigInt } from '../db/column-kinds';
+import { allOf, isStringArray, isStringRecord, jsonColumn, oneOf, type Renamed } from '../db/row-types-typed-b';
+import type { FlakyInstancesRow, SuitesRow, TestExecutionsRow, TestRunsRow, TestsRow } from '../db/tables';
+import { likeContains, toDate } from '../db/values';
+import { isFailureExpanded, runFromRow, windowRunFromRow } from './rows';
 
 /** A run, as the test lists' filters and links see it. */
 export interface WindowRun {
@@ -25,6 +28,7 @@ export interface Run extends WindowRun {
 }
 
 export type TestState = 'enabled' | 'muted' | 'skipped';
+const TEST_STATES = allOf<TestState>()(['enabled', 'muted', 'skipped']);
 
 export interface TestIdentity {
   id: string;
@@ -71,19 +75,32 @@ export interface TestExecution {
 }
 
 /** The columns identityFromRow reads. */
-const IDENTITY_COLUMNS = ['id', 'scope', 'name', 'location', 'file_name', 'state', 'labels'];
+const IDENTITY_COLUMNS = ['id', 'scope', 'name', 'location', 'file_name', 'state', 'labels'] as const;
 
-function identityFromRow(r: Record<string, unknown>): TestIdentity {
+/** A test's identity columns (the legacy list reads them without `state` and `labels`). */
+type IdentityRow = Pick<TestsRow, 'id' | 'scope' | 'name' | 'location' | 'file_name'> & Partial<Pick<TestsRow, 'state' | 'labels'>>;
+
+function identityFromRow(r: IdentityRow): TestIdentity {
   return {
-    id: r.id as string,
-    scope: (r.scope as string | null) ?? null,
-    name: r.name as string,
-    location: (r.location as string | null) ?? null,
-    fileName: (r.file_name as string | null) ?? null,
-    state: ((r.state as string | null) ?? 'enabled') as TestState,
-    labels: parseJson<string[]>(r.labels, []),
+    id: r.id,
+    scope: r.scope ?? null,
+    name: r.name,
+    location: r.location ?? null,
+    fileName: r.file_name ?? null,
+    state: oneOf(TEST_STATES, r.state ?? 'enabled', 'tests.state'),
+    labels: jsonColumn(r.labels, [], isStringArray, 'tests.labels'),
   };
 }
+
+/** `listFlaky`'s groups: a test's instances in the period and the most recent one. */
+type FlakyGroupRow = Pick<FlakyInstancesRow, 'test_id'> & { instances: DbBigInt; last_at: FlakyInstancesRow['detected_at'] };
+
+/** `failedExecutions`' read: the execution and its test's name and location. */
+type FailedExecutionRow = Pick<TestExecutionsRow, 'id' | 'test_id' | 'failure_reason' | 'failure_expanded' | 'duration' | 'created_at' | 'mutable_tags'> &
+  Pick<TestsRow, 'name' | 'location'>;
+
+/** `buildRuns`' read: a run and its suite. */
+type BuildRunRow = Pick<TestRunsRow, 'run_key' | 'id'> & Renamed<SuitesRow, { suite_id: 'id'; suite_slug: 'slug' }>;
 
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
@@ -138,7 +155,16 @@ function inChunks<T>(items: T[]): T[][] {
   return out;
 }
 
-function addTotals(into: ExecutionTotals, result: string, r: Record<string, unknown>): void {
+/** The columns totalsColumns selects (aggregates: a count is a bigint on Postgres, a sum may be a numeric string). */
+interface TotalsRow {
+  n: DbBigInt;
+  duration_count: DbBigInt;
+  duration_sum: number | string | null;
+  duration_min: TestExecutionsRow['duration'];
+  duration_max: TestExecutionsRow['duration'];
+}
+
+function addTotals(into: ExecutionTotals, result: string, r: TotalsRow): void {
   const add: ResultTotals = {
     count: Number(r.n),
     durationCount: Number(r.duration_count),
@@ -195,7 +221,7 @@ export class SuiteResultsRepository {
       .where('fi.suite_id', f.suiteId)
       .andWhere('fi.detected_at', '>=', f.since)
       .groupBy('fi.test_id')
-      .select('fi.test_id', this.db.raw('count(*) as instances'), this.db.raw('max(fi.detected_at) as last_at'))
+      .select<FlakyGroupRow[]>('fi.test_id', this.db.raw('count(*) as instances'), this.db.raw('max(fi.detected_at) as last_at'))
       .orderBy([
         { column: 'last_at', order: 'desc' },
         { column: 'fi.test_id', order: 'desc' },
@@ -211,7 +237,7 @@ export class SuiteResultsRepository {
         w.whereRaw(`lower(t.name) like ? escape '\\'`, [like]).orWhereRaw(`lower(t.scope) like ? escape '\\'`, [like]);
       });
     }
-    const groups = (await q) as { test_id: string; instances: number | string; last_at: unknown }[];
+    const groups = await q;
     const page = groups.slice(0, limit);
     const tests = page.length
       ? await this.db('tests')
@@ -221,7 +247,7 @@ export class SuiteResultsRepository {
           )
           .select(...IDENTITY_COLUMNS)
       : [];
-    const byId = new Map(tests.map((t) => [t.id as string, identityFromRow(t)]));
+    const byId = new Map(tests.map((t) => [t.id, identityFromRow(t)]));
     return {
       items: page.map((g) => ({ test: byId.get(g.test_id)!, instances: Number(g.instances), mostRecentInstanceAt: toDate(g.last_at) })),
       hasNext: groups.length > limit,
@@ -234,18 +260,28 @@ export class SuiteResultsRepository {
       .where({ 'e.run_id': run.id, 'e.result': 'failed' })
       .orderBy('e.position')
       .limit(limit)
-      .select('e.id', 'e.test_id', 'e.failure_reason', 'e.failure_expanded', 'e.duration', 'e.created_at', 'e.mutable_tags', 't.name', 't.location');
+      .select<FailedExecutionRow[]>(
+        'e.id',
+        'e.test_id',
+        'e.failure_reason',
+        'e.failure_expanded',
+        'e.duration',
+        'e.created_at',
+        'e.mutable_tags',
+        't.name',
+        't.location',
+      );
     return rows.map((r) => ({
-      id: r.id as string,
+      id: r.id,
       run,
-      testId: r.test_id as string,
-      testName: r.name as string,
-      location: (r.location as string | null) ?? null,
-      failureReason: (r.failure_reason as string | null) ?? null,
-      failureExpanded: parseJson<FailureExpanded>(r.failure_expanded, null),
+      testId: r.test_id,
+      testName: r.name,
+      location: r.location ?? null,
+      failureReason: r.failure_reason ?? null,
+      failureExpanded: jsonColumn(r.failure_expanded, null, isFailureExpanded, 'test_executions.failure_expanded'),
       duration: num(r.duration),
       createdAt: toDate(r.created_at),
-      mutableTags: parseJson<Record<string, string>>(r.mutable_tags, {}),
+      mutableTags: jsonColumn(r.mutable_tags, {}, isStringRecord, 'test_executions.mutable_tags'),
     }));
   }
 
@@ -285,10 +321,10 @@ export class SuiteResultsRepository {
         ])
         .offset(offset)
         .limit(limit)
-        .select('t.id', 't.scope', 't.name', 't.location', 't.file_name'),
+        .select<IdentityRow[]>('t.id', 't.scope', 't.name', 't.location', 't.file_name'),
     ]);
-    const flakyIds = await this.flakyTestIds(rows.map((r) => r.id as string));
-    return { items: rows.map((r) => ({ ...identityFromRow(r), flaky: flakyIds.has(r.id as string) })), total: Number(countRow?.n ?? 0) };
+    const flakyIds = await this.flakyTestIds(rows.map((r) => r.id));
+    return { items: rows.map((r) => ({ ...identityFromRow(r), flaky: flakyIds.has(r.id) })), total: Number(countRow?.n ?? 0) };
   }
 
   /** The runs of these suites that took an upload in the window (runs of one build's key, when given). */
@@ -316,11 +352,11 @@ export class SuiteResultsRepository {
         .andWhere('created_at', '>=', window.from)
         .andWhere('created_at', '<=', window.to)
         .groupBy('test_id', 'result')
-        .select('test_id', 'result', ...totalsColumns(this.db));
+        .select<(Pick<TestExecutionsRow, 'test_id' | 'result'> & TotalsRow)[]>('test_id', 'result', ...totalsColumns(this.db));
       for (const r of rows) {
-        let totals = byTest.get(r.test_id as string);
-        if (!totals) byTest.set(r.test_id as string, (totals = new Map()));
-        addTotals(totals, r.result as string, r);
+        let totals = byTest.get(r.test_id);
+        if (!totals) byTest.set(r.test_id, (totals = new Map()));
+        addTotals(totals, r.result, r);
       }
     }
     return byTest;
@@ -333,9 +369,9 @@ export class SuiteResultsRepository {
       .andWhere('created_at', '>=', window.from)
       .andWhere('created_at', '<=', window.to)
       .groupBy('result')
-      .select('result', ...totalsColumns(this.db));
+      .select<(Pick<TestExecutionsRow, 'result'> & TotalsRow)[]>('result', ...totalsColumns(this.db));
     const totals: ExecutionTotals = new Map();
-    for (const r of rows) addTotals(totals, r.result as string, r);
+    for (const r of rows) addTotals(totals, r.result, r);
     return totals;
   }
 
@@ -343,7 +379,7 @@ export class SuiteResultsRepository {
   async flakyTestIds(testIds: string[]): Promise<Set<string>> {
     const out = new Set<string>();
     for (const part of inChunks(testIds)) {
-      for (const r of await this.db('flaky_instances').whereIn('test_id', part).distinct('test_id')) out.add(r.test_id as string);
+      for (const r of await this.db('flaky_instances').whereIn('test_id', part).distinct('test_id')) out.add(r.test_id);
     }
     return out;
   }
@@ -355,7 +391,7 @@ export class SuiteResultsRepository {
       for (const r of await this.db('tests')
         .whereIn('id', part)
         .select('suite_id', ...IDENTITY_COLUMNS)) {
-        out.set(r.id as string, { ...identityFromRow(r), suiteId: r.suite_id as string });
+        out.set(r.id, { ...identityFromRow(r), suiteId: r.suite_id });
       }
     }
     return out;
@@ -413,8 +449,8 @@ export class SuiteResultsRepository {
           .join('test_runs as r', 'r.id', 'e.run_id')
           .where('r.suite_id', suiteId)
           .whereIn('e.id', part)
-          .select('e.id');
-        for (const r of rows) found.add(r.id as string);
+          .select<Pick<TestExecutionsRow, 'id'>[]>('e.id');
+        for (const r of rows) found.add(r.id);
       }
       const unknown = ids.filter((id) => !found.has(id));
       if (unknown.length) return { unknown };
@@ -465,13 +501,13 @@ export class SuiteResultsRepository {
         if (opts.result !== undefined) q.andWhere('result', opts.result);
         for (const r of await q) {
           const e: TestExecution = {
-            id: r.id as string,
-            testId: r.test_id as string,
-            result: r.result as string,
+            id: r.id,
+            testId: r.test_id,
+            result: r.result,
             createdAt: toDate(r.created_at),
             duration: num(r.duration),
-            failureReason: (r.failure_reason as string | null) ?? null,
-            failureExpanded: parseJson<FailureExpanded>(r.failure_expanded, null),
+            failureReason: r.failure_reason ?? null,
+            failureExpanded: jsonColumn(r.failure_expanded, null, isFailureExpanded, 'test_executions.failure_expanded'),
           };
           const list = out.get(e.testId);
           if (list) list.push(e);
@@ -504,7 +540,7 @@ export class SuiteResultsRepository {
           { column: 'r.created_at', order: 'asc' },
           { column: 'r.id', order: 'asc' },
         ])
-        .select('r.run_key', 'r.id', 's.id as suite_id', 's.slug as suite_slug');
+        .select<BuildRunRow[]>('r.run_key', 'r.id', 's.id as suite_id', 's.slug as suite_slug');
       if (visibleToUserId) {
         q.whereIn(
           's.id',
@@ -512,7 +548,7 @@ export class SuiteResultsRepository {
         );
       }
       for (const r of await q) {
-        out.push({ buildId: r.run_key as string, runId: r.id as string, suiteId: r.suite_id as string, suiteSlug: r.suite_slug as string });
+        out.push({ buildId: r.run_key, runId: r.id, suiteId: r.suite_id, suiteSlug: r.suite_slug });
       }
     }
     return out;

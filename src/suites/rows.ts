@@ -1,24 +1,41 @@
 /** A test run row (as the suites' reads and the upload's upsert return it) into a Run (or the WindowRun the test lists read). */
-import { parseJson, toDate } from '../db/values';
-import type { Run, WindowRun } from './results-repository';
+import { isRecord, isStringArray, isStringRecord, jsonColumn } from '../db/row-types-typed-b';
+import type { TestRunsRow } from '../db/tables';
+import { toDate } from '../db/values';
+import type { FailureExpanded, Run, WindowRun } from './results-repository';
 
-export function windowRunFromRow(r: Record<string, unknown>): WindowRun {
+/** The columns windowRunFromRow reads. */
+export type WindowRunRow = Pick<TestRunsRow, 'id' | 'suite_id' | 'run_key' | 'ci' | 'branch' | 'commit_sha' | 'tags'>;
+
+export function windowRunFromRow(r: WindowRunRow): WindowRun {
   return {
-    id: r.id as string,
-    suiteId: r.suite_id as string,
-    key: r.run_key as string,
-    ci: (r.ci as string | null) ?? null,
-    branch: (r.branch as string | null) ?? null,
-    commitSha: (r.commit_sha as string | null) ?? null,
-    tags: parseJson<Record<string, string>>(r.tags, {}),
+    id: r.id,
+    suiteId: r.suite_id,
+    key: r.run_key,
+    ci: r.ci ?? null,
+    branch: r.branch ?? null,
+    commitSha: r.commit_sha ?? null,
+    tags: jsonColumn(r.tags, {}, isStringRecord, 'test_runs.tags'),
   };
 }
 
-export function runFromRow(r: Record<string, unknown>): Run {
+export function runFromRow(r: WindowRunRow & Pick<TestRunsRow, 'passed_count' | 'failed_count' | 'created_at'>): Run {
   return {
     ...windowRunFromRow(r),
     passedCount: Number(r.passed_count),
     failedCount: Number(r.failed_count),
     createdAt: toDate(r.created_at),
   };
+}
+
+/** An execution's `failure_expanded` as uploads store it (src/uploads/results.ts checks it on the way in). */
+export function isFailureExpanded(v: unknown): v is FailureExpanded {
+  return (
+    v === null ||
+    (Array.isArray(v) &&
+      v.every(
+        (item) =>
+          isRecord(item) && (item.expanded === undefined || isStringArray(item.expanded)) && (item.backtrace === undefined || isStringArray(item.backtrace)),
+      ))
+  );
 }

@@ -1,6 +1,7 @@
 /** Suites, runs, tests, flaky tests and failed executions -> the exact JSON of the contract. */
 import type { components } from '../../generated/api';
 import { graphqlId, isoTime } from '../http/format';
+import { allOf, oneOf } from '../db/row-types-typed-b';
 import type { Suite } from './repository';
 import type { BuildRun, FailedExecution, FlakyTest, Run, TestExecution, TestIdentity } from './results-repository';
 import type { BuildTestIncludes } from './service';
@@ -102,10 +103,12 @@ export function serializeBuildTest(t: TestIdentity, labels: string[], m: TestMet
   };
 }
 
+const EXECUTION_STATUSES = allOf<Schemas['BuildTestExecutionStatus']>()(['passed', 'failed', 'skipped', 'pending', 'unknown']);
+
 function serializeBuildTestExecution(e: TestExecution, t: TestIdentity): Schemas['BuildTestExecution'] {
   return {
     id: e.id,
-    status: e.result as Schemas['BuildTestExecutionStatus'],
+    status: oneOf(EXECUTION_STATUSES, e.result, 'test_executions.result'),
     timestamp: isoTime(e.createdAt),
     duration: e.duration,
     location: t.location,

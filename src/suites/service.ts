@@ -240,7 +240,7 @@ export class SuiteService {
     }
     if (q.label !== undefined && q.labels !== undefined) throw new UnprocessableError('label cannot be combined with labels');
     const window = windowOf(q);
-    const filters = parseFilters({ ...(q as RawFilters), labels: q.labels ?? q.label });
+    const filters = parseFilters({ ...q, labels: q.labels ?? q.label });
     const suite = await this.get(actor, slug);
     const runs = await this.results.runsInWindow([suite.id], window);
     const measured = await this.measure(runs, window, filters, new Map([[suite.id, suite.slug]]));

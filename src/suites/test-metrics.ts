@@ -104,7 +104,7 @@ export function groupPasses(m: TestMetrics, f: TestFilters): boolean {
   return f.result.op === 'contains' ? n > 0 : n > 0 && n === m.executionsCount;
 }
 
-const SORT_KEY: Record<SortBy, keyof TestMetrics> = {
+const SORT_KEY: Record<SortBy, Exclude<keyof TestMetrics, 'byResult'>> = {
   duration_avg: 'durationAvg',
   duration_sum: 'durationSum',
   duration_min: 'durationMin',
@@ -117,8 +117,8 @@ export function sortTests(items: MeasuredTest[], sortBy: SortBy, order: 'asc' | 
   const key = SORT_KEY[sortBy];
   const dir = order === 'asc' ? 1 : -1;
   return items.sort((a, b) => {
-    const x = a.metrics[key] as number | null;
-    const y = b.metrics[key] as number | null;
+    const x = a.metrics[key];
+    const y = b.metrics[key];
     if (x !== y) {
       if (x === null) return 1;
       if (y === null) return -1;

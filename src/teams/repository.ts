@@ -2,6 +2,8 @@
 import type { Knex } from 'knex';
 import type { Role, User } from '../core/identity';
 import { isUniqueViolation } from '../db/knex';
+import { allOf, oneOf, type Nullable, type Prefixed, type Renamed } from '../db/row-types-typed-b';
+import type { OrganizationMembersRow, PipelineTeamsRow, PipelinesRow, SuiteTeamsRow, SuitesRow, TeamMembersRow, TeamsRow, UsersRow } from '../db/tables';
 import { toBool, toDate, toDateOrNull } from '../db/values';
 import { ValidationError } from '../core/errors';
 import { userFromRow } from '../user/rows';
@@ -68,27 +70,38 @@ export interface OrganizationMembership {
   ssoMode: SsoMode;
 }
 
+const TEAM_PRIVACIES = allOf<TeamPrivacy>()(['visible', 'secret']);
+const TEAM_ROLES = allOf<TeamRole>()(['member', 'maintainer']);
+const PIPELINE_ACCESS_LEVELS = allOf<PipelineAccessLevel>()(['read_only', 'build_and_read', 'manage_build_and_read']);
+const SUITE_ACCESS_LEVELS = allOf<SuiteAccessLevel>()(['read', 'edit']);
+const ROLES = allOf<Role>()(['admin', 'member']);
+const SSO_MODES = allOf<SsoMode>()(['required', 'optional']);
+
 const TEAM_COLUMNS = ['t.*', 'u.id as creator_id', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at'];
 
-function teamFromRow(r: Record<string, unknown>): TeamRecord {
+/** A team with its creator (left join, TEAM_COLUMNS). */
+type TeamRow = TeamsRow & Nullable<Prefixed<UsersRow, 'creator_'>>;
+
+function teamFromRow(r: TeamRow): TeamRecord {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    name: r.name as string,
-    slug: r.slug as string,
-    description: (r.description as string | null) ?? null,
-    privacy: (r.privacy as TeamPrivacy) ?? 'visible',
+    id: r.id,
+    organizationId: r.organization_id,
+    name: r.name,
+    slug: r.slug,
+    description: r.description ?? null,
+    privacy: oneOf(TEAM_PRIVACIES, r.privacy, 'teams.privacy'),
     isDefaultTeam: toBool(r.is_default_team),
-    defaultMemberRole: (r.default_member_role as TeamRole) ?? 'member',
+    defaultMemberRole: oneOf(TEAM_ROLES, r.default_member_role, 'teams.default_member_role'),
     membersCanCreatePipelines: toBool(r.members_can_create_pipelines),
     membersCanCreateSuites: toBool(r.members_can_create_suites),
     membersCanDestroySuites: toBool(r.members_can_destroy_suites),
     membersCanCreateRegistries: toBool(r.members_can_create_registries),
     membersCanDestroyRegistries: toBool(r.members_can_destroy_registries),
     createdAt: toDate(r.created_at),
-    createdBy: r.creator_id
-      ? userFromRow({ id: r.creator_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
-      : null,
+    createdBy:
+      r.creator_id && r.creator_name !== null && r.creator_email !== null
+        ? userFromRow({ id: r.creator_id, name: r.creator_name, email: r.creator_email, created_at: r.creator_created_at })
+        : null,
   };
 }
 
@@ -111,6 +124,18 @@ function teamColumns(f: Partial<TeamFields>): Record<string, unknown> {
   return c;
 }
 
+/** A team's membership with the member's columns (`memberships`). */
+type MembershipRow = Pick<TeamMembersRow, 'team_id' | 'role'> & Renamed<TeamMembersRow, { member_since: 'created_at' }> & UsersRow;
+
+/** A team's pipeline grant with the pipeline's slug and creation (`pipelineGrants`). */
+type PipelineGrantRow = PipelineTeamsRow & Pick<PipelinesRow, 'slug'> & Renamed<PipelinesRow, { pipeline_created_at: 'created_at' }>;
+
+/** A team's suite grant with the suite's slug and creation (`suiteGrants`). */
+type SuiteGrantRow = SuiteTeamsRow & Pick<SuitesRow, 'slug'> & Renamed<SuitesRow, { suite_created_at: 'created_at' }>;
+
+/** An organization's member with the user's columns (`orgMembers`). */
+type OrgMemberRow = Pick<OrganizationMembersRow, 'role' | 'sso_mode'> & UsersRow;
+
 const nameTaken = () => new ValidationError([{ field: 'name', code: 'has already been taken (a team with this name or slug exists)' }]);
 
 export class TeamRepository {
@@ -120,8 +145,8 @@ export class TeamRepository {
     return new TeamRepository(trx);
   }
 
-  private teams() {
-    return this.db('teams as t').leftJoin('users as u', 'u.id', 't.created_by_id');
+  private teams(): Knex.QueryBuilder<TeamRow, TeamRow[]> {
+    return this.db('teams as t').leftJoin('users as u', 'u.id', 't.created_by_id').select(TEAM_COLUMNS);
   }
 
   /**
@@ -151,27 +176,25 @@ export class TeamRepository {
         .orderBy([{ column: 't.name' }, { column: 't.id' }])
         .offset(offset)
         .limit(limit)
-        .select('t.id'),
+        .select<Pick<TeamsRow, 'id'>[]>('t.id'),
     ]);
     const rows = ids.length
-      ? await this.teams()
-          .whereIn(
-            't.id',
-            ids.map((r) => r.id as string),
-          )
-          .select(TEAM_COLUMNS)
+      ? await this.teams().whereIn(
+          't.id',
+          ids.map((r) => r.id),
+        )
       : [];
-    const byId = new Map(rows.map((r) => [r.id as string, teamFromRow(r)]));
-    return { items: ids.map((r) => byId.get(r.id as string)!).filter(Boolean), total: Number(countRow?.n ?? 0) };
+    const byId = new Map(rows.map((r) => [r.id, teamFromRow(r)]));
+    return { items: ids.map((r) => byId.get(r.id)!).filter(Boolean), total: Number(countRow?.n ?? 0) };
   }
 
   async findById(organizationId: string, id: string): Promise<TeamRecord | null> {
-    const row = await this.teams().where({ 't.organization_id': organizationId, 't.id': id.toLowerCase() }).first(TEAM_COLUMNS);
+    const row = await this.teams().where('t.organization_id', organizationId).where('t.id', id.toLowerCase()).first();
     return row ? teamFromRow(row) : null;
   }
 
   async findBySlug(organizationId: string, slug: string): Promise<TeamRecord | null> {
-    const row = await this.teams().where({ 't.organization_id': organizationId, 't.slug': slug }).first(TEAM_COLUMNS);
+    const row = await this.teams().where('t.organization_id', organizationId).where('t.slug', slug).first();
     return row ? teamFromRow(row) : null;
   }
 
@@ -213,17 +236,17 @@ export class TeamRepository {
 
   // -- members
 
-  private memberships() {
+  private memberships(): Knex.QueryBuilder<MembershipRow, MembershipRow[]> {
     return this.db('team_members as tm')
       .join('users as u', 'u.id', 'tm.user_id')
       .select('tm.team_id', 'tm.role', 'tm.created_at as member_since', 'u.id', 'u.name', 'u.email', 'u.created_at');
   }
 
-  private membershipFromRow(r: Record<string, unknown>, fallback: Date): TeamMembership {
+  private membershipFromRow(r: MembershipRow, fallback: Date): TeamMembership {
     return {
-      teamId: r.team_id as string,
-      user: userFromRow(r as UserRow),
-      role: (r.role as TeamRole) ?? 'member',
+      teamId: r.team_id,
+      user: userFromRow(r),
+      role: oneOf(TEAM_ROLES, r.role, 'team_members.role'),
       createdAt: toDateOrNull(r.member_since) ?? fallback,
     };
   }
@@ -241,7 +264,7 @@ export class TeamRepository {
   }
 
   async findMember(team: TeamRecord, userId: string): Promise<TeamMembership | null> {
-    const row = await this.memberships().where({ 'tm.team_id': team.id, 'tm.user_id': userId.toLowerCase() }).first();
+    const row = await this.memberships().where('tm.team_id', team.id).where('tm.user_id', userId.toLowerCase()).first();
     return row ? this.membershipFromRow(row, team.createdAt) : null;
   }
 
@@ -266,23 +289,23 @@ export class TeamRepository {
   /** The user's role in the team, or null when not a member. */
   async roleOf(teamId: string, userId: string): Promise<TeamRole | null> {
     const row = await this.db('team_members').where({ team_id: teamId, user_id: userId }).first('role');
-    return row ? ((row.role as TeamRole) ?? 'member') : null;
+    return row ? oneOf(TEAM_ROLES, row.role, 'team_members.role') : null;
   }
 
   // -- pipeline grants
 
-  private pipelineGrants() {
+  private pipelineGrants(): Knex.QueryBuilder<PipelineGrantRow, PipelineGrantRow[]> {
     return this.db('pipeline_teams as pt')
       .join('pipelines as p', 'p.id', 'pt.pipeline_id')
       .select('pt.team_id', 'pt.pipeline_id', 'pt.access_level', 'pt.created_at', 'p.slug', 'p.created_at as pipeline_created_at');
   }
 
-  private pipelineGrantFromRow(r: Record<string, unknown>): PipelineGrant {
+  private pipelineGrantFromRow(r: PipelineGrantRow): PipelineGrant {
     return {
-      teamId: r.team_id as string,
-      pipelineId: r.pipeline_id as string,
-      pipelineSlug: r.slug as string,
-      accessLevel: r.access_level as PipelineAccessLevel,
+      teamId: r.team_id,
+      pipelineId: r.pipeline_id,
+      pipelineSlug: r.slug,
+      accessLevel: oneOf(PIPELINE_ACCESS_LEVELS, r.access_level, 'pipeline_teams.access_level'),
       createdAt: toDateOrNull(r.created_at) ?? toDate(r.pipeline_created_at),
     };
   }
@@ -300,7 +323,7 @@ export class TeamRepository {
   }
 
   async findPipelineGrant(teamId: string, pipelineId: string): Promise<PipelineGrant | null> {
-    const row = await this.pipelineGrants().where({ 'pt.team_id': teamId, 'pt.pipeline_id': pipelineId.toLowerCase() }).first();
+    const row = await this.pipelineGrants().where('pt.team_id', teamId).where('pt.pipeline_id', pipelineId.toLowerCase()).first();
     return row ? this.pipelineGrantFromRow(row) : null;
   }
 
@@ -324,18 +347,18 @@ export class TeamRepository {
 
   // -- suite grants
 
-  private suiteGrants() {
+  private suiteGrants(): Knex.QueryBuilder<SuiteGrantRow, SuiteGrantRow[]> {
     return this.db('suite_teams as st')
       .join('suites as s', 's.id', 'st.suite_id')
       .select('st.team_id', 'st.suite_id', 'st.access_level', 'st.created_at', 's.slug', 's.created_at as suite_created_at');
   }
 
-  private suiteGrantFromRow(r: Record<string, unknown>): SuiteGrant {
+  private suiteGrantFromRow(r: SuiteGrantRow): SuiteGrant {
     return {
-      teamId: r.team_id as string,
-      suiteId: r.suite_id as string,
-      suiteSlug: r.slug as string,
-      accessLevel: (r.access_level as SuiteAccessLevel) ?? 'edit',
+      teamId: r.team_id,
+      suiteId: r.suite_id,
+      suiteSlug: r.slug,
+      accessLevel: oneOf(SUITE_ACCESS_LEVELS, r.access_level, 'suite_teams.access_level'),
       createdAt: toDateOrNull(r.created_at) ?? toDate(r.suite_created_at),
     };
   }
@@ -353,7 +376,7 @@ export class TeamRepository {
   }
 
   async findSuiteGrant(teamId: string, suiteId: string): Promise<SuiteGrant | null> {
-    const row = await this.suiteGrants().where({ 'st.team_id': teamId, 'st.suite_id': suiteId.toLowerCase() }).first();
+    const row = await this.suiteGrants().where('st.team_id', teamId).where('st.suite_id', suiteId.toLowerCase()).first();
     return row ? this.suiteGrantFromRow(row) : null;
   }
 
@@ -376,14 +399,18 @@ export class TeamRepository {
 
   // -- organization members
 
-  private orgMembers() {
+  private orgMembers(): Knex.QueryBuilder<OrgMemberRow, OrgMemberRow[]> {
     return this.db('organization_members as m')
       .join('users as u', 'u.id', 'm.user_id')
       .select('m.role', 'm.sso_mode', 'u.id', 'u.name', 'u.email', 'u.created_at');
   }
 
-  private orgMemberFromRow(r: Record<string, unknown>): OrganizationMembership {
-    return { user: userFromRow(r as UserRow), role: r.role as Role, ssoMode: (r.sso_mode as SsoMode) ?? 'optional' };
+  private orgMemberFromRow(r: OrgMemberRow): OrganizationMembership {
+    return {
+      user: userFromRow(r),
+      role: oneOf(ROLES, r.role, 'organization_members.role'),
+      ssoMode: oneOf(SSO_MODES, r.sso_mode, 'organization_members.sso_mode'),
+    };
   }
 
   async listOrganizationMembers(organizationId: string, offset: number, limit: number): Promise<{ items: OrganizationMembership[]; total: number }> {
@@ -399,7 +426,7 @@ export class TeamRepository {
   }
 
   async findOrganizationMember(organizationId: string, userId: string): Promise<OrganizationMembership | null> {
-    const row = await this.orgMembers().where({ 'm.organization_id': organizationId, 'm.user_id': userId.toLowerCase() }).first();
+    const row = await this.orgMembers().where('m.organization_id', organizationId).where('m.user_id', userId.toLowerCase()).first();
     return row ? this.orgMemberFromRow(row) : null;
   }
 
@@ -417,7 +444,7 @@ export class TeamRepository {
   }
 
   async updateOrganizationMember(organizationId: string, userId: string, changes: { role?: Role; ssoMode?: SsoMode }): Promise<void> {
-    const cols: Record<string, unknown> = {};
+    const cols: Partial<Pick<OrganizationMembersRow, 'role' | 'sso_mode'>> = {};
     if (changes.role) cols.role = changes.role;
     if (changes.ssoMode) cols.sso_mode = changes.ssoMode;
     if (Object.keys(cols).length) await this.db('organization_members').where({ organization_id: organizationId, user_id: userId }).update(cols);

@@ -413,7 +413,9 @@ const userSubject = (u: { id: string; name: string }) => ({ type: 'User', id: u.
 const userData = (u: { id: string; name: string; email: string }) => ({ id: u.id, name: u.name, email: u.email });
 
 function definedOf<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+  const out: Partial<T> = { ...o };
+  for (const key in out) if (out[key] === undefined) delete out[key];
+  return out;
 }
 
 /** A team's fields as the API names them, for the audit log: only those given. */

@@ -23,7 +23,7 @@ describeEachDatabase('suites', (ctx) => {
     // Only a hash is stored, and the token is never readable again.
     const row = existing(await ctx().services.db('suites').where({ id: s.id }).first(), 'the suite');
     expect(JSON.stringify(row)).not.toContain(s.api_token);
-    expect(row.api_token_hash).toBe(sha256Hex(s.api_token));
+    expect(row?.api_token_hash).toBe(sha256Hex(s.api_token));
     const got = await ctx()
       .http()
       .get(`${base(org)}/jasmine-suite`)

@@ -26,20 +26,22 @@ export function resultOf(res: HttpResponse, secrets: readonly (string | undefine
 export function failureOf(err: unknown, secrets: readonly (string | undefined)[] = []): AttemptResult {
   const message = err instanceof Error ? err.message : String(err);
   const excerpt = redact(message || 'no answer', secrets).slice(0, EXCERPT_BYTES);
-  const final = typeof err === 'object' && err !== null && (err as { final?: unknown }).final === true;
+  const final = typeof err === 'object' && err !== null && 'final' in err && err.final === true;
   return final ? { ok: false, status: null, excerpt, final: true } : { ok: false, status: null, excerpt };
 }
+
+/** Whether `h` is a `Headers` (of this realm or another: what it can do, not its class). */
+const isHeaders = (h: object): h is Headers => 'forEach' in h && typeof h.forEach === 'function' && 'entries' in h && typeof h.entries === 'function';
 
 /** A plain header record from whatever a `fetch` caller passed. */
 function headerRecord(headers: unknown): Record<string, string> {
   const out: Record<string, string> = {};
-  if (!headers) return out;
-  const entries: Iterable<[string, string]> =
-    typeof (headers as Headers).forEach === 'function' && typeof (headers as Headers).entries === 'function'
-      ? (headers as Headers).entries()
-      : Array.isArray(headers)
-        ? (headers as [string, string][])
-        : Object.entries(headers as Record<string, unknown>).flatMap(([k, v]) => (v === undefined ? [] : [[k, String(v)] as [string, string]]));
+  if (!headers || typeof headers !== 'object') return out;
+  const entries: Iterable<[string, string]> = isHeaders(headers)
+    ? headers.entries()
+    : Array.isArray(headers)
+      ? headers
+      : Object.entries(headers).flatMap(([k, v]): [string, string][] => (v === undefined ? [] : [[k, String(v)]]));
   for (const [name, value] of entries) out[name.toLowerCase()] = value;
   return out;
 }
@@ -58,7 +60,7 @@ export interface Exchange {
  * and the delivery side records the service's own status and words.
  */
 export function fetchOver(http: HttpSend, seen: Exchange): typeof fetch {
-  return (async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+  return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const body = init?.body;
     if (body !== undefined && body !== null && typeof body !== 'string') throw new TypeError('only string bodies are sent');
@@ -82,5 +84,5 @@ export function fetchOver(http: HttpSend, seen: Exchange): typeof fetch {
     }
     const status = res.status >= 200 && res.status <= 599 ? res.status : 502;
     return new Response(NULL_BODY_STATUSES.includes(status) ? null : new Uint8Array(res.body), { status, headers });
-  }) as typeof fetch;
+  };
 }

@@ -15,6 +15,7 @@
  * - Nothing for a commit that is not a full SHA (`HEAD`), a provider other than GitHub, GitHub
  *   Enterprise, GitLab and Bitbucket, or one the caller did not enable (no token configured).
  */
+import { isOneOf, isRecord } from '../../db/row-types-typed-b';
 import type { NotificationEvent } from '../events';
 import { DESCRIPTION_MAX, durationSuffix, truncate } from './describe';
 import { statusRepositoryPath } from './repo-path';
@@ -43,7 +44,7 @@ const CONTEXT_MAX = 255;
 type Json = Record<string, unknown>;
 
 function obj(value: unknown): Json | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : undefined;
+  return isRecord(value) ? value : undefined;
 }
 
 function text(value: unknown): string | undefined {
@@ -51,7 +52,7 @@ function text(value: unknown): string | undefined {
 }
 
 export function isStatusProvider(value: unknown): value is StatusProvider {
-  return typeof value === 'string' && (STATUS_PROVIDERS as readonly string[]).includes(value);
+  return isOneOf(STATUS_PROVIDERS, value);
 }
 
 interface Words {

@@ -6,6 +6,7 @@
  * nothing: `mayPlanOwn` says so before anything is rendered.
  */
 import type { Job } from '../../builds/jobs/model';
+import { isOneOf, isRecord } from '../../db/row-types-typed-b';
 import type { Pipeline } from '../../pipelines/repository';
 import { enabledProviders, sendStatus, statusUpdatesFor } from '../commit-status';
 import type { CommitStatusConfig, StatusUpdate } from '../commit-status/types';
@@ -16,17 +17,17 @@ import type { FanOutContext, PlannedDelivery, Provider } from '../service';
 /** The registry key of commit-status deliveries (their target's `provider`). */
 export const COMMIT_STATUS = 'commit_status';
 
-type Notifiable = { notify?: readonly unknown[] };
+/** The `notify` entries of a build or a step (none unless a list). */
+const notifyOf = (x: unknown): unknown[] => (isRecord(x) && Array.isArray(x.notify) ? x.notify : []);
 
 /**
  * Entries a commit status serves: `github_commit_status`, and `github_check` where it maps (a
  * check run has no equivalent here: its context is published as a commit status).
  */
-function statusEntries(x: Notifiable | null | undefined): unknown[] {
-  return (x?.notify ?? []).map((e) => {
-    const entry = e as Record<string, unknown>;
-    if (!entry || typeof entry !== 'object' || !('github_check' in entry)) return e;
-    const { github_check: check, ...rest } = entry;
+function statusEntries(x: unknown): unknown[] {
+  return notifyOf(x).map((e) => {
+    if (!isRecord(e) || !('github_check' in e)) return e;
+    const { github_check: check, ...rest } = e;
     return { ...rest, github_commit_status: check ?? {} };
   });
 }
@@ -35,16 +36,15 @@ export function commitStatusProvider(config: CommitStatusConfig, conditionOf: (c
   const enabled = enabledProviders(config);
   return {
     mayPlanOwn(name: EventName, pipeline: Pipeline | null, job: Job | null): boolean {
-      if (!pipeline || !(enabled as string[]).includes(pipeline.providerId)) return false;
+      if (!pipeline || !isOneOf(enabled, pipeline.providerId)) return false;
       if (name.startsWith('build.')) return true;
       if (!name.startsWith('job.')) return false;
-      const settings = pipeline.providerSettings as Record<string, unknown>;
-      return settings.publish_commit_status_per_step === true || !!(job?.step as Notifiable | undefined)?.notify?.length;
+      return pipeline.providerSettings.publish_commit_status_per_step === true || notifyOf(job?.step).length > 0;
     },
     planOwn(ctx: FanOutContext): PlannedDelivery[] {
       const updates = statusUpdatesFor(ctx.event, {
         buildNotify: statusEntries(ctx.rendered.build),
-        stepNotify: statusEntries(ctx.rendered.job?.step as Notifiable | undefined),
+        stepNotify: statusEntries(ctx.rendered.job?.step),
         enabledProviders: enabled,
         evaluateIf: conditionOf(ctx),
       });
@@ -57,6 +57,7 @@ export function commitStatusProvider(config: CommitStatusConfig, conditionOf: (c
       }));
     },
     send(d: Delivery, _service: unknown, http: HttpSend): Promise<AttemptResult> {
+      // cast: the payload is the StatusUpdate planOwn stored at fan-out (statusUpdatesFor's).
       return sendStatus(d.payload as StatusUpdate, config, http);
     },
   };

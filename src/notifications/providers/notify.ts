@@ -19,22 +19,25 @@ import type { Pipeline } from '../../pipelines/repository';
 import type { AttemptResult, EventName, HttpSend } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
-import { postSlack, parseSlackNotify, slackNotifyMessages, webhookChannel, escapeSlack, type SlackMessage, type SlackSettings } from './slack';
+import { isRecord } from '../../db/row-types-typed-b';
+import { postSlack, parseSlackNotify, slackNotifyMessages, slackThemeOf, webhookChannel, escapeSlack, type SlackMessage } from './slack';
 import { DELIVERY_HEADER, postJson } from './webhook';
 
 /** The registry key of notify deliveries (their target's `provider`). */
 export const NOTIFY = 'notify';
 
 type Entry = Record<string, unknown>;
-type Notifiable = { notify?: readonly unknown[] };
 
 const WEBHOOK_EVENTS: EventName[] = ['build.scheduled', 'build.running', 'build.finished'];
 const BASECAMP_EVENTS: EventName[] = ['build.scheduled', 'build.running', 'build.finished', 'build.skipped'];
 const EMAIL_EVENTS: EventName[] = ['build.failing', 'build.finished'];
 const SLACK_BUILD_EVENTS: EventName[] = ['build.failing', 'build.finished'];
 
-const entriesOf = (x: Notifiable | null | undefined): Entry[] =>
-  (x?.notify ?? []).filter((e): e is Entry => typeof e === 'object' && e !== null && !Array.isArray(e));
+/** The `notify` entries of a build or a step (what is not a list of maps has none). */
+const entriesOf = (x: unknown): Entry[] => {
+  const notify = isRecord(x) ? x.notify : undefined;
+  return Array.isArray(notify) ? notify.filter(isRecord) : [];
+};
 
 const hash = (s: string) => crypto.createHash('sha256').update(s).digest('hex').slice(0, 32);
 
@@ -56,7 +59,7 @@ export function notifyProvider(conditionOf: (ctx: FanOutContext) => (condition: 
   return {
     mayPlanOwn(name: EventName, pipeline: Pipeline | null, job: Job | null): boolean {
       if (name.startsWith('build.')) return true; // the build's own entries are only known once it is read
-      return name === 'job.finished' && entriesOf(job?.step as Notifiable | undefined).some((e) => 'slack' in e);
+      return name === 'job.finished' && entriesOf(job?.step).some((e) => 'slack' in e);
     },
     planOwn(ctx: FanOutContext): PlannedDelivery[] {
       const name = ctx.event.name;
@@ -64,7 +67,7 @@ export function notifyProvider(conditionOf: (ctx: FanOutContext) => (condition: 
       const passes = (e: Entry) => typeof e.if !== 'string' || holds(e.if);
       const slackServices = ctx.services.filter((s) => s.provider === 'slack');
       const out: PlannedDelivery[] = [];
-      const buildEntries = name.startsWith('build.') ? entriesOf(ctx.rendered.build as Notifiable | null) : [];
+      const buildEntries = name.startsWith('build.') ? entriesOf(ctx.rendered.build) : [];
       for (const e of buildEntries.filter(passes)) {
         if (typeof e.webhook === 'string' && WEBHOOK_EVENTS.includes(name)) {
           out.push(target('webhook', e.webhook, { url: e.webhook }, ctx.event.payload));
@@ -79,14 +82,14 @@ export function notifyProvider(conditionOf: (ctx: FanOutContext) => (condition: 
           const notification = parseSlackNotify(e.slack);
           if (!notification) continue;
           for (const s of slackServices) {
-            for (const msg of slackNotifyMessages(ctx.event, s.settings as unknown as SlackSettings, notification)) {
+            for (const msg of slackNotifyMessages(ctx.event, slackThemeOf(s.settings), notification)) {
               out.push(target('slack', `${s.id}:${msg.channel ?? ''}`, { service_id: s.id, channel: msg.channel ?? null }, msg, s.id));
             }
           }
         }
       }
       if (name === 'job.finished') {
-        for (const e of entriesOf(ctx.rendered.job?.step as Notifiable | undefined).filter(passes)) {
+        for (const e of entriesOf(ctx.rendered.job?.step).filter(passes)) {
           const notification = 'slack' in e ? parseSlackNotify(e.slack) : null;
           if (!notification) continue;
           for (const s of slackServices) {
@@ -108,6 +111,7 @@ export function notifyProvider(conditionOf: (ctx: FanOutContext) => (condition: 
           return postJson(http, String(t.url), JSON.stringify(d.payload), {});
         case 'slack':
           if (!service) return { ok: false, status: null, excerpt: 'the Slack notification service was deleted', final: true };
+          // cast: the payload is the SlackMessage planOwn stored at fan-out.
           return postSlack(String(service.settings.url ?? ''), d.payload as SlackMessage, http);
         case 'email':
           return { ok: false, status: null, excerpt: 'not sent: Windsock has no mail transport (the notification is recorded only)', final: true };

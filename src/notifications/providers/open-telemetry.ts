@@ -47,6 +47,7 @@ import {
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { OPEN_TELEMETRY_EVENTS, type AttemptResult, type HttpSend, type NotificationEvent, type Representation } from '../events';
 import { UNSUCCESSFUL_BUILD_STATES, UNSUCCESSFUL_JOB_STATES } from '../../builds/states';
+import { isRecord, isStringArray, isStringRecord } from '../../db/row-types-typed-b';
 
 /** The service's settings, as the notification services API documents them (map values are strings). */
 export interface OpenTelemetrySettings {
@@ -134,11 +135,11 @@ class DerivedIds implements IdGenerator {
 
 // --- reading the representations --------------------------------------------------------------
 
-const rec = (v: unknown): Representation | null => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Representation) : null);
+const rec = (v: unknown): Representation | null => (isRecord(v) ? v : null);
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const bool = (v: unknown): boolean | undefined => (typeof v === 'boolean' ? v : undefined);
-const strings = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((x) => typeof x === 'string') && v.length > 0 ? (v as string[]) : undefined);
+const strings = (v: unknown): string[] | undefined => (isStringArray(v) && v.length > 0 ? v : undefined);
 const time = (v: unknown): Date | undefined => {
   if (typeof v !== 'string') return undefined;
   const d = new Date(v);
@@ -319,7 +320,7 @@ export async function openTelemetrySpans(event: NotificationEvent, settings: Ope
 
   // Jobs that ran, by step (a parallel or matrix step has several), steps by group.
   const steps = new Map<string, StepGroup>();
-  const jobs = Array.isArray(b.jobs) ? (b.jobs as unknown[]) : [];
+  const jobs: unknown[] = Array.isArray(b.jobs) ? b.jobs : [];
   for (const raw of jobs) {
     const j = rec(raw);
     const window = j && str(j.id) ? jobWindow(j) : null;
@@ -437,7 +438,7 @@ class SendTransport implements IExporterTransport {
     } catch (err) {
       // No answer: the transport's refusal (an address that is not public, the deadline...), in its own words.
       const error = err instanceof Error ? err : new Error(String(err));
-      this.last = { status: null, body: error.message, final: (err as { final?: unknown }).final === true };
+      this.last = { status: null, body: error.message, final: typeof err === 'object' && err !== null && 'final' in err && err.final === true };
       return { status: 'failure', error };
     }
   }

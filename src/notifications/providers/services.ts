@@ -5,11 +5,21 @@
  * from a pass by the branch's previous build) and stored as the delivery's payload; the
  * OpenTelemetry export is built from the event's payload when it is sent.
  */
-import { OPEN_TELEMETRY_EVENTS, type AttemptResult, type EventName, type HttpSend, type NotificationEvent } from '../events';
+import { isStringRecord, oneOf } from '../../db/row-types-typed-b';
+import { EVENT_NAMES, OPEN_TELEMETRY_EVENTS, type AttemptResult, type HttpSend, type NotificationEvent } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
 import type { OpenTelemetrySettings } from './open-telemetry';
-import { postSlack, slackMessageFor, type SlackMessage, type SlackSettings } from './slack';
+import { postSlack, slackMessageFor, slackThemeOf, type SlackMessage } from './slack';
+
+/** An OpenTelemetry service's settings as the exporter reads them: what is not of its documented type is unset (an endpoint that is none fails the export). */
+const openTelemetrySettingsOf = (s: Record<string, unknown>): OpenTelemetrySettings => ({
+  endpoint: typeof s.endpoint === 'string' ? s.endpoint : '',
+  service_name: typeof s.service_name === 'string' ? s.service_name : null,
+  headers: isStringRecord(s.headers) ? s.headers : null,
+  resource_attributes: isStringRecord(s.resource_attributes) ? s.resource_attributes : null,
+  tracestate: typeof s.tracestate === 'string' ? s.tracestate : null,
+});
 
 const serviceTarget = (s: ActiveService, payload: unknown): PlannedDelivery => ({
   targetKind: 'service',
@@ -22,10 +32,11 @@ const serviceTarget = (s: ActiveService, payload: unknown): PlannedDelivery => (
 export function slackProvider(): Provider {
   return {
     planForService(ctx: FanOutContext, s: ActiveService): PlannedDelivery[] {
-      const msg = slackMessageFor(ctx.event, s.settings as unknown as SlackSettings, s.buildStates, ctx.previousFinishedState);
+      const msg = slackMessageFor(ctx.event, slackThemeOf(s.settings), s.buildStates, ctx.previousFinishedState);
       return msg ? [serviceTarget(s, msg)] : [];
     },
     send(d: Delivery, service: ActiveService | null, http: HttpSend): Promise<AttemptResult> {
+      // cast: the payload is the SlackMessage planForService stored at fan-out (slackMessageFor's).
       return postSlack(String(service?.settings.url ?? ''), d.payload as SlackMessage, http);
     },
   };
@@ -35,11 +46,12 @@ export function slackProvider(): Provider {
 export function eventOfDelivery(d: Delivery): NotificationEvent {
   return {
     id: String(d.eventSeq),
-    name: d.event as EventName,
+    name: oneOf(EVENT_NAMES, d.event, 'notification_deliveries.event'),
     occurredAt: d.createdAt,
     organizationId: d.organizationId,
     pipelineId: null,
     buildId: null,
+    // cast: an OpenTelemetry delivery's payload is the event's payload (with its organization) that planForService stored.
     payload: d.payload as NotificationEvent['payload'],
   };
 }
@@ -55,7 +67,7 @@ export function openTelemetryProvider(timeoutMillis: number): Provider {
       // The OpenTelemetry SDK is loaded on the first export, not at every start: it was a sixth
       // of the start-up's module loading (BENCHMARKS.md, "Start-up"), and most installations never export.
       const { exportOpenTelemetry } = await import('./open-telemetry');
-      return exportOpenTelemetry(eventOfDelivery(d), (service?.settings ?? {}) as unknown as OpenTelemetrySettings, { send: http, timeoutMillis });
+      return exportOpenTelemetry(eventOfDelivery(d), openTelemetrySettingsOf(service?.settings ?? {}), { send: http, timeoutMillis });
     },
   };
 }

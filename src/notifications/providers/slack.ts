@@ -16,6 +16,7 @@
  * as `<@U024BE7LH>` are documented) and is sent as written.
  */
 import type { AttemptResult, NotificationEvent, Representation } from '../events';
+import { isOneOf, isRecord } from '../../db/row-types-typed-b';
 
 /** The HTTP client the caller hands in (the SSRF-safe one of the delivery side). */
 export type HttpSend = (req: { method: string; url: string; headers: Record<string, string>; body?: string }) => Promise<{
@@ -78,7 +79,7 @@ function link(url: string | undefined, label: string): string {
   return `<${url.replace(/&/g, '&amp;')}|${escapeSlack(label)}>`;
 }
 
-const rec = (v: unknown): Representation | null => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Representation) : null);
+const rec = (v: unknown): Representation | null => (isRecord(v) ? v : null);
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 const LOOK: Record<BuildStateKey, { color: string; emoji: string; verb: string }> = {
@@ -252,7 +253,7 @@ export function webhookChannel(channel: string): string {
 
 /** The messages a YAML `slack` notification posts for an event: one per channel; none at other events. */
 export function slackNotifyMessages(event: NotificationEvent, settings: Pick<SlackSettings, 'theme'>, notification: SlackNotification): SlackMessage[] {
-  if (!(SLACK_NOTIFY_EVENTS as readonly string[]).includes(event.name)) return [];
+  if (!isOneOf(SLACK_NOTIFY_EVENTS, event.name)) return [];
   const build = rec(event.payload.build);
   const state = str(build?.state);
   const key = slackStateOf(event);
@@ -266,6 +267,11 @@ export function slackNotifyMessages(event: NotificationEvent, settings: Pick<Sla
   const text = notification.message ? `${notification.message}\n${d.headline}` : d.headline;
   return notification.channels.map((channel) => message(d, color, notification.message ? null : emoji, text, webhookChannel(channel)));
 }
+
+/** The theme of a Slack service's stored settings (text or emoji; anything else is the default). */
+export const slackThemeOf = (settings: Record<string, unknown>): Pick<SlackSettings, 'theme'> => ({
+  theme: settings.theme === 'text' || settings.theme === 'emoji' ? settings.theme : null,
+});
 
 /**
  * Posts a message to an incoming webhook. ok on 2xx; `final` on a 4xx other than 408/429 (a
@@ -284,7 +290,7 @@ export async function postSlack(url: string, msg: SlackMessage, http: HttpSend):
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     // A refusal no retry changes (an address that is not public) is final, as for every provider.
-    const final = (error as { final?: unknown } | null)?.final === true;
+    const final = typeof error === 'object' && error !== null && 'final' in error && error.final === true;
     return { ok: false, status: null, excerpt: reason.split(url).join('[webhook URL]').slice(0, 512), ...(final ? { final } : {}) };
   }
   const { status } = answer;

@@ -9,6 +9,7 @@
  */
 import crypto from 'node:crypto';
 import { DEFAULT_WEBHOOK_EVENTS, type AttemptResult, type HttpSend } from '../events';
+import { isStringArray } from '../../db/row-types-typed-b';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
 import { clock } from '../../core/clock';
@@ -54,7 +55,7 @@ export function webhookHeaders(event: string, deliveryId: string, settings: Reco
 export function webhookProvider(): Provider {
   return {
     planForService(ctx: FanOutContext, s: ActiveService): PlannedDelivery[] {
-      const events = Array.isArray(s.settings.events) ? (s.settings.events as string[]) : DEFAULT_WEBHOOK_EVENTS;
+      const events: readonly string[] = isStringArray(s.settings.events) ? s.settings.events : DEFAULT_WEBHOOK_EVENTS;
       if (!events.includes(ctx.event.name)) return [];
       return [{ targetKind: 'service', serviceId: s.id, target: null, targetKey: `service:${s.id}`, payload: ctx.event.payload }];
     },
