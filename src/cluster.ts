@@ -145,5 +145,12 @@ class Primary {
 }
 
 function isListening(message: unknown): message is { windsock: 'listening'; url: string } {
-  return typeof message === 'object' && message !== null && 'windsock' in message && message.windsock === 'listening' && 'url' in message && typeof message.url === 'string';
+  return (
+    typeof message === 'object' &&
+    message !== null &&
+    'windsock' in message &&
+    message.windsock === 'listening' &&
+    'url' in message &&
+    typeof message.url === 'string'
+  );
 }
