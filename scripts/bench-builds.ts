@@ -59,7 +59,7 @@ const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.s
 const SQLITE_ANALYZE = process.env.BENCH_SQLITE_ANALYZE === '1';
 const SQL_STATS = process.env.BENCH_SQL_STATS === '1';
 const KEEP_DATA = process.env.BENCH_KEEP_DATA === '1';
-const QUIET_MS = intEnv('BENCH_QUIET_MS', 60_000);
+const QUIET_MS = process.env.BENCH_QUIET_MS === '0' ? 0 : intEnv('BENCH_QUIET_MS', 60_000);
 const PER_PAGE = 30;
 const DEEP_PAGE = Math.min(10_000, Math.max(1, Math.floor((PIPELINES * PER_PIPELINE) / PER_PAGE)));
 const COMMIT = 'b0b5ee5b0b5ee5b0b5ee5b0b5ee5b0b5ee5b0b5';
