@@ -2,7 +2,8 @@
  * `windsock serve --workers N` (issue 31): the compiled CLI as a node:cluster primary on Postgres.
  * Both workers serve the one port (their request lines name their pids), a worker killed with
  * SIGKILL is replaced while the other keeps answering, and SIGTERM to the primary drains every
- * worker and exits 0. On SQLite the flag is refused with exit 2 before anything starts.
+ * worker and exits 0; workers killed in a loop make it give up with exit 1. On SQLite the flag is
+ * refused with exit 2 before anything starts.
  * Postgres only: without it the test is skipped with a warning, and fails under CI=true.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -83,6 +84,23 @@ function answeringPids(c: Cluster, from: number): Set<number> {
   );
 }
 
+/** The processes whose parent is `ppid` (Linux /proc). */
+function childrenOf(ppid: number): number[] {
+  const pids: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+      // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+      const [state, parent] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(parent) === ppid && state !== 'Z') pids.push(Number(name));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return pids;
+}
+
 const postgresMissing = databases.includes('postgres') ? undefined : 'Postgres (TEST_DATABASES does not name it): the --workers fault test';
 
 describe('windsock serve --workers', () => {
@@ -142,6 +160,29 @@ describe('windsock serve --workers', () => {
     );
     expect(lines(c).filter((l) => l.msg === 'all workers exited')).toEqual([expect.objectContaining({ exitCode: 0 })]);
     for (const pid of [survivor, replacement]) expect(() => process.kill(pid, 0)).toThrow();
+  });
+
+  itRequiring(postgresMissing)('a crash loop: more than N replacements within 10 s and the primary stops the rest and exits 1', async () => {
+    store = await freshStore('postgres');
+    const c = (running = serve(['--workers', '2'], store.env));
+    await until(c, 'two workers listening', (ls) => (listeningPids(ls).length >= 2 ? true : undefined));
+    // Every child of the primary killed as soon as it is there, three rounds: 2 + replacements.
+    const killed = new Set<number>();
+    const deadline = Date.now() + 9_000;
+    while (c.proc.exitCode === null && Date.now() < deadline) {
+      for (const pid of childrenOf(c.proc.pid!)) {
+        if (killed.has(pid)) continue;
+        killed.add(pid);
+        process.kill(pid, 'SIGKILL');
+      }
+      await sleep(50);
+    }
+    expect(await c.exited).toEqual({ code: 1, signal: null });
+    expect(killed.size).toBeGreaterThanOrEqual(3);
+    const loop = lines(c).find((l) => typeof l.msg === 'string' && l.msg.startsWith('workers keep exiting: 3 replacements in 10 s, more than the 2 allowed'));
+    expect(loop).toMatchObject({ primary: true, level: 50, restarts: 3, windowMs: 10_000 });
+    expect(lines(c).filter((l) => l.msg === 'worker exited unexpectedly: starting another')).toHaveLength(2);
+    expect(childrenOf(c.proc.pid!)).toEqual([]);
   });
 
   it('on SQLite, --workers 2 is refused at start: exit 2, the reason named, nothing created', async () => {
