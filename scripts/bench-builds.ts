@@ -4,8 +4,11 @@
  * connections, 127.0.0.1 only, every request authenticated and validated) for: get a build,
  * list page 1, list page 10,000, lists filtered by state and branch, create builds on one
  * pipeline and across many. The same run measures a plain node:http server answering a fixed
- * build body, and prints every figure also as a ratio to it; and, when `prism` is installed,
- * Prism mocking the get-a-build route from our spec.
+ * build body, and prints every figure also as a ratio to it; beside it (issue 31) node:http and
+ * bare Express 5 (express.json(), res.json of a parsed object) each serving the same two bodies
+ * as the service (a build, the organization's list page 1), with the service's get-a-build and
+ * page 1 as ratios to both; and, when `prism` is installed, Prism mocking the get-a-build route
+ * from our spec.
  *
  * The service runs in a child process (scripts/bench-server.ts), so the load generator never
  * shares its event loop. Not part of CI or `npm test`; BENCHMARKS.md has the figures.
@@ -24,6 +27,7 @@
  *   BENCH_KEEP_DATA=1  keep the SQLite database directory / the Postgres database after the run (logged)
  *   BENCH_SQL_STATS=1  count and time every SQL statement per scenario and report the top ones
  *                      per response (adds a little overhead: leave it off for the figures)
+ *   BENCH_QUIET_MS     how long a measurement waits at most for a quiet machine (default 60000; 0: not at all)
  *   BENCH_CPU_PROF     a directory: run the service under `node --cpu-prof` and write its
  *                      profile there on exit (open it in Chrome DevTools; combine with
  *                      BENCH_SCENARIOS to profile one scenario)
@@ -55,6 +59,7 @@ const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.s
 const SQLITE_ANALYZE = process.env.BENCH_SQLITE_ANALYZE === '1';
 const SQL_STATS = process.env.BENCH_SQL_STATS === '1';
 const KEEP_DATA = process.env.BENCH_KEEP_DATA === '1';
+const QUIET_MS = process.env.BENCH_QUIET_MS === '0' ? 0 : intEnv('BENCH_QUIET_MS', 60_000);
 const PER_PAGE = 30;
 const DEEP_PAGE = Math.min(10_000, Math.max(1, Math.floor((PIPELINES * PER_PIPELINE) / PER_PAGE)));
 const COMMIT = 'b0b5ee5b0b5ee5b0b5ee5b0b5ee5b0b5ee5b0b5';
@@ -114,7 +119,7 @@ class Child {
     return this.proc.pid!;
   }
 
-  static async start(mode: 'service' | 'baseline', env: Record<string, string>): Promise<Child> {
+  static async start(mode: 'service' | 'baseline' | 'express', env: Record<string, string>): Promise<Child> {
     const profile = process.env.BENCH_CPU_PROF && mode === 'service' ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(process.env.BENCH_CPU_PROF)] : [];
     // The node options `npm start` serves with (package.json config.serverNodeOptions), for both
     // servers: the service is measured as it runs.
@@ -230,9 +235,10 @@ function cpuShare(a: CpuSnapshot | undefined, b: CpuSnapshot | undefined, server
   };
 }
 
-/** Until everything but us and Postgres uses under 0.15 cores for a second (at most a minute). */
+/** Until everything but us and Postgres uses under 0.15 cores for a second (at most BENCH_QUIET_MS, a minute). */
 async function quiet(serverPids: number[]): Promise<number> {
-  const deadline = Date.now() + 60_000;
+  if (QUIET_MS === 0) return 0;
+  const deadline = Date.now() + QUIET_MS;
   let other = 0;
   do {
     const a = cpuSnapshot();
@@ -422,6 +428,13 @@ interface StoreRun {
 }
 
 let baseline: Measured | undefined;
+/** The same bodies as the service's get-a-build and page 1, from node:http and from bare Express (issue 31). */
+type BodyId = 'get' | 'list1';
+const BODIES: { id: BodyId; label: string }[] = [
+  { id: 'get', label: 'a build' },
+  { id: 'list1', label: 'list page 1' },
+];
+const baselines: Record<'http' | 'express', Partial<Record<BodyId, Measured & { bytes: number }>>> = { http: {}, express: {} };
 let prism: { m?: Measured; note: string } | undefined;
 
 async function runStore(store: Store): Promise<StoreRun> {
@@ -546,8 +559,8 @@ function findPrism(): string | undefined {
 
 async function measureBaselines(setup: SetupResult): Promise<void> {
   const bodyFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-bench-baseline-')), 'build.json');
-  fs.writeFileSync(bodyFile, setup.sampleBuildBody);
-  const base = await Child.start('baseline', { BENCH_BASELINE_BODY: bodyFile });
+  fs.writeFileSync(bodyFile, JSON.stringify({ [setup.samplePath]: setup.sampleBuildBody }));
+  const base = await Child.start('baseline', { BENCH_BASELINE_BODIES: bodyFile });
   try {
     const next = () => ({ path: setup.samplePath });
     log(`node:http baseline: warm-up`);
@@ -560,6 +573,7 @@ async function measureBaselines(setup: SetupResult): Promise<void> {
     await base.close();
     fs.rmSync(path.dirname(bodyFile), { recursive: true, force: true });
   }
+  await measureSameBodies(setup);
 
   const bin = findPrism();
   if (!bin) {
@@ -591,6 +605,44 @@ async function measureBaselines(setup: SetupResult): Promise<void> {
     prism = { note: `prism found at ${bin} but not measured: ${(err as Error).message}` };
   } finally {
     proc.kill('SIGTERM');
+  }
+}
+
+/**
+ * node:http and bare Express, one after the other, each serving the service's own build and list
+ * page 1 bodies at the service's paths, under the same load as the service's scenarios.
+ */
+async function measureSameBodies(setup: SetupResult): Promise<void> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-bench-bodies-'));
+  const file = path.join(dir, 'bodies.json');
+  const paths: Record<BodyId, string> = { get: setup.samplePath, list1: setup.sampleListPath };
+  const texts: Record<BodyId, string> = { get: setup.sampleBuildBody, list1: setup.sampleListBody };
+  fs.writeFileSync(file, JSON.stringify({ [paths.get]: texts.get, [paths.list1]: texts.list1 }));
+  try {
+    for (const kind of ['http', 'express'] as const) {
+      const name = kind === 'http' ? 'node:http' : 'bare Express';
+      const server = await Child.start(kind === 'http' ? 'baseline' : 'express', { BENCH_BASELINE_BODIES: file });
+      try {
+        for (const { id, label } of BODIES) {
+          const next = () => ({ path: paths[id] });
+          // What it answers must be the service's body, byte for byte once parsed: a 404 or an empty page cannot pass.
+          const res = await fetch(`${server.url}${paths[id]}`, { headers: { Authorization: `Bearer ${setup.token}` } });
+          const text = await res.text();
+          if (res.status !== 200 || JSON.stringify(JSON.parse(text)) !== JSON.stringify(JSON.parse(texts[id])))
+            throw new Error(`${name} did not answer ${label} as the service did (${res.status}, ${text.length} bytes)`);
+          await cannon(server.url, setup.token, next, { duration: 1, connections: 5 });
+          log(`${name}, ${label} (${fmt(Buffer.byteLength(text) / 1024, 1)} KB): ${DURATION} s at ${CONNECTIONS} connections`);
+          await quiet([server.pid]);
+          const m = await cannon(server.url, setup.token, next, { duration: DURATION, connections: CONNECTIONS, serverPids: [server.pid] });
+          baselines[kind][id] = { ...m, bytes: Buffer.byteLength(text) };
+          log(`${name}, ${label}: ${m.rps.toFixed(0)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, cpu ${JSON.stringify(m.cpu)}`);
+        }
+      } finally {
+        await server.close();
+      }
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -648,6 +700,47 @@ function table(run: StoreRun): void {
       `| ${r.label} | ${fmt(r.m.rps)} | ${ratio(r.m.rps, baseline?.rps)} | ${fmt(r.m.p50)} | ${fmt(r.m.p99)} | ${ratio(r.m.p50, baseline?.p50)} | ${ratio(r.m.p99, baseline?.p99)} | ${bad} | ${cpuText(r.m.cpu)} | ${r.response ?? '—'} | ${target} | ${met} |`,
     );
   }
+}
+
+/** node:http and bare Express serving the service's own bodies (issue 31). */
+function sameBodiesTable(): void {
+  if (!Object.keys(baselines.http).length && !Object.keys(baselines.express).length) return;
+  say();
+  say(
+    'The same bodies as the service answers (same load, same run): node:http writes the bytes; bare Express 5 has express.json() and res.json() of the body parsed once.',
+  );
+  say();
+  say('| server | body | req/s | p50 ms | p99 ms | CPU cores: server / pg / autocannon / other |');
+  say('| --- | --- | ---: | ---: | ---: | ---: |');
+  for (const kind of ['http', 'express'] as const) {
+    for (const { id, label } of BODIES) {
+      const m = baselines[kind][id];
+      if (!m) continue;
+      say(
+        `| ${kind === 'http' ? 'node:http' : 'bare Express'} | ${label} (${fmt(m.bytes / 1024, 1)} KB) | ${fmt(m.rps)} | ${fmt(m.p50)} | ${fmt(m.p99)} | ${cpuText(m.cpu)} |`,
+      );
+    }
+  }
+}
+
+/** The service's get-a-build and page 1 as ratios to node:http and to bare Express serving the same body. */
+function beside(run: StoreRun): void {
+  const rows = BODIES.flatMap(({ id, label }) => {
+    const r = run.rows.find((row) => row.id === id);
+    const h = baselines.http[id];
+    const e = baselines.express[id];
+    if (!r || (!h && !e)) return [];
+    return [
+      `| ${label} | ${fmt(r.m.rps)} | ${ratio(r.m.rps, h?.rps)} | ${ratio(r.m.rps, e?.rps)} | ${ratio(r.m.p50, h?.p50)} | ${ratio(r.m.p50, e?.p50)} | ${ratio(r.m.p99, h?.p99)} | ${ratio(r.m.p99, e?.p99)} |`,
+    ];
+  });
+  if (!rows.length) return;
+  say();
+  say('Windsock beside node:http and bare Express serving the same body:');
+  say();
+  say('| body | Windsock req/s | req/s ÷ node:http | req/s ÷ bare Express | p50 ÷ node:http | p50 ÷ bare Express | p99 ÷ node:http | p99 ÷ bare Express |');
+  say('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  for (const row of rows) say(row);
 }
 
 function machine(): string[] {
@@ -708,6 +801,7 @@ async function main(): Promise<void> {
       `Prism (${prism.note}): ${fmt(prism.m.rps)} req/s (${ratio(prism.m.rps, baseline?.rps)} node:http), p50 ${fmt(prism.m.p50)} ms, p99 ${fmt(prism.m.p99)} ms.`,
     );
   else if (prism) say(`Prism: ${prism.note}.`);
+  sameBodiesTable();
   for (const run of runs) {
     say();
     say(`### ${run.store === 'sqlite' ? 'SQLite' : 'Postgres'}`);
@@ -726,6 +820,7 @@ async function main(): Promise<void> {
       say();
     }
     table(run);
+    beside(run);
     if (run.verify.length) {
       say();
       for (const v of run.verify) say(`- ${v}`);

@@ -5,8 +5,12 @@
  *   node dist/scripts/bench-server.js service    the real service (startServer), then on request:
  *                                                 set up an organization, token and template
  *                                                 pipeline/build, bulk seed, verify numbering
- *   node dist/scripts/bench-server.js baseline   a plain node:http server answering one fixed
- *                                                 build body (BENCH_BASELINE_BODY: a file)
+ *   node dist/scripts/bench-server.js baseline   a plain node:http server answering fixed bodies:
+ *                                                 BENCH_BASELINE_BODIES, a JSON file of path (with
+ *                                                 its query) to body text; the bytes as they are
+ *   node dist/scripts/bench-server.js express    bare Express 5 serving the same bodies:
+ *                                                 express.json(), then res.json() of each body
+ *                                                 parsed once at start (serialized per request)
  *
  * It talks to the parent over the IPC channel: it sends { type: 'listening', url } once, then
  * answers each request message { id, type, ... } with { id, ok, result | error }.
@@ -15,6 +19,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import express from 'express';
 import { loadConfig } from '../src/config';
 import { startServer, type RunningServer } from '../src/server';
 import { sha256Hex } from '../src/security/keys';
@@ -36,6 +41,9 @@ export interface SetupResult {
   /** A real GET build response body, for the node:http baseline. */
   sampleBuildBody: string;
   samplePath: string;
+  /** A real page 1 of the organization's builds (30 with their jobs), for the baselines. */
+  sampleListBody: string;
+  sampleListPath: string;
   seed: SeedResult;
 }
 
@@ -128,6 +136,9 @@ async function setup(running: RunningServer, req: SetupRequest, config: ReturnTy
   const samplePath = `/v2/organizations/${org.slug}/pipelines/${slug(0)}/builds/${Math.max(1, req.buildsPerPipeline - 10)}`;
   const sample = await api(running, jwt, 'GET', samplePath);
   if (sample.status !== 200) throw new Error(`sample build: ${sample.status} ${sample.text}`);
+  const sampleListPath = `/v2/organizations/${org.slug}/builds?page=1`;
+  const list = await api(running, jwt, 'GET', sampleListPath);
+  if (list.status !== 200) throw new Error(`sample list: ${list.status} ${list.text}`);
   return {
     token: jwt,
     orgSlug: org.slug,
@@ -135,6 +146,8 @@ async function setup(running: RunningServer, req: SetupRequest, config: ReturnTy
     pipelines: [{ id: template.id, slug: template.slug }, ...extra.map((p) => ({ id: p.id, slug: p.slug }))],
     sampleBuildBody: sample.text,
     samplePath,
+    sampleListBody: list.text,
+    sampleListPath,
     seed: seeded,
   };
 }
@@ -255,12 +268,13 @@ async function service(): Promise<void> {
   send({ type: 'listening', url: running.url, database: config.databaseKind });
 }
 
-async function baseline(): Promise<void> {
-  const body = fs.readFileSync(process.env.BENCH_BASELINE_BODY!);
-  const server = http.createServer((_req, res) => {
-    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length });
-    res.end(body);
-  });
+/** BENCH_BASELINE_BODIES: path (with its query) to body text. */
+function baselineBodies(): Map<string, string> {
+  return new Map(Object.entries(JSON.parse(fs.readFileSync(process.env.BENCH_BASELINE_BODIES!, 'utf8')) as Record<string, string>));
+}
+
+/** Listens on a free port of 127.0.0.1, closes on the parent's `close`, and says where. */
+async function listenForParent(server: http.Server): Promise<void> {
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
@@ -272,11 +286,47 @@ async function baseline(): Promise<void> {
   send({ type: 'listening', url: `http://127.0.0.1:${port}` });
 }
 
-const mode = process.argv[2];
-(mode === 'baseline' ? baseline() : mode === 'service' ? service() : Promise.reject(new Error(`usage: bench-server.js service|baseline, got ${mode}`))).catch(
-  (err: Error) => {
-    send({ type: 'fatal', error: err.stack ?? String(err) });
-    console.error(err);
-    process.exit(1);
-  },
-);
+/** node:http: each path's body as fixed bytes (404 for any other path). */
+async function baseline(): Promise<void> {
+  const bodies = new Map([...baselineBodies()].map(([p, text]) => [p, Buffer.from(text)]));
+  const server = http.createServer((req, res) => {
+    const body = bodies.get(req.url ?? '');
+    if (!body) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length });
+    res.end(body);
+  });
+  await listenForParent(server);
+}
+
+/**
+ * Bare Express 5: express.json() and a route per path answering res.json() of its body, parsed
+ * once here and serialized on every request. ETag and X-Powered-By are off, as in the service
+ * (src/app.ts), so the comparison is the framework's routing, parsing and serializing alone.
+ */
+async function expressBaseline(): Promise<void> {
+  const objects = new Map([...baselineBodies()].map(([p, text]) => [p, JSON.parse(text) as unknown]));
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(express.json());
+  for (const p of new Set([...objects.keys()].map((key) => key.split('?')[0]!))) {
+    app.get(p, (req, res) => {
+      const object = objects.get(req.originalUrl);
+      if (object === undefined) res.status(404).json({ message: 'Not Found' });
+      else res.json(object);
+    });
+  }
+  await listenForParent(http.createServer(app));
+}
+
+const MODES: Record<string, () => Promise<void>> = { service, baseline, express: expressBaseline };
+
+const mode = process.argv[2] ?? '';
+(MODES[mode]?.() ?? Promise.reject(new Error(`usage: bench-server.js service|baseline|express, got ${mode}`))).catch((err: Error) => {
+  send({ type: 'fatal', error: err.stack ?? String(err) });
+  console.error(err);
+  process.exit(1);
+});

@@ -86,6 +86,11 @@ export interface Config {
   adminToken: string | undefined;
   /** WINDSOCK_TEST_CONTROLS=true (--test-controls): the reset and clock endpoints under /_windsock/ (src/test-controls/). */
   testControls: boolean;
+  /**
+   * WINDSOCK_WORKERS (--workers): how many processes serve the port (node:cluster), each a full
+   * instance; `auto` is the number of cores. 1 on SQLite (a single writer).
+   */
+  workers: number;
 }
 
 export class ConfigError extends Error {}
@@ -363,7 +368,35 @@ export function loadConfig(env: Env = process.env): Config {
     fixturesFile: env.WINDSOCK_FIXTURES ? path.resolve(env.WINDSOCK_FIXTURES) : undefined,
     adminToken: credential(env, 'WINDSOCK_ADMIN_TOKEN'),
     testControls: bool(env, 'WINDSOCK_TEST_CONTROLS', false),
+    workers: workers(env, databaseKind),
   };
+}
+
+/** The most worker processes WINDSOCK_WORKERS may ask for. */
+export const MAX_WORKERS = 256;
+
+/**
+ * WINDSOCK_WORKERS: a whole number from 1 to MAX_WORKERS, or `auto` (the cores this process may
+ * use). SQLite has one writer at a time: more than one process is refused, and `auto` is 1.
+ * The test controls keep the clock in the process that set it, so they need a single process too.
+ */
+function workers(env: Env, databaseKind: Config['databaseKind']): number {
+  const raw = (env.WINDSOCK_WORKERS ?? '').trim();
+  if (raw === 'auto') return databaseKind === 'sqlite' || bool(env, 'WINDSOCK_TEST_CONTROLS', false) ? 1 : Math.min(MAX_WORKERS, os.availableParallelism());
+  if (raw === '') return 1;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > MAX_WORKERS) {
+    throw new ConfigError(`WINDSOCK_WORKERS must be auto or a whole number from 1 to ${MAX_WORKERS}, got "${raw}"`);
+  }
+  const n = Number(raw);
+  if (n > 1 && databaseKind === 'sqlite') {
+    throw new ConfigError(
+      `WINDSOCK_WORKERS=${n} needs Postgres: SQLite is single-writer, so it is served by one process; set DATABASE_URL to a postgres:// database for several workers, or use 1 (or auto)`,
+    );
+  }
+  if (n > 1 && bool(env, 'WINDSOCK_TEST_CONTROLS', false)) {
+    throw new ConfigError(`WINDSOCK_WORKERS=${n} cannot be used with WINDSOCK_TEST_CONTROLS: the test clock lives in one process; use 1 worker`);
+  }
+  return n;
 }
 
 /**

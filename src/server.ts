@@ -8,6 +8,7 @@
  * the listener and idle keep-alive sockets close and nothing more reaches the app; in-flight
  * requests finish; the pool closes; exit 0 before the deadline).
  */
+import cluster from 'node:cluster';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -43,20 +44,29 @@ export function terminal(): NodeJS.WritableStream {
 /** The file a first start keeps its token in (on-disk SQLite only), so that a restart can point to it. */
 export const FIRST_START_TOKEN_FILE = 'first-start-token.txt';
 
+/**
+ * What a start does to the database before listening: migrations, the fixture file (a bad one
+ * stops the start before anything listens: one transaction, nothing loaded), and sealing webhook
+ * URLs stored before their credentials were secrets (idempotent). Once per start: in the process
+ * itself, or in the primary of `--workers N` before it forks (src/cluster.ts).
+ */
+export async function prepareDatabase(services: Services, config: Config, logger: Logger): Promise<void> {
+  await migrateLatest(services.db);
+  if (config.fixturesFile) await loadFixtureFile(services, config.fixturesFile);
+  const legacy = await services.notificationServices.sealLegacyWebhookUrls();
+  if (legacy.sealed > 0) logger.info({ sealed: legacy.sealed }, 'sealed the credentials of webhook URLs stored in plain text');
+  if (legacy.unreadable > 0)
+    logger.warn({ unreadable: legacy.unreadable }, 'webhook services whose secrets do not open with these keys keep their URL as stored');
+}
+
 export async function startServer(config: Config, out: NodeJS.WritableStream = terminal()): Promise<RunningServer> {
   clock.set(config.clock);
-  const logger = createLogger(config.logLevel);
+  // A worker of `--workers N`: its lines name it, and the primary has prepared the database.
+  const logger = cluster.isWorker ? createLogger(config.logLevel).child({ worker: cluster.worker?.id, pid: process.pid }) : createLogger(config.logLevel);
   const services = servicesFromConfig(config, logger);
-  await migrateLatest(services.db);
   const testControls = config.testControls ? new TestControls(services.db, services.tokens) : undefined;
   try {
-    // A bad fixture file stops the start before anything listens (one transaction: nothing loaded).
-    if (config.fixturesFile) await loadFixtureFile(services, config.fixturesFile);
-    // Webhook URLs stored before their credentials were secrets are sealed now (idempotent).
-    const legacy = await services.notificationServices.sealLegacyWebhookUrls();
-    if (legacy.sealed > 0) logger.info({ sealed: legacy.sealed }, 'sealed the credentials of webhook URLs stored in plain text');
-    if (legacy.unreadable > 0)
-      logger.warn({ unreadable: legacy.unreadable }, 'webhook services whose secrets do not open with these keys keep their URL as stored');
+    if (!cluster.isWorker) await prepareDatabase(services, config, logger);
   } catch (err) {
     await services.db.destroy();
     removeEphemeralDir(config);
@@ -308,4 +318,9 @@ export async function serve(config: Config): Promise<void> {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+  if (cluster.isWorker) {
+    // The primary counts its workers in (src/cluster.ts); one left without a primary drains and exits.
+    process.send?.({ windsock: 'listening', url: running.url });
+    process.once('disconnect', () => stop('disconnect'));
+  }
 }

@@ -3,7 +3,9 @@
  * stands for before loadConfig() reads it (config.ts validates them all in one place), so a flag
  * and its variable behave the same.
  */
+import cluster from 'node:cluster';
 import type { Command } from 'commander';
+import { servePrimary } from '../../cluster';
 import { loadConfig } from '../../config';
 import { serve } from '../../server';
 import { print, withServices, type Cli } from '../context';
@@ -17,6 +19,7 @@ const SERVE_FLAGS: { flag: string; setting: string; help: string }[] = [
   { flag: '--fixtures <FILE>', setting: 'WINDSOCK_FIXTURES', help: 'load organizations, users, tokens, pipelines, builds... from this file at start' },
   { flag: '--admin-token <TOKEN>', setting: 'WINDSOCK_ADMIN_TOKEN', help: 'the first-start admin token, fixed instead of generated' },
   { flag: '--clock <VALUE>', setting: 'WINDSOCK_CLOCK', help: 'real (default), an ISO-8601 instant (frozen there) or an offset such as +90s, -2h, +3d' },
+  { flag: '--workers <N>', setting: 'WINDSOCK_WORKERS', help: 'processes serving the port, each a full instance (auto: one per core); above 1 needs Postgres' },
   { flag: '--test-controls', setting: 'WINDSOCK_TEST_CONTROLS', help: 'enable the reset and clock endpoints under /_windsock (admin token only)' },
 ];
 
@@ -34,7 +37,10 @@ export function serverCommands(program: Command, cli: Cli): void {
       const value = o[cmd.options.find((x) => x.flags === f.flag)!.attributeName()];
       if (value !== undefined) process.env[f.setting] = value === true ? 'true' : String(value);
     }
-    await serve(loadConfig());
+    const config = loadConfig();
+    // --workers N: this process forks N workers, each of which runs this command again as one instance.
+    if (config.workers > 1 && cluster.isPrimary) await servePrimary(config);
+    else await serve(config);
     cli.running = true;
   });
 
