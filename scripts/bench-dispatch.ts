@@ -26,7 +26,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createApp } from '../src/app';
 import { isPostgres, migrateLatest } from '../src/db/knex';
-import { createLogger } from '../src/http/logger';
+import { createLogger } from '../src/http/middleware/logger';
 import { createServices, type Services } from '../src/services';
 import { intEnv } from './bench-env';
 import { SCOPES } from '../src/core/identity';

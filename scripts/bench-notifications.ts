@@ -36,7 +36,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createApp } from '../src/app';
 import { SCOPES } from '../src/core/identity';
 import { migrateLatest } from '../src/db/knex';
-import { createLogger } from '../src/http/logger';
+import { createLogger } from '../src/http/middleware/logger';
 import { createServices } from '../src/services';
 import { intEnv, serverNodeOptions } from './bench-env';
 

@@ -20,7 +20,7 @@ import { clock } from '../src/core/clock';
 import { SCOPES } from '../src/core/identity';
 import { migrateLatest, type DatabaseKind } from '../src/db/knex';
 import { loadFixtureFile } from '../src/fixtures/load';
-import { createLogger } from '../src/http/logger';
+import { createLogger } from '../src/http/middleware/logger';
 import { createServices } from '../src/services';
 import { TestControls } from '../src/test-controls/service';
 import { intEnv } from './bench-env';

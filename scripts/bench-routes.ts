@@ -1,6 +1,6 @@
 /**
  * Route lookup benchmark (`npm run bench:routes`): the service's CPU per get-a-build request,
- * the figure behind how express-openapi-validator is mounted (src/http/openapi-validator.ts).
+ * the figure behind how express-openapi-validator is mounted (src/http/contract/openapi-validator.ts).
  *
  * CPU, not requests per second: the machine is shared, and wall-clock throughput moves with
  * whatever else runs, while the CPU a request costs the server moves much less. Each variant is

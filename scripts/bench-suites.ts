@@ -30,7 +30,7 @@ import type { Knex } from 'knex';
 import pg from 'pg';
 import { createApp } from '../src/app';
 import { migrateLatest } from '../src/db/knex';
-import { createLogger } from '../src/http/logger';
+import { createLogger } from '../src/http/middleware/logger';
 import { createServices, type Services } from '../src/services';
 import { intEnv } from './bench-env';
 import { SCOPES } from '../src/core/identity';

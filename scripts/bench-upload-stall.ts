@@ -22,7 +22,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createApp } from '../src/app';
 import { migrateLatest } from '../src/db/knex';
-import { createLogger } from '../src/http/logger';
+import { createLogger } from '../src/http/middleware/logger';
 import { createServices } from '../src/services';
 import { intEnv } from './bench-env';
 import { SCOPES } from '../src/core/identity';

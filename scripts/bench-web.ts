@@ -19,7 +19,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createApp } from '../src/app';
 import { migrateLatest } from '../src/db/knex';
-import { createLogger } from '../src/http/logger';
+import { createLogger } from '../src/http/middleware/logger';
 import { createServices } from '../src/services';
 import { SCOPES } from '../src/core/identity';
 import { intEnv } from './bench-env';

@@ -21,20 +21,20 @@ import { ARTIFACT_UPLOADS_PATH, parseArtifactUpload } from './artifacts/upload';
 import { jobRoutes, stepUploadRoutes } from './builds/jobs/routes';
 import { serializeHeldJobs } from './builds/jobs/serialize';
 import { buildRoutes, type TestEngineRuns } from './builds/routes';
-import { deliveryRoutes, type RawBodyRequest } from './deliveries/routes';
-import { authenticate, guardRouter, guardsFromSpec } from './http/auth';
-import { jsonBodyParsers, refuseDeclaredOversize, rejectDeepJson } from './http/body';
-import { bodyForms } from './http/body-forms';
-import { errorHandler } from './http/error-handler';
+import { deliveryRoutes, type RawBodyRequest } from './incoming-webhooks/routes';
+import { authenticate, guardRouter, guardsFromSpec } from './http/middleware/auth';
+import { jsonBodyParsers, refuseDeclaredOversize, rejectDeepJson } from './http/middleware/body';
+import { bodyForms } from './http/contract/body-forms';
+import { errorHandler } from './http/middleware/error-handler';
 import { NotFoundError } from './core/errors';
-import { countFailedAuthentication, rateLimit } from './http/rate-limit';
-import { rejectNulCharacters } from './http/nul';
-import { operationRouter } from './http/operation';
-import { parameterRouter } from './http/parameters';
-import { openApiValidator } from './http/openapi-validator';
-import { requestLogger, type Logger } from './http/logger';
-import { answerOptions, specPathIndex, tagOperation } from './http/spec-paths';
-import { corsMiddleware } from './http/cors';
+import { countFailedAuthentication, rateLimit } from './http/middleware/rate-limit';
+import { rejectNulCharacters } from './http/middleware/nul';
+import { operationRouter } from './http/contract/operation';
+import { parameterRouter } from './http/contract/parameters';
+import { openApiValidator } from './http/contract/openapi-validator';
+import { requestLogger, type Logger } from './http/middleware/logger';
+import { answerOptions, specPathIndex, tagOperation } from './http/contract/spec-paths';
+import { corsMiddleware } from './http/middleware/cors';
 import { Metrics, type MetricsSettings } from './metrics/registry';
 import { docsRoutes } from './docs/routes';
 import { badgeRoutes } from './badges/routes';
@@ -239,7 +239,7 @@ export function createApp(deps: AppDeps): express.Express {
   // Integers, dates, booleans and enums in the query and path read strictly, nulls of optional
   // body fields dropped: before the validator, so it sees what the client meant.
   app.use(parameterRouter(spec.doc));
-  // Fields real clients send in a second primitive form, made the contract's (src/http/body-forms.ts).
+  // Fields real clients send in a second primitive form, made the contract's (src/http/contract/body-forms.ts).
   app.use(bodyForms());
   app.use(
     openApiValidator(spec.doc, {

@@ -20,7 +20,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import { ConfigError, type Config } from './config';
 import { clock } from './core/clock';
-import { createLogger, type Logger } from './http/logger';
+import { createLogger, type Logger } from './http/middleware/logger';
 import { prepareDatabase } from './server';
 import { servicesFromConfig } from './services';
 

@@ -7,7 +7,7 @@ import { isIP } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { ClockMode } from './core/clock';
-import type { RateLimitSettings } from './http/rate-limit';
+import type { RateLimitSettings } from './http/middleware/rate-limit';
 import type { SweepSettings } from './builds/jobs/sweeper';
 import { DEFAULT_NOTIFICATION_SETTINGS, type NotificationSettings } from './notifications/service';
 import type { OutboundSettings } from './security/outbound';

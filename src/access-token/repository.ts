@@ -110,7 +110,8 @@ export class AccessTokenRepository {
     const organizations = new Map<string, Role>();
     const organizationsBySlug = new Map<string, { organization: Organization; role: Role }>();
     for (const r of rows) {
-      if (!r.org_id) continue;
+      // A left join: a token without organizations has one row of nulls.
+      if (r.org_id === null || r.org_slug === null || r.org_name === null || r.org_teams_enabled === null || r.org_created_at === null) continue;
       const organization = orgFromRow({ id: r.org_id, slug: r.org_slug, name: r.org_name, teams_enabled: r.org_teams_enabled, created_at: r.org_created_at });
       const role = oneOf(ROLES, r.member_role, 'organization_members.role');
       organizations.set(organization.id, role);

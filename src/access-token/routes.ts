@@ -1,6 +1,6 @@
 /** `GET /v2/access-token` (the token the request came with) and `DELETE /v2/access-token` (revoke it). */
-import { principalOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
+import { principalOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
 import { serializeAccessToken } from './serialize';
 import type { AccessTokenService } from './service';
 

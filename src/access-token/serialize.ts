@@ -1,6 +1,6 @@
 import type { components } from '../../generated/api';
 import type { AccessToken, User } from '../core/identity';
-import { utcTime } from '../http/format';
+import { utcTime } from '../http/responses/format';
 
 /** `GET /v2/access-token`: the token the request came with, and whose it is. */
 export function serializeAccessToken(token: AccessToken, user: User): components['schemas']['AccessToken'] {

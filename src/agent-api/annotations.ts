@@ -5,7 +5,7 @@
  */
 import { serializeAnnotation } from '../annotations/serialize';
 import type { AnnotationService } from '../annotations/service';
-import { operationRouter } from '../http/operation';
+import { operationRouter } from '../http/contract/operation';
 import { agentOf } from './locals';
 
 export function agentAnnotationRoutes(annotations: AnnotationService) {

@@ -7,7 +7,7 @@
 import type { Request } from 'express';
 import { serializeFoundArtifact } from '../artifacts/serialize';
 import { SEARCH_URL_SECONDS, type ArtifactService } from '../artifacts/service';
-import { operationRouter } from '../http/operation';
+import { operationRouter } from '../http/contract/operation';
 import { agentOf } from './locals';
 
 export function agentArtifactRoutes(service: ArtifactService, publicUrl: string) {

@@ -1,7 +1,7 @@
 /**
  * What the agent API's authentication (routes.ts `agentAuth`) leaves in `res.locals`: the agent
  * whose access token the request carries, or, on `/register`, the registration token's grant.
- * Declared on Express's `Locals` beside the HTTP floor's fields (src/http/locals.ts); read through
+ * Declared on Express's `Locals` beside the HTTP floor's fields (src/http/middleware/locals.ts); read through
  * the accessors below, which refuse a request that was not authenticated rather than cast.
  */
 import type { Agent } from '../agents/repository';

@@ -5,7 +5,7 @@
  */
 import type { Response } from 'express';
 import type { MetaDataService } from '../builds/meta-data';
-import { operationRouter } from '../http/operation';
+import { operationRouter } from '../http/contract/operation';
 import { agentOf } from './locals';
 
 export function agentMetaDataRoutes(metaData: MetaDataService) {

@@ -8,14 +8,14 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { AgentService } from '../agents/service';
-import { operationRouter } from '../http/operation';
+import { operationRouter } from '../http/contract/operation';
 import { agentOf, registrationOf } from './locals';
-import { setWarnings } from '../http/warning';
+import { setWarnings } from '../http/responses/warning';
 import type { AgentWorkService } from '../builds/jobs/agent-work';
 import type { PipelineUploadService } from '../builds/jobs/pipeline-upload';
 import type { StepService } from '../builds/jobs/steps';
 import { BadRequestError, ValidationError } from '../core/errors';
-import { refuseDeclaredOversize } from '../http/body';
+import { refuseDeclaredOversize } from '../http/middleware/body';
 import { serializeAgentJob, type AgentJobLimits } from './serialize';
 
 /** Where app.ts mounts `agentAuth`: the spec's paths of the agent API all begin with it. */

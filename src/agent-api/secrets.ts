@@ -6,7 +6,7 @@
  */
 import type { AgentWorkService } from '../builds/jobs/agent-work';
 import type { ClusterService } from '../clusters/service';
-import { operationRouter } from '../http/operation';
+import { operationRouter } from '../http/contract/operation';
 import { agentOf } from './locals';
 
 export function agentSecretRoutes(clusters: ClusterService, work: AgentWorkService) {

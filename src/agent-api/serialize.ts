@@ -3,7 +3,7 @@ import type { components } from '../../generated/api';
 import type { Agent } from '../agents/repository';
 import type { JobContext } from '../builds/jobs/model';
 import { jobEnv } from '../builds/jobs/serialize';
-import { isoTime } from '../http/format';
+import { isoTime } from '../http/responses/format';
 
 type AgentJobJson = components['schemas']['AgentJob'];
 

@@ -1,8 +1,8 @@
 /** The agents' REST operations: registration tokens, list, get, pause, resume, stop. The agent API is src/agent-api/. */
 import type { components } from '../../generated/api';
-import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
 import { serializeAgent, serializeAgentToken } from './serialize';
 import type { Agent } from './repository';
 import type { AgentService } from './service';

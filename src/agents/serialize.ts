@@ -1,6 +1,6 @@
 /** Agents and agent tokens -> the exact JSON of the contract. */
 import type { components } from '../../generated/api';
-import { graphqlId, isoTime } from '../http/format';
+import { graphqlId, isoTime } from '../http/responses/format';
 import { serializeCreator } from '../user/serialize';
 import { queueOf } from './query-rules';
 import type { Agent, AgentToken } from './repository';

@@ -19,7 +19,7 @@ type PauseBody = components['schemas']['PauseAgentRequest'];
 
 /**
  * The agent's priority: a string of digits, as the real agent sends it (an integer from an older
- * client became one before the validator: src/http/body-forms.ts); the spec's pattern has checked
+ * client became one before the validator: src/http/contract/body-forms.ts); the spec's pattern has checked
  * the string, this bounds the number.
  */
 export function agentPriority(priority: RegisterBody['priority']): number | null {

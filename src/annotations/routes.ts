@@ -1,8 +1,8 @@
 /** Annotations of builds and jobs (REST): thin handlers for list, create and delete at each of the three places. */
 import type { Response } from 'express';
-import { actorOf } from '../http/auth';
-import { operationRouter, type OperationRequest, type OperationResponse } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter, type OperationRequest, type OperationResponse } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
 import { serializeAnnotation } from './serialize';
 import { MAX_ANNOTATION_BODY_BYTES, type AnnotationService, type AnnotationTarget } from './service';
 

@@ -1,6 +1,6 @@
 /** An annotation as the API answers it, keys in the docs' order. */
 import type { components } from '../../generated/api';
-import { isoTime } from '../http/format';
+import { isoTime } from '../http/responses/format';
 import type { Annotation } from './repository';
 
 export function serializeAnnotation(a: Annotation): components['schemas']['Annotation'] {

@@ -4,9 +4,9 @@
  * create, state report and search are src/agent-api/artifacts.ts.
  */
 import type { Response } from 'express';
-import { actorOf } from '../http/auth';
-import { bodyIn, operationRouter, type OperationRequest } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { bodyIn, operationRouter, type OperationRequest } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
 import { buildUrls } from '../builds/serialize';
 import type { BuildWithJobs } from '../builds/service';
 import { ARTIFACT_CSP, contentDisposition, servedAs } from './content-policy';

@@ -1,6 +1,6 @@
 /** Artifacts -> the exact JSON of the contract: the REST representation and the agent search's. */
 import type { components } from '../../generated/api';
-import { isoTime } from '../http/format';
+import { isoTime } from '../http/responses/format';
 import { dirname, filename } from './paths';
 import type { Artifact } from './repository';
 

@@ -1,7 +1,7 @@
 /** An organization's audit log (REST, read only): thin handlers. */
-import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
 import { serializeAuditEvent } from './serialize';
 import type { AuditLog } from './service';
 

@@ -1,6 +1,6 @@
 /** An audit event -> the exact JSON of the contract. */
 import type { components } from '../../generated/api';
-import { graphqlId, isoTime } from '../http/format';
+import { graphqlId, isoTime } from '../http/responses/format';
 import type { AuditEvent, AuditParty } from './repository';
 
 const party = (p: AuditParty): components['schemas']['AuditParty'] => ({ type: p.type, uuid: p.id, name: p.name });

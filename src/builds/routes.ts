@@ -1,7 +1,7 @@
 /** Builds: thin handlers for the three list scopes, create, get, cancel and rebuild. */
-import { actorOf, principalOf } from '../http/auth';
-import { operationRouter, type OperationRequest, type OperationResponse } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
+import { actorOf, principalOf } from '../http/middleware/auth';
+import { operationRouter, type OperationRequest, type OperationResponse } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
 import type { PipelineService } from '../pipelines/service';
 import type { PipelineCounts } from '../pipelines/repository';
 import type { Agent } from '../agents/repository';

@@ -1,6 +1,6 @@
 /** Build and job -> the exact JSON of the contract (ISO 8601 timestamps throughout). */
 import type { components } from '../../generated/api';
-import { graphqlId, isoTime, utcTime } from '../http/format';
+import { graphqlId, isoTime, utcTime } from '../http/responses/format';
 import type { Pipeline, PipelineCounts } from '../pipelines/repository';
 import { serializeProvider } from '../pipelines/serialize';
 import type { BuildWithJobs } from './service';

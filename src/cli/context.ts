@@ -10,7 +10,7 @@ import { loadConfig, type Config } from '../config';
 import { EMAIL } from '../pipelines/configuration/notify';
 import { isValidSlug, MAX_SLUG_LENGTH } from '../pipelines/slug';
 import { hasMigrationTable, migrateLatest } from '../db/knex';
-import { createLogger } from '../http/logger';
+import { createLogger } from '../http/middleware/logger';
 import { servicesFromConfig, type Services } from '../services';
 import type { Organization } from '../core/identity';
 import type { Operator } from '../teams/service';

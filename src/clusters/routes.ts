@@ -1,7 +1,7 @@
 /** The clusters' REST operations: clusters, their queues (with the dispatch pause) and agent tokens. */
-import { actorOf } from '../http/auth';
-import { operationRouter, type OperationHandler } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter, type OperationHandler } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
 import { serializeCluster, serializeClusterMaintainer, serializeClusterQueue, serializeClusterSecret, serializeClusterToken } from './serialize';
 import type { ClusterService } from './service';
 

@@ -1,6 +1,6 @@
 /** Clusters, queues and agent tokens -> the exact JSON of the contract (docs: clusters.md). */
 import type { components } from '../../generated/api';
-import { graphqlId, isoTime } from '../http/format';
+import { graphqlId, isoTime } from '../http/responses/format';
 import { serializeCreator } from '../user/serialize';
 import type { User } from '../core/identity';
 import type { Cluster, ClusterMaintainer, ClusterQueue, ClusterSecret, ClusterToken } from './repository';

@@ -1,6 +1,6 @@
 /**
  * Domain errors. Services throw these without knowing about HTTP; `toHttp` in
- * src/http/error-handler.ts maps each one to a status and a body in one place.
+ * src/http/middleware/error-handler.ts maps each one to a status and a body in one place.
  */
 
 export interface FieldError {

@@ -1,6 +1,6 @@
 /** An organization's custom emojis: the list (not paginated, as the docs say). */
-import { orgOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
+import { orgOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
 import { serializeEmoji } from './serialize';
 import type { EmojiService } from './service';
 

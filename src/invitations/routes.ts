@@ -1,7 +1,7 @@
 /** An organization's invitations (REST): thin handlers for list (by cursor), get, create and revoke. */
-import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
-import { cursorLinks } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
+import { cursorLinks } from '../http/responses/pagination';
 import { serializeInvitation } from './serialize';
 import type { InvitationService } from './service';
 

@@ -1,7 +1,7 @@
 /** An invitation -> the exact JSON of the contract. */
 import type { components } from '../../generated/api';
 import type { User } from '../core/identity';
-import { graphqlId, isoTime } from '../http/format';
+import { graphqlId, isoTime } from '../http/responses/format';
 import type { Invitation } from './repository';
 
 const user = (u: User | null): components['schemas']['InvitationUser'] | null => (u ? { id: u.id, name: u.name, email: u.email } : null);

@@ -11,7 +11,7 @@
 import crypto from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import type { Knex } from 'knex';
-import { localsOf } from '../http/locals';
+import { localsOf } from '../http/middleware/locals';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { queueRuleOf } from '../builds/jobs/cluster-queue';
 import { ACTIVE_JOB_STATES } from '../builds/states';

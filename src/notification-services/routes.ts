@@ -1,7 +1,7 @@
 /** Notification services of an organization: thin handlers for list (by cursor), get, create, update, delete, enable and disable. */
-import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
-import { cursorLinks } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
+import { cursorLinks } from '../http/responses/pagination';
 import { serializeNotificationService } from './serialize';
 import type { NotificationServiceService } from './service';
 

@@ -1,9 +1,9 @@
 import type { components } from '../../generated/api';
 import type { Organization } from '../core/identity';
-import { graphqlId, isoTime } from '../http/format';
+import { graphqlId, isoTime } from '../http/responses/format';
 import { serializeCreator } from '../user/serialize';
 import { isStringArray, isStringRecord } from '../db/row-types-typed-b';
-import { isBoolean, isNumber, isString, PROVIDERS, setting, settingOr } from './providers';
+import { isBoolean, isNumber, isString, PROVIDERS, setting, settingOr } from './provider-settings';
 import type { NotificationService } from './service';
 import { BUILD_STATE_KEYS } from './service';
 

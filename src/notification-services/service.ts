@@ -17,7 +17,7 @@ import type { Keys } from '../security/keys';
 import { secretBox, type SecretBox } from '../security/secret-box';
 import { isRecord } from '../db/row-types-typed-b';
 import type { Operator, TeamService } from '../teams/service';
-import { applySettings, isProvider, maskedWebhookUrl, PROVIDERS, REFUSED_PROVIDERS } from './providers';
+import { applySettings, isProvider, maskedWebhookUrl, PROVIDERS, REFUSED_PROVIDERS } from './provider-settings';
 import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceCursor, ServiceFields, ServiceScope } from './repository';
 import { clock } from '../core/clock';
 import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';

@@ -1,8 +1,8 @@
 /** A notification service's deliveries (REST): list, get, redeliver. */
 import type { Actor } from '../core/identity';
-import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
 import { serializeDelivery } from './serialize';
 import type { NotificationService } from './service';
 

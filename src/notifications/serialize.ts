@@ -1,6 +1,6 @@
 /** A delivery and its attempts -> the exact JSON of the contract. */
 import type { components } from '../../generated/api';
-import { isoTime } from '../http/format';
+import { isoTime } from '../http/responses/format';
 import { isRecord } from '../db/row-types-typed-b';
 import type { DeliveryView } from './service';
 

@@ -8,7 +8,7 @@
  * stopped with the server like the sweeper and the scheduler. No HTTP of its own, no SQL.
  */
 import { BackgroundLoop } from '../db/background-loop';
-import type { Logger } from '../http/logger';
+import type { Logger } from '../http/middleware/logger';
 import type { NotificationService } from './service';
 
 /** How often finished deliveries and events are pruned: hourly. */

@@ -1,9 +1,9 @@
 /** The organizations a token reaches: list and get; an organization's rate limit status, API settings, and turning teams on. */
 import { UnavailableError } from '../core/errors';
-import { actorOf, orgOf, principalOf } from '../http/auth';
-import { operationRouter, type OperationHandler } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
-import { rateLimitUsageOf, WINDOW_SECONDS } from '../http/rate-limit';
+import { actorOf, orgOf, principalOf } from '../http/middleware/auth';
+import { operationRouter, type OperationHandler } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { rateLimitUsageOf, WINDOW_SECONDS } from '../http/middleware/rate-limit';
 import { serializeApiSettings, serializeOrganization, serializePipelineSettings } from './serialize';
 import type { PipelineSettings } from './repository';
 import type { OrganizationService } from './service';
@@ -23,7 +23,7 @@ export function organizationRoutes(organizations: OrganizationService, publicUrl
     res.json(serializeOrganization(orgOf(res).organization, publicUrl));
   });
 
-  // The counts this very request was given by the rate limiter (src/http/rate-limit.ts): the same
+  // The counts this very request was given by the rate limiter (src/http/middleware/rate-limit.ts): the same
   // numbers as its RateLimit-* headers, this request included.
   const rateLimitStatus: OperationHandler<'getOrganizationRateLimit'> = (_req, res) => {
     orgOf(res);

@@ -1,5 +1,5 @@
 import type { components } from '../../generated/api';
-import { graphqlId, isoTime } from '../http/format';
+import { graphqlId, isoTime } from '../http/responses/format';
 import type { Organization } from '../core/identity';
 import type { ApiSettings, PipelineSettings, PipelineSettingSwitch } from './repository';
 

@@ -1,7 +1,7 @@
 /** Pipeline schedules (REST): thin handlers for list, create, get, update and delete. */
-import { actorOf } from '../http/auth';
-import { operationRouter, type OperationHandler } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter, type OperationHandler } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
 import { serializePipelineSchedule } from './serialize';
 import type { PipelineScheduleService } from './service';
 

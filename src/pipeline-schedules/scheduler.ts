@@ -6,7 +6,7 @@
  * judged by the service's clock (core/clock.ts), so tests move it instead of waiting. No HTTP, no SQL.
  */
 import { BackgroundLoop } from '../db/background-loop';
-import type { Logger } from '../http/logger';
+import type { Logger } from '../http/middleware/logger';
 import type { DueRun, PipelineScheduleService } from './service';
 import { clock } from '../core/clock';
 

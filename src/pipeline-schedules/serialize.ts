@@ -1,6 +1,6 @@
 /** A pipeline schedule as the API answers it, keys in the docs' order. */
 import type { components } from '../../generated/api';
-import { graphqlId, isoTime } from '../http/format';
+import { graphqlId, isoTime } from '../http/responses/format';
 import { serializeCreator } from '../user/serialize';
 import type { PipelineSchedule } from './repository';
 

@@ -1,7 +1,7 @@
 /** Pipeline templates of an organization: thin handlers for list, get, create, update and delete. */
-import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
 import { serializePipelineTemplate } from './serialize';
 import type { PipelineTemplateService } from './service';
 

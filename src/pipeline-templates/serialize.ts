@@ -1,6 +1,6 @@
 import type { components } from '../../generated/api';
 import type { Organization } from '../core/identity';
-import { graphqlId, isoTime } from '../http/format';
+import { graphqlId, isoTime } from '../http/responses/format';
 import { serializeCreator } from '../user/serialize';
 import type { PipelineTemplate } from './repository';
 

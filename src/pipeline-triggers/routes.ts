@@ -1,7 +1,7 @@
 /** Pipeline triggers (REST): thin handlers for their CRUD and their deliveries, listed by cursor. */
-import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
-import { cursorLinks } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
+import { cursorLinks } from '../http/responses/pagination';
 import { serializePipelineTrigger, serializeTriggerDelivery } from './serialize';
 import type { PipelineTriggerService } from './service';
 

@@ -1,6 +1,6 @@
 /** A pipeline trigger and its deliveries as the API answers them, keys in the docs' order. */
 import type { components } from '../../generated/api';
-import { isoTime } from '../http/format';
+import { isoTime } from '../http/responses/format';
 import { serializeCreator } from '../user/serialize';
 import type { PipelineTrigger, TriggerDelivery } from './repository';
 import { hint, TOKEN_PREFIX } from './service';

@@ -4,7 +4,7 @@
  * request goes out through the server's one transport (`send`: address checks, one deadline, no
  * redirects), as every outgoing request does.
  */
-import type { Logger } from '../http/logger';
+import type { Logger } from '../http/middleware/logger';
 import type { OutboundSend } from '../security/outbound';
 
 export interface GitHubApi {

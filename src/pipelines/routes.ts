@@ -1,8 +1,8 @@
 /** Pipelines: thin handlers from the validated request to the service and back through serialize. */
-import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
-import { setWarnings } from '../http/warning';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { setWarnings } from '../http/responses/warning';
 import { serializeGithubWebhookProcessing, serializePipeline } from './serialize';
 import type { PipelineService } from './service';
 import type { Pipeline } from './repository';

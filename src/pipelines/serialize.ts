@@ -1,7 +1,7 @@
 /** Pipeline -> the exact JSON of the contract, in the timestamp style of each endpoint. */
 import { clusterUrl } from '../clusters/serialize';
 import type { components } from '../../generated/api';
-import { graphqlId, isoTime, utcTime } from '../http/format';
+import { graphqlId, isoTime, utcTime } from '../http/responses/format';
 import { serializeUser } from '../user/serialize';
 import type { GithubWebhooksDisabled, Pipeline, PipelineCounts } from './repository';
 import { providerSettings } from './provider';

@@ -1,6 +1,6 @@
 /** An organization's repository connections (REST, read only): thin handlers. */
-import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
 import { serializeConnection, serializeConnectionRepository, serializeConnectionSummary } from './serialize';
 import type { RepositoryConnectionService } from './service';
 

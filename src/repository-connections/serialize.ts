@@ -1,7 +1,7 @@
 /** Repository connections and their repositories -> the contract's JSON. */
 import type { components } from '../../generated/api';
 import type { RepositoryConnection } from './connections';
-import type { ProviderRateLimit, ProviderRepository } from './github';
+import type { ProviderRateLimit, ProviderRepository } from './github-repositories';
 
 const url = (c: RepositoryConnection, orgSlug: string, publicUrl: string) => `${publicUrl}/v2/organizations/${orgSlug}/repository_connections/${c.id}`;
 

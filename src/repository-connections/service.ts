@@ -9,7 +9,7 @@ import { repositoryHost, repositoryPath } from '../pipelines/provider';
 import type { PipelineService } from '../pipelines/service';
 import type { OutboundSend } from '../security/outbound';
 import { connectionsOf, type ConnectionSettings, type RepositoryConnection } from './connections';
-import { listGitHubRepositories, type ProviderRateLimit, type ProviderRepository } from './github';
+import { listGitHubRepositories, type ProviderRateLimit, type ProviderRepository } from './github-repositories';
 
 const PIPELINE_PAGE = 100;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

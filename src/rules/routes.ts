@@ -1,7 +1,7 @@
 /** Rules (REST): thin handlers for list, create, get and delete. */
-import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
 import { serializeRule } from './serialize';
 import type { RuleService } from './service';
 

@@ -1,6 +1,6 @@
 /** A rule as the API answers it, keys in the docs' order. */
 import type { components } from '../../generated/api';
-import { graphqlId, isoTime } from '../http/format';
+import { graphqlId, isoTime } from '../http/responses/format';
 import { serializeCreator } from '../user/serialize';
 import { RULE_ACTION } from './policy';
 import type { Rule } from './repository';

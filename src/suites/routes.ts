@@ -1,7 +1,7 @@
 /** Test suites and what uploads stored in them: thin handlers from the validated request to the service and back through serialize. */
-import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
 import {
   serializeBuildTest,
   serializeFailedExecution,

@@ -1,6 +1,6 @@
 /** Suites, runs, tests, flaky tests and failed executions -> the exact JSON of the contract. */
 import type { components } from '../../generated/api';
-import { graphqlId, isoTime } from '../http/format';
+import { graphqlId, isoTime } from '../http/responses/format';
 import { allOf, oneOf } from '../db/row-types-typed-b';
 import type { Suite } from './repository';
 import type { BuildRun, FailedExecution, FlakyTest, Run, TestExecution, TestIdentity } from './results-repository';

@@ -1,7 +1,7 @@
 /** Teams (with their members, pipelines and suites) and the organization's members (REST): thin handlers. */
-import { actorOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
-import { pageRequest, setLinkHeader } from '../http/pagination';
+import { actorOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
+import { pageRequest, setLinkHeader } from '../http/responses/pagination';
 import { serializeOrganizationMember, serializeTeam, serializeTeamMember, serializeTeamPipeline, serializeTeamSuite } from './serialize';
 import type { TeamInput, TeamService } from './service';
 

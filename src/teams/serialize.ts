@@ -1,6 +1,6 @@
 /** Teams, memberships, grants and organization members -> the exact JSON of the contract. */
 import type { components } from '../../generated/api';
-import { graphqlId, isoTime } from '../http/format';
+import { graphqlId, isoTime } from '../http/responses/format';
 import { serializeCreator } from '../user/serialize';
 import type { OrganizationMembership, PipelineGrant, SuiteGrant, TeamMembership, TeamRecord } from './repository';
 

@@ -6,9 +6,9 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { NotFoundError } from '../core/errors';
-import { authenticate, principalOf, type BearerAuthenticator } from '../http/auth';
-import { operationRouter } from '../http/operation';
-import type { SpecDoc } from '../http/spec-operations';
+import { authenticate, principalOf, type BearerAuthenticator } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
+import type { SpecDoc } from '../http/contract/spec-operations';
 import type { TestControls } from './service';
 
 export const TEST_CONTROLS_PATH = '/_windsock';

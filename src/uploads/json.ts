@@ -13,7 +13,7 @@
  * structured clone of the result.
  */
 import { Worker } from 'node:worker_threads';
-import { deeperThan, MAX_JSON_DEPTH } from '../http/body';
+import { deeperThan, MAX_JSON_DEPTH } from '../http/middleware/body';
 import { RESULT_BATCH } from './event-loop';
 
 export const INLINE_BYTES = 1024 * 1024;
@@ -25,7 +25,7 @@ export type ParsedJson =
 const TOO_DEEP = `nested deeper than ${MAX_JSON_DEPTH} levels`;
 
 // Plain JavaScript, evaluated as the worker's source: it runs the same way from dist/ and under
-// ts-jest (a worker cannot load a .ts file). `deeperThan` is the same walk as src/http/body.ts.
+// ts-jest (a worker cannot load a .ts file). `deeperThan` is the same walk as src/http/middleware/body.ts.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { bytes, batch, maxDepth } = workerData;

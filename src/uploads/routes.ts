@@ -5,8 +5,8 @@
  */
 import express, { NextFunction, Request, Response } from 'express';
 import { BadRequestError, UnauthorizedError, ValidationError } from '../core/errors';
-import type { CheckedBody } from '../http/locals';
-import { bodyIn, operationRouter } from '../http/operation';
+import type { CheckedBody } from '../http/middleware/locals';
+import { bodyIn, operationRouter } from '../http/contract/operation';
 import { parseUploadJson } from './json';
 import { uploadedFile } from './multipart';
 import type { Uploader, UploadService } from './service';
@@ -18,7 +18,7 @@ declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace -- Express's own augmentation point
   namespace Express {
     interface Locals {
-      /** The suite token's holder (`uploadAuth`), beside the HTTP floor's fields (src/http/locals.ts). */
+      /** The suite token's holder (`uploadAuth`), beside the HTTP floor's fields (src/http/middleware/locals.ts). */
       uploader?: Uploader;
     }
   }

@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import { SuiteTokenError, ValidationError } from '../core/errors';
 import { clock } from '../core/clock';
-import { findNul, NUL_CODE } from '../http/nul';
+import { findNul, NUL_CODE } from '../http/middleware/nul';
 import type { Suite } from '../suites/repository';
 import type { SuiteService } from '../suites/service';
 import { suiteUrls } from '../suites/serialize';

@@ -1,6 +1,6 @@
 /** `GET /v2/user`: the user the request's token belongs to. */
-import { principalOf } from '../http/auth';
-import { operationRouter } from '../http/operation';
+import { principalOf } from '../http/middleware/auth';
+import { operationRouter } from '../http/contract/operation';
 import { serializeUser } from './serialize';
 
 export function userRoutes() {

@@ -1,6 +1,6 @@
 import type { components } from '../../generated/api';
 import type { User } from '../core/identity';
-import { graphqlId, gravatarUrl, isoTime } from '../http/format';
+import { graphqlId, gravatarUrl, isoTime } from '../http/responses/format';
 
 export function serializeUser(u: User): components['schemas']['User'] {
   return {

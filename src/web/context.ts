@@ -16,15 +16,15 @@ import type { ArtifactService } from '../artifacts/service';
 import type { AgentWorkService } from '../builds/jobs/agent-work';
 import type { JobService } from '../builds/jobs/service';
 import type { BuildService } from '../builds/service';
-import type { RateLimiter } from '../http/rate-limit';
+import type { RateLimiter } from '../http/middleware/rate-limit';
 import type { InvitationService } from '../invitations/service';
 import type { OrganizationService } from '../organizations/service';
 import type { PipelineService } from '../pipelines/service';
 import type { SuiteService } from '../suites/service';
 import type { WebSessions } from './sessions';
 import { isUuid } from '../core/uuid';
-import { guardsFromSpec, missingScope, requireScopes, scopesByOperation } from '../http/auth';
-import type { OperationId } from '../http/operation';
+import { guardsFromSpec, missingScope, requireScopes, scopesByOperation } from '../http/middleware/auth';
+import type { OperationId } from '../http/contract/operation';
 import { loadSpec } from '../spec';
 
 /**

@@ -11,9 +11,9 @@
 import crypto from 'node:crypto';
 import express, { NextFunction, Request, Response, Router } from 'express';
 import { DomainError, ForbiddenError, RateLimitedError, UnauthorizedError } from '../core/errors';
-import { domainErrorAnswer, type ErrorAnswer } from '../http/error-handler';
-import type { OperationId } from '../http/operation';
-import { countFailedAuthentication } from '../http/rate-limit';
+import { domainErrorAnswer, type ErrorAnswer } from '../http/middleware/error-handler';
+import type { OperationId } from '../http/contract/operation';
+import { countFailedAuthentication } from '../http/middleware/rate-limit';
 import { clock } from '../core/clock';
 import type { Principal } from '../core/identity';
 import { loadAssets, type Assets } from './assets';

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import { AUTH_MESSAGE } from '../../src/http/error-handler';
+import { AUTH_MESSAGE } from '../../src/http/middleware/error-handler';
 import { clock } from '../../src/core/clock';
 import { auth, describeEachDatabase } from '../support/context';
 import { existing } from '../support/rows-typed-c';

@@ -6,7 +6,7 @@ import request from 'supertest';
 import { failure } from '../../src/cli/main';
 import { loadConfig } from '../../src/config';
 import { SCOPES } from '../../src/core/identity';
-import { createLogger } from '../../src/http/logger';
+import { createLogger } from '../../src/http/middleware/logger';
 import { startServer } from '../../src/server';
 import { servicesFromConfig } from '../../src/services';
 import { databases } from '../support/context';

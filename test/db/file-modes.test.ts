@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../src/config';
 import { migrateLatest } from '../../src/db/knex';
-import { createLogger } from '../../src/http/logger';
+import { createLogger } from '../../src/http/middleware/logger';
 import { servicesFromConfig } from '../../src/services';
 import { databases } from '../support/context';
 

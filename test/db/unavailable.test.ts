@@ -1,6 +1,6 @@
 import { isUnavailableError } from '../../src/db/knex';
 import { createApp } from '../../src/app';
-import { createLogger } from '../../src/http/logger';
+import { createLogger } from '../../src/http/middleware/logger';
 import { createServices } from '../../src/services';
 import request from 'supertest';
 

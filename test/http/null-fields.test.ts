@@ -4,7 +4,7 @@
  * spec marks the field nullable (then null is a value, e.g. clearing a pipeline's timeout). The
  * cases are generated from the parsed spec; create build gets the issue's own list too.
  */
-import { acceptsNull, stripNulls } from '../../src/http/parameters';
+import { acceptsNull, stripNulls } from '../../src/http/contract/parameters';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import {
   agentAuth,

@@ -1,5 +1,5 @@
 /**
- * The validator mounted per documented path (src/http/openapi-validator.ts): a request costs
+ * The validator mounted per documented path (src/http/contract/openapi-validator.ts): a request costs
  * the validator at most one route compilation (its own path's; one validator over the whole
  * spec compiled every route on every request, ~20% of a get-a-build's CPU, BENCHMARKS.md), and
  * routing by path keeps what one validator did: its route order, its 404 and 405, each path
@@ -8,7 +8,7 @@
 import { createRequire } from 'node:module';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import request from 'supertest';
-import { documentFor, openApiValidator } from '../../src/http/openapi-validator';
+import { documentFor, openApiValidator } from '../../src/http/contract/openapi-validator';
 import { auth, describeEachDatabase } from '../support/context';
 
 const validatorPathToRegexp = () =>

@@ -1,12 +1,12 @@
 /**
- * The binder of src/http/operation.ts on its own (no validator, no store): a handler is mounted
+ * The binder of src/http/contract/operation.ts on its own (no validator, no store): a handler is mounted
  * on the method and path the spec gives its operationId, integer path parameters reach it as
  * numbers, and an operationId the spec lacks, or one bound twice, is refused when the routes
  * are built rather than left unanswered.
  */
 import express from 'express';
 import request from 'supertest';
-import { operationRouter, type OperationId } from '../../src/http/operation';
+import { operationRouter, type OperationId } from '../../src/http/contract/operation';
 
 /** An app with one operation bound, whose handler records the path parameters it is given. */
 function recording(operationId: OperationId) {

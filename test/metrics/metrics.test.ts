@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { givenAgent, givenRegistrationToken } from '../support/agents';
 import { auth, createTestContext, databases, describeEachDatabase } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
-import { createLogger } from '../../src/http/logger';
+import { createLogger } from '../../src/http/middleware/logger';
 import { Metrics, queueOf } from '../../src/metrics/registry';
 import { loadConfig } from '../../src/config';
 

@@ -5,7 +5,7 @@
  * loopback standing in for Slack's incoming webhook and an OTLP/HTTP collector.
  */
 import crypto from 'node:crypto';
-import { createLogger } from '../../src/http/logger';
+import { createLogger } from '../../src/http/middleware/logger';
 import { auth, createTestContext, databases, type TestContext } from '../support/context';
 import { givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';

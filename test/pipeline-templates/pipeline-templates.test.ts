@@ -8,7 +8,7 @@ import createSample from '../fixtures/samples/pipeline_templates__03_create-a-pi
 import listSample from '../fixtures/samples/pipeline_templates__01_list-pipeline-templates.json';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
-import { branchPush, buildsOf, deliverGitHub, givenTarget } from '../deliveries/helpers';
+import { branchPush, buildsOf, deliverGitHub, givenTarget } from '../incoming-webhooks/helpers';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const BUILD_YAML = 'steps:\n  - label: ":hammer: Build"\n    command: "scripts/build.sh"';

@@ -4,7 +4,7 @@
  * the pipeline needed; while disabled, GitHub deliveries make no build; both changes idempotent.
  */
 import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
-import { branchPush, buildsOf, deliverGitHub, givenTarget } from '../deliveries/helpers';
+import { branchPush, buildsOf, deliverGitHub, givenTarget } from '../incoming-webhooks/helpers';
 
 describeEachDatabase('GitHub webhook processing', (ctx) => {
   it('is enabled by default; DELETE disables it (who and when kept), deliveries then build nothing; PUT enables it again; both idempotent', async () => {

@@ -4,7 +4,7 @@
  * a rotation deliveries signed with the old secret are refused and the new one admits them.
  */
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { branchPush, deliverGitHub, givenTarget, signatureOf, type Target } from '../deliveries/helpers';
+import { branchPush, deliverGitHub, givenTarget, signatureOf, type Target } from '../incoming-webhooks/helpers';
 
 const secretPath = (t: { org: { slug: string }; pipeline: { slug: string } }) => `/v2/organizations/${t.org.slug}/pipelines/${t.pipeline.slug}/webhook-secret`;
 

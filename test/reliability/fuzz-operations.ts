@@ -242,7 +242,7 @@ export function typesOf(s: Schema): Set<string> | null {
 
 /**
  * A value of a JSON type the schema does not admit. `nullMeansAbsent`: the value is an optional
- * body property, where null means "not given" (src/http/parameters.ts), so null is not wrong.
+ * body property, where null means "not given" (src/http/contract/parameters.ts), so null is not wrong.
  */
 export function wrongTypeArb(s: Schema, nullMeansAbsent = false): fc.Arbitrary<unknown> | null {
   const t = typesOf(s);

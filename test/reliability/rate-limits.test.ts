@@ -7,11 +7,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { FLUSH_MS } from '../../src/http/rate-limit';
+import { FLUSH_MS } from '../../src/http/middleware/rate-limit';
 import sample from '../fixtures/samples/rate_limits__01_exceeding-the-rate-limit.json';
 import { auth, createTestContext, databases, describeEachDatabase, type TestContext } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
-import { deliverGitHub, givenTarget } from '../deliveries/helpers';
+import { deliverGitHub, givenTarget } from '../incoming-webhooks/helpers';
 import { givenSuite, result, suiteAuth, upload } from '../uploads/helpers';
 import { existing } from '../support/rows-typed-c';
 

@@ -7,9 +7,9 @@
  */
 import express from 'express';
 import request from 'supertest';
-import { guardRouter, guardsFromSpec } from '../../src/http/auth';
-import { errorHandler } from '../../src/http/error-handler';
-import { createLogger } from '../../src/http/logger';
+import { guardRouter, guardsFromSpec } from '../../src/http/middleware/auth';
+import { errorHandler } from '../../src/http/middleware/error-handler';
+import { createLogger } from '../../src/http/middleware/logger';
 import { describeEachDatabase } from '../support/context';
 import { BODIES, fillPath, givenTenant, ownedRows, send, specOperations, type Tenant, TENANT_SETUP_MS } from './spec-operations';
 import { SCOPES, type Scope } from '../../src/core/identity';

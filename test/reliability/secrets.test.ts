@@ -14,7 +14,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { createLogger } from '../../src/http/logger';
+import { createLogger } from '../../src/http/middleware/logger';
 import { auth, describeEachDatabase, type ContextOptions } from '../support/context';
 import { BODIES, check, fillPath, givenTenant, send, specOperations, suiteAuth, tableNames, type Tenant, TENANT_SETUP_MS } from './spec-operations';
 import { SCOPES } from '../../src/core/identity';

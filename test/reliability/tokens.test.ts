@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import { AUTH_MESSAGE } from '../../src/http/error-handler';
+import { AUTH_MESSAGE } from '../../src/http/middleware/error-handler';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 
 const enc = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');

@@ -13,7 +13,7 @@
  */
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { createLogger } from '../../src/http/logger';
+import { createLogger } from '../../src/http/middleware/logger';
 import { sendStatus } from '../../src/notifications/commit-status/send';
 import type { CommitStatusConfig, StatusProvider, StatusUpdate } from '../../src/notifications/commit-status/types';
 import { outboundSend } from '../../src/notifications/http';

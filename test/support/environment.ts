@@ -2,7 +2,7 @@
  * Jest's node environment, plus validators shared by every test file of a worker.
  *
  * Jest gives each test file a fresh module registry (and a fresh global), so a cache kept by
- * src/http/openapi-validator.ts lasts one file. This module is loaded once per worker, outside
+ * src/http/contract/openapi-validator.ts lasts one file. This module is loaded once per worker, outside
  * the files' sandboxes: the validators it builds (with its own copy of express-openapi-validator)
  * are kept here and handed to each file's app through `windsockValidators`, which
  * test/support/share-validators.ts installs. A document and options are copied into this
@@ -10,7 +10,7 @@
  */
 import NodeEnvironment from 'jest-environment-node';
 import * as OpenApiValidator from 'express-openapi-validator';
-import type { ValidatorFactory, ValidatorHandlers } from '../../src/http/openapi-validator';
+import type { ValidatorFactory, ValidatorHandlers } from '../../src/http/contract/openapi-validator';
 
 const validators = new Map<string, ValidatorHandlers>();
 

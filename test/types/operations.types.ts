@@ -1,6 +1,6 @@
 /**
  * Compiled by `npm run typecheck`, never run: each `@ts-expect-error` line is a mistake the
- * compiler must refuse because the handler's types are the spec's (src/http/operation.ts). If the
+ * compiler must refuse because the handler's types are the spec's (src/http/contract/operation.ts). If the
  * spec stopped making it a mistake, the directive would be unused and typecheck would fail; if a
  * handler relied on something the spec changed, typecheck fails in the handler itself.
  */
@@ -8,7 +8,7 @@ import type { components } from '../../generated/api';
 import type { BuildState, JobState } from '../../src/builds/model';
 import type { Job } from '../../src/builds/jobs/model';
 import type { ListQuery } from '../../src/builds/service';
-import { operationRouter, type OperationHandler, type OperationRequest } from '../../src/http/operation';
+import { operationRouter, type OperationHandler, type OperationRequest } from '../../src/http/contract/operation';
 
 type Schemas = components['schemas'];
 

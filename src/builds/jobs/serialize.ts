@@ -7,7 +7,7 @@ import type { Agent } from '../../agents/repository';
 import { buildUrls, serializeJob } from '../serialize';
 import type { JobContext } from './model';
 import YAML from 'yaml';
-import { graphqlId, isoTime } from '../../http/format';
+import { graphqlId, isoTime } from '../../http/responses/format';
 import type { StepUpload } from './step-upload-repository';
 
 /** The host of a repository URL (`git@host:path`, `ssh://user@host:port/path`, `https://host/path`), or "". */

@@ -10,7 +10,7 @@ import type { AgentService } from '../../agents/service';
 import { softFails } from './agent-work';
 import type { BuildProgress } from '../progress/service';
 import { BackgroundLoop } from '../../db/background-loop';
-import type { Logger } from '../../http/logger';
+import type { Logger } from '../../http/middleware/logger';
 import type { JobEnd } from './model';
 import type { JobRepository } from './repository';
 import { finishEvent, jobTransition } from '../states';

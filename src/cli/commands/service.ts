@@ -1,6 +1,6 @@
 /** `windsock service ...`: an organization's notification services, through the service the REST API uses. */
 import { InvalidArgumentError, type Command } from 'commander';
-import { isProvider, PROVIDERS, REFUSED_PROVIDERS } from '../../notification-services/providers';
+import { isProvider, PROVIDERS, REFUSED_PROVIDERS } from '../../notification-services/provider-settings';
 import type { ProviderId } from '../../notification-services/repository';
 import { CommandError, list, operatorIn, orgBySlug, print, repeated, uuid, withServices, type Cli } from '../context';
 

@@ -5,7 +5,7 @@
  * (http/openapi-validator.ts) and the handlers' bindings (http/operation.ts), so all four read
  * the paths the same way.
  */
-import { fieldOf } from '../core/unknown-typed-c';
+import { fieldOf } from '../../core/unknown-typed-c';
 
 export const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 export type Method = (typeof METHODS)[number];

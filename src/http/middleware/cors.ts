@@ -7,7 +7,7 @@
  */
 import cors, { type CorsOptions } from 'cors';
 import type { Request, RequestHandler } from 'express';
-import { allowedMethods, type SpecPathIndex } from './spec-paths';
+import { allowedMethods, type SpecPathIndex } from '../contract/spec-paths';
 
 /** What a browser script may read of a response: pagination, rate limits, the request id. */
 export const EXPOSED_HEADERS = ['Link', 'RateLimit-Scope', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After', 'X-Request-Id'];

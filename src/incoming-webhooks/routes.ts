@@ -4,7 +4,7 @@
  * pipeline's provider webhook token.
  */
 import type { Request } from 'express';
-import { operationRouter, type OperationRequest } from '../http/operation';
+import { operationRouter, type OperationRequest } from '../http/contract/operation';
 import { PipelineTriggerService } from '../pipeline-triggers/service';
 import type { DeliveryService } from './service';
 

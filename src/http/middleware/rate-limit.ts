@@ -18,8 +18,8 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Knex } from 'knex';
-import { isUnavailableError } from '../db/knex';
-import { RateLimitedError, SignatureError, UnauthorizedError, WebhookTokenError } from '../core/errors';
+import { isUnavailableError } from '../../db/knex';
+import { RateLimitedError, SignatureError, UnauthorizedError, WebhookTokenError } from '../../core/errors';
 import { principalOf } from './auth';
 import { localsOf } from './locals';
 

@@ -5,12 +5,12 @@
  * contract and the enforcement cannot drift apart.
  */
 import express, { NextFunction, Request, Response, Router } from 'express';
-import { ForbiddenError, IpNotAllowedError, NotFoundError, UnauthorizedError } from '../core/errors';
-import { ipAllowed } from '../security/allowed-ips';
-import type { Principal, Organization, Role } from '../core/identity';
+import { ForbiddenError, IpNotAllowedError, NotFoundError, UnauthorizedError } from '../../core/errors';
+import { ipAllowed } from '../../security/allowed-ips';
+import type { Principal, Organization, Role } from '../../core/identity';
 import { localsOf } from './locals';
-import { METHODS, specOperations } from './spec-operations';
-import { isOneOf } from '../db/row-types-typed-c';
+import { METHODS, specOperations } from '../contract/spec-operations';
+import { isOneOf } from '../../db/row-types-typed-c';
 
 const BEARER = /^Bearer ([A-Za-z0-9_.~+/=-]{1,4096})$/i;
 

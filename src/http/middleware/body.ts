@@ -6,7 +6,7 @@
  * code would overflow the stack on it).
  */
 import express, { NextFunction, Request, Response, Router } from 'express';
-import { BadRequestError } from '../core/errors';
+import { BadRequestError } from '../../core/errors';
 import { localsOf } from './locals';
 
 /** Far deeper than any API body, collector result or provider payload, far shallower than the stack. */

@@ -6,7 +6,7 @@
  * plain Express `Response` types its locals as `any`) or the accessors that check them
  * (`principalOf`, `orgOf` in auth.ts): no casts at the call sites.
  */
-import type { Organization, Principal, Role } from '../core/identity';
+import type { Organization, Principal, Role } from '../../core/identity';
 import type { RateLimitUsage } from './rate-limit';
 
 /** What a body's own parser already checked, so the general body checks need not walk it again (an upload's). */

@@ -16,8 +16,8 @@
 import express, { type Request, type Response, type Router } from 'express';
 // Express's own response type: the one with the status-code parameter `express` does not re-export.
 import type { Response as CoreResponse } from 'express-serve-static-core';
-import type { operations } from '../../generated/api';
-import { loadSpec } from '../spec';
+import type { operations } from '../../../generated/api';
+import { loadSpec } from '../../spec';
 import { resolveRef, specOperations, type Method, type SpecDoc } from './spec-operations';
 
 export type OperationId = keyof operations;

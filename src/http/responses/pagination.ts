@@ -1,6 +1,6 @@
 /** Page/per_page paging and the GitHub-style Link header the official clients read. */
 import type { Request, Response } from 'express';
-import type { components } from '../../generated/api';
+import type { components } from '../../../generated/api';
 
 export interface PageRequest {
   page: number;

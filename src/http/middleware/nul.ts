@@ -5,7 +5,7 @@
  * parameter a 400, in the path a 404 (a slug with it names nothing).
  */
 import type { NextFunction, Request, Response } from 'express';
-import { BadRequestError, NotFoundError, ValidationError } from '../core/errors';
+import { BadRequestError, NotFoundError, ValidationError } from '../../core/errors';
 import { localsOf } from './locals';
 
 export const NUL_CODE = 'must not contain the NUL character (U+0000)';

@@ -13,10 +13,10 @@ import { parseCondition, type Value } from '../pipelines/filter-condition';
 import { providerSettings, type ProviderId, type ProviderSettings } from '../pipelines/provider';
 import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
-import { bitbucketEvents } from './bitbucket';
+import { bitbucketEvents } from './bitbucket-events';
 import { PROVIDER_NAMES, type DeliveryEvent, type ProviderFamily, type PullRequestEvent, type PushEvent } from './events';
-import { gitHubEvent, validGitHubSignature } from './github';
-import { gitLabEvent, validGitLabToken } from './gitlab';
+import { gitHubEvent, validGitHubSignature } from './github-events';
+import { gitLabEvent, validGitLabToken } from './gitlab-events';
 import { buildUrls } from '../builds/serialize';
 
 export interface DeliveryHeaders {

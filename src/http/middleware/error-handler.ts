@@ -6,10 +6,10 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { NextFunction, Request, Response } from 'express';
-import { isUnavailableError } from '../db/knex';
+import { isUnavailableError } from '../../db/knex';
 import type { Logger } from './logger';
-import { PATH_THINGS } from './parameters';
-import { readableReason } from '../core/schema-messages';
+import { PATH_THINGS } from '../contract/parameters';
+import { readableReason } from '../../core/schema-messages';
 import {
   BadRequestError,
   ConflictError,
@@ -26,8 +26,8 @@ import {
   UnavailableError,
   UnprocessableError,
   ValidationError,
-} from '../core/errors';
-import { fieldOf, numberField, stringField } from '../core/unknown-typed-c';
+} from '../../core/errors';
+import { fieldOf, numberField, stringField } from '../../core/unknown-typed-c';
 
 export const AUTH_MESSAGE = 'Authentication required. Please supply a valid API Access Token: https://buildkite.com/docs/apis/rest-api#authentication';
 

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { Writable } from 'node:stream';
 import request from 'supertest';
 import { createApp } from '../../src/app';
-import { createLogger } from '../../src/http/logger';
+import { createLogger } from '../../src/http/middleware/logger';
 import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
 import { branchPush, buildsOf, deliverGitHub, example, fromFork, givenTarget, pullRequest, signatureOf, type PullRequestExample } from './helpers';
 

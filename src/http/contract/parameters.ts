@@ -18,7 +18,7 @@
  *   removed before validation, at any depth the schema describes.
  */
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { BadRequestError, NotFoundError } from '../core/errors';
+import { BadRequestError, NotFoundError } from '../../core/errors';
 import { resolveRef as resolve, specOperations, type Method, type SpecDoc } from './spec-operations';
 
 type Schema = {
