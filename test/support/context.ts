@@ -8,7 +8,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import knexFactory from 'knex';
 import request from 'supertest';
 import type { Express } from 'express';
 import { createApp } from '../../src/app';
@@ -25,7 +24,7 @@ import { createServices, type Services } from '../../src/services';
 import { TestControls } from '../../src/test-controls/service';
 import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
 import { clock } from '../../src/core/clock';
-import { createSchemaFromTemplate, sqliteTemplate } from './templates';
+import { createPostgresStore, sqliteTemplate, type PostgresStore } from './templates';
 
 export const databases: DatabaseKind[] = (process.env.TEST_DATABASES ?? 'sqlite').split(',').map((s) => s.trim()) as DatabaseKind[];
 
@@ -44,6 +43,8 @@ export interface TestContext {
   givenAdmin(opts?: { teamsEnabled?: boolean }): Promise<{ org: Organization; user: User; token: string }>;
   /** The Postgres schema of this context, if any. */
   schema?: string;
+  /** Postgres: the database this context's schema is in (its own, copied from the run's template, or the test database). */
+  postgresStore?: PostgresStore;
   /** The test controls (ContextOptions.testControls), whose snapshot the test takes. */
   testControls?: TestControls;
   close(opts?: { keepSchema?: boolean }): Promise<void>;
@@ -54,7 +55,7 @@ export interface ContextOptions {
   githubEnterprise?: { apiUrl?: string; token?: string };
   /** SQLite: a file instead of :memory: (so two contexts can share it). */
   sqliteFile?: string;
-  /** Postgres: use that context's schema instead of a new one. */
+  /** Postgres: use that context's database and schema instead of new ones. */
   sharePostgresSchemaOf?: TestContext;
   /** The `POST /v1/uploads` body limit (default 64 MiB). */
   uploadBodyLimitBytes?: number;
@@ -95,14 +96,15 @@ export interface ContextOptions {
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
   const logger = opts.logger ?? createLogger('silent');
   let schema: string | undefined;
-  const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  let store: PostgresStore | undefined;
+  let pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
   if (kind === 'postgres' && opts.sharePostgresSchemaOf) {
-    schema = opts.sharePostgresSchemaOf.schema;
+    store = opts.sharePostgresSchemaOf.postgresStore;
   } else if (kind === 'postgres') {
-    // A new schema, migrated by copying the run's template (test/support/templates.ts).
-    schema = `t_${crypto.randomBytes(6).toString('hex')}`;
-    await createSchemaFromTemplate(pgUrl, schema);
+    // A new database (or schema), migrated by copying the run's template (test/support/templates.ts).
+    store = await createPostgresStore(pgUrl);
   }
+  if (store) ({ url: pgUrl, schema } = store);
   // In memory: a copy of the run's migrated database. A file (shared between contexts) is migrated below.
   const sqliteImage = kind === 'sqlite' && !opts.sqliteFile ? await sqliteTemplate() : undefined;
   const database: DatabaseOptions = kind === 'sqlite' ? { kind, url: opts.sqliteFile ?? ':memory:', sqliteImage } : { kind, url: pgUrl, schema };
@@ -152,6 +154,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     app,
     services,
     schema,
+    postgresStore: store,
     testControls,
     http: () => request(app),
     givenOrg: async (o = {}) => {
@@ -182,11 +185,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     close: async (o = {}) => {
       await services.db.destroy();
       if (ownArtifactsDir) fs.rmSync(artifactsDir, { recursive: true, force: true });
-      if (schema && !o.keepSchema) {
-        const admin = knexFactory({ client: 'pg', connection: pgUrl });
-        await admin.raw(`drop schema if exists ${schema} cascade`);
-        await admin.destroy();
-      }
+      if (store && !o.keepSchema) await store.drop();
     },
   };
   return ctx;
