@@ -1,8 +1,8 @@
-import logSample from '../fixtures/samples/jobs__08_get-a-job-s-log-output.json';
-import envSample from '../fixtures/samples/jobs__09_get-a-job-s-environment-variables.json';
-import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken } from '../support/agents';
-import { givenBuild, givenPipeline } from '../support/given';
+import logSample from '../../fixtures/samples/jobs__08_get-a-job-s-log-output.json';
+import envSample from '../../fixtures/samples/jobs__09_get-a-job-s-environment-variables.json';
+import { auth, describeEachDatabase } from '../../support/context';
+import { agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken } from '../../support/agents';
+import { givenBuild, givenPipeline } from '../../support/given';
 
 describeEachDatabase('job logs, env and retries', (ctx) => {
   const setup = (configuration: string) => givenBuildAndAgent(ctx(), configuration);

@@ -1,8 +1,8 @@
-import { MAX_TRIGGER_DEPTH } from '../../src/builds/jobs/triggers';
-import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
-import { agentAuth, runNextJob as runNext, givenAgent, givenRegistrationToken } from '../support/agents';
-import { givenBuild, givenPipeline } from '../support/given';
-import type { BuildJson } from '../support/types';
+import { MAX_TRIGGER_DEPTH } from '../../../src/builds/jobs/triggers';
+import { auth, describeEachDatabase, PUBLIC_URL } from '../../support/context';
+import { agentAuth, runNextJob as runNext, givenAgent, givenRegistrationToken } from '../../support/agents';
+import { givenBuild, givenPipeline } from '../../support/given';
+import type { BuildJson } from '../../support/types';
 
 describeEachDatabase('trigger steps', (ctx) => {
   async function setup() {

@@ -1,9 +1,9 @@
-import { automaticRetryRule } from '../../src/builds/jobs/retry';
-import type { ScriptStep } from '../../src/pipelines/configuration';
-import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, runNextJob, givenAgent, givenBuildAndAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
-import { givenBuild, givenPipeline } from '../support/given';
-import type { BuildJson } from '../support/types';
+import { automaticRetryRule } from '../../../src/builds/jobs/retry';
+import type { ScriptStep } from '../../../src/pipelines/configuration';
+import { auth, describeEachDatabase, type TestContext } from '../../support/context';
+import { agentAuth, runNextJob, givenAgent, givenBuildAndAgent, givenRegistrationToken, type TestAgent } from '../../support/agents';
+import { givenBuild, givenPipeline } from '../../support/given';
+import type { BuildJson } from '../../support/types';
 
 /** The agent takes the next job and finishes it with this exit status (and signal reason). */
 const runNext = async (ctx: TestContext, agent: TestAgent, exitStatus: number, signalReason?: string) =>

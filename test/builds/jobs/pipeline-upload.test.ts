@@ -1,7 +1,7 @@
-import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
-import { givenPipeline } from '../support/given';
-import type { BuildJson, JobJson } from '../support/types';
+import { auth, describeEachDatabase, type TestContext } from '../../support/context';
+import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../../support/agents';
+import { givenPipeline } from '../../support/given';
+import type { BuildJson, JobJson } from '../../support/types';
 
 async function take(ctx: TestContext, agent: TestAgent): Promise<{ id: string; command: string; env: Record<string, string> }> {
   const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;

@@ -4,8 +4,8 @@
  * (the log is untrusted), `Range: bytes=-N` for its tail (206, with
  * the documented 400s and 416), and the env as `KEY=VALUE` text (`env.txt`, `Accept: text/plain`).
  */
-import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenBuildAndAgent } from '../support/agents';
+import { auth, describeEachDatabase } from '../../support/context';
+import { agentAuth, givenBuildAndAgent } from '../../support/agents';
 
 describeEachDatabase('job log and env formats', (ctx) => {
   /** A running job whose log is `content`, sent by its agent in chunks. */
