@@ -10,7 +10,7 @@ import path from 'node:path';
 import { ok } from '../../clients/typescript/src';
 import { runAgents } from '../../src/cli/agent';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken, movableClock, onLoopback, until } from '../support/agents';
+import { acceptAndStart, agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken, movableClock, onLoopback, until } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { buildRef, jobLogText, listAgents, readBuild, restClient } from '../support/sdk';
 
@@ -180,8 +180,7 @@ describeEachDatabase(
     it('stops an agent gracefully: its job runs to the end, then it is told to disconnect and becomes stopped', async () => {
       const { org, token, agent, url } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: long\n  - command: next\n');
       const job = (await ping(agent.token)).job!;
-      await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-      await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+      await acceptAndStart(ctx(), agent.token, job.id);
 
       await ctx()
         .http()
@@ -214,8 +213,7 @@ describeEachDatabase(
     it('stops an agent by force (the default): the job it runs and its build are canceled', async () => {
       const { org, token, agent, url } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: long\n');
       const job = (await ping(agent.token)).job!;
-      await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-      await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+      await acceptAndStart(ctx(), agent.token, job.id);
 
       await ctx()
         .http()

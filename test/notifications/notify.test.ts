@@ -7,7 +7,7 @@
  * `if` conditions deciding which entries hear of a build.
  */
 import { auth, createTestContext, databases, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
+import { takeNextJob, agentAuth, givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { startReceiver, type Receiver } from './receiver';
 
@@ -160,9 +160,7 @@ describe.each(databases)('notify entries of pipeline YAML [%s]', (kind) => {
   it("honours a pipeline upload's top-level notify", async () => {
     const s = await setup('steps:\n  - command: upload\n');
     await s.run();
-    const job = (await ctx.http().get('/v3/ping').set(agentAuth(s.agent.token)).expect(200)).body.job;
-    await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(s.agent.token)).expect(200);
-    await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(s.agent.token)).expect(200);
+    const job = await takeNextJob(ctx, s.agent.token);
     await ctx
       .http()
       .post(`/v3/jobs/${job.id}/pipelines`)

@@ -5,7 +5,7 @@
  * log's section times exactly as plain ones do. On each store.
  */
 import { auth, describeEachDatabase } from '../../support/context';
-import { agentAuth, givenBuildAndAgent } from '../../support/agents';
+import { takeNextJob, agentAuth, givenBuildAndAgent } from '../../support/agents';
 import { countHeaderLines, isHeaderLine } from '../../../src/builds/jobs/log-headers';
 import * as stepUpdates from '../../../src/db/migrations/20261127052000_step_updates';
 
@@ -36,9 +36,7 @@ describe('section header lines', () => {
 describeEachDatabase('the agent API: step update idempotency and coloured section headers', (ctx) => {
   const runningJob = async (configuration: string) => {
     const s = await givenBuildAndAgent(ctx(), configuration);
-    const job = (await ctx().http().get('/v3/ping').set(agentAuth(s.agent.token)).expect(200)).body.job as { id: string };
-    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(s.agent.token)).expect(200);
-    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(s.agent.token)).expect(200);
+    const job = await takeNextJob(ctx(), s.agent.token);
     return { ...s, jobId: job.id };
   };
 

@@ -4,14 +4,12 @@
  * with a 413 (which the agent does not retry) and the job runs on.
  */
 import { auth, describeEachDatabase, type TestContext } from '../../support/context';
-import { agentAuth, givenBuildAndAgent } from '../../support/agents';
+import { acceptAndStart, takeNextJob, agentAuth, givenBuildAndAgent } from '../../support/agents';
 
 /** A running job of a new build, and what its agent and its REST reader need. */
 async function runningJob(ctx: TestContext) {
   const s = await givenBuildAndAgent(ctx, 'steps:\n  - command: make\n');
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(s.agent.token))).body.job as { id: string };
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(s.agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(s.agent.token)).expect(200);
+  const job = await takeNextJob(ctx, s.agent.token);
   return { ...s, jobId: job.id, jobUrl: `${s.url}/jobs/${job.id}` };
 }
 
@@ -122,8 +120,7 @@ describeEachDatabase(
       expect(retried.status).toBe(200);
       const job = (await ctx().http().get('/v3/ping').set(agentAuth(s.agent.token))).body.job as { id: string };
       expect(job.id).toBe(retried.body.id);
-      await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(s.agent.token)).expect(200);
-      await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(s.agent.token)).expect(200);
+      await acceptAndStart(ctx(), s.agent.token, job.id);
       expect(
         (
           await ctx()
