@@ -6,19 +6,16 @@
  * organization's Slack service, with the channel override), `email` (recorded, not sent), and
  * `if` conditions deciding which entries hear of a build.
  */
-import { auth, createTestContext, databases, type TestContext } from '../support/context';
+import { auth, type TestContext, describeEachDatabase } from '../support/context';
 import { takeNextJob, agentAuth, givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { startReceiver, type Receiver } from './receiver';
 
-describe.each(databases)('notify entries of pipeline YAML [%s]', (kind) => {
+describeEachDatabase('notify entries of pipeline YAML', { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 3 } }, (get) => {
   let ctx: TestContext;
   let receiver: Receiver;
-  beforeAll(async () => {
-    ctx = await createTestContext(kind, { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 3 } });
-  });
-  afterAll(async () => {
-    await ctx?.close();
+  beforeAll(() => {
+    ctx = get();
   });
   beforeEach(async () => {
     receiver = await startReceiver();

@@ -32,6 +32,9 @@ describeEachDatabase(
       receiver.answer = () => ({ status: 503 });
       const p = await givenPipeline(ctx(), org, token, 'steps:\n  - command: one\n');
       for (let i = 0; i < 6; i++) await givenBuild(ctx(), org, p, token);
+      // The service's clock stands still from here and moves only when the test says: the rests
+      // below are measured by it, not by how long the passes take on a loaded machine.
+      clock.set({ kind: 'frozen', at: new Date(clock.nowMs()) });
       // The first pass tries every delivery (nothing has failed yet); then the target rests.
       await worker.tick();
       await worker.drain();
@@ -50,6 +53,8 @@ describeEachDatabase(
       expect(receiver.received).toHaveLength(8);
       receiver.answer = () => ({ status: 200 });
       const before = receiver.received.length;
+      // The probe's rest over, by the service's clock.
+      clock.advance(400);
       await worker.settle(2_000);
       // Each waiting delivery once, when the receiver answers again.
       expect(receiver.events().slice(before).sort()).toEqual([...Array(6).fill('build.scheduled'), 'ping']);

@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto';
 import { createLogger } from '../../src/http/logger';
-import { auth, createTestContext, databases, type TestContext } from '../support/context';
+import { auth, createTestContext, type TestContext, describeEachDatabase } from '../support/context';
 import { givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { startReceiver, type Receiver } from './receiver';
@@ -15,7 +15,7 @@ const WEBHOOK_TOKEN = `whtok-${crypto.randomBytes(10).toString('hex')}`;
 const SLACK_SECRET = `slacksecret${crypto.randomBytes(10).toString('hex')}`;
 const OTEL_HEADER = `otelkey-${crypto.randomBytes(10).toString('hex')}`;
 
-describe.each(databases)('Slack and OpenTelemetry services end to end [%s]', (kind) => {
+describeEachDatabase('Slack and OpenTelemetry services end to end', null, (_get, kind) => {
   let ctx: TestContext;
   let slack: Receiver;
   let otel: Receiver;

@@ -7,13 +7,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { auth, createTestContext, databases, type TestContext } from '../support/context';
+import { auth, createTestContext, type TestContext, describeEachDatabase } from '../support/context';
 import { givenPipeline } from '../support/given';
 import sampleCreated from '../fixtures/samples/pipeline_schedules__03_create-a-pipeline-schedule.json';
 
 const T0 = new Date('2030-01-01T00:03:00.000Z');
 
-describe.each(databases)('pipeline schedules [%s]', (kind) => {
+describeEachDatabase('pipeline schedules', null, (_get, kind) => {
   let ctx: TestContext;
   let now = T0;
   const at = (iso: string) => (now = new Date(iso));

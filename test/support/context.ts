@@ -191,18 +191,36 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
   return ctx;
 }
 
-/** `describe.each(databases)` with a fresh context per suite. */
-export function describeEachDatabase(name: string, fn: (get: () => TestContext) => void, opts: ContextOptions = {}): void {
+/**
+ * `describe.each(databases)` with a fresh context per suite, closed after it; `fn` also gets the
+ * store's kind. The settings go last, or between the name and `fn` (so a suite's body keeps the
+ * indentation of a `describe`). Settings null: the suite makes its own stores (two contexts on
+ * one file, a context per test with its own settings, a child process), and `get` has none.
+ */
+export function describeEachDatabase(name: string, fn: SuiteBody, opts?: ContextOptions | null): void;
+export function describeEachDatabase(name: string, opts: ContextOptions | null, fn: SuiteBody): void;
+export function describeEachDatabase(name: string, a: SuiteBody | ContextOptions | null, b?: SuiteBody | ContextOptions | null): void {
+  const [fn, opts] = typeof a === 'function' ? [a, b === undefined ? {} : (b as ContextOptions | null)] : [b as SuiteBody, a];
   describe.each(databases)(`${name} [%s]`, (kind) => {
-    let ctx: TestContext;
-    beforeAll(async () => {
-      ctx = await createTestContext(kind, opts);
-    });
-    afterAll(async () => {
-      await ctx?.close();
-    });
-    fn(() => ctx);
+    let ctx: TestContext | undefined;
+    if (opts) {
+      beforeAll(async () => {
+        ctx = await createTestContext(kind, opts);
+      });
+    }
+    fn(() => {
+      if (!opts) throw new Error(`${name}: this suite makes its own contexts`);
+      return ctx!;
+    }, kind);
+    // Declared after the suite's own hooks, so it runs after them: what they stop still has its context.
+    if (opts) {
+      afterAll(async () => {
+        await ctx?.close();
+      });
+    }
   });
 }
+
+type SuiteBody = (get: () => TestContext, kind: DatabaseKind) => void;
 
 export const auth = (token: string) => ({ Authorization: `Bearer ${token}` });
