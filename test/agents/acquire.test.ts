@@ -6,7 +6,7 @@
  * `ignore_agent_in_dispatches: true` is offered nothing more. On each store.
  */
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
+import { acceptAndStart, agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { existing } from '../support/rows-typed-c';
 
@@ -88,8 +88,7 @@ describeEachDatabase('job acquisition and dispatch', (ctx) => {
     expect((await acquire(acquirer.token, deploy!.id)).status).toBe(423);
 
     // Once the first passed, the second is scheduled and acquired.
-    await ctx().http().put(`/v3/jobs/${first!.id}/accept`).set(agentAuth(runner.token)).expect(200);
-    await ctx().http().put(`/v3/jobs/${first!.id}/start`).set(agentAuth(runner.token)).expect(200);
+    await acceptAndStart(ctx(), runner.token, first!.id);
     await ctx().http().put(`/v3/jobs/${first!.id}/finish`).set(agentAuth(runner.token)).send({ exit_status: 0 }).expect(200);
     expect((await acquire(acquirer.token, second!.id).expect(200)).body.state).toBe('accepted');
     await ctx().http().put(`/v3/jobs/${second!.id}/start`).set(agentAuth(acquirer.token)).expect(200);
@@ -125,8 +124,7 @@ describeEachDatabase('job acquisition and dispatch', (ctx) => {
     const run = async (ignore: boolean) => {
       const job = (await ping(agent.token)).job;
       expect(job).not.toBeNull();
-      await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-      await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+      await acceptAndStart(ctx(), agent.token, job.id);
       await ctx()
         .http()
         .put(`/v3/jobs/${job.id}/finish`)

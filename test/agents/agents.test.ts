@@ -1,7 +1,7 @@
 import listSample from '../fixtures/samples/agents__01_list-agents.json';
 import { sha256Hex } from '../../src/security/keys';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
+import { takeNextJob, agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -138,9 +138,7 @@ describeEachDatabase('agents', (ctx) => {
       const agent = await givenAgent(ctx(), reg, 'runner');
       const results: Record<string, unknown>[] = [];
       for (const exit of [1, 3]) {
-        const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token))).body.job;
-        await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-        await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+        const job = await takeNextJob(ctx(), agent.token);
         results.push((await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exit })).body);
       }
       expect(results).toMatchObject([

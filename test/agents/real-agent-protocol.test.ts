@@ -5,7 +5,7 @@
  */
 import zlib from 'node:zlib';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenRegistrationToken } from '../support/agents';
+import { takeNextJob, agentAuth, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import {
   FINISH_CANCELED,
@@ -182,9 +182,7 @@ describeEachDatabase('the real agent protocol', (ctx) => {
     const s = await setUp('steps:\n  - command: true\n');
     await givenBuild(ctx(), s.org.slug, s.slug, s.token);
     const t = (await register(s.reg, REGISTER_V3_20)).access_token;
-    const job = (await ctx().http().get('/v3/ping').set(agentAuth(t)).expect(200)).body.job;
-    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(t)).expect(200);
-    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(t)).expect(200);
+    const job = await takeNextJob(ctx(), t);
     const corrupt = await ctx()
       .http()
       .post(`/v3/jobs/${job.id}/chunks?sequence=1&offset=0&size=5`)

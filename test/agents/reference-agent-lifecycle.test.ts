@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { runAgents } from '../../src/cli/agent';
 import { ok } from '../../clients/typescript/src';
-import { createTestContext, databases, describeEachDatabase, type TestContext } from '../support/context';
+import { createTestContext, describeEachDatabase, type TestContext } from '../support/context';
 import { givenRegistrationToken, listen, movableClock, onLoopback, running, stop, until } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { buildRef, jobLogText, listAgents, readBuild, restClient } from '../support/sdk';
@@ -225,7 +225,7 @@ describeEachDatabase('the reference agent stops jobs the service stops', (ctx) =
   });
 });
 
-describe.each(databases)('the reference agent across a server restart [%s]', (kind) => {
+describeEachDatabase('the reference agent across a server restart', null, (_get, kind) => {
   it('reconnects to a server restarted on the same database and runs a job', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-restart-'));
     const sqliteFile = path.join(dir, 'db.sqlite3');

@@ -3,15 +3,13 @@
  * (order, pagination), delete, the job scope, limits and bad input, tenancy and scopes.
  */
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken } from '../support/agents';
+import { takeNextJob, agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 
 /** A build of two command steps, its first job running on a connected agent. */
 async function givenRunningJob(ctx: TestContext) {
   const given = await givenBuildAndAgent(ctx, 'steps:\n  - command: one\n  - command: two\n');
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(given.agent.token)).expect(200)).body.job;
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(given.agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(given.agent.token)).expect(200);
+  const job = await takeNextJob(ctx, given.agent.token);
   return { ...given, jobId: job.id as string, otherJobId: given.build.jobs[1]!.id };
 }
 

@@ -5,13 +5,11 @@
  * tenancy, and concurrent sets of different keys (none lost, in either store).
  */
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken } from '../support/agents';
+import { takeNextJob, agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken } from '../support/agents';
 
 async function givenRunningJob(ctx: TestContext, configuration = 'steps:\n  - command: one\n  - command: two\n') {
   const given = await givenBuildAndAgent(ctx, configuration);
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(given.agent.token)).expect(200)).body.job;
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(given.agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(given.agent.token)).expect(200);
+  const job = await takeNextJob(ctx, given.agent.token);
   return { ...given, jobId: job.id as string };
 }
 

@@ -1,7 +1,7 @@
 /** Artifacts for tests: a job an agent is running, and an artifact registered, uploaded and reported through the agent API. */
 import crypto from 'node:crypto';
 import type { TestContext } from '../support/context';
-import { agentAuth, givenBuildAndAgent, type TestAgent } from '../support/agents';
+import { takeNextJob, agentAuth, givenBuildAndAgent, type TestAgent } from '../support/agents';
 
 export const sha1 = (b: string | Buffer) => crypto.createHash('sha1').update(b).digest('hex');
 export const sha256 = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex');
@@ -14,10 +14,7 @@ export async function givenRunningJob(ctx: TestContext, configuration = 'steps:\
 }
 
 export async function startNextJob(ctx: TestContext, agent: TestAgent): Promise<{ id: string }> {
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-  if (!job) throw new Error('no job offered');
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+  const job = await takeNextJob(ctx, agent.token);
   return job;
 }
 

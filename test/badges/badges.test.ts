@@ -1,4 +1,4 @@
-import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
+import { acceptAndStart, agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
 import { escapeXml, renderBadge } from '../../src/badges/svg';
@@ -10,8 +10,7 @@ async function runAll(ctx: TestContext, agent: TestAgent, exits: Record<string, 
   for (;;) {
     const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
     if (!job) return;
-    await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-    await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+    await acceptAndStart(ctx, agent.token, job.id);
     await ctx
       .http()
       .put(`/v3/jobs/${job.id}/finish`)

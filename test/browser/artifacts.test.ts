@@ -10,7 +10,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
-import { auth, databases } from '../support/context';
+import { auth, describeEachDatabase } from '../support/context';
 import { launchBrowser, withPage } from '../support/browser';
 import { agentAuth } from '../support/agents';
 import { liveWindsock, type LiveWindsock } from '../sdk/support';
@@ -38,7 +38,7 @@ function attackScript(base: string, collector: string): string {
 })()`;
 }
 
-describe.each(databases)('artifacts in a browser [%s]', (kind) => {
+describeEachDatabase('artifacts in a browser', null, (_get, kind) => {
   let live: LiveWindsock;
   let browser: Browser;
   let collector: http.Server;

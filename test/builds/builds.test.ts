@@ -1,6 +1,6 @@
 import createSample from '../fixtures/samples/builds__04_create-a-build.json';
 import { verifyStepSignature, signedFieldsOf } from '../../src/builds/jobs/plan';
-import { auth, createTestContext, databases, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
+import { auth, createTestContext, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
 import { existing } from '../support/rows-typed-c';
 
@@ -596,7 +596,7 @@ describeEachDatabase('builds', (ctx) => {
   });
 });
 
-describe.each(databases)('two server processes on one database [%s]', (kind) => {
+describeEachDatabase('two server processes on one database', null, (_get, kind) => {
   it('number concurrent creates from both without duplicates', async () => {
     // Two independent service stacks (own connection pools) over one store, as two processes would be.
     const fs = await import('node:fs');

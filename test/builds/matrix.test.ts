@@ -3,7 +3,7 @@
  * pipeline upload, on each store.
  */
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
+import { takeNextJob, agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import type { BuildJson, JobJson } from '../support/types';
 
 const MATRIX_PIPELINE = [
@@ -138,9 +138,7 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
     const build = await ctx().http().post(url).set(auth(token)).send({ commit: 'HEAD', branch: 'main' });
     const agent = await givenAgent(ctx(), reg, 'runner');
     for (let i = 0; i < 2; i++) {
-      const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-      await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-      await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+      const job = await takeNextJob(ctx(), agent.token);
       const exitStatus = Number(/exit (\d)/.exec(job.command as string)![1]);
       await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus }).expect(200);
     }
@@ -158,9 +156,7 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
     const url = `/v2/organizations/${org.slug}/pipelines/${res.body.slug}/builds`;
     const build = await ctx().http().post(url).set(auth(token)).send({ commit: 'HEAD', branch: 'main' });
     const agent = await givenAgent(ctx(), reg, 'uploader');
-    const offered = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-    await ctx().http().put(`/v3/jobs/${offered.id}/accept`).set(agentAuth(agent.token)).expect(200);
-    await ctx().http().put(`/v3/jobs/${offered.id}/start`).set(agentAuth(agent.token)).expect(200);
+    const offered = await takeNextJob(ctx(), agent.token);
 
     const upload = await ctx()
       .http()

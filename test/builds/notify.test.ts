@@ -5,7 +5,7 @@
  * Step-level entries stay on the steps, so on the jobs' steps (`job.step.notify`).
  */
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
+import { takeNextJob, agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import type { BuildJson } from '../support/types';
 
@@ -92,9 +92,7 @@ describeEachDatabase('Build.notify', (ctx) => {
     const p = await givenPipeline(ctx(), s.org, s.token, 'notify:\n  - slack: "#pipeline"\nsteps:\n  - command: buildkite-agent pipeline upload\n');
     const build = await givenBuild(ctx(), s.org, p.slug, s.token);
     const agent = await givenAgent(ctx(), reg, 'runner');
-    const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job as { id: string };
-    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+    const job = await takeNextJob(ctx(), agent.token);
     const upload = (pipeline: unknown, uuid?: string) =>
       ctx()
         .http()

@@ -9,7 +9,7 @@ import { SCOPES } from '../../src/core/identity';
 import { createLogger } from '../../src/http/middleware/logger';
 import { startServer } from '../../src/server';
 import { servicesFromConfig } from '../../src/services';
-import { databases } from '../support/context';
+import { describeEachDatabase } from '../support/context';
 import { run, withStore } from './support';
 
 function capture() {
@@ -178,7 +178,7 @@ describe('first start and the CLI (embedded SQLite in a temp data dir)', () => {
   });
 });
 
-describe.each(databases)('users in several organizations from the CLI [%s]', (kind) => {
+describeEachDatabase('users in several organizations from the CLI', null, (_get, kind) => {
   withStore(kind, 'windsock-cli-users-');
 
   /** What the CLI prints for a command that fails, and its exit code. */

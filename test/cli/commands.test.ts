@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { databases } from '../support/context';
+import { describeEachDatabase } from '../support/context';
 import { run, runCaptured, withStore } from './support';
 
 const COMMANDS = [
@@ -207,7 +207,7 @@ describe('windsock help, version and usage errors (no database)', () => {
   });
 });
 
-describe.each(databases)('an admin command never makes a new database [%s]', (kind) => {
+describeEachDatabase('an admin command never makes a new database', null, (_get, kind) => {
   const store = withStore(kind, 'windsock-cli-nodb-', { migrate: false });
 
   it('refuses with where it looked and how to start, and makes nothing there', async () => {
@@ -241,7 +241,7 @@ describe.each(databases)('an admin command never makes a new database [%s]', (ki
   });
 });
 
-describe.each(databases)('list commands, duplicates and unknown names [%s]', (kind) => {
+describeEachDatabase('list commands, duplicates and unknown names', null, (_get, kind) => {
   withStore(kind, 'windsock-cli-lists-');
 
   it('org, user and token lists: a table by default, JSON with --json, never a secret', async () => {

@@ -5,12 +5,12 @@
  */
 import { PassThrough } from 'node:stream';
 import { withServices, type Cli } from '../../src/cli/context';
-import { databases } from '../support/context';
+import { describeEachDatabase } from '../support/context';
 import { run, withStore } from './support';
 
 const quiet = (): Cli => ({ out: new PassThrough(), err: new PassThrough() });
 
-describe.each(databases)('windsock user create and invitations [%s]', (kind) => {
+describeEachDatabase('windsock user create and invitations', null, (_get, kind) => {
   withStore(kind, 'windsock-cli-invitations-');
 
   it("accepts the user's pending invitations: membership, role and teams, recorded", async () => {

@@ -4,7 +4,7 @@
  * cluster and the secret's access policy allows them (claims of the documented policy schema).
  */
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent } from '../support/agents';
+import { takeNextJob, agentAuth, givenAgent } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 
 async function givenClusterWithAgent(ctx: TestContext, org: string, token: string) {
@@ -25,11 +25,7 @@ async function givenClusterWithAgent(ctx: TestContext, org: string, token: strin
 
 /** The agent takes its next job and starts it; answers the job's id. */
 async function startNextJob(ctx: TestContext, token: string): Promise<string> {
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(token)).expect(200)).body.job;
-  expect(job).not.toBeNull();
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(token)).expect(200);
-  return job.id as string;
+  return (await takeNextJob(ctx, token)).id;
 }
 
 describeEachDatabase('cluster secrets', (ctx) => {

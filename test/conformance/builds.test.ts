@@ -24,7 +24,7 @@ import listAgents from '../fixtures/samples/agents__01_list-agents.json';
 import getAgent from '../fixtures/samples/agents__02_get-an-agent.json';
 import { conformanceProblems, expectConforms, responseSchema, specSchema } from '../support/conformance';
 import { auth, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
+import { takeNextJob, agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
 
 type Json = Record<string, unknown>;
 type JobJson = Json & { id: string; type: string; state: string };
@@ -42,10 +42,7 @@ function expectBuildConforms(build: BuildJson, examples: unknown[] = BUILD_EXAMP
 }
 
 async function takeNext(ctx: TestContext, agent: TestAgent): Promise<string> {
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-  if (!job) throw new Error('no job offered');
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+  const job = await takeNextJob(ctx, agent.token);
   return job.id as string;
 }
 

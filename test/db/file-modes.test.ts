@@ -10,11 +10,11 @@ import { loadConfig } from '../../src/config';
 import { migrateLatest } from '../../src/db/knex';
 import { createLogger } from '../../src/http/middleware/logger';
 import { servicesFromConfig } from '../../src/services';
-import { databases } from '../support/context';
+import { describeEachDatabase } from '../support/context';
 
 const mode = (p: string) => fs.statSync(p).mode & 0o777;
 
-describe.each(databases)('files on disk [%s]', (kind) => {
+describeEachDatabase('files on disk', null, (_get, kind) => {
   let root: string;
   beforeEach(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-modes-'));

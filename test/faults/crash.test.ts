@@ -8,7 +8,7 @@
  * FAULTS_SEED=<n> repeats a run; the seed is printed when a check fails.
  */
 import Database from 'better-sqlite3';
-import { databases } from '../support/context';
+import { describeEachDatabase } from '../support/context';
 import { api, freshStore, PIPELINE, seeded, seedFromEnv, sleep, startService, stopService, type Service, type Store } from './support';
 
 const KILLS = 10;
@@ -33,7 +33,7 @@ async function allBuilds(url: string, token: string, path: string): Promise<Map<
 /** The build as answered, without the embedded pipeline (whose build counts move on). */
 const own = (b: Build) => ({ ...b, pipeline: (b.pipeline as { id: string }).id });
 
-describe.each(databases)('crash durability [%s]', (kind) => {
+describeEachDatabase('crash durability', null, (_get, kind) => {
   const seed = seedFromEnv('FAULTS_SEED', 20261123);
   let store: Store;
   let service: Service | undefined;

@@ -12,7 +12,7 @@
  *    delivered exactly once (the events' claims and the deliveries' leases are conditional
  *    updates, so of two processes one wins).
  */
-import { databases } from '../support/context';
+import { describeEachDatabase } from '../support/context';
 import { startReceiver, type Receiver } from '../notifications/receiver';
 import { api, freshStore, PIPELINE, sleep, startService, stopService, type Service, type Store } from './support';
 
@@ -103,7 +103,7 @@ async function history(service: Service, token: string, serviceId: string): Prom
 
 const counts = (ids: string[]) => ids.reduce((m, id) => m.set(id, (m.get(id) ?? 0) + 1), new Map<string, number>());
 
-describe.each(databases)('notifications across a crash [%s]', (kind) => {
+describeEachDatabase('notifications across a crash', null, (_get, kind) => {
   let store: Store;
   let receiver: Receiver | undefined;
   const running: Service[] = [];

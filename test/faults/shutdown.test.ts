@@ -7,7 +7,7 @@
  */
 import http from 'node:http';
 import net from 'node:net';
-import { databases } from '../support/context';
+import { describeEachDatabase } from '../support/context';
 import { api, freshStore, PIPELINE, sleep, startService, stopService, type Service, type Store } from './support';
 
 interface RawResponse {
@@ -104,7 +104,7 @@ function slowPost(url: string, path: string, token: string, body: unknown) {
   return { response, finish: () => req.end(data.subarray(10)) };
 }
 
-describe.each(databases)('graceful shutdown [%s]', (kind) => {
+describeEachDatabase('graceful shutdown', null, (_get, kind) => {
   let store: Store;
   let service: Service | undefined;
 

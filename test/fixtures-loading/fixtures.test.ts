@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { auth, createTestContext, databases, type TestContext } from '../support/context';
+import { auth, createTestContext, type TestContext, describeEachDatabase } from '../support/context';
 import { loadFixtureFile } from '../../src/fixtures/load';
 import { AdminTokenError, bootstrapIfEmpty } from '../../src/bootstrap';
 import { clock } from '../../src/core/clock';
@@ -76,10 +76,10 @@ function fileWith(text: string): string {
   return file;
 }
 
-describe.each(databases)('fixtures, admin token and test controls [%s]', (kind) => {
+describeEachDatabase('fixtures, admin token and test controls', { testControls: true }, (get) => {
   let ctx: TestContext;
   beforeAll(async () => {
-    ctx = await createTestContext(kind, { testControls: true });
+    ctx = get();
     await loadFixtureFile(ctx.services, fileWith(RICH));
     expect(await bootstrapIfEmpty(ctx.services, { adminToken: ADMIN })).toBeNull();
     await ctx.testControls!.takeSnapshot(true);
@@ -87,7 +87,6 @@ describe.each(databases)('fixtures, admin token and test controls [%s]', (kind) 
   afterAll(async () => {
     clock.set({ kind: 'real' });
     await ctx?.testControls?.dispose();
-    await ctx?.close();
   });
   const base = '/v2/organizations/acme/pipelines/web';
 
@@ -178,13 +177,10 @@ describe.each(databases)('fixtures, admin token and test controls [%s]', (kind) 
   });
 });
 
-describe.each(databases)('bad fixture files load nothing [%s]', (kind) => {
+describeEachDatabase('bad fixture files load nothing', (get) => {
   let ctx: TestContext;
-  beforeAll(async () => {
-    ctx = await createTestContext(kind);
-  });
-  afterAll(async () => {
-    await ctx?.close();
+  beforeAll(() => {
+    ctx = get();
   });
 
   it.each([
@@ -227,13 +223,10 @@ describe.each(databases)('bad fixture files load nothing [%s]', (kind) => {
   });
 });
 
-describe.each(databases)('test controls off [%s]', (kind) => {
+describeEachDatabase('test controls off', (get, kind) => {
   let ctx: TestContext;
-  beforeAll(async () => {
-    ctx = await createTestContext(kind);
-  });
-  afterAll(async () => {
-    await ctx?.close();
+  beforeAll(() => {
+    ctx = get();
   });
 
   it('answer 404 as if they did not exist, whatever the token', async () => {

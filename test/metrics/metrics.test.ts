@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { Writable } from 'node:stream';
 import { givenAgent, givenRegistrationToken } from '../support/agents';
-import { auth, createTestContext, databases, describeEachDatabase } from '../support/context';
+import { auth, createTestContext, describeEachDatabase } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
 import { createLogger } from '../../src/http/middleware/logger';
 import { Metrics, queueOf } from '../../src/metrics/registry';
@@ -162,7 +162,7 @@ describeEachDatabase(
   { metrics: { enabled: true, token: undefined }, logger },
 );
 
-describe.each(databases)('GET /metrics settings [%s]', (kind) => {
+describeEachDatabase('GET /metrics settings', null, (_get, kind) => {
   it('is a 404 unless enabled', async () => {
     const ctx = await createTestContext(kind);
     try {

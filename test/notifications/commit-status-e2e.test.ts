@@ -6,7 +6,7 @@
  * context, and nothing at all for a commit that is not a full SHA.
  */
 import crypto from 'node:crypto';
-import { createTestContext, databases, type TestContext } from '../support/context';
+import { createTestContext, type TestContext, describeEachDatabase } from '../support/context';
 import { givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { startReceiver, type Receiver } from './receiver';
@@ -15,7 +15,7 @@ const GITHUB_TOKEN = `ghp_status${crypto.randomBytes(8).toString('hex')}`;
 const GITLAB_TOKEN = `glpat-status${crypto.randomBytes(8).toString('hex')}`;
 const sha = () => crypto.randomBytes(20).toString('hex');
 
-describe.each(databases)('commit statuses end to end [%s]', (kind) => {
+describeEachDatabase('commit statuses end to end', null, (_get, kind) => {
   let ctx: TestContext;
   let api: Receiver;
   beforeAll(async () => {

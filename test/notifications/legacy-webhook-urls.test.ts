@@ -12,7 +12,7 @@ import { Writable } from 'node:stream';
 import { loadConfig } from '../../src/config';
 import { createKnex } from '../../src/db/knex';
 import { startServer } from '../../src/server';
-import { auth, createTestContext, databases, type TestContext } from '../support/context';
+import { auth, type TestContext, describeEachDatabase } from '../support/context';
 import { givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { startReceiver, type Receiver } from './receiver';
@@ -21,16 +21,15 @@ import { existing } from '../support/rows-typed-c';
 const ADMIN = 'legacy-admin-0123456789-abcdefghijklmnop';
 const silent = new Writable({ write: (_c, _e, cb) => cb() });
 
-describe.each(databases)('legacy webhook URLs [%s]', (kind) => {
+describeEachDatabase('legacy webhook URLs', { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 2 } }, (get) => {
   let ctx: TestContext;
   let receiver: Receiver;
   beforeAll(async () => {
-    ctx = await createTestContext(kind, { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 2 } });
+    ctx = get();
     receiver = await startReceiver();
   });
   afterAll(async () => {
     await receiver?.close();
-    await ctx?.close();
   });
 
   const settle = () => ctx.services.notificationWorker.settle();

@@ -6,19 +6,16 @@
  * organization's Slack service, with the channel override), `email` (recorded, not sent), and
  * `if` conditions deciding which entries hear of a build.
  */
-import { auth, createTestContext, databases, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
+import { auth, type TestContext, describeEachDatabase } from '../support/context';
+import { takeNextJob, agentAuth, givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { startReceiver, type Receiver } from './receiver';
 
-describe.each(databases)('notify entries of pipeline YAML [%s]', (kind) => {
+describeEachDatabase('notify entries of pipeline YAML', { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 3 } }, (get) => {
   let ctx: TestContext;
   let receiver: Receiver;
-  beforeAll(async () => {
-    ctx = await createTestContext(kind, { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 3 } });
-  });
-  afterAll(async () => {
-    await ctx?.close();
+  beforeAll(() => {
+    ctx = get();
   });
   beforeEach(async () => {
     receiver = await startReceiver();
@@ -160,9 +157,7 @@ describe.each(databases)('notify entries of pipeline YAML [%s]', (kind) => {
   it("honours a pipeline upload's top-level notify", async () => {
     const s = await setup('steps:\n  - command: upload\n');
     await s.run();
-    const job = (await ctx.http().get('/v3/ping').set(agentAuth(s.agent.token)).expect(200)).body.job;
-    await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(s.agent.token)).expect(200);
-    await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(s.agent.token)).expect(200);
+    const job = await takeNextJob(ctx, s.agent.token);
     await ctx
       .http()
       .post(`/v3/jobs/${job.id}/pipelines`)

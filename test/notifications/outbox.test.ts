@@ -3,19 +3,16 @@
  * and an agent's state moves are recorded in order whatever path made them, and a change rolled
  * back records nothing. The events they map to are the documented ones.
  */
-import { auth, createTestContext, databases, type TestContext } from '../support/context';
+import { auth, type TestContext, describeEachDatabase } from '../support/context';
 import { agentAuth, givenBuildAndAgent, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { eventOf } from '../../src/notifications/rules';
 import type { Transition } from '../../src/notifications/repository';
 
-describe.each(databases)('outbox [%s]', (kind) => {
+describeEachDatabase('outbox', (get) => {
   let ctx: TestContext;
-  beforeAll(async () => {
-    ctx = await createTestContext(kind);
-  });
-  afterAll(async () => {
-    await ctx?.close();
+  beforeAll(() => {
+    ctx = get();
   });
 
   const eventsOf = async (buildId: string) =>

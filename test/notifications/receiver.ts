@@ -1,6 +1,7 @@
 /**
  * A notification receiver on loopback for tests: records every request (headers, parsed body)
- * and answers what the test says (`answer`, by default 200), optionally after a delay.
+ * and answers what the test says (`answer`, by default 200), optionally after a delay or once
+ * the test lets it (`until`).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,8 +17,8 @@ export interface Received {
 export interface Receiver {
   url: string;
   received: Received[];
-  /** The status (and delay) of the next answers: called per request with its index. */
-  answer: (i: number, r: Received) => { status: number; delayMs?: number; body?: string };
+  /** The status (and delay, or what to wait for) of the next answers: called per request with its index. */
+  answer: (i: number, r: Received) => { status: number; delayMs?: number; until?: Promise<unknown>; body?: string };
   events(): string[];
   close(): Promise<void>;
 }
@@ -53,7 +54,8 @@ export async function startReceiver(path = '/hook'): Promise<Receiver> {
       const send = () => {
         if (!res.destroyed) res.writeHead(a.status, { 'Content-Type': 'text/plain' }).end(a.body ?? `answer ${a.status}`);
       };
-      if (a.delayMs) setTimeout(send, a.delayMs);
+      if (a.until) void a.until.then(send, send);
+      else if (a.delayMs) setTimeout(send, a.delayMs);
       else send();
     });
   });

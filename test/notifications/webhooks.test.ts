@@ -7,19 +7,16 @@
  * and the enabled switch decide who hears what.
  */
 import crypto from 'node:crypto';
-import { auth, createTestContext, databases, type TestContext } from '../support/context';
+import { auth, type TestContext, describeEachDatabase } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { startReceiver, type Receiver } from './receiver';
 
-describe.each(databases)('webhook notifications [%s]', (kind) => {
+describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 4 } }, (get) => {
   let ctx: TestContext;
   let receiver: Receiver;
-  beforeAll(async () => {
-    ctx = await createTestContext(kind, { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 4 } });
-  });
-  afterAll(async () => {
-    await ctx?.close();
+  beforeAll(() => {
+    ctx = get();
   });
   beforeEach(async () => {
     receiver = await startReceiver();
@@ -223,36 +220,37 @@ describe.each(databases)('webhook notifications [%s]', (kind) => {
   });
 });
 
-describe.each(databases)('webhook notifications without private addresses allowed [%s]', (kind) => {
-  let ctx: TestContext;
-  beforeAll(async () => {
-    ctx = await createTestContext(kind, {
-      notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 4 },
-      outbound: { allowPrivate: false, timeoutMs: 5_000, maxResponseBytes: 65_536 },
+describeEachDatabase(
+  'webhook notifications without private addresses allowed',
+  {
+    notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 4 },
+    outbound: { allowPrivate: false, timeoutMs: 5_000, maxResponseBytes: 65_536 },
+  },
+  (get) => {
+    let ctx: TestContext;
+    beforeAll(() => {
+      ctx = get();
     });
-  });
-  afterAll(async () => {
-    await ctx?.close();
-  });
 
-  it('refuses a loopback receiver, once, and says why', async () => {
-    const receiver = await startReceiver();
-    try {
-      const { org, token } = await ctx.givenAdmin();
-      const res = await ctx
-        .http()
-        .post(`/v2/organizations/${org.slug}/services`)
-        .set(auth(token))
-        .send({ provider: 'webhook', settings: { url: receiver.url } });
-      expect(res.status).toBe(201);
-      await ctx.services.notificationWorker.settle();
-      expect(receiver.received).toEqual([]);
-      const list = await ctx.http().get(`/v2/organizations/${org.slug}/services/${res.body.id}/deliveries`).set(auth(token)).expect(200);
-      expect(list.body[0]).toMatchObject({ state: 'failed', attempts_count: 1 });
-      expect(list.body[0].attempts[0].status).toBeNull();
-      expect(list.body[0].attempts[0].response_excerpt).toMatch(/private|loopback|refused/i);
-    } finally {
-      await receiver.close();
-    }
-  });
-});
+    it('refuses a loopback receiver, once, and says why', async () => {
+      const receiver = await startReceiver();
+      try {
+        const { org, token } = await ctx.givenAdmin();
+        const res = await ctx
+          .http()
+          .post(`/v2/organizations/${org.slug}/services`)
+          .set(auth(token))
+          .send({ provider: 'webhook', settings: { url: receiver.url } });
+        expect(res.status).toBe(201);
+        await ctx.services.notificationWorker.settle();
+        expect(receiver.received).toEqual([]);
+        const list = await ctx.http().get(`/v2/organizations/${org.slug}/services/${res.body.id}/deliveries`).set(auth(token)).expect(200);
+        expect(list.body[0]).toMatchObject({ state: 'failed', attempts_count: 1 });
+        expect(list.body[0].attempts[0].status).toBeNull();
+        expect(list.body[0].attempts[0].response_excerpt).toMatch(/private|loopback|refused/i);
+      } finally {
+        await receiver.close();
+      }
+    });
+  },
+);

@@ -6,7 +6,7 @@
  */
 import { commandTimeout } from '../../src/builds/jobs/plan';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
+import { acceptAndStart, takeNextJob, agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 
 describe('commandTimeout', () => {
   it('takes the step timeout, else the default, capped by the maximum', () => {
@@ -91,8 +91,7 @@ describeEachDatabase('pipeline step timeouts', (ctx) => {
         timeout_in_minutes: number | null;
       };
       seen[job.command] = job.timeout_in_minutes;
-      await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-      await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+      await acceptAndStart(ctx(), agent.token, job.id);
       await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }).expect(200);
     }
     expect(seen).toEqual({ own: 60, short: 5, none: 10 });
@@ -114,9 +113,7 @@ describeEachDatabase('pipeline step timeouts', (ctx) => {
       .expect(201);
     await ctx().http().post(`/v2/organizations/${org.slug}/pipelines/uploads/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main' }).expect(201);
     const agent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'uploader');
-    const uploader = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job as { id: string };
-    await ctx().http().put(`/v3/jobs/${uploader.id}/accept`).set(agentAuth(agent.token)).expect(200);
-    await ctx().http().put(`/v3/jobs/${uploader.id}/start`).set(agentAuth(agent.token)).expect(200);
+    const uploader = await takeNextJob(ctx(), agent.token);
     const pipeline = 'steps:\n  - command: uploaded\n  - command: long\n    timeout_in_minutes: 99\n';
     const up = await ctx().http().post(`/v3/jobs/${uploader.id}/pipelines`).set(agentAuth(agent.token)).send({ pipeline });
     expect(up.status).toBeLessThan(300);
@@ -129,8 +126,7 @@ describeEachDatabase('pipeline step timeouts', (ctx) => {
         timeout_in_minutes: number | null;
       };
       seen[job.command] = job.timeout_in_minutes;
-      await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-      await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+      await acceptAndStart(ctx(), agent.token, job.id);
       await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }).expect(200);
     }
     expect(seen).toEqual({ uploaded: 7, long: 30 });

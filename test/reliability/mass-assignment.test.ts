@@ -115,7 +115,7 @@ const READ_BACK: Record<string, (t: Tenant, res: { body: Record<string, unknown>
 const NOT_READ_BACK: Record<string, string> = {
   setClock: 'the clock is process state, not a resource, and the matrix context has the test controls off (404): test/fixtures-loading reads the clock back',
   deliverWebhook: "the body is the provider's event, not a resource: only the prototype cases apply (the builds it makes are createBuild's)",
-  unblockJob: "the tenant's job is a script job, not a block step (422 after the body is parsed): test/jobs reads unblocks back",
+  unblockJob: "the tenant's job is a script job, not a block step (422 after the body is parsed): test/builds/jobs reads unblocks back",
   createAgentToken: 'a registration token has no read operation (it is shown once); only the prototype cases apply',
   appendJobLogChunk: "a chunk of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads chunks back",
   finishJob: "the result of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/agents reads results back",
@@ -129,7 +129,7 @@ const NOT_READ_BACK: Record<string, string> = {
   updateStep:
     "a step of the job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/agents/real-agent-protocol reads labels back",
   uploadPipeline:
-    "steps for a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/jobs/pipeline-upload reads uploads back",
+    "steps for a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/builds/jobs/pipeline-upload reads uploads back",
   createArtifacts: "artifacts of a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/artifacts reads them back",
   updateArtifacts: "states of a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/artifacts reads them back",
   annotateFromJob:
@@ -141,8 +141,8 @@ const NOT_READ_BACK: Record<string, string> = {
   jobMetaDataExists: 'a read (the agent API reads with POST): nothing is stored',
   getBuildMetaData: 'a read (the agent API reads with POST): nothing is stored',
   buildMetaDataExists: 'a read (the agent API reads with POST): nothing is stored',
-  retryFailedJobs: 'the body says which jobs to retry and stores nothing: test/jobs/reprioritize-retry-failed reads the retries back',
-  reprioritizeJob: "the priority is the job's dispatch order: test/jobs/reprioritize-retry-failed reads it back and watches dispatch follow it",
+  retryFailedJobs: 'the body says which jobs to retry and stores nothing: test/builds/jobs/reprioritize-retry-failed reads the retries back',
+  reprioritizeJob: "the priority is the job's dispatch order: test/builds/jobs/reprioritize-retry-failed reads it back and watches dispatch follow it",
   reprioritizeOrganizationJob: 'as reprioritizeJob, by job id',
   unblockOrganizationJob: 'as unblockJob, by job id: test/builds/jobs/jobs reads an unblock by id back',
   pauseAgent: 'a pause is read back through getAgent by test/agents/pause-stop (who, when, note, timeout)',

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { FLUSH_MS } from '../../src/http/middleware/rate-limit';
 import sample from '../fixtures/samples/rate_limits__01_exceeding-the-rate-limit.json';
-import { auth, createTestContext, databases, describeEachDatabase, type TestContext } from '../support/context';
+import { auth, createTestContext, describeEachDatabase, type TestContext } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { deliverGitHub, givenTarget } from '../incoming-webhooks/helpers';
 import { givenSuite, result, suiteAuth, upload } from '../uploads/helpers';
@@ -208,7 +208,7 @@ describeEachDatabase(
   { ...opts, trustProxy: ['127.0.0.0/8', '::1', '10.0.0.0/8'] },
 );
 
-describe.each(databases)('rate limits across two app instances on one database [%s]', (kind) => {
+describeEachDatabase('rate limits across two app instances on one database', null, (_get, kind) => {
   let dir: string | undefined;
   let first: TestContext;
   let second: TestContext;

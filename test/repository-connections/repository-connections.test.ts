@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { auth, createTestContext, databases, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
+import { auth, createTestContext, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
 
 const CONFIG = 'steps:\n  - command: "make test"\n';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -210,7 +210,7 @@ function fakeGitHub(seen: Seen[], state: { fail: number | null }) {
   });
 }
 
-describe.each(databases)('repository connections through a local GitHub API stand-in [%s]', (kind) => {
+describeEachDatabase('repository connections through a local GitHub API stand-in', null, (_get, kind) => {
   const seen: Seen[] = [];
   const state: { fail: number | null } = { fail: null };
   let server: http.Server;

@@ -20,7 +20,7 @@ import { outboundSend } from '../../src/notifications/http';
 import { gitHubHooks } from '../../src/pipelines/github';
 import { Outbound, outboundSender, type OutboundSettings } from '../../src/security/outbound';
 import { givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
-import { auth, createTestContext, databases, type TestContext } from '../support/context';
+import { auth, type TestContext, describeEachDatabase } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
 
 const REFUSING: OutboundSettings = { allowPrivate: false, timeoutMs: 3_000, maxResponseBytes: 65_536 };
@@ -176,53 +176,54 @@ describe('commit statuses and the registration of provider webhooks', () => {
   });
 });
 
-describe.each(databases)('notification services end to end [%s]', (kind) => {
-  let ctx: TestContext;
-  beforeAll(async () => {
-    ctx = await createTestContext(kind, { outbound: REFUSING, notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 3, concurrency: 16 } });
-  });
-  afterAll(async () => {
-    await ctx?.close();
-  });
+describeEachDatabase(
+  'notification services end to end',
+  { outbound: REFUSING, notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 3, concurrency: 16 } },
+  (get) => {
+    let ctx: TestContext;
+    beforeAll(() => {
+      ctx = get();
+    });
 
-  it('refuses every form for the webhook, Slack and OpenTelemetry providers: failed deliveries naming the refusal, no connection', async () => {
-    const { org, token } = await ctx.givenAdmin();
-    const reg = await givenRegistrationToken(ctx, org.slug, token);
-    const agent = await givenAgent(ctx, reg, 'runner');
-    const pipeline = await givenPipeline(ctx, org, token, 'steps:\n  - command: one\n');
-    const all = forms(listener.port, listener.hasV6);
-    const made: { id: string; provider: string; form: string }[] = [];
-    for (const f of all) {
-      const bodies = [
-        { provider: 'webhook', settings: { url: `http://${f.host}/hook`, events: ['build.finished'] } },
-        { provider: 'slack', build_states: { build_passed: true }, settings: { url: `http://${f.host}/services/T0/B0/secret` } },
-        { provider: 'open_telemetry_tracing', settings: { endpoint: `http://${f.host}/otlp`, headers: { 'X-Api-Key': 'otel-secret' } } },
-      ];
-      for (const body of bodies) {
-        const res = await ctx.http().post(`/v2/organizations/${org.slug}/services`).set(auth(token)).send(body);
-        expect(res.status).toBe(201);
-        made.push({ id: (res.body as { id: string }).id, provider: body.provider, form: f.host });
+    it('refuses every form for the webhook, Slack and OpenTelemetry providers: failed deliveries naming the refusal, no connection', async () => {
+      const { org, token } = await ctx.givenAdmin();
+      const reg = await givenRegistrationToken(ctx, org.slug, token);
+      const agent = await givenAgent(ctx, reg, 'runner');
+      const pipeline = await givenPipeline(ctx, org, token, 'steps:\n  - command: one\n');
+      const all = forms(listener.port, listener.hasV6);
+      const made: { id: string; provider: string; form: string }[] = [];
+      for (const f of all) {
+        const bodies = [
+          { provider: 'webhook', settings: { url: `http://${f.host}/hook`, events: ['build.finished'] } },
+          { provider: 'slack', build_states: { build_passed: true }, settings: { url: `http://${f.host}/services/T0/B0/secret` } },
+          { provider: 'open_telemetry_tracing', settings: { endpoint: `http://${f.host}/otlp`, headers: { 'X-Api-Key': 'otel-secret' } } },
+        ];
+        for (const body of bodies) {
+          const res = await ctx.http().post(`/v2/organizations/${org.slug}/services`).set(auth(token)).send(body);
+          expect(res.status).toBe(201);
+          made.push({ id: (res.body as { id: string }).id, provider: body.provider, form: f.host });
+        }
       }
-    }
-    const before = listener.connections();
-    await givenBuild(ctx, org, pipeline, token);
-    await runNextJob(ctx, agent, 0);
-    await ctx.services.notificationWorker.settle();
+      const before = listener.connections();
+      await givenBuild(ctx, org, pipeline, token);
+      await runNextJob(ctx, agent, 0);
+      await ctx.services.notificationWorker.settle();
 
-    const seen: Record<string, number> = {};
-    for (const m of made) {
-      const res = await ctx.http().get(`/v2/organizations/${org.slug}/services/${m.id}/deliveries`).set(auth(token)).expect(200);
-      const ds = res.body as { event: string; state: string; attempts: { status: number | null; ok: boolean; response_excerpt: string }[] }[];
-      expect({ ...m, finished: ds.filter((d) => d.event === 'build.finished').length }).toEqual({ ...m, finished: 1 });
-      for (const d of ds) {
-        // Final at once (a webhook's ping too): one attempt, no status, the refusal in its own words.
-        expect({ ...m, event: d.event, state: d.state, attempts: d.attempts.length }).toEqual({ ...m, event: d.event, state: 'failed', attempts: 1 });
-        expect(d.attempts[0]!.status).toBeNull();
-        expectRefused(d.attempts[0]!.response_excerpt);
+      const seen: Record<string, number> = {};
+      for (const m of made) {
+        const res = await ctx.http().get(`/v2/organizations/${org.slug}/services/${m.id}/deliveries`).set(auth(token)).expect(200);
+        const ds = res.body as { event: string; state: string; attempts: { status: number | null; ok: boolean; response_excerpt: string }[] }[];
+        expect({ ...m, finished: ds.filter((d) => d.event === 'build.finished').length }).toEqual({ ...m, finished: 1 });
+        for (const d of ds) {
+          // Final at once (a webhook's ping too): one attempt, no status, the refusal in its own words.
+          expect({ ...m, event: d.event, state: d.state, attempts: d.attempts.length }).toEqual({ ...m, event: d.event, state: 'failed', attempts: 1 });
+          expect(d.attempts[0]!.status).toBeNull();
+          expectRefused(d.attempts[0]!.response_excerpt);
+        }
+        seen[m.provider] = (seen[m.provider] ?? 0) + 1;
       }
-      seen[m.provider] = (seen[m.provider] ?? 0) + 1;
-    }
-    expect(seen).toEqual({ webhook: all.length, slack: all.length, open_telemetry_tracing: all.length });
-    expect(listener.connections()).toBe(before);
-  }, 120_000);
-});
+      expect(seen).toEqual({ webhook: all.length, slack: all.length, open_telemetry_tracing: all.length });
+      expect(listener.connections()).toBe(before);
+    }, 120_000);
+  },
+);

@@ -38,12 +38,33 @@ export async function givenAgent(ctx: TestContext, registrationToken: string, na
   return agent;
 }
 
+/** A job as `GET /v3/ping` offers it to an agent. */
+export type OfferedJob = { id: string; command: string; env: Record<string, string> } & Record<string, unknown>;
+
+/** How an agent authenticates: the agent, its access token, or the headers already made. */
+export type AgentCredential = TestAgent | string | Record<string, string>;
+
+const agentHeaders = (agent: AgentCredential): Record<string, string> =>
+  typeof agent === 'string' ? agentAuth(agent) : 'token' in agent && 'id' in agent ? agentAuth(agent.token as string) : (agent as Record<string, string>);
+
+/** The agent accepts this job and starts it (the two calls of the agent API a job goes through before its log). */
+export async function acceptAndStart(ctx: TestContext, agent: AgentCredential, jobId: string): Promise<void> {
+  const headers = agentHeaders(agent);
+  await ctx.http().put(`/v3/jobs/${jobId}/accept`).set(headers).expect(200);
+  await ctx.http().put(`/v3/jobs/${jobId}/start`).set(headers).expect(200);
+}
+
+/** The agent takes the next job it is offered: ping, accept, start. Fails when it is offered none. */
+export async function takeNextJob(ctx: TestContext, agent: AgentCredential): Promise<OfferedJob> {
+  const job = (await ctx.http().get('/v3/ping').set(agentHeaders(agent)).expect(200)).body.job as OfferedJob | null;
+  if (!job) throw new Error('no job offered');
+  await acceptAndStart(ctx, agent, job.id);
+  return job;
+}
+
 /** The agent takes the next job it is offered and runs it to this exit status (and signal reason). */
 export async function runNextJob(ctx: TestContext, agent: TestAgent, exitStatus: number, signalReason?: string): Promise<{ id: string; command: string }> {
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-  if (!job) throw new Error('no job offered');
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+  const job = await takeNextJob(ctx, agent);
   await ctx
     .http()
     .put(`/v3/jobs/${job.id}/finish`)

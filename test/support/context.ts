@@ -8,7 +8,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import knexFactory from 'knex';
 import request from 'supertest';
 import type { Express } from 'express';
 import { createApp } from '../../src/app';
@@ -25,7 +24,7 @@ import { createServices, type Services } from '../../src/services';
 import { TestControls } from '../../src/test-controls/service';
 import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
 import { clock } from '../../src/core/clock';
-import { createSchemaFromTemplate, sqliteTemplate } from './templates';
+import { createPostgresStore, sqliteTemplate, type PostgresStore } from './templates';
 
 export const databases: DatabaseKind[] = (process.env.TEST_DATABASES ?? 'sqlite').split(',').map((s) => s.trim()) as DatabaseKind[];
 
@@ -47,6 +46,8 @@ export interface TestContext {
   givenAdmin(opts?: { teamsEnabled?: boolean }): Promise<{ org: Organization; user: User; token: string }>;
   /** The Postgres schema of this context, if any. */
   schema?: string;
+  /** Postgres: the database this context's schema is in (its own, copied from the run's template, or the test database). */
+  postgresStore?: PostgresStore;
   /** The test controls (ContextOptions.testControls), whose snapshot the test takes. */
   testControls?: TestControls;
   close(opts?: { keepSchema?: boolean }): Promise<void>;
@@ -57,7 +58,7 @@ export interface ContextOptions {
   githubEnterprise?: { apiUrl?: string; token?: string };
   /** SQLite: a file instead of :memory: (so two contexts can share it). */
   sqliteFile?: string;
-  /** Postgres: use that context's schema instead of a new one. */
+  /** Postgres: use that context's database and schema instead of new ones. */
   sharePostgresSchemaOf?: TestContext;
   /** The `POST /v1/uploads` body limit (default 64 MiB). */
   uploadBodyLimitBytes?: number;
@@ -96,14 +97,15 @@ export interface ContextOptions {
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
   const logger = opts.logger ?? createLogger('silent');
   let schema: string | undefined;
-  const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  let store: PostgresStore | undefined;
+  let pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
   if (kind === 'postgres' && opts.sharePostgresSchemaOf) {
-    schema = opts.sharePostgresSchemaOf.schema;
+    store = opts.sharePostgresSchemaOf.postgresStore;
   } else if (kind === 'postgres') {
-    // A new schema, migrated by copying the run's template (test/support/templates.ts).
-    schema = `t_${crypto.randomBytes(6).toString('hex')}`;
-    await createSchemaFromTemplate(pgUrl, schema);
+    // A new database (or schema), migrated by copying the run's template (test/support/templates.ts).
+    store = await createPostgresStore(pgUrl);
   }
+  if (store) ({ url: pgUrl, schema } = store);
   // In memory: a copy of the run's migrated database. A file (shared between contexts) is migrated below.
   const sqliteImage = kind === 'sqlite' && !opts.sqliteFile ? await sqliteTemplate() : undefined;
   const database: DatabaseOptions = kind === 'sqlite' ? { kind, url: opts.sqliteFile ?? ':memory:', sqliteImage } : { kind, url: pgUrl, schema };
@@ -152,6 +154,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     app,
     services,
     schema,
+    postgresStore: store,
     testControls,
     http: () => request(app),
     givenOrg: async (o = {}) => {
@@ -182,28 +185,42 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     close: async (o = {}) => {
       await services.db.destroy();
       if (ownArtifactsDir) fs.rmSync(artifactsDir, { recursive: true, force: true });
-      if (schema && !o.keepSchema) {
-        const admin = knexFactory({ client: 'pg', connection: pgUrl });
-        await admin.raw(`drop schema if exists ${schema} cascade`);
-        await admin.destroy();
-      }
+      if (store && !o.keepSchema) await store.drop();
     },
   };
   return ctx;
 }
 
-/** `describe.each(databases)` with a fresh context per suite. */
-export function describeEachDatabase(name: string, fn: (get: () => TestContext) => void, opts: ContextOptions = {}): void {
+/**
+ * `describe.each(databases)` with a fresh context per suite, closed after it; `fn` also gets the
+ * store's kind. The settings go last, or between the name and `fn` (so a suite's body keeps the
+ * indentation of a `describe`). Settings null: the suite makes its own stores (two contexts on
+ * one file, a context per test with its own settings, a child process), and `get` has none.
+ */
+export function describeEachDatabase(name: string, fn: SuiteBody, opts?: ContextOptions | null): void;
+export function describeEachDatabase(name: string, opts: ContextOptions | null, fn: SuiteBody): void;
+export function describeEachDatabase(name: string, a: SuiteBody | ContextOptions | null, b?: SuiteBody | ContextOptions | null): void {
+  const [fn, opts] = typeof a === 'function' ? [a, b === undefined ? {} : (b as ContextOptions | null)] : [b as SuiteBody, a];
   describe.each(databases)(`${name} [%s]`, (kind) => {
-    let ctx: TestContext;
-    beforeAll(async () => {
-      ctx = await createTestContext(kind, opts);
-    });
-    afterAll(async () => {
-      await ctx?.close();
-    });
-    fn(() => ctx);
+    let ctx: TestContext | undefined;
+    if (opts) {
+      beforeAll(async () => {
+        ctx = await createTestContext(kind, opts);
+      });
+    }
+    fn(() => {
+      if (!opts) throw new Error(`${name}: this suite makes its own contexts`);
+      return ctx!;
+    }, kind);
+    // Declared after the suite's own hooks, so it runs after them: what they stop still has its context.
+    if (opts) {
+      afterAll(async () => {
+        await ctx?.close();
+      });
+    }
   });
 }
+
+type SuiteBody = (get: () => TestContext, kind: DatabaseKind) => void;
 
 export const auth = (token: string) => ({ Authorization: `Bearer ${token}` });

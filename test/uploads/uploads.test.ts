@@ -3,7 +3,7 @@ import failedSample from '../fixtures/samples/test_engine_runs__03_get-failed-ex
 import getTestSample from '../fixtures/samples/test_engine_tests__02_get-a-test.json';
 import flakySample from '../fixtures/samples/test_engine_flaky_tests__01_legacy-flaky-tests-endpoint-deprecated.json';
 import { MAX_RESULTS } from '../../src/uploads/results';
-import { auth, createTestContext, databases, describeEachDatabase, PUBLIC_URL } from '../support/context';
+import { auth, createTestContext, describeEachDatabase, PUBLIC_URL } from '../support/context';
 import { givenSuite, result, suiteAuth, upload } from './helpers';
 import { existing } from '../support/rows-typed-c';
 
@@ -285,7 +285,7 @@ describeEachDatabase('flaky tests', (ctx) => {
   });
 });
 
-describe.each(databases)('upload body limit [%s]', (kind) => {
+describeEachDatabase('upload body limit', null, (_get, kind) => {
   it('answers 413 for a JSON body or a multipart file over the upload limit', async () => {
     const ctx = await createTestContext(kind, { uploadBodyLimitBytes: 4096 });
     try {

@@ -6,18 +6,17 @@
 import express from 'express';
 import request from 'supertest';
 import { webRoutes } from '../../src/web/routes';
-import { auth, createTestContext, databases, type TestContext } from '../support/context';
+import { auth, type TestContext, describeEachDatabase } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
 import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { givenArtifacts, givenRunningJob } from '../artifacts/helpers';
 import { csrfOf, HTML, signedIn } from './support';
 
-describe.each(databases)('web interface (%s)', (kind) => {
+describeEachDatabase('web interface', (get) => {
   let ctx: TestContext;
-  beforeAll(async () => {
-    ctx = await createTestContext(kind);
+  beforeAll(() => {
+    ctx = get();
   });
-  afterAll(() => ctx.close());
 
   it('signs in with a token into an HttpOnly SameSite session cookie, checks CSRF, and signs out', async () => {
     const { org, token } = await ctx.givenAdmin();
@@ -297,12 +296,11 @@ describe.each(databases)('web interface (%s)', (kind) => {
   });
 });
 
-describe.each(databases)('web sign-in attempts (%s)', (kind) => {
+describeEachDatabase('web sign-in attempts', { rateLimits: { perOrganization: 1_000_000, failedAuthPerAddress: 2 } }, (get) => {
   let ctx: TestContext;
-  beforeAll(async () => {
-    ctx = await createTestContext(kind, { rateLimits: { perOrganization: 1_000_000, failedAuthPerAddress: 2 } });
+  beforeAll(() => {
+    ctx = get();
   });
-  afterAll(() => ctx.close());
 
   it('counts refused tokens against the address like the API does, and refuses the form over the budget', async () => {
     const agent = request.agent(ctx.app);

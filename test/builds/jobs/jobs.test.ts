@@ -8,17 +8,14 @@ import listJobsSample from '../../fixtures/samples/jobs__01_list-jobs.json';
 import getJobSample from '../../fixtures/samples/jobs__02_get-a-job.json';
 import { expectConforms, specSchema } from '../../support/conformance';
 import { auth, describeEachDatabase, PUBLIC_URL, type TestContext } from '../../support/context';
-import { agentAuth, givenBuildAndAgent, type TestAgent } from '../../support/agents';
+import { takeNextJob, agentAuth, givenBuildAndAgent, type TestAgent } from '../../support/agents';
 import { givenBuild, givenPipeline } from '../../support/given';
 
 type JobJson = Record<string, unknown> & { id: string; state: string; retried: boolean; agent: { id: string } | null };
 
 /** The agent takes the next job, logs `log` and finishes it with this exit status. */
 async function runNext(ctx: TestContext, agent: TestAgent, exitStatus: number, log = 'hello\n'): Promise<string> {
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-  if (!job) throw new Error('no job offered');
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+  const job = await takeNextJob(ctx, agent.token);
   await ctx.http().post(`/v3/jobs/${job.id}/chunks`).set(agentAuth(agent.token)).send({ sequence: 1, offset: 0, content: log }).expect(201);
   await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: exitStatus }).expect(200);
   return job.id as string;

@@ -6,14 +6,11 @@
  */
 import crypto from 'node:crypto';
 import { auth, describeEachDatabase, PUBLIC_URL, type TestContext } from '../../support/context';
-import { agentAuth, givenBuildAndAgent, type TestAgent } from '../../support/agents';
+import { takeNextJob, agentAuth, givenBuildAndAgent, type TestAgent } from '../../support/agents';
 import * as stepUploads from '../../../src/db/migrations/20261127091000_step_uploads';
 
 async function take(ctx: TestContext, agent: TestAgent): Promise<string> {
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-  if (!job) throw new Error('no job offered');
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+  const job = await takeNextJob(ctx, agent.token);
   return job.id as string;
 }
 

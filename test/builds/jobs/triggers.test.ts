@@ -1,8 +1,8 @@
-import { MAX_TRIGGER_DEPTH } from '../../src/builds/jobs/triggers';
-import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
-import { agentAuth, runNextJob as runNext, givenAgent, givenRegistrationToken } from '../support/agents';
-import { givenBuild, givenPipeline } from '../support/given';
-import type { BuildJson } from '../support/types';
+import { MAX_TRIGGER_DEPTH } from '../../../src/builds/jobs/triggers';
+import { auth, describeEachDatabase, PUBLIC_URL } from '../../support/context';
+import { takeNextJob, agentAuth, runNextJob as runNext, givenAgent, givenRegistrationToken } from '../../support/agents';
+import { givenBuild, givenPipeline } from '../../support/given';
+import type { BuildJson } from '../../support/types';
 
 describeEachDatabase('trigger steps', (ctx) => {
   async function setup() {
@@ -135,9 +135,7 @@ describeEachDatabase('trigger steps', (ctx) => {
     await s.pipeline('child', 'steps:\n  - command: test\n');
     await s.pipeline('parent', 'steps:\n  - command: upload\n  - block: Go\n  - trigger: child\n    async: true\n');
     const parent = await s.create('parent');
-    const job = (await ctx().http().get('/v3/ping').set(agentAuth(s.agent.token)).expect(200)).body.job;
-    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(s.agent.token)).expect(200);
-    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(s.agent.token)).expect(200);
+    const job = await takeNextJob(ctx(), s.agent.token);
     const uploaded = await ctx()
       .http()
       .post(`/v3/jobs/${job.id}/pipelines`)

@@ -4,11 +4,11 @@
  * escape before `---`, `+++` or `~~~`, as in its own `\x1b[0m~~~ ...`) count as headers for the
  * log's section times exactly as plain ones do. On each store.
  */
-import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenBuildAndAgent } from '../support/agents';
-import { countHeaderLines, isHeaderLine } from '../../src/builds/jobs/log-headers';
-import * as stepUpdates from '../../src/db/migrations/20261127052000_step_updates';
-import { existing } from '../support/rows-typed-c';
+import { auth, describeEachDatabase } from '../../support/context';
+import { agentAuth, givenBuildAndAgent } from '../../support/agents';
+import { countHeaderLines, isHeaderLine } from '../../../src/builds/jobs/log-headers';
+import * as stepUpdates from '../../../src/db/migrations/20261127052000_step_updates';
+import { existing } from '../../support/rows-typed-c';
 
 describe('section header lines', () => {
   it('skips the ANSI escapes that open a line, and only those', () => {

@@ -1,8 +1,8 @@
-import logSample from '../fixtures/samples/jobs__08_get-a-job-s-log-output.json';
-import envSample from '../fixtures/samples/jobs__09_get-a-job-s-environment-variables.json';
-import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken } from '../support/agents';
-import { givenBuild, givenPipeline } from '../support/given';
+import logSample from '../../fixtures/samples/jobs__08_get-a-job-s-log-output.json';
+import envSample from '../../fixtures/samples/jobs__09_get-a-job-s-environment-variables.json';
+import { auth, describeEachDatabase } from '../../support/context';
+import { acceptAndStart, takeNextJob, agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken } from '../../support/agents';
+import { givenBuild, givenPipeline } from '../../support/given';
 
 describeEachDatabase('job logs, env and retries', (ctx) => {
   const setup = (configuration: string) => givenBuildAndAgent(ctx(), configuration);
@@ -10,9 +10,7 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
 
   it('serves the log as JSON, as text and as log.txt, and deletes it once the job finished', async () => {
     const s = await setup('steps:\n  - command: make\n');
-    const job = (await ctx().http().get('/v3/ping').set(a(s.agent.token))).body.job;
-    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(a(s.agent.token)).expect(200);
-    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(a(s.agent.token)).expect(200);
+    const job = await takeNextJob(ctx(), a(s.agent.token));
     for (const [sequence, offset, content] of [
       [2, 6, 'wörld\n'],
       [1, 0, 'hello '],
@@ -115,8 +113,7 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
     const job = (await ctx().http().get('/v3/ping').set(a(s.agent.token))).body.job;
     const retry = (id: string) => ctx().http().put(`${s.url}/jobs/${id}/retry`).set(auth(s.token));
     expect((await retry(job.id)).status).toBe(422); // assigned: not finished
-    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(a(s.agent.token)).expect(200);
-    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(a(s.agent.token)).expect(200);
+    await acceptAndStart(ctx(), a(s.agent.token), job.id);
     await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(a(s.agent.token)).send({ exit_status: 1 }).expect(200);
     let b = (await ctx().http().get(s.url).set(auth(s.token))).body;
     expect(b.state).toBe('failed');
@@ -144,8 +141,7 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
     // The retry runs like any job, and its result decides the build.
     const next = (await ctx().http().get('/v3/ping').set(a(s.agent.token))).body.job;
     expect(next.id).toBe(res.body.id);
-    await ctx().http().put(`/v3/jobs/${next.id}/accept`).set(a(s.agent.token)).expect(200);
-    await ctx().http().put(`/v3/jobs/${next.id}/start`).set(a(s.agent.token)).expect(200);
+    await acceptAndStart(ctx(), a(s.agent.token), next.id);
     await ctx().http().put(`/v3/jobs/${next.id}/finish`).set(a(s.agent.token)).send({ exit_status: 0 }).expect(200);
     b = (await ctx().http().get(s.url).set(auth(s.token))).body;
     expect(b.state).toBe('passed');

@@ -4,17 +4,15 @@
  * (the log is untrusted), `Range: bytes=-N` for its tail (206, with
  * the documented 400s and 416), and the env as `KEY=VALUE` text (`env.txt`, `Accept: text/plain`).
  */
-import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenBuildAndAgent } from '../support/agents';
+import { auth, describeEachDatabase } from '../../support/context';
+import { takeNextJob, agentAuth, givenBuildAndAgent } from '../../support/agents';
 
 describeEachDatabase('job log and env formats', (ctx) => {
   /** A running job whose log is `content`, sent by its agent in chunks. */
   async function jobWithLog(chunks: string[]) {
     const s = await givenBuildAndAgent(ctx(), 'steps:\n  - command: make\n    env:\n      GREETING: "hello world"\n      PLAIN: yes\n');
     const a = agentAuth(s.agent.token);
-    const job = (await ctx().http().get('/v3/ping').set(a)).body.job as { id: string };
-    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(a).expect(200);
-    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(a).expect(200);
+    const job = await takeNextJob(ctx(), a);
     let offset = 0;
     for (const [i, content] of chunks.entries()) {
       await ctx()

@@ -1,6 +1,6 @@
-import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, runNextJob, givenBuildAndAgent, type TestAgent } from '../support/agents';
-import type { BuildJson, JobJson } from '../support/types';
+import { auth, describeEachDatabase, type TestContext } from '../../support/context';
+import { agentAuth, runNextJob, givenBuildAndAgent, type TestAgent } from '../../support/agents';
+import type { BuildJson, JobJson } from '../../support/types';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

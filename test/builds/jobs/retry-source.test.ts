@@ -6,9 +6,9 @@
  * REST jobs documentation says ("Retries a failed OR timed_out OR a job whose step has ...
  * permit_on_passed: true").
  */
-import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { runNextJob, givenBuildAndAgent, type TestAgent } from '../support/agents';
-import type { JobJson } from '../support/types';
+import { auth, describeEachDatabase, type TestContext } from '../../support/context';
+import { runNextJob, givenBuildAndAgent, type TestAgent } from '../../support/agents';
+import type { JobJson } from '../../support/types';
 
 const runNext = async (ctx: TestContext, agent: TestAgent, exitStatus: number) => (await runNextJob(ctx, agent, exitStatus)).id;
 

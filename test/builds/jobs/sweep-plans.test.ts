@@ -7,8 +7,8 @@
  * test/builds/plans.test.ts.)
  */
 import type { Knex } from 'knex';
-import { JobRepository } from '../../src/builds/jobs/repository';
-import { describeEachDatabase } from '../support/context';
+import { JobRepository } from '../../../src/builds/jobs/repository';
+import { describeEachDatabase } from '../../support/context';
 
 describeEachDatabase('sweeper and agent poll query plans', (ctx) => {
   async function plan(q: Knex.QueryBuilder | Knex.Raw): Promise<string> {

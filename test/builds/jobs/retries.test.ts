@@ -1,9 +1,9 @@
-import { automaticRetryRule } from '../../src/builds/jobs/retry';
-import type { ScriptStep } from '../../src/pipelines/configuration';
-import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, runNextJob, givenAgent, givenBuildAndAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
-import { givenBuild, givenPipeline } from '../support/given';
-import type { BuildJson } from '../support/types';
+import { automaticRetryRule } from '../../../src/builds/jobs/retry';
+import type { ScriptStep } from '../../../src/pipelines/configuration';
+import { auth, describeEachDatabase, type TestContext } from '../../support/context';
+import { takeNextJob, agentAuth, runNextJob, givenAgent, givenBuildAndAgent, givenRegistrationToken, type TestAgent } from '../../support/agents';
+import { givenBuild, givenPipeline } from '../../support/given';
+import type { BuildJson } from '../../support/types';
 
 /** The agent takes the next job and finishes it with this exit status (and signal reason). */
 const runNext = async (ctx: TestContext, agent: TestAgent, exitStatus: number, signalReason?: string) =>
@@ -120,9 +120,7 @@ describeEachDatabase('log section header times', (ctx) => {
     const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: make\n');
     const build = await givenBuild(ctx(), org.slug, slug, token);
     const agent = await givenAgent(ctx(), reg, 'runner');
-    const job = (await ctx().http().get('/v3/ping').set(agentAuth(agent.token))).body.job;
-    await ctx().http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-    await ctx().http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+    const job = await takeNextJob(ctx(), agent.token);
     const send = async (sequence: number, offset: number, content: string) =>
       ctx().http().post(`/v3/jobs/${job.id}/chunks`).set(agentAuth(agent.token)).send({ sequence, offset, content }).expect(201);
     const t0 = Date.now();

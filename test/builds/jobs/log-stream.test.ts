@@ -3,9 +3,9 @@
  * chunks reads back identical as JSON, as text and as log.txt; a chunk past the cap is refused
  * with a 413 (which the agent does not retry) and the job runs on.
  */
-import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenBuildAndAgent } from '../support/agents';
-import { existing } from '../support/rows-typed-c';
+import { auth, describeEachDatabase, type TestContext } from '../../support/context';
+import { agentAuth, givenBuildAndAgent } from '../../support/agents';
+import { existing } from '../../support/rows-typed-c';
 
 /** A running job of a new build, and what its agent and its REST reader need. */
 async function runningJob(ctx: TestContext) {

@@ -1,13 +1,10 @@
-import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
-import { givenPipeline } from '../support/given';
-import type { BuildJson, JobJson } from '../support/types';
+import { auth, describeEachDatabase, type TestContext } from '../../support/context';
+import { takeNextJob, agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../../support/agents';
+import { givenPipeline } from '../../support/given';
+import type { BuildJson, JobJson } from '../../support/types';
 
 async function take(ctx: TestContext, agent: TestAgent): Promise<{ id: string; command: string; env: Record<string, string> }> {
-  const job = (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job;
-  if (!job) throw new Error('no job offered');
-  await ctx.http().put(`/v3/jobs/${job.id}/accept`).set(agentAuth(agent.token)).expect(200);
-  await ctx.http().put(`/v3/jobs/${job.id}/start`).set(agentAuth(agent.token)).expect(200);
+  const job = await takeNextJob(ctx, agent.token);
   return job;
 }
 

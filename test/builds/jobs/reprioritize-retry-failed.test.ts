@@ -4,9 +4,9 @@
  * build's failed jobs in one call (`PUT .../builds/{number}/retry_failed_jobs`) with its
  * documented `states` filter and answers.
  */
-import { auth, describeEachDatabase, type TestContext } from '../support/context';
-import { agentAuth, givenAgent, givenBuildAndAgent, runNextJob, type TestAgent } from '../support/agents';
-import type { JobJson } from '../support/types';
+import { auth, describeEachDatabase, type TestContext } from '../../support/context';
+import { agentAuth, givenAgent, givenBuildAndAgent, runNextJob, type TestAgent } from '../../support/agents';
+import type { JobJson } from '../../support/types';
 
 const ping = async (ctx: TestContext, agent: TestAgent) =>
   (await ctx.http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body.job as JobJson | null;
