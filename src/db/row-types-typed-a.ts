@@ -4,6 +4,7 @@
  * values the domain knows.
  */
 import type { Knex } from 'knex';
+
 /** The columns of `T` selected under a prefix (`u.name as creator_name`: `Prefixed<UsersRow, 'creator_'>`). */
 export type Prefixed<T, P extends string> = { [K in keyof T & string as `${P}${K}`]: T[K] };
 
@@ -74,4 +75,10 @@ export function rawRows<Row>(result: unknown): Row[] {
 /** `db` is a transaction (Knex marks one with `isTransaction`). */
 export function isTransaction(db: Knex): db is Knex.Transaction {
   return db.isTransaction === true;
+}
+
+/** A nullable column's value where the domain needs one (backfilled, or set by every write): a TypeError naming the column when a row has none. */
+export function required<T>(value: T | null | undefined, what: string): T {
+  if (value === null || value === undefined) throw new TypeError(`${what}: no value`);
+  return value;
 }
