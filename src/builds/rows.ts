@@ -7,7 +7,7 @@ import { userFromRow } from '../user/rows';
 import { oneOf, valuesOf, type Nullable, type Prefixed } from '../db/row-types-typed-a';
 import type { BuildsRow, UsersRow } from '../db/tables';
 import type { NotifyEntry } from '../pipelines/configuration';
-import type { Author, Build, BuildState, NewBuild, PullRequest, TriggeredFrom } from './model';
+import type { Author, Build, BuildSource, BuildState, NewBuild, PullRequest, TriggeredFrom } from './model';
 
 /** Every build state, checked against the spec's list. */
 export const BUILD_STATE_VALUES = valuesOf<BuildState>()(
@@ -23,6 +23,9 @@ export const BUILD_STATE_VALUES = valuesOf<BuildState>()(
   'skipped',
   'not_run',
 );
+
+/** Every build source, checked against the spec's list. */
+export const BUILD_SOURCE_VALUES = valuesOf<BuildSource>()('api', 'webhook', 'ui', 'trigger_job', 'schedule', 'pipeline_upload');
 
 /** The creator's columns a build is read with (`u.name as creator_name`...): null without a creator. */
 export type BuildCreatorColumns = Nullable<Prefixed<Pick<UsersRow, 'name' | 'email' | 'created_at'>, 'creator_'>>;
@@ -47,7 +50,7 @@ export function buildFromRow(r: BuildRowIn): Build {
     tag: r.tag ?? null,
     env: parseJson(r.env, {}),
     metaData: parseJson(r.meta_data, {}),
-    source: r.source,
+    source: oneOf(BUILD_SOURCE_VALUES, r.source, 'builds.source'),
     author: parseJson<Author | null>(r.author, null),
     creator:
       r.creator_id && r.creator_name != null && r.creator_email != null

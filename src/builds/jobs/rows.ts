@@ -4,9 +4,9 @@
  * JobContext, and a planned job into the row that stores it.
  */
 import type { JobType, PlannedJob, StepSignature } from './plan';
-import type { JobState, NewBuild, PullRequest } from '../model';
+import type { JobRetryType, JobState, NewBuild, PullRequest } from '../model';
 import { parseJson, toBool, toDate, toDateOrNull } from '../../db/values';
-import { oneOf, valuesOf, type JsonRow, type Nullable, type Prefixed } from '../../db/row-types-typed-a';
+import { oneOf, oneOfOrNull, valuesOf, type JsonRow, type Nullable, type Prefixed } from '../../db/row-types-typed-a';
 import type { BuildsRow, JobsRow, OrganizationsRow, PipelinesRow, UsersRow } from '../../db/tables';
 import type { Step } from '../../pipelines/configuration';
 import { userFromRow } from '../../user/rows';
@@ -41,6 +41,9 @@ export const JOB_STATE_VALUES = valuesOf<JobState>()(
 
 /** Every job type (a step's type). */
 export const JOB_TYPE_VALUES = valuesOf<JobType>()('script', 'waiter', 'manual', 'trigger');
+
+/** Every way a job is retried. */
+export const JOB_RETRY_TYPE_VALUES = valuesOf<JobRetryType>()('manual', 'automatic');
 
 /** The columns a new job's row always has (toJobRow); the others take their defaults. */
 type WrittenJobColumns =
@@ -111,7 +114,7 @@ export function jobFromRow(r: JobRowIn): Job {
     retried: toBool(r.retried),
     retriedInJobId: r.retried_in_job_id ?? null,
     retriesCount: r.retries_count ?? null,
-    retryType: r.retry_type ?? null,
+    retryType: oneOfOrNull(JOB_RETRY_TYPE_VALUES, r.retry_type, 'jobs.retry_type'),
     retrySource: parseJson(r.retry_source, null),
     agentId: r.agent_id ?? null,
     unblockedBy: r.unblocked_by ? userFromRow(parseJson(r.unblocked_by, { id: '', name: '', email: '', created_at: null })) : null,
