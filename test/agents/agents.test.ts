@@ -16,7 +16,7 @@ describeEachDatabase('agents', (ctx) => {
       expect(res.body.created_at).toMatch(ISO);
       const rows = await ctx().services.db('agent_tokens').where({ organization_id: org.id });
       expect(rows).toHaveLength(1);
-      expect(rows[0].token_hash).toBe(sha256Hex(res.body.token));
+      expect(rows[0]?.token_hash).toBe(sha256Hex(res.body.token));
       expect(JSON.stringify(rows[0])).not.toContain(res.body.token);
     });
 

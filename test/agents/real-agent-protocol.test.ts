@@ -55,13 +55,14 @@ describeEachDatabase('the real agent protocol', (ctx) => {
       for (const k of ['ping_interval', 'job_status_interval', 'heartbeat_interval']) expect(Number.isInteger(res.body[k]) && res.body[k] > 0).toBe(true);
       const row = await ctx().services.db('agents').where({ id: res.body.id }).first();
       expect(row).toMatchObject({ os: OS_RELEASE, pid: 31337, machine_id: REGISTER_V3_20.machine_id, build: body.build, version: body.version });
-      expect(Boolean(row.script_eval_enabled)).toBe(true);
-      expect(Boolean(row.ignore_in_dispatches)).toBe(false);
+      expect(Boolean(row?.script_eval_enabled)).toBe(true);
+      expect(row?.ignore_in_dispatches).toBeDefined();
+      expect(Boolean(row?.ignore_in_dispatches)).toBe(false);
     }
     expect(OS_RELEASE).toHaveLength(267);
     const current = await ctx().services.db('agents').where({ organization_id: org.id, name: 'ci-2' }).first();
-    expect(Number(current.priority)).toBe(5);
-    expect(JSON.parse(current.features)).toEqual(['redacted-vars', 'git-mirrors']);
+    expect(Number(current?.priority)).toBe(5);
+    expect(JSON.parse(String(current?.features))).toEqual(['redacted-vars', 'git-mirrors']);
   });
 
   it('answers a bad registration field as the REST API does, never with the validator wording', async () => {
@@ -124,7 +125,7 @@ describeEachDatabase('the real agent protocol', (ctx) => {
     const exported = await ctx().http().post('/v3/steps/tests/export').set(agentAuth(t)).send(stepExport(build.id)).expect(200);
     expect(exported.body).toEqual({ output: 'Tests' });
     await ctx().http().put('/v3/steps/tests').set(agentAuth(t)).send(stepUpdate(build.id)).expect(204);
-    const stepId = (await ctx().services.db('jobs').where({ id: job.id }).first()).step_id as string;
+    const stepId = String((await ctx().services.db('jobs').where({ id: job.id }).first())?.step_id);
     expect((await ctx().http().post(`/v3/steps/${stepId}/export`).set(agentAuth(t)).send({ attribute: 'label' }).expect(200)).body.output).toBe(
       'Tests (updated)',
     );
@@ -138,7 +139,7 @@ describeEachDatabase('the real agent protocol', (ctx) => {
 
     const finished = await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(t)).send(FINISH_PASSED).expect(200);
     expect(finished.body).toMatchObject({ state: 'passed', exit_status: 0 });
-    expect((await ctx().services.db('jobs').where({ id: job.id }).first()).chunks_failed_count).toBe(0);
+    expect((await ctx().services.db('jobs').where({ id: job.id }).first())?.chunks_failed_count).toBe(0);
 
     const log = await ctx().http().get(`${s.url}/builds/${build.number}/jobs/${job.id}/log`).set(auth(s.token)).expect(200);
     expect(log.body.content).toBe(LOG_PARTS.join(''));
@@ -172,7 +173,7 @@ describeEachDatabase('the real agent protocol', (ctx) => {
     expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: -1, signal_reason: 'cancel' });
     const log = await ctx().http().get(`${s.url}/builds/${build.number}/jobs/${job.id}/log`).set(auth(s.token)).expect(200);
     expect(log.body.content).toBe('before\nafter the cancel\n');
-    expect((await ctx().services.db('jobs').where({ id: job.id }).first()).chunks_failed_count).toBe(1);
+    expect((await ctx().services.db('jobs').where({ id: job.id }).first())?.chunks_failed_count).toBe(1);
     // Finished: no more chunks.
     expect((await sendChunk(t, job.id, 3, 24, 'late\n')).status).toBe(422);
   });

@@ -145,7 +145,7 @@ describeEachDatabase(
       const list = await ctx().http().get(`${url}/artifacts`).set(auth(token)).expect(200);
       expect(list.body.map((a: { id: string }) => a.id)).toEqual([ids[1], ids[2], twin]);
       const row = await ctx().services.db('artifacts').where({ id: ids[0] }).first();
-      expect(row.state).toBe('deleted');
+      expect(row?.state).toBe('deleted');
       await ctx().http().delete(`${jobUrl}/artifacts/${ids[2]}`).set(auth(token)).expect(204);
       expect(objects()).toBe(before - 1);
       const twinUrl = new URL((await ctx().http().get(`${jobUrl}/artifacts/${twin}/download`).set(auth(token)).expect(302)).headers.location!);

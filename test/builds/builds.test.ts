@@ -109,11 +109,11 @@ describeEachDatabase('builds', (ctx) => {
 
       // The step signature verifies under the server's key, over the merged env (pipeline < build < step).
       const job = await ctx().services.db('jobs').where({ id: scripts[0].id }).first();
-      expect(JSON.parse(job.env)).toEqual({ PIPELINE: 'p', SHARED: 'step', BUILD: 'b', STEP: 's' });
+      expect(JSON.parse(String(job?.env))).toEqual({ PIPELINE: 'p', SHARED: 'step', BUILD: 'b', STEP: 's' });
       const signature = scripts[0].step.signature;
       expect(signature).toMatchObject({ algorithm: 'HS256', signed_fields: ['command', 'env', 'matrix', 'plugins', 'repository_url'] });
       const key = Buffer.from(ctx().services.keys.derive('step-signing', 'v1', 64), 'hex');
-      const fields = signedFieldsOf({ command: 'make test', env: JSON.parse(job.env) }, 'git@github.com:acme/app.git');
+      const fields = signedFieldsOf({ command: 'make test', env: JSON.parse(String(job?.env)) }, 'git@github.com:acme/app.git');
       expect(verifyStepSignature(key, signature.value, fields)).toBe(true);
       expect(verifyStepSignature(key, signature.value, { ...fields, command: 'rm -rf /' })).toBe(false);
 
@@ -281,8 +281,8 @@ describeEachDatabase('builds', (ctx) => {
       expect(await ids(`${orgList}?meta_data[env]=prod`)).toEqual([b1.id]);
       expect(await ids(`${orgList}?meta_data[env]=prod&meta_data[team]=y`)).toEqual([]);
       expect(await ids(`${orgList}?finished_from=${encodeURIComponent(new Date(finishedAt.getTime() - 1000).toISOString())}`)).toEqual([b1.id]);
-      const b3At = (await ctx().services.db('builds').where({ id: b3.id }).first()).created_at;
-      const b3Time = new Date(typeof b3At === 'number' ? b3At : b3At).toISOString();
+      const b3At = (await ctx().services.db('builds').where({ id: b3.id }).first())?.created_at;
+      const b3Time = new Date(b3At ?? NaN).toISOString();
       expect(await ids(`${orgList}?created_from=${encodeURIComponent(b3Time)}`)).toEqual([b3.id]);
       expect(await ids(`${orgList}?created_to=${encodeURIComponent(b3Time)}`)).toEqual([b2.id, b1.id]);
     });

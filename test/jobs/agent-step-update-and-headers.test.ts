@@ -89,7 +89,7 @@ describeEachDatabase('the agent API: step update idempotency and coloured sectio
     await stepUpdates.up(db);
     await update('after').expect(204);
     await update('after').expect(204);
-    expect((await db('jobs').where({ id: s.jobId }).first()).name).toBe('Tests++');
+    expect((await db('jobs').where({ id: s.jobId }).first())?.name).toBe('Tests++');
   });
 
   it('gives coloured section headers their times as plain ones, from the chunks that carry them', async () => {

@@ -114,7 +114,7 @@ describeEachDatabase('uploads (JSON)', (ctx) => {
     const runs = await ctx().http().get(`${s.base}/runs`).set(auth(s.token)).expect(200);
     expect(runs.body).toHaveLength(1);
     expect(runs.body[0]).toMatchObject({ result: 'passed', build_id: 'same-key' });
-    const testId = (await ctx().services.db('tests').where({ name: 't' }).first('id')).id;
+    const testId = (await ctx().services.db('tests').where({ name: 't' }).first('id'))?.id;
     const test = await ctx().http().get(`${s.base}/tests/${testId}`).set(auth(s.token)).set('Buildkite-Version', '2026-08-01').expect(200);
     expect(test.body).toMatchObject({ executions_count: 2, reliability: 1, duration_min: 0.1, duration_max: 0.5, duration_sum: 0.6 });
     expect(test.body.duration_avg).toBeCloseTo(0.3);
@@ -249,7 +249,7 @@ describeEachDatabase('flaky tests', (ctx) => {
       ]),
     );
     // The first instance was detected three days ago.
-    const alpha = (await ctx().services.db('tests').where({ name: 'Alpha login' }).first('id')).id;
+    const alpha = (await ctx().services.db('tests').where({ name: 'Alpha login' }).first('id'))?.id;
     await ctx()
       .services.db('flaky_instances')
       .where({ test_id: alpha })
