@@ -70,7 +70,8 @@ function percentile(sorted: number[], p: number): number {
 /** `count` copies of the job `templateId`, each older than every job before it. */
 async function addBacklog(services: Services, templateId: string, from: number, count: number): Promise<void> {
   const db = services.db;
-  const template = (await db('jobs').where({ id: templateId }).first()) as Record<string, unknown>;
+  const template = await db('jobs').where({ id: templateId }).first();
+  if (!template) throw new Error(`no job ${templateId} to copy`);
   const perInsert = Math.floor(30_000 / Object.keys(template).length / 2);
   const oldest = Date.now() - 86_400_000;
   for (let i = 0; i < count; i += perInsert) {

@@ -6,8 +6,11 @@ import type { Knex } from 'knex';
 import { parseJson, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/rows';
 import type { User } from '../core/identity';
+import { oneOf, type Nullable, type Prefixed } from '../db/row-types-typed-a';
+import type { AgentsRow, UsersRow } from '../db/tables';
 
-export type ConnectionState = 'connected' | 'disconnected' | 'stopping' | 'stopped' | 'lost' | 'never_connected';
+const CONNECTION_STATES = ['connected', 'disconnected', 'stopping', 'stopped', 'lost', 'never_connected'] as const;
+export type ConnectionState = (typeof CONNECTION_STATES)[number];
 
 /** States in which an agent is alive and talking to the service: connected, or connected and told to stop. */
 export const LIVE_STATES: ConnectionState[] = ['connected', 'stopping'];
@@ -73,37 +76,41 @@ export type NewAgent = Omit<
   'creator' | 'connectionState' | 'jobId' | 'connectedAt' | 'disconnectedAt' | 'lostAt' | 'stoppedAt' | 'lastHeartbeatAt' | 'lastJobFinishedAt' | 'pause'
 >;
 
-const userOrNull = (r: Record<string, unknown>, prefix: string): User | null =>
-  r[`${prefix}_user_id`]
-    ? userFromRow({
-        id: r[`${prefix}_user_id`] as string,
-        name: r[`${prefix}_name`] as string,
-        email: r[`${prefix}_email`] as string,
-        created_at: r[`${prefix}_created_at`],
-      })
-    : null;
+/** A user's columns a left join selects under `<prefix>_` (`u.id as creator_user_id`, `u.name as creator_name`...). */
+type UserColumns<P extends string> = Nullable<
+  Prefixed<Pick<UsersRow, 'id'>, `${P}_user_`> & Prefixed<Pick<UsersRow, 'name' | 'email' | 'created_at'>, `${P}_`>
+>;
 
-export function agentFromRow(r: Record<string, unknown>): Agent {
+/** An agent's row with its creator's and pauser's columns (withCreator). */
+type AgentWithUsersRow = AgentsRow & UserColumns<'creator'> & UserColumns<'paused_by'>;
+
+/** An agent's row as agentFromRow reads it: read back (with or without the users' columns) or as insert wrote it. */
+type AgentRowIn = Pick<AgentsRow, 'id' | 'organization_id' | 'name' | 'connection_state' | 'created_at'> & Partial<AgentWithUsersRow>;
+
+const userOrNull = (id: string | null | undefined, name: string | null | undefined, email: string | null | undefined, createdAt: unknown): User | null =>
+  id && name != null && email != null ? userFromRow({ id, name, email, created_at: createdAt }) : null;
+
+export function agentFromRow(r: AgentRowIn): Agent {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    name: r.name as string,
-    hostname: (r.hostname as string | null) ?? null,
-    ipAddress: (r.ip_address as string | null) ?? null,
-    userAgent: (r.user_agent as string | null) ?? null,
-    version: (r.version as string | null) ?? null,
-    os: (r.os as string | null) ?? null,
-    arch: (r.arch as string | null) ?? null,
+    id: r.id,
+    organizationId: r.organization_id,
+    name: r.name,
+    hostname: r.hostname ?? null,
+    ipAddress: r.ip_address ?? null,
+    userAgent: r.user_agent ?? null,
+    version: r.version ?? null,
+    os: r.os ?? null,
+    arch: r.arch ?? null,
     pid: r.pid === null || r.pid === undefined ? null : Number(r.pid),
-    machineId: (r.machine_id as string | null) ?? null,
-    build: (r.build as string | null) ?? null,
+    machineId: r.machine_id ?? null,
+    build: r.build ?? null,
     scriptEvalEnabled: r.script_eval_enabled === null || r.script_eval_enabled === undefined ? null : Boolean(r.script_eval_enabled),
     ignoreInDispatches: r.ignore_in_dispatches === null || r.ignore_in_dispatches === undefined ? null : Boolean(r.ignore_in_dispatches),
     features: parseJson<string[]>(r.features, []),
     metaData: parseJson<string[]>(r.meta_data, []),
     priority: r.priority === null || r.priority === undefined ? null : Number(r.priority),
-    connectionState: r.connection_state as ConnectionState,
-    jobId: (r.job_id as string | null) ?? null,
+    connectionState: oneOf(CONNECTION_STATES, r.connection_state, 'agents.connection_state'),
+    jobId: r.job_id ?? null,
     createdAt: toDate(r.created_at),
     connectedAt: toDateOrNull(r.connected_at),
     disconnectedAt: toDateOrNull(r.disconnected_at),
@@ -115,14 +122,14 @@ export function agentFromRow(r: Record<string, unknown>): Agent {
       ? {
           at: toDate(r.paused_at),
           until: toDate(r.paused_until),
-          by: userOrNull(r, 'paused_by'),
-          note: (r.paused_note as string | null) ?? null,
+          by: userOrNull(r.paused_by_user_id, r.paused_by_name, r.paused_by_email, r.paused_by_created_at),
+          note: r.paused_note ?? null,
           timeoutInMinutes: Number(r.paused_timeout_in_minutes),
         }
       : null,
-    creator: userOrNull(r, 'creator'),
-    clusterId: (r.cluster_id as string | null) ?? null,
-    clusterQueueId: (r.cluster_queue_id as string | null) ?? null,
+    creator: userOrNull(r.creator_user_id, r.creator_name, r.creator_email, r.creator_created_at),
+    clusterId: r.cluster_id ?? null,
+    clusterQueueId: r.cluster_queue_id ?? null,
   };
 }
 
@@ -130,14 +137,14 @@ export function agentFromRow(r: Record<string, unknown>): Agent {
  * Agents with their creator (the registration token's) and who paused them, as the REST reads
  * show them: left joins on primary keys in the same statement, no extra round trip.
  */
-function withCreator(db: Knex): Knex.QueryBuilder {
+function withCreator(db: Knex) {
   return db('agents as a')
     .leftJoin('agent_tokens as t', 't.id', 'a.agent_token_id')
     .leftJoin('cluster_tokens as ct', 'ct.id', 'a.cluster_token_id')
     .leftJoin('users as u', (j) => j.on('u.id', '=', 't.creator_id').orOn('u.id', '=', 'ct.created_by_id'))
     .leftJoin('users as p', 'p.id', 'a.paused_by_id')
     .select('a.*', 'u.id as creator_user_id', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at')
-    .select('p.id as paused_by_user_id', 'p.name as paused_by_name', 'p.email as paused_by_email', 'p.created_at as paused_by_created_at');
+    .select<AgentWithUsersRow[]>('p.id as paused_by_user_id', 'p.name as paused_by_name', 'p.email as paused_by_email', 'p.created_at as paused_by_created_at');
 }
 
 /** Not paused at `at`: never paused, resumed, or the pause timed out. */
@@ -170,7 +177,7 @@ export class AgentRepository {
 
   async findTokenByHash(hash: string): Promise<{ id: string; organizationId: string } | null> {
     const row = await this.db('agent_tokens').where({ token_hash: hash }).first('id', 'organization_id');
-    return row ? { id: row.id as string, organizationId: row.organization_id as string } : null;
+    return row ? { id: row.id, organizationId: row.organization_id } : null;
   }
 
   /** `tokenId`: the organization's registration token, or with `clusterTokenId` none. */
@@ -237,7 +244,7 @@ export class AgentRepository {
 
   async update(
     id: string,
-    fields: Partial<Record<'connection_state' | 'connected_at' | 'disconnected_at' | 'stopped_at' | 'last_heartbeat_at' | 'ignore_in_dispatches', unknown>>,
+    fields: Partial<Pick<AgentsRow, 'connection_state' | 'connected_at' | 'disconnected_at' | 'stopped_at' | 'last_heartbeat_at' | 'ignore_in_dispatches'>>,
   ): Promise<void> {
     await this.db('agents').where({ id }).update(fields);
   }
@@ -271,12 +278,12 @@ export class AgentRepository {
 
   /** Live agents (connected or stopping) whose last sign of life is older than `cutoff`. */
   async silentSince(cutoff: Date, limit: number): Promise<string[]> {
-    return (await this.db('agents')
+    return this.db('agents')
       .whereIn('connection_state', LIVE_STATES)
       .where('last_heartbeat_at', '<', cutoff)
       .orderBy('last_heartbeat_at')
       .limit(limit)
-      .pluck('id')) as string[];
+      .pluck('id');
   }
 
   /**

@@ -7,9 +7,13 @@
 import type { Knex } from 'knex';
 import { isPostgres } from '../db/knex';
 import { toDate } from '../db/values';
+import { oneOf } from '../db/row-types-typed-a';
+import type { AnnotationsRow } from '../db/tables';
 
-export type AnnotationScope = 'build' | 'job';
-export type AnnotationStyle = 'default' | 'success' | 'info' | 'warning' | 'error';
+const ANNOTATION_SCOPES = ['build', 'job'] as const;
+const ANNOTATION_STYLES = ['default', 'success', 'info', 'warning', 'error'] as const;
+export type AnnotationScope = (typeof ANNOTATION_SCOPES)[number];
+export type AnnotationStyle = (typeof ANNOTATION_STYLES)[number];
 
 export interface Annotation {
   id: string;
@@ -36,18 +40,18 @@ export interface AnnotationPlace {
 
 const scopeKey = (p: AnnotationPlace) => p.jobId ?? '';
 
-function fromRow(r: Record<string, unknown>): Annotation {
+function fromRow(r: AnnotationsRow): Annotation {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    buildId: r.build_id as string,
-    jobId: (r.job_id as string | null) ?? null,
-    scope: r.scope as AnnotationScope,
-    context: r.context as string,
-    style: r.style as AnnotationStyle,
+    id: r.id,
+    organizationId: r.organization_id,
+    buildId: r.build_id,
+    jobId: r.job_id ?? null,
+    scope: oneOf(ANNOTATION_SCOPES, r.scope, 'annotations.scope'),
+    context: r.context,
+    style: oneOf(ANNOTATION_STYLES, r.style, 'annotations.style'),
     priority: Number(r.priority),
-    body: r.body as string,
-    bodyHtml: r.body_html as string,
+    body: r.body,
+    bodyHtml: r.body_html,
     createdAt: toDate(r.created_at),
     updatedAt: toDate(r.updated_at),
   };

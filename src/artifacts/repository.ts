@@ -1,8 +1,11 @@
 /** The `artifacts` table: Knex queries, rows in and artifacts out. */
 import type { Knex } from 'knex';
 import { toDate, toDateOrNull } from '../db/values';
+import { oneOf } from '../db/row-types-typed-a';
+import type { ArtifactsRow } from '../db/tables';
 
-export type ArtifactState = 'new' | 'error' | 'finished' | 'deleted' | 'expired';
+const ARTIFACT_STATES = ['new', 'error', 'finished', 'deleted', 'expired'] as const;
+export type ArtifactState = (typeof ARTIFACT_STATES)[number];
 
 export interface Artifact {
   id: string;
@@ -26,28 +29,28 @@ export interface Artifact {
   deletedAt: Date | null;
 }
 
-function fromRow(r: Record<string, unknown>): Artifact {
+function fromRow(r: ArtifactsRow): Artifact {
   return {
-    id: r.id as string,
-    jobId: r.job_id as string,
-    buildId: r.build_id as string,
-    batchId: r.batch_id as string,
-    clientBatchId: (r.client_batch_id as string | null) ?? null,
+    id: r.id,
+    jobId: r.job_id,
+    buildId: r.build_id,
+    batchId: r.batch_id,
+    clientBatchId: r.client_batch_id ?? null,
     batchIndex: Number(r.batch_index),
-    state: r.state as ArtifactState,
-    path: r.path as string,
-    contentType: r.content_type as string,
+    state: oneOf(ARTIFACT_STATES, r.state, 'artifacts.state'),
+    path: r.path,
+    contentType: r.content_type,
     fileSize: Number(r.file_size),
-    sha1sum: r.sha1sum as string,
-    sha256sum: (r.sha256sum as string | null) ?? null,
-    contentSha256: (r.content_sha256 as string | null) ?? null,
+    sha1sum: r.sha1sum,
+    sha256sum: r.sha256sum ?? null,
+    contentSha256: r.content_sha256 ?? null,
     createdAt: toDate(r.created_at),
     finishedAt: toDateOrNull(r.finished_at),
     deletedAt: toDateOrNull(r.deleted_at),
   };
 }
 
-function toRow(a: Artifact): Record<string, unknown> {
+function toRow(a: Artifact): ArtifactsRow {
   return {
     id: a.id,
     job_id: a.jobId,
@@ -160,7 +163,7 @@ export class ArtifactRepository {
     const row = await this.db('artifacts').where({ id }).whereNot({ state: 'deleted' }).first('content_sha256');
     if (!row) return null;
     await this.db('artifacts').where({ id }).update({ state: 'deleted', deleted_at: at, content_sha256: null });
-    return (row.content_sha256 as string | null) ?? null;
+    return row.content_sha256 ?? null;
   }
 
   /** Whether any artifact still uses the content at this address. */

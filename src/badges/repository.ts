@@ -4,6 +4,7 @@
  * (pipeline_id, branch, number) and (pipeline_id, state, number) indexes.
  */
 import type { Knex } from 'knex';
+import type { JobsRow } from '../db/tables';
 
 export interface BadgeBuild {
   state: string;
@@ -20,7 +21,7 @@ export class BadgeRepository {
 
   async pipelineIdByKey(key: string): Promise<string | null> {
     const row = await this.db('pipelines').where({ badge_key: key }).first('id');
-    return (row?.id as string | undefined) ?? null;
+    return row?.id ?? null;
   }
 
   /** Pipelines whose key is not stored yet (made before the column, or by a path that does not set it). */
@@ -37,15 +38,18 @@ export class BadgeRepository {
     const q = this.db('builds').where({ pipeline_id: pipelineId }).whereIn('state', states);
     if (branch !== undefined) q.andWhere({ branch });
     const row = await q.orderBy('number', 'desc').first('state');
-    return row ? { state: row.state as string } : null;
+    return row ? { state: row.state } : null;
   }
 
   /** The newest jobs labelled `step` (retried ones replaced by their retry), newest build first. */
   async latestStepJobs(pipelineId: string, step: string, branch: string | undefined, limit: number): Promise<BadgeStepJob[]> {
     const q = this.db('jobs as j').join('builds as b', 'b.id', 'j.build_id').where({ 'j.pipeline_id': pipelineId, 'j.name': step, 'j.retried': false });
     if (branch !== undefined) q.andWhere('b.branch', branch);
-    const rows = await q.orderBy('b.number', 'desc').limit(limit).select('j.build_id', 'j.state', 'j.soft_failed');
-    return rows.map((r: { build_id: string; state: string; soft_failed: boolean | number }) => ({
+    const rows = await q
+      .orderBy('b.number', 'desc')
+      .limit(limit)
+      .select<Pick<JobsRow, 'build_id' | 'state' | 'soft_failed'>[]>('j.build_id', 'j.state', 'j.soft_failed');
+    return rows.map((r) => ({
       buildId: r.build_id,
       state: r.state,
       softFailed: Boolean(r.soft_failed),

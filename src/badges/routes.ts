@@ -11,6 +11,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { BadRequestError, NotFoundError } from '../core/errors';
 import type { BadgeService, BadgeStatus } from './service';
 import { parseStyle, parseTheme, renderBadge } from './svg';
+import { isOneOf } from '../db/row-types-typed-a';
 
 const FILE = /^([0-9a-f]{50}|sample)\.(svg|json)$/;
 const STATUSES: BadgeStatus[] = ['passing', 'failing', 'unknown'];
@@ -50,10 +51,10 @@ export function badgeRoutes(badges: BadgeService): Router {
     const [, key, format] = m;
     if (key === 'sample') {
       const status = text(req, 'status') ?? 'unknown';
-      if (!STATUSES.includes(status as BadgeStatus)) {
+      if (!isOneOf(STATUSES, status)) {
         throw new BadRequestError(`status must be one of ${STATUSES.join(', ')}`);
       }
-      return send(req, res, status as BadgeStatus, format!);
+      return send(req, res, status, format!);
     }
     const status = await badges.status(key!, { branch: text(req, 'branch'), step: text(req, 'step') });
     if (status === null) throw new NotFoundError('badge');

@@ -10,6 +10,8 @@ import type { NotifyEntry } from '../pipelines/configuration';
 /** The contract's build and job states: what the state machine sets is what the API answers. */
 export type BuildState = components['schemas']['BuildState'];
 export type JobState = components['schemas']['JobState'];
+export type BuildSource = components['schemas']['BuildSource'];
+export type JobRetryType = components['schemas']['JobRetryType'];
 
 export interface Author {
   name?: string;
@@ -43,7 +45,7 @@ export interface Build {
   tag: string | null;
   env: Record<string, string>;
   metaData: Record<string, string>;
-  source: string;
+  source: BuildSource;
   author: Author | null;
   creator: User | null;
   pullRequest: PullRequest | null;

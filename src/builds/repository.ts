@@ -18,10 +18,18 @@ import type { Job } from './jobs/model';
 import { jobFromRow, toJobRow } from './jobs/rows';
 import type { User } from '../core/identity';
 import type { Build, BuildFilter, BuildState, NewBuild } from './model';
-import { buildFromRow, toBuildRow } from './rows';
+import { BUILD_STATE_VALUES, buildFromRow, toBuildRow, type BuildCreatorColumns } from './rows';
 import { buildTransition, CONCLUDED_BUILD_STATES } from './states';
+import { isTransaction, oneOf, rawRows, type JsonRow } from '../db/row-types-typed-a';
+import type { BuildsRow, JobsRow, OrganizationsRow, PipelinesRow } from '../db/tables';
 
 const SELECT = ['b.*', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at'];
+
+/** What SELECT reads: the build's row with its creator's columns (null without one). */
+type BuildRow = BuildsRow & BuildCreatorColumns;
+
+/** A build's row with its jobs as one JSON column (`jobs_json`, Postgres's `json_agg`), when asked for. */
+type BuildWithJobsRow = BuildRow & { jobs_json?: JsonRow<JobsRow>[] };
 
 /** What the state machine reads of a build, and what a trigger step tells the build it creates. */
 export interface ProgressingBuild {
@@ -57,7 +65,7 @@ export class BuildRepository {
 
   /** `fn` in the transaction this repository is bound to, else in one of its own. */
   private atomically<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
-    return this.db.isTransaction ? fn(this.db as Knex.Transaction) : this.db.transaction(fn);
+    return isTransaction(this.db) ? fn(this.db) : this.db.transaction(fn);
   }
 
   /**
@@ -104,18 +112,18 @@ export class BuildRepository {
       }
       const sql = `with ${parts.join(', ')} select p.builds_counter as number, o.builds_counter as org_number from p, o`;
       const run = async (db: Knex) => {
-        const r = returned(await db.raw(sql, bindings));
+        const r = returned<{ number: PipelinesRow['builds_counter']; org_number: OrganizationsRow['builds_counter'] }>(await db.raw(sql, bindings));
         return { number: Number(r.number), org_number: Number(r.org_number) };
       };
       numbers = await run(this.db);
     } else {
       numbers = await this.atomically(async (trx) => {
-        const number = Number(returned(await trx.raw(bumpPipeline, [build.pipelineId])).builds_counter);
+        const number = Number(returned<Pick<PipelinesRow, 'builds_counter'>>(await trx.raw(bumpPipeline, [build.pipelineId])).builds_counter);
         await trx('builds').insert({ ...buildRow, number });
         if (metaRows.length) await trx('build_meta_data').insert(metaRows);
         // Chunked: SQLite allows a limited number of bound variables per statement.
         for (let i = 0; i < jobRows.length; i += 20) await trx('jobs').insert(jobRows.slice(i, i + 20));
-        const orgNumber = Number(returned(await trx.raw(bumpOrg, [build.organizationId])).builds_counter);
+        const orgNumber = Number(returned<Pick<OrganizationsRow, 'builds_counter'>>(await trx.raw(bumpOrg, [build.organizationId])).builds_counter);
         await trx('builds').where({ id: build.id }).update({ org_number: orgNumber });
         return { number, org_number: orgNumber };
       });
@@ -132,7 +140,7 @@ export class BuildRepository {
     const q = this.db('builds as b')
       .leftJoin('users as u', 'u.id', 'b.creator_id')
       .where({ 'b.pipeline_id': pipelineId, 'b.number': number })
-      .select(SELECT)
+      .select<BuildWithJobsRow[]>(SELECT)
       .limit(1);
     return (await this.withJobs(q, includeRetried, withJobs))[0] ?? null;
   }
@@ -153,14 +161,18 @@ export class BuildRepository {
    * expressions past them), so it runs for the page's rows only. SQLite queries cost no round trip, and a
    * second prepared statement there is cheaper than building and parsing JSON.
    */
-  private async withJobs(q: Knex.QueryBuilder, includeRetried: boolean, withJobs: boolean): Promise<{ build: Build; jobs: Job[] }[]> {
-    if (!withJobs) return ((await q) as Record<string, unknown>[]).map((r) => ({ build: buildFromRow(r), jobs: [] }));
+  private async withJobs(
+    q: Knex.QueryBuilder<BuildsRow, BuildWithJobsRow[]>,
+    includeRetried: boolean,
+    withJobs: boolean,
+  ): Promise<{ build: Build; jobs: Job[] }[]> {
+    if (!withJobs) return (await q).map((r) => ({ build: buildFromRow(r), jobs: [] }));
     if (isPostgres(this.db)) {
       const retried = includeRetried ? '' : ' and not j.retried';
       q.select(this.db.raw(`(select coalesce(json_agg(j order by j.position), '[]') from jobs j where j.build_id = b.id${retried}) as jobs_json`));
-      return (await q).map((r: Record<string, unknown>) => ({ build: buildFromRow(r), jobs: (r.jobs_json as Record<string, unknown>[]).map(jobFromRow) }));
+      return (await q).map((r) => ({ build: buildFromRow(r), jobs: (r.jobs_json ?? []).map(jobFromRow) }));
     }
-    const builds = ((await q) as Record<string, unknown>[]).map(buildFromRow);
+    const builds = (await q).map(buildFromRow);
     const jobs = await this.jobsOf(
       builds.map((b) => b.id),
       includeRetried,
@@ -172,7 +184,7 @@ export class BuildRepository {
     const row = await this.db('builds as b')
       .leftJoin('users as u', 'u.id', 'b.creator_id')
       .where({ 'b.pipeline_id': pipelineId, 'b.number': number })
-      .first(SELECT);
+      .first<BuildRow | undefined>(SELECT);
     return row ? buildFromRow(row) : null;
   }
 
@@ -182,12 +194,12 @@ export class BuildRepository {
       .join('jobs as j', 'j.build_id', 'b.id')
       .leftJoin('users as u', 'u.id', 'b.creator_id')
       .where({ 'j.id': jobId })
-      .first(SELECT);
+      .first<BuildRow | undefined>(SELECT);
     return row ? buildFromRow(row) : null;
   }
 
   async findById(id: string): Promise<Build | null> {
-    const row = await this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').where({ 'b.id': id }).first(SELECT);
+    const row = await this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').where({ 'b.id': id }).first<BuildRow | undefined>(SELECT);
     return row ? buildFromRow(row) : null;
   }
 
@@ -200,8 +212,8 @@ export class BuildRepository {
    * The list query itself, so its plan can be inspected (test/builds/plans.test.ts). Wrapped in
    * an object: a query builder is thenable, and returning it bare from an async function runs it.
    */
-  async listQuery(f: BuildFilter, offset: number, limit: number): Promise<{ query: Knex.QueryBuilder } | null> {
-    const q = this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').select(SELECT);
+  async listQuery(f: BuildFilter, offset: number, limit: number): Promise<{ query: Knex.QueryBuilder<BuildsRow, BuildWithJobsRow[]> } | null> {
+    const q = this.db('builds as b').leftJoin('users as u', 'u.id', 'b.creator_id').select<BuildWithJobsRow[]>(SELECT);
     const pipelineId = 'pipelineId' in f.scope ? f.scope.pipelineId : undefined;
     const orgs = 'organizations' in f.scope ? f.scope.organizations : [];
     if (!pipelineId && !orgs.length) return null;
@@ -285,7 +297,7 @@ export class BuildRepository {
     if (!buildIds.length) return byBuild;
     const q = whereAnyOf(this.db('jobs'), 'build_id', buildIds).orderBy([{ column: 'build_id' }, { column: 'position' }]);
     if (!includeRetried) q.where('retried', false);
-    for (const row of await q) byBuild.get(row.build_id as string)!.push(jobFromRow(row));
+    for (const row of await q) byBuild.get(row.build_id)!.push(jobFromRow(row));
     return byBuild;
   }
 
@@ -312,7 +324,7 @@ export class BuildRepository {
    */
   async appendNotify(buildId: string, entries: readonly NotifyEntry[]): Promise<void> {
     if (entries.length === 0) return;
-    const row = (await this.db('builds').where({ id: buildId }).first('notify')) as { notify: unknown } | undefined;
+    const row = await this.db('builds').where({ id: buildId }).first('notify');
     if (!row) return;
     const notify = [...parseJson<NotifyEntry[]>(row.notify, []), ...entries];
     await this.db('builds')
@@ -341,22 +353,23 @@ export class BuildRepository {
         'trigger_depth',
         'triggered_from_job_id',
       );
+    if (!b) throw new Error(`build ${buildId} is gone`);
     return {
-      state: b.state as BuildState,
+      state: oneOf(BUILD_STATE_VALUES, b.state, 'builds.state'),
       blocked: toBool(b.blocked),
       startedAt: toDateOrNull(b.started_at),
       failingAt: toDateOrNull(b.failing_at),
       finishedAt: toDateOrNull(b.finished_at),
-      organizationId: b.organization_id as string,
-      pipelineId: b.pipeline_id as string,
+      organizationId: b.organization_id,
+      pipelineId: b.pipeline_id,
       number: Number(b.number),
-      message: (b.message as string | null) ?? null,
-      branch: b.branch as string,
-      commit: b.commit as string,
-      source: b.source as string,
-      creatorId: (b.creator_id as string | null) ?? null,
+      message: b.message ?? null,
+      branch: b.branch,
+      commit: b.commit,
+      source: b.source,
+      creatorId: b.creator_id ?? null,
       triggerDepth: Number(b.trigger_depth ?? 0),
-      triggeredFromJobId: (b.triggered_from_job_id as string | null) ?? null,
+      triggeredFromJobId: b.triggered_from_job_id ?? null,
     };
   }
 
@@ -379,7 +392,7 @@ export class BuildRepository {
   /** The build's meta-data (its own copy, which the meta-data table mirrors). */
   async metaDataOf(buildId: string): Promise<Record<string, string>> {
     const row = await this.db('builds').where({ id: buildId }).first('meta_data');
-    return row ? (JSON.parse(row.meta_data as string) as Record<string, string>) : {};
+    return parseJson<Record<string, string>>(row?.meta_data, {});
   }
 
   /** Sets meta-data keys (a block step's fields, an agent's `meta-data set`): in the meta-data table and in the build's own copy. */
@@ -393,16 +406,12 @@ export class BuildRepository {
     const row = await this.db('builds').where({ id: buildId }).first('meta_data');
     await this.db('builds')
       .where({ id: buildId })
-      .update({ meta_data: JSON.stringify({ ...JSON.parse(row.meta_data as string), ...fields }) });
+      .update({ meta_data: JSON.stringify({ ...parseJson<Record<string, string>>(row?.meta_data, {}), ...fields }) });
   }
 
   /** Ids of the branch's builds numbered below `belowNumber` in `states`. */
   async branchBuildsBelow(pipelineId: string, branch: string, belowNumber: number, states: readonly BuildState[]): Promise<string[]> {
-    return (await this.db('builds')
-      .where({ pipeline_id: pipelineId, branch })
-      .where('number', '<', belowNumber)
-      .whereIn('state', states)
-      .pluck('id')) as string[];
+    return this.db('builds').where({ pipeline_id: pipelineId, branch }).where('number', '<', belowNumber).whereIn('state', states).pluck('id');
   }
 
   /** The builds `event` moves (a skip, a cancel of older builds of the branch) end at `at`, no longer blocked; how many. */
@@ -441,7 +450,7 @@ export class BuildRepository {
       .whereIn('state', CONCLUDED_BUILD_STATES)
       .orderBy('number', 'desc')
       .first('state');
-    return (row?.state as string | undefined) ?? null;
+    return row?.state ?? null;
   }
 
   /** A build as it stands at the end of a history (the fixture loader's: its state and times from the file). */
@@ -463,8 +472,9 @@ export class BuildRepository {
   }
 }
 
-/** The single row of an UPDATE ... RETURNING, whichever driver answered. */
-function returned(result: unknown): Record<string, unknown> {
-  const rows = (Array.isArray(result) ? result : (result as { rows: unknown[] }).rows) as Record<string, unknown>[];
-  return rows[0]!;
+/** The single row of an UPDATE ... RETURNING, whichever driver answered, typed as its RETURNING list names it. */
+function returned<Row>(result: unknown): Row {
+  const row = rawRows<Row>(result)[0];
+  if (row === undefined) throw new Error('UPDATE ... RETURNING returned no row');
+  return row;
 }

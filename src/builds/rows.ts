@@ -4,33 +4,63 @@
  */
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/rows';
+import { oneOf, valuesOf, type Nullable, type Prefixed } from '../db/row-types-typed-a';
+import type { BuildsRow, UsersRow } from '../db/tables';
 import type { NotifyEntry } from '../pipelines/configuration';
-import type { Author, Build, BuildState, NewBuild, PullRequest, TriggeredFrom } from './model';
+import type { Author, Build, BuildSource, BuildState, NewBuild, PullRequest, TriggeredFrom } from './model';
 
-export function buildFromRow(r: Record<string, unknown>): Build {
+/** Every build state, checked against the spec's list. */
+export const BUILD_STATE_VALUES = valuesOf<BuildState>()(
+  'creating',
+  'scheduled',
+  'running',
+  'passed',
+  'failing',
+  'failed',
+  'blocked',
+  'canceling',
+  'canceled',
+  'skipped',
+  'not_run',
+);
+
+/** Every build source, checked against the spec's list. */
+export const BUILD_SOURCE_VALUES = valuesOf<BuildSource>()('api', 'webhook', 'ui', 'trigger_job', 'schedule', 'pipeline_upload');
+
+/** The creator's columns a build is read with (`u.name as creator_name`...): null without a creator. */
+export type BuildCreatorColumns = Nullable<Prefixed<Pick<UsersRow, 'name' | 'email' | 'created_at'>, 'creator_'>>;
+
+/** The columns of a build's row buildFromRow reads (a new build's row has no others). */
+type ReadBuildColumns = Exclude<keyof BuildsRow, 'org_number' | 'triggered_from_job_id' | 'trigger_depth'>;
+
+/** A build's row as buildFromRow reads it: from either driver with its creator's columns, or as toBuildRow wrote it. */
+export type BuildRowIn = Pick<BuildsRow, ReadBuildColumns> & Partial<BuildCreatorColumns>;
+
+export function buildFromRow(r: BuildRowIn): Build {
   return {
-    id: r.id as string,
-    pipelineId: r.pipeline_id as string,
-    organizationId: r.organization_id as string,
+    id: r.id,
+    pipelineId: r.pipeline_id,
+    organizationId: r.organization_id,
     number: Number(r.number),
-    state: r.state as BuildState,
+    state: oneOf(BUILD_STATE_VALUES, r.state, 'builds.state'),
     blocked: toBool(r.blocked),
-    message: (r.message as string | null) ?? null,
-    commit: r.commit as string,
-    branch: r.branch as string,
-    tag: (r.tag as string | null) ?? null,
+    message: r.message ?? null,
+    commit: r.commit,
+    branch: r.branch,
+    tag: r.tag ?? null,
     env: parseJson(r.env, {}),
     metaData: parseJson(r.meta_data, {}),
-    source: r.source as string,
+    source: oneOf(BUILD_SOURCE_VALUES, r.source, 'builds.source'),
     author: parseJson<Author | null>(r.author, null),
-    creator: r.creator_id
-      ? userFromRow({ id: r.creator_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
-      : null,
+    creator:
+      r.creator_id && r.creator_name != null && r.creator_email != null
+        ? userFromRow({ id: r.creator_id, name: r.creator_name, email: r.creator_email, created_at: r.creator_created_at })
+        : null,
     pullRequest: parseJson<PullRequest | null>(r.pull_request, null),
     cleanCheckout: toBool(r.clean_checkout),
-    rebuiltFrom: r.rebuilt_from_id ? { id: r.rebuilt_from_id as string, number: Number(r.rebuilt_from_number) } : null,
+    rebuiltFrom: r.rebuilt_from_id ? { id: r.rebuilt_from_id, number: Number(r.rebuilt_from_number) } : null,
     triggeredFrom: parseJson<TriggeredFrom | null>(r.triggered_from, null),
-    cancelReason: (r.cancel_reason as string | null) ?? null,
+    cancelReason: r.cancel_reason ?? null,
     notify: parseJson<NotifyEntry[]>(r.notify, []),
     createdAt: toDate(r.created_at),
     scheduledAt: toDateOrNull(r.scheduled_at),

@@ -18,6 +18,7 @@ import type { BuildProgress } from './progress/service';
 import type { BuildRepository } from './repository';
 import type { Principal, Actor, Permissions } from '../core/identity';
 import { clock } from '../core/clock';
+import { isOneOf } from '../db/row-types-typed-a';
 
 export type CreateBuildInput = components['schemas']['CreateBuildRequest'];
 
@@ -46,7 +47,7 @@ const BULK_RETRY_STATES: readonly string[] = [...BULK_RETRYABLE_JOB_STATES, 'sof
 /** Which bulk retry state a finished job is in, if any: `failed` is a hard failure, `soft_failed` one its step lets pass. */
 function bulkRetryStateOf(job: Job): string | null {
   if (job.state === 'failed') return job.softFailed ? 'soft_failed' : 'failed';
-  return BULK_RETRYABLE_JOB_STATES.includes(job.state) ? job.state : null;
+  return isOneOf(BULK_RETRYABLE_JOB_STATES, job.state) ? job.state : null;
 }
 
 export class BuildService {
@@ -205,7 +206,7 @@ export class BuildService {
       .split(',')
       .map((s) => s.trim())
       .filter(Boolean);
-    const invalid = named.filter((s) => !BULK_RETRY_STATES.includes(s));
+    const invalid = named.filter((s) => !isOneOf(BULK_RETRY_STATES, s));
     if (invalid.length) throw new BadRequestError(`Invalid states: ${invalid.join(', ')}. Valid states are ${BULK_RETRY_STATES.join(', ')}.`);
     const wanted = new Set(named.length ? named : BULK_RETRY_STATES);
     const item = await this.get(actor, pipelineSlug, number, false);

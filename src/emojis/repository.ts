@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { isUniqueViolation } from '../db/knex';
 import { ValidationError } from '../core/errors';
 import { parseJson, toDate } from '../db/values';
+import type { EmojisRow } from '../db/tables';
 
 export interface Emoji {
   id: string;
@@ -13,12 +14,12 @@ export interface Emoji {
   createdAt: Date;
 }
 
-function fromRow(r: Record<string, unknown>): Emoji {
+function fromRow(r: EmojisRow): Emoji {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    name: r.name as string,
-    url: r.url as string,
+    id: r.id,
+    organizationId: r.organization_id,
+    name: r.name,
+    url: r.url,
     aliases: parseJson<string[]>(r.aliases, []),
     createdAt: toDate(r.created_at),
   };

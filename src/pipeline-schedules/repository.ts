@@ -9,6 +9,8 @@ import type { Knex } from 'knex';
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/rows';
 import type { Role, User } from '../core/identity';
+import { oneOfOrNull, type Nullable, type Prefixed } from '../db/row-types-typed-a';
+import type { OrganizationMembersRow, PipelineSchedulesRow, PipelinesRow, UsersRow } from '../db/tables';
 
 export interface PipelineSchedule {
   id: string;
@@ -50,32 +52,41 @@ const SELECT = [
   'm.role as creator_role',
 ];
 
-function fromRow(r: Record<string, unknown>): PipelineSchedule {
+const ROLES: readonly Role[] = ['admin', 'member'];
+
+/** What SELECT reads: the schedule's row, its pipeline's slug, its creator's columns and role (null when none). */
+type ScheduleRow = PipelineSchedulesRow &
+  Prefixed<Pick<PipelinesRow, 'slug'>, 'pipeline_'> &
+  Nullable<Prefixed<Pick<UsersRow, 'id' | 'name' | 'email' | 'created_at'>, 'creator_'>> &
+  Nullable<Prefixed<Pick<OrganizationMembersRow, 'role'>, 'creator_'>>;
+
+function fromRow(r: ScheduleRow): PipelineSchedule {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    pipelineId: r.pipeline_id as string,
-    pipelineSlug: r.pipeline_slug as string,
-    label: (r.label as string | null) ?? null,
-    cronline: r.cronline as string,
-    message: (r.message as string | null) ?? null,
-    commit: r.commit as string,
-    branch: r.branch as string,
+    id: r.id,
+    organizationId: r.organization_id,
+    pipelineId: r.pipeline_id,
+    pipelineSlug: r.pipeline_slug,
+    label: r.label ?? null,
+    cronline: r.cronline,
+    message: r.message ?? null,
+    commit: r.commit,
+    branch: r.branch,
     env: parseJson<Record<string, string>>(r.env, {}),
     enabled: toBool(r.enabled),
     nextBuildAt: toDateOrNull(r.next_build_at),
-    failedMessage: (r.failed_message as string | null) ?? null,
+    failedMessage: r.failed_message ?? null,
     failedAt: toDateOrNull(r.failed_at),
-    createdBy: r.creator_id
-      ? userFromRow({ id: r.creator_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
-      : null,
-    creatorRole: (r.creator_role as Role | null) ?? null,
+    createdBy:
+      r.creator_id && r.creator_name != null && r.creator_email != null
+        ? userFromRow({ id: r.creator_id, name: r.creator_name, email: r.creator_email, created_at: r.creator_created_at })
+        : null,
+    creatorRole: oneOfOrNull(ROLES, r.creator_role, 'organization_members.role'),
     createdAt: toDate(r.created_at),
   };
 }
 
-function toColumns(c: ScheduleChanges): Record<string, unknown> {
-  const cols: Record<string, unknown> = {};
+function toColumns(c: ScheduleChanges): Partial<PipelineSchedulesRow> {
+  const cols: Partial<PipelineSchedulesRow> = {};
   if (c.label !== undefined) cols.label = c.label;
   if (c.cronline !== undefined) cols.cronline = c.cronline;
   if (c.message !== undefined) cols.message = c.message;
@@ -116,12 +127,12 @@ export class PipelineScheduleRepository {
   }
 
   async findInPipeline(pipelineId: string, id: string): Promise<PipelineSchedule | null> {
-    const row = await this.base().where({ 's.pipeline_id': pipelineId, 's.id': id }).first(SELECT);
+    const row = await this.base().where({ 's.pipeline_id': pipelineId, 's.id': id }).first<ScheduleRow | undefined>(SELECT);
     return row ? fromRow(row) : null;
   }
 
   async findById(id: string): Promise<PipelineSchedule | null> {
-    const row = await this.base().where({ 's.id': id }).first(SELECT);
+    const row = await this.base().where({ 's.id': id }).first<ScheduleRow | undefined>(SELECT);
     return row ? fromRow(row) : null;
   }
 
@@ -135,7 +146,7 @@ export class PipelineScheduleRepository {
       ])
       .offset(offset)
       .limit(limit)
-      .select(SELECT);
+      .select<ScheduleRow[]>(SELECT);
     return rows.map(fromRow);
   }
 
@@ -157,7 +168,7 @@ export class PipelineScheduleRepository {
       .orderBy('next_build_at')
       .limit(limit)
       .select('id', 'next_build_at');
-    return rows.map((r) => ({ id: r.id as string, nextBuildAt: toDate(r.next_build_at) }));
+    return rows.map((r) => ({ id: r.id, nextBuildAt: toDate(r.next_build_at) }));
   }
 
   /**

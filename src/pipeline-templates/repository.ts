@@ -7,6 +7,8 @@ import type { Knex } from 'knex';
 import { toBool, toDate } from '../db/values';
 import type { User } from '../core/identity';
 import { userFromRow } from '../user/rows';
+import type { Nullable, Prefixed } from '../db/row-types-typed-a';
+import type { PipelineTemplatesRow, UsersRow } from '../db/tables';
 
 export interface PipelineTemplate {
   id: string;
@@ -33,27 +35,28 @@ export interface TemplateFields {
   available: boolean;
 }
 
-function userOf(r: Record<string, unknown>, prefix: string): User | null {
-  return r[`${prefix}_id`]
-    ? userFromRow({
-        id: r[`${prefix}_id`] as string,
-        name: r[`${prefix}_name`] as string,
-        email: r[`${prefix}_email`] as string,
-        created_at: r[`${prefix}_created_at`],
-      })
-    : null;
+/** A user's columns a left join selects under a prefix (`c.name as creator_name`...): null when none. */
+type UserColumns<P extends string> = Nullable<Prefixed<Pick<UsersRow, 'id' | 'name' | 'email' | 'created_at'>, P>>;
+
+/** What SELECT reads: the template's columns with its creator's and last updater's. */
+type TemplateRow = Pick<PipelineTemplatesRow, 'id' | 'organization_id' | 'name' | 'description' | 'configuration' | 'available' | 'created_at' | 'updated_at'> &
+  UserColumns<'creator_'> &
+  UserColumns<'updater_'>;
+
+function userOf(id: string | null, name: string | null, email: string | null, createdAt: unknown): User | null {
+  return id && name != null && email != null ? userFromRow({ id, name, email, created_at: createdAt }) : null;
 }
 
-function fromRow(r: Record<string, unknown>): PipelineTemplate {
+function fromRow(r: TemplateRow): PipelineTemplate {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    name: r.name as string,
-    description: (r.description as string | null) ?? null,
-    configuration: r.configuration as string,
+    id: r.id,
+    organizationId: r.organization_id,
+    name: r.name,
+    description: r.description ?? null,
+    configuration: r.configuration,
     available: toBool(r.available),
-    createdBy: userOf(r, 'creator'),
-    updatedBy: userOf(r, 'updater'),
+    createdBy: userOf(r.creator_id, r.creator_name, r.creator_email, r.creator_created_at),
+    updatedBy: userOf(r.updater_id, r.updater_name, r.updater_email, r.updater_created_at),
     createdAt: toDate(r.created_at),
     updatedAt: toDate(r.updated_at),
   };
@@ -78,8 +81,8 @@ const SELECT = [
   'u.created_at as updater_created_at',
 ];
 
-function toColumns(f: Partial<TemplateFields>): Record<string, unknown> {
-  const c: Record<string, unknown> = {};
+function toColumns(f: Partial<TemplateFields>): Partial<PipelineTemplatesRow> {
+  const c: Partial<PipelineTemplatesRow> = {};
   if (f.name !== undefined) c.name = f.name;
   if (f.description !== undefined) c.description = f.description;
   if (f.configuration !== undefined) c.configuration = f.configuration;
@@ -118,13 +121,13 @@ export class PipelineTemplateRepository {
         ])
         .offset(offset)
         .limit(limit)
-        .select(SELECT),
+        .select<TemplateRow[]>(SELECT),
     ]);
     return { items: rows.map(fromRow), total: Number(countRow?.n ?? 0) };
   }
 
   async find(organizationId: string, id: string): Promise<PipelineTemplate | null> {
-    const row = await this.base().where({ 't.organization_id': organizationId, 't.id': id }).first(SELECT);
+    const row = await this.base().where({ 't.organization_id': organizationId, 't.id': id }).first<TemplateRow | undefined>(SELECT);
     return row ? fromRow(row) : null;
   }
 

@@ -333,7 +333,7 @@ class Parser {
     try {
       new RegExp(source, flags);
     } catch (err) {
-      throw new ParseError(`invalid regular expression: ${(err as Error).message}`, start);
+      throw new ParseError(`invalid regular expression: ${err instanceof Error ? err.message : String(err)}`, start);
     }
     this.pos = end;
     return { kind: 'regex', source, flags };

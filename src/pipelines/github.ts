@@ -48,7 +48,7 @@ export function gitHubHooks(apis: { github: GitHubApi; github_enterprise: GitHub
         return false;
       } catch (err) {
         // The transport's message names the host and the reason (an address that is not public, the deadline), never the URL's secrets.
-        logger.warn({ provider, repo, err: (err as Error).message }, 'GitHub API unreachable');
+        logger.warn({ provider, repo, err: err instanceof Error ? err.message : String(err) }, 'GitHub API unreachable');
         return false;
       }
     },

@@ -6,6 +6,7 @@
 import type { FieldError } from '../core/errors';
 import { validateBranchFilter } from './branch-filter';
 import { conditionError } from './filter-condition';
+import { isOneOf } from '../db/row-types-typed-a';
 
 export type ProviderId = 'github' | 'github_enterprise' | 'gitlab' | 'gitlab_ee' | 'bitbucket' | 'bitbucket_server' | 'git';
 
@@ -345,7 +346,7 @@ function valueError(kind: SettingKind, value: unknown): string | null {
     case 'boolean':
       return typeof value === 'boolean' ? null : 'must be a boolean';
     case 'trigger_mode':
-      return typeof value === 'string' && (TRIGGER_MODES as readonly string[]).includes(value) ? null : 'is not included in the list';
+      return isOneOf(TRIGGER_MODES, value) ? null : 'is not included in the list';
     case 'filter_condition':
       if (typeof value !== 'string') return 'must be a string';
       if (value.length > FILTER_CONDITION_MAX) return `is too long (maximum is ${FILTER_CONDITION_MAX} characters)`;

@@ -8,9 +8,15 @@ import type { NotifyEntry, Step } from './configuration';
 import type { ProviderId, ProviderSettings } from './provider';
 import type { User } from '../core/identity';
 import type { components } from '../../generated/api';
+import { oneOf, valuesOf, type Nullable, type Prefixed } from '../db/row-types-typed-a';
+import type { DbBigInt } from '../db/column-kinds';
+import type { PipelinesRow, PipelineTemplatesRow, UsersRow } from '../db/tables';
+import { PROVIDER_IDS } from './provider';
 
 /** A team's access to a pipeline: the spec's `PipelineAccessLevel`. */
 export type AccessLevel = components['schemas']['PipelineAccessLevel'];
+const ACCESS_LEVEL_VALUES = valuesOf<AccessLevel>()('read_only', 'build_and_read', 'manage_build_and_read');
+const VISIBILITIES = valuesOf<'private' | 'public'>()('private', 'public');
 
 /** A pipeline's GitHub webhook processing, while disabled: when, and the name of who did it (null once that user is gone). */
 export interface GithubWebhooksDisabled {
@@ -135,7 +141,16 @@ const COUNT_COLUMNS = (
   ] as const
 ).map(([table, state, alias]) => `(select count(*) from ${table} x where x.pipeline_id = p.id and x.state = '${state}') as ${alias}`);
 
-function countsFromRow(r: Record<string, unknown>): PipelineCounts {
+/** The live counts' columns (COUNT_COLUMNS): a count is a bigint on Postgres. */
+type CountColumns = Record<'count_scheduled_builds' | 'count_running_builds' | 'count_scheduled_jobs' | 'count_running_jobs' | 'count_waiting_jobs', DbBigInt>;
+
+/** What SELECT reads: the pipeline's row, its creator's and its template's columns (null when none), and the counts when asked for. */
+type PipelineRow = PipelinesRow &
+  Nullable<Prefixed<Pick<UsersRow, 'id' | 'name' | 'email' | 'created_at'>, 'creator_'>> &
+  Nullable<Prefixed<Pick<PipelineTemplatesRow, 'id' | 'steps' | 'env' | 'notify'>, 'template_'>> &
+  Partial<CountColumns>;
+
+function countsFromRow(r: Partial<CountColumns>): PipelineCounts {
   return {
     scheduledBuilds: Number(r.count_scheduled_builds),
     runningBuilds: Number(r.count_running_builds),
@@ -145,25 +160,25 @@ function countsFromRow(r: Record<string, unknown>): PipelineCounts {
   };
 }
 
-function fromRow(r: Record<string, unknown>): Pipeline {
+function fromRow(r: PipelineRow): Pipeline {
   return {
-    id: r.id as string,
-    organizationId: r.organization_id as string,
-    slug: r.slug as string,
-    name: r.name as string,
-    description: (r.description as string | null) ?? null,
-    repository: r.repository as string,
-    providerId: r.provider_id as ProviderId,
+    id: r.id,
+    organizationId: r.organization_id,
+    slug: r.slug,
+    name: r.name,
+    description: r.description ?? null,
+    repository: r.repository,
+    providerId: oneOf(PROVIDER_IDS, r.provider_id, 'pipelines.provider_id'),
     providerSettings: parseJson<ProviderSettings>(r.provider_settings, {}),
-    defaultBranch: (r.default_branch as string | null) ?? null,
-    branchConfiguration: (r.branch_configuration as string | null) ?? null,
+    defaultBranch: r.default_branch ?? null,
+    branchConfiguration: r.branch_configuration ?? null,
     skipQueuedBranchBuilds: toBool(r.skip_queued_branch_builds),
-    skipQueuedBranchBuildsFilter: (r.skip_queued_branch_builds_filter as string | null) ?? null,
+    skipQueuedBranchBuildsFilter: r.skip_queued_branch_builds_filter ?? null,
     cancelRunningBranchBuilds: toBool(r.cancel_running_branch_builds),
-    cancelRunningBranchBuildsFilter: (r.cancel_running_branch_builds_filter as string | null) ?? null,
+    cancelRunningBranchBuildsFilter: r.cancel_running_branch_builds_filter ?? null,
     allowRebuilds: toBool(r.allow_rebuilds),
-    clusterId: (r.cluster_id as string | null) ?? null,
-    pipelineTemplateUuid: (r.pipeline_template_uuid as string | null) ?? null,
+    clusterId: r.cluster_id ?? null,
+    pipelineTemplateUuid: r.pipeline_template_uuid ?? null,
     template: r.template_id
       ? {
           steps: parseJson<Step[]>(r.template_steps, []),
@@ -171,17 +186,18 @@ function fromRow(r: Record<string, unknown>): Pipeline {
           notify: parseJson<NotifyEntry[]>(r.template_notify, []),
         }
       : null,
-    visibility: r.visibility as Pipeline['visibility'],
+    visibility: oneOf(VISIBILITIES, r.visibility, 'pipelines.visibility'),
     tags: parseJson<string[] | null>(r.tags, null),
-    configuration: (r.configuration as string | null) ?? null,
+    configuration: r.configuration ?? null,
     steps: parseJson<Step[]>(r.steps, []),
     env: parseJson<Record<string, string>>(r.env, {}),
     notify: parseJson<NotifyEntry[]>(r.notify, []),
-    defaultTimeoutInMinutes: (r.default_timeout_in_minutes as number | null) ?? null,
-    maximumTimeoutInMinutes: (r.maximum_timeout_in_minutes as number | null) ?? null,
-    createdBy: r.creator_id
-      ? userFromRow({ id: r.creator_id as string, name: r.creator_name as string, email: r.creator_email as string, created_at: r.creator_created_at })
-      : null,
+    defaultTimeoutInMinutes: r.default_timeout_in_minutes ?? null,
+    maximumTimeoutInMinutes: r.maximum_timeout_in_minutes ?? null,
+    createdBy:
+      r.creator_id && r.creator_name != null && r.creator_email != null
+        ? userFromRow({ id: r.creator_id, name: r.creator_name, email: r.creator_email, created_at: r.creator_created_at })
+        : null,
     createdAt: toDate(r.created_at),
     archivedAt: toDateOrNull(r.archived_at),
     webhookSecretGeneration: Number(r.webhook_secret_generation ?? 0),
@@ -304,31 +320,31 @@ export class PipelineRepository {
   }
 
   async findBySlug(organizationId: string, slug: string, opts: ReadOptions = {}): Promise<Pipeline | null> {
-    const row = await this.base(this.db).where({ 'p.organization_id': organizationId, 'p.slug': slug }).first(this.columns(opts));
+    const row = await this.base(this.db).where({ 'p.organization_id': organizationId, 'p.slug': slug }).first<PipelineRow | undefined>(this.columns(opts));
     return row ? fromRow(row) : null;
   }
 
   async findById(id: string): Promise<Pipeline | null> {
-    const row = await this.base(this.db).where({ 'p.id': id }).first(SELECT);
+    const row = await this.base(this.db).where({ 'p.id': id }).first<PipelineRow | undefined>(SELECT);
     return row ? fromRow(row) : null;
   }
 
   /** The pipeline a webhook delivery is for, by the SHA-256 of the token in its path. */
   async findByWebhookTokenHash(hash: string): Promise<Pipeline | null> {
-    const row = await this.base(this.db).where({ 'p.webhook_token_hash': hash }).first(SELECT);
+    const row = await this.base(this.db).where({ 'p.webhook_token_hash': hash }).first<PipelineRow | undefined>(SELECT);
     return row ? fromRow(row) : null;
   }
 
   async findByIds(ids: string[], opts: ReadOptions = {}): Promise<Pipeline[]> {
     if (!ids.length) return [];
-    return (await whereAnyOf(this.base(this.db), 'p.id', ids).select(this.columns(opts))).map(fromRow);
+    return (await whereAnyOf(this.base(this.db), 'p.id', ids).select<PipelineRow[]>(this.columns(opts))).map(fromRow);
   }
 
   /** Live counts per pipeline, read after a write that changed them. */
   async countsFor(ids: string[]): Promise<Map<string, PipelineCounts>> {
     if (!ids.length) return new Map();
-    const rows = await whereAnyOf(this.db('pipelines as p'), 'p.id', ids).select(['p.id', ...this.countColumns()]);
-    return new Map(rows.map((r: Record<string, unknown>) => [r.id as string, countsFromRow(r)]));
+    const rows = await whereAnyOf(this.db('pipelines as p'), 'p.id', ids).select<(Pick<PipelinesRow, 'id'> & CountColumns)[]>(['p.id', ...this.countColumns()]);
+    return new Map(rows.map((r) => [r.id, countsFromRow(r)]));
   }
 
   async list(f: ListFilter, offset: number, limit: number): Promise<{ items: Pipeline[]; total: number }> {
@@ -356,7 +372,7 @@ export class PipelineRepository {
         ])
         .offset(offset)
         .limit(limit)
-        .select(this.columns({ counts: true })),
+        .select<PipelineRow[]>(this.columns({ counts: true })),
     ]);
     return { items: rows.map(fromRow), total: Number(countRow?.n ?? 0) };
   }
@@ -366,8 +382,8 @@ export class PipelineRepository {
     const rows = await this.db('pipeline_teams as pt')
       .join('team_members as tm', 'tm.team_id', 'pt.team_id')
       .where({ 'pt.pipeline_id': pipelineId, 'tm.user_id': userId })
-      .select('pt.access_level');
-    return rows.map((r) => r.access_level as AccessLevel);
+      .select<{ access_level: string }[]>('pt.access_level');
+    return rows.map((r) => oneOf(ACCESS_LEVEL_VALUES, r.access_level, 'pipeline_teams.access_level'));
   }
 
   /** Who disabled the pipeline's GitHub webhook processing and when; null while it is enabled. */
@@ -391,6 +407,6 @@ export class PipelineRepository {
   /** The teams a pipeline is granted to (a notification service scoped to teams hears of its builds). */
   async teamIdsOf(pipelineId: string): Promise<string[]> {
     const rows = await this.db('pipeline_teams').where({ pipeline_id: pipelineId }).select('team_id');
-    return rows.map((r) => r.team_id as string);
+    return rows.map((r) => r.team_id);
   }
 }

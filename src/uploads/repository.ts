@@ -171,7 +171,8 @@ export class UploadRepository {
         .onConflict(['suite_id', 'run_key'])
         .merge({ executions_count: add('executions_count'), passed_count: add('passed_count'), failed_count: add('failed_count'), updated_at: now })
         .returning('*');
-      const run = runFromRow(runRow);
+      if (!runRow) throw new Error('the run upsert returned no row');
+      const run = runFromRow({ ...runRow });
       if (!results.length) return run;
       const firstPosition = Number(runRow.executions_count) - results.length;
 
@@ -219,7 +220,7 @@ export class UploadRepository {
             duration_max: trx.raw(pick('tests', 'duration_max', '>')),
           })
           .returning(['id', 'identity_hash']);
-        for (const r of rows) testIds.set(r.identity_hash as string, r.id as string);
+        for (const r of rows) testIds.set(r.identity_hash, r.id);
       }
 
       const indexed = results.map((r, i) => ({ r, i, bytes: weights[i]! }));
@@ -253,16 +254,18 @@ export class UploadRepository {
     const out = new Set<string>();
     for (const part of chunks(hashes)) {
       const rows = await trx('tests').where({ suite_id: suiteId, state: 'muted' }).whereIn('identity_hash', part).select('identity_hash');
-      for (const r of rows) out.add(r.identity_hash as string);
+      for (const r of rows) out.add(r.identity_hash);
     }
     return out;
   }
 
   /** OR this upload's outcomes into the (test, commit) flags; both set -> one flaky instance per commit. */
   private async detectFlaky(trx: Knex.Transaction, suiteId: string, run: Run, tests: Map<string, TestAggregate>, testIds: Map<string, string>, now: Date) {
+    const commitSha = run.commitSha;
+    if (!commitSha) return;
     const outcomes = [...tests.values()]
       .filter((t) => t.counts.passed > 0 || t.counts.failed > 0)
-      .map((t) => ({ test_id: testIds.get(t.identityHash)!, commit_sha: run.commitSha!, passed: t.counts.passed > 0, failed: t.counts.failed > 0 }))
+      .map((t) => ({ test_id: testIds.get(t.identityHash)!, commit_sha: commitSha, passed: t.counts.passed > 0, failed: t.counts.failed > 0 }))
       .sort((a, b) => (a.test_id < b.test_id ? -1 : 1));
     const flakyTestIds: string[] = [];
     for (const part of chunks(outcomes)) {
@@ -275,11 +278,11 @@ export class UploadRepository {
           failed: trx.raw('test_commit_results.failed or excluded.failed'),
         })
         .returning(['test_id', 'passed', 'failed']);
-      for (const r of rows) if (toBool(r.passed) && toBool(r.failed)) flakyTestIds.push(r.test_id as string);
+      for (const r of rows) if (toBool(r.passed) && toBool(r.failed)) flakyTestIds.push(r.test_id);
     }
     for (const part of chunks(flakyTestIds)) {
       await trx('flaky_instances')
-        .insert(part.map((testId) => ({ test_id: testId, commit_sha: run.commitSha, suite_id: suiteId, branch: run.branch, detected_at: now })))
+        .insert(part.map((testId) => ({ test_id: testId, commit_sha: commitSha, suite_id: suiteId, branch: run.branch, detected_at: now })))
         .onConflict(['test_id', 'commit_sha'])
         .ignore();
     }

@@ -45,8 +45,8 @@ describeEachDatabase('dispatch', (ctx) => {
 
     const job = await poll(ctx(), agent.token);
     expect(job).toMatchObject({ id: build.jobs[0]!.id, command: 'mine' });
-    const left = await ctx().services.db('jobs').where({ state: 'scheduled', build_id: stuckBuild.id }).count<{ n: number | string }[]>('* as n').first();
-    expect(Number(left!.n)).toBe(10_001);
+    const left = await ctx().services.db('jobs').where({ state: 'scheduled', build_id: stuckBuild.id }).count({ n: '*' }).first();
+    expect(Number(left?.n)).toBe(10_001);
   });
 
   it('offers jobs of a wildcard queue and of any queue behind a backlog too, and still none of the backlog', async () => {

@@ -114,7 +114,7 @@ describeEachDatabase('builds', (ctx) => {
       const signature = scripts[0].step.signature;
       expect(signature).toMatchObject({ algorithm: 'HS256', signed_fields: ['command', 'env', 'matrix', 'plugins', 'repository_url'] });
       const key = Buffer.from(ctx().services.keys.derive('step-signing', 'v1', 64), 'hex');
-      const fields = signedFieldsOf({ command: 'make test', env: JSON.parse(job.env) }, 'git@github.com:acme/app.git');
+      const fields = signedFieldsOf({ command: 'make test', env: JSON.parse(String(job?.env)) }, 'git@github.com:acme/app.git');
       expect(verifyStepSignature(key, signature.value, fields)).toBe(true);
       expect(verifyStepSignature(key, signature.value, { ...fields, command: 'rm -rf /' })).toBe(false);
 

@@ -5,6 +5,7 @@
  * transaction a service opened.
  */
 import type { Knex } from 'knex';
+import type { DbBigInt } from '../../db/column-kinds';
 import { parseJson } from '../../db/values';
 import { countHeaderLines, unixNanos } from './log-headers';
 import type { LogChunk } from './model';
@@ -37,7 +38,7 @@ export class JobLogRepository {
     if (!startsLine) {
       const before = await this.db('job_log_chunks')
         .where({ job_id: jobId, sequence: chunk.sequence - 1 })
-        .first(this.db.raw('substr(content, length(content), 1) as last'));
+        .first<{ last: string | null } | undefined>(this.db.raw('substr(content, length(content), 1) as last'));
       startsLine = before?.last === '\n';
     }
     const headers = countHeaderLines(chunk.content, startsLine);
@@ -78,7 +79,12 @@ export class JobLogRepository {
    * agent sent.
    */
   async appendLine(jobId: string, line: string, at: Date): Promise<void> {
-    const last = await this.db('job_log_chunks').where({ job_id: jobId }).max('sequence as sequence').sum('size as size').first();
+    const last = await this.db('job_log_chunks')
+      .where({ job_id: jobId })
+      .first<{ sequence: number | null; size: DbBigInt | null } | undefined>(
+        this.db.raw('max(??) as ??', ['sequence', 'sequence']),
+        this.db.raw('sum(??) as ??', ['size', 'size']),
+      );
     await this.insertLine(jobId, Number(last?.sequence ?? 0) + 1, Number(last?.size ?? 0), line, at);
   }
 
@@ -109,7 +115,9 @@ export class JobLogRepository {
 
   /** The log's size in stored bytes: every chunk, the server's own lines included. */
   async logSize(jobId: string): Promise<number> {
-    const row = await this.db('job_log_chunks').where({ job_id: jobId }).sum('size as size').first();
+    const row = await this.db('job_log_chunks')
+      .where({ job_id: jobId })
+      .first<{ size: DbBigInt | null } | undefined>(this.db.raw('sum(??) as ??', ['size', 'size']));
     return Number(row?.size ?? 0);
   }
 
@@ -131,7 +139,7 @@ export class JobLogRepository {
         .limit(LOG_PAGE_CHUNKS)
         .select('sequence', 'content', 'size', 'header_times');
       if (!rows.length) return;
-      yield rows.map((r) => ({ content: r.content as string, size: Number(r.size), headerTimes: parseJson<number[]>(r.header_times, []).map(timeOf) }));
+      yield rows.map((r) => ({ content: r.content, size: Number(r.size), headerTimes: parseJson<number[]>(r.header_times, []).map(timeOf) }));
       if (rows.length < LOG_PAGE_CHUNKS) return;
       after = Number(rows[rows.length - 1]!.sequence);
     }

@@ -5,7 +5,7 @@
  * the transitions are src/builds/states.ts, the rules that move jobs ./state.ts and src/builds/progress/.
  */
 import type { PlannedJob } from './plan';
-import type { JobState, PullRequest } from '../model';
+import type { JobRetryType, JobState, PullRequest } from '../model';
 import type { User } from '../../core/identity';
 
 /** A stored job: what was planned, plus what running it records. */
@@ -17,7 +17,7 @@ export interface Job extends Omit<PlannedJob, 'state'> {
   retried: boolean;
   retriedInJobId: string | null;
   retriesCount: number | null;
-  retryType: string | null;
+  retryType: JobRetryType | null;
   /** On a job that retried another: that job and how it was retried. */
   retrySource: { job_id: string; retry_type: 'manual' | 'automatic' } | null;
   /** The agent that took the job (set from `assigned` on). */

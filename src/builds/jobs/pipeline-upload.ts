@@ -143,7 +143,7 @@ function encodeUploadCursor(u: Pick<StepUpload, 'createdAt' | 'id'>): string {
 
 function decodeUploadCursor(cursor: string, name: string): { createdAt: Date; id: string } {
   try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && UUID.test(v[1])) {
       const createdAt = new Date(v[0]);
       if (!Number.isNaN(createdAt.getTime())) return { createdAt, id: v[1] };

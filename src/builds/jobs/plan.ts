@@ -6,7 +6,7 @@
  */
 import crypto from 'node:crypto';
 import type { ScriptStep, Step } from '../../pipelines/configuration';
-import { combinations, interpolate, interpolateJson } from '../../pipelines/configuration/matrix';
+import { combinations, interpolate, interpolateJsonObject } from '../../pipelines/configuration/matrix';
 import type { Plugin } from '../../pipelines/configuration/plugins';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
 import type { Keys } from '../../security/keys';
@@ -78,7 +78,7 @@ export const SIGNED_FIELDS = ['command', 'env', 'matrix', 'plugins', 'repository
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
   }
   return JSON.stringify(value ?? null);
@@ -144,7 +144,7 @@ export function scriptVariants(step: ScriptStep): ScriptStep[] {
       soft_fail: soft_fail ?? step.soft_fail,
       matrix_values: values,
     };
-    if (step.plugins) variant.plugins = interpolateJson(step.plugins, values) as Plugin[];
+    if (step.plugins) variant.plugins = step.plugins.map((p) => interpolateJsonObject(p, values));
     return variant;
   });
 }
@@ -160,13 +160,13 @@ export const MAX_JOBS_PER_BUILD = 5000;
 export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
   const jobs: PlannedJob[] = [];
   let behindBarrier = false;
-  const base = (step: Step, stepId: string) => ({
+  const base = (step: Step, stepId: string): Omit<PlannedJob, 'id' | 'position' | 'type' | 'state' | 'name' | 'stepKey' | 'clusterId' | 'clusterQueueId'> => ({
     stepId,
     step,
     signature: null,
     command: null,
-    agentQueryRules: [] as string[],
-    env: {} as Record<string, string>,
+    agentQueryRules: [],
+    env: {},
     artifactPaths: null,
     timeoutInMinutes: null,
     parallelGroupIndex: null,

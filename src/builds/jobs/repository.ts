@@ -11,22 +11,19 @@
 import type { Knex } from 'knex';
 import type { PlannedJob } from './plan';
 import type { JobState, NewBuild } from '../model';
-import { toDateOrNull } from '../../db/values';
+import { toDate, toDateOrNull } from '../../db/values';
+import { isStringArray, parseJsonColumn, rawRows, required } from '../../db/row-types-typed-a';
+import type { JobsRow } from '../../db/tables';
 import { isUniqueViolation } from '../../db/knex';
 import { isUuid } from '../../core/uuid';
 import type { User } from '../../core/identity';
 import type { ExpiredJob, Job, JobContext, JobEnd } from './model';
-import { contextFromRow, jobFromRow, toJobRow, userSnapshotColumn } from './rows';
+import { contextFromRow, jobFromRow, toJobRow, userSnapshotColumn, type JobContextRow } from './rows';
 import type { JobMove } from './state';
 import { HELD_JOB_STATES, jobTransition, type JobEvent } from '../states';
 
 /** How many dispatch classes one candidates query reads at most. */
 const DISPATCH_CLASSES_PER_QUERY = 100;
-
-/** The rows of a raw query, as each driver returns them. */
-function rowsOf(result: unknown): Record<string, unknown>[] {
-  return Array.isArray(result) ? (result as Record<string, unknown>[]) : (result as { rows: Record<string, unknown>[] }).rows;
-}
 
 /** What an upload needs to know of the jobs already in the build to place its own. */
 export interface PlacedJob {
@@ -53,7 +50,7 @@ export class JobRepository {
       .join('pipelines as p', 'p.id', 'j.pipeline_id')
       .join('organizations as o', 'o.id', 'b.organization_id')
       .leftJoin('users as u', 'u.id', 'b.creator_id')
-      .select(
+      .select<JobContextRow[]>(
         'j.*',
         'b.organization_id as ctx_org_id',
         'o.slug as ctx_org_slug',
@@ -116,7 +113,7 @@ export class JobRepository {
         .whereIn('a.connection_state', ['lost', 'disconnected'])
         .where('a.last_heartbeat_at', '<', cutoff)
         .limit(limit)
-        .select('j.*'),
+        .select<JobsRow[]>('j.*'),
     };
   }
 
@@ -163,11 +160,15 @@ export class JobRepository {
 
   /** The organization's dispatch classes with scheduled command jobs: key, rules and cluster (null: none). */
   async dispatchClasses(organizationId: string): Promise<{ key: string; agentQueryRules: string[]; clusterId: string | null }[]> {
-    const rows = rowsOf(await this.dispatchClassesQuery(organizationId).query);
+    const rows = rawRows<{ key: string; rules: JobsRow['agent_query_rules'] | null; cluster_id: JobsRow['cluster_id'] }>(
+      await this.dispatchClassesQuery(organizationId).query,
+    );
     // A class whose last job was claimed between the two reads has no rules: nothing to offer.
-    return rows
-      .filter((r) => r.rules != null)
-      .map((r) => ({ key: r.key as string, agentQueryRules: JSON.parse(r.rules as string) as string[], clusterId: (r.cluster_id as string | null) ?? null }));
+    return rows.flatMap((r) =>
+      r.rules == null
+        ? []
+        : [{ key: r.key, agentQueryRules: parseJsonColumn(r.rules, isStringArray, [], 'jobs.agent_query_rules'), clusterId: r.cluster_id ?? null }],
+    );
   }
 
   /**
@@ -187,9 +188,10 @@ export class JobRepository {
     const ids: { id: string; priority: number; createdAt: number; position: number }[] = [];
     // SQLite allows at most 500 terms in one compound select.
     for (let i = 0; i < keys.length; i += DISPATCH_CLASSES_PER_QUERY) {
-      const rows = rowsOf(await this.dispatchCandidatesQuery(organizationId, keys.slice(i, i + DISPATCH_CLASSES_PER_QUERY), limit).query);
-      for (const r of rows)
-        ids.push({ id: r.id as string, priority: Number(r.priority), createdAt: toDateOrNull(r.created_at)!.getTime(), position: Number(r.position) });
+      const rows = rawRows<Pick<JobsRow, 'id' | 'priority' | 'created_at' | 'position'>>(
+        await this.dispatchCandidatesQuery(organizationId, keys.slice(i, i + DISPATCH_CLASSES_PER_QUERY), limit).query,
+      );
+      for (const r of rows) ids.push({ id: r.id, priority: Number(r.priority), createdAt: toDate(r.created_at).getTime(), position: Number(r.position) });
     }
     ids.sort((a, b) => b.priority - a.priority || a.createdAt - b.createdAt || a.position - b.position);
     return ids.slice(0, limit).map((r) => r.id);
@@ -271,8 +273,8 @@ export class JobRepository {
   /** Running jobs with a timeout: what the sweeper checks for jobs that ran too long. */
   async runningWithTimeout(limit: number): Promise<{ id: string; startedAt: Date | null; timeoutInMinutes: number }[]> {
     const rows = await this.timedRunningQuery(limit).query;
-    return rows.map((r: Record<string, unknown>) => ({
-      id: r.id as string,
+    return rows.map((r) => ({
+      id: r.id,
       startedAt: toDateOrNull(r.started_at),
       timeoutInMinutes: Number(r.timeout_in_minutes),
     }));
@@ -292,7 +294,7 @@ export class JobRepository {
       .orderBy('scheduled_at')
       .limit(limit)
       .select('id', 'build_id');
-    return rows.map((r) => ({ id: r.id as string, buildId: r.build_id as string }));
+    return rows.map((r) => ({ id: r.id, buildId: r.build_id }));
   }
 
   /** Expires the build's jobs among `jobIds` that are still scheduled with no agent; answers how many. */
@@ -339,7 +341,8 @@ export class JobRepository {
 
   /** A copy of the job as `newId`, scheduled at `at`, with what running it recorded cleared. */
   async insertRetry(jobId: string, newId: string, type: 'manual' | 'automatic', at: Date): Promise<void> {
-    const row = (await this.db('jobs').where({ id: jobId }).first()) as Record<string, unknown>;
+    const row = await this.db('jobs').where({ id: jobId }).first();
+    if (!row) throw new Error(`job ${jobId} is gone`);
     await this.db('jobs').insert({
       ...row,
       id: newId,
@@ -372,13 +375,13 @@ export class JobRepository {
       .orderBy('position')
       .select('id', 'step_id', 'uploaded_by_step_id', 'upload_id', 'position', 'pipeline_id', 'organization_id');
     return rows.map((r) => ({
-      id: r.id as string,
-      stepId: r.step_id as string,
-      uploadedByStepId: (r.uploaded_by_step_id as string | null) ?? null,
-      uploadId: (r.upload_id as string | null) ?? null,
+      id: r.id,
+      stepId: r.step_id,
+      uploadedByStepId: r.uploaded_by_step_id ?? null,
+      uploadId: r.upload_id ?? null,
       position: Number(r.position),
-      pipelineId: r.pipeline_id as string,
-      organizationId: r.organization_id as string,
+      pipelineId: r.pipeline_id,
+      organizationId: required(r.organization_id, 'jobs.organization_id'),
     }));
   }
 
@@ -451,7 +454,7 @@ export class JobRepository {
   /** The build of a trigger job still running (waiting on the build it created), or null. */
   async buildOfRunningTrigger(jobId: string): Promise<string | null> {
     const job = await this.db('jobs').where({ id: jobId, state: 'running', type: 'trigger' }).first('build_id');
-    return job ? (job.build_id as string) : null;
+    return job ? job.build_id : null;
   }
 
   /** A running trigger job ends as the build it waited on did (`trigger_passed`, `trigger_failed`); false if it was not running. */
@@ -472,7 +475,7 @@ export class JobRepository {
   /** Which of the builds have jobs in `states`. */
   async buildsWithJobsIn(buildIds: string[], states: readonly JobState[]): Promise<string[]> {
     const rows = await this.db('jobs').whereIn('build_id', buildIds).whereIn('state', states).distinct('build_id');
-    return rows.map((r) => r.build_id as string);
+    return rows.map((r) => r.build_id);
   }
 
   /** Command jobs in `states`, counted by state, agent query rules and organization (the metrics' scrape). */

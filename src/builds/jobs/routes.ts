@@ -8,7 +8,7 @@ import type { Agent } from '../../agents/repository';
 import { serializeAgentBase } from '../../agents/serialize';
 import { BadRequestError } from '../../core/errors';
 import { actorOf } from '../../http/middleware/auth';
-import { operationRouter, type OperationHandler, type OperationRequest } from '../../http/contract/operation';
+import { operationRouter, type OperationRequest } from '../../http/contract/operation';
 import { cursorLinks } from '../../http/responses/pagination';
 import { buildUrls, serializeJob } from '../serialize';
 import type { BuildWithJobs } from '../service';
@@ -47,8 +47,8 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
     b: B,
     handler: (req: OperationRequest<A> | OperationRequest<B>, res: Response) => Promise<void>,
   ) => {
-    api.on(a, handler as unknown as OperationHandler<A>);
-    api.on(b, handler as unknown as OperationHandler<B>);
+    api.on(a, handler);
+    api.on(b, handler);
   };
 
   const jobJson = (item: BuildWithJobs, job: Job, agents: Agent[] = []) => {

@@ -4,51 +4,126 @@
  * JobContext, and a planned job into the row that stores it.
  */
 import type { JobType, PlannedJob, StepSignature } from './plan';
-import type { JobState, NewBuild, PullRequest } from '../model';
+import type { JobRetryType, JobState, NewBuild, PullRequest } from '../model';
 import { parseJson, toBool, toDate, toDateOrNull } from '../../db/values';
+import { oneOf, oneOfOrNull, valuesOf, type JsonRow, type Nullable, type Prefixed } from '../../db/row-types-typed-a';
+import type { BuildsRow, JobsRow, OrganizationsRow, PipelinesRow, UsersRow } from '../../db/tables';
 import type { Step } from '../../pipelines/configuration';
 import { userFromRow } from '../../user/rows';
 import type { User } from '../../core/identity';
 import { dispatchKey } from './dispatch-key';
 import type { Job, JobContext } from './model';
 
-export function jobFromRow(r: Record<string, unknown>): Job {
+/** Every job state, checked against the spec's list. */
+export const JOB_STATE_VALUES = valuesOf<JobState>()(
+  'pending',
+  'waiting',
+  'waiting_failed',
+  'blocked',
+  'blocked_failed',
+  'unblocked',
+  'unblocked_failed',
+  'limiting',
+  'limited',
+  'scheduled',
+  'assigned',
+  'accepted',
+  'running',
+  'passed',
+  'failed',
+  'timing_out',
+  'timed_out',
+  'canceling',
+  'canceled',
+  'skipped',
+  'broken',
+  'expired',
+);
+
+/** Every job type (a step's type). */
+export const JOB_TYPE_VALUES = valuesOf<JobType>()('script', 'waiter', 'manual', 'trigger');
+
+/** Every way a job is retried. */
+export const JOB_RETRY_TYPE_VALUES = valuesOf<JobRetryType>()('manual', 'automatic');
+
+/** The columns a new job's row always has (toJobRow); the others take their defaults. */
+type WrittenJobColumns =
+  | 'id'
+  | 'build_id'
+  | 'position'
+  | 'type'
+  | 'state'
+  | 'name'
+  | 'step_key'
+  | 'step_id'
+  | 'step_signature'
+  | 'step'
+  | 'command'
+  | 'agent_query_rules'
+  | 'env'
+  | 'artifact_paths'
+  | 'timeout_in_minutes'
+  | 'parallel_group_index'
+  | 'parallel_group_total'
+  | 'broken_reason'
+  | 'priority'
+  | 'cluster_id'
+  | 'cluster_queue_id'
+  | 'created_at';
+
+/**
+ * A job's row as jobFromRow reads it: from either driver, from Postgres's `json_agg` (timestamps
+ * as text), or as toJobRow wrote it (the columns left out read as their defaults).
+ */
+export type JobRowIn = Pick<JobsRow | JsonRow<JobsRow>, WrittenJobColumns> & Partial<JobsRow | JsonRow<JobsRow>>;
+
+/** A job read with its build's context (JobRepository's `withContext`). */
+export type JobContextRow = JobsRow & {
+  ctx_org_id: BuildsRow['organization_id'];
+  ctx_org_slug: OrganizationsRow['slug'];
+  ctx_pipeline_slug: PipelinesRow['slug'];
+  ctx_build_number: BuildsRow['number'];
+} & Prefixed<Pick<PipelinesRow, 'repository' | 'provider_id'>, 'ctx_'> &
+  Prefixed<Pick<BuildsRow, 'pull_request' | 'branch' | 'commit' | 'message' | 'tag'>, 'ctx_'> &
+  Nullable<Prefixed<Pick<UsersRow, 'name' | 'email'>, 'ctx_creator_'>>;
+
+export function jobFromRow(r: JobRowIn): Job {
   return {
-    id: r.id as string,
-    buildId: r.build_id as string,
+    id: r.id,
+    buildId: r.build_id,
     position: Number(r.position),
-    type: r.type as JobType,
-    state: r.state as JobState,
-    name: (r.name as string | null) ?? null,
-    stepKey: (r.step_key as string | null) ?? null,
-    stepId: r.step_id as string,
+    type: oneOf(JOB_TYPE_VALUES, r.type, 'jobs.type'),
+    state: oneOf(JOB_STATE_VALUES, r.state, 'jobs.state'),
+    name: r.name ?? null,
+    stepKey: r.step_key ?? null,
+    stepId: r.step_id,
     signature: parseJson<StepSignature | null>(r.step_signature, null),
     step: parseJson<Step>(r.step, { type: 'waiter', continue_on_failure: false }),
-    command: (r.command as string | null) ?? null,
+    command: r.command ?? null,
     agentQueryRules: parseJson(r.agent_query_rules, []),
     env: parseJson(r.env, {}),
-    artifactPaths: (r.artifact_paths as string | null) ?? null,
-    timeoutInMinutes: (r.timeout_in_minutes as number | null) ?? null,
-    parallelGroupIndex: (r.parallel_group_index as number | null) ?? null,
-    parallelGroupTotal: (r.parallel_group_total as number | null) ?? null,
+    artifactPaths: r.artifact_paths ?? null,
+    timeoutInMinutes: r.timeout_in_minutes ?? null,
+    parallelGroupIndex: r.parallel_group_index ?? null,
+    parallelGroupTotal: r.parallel_group_total ?? null,
     softFailed: toBool(r.soft_failed),
-    exitStatus: (r.exit_status as number | null) ?? null,
-    brokenReason: (r.broken_reason as string | null) ?? null,
+    exitStatus: r.exit_status ?? null,
+    brokenReason: r.broken_reason ?? null,
     priority: Number(r.priority ?? 0),
-    clusterId: (r.cluster_id as string | null) ?? null,
-    clusterQueueId: (r.cluster_queue_id as string | null) ?? null,
+    clusterId: r.cluster_id ?? null,
+    clusterQueueId: r.cluster_queue_id ?? null,
     retried: toBool(r.retried),
-    retriedInJobId: (r.retried_in_job_id as string | null) ?? null,
-    retriesCount: (r.retries_count as number | null) ?? null,
-    retryType: (r.retry_type as string | null) ?? null,
+    retriedInJobId: r.retried_in_job_id ?? null,
+    retriesCount: r.retries_count ?? null,
+    retryType: oneOfOrNull(JOB_RETRY_TYPE_VALUES, r.retry_type, 'jobs.retry_type'),
     retrySource: parseJson(r.retry_source, null),
-    agentId: (r.agent_id as string | null) ?? null,
+    agentId: r.agent_id ?? null,
     unblockedBy: userSnapshotFromColumn(r.unblocked_by),
     retriedBy: userSnapshotFromColumn(r.retried_by),
     unblockedAt: toDateOrNull(r.unblocked_at),
     triggeredBuild: parseJson(r.triggered_build, null),
-    signal: (r.signal as string | null) ?? null,
-    signalReason: (r.signal_reason as string | null) ?? null,
+    signal: r.signal ?? null,
+    signalReason: r.signal_reason ?? null,
     expiredAt: toDateOrNull(r.expired_at),
     createdAt: toDate(r.created_at),
     scheduledAt: toDateOrNull(r.scheduled_at),
@@ -111,23 +186,23 @@ function jobTimes(build: Pick<NewBuild, 'createdAt'>, j: PlannedJob) {
   };
 }
 
-export function contextFromRow(r: Record<string, unknown>): JobContext {
+export function contextFromRow(r: JobContextRow): JobContext {
   return {
     job: jobFromRow(r),
-    organizationId: r.ctx_org_id as string,
-    orgSlug: r.ctx_org_slug as string,
-    pipelineSlug: r.ctx_pipeline_slug as string,
-    repository: r.ctx_repository as string,
-    providerId: r.ctx_provider_id as string,
+    organizationId: r.ctx_org_id,
+    orgSlug: r.ctx_org_slug,
+    pipelineSlug: r.ctx_pipeline_slug,
+    repository: r.ctx_repository,
+    providerId: r.ctx_provider_id,
     build: {
-      id: r.build_id as string,
+      id: r.build_id,
       number: Number(r.ctx_build_number),
-      branch: r.ctx_branch as string,
-      commit: r.ctx_commit as string,
-      message: (r.ctx_message as string | null) ?? null,
-      tag: (r.ctx_tag as string | null) ?? null,
+      branch: r.ctx_branch,
+      commit: r.ctx_commit,
+      message: r.ctx_message ?? null,
+      tag: r.ctx_tag ?? null,
       pullRequest: parseJson<PullRequest | null>(r.ctx_pull_request, null),
-      creator: r.ctx_creator_name ? { name: r.ctx_creator_name as string, email: r.ctx_creator_email as string } : null,
+      creator: r.ctx_creator_name ? { name: r.ctx_creator_name, email: r.ctx_creator_email ?? '' } : null,
     },
   };
 }

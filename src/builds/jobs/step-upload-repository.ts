@@ -4,9 +4,13 @@
  */
 import type { Knex } from 'knex';
 import { toBool, toDate, toDateOrNull } from '../../db/values';
+import { oneOf, oneOfOrNull } from '../../db/row-types-typed-a';
+import type { StepUploadsRow } from '../../db/tables';
 
-export type StepUploadState = 'pending' | 'processing' | 'applied' | 'rejected' | 'failed';
-export type StepUploadRejection = 'custom_error' | 'validation_error' | 'build_not_running_error' | 'job_creation_error';
+const STEP_UPLOAD_STATES = ['pending', 'processing', 'applied', 'rejected', 'failed'] as const;
+const STEP_UPLOAD_REJECTIONS = ['custom_error', 'validation_error', 'build_not_running_error', 'job_creation_error'] as const;
+export type StepUploadState = (typeof STEP_UPLOAD_STATES)[number];
+export type StepUploadRejection = (typeof STEP_UPLOAD_REJECTIONS)[number];
 
 export interface StepUpload {
   id: string;
@@ -25,24 +29,24 @@ export interface StepUpload {
   processedAt: Date | null;
 }
 
-const fromRow = (r: Record<string, unknown>): StepUpload => ({
+const fromRow = (r: StepUploadsRow): StepUpload => ({
   id: String(r.id),
   buildId: String(r.build_id),
   sourceJobId: String(r.source_job_id),
-  uploadUuid: (r.upload_uuid as string | null) ?? null,
-  state: r.state as StepUploadState,
+  uploadUuid: r.upload_uuid ?? null,
+  state: oneOf(STEP_UPLOAD_STATES, r.state, 'step_uploads.state'),
   replaceExistingSteps: toBool(r.replace_existing_steps),
   createdJobsCount: r.created_jobs_count == null ? null : Number(r.created_jobs_count),
-  rejectionType: (r.rejection_type as StepUploadRejection | null) ?? null,
-  message: (r.message as string | null) ?? null,
-  definition: (r.definition as string | null) ?? null,
+  rejectionType: oneOfOrNull(STEP_UPLOAD_REJECTIONS, r.rejection_type, 'step_uploads.rejection_type'),
+  message: r.message ?? null,
+  definition: r.definition ?? null,
   definitionBytes: Number(r.definition_bytes),
   createdAt: toDate(r.created_at),
   processedAt: toDateOrNull(r.processed_at),
 });
 
 /** The columns a list reads: everything but the definition. */
-const SUMMARY = [
+const SUMMARY: Exclude<keyof StepUploadsRow, 'definition'>[] = [
   'id',
   'build_id',
   'source_job_id',

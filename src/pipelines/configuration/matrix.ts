@@ -7,6 +7,7 @@
  * planned (src/builds/jobs/plan.ts). No HTTP, no database.
  */
 import { define, mapping, quote, type ProblemReporter } from './problems';
+import type { JsonValue } from './plugins';
 import { findProperty, softFail, text, type FoundProperty } from './property-readers';
 import type { ScriptStep } from './step-types';
 import type { ConfigList, ConfigMap, ConfigValue } from './value-tree';
@@ -86,7 +87,7 @@ function dimensions(reporter: ProblemReporter, [path, v]: FoundProperty): Record
     }
     const values =
       list.kind === 'list' ? elements(reporter, `${path}.${dim}`, list) : (reporter.fail(`${path}.${dim}`, 'must be a list of values', list), undefined);
-    if (values) define(setup as unknown as Record<string, string>, dim, values as unknown as string);
+    if (values) define(setup, dim, values);
     else ok = false;
   }
   return ok ? setup : undefined;
@@ -230,17 +231,18 @@ export function interpolate(s: string, values: Record<string, string>): string {
 }
 
 /** `interpolate` through a JSON value (plugin settings), keys and strings alike. */
-export function interpolateJson(value: unknown, values: Record<string, string>): unknown {
+export function interpolateJson(value: JsonValue, values: Record<string, string>): JsonValue {
   if (typeof value === 'string') return interpolate(value, values);
   if (Array.isArray(value)) return value.map((v) => interpolateJson(v, values));
-  if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) {
-      Object.defineProperty(out, interpolate(k, values), { value: interpolateJson(v, values), enumerable: true, writable: true, configurable: true });
-    }
-    return out;
-  }
+  if (value && typeof value === 'object') return interpolateJsonObject(value, values);
   return value;
+}
+
+/** `interpolateJson` of a JSON object (a plugin: its name and its settings). */
+export function interpolateJsonObject(value: { [key: string]: JsonValue }, values: Record<string, string>): { [key: string]: JsonValue } {
+  const out: { [key: string]: JsonValue } = {};
+  for (const [k, v] of Object.entries(value)) define(out, interpolate(k, values), interpolateJson(v, values));
+  return out;
 }
 
 /**

@@ -53,9 +53,9 @@ function toJson(v: ConfigValue): JsonValue {
     case 'list':
       return v.items.map(toJson);
     case 'map': {
-      const out: Record<string, string> = {};
-      for (const k of v.keys) define(out, k, toJson(v.get(k) ?? { kind: 'null', line: v.line }) as string);
-      return out as unknown as JsonValue;
+      const out: Record<string, JsonValue> = {};
+      for (const k of v.keys) define(out, k, toJson(v.get(k) ?? { kind: 'null', line: v.line }));
+      return out;
     }
     default:
       return null;

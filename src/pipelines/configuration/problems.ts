@@ -88,7 +88,7 @@ export function quote(s: string): string {
 }
 
 /** Sets `key` as an own property even when it is `__proto__` (a valid variable name). */
-export function define(target: Record<string, string>, key: string, value: string): void {
+export function define<V>(target: Record<string, V>, key: string, value: V): void {
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
