@@ -17,13 +17,13 @@ import { createApp } from './app';
 import { bootstrapIfEmpty, type Bootstrapped } from './bootstrap';
 import { ConfigError, type Config } from './config';
 import { clock } from './core/clock';
-import { errorMessage, stringField } from './core/unknown-typed-c';
 import { migrateLatest } from './db/knex';
 import { clientErrorHandler } from './http/middleware/error-handler';
 import { createLogger, type Logger } from './http/middleware/logger';
 import { servicesFromConfig, type Services } from './services';
 import { loadFixtureFile } from './fixtures/load';
 import { TestControls } from './test-controls/service';
+import { errorMessage, stringField } from './core/guards';
 
 export interface RunningServer {
   server: http.Server;

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { isRecord } from './db/row-types-typed-c';
+import { isRecord } from './core/guards';
 
 export interface Spec {
   doc: Record<string, unknown>;

@@ -2,12 +2,13 @@
 import type { Knex } from 'knex';
 import { SCOPES, type AccessToken, type Organization, type Principal, type Role } from '../core/identity';
 import { toDate, toDateOrNull } from '../db/values';
-import { isOneOf, isStringArray, jsonColumn, oneOf, type Nullable, type Prefixed } from '../db/row-types-typed-c';
 import type { AccessTokensRow, OrganizationMembersRow, OrganizationsRow, UsersRow } from '../db/tables';
 import { isUniqueViolation } from '../db/knex';
 import { ValidationError } from '../core/errors';
 import { orgFromRow } from '../organizations/rows';
 import { ROLES, userFromRow } from '../user/rows';
+import { type Nullable, type Prefixed, isOneOf, jsonColumn, oneOf } from '../db/row-types';
+import { isStringArray } from '../core/guards';
 
 /** A token as `findWhere` selects it: with its user, and each organization it reaches where the user is a member (null when none). */
 type TokenPrincipalRow = AccessTokensRow &

@@ -14,9 +14,9 @@ import jwt from 'jsonwebtoken';
 import { UnauthorizedError, ValidationError } from '../core/errors';
 import { clock } from '../core/clock';
 import { SCOPES, type AccessToken, type Principal } from '../core/identity';
-import { isOneOf } from '../db/row-types-typed-c';
 import type { Keys } from '../security/keys';
 import type { AccessTokenRepository, ListedToken } from './repository';
+import { isOneOf } from '../db/row-types';
 
 const ISSUER = 'windsock';
 

@@ -6,8 +6,8 @@ import type { Knex } from 'knex';
 import { parseJson, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/rows';
 import type { User } from '../core/identity';
-import { oneOf, type Nullable, type Prefixed } from '../db/row-types-typed-a';
 import type { AgentsRow, UsersRow } from '../db/tables';
+import { type Nullable, type Prefixed, oneOf } from '../db/row-types';
 
 const CONNECTION_STATES = ['connected', 'disconnected', 'stopping', 'stopped', 'lost', 'never_connected'] as const;
 export type ConnectionState = (typeof CONNECTION_STATES)[number];

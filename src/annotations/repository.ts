@@ -7,8 +7,8 @@
 import type { Knex } from 'knex';
 import { isPostgres } from '../db/knex';
 import { toDate } from '../db/values';
-import { oneOf } from '../db/row-types-typed-a';
 import type { AnnotationsRow } from '../db/tables';
+import { oneOf } from '../db/row-types';
 
 const ANNOTATION_SCOPES = ['build', 'job'] as const;
 const ANNOTATION_STYLES = ['default', 'success', 'info', 'warning', 'error'] as const;

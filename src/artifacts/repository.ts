@@ -1,8 +1,8 @@
 /** The `artifacts` table: Knex queries, rows in and artifacts out. */
 import type { Knex } from 'knex';
 import { toDate, toDateOrNull } from '../db/values';
-import { oneOf } from '../db/row-types-typed-a';
 import type { ArtifactsRow } from '../db/tables';
+import { oneOf } from '../db/row-types';
 
 const ARTIFACT_STATES = ['new', 'error', 'finished', 'deleted', 'expired'] as const;
 export type ArtifactState = (typeof ARTIFACT_STATES)[number];

@@ -1,8 +1,9 @@
 /** The audit log's rows: written on the caller's transaction, read newest first. */
 import type { Knex } from 'knex';
 import { toDate } from '../db/values';
-import { isRecord, jsonColumn } from '../db/row-types-typed-c';
 import type { AuditEventsRow } from '../db/tables';
+import { jsonColumn } from '../db/row-types';
+import { isRecord } from '../core/guards';
 
 export interface AuditParty {
   type: string;

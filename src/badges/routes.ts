@@ -11,7 +11,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { BadRequestError, NotFoundError } from '../core/errors';
 import type { BadgeService, BadgeStatus } from './service';
 import { parseStyle, parseTheme, renderBadge } from './svg';
-import { isOneOf } from '../db/row-types-typed-a';
+import { isOneOf } from '../db/row-types';
 
 const FILE = /^([0-9a-f]{50}|sample)\.(svg|json)$/;
 const STATUSES: BadgeStatus[] = ['passing', 'failing', 'unknown'];

@@ -18,10 +18,10 @@ import type { Job } from './jobs/model';
 import { jobFromRow, toJobRow } from './jobs/rows';
 import type { User } from '../core/identity';
 import type { Build, BuildFilter, BuildState, NewBuild } from './model';
-import { BUILD_STATE_VALUES, buildFromRow, toBuildRow, type BuildCreatorColumns } from './rows';
-import { buildTransition, CONCLUDED_BUILD_STATES } from './states';
-import { isTransaction, oneOf, rawRows, type JsonRow } from '../db/row-types-typed-a';
+import { buildFromRow, toBuildRow, type BuildCreatorColumns } from './rows';
+import { BUILD_STATES, buildTransition, CONCLUDED_BUILD_STATES } from './states';
 import type { BuildsRow, JobsRow, OrganizationsRow, PipelinesRow } from '../db/tables';
+import { type JsonRow, isTransaction, oneOf, rawRows } from '../db/row-types';
 
 const SELECT = ['b.*', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at'];
 
@@ -355,7 +355,7 @@ export class BuildRepository {
       );
     if (!b) throw new Error(`build ${buildId} is gone`);
     return {
-      state: oneOf(BUILD_STATE_VALUES, b.state, 'builds.state'),
+      state: oneOf(BUILD_STATES, b.state, 'builds.state'),
       blocked: toBool(b.blocked),
       startedAt: toDateOrNull(b.started_at),
       failingAt: toDateOrNull(b.failing_at),

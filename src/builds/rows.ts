@@ -4,28 +4,15 @@
  */
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/rows';
-import { oneOf, valuesOf, type Nullable, type Prefixed } from '../db/row-types-typed-a';
 import type { BuildsRow, UsersRow } from '../db/tables';
 import type { NotifyEntry } from '../pipelines/configuration';
-import type { Author, Build, BuildSource, BuildState, NewBuild, PullRequest, TriggeredFrom } from './model';
-
-/** Every build state, checked against the spec's list. */
-export const BUILD_STATE_VALUES = valuesOf<BuildState>()(
-  'creating',
-  'scheduled',
-  'running',
-  'passed',
-  'failing',
-  'failed',
-  'blocked',
-  'canceling',
-  'canceled',
-  'skipped',
-  'not_run',
-);
+import type { Author, Build, BuildSource, NewBuild, PullRequest, TriggeredFrom } from './model';
+import { type Nullable, type Prefixed, oneOf } from '../db/row-types';
+import { everyValue } from '../core/enum-values';
+import { BUILD_STATES } from './states';
 
 /** Every build source, checked against the spec's list. */
-export const BUILD_SOURCE_VALUES = valuesOf<BuildSource>()('api', 'webhook', 'ui', 'trigger_job', 'schedule', 'pipeline_upload');
+export const BUILD_SOURCE_VALUES = everyValue<BuildSource>()(['api', 'webhook', 'ui', 'trigger_job', 'schedule', 'pipeline_upload']);
 
 /** The creator's columns a build is read with (`u.name as creator_name`...): null without a creator. */
 export type BuildCreatorColumns = Nullable<Prefixed<Pick<UsersRow, 'name' | 'email' | 'created_at'>, 'creator_'>>;
@@ -42,7 +29,7 @@ export function buildFromRow(r: BuildRowIn): Build {
     pipelineId: r.pipeline_id,
     organizationId: r.organization_id,
     number: Number(r.number),
-    state: oneOf(BUILD_STATE_VALUES, r.state, 'builds.state'),
+    state: oneOf(BUILD_STATES, r.state, 'builds.state'),
     blocked: toBool(r.blocked),
     message: r.message ?? null,
     commit: r.commit,

@@ -18,7 +18,7 @@ import type { BuildProgress } from './progress/service';
 import type { BuildRepository } from './repository';
 import type { Principal, Actor, Permissions } from '../core/identity';
 import { clock } from '../core/clock';
-import { isOneOf } from '../db/row-types-typed-a';
+import { isOneOf } from '../db/row-types';
 
 export type CreateBuildInput = components['schemas']['CreateBuildRequest'];
 

@@ -26,7 +26,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createWindsockClient, ok, WindsockApiError, type paths } from '../../clients/typescript/src';
 import { installBuildkiteAgentShim } from './buildkite-agent-shim';
-import { errorMessage } from '../core/unknown-typed-c';
+import { errorMessage } from '../core/guards';
 
 export interface AgentOptions {
   endpoint: string;

@@ -14,7 +14,6 @@ import { Command, CommanderError, InvalidArgumentError, type Option } from 'comm
 import { ConfigError } from '../config';
 import { isUniqueViolation } from '../db/knex';
 import { DomainError, ValidationError } from '../core/errors';
-import { errorMessage, fieldOf, stringField } from '../core/unknown-typed-c';
 import { CommandError, UsageError, type Cli } from './context';
 import { agentCommand } from './commands/agent';
 import { emojiCommands } from './commands/emoji';
@@ -25,6 +24,7 @@ import { serviceCommands } from './commands/service';
 import { teamCommands } from './commands/team';
 import { tokenCommands } from './commands/token';
 import { userCommands } from './commands/user';
+import { errorMessage, fieldOf, stringField } from '../core/guards';
 
 /** The version in the package's own package.json (found upwards: from src/cli in the tree, from dist/src/cli once built). */
 function packageVersion(): string {

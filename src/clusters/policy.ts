@@ -6,7 +6,7 @@
  * `gh-readonly-queue/*`). No policy: every job of the cluster may read. Pure.
  */
 import YAML from 'yaml';
-import { isOneOf } from '../db/row-types-typed-b';
+import { isOneOf } from '../db/row-types';
 
 export const POLICY_CLAIMS = [
   'pipeline_id',

@@ -4,8 +4,6 @@
  */
 import type { Knex } from 'knex';
 import type { User } from '../core/identity';
-import type { Nullable, Prefixed, Renamed } from '../db/row-types-typed-b';
-import { oneOf } from '../db/row-types-typed-b';
 import type {
   BuildsRow,
   ClusterMaintainersRow,
@@ -20,6 +18,7 @@ import type {
 } from '../db/tables';
 import { toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/rows';
+import { type Nullable, type Prefixed, type Renamed, oneOf } from '../db/row-types';
 
 export interface Cluster {
   id: string;

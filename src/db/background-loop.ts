@@ -9,7 +9,7 @@
  * reads the service's clock.
  */
 import { isUnavailableError } from './knex';
-import { fieldOf } from '../core/unknown-typed-c';
+import { fieldOf } from '../core/guards';
 
 /** The part of the service's logger a loop uses. */
 export interface LoopLogger {

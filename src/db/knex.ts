@@ -10,7 +10,7 @@ import knexFactory, { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { WalCheckpointer } from './checkpointer';
 import { migrationSource } from './migrations';
-import { fieldOf, stringField } from '../core/unknown-typed-c';
+import { fieldOf, stringField } from '../core/guards';
 
 // cast: Knex's dialect modules (knex/lib/...) have no types; these are the shapes this file uses.
 const BetterSqlite3Client = require('knex/lib/dialects/better-sqlite3') as typeof Knex.Client;

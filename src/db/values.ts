@@ -21,7 +21,7 @@ export function toBool(value: unknown): boolean {
 
 export function parseJson<T>(value: unknown, fallback: T): T {
   if (value === null || value === undefined) return fallback;
-  // cast: unchecked, the caller names the type (a checked read: jsonColumn in row-types-typed-c.ts); a driver may give JSON parsed.
+  // cast: unchecked, the caller names the type (a checked read: jsonColumn in row-types.ts); a driver may give JSON parsed.
   if (typeof value !== 'string') return value as T;
   // cast: as above.
   return JSON.parse(value) as T;

@@ -6,7 +6,7 @@
  */
 import type { Author } from '../builds/model';
 import { BadRequestError } from '../core/errors';
-import { fieldOf } from '../core/unknown-typed-c';
+import { fieldOf } from '../core/guards';
 
 export type ProviderFamily = 'github' | 'gitlab' | 'bitbucket';
 

@@ -3,8 +3,8 @@
  * actions translated into GitHub's words so one set of rules serves both.
  */
 import crypto from 'node:crypto';
-import { fieldOf } from '../core/unknown-typed-c';
 import { author, isNullCommit, Payload, splitRef, type DeliveryEvent } from './events';
+import { fieldOf } from '../core/guards';
 
 /** `X-Gitlab-Token` against the pipeline's webhook secret, in constant time. */
 export function validGitLabToken(secret: string, token: string): boolean {

@@ -2,9 +2,10 @@
 import type { Knex } from 'knex';
 import type { User } from '../core/identity';
 import { toDate, toDateOrNull } from '../db/values';
-import { isOneOf, isRecord, jsonColumn, oneOf, type Nullable, type Prefixed } from '../db/row-types-typed-c';
 import type { OrganizationInvitationsRow, UsersRow } from '../db/tables';
 import { joinedUser } from '../user/rows';
+import { type Nullable, type Prefixed, isOneOf, jsonColumn, oneOf } from '../db/row-types';
+import { isRecord } from '../core/guards';
 
 const INVITATION_STATES = ['pending', 'accepted', 'revoked', 'expired'] as const;
 const INVITATION_ROLES = ['admin', 'member'] as const;

@@ -5,9 +5,10 @@
  * OAuth connection made in Buildkite's own interface, are refused with the reason.
  */
 import type { FieldError } from '../core/errors';
-import { isOneOf, isStringArray, isStringRecord } from '../db/row-types-typed-b';
 import { DEFAULT_WEBHOOK_EVENTS, EVENT_NAMES } from '../notifications/events';
 import type { ProviderId } from './repository';
+import { isOneOf } from '../db/row-types';
+import { isStringArray, isStringRecord } from '../core/guards';
 
 export const PROVIDERS: Record<ProviderId, { name: string; graphqlType: string }> = {
   webhook: { name: 'Webhook', graphqlType: 'NotificationServiceWebhook' },

@@ -5,11 +5,13 @@
  */
 import type { Knex } from 'knex';
 import type { User } from '../core/identity';
-import { allOf, isRecord, isStringArray, jsonColumn, oneOf, type Nullable, type Prefixed } from '../db/row-types-typed-b';
 import type { NotificationServicesRow, UsersRow } from '../db/tables';
 import { toBool, toDate } from '../db/values';
 import { userFromRow } from '../user/rows';
 import type { components } from '../../generated/api';
+import { type Nullable, type Prefixed, jsonColumn, oneOf } from '../db/row-types';
+import { isRecord, isStringArray } from '../core/guards';
+import { everyValue } from '../core/enum-values';
 
 export type ProviderId = 'webhook' | 'slack' | 'open_telemetry_tracing';
 export type ServiceScope = components['schemas']['NotificationServiceScope'];
@@ -71,8 +73,8 @@ const SELECT = [
   'c.created_at as creator_created_at',
 ];
 
-const PROVIDER_IDS = allOf<ProviderId>()(['webhook', 'slack', 'open_telemetry_tracing']);
-const SERVICE_SCOPES = allOf<ServiceScope>()(['all', 'some_projects', 'some_teams', 'some_clusters']);
+const PROVIDER_IDS = everyValue<ProviderId>()(['webhook', 'slack', 'open_telemetry_tracing']);
+const SERVICE_SCOPES = everyValue<ServiceScope>()(['all', 'some_projects', 'some_teams', 'some_clusters']);
 
 const isBooleanRecord = (v: unknown): v is Record<string, boolean> => isRecord(v) && Object.values(v).every((b) => typeof b === 'boolean');
 

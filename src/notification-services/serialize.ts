@@ -2,10 +2,10 @@ import type { components } from '../../generated/api';
 import type { Organization } from '../core/identity';
 import { graphqlId, isoTime } from '../http/responses/format';
 import { serializeCreator } from '../user/serialize';
-import { isStringArray, isStringRecord } from '../db/row-types-typed-b';
 import { isBoolean, isNumber, isString, PROVIDERS, setting, settingOr } from './provider-settings';
 import type { NotificationService } from './service';
 import { BUILD_STATE_KEYS } from './service';
+import { isStringArray, isStringRecord } from '../core/guards';
 
 type Settings = components['schemas']['NotificationService']['settings'];
 

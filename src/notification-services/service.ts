@@ -15,7 +15,6 @@ import type { PipelineService } from '../pipelines/service';
 import { validateBranchFilter } from '../pipelines/branch-filter';
 import type { Keys } from '../security/keys';
 import { secretBox, type SecretBox } from '../security/secret-box';
-import { isRecord } from '../db/row-types-typed-b';
 import type { Operator, TeamService } from '../teams/service';
 import { applySettings, isProvider, maskedWebhookUrl, PROVIDERS, REFUSED_PROVIDERS } from './provider-settings';
 import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceCursor, ServiceFields, ServiceScope } from './repository';
@@ -23,6 +22,7 @@ import { clock } from '../core/clock';
 import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 import { everyValue } from '../core/enum-values';
 import type { components } from '../../generated/api';
+import { isRecord } from '../core/guards';
 
 /** A service as answered: its record with the settings the API shows (of the secrets, only a webhook's token, which the docs return in full). */
 export type NotificationService = Omit<NotificationServiceRecord, 'secretsSealed'>;

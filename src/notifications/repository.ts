@@ -7,9 +7,11 @@
  */
 import type { Knex } from 'knex';
 import { isPostgres } from '../db/knex';
-import { allOf, isRecord, jsonColumn, oneOf } from '../db/row-types-typed-b';
 import type { NotificationDeliveriesRow, OutboxEventsRow } from '../db/tables';
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
+import { jsonColumn, oneOf } from '../db/row-types';
+import { isRecord } from '../core/guards';
+import { everyValue } from '../core/enum-values';
 
 export interface Transition {
   seq: number;
@@ -64,9 +66,9 @@ export interface Attempt {
   excerpt: string;
 }
 
-const TRANSITION_KINDS = allOf<Transition['kind']>()(['build', 'job', 'agent']);
-const DELIVERY_STATES = allOf<DeliveryState>()(['pending', 'delivered', 'failed']);
-const TARGET_KINDS = allOf<TargetKind>()(['service', 'notify', 'commit_status']);
+const TRANSITION_KINDS = everyValue<Transition['kind']>()(['build', 'job', 'agent']);
+const DELIVERY_STATES = everyValue<DeliveryState>()(['pending', 'delivered', 'failed']);
+const TARGET_KINDS = everyValue<TargetKind>()(['service', 'notify', 'commit_status']);
 
 const isTarget = (v: unknown): v is Record<string, unknown> | null => v === null || isRecord(v);
 

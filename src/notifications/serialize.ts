@@ -1,8 +1,8 @@
 /** A delivery and its attempts -> the exact JSON of the contract. */
 import type { components } from '../../generated/api';
 import { isoTime } from '../http/responses/format';
-import { isRecord } from '../db/row-types-typed-b';
 import type { DeliveryView } from './service';
+import { isRecord } from '../core/guards';
 
 type DeliveryJson = components['schemas']['NotificationDelivery'];
 

@@ -3,12 +3,13 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Organization, Role, User } from '../core/identity';
 import { userFromRow } from '../user/rows';
-import { allOf, oneOf, type Nullable, type Renamed } from '../db/row-types-typed-b';
 import type { ClustersRow, OrganizationsRow, TeamMembersRow, TeamsRow, UsersRow } from '../db/tables';
 import { toBool, toDateOrNull } from '../db/values';
 import { orgFromRow } from './rows';
 import { clock } from '../core/clock';
 import type { components } from '../../generated/api';
+import { type Nullable, type Renamed, oneOf } from '../db/row-types';
+import { everyValue } from '../core/enum-values';
 
 export interface Team {
   id: string;
@@ -20,8 +21,8 @@ export interface Team {
 }
 
 export type TeamRole = components['schemas']['TeamMemberRole'];
-const TEAM_ROLES = allOf<TeamRole>()(['member', 'maintainer']);
-const ROLES = allOf<Role>()(['admin', 'member']);
+const TEAM_ROLES = everyValue<TeamRole>()(['member', 'maintainer']);
+const ROLES = everyValue<Role>()(['admin', 'member']);
 
 export type PipelineSettingSwitchName = 'hosted_agents_ssh' | 'public_pipelines' | 'advanced_queue_metrics';
 

@@ -9,8 +9,8 @@ import type { Knex } from 'knex';
 import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/rows';
 import type { Role, User } from '../core/identity';
-import { oneOfOrNull, type Nullable, type Prefixed } from '../db/row-types-typed-a';
 import type { OrganizationMembersRow, PipelineSchedulesRow, PipelinesRow, UsersRow } from '../db/tables';
+import { type Nullable, type Prefixed, oneOfOrNull } from '../db/row-types';
 
 export interface PipelineSchedule {
   id: string;

@@ -7,8 +7,8 @@ import type { Knex } from 'knex';
 import { toBool, toDate } from '../db/values';
 import type { User } from '../core/identity';
 import { userFromRow } from '../user/rows';
-import type { Nullable, Prefixed } from '../db/row-types-typed-a';
 import type { PipelineTemplatesRow, UsersRow } from '../db/tables';
+import { type Nullable, type Prefixed } from '../db/row-types';
 
 export interface PipelineTemplate {
   id: string;

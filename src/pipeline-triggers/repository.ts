@@ -5,10 +5,11 @@
  */
 import type { Knex } from 'knex';
 import { toBool, toDate } from '../db/values';
-import { isRecord, jsonColumn, keysOf, oneOf, oneOfOrNull, type Nullable, type Prefixed } from '../db/row-types-typed-c';
 import type { PipelineTriggerDeliveriesRow, PipelineTriggersRow, PipelinesRow, UsersRow } from '../db/tables';
 import { joinedUser } from '../user/rows';
 import type { User } from '../core/identity';
+import { type Nullable, type Prefixed, jsonColumn, keysOf, oneOf, oneOfOrNull } from '../db/row-types';
+import { isRecord } from '../core/guards';
 
 export type TriggerType = 'webhook' | 'github' | 'linear';
 const TRIGGER_TYPES = keysOf<TriggerType>({ webhook: true, github: true, linear: true });

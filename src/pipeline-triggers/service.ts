@@ -34,8 +34,8 @@ import type { PipelineService } from '../pipelines/service';
 import { sha256Hex, type Keys } from '../security/keys';
 import { secretBox, type SecretBox } from '../security/secret-box';
 import { clock } from '../core/clock';
-import { isRecord } from '../db/row-types-typed-c';
 import type { Cursor, PipelineTrigger, PipelineTriggerRepository, TriggerChanges, TriggerDelivery } from './repository';
+import { isRecord } from '../core/guards';
 
 export type CreateTriggerInput = components['schemas']['CreatePipelineTriggerRequest'];
 export type UpdateTriggerInput = components['schemas']['UpdatePipelineTriggerRequest'];

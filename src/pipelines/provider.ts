@@ -6,7 +6,7 @@
 import type { FieldError } from '../core/errors';
 import { validateBranchFilter } from './branch-filter';
 import { conditionError } from './filter-condition';
-import { isOneOf } from '../db/row-types-typed-a';
+import { isOneOf } from '../db/row-types';
 
 export type ProviderId = 'github' | 'github_enterprise' | 'gitlab' | 'gitlab_ee' | 'bitbucket' | 'bitbucket_server' | 'git';
 

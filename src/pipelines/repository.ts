@@ -8,15 +8,16 @@ import type { NotifyEntry, Step } from './configuration';
 import type { ProviderId, ProviderSettings } from './provider';
 import type { User } from '../core/identity';
 import type { components } from '../../generated/api';
-import { oneOf, valuesOf, type Nullable, type Prefixed } from '../db/row-types-typed-a';
 import type { DbBigInt } from '../db/column-kinds';
 import type { PipelinesRow, PipelineTemplatesRow, UsersRow } from '../db/tables';
 import { PROVIDER_IDS } from './provider';
+import { type Nullable, type Prefixed, oneOf } from '../db/row-types';
+import { everyValue } from '../core/enum-values';
 
 /** A team's access to a pipeline: the spec's `PipelineAccessLevel`. */
 export type AccessLevel = components['schemas']['PipelineAccessLevel'];
-const ACCESS_LEVEL_VALUES = valuesOf<AccessLevel>()('read_only', 'build_and_read', 'manage_build_and_read');
-const VISIBILITIES = valuesOf<'private' | 'public'>()('private', 'public');
+const ACCESS_LEVEL_VALUES = everyValue<AccessLevel>()(['read_only', 'build_and_read', 'manage_build_and_read']);
+const VISIBILITIES = everyValue<'private' | 'public'>()(['private', 'public']);
 
 /** A pipeline's GitHub webhook processing, while disabled: when, and the name of who did it (null once that user is gone). */
 export interface GithubWebhooksDisabled {

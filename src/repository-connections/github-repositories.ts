@@ -6,9 +6,8 @@
  */
 import { UnavailableError } from '../core/errors';
 import { clock } from '../core/clock';
-import { fieldOf } from '../core/unknown-typed-c';
-import { isRecord } from '../db/row-types-typed-c';
 import type { OutboundResponse, OutboundSend } from '../security/outbound';
+import { fieldOf, isRecord } from '../core/guards';
 
 export interface ProviderRepository {
   fullName: string;

@@ -3,11 +3,12 @@
  */
 import type { Knex } from 'knex';
 import { toDate } from '../db/values';
-import { isStringArray, jsonColumn, oneOf, type Nullable, type Prefixed } from '../db/row-types-typed-c';
 import type { RulesRow, UsersRow } from '../db/tables';
 import { joinedUser } from '../user/rows';
 import type { User } from '../core/identity';
 import { RULE_TYPES, type RuleType } from './policy';
+import { type Nullable, type Prefixed, jsonColumn, oneOf } from '../db/row-types';
+import { isStringArray } from '../core/guards';
 
 export interface Rule {
   id: string;

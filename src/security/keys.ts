@@ -7,7 +7,7 @@
 import crypto, { KeyObject } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fieldOf } from '../core/unknown-typed-c';
+import { fieldOf } from '../core/guards';
 
 export interface Keys {
   /** HS256 key for access tokens, as a KeyObject: jsonwebtoken is ~3x faster with it than with a string. */

@@ -34,7 +34,7 @@ import type { Duplex } from 'node:stream';
 import type { LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { errorMessage, stringField } from '../core/unknown-typed-c';
+import { errorMessage, stringField } from '../core/guards';
 
 export interface OutboundSettings {
   /** Allow loopback, private, link-local... destinations (tests, and installations whose receivers are inside). */

@@ -1,10 +1,10 @@
 /** Test suites and their team grants: Knex queries, rows in and domain objects out. */
 import type { Knex } from 'knex';
 import { isUniqueViolation } from '../db/knex';
-import type { Renamed } from '../db/row-types-typed-b';
 import type { OrganizationsRow, SuitesRow } from '../db/tables';
 import { toDate } from '../db/values';
 import { ValidationError } from '../core/errors';
+import { type Renamed } from '../db/row-types';
 
 export interface Suite {
   id: string;

@@ -5,10 +5,12 @@
  */
 import type { Knex } from 'knex';
 import type { DbBigInt } from '../db/column-kinds';
-import { allOf, isStringArray, isStringRecord, jsonColumn, oneOf, type Renamed } from '../db/row-types-typed-b';
 import type { FlakyInstancesRow, SuitesRow, TestExecutionsRow, TestRunsRow, TestsRow } from '../db/tables';
 import { likeContains, toDate } from '../db/values';
 import { isFailureExpanded, runFromRow, windowRunFromRow } from './rows';
+import { type Renamed, jsonColumn, oneOf } from '../db/row-types';
+import { isStringArray, isStringRecord } from '../core/guards';
+import { everyValue } from '../core/enum-values';
 
 /** A run, as the test lists' filters and links see it. */
 export interface WindowRun {
@@ -28,7 +30,7 @@ export interface Run extends WindowRun {
 }
 
 export type TestState = 'enabled' | 'muted' | 'skipped';
-const TEST_STATES = allOf<TestState>()(['enabled', 'muted', 'skipped']);
+const TEST_STATES = everyValue<TestState>()(['enabled', 'muted', 'skipped']);
 
 export interface TestIdentity {
   id: string;

@@ -1,8 +1,9 @@
 /** A test run row (as the suites' reads and the upload's upsert return it) into a Run (or the WindowRun the test lists read). */
-import { isRecord, isStringArray, isStringRecord, jsonColumn } from '../db/row-types-typed-b';
 import type { TestRunsRow } from '../db/tables';
 import { toDate } from '../db/values';
 import type { FailureExpanded, Run, WindowRun } from './results-repository';
+import { jsonColumn } from '../db/row-types';
+import { isRecord, isStringArray, isStringRecord } from '../core/guards';
 
 /** The columns windowRunFromRow reads. */
 export type WindowRunRow = Pick<TestRunsRow, 'id' | 'suite_id' | 'run_key' | 'ci' | 'branch' | 'commit_sha' | 'tags'>;

@@ -1,11 +1,12 @@
 /** Suites, runs, tests, flaky tests and failed executions -> the exact JSON of the contract. */
 import type { components } from '../../generated/api';
 import { graphqlId, isoTime } from '../http/responses/format';
-import { allOf, oneOf } from '../db/row-types-typed-b';
 import type { Suite } from './repository';
 import type { BuildRun, FailedExecution, FlakyTest, Run, TestExecution, TestIdentity } from './results-repository';
 import type { BuildTestIncludes } from './service';
 import type { TestMetrics } from './test-metrics';
+import { oneOf } from '../db/row-types';
+import { everyValue } from '../core/enum-values';
 
 type Schemas = components['schemas'];
 
@@ -103,7 +104,7 @@ export function serializeBuildTest(t: TestIdentity, labels: string[], m: TestMet
   };
 }
 
-const EXECUTION_STATUSES = allOf<Schemas['BuildTestExecutionStatus']>()(['passed', 'failed', 'skipped', 'pending', 'unknown']);
+const EXECUTION_STATUSES = everyValue<Schemas['BuildTestExecutionStatus']>()(['passed', 'failed', 'skipped', 'pending', 'unknown']);
 
 function serializeBuildTestExecution(e: TestExecution, t: TestIdentity): Schemas['BuildTestExecution'] {
   return {

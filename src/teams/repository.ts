@@ -2,14 +2,13 @@
 import type { Knex } from 'knex';
 import type { Role, User } from '../core/identity';
 import { isUniqueViolation } from '../db/knex';
-import { allOf, oneOf, type Nullable, type Prefixed, type Renamed } from '../db/row-types-typed-b';
 import type { OrganizationMembersRow, PipelineTeamsRow, PipelinesRow, SuiteTeamsRow, SuitesRow, TeamMembersRow, TeamsRow, UsersRow } from '../db/tables';
 import { toBool, toDate, toDateOrNull } from '../db/values';
 import { ValidationError } from '../core/errors';
 import { userFromRow } from '../user/rows';
 import type { components } from '../../generated/api';
-
-type UserRow = Parameters<typeof userFromRow>[0];
+import { type Nullable, type Prefixed, type Renamed, oneOf } from '../db/row-types';
+import { everyValue } from '../core/enum-values';
 
 type Schemas = components['schemas'];
 
@@ -70,12 +69,12 @@ export interface OrganizationMembership {
   ssoMode: SsoMode;
 }
 
-const TEAM_PRIVACIES = allOf<TeamPrivacy>()(['visible', 'secret']);
-const TEAM_ROLES = allOf<TeamRole>()(['member', 'maintainer']);
-const PIPELINE_ACCESS_LEVELS = allOf<PipelineAccessLevel>()(['read_only', 'build_and_read', 'manage_build_and_read']);
-const SUITE_ACCESS_LEVELS = allOf<SuiteAccessLevel>()(['read', 'edit']);
-const ROLES = allOf<Role>()(['admin', 'member']);
-const SSO_MODES = allOf<SsoMode>()(['required', 'optional']);
+const TEAM_PRIVACIES = everyValue<TeamPrivacy>()(['visible', 'secret']);
+const TEAM_ROLES = everyValue<TeamRole>()(['member', 'maintainer']);
+const PIPELINE_ACCESS_LEVELS = everyValue<PipelineAccessLevel>()(['read_only', 'build_and_read', 'manage_build_and_read']);
+const SUITE_ACCESS_LEVELS = everyValue<SuiteAccessLevel>()(['read', 'edit']);
+const ROLES = everyValue<Role>()(['admin', 'member']);
+const SSO_MODES = everyValue<SsoMode>()(['required', 'optional']);
 
 const TEAM_COLUMNS = ['t.*', 'u.id as creator_id', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at'];
 

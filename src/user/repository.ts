@@ -3,13 +3,13 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Role, User } from '../core/identity';
 import { ROLES, userFromRow } from './rows';
-import { oneOf, type Nullable } from '../db/row-types-typed-c';
 import type { OrganizationMembersRow, OrganizationsRow, UsersRow } from '../db/tables';
 
 /** A user as `listWithMemberships` selects it, once per organization it is a member of (nulls: none). */
 type UserMembershipRow = Pick<UsersRow, 'id' | 'name' | 'email' | 'created_at'> &
   Nullable<Pick<OrganizationMembersRow, 'role'> & Pick<OrganizationsRow, 'slug'>>;
 import { clock } from '../core/clock';
+import { type Nullable, oneOf } from '../db/row-types';
 
 export class UserRepository {
   constructor(private readonly db: Knex) {}

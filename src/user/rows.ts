@@ -1,7 +1,7 @@
 /** A user row (also as other areas' queries select it, with these column names) into a User. */
 import type { Role, User } from '../core/identity';
 import { toDate } from '../db/values';
-import { keysOf } from '../db/row-types-typed-c';
+import { keysOf } from '../db/row-types';
 
 /** Every Role, to check a role column against (`oneOf(ROLES, r.role, ...)`). */
 export const ROLES: readonly Role[] = keysOf<Role>({ admin: true, member: true });

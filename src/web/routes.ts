@@ -27,7 +27,7 @@ import { registerAgentPages } from './pages/agents';
 import { registerSuitePages } from './pages/suites';
 import { signInPage } from './pages/sign-in';
 import { loadSpec } from '../spec';
-import { isRecord } from '../db/row-types-typed-c';
+import { isRecord } from '../core/guards';
 
 export const SESSION_COOKIE = 'windsock_session';
 const SIGNIN_COOKIE = 'windsock_signin';

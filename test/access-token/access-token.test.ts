@@ -3,7 +3,7 @@ import jwt from 'jsonwebtoken';
 import { AUTH_MESSAGE } from '../../src/http/middleware/error-handler';
 import { clock } from '../../src/core/clock';
 import { auth, describeEachDatabase } from '../support/context';
-import { existing } from '../support/rows-typed-c';
+import { existing } from '../support/rows';
 
 const UTC = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/;
 

@@ -8,7 +8,7 @@
 import { auth, describeEachDatabase } from '../support/context';
 import { acceptAndStart, agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import { existing } from '../support/rows-typed-c';
+import { existing } from '../support/rows';
 
 describeEachDatabase('job acquisition and dispatch', (ctx) => {
   const setUp = async (configuration: string) => {

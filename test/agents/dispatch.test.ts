@@ -7,7 +7,7 @@ import crypto from 'node:crypto';
 import { describeEachDatabase, type TestContext } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import { existing } from '../support/rows-typed-c';
+import { existing } from '../support/rows';
 
 /** `count` more scheduled jobs like `jobId` (same rules, organization, build), each older than any job before. */
 async function cloneJobs(ctx: TestContext, jobId: string, count: number): Promise<void> {

@@ -19,7 +19,7 @@ import {
   stepExport,
   stepUpdate,
 } from './fixtures/real-agent-requests';
-import { existing } from '../support/rows-typed-c';
+import { existing } from '../support/rows';
 
 /** RFC 3339 with nanoseconds -> Unix nanoseconds, as the log's header_times give them (a JS number, as the API's). */
 const nanos = (text: string) => Date.parse(text.replace(/\.(\d{3})\d*/, '.$1')) * 1_000_000 + Number(/\.\d{3}(\d*)/.exec(text)![1]!.padEnd(6, '0'));

@@ -13,7 +13,7 @@ import { givenAgent, givenRegistrationToken, movableClock } from '../support/age
 import { givenBuild, givenPipeline } from '../support/given';
 import { givenArtifacts, givenRunningJob, sha1, startNextJob } from './helpers';
 import { SCOPES } from '../../src/core/identity';
-import { existing } from '../support/rows-typed-c';
+import { existing } from '../support/rows';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-artifacts-rest-'));
 const clock = movableClock();

@@ -2,7 +2,7 @@ import createSample from '../fixtures/samples/builds__04_create-a-build.json';
 import { verifyStepSignature, signedFieldsOf } from '../../src/builds/jobs/plan';
 import { auth, createTestContext, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
-import { existing } from '../support/rows-typed-c';
+import { existing } from '../support/rows';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const SHA = 'abcd0b72a1e580e90712cdd9eb26d3fb41cd09c8';

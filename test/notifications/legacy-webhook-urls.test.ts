@@ -16,7 +16,7 @@ import { auth, type TestContext, describeEachDatabase } from '../support/context
 import { givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { startReceiver, type Receiver } from './receiver';
-import { existing } from '../support/rows-typed-c';
+import { existing } from '../support/rows';
 
 const ADMIN = 'legacy-admin-0123456789-abcdefghijklmnop';
 const silent = new Writable({ write: (_c, _e, cb) => cb() });

@@ -13,7 +13,7 @@ import { auth, createTestContext, describeEachDatabase, type TestContext } from 
 import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { deliverGitHub, givenTarget } from '../incoming-webhooks/helpers';
 import { givenSuite, result, suiteAuth, upload } from '../uploads/helpers';
-import { existing } from '../support/rows-typed-c';
+import { existing } from '../support/rows';
 
 const LIMIT = 5;
 const AUTH_LIMIT = 3;

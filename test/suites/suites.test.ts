@@ -2,7 +2,7 @@ import createSample from '../fixtures/samples/test_engine_suites__03_create-a-su
 import getSample from '../fixtures/samples/test_engine_suites__02_get-a-suite.json';
 import { sha256Hex } from '../../src/security/keys';
 import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
-import { existing } from '../support/rows-typed-c';
+import { existing } from '../support/rows';
 
 const base = (org: { slug: string }) => `/v2/analytics/organizations/${org.slug}/suites`;
 

@@ -1,6 +1,6 @@
 import { auth, describeEachDatabase } from '../support/context';
 import { givenSuite, result, suiteAuth } from './helpers';
-import { existing } from '../support/rows-typed-c';
+import { existing } from '../support/rows';
 
 const JUNIT = `<?xml version="1.0" encoding="UTF-8"?>
 <testsuites name="rspec">

@@ -5,7 +5,7 @@ import flakySample from '../fixtures/samples/test_engine_flaky_tests__01_legacy-
 import { MAX_RESULTS } from '../../src/uploads/results';
 import { auth, createTestContext, describeEachDatabase, PUBLIC_URL } from '../support/context';
 import { givenSuite, result, suiteAuth, upload } from './helpers';
-import { existing } from '../support/rows-typed-c';
+import { existing } from '../support/rows';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

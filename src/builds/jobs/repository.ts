@@ -12,7 +12,6 @@ import type { Knex } from 'knex';
 import type { PlannedJob } from './plan';
 import type { JobState, NewBuild } from '../model';
 import { toDate, toDateOrNull } from '../../db/values';
-import { isStringArray, parseJsonColumn, rawRows, required } from '../../db/row-types-typed-a';
 import type { JobsRow } from '../../db/tables';
 import { isUniqueViolation } from '../../db/knex';
 import { isUuid } from '../../core/uuid';
@@ -21,6 +20,8 @@ import type { ExpiredJob, Job, JobContext, JobEnd } from './model';
 import { contextFromRow, jobFromRow, toJobRow, userSnapshotColumn, type JobContextRow } from './rows';
 import type { JobMove } from './state';
 import { HELD_JOB_STATES, jobTransition, type JobEvent } from '../states';
+import { jsonColumn, rawRows, required } from '../../db/row-types';
+import { isStringArray } from '../../core/guards';
 
 /** How many dispatch classes one candidates query reads at most. */
 const DISPATCH_CLASSES_PER_QUERY = 100;
@@ -167,7 +168,7 @@ export class JobRepository {
     return rows.flatMap((r) =>
       r.rules == null
         ? []
-        : [{ key: r.key, agentQueryRules: parseJsonColumn(r.rules, isStringArray, [], 'jobs.agent_query_rules'), clusterId: r.cluster_id ?? null }],
+        : [{ key: r.key, agentQueryRules: jsonColumn(r.rules, [], isStringArray, 'jobs.agent_query_rules'), clusterId: r.cluster_id ?? null }],
     );
   }
 

@@ -4,47 +4,23 @@
  * JobContext, and a planned job into the row that stores it.
  */
 import type { JobType, PlannedJob, StepSignature } from './plan';
-import type { JobRetryType, JobState, NewBuild, PullRequest } from '../model';
+import type { JobRetryType, NewBuild, PullRequest } from '../model';
 import { parseJson, toBool, toDate, toDateOrNull } from '../../db/values';
-import { oneOf, oneOfOrNull, valuesOf, type JsonRow, type Nullable, type Prefixed } from '../../db/row-types-typed-a';
 import type { BuildsRow, JobsRow, OrganizationsRow, PipelinesRow, UsersRow } from '../../db/tables';
 import type { Step } from '../../pipelines/configuration';
 import { userFromRow } from '../../user/rows';
 import type { User } from '../../core/identity';
 import { dispatchKey } from './dispatch-key';
 import type { Job, JobContext } from './model';
-
-/** Every job state, checked against the spec's list. */
-export const JOB_STATE_VALUES = valuesOf<JobState>()(
-  'pending',
-  'waiting',
-  'waiting_failed',
-  'blocked',
-  'blocked_failed',
-  'unblocked',
-  'unblocked_failed',
-  'limiting',
-  'limited',
-  'scheduled',
-  'assigned',
-  'accepted',
-  'running',
-  'passed',
-  'failed',
-  'timing_out',
-  'timed_out',
-  'canceling',
-  'canceled',
-  'skipped',
-  'broken',
-  'expired',
-);
+import { type JsonRow, type Nullable, type Prefixed, oneOf, oneOfOrNull } from '../../db/row-types';
+import { everyValue } from '../../core/enum-values';
+import { JOB_STATES } from '../states';
 
 /** Every job type (a step's type). */
-export const JOB_TYPE_VALUES = valuesOf<JobType>()('script', 'waiter', 'manual', 'trigger');
+export const JOB_TYPE_VALUES = everyValue<JobType>()(['script', 'waiter', 'manual', 'trigger']);
 
 /** Every way a job is retried. */
-export const JOB_RETRY_TYPE_VALUES = valuesOf<JobRetryType>()('manual', 'automatic');
+export const JOB_RETRY_TYPE_VALUES = everyValue<JobRetryType>()(['manual', 'automatic']);
 
 /** The columns a new job's row always has (toJobRow); the others take their defaults. */
 type WrittenJobColumns =
@@ -93,7 +69,7 @@ export function jobFromRow(r: JobRowIn): Job {
     buildId: r.build_id,
     position: Number(r.position),
     type: oneOf(JOB_TYPE_VALUES, r.type, 'jobs.type'),
-    state: oneOf(JOB_STATE_VALUES, r.state, 'jobs.state'),
+    state: oneOf(JOB_STATES, r.state, 'jobs.state'),
     name: r.name ?? null,
     stepKey: r.step_key ?? null,
     stepId: r.step_id,

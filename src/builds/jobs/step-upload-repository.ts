@@ -4,8 +4,8 @@
  */
 import type { Knex } from 'knex';
 import { toBool, toDate, toDateOrNull } from '../../db/values';
-import { oneOf, oneOfOrNull } from '../../db/row-types-typed-a';
 import type { StepUploadsRow } from '../../db/tables';
+import { oneOf, oneOfOrNull } from '../../db/row-types';
 
 const STEP_UPLOAD_STATES = ['pending', 'processing', 'applied', 'rejected', 'failed'] as const;
 const STEP_UPLOAD_REJECTIONS = ['custom_error', 'validation_error', 'build_not_running_error', 'job_creation_error'] as const;

@@ -2,8 +2,8 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { clock } from '../../core/clock';
 import { SCOPES } from '../../core/identity';
-import { isOneOf } from '../../db/row-types-typed-c';
 import { CommandError, email, list, orgBySlug, print, printRows, someOf, userByEmail, uuid, wholeNumber, withServices, type Cli } from '../context';
+import { isOneOf } from '../../db/row-types';
 
 /** `all`, or a comma-separated list of scopes, each one of SCOPES. */
 function scopes(value: string): string[] {

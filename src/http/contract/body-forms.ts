@@ -12,7 +12,7 @@
  *   clients send an integer.
  */
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import { isRecord } from '../../db/row-types-typed-c';
+import { isRecord } from '../../core/guards';
 
 type Convert = (value: unknown) => { value: unknown } | 'drop' | undefined;
 

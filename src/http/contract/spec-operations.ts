@@ -1,3 +1,4 @@
+import { fieldOf } from '../../core/guards';
 /**
  * Walking the spec's operations: which method and path each is mounted on, with the `$ref`s of
  * its parts followed. Shared by what the app derives from the spec: the scope guards
@@ -5,7 +6,6 @@
  * (http/openapi-validator.ts) and the handlers' bindings (http/operation.ts), so all four read
  * the paths the same way.
  */
-import { fieldOf } from '../../core/unknown-typed-c';
 
 export const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
 export type Method = (typeof METHODS)[number];

@@ -6,7 +6,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { METHODS, specOperations, type Method, type SpecDoc } from './spec-operations';
-import { isOneOf } from '../../db/row-types-typed-c';
+import { isOneOf } from '../../db/row-types';
 
 interface PathTemplate {
   pattern: RegExp;

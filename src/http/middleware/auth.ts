@@ -10,7 +10,7 @@ import { ipAllowed } from '../../security/allowed-ips';
 import type { Principal, Organization, Role } from '../../core/identity';
 import { localsOf } from './locals';
 import { METHODS, specOperations } from '../contract/spec-operations';
-import { isOneOf } from '../../db/row-types-typed-c';
+import { isOneOf } from '../../db/row-types';
 
 const BEARER = /^Bearer ([A-Za-z0-9_.~+/=-]{1,4096})$/i;
 

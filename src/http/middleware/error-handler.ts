@@ -27,7 +27,7 @@ import {
   UnprocessableError,
   ValidationError,
 } from '../../core/errors';
-import { fieldOf, numberField, stringField } from '../../core/unknown-typed-c';
+import { fieldOf, numberField, stringField } from '../../core/guards';
 
 export const AUTH_MESSAGE = 'Authentication required. Please supply a valid API Access Token: https://buildkite.com/docs/apis/rest-api#authentication';
 

@@ -15,11 +15,12 @@
  * - Nothing for a commit that is not a full SHA (`HEAD`), a provider other than GitHub, GitHub
  *   Enterprise, GitLab and Bitbucket, or one the caller did not enable (no token configured).
  */
-import { isOneOf, isRecord } from '../../db/row-types-typed-b';
 import type { NotificationEvent } from '../events';
 import { DESCRIPTION_MAX, durationSuffix, truncate } from './describe';
 import { statusRepositoryPath } from './repo-path';
 import { STATUS_PROVIDERS, type StatusProvider, type StatusState, type StatusUpdate } from './types';
+import { isOneOf } from '../../db/row-types';
+import { isRecord } from '../../core/guards';
 
 export interface StatusOptions {
   /** The build's top-level `notify` entries (as parsed from its pipeline YAML). */

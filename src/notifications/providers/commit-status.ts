@@ -6,13 +6,14 @@
  * nothing: `mayPlanOwn` says so before anything is rendered.
  */
 import type { Job } from '../../builds/jobs/model';
-import { isOneOf, isRecord } from '../../db/row-types-typed-b';
 import type { Pipeline } from '../../pipelines/repository';
 import { enabledProviders, sendStatus, statusUpdatesFor } from '../commit-status';
 import type { CommitStatusConfig, StatusUpdate } from '../commit-status/types';
 import type { AttemptResult, EventName, HttpSend } from '../events';
 import type { Delivery } from '../repository';
 import type { FanOutContext, PlannedDelivery, Provider } from '../service';
+import { isOneOf } from '../../db/row-types';
+import { isRecord } from '../../core/guards';
 
 /** The registry key of commit-status deliveries (their target's `provider`). */
 export const COMMIT_STATUS = 'commit_status';

@@ -19,9 +19,9 @@ import type { Pipeline } from '../../pipelines/repository';
 import type { AttemptResult, EventName, HttpSend } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
-import { isRecord } from '../../db/row-types-typed-b';
 import { postSlack, parseSlackNotify, slackNotifyMessages, slackThemeOf, webhookChannel, escapeSlack, type SlackMessage } from './slack';
 import { DELIVERY_HEADER, postJson } from './webhook';
+import { isRecord } from '../../core/guards';
 
 /** The registry key of notify deliveries (their target's `provider`). */
 export const NOTIFY = 'notify';

@@ -47,7 +47,7 @@ import {
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { OPEN_TELEMETRY_EVENTS, type AttemptResult, type HttpSend, type NotificationEvent, type Representation } from '../events';
 import { UNSUCCESSFUL_BUILD_STATES, UNSUCCESSFUL_JOB_STATES } from '../../builds/states';
-import { isRecord, isStringArray, isStringRecord } from '../../db/row-types-typed-b';
+import { isRecord, isStringArray } from '../../core/guards';
 
 /** The service's settings, as the notification services API documents them (map values are strings). */
 export interface OpenTelemetrySettings {

@@ -5,12 +5,13 @@
  * from a pass by the branch's previous build) and stored as the delivery's payload; the
  * OpenTelemetry export is built from the event's payload when it is sent.
  */
-import { isStringRecord, oneOf } from '../../db/row-types-typed-b';
 import { EVENT_NAMES, OPEN_TELEMETRY_EVENTS, type AttemptResult, type HttpSend, type NotificationEvent } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
 import type { OpenTelemetrySettings } from './open-telemetry';
 import { postSlack, slackMessageFor, slackThemeOf, type SlackMessage } from './slack';
+import { oneOf } from '../../db/row-types';
+import { isStringRecord } from '../../core/guards';
 
 /** An OpenTelemetry service's settings as the exporter reads them: what is not of its documented type is unset (an endpoint that is none fails the export). */
 const openTelemetrySettingsOf = (s: Record<string, unknown>): OpenTelemetrySettings => ({

@@ -16,7 +16,8 @@
  * as `<@U024BE7LH>` are documented) and is sent as written.
  */
 import type { AttemptResult, NotificationEvent, Representation } from '../events';
-import { isOneOf, isRecord } from '../../db/row-types-typed-b';
+import { isOneOf } from '../../db/row-types';
+import { isRecord } from '../../core/guards';
 
 /** The HTTP client the caller hands in (the SSRF-safe one of the delivery side). */
 export type HttpSend = (req: { method: string; url: string; headers: Record<string, string>; body?: string }) => Promise<{

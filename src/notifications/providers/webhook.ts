@@ -9,10 +9,10 @@
  */
 import crypto from 'node:crypto';
 import { DEFAULT_WEBHOOK_EVENTS, type AttemptResult, type HttpSend } from '../events';
-import { isStringArray } from '../../db/row-types-typed-b';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
 import { clock } from '../../core/clock';
+import { isStringArray } from '../../core/guards';
 
 export function signature(secret: string, timestamp: number, body: string): string {
   const hmac = crypto.createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');

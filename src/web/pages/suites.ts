@@ -1,12 +1,12 @@
 /** Test suites: the list, a suite's runs, a run's failures, a test (with its quarantine state), and the flaky tests with the API's search, branch and period. */
 import { PERIOD_MS } from '../../suites/test-metrics';
-import { keysOf } from '../../db/row-types-typed-c';
 import type { FlakyPeriod } from '../../suites/service';
 import { actorFor } from '../context';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
 import { layout, pagination, table, time } from '../ui';
 import { pageNumber } from './forms';
+import { keysOf } from '../../db/row-types';
 
 const PER_PAGE = 30;
 

@@ -8,7 +8,7 @@ import { auth, describeEachDatabase } from '../../support/context';
 import { agentAuth, givenBuildAndAgent } from '../../support/agents';
 import { countHeaderLines, isHeaderLine } from '../../../src/builds/jobs/log-headers';
 import * as stepUpdates from '../../../src/db/migrations/20261127052000_step_updates';
-import { existing } from '../../support/rows-typed-c';
+import { existing } from '../../support/rows';
 
 describe('section header lines', () => {
   it('skips the ANSI escapes that open a line, and only those', () => {

@@ -5,7 +5,7 @@
  */
 import { auth, describeEachDatabase, type TestContext } from '../../support/context';
 import { agentAuth, givenBuildAndAgent } from '../../support/agents';
-import { existing } from '../../support/rows-typed-c';
+import { existing } from '../../support/rows';
 
 /** A running job of a new build, and what its agent and its REST reader need. */
 async function runningJob(ctx: TestContext) {

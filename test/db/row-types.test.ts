@@ -1,7 +1,9 @@
-import { allOf, isOneOf, isRecord, isStringArray, isStringRecord, jsonColumn, oneOf } from '../../src/db/row-types-typed-b';
+import { isOneOf, jsonColumn, oneOf } from '../../src/db/row-types';
+import { isRecord, isStringArray, isStringRecord } from '../../src/core/guards';
+import { everyValue } from '../../src/core/enum-values';
 
 describe('checking reads of row values', () => {
-  const STATES = allOf<'enabled' | 'muted' | 'skipped'>()(['enabled', 'muted', 'skipped']);
+  const STATES = everyValue<'enabled' | 'muted' | 'skipped'>()(['enabled', 'muted', 'skipped']);
 
   it('narrows an enum-like column to one of its values, and names the column of an unknown one', () => {
     expect(oneOf(STATES, 'muted', 'tests.state')).toBe('muted');
@@ -15,7 +17,7 @@ describe('checking reads of row values', () => {
   it('lists every value of a union (a missing one is a compile error)', () => {
     expect(STATES).toEqual(['enabled', 'muted', 'skipped']);
     // @ts-expect-error 'skipped' is missing
-    allOf<'enabled' | 'muted' | 'skipped'>()(['enabled', 'muted']);
+    everyValue<'enabled' | 'muted' | 'skipped'>()(['enabled', 'muted']);
   });
 
   it('parses a JSON column as text or as the value a driver already parsed, checked', () => {

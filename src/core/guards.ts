@@ -1,7 +1,24 @@
 /**
- * Reading values of unknown type (a caught error, a parsed document) without casts: a field of
- * an object if it has it, an error's message.
+ * Narrowing values of unknown type without casts: a parsed document, a caught error, a stored
+ * JSON value. Each guard checks what it claims, so a value that passes is what the type says.
  */
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function isStringRecord(value: unknown): value is Record<string, string> {
+  return isRecord(value) && Object.values(value).every((v) => typeof v === 'string');
+}
+
+export function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((v) => typeof v === 'string');
+}
+
+/** An array of string pairs (`[["content-type", "application/json"]]`). */
+export function isStringPairs(value: unknown): value is [string, string][] {
+  return Array.isArray(value) && value.every((p) => Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && typeof p[1] === 'string');
+}
 
 /** `value[key]` when `value` is an object that has it; otherwise undefined. */
 export function fieldOf(value: unknown, key: string): unknown {
