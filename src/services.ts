@@ -41,7 +41,7 @@ import { InvitationRepository } from './invitations/repository';
 import { InvitationService } from './invitations/service';
 import { OrganizationRepository } from './organizations/repository';
 import { OrganizationService } from './organizations/service';
-import { gitHubHooks } from './pipelines/github';
+import { gitHubHooks } from './pipelines/github-hooks';
 import { PipelineRepository } from './pipelines/repository';
 import { PipelineService } from './pipelines/service';
 import { BadgeRepository } from './badges/repository';

@@ -12,7 +12,7 @@ import { sha256Hex, type Keys } from '../security/keys';
 import type { ClusterService } from '../clusters/service';
 import { validateBranchFilter } from './branch-filter';
 import { normaliseVisualSteps, parseConfiguration, type NotifyEntry, type ParsedConfiguration, type Step } from './configuration';
-import type { GitHubHooks } from './github';
+import type { GitHubHooks } from './github-hooks';
 import { detectProvider, normaliseProviderSettings, repositoryPath, validateProviderSettings, type ProviderId, type ProviderSettings } from './provider';
 import type { AccessLevel, GithubWebhooksDisabled, Pipeline, PipelineCounts, PipelineFields, PipelineRepository, ReadOptions } from './repository';
 import { isValidSlug, slugify } from './slug';

@@ -17,7 +17,7 @@ import { createLogger } from '../../src/http/middleware/logger';
 import { sendStatus } from '../../src/notifications/commit-status/send';
 import type { CommitStatusConfig, StatusProvider, StatusUpdate } from '../../src/notifications/commit-status/types';
 import { outboundSend } from '../../src/notifications/http';
-import { gitHubHooks } from '../../src/pipelines/github';
+import { gitHubHooks } from '../../src/pipelines/github-hooks';
 import { Outbound, outboundSender, type OutboundSettings } from '../../src/security/outbound';
 import { givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { auth, type TestContext, describeEachDatabase } from '../support/context';
