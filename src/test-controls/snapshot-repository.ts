@@ -23,6 +23,24 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { isPostgres } from '../db/knex';
 import { withoutOutboxTriggers } from '../db/migrations/20261126090000_outbox';
+import { rawRows, required } from '../db/row-types';
+
+/** A foreign key between two tables, as both stores' catalogues list it. */
+interface ForeignKey {
+  child: string;
+  parent: string;
+}
+
+/** A row of SQLite's AUTOINCREMENT counters. */
+interface SqliteSequence {
+  name: string;
+  seq: number;
+}
+
+/** The `n` of a raw `select count(*) as n`, from either driver (pg gives a bigint count as text). */
+function countOf(result: unknown): number {
+  return Number(required(rawRows<{ n: number | string }>(result)[0], 'count(*)').n);
+}
 
 /** Tables the outbox triggers write to: restored after the others (see the module header). */
 const WRITTEN_BY_TRIGGERS = ['outbox_events'];
@@ -62,31 +80,31 @@ export abstract class Snapshot {
 class SqliteSnapshot extends Snapshot {
   private readonly file = path.join(os.tmpdir(), `windsock-snapshot-${process.pid}-${crypto.randomBytes(4).toString('hex')}.db`);
   /** `sqlite_sequence` (AUTOINCREMENT counters), null when no table has one. */
-  private sequences: Record<string, unknown>[] | null = null;
+  private sequences: SqliteSequence[] | null = null;
 
   async copy(db: Knex): Promise<void> {
     await this.attach(db);
-    const edges = (await db.raw(
-      `select m.name as child, f."table" as parent from main.sqlite_master m join pragma_foreign_key_list(m.name) f where m.type = 'table'`,
-    )) as { child: string; parent: string }[];
-    const names = (
-      (await db.raw(`select name from main.sqlite_master where type = 'table' and name not like 'knex_%' and name not like 'sqlite_%'`)) as { name: string }[]
+    const edges = rawRows<ForeignKey>(
+      await db.raw(`select m.name as child, f."table" as parent from main.sqlite_master m join pragma_foreign_key_list(m.name) f where m.type = 'table'`),
+    );
+    const names = rawRows<{ name: string }>(
+      await db.raw(`select name from main.sqlite_master where type = 'table' and name not like 'knex_%' and name not like 'sqlite_%'`),
     ).map((r) => r.name);
     let rows = 0;
     for (const name of names) {
       await db.raw(`drop table if exists ${SQLITE_SNAPSHOT}.${quote(name)}`);
       await db.raw(`create table ${SQLITE_SNAPSHOT}.${quote(name)} as select * from main.${quote(name)}`);
-      rows += Number(((await db.raw(`select count(*) as n from ${SQLITE_SNAPSHOT}.${quote(name)}`)) as { n: number }[])[0]!.n);
+      rows += countOf(await db.raw(`select count(*) as n from ${SQLITE_SNAPSHOT}.${quote(name)}`));
     }
-    const hasSequence = ((await db.raw(`select count(*) as n from main.sqlite_master where name = 'sqlite_sequence'`)) as { n: number }[])[0]!.n > 0;
-    this.sequences = hasSequence ? ((await db.raw('select name, seq from main.sqlite_sequence')) as Record<string, unknown>[]) : null;
+    const hasSequence = countOf(await db.raw(`select count(*) as n from main.sqlite_master where name = 'sqlite_sequence'`)) > 0;
+    this.sequences = hasSequence ? rawRows<SqliteSequence>(await db.raw('select name, seq from main.sqlite_sequence')) : null;
     this.plan = { tables: parentsFirst(names, edges), rows };
     process.once('exit', () => fs.rmSync(this.file, { force: true }));
   }
 
   /** ATTACH cannot run inside a transaction: done before, and again if the connection was reopened. */
   private async attach(db: Knex): Promise<void> {
-    const attached = (await db.raw('pragma database_list')) as { name: string }[];
+    const attached = rawRows<{ name: string }>(await db.raw('pragma database_list'));
     if (attached.some((d) => d.name === SQLITE_SNAPSHOT)) return;
     await db.raw(`attach database ? as ${SQLITE_SNAPSHOT}`, [this.file]);
     await db.raw(`pragma ${SQLITE_SNAPSHOT}.journal_mode = off`);
@@ -102,7 +120,7 @@ class SqliteSnapshot extends Snapshot {
         for (const name of this.plan.tables) await trx.raw(`insert into main.${quote(name)} select * from ${SQLITE_SNAPSHOT}.${quote(name)}`);
         if (this.sequences) {
           await trx.raw('delete from main.sqlite_sequence');
-          for (const s of this.sequences) await trx.raw('insert into main.sqlite_sequence (name, seq) values (?, ?)', [s.name as string, s.seq as number]);
+          for (const s of this.sequences) await trx.raw('insert into main.sqlite_sequence (name, seq) values (?, ?)', [s.name, s.seq]);
         }
       });
     });
@@ -120,28 +138,26 @@ class PostgresSnapshot extends Snapshot {
   private script = '';
 
   async copy(db: Knex): Promise<void> {
-    const current = ((await db.raw('select current_schema() as s')).rows as { s: string }[])[0]!.s;
+    const current = required(rawRows<{ s: string }>(await db.raw('select current_schema() as s'))[0], 'current_schema()').s;
     this.schema = `${current}_snapshot`;
-    const names = (
-      (await db.raw(`select tablename from pg_tables where schemaname = current_schema() and tablename not like 'knex_%'`)).rows as {
-        tablename: string;
-      }[]
+    const names = rawRows<{ tablename: string }>(
+      await db.raw(`select tablename from pg_tables where schemaname = current_schema() and tablename not like 'knex_%'`),
     ).map((r) => r.tablename);
-    const edges = (
+    const edges = rawRows<ForeignKey>(
       await db.raw(`select conrelid::regclass::text as child, confrelid::regclass::text as parent from pg_constraint
-        where contype = 'f' and connamespace = current_schema()::regnamespace`)
-    ).rows as { child: string; parent: string }[];
+        where contype = 'f' and connamespace = current_schema()::regnamespace`),
+    );
     await db.raw(`drop schema if exists ${quote(this.schema)} cascade`);
     await db.raw(`create schema ${quote(this.schema)}`);
     let rows = 0;
     for (const name of names) {
       await db.raw(`create unlogged table ${quote(this.schema)}.${quote(name)} as select * from ${quote(name)}`);
-      rows += Number((await db.raw(`select count(*)::int as n from ${quote(this.schema)}.${quote(name)}`)).rows[0].n);
+      rows += countOf(await db.raw(`select count(*)::int as n from ${quote(this.schema)}.${quote(name)}`));
     }
-    const sequences = (
+    const sequences = rawRows<{ table: string; column: string; sequence: string }>(
       await db.raw(`select table_name as table, column_name as column, pg_get_serial_sequence(quote_ident(table_name), column_name) as sequence
-        from information_schema.columns where table_schema = current_schema() and column_default like 'nextval%' and table_name not like 'knex_%'`)
-    ).rows as { table: string; column: string; sequence: string }[];
+        from information_schema.columns where table_schema = current_schema() and column_default like 'nextval%' and table_name not like 'knex_%'`),
+    );
     const tables = parentsFirst(names, edges);
     this.plan = { tables, rows };
     const replica = await db

@@ -31,7 +31,7 @@ export class WebSessionRepository {
 
   /** The session whose id hashes to `idHash`, or null. */
   async find(idHash: string): Promise<{ sealedToken: string; expiresAtMs: number } | null> {
-    const row = (await this.db('web_sessions').where({ id_hash: idHash }).first()) as { sealed_token: string; expires_at_ms: string | number } | undefined;
+    const row = await this.db('web_sessions').where({ id_hash: idHash }).first('sealed_token', 'expires_at_ms');
     return row ? { sealedToken: row.sealed_token, expiresAtMs: Number(row.expires_at_ms) } : null;
   }
 
