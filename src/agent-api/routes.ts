@@ -15,6 +15,7 @@ import type { AgentWorkService } from '../builds/jobs/agent-work';
 import type { PipelineUploadService } from '../builds/jobs/pipeline-upload';
 import type { StepService } from '../builds/jobs/steps';
 import { BadRequestError, ValidationError } from '../core/errors';
+import { fieldOf } from '../core/guards';
 import { refuseDeclaredOversize } from '../http/middleware/body';
 import { serializeAgentJob, type AgentJobLimits } from './serialize';
 
@@ -45,7 +46,7 @@ export function agentChunkBodyParser(limit: number) {
     refuseDeclaredOversize(limit),
     (req: Request, res: Response, next: NextFunction) =>
       text(req, res, (err?: unknown) => {
-        const code = (err as { code?: unknown } | undefined)?.code;
+        const code = fieldOf(err, 'code');
         if (typeof code === 'string' && code.startsWith('Z_')) return next(new BadRequestError('The log chunk is not valid gzip data'));
         next(err);
       }),

@@ -21,7 +21,7 @@ export function serializeAgentJob(c: JobContext, agent: Agent, publicUrl: string
   const j = c.job;
   return {
     id: j.id,
-    state: j.state as AgentJobJson['state'],
+    state: j.state,
     command: j.command,
     env: jobEnv(c, agent, publicUrl),
     timeout_in_minutes: j.timeoutInMinutes,

@@ -6,6 +6,7 @@
  */
 import crypto from 'node:crypto';
 import mime from 'mime-types';
+import type { Readable } from 'node:stream';
 import type { components } from '../../generated/api';
 import type { Agent } from '../agents/repository';
 import type { AgentWorkService } from '../builds/jobs/agent-work';
@@ -205,9 +206,9 @@ export class ArtifactService {
   }
 
   /** Stages an uploaded file's bytes; over the per-file limit is a 413 and nothing remains. */
-  async stage(source: NodeJS.ReadableStream): Promise<StagedContent> {
+  async stage(source: Readable): Promise<StagedContent> {
     try {
-      return await this.storage.stage(source as import('node:stream').Readable, this.settings.maxFileBytes);
+      return await this.storage.stage(source, this.settings.maxFileBytes);
     } catch (err) {
       if (err instanceof ContentTooLargeError)
         throw new PayloadTooLargeError(`The file is larger than the limit of ${this.settings.maxFileBytes} bytes per artifact`);

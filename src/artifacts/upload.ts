@@ -8,6 +8,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import multer from 'multer';
 import { BadRequestError, ValidationError } from '../core/errors';
+import { fieldOf, isRecord } from '../core/guards';
 import type { ArtifactService } from './service';
 import type { StagedContent } from './storage';
 
@@ -23,12 +24,15 @@ export function parseArtifactUpload(service: ArtifactService) {
   const storage: multer.StorageEngine = {
     _handleFile(_req, file, cb) {
       service.stage(file.stream).then(
-        (staged) => cb(null, { staged, size: staged.size } as Partial<StagedFile>),
+        (staged) => {
+          const info: Partial<StagedFile> = { staged, size: staged.size };
+          cb(null, info);
+        },
         (err: Error) => cb(err),
       );
     },
     _removeFile(_req, file, cb) {
-      const staged = (file as StagedFile).staged;
+      const staged = stagedOf(file);
       (staged ? staged.discard() : Promise.resolve()).then(
         () => cb(null),
         (err: Error) => cb(err),
@@ -41,7 +45,7 @@ export function parseArtifactUpload(service: ArtifactService) {
     parse(req, res, (err: unknown) => {
       if (err) return next(multipartError(err));
       // The validator checks `file` is present; the staged content stays on `req.file`.
-      if (req.file) (req.body as Record<string, unknown>).file = '';
+      if (req.file && isRecord(req.body)) req.body.file = '';
       next();
     });
   };
@@ -49,7 +53,23 @@ export function parseArtifactUpload(service: ArtifactService) {
 
 /** The content staged from the request's `file` part, if one was sent. */
 export function stagedFile(req: Request): StagedContent | undefined {
-  return (req.file as StagedFile | undefined)?.staged;
+  return stagedOf(req.file);
+}
+
+/** What `_handleFile` staged, which multer copies onto the file it hands on (its type does not know the field). */
+function stagedOf(file: Express.Multer.File | undefined): StagedContent | undefined {
+  const staged = fieldOf(file, 'staged');
+  return isStagedContent(staged) ? staged : undefined;
+}
+
+function isStagedContent(v: unknown): v is StagedContent {
+  return (
+    typeof fieldOf(v, 'size') === 'number' &&
+    typeof fieldOf(v, 'sha1') === 'string' &&
+    typeof fieldOf(v, 'sha256') === 'string' &&
+    typeof fieldOf(v, 'commit') === 'function' &&
+    typeof fieldOf(v, 'discard') === 'function'
+  );
 }
 
 function multipartError(err: unknown): unknown {

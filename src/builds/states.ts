@@ -8,6 +8,7 @@
  * (`jobTransition`, `buildTransition`). Pure: no database. The types are the contract's
  * (src/builds/model.ts); test/builds/state-table.test.ts walks the tables on both stores.
  */
+import { keysOf } from '../db/row-types';
 import type { BuildState, JobState } from './model';
 
 /*
@@ -54,7 +55,7 @@ export const JOB_STATE_PHASES: Readonly<Record<JobState, JobPhase>> = {
   unblocked_failed: 'not_run',
 };
 
-export const JOB_STATES = Object.keys(JOB_STATE_PHASES) as JobState[];
+export const JOB_STATES: JobState[] = keysOf(JOB_STATE_PHASES);
 
 function jobStatesIn(...phases: JobPhase[]): JobState[] {
   return JOB_STATES.filter((s) => phases.includes(JOB_STATE_PHASES[s]));
@@ -180,7 +181,7 @@ export const BUILD_STATE_PHASES: Readonly<Record<BuildState, BuildPhase>> = {
   creating: 'upcoming',
 };
 
-export const BUILD_STATES = Object.keys(BUILD_STATE_PHASES) as BuildState[];
+export const BUILD_STATES: BuildState[] = keysOf(BUILD_STATE_PHASES);
 
 function buildStatesIn(...phases: BuildPhase[]): BuildState[] {
   return BUILD_STATES.filter((s) => phases.includes(BUILD_STATE_PHASES[s]));
@@ -227,10 +228,10 @@ export const BUILD_TRANSITIONS: readonly TransitionRow<BuildState, BuildEvent>[]
   { event: 'skip', from: ['scheduled'], to: 'skipped', by: 'cancel', guard: "a newer build of the branch, the pipeline's skip_queued_branch_builds" },
   { event: 'still_canceling', from: ['canceled'], to: 'canceling', by: 'cancel', guard: 'canceled with jobs an agent is still stopping' },
   { event: 'reopen', from: ['canceled'], to: 'running', by: 'user', guard: 'a job of it was retried' },
-  ...(Object.entries(MACHINE_BUILD_TARGETS) as [MachineBuildEvent, BuildState][]).map(([event, to]) => ({
+  ...keysOf(MACHINE_BUILD_TARGETS).map((event) => ({
     event,
-    from: MACHINE_BUILD_STATES.filter((s) => s !== to),
-    to,
+    from: MACHINE_BUILD_STATES.filter((s) => s !== MACHINE_BUILD_TARGETS[event]),
+    to: MACHINE_BUILD_TARGETS[event],
     by: 'machine' as const,
     guard: 'the state machine (src/builds/jobs/state.ts) decides it from the jobs',
   })),
@@ -247,7 +248,7 @@ export interface Transition<S extends string> {
 
 /** The job transition `event`; with `only`, narrowed to that state (no `from` at all when the table has no such row). */
 export function jobTransition(event: Exclude<JobEvent, RetryEvent>, only?: JobState): { from: readonly JobState[]; to: JobState } {
-  return rowOf(JOB_TRANSITIONS, event, only) as { from: readonly JobState[]; to: JobState };
+  return withTarget(rowOf(JOB_TRANSITIONS, event, only), event);
 }
 
 /** The job states a retry event starts from (the job keeps its state: it is marked retried). */
@@ -257,7 +258,17 @@ export function retryFrom(event: RetryEvent, only?: JobState): readonly JobState
 
 /** The build transition `event`. */
 export function buildTransition(event: BuildEvent): { from: readonly BuildState[]; to: BuildState } {
-  return rowOf(BUILD_TRANSITIONS, event) as { from: readonly BuildState[]; to: BuildState };
+  return withTarget(rowOf(BUILD_TRANSITIONS, event), event);
+}
+
+/** A transition that lands on a state (every one but a retry, which keeps the job's state). */
+function withTarget<S extends string>(t: Transition<S>, event: string): { from: readonly S[]; to: S } {
+  if (t.to === null) throw new Error(`The transition ${event} lands on no state`);
+  return { from: t.from, to: t.to };
+}
+
+function isRetryEvent(event: JobEvent): event is RetryEvent {
+  return event === 'retry' || event === 'retry_passed' || event === 'retry_bulk' || event === 'retry_automatic';
 }
 
 function rowOf<S extends string, E extends string>(table: readonly TransitionRow<S, E>[], event: E, only?: S): Transition<S> {
@@ -269,14 +280,14 @@ function rowOf<S extends string, E extends string>(table: readonly TransitionRow
 /** The state machine's event for a job move it decided, by the state the job lands on. */
 export function machineJobEvent(to: JobState): Exclude<JobEvent, RetryEvent> {
   const row = JOB_TRANSITIONS.find((r) => r.by === 'machine' && r.to === to);
-  if (!row) throw new Error(`The state machine has no move to ${to}`);
-  return row.event as Exclude<JobEvent, RetryEvent>;
+  if (!row || isRetryEvent(row.event)) throw new Error(`The state machine has no move to ${to}`);
+  return row.event;
 }
 
 /** The state machine's event for a build state it decided (canceling builds end canceled). */
 export function machineBuildEvent(to: BuildState): BuildEvent {
   if (to === 'canceled') return 'end_cancel';
-  const event = (Object.keys(MACHINE_BUILD_TARGETS) as MachineBuildEvent[]).find((e) => MACHINE_BUILD_TARGETS[e] === to);
+  const event = keysOf(MACHINE_BUILD_TARGETS).find((e) => MACHINE_BUILD_TARGETS[e] === to);
   if (!event) throw new Error(`The state machine never sets ${to}`);
   return event;
 }

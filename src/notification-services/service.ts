@@ -23,6 +23,7 @@ import { changes as changedFields, type AuditEntry, type AuditLog } from '../aud
 import { everyValue } from '../core/enum-values';
 import type { components } from '../../generated/api';
 import { isRecord } from '../core/guards';
+import { isOneOf } from '../db/row-types';
 
 /** A service as answered: its record with the settings the API shows (of the secrets, only a webhook's token, which the docs return in full). */
 export type NotificationService = Omit<NotificationServiceRecord, 'secretsSealed'>;
@@ -391,8 +392,7 @@ export class NotificationServiceService {
     const out: Record<string, boolean> = {};
     for (const key of BUILD_STATE_KEYS) out[key] = current?.[key] ?? false;
     for (const [key, value] of Object.entries(sent ?? {})) {
-      if (!(BUILD_STATE_KEYS as readonly string[]).includes(key))
-        errors.push({ field: `build_states.${key}`, code: `is not a build state (known: ${BUILD_STATE_KEYS.join(', ')})` });
+      if (!isOneOf(BUILD_STATE_KEYS, key)) errors.push({ field: `build_states.${key}`, code: `is not a build state (known: ${BUILD_STATE_KEYS.join(', ')})` });
       else if (typeof value !== 'boolean') errors.push({ field: `build_states.${key}`, code: 'must be true or false' });
       else out[key] = value;
     }
@@ -401,11 +401,11 @@ export class NotificationServiceService {
 
   /** The scope and its uuids, each uuid checked to name an object of the right kind in the caller's organization. */
   private async scope(caller: ServiceCaller, scope: string, sent: string[], errors: FieldError[]): Promise<{ scope: ServiceScope; uuids: string[] }> {
-    if (!(SCOPES as readonly string[]).includes(scope)) {
+    if (!isOneOf(SCOPES, scope)) {
       errors.push({ field: 'scope', code: `must be one of ${SCOPES.join(', ')}` });
       return { scope: 'all', uuids: [] };
     }
-    const s = scope as ServiceScope;
+    const s = scope;
     const uuids = [...new Set(sent.map((u) => String(u).trim().toLowerCase()))];
     if (s === 'all') {
       if (uuids.length) errors.push({ field: 'scope_uuids', code: 'must be empty when scope is all' });

@@ -7,6 +7,7 @@
  */
 import { Cron } from 'croner';
 import { clock } from '../core/clock';
+import { errorMessage } from '../core/guards';
 
 export interface ParsedCronline {
   /** The first minute strictly after `after` the cronline fires at, or null if it never does again. */
@@ -54,7 +55,7 @@ function fromPattern(pattern: string, zone: { timezone?: string; utcOffset?: num
     // match when either does, as in standard cron (domAndDow false).
     cron = new Cron(pattern, { ...zone, paused: true, mode: pattern.startsWith('@') ? 'auto' : '5-part', domAndDow: false });
   } catch (err) {
-    throw new Error(`is not a valid cron expression: ${(err as Error).message.replace(/^CronPattern: /, '')}`);
+    throw new Error(`is not a valid cron expression: ${errorMessage(err).replace(/^CronPattern: /, '')}`);
   }
   const parsed: ParsedCronline = { nextAfter: (after) => cron.nextRun(after) };
   // A cronline that never fires (31 February) schedules nothing: refused like a malformed one.

@@ -16,6 +16,7 @@ import type { components } from '../../generated/api';
 import type { BuildProgress } from '../builds/progress/service';
 import { DomainError, ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../core/errors';
 import type { Actor, Permissions } from '../core/identity';
+import { errorMessage } from '../core/guards';
 import type { OrganizationService } from '../organizations/service';
 import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
@@ -43,7 +44,7 @@ function cronlineOf(cronline: string): ParsedCronline {
   try {
     return parseCronline(cronline);
   } catch (err) {
-    const reason = (err as Error).message;
+    const reason = errorMessage(err);
     throw new ValidationError([{ field: 'cronline', code: reason }], `Validation failed: Cronline ${reason}`);
   }
 }
@@ -210,7 +211,7 @@ export class PipelineScheduleService {
         next = parseCronline(s.cronline).nextAfter(now);
       } catch (err) {
         // Stored before a rule of the parser changed: the schedule can't run, and says why.
-        if (await this.schedules.fail(s.id, due.nextBuildAt, `Cronline ${(err as Error).message}`, now)) run.failed++;
+        if (await this.schedules.fail(s.id, due.nextBuildAt, `Cronline ${errorMessage(err)}`, now)) run.failed++;
         continue;
       }
       try {

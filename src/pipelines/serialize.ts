@@ -24,6 +24,8 @@ export function serializeProvider(p: Pipeline, webhookUrl: string | undefined): 
   return {
     id: p.providerId,
     webhook_url: webhookUrl ?? '',
+    // cast: the settings are stored only after validateProviderSettings (src/pipelines/provider.ts) checked each
+    // value, trigger_mode one of ProviderTriggerMode; their type, a Record of scalars, cannot say which key holds which.
     settings: providerSettings(p.providerId, p.repository, p.providerSettings) as components['schemas']['ProviderSettings'],
   };
 }
@@ -84,7 +86,7 @@ export function serializePipeline(p: Pipeline, v: PipelineView): PipelineJson {
     visibility: p.visibility,
     tags: p.tags,
     configuration: p.configuration,
-    steps: p.steps as PipelineJson['steps'],
+    steps: p.steps,
     default_timeout_in_minutes: p.defaultTimeoutInMinutes,
     maximum_timeout_in_minutes: p.maximumTimeoutInMinutes,
     default_command_step_timeout: p.defaultTimeoutInMinutes,

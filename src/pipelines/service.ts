@@ -19,6 +19,8 @@ import { isValidSlug, slugify } from './slug';
 import type { Actor, Organization, Permissions, Role } from '../core/identity';
 import type { PipelineTemplateService } from '../pipeline-templates/service';
 import { clock } from '../core/clock';
+import { fieldOf } from '../core/guards';
+import { keysOf } from '../db/row-types';
 import { changes as changedFields, type AuditActor, type AuditEntry, type AuditLog } from '../audit/service';
 
 const ALL: Permissions = { read: true, build: true, edit: true };
@@ -28,7 +30,7 @@ const LEVELS: Record<AccessLevel, Permissions> = {
   build_and_read: { read: true, build: true, edit: false },
   manage_build_and_read: ALL,
 };
-const ACCESS_LEVELS = Object.keys(LEVELS) as AccessLevel[];
+const ACCESS_LEVELS: AccessLevel[] = keysOf(LEVELS);
 
 /** The create/update body, as the spec admits it (unknown properties are never read). */
 export type PipelineInput = components['schemas']['PipelineWritable'] & Partial<Pick<components['schemas']['CreatePipelineRequest'], 'teams' | 'team_uuids'>>;
@@ -56,11 +58,11 @@ function pipelineChanges(before: Partial<PipelineFields>, after: Partial<Pipelin
   for (const [k, v] of Object.entries(after)) {
     if (v === undefined) continue;
     if (OPAQUE_FIELDS.has(k)) {
-      if (JSON.stringify(v) !== JSON.stringify((before as Record<string, unknown>)[k])) out[snake(k)] = { changed: true };
+      if (JSON.stringify(v) !== JSON.stringify(fieldOf(before, k))) out[snake(k)] = { changed: true };
       continue;
     }
     plain[snake(k)] = v;
-    was[snake(k)] = (before as Record<string, unknown>)[k];
+    was[snake(k)] = fieldOf(before, k);
   }
   return { ...changedFields(was, plain), ...out };
 }
@@ -570,10 +572,8 @@ export class PipelineService {
     opts: { creatingPipeline?: boolean } = {},
   ): Promise<{ teamId: string; accessLevel: AccessLevel }[]> {
     const field = input.teams !== undefined ? 'teams' : 'team_uuids';
-    const requested = (input.teams ?? input.team_uuids ?? []).map((t) =>
-      typeof t === 'string'
-        ? { id: t, access_level: 'manage_build_and_read' as AccessLevel }
-        : { id: t.id, access_level: t.access_level ?? 'manage_build_and_read' },
+    const requested = (input.teams ?? input.team_uuids ?? []).map((t): { id: string; access_level: AccessLevel } =>
+      typeof t === 'string' ? { id: t, access_level: 'manage_build_and_read' } : { id: t.id, access_level: t.access_level ?? 'manage_build_and_read' },
     );
     const isAdmin = actor.role === 'admin';
     if (actor.organization.teamsEnabled && !isAdmin && requested.length === 0) {

@@ -13,6 +13,7 @@
  * structured clone of the result.
  */
 import { Worker } from 'node:worker_threads';
+import { errorMessage, isRecord } from '../core/guards';
 import { deeperThan, MAX_JSON_DEPTH } from '../http/middleware/body';
 import { RESULT_BATCH } from './event-loop';
 
@@ -76,7 +77,7 @@ export async function parseUploadJson(bytes: Buffer): Promise<ParsedJson> {
     try {
       value = JSON.parse(text);
     } catch (err) {
-      return { ok: false, reason: (err as Error).message };
+      return { ok: false, reason: errorMessage(err) };
     }
     if (deeperThan(value, MAX_JSON_DEPTH)) return { ok: false, reason: TOO_DEEP };
     return { ok: true, value, mayHoldNul: text.includes('\\u0000') };
@@ -102,7 +103,7 @@ function parseInWorker(bytes: Buffer): Promise<ParsedJson> {
     const worker = new Worker(wrap(WORKER_SOURCE), {
       eval: true,
       workerData: { bytes: view, batch: RESULT_BATCH, maxDepth: MAX_JSON_DEPTH },
-      transferList: owned ? [bytes.buffer as ArrayBuffer] : [],
+      transferList: owned && bytes.buffer instanceof ArrayBuffer ? [bytes.buffer] : [],
     });
     let head: Head | undefined;
     const data: unknown[] = [];
@@ -119,7 +120,8 @@ function parseInWorker(bytes: Buffer): Promise<ParsedJson> {
       const h = head!;
       if (h.array) return finish({ ok: true, value: data, mayHoldNul: h.mayHoldNul });
       if (h.batches === 0) return finish({ ok: true, value: h.head, mayHoldNul: h.mayHoldNul });
-      (h.head as { data: unknown[] }).data = data;
+      if (!isRecord(h.head)) return finish(new Error('the JSON worker sent a head that is not an object'));
+      h.head.data = data;
       finish({ ok: true, value: h.head, mayHoldNul: h.mayHoldNul });
     };
     worker.on('message', (m: { error?: string; batch?: unknown[] } & Partial<Head>) => {
@@ -128,7 +130,7 @@ function parseInWorker(bytes: Buffer): Promise<ParsedJson> {
         for (const item of m.batch) data.push(item);
         received += 1;
       } else {
-        head = m as Head;
+        head = { head: m.head, mayHoldNul: m.mayHoldNul === true, batches: m.batches ?? 0, array: m.array };
       }
       if (received === head!.batches) return complete();
       // The next batch in a later turn, so other requests get theirs in between.

@@ -9,6 +9,7 @@
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import iconv from 'iconv-lite';
 import { ValidationError } from '../core/errors';
+import { errorMessage, isRecord } from '../core/guards';
 import { MAX_RESULTS } from './results';
 
 type Node = Record<string, unknown>;
@@ -50,9 +51,18 @@ export function decodeXml(xml: Buffer): string {
   return iconv.decode(xml, declared);
 }
 
+// cast: fast-xml-parser's output is untyped; an element is an object of attributes and children, or
+// its text alone when it has neither, which attr() and text() both read safely (attr() finds nothing on a string).
 const list = (v: unknown): Node[] => (Array.isArray(v) ? (v as Node[]) : v === undefined ? [] : [v as Node]);
-const attr = (n: Node, name: string): string | undefined => (typeof n[name] === 'string' ? decode(n[name] as string) : undefined);
-const text = (n: Node | string): string => (typeof n === 'string' ? decode(n) : typeof n['#text'] === 'string' ? decode(n['#text'] as string) : '');
+const attr = (n: Node, name: string): string | undefined => {
+  const v = n[name];
+  return typeof v === 'string' ? decode(v) : undefined;
+};
+const text = (n: Node | string): string => {
+  if (typeof n === 'string') return decode(n);
+  const v = n['#text'];
+  return typeof v === 'string' ? decode(v) : '';
+};
 
 function toResult(tc: Node): Record<string, unknown> {
   const failure = list(tc.failure)[0] ?? list(tc.error)[0];
@@ -91,9 +101,9 @@ export function parseJUnit(xml: Buffer): Record<string, unknown>[] {
     const where = valid.err.col === undefined ? `line ${valid.err.line}` : `line ${valid.err.line}, column ${valid.err.col}`;
     throw refused(`is not well-formed XML: ${where}: ${valid.err.msg}`);
   }
-  let root: Node;
+  let parsed: unknown;
   try {
-    root = new XMLParser({
+    parsed = new XMLParser({
       ignoreAttributes: false,
       attributeNamePrefix: '',
       processEntities: false,
@@ -103,10 +113,12 @@ export function parseJUnit(xml: Buffer): Record<string, unknown>[] {
       ignoreDeclaration: true,
       ignorePiTags: true,
       isArray: (name) => ['testsuites', 'testsuite', 'testcase', 'failure', 'error', 'skipped'].includes(name),
-    }).parse(doc) as Node;
+    }).parse(doc);
   } catch (err) {
-    throw refused(`could not be parsed as XML: ${(err as Error).message}`);
+    throw refused(`could not be parsed as XML: ${errorMessage(err)}`);
   }
+  if (!isRecord(parsed)) throw refused('could not be parsed as XML: the parser gave no document');
+  const root: Node = parsed;
 
   const results: Record<string, unknown>[] = [];
   const walk = (suite: Node, depth: number) => {

@@ -12,6 +12,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import multer from 'multer';
 import { BadRequestError, ValidationError } from '../core/errors';
+import { isRecord } from '../core/guards';
 
 export interface MultipartLimits {
   /** Largest `data` file, in bytes. */
@@ -19,7 +20,6 @@ export interface MultipartLimits {
 }
 
 /** The files of a parsed upload, keyed by field (only `data` is taken). */
-type Files = Record<string, Express.Multer.File[] | undefined>;
 
 export const MAX_FIELDS = 100;
 export const MAX_FIELD_BYTES = 64 * 1024;
@@ -35,8 +35,7 @@ export function parseUploadMultipart(limits: MultipartLimits) {
     parse(req, res, (err: unknown) => {
       if (err) return next(multipartError(err, limits));
       // The validator checks `data` is present; the file itself stays in `req.files`.
-      const file = (req.files as Files | undefined)?.data?.[0];
-      if (file) (req.body as Record<string, unknown>).data = '';
+      if (dataFile(req.files) && isRecord(req.body)) req.body.data = '';
       next();
     });
   };
@@ -44,7 +43,12 @@ export function parseUploadMultipart(limits: MultipartLimits) {
 
 /** The `data` file of a request parsed by `parseUploadMultipart`, if one was sent. */
 export function uploadedFile(req: Request): Buffer | undefined {
-  return (req.files as Files | undefined)?.data?.[0]?.buffer;
+  return dataFile(req.files)?.buffer;
+}
+
+/** The `data` part of multer's `req.files`: `.fields()` gives files by field name, never a list. */
+function dataFile(files: Request['files']): Express.Multer.File | undefined {
+  return files && !Array.isArray(files) ? files.data?.[0] : undefined;
 }
 
 function multipartError(err: unknown, limits: MultipartLimits): Error {

@@ -14,6 +14,7 @@
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { readableReason } from '../core/schema-messages';
+import { isRecord } from '../core/guards';
 import { loadSpec } from '../spec';
 
 const SPEC_ID = 'windsock:openapi';
@@ -39,7 +40,9 @@ function validator(): ValidateFunction {
   if (!compiled) {
     const ajv = new Ajv2020({ allErrors: false, strict: false });
     addFormats(ajv);
-    const schemas = (loadSpec().doc as { components: { schemas: Schemas } }).components.schemas;
+    const components = loadSpec().doc.components;
+    const schemas = isRecord(components) ? components.schemas : undefined;
+    if (!isRecord(schemas)) throw new Error('The bundled spec has no components.schemas');
     ajv.addSchema({ $id: SPEC_ID, components: { schemas: closure(schemas, 'TestResult') } });
     compiled = ajv.getSchema(`${SPEC_ID}#/components/schemas/TestResult`)!;
   }

@@ -5,6 +5,8 @@
  * else the spec's `TestResult` schema forbids is caught by ./result-schema.
  */
 import type { components } from '../../generated/api';
+import { isRecord } from '../core/guards';
+import { isOneOf } from '../db/row-types';
 import { schemaFault } from './result-schema';
 
 export const MAX_RESULTS = 5000;
@@ -49,33 +51,33 @@ function optionalString(r: Record<string, unknown>, field: keyof typeof LIMITS):
 function stringList(v: unknown, field: string): string[] | undefined {
   if (v === undefined || v === null) return undefined;
   if (!Array.isArray(v) || v.length > 10_000) throw new Reject(field, 'must be a list of at most 10000 strings');
+  const lines: string[] = [];
   for (const s of v) {
     if (typeof s !== 'string') throw new Reject(field, 'must be a list of strings');
     if (s.length > LIMITS.line) throw new Reject(field, `has a line longer than ${LIMITS.line} characters`);
+    lines.push(s);
   }
-  return v as string[];
+  return lines;
 }
 
 function failureExpanded(v: unknown): FailureExpanded | null {
   if (v === undefined || v === null) return null;
   if (!Array.isArray(v) || v.length > 1000) throw new Reject('failure_expanded', 'must be a list of at most 1000 objects');
   return v.map((item, i) => {
-    if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new Reject(`failure_expanded[${i}]`, 'must be an object');
-    const o = item as Record<string, unknown>;
-    const expanded = stringList(o.expanded, `failure_expanded[${i}].expanded`);
-    const backtrace = stringList(o.backtrace, `failure_expanded[${i}].backtrace`);
+    if (!isRecord(item)) throw new Reject(`failure_expanded[${i}]`, 'must be an object');
+    const expanded = stringList(item.expanded, `failure_expanded[${i}].expanded`);
+    const backtrace = stringList(item.backtrace, `failure_expanded[${i}].backtrace`);
     return { ...(expanded ? { expanded } : {}), ...(backtrace ? { backtrace } : {}) };
   });
 }
 
 function history(v: unknown): { history: Record<string, unknown> | null; duration: number | null } {
   if (v === undefined || v === null) return { history: null, duration: null };
-  if (typeof v !== 'object' || Array.isArray(v)) throw new Reject('history', 'must be an object');
-  const h = v as Record<string, unknown>;
-  const d = h.duration;
+  if (!isRecord(v)) throw new Reject('history', 'must be an object');
+  const d = v.duration;
   if (d !== undefined && d !== null && (typeof d !== 'number' || !Number.isFinite(d) || d < 0))
     throw new Reject('history.duration', 'must be a number of seconds, at least 0');
-  return { history: h, duration: typeof d === 'number' ? d : null };
+  return { history: v, duration: typeof d === 'number' ? d : null };
 }
 
 /**
@@ -87,7 +89,7 @@ export function checkResults(data: unknown[], scopeField?: string, offset = 0): 
   const accepted: AcceptedResult[] = [];
   const errors: UploadResultError[] = [];
   data.forEach((item, index) => {
-    const r = (typeof item === 'object' && item !== null && !Array.isArray(item) ? item : null) as Record<string, unknown> | null;
+    const r = isRecord(item) ? item : null;
     const clientId = typeof r?.id === 'string' ? r.id.slice(0, LIMITS.id) : null;
     try {
       if (!r) throw new Reject('data', 'must be an object');
@@ -96,7 +98,7 @@ export function checkResults(data: unknown[], scopeField?: string, offset = 0): 
       const scope = optionalString(r, 'scope');
       if (scopeField && (scope === null || scope.trim() === '')) throw new Reject(scopeField, "can't be blank");
       const result = r.result ?? 'unknown';
-      if (!RESULTS.includes(result as ResultValue)) throw new Reject('result', `is not included in the list (${RESULTS.join(', ')})`);
+      if (!isOneOf(RESULTS, result)) throw new Reject('result', `is not included in the list (${RESULTS.join(', ')})`);
       const h = history(r.history);
       const checked: AcceptedResult = {
         clientId: optionalString(r, 'id'),
@@ -104,7 +106,7 @@ export function checkResults(data: unknown[], scopeField?: string, offset = 0): 
         name,
         location: optionalString(r, 'location'),
         fileName: optionalString(r, 'file_name'),
-        result: result as ResultValue,
+        result,
         failureReason: optionalString(r, 'failure_reason'),
         failureExpanded: failureExpanded(r.failure_expanded),
         duration: h.duration,

@@ -5,6 +5,7 @@
  */
 import express, { NextFunction, Request, Response } from 'express';
 import { BadRequestError, UnauthorizedError, ValidationError } from '../core/errors';
+import { isRecord } from '../core/guards';
 import type { CheckedBody } from '../http/middleware/locals';
 import { bodyIn, operationRouter } from '../http/contract/operation';
 import { parseUploadJson } from './json';
@@ -39,9 +40,9 @@ export function uploadJsonBody(limit: number, type: string[]) {
     const parsed = await parseUploadJson(req.body);
     if (!parsed.ok) throw new BadRequestError(`Problems parsing JSON: ${parsed.reason}`);
     if (!parsed.value || typeof parsed.value !== 'object') throw new BadRequestError('Problems parsing JSON: the body must be a JSON object');
-    const body = parsed.value as { data?: unknown };
-    const results = Array.isArray(body.data) ? body.data : undefined;
-    if (results) body.data = [];
+    const body = parsed.value;
+    const results = isRecord(body) && Array.isArray(body.data) ? body.data : undefined;
+    if (results && isRecord(body)) body.data = [];
     req.body = body;
     res.locals.checkedBody = { depth: true, nulFree: !parsed.mayHoldNul, results } satisfies CheckedBody;
     next();

@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import { SuiteTokenError, ValidationError } from '../core/errors';
 import { clock } from '../core/clock';
+import { fieldOf } from '../core/guards';
 import { findNul, NUL_CODE } from '../http/middleware/nul';
 import type { Suite } from '../suites/repository';
 import type { SuiteService } from '../suites/service';
@@ -98,11 +99,10 @@ function resultList(data: unknown[]): unknown[] {
 
 function runEnvFields(env: RunEnv): RunEnvFields {
   // Multipart forms as the Buildkite docs show them send `run_env[CI]`.
-  const e = env as RunEnv & { CI?: string };
-  const s = (v: string | number | null | undefined) => (v === undefined || v === null || v === '' ? null : String(v));
+  const s = (v: unknown) => (v === undefined || v === null || v === '' ? null : String(v));
   return {
     key: env.key,
-    ci: s(env.ci ?? e.CI),
+    ci: s(env.ci ?? fieldOf(env, 'CI')),
     branch: s(env.branch),
     commitSha: s(env.commit_sha),
     number: s(env.number),

@@ -27,7 +27,7 @@ import { registerAgentPages } from './pages/agents';
 import { registerSuitePages } from './pages/suites';
 import { signInPage } from './pages/sign-in';
 import { loadSpec } from '../spec';
-import { isRecord } from '../core/guards';
+import { isRecord, stringField } from '../core/guards';
 
 export const SESSION_COOKIE = 'windsock_session';
 const SIGNIN_COOKIE = 'windsock_signin';
@@ -155,7 +155,8 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
   /** The API's answer, as a page: a title for its status, its message (and a validation error's fields). */
   const explain = (answer: ErrorAnswer): { title: string; message: string } => {
     if (answer.status === 404) return { title: 'Not found', message: 'There is nothing here, or your token does not reach it.' };
-    const fields = Array.isArray(answer.body.errors) ? (answer.body.errors as { field: string; code: string }[]) : [];
+    const errors = answer.body.errors;
+    const fields = Array.isArray(errors) ? errors.flatMap((f: unknown) => fieldError(f) ?? []) : [];
     const message = fields.length ? `${answer.body.message}: ${fields.map((f) => `${f.field} ${f.code}`).join('; ')}` : answer.body.message;
     const title =
       answer.status === 403 ? 'Not allowed' : answer.status === 401 ? 'Not signed in' : answer.status === 429 ? 'Too many requests' : 'Not accepted';
@@ -356,4 +357,11 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
 function firstOrgPath(principal: Principal): string | null {
   const first = [...principal.organizationsBySlug.keys()].sort()[0];
   return first ? `/${first}` : null;
+}
+
+/** An entry of a validation error's `errors` (src/core/errors.ts FieldError): its field and code, when it has both. */
+function fieldError(f: unknown): { field: string; code: string } | undefined {
+  const field = stringField(f, 'field');
+  const code = stringField(f, 'code');
+  return field !== undefined && code !== undefined ? { field, code } : undefined;
 }

@@ -83,7 +83,7 @@ export function scopesByOperation(guards: OperationGuard[]): Map<string, readonl
 
 /** The first of `scopes` the principal's token lacks, if any. */
 export function missingScope(principal: Principal, scopes: readonly string[]): string | undefined {
-  return scopes.find((scope) => !principal.token.scopes.includes(scope as never));
+  return scopes.find((scope) => !isOneOf(principal.token.scopes, scope));
 }
 
 /** The scope check of an operation: every one of its scopes, or a 403 naming the first one missing. */

@@ -8,6 +8,7 @@
  */
 import { NOTIFY_CONDITION_VARIABLES, conditionError } from '../filter-condition';
 import { MAX_LIST, MAX_NAME, MAX_PROMPT, MAX_REF } from './limits';
+import { isOneOf } from '../../db/row-types';
 import { NOTIFY_KINDS_REPORTED } from './step-attributes';
 import { mapping, quote, tooLong, tooMany, type ProblemReporter } from './problems';
 import { text, type FoundProperty } from './property-readers';
@@ -49,8 +50,8 @@ export function notify(reporter: ProblemReporter, found: FoundProperty | undefin
 function notifyEntry(reporter: ProblemReporter, at: string, item: ConfigValue, level: NotifyLevel): NotifyEntry | undefined {
   const allowed = level === 'build' ? NOTIFY_KINDS : STEP_NOTIFY_KINDS;
   if (item.kind !== 'map') return void reporter.fail(at, `must be ${mapping(reporter)} with one of ${allowed.join(', ')}`, item);
-  const kinds = item.keys.filter((k): k is NotifyKind => (NOTIFY_KINDS as readonly string[]).includes(k));
-  const unknown = item.keys.filter((k) => k !== 'if' && !(NOTIFY_KINDS as readonly string[]).includes(k));
+  const kinds = item.keys.filter((k) => isOneOf(NOTIFY_KINDS, k));
+  const unknown = item.keys.filter((k) => k !== 'if' && !isOneOf(NOTIFY_KINDS, k));
   let ok = true;
   for (const key of unknown) {
     reporter.fail(`${at}.${key}`, `is not a notification type: use one of ${allowed.join(', ')}`, item.get(key));
@@ -72,6 +73,7 @@ function notifyEntry(reporter: ProblemReporter, at: string, item: ConfigValue, l
   const condition = notifyCondition(reporter, `${at}.if`, item.get('if'));
   if (!ok || target === undefined || condition === undefined) return undefined;
   // Built key by key so the stored JSON keeps the documented order: the kind, then `if`.
+  // cast: a computed key loses the pairing of `kind` and its target that notifyTarget checked for that kind.
   const entry = { [kind]: target } as NotifyEntry;
   if (condition !== null) entry.if = condition;
   return entry;

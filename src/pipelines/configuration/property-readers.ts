@@ -287,7 +287,7 @@ function selectParts(reporter: ProblemReporter, at: string, item: ConfigMap, def
     if (!chosen.every((s): s is string => s !== undefined && values.has(s))) {
       reporter.fail(path, parts.multiple ? 'must be one or more of the option values' : 'must be one of the option values', v);
     } else {
-      parts.default = v.kind === 'list' ? (chosen as string[]) : (chosen[0] as string);
+      parts.default = v.kind === 'list' ? chosen : chosen[0];
     }
   }
   return parts;

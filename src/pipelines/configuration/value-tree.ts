@@ -3,6 +3,7 @@
  * lazily so that parts no rule looks at (plugin settings, top-level anchor holders) cost nothing.
  */
 import { MAX_DEPTH, MAX_VALUES } from './limits';
+import { isRecord } from '../../core/guards';
 
 export type SourceLine = number | undefined;
 export type ConfigMap = { kind: 'map'; keys: string[]; get(key: string): ConfigValue | undefined; line: SourceLine };
@@ -56,6 +57,7 @@ export function valueFromJson(x: unknown, depth: number, budget: ValueBudget): C
     for (let i = 0; i < x.length; i++) items.push(valueFromJson(x[i], depth + 1, budget));
     return { kind: 'list', items, line };
   }
-  const obj = x as Record<string, unknown>;
+  if (!isRecord(x)) return { kind: 'other', line };
+  const obj = x;
   return lazyConfigMap(Object.keys(obj), line, (key) => (Object.hasOwn(obj, key) ? valueFromJson(obj[key], depth + 1, budget) : undefined));
 }

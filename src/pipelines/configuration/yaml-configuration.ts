@@ -120,10 +120,11 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
   let pipelineEnv: Record<string, string> = {};
   let pipelineNotify: NotifyEntry[] = [];
   const defaults: PipelineDefaults = { agents: [] };
+  const rootSteps = root.kind === 'map' ? root.get('steps') : undefined;
   if (root.kind === 'list') {
     stepsFound = ['steps', root];
-  } else if (root.kind === 'map' && root.get('steps') !== undefined) {
-    stepsFound = ['steps', root.get('steps') as ConfigValue];
+  } else if (root.kind === 'map' && rootSteps !== undefined) {
+    stepsFound = ['steps', rootSteps];
     pipelineEnv = env(top, findProperty(root, ['env']));
     pipelineNotify = notify(top, findProperty(root, ['notify']), 'build');
     defaults.agents = agents(top, findProperty(root, ['agents']));

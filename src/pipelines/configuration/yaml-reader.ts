@@ -2,8 +2,9 @@
  * Reads a parsed YAML document into the value tree: aliases (bounded), `<<` merge keys and
  * duplicate keys, each checked in one linear pass rather than by the yaml library's `toJS`.
  */
-import { isAlias, isMap, isNode, isPair, isScalar, isSeq, type Document, type LineCounter, type Node as YamlNode, type YAMLMap } from 'yaml';
+import { isAlias, isMap, isNode, isPair, isScalar, isSeq, type Document, type LineCounter, type Node as YamlNode, type Scalar, type YAMLMap } from 'yaml';
 import { ValidationError } from '../../core/errors';
+import { fieldOf } from '../../core/guards';
 import { MAX_ALIAS_EXPANSIONS, MAX_DEPTH } from './limits';
 import { lazyConfigMap, type ValueBudget, type SourceLine, type ConfigValue, type ConfigMap } from './value-tree';
 
@@ -66,8 +67,8 @@ export class YamlReader {
   }
 
   line(node: unknown): SourceLine {
-    const range = (node as { range?: [number, number, number] } | null)?.range;
-    return range ? this.lines.linePos(range[0]).line : undefined;
+    const range = fieldOf(node, 'range');
+    return Array.isArray(range) && typeof range[0] === 'number' ? this.lines.linePos(range[0]).line : undefined;
   }
 
   /** `line` is where the value is used (the key of its pair, or the alias), not where an
@@ -114,7 +115,7 @@ export class YamlReader {
         const from = this.value(pair.value, keyLine, depth + 1);
         for (const source of from.kind === 'list' ? from.items : [from]) {
           if (source.kind !== 'map') {
-            throw this.invalid(pair.key as YamlNode, '"<<" must merge a mapping or a list of mappings');
+            throw this.invalid(pair.key, '"<<" must merge a mapping or a list of mappings');
           }
           for (const key of source.keys) {
             if (!explicit.has(key) && !readers.has(key)) readers.set(key, () => source.get(key));
@@ -129,7 +130,7 @@ export class YamlReader {
   }
 }
 
-function isMergeKey(key: unknown): boolean {
+function isMergeKey(key: unknown): key is Scalar {
   return isScalar(key) && typeof key.value === 'symbol';
 }
 
