@@ -211,7 +211,8 @@ describeEachDatabase('artifact content served safely', (ctx) => {
     const report = await follow(`${pagePath}/jobs/${job.id}/artifacts/${ids[0]}`);
     expect(report.headers['content-disposition']).toMatch(/^attachment;/);
     const missing = await web.get(`${pagePath}/artifacts?path=nowhere%2Fx.html`).expect(404);
-    expect(missing.body).toEqual({ message: 'There is nothing here, or your token does not reach it.' });
+    // The web's data routes answer as the API does (its status, headers and JSON body).
+    expect(missing.body).toEqual({ message: 'No artifact found' });
     // Another organization's token reaches neither.
     const other = await signedIn(ctx().app, (await ctx().givenAdmin()).token);
     await other.get(`${pagePath}/artifacts?path=shot.png`).expect(404);
