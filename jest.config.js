@@ -13,6 +13,8 @@ module.exports = {
   testEnvironment: '<rootDir>/test/support/environment.ts',
   setupFiles: ['<rootDir>/test/support/share-validators.ts'],
   testTimeout: 30000,
+  // Longest files first, also on a fresh clone whose jest cache has no timings (test/support/sequencer.js).
+  testSequencer: '<rootDir>/test/support/sequencer.js',
   // One worker per core (jest's default leaves one core idle: on CI's 2 cores, everything in
   // band). The suites wait on Postgres and sockets as much as they compute, and each context
   // has its own schema or in-memory database, so two workers share nothing; the long files

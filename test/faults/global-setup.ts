@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { builtFromThisTree } from '../support/build-stamp';
 import globalSetup from '../support/global-setup';
 
 export default async function faultsSetup(): Promise<void> {
@@ -21,15 +22,4 @@ export default async function faultsSetup(): Promise<void> {
     execFileSync(process.execPath, [path.join(root, 'scripts', 'copy-web-assets.mjs')], { cwd: root, stdio: 'inherit' });
   }
   await globalSetup();
-}
-
-/** Whether dist/.build-stamp matches the build's inputs as they are (scripts/build-stamp.mjs, the check `npm start` makes). */
-function builtFromThisTree(root: string): boolean {
-  const check = `import { built } from ${JSON.stringify(path.join(root, 'scripts', 'build-stamp.mjs'))}; process.exit(built() ? 0 : 1);`;
-  try {
-    execFileSync(process.execPath, ['--input-type=module', '-e', check], { cwd: root, stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -1,6 +1,6 @@
 /**
  * The package as a consumer's CI gets it (`npm run test:package`, in CI): `npm pack` (which builds
- * first), installed into an empty directory with `npm install <tarball>`, then `npx windsock serve
+ * first, unless dist/ is already built from the sources as they are), installed into an empty directory with `npm install <tarball>`, then `npx windsock serve
  * --ephemeral` answers /readyz and an authenticated call with the token it printed on stderr.
  *
  * The tarball must hold everything the installed tool runs on: built JavaScript (an install from a
@@ -18,6 +18,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { builtFromThisTree } from '../support/build-stamp';
 
 const ROOT = path.resolve(__dirname, '../..');
 const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -40,8 +41,11 @@ describe('the packed tarball, installed into an empty directory', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-package-'));
     app = path.join(dir, 'consumer');
     fs.mkdirSync(app);
-    // As a maintainer packs it: `prepare` (npm run build) runs first, so the tarball holds a fresh build.
-    const name = execFileSync(NPM, ['pack', '--pack-destination', dir], { cwd: ROOT, env, encoding: 'utf8' }).trim().split('\n').at(-1)!;
+    // As a maintainer packs it: `prepare` (npm run build) runs first, so the tarball holds a fresh
+    // build; when dist/'s stamp says it is one of the sources as they are (npm ci's build, in CI),
+    // building it again would make the same files, so pack skips the script.
+    const pack = ['pack', '--pack-destination', dir, ...(builtFromThisTree(ROOT) ? ['--ignore-scripts'] : [])];
+    const name = execFileSync(NPM, pack, { cwd: ROOT, env, encoding: 'utf8' }).trim().split('\n').at(-1)!;
     tarball = path.join(dir, name);
     execFileSync(NPM, ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--prefer-offline', tarball], { cwd: app, env, stdio: 'pipe' });
     const installed = path.join(app, 'node_modules', 'better-sqlite3');
