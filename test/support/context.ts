@@ -6,6 +6,7 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
@@ -146,6 +147,19 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     testControls,
   });
 
+  // One server per context, listening from its first request until the context closes: given the
+  // app, SuperTest starts and closes a server around every request, which cost a quarter of each
+  // request's CPU in this process (300 list requests: 0.9-1.7 s against 0.7-1.3 s). Each request
+  // still comes on a connection of its own (SuperTest does not keep connections alive).
+  let server: http.Server | undefined;
+  const listening = () => {
+    if (!server) {
+      server = http.createServer(app).listen(0, '127.0.0.1');
+      server.unref();
+    }
+    return server;
+  };
+
   let n = 0;
   const unique = () => `${Date.now().toString(36)}${(n++).toString(36)}${crypto.randomBytes(2).toString('hex')}`;
 
@@ -156,7 +170,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     schema,
     postgresStore: store,
     testControls,
-    http: () => request(app),
+    http: () => request(listening()),
     givenOrg: async (o = {}) => {
       const id = unique();
       return services.orgs.create({ slug: `org-${id}`, name: o.name ?? `Org ${id}`, teamsEnabled: o.teamsEnabled });
@@ -183,6 +197,12 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
       return { org, user, token: await ctx.givenToken(user, [org]) };
     },
     close: async (o = {}) => {
+      const open = server;
+      if (open) {
+        const closed = new Promise<void>((resolve) => open.close(() => resolve()));
+        open.closeAllConnections(); // a stream still open (an event stream, a stalled upload) would hold close() up
+        await closed;
+      }
       await services.db.destroy();
       if (ownArtifactsDir) fs.rmSync(artifactsDir, { recursive: true, force: true });
       if (store && !o.keepSchema) await store.drop();
