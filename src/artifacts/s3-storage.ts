@@ -1,0 +1,183 @@
+/**
+ * Artifact content in an S3-compatible bucket (ARTIFACTS_STORE=s3://bucket/prefix), beside the
+ * local-disk default. Objects are content-addressed as on disk:
+ *
+ * - `<prefix>objects/<sha256>`: content, readable only through pre-signed GET URLs that carry
+ *   the content policy's headers (type, disposition, cache) as response overrides;
+ * - `<prefix>uploads/<artifact id>`: where an agent's direct upload lands (a pre-signed POST
+ *   form limited to the declared size); nothing reads it until Windsock has read it back, checked
+ *   its size, SHA-1 and SHA-256 against what the agent declared, and copied it to its address.
+ *
+ * An upload through Windsock's own form (agents that ignore per-artifact instructions) is staged
+ * on the local disk while hashed, and put at its address once checked. The client's HTTP goes
+ * through the one transport (s3-transport.ts), to the configured endpoint's host only.
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { Readable, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { fieldOf } from '../core/guards';
+import { Outbound, type OutboundSettings } from '../security/outbound';
+import { OutboundS3Handler } from './s3-transport';
+import { hashingCounter, SHA256, stageToFile, type ArtifactStorage, type DirectUploadForm, type ServedHeaders, type StagedContent } from './storage';
+
+/** ARTIFACTS_STORE=s3://bucket/prefix and the ARTIFACTS_S3_* settings. */
+export interface S3StoreSettings {
+  bucket: string;
+  /** Key prefix, empty or ending in `/`. */
+  prefix: string;
+  /** An S3-compatible server's URL (ARTIFACTS_S3_ENDPOINT); unset: AWS S3 in `region`. */
+  endpoint?: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** Bucket in the path (`http://host/bucket/key`) rather than the host name (ARTIFACTS_S3_FORCE_PATH_STYLE). */
+  forcePathStyle: boolean;
+}
+
+const UPLOAD_KEY = /^[0-9a-f-]{36}$/;
+
+function isNotFound(err: unknown): boolean {
+  return fieldOf(fieldOf(err, '$metadata'), 'httpStatusCode') === 404 || fieldOf(err, 'name') === 'NotFound' || fieldOf(err, 'name') === 'NoSuchKey';
+}
+
+/** The S3 client of these settings, sending through `outbound` to the endpoint's host only. */
+export function s3Client(settings: S3StoreSettings, outbound: Outbound): S3Client {
+  const storeHost = settings.endpoint ? new URL(settings.endpoint).hostname : 'amazonaws.com';
+  return new S3Client({
+    region: settings.region,
+    ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
+    forcePathStyle: settings.forcePathStyle,
+    credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
+    // Checksums only where S3 requires one: a streamed body is then sent as it is, not re-framed
+    // as aws-chunked with a trailer, which S3-compatible servers do not all read.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: new OutboundS3Handler(outbound, storeHost),
+  });
+}
+
+/**
+ * The store of these settings. The endpoint is the operator's, not a user's: an Outbound of the
+ * server's settings with private addresses allowed serves it (an in-cluster MinIO), and the
+ * handler sends nowhere but the endpoint's host. Without an endpoint (AWS), the server's own
+ * OUTBOUND_ALLOW_PRIVATE holds.
+ */
+export function createS3Storage(settings: S3StoreSettings, outboundSettings: OutboundSettings, stagingDir: string): S3ArtifactStorage {
+  const outbound = new Outbound({ ...outboundSettings, allowPrivate: settings.endpoint ? true : outboundSettings.allowPrivate });
+  return new S3ArtifactStorage(s3Client(settings, outbound), settings, stagingDir);
+}
+
+export class S3ArtifactStorage implements ArtifactStorage {
+  constructor(
+    private readonly client: S3Client,
+    private readonly settings: S3StoreSettings,
+    /** Where uploads through Windsock's form are staged before they are put in the bucket. */
+    private readonly stagingDir: string,
+  ) {}
+
+  private objectKey(sha256: string): string {
+    if (!SHA256.test(sha256)) throw new Error('not a content address');
+    return `${this.settings.prefix}objects/${sha256}`;
+  }
+
+  private uploadKey(id: string): string {
+    if (!UPLOAD_KEY.test(id)) throw new Error('not an upload key');
+    return `${this.settings.prefix}uploads/${id}`;
+  }
+
+  private async deleteKey(key: string): Promise<void> {
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: key }));
+  }
+
+  async stage(source: Readable, maxBytes: number): Promise<StagedContent> {
+    const { file, size, sha1, sha256 } = await stageToFile(source, maxBytes, this.stagingDir);
+    return {
+      size,
+      sha1,
+      sha256,
+      commit: async () => {
+        try {
+          await this.client.send(
+            new PutObjectCommand({ Bucket: this.settings.bucket, Key: this.objectKey(sha256), Body: fs.createReadStream(file), ContentLength: size }),
+          );
+        } finally {
+          await fsp.rm(file, { force: true });
+        }
+      },
+      discard: () => fsp.rm(file, { force: true }),
+    };
+  }
+
+  localPath(): Promise<string | null> {
+    return Promise.resolve(null);
+  }
+
+  async remove(sha256: string): Promise<void> {
+    await this.deleteKey(this.objectKey(sha256));
+  }
+
+  signedUrl(sha256: string, headers: ServedHeaders, seconds: number): Promise<string> {
+    return getSignedUrl(
+      this.client,
+      new GetObjectCommand({
+        Bucket: this.settings.bucket,
+        Key: this.objectKey(sha256),
+        ResponseContentType: headers.contentType,
+        ResponseContentDisposition: headers.contentDisposition,
+        ResponseCacheControl: headers.cacheControl,
+      }),
+      { expiresIn: seconds },
+    );
+  }
+
+  async directUpload(uploadKey: string, size: number, seconds: number): Promise<DirectUploadForm> {
+    const { url, fields } = await createPresignedPost(this.client, {
+      Bucket: this.settings.bucket,
+      Key: this.uploadKey(uploadKey),
+      // S3 refuses a body of any other size; Windsock checks again when the agent reports it.
+      Conditions: [['content-length-range', size, size]],
+      Expires: seconds,
+    });
+    return { url, fields };
+  }
+
+  async stageDirect(uploadKey: string, size: number, maxBytes: number): Promise<StagedContent | null> {
+    const key = this.uploadKey(uploadKey);
+    const Bucket = this.settings.bucket;
+    let length: number;
+    try {
+      length = (await this.client.send(new HeadObjectCommand({ Bucket, Key: key }))).ContentLength ?? 0;
+    } catch (err) {
+      if (isNotFound(err)) return null;
+      throw err;
+    }
+    const discard = () => this.deleteKey(key);
+    const refused = () => Promise.reject(new Error('refused content cannot be committed'));
+    if (length !== size || length > maxBytes) return { size: length, sha1: '', sha256: '', commit: refused, discard };
+    const got = await this.client.send(new GetObjectCommand({ Bucket, Key: key }));
+    if (!(got.Body instanceof Readable)) throw new Error('the S3 client answered a body that is not a Node stream');
+    const counter = hashingCounter(maxBytes);
+    const sink = new Writable({ write: (_chunk, _enc, cb) => cb() });
+    await pipeline(got.Body, counter.transform, sink);
+    const { size: read, sha1, sha256 } = counter.result();
+    return {
+      size: read,
+      sha1,
+      sha256,
+      commit: async () => {
+        const source = `${Bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
+        await this.client.send(new CopyObjectCommand({ Bucket, Key: this.objectKey(sha256), CopySource: source }));
+        await discard();
+      },
+      discard,
+    };
+  }
+}
+
+/** Where `S3ArtifactStorage` stages uploads through Windsock: under the artifacts directory, as the disk store does. */
+export const s3StagingDir = (artifactsDir: string) => path.join(artifactsDir, 'staging');
