@@ -443,7 +443,10 @@ function artifactsStore(env: Env): { s3?: S3StoreSettings } {
     return {};
   }
   const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(raw);
-  if (!m) throw new ConfigError(`ARTIFACTS_STORE must be disk or s3://bucket/prefix (a bucket name of 3 to 63 lower-case letters, digits, dots and hyphens), got "${raw}"`);
+  if (!m)
+    throw new ConfigError(
+      `ARTIFACTS_STORE must be disk or s3://bucket/prefix (a bucket name of 3 to 63 lower-case letters, digits, dots and hyphens), got "${raw}"`,
+    );
   const prefix = (m[2] ?? '').replace(/\/+$/, '');
   if (prefix !== '' && prefix.split('/').some((s) => s === '' || s === '.' || s === '..')) {
     throw new ConfigError(`ARTIFACTS_STORE's prefix must be segments separated by single slashes, without . or .., got "${raw}"`);

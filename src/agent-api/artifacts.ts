@@ -20,7 +20,9 @@ export function agentArtifactRoutes(service: ArtifactService, publicUrl: string)
 
   api.on('createArtifacts', async (req, res) => {
     const batch = await service.create(agentOf(res), req.params.job_id, req.body, agentBase(req));
-    res.status(201).json({ id: batch.id, artifact_ids: batch.artifactIds, upload_instructions: batch.instructions, per_artifact_instructions: batch.perArtifact });
+    res
+      .status(201)
+      .json({ id: batch.id, artifact_ids: batch.artifactIds, upload_instructions: batch.instructions, per_artifact_instructions: batch.perArtifact });
   });
 
   api.on('updateArtifacts', async (req, res) => {

@@ -412,7 +412,6 @@ export class Outbound {
   }
 }
 
-
 /** The transport as a function (what providers and the pipelines' webhook registration are given). */
 export function outboundSender(outbound: Outbound): OutboundSend {
   return (req) => outbound.request(req);

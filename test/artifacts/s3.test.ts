@@ -117,7 +117,10 @@ describeEachDatabase(
 
       const wrongHash = await report(ctx(), g, [sameSize]).expect(422);
       expect(wrongHash.body.errors).toEqual([
-        { field: 'artifacts[0].state', code: expect.stringMatching(/^is finished, but the uploaded content has the SHA-1 [0-9a-f]{40}, but the artifact was registered with/) },
+        {
+          field: 'artifacts[0].state',
+          code: expect.stringMatching(/^is finished, but the uploaded content has the SHA-1 [0-9a-f]{40}, but the artifact was registered with/),
+        },
       ]);
       const wrongSize = await report(ctx(), g, [otherSize]).expect(422);
       expect(wrongSize.body.errors[0].code).toBe(
@@ -175,7 +178,9 @@ describe("the S3 client's transport", () => {
 
   it('keeps the server-wide refusal of private addresses for a store without an endpoint of its own', async () => {
     // A resolver that answers a private address for the store's name, as a poisoned DNS could.
-    const outbound = new Outbound({ allowPrivate: false, timeoutMs: 1000, maxResponseBytes: 1024 }, () => Promise.resolve([{ address: '10.0.0.5', family: 4 }]));
+    const outbound = new Outbound({ allowPrivate: false, timeoutMs: 1000, maxResponseBytes: 1024 }, () =>
+      Promise.resolve([{ address: '10.0.0.5', family: 4 }]),
+    );
     const handler = new OutboundS3Handler(outbound, 'amazonaws.com');
     const resolvedPrivately = handler.handle({ method: 'GET', protocol: 'https:', hostname: 'bucket.s3.amazonaws.com', path: '/', query: {}, headers: {} });
     await expect(resolvedPrivately).rejects.toMatchObject({ reason: 'unsafe_address' });
