@@ -20,8 +20,9 @@ import { pipeline } from 'node:stream/promises';
 import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { UnavailableError } from '../core/errors';
 import { fieldOf } from '../core/guards';
-import { Outbound, type OutboundSettings } from '../security/outbound';
+import { Outbound, OutboundRefused, type OutboundSettings } from '../security/outbound';
 import { OutboundS3Handler } from './s3-transport';
 import { hashingCounter, SHA256, stageToFile, type ArtifactStorage, type DirectUploadForm, type ServedHeaders, type StagedContent } from './storage';
 
@@ -43,6 +44,21 @@ const UPLOAD_KEY = /^[0-9a-f-]{36}$/;
 
 function isNotFound(err: unknown): boolean {
   return fieldOf(fieldOf(err, '$metadata'), 'httpStatusCode') === 404 || fieldOf(err, 'name') === 'NotFound' || fieldOf(err, 'name') === 'NoSuchKey';
+}
+
+/**
+ * The store cannot be reached or failed on its side (the transport refused or lost the
+ * connection, a 5xx after the SDK's retries): a 503 the agent retries, naming the store's host
+ * only (never a key or a credential).
+ */
+function unavailable(err: unknown): unknown {
+  const status = fieldOf(fieldOf(err, '$metadata'), 'httpStatusCode');
+  if (err instanceof OutboundRefused || (typeof status === 'number' && status >= 500)) {
+    return new UnavailableError(
+      `The artifact store cannot be reached right now (${err instanceof OutboundRefused ? err.message : `status ${status}`}), please retry`,
+    );
+  }
+  return err;
 }
 
 /** The S3 client of these settings, sending through `outbound` to the endpoint's host only. */
@@ -80,6 +96,15 @@ export class S3ArtifactStorage implements ArtifactStorage {
     private readonly stagingDir: string,
   ) {}
 
+  /** One request of the client (`send` calls it); the store's outages become 503s. */
+  private async send<T>(request: (client: S3Client) => Promise<T>): Promise<T> {
+    try {
+      return await request(this.client);
+    } catch (err) {
+      throw unavailable(err);
+    }
+  }
+
   private objectKey(sha256: string): string {
     if (!SHA256.test(sha256)) throw new Error('not a content address');
     return `${this.settings.prefix}objects/${sha256}`;
@@ -91,7 +116,7 @@ export class S3ArtifactStorage implements ArtifactStorage {
   }
 
   private async deleteKey(key: string): Promise<void> {
-    await this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: key }));
+    await this.send((c) => c.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: key })));
   }
 
   async stage(source: Readable, maxBytes: number): Promise<StagedContent> {
@@ -102,8 +127,8 @@ export class S3ArtifactStorage implements ArtifactStorage {
       sha256,
       commit: async () => {
         try {
-          await this.client.send(
-            new PutObjectCommand({ Bucket: this.settings.bucket, Key: this.objectKey(sha256), Body: fs.createReadStream(file), ContentLength: size }),
+          await this.send((c) =>
+            c.send(new PutObjectCommand({ Bucket: this.settings.bucket, Key: this.objectKey(sha256), Body: fs.createReadStream(file), ContentLength: size })),
           );
         } finally {
           await fsp.rm(file, { force: true });
@@ -151,7 +176,7 @@ export class S3ArtifactStorage implements ArtifactStorage {
     const Bucket = this.settings.bucket;
     let length: number;
     try {
-      length = (await this.client.send(new HeadObjectCommand({ Bucket, Key: key }))).ContentLength ?? 0;
+      length = (await this.send((c) => c.send(new HeadObjectCommand({ Bucket, Key: key })))).ContentLength ?? 0;
     } catch (err) {
       if (isNotFound(err)) return null;
       throw err;
@@ -159,11 +184,12 @@ export class S3ArtifactStorage implements ArtifactStorage {
     const discard = () => this.deleteKey(key);
     const refused = () => Promise.reject(new Error('refused content cannot be committed'));
     if (length !== size || length > maxBytes) return { size: length, sha1: '', sha256: '', commit: refused, discard };
-    const got = await this.client.send(new GetObjectCommand({ Bucket, Key: key }));
-    if (!(got.Body instanceof Readable)) throw new Error('the S3 client answered a body that is not a Node stream');
+    const got = await this.send((c) => c.send(new GetObjectCommand({ Bucket, Key: key })));
+    const body = got.Body;
+    if (!(body instanceof Readable)) throw new Error('the S3 client answered a body that is not a Node stream');
     const counter = hashingCounter(maxBytes);
     const sink = new Writable({ write: (_chunk, _enc, cb) => cb() });
-    await pipeline(got.Body, counter.transform, sink);
+    await this.send(() => pipeline(body, counter.transform, sink));
     const { size: read, sha1, sha256 } = counter.result();
     return {
       size: read,
@@ -171,7 +197,7 @@ export class S3ArtifactStorage implements ArtifactStorage {
       sha256,
       commit: async () => {
         const source = `${Bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
-        await this.client.send(new CopyObjectCommand({ Bucket, Key: this.objectKey(sha256), CopySource: source }));
+        await this.send((c) => c.send(new CopyObjectCommand({ Bucket, Key: this.objectKey(sha256), CopySource: source })));
         await discard();
       },
       discard,

@@ -186,3 +186,42 @@ describe("the S3 client's transport", () => {
     await expect(resolvedPrivately).rejects.toMatchObject({ reason: 'unsafe_address' });
   });
 });
+
+const down = testS3('down/');
+beforeAll(() => down.start());
+afterAll(() => down.stop());
+
+describeEachDatabase(
+  'artifacts on an S3-compatible store that goes down',
+  (ctx) => {
+    it("answers the agent's report with a 503 it retries, changing nothing, while the store cannot be reached", async () => {
+      const content = `down ${crypto.randomUUID()}`;
+      const g = await givenRunningJob(ctx());
+      const created = await ctx()
+        .http()
+        .post(`/v3/jobs/${g.job.id}/artifacts`)
+        .set(agentAuth(g.agent.token))
+        .send(batch([{ path: 'a.txt', content }]))
+        .expect(201);
+      const id = created.body.artifact_ids[0] as string;
+      expect((await postToStore(created.body.per_artifact_instructions[id], 'a.txt', content)).status).toBe(204);
+      await down.pause();
+      const res = await ctx()
+        .http()
+        .put(`/v3/jobs/${g.job.id}/artifacts`)
+        .set(agentAuth(g.agent.token))
+        .send({ artifacts: [{ id, state: 'finished' }] })
+        .expect(503);
+      expect(res.headers['retry-after']).toBe('5');
+      expect(res.body.message).toMatch(
+        /^The artifact store cannot be reached right now \(the request to 127\.0\.0\.1 failed \(ECONNREFUSED\)\), please retry$/,
+      );
+      expect(res.body.message).not.toContain(down.settings.secretAccessKey);
+      const listed = await ctx().http().get(`${g.url}/jobs/${g.job.id}/artifacts`).set(auth(g.token)).expect(200);
+      expect(listed.body.map((a: { state: string }) => a.state)).toEqual(['new']);
+      // Back up (on a new port) for the next database's context.
+      await down.start();
+    });
+  },
+  { artifacts: { s3: down.settings } },
+);

@@ -13,7 +13,11 @@ import type { S3StoreSettings } from '../../src/artifacts/s3-storage';
 export interface TestS3 {
   /** The store's settings, with the endpoint filled in once `start` has run (suites hand this object to their contexts). */
   settings: S3StoreSettings;
+  /** Starts the server (again after `pause`: on a new port, which contexts made afterwards use). */
   start(): Promise<void>;
+  /** Stops the server, keeping its directory (an outage). */
+  pause(): Promise<void>;
+  /** Stops the server if it runs and removes its directory. */
   stop(): Promise<void>;
   /** Whether the key exists in the bucket. */
   exists(key: string): Promise<boolean>;
@@ -53,9 +57,14 @@ export function testS3(prefix = 'windsock/artifacts/'): TestS3 {
         credentials: { accessKeyId: settings.accessKeyId, secretAccessKey: settings.secretAccessKey },
       });
     },
-    async stop() {
+    async pause() {
       client?.destroy();
+      client = undefined;
       await server?.close();
+      server = undefined;
+    },
+    async stop() {
+      await this.pause();
       fs.rmSync(dir, { recursive: true, force: true });
     },
     async exists(key) {
