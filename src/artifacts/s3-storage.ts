@@ -115,6 +115,16 @@ export class S3ArtifactStorage implements ArtifactStorage {
     return `${this.settings.prefix}uploads/${id}`;
   }
 
+  private async exists(key: string): Promise<boolean> {
+    try {
+      await this.send((c) => c.send(new HeadObjectCommand({ Bucket: this.settings.bucket, Key: key })));
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+
   private async deleteKey(key: string): Promise<void> {
     await this.send((c) => c.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: key })));
   }
@@ -197,7 +207,14 @@ export class S3ArtifactStorage implements ArtifactStorage {
       sha256,
       commit: async () => {
         const source = `${Bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
-        await this.send((c) => c.send(new CopyObjectCommand({ Bucket, Key: this.objectKey(sha256), CopySource: source })));
+        try {
+          await this.send((c) => c.send(new CopyObjectCommand({ Bucket, Key: this.objectKey(sha256), CopySource: source })));
+        } catch (err) {
+          // A report sent again while the first was still reading (the agent's retry after its
+          // timeout) finds the upload already moved: the same bytes are at their address.
+          if (!isNotFound(err) || !(await this.exists(this.objectKey(sha256)))) throw err;
+          return;
+        }
         await discard();
       },
       discard,

@@ -333,7 +333,11 @@ export class ArtifactService {
   private async claimDirectUpload(artifact: Artifact): Promise<string | null> {
     if (!this.storage.stageDirect) return 'is finished, but no content was uploaded';
     const staged = await this.storage.stageDirect(artifact.id, artifact.fileSize, this.settings.maxFileBytes);
-    if (!staged) return 'is finished, but no content was uploaded';
+    if (!staged) {
+      // Nothing there: never uploaded, or a report of the same artifact sent at the same time took it.
+      const now = await this.artifacts.findById(artifact.id);
+      return now?.contentSha256 ? null : 'is finished, but no content was uploaded';
+    }
     const problem = mismatch(artifact, staged);
     if (problem) {
       await staged.discard();

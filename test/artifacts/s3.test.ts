@@ -154,6 +154,16 @@ describeEachDatabase(
       await ctx().http().get(`${jobUrl}/artifacts/${g.ids[0]}/download`).set(auth(g.token)).expect(404);
     });
 
+    it('takes the same report sent twice at once (an agent retrying while the first still reads) without an error', async () => {
+      const content = `twice ${crypto.randomUUID()}`;
+      const g = await registered(ctx(), [{ path: 'twice.txt', content }]);
+      await postToStore(g.perArtifact[g.ids[0]!]!, 'twice.txt', content);
+      const [a, b] = await Promise.all([report(ctx(), g, g.ids), report(ctx(), g, g.ids)]);
+      expect([a.status, b.status]).toEqual([200, 200]);
+      expect(await s3.exists(`${s3.settings.prefix}objects/${sha256(content)}`)).toBe(true);
+      expect(await s3.exists(`${s3.settings.prefix}uploads/${g.ids[0]}`)).toBe(false);
+    });
+
     it('answers the same per-artifact forms when the agent sends its batch again', async () => {
       const content = `again ${crypto.randomUUID()}`;
       const g = await givenRunningJob(ctx());
