@@ -367,7 +367,10 @@ export class Outbound {
     return new Promise<OutboundStreamResponse>((resolve, reject) => {
       let answered = false;
       let req: http.ClientRequest | undefined;
+      let response: http.IncomingMessage | undefined;
       const fail = (err: OutboundRefused) => {
+        // Once answered, the reader of the body learns why it ended, as a caller of `request` would.
+        response?.destroy(err);
         req?.destroy(err);
         if (!answered) {
           answered = true;
@@ -377,8 +380,8 @@ export class Outbound {
       const track = (s: net.Socket) =>
         s.setTimeout(idleMs, () => {
           const err = new OutboundRefused('timeout', `${hostname} was silent for ${idleMs} ms`);
-          s.destroy(err);
           fail(err);
+          s.destroy(err);
         });
       if (opts.signal?.aborted) return reject(new OutboundRefused('connection_error', `the request to ${hostname} was aborted`));
       opts.signal?.addEventListener('abort', () => fail(new OutboundRefused('connection_error', `the request to ${hostname} was aborted`)), { once: true });
@@ -396,6 +399,7 @@ export class Outbound {
           },
           (res) => {
             answered = true;
+            response = res;
             resolve({ status: res.statusCode ?? 0, headers: flatHeaders(res.headers), body: res });
           },
         );
