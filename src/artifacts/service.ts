@@ -446,12 +446,17 @@ export class ArtifactService {
     return artifact;
   }
 
-  /** The record stays (`deleted`); the content goes once no other artifact uses it. */
+  /**
+   * The record stays (`deleted`); the content goes once no other artifact uses it. The content is
+   * removed first: a store that cannot be reached (a 503) leaves the artifact as it was, so the
+   * delete can be sent again, rather than a deleted record whose content nothing points at.
+   */
   async delete(actor: Actor, where: BuildRef, jobId: string, id: string): Promise<void> {
     const { item, artifact } = await this.get(actor, where, jobId, id);
     if (!item.perms.build) throw new ForbiddenError();
-    const content = await this.artifacts.markDeleted(artifact.id, clock.now());
-    if (content && !(await this.artifacts.contentInUse(content))) await this.storage.remove(content);
+    const content = artifact.contentSha256;
+    if (content && !(await this.artifacts.contentInUse(content, artifact.id))) await this.storage.remove(content);
+    await this.artifacts.markDeleted(artifact.id, clock.now());
   }
 
   /** The content a signed URL names. */

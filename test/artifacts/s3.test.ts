@@ -204,31 +204,42 @@ afterAll(() => down.stop());
 describeEachDatabase(
   'artifacts on an S3-compatible store that goes down',
   (ctx) => {
-    it("answers the agent's report with a 503 it retries, changing nothing, while the store cannot be reached", async () => {
-      const content = `down ${crypto.randomUUID()}`;
+    it("answers the agent's report and a delete with 503s to retry, changing nothing, while the store cannot be reached", async () => {
+      const unique = crypto.randomUUID();
+      const files = [
+        { path: 'a.txt', content: `down a ${unique}` },
+        { path: 'b.txt', content: `down b ${unique}` },
+      ];
       const g = await givenRunningJob(ctx());
-      const created = await ctx()
-        .http()
-        .post(`/v3/jobs/${g.job.id}/artifacts`)
-        .set(agentAuth(g.agent.token))
-        .send(batch([{ path: 'a.txt', content }]))
-        .expect(201);
-      const id = created.body.artifact_ids[0] as string;
-      expect((await postToStore(created.body.per_artifact_instructions[id], 'a.txt', content)).status).toBe(204);
+      const created = await ctx().http().post(`/v3/jobs/${g.job.id}/artifacts`).set(agentAuth(g.agent.token)).send(batch(files)).expect(201);
+      const [a, b] = created.body.artifact_ids as [string, string];
+      for (const [i, f] of files.entries()) {
+        const id = created.body.artifact_ids[i] as string;
+        expect((await postToStore(created.body.per_artifact_instructions[id], f.path, f.content)).status).toBe(204);
+      }
+      const report = (id: string) =>
+        ctx()
+          .http()
+          .put(`/v3/jobs/${g.job.id}/artifacts`)
+          .set(agentAuth(g.agent.token))
+          .send({ artifacts: [{ id, state: 'finished' }] });
+      await report(b).expect(200);
+
       await down.pause();
-      const res = await ctx()
-        .http()
-        .put(`/v3/jobs/${g.job.id}/artifacts`)
-        .set(agentAuth(g.agent.token))
-        .send({ artifacts: [{ id, state: 'finished' }] })
-        .expect(503);
+      const res = await report(a).expect(503);
       expect(res.headers['retry-after']).toBe('5');
       expect(res.body.message).toMatch(
         /^The artifact store cannot be reached right now \(the request to 127\.0\.0\.1 failed \(ECONNREFUSED\)\), please retry$/,
       );
       expect(res.body.message).not.toContain(down.settings.secretAccessKey);
-      const listed = await ctx().http().get(`${g.url}/jobs/${g.job.id}/artifacts`).set(auth(g.token)).expect(200);
-      expect(listed.body.map((a: { state: string }) => a.state)).toEqual(['new']);
+      const jobUrl = `${g.url}/jobs/${g.job.id}`;
+      await ctx().http().delete(`${jobUrl}/artifacts/${b}`).set(auth(g.token)).expect(503);
+      const listed = await ctx().http().get(`${jobUrl}/artifacts`).set(auth(g.token)).expect(200);
+      expect(listed.body.map((x: { id: string; state: string }) => [x.id, x.state])).toEqual([
+        [a, 'new'],
+        [b, 'finished'],
+      ]);
+
       // Back up (on a new port) for the next database's context.
       await down.start();
     });
