@@ -88,13 +88,23 @@ export function createS3Storage(settings: S3StoreSettings, outboundSettings: Out
   return new S3ArtifactStorage(s3Client(settings, outbound), settings, stagingDir);
 }
 
+/** The origin of the bucket's URLs: the endpoint's (path-style) or the bucket's name under it; AWS's regional host without an endpoint. */
+export function bucketOrigin(settings: S3StoreSettings): string {
+  const base = new URL(settings.endpoint ?? `https://s3.${settings.region}.amazonaws.com`);
+  return settings.forcePathStyle ? base.origin : `${base.protocol}//${settings.bucket}.${base.host}`;
+}
+
 export class S3ArtifactStorage implements ArtifactStorage {
+  readonly readOrigin: string;
+
   constructor(
     private readonly client: S3Client,
     private readonly settings: S3StoreSettings,
     /** Where uploads through Windsock's form are staged before they are put in the bucket. */
     private readonly stagingDir: string,
-  ) {}
+  ) {
+    this.readOrigin = bucketOrigin(settings);
+  }
 
   /** One request of the client (`send` calls it); the store's outages become 503s. */
   private async send<T>(request: (client: S3Client) => Promise<T>): Promise<T> {

@@ -125,6 +125,11 @@ export class ArtifactService {
     if (expires * 1000 < clock.now().getTime()) throw new SignedUrlError('This URL has expired');
   }
 
+  /** The origins, other than Windsock's own, that content is served from (ARTIFACTS_ORIGIN, an S3 store's bucket): the pages' images may come from them. */
+  get contentOrigins(): string[] {
+    return [this.settings.origin, this.storage.readOrigin].filter((o): o is string => o !== undefined);
+  }
+
   /** The content's URL for people and REST clients: on the artifacts origin when one is set, else on `publicUrl`. */
   publicContentUrl(publicUrl: string, artifact: Artifact, seconds: number): Promise<string> {
     return this.contentUrl(this.settings.origin ?? publicUrl, artifact, seconds);

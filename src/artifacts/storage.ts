@@ -52,6 +52,8 @@ export interface ArtifactStorage {
   localPath(sha256: string): Promise<string | null>;
   /** Drops the content at this address (nothing if it is not there). */
   remove(sha256: string): Promise<void>;
+  /** The origin readers fetch content from, when it is the store's (its pre-signed URLs'): the web pages let images come from it. */
+  readonly readOrigin?: string;
   /**
    * Present when readers fetch content from the store itself: a pre-signed URL to the content,
    * valid for `seconds`, answered with these headers. Absent: Windsock serves the local file.

@@ -13,6 +13,8 @@ import { agentAuth } from '../support/agents';
 import { testS3 } from '../support/s3';
 import { batch, givenRunningJob, postForm, sha1, sha256, type Instructions } from './helpers';
 import type { TestContext } from '../support/context';
+import { HTML, signedIn } from '../web/support';
+import { bucketOrigin } from '../../src/artifacts/s3-storage';
 import { OutboundS3Handler } from '../../src/artifacts/s3-transport';
 import { Outbound, OutboundRefused } from '../../src/security/outbound';
 
@@ -154,6 +156,27 @@ describeEachDatabase(
       await ctx().http().get(`${jobUrl}/artifacts/${g.ids[0]}/download`).set(auth(g.token)).expect(404);
     });
 
+    it("sends the web pages' artifact links to the bucket, and lets the pages show images from it", async () => {
+      const content = `shot ${crypto.randomUUID()}`;
+      const g = await registered(ctx(), [{ path: 'shot.png', content }]);
+      await postToStore(g.perArtifact[g.ids[0]!]!, 'shot.png', content);
+      await report(ctx(), g, g.ids).expect(200);
+      const web = await signedIn(ctx().app, g.token);
+      const pagePath = `/${g.org.slug}/${g.slug}/builds/${g.build.number}`;
+      const page = await web.get(pagePath).set(HTML).expect(200);
+      expect(page.headers['content-security-policy']).toContain(`img-src 'self' data: ${s3.settings.endpoint};`);
+      for (const link of [`${pagePath}/jobs/${g.job.id}/artifacts/${g.ids[0]}`, `${pagePath}/artifacts?path=shot.png`]) {
+        const redirect = await web.get(link).expect(302);
+        expect(new URL(redirect.headers.location!).origin).toBe(s3.settings.endpoint);
+        const image = await fetch(redirect.headers.location!);
+        expect([image.headers.get('content-type'), image.headers.get('content-disposition')?.split(';')[0], await image.text()]).toEqual([
+          'image/png',
+          'inline',
+          content,
+        ]);
+      }
+    });
+
     it('takes the same report sent twice at once (an agent retrying while the first still reads) without an error', async () => {
       const content = `twice ${crypto.randomUUID()}`;
       const g = await registered(ctx(), [{ path: 'twice.txt', content }]);
@@ -177,6 +200,16 @@ describeEachDatabase(
   },
   { artifacts: { s3: s3.settings } },
 );
+
+describe("the bucket's origin (what the pages' images may come from)", () => {
+  const base = { bucket: 'ci-artifacts', prefix: '', region: 'eu-west-1', accessKeyId: 'a', secretAccessKey: 's' };
+  it('is the endpoint with path-style URLs, the bucket under it otherwise, AWS by its region without an endpoint', () => {
+    expect(bucketOrigin({ ...base, endpoint: 'http://minio.internal:9000/', forcePathStyle: true })).toBe('http://minio.internal:9000');
+    expect(bucketOrigin({ ...base, endpoint: 'https://s3.example.com', forcePathStyle: false })).toBe('https://ci-artifacts.s3.example.com');
+    expect(bucketOrigin({ ...base, forcePathStyle: false })).toBe('https://ci-artifacts.s3.eu-west-1.amazonaws.com');
+    expect(bucketOrigin({ ...base, forcePathStyle: true })).toBe('https://s3.eu-west-1.amazonaws.com');
+  });
+});
 
 describe("the S3 client's transport", () => {
   it('sends only to the store host (and its subdomains), through the guarded transport', async () => {
