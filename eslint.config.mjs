@@ -22,7 +22,9 @@ const anyRepository = {
 // server is checked there (the address actually connected to, one deadline, no redirects), so no
 // other module may open one: no `fetch`, no `http(s).request`/`get`, no raw `net`/`tls` connect,
 // no undici or other HTTP client, no SDK's own HTTP client (octokit only with the transport's
-// `fetch`, the OTLP exporter only with a transport of ours). Exempt, and only these:
+// `fetch`, the OTLP exporter only with a transport of ours, the AWS SDK's S3 client only with the
+// `requestHandler` of src/artifacts/s3-transport.ts, never its own Node or fetch handler).
+// Exempt, and only these:
 // - src/security/outbound.ts, the transport itself;
 // - src/web/assets/**, browser scripts: they run in the user's browser against Windsock's own origin;
 // - src/cli/agent.ts, src/cli/buildkite-agent-shim.ts, src/cli/shim/**: the reference agent and
@@ -36,7 +38,20 @@ const oneTransport = {
       'error',
       {
         paths: [
-          ...['undici', 'node:undici', 'axios', 'got', 'node-fetch', 'superagent', 'needle', '@octokit/request', 'node:http2', 'http2'].map((name) => ({
+          ...[
+            'undici',
+            'node:undici',
+            'axios',
+            'got',
+            'node-fetch',
+            'superagent',
+            'needle',
+            '@octokit/request',
+            'node:http2',
+            'http2',
+            '@smithy/node-http-handler',
+            '@smithy/fetch-http-handler',
+          ].map((name) => ({
             name,
             message: 'Outgoing HTTP goes through the one transport (src/security/outbound.ts).',
           })),
@@ -74,6 +89,11 @@ const oneTransport = {
       {
         selector: "NewExpression[callee.name='Octokit']:not(:has(Property[key.name='fetch']))",
         message: "Octokit's own HTTP client is not the transport: give it `request: { fetch: fetchOver(http) }`.",
+      },
+      {
+        selector: "NewExpression[callee.name=/Client$/][callee.name=/^S3/]:not(:has(Property[key.name='requestHandler']))",
+        message:
+          "The AWS SDK's own HTTP handler is not the transport: give the client `requestHandler: new OutboundS3Handler(...)` (src/artifacts/s3-transport.ts).",
       },
     ],
   },

@@ -3806,8 +3806,9 @@ export interface paths {
         /**
          * Download an artifact
          * @description A 302 to the content: the URL is in the `Location` header and in the body. It is valid
-         *     for 60 seconds and needs no token (it is signed). An artifact whose content was never
-         *     uploaded (`new`, `error`) is a 404.
+         *     for 60 seconds and needs no token (it is signed): Windsock's own content URL, or with an
+         *     S3 store (ARTIFACTS_STORE=s3://...) a pre-signed URL of the bucket. An artifact whose
+         *     content was never uploaded (`new`, `error`) is a 404.
          */
         get: operations["downloadArtifact"];
         put?: never;
@@ -3911,7 +3912,8 @@ export interface paths {
          *     clients. No token: `expires` (Unix seconds) and `signature` (HMAC-SHA256 by the service's
          *     key) are the credential, so an expired URL or a changed signature, artifact or expiry is
          *     a 403. The bytes come with their `Content-Length`; a `Range` request gets a 206 (or a 416
-         *     for a range outside the file).
+         *     for a range outside the file). With an S3 store those clients are sent to the bucket
+         *     instead, and content is not served here (404).
          *
          *     Content from jobs must never run in the web pages' origin, so every answer carries
          *     `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox; default-src
@@ -3972,7 +3974,9 @@ export interface paths {
         /**
          * Report artifacts' upload states
          * @description `finished` for an artifact whose content was uploaded (else a 422: nothing is changed),
-         *     `error` for one whose upload failed. Artifacts of another job are a 422.
+         *     `error` for one whose upload failed. Artifacts of another job are a 422. With an S3
+         *     store, content uploaded straight to the bucket is read back here and checked against
+         *     the declared size, SHA-1 and SHA-256: other bytes are deleted and the report is a 422.
          */
         put: operations["updateArtifacts"];
         /**
@@ -3980,7 +3984,10 @@ export interface paths {
          * @description What `buildkite-agent artifact upload` sends before uploading: one record per file, in
          *     state `new`. `artifact_ids` answer in the order of `artifacts`; `upload_instructions`
          *     tell how to upload each content (a form POST to `uploadArtifactContent`, whose `data`
-         *     holds a signature valid for an hour). Sending the same batch `id` again answers the
+         *     holds a signature valid for an hour). With an S3 store (ARTIFACTS_STORE=s3://...),
+         *     `per_artifact_instructions` give each artifact its own pre-signed form POST straight to
+         *     the bucket (for exactly its declared size; the agent uses these over the batch's form,
+         *     which still works). Sending the same batch `id` again answers the
          *     batch made the first time. A path that is absolute, holds a `..` segment, a backslash or
          *     a NUL is a 422, as is a file over the per-file limit or a job going over its total
          *     (ARTIFACT_MAX_FILE_BYTES, ARTIFACT_MAX_JOB_BYTES); only Windsock storage is offered
@@ -7057,6 +7064,7 @@ export interface components {
             readonly id: string;
             readonly artifact_ids: string[];
             readonly upload_instructions: components["schemas"]["UploadInstructions"];
+            /** @description By artifact id, instructions that replace `upload_instructions` for that artifact (an S3 store's pre-signed form to the bucket); empty with the disk store. */
             readonly per_artifact_instructions: {
                 [key: string]: components["schemas"]["UploadInstructions"];
             };

@@ -12,6 +12,7 @@ import type { SweepSettings } from './builds/jobs/sweeper';
 import { DEFAULT_NOTIFICATION_SETTINGS, type NotificationSettings } from './notifications/service';
 import type { OutboundSettings } from './security/outbound';
 import type { MetricsSettings } from './metrics/registry';
+import type { S3StoreSettings } from './artifacts/s3-storage';
 
 export interface Config {
   port: number;
@@ -51,8 +52,10 @@ export interface Config {
   /**
    * Artifacts: where their content is kept (ARTIFACTS_DIR, default `<DATA_DIR>/artifacts`), its
    * limits, and the separate origin their content URLs point at (ARTIFACTS_ORIGIN, optional).
+   * With ARTIFACTS_STORE=s3://bucket/prefix, content is kept in that bucket instead (`s3`; the
+   * directory then only stages uploads made through Windsock).
    */
-  artifacts: { dir: string; maxFileBytes: number; maxJobBytes: number; origin?: string };
+  artifacts: { dir: string; maxFileBytes: number; maxJobBytes: number; origin?: string; s3?: S3StoreSettings };
   github: { apiUrl: string | undefined; token: string | undefined };
   githubEnterprise: { apiUrl: string | undefined; token: string | undefined };
   /** GitLab's REST API (GITLAB_API_URL, default gitlab.com's) and token, for commit statuses. */
@@ -346,6 +349,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxFileBytes: int(env, 'ARTIFACT_MAX_FILE_BYTES', 1024 * 1024 * 1024, 1, 5 * 1024 * 1024 * 1024),
       maxJobBytes: int(env, 'ARTIFACT_MAX_JOB_BYTES', 10 * 1024 * 1024 * 1024, 1, 1024 * 1024 * 1024 * 1024),
       ...artifactsOrigin(env, publicUrl),
+      ...artifactsStore(env),
     },
     github: { apiUrl: url(env, 'GITHUB_API_URL', undefined), token: env.GITHUB_TOKEN || undefined },
     githubEnterprise: {
@@ -424,6 +428,48 @@ function artifactsOrigin(env: Env, publicUrl: string): { origin?: string } {
     );
   }
   return { origin: parsed.origin };
+}
+
+/**
+ * ARTIFACTS_STORE: unset or `disk` (content under ARTIFACTS_DIR), or `s3://bucket/prefix` (an
+ * S3-compatible bucket) with the ARTIFACTS_S3_* settings; the access key and secret are required
+ * (the SDK's default chain would fetch credentials over its own connections).
+ */
+function artifactsStore(env: Env): { s3?: S3StoreSettings } {
+  const raw = env.ARTIFACTS_STORE;
+  const s3Settings = Object.keys(env).filter((k) => k.startsWith('ARTIFACTS_S3_') && env[k]);
+  if (raw === undefined || raw === '' || raw === 'disk') {
+    if (s3Settings.length) throw new ConfigError(`${s3Settings.join(', ')} only apply with ARTIFACTS_STORE=s3://bucket/prefix`);
+    return {};
+  }
+  const m = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/(.*))?$/.exec(raw);
+  if (!m)
+    throw new ConfigError(
+      `ARTIFACTS_STORE must be disk or s3://bucket/prefix (a bucket name of 3 to 63 lower-case letters, digits, dots and hyphens), got "${raw}"`,
+    );
+  const prefix = (m[2] ?? '').replace(/\/+$/, '');
+  if (prefix !== '' && prefix.split('/').some((s) => s === '' || s === '.' || s === '..')) {
+    throw new ConfigError(`ARTIFACTS_STORE's prefix must be segments separated by single slashes, without . or .., got "${raw}"`);
+  }
+  const accessKeyId = credential(env, 'ARTIFACTS_S3_ACCESS_KEY_ID');
+  const secretAccessKey = credential(env, 'ARTIFACTS_S3_SECRET_ACCESS_KEY');
+  if (accessKeyId === undefined || secretAccessKey === undefined) {
+    throw new ConfigError('ARTIFACTS_STORE=s3://... needs ARTIFACTS_S3_ACCESS_KEY_ID and ARTIFACTS_S3_SECRET_ACCESS_KEY');
+  }
+  const region = env.ARTIFACTS_S3_REGION || 'us-east-1';
+  if (!/^[a-z0-9-]{1,40}$/.test(region)) throw new ConfigError(`ARTIFACTS_S3_REGION must be a region name such as eu-west-1, got "${region}"`);
+  const endpoint = url(env, 'ARTIFACTS_S3_ENDPOINT', undefined);
+  return {
+    s3: {
+      bucket: m[1]!,
+      prefix: prefix ? `${prefix}/` : '',
+      ...(endpoint ? { endpoint } : {}),
+      region,
+      accessKeyId,
+      secretAccessKey,
+      forcePathStyle: bool(env, 'ARTIFACTS_S3_FORCE_PATH_STYLE', endpoint !== undefined),
+    },
+  };
 }
 
 function notificationSettings(env: Env): NotificationSettings {

@@ -13,6 +13,7 @@ import { AgentService } from './agents/service';
 import { ArtifactRepository } from './artifacts/repository';
 import { ArtifactService, DEFAULT_ARTIFACT_SETTINGS, type ArtifactSettings } from './artifacts/service';
 import { DiskArtifactStorage } from './artifacts/storage';
+import { createS3Storage, s3StagingDir, type S3StoreSettings } from './artifacts/s3-storage';
 import { AgentWorkService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './builds/jobs/agent-work';
 import { StepService } from './builds/jobs/steps';
 import { BuildProgress } from './builds/progress/service';
@@ -177,7 +178,7 @@ export interface ServiceOptions {
   /** Largest log of one job (Config.jobLogLimitBytes); default 1,024 MiB. */
   jobLogLimitBytes?: number;
   /** Where artifact content is kept on disk, and its limits (Config.artifacts). Default: a fresh directory under the system's temp directory (tests), DEFAULT_ARTIFACT_SETTINGS. */
-  artifacts?: Partial<{ dir: string } & ArtifactSettings>;
+  artifacts?: Partial<{ dir: string; s3: S3StoreSettings } & ArtifactSettings>;
   /** How often the scheduler looks for due pipeline schedules. Default: DEFAULT_SCHEDULER_SETTINGS. Due is judged by the service's clock (core/clock.ts). */
   scheduler?: SchedulerSettings;
   /** Outbound requests (Config.outbound). Default: DEFAULT_OUTBOUND_SETTINGS (private destinations refused). */
@@ -203,6 +204,11 @@ export function createServices(o: ServiceOptions): Services {
   // Every outgoing request of the server goes through this one transport (src/security/outbound.ts).
   const outboundSettings = o.outbound ?? DEFAULT_OUTBOUND_SETTINGS;
   const outbound = new Outbound(outboundSettings);
+  // Artifact content: on the local disk, or in an S3-compatible bucket (ARTIFACTS_STORE=s3://...).
+  const artifactsDir = o.artifacts?.dir ?? path.join(os.tmpdir(), `windsock-artifacts-${crypto.randomUUID()}`);
+  const artifactStorage = o.artifacts?.s3
+    ? createS3Storage(o.artifacts.s3, outboundSettings, s3StagingDir(artifactsDir))
+    : new DiskArtifactStorage(artifactsDir);
   // Below pipelines: the pipelines' YAML parser is handed in, and pipelines ask it which templates may be assigned.
   const pipelineTemplates = new PipelineTemplateService(new PipelineTemplateRepository(db), parseConfiguration, audit);
   const pipelines = new PipelineService(pipelineRepository, organizations, keys, {
@@ -318,11 +324,17 @@ export function createServices(o: ServiceOptions): Services {
     artifacts: new ArtifactService(
       new ArtifactRepository(db),
       // Made when the first content arrives: a context that stores none leaves no directory behind.
-      new DiskArtifactStorage(o.artifacts?.dir ?? path.join(os.tmpdir(), `windsock-artifacts-${crypto.randomUUID()}`)),
+      artifactStorage,
       builds,
       agentWork,
       keys,
-      { ...DEFAULT_ARTIFACT_SETTINGS, ...o.artifacts },
+      // The limits and origin only: the store's settings (its secret) stay with the store.
+      {
+        ...DEFAULT_ARTIFACT_SETTINGS,
+        ...(o.artifacts?.maxFileBytes !== undefined ? { maxFileBytes: o.artifacts.maxFileBytes } : {}),
+        ...(o.artifacts?.maxJobBytes !== undefined ? { maxJobBytes: o.artifacts.maxJobBytes } : {}),
+        ...(o.artifacts?.origin !== undefined ? { origin: o.artifacts.origin } : {}),
+      },
       rules,
     ),
     clusters,

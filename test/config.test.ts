@@ -64,6 +64,45 @@ describe('config', () => {
     });
   });
 
+  it('reads ARTIFACTS_STORE: the disk by default, or an S3 bucket and prefix with its endpoint, region and credentials', () => {
+    expect(loadConfig({}).artifacts.s3).toBeUndefined();
+    expect(loadConfig({ ARTIFACTS_STORE: 'disk' }).artifacts.s3).toBeUndefined();
+    const keys = { ARTIFACTS_S3_ACCESS_KEY_ID: 'AKIDEXAMPLE', ARTIFACTS_S3_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG' };
+    expect(loadConfig({ ARTIFACTS_STORE: 's3://ci-artifacts/windsock/', ...keys, ARTIFACTS_S3_REGION: 'eu-west-1' }).artifacts.s3).toEqual({
+      bucket: 'ci-artifacts',
+      prefix: 'windsock/',
+      region: 'eu-west-1',
+      accessKeyId: 'AKIDEXAMPLE',
+      secretAccessKey: 'wJalrXUtnFEMI/K7MDENG',
+      forcePathStyle: false,
+    });
+    // An endpoint of its own (MinIO, Ceph...): path-style by default, which such servers expect.
+    const minio = loadConfig({ ARTIFACTS_STORE: 's3://ci-artifacts', ...keys, ARTIFACTS_S3_ENDPOINT: 'http://minio.internal:9000' }).artifacts.s3;
+    expect(minio).toMatchObject({ bucket: 'ci-artifacts', prefix: '', endpoint: 'http://minio.internal:9000', region: 'us-east-1', forcePathStyle: true });
+    expect(
+      loadConfig({ ARTIFACTS_STORE: 's3://ci-artifacts', ...keys, ARTIFACTS_S3_ENDPOINT: 'https://s3.example.com', ARTIFACTS_S3_FORCE_PATH_STYLE: 'false' })
+        .artifacts.s3?.forcePathStyle,
+    ).toBe(false);
+
+    expect(() => loadConfig({ ARTIFACTS_STORE: 's3://ci-artifacts' })).toThrow(/needs ARTIFACTS_S3_ACCESS_KEY_ID and ARTIFACTS_S3_SECRET_ACCESS_KEY/);
+    expect(() => loadConfig({ ARTIFACTS_STORE: 'gs://bucket', ...keys })).toThrow(/ARTIFACTS_STORE must be disk or s3:\/\/bucket\/prefix/);
+    expect(() => loadConfig({ ARTIFACTS_STORE: 's3://Upper_Case', ...keys })).toThrow(ConfigError);
+    expect(() => loadConfig({ ARTIFACTS_STORE: 's3://ci-artifacts/a//b', ...keys })).toThrow(/prefix must be segments/);
+    expect(() => loadConfig({ ARTIFACTS_STORE: 's3://ci-artifacts/../b', ...keys })).toThrow(/prefix must be segments/);
+    expect(() => loadConfig({ ARTIFACTS_STORE: 's3://ci-artifacts', ...keys, ARTIFACTS_S3_ENDPOINT: 'ftp://x' })).toThrow(
+      /ARTIFACTS_S3_ENDPOINT must be an absolute http\(s\) URL/,
+    );
+    expect(() => loadConfig({ ...keys })).toThrow(/ARTIFACTS_S3_ACCESS_KEY_ID, ARTIFACTS_S3_SECRET_ACCESS_KEY only apply with ARTIFACTS_STORE=s3/);
+    // The secret is never in a message.
+    try {
+      loadConfig({ ARTIFACTS_STORE: 's3://ci-artifacts', ...keys, ARTIFACTS_S3_REGION: 'Not A Region' });
+      throw new Error('accepted');
+    } catch (err) {
+      expect(String(err)).toMatch(/ARTIFACTS_S3_REGION must be a region name/);
+      expect(String(err)).not.toContain(keys.ARTIFACTS_S3_SECRET_ACCESS_KEY);
+    }
+  });
+
   it("caps a job's log at 1,024 MiB by default (Buildkite's log size per job), or at JOB_LOG_LIMIT_BYTES", () => {
     expect(loadConfig({}).jobLogLimitBytes).toBe(1024 * 1024 * 1024);
     expect(loadConfig({ JOB_LOG_LIMIT_BYTES: '1048576' }).jobLogLimitBytes).toBe(1048576);

@@ -3233,8 +3233,10 @@ type Artifact struct {
 }
 
 type ArtifactBatch struct {
-	ArtifactIDS             []string                      `json:"artifact_ids"`
-	ID                      string                        `json:"id"`
+	ArtifactIDS []string `json:"artifact_ids"`
+	ID          string   `json:"id"`
+	// By artifact id, instructions that replace `upload_instructions` for that artifact (an S3
+	// store's pre-signed form to the bucket); empty with the disk store.
 	PerArtifactInstructions map[string]UploadInstructions `json:"per_artifact_instructions"`
 	UploadInstructions      UploadInstructions            `json:"upload_instructions"`
 }

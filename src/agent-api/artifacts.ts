@@ -20,7 +20,9 @@ export function agentArtifactRoutes(service: ArtifactService, publicUrl: string)
 
   api.on('createArtifacts', async (req, res) => {
     const batch = await service.create(agentOf(res), req.params.job_id, req.body, agentBase(req));
-    res.status(201).json({ id: batch.id, artifact_ids: batch.artifactIds, upload_instructions: batch.instructions, per_artifact_instructions: {} });
+    res
+      .status(201)
+      .json({ id: batch.id, artifact_ids: batch.artifactIds, upload_instructions: batch.instructions, per_artifact_instructions: batch.perArtifact });
   });
 
   api.on('updateArtifacts', async (req, res) => {
@@ -37,7 +39,7 @@ export function agentArtifactRoutes(service: ArtifactService, publicUrl: string)
       includeRetried: q.include_retried_jobs,
       includeDuplicates: q.include_duplicates,
     });
-    res.json(found.map((a) => serializeFoundArtifact(a, service.contentUrl(agentBase(req), a.id, SEARCH_URL_SECONDS))));
+    res.json(await Promise.all(found.map(async (a) => serializeFoundArtifact(a, await service.contentUrl(agentBase(req), a, SEARCH_URL_SECONDS)))));
   });
 
   return api.router;

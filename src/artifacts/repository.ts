@@ -166,8 +166,10 @@ export class ArtifactRepository {
     return row.content_sha256 ?? null;
   }
 
-  /** Whether any artifact still uses the content at this address. */
-  async contentInUse(contentSha256: string): Promise<boolean> {
-    return Boolean(await this.db('artifacts').where({ content_sha256: contentSha256 }).first('id'));
+  /** Whether any artifact (but `except`) uses the content at this address. */
+  async contentInUse(contentSha256: string, except?: string): Promise<boolean> {
+    const query = this.db('artifacts').where({ content_sha256: contentSha256 });
+    if (except) query.whereNot({ id: except });
+    return Boolean(await query.first('id'));
   }
 }

@@ -54,7 +54,7 @@ export function artifactRoutes(service: ArtifactService, publicUrl: string) {
 
   const download = async (res: Response, where: BuildRef, jobId: string, id: string) => {
     const artifact = await service.downloadable(actorOf(res), where, jobId, id);
-    const url = service.publicContentUrl(publicUrl, artifact.id, DOWNLOAD_URL_SECONDS);
+    const url = await service.publicContentUrl(publicUrl, artifact, DOWNLOAD_URL_SECONDS);
     res.setHeader('Location', url);
     return { url };
   };

@@ -2,7 +2,10 @@
  * The rules of artifacts: what an agent may register, upload, report and find for the jobs it
  * runs, and what a REST caller may read and delete. No HTTP, no SQL. Content goes through an
  * ArtifactStorage; its URLs (the upload form's, and the content's for downloads) are signed with
- * a key derived from the service's secret and carry their expiry, so they need no token.
+ * a key derived from the service's secret and carry their expiry, so they need no token. A store
+ * that serves readers and takes uploads itself (S3) gives pre-signed URLs of its own instead:
+ * each artifact gets a form straight to the bucket, and its content is checked when the agent
+ * reports it finished (docs/artifacts.md).
  */
 import crypto from 'node:crypto';
 import mime from 'mime-types';
@@ -21,6 +24,7 @@ import type { Keys } from '../security/keys';
 import { pathProblem, queryMatcher } from './paths';
 import type { Artifact, ArtifactRepository } from './repository';
 import { ContentTooLargeError, type ArtifactStorage, type StagedContent } from './storage';
+import { contentDisposition, servedAs } from './content-policy';
 import { clock } from '../core/clock';
 
 type CreateRequest = components['schemas']['CreateArtifactsRequest'];
@@ -87,6 +91,15 @@ export interface Content {
   filename: string;
 }
 
+/** How staged content differs from what the artifact was registered with, or null when it is the same. */
+function mismatch(artifact: Artifact, staged: Pick<StagedContent, 'size' | 'sha1' | 'sha256'>): string | null {
+  if (staged.size !== artifact.fileSize) return `has ${staged.size} bytes, but the artifact was registered with ${artifact.fileSize}`;
+  if (staged.sha1 !== artifact.sha1sum) return `has the SHA-1 ${staged.sha1}, but the artifact was registered with ${artifact.sha1sum}`;
+  if (artifact.sha256sum && staged.sha256 !== artifact.sha256sum)
+    return `has the SHA-256 ${staged.sha256}, but the artifact was registered with ${artifact.sha256sum}`;
+  return null;
+}
+
 const equal = (a: string, b: string) => a.length === b.length && crypto.timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 export class ArtifactService {
@@ -112,15 +125,36 @@ export class ArtifactService {
     if (expires * 1000 < clock.now().getTime()) throw new SignedUrlError('This URL has expired');
   }
 
-  /** The content's URL for people and REST clients: on the artifacts origin when one is set, else on `publicUrl`. */
-  publicContentUrl(publicUrl: string, artifactId: string, seconds: number): string {
-    return this.contentUrl(this.settings.origin ?? publicUrl, artifactId, seconds);
+  /** The origins, other than Windsock's own, that content is served from (ARTIFACTS_ORIGIN, an S3 store's bucket): the pages' images may come from them. */
+  get contentOrigins(): string[] {
+    return [this.settings.origin, this.storage.readOrigin].filter((o): o is string => o !== undefined);
   }
 
-  /** The content's URL on `publicUrl`, valid for `seconds`. */
-  contentUrl(publicUrl: string, artifactId: string, seconds: number): string {
+  /** The content's URL for people and REST clients: on the artifacts origin when one is set, else on `publicUrl`. */
+  publicContentUrl(publicUrl: string, artifact: Artifact, seconds: number): Promise<string> {
+    return this.contentUrl(this.settings.origin ?? publicUrl, artifact, seconds);
+  }
+
+  /**
+   * The content's URL, valid for `seconds`: the store's pre-signed URL when it serves readers
+   * itself (with the headers the content policy gives this artifact), else Windsock's signed
+   * `/artifact-content/` URL on `publicUrl`.
+   */
+  async contentUrl(publicUrl: string, artifact: Artifact, seconds: number): Promise<string> {
+    if (this.storage.signedUrl && artifact.contentSha256) {
+      const served = servedAs(artifact.contentType);
+      return this.storage.signedUrl(
+        artifact.contentSha256,
+        {
+          contentType: served.contentType,
+          contentDisposition: contentDisposition(served.disposition, artifact.path.slice(artifact.path.lastIndexOf('/') + 1)),
+          cacheControl: `private, max-age=${Math.min(seconds, DOWNLOAD_URL_SECONDS)}`,
+        },
+        seconds,
+      );
+    }
     const expires = Math.floor(clock.now().getTime() / 1000) + seconds;
-    return `${publicUrl}/artifact-content/${artifactId}?expires=${expires}&signature=${this.sign('artifact-content', artifactId, expires)}`;
+    return `${publicUrl}/artifact-content/${artifact.id}?expires=${expires}&signature=${this.sign('artifact-content', artifact.id, expires)}`;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -143,12 +177,18 @@ export class ArtifactService {
     jobId: string,
     body: CreateRequest,
     publicUrl: string,
-  ): Promise<{ id: string; artifactIds: string[]; instructions: UploadInstructions }> {
+  ): Promise<{ id: string; artifactIds: string[]; instructions: UploadInstructions; perArtifact: Record<string, UploadInstructions> }> {
     const { job } = await this.running(agent, jobId);
     const clientBatchId = body.id ? body.id : null;
     if (clientBatchId) {
       const earlier = await this.artifacts.byClientBatch(job.id, clientBatchId);
-      if (earlier.length) return { id: clientBatchId, artifactIds: earlier.map((a) => a.id), instructions: this.instructions(earlier[0]!.batchId, publicUrl) };
+      if (earlier.length)
+        return {
+          id: clientBatchId,
+          artifactIds: earlier.map((a) => a.id),
+          instructions: this.instructions(earlier[0]!.batchId, publicUrl),
+          perArtifact: await this.directInstructions(earlier.filter((a) => a.state === 'new' && a.contentSha256 === null)),
+        };
     }
     const errors: FieldError[] = [];
     if (body.upload_destination) errors.push({ field: 'upload_destination', code: 'is not supported: Windsock stores artifacts itself (send "")' });
@@ -188,7 +228,28 @@ export class ArtifactService {
       deletedAt: null,
     }));
     await this.artifacts.insertMany(made);
-    return { id: clientBatchId ?? batchId, artifactIds: made.map((a) => a.id), instructions: this.instructions(batchId, publicUrl) };
+    return {
+      id: clientBatchId ?? batchId,
+      artifactIds: made.map((a) => a.id),
+      instructions: this.instructions(batchId, publicUrl),
+      perArtifact: await this.directInstructions(made),
+    };
+  }
+
+  /**
+   * With a store that takes uploads itself, each artifact's own form: a POST straight to the
+   * bucket under the artifact's id, for exactly its declared size (the agent prefers these to the
+   * batch's form through Windsock, which still works). None with the disk store.
+   */
+  private async directInstructions(artifacts: Artifact[]): Promise<Record<string, UploadInstructions>> {
+    const out: Record<string, UploadInstructions> = {};
+    if (!this.storage.directUpload) return out;
+    for (const a of artifacts) {
+      const form = await this.storage.directUpload(a.id, a.fileSize, UPLOAD_URL_SECONDS);
+      const url = new URL(form.url);
+      out[a.id] = { action: { url: url.origin, method: 'POST', path: url.pathname, file_input: 'file' }, data: form.fields };
+    }
+    return out;
   }
 
   /** One form POST per artifact to the upload route; `${artifact:path}` is the agent's to fill in. */
@@ -230,15 +291,8 @@ export class ArtifactService {
       const candidates = await this.artifacts.inBatchWithPath(form.batch_id, form.path ?? '');
       const artifact = candidates.find((a) => a.state === 'new' && a.contentSha256 === null) ?? candidates.find((a) => a.contentSha256 === staged.sha256);
       if (!artifact) throw new NotFoundError('artifact');
-      const errors: FieldError[] = [];
-      if (staged.size !== artifact.fileSize)
-        errors.push({ field: 'file', code: `has ${staged.size} bytes, but the artifact was registered with ${artifact.fileSize}` });
-      else if (staged.sha1 !== artifact.sha1sum)
-        errors.push({ field: 'file', code: `has the SHA-1 ${staged.sha1}, but the artifact was registered with ${artifact.sha1sum}` });
-      else if (artifact.sha256sum && staged.sha256 !== artifact.sha256sum) {
-        errors.push({ field: 'file', code: `has the SHA-256 ${staged.sha256}, but the artifact was registered with ${artifact.sha256sum}` });
-      }
-      if (errors.length) throw new ValidationError(errors);
+      const problem = mismatch(artifact, staged);
+      if (problem) throw ValidationError.field('file', problem);
       if (artifact.contentSha256 === staged.sha256) return await staged.discard(); // the same upload again
       await staged.commit();
       await this.artifacts.setContent(artifact.id, staged.sha256);
@@ -256,12 +310,14 @@ export class ArtifactService {
     const { job } = await this.running(agent, jobId);
     const found = new Map((await this.artifacts.byIds(updates.map((u) => u.id))).map((a) => [a.id, a]));
     const errors: FieldError[] = [];
-    updates.forEach((u, i) => {
+    for (const [i, u] of updates.entries()) {
       const a = found.get(u.id);
       if (!a || a.jobId !== job.id || a.state === 'deleted') errors.push({ field: `artifacts[${i}].id`, code: 'is not an artifact of this job' });
-      else if (u.state === 'finished' && a.contentSha256 === null)
-        errors.push({ field: `artifacts[${i}].state`, code: 'is finished, but no content was uploaded' });
-    });
+      else if (u.state === 'finished' && a.contentSha256 === null) {
+        const problem = await this.claimDirectUpload(a);
+        if (problem) errors.push({ field: `artifacts[${i}].state`, code: problem });
+      }
+    }
     if (errors.length) throw new ValidationError(errors);
     const now = clock.now();
     for (const state of ['finished', 'error'] as const) {
@@ -272,6 +328,29 @@ export class ArtifactService {
       );
     }
     return this.artifacts.byIds(updates.map((u) => u.id));
+  }
+
+  /**
+   * An artifact's direct upload to the store, read back and checked as an upload through Windsock
+   * is (size, SHA-1, SHA-256 when declared), then put at its content address; refused content is
+   * deleted. Answers why it is refused, or null once the artifact has its content.
+   */
+  private async claimDirectUpload(artifact: Artifact): Promise<string | null> {
+    if (!this.storage.stageDirect) return 'is finished, but no content was uploaded';
+    const staged = await this.storage.stageDirect(artifact.id, artifact.fileSize, this.settings.maxFileBytes);
+    if (!staged) {
+      // Nothing there: never uploaded, or a report of the same artifact sent at the same time took it.
+      const now = await this.artifacts.findById(artifact.id);
+      return now?.contentSha256 ? null : 'is finished, but no content was uploaded';
+    }
+    const problem = mismatch(artifact, staged);
+    if (problem) {
+      await staged.discard();
+      return `is finished, but the uploaded content ${problem}`;
+    }
+    await staged.commit();
+    await this.artifacts.setContent(artifact.id, staged.sha256);
+    return null;
   }
 
   /**
@@ -372,12 +451,17 @@ export class ArtifactService {
     return artifact;
   }
 
-  /** The record stays (`deleted`); the content goes once no other artifact uses it. */
+  /**
+   * The record stays (`deleted`); the content goes once no other artifact uses it. The content is
+   * removed first: a store that cannot be reached (a 503) leaves the artifact as it was, so the
+   * delete can be sent again, rather than a deleted record whose content nothing points at.
+   */
   async delete(actor: Actor, where: BuildRef, jobId: string, id: string): Promise<void> {
     const { item, artifact } = await this.get(actor, where, jobId, id);
     if (!item.perms.build) throw new ForbiddenError();
-    const content = await this.artifacts.markDeleted(artifact.id, clock.now());
-    if (content && !(await this.artifacts.contentInUse(content))) await this.storage.remove(content);
+    const content = artifact.contentSha256;
+    if (content && !(await this.artifacts.contentInUse(content, artifact.id))) await this.storage.remove(content);
+    await this.artifacts.markDeleted(artifact.id, clock.now());
   }
 
   /** The content a signed URL names. */

@@ -3,8 +3,10 @@
  * it is hashed and counted, and only moved to its address (its SHA-256) once the service has
  * checked it, so a refused or interrupted upload leaves nothing a reader can see. The embedded
  * default keeps content on the local disk (`DiskArtifactStorage`, under ARTIFACTS_DIR, by
- * default `<DATA_DIR>/artifacts`). No name from a client ever becomes a file name: the address is
- * the hex SHA-256 of the bytes.
+ * default `<DATA_DIR>/artifacts`); ARTIFACTS_STORE=s3://... keeps it in a bucket
+ * (`S3ArtifactStorage`, s3-storage.ts), which agents upload to and readers download from through
+ * pre-signed URLs. No name from a client ever becomes a file or object name: the address is the
+ * hex SHA-256 of the bytes.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -30,6 +32,19 @@ export class ContentTooLargeError extends Error {
   }
 }
 
+/** The headers a reader of the content gets (src/artifacts/content-policy.ts decides them). */
+export interface ServedHeaders {
+  contentType: string;
+  contentDisposition: string;
+  cacheControl: string;
+}
+
+/** A form the agent posts an artifact's bytes with, straight to the store: `url` (its origin and path) and the fields before the file. */
+export interface DirectUploadForm {
+  url: string;
+  fields: Record<string, string>;
+}
+
 export interface ArtifactStorage {
   /** Streams `source` into staging, hashing it; past `maxBytes` it rejects with ContentTooLargeError. */
   stage(source: Readable, maxBytes: number): Promise<StagedContent>;
@@ -37,9 +52,60 @@ export interface ArtifactStorage {
   localPath(sha256: string): Promise<string | null>;
   /** Drops the content at this address (nothing if it is not there). */
   remove(sha256: string): Promise<void>;
+  /** The origin readers fetch content from, when it is the store's (its pre-signed URLs'): the web pages let images come from it. */
+  readonly readOrigin?: string;
+  /**
+   * Present when readers fetch content from the store itself: a pre-signed URL to the content,
+   * valid for `seconds`, answered with these headers. Absent: Windsock serves the local file.
+   */
+  signedUrl?(sha256: string, headers: ServedHeaders, seconds: number): Promise<string>;
+  /**
+   * Present when agents upload straight to the store: a signed form for exactly `size` bytes
+   * under the upload's own key (`uploadKey`, an artifact id), valid for `seconds`.
+   */
+  directUpload?(uploadKey: string, size: number, seconds: number): Promise<DirectUploadForm>;
+  /**
+   * What a direct upload left under `uploadKey`, read back and staged (hashed, counted) as an
+   * upload through Windsock is; null when nothing was uploaded. A size other than `size` is
+   * staged without reading the bytes (its hashes empty): the caller refuses it.
+   */
+  stageDirect?(uploadKey: string, size: number, maxBytes: number): Promise<StagedContent | null>;
 }
 
-const SHA256 = /^[0-9a-f]{64}$/;
+/** A pass-through that counts and hashes what flows, failing past `maxBytes` with ContentTooLargeError. */
+export function hashingCounter(maxBytes: number) {
+  const sha1 = crypto.createHash('sha1');
+  const sha256 = crypto.createHash('sha256');
+  let size = 0;
+  const transform = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      size += chunk.length;
+      if (size > maxBytes) return cb(new ContentTooLargeError(maxBytes));
+      sha1.update(chunk);
+      sha256.update(chunk);
+      cb(null, chunk);
+    },
+  });
+  return { transform, result: () => ({ size, sha1: sha1.digest('hex'), sha256: sha256.digest('hex') }) };
+}
+
+/** Streams `source` into a new file under `dir`, hashing it; the file is removed if anything fails. */
+export async function stageToFile(source: Readable, maxBytes: number, dir: string): Promise<{ file: string; size: number; sha1: string; sha256: string }> {
+  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  const file = path.join(dir, `${crypto.randomUUID()}.part`);
+  const counter = hashingCounter(maxBytes);
+  try {
+    await pipeline(source, counter.transform, fs.createWriteStream(file, { mode: 0o600 }));
+  } catch (err) {
+    await fsp.rm(file, { force: true });
+    // What is left of the source is read and dropped, so the request can be answered.
+    source.resume();
+    throw err;
+  }
+  return { file, ...counter.result() };
+}
+
+export const SHA256 = /^[0-9a-f]{64}$/;
 
 export class DiskArtifactStorage implements ArtifactStorage {
   constructor(private readonly root: string) {}
@@ -50,35 +116,12 @@ export class DiskArtifactStorage implements ArtifactStorage {
   }
 
   async stage(source: Readable, maxBytes: number): Promise<StagedContent> {
-    const staging = path.join(this.root, 'staging');
-    await fsp.mkdir(staging, { recursive: true, mode: 0o700 });
-    const temp = path.join(staging, `${crypto.randomUUID()}.part`);
-    const sha1 = crypto.createHash('sha1');
-    const sha256 = crypto.createHash('sha256');
-    let size = 0;
-    const counter = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        size += chunk.length;
-        if (size > maxBytes) return cb(new ContentTooLargeError(maxBytes));
-        sha1.update(chunk);
-        sha256.update(chunk);
-        cb(null, chunk);
-      },
-    });
-    try {
-      await pipeline(source, counter, fs.createWriteStream(temp, { mode: 0o600 }));
-    } catch (err) {
-      await fsp.rm(temp, { force: true });
-      // What is left of the source is read and dropped, so the request can be answered.
-      source.resume();
-      throw err;
-    }
-    const address = sha256.digest('hex');
-    const target = this.objectPath(address);
+    const { file: temp, size, sha1, sha256 } = await stageToFile(source, maxBytes, path.join(this.root, 'staging'));
+    const target = this.objectPath(sha256);
     return {
       size,
-      sha1: sha1.digest('hex'),
-      sha256: address,
+      sha1,
+      sha256,
       commit: async () => {
         await fsp.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
         // Same address, same bytes: a rename over an existing copy changes nothing readers see.

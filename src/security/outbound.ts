@@ -30,7 +30,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import net from 'node:net';
 import tls from 'node:tls';
-import type { Duplex } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import type { LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
@@ -55,6 +55,24 @@ export interface OutboundRequest {
   body?: string | Buffer;
   /** `false`: do not check the server's certificate, for this request only. Default true. */
   tlsVerify?: boolean;
+}
+
+export interface OutboundStreamRequest {
+  method: string;
+  url: string;
+  headers?: Record<string, string>;
+  /** A stream is piped (give `content-length` with it); a buffer or string is sent whole. */
+  body?: string | Buffer | Readable;
+  tlsVerify?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface OutboundStreamResponse {
+  status: number;
+  /** Lower-case names; repeated headers joined with ", ". */
+  headers: Record<string, string>;
+  /** The response body, unread: the caller reads or destroys it. */
+  body: Readable;
 }
 
 export interface OutboundResponse {
@@ -330,6 +348,70 @@ export class Outbound {
       }
       req.on('error', (err) => finish(failure(err, hostname)));
       req.end(body);
+    });
+  }
+  /**
+   * One request whose bodies stream (an object store's uploads and reads, gigabytes long): the
+   * same checks and pinned, re-checked connection as `request`, but the body may be a stream and
+   * the response's body is handed on as one, unread and uncapped. A whole-exchange deadline
+   * cannot bound a transfer of any size, so `timeoutMs` bounds the lookup and then every silence:
+   * a socket with no bytes either way for that long is destroyed (the response stream errors).
+   * `signal` aborts it. Redirects are not followed. Throws `OutboundRefused` before the response.
+   */
+  async stream(opts: OutboundStreamRequest): Promise<OutboundStreamResponse> {
+    const url = parseUrl(opts.url);
+    const target = await withDeadline(this.check(url), Date.now() + this.settings.timeoutMs, url.hostname);
+    const { hostname } = target;
+    const idleMs = this.settings.timeoutMs;
+    const secure = url.protocol === 'https:';
+    return new Promise<OutboundStreamResponse>((resolve, reject) => {
+      let answered = false;
+      let req: http.ClientRequest | undefined;
+      let response: http.IncomingMessage | undefined;
+      const fail = (err: OutboundRefused) => {
+        // Once answered, the reader of the body learns why it ended, as a caller of `request` would.
+        response?.destroy(err);
+        req?.destroy(err);
+        if (!answered) {
+          answered = true;
+          reject(err);
+        }
+      };
+      const track = (s: net.Socket) =>
+        s.setTimeout(idleMs, () => {
+          const err = new OutboundRefused('timeout', `${hostname} was silent for ${idleMs} ms`);
+          fail(err);
+          s.destroy(err);
+        });
+      if (opts.signal?.aborted) return reject(new OutboundRefused('connection_error', `the request to ${hostname} was aborted`));
+      opts.signal?.addEventListener('abort', () => fail(new OutboundRefused('connection_error', `the request to ${hostname} was aborted`)), { once: true });
+      try {
+        req = http.request(
+          {
+            method: opts.method,
+            hostname,
+            port: url.port ? Number(url.port) : DEFAULT_PORTS[url.protocol],
+            defaultPort: DEFAULT_PORTS[url.protocol],
+            path: `${url.pathname}${url.search}`,
+            headers: opts.headers,
+            agent: undefined,
+            createConnection: this.connector(target, secure, opts.tlsVerify !== false, track),
+          },
+          (res) => {
+            answered = true;
+            response = res;
+            resolve({ status: res.statusCode ?? 0, headers: flatHeaders(res.headers), body: res });
+          },
+        );
+      } catch (err) {
+        return reject(new OutboundRefused('invalid_request', `the request to ${hostname} cannot be sent: ${errorMessage(err)}`));
+      }
+      req.on('error', (err) => fail(failure(err, hostname)));
+      const body = opts.body;
+      if (body instanceof Readable) {
+        body.on('error', (err) => fail(failure(err, hostname)));
+        body.pipe(req);
+      } else req.end(body);
     });
   }
 }

@@ -52,9 +52,9 @@ export function isReservedSegment(segment: string): boolean {
   return reservedSegments().has(segment) || segment.startsWith('_') || segment.startsWith('openapi');
 }
 
-/** The pages' policy; images may also come from the artifacts origin (annotations embed `artifact://` images). */
-function pagePolicy(artifactsOrigin: string | undefined): string {
-  const images = artifactsOrigin ? `'self' data: ${artifactsOrigin}` : "'self' data:";
+/** The pages' policy; images may also come from the artifacts origin or bucket (annotations embed `artifact://` images). */
+function pagePolicy(contentOrigins: string[]): string {
+  const images = ["'self'", 'data:', ...contentOrigins].join(' ');
   return `default-src 'self'; script-src 'self'; style-src 'self'; img-src ${images}; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`;
 }
 
@@ -125,7 +125,7 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
   const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, path: '/' };
   router.use(assets.router);
 
-  const csp = pagePolicy(deps.artifacts.settings.origin);
+  const csp = pagePolicy(deps.artifacts.contentOrigins);
   const secureHeaders = (res: Response) => {
     res.setHeader('Content-Security-Policy', csp);
     res.setHeader('X-Frame-Options', 'DENY');

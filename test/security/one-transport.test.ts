@@ -46,6 +46,8 @@ const WAYS_OUT: [string, string][] = [
     "import { createOtlpHttpExportDelegate } from '@opentelemetry/otlp-exporter-base';\nexport const d = createOtlpHttpExportDelegate;",
   ],
   ['octokit with its own client', "import { Octokit } from '@octokit/rest';\nexport const o = new Octokit({ auth: 't' });"],
+  ['the S3 client with its own handler', "import { S3Client } from '@aws-sdk/client-s3';\nexport const c = new S3Client({ region: 'us-east-1' });"],
+  ["the AWS SDK's Node handler", "import { NodeHttpHandler } from '@smithy/node-http-handler';\nexport const h = new NodeHttpHandler();"],
 ];
 
 const OCTOKIT_OVER_TRANSPORT =
@@ -62,7 +64,7 @@ describe('one transport for every outgoing connection', () => {
   }, 120_000);
 
   it.each(WAYS_OUT.map(([name], i) => [name, i] as const))('the lint rule refuses %s outside the transport', (_name, i) => {
-    expect(results[i]!.some((m) => /transport|OTLP|Octokit/.test(m))).toBe(true);
+    expect(results[i]!.some((m) => /transport|OTLP|Octokit|AWS SDK/.test(m))).toBe(true);
   });
 
   it('lets octokit be built over the transport, and the transport itself open connections', () => {
@@ -78,7 +80,14 @@ describe('one transport for every outgoing connection', () => {
       /^src\/cli\/buildkite-agent-shim\.ts$/,
       /^src\/cli\/shim\//,
     ];
-    const patterns = [/(^|[^.\w])fetch\(/, /\bhttps?\.(request|get)\(/, /\b(net|tls)\.(connect|createConnection)\(/, /from '(node:)?undici'/, /new Octokit\(/];
+    const patterns = [
+      /(^|[^.\w])fetch\(/,
+      /\bhttps?\.(request|get)\(/,
+      /\b(net|tls)\.(connect|createConnection)\(/,
+      /from '(node:)?undici'/,
+      /new Octokit\(/,
+      /new S3Client\(/,
+    ];
     const offenders: string[] = [];
     const walk = (dir: string) => {
       for (const entry of fs.readdirSync(path.join(root, dir), { withFileTypes: true })) {
@@ -91,8 +100,9 @@ describe('one transport for every outgoing connection', () => {
       }
     };
     walk('src');
-    // Octokit is built in one place, over the transport's fetch (fetchOver).
-    expect(offenders).toEqual(['src/notifications/commit-status/github.ts: /new Octokit\\(/']);
+    // Octokit is built in one place, over the transport's fetch (fetchOver); the S3 client in one, over the transport's stream.
+    expect(offenders.sort()).toEqual(['src/artifacts/s3-storage.ts: /new S3Client\\(/', 'src/notifications/commit-status/github.ts: /new Octokit\\(/']);
+    expect(fs.readFileSync(path.join(root, 'src/artifacts/s3-storage.ts'), 'utf8')).toMatch(/requestHandler: new OutboundS3Handler\(outbound, storeHost\)/);
     expect(fs.readFileSync(path.join(root, 'src/notifications/commit-status/github.ts'), 'utf8')).toMatch(/request: \{ fetch: fetchOver\(http, seen\) \}/);
   });
 });

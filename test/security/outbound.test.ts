@@ -9,6 +9,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { LookupAddress } from 'node:dns';
+import { Readable } from 'node:stream';
 import { generate } from 'selfsigned';
 import { Outbound, OutboundRefused, unsafeAddressRange, type OutboundSettings } from '../../src/security/outbound';
 
@@ -77,6 +78,13 @@ async function refusal(promise: Promise<unknown>): Promise<OutboundRefused> {
     return err as OutboundRefused;
   }
   throw new Error('expected the request to be refused');
+}
+
+/** A stream's whole text. */
+async function text(body: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(Buffer.from(chunk as Buffer)); // cast: a response body yields buffers
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 describe('Outbound', () => {
@@ -238,6 +246,38 @@ describe('Outbound', () => {
   it('refuses a header value HTTP does not allow, without sending', async () => {
     const err = await refusal(new Outbound(PRIVATE).request({ method: 'GET', url: `http://127.0.0.1:${server.port}/`, headers: { 'x-bad': 'a\r\nb' } }));
     expect(err.reason).toBe('invalid_request');
+  });
+
+  describe('streaming (the artifact store: bodies of any size)', () => {
+    it('checks the destination as request does: a loopback receiver is refused by default, nothing sent', async () => {
+      const before = server.seen.length;
+      const err = await refusal(new Outbound(SETTINGS).stream({ method: 'PUT', url: `http://127.0.0.1:${server.port}/object`, body: 'x' }));
+      expect(err.reason).toBe('unsafe_address');
+      expect(server.seen).toHaveLength(before);
+    });
+
+    it('sends a stream body and hands the answer on as a stream, unread and not capped', async () => {
+      const res = await new Outbound(PRIVATE).stream({
+        method: 'PUT',
+        url: `http://127.0.0.1:${server.port}/object`,
+        headers: { 'content-length': '10' },
+        body: Readable.from([Buffer.from('hello'), Buffer.from('world')]),
+      });
+      expect(res.status).toBe(200);
+      expect(await text(res.body)).toBe(JSON.stringify({ ok: true }));
+      expect(server.seen.at(-1)).toMatchObject({ method: 'PUT', url: '/object', body: 'helloworld' });
+      const large = await new Outbound(PRIVATE).stream({ method: 'GET', url: `http://127.0.0.1:${server.port}/large` });
+      expect((await text(large.body)).length).toBe(100_000); // maxResponseBytes is 1024: a stream is the caller's to bound
+    });
+
+    it('cuts a connection silent for timeoutMs: before the answer, and in the middle of its body', async () => {
+      const outbound = new Outbound({ ...PRIVATE, timeoutMs: 300 });
+      const err = await refusal(outbound.stream({ method: 'GET', url: `http://127.0.0.1:${server.port}/silent` }));
+      expect([err.reason, err.message]).toEqual(['timeout', '127.0.0.1 was silent for 300 ms']);
+      const res = await outbound.stream({ method: 'GET', url: `http://127.0.0.1:${server.port}/slow-body` });
+      expect(res.status).toBe(200);
+      await expect(text(res.body)).rejects.toThrow('127.0.0.1 was silent for 300 ms');
+    });
   });
 
   describe('over TLS', () => {

@@ -26,6 +26,7 @@ import { TestControls } from '../../src/test-controls/service';
 import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
 import { clock } from '../../src/core/clock';
 import { createPostgresStore, sqliteTemplate, type PostgresStore } from './templates';
+import type { S3StoreSettings } from '../../src/artifacts/s3-storage';
 
 export const databases: DatabaseKind[] = (process.env.TEST_DATABASES ?? 'sqlite').split(',').map((s) => s.trim()) as DatabaseKind[];
 
@@ -75,8 +76,8 @@ export interface ContextOptions {
   sweep?: SweepSettings;
   /** The cap on one job's log (default 1,024 MiB). */
   jobLogLimitBytes?: number;
-  /** Artifact storage directory and limits (default: a fresh temp directory, the default limits). */
-  artifacts?: { dir?: string; maxFileBytes?: number; maxJobBytes?: number; origin?: string };
+  /** Artifact storage directory and limits (default: a fresh temp directory, the default limits); `s3`: keep content in that bucket. */
+  artifacts?: { dir?: string; maxFileBytes?: number; maxJobBytes?: number; origin?: string; s3?: S3StoreSettings };
   /** What `GET /v2/meta` answers as `webhook_ips` (WEBHOOK_IPS). */
   webhookIps?: string[];
   /** CORS_ORIGINS (default none). */

@@ -300,7 +300,7 @@ export function registerBuildPages(web: WebRouter): void {
     const actor = actorFor(principal, params.org!);
     const [pipelineSlug, number] = target(params);
     const artifact = await artifacts.downloadable(actor, { pipelineSlug, number }, idParam(params.job, 'job'), idParam(params.id, 'artifact'));
-    res.redirect(302, artifacts.publicContentUrl(publicUrl, artifact.id, DOWNLOAD_URL_SECONDS));
+    res.redirect(302, await artifacts.publicContentUrl(publicUrl, artifact, DOWNLOAD_URL_SECONDS));
   });
   // Where an annotation's `artifact://path` goes: the build's newest uploaded artifact with that path.
   web.data('/:org/:pipeline/builds/:number/artifacts', 'listBuildArtifacts', async ({ principal, params, query, res }) => {
@@ -309,6 +309,6 @@ export function registerBuildPages(web: WebRouter): void {
     if (path === '' || path.length > 4096) throw new NotFoundError('artifact');
     const [pipelineSlug, number] = target(params);
     const artifact = await artifacts.downloadableByPath(actor, { pipelineSlug, number }, path);
-    res.redirect(302, artifacts.publicContentUrl(publicUrl, artifact.id, DOWNLOAD_URL_SECONDS));
+    res.redirect(302, await artifacts.publicContentUrl(publicUrl, artifact, DOWNLOAD_URL_SECONDS));
   });
 }
