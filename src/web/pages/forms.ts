@@ -129,6 +129,9 @@ export interface FieldSpec {
   readonly?: boolean;
 }
 
+/** A textarea drops the newline that opens its content: one is always given, so a value's own first newline survives. */
+const LEADING_NEWLINE = '\n';
+
 /** A labelled input or textarea, its hint and its errors tied to it (`aria-describedby`, `aria-invalid`). */
 export function formField(state: FormState, f: FieldSpec): Html {
   const errors = state.errors.get(f.name) ?? [];
@@ -141,7 +144,7 @@ export function formField(state: FormState, f: FieldSpec): Html {
   return html`<div class="field${errors.length ? ' invalid' : ''}">
     <label for="${f.name}">${f.label}</label>
     ${f.hint ? html`<p class="hint" id="${f.name}-hint">${f.hint}</p>` : ''}
-    ${f.rows ? html`<textarea ${attrs} rows="${f.rows}">${value}</textarea>` : html`<input type="text" ${attrs} value="${value}" />`}
+    ${f.rows ? html`<textarea ${attrs} rows="${f.rows}">${LEADING_NEWLINE}${value}</textarea>` : html`<input type="text" ${attrs} value="${value}" />`}
     ${
       errors.length
         ? html`<ul class="field-errors" id="${f.name}-error">
