@@ -135,6 +135,28 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
     expect((await web.get(`/${org.slug}`).set(HTML).expect(200)).text).not.toContain('New pipeline');
   });
 
+  it("shows New build and Settings by the member's team access to the pipeline, as the API allows them", async () => {
+    const { org, token } = await ctx.givenAdmin({ teamsEnabled: true });
+    const member = await ctx.givenUser(org, 'member');
+    const team = await ctx.givenTeam(org, [member]);
+    const pipeline = await givenPipeline(ctx, org.slug, token);
+    const grant = `/v2/organizations/${org.slug}/teams/${team.id}/pipelines`;
+    await ctx.http().post(grant).set(auth(token)).send({ pipeline_id: pipeline.id, access_level: 'read_only' }).expect(201);
+    const web = await signedIn(ctx.app, await ctx.givenToken(member, [org]));
+    const base = `/${org.slug}/${pipeline.slug}`;
+    const buttons = async () => {
+      const page = (await web.get(base).set(HTML).expect(200)).text;
+      return { build: page.includes(`href="${base}/builds/new"`), settings: page.includes(`href="${base}/settings"`) };
+    };
+    expect(await buttons()).toEqual({ build: false, settings: false });
+    await web.get(`${base}/settings`).set(HTML).expect(403);
+    await ctx.http().patch(`${grant}/${pipeline.id}`).set(auth(token)).send({ access_level: 'build_and_read' }).expect(200);
+    expect(await buttons()).toEqual({ build: true, settings: false });
+    await ctx.http().patch(`${grant}/${pipeline.id}`).set(auth(token)).send({ access_level: 'manage_build_and_read' }).expect(200);
+    expect(await buttons()).toEqual({ build: true, settings: true });
+    await web.get(`${base}/settings`).set(HTML).expect(200);
+  });
+
   it('shows a refused new pipeline and new build again with their messages beside the fields', async () => {
     const { org, token } = await ctx.givenAdmin();
     const web = await signedIn(ctx.app, token);
