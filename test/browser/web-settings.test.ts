@@ -138,7 +138,7 @@ describeWithTool('chromium')('with Chromium', () => {
         await expectAccessible(page);
         await page.click('main a:has-text("applies the discount")');
         expect(await page.locator('main').innerText()).toContain('50.0%');
-        expect(await page.locator('ol.history li').count()).toBe(2);
+        expect(await page.locator('svg.history rect').count()).toBe(2);
         await expectAccessible(page);
         await page.click('text=Browser suite');
         await page.click('text=Flaky tests');

@@ -261,7 +261,13 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
     expect(test.text).toContain('over the last 3 executions');
     expect(test.text).toMatch(/passed<\/td>\s*<td>250 ms<\/td>[\s\S]*passed<\/td>\s*<td>1.50 s<\/td>[\s\S]*failed<\/td>/);
     expect(test.text).toContain(`href="${buildHref}"`);
-    expect(test.text).toContain('aria-label="Results of the last 3 executions, oldest first"');
+    expect(test.text).toContain('aria-label="The last 3 executions, oldest first: 2 passed, 1 not; bar heights are durations, the longest 1.50 s."');
+    // Bars oldest first: the failure (0.25 s of 1.5 s: 7 of 40 px), then 1.5 s (full height), then 0.25 s.
+    expect([...test.text.matchAll(/<rect class="result-(\w+)" x="\d+" y="\d+" width="10" height="(\d+)"/g)].map((m) => `${m[1]} ${m[2]}`)).toEqual([
+      'failed 7',
+      'passed 40',
+      'passed 7',
+    ]);
 
     const flaky = await web.get(`${base}/flaky-tests`).set(HTML).expect(200);
     expect(flaky.text).toContain('First seen');
