@@ -96,6 +96,33 @@ describeWithTool('chromium')('with Chromium', () => {
       );
     });
 
+    it('passes axe-core in both colour schemes on the pages that were there before', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const pipeline = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: make test\n  - block: Ship?\n');
+      const build = await givenBuild(ctx(), org.slug, pipeline.slug, token);
+      const reg = await givenRegistrationToken(ctx(), org.slug, token);
+      const agent = await givenAgent(ctx(), reg, 'dark-agent');
+      await withPage(browser, async (page) => {
+        await page.goto(`${endpoint()}/login`);
+        await expectAccessible(page);
+        await signIn(page, endpoint(), token);
+        for (const path of [
+          `/${org.slug}`,
+          `/${org.slug}/${pipeline.slug}`,
+          `/${org.slug}/${pipeline.slug}/builds/${build.number}`,
+          `/${org.slug}/${pipeline.slug}/builds/new`,
+          `/organizations/${org.slug}/pipelines/new`,
+          `/organizations/${org.slug}/agents`,
+          `/organizations/${org.slug}/agents/${agent.id}`,
+          `/organizations/${org.slug}/analytics`,
+        ]) {
+          const res = await page.goto(`${endpoint()}${path}`);
+          expect(res!.status()).toBe(200);
+          await expectAccessible(page);
+        }
+      });
+    });
+
     it('shows a member no Pause button, and a run linked to its build with the test history', async () => {
       const { org, token } = await ctx().givenAdmin();
       const created = await ctx()
