@@ -74,7 +74,8 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
         repository: 'git@example.com:acme/app.git',
         default_branch: 'trunk',
         branch_configuration: 'trunk release/*',
-        configuration: 'steps:\n  - command: make lint\n',
+        // As a browser sends a textarea: CRLF line ends.
+        configuration: 'steps:\r\n  - command: make lint\r\n',
       })
       .expect(303);
     expect(saved.headers.location).toBe(`${base}/settings?saved=1`);
@@ -89,6 +90,38 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
     const again = await web.get(saved.headers.location!).set(HTML).expect(200);
     expect(again.text).toContain('Settings saved.');
     expect(again.text).toContain('Renamed &lt;app&gt;');
+  });
+
+  it('leaves steps set through the API as they are when a save does not change them', async () => {
+    const { org, token } = await ctx.givenAdmin();
+    const pipeline = await givenPipeline(ctx, org.slug, token, { configuration: undefined, steps: [{ type: 'script', name: 'Unit', command: 'make unit' }] });
+    expect(pipeline.configuration ?? null).toBeNull();
+    const web = await signedIn(ctx.app, token);
+    const base = `/${org.slug}/${pipeline.slug}`;
+    const form = await web.get(`${base}/settings`).set(HTML).expect(200);
+    const shown = /<textarea id="configuration"[^>]*>\n([\s\S]*?)<\/textarea>/.exec(form.text)![1]!;
+    expect(shown).toContain('command: make unit');
+    const decoded = shown
+      .replace(/&quot;/g, '"')
+      .replace(/&#39;/g, "'")
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&amp;/g, '&');
+    await web
+      .post(`${base}/settings`)
+      .type('form')
+      .send({
+        _csrf: csrfOf(form.text),
+        name: pipeline.name,
+        repository: pipeline.repository,
+        description: 'Only this',
+        configuration: decoded.replace(/\n/g, '\r\n'),
+      })
+      .expect(303);
+    const after = (await ctx.http().get(`/v2/organizations/${org.slug}/pipelines/${pipeline.slug}`).set(auth(token)).expect(200)).body;
+    expect(after.description).toBe('Only this');
+    expect(after.configuration ?? null).toBeNull();
+    expect(after.steps).toEqual(pipeline.steps);
   });
 
   it('shows a reader the steps but no settings, and refuses the settings to them as the API does', async () => {

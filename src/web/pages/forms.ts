@@ -8,9 +8,10 @@ import { domainErrorAnswer } from '../../http/middleware/error-handler';
 import { html, type Html } from '../html';
 import type { ShownAgain } from '../routes';
 
+/** A field's text, trimmed, with a textarea's CRLF line ends (browsers send them) as the `\n` the API stores. */
 export function textField(body: Record<string, unknown>, name: string, opts: { max: number; required?: boolean }): string | undefined {
   const v = body[name];
-  const s = typeof v === 'string' ? v.trim() : '';
+  const s = typeof v === 'string' ? v.replace(/\r\n?/g, '\n').trim() : '';
   if (!s) {
     if (opts.required) throw ValidationError.field(name, "can't be blank");
     return undefined;
