@@ -41,8 +41,11 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
     const refused = await web
       .post(`${base}/settings`)
       .type('form')
-      .send({ _csrf: csrfOf(form.text), name: '  ', repository: 'git@example.com:acme/app.git', configuration: badYaml })
+      .send({ _csrf: csrfOf(form.text), name: '  ', repository: 'git@example.com:acme/app.git', configuration: badYaml, cancel_running_branch_builds: 'on' })
       .expect(422);
+    // The ticked box stays ticked, the unticked one unticked.
+    expect(refused.text).toMatch(/id="cancel_running_branch_builds"\s+name="cancel_running_branch_builds"\s+checked/);
+    expect(refused.text).toMatch(/id="skip_queued_branch_builds"\s+name="skip_queued_branch_builds"\s*\/>/);
     expect(refused.headers['content-type']).toMatch(/text\/html/);
     const api = await ctx
       .http()
@@ -74,6 +77,8 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
         repository: 'git@example.com:acme/app.git',
         default_branch: 'trunk',
         branch_configuration: 'trunk release/*',
+        skip_queued_branch_builds: 'on',
+        skip_queued_branch_builds_filter: 'trunk',
         // As a browser sends a textarea: CRLF line ends.
         configuration: 'steps:\r\n  - command: make lint\r\n',
       })
@@ -85,6 +90,9 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
       description: 'What ships',
       default_branch: 'trunk',
       branch_configuration: 'trunk release/*',
+      skip_queued_branch_builds: true,
+      skip_queued_branch_builds_filter: 'trunk',
+      cancel_running_branch_builds: false,
       configuration: 'steps:\n  - command: make lint',
     });
     const again = await web.get(saved.headers.location!).set(HTML).expect(200);

@@ -45,11 +45,18 @@ export interface FormState {
   values: Record<string, string>;
   errors: Map<string, string[]>;
   general: string[];
+  /** Shown again after a post: a checkbox absent from `values` was left unticked. */
+  submitted: boolean;
 }
 
 /** A form shown for the first time. */
 export function freshForm(): FormState {
-  return { values: {}, errors: new Map(), general: [] };
+  return { values: {}, errors: new Map(), general: [], submitted: false };
+}
+
+/** A ticked checkbox: browsers send its value (`on`), and leave an unticked one out. */
+export function checked(body: Record<string, unknown>, name: string): boolean {
+  return typeof body[name] === 'string';
 }
 
 /** The field of the form an error names: `steps[0].command` is the `steps` field's. */
@@ -66,7 +73,7 @@ function formFieldOf(field: string, fields: readonly string[]): string | undefin
 export function refusedForm(e: unknown, body: Record<string, unknown>, fields: readonly string[]): { status: number; state: FormState } | null {
   const answer = e instanceof DomainError ? domainErrorAnswer(e) : undefined;
   if (!answer || (answer.status !== 400 && answer.status !== 422)) return null;
-  const state = freshForm();
+  const state: FormState = { ...freshForm(), submitted: true };
   for (const name of fields) {
     const v = body[name];
     if (typeof v === 'string') state.values[name] = v;
@@ -128,6 +135,30 @@ export interface FieldSpec {
   /** Code (YAML): no spell checking, monospaced. */
   code?: boolean;
   readonly?: boolean;
+}
+
+/** A labelled checkbox: ticked as the post had it, or as `checked` when the form is fresh; its errors beside it. */
+export function checkboxField(state: FormState, f: { name: string; label: string; hint?: string; checked: boolean }): Html {
+  const errors = state.errors.get(f.name) ?? [];
+  const on = state.submitted ? state.values[f.name] !== undefined : f.checked;
+  const described = [f.hint ? `${f.name}-hint` : '', errors.length ? `${f.name}-error` : ''].filter(Boolean).join(' ');
+  return html`<div class="field checkbox${errors.length ? ' invalid' : ''}">
+    <input
+      type="checkbox"
+      id="${f.name}"
+      name="${f.name}"
+      ${on ? html` checked` : ''}${described ? html` aria-describedby="${described}"` : ''}${errors.length ? html` aria-invalid="true"` : ''}
+    />
+    <label for="${f.name}">${f.label}</label>
+    ${f.hint ? html`<p class="hint" id="${f.name}-hint">${f.hint}</p>` : ''}
+    ${
+      errors.length
+        ? html`<ul class="field-errors" id="${f.name}-error">
+            ${errors.map((m) => html`<li>${m}</li>`)}
+          </ul>`
+        : ''
+    }
+  </div>`;
 }
 
 /** A textarea drops the newline that opens its content: one is always given, so a value's own first newline survives. */

@@ -15,10 +15,21 @@ import { html, type Html, type Part } from '../html';
 import { can } from '../permissions';
 import type { WebRouter } from '../routes';
 import { csrfField, layout, notice, type PageContext } from '../ui';
-import { formField, formProblems, freshForm, submitOrShowAgain, textField, type FormState } from './forms';
+import { checkboxField, checked, formField, formProblems, freshForm, submitOrShowAgain, textField, type FormState } from './forms';
 
 /** The form's fields, named as the API's request names them (so its `errors` land beside them). */
-const FIELDS = ['name', 'description', 'repository', 'default_branch', 'branch_configuration', 'configuration'] as const;
+const FIELDS = [
+  'name',
+  'description',
+  'repository',
+  'default_branch',
+  'branch_configuration',
+  'skip_queued_branch_builds',
+  'skip_queued_branch_builds_filter',
+  'cancel_running_branch_builds',
+  'cancel_running_branch_builds_filter',
+  'configuration',
+] as const;
 
 /** The steps as YAML: the pipeline's own configuration, or its visual steps (and env) written as YAML. */
 export function stepsYaml(p: Pick<Pipeline, 'configuration' | 'steps' | 'env'>): string {
@@ -79,6 +90,33 @@ export function registerPipelineSettingsPages(web: WebRouter): void {
             value: p.branchConfiguration ?? '',
             maxlength: 4096,
           })}
+          <fieldset>
+            <legend>Intermediate builds</legend>
+            ${checkboxField(state, {
+              name: 'skip_queued_branch_builds',
+              label: 'Skip builds still queued when a newer one of the branch is created',
+              checked: p.skipQueuedBranchBuilds,
+            })}
+            ${formField(state, {
+              name: 'skip_queued_branch_builds_filter',
+              label: 'Only on these branches (skip)',
+              hint: 'Branch patterns; empty means every branch.',
+              value: p.skipQueuedBranchBuildsFilter ?? '',
+              maxlength: 4096,
+            })}
+            ${checkboxField(state, {
+              name: 'cancel_running_branch_builds',
+              label: 'Cancel running builds when a newer one of the branch is created',
+              checked: p.cancelRunningBranchBuilds,
+            })}
+            ${formField(state, {
+              name: 'cancel_running_branch_builds_filter',
+              label: 'Only on these branches (cancel)',
+              hint: 'Branch patterns; empty means every branch.',
+              value: p.cancelRunningBranchBuildsFilter ?? '',
+              maxlength: 4096,
+            })}
+          </fieldset>
           ${templateNote(p)}
           ${formField(state, {
             name: 'configuration',
@@ -124,6 +162,10 @@ export function registerPipelineSettingsPages(web: WebRouter): void {
           repository: textField(body, 'repository', { max: 1024 }) ?? '',
           default_branch: textField(body, 'default_branch', { max: 255 }) ?? null,
           branch_configuration: textField(body, 'branch_configuration', { max: 4096 }) ?? null,
+          skip_queued_branch_builds: checked(body, 'skip_queued_branch_builds'),
+          skip_queued_branch_builds_filter: textField(body, 'skip_queued_branch_builds_filter', { max: 4096 }) ?? null,
+          cancel_running_branch_builds: checked(body, 'cancel_running_branch_builds'),
+          cancel_running_branch_builds_filter: textField(body, 'cancel_running_branch_builds_filter', { max: 4096 }) ?? null,
           ...(changedSteps ? { configuration: configuration ?? '' } : {}),
         });
         return `/${org}/${saved.slug}/settings?saved=1`;
