@@ -47,6 +47,8 @@ export interface FlakyTest {
   test: TestIdentity;
   instances: number;
   mostRecentInstanceAt: Date;
+  /** The test's first flaky instance ever (not only in the period): how long it has been flaky. */
+  firstInstanceAt: Date;
 }
 
 export type FailureExpanded = { expanded?: string[]; backtrace?: string[] }[] | null;
@@ -96,6 +98,8 @@ function identityFromRow(r: IdentityRow): TestIdentity {
 
 /** `listFlaky`'s groups: a test's instances in the period and the most recent one. */
 type FlakyGroupRow = Pick<FlakyInstancesRow, 'test_id'> & { instances: DbBigInt; last_at: FlakyInstancesRow['detected_at'] };
+/** `listFlaky`'s first instances: a test's earliest instance of all time. */
+type FlakyFirstRow = Pick<FlakyInstancesRow, 'test_id'> & { first_at: FlakyInstancesRow['detected_at'] };
 
 /** `failedExecutions`' read: the execution and its test's name and location. */
 type FailedExecutionRow = Pick<TestExecutionsRow, 'id' | 'test_id' | 'failure_reason' | 'failure_expanded' | 'duration' | 'created_at' | 'mutable_tags'> &
@@ -250,10 +254,57 @@ export class SuiteResultsRepository {
           .select(...IDENTITY_COLUMNS)
       : [];
     const byId = new Map(tests.map((t) => [t.id, identityFromRow(t)]));
+    const firsts = page.length
+      ? await this.db('flaky_instances')
+          .where('suite_id', f.suiteId)
+          .whereIn(
+            'test_id',
+            page.map((g) => g.test_id),
+          )
+          .groupBy('test_id')
+          .select<FlakyFirstRow[]>('test_id', this.db.raw('min(detected_at) as first_at'))
+      : [];
+    const firstById = new Map(firsts.map((r) => [r.test_id, toDate(r.first_at)]));
     return {
-      items: page.map((g) => ({ test: byId.get(g.test_id)!, instances: Number(g.instances), mostRecentInstanceAt: toDate(g.last_at) })),
+      items: page.map((g) => ({
+        test: byId.get(g.test_id)!,
+        instances: Number(g.instances),
+        mostRecentInstanceAt: toDate(g.last_at),
+        firstInstanceAt: firstById.get(g.test_id) ?? toDate(g.last_at),
+      })),
       hasNext: groups.length > limit,
     };
+  }
+
+  /** A test's latest executions, newest first, each with its run: the test's history (the `test_id, created_at` index). */
+  async recentExecutionsOfTest(testId: string, limit: number): Promise<(TestExecution & { run: Run })[]> {
+    const rows = await this.db('test_executions')
+      .where('test_id', testId)
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(limit)
+      .select('id', 'test_id', 'run_id', 'result', 'created_at', 'duration', 'failure_reason', 'failure_expanded');
+    const runIds = [...new Set(rows.map((r) => r.run_id))];
+    const runs = new Map<string, Run>();
+    for (const part of inChunks(runIds)) for (const r of await this.db('test_runs').whereIn('id', part)) runs.set(r.id, runFromRow(r));
+    return rows.flatMap((r) => {
+      const run = runs.get(r.run_id);
+      if (!run) return [];
+      return [
+        {
+          id: r.id,
+          testId: r.test_id,
+          result: r.result,
+          createdAt: toDate(r.created_at),
+          duration: num(r.duration),
+          failureReason: r.failure_reason ?? null,
+          failureExpanded: jsonColumn(r.failure_expanded, null, isFailureExpanded, 'test_executions.failure_expanded'),
+          run,
+        },
+      ];
+    });
   }
 
   async failedExecutions(run: Run, limit: number): Promise<FailedExecution[]> {

@@ -228,6 +228,22 @@ export class SuiteService {
   }
 
   /**
+   * A test's history for its page: its latest `limit` executions with their runs, the reliability
+   * over them (passed of passed and failed, null with neither), and the metrics of the last 7
+   * days as the API's versioned `getTest` measures them.
+   */
+  async testHistory(actor: Actor, slug: string, testId: string, limit: number) {
+    const { test, labels } = await this.testOf(actor, slug, testId, undefined, {});
+    const [executions, totals] = await Promise.all([
+      this.results.recentExecutionsOfTest(test.id, limit),
+      this.results.totalsOfTest(test.id, windowOf({ period: '7days' })),
+    ]);
+    const passed = executions.filter((e) => e.result === 'passed').length;
+    const failed = executions.filter((e) => e.result === 'failed').length;
+    return { test, labels, executions, reliability: passed + failed ? passed / (passed + failed) : null, week: metricsOf(totals) };
+  }
+
+  /**
    * A suite's tests. Legacy (no metrics): every test, newest first, `label` only. With metrics:
    * the tests with executions in the window that pass the filters, sorted, paged in memory.
    */

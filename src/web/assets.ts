@@ -10,7 +10,7 @@ import path from 'node:path';
 import express, { Router } from 'express';
 
 export const ASSETS_PATH = '/_assets';
-const TYPES: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8' };
+const TYPES: Record<string, string> = { '.css': 'text/css; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.svg': 'image/svg+xml' };
 
 export interface Assets {
   /** The URL of an asset by its source name (`app.css`). */

@@ -25,6 +25,7 @@ import { registerBuildPages } from './pages/builds';
 import { registerOrganizationPages } from './pages/organization';
 import { registerAgentPages } from './pages/agents';
 import { registerSuitePages } from './pages/suites';
+import { registerPipelineSettingsPages } from './pages/pipeline-settings';
 import { signInPage } from './pages/sign-in';
 import { loadSpec } from '../spec';
 import { isRecord, stringField } from '../core/guards';
@@ -91,8 +92,13 @@ export interface WebRequest {
 }
 
 export type PageHandler = (w: WebRequest) => Promise<string>;
-/** Answers where to go next (a redirect after a successful post). */
-export type ActionHandler = (w: WebRequest) => Promise<string>;
+/** A form shown again in answer to a post (its input kept, each error beside its field), with the API's status for the error. */
+export interface ShownAgain {
+  status: number;
+  page: string;
+}
+/** Answers where to go next (a redirect after a successful post), or the form again. */
+export type ActionHandler = (w: WebRequest) => Promise<string | ShownAgain>;
 export type JsonHandler = (w: WebRequest) => Promise<void>;
 
 /**
@@ -124,6 +130,8 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
   const publicOrigin = new URL(deps.publicUrl).origin;
   const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure, path: '/' };
   router.use(assets.router);
+  // Browsers that ask for the icon before reading the page's `<link rel=icon>` get the same one.
+  router.get('/favicon.ico', (_req, res) => res.redirect(301, assets.url('favicon.svg')));
 
   const csp = pagePolicy(deps.artifacts.contentOrigins);
   const secureHeaders = (res: Response) => {
@@ -233,7 +241,9 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
           const token = typeof w.body._csrf === 'string' ? w.body._csrf : '';
           if (!sameSecret(token, w.ctx.csrf)) throw new ForbiddenError();
           guard(w, operation);
-          res.redirect(303, await handler(w));
+          const outcome = await handler(w);
+          if (typeof outcome === 'string') res.redirect(303, outcome);
+          else send(res, outcome.status, outcome.page);
         } catch (e) {
           errorPage(res, w.ctx, e, next);
         }
@@ -349,6 +359,7 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
 
   registerAgentPages(web);
   registerSuitePages(web);
+  registerPipelineSettingsPages(web);
   registerOrganizationPages(web);
   registerBuildPages(web);
   return router;

@@ -23,6 +23,7 @@ export function layout(ctx: PageContext, title: string, body: Html, opts: { scri
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>${title} · Windsock</title>
         <link rel="stylesheet" href="${ctx.assets.url('app.css')}" />
+        <link rel="icon" type="image/svg+xml" href="${ctx.assets.url('favicon.svg')}" />
       </head>
       <body>
         <a class="skip" href="#main">Skip to content</a>

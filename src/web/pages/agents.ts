@@ -3,10 +3,36 @@ import type { Agent } from '../../agents/repository';
 import { isLive } from '../../agents/service';
 import type { JobContext } from '../../builds/jobs/model';
 import { clock } from '../../core/clock';
-import { actorFor, idParam, mayCall } from '../context';
+import { actorFor, idParam } from '../context';
+import { can } from '../permissions';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
 import { layout, postButton, stateBadge, table, time, type PageContext } from '../ui';
+
+/**
+ * How long an agent that went away (disconnected, lost, stopped) stays listed: the real API lists
+ * only connected agents; the page keeps those gone in the last hour so a crash is still seen.
+ * Older ones are hidden behind a link (their own pages stay, as the API's get answers any agent).
+ */
+export const GONE_LISTED_MS = 60 * 60_000;
+/** How many agents the list reads, newest first: enough to find the live ones among the gone. */
+const LIST_LIMIT = 500;
+
+/** When the agent went away: the latest of its disconnect, loss, stop and last sign of life (its registration, if none). */
+function goneAt(a: Agent): number {
+  return Math.max(
+    a.disconnectedAt?.getTime() ?? 0,
+    a.lostAt?.getTime() ?? 0,
+    a.stoppedAt?.getTime() ?? 0,
+    a.lastHeartbeatAt?.getTime() ?? 0,
+    a.createdAt.getTime(),
+  );
+}
+
+/** Listed by default: live, or gone within GONE_LISTED_MS. */
+export function listedByDefault(a: Agent, now = clock.nowMs()): boolean {
+  return isLive(a) || now - goneAt(a) < GONE_LISTED_MS;
+}
 
 function status(a: Agent): string {
   if (!isLive(a)) return a.connectionState;
@@ -29,17 +55,31 @@ function jobLink(held: Map<string, JobContext>, a: Agent) {
 export function registerAgentPages(web: WebRouter): void {
   const { agents, agentWork } = web.deps;
 
-  web.page('/organizations/:org/agents', 'listAgents', async ({ principal, params, ctx }) => {
+  web.page('/organizations/:org/agents', 'listAgents', async ({ principal, params, query, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    const list = await agents.list(actor, {}, 0, 100);
+    const all = await agents.list(actor, {}, 0, LIST_LIMIT);
+    const showAll = query.all === '1';
+    const list = showAll ? all : all.filter((a) => listedByDefault(a));
+    const hidden = all.length - list.length;
     const held = await agentWork.heldJobs(list);
     const live = list.filter(isLive);
+    const base = `/organizations/${actor.organization.slug}/agents`;
     const count = (s: string) => live.filter((a) => status(a) === s).length;
     return layout(
       ctx,
       'Agents',
       html`<h1>Agents</h1>
         <p>${live.length} connected: ${count('busy')} busy, ${count('idle')} idle, ${count('paused')} paused.</p>
+        ${
+          hidden
+            ? html`<p class="muted">
+                ${hidden} ${hidden === 1 ? 'agent' : 'agents'} gone for more than an hour (disconnected, lost or stopped) not shown.
+                <a href="${base}?all=1">Show every agent</a>
+              </p>`
+            : showAll
+              ? html`<p class="muted"><a href="${base}">Hide agents gone for more than an hour</a></p>`
+              : ''
+        }
         ${table(
           ['Agent', 'Status', 'Job', { label: 'Host', optional: true }, { label: 'Tags', optional: true }],
           list.map(
@@ -71,7 +111,7 @@ export function registerAgentPages(web: WebRouter): void {
         <h1>${a.name}</h1>
         <p>${stateBadge(s)}</p>
         ${
-          mayCall(principal, s === 'paused' ? 'resumeAgent' : 'pauseAgent') && isLive(a)
+          can(ctx, s === 'paused' ? 'resumeAgent' : 'pauseAgent') && isLive(a)
             ? html`<div class="actions">
                 ${s === 'paused' ? postButton(ctx, `${base}/resume`, 'Resume') : postButton(ctx, `${base}/pause`, 'Pause', { secondary: true })}
               </div>`

@@ -6,10 +6,15 @@ import { actorFor, mayCall } from '../context';
 import { isUuid } from '../../core/uuid';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
-import { csrfField, layout, pagination, stateBadge, table, time } from '../ui';
-import { keyValueLines, pageNumber, textField } from './forms';
+import { csrfField, layout, pagination, stateBadge, table, time, type PageContext } from '../ui';
+import { can } from '../permissions';
+import { ForbiddenError } from '../../core/errors';
+import type { Pipeline } from '../../pipelines/repository';
+import { formField, formProblems, freshForm, keyValueLines, pageNumber, submitOrShowAgain, textField, type FormState } from './forms';
 
 const PER_PAGE = 30;
+const PIPELINE_FIELDS = ['name', 'repository', 'default_branch', 'configuration'] as const;
+const BUILD_FIELDS = ['message', 'commit', 'branch', 'env', 'meta_data'] as const;
 /** What the state filter offers: every build state, then `finished`. */
 const BUILD_STATES: (BuildState | 'finished')[] = [...ALL_BUILD_STATES, 'finished'];
 
@@ -59,42 +64,49 @@ export function registerOrganizationPages(web: WebRouter): void {
       ctx,
       actor.organization.name,
       html`<h1>${actor.organization.name}</h1>
-        ${mayCall(principal, 'createPipeline') ? html`<p class="actions"><a class="button" href="/organizations/${actor.organization.slug}/pipelines/new">New pipeline</a></p>` : ''}
+        ${can(ctx, 'createPipeline') ? html`<p class="actions"><a class="button" href="/organizations/${actor.organization.slug}/pipelines/new">New pipeline</a></p>` : ''}
         <h2>Pipelines</h2>
         ${table(['Pipeline', 'Latest on default branch', { label: 'Default branch', optional: true }, 'Builds now'], rows, html`<p>No pipelines yet.</p>`)}`,
     );
   });
 
-  web.page('/organizations/:org/pipelines/new', 'createPipeline', async ({ principal, params, ctx }) => {
-    const actor = actorFor(principal, params.org!);
-    return layout(
+  const newPipelinePage = (ctx: PageContext, org: string, state: FormState) =>
+    layout(
       ctx,
       'New pipeline',
       html`<h1>New pipeline</h1>
-        <form method="post" action="/organizations/${actor.organization.slug}/pipelines">
-          ${csrfField(ctx)} <label for="name">Name</label><input type="text" id="name" name="name" required maxlength="255" />
-          <label for="repository">Repository</label>
-          <p class="hint" id="repository-hint">A Git URL the agents can clone.</p>
-          <input type="text" id="repository" name="repository" required aria-describedby="repository-hint" /> <label for="default_branch">Default branch</label
-          ><input type="text" id="default_branch" name="default_branch" value="main" /> <label for="configuration">Steps (YAML)</label
-          ><textarea id="configuration" name="configuration" rows="10">
-steps:
-  - command: "echo hello"
-</textarea>
+        ${formProblems(state)}
+        <form method="post" action="/organizations/${org}/pipelines" novalidate>
+          ${csrfField(ctx)} ${formField(state, { name: 'name', label: 'Name', required: true, maxlength: 255 })}
+          ${formField(state, { name: 'repository', label: 'Repository', hint: 'A Git URL the agents can clone.', required: true, maxlength: 1024 })}
+          ${formField(state, { name: 'default_branch', label: 'Default branch', value: 'main', maxlength: 255 })}
+          ${formField(state, { name: 'configuration', label: 'Steps (YAML)', value: 'steps:\n  - command: "echo hello"\n', rows: 10, code: true })}
           <p><button type="submit">Create pipeline</button></p>
         </form>`,
     );
+
+  web.page('/organizations/:org/pipelines/new', 'createPipeline', async ({ principal, params, ctx }) => {
+    const actor = actorFor(principal, params.org!);
+    return newPipelinePage(ctx, actor.organization.slug, freshForm());
   });
 
-  web.action('/organizations/:org/pipelines', 'createPipeline', async ({ principal, params, body }) => {
+  web.action('/organizations/:org/pipelines', 'createPipeline', async ({ principal, params, body, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    const { pipeline } = await pipelines.create(actor, {
-      name: textField(body, 'name', { max: 255, required: true }),
-      repository: textField(body, 'repository', { max: 1024, required: true }),
-      default_branch: textField(body, 'default_branch', { max: 255 }) ?? null,
-      configuration: textField(body, 'configuration', { max: 1_000_000 }) ?? 'steps: []',
-    });
-    return `/${actor.organization.slug}/${pipeline.slug}`;
+    return submitOrShowAgain(
+      body,
+      PIPELINE_FIELDS,
+      (state) => newPipelinePage(ctx, actor.organization.slug, state),
+      async () => {
+        // Blank name and repository go to the service, which names every missing field at once.
+        const { pipeline } = await pipelines.create(actor, {
+          name: textField(body, 'name', { max: 255 }) ?? '',
+          repository: textField(body, 'repository', { max: 1024 }) ?? '',
+          default_branch: textField(body, 'default_branch', { max: 255 }) ?? null,
+          configuration: textField(body, 'configuration', { max: 262_144 }) ?? 'steps: []',
+        });
+        return `/${actor.organization.slug}/${pipeline.slug}`;
+      },
+    );
   });
 
   web.page('/:org/:pipeline', 'listPipelineBuilds', async ({ principal, params, query, ctx }) => {
@@ -117,7 +129,11 @@ steps:
           <dt>Default branch</dt>
           <dd>${pipeline.defaultBranch ?? '–'}</dd>
         </dl>
-        ${perms.build && mayCall(principal, 'createBuild') ? html`<p class="actions"><a class="button" href="${base}/builds/new">New build</a></p>` : ''}
+        <p class="actions">
+          ${can(ctx, 'createBuild', { pipeline: perms }) ? html`<a class="button" href="${base}/builds/new">New build</a>` : ''}
+          <a class="button secondary" href="${base}/steps">Steps</a>
+          ${can(ctx, 'updatePipeline', { pipeline: perms }) ? html`<a class="button secondary" href="${base}/settings">Settings</a>` : ''}
+        </p>
         <h2>Builds</h2>
         <form class="filters" method="get" action="${base}" role="search" aria-label="Filter builds">
           <div><label for="f-branch">Branch</label><input type="search" id="f-branch" name="branch" value="${filter.branch ?? ''}" /></div>
@@ -150,38 +166,50 @@ steps:
     );
   });
 
-  web.page('/:org/:pipeline/builds/new', 'createBuild', async ({ principal, params, ctx }) => {
-    const actor = actorFor(principal, params.org!);
-    const { pipeline } = await pipelines.get(actor, params.pipeline!);
-    const base = `/${actor.organization.slug}/${pipeline.slug}`;
+  const newBuildPage = (ctx: PageContext, org: string, pipeline: Pipeline, state: FormState) => {
+    const base = `/${org}/${pipeline.slug}`;
     return layout(
       ctx,
       `New build · ${pipeline.name}`,
       html`<p class="muted"><a href="${base}">${pipeline.name}</a></p>
         <h1>New build</h1>
-        <form method="post" action="${base}/builds">
-          ${csrfField(ctx)} <label for="message">Message</label><input type="text" id="message" name="message" maxlength="65536" />
-          <label for="commit">Commit</label><input type="text" id="commit" name="commit" value="HEAD" required maxlength="255" />
-          <label for="branch">Branch</label><input type="text" id="branch" name="branch" value="${pipeline.defaultBranch ?? 'main'}" required maxlength="255" />
-          <label for="env">Environment variables</label>
-          <p class="hint" id="env-hint">One KEY=value per line.</p>
-          <textarea id="env" name="env" rows="3" aria-describedby="env-hint"></textarea> <label for="meta_data">Meta-data</label>
-          <p class="hint" id="meta-hint">One key=value per line.</p>
-          <textarea id="meta_data" name="meta_data" rows="3" aria-describedby="meta-hint"></textarea>
+        ${formProblems(state)}
+        <form method="post" action="${base}/builds" novalidate>
+          ${csrfField(ctx)} ${formField(state, { name: 'message', label: 'Message', maxlength: 65536 })}
+          ${formField(state, { name: 'commit', label: 'Commit', value: 'HEAD', required: true, maxlength: 255 })}
+          ${formField(state, { name: 'branch', label: 'Branch', value: pipeline.defaultBranch ?? 'main', required: true, maxlength: 255 })}
+          ${formField(state, { name: 'env', label: 'Environment variables', hint: 'One KEY=value per line.', rows: 3 })}
+          ${formField(state, { name: 'meta_data', label: 'Meta-data', hint: 'One key=value per line.', rows: 3 })}
           <p><button type="submit">Create build</button></p>
         </form>`,
     );
+  };
+
+  web.page('/:org/:pipeline/builds/new', 'createBuild', async ({ principal, params, ctx }) => {
+    const actor = actorFor(principal, params.org!);
+    const { pipeline, perms } = await pipelines.get(actor, params.pipeline!);
+    // The API refuses a build to whoever may only read the pipeline: no form for them either.
+    if (!can(ctx, 'createBuild', { pipeline: perms })) throw new ForbiddenError();
+    return newBuildPage(ctx, actor.organization.slug, pipeline, freshForm());
   });
 
-  web.action('/:org/:pipeline/builds', 'createBuild', async ({ principal, params, body }) => {
+  web.action('/:org/:pipeline/builds', 'createBuild', async ({ principal, params, body, ctx }) => {
     const actor = actorFor(principal, params.org!);
-    const created = await builds.create(actor, params.pipeline!, {
-      commit: textField(body, 'commit', { max: 255, required: true })!,
-      branch: textField(body, 'branch', { max: 255, required: true })!,
-      message: textField(body, 'message', { max: 65536 }) ?? null,
-      env: keyValueLines(body, 'env'),
-      meta_data: keyValueLines(body, 'meta_data'),
-    });
-    return `/${actor.organization.slug}/${created.pipeline.slug}/builds/${created.build.number}`;
+    const { pipeline } = await pipelines.get(actor, params.pipeline!);
+    return submitOrShowAgain(
+      body,
+      BUILD_FIELDS,
+      (state) => newBuildPage(ctx, actor.organization.slug, pipeline, state),
+      async () => {
+        const created = await builds.create(actor, pipeline.slug, {
+          commit: textField(body, 'commit', { max: 255, required: true })!,
+          branch: textField(body, 'branch', { max: 255, required: true })!,
+          message: textField(body, 'message', { max: 65536 }) ?? null,
+          env: keyValueLines(body, 'env'),
+          meta_data: keyValueLines(body, 'meta_data'),
+        });
+        return `/${actor.organization.slug}/${created.pipeline.slug}/builds/${created.build.number}`;
+      },
+    );
   });
 }
