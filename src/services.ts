@@ -82,6 +82,7 @@ import { webhookProvider } from './notifications/providers/webhook';
 import { OutboxRepository } from './notifications/repository';
 import { DEFAULT_NOTIFICATION_SETTINGS, NotificationService, type NotificationSettings } from './notifications/service';
 import { NotificationWorker } from './notifications/worker';
+import { LocalChangeFeed, type ChangeFeed } from './live/changes';
 import { WebSessionRepository } from './web/session-repository';
 import { WebSessions } from './web/sessions';
 
@@ -152,6 +153,8 @@ export interface Services {
   metricsCounts: ScrapeCounts;
   /** The web pages' sign-in sessions. */
   webSessions: WebSessions;
+  /** What changed in builds, jobs and logs, for live pages (src/live/changes.ts): this process's, and the other instances' where the feed crosses them. */
+  changes: ChangeFeed;
   /**
    * The repositories the fixture loader (src/fixtures/load.ts) writes a file's history through:
    * states and times that happened before "now", which the state machine cannot give.
@@ -188,10 +191,13 @@ export interface ServiceOptions {
   commitStatuses?: Partial<CommitStatusSettings>;
   /** Use this Knex (a transaction: onTransaction) instead of creating one from `database`. */
   knex?: Knex;
+  /** The change feed (src/live/): default, one of this process alone (LocalChangeFeed). */
+  changes?: ChangeFeed;
 }
 
 export function createServices(o: ServiceOptions): Services {
   const db = o.knex ?? createKnex({ ...o.database, logger: o.logger });
+  const changes = o.changes ?? new LocalChangeFeed((err, what) => o.logger.warn({ err }, what));
   const keys = keysFromSecret(o.secret);
   const orgs = new OrganizationRepository(db);
   const audit = new AuditLog(db, new AuditRepository(db));
@@ -225,6 +231,7 @@ export function createServices(o: ServiceOptions): Services {
     db,
     { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users, clusters: clusterRepository, rules: ruleRepository },
     sign,
+    changes,
   );
   const builds = new BuildService(buildRepository, pipelines, progress);
   // A forced stop cancels the agent's job through build progression, above the agents' area.
@@ -292,7 +299,7 @@ export function createServices(o: ServiceOptions): Services {
   const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, audit);
   return {
     db,
-    onTransaction: (trx) => createServices({ ...o, knex: trx }),
+    onTransaction: (trx) => createServices({ ...o, knex: trx, changes }),
     keys,
     users,
     orgs,
@@ -346,6 +353,7 @@ export function createServices(o: ServiceOptions): Services {
       pendingNotifications: () => outbox.pendingCounts(),
     },
     webSessions: new WebSessions(new WebSessionRepository(db), tokens),
+    changes,
     history: { agents, builds: buildRepository, jobs, jobLogs: logs, outbox },
   };
 }
