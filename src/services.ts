@@ -83,6 +83,8 @@ import { OutboxRepository } from './notifications/repository';
 import { DEFAULT_NOTIFICATION_SETTINGS, NotificationService, type NotificationSettings } from './notifications/service';
 import { NotificationWorker } from './notifications/worker';
 import { LocalChangeFeed, type ChangeFeed } from './live/changes';
+import { startChangeFeed } from './live/feeds';
+import { connectRedis, RedisCounters, type RedisSettings } from './db/redis';
 import { WebSessionRepository } from './web/session-repository';
 import { WebSessions } from './web/sessions';
 
@@ -193,6 +195,8 @@ export interface ServiceOptions {
   knex?: Knex;
   /** The change feed (src/live/): default, one of this process alone (LocalChangeFeed). */
   changes?: ChangeFeed;
+  /** Rate limit counters in Redis (REDIS_URL) instead of the database. */
+  redis?: RedisSettings;
 }
 
 export function createServices(o: ServiceOptions): Services {
@@ -321,7 +325,12 @@ export function createServices(o: ServiceOptions): Services {
     deliveries: new DeliveryService(pipelines, builds, organizations, o.publicUrl),
     annotations: new AnnotationService(db, new AnnotationRepository(db), builds, jobService, agentWork),
     metaData: new MetaDataService(buildRepository, progress, agentWork),
-    rateLimiter: new RateLimiter(db, o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 }, o.now),
+    rateLimiter: new RateLimiter(
+      db,
+      o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 },
+      o.now,
+      o.redis && !o.knex?.isTransaction ? new RedisCounters(connectRedis(o.redis.url, 'windsock-rate-limits'), o.redis.prefix) : undefined,
+    ),
     artifacts: new ArtifactService(
       new ArtifactRepository(db),
       // Made when the first content arrives: a context that stores none leaves no directory behind.
@@ -358,9 +367,20 @@ export function createServices(o: ServiceOptions): Services {
   };
 }
 
-/** Services for the process's own settings (the server and the CLI). */
-export function servicesFromConfig(config: Config, logger: Logger): Services {
+/**
+ * Services for the process's own settings (the server and the CLI). `live`: the server's change
+ * feed, which hears the other instances (Redis with REDIS_URL, else LISTEN/NOTIFY on Postgres);
+ * otherwise (the CLI) changes reach this process only, and pages elsewhere see them on their
+ * next heartbeat.
+ */
+export function servicesFromConfig(config: Config, logger: Logger, opts: { live?: boolean } = {}): Services {
+  const report = (err: unknown, what: string) => logger.warn({ err }, what);
+  const changes = opts.live
+    ? startChangeFeed({ database: { kind: config.databaseKind, url: config.databaseUrl }, redis: config.redis, report }).feed
+    : undefined;
   return createServices({
+    changes,
+    redis: config.redis,
     database: { kind: config.databaseKind, url: config.databaseUrl },
     secret: loadOrCreateSecret(config.jwtSecret, config.dataDir),
     publicUrl: config.publicUrl,
