@@ -87,6 +87,7 @@ import { startChangeFeed } from './live/feeds';
 import { connectRedis, RedisCounters, type RedisSettings } from './db/redis';
 import { WebSessionRepository } from './web/session-repository';
 import { WebSessions } from './web/sessions';
+import { LiveStreams } from './web/live';
 
 export interface Services {
   db: Knex;
@@ -157,6 +158,8 @@ export interface Services {
   webSessions: WebSessions;
   /** What changed in builds, jobs and logs, for live pages (src/live/changes.ts): this process's, and the other instances' where the feed crosses them. */
   changes: ChangeFeed;
+  /** The build pages' open live streams (src/web/live.ts): the server's shutdown ends them. */
+  liveStreams: LiveStreams;
   /**
    * The repositories the fixture loader (src/fixtures/load.ts) writes a file's history through:
    * states and times that happened before "now", which the state machine cannot give.
@@ -363,6 +366,7 @@ export function createServices(o: ServiceOptions): Services {
     },
     webSessions: new WebSessions(new WebSessionRepository(db), tokens),
     changes,
+    liveStreams: new LiveStreams(),
     history: { agents, builds: buildRepository, jobs, jobLogs: logs, outbox },
   };
 }
