@@ -22,7 +22,6 @@
  * beyond), and the server's shutdown ends them all (`LiveStreams.endAll`), so its drain never
  * waits on a page that stays open.
  */
-import type { Response } from 'express';
 import { RateLimitedError } from '../core/errors';
 import type { Principal } from '../core/identity';
 import type { Build } from '../builds/model';
