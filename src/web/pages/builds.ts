@@ -17,12 +17,19 @@ import type { Artifact } from '../../artifacts/repository';
 import { DOWNLOAD_URL_SECONDS } from '../../artifacts/service';
 import { actorFor, idParam, mayCall } from '../context';
 import { html, trustedHtml, type Html } from '../html';
-import { renderLog } from '../log';
+import { decodeLogState, encodeLogState, PLAIN_STYLE, renderLogLine, renderLogLines } from '../log';
 import type { WebRouter } from '../routes';
 import { csrfField, duration, layout, postButton, stateBadge, table, time, type PageContext } from '../ui';
 
-/** Largest tail of a log the page renders; the whole log is one click away (log.txt). */
-export const LOG_RENDER_LIMIT = 1024 * 1024;
+/** Most bytes of a log one read of the log viewer renders (it reads on for the rest). */
+export const LOG_READ_LIMIT = 2 * 1024 * 1024;
+
+/** A byte count from the query: a non-negative integer, `fallback` when absent. */
+function byteCount(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  if (!/^\d{1,15}$/.test(value)) throw ValidationError.field(name, 'must be a whole number of bytes');
+  return Number(value);
+}
 
 function buildNumber(s: string | undefined): number {
   const n = Number(s);
@@ -264,31 +271,46 @@ export function registerBuildPages(web: WebRouter): void {
     return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}#${jobId}`;
   });
 
-  // The log script's view of a log: rendered HTML of its tail, its size, whether the job is done.
+  // The log viewer's view of a log (assets/log.js): its lines from byte `offset` on (0: the
+  // start), rendered from the style `state` (the token the read before ended with), at most about
+  // `limit` bytes of whole lines at a time (`more`: read on from `offset`). While the job runs, a
+  // last line without its newline comes as `tail`, rendered again by the next read.
   web.data('/:org/:pipeline/builds/:number/jobs/:job/log', 'getJobLog', async ({ principal, params, query, res }) => {
     const actor = actorFor(principal, params.org!);
-    const { job } = await jobs.find(actor, ...target(params), idParam(params.job, 'job'));
+    const from = byteCount(query.offset, 'offset', 0);
+    const limit = Math.min(LOG_READ_LIMIT, Math.max(4096, byteCount(query.limit, 'limit', LOG_READ_LIMIT)));
+    const style = query.state === undefined || query.state === '' ? PLAIN_STYLE : decodeLogState(query.state);
+    if (!style) throw ValidationError.field('state', 'is not a state this endpoint gave');
+    const { job, size, pages } = await jobs.logFrom(actor, jobAt(params), from);
+    if (from > size) throw ValidationError.field('offset', `is past the end of the log (${size} bytes)`);
     const finished = !LIVE_JOB_STATES.includes(job.state);
-    let size = 0;
-    const parts: string[] = [];
-    let kept = 0;
-    for await (const page of await jobs.logPages(actor, jobAt(params))) {
-      for (const c of page) {
-        size += c.size;
-        parts.push(c.content);
-        kept += c.content.length;
-        while (kept - parts[0]!.length > LOG_RENDER_LIMIT) kept -= parts.shift()!.length;
+    let text = '';
+    let bytes = 0;
+    let more = false;
+    read: for await (const page of pages) {
+      for (const content of page) {
+        if (bytes >= limit && text.includes('\n')) {
+          more = true;
+          break read;
+        }
+        text += content;
+        bytes += Buffer.byteLength(content);
       }
     }
-    if (query.size === String(size)) {
-      res.json({ unchanged: true, size, finished });
-      return;
-    }
-    let text = parts.join('');
-    const truncated = text.length > LOG_RENDER_LIMIT;
-    if (truncated) text = text.slice(text.indexOf('\n', text.length - LOG_RENDER_LIMIT) + 1);
-    const note = truncated ? html`<p class="muted">Showing the end of the log: download it for the whole.</p>`.value : '';
-    res.json({ html: note + renderLog(text), size, finished });
+    const cut = text.lastIndexOf('\n') + 1;
+    const whole = more || !finished ? text.slice(0, cut) : text;
+    const rendered = renderLogLines(whole, style);
+    const rest = more || finished ? '' : text.slice(cut);
+    const tail = rest ? renderLogLine(rest, { style: rendered.style }) : null;
+    res.json({
+      lines: rendered.lines,
+      tail,
+      offset: from + Buffer.byteLength(whole),
+      size,
+      state: encodeLogState(rendered.style),
+      finished,
+      more,
+    });
   });
   web.data('/:org/:pipeline/builds/:number/jobs/:job/log.txt', 'getJobLogText', async ({ principal, params, res }) => {
     const actor = actorFor(principal, params.org!);
