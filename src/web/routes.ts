@@ -52,9 +52,12 @@ export function isReservedSegment(segment: string): boolean {
   return reservedSegments().has(segment) || segment.startsWith('_') || segment.startsWith('openapi');
 }
 
-/** The pages' policy; images may also come from the artifacts origin (annotations embed `artifact://` images). */
-function pagePolicy(artifactsOrigin: string | undefined): string {
-  const images = artifactsOrigin ? `'self' data: ${artifactsOrigin}` : "'self' data:";
+/**
+ * The pages' policy; images may also come from the artifacts origin (annotations embed
+ * `artifact://` images) and from the origins a page names (an organization's custom emojis).
+ */
+export function pagePolicy(artifactsOrigin: string | undefined, imageOrigins: readonly string[] = []): string {
+  const images = ["'self' data:", ...(artifactsOrigin ? [artifactsOrigin] : []), ...imageOrigins.filter((o) => /^https?:\/\/[\w.:[\]-]+$/.test(o))].join(' ');
   return `default-src 'self'; script-src 'self'; style-src 'self'; img-src ${images}; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`;
 }
 
@@ -127,7 +130,9 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
 
   const csp = pagePolicy(deps.artifacts.settings.origin);
   const secureHeaders = (res: Response) => {
-    res.setHeader('Content-Security-Policy', csp);
+    const images: unknown = res.locals.imageOrigins;
+    const extra = Array.isArray(images) ? images.filter((o): o is string => typeof o === 'string') : [];
+    res.setHeader('Content-Security-Policy', extra.length ? pagePolicy(deps.artifacts.settings.origin, extra) : csp);
     res.setHeader('X-Frame-Options', 'DENY');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'same-origin');

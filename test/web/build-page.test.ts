@@ -5,8 +5,13 @@
  */
 import { describeEachDatabase, type TestContext } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
-import { agentAuth } from '../support/agents';
+import { agentAuth, givenBuildAndAgent, runNextJob } from '../support/agents';
 import { givenRunningJob } from '../artifacts/helpers';
+import { auth } from '../support/context';
+import type { Job } from '../../src/builds/jobs/model';
+import { attemptsOf, logsOpenedByDefault } from '../../src/web/pages/builds';
+import { buildBadge, stateBadge } from '../../src/web/ui';
+import { emojify } from '../../src/web/emoji';
 import { HTML, signedIn } from './support';
 
 describeEachDatabase('build page', (get) => {
@@ -80,9 +85,129 @@ describeEachDatabase('build page states', (get) => {
     ctx = get();
   });
 
-  it('shows the page', async () => {
-    const { org, token, build, slug } = await givenRunningJob(ctx);
+  it('says blocked on the build page, the pipeline list and the organization page, with the prompt and Unblock', async () => {
+    // The issue's case: a command passed, then the build waits on a block step (API: passed, blocked).
+    const { org, token, slug, build, agent, url } = await givenBuildAndAgent(
+      ctx,
+      'steps:\n  - command: make\n  - block: ":rocket: Ship it?"\n    prompt: "Release <v2> to production?"\n  - command: deploy\n',
+    );
+    await runNextJob(ctx, agent, 0);
+    const api = (await ctx.http().get(url).set(auth(token)).expect(200)).body;
+    expect(api).toMatchObject({ state: 'passed', blocked: true });
     const web = await signedIn(ctx.app, token);
-    await web.get(`/${org.slug}/${slug}/builds/${build.number}`).set(HTML).expect(200);
+    const page = (await web.get(`/${org.slug}/${slug}/builds/${build.number}`).set(HTML).expect(200)).text;
+    const status = /<span data-region="status"[^>]*>([\s\S]*?)<\/span>\s*<span data-live-status/.exec(page)![1]!;
+    expect(status).toContain('state-blocked');
+    expect(status).toContain('Blocked');
+    expect(status).not.toMatch(/Passed/);
+    const banner = /<div data-region="banner">([\s\S]*?)<\/div>\s*<dl/.exec(page)![1]!;
+    expect(banner).toContain('Release &lt;v2&gt; to production?');
+    expect(banner).toContain('<span class="emoji" role="img" aria-label="rocket">🚀</span> Ship it?');
+    expect(banner).toContain('Unblock</a>');
+    expect(page).toContain('<button type="submit">Unblock</button>');
+    // The build list and the organization page say blocked too.
+    const list = (await web.get(`/${org.slug}/${slug}`).set(HTML).expect(200)).text;
+    expect(list).toMatch(/state-blocked[\s\S]*Blocked/);
+    expect(list).not.toMatch(/state-passed/);
+    expect(list).toContain(`<code title="${build.commit}">${build.commit.slice(0, 7)}</code>`);
+    const home = (await web.get(`/${org.slug}`).set(HTML).expect(200)).text;
+    expect(home).toMatch(/state-blocked/);
+    // The fallback poll carries the same.
+    const state = (await web.get(`/${org.slug}/${slug}/builds/${build.number}/state`).expect(200)).body;
+    expect(state.build).toMatchObject({ id: build.id, state: 'passed', blocked: true });
+    expect(state.build.badge).toContain('Blocked');
+    expect(state.count).toBe(3);
+    expect(state.jobs.map((j: { state: string }) => j.state)).toEqual(['passed', 'blocked', 'waiting']);
+    expect(state.jobs[0]).toMatchObject({ exit_status: 0, agent_name: 'runner' });
+  });
+
+  it('says blocked when the block step comes first (the API: scheduled, blocked)', async () => {
+    const { org, token } = await ctx.givenAdmin();
+    const pipeline = await givenPipeline(ctx, org, token, { configuration: 'steps:\n  - block: Go?\n  - command: deploy\n' });
+    const build = await givenBuild(ctx, org, pipeline, token);
+    const web = await signedIn(ctx.app, token);
+    const page = (await web.get(`/${org.slug}/${pipeline.slug}/builds/${build.number}`).set(HTML).expect(200)).text;
+    expect(/<span data-region="status"[^>]*>([\s\S]*?)<\/span>/.exec(page)![1]!).toContain('state-blocked');
+  });
+
+  it('lists jobs densely: n/N of parallel jobs, emoji, why a job waits, earlier attempts under their step, meta-data and environment', async () => {
+    const { org, token } = await ctx.givenAdmin();
+    await ctx.services.emojis.add(org.id, { name: 'windsock', url: 'https://emoji.example.com/windsock.png', aliases: ['ws'] });
+    const pipeline = await givenPipeline(ctx, org, token, {
+      configuration: [
+        'steps:',
+        '  - label: ":hammer: Unit tests :ws:"',
+        '    command: make test',
+        '    parallelism: 3',
+        '  - label: Deploy',
+        '    command: make deploy',
+        '    agents:',
+        '      queue: deploy',
+      ].join('\n'),
+    });
+    const build = await givenBuild(ctx, org, pipeline, token, { env: { RELEASE: '<1>' }, meta_data: { 'release-name': 'v1 <beta>' } });
+    const web = await signedIn(ctx.app, token);
+    const res = await web.get(`/${org.slug}/${pipeline.slug}/builds/${build.number}`).set(HTML).expect(200);
+    const page = res.text;
+    for (const n of [1, 2, 3]) expect(page).toContain(`<span class="job-parallel" title="Parallel job ${n} of 3">${n}/3</span>`);
+    expect(page).toContain('<span class="emoji" role="img" aria-label="hammer">🔨</span> Unit tests');
+    expect(page).toContain('<img class="emoji" src="https://emoji.example.com/windsock.png" alt=":ws:" title=":ws:" />');
+    // The custom emoji's origin is allowed for images on this page only.
+    expect(res.headers['content-security-policy']).toContain("img-src 'self' data: https://emoji.example.com;");
+    expect(page).toContain('Waiting for an agent matching queue=deploy: 0 connected');
+    expect(page).toContain('Waiting for an agent matching queue=default: 0 connected');
+    expect(page).toContain('<code>release-name</code>');
+    expect(page).toContain('<code>v1 &lt;beta&gt;</code>');
+    expect(page).toContain('<code>RELEASE</code>');
+    // Logs of jobs still waiting for an agent do not open by themselves (no requests for them).
+    expect(page).not.toMatch(/<details class="job-log"\s+open/);
+    // No inline script, no style attribute.
+    expect(page).not.toMatch(/<script(?![^>]*src=)/);
+    expect(page).not.toMatch(/\sstyle=/);
+  });
+});
+
+describe('build page pieces', () => {
+  const job = (over: Partial<Job>): Job =>
+    ({ id: over.id ?? 'j', type: 'script', state: 'passed', retried: false, retriedInJobId: null, retrySource: null, ...over }) as Job; // cast: only the fields these functions read
+
+  it('groups retried attempts under their latest attempt, oldest first', () => {
+    const jobs = [
+      job({ id: 'a', state: 'failed', retried: true, retriedInJobId: 'b' }),
+      job({ id: 'c', state: 'passed' }),
+      job({ id: 'b', state: 'failed', retried: true, retriedInJobId: 'd', retrySource: { job_id: 'a', retry_type: 'manual' } }),
+      job({ id: 'd', state: 'running', retrySource: { job_id: 'b', retry_type: 'automatic' } }),
+    ];
+    const { earlier, hidden } = attemptsOf(jobs);
+    expect([...hidden].sort()).toEqual(['a', 'b']);
+    expect(earlier.get('d')!.map((j) => j.id)).toEqual(['a', 'b']);
+    expect(earlier.has('c')).toBe(false);
+  });
+
+  it('opens failed logs first, then running ones, capped', () => {
+    const jobs = [
+      ...Array.from({ length: 4 }, (_, i) => job({ id: `r${i}`, state: 'running' })),
+      ...Array.from({ length: 3 }, (_, i) => job({ id: `f${i}`, state: 'failed' })),
+      job({ id: 'q', state: 'scheduled' }),
+    ];
+    expect([...logsOpenedByDefault(jobs, new Set())]).toEqual(['f0', 'f1', 'f2', 'r0', 'r1']);
+  });
+
+  it('labels every job state in words, blocked failed and waiting failed included', () => {
+    expect(stateBadge('blocked_failed').value).toContain('Not run');
+    expect(stateBadge('blocked_failed').value).toContain('title="It was blocked when the build failed"');
+    expect(stateBadge('waiting_failed').value).toContain('Not run');
+    expect(stateBadge('timed_out').value).toContain('Timed out');
+    expect(stateBadge('some_new_state').value).toContain('Some new state');
+    expect(stateBadge('<x>').value).toContain('state-x');
+    expect(buildBadge({ state: 'passed', blocked: true }).value).toContain('Blocked');
+    expect(buildBadge({ state: 'passed', blocked: false }).value).toContain('Passed');
+  });
+
+  it('renders shortcodes: standard as Unicode, custom as images, unknown and markup as text', () => {
+    const custom = new Map([['bk', 'https://e.example/bk.png?a=1&b=2']]);
+    expect(emojify(':rocket: <b>:nope: :bk:', custom).value).toBe(
+      '<span class="emoji" role="img" aria-label="rocket">🚀</span> &lt;b&gt;:nope: <img class="emoji" src="https://e.example/bk.png?a=1&amp;b=2" alt=":bk:" title=":bk:" />',
+    );
   });
 });
