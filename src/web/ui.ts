@@ -74,7 +74,7 @@ interface StateLook {
   title?: string;
 }
 
-const ICONS: Record<StateLook['tone'], string> = { pass: '\u2713', fail: '\u2715', run: '\u25cf', wait: '\u25cb', block: '\u23f8', off: '\u2013' };
+const ICONS: Record<StateLook['tone'], string> = { pass: '\u2713', fail: '\u2715', run: '\u25cf', wait: '\u25cb', block: '\u2016', off: '\u2013' };
 
 /** Every build, job and agent state the pages show (builds/states.ts names them), as people read them. */
 const STATES: Record<string, StateLook> = {

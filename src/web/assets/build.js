@@ -16,6 +16,9 @@
   var LOG_GAP_MS = 1000;
   var status = page.querySelector('[data-live-status]');
   var count = Number(page.dataset.jobCount);
+  var RUNNING = ['accepted', 'running'];
+  var FAILED = ['failed', 'timed_out', 'expired'];
+  var OPEN_CAP = 5;
   var FINISHED = [
     'passed',
     'failed',
@@ -145,14 +148,16 @@
         var fresh = new DOMParser().parseFromString(text, 'text/html');
         var next = fresh.querySelector('.build-page');
         if (!next) return;
-        fresh.querySelectorAll('[data-region]').forEach(function (region) {
-          var name = region.dataset.region;
+        fresh.querySelectorAll('[data-region]').forEach(function (found) {
+          var name = found.dataset.region;
           var old = page.querySelector('[data-region="' + name + '"]');
           if (!old) return;
+          // Adopted first: the logs kept below are moved into it, never copied (a copy would lose its viewer).
+          var region = document.importNode(found, true);
           if (name === 'jobs') {
             // A form being filled in stays; so do the logs the viewer has started.
             if (edited && old.querySelector('form.unblock')) return scheduleRefresh();
-            old.querySelectorAll('.log-viewer[data-ready="1"]').forEach(function (viewer) {
+            old.querySelectorAll('.log-viewer[data-started="1"]').forEach(function (viewer) {
               var match = region.querySelector('.log-viewer[data-job-id="' + viewer.dataset.jobId + '"]');
               if (!match) return;
               var details = match.closest('details.job-log');
@@ -160,7 +165,7 @@
               if (details && keep) details.replaceWith(keep);
             });
           }
-          old.replaceWith(document.importNode(region, true));
+          old.replaceWith(region);
         });
         count = Number(next.dataset.jobCount);
         document.dispatchEvent(new CustomEvent('windsock:jobs'));
@@ -210,13 +215,27 @@
     if (agent && j.agent_name && !agent.textContent.trim()) agent.textContent = j.agent_name;
     var exit = li.querySelector('[data-job-exit]');
     if (exit && j.exit_status !== null && j.exit_status !== undefined) exit.textContent = 'exit ' + j.exit_status;
+    var panel = li.querySelector(':scope > details.job-log');
     if (FINISHED.indexOf(j.state) >= 0) {
-      var viewer = li.querySelector('.log-viewer');
+      var viewer = panel && panel.querySelector('.log-viewer');
       if (viewer) viewer.dispatchEvent(new CustomEvent('log:finished'));
     }
+    // A job that starts running, or fails, opens its log as the page would have (failed ones
+    // whatever the cap), unless the reader closed it.
+    var failed = FAILED.indexOf(j.state) >= 0;
+    if (panel && !panel.open && panel.dataset.closed !== '1' && (failed || (RUNNING.indexOf(j.state) >= 0 && openLogs() < OPEN_CAP))) panel.open = true;
     // Buttons (retry, unblock) and the graph follow the new state: one fetch of the page soon.
     if (was !== undefined) scheduleRefresh();
   }
+
+  function openLogs() {
+    return page.querySelectorAll('ol.jobs > li.job > details.job-log[open]').length;
+  }
+  // A log the reader closes stays closed when its job changes state.
+  page.addEventListener('click', function (e) {
+    var summary = e.target.closest && e.target.closest('details.job-log > summary');
+    if (summary && summary.parentNode.open) summary.parentNode.dataset.closed = '1';
+  });
 
   var lastGrow = {};
   var growTimers = {};

@@ -13,12 +13,37 @@
   var OVERSCAN = 30;
   var POLL_MS = 3000;
   var HEX = /^[0-9a-f]{6}$/;
+  var LOG_BG = [0x1e, 0x1e, 0x1e]; // .log's background in app.css
   var ENTITIES = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" };
 
   function plain(h) {
     return h.replace(/<[^>]*>/g, '').replace(/&(amp|lt|gt|quot|#39);/g, function (e) {
       return ENTITIES[e];
     });
+  }
+  function rgb(hex) {
+    return [parseInt(hex.slice(0, 2), 16), parseInt(hex.slice(2, 4), 16), parseInt(hex.slice(4, 6), 16)];
+  }
+  function luminance(c) {
+    var l = c.map(function (v) {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * l[0] + 0.7152 * l[1] + 0.0722 * l[2];
+  }
+  function contrast(a, b) {
+    var x = luminance(a) + 0.05;
+    var y = luminance(b) + 0.05;
+    return x > y ? x / y : y / x;
+  }
+  /** A log's colour made readable on its background (as terminals' minimum contrast does): lightened, or darkened on a light background, until 4.5:1. */
+  function readable(fg, bg) {
+    var toward = luminance(bg) > 0.18 ? 0 : 255;
+    for (var i = 0; i < 20 && contrast(fg, bg) < 4.5; i++)
+      fg = fg.map(function (v) {
+        return Math.round(v + (toward - v) * 0.15);
+      });
+    return 'rgb(' + fg.join(', ') + ')';
   }
   function pad(n) {
     return n < 10 ? '0' + n : String(n);
@@ -132,6 +157,7 @@
       return this.wake();
     }
     this.started = true;
+    this.root.dataset.started = '1';
     this.box.classList.add('log-windowed');
     this.box.innerHTML = '<div class="log-spacer"><div class="log-window"></div></div>';
     this.spacer = this.box.firstChild;
@@ -278,8 +304,9 @@
     var coloured = this.win.querySelectorAll('[data-fg],[data-bg]');
     for (var c = 0; c < coloured.length; c++) {
       var el = coloured[c];
-      if (HEX.test(el.dataset.fg || '')) el.style.color = '#' + el.dataset.fg;
-      if (HEX.test(el.dataset.bg || '')) el.style.backgroundColor = '#' + el.dataset.bg;
+      var bg = HEX.test(el.dataset.bg || '') ? rgb(el.dataset.bg) : null;
+      if (bg) el.style.backgroundColor = 'rgb(' + bg.join(', ') + ')';
+      if (HEX.test(el.dataset.fg || '')) el.style.color = readable(rgb(el.dataset.fg), bg || LOG_BG);
     }
   };
 
