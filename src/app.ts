@@ -97,6 +97,8 @@ export interface AppDeps extends Pick<
   | 'notifications'
   | 'metricsCounts'
   | 'webSessions'
+  | 'changes'
+  | 'liveStreams'
 > {
   logger: Logger;
   publicUrl: string;

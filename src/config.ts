@@ -46,6 +46,8 @@ export interface Config {
   trustProxy: TrustProxy;
   /** Requests per minute per organization, and failed authentications per minute per address (0: off). */
   rateLimits: RateLimitSettings;
+  /** REDIS_URL (and REDIS_KEY_PREFIX): rate limit counters and the live pages' change feed in Redis. Undefined: in the database. */
+  redis: { url: string; prefix: string } | undefined;
   /** The sweep for lost agents, timed-out and expired jobs. */
   sweep: SweepSettings;
   /**
@@ -232,6 +234,24 @@ function url(env: Env, name: string, fallback: string | undefined): string | und
   return raw.replace(/\/+$/, '');
 }
 
+/** REDIS_URL: redis:// or rediss:// (TLS); its password is never echoed in an error. */
+function redis(env: Env): Config['redis'] {
+  const raw = env.REDIS_URL;
+  if (!raw) return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') || !parsed.hostname) {
+    throw new ConfigError('REDIS_URL must be redis://[user:password@]host[:port][/db] or rediss://...');
+  }
+  const prefix = env.REDIS_KEY_PREFIX ?? 'windsock:';
+  if (!/^[A-Za-z0-9:_.-]{0,64}$/.test(prefix)) throw new ConfigError(`REDIS_KEY_PREFIX must be up to 64 letters, digits or ":_.-", got "${prefix}"`);
+  return { url: raw, prefix };
+}
+
 function bool(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -336,6 +356,7 @@ export function loadConfig(env: Env = process.env): Config {
       perOrganization: int(env, 'RATE_LIMIT_PER_MINUTE', 200, 0, 1_000_000_000),
       failedAuthPerAddress: int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 60, 0, 1_000_000_000),
     },
+    redis: redis(env),
     sweep: {
       intervalMs: int(env, 'SWEEP_INTERVAL_MS', 5_000, 100, 600_000),
       agentLostAfterMs: int(env, 'AGENT_LOST_AFTER_SECONDS', 180, 5, 86_400) * 1000,

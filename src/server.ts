@@ -63,12 +63,12 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
   clock.set(config.clock);
   // A worker of `--workers N`: its lines name it, and the primary has prepared the database.
   const logger = cluster.isWorker ? createLogger(config.logLevel).child({ worker: cluster.worker?.id, pid: process.pid }) : createLogger(config.logLevel);
-  const services = servicesFromConfig(config, logger);
+  const services = servicesFromConfig(config, logger, { live: true });
   const testControls = config.testControls ? new TestControls(services.db, services.tokens) : undefined;
   try {
     if (!cluster.isWorker) await prepareDatabase(services, config, logger);
   } catch (err) {
-    await services.db.destroy();
+    await closeConnections(services);
     removeEphemeralDir(config);
     throw err;
   }
@@ -129,7 +129,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
       server.listen(config.port, config.host, resolve);
     });
   } catch (err) {
-    await services.db.destroy();
+    await closeConnections(services);
     removeEphemeralDir(config);
     throw new ListenError(config, err);
   }
@@ -149,7 +149,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
     await new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeAllConnections();
     await testControls?.dispose();
-    await services.db.destroy();
+    await closeConnections(services);
     removeEphemeralDir(config);
     throw err;
   }
@@ -178,6 +178,8 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
       for (const res of lastOf.values()) closeConnectionAfter(res);
       if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
       listenerClosed = true;
+      // Live pages' streams never finish by themselves: ended now, their browsers reconnect to another instance.
+      services.liveStreams.endAll();
       const done = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       // The deadline counts from the signal: requests still running then are cut off.
@@ -188,7 +190,7 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
       await services.scheduler.stop();
       await services.notificationWorker.stop();
       await testControls?.dispose();
-      await services.db.destroy();
+      await closeConnections(services);
       removeEphemeralDir(config);
     })());
 
@@ -282,6 +284,13 @@ function tokenFile(config: Config): string | undefined {
 /** PUBLIC_URL's default names the configured port: with port 0, the one actually bound is the useful one. */
 function publicUrl(config: Config, url: string): string {
   return config.publicUrl.endsWith(':0') ? url : config.publicUrl;
+}
+
+/** The process's connections: the change feed's (LISTEN or Redis), the rate limiter's Redis, the database pool. */
+async function closeConnections(services: Services): Promise<void> {
+  await services.changes.close();
+  await services.rateLimiter.close();
+  await services.db.destroy();
 }
 
 /** An ephemeral start's temporary directory (artifacts) goes with the process. */

@@ -82,8 +82,12 @@ import { webhookProvider } from './notifications/providers/webhook';
 import { OutboxRepository } from './notifications/repository';
 import { DEFAULT_NOTIFICATION_SETTINGS, NotificationService, type NotificationSettings } from './notifications/service';
 import { NotificationWorker } from './notifications/worker';
+import { LocalChangeFeed, type ChangeFeed } from './live/changes';
+import { startChangeFeed } from './live/feeds';
+import { connectRedis, RedisCounters, type RedisSettings } from './db/redis';
 import { WebSessionRepository } from './web/session-repository';
 import { WebSessions } from './web/sessions';
+import { LiveStreams } from './web/live';
 
 export interface Services {
   db: Knex;
@@ -152,6 +156,10 @@ export interface Services {
   metricsCounts: ScrapeCounts;
   /** The web pages' sign-in sessions. */
   webSessions: WebSessions;
+  /** What changed in builds, jobs and logs, for live pages (src/live/changes.ts): this process's, and the other instances' where the feed crosses them. */
+  changes: ChangeFeed;
+  /** The build pages' open live streams (src/web/live.ts): the server's shutdown ends them. */
+  liveStreams: LiveStreams;
   /**
    * The repositories the fixture loader (src/fixtures/load.ts) writes a file's history through:
    * states and times that happened before "now", which the state machine cannot give.
@@ -188,10 +196,15 @@ export interface ServiceOptions {
   commitStatuses?: Partial<CommitStatusSettings>;
   /** Use this Knex (a transaction: onTransaction) instead of creating one from `database`. */
   knex?: Knex;
+  /** The change feed (src/live/): default, one of this process alone (LocalChangeFeed). */
+  changes?: ChangeFeed;
+  /** Rate limit counters in Redis (REDIS_URL) instead of the database. */
+  redis?: RedisSettings;
 }
 
 export function createServices(o: ServiceOptions): Services {
   const db = o.knex ?? createKnex({ ...o.database, logger: o.logger });
+  const changes = o.changes ?? new LocalChangeFeed((err, what) => o.logger.warn({ err }, what));
   const keys = keysFromSecret(o.secret);
   const orgs = new OrganizationRepository(db);
   const audit = new AuditLog(db, new AuditRepository(db));
@@ -225,6 +238,7 @@ export function createServices(o: ServiceOptions): Services {
     db,
     { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users, clusters: clusterRepository, rules: ruleRepository },
     sign,
+    changes,
   );
   const builds = new BuildService(buildRepository, pipelines, progress);
   // A forced stop cancels the agent's job through build progression, above the agents' area.
@@ -292,7 +306,7 @@ export function createServices(o: ServiceOptions): Services {
   const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, audit);
   return {
     db,
-    onTransaction: (trx) => createServices({ ...o, knex: trx }),
+    onTransaction: (trx) => createServices({ ...o, knex: trx, changes }),
     keys,
     users,
     orgs,
@@ -314,7 +328,12 @@ export function createServices(o: ServiceOptions): Services {
     deliveries: new DeliveryService(pipelines, builds, organizations, o.publicUrl),
     annotations: new AnnotationService(db, new AnnotationRepository(db), builds, jobService, agentWork),
     metaData: new MetaDataService(buildRepository, progress, agentWork),
-    rateLimiter: new RateLimiter(db, o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 }, o.now),
+    rateLimiter: new RateLimiter(
+      db,
+      o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 },
+      o.now,
+      o.redis && !o.knex?.isTransaction ? new RedisCounters(connectRedis(o.redis.url, 'windsock-rate-limits'), o.redis.prefix) : undefined,
+    ),
     artifacts: new ArtifactService(
       new ArtifactRepository(db),
       // Made when the first content arrives: a context that stores none leaves no directory behind.
@@ -346,13 +365,26 @@ export function createServices(o: ServiceOptions): Services {
       pendingNotifications: () => outbox.pendingCounts(),
     },
     webSessions: new WebSessions(new WebSessionRepository(db), tokens),
+    changes,
+    liveStreams: new LiveStreams(),
     history: { agents, builds: buildRepository, jobs, jobLogs: logs, outbox },
   };
 }
 
-/** Services for the process's own settings (the server and the CLI). */
-export function servicesFromConfig(config: Config, logger: Logger): Services {
+/**
+ * Services for the process's own settings (the server and the CLI). `live`: the server's change
+ * feed, which hears the other instances (Redis with REDIS_URL, else LISTEN/NOTIFY on Postgres);
+ * otherwise (the CLI) changes reach this process only, and pages elsewhere see them on their
+ * next heartbeat.
+ */
+export function servicesFromConfig(config: Config, logger: Logger, opts: { live?: boolean } = {}): Services {
+  const report = (err: unknown, what: string) => logger.warn({ err }, what);
+  const changes = opts.live
+    ? startChangeFeed({ database: { kind: config.databaseKind, url: config.databaseUrl }, redis: config.redis, report }).feed
+    : undefined;
   return createServices({
+    changes,
+    redis: config.redis,
     database: { kind: config.databaseKind, url: config.databaseUrl },
     secret: loadOrCreateSecret(config.jwtSecret, config.dataDir),
     publicUrl: config.publicUrl,

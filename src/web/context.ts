@@ -23,6 +23,9 @@ import type { OrganizationService } from '../organizations/service';
 import type { PipelineService } from '../pipelines/service';
 import type { SuiteService } from '../suites/service';
 import type { WebSessions } from './sessions';
+import type { ChangeFeed } from '../live/changes';
+import type { Logger } from '../http/middleware/logger';
+import type { LiveStreams } from './live';
 import { isUuid } from '../core/uuid';
 import { guardsFromSpec, missingScope, requireScopes, scopesByOperation } from '../http/middleware/auth';
 import type { OperationId } from '../http/contract/operation';
@@ -48,10 +51,14 @@ export interface WebServices {
   rateLimiter: RateLimiter;
   invitations: InvitationService;
   webSessions: WebSessions;
+  /** What the live pages hear (src/web/live.ts), and their open streams. */
+  changes: ChangeFeed;
+  liveStreams: LiveStreams;
 }
 
 export interface WebDeps extends WebServices {
   publicUrl: string;
+  logger?: Logger;
 }
 
 export function actorFor(principal: Principal, orgSlug: string): Actor {

@@ -22,6 +22,7 @@ import { html } from './html';
 import { csrfTokenOf, sameSecret, SESSION_MS } from './sessions';
 import { layout, notice, type PageContext } from './ui';
 import { registerBuildPages } from './pages/builds';
+import { registerLivePages } from './live';
 import { registerOrganizationPages } from './pages/organization';
 import { registerAgentPages } from './pages/agents';
 import { registerSuitePages } from './pages/suites';
@@ -88,6 +89,8 @@ export interface WebRequest {
   res: Response;
   ctx: PageContext;
   principal: Principal;
+  /** The session's id (a secret: never logged, never sent back). */
+  sid: string;
   params: Record<string, string>;
   query: Record<string, string | undefined>;
   body: Record<string, unknown>;
@@ -198,6 +201,7 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
     req,
     res,
     principal,
+    sid,
     ctx: baseContext(req, principal, csrfTokenOf(sid)),
     // cast: the pages' routes name their parameters (no wildcards), each one string.
     params: req.params as Record<string, string>,
@@ -356,6 +360,7 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
   registerSuitePages(web);
   registerOrganizationPages(web);
   registerBuildPages(web);
+  registerLivePages(web, deps.liveStreams);
   return router;
 }
 

@@ -25,6 +25,8 @@ import { TestControls } from '../../src/test-controls/service';
 import { SCOPES, type Organization, type Role, type User } from '../../src/core/identity';
 import { clock } from '../../src/core/clock';
 import { createPostgresStore, sqliteTemplate, type PostgresStore } from './templates';
+import { startChangeFeed, type StartedFeed } from '../../src/live/feeds';
+import type { RedisSettings } from '../../src/db/redis';
 
 export const databases: DatabaseKind[] = (process.env.TEST_DATABASES ?? 'sqlite').split(',').map((s) => s.trim()) as DatabaseKind[];
 
@@ -50,6 +52,8 @@ export interface TestContext {
   postgresStore?: PostgresStore;
   /** The test controls (ContextOptions.testControls), whose snapshot the test takes. */
   testControls?: TestControls;
+  /** With `liveFeed`: the change feed that crosses instances (Postgres LISTEN/NOTIFY, or Redis). */
+  feed?: StartedFeed;
   close(opts?: { keepSchema?: boolean }): Promise<void>;
 }
 
@@ -92,7 +96,14 @@ export interface ContextOptions {
   publicUrl?: string;
   /** The /_windsock/ test controls on (WINDSOCK_TEST_CONTROLS=true); the test takes their snapshot. */
   testControls?: boolean;
+  /** Rate limit counters (and, with `liveFeed`, the change feed) in this Redis. */
+  redis?: RedisSettings;
+  /** The change feed a server would have (src/live/feeds.ts): Redis with `redis`, else LISTEN/NOTIFY on Postgres, else in-process. */
+  liveFeed?: boolean;
 }
+
+/** Redis for the tests that use it: 127.0.0.1:6379 unless REDIS_URL says otherwise. */
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export async function createTestContext(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TestContext> {
   const logger = opts.logger ?? createLogger('silent');
@@ -111,7 +122,16 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
   const database: DatabaseOptions = kind === 'sqlite' ? { kind, url: opts.sqliteFile ?? ':memory:', sqliteImage } : { kind, url: pgUrl, schema };
   const ownArtifactsDir = opts.artifacts?.dir === undefined;
   const artifactsDir = opts.artifacts?.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-test-artifacts-'));
+  const feed = opts.liveFeed
+    ? startChangeFeed({
+        database: { kind, url: kind === 'postgres' ? pgUrl : ':memory:' },
+        redis: opts.redis,
+        report: (err, what) => logger.warn({ err }, what),
+      })
+    : undefined;
   const services = createServices({
+    changes: feed?.feed,
+    redis: opts.redis,
     database,
     knex: createKnex({ ...database, logger }),
     secret: 'test-secret-test-secret-test-secret-0123456789',
@@ -156,6 +176,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     schema,
     postgresStore: store,
     testControls,
+    feed,
     http: () => request(app),
     givenOrg: async (o = {}) => {
       const id = unique();
@@ -183,6 +204,8 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
       return { org, user, token: await ctx.givenToken(user, [org]) };
     },
     close: async (o = {}) => {
+      await services.changes.close();
+      await services.rateLimiter.close();
       await services.db.destroy();
       if (ownArtifactsDir) fs.rmSync(artifactsDir, { recursive: true, force: true });
       if (store && !o.keepSchema) await store.drop();

@@ -121,7 +121,9 @@ export class AgentWorkService {
         if (claim === 'taken') continue;
         // Paused or told to stop while it polled: the next poll says which.
         if (claim === 'agent') return { action: 'idle', job: null };
-        return { action: 'idle', job: await this.jobs.findWithContext(id) };
+        const claimed = await this.jobs.findWithContext(id);
+        if (claimed) this.progress.announceJob(claimed.organizationId, claimed.build.id, id);
+        return { action: 'idle', job: claimed };
       }
       if (candidates.length < CANDIDATES_PER_POLL) break;
     }
@@ -173,7 +175,7 @@ export class AgentWorkService {
   /** The job runs; the build is running from its first job's start. */
   async start(agent: Agent, jobId: string): Promise<JobContext> {
     const job = await this.move(agent, jobId, 'start', { started_at: clock.now() });
-    await this.progress.advance(job.build.id);
+    await this.progress.advance(job.build.id, [jobId]);
     return job;
   }
 
@@ -189,6 +191,8 @@ export class AgentWorkService {
         `This job's log has reached its limit of ${formatBytes(this.jobLogLimitBytes)} (JOB_LOG_LIMIT_BYTES): the chunk was not stored.`,
       );
     }
+    // Stored (or a repeat of a stored chunk): live pages fetch the new bytes themselves.
+    this.progress.announceLog(job.organizationId, job.build.id, jobId, chunk.offset + Buffer.byteLength(chunk.content));
   }
 
   /**
@@ -253,7 +257,7 @@ export class AgentWorkService {
       // An agent that exits after this job (`--disconnect-after-job`) is offered no other before it goes.
       if (body.ignore_agent_in_dispatches !== undefined) await this.agents.setIgnoreInDispatches(agent, body.ignore_agent_in_dispatches);
       if (state === 'failed' || state === 'timed_out') await this.progress.retryOrAdvance(current.job, exitStatus, end.signal_reason);
-      else await this.progress.advance(current.build.id);
+      else await this.progress.advance(current.build.id, [jobId]);
       return (await this.jobs.findWithContext(jobId))!;
     }
     throw wrongState('finished', 'running');
@@ -284,6 +288,8 @@ export class AgentWorkService {
       const t = jobTransition(event);
       throw wrongState(t.to, t.from.join(' or '));
     }
-    return (await this.jobs.findWithContext(jobId))!;
+    const moved = (await this.jobs.findWithContext(jobId))!;
+    if (event === 'accept') this.progress.announceJob(moved.organizationId, moved.build.id, jobId);
+    return moved;
   }
 }

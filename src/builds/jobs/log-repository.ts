@@ -114,6 +114,16 @@ export class JobLogRepository {
   }
 
   /** The log's size in stored bytes: every chunk, the server's own lines included. */
+  /** The log sizes of several jobs at once (live pages: the jobs whose logs grew); a job with no log is absent. */
+  async logSizes(jobIds: readonly string[]): Promise<Map<string, number>> {
+    if (!jobIds.length) return new Map();
+    const rows = await this.db('job_log_chunks')
+      .whereIn('job_id', jobIds)
+      .groupBy('job_id')
+      .select<{ job_id: string; size: DbBigInt | null }[]>('job_id', this.db.raw('sum(??) as ??', ['size', 'size']));
+    return new Map(rows.map((r) => [r.job_id, Number(r.size ?? 0)]));
+  }
+
   async logSize(jobId: string): Promise<number> {
     const row = await this.db('job_log_chunks')
       .where({ job_id: jobId })

@@ -35,6 +35,11 @@ export class JobService {
     return this.jobs.findMany(ids);
   }
 
+  /** The log sizes of jobs, for callers that already hold a credential for their build (live pages). */
+  logSizesForSystem(ids: readonly string[]): Promise<Map<string, number>> {
+    return this.logs.logSizes(ids);
+  }
+
   /** The build and one of its jobs (retried ones included), as the caller may read them. */
   async find(actor: Actor, pipelineSlug: string, number: number, jobId: string): Promise<{ item: BuildWithJobs; job: Job }> {
     const item = await this.builds.get(actor, pipelineSlug, number, true);

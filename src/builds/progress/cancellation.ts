@@ -10,7 +10,7 @@ import type { ProgressRepositories } from './repositories';
 /**
  * Older builds of the branch that `event` moves (`skip`: `skip_queued_branch_builds`;
  * `supersede`: `cancel_running_branch_builds`; `cancel_branch`: a deleted branch) move with their
- * unfinished jobs: skipped ones are skipped, canceled ones canceled (see cancelJobs). Returns how many moved.
+ * unfinished jobs: skipped ones are skipped, canceled ones canceled (see cancelJobs). Returns the ids of those that moved.
  */
 export async function supersede(
   r: ProgressRepositories,
@@ -19,10 +19,10 @@ export async function supersede(
   belowNumber: number,
   event: Extract<BuildEvent, 'skip' | 'supersede' | 'cancel_branch'>,
   at: Date,
-): Promise<number> {
+): Promise<string[]> {
   const t = buildTransition(event);
   const ids = await r.builds.branchBuildsBelow(pipelineId, branch, belowNumber, t.from);
-  if (!ids.length) return 0;
+  if (!ids.length) return [];
   await r.builds.end(ids, event, at);
   if (event === 'skip') {
     await r.jobs.updateOfBuilds(ids, 'skip', { finished_at: at });
@@ -30,7 +30,7 @@ export async function supersede(
     const busy = await cancelJobs(r, ids, at);
     if (busy.length) await r.builds.stillCanceling(busy);
   }
-  return ids.length;
+  return ids;
 }
 
 /**

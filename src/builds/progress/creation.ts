@@ -85,15 +85,16 @@ export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildF
 
 /**
  * Writes the planned build (its number from the pipeline's counter) and then supersedes older
- * builds of the branch, below that number. `r` is bound to one transaction whenever the plan
+ * builds of the branch, below that number (their ids: `superseded`). `r` is bound to one transaction whenever the plan
  * supersedes anything, so the two are one.
  */
-export async function writeBuild(r: ProgressRepositories, p: PlannedBuild): Promise<{ build: Build; jobs: Job[] }> {
+export async function writeBuild(r: ProgressRepositories, p: PlannedBuild): Promise<{ build: Build; jobs: Job[]; superseded: string[] }> {
   const written = await r.builds.insert(p.build, p.creator, p.jobs);
+  const superseded: string[] = [];
   for (const s of p.supersedes) {
-    await supersede(r, p.build.pipelineId, p.build.branch, written.build.number, s.event, p.build.createdAt);
+    superseded.push(...(await supersede(r, p.build.pipelineId, p.build.branch, written.build.number, s.event, p.build.createdAt)));
   }
-  return written;
+  return { ...written, superseded };
 }
 
 /** The queues of the cluster a pipeline is in, for its new jobs; null when it is in none (or the cluster is gone). */

@@ -12,14 +12,19 @@ import type { BuildState } from '../model';
 import { advance } from '../jobs/state';
 import { buildTransition, ENDED_BUILD_STATES, machineBuildEvent } from '../states';
 import { triggerJobStateFor, type TriggeringBuild } from '../jobs/triggers';
+import type { Announcements } from './announce';
 import type { ProgressRepositories, StepSigner } from './repositories';
 import { launchTriggeredBuild } from './triggers';
 
-/** One run of the machine: the bound repositories, when it runs, and the signer of the steps of the builds triggers create. */
+/**
+ * One run of the machine: the bound repositories, when it runs, the signer of the steps of the
+ * builds triggers create, and where it notes the builds and jobs it changed (published after commit).
+ */
 export interface MachineRun {
   r: ProgressRepositories;
   now: Date;
   sign: StepSigner;
+  announce: Announcements;
 }
 
 /** The machine on a build whose row this transaction has locked. */
@@ -27,10 +32,14 @@ export async function advanceLocked(run: MachineRun, buildId: string): Promise<v
   const { r, now } = run;
   for (;;) {
     const b = await r.builds.progressOf(buildId);
+    run.announce.build(buildId, { organizationId: b.organizationId, pipelineId: b.pipelineId });
     const jobs = await r.jobs.currentOf(buildId);
     const build = { state: b.state, blocked: b.blocked, startedAt: b.startedAt, failingAt: b.failingAt, finishedAt: b.finishedAt };
     const next = advance(build, jobs, now);
-    for (const m of next.jobs) await r.jobs.apply(m);
+    for (const m of next.jobs) {
+      await r.jobs.apply(m);
+      run.announce.job(buildId, m.id);
+    }
     // A new state is its event's row of the transition table; the same state, its other fields only.
     if (next.build)
       await r.builds.saveProgress(
@@ -73,6 +82,7 @@ export async function advanceLocked(run: MachineRun, buildId: string): Promise<v
 async function launchTrigger(run: MachineRun, job: Job, parent: TriggeringBuild): Promise<void> {
   const { r, now } = run;
   if (!(await r.jobs.startTrigger(job.id, now))) return;
+  run.announce.job(job.buildId, job.id);
   const outcome = await launchTriggeredBuild(r, run.sign, job, parent);
   if ('failure' in outcome) {
     await r.jobs.failTrigger(job.id, now);
@@ -81,6 +91,7 @@ async function launchTrigger(run: MachineRun, job: Job, parent: TriggeringBuild)
   }
   const async = job.step.type === 'trigger' && job.step.trigger_async;
   await r.jobs.recordTriggeredBuild(job.id, outcome.build, async ? now : null);
+  run.announce.job(job.buildId, job.id);
   // The new build's own machine: its trigger steps run, and if it is over at once (nothing to
   // run) it ends this job already.
   await advanceLocked(run, outcome.build.id);
@@ -92,5 +103,6 @@ async function finishTrigger(run: MachineRun, jobId: string, buildState: BuildSt
   const buildId = await r.jobs.buildOfRunningTrigger(jobId);
   if (!buildId) return; // async, already ended, or retried away
   await r.jobs.endTrigger(jobId, triggerJobStateFor(buildState) === 'passed' ? 'trigger_passed' : 'trigger_failed', now);
+  run.announce.job(buildId, jobId);
   if (await r.builds.lock(buildId)) await advanceLocked(run, buildId);
 }

@@ -28,6 +28,8 @@ import { cancelBuild, supersede } from './cancellation';
 import { clusterQueuesOf, planBuild, writeBuild } from './creation';
 import { placeInCluster } from '../jobs/cluster-queue';
 import { advanceLocked } from './machine';
+import { Announcements } from './announce';
+import type { ChangeFeed } from '../../live/changes';
 import { bind, type ProgressRepositories, type StepSigner } from './repositories';
 import { clock } from '../../core/clock';
 
@@ -41,17 +43,21 @@ export class BuildProgress {
   /**
    * `repos` are on `db`, which opens the transactions they are bound to; `sign` signs the
    * steps of every build created. What the state machine decides is dated by the service's one
-   * clock (core/clock.ts: tests move it).
+   * clock (core/clock.ts: tests move it). What a step changed is published on `changes` once it
+   * committed (./announce.ts).
    */
   constructor(
     private readonly db: Knex,
     private readonly repos: ProgressRepositories,
     private readonly sign: StepSigner,
+    private readonly changes: ChangeFeed,
   ) {}
 
-  /** Runs the build's state machine after a job event. */
-  async advance(buildId: string): Promise<void> {
-    await this.inLockedBuild(buildId, clock.now(), async () => undefined);
+  /** Runs the build's state machine after a job event; `jobIds`: the jobs the event moved (announced with the build). */
+  async advance(buildId: string, jobIds: readonly string[] = []): Promise<void> {
+    await this.inLockedBuild(buildId, clock.now(), async (_r, a) => {
+      for (const id of jobIds) a.job(buildId, id);
+    });
   }
 
   /**
@@ -63,6 +69,7 @@ export class BuildProgress {
   async createBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields): Promise<{ build: Build; jobs: Job[] }> {
     const plan = await this.plan(pipeline, creator, b);
     const written = plan.supersedes.length ? await this.db.transaction((trx) => writeBuild(bind(this.repos, trx), plan)) : await writeBuild(this.repos, plan);
+    this.announceBuilds(pipeline, [written.build.id, ...written.superseded]);
     return this.launched(written);
   }
 
@@ -81,7 +88,15 @@ export class BuildProgress {
   ): Promise<{ build: Build; jobs: Job[] } | null> {
     const plan = await this.plan(pipeline, creator, b);
     const written = await this.db.transaction(async (trx) => ((await claim(trx)) ? writeBuild(bind(this.repos, trx), plan) : null));
+    if (written) this.announceBuilds(pipeline, [written.build.id, ...written.superseded]);
     return written && this.launched(written);
+  }
+
+  /** Builds of the pipeline written or ended outside the state machine (a new build, the older builds of its branch it superseded). */
+  private announceBuilds(pipeline: Pick<Pipeline, 'id' | 'organizationId'>, buildIds: readonly string[]): void {
+    const a = new Announcements();
+    for (const id of buildIds) a.build(id, { organizationId: pipeline.organizationId, pipelineId: pipeline.id });
+    a.publish(this.changes);
   }
 
   /** A new build's plan, its jobs placed in the queues of the pipeline's cluster. */
@@ -90,7 +105,8 @@ export class BuildProgress {
   }
 
   /** A written build: a trigger step that runs at once is launched by its state machine, and the build read back to show it running. */
-  private async launched(written: { build: Build; jobs: Job[] }): Promise<{ build: Build; jobs: Job[] }> {
+  private async launched({ build, jobs }: { build: Build; jobs: Job[] }): Promise<{ build: Build; jobs: Job[] }> {
+    const written = { build, jobs };
     if (!written.jobs.some((j) => j.type === 'trigger' && j.state === 'scheduled')) return written;
     await this.advance(written.build.id);
     return (await this.repos.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;
@@ -107,9 +123,12 @@ export class BuildProgress {
   }
 
   /** Cancels the branch's builds that can be (`cancel_branch`) with their unfinished jobs (a deleted branch); returns how many. */
-  cancelBranch(pipelineId: string, branch: string, at: Date): Promise<number> {
+  async cancelBranch(pipelineId: string, branch: string, at: Date): Promise<number> {
     // Below the largest 32-bit integer, the number column's type on Postgres: every build of the branch.
-    return this.db.transaction((trx) => supersede(bind(this.repos, trx), pipelineId, branch, 2 ** 31 - 1, 'cancel_branch', at));
+    const ids = await this.db.transaction((trx) => supersede(bind(this.repos, trx), pipelineId, branch, 2 ** 31 - 1, 'cancel_branch', at));
+    const pipeline = ids.length ? await this.repos.pipelines.findById(pipelineId) : null;
+    if (pipeline) this.announceBuilds(pipeline, ids);
+    return ids.length;
   }
 
   /**
@@ -172,11 +191,13 @@ export class BuildProgress {
   async retryJobs(buildId: string, retries: { jobId: string; newId: string; fromStates: readonly JobState[] }[], by: RetriedBy): Promise<number> {
     const at = clock.now();
     const type = by === 'automatic' ? 'automatic' : 'manual';
-    const done = await this.inLockedBuild(buildId, at, async (r) => {
+    const done = await this.inLockedBuild(buildId, at, async (r, a) => {
       let retried = 0;
       for (const { jobId, newId, fromStates } of retries) {
         if (!(await r.jobs.markRetried(jobId, newId, fromStates, by === 'automatic' ? null : by))) continue;
         await r.jobs.insertRetry(jobId, newId, type, at);
+        a.job(buildId, jobId);
+        a.job(buildId, newId);
         retried++;
       }
       if (retried) await r.builds.reopenCanceled(buildId);
@@ -196,7 +217,7 @@ export class BuildProgress {
       const newId = crypto.randomUUID();
       if (await this.retry(job.buildId, job.id, newId, AUTO_RETRYABLE_JOB_STATES, 'automatic')) return newId;
     }
-    await this.advance(job.buildId);
+    await this.advance(job.buildId, [job.id]);
     return null;
   }
 
@@ -206,8 +227,9 @@ export class BuildProgress {
    */
   async unblock(buildId: string, jobId: string, by: User, fields: Record<string, string>): Promise<boolean> {
     const at = clock.now();
-    const moved = await this.inLockedBuild(buildId, at, async (r) => {
+    const moved = await this.inLockedBuild(buildId, at, async (r, a) => {
       if (!(await r.jobs.unblock(jobId, by, at))) return false;
+      a.job(buildId, jobId);
       if (Object.keys(fields).length) await r.builds.mergeMetaData(buildId, fields);
       return true;
     });
@@ -280,7 +302,12 @@ export class BuildProgress {
 
   /** Expires the build's jobs among `jobIds` that are still scheduled, then runs its state machine. */
   async expire(buildId: string, jobIds: string[], at: Date): Promise<number> {
-    return (await this.inLockedBuild(buildId, at, (r) => r.jobs.expire(buildId, jobIds, at))) ?? 0;
+    const expired = await this.inLockedBuild(buildId, at, async (r, a) => {
+      const n = await r.jobs.expire(buildId, jobIds, at);
+      if (n) for (const id of jobIds) a.job(buildId, id);
+      return n;
+    });
+    return expired ?? 0;
   }
 
   /**
@@ -295,8 +322,9 @@ export class BuildProgress {
     end: JobEnd | ExpiredJob,
     line: string,
   ): Promise<boolean> {
-    const moved = await this.inLockedBuild(job.buildId, end.finished_at, async (r) => {
+    const moved = await this.inLockedBuild(job.buildId, end.finished_at, async (r, a) => {
       if (!(await r.jobs.end(job.id, agentId, transition, end))) return false;
+      a.job(job.buildId, job.id);
       await r.logs.appendLine(job.id, line, end.finished_at);
       await r.agents.dropJobIfHeld(agentId, job.id);
       return true;
@@ -307,15 +335,28 @@ export class BuildProgress {
   /**
    * In one transaction: locks the build's row (Postgres; SQLite has one writer), runs `step` on
    * the bound repositories, then the build's state machine at `at`. Undefined, and nothing run,
-   * when the build is gone.
+   * when the build is gone. Once committed, what the step and the machine noted is published.
    */
-  private inLockedBuild<T>(buildId: string, at: Date, step: (r: ProgressRepositories) => Promise<T>): Promise<T | undefined> {
-    return this.db.transaction(async (trx) => {
+  private async inLockedBuild<T>(buildId: string, at: Date, step: (r: ProgressRepositories, a: Announcements) => Promise<T>): Promise<T | undefined> {
+    const announce = new Announcements();
+    const result = await this.db.transaction(async (trx) => {
       const r = bind(this.repos, trx);
       if (!(await r.builds.lock(buildId))) return undefined;
-      const result = await step(r);
-      await advanceLocked({ r, now: at, sign: this.sign }, buildId);
+      const result = await step(r, announce);
+      await advanceLocked({ r, now: at, sign: this.sign, announce }, buildId);
       return result;
     });
+    announce.publish(this.changes);
+    return result;
+  }
+
+  /** A job moved by its agent outside the state machine (claimed, accepted), after that move committed. */
+  announceJob(organizationId: string, buildId: string, jobId: string): void {
+    this.changes.publish({ kind: 'job', organizationId, buildId, jobId });
+  }
+
+  /** New bytes of a job's log, after they were stored (`size`: where the log now ends, at least). */
+  announceLog(organizationId: string, buildId: string, jobId: string, size: number): void {
+    this.changes.publish({ kind: 'log', organizationId, buildId, jobId, size });
   }
 }

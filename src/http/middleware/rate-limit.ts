@@ -15,10 +15,15 @@
  * than the budget through together (each alone stays within its half before it checks); with
  * more processes the overshoot is at most half a budget per process beyond the second, and
  * smaller as the flushes keep each one's view fresh.
+ *
+ * With REDIS_URL the counters live in Redis instead (`RedisCounters`, src/db/redis.ts): the same
+ * fixed one-minute windows, budgets and headers, every request counted exactly (one `MULTI` of
+ * `INCRBY` and `PEXPIRE`, a fraction of a database write), so no process ever overshoots.
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { Knex } from 'knex';
 import { isUnavailableError } from '../../db/knex';
+import { RedisUnavailableError } from '../../db/redis';
 import { RateLimitedError, SignatureError, UnauthorizedError, WebhookTokenError } from '../../core/errors';
 import { principalOf } from './auth';
 import { localsOf } from './locals';
@@ -43,6 +48,12 @@ export interface Hit {
 /** How often counts made in memory are written to the shared counters (ms). */
 export const FLUSH_MS = 100;
 
+/** Counters shared by every process, counted exactly (Redis): adds `n` and answers the new count. */
+export interface SharedCounters {
+  add(bucket: string, windowStart: number, n: number, windowEndMs: number, nowMs: number): Promise<number>;
+  close(): Promise<void>;
+}
+
 interface LocalCount {
   window: number;
   /** The shared count as last read. */
@@ -60,11 +71,20 @@ export class RateLimiter {
   private flushTimer: NodeJS.Timeout | undefined;
   private purgedWindow = 0;
 
+  /** `shared`: exact counters in Redis in place of the database's (see above). */
   constructor(
     private readonly db: Knex,
     readonly settings: RateLimitSettings,
     private readonly now: () => number = Date.now,
+    private readonly shared?: SharedCounters,
   ) {}
+
+  /** Closes the Redis connection, if any (the database's pool is the server's to close). */
+  async close(): Promise<void> {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    await this.shared?.close();
+  }
 
   /** Counts one request against `bucket` (whose budget is `limit`) in the current window and returns the count. */
   async hit(bucket: string, limit: number): Promise<Hit> {
@@ -73,6 +93,7 @@ export class RateLimiter {
     if (windowStart !== this.purgedWindow) this.purge(windowStart);
     const resetSeconds = Math.max(1, Math.ceil(windowStart + WINDOW_SECONDS - nowMs / 1000));
     const resetAtMs = (windowStart + WINDOW_SECONDS) * 1000;
+    if (this.shared) return { count: await this.shared.add(bucket, windowStart, 1, resetAtMs, nowMs), resetSeconds, resetAtMs };
     let local = this.counts.get(bucket);
     if (!local) {
       local = { window: windowStart, known: 0, inFlight: 0, pending: 0 };
@@ -147,6 +168,8 @@ export class RateLimiter {
     for (const [bucket, local] of this.counts) if (local.window !== windowStart) this.counts.delete(bucket);
     const nowMs = this.now();
     for (const [address, until] of this.blocked) if (until <= nowMs) this.blocked.delete(address);
+    // Redis expires its counters itself.
+    if (this.shared) return;
     this.db('rate_limits')
       .where('window_start', '<', windowStart)
       .delete()
@@ -212,7 +235,7 @@ export function rateLimit(limiter: RateLimiter) {
     } catch (err) {
       // The counters are unreachable (the database is down or write-locked): let the request
       // through unlimited; it answers 503 itself if it needs the database.
-      if (isUnavailableError(err)) return next();
+      if (isUnavailableError(err) || err instanceof RedisUnavailableError) return next();
       throw err;
     }
     const { count, resetSeconds } = hit;
@@ -269,7 +292,7 @@ export function countFailedAuthentication(limiter: RateLimiter) {
       hit = await limiter.hit(`auth:${address}`, limit);
     } catch (countErr) {
       // The counters are unreachable: the refusal stands, uncounted.
-      if (isUnavailableError(countErr)) return next(err);
+      if (isUnavailableError(countErr) || countErr instanceof RedisUnavailableError) return next(err);
       throw countErr;
     }
     if (hit.count <= limit) return next(err);
