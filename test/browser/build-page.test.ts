@@ -3,7 +3,7 @@
  * the DOM), a line link scrolls to its line, search counts and finds a match in a collapsed
  * place, true colour is applied, `_bk;t=` times show on demand, and new bytes come from the
  * offset already shown; parallel jobs read 1/3, 2/3, 3/3 with their emoji; a tab on a build with
- * 200 jobs waiting for agents opens no log and asks for the build's state once per poll.
+ * 200 jobs waiting for agents opens no log and keeps to one event stream.
  */
 import type { Browser, Page } from 'playwright-core';
 import { describeEachDatabase } from '../support/context';
@@ -134,7 +134,7 @@ describeWithTool('chromium')('with Chromium', () => {
       );
     });
 
-    it('keeps a tab on 200 waiting jobs to one state request per poll, and opens none of their logs', async () => {
+    it('keeps a tab on 200 waiting jobs to one event stream, and opens none of their logs', async () => {
       const { org, token } = await ctx().givenAdmin();
       const pipeline = await givenPipeline(ctx(), org, token, {
         configuration: 'steps:\n  - label: "Shard %n"\n    command: make shard\n    parallelism: 200\n    agents:\n      queue: deploy\n',
@@ -151,10 +151,25 @@ describeWithTool('chromium')('with Chromium', () => {
         await page.waitForTimeout(11_000);
         const after = asked.filter((p) => !p.startsWith('/_assets/') && p !== `/${org.slug}/${pipeline.slug}/builds/${build.number}`);
         expect(after.filter((p) => p.endsWith('/log'))).toEqual([]);
+        // One event stream carries the page's changes; the state poll stands in only without it.
+        expect(after.filter((p) => p.endsWith('/events'))).toHaveLength(1);
+        expect(after.filter((p) => p.endsWith('/state')).length).toBeLessThanOrEqual(3);
+        expect(after.length).toBeLessThanOrEqual(4);
+      });
+      // Without the stream (refused here, as a proxy that buffers would leave it), one state request per poll.
+      await withPage(browser, async (page) => {
+        await signIn(page, endpoint(), token);
+        await page.route('**/events', (route) => route.abort());
+        const asked: string[] = [];
+        page.on('request', (req) => asked.push(new URL(req.url()).pathname));
+        await page.goto(`${endpoint()}/${org.slug}/${pipeline.slug}/builds/${build.number}`);
+        await page.waitForTimeout(11_000);
+        const after = asked.filter((p) => !p.startsWith('/_assets/') && p !== `/${org.slug}/${pipeline.slug}/builds/${build.number}`);
+        expect(after.filter((p) => p.endsWith('/log'))).toEqual([]);
         const states = after.filter((p) => p.endsWith('/state')).length;
         expect(states).toBeGreaterThanOrEqual(1);
         expect(states).toBeLessThanOrEqual(3);
-        expect(after.length).toBeLessThanOrEqual(4); // the state polls and the events stream's attempt
+        expect(after.length - states).toBeLessThanOrEqual(1); // the stream's refused attempt
       });
     });
   });

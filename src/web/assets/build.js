@@ -180,10 +180,11 @@
   function applyBuild(b) {
     var badge = page.querySelector('[data-build-badge]');
     if (badge && badge.dataset.state !== b.state + '/' + b.blocked) {
-      var first = badge.dataset.state === undefined;
       badge.dataset.state = b.state + '/' + b.blocked;
-      badge.innerHTML = b.badge;
-      if (!first) scheduleRefresh();
+      // A build waiting on a block step reads Blocked (the page's own badge, which the refresh
+      // brings); the event's badge is of the state alone.
+      if (!(b.blocked && (b.state === 'passed' || b.state === 'scheduled'))) badge.innerHTML = b.badge;
+      scheduleRefresh();
     }
     var d = page.querySelector('[data-build-duration]');
     if (d) {
