@@ -138,6 +138,8 @@ describeWithTool('chromium')('with Chromium', () => {
           await signIn(page, endpoint(), token);
           await page.goto(`${endpoint()}/${org.slug}/web-app/builds/1`);
           expect(await fitsWidth(page)).toBe(true);
+          if (process.env.UPDATE_SCREENSHOTS === '1')
+            await page.screenshot({ path: path.resolve(__dirname, '../../docs/web-build-page-phone.png'), fullPage: true });
           await page.goto(`${endpoint()}/${org.slug}/web-app`);
           expect(await fitsWidth(page)).toBe(true);
         },
