@@ -173,7 +173,7 @@ async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
       let n = 0;
       while (offset < LOG_MB * 1024 * 1024) {
         let content = '';
-        while (content.length < 900 * 1024) content += line(++n);
+        while (content.length < 512 * 1024) content += line(++n);
         await api('POST', `/v3/jobs/${running.id}/chunks`, { sequence: sequence++, offset, content }, agentAuth);
         offset += Buffer.byteLength(content);
       }

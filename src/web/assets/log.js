@@ -64,10 +64,6 @@
     this.panel = root.closest('details.job-log');
     this.url = root.dataset.logUrl;
     this.jobId = root.dataset.jobId;
-    this.box = root.querySelector('.log');
-    this.count = root.querySelector('.log-count');
-    this.search = root.querySelector('.log-search');
-    this.followBox = root.querySelector('[data-act="follow"]');
     this.lines = []; // {h, t, g, x, grp}
     this.groups = []; // {line, open, kind}
     this.tail = null;
@@ -86,7 +82,72 @@
     this.started = false;
     this.programmatic = false;
 
-    root.querySelector('.log-tools').addEventListener('click', function (e) {
+    root.addEventListener('log:grow', function () {
+      self.wake();
+    });
+    root.addEventListener('log:finished', function () {
+      self.finished = true;
+      self.wake();
+    });
+    if (this.panel) {
+      this.panel.addEventListener('toggle', function () {
+        if (self.panel.open) self.start();
+      });
+      if (this.panel.open) this.start();
+    }
+  }
+
+  /** The toolbar and the lines' box, made when the log is first opened (a page of 200 jobs carries none of them). */
+  Viewer.prototype.wire = function () {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the toolbar's handlers need it
+    var self = this;
+    var root = this.root;
+    var name = root.dataset.name || 'the job';
+    var tools = document.createElement('div');
+    tools.className = 'log-tools';
+    tools.setAttribute('role', 'toolbar');
+    tools.setAttribute('aria-label', 'Log of ' + name);
+    function el(tag, props, attrs) {
+      var e = document.createElement(tag);
+      Object.keys(props || {}).forEach(function (k) {
+        e[k] = props[k];
+      });
+      Object.keys(attrs || {}).forEach(function (k) {
+        e.setAttribute(k, attrs[k]);
+      });
+      return e;
+    }
+    function check(act, label, on) {
+      var l = el('label');
+      l.appendChild(el('input', { type: 'checkbox', checked: on }, { 'data-act': act }));
+      l.appendChild(document.createTextNode(' ' + label));
+      return l;
+    }
+    function button(act, text, label) {
+      return el(
+        'button',
+        { type: 'button', className: 'secondary', textContent: text },
+        label ? { 'data-act': act, 'aria-label': label } : { 'data-act': act },
+      );
+    }
+    tools.appendChild(el('input', { type: 'search', className: 'log-search', placeholder: 'Search' }, { 'aria-label': 'Search the log of ' + name }));
+    tools.appendChild(el('span', { className: 'log-count' }, { 'aria-live': 'polite' }));
+    tools.appendChild(button('prev', '\u2191', 'Previous match'));
+    tools.appendChild(button('next', '\u2193', 'Next match'));
+    tools.appendChild(check('times', 'Times', false));
+    tools.appendChild(check('follow', 'Follow', !this.finished));
+    tools.appendChild(button('top', 'Top'));
+    tools.appendChild(button('end', 'End'));
+    var download = root.querySelector('a[download]');
+    if (download) tools.appendChild(download);
+    this.box = el('div', { className: 'log', tabIndex: 0 }, { role: 'log', 'aria-label': 'Log of ' + name });
+    root.insertBefore(tools, root.firstChild);
+    root.appendChild(this.box);
+    this.count = tools.querySelector('.log-count');
+    this.search = tools.querySelector('.log-search');
+    this.followBox = tools.querySelector('[data-act="follow"]');
+
+    tools.addEventListener('click', function (e) {
       var act = e.target && e.target.dataset ? e.target.dataset.act : '';
       if (act === 'prev') self.step(-1);
       else if (act === 'next') self.step(1);
@@ -136,20 +197,7 @@
       var row = e.target.closest ? e.target.closest('.ln-g') : null;
       if (row && !e.target.closest('a')) self.toggle(Number(row.dataset.i));
     });
-    root.addEventListener('log:grow', function () {
-      self.wake();
-    });
-    root.addEventListener('log:finished', function () {
-      self.finished = true;
-      self.wake();
-    });
-    if (this.panel) {
-      this.panel.addEventListener('toggle', function () {
-        if (self.panel.open) self.start();
-      });
-      if (this.panel.open) this.start();
-    }
-  }
+  };
 
   Viewer.prototype.start = function () {
     if (this.started) {
@@ -158,6 +206,7 @@
     }
     this.started = true;
     this.root.dataset.started = '1';
+    this.wire();
     this.box.classList.add('log-windowed');
     this.box.innerHTML = '<div class="log-spacer"><div class="log-window"></div></div>';
     this.spacer = this.box.firstChild;

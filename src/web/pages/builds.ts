@@ -151,25 +151,16 @@ function unblockForm(v: BuildPageView, base: string, j: Job): Html {
   </form>`;
 }
 
-/** A log's viewer (assets/log.js fills it): toolbar, then the lines. */
-function logViewer(v: BuildPageView, jobPath: string, j: Job, open: boolean): Html {
-  const name = jobName(j);
+/**
+ * A log's panel: assets/log.js makes its toolbar (search, times, follow, top, end) and its lines
+ * when it is first opened, so a page of 200 jobs carries none of them; the download works without it.
+ */
+function logViewer(jobPath: string, j: Job, open: boolean): Html {
   const finished = !LIVE_JOB_STATES.includes(j.state);
   return html`<details class="job-log" ${open ? html` open` : ''}>
     <summary>Log</summary>
-    <div class="log-viewer" data-log-url="${jobPath}/log" data-job-id="${j.id}" data-finished="${finished ? '1' : '0'}">
-      <div class="log-tools" role="toolbar" aria-label="Log of ${name}">
-        <input type="search" class="log-search" aria-label="Search the log of ${name}" placeholder="Search" />
-        <span class="log-count" aria-live="polite"></span>
-        <button type="button" class="secondary" data-act="prev" aria-label="Previous match">&#8593;</button>
-        <button type="button" class="secondary" data-act="next" aria-label="Next match">&#8595;</button>
-        <label><input type="checkbox" data-act="times" /> Times</label>
-        <label><input type="checkbox" data-act="follow" ${finished ? '' : html` checked`} /> Follow</label>
-        <button type="button" class="secondary" data-act="top">Top</button>
-        <button type="button" class="secondary" data-act="end">End</button>
-        <a href="${jobPath}/log.txt" download="${`job-${j.id}.log`}">Download</a>
-      </div>
-      <div class="log" role="log" aria-label="Log of ${name}" tabindex="0"><p class="muted">Loading…</p></div>
+    <div class="log-viewer" data-log-url="${jobPath}/log" data-job-id="${j.id}" data-name="${jobName(j)}" data-finished="${finished ? '1' : '0'}">
+      <a href="${jobPath}/log.txt" download="${`job-${j.id}.log`}">Download log</a>
     </div>
   </details>`;
 }
@@ -236,14 +227,14 @@ function jobRow(v: BuildPageView, base: string, j: Job, open: boolean, earlier: 
                   e.retriedBy ? `, retried by ${e.retriedBy.name}` : e.retryType === 'automatic' ? ', retried automatically' : ''
                 }</span
               >
-              ${v.canReadLogs ? logViewer(v, `${base}/jobs/${e.id}`, e, false) : ''}
+              ${v.canReadLogs ? logViewer(`${base}/jobs/${e.id}`, e, false) : ''}
             </li>`;
           })}
         </ol>
       </details>`
     : '';
   return html`<li ${attrs}>
-    ${row}${stuck ? html`<p class="stuck" role="note">${stuck}</p>` : ''}${attempts}${v.canReadLogs ? logViewer(v, jobPath, j, open) : ''}
+    ${row}${stuck ? html`<p class="stuck" role="note">${stuck}</p>` : ''}${attempts}${v.canReadLogs ? logViewer(jobPath, j, open) : ''}
   </li>`;
 }
 
