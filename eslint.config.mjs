@@ -118,6 +118,28 @@ function boundaries(files, ignores, paths, patterns) {
   return { files, ignores, rules: { '@typescript-eslint/no-restricted-imports': ['error', { paths, patterns }] } };
 }
 
+// Infrastructure connections (docs/outbound.md): the database and Redis are the operator's own
+// (DATABASE_URL, REDIS_URL), not URLs a user gave, so they are not the guarded transport's
+// business; but they are opened in src/db/ only (the pool in knex.ts, the change channel's
+// LISTEN connection in listen.ts, Redis in redis.ts), so no other module grows a way out.
+// Its own rule name (a copy of no-restricted-imports), so it adds to oneTransport's instead of replacing them.
+const infrastructureConnections = {
+  files: ['src/**/*.ts'],
+  ignores: ['src/db/**'],
+  plugins: { 'windsock-infrastructure': { rules: { 'connections-in-db': builtinRules.get('no-restricted-imports') } } },
+  rules: {
+    'windsock-infrastructure/connections-in-db': [
+      'error',
+      {
+        paths: ['pg', 'pg-pool', 'ioredis', 'redis'].map((name) => ({
+          name,
+          message: 'Database and Redis connections are opened in src/db/ only (docs/outbound.md, "Infrastructure connections").',
+        })),
+      },
+    ],
+  },
+};
+
 export default tseslint.config(
   { ignores: ['dist/**', 'clients/*/dist/**', 'generated/**', 'node_modules/**', 'coverage/**', 'data/**', 'test-results/**', 'test/fixtures/**'] },
   js.configs.recommended,
@@ -154,4 +176,5 @@ export default tseslint.config(
   oneTransport,
   sqlInRepositories,
   prettier,
+  infrastructureConnections,
 );

@@ -32,6 +32,7 @@ export class PostgresChannel {
   private retry: NodeJS.Timeout | undefined;
   private readyWaiters: (() => void)[] = [];
   private pid: number | null = null;
+  private sending: Promise<void> = Promise.resolve();
   /** How many times the channel was LISTENed on (1 after the first connect; more after reconnects). */
   listens = 0;
 
@@ -63,7 +64,13 @@ export class PostgresChannel {
   async send(payload: string): Promise<void> {
     const client = this.client;
     if (!client) throw new Error('the notification channel is reconnecting');
-    await client.query('select pg_notify($1, $2)', [this.o.channel, payload]);
+    // One query at a time on the connection, in the order sent.
+    const sent = this.sending.then(() => client.query('select pg_notify($1, $2)', [this.o.channel, payload]));
+    this.sending = sent.then(
+      () => undefined,
+      () => undefined,
+    );
+    await sent;
   }
 
   async close(): Promise<void> {

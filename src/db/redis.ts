@@ -24,14 +24,26 @@ export interface RedisSettings {
  * database is unreachable. It connects on its first command and reconnects with back-off.
  */
 export function connectRedis(url: string, name: string): RedisClient {
-  return new Redis(url, {
-    connectionName: name,
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2_000,
-    retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5_000),
-  });
+  return quiet(
+    new Redis(url, {
+      connectionName: name,
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2_000,
+      retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5_000),
+    }),
+  );
+}
+
+/**
+ * A connection's errors surface on the commands that fail (the rate limiter lets the request
+ * through, the feed reports a lost send); the client's own 'error' events would otherwise be
+ * printed as unhandled on every reconnect attempt.
+ */
+function quiet(client: RedisClient): RedisClient {
+  client.on('error', () => undefined);
+  return client;
 }
 
 /** Redis could not answer (unreachable, or reconnecting): the caller carries on without it. */
@@ -100,12 +112,14 @@ export class RedisCounters {
  * again after every reconnect (`autoResubscribe`).
  */
 export function connectRedisSubscriber(url: string, name: string): RedisClient {
-  return new Redis(url, {
-    connectionName: name,
-    lazyConnect: true,
-    autoResubscribe: true,
-    maxRetriesPerRequest: null,
-    connectTimeout: 2_000,
-    retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5_000),
-  });
+  return quiet(
+    new Redis(url, {
+      connectionName: name,
+      lazyConnect: true,
+      autoResubscribe: true,
+      maxRetriesPerRequest: null,
+      connectTimeout: 2_000,
+      retryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 6), 5_000),
+    }),
+  );
 }

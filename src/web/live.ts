@@ -279,15 +279,21 @@ export function registerLivePages(web: WebRouter, streams: LiveStreams): void {
     res.on('close', end);
 
     write(`retry: ${s.retryMs}\n\n`);
-    const names = await agentNames(item.jobs);
-    sentBuild = JSON.stringify(buildEvent(item.build));
-    write(`event: build\ndata: ${sentBuild}\n\n`);
-    jobCount = item.jobs.length;
-    write(frame('jobs', { count: jobCount }));
-    for (const j of item.jobs) {
-      const data = JSON.stringify(jobEvent(j, j.agentId ? (names.get(j.agentId) ?? null) : null));
-      sentJobs.set(j.id, data);
-      write(`event: job\ndata: ${data}\n\n`);
+    try {
+      const names = await agentNames(item.jobs);
+      sentBuild = JSON.stringify(buildEvent(item.build));
+      write(`event: build\ndata: ${sentBuild}\n\n`);
+      jobCount = item.jobs.length;
+      write(frame('jobs', { count: jobCount }));
+      for (const j of item.jobs) {
+        const data = JSON.stringify(jobEvent(j, j.agentId ? (names.get(j.agentId) ?? null) : null));
+        sentJobs.set(j.id, data);
+        write(`event: job\ndata: ${data}\n\n`);
+      }
+    } catch (err) {
+      // The headers are out: the browser reconnects and starts afresh.
+      web.deps.logger?.warn({ err }, 'live stream start failed');
+      return end();
     }
     lastRead = Date.now();
     // Changes that came while the snapshot was read: read again.
