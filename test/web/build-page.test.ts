@@ -9,7 +9,8 @@ import { agentAuth, givenBuildAndAgent, runNextJob } from '../support/agents';
 import { givenRunningJob } from '../artifacts/helpers';
 import { auth } from '../support/context';
 import type { Job } from '../../src/builds/jobs/model';
-import { attemptsOf, logsOpenedByDefault } from '../../src/web/pages/builds';
+import { attemptsOf, logsOpenedByDefault, stuckReason } from '../../src/web/pages/builds';
+import type { Agent } from '../../src/agents/repository';
 import { buildBadge, stateBadge } from '../../src/web/ui';
 import { emojify } from '../../src/web/emoji';
 import { HTML, signedIn } from './support';
@@ -130,7 +131,7 @@ describeEachDatabase('build page states', (get) => {
     expect(/<span data-region="status"[^>]*>([\s\S]*?)<\/span>/.exec(page)![1]!).toContain('state-blocked');
   });
 
-  it('lists jobs densely: n/N of parallel jobs, emoji, why a job waits, earlier attempts under their step, meta-data and environment', async () => {
+  it('lists jobs densely: n/N of parallel jobs, emoji, why a job waits, meta-data and environment', async () => {
     const { org, token } = await ctx.givenAdmin();
     await ctx.services.emojis.add(org.id, { name: 'windsock', url: 'https://emoji.example.com/windsock.png', aliases: ['ws'] });
     const pipeline = await givenPipeline(ctx, org, token, {
@@ -191,6 +192,26 @@ describe('build page pieces', () => {
       job({ id: 'q', state: 'scheduled' }),
     ];
     expect([...logsOpenedByDefault(jobs, new Set())]).toEqual(['f0', 'f1', 'f2', 'r0', 'r1']);
+  });
+
+  it('explains a waiting job by the agents that could take it: its queue, its cluster, busy or idle', () => {
+    const agent = (over: Partial<Agent>): Agent => ({ id: 'a', metaData: [], clusterId: null, clusterQueueId: null, jobId: null, ...over }) as Agent; // cast: only the fields stuckReason reads
+    const waiting = job({ state: 'scheduled', agentId: null, agentQueryRules: ['queue=deploy', 'os=linux'] });
+    const agents = [
+      agent({ metaData: ['queue=deploy', 'os=linux'] }),
+      agent({ metaData: ['queue=deploy', 'os=linux'], jobId: 'other' }),
+      agent({ metaData: ['queue=deploy', 'os=mac'] }),
+      agent({ metaData: ['queue=deploy', 'os=linux'], clusterId: 'c1', clusterQueueId: 'q1' }),
+    ];
+    expect(stuckReason(waiting, agents)).toBe('Waiting for an agent matching queue=deploy os=linux: 2 connected, 1 idle');
+    expect(stuckReason({ ...waiting, clusterId: 'c1', clusterQueueId: 'q1' }, agents)).toBe(
+      'Waiting for an agent matching queue=deploy os=linux: 1 connected, 1 idle',
+    );
+    expect(stuckReason({ ...waiting, clusterId: 'c1', clusterQueueId: 'q2' }, agents)).toBe('Waiting for an agent matching queue=deploy os=linux: 0 connected');
+    // Not for a job an agent holds, one not yet runnable, or when the token may not list agents.
+    expect(stuckReason({ ...waiting, agentId: 'a' }, agents)).toBeNull();
+    expect(stuckReason({ ...waiting, state: 'waiting' }, agents)).toBeNull();
+    expect(stuckReason(waiting, null)).toBeNull();
   });
 
   it('labels every job state in words, blocked failed and waiting failed included', () => {

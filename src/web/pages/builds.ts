@@ -106,7 +106,15 @@ export function logsOpenedByDefault(jobs: readonly Job[], hidden: ReadonlySet<st
 export function stuckReason(j: Job, connected: readonly Agent[] | null): string | null {
   if (j.type !== 'script' || j.agentId || JOB_STATE_PHASES[j.state] !== 'queued' || !connected) return null;
   const rules = j.agentQueryRules.length ? j.agentQueryRules : ['queue=default'];
-  const matching = connected.filter((a) => matchesQueryRules(j.agentQueryRules, a.metaData));
+  // A cluster's job runs on its cluster's agents of the queue it targets (the planner resolved it),
+  // with the other rules as tags; a job in no cluster on the organization's agents, by its rules.
+  const cluster = j.clusterId ?? null;
+  const otherRules = [...j.agentQueryRules.filter((r) => !r.startsWith('queue=')), '*'];
+  const matching = connected.filter((a) =>
+    cluster === null
+      ? a.clusterId === null && matchesQueryRules(j.agentQueryRules, a.metaData)
+      : a.clusterId === cluster && (!j.clusterQueueId || a.clusterQueueId === j.clusterQueueId) && matchesQueryRules(otherRules, a.metaData),
+  );
   const idle = matching.filter((a) => !a.jobId);
   return `Waiting for an agent matching ${rules.join(' ')}: ${matching.length} connected${matching.length ? `, ${idle.length} idle` : ''}`;
 }
