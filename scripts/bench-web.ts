@@ -4,9 +4,12 @@
  * byte of its HTML, over BENCH_ROUNDS (default 30) requests one at a time after two to warm up;
  * half of the jobs have finished on an agent, so the page names agents, durations and exit
  * statuses. The service runs in this process on 127.0.0.1, signed in through the sign-in form.
+ * Then the live page's costs (issue 32): the `state` poll that stands in for the event stream
+ * (one request for the whole page), and a running job's BENCH_LOG_MB (default 25) MB log as the
+ * log viewer reads it: whole, in parts, then one new line from the offset already shown.
  * Not part of CI or `npm test`; BENCHMARKS.md has figures.
  *
- * Settings (environment): BENCH_JOBS, BENCH_ROUNDS, BENCH_STORES (sqlite,postgres),
+ * Settings (environment): BENCH_JOBS, BENCH_ROUNDS, BENCH_LOG_MB, BENCH_STORES (sqlite,postgres),
  * BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432; the database
  * windsock_bench_web_<pid> is created and dropped).
  */
@@ -26,6 +29,7 @@ import { intEnv } from './bench-env';
 
 const JOBS = intEnv('BENCH_JOBS', 200);
 const ROUNDS = intEnv('BENCH_ROUNDS', 30);
+const LOG_MB = intEnv('BENCH_LOG_MB', 25);
 const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',').map((s) => s.trim()) as ('sqlite' | 'postgres')[];
 const PG_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
 
@@ -140,6 +144,74 @@ async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
       const pct = (p: number) => times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))]!.toFixed(1);
       console.log(
         `${kind}: build page with ${JOBS} jobs (${(bytes / 1024).toFixed(0)} KiB of HTML), ${ROUNDS} requests: p50 ${pct(50)} ms, p90 ${pct(90)} ms, max ${times[times.length - 1]!.toFixed(1)} ms`,
+      );
+
+      // The fallback poll: the build and its jobs' states, one request for the whole page.
+      const stateTimes: number[] = [];
+      let stateBytes = 0;
+      for (let i = 0; i < ROUNDS + 2; i++) {
+        const t = process.hrtime.bigint();
+        const res = await fetch(`${page}/state`, { headers: { Accept: 'application/json', Cookie: session } });
+        const text = await res.text();
+        if (res.status !== 200) throw new Error(`state: ${res.status}`);
+        if (i >= 2) stateTimes.push(Number(process.hrtime.bigint() - t) / 1e6);
+        stateBytes = text.length;
+      }
+      stateTimes.sort((a, b) => a - b);
+      console.log(
+        `${kind}: state poll (${(stateBytes / 1024).toFixed(0)} KiB), ${ROUNDS} requests: p50 ${stateTimes[Math.floor(stateTimes.length / 2)]!.toFixed(1)} ms, max ${stateTimes[stateTimes.length - 1]!.toFixed(1)} ms`,
+      );
+
+      // A running job's big log, as the log viewer reads it.
+      const running = (await api('GET', '/v3/ping', undefined, agentAuth)).job as { id: string } | null;
+      if (!running) throw new Error('no job left to run');
+      await api('PUT', `/v3/jobs/${running.id}/accept`, {}, agentAuth);
+      await api('PUT', `/v3/jobs/${running.id}/start`, {}, agentAuth);
+      let offset = 0;
+      let sequence = 1;
+      const line = (n: number) => `\x1b_bk;t=${1_700_000_000_000 + n}\x07\x1b[32mok\x1b[0m line ${n} of a long log with some words in it\n`;
+      let n = 0;
+      while (offset < LOG_MB * 1024 * 1024) {
+        let content = '';
+        while (content.length < 512 * 1024) content += line(++n);
+        await api('POST', `/v3/jobs/${running.id}/chunks`, { sequence: sequence++, offset, content }, agentAuth);
+        offset += Buffer.byteLength(content);
+      }
+      const logUrl = `${page}/jobs/${running.id}/log`;
+      const read = async (from: number, state: string) => {
+        const t = process.hrtime.bigint();
+        const res = await fetch(`${logUrl}?offset=${from}${state ? `&state=${encodeURIComponent(state)}` : ''}`, {
+          headers: { Accept: 'application/json', Cookie: session },
+        });
+        const text = await res.text();
+        if (res.status !== 200) throw new Error(`log: ${res.status} ${text}`);
+        const body = JSON.parse(text) as { offset: number; state: string; more: boolean; lines: unknown[] };
+        return { ms: Number(process.hrtime.bigint() - t) / 1e6, bytes: text.length, ...body };
+      };
+      let whole = { ms: 0, bytes: 0, reads: 0, lines: 0 };
+      let at = { offset: 0, state: '' };
+      for (let more = true; more;) {
+        const r = await read(at.offset, at.state);
+        whole = { ms: whole.ms + r.ms, bytes: whole.bytes + r.bytes, reads: whole.reads + 1, lines: whole.lines + r.lines.length };
+        at = { offset: r.offset, state: r.state };
+        more = r.more;
+      }
+      console.log(
+        `${kind}: ${(offset / 1024 / 1024).toFixed(1)} MB log (${whole.lines} lines) read whole by the viewer: ${whole.reads} reads, ${(whole.bytes / 1024 / 1024).toFixed(1)} MB of JSON, ${whole.ms.toFixed(0)} ms`,
+      );
+      const tails: { ms: number; bytes: number }[] = [];
+      for (let i = 0; i < ROUNDS; i++) {
+        const content = line(++n);
+        await api('POST', `/v3/jobs/${running.id}/chunks`, { sequence: sequence++, offset, content }, agentAuth);
+        offset += Buffer.byteLength(content);
+        const r = await read(at.offset, at.state);
+        if (r.lines.length !== 1) throw new Error(`a tail read brought ${r.lines.length} lines`);
+        at = { offset: r.offset, state: r.state };
+        tails.push({ ms: r.ms, bytes: r.bytes });
+      }
+      tails.sort((a, b) => a.ms - b.ms);
+      console.log(
+        `${kind}: tail of that log, one new line, ${ROUNDS} reads: ${tails[0]!.bytes} bytes each, p50 ${tails[Math.floor(tails.length / 2)]!.ms.toFixed(1)} ms, max ${tails[tails.length - 1]!.ms.toFixed(1)} ms`,
       );
     } finally {
       server.closeAllConnections();

@@ -16,6 +16,7 @@ import type { ArtifactService } from '../artifacts/service';
 import type { AgentWorkService } from '../builds/jobs/agent-work';
 import type { JobService } from '../builds/jobs/service';
 import type { BuildService } from '../builds/service';
+import type { EmojiService } from '../emojis/service';
 import type { RateLimiter } from '../http/middleware/rate-limit';
 import type { InvitationService } from '../invitations/service';
 import type { OrganizationService } from '../organizations/service';
@@ -45,6 +46,7 @@ export interface WebServices {
   suites: SuiteService;
   annotations: AnnotationService;
   artifacts: ArtifactService;
+  emojis: EmojiService;
   organizations: OrganizationService;
   rateLimiter: RateLimiter;
   invitations: InvitationService;

@@ -28,7 +28,7 @@ import type { Build } from '../builds/model';
 import type { Job } from '../builds/jobs/model';
 import type { Change } from '../live/changes';
 import { html } from './html';
-import { stateBadge } from './ui';
+import { buildBadge, stateBadge } from './ui';
 import { actorFor } from './context';
 import type { WebRouter } from './routes';
 
@@ -122,7 +122,7 @@ function buildEvent(b: Build): BuildEvent {
     blocked: b.blocked,
     started_at: iso(b.startedAt),
     finished_at: iso(b.finishedAt),
-    badge: html`${stateBadge(b.state)}`.value,
+    badge: html`${buildBadge(b)}`.value,
   };
 }
 

@@ -54,9 +54,12 @@ export function isReservedSegment(segment: string): boolean {
   return reservedSegments().has(segment) || segment.startsWith('_') || segment.startsWith('openapi');
 }
 
-/** The pages' policy; images may also come from the artifacts origin or bucket (annotations embed `artifact://` images). */
-function pagePolicy(contentOrigins: string[]): string {
-  const images = ["'self'", 'data:', ...contentOrigins].join(' ');
+/**
+ * The pages' policy; images may also come from the artifacts origin or bucket (annotations embed
+ * `artifact://` images) and from the origins a page names (an organization's custom emojis).
+ */
+export function pagePolicy(contentOrigins: readonly string[], imageOrigins: readonly string[] = []): string {
+  const images = ["'self' data:", ...contentOrigins, ...imageOrigins.filter((o) => /^https?:\/\/[\w.:[\]-]+$/.test(o))].join(' ');
   return `default-src 'self'; script-src 'self'; style-src 'self'; img-src ${images}; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`;
 }
 
@@ -138,7 +141,9 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
 
   const csp = pagePolicy(deps.artifacts.contentOrigins);
   const secureHeaders = (res: Response) => {
-    res.setHeader('Content-Security-Policy', csp);
+    const images: unknown = res.locals.imageOrigins;
+    const extra = Array.isArray(images) ? images.filter((o): o is string => typeof o === 'string') : [];
+    res.setHeader('Content-Security-Policy', extra.length ? pagePolicy(deps.artifacts.contentOrigins, extra) : csp);
     res.setHeader('X-Frame-Options', 'DENY');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Referrer-Policy', 'same-origin');

@@ -68,9 +68,83 @@ export function postButton(ctx: PageContext, action: string, label: string, opts
   </form>`;
 }
 
+/** How a state reads: the real service's word for it, its tone (colour), its icon, and what it means when the word alone is not enough. */
+interface StateLook {
+  label: string;
+  tone: 'pass' | 'fail' | 'run' | 'wait' | 'block' | 'off';
+  title?: string;
+}
+
+const ICONS: Record<StateLook['tone'], string> = { pass: '\u2713', fail: '\u2715', run: '\u25cf', wait: '\u25cb', block: '\u2016', off: '\u2013' };
+
+/** Every build, job and agent state the pages show (builds/states.ts names them), as people read them. */
+const STATES: Record<string, StateLook> = {
+  passed: { label: 'Passed', tone: 'pass' },
+  failed: { label: 'Failed', tone: 'fail' },
+  failing: { label: 'Failing', tone: 'fail', title: 'A job failed; others are still running' },
+  running: { label: 'Running', tone: 'run' },
+  scheduled: { label: 'Scheduled', tone: 'wait', title: 'Waiting for an agent' },
+  creating: { label: 'Creating', tone: 'wait' },
+  blocked: { label: 'Blocked', tone: 'block', title: 'Waiting for someone to unblock it' },
+  unblocked: { label: 'Unblocked', tone: 'pass' },
+  canceling: { label: 'Canceling', tone: 'run' },
+  canceled: { label: 'Canceled', tone: 'off' },
+  skipped: { label: 'Skipped', tone: 'off' },
+  not_run: { label: 'Not run', tone: 'off' },
+  pending: { label: 'Pending', tone: 'wait' },
+  waiting: { label: 'Waiting', tone: 'wait', title: 'Waiting for the steps before it' },
+  waiting_failed: { label: 'Not run', tone: 'off', title: 'It was waiting when the build failed' },
+  blocked_failed: { label: 'Not run', tone: 'off', title: 'It was blocked when the build failed' },
+  unblocked_failed: { label: 'Not run', tone: 'off', title: 'It was unblocked after the build failed' },
+  limiting: { label: 'Limiting', tone: 'wait', title: 'Checking its concurrency group' },
+  limited: { label: 'Limited', tone: 'wait', title: 'Waiting for jobs of its concurrency group to finish' },
+  assigned: { label: 'Assigned', tone: 'run', title: 'An agent took it and has not started it yet' },
+  accepted: { label: 'Accepted', tone: 'run', title: 'Its agent is starting it' },
+  timing_out: { label: 'Timing out', tone: 'fail' },
+  timed_out: { label: 'Timed out', tone: 'fail' },
+  expired: { label: 'Expired', tone: 'fail', title: 'No agent took it in time' },
+  broken: { label: 'Broken', tone: 'off', title: 'Its step could not run' },
+  // Agents.
+  connected: { label: 'Connected', tone: 'pass' },
+  busy: { label: 'Busy', tone: 'run' },
+  idle: { label: 'Idle', tone: 'pass' },
+  paused: { label: 'Paused', tone: 'block' },
+  disconnected: { label: 'Disconnected', tone: 'off' },
+  stopping: { label: 'Stopping', tone: 'run' },
+  stopped: { label: 'Stopped', tone: 'off' },
+  lost: { label: 'Lost', tone: 'fail', title: 'It stopped sending heartbeats' },
+  never_connected: { label: 'Never connected', tone: 'off' },
+};
+
+/** The look of `state`: a known one's, else its words capitalised (a state added later still reads). */
+export function stateLook(state: string | null | undefined): StateLook & { key: string } {
+  const key = (state ?? 'none').replace(/[^a-z_]/g, '');
+  const known = STATES[key];
+  if (known) return { ...known, key };
+  const words = key.replace(/_/g, ' ');
+  return { label: words.charAt(0).toUpperCase() + words.slice(1), tone: 'off', key };
+}
+
+/** A state as a badge: its icon and word, coloured by its tone (`state-<state>` names it for tests and styles). */
 export function stateBadge(state: string | null | undefined): Html {
-  const s = state ?? 'none';
-  return html`<span class="state state-${s.replace(/[^a-z_]/g, '')}">${s.replace(/_/g, ' ')}</span>`;
+  const look = stateLook(state);
+  return html`<span class="state state-${look.key} tone-${look.tone}" ${look.title ? html` title="${look.title}"` : ''}
+    ><span class="state-icon" aria-hidden="true">${ICONS[look.tone]}</span> ${look.label}</span
+  >`;
+}
+
+/**
+ * What a build's state is for people: `blocked` while nothing moves until someone unblocks a
+ * block step (the API says `passed`, or `scheduled` when the block step comes first, with
+ * `blocked: true`); a build still running other jobs says running, one that failed says failed.
+ */
+export function buildState(b: { state: string; blocked: boolean }): string {
+  return b.blocked && (b.state === 'passed' || b.state === 'scheduled') ? 'blocked' : b.state;
+}
+
+/** The badge of a build: blocked while it waits on a block step. */
+export function buildBadge(b: { state: string; blocked: boolean }): Html {
+  return stateBadge(buildState(b));
 }
 
 export function time(d: Date | null | undefined): Part {

@@ -1,8 +1,8 @@
 /**
  * The web interface in Chromium (test/support/browser.ts) against Windsock on loopback, on both
  * stores: sign in with a token, create a pipeline and a build through the forms, watch a job's
- * log grow while the reference agent runs it, unblock a block step with its field, retry a
- * failed job, find a flaky test after two uploads, and another organization's token sees 404
+ * log grow while the reference agent runs it and the page's states change without a reload,
+ * unblock a block step with its field, retry a failed job, find a flaky test after two uploads, and another organization's token sees 404
  * pages. Every page visited passes axe-core (no serious or critical violations), and the build
  * page fits a 375 px wide screen. A failing test leaves screenshots in test-results/screenshots.
  */
@@ -28,16 +28,6 @@ const STEPS = [
   '  - label: flaky',
   '    command: echo "about to fail"; exit 1',
 ].join('\n');
-
-/** Reloads until `selector` is there (the page shows a build as it was when it loaded). */
-async function reloadUntil(page: Page, selector: string, tries = 200): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await page.locator(selector).count()) return;
-    await page.waitForTimeout(150);
-    await page.reload();
-  }
-  throw new Error(`${selector} never appeared on ${page.url()}`);
-}
 
 // Chromium decides whether the file runs (test/support/tools.ts): skipped with a line where it is missing, fatal in CI.
 describeWithTool('chromium')('with Chromium', () => {
@@ -79,19 +69,25 @@ describeWithTool('chromium')('with Chromium', () => {
 
         await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'web-e2e', spawn: 1, pollIntervalMs: 50 }, async () => {
           // The running job's log is open and tails by itself: seen part-way, then whole, with no reload.
-          const log = page.locator('ol.jobs > li').first().locator('.log');
-          // (Each `green` line is inside a collapsed group: attached, not visible.)
-          await log.locator('text=green 2').waitFor({ state: 'attached', timeout: 60_000 });
-          expect(await log.textContent()).not.toContain('green 10');
-          await log.locator('text=green 10').waitFor({ state: 'attached', timeout: 60_000 });
-          // Section headers fold: `--- line 1` is a collapsed group; colours are classes, not markup from the log.
-          const group = log.locator('details.log-group', { has: page.locator('summary', { hasText: /^line 1$/ }) });
-          expect(await group.getAttribute('open')).toBeNull();
-          expect(await group.locator('span.a-f2').textContent()).toBe('green 1');
+          const first = page.locator('ol.jobs > li.job').first();
+          const viewer = first.locator('.log-viewer');
+          // Each `green` line is inside a collapsed section: search finds it and opens its section.
+          await viewer.locator('.ln-g', { hasText: /\bline 2$/ }).waitFor({ timeout: 60_000 });
+          expect(await viewer.locator('.ln-g', { hasText: /\bline 10$/ }).count()).toBe(0);
+          await viewer.locator('.ln-g', { hasText: /\bline 10$/ }).waitFor({ timeout: 60_000 });
+          // Section headers fold: `--- line 1` is collapsed, its line not in the page until opened.
+          expect(await viewer.locator('.ln', { hasText: /green 1$/ }).count()).toBe(0);
+          await viewer
+            .locator('.ln-g', { hasText: /\bline 1$/ })
+            .locator('.ln-c')
+            .click();
+          // Colours are classes, not markup from the log.
+          expect(await viewer.locator('.ln span.a-f2', { hasText: /^green 1$/ }).textContent()).toBe('green 1');
+          await viewer.locator('.log-search').fill('green 7');
+          await viewer.locator('.log-count', { hasText: '1 of 1' }).waitFor();
+          expect(await viewer.locator('.ln-current').innerText()).toContain('green 7');
 
-          // The agents page in a second tab of the same session: the build page reloads itself when
-          // the job it tails finishes, about now, and a goto racing that reload is aborted
-          // (net::ERR_ABORTED, seen in CI on Postgres).
+          // The agents page in a second tab of the same session.
           const agentsTab = await page.context().newPage();
           try {
             await agentsTab.goto(`${endpoint()}/organizations/${org.slug}/agents`);
@@ -101,19 +97,23 @@ describeWithTool('chromium')('with Chromium', () => {
             await agentsTab.close();
           }
 
-          await reloadUntil(page, 'button:has-text("Unblock")');
+          // No reload: the page learns that the first job passed and the build is blocked.
+          await page.locator('button:has-text("Unblock")').waitFor({ timeout: 60_000 });
+          expect(await page.locator('[data-build-badge]').innerText()).toContain('Blocked');
+          expect(await first.locator('[data-job-badge]').innerText()).toContain('Passed');
           await expectAccessible(page);
           await page.fill('input[name="field:release"]', 'v1 <beta>');
           await Promise.all([page.waitForNavigation(), page.click('button:has-text("Unblock")')]);
           expect(await page.locator('main').innerText()).toContain('Unblocked by');
 
-          // No reload by the test: the page reloads itself when the job it tails finishes.
+          // No reload by the test: the page shows the failed job's Retry when it fails.
           await page.locator('button:has-text("Retry")').waitFor({ timeout: 60_000 });
           await Promise.all([page.waitForNavigation(), page.click('button:has-text("Retry")')]);
-          // The retry is a new job after the failed one; the failed one is marked retried.
-          await page.locator('.job-name', { hasText: 'flaky' }).nth(1).waitFor();
-          expect(await page.locator('.job-head', { hasText: 'retried' }).count()).toBe(1);
-          await reloadUntil(page, '.job-head:has-text("flaky") >> nth=1 >> .state-failed');
+          // The retry is a new job in the failed one's place; the failed one is its earlier attempt.
+          const flaky = page.locator('ol.jobs > li.job', { has: page.locator('.job-name', { hasText: 'flaky' }) });
+          expect(await flaky.count()).toBe(1);
+          expect(await flaky.locator('details.attempts > summary').innerText()).toBe('1 earlier attempt');
+          await flaky.locator('[data-job-badge] .state-failed').waitFor({ timeout: 60_000 });
         });
 
         const api = (await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/web-app/builds/1?include_retried_jobs=true`).set(auth(token)).expect(200))
@@ -125,11 +125,8 @@ describeWithTool('chromium')('with Chromium', () => {
         await expectAccessible(page);
         await page.goto(`${endpoint()}/${org.slug}/web-app/builds/1`);
         if (process.env.UPDATE_SCREENSHOTS === '1') {
-          await page
-            .locator('ol.jobs > li')
-            .first()
-            .locator('details.job-log')
-            .evaluate((d) => ((d as unknown as { open: boolean }).open = true));
+          await page.locator('ol.jobs > li.job').first().locator('details.job-log > summary').click();
+          await page.locator('ol.jobs > li.job').first().locator('.ln').first().waitFor();
           await page.screenshot({ path: path.resolve(__dirname, '../../docs/web-build-page.png'), fullPage: true });
         }
       });
@@ -141,6 +138,8 @@ describeWithTool('chromium')('with Chromium', () => {
           await signIn(page, endpoint(), token);
           await page.goto(`${endpoint()}/${org.slug}/web-app/builds/1`);
           expect(await fitsWidth(page)).toBe(true);
+          if (process.env.UPDATE_SCREENSHOTS === '1')
+            await page.screenshot({ path: path.resolve(__dirname, '../../docs/web-build-page-phone.png'), fullPage: true });
           await page.goto(`${endpoint()}/${org.slug}/web-app`);
           expect(await fitsWidth(page)).toBe(true);
         },

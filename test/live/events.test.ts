@@ -11,6 +11,7 @@ import { json, openStream, type SseStream } from '../support/sse';
 import { webRoutes } from '../../src/web/routes';
 import { DEFAULT_LIVE_SETTINGS, LiveStreams } from '../../src/web/live';
 import { SESSION_COOKIE } from '../../src/web/routes';
+import { stateBadge } from '../../src/web/ui';
 
 const TWO_STEPS = 'steps:\n  - command: echo one\n  - wait\n  - command: echo two\n';
 
@@ -53,7 +54,7 @@ describeEachDatabase('live build stream', (ctx) => {
       blocked: false,
       started_at: null,
       finished_at: null,
-      badge: '<span class="state state-scheduled">scheduled</span>',
+      badge: stateBadge('scheduled').value,
     });
     expect(json(await s.next((e) => e.event === 'jobs'))).toEqual({ count: 3 });
     const jobs = [json(await s.next((e) => e.event === 'job')), json(await s.next((e) => e.event === 'job')), json(await s.next((e) => e.event === 'job'))];
@@ -63,7 +64,7 @@ describeEachDatabase('live build stream', (ctx) => {
     const job = await takeNextJob(ctx(), agent);
     // The job's and the build's moves come in either order (reads coalesce what committed meanwhile).
     const running = json(await s.find((e) => e.event === 'job' && json(e).id === job.id && json(e).state === 'running'));
-    expect(running).toMatchObject({ agent_name: 'runner', exit_status: null, badge: '<span class="state state-running">running</span>' });
+    expect(running).toMatchObject({ agent_name: 'runner', exit_status: null, badge: stateBadge('running').value });
     expect(typeof running.started_at).toBe('string');
     expect(json(await s.find((e) => e.event === 'build' && json(e).state === 'running'))).toMatchObject({ started_at: expect.any(String) });
 
@@ -73,7 +74,7 @@ describeEachDatabase('live build stream', (ctx) => {
     await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 1 }).expect(200);
     expect(json(await s.find((e) => e.event === 'job' && json(e).id === job.id && json(e).state === 'failed'))).toMatchObject({ exit_status: 1 });
     expect(json(await s.find((e) => e.event === 'build' && json(e).state === 'failed'))).toMatchObject({
-      badge: '<span class="state state-failed">failed</span>',
+      badge: stateBadge('failed').value,
       finished_at: expect.any(String),
     });
   });

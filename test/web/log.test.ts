@@ -1,6 +1,6 @@
 /** The log renderer (src/web/log.ts) and the HTML template's escaping: pure functions, no store. */
 import { html, trustedHtml } from '../../src/web/html';
-import { renderLog } from '../../src/web/log';
+import { decodeLogState, encodeLogState, PLAIN_STYLE, renderLog, renderLogLines } from '../../src/web/log';
 import { safeNext } from '../../src/web/routes';
 
 describe('renderLog', () => {
@@ -37,6 +37,38 @@ describe('renderLog', () => {
         '<details class="log-group" open><summary>Tests</summary><pre class="log-lines">c</pre></details>' +
         '<details class="log-group" open><summary>Deploy</summary><pre class="log-lines">d</pre></details>',
     );
+  });
+});
+
+describe('renderLogLines (the log viewer)', () => {
+  it('gives one line per line: escaped, headers as plain titles, ^^^ +++ as a marker, times kept', () => {
+    const { lines, style } = renderLogLines(
+      '\x1b_bk;t=1700000000123\x07--- \x1b[1mSetup <x>\x1b[0m\nplain & "q"\n^^^ +++\n~~~ quiet\n+++ open\n10%\r100%\n',
+      PLAIN_STYLE,
+    );
+    expect(lines).toEqual([
+      { h: 'Setup &lt;x&gt;', g: '---', t: 1700000000123 },
+      { h: 'plain &amp; &quot;q&quot;' },
+      { h: '', x: 1 },
+      { h: 'quiet', g: '~~~' },
+      { h: 'open', g: '+++' },
+      { h: '100%' },
+    ]);
+    expect(style).toEqual(PLAIN_STYLE);
+  });
+
+  it('maps 256 colours to classes (0-15) or the xterm cube and greys, true colour to hex, and keeps faint', () => {
+    const { lines, style } = renderLogLines('\x1b[38;5;1ma\x1b[38;5;16mb\x1b[38;5;231mc\x1b[48;5;232md\x1b[2;38;2;300;0;16me\n', PLAIN_STYLE);
+    expect(lines[0]!.h).toBe(
+      '<span class="a-f1">a</span><span data-fg="000000">b</span><span data-fg="ffffff">c</span>' +
+        '<span data-fg="ffffff" data-bg="080808">d</span><span class="a-d" data-fg="ff0010" data-bg="080808">e</span>',
+    );
+    expect(encodeLogState(style)).toBe('ff0010~080808~d');
+  });
+
+  it('reads back only the state tokens it writes', () => {
+    for (const s of [PLAIN_STYLE, { ...PLAIN_STYLE, fg: 3, bg: 'a0b0c0', bold: true, underline: true }]) expect(decodeLogState(encodeLogState(s))).toEqual(s);
+    for (const bad of ['x', '16~~', 'ABCDEF~~', '~~q', '~~bb', '1~2~3~4']) expect(decodeLogState(bad)).toBeNull();
   });
 });
 

@@ -155,6 +155,41 @@ export class JobLogRepository {
     }
   }
 
+  /**
+   * The log from byte `from` on (the log viewer's tail: only what it has not shown): its whole
+   * size, and its text from there in pages of chunks read as the caller consumes them (the first
+   * cut at `from`, which callers keep at a line's start, so never inside a character).
+   */
+  async logFrom(jobId: string, from: number): Promise<{ size: number; pages: AsyncGenerator<string[]> }> {
+    const sizes = await this.db('job_log_chunks').where({ job_id: jobId }).orderBy('sequence').select('sequence', 'size');
+    let start = 0;
+    let first: { sequence: number; skip: number } | null = null;
+    for (const r of sizes) {
+      const size = Number(r.size);
+      if (!first && start + size > from) first = { sequence: Number(r.sequence), skip: from - start };
+      start += size;
+    }
+    const db = this.db;
+    async function* pages(): AsyncGenerator<string[]> {
+      if (!first) return;
+      let skip = first.skip;
+      for (let after = first.sequence - 1; ;) {
+        const rows = await db('job_log_chunks')
+          .where({ job_id: jobId })
+          .where('sequence', '>', after)
+          .orderBy('sequence')
+          .limit(LOG_PAGE_CHUNKS)
+          .select('sequence', 'content');
+        if (!rows.length) return;
+        yield rows.map((r, i) => (i === 0 && skip > 0 ? Buffer.from(r.content, 'utf8').subarray(skip).toString('utf8') : r.content));
+        skip = 0;
+        if (rows.length < LOG_PAGE_CHUNKS) return;
+        after = Number(rows[rows.length - 1]!.sequence);
+      }
+    }
+    return { size: start, pages: pages() };
+  }
+
   /** A job's whole log as one chunk, as is (the fixture loader's history: a job that ran before the file's "now"). */
   async writeWhole(jobId: string, content: string, at: Date): Promise<void> {
     await this.db('job_log_chunks').insert({ job_id: jobId, sequence: 1, offset: 0, size: Buffer.byteLength(content), content, created_at: at });

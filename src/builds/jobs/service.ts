@@ -126,6 +126,12 @@ export class JobService {
     return { item, job, pages: this.logs.logPages(job.id) };
   }
 
+  /** The job and its log from byte `from` on (the web log viewer's tail), with the log's whole size. */
+  async logFrom(actor: Actor, target: JobTarget, from: number): Promise<{ job: Job; size: number; pages: AsyncIterable<string[]> }> {
+    const { job } = await this.locate(actor, target);
+    return { job, ...(await this.logs.logFrom(job.id, from)) };
+  }
+
   /** The size of the job's log in stored bytes (what HEAD answers as Content-Length). */
   async logSize(actor: Actor, target: JobTarget): Promise<number> {
     const { job } = await this.locate(actor, target);

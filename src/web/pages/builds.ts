@@ -7,7 +7,18 @@
 import type { Job } from '../../builds/jobs/model';
 import type { BuildWithJobs } from '../../builds/service';
 import type { ManualField } from '../../pipelines/configuration/step-types';
-import { CANCELABLE_BUILD_STATES, LIVE_JOB_STATES, RETRYABLE_JOB_STATES, retryFrom } from '../../builds/states';
+import {
+  CANCELABLE_BUILD_STATES,
+  FAILING_JOB_STATES,
+  JOB_STATE_PHASES,
+  LIVE_JOB_STATES,
+  RETRYABLE_JOB_STATES,
+  RUNNING_ON_AGENT_JOB_STATES,
+  retryFrom,
+} from '../../builds/states';
+import { matchesQueryRules } from '../../agents/query-rules';
+import { isLive } from '../../agents/service';
+import { customEmojis, emojiOrigins, emojify, type CustomEmojis } from '../emoji';
 import { sendLogText } from '../../builds/jobs/log-output';
 import { NotFoundError, ValidationError } from '../../core/errors';
 import type { Agent } from '../../agents/repository';
@@ -16,13 +27,20 @@ import { rewriteArtifactLinks } from '../../annotations/render';
 import type { Artifact } from '../../artifacts/repository';
 import { DOWNLOAD_URL_SECONDS } from '../../artifacts/service';
 import { actorFor, idParam, mayCall } from '../context';
-import { html, trustedHtml, type Html } from '../html';
-import { renderLog } from '../log';
+import { html, trustedHtml, type Html, type Part } from '../html';
+import { decodeLogState, encodeLogState, PLAIN_STYLE, renderLogLine, renderLogLines } from '../log';
 import type { WebRouter } from '../routes';
-import { csrfField, duration, layout, postButton, stateBadge, table, time, type PageContext } from '../ui';
+import { buildBadge, csrfField, duration, layout, postButton, stateBadge, stateLook, table, time, type PageContext } from '../ui';
 
-/** Largest tail of a log the page renders; the whole log is one click away (log.txt). */
-export const LOG_RENDER_LIMIT = 1024 * 1024;
+/** Most bytes of a log one read of the log viewer renders (it reads on for the rest). */
+export const LOG_READ_LIMIT = 2 * 1024 * 1024;
+
+/** A byte count from the query: a non-negative integer, `fallback` when absent. */
+function byteCount(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  if (!/^\d{1,15}$/.test(value)) throw ValidationError.field(name, 'must be a whole number of bytes');
+  return Number(value);
+}
 
 function buildNumber(s: string | undefined): number {
   const n = Number(s);
@@ -31,10 +49,14 @@ function buildNumber(s: string | undefined): number {
 }
 
 function jobName(j: Job): string {
+  if (j.type === 'manual' && j.step.type === 'manual') return j.step.label || 'Block';
   if (j.name) return j.name;
   if (j.type === 'script') return j.command ?? 'Command';
   return j.type === 'trigger' ? 'Trigger' : j.type === 'manual' ? 'Block' : 'Wait';
 }
+
+/** How many logs the page opens (and so tails) by itself: failed ones first, then running ones. */
+export const LOG_OPEN_CAP = 5;
 
 interface BuildPageView {
   ctx: PageContext;
@@ -44,6 +66,63 @@ interface BuildPageView {
   artifacts: Artifact[];
   canWrite: boolean;
   canReadLogs: boolean;
+  emojis: CustomEmojis;
+  /** The organization's connected agents, when the token may list them (why a job waits). */
+  connected: Agent[] | null;
+}
+
+/** Each job's earlier attempts (oldest first), by the id of its latest attempt; and the ids of the attempts shown only under it. */
+export function attemptsOf(jobs: readonly Job[]): { earlier: Map<string, Job[]>; hidden: Set<string> } {
+  const byId = new Map(jobs.map((j) => [j.id, j]));
+  const earlier = new Map<string, Job[]>();
+  const hidden = new Set<string>();
+  for (const j of jobs) {
+    if (j.retried && j.retriedInJobId && byId.has(j.retriedInJobId)) continue;
+    const chain: Job[] = [];
+    const seen = new Set([j.id]);
+    for (
+      let at = j.retrySource ? byId.get(j.retrySource.job_id) : undefined;
+      at && !seen.has(at.id);
+      at = at.retrySource ? byId.get(at.retrySource.job_id) : undefined
+    ) {
+      seen.add(at.id);
+      chain.unshift(at);
+      hidden.add(at.id);
+    }
+    if (chain.length) earlier.set(j.id, chain);
+  }
+  return { earlier, hidden };
+}
+
+/** The jobs whose logs open by themselves: failed ones first, then running ones, at most LOG_OPEN_CAP. */
+export function logsOpenedByDefault(jobs: readonly Job[], hidden: ReadonlySet<string>): Set<string> {
+  const shown = jobs.filter((j) => j.type === 'script' && !hidden.has(j.id));
+  const failed = shown.filter((j) => FAILING_JOB_STATES.includes(j.state));
+  const running = shown.filter((j) => RUNNING_ON_AGENT_JOB_STATES.includes(j.state));
+  return new Set([...failed, ...running].slice(0, LOG_OPEN_CAP).map((j) => j.id));
+}
+
+/** Why a job no agent has taken waits: `waiting for an agent matching queue=deploy: 0 connected`. */
+export function stuckReason(j: Job, connected: readonly Agent[] | null): string | null {
+  if (j.type !== 'script' || j.agentId || JOB_STATE_PHASES[j.state] !== 'queued' || !connected) return null;
+  const rules = j.agentQueryRules.length ? j.agentQueryRules : ['queue=default'];
+  // A cluster's job runs on its cluster's agents of the queue it targets (the planner resolved it),
+  // with the other rules as tags; a job in no cluster on the organization's agents, by its rules.
+  const cluster = j.clusterId ?? null;
+  const otherRules = [...j.agentQueryRules.filter((r) => !r.startsWith('queue=')), '*'];
+  const matching = connected.filter((a) =>
+    cluster === null
+      ? a.clusterId === null && matchesQueryRules(j.agentQueryRules, a.metaData)
+      : a.clusterId === cluster && (!j.clusterQueueId || a.clusterQueueId === j.clusterQueueId) && matchesQueryRules(otherRules, a.metaData),
+  );
+  const idle = matching.filter((a) => !a.jobId);
+  return `Waiting for an agent matching ${rules.join(' ')}: ${matching.length} connected${matching.length ? `, ${idle.length} idle` : ''}`;
+}
+
+function parallelLabel(j: Job): Html | '' {
+  if (j.parallelGroupIndex === null || !j.parallelGroupTotal) return '';
+  const n = j.parallelGroupIndex + 1;
+  return html`<span class="job-parallel" title="Parallel job ${n} of ${j.parallelGroupTotal}">${n}/${j.parallelGroupTotal}</span>`;
 }
 
 function unblockForm(v: BuildPageView, base: string, j: Job): Html {
@@ -75,90 +154,253 @@ function unblockForm(v: BuildPageView, base: string, j: Job): Html {
       />`;
   };
   return html`<form method="post" action="${base}/jobs/${j.id}/unblock" class="unblock">
-    ${csrfField(v.ctx)} ${step?.prompt ? html`<p>${step.prompt}</p>` : ''}${fields.map(field)}
+    ${csrfField(v.ctx)}${fields.map(field)}
     <p><button type="submit">Unblock</button></p>
   </form>`;
 }
 
-function jobItem(v: BuildPageView, base: string, j: Job): Html {
-  if (j.type === 'waiter') return html`<li class="waiter" id="${j.id}" aria-label="Wait step">${stateBadge(j.state)} wait</li>`;
+/**
+ * A log's panel: assets/log.js makes its toolbar (search, times, follow, top, end) and its lines
+ * when it is first opened, so a page of 200 jobs carries none of them; the download works without it.
+ */
+function logViewer(jobPath: string, j: Job, open: boolean): Html {
+  const finished = !LIVE_JOB_STATES.includes(j.state);
+  return html`<details class="job-log" ${open ? html` open` : ''}>
+    <summary>Log</summary>
+    <div class="log-viewer" data-log-url="${jobPath}/log" data-job-id="${j.id}" data-name="${jobName(j)}" data-finished="${finished ? '1' : '0'}">
+      <a href="${jobPath}/log.txt" download="${`job-${j.id}.log`}">Download log</a>
+    </div>
+  </details>`;
+}
+
+/** One job's row: state, name (emoji), n/N, agent, duration; then why it waits, its earlier attempts, its log. */
+function jobRow(v: BuildPageView, base: string, j: Job, open: boolean, earlier: readonly Job[]): Html {
+  const name = emojify(jobName(j), v.emojis);
   const agent = j.agentId ? v.agents.get(j.agentId) : undefined;
-  const head = html`<div class="job-head">
-    <span class="job-name">${jobName(j)}</span>${stateBadge(j.state)}${
-      j.type === 'script'
-        ? html`<span class="muted">${duration(j.startedAt, j.finishedAt)}</span>${
-              agent ? html`<span class="muted">on <a href="/organizations/${v.ctx.orgSlug ?? ''}/agents/${agent.id}">${agent.name}</a></span>` : ''
-            }${j.exitStatus !== null ? html`<span class="muted">exit ${j.exitStatus}</span>` : ''}${j.retried ? html`<span class="muted">retried</span>` : ''}`
-        : ''
-    }
-  </div>`;
-  if (j.type === 'manual') {
-    const by = j.unblockedBy ? html`<p class="muted">Unblocked by ${j.unblockedBy.name} at ${time(j.unblockedAt)}</p>` : '';
-    return html`<li id="${j.id}">${head}${by}${j.state === 'blocked' && v.canWrite ? unblockForm(v, base, j) : ''}</li>`;
-  }
-  if (j.type === 'trigger') {
-    const t = j.triggeredBuild;
-    return html`<li id="${j.id}">
-      ${head}${t ? html`<p>Triggered <a href="/${v.ctx.orgSlug ?? ''}/${t.pipeline_slug}/builds/${t.number}">${t.pipeline_slug} #${t.number}</a></p>` : ''}
+  const iso = (d: Date | null) => (d ? d.toISOString() : '');
+  if (j.type === 'waiter') {
+    return html`<li class="job job-waiter" id="${j.id}" data-job-id="${j.id}" aria-label="Wait step">
+      <span class="job-state" data-job-badge>${stateBadge(j.state)}</span>
+      <span class="muted">wait${j.step.type === 'waiter' && j.step.continue_on_failure ? ' (continues on failure)' : ''}</span>
     </li>`;
   }
   const jobPath = `${base}/jobs/${j.id}`;
   const retry =
+    j.type === 'script' &&
     v.canWrite &&
     !j.retried &&
     (RETRYABLE_JOB_STATES.includes(j.state) ||
       (retryFrom('retry_passed').includes(j.state) && j.step.type === 'script' && j.step.retry?.manual?.permit_on_passed))
       ? postButton(v.ctx, `${jobPath}/retry`, 'Retry', { secondary: true, name: `Retry ${jobName(j)}` })
       : '';
-  const running = LIVE_JOB_STATES.includes(j.state);
-  return html`<li id="${j.id}">
-    ${head}
-    <div class="actions">${retry}${v.canReadLogs ? html`<a href="${jobPath}/log.txt" download="${`job-${j.id}.log`}">Download log</a>` : ''}</div>
-    ${
-      v.canReadLogs
-        ? html`<details class="job-log" ${running ? html` open` : ''}>
-            <summary>Log</summary>
-            <div class="log" role="log" aria-label="Log of ${jobName(j)}" data-log-url="${jobPath}/log" ${running ? html` data-running="1"` : ''}>
-              <p class="muted">Loading…</p>
-            </div>
-          </details>`
-        : ''
-    }
+  const row = html`<div class="job-row">
+    <span class="job-state" data-job-badge>${stateBadge(j.state)}</span>
+    <span class="job-name">${name}</span>${parallelLabel(j)}
+    <span class="job-agent muted" data-job-agent
+      >${agent ? html`<a href="/organizations/${v.ctx.orgSlug ?? ''}/agents/${agent.id}">${agent.name}</a>` : ''}</span
+    >
+    <span class="job-duration muted" data-job-duration data-started="${iso(j.startedAt)}" data-finished="${iso(j.finishedAt)}"
+      >${j.type === 'script' ? duration(j.startedAt, j.finishedAt) : ''}</span
+    >
+    <span class="job-exit muted" data-job-exit>${j.exitStatus !== null ? `exit ${j.exitStatus}` : ''}</span>
+    <span class="job-actions">${retry}</span>
+  </div>`;
+  const attrs = html`class="job job-${j.type}" id="${j.id}" data-job-id="${j.id}" data-state="${j.state}"`;
+  if (j.type === 'manual') {
+    const step = j.step.type === 'manual' ? j.step : null;
+    const by = j.unblockedBy ? html`<p class="muted">Unblocked by ${j.unblockedBy.name} at ${time(j.unblockedAt)}</p>` : '';
+    return html`<li ${attrs}>
+      ${row}${step?.prompt && j.state === 'blocked' ? html`<p class="prompt">${emojify(step.prompt, v.emojis)}</p>` : ''}${by}${
+        j.state === 'blocked' && v.canWrite ? unblockForm(v, base, j) : ''
+      }
+    </li>`;
+  }
+  if (j.type === 'trigger') {
+    const t = j.triggeredBuild;
+    return html`<li ${attrs}>
+      ${row}${t ? html`<p>Triggered <a href="/${v.ctx.orgSlug ?? ''}/${t.pipeline_slug}/builds/${t.number}">${t.pipeline_slug} #${t.number}</a></p>` : ''}
+    </li>`;
+  }
+  const stuck = stuckReason(j, v.connected);
+  const attempts = earlier.length
+    ? html`<details class="attempts">
+        <summary>${earlier.length === 1 ? '1 earlier attempt' : `${earlier.length} earlier attempts`}</summary>
+        <ol>
+          ${earlier.map((e, i) => {
+            const by = e.agentId ? v.agents.get(e.agentId) : undefined;
+            return html`<li class="attempt" id="${e.id}">
+              <span class="muted">Attempt ${i + 1}</span> ${stateBadge(e.state)}
+              <span class="muted"
+                >${duration(e.startedAt, e.finishedAt)}${by ? ` on ${by.name}` : ''}${e.exitStatus !== null ? `, exit ${e.exitStatus}` : ''}${
+                  e.retriedBy ? `, retried by ${e.retriedBy.name}` : e.retryType === 'automatic' ? ', retried automatically' : ''
+                }</span
+              >
+              ${v.canReadLogs ? logViewer(`${base}/jobs/${e.id}`, e, false) : ''}
+            </li>`;
+          })}
+        </ol>
+      </details>`
+    : '';
+  return html`<li ${attrs}>
+    ${row}${stuck ? html`<p class="stuck" role="note">${stuck}</p>` : ''}${attempts}${v.canReadLogs ? logViewer(jobPath, j, open) : ''}
   </li>`;
 }
 
-export function buildPage(v: BuildPageView): string {
-  const { build, pipeline, jobs } = v.item;
-  const org = v.ctx.orgSlug!;
-  const base = `/${org}/${pipeline.slug}/builds/${build.number}`;
-  const actions = v.canWrite
-    ? html`<div class="actions">
-        ${CANCELABLE_BUILD_STATES.includes(build.state) ? postButton(v.ctx, `${base}/cancel`, 'Cancel build', { secondary: true }) : ''}${
-          pipeline.allowRebuilds ? postButton(v.ctx, `${base}/rebuild`, 'Rebuild') : ''
-        }
+/** The steps as stages between waits, block steps as gates, groups boxed: each node links to its job. */
+function stepGraph(v: BuildPageView, shown: readonly Job[]): Html {
+  type Node = { group: string | null; jobs: Job[] };
+  const stages: { kind: 'stage' | 'wait' | 'block'; nodes: Node[]; job?: Job }[] = [];
+  let current: Node[] = [];
+  const flush = () => {
+    if (current.length) stages.push({ kind: 'stage', nodes: current });
+    current = [];
+  };
+  for (const j of shown) {
+    if (j.type === 'waiter') {
+      flush();
+      stages.push({ kind: 'wait', nodes: [], job: j });
+    } else if (j.type === 'manual') {
+      flush();
+      stages.push({ kind: 'block', nodes: [], job: j });
+    } else {
+      const group = j.step.type === 'script' ? (j.step.group_key ?? null) : null;
+      const last = current[current.length - 1];
+      if (last && group !== null && last.group === group) last.jobs.push(j);
+      else current.push({ group, jobs: [j] });
+    }
+  }
+  flush();
+  const node = (j: Job) =>
+    html`<li class="node tone-${stateLook(j.state).tone}" data-node="${j.id}">
+      <a href="#${j.id}">${stateBadge(j.state)} ${emojify(jobName(j), v.emojis)}${parallelLabel(j)}</a>
+    </li>`;
+  return html`<ol class="graph" aria-label="Steps">
+    ${stages.map((st) =>
+      st.kind === 'wait'
+        ? html`<li class="graph-wait" aria-label="Wait"><span aria-hidden="true">&#8594;</span> wait</li>`
+        : st.kind === 'block'
+          ? html`<li class="graph-stage">
+              <ul>
+                ${node(st.job!)}
+              </ul>
+            </li>`
+          : html`<li class="graph-stage">
+              <ul>
+                ${st.nodes.map((n) =>
+                  n.group === null
+                    ? n.jobs.map(node)
+                    : html`<li class="graph-group">
+                        <span class="muted">${n.group}</span>
+                        <ul>
+                          ${n.jobs.map(node)}
+                        </ul>
+                      </li>`,
+                )}
+              </ul>
+            </li>`,
+    )}
+  </ol>`;
+}
+
+/** The command jobs on one time axis from the build's start (bars drawn by assets/build.js from the data attributes). */
+function timeline(v: BuildPageView, shown: readonly Job[]): Part {
+  const start = v.item.build.startedAt;
+  const ran = shown.filter((j) => j.type === 'script' && j.startedAt);
+  if (!start || !ran.length) return html`<p class="muted">No job has started yet.</p>`;
+  const secs = (d: Date | null) => (d ? String(Math.max(0, Math.round((d.getTime() - start.getTime()) / 1000))) : '');
+  return html`<ol class="timeline" data-build-started="${start.toISOString()}">
+    ${ran.map(
+      (j) =>
+        html`<li>
+          <a href="#${j.id}" class="timeline-name">${emojify(jobName(j), v.emojis)}${parallelLabel(j)}</a>
+          <span class="timeline-track"
+            ><span class="timeline-bar tone-${stateLook(j.state).tone}" data-from="${secs(j.startedAt)}" data-to="${secs(j.finishedAt)}"></span
+          ></span>
+          <span class="muted">${duration(j.startedAt, j.finishedAt)}</span>
+        </li>`,
+    )}
+  </ol>`;
+}
+
+function keyValues(values: Record<string, string>, empty: string): Part {
+  const keys = Object.keys(values).sort();
+  if (!keys.length) return html`<p class="muted">${empty}</p>`;
+  return table(
+    ['Key', 'Value'],
+    keys.map(
+      (k) =>
+        html`<tr>
+          <td><code>${k}</code></td>
+          <td><code>${values[k]}</code></td>
+        </tr>`,
+    ),
+  );
+}
+
+/** The parts of the page that change as the build runs: assets/build.js swaps them in place from a fresh copy of the page. */
+function liveRegions(v: BuildPageView, base: string) {
+  const { build, jobs } = v.item;
+  const { earlier, hidden } = attemptsOf(jobs);
+  const shown = jobs.filter((j) => !hidden.has(j.id));
+  const open = logsOpenedByDefault(jobs, hidden);
+  const blockedOn = build.blocked ? shown.find((j) => j.type === 'manual' && j.state === 'blocked') : undefined;
+  const blockStep = blockedOn?.step.type === 'manual' ? blockedOn.step : null;
+  const banner = blockedOn
+    ? html`<div class="blocked-banner" role="status">
+        <p>
+          <strong>Blocked</strong> on <a href="#${blockedOn.id}">${emojify(jobName(blockedOn), v.emojis)}</a>${
+            blockStep?.prompt ? html`: ${emojify(blockStep.prompt, v.emojis)}` : ''
+          }
+        </p>
+        ${v.canWrite ? html`<p><a class="button" href="#${blockedOn.id}">Unblock</a></p>` : ''}
       </div>`
     : '';
+  const pipeline = v.item.pipeline;
+  const actions = v.canWrite
+    ? html`${CANCELABLE_BUILD_STATES.includes(build.state) ? postButton(v.ctx, `${base}/cancel`, 'Cancel build', { secondary: true }) : ''}${
+        pipeline.allowRebuilds ? postButton(v.ctx, `${base}/rebuild`, 'Rebuild') : ''
+      }`
+    : '';
+  return {
+    status: html`${buildBadge(build)}`,
+    banner,
+    actions,
+    graph: stepGraph(v, shown),
+    jobs: shown.map((j) => jobRow(v, base, j, open.has(j.id), earlier.get(j.id) ?? [])),
+    timeline: timeline(v, shown),
+    count: jobs.length,
+  };
+}
+
+export function buildPage(v: BuildPageView): string {
+  const { build, pipeline } = v.item;
+  const org = v.ctx.orgSlug!;
+  const base = `/${org}/${pipeline.slug}/builds/${build.number}`;
+  const r = liveRegions(v, base);
   return layout(
     v.ctx,
     `${pipeline.name} #${build.number}`,
-    html`<p class="muted"><a href="/${org}">${v.item.actor.organization.name}</a> / <a href="/${org}/${pipeline.slug}">${pipeline.name}</a></p>
-      <h1>${build.message ?? `Build #${build.number}`} <span class="muted">#${build.number}</span></h1>
-      <p>${stateBadge(build.state)} <span data-live-status role="status"></span></p>
+    html`<div class="build-page" data-build-id="${build.id}" data-state-url="${base}/state" data-events-url="${base}/events" data-job-count="${r.count}">
+      <p class="muted"><a href="/${org}">${v.item.actor.organization.name}</a> / <a href="/${org}/${pipeline.slug}">${pipeline.name}</a></p>
+      <h1>${build.message ? emojify(build.message, v.emojis) : `Build #${build.number}`} <span class="muted">#${build.number}</span></h1>
+      <p>
+        <span data-region="status" data-build-badge data-state="${build.state}/${String(build.blocked)}">${r.status}</span>
+        <span data-live-status role="status"></span>
+      </p>
+      <div data-region="banner">${r.banner}</div>
       <dl class="facts">
         <dt>Branch</dt>
         <dd>${build.branch}</dd>
         <dt>Commit</dt>
-        <dd><code>${build.commit}</code></dd>
+        <dd><code title="${build.commit}">${build.commit.slice(0, 12)}</code></dd>
         <dt>Created by</dt>
         <dd>${build.creator?.name ?? build.author?.name ?? '–'}</dd>
         <dt>Created</dt>
         <dd>${time(build.createdAt)}</dd>
-        <dt>Started</dt>
-        <dd>${time(build.startedAt)}</dd>
-        <dt>Finished</dt>
-        <dd>${time(build.finishedAt)}</dd>
         <dt>Duration</dt>
-        <dd>${duration(build.startedAt, build.finishedAt)}</dd>
+        <dd data-build-duration data-started="${build.startedAt?.toISOString() ?? ''}" data-finished="${build.finishedAt?.toISOString() ?? ''}">
+          ${duration(build.startedAt, build.finishedAt)}
+        </dd>
         ${
           build.rebuiltFrom
             ? html`<dt>Rebuilt from</dt>
@@ -166,7 +408,7 @@ export function buildPage(v: BuildPageView): string {
             : ''
         }
       </dl>
-      ${actions}
+      <div class="actions" data-region="actions">${r.actions}</div>
       ${
         v.annotations.length
           ? html`<h2>Annotations</h2>
@@ -178,28 +420,63 @@ export function buildPage(v: BuildPageView): string {
               )}`
           : ''
       }
+      <h2>Steps</h2>
+      <div data-region="graph">${r.graph}</div>
       <h2>Jobs</h2>
-      <ol class="jobs">
-        ${jobs.map((j) => jobItem(v, base, j))}
+      <ol class="jobs" data-region="jobs">
+        ${r.jobs}
       </ol>
-      ${
-        v.artifacts.length
-          ? html`<h2>Artifacts</h2>
-              ${table(
-                ['Path', 'Size', 'State'],
-                v.artifacts.map(
-                  (a) =>
-                    html`<tr>
-                      <td>${a.state === 'finished' ? html`<a href="${base}/jobs/${a.jobId}/artifacts/${a.id}">${a.path}</a>` : a.path}</td>
-                      <td>${a.fileSize} bytes</td>
-                      <td>${a.state}</td>
-                    </tr>`,
-                ),
-              )}`
-          : ''
-      }`,
-    { scripts: ['log.js'] },
+      <div class="tabs" data-tabs>
+        <section class="tab-panel" id="tab-timeline" aria-labelledby="tab-timeline-h">
+          <h2 id="tab-timeline-h">Timeline</h2>
+          <div data-region="timeline">${r.timeline}</div>
+        </section>
+        <section class="tab-panel" id="tab-meta-data" aria-labelledby="tab-meta-data-h">
+          <h2 id="tab-meta-data-h">Meta-data</h2>
+          ${keyValues(build.metaData, 'No meta-data.')}
+        </section>
+        <section class="tab-panel" id="tab-environment" aria-labelledby="tab-environment-h">
+          <h2 id="tab-environment-h">Environment</h2>
+          ${keyValues(build.env, 'No environment variables set on the build.')}
+        </section>
+        <section class="tab-panel" id="tab-artifacts" aria-labelledby="tab-artifacts-h">
+          <h2 id="tab-artifacts-h">Artifacts</h2>
+          ${table(
+            ['Path', 'Size', 'State'],
+            v.artifacts.map(
+              (a) =>
+                html`<tr>
+                  <td>${a.state === 'finished' ? html`<a href="${base}/jobs/${a.jobId}/artifacts/${a.id}">${a.path}</a>` : a.path}</td>
+                  <td>${a.fileSize} bytes</td>
+                  <td>${a.state}</td>
+                </tr>`,
+            ),
+            html`<p class="muted">No artifacts.</p>`,
+          )}
+        </section>
+      </div>
+    </div>`,
+    { scripts: ['log.js', 'build.js'] },
   );
+}
+
+/** A build's and its jobs' state as the live stream's events carry them (`build`, `job`), for the page's fallback poll. */
+export function buildStateJson(item: BuildWithJobs, agents: Map<string, Agent>) {
+  const iso = (d: Date | null) => (d ? d.toISOString() : null);
+  const b = item.build;
+  return {
+    build: { id: b.id, state: b.state, blocked: b.blocked, started_at: iso(b.startedAt), finished_at: iso(b.finishedAt), badge: buildBadge(b).value },
+    jobs: item.jobs.map((j) => ({
+      id: j.id,
+      state: j.state,
+      started_at: iso(j.startedAt),
+      finished_at: iso(j.finishedAt),
+      exit_status: j.exitStatus,
+      agent_name: j.agentId ? (agents.get(j.agentId)?.name ?? null) : null,
+      badge: stateBadge(j.state).value,
+    })),
+    count: item.jobs.length,
+  };
 }
 
 /** `field:<key>` inputs of an unblock form -> the step's `fields` (a multiple select gives several values). */
@@ -215,19 +492,24 @@ function unblockFields(body: Record<string, unknown>): Record<string, string> {
 }
 
 export function registerBuildPages(web: WebRouter): void {
-  const { builds, jobs, agents, annotations, artifacts, publicUrl } = web.deps;
+  const { builds, jobs, agents, annotations, artifacts, emojis, publicUrl } = web.deps;
 
-  web.page('/:org/:pipeline/builds/:number', 'getBuild', async ({ principal, params, ctx }) => {
+  web.page('/:org/:pipeline/builds/:number', 'getBuild', async ({ principal, params, ctx, res }) => {
     const actor = actorFor(principal, params.org!);
     const item = await builds.get(actor, params.pipeline!, buildNumber(params.number), true, { pipeline: true });
     const agentIds = [...new Set(item.jobs.flatMap((j) => (j.agentId ? [j.agentId] : [])))];
-    const [found, notes, files] = await Promise.all([
+    const waiting = item.jobs.some((j) => j.type === 'script' && !j.agentId && JOB_STATE_PHASES[j.state] === 'queued');
+    const [found, notes, files, emojiList, orgAgents] = await Promise.all([
       agentIds.length ? agents.byIds(agentIds) : Promise.resolve([]),
       annotations.list({ item, job: null }, 0, 100),
       mayCall(principal, 'listBuildArtifacts')
         ? artifacts.listByBuild(actor, item.pipeline.slug, item.build.number, 0, 100).then((r) => r.items)
         : Promise.resolve([]),
+      emojis.list(actor.organization.id),
+      waiting && mayCall(principal, 'listAgents') ? agents.list(actor, {}, 0, 1000) : Promise.resolve(null),
     ]);
+    const custom = customEmojis(emojiList);
+    res.locals.imageOrigins = emojiOrigins(custom);
     return buildPage({
       ctx,
       item,
@@ -236,7 +518,18 @@ export function registerBuildPages(web: WebRouter): void {
       artifacts: files,
       canWrite: mayCall(principal, 'cancelBuild') && item.perms.build,
       canReadLogs: mayCall(principal, 'getJobLog'),
+      emojis: custom,
+      connected: orgAgents ? orgAgents.filter(isLive) : null,
     });
+  });
+
+  // The page's fallback when the live stream is not there: the build's and its jobs' states, one request for the whole page.
+  web.data('/:org/:pipeline/builds/:number/state', 'getBuild', async ({ principal, params, res }) => {
+    const actor = actorFor(principal, params.org!);
+    const item = await builds.get(actor, params.pipeline!, buildNumber(params.number), true, { pipeline: true });
+    const agentIds = [...new Set(item.jobs.flatMap((j) => (j.agentId ? [j.agentId] : [])))];
+    const found = agentIds.length ? await agents.byIds(agentIds) : [];
+    res.json(buildStateJson(item, new Map(found.map((a) => [a.id, a]))));
   });
 
   const target = (params: Record<string, string>) => [params.pipeline!, buildNumber(params.number)] as const;
@@ -264,31 +557,46 @@ export function registerBuildPages(web: WebRouter): void {
     return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}#${jobId}`;
   });
 
-  // The log script's view of a log: rendered HTML of its tail, its size, whether the job is done.
+  // The log viewer's view of a log (assets/log.js): its lines from byte `offset` on (0: the
+  // start), rendered from the style `state` (the token the read before ended with), at most about
+  // `limit` bytes of whole lines at a time (`more`: read on from `offset`). While the job runs, a
+  // last line without its newline comes as `tail`, rendered again by the next read.
   web.data('/:org/:pipeline/builds/:number/jobs/:job/log', 'getJobLog', async ({ principal, params, query, res }) => {
     const actor = actorFor(principal, params.org!);
-    const { job } = await jobs.find(actor, ...target(params), idParam(params.job, 'job'));
+    const from = byteCount(query.offset, 'offset', 0);
+    const limit = Math.min(LOG_READ_LIMIT, Math.max(4096, byteCount(query.limit, 'limit', LOG_READ_LIMIT)));
+    const style = query.state === undefined || query.state === '' ? PLAIN_STYLE : decodeLogState(query.state);
+    if (!style) throw ValidationError.field('state', 'is not a state this endpoint gave');
+    const { job, size, pages } = await jobs.logFrom(actor, jobAt(params), from);
+    if (from > size) throw ValidationError.field('offset', `is past the end of the log (${size} bytes)`);
     const finished = !LIVE_JOB_STATES.includes(job.state);
-    let size = 0;
-    const parts: string[] = [];
-    let kept = 0;
-    for await (const page of await jobs.logPages(actor, jobAt(params))) {
-      for (const c of page) {
-        size += c.size;
-        parts.push(c.content);
-        kept += c.content.length;
-        while (kept - parts[0]!.length > LOG_RENDER_LIMIT) kept -= parts.shift()!.length;
+    let text = '';
+    let bytes = 0;
+    let more = false;
+    read: for await (const page of pages) {
+      for (const content of page) {
+        if (bytes >= limit && text.includes('\n')) {
+          more = true;
+          break read;
+        }
+        text += content;
+        bytes += Buffer.byteLength(content);
       }
     }
-    if (query.size === String(size)) {
-      res.json({ unchanged: true, size, finished });
-      return;
-    }
-    let text = parts.join('');
-    const truncated = text.length > LOG_RENDER_LIMIT;
-    if (truncated) text = text.slice(text.indexOf('\n', text.length - LOG_RENDER_LIMIT) + 1);
-    const note = truncated ? html`<p class="muted">Showing the end of the log: download it for the whole.</p>`.value : '';
-    res.json({ html: note + renderLog(text), size, finished });
+    const cut = text.lastIndexOf('\n') + 1;
+    const whole = more || !finished ? text.slice(0, cut) : text;
+    const rendered = renderLogLines(whole, style);
+    const rest = more || finished ? '' : text.slice(cut);
+    const tail = rest ? renderLogLine(rest, { style: rendered.style }) : null;
+    res.json({
+      lines: rendered.lines,
+      tail,
+      offset: from + Buffer.byteLength(whole),
+      size,
+      state: encodeLogState(rendered.style),
+      finished,
+      more,
+    });
   });
   web.data('/:org/:pipeline/builds/:number/jobs/:job/log.txt', 'getJobLogText', async ({ principal, params, res }) => {
     const actor = actorFor(principal, params.org!);

@@ -6,7 +6,8 @@ import { actorFor, mayCall } from '../context';
 import { isUuid } from '../../core/uuid';
 import { html } from '../html';
 import type { WebRouter } from '../routes';
-import { csrfField, layout, pagination, stateBadge, table, time, type PageContext } from '../ui';
+import { buildBadge, csrfField, duration, layout, pagination, table, time, type PageContext } from '../ui';
+import { emojify } from '../emoji';
 import { can } from '../permissions';
 import { ForbiddenError } from '../../core/errors';
 import type { Pipeline } from '../../pipelines/repository';
@@ -22,9 +23,11 @@ function buildRow(org: string, b: BuildWithJobs) {
   const path = `/${org}/${b.pipeline.slug}/builds/${b.build.number}`;
   return html`<tr>
     <td><a href="${path}">#${b.build.number}</a></td>
-    <td>${stateBadge(b.build.state)}</td>
-    <td>${b.build.message ?? html`<span class="muted">(no message)</span>`}</td>
+    <td>${buildBadge(b.build)}</td>
+    <td>${b.build.message ? emojify(b.build.message) : html`<span class="muted">(no message)</span>`}</td>
     <td class="cols-optional">${b.build.branch}</td>
+    <td class="cols-optional"><code title="${b.build.commit}">${b.build.commit.slice(0, 7)}</code></td>
+    <td class="cols-optional">${duration(b.build.startedAt, b.build.finishedAt)}</td>
     <td class="cols-optional">${b.build.creator?.name ?? b.build.author?.name ?? '–'}</td>
     <td class="cols-optional">${time(b.build.createdAt)}</td>
   </tr>`;
@@ -54,7 +57,7 @@ export function registerOrganizationPages(web: WebRouter): void {
           <div class="muted">${pipeline.description ?? ''}</div>
         </td>
         <td>
-          ${b ? html`<a href="/${actor.organization.slug}/${pipeline.slug}/builds/${b.build.number}">${stateBadge(b.build.state)} #${b.build.number}</a>` : html`<span class="muted">No builds</span>`}
+          ${b ? html`<a href="/${actor.organization.slug}/${pipeline.slug}/builds/${b.build.number}">${buildBadge(b.build)} #${b.build.number}</a>` : html`<span class="muted">No builds</span>`}
         </td>
         <td class="cols-optional">${pipeline.defaultBranch ?? '–'}</td>
         <td>${c?.runningBuilds ?? 0} running, ${c?.scheduledBuilds ?? 0} scheduled</td>
@@ -158,7 +161,16 @@ export function registerOrganizationPages(web: WebRouter): void {
           <div><button type="submit" class="secondary">Filter</button></div>
         </form>
         ${table(
-          ['Build', 'State', 'Message', { label: 'Branch', optional: true }, { label: 'Creator', optional: true }, { label: 'Created', optional: true }],
+          [
+            'Build',
+            'State',
+            'Message',
+            { label: 'Branch', optional: true },
+            { label: 'Commit', optional: true },
+            { label: 'Duration', optional: true },
+            { label: 'Creator', optional: true },
+            { label: 'Created', optional: true },
+          ],
           found.slice(0, PER_PAGE).map((b) => buildRow(actor.organization.slug, b)),
           html`<p>No builds match.</p>`,
         )}
