@@ -362,6 +362,7 @@ export function servicesFromConfig(config: Config, logger: Logger): Services {
     tokenCacheMs: config.tokenCacheMs,
     rateLimits: config.rateLimits,
     sweep: config.sweep,
+    scheduler: config.scheduler,
     jobLogLimitBytes: config.jobLogLimitBytes,
     artifacts: config.artifacts,
     outbound: config.outbound,
