@@ -42,6 +42,8 @@ const CHUNKS_PER_JOB = 2;
 const CONCURRENCY = 4;
 /** A silent agent is lost after this (service clock): STEPS minutes reach past it. */
 const AGENT_LOST_AFTER_SECONDS = 300;
+/** How many times a call answered 503 is made again. */
+const BUSY_RETRIES = 5;
 
 const ENV = {
   WINDSOCK_ADMIN_TOKEN: ADMIN_TOKEN,
@@ -111,6 +113,8 @@ interface AgentRecord {
   /** Chunks acknowledged (201) per job. */
   chunks: Map<string, string[]>;
   failovers: number;
+  /** Calls made again after a 503. */
+  busy: number;
 }
 
 /**
@@ -131,22 +135,36 @@ class SimAgent {
     private readonly killed: () => boolean,
   ) {
     this.at = home;
-    this.record = { name, home, offered: new Set(), finished: [], chunks: new Map(), failovers: 0 };
+    this.record = { name, home, offered: new Set(), finished: [], chunks: new Map(), failovers: 0, busy: 0 };
   }
 
-  /** The call through the current instance, moving on after a connection error (up to every instance twice). */
+  /**
+   * The call through the current instance, moving on after a connection error (up to every
+   * instance twice), and made again after a 503 (the database was slow to give a connection on a
+   * loaded machine), as the real agent retries. `retried`: an earlier attempt may have been
+   * applied with its answer lost.
+   */
   private async send(method: string, path: string, body?: unknown, auth = `Token ${this.token}`): Promise<Answer & { instance: number; retried: boolean }> {
     let retried = false;
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0, busy = 0; ; attempt++) {
       const instance = this.at;
+      let answer: Answer;
       try {
-        return { ...(await call(this.instances[instance]!.url, method, path, auth, body)), instance, retried };
+        answer = await call(this.instances[instance]!.url, method, path, auth, body);
       } catch (err) {
         if (attempt >= this.instances.length * 2) throw err;
         this.at = (this.at + 1) % this.instances.length;
         this.record.failovers++;
         retried = true;
+        continue;
       }
+      if (answer.status === 503 && busy++ < BUSY_RETRIES) {
+        this.record.busy++;
+        retried = true;
+        await sleep(200);
+        continue;
+      }
+      return { ...answer, instance, retried };
     }
   }
 
@@ -298,15 +316,28 @@ describe('several instances on one Postgres', () => {
         const refused: string[] = [];
         /** Creates whose connection failed (the instance died): made again through the next instance. */
         let unanswered = 0;
+        /** Creates answered 503 and made again. */
+        let retried503 = 0;
         let created = 0;
         const create = async (i: number) => {
-          for (let instance = i % instances.length, tries = 0; ; instance = (instance + 1) % instances.length, tries++) {
+          let instance = i % instances.length;
+          let failovers = 0;
+          let busy = 0;
+          for (;;) {
             let res: Answer;
             try {
               res = await admin(instances[instance]!, 'POST', builds, { commit: 'HEAD', branch: 'main', message: `build ${i}` });
             } catch (err) {
+              // The instance is gone: through the next one, as a load balancer does.
               unanswered++;
-              if (tries >= instances.length) throw err;
+              if (++failovers > instances.length) throw err;
+              instance = (instance + 1) % instances.length;
+              continue;
+            }
+            if (res.status === 503 && busy++ < BUSY_RETRIES) {
+              // "Retry shortly" (no database connection for it in time on a loaded machine): as a client does.
+              retried503++;
+              await sleep(200);
               continue;
             }
             if (res.status !== 201) return void refused.push(`${instance}: ${res.status} ${JSON.stringify(res.body)}`);
@@ -412,7 +443,7 @@ describe('several instances on one Postgres', () => {
         // Only creates that got no 201 may have made a build nobody heard of.
         const apiBuilds = rows.filter((b) => b.source !== 'schedule');
         expect(apiBuilds.length).toBeGreaterThanOrEqual(acknowledged.length);
-        expect(apiBuilds.length).toBeLessThanOrEqual(acknowledged.length + refused.length + unanswered);
+        expect(apiBuilds.length).toBeLessThanOrEqual(acknowledged.length + refused.length + unanswered + retried503);
         expect(refused).toEqual([]);
         expect(acknowledged).toHaveLength(created);
 
@@ -467,8 +498,8 @@ describe('several instances on one Postgres', () => {
         }
 
         process.stdout.write(
-          `several instances: ${rows.length} builds (${acknowledged.length} acknowledged, ${unanswered} creates made again after a lost connection, ${scheduled.length} scheduled), ` +
-            `${jobs.length} jobs, ${deliveries.length} deliveries (${twice.length} sent twice), failovers ${agents.map((x) => x.record.failovers).join('/')}\n`,
+          `several instances: ${rows.length} builds (${acknowledged.length} acknowledged, ${unanswered} creates made again after a lost connection and ${retried503} after a 503, ${scheduled.length} scheduled), ` +
+            `${jobs.length} jobs, ${deliveries.length} deliveries (${twice.length} sent twice), failovers ${agents.map((x) => x.record.failovers).join('/')}, agent calls made again after a 503: ${agents.reduce((n, x) => n + x.record.busy, 0)}\n`,
         );
       } catch (err) {
         const notable = (o: string) =>
