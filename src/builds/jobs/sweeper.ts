@@ -2,7 +2,9 @@
  * What ends jobs when nobody calls: a periodic sweep in the server process finds agents whose
  * heartbeat stopped (lost: the job they ran fails, the job they had not started is offered
  * again), running jobs past their step's `timeout_in_minutes` (`timing_out`, for the agent to
- * stop) and scheduled jobs no agent took in time (`expired`). Every change is a guarded UPDATE,
+ * stop), scheduled jobs no agent took in time (`expired`), and builds whose state machine did not
+ * run after their last job ended (the process that ended the job died before it could: another
+ * server process, or this one after a restart, moves the build on). Every change is a guarded UPDATE,
  * so two server processes sweeping one database never apply a rule twice, and no lock is held
  * across round trips. Time is the service's clock (core/clock.ts): tests move it instead of waiting. No HTTP, no SQL.
  */
@@ -34,6 +36,8 @@ export interface SweepResult {
   lostAgents: number;
   timingOut: number;
   expired: number;
+  /** Builds whose state machine ran again after a process died before running it. */
+  stalledBuilds: number;
 }
 
 export class Sweeper {
@@ -52,7 +56,12 @@ export class Sweeper {
 
   /** One pass of every rule. */
   async sweep(): Promise<SweepResult> {
-    return { lostAgents: await this.loseSilentAgents(), timingOut: await this.timeOutJobs(), expired: await this.expireJobs() };
+    return {
+      lostAgents: await this.loseSilentAgents(),
+      timingOut: await this.timeOutJobs(),
+      expired: await this.expireJobs(),
+      stalledBuilds: await this.progress.advanceStalled(BATCH),
+    };
   }
 
   /** Sweeps every `intervalMs` until stop(); a failed sweep is logged and the next one runs. */
