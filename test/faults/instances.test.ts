@@ -412,12 +412,21 @@ describe('several instances on one Postgres', () => {
             .count<{ n: string }[]>({ n: '*' })
             .then((rows) => Number(rows[0]!.n));
         await Promise.race([agentFailure, waitFor('every job finished', 90_000, unfinished, (n) => n === 0)]);
+        // And every build: one whose advance died with the killed instance is moved on by a sweeper.
+        const unfinishedBuilds = () => q('builds').whereNotIn('state', ['passed', 'failed']).select('id', 'state');
+        await waitFor(
+          'every build finished',
+          30_000,
+          unfinishedBuilds,
+          (bs) => bs.length === 0,
+          (bs) => JSON.stringify(bs),
+        );
         stopAgents = true;
         await Promise.all(running);
 
         // Two more minutes: the leases the killed instance held on deliveries run out, and another sends them.
         await setClocks(T0 + (STEPS + 2) * 60_000 + 1_000);
-        const open = () =>
+        const undelivered = () =>
           q('notification_deliveries')
             .whereNot({ state: 'delivered' })
             .count<{ n: string }[]>({ n: '*' })
@@ -430,13 +439,17 @@ describe('several instances on one Postgres', () => {
         await waitFor(
           'every delivery made',
           60_000,
-          async () => (await open()) + (await unfanned()),
+          async () => (await undelivered()) + (await unfanned()),
           (n) => n === 0,
         );
 
+        const jobsOf = (job: string) => String(jobRows.find((j) => j.id === job)?.build_id);
+        const jobRows = await q('jobs').select('id', 'build_id');
         // --- Builds: no acknowledged create lost; numbers unique and contiguous, per pipeline and per organization.
         const rows = await q('builds').select('id', 'number', 'org_number', 'source', 'created_at', 'state').orderBy('number');
         const byId = new Map(rows.map((b) => [b.id as string, b]));
+        const ghostBuild = jobsOf(ghostJob!);
+        expect(rows.filter((b) => b.state !== 'passed').map((b) => [b.id, b.state])).toEqual([[ghostBuild, 'failed']]);
         for (const ack of acknowledged) expect(Number(byId.get(ack.id)?.number)).toBe(ack.number);
         expect(rows.map((b) => Number(b.number))).toEqual(rows.map((_, i) => i + 1));
         expect(rows.map((b) => Number(b.org_number)).sort((x, y) => x - y)).toEqual(rows.map((_, i) => i + 1));
@@ -497,8 +510,12 @@ describe('several instances on one Postgres', () => {
           expect(agent.record.finished.filter((f) => f.afterKill && f.instance !== victim).length).toBeGreaterThan(0);
         }
 
+        const stalled = instances
+          .flatMap((x) => x.output().split('\n'))
+          .filter((l) => l.includes('sweep ran the state machine of builds'))
+          .reduce((n, l) => n + Number((JSON.parse(l) as { builds: number }).builds), 0);
         process.stdout.write(
-          `several instances: ${rows.length} builds (${acknowledged.length} acknowledged, ${unanswered} creates made again after a lost connection and ${retried503} after a 503, ${scheduled.length} scheduled), ` +
+          `several instances: ${stalled} builds moved on by a sweeper, ${rows.length} builds (${acknowledged.length} acknowledged, ${unanswered} creates made again after a lost connection and ${retried503} after a 503, ${scheduled.length} scheduled), ` +
             `${jobs.length} jobs, ${deliveries.length} deliveries (${twice.length} sent twice), failovers ${agents.map((x) => x.record.failovers).join('/')}, agent calls made again after a 503: ${agents.reduce((n, x) => n + x.record.busy, 0)}\n`,
         );
       } catch (err) {

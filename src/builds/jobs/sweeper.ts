@@ -51,7 +51,16 @@ export class Sweeper {
     private readonly settings: SweepSettings,
     logger?: Logger,
   ) {
-    this.loop = new BackgroundLoop({ name: 'sweep', intervalMs: settings.intervalMs, logger, pass: () => this.sweep().then(() => undefined) });
+    this.loop = new BackgroundLoop({
+      name: 'sweep',
+      intervalMs: settings.intervalMs,
+      logger,
+      pass: async () => {
+        const { stalledBuilds } = await this.sweep();
+        // Rare (a process died between a job's end and its build's advance, or raced one): worth a line.
+        if (stalledBuilds) logger?.info({ builds: stalledBuilds }, 'sweep ran the state machine of builds it had not run after their last job');
+      },
+    });
   }
 
   /** One pass of every rule. */
