@@ -2,11 +2,13 @@
  * A job's end and its build's state machine are two transactions: a process that dies between
  * them (an instance killed mid-request, issue 31) leaves the build unfinished with nothing left
  * to move it (the jobs after a wait never scheduled, or the build never concluded). The sweep of
- * any process moves such a build on (BuildProgress.advanceStalled), once however many sweep at
- * once; builds whose jobs still move on their own are left alone.
+ * any process moves such a build on (BuildProgress.advanceStalled) once STALLED_AFTER_MS passed
+ * since its last job's end, once however many sweep at once; builds whose jobs still move on
+ * their own are left alone.
  */
 import { clock } from '../../src/core/clock';
 import { finishEvent, jobTransition } from '../../src/builds/states';
+import { STALLED_AFTER_MS } from '../../src/builds/jobs/sweeper';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import { givenAgent, givenRegistrationToken, runNextJob, takeNextJob, type TestAgent } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
@@ -20,6 +22,13 @@ describeEachDatabase('builds whose state machine did not run after their last jo
     ({ org, token } = await ctx().givenAdmin());
     agent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'stalled');
   });
+  afterAll(() => clock.set({ kind: 'real' }));
+
+  /** The build's own machine may still be about to run: the sweep leaves it alone until STALLED_AFTER_MS have passed. */
+  const quietPasses = async () => {
+    expect((await ctx().services.sweeper.sweep()).stalledBuilds).toBe(0);
+    clock.advance(STALLED_AFTER_MS + 1);
+  };
 
   /** The agent's job passes as the agent API would end it, without the build's state machine after it (the process died). */
   const endWithoutAdvance = async (jobId: string) => {
@@ -51,6 +60,7 @@ describeEachDatabase('builds whose state machine did not run after their last jo
     const job = await takeNextJob(ctx(), agent);
     await endWithoutAdvance(job.id);
     expect((await read(p.slug, b.number)).jobs.map((j) => j.state)).toEqual(['passed', 'waiting', 'waiting']);
+    await quietPasses();
 
     const [first, second] = await Promise.all([ctx().services.sweeper.sweep(), ctx().services.sweeper.sweep()]);
     expect(first.stalledBuilds + second.stalledBuilds).toBeGreaterThanOrEqual(1);
@@ -63,6 +73,7 @@ describeEachDatabase('builds whose state machine did not run after their last jo
 
     await runNextJob(ctx(), agent, 0);
     expect((await read(p.slug, b.number)).state).toBe('passed');
+    clock.advance(STALLED_AFTER_MS + 1);
     expect((await ctx().services.sweeper.sweep()).stalledBuilds).toBe(0);
   });
 
@@ -72,6 +83,7 @@ describeEachDatabase('builds whose state machine did not run after their last jo
     const job = await takeNextJob(ctx(), agent);
     await endWithoutAdvance(job.id);
     expect((await read(p.slug, b.number)).state).toBe('running');
+    await quietPasses();
 
     const [first, second] = await Promise.all([ctx().services.sweeper.sweep(), ctx().services.sweeper.sweep()]);
     expect(first.stalledBuilds + second.stalledBuilds).toBeGreaterThanOrEqual(1);

@@ -412,7 +412,10 @@ describe('several instances on one Postgres', () => {
             .count<{ n: string }[]>({ n: '*' })
             .then((rows) => Number(rows[0]!.n));
         await Promise.race([agentFailure, waitFor('every job finished', 90_000, unfinished, (n) => n === 0)]);
-        // And every build: one whose advance died with the killed instance is moved on by a sweeper.
+        // Two more minutes: a build whose advance died with the killed instance counts as stalled
+        // (STALLED_AFTER_MS after its last job) and a sweeper moves it on; the leases the killed
+        // instance held on deliveries run out, and another instance sends them.
+        await setClocks(T0 + (STEPS + 2) * 60_000 + 1_000);
         const unfinishedBuilds = () => q('builds').whereNotIn('state', ['passed', 'failed']).select('id', 'state');
         await waitFor(
           'every build finished',
@@ -424,8 +427,6 @@ describe('several instances on one Postgres', () => {
         stopAgents = true;
         await Promise.all(running);
 
-        // Two more minutes: the leases the killed instance held on deliveries run out, and another sends them.
-        await setClocks(T0 + (STEPS + 2) * 60_000 + 1_000);
         const undelivered = () =>
           q('notification_deliveries')
             .whereNot({ state: 'delivered' })

@@ -29,6 +29,13 @@ export interface SweepSettings {
 
 export const DEFAULT_SWEEP_SETTINGS: SweepSettings = { intervalMs: 5_000, agentLostAfterMs: 180_000, jobExpiryMs: 24 * 3600_000 };
 
+/**
+ * How long after its last job ended an unfinished build with nothing left to move it counts as
+ * stalled: its own state machine runs right after each job's end (milliseconds; seconds on a
+ * loaded machine), and the sweep must not race it for every build.
+ */
+export const STALLED_AFTER_MS = 10_000;
+
 /** How many rows of each kind one sweep handles; the next sweep takes the rest. */
 const BATCH = 500;
 
@@ -57,7 +64,7 @@ export class Sweeper {
       logger,
       pass: async () => {
         const { stalledBuilds } = await this.sweep();
-        // Rare (a process died between a job's end and its build's advance, or raced one): worth a line.
+        // Rare (a process died between a job's end and its build's advance): worth a line.
         if (stalledBuilds) logger?.info({ builds: stalledBuilds }, 'sweep ran the state machine of builds it had not run after their last job');
       },
     });
@@ -69,7 +76,7 @@ export class Sweeper {
       lostAgents: await this.loseSilentAgents(),
       timingOut: await this.timeOutJobs(),
       expired: await this.expireJobs(),
-      stalledBuilds: await this.progress.advanceStalled(BATCH),
+      stalledBuilds: await this.progress.advanceStalled(new Date(clock.nowMs() - STALLED_AFTER_MS), BATCH),
     };
   }
 
