@@ -354,7 +354,6 @@ export const FINISHED_BUILD_STATES: readonly BuildState[] = buildStatesIn('passe
 export const CONCLUDED_BUILD_STATES: readonly BuildState[] = buildStatesIn('passed', 'failed', 'canceled');
 /** Build states after which a synchronous trigger job waiting on the build ends. */
 export const ENDED_BUILD_STATES: readonly BuildState[] = buildStatesIn('passed', 'failed', 'canceled', 'not_run');
-/** Build states of a build that did not succeed. */
 /** Build states the state machine may still move: not finished. */
 export const UNFINISHED_BUILD_STATES: readonly BuildState[] = buildStatesIn('upcoming', 'running', 'stopping');
 /**
@@ -363,4 +362,5 @@ export const UNFINISHED_BUILD_STATES: readonly BuildState[] = buildStatesIn('upc
  * its machine: if it is unfinished, the machine did not run after its last job ended.
  */
 export const SELF_MOVING_JOB_STATES: readonly JobState[] = jobStatesIn('queued', 'assigned', 'on_agent', 'stopping', 'gate');
+/** Build states of a build that did not succeed. */
 export const UNSUCCESSFUL_BUILD_STATES: readonly BuildState[] = buildStatesIn('failed', 'canceled');
