@@ -17,9 +17,10 @@
  *
  * Mid-run, while creates are in flight, one instance is killed with SIGKILL. Then, from the
  * database and the API: no acknowledged write lost (builds, log chunks), build numbers unique and
- * contiguous, every job offered to one agent and finished once, every schedule minute one build,
- * the silent agent's job ended once by one sweeper, every delivery made, and the killed
- * instance's agents carried on through the others.
+ * contiguous, every job offered to one agent and finished once, every build ended (one whose
+ * state machine died with the killed instance is moved on by a sweeper), every schedule minute
+ * one build, the silent agent's job ended once by one sweeper, every delivery made, and the
+ * killed instance's agents carried on through the others.
  *
  * Deterministic in what it does (a fixed count of builds and clock steps, no wall-time phases);
  * waits are bounded polls. Postgres only (SQLite has one writer): skipped with a warning without
