@@ -13,6 +13,7 @@
 import type { Knex } from 'knex';
 import type { Services } from './services';
 import { ConfigError } from './config';
+import { ValidationError } from './core/errors';
 import { isUniqueViolation } from './db/knex';
 import { SCOPES } from './core/identity';
 import { clock } from './core/clock';
@@ -59,22 +60,50 @@ export async function bootstrapIfEmpty(s: Services, options: BootstrapOptions = 
   }
   const input = { userId: user.id, organizationIds: [org.id], scopes: [...SCOPES], description: 'Created on first start', expiresAt: adminExpiry() };
   if (adminToken !== undefined) {
-    await s.tokens.createWithSecret({ ...input, secret: adminToken, installationAdmin: true });
+    // Another process starting at once may have found the organization and adopted the same secret first.
+    if (!(await storedByAnother(s, adminToken, () => s.tokens.createWithSecret({ ...input, secret: adminToken, installationAdmin: true })))) {
+      throw new AdminTokenError('WINDSOCK_ADMIN_TOKEN differs from the admin token another process starting at once gave this database');
+    }
     return { jwt: null, orgSlug: org.slug };
   }
   const { jwt } = await s.tokens.create(input, { installationAdmin: true });
   return { jwt, orgSlug: org.slug };
 }
 
-/** A database with data: the given admin token must be its admin token, or become it when it has none. */
+/**
+ * A database with data: the given admin token must be its admin token, or become it when it has
+ * none. Several processes starting at once (instances behind a load balancer) may all find none:
+ * each tries; one that loses a race (the admin user, a membership or the token written by another
+ * meanwhile) looks again, and finds the admin user, then the token, the others made.
+ */
 async function adoptAdminToken(s: Services, adminToken: string): Promise<null> {
-  const existing = await s.tokens.installationAdmin();
-  if (existing) {
-    if (existing.secretHash === hashSecret(adminToken)) return null;
-    throw new AdminTokenError(
-      'WINDSOCK_ADMIN_TOKEN differs from the admin token this database already has: give the same value, or unset it (revoke the old one to change it)',
-    );
+  for (let attempt = 1; ; attempt++) {
+    const existing = await s.tokens.installationAdmin();
+    if (existing) {
+      if (existing.secretHash === hashSecret(adminToken)) return null;
+      throw new AdminTokenError(
+        'WINDSOCK_ADMIN_TOKEN differs from the admin token this database already has: give the same value, or unset it (revoke the old one to change it)',
+      );
+    }
+    try {
+      await makeAdminToken(s, adminToken);
+      return null;
+    } catch (err) {
+      if (attempt >= ADOPT_ATTEMPTS || !lostToAnotherStart(err)) throw err;
+    }
   }
+}
+
+/** How many times a start looks again after losing a race to another start. */
+const ADOPT_ATTEMPTS = 5;
+
+/** A row another process's start wrote first: a unique index refused ours (the token's secret one as a validation error). */
+function lostToAnotherStart(err: unknown): boolean {
+  return isUniqueViolation(err) || err instanceof ValidationError;
+}
+
+/** The admin user (made if missing), a member of every organization, and the admin token with the given secret. */
+async function makeAdminToken(s: Services, adminToken: string): Promise<void> {
   const organizationIds = await s.orgs.allIds();
   const user = await s.db.transaction(async (trx) => {
     const user = await adminUser(s, trx);
@@ -91,7 +120,22 @@ async function adoptAdminToken(s: Services, adminToken: string): Promise<null> {
     secret: adminToken,
     installationAdmin: true,
   });
-  return null;
+}
+
+/**
+ * Runs `store` (writing the admin token); when another process stored an admin token first, true
+ * if it has the same secret (theirs stands), false if another.
+ */
+async function storedByAnother(s: Services, adminToken: string, store: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await store();
+    return true;
+  } catch (err) {
+    if (!lostToAnotherStart(err)) throw err;
+    const existing = await s.tokens.installationAdmin();
+    if (!existing) throw err;
+    return existing.secretHash === hashSecret(adminToken);
+  }
 }
 
 async function adminUser(s: Services, trx: Knex) {

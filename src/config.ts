@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { ClockMode } from './core/clock';
 import type { RateLimitSettings } from './http/middleware/rate-limit';
 import type { SweepSettings } from './builds/jobs/sweeper';
+import type { SchedulerSettings } from './pipeline-schedules/scheduler';
 import { DEFAULT_NOTIFICATION_SETTINGS, type NotificationSettings } from './notifications/service';
 import type { OutboundSettings } from './security/outbound';
 import type { MetricsSettings } from './metrics/registry';
@@ -51,6 +52,8 @@ export interface Config {
   redis: { url: string; prefix: string } | undefined;
   /** The sweep for lost agents, timed-out and expired jobs. */
   sweep: SweepSettings;
+  /** How often each process looks for due pipeline schedules (SCHEDULE_INTERVAL_MS). */
+  scheduler: SchedulerSettings;
   /**
    * Artifacts: where their content is kept (ARTIFACTS_DIR, default `<DATA_DIR>/artifacts`), its
    * limits, and the separate origin their content URLs point at (ARTIFACTS_ORIGIN, optional).
@@ -365,6 +368,8 @@ export function loadConfig(env: Env = process.env): Config {
       agentLostAfterMs: int(env, 'AGENT_LOST_AFTER_SECONDS', 180, 5, 86_400) * 1000,
       jobExpiryMs: int(env, 'JOB_EXPIRY_MINUTES', 1440, 0, 525_600) * 60_000,
     },
+    // Under a minute, so a schedule's build comes in its minute.
+    scheduler: { intervalMs: int(env, 'SCHEDULE_INTERVAL_MS', 10_000, 100, 59_000) },
     artifacts: {
       dir: path.resolve(env.ARTIFACTS_DIR || path.join(dataDir, 'artifacts')),
       maxFileBytes: int(env, 'ARTIFACT_MAX_FILE_BYTES', 1024 * 1024 * 1024, 1, 5 * 1024 * 1024 * 1024),

@@ -406,6 +406,7 @@ export function servicesFromConfig(config: Config, logger: Logger, opts: { live?
     tokenCacheMs: config.tokenCacheMs,
     rateLimits: config.rateLimits,
     sweep: config.sweep,
+    scheduler: config.scheduler,
     jobLogLimitBytes: config.jobLogLimitBytes,
     artifacts: config.artifacts,
     outbound: config.outbound,

@@ -103,6 +103,11 @@ describe('config', () => {
     }
   });
 
+  it('reads how often the pipeline schedules are looked at: every 10 s by default, always under a minute', () => {
+    expect(loadConfig({}).scheduler).toEqual({ intervalMs: 10_000 });
+    expect(loadConfig({ SCHEDULE_INTERVAL_MS: '500' }).scheduler).toEqual({ intervalMs: 500 });
+  });
+
   it("caps a job's log at 1,024 MiB by default (Buildkite's log size per job), or at JOB_LOG_LIMIT_BYTES", () => {
     expect(loadConfig({}).jobLogLimitBytes).toBe(1024 * 1024 * 1024);
     expect(loadConfig({ JOB_LOG_LIMIT_BYTES: '1048576' }).jobLogLimitBytes).toBe(1048576);
@@ -142,6 +147,7 @@ describe('config', () => {
     [{ HEADERS_TIMEOUT_MS: '10' }, /HEADERS_TIMEOUT_MS/],
     [{ REQUEST_TIMEOUT_MS: 'soon' }, /REQUEST_TIMEOUT_MS/],
     [{ SWEEP_INTERVAL_MS: '10' }, /SWEEP_INTERVAL_MS/],
+    [{ SCHEDULE_INTERVAL_MS: '60000' }, /SCHEDULE_INTERVAL_MS/],
     [{ AGENT_LOST_AFTER_SECONDS: '0' }, /AGENT_LOST_AFTER_SECONDS/],
     [{ JOB_EXPIRY_MINUTES: 'never' }, /JOB_EXPIRY_MINUTES/],
     [{ OUTBOUND_ALLOW_PRIVATE: 'sometimes' }, /OUTBOUND_ALLOW_PRIVATE must be true or false/],

@@ -19,7 +19,7 @@ import { jobFromRow, toJobRow } from './jobs/rows';
 import type { User } from '../core/identity';
 import type { Build, BuildFilter, BuildState, NewBuild } from './model';
 import { buildFromRow, toBuildRow, type BuildCreatorColumns } from './rows';
-import { BUILD_STATES, buildTransition, CONCLUDED_BUILD_STATES } from './states';
+import { BUILD_STATES, buildTransition, CONCLUDED_BUILD_STATES, SELF_MOVING_JOB_STATES, UNFINISHED_BUILD_STATES } from './states';
 import type { BuildsRow, JobsRow, OrganizationsRow, PipelinesRow } from '../db/tables';
 import { type JsonRow, isTransaction, oneOf, rawRows } from '../db/row-types';
 
@@ -305,6 +305,23 @@ export class BuildRepository {
    * What progression (src/builds/progress/) reads and writes of builds, on the transaction it
    * opened. Each write is the one statement its rule needs.
    */
+
+  /**
+   * Unfinished builds none of whose jobs moves on by itself (SELF_MOVING_JOB_STATES) and none of
+   * whose jobs ended at or after `quietSince`: their state machine did not run after their last
+   * job ended (the process that ended it died before it could), oldest first, at most `limit`.
+   * The quiet time leaves alone a build whose machine is about to run, as it does right after
+   * every job's end. Read on the partial index of unfinished builds.
+   */
+  async stalled(quietSince: Date, limit: number): Promise<string[]> {
+    return this.db('builds as b')
+      .whereIn('b.state', UNFINISHED_BUILD_STATES)
+      .whereNotExists((j) => j.from('jobs').whereRaw('jobs.build_id = b.id').whereIn('jobs.state', SELF_MOVING_JOB_STATES))
+      .whereNotExists((j) => j.from('jobs').whereRaw('jobs.build_id = b.id').where('jobs.finished_at', '>=', quietSince))
+      .orderBy('b.created_at')
+      .limit(limit)
+      .pluck('b.id');
+  }
 
   /**
    * Locks the build's row until the transaction ends (Postgres; SQLite has one writer), so job

@@ -354,5 +354,13 @@ export const FINISHED_BUILD_STATES: readonly BuildState[] = buildStatesIn('passe
 export const CONCLUDED_BUILD_STATES: readonly BuildState[] = buildStatesIn('passed', 'failed', 'canceled');
 /** Build states after which a synchronous trigger job waiting on the build ends. */
 export const ENDED_BUILD_STATES: readonly BuildState[] = buildStatesIn('passed', 'failed', 'canceled', 'not_run');
+/** Build states the state machine may still move: not finished. */
+export const UNFINISHED_BUILD_STATES: readonly BuildState[] = buildStatesIn('upcoming', 'running', 'stopping');
+/**
+ * Job states that move on without the build's state machine: an agent's (queued, assigned, on
+ * it, stopping) or a person's (a block step). A build with none of these left is moved on only by
+ * its machine: if it is unfinished, the machine did not run after its last job ended.
+ */
+export const SELF_MOVING_JOB_STATES: readonly JobState[] = jobStatesIn('queued', 'assigned', 'on_agent', 'stopping', 'gate');
 /** Build states of a build that did not succeed. */
 export const UNSUCCESSFUL_BUILD_STATES: readonly BuildState[] = buildStatesIn('failed', 'canceled');

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { WalCheckpointer } from './checkpointer';
 import { migrationSource } from './migrations';
 import { fieldOf, stringField } from '../core/guards';
+import { rawRows } from './row-types';
 
 // cast: Knex's dialect modules (knex/lib/...) have no types; these are the shapes this file uses.
 const BetterSqlite3Client = require('knex/lib/dialects/better-sqlite3') as typeof Knex.Client;
@@ -363,8 +364,48 @@ function rowsAsLiterals(statement: SqliteStatement): SqliteStatement {
   return statement;
 }
 
-export async function migrateLatest(knex: Knex): Promise<void> {
-  await knex.migrate.latest({ migrationSource });
+/**
+ * The advisory lock that lets one process at a time migrate a Postgres database (by schema, so
+ * schemas of one database, as the tests use, do not wait on each other).
+ */
+const MIGRATION_LOCK = "hashtext('windsock migrations ' || current_schema())";
+/** How long a start waits for another process's migrations before it gives up. */
+export const MIGRATION_LOCK_WAIT_MS = 10 * 60_000;
+
+/**
+ * Applies the migrations not applied yet. On Postgres, several processes may start at once on
+ * one database (instances behind a load balancer, a rolling restart, `windsock migrate` beside a
+ * server): on an empty database each would create knex's bookkeeping tables and all but one fail
+ * ("relation knex_migrations already exists"). So one migrates at a time: it holds a session
+ * advisory lock on a connection of its own while knex migrates on others, and the rest wait for
+ * it (short `pg_try_advisory_lock` polls, never a statement the statement timeout could cut off)
+ * and then find nothing to do. A process that dies mid-way ends its session, which frees the lock;
+ * its migrations' transaction rolls back.
+ */
+export async function migrateLatest(knex: Knex, waitMs = MIGRATION_LOCK_WAIT_MS): Promise<void> {
+  if (!isPostgres(knex)) {
+    await knex.migrate.latest({ migrationSource });
+    return;
+  }
+  // cast: Knex types `db.client` as any; acquire and release are its Client's pool methods.
+  const client = knex.client as { acquireConnection(): Promise<unknown>; releaseConnection(conn: unknown): Promise<void> };
+  const conn = await client.acquireConnection();
+  try {
+    for (const deadline = Date.now() + waitMs; ;) {
+      const [row] = rawRows<{ locked: boolean }>(await knex.raw(`select pg_try_advisory_lock(${MIGRATION_LOCK}) as locked`).connection(conn));
+      if (row?.locked === true) break;
+      if (Date.now() > deadline)
+        throw new Error(`another process has been migrating this database for more than ${Math.round(waitMs / 1000)} s: not waiting longer`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    try {
+      await knex.migrate.latest({ migrationSource });
+    } finally {
+      await knex.raw(`select pg_advisory_unlock(${MIGRATION_LOCK})`).connection(conn);
+    }
+  } finally {
+    await client.releaseConnection(conn);
+  }
 }
 
 /** Whether knex's own bookkeeping table is there: a database Windsock's migrations have set up. */

@@ -2,7 +2,9 @@
  * What ends jobs when nobody calls: a periodic sweep in the server process finds agents whose
  * heartbeat stopped (lost: the job they ran fails, the job they had not started is offered
  * again), running jobs past their step's `timeout_in_minutes` (`timing_out`, for the agent to
- * stop) and scheduled jobs no agent took in time (`expired`). Every change is a guarded UPDATE,
+ * stop), scheduled jobs no agent took in time (`expired`), and builds whose state machine did not
+ * run after their last job ended (the process that ended the job died before it could: another
+ * server process, or this one after a restart, moves the build on). Every change is a guarded UPDATE,
  * so two server processes sweeping one database never apply a rule twice, and no lock is held
  * across round trips. Time is the service's clock (core/clock.ts): tests move it instead of waiting. No HTTP, no SQL.
  */
@@ -27,6 +29,13 @@ export interface SweepSettings {
 
 export const DEFAULT_SWEEP_SETTINGS: SweepSettings = { intervalMs: 5_000, agentLostAfterMs: 180_000, jobExpiryMs: 24 * 3600_000 };
 
+/**
+ * How long after its last job ended an unfinished build with nothing left to move it counts as
+ * stalled: its own state machine runs right after each job's end (milliseconds; seconds on a
+ * loaded machine), and the sweep must not race it for every build.
+ */
+export const STALLED_AFTER_MS = 10_000;
+
 /** How many rows of each kind one sweep handles; the next sweep takes the rest. */
 const BATCH = 500;
 
@@ -34,6 +43,8 @@ export interface SweepResult {
   lostAgents: number;
   timingOut: number;
   expired: number;
+  /** Builds whose state machine ran again after a process died before running it. */
+  stalledBuilds: number;
 }
 
 export class Sweeper {
@@ -47,12 +58,26 @@ export class Sweeper {
     private readonly settings: SweepSettings,
     logger?: Logger,
   ) {
-    this.loop = new BackgroundLoop({ name: 'sweep', intervalMs: settings.intervalMs, logger, pass: () => this.sweep().then(() => undefined) });
+    this.loop = new BackgroundLoop({
+      name: 'sweep',
+      intervalMs: settings.intervalMs,
+      logger,
+      pass: async () => {
+        const { stalledBuilds } = await this.sweep();
+        // Rare (a process died between a job's end and its build's advance): worth a line.
+        if (stalledBuilds) logger?.info({ builds: stalledBuilds }, 'sweep ran the state machine of builds it had not run after their last job');
+      },
+    });
   }
 
   /** One pass of every rule. */
   async sweep(): Promise<SweepResult> {
-    return { lostAgents: await this.loseSilentAgents(), timingOut: await this.timeOutJobs(), expired: await this.expireJobs() };
+    return {
+      lostAgents: await this.loseSilentAgents(),
+      timingOut: await this.timeOutJobs(),
+      expired: await this.expireJobs(),
+      stalledBuilds: await this.progress.advanceStalled(new Date(clock.nowMs() - STALLED_AFTER_MS), BATCH),
+    };
   }
 
   /** Sweeps every `intervalMs` until stop(); a failed sweep is logged and the next one runs. */

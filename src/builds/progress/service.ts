@@ -61,6 +61,19 @@ export class BuildProgress {
   }
 
   /**
+   * Runs the state machine of builds that stalled: every job that moves on by itself has ended,
+   * and the machine that should have run after the last one did not (its process died between
+   * the job's end and the build's advance, each its own transaction) and no job ended since
+   * `quietSince`. Under each build's lock, so two processes sweeping at once move each build
+   * once. How many were looked at.
+   */
+  async advanceStalled(quietSince: Date, limit: number): Promise<number> {
+    const ids = await this.repos.builds.stalled(quietSince, limit);
+    for (const id of ids) await this.advance(id);
+    return ids.length;
+  }
+
+  /**
    * A new build of the pipeline (the API's, a webhook's): written, older builds of the branch
    * superseded in the same transaction; a trigger step that runs at once is launched by the
    * build's state machine right after, and the build is then read back so the answer shows the

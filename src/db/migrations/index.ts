@@ -43,6 +43,7 @@ import * as organizationAdmin from './20261127094000_organization_admin';
 import * as pipelineSettings from './20261127094010_pipeline_settings';
 import * as githubWebhookProcessing from './20261127095000_github_webhook_processing';
 import * as jobSignalRetriedBy from './20261127120000_job_signal_retried_by';
+import * as unfinishedBuildsIndex from './20261127152000_unfinished_builds_index';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -84,6 +85,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261127094010_pipeline_settings': pipelineSettings,
   '20261127095000_github_webhook_processing': githubWebhookProcessing,
   '20261127120000_job_signal_retried_by': jobSignalRetriedBy,
+  '20261127152000_unfinished_builds_index': unfinishedBuildsIndex,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
