@@ -6,8 +6,9 @@
  * request's operation by compiling the regular expression of every route it knows, on every
  * request, and keeping none (`lookupRoute` in its openapi.metadata.js; a cache is proposed
  * upstream in cdimascio/express-openapi-validator#1217, open). With all ~50 paths that was about
- * 20% of a get-a-build's CPU (BENCHMARKS.md, `npm run bench:routes`). Here Express picks the
- * path, with expressions it compiled once, and the validator behind it knows that one route.
+ * 20% of a get-a-build's CPU (BENCHMARKS.md, `npm run bench:routes`). Here the route table
+ * (route-table.ts) picks the path from the spec path `tagOperation` found, and the validator
+ * behind it knows that one route.
  * Only the library's public API is used (`middleware`, `error.NotFound`): no patch to carry.
  *
  * Each validator gets the document with its one path and the components that path reaches:
@@ -25,8 +26,9 @@
  * own routes with parameters that run after validation, and this app has none (its routers
  * are mounted without a path), so no app's answers depend on it.
  *
- * What a single validator did, kept: paths are tried in its order (literal segments before
- * parameters) and only the first that matches validates; a documented path with another method
+ * What a single validator did, kept: literal segments win over parameters (the spec-path
+ * lookup's order; without `tagOperation`, paths are tried in the validator's order) and only
+ * the first path that matches validates; a documented path with another method
  * is its validator's 405 (HEAD is validated as GET); a path no operation documents is the validator's 404 (unless the
  * options say `ignoreUndocumented`).
  */

@@ -93,7 +93,7 @@ export function requireScopes(principal: Principal, scopes: readonly string[]): 
   if (missing) throw new ForbiddenError(missing);
 }
 
-/** An organization's API IP allow-list (its API settings; null: any address), read on each request so a change applies at once. */
+/** An organization's API IP allow-list (its API settings; null: any address), asked on each request (the organizations' service keeps it a second). */
 export type AllowedIpsOf = (organizationId: string) => Promise<string | null>;
 
 /**
