@@ -28,9 +28,9 @@
  *   BENCH_SQL_STATS=1  count and time every SQL statement per scenario and report the top ones
  *                      per response (adds a little overhead: leave it off for the figures)
  *   BENCH_QUIET_MS     how long a measurement waits at most for a quiet machine (default 60000; 0: not at all)
- *   BENCH_CPU_PROF     a directory: run the service under `node --cpu-prof` and write its
- *                      profile there on exit (open it in Chrome DevTools; combine with
- *                      BENCH_SCENARIOS to profile one scenario)
+ *   BENCH_CPU_PROF     a directory: profile the service (node:inspector) during each measured run
+ *                      only and write <store>-<scenario>.cpuprofile there (open it in Chrome DevTools)
+ *   BENCH_PRISM=0      skip the Prism comparison
  */
 import { execSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -59,6 +59,8 @@ const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.s
 const SQLITE_ANALYZE = process.env.BENCH_SQLITE_ANALYZE === '1';
 const SQL_STATS = process.env.BENCH_SQL_STATS === '1';
 const KEEP_DATA = process.env.BENCH_KEEP_DATA === '1';
+const CPU_PROF = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
+const PRISM = process.env.BENCH_PRISM !== '0';
 const QUIET_MS = process.env.BENCH_QUIET_MS === '0' ? 0 : intEnv('BENCH_QUIET_MS', 60_000);
 const PER_PAGE = 30;
 const DEEP_PAGE = Math.min(10_000, Math.max(1, Math.floor((PIPELINES * PER_PIPELINE) / PER_PAGE)));
@@ -120,10 +122,9 @@ class Child {
   }
 
   static async start(mode: 'service' | 'baseline' | 'express', env: Record<string, string>): Promise<Child> {
-    const profile = process.env.BENCH_CPU_PROF && mode === 'service' ? ['--cpu-prof', '--cpu-prof-dir', path.resolve(process.env.BENCH_CPU_PROF)] : [];
     // The node options `npm start` serves with (package.json config.serverNodeOptions), for both
     // servers: the service is measured as it runs.
-    const execArgv = [...SERVER_NODE_OPTIONS, ...profile];
+    const execArgv = [...SERVER_NODE_OPTIONS];
     const proc = fork(path.join(__dirname, 'bench-server.js'), [mode], {
       env: { ...process.env, ...env },
       execArgv,
@@ -478,7 +479,13 @@ async function runStore(store: Store): Promise<StoreRun> {
       log(`${store}: ${sc.label}: ${DURATION} s at ${CONNECTIONS} connections`);
       await quiet([child.pid]);
       if (SQL_STATS) await child.request<SqlStats>({ type: 'sqlstats', reset: true });
+      if (CPU_PROF) await child.request({ type: 'profile', action: 'start' });
       const m = await cannon(child.url, setup.token, sc.next, { duration: DURATION, connections: CONNECTIONS, serverPids: [child.pid] });
+      if (CPU_PROF) {
+        const file = path.join(CPU_PROF, `${store}-${sc.id}.cpuprofile`);
+        await child.request({ type: 'profile', action: 'stop', file });
+        log(`${store}: ${sc.label}: profile written to ${file}`);
+      }
       if (SQL_STATS) {
         const stats = (await child.request<SqlStats>({ type: 'sqlstats', reset: true })).sort((a, b) => b.ms - a.ms);
         const total = m.ok + m.non2xx;
@@ -575,7 +582,11 @@ async function measureBaselines(setup: SetupResult): Promise<void> {
   }
   await measureSameBodies(setup);
 
-  const bin = findPrism();
+  const bin = PRISM ? findPrism() : undefined;
+  if (!PRISM) {
+    prism = { note: 'skipped (BENCH_PRISM=0)' };
+    return;
+  }
   if (!bin) {
     prism = { note: '`prism` (@stoplight/prism-cli) is not installed: the Prism comparison was skipped' };
     log(prism.note);
@@ -723,6 +734,16 @@ function sameBodiesTable(): void {
   }
 }
 
+/**
+ * The server process's CPU milliseconds per 2xx response (its own process only, not Postgres):
+ * on a shared machine a server that gets less than a core answers fewer requests, but each costs
+ * about as much, so this ratio holds up under load where req/s ratios do not.
+ */
+function cpuMs(m: Measured | undefined): number | undefined {
+  if (!m?.cpu || m.rps <= 0) return undefined;
+  return (m.cpu.server / m.rps) * 1000;
+}
+
 /** The service's get-a-build and page 1 as ratios to node:http and to bare Express serving the same body. */
 function beside(run: StoreRun): void {
   const rows = BODIES.flatMap(({ id, label }) => {
@@ -730,16 +751,23 @@ function beside(run: StoreRun): void {
     const h = baselines.http[id];
     const e = baselines.express[id];
     if (!r || (!h && !e)) return [];
+    const ms = cpuMs(r.m);
+    // CPU per response as bare Express ÷ Windsock, so that like req/s, 1× or more means "as cheap as bare Express".
+    const cpuRatio = ms === undefined ? '—' : ratio(cpuMs(e) ?? 0, ms);
     return [
-      `| ${label} | ${fmt(r.m.rps)} | ${ratio(r.m.rps, h?.rps)} | ${ratio(r.m.rps, e?.rps)} | ${ratio(r.m.p50, h?.p50)} | ${ratio(r.m.p50, e?.p50)} | ${ratio(r.m.p99, h?.p99)} | ${ratio(r.m.p99, e?.p99)} |`,
+      `| ${label} | ${fmt(r.m.rps)} | ${ratio(r.m.rps, h?.rps)} | ${ratio(r.m.rps, e?.rps)} | ${ms === undefined ? '—' : fmt(ms, 2)} | ${cpuMs(e) === undefined ? '—' : fmt(cpuMs(e)!, 2)} | ${cpuRatio} | ${ratio(r.m.p50, h?.p50)} | ${ratio(r.m.p50, e?.p50)} | ${ratio(r.m.p99, h?.p99)} | ${ratio(r.m.p99, e?.p99)} |`,
     ];
   });
   if (!rows.length) return;
   say();
-  say('Windsock beside node:http and bare Express serving the same body:');
+  say(
+    'Windsock beside node:http and bare Express serving the same body (CPU ms: the server process per 2xx response; the CPU ratio is bare Express ÷ Windsock, so 1× means as cheap):',
+  );
   say();
-  say('| body | Windsock req/s | req/s ÷ node:http | req/s ÷ bare Express | p50 ÷ node:http | p50 ÷ bare Express | p99 ÷ node:http | p99 ÷ bare Express |');
-  say('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  say(
+    '| body | Windsock req/s | req/s ÷ node:http | req/s ÷ bare Express | Windsock CPU ms | bare Express CPU ms | CPU: bare Express ÷ Windsock | p50 ÷ node:http | p50 ÷ bare Express | p99 ÷ node:http | p99 ÷ bare Express |',
+  );
+  say('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const row of rows) say(row);
 }
 

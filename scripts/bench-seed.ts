@@ -142,6 +142,13 @@ export async function seed(plan: SeedPlan): Promise<SeedResult> {
     );
     if (Number(counts!.p) !== 1 || Number(counts!.b) !== 1 || Number(counts!.j) !== 1) throw new Error(`templates not found: ${JSON.stringify(counts)}`);
 
+    // The outbox's last event before the seed: on SQLite its triggers (which Postgres's replica
+    // role skips) record one event per copied build and job; those are history, not changes to
+    // deliver, and are removed below, as the fixture loader does (else the server's notification
+    // worker renders two events per seeded build during the measurements).
+    const [outbox] = await sql.all<{ seq: number | string }>('select coalesce(max(seq), 0) as seq from outbox_events');
+    const outboxBefore = Number(outbox!.seq);
+
     // Pipelines: the template is index 0, copies 1..P-1.
     let t = Date.now();
     await begin();
@@ -253,6 +260,7 @@ export async function seed(plan: SeedPlan): Promise<SeedResult> {
         `from builds b cross join tpl_j t where b.organization_id = ${org}`,
       ),
     );
+    await sql.run(`delete from outbox_events where seq > ${outboxBefore}`);
     await commit();
     ms.jobs = Date.now() - t;
     plan.log(`  jobs: ${P * B} in ${ms.jobs} ms`);

@@ -18,6 +18,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import inspector from 'node:inspector';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { loadConfig } from '../src/config';
@@ -67,7 +68,10 @@ export interface VerifyResult {
 /** Per SQL text since the last reset: how often and how long (Knex 'query' to 'query-response'). */
 export type SqlStats = { sql: string; n: number; ms: number }[];
 
-export type Message = SetupRequest | VerifyRequest | { type: 'sqlstats'; reset: boolean } | { type: 'close' };
+/** BENCH_CPU_PROF: start the CPU profiler, or stop it and write the profile of the span to `file`. */
+export type ProfileRequest = { type: 'profile'; action: 'start' } | { type: 'profile'; action: 'stop'; file: string };
+
+export type Message = SetupRequest | VerifyRequest | ProfileRequest | { type: 'sqlstats'; reset: boolean } | { type: 'close' };
 export type Request = Message & { id: number };
 
 const send = (message: unknown) => process.send?.(message);
@@ -242,9 +246,26 @@ async function service(): Promise<void> {
     running.services.db.on('query-response', (_r: unknown, q: QueryData) => done(q));
     running.services.db.on('query-error', (_e: unknown, q: QueryData) => done(q));
   }
+  let profiler: inspector.Session | undefined;
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => profiler!.post(method, params ?? {}, (err, result) => (err ? reject(err) : resolve(result))));
   process.on('message', (msg: Request) => {
     const handle = async () => {
       switch (msg.type) {
+        case 'profile':
+          // Only the measured span is profiled (not the start-up, the seed or the warm-up).
+          if (msg.action === 'start') {
+            profiler = new inspector.Session();
+            profiler.connect();
+            await post('Profiler.enable');
+            await post('Profiler.start');
+          } else if (profiler) {
+            const { profile } = (await post('Profiler.stop')) as { profile: unknown }; // cast: the inspector protocol's Profiler.stop result
+            fs.writeFileSync(msg.file, JSON.stringify(profile));
+            profiler.disconnect();
+            profiler = undefined;
+          }
+          return null;
         case 'setup':
           return setup(running, msg, config);
         case 'verify':

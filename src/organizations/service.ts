@@ -47,6 +47,14 @@ export interface ApiSettingsInput {
 export type TeamCheck = { team: Team } | { code: string };
 
 export class OrganizationService {
+  /**
+   * Each organization's API IP allow-list for `allowListCacheMs` (real time), so the guard of
+   * every request does not read it: a change through this process applies at once (the entry is
+   * dropped), one made by another process (a second worker) within the window, as for tokens.
+   */
+  private readonly allowLists = new Map<string, { value: string | null; until: number }>();
+  allowListCacheMs = 1000;
+
   constructor(
     private readonly orgs: OrganizationRepository,
     private readonly audit: AuditLog,
@@ -83,7 +91,7 @@ export class OrganizationService {
     if (input.restrict_user_api_token_creation !== undefined) patch.restrictUserApiTokenCreation = input.restrict_user_api_token_creation;
     if (errors.length) throw new ValidationError(errors);
     const org = actor.organization;
-    return this.audit.transaction(
+    const updated = await this.audit.transaction(
       actor,
       async (trx) => {
         await this.orgs.updateApiSettings(org.id, patch, trx);
@@ -99,6 +107,9 @@ export class OrganizationService {
         },
       }),
     );
+    // After the commit: a request that read the old list meanwhile cannot keep it cached.
+    this.allowLists.delete(org.id);
+    return updated;
   }
 
   /** The organization's pipeline settings; administrators only. */
@@ -177,9 +188,17 @@ export class OrganizationService {
     throw new BuildExportUnavailableError();
   }
 
-  /** The API IP allow-list every request with a token must come from (null: any address), read fresh on each request. */
+  /** The API IP allow-list every request with a token must come from (null: any address); see `allowLists`. */
   async allowedIpAddresses(organizationId: string): Promise<string | null> {
-    return this.orgs.allowedIpAddresses(organizationId);
+    const now = Date.now();
+    const cached = this.allowLists.get(organizationId);
+    if (cached && cached.until > now) return cached.value;
+    const value = await this.orgs.allowedIpAddresses(organizationId);
+    if (this.allowListCacheMs > 0) {
+      if (this.allowLists.size >= 10_000) this.allowLists.delete(this.allowLists.keys().next().value!);
+      this.allowLists.set(organizationId, { value, until: now + this.allowListCacheMs });
+    }
+    return value;
   }
 
   /** Turns teams on (administrators only); already on, nothing changes and nothing is recorded. */

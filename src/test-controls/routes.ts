@@ -29,7 +29,7 @@ export function testControlsGate(controls: TestControls | undefined, tokens: Bea
   return router;
 }
 
-export function testControlRoutes(spec: SpecDoc, controls: TestControls | undefined): express.Router {
+export function testControlRoutes(spec: SpecDoc, controls: TestControls | undefined): express.RequestHandler {
   const ops = operationRouter(spec);
   if (!controls) return ops.router;
   ops.on('resetState', async (_req, res) => {

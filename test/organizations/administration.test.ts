@@ -4,6 +4,7 @@
  * transaction of each admin action, never holding a secret) and invitations (a batch checked
  * whole, revoked, accepted when the invited email signs up).
  */
+import type { Config } from '@jest/types';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import { signedIn } from '../web/support';
 
@@ -19,6 +20,20 @@ async function events(ctx: TestContext, slug: string, token: string) {
     data: Record<string, unknown>;
   }[];
 }
+
+/** Everything but Date stays real when a test moves the Date (the cache windows are real time). */
+const REAL_TIMERS: Config.FakeableAPI[] = [
+  'hrtime',
+  'nextTick',
+  'performance',
+  'queueMicrotask',
+  'setImmediate',
+  'clearImmediate',
+  'setInterval',
+  'clearInterval',
+  'setTimeout',
+  'clearTimeout',
+];
 
 describeEachDatabase('organization administration', (ctx) => {
   describe('API settings', () => {
@@ -119,9 +134,44 @@ describeEachDatabase('organization administration', (ctx) => {
       // Another organization of the same token, and paths outside organizations, are not affected.
       await ctx().http().get(`/v2/organizations/${other.slug}/pipelines`).set(auth(both)).expect(200);
       await ctx().http().get('/v2/user').set(auth(token)).expect(200);
-      // The operator lifts it (nothing over HTTP can): the next request is let through.
+      // The operator lifts it (nothing over HTTP can; the CLI is another process): the list is
+      // cached for 1 s of real time per process, so the request after that window is let through.
+      // The process's Date moves 1.1 s on (running on from there) instead of the test waiting.
       await ctx().services.orgs.updateApiSettings(org.id, { allowedIpAddresses: null });
-      await ctx().http().get(`${base}/pipelines`).set(auth(token)).expect(200);
+      await ctx().http().get(`${base}/pipelines`).set(auth(token)).expect(403);
+      jest.useFakeTimers({ advanceTimers: true, doNotFake: REAL_TIMERS });
+      jest.setSystemTime(Date.now() + 1100);
+      try {
+        await ctx().http().get(`${base}/pipelines`).set(auth(token)).expect(200);
+      } finally {
+        jest.useRealTimers();
+      }
+    });
+
+    it('read the IP allow-list once per second per organization, not on every request', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const base = `/v2/organizations/${org.slug}`;
+      await ctx().http().patch(`${base}/api-settings`).set(auth(token)).send({ allowed_ip_addresses: '127.0.0.0/8 ::1/128' }).expect(200);
+      const reads: string[] = [];
+      const onQuery = (q: { sql: string }) => {
+        if (q.sql.includes('allowed_ip_addresses')) reads.push(q.sql);
+      };
+      ctx().services.db.on('query', onQuery);
+      try {
+        // The Date stands still: every request is within the window of the first.
+        jest.useFakeTimers({ advanceTimers: false, doNotFake: REAL_TIMERS });
+        try {
+          for (let i = 0; i < 3; i++) await ctx().http().get(`${base}/pipelines`).set(auth(token)).expect(200);
+          expect(reads).toHaveLength(1);
+          jest.setSystemTime(Date.now() + 1100);
+          await ctx().http().get(`${base}/pipelines`).set(auth(token)).expect(200);
+          expect(reads).toHaveLength(2);
+        } finally {
+          jest.useRealTimers();
+        }
+      } finally {
+        ctx().services.db.off('query', onQuery);
+      }
     });
   });
 

@@ -11,7 +11,8 @@
  * - `exit_status` of a finished job: a string, as the real agent sends it (`"0"`, `"-1"`); other
  *   clients send an integer.
  */
-import { Router, type NextFunction, type Request, type Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { routeTable } from './route-table';
 import { isRecord } from '../../core/guards';
 
 type Convert = (value: unknown) => { value: unknown } | 'drop' | undefined;
@@ -34,10 +35,10 @@ const FORMS: { method: 'post' | 'put'; path: string; field: string; convert: Con
   { method: 'put', path: '/v3/jobs/:job_id/finish', field: 'exit_status', convert: digitsFromInteger },
 ];
 
-export function bodyForms(): Router {
-  const router = Router();
+export function bodyForms(): RequestHandler {
+  const table = routeTable();
   for (const { method, path, field, convert } of FORMS) {
-    router[method](path, (req: Request, _res: Response, next: NextFunction) => {
+    table.add(method, path, (req: Request, _res: Response, next: NextFunction) => {
       const body: unknown = req.body;
       if (isRecord(body) && field in body) {
         const fields = body;
@@ -48,5 +49,5 @@ export function bodyForms(): Router {
       next();
     });
   }
-  return router;
+  return table.handler;
 }

@@ -6,8 +6,9 @@
  * request's operation by compiling the regular expression of every route it knows, on every
  * request, and keeping none (`lookupRoute` in its openapi.metadata.js; a cache is proposed
  * upstream in cdimascio/express-openapi-validator#1217, open). With all ~50 paths that was about
- * 20% of a get-a-build's CPU (BENCHMARKS.md, `npm run bench:routes`). Here Express picks the
- * path, with expressions it compiled once, and the validator behind it knows that one route.
+ * 20% of a get-a-build's CPU (BENCHMARKS.md, `npm run bench:routes`). Here the route table
+ * (route-table.ts) picks the path from the spec path `tagOperation` found, and the validator
+ * behind it knows that one route.
  * Only the library's public API is used (`middleware`, `error.NotFound`): no patch to carry.
  *
  * Each validator gets the document with its one path and the components that path reaches:
@@ -25,15 +26,17 @@
  * own routes with parameters that run after validation, and this app has none (its routers
  * are mounted without a path), so no app's answers depend on it.
  *
- * What a single validator did, kept: paths are tried in its order (literal segments before
- * parameters) and only the first that matches validates; a documented path with another method
+ * What a single validator did, kept: literal segments win over parameters (the spec-path
+ * lookup's order; without `tagOperation`, paths are tried in the validator's order) and only
+ * the first path that matches validates; a documented path with another method
  * is its validator's 405 (HEAD is validated as GET); a path no operation documents is the validator's 404 (unless the
  * options say `ignoreUndocumented`).
  */
 import crypto from 'node:crypto';
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { specOperations, type SpecDoc as Paths } from './spec-operations';
+import { routeTable } from './route-table';
 
 type ValidatorOptions = Omit<Parameters<typeof OpenApiValidator.middleware>[0], 'apiSpec'>;
 type SpecDoc = Paths & { components?: Record<string, Record<string, unknown> | undefined> };
@@ -79,13 +82,17 @@ function validatorFor(apiSpec: SpecDoc, options: ValidatorOptions): ValidatorHan
   return factory(crypto.createHash('sha256').update(text).digest('base64url'), apiSpec, options);
 }
 
-export function openApiValidator(doc: SpecDoc, options: ValidatorOptions): Router {
-  const router = express.Router();
-  // Each documented path once, as the spec writes it and as Express matches it.
+export function openApiValidator(doc: SpecDoc, options: ValidatorOptions): RequestHandler {
+  // Each documented path once, as the spec writes it and as Express matches it, reached through
+  // the request's spec path (route-table.ts), which prefers literal segments as the validator does.
+  const table = routeTable();
+  const validated = new WeakSet<Request>();
   const routes = new Map(specOperations(doc).map((o) => [o.specPath, o.path]));
   for (const [path, route] of [...routes].sort(([, a], [, b]) => validatorOrder(a, b))) {
     let validate: Router | undefined;
-    router.all(route, (req: Request, res: Response, next: NextFunction) => {
+    table.add('all', route, (req: Request, res: Response, next: NextFunction) => {
+      // Only the first path that matches validates (an app without `tagOperation` tries them in turn).
+      if (validated.has(req)) return next();
       // Each handler's promise becomes one of this module's realm: a shared validator may come
       // from another (the test environment's), whose promises Express's router warns about.
       validate ??= express
@@ -96,18 +103,20 @@ export function openApiValidator(doc: SpecDoc, options: ValidatorOptions): Route
       // the GET it is, and the request goes on as HEAD.
       const head = req.method === 'HEAD';
       if (head) req.method = 'GET';
-      // Validated: the request leaves this router, so no later path's validator sees it.
       validate(req, res, (err?: unknown) => {
         if (head) req.method = 'HEAD';
-        next(err ?? 'router');
+        if (err === undefined || err === null) validated.add(req);
+        next(err);
       });
     });
   }
-  router.use((req: Request, _res: Response, next: NextFunction) => {
-    if (options.ignoreUndocumented) return next();
-    throw new OpenApiValidator.error.NotFound({ path: req.path, message: 'not found' });
-  });
-  return router;
+  return (req: Request, res: Response, next: NextFunction) => {
+    table.handler(req, res, (err?: unknown) => {
+      if (err !== undefined && err !== null) return next(err);
+      if (validated.has(req) || options.ignoreUndocumented) return next();
+      next(new OpenApiValidator.error.NotFound({ path: req.path, message: 'not found' }));
+    });
+  };
 }
 
 /** The validator's route order (its sortRoutes): a route before those it is a prefix of, literals before `:parameters`. */

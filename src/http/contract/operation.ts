@@ -13,7 +13,8 @@
  * coercion across routers): the integer ones are converted here, by the spec's schema.
  * Modelled on Backstage's `createValidatedOpenApiRouterFromGeneratedEndpointMap`.
  */
-import express, { type Request, type Response, type Router } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
+import { routeTable } from './route-table';
 // Express's own response type: the one with the status-code parameter `express` does not re-export.
 import type { Response as CoreResponse } from 'express-serve-static-core';
 import type { operations } from '../../../generated/api';
@@ -120,26 +121,29 @@ function bindingsOf(doc: SpecDoc): Map<string, Binding> {
 }
 
 export interface OperationRouter {
-  /** Mount it with `app.use`. */
-  router: Router;
+  /**
+   * Mount it with `app.use`: a request runs the handler of the operation it names (found once
+   * by `tagOperation`, route-table.ts), not every route of every area's router in turn.
+   */
+  router: RequestHandler;
   /** Mounts `handler` on the spec's method and path of `operationId`. */
   on<Id extends OperationId>(operationId: Id, handler: OperationHandler<Id>): void;
 }
 
 /** A router whose routes are the spec's operations (default: the spec the app serves). */
 export function operationRouter(doc: SpecDoc = loadSpec().doc): OperationRouter {
-  const router = express.Router();
+  const table = routeTable();
   const bindings = bindingsOf(doc);
   const bound = new Set<string>();
   return {
-    router,
+    router: table.handler,
     on(operationId, handler) {
       const binding = bindings.get(operationId);
       if (!binding) throw new Error(`No operation ${operationId} in the spec`);
       if (bound.has(operationId)) throw new Error(`Operation ${operationId} is bound twice`);
       bound.add(operationId);
       const { integerParams } = binding;
-      router[binding.method](binding.path, (req: Request, res: Response) => {
+      table.add(binding.method, binding.path, (req: Request, res: Response) => {
         // http/parameters.ts has refused (404) anything but decimal digits within the schema's
         // range, so the conversion is exact.
         if (integerParams.length) {

@@ -17,7 +17,8 @@
  *   "not given" (clients generated in other languages send it for unset fields): the property is
  *   removed before validation, at any depth the schema describes.
  */
-import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { routeTable } from './route-table';
 import { BadRequestError, NotFoundError } from '../../core/errors';
 import { resolveRef as resolve, specOperations, type Method, type SpecDoc } from './spec-operations';
 
@@ -339,10 +340,10 @@ export function parameterRulesFromSpec(doc: SpecDoc): OperationRules[] {
 }
 
 /** One route per operation that has rules; it runs them and passes on. */
-export function parameterRouter(doc: SpecDoc): Router {
-  const router = express.Router();
+export function parameterRouter(doc: SpecDoc): RequestHandler {
+  const table = routeTable();
   for (const rule of parameterRulesFromSpec(doc)) {
-    router[rule.method](rule.path, (req: Request, _res: Response, next: NextFunction) => {
+    table.add(rule.method, rule.path, (req: Request, _res: Response, next: NextFunction) => {
       for (const c of rule.checks) {
         const source: Record<string, unknown> = c.in === 'query' ? req.query : req.params;
         const value = source[c.name];
@@ -356,5 +357,5 @@ export function parameterRouter(doc: SpecDoc): Router {
       next();
     });
   }
-  return router;
+  return table.handler;
 }

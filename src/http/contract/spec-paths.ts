@@ -7,8 +7,11 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { METHODS, specOperations, type Method, type SpecDoc } from './spec-operations';
 import { isOneOf } from '../../db/row-types';
+import { routeKey } from './route-table';
 
 interface PathTemplate {
+  /** The path's key in route tables (route-table.ts): the spec path with its parameters unnamed. */
+  route: string;
   pattern: RegExp;
   /** Literal segments win over parameters (`/builds/{number}` vs a literal sibling). */
   params: number;
@@ -18,6 +21,8 @@ interface PathTemplate {
 export interface SpecPathIndex {
   /** The spec's operations on the path, by method; undefined when the spec has no such path. */
   lookup(path: string): Map<Method, string> | undefined;
+  /** The spec path a request path names (its route-table key) and its operations; undefined outside the spec. */
+  match(path: string): { route: string; operations: Map<Method, string> } | undefined;
 }
 
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -29,6 +34,7 @@ export function specPathIndex(doc: SpecDoc): SpecPathIndex {
     if (!template) {
       const parts = specPath.split(/\{[^}]+\}/);
       template = {
+        route: routeKey(specPath),
         pattern: new RegExp(`^${parts.map(escape).join('[^/]+')}/?$`),
         params: parts.length - 1,
         operations: new Map(),
@@ -37,19 +43,33 @@ export function specPathIndex(doc: SpecDoc): SpecPathIndex {
     }
     template.operations.set(method, operation.operationId ?? `${method} ${specPath}`);
   }
-  const templates = [...byPath.values()].sort((a, b) => a.params - b.params);
-  const cache = new Map<string, Map<Method, string> | undefined>();
+  // By segment count (a template's parameters match one segment each, and an optional trailing
+  // slash), so a lookup tests the few templates of its length, not all ~175; literals first.
+  const bySegments = new Map<number, PathTemplate[]>();
+  for (const t of [...byPath.values()].sort((a, b) => a.params - b.params)) {
+    const n = segments(t.route);
+    bySegments.set(n, [...(bySegments.get(n) ?? []), t]);
+  }
+  const cache = new Map<string, PathTemplate | undefined>();
+  const find = (path: string): PathTemplate | undefined => {
+    if (cache.has(path)) return cache.get(path);
+    const trimmed = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+    const found = bySegments.get(segments(trimmed))?.find((t) => t.pattern.test(path));
+    // Paths carry ids: keep the cache bounded, the match itself is cheap.
+    if (cache.size >= 5_000) cache.clear();
+    cache.set(path, found);
+    return found;
+  };
   return {
-    lookup(path) {
-      if (cache.has(path)) return cache.get(path);
-      const found = templates.find((t) => t.pattern.test(path))?.operations;
-      // Paths carry ids: keep the cache bounded, the match itself is cheap.
-      if (cache.size >= 5_000) cache.clear();
-      cache.set(path, found);
-      return found;
+    lookup: (path) => find(path)?.operations,
+    match(path) {
+      const t = find(path);
+      return t && { route: t.route, operations: t.operations };
     },
   };
 }
+
+const segments = (path: string) => path.split('/').length;
 
 /** The HTTP methods a path answers: its operations', with HEAD beside GET, and OPTIONS. */
 export function allowedMethods(operations: Map<Method, string>): string[] {
@@ -58,12 +78,20 @@ export function allowedMethods(operations: Map<Method, string>): string[] {
   return [...methods, 'OPTIONS'];
 }
 
-/** `res.locals.operationId`: the spec operation the request names (unset outside the spec). */
+/**
+ * `res.locals.operationId`: the spec operation the request names (unset outside the spec), and
+ * `res.locals.specRoute`: the spec path it names, whatever the method (null outside the spec),
+ * by which the route tables (route-table.ts) pick the one route a request runs.
+ */
 export function tagOperation(index: SpecPathIndex) {
   return (req: Request, res: Response, next: NextFunction) => {
     const method = req.method === 'HEAD' ? 'get' : req.method.toLowerCase();
-    const id = isOneOf(METHODS, method) ? index.lookup(req.path)?.get(method) : undefined;
-    if (id) res.locals.operationId = id;
+    const found = index.match(req.path);
+    res.locals.specRoute = found?.route ?? null;
+    if (found) {
+      const id = isOneOf(METHODS, method) ? found.operations.get(method) : undefined;
+      if (id) res.locals.operationId = id;
+    }
     next();
   };
 }

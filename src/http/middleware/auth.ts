@@ -4,7 +4,8 @@
  * the scope the operation needs. Scopes come from the spec's security requirements, so the
  * contract and the enforcement cannot drift apart.
  */
-import express, { NextFunction, Request, Response, Router } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { routeTable } from '../contract/route-table';
 import { ForbiddenError, IpNotAllowedError, NotFoundError, UnauthorizedError } from '../../core/errors';
 import { ipAllowed } from '../../security/allowed-ips';
 import type { Principal, Organization, Role } from '../../core/identity';
@@ -92,7 +93,7 @@ export function requireScopes(principal: Principal, scopes: readonly string[]): 
   if (missing) throw new ForbiddenError(missing);
 }
 
-/** An organization's API IP allow-list (its API settings; null: any address), read on each request so a change applies at once. */
+/** An organization's API IP allow-list (its API settings; null: any address), asked on each request (the organizations' service keeps it a second). */
 export type AllowedIpsOf = (organizationId: string) => Promise<string | null>;
 
 /**
@@ -100,12 +101,12 @@ export type AllowedIpsOf = (organizationId: string) => Promise<string | null>;
  * like a missing one, so its existence is never revealed), the request must come from an address
  * its API IP allow-list admits (else 403), then every scope must be present (403).
  */
-export function guardRouter(guards: OperationGuard[], allowedIpsOf: AllowedIpsOf = async () => null): Router {
-  const router = express.Router();
+export function guardRouter(guards: OperationGuard[], allowedIpsOf: AllowedIpsOf = async () => null): RequestHandler {
+  const table = routeTable();
   for (const g of guards) {
     // The guards are the spec's operations (guardsFromSpec): their methods are the spec's.
     if (!isOneOf(METHODS, g.method)) throw new TypeError(`guard of ${g.path}: no such method ${g.method}`);
-    router[g.method](g.path, async (req, res, next) => {
+    table.add(g.method, g.path, async (req, res, next) => {
       const principal = principalOf(res);
       if (g.hasOrg) {
         const reached = principal.organizationsBySlug.get(String(req.params.org_slug));
@@ -119,5 +120,5 @@ export function guardRouter(guards: OperationGuard[], allowedIpsOf: AllowedIpsOf
       next();
     });
   }
-  return router;
+  return table.handler;
 }

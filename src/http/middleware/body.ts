@@ -5,7 +5,8 @@
  * client needs (JSON.parse copes with 100,000 levels, but JSON.stringify and other recursive
  * code would overflow the stack on it).
  */
-import express, { NextFunction, Request, Response, Router } from 'express';
+import express, { NextFunction, Request, RequestHandler, Response } from 'express';
+import { routeTable } from '../contract/route-table';
 import { BadRequestError } from '../../core/errors';
 import { localsOf } from './locals';
 
@@ -32,16 +33,17 @@ export function refuseDeclaredOversize(limit: number) {
 }
 
 /** A JSON parser on each operation of the spec that takes a JSON body, and on nothing else. */
-export function jsonBodyParsers(spec: SpecDoc, limit: number, type: string[]): Router {
-  const router = express.Router();
+export function jsonBodyParsers(spec: SpecDoc, limit: number, type: string[]): RequestHandler {
+  const table = routeTable();
   const parse = [refuseDeclaredOversize(limit), express.json({ limit, type })];
   for (const [path, item] of Object.entries(spec.paths ?? {})) {
     for (const method of METHODS) {
       if (!item[method]?.requestBody?.content?.['application/json']) continue;
-      router[method](path.replace(/\{([^}]+)\}/g, ':$1'), ...parse);
+      const expressPath = path.replace(/\{([^}]+)\}/g, ':$1');
+      table.add(method, expressPath, ...parse);
     }
   }
-  return router;
+  return table.handler;
 }
 
 /** Whether a parsed JSON value nests deeper than `max` levels. */

@@ -31,6 +31,8 @@ declare global {
       requestId?: string;
       /** The spec operation the request names (spec-paths.ts); unset outside the spec. */
       operationId?: string;
+      /** The spec path the request names, parameters unnamed (spec-paths.ts); null outside the spec, unset before `tagOperation`. */
+      specRoute?: string | null;
       /** The bearer token's holder (auth.ts `authenticate`). */
       principal?: Principal;
       /** The organization the path names, and the caller's role in it (auth.ts). */
