@@ -22,7 +22,7 @@
  * beyond), and the server's shutdown ends them all (`LiveStreams.endAll`), so its drain never
  * waits on a page that stays open.
  */
-import { RateLimitedError } from '../core/errors';
+import { DomainError, RateLimitedError } from '../core/errors';
 import type { Principal } from '../core/identity';
 import type { Build } from '../builds/model';
 import type { Job } from '../builds/jobs/model';
@@ -153,6 +153,8 @@ export function registerLivePages(web: WebRouter, streams: LiveStreams): void {
     // The page's own checks: the organization, the pipeline the caller may read, the build.
     const item = await builds.get(actor, params.pipeline!, Number.isSafeInteger(number) && number > 0 ? number : -1, true, { pipeline: true });
     const buildId = item.build.id;
+    // The browser left while the build was read ('close' has fired already): nothing to keep open.
+    if (req.destroyed || res.destroyed) return;
 
     let closed = false;
     const admitted = streams.admit(sid, () => end());
@@ -181,6 +183,7 @@ export function registerLivePages(web: WebRouter, streams: LiveStreams): void {
 
     const write = (text: string) => {
       if (closed) return;
+      if (res.destroyed) return end();
       res.write(text);
       if (res.writableLength > s.maxBufferedBytes) end();
     };
@@ -257,14 +260,19 @@ export function registerLivePages(web: WebRouter, streams: LiveStreams): void {
     const unsubscribe = changes.subscribe(buildId, onChange);
     const heartbeat = setInterval(() => {
       write(': heartbeat\n\n');
-      void webSessions.principal(sid).then(
-        (still: Principal | null) => {
+      // Still signed in, and still let see this build (a member removed from the organization or
+      // from the pipeline's teams since): otherwise the stream ends, as a new one would be refused.
+      void webSessions
+        .principal(sid)
+        .then(async (still: Principal | null) => {
           if (!still) return end();
+          await builds.get(actorFor(still, params.org!), params.pipeline!, number, true, { pipeline: true });
           full = true;
           schedule();
-        },
-        () => undefined,
-      );
+        })
+        .catch((err: unknown) => {
+          if (err instanceof DomainError) end(); // refused; a database error: the next heartbeat asks again
+        });
     }, s.heartbeatMs);
 
     function end() {
@@ -280,16 +288,7 @@ export function registerLivePages(web: WebRouter, streams: LiveStreams): void {
 
     write(`retry: ${s.retryMs}\n\n`);
     try {
-      const names = await agentNames(item.jobs);
-      sentBuild = JSON.stringify(buildEvent(item.build));
-      write(`event: build\ndata: ${sentBuild}\n\n`);
-      jobCount = item.jobs.length;
-      write(frame('jobs', { count: jobCount }));
-      for (const j of item.jobs) {
-        const data = JSON.stringify(jobEvent(j, j.agentId ? (names.get(j.agentId) ?? null) : null));
-        sentJobs.set(j.id, data);
-        write(`event: job\ndata: ${data}\n\n`);
-      }
+      await sendState(item.build, item.jobs);
     } catch (err) {
       // The headers are out: the browser reconnects and starts afresh.
       web.deps.logger?.warn({ err }, 'live stream start failed');

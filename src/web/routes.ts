@@ -10,7 +10,8 @@
  */
 import crypto from 'node:crypto';
 import express, { NextFunction, Request, Response, Router } from 'express';
-import { DomainError, ForbiddenError, RateLimitedError, UnauthorizedError } from '../core/errors';
+import { DomainError, ForbiddenError, IpNotAllowedError, RateLimitedError, UnauthorizedError } from '../core/errors';
+import { ipAllowed } from '../security/allowed-ips';
 import { domainErrorAnswer, type ErrorAnswer } from '../http/middleware/error-handler';
 import type { OperationId } from '../http/contract/operation';
 import { countFailedAuthentication } from '../http/middleware/rate-limit';
@@ -120,9 +121,17 @@ export interface WebRouter {
   deps: WebDeps;
 }
 
-/** The API's checks of `operation` at its edge: the organization in the path, then the scopes. */
-function guard(w: WebRequest, operation: OperationId): void {
-  if (w.params.org !== undefined) actorFor(w.principal, w.params.org);
+/**
+ * The API's checks of `operation` at its edge, in its order (`guardRouter`): the organization in
+ * the path (404), the organization's API IP allow-list (403: a session is the API's token in a
+ * cookie, so it reaches nothing the token could not), then the scopes (403).
+ */
+async function guard(w: WebRequest, operation: OperationId, deps: WebDeps): Promise<void> {
+  if (w.params.org !== undefined) {
+    const { organization } = actorFor(w.principal, w.params.org);
+    const allowed = await deps.organizations.allowedIpAddresses(organization.id);
+    if (allowed && !ipAllowed(allowed, w.req.ip)) throw new IpNotAllowedError(w.req.ip ?? 'unknown');
+  }
   guardOperation(w.principal, operation);
 }
 
@@ -230,7 +239,7 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
         if (!session) return res.redirect(303, `/login?next=${encodeURIComponent(req.originalUrl)}`);
         const w = webRequest(req, res, session.principal, session.sid);
         try {
-          guard(w, operation);
+          await guard(w, operation, deps);
           send(res, 200, await handler(w));
         } catch (e) {
           errorPage(res, w.ctx, e, next);
@@ -249,7 +258,7 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
           checkOrigin(req);
           const token = typeof w.body._csrf === 'string' ? w.body._csrf : '';
           if (!sameSecret(token, w.ctx.csrf)) throw new ForbiddenError();
-          guard(w, operation);
+          await guard(w, operation, deps);
           const outcome = await handler(w);
           if (typeof outcome === 'string') res.redirect(303, outcome);
           else send(res, outcome.status, outcome.page);
@@ -271,7 +280,7 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
         try {
           res.setHeader('Cache-Control', 'no-store');
           res.setHeader('X-Content-Type-Options', 'nosniff');
-          guard(w, operation);
+          await guard(w, operation, deps);
           await handler(w);
         } catch (e) {
           // The API's answer exactly: status, headers and JSON body.

@@ -125,7 +125,7 @@ describeEachDatabase('live build stream', (ctx) => {
     expect((await open(path, mine)).status).toBe(200);
   });
 
-  it('ends when the page session is signed out (seen at the next heartbeat), and every stream ends at shutdown', async () => {
+  it('ends when the page session is signed out or its user leaves the organization (seen at the next heartbeat), and every stream ends at shutdown', async () => {
     const { org, slug, build, token } = await givenBuildAndAgent(ctx(), TWO_STEPS);
     // An app of its own with a short heartbeat and its own streams, on the same services.
     const liveStreams = new LiveStreams({ ...DEFAULT_LIVE_SETTINGS, heartbeatMs: 50 });
@@ -140,6 +140,15 @@ describeEachDatabase('live build stream', (ctx) => {
       await signedOut.next((e) => e.event === 'comment' && e.data === 'heartbeat');
       await ctx().services.webSessions.destroy(sid);
       await signedOut.ended;
+
+      // A member who leaves the organization: the stream ends at a heartbeat once the token's
+      // cached principal (a second) no longer reaches it, as a new stream would be refused.
+      const member = await ctx().givenUser(org, 'member');
+      const memberSession = await ctx().services.webSessions.create(await ctx().givenToken(member, [org]));
+      const leaving = await openStream(path, { Cookie: `${SESSION_COOKIE}=${memberSession.sid}` });
+      await leaving.next((e) => e.event === 'build');
+      await ctx().services.db('organization_members').where({ organization_id: org.id, user_id: member.id }).delete();
+      await leaving.ended;
 
       const again = await ctx().services.webSessions.create(token);
       const a = await openStream(path, { Cookie: `${SESSION_COOKIE}=${again.sid}` });

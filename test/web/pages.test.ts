@@ -336,4 +336,32 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
     expect(page.text).not.toContain(`/builds/${build.number}"`);
     expect(page.text).not.toContain(pipeline.name);
   });
+
+  it("applies the organization's API IP allow-list to pages, posts and data routes, as the API does", async () => {
+    const { org, token } = await ctx.givenAdmin();
+    const pipeline = await givenPipeline(ctx, org.slug, token, 'steps:\n  - command: make test\n');
+    const build = await givenBuild(ctx, org.slug, pipeline.slug, token);
+    const web = await signedIn(ctx.app, token);
+    const base = `/${org.slug}/${pipeline.slug}`;
+    const form = await web.get(`${base}/settings`).set(HTML).expect(200);
+    const settings = `/v2/organizations/${org.slug}/api-settings`;
+    // Requests come from 127.0.0.1: a list without it shuts the session out with the token.
+    await ctx.http().patch(settings).set(auth(token)).send({ allowed_ip_addresses: '10.0.0.0/8' }).expect(200);
+    await ctx.http().get(`/v2/organizations/${org.slug}/pipelines`).set(auth(token)).expect(403);
+    const page = await web.get(base).set(HTML).expect(403);
+    expect(page.headers['content-type']).toMatch(/text\/html/);
+    await web.get(`${base}/builds/${build.number}`).set(HTML).expect(403);
+    await web
+      .post(`${base}/settings`)
+      .type('form')
+      .send({ _csrf: csrfOf(form.text), name: 'Renamed', repository: 'git@example.com:a/b.git' })
+      .expect(403);
+    const data = await web.get(`${base}/builds/${build.number}/state`).expect(403);
+    expect(data.body.message).toEqual(expect.any(String));
+    const api = await ctx.http().get(`/v2/organizations/${org.slug}/pipelines/${pipeline.slug}`).set(auth(token)).expect(403);
+    expect(data.body).toEqual(api.body);
+    // The refused post changed nothing.
+    const stored = await ctx.services.db('pipelines').where({ slug: pipeline.slug }).first();
+    expect(stored?.name).toBe(pipeline.name);
+  });
 });
