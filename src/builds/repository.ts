@@ -311,11 +311,13 @@ export class BuildRepository {
    * whose jobs ended at or after `quietSince`: their state machine did not run after their last
    * job ended (the process that ended it died before it could), oldest first, at most `limit`.
    * The quiet time leaves alone a build whose machine is about to run, as it does right after
-   * every job's end. Read on the partial index of unfinished builds.
+   * every job's end, and a build created since (its creation runs the machine). Read on the
+   * partial index of unfinished builds.
    */
   async stalled(quietSince: Date, limit: number): Promise<string[]> {
     return this.db('builds as b')
       .whereIn('b.state', UNFINISHED_BUILD_STATES)
+      .where('b.created_at', '<', quietSince)
       .whereNotExists((j) => j.from('jobs').whereRaw('jobs.build_id = b.id').whereIn('jobs.state', SELF_MOVING_JOB_STATES))
       .whereNotExists((j) => j.from('jobs').whereRaw('jobs.build_id = b.id').where('jobs.finished_at', '>=', quietSince))
       .orderBy('b.created_at')

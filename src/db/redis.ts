@@ -23,6 +23,16 @@ export interface RedisSettings {
  * request never waits on it: the rate limiter lets such a request through, as it does when the
  * database is unreachable. It connects on its first command and reconnects with back-off.
  */
+/**
+ * Ends a connection: QUIT when it is up (what was sent is answered first); otherwise at once. A
+ * client that never reached Redis queues QUIT behind the commands waiting for it, so quitting
+ * would wait for a server that may never come, and hold shutdown up.
+ */
+export async function closeRedis(client: RedisClient): Promise<void> {
+  if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
+  else client.disconnect();
+}
+
 export function connectRedis(url: string, name: string): RedisClient {
   return quiet(
     new Redis(url, {
@@ -103,7 +113,7 @@ export class RedisCounters {
   }
 
   async close(): Promise<void> {
-    await this.client.quit().catch(() => this.client.disconnect());
+    await closeRedis(this.client);
   }
 }
 

@@ -11,7 +11,7 @@
  * chatty agent does not flood the channel or the pages.
  *
  * Implementations: `LocalChangeFeed` (one process: SQLite, or a test), and the cross-instance
- * ones in ./postgres-feed.ts (LISTEN/NOTIFY) and ./redis-feed.ts (pub/sub), both built on
+ * ones in ./feeds.ts (Postgres LISTEN/NOTIFY over src/db/listen.ts, Redis pub/sub), both built on
  * `RelayedChangeFeed` below: a change is delivered to this process's listeners at once and
  * sent to the other instances, which deliver it to theirs.
  */

@@ -5,7 +5,7 @@
  * this process's own changes meanwhile; `ready()` resolves once they hear the other instances.
  */
 import { PostgresChannel } from '../db/listen';
-import { connectRedis, connectRedisSubscriber, RedisUnavailableError, type RedisClient, type RedisSettings } from '../db/redis';
+import { closeRedis, connectRedis, connectRedisSubscriber, RedisUnavailableError, type RedisClient, type RedisSettings } from '../db/redis';
 import { LocalChangeFeed, RelayedChangeFeed, type ChangeFeed, type FeedErrorReporter, type Relay } from './changes';
 
 /** The Postgres channel of the change feed. */
@@ -41,7 +41,7 @@ export class RedisRelay implements Relay {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.pub, this.sub].map((c) => c.quit().catch(() => c.disconnect())));
+    await Promise.all([this.pub, this.sub].map(closeRedis));
   }
 }
 

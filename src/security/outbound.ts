@@ -372,6 +372,8 @@ export class Outbound {
         // Once answered, the reader of the body learns why it ended, as a caller of `request` would.
         response?.destroy(err);
         req?.destroy(err);
+        // A body being piped (a staged file's stream) would otherwise keep its descriptor open.
+        if (opts.body instanceof Readable) opts.body.destroy();
         if (!answered) {
           answered = true;
           reject(err);

@@ -227,7 +227,8 @@ export function webRoutes(deps: WebDeps, assets: Assets = loadAssets()): Router 
   });
 
   const countFailed = countFailedAuthentication(deps.rateLimiter);
-  const urlencoded = express.urlencoded({ extended: false, limit: '256kb', parameterLimit: 200 });
+  // A pipeline's steps may be 262,144 characters (the API's limit), up to three times that once form-encoded.
+  const urlencoded = express.urlencoded({ extended: false, limit: '1mb', parameterLimit: 200 });
 
   const web: WebRouter = {
     deps,
