@@ -93,6 +93,7 @@ describeEachDatabase('artifacts in a browser', null, (_get, kind) => {
       expect(width).toBe(1);
 
       // The artifact table's link and the annotation's link are downloads, not pages of the origin.
+      await page.locator('#tab-artifacts-tab').click(); // the artifacts are a tab of the build page
       for (const link of [
         page.locator(`a[href="${pagePath}/jobs/${g.job.id}/artifacts/${htmlId}"]`),
         page.locator('section.annotation a', { hasText: 'coverage report' }),

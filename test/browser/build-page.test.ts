@@ -64,8 +64,11 @@ describeWithTool('chromium')('with Chromium', () => {
         page.on('response', async (res) => {
           const url = new URL(res.url());
           if (!url.pathname.endsWith(`/jobs/${job.id}/log`)) return;
+          // Counted when the answer comes, its lines once its body is read (the page may have shown them already).
+          const read = { offset: Number(url.searchParams.get('offset') ?? 0), lines: -1 };
+          reads.push(read);
           const body = (await res.json().catch(() => null)) as { lines?: unknown[] } | null;
-          reads.push({ offset: Number(url.searchParams.get('offset') ?? 0), lines: body?.lines?.length ?? -1 });
+          read.lines = body?.lines?.length ?? -1;
         });
         const base = `${endpoint()}/${org.slug}/${pipeline.slug}/builds/${build.number}`;
         await page.goto(`${base}#${job.id}/L45000`);
