@@ -412,7 +412,9 @@ async function main(): Promise<void> {
     say();
     say(`Agent polls (\`GET /v3/ping\`, each agent its own token, round robin over ${AGENTS} agents), offered at fixed rates:`);
     say();
-    say('| workers | offered polls/s | answered/s | p50 ms | p99 ms | non-200 + errors | CPU cores: server / postgres / load generator | server CPU ms per poll |');
+    say(
+      '| workers | offered polls/s | answered/s | p50 ms | p99 ms | non-200 + errors | CPU cores: server / postgres / load generator | server CPU ms per poll |',
+    );
     say('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
     for (const r of results)
       for (const st of r.polls)
