@@ -33,7 +33,7 @@ import { JobService } from './builds/jobs/service';
 import { PipelineUploadService } from './builds/jobs/pipeline-upload';
 import { StepUploadRepository } from './builds/jobs/step-upload-repository';
 import { signer, stepSigningKey } from './builds/jobs/plan';
-import { DEFAULT_SWEEP_SETTINGS, Sweeper, type SweepSettings } from './builds/jobs/sweeper';
+import { DEFAULT_SWEEP_SETTINGS, heartbeatWriteEveryMs, Sweeper, type SweepSettings } from './builds/jobs/sweeper';
 import type { Logger } from './http/middleware/logger';
 import { RateLimiter, type RateLimitSettings } from './http/middleware/rate-limit';
 import { AuditRepository } from './audit/repository';
@@ -248,7 +248,13 @@ export function createServices(o: ServiceOptions): Services {
   );
   const builds = new BuildService(buildRepository, pipelines, progress);
   // A forced stop cancels the agent's job through build progression, above the agents' area.
-  const agentService = new AgentService(agents, (agent) => agentWork.cancelHeldJob(agent), clusters, audit);
+  const agentService = new AgentService(
+    agents,
+    (agent) => agentWork.cancelHeldJob(agent),
+    clusters,
+    audit,
+    heartbeatWriteEveryMs(o.sweep ?? DEFAULT_SWEEP_SETTINGS),
+  );
   const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines, audit);
   const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);

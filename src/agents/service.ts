@@ -79,6 +79,13 @@ export class AgentService {
     private readonly clusters: AgentClusters | null = null,
     /** Where registration tokens' creation is recorded, in its transaction (src/audit/service.ts); never the token. */
     private readonly audit: AuditLog | null = null,
+    /**
+     * A poll or job read whose agent's stored heartbeat is younger than this writes none (0: every
+     * one writes). services.ts sets a twelfth of AGENT_LOST_AFTER_SECONDS, at most 15 s: a polling
+     * agent's heartbeat then lags its last sign of life by at most that, far inside the time after
+     * which the sweeper calls it lost, and most polls are one write fewer (issue 31).
+     */
+    private readonly heartbeatWriteEveryMs: number = 0,
   ) {}
 
   /** The agent as reads show it: a pause that timed out is no pause. */
@@ -287,6 +294,9 @@ export class AgentService {
 
   /** A sign of life from the agent (a poll, a job read): its heartbeat time. */
   async touch(agent: Agent, at: Date): Promise<void> {
+    // The agent was read from its row by this request's authentication, so its heartbeat is the stored one.
+    const last = agent.lastHeartbeatAt?.getTime();
+    if (last !== undefined && at.getTime() - last >= 0 && at.getTime() - last < this.heartbeatWriteEveryMs) return;
     await this.agents.update(agent.id, { last_heartbeat_at: at });
   }
 

@@ -5,7 +5,7 @@
  */
 import { AgentRepository } from '../../src/agents/repository';
 import { JobRepository } from '../../src/builds/jobs/repository';
-import { Sweeper } from '../../src/builds/jobs/sweeper';
+import { heartbeatWriteEveryMs, Sweeper } from '../../src/builds/jobs/sweeper';
 import { clock } from '../../src/core/clock';
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken, type TestAgent } from '../support/agents';
@@ -290,6 +290,47 @@ describeEachDatabase(
         const retry = b.jobs.find((j) => j.id === lost.retried_in_job_id)!;
         expect(retry).toMatchObject({ state: 'scheduled', retry_type: 'automatic', retries_count: 1, agent: null });
         expect(b.state).toBe('running');
+      });
+
+      it('keeps a polling agent connected, though a poll writes its heartbeat only when the stored one is 15 s old or more', async () => {
+        const s = await setUp('steps:\n  - command: one\n    agents:\n      queue: nobody\n');
+        const agent = await givenAgent(ctx(), s.reg, 'poller');
+        const stored = async () => (await new AgentRepository(ctx().services.db).find(s.org.id, agent.id))!.lastHeartbeatAt!.getTime();
+        const connected = await stored();
+        expect(heartbeatWriteEveryMs({ agentLostAfterMs: LOST_AFTER_MS })).toBe(15_000);
+        expect(heartbeatWriteEveryMs({ agentLostAfterMs: 60_000 })).toBe(5_000);
+        const ping = async () =>
+          expect((await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200)).body).toEqual({ action: 'idle', job: null });
+        // Polls every 5 s: the stored heartbeat moves on the first poll 15 s or more after it.
+        for (let i = 1; i <= 2; i++) {
+          clock.advance(5_000);
+          await ping();
+          expect(await stored()).toBe(connected);
+        }
+        clock.advance(5_000);
+        await ping();
+        const first = await stored();
+        expect(first - connected).toBeGreaterThanOrEqual(15_000);
+        expect(first - connected).toBeLessThan(20_000);
+        clock.advance(5_000);
+        await ping();
+        expect(await stored()).toBe(first);
+        // Polling for longer than the agent may stay silent: never lost.
+        for (let t = 0; t < LOST_AFTER_MS + 30_000; t += 5_000) {
+          clock.advance(5_000);
+          await ping();
+          expect(clock.now().getTime() - (await stored())).toBeLessThanOrEqual(15_000);
+        }
+        expect((await ctx().services.sweeper.sweep()).lostAgents).toBe(0);
+        expect((await ctx().http().get(`/v2/organizations/${s.org.slug}/agents/${agent.id}`).set(auth(s.token)).expect(200)).body.connection_state).toBe(
+          'connected',
+        );
+        // Silent from here: lost once the stored heartbeat is older than AGENT_LOST_AFTER.
+        clock.advance(LOST_AFTER_MS);
+        await ctx().services.sweeper.sweep();
+        expect((await ctx().http().get(`/v2/organizations/${s.org.slug}/agents/${agent.id}`).set(auth(s.token)).expect(200)).body.connection_state).toBe(
+          'lost',
+        );
       });
 
       it('completes a sweep cut short: the job of an agent already marked lost still ends', async () => {

@@ -30,6 +30,15 @@ export interface SweepSettings {
 export const DEFAULT_SWEEP_SETTINGS: SweepSettings = { intervalMs: 5_000, agentLostAfterMs: 180_000, jobExpiryMs: 24 * 3600_000 };
 
 /**
+ * How old an agent's stored heartbeat may be before a poll writes it again: a twelfth of the
+ * silence after which it is lost, at most 15 s (180 s: 15 s). A live agent's stored heartbeat
+ * lags its last poll by at most this; the sweeper reads the stored one.
+ */
+export function heartbeatWriteEveryMs(settings: Pick<SweepSettings, 'agentLostAfterMs'>): number {
+  return Math.min(15_000, Math.floor(settings.agentLostAfterMs / 12));
+}
+
+/**
  * How long after its last job ended an unfinished build with nothing left to move it counts as
  * stalled: its own state machine runs right after each job's end (milliseconds; seconds on a
  * loaded machine), and the sweep must not race it for every build.
