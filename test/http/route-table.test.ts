@@ -9,6 +9,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import request from 'supertest';
 import { routeTable } from '../../src/http/contract/route-table';
 import { specPathIndex, tagOperation } from '../../src/http/contract/spec-paths';
+import { auth, describeEachDatabase } from '../support/context';
 
 const doc = {
   paths: {
@@ -78,5 +79,14 @@ describe('routeTable', () => {
       'getPipeline again {"org_slug":"acme","pipeline_slug":"app"}',
     ]);
     expect((await request(app(false)).get('/v2/organizations/acme/teams/enable').expect(200)).body.ran).toEqual(['getTeam {"org":"acme","team_id":"enable"}']);
+  });
+});
+
+describeEachDatabase('the route table in the service', (ctx) => {
+  it('answers a path parameter that is not UTF-8 with a documented 404, as for any name that is not there (found by the fuzzer)', async () => {
+    const { token } = await ctx().givenAdmin();
+    for (const path of ['/v2/organizations/..%2F..%ED%A0%80/pipeline-settings', '/v2/organizations/%ED%BF%BF%E2%80%A8/pipelines']) {
+      expect((await ctx().http().get(path).set(auth(token)).expect(404)).body).toEqual({ message: 'Not Found' });
+    }
   });
 });

@@ -88,7 +88,9 @@ function run(route: Route, req: Request, res: Response, done: NextFunction): voi
       params[name] = raw.includes('%') ? decodeURIComponent(raw) : raw;
     });
   } catch (err) {
-    if (err instanceof URIError) return done(Object.assign(new Error(`Failed to decode param '${found.slice(1).join('/')}'`), { status: 400 }));
+    // A URIError with Express's status and words, so the error handler answers it as it answers
+    // Express's own (a 404: a parameter that is not UTF-8 names nothing).
+    if (err instanceof URIError) return done(Object.assign(new URIError(`Failed to decode param '${found.slice(1).join('/')}'`), { status: 400 }));
     return done(err);
   }
   const outer = req.params;
