@@ -69,6 +69,7 @@ import { UploadRepository } from './uploads/repository';
 import { UploadService } from './uploads/service';
 import { keysFromSecret, loadOrCreateSecret, type Keys } from './security/keys';
 import type { ScrapeCounts } from './metrics/registry';
+import { errorMessage } from './core/guards';
 import { DEFAULT_OUTBOUND_SETTINGS, Outbound, outboundSender, type OutboundSettings } from './security/outbound';
 import { UserRepository } from './user/repository';
 import { NotificationServiceRepository } from './notification-services/repository';
@@ -396,7 +397,9 @@ export function createServices(o: ServiceOptions): Services {
  * next heartbeat.
  */
 export function servicesFromConfig(config: Config, logger: Logger, opts: { live?: boolean } = {}): Services {
-  const report = (err: unknown, what: string) => logger.warn({ err }, what);
+  // What a feed reports is mostly its connection coming and going (an outage, a restart of Postgres
+  // or Redis, retried with back-off): one line each, with the reason, not a stack per attempt.
+  const report = (err: unknown, what: string) => logger.warn({ reason: errorMessage(err) }, what);
   const changes = opts.live
     ? startChangeFeed({ database: { kind: config.databaseKind, url: config.databaseUrl }, redis: config.redis, report }).feed
     : undefined;

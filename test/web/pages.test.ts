@@ -8,7 +8,7 @@ import { auth, type TestContext, describeEachDatabase } from '../support/context
 import { givenBuild, givenPipeline } from '../support/given';
 import { agentAuth, givenAgent, givenRegistrationToken, movableClock } from '../support/agents';
 import { givenSuite, result, suiteAuth, upload } from '../uploads/helpers';
-import { csrfOf, HTML, signedIn } from './support';
+import { csrfOf, HTML, signedIn, versionOf } from './support';
 
 describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (get) => {
   let ctx: TestContext;
@@ -41,7 +41,14 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
     const refused = await web
       .post(`${base}/settings`)
       .type('form')
-      .send({ _csrf: csrfOf(form.text), name: '  ', repository: 'git@example.com:acme/app.git', configuration: badYaml, cancel_running_branch_builds: 'on' })
+      .send({
+        _csrf: csrfOf(form.text),
+        version: versionOf(form.text),
+        name: '  ',
+        repository: 'git@example.com:acme/app.git',
+        configuration: badYaml,
+        cancel_running_branch_builds: 'on',
+      })
       .expect(422);
     // The ticked box stays ticked, the unticked one unticked.
     expect(refused.text).toMatch(/id="cancel_running_branch_builds"\s+name="cancel_running_branch_builds"\s+checked/);
@@ -72,6 +79,7 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
       .type('form')
       .send({
         _csrf: csrfOf(form.text),
+        version: versionOf(form.text),
         name: 'Renamed <app>',
         description: 'What ships',
         repository: 'git@example.com:acme/app.git',
@@ -120,6 +128,7 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
       .type('form')
       .send({
         _csrf: csrfOf(form.text),
+        version: versionOf(form.text),
         name: pipeline.name,
         repository: pipeline.repository,
         description: 'Only this',
@@ -130,6 +139,45 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
     expect(after.description).toBe('Only this');
     expect(after.configuration ?? null).toBeNull();
     expect(after.steps).toEqual(pipeline.steps);
+  });
+
+  it('refuses a settings form shown before the pipeline changed (409, input kept), and saves it once shown again', async () => {
+    const { org, token } = await ctx.givenAdmin();
+    const pipeline = await givenPipeline(ctx, org.slug, token, 'steps:\n  - command: make test\n');
+    const web = await signedIn(ctx.app, token);
+    const base = `/${org.slug}/${pipeline.slug}`;
+    const api = `/v2/organizations/${org.slug}/pipelines/${pipeline.slug}`;
+    const form = await web.get(`${base}/settings`).set(HTML).expect(200);
+    // Meanwhile, the steps change through the API.
+    await ctx.http().patch(api).set(auth(token)).send({ configuration: 'steps:\n  - command: make deploy\n' }).expect(200);
+    const fields = {
+      name: pipeline.name,
+      repository: pipeline.repository,
+      description: 'From the old form',
+      configuration: 'steps:\n  - command: make test\n',
+    };
+    const stale = await web
+      .post(`${base}/settings`)
+      .type('form')
+      .send({ _csrf: csrfOf(form.text), version: versionOf(form.text), ...fields })
+      .expect(409);
+    expect(stale.headers['content-type']).toMatch(/text\/html/);
+    expect(stale.text).toContain('changed since the form was shown');
+    expect(stale.text).toContain('From the old form');
+    expect((await ctx.http().get(api).set(auth(token)).expect(200)).body).toMatchObject({
+      configuration: 'steps:\n  - command: make deploy\n',
+      description: null,
+    });
+    // Shown again over the current settings: saving it again is the person's choice, and goes through.
+    await web
+      .post(`${base}/settings`)
+      .type('form')
+      .send({ _csrf: csrfOf(stale.text), version: versionOf(stale.text), ...fields })
+      .expect(303);
+    expect((await ctx.http().get(api).set(auth(token)).expect(200)).body).toMatchObject({
+      configuration: 'steps:\n  - command: make test',
+      description: 'From the old form',
+    });
   });
 
   it('shows a reader the steps but no settings, and refuses the settings to them as the API does', async () => {

@@ -10,6 +10,13 @@ export function csrfOf(body: string): string {
   return m[1]!;
 }
 
+/** The version of what a settings form showed (it carries it back, so a stale form is refused). */
+export function versionOf(body: string): string {
+  const m = /name="version" value="([^"]+)"/.exec(body);
+  if (!m) throw new Error('no version on the form');
+  return m[1]!;
+}
+
 /** A supertest agent signed in with `token`. */
 export async function signedIn(app: Express, token: string) {
   const agent = request.agent(app);

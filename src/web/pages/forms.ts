@@ -67,12 +67,13 @@ function formFieldOf(field: string, fields: readonly string[]): string | undefin
 
 /**
  * A refused post as its form's state, with the API's status for the error: a validation error's
- * fields beside the form's fields (the rest, and an error without fields, above the form). Null
- * when the error is not about the input (403, 404, a server error): the error page answers those.
+ * fields beside the form's fields (the rest, and an error without fields, above the form); a
+ * conflict (409: the thing changed since the form was shown) above it. Null when the error is not
+ * about the input (403, 404, a server error): the error page answers those.
  */
 export function refusedForm(e: unknown, body: Record<string, unknown>, fields: readonly string[]): { status: number; state: FormState } | null {
   const answer = e instanceof DomainError ? domainErrorAnswer(e) : undefined;
-  if (!answer || (answer.status !== 400 && answer.status !== 422)) return null;
+  if (!answer || (answer.status !== 400 && answer.status !== 409 && answer.status !== 422)) return null;
   const state: FormState = { ...freshForm(), submitted: true };
   for (const name of fields) {
     const v = body[name];

@@ -7,9 +7,10 @@
  * its step and line). The steps view shows the same steps read-only to anyone who may read the
  * pipeline. Both show the status badge with its Markdown to copy.
  */
+import crypto from 'node:crypto';
 import YAML from 'yaml';
 import type { Pipeline } from '../../pipelines/repository';
-import { ForbiddenError } from '../../core/errors';
+import { ConflictError, ForbiddenError } from '../../core/errors';
 import { actorFor } from '../context';
 import { html, type Html, type Part } from '../html';
 import { can } from '../permissions';
@@ -38,6 +39,27 @@ export function stepsYaml(p: Pick<Pipeline, 'configuration' | 'steps' | 'env'>):
   if (Object.keys(p.env).length) doc.env = p.env;
   doc.steps = p.steps;
   return YAML.stringify(doc);
+}
+
+/**
+ * What the settings form showed of the pipeline, as a digest the form carries back: a post made
+ * from a form shown before the pipeline changed (through the API, another tab, another person)
+ * is refused rather than writing what that form showed over the newer settings.
+ */
+export function settingsVersion(p: Pipeline): string {
+  const shown = [
+    p.name,
+    p.description,
+    p.repository,
+    p.defaultBranch,
+    p.branchConfiguration,
+    p.skipQueuedBranchBuilds,
+    p.skipQueuedBranchBuildsFilter,
+    p.cancelRunningBranchBuilds,
+    p.cancelRunningBranchBuildsFilter,
+    stepsYaml(p),
+  ];
+  return crypto.createHash('sha256').update(JSON.stringify(shown)).digest('base64url').slice(0, 22);
 }
 
 /** The badge's image (same origin: the pages' CSP allows no other) and the Markdown that shows it, linked to the pipeline. */
@@ -79,7 +101,8 @@ export function registerPipelineSettingsPages(web: WebRouter): void {
         <h1>${p.name}: settings</h1>
         ${pipelineLinks(org, p, 'settings', true)} ${saved ? notice('Settings saved.') : ''} ${formProblems(state)}
         <form method="post" action="${base}/settings" class="settings" novalidate>
-          ${csrfField(ctx)} ${formField(state, { name: 'name', label: 'Name', value: p.name, required: true, maxlength: 255 })}
+          ${csrfField(ctx)} <input type="hidden" name="version" value="${settingsVersion(p)}" />
+          ${formField(state, { name: 'name', label: 'Name', value: p.name, required: true, maxlength: 255 })}
           ${formField(state, { name: 'description', label: 'Description', value: p.description ?? '', maxlength: 4096 })}
           ${formField(state, { name: 'repository', label: 'Repository', hint: 'A Git URL the agents can clone.', value: p.repository, required: true, maxlength: 1024 })}
           ${formField(state, { name: 'default_branch', label: 'Default branch', value: p.defaultBranch ?? '', maxlength: 255 })}
@@ -153,6 +176,12 @@ export function registerPipelineSettingsPages(web: WebRouter): void {
       FIELDS,
       (state) => settingsPage(ctx, org, pipeline, state, false),
       async () => {
+        if (body.version !== settingsVersion(pipeline)) {
+          // Shown again over the current settings (and their version): saving again is a choice.
+          throw new ConflictError(
+            'This pipeline was changed since the form was shown: your input is kept below, check it against the current settings and save again.',
+          );
+        }
         const configuration = textField(body, 'configuration', { max: 262_144 });
         // Steps set through the API are shown as YAML: left as shown, they stay as they are.
         const changedSteps = (configuration ?? '') !== stepsYaml(pipeline).trim();
