@@ -31,6 +31,8 @@
  *   BENCH_CPU_PROF     a directory: profile the service (node:inspector) during each measured run
  *                      only and write <store>-<scenario>.cpuprofile there (open it in Chrome DevTools)
  *   BENCH_PRISM=0      skip the Prism comparison
+ *   BENCH_PIN=1        the server on CPU 1, the load generator on CPU 0 (taskset): steadier
+ *                      figures between runs on a 2-core machine
  */
 import { execSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -61,6 +63,7 @@ const SQL_STATS = process.env.BENCH_SQL_STATS === '1';
 const KEEP_DATA = process.env.BENCH_KEEP_DATA === '1';
 const CPU_PROF = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
 const PRISM = process.env.BENCH_PRISM !== '0';
+const PIN = process.env.BENCH_PIN === '1';
 const QUIET_MS = process.env.BENCH_QUIET_MS === '0' ? 0 : intEnv('BENCH_QUIET_MS', 60_000);
 const PER_PAGE = 30;
 const DEEP_PAGE = Math.min(10_000, Math.max(1, Math.floor((PIPELINES * PER_PIPELINE) / PER_PAGE)));
@@ -131,6 +134,9 @@ class Child {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const child = new Child(proc);
+    // Each side its own core, so that the scheduler does not move them onto one (run-to-run
+    // spread of up to 60% on the 2-core machine otherwise).
+    if (PIN) execSync(`taskset -a -p -c 1 ${proc.pid} && taskset -a -p -c 0 ${process.pid}`, { stdio: 'ignore' });
     return new Promise((resolve, reject) => {
       proc.on('message', (msg: { type?: string; id?: number; ok?: boolean; result?: unknown; error?: string; url?: string; message?: string }) => {
         if (msg.type === 'listening') {
@@ -366,6 +372,9 @@ function scenarios(s: SetupResult): Scenario[] {
   let turn = 0;
   const body = (i: number) => JSON.stringify({ commit: COMMIT, branch: 'main', message: `Bench create ${i}` });
   return [
+    // The cheapest authenticated operation: the token (cached), the rate limit, the validator and
+    // a small answer, no database read. What the middleware stack alone costs per request.
+    { id: 'floor', label: 'the stack alone: GET /v2/access-token (no database read)', next: () => ({ path: '/v2/access-token' }) },
     {
       id: 'get',
       label: 'get a build (random pipeline and number)',

@@ -8,7 +8,8 @@
  *    BENCH_CONNECTIONS (50) for BENCH_DURATION seconds each: req/s, p50, p99 and the CPU of the
  *    server's processes (the primary and its workers) and of Postgres;
  * 2. agent polls: BENCH_AGENTS (1,000) agents, registered and connected through /v3 once, poll
- *    `GET /v3/ping` with their own tokens at fixed offered rates (BENCH_POLL_RATES polls per
+ *    `GET /v3/ping` with their own tokens (each once first, as a warm-up that is not counted)
+ *    at fixed offered rates (BENCH_POLL_RATES polls per
  *    second, each for BENCH_DURATION seconds); the figure is the highest rate whose polls were all
  *    answered (200) with p99 under 50 ms. 1,000 agents polling every 5 s is 200 polls/s.
  *
@@ -231,15 +232,22 @@ interface PollStep {
   p50: number;
   p99: number;
   bad: number;
+  /** Bad polls by status code or connection error code. */
+  badBy: Record<string, number>;
   cpu: Cpu;
 }
 
-/** `rate` polls per second over the agents in turn, for DURATION seconds; every latency recorded. */
-async function polls(s: Server, tokens: string[], rate: number): Promise<PollStep> {
+/** `rate` polls per second over the agents in turn, for `seconds`; every latency recorded, and what each bad poll got. */
+async function polls(s: Server, tokens: string[], rate: number, seconds = DURATION): Promise<PollStep> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const { port } = new URL(s.url);
   const latencies: number[] = [];
   let bad = 0;
+  const badBy = new Map<string, number>();
+  const badOne = (what: string) => {
+    bad++;
+    badBy.set(what, (badBy.get(what) ?? 0) + 1);
+  };
   let sent = 0;
   let turn = 0;
   const inflight = new Set<Promise<void>>();
@@ -251,12 +259,12 @@ async function polls(s: Server, tokens: string[], rate: number): Promise<PollSte
         res.resume();
         res.on('end', () => {
           latencies.push(performance.now() - t);
-          if (res.statusCode !== 200) bad++;
+          if (res.statusCode !== 200) badOne(String(res.statusCode));
           resolve();
         });
       });
-      req.on('error', () => {
-        bad++;
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        badOne(err.code ?? err.message);
         latencies.push(performance.now() - t);
         resolve();
       });
@@ -272,7 +280,7 @@ async function polls(s: Server, tokens: string[], rate: number): Promise<PollSte
   await new Promise<void>((resolve) => {
     const timer = setInterval(() => {
       const elapsed = (performance.now() - started) / 1000;
-      if (elapsed >= DURATION) {
+      if (elapsed >= seconds) {
         clearInterval(timer);
         resolve();
         return;
@@ -286,7 +294,7 @@ async function polls(s: Server, tokens: string[], rate: number): Promise<PollSte
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const q = (f: number) => latencies[Math.min(latencies.length - 1, Math.floor(f * latencies.length))] ?? 0;
-  return { rate, achieved: (latencies.length - bad) / DURATION, p50: q(0.5), p99: q(0.99), bad, cpu };
+  return { rate, achieved: (latencies.length - bad) / seconds, p50: q(0.5), p99: q(0.99), bad, badBy: Object.fromEntries(badBy), cpu };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -374,12 +382,17 @@ async function main(): Promise<void> {
         log(`${workers} worker(s): get ${fmt(get.rps)} req/s, p99 ${get.p99} ms`);
         const list1 = await cannon(s, token, () => '/v2/organizations/bench/builds?page=1');
         log(`${workers} worker(s): list1 ${fmt(list1.rps)} req/s, p99 ${list1.p99} ms`);
+        // Every agent polls once first, not counted (as autocannon's scenarios warm up): the
+        // server's first polls compile its code and open connections, and every agent's first
+        // poll writes its heartbeat, which then settles to one write in three polls.
+        const warm = await polls(s, agentTokens, RATES[0]!, AGENTS / RATES[0]!);
+        log(`${workers} worker(s): warm-up, each agent once at ${RATES[0]} polls/s: p99 ${fmt(warm.p99, 1)} ms, bad ${warm.bad}`);
         const steps: PollStep[] = [];
         for (const rate of RATES) {
           const step = await polls(s, agentTokens, rate);
           steps.push(step);
           log(
-            `${workers} worker(s): ${rate} polls/s offered: ${fmt(step.achieved)} answered/s, p50 ${fmt(step.p50, 1)} ms, p99 ${fmt(step.p99, 1)} ms, bad ${step.bad}`,
+            `${workers} worker(s): ${rate} polls/s offered: ${fmt(step.achieved)} answered/s, p50 ${fmt(step.p50, 1)} ms, p99 ${fmt(step.p99, 1)} ms, bad ${step.bad}${step.bad ? ` ${JSON.stringify(step.badBy)}` : ''}`,
           );
           if (step.bad || step.p99 >= POLL_STOP_MS) break;
         }
@@ -419,7 +432,13 @@ async function main(): Promise<void> {
     for (const r of results)
       for (const st of r.polls)
         say(
-          `| ${r.workers} | ${fmt(st.rate)} | ${fmt(st.achieved)} | ${fmt(st.p50, 1)} | ${fmt(st.p99, 1)} | ${st.bad} | ${cpuText(st.cpu)} | ${st.achieved ? fmt((st.cpu.server * 1000) / st.achieved, 2) : '—'} |`,
+          `| ${r.workers} | ${fmt(st.rate)} | ${fmt(st.achieved)} | ${fmt(st.p50, 1)} | ${fmt(st.p99, 1)} | ${
+            st.bad
+              ? `${st.bad} (${Object.entries(st.badBy)
+                  .map(([what, n]) => `${what}: ${n}`)
+                  .join(', ')})`
+              : 0
+          } | ${cpuText(st.cpu)} | ${st.achieved ? fmt((st.cpu.server * 1000) / st.achieved, 2) : '—'} |`,
         );
     say();
     for (const r of results) {

@@ -30,6 +30,7 @@ import { NotFoundError } from './core/errors';
 import { countFailedAuthentication, rateLimit } from './http/middleware/rate-limit';
 import { rejectNulCharacters } from './http/middleware/nul';
 import { operationRouter } from './http/contract/operation';
+import { joinRouteTables, onlyUnder } from './http/contract/route-table';
 import { parameterRouter } from './http/contract/parameters';
 import { openApiValidator } from './http/contract/openapi-validator';
 import { requestLogger, type Logger } from './http/middleware/logger';
@@ -59,7 +60,7 @@ import { parseUploadMultipart } from './uploads/multipart';
 import { uploadAuth, uploadJsonBody, uploadRoutes, UPLOADS_PATH } from './uploads/routes';
 import { clock } from './core/clock';
 import type { TestControls } from './test-controls/service';
-import { testControlRoutes, testControlsGate } from './test-controls/routes';
+import { TEST_CONTROLS_PATH, testControlRoutes, testControlsGate } from './test-controls/routes';
 import { webRoutes } from './web/routes';
 
 /** What the app takes from the services (src/services.ts), and the HTTP settings. */
@@ -143,7 +144,7 @@ export function createApp(deps: AppDeps): express.Express {
   // OPTIONS answers from the spec, and CORS for the configured origins only.
   app.use(answerOptions(paths, corsMiddleware(deps.corsOrigins ?? [], paths)));
   // Status badges revalidate with If-None-Match (their ETag), which the app drops just below.
-  app.use(badgeRoutes(deps.badges));
+  app.use(onlyUnder('/badges', badgeRoutes(deps.badges)));
   app.use((req: Request, res: Response, next: NextFunction) => {
     // Express 5 makes req.query a getter that re-parses on each read, which would drop the
     // validator's type coercion; pin the parsed object so coerced values stick.
@@ -230,13 +231,15 @@ export function createApp(deps: AppDeps): express.Express {
   });
   // Outside the contract like the documents above: the docs page renders them, the metrics are
   // the operator's (off unless enabled: then the validator below answers 404).
-  app.use(docsRoutes());
+  app.use(onlyUnder('/docs', docsRoutes()));
   if (metrics) app.get('/metrics', metrics.handler(deps.metrics?.token));
   // The web interface (src/web): pages for browsers at the web_urls, before the API's own 404.
-  app.use(webRoutes(deps));
+  // A path of the spec is never a page (`isReservedSegment`): its requests skip the pages' routes.
+  const pages = webRoutes(deps);
+  app.use((req: Request, res: Response, next: NextFunction) => (res.locals.specRoute ? next() : pages(req, res, next)));
 
   app.use('/v2', authenticate(deps.tokens), rateLimit(deps.rateLimiter));
-  app.use(testControlsGate(deps.testControls, deps.tokens));
+  app.use(onlyUnder(TEST_CONTROLS_PATH, testControlsGate(deps.testControls, deps.tokens)));
   app.use(guardRouter(guardsFromSpec(spec.doc), (id) => deps.organizations.allowedIpAddresses(id)));
   // Integers, dates, booleans and enums in the query and path read strictly, nulls of optional
   // body fields dropped: before the validator, so it sees what the client meant.
@@ -259,40 +262,45 @@ export function createApp(deps: AppDeps): express.Express {
 
   app.use(rejectNulCharacters());
 
-  app.use(accessTokenRoutes(deps.tokens));
-  app.use(userRoutes());
-  app.use(organizationRoutes(deps.organizations, deps.publicUrl, deps.rateLimiter.settings.perOrganization));
-  app.use(auditRoutes(deps.audit, deps.publicUrl));
-  app.use(invitationRoutes(deps.invitations, deps.publicUrl));
-  app.use(repositoryConnectionRoutes(deps.repositoryConnections, deps.publicUrl));
-  app.use(pipelineRoutes(deps.pipelines, deps.publicUrl));
   // A build's test_engine: its Test Engine runs, from the suites above builds.
   const testEngineRuns: TestEngineRuns = async (actor, ids) =>
     new Map([...(await deps.suites.runsOfBuilds(actor, ids))].map(([id, runs]) => [id, serializeTestEngine(runs)]));
-  app.use(buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids), testEngineRuns));
-  app.use(clusterRoutes(deps.clusters, deps.publicUrl));
-  app.use(agentRoutes(deps.agents, async (agents) => serializeHeldJobs(await deps.agentWork.heldJobs(agents), deps.publicUrl), deps.publicUrl));
-  app.use(agentApiRoutes(deps.agents, deps.agentWork, deps.pipelineUploads, deps.steps, { publicUrl: deps.publicUrl, bodyLimitBytes: deps.bodyLimitBytes }));
-  app.use(jobRoutes(deps.jobs, deps.publicUrl));
-  app.use(stepUploadRoutes(deps.pipelineUploads, deps.publicUrl));
-  app.use(suiteRoutes(deps.suites, deps.publicUrl));
-  app.use(uploadRoutes(deps.uploads));
-  app.use(deliveryRoutes(deps.deliveries, deps.pipelineTriggers, deps.publicUrl));
-  app.use(annotationRoutes(deps.annotations, deps.publicUrl));
-  app.use(agentAnnotationRoutes(deps.annotations));
-  app.use(agentMetaDataRoutes(deps.metaData));
-  app.use(artifactRoutes(deps.artifacts, deps.publicUrl));
-  app.use(agentArtifactRoutes(deps.artifacts, deps.publicUrl));
-  app.use(pipelineTemplateRoutes(deps.pipelineTemplates, deps.publicUrl));
-  app.use(emojiRoutes(deps.emojis));
-  app.use(pipelineScheduleRoutes(deps.pipelineSchedules, deps.publicUrl));
-  app.use(ruleRoutes(deps.rules, deps.publicUrl));
-  app.use(pipelineTriggerRoutes(deps.pipelineTriggers, deps.publicUrl));
-  app.use(teamRoutes(deps.teams, deps.publicUrl));
-  app.use(notificationServiceRoutes(deps.notificationServices, deps.publicUrl));
-  app.use(notificationDeliveryRoutes(deps.notifications, (actor, id) => deps.notificationServices.get(actor, id), deps.publicUrl));
-  app.use(agentSecretRoutes(deps.clusters, deps.agentWork));
-  app.use(testControlRoutes(spec.doc, deps.testControls));
+  // Every area's operations as one route table: one lookup per request (route-table.ts).
+  app.use(
+    joinRouteTables([
+      accessTokenRoutes(deps.tokens),
+      userRoutes(),
+      organizationRoutes(deps.organizations, deps.publicUrl, deps.rateLimiter.settings.perOrganization),
+      auditRoutes(deps.audit, deps.publicUrl),
+      invitationRoutes(deps.invitations, deps.publicUrl),
+      repositoryConnectionRoutes(deps.repositoryConnections, deps.publicUrl),
+      pipelineRoutes(deps.pipelines, deps.publicUrl),
+      buildRoutes(deps.builds, deps.pipelines, deps.publicUrl, (ids) => deps.agents.byIds(ids), testEngineRuns),
+      clusterRoutes(deps.clusters, deps.publicUrl),
+      agentRoutes(deps.agents, async (agents) => serializeHeldJobs(await deps.agentWork.heldJobs(agents), deps.publicUrl), deps.publicUrl),
+      agentApiRoutes(deps.agents, deps.agentWork, deps.pipelineUploads, deps.steps, { publicUrl: deps.publicUrl, bodyLimitBytes: deps.bodyLimitBytes }),
+      jobRoutes(deps.jobs, deps.publicUrl),
+      stepUploadRoutes(deps.pipelineUploads, deps.publicUrl),
+      suiteRoutes(deps.suites, deps.publicUrl),
+      uploadRoutes(deps.uploads),
+      deliveryRoutes(deps.deliveries, deps.pipelineTriggers, deps.publicUrl),
+      annotationRoutes(deps.annotations, deps.publicUrl),
+      agentAnnotationRoutes(deps.annotations),
+      agentMetaDataRoutes(deps.metaData),
+      artifactRoutes(deps.artifacts, deps.publicUrl),
+      agentArtifactRoutes(deps.artifacts, deps.publicUrl),
+      pipelineTemplateRoutes(deps.pipelineTemplates, deps.publicUrl),
+      emojiRoutes(deps.emojis),
+      pipelineScheduleRoutes(deps.pipelineSchedules, deps.publicUrl),
+      ruleRoutes(deps.rules, deps.publicUrl),
+      pipelineTriggerRoutes(deps.pipelineTriggers, deps.publicUrl),
+      teamRoutes(deps.teams, deps.publicUrl),
+      notificationServiceRoutes(deps.notificationServices, deps.publicUrl),
+      notificationDeliveryRoutes(deps.notifications, (actor, id) => deps.notificationServices.get(actor, id), deps.publicUrl),
+      agentSecretRoutes(deps.clusters, deps.agentWork),
+      testControlRoutes(spec.doc, deps.testControls),
+    ]),
+  );
 
   app.use(() => {
     throw new NotFoundError('route');

@@ -7,7 +7,7 @@
  */
 import express, { type NextFunction, type Request, type Response } from 'express';
 import request from 'supertest';
-import { routeTable } from '../../src/http/contract/route-table';
+import { joinRouteTables, onlyUnder, routeTable } from '../../src/http/contract/route-table';
 import { specPathIndex, tagOperation } from '../../src/http/contract/spec-paths';
 import { auth, describeEachDatabase } from '../support/context';
 
@@ -79,6 +79,65 @@ describe('routeTable', () => {
       'getPipeline again {"org_slug":"acme","pipeline_slug":"app"}',
     ]);
     expect((await request(app(false)).get('/v2/organizations/acme/teams/enable').expect(200)).body.ran).toEqual(['getTeam {"org":"acme","team_id":"enable"}']);
+  });
+});
+
+describe('joinRouteTables and onlyUnder', () => {
+  /** Two areas' tables as the app mounts them: joined, or one after the other. */
+  function areas(joined: boolean) {
+    const ran: string[] = [];
+    const record = (name: string) => (req: Request, _res: Response, next: NextFunction) => {
+      ran.push(`${name} ${JSON.stringify(req.params)}`);
+      next();
+    };
+    const pipelines = routeTable();
+    pipelines.add('get', '/v2/organizations/:org_slug/pipelines/:pipeline_slug', record('pipelines'));
+    const more = routeTable();
+    more.add('get', '/v2/organizations/:org_slug/pipelines/:pipeline_slug', record('more'));
+    more.add('delete', '/v2/organizations/:org_slug/pipelines/:pipeline_slug', () => {
+      throw Object.assign(new Error('thrown'), { status: 409 });
+    });
+    more.add('get', '/v2/organizations/:org/teams/:team_id', record('teams'));
+    const a = express();
+    a.use(tagOperation(specPathIndex(doc)));
+    if (joined) a.use(joinRouteTables([pipelines.handler, more.handler]));
+    else a.use(pipelines.handler, more.handler);
+    a.use((req, res) => {
+      res.json({ ran, params: req.params });
+    });
+    a.use((err: { status?: number; message: string }, _req: Request, res: Response, _next: NextFunction) => {
+      res.status(err.status ?? 500).json({ message: err.message });
+    });
+    return a;
+  }
+
+  it('joined, the tables answer exactly as mounted one after the other', async () => {
+    for (const path of ['/v2/organizations/acme/pipelines/app', '/v2/organizations/acme/teams/t1', '/v2/organizations/acme/nothing']) {
+      const [one, each] = await Promise.all([request(areas(true)).get(path), request(areas(false)).get(path)]);
+      expect([one.status, one.body]).toEqual([each.status, each.body]);
+    }
+    expect((await request(areas(true)).get('/v2/organizations/acme/pipelines/app').expect(200)).body.ran).toEqual([
+      'pipelines {"org_slug":"acme","pipeline_slug":"app"}',
+      'more {"org_slug":"acme","pipeline_slug":"app"}',
+    ]);
+    expect((await request(areas(true)).delete('/v2/organizations/acme/pipelines/app').expect(409)).body).toEqual({ message: 'thrown' });
+    expect(() => joinRouteTables([(_req, _res, next) => next()])).toThrow(/no route table/);
+  });
+
+  it('onlyUnder runs a router for its prefix only, whatever the case', async () => {
+    const inner = express.Router();
+    inner.get('/docs/:page', (req, res) => {
+      res.json({ page: req.params.page });
+    });
+    const a = express();
+    a.use(onlyUnder('/docs', inner));
+    a.use((_req, res) => {
+      res.status(404).json({ message: 'past' });
+    });
+    expect((await request(a).get('/docs/intro').expect(200)).body).toEqual({ page: 'intro' });
+    expect((await request(a).get('/DOCS/intro').expect(200)).body).toEqual({ page: 'intro' });
+    await request(a).get('/docsy/intro').expect(404);
+    await request(a).get('/v2/docs/intro').expect(404);
   });
 });
 

@@ -33,10 +33,10 @@
  * options say `ignoreUndocumented`).
  */
 import crypto from 'node:crypto';
-import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { specOperations, type SpecDoc as Paths } from './spec-operations';
-import { routeTable } from './route-table';
+import { routeTable, runHandlers } from './route-table';
 
 type ValidatorOptions = Omit<Parameters<typeof OpenApiValidator.middleware>[0], 'apiSpec'>;
 type SpecDoc = Paths & { components?: Record<string, Record<string, unknown> | undefined> };
@@ -89,21 +89,19 @@ export function openApiValidator(doc: SpecDoc, options: ValidatorOptions): Reque
   const validated = new WeakSet<Request>();
   const routes = new Map(specOperations(doc).map((o) => [o.specPath, o.path]));
   for (const [path, route] of [...routes].sort(([, a], [, b]) => validatorOrder(a, b))) {
-    let validate: Router | undefined;
+    let validate: RequestHandler[] | undefined;
     table.add('all', route, (req: Request, res: Response, next: NextFunction) => {
       // Only the first path that matches validates (an app without `tagOperation` tries them in turn).
       if (validated.has(req)) return next();
       // Each handler's promise becomes one of this module's realm: a shared validator may come
       // from another (the test environment's), whose promises Express's router warns about.
-      validate ??= express
-        .Router()
-        .use(validatorFor(documentFor(doc, path), options).map((h) => (q: Request, s: Response, n: NextFunction) => Promise.resolve(h(q, s, n))));
+      validate ??= validatorFor(documentFor(doc, path), options).map((h) => (q: Request, s: Response, n: NextFunction) => Promise.resolve(h(q, s, n)));
       // HEAD is GET without the body (Express routes it to the GET handlers): the validator
       // knows only the spec's methods and would answer HEAD its 405, so it validates a HEAD as
       // the GET it is, and the request goes on as HEAD.
       const head = req.method === 'HEAD';
       if (head) req.method = 'GET';
-      validate(req, res, (err?: unknown) => {
+      runHandlers(validate, req, res, (err?: unknown) => {
         if (head) req.method = 'HEAD';
         if (err === undefined || err === null) validated.add(req);
         next(err);
