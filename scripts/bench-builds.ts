@@ -795,7 +795,7 @@ function machine(): string[] {
   return [
     `- date: ${new Date().toISOString()}`,
     `- commit: ${commit || 'unknown'}${dirty ? ' (with uncommitted changes under src/, openapi/ or generated/)' : ''}`,
-    `- machine: nproc ${sh('nproc') || os.cpus().length}, ${os.cpus()[0]?.model ?? 'unknown CPU'}; memory ${sh('free -h | awk \'/^Mem:/ {print $2" total, "$7" available"}\'') || `${Math.round(os.totalmem() / 2 ** 30)} GiB`}`,
+    `- machine: nproc ${sh('nproc --all') || os.cpus().length}${PIN ? ' (server pinned to CPU 1, load generator to CPU 0: BENCH_PIN=1)' : ''}, ${os.cpus()[0]?.model ?? 'unknown CPU'}; memory ${sh('free -h | awk \'/^Mem:/ {print $2" total, "$7" available"}\'') || `${Math.round(os.totalmem() / 2 ** 30)} GiB`}`,
     `- node ${process.version}, autocannon ${readVersion('autocannon')}, ${sh('psql --version | awk \'{print $1" "$3}\'') || 'psql unknown'}`,
     `- load: ${CONNECTIONS} connections, ${DURATION} s per scenario after a 1 s warm-up at 5 connections, 127.0.0.1; the service in its own process (node ${SERVER_NODE_OPTIONS.join(' ')}, as npm start runs it), LOG_LEVEL=silent, VALIDATE_RESPONSES=false (request validation on, as always)`,
     `- data: ${fmt(PIPELINES)} pipelines × ${fmt(PER_PIPELINE)} builds = ${fmt(PIPELINES * PER_PIPELINE)} builds, one job each`,
