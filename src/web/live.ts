@@ -9,7 +9,8 @@
  * instance, it reads the build from the database (state through the database, not the event)
  * and sends what differs from what it sent before:
  *
- * - `build` `{"id","state","blocked","started_at","finished_at","badge"}`
+ * - `build` `{"id","state","blocked","started_at","finished_at","badge"}` (src/web/build-state.ts,
+ *   as the page's fallback poll, `/state`, answers them)
  * - `job` `{"id","state","started_at","finished_at","exit_status","agent_name","badge"}`
  * - `jobs` `{"count"}`: the set of jobs changed (an upload, a retry): the page reads its list again
  * - `log` `{"job_id","size"}`: the job's log grew to `size` bytes: the page fetches the new bytes
@@ -27,8 +28,7 @@ import type { Principal } from '../core/identity';
 import type { Build } from '../builds/model';
 import type { Job } from '../builds/jobs/model';
 import type { Change } from '../live/changes';
-import { html } from './html';
-import { buildBadge, stateBadge } from './ui';
+import { agentsOfJobs, buildStateEvent, jobStateEvent } from './build-state';
 import { actorFor } from './context';
 import type { WebRouter } from './routes';
 
@@ -102,42 +102,6 @@ export class LiveStreams {
   }
 }
 
-type BuildEvent = { id: string; state: string; blocked: boolean; started_at: string | null; finished_at: string | null; badge: string };
-type JobEvent = {
-  id: string;
-  state: string;
-  started_at: string | null;
-  finished_at: string | null;
-  exit_status: number | null;
-  agent_name: string | null;
-  badge: string;
-};
-
-const iso = (d: Date | null) => (d ? d.toISOString() : null);
-
-function buildEvent(b: Build): BuildEvent {
-  return {
-    id: b.id,
-    state: b.state,
-    blocked: b.blocked,
-    started_at: iso(b.startedAt),
-    finished_at: iso(b.finishedAt),
-    badge: html`${buildBadge(b)}`.value,
-  };
-}
-
-function jobEvent(j: Job, agentName: string | null): JobEvent {
-  return {
-    id: j.id,
-    state: j.state,
-    started_at: iso(j.startedAt),
-    finished_at: iso(j.finishedAt),
-    exit_status: j.exitStatus,
-    agent_name: agentName,
-    badge: html`${stateBadge(j.state)}`.value,
-  };
-}
-
 /** One event: its name and one line of JSON (JSON escapes every newline, so the data is one line). */
 function frame(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -188,14 +152,8 @@ export function registerLivePages(web: WebRouter, streams: LiveStreams): void {
       if (res.writableLength > s.maxBufferedBytes) end();
     };
 
-    const agentNames = async (list: Job[]): Promise<Map<string, string>> => {
-      const ids = [...new Set(list.flatMap((j) => (j.agentId ? [j.agentId] : [])))];
-      const found = ids.length ? await agents.byIds(ids) : [];
-      return new Map(found.map((a) => [a.id, a.name]));
-    };
-
     const sendState = async (b: Build, list: Job[]) => {
-      const built = JSON.stringify(buildEvent(b));
+      const built = JSON.stringify(buildStateEvent(b));
       if (built !== sentBuild) {
         sentBuild = built;
         write(`event: build\ndata: ${built}\n\n`);
@@ -204,9 +162,9 @@ export function registerLivePages(web: WebRouter, streams: LiveStreams): void {
         jobCount = list.length;
         write(frame('jobs', { count: list.length }));
       }
-      const names = await agentNames(list);
+      const agentsById = await agentsOfJobs(agents, list);
       for (const j of list) {
-        const data = JSON.stringify(jobEvent(j, j.agentId ? (names.get(j.agentId) ?? null) : null));
+        const data = JSON.stringify(jobStateEvent(j, agentsById));
         if (sentJobs.get(j.id) === data) continue;
         sentJobs.set(j.id, data);
         write(`event: job\ndata: ${data}\n\n`);

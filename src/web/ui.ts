@@ -3,6 +3,8 @@ import type { Principal } from '../core/identity';
 import { clock } from '../core/clock';
 import { html, type Html, type Part } from './html';
 import type { Assets } from './assets';
+import type { BuildState, JobState } from '../builds/model';
+import type { ConnectionState } from '../agents/repository';
 
 /** What a page knows of its request: who is signed in, the session's CSRF token, the org in the path. */
 export interface PageContext {
@@ -77,7 +79,14 @@ interface StateLook {
 
 const ICONS: Record<StateLook['tone'], string> = { pass: '\u2713', fail: '\u2715', run: '\u25cf', wait: '\u25cb', block: '\u2016', off: '\u2013' };
 
-/** Every build, job and agent state the pages show (builds/states.ts names them), as people read them. */
+/** An agent's state as its pages show it (pages/agents.ts): its connection's, or what a connected one is doing. */
+type AgentShownState = ConnectionState | 'busy' | 'idle' | 'paused';
+
+/**
+ * Every build, job and agent state the pages show (builds/states.ts names them), as people read
+ * them: the compiler holds it to every state of the contract, and a state that job and build
+ * share (running, passed, ...) reads the same on both.
+ */
 const STATES: Record<string, StateLook> = {
   passed: { label: 'Passed', tone: 'pass' },
   failed: { label: 'Failed', tone: 'fail' },
@@ -114,7 +123,7 @@ const STATES: Record<string, StateLook> = {
   stopped: { label: 'Stopped', tone: 'off' },
   lost: { label: 'Lost', tone: 'fail', title: 'It stopped sending heartbeats' },
   never_connected: { label: 'Never connected', tone: 'off' },
-};
+} satisfies Record<JobState | BuildState | AgentShownState, StateLook> & Record<string, StateLook>;
 
 /** The look of `state`: a known one's, else its words capitalised (a state added later still reads). */
 export function stateLook(state: string | null | undefined): StateLook & { key: string } {

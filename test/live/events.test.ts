@@ -79,6 +79,22 @@ describeEachDatabase('live build stream', (ctx) => {
     });
   });
 
+  it('carries, byte for byte, what the fallback poll (/state) answers: the page reads both alike', async () => {
+    const { org, slug, build, agent, token } = await givenBuildAndAgent(ctx(), TWO_STEPS);
+    // A job on an agent: the agent's name and the start time are in both.
+    await takeNextJob(ctx(), agent);
+    const session = await sessionOf(ctx(), token);
+    const s = await open(`/${org.slug}/${slug}/builds/${build.number}/events`, session);
+    const built = await s.next((e) => e.event === 'build');
+    const count = json(await s.next((e) => e.event === 'jobs'));
+    const jobs = [await s.next((e) => e.event === 'job'), await s.next((e) => e.event === 'job'), await s.next((e) => e.event === 'job')];
+    const state = (await ctx().http().get(`/${org.slug}/${slug}/builds/${build.number}/state`).set(session).expect(200)).body;
+    expect(JSON.stringify(state.build)).toBe(built.data);
+    expect(state.jobs.map((j: unknown) => JSON.stringify(j)).sort()).toEqual(jobs.map((e) => e.data).sort());
+    expect(state.jobs.some((j: unknown) => JSON.stringify(j).includes('"agent_name":"runner"'))).toBe(true);
+    expect({ count: state.count }).toEqual(count);
+  });
+
   it('says when the set of jobs changes: a pipeline upload adds some', async () => {
     const { org, slug, build, agent, token } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: upload\n');
     const s = await open(`/${org.slug}/${slug}/builds/${build.number}/events`, await sessionOf(ctx(), token));

@@ -27,6 +27,7 @@ import { rewriteArtifactLinks } from '../../annotations/render';
 import type { Artifact } from '../../artifacts/repository';
 import { DOWNLOAD_URL_SECONDS } from '../../artifacts/service';
 import { actorFor, idParam, mayCall } from '../context';
+import { agentsOfJobs, buildStateJson } from '../build-state';
 import { html, trustedHtml, type Html, type Part } from '../html';
 import { decodeLogState, encodeLogState, PLAIN_STYLE, renderLogLine, renderLogLines } from '../log';
 import type { WebRouter } from '../routes';
@@ -460,25 +461,6 @@ export function buildPage(v: BuildPageView): string {
   );
 }
 
-/** A build's and its jobs' state as the live stream's events carry them (`build`, `job`), for the page's fallback poll. */
-export function buildStateJson(item: BuildWithJobs, agents: Map<string, Agent>) {
-  const iso = (d: Date | null) => (d ? d.toISOString() : null);
-  const b = item.build;
-  return {
-    build: { id: b.id, state: b.state, blocked: b.blocked, started_at: iso(b.startedAt), finished_at: iso(b.finishedAt), badge: buildBadge(b).value },
-    jobs: item.jobs.map((j) => ({
-      id: j.id,
-      state: j.state,
-      started_at: iso(j.startedAt),
-      finished_at: iso(j.finishedAt),
-      exit_status: j.exitStatus,
-      agent_name: j.agentId ? (agents.get(j.agentId)?.name ?? null) : null,
-      badge: stateBadge(j.state).value,
-    })),
-    count: item.jobs.length,
-  };
-}
-
 /** `field:<key>` inputs of an unblock form -> the step's `fields` (a multiple select gives several values). */
 function unblockFields(body: Record<string, unknown>): Record<string, string> {
   const out: Record<string, string> = {};
@@ -497,10 +479,9 @@ export function registerBuildPages(web: WebRouter): void {
   web.page('/:org/:pipeline/builds/:number', 'getBuild', async ({ principal, params, ctx, res }) => {
     const actor = actorFor(principal, params.org!);
     const item = await builds.get(actor, params.pipeline!, buildNumber(params.number), true, { pipeline: true });
-    const agentIds = [...new Set(item.jobs.flatMap((j) => (j.agentId ? [j.agentId] : [])))];
     const waiting = item.jobs.some((j) => j.type === 'script' && !j.agentId && JOB_STATE_PHASES[j.state] === 'queued');
-    const [found, notes, files, emojiList, orgAgents] = await Promise.all([
-      agentIds.length ? agents.byIds(agentIds) : Promise.resolve([]),
+    const [agentsById, notes, files, emojiList, orgAgents] = await Promise.all([
+      agentsOfJobs(agents, item.jobs),
       annotations.list({ item, job: null }, 0, 100),
       mayCall(principal, 'listBuildArtifacts')
         ? artifacts.listByBuild(actor, item.pipeline.slug, item.build.number, 0, 100).then((r) => r.items)
@@ -513,7 +494,7 @@ export function registerBuildPages(web: WebRouter): void {
     return buildPage({
       ctx,
       item,
-      agents: new Map(found.map((a) => [a.id, a])),
+      agents: agentsById,
       annotations: notes,
       artifacts: files,
       canWrite: mayCall(principal, 'cancelBuild') && item.perms.build,
@@ -527,9 +508,7 @@ export function registerBuildPages(web: WebRouter): void {
   web.data('/:org/:pipeline/builds/:number/state', 'getBuild', async ({ principal, params, res }) => {
     const actor = actorFor(principal, params.org!);
     const item = await builds.get(actor, params.pipeline!, buildNumber(params.number), true, { pipeline: true });
-    const agentIds = [...new Set(item.jobs.flatMap((j) => (j.agentId ? [j.agentId] : [])))];
-    const found = agentIds.length ? await agents.byIds(agentIds) : [];
-    res.json(buildStateJson(item, new Map(found.map((a) => [a.id, a]))));
+    res.json(buildStateJson(item.build, item.jobs, await agentsOfJobs(agents, item.jobs)));
   });
 
   const target = (params: Record<string, string>) => [params.pipeline!, buildNumber(params.number)] as const;
