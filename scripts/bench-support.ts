@@ -13,6 +13,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createApp } from '../src/app';
 import { SCOPES } from '../src/core/identity';
+import { migrateLatest } from '../src/db/knex';
 import { isOneOf } from '../src/db/row-types';
 import { createLogger } from '../src/http/middleware/logger';
 import { createServices, type ServiceOptions, type Services } from '../src/services';
@@ -30,6 +31,12 @@ export function benchStores(): Store[] {
 }
 
 /** BENCH_PG_URL: the Postgres server (no database in it) on which a run creates its own database. */
+/** A store's name from the environment (a forked child's BENCH_STORE), checked. */
+export function storeOf(value: string | undefined): Store {
+  if (!isOneOf(STORES, value)) throw new Error(`unknown store ${value}`);
+  return value;
+}
+
 export const PG_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
 
 /** Runs `statements` in order on the Postgres server's maintenance database (creating and dropping a run's database). */
@@ -75,6 +82,31 @@ export async function benchDatabase(
     return null;
   }
   return { url: `${PG_URL}/${database}`, cleanup: () => dropPgDatabase(database) };
+}
+
+/**
+ * The database of a benchmark's forked service: SQLite in a temporary directory, or with
+ * BENCH_STORE=postgres a schema of its own (`<name>_<pid>`) in the database of BENCH_PG_URL
+ * (default postgres://postgres@127.0.0.1:5432/test). `prepare` creates and migrates it, `close` drops it.
+ */
+export function childDatabase(name: string) {
+  const kind: Store = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite';
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `windsock-${name}-`));
+  const schema = `${name}_${process.pid}`;
+  const pgUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const database: ServiceOptions['database'] = kind === 'sqlite' ? { kind, url: path.join(dir, 'db.sqlite3') } : { kind, url: pgUrl, schema };
+  return {
+    database,
+    prepare: async (services: Services) => {
+      if (kind === 'postgres') await services.db.raw(`create schema if not exists ${schema}`);
+      await migrateLatest(services.db);
+    },
+    close: async (services: Services) => {
+      if (kind === 'postgres') await services.db.raw(`drop schema ${schema} cascade`);
+      await services.db.destroy();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 export const PUBLIC_URL = 'http://127.0.0.1';
