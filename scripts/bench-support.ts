@@ -7,7 +7,7 @@ import { execSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -139,7 +139,7 @@ export async function listenApp(
   });
   const server = http.createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo; // cast: listening on TCP
+  const { port } = server.address() as net.AddressInfo; // cast: listening on TCP
   return { server, port, base: `http://127.0.0.1:${port}` };
 }
 
@@ -191,6 +191,18 @@ export function ask<T>(child: ChildProcess, type: string, answer: string): Promi
     };
     child.on('message', on);
     if (type) child.send({ type });
+  });
+}
+
+/** A port of 127.0.0.1 free a moment ago, for a server that must be told its port. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo; // cast: a TCP server's address
+      srv.close(() => resolve(port));
+    });
   });
 }
 
