@@ -162,7 +162,7 @@ export async function benchAdmin(services: Services, names: string[] = ['Bench']
   return { org: orgs[0]!, orgs, user, jwt };
 }
 
-/** A JSON call to the service at `base` that throws on any status from 300 up, saying what came back. */
+/** A JSON call to the service at `base` (`body` sent as JSON when given) that throws on any status from 300 up, saying what came back. */
 export function jsonCaller(base: string) {
   return async (method: string, url: string, headers: Record<string, string>, body?: unknown): Promise<Record<string, unknown>> => {
     const res = await fetch(`${base}${url}`, {
@@ -170,9 +170,9 @@ export function jsonCaller(base: string) {
       headers: { 'Content-Type': 'application/json', ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    const json = (await res.json()) as Record<string, unknown>; // cast: the API's JSON
-    if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-    return json;
+    const text = await res.text();
+    if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text}`);
+    return JSON.parse(text) as Record<string, unknown>; // cast: the API's JSON
   };
 }
 
