@@ -23,7 +23,7 @@ import os from 'node:os';
 import { isPostgres, migrateLatest } from '../src/db/knex';
 import type { Services } from '../src/services';
 import { intEnv } from './bench-env';
-import { benchAdmin, benchDatabase, benchServices, benchStores, jsonCaller, listenApp, percentile, type Store } from './bench-support';
+import { benchAdmin, benchDatabase, benchServices, benchStores, jsonCaller, listenApp, percentile, storeSections, type Store } from './bench-support';
 
 const BACKLOGS = (process.env.BENCH_BACKLOGS ?? '0,1000,10000,100000').split(',').map((s) => Number(s.trim().replace(/_/g, '')));
 const REQUESTS = intEnv('BENCH_REQUESTS', 200);
@@ -116,12 +116,7 @@ async function benchStore(kind: Store): Promise<string[] | null> {
 }
 
 async function main() {
-  const report: string[] = [];
-  for (const kind of STORES) {
-    const lines = await benchStore(kind);
-    if (!lines) continue;
-    report.push(`\n### ${kind === 'sqlite' ? 'SQLite' : 'Postgres'}\n`, '| unservable jobs ahead | poll p50 | poll p99 |', '| --- | --- | --- |', ...lines);
-  }
+  const report = await storeSections(STORES, ['| unservable jobs ahead | poll p50 | poll p99 |', '| --- | --- | --- |'], benchStore);
   process.stdout.write(`\n## Report (${REQUESTS} polls per row, ${os.cpus().length} CPUs, Node ${process.version})\n${report.join('\n')}\n`);
 }
 

@@ -24,7 +24,7 @@ import type { Services } from '../src/services';
 import { startChangeFeed } from '../src/live/feeds';
 import type { Agent } from '../src/agents/repository';
 import { intEnv } from './bench-env';
-import { benchAdmin, benchServices, createPgDatabase, dropPgDatabase, jsonCaller, listenApp, PG_URL } from './bench-support';
+import { benchAdmin, benchServices, createPgDatabase, dropPgDatabase, exitOnFailure, jsonCaller, listenApp, PG_URL } from './bench-support';
 
 const JOBS = intEnv('BENCH_JOBS', 200);
 const APPEND_MS = intEnv('BENCH_APPEND_MS', 1000);
@@ -202,14 +202,4 @@ async function main(): Promise<void> {
   }
 }
 
-if (process.argv[2] === 'child') {
-  child(process.argv[3]!).catch((e) => {
-    console.error(e);
-    process.exit(1);
-  });
-} else {
-  main().catch((e) => {
-    console.error(e);
-    process.exit(1);
-  });
-}
+exitOnFailure(process.argv[2] === 'child' ? child(process.argv[3]!) : main());

@@ -22,7 +22,20 @@ import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { migrateLatest } from '../src/db/knex';
 import { intEnv } from './bench-env';
-import { ask, benchAdmin, benchDatabase, benchServices, benchStores, jsonCaller, listenApp, percentile, storeOf, type Store } from './bench-support';
+import {
+  ask,
+  benchAdmin,
+  benchDatabase,
+  benchServices,
+  benchStores,
+  exitOnFailure,
+  jsonCaller,
+  listenApp,
+  percentile,
+  type Store,
+  storeOf,
+  storeSections,
+} from './bench-support';
 
 const LOG_MB = intEnv('BENCH_LOG_MB', 50);
 const READERS = intEnv('BENCH_READERS', 4);
@@ -159,23 +172,8 @@ async function benchStore(kind: Store): Promise<string[] | null> {
 }
 
 async function main() {
-  const report: string[] = [];
-  for (const kind of STORES) {
-    const lines = await benchStore(kind);
-    if (!lines) continue;
-    report.push(`\n### ${kind === 'sqlite' ? 'SQLite' : 'Postgres'}\n`, '| measurement | p50 | p99 | max | |', '| --- | --- | --- | --- | --- |', ...lines);
-  }
+  const report = await storeSections(STORES, ['| measurement | p50 | p99 | max | |', '| --- | --- | --- | --- | --- |'], benchStore);
   process.stdout.write(`\n## Report (${os.cpus().length} CPUs, Node ${process.version})\n${report.join('\n')}\n`);
 }
 
-if (process.argv[2] === 'server') {
-  server().catch((err) => {
-    process.stderr.write(`${(err as Error).stack}\n`);
-    process.exit(1);
-  });
-} else {
-  main().catch((err) => {
-    process.stderr.write(`${(err as Error).stack}\n`);
-    process.exit(1);
-  });
-}
+exitOnFailure(process.argv[2] === 'server' ? server() : main());

@@ -30,7 +30,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { intEnv, serverNodeOptions } from './bench-env';
-import { ask, benchAdmin, benchServices, childDatabase, listenApp, percentile } from './bench-support';
+import { ask, benchAdmin, benchServices, childDatabase, exitOnFailure, listenApp, percentile } from './bench-support';
 
 interface Ready {
   type: 'ready';
@@ -386,14 +386,4 @@ async function phases(seconds: number, clients: number): Promise<void> {
   await slow.close();
 }
 
-if (process.argv[2] === 'server') {
-  serve().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-} else {
-  main().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+exitOnFailure(process.argv[2] === 'server' ? serve() : main());

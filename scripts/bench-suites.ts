@@ -25,7 +25,7 @@ import type { Server } from 'node:http';
 import type { Knex } from 'knex';
 import { migrateLatest } from '../src/db/knex';
 import { intEnv } from './bench-env';
-import { benchAdmin, benchDatabase, benchServices, benchStores, listenApp, percentile, PG_URL, type Store } from './bench-support';
+import { benchAdmin, benchDatabase, benchServices, benchStores, listenApp, percentile, storeSections, PG_URL, type Store } from './bench-support';
 
 const RUN_SIZE = 5000;
 const TESTS = Math.max(RUN_SIZE, Math.floor(intEnv('BENCH_TESTS', 100_000) / RUN_SIZE) * RUN_SIZE);
@@ -242,12 +242,7 @@ async function benchStore(kind: Store): Promise<string[] | null> {
 }
 
 async function main() {
-  const report: string[] = [];
-  for (const kind of STORES) {
-    const lines = await benchStore(kind);
-    if (!lines) continue;
-    report.push(`\n### ${kind === 'sqlite' ? 'SQLite' : 'Postgres'}\n`, '| measurement | time (p50) | p99 |', '| --- | --- | --- |', ...lines);
-  }
+  const report = await storeSections(STORES, ['| measurement | time (p50) | p99 |', '| --- | --- | --- |'], benchStore);
   process.stdout.write(`\n## Report\n${report.join('\n')}\n`);
 }
 

@@ -176,6 +176,17 @@ export function jsonCaller(base: string) {
   };
 }
 
+/** Each store's section of a report: its heading, the table's `head` rows and the rows `measure` returned (no section when it skipped the store). */
+export async function storeSections(stores: Store[], head: string[], measure: (kind: Store) => Promise<string[] | null>): Promise<string[]> {
+  const report: string[] = [];
+  for (const kind of stores) {
+    const lines = await measure(kind);
+    if (!lines) continue;
+    report.push(`\n### ${kind === 'sqlite' ? 'SQLite' : 'Postgres'}\n`, ...head, ...lines);
+  }
+  return report;
+}
+
 /** The value at percentile `p` (0 to 100) of ascending `sorted`. */
 export function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;

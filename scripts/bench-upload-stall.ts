@@ -17,7 +17,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { intEnv } from './bench-env';
-import { ask, benchAdmin, benchServices, childDatabase, listenApp, percentile } from './bench-support';
+import { ask, benchAdmin, benchServices, childDatabase, exitOnFailure, listenApp, percentile } from './bench-support';
 
 interface Ready {
   type: 'ready';
@@ -165,14 +165,4 @@ async function main(): Promise<void> {
   uploads.destroy();
 }
 
-if (process.argv[2] === 'server') {
-  serve().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-} else {
-  main().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+exitOnFailure(process.argv[2] === 'server' ? serve() : main());
