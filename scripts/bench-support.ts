@@ -30,13 +30,13 @@ export function benchStores(): Store[] {
   });
 }
 
-/** BENCH_PG_URL: the Postgres server (no database in it) on which a run creates its own database. */
 /** A store's name from the environment (a forked child's BENCH_STORE), checked. */
 export function storeOf(value: string | undefined): Store {
   if (!isOneOf(STORES, value)) throw new Error(`unknown store ${value}`);
   return value;
 }
 
+/** BENCH_PG_URL: the Postgres server (no database in it) on which a run creates its own database. */
 export const PG_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
 
 /** Runs `statements` in order on the Postgres server's maintenance database (creating and dropping a run's database). */
