@@ -37,13 +37,12 @@
 import { execSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import type { Message, SetupResult, SqlStats, VerifyResult } from './bench-server';
 import { intEnv, serverNodeOptions } from './bench-env';
+import { benchStores, CLK_TCK, createPgDatabase, drain, dropPgDatabase, freePort, PG_URL, processTimes, type Store } from './bench-support';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const SERVER_NODE_OPTIONS = serverNodeOptions();
@@ -53,8 +52,7 @@ const BUILDS = intEnv('BENCH_BUILDS', 1_000_000);
 const PER_PIPELINE = Math.max(1, Math.floor(BUILDS / PIPELINES));
 const DURATION = intEnv('BENCH_DURATION', 10);
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 50);
-const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',').map((s) => s.trim()) as Store[];
-const PG_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
+const STORES = benchStores();
 // One database per run: two runs on one machine (two checkouts) must not drop each other's.
 const PG_DB = `windsock_bench_${process.pid}`;
 const ONLY = process.env.BENCH_SCENARIOS ? new Set(process.env.BENCH_SCENARIOS.split(',').map((s) => s.trim())) : undefined;
@@ -68,8 +66,6 @@ const QUIET_MS = process.env.BENCH_QUIET_MS === '0' ? 0 : intEnv('BENCH_QUIET_MS
 const PER_PAGE = 30;
 const DEEP_PAGE = Math.min(10_000, Math.max(1, Math.floor((PIPELINES * PER_PIPELINE) / PER_PAGE)));
 const COMMIT = 'b0b5ee5b0b5ee5b0b5ee5b0b5ee5b0b5ee5b0b5';
-
-type Store = 'sqlite' | 'postgres';
 
 interface Measured {
   rps: number;
@@ -183,14 +179,6 @@ class Child {
 // CPU accounting (Linux /proc): this machine is shared, so every figure says how much CPU
 // anything else used meanwhile, and a measurement waits (up to a minute) for a quiet machine.
 
-const CLK_TCK = (() => {
-  try {
-    return Number(execSync('getconf CLK_TCK', { stdio: ['ignore', 'pipe', 'ignore'] }).toString()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
 interface CpuSnapshot {
   at: number;
   busy: number;
@@ -202,18 +190,7 @@ function cpuSnapshot(): CpuSnapshot | undefined {
     const fields = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal
     const busy = fields[0]! + fields[1]! + fields[2]! + fields[5]! + fields[6]! + (fields[7] ?? 0);
-    const pids = new Map<number, { comm: string; ticks: number }>();
-    for (const name of fs.readdirSync('/proc')) {
-      if (!/^\d+$/.test(name)) continue;
-      try {
-        const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
-        const close = stat.lastIndexOf(')');
-        const rest = stat.slice(close + 2).split(' ');
-        pids.set(Number(name), { comm: stat.slice(stat.indexOf('(') + 1, close), ticks: Number(rest[11]) + Number(rest[12]) });
-      } catch {
-        /* exited meanwhile */
-      }
-    }
+    const pids = new Map(processTimes().map(({ pid, comm, ticks }) => [pid, { comm, ticks }]));
     return { at: performance.now(), busy, pids };
   } catch {
     return undefined;
@@ -304,21 +281,8 @@ async function cannon(
   };
 }
 
-/** Until the service answers a database round trip quickly again (requests queued by a slow scenario drain). */
-async function drain(url: string): Promise<void> {
-  const deadline = Date.now() + 180_000;
-  let quick = 0;
-  while (Date.now() < deadline && quick < 2) {
-    const t = performance.now();
-    try {
-      await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(60_000) });
-    } catch {
-      /* still busy */
-    }
-    quick = performance.now() - t < 100 ? quick + 1 : 0;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** How long a drain waits at most: for the service to answer a database round trip quickly again (requests queued by a slow scenario drain). */
+const DRAIN = { deadlineMs: 180_000, requestTimeoutMs: 60_000 };
 
 // ---------------------------------------------------------------------------------------------
 // Scenarios
@@ -418,16 +382,6 @@ function scenarios(s: SetupResult): Scenario[] {
 // ---------------------------------------------------------------------------------------------
 // Stores
 
-async function pgAdmin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: `${PG_URL}/postgres`, connectionTimeoutMillis: 3000 });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
-
 interface StoreRun {
   store: Store;
   skipped?: string;
@@ -453,10 +407,7 @@ async function runStore(store: Store): Promise<StoreRun> {
   let databaseUrl: string;
   if (store === 'postgres') {
     try {
-      await pgAdmin(async (c) => {
-        await c.query(`drop database if exists ${PG_DB} with (force)`);
-        await c.query(`create database ${PG_DB}`);
-      });
+      await createPgDatabase(PG_DB);
     } catch (err) {
       run.skipped = `Postgres at ${PG_URL} is not reachable (${(err as Error).message}): skipped`;
       fs.rmSync(dataDir, { recursive: true, force: true });
@@ -484,7 +435,7 @@ async function runStore(store: Store): Promise<StoreRun> {
       log(`${store}: ${sc.label}: one request: ${probed.text}`);
       log(`${store}: ${sc.label}: warm-up`);
       await cannon(child.url, setup.token, sc.next, { duration: 1, connections: 5 });
-      await drain(child.url);
+      await drain(child.url, DRAIN);
       log(`${store}: ${sc.label}: ${DURATION} s at ${CONNECTIONS} connections`);
       await quiet([child.pid]);
       if (SQL_STATS) await child.request<SqlStats>({ type: 'sqlstats', reset: true });
@@ -510,7 +461,7 @@ async function runStore(store: Store): Promise<StoreRun> {
         `${store}: ${sc.label}: ${m.rps.toFixed(0)} req/s, p50 ${m.p50} ms, p99 ${m.p99} ms, non-2xx ${m.non2xx}, errors ${m.errors} ${JSON.stringify(m.statuses)} cpu ${JSON.stringify(m.cpu)}`,
       );
       run.rows.push({ id: sc.id, label: sc.label, m, response: probed.text, met: probed.ok ? undefined : false });
-      await drain(child.url);
+      await drain(child.url, DRAIN);
       if (sc.write) {
         const v = await child.request<VerifyResult>({
           type: 'verify',
@@ -539,7 +490,7 @@ async function runStore(store: Store): Promise<StoreRun> {
     if (KEEP_DATA) log(`${store}: kept ${store === 'sqlite' ? `the database in ${dataDir}` : `the database ${PG_DB}`} (BENCH_KEEP_DATA=1)`);
     if (!KEEP_DATA || store === 'postgres') fs.rmSync(dataDir, { recursive: true, force: true });
     if (store === 'postgres' && !KEEP_DATA) {
-      await pgAdmin((c) => c.query(`drop database if exists ${PG_DB} with (force)`)).catch((err: Error) => log(`could not drop ${PG_DB}: ${err.message}`));
+      await dropPgDatabase(PG_DB).catch((err: Error) => log(`could not drop ${PG_DB}: ${err.message}`));
     }
   }
   return run;
@@ -547,17 +498,6 @@ async function runStore(store: Store): Promise<StoreRun> {
 
 // ---------------------------------------------------------------------------------------------
 // Baselines
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function findPrism(): string | undefined {
   const dirs = [path.join(ROOT, 'node_modules', '.bin'), ...(process.env.PATH ?? '').split(path.delimiter)];
@@ -812,7 +752,6 @@ function readVersion(pkg: string): string {
 
 async function main(): Promise<void> {
   const started = Date.now();
-  for (const s of STORES) if (s !== 'sqlite' && s !== 'postgres') throw new Error(`BENCH_STORES: unknown store ${s}`);
   const runs: StoreRun[] = [];
   for (const store of STORES) {
     try {

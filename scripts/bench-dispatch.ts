@@ -18,54 +18,16 @@
  * and dropped).
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
-import path from 'node:path';
-import pg from 'pg';
-import { createApp } from '../src/app';
 import { isPostgres, migrateLatest } from '../src/db/knex';
-import { createLogger } from '../src/http/middleware/logger';
-import { createServices, type Services } from '../src/services';
+import type { Services } from '../src/services';
 import { intEnv } from './bench-env';
-import { SCOPES } from '../src/core/identity';
+import { benchAdmin, benchDatabase, benchServices, benchStores, jsonCaller, listenApp, percentile, storeSections, type Store } from './bench-support';
 
 const BACKLOGS = (process.env.BENCH_BACKLOGS ?? '0,1000,10000,100000').split(',').map((s) => Number(s.trim().replace(/_/g, '')));
 const REQUESTS = intEnv('BENCH_REQUESTS', 200);
-const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',').map((s) => s.trim()) as ('sqlite' | 'postgres')[];
-const PG_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
-const PG_DB = `windsock_bench_dispatch_${process.pid}`;
-
-async function withStore(kind: 'sqlite' | 'postgres'): Promise<{ url: string; cleanup: () => Promise<void> } | null> {
-  if (kind === 'sqlite') {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-bench-dispatch-'));
-    return { url: path.join(dir, 'bench.sqlite3'), cleanup: async () => fs.rmSync(dir, { recursive: true, force: true }) };
-  }
-  const admin = new pg.Client({ connectionString: `${PG_URL}/postgres` });
-  try {
-    await admin.connect();
-  } catch (err) {
-    process.stdout.write(`\n[postgres] skipped: ${(err as Error).message}\n`);
-    return null;
-  }
-  await admin.query(`drop database if exists ${PG_DB}`);
-  await admin.query(`create database ${PG_DB}`);
-  await admin.end();
-  return {
-    url: `${PG_URL}/${PG_DB}`,
-    cleanup: async () => {
-      const c = new pg.Client({ connectionString: `${PG_URL}/postgres` });
-      await c.connect();
-      await c.query(`drop database if exists ${PG_DB} with (force)`);
-      await c.end();
-    },
-  };
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
+const STORES = benchStores();
 
 /** `count` copies of the job `templateId`, each older than every job before it. */
 async function addBacklog(services: Services, templateId: string, from: number, count: number): Promise<void> {
@@ -87,48 +49,20 @@ async function addBacklog(services: Services, templateId: string, from: number, 
   await db.raw(isPostgres(db) ? 'analyze jobs' : 'analyze');
 }
 
-async function benchStore(kind: 'sqlite' | 'postgres'): Promise<string[] | null> {
-  const store = await withStore(kind);
+async function benchStore(kind: Store): Promise<string[] | null> {
+  const store = await benchDatabase(kind, 'dispatch', (message) => `\n[postgres] skipped: ${message}\n`);
   if (!store) return null;
-  const logger = createLogger('silent');
-  const publicUrl = 'http://127.0.0.1';
-  const services = createServices({
-    database: { kind, url: store.url },
-    secret: crypto.randomBytes(32).toString('hex'),
-    publicUrl,
-    github: { apiUrl: undefined, token: undefined },
-    githubEnterprise: { apiUrl: undefined, token: undefined },
-    logger,
-  });
+  const services = benchServices({ kind, url: store.url });
   let server: Server | undefined;
   try {
     await migrateLatest(services.db);
-    const app = createApp({ logger, publicUrl, bodyLimitBytes: 1024 * 1024, uploadBodyLimitBytes: 64 * 1024 * 1024, validateResponses: false, ...services });
-    server = app.listen(0, '127.0.0.1');
+    const listening = await listenApp(services);
+    server = listening.server;
     // The client keeps its connection across the seeding pauses: the server must not close it meanwhile.
     server.keepAliveTimeout = 600_000;
-    await new Promise((resolve) => server!.once('listening', resolve));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
-    const org = await services.orgs.create({ slug: 'bench', name: 'Bench' });
-    const user = await services.users.create({ name: 'Bench', email: 'bench@example.com' });
-    await services.orgs.addMember(org.id, user.id, 'admin');
-    const { jwt } = await services.tokens.create({
-      userId: user.id,
-      organizationIds: [org.id],
-      scopes: [...SCOPES],
-      expiresAt: new Date(Date.now() + 86_400_000),
-    });
-    const call = async (method: string, url: string, headers: Record<string, string>, body?: unknown) => {
-      const res = await fetch(`${base}${url}`, {
-        method,
-        headers: { 'Content-Type': 'application/json', ...headers },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const json = (await res.json()) as Record<string, unknown>;
-      if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
-    };
+    const { org, jwt } = await benchAdmin(services);
+    const call = jsonCaller(listening.base);
     const bearer = { Authorization: `Bearer ${jwt}` };
     const buildOf = async (name: string, configuration: string) => {
       const p = await call('POST', '/v2/organizations/bench/pipelines', bearer, { name, repository: 'git@github.com:acme/app.git', configuration });
@@ -182,12 +116,7 @@ async function benchStore(kind: 'sqlite' | 'postgres'): Promise<string[] | null>
 }
 
 async function main() {
-  const report: string[] = [];
-  for (const kind of STORES) {
-    const lines = await benchStore(kind);
-    if (!lines) continue;
-    report.push(`\n### ${kind === 'sqlite' ? 'SQLite' : 'Postgres'}\n`, '| unservable jobs ahead | poll p50 | poll p99 |', '| --- | --- | --- |', ...lines);
-  }
+  const report = await storeSections(STORES, ['| unservable jobs ahead | poll p50 | poll p99 |', '| --- | --- | --- |'], benchStore);
   process.stdout.write(`\n## Report (${REQUESTS} polls per row, ${os.cpus().length} CPUs, Node ${process.version})\n${report.join('\n')}\n`);
 }
 

@@ -17,55 +17,30 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
-import { createApp } from '../src/app';
 import { migrateLatest } from '../src/db/knex';
-import { createLogger } from '../src/http/middleware/logger';
-import { createServices, type Services } from '../src/services';
-import { SCOPES } from '../src/core/identity';
+import type { Services } from '../src/services';
 import { startChangeFeed } from '../src/live/feeds';
 import type { Agent } from '../src/agents/repository';
 import { intEnv } from './bench-env';
+import { benchAdmin, benchServices, createPgDatabase, dropPgDatabase, exitOnFailure, jsonCaller, listenApp, PG_URL } from './bench-support';
 
 const JOBS = intEnv('BENCH_JOBS', 200);
 const APPEND_MS = intEnv('BENCH_APPEND_MS', 1000);
 const SECONDS = intEnv('BENCH_SECONDS', 20);
-const PG_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
 const SECRET = 'bench-live-secret-bench-live-secret-0123456789';
 
 /** An instance on the database: services with the LISTEN/NOTIFY feed, the app on 127.0.0.1. */
 async function instance(url: string): Promise<{ services: Services; base: string; close: () => Promise<void> }> {
-  const logger = createLogger('silent');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-bench-live-'));
   const feed = startChangeFeed({ database: { kind: 'postgres', url }, report: () => undefined });
-  const services = createServices({
-    database: { kind: 'postgres', url },
-    secret: SECRET,
-    publicUrl: 'http://127.0.0.1',
-    github: { apiUrl: undefined, token: undefined },
-    githubEnterprise: { apiUrl: undefined, token: undefined },
-    logger,
-    artifacts: { dir: path.join(dir, 'artifacts') },
-    changes: feed.feed,
-  });
+  const services = benchServices({ kind: 'postgres', url }, { secret: SECRET, artifacts: { dir: path.join(dir, 'artifacts') }, changes: feed.feed });
   await feed.ready;
-  const app = createApp({
-    ...services,
-    logger,
-    publicUrl: 'http://127.0.0.1',
-    bodyLimitBytes: 1024 * 1024,
-    uploadBodyLimitBytes: 1024 * 1024,
-    validateResponses: false,
-  });
-  const server = http.createServer(app);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { server, base } = await listenApp(services, { uploadBodyLimitBytes: 1024 * 1024 });
   return {
     services,
-    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, // cast: listening on TCP
+    base,
     close: async () => {
       services.liveStreams.endAll();
       server.closeAllConnections();
@@ -104,22 +79,13 @@ function ask<T>(c: ChildProcess, message: string, key: string): Promise<T> {
 
 async function main(): Promise<void> {
   const dbName = `windsock_bench_live_${process.pid}`;
-  const admin = new pg.Client({ connectionString: `${PG_URL}/postgres` });
-  await admin.connect();
-  await admin.query(`create database ${dbName}`);
+  await createPgDatabase(dbName);
   const url = `${PG_URL}/${dbName}`;
   let b: ChildProcess | undefined;
   let a: Awaited<ReturnType<typeof instance>> | undefined;
   try {
     {
-      const s = createServices({
-        database: { kind: 'postgres', url },
-        secret: SECRET,
-        publicUrl: 'http://127.0.0.1',
-        github: { apiUrl: undefined, token: undefined },
-        githubEnterprise: { apiUrl: undefined, token: undefined },
-        logger: createLogger('silent'),
-      });
+      const s = benchServices({ kind: 'postgres', url }, { secret: SECRET });
       await migrateLatest(s.db);
       await s.db.destroy();
     }
@@ -128,24 +94,9 @@ async function main(): Promise<void> {
     const bBase = await ask<string>(b, '', 'base');
 
     const services = a.services;
-    const org = await services.orgs.create({ slug: 'bench', name: 'Bench' });
-    const user = await services.users.create({ name: 'Bench', email: 'bench@example.com' });
-    await services.orgs.addMember(org.id, user.id, 'admin');
-    const { jwt: token } = await services.tokens.create({
-      userId: user.id,
-      organizationIds: [org.id],
-      scopes: [...SCOPES],
-      expiresAt: new Date(Date.now() + 3600_000),
-    });
-    const api = async (method: string, p: string, body?: unknown, headers: Record<string, string> = {}) => {
-      const res = await fetch(`${a!.base}${p}`, {
-        method,
-        headers: { 'Content-Type': 'application/json', ...headers },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${await res.text()}`);
-      return res.json() as Promise<Record<string, unknown>>; // cast: the API's JSON
-    };
+    const { jwt: token } = await benchAdmin(services);
+    const call = jsonCaller(a.base);
+    const api = (method: string, p: string, body?: unknown, headers: Record<string, string> = {}) => call(method, p, headers, body);
     const bearer = { Authorization: `Bearer ${token}` };
     const steps = Array.from({ length: JOBS }, (_, i) => `  - command: make test-${i}`).join('\n');
     await api(
@@ -247,19 +198,8 @@ async function main(): Promise<void> {
       await new Promise((resolve) => b!.once('exit', resolve));
     }
     await a?.close();
-    await admin.query(`drop database if exists ${dbName}`);
-    await admin.end();
+    await dropPgDatabase(dbName);
   }
 }
 
-if (process.argv[2] === 'child') {
-  child(process.argv[3]!).catch((e) => {
-    console.error(e);
-    process.exit(1);
-  });
-} else {
-  main().catch((e) => {
-    console.error(e);
-    process.exit(1);
-  });
-}
+exitOnFailure(process.argv[2] === 'child' ? child(process.argv[3]!) : main());

@@ -17,25 +17,29 @@
  * BENCH_PG_URL (server, default postgres://postgres@127.0.0.1:5432; the database
  * windsock_bench_logs_<pid> is created and dropped).
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import crypto from 'node:crypto';
-import fs from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { fork } from 'node:child_process';
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import path from 'node:path';
-import pg from 'pg';
-import { createApp } from '../src/app';
 import { migrateLatest } from '../src/db/knex';
-import { createLogger } from '../src/http/middleware/logger';
-import { createServices } from '../src/services';
 import { intEnv } from './bench-env';
-import { SCOPES } from '../src/core/identity';
+import {
+  ask,
+  benchAdmin,
+  benchDatabase,
+  benchServices,
+  benchStores,
+  exitOnFailure,
+  jsonCaller,
+  listenApp,
+  percentile,
+  type Store,
+  storeOf,
+  storeSections,
+} from './bench-support';
 
 const LOG_MB = intEnv('BENCH_LOG_MB', 50);
 const READERS = intEnv('BENCH_READERS', 4);
-const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',').map((s) => s.trim()) as ('sqlite' | 'postgres')[];
-const PG_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
+const STORES = benchStores();
 const MiB = 1024 * 1024;
 
 interface Ready {
@@ -48,43 +52,13 @@ interface Ready {
 
 /** The child: the service with one finished job whose log is LOG_MB MiB of 1 MiB chunks. */
 async function server(): Promise<void> {
-  const kind = process.env.BENCH_STORE as 'sqlite' | 'postgres';
-  const url = process.env.BENCH_DB_URL!;
-  const logger = createLogger('silent');
-  const publicUrl = 'http://127.0.0.1';
-  const services = createServices({
-    database: { kind, url },
-    secret: crypto.randomBytes(32).toString('hex'),
-    publicUrl,
-    github: { apiUrl: undefined, token: undefined },
-    githubEnterprise: { apiUrl: undefined, token: undefined },
-    logger,
-  });
+  const kind = storeOf(process.env.BENCH_STORE);
+  const services = benchServices({ kind, url: process.env.BENCH_DB_URL! });
   await migrateLatest(services.db);
-  const app = createApp({ logger, publicUrl, bodyLimitBytes: 2 * MiB, uploadBodyLimitBytes: 64 * MiB, validateResponses: false, ...services });
-  const listener = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => listener.once('listening', resolve));
-  const base = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+  const { base } = await listenApp(services, { bodyLimitBytes: 2 * MiB, uploadBodyLimitBytes: 64 * MiB });
 
-  const org = await services.orgs.create({ slug: 'bench', name: 'Bench' });
-  const user = await services.users.create({ name: 'Bench', email: 'bench@example.com' });
-  await services.orgs.addMember(org.id, user.id, 'admin');
-  const { jwt } = await services.tokens.create({
-    userId: user.id,
-    organizationIds: [org.id],
-    scopes: [...SCOPES],
-    expiresAt: new Date(Date.now() + 86_400_000),
-  });
-  const call = async (method: string, p: string, headers: Record<string, string>, body?: unknown) => {
-    const res = await fetch(`${base}${p}`, {
-      method,
-      headers: { 'Content-Type': 'application/json', ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const json = (await res.json()) as Record<string, unknown>;
-    if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  };
+  const { org, jwt } = await benchAdmin(services);
+  const call = jsonCaller(base);
   const bearer = { Authorization: `Bearer ${jwt}` };
   const pipeline = await call('POST', '/v2/organizations/bench/pipelines', bearer, {
     name: 'Logs',
@@ -137,22 +111,6 @@ async function server(): Promise<void> {
   process.send!(ready);
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-function ask<T>(child: ChildProcess, type: string, answer: string): Promise<T> {
-  return new Promise((resolve) => {
-    const on = (m: { type: string }) => {
-      if (m.type !== answer) return;
-      child.off('message', on);
-      resolve(m as T);
-    };
-    child.on('message', on);
-    if (type) child.send({ type });
-  });
-}
-
 /** Reads the whole body, keeping only its length. */
 async function read(url: string, token: string): Promise<{ bytes: number; ms: number }> {
   const t = Date.now();
@@ -163,34 +121,10 @@ async function read(url: string, token: string): Promise<{ bytes: number; ms: nu
   return { bytes, ms: Date.now() - t };
 }
 
-async function benchStore(kind: 'sqlite' | 'postgres'): Promise<string[] | null> {
-  const dbName = `windsock_bench_logs_${process.pid}`;
-  let dbUrl: string;
-  let cleanup: () => Promise<void>;
-  if (kind === 'sqlite') {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-bench-logs-'));
-    dbUrl = path.join(dir, 'bench.sqlite3');
-    cleanup = async () => fs.rmSync(dir, { recursive: true, force: true });
-  } else {
-    const admin = new pg.Client({ connectionString: `${PG_URL}/postgres` });
-    try {
-      await admin.connect();
-    } catch (err) {
-      process.stdout.write(`\n[postgres] skipped: ${(err as Error).message}\n`);
-      return null;
-    }
-    await admin.query(`drop database if exists ${dbName}`);
-    await admin.query(`create database ${dbName}`);
-    await admin.end();
-    dbUrl = `${PG_URL}/${dbName}`;
-    cleanup = async () => {
-      const c = new pg.Client({ connectionString: `${PG_URL}/postgres` });
-      await c.connect();
-      await c.query(`drop database if exists ${dbName} with (force)`);
-      await c.end();
-    };
-  }
-  const child = fork(__filename, ['server'], { env: { ...process.env, BENCH_STORE: kind, BENCH_DB_URL: dbUrl } });
+async function benchStore(kind: Store): Promise<string[] | null> {
+  const store = await benchDatabase(kind, 'logs', (message) => `\n[postgres] skipped: ${message}\n`);
+  if (!store) return null;
+  const child = fork(__filename, ['server'], { env: { ...process.env, BENCH_STORE: kind, BENCH_DB_URL: store.url } });
   try {
     const ready = await ask<Ready>(child, '', 'ready');
     process.stdout.write(`[${kind}] log of ${(ready.bytes / MiB).toFixed(0)} MiB stored\n`);
@@ -233,28 +167,13 @@ async function benchStore(kind: 'sqlite' | 'postgres'): Promise<string[] | null>
   } finally {
     child.send({ type: 'close' });
     await new Promise((resolve) => child.once('exit', resolve));
-    await cleanup();
+    await store.cleanup();
   }
 }
 
 async function main() {
-  const report: string[] = [];
-  for (const kind of STORES) {
-    const lines = await benchStore(kind);
-    if (!lines) continue;
-    report.push(`\n### ${kind === 'sqlite' ? 'SQLite' : 'Postgres'}\n`, '| measurement | p50 | p99 | max | |', '| --- | --- | --- | --- | --- |', ...lines);
-  }
+  const report = await storeSections(STORES, ['| measurement | p50 | p99 | max | |', '| --- | --- | --- | --- | --- |'], benchStore);
   process.stdout.write(`\n## Report (${os.cpus().length} CPUs, Node ${process.version})\n${report.join('\n')}\n`);
 }
 
-if (process.argv[2] === 'server') {
-  server().catch((err) => {
-    process.stderr.write(`${(err as Error).stack}\n`);
-    process.exit(1);
-  });
-} else {
-  main().catch((err) => {
-    process.stderr.write(`${(err as Error).stack}\n`);
-    process.exit(1);
-  });
-}
+exitOnFailure(process.argv[2] === 'server' ? server() : main());

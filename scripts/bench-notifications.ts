@@ -26,19 +26,11 @@
  *   node dist/scripts/bench-notifications.js server     the child (forked by the benchmark)
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import crypto from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { createApp } from '../src/app';
-import { SCOPES } from '../src/core/identity';
-import { migrateLatest } from '../src/db/knex';
-import { createLogger } from '../src/http/middleware/logger';
-import { createServices } from '../src/services';
 import { intEnv, serverNodeOptions } from './bench-env';
+import { ask, benchAdmin, benchServices, childDatabase, exitOnFailure, listenApp, percentile } from './bench-support';
 
 interface Ready {
   type: 'ready';
@@ -47,48 +39,17 @@ interface Ready {
 }
 
 async function serve(): Promise<void> {
-  const kind = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite';
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-notify-'));
-  const schema = `notify_${process.pid}`;
-  const pgUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const logger = createLogger('silent');
-  const services = createServices({
-    database: kind === 'sqlite' ? { kind, url: path.join(dir, 'db.sqlite3') } : { kind, url: pgUrl, schema },
-    secret: crypto.randomBytes(32).toString('hex'),
-    publicUrl: 'http://127.0.0.1',
-    github: { apiUrl: undefined, token: undefined },
-    githubEnterprise: { apiUrl: undefined, token: undefined },
-    logger,
+  const store = childDatabase('notify');
+  const services = benchServices(store.database, {
     // Loopback receivers; the defaults otherwise (10 s timeout, 16 in flight, back-off from 2 s).
     outbound: { allowPrivate: true, timeoutMs: intEnv('BENCH_OUTBOUND_TIMEOUT_MS', 10_000), maxResponseBytes: 65_536 },
   });
-  if (kind === 'postgres') await services.db.raw(`create schema if not exists ${schema}`);
-  await migrateLatest(services.db);
-  const app = createApp({
-    ...services,
-    logger,
-    publicUrl: 'http://127.0.0.1',
-    bodyLimitBytes: 1024 * 1024,
-    uploadBodyLimitBytes: 64 * 1024 * 1024,
-    validateResponses: false,
-  });
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const port = (server.address() as AddressInfo).port;
+  await store.prepare(services);
+  const { server, port } = await listenApp(services);
   services.notificationWorker.start();
 
-  const org = await services.orgs.create({ slug: 'notify', name: 'Notify' });
-  // The slow-receiver case's second organization (the fast receiver's).
-  const other = await services.orgs.create({ slug: 'other', name: 'Other' });
-  const user = await services.users.create({ name: 'Notify', email: 'notify@example.com' });
-  await services.orgs.addMember(org.id, user.id, 'admin');
-  await services.orgs.addMember(other.id, user.id, 'admin');
-  const { jwt } = await services.tokens.create({
-    userId: user.id,
-    organizationIds: [org.id, other.id],
-    scopes: [...SCOPES],
-    expiresAt: new Date(Date.now() + 86_400_000),
-  });
+  // The slow-receiver case's second organization (Other) is the fast receiver's.
+  const { jwt } = await benchAdmin(services, ['Notify', 'Other']);
 
   const delay = monitorEventLoopDelay({ resolution: 5 });
   process.on('message', async (m: { type: string }) => {
@@ -116,16 +77,12 @@ async function serve(): Promise<void> {
       await services.notificationWorker.stop(0);
       server.close();
       server.closeAllConnections();
-      if (kind === 'postgres') await services.db.raw(`drop schema ${schema} cascade`);
-      await services.db.destroy();
-      fs.rmSync(dir, { recursive: true, force: true });
+      await store.close(services);
       process.exit(0);
     }
   });
   process.send!({ type: 'ready', port, token: jwt } satisfies Ready);
 }
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 function request(agent: http.Agent, port: number, method: string, urlPath: string, token: string, body?: unknown): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -140,18 +97,6 @@ function request(agent: http.Agent, port: number, method: string, urlPath: strin
     });
     req.on('error', reject);
     req.end(data);
-  });
-}
-
-function ask(child: ChildProcess, type: string, answer: string): Promise<Record<string, number>> {
-  return new Promise((resolve) => {
-    const on = (m: { type: string }) => {
-      if (m.type !== answer) return;
-      child.off('message', on);
-      resolve(m as unknown as Record<string, number>);
-    };
-    child.on('message', on);
-    child.send({ type });
   });
 }
 
@@ -416,7 +361,7 @@ async function phases(seconds: number, clients: number): Promise<void> {
   for (const phase of phases) {
     await phase.before();
     const receivedBefore = slow.received();
-    await ask(child, 'start', 'started');
+    await ask<Record<string, number>>(child, 'start', 'started');
     const latencies: number[] = [];
     const end = Date.now() + seconds * 1000;
     const t0 = Date.now();
@@ -430,7 +375,7 @@ async function phases(seconds: number, clients: number): Promise<void> {
       }),
     );
     const elapsed = (Date.now() - t0) / 1000;
-    const s = await ask(child, 'stop', 'delay');
+    const s = await ask<Record<string, number>>(child, 'stop', 'delay');
     latencies.sort((a, b) => a - b);
     const f = (ms: number) => `${ms.toFixed(1)} ms`;
     process.stdout.write(
@@ -441,14 +386,4 @@ async function phases(seconds: number, clients: number): Promise<void> {
   await slow.close();
 }
 
-if (process.argv[2] === 'server') {
-  serve().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-} else {
-  main().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+exitOnFailure(process.argv[2] === 'server' ? serve() : main());

@@ -20,10 +20,9 @@ import { clock } from '../src/core/clock';
 import { SCOPES } from '../src/core/identity';
 import { migrateLatest, type DatabaseKind } from '../src/db/knex';
 import { loadFixtureFile } from '../src/fixtures/load';
-import { createLogger } from '../src/http/middleware/logger';
-import { createServices } from '../src/services';
 import { TestControls } from '../src/test-controls/service';
 import { intEnv } from './bench-env';
+import { benchServices } from './bench-support';
 
 const BUILDS = intEnv('BENCH_BUILDS', 1000);
 const RUNS = intEnv('BENCH_RUNS', 20);
@@ -79,13 +78,7 @@ async function bench(kind: DatabaseKind, file: string): Promise<void> {
     await admin.raw(`create schema ${schema}`);
     await admin.destroy();
   }
-  const services = createServices({
-    database: kind === 'sqlite' ? { kind, url: path.join(dir, 'windsock.db') } : { kind, url: PG_URL, schema },
-    secret: crypto.randomBytes(32).toString('hex'),
-    publicUrl: 'http://127.0.0.1',
-    github: { apiUrl: undefined, token: undefined },
-    githubEnterprise: { apiUrl: undefined, token: undefined },
-    logger: createLogger('silent'),
+  const services = benchServices(kind === 'sqlite' ? { kind, url: path.join(dir, 'windsock.db') } : { kind, url: PG_URL, schema }, {
     artifacts: { dir: path.join(dir, 'artifacts') },
   });
   try {

@@ -21,28 +21,17 @@
  * dropped).
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import type { Knex } from 'knex';
-import pg from 'pg';
-import { createApp } from '../src/app';
 import { migrateLatest } from '../src/db/knex';
-import { createLogger } from '../src/http/middleware/logger';
-import { createServices, type Services } from '../src/services';
 import { intEnv } from './bench-env';
-import { SCOPES } from '../src/core/identity';
+import { benchAdmin, benchDatabase, benchServices, benchStores, listenApp, percentile, storeSections, PG_URL, type Store } from './bench-support';
 
 const RUN_SIZE = 5000;
 const TESTS = Math.max(RUN_SIZE, Math.floor(intEnv('BENCH_TESTS', 100_000) / RUN_SIZE) * RUN_SIZE);
 const EXECUTIONS = Math.max(2 * RUN_SIZE, Math.floor(intEnv('BENCH_EXECUTIONS', 1_000_000) / (2 * RUN_SIZE)) * 2 * RUN_SIZE);
 const REQUESTS = intEnv('BENCH_REQUESTS', 200);
-const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',').map((s) => s.trim()) as ('sqlite' | 'postgres')[];
-const PG_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
-// One database per run: two runs on one machine (two checkouts) must not drop each other's.
-const PG_DB = `windsock_bench_suites_${process.pid}`;
+const STORES = benchStores();
 const FLAKY_EVERY = 100; // 1% of the tests flip on every commit they run on
 const DAY = 86_400_000;
 
@@ -51,7 +40,7 @@ const COMMITS = RUNS / 2;
 const BLOCKS = TESTS / RUN_SIZE;
 
 /** The SQL that differs between the stores, for the seed statements. */
-function dialect(kind: 'sqlite' | 'postgres') {
+function dialect(kind: Store) {
   const sqlite = kind === 'sqlite';
   return {
     /** A derived table `seq(n)` of 0..count-1. */
@@ -69,7 +58,7 @@ function dialect(kind: 'sqlite' | 'postgres') {
   };
 }
 
-async function seed(db: Knex, kind: 'sqlite' | 'postgres', suiteId: string, now: number): Promise<number> {
+async function seed(db: Knex, kind: Store, suiteId: string, now: number): Promise<number> {
   const d = dialect(kind);
   const started = Date.now();
   // Run i (two per commit, commit c = i / 2) covers block (c % BLOCKS) of RUN_SIZE tests; a
@@ -159,8 +148,6 @@ function collectorResults(count: number, prefix: string, failEvery: number) {
   });
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-
 async function timeRequests(url: string, headers: Record<string, string>, n: number) {
   const ms: number[] = [];
   let count = -1;
@@ -176,71 +163,20 @@ async function timeRequests(url: string, headers: Record<string, string>, n: num
   return { p50: percentile(ms, 50), p99: percentile(ms, 99), items: count };
 }
 
-async function withStore(kind: 'sqlite' | 'postgres'): Promise<{ url: string; cleanup: () => Promise<void> } | null> {
-  if (kind === 'sqlite') {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-bench-suites-'));
-    return { url: path.join(dir, 'bench.sqlite3'), cleanup: async () => fs.rmSync(dir, { recursive: true, force: true }) };
-  }
-  const admin = new pg.Client({ connectionString: `${PG_URL}/postgres`, connectionTimeoutMillis: 3000 });
-  try {
-    await admin.connect();
-  } catch (err) {
-    process.stdout.write(`Postgres at ${PG_URL} is unreachable (${(err as Error).message}): skipped\n`);
-    return null;
-  }
-  await admin.query(`drop database if exists ${PG_DB} with (force)`);
-  await admin.query(`create database ${PG_DB}`);
-  await admin.end();
-  return {
-    url: `${PG_URL}/${PG_DB}`,
-    cleanup: async () => {
-      const c = new pg.Client({ connectionString: `${PG_URL}/postgres` });
-      await c.connect();
-      await c.query(`drop database if exists ${PG_DB} with (force)`);
-      await c.end();
-    },
-  };
-}
-
-async function benchStore(kind: 'sqlite' | 'postgres'): Promise<string[] | null> {
-  const store = await withStore(kind);
+async function benchStore(kind: Store): Promise<string[] | null> {
+  const store = await benchDatabase(kind, 'suites', (message) => `Postgres at ${PG_URL} is unreachable (${message}): skipped\n`);
   if (!store) return null;
-  const logger = createLogger('silent');
-  const publicUrl = 'http://127.0.0.1';
-  const services: Services = createServices({
-    database: { kind, url: store.url },
-    secret: crypto.randomBytes(32).toString('hex'),
-    publicUrl,
-    github: { apiUrl: undefined, token: undefined },
-    githubEnterprise: { apiUrl: undefined, token: undefined },
-    logger,
-  });
+  const services = benchServices({ kind, url: store.url });
   let server: Server | undefined;
   try {
     await migrateLatest(services.db);
-    const app = createApp({
-      logger,
-      publicUrl,
-      bodyLimitBytes: 1024 * 1024,
-      uploadBodyLimitBytes: 64 * 1024 * 1024,
-      validateResponses: false,
-      ...services,
-    });
-    server = app.listen(0, '127.0.0.1');
+    const listening = await listenApp(services);
+    server = listening.server;
     // The client keeps its connection across the seeding pause: the server must not close it meanwhile.
     server.keepAliveTimeout = 600_000;
-    await new Promise((resolve) => server!.once('listening', resolve));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const base = listening.base;
 
-    const org = await services.orgs.create({ slug: 'bench', name: 'Bench' });
-    const user = await services.users.create({ name: 'Bench', email: 'bench@example.com' });
-    await services.orgs.addMember(org.id, user.id, 'admin');
-    const { jwt } = await services.tokens.create({
-      userId: user.id,
-      organizationIds: [org.id],
-      scopes: [...SCOPES],
-      expiresAt: new Date(Date.now() + 86_400_000),
-    });
+    const { jwt } = await benchAdmin(services);
     const bearer = { Authorization: `Bearer ${jwt}`, 'Content-Type': 'application/json' };
     const created = await fetch(`${base}/v2/analytics/organizations/bench/suites`, {
       method: 'POST',
@@ -306,12 +242,7 @@ async function benchStore(kind: 'sqlite' | 'postgres'): Promise<string[] | null>
 }
 
 async function main() {
-  const report: string[] = [];
-  for (const kind of STORES) {
-    const lines = await benchStore(kind);
-    if (!lines) continue;
-    report.push(`\n### ${kind === 'sqlite' ? 'SQLite' : 'Postgres'}\n`, '| measurement | time (p50) | p99 |', '| --- | --- | --- |', ...lines);
-  }
+  const report = await storeSections(STORES, ['| measurement | time (p50) | p99 |', '| --- | --- | --- |'], benchStore);
   process.stdout.write(`\n## Report\n${report.join('\n')}\n`);
 }
 

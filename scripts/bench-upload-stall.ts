@@ -12,20 +12,12 @@
  *   node dist/scripts/bench-upload-stall.js            the benchmark
  *   node dist/scripts/bench-upload-stall.js server     the child (forked by the benchmark)
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { createApp } from '../src/app';
-import { migrateLatest } from '../src/db/knex';
-import { createLogger } from '../src/http/middleware/logger';
-import { createServices } from '../src/services';
 import { intEnv } from './bench-env';
-import { SCOPES } from '../src/core/identity';
+import { ask, benchAdmin, benchServices, childDatabase, exitOnFailure, listenApp, percentile } from './bench-support';
 
 interface Ready {
   type: 'ready';
@@ -34,42 +26,12 @@ interface Ready {
 }
 
 async function serve(): Promise<void> {
-  const kind = process.env.BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite';
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-stall-'));
-  const schema = `stall_${process.pid}`;
-  const pgUrl = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-  const logger = createLogger('silent');
-  const services = createServices({
-    database: kind === 'sqlite' ? { kind, url: path.join(dir, 'db.sqlite3') } : { kind, url: pgUrl, schema },
-    secret: crypto.randomBytes(32).toString('hex'),
-    publicUrl: 'http://127.0.0.1',
-    github: { apiUrl: undefined, token: undefined },
-    githubEnterprise: { apiUrl: undefined, token: undefined },
-    logger,
-  });
-  if (kind === 'postgres') await services.db.raw(`create schema if not exists ${schema}`);
-  await migrateLatest(services.db);
-  const app = createApp({
-    ...services,
-    logger,
-    publicUrl: 'http://127.0.0.1',
-    bodyLimitBytes: 1024 * 1024,
-    uploadBodyLimitBytes: 64 * 1024 * 1024,
-    validateResponses: false,
-  });
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const port = (server.address() as AddressInfo).port;
+  const store = childDatabase('stall');
+  const services = benchServices(store.database);
+  await store.prepare(services);
+  const { server, port } = await listenApp(services);
 
-  const org = await services.orgs.create({ slug: 'stall', name: 'Stall' });
-  const user = await services.users.create({ name: 'Stall', email: 'stall@example.com' });
-  await services.orgs.addMember(org.id, user.id, 'admin');
-  const { jwt } = await services.tokens.create({
-    userId: user.id,
-    organizationIds: [org.id],
-    scopes: [...SCOPES],
-    expiresAt: new Date(Date.now() + 86_400_000),
-  });
+  const { jwt } = await benchAdmin(services, ['Stall']);
   const created = await fetch(`http://127.0.0.1:${port}/v2/analytics/organizations/stall/suites`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${jwt}`, 'Content-Type': 'application/json' },
@@ -88,9 +50,7 @@ async function serve(): Promise<void> {
       process.send!({ type: 'delay', maxMs: delay.max / 1e6, p99Ms: delay.percentile(99) / 1e6 });
     } else if (m.type === 'exit') {
       server.close();
-      if (kind === 'postgres') await services.db.raw(`drop schema ${schema} cascade`);
-      await services.db.destroy();
-      fs.rmSync(dir, { recursive: true, force: true });
+      await store.close(services);
       process.exit(0);
     }
   });
@@ -112,8 +72,6 @@ function results(count: number, expandedLines: number) {
   }));
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-
 function request(agent: http.Agent, port: number, method: string, urlPath: string, headers: Record<string, string | number>, body?: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = http.request({ agent, host: '127.0.0.1', port, method, path: urlPath, headers }, (res) => {
@@ -122,18 +80,6 @@ function request(agent: http.Agent, port: number, method: string, urlPath: strin
     });
     req.on('error', reject);
     req.end(body);
-  });
-}
-
-function ask(child: ChildProcess, type: string, answer: string): Promise<Record<string, number>> {
-  return new Promise((resolve) => {
-    const on = (m: { type: string }) => {
-      if (m.type !== answer) return;
-      child.off('message', on);
-      resolve(m as unknown as Record<string, number>);
-    };
-    child.on('message', on);
-    child.send({ type });
   });
 }
 
@@ -183,7 +129,7 @@ async function main(): Promise<void> {
     for (let r = 0; r < rounds; r++) {
       const body = kind.body(`stall-${kind.label}-${r}`, kind.data);
       size = body.length;
-      await ask(child, 'start', 'started');
+      await ask<Record<string, number>>(child, 'start', 'started');
       let uploading = true;
       const polling = (async () => {
         while (uploading) {
@@ -205,7 +151,7 @@ async function main(): Promise<void> {
       uploading = false;
       await polling;
       if (status !== 202) throw new Error(`upload answered ${status}`);
-      loopMax = Math.max(loopMax, (await ask(child, 'stop', 'delay')).maxMs!);
+      loopMax = Math.max(loopMax, (await ask<Record<string, number>>(child, 'stop', 'delay')).maxMs!);
     }
     latencies.sort((a, b) => a - b);
     times.sort((a, b) => a - b);
@@ -219,14 +165,4 @@ async function main(): Promise<void> {
   uploads.destroy();
 }
 
-if (process.argv[2] === 'server') {
-  serve().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-} else {
-  main().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+exitOnFailure(process.argv[2] === 'server' ? serve() : main());

@@ -13,77 +13,32 @@
  * BENCH_PG_URL (default postgres://postgres@127.0.0.1:5432; the database
  * windsock_bench_web_<pid> is created and dropped).
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
-import { createApp } from '../src/app';
 import { migrateLatest } from '../src/db/knex';
-import { createLogger } from '../src/http/middleware/logger';
-import { createServices } from '../src/services';
-import { SCOPES } from '../src/core/identity';
 import { intEnv } from './bench-env';
+import { benchAdmin, benchServices, benchStores, createPgDatabase, dropPgDatabase, jsonCaller, listenApp, PG_URL, type Store } from './bench-support';
 
 const JOBS = intEnv('BENCH_JOBS', 200);
 const ROUNDS = intEnv('BENCH_ROUNDS', 30);
 const LOG_MB = intEnv('BENCH_LOG_MB', 25);
-const STORES = (process.env.BENCH_STORES ?? 'sqlite,postgres').split(',').map((s) => s.trim()) as ('sqlite' | 'postgres')[];
-const PG_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
+const STORES = benchStores();
 
-async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
+async function run(kind: Store): Promise<void> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-bench-web-'));
   const dbName = `windsock_bench_web_${process.pid}`;
-  if (kind === 'postgres') {
-    const admin = new pg.Client({ connectionString: `${PG_URL}/postgres` });
-    await admin.connect();
-    await admin.query(`create database ${dbName}`);
-    await admin.end();
-  }
-  const logger = createLogger('silent');
-  const services = createServices({
-    database: kind === 'sqlite' ? { kind, url: path.join(dir, 'bench.sqlite') } : { kind, url: `${PG_URL}/${dbName}` },
-    secret: crypto.randomBytes(32).toString('hex'),
-    publicUrl: 'http://127.0.0.1',
-    github: { apiUrl: undefined, token: undefined },
-    githubEnterprise: { apiUrl: undefined, token: undefined },
-    logger,
+  if (kind === 'postgres') await createPgDatabase(dbName);
+  const services = benchServices(kind === 'sqlite' ? { kind, url: path.join(dir, 'bench.sqlite') } : { kind, url: `${PG_URL}/${dbName}` }, {
     artifacts: { dir: path.join(dir, 'artifacts') },
   });
   try {
     await migrateLatest(services.db);
-    const app = createApp({
-      ...services,
-      logger,
-      publicUrl: 'http://127.0.0.1',
-      bodyLimitBytes: 1024 * 1024,
-      uploadBodyLimitBytes: 64 * 1024 * 1024,
-      validateResponses: false,
-    });
-    const server = http.createServer(app);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const { server, base } = await listenApp(services);
     try {
-      const org = await services.orgs.create({ slug: 'bench', name: 'Bench' });
-      const user = await services.users.create({ name: 'Bench', email: 'bench@example.com' });
-      await services.orgs.addMember(org.id, user.id, 'admin');
-      const { jwt: token } = await services.tokens.create({
-        userId: user.id,
-        organizationIds: [org.id],
-        scopes: [...SCOPES],
-        expiresAt: new Date(Date.now() + 3600_000),
-      });
-      const api = async (method: string, url: string, body?: unknown, headers: Record<string, string> = {}) => {
-        const res = await fetch(`${base}${url}`, {
-          method,
-          headers: { 'Content-Type': 'application/json', ...headers },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${await res.text()}`);
-        return res.json() as Promise<Record<string, unknown>>;
-      };
+      const { jwt: token } = await benchAdmin(services);
+      const call = jsonCaller(base);
+      const api = (method: string, url: string, body?: unknown, headers: Record<string, string> = {}) => call(method, url, headers, body);
       const bearer = { Authorization: `Bearer ${token}` };
       const steps = Array.from({ length: JOBS }, (_, i) => `  - label: "step ${i} <with> \\"markup\\""\n    command: make test-${i}`).join('\n');
       await api(
@@ -220,12 +175,7 @@ async function run(kind: 'sqlite' | 'postgres'): Promise<void> {
   } finally {
     await services.db.destroy();
     fs.rmSync(dir, { recursive: true, force: true });
-    if (kind === 'postgres') {
-      const admin = new pg.Client({ connectionString: `${PG_URL}/postgres` });
-      await admin.connect();
-      await admin.query(`drop database if exists ${dbName}`);
-      await admin.end();
-    }
+    if (kind === 'postgres') await dropPgDatabase(dbName);
   }
 }
 

@@ -28,20 +28,17 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import pg from 'pg';
 import { loadConfig } from '../src/config';
 import { migrateLatest } from '../src/db/knex';
 import { createLogger } from '../src/http/middleware/logger';
 import { servicesFromConfig } from '../src/services';
-import { SCOPES } from '../src/core/identity';
 import { intEnv, serverNodeOptions } from './bench-env';
+import { benchAdmin, CLK_TCK, createPgDatabase, drain, dropPgDatabase, freePort, PG_URL, processTimes } from './bench-support';
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const PG_URL = (process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, '');
 const PG_DB = `windsock_bench_workers_${process.pid}`;
 const DURATION = intEnv('BENCH_DURATION', 5);
 const CONNECTIONS = intEnv('BENCH_CONNECTIONS', 50);
@@ -64,21 +61,9 @@ const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { minimumFracti
 // ---------------------------------------------------------------------------------------------
 // CPU of a process tree and of Postgres, from /proc
 
-const CLK_TCK = 100;
+/** The CPU time so far (clock ticks) of the processes that `pids` picks. */
 function ticksOf(pids: (pid: number, comm: string, ppid: number) => boolean): number {
-  let ticks = 0;
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      const rest = stat.slice(close + 2).split(' ');
-      if (pids(Number(name), stat.slice(stat.indexOf('(') + 1, close), Number(rest[1]))) ticks += Number(rest[11]) + Number(rest[12]);
-    } catch {
-      /* exited meanwhile */
-    }
-  }
-  return ticks;
+  return processTimes().reduce((ticks, p) => (pids(p.pid, p.comm, p.ppid) ? ticks + p.ticks : ticks), 0);
 }
 interface Cpu {
   server: number;
@@ -107,17 +92,6 @@ const cpuText = (c: Cpu) => `${fmt(c.server, 2)} / ${fmt(c.postgres, 2)} / ${fmt
 
 // ---------------------------------------------------------------------------------------------
 // The server
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo; // cast: a TCP server's address
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 interface Server {
   proc: ChildProcess;
@@ -194,21 +168,8 @@ interface Measured {
   cpu: Cpu;
 }
 
-/** Until the server answers quickly again (requests queued by the last measurement drain). */
-async function drain(url: string): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  let quick = 0;
-  while (Date.now() < deadline && quick < 2) {
-    const t = performance.now();
-    try {
-      await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(30_000) });
-    } catch {
-      /* still busy */
-    }
-    quick = performance.now() - t < 100 ? quick + 1 : 0;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+/** How long a drain waits at most: for the server to answer quickly again (requests queued by the last measurement drain). */
+const DRAIN = { deadlineMs: 120_000, requestTimeoutMs: 30_000 };
 
 async function cannon(s: Server, token: string, paths: () => string): Promise<Measured> {
   const run = (duration: number, connections: number) =>
@@ -220,7 +181,7 @@ async function cannon(s: Server, token: string, paths: () => string): Promise<Me
       requests: [{ setupRequest: (req) => ({ ...req, path: paths() }) }],
     });
   await run(1, 5);
-  await drain(s.url);
+  await drain(s.url, DRAIN);
   const meter = cpuMeter(s.proc.pid!);
   const r = await run(DURATION, CONNECTIONS);
   return { rps: r['2xx'] / r.duration, p50: r.latency.p50, p99: r.latency.p99, bad: r.non2xx + r.errors, cpu: meter() };
@@ -273,7 +234,7 @@ async function polls(s: Server, tokens: string[], rate: number, seconds = DURATI
     inflight.add(p);
     void p.then(() => inflight.delete(p));
   };
-  await drain(s.url);
+  await drain(s.url, DRAIN);
   const meter = cpuMeter(s.proc.pid!);
   const started = performance.now();
   // Requests are sent on a 5 ms tick, as many as the offered rate owes by then.
@@ -299,21 +260,10 @@ async function polls(s: Server, tokens: string[], rate: number, seconds = DURATI
 
 // ---------------------------------------------------------------------------------------------
 
-async function pgAdmin(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: `${PG_URL}/postgres`, connectionTimeoutMillis: 3000 });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
-
 async function main(): Promise<void> {
   const started = Date.now();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-bench-workers-'));
-  await pgAdmin(`drop database if exists ${PG_DB} with (force)`);
-  await pgAdmin(`create database ${PG_DB}`);
+  await createPgDatabase(PG_DB);
   const env: Record<string, string> = {
     DATABASE_URL: `${PG_URL}/${PG_DB}`,
     DATA_DIR: dataDir,
@@ -329,12 +279,8 @@ async function main(): Promise<void> {
     let registration: string;
     try {
       await migrateLatest(services.db);
-      const org = await services.orgs.create({ slug: 'bench', name: 'Bench' });
-      const user = await services.users.create({ name: 'Bench Admin', email: 'bench-admin@example.com' });
-      await services.orgs.addMember(org.id, user.id, 'admin');
-      token = (
-        await services.tokens.create({ userId: user.id, organizationIds: [org.id], scopes: [...SCOPES], expiresAt: new Date(Date.now() + 24 * 3600_000) })
-      ).jwt;
+      const { org, jwt } = await benchAdmin(services);
+      token = jwt;
       registration = (await services.agents.createToken(org.id, null, 'bench')).token;
     } finally {
       await services.db.destroy();
@@ -453,7 +399,7 @@ async function main(): Promise<void> {
     if (process.env.BENCH_REPORT) fs.writeFileSync(process.env.BENCH_REPORT, out.join('\n') + '\n');
   } finally {
     fs.rmSync(dataDir, { recursive: true, force: true });
-    await pgAdmin(`drop database if exists ${PG_DB} with (force)`).catch((err: Error) => log(`could not drop ${PG_DB}: ${err.message}`));
+    await dropPgDatabase(PG_DB).catch((err: Error) => log(`could not drop ${PG_DB}: ${err.message}`));
   }
 }
 
