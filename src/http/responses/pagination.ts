@@ -57,6 +57,42 @@ export function setLinkHeader(
   if (links.length) res.setHeader('Link', links.join(', '));
 }
 
+/** What a list handler's request and response give the two helpers below. */
+type ListRequest = { query: PageQuery } & Pick<Request, 'originalUrl' | 'baseUrl' | 'path'>;
+type ListResponse = Pick<Response, 'setHeader'>;
+
+/**
+ * The requested page of a list whose total is counted: `Link` set (with `last`) and the page's
+ * items given back for the handler to serialize (its `res.json` is typed by its operation).
+ */
+export async function countedPage<T>(
+  req: ListRequest,
+  res: ListResponse,
+  publicUrl: string,
+  read: (offset: number, limit: number) => Promise<{ items: T[]; total: number }>,
+): Promise<T[]> {
+  const page = pageRequest(req);
+  const { items, total } = await read(page.offset, page.perPage);
+  setLinkHeader(req, res, publicUrl, page, { total });
+  return items;
+}
+
+/**
+ * The requested page of a list that is not counted: read one row past the page, whose presence
+ * alone tells whether a next page exists (`Link`'s `next`); the page is given back without it.
+ */
+export async function uncountedPage<T>(
+  req: ListRequest,
+  res: ListResponse,
+  publicUrl: string,
+  read: (offset: number, limit: number) => Promise<T[]>,
+): Promise<T[]> {
+  const page = pageRequest(req);
+  const items = await read(page.offset, page.perPage + 1);
+  setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+  return items.slice(0, page.perPage);
+}
+
 /**
  * The `links` of a cursor-paginated list (`{ items, links }`, as the docs' newer pages have it):
  * `self` is the request's own URL; `next` the same with `after` set to the next page's cursor
