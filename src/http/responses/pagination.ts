@@ -1,5 +1,5 @@
 /** Page/per_page paging and the GitHub-style Link header the official clients read. */
-import type { Request, Response } from 'express';
+import type { Request } from 'express';
 import type { components } from '../../../generated/api';
 
 export interface PageRequest {
@@ -24,6 +24,9 @@ export function pageRequest(req: { query: PageQuery }): PageRequest {
   return { page, perPage, offset: (page - 1) * perPage };
 }
 
+/** Where `Link` is set: an Express response, or anything else that takes a header. */
+type LinkHeaderSink = { setHeader(name: string, value: string): unknown };
+
 /**
  * Sets `Link` with the relations that apply. `hasNext` decides `next` when the total is not
  * known (seek pagination); `total`, when known, also gives `last`. Every other query parameter
@@ -31,7 +34,7 @@ export function pageRequest(req: { query: PageQuery }): PageRequest {
  */
 export function setLinkHeader(
   req: Pick<Request, 'originalUrl' | 'baseUrl' | 'path'>,
-  res: Pick<Response, 'setHeader'>,
+  res: LinkHeaderSink,
   publicUrl: string,
   p: PageRequest,
   opts: { total?: number; hasNext?: boolean },
@@ -59,7 +62,6 @@ export function setLinkHeader(
 
 /** What a list handler's request and response give the two helpers below. */
 type ListRequest = { query: PageQuery } & Pick<Request, 'originalUrl' | 'baseUrl' | 'path'>;
-type ListResponse = Pick<Response, 'setHeader'>;
 
 /**
  * The requested page of a list whose total is counted: `Link` set (with `last`) and the page's
@@ -67,7 +69,7 @@ type ListResponse = Pick<Response, 'setHeader'>;
  */
 export async function countedPage<T>(
   req: ListRequest,
-  res: ListResponse,
+  res: LinkHeaderSink,
   publicUrl: string,
   read: (offset: number, limit: number) => Promise<{ items: T[]; total: number }>,
 ): Promise<T[]> {
@@ -83,7 +85,7 @@ export async function countedPage<T>(
  */
 export async function uncountedPage<T>(
   req: ListRequest,
-  res: ListResponse,
+  res: LinkHeaderSink,
   publicUrl: string,
   read: (offset: number, limit: number) => Promise<T[]>,
 ): Promise<T[]> {
