@@ -16,14 +16,21 @@ function headerRecorder() {
   return { headers, res: { setHeader: (name: string, value: string) => headers.set(name, value) } };
 }
 
+/** A store read that notes what it was asked for (offset, limit) and answers `answer`. */
+function recordedRead<T>(answer: T) {
+  const asked: [number, number][] = [];
+  const read = async (offset: number, limit: number) => {
+    asked.push([offset, limit]);
+    return answer;
+  };
+  return { asked, read };
+}
+
 describe('countedPage', () => {
   it('reads the page, links first, prev, next and last from the total, and gives the items back as read', async () => {
     const { headers, res } = headerRecorder();
-    const asked: [number, number][] = [];
-    const items = await countedPage(listRequest({ page: 2, per_page: 2 }), res, publicUrl, async (offset, limit) => {
-      asked.push([offset, limit]);
-      return { items: ['c', 'd'], total: 7 };
-    });
+    const { asked, read } = recordedRead({ items: ['c', 'd'], total: 7 });
+    const items = await countedPage(listRequest({ page: 2, per_page: 2 }), res, publicUrl, read);
     expect(asked).toEqual([[2, 2]]);
     expect(items).toEqual(['c', 'd']);
     expect(headers.get('Link')).toBe(
@@ -47,11 +54,8 @@ describe('countedPage', () => {
 describe('uncountedPage', () => {
   it('reads one row past the page, links next when it came back, and drops it', async () => {
     const { headers, res } = headerRecorder();
-    const asked: [number, number][] = [];
-    const items = await uncountedPage(listRequest({ page: 1, per_page: 2 }), res, publicUrl, async (offset, limit) => {
-      asked.push([offset, limit]);
-      return ['a', 'b', 'c'];
-    });
+    const { asked, read } = recordedRead(['a', 'b', 'c']);
+    const items = await uncountedPage(listRequest({ page: 1, per_page: 2 }), res, publicUrl, read);
     expect(asked).toEqual([[0, 3]]);
     expect(items).toEqual(['a', 'b']);
     expect(headers.get('Link')).toBe('<https://ci.example.com/v2/things?page=2&per_page=2>; rel="next"');
