@@ -2,7 +2,7 @@
 import type { components } from '../../generated/api';
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { uncountedPage } from '../http/responses/pagination';
 import { serializeAgent, serializeAgentToken } from './serialize';
 import type { Agent } from './repository';
 import type { AgentService } from './service';
@@ -24,11 +24,9 @@ export function agentRoutes(service: AgentService, heldJobs: HeldJobs, publicUrl
 
   api.on('listAgents', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
     const q = req.query;
-    const items = await service.list(actor, { name: q.name, hostname: q.hostname, version: q.version }, page.offset, page.perPage + 1);
-    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    const agents = items.slice(0, page.perPage);
+    const filter = { name: q.name, hostname: q.hostname, version: q.version };
+    const agents = await uncountedPage(req, res, publicUrl, (offset, limit) => service.list(actor, filter, offset, limit));
     const jobs = await heldJobs(agents);
     res.json(agents.map((agent) => serializeAgent(agent, (agent.jobId && jobs.get(agent.jobId)) || null, publicUrl, actor.organization.slug)));
   });

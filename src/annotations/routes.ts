@@ -2,7 +2,7 @@
 import type { Response } from 'express';
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter, type OperationRequest, type OperationResponse } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { uncountedPage } from '../http/responses/pagination';
 import { serializeAnnotation } from './serialize';
 import { MAX_ANNOTATION_BODY_BYTES, type AnnotationService, type AnnotationTarget } from './service';
 
@@ -29,11 +29,8 @@ export function annotationRoutes(annotations: AnnotationService, publicUrl: stri
   const api = operationRouter();
 
   const list = async (req: OperationRequest<ListOperation>, res: OperationResponse<ListOperation>, target: AnnotationTarget) => {
-    const page = pageRequest(req);
-    // One more than a page tells whether a next page exists.
-    const items = await annotations.list(target, page.offset, page.perPage + 1);
-    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    res.json(items.slice(0, page.perPage).map(serializeAnnotation));
+    const items = await uncountedPage(req, res, publicUrl, (offset, limit) => annotations.list(target, offset, limit));
+    res.json(items.map(serializeAnnotation));
   };
   const create = async (req: OperationRequest<CreateOperation>, res: Response, target: AnnotationTarget) => {
     const { body, style, context, append, priority } = req.body;

@@ -1,7 +1,7 @@
 /** An organization's audit log (REST, read only): thin handlers. */
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { countedPage } from '../http/responses/pagination';
 import { serializeAuditEvent } from './serialize';
 import type { AuditLog } from './service';
 
@@ -10,9 +10,7 @@ export function auditRoutes(audit: AuditLog, publicUrl: string) {
 
   api.on('listAuditEvents', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    const { items, total } = await audit.list(actor, page.offset, page.perPage);
-    setLinkHeader(req, res, publicUrl, page, { total });
+    const items = await countedPage(req, res, publicUrl, (offset, limit) => audit.list(actor, offset, limit));
     res.json(items.map((e) => serializeAuditEvent(e, actor.organization.slug, publicUrl)));
   });
   api.on('getAuditEvent', async (req, res) => {

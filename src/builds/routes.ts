@@ -1,7 +1,7 @@
 /** Builds: thin handlers for the three list scopes, create, get, cancel and rebuild. */
 import { actorOf, principalOf } from '../http/middleware/auth';
 import { operationRouter, type OperationRequest, type OperationResponse } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { uncountedPage } from '../http/responses/pagination';
 import type { PipelineService } from '../pipelines/service';
 import type { PipelineCounts } from '../pipelines/repository';
 import type { Agent } from '../agents/repository';
@@ -106,11 +106,9 @@ export function buildRoutes(
   const renderOne = async (item: BuildWithJobs) => (await render([item]))[0]!;
 
   const list = async (req: OperationRequest<ListOperation>, res: OperationResponse<ListOperation>, scope: Parameters<BuildService['list']>[0]) => {
-    const page = pageRequest(req);
-    // One more than a page tells whether a next page exists without counting every match.
-    const items = await builds.list(scope, req.query, page.offset, page.perPage + 1);
-    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    res.json(await render(items.slice(0, page.perPage), excludeOf(req.query)));
+    // Uncounted: one row past the page tells whether a next page exists without counting every match.
+    const items = await uncountedPage(req, res, publicUrl, (offset, limit) => builds.list(scope, req.query, offset, limit));
+    res.json(await render(items, excludeOf(req.query)));
   };
 
   api.on('listAllBuilds', async (req, res) => {

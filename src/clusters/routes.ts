@@ -1,7 +1,7 @@
 /** The clusters' REST operations: clusters, their queues (with the dispatch pause) and agent tokens. */
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter, type OperationHandler } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { uncountedPage } from '../http/responses/pagination';
 import { serializeCluster, serializeClusterMaintainer, serializeClusterQueue, serializeClusterSecret, serializeClusterToken } from './serialize';
 import type { ClusterService } from './service';
 
@@ -10,10 +10,8 @@ export function clusterRoutes(service: ClusterService, publicUrl: string) {
 
   api.on('listClusters', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    const items = await service.list(actor, page.offset, page.perPage + 1);
-    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    res.json(items.slice(0, page.perPage).map((c) => serializeCluster(c, publicUrl, actor.organization.slug)));
+    const items = await uncountedPage(req, res, publicUrl, (offset, limit) => service.list(actor, offset, limit));
+    res.json(items.map((c) => serializeCluster(c, publicUrl, actor.organization.slug)));
   });
 
   api.on('createCluster', async (req, res) => {
@@ -41,10 +39,8 @@ export function clusterRoutes(service: ClusterService, publicUrl: string) {
 
   api.on('listClusterQueues', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    const items = await service.listQueues(actor, req.params.cluster_id, page.offset, page.perPage + 1);
-    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    res.json(items.slice(0, page.perPage).map((q) => serializeClusterQueue(q, publicUrl, actor.organization.slug)));
+    const items = await uncountedPage(req, res, publicUrl, (offset, limit) => service.listQueues(actor, req.params.cluster_id, offset, limit));
+    res.json(items.map((q) => serializeClusterQueue(q, publicUrl, actor.organization.slug)));
   });
 
   api.on('createClusterQueue', async (req, res) => {
@@ -83,10 +79,8 @@ export function clusterRoutes(service: ClusterService, publicUrl: string) {
   });
 
   api.on('listClusterMaintainers', async (req, res) => {
-    const page = pageRequest(req);
-    const items = await service.listMaintainers(actorOf(res), req.params.cluster_id, page.offset, page.perPage + 1);
-    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    res.json(items.slice(0, page.perPage).map(serializeClusterMaintainer));
+    const items = await uncountedPage(req, res, publicUrl, (offset, limit) => service.listMaintainers(actorOf(res), req.params.cluster_id, offset, limit));
+    res.json(items.map(serializeClusterMaintainer));
   });
 
   api.on('createClusterMaintainer', async (req, res) => {
@@ -104,10 +98,8 @@ export function clusterRoutes(service: ClusterService, publicUrl: string) {
 
   api.on('listClusterSecrets', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    const items = await service.listSecrets(actor, req.params.cluster_id, page.offset, page.perPage + 1);
-    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    res.json(items.slice(0, page.perPage).map((s) => serializeClusterSecret(s, publicUrl, actor.organization)));
+    const items = await uncountedPage(req, res, publicUrl, (offset, limit) => service.listSecrets(actor, req.params.cluster_id, offset, limit));
+    res.json(items.map((s) => serializeClusterSecret(s, publicUrl, actor.organization)));
   });
 
   api.on('createClusterSecret', async (req, res) => {
@@ -139,10 +131,8 @@ export function clusterRoutes(service: ClusterService, publicUrl: string) {
 
   api.on('listClusterAgentTokens', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    const items = await service.listTokens(actor, req.params.cluster_id, page.offset, page.perPage + 1);
-    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    res.json(items.slice(0, page.perPage).map((t) => serializeClusterToken(t, publicUrl, actor.organization.slug)));
+    const items = await uncountedPage(req, res, publicUrl, (offset, limit) => service.listTokens(actor, req.params.cluster_id, offset, limit));
+    res.json(items.map((t) => serializeClusterToken(t, publicUrl, actor.organization.slug)));
   });
 
   api.on('createClusterAgentToken', async (req, res) => {

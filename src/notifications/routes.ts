@@ -2,7 +2,7 @@
 import type { Actor } from '../core/identity';
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { uncountedPage } from '../http/responses/pagination';
 import { serializeDelivery } from './serialize';
 import type { NotificationService } from './service';
 
@@ -15,10 +15,8 @@ export function notificationDeliveryRoutes(notifications: NotificationService, a
   api.on('listNotificationDeliveries', async (req, res) => {
     const actor = actorOf(res);
     await access(actor, req.params.service_id);
-    const page = pageRequest(req);
-    const items = await notifications.history(req.params.service_id, page.offset, page.perPage + 1);
-    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    res.json(items.slice(0, page.perPage).map((d) => serializeDelivery(d, publicUrl, actor.organization.slug)));
+    const items = await uncountedPage(req, res, publicUrl, (offset, limit) => notifications.history(req.params.service_id, offset, limit));
+    res.json(items.map((d) => serializeDelivery(d, publicUrl, actor.organization.slug)));
   });
   api.on('getNotificationDelivery', async (req, res) => {
     const actor = actorOf(res);

@@ -2,7 +2,7 @@
 import { UnavailableError } from '../core/errors';
 import { actorOf, orgOf, principalOf } from '../http/middleware/auth';
 import { operationRouter, type OperationHandler } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { countedPage } from '../http/responses/pagination';
 import { rateLimitUsageOf, WINDOW_SECONDS } from '../http/middleware/rate-limit';
 import { serializeApiSettings, serializeOrganization, serializePipelineSettings } from './serialize';
 import type { PipelineSettings } from './repository';
@@ -13,9 +13,7 @@ export function organizationRoutes(organizations: OrganizationService, publicUrl
   const api = operationRouter();
 
   api.on('listOrganizations', async (req, res) => {
-    const page = pageRequest(req);
-    const { items, total } = await organizations.list(principalOf(res), page.offset, page.perPage);
-    setLinkHeader(req, res, publicUrl, page, { total });
+    const items = await countedPage(req, res, publicUrl, (offset, limit) => organizations.list(principalOf(res), offset, limit));
     res.json(items.map((o) => serializeOrganization(o, publicUrl)));
   });
 

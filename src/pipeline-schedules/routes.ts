@@ -1,7 +1,7 @@
 /** Pipeline schedules (REST): thin handlers for list, create, get, update and delete. */
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter, type OperationHandler } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { uncountedPage } from '../http/responses/pagination';
 import { serializePipelineSchedule } from './serialize';
 import type { PipelineScheduleService } from './service';
 
@@ -10,11 +10,8 @@ export function pipelineScheduleRoutes(schedules: PipelineScheduleService, publi
 
   api.on('listPipelineSchedules', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    // One more than a page tells whether a next page exists.
-    const items = await schedules.list(actor, req.params.pipeline_slug, page.offset, page.perPage + 1);
-    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    res.json(items.slice(0, page.perPage).map((s) => serializePipelineSchedule(s, publicUrl, actor.organization.slug)));
+    const items = await uncountedPage(req, res, publicUrl, (offset, limit) => schedules.list(actor, req.params.pipeline_slug, offset, limit));
+    res.json(items.map((s) => serializePipelineSchedule(s, publicUrl, actor.organization.slug)));
   });
   api.on('createPipelineSchedule', async (req, res) => {
     const actor = actorOf(res);

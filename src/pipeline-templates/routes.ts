@@ -1,7 +1,7 @@
 /** Pipeline templates of an organization: thin handlers for list, get, create, update and delete. */
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { countedPage } from '../http/responses/pagination';
 import { serializePipelineTemplate } from './serialize';
 import type { PipelineTemplateService } from './service';
 
@@ -10,9 +10,7 @@ export function pipelineTemplateRoutes(templates: PipelineTemplateService, publi
 
   api.on('listPipelineTemplates', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    const { items, total } = await templates.list(actor, page.offset, page.perPage);
-    setLinkHeader(req, res, publicUrl, page, { total });
+    const items = await countedPage(req, res, publicUrl, (offset, limit) => templates.list(actor, offset, limit));
     res.json(items.map((t) => serializePipelineTemplate(t, actor.organization, publicUrl)));
   });
 

@@ -228,63 +228,34 @@ const DEFAULTS: ReadonlyMap<string, boolean | string> = new Map<string, boolean 
 ]);
 
 // Keys per provider, in the order the API shows them (GitHub's order is the create sample's).
-const GITHUB_KEYS = [
-  'trigger_mode',
-  'build_pull_requests',
-  'pull_request_branch_filter_enabled',
-  'pull_request_branch_filter_configuration',
-  'skip_builds_for_existing_commits',
-  'skip_pull_request_builds_for_existing_commits',
+// GitHub has every setting, in SETTING_KINDS's order; the others show GitHub's keys less the
+// ones they lack, so the order cannot drift between providers.
+const GITHUB_KEYS: readonly string[] = [...SETTING_KINDS.keys()];
+
+function githubKeysWithout(lacking: readonly string[]): readonly string[] {
+  return GITHUB_KEYS.filter((key) => !lacking.includes(key));
+}
+
+// Merge requests have no forks-with-prefix, labels or draft handling to configure here, and
+// GitLab reports one status per pipeline.
+const GITLAB_KEYS = githubKeysWithout([
   'build_pull_request_ready_for_review',
   'build_pull_request_labels_changed',
   'build_pull_request_forks',
   'prefix_pull_request_fork_branch_names',
-  'build_branches',
-  'build_tags',
-  'cancel_deleted_branch_builds',
-  'publish_commit_status',
   'publish_commit_status_per_step',
   'separate_pull_request_statuses',
   'publish_blocked_as_pending',
   'use_step_key_as_commit_status',
-  'filter_enabled',
-  'filter_condition',
-] as const;
+]);
 
-// Merge requests have no forks-with-prefix, labels or draft handling to configure here, and
-// GitLab reports one status per pipeline.
-const GITLAB_KEYS = [
-  'trigger_mode',
-  'build_pull_requests',
-  'pull_request_branch_filter_enabled',
-  'pull_request_branch_filter_configuration',
-  'skip_builds_for_existing_commits',
-  'skip_pull_request_builds_for_existing_commits',
-  'build_branches',
-  'build_tags',
-  'cancel_deleted_branch_builds',
-  'publish_commit_status',
-  'filter_enabled',
-  'filter_condition',
-] as const;
-
-const BITBUCKET_KEYS = [
-  'trigger_mode',
-  'build_pull_requests',
-  'pull_request_branch_filter_enabled',
-  'pull_request_branch_filter_configuration',
-  'skip_builds_for_existing_commits',
-  'skip_pull_request_builds_for_existing_commits',
-  'build_pull_request_forks',
-  'prefix_pull_request_fork_branch_names',
-  'build_branches',
-  'build_tags',
-  'cancel_deleted_branch_builds',
-  'publish_commit_status',
-  'publish_commit_status_per_step',
-  'filter_enabled',
-  'filter_condition',
-] as const;
+const BITBUCKET_KEYS = githubKeysWithout([
+  'build_pull_request_ready_for_review',
+  'build_pull_request_labels_changed',
+  'separate_pull_request_statuses',
+  'publish_blocked_as_pending',
+  'use_step_key_as_commit_status',
+]);
 
 const PROVIDER_KEYS: Readonly<Record<ProviderId, readonly string[]>> = {
   github: GITHUB_KEYS,

@@ -1,7 +1,7 @@
 /** Pipelines: thin handlers from the validated request to the service and back through serialize. */
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { countedPage } from '../http/responses/pagination';
 import { setWarnings } from '../http/responses/warning';
 import { serializeGithubWebhookProcessing, serializePipeline } from './serialize';
 import type { PipelineService } from './service';
@@ -31,9 +31,7 @@ export function pipelineRoutes(service: PipelineService, publicUrl: string) {
   api.on('listPipelines', async (req, res) => {
     const actor = actorOf(res);
     const q = req.query;
-    const page = pageRequest(req);
-    const { items, total } = await service.list(actor, { name: q.name, repository: q.repository }, page.offset, page.perPage);
-    setLinkHeader(req, res, publicUrl, page, { total });
+    const items = await countedPage(req, res, publicUrl, (offset, limit) => service.list(actor, { name: q.name, repository: q.repository }, offset, limit));
     res.json(await views(actor, items));
   });
 

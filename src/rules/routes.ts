@@ -1,7 +1,7 @@
 /** Rules (REST): thin handlers for list, create, get and delete. */
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { uncountedPage } from '../http/responses/pagination';
 import { serializeRule } from './serialize';
 import type { RuleService } from './service';
 
@@ -10,11 +10,8 @@ export function ruleRoutes(rules: RuleService, publicUrl: string) {
 
   api.on('listRules', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    // One more than a page tells whether a next page exists.
-    const items = await rules.list(actor, page.offset, page.perPage + 1);
-    setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
-    res.json(items.slice(0, page.perPage).map((r) => serializeRule(r, publicUrl, actor.organization.slug)));
+    const items = await uncountedPage(req, res, publicUrl, (offset, limit) => rules.list(actor, offset, limit));
+    res.json(items.map((r) => serializeRule(r, publicUrl, actor.organization.slug)));
   });
   api.on('createRule', async (req, res) => {
     const actor = actorOf(res);

@@ -1,7 +1,7 @@
 /** Test suites and what uploads stored in them: thin handlers from the validated request to the service and back through serialize. */
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { countedPage, pageRequest, setLinkHeader } from '../http/responses/pagination';
 import {
   serializeBuildTest,
   serializeFailedExecution,
@@ -22,9 +22,7 @@ export function suiteRoutes(service: SuiteService, publicUrl: string) {
 
   api.on('listSuites', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    const { items, total } = await service.list(actor, page.offset, page.perPage);
-    setLinkHeader(req, res, publicUrl, page, { total });
+    const items = await countedPage(req, res, publicUrl, (offset, limit) => service.list(actor, offset, limit));
     res.json(items.map((s) => serializeSuite(s, urlsOf(actor.organization.slug, s))));
   });
 
@@ -159,9 +157,7 @@ export function suiteRoutes(service: SuiteService, publicUrl: string) {
 
   api.on('listBuildTests', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    const { items, total } = await service.buildTests(actor, req.params.build_id, req.query, page.offset, page.perPage);
-    setLinkHeader(req, res, publicUrl, page, { total });
+    const items = await countedPage(req, res, publicUrl, (offset, limit) => service.buildTests(actor, req.params.build_id, req.query, offset, limit));
     res.json(items.map((t) => serializeBuildTest(t.test, t.labels, t.metrics, t, urlsOf(actor.organization.slug, t.suiteSlug))));
   });
 

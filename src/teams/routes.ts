@@ -1,7 +1,7 @@
 /** Teams (with their members, pipelines and suites) and the organization's members (REST): thin handlers. */
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
-import { pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { countedPage } from '../http/responses/pagination';
 import { serializeOrganizationMember, serializeTeam, serializeTeamMember, serializeTeamPipeline, serializeTeamSuite } from './serialize';
 import type { TeamInput, TeamService } from './service';
 
@@ -9,9 +9,7 @@ export function teamRoutes(teams: TeamService, publicUrl: string) {
   const api = operationRouter();
 
   api.on('listTeams', async (req, res) => {
-    const page = pageRequest(req);
-    const { items, total } = await teams.list(actorOf(res), { userId: req.query?.user_id }, page.offset, page.perPage);
-    setLinkHeader(req, res, publicUrl, page, { total });
+    const items = await countedPage(req, res, publicUrl, (offset, limit) => teams.list(actorOf(res), { userId: req.query?.user_id }, offset, limit));
     res.json(items.map(serializeTeam));
   });
   api.on('createTeam', async (req, res) => {
@@ -31,9 +29,7 @@ export function teamRoutes(teams: TeamService, publicUrl: string) {
   });
 
   api.on('listTeamMembers', async (req, res) => {
-    const page = pageRequest(req);
-    const { items, total } = await teams.members(actorOf(res), req.params.team_id, page.offset, page.perPage);
-    setLinkHeader(req, res, publicUrl, page, { total });
+    const items = await countedPage(req, res, publicUrl, (offset, limit) => teams.members(actorOf(res), req.params.team_id, offset, limit));
     res.json(items.map(serializeTeamMember));
   });
   api.on('createTeamMember', async (req, res) => {
@@ -53,9 +49,7 @@ export function teamRoutes(teams: TeamService, publicUrl: string) {
 
   api.on('listTeamPipelines', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    const { items, total } = await teams.pipelineGrants(actor, req.params.team_id, page.offset, page.perPage);
-    setLinkHeader(req, res, publicUrl, page, { total });
+    const items = await countedPage(req, res, publicUrl, (offset, limit) => teams.pipelineGrants(actor, req.params.team_id, offset, limit));
     res.json(items.map((g) => serializeTeamPipeline(g, actor.organization.slug, publicUrl)));
   });
   api.on('createTeamPipeline', async (req, res) => {
@@ -80,9 +74,7 @@ export function teamRoutes(teams: TeamService, publicUrl: string) {
 
   api.on('listTeamSuites', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    const { items, total } = await teams.suiteGrants(actor, req.params.team_id, page.offset, page.perPage);
-    setLinkHeader(req, res, publicUrl, page, { total });
+    const items = await countedPage(req, res, publicUrl, (offset, limit) => teams.suiteGrants(actor, req.params.team_id, offset, limit));
     res.json(items.map((g) => serializeTeamSuite(g, actor.organization.slug, publicUrl)));
   });
   api.on('createTeamSuite', async (req, res) => {
@@ -107,9 +99,7 @@ export function teamRoutes(teams: TeamService, publicUrl: string) {
 
   api.on('listOrganizationMembers', async (req, res) => {
     const actor = actorOf(res);
-    const page = pageRequest(req);
-    const { items, total } = await teams.organizationMembers(actor, page.offset, page.perPage);
-    setLinkHeader(req, res, publicUrl, page, { total });
+    const items = await countedPage(req, res, publicUrl, (offset, limit) => teams.organizationMembers(actor, offset, limit));
     res.json(items.map((m) => serializeOrganizationMember(m, teams.showsSsoMode(actor, m))));
   });
   api.on('getOrganizationMember', async (req, res) => {

@@ -1,5 +1,5 @@
 /** Page/per_page paging and the GitHub-style Link header the official clients read. */
-import type { Request, Response } from 'express';
+import type { Request } from 'express';
 import type { components } from '../../../generated/api';
 
 export interface PageRequest {
@@ -24,6 +24,9 @@ export function pageRequest(req: { query: PageQuery }): PageRequest {
   return { page, perPage, offset: (page - 1) * perPage };
 }
 
+/** Where `Link` is set: an Express response, or anything else that takes a header. */
+type LinkHeaderSink = { setHeader(name: string, value: string): unknown };
+
 /**
  * Sets `Link` with the relations that apply. `hasNext` decides `next` when the total is not
  * known (seek pagination); `total`, when known, also gives `last`. Every other query parameter
@@ -31,7 +34,7 @@ export function pageRequest(req: { query: PageQuery }): PageRequest {
  */
 export function setLinkHeader(
   req: Pick<Request, 'originalUrl' | 'baseUrl' | 'path'>,
-  res: Pick<Response, 'setHeader'>,
+  res: LinkHeaderSink,
   publicUrl: string,
   p: PageRequest,
   opts: { total?: number; hasNext?: boolean },
@@ -55,6 +58,41 @@ export function setLinkHeader(
     if (lastPage !== undefined) links.push(link(lastPage, 'last'));
   }
   if (links.length) res.setHeader('Link', links.join(', '));
+}
+
+/** What a list handler's request and response give the two helpers below. */
+type ListRequest = { query: PageQuery } & Pick<Request, 'originalUrl' | 'baseUrl' | 'path'>;
+
+/**
+ * The requested page of a list whose total is counted: `Link` set (with `last`) and the page's
+ * items given back for the handler to serialize (its `res.json` is typed by its operation).
+ */
+export async function countedPage<T>(
+  req: ListRequest,
+  res: LinkHeaderSink,
+  publicUrl: string,
+  read: (offset: number, limit: number) => Promise<{ items: T[]; total: number }>,
+): Promise<T[]> {
+  const page = pageRequest(req);
+  const { items, total } = await read(page.offset, page.perPage);
+  setLinkHeader(req, res, publicUrl, page, { total });
+  return items;
+}
+
+/**
+ * The requested page of a list that is not counted: read one row past the page, whose presence
+ * alone tells whether a next page exists (`Link`'s `next`); the page is given back without it.
+ */
+export async function uncountedPage<T>(
+  req: ListRequest,
+  res: LinkHeaderSink,
+  publicUrl: string,
+  read: (offset: number, limit: number) => Promise<T[]>,
+): Promise<T[]> {
+  const page = pageRequest(req);
+  const items = await read(page.offset, page.perPage + 1);
+  setLinkHeader(req, res, publicUrl, page, { hasNext: items.length > page.perPage });
+  return items.slice(0, page.perPage);
 }
 
 /**
