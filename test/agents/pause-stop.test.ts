@@ -260,24 +260,30 @@ describeEachDatabase('pausing, resuming and stopping agents', (ctx) => {
 describeEachDatabase('the reference agent and stop', (ctx) => {
   const { endpoint } = onLoopback(ctx);
 
+  /** One reference agent registered with `reg`, building in `dir`, its log lines kept; `agents` settles when it ends, `controller` aborts it. */
+  function startAgent(name: string, reg: string, dir: string) {
+    const controller = new AbortController();
+    const lines: string[] = [];
+    const agents = runAgents({
+      endpoint: endpoint(),
+      token: reg,
+      tags: [],
+      name,
+      spawn: 1,
+      pollIntervalMs: 50,
+      signal: controller.signal,
+      buildRoot: dir,
+      log: (l) => lines.push(l),
+    });
+    return { controller, lines, agents };
+  }
+
   it('ends when an administrator stops it, after the job it runs', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-stop-'));
     try {
       const { org, token, reg, slug } = await givenAgentPipeline(ctx(), 'steps:\n  - command: echo ran\n');
       const { api, ref } = await givenWatchedBuild(ctx(), endpoint(), org.slug, slug, token);
-      const controller = new AbortController();
-      const lines: string[] = [];
-      const agents = runAgents({
-        endpoint: endpoint(),
-        token: reg,
-        tags: [],
-        name: 'stoppable',
-        spawn: 1,
-        pollIntervalMs: 50,
-        signal: controller.signal,
-        buildRoot: dir,
-        log: (l) => lines.push(l),
-      });
+      const { controller, lines, agents } = startAgent('stoppable', reg, dir);
       try {
         await until(
           async () => (await readBuild(api, ref)).state,
@@ -317,19 +323,7 @@ describeEachDatabase('the reference agent and stop', (ctx) => {
         ].join('\n'),
       );
       const { api, ref } = await givenWatchedBuild(ctx(), endpoint(), org.slug, slug, token);
-      const controller = new AbortController();
-      const lines: string[] = [];
-      const agents = runAgents({
-        endpoint: endpoint(),
-        token: reg,
-        tags: [],
-        name: 'self',
-        spawn: 1,
-        pollIntervalMs: 50,
-        signal: controller.signal,
-        buildRoot: dir,
-        log: (l) => lines.push(l),
-      });
+      const { controller, lines, agents } = startAgent('self', reg, dir);
       try {
         // The agent ends by itself once the job that stopped it is done.
         await agents;
