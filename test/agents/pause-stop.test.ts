@@ -10,9 +10,9 @@ import path from 'node:path';
 import { ok } from '../../clients/typescript/src';
 import { runAgents } from '../../src/cli/agent';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenBuildAndAgent, givenRegistrationToken, movableClock, onLoopback, until } from '../support/agents';
+import { agentAuth, givenAgent, givenAgentPipeline, givenBuildAndAgent, givenRegistrationToken, movableClock, onLoopback, until } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import { buildRef, jobLogText, listAgents, readBuild, restClient } from '../support/sdk';
+import { givenWatchedBuild, jobLogText, listAgents, readBuild } from '../support/sdk';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const { advance, reset } = movableClock();
@@ -260,28 +260,30 @@ describeEachDatabase('pausing, resuming and stopping agents', (ctx) => {
 describeEachDatabase('the reference agent and stop', (ctx) => {
   const { endpoint } = onLoopback(ctx);
 
+  /** One reference agent registered with `reg`, building in `dir`, its log lines kept; `agents` settles when it ends, `controller` aborts it. */
+  function startAgent(name: string, reg: string, dir: string) {
+    const controller = new AbortController();
+    const lines: string[] = [];
+    const agents = runAgents({
+      endpoint: endpoint(),
+      token: reg,
+      tags: [],
+      name,
+      spawn: 1,
+      pollIntervalMs: 50,
+      signal: controller.signal,
+      buildRoot: dir,
+      log: (l) => lines.push(l),
+    });
+    return { controller, lines, agents };
+  }
+
   it('ends when an administrator stops it, after the job it runs', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-stop-'));
     try {
-      const { org, token } = await ctx().givenAdmin();
-      const reg = await givenRegistrationToken(ctx(), org.slug, token);
-      const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: echo ran\n');
-      const build = await givenBuild(ctx(), org.slug, slug, token);
-      const api = restClient(endpoint(), token);
-      const ref = buildRef(org.slug, slug, build.number);
-      const controller = new AbortController();
-      const lines: string[] = [];
-      const agents = runAgents({
-        endpoint: endpoint(),
-        token: reg,
-        tags: [],
-        name: 'stoppable',
-        spawn: 1,
-        pollIntervalMs: 50,
-        signal: controller.signal,
-        buildRoot: dir,
-        log: (l) => lines.push(l),
-      });
+      const { org, token, reg, slug } = await givenAgentPipeline(ctx(), 'steps:\n  - command: echo ran\n');
+      const { api, ref } = await givenWatchedBuild(ctx(), endpoint(), org.slug, slug, token);
+      const { controller, lines, agents } = startAgent('stoppable', reg, dir);
       try {
         await until(
           async () => (await readBuild(api, ref)).state,
@@ -308,12 +310,8 @@ describeEachDatabase('the reference agent and stop', (ctx) => {
   it('pauses, resumes and stops itself from a step with buildkite-agent, and ends after that job', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-self-stop-'));
     try {
-      const { org, token } = await ctx().givenAdmin();
-      const reg = await givenRegistrationToken(ctx(), org.slug, token);
-      const { slug } = await givenPipeline(
+      const { org, token, reg, slug } = await givenAgentPipeline(
         ctx(),
-        org.slug,
-        token,
         [
           'steps:',
           '  - command: |',
@@ -324,22 +322,8 @@ describeEachDatabase('the reference agent and stop', (ctx) => {
           '',
         ].join('\n'),
       );
-      const build = await givenBuild(ctx(), org.slug, slug, token);
-      const api = restClient(endpoint(), token);
-      const ref = buildRef(org.slug, slug, build.number);
-      const controller = new AbortController();
-      const lines: string[] = [];
-      const agents = runAgents({
-        endpoint: endpoint(),
-        token: reg,
-        tags: [],
-        name: 'self',
-        spawn: 1,
-        pollIntervalMs: 50,
-        signal: controller.signal,
-        buildRoot: dir,
-        log: (l) => lines.push(l),
-      });
+      const { api, ref } = await givenWatchedBuild(ctx(), endpoint(), org.slug, slug, token);
+      const { controller, lines, agents } = startAgent('self', reg, dir);
       try {
         // The agent ends by itself once the job that stopped it is done.
         await agents;

@@ -7,20 +7,15 @@
  */
 import { ok } from '../../clients/typescript/src';
 import { describeEachDatabase } from '../support/context';
-import { givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
-import { givenBuild, givenPipeline } from '../support/given';
-import { buildRef, finishedBuild, jobLogText, restClient } from '../support/sdk';
+import { givenAgentPipeline, onLoopback, withReferenceAgents } from '../support/agents';
+import { finishedBuild, givenWatchedBuild, jobLogText } from '../support/sdk';
 
 describeEachDatabase('the reference agent with annotations and meta-data', (ctx) => {
   const { endpoint } = onLoopback(ctx);
 
   it('annotates the build and sets meta-data in one step, reads it in a later one', async () => {
-    const { org, token } = await ctx().givenAdmin();
-    const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const { slug } = await givenPipeline(
+    const { org, token, reg, slug } = await givenAgentPipeline(
       ctx(),
-      org.slug,
-      token,
       [
         'steps:',
         '  - label: write',
@@ -52,9 +47,7 @@ describeEachDatabase('the reference agent with annotations and meta-data', (ctx)
         '      BUILDKITE_METADATA_BUILD_ID=$BUILDKITE_BUILD_ID buildkite-agent meta-data get release-version; echo',
       ].join('\n'),
     );
-    const build = await givenBuild(ctx(), org.slug, slug, token);
-    const api = restClient(endpoint(), token);
-    const ref = buildRef(org.slug, slug, build.number);
+    const { api, ref } = await givenWatchedBuild(ctx(), endpoint(), org.slug, slug, token);
     await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: ['queue=default'], name: 'annotator', spawn: 1, pollIntervalMs: 20 }, async () => {
       const b = await finishedBuild(api, ref);
       const log = (id: string) => jobLogText(api, ref, id);

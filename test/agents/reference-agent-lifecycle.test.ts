@@ -8,15 +8,31 @@ import type http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { runAgents } from '../../src/cli/agent';
-import { ok } from '../../clients/typescript/src';
+import { ok, type WindsockClient } from '../../clients/typescript/src';
 import { createTestContext, describeEachDatabase, type TestContext } from '../support/context';
-import { givenRegistrationToken, listen, movableClock, onLoopback, running, stop, until } from '../support/agents';
+import { givenAgentPipeline, givenRegistrationToken, listen, movableClock, onLoopback, running, stop, until } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import { buildRef, jobLogText, listAgents, readBuild, restClient } from '../support/sdk';
+import { buildRef, givenWatchedBuild, jobLogText, listAgents, readBuild, restClient, type BuildRef } from '../support/sdk';
+import type { BuildJson } from '../support/types';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 const { advance, reset } = movableClock();
+
+/** Once the job's log has `text` in it, cancels its build through the API and waits for the build to be canceled. */
+async function cancelOncePrinted(api: WindsockClient, ref: BuildRef, jobId: string, text: string): Promise<BuildJson> {
+  await until(
+    () => jobLogText(api, ref, jobId),
+    (t) => t.includes(text),
+    'the job printing',
+  );
+  await ok(api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel', { params: { path: ref } }));
+  return until(
+    () => readBuild(api, ref),
+    (x) => x.state === 'canceled',
+    'the build canceled',
+  );
+}
 
 describeEachDatabase('the reference agent stops jobs the service stops', (ctx) => {
   const { endpoint } = onLoopback(ctx);
@@ -36,9 +52,7 @@ describeEachDatabase('the reference agent stops jobs the service stops', (ctx) =
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
     const pidFile = path.join(dir, `${name}.pid`);
     const { slug } = await givenPipeline(ctx(), org.slug, token, `steps:\n  - command: sleep 120 & echo $! > ${pidFile}; echo started; wait\n${extra}`);
-    const build = await givenBuild(ctx(), org.slug, slug, token);
-    const api = restClient(endpoint(), token);
-    const ref = buildRef(org.slug, slug, build.number);
+    const { build, api, ref } = await givenWatchedBuild(ctx(), endpoint(), org.slug, slug, token);
     const read = () => readBuild(api, ref);
     const controller = new AbortController();
     const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name, spawn: 1, pollIntervalMs: 50, signal: controller.signal });
@@ -119,17 +133,7 @@ describeEachDatabase('the reference agent stops jobs the service stops', (ctx) =
       const first = await givenBuild(ctx(), org.slug, slug, token);
       const ref = buildRef(org.slug, slug, first.number);
       const jobId = first.jobs[0]!.id;
-      await until(
-        () => jobLogText(api, ref, jobId),
-        (t) => t.includes('before the cancel'),
-        'the job printing',
-      );
-      await ok(api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel', { params: { path: ref } }));
-      const b = await until(
-        () => readBuild(api, ref),
-        (x) => x.state === 'canceled',
-        'the build canceled',
-      );
+      const b = await cancelOncePrinted(api, ref, jobId, 'before the cancel');
       expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 3, signal_reason: 'cancel' });
       // (The shell may also report its `sleep` ended by the signal: `Terminated`.)
       expect(await jobLogText(api, ref, jobId)).toMatch(/^before the cancel\n(.*\n)?stopping cleanly\n$/);
@@ -152,9 +156,7 @@ describeEachDatabase('the reference agent stops jobs the service stops', (ctx) =
   });
 
   it('a command that ignores SIGTERM is killed once the cancel grace period is over', async () => {
-    const { org, token } = await ctx().givenAdmin();
-    const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const { slug } = await givenPipeline(ctx(), org.slug, token, `steps:\n  - command: "trap '' TERM; echo stubborn; while true; do sleep 0.05; done"\n`);
+    const { org, token, reg, slug } = await givenAgentPipeline(ctx(), `steps:\n  - command: "trap '' TERM; echo stubborn; while true; do sleep 0.05; done"\n`);
     const controller = new AbortController();
     const agents = runAgents({
       endpoint: endpoint(),
@@ -170,17 +172,7 @@ describeEachDatabase('the reference agent stops jobs the service stops', (ctx) =
     try {
       const build = await givenBuild(ctx(), org.slug, slug, token);
       const ref = buildRef(org.slug, slug, build.number);
-      await until(
-        () => jobLogText(api, ref, build.jobs[0]!.id),
-        (t) => t.includes('stubborn'),
-        'the job printing',
-      );
-      await ok(api.PUT('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/cancel', { params: { path: ref } }));
-      const b = await until(
-        () => readBuild(api, ref),
-        (x) => x.state === 'canceled',
-        'the build canceled',
-      );
+      const b = await cancelOncePrinted(api, ref, build.jobs[0]!.id, 'stubborn');
       expect(b.jobs[0]).toMatchObject({ state: 'canceled', exit_status: 137, signal_reason: 'cancel' });
     } finally {
       controller.abort();

@@ -6,20 +6,15 @@
  */
 import { ok } from '../../clients/typescript/src';
 import { describeEachDatabase } from '../support/context';
-import { givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
-import { givenBuild, givenPipeline } from '../support/given';
-import { buildRef, finishedBuild, jobLogText, restClient } from '../support/sdk';
+import { givenAgentPipeline, onLoopback, withReferenceAgents } from '../support/agents';
+import { finishedBuild, givenWatchedBuild, jobLogText } from '../support/sdk';
 
 describeEachDatabase('artifacts, annotations and meta-data in one pipeline', (ctx) => {
   const { endpoint } = onLoopback(ctx);
 
   it('passes a file and a value from one step to the next, and the REST API shows all three', async () => {
-    const { org, token } = await ctx().givenAdmin();
-    const reg = await givenRegistrationToken(ctx(), org.slug, token);
-    const { slug } = await givenPipeline(
+    const { org, token, reg, slug } = await givenAgentPipeline(
       ctx(),
-      org.slug,
-      token,
       [
         'steps:',
         '  - label: produce',
@@ -38,9 +33,7 @@ describeEachDatabase('artifacts, annotations and meta-data in one pipeline', (ct
         '      buildkite-agent meta-data exists missing || echo "missing: $?"',
       ].join('\n'),
     );
-    const build = await givenBuild(ctx(), org.slug, slug, token);
-    const api = restClient(endpoint(), token);
-    const ref = buildRef(org.slug, slug, build.number);
+    const { api, ref } = await givenWatchedBuild(ctx(), endpoint(), org.slug, slug, token);
     await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'e2e', spawn: 1, pollIntervalMs: 20 }, async () => {
       const b = await finishedBuild(api, ref, 3000);
       expect(b.jobs.map((j) => [j.name ?? null, j.state])).toEqual([

@@ -2,7 +2,7 @@ import { ok } from '../../clients/typescript/src';
 import { describeEachDatabase } from '../support/context';
 import { givenRegistrationToken, onLoopback, withReferenceAgents } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import { buildRef, finishedBuild, jobLogText, readBuild, restClient } from '../support/sdk';
+import { buildRef, finishedBuild, givenWatchedBuild, jobLogText, readBuild } from '../support/sdk';
 
 describeEachDatabase('the reference agent with pipeline uploads and trigger steps', (ctx) => {
   const { endpoint } = onLoopback(ctx);
@@ -30,9 +30,7 @@ describeEachDatabase('the reference agent with pipeline uploads and trigger step
         '      env: { TARGET: prod, EXIT: "0" }',
       ].join('\n'),
     );
-    const build = await givenBuild(ctx(), org.slug, slug, token);
-    const api = restClient(endpoint(), token);
-    const ref = buildRef(org.slug, slug, build.number);
+    const { api, ref } = await givenWatchedBuild(ctx(), endpoint(), org.slug, slug, token);
     await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: ['queue=default'], name: 'steps', spawn: 2, pollIntervalMs: 20 }, async () => {
       let b = await finishedBuild(api, ref);
       expect(b.jobs.map((j) => [j.type, j.name ?? null, j.state])).toEqual([

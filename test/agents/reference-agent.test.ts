@@ -5,7 +5,7 @@ import { runAgents } from '../../src/cli/agent';
 import { describeEachDatabase } from '../support/context';
 import { givenRegistrationToken, movableClock, onLoopback, running, until } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import { buildRef, jobLogText, listAgents, readBuild, restClient } from '../support/sdk';
+import { buildRef, givenWatchedBuild, jobLogText, listAgents, readBuild, restClient } from '../support/sdk';
 import type { BuildJson } from '../support/types';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -175,9 +175,7 @@ describeEachDatabase('the reference agent, end to end on loopback', (ctx) => {
       token,
       `steps:\n  - command: echo $$ > ${dir}/shell; sleep 30 & echo $! > ${dir}/sleep; echo started; sleep 30; wait\n`,
     );
-    const build = await givenBuild(ctx(), org.slug, slug, token);
-    const api = restClient(endpoint(), token);
-    const ref = buildRef(org.slug, slug, build.number);
+    const { build, api, ref } = await givenWatchedBuild(ctx(), endpoint(), org.slug, slug, token);
     const controller = new AbortController();
     const agents = runAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'stopper', spawn: 1, pollIntervalMs: 20, signal: controller.signal });
     const jobId = build.jobs[0]!.id;

@@ -36,6 +36,10 @@ describeEachDatabase(
     });
     afterEach(() => clock.reset());
 
+    /** The agent (by its token) registers a batch of these files for its job: the answer (201), with the upload instructions. */
+    const createBatch = (agentToken: string, jobId: string, files: Parameters<typeof batch>[0]) =>
+      ctx().http().post(`/v3/jobs/${jobId}/artifacts`).set(agentAuth(agentToken)).send(batch(files)).expect(201);
+
     it('registers a batch in order, takes each upload, marks them finished and finds them', async () => {
       const { agent, job, build } = await givenRunningJob(ctx());
       const files = [
@@ -180,12 +184,7 @@ describeEachDatabase(
       // Registered small, uploaded large: 413 and no trace in storage.
       const before = stored(root);
       const { agent: other, job: otherJob } = await givenRunningJob(ctx());
-      const created = await ctx()
-        .http()
-        .post(`/v3/jobs/${otherJob.id}/artifacts`)
-        .set(agentAuth(other.token))
-        .send(batch([{ path: 'liar.bin', content: 'small' }]))
-        .expect(201);
+      const created = await createBatch(other.token, otherJob.id, [{ path: 'liar.bin', content: 'small' }]);
       const res = await postForm(ctx(), created.body.upload_instructions, 'liar.bin', 'z'.repeat(MAX_FILE + 500));
       expect(res.status).toBe(413);
       expect(res.body.message).toBe(`The file is larger than the limit of ${MAX_FILE} bytes per artifact`);
@@ -201,12 +200,7 @@ describeEachDatabase(
 
     it('refuses content that is not what was registered (size, SHA-1), keeping none of it', async () => {
       const { agent, job, build } = await givenRunningJob(ctx());
-      const created = await ctx()
-        .http()
-        .post(`/v3/jobs/${job.id}/artifacts`)
-        .set(agentAuth(agent.token))
-        .send(batch([{ path: 'a.txt', content: 'expected' }]))
-        .expect(201);
+      const created = await createBatch(agent.token, job.id, [{ path: 'a.txt', content: 'expected' }]);
       const before = stored(root);
       const wrongSha = await postForm(ctx(), created.body.upload_instructions, 'a.txt', 'EXPECTED');
       expect(wrongSha.status).toBe(422);
@@ -232,12 +226,7 @@ describeEachDatabase(
 
     it('refuses a forged, an expired or an unsigned upload form (403), and a path not in the batch (404)', async () => {
       const { agent, job } = await givenRunningJob(ctx());
-      const created = await ctx()
-        .http()
-        .post(`/v3/jobs/${job.id}/artifacts`)
-        .set(agentAuth(agent.token))
-        .send(batch([{ path: 'a.txt', content: 'abc' }]))
-        .expect(201);
+      const created = await createBatch(agent.token, job.id, [{ path: 'a.txt', content: 'abc' }]);
       const i = created.body.upload_instructions;
       const forged = await postForm(ctx(), i, 'a.txt', 'abc', { signature: i.data.signature.replace(/^./, (c: string) => (c === '0' ? '1' : '0')) });
       expect({ status: forged.status, body: forged.body }).toEqual({ status: 403, body: { message: 'The signature of this URL is not valid' } });
@@ -255,12 +244,7 @@ describeEachDatabase(
 
     it('answers malformed uploads with a 4xx that says why, leaving nothing behind', async () => {
       const { agent, job } = await givenRunningJob(ctx());
-      const created = await ctx()
-        .http()
-        .post(`/v3/jobs/${job.id}/artifacts`)
-        .set(agentAuth(agent.token))
-        .send(batch([{ path: 'a.txt', content: 'abc' }]))
-        .expect(201);
+      const created = await createBatch(agent.token, job.id, [{ path: 'a.txt', content: 'abc' }]);
       const i = created.body.upload_instructions;
       const before = stored(root);
       const json = await ctx()

@@ -1,6 +1,6 @@
 import createSample from '../fixtures/samples/builds__04_create-a-build.json';
 import { verifyStepSignature, signedFieldsOf } from '../../src/builds/jobs/plan';
-import { auth, createTestContext, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
+import { auth, createTwoContexts, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
 import { givenBuild, givenPipeline } from '../support/given';
 import { existing } from '../support/rows';
 
@@ -599,13 +599,8 @@ describeEachDatabase('builds', (ctx) => {
 describeEachDatabase('two server processes on one database', null, (_get, kind) => {
   it('number concurrent creates from both without duplicates', async () => {
     // Two independent service stacks (own connection pools) over one store, as two processes would be.
-    const fs = await import('node:fs');
-    const os = await import('node:os');
-    const path = await import('node:path');
-    const dir = kind === 'sqlite' ? fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-two-')) : undefined;
-    const file = dir ? path.join(dir, 'shared.sqlite3') : undefined;
-    const one = await createTestContext(kind, { sqliteFile: file });
-    const two = await createTestContext(kind, { sqliteFile: file, sharePostgresSchemaOf: one });
+    const contexts = await createTwoContexts(kind);
+    const { one, two } = contexts;
     try {
       const { org, token } = await one.givenAdmin();
       const p = await givenPipeline(one, org, token);
@@ -615,9 +610,7 @@ describeEachDatabase('two server processes on one database', null, (_get, kind) 
       expect(results.map((r) => r.status).filter((s) => s !== 201)).toEqual([]);
       expect(results.map((r) => r.body.number).sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
     } finally {
-      await two.close({ keepSchema: true });
-      await one.close();
-      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+      await contexts.close();
     }
   });
 });

@@ -10,6 +10,7 @@ import { createLogger } from '../../src/http/middleware/logger';
 import { startServer } from '../../src/server';
 import { servicesFromConfig } from '../../src/services';
 import { describeEachDatabase } from '../support/context';
+import { moveDateOn, PAST_CACHE_WINDOW_MS } from '../support/date';
 import { run, withStore } from './support';
 
 function capture() {
@@ -119,22 +120,7 @@ describe('first start and the CLI (embedded SQLite in a temp data dir)', () => {
     // Revoked by another process: the server notices once its token cache window (1 s of real
     // time) ends. The process's Date moves 1.1 s on (running on from there) instead of the test
     // waiting; its timers stay real.
-    jest.useFakeTimers({
-      advanceTimers: true,
-      doNotFake: [
-        'hrtime',
-        'nextTick',
-        'performance',
-        'queueMicrotask',
-        'setImmediate',
-        'clearImmediate',
-        'setInterval',
-        'clearInterval',
-        'setTimeout',
-        'clearTimeout',
-      ],
-    });
-    jest.setSystemTime(Date.now() + 1100);
+    moveDateOn(PAST_CACHE_WINDOW_MS);
     try {
       await request(s.url).get('/v2/access-token').set('Authorization', `Bearer ${jwt}`).expect(401);
     } finally {

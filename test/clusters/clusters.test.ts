@@ -52,6 +52,7 @@ describeEachDatabase('clusters', (ctx) => {
       .send({ name: 'Open Source', description: 'OSS', emoji: ':technologist:', color: '#FFE0F1' });
     expect(created.status).toBe(201);
     const id = created.body.id as string;
+    const cluster = `${base(org.slug)}/${id}`;
     expect(created.body).toMatchObject({
       name: 'Open Source',
       description: 'OSS',
@@ -72,80 +73,33 @@ describeEachDatabase('clusters', (ctx) => {
     const list = await ctx().http().get(base(org.slug)).set(auth(token));
     expect(list.status).toBe(200);
     expect(list.body.map((c: { id: string }) => c.id)).toEqual([id]);
-    expect(
-      (
-        await ctx()
-          .http()
-          .get(`${base(org.slug)}/${id}`)
-          .set(auth(token))
-      ).body.name,
-    ).toBe('Open Source');
+    expect((await ctx().http().get(cluster).set(auth(token))).body.name).toBe('Open Source');
 
     const queue = await givenQueue(ctx(), org.slug, token, id, 'default');
-    const bad = await ctx()
-      .http()
-      .put(`${base(org.slug)}/${id}`)
-      .set(auth(token))
-      .send({ default_queue_id: '00000000-0000-4000-8000-000000000000' });
+    const bad = await ctx().http().put(cluster).set(auth(token)).send({ default_queue_id: '00000000-0000-4000-8000-000000000000' });
     expect(bad.status).toBe(422);
-    const updated = await ctx()
-      .http()
-      .put(`${base(org.slug)}/${id}`)
-      .set(auth(token))
-      .send({ name: 'OSS', default_queue_id: queue.id, emoji: null });
+    const updated = await ctx().http().put(cluster).set(auth(token)).send({ name: 'OSS', default_queue_id: queue.id, emoji: null });
     expect(updated.status).toBe(200);
     expect(updated.body).toMatchObject({ name: 'OSS', default_queue_id: queue.id, default_queue_url: `${created.body.url}/queues/${queue.id}`, emoji: null });
 
     // Members read; only administrators write.
     const member = await ctx().givenUser(org, 'member');
     const memberToken = await ctx().givenToken(member, [org]);
-    expect(
-      (
-        await ctx()
-          .http()
-          .get(`${base(org.slug)}/${id}`)
-          .set(auth(memberToken))
-      ).status,
-    ).toBe(200);
-    expect(
-      (
-        await ctx()
-          .http()
-          .put(`${base(org.slug)}/${id}`)
-          .set(auth(memberToken))
-          .send({ name: 'x' })
-      ).status,
-    ).toBe(403);
+    await ctx().http().get(cluster).set(auth(memberToken)).expect(200);
+    await ctx().http().put(cluster).set(auth(memberToken)).send({ name: 'x' }).expect(403);
     expect((await ctx().http().post(base(org.slug)).set(auth(memberToken)).send({ name: 'x' })).status).toBe(403);
 
     // A pipeline in the cluster keeps it from being deleted.
     const pipeline = await givenPipeline(ctx(), org.slug, token, { configuration: 'steps:\n  - command: x\n', cluster_id: id });
     expect(pipeline).toMatchObject({ cluster_id: id, cluster_url: created.body.url });
-    const refused = await ctx()
-      .http()
-      .delete(`${base(org.slug)}/${id}`)
-      .set(auth(token));
+    const refused = await ctx().http().delete(cluster).set(auth(token));
     expect(refused.status).toBe(422);
     expect(refused.body.message).toMatch(/pipeline/);
     const moved = await ctx().http().patch(`/v2/organizations/${org.slug}/pipelines/${pipeline.slug}`).set(auth(token)).send({ cluster_id: '' });
     expect(moved.status).toBe(200);
     expect(moved.body).toMatchObject({ cluster_id: null, cluster_url: null });
-    expect(
-      (
-        await ctx()
-          .http()
-          .delete(`${base(org.slug)}/${id}`)
-          .set(auth(token))
-      ).status,
-    ).toBe(204);
-    expect(
-      (
-        await ctx()
-          .http()
-          .get(`${base(org.slug)}/${id}`)
-          .set(auth(token))
-      ).status,
-    ).toBe(404);
+    await ctx().http().delete(cluster).set(auth(token)).expect(204);
+    await ctx().http().get(cluster).set(auth(token)).expect(404);
   });
 
   it("refuses a pipeline cluster_id that names no cluster of the pipeline's organization", async () => {
@@ -162,14 +116,11 @@ describeEachDatabase('clusters', (ctx) => {
       expect(res.body.errors).toEqual([{ field: 'cluster_id', code: 'is not a cluster of this organization' }]);
     }
     // Another organization's cluster is not found through this one.
-    expect(
-      (
-        await ctx()
-          .http()
-          .get(`${base(org.slug)}/${theirs.id}`)
-          .set(auth(token))
-      ).status,
-    ).toBe(404);
+    await ctx()
+      .http()
+      .get(`${base(org.slug)}/${theirs.id}`)
+      .set(auth(token))
+      .expect(404);
   });
 
   it('manages queues: unique keys, pause with a note and resume as documented, no deleting the default queue', async () => {
@@ -177,15 +128,12 @@ describeEachDatabase('clusters', (ctx) => {
     const cluster = await givenCluster(ctx(), org.slug, token);
     const q = await givenQueue(ctx(), org.slug, token, cluster.id, 'linux');
     const url = `${base(org.slug)}/${cluster.id}/queues/${q.id}`;
-    expect(
-      (
-        await ctx()
-          .http()
-          .post(`${base(org.slug)}/${cluster.id}/queues`)
-          .set(auth(token))
-          .send({ key: 'linux' })
-      ).status,
-    ).toBe(422);
+    await ctx()
+      .http()
+      .post(`${base(org.slug)}/${cluster.id}/queues`)
+      .set(auth(token))
+      .send({ key: 'linux' })
+      .expect(422);
     const hosted = await ctx()
       .http()
       .post(`${base(org.slug)}/${cluster.id}/queues`)
@@ -222,14 +170,11 @@ describeEachDatabase('clusters', (ctx) => {
       .expect(200);
     expect((await ctx().http().delete(url).set(auth(token))).status).toBe(422);
     const other = await givenQueue(ctx(), org.slug, token, cluster.id, 'mac');
-    expect(
-      (
-        await ctx()
-          .http()
-          .delete(`${base(org.slug)}/${cluster.id}/queues/${other.id}`)
-          .set(auth(token))
-      ).status,
-    ).toBe(204);
+    await ctx()
+      .http()
+      .delete(`${base(org.slug)}/${cluster.id}/queues/${other.id}`)
+      .set(auth(token))
+      .expect(204);
     const list = await ctx()
       .http()
       .get(`${base(org.slug)}/${cluster.id}/queues`)
@@ -407,14 +352,11 @@ describeEachDatabase('clusters', (ctx) => {
     const got = await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${clustered.slug}/builds/${build.number}`).set(auth(token));
     expect(got.body.jobs.map((j: { cluster_queue_id: string }) => j.cluster_queue_id)).toEqual([linux.id, mac.id]);
     // The cluster can't be deleted while its agents are connected (and its pipeline is in it).
-    expect(
-      (
-        await ctx()
-          .http()
-          .delete(`${base(org.slug)}/${cluster.id}`)
-          .set(auth(token))
-      ).status,
-    ).toBe(422);
+    await ctx()
+      .http()
+      .delete(`${base(org.slug)}/${cluster.id}`)
+      .set(auth(token))
+      .expect(422);
   });
 
   it('gives an unclustered agent no job of a clustered pipeline', async () => {

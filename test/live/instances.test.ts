@@ -6,11 +6,9 @@
  * no feed: a token revoked, or a page signed out, on one instance is refused on the other within
  * the token cache time.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { auth, createTestContext, databases, type ContextOptions, type TestContext } from '../support/context';
+import { auth, createTwoContexts, databases, type ContextOptions, type TestContext } from '../support/context';
 import { agentAuth, givenBuildAndAgent, listen, stop, takeNextJob, until } from '../support/agents';
+import { moveDateOn, PAST_CACHE_WINDOW_MS } from '../support/date';
 import { json, openStream, type SseStream } from '../support/sse';
 import { describeWithRedis, itWithRedis } from '../support/redis';
 import { SESSION_COOKIE } from '../../src/web/routes';
@@ -19,12 +17,10 @@ import { HTML } from '../web/support';
 
 const TWO_STEPS = 'steps:\n  - command: echo one\n  - wait\n  - command: echo two\n';
 
-/** Two instances on one store (a shared file for SQLite), `two` listening on loopback. */
+/** Two instances on one store, `two` listening on loopback. */
 async function twoInstances(kind: 'sqlite' | 'postgres', opts: ContextOptions) {
-  const dir = kind === 'sqlite' ? fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-live-')) : undefined;
-  const sqliteFile = dir ? path.join(dir, 'shared.sqlite3') : undefined;
-  const one = await createTestContext(kind, { ...opts, sqliteFile });
-  const two = await createTestContext(kind, { ...opts, sqliteFile, sharePostgresSchemaOf: one });
+  const contexts = await createTwoContexts(kind, opts);
+  const { one, two } = contexts;
   await Promise.all([one.feed?.ready, two.feed?.ready]);
   const { server, endpoint } = await listen(two.app);
   return {
@@ -33,9 +29,7 @@ async function twoInstances(kind: 'sqlite' | 'postgres', opts: ContextOptions) {
     endpoint,
     close: async () => {
       await stop(server);
-      await two.close();
-      await one.close();
-      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+      await contexts.close();
     },
   };
 }
@@ -128,25 +122,7 @@ describe.each(databases)('what is read per request, across instances [%s]', (kin
     await pair?.close();
   });
 
-  /** The process's Date moves past the token cache (1 s of real time) instead of the test waiting; timers stay real. */
-  function pastTokenCache() {
-    jest.useFakeTimers({
-      advanceTimers: true,
-      doNotFake: [
-        'hrtime',
-        'nextTick',
-        'performance',
-        'queueMicrotask',
-        'setImmediate',
-        'clearImmediate',
-        'setInterval',
-        'clearInterval',
-        'setTimeout',
-        'clearTimeout',
-      ],
-    });
-    jest.setSystemTime(Date.now() + 1100);
-  }
+  // Tests move the Date past the token cache instead of waiting.
   afterEach(() => jest.useRealTimers());
 
   it('a token revoked through one instance is refused by the other within the token cache time', async () => {
@@ -156,7 +132,7 @@ describe.each(databases)('what is read per request, across instances [%s]', (kin
     await two.http().get(pipelines).set(auth(token)).expect(200);
     await one.http().delete('/v2/access-token').set(auth(token)).expect(204);
     await one.http().get(pipelines).set(auth(token)).expect(401);
-    pastTokenCache();
+    moveDateOn(PAST_CACHE_WINDOW_MS);
     await two.http().get(pipelines).set(auth(token)).expect(401);
   });
 
@@ -180,7 +156,7 @@ describe.each(databases)('what is read per request, across instances [%s]', (kin
     const cookie = `${SESSION_COOKIE}=${sid}`;
     await two.http().get(`/${org.slug}`).set(HTML).set('Cookie', cookie).expect(200);
     await one.http().delete('/v2/access-token').set(auth(token)).expect(204);
-    pastTokenCache();
+    moveDateOn(PAST_CACHE_WINDOW_MS);
     await two.http().get(`/${org.slug}`).set(HTML).set('Cookie', cookie).expect(303);
   });
 });

@@ -6,38 +6,28 @@
  * organization's Slack service, with the channel override), `email` (recorded, not sent), and
  * `if` conditions deciding which entries hear of a build.
  */
-import { auth, type TestContext, describeEachDatabase } from '../support/context';
+import { auth, describeEachDatabase } from '../support/context';
 import { takeNextJob, agentAuth, givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import { startReceiver, type Receiver } from './receiver';
+import { receiverForEachTest, startReceiver } from './receiver';
 
-describeEachDatabase('notify entries of pipeline YAML', { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 3 } }, (get) => {
-  let ctx: TestContext;
-  let receiver: Receiver;
-  beforeAll(() => {
-    ctx = get();
-  });
-  beforeEach(async () => {
-    receiver = await startReceiver();
-  });
-  afterEach(async () => {
-    await receiver.close();
-  });
+describeEachDatabase('notify entries of pipeline YAML', { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 3 } }, (ctx) => {
+  const receiver = receiverForEachTest();
 
-  const settle = () => ctx.services.notificationWorker.settle();
+  const settle = () => ctx().services.notificationWorker.settle();
 
   /** An organization, a pipeline with this YAML, a build of it, and an agent to run it. */
   async function setup(yaml: string, build: Record<string, unknown> = {}) {
-    const { org, user, token } = await ctx.givenAdmin();
-    const reg = await givenRegistrationToken(ctx, org.slug, token);
-    const agent = await givenAgent(ctx, reg, 'runner');
-    const pipeline = await givenPipeline(ctx, org, token, yaml);
-    const run = () => givenBuild(ctx, org, pipeline, token, build);
+    const { org, user, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const agent = await givenAgent(ctx(), reg, 'runner');
+    const pipeline = await givenPipeline(ctx(), org, token, yaml);
+    const run = () => givenBuild(ctx(), org, pipeline, token, build);
     return { org, user, token, agent, pipeline, run };
   }
 
   async function givenSlackService(org: { slug: string }, token: string, url: string, extra: Record<string, unknown> = {}) {
-    const res = await ctx
+    const res = await ctx()
       .http()
       .post(`/v2/organizations/${org.slug}/services`)
       .set(auth(token))
@@ -47,19 +37,19 @@ describeEachDatabase('notify entries of pipeline YAML', { notifications: { retry
   }
 
   it('POSTs the build events to a build-level webhook with the documented body and no token', async () => {
-    const s = await setup(`notify:\n  - webhook: "${receiver.url}"\nsteps:\n  - command: one\n`);
+    const s = await setup(`notify:\n  - webhook: "${receiver().url}"\nsteps:\n  - command: one\n`);
     const b = await s.run();
-    await runNextJob(ctx, s.agent, 0);
+    await runNextJob(ctx(), s.agent, 0);
     await settle();
-    expect(receiver.events()).toEqual(['build.scheduled', 'build.running', 'build.finished']);
-    for (const r of receiver.received) {
+    expect(receiver().events()).toEqual(['build.scheduled', 'build.running', 'build.finished']);
+    for (const r of receiver().received) {
       expect(r.method).toBe('POST');
       expect(r.headers['content-type']).toBe('application/json');
       expect(r.headers['x-buildkite-token']).toBeUndefined();
       expect(r.headers['x-buildkite-signature']).toBeUndefined();
       expect(r.body.event).toBe(r.headers['x-buildkite-event']);
     }
-    const finished = receiver.received[2]!.body as { build: Record<string, unknown>; pipeline: Record<string, unknown>; sender: unknown };
+    const finished = receiver().received[2]!.body as { build: Record<string, unknown>; pipeline: Record<string, unknown>; sender: unknown };
     expect(finished.build).toMatchObject({ id: b.id, number: b.number, state: 'passed', branch: 'main' });
     expect(finished.pipeline).toMatchObject({ id: s.pipeline.id, slug: s.pipeline.slug });
     expect(finished.sender).toEqual({ id: s.user.id, name: s.user.name });
@@ -82,9 +72,9 @@ describeEachDatabase('notify entries of pipeline YAML', { notifications: { retry
         ].join('\n'),
       );
       await s.run(); // main, passes
-      await runNextJob(ctx, s.agent, 0);
-      await givenBuild(ctx, s.org, s.pipeline, s.token, { branch: 'feature/x' }); // fails
-      await runNextJob(ctx, s.agent, 1);
+      await runNextJob(ctx(), s.agent, 0);
+      await givenBuild(ctx(), s.org, s.pipeline, s.token, { branch: 'feature/x' }); // fails
+      await runNextJob(ctx(), s.agent, 1);
       await settle();
       expect(failed.events()).toEqual(['build.finished']);
       expect(failed.received[0]!.body.build).toMatchObject({ branch: 'feature/x', state: 'failed' });
@@ -99,57 +89,59 @@ describeEachDatabase('notify entries of pipeline YAML', { notifications: { retry
   it('records an email notification as a failed delivery: there is no mail transport', async () => {
     const s = await setup('notify:\n  - email: "dev@example.com"\nsteps:\n  - command: one\n');
     await s.run();
-    await runNextJob(ctx, s.agent, 1);
+    await runNextJob(ctx(), s.agent, 1);
     await settle();
-    const ds = (await ctx.services.notifications.ofOrganization(s.org.id)).filter((d) => d.target?.kind === 'email');
+    const ds = (await ctx().services.notifications.ofOrganization(s.org.id)).filter((d) => d.target?.kind === 'email');
     expect(ds.length).toBeGreaterThan(0);
     expect(ds.map((d) => d.event)).toContain('build.finished');
     for (const d of ds) expect(d).toMatchObject({ state: 'failed', attempts: 1, serviceId: null, target: { to: 'dev@example.com' } });
     // The attempt's excerpt says why (notify deliveries belong to no service's history).
-    const attempts = await ctx.services.db('notification_attempts').whereIn(
-      'delivery_id',
-      ds.map((d) => d.id),
-    );
+    const attempts = await ctx()
+      .services.db('notification_attempts')
+      .whereIn(
+        'delivery_id',
+        ds.map((d) => d.id),
+      );
     expect(attempts).toHaveLength(ds.length);
     for (const a of attempts) expect(String(a.excerpt)).toContain('no mail transport');
-    expect(receiver.received).toEqual([]);
+    expect(receiver().received).toEqual([]);
   });
 
   it("posts a build-level slack notification through the organization's Slack service with the channel override", async () => {
     const s = await setup('notify:\n  - slack:\n      channels: ["acme#builds"]\n      message: "Deployed <@U024BE7LH>"\nsteps:\n  - command: one\n');
     // The service itself hears of nothing (no build states): only the notify entry posts.
-    await givenSlackService(s.org, s.token, receiver.url, { build_states: { build_passed: false, build_failed: false } });
+    await givenSlackService(s.org, s.token, receiver().url, { build_states: { build_passed: false, build_failed: false } });
     const b = await s.run();
-    await runNextJob(ctx, s.agent, 0);
+    await runNextJob(ctx(), s.agent, 0);
     await settle();
-    expect(receiver.received).toHaveLength(1);
-    const msg = receiver.received[0]!.body as { text: string; channel: string };
+    expect(receiver().received).toHaveLength(1);
+    const msg = receiver().received[0]!.body as { text: string; channel: string };
     expect(msg.channel).toBe('#builds');
     expect(msg.text).toContain('Deployed <@U024BE7LH>');
-    expect(receiver.received[0]!.raw).toContain(String(b.number));
+    expect(receiver().received[0]!.raw).toContain(String(b.number));
   });
 
   it('posts a step-level slack notification when the job finishes', async () => {
     const s = await setup('steps:\n  - label: Unit tests\n    command: one\n    notify:\n      - slack: "#ci"\n');
-    await givenSlackService(s.org, s.token, receiver.url, { build_states: { build_passed: false, build_failed: false } });
+    await givenSlackService(s.org, s.token, receiver().url, { build_states: { build_passed: false, build_failed: false } });
     await s.run();
-    await runNextJob(ctx, s.agent, 1);
+    await runNextJob(ctx(), s.agent, 1);
     await settle();
-    expect(receiver.received).toHaveLength(1);
-    const msg = receiver.received[0]!.body as { text: string; channel: string };
+    expect(receiver().received).toHaveLength(1);
+    const msg = receiver().received[0]!.body as { text: string; channel: string };
     expect(msg.channel).toBe('#ci');
     expect(msg.text).toContain('Unit tests');
     expect(msg.text).toContain('failed');
   });
 
   it('POSTs {content} to a Basecamp Campfire URL', async () => {
-    const s = await setup(`notify:\n  - basecamp_campfire: "${receiver.url}"\nsteps:\n  - command: one\n`);
+    const s = await setup(`notify:\n  - basecamp_campfire: "${receiver().url}"\nsteps:\n  - command: one\n`);
     const b = await s.run();
-    await runNextJob(ctx, s.agent, 0);
+    await runNextJob(ctx(), s.agent, 0);
     await settle();
-    expect(receiver.received.length).toBe(3);
-    for (const r of receiver.received) expect(Object.keys(r.body)).toEqual(['content']);
-    const last = String(receiver.received.at(-1)!.body.content);
+    expect(receiver().received.length).toBe(3);
+    for (const r of receiver().received) expect(Object.keys(r.body)).toEqual(['content']);
+    const last = String(receiver().received.at(-1)!.body.content);
     expect(last).toContain(`#${b.number} passed`);
     expect(last).toContain(s.pipeline.name);
   });
@@ -157,19 +149,19 @@ describeEachDatabase('notify entries of pipeline YAML', { notifications: { retry
   it("honours a pipeline upload's top-level notify", async () => {
     const s = await setup('steps:\n  - command: upload\n');
     await s.run();
-    const job = await takeNextJob(ctx, s.agent.token);
-    await ctx
+    const job = await takeNextJob(ctx(), s.agent.token);
+    await ctx()
       .http()
       .post(`/v3/jobs/${job.id}/pipelines`)
       .set(agentAuth(s.agent.token))
-      .send({ pipeline: `notify:\n  - webhook: "${receiver.url}"\nsteps:\n  - command: two\n` })
+      .send({ pipeline: `notify:\n  - webhook: "${receiver().url}"\nsteps:\n  - command: two\n` })
       .expect(201);
-    await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: 0 }).expect(200);
-    await runNextJob(ctx, s.agent, 0);
+    await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: 0 }).expect(200);
+    await runNextJob(ctx(), s.agent, 0);
     await settle();
     // Added while the build ran: its finish is told, with the upload's step in it.
-    expect(receiver.events()).toContain('build.finished');
-    const finished = receiver.received.find((r) => r.headers['x-buildkite-event'] === 'build.finished')!;
+    expect(receiver().events()).toContain('build.finished');
+    const finished = receiver().received.find((r) => r.headers['x-buildkite-event'] === 'build.finished')!;
     expect(finished.body.build).toMatchObject({ state: 'passed' });
   });
 });

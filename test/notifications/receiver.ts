@@ -63,3 +63,19 @@ export async function startReceiver(path = '/hook'): Promise<Receiver> {
   r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`;
   return r;
 }
+
+/** For a suite whose tests each want a receiver of their own: started before each test, closed after it. */
+export function receiverForEachTest(): () => Receiver {
+  let receiver: Receiver | undefined;
+  beforeEach(async () => {
+    receiver = await startReceiver();
+  });
+  afterEach(async () => {
+    await receiver?.close();
+    receiver = undefined;
+  });
+  return () => {
+    if (!receiver) throw new Error('the receiver is there during a test only');
+    return receiver;
+  };
+}

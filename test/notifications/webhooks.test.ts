@@ -10,41 +10,31 @@ import crypto from 'node:crypto';
 import { auth, type TestContext, describeEachDatabase } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
-import { startReceiver, type Receiver } from './receiver';
+import { receiverForEachTest, startReceiver } from './receiver';
 
-describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 4 } }, (get) => {
-  let ctx: TestContext;
-  let receiver: Receiver;
-  beforeAll(() => {
-    ctx = get();
-  });
-  beforeEach(async () => {
-    receiver = await startReceiver();
-  });
-  afterEach(async () => {
-    await receiver.close();
-  });
+describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1, retryCapMs: 5, maxAttempts: 4 } }, (ctx) => {
+  const receiver = receiverForEachTest();
 
-  const settle = () => ctx.services.notificationWorker.settle();
+  const settle = () => ctx().services.notificationWorker.settle();
   const servicesPath = (org: { slug: string }) => `/v2/organizations/${org.slug}/services`;
 
   async function givenService(org: { slug: string }, token: string, body: Record<string, unknown> = {}) {
     const { settings, ...rest } = body as { settings?: Record<string, unknown> };
-    const res = await ctx
+    const res = await ctx()
       .http()
       .post(servicesPath(org))
       .set(auth(token))
-      .send({ provider: 'webhook', description: 'test', ...rest, settings: { url: receiver.url, token: 'tok-123', ...settings } });
+      .send({ provider: 'webhook', description: 'test', ...rest, settings: { url: receiver().url, token: 'tok-123', ...settings } });
     expect(res.status).toBe(201);
     await settle(); // the ping
     return res.body as { id: string };
   }
 
   it('pings a new service with the documented headers', async () => {
-    const { org, token } = await ctx.givenAdmin();
+    const { org, token } = await ctx().givenAdmin();
     const s = await givenService(org, token);
-    expect(receiver.events()).toEqual(['ping']);
-    const ping = receiver.received[0]!;
+    expect(receiver().events()).toEqual(['ping']);
+    const ping = receiver().received[0]!;
     expect(ping.method).toBe('POST');
     expect(ping.headers['x-buildkite-token']).toBe('tok-123');
     expect(ping.headers['content-type']).toBe('application/json');
@@ -52,31 +42,31 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
   });
 
   it("tells a build's events in order with the documented body", async () => {
-    const { org, user, token } = await ctx.givenAdmin();
+    const { org, user, token } = await ctx().givenAdmin();
     await givenService(org, token, {
       settings: { events: ['build.scheduled', 'build.running', 'build.finished', 'job.scheduled', 'job.started', 'job.finished'] },
     });
-    const reg = await givenRegistrationToken(ctx, org.slug, token);
-    const p = await givenPipeline(ctx, org, token, 'steps:\n  - command: one\n');
-    const b = await givenBuild(ctx, org, p, token);
-    const agent = await givenAgent(ctx, reg, 'runner');
-    await runNextJob(ctx, agent, 0);
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const p = await givenPipeline(ctx(), org, token, 'steps:\n  - command: one\n');
+    const b = await givenBuild(ctx(), org, p, token);
+    const agent = await givenAgent(ctx(), reg, 'runner');
+    await runNextJob(ctx(), agent, 0);
     await settle();
-    expect(receiver.events()).toEqual(['ping', 'build.scheduled', 'job.scheduled', 'job.started', 'build.running', 'job.finished', 'build.finished']);
-    const finished = receiver.received.at(-1)!.body as { build: Record<string, unknown>; pipeline: Record<string, unknown>; sender: unknown };
+    expect(receiver().events()).toEqual(['ping', 'build.scheduled', 'job.scheduled', 'job.started', 'build.running', 'job.finished', 'build.finished']);
+    const finished = receiver().received.at(-1)!.body as { build: Record<string, unknown>; pipeline: Record<string, unknown>; sender: unknown };
     expect(finished.build).toMatchObject({ id: b.id, number: b.number, state: 'passed' });
     expect(finished.build).not.toHaveProperty('pipeline');
     expect(finished.pipeline).toMatchObject({ id: p.id, slug: p.slug });
     expect((finished.pipeline as { provider: { webhook_url: string } }).provider.webhook_url).toBe('');
     expect(finished.sender).toEqual({ id: user.id, name: user.name });
-    const started = receiver.received.find((r) => r.headers['x-buildkite-event'] === 'job.started')!.body as { job: Record<string, unknown> };
+    const started = receiver().received.find((r) => r.headers['x-buildkite-event'] === 'job.started')!.body as { job: Record<string, unknown> };
     expect(started.job).toMatchObject({ type: 'script', command: 'one' });
   });
 
   it('signs deliveries in signature mode', async () => {
-    const { org, token } = await ctx.givenAdmin();
+    const { org, token } = await ctx().givenAdmin();
     await givenService(org, token, { settings: { token_mode: 'signature', token: 'sig-secret' } });
-    const ping = receiver.received[0]!;
+    const ping = receiver().received[0]!;
     expect(ping.headers['x-buildkite-token']).toBeUndefined();
     const m = /^timestamp=(\d+),signature=([0-9a-f]{64})$/.exec(String(ping.headers['x-buildkite-signature']));
     expect(m).not.toBeNull();
@@ -86,48 +76,48 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
   });
 
   it('sends only the events a service asks for, in its scope and branch filter, and nothing while disabled', async () => {
-    const { org, token } = await ctx.givenAdmin();
-    const p1 = await givenPipeline(ctx, org, token, 'steps:\n  - command: one\n');
-    const p2 = await givenPipeline(ctx, org, token, 'steps:\n  - command: one\n');
+    const { org, token } = await ctx().givenAdmin();
+    const p1 = await givenPipeline(ctx(), org, token, 'steps:\n  - command: one\n');
+    const p2 = await givenPipeline(ctx(), org, token, 'steps:\n  - command: one\n');
     const s = await givenService(org, token, {
       scope: 'some_projects',
       scope_uuids: [p1.id],
       branch_configuration: 'main release/*',
       settings: { events: ['build.scheduled'] },
     });
-    const b1 = await givenBuild(ctx, org, p1, token, { branch: 'main' });
-    await givenBuild(ctx, org, p1, token, { branch: 'feature/x' });
-    await givenBuild(ctx, org, p2, token, { branch: 'main' });
+    const b1 = await givenBuild(ctx(), org, p1, token, { branch: 'main' });
+    await givenBuild(ctx(), org, p1, token, { branch: 'feature/x' });
+    await givenBuild(ctx(), org, p2, token, { branch: 'main' });
     await settle();
-    expect(receiver.events()).toEqual(['ping', 'build.scheduled']);
-    expect((receiver.received[1]!.body.build as { id: string }).id).toBe(b1.id);
-    await ctx
+    expect(receiver().events()).toEqual(['ping', 'build.scheduled']);
+    expect((receiver().received[1]!.body.build as { id: string }).id).toBe(b1.id);
+    await ctx()
       .http()
       .put(`${servicesPath(org)}/${s.id}/disable`)
       .set(auth(token))
       .expect(200);
-    await givenBuild(ctx, org, p1, token, { branch: 'main' });
+    await givenBuild(ctx(), org, p1, token, { branch: 'main' });
     await settle();
-    expect(receiver.events()).toEqual(['ping', 'build.scheduled']);
+    expect(receiver().events()).toEqual(['ping', 'build.scheduled']);
   });
 
   it("tells agents' connection states", async () => {
-    const { org, token } = await ctx.givenAdmin();
+    const { org, token } = await ctx().givenAdmin();
     await givenService(org, token, { settings: { events: ['agent.connected', 'agent.disconnected'] } });
-    const reg = await givenRegistrationToken(ctx, org.slug, token);
-    const agent = await givenAgent(ctx, reg, 'watcher');
-    await ctx.http().post('/v3/disconnect').set(agentAuth(agent.token)).expect(200);
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const agent = await givenAgent(ctx(), reg, 'watcher');
+    await ctx().http().post('/v3/disconnect').set(agentAuth(agent.token)).expect(200);
     await settle();
-    expect(receiver.events()).toEqual(['ping', 'agent.connected', 'agent.disconnected']);
-    expect(receiver.received[1]!.body.agent).toMatchObject({ id: agent.id, name: 'watcher' });
+    expect(receiver().events()).toEqual(['ping', 'agent.connected', 'agent.disconnected']);
+    expect(receiver().received[1]!.body.agent).toMatchObject({ id: agent.id, name: 'watcher' });
   });
 
   it('retries with back-off, records every attempt, and lists them in the history', async () => {
-    const { org, token } = await ctx.givenAdmin();
-    receiver.answer = (i) => ({ status: i === 0 || i === 1 ? 503 : 200 });
+    const { org, token } = await ctx().givenAdmin();
+    receiver().answer = (i) => ({ status: i === 0 || i === 1 ? 503 : 200 });
     const s = await givenService(org, token);
-    expect(receiver.events()).toEqual(['ping', 'ping', 'ping']);
-    const list = await ctx
+    expect(receiver().events()).toEqual(['ping', 'ping', 'ping']);
+    const list = await ctx()
       .http()
       .get(`${servicesPath(org)}/${s.id}/deliveries`)
       .set(auth(token))
@@ -141,7 +131,7 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
       [200, true],
     ]);
     expect(d.attempts[0].response_excerpt).toBe('answer 503');
-    const one = await ctx
+    const one = await ctx()
       .http()
       .get(`${servicesPath(org)}/${s.id}/deliveries/${d.id}`)
       .set(auth(token))
@@ -150,51 +140,51 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
   });
 
   it('names each delivery in X-Buildkite-Request, the same on every retry of it, another for a redelivery', async () => {
-    const { org, token } = await ctx.givenAdmin();
-    receiver.answer = (i) => ({ status: i === 0 ? 503 : 200 });
+    const { org, token } = await ctx().givenAdmin();
+    receiver().answer = (i) => ({ status: i === 0 ? 503 : 200 });
     const s = await givenService(org, token);
     const [d] = (
-      await ctx
+      await ctx()
         .http()
         .get(`${servicesPath(org)}/${s.id}/deliveries`)
         .set(auth(token))
         .expect(200)
     ).body as { id: string }[];
-    const ids = receiver.received.map((r) => r.headers['x-buildkite-request']);
+    const ids = receiver().received.map((r) => r.headers['x-buildkite-request']);
     // Two attempts of one delivery (a 503, then taken): one id, the delivery's.
     expect(ids).toEqual([d!.id, d!.id]);
-    await ctx
+    await ctx()
       .http()
       .post(`${servicesPath(org)}/${s.id}/deliveries/${d!.id}/redeliver`)
       .set(auth(token))
       .expect(201);
     await settle();
-    const again = receiver.received[2]!.headers['x-buildkite-request'];
+    const again = receiver().received[2]!.headers['x-buildkite-request'];
     expect(again).toMatch(/^[0-9a-f-]{36}$/);
     expect(again).not.toBe(d!.id);
   });
 
   it('gives up after the last attempt, and at once on a 4xx', async () => {
-    const { org, token } = await ctx.givenAdmin();
-    receiver.answer = () => ({ status: 500 });
+    const { org, token } = await ctx().givenAdmin();
+    receiver().answer = () => ({ status: 500 });
     const s = await givenService(org, token);
-    expect(receiver.events()).toEqual(['ping', 'ping', 'ping', 'ping']);
-    receiver.answer = () => ({ status: 404 });
-    const again = await ctx
+    expect(receiver().events()).toEqual(['ping', 'ping', 'ping', 'ping']);
+    receiver().answer = () => ({ status: 404 });
+    const again = await ctx()
       .http()
       .get(`${servicesPath(org)}/${s.id}/deliveries`)
       .set(auth(token))
       .expect(200);
     expect(again.body[0]).toMatchObject({ state: 'failed', attempts_count: 4 });
-    const re = await ctx
+    const re = await ctx()
       .http()
       .post(`${servicesPath(org)}/${s.id}/deliveries/${again.body[0].id}/redeliver`)
       .set(auth(token))
       .expect(201);
     expect(re.body).toMatchObject({ state: 'pending', redelivery_of: again.body[0].id, attempts_count: 0, event: 'ping' });
     await settle();
-    expect(receiver.events()).toHaveLength(5);
-    const after = await ctx
+    expect(receiver().events()).toHaveLength(5);
+    const after = await ctx()
       .http()
       .get(`${servicesPath(org)}/${s.id}/deliveries/${re.body.id}`)
       .set(auth(token))
@@ -204,15 +194,15 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
   });
 
   it("another organization's token sees none of a service's deliveries", async () => {
-    const { org, token } = await ctx.givenAdmin();
+    const { org, token } = await ctx().givenAdmin();
     const s = await givenService(org, token);
-    const other = await ctx.givenAdmin();
-    await ctx
+    const other = await ctx().givenAdmin();
+    await ctx()
       .http()
       .get(`${servicesPath(org)}/${s.id}/deliveries`)
       .set(auth(other.token))
       .expect(404);
-    await ctx
+    await ctx()
       .http()
       .get(`${servicesPath(other.org)}/${s.id}/deliveries`)
       .set(auth(other.token))

@@ -4,8 +4,8 @@
  * transaction of each admin action, never holding a secret) and invitations (a batch checked
  * whole, revoked, accepted when the invited email signs up).
  */
-import type { Config } from '@jest/types';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
+import { fakeDateOnly, moveDateOn, PAST_CACHE_WINDOW_MS } from '../support/date';
 import { signedIn } from '../web/support';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -20,20 +20,6 @@ async function events(ctx: TestContext, slug: string, token: string) {
     data: Record<string, unknown>;
   }[];
 }
-
-/** Everything but Date stays real when a test moves the Date (the cache windows are real time). */
-const REAL_TIMERS: Config.FakeableAPI[] = [
-  'hrtime',
-  'nextTick',
-  'performance',
-  'queueMicrotask',
-  'setImmediate',
-  'clearImmediate',
-  'setInterval',
-  'clearInterval',
-  'setTimeout',
-  'clearTimeout',
-];
 
 describeEachDatabase('organization administration', (ctx) => {
   describe('API settings', () => {
@@ -139,8 +125,7 @@ describeEachDatabase('organization administration', (ctx) => {
       // The process's Date moves 1.1 s on (running on from there) instead of the test waiting.
       await ctx().services.orgs.updateApiSettings(org.id, { allowedIpAddresses: null });
       await ctx().http().get(`${base}/pipelines`).set(auth(token)).expect(403);
-      jest.useFakeTimers({ advanceTimers: true, doNotFake: REAL_TIMERS });
-      jest.setSystemTime(Date.now() + 1100);
+      moveDateOn(PAST_CACHE_WINDOW_MS);
       try {
         await ctx().http().get(`${base}/pipelines`).set(auth(token)).expect(200);
       } finally {
@@ -159,11 +144,11 @@ describeEachDatabase('organization administration', (ctx) => {
       ctx().services.db.on('query', onQuery);
       try {
         // The Date stands still: every request is within the window of the first.
-        jest.useFakeTimers({ advanceTimers: false, doNotFake: REAL_TIMERS });
+        fakeDateOnly({ standingStill: true });
         try {
           for (let i = 0; i < 3; i++) await ctx().http().get(`${base}/pipelines`).set(auth(token)).expect(200);
           expect(reads).toHaveLength(1);
-          jest.setSystemTime(Date.now() + 1100);
+          jest.setSystemTime(Date.now() + PAST_CACHE_WINDOW_MS);
           await ctx().http().get(`${base}/pipelines`).set(auth(token)).expect(200);
           expect(reads).toHaveLength(2);
         } finally {

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { clock } from '../../src/core/clock';
-import { auth, createTestContext, databases, type TestContext } from '../support/context';
+import { auth, createTestContext, createTwoContexts, databases, type TestContext } from '../support/context';
 import { givenPipeline } from '../support/given';
 import sampleCreated from '../fixtures/samples/pipeline_schedules__03_create-a-pipeline-schedule.json';
 
@@ -383,11 +383,9 @@ describe.each(databases)('pipeline schedules [%s]', (kind) => {
   });
 
   it('two server processes on one database ticking at once make one build per due minute', async () => {
-    const dir = kind === 'sqlite' ? fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-schedules-')) : undefined;
-    const file = dir ? path.join(dir, 'shared.sqlite3') : undefined;
     freeze(T0);
-    const one = await createTestContext(kind, { sqliteFile: file });
-    const two = await createTestContext(kind, { sqliteFile: file, sharePostgresSchemaOf: one });
+    const contexts = await createTwoContexts(kind);
+    const { one, two } = contexts;
     try {
       const { org, token } = await one.givenAdmin();
       const pipelines = [await givenPipeline(one, org, token), await givenPipeline(one, org, token)];
@@ -420,9 +418,7 @@ describe.each(databases)('pipeline schedules [%s]', (kind) => {
         expect(new Set(builds.map((b: { source: string }) => b.source))).toEqual(new Set(['schedule']));
       }
     } finally {
-      await two.close({ keepSchema: true });
-      await one.close();
-      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+      await contexts.close();
     }
   });
 

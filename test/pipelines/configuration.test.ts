@@ -1,5 +1,5 @@
 import { ValidationError, type FieldError } from '../../src/core/errors';
-import { normaliseVisualSteps, parseConfiguration, type ScriptStep, type Step } from '../../src/pipelines/configuration';
+import { normaliseVisualSteps, parseConfiguration, type ScriptStep, type Step, type TriggerStep } from '../../src/pipelines/configuration';
 
 /** The FieldErrors `run` throws; fails the test if it returns or throws anything else. */
 function errorsOf(run: () => unknown): FieldError[] {
@@ -38,6 +38,22 @@ function script(overrides: Partial<ScriptStep>): ScriptStep {
     soft_fail: false,
     retry: null,
     ...overrides,
+  };
+}
+
+/** A trigger step of that pipeline with every default (HEAD of the triggering build's branch), for building expectations. */
+function trigger(pipelineSlug: string): TriggerStep {
+  return {
+    type: 'trigger',
+    name: null,
+    trigger_project_slug: pipelineSlug,
+    trigger_commit: 'HEAD',
+    trigger_branch: '',
+    trigger_message: null,
+    trigger_env: {},
+    trigger_meta_data: {},
+    trigger_async: false,
+    branch_configuration: null,
   };
 }
 
@@ -284,18 +300,7 @@ describe('parseConfiguration: step forms', () => {
         ),
       ),
     ).toEqual([
-      {
-        type: 'trigger',
-        name: null,
-        trigger_project_slug: 'deploy',
-        trigger_commit: 'HEAD',
-        trigger_branch: '',
-        trigger_message: null,
-        trigger_env: {},
-        trigger_meta_data: {},
-        trigger_async: false,
-        branch_configuration: null,
-      },
+      trigger('deploy'),
       {
         type: 'trigger',
         name: ':rocket: Deploy',
@@ -855,18 +860,7 @@ describe('normaliseVisualSteps', () => {
       { type: 'waiter', continue_on_failure: false },
       { type: 'waiter', continue_on_failure: true },
       { type: 'manual', label: 'Deploy?', prompt: 'Sure?', fields: [{ key: 'why', text: 'Why?' }], branch_configuration: null },
-      {
-        type: 'trigger',
-        name: null,
-        trigger_project_slug: 'deploy',
-        trigger_commit: 'HEAD',
-        trigger_branch: '',
-        trigger_message: null,
-        trigger_env: {},
-        trigger_meta_data: {},
-        trigger_async: false,
-        branch_configuration: null,
-      },
+      trigger('deploy'),
       {
         type: 'trigger',
         name: 'Deploy',

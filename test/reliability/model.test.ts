@@ -193,7 +193,9 @@ class CreateBuild implements fc.AsyncCommand<Model, Real> {
   toString = () => `createBuild(${this.slug}, ${this.branch})`;
 }
 
-class CancelBuild implements fc.AsyncCommand<Model, Real> {
+/** A PUT to one build (its `cancel` or `rebuild`): the build the target and the build choice name in the model. */
+abstract class BuildAction implements fc.AsyncCommand<Model, Real> {
+  abstract readonly action: 'cancel' | 'rebuild';
   slug = '?';
   number = 0;
   constructor(
@@ -201,12 +203,22 @@ class CancelBuild implements fc.AsyncCommand<Model, Real> {
     readonly build: BuildTarget,
   ) {}
   check = (m: Readonly<Model>) => applicable(m, this.target, this.build);
-  async run(m: Model, r: Real) {
+  abstract run(m: Model, r: Real): Promise<void>;
+  /** Names the build in the model and sends the action to it. */
+  protected async put(m: Model, r: Real) {
     this.slug = slugOf(m, this.target);
     this.number = numberOf(m, this.slug, this.build);
-    const res = await api(r)
-      .put(`${base(r)}/${this.slug}/builds/${this.number}/cancel`)
+    return api(r)
+      .put(`${base(r)}/${this.slug}/builds/${this.number}/${this.action}`)
       .set(auth(r.token));
+  }
+  toString = () => `${this.action}Build(${this.slug}, ${this.number})`;
+}
+
+class CancelBuild extends BuildAction {
+  readonly action = 'cancel';
+  async run(m: Model, r: Real) {
+    const res = await this.put(m, r);
     const b = m.pipelines.get(this.slug)?.builds.get(this.number);
     if (!b) return expectStatus(this.toString(), res, 404);
     if (b.state !== 'scheduled') return expectStatus(this.toString(), res, 422);
@@ -214,23 +226,12 @@ class CancelBuild implements fc.AsyncCommand<Model, Real> {
     b.state = 'canceled';
     expect(res.body).toMatchObject({ number: this.number, state: 'canceled' });
   }
-  toString = () => `cancelBuild(${this.slug}, ${this.number})`;
 }
 
-class RebuildBuild implements fc.AsyncCommand<Model, Real> {
-  slug = '?';
-  number = 0;
-  constructor(
-    readonly target: Target,
-    readonly build: BuildTarget,
-  ) {}
-  check = (m: Readonly<Model>) => applicable(m, this.target, this.build);
+class RebuildBuild extends BuildAction {
+  readonly action = 'rebuild';
   async run(m: Model, r: Real) {
-    this.slug = slugOf(m, this.target);
-    this.number = numberOf(m, this.slug, this.build);
-    const res = await api(r)
-      .put(`${base(r)}/${this.slug}/builds/${this.number}/rebuild`)
-      .set(auth(r.token));
+    const res = await this.put(m, r);
     const p = m.pipelines.get(this.slug);
     const b = p?.builds.get(this.number);
     if (!p || !b) return expectStatus(this.toString(), res, 404);
@@ -240,7 +241,6 @@ class RebuildBuild implements fc.AsyncCommand<Model, Real> {
     p.builds.set(number, { state: 'scheduled', branch: b.branch, rebuiltFrom: this.number });
     expect(res.body).toMatchObject({ number, state: 'scheduled', branch: b.branch, rebuilt_from: { number: this.number } });
   }
-  toString = () => `rebuildBuild(${this.slug}, ${this.number})`;
 }
 
 /** After every command: the API's lists say what the model says. */

@@ -4,12 +4,9 @@
  * per address on failed authentication; and the counters shared by two app instances on one
  * database, as two server processes would be.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { FLUSH_MS } from '../../src/http/middleware/rate-limit';
 import sample from '../fixtures/samples/rate_limits__01_exceeding-the-rate-limit.json';
-import { auth, createTestContext, describeEachDatabase, type TestContext } from '../support/context';
+import { auth, createTwoContexts, describeEachDatabase, type TestContext, type TwoContexts } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { deliverGitHub, givenTarget } from '../incoming-webhooks/helpers';
 import { givenSuite, result, suiteAuth, upload } from '../uploads/helpers';
@@ -209,20 +206,16 @@ describeEachDatabase(
 );
 
 describeEachDatabase('rate limits across two app instances on one database', null, (_get, kind) => {
-  let dir: string | undefined;
+  let contexts: TwoContexts | undefined;
   let first: TestContext;
   let second: TestContext;
 
   beforeAll(async () => {
-    dir = kind === 'sqlite' ? fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-rl-')) : undefined;
-    const sqliteFile = dir && path.join(dir, 'db.sqlite3');
-    first = await createTestContext(kind, { ...opts, sqliteFile });
-    second = await createTestContext(kind, { ...opts, sqliteFile, sharePostgresSchemaOf: first });
+    contexts = await createTwoContexts(kind, opts);
+    ({ one: first, two: second } = contexts);
   });
   afterAll(async () => {
-    await second?.close({ keepSchema: true });
-    await first?.close();
-    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    await contexts?.close();
   });
 
   it('share the organization budget: together they let exactly the budget through', async () => {

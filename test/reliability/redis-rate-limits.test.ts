@@ -3,11 +3,8 @@
  * counters, one budget shared exactly by two app instances (as two server processes), counters
  * that expire with their window, and requests let through when Redis cannot be reached.
  */
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import crypto from 'node:crypto';
-import { auth, createTestContext, databases, type TestContext } from '../support/context';
+import { auth, createTestContext, createTwoContexts, databases, type TestContext, type TwoContexts } from '../support/context';
 import { describeWithRedis, itWithRedis } from '../support/redis';
 import { connectRedis, redisReady } from '../../src/db/redis';
 
@@ -18,7 +15,7 @@ const opts = { rateLimits: { perOrganization: LIMIT, failedAuthPerAddress: 3 }, 
 
 describe.each(databases)('rate limits in Redis [%s]', (kind) => {
   describeWithRedis(`rate limits in Redis [${kind}]`, (redis) => {
-    let dir: string | undefined;
+    let contexts: TwoContexts | undefined;
     let one: TestContext;
     let two: TestContext;
     beforeAll(async () => {
@@ -28,15 +25,11 @@ describe.each(databases)('rate limits in Redis [%s]', (kind) => {
       } catch {
         return; // Redis unreachable: the tests say so and do nothing.
       }
-      dir = kind === 'sqlite' ? fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-redis-')) : undefined;
-      const sqliteFile = dir ? path.join(dir, 'shared.sqlite3') : undefined;
-      one = await createTestContext(kind, { ...opts, sqliteFile, redis: settings });
-      two = await createTestContext(kind, { ...opts, sqliteFile, redis: settings, sharePostgresSchemaOf: one });
+      contexts = await createTwoContexts(kind, { ...opts, redis: settings });
+      ({ one, two } = contexts);
     });
     afterAll(async () => {
-      await two?.close();
-      await one?.close();
-      if (dir) fs.rmSync(dir, { recursive: true, force: true });
+      await contexts?.close();
     });
 
     itWithRedis('counts one budget per organization exactly across two instances: the same headers, then 429', async () => {

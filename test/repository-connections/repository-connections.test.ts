@@ -235,16 +235,25 @@ describeEachDatabase('repository connections through a local GitHub API stand-in
     contexts.push(c);
     return c;
   }
+  /** An admin of a new organization on `c`, and the organization's connections (GitHub's first). */
+  async function givenConnections(c: TestContext) {
+    const { org, token } = await c.givenAdmin();
+    const connections = (await c.http().get(base(org)).set(auth(token)).expect(200)).body;
+    return { org, token, connections };
+  }
+  /** A connection's repositories, asked for by that admin, answered with `status`. */
+  const repositories = (c: TestContext, org: { slug: string }, token: string, connectionId: string, status: number) =>
+    c
+      .http()
+      .get(`${base(org)}/${connectionId}/repositories`)
+      .set(auth(token))
+      .expect(status);
 
   it('lists every page of /user/repos with a personal token, and keeps the rate limit it saw', async () => {
     const c = await context({ github: { apiUrl: `http://127.0.0.1:${port}`, token: 'ghp_personal' } });
-    const { org, token } = await c.givenAdmin();
-    const [github] = (await c.http().get(base(org)).set(auth(token)).expect(200)).body;
-    const res = await c
-      .http()
-      .get(`${base(org)}/${github.id}/repositories`)
-      .set(auth(token))
-      .expect(200);
+    const { org, token, connections } = await givenConnections(c);
+    const [github] = connections;
+    const res = await repositories(c, org, token, github.id, 200);
     expect(res.body).toHaveLength(250);
     expect(res.body[0]).toEqual({
       full_name: 'acme-inc/repo-001',
@@ -274,13 +283,9 @@ describeEachDatabase('repository connections through a local GitHub API stand-in
 
   it('uses /installation/repositories with a GitHub App installation token', async () => {
     const c = await context({ github: { apiUrl: `http://127.0.0.1:${port}/`, token: 'ghs_installation' } });
-    const { org, token } = await c.givenAdmin();
-    const [github] = (await c.http().get(base(org)).set(auth(token)).expect(200)).body;
-    const res = await c
-      .http()
-      .get(`${base(org)}/${github.id}/repositories`)
-      .set(auth(token))
-      .expect(200);
+    const { org, token, connections } = await givenConnections(c);
+    const [github] = connections;
+    const res = await repositories(c, org, token, github.id, 200);
     expect(res.body).toHaveLength(250);
     expect(seen.map((s) => s.url)).toEqual([
       '/installation/repositories?per_page=100&page=1',
@@ -291,8 +296,7 @@ describeEachDatabase('repository connections through a local GitHub API stand-in
 
   it('lists a GitHub Enterprise connection’s repositories from its API', async () => {
     const c = await context({ githubEnterprise: { apiUrl: `http://127.0.0.1:${port}/api/v3`, token: 'ghe-token' } });
-    const { org, token } = await c.givenAdmin();
-    const list = (await c.http().get(base(org)).set(auth(token)).expect(200)).body;
+    const { org, token, connections: list } = await givenConnections(c);
     expect(list.map((x: { type: string }) => x.type)).toEqual(['github_app', 'github_enterprise_app']);
     const ghe = list[1];
     const got = await c
@@ -302,33 +306,21 @@ describeEachDatabase('repository connections through a local GitHub API stand-in
       .expect(200);
     expect(got.body.host).toEqual({ type: 'github_enterprise', url: `http://127.0.0.1:${port}` });
     expect(got.body.display_name).toBe('GitHub Enterprise (127.0.0.1)');
-    const res = await c
-      .http()
-      .get(`${base(org)}/${ghe.id}/repositories`)
-      .set(auth(token))
-      .expect(200);
+    const res = await repositories(c, org, token, ghe.id, 200);
     expect(res.body).toHaveLength(250);
     expect(seen[0]).toEqual({ url: '/api/v3/user/repos?per_page=100&page=1', auth: 'Bearer ghe-token' });
   });
 
   it('answers 503 with Retry-After when the provider fails or cannot be reached', async () => {
     const c = await context({ github: { apiUrl: `http://127.0.0.1:${port}`, token: 'ghp_personal' } });
-    const { org, token } = await c.givenAdmin();
-    const [github] = (await c.http().get(base(org)).set(auth(token)).expect(200)).body;
+    const { org, token, connections } = await givenConnections(c);
+    const [github] = connections;
     state.fail = 502;
-    const res = await c
-      .http()
-      .get(`${base(org)}/${github.id}/repositories`)
-      .set(auth(token))
-      .expect(503);
+    const res = await repositories(c, org, token, github.id, 503);
     expect(res.headers['retry-after']).toBe('17');
     expect(res.body).toEqual({ message: 'The source control provider is temporarily unavailable (it answered 502), please retry' });
     state.fail = 401;
-    await c
-      .http()
-      .get(`${base(org)}/${github.id}/repositories`)
-      .set(auth(token))
-      .expect(503);
+    await repositories(c, org, token, github.id, 503);
 
     // Nothing listens there: the transport's refusal is a 503 too, never a 500.
     const closed = http.createServer();
@@ -336,13 +328,8 @@ describeEachDatabase('repository connections through a local GitHub API stand-in
     const closedPort = (closed.address() as AddressInfo).port;
     await new Promise((r) => closed.close(r));
     const d = await context({ github: { apiUrl: `http://127.0.0.1:${closedPort}`, token: 'ghp_personal' } });
-    const admin = await d.givenAdmin();
-    const [gh] = (await d.http().get(base(admin.org)).set(auth(admin.token)).expect(200)).body;
-    const down = await d
-      .http()
-      .get(`${base(admin.org)}/${gh.id}/repositories`)
-      .set(auth(admin.token))
-      .expect(503);
+    const admin = await givenConnections(d);
+    const down = await repositories(d, admin.org, admin.token, admin.connections[0].id, 503);
     expect(down.body.message).toBe('The source control provider is temporarily unavailable, please retry');
   });
 });

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { databases } from '../support/context';
 import { describeWithTool, toolEnv } from '../support/tools';
-import { givenSdkData, liveWindsock, runJson, type LiveWindsock, type SdkData } from './support';
+import { givenSdkData, liveWindsock, runJson, smokeBuild, smokeEnv, type LiveWindsock, type SdkData } from './support';
 
 const GO_MODULE = path.resolve(__dirname, '../../clients/go');
 /** Requests per minute per organization: above what the data and the calls need, below the burst. */
@@ -82,27 +82,13 @@ describeWithTool('go').each(databases)('the Go client against a live Windsock [%
 
   it('lists pipelines, creates a build, pages through builds, lists flaky tests, reads typed errors and backs off on 429', async () => {
     const out = await runJson<SmokeReport>(smoke, [], {
-      WINDSOCK_URL: live.url,
-      WINDSOCK_TOKEN: data.token,
-      WINDSOCK_ORG: data.org,
-      WINDSOCK_PIPELINE: data.pipeline,
-      WINDSOCK_SUITE: data.suite,
-      WINDSOCK_PER_PAGE: '2',
+      ...smokeEnv(live, data),
       WINDSOCK_BURST_ORG: data.otherOrg,
       WINDSOCK_BURST: String(LIMIT + 5),
     });
     // Three pipelines, newest first, read over two pages of two.
     expect(out.pipelines).toEqual([...data.pipelines].reverse());
-    expect(out.created).toMatchObject({
-      number: 6,
-      state: 'scheduled',
-      branch: 'main',
-      commit: 'HEAD',
-      message: 'Built by the Go client',
-      env: { FROM: 'go' },
-      meta_data: { client: 'go' },
-      url: `${live.url}/v2/organizations/${data.org}/pipelines/${data.pipeline}/builds/6`,
-    });
+    expect(out.created).toMatchObject(smokeBuild(live, data, 'Go'));
     // main's builds, newest first, two a page: the pager followed each `Link: rel="next"` to the end.
     expect(out.pages).toEqual([[6, 4], [3, 2], [1]]);
     expect(out.flaky).toEqual([{ name: data.flakyTest, instances: 1 }]);

@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { databases } from '../support/context';
 import { describeWithTool } from '../support/tools';
-import { givenSdkData, liveWindsock, runJson, type LiveWindsock, type SdkData } from './support';
+import { givenSdkData, liveWindsock, runJson, smokeBuild, smokeEnv, type LiveWindsock, type SdkData } from './support';
 
 const SCRIPT = path.resolve(__dirname, '../../clients/perl/windsock-smoke.pl');
 
@@ -36,25 +36,11 @@ describeWithTool('perl-openapi-client').each(databases)('Perl’s OpenAPI::Clien
 
   it('lists pipelines, creates a build, pages through builds, lists flaky tests and reads errors', async () => {
     const out = await runJson<SmokeReport>('perl', [SCRIPT], {
-      WINDSOCK_URL: live.url,
-      WINDSOCK_TOKEN: data.token,
-      WINDSOCK_ORG: data.org,
-      WINDSOCK_PIPELINE: data.pipeline,
-      WINDSOCK_SUITE: data.suite,
-      WINDSOCK_PER_PAGE: '2',
+      ...smokeEnv(live, data),
       ...(process.env.WINDSOCK_SPEC ? { WINDSOCK_SPEC: process.env.WINDSOCK_SPEC } : {}),
     });
     expect(out.pipelines).toEqual([...data.pipelines].reverse());
-    expect(out.created).toEqual({
-      number: 6,
-      state: 'scheduled',
-      branch: 'main',
-      commit: 'HEAD',
-      message: 'Built by the Perl client',
-      env: { FROM: 'perl' },
-      meta_data: { client: 'perl' },
-      url: `${live.url}/v2/organizations/${data.org}/pipelines/${data.pipeline}/builds/6`,
-    });
+    expect(out.created).toEqual(smokeBuild(live, data, 'Perl'));
     // main's builds, newest first, two a page, each next page the one `Link: rel="next"` named.
     expect(out.pages).toEqual([[6, 4], [3, 2], [1]]);
     expect(out.flaky).toEqual([{ name: data.flakyTest, instances: 1 }]);

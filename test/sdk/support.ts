@@ -95,3 +95,30 @@ export async function runJson<T>(file: string, args: string[], env: Record<strin
     throw new Error(`${file} failed: ${e.message}\n${e.stderr ?? ''}${e.stdout ?? ''}`);
   }
 }
+
+/** What every smoke program is told: where Windsock is, the data it works on, and two builds a page. */
+export function smokeEnv(live: LiveWindsock, data: SdkData): Record<string, string> {
+  return {
+    WINDSOCK_URL: live.url,
+    WINDSOCK_TOKEN: data.token,
+    WINDSOCK_ORG: data.org,
+    WINDSOCK_PIPELINE: data.pipeline,
+    WINDSOCK_SUITE: data.suite,
+    WINDSOCK_PER_PAGE: '2',
+  };
+}
+
+/** The build a smoke program creates: the data's pipeline's sixth, on main, marked with the client's name ('Go' sets `FROM: go`). */
+export function smokeBuild(live: LiveWindsock, data: SdkData, client: string) {
+  const from = client.toLowerCase();
+  return {
+    number: 6,
+    state: 'scheduled',
+    branch: 'main',
+    commit: 'HEAD',
+    message: `Built by the ${client} client`,
+    env: { FROM: from },
+    meta_data: { client: from },
+    url: `${live.url}/v2/organizations/${data.org}/pipelines/${data.pipeline}/builds/6`,
+  };
+}

@@ -10,21 +10,13 @@ import labelsSample from '../fixtures/samples/test_engine_tests__04_add-or-remov
 import { expectConforms, responseSchema } from '../support/conformance';
 import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
 import { HTML, signedIn } from '../web/support';
-import { givenSuite, result, suiteAuth, upload, type SuiteFixture } from '../uploads/helpers';
+import { givenSuite, postUpload, result, suiteAuth, upload, type SuiteFixture } from '../uploads/helpers';
 
 const V = { 'Buildkite-Version': '2026-08-01' };
 type TestJson = { id: string; name: string } & Record<string, unknown>;
 
 describeEachDatabase('Test Engine quarantine, labels and execution tags', (ctx) => {
-  const post = async (s: SuiteFixture, body: unknown) => {
-    const res = await ctx()
-      .http()
-      .post('/v1/uploads')
-      .set(suiteAuth(s.apiToken))
-      .send(body as object);
-    if (res.status !== 202) throw new Error(`upload: ${res.status} ${JSON.stringify(res.body)}`);
-    return res.body as { run_id: string };
-  };
+  const post = (s: SuiteFixture, body: object) => postUpload(ctx(), s, body);
   const api = () => ctx().http();
   /** A suite whose first run has `steady` passing and `wobbly` failing, on commit c1. */
   const seed = async () => {

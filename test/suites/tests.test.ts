@@ -7,7 +7,7 @@ import getTestSample from '../fixtures/samples/test_engine_tests__02_get-a-test.
 import listTestsSample from '../fixtures/samples/test_engine_tests__01_list-tests.json';
 import { expectConforms, responseSchema } from '../support/conformance';
 import { auth, describeEachDatabase, PUBLIC_URL, type TestContext } from '../support/context';
-import { givenSuite, result, suiteAuth, upload, type SuiteFixture } from '../uploads/helpers';
+import { givenSuite, postUpload, result, upload, type SuiteFixture } from '../uploads/helpers';
 
 const V = { 'Buildkite-Version': '2026-08-01' };
 const LEGACY_KEYS = ['file_name', 'id', 'labels', 'location', 'name', 'scope', 'url', 'web_url'];
@@ -16,15 +16,7 @@ const DAY = 86_400_000;
 type TestJson = { id: string; name: string } & Record<string, unknown>;
 
 describeEachDatabase('a suite’s tests', (ctx) => {
-  const post = async (s: SuiteFixture, body: unknown) => {
-    const res = await ctx()
-      .http()
-      .post('/v1/uploads')
-      .set(suiteAuth(s.apiToken))
-      .send(body as object);
-    if (res.status !== 202) throw new Error(`upload: ${res.status} ${JSON.stringify(res.body)}`);
-    return res.body as { run_id: string };
-  };
+  const post = (s: SuiteFixture, body: object) => postUpload(ctx(), s, body);
   const d = (seconds: number) => ({ history: { duration: seconds } });
   const get = (s: SuiteFixture, path: string, headers: Record<string, string> = V) => ctx().http().get(`${s.base}${path}`).set(auth(s.token)).set(headers);
   const names = (body: TestJson[]) => body.map((t) => t.name);

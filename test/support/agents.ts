@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { runAgents, type AgentOptions } from '../../src/cli/agent';
 import { clock } from '../../src/core/clock';
+import type { Organization } from '../../src/core/identity';
 import { auth, type TestContext } from './context';
 import { givenBuild, givenPipeline } from './given';
 
@@ -17,6 +18,14 @@ export async function givenRegistrationToken(ctx: TestContext, orgSlug: string, 
   const res = await ctx.http().post(`/v2/organizations/${orgSlug}/agent-tokens`).set(auth(adminToken)).send({ description: 'test' });
   if (res.status !== 201) throw new Error(`agent token: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.token as string;
+}
+
+/** Where most agent tests start: an organization with an admin, a registration token for its agents, and a pipeline with this YAML. */
+export async function givenAgentPipeline(ctx: TestContext, yaml: string): Promise<{ org: Organization; token: string; reg: string; slug: string }> {
+  const { org, token } = await ctx.givenAdmin();
+  const reg = await givenRegistrationToken(ctx, org.slug, token);
+  const { slug } = await givenPipeline(ctx, org.slug, token, yaml);
+  return { org, token, reg, slug };
 }
 
 export interface TestAgent {

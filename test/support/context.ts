@@ -235,6 +235,41 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
   return ctx;
 }
 
+/** Two contexts on one store, as two server processes behind a load balancer would be. */
+export interface TwoContexts {
+  one: TestContext;
+  two: TestContext;
+  /** Closes both, `two` first (keeping the store they share), then removes the store. */
+  close(): Promise<void>;
+}
+
+/** Two contexts with these settings over one store: a SQLite file in a temp directory, or `one`'s Postgres schema. */
+export async function createTwoContexts(kind: DatabaseKind, opts: ContextOptions = {}): Promise<TwoContexts> {
+  const dir = kind === 'sqlite' ? fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-two-')) : undefined;
+  const sqliteFile = dir ? path.join(dir, 'shared.sqlite3') : undefined;
+  const removeDir = () => {
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  };
+  const one = await createTestContext(kind, { ...opts, sqliteFile });
+  let two: TestContext;
+  try {
+    two = await createTestContext(kind, { ...opts, sqliteFile, sharePostgresSchemaOf: one });
+  } catch (err) {
+    await one.close();
+    removeDir();
+    throw err;
+  }
+  return {
+    one,
+    two,
+    close: async () => {
+      await two.close({ keepSchema: true });
+      await one.close();
+      removeDir();
+    },
+  };
+}
+
 /**
  * `describe.each(databases)` with a fresh context per suite, closed after it; `fn` also gets the
  * store's kind. The settings go last, or between the name and `fn` (so a suite's body keeps the

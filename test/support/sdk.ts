@@ -5,6 +5,8 @@
  */
 import { createWindsockClient, ok, type WindsockClient } from '../../clients/typescript/src';
 import { until } from './agents';
+import type { TestContext } from './context';
+import { givenBuild } from './given';
 import type { BuildJson } from './types';
 
 /** A client of the server at `endpoint`, as this API access token. */
@@ -18,6 +20,12 @@ export interface BuildRef {
 }
 
 export const buildRef = (org_slug: string, pipeline_slug: string, build_number: number): BuildRef => ({ org_slug, pipeline_slug, build_number });
+
+/** A build of the pipeline, and a client of the server at `endpoint` (as `token`) to watch it through, with the build's path. */
+export async function givenWatchedBuild(ctx: TestContext, endpoint: string, orgSlug: string, pipelineSlug: string, token: string) {
+  const build = await givenBuild(ctx, orgSlug, pipelineSlug, token);
+  return { build, api: restClient(endpoint, token), ref: buildRef(orgSlug, pipelineSlug, build.number) };
+}
 
 /** The build, read without `exclude_jobs`: its jobs are there. */
 export async function readBuild(client: WindsockClient, build: BuildRef): Promise<BuildJson> {

@@ -38,3 +38,10 @@ export function result(name: string, outcome: string, extra: Record<string, unkn
 export function upload(runEnv: Record<string, unknown>, data: unknown[], tags: Record<string, string> = {}) {
   return { format: 'json', run_env: { ci: 'generic', ...runEnv }, tags, data };
 }
+
+/** Uploads results to the suite as its collector would: the run's id (anything but 202 throws, saying what came back). */
+export async function postUpload(ctx: TestContext, s: SuiteFixture, body: object): Promise<{ run_id: string }> {
+  const res = await ctx.http().post('/v1/uploads').set(suiteAuth(s.apiToken)).send(body);
+  if (res.status !== 202) throw new Error(`upload: ${res.status} ${JSON.stringify(res.body)}`);
+  return { run_id: String(res.body.run_id) };
+}
