@@ -9,7 +9,7 @@
  * so `req.params` are what they were. A request outside the spec runs nothing of a table; an app
  * without `tagOperation` routes through every route in order, as before.
  */
-import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
 import type { Method } from './spec-operations';
 
 /** A path's key: `/v2/organizations/{org_slug}` and `/v2/organizations/:org` are both `/v2/organizations/{}`. */
@@ -43,10 +43,18 @@ interface Route {
 
 export function routeTable(): RouteTable {
   const routes = new Map<string, Route>();
-  // Every route in order, as one router: for an app without `tagOperation` (a unit's own), which
-  // then routes as Express always did.
-  const untagged = express.Router();
   const entries: Entry[] = [];
+  // Every route in order, as one router: for an app without `tagOperation` (a unit's own), which
+  // then routes as Express always did. Built on its first use: the service tags every request,
+  // and a table joined into another (joinRouteTables) is never asked itself.
+  let untagged: Router | undefined;
+  const untaggedRouter = (): Router => {
+    if (!untagged) {
+      untagged = express.Router();
+      for (const e of entries) untagged[e.method](e.path, ...e.handlers);
+    }
+    return untagged;
+  };
   const table: RouteTable = {
     add(method, path, ...handlers) {
       entries.push({ method, path, handlers });
@@ -54,11 +62,11 @@ export function routeTable(): RouteTable {
       const route = routes.get(key);
       if (route) route.handlers.push(...handlers);
       else routes.set(key, { ...compile(path), handlers: [...handlers] });
-      untagged[method](path, ...handlers);
+      untagged?.[method](path, ...handlers);
     },
     handler(req: Request, res: Response, next: NextFunction) {
       const key = res.locals.specRoute;
-      if (key === undefined) return untagged(req, res, next);
+      if (key === undefined) return untaggedRouter()(req, res, next);
       if (key === null) return next();
       // Express routes HEAD to GET's handlers; so does the table.
       const method = req.method === 'HEAD' ? 'get' : req.method.toLowerCase();
