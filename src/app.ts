@@ -251,6 +251,11 @@ export function createApp(deps: AppDeps): express.Express {
       validateRequests: { allowUnknownQueryParameters: true, coerceTypes: false, allErrors: true },
       validateResponses: deps.validateResponses ? { removeAdditional: false } : false,
       validateSecurity: false,
+      // Each path's validator would check its one-path document against the OpenAPI schema
+      // again (the library compiles that schema anew for every validator: about 55 ms per path's
+      // first request, 8 s of the contract fuzzer's 46). The whole document is checked once
+      // instead, by \`npm run lint:spec\` and by the library's own check in test/http/openapi-validator.test.ts.
+      validateApiSpec: false,
       validateFormats: true,
       // Multipart is only the upload API's, parsed above (src/uploads/multipart.ts) so that its
       // errors are ours; the validator checks the fields it produced.

@@ -7,8 +7,10 @@
  */
 import { createRequire } from 'node:module';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
 import request from 'supertest';
 import { documentFor, openApiValidator } from '../../src/http/contract/openapi-validator';
+import { loadSpec } from '../../src/spec';
 import { auth, describeEachDatabase } from '../support/context';
 
 const validatorPathToRegexp = () =>
@@ -73,6 +75,16 @@ describe('the validator mounted per documented path', () => {
     await request(a).get('/nothing').expect(404, { name: 'Not Found' });
     await request(a).get('/things/7/more').expect(404, { name: 'Not Found' });
     await request(a).delete('/things/7').expect(405, { name: 'Method Not Allowed' });
+  });
+
+  it("accepts the whole document under the library's own OpenAPI check, which the app's per-path validators skip", async () => {
+    const whole = express();
+    // cast: as in openapi-validator.ts, the library types its document as openapi-types' OpenAPIV3.Document.
+    whole.use(OpenApiValidator.middleware({ apiSpec: structuredClone(loadSpec().doc) as never, validateApiSpec: true, ignoreUndocumented: true }));
+    whole.use((_req: Request, res: Response) => res.json({ checked: true }));
+    whole.use((err: Error, _req: Request, res: Response, _next: NextFunction) => res.status(500).json({ message: err.message }));
+    const res = await request(whole).get('/not-in-the-contract');
+    expect(res.body).toEqual({ checked: true });
   });
 
   it('gives each validator its path and only the components it reaches, by reference or discriminator mapping', () => {
