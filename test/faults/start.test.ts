@@ -15,7 +15,8 @@ import { MAIN, ROOT } from './support';
 interface Started {
   stdout: () => string;
   stderr: () => string;
-  exited: Promise<number | null>;
+  /** The exit code, or the signal that ended the process. */
+  exited: Promise<number | NodeJS.Signals | null>;
   kill: () => void;
 }
 
@@ -29,7 +30,7 @@ function serve(env: Record<string, string>, cwd = ROOT): Started {
   let err = '';
   proc.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
   proc.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | NodeJS.Signals | null>((resolve) => proc.once('exit', (code, signal) => resolve(code ?? signal)));
   return { stdout: () => out, stderr: () => err, exited, kill: () => proc.kill('SIGTERM') };
 }
 
@@ -45,7 +46,7 @@ async function listening(s: Started, stderr: RegExp): Promise<string> {
 
 const tokenIn = (text: string) => /^ {2}(eyJ\S+)$/m.exec(text)?.[1];
 
-async function stop(s: Started): Promise<number | null> {
+async function stop(s: Started): Promise<number | NodeJS.Signals | null> {
   s.kill();
   return s.exited;
 }
