@@ -36,7 +36,7 @@ import { openApiValidator } from './http/contract/openapi-validator';
 import { requestLogger, type Logger } from './http/middleware/logger';
 import { answerOptions, specPathIndex, tagOperation } from './http/contract/spec-paths';
 import { corsMiddleware } from './http/middleware/cors';
-import { Metrics, type MetricsSettings } from './metrics/registry';
+import type { Metrics, MetricsSettings } from './metrics/registry';
 import { docsRoutes } from './docs/routes';
 import { badgeRoutes } from './badges/routes';
 import { organizationRoutes } from './organizations/routes';
@@ -139,7 +139,12 @@ export function createApp(deps: AppDeps): express.Express {
   // The spec operation each request names, for the log line and the metrics.
   app.use(tagOperation(paths));
   app.use(requestLogger(deps.logger));
-  const metrics = deps.metrics?.enabled ? new Metrics(deps.db, deps.metricsCounts) : undefined;
+  let metrics: Metrics | undefined;
+  if (deps.metrics?.enabled) {
+    // prom-client loads only where metrics are on; `typeof import` types the CommonJS require.
+    const registry: typeof import('./metrics/registry') = require('./metrics/registry');
+    metrics = new registry.Metrics(deps.db, deps.metricsCounts);
+  }
   if (metrics) app.use(metrics.recordRequests());
   // OPTIONS answers from the spec, and CORS for the configured origins only.
   app.use(answerOptions(paths, corsMiddleware(deps.corsOrigins ?? [], paths)));

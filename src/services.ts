@@ -12,8 +12,8 @@ import { AgentRepository } from './agents/repository';
 import { AgentService } from './agents/service';
 import { ArtifactRepository } from './artifacts/repository';
 import { ArtifactService, DEFAULT_ARTIFACT_SETTINGS, type ArtifactSettings } from './artifacts/service';
-import { DiskArtifactStorage } from './artifacts/storage';
-import { createS3Storage, s3StagingDir, type S3StoreSettings } from './artifacts/s3-storage';
+import { DiskArtifactStorage, type ArtifactStorage } from './artifacts/storage';
+import type { S3StoreSettings } from './artifacts/s3-storage';
 import { AgentWorkService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './builds/jobs/agent-work';
 import { StepService } from './builds/jobs/steps';
 import { BuildProgress } from './builds/progress/service';
@@ -204,6 +204,16 @@ export interface ServiceOptions {
   redis?: RedisSettings;
 }
 
+/**
+ * The S3 artifact store. Its module, and with it the AWS SDK (about 130 ms to load), is required
+ * here, when the store is S3: a start on the local disk (and every CLI command) does not load it.
+ * `typeof import` types the CommonJS require as the import would.
+ */
+function s3Storage(settings: S3StoreSettings, outbound: OutboundSettings, artifactsDir: string): ArtifactStorage {
+  const s3: typeof import('./artifacts/s3-storage') = require('./artifacts/s3-storage');
+  return s3.createS3Storage(settings, outbound, s3.s3StagingDir(artifactsDir));
+}
+
 export function createServices(o: ServiceOptions): Services {
   const db = o.knex ?? createKnex({ ...o.database, logger: o.logger });
   const changes = o.changes ?? new LocalChangeFeed((err, what) => o.logger.warn({ err }, what));
@@ -220,9 +230,7 @@ export function createServices(o: ServiceOptions): Services {
   const outbound = new Outbound(outboundSettings);
   // Artifact content: on the local disk, or in an S3-compatible bucket (ARTIFACTS_STORE=s3://...).
   const artifactsDir = o.artifacts?.dir ?? path.join(os.tmpdir(), `windsock-artifacts-${crypto.randomUUID()}`);
-  const artifactStorage = o.artifacts?.s3
-    ? createS3Storage(o.artifacts.s3, outboundSettings, s3StagingDir(artifactsDir))
-    : new DiskArtifactStorage(artifactsDir);
+  const artifactStorage = o.artifacts?.s3 ? s3Storage(o.artifacts.s3, outboundSettings, artifactsDir) : new DiskArtifactStorage(artifactsDir);
   // Below pipelines: the pipelines' YAML parser is handed in, and pipelines ask it which templates may be assigned.
   const pipelineTemplates = new PipelineTemplateService(new PipelineTemplateRepository(db), parseConfiguration, audit);
   const pipelines = new PipelineService(pipelineRepository, organizations, keys, {

@@ -9,7 +9,7 @@
  * the pool's, not a user-supplied URL: it is not the guarded outbound transport's concern
  * (docs/outbound.md).
  */
-import pg from 'pg';
+import type pg from 'pg';
 
 export interface ChannelOptions {
   /** The database (DATABASE_URL). */
@@ -84,7 +84,10 @@ export class PostgresChannel {
 
   private async connect(): Promise<void> {
     if (this.closed) return;
-    const client = new pg.Client({ connectionString: this.o.url, application_name: 'windsock-changes' });
+    // node-postgres loads with the first connection: a SQLite start never loads it.
+    const { default: postgres } = await import('pg');
+    if (this.closed) return;
+    const client = new postgres.Client({ connectionString: this.o.url, application_name: 'windsock-changes' });
     let dropped = false;
     const drop = (err: unknown) => {
       if (dropped) return;

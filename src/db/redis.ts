@@ -7,7 +7,7 @@
  * its connections are not the guarded outbound transport's concern (docs/outbound.md), and lint
  * allows ioredis in this file only.
  */
-import Redis from 'ioredis';
+import type Redis from 'ioredis';
 
 export type RedisClient = Redis;
 
@@ -33,7 +33,17 @@ export async function closeRedis(client: RedisClient): Promise<void> {
   else client.disconnect();
 }
 
+/**
+ * ioredis itself, loaded by the first client: a start without REDIS_URL (and every CLI command)
+ * does not pay its load (about 45 ms). `typeof import` types the CommonJS require as the import would.
+ */
+function ioredis(): typeof Redis {
+  const { default: client }: typeof import('ioredis') = require('ioredis');
+  return client;
+}
+
 export function connectRedis(url: string, name: string): RedisClient {
+  const Redis = ioredis();
   return quiet(
     new Redis(url, {
       connectionName: name,
@@ -122,6 +132,7 @@ export class RedisCounters {
  * again after every reconnect (`autoResubscribe`).
  */
 export function connectRedisSubscriber(url: string, name: string): RedisClient {
+  const Redis = ioredis();
   return quiet(
     new Redis(url, {
       connectionName: name,

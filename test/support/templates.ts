@@ -22,7 +22,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import { createKnex, migrateLatest, type DatabaseKind } from '../../src/db/knex';
 
 const DIR_ENV = 'WINDSOCK_TEST_TEMPLATES';
@@ -75,8 +75,14 @@ export function databaseUrl(pgUrl: string, database: string): string {
   return url.toString();
 }
 
+/** A node-postgres client, loaded on first use: a SQLite-only run never loads pg (test/bootstrap/lazy-modules.test.ts). */
+async function pgClient(url: string): Promise<Client> {
+  const { Client: PgClient } = await import('pg');
+  return new PgClient({ connectionString: url });
+}
+
 async function withClient<T>(url: string, body: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: url });
+  const client = await pgClient(url);
   await client.connect();
   try {
     return await body(client);
@@ -140,7 +146,7 @@ export function postgresTemplate(pgUrl: string): Promise<string> {
 /** Creates `schema` and runs the migrated template in it, in one round trip. */
 export async function createSchemaFromTemplate(pgUrl: string, schema: string): Promise<void> {
   const script = await postgresTemplate(pgUrl);
-  const client = new Client({ connectionString: pgUrl });
+  const client = await pgClient(pgUrl);
   await client.connect();
   try {
     await client.query(`set synchronous_commit to off; create schema ${schema}; set search_path to ${schema};\n${script}`);
@@ -171,7 +177,7 @@ interface QueryEvent {
 
 async function recordedPostgresMigrations(pgUrl: string): Promise<string> {
   const schema = `windsock_template_${crypto.randomBytes(6).toString('hex')}`;
-  const admin = new Client({ connectionString: pgUrl });
+  const admin = await pgClient(pgUrl);
   await admin.connect();
   const statements: string[] = [];
   const failures: string[] = [];

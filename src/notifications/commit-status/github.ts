@@ -2,7 +2,6 @@
  * GitHub and GitHub Enterprise: `POST /repos/{owner}/{repo}/statuses/{sha}` through octokit
  * (`repos.createCommitStatus`), its traffic over the given HTTP function.
  */
-import { Octokit } from '@octokit/rest';
 import type { AttemptResult } from '../events';
 import { failureOf, fetchOver, resultOf, type Exchange } from './http';
 import type { ApiAccess, HttpSend, StatusState, StatusUpdate } from './types';
@@ -33,6 +32,8 @@ export async function sendGitHubStatus(update: StatusUpdate, access: ApiAccess, 
   const [owner, repo, ...rest] = update.repository.split('/');
   if (!owner || !repo || rest.length) return { ok: false, status: null, excerpt: `not a GitHub repository: ${update.repository}`, final: true };
   const seen: Exchange = {};
+  // Octokit (about 25 ms to load) with the first GitHub status, not with every start.
+  const { Octokit } = await import('@octokit/rest');
   const octokit = new Octokit({
     auth: access.token,
     baseUrl: access.apiUrl.replace(/\/+$/, ''),
