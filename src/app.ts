@@ -259,7 +259,7 @@ export function createApp(deps: AppDeps): express.Express {
       // Each path's validator would check its one-path document against the OpenAPI schema
       // again (the library compiles that schema anew for every validator: about 55 ms per path's
       // first request, 8 s of the contract fuzzer's 46). The whole document is checked once
-      // instead, by \`npm run lint:spec\` and by the library's own check in test/http/openapi-validator.test.ts.
+      // instead, by `npm run lint:spec` and by the library's own check in test/http/openapi-validator.test.ts.
       validateApiSpec: false,
       validateFormats: true,
       // Multipart is only the upload API's, parsed above (src/uploads/multipart.ts) so that its
