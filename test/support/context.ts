@@ -175,7 +175,12 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
   // of a warm run of the cross-tenant sweep. Each request still comes on a connection of its own
   // (SuperTest does not keep connections alive).
   const server = http.createServer(app);
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject).listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
   server.unref();
 
   let n = 0;
