@@ -4,7 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { parseJson, toDate, toDateOrNull } from '../db/values';
-import { userFromRow } from '../user/rows';
+import { joinedUser } from '../user/rows';
 import type { User } from '../core/identity';
 import type { AgentsRow, UsersRow } from '../db/tables';
 import { type Nullable, type Prefixed, oneOf } from '../db/row-types';
@@ -87,9 +87,6 @@ type AgentWithUsersRow = AgentsRow & UserColumns<'creator'> & UserColumns<'pause
 /** An agent's row as agentFromRow reads it: read back (with or without the users' columns) or as insert wrote it. */
 type AgentRowIn = Pick<AgentsRow, 'id' | 'organization_id' | 'name' | 'connection_state' | 'created_at'> & Partial<AgentWithUsersRow>;
 
-const userOrNull = (id: string | null | undefined, name: string | null | undefined, email: string | null | undefined, createdAt: unknown): User | null =>
-  id && name != null && email != null ? userFromRow({ id, name, email, created_at: createdAt }) : null;
-
 export function agentFromRow(r: AgentRowIn): Agent {
   return {
     id: r.id,
@@ -122,12 +119,12 @@ export function agentFromRow(r: AgentRowIn): Agent {
       ? {
           at: toDate(r.paused_at),
           until: toDate(r.paused_until),
-          by: userOrNull(r.paused_by_user_id, r.paused_by_name, r.paused_by_email, r.paused_by_created_at),
+          by: joinedUser(r.paused_by_user_id, r.paused_by_name, r.paused_by_email, r.paused_by_created_at),
           note: r.paused_note ?? null,
           timeoutInMinutes: Number(r.paused_timeout_in_minutes),
         }
       : null,
-    creator: userOrNull(r.creator_user_id, r.creator_name, r.creator_email, r.creator_created_at),
+    creator: joinedUser(r.creator_user_id, r.creator_name, r.creator_email, r.creator_created_at),
     clusterId: r.cluster_id ?? null,
     clusterQueueId: r.cluster_queue_id ?? null,
   };

@@ -17,7 +17,7 @@ import type {
   UsersRow,
 } from '../db/tables';
 import { toDate, toDateOrNull } from '../db/values';
-import { userFromRow } from '../user/rows';
+import { joinedUser } from '../user/rows';
 import { type Nullable, type Prefixed, type Renamed, oneOf } from '../db/row-types';
 
 export interface Cluster {
@@ -111,9 +111,9 @@ function secretFromRow(r: SecretRow): ClusterSecret {
     key: r.key,
     description: r.description ?? null,
     policy: r.policy ?? null,
-    createdBy: userOrNull(r.cb_id, r.cb_name, r.cb_email, r.cb_created_at),
+    createdBy: joinedUser(r.cb_id, r.cb_name, r.cb_email, r.cb_created_at),
     createdAt: toDate(r.created_at),
-    updatedBy: userOrNull(r.ub_id, r.ub_name, r.ub_email, r.ub_created_at),
+    updatedBy: joinedUser(r.ub_id, r.ub_name, r.ub_email, r.ub_created_at),
     updatedAt: toDate(r.updated_at),
     lastReadAt: toDateOrNull(r.last_read_at),
   };
@@ -148,10 +148,6 @@ export interface QueueDispatch {
   defaultQueueKey: string | null;
 }
 
-/** The columns of a user `withUser` joined, null when there was none. */
-const userOrNull = (id: string | null, name: string | null, email: string | null, createdAt: UsersRow['created_at'] | null): User | null =>
-  id && name !== null && email !== null ? userFromRow({ id, name, email, created_at: createdAt }) : null;
-
 /** Left-joins `users` as `alias` on `column`, selecting its columns prefixed `alias_`. */
 function withUser(q: Knex.QueryBuilder, alias: string, column: string): Knex.QueryBuilder {
   return q
@@ -170,7 +166,7 @@ function clusterFromRow(r: ClusterRow): Cluster {
     emoji: r.emoji ?? null,
     color: r.color ?? null,
     defaultQueueId: r.default_queue_id ?? null,
-    createdBy: userOrNull(r.cb_id, r.cb_name, r.cb_email, r.cb_created_at),
+    createdBy: joinedUser(r.cb_id, r.cb_name, r.cb_email, r.cb_created_at),
     createdAt: toDate(r.created_at),
   };
 }
@@ -185,9 +181,9 @@ function queueFromRow(r: QueueRow): ClusterQueue {
     description: r.description ?? null,
     retryAgentAffinity: oneOf(RETRY_AGENT_AFFINITIES, r.retry_agent_affinity, 'cluster_queues.retry_agent_affinity'),
     pause: r.dispatch_paused_at
-      ? { at: toDate(r.dispatch_paused_at), by: userOrNull(r.pb_id, r.pb_name, r.pb_email, r.pb_created_at), note: r.dispatch_paused_note ?? null }
+      ? { at: toDate(r.dispatch_paused_at), by: joinedUser(r.pb_id, r.pb_name, r.pb_email, r.pb_created_at), note: r.dispatch_paused_note ?? null }
       : null,
-    createdBy: userOrNull(r.cb_id, r.cb_name, r.cb_email, r.cb_created_at),
+    createdBy: joinedUser(r.cb_id, r.cb_name, r.cb_email, r.cb_created_at),
     createdAt: toDate(r.created_at),
   };
 }
@@ -201,7 +197,7 @@ function tokenFromRow(r: TokenRow): ClusterToken {
     description: r.description,
     allowedIpAddresses: r.allowed_ip_addresses ?? null,
     expiresAt: toDateOrNull(r.expires_at),
-    createdBy: userOrNull(r.cb_id, r.cb_name, r.cb_email, r.cb_created_at),
+    createdBy: joinedUser(r.cb_id, r.cb_name, r.cb_email, r.cb_created_at),
     createdAt: toDate(r.created_at),
   };
 }

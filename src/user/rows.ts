@@ -11,6 +11,6 @@ export function userFromRow(row: { id: string; name: string; email: string; crea
 }
 
 /** A user as a left join selects it (`u.id as creator_id`...): null when the join found none. */
-export function joinedUser(id: string | null, name: string | null, email: string | null, createdAt: unknown): User | null {
-  return id !== null && name !== null && email !== null ? userFromRow({ id, name, email, created_at: createdAt }) : null;
+export function joinedUser(id: string | null | undefined, name: string | null | undefined, email: string | null | undefined, createdAt: unknown): User | null {
+  return id != null && name != null && email != null ? userFromRow({ id, name, email, created_at: createdAt }) : null;
 }
