@@ -204,13 +204,24 @@ export class S3ArtifactStorage implements ArtifactStorage {
     const discard = () => this.deleteKey(key);
     const refused = () => Promise.reject(new Error('refused content cannot be committed'));
     if (length !== size || length > maxBytes) return { size: length, sha1: '', sha256: '', commit: refused, discard };
-    const got = await this.send((c) => c.send(new GetObjectCommand({ Bucket, Key: key })));
+    let got;
+    try {
+      got = await this.send((c) => c.send(new GetObjectCommand({ Bucket, Key: key })));
+    } catch (err) {
+      // Moved meanwhile by a report of the same artifact, which recorded the content first.
+      if (isNotFound(err)) return null;
+      throw err;
+    }
     const body = got.Body;
     if (!(body instanceof Readable)) throw new Error('the S3 client answered a body that is not a Node stream');
     const counter = hashingCounter(maxBytes);
     const sink = new Writable({ write: (_chunk, _enc, cb) => cb() });
     await this.send(() => pipeline(body, counter.transform, sink));
     const { size: read, sha1, sha256 } = counter.result();
+    // commit copies the upload to its address and leaves it there: the caller records the
+    // artifact's content, then discards the upload. A report of the same artifact sent meanwhile
+    // (the agent's retry after its timeout) then finds either the upload or the recorded content,
+    // never neither.
     return {
       size: read,
       sha1,
@@ -220,12 +231,9 @@ export class S3ArtifactStorage implements ArtifactStorage {
         try {
           await this.send((c) => c.send(new CopyObjectCommand({ Bucket, Key: this.objectKey(sha256), CopySource: source })));
         } catch (err) {
-          // A report sent again while the first was still reading (the agent's retry after its
-          // timeout) finds the upload already moved: the same bytes are at their address.
+          // That other report has already moved it: the same bytes are at their address.
           if (!isNotFound(err) || !(await this.exists(this.objectKey(sha256)))) throw err;
-          return;
         }
-        await discard();
       },
       discard,
     };

@@ -339,7 +339,8 @@ export class ArtifactService {
     if (!this.storage.stageDirect) return 'is finished, but no content was uploaded';
     const staged = await this.storage.stageDirect(artifact.id, artifact.fileSize, this.settings.maxFileBytes);
     if (!staged) {
-      // Nothing there: never uploaded, or a report of the same artifact sent at the same time took it.
+      // Nothing there: never uploaded, or a report of the same artifact sent at the same time took
+      // it (that one records the content before it removes the upload).
       const now = await this.artifacts.findById(artifact.id);
       return now?.contentSha256 ? null : 'is finished, but no content was uploaded';
     }
@@ -350,6 +351,8 @@ export class ArtifactService {
     }
     await staged.commit();
     await this.artifacts.setContent(artifact.id, staged.sha256);
+    // Only now: a report of the same artifact sent meanwhile finds the upload or the content, never neither.
+    await staged.discard();
     return null;
   }
 

@@ -21,7 +21,9 @@ export interface StagedContent {
   size: number;
   sha1: string;
   sha256: string;
+  /** Puts the content at its address. A direct upload (`stageDirect`) stays where the agent put it until `discard`. */
   commit(): Promise<void>;
+  /** Drops what was staged: refused content, or a direct upload once its content is recorded. */
   discard(): Promise<void>;
 }
 

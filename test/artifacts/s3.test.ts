@@ -14,7 +14,7 @@ import { testS3 } from '../support/s3';
 import { batch, givenRunningJob, postForm, sha1, sha256, type Instructions } from './helpers';
 import type { TestContext } from '../support/context';
 import { HTML, signedIn } from '../web/support';
-import { bucketOrigin } from '../../src/artifacts/s3-storage';
+import { bucketOrigin, S3ArtifactStorage } from '../../src/artifacts/s3-storage';
 import { OutboundS3Handler } from '../../src/artifacts/s3-transport';
 import { Outbound, OutboundRefused } from '../../src/security/outbound';
 
@@ -184,6 +184,26 @@ describeEachDatabase(
       const [a, b] = await Promise.all([report(ctx(), g, g.ids), report(ctx(), g, g.ids)]);
       expect([a.status, b.status]).toEqual([200, 200]);
       expect(await s3.exists(`${s3.settings.prefix}objects/${sha256(content)}`)).toBe(true);
+      expect(await s3.exists(`${s3.settings.prefix}uploads/${g.ids[0]}`)).toBe(false);
+    });
+
+    it('removes a direct upload only once the artifact records its content, so a report sent meanwhile finds one or the other', async () => {
+      const content = `ordered ${crypto.randomUUID()}`;
+      const g = await registered(ctx(), [{ path: 'ordered.txt', content }]);
+      await postToStore(g.perArtifact[g.ids[0]!]!, 'ordered.txt', content);
+      // What the database holds for the artifact at the moment its upload is deleted.
+      const seen: unknown[] = [];
+      const remove = S3ArtifactStorage.prototype['deleteKey'];
+      const spy = jest.spyOn(S3ArtifactStorage.prototype, 'deleteKey' as never).mockImplementation(async function (this: S3ArtifactStorage, key: string) {
+        if (key.endsWith(`uploads/${g.ids[0]}`)) seen.push((await ctx().services.db('artifacts').where({ id: g.ids[0] }).first())?.content_sha256);
+        return remove.call(this, key);
+      } as never);
+      try {
+        expect((await report(ctx(), g, g.ids)).status).toBe(200);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(seen).toEqual([sha256(content)]);
       expect(await s3.exists(`${s3.settings.prefix}uploads/${g.ids[0]}`)).toBe(false);
     });
 
