@@ -87,6 +87,43 @@ describe('the validator mounted per documented path', () => {
     expect(res.body).toEqual({ checked: true });
   });
 
+  it('compiles the OpenAPI meta-schema only to check a document, once per version, never for a validator that skips the check', async () => {
+    // The library's constructor compiled it for every validator, 30-180 ms each (src/http/contract/meta-schema.ts).
+    // This file's copy of the library (the app's validators come from the test environment's, patched the same way).
+    // cast: the module's one export, as its .d.ts declares it.
+    const metaSchema = createRequire(require.resolve('express-openapi-validator'))('./framework/openapi/factory.schema') as {
+      factorySchema: (v: string) => unknown;
+    };
+    const compiles = jest.spyOn(metaSchema, 'factorySchema');
+    const quiet = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    const validated = (spec: object, validateApiSpec: boolean) => {
+      const a = express();
+      a.use(OpenApiValidator.middleware({ apiSpec: spec as never, validateApiSpec }));
+      a.use((_req: Request, res: Response) => res.json({ checked: true }));
+      a.use((err: Error & { status?: number }, _req: Request, res: Response, _next: NextFunction) =>
+        res.status(err.status ?? 500).json({ message: err.message }),
+      );
+      return request(a).get('/things/1');
+    };
+    const broken = { ...structuredClone(doc), paths: { '/things/{id}': { get: { responses: { '200': {} } } } } };
+    try {
+      // Three validators without the document check: no compile, and a broken document goes unchecked, as the option says.
+      for (let i = 0; i < 3; i++) expect((await validated(structuredClone(doc), false)).body).toEqual({ checked: true });
+      expect((await validated(structuredClone(broken), false)).status).not.toBe(500);
+      expect(compiles).not.toHaveBeenCalled();
+      // With the check: a compile for the version (none if an earlier check in this process made
+      // it), the library's own answers, and no compile for a second check.
+      expect((await validated(structuredClone(doc), true)).body).toEqual({ checked: true });
+      const afterFirst = compiles.mock.calls.length;
+      expect(afterFirst).toBeLessThanOrEqual(1);
+      expect((await validated(structuredClone(broken), true)).body.message).toMatch(/apiDoc was invalid/);
+      expect(compiles).toHaveBeenCalledTimes(afterFirst);
+    } finally {
+      compiles.mockRestore();
+      quiet.mockRestore();
+    }
+  });
+
   it('gives each validator its path and only the components it reaches, by reference or discriminator mapping', () => {
     const one = documentFor(doc, '/things');
     expect(Object.keys(one.paths!)).toEqual(['/things']);

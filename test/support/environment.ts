@@ -11,6 +11,10 @@
 import NodeEnvironment from 'jest-environment-node';
 import * as OpenApiValidator from 'express-openapi-validator';
 import type { ValidatorFactory, ValidatorHandlers } from '../../src/http/contract/openapi-validator';
+import { compileMetaSchemaOnDemand } from '../../src/http/contract/meta-schema';
+
+// This realm's copy of the library builds the shared validators: it compiles the meta-schema on demand too.
+compileMetaSchemaOnDemand();
 
 const validators = new Map<string, ValidatorHandlers>();
 

@@ -37,6 +37,9 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import { specOperations, type SpecDoc as Paths } from './spec-operations';
 import { routeTable, runHandlers } from './route-table';
+import { compileMetaSchemaOnDemand } from './meta-schema';
+
+compileMetaSchemaOnDemand();
 
 type ValidatorOptions = Omit<Parameters<typeof OpenApiValidator.middleware>[0], 'apiSpec'>;
 type SpecDoc = Paths & { components?: Record<string, Record<string, unknown> | undefined> };
