@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import * as OpenApiValidator from 'express-openapi-validator';
 import request from 'supertest';
-import { documentFor, openApiValidator } from '../../src/http/contract/openapi-validator';
+import { documentFor, openApiValidator, shareValidators, type ValidatorFactory } from '../../src/http/contract/openapi-validator';
 import { loadSpec } from '../../src/spec';
 import { auth, describeEachDatabase } from '../support/context';
 
@@ -121,6 +121,45 @@ describe('the validator mounted per documented path', () => {
     } finally {
       compiles.mockRestore();
       quiet.mockRestore();
+    }
+  });
+
+  it("finds a path's validator again for another app on the same document and options, without building its document again", async () => {
+    const asked: string[] = [];
+    const built = new Map<string, ReturnType<ValidatorFactory>>();
+    const counting: ValidatorFactory = (key, apiSpec, options) => {
+      asked.push(Object.keys(apiSpec.paths ?? {}).join());
+      if (!built.has(key)) built.set(key, OpenApiValidator.middleware({ ...options, apiSpec: apiSpec as never }));
+      return built.get(key)!;
+    };
+    shareValidators(counting);
+    try {
+      // A document of its own: no other test of this file has asked for its validators.
+      const own = structuredClone(doc);
+      const appOn = (options: Parameters<typeof openApiValidator>[1]) => {
+        const a = express();
+        a.use(openApiValidator(own, options));
+        a.use((_req: Request, res: Response) => res.json({ ok: true }));
+        a.use((err: { status?: number }, _req: Request, res: Response, _next: NextFunction) => res.status(err.status ?? 500).json({}));
+        return a;
+      };
+      const options = { validateRequests: true, validateResponses: false, ignoreUndocumented: false };
+      await request(appOn(options)).get('/things/1').expect(200);
+      await request(appOn({ ...options }))
+        .get('/things/2')
+        .expect(200);
+      await request(appOn({ ...options }))
+        .get('/things/x')
+        .expect(400);
+      expect(asked).toEqual(['/things/{id}']);
+      // Other options are another validator.
+      await request(appOn({ ...options, validateRequests: false }))
+        .get('/things/x')
+        .expect(200);
+      expect(asked).toEqual(['/things/{id}', '/things/{id}']);
+    } finally {
+      const environment = (globalThis as { windsockValidators?: ValidatorFactory }).windsockValidators;
+      if (environment) shareValidators(environment);
     }
   });
 
