@@ -305,7 +305,31 @@ function removeEphemeralDir(config: Config): void {
  * cannot be reached or migrated). Nothing is left running half-started.
  */
 export async function serve(config: Config): Promise<void> {
-  let running: RunningServer;
+  // The signal handlers go in before the start. The "listening" line is written inside the
+  // start, and whoever waits for it (an orchestrator, a test, a script) may stop the service at
+  // once: a SIGTERM between that line and handlers installed after the start ended the process
+  // by the signal, with no drain and no exit code. A signal during the start now stops the
+  // service as soon as it has started (a start that fails exits as it does anyway); a second
+  // one, with the handlers gone, ends it at once as before.
+  let running: RunningServer | undefined;
+  let requested: string | undefined;
+  const stop = (signal: string) => {
+    if (!running) {
+      requested = signal;
+      return;
+    }
+    const server = running;
+    server.logger.info({ signal }, 'shutting down');
+    server.close().then(
+      () => process.exit(0),
+      (err) => {
+        server.logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
   try {
     running = await startServer(config);
   } catch (err) {
@@ -315,18 +339,7 @@ export async function serve(config: Config): Promise<void> {
     process.exit(err instanceof ConfigError ? 2 : 1);
   }
   if (config.ephemeral) process.once('exit', () => removeEphemeralDir(config));
-  const stop = (signal: string) => {
-    running.logger.info({ signal }, 'shutting down');
-    running.close().then(
-      () => process.exit(0),
-      (err) => {
-        running.logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  if (requested) return stop(requested);
   if (cluster.isWorker) {
     // The primary counts its workers in (src/cluster.ts); one left without a primary drains and exits.
     process.send?.({ windsock: 'listening', url: running.url });
