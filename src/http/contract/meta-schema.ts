@@ -22,12 +22,12 @@ const MODULE = 'express-openapi-validator/dist/framework/openapi.schema.validato
 const patched = new WeakSet<ValidatorModule>();
 
 /**
- * Patches the copy of express-openapi-validator that `load` (a `require`) resolves: the app's,
- * and the test environment's own (test/support/environment.ts), which is another copy.
+ * Patches the copy of express-openapi-validator this module's `require` resolves: the app's, or,
+ * where the test environment loads it (test/support/environment.ts), that realm's own copy.
  */
-export function compileMetaSchemaOnDemand(load: (id: string) => unknown = require): void {
+export function compileMetaSchemaOnDemand(): void {
   // cast: the module's declared shape (its .d.ts), checked just below before anything is replaced.
-  const mod = load(MODULE) as ValidatorModule;
+  const mod = require(MODULE) as ValidatorModule;
   if (patched.has(mod)) return;
   const Library = mod.OpenAPISchemaValidator;
   if (typeof Library !== 'function' || typeof Library.prototype.validate !== 'function') {

@@ -92,9 +92,9 @@ function shareableJson(value: unknown): string | undefined {
 
 /**
  * Each document's path validators by options and path. An app built again on the same document
- * and options (each test context builds one; so does a restart within a process) takes the
- * path's validator from here, without copying and digesting the path's document again (about
- * 4% of a request-heavy test file's CPU went to that).
+ * and options (each test context builds one) takes the path's validator from here, without
+ * copying and digesting the path's document again (about 4% of a request-heavy test file's CPU
+ * went to that).
  */
 const byDocument = new WeakMap<SpecDoc, Map<string, ValidatorHandlers>>();
 
