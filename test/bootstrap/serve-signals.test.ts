@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../../src/config';
+import { loopbackConfig } from '../support/loopback-config';
 import { serve } from '../../src/server';
 
 describe('windsock serve: a signal during the start', () => {
@@ -29,15 +29,8 @@ describe('windsock serve: a signal during the start', () => {
   });
 
   it('stops the service once it has started: drained and exit 0, not ended by the signal', async () => {
-    const config = loadConfig({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dir,
-      JWT_SECRET: crypto.randomBytes(32).toString('hex'),
-      LOG_LEVEL: 'silent',
-      // Its first-start token would be printed for the terminal: an admin token of its own instead.
-      WINDSOCK_ADMIN_TOKEN: crypto.randomBytes(24).toString('hex'),
-    });
+    // Its first-start token would be printed for the terminal: an admin token of its own instead.
+    const config = loopbackConfig(dir, { WINDSOCK_ADMIN_TOKEN: crypto.randomBytes(24).toString('hex') });
     const exitCode = new Promise<number | string | null | undefined>((resolve) => {
       jest.spyOn(process, 'exit').mockImplementation((code) => {
         exited = true;

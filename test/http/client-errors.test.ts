@@ -3,13 +3,12 @@
  * error shape (`{"message": ...}`, JSON, the right 4xx) and the connection closes. HTTP-level,
  * so the real server on loopback and raw sockets, once (the store plays no part).
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { loadConfig } from '../../src/config';
+import { loopbackConfig } from '../support/loopback-config';
 import { startServer, type RunningServer } from '../../src/server';
 
 interface Answer {
@@ -25,15 +24,7 @@ describe('requests the HTTP parser refuses (real server on loopback)', () => {
   let port: number;
 
   beforeAll(async () => {
-    const config = loadConfig({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dir,
-      JWT_SECRET: crypto.randomBytes(32).toString('hex'),
-      LOG_LEVEL: 'silent',
-      HEADERS_TIMEOUT_MS: '500',
-      REQUEST_TIMEOUT_MS: '500',
-    });
+    const config = loopbackConfig(dir, { HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '500' });
     running = await startServer(config, new Writable({ write: (_c, _e, cb) => cb() }));
     port = Number(new URL(running.url).port);
   });

@@ -4,13 +4,12 @@
  * before its deadline (60 s here, beyond the test's own timeout: a drain waiting on the streams
  * fails the test).
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import request from 'supertest';
-import { loadConfig } from '../../src/config';
+import { loopbackConfig } from '../support/loopback-config';
 import { startServer, type RunningServer } from '../../src/server';
 import { SCOPES } from '../../src/core/identity';
 import { SESSION_COOKIE } from '../../src/web/routes';
@@ -26,14 +25,7 @@ describe('shutdown with live streams open', () => {
   });
 
   it('ends every open stream when the listener closes, and exits its drain', async () => {
-    const config = loadConfig({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dir,
-      JWT_SECRET: crypto.randomBytes(32).toString('hex'),
-      LOG_LEVEL: 'silent',
-      SHUTDOWN_TIMEOUT_MS: '60000',
-    });
+    const config = loopbackConfig(dir, { SHUTDOWN_TIMEOUT_MS: '60000' });
     running = await startServer(config, new Writable({ write: (_c, _e, cb) => cb() }));
     const s = running.services;
     const org = await s.orgs.create({ slug: 'live-org', name: 'Live' });

@@ -4,14 +4,13 @@
  * slow clients are timed out and their sockets closed, huge declared bodies are refused before
  * they are read, and memory stays bounded (the real server over loopback: HTTP-level, so once).
  */
-import crypto from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import fs from 'node:fs';
 import { Writable } from 'node:stream';
 import request from 'supertest';
-import { loadConfig } from '../../src/config';
+import { loopbackConfig } from '../support/loopback-config';
 import { startServer, type RunningServer } from '../../src/server';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 
@@ -320,16 +319,7 @@ describe('the server process: slow clients, huge declared bodies, bounded memory
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'windsock-limits-'));
 
   beforeAll(async () => {
-    const config = loadConfig({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dir,
-      DATABASE_URL: path.join(dir, 'db.sqlite3'),
-      JWT_SECRET: crypto.randomBytes(32).toString('hex'),
-      LOG_LEVEL: 'silent',
-      HEADERS_TIMEOUT_MS: '1000',
-      REQUEST_TIMEOUT_MS: '1500',
-    });
+    const config = loopbackConfig(dir, { DATABASE_URL: path.join(dir, 'db.sqlite3'), HEADERS_TIMEOUT_MS: '1000', REQUEST_TIMEOUT_MS: '1500' });
     let printed = '';
     const out = new Writable({
       write(chunk, _enc, cb) {
