@@ -370,6 +370,7 @@ export function createServices(o: ServiceOptions): Services {
         ...(o.artifacts?.origin !== undefined ? { origin: o.artifacts.origin } : {}),
       },
       rules,
+      o.logger,
     ),
     clusters,
     sweeper: new Sweeper(agentService, jobs, progress, o.sweep ?? DEFAULT_SWEEP_SETTINGS, o.logger),

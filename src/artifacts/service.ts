@@ -26,6 +26,8 @@ import type { Artifact, ArtifactRepository } from './repository';
 import { ContentTooLargeError, type ArtifactStorage, type StagedContent } from './storage';
 import { contentDisposition, servedAs } from './content-policy';
 import { clock } from '../core/clock';
+import { errorMessage } from '../core/guards';
+import type { Logger } from '../http/middleware/logger';
 
 type CreateRequest = components['schemas']['CreateArtifactsRequest'];
 type StateUpdate = components['schemas']['ArtifactStateUpdate'];
@@ -111,6 +113,7 @@ export class ArtifactService {
     private readonly keys: Keys,
     readonly settings: ArtifactSettings,
     private readonly rules: RuleService,
+    private readonly logger: Logger,
   ) {}
 
   // ---------------------------------------------------------------------------------------------
@@ -336,24 +339,40 @@ export class ArtifactService {
    * deleted. Answers why it is refused, or null once the artifact has its content.
    */
   private async claimDirectUpload(artifact: Artifact): Promise<string | null> {
-    if (!this.storage.stageDirect) return 'is finished, but no content was uploaded';
-    const staged = await this.storage.stageDirect(artifact.id, artifact.fileSize, this.settings.maxFileBytes);
-    if (!staged) {
-      // Nothing there: never uploaded, or a report of the same artifact sent at the same time took
-      // it (that one records the content before it removes the upload).
-      const now = await this.artifacts.findById(artifact.id);
-      return now?.contentSha256 ? null : 'is finished, but no content was uploaded';
+    const unfinished = 'is finished, but no content was uploaded';
+    if (!this.storage.stageDirect) return unfinished;
+    let staged: StagedContent | null;
+    try {
+      staged = await this.storage.stageDirect(artifact.id, artifact.fileSize, this.settings.maxFileBytes);
+      const problem = staged && mismatch(artifact, staged);
+      if (staged && problem) {
+        await staged.discard();
+        return `is finished, but the uploaded content ${problem}`;
+      }
+      await staged?.commit();
+    } catch (err) {
+      // A report of the same artifact sent at the same time (the agent's retry after its timeout)
+      // may have moved the upload while this one read or copied it; a store need not answer that
+      // with a clean "not found" (s3rver answers 500 to a copy whose source goes meanwhile).
+      if (await this.contentRecorded(artifact.id)) return null;
+      throw err;
     }
-    const problem = mismatch(artifact, staged);
-    if (problem) {
-      await staged.discard();
-      return `is finished, but the uploaded content ${problem}`;
-    }
-    await staged.commit();
+    // Nothing there: never uploaded, or that other report took it (it records the content before it removes the upload).
+    if (!staged) return (await this.contentRecorded(artifact.id)) ? null : unfinished;
     await this.artifacts.setContent(artifact.id, staged.sha256);
-    // Only now: a report of the same artifact sent meanwhile finds the upload or the content, never neither.
-    await staged.discard();
+    // Only now: a report of the same artifact sent meanwhile finds the upload or the content, never
+    // neither. The artifact is finished from here on: an upload that cannot be removed stays behind,
+    // said in the log, and does not fail the report.
+    try {
+      await staged.discard();
+    } catch (err) {
+      this.logger.warn({ artifact: artifact.id, reason: errorMessage(err) }, "an artifact's direct upload could not be removed after its content was kept");
+    }
     return null;
+  }
+
+  private async contentRecorded(id: string): Promise<boolean> {
+    return Boolean((await this.artifacts.findById(id))?.contentSha256);
   }
 
   /**

@@ -187,6 +187,60 @@ describeEachDatabase(
       expect(await s3.exists(`${s3.settings.prefix}uploads/${g.ids[0]}`)).toBe(false);
     });
 
+    it('answers a report whose copy of the upload fails because a report sent at the same time took it', async () => {
+      const content = `raced ${crypto.randomUUID()}`;
+      const g = await registered(ctx(), [{ path: 'raced.txt', content }]);
+      await postToStore(g.perArtifact[g.ids[0]!]!, 'raced.txt', content);
+      const stageDirect = S3ArtifactStorage.prototype.stageDirect;
+      let retried: number | undefined;
+      const spy = jest.spyOn(S3ArtifactStorage.prototype, 'stageDirect').mockImplementationOnce(async function (this: S3ArtifactStorage, ...args) {
+        const staged = await stageDirect.apply(this, args);
+        return (
+          staged && {
+            ...staged,
+            commit: async () => {
+              // The agent's retry, answered while this report still copies; then the store fails the
+              // copy whose source went meanwhile as s3rver does (a 500, not a "no such key").
+              retried = (await report(ctx(), g, g.ids)).status;
+              throw new Error('We encountered an internal error. Please try again.');
+            },
+          }
+        );
+      });
+      try {
+        expect((await report(ctx(), g, g.ids)).status).toBe(200);
+      } finally {
+        spy.mockRestore();
+      }
+      expect(retried).toBe(200);
+      expect(await s3.exists(`${s3.settings.prefix}objects/${sha256(content)}`)).toBe(true);
+      expect(await s3.exists(`${s3.settings.prefix}uploads/${g.ids[0]}`)).toBe(false);
+    });
+
+    it('answers a report whose upload cannot be removed once its content is kept, and says so in the log', async () => {
+      const content = `stays ${crypto.randomUUID()}`;
+      const g = await registered(ctx(), [{ path: 'stays.txt', content }]);
+      await postToStore(g.perArtifact[g.ids[0]!]!, 'stays.txt', content);
+      const remove = jest.spyOn(S3ArtifactStorage.prototype, 'deleteKey' as never).mockRejectedValue(new Error('Service Unavailable') as never);
+      const warn = jest.spyOn(ctx().services.artifacts['logger'], 'warn');
+      let warned: unknown[][];
+      try {
+        const done = await report(ctx(), g, g.ids).expect(200);
+        expect(done.body.artifacts).toEqual([{ id: g.ids[0], state: 'finished' }]);
+      } finally {
+        warned = [...warn.mock.calls];
+        remove.mockRestore();
+        warn.mockRestore();
+      }
+      expect(warned).toEqual([
+        [{ artifact: g.ids[0], reason: 'Service Unavailable' }, "an artifact's direct upload could not be removed after its content was kept"],
+      ]);
+      expect(await s3.exists(`${s3.settings.prefix}objects/${sha256(content)}`)).toBe(true);
+      expect(await s3.exists(`${s3.settings.prefix}uploads/${g.ids[0]}`)).toBe(true);
+      // The agent's report again: the artifact is finished, and stays so.
+      await report(ctx(), g, g.ids).expect(200);
+    });
+
     it('removes a direct upload only once the artifact records its content, so a report sent meanwhile finds one or the other', async () => {
       const content = `ordered ${crypto.randomUUID()}`;
       const g = await registered(ctx(), [{ path: 'ordered.txt', content }]);
