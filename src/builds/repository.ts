@@ -11,6 +11,7 @@
  */
 import type { Knex } from 'knex';
 import { isPostgres, whereAnyOf } from '../db/knex';
+import { compiledQuery } from '../db/compiled';
 import { parseJson, toBool, toDateOrNull } from '../db/values';
 import type { NotifyEntry } from '../pipelines/configuration';
 import type { PlannedJob } from './jobs/plan';
@@ -30,6 +31,37 @@ type BuildRow = BuildsRow & BuildCreatorColumns;
 
 /** A build's row with its jobs as one JSON column (`jobs_json`, Postgres's `json_agg`), when asked for. */
 type BuildWithJobsRow = BuildRow & { jobs_json?: JsonRow<JobsRow>[] };
+
+/**
+ * Postgres: a build's jobs as one JSON column of its row (see `withJobs`), evaluated for the rows
+ * the query answers.
+ */
+function jobsJsonColumn(db: Knex, includeRetried: boolean): Knex.Raw {
+  const retried = includeRetried ? '' : ' and not j.retried';
+  return db.raw(`(select coalesce(json_agg(j order by j.position), '[]') from jobs j where j.build_id = b.id${retried}) as jobs_json`);
+}
+
+/**
+ * A build by its number (with its jobs' JSON on Postgres), and one build's jobs (SQLite): the
+ * reads of every GET build, compiled once (src/db/compiled.ts). Indexed by `includeRetried`.
+ */
+const byNumber = (db: Knex, param: (name: 'pipelineId' | 'number') => string) =>
+  db('builds as b')
+    .leftJoin('users as u', 'u.id', 'b.creator_id')
+    .where({ 'b.pipeline_id': param('pipelineId'), 'b.number': param('number') })
+    .limit(1);
+const BY_NUMBER = compiledQuery((db, param: (name: 'pipelineId' | 'number') => string) => byNumber(db, param).select<BuildRow[]>(SELECT));
+const BY_NUMBER_WITH_JOBS_JSON = [false, true].map((includeRetried) =>
+  compiledQuery((db, param: (name: 'pipelineId' | 'number') => string) =>
+    byNumber(db, param).select<BuildWithJobsRow[]>([...SELECT, jobsJsonColumn(db, includeRetried)]),
+  ),
+);
+const JOBS_OF_BUILD = [false, true].map((includeRetried) =>
+  compiledQuery((db, param: (name: 'buildId') => string) => {
+    const q = db('jobs').where('build_id', param('buildId')).orderBy('position');
+    return includeRetried ? q : q.where('retried', false);
+  }),
+);
 
 /** What the state machine reads of a build, and what a trigger step tells the build it creates. */
 export interface ProgressingBuild {
@@ -137,12 +169,15 @@ export class BuildRepository {
   /** A build and its jobs (retried ones only when asked). */
   /** `withJobs` false (`exclude_jobs`): no job is read, and `jobs` is empty. */
   async findWithJobs(pipelineId: string, number: number, includeRetried: boolean, withJobs = true): Promise<{ build: Build; jobs: Job[] } | null> {
-    const q = this.db('builds as b')
-      .leftJoin('users as u', 'u.id', 'b.creator_id')
-      .where({ 'b.pipeline_id': pipelineId, 'b.number': number })
-      .select<BuildWithJobsRow[]>(SELECT)
-      .limit(1);
-    return (await this.withJobs(q, includeRetried, withJobs))[0] ?? null;
+    const values = { pipelineId, number };
+    if (withJobs && isPostgres(this.db)) {
+      const [row] = await BY_NUMBER_WITH_JOBS_JSON[Number(includeRetried)]!(this.db, values);
+      return row ? { build: buildFromRow(row), jobs: (row.jobs_json ?? []).map(jobFromRow) } : null;
+    }
+    const [row] = await BY_NUMBER(this.db, values);
+    if (!row) return null;
+    const build = buildFromRow(row);
+    return { build, jobs: withJobs ? (await JOBS_OF_BUILD[Number(includeRetried)]!(this.db, { buildId: build.id })).map(jobFromRow) : [] };
   }
 
   /** A page of builds with their jobs (retried ones only when asked). */
@@ -168,8 +203,7 @@ export class BuildRepository {
   ): Promise<{ build: Build; jobs: Job[] }[]> {
     if (!withJobs) return (await q).map((r) => ({ build: buildFromRow(r), jobs: [] }));
     if (isPostgres(this.db)) {
-      const retried = includeRetried ? '' : ' and not j.retried';
-      q.select(this.db.raw(`(select coalesce(json_agg(j order by j.position), '[]') from jobs j where j.build_id = b.id${retried}) as jobs_json`));
+      q.select(jobsJsonColumn(this.db, includeRetried));
       return (await q).map((r) => ({ build: buildFromRow(r), jobs: (r.jobs_json ?? []).map(jobFromRow) }));
     }
     const builds = (await q).map(buildFromRow);

@@ -1,6 +1,7 @@
 /** Pipelines and their team grants: Knex queries, rows in and domain objects out. */
 import type { Knex } from 'knex';
 import { isUniqueViolation, whereAnyOf } from '../db/knex';
+import { compiledQuery } from '../db/compiled';
 import { likeContains, parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { ValidationError } from '../core/errors';
 import { userFromRow } from '../user/rows';
@@ -206,6 +207,27 @@ function fromRow(r: PipelineRow): Pipeline {
   };
 }
 
+/** The pipelines query every read starts from: each pipeline with its creator and its template. */
+function base(db: Knex) {
+  // The template a pipeline uses (of its own organization), whose steps govern its builds.
+  return db('pipelines as p')
+    .leftJoin('users as u', 'u.id', 'p.created_by_id')
+    .leftJoin('pipeline_templates as tpl', (j) => j.on('tpl.id', 'p.pipeline_template_uuid').andOn('tpl.organization_id', 'p.organization_id'));
+}
+
+const countColumns = (db: Knex) => COUNT_COLUMNS.map((c) => db.raw(c));
+const columns = (db: Knex, opts: ReadOptions) => (opts.counts ? [...SELECT, ...countColumns(db)] : SELECT);
+
+/** A pipeline by its slug, behind every pipeline-scoped request: compiled once (src/db/compiled.ts), with and without its counts. */
+const bySlug = (opts: ReadOptions) =>
+  compiledQuery<'organizationId' | 'slug', PipelineRow | undefined>((db, param) =>
+    base(db)
+      .where({ 'p.organization_id': param('organizationId'), 'p.slug': param('slug') })
+      .first<PipelineRow | undefined>(columns(db, opts)),
+  );
+const BY_SLUG = bySlug({});
+const BY_SLUG_WITH_COUNTS = bySlug({ counts: true });
+
 export interface ListFilter {
   organizationId: string;
   name?: string;
@@ -220,21 +242,6 @@ export class PipelineRepository {
   /** The same queries on `trx`: how a service makes them part of a transaction it opened. */
   withTransaction(trx: Knex.Transaction): PipelineRepository {
     return new PipelineRepository(trx);
-  }
-
-  private base(trx: Knex) {
-    // The template a pipeline uses (of its own organization), whose steps govern its builds.
-    return trx('pipelines as p')
-      .leftJoin('users as u', 'u.id', 'p.created_by_id')
-      .leftJoin('pipeline_templates as tpl', (j) => j.on('tpl.id', 'p.pipeline_template_uuid').andOn('tpl.organization_id', 'p.organization_id'));
-  }
-
-  private columns(opts: ReadOptions) {
-    return opts.counts ? [...SELECT, ...this.countColumns()] : SELECT;
-  }
-
-  private countColumns() {
-    return COUNT_COLUMNS.map((c) => this.db.raw(c));
   }
 
   async insert(
@@ -321,30 +328,33 @@ export class PipelineRepository {
   }
 
   async findBySlug(organizationId: string, slug: string, opts: ReadOptions = {}): Promise<Pipeline | null> {
-    const row = await this.base(this.db).where({ 'p.organization_id': organizationId, 'p.slug': slug }).first<PipelineRow | undefined>(this.columns(opts));
+    const row = await (opts.counts ? BY_SLUG_WITH_COUNTS : BY_SLUG)(this.db, { organizationId, slug });
     return row ? fromRow(row) : null;
   }
 
   async findById(id: string): Promise<Pipeline | null> {
-    const row = await this.base(this.db).where({ 'p.id': id }).first<PipelineRow | undefined>(SELECT);
+    const row = await base(this.db).where({ 'p.id': id }).first<PipelineRow | undefined>(SELECT);
     return row ? fromRow(row) : null;
   }
 
   /** The pipeline a webhook delivery is for, by the SHA-256 of the token in its path. */
   async findByWebhookTokenHash(hash: string): Promise<Pipeline | null> {
-    const row = await this.base(this.db).where({ 'p.webhook_token_hash': hash }).first<PipelineRow | undefined>(SELECT);
+    const row = await base(this.db).where({ 'p.webhook_token_hash': hash }).first<PipelineRow | undefined>(SELECT);
     return row ? fromRow(row) : null;
   }
 
   async findByIds(ids: string[], opts: ReadOptions = {}): Promise<Pipeline[]> {
     if (!ids.length) return [];
-    return (await whereAnyOf(this.base(this.db), 'p.id', ids).select<PipelineRow[]>(this.columns(opts))).map(fromRow);
+    return (await whereAnyOf(base(this.db), 'p.id', ids).select<PipelineRow[]>(columns(this.db, opts))).map(fromRow);
   }
 
   /** Live counts per pipeline, read after a write that changed them. */
   async countsFor(ids: string[]): Promise<Map<string, PipelineCounts>> {
     if (!ids.length) return new Map();
-    const rows = await whereAnyOf(this.db('pipelines as p'), 'p.id', ids).select<(Pick<PipelinesRow, 'id'> & CountColumns)[]>(['p.id', ...this.countColumns()]);
+    const rows = await whereAnyOf(this.db('pipelines as p'), 'p.id', ids).select<(Pick<PipelinesRow, 'id'> & CountColumns)[]>([
+      'p.id',
+      ...countColumns(this.db),
+    ]);
     return new Map(rows.map((r) => [r.id, countsFromRow(r)]));
   }
 
@@ -366,14 +376,14 @@ export class PipelineRepository {
     };
     const [countRow, rows] = await Promise.all([
       filtered(this.db('pipelines as p')).count<{ n: number | string }[]>({ n: '*' }).first(),
-      filtered(this.base(this.db))
+      filtered(base(this.db))
         .orderBy([
           { column: 'p.created_at', order: 'desc' },
           { column: 'p.id', order: 'desc' },
         ])
         .offset(offset)
         .limit(limit)
-        .select<PipelineRow[]>(this.columns({ counts: true })),
+        .select<PipelineRow[]>(columns(this.db, { counts: true })),
     ]);
     return { items: rows.map(fromRow), total: Number(countRow?.n ?? 0) };
   }

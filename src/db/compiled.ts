@@ -1,0 +1,61 @@
+/**
+ * Queries compiled once per store instead of on every call. Knex builds a query and compiles its
+ * SQL anew each time it runs: for the reads behind every pipeline-scoped request (the pipeline by
+ * its slug, a build by its number) that was about a tenth of a GET build's CPU (BENCHMARKS.md).
+ * A compiled query is built once per database kind with named parameters standing for its
+ * values; each call runs that SQL with the call's values, through Knex's pool and the same
+ * driver (so the prepared-statement cache, the row shapes and the type parsers are the ones a
+ * built query gets).
+ *
+ * For reads of a fixed shape only: `select` or `first`, and no list whose length varies
+ * between calls (on Postgres a list is one array parameter, `= any(?)`, and fits).
+ */
+import type { Knex } from 'knex';
+import { rawRows } from './row-types';
+
+/** A query as Knex builds it: compilable, and a promise of its rows (or its first row). */
+type Compilable<T> = PromiseLike<T> & { toSQL(): Knex.Sql };
+
+interface Plan<P extends string> {
+  sql: string;
+  /** Each binding in order: a named parameter, or a value the builder fixed (a `limit`, a state). */
+  slots: ({ param: P } | { value: Knex.Value })[];
+  first: boolean;
+}
+
+/** What stands for a named parameter while the query is compiled; only the compiled bindings are ever compared with it, never a call's values. */
+const MARK = '\u0000windsock-parameter:';
+
+/**
+ * `build` makes the query with `param(name)` wherever a value goes; the answer runs it on a Knex
+ * instance (or a transaction) with `values`, resolving as the built query would.
+ */
+export function compiledQuery<P extends string, T>(
+  build: (db: Knex, param: (name: P) => string) => Compilable<T>,
+): (db: Knex, values: Record<P, Knex.Value>) => Promise<T> {
+  const plans = new Map<string, Plan<P>>();
+  const compile = (db: Knex): Plan<P> => {
+    const marks = new Map<string, P>();
+    const sql = build(db, (name) => {
+      marks.set(MARK + name, name);
+      return MARK + name;
+    }).toSQL();
+    if (sql.method !== 'select' && sql.method !== 'first') throw new Error(`compiledQuery: a ${sql.method} query cannot be compiled once`);
+    const slots = sql.bindings.map((b) => {
+      const param = typeof b === 'string' ? marks.get(b) : undefined;
+      return param === undefined ? { value: b } : { param };
+    });
+    for (const [mark, name] of marks)
+      if (!sql.bindings.includes(mark)) throw new Error(`compiledQuery: the parameter ${name} is not a binding of the compiled SQL`);
+    return { sql: sql.sql, slots, first: sql.method === 'first' };
+  };
+  return async (db, values) => {
+    const client: Knex.Client = db.client;
+    let plan = plans.get(client.dialect);
+    if (!plan) plans.set(client.dialect, (plan = compile(db)));
+    const bindings = plan.slots.map((s) => ('param' in s ? values[s.param] : s.value));
+    const rows = rawRows<unknown>(await db.raw(plan.sql, bindings));
+    // cast: the rows of the very query `build` typed as T (its rows, or its first row), run as raw SQL.
+    return (plan.first ? rows[0] : rows) as T;
+  };
+}
