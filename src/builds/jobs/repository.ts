@@ -14,7 +14,6 @@ import type { JobState, NewBuild } from '../model';
 import { toDate, toDateOrNull } from '../../db/values';
 import type { JobsRow } from '../../db/tables';
 import { isUniqueViolation } from '../../db/knex';
-import { compiledQuery } from '../../db/compiled';
 import { isUuid } from '../../core/uuid';
 import type { User } from '../../core/identity';
 import type { ExpiredJob, Job, JobContext, JobEnd } from './model';
@@ -38,37 +37,6 @@ export interface PlacedJob {
   organizationId: string;
 }
 
-/** A job with what its JobContext shows of its build, pipeline, organization and creator. */
-function withContext(db: Knex) {
-  return db('jobs as j')
-    .join('builds as b', 'b.id', 'j.build_id')
-    .join('pipelines as p', 'p.id', 'j.pipeline_id')
-    .join('organizations as o', 'o.id', 'b.organization_id')
-    .leftJoin('users as u', 'u.id', 'b.creator_id')
-    .select<JobContextRow[]>(
-      'j.*',
-      'b.organization_id as ctx_org_id',
-      'o.slug as ctx_org_slug',
-      'p.slug as ctx_pipeline_slug',
-      'p.repository as ctx_repository',
-      'p.provider_id as ctx_provider_id',
-      'b.pull_request as ctx_pull_request',
-      'u.name as ctx_creator_name',
-      'u.email as ctx_creator_email',
-      'b.number as ctx_build_number',
-      'b.branch as ctx_branch',
-      'b.commit as ctx_commit',
-      'b.message as ctx_message',
-      'b.tag as ctx_tag',
-    );
-}
-
-const heldBy = (db: Knex, agentId: string) => withContext(db).where('j.agent_id', agentId).whereIn('j.state', HELD_JOB_STATES);
-
-/** Behind every agent poll (the job it holds) and every call on a job (the job by id): compiled once (src/db/compiled.ts). */
-const HELD_BY = compiledQuery((db, param: (name: 'agentId') => string) => heldBy(db, param('agentId')).first());
-const WITH_CONTEXT_BY_ID = compiledQuery((db, param: (name: 'jobId') => string) => withContext(db).where('j.id', param('jobId')).first());
-
 export class JobRepository {
   constructor(private readonly db: Knex) {}
 
@@ -78,11 +46,31 @@ export class JobRepository {
   }
 
   private withContext() {
-    return withContext(this.db);
+    return this.db('jobs as j')
+      .join('builds as b', 'b.id', 'j.build_id')
+      .join('pipelines as p', 'p.id', 'j.pipeline_id')
+      .join('organizations as o', 'o.id', 'b.organization_id')
+      .leftJoin('users as u', 'u.id', 'b.creator_id')
+      .select<JobContextRow[]>(
+        'j.*',
+        'b.organization_id as ctx_org_id',
+        'o.slug as ctx_org_slug',
+        'p.slug as ctx_pipeline_slug',
+        'p.repository as ctx_repository',
+        'p.provider_id as ctx_provider_id',
+        'b.pull_request as ctx_pull_request',
+        'u.name as ctx_creator_name',
+        'u.email as ctx_creator_email',
+        'b.number as ctx_build_number',
+        'b.branch as ctx_branch',
+        'b.commit as ctx_commit',
+        'b.message as ctx_message',
+        'b.tag as ctx_tag',
+      );
   }
 
   async findWithContext(jobId: string): Promise<JobContext | null> {
-    const row = await WITH_CONTEXT_BY_ID(this.db, { jobId });
+    const row = await this.withContext().where('j.id', jobId).first();
     return row ? contextFromRow(row) : null;
   }
 
@@ -93,7 +81,7 @@ export class JobRepository {
 
   /** The job an agent holds, if any. */
   async heldBy(agentId: string): Promise<JobContext | null> {
-    const row = await HELD_BY(this.db, { agentId });
+    const row = await this.heldByQuery(agentId).query.first();
     return row ? contextFromRow(row) : null;
   }
 
@@ -115,7 +103,7 @@ export class JobRepository {
    */
 
   heldByQuery(agentId: string) {
-    return { query: heldBy(this.db, agentId) };
+    return { query: this.withContext().where('j.agent_id', agentId).whereIn('j.state', HELD_JOB_STATES) };
   }
 
   silentAgentJobsQuery(cutoff: Date, limit: number) {
