@@ -2,7 +2,6 @@
  * Agent registration tokens and agents: Knex queries, rows in and domain objects out. Tokens
  * are found by their sha256 only; neither kind of token is stored.
  */
-import { compiledQuery } from '../db/compiled';
 import type { Knex } from 'knex';
 import { parseJson, toDate, toDateOrNull } from '../db/values';
 import { joinedUser } from '../user/rows';
@@ -154,13 +153,6 @@ export interface AgentFilter {
   version?: string;
 }
 
-/** The agent behind every agent API call, by its access token's hash: compiled once (src/db/compiled.ts). */
-const BY_ACCESS_TOKEN_HASH = compiledQuery((db, param: (name: 'hash') => string) =>
-  db('agents')
-    .where({ access_token_hash: param('hash') })
-    .first(),
-);
-
 export class AgentRepository {
   constructor(private readonly db: Knex) {}
 
@@ -218,7 +210,7 @@ export class AgentRepository {
   }
 
   async findByAccessTokenHash(hash: string): Promise<Agent | null> {
-    const row = await BY_ACCESS_TOKEN_HASH(this.db, { hash });
+    const row = await this.db('agents').where({ access_token_hash: hash }).first();
     return row ? agentFromRow(row) : null;
   }
 
