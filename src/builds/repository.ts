@@ -43,7 +43,7 @@ function jobsJsonColumn(db: Knex, includeRetried: boolean): Knex.Raw {
 
 /**
  * A build by its number (with its jobs' JSON on Postgres), and one build's jobs (SQLite): the
- * reads of every GET build, compiled once (src/db/compiled.ts). Indexed by `includeRetried`.
+ * reads of every GET build, compiled once (src/db/compiled.ts), with and without retried jobs.
  */
 const byNumber = (db: Knex, param: (name: 'pipelineId' | 'number') => string) =>
   db('builds as b')
@@ -51,17 +51,17 @@ const byNumber = (db: Knex, param: (name: 'pipelineId' | 'number') => string) =>
     .where({ 'b.pipeline_id': param('pipelineId'), 'b.number': param('number') })
     .limit(1);
 const BY_NUMBER = compiledQuery((db, param: (name: 'pipelineId' | 'number') => string) => byNumber(db, param).select<BuildRow[]>(SELECT));
-const BY_NUMBER_WITH_JOBS_JSON = [false, true].map((includeRetried) =>
+const byNumberWithJobsJson = (includeRetried: boolean) =>
   compiledQuery((db, param: (name: 'pipelineId' | 'number') => string) =>
     byNumber(db, param).select<BuildWithJobsRow[]>([...SELECT, jobsJsonColumn(db, includeRetried)]),
-  ),
-);
-const JOBS_OF_BUILD = [false, true].map((includeRetried) =>
+  );
+const jobsOfBuild = (includeRetried: boolean) =>
   compiledQuery((db, param: (name: 'buildId') => string) => {
     const q = db('jobs').where('build_id', param('buildId')).orderBy('position');
     return includeRetried ? q : q.where('retried', false);
-  }),
-);
+  });
+const WITH_JOBS_JSON = { all: byNumberWithJobsJson(true), latest: byNumberWithJobsJson(false) };
+const JOBS_OF_BUILD = { all: jobsOfBuild(true), latest: jobsOfBuild(false) };
 
 /** What the state machine reads of a build, and what a trigger step tells the build it creates. */
 export interface ProgressingBuild {
@@ -171,13 +171,13 @@ export class BuildRepository {
   async findWithJobs(pipelineId: string, number: number, includeRetried: boolean, withJobs = true): Promise<{ build: Build; jobs: Job[] } | null> {
     const values = { pipelineId, number };
     if (withJobs && isPostgres(this.db)) {
-      const [row] = await BY_NUMBER_WITH_JOBS_JSON[Number(includeRetried)]!(this.db, values);
+      const [row] = await WITH_JOBS_JSON[includeRetried ? 'all' : 'latest'](this.db, values);
       return row ? { build: buildFromRow(row), jobs: (row.jobs_json ?? []).map(jobFromRow) } : null;
     }
     const [row] = await BY_NUMBER(this.db, values);
     if (!row) return null;
     const build = buildFromRow(row);
-    return { build, jobs: withJobs ? (await JOBS_OF_BUILD[Number(includeRetried)]!(this.db, { buildId: build.id })).map(jobFromRow) : [] };
+    return { build, jobs: withJobs ? (await JOBS_OF_BUILD[includeRetried ? 'all' : 'latest'](this.db, { buildId: build.id })).map(jobFromRow) : [] };
   }
 
   /** A page of builds with their jobs (retried ones only when asked). */
