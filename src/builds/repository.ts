@@ -41,6 +41,9 @@ function jobsJsonColumn(db: Knex, includeRetried: boolean): Knex.Raw {
   return db.raw(`(select coalesce(json_agg(j order by j.position), '[]') from jobs j where j.build_id = b.id${retried}) as jobs_json`);
 }
 
+/** A build and its jobs from a row that carries them as `jobs_json` (`jobsJsonColumn`). */
+const withJobsFromJson = (r: BuildWithJobsRow): { build: Build; jobs: Job[] } => ({ build: buildFromRow(r), jobs: (r.jobs_json ?? []).map(jobFromRow) });
+
 /**
  * A build by its number (with its jobs' JSON on Postgres), and one build's jobs (SQLite): the
  * reads of every GET build, compiled once (src/db/compiled.ts), with and without retried jobs.
@@ -172,7 +175,7 @@ export class BuildRepository {
     const values = { pipelineId, number };
     if (withJobs && isPostgres(this.db)) {
       const [row] = await WITH_JOBS_JSON[includeRetried ? 'all' : 'latest'](this.db, values);
-      return row ? { build: buildFromRow(row), jobs: (row.jobs_json ?? []).map(jobFromRow) } : null;
+      return row ? withJobsFromJson(row) : null;
     }
     const [row] = await BY_NUMBER(this.db, values);
     if (!row) return null;
@@ -204,7 +207,7 @@ export class BuildRepository {
     if (!withJobs) return (await q).map((r) => ({ build: buildFromRow(r), jobs: [] }));
     if (isPostgres(this.db)) {
       q.select(jobsJsonColumn(this.db, includeRetried));
-      return (await q).map((r) => ({ build: buildFromRow(r), jobs: (r.jobs_json ?? []).map(jobFromRow) }));
+      return (await q).map(withJobsFromJson);
     }
     const builds = (await q).map(buildFromRow);
     const jobs = await this.jobsOf(
