@@ -44,6 +44,13 @@ describeEachDatabase(
       return { ...g, ids, perArtifact, template: created.body.upload_instructions as Instructions };
     }
 
+    /** One artifact registered and uploaded straight to the bucket with its own form, not reported yet. */
+    async function uploadedOne(path: string, content: string) {
+      const g = await registered(ctx(), [{ path, content }]);
+      await postToStore(g.perArtifact[g.ids[0]!]!, path, content);
+      return g;
+    }
+
     const report = (c: TestContext, g: { job: { id: string }; agent: { token: string } }, ids: string[]) =>
       c
         .http()
@@ -158,8 +165,7 @@ describeEachDatabase(
 
     it("sends the web pages' artifact links to the bucket, and lets the pages show images from it", async () => {
       const content = `shot ${crypto.randomUUID()}`;
-      const g = await registered(ctx(), [{ path: 'shot.png', content }]);
-      await postToStore(g.perArtifact[g.ids[0]!]!, 'shot.png', content);
+      const g = await uploadedOne('shot.png', content);
       await report(ctx(), g, g.ids).expect(200);
       const web = await signedIn(ctx().app, g.token);
       const pagePath = `/${g.org.slug}/${g.slug}/builds/${g.build.number}`;
@@ -179,8 +185,7 @@ describeEachDatabase(
 
     it('takes the same report sent twice at once (an agent retrying while the first still reads) without an error', async () => {
       const content = `twice ${crypto.randomUUID()}`;
-      const g = await registered(ctx(), [{ path: 'twice.txt', content }]);
-      await postToStore(g.perArtifact[g.ids[0]!]!, 'twice.txt', content);
+      const g = await uploadedOne('twice.txt', content);
       const [a, b] = await Promise.all([report(ctx(), g, g.ids), report(ctx(), g, g.ids)]);
       expect([a.status, b.status]).toEqual([200, 200]);
       expect(await s3.exists(`${s3.settings.prefix}objects/${sha256(content)}`)).toBe(true);
@@ -189,8 +194,7 @@ describeEachDatabase(
 
     it('answers a report whose copy of the upload fails because a report sent at the same time took it', async () => {
       const content = `raced ${crypto.randomUUID()}`;
-      const g = await registered(ctx(), [{ path: 'raced.txt', content }]);
-      await postToStore(g.perArtifact[g.ids[0]!]!, 'raced.txt', content);
+      const g = await uploadedOne('raced.txt', content);
       const stageDirect = S3ArtifactStorage.prototype.stageDirect;
       let retried: number | undefined;
       const spy = jest.spyOn(S3ArtifactStorage.prototype, 'stageDirect').mockImplementationOnce(async function (this: S3ArtifactStorage, ...args) {
@@ -219,8 +223,7 @@ describeEachDatabase(
 
     it('answers a report whose upload cannot be removed once its content is kept, and says so in the log', async () => {
       const content = `stays ${crypto.randomUUID()}`;
-      const g = await registered(ctx(), [{ path: 'stays.txt', content }]);
-      await postToStore(g.perArtifact[g.ids[0]!]!, 'stays.txt', content);
+      const g = await uploadedOne('stays.txt', content);
       const remove = jest.spyOn(S3ArtifactStorage.prototype, 'deleteKey' as never).mockRejectedValue(new Error('Service Unavailable') as never);
       const warn = jest.spyOn(ctx().services.artifacts['logger'], 'warn');
       let warned: unknown[][];
@@ -243,8 +246,7 @@ describeEachDatabase(
 
     it('removes a direct upload only once the artifact records its content, so a report sent meanwhile finds one or the other', async () => {
       const content = `ordered ${crypto.randomUUID()}`;
-      const g = await registered(ctx(), [{ path: 'ordered.txt', content }]);
-      await postToStore(g.perArtifact[g.ids[0]!]!, 'ordered.txt', content);
+      const g = await uploadedOne('ordered.txt', content);
       // What the database holds for the artifact at the moment its upload is deleted.
       const seen: unknown[] = [];
       const remove = S3ArtifactStorage.prototype['deleteKey'];
