@@ -38,7 +38,9 @@ type BuildWithJobsRow = BuildRow & { jobs_json?: JsonRow<JobsRow>[] };
  */
 function jobsJsonColumn(db: Knex, includeRetried: boolean): Knex.Raw {
   const retried = includeRetried ? '' : ' and not j.retried';
-  return db.raw(`(select coalesce(json_agg(j order by j.position), '[]') from jobs j where j.build_id = b.id${retried}) as jobs_json`);
+  return db.raw(
+    `(select coalesce(json_agg(j order by j.position, j.retried desc, j.created_at), '[]') from jobs j where j.build_id = b.id${retried}) as jobs_json`,
+  );
 }
 
 /** A build and its jobs from a row that carries them as `jobs_json` (`jobsJsonColumn`). */
@@ -60,7 +62,9 @@ const byNumberWithJobsJson = (includeRetried: boolean) =>
   );
 const jobsOfBuild = (includeRetried: boolean) =>
   compiledQuery((db, param: (name: 'buildId') => string) => {
-    const q = db('jobs').where('build_id', param('buildId')).orderBy('position');
+    const q = db('jobs')
+      .where('build_id', param('buildId'))
+      .orderBy([{ column: 'position' }, { column: 'retried', order: 'desc' }, { column: 'created_at' }]);
     return includeRetried ? q : q.where('retried', false);
   });
 const WITH_JOBS_JSON = { all: byNumberWithJobsJson(true), latest: byNumberWithJobsJson(false) };
@@ -332,7 +336,12 @@ export class BuildRepository {
   async jobsOf(buildIds: string[], includeRetried: boolean): Promise<Map<string, Job[]>> {
     const byBuild = new Map<string, Job[]>(buildIds.map((id) => [id, []]));
     if (!buildIds.length) return byBuild;
-    const q = whereAnyOf(this.db('jobs'), 'build_id', buildIds).orderBy([{ column: 'build_id' }, { column: 'position' }]);
+    const q = whereAnyOf(this.db('jobs'), 'build_id', buildIds).orderBy([
+      { column: 'build_id' },
+      { column: 'position' },
+      { column: 'retried', order: 'desc' },
+      { column: 'created_at' },
+    ]);
     if (!includeRetried) q.where('retried', false);
     for (const row of await q) byBuild.get(row.build_id)!.push(jobFromRow(row));
     return byBuild;
