@@ -26,6 +26,7 @@
  *   BENCH_NODE_OPTIONS node options for the two servers instead of package.json config.serverNodeOptions
  *   BENCH_KEEP_DATA=1  keep the SQLite database directory / the Postgres database after the run (logged)
  *   BENCH_SQL_STATS=1  count and time every SQL statement per scenario and report the top ones
+ *   BENCH_LOG_LEVEL    the service's LOG_LEVEL (default silent; `info` writes a line per request to this process's stdout)
  *                      per response (adds a little overhead: leave it off for the figures)
  *   BENCH_QUIET_MS     how long a measurement waits at most for a quiet machine (default 60000; 0: not at all)
  *   BENCH_CPU_PROF     a directory: profile the service (node:inspector) during each measured run
@@ -737,7 +738,7 @@ function machine(): string[] {
     `- commit: ${commit || 'unknown'}${dirty ? ' (with uncommitted changes under src/, openapi/ or generated/)' : ''}`,
     `- machine: nproc ${sh('nproc --all') || os.cpus().length}${PIN ? ' (server pinned to CPU 1, load generator to CPU 0: BENCH_PIN=1)' : ''}, ${os.cpus()[0]?.model ?? 'unknown CPU'}; memory ${sh('free -h | awk \'/^Mem:/ {print $2" total, "$7" available"}\'') || `${Math.round(os.totalmem() / 2 ** 30)} GiB`}`,
     `- node ${process.version}, autocannon ${readVersion('autocannon')}, ${sh('psql --version | awk \'{print $1" "$3}\'') || 'psql unknown'}`,
-    `- load: ${CONNECTIONS} connections, ${DURATION} s per scenario after a 1 s warm-up at 5 connections, 127.0.0.1; the service in its own process (node ${SERVER_NODE_OPTIONS.join(' ')}, as npm start runs it), LOG_LEVEL=silent, VALIDATE_RESPONSES=false (request validation on, as always)`,
+    `- load: ${CONNECTIONS} connections, ${DURATION} s per scenario after a 1 s warm-up at 5 connections, 127.0.0.1; the service in its own process (node ${SERVER_NODE_OPTIONS.join(' ')}, as npm start runs it), LOG_LEVEL=${process.env.BENCH_LOG_LEVEL ?? 'silent'}, VALIDATE_RESPONSES=false (request validation on, as always)`,
     `- data: ${fmt(PIPELINES)} pipelines × ${fmt(PER_PIPELINE)} builds = ${fmt(PIPELINES * PER_PIPELINE)} builds, one job each`,
   ];
 }

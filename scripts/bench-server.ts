@@ -214,7 +214,7 @@ async function service(): Promise<void> {
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
     DATA_DIR: process.env.BENCH_DATA_DIR,
     DATABASE_URL: process.env.BENCH_DATABASE_URL,
     JWT_SECRET: process.env.BENCH_JWT_SECRET,

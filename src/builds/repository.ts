@@ -22,7 +22,7 @@ import type { Build, BuildFilter, BuildState, NewBuild } from './model';
 import { buildFromRow, toBuildRow, type BuildCreatorColumns } from './rows';
 import { BUILD_STATES, buildTransition, CONCLUDED_BUILD_STATES, SELF_MOVING_JOB_STATES, UNFINISHED_BUILD_STATES } from './states';
 import type { BuildsRow, JobsRow, OrganizationsRow, PipelinesRow } from '../db/tables';
-import { type JsonRow, isTransaction, oneOf, rawRows } from '../db/row-types';
+import { type JsonRow, type StoredRow, isTransaction, oneOf, rawRows } from '../db/row-types';
 
 const SELECT = ['b.*', 'u.name as creator_name', 'u.email as creator_email', 'u.created_at as creator_created_at'];
 
@@ -44,7 +44,10 @@ function jobsJsonColumn(db: Knex, includeRetried: boolean): Knex.Raw {
 }
 
 /** A build and its jobs from a row that carries them as `jobs_json` (`jobsJsonColumn`). */
-const withJobsFromJson = (r: BuildWithJobsRow): { build: Build; jobs: Job[] } => ({ build: buildFromRow(r), jobs: (r.jobs_json ?? []).map(jobFromRow) });
+const withJobsFromJson = (r: StoredRow<BuildWithJobsRow>): { build: Build; jobs: Job[] } => ({
+  build: buildFromRow(r),
+  jobs: (r.jobs_json ?? []).map(jobFromRow),
+});
 
 /**
  * A build by its number (with its jobs' JSON on Postgres), and one build's jobs (SQLite): the
@@ -57,8 +60,9 @@ const byNumber = (db: Knex, param: (name: 'pipelineId' | 'number') => string) =>
     .limit(1);
 const BY_NUMBER = compiledQuery((db, param: (name: 'pipelineId' | 'number') => string) => byNumber(db, param).select<BuildRow[]>(SELECT));
 const byNumberWithJobsJson = (includeRetried: boolean) =>
-  compiledQuery((db, param: (name: 'pipelineId' | 'number') => string) =>
-    byNumber(db, param).select<BuildWithJobsRow[]>([...SELECT, jobsJsonColumn(db, includeRetried)]),
+  compiledQuery(
+    (db, param: (name: 'pipelineId' | 'number') => string) => byNumber(db, param).select<BuildWithJobsRow[]>([...SELECT, jobsJsonColumn(db, includeRetried)]),
+    { jsonRows: true },
   );
 const jobsOfBuild = (includeRetried: boolean) =>
   compiledQuery((db, param: (name: 'buildId') => string) => {

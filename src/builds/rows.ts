@@ -7,7 +7,7 @@ import { userFromRow } from '../user/rows';
 import type { BuildsRow, UsersRow } from '../db/tables';
 import type { NotifyEntry } from '../pipelines/configuration';
 import type { Author, Build, BuildSource, NewBuild, PullRequest, TriggeredFrom } from './model';
-import { type Nullable, type Prefixed, oneOf } from '../db/row-types';
+import { type Nullable, type Prefixed, type StoredRow, oneOf } from '../db/row-types';
 import { everyValue } from '../core/enum-values';
 import { BUILD_STATES } from './states';
 
@@ -20,8 +20,8 @@ export type BuildCreatorColumns = Nullable<Prefixed<Pick<UsersRow, 'name' | 'ema
 /** The columns of a build's row buildFromRow reads (a new build's row has no others). */
 type ReadBuildColumns = Exclude<keyof BuildsRow, 'org_number' | 'triggered_from_job_id' | 'trigger_depth'>;
 
-/** A build's row as buildFromRow reads it: from either driver with its creator's columns, or as toBuildRow wrote it. */
-export type BuildRowIn = Pick<BuildsRow, ReadBuildColumns> & Partial<BuildCreatorColumns>;
+/** A build's row as buildFromRow reads it: from either driver with its creator's columns (or as Postgres's JSON of such a row), or as toBuildRow wrote it. */
+export type BuildRowIn = StoredRow<Pick<BuildsRow, ReadBuildColumns> & Partial<BuildCreatorColumns>>;
 
 export function buildFromRow(r: BuildRowIn): Build {
   return {

@@ -9,9 +9,21 @@
  *
  * For reads of a fixed shape only: `select` or `first`, and no list whose length varies
  * between calls (on Postgres a list is one array parameter, `= any(?)`, and fits).
+ *
+ * `jsonRows`: on Postgres, each row comes as one JSON value (`row_to_json`) instead of its
+ * columns. node-pg's cost per query grows with the columns it is sent: it reads each column's
+ * description and builds a parser and an empty row of them all (`Result.addFields`) for every
+ * query, prepared or not. For the pipeline by its slug (45 columns with its creator, template
+ * and counts) one JSON column took the query's CPU in the service's process from about 140-180
+ * to about 100 µs. Postgres pays for it per row (about 10 µs a row to write the JSON), so this is
+ * for the one-row reads behind every request, not for pages of rows (BENCHMARKS.md, "One-row
+ * reads as JSON on Postgres"). The row's timestamps are then ISO strings (`JsonRow`), which the
+ * row readers take as they take SQLite's epoch numbers; a bigint is a number. Not for rows with
+ * a binary column (JSON has no bytes).
  */
 import type { Knex } from 'knex';
-import { rawRows } from './row-types';
+import { isPostgres } from './knex';
+import { rawRows, type StoredRows } from './row-types';
 
 /** A query as Knex builds it: compilable, and a promise of its rows (or its first row). */
 type Compilable<T> = PromiseLike<T> & { toSQL(): Knex.Sql };
@@ -21,6 +33,8 @@ interface Plan<P extends string> {
   /** Each binding in order: a named parameter, or a value the builder fixed (a `limit`, a state). */
   slots: ({ param: P } | { value: Knex.Value })[];
   first: boolean;
+  /** Each row is one JSON column, `r` (Postgres with `jsonRows`). */
+  json: boolean;
 }
 
 /** What stands for a named parameter while the query is compiled; only the compiled bindings are ever compared with it, never a call's values. */
@@ -32,7 +46,17 @@ const MARK = '\u0000windsock-parameter:';
  */
 export function compiledQuery<P extends string, T>(
   build: (db: Knex, param: (name: P) => string) => Compilable<T>,
-): (db: Knex, values: Record<P, Knex.Value>) => Promise<T> {
+  options?: { jsonRows?: false },
+): (db: Knex, values: Record<P, Knex.Value>) => Promise<T>;
+/** As above, each row read as one JSON value on Postgres: its timestamps may be ISO strings (`StoredRows`). */
+export function compiledQuery<P extends string, T>(
+  build: (db: Knex, param: (name: P) => string) => Compilable<T>,
+  options: { jsonRows: true },
+): (db: Knex, values: Record<P, Knex.Value>) => Promise<StoredRows<T>>;
+export function compiledQuery<P extends string, T>(
+  build: (db: Knex, param: (name: P) => string) => Compilable<T>,
+  options: { jsonRows?: boolean } = {},
+): (db: Knex, values: Record<P, Knex.Value>) => Promise<T | StoredRows<T>> {
   const plans = new Map<string, Plan<P>>();
   const compile = (db: Knex): Plan<P> => {
     const marks = new Map<string, P>();
@@ -47,15 +71,26 @@ export function compiledQuery<P extends string, T>(
     });
     for (const [mark, name] of marks)
       if (!sql.bindings.includes(mark)) throw new Error(`compiledQuery: the parameter ${name} is not a binding of the compiled SQL`);
-    return { sql: sql.sql, slots, first: sql.method === 'first' };
+    const json = options.jsonRows === true && isPostgres(db);
+    return { sql: json ? asJsonRows(sql.sql) : sql.sql, slots, first: sql.method === 'first', json };
   };
   return async (db, values) => {
     const client: Knex.Client = db.client;
     let plan = plans.get(client.dialect);
     if (!plan) plans.set(client.dialect, (plan = compile(db)));
     const bindings = plan.slots.map((s) => ('param' in s ? values[s.param] : s.value));
-    const rows = rawRows<unknown>(await db.raw(plan.sql, bindings));
+    const read = rawRows<unknown>(await db.raw(plan.sql, bindings));
+    const rows = plan.json ? read.map(jsonColumnOf) : read;
     // cast: the rows of the very query `build` typed as T (its rows, or its first row), run as raw SQL.
     return (plan.first ? rows[0] : rows) as T;
   };
+}
+
+/** `sql` with each of its rows as one JSON column, `r`. */
+const asJsonRows = (sql: string) => `select row_to_json(q) as r from (${sql}) as q`;
+
+/** The row a `row_to_json(q) as r` row holds (node-pg parses a json column). */
+function jsonColumnOf(row: unknown): unknown {
+  if (typeof row === 'object' && row !== null && 'r' in row) return row.r;
+  throw new TypeError('compiledQuery: a JSON row without its column');
 }

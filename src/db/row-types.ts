@@ -19,6 +19,12 @@ export type Renamed<Row, Names extends Record<string, keyof Row>> = { [A in keyo
 /** A row as Postgres's `json_agg` gives it inside another row: timestamps become ISO strings. */
 export type JsonRow<T> = { [K in keyof T]: Date extends T[K] ? Exclude<T[K], Date> | string : T[K] };
 
+/** A row as either driver gives it, or as Postgres gives it as JSON (`JsonRow`): what a row reader takes. */
+export type StoredRow<T> = T | JsonRow<T>;
+
+/** A query's rows (or its first row, or none) as `StoredRow`s. */
+export type StoredRows<T> = T extends readonly (infer R)[] ? StoredRow<R>[] : T extends undefined ? undefined : StoredRow<T>;
+
 /** Whether `value` is one of `values`. */
 export function isOneOf<V extends string>(values: readonly V[], value: unknown): value is V {
   return values.some((v) => v === value);

@@ -12,7 +12,7 @@ import type { components } from '../../generated/api';
 import type { DbBigInt } from '../db/column-kinds';
 import type { PipelinesRow, PipelineTemplatesRow, UsersRow } from '../db/tables';
 import { PROVIDER_IDS } from './provider';
-import { type Nullable, type Prefixed, oneOf } from '../db/row-types';
+import { type Nullable, type Prefixed, type StoredRow, oneOf } from '../db/row-types';
 import { everyValue } from '../core/enum-values';
 
 /** A team's access to a pipeline: the spec's `PipelineAccessLevel`. */
@@ -162,7 +162,7 @@ function countsFromRow(r: Partial<CountColumns>): PipelineCounts {
   };
 }
 
-function fromRow(r: PipelineRow): Pipeline {
+function fromRow(r: StoredRow<PipelineRow>): Pipeline {
   return {
     id: r.id,
     organizationId: r.organization_id,
@@ -220,10 +220,12 @@ const columns = (db: Knex, opts: ReadOptions) => (opts.counts ? [...SELECT, ...c
 
 /** A pipeline by its slug, behind every pipeline-scoped request: compiled once (src/db/compiled.ts), with and without its counts. */
 const bySlug = (opts: ReadOptions) =>
-  compiledQuery<'organizationId' | 'slug', PipelineRow | undefined>((db, param) =>
-    base(db)
-      .where({ 'p.organization_id': param('organizationId'), 'p.slug': param('slug') })
-      .first<PipelineRow | undefined>(columns(db, opts)),
+  compiledQuery<'organizationId' | 'slug', PipelineRow | undefined>(
+    (db, param) =>
+      base(db)
+        .where({ 'p.organization_id': param('organizationId'), 'p.slug': param('slug') })
+        .first<PipelineRow | undefined>(columns(db, opts)),
+    { jsonRows: true },
   );
 const BY_SLUG = bySlug({});
 const BY_SLUG_WITH_COUNTS = bySlug({ counts: true });

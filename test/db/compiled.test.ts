@@ -5,6 +5,8 @@
  */
 import type { Knex } from 'knex';
 import { compiledQuery } from '../../src/db/compiled';
+import { isPostgres } from '../../src/db/knex';
+import { toDate } from '../../src/db/values';
 import { describeEachDatabase } from '../support/context';
 
 describeEachDatabase('queries compiled once', (ctx) => {
@@ -39,6 +41,28 @@ describeEachDatabase('queries compiled once', (ctx) => {
       })
       .catch(() => undefined);
     expect(await first(db, { slug: `${org.slug}-renamed` })).toBeUndefined();
+  });
+
+  it('reads rows as JSON on Postgres (`jsonRows`): the same values once read, timestamps as ISO strings, order kept', async () => {
+    const db = ctx().services.db;
+    const a = await ctx().givenAdmin();
+    const b = await ctx().givenAdmin();
+    const columns = (d: Knex) =>
+      d('organizations').whereIn('slug', [a.org.slug, b.org.slug]).orderBy('slug', 'desc').select('id', 'slug', 'created_at', 'teams_enabled');
+    const asColumns = compiledQuery((d, param: (name: 'never') => string) => columns(d).whereNot('slug', param('never')));
+    const asJson = compiledQuery((d, param: (name: 'never') => string) => columns(d).whereNot('slug', param('never')), { jsonRows: true });
+    const [plain, json] = [await asColumns(db, { never: '-' }), await asJson(db, { never: '-' })];
+    expect(json.map((r) => r.slug)).toEqual([a.org.slug, b.org.slug].sort().reverse());
+    expect(json.map((r) => ({ ...r, created_at: toDate(r.created_at).getTime() }))).toEqual(
+      plain.map((r) => ({ ...r, created_at: toDate(r.created_at).getTime() })),
+    );
+    if (isPostgres(db)) expect(json.map((r) => typeof r.created_at)).toEqual(['string', 'string']);
+    else expect(json).toEqual(plain);
+    const firstAsJson = compiledQuery((d, param: (name: 'slug') => string) => d('organizations').where('slug', param('slug')).first('id', 'slug'), {
+      jsonRows: true,
+    });
+    expect(await firstAsJson(db, { slug: a.org.slug })).toEqual({ id: a.org.id, slug: a.org.slug });
+    expect(await firstAsJson(db, { slug: 'no-such-organization' })).toBeUndefined();
   });
 
   it('refuses a write, and a parameter the query does not bind, when compiling', async () => {
