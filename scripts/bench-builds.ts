@@ -631,7 +631,8 @@ function applyTargets(runs: StoreRun[]): void {
         if (row.id === 'create_one') [min, text] = [400, '≥ 400/s, no duplicates'];
       } else {
         const s = sqlite?.rows.find((r) => r.id === row.id);
-        if (s) [min, text] = [0.7 * s.m.rps, `≥ 0.7× SQLite = ${fmt(0.7 * s.m.rps)}/s`];
+        // Issue 31's figure (an earlier one asked 0.7×).
+        if (s) [min, text] = [0.8 * s.m.rps, `≥ 0.8× SQLite = ${fmt(0.8 * s.m.rps)}/s`];
       }
       if (min === undefined) continue;
       row.target = { min, text };
