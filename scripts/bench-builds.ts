@@ -26,8 +26,8 @@
  *   BENCH_NODE_OPTIONS node options for the two servers instead of package.json config.serverNodeOptions
  *   BENCH_KEEP_DATA=1  keep the SQLite database directory / the Postgres database after the run (logged)
  *   BENCH_SQL_STATS=1  count and time every SQL statement per scenario and report the top ones
- *   BENCH_LOG_LEVEL    the service's LOG_LEVEL (default silent; `info` writes a line per request to this process's stdout)
  *                      per response (adds a little overhead: leave it off for the figures)
+ *   BENCH_LOG_LEVEL    the service's LOG_LEVEL (default silent; `info` writes a line per request to this process's stdout)
  *   BENCH_QUIET_MS     how long a measurement waits at most for a quiet machine (default 60000; 0: not at all)
  *   BENCH_CPU_PROF     a directory: profile the service (node:inspector) during each measured run
  *                      only and write <store>-<scenario>.cpuprofile there (open it in Chrome DevTools)

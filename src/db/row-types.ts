@@ -16,7 +16,7 @@ export type Nullable<Row> = { [K in keyof Row]: Row[K] | null };
 /** Columns selected under other names: `Renamed<UsersRow, { creator_name: 'name' }>`. */
 export type Renamed<Row, Names extends Record<string, keyof Row>> = { [A in keyof Names]: Row[Names[A]] };
 
-/** A row as Postgres's `json_agg` gives it inside another row: timestamps become ISO strings. */
+/** A row as Postgres gives it as JSON (`json_agg` inside another row, `row_to_json`): timestamps become ISO strings. */
 export type JsonRow<T> = { [K in keyof T]: Date extends T[K] ? Exclude<T[K], Date> | string : T[K] };
 
 /** A row as either driver gives it, or as Postgres gives it as JSON (`JsonRow`): what a row reader takes. */
