@@ -14,6 +14,7 @@ import { isPostgres, whereAnyOf } from '../db/knex';
 import { compiledQuery } from '../db/compiled';
 import { parseJson, toBool, toDateOrNull } from '../db/values';
 import type { NotifyEntry } from '../pipelines/configuration';
+import type { PipelineAlong } from '../pipelines/repository';
 import type { PlannedJob } from './jobs/plan';
 import type { Job } from './jobs/model';
 import { jobFromRow, toJobRow } from './jobs/rows';
@@ -72,6 +73,30 @@ const jobsOfBuild = (includeRetried: boolean) =>
     return includeRetried ? q : q.where('retried', false);
   });
 const WITH_JOBS_JSON = { all: byNumberWithJobsJson(true), latest: byNumberWithJobsJson(false) };
+
+/**
+ * The build named by its pipeline's organization and slug and its number (with its jobs' JSON,
+ * when asked): the Postgres read of a GET build that runs in the pipeline's own statement
+ * (`byNumberAlong`). Postgres only: the jobs' JSON is `json_agg`.
+ */
+type AlongParam = (name: 'organizationId' | 'slug' | 'number') => string;
+const bySlugAndNumber = (db: Knex, param: AlongParam) =>
+  db('builds as b')
+    .leftJoin('users as u', 'u.id', 'b.creator_id')
+    .where(
+      'b.pipeline_id',
+      db('pipelines')
+        .where({ organization_id: param('organizationId'), slug: param('slug') })
+        .select('id'),
+    )
+    .where('b.number', param('number'));
+const bySlugAndNumberWithJobs = (includeRetried: boolean) =>
+  compiledQuery((db, param: AlongParam) => bySlugAndNumber(db, param).first<BuildWithJobsRow | undefined>([...SELECT, jobsJsonColumn(db, includeRetried)]));
+const ALONG = {
+  all: bySlugAndNumberWithJobs(true),
+  latest: bySlugAndNumberWithJobs(false),
+  withoutJobs: compiledQuery((db, param: AlongParam) => bySlugAndNumber(db, param).first<BuildWithJobsRow | undefined>(SELECT)),
+};
 const JOBS_OF_BUILD = { all: jobsOfBuild(true), latest: jobsOfBuild(false) };
 
 /** What the state machine reads of a build, and what a trigger step tells the build it creates. */
@@ -189,6 +214,26 @@ export class BuildRepository {
     if (!row) return null;
     const build = buildFromRow(row);
     return { build, jobs: withJobs ? (await JOBS_OF_BUILD[includeRetried ? 'all' : 'latest'](this.db, { buildId: build.id })).map(jobFromRow) : [] };
+  }
+
+  /**
+   * `findWithJobs` named by the pipeline's organization and slug, as a read beside the pipeline's
+   * own (PipelineService.getAlong): on Postgres one round trip for both; elsewhere this read,
+   * alone, once the pipeline's id is known.
+   */
+  byNumberAlong(
+    organizationId: string,
+    pipelineSlug: string,
+    number: number,
+    includeRetried: boolean,
+    withJobs: boolean,
+  ): PipelineAlong<'organizationId' | 'slug' | 'number', BuildWithJobsRow, { build: Build; jobs: Job[] }> {
+    return {
+      query: withJobs ? ALONG[includeRetried ? 'all' : 'latest'] : ALONG.withoutJobs,
+      values: { organizationId, slug: pipelineSlug, number },
+      fromRow: withJobsFromJson,
+      alone: (pipelineId) => this.findWithJobs(pipelineId, number, includeRetried, withJobs),
+    };
   }
 
   /** A page of builds with their jobs (retried ones only when asked). */

@@ -177,8 +177,8 @@ export class BuildService {
     includeRetried: boolean,
     exclude: { jobs?: boolean; pipeline?: boolean } = {},
   ): Promise<BuildWithJobs> {
-    const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug, { counts: !exclude.pipeline });
-    const found = await this.builds.findWithJobs(pipeline.id, number, includeRetried, !exclude.jobs);
+    const read = this.builds.byNumberAlong(actor.organization.id, pipelineSlug, number, includeRetried, !exclude.jobs);
+    const { pipeline, perms, along: found } = await this.pipelines.getAlong(actor, pipelineSlug, { counts: !exclude.pipeline }, read);
     if (!found) throw new NotFoundError('build');
     return { ...found, pipeline, perms, actor };
   }

@@ -23,7 +23,7 @@
  */
 import type { Knex } from 'knex';
 import { isPostgres } from './knex';
-import { rawRows, type StoredRows } from './row-types';
+import { rawRows, type StoredRow, type StoredRows } from './row-types';
 
 /** A query as Knex builds it: compilable, and a promise of its rows (or its first row). */
 type Compilable<T> = PromiseLike<T> & { toSQL(): Knex.Sql };
@@ -32,6 +32,8 @@ interface Plan<P extends string> {
   sql: string;
   /** Each binding in order: a named parameter, or a value the builder fixed (a `limit`, a state). */
   slots: ({ param: P } | { value: Knex.Value })[];
+  /** The SQL with its columns, as `build` made it (`sql` is it wrapped as JSON with `jsonRows` on Postgres). */
+  columnsSql: string;
   first: boolean;
   /** Each row is one JSON column, `r` (Postgres with `jsonRows`). */
   json: boolean;
@@ -40,6 +42,13 @@ interface Plan<P extends string> {
 /** What stands for a named parameter while the query is compiled; only the compiled bindings are ever compared with it, never a call's values. */
 const MARK = '\u0000windsock-parameter:';
 
+/** A compiled read: called, it runs; `statement` gives its SQL to run inside another (`readTogether`). */
+export interface CompiledQuery<P extends string, T> {
+  (db: Knex, values: Record<P, Knex.Value>): Promise<T>;
+  /** The one-row read's SQL for `db`'s dialect (its columns, never as JSON) and its bindings for `values`. */
+  statement(db: Knex, values: Record<P, Knex.Value>): { sql: string; bindings: Knex.Value[] };
+}
+
 /**
  * `build` makes the query with `param(name)` wherever a value goes; the answer runs it on a Knex
  * instance (or a transaction) with `values`, resolving as the built query would.
@@ -47,16 +56,16 @@ const MARK = '\u0000windsock-parameter:';
 export function compiledQuery<P extends string, T>(
   build: (db: Knex, param: (name: P) => string) => Compilable<T>,
   options?: { jsonRows?: false },
-): (db: Knex, values: Record<P, Knex.Value>) => Promise<T>;
+): CompiledQuery<P, T>;
 /** As above, each row read as one JSON value on Postgres: its timestamps may be ISO strings (`StoredRows`). */
 export function compiledQuery<P extends string, T>(
   build: (db: Knex, param: (name: P) => string) => Compilable<T>,
   options: { jsonRows: true },
-): (db: Knex, values: Record<P, Knex.Value>) => Promise<StoredRows<T>>;
+): CompiledQuery<P, StoredRows<T>>;
 export function compiledQuery<P extends string, T>(
   build: (db: Knex, param: (name: P) => string) => Compilable<T>,
   options: { jsonRows?: boolean } = {},
-): (db: Knex, values: Record<P, Knex.Value>) => Promise<T | StoredRows<T>> {
+): CompiledQuery<P, T | StoredRows<T>> {
   const plans = new Map<string, Plan<P>>();
   const compile = (db: Knex): Plan<P> => {
     const marks = new Map<string, P>();
@@ -72,18 +81,51 @@ export function compiledQuery<P extends string, T>(
     for (const [mark, name] of marks)
       if (!sql.bindings.includes(mark)) throw new Error(`compiledQuery: the parameter ${name} is not a binding of the compiled SQL`);
     const json = options.jsonRows === true && isPostgres(db);
-    return { sql: json ? asJsonRows(sql.sql) : sql.sql, slots, first: sql.method === 'first', json };
+    return { sql: json ? asJsonRows(sql.sql) : sql.sql, columnsSql: sql.sql, slots, first: sql.method === 'first', json };
   };
-  return async (db, values) => {
+  const planFor = (db: Knex): Plan<P> => {
     const client: Knex.Client = db.client;
     let plan = plans.get(client.dialect);
     if (!plan) plans.set(client.dialect, (plan = compile(db)));
-    const bindings = plan.slots.map((s) => ('param' in s ? values[s.param] : s.value));
-    const read = rawRows<unknown>(await db.raw(plan.sql, bindings));
+    return plan;
+  };
+  const bindingsOf = (plan: Plan<P>, values: Record<P, Knex.Value>) => plan.slots.map((s) => ('param' in s ? values[s.param] : s.value));
+  const run = async (db: Knex, values: Record<P, Knex.Value>) => {
+    const plan = planFor(db);
+    const read = rawRows<unknown>(await db.raw(plan.sql, bindingsOf(plan, values)));
     const rows = plan.json ? read.map(jsonColumnOf) : read;
     // cast: the rows of the very query `build` typed as T (its rows, or its first row), run as raw SQL.
     return (plan.first ? rows[0] : rows) as T;
   };
+  return Object.assign(run, {
+    statement(db: Knex, values: Record<P, Knex.Value>) {
+      const plan = planFor(db);
+      if (!plan.first) throw new Error('compiledQuery: only a one-row read (`first`) runs inside another statement');
+      return { sql: plan.columnsSql, bindings: bindingsOf(plan, values) };
+    },
+  });
+}
+
+/**
+ * Two one-row reads in one statement: on Postgres each row comes as one JSON value (as with
+ * `jsonRows`) in a single round trip, which for a request that needs both (a pipeline by its
+ * slug and a build of it) is one query's cost less in the service's process (BENCHMARKS.md,
+ * "One round trip for a GET build on Postgres"). Elsewhere (SQLite, where a statement costs no
+ * round trip) the two run one after the other. Either row is undefined when its read finds none.
+ */
+export async function readTogether<PA extends string, A, PB extends string, B>(
+  db: Knex,
+  [a, aValues]: [CompiledQuery<PA, A | undefined>, Record<PA, Knex.Value>],
+  [b, bValues]: [CompiledQuery<PB, B | undefined>, Record<PB, Knex.Value>],
+): Promise<[StoredRow<A> | undefined, StoredRow<B> | undefined]> {
+  if (!isPostgres(db)) return [await a(db, aValues), await b(db, bValues)];
+  const [x, y] = [a.statement(db, aValues), b.statement(db, bValues)];
+  const [row] = rawRows<unknown>(
+    await db.raw(`select (select row_to_json(q) from (${x.sql}) as q) as a, (select row_to_json(q) from (${y.sql}) as q) as b`, [...x.bindings, ...y.bindings]),
+  );
+  const found = (key: 'a' | 'b') => (typeof row === 'object' && row !== null && key in row ? Reflect.get(row, key) : undefined) ?? undefined;
+  // cast: each column is the JSON of the very row `a` or `b` reads (StoredRow), or null when it found none.
+  return [found('a') as StoredRow<A> | undefined, found('b') as StoredRow<B> | undefined];
 }
 
 /** `sql` with each of its rows as one JSON column, `r`. */

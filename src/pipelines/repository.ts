@@ -1,7 +1,7 @@
 /** Pipelines and their team grants: Knex queries, rows in and domain objects out. */
 import type { Knex } from 'knex';
-import { isUniqueViolation, whereAnyOf } from '../db/knex';
-import { compiledQuery } from '../db/compiled';
+import { isPostgres, isUniqueViolation, whereAnyOf } from '../db/knex';
+import { compiledQuery, readTogether, type CompiledQuery } from '../db/compiled';
 import { likeContains, parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { ValidationError } from '../core/errors';
 import { userFromRow } from '../user/rows';
@@ -230,6 +230,18 @@ const bySlug = (opts: ReadOptions) =>
 const BY_SLUG = bySlug({});
 const BY_SLUG_WITH_COUNTS = bySlug({ counts: true });
 
+/**
+ * A one-row read of another area that names its pipeline by organization and slug, run beside the
+ * pipeline's own (`findBySlugAlong`): its compiled query and values, how its row becomes what the
+ * caller wants, and how to read it alone once the pipeline's id is known.
+ */
+export interface PipelineAlong<P extends string, Row, T> {
+  query: CompiledQuery<P, Row | undefined>;
+  values: Record<P, Knex.Value>;
+  fromRow(row: StoredRow<Row>): T;
+  alone(pipelineId: string): Promise<T | null>;
+}
+
 export interface ListFilter {
   organizationId: string;
   name?: string;
@@ -332,6 +344,25 @@ export class PipelineRepository {
   async findBySlug(organizationId: string, slug: string, opts: ReadOptions = {}): Promise<Pipeline | null> {
     const row = await (opts.counts ? BY_SLUG_WITH_COUNTS : BY_SLUG)(this.db, { organizationId, slug });
     return row ? fromRow(row) : null;
+  }
+
+  /**
+   * The pipeline by its slug and another area's one-row read about it (`along`: a build of it by
+   * number), in one statement where that saves a round trip (`readTogether`); elsewhere the
+   * pipeline's read, then `along.alone` with its id. `along` is null when its read finds nothing.
+   */
+  async findBySlugAlong<P extends string, Row, T>(
+    organizationId: string,
+    slug: string,
+    opts: ReadOptions,
+    along: PipelineAlong<P, Row, T>,
+  ): Promise<{ pipeline: Pipeline; along: T | null } | null> {
+    if (!isPostgres(this.db)) {
+      const pipeline = await this.findBySlug(organizationId, slug, opts);
+      return pipeline && { pipeline, along: await along.alone(pipeline.id) };
+    }
+    const [row, alongRow] = await readTogether(this.db, [opts.counts ? BY_SLUG_WITH_COUNTS : BY_SLUG, { organizationId, slug }], [along.query, along.values]);
+    return row ? { pipeline: fromRow(row), along: alongRow === undefined ? null : along.fromRow(alongRow) } : null;
   }
 
   async findById(id: string): Promise<Pipeline | null> {

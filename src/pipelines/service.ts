@@ -14,7 +14,16 @@ import { validateBranchFilter } from './branch-filter';
 import { normaliseVisualSteps, parseConfiguration, type NotifyEntry, type ParsedConfiguration, type Step } from './configuration';
 import type { GitHubHooks } from './github-hooks';
 import { detectProvider, normaliseProviderSettings, repositoryPath, validateProviderSettings, type ProviderId, type ProviderSettings } from './provider';
-import type { AccessLevel, GithubWebhooksDisabled, Pipeline, PipelineCounts, PipelineFields, PipelineRepository, ReadOptions } from './repository';
+import type {
+  AccessLevel,
+  GithubWebhooksDisabled,
+  Pipeline,
+  PipelineAlong,
+  PipelineCounts,
+  PipelineFields,
+  PipelineRepository,
+  ReadOptions,
+} from './repository';
 import { isValidSlug, slugify } from './slug';
 import type { Actor, Organization, Permissions, Role } from '../core/identity';
 import type { PipelineTemplateService } from '../pipeline-templates/service';
@@ -244,7 +253,26 @@ export class PipelineService {
 
   /** A pipeline the caller may read, or 404 exactly as if it did not exist. */
   async get(actor: Actor, slug: string, opts: ReadOptions = {}): Promise<{ pipeline: Pipeline; perms: Permissions }> {
-    const pipeline = await this.pipelines.findBySlug(actor.organization.id, slug, opts);
+    return this.readable(actor, await this.pipelines.findBySlug(actor.organization.id, slug, opts));
+  }
+
+  /**
+   * As `get`, with another area's one-row read about the pipeline (a build of it) made in the
+   * same round trip where the store allows (PipelineRepository.findBySlugAlong). What `along`
+   * found is only answered once the caller may read the pipeline.
+   */
+  async getAlong<P extends string, Row, T>(
+    actor: Actor,
+    slug: string,
+    opts: ReadOptions,
+    along: PipelineAlong<P, Row, T>,
+  ): Promise<{ pipeline: Pipeline; perms: Permissions; along: T | null }> {
+    const found = await this.pipelines.findBySlugAlong(actor.organization.id, slug, opts, along);
+    return { ...(await this.readable(actor, found?.pipeline ?? null)), along: found?.along ?? null };
+  }
+
+  /** The pipeline with the caller's permissions, or 404 exactly as if it did not exist. */
+  private async readable(actor: Actor, pipeline: Pipeline | null): Promise<{ pipeline: Pipeline; perms: Permissions }> {
     if (!pipeline) throw new NotFoundError('pipeline');
     const perms = await this.permissions(actor, pipeline);
     if (!perms.read) throw new NotFoundError('pipeline');

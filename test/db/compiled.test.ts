@@ -4,7 +4,7 @@
  * faithfully is refused when compiled.
  */
 import type { Knex } from 'knex';
-import { compiledQuery } from '../../src/db/compiled';
+import { compiledQuery, readTogether } from '../../src/db/compiled';
 import { isPostgres } from '../../src/db/knex';
 import { toDate } from '../../src/db/values';
 import { describeEachDatabase } from '../support/context';
@@ -63,6 +63,30 @@ describeEachDatabase('queries compiled once', (ctx) => {
     });
     expect(await firstAsJson(db, { slug: a.org.slug })).toEqual({ id: a.org.id, slug: a.org.slug });
     expect(await firstAsJson(db, { slug: 'no-such-organization' })).toBeUndefined();
+  });
+
+  it('reads two one-row queries together (one statement on Postgres): each row as it reads alone, undefined where one finds none', async () => {
+    const db = ctx().services.db;
+    const a = await ctx().givenAdmin();
+    const b = await ctx().givenAdmin();
+    const org = compiledQuery((d, param: (name: 'slug') => string) => d('organizations').where('slug', param('slug')).first('id', 'slug', 'created_at'), {
+      jsonRows: true,
+    });
+    const user = compiledQuery((d, param: (name: 'id') => string) => d('users').where('id', param('id')).first('id', 'email'));
+    const [o, u] = await readTogether(db, [org, { slug: a.org.slug }], [user, { id: b.user.id }]);
+    expect({ ...o, created_at: toDate(o!.created_at).getTime() }).toEqual({ id: a.org.id, slug: a.org.slug, created_at: a.org.createdAt.getTime() });
+    expect(u).toEqual({ id: b.user.id, email: b.user.email });
+    expect(await readTogether(db, [org, { slug: 'no-such-organization' }], [user, { id: b.user.id }])).toEqual([
+      undefined,
+      { id: b.user.id, email: b.user.email },
+    ]);
+    expect(await readTogether(db, [org, { slug: b.org.slug }], [user, { id: '00000000-0000-4000-8000-000000000000' }])).toEqual([
+      expect.objectContaining({ id: b.org.id }),
+      undefined,
+    ]);
+    // A read of several rows cannot run inside another statement.
+    const many = compiledQuery((d, param: (name: 'slug') => string) => d('organizations').whereNot('slug', param('slug')).select('id'));
+    expect(() => many.statement(db, { slug: '-' })).toThrow('only a one-row read');
   });
 
   it('refuses a write, and a parameter the query does not bind, when compiling', async () => {
