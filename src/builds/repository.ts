@@ -34,14 +34,23 @@ type BuildRow = BuildsRow & BuildCreatorColumns;
 type BuildWithJobsRow = BuildRow & { jobs_json?: JsonRow<JobsRow>[] };
 
 /**
+ * The order of a build's jobs, in every read of them: by position, and where a job and its
+ * retries share one, the retried original first, then the retries as they were made.
+ */
+const JOB_ORDER: { column: 'position' | 'retried' | 'created_at'; order?: 'desc' }[] = [
+  { column: 'position' },
+  { column: 'retried', order: 'desc' },
+  { column: 'created_at' },
+];
+
+/**
  * Postgres: a build's jobs as one JSON column of its row (see `withJobs`), evaluated for the rows
  * the query answers.
  */
 function jobsJsonColumn(db: Knex, includeRetried: boolean): Knex.Raw {
   const retried = includeRetried ? '' : ' and not j.retried';
-  return db.raw(
-    `(select coalesce(json_agg(j order by j.position, j.retried desc, j.created_at), '[]') from jobs j where j.build_id = b.id${retried}) as jobs_json`,
-  );
+  const order = JOB_ORDER.map((o) => `j.${o.column}${o.order ? ` ${o.order}` : ''}`).join(', ');
+  return db.raw(`(select coalesce(json_agg(j order by ${order}), '[]') from jobs j where j.build_id = b.id${retried}) as jobs_json`);
 }
 
 /** A build and its jobs from a row that carries them as `jobs_json` (`jobsJsonColumn`). */
@@ -67,9 +76,7 @@ const byNumberWithJobsJson = (includeRetried: boolean) =>
   );
 const jobsOfBuild = (includeRetried: boolean) =>
   compiledQuery((db, param: (name: 'buildId') => string) => {
-    const q = db('jobs')
-      .where('build_id', param('buildId'))
-      .orderBy([{ column: 'position' }, { column: 'retried', order: 'desc' }, { column: 'created_at' }]);
+    const q = db('jobs').where('build_id', param('buildId')).orderBy(JOB_ORDER);
     return includeRetried ? q : q.where('retried', false);
   });
 const WITH_JOBS_JSON = { all: byNumberWithJobsJson(true), latest: byNumberWithJobsJson(false) };
@@ -385,12 +392,7 @@ export class BuildRepository {
   async jobsOf(buildIds: string[], includeRetried: boolean): Promise<Map<string, Job[]>> {
     const byBuild = new Map<string, Job[]>(buildIds.map((id) => [id, []]));
     if (!buildIds.length) return byBuild;
-    const q = whereAnyOf(this.db('jobs'), 'build_id', buildIds).orderBy([
-      { column: 'build_id' },
-      { column: 'position' },
-      { column: 'retried', order: 'desc' },
-      { column: 'created_at' },
-    ]);
+    const q = whereAnyOf(this.db('jobs'), 'build_id', buildIds).orderBy([{ column: 'build_id' }, ...JOB_ORDER]);
     if (!includeRetried) q.where('retried', false);
     for (const row of await q) byBuild.get(row.build_id)!.push(jobFromRow(row));
     return byBuild;

@@ -93,7 +93,7 @@ export function compiledQuery<P extends string, T>(
   const run = async (db: Knex, values: Record<P, Knex.Value>) => {
     const plan = planFor(db);
     const read = rawRows<unknown>(await db.raw(plan.sql, bindingsOf(plan, values)));
-    const rows = plan.json ? read.map(jsonColumnOf) : read;
+    const rows = plan.json ? read.map((row) => columnOf(row, 'r')) : read;
     // cast: the rows of the very query `build` typed as T (its rows, or its first row), run as raw SQL.
     return (plan.first ? rows[0] : rows) as T;
   };
@@ -123,16 +123,15 @@ export async function readTogether<PA extends string, A, PB extends string, B>(
   const [row] = rawRows<unknown>(
     await db.raw(`select (select row_to_json(q) from (${x.sql}) as q) as a, (select row_to_json(q) from (${y.sql}) as q) as b`, [...x.bindings, ...y.bindings]),
   );
-  const found = (key: 'a' | 'b') => (typeof row === 'object' && row !== null && key in row ? Reflect.get(row, key) : undefined) ?? undefined;
   // cast: each column is the JSON of the very row `a` or `b` reads (StoredRow), or null when it found none.
-  return [found('a') as StoredRow<A> | undefined, found('b') as StoredRow<B> | undefined];
+  return [(columnOf(row, 'a') ?? undefined) as StoredRow<A> | undefined, (columnOf(row, 'b') ?? undefined) as StoredRow<B> | undefined];
 }
 
 /** `sql` with each of its rows as one JSON column, `r`. */
 const asJsonRows = (sql: string) => `select row_to_json(q) as r from (${sql}) as q`;
 
-/** The row a `row_to_json(q) as r` row holds (node-pg parses a json column). */
-function jsonColumnOf(row: unknown): unknown {
-  if (typeof row === 'object' && row !== null && 'r' in row) return row.r;
-  throw new TypeError('compiledQuery: a JSON row without its column');
+/** The JSON a row's column `key` holds (`row_to_json(q) as r`, or readTogether's `a` and `b`; node-pg parses a json column). */
+function columnOf(row: unknown, key: string): unknown {
+  if (typeof row === 'object' && row !== null && key in row) return Reflect.get(row, key);
+  throw new TypeError(`compiledQuery: a JSON row without its column ${key}`);
 }
