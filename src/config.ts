@@ -483,7 +483,9 @@ function artifactsStore(env: Env): { s3?: S3StoreSettings } {
     throw new ConfigError('ARTIFACTS_STORE=s3://... needs ARTIFACTS_S3_ACCESS_KEY_ID and ARTIFACTS_S3_SECRET_ACCESS_KEY');
   }
   const region = env.ARTIFACTS_S3_REGION || 'us-east-1';
-  if (!/^[a-z0-9-]{1,40}$/.test(region)) throw new ConfigError(`ARTIFACTS_S3_REGION must be a region name such as eu-west-1, got "${region}"`);
+  // One DNS label (the S3 host's name holds it): no hyphen at either end.
+  if (!/^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$/.test(region))
+    throw new ConfigError(`ARTIFACTS_S3_REGION must be a region name such as eu-west-1, got "${region}"`);
   const endpoint = url(env, 'ARTIFACTS_S3_ENDPOINT', undefined);
   return {
     s3: {

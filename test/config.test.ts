@@ -92,6 +92,11 @@ describe('config', () => {
     expect(() => loadConfig({ ARTIFACTS_STORE: 's3://ci-artifacts', ...keys, ARTIFACTS_S3_ENDPOINT: 'ftp://x' })).toThrow(
       /ARTIFACTS_S3_ENDPOINT must be an absolute http\(s\) URL/,
     );
+    for (const region of ['-', 'eu-west-1-', '-eu-west-1']) {
+      expect(() => loadConfig({ ARTIFACTS_STORE: 's3://ci-artifacts', ...keys, ARTIFACTS_S3_REGION: region })).toThrow(
+        /ARTIFACTS_S3_REGION must be a region name/,
+      );
+    }
     expect(() => loadConfig({ ...keys })).toThrow(/ARTIFACTS_S3_ACCESS_KEY_ID, ARTIFACTS_S3_SECRET_ACCESS_KEY only apply with ARTIFACTS_STORE=s3/);
     // The secret is never in a message.
     try {

@@ -61,9 +61,40 @@ function unavailable(err: unknown): unknown {
   return err;
 }
 
-/** The S3 client of these settings, sending through `outbound` to the endpoint's host only. */
+/**
+ * AWS's URL for these settings (no endpoint set): the bucket's (`bucket`) or the region's S3 host,
+ * as the SDK's own endpoint rules give it, so that every partition comes out right (China's
+ * regions are under amazonaws.com.cn, `aws-global` has no region in its name).
+ */
+function awsUrl(settings: Pick<S3StoreSettings, 'region' | 'forcePathStyle'>, bucket?: string): URL {
+  // Never sends (its endpoint rules are all that is read, then it is destroyed): so it has no transport.
+  // eslint-disable-next-line no-restricted-syntax
+  const rules = new S3Client({ region: settings.region });
+  try {
+    return rules.config.endpointProvider({
+      Region: settings.region,
+      ForcePathStyle: settings.forcePathStyle,
+      UseFIPS: false,
+      UseDualStack: false,
+      Bucket: bucket,
+    }).url;
+  } finally {
+    rules.destroy();
+  }
+}
+
+/**
+ * The one host (with the names under it, where a virtual-hosted bucket lives) the store's client
+ * may send to: the endpoint's, or AWS's S3 host of the region. Never all of amazonaws.com, whose
+ * names include any customer's EC2 instances.
+ */
+export function storeHostOf(settings: Pick<S3StoreSettings, 'endpoint' | 'region' | 'forcePathStyle'>): string {
+  return settings.endpoint ? new URL(settings.endpoint).hostname : awsUrl({ ...settings, forcePathStyle: true }).hostname;
+}
+
+/** The S3 client of these settings, sending through `outbound` to the store's host only. */
 export function s3Client(settings: S3StoreSettings, outbound: Outbound): S3Client {
-  const storeHost = settings.endpoint ? new URL(settings.endpoint).hostname : 'amazonaws.com';
+  const storeHost = storeHostOf(settings);
   return new S3Client({
     region: settings.region,
     ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
@@ -88,9 +119,10 @@ export function createS3Storage(settings: S3StoreSettings, outboundSettings: Out
   return new S3ArtifactStorage(s3Client(settings, outbound), settings, stagingDir);
 }
 
-/** The origin of the bucket's URLs: the endpoint's (path-style) or the bucket's name under it; AWS's regional host without an endpoint. */
+/** The origin of the bucket's URLs: the endpoint's (path-style) or the bucket's name under it; AWS's by its endpoint rules without an endpoint. */
 export function bucketOrigin(settings: S3StoreSettings): string {
-  const base = new URL(settings.endpoint ?? `https://s3.${settings.region}.amazonaws.com`);
+  if (!settings.endpoint) return awsUrl(settings, settings.bucket).origin;
+  const base = new URL(settings.endpoint);
   return settings.forcePathStyle ? base.origin : `${base.protocol}//${settings.bucket}.${base.host}`;
 }
 

@@ -14,7 +14,7 @@ import { testS3 } from '../support/s3';
 import { batch, givenRunningJob, postForm, sha1, sha256, type Instructions } from './helpers';
 import type { TestContext } from '../support/context';
 import { HTML, signedIn } from '../web/support';
-import { bucketOrigin, S3ArtifactStorage } from '../../src/artifacts/s3-storage';
+import { bucketOrigin, S3ArtifactStorage, storeHostOf } from '../../src/artifacts/s3-storage';
 import { OutboundS3Handler } from '../../src/artifacts/s3-transport';
 import { Outbound, OutboundRefused } from '../../src/security/outbound';
 
@@ -284,6 +284,9 @@ describe("the bucket's origin (what the pages' images may come from)", () => {
     expect(bucketOrigin({ ...base, endpoint: 'https://s3.example.com', forcePathStyle: false })).toBe('https://ci-artifacts.s3.example.com');
     expect(bucketOrigin({ ...base, forcePathStyle: false })).toBe('https://ci-artifacts.s3.eu-west-1.amazonaws.com');
     expect(bucketOrigin({ ...base, forcePathStyle: true })).toBe('https://s3.eu-west-1.amazonaws.com');
+    // AWS's other partitions, by the SDK's endpoint rules.
+    expect(bucketOrigin({ ...base, region: 'cn-north-1', forcePathStyle: false })).toBe('https://ci-artifacts.s3.cn-north-1.amazonaws.com.cn');
+    expect(bucketOrigin({ ...base, region: 'aws-global', forcePathStyle: false })).toBe('https://ci-artifacts.s3.amazonaws.com');
   });
 });
 
@@ -300,9 +303,29 @@ describe("the S3 client's transport", () => {
     const outbound = new Outbound({ allowPrivate: false, timeoutMs: 1000, maxResponseBytes: 1024 }, () =>
       Promise.resolve([{ address: '10.0.0.5', family: 4 }]),
     );
-    const handler = new OutboundS3Handler(outbound, 'amazonaws.com');
-    const resolvedPrivately = handler.handle({ method: 'GET', protocol: 'https:', hostname: 'bucket.s3.amazonaws.com', path: '/', query: {}, headers: {} });
+    const handler = new OutboundS3Handler(outbound, storeHostOf({ region: 'eu-west-1', forcePathStyle: false }));
+    const resolvedPrivately = handler.handle({
+      method: 'GET',
+      protocol: 'https:',
+      hostname: 'bucket.s3.eu-west-1.amazonaws.com',
+      path: '/',
+      query: {},
+      headers: {},
+    });
     await expect(resolvedPrivately).rejects.toMatchObject({ reason: 'unsafe_address' });
+  });
+
+  it("sends to AWS's S3 host of the store's region only, not to any name under amazonaws.com", async () => {
+    expect(storeHostOf({ region: 'eu-west-1', forcePathStyle: false })).toBe('s3.eu-west-1.amazonaws.com');
+    expect(storeHostOf({ region: 'cn-north-1', forcePathStyle: true })).toBe('s3.cn-north-1.amazonaws.com.cn');
+    expect(storeHostOf({ endpoint: 'http://minio.internal:9000/', region: 'eu-west-1', forcePathStyle: true })).toBe('minio.internal');
+    const handler = new OutboundS3Handler(new Outbound({ allowPrivate: false, timeoutMs: 1000, maxResponseBytes: 1024 }), 's3.eu-west-1.amazonaws.com');
+    // A customer's EC2 instance and another region's S3 are both under amazonaws.com.
+    for (const hostname of ['ec2-203-0-113-7.eu-west-1.compute.amazonaws.com', 'bucket.s3.us-east-1.amazonaws.com', 'amazonaws.com']) {
+      await expect(handler.handle({ method: 'GET', protocol: 'https:', hostname, path: '/', query: {}, headers: {} })).rejects.toThrow(
+        `${hostname} is not the artifact store's host (s3.eu-west-1.amazonaws.com): refused`,
+      );
+    }
   });
 });
 
