@@ -5,8 +5,8 @@ module.exports = {
   // Crash, shutdown and outage tests spawn servers: `npm run test:faults` (jest.faults.config.js).
   // The packed tarball's install and run: `npm run test:package` (jest.package.config.js).
   testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/faults/', '<rootDir>/test/package/'],
-  // Transpile only: `npm run typecheck` is the type gate, so tests start fast.
-  transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, diagnostics: false }] },
+  // Transpile only (tsconfig.json sets isolatedModules): `npm run typecheck` is the type gate, so tests start fast.
+  transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   // Validators built once per worker, not once per test file (test/support/environment.ts).
