@@ -278,10 +278,7 @@ export class BuildRepository {
   }
 
   async findByNumber(pipelineId: string, number: number): Promise<Build | null> {
-    const row = await this.db('builds as b')
-      .leftJoin('users as u', 'u.id', 'b.creator_id')
-      .where({ 'b.pipeline_id': pipelineId, 'b.number': number })
-      .first<BuildRow | undefined>(SELECT);
+    const [row] = await BY_NUMBER(this.db, { pipelineId, number });
     return row ? buildFromRow(row) : null;
   }
 
