@@ -11,6 +11,7 @@
 import cluster from 'node:cluster';
 import fs from 'node:fs';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { createApp } from './app';
@@ -46,7 +47,8 @@ export const FIRST_START_TOKEN_FILE = 'first-start-token.txt';
 
 /**
  * What a start does to the database before listening: migrations, the fixture file (a bad one
- * stops the start before anything listens: one transaction, nothing loaded), and sealing webhook
+ * stops the start before anything listens, or on port 0 before the port it bound is named
+ * anywhere: one transaction, nothing loaded), and sealing webhook
  * URLs stored before their credentials were secrets (idempotent). Once per start: in the process
  * itself, or in the primary of `--workers N` before it forks (src/cluster.ts).
  */
@@ -59,19 +61,11 @@ export async function prepareDatabase(services: Services, config: Config, logger
     logger.warn({ unreadable: legacy.unreadable }, 'webhook services whose secrets do not open with these keys keep their URL as stored');
 }
 
-export async function startServer(config: Config, out: NodeJS.WritableStream = terminal()): Promise<RunningServer> {
+export async function startServer(given: Config, out: NodeJS.WritableStream = terminal()): Promise<RunningServer> {
+  let config = given;
   clock.set(config.clock);
   // A worker of `--workers N`: its lines name it, and the primary has prepared the database.
   const logger = cluster.isWorker ? createLogger(config.logLevel).child({ worker: cluster.worker?.id, pid: process.pid }) : createLogger(config.logLevel);
-  const services = servicesFromConfig(config, logger, { live: true });
-  const testControls = config.testControls ? new TestControls(services.db, services.tokens) : undefined;
-  try {
-    if (!cluster.isWorker) await prepareDatabase(services, config, logger);
-  } catch (err) {
-    await closeConnections(services);
-    removeEphemeralDir(config);
-    throw err;
-  }
 
   let markBootstrapped!: () => void;
   /** Resolved once the first-start bootstrap is done: a request that comes before waits for it. */
@@ -80,20 +74,9 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
   let accepting = true;
   /** Set when the listener closes: from then on no request reaches the app. */
   let listenerClosed = false;
-  const app = createApp({
-    ...services,
-    logger,
-    publicUrl: config.publicUrl,
-    bodyLimitBytes: config.bodyLimitBytes,
-    uploadBodyLimitBytes: config.uploadBodyLimitBytes,
-    trustProxy: config.trustProxy,
-    webhookIps: config.webhookIps,
-    validateResponses: config.validateResponses,
-    isAccepting: () => accepting,
-    corsOrigins: config.corsOrigins,
-    metrics: config.metrics,
-    testControls,
-  });
+  /** Built once the database is ready; no request reaches it before the bootstrap (above). */
+  // eslint-disable-next-line prefer-const -- assigned below, once; the request handler reads it first
+  let app: ReturnType<typeof createApp> | undefined;
   /** Responses not finished yet, in the order their requests came, with their connection. */
   const inFlight = new Map<http.ServerResponse, Duplex>();
   const busy = (socket: Duplex) => [...inFlight.values()].includes(socket);
@@ -114,8 +97,8 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
       const done = () => inFlight.delete(res);
       res.once('finish', done).once('close', done);
       if (!accepting) closeConnectionAfter(res);
-      if (isBootstrapped) app(req, res);
-      else void bootstrapped.then(() => app(req, res));
+      if (isBootstrapped) app!(req, res);
+      else void bootstrapped.then(() => app!(req, res));
     },
   );
   server.keepAliveTimeout = config.keepAliveTimeoutMs;
@@ -123,19 +106,76 @@ export async function startServer(config: Config, out: NodeJS.WritableStream = t
     'clientError',
     clientErrorHandler(logger, (socket) => [...inFlight.keys()].some((res) => res.socket === socket && res.headersSent)),
   );
+  const listen = async () => {
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(config.port, config.host, resolve);
+      });
+    } catch (err) {
+      throw new ListenError(config, err);
+    }
+  };
+
+  // Port 0: the port is known only once bound, and PUBLIC_URL's default names it. Every link the
+  // service writes (`url` fields, `Link` headers, artifact and webhook URLs) is made from that
+  // URL, so the port is bound first and the URL names it; requests wait for the start as above.
+  const early = config.port === 0 && new URL(config.publicUrl).port === '0';
+  if (early) {
+    try {
+      await listen();
+    } catch (err) {
+      removeEphemeralDir(config);
+      throw err;
+    }
+    const bound = new URL(config.publicUrl);
+    bound.port = String(boundAddress(server).port);
+    config = { ...config, publicUrl: bound.origin };
+  }
+  const stopListening = () => (early ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve());
+
+  let services: Services;
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, resolve);
-    });
+    services = servicesFromConfig(config, logger, { live: true });
   } catch (err) {
+    await stopListening();
+    removeEphemeralDir(config);
+    throw err;
+  }
+  const testControls = config.testControls ? new TestControls(services.db, services.tokens) : undefined;
+  try {
+    if (!cluster.isWorker) await prepareDatabase(services, config, logger);
+  } catch (err) {
+    await stopListening();
     await closeConnections(services);
     removeEphemeralDir(config);
-    throw new ListenError(config, err);
+    throw err;
   }
-  const address = server.address();
-  // Listening on a host and port (not a pipe): the address is the host's and port's.
-  if (address === null || typeof address === 'string') throw new Error(`not listening on a TCP port: ${String(address)}`);
+
+  app = createApp({
+    ...services,
+    logger,
+    publicUrl: config.publicUrl,
+    bodyLimitBytes: config.bodyLimitBytes,
+    uploadBodyLimitBytes: config.uploadBodyLimitBytes,
+    trustProxy: config.trustProxy,
+    webhookIps: config.webhookIps,
+    validateResponses: config.validateResponses,
+    isAccepting: () => accepting,
+    corsOrigins: config.corsOrigins,
+    metrics: config.metrics,
+    testControls,
+  });
+  if (!early) {
+    try {
+      await listen();
+    } catch (err) {
+      await closeConnections(services);
+      removeEphemeralDir(config);
+      throw err;
+    }
+  }
+  const address = boundAddress(server);
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
   // Only now that the port is ours: a first start that could not listen has created nothing.
   // Requests that arrive meanwhile wait for it (see `bootstrapped` above).
@@ -262,7 +302,7 @@ function banner(config: Config, url: string, created: Bootstrapped | null): stri
     `  ${created.jwt}`,
     '',
     'Try it:',
-    `  curl -H "Authorization: Bearer ${created.jwt}" ${publicUrl(config, url)}/v2/organizations/${created.orgSlug}/pipelines`,
+    `  curl -H "Authorization: Bearer ${created.jwt}" ${config.publicUrl}/v2/organizations/${created.orgSlug}/pipelines`,
     '',
   ];
   if (file) {
@@ -281,9 +321,11 @@ function tokenFile(config: Config): string | undefined {
   return path.join(config.dataDir, FIRST_START_TOKEN_FILE);
 }
 
-/** PUBLIC_URL's default names the configured port: with port 0, the one actually bound is the useful one. */
-function publicUrl(config: Config, url: string): string {
-  return config.publicUrl.endsWith(':0') ? url : config.publicUrl;
+/** Where the server listens: a host and port (not a pipe). */
+function boundAddress(server: http.Server): AddressInfo {
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error(`not listening on a TCP port: ${String(address)}`);
+  return address;
 }
 
 /** The process's connections: the change feed's (LISTEN or Redis), the rate limiter's Redis, the database pool. */

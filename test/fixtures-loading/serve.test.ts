@@ -72,6 +72,24 @@ describe('windsock serve with fixtures, an admin token and test controls', () =>
     }
   });
 
+  it('on port 0 without PUBLIC_URL, the links it writes name the port it bound', async () => {
+    const { dir, config } = setup(GOOD, { WINDSOCK_ADMIN_TOKEN: ADMIN });
+    const running = await startServer(config, silent);
+    try {
+      const headers = { Authorization: `Bearer ${ADMIN}` };
+      const port = new URL(running.url).port;
+      expect(port).not.toBe('0');
+      const res = await fetch(`${running.url}/v2/organizations/acme/pipelines/web/builds?per_page=1`, { headers });
+      expect(res.headers.get('link')).toBe(`<${running.url}/v2/organizations/acme/pipelines/web/builds?per_page=1&page=2>; rel="next"`);
+      const [build] = (await res.json()) as { url: string }[];
+      expect(build!.url).toBe(`${running.url}/v2/organizations/acme/pipelines/web/builds/2`);
+    } finally {
+      await running.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // On port 0 the port is bound first (the links name it), but nobody has been told it yet.
   it('a bad file stops the start with its line, before anything listens', async () => {
     const { dir, config } = setup(GOOD.replace('state: failed', 'state: sideways'));
     await expect(startServer(config, silent)).rejects.toThrow(FixtureError);
