@@ -8106,7 +8106,7 @@ export interface components {
         RunId: string;
         /** @description The test's id. */
         TestId: string;
-        /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. */
+        /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. A `*` stands for any run of characters: `*dev*` (containing `dev`), `feature/*`. Case-sensitive. */
         BuildBranch: string | string[];
         /** @description Only builds of this full commit SHA; several with `commit[]=...`. */
         BuildCommit: string | string[];
@@ -8128,7 +8128,7 @@ export interface components {
         BuildMetaData: {
             [key: string]: string;
         };
-        /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
+        /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled; `blocked` means builds waiting on a block step (their `blocked` is true, their `state` the one they reached). */
         BuildState: components["schemas"]["BuildStateFilter"] | components["schemas"]["BuildStateFilter"][];
         /** @description The pipeline template's UUID. */
         TemplateUuid: string;
@@ -9559,7 +9559,7 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
-                /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. */
+                /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. A `*` stands for any run of characters: `*dev*` (containing `dev`), `feature/*`. Case-sensitive. */
                 branch?: components["parameters"]["BuildBranch"];
                 /** @description Only builds of this full commit SHA; several with `commit[]=...`. */
                 commit?: components["parameters"]["BuildCommit"];
@@ -9581,7 +9581,7 @@ export interface operations {
                 include_test_engine?: components["parameters"]["IncludeTestEngine"];
                 /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
                 meta_data?: components["parameters"]["BuildMetaData"];
-                /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
+                /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled; `blocked` means builds waiting on a block step (their `blocked` is true, their `state` the one they reached). */
                 state?: components["parameters"]["BuildState"];
             };
             header?: never;
@@ -9605,7 +9605,7 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
-                /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. */
+                /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. A `*` stands for any run of characters: `*dev*` (containing `dev`), `feature/*`. Case-sensitive. */
                 branch?: components["parameters"]["BuildBranch"];
                 /** @description Only builds of this full commit SHA; several with `commit[]=...`. */
                 commit?: components["parameters"]["BuildCommit"];
@@ -9627,7 +9627,7 @@ export interface operations {
                 include_test_engine?: components["parameters"]["IncludeTestEngine"];
                 /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
                 meta_data?: components["parameters"]["BuildMetaData"];
-                /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
+                /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled; `blocked` means builds waiting on a block step (their `blocked` is true, their `state` the one they reached). */
                 state?: components["parameters"]["BuildState"];
             };
             header?: never;
@@ -9655,7 +9655,7 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
-                /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. */
+                /** @description Only builds of this branch; several with `branch[]=a&branch[]=b`. A `*` stands for any run of characters: `*dev*` (containing `dev`), `feature/*`. Case-sensitive. */
                 branch?: components["parameters"]["BuildBranch"];
                 /** @description Only builds of this full commit SHA; several with `commit[]=...`. */
                 commit?: components["parameters"]["BuildCommit"];
@@ -9677,7 +9677,7 @@ export interface operations {
                 include_test_engine?: components["parameters"]["IncludeTestEngine"];
                 /** @description Only builds whose meta data has these values: `meta_data[key]=value`. */
                 meta_data?: components["parameters"]["BuildMetaData"];
-                /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled. */
+                /** @description Only builds in this state; several with `state[]=a&state[]=b`; `finished` means passed, failed, blocked or canceled; `blocked` means builds waiting on a block step (their `blocked` is true, their `state` the one they reached). */
                 state?: components["parameters"]["BuildState"];
             };
             header?: never;

@@ -53,6 +53,24 @@ function jobsJsonColumn(db: Knex, includeRetried: boolean): Knex.Raw {
   return db.raw(`(select coalesce(json_agg(j order by ${order}), '[]') from jobs j where j.build_id = b.id${retried}) as jobs_json`);
 }
 
+/**
+ * The `branch` filter: each value a branch name, or a pattern where `*` stands for any run of
+ * characters (`*dev*`, `feature/*`), as the real API takes it; case-sensitive on both stores
+ * (Postgres LIKE; SQLite GLOB, its LIKE ignores case), every other character literal.
+ */
+function whereBranchIn(q: Knex.QueryBuilder, branches: readonly string[]): void {
+  const exact = branches.filter((b) => !b.includes('*'));
+  const patterns = branches.filter((b) => b.includes('*'));
+  const postgres = isPostgres(q);
+  q.where((any) => {
+    if (exact.length) any.whereIn('b.branch', exact);
+    for (const p of patterns) {
+      if (postgres) any.orWhereRaw(`b.branch like ? escape '\\'`, [p.replace(/[\\%_]/g, '\\$&').replaceAll('*', '%')]);
+      else any.orWhereRaw('b.branch glob ?', [p.replace(/[[?]/g, '[$&]')]);
+    }
+  });
+}
+
 /** A build and its jobs from a row that carries them as `jobs_json` (`jobsJsonColumn`). */
 const withJobsFromJson = (r: StoredRow<BuildWithJobsRow>): { build: Build; jobs: Job[] } => ({
   build: buildFromRow(r),
@@ -367,9 +385,17 @@ export class BuildRepository {
         { column: 'b.id', order: 'desc' },
       ]);
     }
-    if (f.branches?.length) q.whereIn('b.branch', f.branches);
+    if (f.branches?.length) whereBranchIn(q, f.branches);
     if (f.commits?.length) q.whereIn('b.commit', f.commits);
-    if (f.states?.length) q.whereIn('b.state', f.states);
+    if (f.states?.length) {
+      // A blocked build keeps the state it reached (`passed`, with `blocked` set): `blocked` asks for the flag.
+      const stored = f.states.filter((s) => s !== 'blocked');
+      const blocked = stored.length < f.states.length;
+      q.where((w) => {
+        if (stored.length) w.whereIn('b.state', stored);
+        if (blocked) w.orWhere('b.blocked', true);
+      });
+    }
     if (f.createdFrom) q.where('b.created_at', '>=', f.createdFrom);
     if (f.createdTo) q.where('b.created_at', '<', f.createdTo);
     if (f.finishedFrom) q.where('b.finished_at', '>=', f.finishedFrom);

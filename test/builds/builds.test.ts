@@ -288,6 +288,43 @@ describeEachDatabase('builds', (ctx) => {
       expect(await ids(`${orgList}?created_to=${encodeURIComponent(b3Time)}`)).toEqual([b2.id, b1.id]);
     });
 
+    it('matches branches by pattern, `*` for any run of characters, every other character literal and case-sensitive', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const p = await givenPipeline(ctx(), org, token);
+      const made: Record<string, string> = {};
+      for (const branch of ['main', 'feature/dev-thing', 'dev', 'Devel', 'fix/100%_done', 'fix/100xydone', 'rel[1]?', 'rel1']) {
+        made[branch] = (await createBuild(ctx(), org, p, token, { branch })).id;
+      }
+      const branches = async (q: string) => {
+        const res = await ctx()
+          .http()
+          .get(`${buildsPath(org, p)}?${q}`)
+          .set(auth(token))
+          .expect(200);
+        const byId = new Map(Object.entries(made).map(([b, id]) => [id, b]));
+        return res.body.map((b: { id: string }) => byId.get(b.id)).sort();
+      };
+      expect(await branches('branch=*dev*')).toEqual(['dev', 'feature/dev-thing']);
+      expect(await branches('branch=feature/*')).toEqual(['feature/dev-thing']);
+      expect(await branches('branch[]=main&branch[]=Dev*')).toEqual(['Devel', 'main']);
+      expect(await branches(`branch=${encodeURIComponent('fix/100%_*')}`)).toEqual(['fix/100%_done']);
+      expect(await branches(`branch=${encodeURIComponent('rel[1]?*')}`)).toEqual(['rel[1]?']);
+      expect(await branches('branch=*')).toHaveLength(8);
+      expect(await branches('branch=dev')).toEqual(['dev']);
+    });
+
+    it('lists the builds waiting on a block step under `state=blocked`', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const gated = await givenPipeline(ctx(), org, token, { configuration: 'steps:\n  - block: Go?\n  - command: a\n' });
+      const plain = await givenPipeline(ctx(), org, token);
+      const blocked = await createBuild(ctx(), org, gated, token);
+      const running = await createBuild(ctx(), org, plain, token);
+      const ids = async (q: string) =>
+        (await ctx().http().get(`/v2/organizations/${org.slug}/builds?${q}`).set(auth(token)).expect(200)).body.map((b: { id: string }) => b.id);
+      expect(await ids('state=blocked')).toEqual([blocked.id]);
+      expect(await ids('state[]=blocked&state[]=scheduled')).toEqual([running.id, blocked.id]);
+    });
+
     it('answers 400 for unknown states and malformed times', async () => {
       const { org, token } = await ctx().givenAdmin();
       for (const q of ['state=bogus', 'state[]=passed&state[]=bogus', 'created_from=yesterday', 'finished_from=2020-13-45', 'per_page=1000']) {
