@@ -5,7 +5,7 @@
  * the transitions are src/builds/states.ts, the rules that move jobs ./state.ts and src/builds/progress/.
  */
 import type { PlannedJob } from './plan';
-import type { JobRetryType, JobState, PullRequest } from '../model';
+import type { Author, JobRetryType, JobState, PullRequest } from '../model';
 import type { User } from '../../core/identity';
 
 /** A stored job: what was planned, plus what running it records. */
@@ -58,6 +58,9 @@ export interface JobContext {
     message: string | null;
     tag: string | null;
     pullRequest: PullRequest | null;
+    /** The commit's author, as the build's creation gave it. */
+    author: Author | null;
+    cleanCheckout: boolean;
     creator: { name: string; email: string } | null;
   };
 }

@@ -59,6 +59,8 @@ export class JobRepository {
         'p.repository as ctx_repository',
         'p.provider_id as ctx_provider_id',
         'b.pull_request as ctx_pull_request',
+        'b.author as ctx_author',
+        'b.clean_checkout as ctx_clean_checkout',
         'u.name as ctx_creator_name',
         'u.email as ctx_creator_email',
         'b.number as ctx_build_number',

@@ -4,7 +4,7 @@
  * JobContext, and a planned job into the row that stores it.
  */
 import type { JobType, PlannedJob, StepSignature } from './plan';
-import type { JobRetryType, NewBuild, PullRequest } from '../model';
+import type { Author, JobRetryType, NewBuild, PullRequest } from '../model';
 import { parseJson, toBool, toDate, toDateOrNull } from '../../db/values';
 import type { BuildsRow, JobsRow, OrganizationsRow, PipelinesRow, UsersRow } from '../../db/tables';
 import type { Step } from '../../pipelines/configuration';
@@ -60,7 +60,7 @@ export type JobContextRow = JobsRow & {
   ctx_pipeline_slug: PipelinesRow['slug'];
   ctx_build_number: BuildsRow['number'];
 } & Prefixed<Pick<PipelinesRow, 'repository' | 'provider_id'>, 'ctx_'> &
-  Prefixed<Pick<BuildsRow, 'pull_request' | 'branch' | 'commit' | 'message' | 'tag'>, 'ctx_'> &
+  Prefixed<Pick<BuildsRow, 'pull_request' | 'author' | 'clean_checkout' | 'branch' | 'commit' | 'message' | 'tag'>, 'ctx_'> &
   Nullable<Prefixed<Pick<UsersRow, 'name' | 'email'>, 'ctx_creator_'>>;
 
 export function jobFromRow(r: JobRowIn): Job {
@@ -178,6 +178,8 @@ export function contextFromRow(r: JobContextRow): JobContext {
       message: r.ctx_message ?? null,
       tag: r.ctx_tag ?? null,
       pullRequest: parseJson<PullRequest | null>(r.ctx_pull_request, null),
+      author: parseJson<Author | null>(r.ctx_author, null),
+      cleanCheckout: toBool(r.ctx_clean_checkout),
       creator: r.ctx_creator_name ? { name: r.ctx_creator_name, email: r.ctx_creator_email ?? '' } : null,
     },
   };

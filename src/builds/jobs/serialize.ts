@@ -62,6 +62,12 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaDa
     BUILDKITE_ARTIFACT_PATHS: j.artifactPaths ?? '',
     BUILDKITE_TIMEOUT: j.timeoutInMinutes === null ? 'false' : String(j.timeoutInMinutes),
   };
+  // Set only where the build has them, so a step's own env (BUILDKITE_CLEAN_CHECKOUT: "true") is not overridden.
+  // The real agent's checkout phase removes the checkout first when BUILDKITE_CLEAN_CHECKOUT is true.
+  if (c.build.cleanCheckout) env.BUILDKITE_CLEAN_CHECKOUT = 'true';
+  if (c.build.author?.name) env.BUILDKITE_BUILD_AUTHOR = c.build.author.name;
+  if (c.build.author?.email) env.BUILDKITE_BUILD_AUTHOR_EMAIL = c.build.author.email;
+  if (c.build.pullRequest?.labels?.length) env.BUILDKITE_PULL_REQUEST_LABELS = c.build.pullRequest.labels.join(',');
   // What the real agent's bootstrap installs and runs: the step's plugins, in the list form.
   if (j.step.type === 'script' && j.step.plugins?.length) env.BUILDKITE_PLUGINS = JSON.stringify(j.step.plugins);
   if (j.parallelGroupTotal !== null) {

@@ -51,6 +51,9 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
       pull_request_id: 42,
       pull_request_base_branch: 'main',
       pull_request_repository: 'git@github.com:fork/app.git',
+      pull_request_labels: ['ready', 'ui'],
+      clean_checkout: true,
+      author: { name: 'Ada Lovelace', email: 'ada@example.com' },
     });
     const plain = await givenBuild(ctx(), org, pipeline, token);
     const agent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'tagged', ['queue=default', 'local=true', 'os-family=linux']);
@@ -76,8 +79,17 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
       BUILDKITE_AGENT_META_DATA_QUEUE: 'default',
       BUILDKITE_AGENT_META_DATA_LOCAL: 'true',
       BUILDKITE_AGENT_META_DATA_OS_FAMILY: 'linux',
+      BUILDKITE_PULL_REQUEST_LABELS: 'ready,ui',
+      // The real agent's checkout phase reads it; the commit's author as the API call gave it.
+      BUILDKITE_CLEAN_CHECKOUT: 'true',
+      BUILDKITE_BUILD_AUTHOR: 'Ada Lovelace',
+      BUILDKITE_BUILD_AUTHOR_EMAIL: 'ada@example.com',
     });
-    expect(await envOf(plain)).toMatchObject({ BUILDKITE_PULL_REQUEST: 'false', BUILDKITE_PULL_REQUEST_BASE_BRANCH: '', BUILDKITE_PULL_REQUEST_REPO: '' });
+    const second = await envOf(plain);
+    expect(second).toMatchObject({ BUILDKITE_PULL_REQUEST: 'false', BUILDKITE_PULL_REQUEST_BASE_BRANCH: '', BUILDKITE_PULL_REQUEST_REPO: '' });
+    for (const name of ['BUILDKITE_CLEAN_CHECKOUT', 'BUILDKITE_BUILD_AUTHOR', 'BUILDKITE_BUILD_AUTHOR_EMAIL', 'BUILDKITE_PULL_REQUEST_LABELS']) {
+      expect(second[name]).toBeUndefined();
+    }
   });
 
   it('answers the env the job runs in, with the agent once one took it', async () => {
