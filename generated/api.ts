@@ -2669,7 +2669,7 @@ export interface paths {
         };
         /**
          * List agents
-         * @description The organization's agents, newest first, optionally filtered by exact `name`, `hostname` or `version`.
+         * @description The organization's agents, newest first, optionally filtered by exact `name`, `hostname` or `version`, or by the cluster queue they registered to (`cluster_queue_id`).
          */
         get: operations["listAgents"];
         put?: never;
@@ -12670,6 +12670,8 @@ export interface operations {
                 name?: string;
                 hostname?: string;
                 version?: string;
+                /** @description Only agents registered to this cluster queue (its UUID). */
+                cluster_queue_id?: string;
             };
             header?: never;
             path: {

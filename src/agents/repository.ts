@@ -151,6 +151,7 @@ export interface AgentFilter {
   name?: string;
   hostname?: string;
   version?: string;
+  clusterQueueId?: string;
 }
 
 export class AgentRepository {
@@ -229,6 +230,7 @@ export class AgentRepository {
     if (f.name !== undefined) q.where('a.name', f.name);
     if (f.hostname !== undefined) q.where('a.hostname', f.hostname);
     if (f.version !== undefined) q.where('a.version', f.version);
+    if (f.clusterQueueId !== undefined) q.where('a.cluster_queue_id', f.clusterQueueId);
     const rows = await q
       .orderBy([
         { column: 'a.created_at', order: 'desc' },

@@ -4,6 +4,7 @@
  * token does not allow), takes only its cluster's jobs of its queue, none while the queue is
  * paused; agents of no cluster take only jobs of pipelines in none. Jobs show their cluster and queue.
  */
+import crypto from 'node:crypto';
 import { auth, describeEachDatabase, type TestContext } from '../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
@@ -321,6 +322,15 @@ describeEachDatabase('clusters', (ctx) => {
     const agentJson = await ctx().http().get(`/v2/organizations/${org.slug}/agents/${linuxAgent.id}`).set(auth(token));
     expect(agentJson.body).toMatchObject({ queue: 'linux', meta_data: ['queue=linux'], cluster_id: cluster.id });
     expect(agentJson.body.web_url).toContain(`/clusters/${cluster.id}/queues/${linux.id}/agents/${linuxAgent.id}`);
+    // The organization's agent list by queue: the agents registered to it only.
+    const inQueue = async (queueId: string) =>
+      (await ctx().http().get(`/v2/organizations/${org.slug}/agents?cluster_queue_id=${queueId}`).set(auth(token)).expect(200)).body.map(
+        (a: { id: string }) => a.id,
+      );
+    expect(await inQueue(linux.id)).toEqual([linuxAgent.id]);
+    expect(await inQueue(mac.id)).toEqual([macAgent.id]);
+    expect(await inQueue(crypto.randomUUID())).toEqual([]);
+    await ctx().http().get(`/v2/organizations/${org.slug}/agents?cluster_queue_id=linux`).set(auth(token)).expect(400);
 
     const clustered = await givenPipeline(ctx(), org.slug, token, {
       configuration: 'steps:\n  - command: on-default\n  - command: on-mac\n    agents: { queue: mac }\n',
