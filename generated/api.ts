@@ -3282,7 +3282,7 @@ export interface paths {
         };
         /**
          * List a build's annotations
-         * @description The annotations of the build, its jobs' annotations (scope `job`) among them. Paginated.
+         * @description The build's own annotations (scope `build`); with `scope=job` its jobs' annotations, with `scope=all` both. Paginated.
          */
         get: operations["listBuildAnnotations"];
         put?: never;
@@ -7596,10 +7596,15 @@ export interface components {
             context: string;
             style: components["schemas"]["AnnotationStyle"];
             readonly scope: components["schemas"]["AnnotationScope"];
+            /**
+             * Format: uuid
+             * @description The job a `job` annotation is on; null for the build's own.
+             */
+            readonly job_id: string | null;
             /** @description Higher values are shown first. */
             priority: number;
-            /** @description The body rendered from Markdown (HTML allowed), then sanitised: no scripts, event handlers or script URLs survive. A body whose HTML would be longer than 16 MiB is refused (422). */
-            readonly body_html: string;
+            /** @description The body rendered from Markdown (HTML allowed), then sanitised: no scripts, event handlers or script URLs survive. A body whose HTML would be longer than 16 MiB is refused (422). Left out of a build's list asked with `omit_body=true`, and only there. */
+            readonly body_html?: string;
             readonly created_at: components["schemas"]["IsoTimestamp"];
             /** @description When the annotation was last added to or replaced. */
             readonly updated_at: components["schemas"]["IsoTimestamp"];
@@ -13370,6 +13375,10 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
+                /** @description Which annotations: the build's own (`build`, the default), its jobs' (`job`) or both (`all`). */
+                scope?: "build" | "job" | "all";
+                /** @description With `true`, each annotation comes without its `body_html`. */
+                omit_body?: boolean;
             };
             header?: never;
             path: {

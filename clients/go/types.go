@@ -3164,13 +3164,15 @@ type BuildCreator struct {
 type Annotation struct {
 	// The body rendered from Markdown (HTML allowed), then sanitised: no scripts, event
 	// handlers or script URLs survive. A body whose HTML would be longer than 16 MiB is refused
-	// (422).
-	BodyHTML string `json:"body_html"`
+	// (422). Left out of a build's list asked with `omit_body=true`, and only there.
+	BodyHTML *string `json:"body_html,omitempty"`
 	// Only one annotation per build (scope `build`) or per job (scope `job`) has a given
 	// context.
 	Context   string    `json:"context"`
 	CreatedAt time.Time `json:"created_at"`
 	ID        string    `json:"id"`
+	// The job a `job` annotation is on; null for the build's own.
+	JobID *string `json:"job_id"`
 	// Higher values are shown first.
 	Priority int64           `json:"priority"`
 	Scope    AnnotationScope `json:"scope"`

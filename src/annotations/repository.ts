@@ -123,10 +123,13 @@ export class AnnotationRepository {
   }
 
   /** A page of the build's annotations, its jobs' among them. */
-  async listForBuild(buildId: string, offset: number, limit: number): Promise<Annotation[]> {
+  /** A page of the build's annotations: its own (`build`), its jobs' (`job`) or both (`all`). */
+  async listForBuild(buildId: string, scope: AnnotationScope | 'all', offset: number, limit: number): Promise<Annotation[]> {
+    const q = this.db('annotations').where({ build_id: buildId });
+    if (scope === 'build') q.where('scope_key', '');
+    else if (scope === 'job') q.whereNot('scope_key', '');
     return (
-      await this.db('annotations')
-        .where({ build_id: buildId })
+      await q
         .orderBy([...ORDER])
         .offset(offset)
         .limit(limit)

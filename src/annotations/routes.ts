@@ -28,9 +28,14 @@ type CreateOperation = 'createBuildAnnotation' | 'createJobAnnotation' | 'create
 export function annotationRoutes(annotations: AnnotationService, publicUrl: string) {
   const api = operationRouter();
 
-  const list = async (req: OperationRequest<ListOperation>, res: OperationResponse<ListOperation>, target: AnnotationTarget) => {
-    const items = await uncountedPage(req, res, publicUrl, (offset, limit) => annotations.list(target, offset, limit));
-    res.json(items.map(serializeAnnotation));
+  const list = async (
+    req: OperationRequest<ListOperation>,
+    res: OperationResponse<ListOperation>,
+    target: AnnotationTarget,
+    { scope = 'build', omitBody = false }: { scope?: 'build' | 'job' | 'all'; omitBody?: boolean } = {},
+  ) => {
+    const items = await uncountedPage(req, res, publicUrl, (offset, limit) => annotations.list(target, offset, limit, scope));
+    res.json(items.map((a) => serializeAnnotation(a, { omitBody })));
   };
   const create = async (req: OperationRequest<CreateOperation>, res: Response, target: AnnotationTarget) => {
     const { body, style, context, append, priority } = req.body;
@@ -38,7 +43,8 @@ export function annotationRoutes(annotations: AnnotationService, publicUrl: stri
   };
 
   api.on('listBuildAnnotations', async (req, res) => {
-    await list(req, res, await annotations.build(actorOf(res), req.params.pipeline_slug, req.params.build_number));
+    const target = await annotations.build(actorOf(res), req.params.pipeline_slug, req.params.build_number);
+    await list(req, res, target, { scope: req.query.scope, omitBody: req.query.omit_body });
   });
   api.on('createBuildAnnotation', async (req, res) => {
     await create(req, res, await annotations.build(actorOf(res), req.params.pipeline_slug, req.params.build_number));

@@ -3,14 +3,16 @@ import type { components } from '../../generated/api';
 import { isoTime } from '../http/responses/format';
 import type { Annotation } from './repository';
 
-export function serializeAnnotation(a: Annotation): components['schemas']['Annotation'] {
+/** `omitBody`: without `body_html` (a build's list asked with `omit_body=true`). */
+export function serializeAnnotation(a: Annotation, { omitBody = false } = {}): components['schemas']['Annotation'] {
   return {
     id: a.id,
     context: a.context,
     style: a.style,
     scope: a.scope,
+    job_id: a.jobId,
     priority: a.priority,
-    body_html: a.bodyHtml,
+    ...(omitBody ? {} : { body_html: a.bodyHtml }),
     created_at: isoTime(a.createdAt),
     updated_at: isoTime(a.updatedAt),
   };

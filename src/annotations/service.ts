@@ -69,8 +69,9 @@ export class AnnotationService {
   }
 
   /** A page of the target's annotations: a build's all, a job's own. */
-  list(t: AnnotationTarget, offset: number, limit: number): Promise<Annotation[]> {
-    return t.job ? this.annotations.listForJob(t.item.build.id, t.job.id, offset, limit) : this.annotations.listForBuild(t.item.build.id, offset, limit);
+  /** A page of the job's annotations, or of the build's (`scope`: its own, its jobs' or all). */
+  list(t: AnnotationTarget, offset: number, limit: number, scope: AnnotationScope | 'all' = 'build'): Promise<Annotation[]> {
+    return t.job ? this.annotations.listForJob(t.item.build.id, t.job.id, offset, limit) : this.annotations.listForBuild(t.item.build.id, scope, offset, limit);
   }
 
   async create(t: AnnotationTarget, input: AnnotationInput & { body: string }): Promise<Annotation> {

@@ -70,7 +70,7 @@ describeEachDatabase('the reference agent with annotations and meta-data', (ctx)
       expect(found.map((x) => x.id)).toEqual([b.id]);
 
       const annotations = await ok(
-        api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/annotations', { params: { path: ref } }),
+        api.GET('/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/annotations', { params: { path: ref, query: { scope: 'all' } } }),
       );
       expect(annotations.map((a) => [a.context, a.style, a.scope, a.priority, a.body_html])).toEqual([
         // The append sent the agent's default priority (3), as the real agent always sends one.

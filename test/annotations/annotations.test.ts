@@ -21,8 +21,8 @@ describeEachDatabase('annotations', (ctx) => {
     const { org, token, slug, build } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: make\n');
     const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}/annotations`;
     const created = await ctx().http().post(url).set(auth(token)).send({ body: 'Hello world!', style: 'info', priority: 5, context: 'greeting' }).expect(201);
-    expect(Object.keys(created.body)).toEqual(['id', 'context', 'style', 'scope', 'priority', 'body_html', 'created_at', 'updated_at']);
-    expect(created.body).toMatchObject({ context: 'greeting', style: 'info', scope: 'build', priority: 5, body_html: '<p>Hello world!</p>\n' });
+    expect(Object.keys(created.body)).toEqual(['id', 'context', 'style', 'scope', 'job_id', 'priority', 'body_html', 'created_at', 'updated_at']);
+    expect(created.body).toMatchObject({ context: 'greeting', style: 'info', scope: 'build', job_id: null, priority: 5, body_html: '<p>Hello world!</p>\n' });
     expect(created.body.created_at).toMatch(ISO);
     expect(created.body.updated_at).toBe(created.body.created_at);
 
@@ -100,8 +100,20 @@ describeEachDatabase('annotations', (ctx) => {
 
     expect((await ctx().http().get(`${buildUrl}/jobs/${j1}/annotations`).set(auth(token)).expect(200)).body).toEqual([onJob1]);
     expect((await ctx().http().get(`/v2/organizations/${org.slug}/jobs/${j2}/annotations`).set(auth(token)).expect(200)).body).toEqual([onJob2]);
-    const all = (await ctx().http().get(`${buildUrl}/annotations`).set(auth(token)).expect(200)).body;
-    expect(all.map((a: { id: string }) => a.id).sort()).toEqual([onJob1.id, onJob2.id, onBuild.id].sort());
+    expect(onJob1.job_id).toBe(j1);
+    expect(onBuild.job_id).toBeNull();
+    // The build's list: its own by default (scope=build), its jobs' with scope=job, both with scope=all.
+    const ids = async (q: string) =>
+      (await ctx().http().get(`${buildUrl}/annotations${q}`).set(auth(token)).expect(200)).body.map((a: { id: string }) => a.id).sort();
+    expect(await ids('')).toEqual([onBuild.id]);
+    expect(await ids('?scope=build')).toEqual([onBuild.id]);
+    expect(await ids('?scope=job')).toEqual([onJob1.id, onJob2.id].sort());
+    expect(await ids('?scope=all')).toEqual([onJob1.id, onJob2.id, onBuild.id].sort());
+    await ctx().http().get(`${buildUrl}/annotations?scope=pipeline`).set(auth(token)).expect(400);
+    // omit_body=true: the same annotations without their body.
+    const bodiless = (await ctx().http().get(`${buildUrl}/annotations?scope=all&omit_body=true`).set(auth(token)).expect(200)).body;
+    expect(bodiless).toHaveLength(3);
+    for (const a of bodiless) expect(Object.keys(a)).toEqual(['id', 'context', 'style', 'scope', 'job_id', 'priority', 'created_at', 'updated_at']);
 
     // A job's delete route deletes only that job's annotations.
     await ctx().http().delete(`${buildUrl}/jobs/${j1}/annotations/${onJob2.id}`).set(auth(token)).expect(404);

@@ -377,16 +377,22 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     artifacts.set(job.id, artifactId);
     check(await ctx.http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 0 }), 200, 'finish job');
   }
-  // An annotation on the last build's first job (so the build's, the job's and the job-by-id routes all reach it).
+  // An annotation on the last build's first job (the job's, the job-by-id and the build's delete
+  // routes reach it), and one on the build itself (the build's list shows its own by default).
   const lastBuild = builds[builds.length - 1];
-  const annotation = lastBuild
-    ? await ctx
+  const annotations = [];
+  if (lastBuild) {
+    const annotated = `${base}/pipelines/${p.body.slug}/builds/${lastBuild.number}`;
+    for (const on of [`${annotated}/jobs/${lastBuild.jobIds[0]}`, annotated]) {
+      const made = await ctx
         .http()
-        .post(`${base}/pipelines/${p.body.slug}/builds/${lastBuild.number}/jobs/${lastBuild.jobIds[0]}/annotations`)
+        .post(`${on}/annotations`)
         .set(auth(token))
-        .send({ body: `${org.slug}: ${tag}`, context: 'fixture' })
-    : undefined;
-  if (annotation) check(annotation, 201, 'create annotation');
+        .send({ body: `${org.slug}: ${tag}`, context: 'fixture' });
+      check(made, 201, 'create annotation');
+      annotations.push(made.body.id as string);
+    }
+  }
   const template = await ctx
     .http()
     .post(`${base}/pipeline-templates`)
@@ -528,7 +534,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
     token: webhookUrl.split('/').pop()!,
     agent_id: agent.id,
     job_id: builds[builds.length - 1]?.jobIds[0] ?? crypto.randomUUID(),
-    annotation_id: (annotation?.body.id as string | undefined) ?? crypto.randomUUID(),
+    annotation_id: annotations[0] ?? crypto.randomUUID(),
     context: 'fixture',
     artifact_id: artifacts.get(builds[builds.length - 1]?.jobIds[0] ?? '') ?? crypto.randomUUID(),
     build_id: lastBuild?.id ?? crypto.randomUUID(),
@@ -601,7 +607,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
       executionId,
       at.body.id,
       agent.id,
-      ...(annotation ? [annotation.body.id as string] : []),
+      ...annotations,
       ...artifacts.values(),
       template.body.uuid as string,
       schedule.body.id as string,

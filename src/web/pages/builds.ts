@@ -482,7 +482,7 @@ export function registerBuildPages(web: WebRouter): void {
     const waiting = item.jobs.some((j) => j.type === 'script' && !j.agentId && JOB_STATE_PHASES[j.state] === 'queued');
     const [agentsById, notes, files, emojiList, orgAgents] = await Promise.all([
       agentsOfJobs(agents, item.jobs),
-      annotations.list({ item, job: null }, 0, 100),
+      annotations.list({ item, job: null }, 0, 100, 'all'),
       mayCall(principal, 'listBuildArtifacts')
         ? artifacts.listByBuild(actor, item.pipeline.slug, item.build.number, 0, 100).then((r) => r.items)
         : Promise.resolve([]),
