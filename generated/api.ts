@@ -2669,7 +2669,7 @@ export interface paths {
         };
         /**
          * List agents
-         * @description The organization's agents, newest first, optionally filtered by exact `name`, `hostname` or `version`, or by the cluster queue they registered to (`cluster_queue_id`).
+         * @description The organization's connected and stopping agents (as the real API's list; an agent in any other state is read by its id), newest first, optionally filtered by exact `name`, `hostname` or `version`, or by the cluster queue they registered to (`cluster_queue_id`).
          */
         get: operations["listAgents"];
         put?: never;

@@ -152,6 +152,8 @@ export interface AgentFilter {
   hostname?: string;
   version?: string;
   clusterQueueId?: string;
+  /** Connected and stopping agents only (the REST list's, as the real API's). */
+  live?: boolean;
 }
 
 export class AgentRepository {
@@ -231,6 +233,7 @@ export class AgentRepository {
     if (f.hostname !== undefined) q.where('a.hostname', f.hostname);
     if (f.version !== undefined) q.where('a.version', f.version);
     if (f.clusterQueueId !== undefined) q.where('a.cluster_queue_id', f.clusterQueueId);
+    if (f.live) q.whereIn('a.connection_state', LIVE_STATES);
     const rows = await q
       .orderBy([
         { column: 'a.created_at', order: 'desc' },

@@ -25,7 +25,8 @@ export function agentRoutes(service: AgentService, heldJobs: HeldJobs, publicUrl
   api.on('listAgents', async (req, res) => {
     const actor = actorOf(res);
     const q = req.query;
-    const filter = { name: q.name, hostname: q.hostname, version: q.version, clusterQueueId: q.cluster_queue_id };
+    // As the real API's list: connected and stopping agents only (GET .../agents/{id} finds any).
+    const filter = { name: q.name, hostname: q.hostname, version: q.version, clusterQueueId: q.cluster_queue_id, live: true };
     const agents = await uncountedPage(req, res, publicUrl, (offset, limit) => service.list(actor, filter, offset, limit));
     const jobs = await heldJobs(agents);
     res.json(agents.map((agent) => serializeAgent(agent, (agent.jobId && jobs.get(agent.jobId)) || null, publicUrl, actor.organization.slug)));

@@ -160,8 +160,9 @@ describeEachDatabase('the reference agent, end to end on loopback', (ctx) => {
       controller.abort();
       await agents;
     }
-    const list = await listAgents(api, org.slug);
-    expect(list.map((a) => a.connection_state)).toEqual(['disconnected', 'disconnected']);
+    // Disconnected on their way out: no longer in the list (connected and stopping agents, as the real API's).
+    expect(await listAgents(api, org.slug)).toEqual([]);
+    expect(await ctx().services.db('agents').where({ organization_id: org.id }).pluck('connection_state')).toEqual(['disconnected', 'disconnected']);
   }, 60_000);
 
   it("kills the job's whole process group when the agent stops, and reports it failed", async () => {
