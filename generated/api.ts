@@ -8232,6 +8232,10 @@ export interface components {
         AnnotationContext: string;
         /** @description The build's id (a UUID), not its number. */
         MetaDataBuildId: string;
+        /** @description Only artifacts in this state: `new`, `error`, `finished`, `deleted` or `expired` (another word is a 422, as the real API answers it). Deleted artifacts are never listed. */
+        ArtifactStateFilter: string;
+        /** @description Only artifacts with this path; a `*` stands for any run of characters (`logs/*`). Case-sensitive. */
+        ArtifactPathFilter: string;
         /** @description The schedule's id (a UUID). */
         ScheduleId: string;
         /** @description The delivery's id (a UUID). */
@@ -14037,6 +14041,10 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
+                /** @description Only artifacts in this state: `new`, `error`, `finished`, `deleted` or `expired` (another word is a 422, as the real API answers it). Deleted artifacts are never listed. */
+                state?: components["parameters"]["ArtifactStateFilter"];
+                /** @description Only artifacts with this path; a `*` stands for any run of characters (`logs/*`). Case-sensitive. */
+                path?: components["parameters"]["ArtifactPathFilter"];
             };
             header?: never;
             path: {
@@ -14065,6 +14073,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
@@ -14076,6 +14085,10 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
+                /** @description Only artifacts in this state: `new`, `error`, `finished`, `deleted` or `expired` (another word is a 422, as the real API answers it). Deleted artifacts are never listed. */
+                state?: components["parameters"]["ArtifactStateFilter"];
+                /** @description Only artifacts with this path; a `*` stands for any run of characters (`logs/*`). Case-sensitive. */
+                path?: components["parameters"]["ArtifactPathFilter"];
             };
             header?: never;
             path: {
@@ -14105,6 +14118,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };
@@ -14218,6 +14232,10 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
+                /** @description Only artifacts in this state: `new`, `error`, `finished`, `deleted` or `expired` (another word is a 422, as the real API answers it). Deleted artifacts are never listed. */
+                state?: components["parameters"]["ArtifactStateFilter"];
+                /** @description Only artifacts with this path; a `*` stands for any run of characters (`logs/*`). Case-sensitive. */
+                path?: components["parameters"]["ArtifactPathFilter"];
             };
             header?: never;
             path: {
@@ -14243,6 +14261,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

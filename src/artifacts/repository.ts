@@ -1,10 +1,11 @@
 /** The `artifacts` table: Knex queries, rows in and artifacts out. */
 import type { Knex } from 'knex';
+import { orWhereMatches } from '../db/knex';
 import { toDate, toDateOrNull } from '../db/values';
 import type { ArtifactsRow } from '../db/tables';
 import { oneOf } from '../db/row-types';
 
-const ARTIFACT_STATES = ['new', 'error', 'finished', 'deleted', 'expired'] as const;
+export const ARTIFACT_STATES = ['new', 'error', 'finished', 'deleted', 'expired'] as const;
 export type ArtifactState = (typeof ARTIFACT_STATES)[number];
 
 export interface Artifact {
@@ -129,8 +130,20 @@ export class ArtifactRepository {
   }
 
   /** A page of the artifacts of a build or a job (not deleted), with their total. */
-  async page(where: { build_id: string } | { job_id: string }, offset: number, limit: number): Promise<{ items: Artifact[]; total: number }> {
-    const base = () => this.db('artifacts').where(where).whereNot({ state: 'deleted' });
+  /** A page of the build's or job's artifacts that are not deleted, optionally in one `state` and with a `path` (`*`: any run of characters). */
+  async page(
+    where: { build_id: string } | { job_id: string },
+    filter: { state?: ArtifactState; path?: string },
+    offset: number,
+    limit: number,
+  ): Promise<{ items: Artifact[]; total: number }> {
+    const base = () => {
+      const q = this.db('artifacts').where(where).whereNot({ state: 'deleted' });
+      if (filter.state) q.where({ state: filter.state });
+      const { path } = filter;
+      if (path !== undefined) q.where((w) => (path.includes('*') ? orWhereMatches(w, 'path', path) : w.where({ path })));
+      return q;
+    };
     const [rows, count] = await Promise.all([
       base()
         .orderBy([...ORDER])

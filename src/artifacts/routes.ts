@@ -20,14 +20,15 @@ export function artifactRoutes(service: ArtifactService, publicUrl: string) {
 
   api.on('listBuildArtifacts', async (req, res) => {
     const p = pageRequest(req);
-    const { item, items, total } = await service.listByBuild(actorOf(res), req.params.pipeline_slug, req.params.build_number, p.offset, p.perPage);
+    const filter = { state: req.query.state, path: req.query.path };
+    const { item, items, total } = await service.listByBuild(actorOf(res), req.params.pipeline_slug, req.params.build_number, filter, p.offset, p.perPage);
     setLinkHeader(req, res, publicUrl, p, { total });
     res.json(items.map((a) => serializeArtifact(a, buildUrl(item))));
   });
 
   const listJob = async (req: OperationRequest<'listJobArtifacts' | 'listJobArtifactsByJobId'>, res: Response, where: BuildRef, jobId: string) => {
     const p = pageRequest(req);
-    const { item, items, total } = await service.listByJob(actorOf(res), where, jobId, p.offset, p.perPage);
+    const { item, items, total } = await service.listByJob(actorOf(res), where, jobId, { state: req.query.state, path: req.query.path }, p.offset, p.perPage);
     setLinkHeader(req, res, publicUrl, p, { total });
     return items.map((a) => serializeArtifact(a, buildUrl(item)));
   };

@@ -22,7 +22,8 @@ import { ForbiddenError, NotFoundError, PayloadTooLargeError, RefusedError, Vali
 import type { Actor } from '../core/identity';
 import type { Keys } from '../security/keys';
 import { pathProblem, queryMatcher } from './paths';
-import type { Artifact, ArtifactRepository } from './repository';
+import { ARTIFACT_STATES, type Artifact, type ArtifactRepository, type ArtifactState } from './repository';
+import { isOneOf } from '../db/row-types';
 import { ContentTooLargeError, type ArtifactStorage, type StagedContent } from './storage';
 import { contentDisposition, servedAs } from './content-policy';
 import { clock } from '../core/clock';
@@ -103,6 +104,20 @@ function mismatch(artifact: Artifact, staged: Pick<StagedContent, 'size' | 'sha1
 }
 
 const equal = (a: string, b: string) => a.length === b.length && crypto.timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+/** The artifact lists' `state` and `path` query parameters, as sent. */
+export interface ArtifactListFilter {
+  state?: string;
+  path?: string;
+}
+
+/** An unknown state is a 422, as the real API's lists answer it. */
+function listFilter(f: ArtifactListFilter): { state?: ArtifactState; path?: string } {
+  if (f.state !== undefined && !isOneOf(ARTIFACT_STATES, f.state)) {
+    throw ValidationError.field('state', `is not one of ${ARTIFACT_STATES.join(', ')}`);
+  }
+  return { state: f.state, path: f.path };
+}
 
 export class ArtifactService {
   constructor(
@@ -435,15 +450,15 @@ export class ArtifactService {
     return 'jobId' in where ? this.builds.getByJobId(actor, where.jobId) : this.builds.get(actor, where.pipelineSlug, where.number, true, { pipeline: true });
   }
 
-  async listByBuild(actor: Actor, pipelineSlug: string, number: number, offset: number, limit: number) {
+  async listByBuild(actor: Actor, pipelineSlug: string, number: number, filter: ArtifactListFilter, offset: number, limit: number) {
     const item = await this.build(actor, { pipelineSlug, number });
-    return { item, ...(await this.artifacts.page({ build_id: item.build.id }, offset, limit)) };
+    return { item, ...(await this.artifacts.page({ build_id: item.build.id }, listFilter(filter), offset, limit)) };
   }
 
-  async listByJob(actor: Actor, where: BuildRef, jobId: string, offset: number, limit: number) {
+  async listByJob(actor: Actor, where: BuildRef, jobId: string, filter: ArtifactListFilter, offset: number, limit: number) {
     const item = await this.build(actor, where);
     if (!item.jobs.some((j) => j.id === jobId)) throw new NotFoundError('job');
-    return { item, ...(await this.artifacts.page({ job_id: jobId }, offset, limit)) };
+    return { item, ...(await this.artifacts.page({ job_id: jobId }, listFilter(filter), offset, limit)) };
   }
 
   /** One artifact of the job, not deleted. */

@@ -10,7 +10,7 @@
  * src/builds/progress/, which runs these queries on a transaction of its own (withTransaction).
  */
 import type { Knex } from 'knex';
-import { isPostgres, whereAnyOf } from '../db/knex';
+import { isPostgres, orWhereMatches, whereAnyOf } from '../db/knex';
 import { compiledQuery } from '../db/compiled';
 import { parseJson, toBool, toDateOrNull } from '../db/values';
 import type { NotifyEntry } from '../pipelines/configuration';
@@ -53,21 +53,12 @@ function jobsJsonColumn(db: Knex, includeRetried: boolean): Knex.Raw {
   return db.raw(`(select coalesce(json_agg(j order by ${order}), '[]') from jobs j where j.build_id = b.id${retried}) as jobs_json`);
 }
 
-/**
- * The `branch` filter: each value a branch name, or a pattern where `*` stands for any run of
- * characters (`*dev*`, `feature/*`), as the real API takes it; case-sensitive on both stores
- * (Postgres LIKE; SQLite GLOB, its LIKE ignores case), every other character literal.
- */
+/** The `branch` filter: each value a branch name, or a pattern with `*` (`*dev*`, `feature/*`), as the real API takes it. */
 function whereBranchIn(q: Knex.QueryBuilder, branches: readonly string[]): void {
   const exact = branches.filter((b) => !b.includes('*'));
-  const patterns = branches.filter((b) => b.includes('*'));
-  const postgres = isPostgres(q);
   q.where((any) => {
     if (exact.length) any.whereIn('b.branch', exact);
-    for (const p of patterns) {
-      if (postgres) any.orWhereRaw(`b.branch like ? escape '\\'`, [p.replace(/[\\%_]/g, '\\$&').replaceAll('*', '%')]);
-      else any.orWhereRaw('b.branch glob ?', [p.replace(/[[?]/g, '[$&]')]);
-    }
+    for (const p of branches.filter((b) => b.includes('*'))) orWhereMatches(any, 'b.branch', p);
   });
 }
 

@@ -143,6 +143,17 @@ export function whereAnyOf(q: Knex.QueryBuilder, column: string, values: readonl
   return isPostgres(q) ? q.whereRaw(`${column} = any(?)`, [[...values]]) : q.whereIn(column, [...values]);
 }
 
+/**
+ * `column` matches `pattern`, where `*` stands for any run of characters and every other
+ * character is literal, case-sensitive on both stores (Postgres LIKE with its wildcards escaped;
+ * SQLite GLOB, since its LIKE ignores case): the real API's `?branch=*dev*` and `?path=logs/*`.
+ */
+export function orWhereMatches(q: Knex.QueryBuilder, column: string, pattern: string): Knex.QueryBuilder {
+  return isPostgres(q)
+    ? q.orWhereRaw(`?? like ? escape '\\'`, [column, pattern.replace(/[\\%_]/g, '\\$&').replaceAll('*', '%')])
+    : q.orWhereRaw('?? glob ?', [column, pattern.replace(/[[?]/g, '[$&]')]);
+}
+
 /** Whether a Knex instance (or a query built on one) talks to Postgres, for the few places SQL differs. */
 export function isPostgres(db: Knex | Knex.QueryBuilder): boolean {
   const client: Knex.Client = db.client;

@@ -72,6 +72,23 @@ describeEachDatabase(
       expect(got.body).toEqual(list.body[1]);
     });
 
+    it('filters the lists by state and by path, exact or with `*`; an unknown state is a 422', async () => {
+      const { token, url, jobUrl, job } = await given();
+      const paths = async (list: string, q: string) =>
+        (await ctx().http().get(`${list}/artifacts?${q}`).set(auth(token)).expect(200)).body.map((a: { path: string }) => a.path);
+      const byId = `/v2/organizations/${url.split('/')[3]}/jobs/${job.id}`;
+      for (const list of [url, jobUrl, byId]) {
+        expect(await paths(list, 'path=report.html')).toEqual(['report.html']);
+        expect(await paths(list, 'path=dist/*')).toEqual(['dist/app.tar.gz']);
+        expect(await paths(list, 'path=*a*')).toEqual(['dist/app.tar.gz', 'coverage/a']);
+        expect(await paths(list, 'path=REPORT.html')).toEqual([]);
+        expect(await paths(list, 'state=finished&path=*.html')).toEqual(['report.html']);
+        expect(await paths(list, 'state=error')).toEqual([]);
+        const refused = await ctx().http().get(`${list}/artifacts?state=bogus`).set(auth(token)).expect(422);
+        expect(refused.body.errors).toEqual([{ field: 'state', code: 'is not one of new, error, finished, deleted, expired' }]);
+      }
+    });
+
     it('downloads through a 60-second signed URL: bytes, type, length and ranges; expired or altered URLs are refused', async () => {
       const { token, jobUrl, ids, content } = await given();
       const res = await ctx().http().get(`${jobUrl}/artifacts/${ids[0]}/download`).set(auth(token)).expect(302);

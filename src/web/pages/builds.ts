@@ -484,7 +484,7 @@ export function registerBuildPages(web: WebRouter): void {
       agentsOfJobs(agents, item.jobs),
       annotations.list({ item, job: null }, 0, 100, 'all'),
       mayCall(principal, 'listBuildArtifacts')
-        ? artifacts.listByBuild(actor, item.pipeline.slug, item.build.number, 0, 100).then((r) => r.items)
+        ? artifacts.listByBuild(actor, item.pipeline.slug, item.build.number, {}, 0, 100).then((r) => r.items)
         : Promise.resolve([]),
       emojis.list(actor.organization.id),
       waiting && mayCall(principal, 'listAgents') ? agents.list(actor, {}, 0, 1000) : Promise.resolve(null),
