@@ -979,7 +979,11 @@ export interface paths {
         };
         /**
          * Get a build
-         * @description Returns a build of the pipeline, looked up by its number, with its jobs and its pipeline unless `exclude_jobs` or `exclude_pipeline` leaves them out; retried jobs only with `include_retried_jobs=true`.
+         * @description Returns a build of the pipeline, looked up by its number, with its jobs and its pipeline
+         *     unless `exclude_jobs` or `exclude_pipeline` leaves them out; retried jobs only with
+         *     `include_retried_jobs=true`; only the jobs in some states with `job_states[]`.
+         *     `job_state_counts` counts every job of the build whatever `job_states[]` and `exclude_jobs`
+         *     say (retried ones only with `include_retried_jobs=true`).
          */
         get: operations["getBuild"];
         put?: never;
@@ -6655,6 +6659,11 @@ export interface components {
             message?: string | null;
             author?: components["schemas"]["CreateBuildAuthor"] | null;
             env?: components["schemas"]["Env"];
+            /**
+             * @description Meta-data for the build, as strings. The server also accepts booleans and numbers, as the
+             *     real API's own example sends them, and keeps each as its text (`true` as `"true"`); a
+             *     generated client sends strings.
+             */
             meta_data?: components["schemas"]["MetaData"];
             clean_checkout?: boolean;
             ignore_pipeline_branch_filters?: boolean;
@@ -7853,6 +7862,10 @@ export interface components {
         BuildTestEngine: {
             runs: components["schemas"]["BuildTestEngineRun"][];
         };
+        /**
+         * @description How many of the build's jobs are in each state: every job, whatever `job_states[]` and
+         *     `exclude_jobs` leave out of `jobs` (retried ones only with `include_retried_jobs=true`).
+         */
         JobStateCounts: {
             total: number;
             states: {
@@ -8173,6 +8186,12 @@ export interface components {
         RepositoryConnectionId: string;
         /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
         IncludeTestEngine: boolean;
+        /**
+         * @description Only the jobs in these states in the build's `jobs` (`job_states[]=failed&job_states[]=canceled`);
+         *     a finished wait step, which never runs, matches `passed` whichever state it ended in.
+         *     `job_state_counts` still counts every job.
+         */
+        BuildJobStates: components["schemas"]["JobStateFilter"] | components["schemas"]["JobStateFilter"][];
         /**
          * @description An API version as a date, `YYYY-MM-DD`. `2026-08-01` or later: the answer carries each test's
          *     metrics over the time window, and the filters marked so apply. Omitted, blank or earlier: the
@@ -9752,6 +9771,12 @@ export interface operations {
             query?: {
                 /** @description Include jobs that were retried (hidden by default). */
                 include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
+                /**
+                 * @description Only the jobs in these states in the build's `jobs` (`job_states[]=failed&job_states[]=canceled`);
+                 *     a finished wait step, which never runs, matches `passed` whichever state it ended in.
+                 *     `job_state_counts` still counts every job.
+                 */
+                job_states?: components["parameters"]["BuildJobStates"];
                 /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */

@@ -3350,6 +3350,8 @@ type Author struct {
 	Username *string `json:"username,omitempty"`
 }
 
+// How many of the build's jobs are in each state: every job, whatever `job_states[]` and
+// `exclude_jobs` leave out of `jobs` (retried ones only with `include_retried_jobs=true`).
 type JobStateCounts struct {
 	States map[string]int64 `json:"states"`
 	Total  int64            `json:"total"`
@@ -3843,11 +3845,14 @@ type CreateBuildRequest struct {
 	Env                         map[string]string `json:"env,omitempty"`
 	IgnorePipelineBranchFilters *bool             `json:"ignore_pipeline_branch_filters,omitempty"`
 	Message                     *string           `json:"message,omitempty"`
-	MetaData                    map[string]string `json:"meta_data,omitempty"`
-	PullRequestBaseBranch       *string           `json:"pull_request_base_branch,omitempty"`
-	PullRequestID               *int64            `json:"pull_request_id,omitempty"`
-	PullRequestLabels           []string          `json:"pull_request_labels,omitempty"`
-	PullRequestRepository       *string           `json:"pull_request_repository,omitempty"`
+	// Meta-data for the build, as strings. The server also accepts booleans and numbers, as the
+	// real API's own example sends them, and keeps each as its text (`true` as `"true"`); a
+	// generated client sends strings.
+	MetaData              map[string]string `json:"meta_data,omitempty"`
+	PullRequestBaseBranch *string           `json:"pull_request_base_branch,omitempty"`
+	PullRequestID         *int64            `json:"pull_request_id,omitempty"`
+	PullRequestLabels     []string          `json:"pull_request_labels,omitempty"`
+	PullRequestRepository *string           `json:"pull_request_repository,omitempty"`
 }
 
 // The commit's author; `{}` is accepted and means none.

@@ -10,6 +10,9 @@ import type { NotifyEntry } from '../pipelines/configuration';
 /** The contract's build and job states: what the state machine sets is what the API answers. */
 export type BuildState = components['schemas']['BuildState'];
 export type JobState = components['schemas']['JobState'];
+
+/** How many of a build's jobs are in each state (its `job_state_counts.states`). */
+export type JobStateCounts = Partial<Record<JobState, number>>;
 export type BuildSource = components['schemas']['BuildSource'];
 export type JobRetryType = components['schemas']['JobRetryType'];
 

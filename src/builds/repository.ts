@@ -19,7 +19,7 @@ import type { PlannedJob } from './jobs/plan';
 import type { Job } from './jobs/model';
 import { jobFromRow, toJobRow } from './jobs/rows';
 import type { User } from '../core/identity';
-import type { Build, BuildFilter, BuildState, NewBuild } from './model';
+import type { Build, BuildFilter, BuildState, JobState, JobStateCounts, NewBuild } from './model';
 import { buildFromRow, toBuildRow, type BuildCreatorColumns } from './rows';
 import { BUILD_STATES, buildTransition, CONCLUDED_BUILD_STATES, SELF_MOVING_JOB_STATES, UNFINISHED_BUILD_STATES } from './states';
 import type { BuildsRow, JobsRow, OrganizationsRow, PipelinesRow } from '../db/tables';
@@ -30,8 +30,21 @@ const SELECT = ['b.*', 'u.name as creator_name', 'u.email as creator_email', 'u.
 /** What SELECT reads: the build's row with its creator's columns (null without one). */
 type BuildRow = BuildsRow & BuildCreatorColumns;
 
-/** A build's row with its jobs as one JSON column (`jobs_json`, Postgres's `json_agg`), when asked for. */
-type BuildWithJobsRow = BuildRow & { jobs_json?: JsonRow<JobsRow>[] };
+/**
+ * A build's row with its jobs as one JSON column (`jobs_json`, Postgres's `json_agg`), or only
+ * how many of them are in each state (`job_state_counts_json`, without the jobs), when asked for.
+ */
+type BuildWithJobsRow = BuildRow & { jobs_json?: JsonRow<JobsRow>[]; job_state_counts_json?: JobStateCounts };
+
+/**
+ * A build with its jobs; read without them (`exclude_jobs`), `jobs` is empty and
+ * `jobStateCounts` still counts them, as the real API's `job_state_counts` always does.
+ */
+export interface BuildAndJobs {
+  build: Build;
+  jobs: Job[];
+  jobStateCounts?: JobStateCounts;
+}
 
 /**
  * The order of a build's jobs, in every read of them: by position, and where a job and its
@@ -53,6 +66,14 @@ function jobsJsonColumn(db: Knex, includeRetried: boolean): Knex.Raw {
   return db.raw(`(select coalesce(json_agg(j order by ${order}), '[]') from jobs j where j.build_id = b.id${retried}) as jobs_json`);
 }
 
+/** Postgres: how many of a build's jobs are in each state, as one JSON column (the reads without the jobs). */
+function jobStateCountsColumn(db: Knex, includeRetried: boolean): Knex.Raw {
+  const retried = includeRetried ? '' : ' and not j.retried';
+  return db.raw(
+    `(select coalesce(json_object_agg(s.state, s.n), '{}') from (select j.state, count(*)::int as n from jobs j where j.build_id = b.id${retried} group by j.state) s) as job_state_counts_json`,
+  );
+}
+
 /** The `branch` filter: each value a branch name, or a pattern with `*` (`*dev*`, `feature/*`), as the real API takes it. */
 function whereBranchIn(q: Knex.QueryBuilder, branches: readonly string[]): void {
   const exact = branches.filter((b) => !b.includes('*'));
@@ -62,10 +83,11 @@ function whereBranchIn(q: Knex.QueryBuilder, branches: readonly string[]): void 
   });
 }
 
-/** A build and its jobs from a row that carries them as `jobs_json` (`jobsJsonColumn`). */
-const withJobsFromJson = (r: StoredRow<BuildWithJobsRow>): { build: Build; jobs: Job[] } => ({
+/** A build and its jobs from a row that carries them as `jobs_json` (`jobsJsonColumn`), or their counts (`jobStateCountsColumn`). */
+const withJobsFromJson = (r: StoredRow<BuildWithJobsRow>): BuildAndJobs => ({
   build: buildFromRow(r),
   jobs: (r.jobs_json ?? []).map(jobFromRow),
+  ...(r.job_state_counts_json && { jobStateCounts: r.job_state_counts_json }),
 });
 
 /**
@@ -108,10 +130,13 @@ const bySlugAndNumber = (db: Knex, param: AlongParam) =>
     .where('b.number', param('number'));
 const bySlugAndNumberWithJobs = (includeRetried: boolean) =>
   compiledQuery((db, param: AlongParam) => bySlugAndNumber(db, param).first<BuildWithJobsRow | undefined>([...SELECT, jobsJsonColumn(db, includeRetried)]));
+const bySlugAndNumberWithCounts = (includeRetried: boolean) =>
+  compiledQuery((db, param: AlongParam) =>
+    bySlugAndNumber(db, param).first<BuildWithJobsRow | undefined>([...SELECT, jobStateCountsColumn(db, includeRetried)]),
+  );
 const ALONG = {
-  all: bySlugAndNumberWithJobs(true),
-  latest: bySlugAndNumberWithJobs(false),
-  withoutJobs: compiledQuery((db, param: AlongParam) => bySlugAndNumber(db, param).first<BuildWithJobsRow | undefined>(SELECT)),
+  withJobs: { all: bySlugAndNumberWithJobs(true), latest: bySlugAndNumberWithJobs(false) },
+  withCounts: { all: bySlugAndNumberWithCounts(true), latest: bySlugAndNumberWithCounts(false) },
 };
 const JOBS_OF_BUILD = { all: jobsOfBuild(true), latest: jobsOfBuild(false) };
 
@@ -218,9 +243,11 @@ export class BuildRepository {
     return { build: buildFromRow({ ...buildRow, ...numbers, ...creatorColumns }), jobs: jobRows.map(jobFromRow) };
   }
 
-  /** A build and its jobs (retried ones only when asked). */
-  /** `withJobs` false (`exclude_jobs`): no job is read, and `jobs` is empty. */
-  async findWithJobs(pipelineId: string, number: number, includeRetried: boolean, withJobs = true): Promise<{ build: Build; jobs: Job[] } | null> {
+  /**
+   * A build and its jobs (retried ones only when asked). `withJobs` false (`exclude_jobs`): no
+   * job is read, `jobs` is empty and `jobStateCounts` counts them.
+   */
+  async findWithJobs(pipelineId: string, number: number, includeRetried: boolean, withJobs = true): Promise<BuildAndJobs | null> {
     const values = { pipelineId, number };
     if (withJobs && isPostgres(this.db)) {
       const [row] = await WITH_JOBS_JSON[includeRetried ? 'all' : 'latest'](this.db, values);
@@ -229,7 +256,8 @@ export class BuildRepository {
     const [row] = await BY_NUMBER(this.db, values);
     if (!row) return null;
     const build = buildFromRow(row);
-    return { build, jobs: withJobs ? (await JOBS_OF_BUILD[includeRetried ? 'all' : 'latest'](this.db, { buildId: build.id })).map(jobFromRow) : [] };
+    if (!withJobs) return { build, jobs: [], jobStateCounts: (await this.jobStateCountsOf([build.id], includeRetried)).get(build.id)! };
+    return { build, jobs: (await JOBS_OF_BUILD[includeRetried ? 'all' : 'latest'](this.db, { buildId: build.id })).map(jobFromRow) };
   }
 
   /**
@@ -243,17 +271,17 @@ export class BuildRepository {
     number: number,
     includeRetried: boolean,
     withJobs: boolean,
-  ): PipelineAlong<'organizationId' | 'slug' | 'number', BuildWithJobsRow, { build: Build; jobs: Job[] }> {
+  ): PipelineAlong<'organizationId' | 'slug' | 'number', BuildWithJobsRow, BuildAndJobs> {
     return {
-      query: withJobs ? ALONG[includeRetried ? 'all' : 'latest'] : ALONG.withoutJobs,
+      query: ALONG[withJobs ? 'withJobs' : 'withCounts'][includeRetried ? 'all' : 'latest'],
       values: { organizationId, slug: pipelineSlug, number },
       fromRow: withJobsFromJson,
       alone: (pipelineId) => this.findWithJobs(pipelineId, number, includeRetried, withJobs),
     };
   }
 
-  /** A page of builds with their jobs (retried ones only when asked). */
-  async listWithJobs(f: BuildFilter, offset: number, limit: number, includeRetried: boolean, withJobs = true): Promise<{ build: Build; jobs: Job[] }[]> {
+  /** A page of builds with their jobs (retried ones only when asked), or their counts (`withJobs` false, as `findWithJobs`). */
+  async listWithJobs(f: BuildFilter, offset: number, limit: number, includeRetried: boolean, withJobs = true): Promise<BuildAndJobs[]> {
     const q = await this.listQuery(f, offset, limit);
     return q ? this.withJobs(q.query, includeRetried, withJobs) : [];
   }
@@ -268,17 +296,19 @@ export class BuildRepository {
    * expressions past them), so it runs for the page's rows only. SQLite queries cost no round trip, and a
    * second prepared statement there is cheaper than building and parsing JSON.
    */
-  private async withJobs(
-    q: Knex.QueryBuilder<BuildsRow, BuildWithJobsRow[]>,
-    includeRetried: boolean,
-    withJobs: boolean,
-  ): Promise<{ build: Build; jobs: Job[] }[]> {
-    if (!withJobs) return (await q).map((r) => ({ build: buildFromRow(r), jobs: [] }));
+  private async withJobs(q: Knex.QueryBuilder<BuildsRow, BuildWithJobsRow[]>, includeRetried: boolean, withJobs: boolean): Promise<BuildAndJobs[]> {
     if (isPostgres(this.db)) {
-      q.select(jobsJsonColumn(this.db, includeRetried));
+      q.select(withJobs ? jobsJsonColumn(this.db, includeRetried) : jobStateCountsColumn(this.db, includeRetried));
       return (await q).map(withJobsFromJson);
     }
     const builds = (await q).map(buildFromRow);
+    if (!withJobs) {
+      const counts = await this.jobStateCountsOf(
+        builds.map((b) => b.id),
+        includeRetried,
+      );
+      return builds.map((build) => ({ build, jobs: [], jobStateCounts: counts.get(build.id)! }));
+    }
     const jobs = await this.jobsOf(
       builds.map((b) => b.id),
       includeRetried,
@@ -403,6 +433,18 @@ export class BuildRepository {
   }
 
   /** Jobs of these builds in order, retried ones only when asked. */
+  /** How many of each build's jobs are in each state (retried ones only when asked), without reading the jobs. */
+  private async jobStateCountsOf(buildIds: string[], includeRetried: boolean): Promise<Map<string, JobStateCounts>> {
+    const byBuild = new Map<string, JobStateCounts>(buildIds.map((id) => [id, {}]));
+    if (!buildIds.length) return byBuild;
+    const q = whereAnyOf(this.db('jobs'), 'build_id', buildIds)
+      .groupBy('build_id', 'state')
+      .select<{ build_id: string; state: JobState; n: number | string }[]>('build_id', 'state', this.db.raw('count(*) as n'));
+    if (!includeRetried) q.where('retried', false);
+    for (const row of await q) byBuild.get(row.build_id)![row.state] = Number(row.n);
+    return byBuild;
+  }
+
   async jobsOf(buildIds: string[], includeRetried: boolean): Promise<Map<string, Job[]>> {
     const byBuild = new Map<string, Job[]>(buildIds.map((id) => [id, []]));
     if (!buildIds.length) return byBuild;

@@ -6,7 +6,8 @@ import type { PipelineService } from '../pipelines/service';
 import type { PipelineCounts } from '../pipelines/repository';
 import type { Agent } from '../agents/repository';
 import { serializeAgentBase } from '../agents/serialize';
-import { serializeBuild, serializeBuildPipeline } from './serialize';
+import { countJobStates, serializeBuild, serializeBuildPipeline } from './serialize';
+import { jobInStates } from './jobs/state';
 import type { BuildService, BuildWithJobs } from './service';
 import type { components } from '../../generated/api';
 import type { Actor } from '../core/identity';
@@ -133,7 +134,14 @@ export function buildRoutes(
     const actor = actorOf(res);
     const includeRetried = req.query.include_retried_jobs === true;
     const exclude = excludeOf(req.query);
-    res.json((await render([await builds.get(actor, req.params.pipeline_slug, req.params.build_number, includeRetried, exclude)], exclude))[0]);
+    const item = await builds.get(actor, req.params.pipeline_slug, req.params.build_number, includeRetried, exclude);
+    const wanted = req.query.job_states;
+    if (wanted !== undefined) {
+      // `job_states[]` narrows `jobs`, never `job_state_counts`, which counts them all.
+      const states = new Set([wanted].flat());
+      Object.assign(item, { jobStateCounts: item.jobStateCounts ?? countJobStates(item.jobs), jobs: item.jobs.filter((j) => jobInStates(j, states)) });
+    }
+    res.json((await render([item], exclude))[0]);
   });
 
   api.on('cancelBuild', async (req, res) => {

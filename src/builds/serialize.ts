@@ -4,7 +4,7 @@ import { graphqlId, isoTime, utcTime } from '../http/responses/format';
 import type { Pipeline, PipelineCounts } from '../pipelines/repository';
 import { serializeProvider } from '../pipelines/serialize';
 import type { BuildWithJobs } from './service';
-import type { Author } from './model';
+import type { Author, JobStateCounts } from './model';
 import type { Job } from './jobs/model';
 import { serializeCreator } from '../user/serialize';
 
@@ -166,12 +166,18 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
   }
 }
 
-export function serializeBuild({ build: b, jobs }: BuildWithJobs, v: BuildView): BuildJson {
+/** How many of `jobs` are in each state. */
+export function countJobStates(jobs: readonly Pick<Job, 'state'>[]): JobStateCounts {
+  const states: JobStateCounts = {};
+  for (const j of jobs) states[j.state] = (states[j.state] ?? 0) + 1;
+  return states;
+}
+
+export function serializeBuild({ build: b, jobs, jobStateCounts }: BuildWithJobs, v: BuildView): BuildJson {
   const pipelineUrl = v.pipeline.url;
   const url = `${pipelineUrl}/builds/${b.number}`;
   const webUrl = `${v.pipeline.web_url}/builds/${b.number}`;
-  const states: Record<string, number> = {};
-  for (const j of jobs) states[j.state] = (states[j.state] ?? 0) + 1;
+  const states = jobStateCounts ?? countJobStates(jobs);
   return {
     id: b.id,
     graphql_id: graphqlId('Build', b.id),
@@ -190,7 +196,7 @@ export function serializeBuild({ build: b, jobs }: BuildWithJobs, v: BuildView):
     author: author(b.author),
     creator: serializeCreator(b.creator),
     jobs: jobs.map((j) => serializeJob(j, url, webUrl, (j.agentId && v.agents?.get(j.agentId)) || null)),
-    job_state_counts: { total: jobs.length, states },
+    job_state_counts: { total: Object.values(states).reduce((sum, n) => sum + n, 0), states },
     created_at: isoTime(b.createdAt),
     scheduled_at: iso(b.scheduledAt),
     started_at: iso(b.startedAt),

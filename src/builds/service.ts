@@ -15,7 +15,7 @@ import type { Job } from './jobs/model';
 import type { Build, BuildFilter, NewBuildFields, PullRequest } from './model';
 import { BULK_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, CANCELED_BUILD_STATES, FINISHED_BUILD_STATES, retryFrom } from './states';
 import type { BuildProgress } from './progress/service';
-import type { BuildRepository } from './repository';
+import type { BuildAndJobs, BuildRepository } from './repository';
 import type { Principal, Actor, Permissions } from '../core/identity';
 import { clock } from '../core/clock';
 import { isOneOf } from '../db/row-types';
@@ -29,9 +29,7 @@ export type CreateBuildInput = components['schemas']['CreateBuildRequest'];
  */
 export type ListQuery = Omit<NonNullable<operations['listAllBuilds']['parameters']['query']>, 'page' | 'per_page'>;
 
-export interface BuildWithJobs {
-  build: Build;
-  jobs: Job[];
+export interface BuildWithJobs extends BuildAndJobs {
   pipeline: Pipeline;
   perms: Permissions;
   /** The caller within the build's organization (decides what the response may show). */
@@ -255,9 +253,9 @@ export class BuildService {
       : await this.pipelines.readableByIds(actorByOrg, [...new Set(builds.map((b) => b.build.pipelineId))], { counts: !query.exclude_pipeline });
     // The list query already kept to what the caller may read; a pipeline missing here was
     // deleted between the two reads, and its builds went with it.
-    return builds.flatMap(({ build, jobs }) => {
-      const entry = pipelines.get(build.pipelineId);
-      return entry ? [{ build, jobs, ...entry, actor: actorByOrg.get(build.organizationId)! }] : [];
+    return builds.flatMap((found) => {
+      const entry = pipelines.get(found.build.pipelineId);
+      return entry ? [{ ...found, ...entry, actor: actorByOrg.get(found.build.organizationId)! }] : [];
     });
   }
 

@@ -14,6 +14,7 @@ import type { JobLogRepository } from './log-repository';
 import type { Job, JobContext, LogChunk } from './model';
 import type { JobRepository } from './repository';
 import type { JobState } from '../model';
+import { jobInStates } from './state';
 import { CANCELED_BUILD_STATES, REPRIORITIZABLE_JOB_STATES, RETRYABLE_JOB_STATES, retryFrom, TERMINAL_JOB_STATES } from '../states';
 import type { Actor } from '../../core/identity';
 
@@ -91,7 +92,7 @@ export class JobService {
     if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('after and before are mutually exclusive: send one of them');
     const item = await this.builds.get(actor, pipelineSlug, number, true);
     const states = opts.states?.length ? new Set(opts.states) : undefined;
-    const all = item.jobs.filter((j) => (opts.includeRetried || !j.retried) && (!states || states.has(j.state)));
+    const all = item.jobs.filter((j) => (opts.includeRetried || !j.retried) && (!states || jobInStates(j, states)));
     const at = (cursor: string, name: string) => {
       const id = decodeJobCursor(cursor);
       const i = id === undefined ? -1 : all.findIndex((j) => j.id === id);

@@ -31,6 +31,15 @@ export function failsBuild(j: Pick<Job, 'state' | 'softFailed'>): boolean {
   return FAILING_JOB_STATES.includes(j.state) && !j.softFailed;
 }
 
+/**
+ * Whether a job is one of `states`, as the real API's job state filters match (`job_states[]` of a
+ * build, `state[]` of a build's jobs): by its state, and a finished wait step, which never runs
+ * and has no exit status, matches `passed` whichever state it ended in.
+ */
+export function jobInStates(j: Pick<Job, 'type' | 'state' | 'finishedAt'>, states: ReadonlySet<JobState>): boolean {
+  return states.has(j.state) || (j.type === 'waiter' && j.finishedAt !== null && states.has('passed'));
+}
+
 export function advance(
   build: Pick<Build, 'state' | 'blocked' | 'startedAt' | 'failingAt' | 'finishedAt'>,
   jobs: Job[],

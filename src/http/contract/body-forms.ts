@@ -10,6 +10,8 @@
  *   clients send an integer.
  * - `exit_status` of a finished job: a string, as the real agent sends it (`"0"`, `"-1"`); other
  *   clients send an integer.
+ * - `meta_data` of a new build: string values; the real API's own example sends `true`, and it
+ *   keeps such a value as its text, so a boolean or a number becomes its string (`"true"`, `"42"`).
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { routeTable } from './route-table';
@@ -29,8 +31,17 @@ const integerFromDigits: Convert = (value) => {
 /** An integer as its decimal string. */
 const digitsFromInteger: Convert = (value) => (typeof value === 'number' && Number.isSafeInteger(value) ? { value: String(value) } : undefined);
 
+/** An object's boolean and number values as their strings; other values are left for the validator. */
+const stringValues: Convert = (value) => {
+  if (!isRecord(value)) return undefined;
+  const scalar = (v: unknown) => typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+  if (!Object.values(value).some(scalar)) return undefined;
+  return { value: Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scalar(v) ? String(v) : v])) };
+};
+
 const FORMS: { method: 'post' | 'put'; path: string; field: string; convert: Convert }[] = [
   { method: 'post', path: '/v2/organizations/:org/pipelines/:pipeline/builds', field: 'pull_request_id', convert: integerFromDigits },
+  { method: 'post', path: '/v2/organizations/:org/pipelines/:pipeline/builds', field: 'meta_data', convert: stringValues },
   { method: 'post', path: '/v3/register', field: 'priority', convert: digitsFromInteger },
   { method: 'put', path: '/v3/jobs/:job_id/finish', field: 'exit_status', convert: digitsFromInteger },
 ];
