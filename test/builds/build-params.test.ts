@@ -135,8 +135,16 @@ describeEachDatabase('build parameters', (ctx) => {
     expect(created.body.meta_data).toEqual(expected);
     expect((await ctx().http().get(`${base}/${created.body.number}`).set(auth(token)).expect(200)).body.meta_data).toEqual(expected);
     for (const value of [null, { nested: 'x' }, ['x']]) {
-      const res = await ctx().http().post(base).set(auth(token)).send({ commit: 'HEAD', branch: 'main', meta_data: { key: value } });
-      expect({ value, status: res.status, fields: (res.body.errors as { field: string }[]).map((e) => e.field) }).toEqual({ value, status: 422, fields: ['meta_data.key'] });
+      const res = await ctx()
+        .http()
+        .post(base)
+        .set(auth(token))
+        .send({ commit: 'HEAD', branch: 'main', meta_data: { key: value } });
+      expect({ value, status: res.status, fields: (res.body.errors as { field: string }[]).map((e) => e.field) }).toEqual({
+        value,
+        status: 422,
+        fields: ['meta_data.key'],
+      });
     }
   });
 
