@@ -684,16 +684,18 @@ export interface paths {
          * Update a pipeline
          * @description Every property is optional; only those sent change. Teams never change here.
          *
-         *     How steps change (our reading of "a patch with `configuration` can only update
-         *     attributes already present in the pipeline YAML"): a pipeline's steps and env come from
+         *     How steps change, as the real API documents it: a pipeline's steps and env come from
          *     exactly one place. For a pipeline defined by YAML, `configuration` replaces the whole
-         *     YAML and the steps and env are derived from it again; `steps` or `env` sent to such a
-         *     pipeline are a 422, because they live in the YAML and would be overwritten by it. A
-         *     pipeline defined by visual steps takes `steps` and `env`; sending `configuration`
-         *     converts it to YAML. Sending `configuration` together with `steps` or `env` is a 422.
+         *     YAML and the steps and env are derived from it again; `steps` sent to such a pipeline
+         *     without `configuration` is a 422, and `env` is ignored (the env is the YAML's top-level
+         *     one). A pipeline defined by visual steps takes `steps` and `env`; sending
+         *     `configuration` converts it to YAML. Sent together with `configuration`, `steps` and
+         *     `env` are ignored (create does the same). Each ignored property is named in a `Warning`
+         *     header.
          *
-         *     Archived pipelines are read-only: a 422 says so. Changing `name` does not change the
-         *     slug (links stay valid); an explicit `slug` renames it.
+         *     Archived pipelines are read-only: a 422 says so. A new `name` without a `slug` renames
+         *     the slug too, derived from the new name as on create (the old slug's URLs then answer
+         *     404), as the real API documents; an explicit `slug` sets it.
          */
         patch: operations["updatePipeline"];
         trace?: never;
@@ -2150,6 +2152,78 @@ export interface paths {
          *     included; with `Accept: text/plain`, `KEY=VALUE` lines.
          */
         get: operations["getOrganizationJobEnv"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/log.txt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a job's log as text by the job's id
+         * @description As `GET .../builds/{build_number}/jobs/{job_id}/log.txt`, for the job found by its id alone within the organization: the raw text.
+         */
+        get: operations["getOrganizationJobLogText"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/log.html": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a job's log as HTML by the job's id
+         * @description As `GET .../builds/{build_number}/jobs/{job_id}/log.html`, for the job found by its id alone within the organization: the log rendered as HTML.
+         */
+        get: operations["getOrganizationJobLogHtml"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/organizations/{org_slug}/jobs/{job_id}/env.txt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a job's environment variables as text by the job's id
+         * @description As `GET .../builds/{build_number}/jobs/{job_id}/env.txt`, for the job found by its id alone within the organization: `KEY=VALUE` lines.
+         */
+        get: operations["getOrganizationJobEnvText"];
         put?: never;
         post?: never;
         delete?: never;
@@ -5859,6 +5933,13 @@ export interface components {
          *     does not parse is a 422 whose code gives the character where it goes wrong.
          *
          *     The other settings are booleans (`build_pull_requests`...) or strings, null when unset.
+         *     Every setting the real API documents for a provider is taken (`issue_comment_command_word`
+         *     and `review_comment_command_word` are words such as `/bk`, the `*_match_mode` ones `exact`
+         *     or `contains`); those beyond the create sample's are shown once set. Windsock builds from
+         *     pushes, tags, pull requests, deployments and forks, so it acts on the pull request ones
+         *     (`ignore_default_branch_pull_requests`, `build_pull_request_reopened`, `_edited`,
+         *     `_converted_to_draft`, `_review_requested`) and keeps the others (releases, comments,
+         *     check runs, merge queues) as set.
          */
         ProviderSettings: {
             readonly repository?: string;
@@ -5951,7 +6032,7 @@ export interface components {
         /** @description Properties a client may set on create and update. Unknown properties are ignored. */
         PipelineWritable: {
             name?: string;
-            /** @description Defaults to one derived from the name. */
+            /** @description Letters, digits and dashes, not starting with a dash (another is a 422 on the field). Defaults to one derived from the name. */
             slug?: string;
             repository?: string;
             description?: string | null;
@@ -11515,6 +11596,96 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JobEnvResponse"];
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getOrganizationJobLogText: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The log as raw text. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getOrganizationJobLogHtml: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The log as HTML. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getOrganizationJobEnvText: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The organization's slug. */
+                org_slug: components["parameters"]["OrgSlug"];
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The environment as text. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "text/plain": string;
                 };
             };

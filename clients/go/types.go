@@ -3554,6 +3554,15 @@ type BuildPipelineProvider struct {
 // does not parse is a 422 whose code gives the character where it goes wrong.
 //
 // The other settings are booleans (`build_pull_requests`...) or strings, null when unset.
+// Every setting the real API documents for a provider is taken
+// (`issue_comment_command_word`
+// and `review_comment_command_word` are words such as `/bk`, the `*_match_mode` ones
+// `exact`
+// or `contains`); those beyond the create sample's are shown once set. Windsock builds from
+// pushes, tags, pull requests, deployments and forks, so it acts on the pull request ones
+// (`ignore_default_branch_pull_requests`, `build_pull_request_reopened`, `_edited`,
+// `_converted_to_draft`, `_review_requested`) and keeps the others (releases, comments,
+// check runs, merge queues) as set.
 type ProviderSettings struct {
 	FilterCondition                      *string              `json:"filter_condition,omitempty"`
 	PullRequestBranchFilterConfiguration *string              `json:"pull_request_branch_filter_configuration,omitempty"`
@@ -4926,6 +4935,7 @@ type PipelineWritable struct {
 	Repository                   *string                `json:"repository,omitempty"`
 	SkipQueuedBranchBuilds       *bool                  `json:"skip_queued_branch_builds,omitempty"`
 	SkipQueuedBranchBuildsFilter *string                `json:"skip_queued_branch_builds_filter,omitempty"`
+	// Letters, digits and dashes, not starting with a dash (another is a 422 on the field).
 	// Defaults to one derived from the name.
 	Slug       *string                  `json:"slug,omitempty"`
 	Steps      []map[string]interface{} `json:"steps,omitempty"`

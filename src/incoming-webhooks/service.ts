@@ -50,6 +50,12 @@ const SKIP_MARKERS = ['[ci skip]', '[skip ci]', '[ci-skip]', '[skip-ci]'];
 
 const PULL_REQUEST_ACTIONS = ['opened', 'reopened', 'synchronize', 'ready_for_review'];
 const LABEL_ACTIONS = ['labeled', 'unlabeled'];
+/** Pull request actions that build only when their setting is on (GitHub's names). */
+const OPT_IN_ACTIONS: ReadonlyMap<string, string> = new Map([
+  ['edited', 'build_pull_request_edited'],
+  ['converted_to_draft', 'build_pull_request_converted_to_draft'],
+  ['review_requested', 'build_pull_request_review_requested'],
+]);
 
 /** A build to create, or the rule that says no. */
 type Decision = { build: DeliveredBuild; draft?: boolean; fork?: boolean } | { skip: string };
@@ -174,7 +180,7 @@ export class DeliveryService {
       case 'push':
         return this.pushRules(pipeline, settings, event);
       case 'pull_request':
-        return pullRequestRules(settings, event);
+        return pullRequestRules(settings, event, pipeline.defaultBranch);
       case 'deployment':
         return { build: { commit: event.commit, branch: event.branch, tag: null, message: event.message, author: event.author, pullRequest: null } };
       case 'fork':
@@ -209,14 +215,22 @@ export class DeliveryService {
   }
 }
 
-function pullRequestRules(settings: ProviderSettings, pr: PullRequestEvent): Decision {
+function pullRequestRules(settings: ProviderSettings, pr: PullRequestEvent, defaultBranch: string | null): Decision {
   const which = `${pr.noun} #${pr.id}`;
   if (settings.build_pull_requests === false) return { skip: `No build: ${which} changed, and build_pull_requests is off.` };
+  const optIn = OPT_IN_ACTIONS.get(pr.action);
   if (LABEL_ACTIONS.includes(pr.action)) {
     if (settings.build_pull_request_labels_changed !== true)
       return { skip: `No build: the labels of ${which} changed, and build_pull_request_labels_changed is off.` };
+  } else if (optIn !== undefined && settings[optIn] === true) {
+    // Built, as its setting asks (only GitHub's pipelines can set these).
   } else if (!PULL_REQUEST_ACTIONS.includes(pr.action)) {
     return { skip: `No build: ${which} was ${pr.action.replace(/_/g, ' ')}, which does not build.` };
+  } else if (pr.action === 'reopened' && settings.build_pull_request_reopened === false) {
+    return { skip: `No build: ${which} was reopened, and build_pull_request_reopened is off.` };
+  }
+  if (settings.ignore_default_branch_pull_requests === true && defaultBranch !== null && pr.headBranch === defaultBranch) {
+    return { skip: `No build: ${which} comes from the default branch "${defaultBranch}", and ignore_default_branch_pull_requests is on.` };
   }
   if (pr.draft && settings.build_pull_request_ready_for_review === true) {
     return { skip: `No build: ${which} is a draft, and build_pull_request_ready_for_review builds it once it is ready for review.` };

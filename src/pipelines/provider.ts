@@ -175,7 +175,10 @@ export function repositoryPath(repository: string): string | null {
 // ---------------------------------------------------------------------------------------------
 // Settings
 
-type SettingKind = 'boolean' | 'trigger_mode' | 'filter_condition' | 'branch_filter';
+type SettingKind = 'boolean' | 'trigger_mode' | 'filter_condition' | 'branch_filter' | 'command_word' | 'match_mode';
+
+const COMMAND_WORD_MAX = 100;
+const MATCH_MODES = ['exact', 'contains'] as const;
 
 const SETTING_KINDS: ReadonlyMap<string, SettingKind> = new Map<string, SettingKind>([
   ['trigger_mode', 'trigger_mode'],
@@ -198,6 +201,39 @@ const SETTING_KINDS: ReadonlyMap<string, SettingKind> = new Map<string, SettingK
   ['use_step_key_as_commit_status', 'boolean'],
   ['filter_enabled', 'boolean'],
   ['filter_condition', 'filter_condition'],
+  // The documented settings below are shown only once set (they have no default here). Windsock
+  // acts on the pull request ones marked *; the others are kept, as clients (Terraform) set them,
+  // for events Windsock does not build from (releases, comments, check runs, merge queues...).
+  ['ignore_default_branch_pull_requests', 'boolean'], // *
+  ['build_pull_request_reopened', 'boolean'], // *
+  ['build_pull_request_edited', 'boolean'], // *
+  ['build_pull_request_converted_to_draft', 'boolean'], // *
+  ['build_pull_request_review_requested', 'boolean'], // *
+  ['build_pull_request_base_branch_changed', 'boolean'],
+  ['build_pull_request_merge', 'boolean'],
+  ['build_pull_request_stacks', 'boolean'],
+  ['build_pull_request_review_submitted', 'boolean'],
+  ['build_pull_request_review_dismissed', 'boolean'],
+  ['build_pull_request_review_comment_created', 'boolean'],
+  ['review_comment_command_word', 'command_word'],
+  ['review_comment_match_mode', 'match_mode'],
+  ['build_issue_comment_created', 'boolean'],
+  ['issue_comment_command_word', 'command_word'],
+  ['issue_comment_match_mode', 'match_mode'],
+  ['build_pull_request_dequeued', 'boolean'],
+  ['build_pull_request_merge_commits', 'boolean'],
+  ['build_check_run_completed', 'boolean'],
+  ['build_release_published', 'boolean'],
+  ['build_release_created', 'boolean'],
+  ['build_release_released', 'boolean'],
+  ['build_deployment_status_created', 'boolean'],
+  ['build_create_event', 'boolean'],
+  ['build_merge_group_checks_requested', 'boolean'],
+  ['cancel_when_merge_group_destroyed', 'boolean'],
+  ['use_merge_group_base_commit_for_git_diff_base', 'boolean'],
+  ['skip_builds_for_closed_pull_requests', 'boolean'],
+  ['prevent_custom_statuses_from_using_buildkite_prefix', 'boolean'],
+  ['github_workflow_access_tokens_enabled', 'boolean'],
 ]);
 
 // The official Go client spells it this way; accepting it costs nothing.
@@ -228,17 +264,52 @@ const DEFAULTS: ReadonlyMap<string, boolean | string> = new Map<string, boolean 
 ]);
 
 // Keys per provider, in the order the API shows them (GitHub's order is the create sample's).
-// GitHub has every setting, in SETTING_KINDS's order; the others show GitHub's keys less the
-// ones they lack, so the order cannot drift between providers.
-const GITHUB_KEYS: readonly string[] = [...SETTING_KINDS.keys()];
-
-function githubKeysWithout(lacking: readonly string[]): readonly string[] {
-  return GITHUB_KEYS.filter((key) => !lacking.includes(key));
+// Each provider shows SETTING_KINDS's keys, in its order, less the ones it lacks, so the order
+// cannot drift between providers.
+function keysWithout(lacking: readonly string[]): readonly string[] {
+  return [...SETTING_KINDS.keys()].filter((key) => !lacking.includes(key));
 }
+
+/** The documented settings of GitHub and GitHub Enterprise alone (of the ones added to the sample's). */
+const GITHUB_ONLY = [
+  'build_pull_request_reopened',
+  'build_pull_request_edited',
+  'build_pull_request_converted_to_draft',
+  'build_pull_request_review_requested',
+  'build_pull_request_stacks',
+  'build_pull_request_review_submitted',
+  'build_pull_request_review_dismissed',
+  'build_pull_request_review_comment_created',
+  'review_comment_command_word',
+  'review_comment_match_mode',
+  'build_issue_comment_created',
+  'issue_comment_command_word',
+  'issue_comment_match_mode',
+  'build_pull_request_dequeued',
+  'build_pull_request_merge_commits',
+  'build_check_run_completed',
+  'build_release_published',
+  'build_release_created',
+  'build_release_released',
+  'build_deployment_status_created',
+  'build_create_event',
+  'build_merge_group_checks_requested',
+  'cancel_when_merge_group_destroyed',
+  'use_merge_group_base_commit_for_git_diff_base',
+  'skip_builds_for_closed_pull_requests',
+  'prevent_custom_statuses_from_using_buildkite_prefix',
+  'github_workflow_access_tokens_enabled',
+];
+
+// GitLab's merged-results setting is GitLab's alone; workflow access tokens are github.com's.
+const GITHUB_KEYS = keysWithout(['build_pull_request_merge']);
+const GITHUB_ENTERPRISE_KEYS = keysWithout(['build_pull_request_merge', 'github_workflow_access_tokens_enabled']);
 
 // Merge requests have no forks-with-prefix, labels or draft handling to configure here, and
 // GitLab reports one status per pipeline.
-const GITLAB_KEYS = githubKeysWithout([
+const GITLAB_KEYS = keysWithout([
+  ...GITHUB_ONLY,
+  'ignore_default_branch_pull_requests',
   'build_pull_request_ready_for_review',
   'build_pull_request_labels_changed',
   'build_pull_request_forks',
@@ -249,7 +320,10 @@ const GITLAB_KEYS = githubKeysWithout([
   'use_step_key_as_commit_status',
 ]);
 
-const BITBUCKET_KEYS = githubKeysWithout([
+const BITBUCKET_KEYS = keysWithout([
+  ...GITHUB_ONLY,
+  'build_pull_request_base_branch_changed',
+  'build_pull_request_merge',
   'build_pull_request_ready_for_review',
   'build_pull_request_labels_changed',
   'separate_pull_request_statuses',
@@ -259,7 +333,7 @@ const BITBUCKET_KEYS = githubKeysWithout([
 
 const PROVIDER_KEYS: Readonly<Record<ProviderId, readonly string[]>> = {
   github: GITHUB_KEYS,
-  github_enterprise: GITHUB_KEYS,
+  github_enterprise: GITHUB_ENTERPRISE_KEYS,
   gitlab: GITLAB_KEYS,
   gitlab_ee: GITLAB_KEYS,
   bitbucket: BITBUCKET_KEYS,
@@ -323,6 +397,11 @@ function valueError(kind: SettingKind, value: unknown): string | null {
       if (value.length > FILTER_CONDITION_MAX) return `is too long (maximum is ${FILTER_CONDITION_MAX} characters)`;
       // Blank means no condition, the same as never setting one.
       return value.trim() === '' ? null : conditionError(value);
+    case 'command_word':
+      if (typeof value !== 'string' || value.trim() === '') return 'must be a word, such as /bk';
+      return value.length > COMMAND_WORD_MAX ? `is too long (maximum is ${COMMAND_WORD_MAX} characters)` : null;
+    case 'match_mode':
+      return isOneOf(MATCH_MODES, value) ? null : 'is not included in the list';
     case 'branch_filter': {
       if (typeof value !== 'string') return 'must be a string';
       if (value.length > BRANCH_FILTER_MAX) return `is too long (maximum is ${BRANCH_FILTER_MAX} characters)`;

@@ -24,7 +24,7 @@ import type {
   PipelineRepository,
   ReadOptions,
 } from './repository';
-import { isValidSlug, slugify } from './slug';
+import { isValidPipelineSlug, MAX_SLUG_LENGTH, slugify } from './slug';
 import type { Actor, Organization, Permissions, Role } from '../core/identity';
 import type { PipelineTemplateService } from '../pipeline-templates/service';
 import { clock } from '../core/clock';
@@ -376,7 +376,9 @@ export class PipelineService {
       if (!name) errors.push({ field: 'name', code: "can't be blank" });
       else changes.name = name;
     }
+    // As the real API: a new name without a `slug` renames the slug too.
     if (input.slug !== undefined) changes.slug = this.slugFor(input.slug, '', errors);
+    else if (changes.name !== undefined && changes.name !== current.name) changes.slug = this.slugFor(undefined, changes.name, errors);
     let providerId = current.providerId;
     let keptSettings = current.providerSettings;
     if (input.repository !== undefined) {
@@ -521,7 +523,8 @@ export class PipelineService {
 
   private slugFor(explicit: string | undefined, name: string, errors: FieldError[]): string {
     if (explicit !== undefined) {
-      if (!isValidSlug(explicit)) errors.push({ field: 'slug', code: 'is invalid: use lower-case letters, digits and single dashes, at most 100 characters' });
+      if (!isValidPipelineSlug(explicit))
+        errors.push({ field: 'slug', code: `is invalid: use letters, digits and dashes, not starting with a dash, at most ${MAX_SLUG_LENGTH} characters` });
       return explicit;
     }
     const slug = slugify(name);
@@ -563,9 +566,14 @@ export class PipelineService {
         else throw err;
       }
     };
+    // As the real API's update: `configuration` wins over `steps` and `env` sent beside it, and a
+    // YAML pipeline ignores `env` (its env is the YAML's top-level one) but refuses `steps` alone.
+    const ignored = (field: 'steps' | 'env', why: string) => {
+      if (input[field] !== undefined) notices.push(`${field} was ignored: ${why}`);
+    };
     if (input.configuration !== undefined) {
-      if (input.steps !== undefined) errors.push({ field: 'steps', code: "can't be set together with configuration: the configuration defines the steps" });
-      if (input.env !== undefined) errors.push({ field: 'env', code: "can't be set together with configuration: use the configuration's top-level env" });
+      ignored('steps', 'the configuration defines the steps');
+      ignored('env', "the configuration's top-level env is the pipeline env");
       let parsed: ParsedConfiguration | undefined;
       collect(() => (parsed = parseConfiguration(input.configuration!)));
       if (!parsed) return undefined;
@@ -575,8 +583,7 @@ export class PipelineService {
     const yamlDefined = current?.configuration != null;
     if (yamlDefined) {
       if (input.steps !== undefined) errors.push({ field: 'steps', code: 'is defined by the configuration of this pipeline: send configuration instead' });
-      if (input.env !== undefined)
-        errors.push({ field: 'env', code: "is defined by the configuration of this pipeline: change the configuration's top-level env" });
+      ignored('env', "this pipeline's env is its configuration's top-level env");
       return undefined;
     }
     if (input.steps === undefined && input.env === undefined) return undefined;

@@ -39,3 +39,8 @@ export function slugify(name: string): string {
 export function isValidSlug(s: string): boolean {
   return typeof s === 'string' && s.length >= 1 && s.length <= MAX_SLUG_LENGTH && SLUG_PATTERN.test(s);
 }
+
+/** An explicit pipeline `slug`, as the real API takes it: letters, digits and dashes, not starting with a dash. */
+export function isValidPipelineSlug(s: string): boolean {
+  return typeof s === 'string' && s.length <= MAX_SLUG_LENGTH && /^[a-zA-Z0-9][a-zA-Z0-9-]*$/.test(s);
+}

@@ -288,7 +288,42 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       });
     });
 
-    it.each(['closed', 'assigned', 'unassigned', 'review_requested', 'locked', 'converted_to_draft'])('does not build on %s', async (action) => {
+    it.each([
+      ['edited', 'build_pull_request_edited'],
+      ['converted_to_draft', 'build_pull_request_converted_to_draft'],
+      ['review_requested', 'build_pull_request_review_requested'],
+    ])('builds on %s only with %s', async (action, setting) => {
+      // The examples have no "edited" delivery: an "opened" one with its action changed.
+      const delivery = () => pullRequest(action === 'edited' ? 'opened' : action, (p) => Object.assign(p, { action }));
+      const off = await givenTarget(ctx());
+      expect((await deliverGitHub(ctx(), off, 'pull_request', delivery()).expect(200)).body).toEqual({
+        message: `No build: pull request #2 was ${action.replace(/_/g, ' ')}, which does not build.`,
+      });
+      const on = await givenTarget(ctx(), { [setting]: true });
+      await deliverGitHub(ctx(), on, 'pull_request', delivery()).expect(201);
+      expect((await buildsOf(ctx(), on))[0]!.pull_request).toMatchObject({ id: '2', base: 'master' });
+    });
+
+    it('builds a reopened pull request unless build_pull_request_reopened is off', async () => {
+      await deliverGitHub(ctx(), await givenTarget(ctx()), 'pull_request', pullRequest('reopened')).expect(201);
+      const off = await givenTarget(ctx(), { build_pull_request_reopened: false });
+      expect((await deliverGitHub(ctx(), off, 'pull_request', pullRequest('reopened')).expect(200)).body).toEqual({
+        message: 'No build: pull request #2 was reopened, and build_pull_request_reopened is off.',
+      });
+    });
+
+    it('skips a pull request from the default branch with ignore_default_branch_pull_requests', async () => {
+      // The example pull request comes from the branch "changes".
+      const fromDefault = await givenTarget(ctx(), { ignore_default_branch_pull_requests: true }, { default_branch: 'changes' });
+      expect((await deliverGitHub(ctx(), fromDefault, 'pull_request', pullRequest('opened')).expect(200)).body).toEqual({
+        message: 'No build: pull request #2 comes from the default branch "changes", and ignore_default_branch_pull_requests is on.',
+      });
+      const other = await givenTarget(ctx(), { ignore_default_branch_pull_requests: true }, { default_branch: 'main' });
+      await deliverGitHub(ctx(), other, 'pull_request', pullRequest('opened')).expect(201);
+      await deliverGitHub(ctx(), await givenTarget(ctx(), {}, { default_branch: 'changes' }), 'pull_request', pullRequest('opened')).expect(201);
+    });
+
+    it.each(['closed', 'assigned', 'unassigned', 'locked'])('does not build on %s', async (action) => {
       const t = await givenTarget(ctx());
       const res = await deliverGitHub(ctx(), t, 'pull_request', pullRequest(action)).expect(200);
       expect(res.body.message).toBe(`No build: pull request #2 was ${action.replace(/_/g, ' ')}, which does not build.`);

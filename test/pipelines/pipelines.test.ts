@@ -113,10 +113,17 @@ describeEachDatabase('pipelines', (ctx) => {
       expect(new Date(p.created_at).getFullYear()).toBeGreaterThan(2020);
     });
 
-    it('takes an explicit slug', async () => {
+    it('takes an explicit slug: letters, digits and dashes, not starting with a dash', async () => {
       const { org, token } = await ctx().givenAdmin();
       const p = await create(ctx(), org, token, { slug: 'custom-slug' });
       expect(p.slug).toBe('custom-slug');
+      const mixed = await create(ctx(), org, token, { slug: 'My--Slug-2-' });
+      expect(mixed.slug).toBe('My--Slug-2-');
+      await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/My--Slug-2-`).set(auth(token)).expect(200);
+      for (const slug of ['-lead', 'with space', 'under_score', 'ü', 'x'.repeat(101)]) {
+        const res = await ctx().http().post(`/v2/organizations/${org.slug}/pipelines`).set(auth(token)).send(body({ slug }));
+        expect({ slug, status: res.status, field: res.body.errors?.[0]?.field }).toEqual({ slug, status: 422, field: 'slug' });
+      }
     });
 
     it('answers 422 field errors: blank and missing fields, duplicate names, bad slugs', async () => {
@@ -228,7 +235,7 @@ describeEachDatabase('pipelines', (ctx) => {
   });
 
   describe('update', () => {
-    it('updates only what is sent; name changes keep the slug; server-owned fields are ignored', async () => {
+    it('updates only what is sent; a new name renames the slug unless one is given; server-owned fields are ignored', async () => {
       const { org, token } = await ctx().givenAdmin();
       const p = await create(ctx(), org, token);
       const res = await ctx()
@@ -249,7 +256,8 @@ describeEachDatabase('pipelines', (ctx) => {
       expect(res.body).toMatchObject({
         id: p.id,
         name: 'Renamed',
-        slug: p.slug,
+        slug: 'renamed',
+        url: `${PUBLIC_URL}/v2/organizations/${org.slug}/pipelines/renamed`,
         description: 'New description',
         branch_configuration: 'main release/*',
         archived_at: null,
@@ -257,6 +265,16 @@ describeEachDatabase('pipelines', (ctx) => {
       expect(res.body.steps).toEqual(p.steps);
       expect(res.body.provider.webhook_url).toBe(p.provider.webhook_url);
       expect(res.body.created_at).toBe(p.created_at.slice(0, 19).replace('T', ' ') + ' UTC');
+      await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${p.slug}`).set(auth(token)).expect(404);
+      const patch = (slug: string, b: object) => ctx().http().patch(`/v2/organizations/${org.slug}/pipelines/${slug}`).set(auth(token)).send(b);
+      // The same name, or a new one with its own slug, leaves the slug as sent or as it was.
+      expect((await patch('renamed', { name: 'Renamed' }).expect(200)).body.slug).toBe('renamed');
+      expect((await patch('renamed', { name: 'Named Again', slug: 'kept' }).expect(200)).body.slug).toBe('kept');
+      // A new name whose slug another pipeline has is refused, and nothing changes.
+      const other = await create(ctx(), org, token);
+      const taken = await patch('kept', { name: other.name, description: 'not applied' }).expect(422);
+      expect(taken.body.errors.map((e: { field: string }) => e.field)).toContain('name');
+      expect((await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/kept`).set(auth(token)).expect(200)).body.description).toBe('New description');
     });
 
     it('replaces the YAML and re-derives steps and env when configuration is sent', async () => {
@@ -269,15 +287,29 @@ describeEachDatabase('pipelines', (ctx) => {
       expect(res.body.steps).toEqual([expect.objectContaining({ command: 'new.sh', agent_query_rules: ['queue=deploy'] })]);
     });
 
-    it('keeps steps and env of a YAML pipeline in the YAML: steps or env alone are a 422', async () => {
+    it('keeps steps and env of a YAML pipeline in the YAML: steps alone are a 422, env is ignored, configuration wins', async () => {
       const { org, token } = await ctx().givenAdmin();
       const p = await create(ctx(), org, token);
       const patch = (b: object) => ctx().http().patch(`/v2/organizations/${org.slug}/pipelines/${p.slug}`).set(auth(token)).send(b);
       expect((await patch({ steps: [{ type: 'waiter' }] }).expect(422)).body.errors[0].field).toBe('steps');
-      expect((await patch({ env: { A: 'b' } }).expect(422)).body.errors[0].field).toBe('env');
-      expect((await patch({ configuration: YAML_CONFIG, env: { A: 'b' } }).expect(422)).body.errors[0].field).toBe('env');
-      const unchanged = await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${p.slug}`).set(auth(token)).expect(200);
-      expect(unchanged.body.env).toEqual({ FOO: 'bar' });
+      const envAlone = await patch({ env: { A: 'b' }, description: 'env ignored' }).expect(200);
+      expect({ env: envAlone.body.env, description: envAlone.body.description, warning: envAlone.headers.warning }).toEqual({
+        env: { FOO: 'bar' },
+        description: 'env ignored',
+        warning: `299 windsock "env was ignored: this pipeline's env is its configuration's top-level env"`,
+      });
+      const configuration = 'env:\n  NEW: "1"\nsteps:\n  - command: kept.sh\n';
+      const both = await patch({ configuration, env: { A: 'b' }, steps: [{ type: 'waiter' }] }).expect(200);
+      expect({ env: both.body.env, steps: both.body.steps.map((s: { command?: string }) => s.command), configuration: both.body.configuration }).toEqual({
+        env: { NEW: '1' },
+        steps: ['kept.sh'],
+        configuration,
+      });
+      expect(both.headers.warning).toBe(
+        `299 windsock "steps was ignored: the configuration defines the steps", 299 windsock "env was ignored: the configuration's top-level env is the pipeline env"`,
+      );
+      const read = await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${p.slug}`).set(auth(token)).expect(200);
+      expect(read.body.env).toEqual({ NEW: '1' });
     });
 
     it('updates steps and env of a visual pipeline, and converts it to YAML on configuration', async () => {
@@ -304,7 +336,11 @@ describeEachDatabase('pipelines', (ctx) => {
       expect(moved.body.provider.id).toBe('bitbucket');
       expect(moved.body.provider.settings.repository).toBe('acme/app');
       const dupe = await patch({ name: a.name }).expect(422);
-      expect(dupe.body.errors).toEqual([{ field: 'name', code: 'has already been taken' }]);
+      // The slug a new name would take is the other pipeline's too, as on create.
+      expect(dupe.body.errors).toEqual([
+        { field: 'name', code: 'has already been taken' },
+        { field: 'slug', code: 'has already been taken' },
+      ]);
     });
 
     it('answers 404 for a missing pipeline', async () => {

@@ -360,6 +360,54 @@ describe('validateProviderSettings', () => {
     ]);
   });
 
+  it('takes every setting the docs list for a provider, and only its own', () => {
+    // pipelines.md, "Provider settings properties": a sample per provider, as Terraform sets them.
+    const documented: [ProviderId, Record<string, unknown>][] = [
+      [
+        'github',
+        {
+          ignore_default_branch_pull_requests: true,
+          build_merge_group_checks_requested: true,
+          build_release_published: false,
+          github_workflow_access_tokens_enabled: true,
+        },
+      ],
+      [
+        'github',
+        { build_issue_comment_created: true, issue_comment_command_word: '/ci', issue_comment_match_mode: 'contains', review_comment_match_mode: 'exact' },
+      ],
+      [
+        'github_enterprise',
+        { build_pull_request_base_branch_changed: true, skip_builds_for_closed_pull_requests: true, cancel_when_merge_group_destroyed: true },
+      ],
+      ['gitlab', { build_pull_request_merge: true, build_pull_request_base_branch_changed: true, filter_enabled: true }],
+      ['bitbucket', { ignore_default_branch_pull_requests: true, publish_commit_status_per_step: true }],
+      ['bitbucket_server', { build_branches: true, build_tags: false }],
+    ];
+    for (const [id, settings] of documented) {
+      expect({ id, errors: validateProviderSettings(id, settings) }).toEqual({ id, errors: [] });
+      // Stored as sent, and shown once set (these have no default).
+      expect(providerSettings(id, 'git@example.com:a/b.git', normaliseProviderSettings(id, settings))).toMatchObject(settings);
+    }
+    expect(validateProviderSettings('github_enterprise', { github_workflow_access_tokens_enabled: true, build_pull_request_merge: true })).toEqual([
+      { field: 'provider_settings.github_workflow_access_tokens_enabled', code: 'is not a setting of a github_enterprise repository' },
+      { field: 'provider_settings.build_pull_request_merge', code: 'is not a setting of a github_enterprise repository' },
+    ]);
+    expect(validateProviderSettings('gitlab', { ignore_default_branch_pull_requests: true, build_release_created: true })).toEqual([
+      { field: 'provider_settings.ignore_default_branch_pull_requests', code: 'is not a setting of a gitlab repository' },
+      { field: 'provider_settings.build_release_created', code: 'is not a setting of a gitlab repository' },
+    ]);
+    expect(
+      validateProviderSettings('github', { issue_comment_command_word: ' ', issue_comment_match_mode: 'fuzzy', review_comment_command_word: 'x'.repeat(101) }),
+    ).toEqual([
+      { field: 'provider_settings.issue_comment_command_word', code: 'must be a word, such as /bk' },
+      { field: 'provider_settings.issue_comment_match_mode', code: 'is not included in the list' },
+      { field: 'provider_settings.review_comment_command_word', code: 'is too long (maximum is 100 characters)' },
+    ]);
+    // Unset, they are not shown: the settings a pipeline shows by default stay the sample's.
+    expect(Object.keys(providerSettings('github', 'git@github.com:a/b.git', {}))).not.toContain('build_release_published');
+  });
+
   it('rejects keys that are no provider setting at all', () => {
     expect(validateProviderSettings('github', { build_everything: true, trigger_mode: 'code' })).toEqual([
       { field: 'provider_settings.build_everything', code: 'is not a known provider setting' },

@@ -91,10 +91,12 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
         configuration: 'steps:\r\n  - command: make lint\r\n',
       })
       .expect(303);
-    expect(saved.headers.location).toBe(`${base}/settings?saved=1`);
-    const after = (await ctx.http().get(`/v2/organizations/${org.slug}/pipelines/${pipeline.slug}`).set(auth(token)).expect(200)).body;
+    // The new name renames the slug, as the API's update does: the page moves with it.
+    expect(saved.headers.location).toBe(`/${org.slug}/renamed-app/settings?saved=1`);
+    const after = (await ctx.http().get(`/v2/organizations/${org.slug}/pipelines/renamed-app`).set(auth(token)).expect(200)).body;
     expect(after).toMatchObject({
       name: 'Renamed <app>',
+      slug: 'renamed-app',
       description: 'What ships',
       default_branch: 'trunk',
       branch_configuration: 'trunk release/*',

@@ -30,8 +30,11 @@ type OrganizationJobOperation =
   | 'retryOrganizationJob'
   | 'reprioritizeOrganizationJob'
   | 'getOrganizationJobLog'
+  | 'getOrganizationJobLogText'
+  | 'getOrganizationJobLogHtml'
   | 'deleteOrganizationJobLog'
-  | 'getOrganizationJobEnv';
+  | 'getOrganizationJobEnv'
+  | 'getOrganizationJobEnvText';
 
 /** The job a request's path names. */
 function targetOf(req: OperationRequest<BuildJobOperation> | OperationRequest<OrganizationJobOperation>): JobTarget {
@@ -117,13 +120,13 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
     else await sendLogJson(res, logUrl(item, job.id), pages);
   });
 
-  api.on('getJobLogText', async (req, res) => {
+  both('getJobLogText', 'getOrganizationJobLogText', async (req, res) => {
     const actor = actorOf(res);
     if (req.method === 'HEAD') return sendLogHead(res, 'text/plain', await jobs.logSize(actor, targetOf(req)));
     await sendLogText(res, await jobs.logPages(actor, targetOf(req)));
   });
 
-  api.on('getJobLogHtml', async (req, res) => {
+  both('getJobLogHtml', 'getOrganizationJobLogHtml', async (req, res) => {
     await sendLogHtml(res, await jobs.logPages(actorOf(res), targetOf(req)));
   });
 
@@ -139,7 +142,7 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
     else res.json({ env });
   });
 
-  api.on('getJobEnvText', async (req, res) => {
+  both('getJobEnvText', 'getOrganizationJobEnvText', async (req, res) => {
     const { context, agent } = await jobs.env(actorOf(res), targetOf(req));
     sendEnvText(res, jobEnv(context, agent, publicUrl));
   });

@@ -109,7 +109,7 @@ describeEachDatabase('jobs: list, get, and the organization-scoped routes', (ctx
     expect({ status: missing.status, body: missing.body }).toEqual({ status: 404, body: { message: 'No job found' } });
   });
 
-  it('retries, reads the log and env of, and deletes the log of a job named by its id alone', async () => {
+  it('retries, reads the log and env of (log.txt, log.html and env.txt too), and deletes the log of a job named by its id alone', async () => {
     const { token, agent, url, org } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: a\n');
     const id = await runNext(ctx(), agent, 1, 'héllo wörld\n');
     const byId = `/v2/organizations/${org.slug}/jobs/${id}`;
@@ -121,7 +121,23 @@ describeEachDatabase('jobs: list, get, and the organization-scoped routes', (ctx
     const tail = await ctx().http().get(`${byId}/log`).set(auth(token)).set('Accept', 'text/plain').set('Range', 'bytes=-6').expect(206);
     expect(tail.text).toBe('wörld\n'.slice(-5));
 
-    for (const path of [`${byId}/log`, `${url}/jobs/${id}/log`, `${url}/jobs/${id}/log.txt`]) {
+    // The file-extension forms the docs list beside the Accept header, on both routes.
+    for (const base of [byId, `${url}/jobs/${id}`]) {
+      const txt = await ctx().http().get(`${base}/log.txt`).set(auth(token)).expect(200);
+      expect({ base, type: txt.headers['content-type'], text: txt.text }).toEqual({ base, type: 'text/plain; charset=utf-8', text: 'héllo wörld\n' });
+      const html = await ctx().http().get(`${base}/log.html`).set(auth(token)).expect(200);
+      expect({ base, type: html.headers['content-type'] }).toEqual({ base, type: 'text/html; charset=utf-8' });
+      expect(html.text).toContain('héllo wörld');
+      const envTxt = await ctx().http().get(`${base}/env.txt`).set(auth(token)).expect(200);
+      expect(envTxt.text).toContain(`BUILDKITE_JOB_ID=${id}\n`);
+    }
+    const foreign = await ctx().givenAdmin();
+    for (const suffix of ['log.txt', 'log.html', 'env.txt']) {
+      const res = await ctx().http().get(`/v2/organizations/${foreign.org.slug}/jobs/${id}/${suffix}`).set(auth(foreign.token));
+      expect({ suffix, status: res.status, body: res.body }).toEqual({ suffix, status: 404, body: { message: 'No job found' } });
+    }
+
+    for (const path of [`${byId}/log`, `${url}/jobs/${id}/log`, `${url}/jobs/${id}/log.txt`, `${byId}/log.txt`]) {
       const head = await ctx().http().head(path).set(auth(token));
       expect({ path, status: head.status, length: head.headers['content-length'], ranges: head.headers['accept-ranges'], body: head.text }).toEqual({
         path,
