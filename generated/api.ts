@@ -1219,7 +1219,7 @@ export interface paths {
         };
         /**
          * List a suite's runs
-         * @description Newest first.
+         * @description Newest first; `build_id` keeps the runs of one Buildkite build.
          */
         get: operations["listRuns"];
         put?: never;
@@ -1273,7 +1273,7 @@ export interface paths {
         };
         /**
          * Get a run's failed executions
-         * @description The run's failed executions in upload order, at most 1,000.
+         * @description The run's failed executions in upload order, a page at a time (`page`, `per_page` and the `Link` header, as every list).
          */
         get: operations["listFailedExecutions"];
         put?: never;
@@ -10145,6 +10145,12 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
+                /**
+                 * @description Only the runs of this Buildkite build (its UUID): the runs whose `build_id` it is, that is
+                 *     runs uploaded with `run_env.ci` `buildkite` and the build's UUID as `run_env.key`, as the
+                 *     Buildkite collectors send them.
+                 */
+                build_id?: string;
             };
             header?: never;
             path: {
@@ -10210,6 +10216,10 @@ export interface operations {
     listFailedExecutions: {
         parameters: {
             query?: {
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
                 /** @description Also return each execution's `failure_expanded`. */
                 include_failure_expanded?: boolean;
             };
@@ -10226,9 +10236,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The failed executions. */
+            /** @description A page of the failed executions. */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {

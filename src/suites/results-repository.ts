@@ -200,10 +200,15 @@ export interface FlakyFilter {
 export class SuiteResultsRepository {
   constructor(private readonly db: Knex) {}
 
-  /** Newest first; one row more than asked tells whether there is a next page. */
-  async listRuns(suiteId: string, offset: number, limit: number): Promise<{ items: Run[]; hasNext: boolean }> {
-    const rows = await this.db('test_runs')
-      .where({ suite_id: suiteId })
+  /**
+   * Newest first; one row more than asked tells whether there is a next page. `buildId`: the
+   * runs whose `build_id` it is, which serializeRun derives from a Buildkite run's key, so the
+   * filter is the same rule (and an equality on the `suite_id, run_key` unique index).
+   */
+  async listRuns(suiteId: string, filter: { buildId?: string }, offset: number, limit: number): Promise<{ items: Run[]; hasNext: boolean }> {
+    const q = this.db('test_runs').where({ suite_id: suiteId });
+    if (filter.buildId !== undefined) q.andWhere({ run_key: filter.buildId, ci: 'buildkite' });
+    const rows = await q
       .orderBy([
         { column: 'created_at', order: 'desc' },
         { column: 'id', order: 'desc' },
@@ -307,11 +312,16 @@ export class SuiteResultsRepository {
     });
   }
 
-  async failedExecutions(run: Run, limit: number): Promise<FailedExecution[]> {
+  /**
+   * A run's failed executions in upload order (the `run_id, result, position` index; a position
+   * is unique within its run, so the order is total and pages neither skip nor repeat).
+   */
+  async failedExecutions(run: Run, offset: number, limit: number): Promise<FailedExecution[]> {
     const rows = await this.db('test_executions as e')
       .join('tests as t', 't.id', 'e.test_id')
       .where({ 'e.run_id': run.id, 'e.result': 'failed' })
       .orderBy('e.position')
+      .offset(offset)
       .limit(limit)
       .select<FailedExecutionRow[]>(
         'e.id',

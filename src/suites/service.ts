@@ -200,8 +200,9 @@ export class SuiteService {
     );
   }
 
-  async runs(actor: Actor, slug: string, offset: number, limit: number) {
-    return this.results.listRuns((await this.get(actor, slug)).id, offset, limit);
+  /** A suite's runs, newest first; `buildId`: only that Buildkite build's (the spec checks it is a UUID). */
+  async runs(actor: Actor, slug: string, filter: { buildId?: string }, offset: number, limit: number) {
+    return this.results.listRuns((await this.get(actor, slug)).id, { buildId: filter.buildId?.toLowerCase() }, offset, limit);
   }
 
   async run(actor: Actor, slug: string, runId: string) {
@@ -211,8 +212,9 @@ export class SuiteService {
     return run;
   }
 
-  async failedExecutions(actor: Actor, slug: string, runId: string) {
-    return this.results.failedExecutions(await this.run(actor, slug, runId), 1000);
+  /** A run's failed executions in upload order, `limit` of them from `offset`. */
+  async failedExecutions(actor: Actor, slug: string, runId: string, offset: number, limit: number) {
+    return this.results.failedExecutions(await this.run(actor, slug, runId), offset, limit);
   }
 
   /** A test of the suite; with metrics over the window when the version asks for them. */
