@@ -6752,7 +6752,14 @@ export interface components {
             run_url: string;
             test_url: string;
             test_execution_url: string;
-            tags: components["schemas"]["UploadTags"];
+            /**
+             * @description The execution's tags as one flat map: the upload's `tags`, the result's own `tags` over
+             *     them, and its mutable `mut.` tags. `result`, `scm.branch` and `scm.commit_sha` are left
+             *     out (the answer has them as fields); `{}` when there are none.
+             */
+            tags: {
+                [key: string]: string;
+            };
         };
         /** @description A test as the legacy answer shows it (no `Buildkite-Version`, or one before 2026-08-01): `id` through `labels`. */
         Test: {
@@ -6938,6 +6945,7 @@ export interface components {
             failure_reason?: string | null;
             failure_expanded?: components["schemas"]["FailureExpanded"];
             history?: components["schemas"]["TestResultHistory"] | null;
+            tags?: components["schemas"]["ExecutionTags"];
         };
         /** @description Timing of the execution; `duration` in seconds. Kept as sent. */
         TestResultHistory: {
@@ -7953,6 +7961,17 @@ export interface components {
         SsoMode: "required" | "optional";
         /** @enum {string} */
         OrganizationRole: "admin" | "member";
+        /**
+         * @description The execution's own custom tags (importing_json.md, "Execution level custom tags"): over the
+         *     upload's `tags` with the same key. As the Test Engine's tagging rules have them: at most 10;
+         *     a key begins with a letter, has only letters, digits, `_`, `-` and `.`, is under 64 bytes, and
+         *     is not `mut` nor begins with `mut.` (those are set later, through `updateExecutionTags`); a
+         *     value is not blank and is under 128 bytes of UTF-8. A result whose tags break a rule is
+         *     rejected on its own, like any other fault.
+         */
+        ExecutionTags: {
+            [key: string]: string;
+        } | null;
     };
     responses: {
         /** @description A page of builds, newest first. */
@@ -8197,8 +8216,9 @@ export interface components {
         /** @description Only tests in this quarantine state (a test is `enabled` until it is muted or skipped). */
         TestState: "enabled" | "muted" | "skipped";
         /**
-         * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`, and
-         *     `scm.branch`, `scm.commit_sha`, `build.id` (the run key of a Buildkite run) and `result`.
+         * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`
+         *     with each result's own `tags` over them, and `scm.branch`, `scm.commit_sha`, `build.id` (the
+         *     run key of a Buildkite run) and `result`. Each execution is weighed on its own.
          *     `key:!value` not equal, `key:value*` starts with; for `result` also `~value` (tests with at
          *     least one such execution) and `^value` (tests whose every execution has it). At most one
          *     operator per value, `result` at most once.
@@ -10644,8 +10664,9 @@ export interface operations {
                 /** @description Only tests in this quarantine state (a test is `enabled` until it is muted or skipped). */
                 state?: components["parameters"]["TestState"];
                 /**
-                 * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`, and
-                 *     `scm.branch`, `scm.commit_sha`, `build.id` (the run key of a Buildkite run) and `result`.
+                 * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`
+                 *     with each result's own `tags` over them, and `scm.branch`, `scm.commit_sha`, `build.id` (the
+                 *     run key of a Buildkite run) and `result`. Each execution is weighed on its own.
                  *     `key:!value` not equal, `key:value*` starts with; for `result` also `~value` (tests with at
                  *     least one such execution) and `^value` (tests whose every execution has it). At most one
                  *     operator per value, `result` at most once.
@@ -10718,8 +10739,9 @@ export interface operations {
                 /** @description Only tests in this quarantine state (a test is `enabled` until it is muted or skipped). */
                 state?: components["parameters"]["TestState"];
                 /**
-                 * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`, and
-                 *     `scm.branch`, `scm.commit_sha`, `build.id` (the run key of a Buildkite run) and `result`.
+                 * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`
+                 *     with each result's own `tags` over them, and `scm.branch`, `scm.commit_sha`, `build.id` (the
+                 *     run key of a Buildkite run) and `result`. Each execution is weighed on its own.
                  *     `key:!value` not equal, `key:value*` starts with; for `result` also `~value` (tests with at
                  *     least one such execution) and `^value` (tests whose every execution has it). At most one
                  *     operator per value, `result` at most once.

@@ -4038,22 +4038,25 @@ type ExecutionTagsResult struct {
 }
 
 type FailedExecution struct {
-	Branch           *string               `json:"branch"`
-	CommitSHA        *string               `json:"commit_sha"`
-	CreatedAt        time.Time             `json:"created_at"`
-	Duration         *float64              `json:"duration"`
-	ExecutionID      string                `json:"execution_id"`
-	FailureExpanded  []FailureExpandedItem `json:"failure_expanded,omitempty"`
-	FailureReason    *string               `json:"failure_reason"`
-	Location         *string               `json:"location"`
-	RunID            string                `json:"run_id"`
-	RunName          string                `json:"run_name"`
-	RunURL           string                `json:"run_url"`
-	Tags             map[string]string     `json:"tags"`
-	TestExecutionURL string                `json:"test_execution_url"`
-	TestID           string                `json:"test_id"`
-	TestName         string                `json:"test_name"`
-	TestURL          string                `json:"test_url"`
+	Branch          *string               `json:"branch"`
+	CommitSHA       *string               `json:"commit_sha"`
+	CreatedAt       time.Time             `json:"created_at"`
+	Duration        *float64              `json:"duration"`
+	ExecutionID     string                `json:"execution_id"`
+	FailureExpanded []FailureExpandedItem `json:"failure_expanded,omitempty"`
+	FailureReason   *string               `json:"failure_reason"`
+	Location        *string               `json:"location"`
+	RunID           string                `json:"run_id"`
+	RunName         string                `json:"run_name"`
+	RunURL          string                `json:"run_url"`
+	// The execution's tags as one flat map: the upload's `tags`, the result's own `tags` over
+	// them, and its mutable `mut.` tags. `result`, `scm.branch` and `scm.commit_sha` are left
+	// out (the answer has them as fields); `{}` when there are none.
+	Tags             map[string]string `json:"tags"`
+	TestExecutionURL string            `json:"test_execution_url"`
+	TestID           string            `json:"test_id"`
+	TestName         string            `json:"test_name"`
+	TestURL          string            `json:"test_url"`
 }
 
 // The scope and name of the test to find (a blank or missing scope matches a test without
@@ -5636,10 +5639,11 @@ type TestResult struct {
 	// The collector's id of this execution.
 	ID *string `json:"id,omitempty"`
 	// `file:line`
-	Location *string `json:"location,omitempty"`
-	Name     *string `json:"name,omitempty"`
-	Result   *string `json:"result,omitempty"`
-	Scope    *string `json:"scope,omitempty"`
+	Location *string           `json:"location,omitempty"`
+	Name     *string           `json:"name,omitempty"`
+	Result   *string           `json:"result,omitempty"`
+	Scope    *string           `json:"scope,omitempty"`
+	Tags     map[string]string `json:"tags,omitempty"`
 }
 
 // Timing of the execution; `duration` in seconds. Kept as sent.
