@@ -1097,7 +1097,9 @@ export interface paths {
          * @description The Test Engine upload API the public test collectors use, authenticated with the
          *     suite's API token (`Authorization: Token token="<token>"`), not with an access token.
          *     Either a JSON body, or `multipart/form-data` with `format` (`json`: `data` is a file
-         *     holding a JSON array of results; `junit`: `data` is a JUnit XML document), `data`, and
+         *     holding a JSON array of results; `junit`: `data` is a JUnit XML document; `rspec-json`,
+         *     `jest-json`, `playwright-json`, `cucumber-json`: `data` is the runner's own JSON report),
+         *     `data`, and
          *     `run_env[...]` / `tags[...]` fields. At most 5,000 results per request. Uploads with the
          *     same `run_env.key` belong to one run.
          *
@@ -6966,7 +6968,7 @@ export interface components {
             format: components["schemas"]["UploadFormat"];
             /**
              * Format: binary
-             * @description A JSON array of results (`format=json`) or a JUnit XML document (`format=junit`).
+             * @description A JSON array of results (`format=json`), a JUnit XML document (`format=junit`), or the runner's JSON report (`rspec-json`, `jest-json`, `playwright-json`, `cucumber-json`).
              */
             data: string;
             run_env: components["schemas"]["RunEnv"];
@@ -7889,8 +7891,15 @@ export interface components {
             id: string;
             slug: string;
         };
-        /** @enum {string} */
-        UploadFormat: "json" | "junit";
+        /**
+         * @description `json`: a JSON array of results; `junit`: a JUnit XML document; `rspec-json`, `jest-json`,
+         *     `playwright-json`, `cucumber-json`: the runner's own report (`rspec --format json`,
+         *     `jest --json`, Playwright's `--reporter=json`, Cucumber's `--format json`), read as
+         *     Buildkite's collectors for those runners map the same runs (scope, name, location, result,
+         *     failure, duration).
+         * @enum {string}
+         */
+        UploadFormat: "json" | "junit" | "rspec-json" | "jest-json" | "playwright-json" | "cucumber-json";
         /**
          * @description `failed` when any execution failed (a failure of a test muted when it was uploaded does not count), `passed` when some passed and none failed, else `unknown`.
          * @enum {string}

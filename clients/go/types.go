@@ -5597,7 +5597,8 @@ type UploadResultError struct {
 }
 
 type UploadMultipartRequest struct {
-	// A JSON array of results (`format=json`) or a JUnit XML document (`format=junit`).
+	// A JSON array of results (`format=json`), a JUnit XML document (`format=junit`), or the
+	// runner's JSON report (`rspec-json`, `jest-json`, `playwright-json`, `cucumber-json`).
 	Data   string            `json:"data"`
 	Format UploadFormat      `json:"format"`
 	RunEnv RunEnv            `json:"run_env"`
@@ -6248,11 +6249,22 @@ const (
 	ArtifactUploadStateFinished ArtifactUploadState = "finished"
 )
 
+// `json`: a JSON array of results; `junit`: a JUnit XML document; `rspec-json`,
+// `jest-json`,
+// `playwright-json`, `cucumber-json`: the runner's own report (`rspec --format json`,
+// `jest --json`, Playwright's `--reporter=json`, Cucumber's `--format json`), read as
+// Buildkite's collectors for those runners map the same runs (scope, name, location,
+// result,
+// failure, duration).
 type UploadFormat string
 
 const (
-	UploadFormatJunit UploadFormat = "junit"
-	UploadFormatJson  UploadFormat = "json"
+	UploadFormatCucumberJson   UploadFormat = "cucumber-json"
+	UploadFormatJestJson       UploadFormat = "jest-json"
+	UploadFormatJunit          UploadFormat = "junit"
+	UploadFormatPlaywrightJson UploadFormat = "playwright-json"
+	UploadFormatRspecJson      UploadFormat = "rspec-json"
+	UploadFormatJson           UploadFormat = "json"
 )
 
 type Format string
