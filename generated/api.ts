@@ -1103,7 +1103,9 @@ export interface paths {
          * @description The Test Engine upload API the public test collectors use, authenticated with the
          *     suite's API token (`Authorization: Token token="<token>"`), not with an access token.
          *     Either a JSON body, or `multipart/form-data` with `format` (`json`: `data` is a file
-         *     holding a JSON array of results; `junit`: `data` is a JUnit XML document), `data`, and
+         *     holding a JSON array of results; `junit`: `data` is a JUnit XML document; `rspec-json`,
+         *     `jest-json`, `playwright-json`, `cucumber-json`: `data` is the runner's own JSON report),
+         *     `data`, and
          *     `run_env[...]` / `tags[...]` fields. At most 5,000 results per request. Uploads with the
          *     same `run_env.key` belong to one run.
          *
@@ -1225,7 +1227,7 @@ export interface paths {
         };
         /**
          * List a suite's runs
-         * @description Newest first.
+         * @description Newest first; `build_id` keeps the runs of one Buildkite build.
          */
         get: operations["listRuns"];
         put?: never;
@@ -1279,7 +1281,7 @@ export interface paths {
         };
         /**
          * Get a run's failed executions
-         * @description The run's failed executions in upload order, at most 1,000.
+         * @description The run's failed executions in upload order, a page at a time (`page`, `per_page` and the `Link` header, as every list).
          */
         get: operations["listFailedExecutions"];
         put?: never;
@@ -6842,7 +6844,14 @@ export interface components {
             run_url: string;
             test_url: string;
             test_execution_url: string;
-            tags: components["schemas"]["UploadTags"];
+            /**
+             * @description The execution's tags as one flat map: the upload's `tags`, the result's own `tags` over
+             *     them, and its mutable `mut.` tags. `result`, `scm.branch` and `scm.commit_sha` are left
+             *     out (the answer has them as fields); `{}` when there are none.
+             */
+            tags: {
+                [key: string]: string;
+            };
         };
         /** @description A test as the legacy answer shows it (no `Buildkite-Version`, or one before 2026-08-01): `id` through `labels`. */
         Test: {
@@ -7028,6 +7037,7 @@ export interface components {
             failure_reason?: string | null;
             failure_expanded?: components["schemas"]["FailureExpanded"];
             history?: components["schemas"]["TestResultHistory"] | null;
+            tags?: components["schemas"]["ExecutionTags"];
         };
         /** @description Timing of the execution; `duration` in seconds. Kept as sent. */
         TestResultHistory: {
@@ -7048,7 +7058,7 @@ export interface components {
             format: components["schemas"]["UploadFormat"];
             /**
              * Format: binary
-             * @description A JSON array of results (`format=json`) or a JUnit XML document (`format=junit`).
+             * @description A JSON array of results (`format=json`), a JUnit XML document (`format=junit`), or the runner's JSON report (`rspec-json`, `jest-json`, `playwright-json`, `cucumber-json`).
              */
             data: string;
             run_env: components["schemas"]["RunEnv"];
@@ -7975,8 +7985,15 @@ export interface components {
             id: string;
             slug: string;
         };
-        /** @enum {string} */
-        UploadFormat: "json" | "junit";
+        /**
+         * @description `json`: a JSON array of results; `junit`: a JUnit XML document; `rspec-json`, `jest-json`,
+         *     `playwright-json`, `cucumber-json`: the runner's own report (`rspec --format json`,
+         *     `jest --json`, Playwright's `--reporter=json`, Cucumber's `--format json`), read as
+         *     Buildkite's collectors for those runners map the same runs (scope, name, location, result,
+         *     failure, duration).
+         * @enum {string}
+         */
+        UploadFormat: "json" | "junit" | "rspec-json" | "jest-json" | "playwright-json" | "cucumber-json";
         /**
          * @description `failed` when any execution failed (a failure of a test muted when it was uploaded does not count), `passed` when some passed and none failed, else `unknown`.
          * @enum {string}
@@ -8047,6 +8064,17 @@ export interface components {
         SsoMode: "required" | "optional";
         /** @enum {string} */
         OrganizationRole: "admin" | "member";
+        /**
+         * @description The execution's own custom tags (importing_json.md, "Execution level custom tags"): over the
+         *     upload's `tags` with the same key. As the Test Engine's tagging rules have them: at most 10;
+         *     a key begins with a letter, has only letters, digits, `_`, `-` and `.`, is under 64 bytes, and
+         *     is not `mut` nor begins with `mut.` (those are set later, through `updateExecutionTags`); a
+         *     value is not blank and is under 128 bytes of UTF-8. A result whose tags break a rule is
+         *     rejected on its own, like any other fault.
+         */
+        ExecutionTags: {
+            [key: string]: string;
+        } | null;
     };
     responses: {
         /** @description A page of builds, newest first. */
@@ -8297,8 +8325,9 @@ export interface components {
         /** @description Only tests in this quarantine state (a test is `enabled` until it is muted or skipped). */
         TestState: "enabled" | "muted" | "skipped";
         /**
-         * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`, and
-         *     `scm.branch`, `scm.commit_sha`, `build.id` (the run key of a Buildkite run) and `result`.
+         * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`
+         *     with each result's own `tags` over them, and `scm.branch`, `scm.commit_sha`, `build.id` (the
+         *     run key of a Buildkite run) and `result`. Each execution is weighed on its own.
          *     `key:!value` not equal, `key:value*` starts with; for `result` also `~value` (tests with at
          *     least one such execution) and `^value` (tests whose every execution has it). At most one
          *     operator per value, `result` at most once.
@@ -10251,6 +10280,12 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
+                /**
+                 * @description Only the runs of this Buildkite build (its UUID): the runs whose `build_id` it is, that is
+                 *     runs uploaded with `run_env.ci` `buildkite` and the build's UUID as `run_env.key`, as the
+                 *     Buildkite collectors send them.
+                 */
+                build_id?: string;
             };
             header?: never;
             path: {
@@ -10316,6 +10351,10 @@ export interface operations {
     listFailedExecutions: {
         parameters: {
             query?: {
+                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
+                page?: components["parameters"]["Page"];
+                /** @description Items per page; larger than 100 is a 400. */
+                per_page?: components["parameters"]["PerPage"];
                 /** @description Also return each execution's `failure_expanded`. */
                 include_failure_expanded?: boolean;
             };
@@ -10332,9 +10371,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The failed executions. */
+            /** @description A page of the failed executions. */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -10739,8 +10779,9 @@ export interface operations {
                 /** @description Only tests in this quarantine state (a test is `enabled` until it is muted or skipped). */
                 state?: components["parameters"]["TestState"];
                 /**
-                 * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`, and
-                 *     `scm.branch`, `scm.commit_sha`, `build.id` (the run key of a Buildkite run) and `result`.
+                 * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`
+                 *     with each result's own `tags` over them, and `scm.branch`, `scm.commit_sha`, `build.id` (the
+                 *     run key of a Buildkite run) and `result`. Each execution is weighed on its own.
                  *     `key:!value` not equal, `key:value*` starts with; for `result` also `~value` (tests with at
                  *     least one such execution) and `^value` (tests whose every execution has it). At most one
                  *     operator per value, `result` at most once.
@@ -10813,8 +10854,9 @@ export interface operations {
                 /** @description Only tests in this quarantine state (a test is `enabled` until it is muted or skipped). */
                 state?: components["parameters"]["TestState"];
                 /**
-                 * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`, and
-                 *     `scm.branch`, `scm.commit_sha`, `build.id` (the run key of a Buildkite run) and `result`.
+                 * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`
+                 *     with each result's own `tags` over them, and `scm.branch`, `scm.commit_sha`, `build.id` (the
+                 *     run key of a Buildkite run) and `result`. Each execution is weighed on its own.
                  *     `key:!value` not equal, `key:value*` starts with; for `result` also `~value` (tests with at
                  *     least one such execution) and `^value` (tests whose every execution has it). At most one
                  *     operator per value, `result` at most once.

@@ -4052,22 +4052,25 @@ type ExecutionTagsResult struct {
 }
 
 type FailedExecution struct {
-	Branch           *string               `json:"branch"`
-	CommitSHA        *string               `json:"commit_sha"`
-	CreatedAt        time.Time             `json:"created_at"`
-	Duration         *float64              `json:"duration"`
-	ExecutionID      string                `json:"execution_id"`
-	FailureExpanded  []FailureExpandedItem `json:"failure_expanded,omitempty"`
-	FailureReason    *string               `json:"failure_reason"`
-	Location         *string               `json:"location"`
-	RunID            string                `json:"run_id"`
-	RunName          string                `json:"run_name"`
-	RunURL           string                `json:"run_url"`
-	Tags             map[string]string     `json:"tags"`
-	TestExecutionURL string                `json:"test_execution_url"`
-	TestID           string                `json:"test_id"`
-	TestName         string                `json:"test_name"`
-	TestURL          string                `json:"test_url"`
+	Branch          *string               `json:"branch"`
+	CommitSHA       *string               `json:"commit_sha"`
+	CreatedAt       time.Time             `json:"created_at"`
+	Duration        *float64              `json:"duration"`
+	ExecutionID     string                `json:"execution_id"`
+	FailureExpanded []FailureExpandedItem `json:"failure_expanded,omitempty"`
+	FailureReason   *string               `json:"failure_reason"`
+	Location        *string               `json:"location"`
+	RunID           string                `json:"run_id"`
+	RunName         string                `json:"run_name"`
+	RunURL          string                `json:"run_url"`
+	// The execution's tags as one flat map: the upload's `tags`, the result's own `tags` over
+	// them, and its mutable `mut.` tags. `result`, `scm.branch` and `scm.commit_sha` are left
+	// out (the answer has them as fields); `{}` when there are none.
+	Tags             map[string]string `json:"tags"`
+	TestExecutionURL string            `json:"test_execution_url"`
+	TestID           string            `json:"test_id"`
+	TestName         string            `json:"test_name"`
+	TestURL          string            `json:"test_url"`
 }
 
 // The scope and name of the test to find (a blank or missing scope matches a test without
@@ -5609,7 +5612,8 @@ type UploadResultError struct {
 }
 
 type UploadMultipartRequest struct {
-	// A JSON array of results (`format=json`) or a JUnit XML document (`format=junit`).
+	// A JSON array of results (`format=json`), a JUnit XML document (`format=junit`), or the
+	// runner's JSON report (`rspec-json`, `jest-json`, `playwright-json`, `cucumber-json`).
 	Data   string            `json:"data"`
 	Format UploadFormat      `json:"format"`
 	RunEnv RunEnv            `json:"run_env"`
@@ -5651,10 +5655,11 @@ type TestResult struct {
 	// The collector's id of this execution.
 	ID *string `json:"id,omitempty"`
 	// `file:line`
-	Location *string `json:"location,omitempty"`
-	Name     *string `json:"name,omitempty"`
-	Result   *string `json:"result,omitempty"`
-	Scope    *string `json:"scope,omitempty"`
+	Location *string           `json:"location,omitempty"`
+	Name     *string           `json:"name,omitempty"`
+	Result   *string           `json:"result,omitempty"`
+	Scope    *string           `json:"scope,omitempty"`
+	Tags     map[string]string `json:"tags,omitempty"`
 }
 
 // Timing of the execution; `duration` in seconds. Kept as sent.
@@ -6259,11 +6264,22 @@ const (
 	ArtifactUploadStateFinished ArtifactUploadState = "finished"
 )
 
+// `json`: a JSON array of results; `junit`: a JUnit XML document; `rspec-json`,
+// `jest-json`,
+// `playwright-json`, `cucumber-json`: the runner's own report (`rspec --format json`,
+// `jest --json`, Playwright's `--reporter=json`, Cucumber's `--format json`), read as
+// Buildkite's collectors for those runners map the same runs (scope, name, location,
+// result,
+// failure, duration).
 type UploadFormat string
 
 const (
-	UploadFormatJunit UploadFormat = "junit"
-	UploadFormatJson  UploadFormat = "json"
+	UploadFormatCucumberJson   UploadFormat = "cucumber-json"
+	UploadFormatJestJson       UploadFormat = "jest-json"
+	UploadFormatJunit          UploadFormat = "junit"
+	UploadFormatPlaywrightJson UploadFormat = "playwright-json"
+	UploadFormatRspecJson      UploadFormat = "rspec-json"
+	UploadFormatJson           UploadFormat = "json"
 )
 
 type Format string

@@ -632,6 +632,7 @@ export interface TestExecutionsRow {
   position: number;
   created_at: DbTimestamp;
   mutable_tags: string | null;
+  tags: string | null;
 }
 
 export interface TestRunsRow {
@@ -1333,6 +1334,7 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     position: ['integer', false],
     created_at: ['timestamp', false],
     mutable_tags: ['string', true],
+    tags: ['string', true],
   },
   test_runs: {
     id: ['string', false],

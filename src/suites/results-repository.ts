@@ -63,6 +63,8 @@ export interface FailedExecution {
   failureExpanded: FailureExpanded;
   duration: number | null;
   createdAt: Date;
+  /** The result's own tags from its upload (over the run's). */
+  tags: Record<string, string>;
   /** The `mut.` tags set through the execution tags API. */
   mutableTags: Record<string, string>;
 }
@@ -71,6 +73,9 @@ export interface FailedExecution {
 export interface TestExecution {
   id: string;
   testId: string;
+  runId: string;
+  /** The result's own tags from its upload (over its run's). */
+  tags: Record<string, string>;
   result: string;
   createdAt: Date;
   duration: number | null;
@@ -96,13 +101,42 @@ function identityFromRow(r: IdentityRow): TestIdentity {
   };
 }
 
+/** The columns executionFromRow reads. */
+const EXECUTION_COLUMNS = ['id', 'test_id', 'run_id', 'tags', 'result', 'created_at', 'duration', 'failure_reason', 'failure_expanded'] as const;
+
+function executionFromRow(r: Pick<TestExecutionsRow, (typeof EXECUTION_COLUMNS)[number]>): TestExecution {
+  return {
+    id: r.id,
+    testId: r.test_id,
+    runId: r.run_id,
+    tags: jsonColumn(r.tags, {}, isStringRecord, 'test_executions.tags'),
+    result: r.result,
+    createdAt: toDate(r.created_at),
+    duration: num(r.duration),
+    failureReason: r.failure_reason ?? null,
+    failureExpanded: jsonColumn(r.failure_expanded, null, isFailureExpanded, 'test_executions.failure_expanded'),
+  };
+}
+
+/** An execution with tags of its own, as the tag filters weigh it (`taggedExecutions`). */
+export interface TaggedExecution {
+  runId: string;
+  testId: string;
+  result: string;
+  duration: number | null;
+  tags: Record<string, string>;
+}
+
 /** `listFlaky`'s groups: a test's instances in the period and the most recent one. */
 type FlakyGroupRow = Pick<FlakyInstancesRow, 'test_id'> & { instances: DbBigInt; last_at: FlakyInstancesRow['detected_at'] };
 /** `listFlaky`'s first instances: a test's earliest instance of all time. */
 type FlakyFirstRow = Pick<FlakyInstancesRow, 'test_id'> & { first_at: FlakyInstancesRow['detected_at'] };
 
 /** `failedExecutions`' read: the execution and its test's name and location. */
-type FailedExecutionRow = Pick<TestExecutionsRow, 'id' | 'test_id' | 'failure_reason' | 'failure_expanded' | 'duration' | 'created_at' | 'mutable_tags'> &
+type FailedExecutionRow = Pick<
+  TestExecutionsRow,
+  'id' | 'test_id' | 'failure_reason' | 'failure_expanded' | 'duration' | 'created_at' | 'tags' | 'mutable_tags'
+> &
   Pick<TestsRow, 'name' | 'location'>;
 
 /** `buildRuns`' read: a run and its suite. */
@@ -190,6 +224,14 @@ function addTotals(into: ExecutionTotals, result: string, r: TotalsRow): void {
   if (add.durationMax !== null) cur.durationMax = cur.durationMax === null ? add.durationMax : Math.max(cur.durationMax, add.durationMax);
 }
 
+/** Adds one execution to its test's totals (the tag-filtered executions, counted one by one). */
+export function addExecution(into: Map<string, ExecutionTotals>, e: Pick<TaggedExecution, 'testId' | 'result' | 'duration'>): void {
+  let totals = into.get(e.testId);
+  if (!totals) into.set(e.testId, (totals = new Map()));
+  const timed = e.duration !== null;
+  addTotals(totals, e.result, { n: 1, duration_count: timed ? 1 : 0, duration_sum: e.duration, duration_min: e.duration, duration_max: e.duration });
+}
+
 export interface FlakyFilter {
   suiteId: string;
   since: Date;
@@ -200,10 +242,15 @@ export interface FlakyFilter {
 export class SuiteResultsRepository {
   constructor(private readonly db: Knex) {}
 
-  /** Newest first; one row more than asked tells whether there is a next page. */
-  async listRuns(suiteId: string, offset: number, limit: number): Promise<{ items: Run[]; hasNext: boolean }> {
-    const rows = await this.db('test_runs')
-      .where({ suite_id: suiteId })
+  /**
+   * Newest first; one row more than asked tells whether there is a next page. `buildId`: the
+   * runs whose `build_id` it is, which serializeRun derives from a Buildkite run's key, so the
+   * filter is the same rule (and an equality on the `suite_id, run_key` unique index).
+   */
+  async listRuns(suiteId: string, filter: { buildId?: string }, offset: number, limit: number): Promise<{ items: Run[]; hasNext: boolean }> {
+    const q = this.db('test_runs').where({ suite_id: suiteId });
+    if (filter.buildId !== undefined) q.andWhere({ run_key: filter.buildId, ci: 'buildkite' });
+    const rows = await q
       .orderBy([
         { column: 'created_at', order: 'desc' },
         { column: 'id', order: 'desc' },
@@ -285,7 +332,7 @@ export class SuiteResultsRepository {
         { column: 'id', order: 'desc' },
       ])
       .limit(limit)
-      .select('id', 'test_id', 'run_id', 'result', 'created_at', 'duration', 'failure_reason', 'failure_expanded');
+      .select('id', 'test_id', 'run_id', 'tags', 'result', 'created_at', 'duration', 'failure_reason', 'failure_expanded');
     const runIds = [...new Set(rows.map((r) => r.run_id))];
     const runs = new Map<string, Run>();
     for (const part of inChunks(runIds)) for (const r of await this.db('test_runs').whereIn('id', part)) runs.set(r.id, runFromRow(r));
@@ -294,24 +341,23 @@ export class SuiteResultsRepository {
       if (!run) return [];
       return [
         {
-          id: r.id,
-          testId: r.test_id,
-          result: r.result,
-          createdAt: toDate(r.created_at),
-          duration: num(r.duration),
-          failureReason: r.failure_reason ?? null,
-          failureExpanded: jsonColumn(r.failure_expanded, null, isFailureExpanded, 'test_executions.failure_expanded'),
+          ...executionFromRow(r),
           run,
         },
       ];
     });
   }
 
-  async failedExecutions(run: Run, limit: number): Promise<FailedExecution[]> {
+  /**
+   * A run's failed executions in upload order (the `run_id, result, position` index; a position
+   * is unique within its run, so the order is total and pages neither skip nor repeat).
+   */
+  async failedExecutions(run: Run, offset: number, limit: number): Promise<FailedExecution[]> {
     const rows = await this.db('test_executions as e')
       .join('tests as t', 't.id', 'e.test_id')
       .where({ 'e.run_id': run.id, 'e.result': 'failed' })
       .orderBy('e.position')
+      .offset(offset)
       .limit(limit)
       .select<FailedExecutionRow[]>(
         'e.id',
@@ -320,6 +366,7 @@ export class SuiteResultsRepository {
         'e.failure_expanded',
         'e.duration',
         'e.created_at',
+        'e.tags',
         'e.mutable_tags',
         't.name',
         't.location',
@@ -334,6 +381,7 @@ export class SuiteResultsRepository {
       failureExpanded: jsonColumn(r.failure_expanded, null, isFailureExpanded, 'test_executions.failure_expanded'),
       duration: num(r.duration),
       createdAt: toDate(r.created_at),
+      tags: jsonColumn(r.tags, {}, isStringRecord, 'test_executions.tags'),
       mutableTags: jsonColumn(r.mutable_tags, {}, isStringRecord, 'test_executions.mutable_tags'),
     }));
   }
@@ -396,16 +444,21 @@ export class SuiteResultsRepository {
     return out;
   }
 
-  /** The executions of these runs in the window, totalled by test and result. */
-  async totalsByTest(runIds: string[], window: TimeWindow): Promise<Map<string, ExecutionTotals>> {
+  /**
+   * The executions of these runs in the window, totalled by test and result. `untaggedOnly`:
+   * only those without tags of their own (whose tags are their run's).
+   */
+  async totalsByTest(runIds: string[], window: TimeWindow, opts: { untaggedOnly?: boolean } = {}): Promise<Map<string, ExecutionTotals>> {
     const byTest = new Map<string, ExecutionTotals>();
     for (const part of inChunks(runIds)) {
-      const rows = await this.db('test_executions')
+      const q = this.db('test_executions')
         .whereIn('run_id', part)
         .andWhere('created_at', '>=', window.from)
         .andWhere('created_at', '<=', window.to)
         .groupBy('test_id', 'result')
         .select<(Pick<TestExecutionsRow, 'test_id' | 'result'> & TotalsRow)[]>('test_id', 'result', ...totalsColumns(this.db));
+      if (opts.untaggedOnly) q.whereNull('tags');
+      const rows = await q;
       for (const r of rows) {
         let totals = byTest.get(r.test_id);
         if (!totals) byTest.set(r.test_id, (totals = new Map()));
@@ -413,6 +466,33 @@ export class SuiteResultsRepository {
       }
     }
     return byTest;
+  }
+
+  /**
+   * The executions of these runs in the window that have tags of their own, one by one: a tag
+   * filter weighs each against its own tags over its run's. Read only when a request filters by
+   * tags, and only these executions (an upload's tags alone are decided per run).
+   */
+  async taggedExecutions(runIds: string[], window: TimeWindow): Promise<TaggedExecution[]> {
+    const out: TaggedExecution[] = [];
+    for (const part of inChunks(runIds)) {
+      const rows = await this.db('test_executions')
+        .whereIn('run_id', part)
+        .andWhere('created_at', '>=', window.from)
+        .andWhere('created_at', '<=', window.to)
+        .whereNotNull('tags')
+        .select('run_id', 'test_id', 'result', 'duration', 'tags');
+      for (const r of rows) {
+        out.push({
+          runId: r.run_id,
+          testId: r.test_id,
+          result: r.result,
+          duration: num(r.duration),
+          tags: jsonColumn(r.tags, {}, isStringRecord, 'test_executions.tags'),
+        });
+      }
+    }
+    return out;
   }
 
   /** One test's executions in the window, totalled by result. */
@@ -550,18 +630,10 @@ export class SuiteResultsRepository {
             { column: 'position', order: 'asc' },
             { column: 'id', order: 'asc' },
           ])
-          .select('id', 'test_id', 'result', 'created_at', 'duration', 'failure_reason', 'failure_expanded');
+          .select(...EXECUTION_COLUMNS);
         if (opts.result !== undefined) q.andWhere('result', opts.result);
         for (const r of await q) {
-          const e: TestExecution = {
-            id: r.id,
-            testId: r.test_id,
-            result: r.result,
-            createdAt: toDate(r.created_at),
-            duration: num(r.duration),
-            failureReason: r.failure_reason ?? null,
-            failureExpanded: jsonColumn(r.failure_expanded, null, isFailureExpanded, 'test_executions.failure_expanded'),
-          };
+          const e = executionFromRow(r);
           const list = out.get(e.testId);
           if (list) list.push(e);
           else out.set(e.testId, [e]);

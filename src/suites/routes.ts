@@ -1,7 +1,7 @@
 /** Test suites and what uploads stored in them: thin handlers from the validated request to the service and back through serialize. */
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
-import { countedPage, pageRequest, setLinkHeader } from '../http/responses/pagination';
+import { countedPage, pageRequest, setLinkHeader, uncountedPage } from '../http/responses/pagination';
 import {
   serializeBuildTest,
   serializeFailedExecution,
@@ -69,7 +69,7 @@ export function suiteRoutes(service: SuiteService, publicUrl: string) {
   api.on('listRuns', async (req, res) => {
     const actor = actorOf(res);
     const page = pageRequest(req);
-    const { items, hasNext } = await service.runs(actor, req.params.suite_slug, page.offset, page.perPage);
+    const { items, hasNext } = await service.runs(actor, req.params.suite_slug, { buildId: req.query.build_id }, page.offset, page.perPage);
     setLinkHeader(req, res, publicUrl, page, { hasNext });
     const urls = urlsOf(actor.organization.slug, req.params.suite_slug);
     res.json(items.map((r) => serializeRun(r, urls)));
@@ -84,7 +84,9 @@ export function suiteRoutes(service: SuiteService, publicUrl: string) {
   api.on('listFailedExecutions', async (req, res) => {
     const actor = actorOf(res);
     const q = req.query;
-    const executions = await service.failedExecutions(actor, req.params.suite_slug, req.params.run_id);
+    const executions = await uncountedPage(req, res, publicUrl, (offset, limit) =>
+      service.failedExecutions(actor, req.params.suite_slug, req.params.run_id, offset, limit),
+    );
     const urls = urlsOf(actor.organization.slug, req.params.suite_slug);
     res.json(executions.map((e) => serializeFailedExecution(e, urls, q.include_failure_expanded === true)));
   });

@@ -162,7 +162,16 @@ export function serializeFailedExecution(e: FailedExecution, urls: SuiteUrls, wi
     run_url: `${urls.web}/runs/${e.run.id}`,
     test_url: testUrl,
     test_execution_url: `${testUrl}?execution_id=${e.id}`,
-    // The run's tags, with the execution's own mutable (`mut.`) tags over them.
-    tags: { ...e.run.tags, ...e.mutableTags },
+    tags: executionTagsOf(e),
   };
+}
+
+/** Tags the failed executions' answer leaves out: runs.md, "Tags that duplicate other fields already present in the response". */
+const DUPLICATED_TAGS = new Set(['result', 'scm.branch', 'scm.commit_sha']);
+
+/** An execution's tags: the upload's (on its run), its own over them, then its mutable `mut.` tags. */
+function executionTagsOf(e: FailedExecution): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries({ ...e.run.tags, ...e.tags, ...e.mutableTags })) if (!DUPLICATED_TAGS.has(k)) out[k] = v;
+  return out;
 }

@@ -11,11 +11,32 @@ import type { OrganizationService } from '../organizations/service';
 import { slugify } from '../pipelines/slug';
 import { sha256Hex } from '../security/keys';
 import type { Suite, SuiteFields, SuiteRepository } from './repository';
-import type { BuildRun, SuiteResultsRepository, SuiteTest, TestExecution, TestIdentity, TestState, TimeWindow, WindowRun } from './results-repository';
+import {
+  addExecution,
+  type BuildRun,
+  type ExecutionTotals,
+  type SuiteResultsRepository,
+  type SuiteTest,
+  type TestExecution,
+  type TestIdentity,
+  type TestState,
+  type TimeWindow,
+  type WindowRun,
+} from './results-repository';
 import type { Actor } from '../core/identity';
 import type { Build } from '../builds/model';
 import type { PipelineService } from '../pipelines/service';
-import { parseFilters, resultPasses, runPasses, testPasses, type RawFilters, type TestFilters } from './test-filters';
+import {
+  branchPasses,
+  executionPasses,
+  filtersTags,
+  parseFilters,
+  resultPasses,
+  runPasses,
+  testPasses,
+  type RawFilters,
+  type TestFilters,
+} from './test-filters';
 import {
   BUILD_WINDOW_MS,
   groupPasses,
@@ -200,8 +221,9 @@ export class SuiteService {
     );
   }
 
-  async runs(actor: Actor, slug: string, offset: number, limit: number) {
-    return this.results.listRuns((await this.get(actor, slug)).id, offset, limit);
+  /** A suite's runs, newest first; `buildId`: only that Buildkite build's (the spec checks it is a UUID). */
+  async runs(actor: Actor, slug: string, filter: { buildId?: string }, offset: number, limit: number) {
+    return this.results.listRuns((await this.get(actor, slug)).id, { buildId: filter.buildId?.toLowerCase() }, offset, limit);
   }
 
   async run(actor: Actor, slug: string, runId: string) {
@@ -211,8 +233,9 @@ export class SuiteService {
     return run;
   }
 
-  async failedExecutions(actor: Actor, slug: string, runId: string) {
-    return this.results.failedExecutions(await this.run(actor, slug, runId), 1000);
+  /** A run's failed executions in upload order, `limit` of them from `offset`. */
+  async failedExecutions(actor: Actor, slug: string, runId: string, offset: number, limit: number) {
+    return this.results.failedExecutions(await this.run(actor, slug, runId), offset, limit);
   }
 
   /** A test of the suite; with metrics over the window when the version asks for them. */
@@ -299,16 +322,25 @@ export class SuiteService {
     const sorted = sortTests(measured, q.sort_by ?? 'duration_avg', q.order ?? 'desc');
     const page: (MeasuredTest & BuildTestIncludes)[] = sorted.slice(offset, offset + limit);
     if (include.size && page.length) {
-      const runIds = runs.filter((r) => runPasses(r, filters)).map((r) => r.id);
+      // The executions the metrics counted: each weighed with its own tags over its run's.
+      const byId = new Map(runs.filter((r) => branchPasses(r, filters)).map((r) => [r.id, r]));
+      const counted = (e: TestExecution) => executionPasses(byId.get(e.runId)!, e.tags, filters);
+      const runIds = [...byId.keys()];
       const testIds = page.map((t) => t.test.id);
       if (include.has('executions')) {
-        // The executions the metrics counted: the `result` tag's `!` and `*` apply to them too.
+        // The `result` tag's `!` and `*` apply to them too.
         const all = await this.results.executionsOf(runIds, testIds, window, { perTest: Number.MAX_SAFE_INTEGER });
-        for (const t of page) t.executions = (all.get(t.test.id) ?? []).filter((e) => resultPasses(e.result, filters)).slice(0, MAX_EXECUTIONS_PER_TEST);
+        for (const t of page)
+          t.executions = (all.get(t.test.id) ?? []).filter((e) => counted(e) && resultPasses(e.result, filters)).slice(0, MAX_EXECUTIONS_PER_TEST);
       }
       if (include.has('latest_fail')) {
-        const fails = await this.results.executionsOf(runIds, testIds, window, { result: 'failed', perTest: 1, newest: true });
-        for (const t of page) t.latestFail = fails.get(t.test.id)?.[0] ?? null;
+        const fails = await this.results.executionsOf(runIds, testIds, window, {
+          result: 'failed',
+          // The newest counted one: with tag filters an execution may not count, so read them all.
+          perTest: filtersTags(filters) ? Number.MAX_SAFE_INTEGER : 1,
+          newest: true,
+        });
+        for (const t of page) t.latestFail = (fails.get(t.test.id) ?? []).filter(counted).at(-1) ?? null;
       }
     }
     return { items: page, total: sorted.length };
@@ -413,11 +445,28 @@ export class SuiteService {
   /** The tests of these runs' executions in the window, after the filters, with their metrics. */
   private async measure(runs: WindowRun[], window: TimeWindow, f: TestFilters, slugs: Map<string, string>): Promise<MeasuredTest[]> {
     const kept = runs.filter((r) => runPasses(r, f));
-    if (!kept.length) return [];
-    const totals = await this.results.totalsByTest(
-      kept.map((r) => r.id),
-      window,
-    );
+    let totals: Map<string, ExecutionTotals>;
+    if (!filtersTags(f)) {
+      if (!kept.length) return [];
+      totals = await this.results.totalsByTest(
+        kept.map((r) => r.id),
+        window,
+      );
+    } else {
+      // Executions without tags of their own count as their run does, totalled in SQL; those with
+      // their own tags (over the run's) are weighed one by one, in any run on the branch.
+      totals = kept.length
+        ? await this.results.totalsByTest(
+            kept.map((r) => r.id),
+            window,
+            { untaggedOnly: true },
+          )
+        : new Map();
+      const onBranch = new Map(runs.filter((r) => branchPasses(r, f)).map((r) => [r.id, r]));
+      for (const e of await this.results.taggedExecutions([...onBranch.keys()], window)) {
+        if (executionPasses(onBranch.get(e.runId)!, e.tags, f)) addExecution(totals, e);
+      }
+    }
     const candidates: { id: string; metrics: TestMetrics }[] = [];
     for (const [id, t] of totals) {
       const metrics = metricsOf(t, f);

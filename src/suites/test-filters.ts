@@ -1,7 +1,8 @@
 /**
  * The filters of the Test Engine's test lists (a suite's tests, a build's tests), read from
- * their query strings and applied: `labels`, `owners` and `state` to tests; `branch` and the
- * `tags` to the runs whose executions are counted; the `result` tag to executions (`!` and `*`)
+ * their query strings and applied: `labels`, `owners` and `state` to tests; `branch` to the
+ * runs whose executions are counted, the `tags` to each execution (its own tags over its run's);
+ * the `result` tag to executions (`!` and `*`)
  * or to a test's executions as a group (`~` contains, `^` only). Operators: a leading `!` (not
  * equal), a trailing `*` (starts with), and for `result` a leading `~` or `^`; at most one.
  */
@@ -139,6 +140,21 @@ export function tagValue(run: FilterableRun, key: string): string | null {
 export function runPasses(run: FilterableRun, f: TestFilters): boolean {
   if (f.branch && !matches(run.branch, f.branch)) return false;
   return (f.tags ?? []).every((t) => matches(tagValue(run, t.key), t.match));
+}
+
+/** Whether the filters name tags other than `result`: then an execution's own tags can decide. */
+export function filtersTags(f: TestFilters): boolean {
+  return (f.tags ?? []).length > 0;
+}
+
+/** Whether an execution is counted: its run's branch, and its own tags over its run's (importing_json.md: upload-level tags "may be overwritten by execution-level tags"). */
+export function executionPasses(run: FilterableRun, tags: Record<string, string>, f: TestFilters): boolean {
+  return runPasses(Object.keys(tags).length ? { ...run, tags: { ...run.tags, ...tags } } : run, f);
+}
+
+/** Whether a run may have counted executions: its branch passes (its executions' own tags may still pass the tags). */
+export function branchPasses(run: FilterableRun, f: TestFilters): boolean {
+  return !f.branch || matches(run.branch, f.branch);
 }
 
 /** Whether an execution's result is counted (`result` with no operator, `!` or `*`). */

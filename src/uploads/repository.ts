@@ -237,6 +237,7 @@ export class UploadRepository {
           failure_expanded: r.failureExpanded ? JSON.stringify(r.failureExpanded) : null,
           duration: r.duration,
           history: r.history ? JSON.stringify(r.history) : null,
+          tags: r.tags ? JSON.stringify(r.tags) : null,
           position: firstPosition + i,
           created_at: now,
         }));

@@ -27,6 +27,8 @@ export interface AcceptedResult {
   failureExpanded: FailureExpanded | null;
   duration: number | null;
   history: Record<string, unknown> | null;
+  /** The result's own tags (null: none), over the upload's. */
+  tags: Record<string, string> | null;
 }
 
 const LIMITS = { id: 255, scope: 65536, name: 65536, location: 4096, file_name: 4096, failure_reason: 65536, line: 65536 };
@@ -80,6 +82,27 @@ function history(v: unknown): { history: Record<string, unknown> | null; duratio
   return { history: v, duration: typeof d === 'number' ? d : null };
 }
 
+/** The tagging rules of the Test Engine's tags page, for a key (the spec's ExecutionTags says the same). */
+const TAG_KEY = /^[A-Za-z][A-Za-z0-9_.-]{0,62}$/;
+const MAX_TAGS = 10;
+const MAX_TAG_VALUE_BYTES = 127;
+
+function executionTags(v: unknown): Record<string, string> | null {
+  if (v === undefined || v === null) return null;
+  if (!isRecord(v)) throw new Reject('tags', 'must be an object of tags, each a key and a string');
+  const entries = Object.entries(v);
+  if (entries.length > MAX_TAGS) throw new Reject('tags', `has too many tags (maximum is ${MAX_TAGS})`);
+  for (const [key, value] of entries) {
+    // The key goes in `field` only once it is known to be short and plain.
+    if (!TAG_KEY.test(key)) throw new Reject('tags', 'has a key that is not a tag key (a letter, then letters, digits, _, - or ., under 64 bytes)');
+    if (key === 'mut' || key.startsWith('mut.')) throw new Reject(`tags.${key}`, 'is reserved: mut. tags are set through the execution tags API');
+    if (typeof value !== 'string') throw new Reject(`tags.${key}`, 'must be a string');
+    if (value.trim() === '') throw new Reject(`tags.${key}`, "can't be blank");
+    if (Buffer.byteLength(value) > MAX_TAG_VALUE_BYTES) throw new Reject(`tags.${key}`, `is too long (maximum is ${MAX_TAG_VALUE_BYTES} bytes)`);
+  }
+  return entries.length ? Object.fromEntries(entries as [string, string][]) : null;
+}
+
 /**
  * Splits the results into the accepted ones and one error per rejected one. `scopeField`:
  * a scope is required and a missing one is reported under that name (JUnit's `classname`).
@@ -111,6 +134,7 @@ export function checkResults(data: unknown[], scopeField?: string, offset = 0): 
         failureExpanded: failureExpanded(r.failure_expanded),
         duration: h.duration,
         history: h.history,
+        tags: executionTags(r.tags),
       };
       const fault = schemaFault(r);
       if (fault) throw new Reject(fault.field, fault.code);

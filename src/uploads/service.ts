@@ -1,6 +1,6 @@
 /**
- * The Test Engine upload API: who is uploading (a suite's API token), the three body forms
- * (JSON, multipart JSON file, multipart JUnit) reduced to one list of results, each result
+ * The Test Engine upload API: who is uploading (a suite's API token), the body forms (JSON,
+ * multipart JSON file, a test runner's own JSON report, JUnit) reduced to one list of results, each result
  * checked on its own, and the accepted ones ingested. No HTTP, no SQL.
  */
 import crypto from 'node:crypto';
@@ -14,6 +14,7 @@ import type { SuiteService } from '../suites/service';
 import { suiteUrls } from '../suites/serialize';
 import { parseUploadJson } from './json';
 import { parseJUnit } from './junit';
+import { NATIVE_FORMATS, nativeResults, type NativeFormat } from './native';
 import type { RunEnvFields, UploadRepository } from './repository';
 import { RESULT_BATCH, yieldToEventLoop } from './event-loop';
 import { checkResults, MAX_RESULTS, type AcceptedResult, type UploadResultError } from './results';
@@ -58,6 +59,8 @@ export class UploadService {
     const result = await parseUploadJson(data);
     if (!result.ok)
       throw ValidationError.field('data', result.reason.startsWith('nested deeper') ? `is ${result.reason}` : `is not valid JSON: ${result.reason}`);
+    if (isNativeFormat(fields.format))
+      return this.ingest(who, fields.run_env, fields.tags ?? {}, resultList(nativeResults(fields.format, result.value)), undefined, !result.mayHoldNul);
     if (!Array.isArray(result.value)) throw ValidationError.field('data', 'must be a JSON array of test results');
     return this.ingest(who, fields.run_env, fields.tags ?? {}, resultList(result.value), undefined, !result.mayHoldNul);
   }
@@ -91,6 +94,8 @@ export class UploadService {
     };
   }
 }
+
+const isNativeFormat = (format: string): format is NativeFormat => (NATIVE_FORMATS as readonly string[]).includes(format);
 
 function resultList(data: unknown[]): unknown[] {
   if (data.length > MAX_RESULTS) throw ValidationError.field('data', `has more than ${MAX_RESULTS} results: split them into several uploads`);

@@ -44,6 +44,7 @@ import * as pipelineSettings from './20261127094010_pipeline_settings';
 import * as githubWebhookProcessing from './20261127095000_github_webhook_processing';
 import * as jobSignalRetriedBy from './20261127120000_job_signal_retried_by';
 import * as unfinishedBuildsIndex from './20261127152000_unfinished_builds_index';
+import * as executionTags from './20261128090000_execution_tags';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -86,6 +87,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261127095000_github_webhook_processing': githubWebhookProcessing,
   '20261127120000_job_signal_retried_by': jobSignalRetriedBy,
   '20261127152000_unfinished_builds_index': unfinishedBuildsIndex,
+  '20261128090000_execution_tags': executionTags,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -19,6 +19,8 @@ import { keysOf } from '../../db/row-types';
 const PER_PAGE = 30;
 /** How many of a test's latest executions its page shows. */
 export const HISTORY_LENGTH = 50;
+/** How many of a run's failed executions its page shows (the API pages them; the page shows the first ones). */
+const RUN_PAGE_FAILURES = 1000;
 
 /** A run's build on its page: `/{org}/{pipeline}/builds/{n}` and how to call it. */
 interface BuildLink {
@@ -142,7 +144,7 @@ export function registerSuitePages(web: WebRouter): void {
     const actor = actorFor(principal, params.org!);
     const suite = await suites.get(actor, params.suite!);
     const page = pageNumber(query.page);
-    const runs = await suites.runs(actor, suite.slug, (page - 1) * PER_PAGE, PER_PAGE);
+    const runs = await suites.runs(actor, suite.slug, {}, (page - 1) * PER_PAGE, PER_PAGE);
     const links = await buildLinks(deps, actor, runs.items);
     const base = suiteBase(actor.organization.slug, suite.slug);
     return layout(
@@ -175,7 +177,7 @@ export function registerSuitePages(web: WebRouter): void {
     const actor = actorFor(principal, params.org!);
     const suite = await suites.get(actor, params.suite!);
     const run = await suites.run(actor, suite.slug, params.run!);
-    const failures = await suites.failedExecutions(actor, suite.slug, run.id);
+    const failures = await suites.failedExecutions(actor, suite.slug, run.id, 0, RUN_PAGE_FAILURES);
     const build = (await buildLinks(deps, actor, [run])).get(run.id);
     const base = suiteBase(actor.organization.slug, suite.slug);
     return layout(
