@@ -120,13 +120,20 @@ class UpdatePipeline implements fc.AsyncCommand<Model, Real> {
     const p = m.pipelines.get(this.slug);
     if (!p) return expectStatus(this.toString(), res, 404);
     if (p.archived) return expectStatus(this.toString(), res, 422);
+    // A new name renames the slug, as the real API documents: one another pipeline has is refused.
+    const renamed = this.changes.name !== undefined && this.changes.name !== p.name;
+    const slug = renamed ? slugify(this.changes.name!) : this.slug;
     if (this.changes.name !== undefined && nameTaken(m, this.changes.name, this.slug)) return expectStatus(this.toString(), res, 422);
+    if (slug !== this.slug && m.pipelines.has(slug)) return expectStatus(this.toString(), res, 422);
     expectStatus(this.toString(), res, 200);
     if (this.changes.name !== undefined) p.name = this.changes.name;
     if (this.changes.description !== undefined) p.description = this.changes.description;
     if (this.changes.allow_rebuilds !== undefined) p.allowRebuilds = this.changes.allow_rebuilds;
-    // Renaming keeps the slug.
-    expect(res.body).toMatchObject({ slug: this.slug, name: p.name, description: p.description, allow_rebuilds: p.allowRebuilds });
+    if (slug !== this.slug) {
+      m.pipelines.delete(this.slug);
+      m.pipelines.set(slug, p);
+    }
+    expect(res.body).toMatchObject({ slug, name: p.name, description: p.description, allow_rebuilds: p.allowRebuilds });
   }
   toString = () => `updatePipeline(${this.slug}, ${JSON.stringify(this.changes)})`;
 }
