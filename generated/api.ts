@@ -5683,7 +5683,7 @@ export interface components {
          */
         Step: {
             type: components["schemas"]["StepType"];
-            /** @description `script` and `trigger` steps: the label. */
+            /** @description `script` steps: the label. */
             name?: string | null;
             /** @description `script` steps. */
             command?: string | null;
@@ -5697,9 +5697,9 @@ export interface components {
             timeout_in_minutes?: number | null;
             /** @description `script` steps. */
             agent_query_rules?: string[];
-            /** @description `script` steps. */
+            /** @description `script` steps (null on `trigger` steps). */
             concurrency?: number | null;
-            /** @description `script` steps. */
+            /** @description `script` steps (null on `trigger` steps). */
             parallelism?: number | null;
             /** @description `script` steps. */
             key?: string | null;
@@ -5719,28 +5719,18 @@ export interface components {
             notify?: components["schemas"]["NotifyEntry"][];
             /** @description `waiter` steps. */
             continue_on_failure?: boolean;
-            /** @description `manual` steps. */
-            label?: string;
+            /** @description `manual` steps (always a string), and `trigger` steps. */
+            label?: string | null;
             /** @description `manual` steps. */
             prompt?: string | null;
             /** @description `manual` steps. */
             fields?: components["schemas"]["ManualStepField"][];
+            /** @description `trigger` steps: the slug of the pipeline the step builds. */
+            pipeline?: string;
             /** @description `trigger` steps. */
-            trigger_project_slug?: string;
+            build?: components["schemas"]["TriggerStepBuild"];
             /** @description `trigger` steps. */
-            trigger_commit?: string;
-            /** @description `trigger` steps. */
-            trigger_branch?: string;
-            /** @description `trigger` steps. */
-            trigger_message?: string | null;
-            /** @description `trigger` steps. */
-            trigger_env?: components["schemas"]["Env"];
-            /** @description `trigger` steps: meta-data of the triggered build (`build.meta_data` in YAML). */
-            trigger_meta_data?: {
-                [key: string]: string;
-            };
-            /** @description `trigger` steps. */
-            trigger_async?: boolean;
+            async?: boolean;
         };
         /**
          * @description The kind of a step: `script` (command), `waiter` (wait), `manual` (block or input), `trigger`.
@@ -5893,31 +5883,44 @@ export interface components {
             value: string;
         };
         /**
-         * @description A trigger step in the REST API's visual-step shape. When the build reaches it, the server
-         *     creates a build of the pipeline `trigger_project_slug` (same organization, `source:
-         *     trigger_job`, the triggering build's creator) on `trigger_commit` (default `HEAD`) and
-         *     `trigger_branch` (empty: the target pipeline's default branch), with `trigger_message`
-         *     (default the triggering build's message), `trigger_env` and `trigger_meta_data`. An async
-         *     trigger passes once that build exists; otherwise the job runs until the build ends and
-         *     takes its result (passed or not run: passed; failed, canceled or skipped: failed). A
-         *     missing or archived target, a branch its branch filter excludes, or a build already 10
-         *     triggers deep fails the job, with the reason as its log.
+         * @description A trigger step as the REST API shows it (pipelines.md's visual-step example): `label`,
+         *     the target `pipeline`'s slug, the `build` it makes and `async`. It is sent, in a pipeline's
+         *     visual `steps`, with the request names the same example uses (`name`, `trigger_project_slug`,
+         *     `trigger_commit`, `trigger_branch`, `trigger_message`, `trigger_env`, `trigger_meta_data`,
+         *     `trigger_async`), or in this shape (`label`, `pipeline`, `build`, `async`), so a step read
+         *     can be sent back as it is.
+         *
+         *     When the build reaches it, the server creates a build of `pipeline` (same organization,
+         *     `source: trigger_job`, the triggering build's creator) on `build.commit` (default `HEAD`) and
+         *     `build.branch` (null: the target pipeline's default branch), with `build.message` (null: the
+         *     triggering build's message), `build.env` and `build.meta_data`. An async trigger passes once
+         *     that build exists; otherwise the job runs until the build ends and takes its result (passed
+         *     or not run: passed; failed, canceled or skipped: failed). A missing or archived target, a
+         *     branch its branch filter excludes, or a build already 10 triggers deep fails the job, with
+         *     the reason as its log.
          */
         TriggerStep: {
             /** @constant */
             type: "trigger";
-            name: string | null;
-            trigger_project_slug: string;
-            trigger_commit: string;
-            trigger_branch: string;
-            trigger_message?: string | null;
-            trigger_env?: components["schemas"]["Env"];
-            /** @description Meta-data of the triggered build (`build.meta_data` in YAML). */
-            trigger_meta_data?: {
+            label: string | null;
+            pipeline: string;
+            build: components["schemas"]["TriggerStepBuild"];
+            async: boolean;
+            branch_configuration: string | null;
+            /** @description Always null: trigger steps have no concurrency limit. */
+            concurrency: null;
+            /** @description Always null: trigger steps run one job. */
+            parallelism: null;
+        };
+        /** @description The build a trigger step makes: `message`, `branch` and `env` are null when not set; `meta_data` is shown only when set. */
+        TriggerStepBuild: {
+            message: string | null;
+            branch: string | null;
+            commit: string;
+            env: components["schemas"]["Env"] | null;
+            meta_data?: {
                 [key: string]: string;
             };
-            trigger_async: boolean;
-            branch_configuration?: string | null;
         };
         /**
          * @description Settings of the repository provider. The API shows the provider's defaults merged with

@@ -2758,6 +2758,16 @@ func (r *TriggerStep) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalTriggerStepBuild(data []byte) (TriggerStepBuild, error) {
+	var r TriggerStepBuild
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *TriggerStepBuild) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalTriggeredBuild(data []byte) (TriggeredBuild, error) {
 	var r TriggeredBuild
 	err := json.Unmarshal(data, &r)
@@ -4549,11 +4559,15 @@ type Step struct {
 	AgentQueryRules []string `json:"agent_query_rules,omitempty"`
 	// `script` steps.
 	ArtifactPaths *string `json:"artifact_paths,omitempty"`
+	// `trigger` steps.
+	Async *bool `json:"async,omitempty"`
 	// `script`, `manual` and `trigger` steps: the branch filter.
 	BranchConfiguration *string `json:"branch_configuration,omitempty"`
+	// `trigger` steps.
+	Build *TriggerStepBuild `json:"build,omitempty"`
 	// `script` steps.
 	Command *string `json:"command,omitempty"`
-	// `script` steps.
+	// `script` steps (null on `trigger` steps).
 	Concurrency *int64 `json:"concurrency,omitempty"`
 	// `waiter` steps.
 	ContinueOnFailure *bool `json:"continue_on_failure,omitempty"`
@@ -4565,16 +4579,18 @@ type Step struct {
 	GroupKey *string `json:"group_key,omitempty"`
 	// `script` steps.
 	Key *string `json:"key,omitempty"`
-	// `manual` steps.
+	// `manual` steps (always a string), and `trigger` steps.
 	Label *string `json:"label,omitempty"`
 	// `script` steps.
 	Matrix *StepMatrix `json:"matrix,omitempty"`
-	// `script` and `trigger` steps: the label.
+	// `script` steps: the label.
 	Name *string `json:"name,omitempty"`
 	// `script` steps: the step's notifications, as written.
 	Notify []NotifyEntry `json:"notify,omitempty"`
-	// `script` steps.
+	// `script` steps (null on `trigger` steps).
 	Parallelism *int64 `json:"parallelism,omitempty"`
+	// `trigger` steps: the slug of the pipeline the step builds.
+	Pipeline *string `json:"pipeline,omitempty"`
 	// `script` steps: the step's plugins, each `{"<source>": settings}`.
 	Plugins []map[string]interface{} `json:"plugins,omitempty"`
 	// `script` steps: dispatch priority of the step's jobs (higher first). Absent means 0.
@@ -4584,22 +4600,20 @@ type Step struct {
 	// `script` steps.
 	Retry *StepRetry `json:"retry,omitempty"`
 	// `script` steps.
-	TimeoutInMinutes *int64 `json:"timeout_in_minutes,omitempty"`
-	// `trigger` steps.
-	TriggerAsync *bool `json:"trigger_async,omitempty"`
-	// `trigger` steps.
-	TriggerBranch *string `json:"trigger_branch,omitempty"`
-	// `trigger` steps.
-	TriggerCommit *string `json:"trigger_commit,omitempty"`
-	// `trigger` steps.
-	TriggerEnv map[string]string `json:"trigger_env,omitempty"`
-	// `trigger` steps.
-	TriggerMessage *string `json:"trigger_message,omitempty"`
-	// `trigger` steps: meta-data of the triggered build (`build.meta_data` in YAML).
-	TriggerMetaData map[string]string `json:"trigger_meta_data,omitempty"`
-	// `trigger` steps.
-	TriggerProjectSlug *string `json:"trigger_project_slug,omitempty"`
-	Type               JobType `json:"type"`
+	TimeoutInMinutes *int64  `json:"timeout_in_minutes,omitempty"`
+	Type             JobType `json:"type"`
+}
+
+// `trigger` steps.
+//
+// The build a trigger step makes: `message`, `branch` and `env` are null when not set;
+// `meta_data` is shown only when set.
+type TriggerStepBuild struct {
+	Branch   *string           `json:"branch"`
+	Commit   string            `json:"commit"`
+	Env      map[string]string `json:"env"`
+	Message  *string           `json:"message"`
+	MetaData map[string]string `json:"meta_data,omitempty"`
 }
 
 // `script` steps.
@@ -5453,27 +5467,41 @@ type TestWithMetrics struct {
 	WebURL      string   `json:"web_url"`
 }
 
-// A trigger step in the REST API's visual-step shape. When the build reaches it, the server
-// creates a build of the pipeline `trigger_project_slug` (same organization, `source:
-// trigger_job`, the triggering build's creator) on `trigger_commit` (default `HEAD`) and
-// `trigger_branch` (empty: the target pipeline's default branch), with `trigger_message`
-// (default the triggering build's message), `trigger_env` and `trigger_meta_data`. An async
-// trigger passes once that build exists; otherwise the job runs until the build ends and
-// takes its result (passed or not run: passed; failed, canceled or skipped: failed). A
-// missing or archived target, a branch its branch filter excludes, or a build already 10
-// triggers deep fails the job, with the reason as its log.
+// A trigger step as the REST API shows it (pipelines.md's visual-step example): `label`,
+// the target `pipeline`'s slug, the `build` it makes and `async`. It is sent, in a
+// pipeline's
+// visual `steps`, with the request names the same example uses (`name`,
+// `trigger_project_slug`,
+// `trigger_commit`, `trigger_branch`, `trigger_message`, `trigger_env`,
+// `trigger_meta_data`,
+// `trigger_async`), or in this shape (`label`, `pipeline`, `build`, `async`), so a step
+// read
+// can be sent back as it is.
+//
+// When the build reaches it, the server creates a build of `pipeline` (same organization,
+// `source: trigger_job`, the triggering build's creator) on `build.commit` (default `HEAD`)
+// and
+// `build.branch` (null: the target pipeline's default branch), with `build.message` (null:
+// the
+// triggering build's message), `build.env` and `build.meta_data`. An async trigger passes
+// once
+// that build exists; otherwise the job runs until the build ends and takes its result
+// (passed
+// or not run: passed; failed, canceled or skipped: failed). A missing or archived target, a
+// branch its branch filter excludes, or a build already 10 triggers deep fails the job,
+// with
+// the reason as its log.
 type TriggerStep struct {
-	BranchConfiguration *string           `json:"branch_configuration,omitempty"`
-	Name                *string           `json:"name"`
-	TriggerAsync        bool              `json:"trigger_async"`
-	TriggerBranch       string            `json:"trigger_branch"`
-	TriggerCommit       string            `json:"trigger_commit"`
-	TriggerEnv          map[string]string `json:"trigger_env,omitempty"`
-	TriggerMessage      *string           `json:"trigger_message,omitempty"`
-	// Meta-data of the triggered build (`build.meta_data` in YAML).
-	TriggerMetaData    map[string]string `json:"trigger_meta_data,omitempty"`
-	TriggerProjectSlug string            `json:"trigger_project_slug"`
-	Type               TriggerStepType   `json:"type"`
+	Async               bool             `json:"async"`
+	BranchConfiguration *string          `json:"branch_configuration"`
+	Build               TriggerStepBuild `json:"build"`
+	// Always null: trigger steps have no concurrency limit.
+	Concurrency interface{} `json:"concurrency"`
+	Label       *string     `json:"label"`
+	// Always null: trigger steps run one job.
+	Parallelism interface{}     `json:"parallelism"`
+	Pipeline    string          `json:"pipeline"`
+	Type        TriggerStepType `json:"type"`
 }
 
 type UnblockJobRequest struct {

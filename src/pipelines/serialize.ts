@@ -5,6 +5,7 @@ import { graphqlId, isoTime, utcTime } from '../http/responses/format';
 import { serializeUser } from '../user/serialize';
 import type { GithubWebhooksDisabled, Pipeline, PipelineCounts } from './repository';
 import { providerSettings } from './provider';
+import type { Step, TriggerStep } from './configuration';
 
 export type PipelineJson = components['schemas']['Pipeline'];
 
@@ -86,10 +87,39 @@ export function serializePipeline(p: Pipeline, v: PipelineView): PipelineJson {
     visibility: p.visibility,
     tags: p.tags,
     configuration: p.configuration,
-    steps: p.steps,
+    steps: p.steps.map(stepJson),
     default_timeout_in_minutes: p.defaultTimeoutInMinutes,
     maximum_timeout_in_minutes: p.maximumTimeoutInMinutes,
     default_command_step_timeout: p.defaultTimeoutInMinutes,
     maximum_command_step_timeout: p.maximumTimeoutInMinutes,
   };
+}
+
+/**
+ * A trigger step as the REST API shows it (pipelines.md's visual-step example): `label`, the
+ * target `pipeline`, the `build` it makes and `async`, whatever names it was sent with.
+ */
+function triggerStepJson(s: TriggerStep): components['schemas']['TriggerStep'] {
+  const metaData = s.trigger_meta_data ?? {};
+  return {
+    type: 'trigger',
+    label: s.name,
+    pipeline: s.trigger_project_slug,
+    build: {
+      message: s.trigger_message,
+      branch: s.trigger_branch === '' ? null : s.trigger_branch,
+      commit: s.trigger_commit,
+      env: Object.keys(s.trigger_env).length ? s.trigger_env : null,
+      ...(Object.keys(metaData).length ? { meta_data: metaData } : {}),
+    },
+    async: s.trigger_async,
+    branch_configuration: s.branch_configuration,
+    concurrency: null,
+    parallelism: null,
+  };
+}
+
+/** A pipeline step as the REST API shows it: as stored, but a trigger step in its own shape. */
+export function stepJson(s: Step): components['schemas']['Step'] {
+  return s.type === 'trigger' ? triggerStepJson(s) : s;
 }

@@ -67,7 +67,7 @@ describeEachDatabase('pipelines', (ctx) => {
       expect([p.scheduled_builds_count, p.running_builds_count, p.scheduled_jobs_count, p.running_jobs_count, p.waiting_jobs_count]).toEqual([0, 0, 0, 0, 0]);
     });
 
-    it('creates a visual-steps pipeline with each step type, trigger steps in the visual shape', async () => {
+    it('creates a visual-steps pipeline with each step type, and shows a trigger step as the docs do', async () => {
       const { org, token } = await ctx().givenAdmin();
       const p = await create(ctx(), org, token, {
         configuration: undefined,
@@ -76,15 +76,42 @@ describeEachDatabase('pipelines', (ctx) => {
           { type: 'script', name: 'Test', command: 'make test', agent_query_rules: ['queue=default'], parallelism: 3 },
           { type: 'waiter' },
           { type: 'manual', label: 'Deploy?' },
-          { type: 'trigger', trigger_project_slug: 'deployer', trigger_branch: 'main', label: 'Ship' },
+          // pipelines.md, "Create a visual step pipeline": the request and the step its response shows.
+          { type: 'trigger', label: 'Deploy :ship:', trigger_project_slug: 'deploy', trigger_commit: 'HEAD', trigger_branch: 'main', trigger_async: true },
+          {
+            type: 'trigger',
+            name: 'Notify',
+            trigger_project_slug: 'notifier',
+            trigger_message: 'From upstream',
+            trigger_env: { A: '1' },
+            trigger_meta_data: { k: 'v' },
+          },
         ],
       });
       expect(p.configuration).toBeNull();
       expect(p.env).toEqual({ GLOBAL: '1' });
-      expect(p.steps.map((s: { type: string }) => s.type)).toEqual(['script', 'waiter', 'manual', 'trigger']);
+      expect(p.steps.map((s: { type: string }) => s.type)).toEqual(['script', 'waiter', 'manual', 'trigger', 'trigger']);
       expect(p.steps[0]).toMatchObject({ name: 'Test', command: 'make test', agent_query_rules: ['queue=default'], parallelism: 3 });
       expect(p.steps[2]).toMatchObject({ label: 'Deploy?' });
-      expect(p.steps[3]).toMatchObject({ trigger_project_slug: 'deployer', trigger_branch: 'main', trigger_async: false, name: 'Ship' });
+      expect(p.steps[3]).toEqual({
+        type: 'trigger',
+        label: 'Deploy :ship:',
+        pipeline: 'deploy',
+        build: { message: null, branch: 'main', commit: 'HEAD', env: null },
+        async: true,
+        branch_configuration: null,
+        concurrency: null,
+        parallelism: null,
+      });
+      expect(p.steps[4]).toMatchObject({
+        label: 'Notify',
+        pipeline: 'notifier',
+        build: { message: 'From upstream', branch: null, commit: 'HEAD', env: { A: '1' }, meta_data: { k: 'v' } },
+        async: false,
+      });
+      // A step read can be sent back as it is.
+      const echoed = await ctx().http().patch(`/v2/organizations/${org.slug}/pipelines/${p.slug}`).set(auth(token)).send({ steps: p.steps }).expect(200);
+      expect(echoed.body.steps).toEqual(p.steps);
     });
 
     it('accepts a configuration that only uploads the pipeline from the repository', async () => {

@@ -46,8 +46,10 @@ export const PROPERTY_NAMES = {
     artifacts: ['artifact_paths'],
     timeout: ['timeout_in_minutes'],
     manualLabel: ['label'],
-    slug: ['trigger_project_slug'],
-    async: ['trigger_async'],
+    // The request names of pipelines.md's visual-step example, then the names a read shows (a
+    // step read can be sent back as it is).
+    slug: ['trigger_project_slug', 'pipeline'],
+    async: ['trigger_async', 'async'],
   },
 } as const;
 
@@ -202,17 +204,17 @@ export function triggerStep(reporter: ProblemReporter, stepMap: ConfigMap): Trig
     }
   }
 
+  // YAML's `build`, or the `build` object a REST read shows (findProperty skips its null values).
   let build: ConfigMap | undefined;
-  if (reporter.dialect === 'yaml') {
-    const found = findProperty(stepMap, ['build']);
-    if (found?.[1].kind === 'map') build = found[1];
-    else if (found) reporter.fail('build', 'must be a mapping of message, commit, branch, env and meta_data', found[1]);
-  }
+  const foundBuild = findProperty(stepMap, ['build']);
+  if (foundBuild?.[1].kind === 'map') build = foundBuild[1];
+  else if (foundBuild)
+    reporter.fail('build', `must be ${reporter.dialect === 'yaml' ? 'a mapping' : 'an object'} of message, commit, branch, env and meta_data`, foundBuild[1]);
   const from = (buildKey: string, apiKey: string) => findProperty(build, [buildKey], 'build.') ?? findProperty(stepMap, [apiKey]);
 
   return {
     type: 'trigger',
-    name: optionalText(reporter, findProperty(stepMap, ['label', 'name']), MAX_NAME),
+    name: optionalText(reporter, findProperty(stepMap, reporter.dialect === 'yaml' ? ['label', 'name'] : ['name', 'label']), MAX_NAME),
     trigger_project_slug: slug,
     // Buildkite's default: the triggered pipeline builds the newest commit of the branch.
     trigger_commit: optionalText(reporter, from('commit', 'trigger_commit'), MAX_REF) ?? 'HEAD',
