@@ -1695,8 +1695,10 @@ export interface paths {
          * @description A block step the build has reached (`blocked`) becomes `unblocked` and the build goes on:
          *     the jobs behind it are scheduled, and a build that had finished at the block step runs
          *     again. `unblocker` records another member of the organization (by user id) as the one
-         *     who unblocked it; `fields` (the block step's form values) become build meta-data. A job
-         *     that is not a block step, not blocked, or in a canceled build is a 422 with the reason.
+         *     who unblocked it; `fields` (the block step's form values) become build meta-data. As
+         *     jobs.md documents: a job that is not a block step is a 400 `This job type cannot be
+         *     unblocked`, one of a canceled build a 422 `Jobs from canceled builds cannot be
+         *     unblocked`; a block step not blocked (yet, or any more) is a 422 with the reason.
          */
         put: operations["unblockJob"];
         post?: never;
@@ -1730,8 +1732,9 @@ export interface paths {
          *     `include_retried_jobs=true`. Each job can be retried once. A finished build runs again,
          *     except a canceled (or canceling) one: its jobs are a 422 `Jobs from canceled builds
          *     cannot be retried`. The step's `retry.manual` applies: `allowed: false` is a 422 with its `reason`, and
-         *     `permit_on_passed: true` lets a passed job be retried too. Any other job is a 422 with
-         *     the reason.
+         *     `permit_on_passed: true` lets a passed job be retried too. As jobs.md documents, a job
+         *     in another state, or one that is not a command step, is a 400 (`Only failed, timed out or
+         *     canceled jobs can be retried`); one already retried is a 422.
          */
         put: operations["retryJob"];
         post?: never;
@@ -2065,7 +2068,8 @@ export interface paths {
          * @description As `PUT .../builds/{build_number}/jobs/{job_id}/retry`, for the job found by its id alone
          *     within the organization: the new job, `scheduled`, with `retries_count` one more; each job
          *     can be retried once; a canceled build's jobs are a 422 `Jobs from canceled builds cannot
-         *     be retried`; any other job that can't be retried is a 422 with the reason.
+         *     be retried`; a job in another state than failed, timed out or canceled, or not a command
+         *     step, is a 400; one already retried a 422.
          */
         put: operations["retryOrganizationJob"];
         post?: never;
@@ -2092,7 +2096,8 @@ export interface paths {
          * @description As `PUT .../builds/{build_number}/jobs/{job_id}/unblock`, for the block step's job found
          *     by its id alone within the organization: `unblocker` (a member's user id) and `fields`
          *     (the block step's form values, which become build meta-data) are optional. A job that is
-         *     not a blocked block step, or one of a canceled build, is a 422 with the reason.
+         *     not a block step is a 400 `This job type cannot be unblocked`; one of a canceled build, or
+         *     a block step not blocked, is a 422 with the reason.
          */
         put: operations["unblockOrganizationJob"];
         post?: never;
@@ -5977,6 +5982,8 @@ export interface components {
             description: string | null;
             slug: string;
             repository: string;
+            /** @description The Git clone mirror the agents of its jobs get as `BUILDKITE_GIT_REMOTE_MIRROR_URL`; null for none. */
+            clone_mirror_url: string | null;
             /** @description The cluster the pipeline's jobs run in (null for none). */
             cluster_id: string | null;
             readonly cluster_url: string | null;
@@ -6040,6 +6047,13 @@ export interface components {
             /** @description Letters, digits and dashes, not starting with a dash (another is a 422 on the field). Defaults to one derived from the name. */
             slug?: string;
             repository?: string;
+            /**
+             * @description A repository URL the agents of the pipeline's jobs get as `BUILDKITE_GIT_REMOTE_MIRROR_URL`,
+             *     to clone from as a mirror. It must not carry credentials (a password, or a user name
+             *     in an `http(s)` URL), a query or a fragment (a 422 on the field). `null` or `""`
+             *     removes it.
+             */
+            clone_mirror_url?: string | null;
             description?: string | null;
             configuration?: string;
             steps?: Record<string, never>[];

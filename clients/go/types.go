@@ -4498,6 +4498,9 @@ type Pipeline struct {
 	BuildsURL                       string  `json:"builds_url"`
 	CancelRunningBranchBuilds       bool    `json:"cancel_running_branch_builds"`
 	CancelRunningBranchBuildsFilter *string `json:"cancel_running_branch_builds_filter"`
+	// The Git clone mirror the agents of its jobs get as `BUILDKITE_GIT_REMOTE_MIRROR_URL`;
+	// null for none.
+	CloneMirrorURL *string `json:"clone_mirror_url"`
 	// The cluster the pipeline's jobs run in (null for none).
 	ClusterID  *string `json:"cluster_id"`
 	ClusterURL *string `json:"cluster_url"`
@@ -4926,6 +4929,12 @@ type PipelineWritable struct {
 	BranchConfiguration             *string `json:"branch_configuration,omitempty"`
 	CancelRunningBranchBuilds       *bool   `json:"cancel_running_branch_builds,omitempty"`
 	CancelRunningBranchBuildsFilter *string `json:"cancel_running_branch_builds_filter,omitempty"`
+	// A repository URL the agents of the pipeline's jobs get as
+	// `BUILDKITE_GIT_REMOTE_MIRROR_URL`,
+	// to clone from as a mirror. It must not carry credentials (a password, or a user name
+	// in an `http(s)` URL), a query or a fragment (a 422 on the field). `null` or `""`
+	// removes it.
+	CloneMirrorURL *string `json:"clone_mirror_url,omitempty"`
 	// An empty string means none.
 	ClusterID     *string `json:"cluster_id,omitempty"`
 	Configuration *string `json:"configuration,omitempty"`

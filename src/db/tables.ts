@@ -524,6 +524,7 @@ export interface PipelinesRow {
   webhook_secret_generation: number;
   notify: string | null;
   badge_key: string | null;
+  clone_mirror_url: string | null;
 }
 
 export interface RateLimitsRow {
@@ -1236,6 +1237,7 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     webhook_secret_generation: ['integer', false],
     notify: ['string', true],
     badge_key: ['string', true],
+    clone_mirror_url: ['string', true],
   },
   rate_limits: {
     bucket: ['string', false],

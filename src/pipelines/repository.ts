@@ -33,6 +33,8 @@ export interface Pipeline {
   name: string;
   description: string | null;
   repository: string;
+  /** The Git clone mirror its jobs' agents get (`BUILDKITE_GIT_REMOTE_MIRROR_URL`), or null. */
+  cloneMirrorUrl: string | null;
   providerId: ProviderId;
   /** Only what was set; the API shows these over the provider's defaults. */
   providerSettings: ProviderSettings;
@@ -93,6 +95,7 @@ function toColumns(f: Partial<PipelineFields>): Record<string, unknown> {
   set('name', f.name);
   set('description', f.description);
   set('repository', f.repository);
+  set('clone_mirror_url', f.cloneMirrorUrl);
   set('provider_id', f.providerId);
   set('provider_settings', f.providerSettings && JSON.stringify(f.providerSettings));
   set('default_branch', f.defaultBranch);
@@ -170,6 +173,7 @@ function fromRow(r: StoredRow<PipelineRow>): Pipeline {
     name: r.name,
     description: r.description ?? null,
     repository: r.repository,
+    cloneMirrorUrl: r.clone_mirror_url ?? null,
     providerId: oneOf(PROVIDER_IDS, r.provider_id, 'pipelines.provider_id'),
     providerSettings: parseJson<ProviderSettings>(r.provider_settings, {}),
     defaultBranch: r.default_branch ?? null,

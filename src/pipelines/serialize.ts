@@ -62,6 +62,7 @@ export function serializePipeline(p: Pipeline, v: PipelineView): PipelineJson {
     description: p.description,
     slug: p.slug,
     repository: p.repository,
+    clone_mirror_url: p.cloneMirrorUrl,
     cluster_id: p.clusterId,
     cluster_url: p.clusterId ? clusterUrl(v.publicUrl, v.orgSlug, p.clusterId) : null,
     pipeline_template_uuid: p.pipelineTemplateUuid,

@@ -325,6 +325,7 @@ export class PipelineService {
     };
     this.checkTimeouts(timeouts.default ?? null, timeouts.maximum ?? null, errors);
     this.checkVisibility(actor, input.visibility, defaults, errors);
+    const cloneMirrorUrl = cloneMirrorUrlOf(input, errors);
     if (errors.length) throw new ValidationError(errors);
 
     const id = crypto.randomUUID();
@@ -337,6 +338,7 @@ export class PipelineService {
       name,
       slug,
       repository,
+      cloneMirrorUrl: cloneMirrorUrl ?? null,
       providerId,
       providerSettings: fields.providerSettings ?? {},
       description: input.description ?? null,
@@ -406,6 +408,7 @@ export class PipelineService {
       if (value !== undefined) changes[key] = value;
     };
     copy('description', input.description);
+    copy('cloneMirrorUrl', cloneMirrorUrlOf(input, errors));
     copy('defaultBranch', input.default_branch);
     copy('branchConfiguration', input.branch_configuration === undefined ? undefined : emptyToNull(input.branch_configuration));
     copy('skipQueuedBranchBuilds', input.skip_queued_branch_builds);
@@ -662,6 +665,36 @@ function timeoutsOf(
     default: input.default_command_step_timeout !== undefined ? input.default_command_step_timeout : input.default_timeout_in_minutes,
     maximum: input.maximum_command_step_timeout !== undefined ? input.maximum_command_step_timeout : input.maximum_timeout_in_minutes,
   };
+}
+
+/**
+ * A `clone_mirror_url` as sent: undefined when not sent, null to remove (`null` or blank), or the
+ * URL; a field error when it carries credentials, a query or a fragment (pipelines.md).
+ */
+function cloneMirrorUrlOf(input: PipelineInput, errors: FieldError[]): string | null | undefined {
+  if (input.clone_mirror_url === undefined) return undefined;
+  const url = emptyToNull(input.clone_mirror_url)?.trim() ?? null;
+  if (url === null) return null;
+  const refuse = (why: string) => errors.push({ field: 'clone_mirror_url', code: `must not contain ${why}` });
+  if (/\s/.test(url)) errors.push({ field: 'clone_mirror_url', code: 'is not a repository URL' });
+  else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      errors.push({ field: 'clone_mirror_url', code: 'is not a repository URL' });
+    }
+    if (parsed) {
+      // A user name alone is how ssh:// and git:// URLs name the account (git@); over http(s) it is a credential.
+      if (parsed.password || (parsed.username && /^https?:$/.test(parsed.protocol))) refuse('credentials');
+      else if (parsed.search || url.includes('?')) refuse('a query');
+      else if (parsed.hash || url.includes('#')) refuse('a fragment');
+    }
+  } else if (url.includes('?')) refuse('a query');
+  else if (url.includes('#')) refuse('a fragment');
+  // scp-like `user@host:path`: only a user name before the `@`.
+  else if (/^[^@/]*:[^@/]*@/.test(url)) refuse('credentials');
+  return url;
 }
 
 function emptyToNull(v: string | null | undefined): string | null {

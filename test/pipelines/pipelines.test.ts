@@ -114,6 +114,71 @@ describeEachDatabase('pipelines', (ctx) => {
       expect(echoed.body.steps).toEqual(p.steps);
     });
 
+    it('keeps a clone mirror URL, gives it to the jobs as BUILDKITE_GIT_REMOTE_MIRROR_URL, and refuses one with credentials, a query or a fragment', async () => {
+      const { org, token } = await ctx().givenAdmin();
+      const url = (slug: string) => `/v2/organizations/${org.slug}/pipelines/${slug}`;
+      const plain = await create(ctx(), org, token);
+      expect(plain.clone_mirror_url).toBeNull();
+      const p = await create(ctx(), org, token, { clone_mirror_url: 'git@mirror.example.com:acme/my-pipeline.git' });
+      expect(p.clone_mirror_url).toBe('git@mirror.example.com:acme/my-pipeline.git');
+      const build = (
+        await ctx()
+          .http()
+          .post(`${url(p.slug)}/builds`)
+          .set(auth(token))
+          .send({ commit: 'HEAD', branch: 'main' })
+          .expect(201)
+      ).body;
+      const env = (
+        await ctx()
+          .http()
+          .get(`${url(p.slug)}/builds/${build.number}/jobs/${build.jobs[0].id}/env`)
+          .set(auth(token))
+          .expect(200)
+      ).body.env;
+      expect(env.BUILDKITE_GIT_REMOTE_MIRROR_URL).toBe('git@mirror.example.com:acme/my-pipeline.git');
+      const plainBuild = (
+        await ctx()
+          .http()
+          .post(`${url(plain.slug)}/builds`)
+          .set(auth(token))
+          .send({ commit: 'HEAD', branch: 'main' })
+          .expect(201)
+      ).body;
+      const plainEnv = (
+        await ctx()
+          .http()
+          .get(`${url(plain.slug)}/builds/${plainBuild.number}/jobs/${plainBuild.jobs[0].id}/env`)
+          .set(auth(token))
+          .expect(200)
+      ).body.env;
+      expect('BUILDKITE_GIT_REMOTE_MIRROR_URL' in plainEnv).toBe(false);
+
+      const patch = (b: object) => ctx().http().patch(url(p.slug)).set(auth(token)).send(b);
+      expect((await patch({ clone_mirror_url: 'https://mirror.example.com/acme/app.git' }).expect(200)).body.clone_mirror_url).toBe(
+        'https://mirror.example.com/acme/app.git',
+      );
+      expect((await patch({ clone_mirror_url: 'ssh://git@mirror.example.com/acme/app.git' }).expect(200)).body.clone_mirror_url).toBe(
+        'ssh://git@mirror.example.com/acme/app.git',
+      );
+      for (const [bad, code] of [
+        ['https://user:secret@mirror.example.com/a.git', 'must not contain credentials'],
+        ['https://token@mirror.example.com/a.git', 'must not contain credentials'],
+        ['git:secret@mirror.example.com:a.git', 'must not contain credentials'],
+        ['https://mirror.example.com/a.git?ref=x', 'must not contain a query'],
+        ['git@mirror.example.com:a.git#main', 'must not contain a fragment'],
+        ['not a url', 'is not a repository URL'],
+      ]) {
+        const res = await patch({ clone_mirror_url: bad });
+        expect({ bad, status: res.status, errors: res.body.errors }).toEqual({ bad, status: 422, errors: [{ field: 'clone_mirror_url', code }] });
+      }
+      expect((await ctx().http().get(url(p.slug)).set(auth(token)).expect(200)).body.clone_mirror_url).toBe('ssh://git@mirror.example.com/acme/app.git');
+      // null or "" removes it.
+      expect((await patch({ clone_mirror_url: '' }).expect(200)).body.clone_mirror_url).toBeNull();
+      await patch({ clone_mirror_url: 'git@mirror.example.com:a.git' }).expect(200);
+      expect((await patch({ clone_mirror_url: null }).expect(200)).body.clone_mirror_url).toBeNull();
+    });
+
     it('accepts a configuration that only uploads the pipeline from the repository', async () => {
       const { org, token } = await ctx().givenAdmin();
       const p = await create(ctx(), org, token, { configuration: 'steps:\n  - command: "buildkite-agent pipeline upload"\n' });

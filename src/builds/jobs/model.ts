@@ -49,6 +49,8 @@ export interface JobContext {
   orgSlug: string;
   pipelineSlug: string;
   repository: string;
+  /** The pipeline's Git clone mirror, or null. */
+  cloneMirrorUrl: string | null;
   providerId: string;
   build: {
     id: string;

@@ -57,6 +57,7 @@ export class JobRepository {
         'o.slug as ctx_org_slug',
         'p.slug as ctx_pipeline_slug',
         'p.repository as ctx_repository',
+        'p.clone_mirror_url as ctx_clone_mirror_url',
         'p.provider_id as ctx_provider_id',
         'b.pull_request as ctx_pull_request',
         'b.author as ctx_author',

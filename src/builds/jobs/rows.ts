@@ -59,7 +59,7 @@ export type JobContextRow = JobsRow & {
   ctx_org_slug: OrganizationsRow['slug'];
   ctx_pipeline_slug: PipelinesRow['slug'];
   ctx_build_number: BuildsRow['number'];
-} & Prefixed<Pick<PipelinesRow, 'repository' | 'provider_id'>, 'ctx_'> &
+} & Prefixed<Pick<PipelinesRow, 'repository' | 'clone_mirror_url' | 'provider_id'>, 'ctx_'> &
   Prefixed<Pick<BuildsRow, 'pull_request' | 'author' | 'clean_checkout' | 'branch' | 'commit' | 'message' | 'tag'>, 'ctx_'> &
   Nullable<Prefixed<Pick<UsersRow, 'name' | 'email'>, 'ctx_creator_'>>;
 
@@ -169,6 +169,7 @@ export function contextFromRow(r: JobContextRow): JobContext {
     orgSlug: r.ctx_org_slug,
     pipelineSlug: r.ctx_pipeline_slug,
     repository: r.ctx_repository,
+    cloneMirrorUrl: r.ctx_clone_mirror_url ?? null,
     providerId: r.ctx_provider_id,
     build: {
       id: r.build_id,

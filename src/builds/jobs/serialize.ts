@@ -65,6 +65,8 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaDa
   // Set only where the build has them, so a step's own env (BUILDKITE_CLEAN_CHECKOUT: "true") is not overridden.
   // The real agent's checkout phase removes the checkout first when BUILDKITE_CLEAN_CHECKOUT is true.
   if (c.build.cleanCheckout) env.BUILDKITE_CLEAN_CHECKOUT = 'true';
+  // pipelines.md: "When set, agents receive this URL in BUILDKITE_GIT_REMOTE_MIRROR_URL".
+  if (c.cloneMirrorUrl) env.BUILDKITE_GIT_REMOTE_MIRROR_URL = c.cloneMirrorUrl;
   if (c.build.author?.name) env.BUILDKITE_BUILD_AUTHOR = c.build.author.name;
   if (c.build.author?.email) env.BUILDKITE_BUILD_AUTHOR_EMAIL = c.build.author.email;
   if (c.build.pullRequest?.labels?.length) env.BUILDKITE_PULL_REQUEST_LABELS = c.build.pullRequest.labels.join(',');

@@ -157,14 +157,16 @@ export class JobService {
   async retry(actor: Actor, target: JobTarget): Promise<{ item: BuildWithJobs; jobId: string }> {
     const { item, job } = await this.locate(actor, target);
     if (!item.perms.build) throw new ForbiddenError();
-    if (job.type !== 'script') throw new UnprocessableError("This job can't be retried: only command steps can be.");
+    // A job that is not one to retry is a 400, as jobs.md documents ("Only failed, timed out or
+    // canceled jobs can be retried"); the build's and the step's own refusals are 422s.
+    if (job.type !== 'script') throw new BadRequestError("This job can't be retried: only command steps can be.");
     if (job.retried) throw new UnprocessableError('This job has already been retried.');
     const manual = job.step.type === 'script' ? job.step.retry?.manual : undefined;
     if (manual && !manual.allowed) throw new UnprocessableError(manual.reason ?? "This job can't be retried: its step doesn't allow manual retries.");
     const retryable = manual?.permit_on_passed ? [...RETRYABLE_JOB_STATES, ...retryFrom('retry_passed')] : RETRYABLE_JOB_STATES;
     if (!retryable.includes(job.state)) {
       const which = manual?.permit_on_passed ? 'passed, failed, timed out or canceled' : 'failed, timed out or canceled';
-      throw new UnprocessableError(`This job can't be retried because it is ${job.state}: only ${which} jobs can be.`);
+      throw new BadRequestError(`Only ${which} jobs can be retried (this one is ${job.state})`);
     }
     if (item.build.state === 'canceling') throw new UnprocessableError("This job can't be retried while its build is canceling.");
     // As the REST jobs docs have it: a canceled build stays canceled (rebuild it instead).
@@ -198,8 +200,9 @@ export class JobService {
     const { item, job } = await this.locate(actor, target);
     const jobId = job.id;
     if (!item.perms.build) throw new ForbiddenError();
-    if (job.type !== 'manual') throw new UnprocessableError("This job can't be unblocked: it isn't a block step.");
-    if (CANCELED_BUILD_STATES.includes(item.build.state)) throw new UnprocessableError(`This job can't be unblocked: its build is ${item.build.state}.`);
+    // As jobs.md documents them: a 400 for a job that is not a block step, a 422 for a canceled build.
+    if (job.type !== 'manual') throw new BadRequestError('This job type cannot be unblocked');
+    if (CANCELED_BUILD_STATES.includes(item.build.state)) throw new UnprocessableError('Jobs from canceled builds cannot be unblocked');
     if (job.state !== 'blocked') throw new UnprocessableError(`This job can't be unblocked: it is ${job.state}.`);
     let by = actor.principal.user;
     if (body.unblocker !== undefined && body.unblocker !== by.id) {

@@ -45,6 +45,7 @@ import * as githubWebhookProcessing from './20261127095000_github_webhook_proces
 import * as jobSignalRetriedBy from './20261127120000_job_signal_retried_by';
 import * as unfinishedBuildsIndex from './20261127152000_unfinished_builds_index';
 import * as executionTags from './20261128090000_execution_tags';
+import * as pipelineCloneMirrorUrl from './20261128130000_pipeline_clone_mirror_url';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -88,6 +89,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261127120000_job_signal_retried_by': jobSignalRetriedBy,
   '20261127152000_unfinished_builds_index': unfinishedBuildsIndex,
   '20261128090000_execution_tags': executionTags,
+  '20261128130000_pipeline_clone_mirror_url': pipelineCloneMirrorUrl,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -124,7 +124,7 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
     const s = await setup('steps:\n  - command: flaky\n');
     const job = (await ctx().http().get('/v3/ping').set(a(s.agent.token))).body.job;
     const retry = (id: string) => ctx().http().put(`${s.url}/jobs/${id}/retry`).set(auth(s.token));
-    expect((await retry(job.id)).status).toBe(422); // assigned: not finished
+    expect((await retry(job.id)).status).toBe(400); // assigned: not finished (jobs.md's 400)
     await acceptAndStart(ctx(), a(s.agent.token), job.id);
     await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(a(s.agent.token)).send({ exit_status: 1 }).expect(200);
     let b = (await ctx().http().get(s.url).set(auth(s.token))).body;
@@ -157,13 +157,13 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
     await ctx().http().put(`/v3/jobs/${next.id}/finish`).set(a(s.agent.token)).send({ exit_status: 0 }).expect(200);
     b = (await ctx().http().get(s.url).set(auth(s.token))).body;
     expect(b.state).toBe('passed');
-    expect((await retry(next.id)).status).toBe(422); // passed
+    expect((await retry(next.id)).status).toBe(400); // passed
   });
 
   it('refuses to retry waiters, and the jobs of a canceled build (the build stays canceled)', async () => {
     const s = await setup('steps:\n  - command: a\n  - wait\n  - command: b\n');
     const before = (await ctx().http().get(s.url).set(auth(s.token))).body.jobs;
-    const waiter = await ctx().http().put(`${s.url}/jobs/${before[1].id}/retry`).set(auth(s.token)).expect(422);
+    const waiter = await ctx().http().put(`${s.url}/jobs/${before[1].id}/retry`).set(auth(s.token)).expect(400);
     expect(waiter.body.message).toMatch(/only command steps/);
     await ctx().http().put(`${s.url}/cancel`).set(auth(s.token)).expect(200);
     const jobs = (await ctx().http().get(s.url).set(auth(s.token))).body.jobs;

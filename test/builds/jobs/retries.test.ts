@@ -108,8 +108,8 @@ describeEachDatabase('automatic and manual retry rules', (ctx) => {
     expect(passed.status).toBe(200);
     expect(passed.body).toMatchObject({ command: 'report', state: 'scheduled', retry_type: 'manual', retries_count: 1 });
     const plain = await s.retry(ids.plain!);
-    expect(plain.status).toBe(422);
-    expect(plain.body.message).toContain('because it is passed');
+    expect(plain.status).toBe(400);
+    expect(plain.body.message).toBe('Only failed, timed out or canceled jobs can be retried (this one is passed)');
   });
 });
 

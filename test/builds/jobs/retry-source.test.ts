@@ -48,8 +48,9 @@ describeEachDatabase('retry_source', (ctx) => {
       const job = ((await ctx().http().get(url).set(auth(token)).expect(200)).body.jobs as JobJson[]).find((j) => j.id === id)!;
       ids[job.command!] = id;
     }
-    const refused = await ctx().http().put(`${url}/jobs/${ids.plain}/retry`).set(auth(token)).expect(422);
-    expect(refused.body.message).toBe("This job can't be retried because it is passed: only failed, timed out or canceled jobs can be.");
+    // jobs.md: "400 Bad Request: Only failed, timed out or canceled jobs can be retried".
+    const refused = await ctx().http().put(`${url}/jobs/${ids.plain}/retry`).set(auth(token)).expect(400);
+    expect(refused.body.message).toBe('Only failed, timed out or canceled jobs can be retried (this one is passed)');
     const allowed = await ctx().http().put(`${url}/jobs/${ids.permitted}/retry`).set(auth(token)).expect(200);
     expect(allowed.body.retry_source).toEqual({ job_id: ids.permitted, retry_type: 'manual' });
   });

@@ -139,8 +139,9 @@ describeEachDatabase('the job and build state machines', (ctx) => {
     expect(b).toMatchObject({ state: 'scheduled', blocked: true });
     const [first, script, second] = b.jobs;
     const unblock = (id: string, body: object = {}) => ctx().http().put(`${s.url}/jobs/${id}/unblock`).set(auth(s.token)).send(body);
-    expect((await unblock(script!.id)).status).toBe(422);
-    expect((await unblock(script!.id)).body.message).toContain("isn't a block step");
+    // jobs.md: "400 Bad Request: This job type cannot be unblocked".
+    expect((await unblock(script!.id)).status).toBe(400);
+    expect((await unblock(script!.id)).body.message).toBe('This job type cannot be unblocked');
     expect((await unblock(second!.id)).body.message).toContain('it is waiting');
     expect((await unblock('00000000-0000-4000-8000-000000000000')).status).toBe(404);
     const stranger = await ctx().givenAdmin();
