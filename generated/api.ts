@@ -8310,6 +8310,12 @@ export interface components {
         InvitationCursorBefore: string;
         /** @description The repository connection's id, a UUID (400 for anything else, as the real API answers). */
         RepositoryConnectionId: string;
+        /**
+         * @description `false`: a build whose command jobs all wait on paused cluster queues is left out, and a
+         *     build's jobs on paused queues are left out of its `jobs` (`job_state_counts` still counts
+         *     them). Jobs outside a cluster, and wait, block and trigger steps, are never left out.
+         */
+        IncludePaused: boolean;
         /** @description `true`: each build comes with `test_engine`, the Test Engine runs of the build (uploaded with `run_env[ci]=buildkite` and its UUID as `run_env[key]`) in suites the caller may see (none without the `read_suites` scope). Without it the key is left out. */
         IncludeTestEngine: boolean;
         /**
@@ -9728,6 +9734,12 @@ export interface operations {
                 finished_from?: components["parameters"]["BuildFinishedFrom"];
                 /** @description Include jobs that were retried (hidden by default). */
                 include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
+                /**
+                 * @description `false`: a build whose command jobs all wait on paused cluster queues is left out, and a
+                 *     build's jobs on paused queues are left out of its `jobs` (`job_state_counts` still counts
+                 *     them). Jobs outside a cluster, and wait, block and trigger steps, are never left out.
+                 */
+                include_paused?: components["parameters"]["IncludePaused"];
                 /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
@@ -9774,6 +9786,12 @@ export interface operations {
                 finished_from?: components["parameters"]["BuildFinishedFrom"];
                 /** @description Include jobs that were retried (hidden by default). */
                 include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
+                /**
+                 * @description `false`: a build whose command jobs all wait on paused cluster queues is left out, and a
+                 *     build's jobs on paused queues are left out of its `jobs` (`job_state_counts` still counts
+                 *     them). Jobs outside a cluster, and wait, block and trigger steps, are never left out.
+                 */
+                include_paused?: components["parameters"]["IncludePaused"];
                 /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
@@ -9824,6 +9842,12 @@ export interface operations {
                 finished_from?: components["parameters"]["BuildFinishedFrom"];
                 /** @description Include jobs that were retried (hidden by default). */
                 include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
+                /**
+                 * @description `false`: a build whose command jobs all wait on paused cluster queues is left out, and a
+                 *     build's jobs on paused queues are left out of its `jobs` (`job_state_counts` still counts
+                 *     them). Jobs outside a cluster, and wait, block and trigger steps, are never left out.
+                 */
+                include_paused?: components["parameters"]["IncludePaused"];
                 /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */

@@ -91,4 +91,6 @@ export interface BuildFilter {
   finishedFrom?: Date;
   creatorId?: string;
   metaData?: Record<string, string>;
+  /** `include_paused=false`: leave out builds whose command jobs all wait on paused cluster queues. */
+  withoutPaused?: boolean;
 }

@@ -358,6 +358,7 @@ export class BuildRepository {
       f.createdTo ||
       f.finishedFrom ||
       f.creatorId ||
+      f.withoutPaused ||
       Object.keys(f.metaData ?? {}).length,
     );
     if (pipelineId) {
@@ -417,6 +418,18 @@ export class BuildRepository {
         if (blocked) w.orWhere('b.blocked', true);
       });
     }
+    if (f.withoutPaused) {
+      // Kept: a build with a command job outside a cluster or on a queue that is not paused, or with none at all.
+      const commandJobs = () => this.db('jobs as pj').whereRaw('pj.build_id = b.id').where({ 'pj.type': 'script', 'pj.retried': false });
+      q.where((w) =>
+        w.whereNotExists(commandJobs().select(1)).orWhereExists(
+          commandJobs()
+            .leftJoin('cluster_queues as pq', 'pq.id', 'pj.cluster_queue_id')
+            .where((active) => active.whereNull('pj.cluster_queue_id').orWhereNull('pq.dispatch_paused_at'))
+            .select(1),
+        ),
+      );
+    }
     if (f.createdFrom) q.where('b.created_at', '>=', f.createdFrom);
     if (f.createdTo) q.where('b.created_at', '<', f.createdTo);
     if (f.finishedFrom) q.where('b.finished_at', '>=', f.finishedFrom);
@@ -433,6 +446,13 @@ export class BuildRepository {
   }
 
   /** Jobs of these builds in order, retried ones only when asked. */
+  /** Which of these cluster queues are paused. */
+  async pausedQueues(queueIds: string[]): Promise<Set<string>> {
+    if (!queueIds.length) return new Set();
+    const rows = await whereAnyOf(this.db('cluster_queues'), 'id', queueIds).whereNotNull('dispatch_paused_at').select<{ id: string }[]>('id');
+    return new Set(rows.map((r) => r.id));
+  }
+
   /** How many of each build's jobs are in each state (retried ones only when asked), without reading the jobs. */
   private async jobStateCountsOf(buildIds: string[], includeRetried: boolean): Promise<Map<string, JobStateCounts>> {
     const byBuild = new Map<string, JobStateCounts>(buildIds.map((id) => [id, {}]));

@@ -4,7 +4,8 @@ import { graphqlId, isoTime, utcTime } from '../http/responses/format';
 import type { Pipeline, PipelineCounts } from '../pipelines/repository';
 import { serializeProvider } from '../pipelines/serialize';
 import type { BuildWithJobs } from './service';
-import type { Author, JobStateCounts } from './model';
+import type { Author } from './model';
+import { countJobStates } from './jobs/state';
 import type { Job } from './jobs/model';
 import { serializeCreator } from '../user/serialize';
 
@@ -164,13 +165,6 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
       });
     }
   }
-}
-
-/** How many of `jobs` are in each state. */
-export function countJobStates(jobs: readonly Pick<Job, 'state'>[]): JobStateCounts {
-  const states: JobStateCounts = {};
-  for (const j of jobs) states[j.state] = (states[j.state] ?? 0) + 1;
-  return states;
 }
 
 export function serializeBuild({ build: b, jobs, jobStateCounts }: BuildWithJobs, v: BuildView): BuildJson {

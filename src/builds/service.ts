@@ -16,6 +16,7 @@ import type { Build, BuildFilter, NewBuildFields, PullRequest } from './model';
 import { BULK_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, CANCELED_BUILD_STATES, FINISHED_BUILD_STATES, retryFrom } from './states';
 import type { BuildProgress } from './progress/service';
 import type { BuildAndJobs, BuildRepository } from './repository';
+import { countJobStates } from './jobs/state';
 import type { Principal, Actor, Permissions } from '../core/identity';
 import { clock } from '../core/clock';
 import { isOneOf } from '../db/row-types';
@@ -253,10 +254,23 @@ export class BuildService {
       : await this.pipelines.readableByIds(actorByOrg, [...new Set(builds.map((b) => b.build.pipelineId))], { counts: !query.exclude_pipeline });
     // The list query already kept to what the caller may read; a pipeline missing here was
     // deleted between the two reads, and its builds went with it.
-    return builds.flatMap((found) => {
+    const shown = query.include_paused === false ? await this.withoutPausedJobs(builds) : builds;
+    return shown.flatMap((found) => {
       const entry = pipelines.get(found.build.pipelineId);
       return entry ? [{ ...found, ...entry, actor: actorByOrg.get(found.build.organizationId)! }] : [];
     });
+  }
+
+  /** `include_paused=false`: each build without its jobs on paused cluster queues (`job_state_counts` still counts them). */
+  private async withoutPausedJobs(builds: BuildAndJobs[]): Promise<BuildAndJobs[]> {
+    const queueIds = [...new Set(builds.flatMap((b) => b.jobs.flatMap((j) => (j.clusterQueueId ? [j.clusterQueueId] : []))))];
+    const paused = await this.builds.pausedQueues(queueIds);
+    if (!paused.size) return builds;
+    return builds.map((b) => ({
+      ...b,
+      jobStateCounts: b.jobStateCounts ?? countJobStates(b.jobs),
+      jobs: b.jobs.filter((j) => !(j.clusterQueueId && paused.has(j.clusterQueueId))),
+    }));
   }
 
   private filterFrom(q: ListQuery): Omit<BuildFilter, 'scope'> {
@@ -277,6 +291,7 @@ export class BuildService {
       finishedFrom: time('finished_from', q.finished_from),
       creatorId: q.creator,
       metaData: q.meta_data,
+      withoutPaused: q.include_paused === false,
     };
   }
 }

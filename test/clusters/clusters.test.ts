@@ -369,6 +369,60 @@ describeEachDatabase('clusters', (ctx) => {
       .expect(422);
   });
 
+  it('lists builds without those waiting only on paused queues, and without their paused jobs, with include_paused=false', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    const linux = await givenQueue(ctx(), org.slug, token, cluster.id, 'linux');
+    const mac = await givenQueue(ctx(), org.slug, token, cluster.id, 'mac');
+    await ctx()
+      .http()
+      .put(`${base(org.slug)}/${cluster.id}`)
+      .set(auth(token))
+      .send({ default_queue_id: linux.id })
+      .expect(200);
+    const both = await givenPipeline(ctx(), org.slug, token, {
+      configuration: 'steps:\n  - command: on-linux\n  - wait\n  - command: on-mac\n    agents: { queue: mac }\n',
+      cluster_id: cluster.id,
+    });
+    const macOnly = await givenPipeline(ctx(), org.slug, token, {
+      configuration: 'steps:\n  - command: mac-only\n    agents: { queue: mac }\n',
+      cluster_id: cluster.id,
+    });
+    const plain = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: unclustered\n');
+    const mixedBuild = await givenBuild(ctx(), org.slug, both.slug, token);
+    const macBuild = await givenBuild(ctx(), org.slug, macOnly.slug, token);
+    const plainBuild = await givenBuild(ctx(), org.slug, plain.slug, token);
+    await ctx()
+      .http()
+      .post(`${base(org.slug)}/${cluster.id}/queues/${mac.id}/pause_dispatch`)
+      .set(auth(token))
+      .send({})
+      .expect(200);
+
+    type Listed = { id: string; jobs?: { command: string | null; type: string }[]; job_state_counts: { total: number } };
+    const list = async (path: string, query: string) => (await ctx().http().get(`${path}${query}`).set(auth(token)).expect(200)).body as Listed[];
+    const orgBuilds = `/v2/organizations/${org.slug}/builds`;
+    const all = await list(orgBuilds, '');
+    expect(all.map((b) => b.id).sort()).toEqual([mixedBuild.id, macBuild.id, plainBuild.id].sort());
+    expect(await list(orgBuilds, '?include_paused=true')).toEqual(all);
+    const active = await list(orgBuilds, '?include_paused=false');
+    expect(active.map((b) => b.id).sort()).toEqual([mixedBuild.id, plainBuild.id].sort());
+    const mixed = active.find((b) => b.id === mixedBuild.id)!;
+    // The job on the paused queue is left out; the wait step and the linux job stay, and the counts count all three.
+    expect(mixed.jobs!.map((j) => j.command ?? j.type)).toEqual(['on-linux', 'waiter']);
+    expect(mixed.job_state_counts.total).toBe(3);
+    for (const path of [`/v2/organizations/${org.slug}/pipelines/${macOnly.slug}/builds`, '/v2/builds']) {
+      const ids = (await list(path, '?include_paused=false')).map((b) => b.id);
+      expect({ path, hidden: ids.includes(macBuild.id) }).toEqual({ path, hidden: false });
+    }
+    await ctx()
+      .http()
+      .post(`${base(org.slug)}/${cluster.id}/queues/${mac.id}/resume_dispatch`)
+      .set(auth(token))
+      .expect(200);
+    expect((await list(orgBuilds, '?include_paused=false')).map((b) => b.id).sort()).toEqual(all.map((b) => b.id).sort());
+  });
+
   it('gives an unclustered agent no job of a clustered pipeline', async () => {
     const { org, token } = await ctx().givenAdmin();
     const cluster = await givenCluster(ctx(), org.slug, token);

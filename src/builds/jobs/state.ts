@@ -5,7 +5,7 @@
  * build's state and timestamps become. Recomputing from the jobs, rather than patching on each
  * event, makes it idempotent: applying it twice changes nothing.
  */
-import type { Build, BuildState, JobState } from '../model';
+import type { Build, BuildState, JobState, JobStateCounts } from '../model';
 import type { Job } from './model';
 import { ACTIVE_JOB_STATES, FAILING_JOB_STATES, machineJobEvent, SETTLED_BUILD_STATES, TERMINAL_JOB_STATES, type JobEvent, type RetryEvent } from '../states';
 
@@ -38,6 +38,13 @@ export function failsBuild(j: Pick<Job, 'state' | 'softFailed'>): boolean {
  */
 export function jobInStates(j: Pick<Job, 'type' | 'state' | 'finishedAt'>, states: ReadonlySet<JobState>): boolean {
   return states.has(j.state) || (j.type === 'waiter' && j.finishedAt !== null && states.has('passed'));
+}
+
+/** How many of `jobs` are in each state (a build's `job_state_counts.states`). */
+export function countJobStates(jobs: readonly Pick<Job, 'state'>[]): JobStateCounts {
+  const states: JobStateCounts = {};
+  for (const j of jobs) states[j.state] = (states[j.state] ?? 0) + 1;
+  return states;
 }
 
 export function advance(
