@@ -639,8 +639,9 @@ export interface paths {
          * Create a pipeline
          * @description Steps come either from a YAML `configuration` (the same document as
          *     `buildkite-agent pipeline upload` takes; its top-level `env` becomes the pipeline env) or
-         *     from a list of visual `steps`; exactly one of the two, unless `pipeline_template_uuid` names a
-         *     template, whose configuration then governs the builds (the pipeline needs no steps of its
+         *     from a list of visual `steps` (sent together, `configuration` wins and `steps` and `env` are
+         *     ignored, named in a `Warning` header); one of the two is needed unless
+         *     `pipeline_template_uuid` names a template, whose configuration then governs the builds (the pipeline needs no steps of its
          *     own). The slug is derived from the name
          *     unless `slug` is given. In an organization with Teams enabled, `teams` (or the deprecated
          *     `team_uuids`) is required unless the user is an administrator, and names teams the user
@@ -1984,8 +1985,9 @@ export interface paths {
          * @description The build's jobs in the build's order, by cursor: `items` and `links` (`self`, and `next`
          *     when there are more: follow it as it is). `after` (or `before`) takes a cursor from a
          *     `links` URL; both at once, or a cursor this list did not make, is a 400. `state[]` keeps
-         *     the jobs in any of the states named (`passed` and `failed` as the jobs' `state` shows them;
-         *     `finished` and an unknown state are a 400). Retried jobs are included unless
+         *     the jobs in any of the states named (`passed` and `failed` as the jobs' `state` shows them,
+         *     and a finished wait step matches `passed` whichever state it ended in, as the docs' build
+         *     `job_states[]` has it; `finished` and an unknown state are a 400). Retried jobs are included unless
          *     `include_retried_jobs=false`, which keeps only the latest attempt of each step.
          */
         get: operations["listJobs"];
@@ -5945,11 +5947,14 @@ export interface components {
          *     The other settings are booleans (`build_pull_requests`...) or strings, null when unset.
          *     Every setting the real API documents for a provider is taken (`issue_comment_command_word`
          *     and `review_comment_command_word` are words such as `/bk`, the `*_match_mode` ones `exact`
-         *     or `contains`); those beyond the create sample's are shown once set. Windsock builds from
-         *     pushes, tags, pull requests, deployments and forks, so it acts on the pull request ones
-         *     (`ignore_default_branch_pull_requests`, `build_pull_request_reopened`, `_edited`,
-         *     `_converted_to_draft`, `_review_requested`) and keeps the others (releases, comments,
-         *     check runs, merge queues) as set.
+         *     or `contains`); those beyond the create sample's are shown once set. Windsock acts on
+         *     `ignore_default_branch_pull_requests` (not for forks), `build_pull_request_reopened`,
+         *     `build_pull_request_edited`, `build_pull_request_converted_to_draft` and
+         *     `build_pull_request_review_requested`. It keeps the others as set without acting on them:
+         *     those for events it does not build from (reviews, comments, releases, check runs, merge
+         *     queues, stacks, deployment statuses, branch creation) and `build_pull_request_merge`,
+         *     `build_pull_request_merge_commits`, `build_pull_request_base_branch_changed` and
+         *     `skip_builds_for_closed_pull_requests`.
          */
         ProviderSettings: {
             readonly repository?: string;
@@ -6760,9 +6765,9 @@ export interface components {
             author?: components["schemas"]["CreateBuildAuthor"] | null;
             env?: components["schemas"]["Env"];
             /**
-             * @description Meta-data for the build, as strings. The server also accepts booleans and numbers, as the
-             *     real API's own example sends them, and keeps each as its text (`true` as `"true"`); a
-             *     generated client sends strings.
+             * @description Meta-data for the build, as strings. The server also accepts booleans and whole numbers,
+             *     as the real API's own example sends them, and keeps each as its text (`true` as
+             *     `"true"`); a generated client sends strings.
              */
             meta_data?: components["schemas"]["MetaData"];
             clean_checkout?: boolean;
@@ -8006,8 +8011,9 @@ export interface components {
          * @description `json`: a JSON array of results; `junit`: a JUnit XML document; `rspec-json`, `jest-json`,
          *     `playwright-json`, `cucumber-json`: the runner's own report (`rspec --format json`,
          *     `jest --json`, Playwright's `--reporter=json`, Cucumber's `--format json`), read as
-         *     Buildkite's collectors for those runners map the same runs (scope, name, location, result,
-         *     failure, duration).
+         *     Buildkite's collectors for those runners map the same runs (scope, name, result, failure,
+         *     duration); the location is the report's file path (absolute in Jest's report, relative to
+         *     `testDir` in Playwright's).
          * @enum {string}
          */
         UploadFormat: "json" | "junit" | "rspec-json" | "jest-json" | "playwright-json" | "cucumber-json";
@@ -8264,7 +8270,7 @@ export interface components {
         BuildFinishedFrom: string;
         /** @description Include jobs that were retried (hidden by default). */
         IncludeRetriedJobs: boolean;
-        /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
+        /** @description `true`: each build comes without its `jobs` key (its jobs are only counted, for `job_state_counts`). */
         ExcludeJobs: boolean;
         /** @description `true`: each build comes without its `pipeline` key. */
         ExcludePipeline: boolean;
@@ -9740,7 +9746,7 @@ export interface operations {
                  *     them). Jobs outside a cluster, and wait, block and trigger steps, are never left out.
                  */
                 include_paused?: components["parameters"]["IncludePaused"];
-                /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
+                /** @description `true`: each build comes without its `jobs` key (its jobs are only counted, for `job_state_counts`). */
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
                 exclude_pipeline?: components["parameters"]["ExcludePipeline"];
@@ -9792,7 +9798,7 @@ export interface operations {
                  *     them). Jobs outside a cluster, and wait, block and trigger steps, are never left out.
                  */
                 include_paused?: components["parameters"]["IncludePaused"];
-                /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
+                /** @description `true`: each build comes without its `jobs` key (its jobs are only counted, for `job_state_counts`). */
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
                 exclude_pipeline?: components["parameters"]["ExcludePipeline"];
@@ -9848,7 +9854,7 @@ export interface operations {
                  *     them). Jobs outside a cluster, and wait, block and trigger steps, are never left out.
                  */
                 include_paused?: components["parameters"]["IncludePaused"];
-                /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
+                /** @description `true`: each build comes without its `jobs` key (its jobs are only counted, for `job_state_counts`). */
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
                 exclude_pipeline?: components["parameters"]["ExcludePipeline"];
@@ -9928,7 +9934,7 @@ export interface operations {
                  *     `job_state_counts` still counts every job.
                  */
                 job_states?: components["parameters"]["BuildJobStates"];
-                /** @description `true`: each build comes without its `jobs` key (and its jobs are not read). */
+                /** @description `true`: each build comes without its `jobs` key (its jobs are only counted, for `job_state_counts`). */
                 exclude_jobs?: components["parameters"]["ExcludeJobs"];
                 /** @description `true`: each build comes without its `pipeline` key. */
                 exclude_pipeline?: components["parameters"]["ExcludePipeline"];

@@ -3568,11 +3568,14 @@ type BuildPipelineProvider struct {
 // (`issue_comment_command_word`
 // and `review_comment_command_word` are words such as `/bk`, the `*_match_mode` ones
 // `exact`
-// or `contains`); those beyond the create sample's are shown once set. Windsock builds from
-// pushes, tags, pull requests, deployments and forks, so it acts on the pull request ones
-// (`ignore_default_branch_pull_requests`, `build_pull_request_reopened`, `_edited`,
-// `_converted_to_draft`, `_review_requested`) and keeps the others (releases, comments,
-// check runs, merge queues) as set.
+// or `contains`); those beyond the create sample's are shown once set. Windsock acts on
+// `ignore_default_branch_pull_requests` (not for forks), `build_pull_request_reopened`,
+// `build_pull_request_edited`, `build_pull_request_converted_to_draft` and
+// `build_pull_request_review_requested`. It keeps the others as set without acting on them:
+// those for events it does not build from (reviews, comments, releases, check runs, merge
+// queues, stacks, deployment statuses, branch creation) and `build_pull_request_merge`,
+// `build_pull_request_merge_commits`, `build_pull_request_base_branch_changed` and
+// `skip_builds_for_closed_pull_requests`.
 type ProviderSettings struct {
 	FilterCondition                      *string              `json:"filter_condition,omitempty"`
 	PullRequestBranchFilterConfiguration *string              `json:"pull_request_branch_filter_configuration,omitempty"`
@@ -3864,9 +3867,9 @@ type CreateBuildRequest struct {
 	Env                         map[string]string `json:"env,omitempty"`
 	IgnorePipelineBranchFilters *bool             `json:"ignore_pipeline_branch_filters,omitempty"`
 	Message                     *string           `json:"message,omitempty"`
-	// Meta-data for the build, as strings. The server also accepts booleans and numbers, as the
-	// real API's own example sends them, and keeps each as its text (`true` as `"true"`); a
-	// generated client sends strings.
+	// Meta-data for the build, as strings. The server also accepts booleans and whole numbers,
+	// as the real API's own example sends them, and keeps each as its text (`true` as
+	// `"true"`); a generated client sends strings.
 	MetaData              map[string]string `json:"meta_data,omitempty"`
 	PullRequestBaseBranch *string           `json:"pull_request_base_branch,omitempty"`
 	PullRequestID         *int64            `json:"pull_request_id,omitempty"`
@@ -6305,9 +6308,9 @@ const (
 // `jest-json`,
 // `playwright-json`, `cucumber-json`: the runner's own report (`rspec --format json`,
 // `jest --json`, Playwright's `--reporter=json`, Cucumber's `--format json`), read as
-// Buildkite's collectors for those runners map the same runs (scope, name, location,
-// result,
-// failure, duration).
+// Buildkite's collectors for those runners map the same runs (scope, name, result, failure,
+// duration); the location is the report's file path (absolute in Jest's report, relative to
+// `testDir` in Playwright's).
 type UploadFormat string
 
 const (

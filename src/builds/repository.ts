@@ -445,7 +445,6 @@ export class BuildRepository {
     return { query: q.offset(offset).limit(limit) };
   }
 
-  /** Jobs of these builds in order, retried ones only when asked. */
   /** Which of these cluster queues are paused. */
   async pausedQueues(queueIds: string[]): Promise<Set<string>> {
     if (!queueIds.length) return new Set();
@@ -465,6 +464,7 @@ export class BuildRepository {
     return byBuild;
   }
 
+  /** Jobs of these builds in order, retried ones only when asked. */
   async jobsOf(buildIds: string[], includeRetried: boolean): Promise<Map<string, Job[]>> {
     const byBuild = new Map<string, Job[]>(buildIds.map((id) => [id, []]));
     if (!buildIds.length) return byBuild;

@@ -229,7 +229,8 @@ function pullRequestRules(settings: ProviderSettings, pr: PullRequestEvent, defa
   } else if (pr.action === 'reopened' && settings.build_pull_request_reopened === false) {
     return { skip: `No build: ${which} was reopened, and build_pull_request_reopened is off.` };
   }
-  if (settings.ignore_default_branch_pull_requests === true && defaultBranch !== null && pr.headBranch === defaultBranch) {
+  // A fork's default branch is not the pipeline's: only a pull request from this repository's own default branch is skipped.
+  if (settings.ignore_default_branch_pull_requests === true && defaultBranch !== null && !pr.fork && pr.headBranch === defaultBranch) {
     return { skip: `No build: ${which} comes from the default branch "${defaultBranch}", and ignore_default_branch_pull_requests is on.` };
   }
   if (pr.draft && settings.build_pull_request_ready_for_review === true) {

@@ -86,6 +86,43 @@ export type PipelineFields = Omit<
   'id' | 'organizationId' | 'createdBy' | 'createdAt' | 'archivedAt' | 'webhookSecretGeneration' | 'counts' | 'template'
 >;
 
+/**
+ * A new slug in the copies trigger steps keep of it, so their links follow the rename: a
+ * trigger job's `triggered_build` (the build it made in this pipeline), found from this
+ * pipeline's triggered builds (`triggered_from_job_id`), and a triggered build's
+ * `triggered_from` (the build of this pipeline that made it), found from this pipeline's
+ * trigger jobs (`triggered_build.id`).
+ */
+async function renameSlugCopies(trx: Knex, pipelineId: string, slug: string): Promise<void> {
+  const triggering = await trx('jobs')
+    .whereIn('id', trx('builds').where({ pipeline_id: pipelineId }).whereNotNull('triggered_from_job_id').select('triggered_from_job_id'))
+    .whereNotNull('triggered_build')
+    .select('id', 'triggered_build');
+  for (const j of triggering) {
+    const copy = parseJson<Record<string, unknown>>(j.triggered_build, {});
+    await trx('jobs')
+      .where({ id: j.id })
+      .update({ triggered_build: JSON.stringify({ ...copy, pipeline_slug: slug }) });
+  }
+  const made = await trx('jobs').where({ pipeline_id: pipelineId, type: 'trigger' }).whereNotNull('triggered_build').select('triggered_build');
+  const childIds = made.flatMap((j) => {
+    const id = parseJson<{ id?: unknown }>(j.triggered_build, {}).id;
+    return typeof id === 'string' ? [id] : [];
+  });
+  for (let i = 0; i < childIds.length; i += 500) {
+    const children = await trx('builds')
+      .whereIn('id', childIds.slice(i, i + 500))
+      .whereNotNull('triggered_from')
+      .select('id', 'triggered_from');
+    for (const b of children) {
+      const copy = parseJson<Record<string, unknown>>(b.triggered_from, {});
+      await trx('builds')
+        .where({ id: b.id })
+        .update({ triggered_from: JSON.stringify({ ...copy, build_pipeline_slug: slug }) });
+    }
+  }
+}
+
 function toColumns(f: Partial<PipelineFields>): Record<string, unknown> {
   const c: Record<string, unknown> = {};
   const set = (col: string, v: unknown) => {
@@ -295,14 +332,18 @@ export class PipelineRepository {
       } catch (err) {
         throw this.uniqueToField(err, changes.slug ?? p.slug);
       }
+      if (changes.slug !== undefined && changes.slug !== p.slug) await renameSlugCopies(trx, p.id, changes.slug);
     });
   }
 
   /** Friendly field errors before the insert; the unique indexes still decide under races. */
   private async assertUnique(trx: Knex, organizationId: string, name: string | undefined, slug: string | undefined, exceptId?: string) {
     const errors: { field: string; code: string }[] = [];
-    const taken = async (col: string, value: string) => {
-      const q = trx('pipelines').where({ organization_id: organizationId, [col]: value });
+    // Slugs may have upper case (the docs' rule), but differ by more than case: one pipeline's URL is not another's in other letters.
+    const taken = async (col: 'name' | 'slug', value: string) => {
+      const q = trx('pipelines').where({ organization_id: organizationId });
+      if (col === 'slug') q.whereRaw('lower(slug) = ?', [value.toLowerCase()]);
+      else q.where({ name: value });
       if (exceptId) q.whereNot({ id: exceptId });
       return Boolean(await q.first('id'));
     };

@@ -671,22 +671,26 @@ function timeoutsOf(
  * A `clone_mirror_url` as sent: undefined when not sent, null to remove (`null` or blank), or the
  * URL; a field error when it carries credentials, a query or a fragment (pipelines.md).
  */
+const SSH_SCHEMES: readonly string[] = ['ssh:', 'git+ssh:', 'ssh+git:'];
+
 function cloneMirrorUrlOf(input: PipelineInput, errors: FieldError[]): string | null | undefined {
   if (input.clone_mirror_url === undefined) return undefined;
   const url = emptyToNull(input.clone_mirror_url)?.trim() ?? null;
   if (url === null) return null;
   const refuse = (why: string) => errors.push({ field: 'clone_mirror_url', code: `must not contain ${why}` });
+  // A URL with a scheme, or scheme-relative (`//host/path`); else scp-like `user@host:path`.
+  const urlForm = /^([a-z][a-z0-9+.-]*:)?\/\//i.exec(url);
   if (/\s/.test(url)) errors.push({ field: 'clone_mirror_url', code: 'is not a repository URL' });
-  else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) {
+  else if (urlForm) {
     let parsed: URL | undefined;
     try {
-      parsed = new URL(url);
+      parsed = new URL(urlForm[1] ? url : `ssh:${url}`);
     } catch {
       errors.push({ field: 'clone_mirror_url', code: 'is not a repository URL' });
     }
     if (parsed) {
-      // A user name alone is how ssh:// and git:// URLs name the account (git@); over http(s) it is a credential.
-      if (parsed.password || (parsed.username && /^https?:$/.test(parsed.protocol))) refuse('credentials');
+      // A user name alone is how ssh URLs name the account (git@); anywhere else it is a credential.
+      if (parsed.password || (parsed.username && !SSH_SCHEMES.includes(parsed.protocol))) refuse('credentials');
       else if (parsed.search || url.includes('?')) refuse('a query');
       else if (parsed.hash || url.includes('#')) refuse('a fragment');
     }

@@ -318,6 +318,14 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       expect((await deliverGitHub(ctx(), fromDefault, 'pull_request', pullRequest('opened')).expect(200)).body).toEqual({
         message: 'No build: pull request #2 comes from the default branch "changes", and ignore_default_branch_pull_requests is on.',
       });
+      // A fork's branch of the same name is not the pipeline's default branch: built.
+      const forks = await givenTarget(ctx(), { ignore_default_branch_pull_requests: true, build_pull_request_forks: true }, { default_branch: 'changes' });
+      await deliverGitHub(
+        ctx(),
+        forks,
+        'pull_request',
+        pullRequest('opened', (p) => fromFork(p as PullRequestExample)),
+      ).expect(201);
       const other = await givenTarget(ctx(), { ignore_default_branch_pull_requests: true }, { default_branch: 'main' });
       await deliverGitHub(ctx(), other, 'pull_request', pullRequest('opened')).expect(201);
       await deliverGitHub(ctx(), await givenTarget(ctx(), {}, { default_branch: 'changes' }), 'pull_request', pullRequest('opened')).expect(201);

@@ -164,6 +164,8 @@ describeEachDatabase('pipelines', (ctx) => {
       for (const [bad, code] of [
         ['https://user:secret@mirror.example.com/a.git', 'must not contain credentials'],
         ['https://token@mirror.example.com/a.git', 'must not contain credentials'],
+        ['//user:secret@mirror.example.com/a.git', 'must not contain credentials'],
+        ['ftp://user@mirror.example.com/a.git', 'must not contain credentials'],
         ['git:secret@mirror.example.com:a.git', 'must not contain credentials'],
         ['https://mirror.example.com/a.git?ref=x', 'must not contain a query'],
         ['git@mirror.example.com:a.git#main', 'must not contain a fragment'],
@@ -212,6 +214,16 @@ describeEachDatabase('pipelines', (ctx) => {
       const mixed = await create(ctx(), org, token, { slug: 'My--Slug-2-' });
       expect(mixed.slug).toBe('My--Slug-2-');
       await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/My--Slug-2-`).set(auth(token)).expect(200);
+      // Another pipeline's slug in other letters is taken.
+      const sameLetters = await ctx()
+        .http()
+        .post(`/v2/organizations/${org.slug}/pipelines`)
+        .set(auth(token))
+        .send(body({ slug: 'my--slug-2-' }));
+      expect({ status: sameLetters.status, errors: sameLetters.body.errors }).toEqual({
+        status: 422,
+        errors: [{ field: 'slug', code: 'has already been taken' }],
+      });
       for (const slug of ['-lead', 'with space', 'under_score', 'ü', 'x'.repeat(101)]) {
         const res = await ctx().http().post(`/v2/organizations/${org.slug}/pipelines`).set(auth(token)).send(body({ slug }));
         expect({ slug, status: res.status, field: res.body.errors?.[0]?.field }).toEqual({ slug, status: 422, field: 'slug' });

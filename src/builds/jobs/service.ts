@@ -159,14 +159,14 @@ export class JobService {
     if (!item.perms.build) throw new ForbiddenError();
     // A job that is not one to retry is a 400, as jobs.md documents ("Only failed, timed out or
     // canceled jobs can be retried"); the build's and the step's own refusals are 422s.
-    if (job.type !== 'script') throw new BadRequestError("This job can't be retried: only command steps can be.");
+    if (job.type !== 'script') throw new BadRequestError('Only failed, timed out or canceled jobs can be retried');
     if (job.retried) throw new UnprocessableError('This job has already been retried.');
     const manual = job.step.type === 'script' ? job.step.retry?.manual : undefined;
     if (manual && !manual.allowed) throw new UnprocessableError(manual.reason ?? "This job can't be retried: its step doesn't allow manual retries.");
     const retryable = manual?.permit_on_passed ? [...RETRYABLE_JOB_STATES, ...retryFrom('retry_passed')] : RETRYABLE_JOB_STATES;
     if (!retryable.includes(job.state)) {
       const which = manual?.permit_on_passed ? 'passed, failed, timed out or canceled' : 'failed, timed out or canceled';
-      throw new BadRequestError(`Only ${which} jobs can be retried (this one is ${job.state})`);
+      throw new BadRequestError(`Only ${which} jobs can be retried`);
     }
     if (item.build.state === 'canceling') throw new UnprocessableError("This job can't be retried while its build is canceling.");
     // As the REST jobs docs have it: a canceled build stays canceled (rebuild it instead).

@@ -11,7 +11,7 @@
  * - `exit_status` of a finished job: a string, as the real agent sends it (`"0"`, `"-1"`); other
  *   clients send an integer.
  * - `meta_data` of a new build: string values; the real API's own example sends `true`, and it
- *   keeps such a value as its text, so a boolean or a number becomes its string (`"true"`, `"42"`).
+ *   keeps such a value as its text, so a boolean or a whole number becomes its string (`"true"`, `"42"`).
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { routeTable } from './route-table';
@@ -31,10 +31,13 @@ const integerFromDigits: Convert = (value) => {
 /** An integer as its decimal string. */
 const digitsFromInteger: Convert = (value) => (typeof value === 'number' && Number.isSafeInteger(value) ? { value: String(value) } : undefined);
 
-/** An object's boolean and number values as their strings; other values are left for the validator. */
+/**
+ * An object's boolean and whole-number values as their strings; other values are left for the
+ * validator (a fraction or a number past 2^53 has no one text the client meant: `1.10` arrives as 1.1).
+ */
 const stringValues: Convert = (value) => {
   if (!isRecord(value)) return undefined;
-  const scalar = (v: unknown) => typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+  const scalar = (v: unknown) => typeof v === 'boolean' || (typeof v === 'number' && Number.isSafeInteger(v));
   if (!Object.values(value).some(scalar)) return undefined;
   return { value: Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scalar(v) ? String(v) : v])) };
 };

@@ -106,6 +106,22 @@ describeEachDatabase('trigger steps', (ctx) => {
     expect(await s.read('parent', parent.number)).toMatchObject({ state: 'passed', jobs: [{ state: 'passed' }] });
   });
 
+  it("keeps the trigger's links right when either pipeline is renamed (the slug follows the name)", async () => {
+    const s = await setup();
+    await s.pipeline('child', 'steps:\n  - command: test\n');
+    await s.pipeline('parent', 'steps:\n  - trigger: child\n    async: true\n');
+    const parent = await s.create('parent');
+    const rename = async (slug: string, name: string) =>
+      (await ctx().http().patch(`${s.base}/${slug}`).set(auth(s.token)).send({ name }).expect(200)).body.slug as string;
+    expect(await rename('child', 'Kid')).toBe('kid');
+    expect(await rename('parent', 'Mother')).toBe('mother');
+    const trigger = (await s.read('mother', parent.number)).jobs[0]!;
+    expect(trigger.triggered_build).toMatchObject({ number: 1, url: `${PUBLIC_URL}${s.base}/kid/builds/1` });
+    await ctx().http().get(trigger.triggered_build!.url.slice(PUBLIC_URL.length)).set(auth(s.token)).expect(200);
+    const child = await s.read('kid', 1);
+    expect(child.triggered_from).toMatchObject({ build_id: parent.id, build_number: parent.number, build_pipeline_slug: 'mother' });
+  });
+
   it('fails the trigger job with a reason when the target is missing, archived or filters the branch out', async () => {
     const s = await setup();
     await s.pipeline('archived', 'steps:\n  - command: x\n');
