@@ -180,7 +180,8 @@ type SettingKind = 'boolean' | 'trigger_mode' | 'filter_condition' | 'branch_fil
 const COMMAND_WORD_MAX = 100;
 const MATCH_MODES = ['exact', 'contains'] as const;
 
-const SETTING_KINDS: ReadonlyMap<string, SettingKind> = new Map<string, SettingKind>([
+/** The create sample's settings, in its order, and their kinds. */
+const SAMPLE_SETTINGS: readonly (readonly [string, SettingKind])[] = [
   ['trigger_mode', 'trigger_mode'],
   ['build_pull_requests', 'boolean'],
   ['pull_request_branch_filter_enabled', 'boolean'],
@@ -201,40 +202,53 @@ const SETTING_KINDS: ReadonlyMap<string, SettingKind> = new Map<string, SettingK
   ['use_step_key_as_commit_status', 'boolean'],
   ['filter_enabled', 'boolean'],
   ['filter_condition', 'filter_condition'],
-  // The documented settings below are shown only once set (they have no default here). Windsock
-  // acts on the pull request ones marked *; the others are kept, as clients (Terraform) set them,
-  // for events Windsock does not build from (releases, comments, check runs, merge queues...).
-  ['ignore_default_branch_pull_requests', 'boolean'], // *
-  ['build_pull_request_reopened', 'boolean'], // *
-  ['build_pull_request_edited', 'boolean'], // *
-  ['build_pull_request_converted_to_draft', 'boolean'], // *
-  ['build_pull_request_review_requested', 'boolean'], // *
-  ['build_pull_request_base_branch_changed', 'boolean'],
-  ['build_pull_request_merge', 'boolean'],
-  ['build_pull_request_stacks', 'boolean'],
-  ['build_pull_request_review_submitted', 'boolean'],
-  ['build_pull_request_review_dismissed', 'boolean'],
-  ['build_pull_request_review_comment_created', 'boolean'],
-  ['review_comment_command_word', 'command_word'],
-  ['review_comment_match_mode', 'match_mode'],
-  ['build_issue_comment_created', 'boolean'],
-  ['issue_comment_command_word', 'command_word'],
-  ['issue_comment_match_mode', 'match_mode'],
-  ['build_pull_request_dequeued', 'boolean'],
-  ['build_pull_request_merge_commits', 'boolean'],
-  ['build_check_run_completed', 'boolean'],
-  ['build_release_published', 'boolean'],
-  ['build_release_created', 'boolean'],
-  ['build_release_released', 'boolean'],
-  ['build_deployment_status_created', 'boolean'],
-  ['build_create_event', 'boolean'],
-  ['build_merge_group_checks_requested', 'boolean'],
-  ['cancel_when_merge_group_destroyed', 'boolean'],
-  ['use_merge_group_base_commit_for_git_diff_base', 'boolean'],
-  ['skip_builds_for_closed_pull_requests', 'boolean'],
-  ['prevent_custom_statuses_from_using_buildkite_prefix', 'boolean'],
-  ['github_workflow_access_tokens_enabled', 'boolean'],
-]);
+];
+
+const GITHUB: readonly ProviderId[] = ['github', 'github_enterprise'];
+const GITLAB: readonly ProviderId[] = ['gitlab', 'gitlab_ee'];
+const BITBUCKET: readonly ProviderId[] = ['bitbucket', 'bitbucket_server'];
+
+/**
+ * The other settings pipelines.md documents, each with the providers it lists them for. They are
+ * shown only once set (no default here). Windsock acts on the pull request ones marked *; the
+ * others are kept, as clients (Terraform) set them, for events Windsock does not build from
+ * (reviews, comments, releases, check runs, merge queues...).
+ */
+const DOCUMENTED_SETTINGS: readonly (readonly [string, SettingKind, readonly ProviderId[]])[] = [
+  ['ignore_default_branch_pull_requests', 'boolean', [...GITHUB, ...BITBUCKET]], // *
+  ['build_pull_request_reopened', 'boolean', GITHUB], // *
+  ['build_pull_request_edited', 'boolean', GITHUB], // *
+  ['build_pull_request_converted_to_draft', 'boolean', GITHUB], // *
+  ['build_pull_request_review_requested', 'boolean', GITHUB], // *
+  ['build_pull_request_base_branch_changed', 'boolean', [...GITHUB, ...GITLAB]],
+  ['build_pull_request_merge', 'boolean', GITLAB],
+  ['build_pull_request_stacks', 'boolean', GITHUB],
+  ['build_pull_request_review_submitted', 'boolean', GITHUB],
+  ['build_pull_request_review_dismissed', 'boolean', GITHUB],
+  ['build_pull_request_review_comment_created', 'boolean', GITHUB],
+  ['review_comment_command_word', 'command_word', GITHUB],
+  ['review_comment_match_mode', 'match_mode', GITHUB],
+  ['build_issue_comment_created', 'boolean', GITHUB],
+  ['issue_comment_command_word', 'command_word', GITHUB],
+  ['issue_comment_match_mode', 'match_mode', GITHUB],
+  ['build_pull_request_dequeued', 'boolean', GITHUB],
+  ['build_pull_request_merge_commits', 'boolean', GITHUB],
+  ['build_check_run_completed', 'boolean', GITHUB],
+  ['build_release_published', 'boolean', GITHUB],
+  ['build_release_created', 'boolean', GITHUB],
+  ['build_release_released', 'boolean', GITHUB],
+  ['build_deployment_status_created', 'boolean', GITHUB],
+  ['build_create_event', 'boolean', GITHUB],
+  ['build_merge_group_checks_requested', 'boolean', GITHUB],
+  ['cancel_when_merge_group_destroyed', 'boolean', GITHUB],
+  ['use_merge_group_base_commit_for_git_diff_base', 'boolean', GITHUB],
+  ['skip_builds_for_closed_pull_requests', 'boolean', GITHUB],
+  ['prevent_custom_statuses_from_using_buildkite_prefix', 'boolean', GITHUB],
+  // "not supported for GitHub Enterprise Server pipelines"
+  ['github_workflow_access_tokens_enabled', 'boolean', ['github']],
+];
+
+const SETTING_KINDS: ReadonlyMap<string, SettingKind> = new Map([...SAMPLE_SETTINGS, ...DOCUMENTED_SETTINGS.map(([key, kind]) => [key, kind] as const)]);
 
 // The official Go client spells it this way; accepting it costs nothing.
 const ALIASES: ReadonlyMap<string, string> = new Map([['separate_pull_requests_statuses', 'separate_pull_request_statuses']]);
@@ -263,53 +277,19 @@ const DEFAULTS: ReadonlyMap<string, boolean | string> = new Map<string, boolean 
   ['filter_enabled', false],
 ]);
 
-// Keys per provider, in the order the API shows them (GitHub's order is the create sample's).
-// Each provider shows SETTING_KINDS's keys, in its order, less the ones it lacks, so the order
-// cannot drift between providers.
-function keysWithout(lacking: readonly string[]): readonly string[] {
-  return [...SETTING_KINDS.keys()].filter((key) => !lacking.includes(key));
+// Keys per provider, in the order the API shows them (GitHub's order is the create sample's):
+// the sample's keys less the ones the provider lacks, then the documented ones it has, so the
+// order cannot drift between providers.
+function keysFor(id: ProviderId, lackingOfSample: readonly string[] = []): readonly string[] {
+  return [
+    ...SAMPLE_SETTINGS.map(([key]) => key).filter((key) => !lackingOfSample.includes(key)),
+    ...DOCUMENTED_SETTINGS.filter(([, , on]) => on.includes(id)).map(([key]) => key),
+  ];
 }
-
-/** The documented settings of GitHub and GitHub Enterprise alone (of the ones added to the sample's). */
-const GITHUB_ONLY = [
-  'build_pull_request_reopened',
-  'build_pull_request_edited',
-  'build_pull_request_converted_to_draft',
-  'build_pull_request_review_requested',
-  'build_pull_request_stacks',
-  'build_pull_request_review_submitted',
-  'build_pull_request_review_dismissed',
-  'build_pull_request_review_comment_created',
-  'review_comment_command_word',
-  'review_comment_match_mode',
-  'build_issue_comment_created',
-  'issue_comment_command_word',
-  'issue_comment_match_mode',
-  'build_pull_request_dequeued',
-  'build_pull_request_merge_commits',
-  'build_check_run_completed',
-  'build_release_published',
-  'build_release_created',
-  'build_release_released',
-  'build_deployment_status_created',
-  'build_create_event',
-  'build_merge_group_checks_requested',
-  'cancel_when_merge_group_destroyed',
-  'use_merge_group_base_commit_for_git_diff_base',
-  'skip_builds_for_closed_pull_requests',
-  'prevent_custom_statuses_from_using_buildkite_prefix',
-  'github_workflow_access_tokens_enabled',
-];
-
-// GitLab's merged-results setting is GitLab's alone; workflow access tokens are github.com's.
-const GITHUB_KEYS = keysWithout(['build_pull_request_merge']);
-const GITHUB_ENTERPRISE_KEYS = keysWithout(['build_pull_request_merge', 'github_workflow_access_tokens_enabled']);
 
 // Merge requests have no forks-with-prefix, labels or draft handling to configure here, and
 // GitLab reports one status per pipeline.
-const GITLAB_KEYS = keysWithout([
-  ...GITHUB_ONLY,
-  'ignore_default_branch_pull_requests',
+const GITLAB_LACKS = [
   'build_pull_request_ready_for_review',
   'build_pull_request_labels_changed',
   'build_pull_request_forks',
@@ -318,26 +298,23 @@ const GITLAB_KEYS = keysWithout([
   'separate_pull_request_statuses',
   'publish_blocked_as_pending',
   'use_step_key_as_commit_status',
-]);
+];
 
-const BITBUCKET_KEYS = keysWithout([
-  ...GITHUB_ONLY,
-  'build_pull_request_base_branch_changed',
-  'build_pull_request_merge',
+const BITBUCKET_LACKS = [
   'build_pull_request_ready_for_review',
   'build_pull_request_labels_changed',
   'separate_pull_request_statuses',
   'publish_blocked_as_pending',
   'use_step_key_as_commit_status',
-]);
+];
 
 const PROVIDER_KEYS: Readonly<Record<ProviderId, readonly string[]>> = {
-  github: GITHUB_KEYS,
-  github_enterprise: GITHUB_ENTERPRISE_KEYS,
-  gitlab: GITLAB_KEYS,
-  gitlab_ee: GITLAB_KEYS,
-  bitbucket: BITBUCKET_KEYS,
-  bitbucket_server: BITBUCKET_KEYS,
+  github: keysFor('github'),
+  github_enterprise: keysFor('github_enterprise'),
+  gitlab: keysFor('gitlab', GITLAB_LACKS),
+  gitlab_ee: keysFor('gitlab_ee', GITLAB_LACKS),
+  bitbucket: keysFor('bitbucket', BITBUCKET_LACKS),
+  bitbucket_server: keysFor('bitbucket_server', BITBUCKET_LACKS),
   git: [],
 };
 
