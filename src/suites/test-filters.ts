@@ -123,17 +123,11 @@ export function matches(value: string | null | undefined, m: Operand): boolean {
 
 /** A run's value for an execution tag: its uploaded tags first, then the built-in ones. */
 export function tagValue(run: FilterableRun, key: string): string | null {
-  if (Object.prototype.hasOwnProperty.call(run.tags, key)) return run.tags[key] ?? null;
-  switch (key) {
-    case 'scm.branch':
-      return run.branch;
-    case 'scm.commit_sha':
-      return run.commitSha;
-    case 'build.id':
-      return run.ci === 'buildkite' ? run.key : null;
-    default:
-      return null;
-  }
+  // The run's own fields win over a custom tag of the same name (the failed executions' `tags`
+  // leave such duplicates out): an upload tagged `scm.branch: x` is still on its own branch.
+  const builtIn = key === 'scm.branch' ? run.branch : key === 'scm.commit_sha' ? run.commitSha : key === 'build.id' && run.ci === 'buildkite' ? run.key : null;
+  if (builtIn !== null) return builtIn;
+  return Object.prototype.hasOwnProperty.call(run.tags, key) ? (run.tags[key] ?? null) : null;
 }
 
 /** Whether a run's executions are counted: its branch and tags pass. */

@@ -122,6 +122,10 @@ describeEachDatabase('a test result’s own tags', (ctx) => {
     expect(await list('tags=team:api&branch=feature')).toEqual({ other: 1 });
     // Without a tag filter every execution counts, tagged or not.
     expect(await list('')).toEqual({ mixed: 2, 'api only': 1, 'web only': 1, other: 1 });
+    // A custom tag named like a run's own field does not stand in for it, at the upload's level or the result's.
+    await post(s, upload({ key: 'r3', branch: 'main' }, [result('spoofed', 'passed', { tags: { 'scm.branch': 'feature' } })], { 'scm.branch': 'feature' }));
+    expect(await list('tags=scm.branch:feature')).toEqual({ 'web only': 1, other: 1 });
+    expect((await list('tags=scm.branch:main')).spoofed).toBe(1);
     // The `mixed` test counted for team:web is its passed execution only.
     const mixed = ((await get(s, '/tests?tags=team:web').set(V).expect(200)).body as (TestJson & Record<string, unknown>)[]).find((t) => t.name === 'mixed');
     expect(mixed).toMatchObject({ executions_count_by_result: { passed: 1, failed: 0 }, duration_sum: 1, reliability: 1 });
