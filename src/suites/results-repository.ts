@@ -4,6 +4,7 @@
  * order (flaky tests from `flaky_instances (suite_id, [branch,] detected_at)`).
  */
 import type { Knex } from 'knex';
+import { isPostgres } from '../db/knex';
 import type { DbBigInt } from '../db/column-kinds';
 import type { FlakyInstancesRow, SuitesRow, TestExecutionsRow, TestRunsRow, TestsRow } from '../db/tables';
 import { likeContains, toDate } from '../db/values';
@@ -445,10 +446,11 @@ export class SuiteResultsRepository {
   }
 
   /**
-   * The executions of these runs in the window, totalled by test and result. `untaggedOnly`:
-   * only those without tags of their own (whose tags are their run's).
+   * The executions of these runs in the window, totalled by test and result. `exceptOwnTags`:
+   * only those whose own tags hold none of these keys (a tag filter's: such an execution counts
+   * as its run does).
    */
-  async totalsByTest(runIds: string[], window: TimeWindow, opts: { untaggedOnly?: boolean } = {}): Promise<Map<string, ExecutionTotals>> {
+  async totalsByTest(runIds: string[], window: TimeWindow, opts: { exceptOwnTags?: readonly string[] } = {}): Promise<Map<string, ExecutionTotals>> {
     const byTest = new Map<string, ExecutionTotals>();
     for (const part of inChunks(runIds)) {
       const q = this.db('test_executions')
@@ -457,7 +459,10 @@ export class SuiteResultsRepository {
         .andWhere('created_at', '<=', window.to)
         .groupBy('test_id', 'result')
         .select<(Pick<TestExecutionsRow, 'test_id' | 'result'> & TotalsRow)[]>('test_id', 'result', ...totalsColumns(this.db));
-      if (opts.untaggedOnly) q.whereNull('tags');
+      if (opts.exceptOwnTags) {
+        const holds = this.ownTagsHoldAny(opts.exceptOwnTags);
+        q.whereRaw(`not ${holds.sql}`, holds.bindings);
+      }
       const rows = await q;
       for (const r of rows) {
         let totals = byTest.get(r.test_id);
@@ -469,18 +474,19 @@ export class SuiteResultsRepository {
   }
 
   /**
-   * The executions of these runs in the window that have tags of their own, one by one: a tag
-   * filter weighs each against its own tags over its run's. Read only when a request filters by
-   * tags, and only these executions (an upload's tags alone are decided per run).
+   * The executions of these runs in the window whose own tags hold one of `keys` (a tag filter's),
+   * one by one: only they can weigh differently from their run, each against its own tags over
+   * its run's. Read only when a request filters by tags.
    */
-  async taggedExecutions(runIds: string[], window: TimeWindow): Promise<TaggedExecution[]> {
+  async taggedExecutions(runIds: string[], window: TimeWindow, keys: readonly string[]): Promise<TaggedExecution[]> {
     const out: TaggedExecution[] = [];
+    const holds = this.ownTagsHoldAny(keys);
     for (const part of inChunks(runIds)) {
       const rows = await this.db('test_executions')
         .whereIn('run_id', part)
         .andWhere('created_at', '>=', window.from)
         .andWhere('created_at', '<=', window.to)
-        .whereNotNull('tags')
+        .whereRaw(holds.sql, holds.bindings)
         .select('run_id', 'test_id', 'result', 'duration', 'tags');
       for (const r of rows) {
         out.push({
@@ -493,6 +499,18 @@ export class SuiteResultsRepository {
       }
     }
     return out;
+  }
+
+  /** SQL that holds where an execution's own tags (a JSON object, or null for none) have one of `keys`. */
+  private ownTagsHoldAny(keys: readonly string[]): { sql: string; bindings: string[] } {
+    if (!keys.length) return { sql: '1 = 0', bindings: [] };
+    if (isPostgres(this.db)) {
+      return {
+        sql: `exists (select 1 from jsonb_object_keys(test_executions.tags::jsonb) as k(key) where k.key in (${keys.map(() => '?').join(', ')}))`,
+        bindings: [...keys],
+      };
+    }
+    return { sql: `exists (select 1 from json_each(test_executions.tags) as k where k.key in (${keys.map(() => '?').join(', ')}))`, bindings: [...keys] };
   }
 
   /** One test's executions in the window, totalled by result. */

@@ -453,17 +453,18 @@ export class SuiteService {
         window,
       );
     } else {
-      // Executions without tags of their own count as their run does, totalled in SQL; those with
-      // their own tags (over the run's) are weighed one by one, in any run on the branch.
+      // Executions whose own tags hold none of the filtered keys count as their run does, totalled
+      // in SQL; the others (their own tags over the run's) are weighed one by one, in any run on the branch.
+      const keys = [...new Set((f.tags ?? []).map((t) => t.key))];
       totals = kept.length
         ? await this.results.totalsByTest(
             kept.map((r) => r.id),
             window,
-            { untaggedOnly: true },
+            { exceptOwnTags: keys },
           )
         : new Map();
       const onBranch = new Map(runs.filter((r) => branchPasses(r, f)).map((r) => [r.id, r]));
-      for (const e of await this.results.taggedExecutions([...onBranch.keys()], window)) {
+      for (const e of await this.results.taggedExecutions([...onBranch.keys()], window, keys)) {
         if (executionPasses(onBranch.get(e.runId)!, e.tags, f)) addExecution(totals, e);
       }
     }

@@ -126,6 +126,11 @@ describeEachDatabase('a test result’s own tags', (ctx) => {
     await post(s, upload({ key: 'r3', branch: 'main' }, [result('spoofed', 'passed', { tags: { 'scm.branch': 'feature' } })], { 'scm.branch': 'feature' }));
     expect(await list('tags=scm.branch:feature')).toEqual({ 'web only': 1, other: 1 });
     expect((await list('tags=scm.branch:main')).spoofed).toBe(1);
+    // Own tags that hold none of the filtered keys leave the execution to its run's tags (counted in SQL).
+    await post(s, upload({ key: 'r4', branch: 'main' }, [result('sharded', 'passed', { tags: { shard: '1' } })], { team: 'ops' }));
+    expect(await list('tags=team:ops')).toEqual({ sharded: 1 });
+    expect(await list('tags=team:ops,shard:1')).toEqual({ sharded: 1 });
+    expect(await list('tags=team:ops,shard:2')).toEqual({});
     // The `mixed` test counted for team:web is its passed execution only.
     const mixed = ((await get(s, '/tests?tags=team:web').set(V).expect(200)).body as (TestJson & Record<string, unknown>)[]).find((t) => t.name === 'mixed');
     expect(mixed).toMatchObject({ executions_count_by_result: { passed: 1, failed: 0 }, duration_sum: 1, reliability: 1 });
