@@ -32,7 +32,8 @@ export function annotationRoutes(annotations: AnnotationService, publicUrl: stri
     req: OperationRequest<ListOperation>,
     res: OperationResponse<ListOperation>,
     target: AnnotationTarget,
-    { scope = 'build', omitBody = false }: { scope?: 'build' | 'job' | 'all'; omitBody?: boolean } = {},
+    // `scope` unset: the service's default (the build's own annotations for a build, as the docs say).
+    { scope, omitBody = false }: { scope?: 'build' | 'job' | 'all'; omitBody?: boolean } = {},
   ) => {
     const items = await uncountedPage(req, res, publicUrl, (offset, limit) => annotations.list(target, offset, limit, scope));
     res.json(items.map((a) => serializeAnnotation(a, { omitBody })));
