@@ -6070,7 +6070,12 @@ export interface components {
             cancel_running_branch_builds?: boolean;
             cancel_running_branch_builds_filter?: string | null;
             allow_rebuilds?: boolean;
-            /** @description An empty string means none. */
+            /**
+             * @description The cluster the pipeline's jobs run in; null or an empty string means none. Putting a
+             *     pipeline in a cluster, or taking it out of one, needs an organization administrator or
+             *     a maintainer of that cluster (403 otherwise), except for the organization's default
+             *     cluster on create.
+             */
             cluster_id?: string | null;
             /**
              * @description The pipeline template whose configuration governs this pipeline's builds (instead of its own

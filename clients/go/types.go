@@ -4938,7 +4938,10 @@ type PipelineWritable struct {
 	// in an `http(s)` URL), a query or a fragment (a 422 on the field). `null` or `""`
 	// removes it.
 	CloneMirrorURL *string `json:"clone_mirror_url,omitempty"`
-	// An empty string means none.
+	// The cluster the pipeline's jobs run in; null or an empty string means none. Putting a
+	// pipeline in a cluster, or taking it out of one, needs an organization administrator or
+	// a maintainer of that cluster (403 otherwise), except for the organization's default
+	// cluster on create.
 	ClusterID     *string `json:"cluster_id,omitempty"`
 	Configuration *string `json:"configuration,omitempty"`
 	DefaultBranch *string `json:"default_branch,omitempty"`

@@ -96,6 +96,11 @@ export class ClusterService {
   }
 
   /** Whether the cluster is one of the organization's: what a pipeline's `cluster_id` must name. */
+  /** Whether the caller may put pipelines in the cluster or take them out: an administrator, or one of its maintainers. */
+  async mayManage(actor: Actor, id: string): Promise<boolean> {
+    return actor.role === 'admin' || this.clusters.isMaintainer(id, actor.principal.user.id);
+  }
+
   async exists(organizationId: string, id: string): Promise<boolean> {
     return /^[0-9a-f-]{36}$/i.test(id) && (await this.clusters.findCluster(organizationId, id)) !== null;
   }

@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
-import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
+import { ForbiddenError, NotFoundError, RefusedError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
 import type { PipelineSettings } from '../organizations/repository';
 import type { OrganizationService } from '../organizations/service';
 import { sha256Hex, type Keys } from '../security/keys';
@@ -50,7 +50,7 @@ export interface PipelineServiceOptions {
   /** Which pipeline templates the caller may assign (the pipeline-templates area, below this one). Default: none exist. */
   templates?: Pick<PipelineTemplateService, 'assignable'>;
   /** What a pipeline's `cluster_id` must name: a cluster of its organization. */
-  clusters?: Pick<ClusterService, 'exists'>;
+  clusters?: Pick<ClusterService, 'exists' | 'mayManage'>;
   /** Where every change is recorded, in its transaction (src/audit/service.ts). */
   audit?: AuditLog;
 }
@@ -315,9 +315,9 @@ export class PipelineService {
     const notices: string[] = [];
     const stepsAndEnv = this.stepsAndEnv(input, null, errors, notices);
     const teams = await this.teamsFor(actor, input, errors, { creatingPipeline: true });
-    await this.checkCluster(actor, input, errors);
     // What the request leaves out, the organization's pipeline settings give (issue 30).
     const defaults = await this.organizations.pipelineDefaults(actor.organization.id);
+    await this.checkCluster(actor, input, errors, { defaultId: defaults.defaultClusterId ?? null });
     const given = timeoutsOf(input);
     const timeouts = {
       default: given.default !== undefined ? given.default : defaults.defaultTimeoutInMinutes,
@@ -399,7 +399,7 @@ export class PipelineService {
     const notices: string[] = [];
     const stepsAndEnv = this.stepsAndEnv(input, current, errors, notices);
     if (stepsAndEnv) Object.assign(changes, stepsAndEnv);
-    await this.checkCluster(actor, input, errors);
+    await this.checkCluster(actor, input, errors, { current: current.clusterId });
     if (input.visibility === 'public' && current.visibility !== 'public') {
       this.checkVisibility(actor, input.visibility, await this.organizations.pipelineDefaults(actor.organization.id), errors);
     }
@@ -596,11 +596,31 @@ export class PipelineService {
     return { configuration: null, steps, env: input.env ?? current?.env ?? {}, notify: [] };
   }
 
-  /** A `cluster_id` (other than empty, which means none) must name a cluster of the organization. */
-  private async checkCluster(actor: Actor, input: PipelineInput, errors: FieldError[]): Promise<void> {
+  /**
+   * A `cluster_id` (other than empty, which means none) must name a cluster of the organization.
+   * Putting a pipeline in a cluster, or taking it out of one, is for an administrator or that
+   * cluster's maintainer (403), as the docs' cluster permissions have it ("Creating a pipeline in
+   * any other cluster also requires cluster maintainer access"): a cluster's jobs can read its
+   * secrets. The organization's default cluster, where a new pipeline goes anyway, needs neither.
+   */
+  private async checkCluster(
+    actor: Actor,
+    input: PipelineInput,
+    errors: FieldError[],
+    from: { current: string | null } | { defaultId: string | null },
+  ): Promise<void> {
+    const clusters = this.opts.clusters;
+    if (input.cluster_id === undefined || !clusters) return;
     const id = emptyToNull(input.cluster_id);
-    if (id && this.opts.clusters && !(await this.opts.clusters.exists(actor.organization.id, id)))
+    if (id && !(await clusters.exists(actor.organization.id, id))) {
       errors.push({ field: 'cluster_id', code: 'is not a cluster of this organization' });
+      return;
+    }
+    const moved = 'current' in from ? (id === from.current ? [] : [id, from.current]) : id === from.defaultId ? [] : [id];
+    for (const cluster of moved) {
+      if (cluster && !(await clusters.mayManage(actor, cluster)))
+        throw new RefusedError("Only the cluster's maintainers and organization administrators can move pipelines into or out of this cluster.");
+    }
   }
 
   private async teamsFor(

@@ -369,6 +369,44 @@ describeEachDatabase('clusters', (ctx) => {
       .expect(422);
   });
 
+  it("lets only the cluster's maintainers and administrators move pipelines into or out of a cluster", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    const member = await ctx().givenUser(org, 'member');
+    const memberToken = await ctx().givenToken(member, [org]);
+    const pipelines = `/v2/organizations/${org.slug}/pipelines`;
+    const body = { name: 'Moved', repository: 'git@github.com:a/b.git', configuration: 'steps:\n  - command: x\n' };
+    const refused = await ctx()
+      .http()
+      .post(pipelines)
+      .set(auth(memberToken))
+      .send({ ...body, cluster_id: cluster.id });
+    expect({ status: refused.status, message: refused.body.message }).toEqual({
+      status: 403,
+      message: "Only the cluster's maintainers and organization administrators can move pipelines into or out of this cluster.",
+    });
+    // Outside any cluster the member may create it, and edit it, but not move it in.
+    const p = (await ctx().http().post(pipelines).set(auth(memberToken)).send(body).expect(201)).body as { slug: string };
+    await ctx().http().patch(`${pipelines}/${p.slug}`).set(auth(memberToken)).send({ description: 'fine' }).expect(200);
+    await ctx().http().patch(`${pipelines}/${p.slug}`).set(auth(memberToken)).send({ cluster_id: cluster.id }).expect(403);
+    // A maintainer may; an administrator may take it out again, and then the member may not put it back.
+    await ctx()
+      .http()
+      .post(`${base(org.slug)}/${cluster.id}/maintainers`)
+      .set(auth(token))
+      .send({ user: member.id })
+      .expect(201);
+    expect((await ctx().http().patch(`${pipelines}/${p.slug}`).set(auth(memberToken)).send({ cluster_id: cluster.id }).expect(200)).body.cluster_id).toBe(
+      cluster.id,
+    );
+    const other = await ctx().givenUser(org, 'member');
+    const otherToken = await ctx().givenToken(other, [org]);
+    await ctx().http().patch(`${pipelines}/${p.slug}`).set(auth(otherToken)).send({ cluster_id: null }).expect(403);
+    // Sending the cluster it is already in changes nothing and needs nothing.
+    await ctx().http().patch(`${pipelines}/${p.slug}`).set(auth(otherToken)).send({ cluster_id: cluster.id, description: 'same cluster' }).expect(200);
+    expect((await ctx().http().patch(`${pipelines}/${p.slug}`).set(auth(token)).send({ cluster_id: '' }).expect(200)).body.cluster_id).toBeNull();
+  });
+
   it('lists builds without those waiting only on paused queues, and without their paused jobs, with include_paused=false', async () => {
     const { org, token } = await ctx().givenAdmin();
     const cluster = await givenCluster(ctx(), org.slug, token);
