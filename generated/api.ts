@@ -6220,6 +6220,7 @@ export interface components {
             description: string | null;
             emoji: string | null;
             color: string | null;
+            readonly maintainers: components["schemas"]["ClusterMaintainers"];
             readonly url: string;
             readonly web_url: string;
             readonly queues_url: string;
@@ -6328,6 +6329,11 @@ export interface components {
              */
             readonly id: string;
             readonly actor: components["schemas"]["ClusterMaintainerActor"];
+        };
+        /** @description The cluster's maintainers (as `GET .../maintainers` lists them), users and teams apart. */
+        ClusterMaintainers: {
+            users: components["schemas"]["ClusterMaintainer"][];
+            teams: components["schemas"]["ClusterMaintainer"][];
         };
         /** @description Exactly one of `user` and `team`. */
         CreateClusterMaintainerRequest: {
@@ -8035,6 +8041,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             graphql_id: string;
+            name: string;
             slug: string;
             /**
              * @description discriminator enum property added by openapi-typescript

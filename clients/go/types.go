@@ -572,6 +572,16 @@ func (r *ClusterMaintainerUser) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalClusterMaintainers(data []byte) (ClusterMaintainers, error) {
+	var r ClusterMaintainers
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ClusterMaintainers) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalClusterQueue(data []byte) (ClusterQueue, error) {
 	var r ClusterQueue
 	err := json.Unmarshal(data, &r)
@@ -3690,16 +3700,39 @@ type Cluster struct {
 	CreatedAt time.Time     `json:"created_at"`
 	CreatedBy *BuildCreator `json:"created_by"`
 	// The queue agents that name none join (set by an update).
-	DefaultQueueID  *string `json:"default_queue_id"`
-	DefaultQueueURL *string `json:"default_queue_url"`
-	Description     *string `json:"description"`
-	Emoji           *string `json:"emoji"`
-	GraphqlID       string  `json:"graphql_id"`
-	ID              string  `json:"id"`
-	Name            string  `json:"name"`
-	QueuesURL       string  `json:"queues_url"`
-	URL             string  `json:"url"`
-	WebURL          string  `json:"web_url"`
+	DefaultQueueID  *string            `json:"default_queue_id"`
+	DefaultQueueURL *string            `json:"default_queue_url"`
+	Description     *string            `json:"description"`
+	Emoji           *string            `json:"emoji"`
+	GraphqlID       string             `json:"graphql_id"`
+	ID              string             `json:"id"`
+	Maintainers     ClusterMaintainers `json:"maintainers"`
+	Name            string             `json:"name"`
+	QueuesURL       string             `json:"queues_url"`
+	URL             string             `json:"url"`
+	WebURL          string             `json:"web_url"`
+}
+
+// The cluster's maintainers (as `GET .../maintainers` lists them), users and teams apart.
+type ClusterMaintainers struct {
+	Teams []ClusterMaintainer `json:"teams"`
+	Users []ClusterMaintainer `json:"users"`
+}
+
+type ClusterMaintainer struct {
+	Actor ClusterMaintainerActor `json:"actor"`
+	// The maintainer assignment's id.
+	ID string `json:"id"`
+}
+
+// The user or team that maintains the cluster; `type` says which.
+type ClusterMaintainerActor struct {
+	Email     *string                    `json:"email,omitempty"`
+	GraphqlID string                     `json:"graphql_id"`
+	ID        string                     `json:"id"`
+	Name      string                     `json:"name"`
+	Type      ClusterMaintainerActorType `json:"type"`
+	Slug      *string                    `json:"slug,omitempty"`
 }
 
 type ClusterAgentToken struct {
@@ -3715,25 +3748,10 @@ type ClusterAgentToken struct {
 	URL                string        `json:"url"`
 }
 
-type ClusterMaintainer struct {
-	Actor ClusterMaintainerActor `json:"actor"`
-	// The maintainer assignment's id.
-	ID string `json:"id"`
-}
-
-// The user or team that maintains the cluster; `type` says which.
-type ClusterMaintainerActor struct {
-	Email     *string                    `json:"email,omitempty"`
-	GraphqlID string                     `json:"graphql_id"`
-	ID        string                     `json:"id"`
-	Name      *string                    `json:"name,omitempty"`
-	Type      ClusterMaintainerActorType `json:"type"`
-	Slug      *string                    `json:"slug,omitempty"`
-}
-
 type ClusterMaintainerTeam struct {
 	GraphqlID string                    `json:"graphql_id"`
 	ID        string                    `json:"id"`
+	Name      string                    `json:"name"`
 	Slug      string                    `json:"slug"`
 	Type      ClusterMaintainerTeamType `json:"type"`
 }

@@ -61,21 +61,21 @@ export interface ClusterToken {
 export interface ClusterMaintainer {
   id: string;
   clusterId: string;
-  actor: { type: 'user'; id: string; name: string; email: string } | { type: 'team'; id: string; slug: string };
+  actor: { type: 'user'; id: string; name: string; email: string } | { type: 'team'; id: string; name: string; slug: string };
   createdAt: Date;
 }
 
 /** A user joined as `prefix_...` columns (`withUser`): null where no user matched. */
 type JoinedUser<P extends string> = Nullable<Prefixed<UsersRow, `${P}_`>>;
 
-/** A maintainer row with its user's name and email and its team's slug (left joins). */
+/** A maintainer row with its user's name and email and its team's name and slug (left joins). */
 type MaintainerRow = ClusterMaintainersRow &
   Nullable<Renamed<UsersRow, { user_name: 'name'; user_email: 'email' }>> &
-  Nullable<Renamed<TeamsRow, { team_slug: 'slug' }>>;
+  Nullable<Renamed<TeamsRow, { team_name: 'name'; team_slug: 'slug' }>>;
 
 function maintainerActor(r: MaintainerRow): ClusterMaintainer['actor'] {
   if (r.user_id && r.user_name !== null && r.user_email !== null) return { type: 'user', id: r.user_id, name: r.user_name, email: r.user_email };
-  if (r.team_id !== null && r.team_slug !== null) return { type: 'team', id: r.team_id, slug: r.team_slug };
+  if (r.team_id !== null && r.team_slug !== null && r.team_name !== null) return { type: 'team', id: r.team_id, name: r.team_name, slug: r.team_slug };
   throw new TypeError(`cluster_maintainers ${r.id}: neither a user nor a team`);
 }
 
@@ -384,7 +384,7 @@ export class ClusterRepository {
     return this.db('cluster_maintainers as m')
       .leftJoin('users as u', 'u.id', 'm.user_id')
       .leftJoin('teams as t', 't.id', 'm.team_id')
-      .select('m.*', 'u.name as user_name', 'u.email as user_email', 't.slug as team_slug');
+      .select('m.*', 'u.name as user_name', 'u.email as user_email', 't.name as team_name', 't.slug as team_slug');
   }
 
   async insertMaintainer(m: { id: string; clusterId: string; userId: string | null; teamId: string | null; createdAt: Date }): Promise<void> {
@@ -413,6 +413,20 @@ export class ClusterRepository {
       .offset(offset)
       .limit(limit);
     return rows.map(maintainerFromRow);
+  }
+
+  /** Every maintainer of these clusters, by cluster, in the order they were named. */
+  async maintainersOfClusters(clusterIds: string[]): Promise<Map<string, ClusterMaintainer[]>> {
+    const byCluster = new Map<string, ClusterMaintainer[]>(clusterIds.map((id) => [id, []]));
+    if (!clusterIds.length) return byCluster;
+    const rows = await this.maintainers()
+      .whereIn('m.cluster_id', clusterIds)
+      .orderBy([
+        { column: 'm.created_at', order: 'asc' },
+        { column: 'm.id', order: 'asc' },
+      ]);
+    for (const row of rows) byCluster.get(row.cluster_id)?.push(maintainerFromRow(row));
+    return byCluster;
   }
 
   async deleteMaintainer(id: string): Promise<void> {

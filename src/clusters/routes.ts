@@ -4,29 +4,36 @@ import { operationRouter, type OperationHandler } from '../http/contract/operati
 import { uncountedPage } from '../http/responses/pagination';
 import { serializeCluster, serializeClusterMaintainer, serializeClusterQueue, serializeClusterSecret, serializeClusterToken } from './serialize';
 import type { ClusterService } from './service';
+import type { Cluster } from './repository';
 
 export function clusterRoutes(service: ClusterService, publicUrl: string) {
   const api = operationRouter();
 
+  /** Clusters as the API shows them: each with its maintainers (read in one query for all). */
+  const clustersJson = async (clusters: Cluster[], orgSlug: string) => {
+    const maintainers = await service.maintainersOf(clusters);
+    return clusters.map((c) => serializeCluster(c, publicUrl, orgSlug, maintainers.get(c.id) ?? []));
+  };
+
   api.on('listClusters', async (req, res) => {
     const actor = actorOf(res);
     const items = await uncountedPage(req, res, publicUrl, (offset, limit) => service.list(actor, offset, limit));
-    res.json(items.map((c) => serializeCluster(c, publicUrl, actor.organization.slug)));
+    res.json(await clustersJson(items, actor.organization.slug));
   });
 
   api.on('createCluster', async (req, res) => {
     const actor = actorOf(res);
-    res.status(201).json(serializeCluster(await service.create(actor, req.body), publicUrl, actor.organization.slug));
+    res.status(201).json((await clustersJson([await service.create(actor, req.body)], actor.organization.slug))[0]);
   });
 
   api.on('getCluster', async (req, res) => {
     const actor = actorOf(res);
-    res.json(serializeCluster(await service.get(actor, req.params.cluster_id), publicUrl, actor.organization.slug));
+    res.json((await clustersJson([await service.get(actor, req.params.cluster_id)], actor.organization.slug))[0]);
   });
 
   const updateClusterHandler: OperationHandler<'updateCluster'> = async (req, res) => {
     const actor = actorOf(res);
-    res.json(serializeCluster(await service.update(actor, req.params.cluster_id, req.body), publicUrl, actor.organization.slug));
+    res.json((await clustersJson([await service.update(actor, req.params.cluster_id, req.body)], actor.organization.slug))[0]);
   };
   api.on('updateCluster', updateClusterHandler);
   // The same operation under the method the official Go client sends.

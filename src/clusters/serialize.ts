@@ -18,7 +18,8 @@ export function clusterWebUrl(publicUrl: string, orgSlug: string, clusterId: str
   return `${publicUrl}/organizations/${orgSlug}/clusters/${clusterId}`;
 }
 
-export function serializeCluster(c: Cluster, publicUrl: string, orgSlug: string): S['Cluster'] {
+/** A cluster with its maintainers, split into users and teams as the docs show them. */
+export function serializeCluster(c: Cluster, publicUrl: string, orgSlug: string, maintainers: readonly ClusterMaintainer[]): S['Cluster'] {
   const url = clusterUrl(publicUrl, orgSlug, c.id);
   return {
     id: c.id,
@@ -28,6 +29,10 @@ export function serializeCluster(c: Cluster, publicUrl: string, orgSlug: string)
     description: c.description,
     emoji: c.emoji,
     color: c.color,
+    maintainers: {
+      users: maintainers.filter((m) => m.actor.type === 'user').map(serializeClusterMaintainer),
+      teams: maintainers.filter((m) => m.actor.type === 'team').map(serializeClusterMaintainer),
+    },
     url,
     web_url: clusterWebUrl(publicUrl, orgSlug, c.id),
     queues_url: `${url}/queues`,
@@ -79,7 +84,7 @@ export function serializeClusterMaintainer(m: ClusterMaintainer): S['ClusterMain
     actor:
       a.type === 'user'
         ? { id: a.id, graphql_id: graphqlId('User', a.id), name: a.name, email: a.email, type: 'user' }
-        : { id: a.id, graphql_id: graphqlId('Team', a.id), slug: a.slug, type: 'team' },
+        : { id: a.id, graphql_id: graphqlId('Team', a.id), name: a.name, slug: a.slug, type: 'team' },
   };
 }
 

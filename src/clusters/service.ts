@@ -71,6 +71,11 @@ export class ClusterService {
 
   /* Reads: any member of the organization. */
 
+  /** The maintainers of clusters the caller has read, by cluster (each cluster's `maintainers`). */
+  maintainersOf(clusters: readonly Cluster[]): Promise<Map<string, ClusterMaintainer[]>> {
+    return this.clusters.maintainersOfClusters(clusters.map((c) => c.id));
+  }
+
   async get(actor: Actor, id: string): Promise<Cluster> {
     const cluster = await this.clusters.findCluster(actor.organization.id, id);
     if (!cluster) throw new NotFoundError('cluster');

@@ -201,7 +201,18 @@ describeEachDatabase('clusters', (ctx) => {
       actor: { id: alice.id, graphql_id: Buffer.from(`User---${alice.id}`).toString('base64'), name: alice.name, email: alice.email, type: 'user' },
     });
     const asTeam = await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ team: team.id });
-    expect(asTeam.body.actor).toEqual({ id: team.id, graphql_id: Buffer.from(`Team---${team.id}`).toString('base64'), slug: team.slug, type: 'team' });
+    expect(asTeam.body.actor).toEqual({
+      id: team.id,
+      graphql_id: Buffer.from(`Team---${team.id}`).toString('base64'),
+      name: team.name,
+      slug: team.slug,
+      type: 'team',
+    });
+    // The cluster shows them, users and teams apart, as clusters.md's examples do (and on the list and an update).
+    const maintainers = { users: [asUser.body], teams: [asTeam.body] };
+    expect((await ctx().http().get(url).set(auth(bobToken)).expect(200)).body.maintainers).toEqual(maintainers);
+    const listed = (await ctx().http().get(base(org.slug)).set(auth(token)).expect(200)).body as { id: string; maintainers: unknown }[];
+    expect(listed.find((c) => c.id === cluster.id)!.maintainers).toEqual(maintainers);
     expect((await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ user: alice.id })).status).toBe(422);
     expect((await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ user: alice.id, team: team.id })).status).toBe(422);
     expect((await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({})).status).toBe(422);

@@ -45,7 +45,7 @@ export interface TestContext {
   givenOrg(opts?: { teamsEnabled?: boolean; name?: string }): Promise<Organization>;
   givenUser(org?: Organization, role?: Role): Promise<User>;
   givenToken(user: User, orgs: Organization[], scopes?: readonly string[], expiresAt?: Date): Promise<string>;
-  givenTeam(org: Organization, members: User[]): Promise<{ id: string; slug: string }>;
+  givenTeam(org: Organization, members: User[]): Promise<{ id: string; slug: string; name: string }>;
   /** An organization with an admin user and an all-scopes token, the common starting point. */
   givenAdmin(opts?: { teamsEnabled?: boolean }): Promise<{ org: Organization; user: User; token: string }>;
   /** The Postgres schema of this context, if any. */
