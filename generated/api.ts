@@ -2360,7 +2360,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a cluster
-         * @description Deletes the cluster with its queues, tokens, maintainers and secrets. A 422 while pipelines or agents are in it. Organization administrators only.
+         * @description Deletes the cluster with its queues, tokens, maintainers and secrets. A 422 while pipelines or agents are in it. Organization administrators and the cluster's maintainers.
          */
         delete: operations["deleteCluster"];
         options?: never;

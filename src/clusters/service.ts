@@ -93,7 +93,7 @@ export class ClusterService {
     return cluster;
   }
 
-  /** The cluster, for an organization administrator: creating and deleting clusters, naming their maintainers. */
+  /** The cluster, for an organization administrator: naming its maintainers. */
   private async administered(actor: Actor, id: string): Promise<Cluster> {
     const cluster = await this.get(actor, id);
     if (actor.role !== 'admin') throw new ForbiddenError();
@@ -198,9 +198,12 @@ export class ClusterService {
     return (await this.clusters.findCluster(actor.organization.id, id))!;
   }
 
-  /** With its queues, tokens, maintainers and secrets; refused while pipelines or connected agents are in it. */
+  /**
+   * With its queues, tokens, maintainers and secrets; refused while pipelines or connected agents
+   * are in it. Administrators and the cluster's maintainers, who may "Update or delete the cluster".
+   */
   async delete(actor: Actor, id: string): Promise<void> {
-    const cluster = await this.administered(actor, id);
+    const cluster = await this.managed(actor, id);
     const use = await this.clusters.inUse(cluster.id);
     if (use.pipelines) throw new UnprocessableError(`The cluster has ${use.pipelines} pipeline(s): move them to another cluster (or none) first.`);
     if (use.agents) throw new UnprocessableError(`The cluster has ${use.agents} connected agent(s): stop them first.`);
