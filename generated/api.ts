@@ -6227,6 +6227,10 @@ export interface components {
             readonly default_queue_url: string | null;
             readonly created_at: components["schemas"]["IsoTimestamp"];
             readonly created_by: components["schemas"]["BuildCreator"] | null;
+            /** @description Only for a caller who may manage the cluster (an administrator or a maintainer), as the docs have it: always false (no hosted agents here). */
+            readonly hosted_git_mirror_enabled?: boolean;
+            /** @description Only for a caller who may manage the cluster (an administrator or a maintainer): always false (no hosted agents here). */
+            readonly hosted_container_cache_enabled?: boolean;
         };
         CreateClusterRequest: {
             name: string;
@@ -6252,6 +6256,10 @@ export interface components {
              * @description One of the cluster's queues.
              */
             default_queue_id?: string;
+            /** @description Buildkite hosted agents' git mirror cache: Windsock runs no hosted agents, so `false` is kept and `true` is a 422. */
+            hosted_git_mirror_enabled?: boolean;
+            /** @description Buildkite hosted agents' container cache: Windsock runs no hosted agents, so `false` is kept and `true` is a 422. */
+            hosted_container_cache_enabled?: boolean;
         };
         ClusterQueue: {
             /** Format: uuid */

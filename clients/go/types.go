@@ -3700,17 +3700,23 @@ type Cluster struct {
 	CreatedAt time.Time     `json:"created_at"`
 	CreatedBy *BuildCreator `json:"created_by"`
 	// The queue agents that name none join (set by an update).
-	DefaultQueueID  *string            `json:"default_queue_id"`
-	DefaultQueueURL *string            `json:"default_queue_url"`
-	Description     *string            `json:"description"`
-	Emoji           *string            `json:"emoji"`
-	GraphqlID       string             `json:"graphql_id"`
-	ID              string             `json:"id"`
-	Maintainers     ClusterMaintainers `json:"maintainers"`
-	Name            string             `json:"name"`
-	QueuesURL       string             `json:"queues_url"`
-	URL             string             `json:"url"`
-	WebURL          string             `json:"web_url"`
+	DefaultQueueID  *string `json:"default_queue_id"`
+	DefaultQueueURL *string `json:"default_queue_url"`
+	Description     *string `json:"description"`
+	Emoji           *string `json:"emoji"`
+	GraphqlID       string  `json:"graphql_id"`
+	// Only for a caller who may manage the cluster (an administrator or a maintainer): always
+	// false (no hosted agents here).
+	HostedContainerCacheEnabled *bool `json:"hosted_container_cache_enabled,omitempty"`
+	// Only for a caller who may manage the cluster (an administrator or a maintainer), as the
+	// docs have it: always false (no hosted agents here).
+	HostedGitMirrorEnabled *bool              `json:"hosted_git_mirror_enabled,omitempty"`
+	ID                     string             `json:"id"`
+	Maintainers            ClusterMaintainers `json:"maintainers"`
+	Name                   string             `json:"name"`
+	QueuesURL              string             `json:"queues_url"`
+	URL                    string             `json:"url"`
+	WebURL                 string             `json:"web_url"`
 }
 
 // The cluster's maintainers (as `GET .../maintainers` lists them), users and teams apart.
@@ -5586,7 +5592,13 @@ type UpdateClusterRequest struct {
 	DefaultQueueID *string `json:"default_queue_id,omitempty"`
 	Description    *string `json:"description,omitempty"`
 	Emoji          *string `json:"emoji,omitempty"`
-	Name           *string `json:"name,omitempty"`
+	// Buildkite hosted agents' container cache: Windsock runs no hosted agents, so `false` is
+	// kept and `true` is a 422.
+	HostedContainerCacheEnabled *bool `json:"hosted_container_cache_enabled,omitempty"`
+	// Buildkite hosted agents' git mirror cache: Windsock runs no hosted agents, so `false` is
+	// kept and `true` is a 422.
+	HostedGitMirrorEnabled *bool   `json:"hosted_git_mirror_enabled,omitempty"`
+	Name                   *string `json:"name,omitempty"`
 }
 
 type UpdateClusterSecretRequest struct {

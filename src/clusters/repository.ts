@@ -433,6 +433,17 @@ export class ClusterRepository {
     await this.db('cluster_maintainers').where({ id }).delete();
   }
 
+  /** Which of these clusters the user maintains, as a maintainer or a member of a maintaining team. */
+  async maintainedBy(clusterIds: string[], userId: string): Promise<Set<string>> {
+    if (!clusterIds.length) return new Set();
+    const rows = await this.db('cluster_maintainers as m')
+      .leftJoin('team_members as tm', 'tm.team_id', 'm.team_id')
+      .whereIn('m.cluster_id', clusterIds)
+      .where((w) => w.where('m.user_id', userId).orWhere('tm.user_id', userId))
+      .distinct<{ cluster_id: string }[]>('m.cluster_id');
+    return new Set(rows.map((r) => r.cluster_id));
+  }
+
   /** Whether the user maintains the cluster, as a maintainer or a member of a maintaining team. */
   async isMaintainer(clusterId: string, userId: string): Promise<boolean> {
     const direct = await this.db('cluster_maintainers').where({ cluster_id: clusterId, user_id: userId }).first('id');

@@ -5,35 +5,36 @@ import { uncountedPage } from '../http/responses/pagination';
 import { serializeCluster, serializeClusterMaintainer, serializeClusterQueue, serializeClusterSecret, serializeClusterToken } from './serialize';
 import type { ClusterService } from './service';
 import type { Cluster } from './repository';
+import type { Actor } from '../core/identity';
 
 export function clusterRoutes(service: ClusterService, publicUrl: string) {
   const api = operationRouter();
 
-  /** Clusters as the API shows them: each with its maintainers (read in one query for all). */
-  const clustersJson = async (clusters: Cluster[], orgSlug: string) => {
-    const maintainers = await service.maintainersOf(clusters);
-    return clusters.map((c) => serializeCluster(c, publicUrl, orgSlug, maintainers.get(c.id) ?? []));
+  /** Clusters as the API shows them to the caller: each with its maintainers (read in one query for all). */
+  const clustersJson = async (clusters: Cluster[], actor: Actor) => {
+    const [maintainers, managed] = await Promise.all([service.maintainersOf(clusters), service.managedOf(actor, clusters)]);
+    return clusters.map((c) => serializeCluster(c, publicUrl, actor.organization.slug, maintainers.get(c.id) ?? [], managed.has(c.id)));
   };
 
   api.on('listClusters', async (req, res) => {
     const actor = actorOf(res);
     const items = await uncountedPage(req, res, publicUrl, (offset, limit) => service.list(actor, offset, limit));
-    res.json(await clustersJson(items, actor.organization.slug));
+    res.json(await clustersJson(items, actor));
   });
 
   api.on('createCluster', async (req, res) => {
     const actor = actorOf(res);
-    res.status(201).json((await clustersJson([await service.create(actor, req.body)], actor.organization.slug))[0]);
+    res.status(201).json((await clustersJson([await service.create(actor, req.body)], actor))[0]);
   });
 
   api.on('getCluster', async (req, res) => {
     const actor = actorOf(res);
-    res.json((await clustersJson([await service.get(actor, req.params.cluster_id)], actor.organization.slug))[0]);
+    res.json((await clustersJson([await service.get(actor, req.params.cluster_id)], actor))[0]);
   });
 
   const updateClusterHandler: OperationHandler<'updateCluster'> = async (req, res) => {
     const actor = actorOf(res);
-    res.json((await clustersJson([await service.update(actor, req.params.cluster_id, req.body)], actor.organization.slug))[0]);
+    res.json((await clustersJson([await service.update(actor, req.params.cluster_id, req.body)], actor))[0]);
   };
   api.on('updateCluster', updateClusterHandler);
   // The same operation under the method the official Go client sends.

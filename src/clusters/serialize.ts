@@ -18,8 +18,11 @@ export function clusterWebUrl(publicUrl: string, orgSlug: string, clusterId: str
   return `${publicUrl}/organizations/${orgSlug}/clusters/${clusterId}`;
 }
 
-/** A cluster with its maintainers, split into users and teams as the docs show them. */
-export function serializeCluster(c: Cluster, publicUrl: string, orgSlug: string, maintainers: readonly ClusterMaintainer[]): S['Cluster'] {
+/**
+ * A cluster with its maintainers, split into users and teams as the docs show them; `managed`
+ * (the caller may manage it): with the hosted-agent cache fields the docs show such a caller.
+ */
+export function serializeCluster(c: Cluster, publicUrl: string, orgSlug: string, maintainers: readonly ClusterMaintainer[], managed: boolean): S['Cluster'] {
   const url = clusterUrl(publicUrl, orgSlug, c.id);
   return {
     id: c.id,
@@ -39,6 +42,7 @@ export function serializeCluster(c: Cluster, publicUrl: string, orgSlug: string,
     default_queue_url: c.defaultQueueId ? `${url}/queues/${c.defaultQueueId}` : null,
     created_at: isoTime(c.createdAt),
     created_by: serializeCreator(c.createdBy),
+    ...(managed && { hosted_git_mirror_enabled: false, hosted_container_cache_enabled: false }),
   };
 }
 

@@ -71,6 +71,15 @@ export class ClusterService {
 
   /* Reads: any member of the organization. */
 
+  /** Which of these clusters the caller may manage: all for an administrator, else those it maintains (itself or through a team). */
+  async managedOf(actor: Actor, clusters: readonly Cluster[]): Promise<Set<string>> {
+    if (actor.role === 'admin') return new Set(clusters.map((c) => c.id));
+    return this.clusters.maintainedBy(
+      clusters.map((c) => c.id),
+      actor.principal.user.id,
+    );
+  }
+
   /** The maintainers of clusters the caller has read, by cluster (each cluster's `maintainers`). */
   maintainersOf(clusters: readonly Cluster[]): Promise<Map<string, ClusterMaintainer[]>> {
     return this.clusters.maintainersOfClusters(clusters.map((c) => c.id));
@@ -170,6 +179,9 @@ export class ClusterService {
 
   async update(actor: Actor, id: string, body: UpdateClusterBody): Promise<Cluster> {
     const cluster = await this.managed(actor, id);
+    // clusters.md: "a changed cache field targets a non-hosted cluster" is a 422; every cluster here is one.
+    for (const k of ['hosted_git_mirror_enabled', 'hosted_container_cache_enabled'] as const)
+      if (body[k] === true) throw ValidationError.field(k, 'can only be enabled on a cluster of Buildkite hosted agents, which Windsock does not run');
     const fields: Parameters<ClusterRepository['updateCluster']>[1] = {};
     if (body.name !== undefined) {
       const name = body.name.trim();

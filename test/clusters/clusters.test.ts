@@ -383,6 +383,29 @@ describeEachDatabase('clusters', (ctx) => {
       .expect(422);
   });
 
+  it('shows the hosted-agent cache fields to those who may manage the cluster, and refuses to enable them', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    const url = `${base(org.slug)}/${cluster.id}`;
+    const member = await ctx().givenUser(org, 'member');
+    const memberToken = await ctx().givenToken(member, [org]);
+    const fields = (b: Record<string, unknown>) => [b.hosted_git_mirror_enabled, b.hosted_container_cache_enabled];
+    expect(fields((await ctx().http().get(url).set(auth(token)).expect(200)).body)).toEqual([false, false]);
+    expect(fields((await ctx().http().get(url).set(auth(memberToken)).expect(200)).body)).toEqual([undefined, undefined]);
+    await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ user: member.id }).expect(201);
+    const listed = (await ctx().http().get(base(org.slug)).set(auth(memberToken)).expect(200)).body as Record<string, unknown>[];
+    expect(fields(listed.find((c) => c.id === cluster.id)!)).toEqual([false, false]);
+    // Every cluster here runs self-hosted agents: false is kept, true is the documented 422.
+    await ctx().http().put(url).set(auth(token)).send({ hosted_git_mirror_enabled: false, hosted_container_cache_enabled: false }).expect(200);
+    const enabled = await ctx().http().put(url).set(auth(token)).send({ hosted_container_cache_enabled: true });
+    expect({ status: enabled.status, fields: enabled.body.errors.map((e: { field: string }) => e.field) }).toEqual({
+      status: 422,
+      fields: ['hosted_container_cache_enabled'],
+    });
+    const notBoolean = await ctx().http().put(url).set(auth(token)).send({ hosted_git_mirror_enabled: 'yes' });
+    expect(notBoolean.status).toBe(422);
+  });
+
   it("lets only the cluster's maintainers and administrators move pipelines into or out of a cluster", async () => {
     const { org, token } = await ctx().givenAdmin();
     const cluster = await givenCluster(ctx(), org.slug, token);
