@@ -2808,7 +2808,8 @@ export interface paths {
          * @description Stops dispatching jobs to a connected agent: its polls are answered `pause` with no job
          *     until it is resumed or `timeout_in_minutes` (default 5, at most 10,080: seven days) have
          *     passed, when it resumes by itself. A job it already holds runs on. `note` says why; the
-         *     agent's `paused*` fields show the pause. Organization administrators only. An agent that
+         *     agent's `paused*` fields show the pause. Organization administrators, and the maintainers
+         *     of the agent's cluster. An agent that
          *     is not connected is a 422 `Only connected agents may be paused`, one already paused a 422
          *     `Agent is already paused`.
          */
@@ -2834,7 +2835,7 @@ export interface paths {
         get?: never;
         /**
          * Resume an agent
-         * @description A paused agent is offered jobs again (its next poll). It takes no body (one sent is ignored). Organization administrators only.
+         * @description A paused agent is offered jobs again (its next poll). It takes no body (one sent is ignored). Organization administrators, and the maintainers of the agent's cluster.
          *     An agent that is not paused (never was, or its pause timed out) is a 422 `Agent is not
          *     paused`.
          */
@@ -2864,7 +2865,7 @@ export interface paths {
          *     `stopping`, its next poll without a job is answered `disconnect`, and its disconnect makes
          *     it `stopped` (`stopped_at`). With `force` (the default, as in the real API) the job it
          *     holds and that job's build are canceled, so the agent stops the job's process first;
-         *     with `force: false` the job runs to its end. Organization administrators only. An agent
+         *     with `force: false` the job runs to its end. Organization administrators, and the maintainers of the agent's cluster. An agent
          *     that is not connected is a 400 `Can only stop connected agents`.
          */
         put: operations["stopAgent"];

@@ -70,7 +70,7 @@ export interface Registration {
 }
 
 /** What the agents' area asks of clusters (src/clusters/service.ts), a floor below. */
-export type AgentClusters = Pick<ClusterService, 'authenticateToken' | 'membership' | 'queueDispatch'>;
+export type AgentClusters = Pick<ClusterService, 'authenticateToken' | 'membership' | 'queueDispatch' | 'mayManage'>;
 
 export class AgentService {
   constructor(
@@ -93,11 +93,16 @@ export class AgentService {
     return agent.pause && !isPaused(agent, clock.now()) ? { ...agent, pause: null } : agent;
   }
 
-  /** An agent of the caller's organization that an administrator acts on. */
+  /**
+   * An agent of the caller's organization that the caller may stop, pause or resume: an
+   * administrator, or a maintainer of the agent's cluster (the docs' cluster permissions: "Stop,
+   * pause and resume agents belonging to a queue within the cluster").
+   */
   private async administered(actor: Actor, id: string): Promise<Agent> {
     const agent = await this.get(actor, id);
-    if (actor.role !== 'admin') throw new ForbiddenError();
-    return agent;
+    if (actor.role === 'admin') return agent;
+    if (agent.clusterId && this.clusters && (await this.clusters.mayManage(actor, agent.clusterId))) return agent;
+    throw new ForbiddenError();
   }
 
   /** No jobs for the agent until it is resumed or `timeout_in_minutes` pass. */

@@ -383,6 +383,36 @@ describeEachDatabase('clusters', (ctx) => {
       .expect(422);
   });
 
+  it("lets a cluster's maintainers pause, resume and stop its agents, and no other member", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    const queue = await givenQueue(ctx(), org.slug, token, cluster.id, 'default');
+    await ctx()
+      .http()
+      .put(`${base(org.slug)}/${cluster.id}`)
+      .set(auth(token))
+      .send({ default_queue_id: queue.id })
+      .expect(200);
+    const clustered = await givenAgent(ctx(), (await givenClusterToken(ctx(), org.slug, token, cluster.id)).token, 'clustered');
+    const unclustered = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'unclustered');
+    const maintainer = await ctx().givenUser(org, 'member');
+    const other = await ctx().givenUser(org, 'member');
+    const [maintainerToken, otherToken] = await Promise.all([ctx().givenToken(maintainer, [org]), ctx().givenToken(other, [org])]);
+    await ctx()
+      .http()
+      .post(`${base(org.slug)}/${cluster.id}/maintainers`)
+      .set(auth(token))
+      .send({ user: maintainer.id })
+      .expect(201);
+    const agents = `/v2/organizations/${org.slug}/agents`;
+    await ctx().http().put(`${agents}/${clustered.id}/pause`).set(auth(otherToken)).expect(403);
+    await ctx().http().put(`${agents}/${clustered.id}/pause`).set(auth(maintainerToken)).expect(204);
+    await ctx().http().put(`${agents}/${clustered.id}/resume`).set(auth(maintainerToken)).expect(204);
+    await ctx().http().put(`${agents}/${unclustered.id}/pause`).set(auth(maintainerToken)).expect(403);
+    await ctx().http().put(`${agents}/${clustered.id}/stop`).set(auth(otherToken)).send({}).expect(403);
+    await ctx().http().put(`${agents}/${clustered.id}/stop`).set(auth(maintainerToken)).send({}).expect(204);
+  });
+
   it('shows the hosted-agent cache fields to those who may manage the cluster, and refuses to enable them', async () => {
     const { org, token } = await ctx().givenAdmin();
     const cluster = await givenCluster(ctx(), org.slug, token);
