@@ -6281,7 +6281,7 @@ export interface components {
             readonly created_by: components["schemas"]["BuildCreator"] | null;
         };
         CreateClusterQueueRequest: {
-            /** @description What agents name in their `queue` tag, and steps in `agents: queue=`. */
+            /** @description What agents name in their `queue` tag, and steps in `agents: queue=`: letters, digits, hyphens and underscores, at most 100 characters (the docs' queue key rule). */
             key: string;
             description?: string | null;
             retry_agent_affinity?: components["schemas"]["RetryAgentAffinity"];

@@ -3919,7 +3919,8 @@ type CreateClusterQueueRequest struct {
 	Description *string `json:"description,omitempty"`
 	// Buildkite hosted agents are not offered here: a 422.
 	HostedAgents map[string]interface{} `json:"hostedAgents,omitempty"`
-	// What agents name in their `queue` tag, and steps in `agents: queue=`.
+	// What agents name in their `queue` tag, and steps in `agents: queue=`: letters, digits,
+	// hyphens and underscores, at most 100 characters (the docs' queue key rule).
 	Key                string              `json:"key"`
 	RetryAgentAffinity *RetryAgentAffinity `json:"retry_agent_affinity,omitempty"`
 }

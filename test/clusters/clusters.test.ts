@@ -141,6 +141,16 @@ describeEachDatabase('clusters', (ctx) => {
       .set(auth(token))
       .send({ key: 'hosted', hostedAgents: { instanceShape: 'LINUX_AMD64_2X4' } });
     expect(hosted.status).toBe(422);
+    // The docs' key rule: letters, digits, hyphens and underscores, at most 100 characters.
+    for (const key of ['mac.arm', 'with space', 'k'.repeat(101)]) {
+      const res = await ctx()
+        .http()
+        .post(`${base(org.slug)}/${cluster.id}/queues`)
+        .set(auth(token))
+        .send({ key });
+      expect({ key, status: res.status, field: res.body.errors?.[0]?.field }).toEqual({ key, status: 422, field: 'key' });
+    }
+    await givenQueue(ctx(), org.slug, token, (await givenCluster(ctx(), org.slug, token)).id, `mac_arm-${'k'.repeat(92)}`);
 
     const got = await ctx().http().get(url).set(auth(token));
     expect(got.body).toMatchObject({
