@@ -262,9 +262,12 @@ export interface paths {
          * Enable teams
          * @description Turns on teams for the organization: from then on members who are not administrators see
          *     and build only the pipelines and suites their teams reach, and a pipeline or suite they
-         *     create must name one of their teams. Administrators only (403 for other members). Enabling
-         *     an organization whose teams are already on changes nothing. Recorded in the audit log
-         *     (`OrganizationTeamsEnabledEvent`). Answers the organization.
+         *     create must name one of their teams. If the organization has no team, an "Everyone" team
+         *     (slug `everyone`, the default team) is made with every member, every pipeline
+         *     (`manage_build_and_read`) and every suite (`read` and `edit`), as the docs say, so nobody
+         *     loses what they could see. Administrators only (403 for other members). Enabling an
+         *     organization whose teams are already on changes nothing (204 too). Recorded in the audit
+         *     log (`OrganizationTeamsEnabledEvent`).
          */
         post: operations["enableTeams"];
         delete?: never;
@@ -8774,14 +8777,12 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The organization, teams enabled. */
-            200: {
+            /** @description Teams are enabled. */
+            204: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["Organization"];
-                };
+                content?: never;
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];

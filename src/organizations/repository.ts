@@ -187,6 +187,31 @@ export class OrganizationRepository {
     await trx('organizations').where({ id }).update({ teams_enabled: true });
   }
 
+  /**
+   * The "Everyone" team that enabling teams makes in an organization with no team (teams.md):
+   * every member in it, every pipeline (manage, build and read) and suite (read and edit) reached
+   * by it, and the organization's default team, so no member loses what they could see. False
+   * when the organization has teams already.
+   */
+  async createEveryoneTeam(organizationId: string, trx: Knex): Promise<boolean> {
+    if (await trx('teams').where({ organization_id: organizationId }).first('id')) return false;
+    const now = clock.now();
+    const id = crypto.randomUUID();
+    await trx('teams').insert({ id, organization_id: organizationId, slug: 'everyone', name: 'Everyone', created_at: now, is_default_team: true });
+    const inChunks = async <T>(rows: T[], insert: (part: T[]) => Promise<unknown>) => {
+      for (let i = 0; i < rows.length; i += 100) await insert(rows.slice(i, i + 100));
+    };
+    const members = await trx('organization_members').where({ organization_id: organizationId }).select<{ user_id: string }[]>('user_id');
+    await inChunks(members, (part) => trx('team_members').insert(part.map((m) => ({ team_id: id, user_id: m.user_id, role: 'member', created_at: now }))));
+    const pipelines = await trx('pipelines').where({ organization_id: organizationId }).select<{ id: string }[]>('id');
+    await inChunks(pipelines, (part) =>
+      trx('pipeline_teams').insert(part.map((p) => ({ pipeline_id: p.id, team_id: id, access_level: 'manage_build_and_read', created_at: now }))),
+    );
+    const suites = await trx('suites').where({ organization_id: organizationId }).select<{ id: string }[]>('id');
+    await inChunks(suites, (part) => trx('suite_teams').insert(part.map((s) => ({ suite_id: s.id, team_id: id, access_level: 'edit', created_at: now }))));
+    return true;
+  }
+
   /** Every organization by slug (the command line's `org list`). */
   async all(trx: Knex = this.db): Promise<Organization[]> {
     const rows = await trx('organizations').orderBy('slug');

@@ -102,7 +102,8 @@ export function organizationRoutes(organizations: OrganizationService, publicUrl
   api.on('disableBuildExport', (_req, res) => organizations.buildExportUnavailable(actorOf(res)));
 
   api.on('enableTeams', async (_req, res) => {
-    res.json(serializeOrganization(await organizations.enableTeams(actorOf(res)), publicUrl));
+    await organizations.enableTeams(actorOf(res));
+    res.status(204).end();
   });
 
   return api.router;

@@ -201,17 +201,27 @@ export class OrganizationService {
     return value;
   }
 
-  /** Turns teams on (administrators only); already on, nothing changes and nothing is recorded. */
-  async enableTeams(actor: Actor): Promise<Organization> {
+  /**
+   * Turns teams on (administrators only), with an "Everyone" team of every member, pipeline and
+   * suite when the organization has no team, as the docs' enable does; already on, nothing changes
+   * and nothing is recorded.
+   */
+  async enableTeams(actor: Actor): Promise<void> {
     OrganizationService.requireAdmin(actor);
     const org = (await this.orgs.findById(actor.organization.id))!;
-    if (org.teamsEnabled) return org;
+    if (org.teamsEnabled) return;
     await this.audit.transaction(
       actor,
-      (trx) => this.orgs.enableTeams(org.id, trx),
-      () => ({ type: 'OrganizationTeamsEnabledEvent', subject: { type: 'Organization', id: org.id, name: org.name }, data: { teams_enabled: true } }),
+      async (trx) => {
+        await this.orgs.enableTeams(org.id, trx);
+        return this.orgs.createEveryoneTeam(org.id, trx);
+      },
+      (everyone) => ({
+        type: 'OrganizationTeamsEnabledEvent',
+        subject: { type: 'Organization', id: org.id, name: org.name },
+        data: { teams_enabled: true, ...(everyone && { everyone_team_created: true }) },
+      }),
     );
-    return { ...org, teamsEnabled: true };
   }
 
   /** A page of the principal's organizations by name, and how many there are. */

@@ -161,7 +161,7 @@ describeEachDatabase('organization administration', (ctx) => {
   });
 
   describe('teams/enable', () => {
-    it('turns teams on for administrators, recorded once, and limits members to their teams', async () => {
+    it('turns teams on for administrators, recorded once, with an Everyone team when there is none (204)', async () => {
       const { org, user, token } = await ctx().givenAdmin({ teamsEnabled: false });
       const member = await ctx().givenUser(org, 'member');
       const memberToken = await ctx().givenToken(member, [org]);
@@ -175,14 +175,41 @@ describeEachDatabase('organization administration', (ctx) => {
       expect((await ctx().http().get(`${base}/pipelines`).set(auth(memberToken)).expect(200)).body.map((x: { slug: string }) => x.slug)).toEqual([p.body.slug]);
       await ctx().http().post(`${base}/teams/enable`).set(auth(memberToken)).expect(403);
 
-      const res = await ctx().http().post(`${base}/teams/enable`).set(auth(token)).expect(200);
-      expect(res.body).toMatchObject({ id: org.id, slug: org.slug, name: org.name });
-      await ctx().http().post(`${base}/teams/enable`).set(auth(token)).expect(200);
+      // teams.md: 204, and "If the organization has no existing teams, enabling teams creates a default "Everyone" team containing all organization members".
+      const res = await ctx().http().post(`${base}/teams/enable`).set(auth(token)).expect(204);
+      expect(res.text).toBe('');
+      await ctx().http().post(`${base}/teams/enable`).set(auth(token)).expect(204);
       expect((await ctx().services.orgs.findById(org.id))!.teamsEnabled).toBe(true);
       const logged = (await events(ctx(), org.slug, token)).filter((e) => e.type === 'OrganizationTeamsEnabledEvent');
       expect(logged).toHaveLength(1);
       expect(logged[0]).toMatchObject({ actor: { uuid: user.id }, subject: { type: 'Organization', uuid: org.id } });
-      // A fresh token (the principal cache holds the organization for a second) sees only its teams' pipelines: none.
+      const teams = (await ctx().http().get(`${base}/teams`).set(auth(token)).expect(200)).body as {
+        id: string;
+        slug: string;
+        name: string;
+        default: boolean;
+      }[];
+      expect(teams.map((t) => [t.slug, t.name, t.default])).toEqual([['everyone', 'Everyone', true]]);
+      const members = (await ctx().http().get(`${base}/teams/${teams[0]!.id}/members`).set(auth(token)).expect(200)).body as { user_id: string }[];
+      expect(members.map((m) => m.user_id).sort()).toEqual([user.id, member.id].sort());
+      // A fresh token (the principal cache holds the organization for a second) still reaches the pipeline, through Everyone.
+      const fresh = await ctx().givenToken(member, [org]);
+      expect((await ctx().http().get(`${base}/pipelines`).set(auth(fresh)).expect(200)).body.map((x: { slug: string }) => x.slug)).toEqual([p.body.slug]);
+    });
+
+    it('makes no Everyone team where a team exists: members then reach only what their teams were given', async () => {
+      const { org, token } = await ctx().givenAdmin({ teamsEnabled: false });
+      const member = await ctx().givenUser(org, 'member');
+      await ctx().givenTeam(org, []);
+      const base = `/v2/organizations/${org.slug}`;
+      await ctx()
+        .http()
+        .post(`${base}/pipelines`)
+        .set(auth(token))
+        .send({ name: 'Teamless', repository: 'git@github.com:acme/x.git', configuration: 'steps:\n  - command: x\n' })
+        .expect(201);
+      await ctx().http().post(`${base}/teams/enable`).set(auth(token)).expect(204);
+      expect(((await ctx().http().get(`${base}/teams`).set(auth(token)).expect(200)).body as { slug: string }[]).map((t) => t.slug)).not.toContain('everyone');
       const fresh = await ctx().givenToken(member, [org]);
       expect((await ctx().http().get(`${base}/pipelines`).set(auth(fresh)).expect(200)).body).toEqual([]);
     });
