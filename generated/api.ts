@@ -7652,7 +7652,7 @@ export interface components {
         UpdateTeamPipelineRequest: {
             access_level: components["schemas"]["PipelineAccessLevel"];
         };
-        /** @description `["read"]`, or `["read", "edit"]` (edit includes read: `["edit"]` is read back as both). */
+        /** @description `["read"]`, or `["read", "edit"]` (edit includes read: `["edit"]` is read back as both). The server also takes one permission alone (`"read"`), as the docs' table writes it; a generated client sends the list. */
         SuiteAccessLevel: components["schemas"]["SuitePermission"][];
         /** @enum {string} */
         SuitePermission: "read" | "edit";

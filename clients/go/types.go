@@ -6079,6 +6079,8 @@ const (
 // Default: `["read", "edit"]`.
 //
 // `["read"]`, or `["read", "edit"]` (edit includes read: `["edit"]` is read back as both).
+// The server also takes one permission alone (`"read"`), as the docs' table writes it; a
+// generated client sends the list.
 type SuitePermission string
 
 const (

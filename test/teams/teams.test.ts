@@ -319,6 +319,10 @@ describeEachDatabase('teams', (ctx) => {
     expectConforms(edit.body, [updateTeamSuiteSample], responseSchema('updateTeamSuite'));
     expect(edit.body.access_level).toEqual(['read', 'edit']);
     await api().patch(suitePath).set(auth(qa.token)).send({ application_name: 'by the team' }).expect(200);
+    // The docs' table gives access_level as "`read` or `edit`": one permission alone is taken as a list of it.
+    const single = await api().patch(`${grants}/${suite.id}`).set(auth(adminToken)).send({ access_level: 'read' }).expect(200);
+    expect(single.body.access_level).toEqual(['read']);
+    await api().patch(`${grants}/${suite.id}`).set(auth(adminToken)).send({ access_level: 'edit' }).expect(200);
 
     await api().delete(`${grants}/${suite.id}`).set(auth(adminToken)).expect(204);
     expect((await api().get(suitePath).set(auth(qa.token))).status).toBe(404);

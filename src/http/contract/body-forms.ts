@@ -10,6 +10,8 @@
  *   clients send an integer.
  * - `exit_status` of a finished job: a string, as the real agent sends it (`"0"`, `"-1"`); other
  *   clients send an integer.
+ * - `access_level` of a team's suite: a list of permissions; the docs' table says "`read` or
+ *   `edit`", so one permission alone becomes a list of it.
  * - `meta_data` of a new build: string values; the real API's own example sends `true`, and it
  *   keeps such a value as its text, so a boolean or a whole number becomes its string (`"true"`, `"42"`).
  */
@@ -42,10 +44,15 @@ const stringValues: Convert = (value) => {
   return { value: Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scalar(v) ? String(v) : v])) };
 };
 
-const FORMS: { method: 'post' | 'put'; path: string; field: string; convert: Convert }[] = [
+/** One string as a list of it. */
+const listOfOne: Convert = (value) => (typeof value === 'string' ? { value: [value] } : undefined);
+
+const FORMS: { method: 'post' | 'put' | 'patch'; path: string; field: string; convert: Convert }[] = [
   { method: 'post', path: '/v2/organizations/:org/pipelines/:pipeline/builds', field: 'pull_request_id', convert: integerFromDigits },
   { method: 'post', path: '/v2/organizations/:org/pipelines/:pipeline/builds', field: 'meta_data', convert: stringValues },
   { method: 'post', path: '/v3/register', field: 'priority', convert: digitsFromInteger },
+  { method: 'post', path: '/v2/organizations/:org/teams/:team/suites', field: 'access_level', convert: listOfOne },
+  { method: 'patch', path: '/v2/organizations/:org/teams/:team/suites/:suite', field: 'access_level', convert: listOfOne },
   { method: 'put', path: '/v3/jobs/:job_id/finish', field: 'exit_status', convert: digitsFromInteger },
 ];
 
