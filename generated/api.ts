@@ -8207,7 +8207,7 @@ export interface components {
                 "application/json": components["schemas"]["ApiError"];
             };
         };
-        /** @description `Validation Failed`, with one entry per field at fault; or a reason without fields (e.g. the pipeline is archived). */
+        /** @description `Validation Failed`, with one entry per field at fault (for clusters, teams, pipeline schedules and templates, whose docs word it so, `Validation failed: Name can't be blank, ...` with the same entries); or a reason without fields (e.g. the pipeline is archived). */
         ValidationFailed: {
             headers: {
                 [name: string]: unknown;

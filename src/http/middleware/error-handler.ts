@@ -177,12 +177,43 @@ export function domainErrorAnswer(err: DomainError): ErrorAnswer | undefined {
   return undefined;
 }
 
+/**
+ * The areas whose docs give a 422 as one sentence of Rails' full messages (`{ "message":
+ * "Validation failed: Reason for failure" }`: clusters.md, teams.md, pipeline_schedules.md,
+ * pipeline_templates.md), where pipelines and builds give `Validation Failed` with `errors`.
+ */
+const FULL_MESSAGE_TAGS: ReadonlySet<string> = new Set(['clusters', 'teams', 'pipeline-schedules', 'pipeline-templates']);
+
+/** A field as Rails' `humanize` names it in a full message: `default_queue_id` is "Default queue". */
+function humanize(field: string): string {
+  const words = field.replace(/_id$/, '').replace(/[_.]/g, ' ').trim();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/**
+ * A 422 with field errors as the operation's area answers it: in FULL_MESSAGE_TAGS' areas the
+ * message is `Validation failed: Name can't be blank, ...` (the field errors stay beside it);
+ * elsewhere the body is left as it is.
+ */
+function withAreaMessage(req: Request, status: number, body: Record<string, unknown>): Record<string, unknown> {
+  const errors = body.errors;
+  if (status !== 422 || body.message !== 'Validation Failed' || !Array.isArray(errors) || !errors.length) return body;
+  const tags = fieldOf(fieldOf(fieldOf(req, 'openapi'), 'schema'), 'tags');
+  if (!Array.isArray(tags) || !tags.some((t) => typeof t === 'string' && FULL_MESSAGE_TAGS.has(t))) return body;
+  const sentences = errors.map((e) => `${humanize(stringField(e, 'field') ?? '')} ${stringField(e, 'code') ?? ''}`.trim());
+  return { ...body, message: `Validation failed: ${sentences.join(', ')}` };
+}
+
 export function errorHandler(logger: Logger) {
   // Express recognises error handlers by their four parameters.
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     const send = (status: number, body: Record<string, unknown>) => {
       // Always JSON, even where a route answers text (a job's log.txt) and a layer before it chose that type.
-      if (!res.headersSent) res.status(status).type('application/json').json(body);
+      if (!res.headersSent)
+        res
+          .status(status)
+          .type('application/json')
+          .json(withAreaMessage(req, status, body));
       else res.end();
     };
 
