@@ -7589,6 +7589,8 @@ export interface components {
             members_can_create_registries: boolean;
             /** @description Whether members (not only maintainers) may delete package registries in this team: stored and returned (Windsock has no package registries, and does not yet restrict suites by it). */
             members_can_destroy_registries: boolean;
+            /** @description Whether members (not only maintainers) may delete packages in this team: stored and returned (Windsock has no package registries). */
+            members_can_destroy_packages: boolean;
             readonly created_at: components["schemas"]["IsoTimestamp"];
             /** @description The user who created the team (null for a team made from the command line or whose creator is gone). */
             readonly created_by: components["schemas"]["User"] | null;
@@ -7606,6 +7608,7 @@ export interface components {
             members_can_destroy_suites?: boolean;
             members_can_create_registries?: boolean;
             members_can_destroy_registries?: boolean;
+            members_can_destroy_packages?: boolean;
         };
         /** @description `name` is required; `privacy` defaults to `visible`, `default_member_role` to `member`, `is_default_team` to false, `members_can_create_pipelines` to true, the suite and registry flags to false. */
         CreateTeamRequest: components["schemas"]["TeamWritable"] & {

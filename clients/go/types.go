@@ -5360,6 +5360,9 @@ type Team struct {
 	// Whether members (not only maintainers) may create test suites in this team: stored and
 	// returned (Windsock has no package registries, and does not yet restrict suites by it).
 	MembersCanCreateSuites bool `json:"members_can_create_suites"`
+	// Whether members (not only maintainers) may delete packages in this team: stored and
+	// returned (Windsock has no package registries).
+	MembersCanDestroyPackages bool `json:"members_can_destroy_packages"`
 	// Whether members (not only maintainers) may delete package registries in this team: stored
 	// and returned (Windsock has no package registries, and does not yet restrict suites by it).
 	MembersCanDestroyRegistries bool `json:"members_can_destroy_registries"`
@@ -5406,6 +5409,7 @@ type TeamWritable struct {
 	MembersCanCreatePipelines   *bool        `json:"members_can_create_pipelines,omitempty"`
 	MembersCanCreateRegistries  *bool        `json:"members_can_create_registries,omitempty"`
 	MembersCanCreateSuites      *bool        `json:"members_can_create_suites,omitempty"`
+	MembersCanDestroyPackages   *bool        `json:"members_can_destroy_packages,omitempty"`
 	MembersCanDestroyRegistries *bool        `json:"members_can_destroy_registries,omitempty"`
 	MembersCanDestroySuites     *bool        `json:"members_can_destroy_suites,omitempty"`
 	Name                        *string      `json:"name,omitempty"`

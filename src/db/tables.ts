@@ -611,6 +611,7 @@ export interface TeamsRow {
   members_can_destroy_suites: DbBoolean;
   members_can_create_registries: DbBoolean;
   members_can_destroy_registries: DbBoolean;
+  members_can_destroy_packages: DbBoolean;
 }
 
 export interface TestCommitResultsRow {
@@ -1316,6 +1317,7 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     members_can_destroy_suites: ['boolean', false],
     members_can_create_registries: ['boolean', false],
     members_can_destroy_registries: ['boolean', false],
+    members_can_destroy_packages: ['boolean', false],
   },
   test_commit_results: {
     test_id: ['string', false],

@@ -31,6 +31,7 @@ export interface TeamFields {
   membersCanDestroySuites: boolean;
   membersCanCreateRegistries: boolean;
   membersCanDestroyRegistries: boolean;
+  membersCanDestroyPackages: boolean;
 }
 
 export interface TeamRecord extends TeamFields {
@@ -96,6 +97,7 @@ function teamFromRow(r: TeamRow): TeamRecord {
     membersCanDestroySuites: toBool(r.members_can_destroy_suites),
     membersCanCreateRegistries: toBool(r.members_can_create_registries),
     membersCanDestroyRegistries: toBool(r.members_can_destroy_registries),
+    membersCanDestroyPackages: toBool(r.members_can_destroy_packages),
     createdAt: toDate(r.created_at),
     createdBy:
       r.creator_id && r.creator_name !== null && r.creator_email !== null
@@ -120,6 +122,7 @@ function teamColumns(f: Partial<TeamFields>): Record<string, unknown> {
   set('members_can_destroy_suites', f.membersCanDestroySuites);
   set('members_can_create_registries', f.membersCanCreateRegistries);
   set('members_can_destroy_registries', f.membersCanDestroyRegistries);
+  set('members_can_destroy_packages', f.membersCanDestroyPackages);
   return c;
 }
 

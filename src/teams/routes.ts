@@ -137,6 +137,7 @@ function teamInput(body: TeamInput): TeamInput {
     members_can_destroy_suites,
     members_can_create_registries,
     members_can_destroy_registries,
+    members_can_destroy_packages,
   } = body;
   return {
     name,
@@ -149,5 +150,6 @@ function teamInput(body: TeamInput): TeamInput {
     members_can_destroy_suites,
     members_can_create_registries,
     members_can_destroy_registries,
+    members_can_destroy_packages,
   };
 }

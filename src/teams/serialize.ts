@@ -22,6 +22,7 @@ export function serializeTeam(t: TeamRecord): Schemas['Team'] {
     members_can_destroy_suites: t.membersCanDestroySuites,
     members_can_create_registries: t.membersCanCreateRegistries,
     members_can_destroy_registries: t.membersCanDestroyRegistries,
+    members_can_destroy_packages: t.membersCanDestroyPackages,
     created_at: isoTime(t.createdAt),
     created_by: serializeCreator(t.createdBy),
   };

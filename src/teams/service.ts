@@ -112,6 +112,7 @@ export class TeamService {
       membersCanDestroySuites: input.members_can_destroy_suites ?? false,
       membersCanCreateRegistries: input.members_can_create_registries ?? false,
       membersCanDestroyRegistries: input.members_can_destroy_registries ?? false,
+      membersCanDestroyPackages: input.members_can_destroy_packages ?? false,
     };
     await this.audited(
       caller,
@@ -133,6 +134,7 @@ export class TeamService {
       membersCanDestroySuites: input.members_can_destroy_suites,
       membersCanCreateRegistries: input.members_can_create_registries,
       membersCanDestroyRegistries: input.members_can_destroy_registries,
+      membersCanDestroyPackages: input.members_can_destroy_packages,
     };
     if (input.name !== undefined) {
       const name = input.name.trim();
@@ -432,5 +434,6 @@ function teamData(f: Partial<TeamFields>): Record<string, unknown> {
     members_can_destroy_suites: f.membersCanDestroySuites,
     members_can_create_registries: f.membersCanCreateRegistries,
     members_can_destroy_registries: f.membersCanDestroyRegistries,
+    members_can_destroy_packages: f.membersCanDestroyPackages,
   });
 }

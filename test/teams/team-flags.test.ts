@@ -1,10 +1,17 @@
 /**
  * Issue 30 §1: the team flags the official Go client sends and reads (go-buildkite teams.go)
- * beside `members_can_create_pipelines` are stored and returned, never dropped: off by default.
+ * beside `members_can_create_pipelines` (and teams.md's `members_can_destroy_packages`) are stored
+ * and returned, never dropped: off by default.
  */
 import { auth, describeEachDatabase } from '../support/context';
 
-const FLAGS = ['members_can_create_suites', 'members_can_destroy_suites', 'members_can_create_registries', 'members_can_destroy_registries'] as const;
+const FLAGS = [
+  'members_can_create_suites',
+  'members_can_destroy_suites',
+  'members_can_create_registries',
+  'members_can_destroy_registries',
+  'members_can_destroy_packages',
+] as const;
 
 describeEachDatabase('team suite and registry flags', (ctx) => {
   it('stores each flag on create and update and returns it on every read', async () => {
@@ -17,22 +24,28 @@ describeEachDatabase('team suite and registry flags', (ctx) => {
       .http()
       .post(teams)
       .set(auth(token))
-      .send({ name: 'Suites', members_can_create_suites: true, members_can_destroy_registries: true });
+      .send({ name: 'Suites', members_can_create_suites: true, members_can_destroy_registries: true, members_can_destroy_packages: true });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({
       members_can_create_suites: true,
       members_can_destroy_suites: false,
       members_can_create_registries: false,
       members_can_destroy_registries: true,
+      members_can_destroy_packages: true,
     });
     const url = `${teams}/${created.body.id}`;
-    const patched = await ctx().http().patch(url).set(auth(token)).send({ members_can_destroy_suites: true, members_can_create_suites: false });
+    const patched = await ctx()
+      .http()
+      .patch(url)
+      .set(auth(token))
+      .send({ members_can_destroy_suites: true, members_can_create_suites: false, members_can_destroy_packages: false });
     expect(patched.status).toBe(200);
     const expected = {
       members_can_create_suites: false,
       members_can_destroy_suites: true,
       members_can_create_registries: false,
       members_can_destroy_registries: true,
+      members_can_destroy_packages: false,
     };
     expect(patched.body).toMatchObject(expected);
     expect((await ctx().http().get(url).set(auth(token)).expect(200)).body).toMatchObject(expected);

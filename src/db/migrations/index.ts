@@ -46,6 +46,7 @@ import * as jobSignalRetriedBy from './20261127120000_job_signal_retried_by';
 import * as unfinishedBuildsIndex from './20261127152000_unfinished_builds_index';
 import * as executionTags from './20261128090000_execution_tags';
 import * as pipelineCloneMirrorUrl from './20261128130000_pipeline_clone_mirror_url';
+import * as teamDestroyPackagesFlag from './20261128140000_team_destroy_packages_flag';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -90,6 +91,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261127152000_unfinished_builds_index': unfinishedBuildsIndex,
   '20261128090000_execution_tags': executionTags,
   '20261128130000_pipeline_clone_mirror_url': pipelineCloneMirrorUrl,
+  '20261128140000_team_destroy_packages_flag': teamDestroyPackagesFlag,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
