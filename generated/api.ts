@@ -2357,7 +2357,7 @@ export interface paths {
         get: operations["getCluster"];
         /**
          * Update a cluster
-         * @description Changes the cluster's name, description, emoji, color or default queue (one of its own queues). Administrators and the cluster's maintainers.
+         * @description Changes the cluster's name, description, emoji, color or default queue (one of its own queues). `hosted_git_mirror_enabled` and `hosted_container_cache_enabled` may be sent as false; true is a 422 (no hosted agents here). Administrators and the cluster's maintainers.
          */
         put: operations["updateCluster"];
         post?: never;
@@ -2370,7 +2370,7 @@ export interface paths {
         head?: never;
         /**
          * Update a cluster (PATCH)
-         * @description `PUT` (updateCluster) as the docs send it, as `PATCH` as the official Go client sends it: the same update. Changes the cluster's name, description, emoji, color or default queue (one of its own queues). Administrators and the cluster's maintainers.
+         * @description `PUT` (updateCluster) as the docs send it, as `PATCH` as the official Go client sends it: the same update. Changes the cluster's name, description, emoji, color or default queue (one of its own queues). `hosted_git_mirror_enabled` and `hosted_container_cache_enabled` may be sent as false; true is a 422 (no hosted agents here). Administrators and the cluster's maintainers.
          */
         patch: operations["patchCluster"];
         trace?: never;

@@ -444,17 +444,6 @@ export class ClusterRepository {
     return new Set(rows.map((r) => r.cluster_id));
   }
 
-  /** Whether the user maintains the cluster, as a maintainer or a member of a maintaining team. */
-  async isMaintainer(clusterId: string, userId: string): Promise<boolean> {
-    const direct = await this.db('cluster_maintainers').where({ cluster_id: clusterId, user_id: userId }).first('id');
-    if (direct) return true;
-    const viaTeam = await this.db('cluster_maintainers as m')
-      .join('team_members as tm', 'tm.team_id', 'm.team_id')
-      .where({ 'm.cluster_id': clusterId, 'tm.user_id': userId })
-      .first('m.id');
-    return viaTeam !== undefined;
-  }
-
   /** Whether the user is a member of the organization. */
   async isMemberOf(organizationId: string, userId: string): Promise<boolean> {
     return (await this.db('organization_members').where({ organization_id: organizationId, user_id: userId }).first('user_id')) !== undefined;

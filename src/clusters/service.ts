@@ -98,7 +98,7 @@ export class ClusterService {
   /** The cluster, for a caller who may change it: organization administrators and the cluster's maintainers. */
   private async managed(actor: Actor, id: string): Promise<Cluster> {
     const cluster = await this.get(actor, id);
-    if (actor.role !== 'admin' && !(await this.clusters.isMaintainer(cluster.id, actor.principal.user.id))) throw new ForbiddenError();
+    if (!(await this.mayManage(actor, cluster.id))) throw new ForbiddenError();
     return cluster;
   }
 
@@ -109,12 +109,16 @@ export class ClusterService {
     return cluster;
   }
 
-  /** Whether the cluster is one of the organization's: what a pipeline's `cluster_id` must name. */
-  /** Whether the caller may put pipelines in the cluster or take them out: an administrator, or one of its maintainers. */
+  /**
+   * Whether the caller may manage the cluster (change or delete it, its queues and tokens, move
+   * pipelines in or out, stop, pause and resume its agents): an administrator, or one of its
+   * maintainers, named or through a team.
+   */
   async mayManage(actor: Actor, id: string): Promise<boolean> {
-    return actor.role === 'admin' || this.clusters.isMaintainer(id, actor.principal.user.id);
+    return actor.role === 'admin' || (await this.clusters.maintainedBy([id], actor.principal.user.id)).has(id);
   }
 
+  /** Whether the cluster is one of the organization's: what a pipeline's `cluster_id` must name. */
   async exists(organizationId: string, id: string): Promise<boolean> {
     return /^[0-9a-f-]{36}$/i.test(id) && (await this.clusters.findCluster(organizationId, id)) !== null;
   }

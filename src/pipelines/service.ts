@@ -349,7 +349,7 @@ export class PipelineService {
       cancelRunningBranchBuilds: input.cancel_running_branch_builds ?? false,
       cancelRunningBranchBuildsFilter: emptyToNull(input.cancel_running_branch_builds_filter),
       allowRebuilds: input.allow_rebuilds ?? true,
-      clusterId: input.cluster_id === undefined ? defaults.defaultClusterId : emptyToNull(input.cluster_id),
+      clusterId: input.cluster_id === undefined ? defaults.defaultClusterId : clusterIdOf(input.cluster_id),
       pipelineTemplateUuid: templateUuid ?? null,
       visibility: input.visibility ?? 'private',
       tags: input.tags ?? null,
@@ -422,7 +422,7 @@ export class PipelineService {
       input.cancel_running_branch_builds_filter === undefined ? undefined : emptyToNull(input.cancel_running_branch_builds_filter),
     );
     copy('allowRebuilds', input.allow_rebuilds);
-    copy('clusterId', input.cluster_id === undefined ? undefined : emptyToNull(input.cluster_id));
+    copy('clusterId', input.cluster_id === undefined ? undefined : clusterIdOf(input.cluster_id));
     if (input.pipeline_template_uuid !== undefined) changes.pipelineTemplateUuid = await this.templateFor(actor, input.pipeline_template_uuid, errors);
     copy('visibility', input.visibility);
     copy('tags', input.tags);
@@ -611,7 +611,7 @@ export class PipelineService {
   ): Promise<void> {
     const clusters = this.opts.clusters;
     if (input.cluster_id === undefined || !clusters) return;
-    const id = emptyToNull(input.cluster_id);
+    const id = clusterIdOf(input.cluster_id);
     if (id && !(await clusters.exists(actor.organization.id, id))) {
       errors.push({ field: 'cluster_id', code: 'is not a cluster of this organization' });
       return;
@@ -719,6 +719,11 @@ function cloneMirrorUrlOf(input: PipelineInput, errors: FieldError[]): string | 
   // scp-like `user@host:path`: only a user name before the `@`.
   else if (/^[^@/]*:[^@/]*@/.test(url)) refuse('credentials');
   return url;
+}
+
+/** A `cluster_id` as stored and compared: a UUID in lower case (clients may send upper case), null for none. */
+function clusterIdOf(v: string | null): string | null {
+  return emptyToNull(v)?.toLowerCase() ?? null;
 }
 
 function emptyToNull(v: string | null | undefined): string | null {

@@ -121,7 +121,11 @@ export function matches(value: string | null | undefined, m: Operand): boolean {
   }
 }
 
-/** A run's value for an execution tag: its uploaded tags first, then the built-in ones. */
+/**
+ * A run's value for an execution tag: the built-in `scm.branch`, `scm.commit_sha` and `build.id`
+ * where the run has them, else its tags (a custom tag of those names stands in only where the run
+ * has no such field).
+ */
 export function tagValue(run: FilterableRun, key: string): string | null {
   // The run's own fields win over a custom tag of the same name (the failed executions' `tags`
   // leave such duplicates out): an upload tagged `scm.branch: x` is still on its own branch.

@@ -482,6 +482,33 @@ describeEachDatabase('clusters', (ctx) => {
     // Sending the cluster it is already in changes nothing and needs nothing.
     await ctx().http().patch(`${pipelines}/${p.slug}`).set(auth(otherToken)).send({ cluster_id: cluster.id, description: 'same cluster' }).expect(200);
     expect((await ctx().http().patch(`${pipelines}/${p.slug}`).set(auth(token)).send({ cluster_id: '' }).expect(200)).body.cluster_id).toBeNull();
+
+    // From one cluster to another needs both: a maintainer of the target alone may not take it out of the other.
+    const second = await givenCluster(ctx(), org.slug, token);
+    await ctx().http().patch(`${pipelines}/${p.slug}`).set(auth(token)).send({ cluster_id: second.id }).expect(200);
+    await ctx().http().patch(`${pipelines}/${p.slug}`).set(auth(memberToken)).send({ cluster_id: cluster.id }).expect(403);
+    // An id in upper case is the same cluster: stored in lower case, and no move when it is the current one.
+    await ctx().http().patch(`${pipelines}/${p.slug}`).set(auth(otherToken)).send({ cluster_id: second.id.toUpperCase(), description: 'upper' }).expect(200);
+    // A team's members maintain as its named users do.
+    const team = await ctx().givenTeam(org, [other]);
+    await ctx()
+      .http()
+      .post(`${base(org.slug)}/${second.id}/maintainers`)
+      .set(auth(token))
+      .send({ team: team.id })
+      .expect(201);
+    const moved = await ctx().http().patch(`${pipelines}/${p.slug}`).set(auth(otherToken)).send({ cluster_id: null }).expect(200);
+    expect(moved.body.cluster_id).toBeNull();
+
+    // The organization's default cluster needs no maintainer on create (a new pipeline goes there anyway).
+    await ctx().http().patch(`/v2/organizations/${org.slug}/pipeline-settings`).set(auth(token)).send({ default_cluster_id: cluster.id }).expect(200);
+    const inDefault = await ctx()
+      .http()
+      .post(pipelines)
+      .set(auth(otherToken))
+      .send({ ...body, name: 'In default', cluster_id: cluster.id.toUpperCase() })
+      .expect(201);
+    expect(inDefault.body.cluster_id).toBe(cluster.id);
   });
 
   it('lists builds without those waiting only on paused queues, and without their paused jobs, with include_paused=false', async () => {

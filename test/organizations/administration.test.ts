@@ -173,6 +173,7 @@ describeEachDatabase('organization administration', (ctx) => {
         .send({ name: 'Teamless', repository: 'git@github.com:acme/x.git', configuration: 'steps:\n  - command: x\n' })
         .expect(201);
       expect((await ctx().http().get(`${base}/pipelines`).set(auth(memberToken)).expect(200)).body.map((x: { slug: string }) => x.slug)).toEqual([p.body.slug]);
+      const suite = await ctx().http().post(`/v2/analytics/organizations/${org.slug}/suites`).set(auth(token)).send({ name: 'Before teams' }).expect(201);
       await ctx().http().post(`${base}/teams/enable`).set(auth(memberToken)).expect(403);
 
       // teams.md: 204, and "If the organization has no existing teams, enabling teams creates a default "Everyone" team containing all organization members".
@@ -192,6 +193,16 @@ describeEachDatabase('organization administration', (ctx) => {
       expect(teams.map((t) => [t.slug, t.name, t.default])).toEqual([['everyone', 'Everyone', true]]);
       const members = (await ctx().http().get(`${base}/teams/${teams[0]!.id}/members`).set(auth(token)).expect(200)).body as { user_id: string }[];
       expect(members.map((m) => m.user_id).sort()).toEqual([user.id, member.id].sort());
+      const granted = (await ctx().http().get(`${base}/teams/${teams[0]!.id}/pipelines`).set(auth(token)).expect(200)).body as {
+        pipeline_id: string;
+        access_level: string;
+      }[];
+      expect(granted.map((g) => [g.pipeline_id, g.access_level])).toEqual([[p.body.id, 'manage_build_and_read']]);
+      const suites = (await ctx().http().get(`${base}/teams/${teams[0]!.id}/suites`).set(auth(token)).expect(200)).body as {
+        suite_id: string;
+        access_level: string[];
+      }[];
+      expect(suites.map((g) => [g.suite_id, g.access_level])).toEqual([[suite.body.id, ['read', 'edit']]]);
       // A fresh token (the principal cache holds the organization for a second) still reaches the pipeline, through Everyone.
       const fresh = await ctx().givenToken(member, [org]);
       expect((await ctx().http().get(`${base}/pipelines`).set(auth(fresh)).expect(200)).body.map((x: { slug: string }) => x.slug)).toEqual([p.body.slug]);
