@@ -380,19 +380,31 @@ export class ClusterRepository {
 
   /* Maintainers */
 
-  private maintainers(): Knex.QueryBuilder<MaintainerRow, MaintainerRow[]> {
-    return this.db('cluster_maintainers as m')
+  /**
+   * Maintainer rows with their user or team. `viewerId` (a member who is not an administrator):
+   * without the secret teams the viewer is not in, which teams.md says only their members and
+   * administrators see.
+   */
+  private maintainers(viewerId: string | null = null): Knex.QueryBuilder<MaintainerRow, MaintainerRow[]> {
+    const q = this.db('cluster_maintainers as m')
       .leftJoin('users as u', 'u.id', 'm.user_id')
       .leftJoin('teams as t', 't.id', 'm.team_id')
       .select('m.*', 'u.name as user_name', 'u.email as user_email', 't.name as team_name', 't.slug as team_slug');
+    if (viewerId === null) return q;
+    return q.where((visible) =>
+      visible
+        .whereNull('m.team_id')
+        .orWhereNot('t.privacy', 'secret')
+        .orWhereExists(this.db('team_members as vm').whereRaw('vm.team_id = m.team_id').where('vm.user_id', viewerId).select(1)),
+    );
   }
 
   async insertMaintainer(m: { id: string; clusterId: string; userId: string | null; teamId: string | null; createdAt: Date }): Promise<void> {
     await this.db('cluster_maintainers').insert({ id: m.id, cluster_id: m.clusterId, user_id: m.userId, team_id: m.teamId, created_at: m.createdAt });
   }
 
-  async findMaintainer(clusterId: string, id: string): Promise<ClusterMaintainer | null> {
-    const row = await this.maintainers().where('m.cluster_id', clusterId).where('m.id', id).first();
+  async findMaintainer(clusterId: string, id: string, viewerId: string | null = null): Promise<ClusterMaintainer | null> {
+    const row = await this.maintainers(viewerId).where('m.cluster_id', clusterId).where('m.id', id).first();
     return row ? maintainerFromRow(row) : null;
   }
 
@@ -403,8 +415,8 @@ export class ClusterRepository {
     return (await q.first('id')) ?? null;
   }
 
-  async listMaintainers(clusterId: string, offset: number, limit: number): Promise<ClusterMaintainer[]> {
-    const rows = await this.maintainers()
+  async listMaintainers(clusterId: string, offset: number, limit: number, viewerId: string | null = null): Promise<ClusterMaintainer[]> {
+    const rows = await this.maintainers(viewerId)
       .where('m.cluster_id', clusterId)
       .orderBy([
         { column: 'm.created_at', order: 'asc' },
@@ -416,10 +428,10 @@ export class ClusterRepository {
   }
 
   /** Every maintainer of these clusters, by cluster, in the order they were named. */
-  async maintainersOfClusters(clusterIds: string[]): Promise<Map<string, ClusterMaintainer[]>> {
+  async maintainersOfClusters(clusterIds: string[], viewerId: string | null = null): Promise<Map<string, ClusterMaintainer[]>> {
     const byCluster = new Map<string, ClusterMaintainer[]>(clusterIds.map((id) => [id, []]));
     if (!clusterIds.length) return byCluster;
-    const rows = await this.maintainers()
+    const rows = await this.maintainers(viewerId)
       .whereIn('m.cluster_id', clusterIds)
       .orderBy([
         { column: 'm.created_at', order: 'asc' },

@@ -12,7 +12,7 @@ export function clusterRoutes(service: ClusterService, publicUrl: string) {
 
   /** Clusters as the API shows them to the caller: each with its maintainers (read in one query for all). */
   const clustersJson = async (clusters: Cluster[], actor: Actor) => {
-    const [maintainers, managed] = await Promise.all([service.maintainersOf(clusters), service.managedOf(actor, clusters)]);
+    const [maintainers, managed] = await Promise.all([service.maintainersOf(actor, clusters), service.managedOf(actor, clusters)]);
     return clusters.map((c) => serializeCluster(c, publicUrl, actor.organization.slug, maintainers.get(c.id) ?? [], managed.has(c.id)));
   };
 

@@ -50,6 +50,9 @@ const SECRET_KEY = /^[A-Za-z][A-Za-z0-9_]*$/;
 /** A value is "less than 8 kilobytes". */
 const MAX_SECRET_VALUE_BYTES = 8 * 1024;
 
+/** Whose view of secret teams a read takes: none for an administrator (sees every team), else the member's. */
+const viewerOf = (actor: Actor): string | null => (actor.role === 'admin' ? null : actor.principal.user.id);
+
 export class ClusterService {
   private readonly box: SecretBox | null;
 
@@ -80,9 +83,12 @@ export class ClusterService {
     );
   }
 
-  /** The maintainers of clusters the caller has read, by cluster (each cluster's `maintainers`). */
-  maintainersOf(clusters: readonly Cluster[]): Promise<Map<string, ClusterMaintainer[]>> {
-    return this.clusters.maintainersOfClusters(clusters.map((c) => c.id));
+  /** The maintainers of clusters the caller has read, by cluster (each cluster's `maintainers`), as the caller may see them. */
+  maintainersOf(actor: Actor, clusters: readonly Cluster[]): Promise<Map<string, ClusterMaintainer[]>> {
+    return this.clusters.maintainersOfClusters(
+      clusters.map((c) => c.id),
+      viewerOf(actor),
+    );
   }
 
   async get(actor: Actor, id: string): Promise<Cluster> {
@@ -337,12 +343,12 @@ export class ClusterService {
 
   async listMaintainers(actor: Actor, clusterId: string, offset: number, limit: number): Promise<ClusterMaintainer[]> {
     await this.get(actor, clusterId);
-    return this.clusters.listMaintainers(clusterId, offset, limit);
+    return this.clusters.listMaintainers(clusterId, offset, limit, viewerOf(actor));
   }
 
   async getMaintainer(actor: Actor, clusterId: string, id: string): Promise<ClusterMaintainer> {
     await this.get(actor, clusterId);
-    const maintainer = await this.clusters.findMaintainer(clusterId, id);
+    const maintainer = await this.clusters.findMaintainer(clusterId, id, viewerOf(actor));
     if (!maintainer) throw new NotFoundError('cluster maintainer');
     return maintainer;
   }

@@ -393,6 +393,29 @@ describeEachDatabase('clusters', (ctx) => {
       .expect(422);
   });
 
+  it('shows a secret team among the maintainers only to its members and administrators', async () => {
+    const { org, token } = await ctx().givenAdmin({ teamsEnabled: true });
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    const url = `${base(org.slug)}/${cluster.id}`;
+    const [insider, outsider] = [await ctx().givenUser(org, 'member'), await ctx().givenUser(org, 'member')];
+    const [insiderToken, outsiderToken] = await Promise.all([ctx().givenToken(insider, [org]), ctx().givenToken(outsider, [org])]);
+    const teams = `/v2/organizations/${org.slug}/teams`;
+    const secret = (await ctx().http().post(teams).set(auth(token)).send({ name: 'Hidden', privacy: 'secret' }).expect(201)).body as { id: string };
+    const visible = (await ctx().http().post(teams).set(auth(token)).send({ name: 'Shown' }).expect(201)).body as { id: string };
+    await ctx().http().post(`${teams}/${secret.id}/members`).set(auth(token)).send({ user_id: insider.id }).expect(201);
+    const hidden = (await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ team: secret.id }).expect(201)).body as { id: string };
+    await ctx().http().post(`${url}/maintainers`).set(auth(token)).send({ team: visible.id }).expect(201);
+    const teamIds = async (t: string) =>
+      ((await ctx().http().get(url).set(auth(t)).expect(200)).body.maintainers.teams as { actor: { id: string } }[]).map((m) => m.actor.id).sort();
+    expect(await teamIds(token)).toEqual([secret.id, visible.id].sort());
+    expect(await teamIds(insiderToken)).toEqual([secret.id, visible.id].sort());
+    expect(await teamIds(outsiderToken)).toEqual([visible.id]);
+    const listed = (await ctx().http().get(`${url}/maintainers`).set(auth(outsiderToken)).expect(200)).body as { actor: { id: string } }[];
+    expect(listed.map((m) => m.actor.id)).toEqual([visible.id]);
+    await ctx().http().get(`${url}/maintainers/${hidden.id}`).set(auth(outsiderToken)).expect(404);
+    await ctx().http().get(`${url}/maintainers/${hidden.id}`).set(auth(insiderToken)).expect(200);
+  });
+
   it("lets a cluster's maintainers pause, resume and stop its agents, and no other member", async () => {
     const { org, token } = await ctx().givenAdmin();
     const cluster = await givenCluster(ctx(), org.slug, token);
