@@ -7,7 +7,7 @@ import type { PipelineCounts } from '../pipelines/repository';
 import type { Agent } from '../agents/repository';
 import { serializeAgentBase } from '../agents/serialize';
 import { serializeBuild, serializeBuildPipeline } from './serialize';
-import { countJobStates, jobInStates } from './jobs/state';
+import { jobInStates, withJobsOnly } from './jobs/state';
 import type { BuildService, BuildWithJobs } from './service';
 import type { components } from '../../generated/api';
 import type { Actor } from '../core/identity';
@@ -134,13 +134,10 @@ export function buildRoutes(
     const actor = actorOf(res);
     const includeRetried = req.query.include_retried_jobs === true;
     const exclude = excludeOf(req.query);
-    const item = await builds.get(actor, req.params.pipeline_slug, req.params.build_number, includeRetried, exclude);
+    const found = await builds.get(actor, req.params.pipeline_slug, req.params.build_number, includeRetried, exclude);
     const wanted = req.query.job_states;
-    if (wanted !== undefined) {
-      // `job_states[]` narrows `jobs`, never `job_state_counts`, which counts them all.
-      const states = new Set([wanted].flat());
-      Object.assign(item, { jobStateCounts: item.jobStateCounts ?? countJobStates(item.jobs), jobs: item.jobs.filter((j) => jobInStates(j, states)) });
-    }
+    const states = wanted === undefined ? null : new Set([wanted].flat());
+    const item = states ? withJobsOnly(found, (j) => jobInStates(j, states)) : found;
     res.json((await render([item], exclude))[0]);
   });
 

@@ -16,7 +16,7 @@ import type { Build, BuildFilter, NewBuildFields, PullRequest } from './model';
 import { BULK_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, CANCELED_BUILD_STATES, FINISHED_BUILD_STATES, retryFrom } from './states';
 import type { BuildProgress } from './progress/service';
 import type { BuildAndJobs, BuildRepository } from './repository';
-import { countJobStates } from './jobs/state';
+import { withJobsOnly } from './jobs/state';
 import type { Principal, Actor, Permissions } from '../core/identity';
 import { clock } from '../core/clock';
 import { isOneOf } from '../db/row-types';
@@ -266,11 +266,7 @@ export class BuildService {
     const queueIds = [...new Set(builds.flatMap((b) => b.jobs.flatMap((j) => (j.clusterQueueId ? [j.clusterQueueId] : []))))];
     const paused = await this.builds.pausedQueues(queueIds);
     if (!paused.size) return builds;
-    return builds.map((b) => ({
-      ...b,
-      jobStateCounts: b.jobStateCounts ?? countJobStates(b.jobs),
-      jobs: b.jobs.filter((j) => !(j.clusterQueueId && paused.has(j.clusterQueueId))),
-    }));
+    return builds.map((b) => withJobsOnly(b, (j) => !(j.clusterQueueId && paused.has(j.clusterQueueId))));
   }
 
   private filterFrom(q: ListQuery): Omit<BuildFilter, 'scope'> {

@@ -75,7 +75,7 @@ export class ClusterService {
   /* Reads: any member of the organization. */
 
   /** Which of these clusters the caller may manage: all for an administrator, else those it maintains (itself or through a team). */
-  async managedOf(actor: Actor, clusters: readonly Cluster[]): Promise<Set<string>> {
+  async managedOf(actor: Actor, clusters: readonly Pick<Cluster, 'id'>[]): Promise<Set<string>> {
     if (actor.role === 'admin') return new Set(clusters.map((c) => c.id));
     return this.clusters.maintainedBy(
       clusters.map((c) => c.id),
@@ -121,7 +121,7 @@ export class ClusterService {
    * maintainers, named or through a team.
    */
   async mayManage(actor: Actor, id: string): Promise<boolean> {
-    return actor.role === 'admin' || (await this.clusters.maintainedBy([id], actor.principal.user.id)).has(id);
+    return (await this.managedOf(actor, [{ id }])).has(id);
   }
 
   /** Whether the cluster is one of the organization's: what a pipeline's `cluster_id` must name. */

@@ -97,13 +97,8 @@ async function renameSlugCopies(trx: Knex, pipelineId: string, slug: string): Pr
   const triggering = await trx('jobs')
     .whereIn('id', trx('builds').where({ pipeline_id: pipelineId }).whereNotNull('triggered_from_job_id').select('triggered_from_job_id'))
     .whereNotNull('triggered_build')
-    .select('id', 'triggered_build');
-  for (const j of triggering) {
-    const copy = parseJson<Record<string, unknown>>(j.triggered_build, {});
-    await trx('jobs')
-      .where({ id: j.id })
-      .update({ triggered_build: JSON.stringify({ ...copy, pipeline_slug: slug }) });
-  }
+    .select('id', 'triggered_build as copy');
+  await setJsonKey(trx, 'jobs', 'triggered_build', triggering, { pipeline_slug: slug });
   const made = await trx('jobs').where({ pipeline_id: pipelineId, type: 'trigger' }).whereNotNull('triggered_build').select('triggered_build');
   const childIds = made.flatMap((j) => {
     const id = parseJson<{ id?: unknown }>(j.triggered_build, {}).id;
@@ -113,13 +108,23 @@ async function renameSlugCopies(trx: Knex, pipelineId: string, slug: string): Pr
     const children = await trx('builds')
       .whereIn('id', childIds.slice(i, i + 500))
       .whereNotNull('triggered_from')
-      .select('id', 'triggered_from');
-    for (const b of children) {
-      const copy = parseJson<Record<string, unknown>>(b.triggered_from, {});
-      await trx('builds')
-        .where({ id: b.id })
-        .update({ triggered_from: JSON.stringify({ ...copy, build_pipeline_slug: slug }) });
-    }
+      .select('id', 'triggered_from as copy');
+    await setJsonKey(trx, 'builds', 'triggered_from', children, { build_pipeline_slug: slug });
+  }
+}
+
+/** Writes `change` over the JSON object `column` of each row, as read (`copy`). */
+async function setJsonKey(
+  trx: Knex,
+  table: 'jobs' | 'builds',
+  column: 'triggered_build' | 'triggered_from',
+  rows: { id: string; copy: string | null }[],
+  change: Record<string, string>,
+): Promise<void> {
+  for (const r of rows) {
+    await trx(table)
+      .where({ id: r.id })
+      .update({ [column]: JSON.stringify({ ...parseJson<Record<string, unknown>>(r.copy, {}), ...change }) });
   }
 }
 

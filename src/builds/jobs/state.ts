@@ -47,6 +47,14 @@ export function countJobStates(jobs: readonly Pick<Job, 'state'>[]): JobStateCou
   return states;
 }
 
+/**
+ * A build's jobs narrowed to those `keep` accepts (`job_states[]`, `include_paused=false`), with
+ * `jobStateCounts` still counting them all, as the real API's `job_state_counts` does.
+ */
+export function withJobsOnly<T extends { jobs: Job[]; jobStateCounts?: JobStateCounts }>(item: T, keep: (j: Job) => boolean): T {
+  return { ...item, jobStateCounts: item.jobStateCounts ?? countJobStates(item.jobs), jobs: item.jobs.filter(keep) };
+}
+
 export function advance(
   build: Pick<Build, 'state' | 'blocked' | 'startedAt' | 'failingAt' | 'finishedAt'>,
   jobs: Job[],
