@@ -27,6 +27,16 @@ async function givenQueue(ctx: TestContext, org: string, token: string, clusterI
   return res.body as { id: string; key: string };
 }
 
+/** Makes the queue its cluster's default: the one agents that name no queue join. */
+async function givenDefaultQueue(ctx: TestContext, org: string, token: string, clusterId: string, queueId: string) {
+  await ctx
+    .http()
+    .put(`${base(org)}/${clusterId}`)
+    .set(auth(token))
+    .send({ default_queue_id: queueId })
+    .expect(200);
+}
+
 async function givenClusterToken(ctx: TestContext, org: string, token: string, clusterId: string, allowed?: string) {
   const res = await ctx
     .http()
@@ -173,12 +183,7 @@ describeEachDatabase('clusters', (ctx) => {
 
     const updated = await ctx().http().put(url).set(auth(token)).send({ description: 'Linux boxes', retry_agent_affinity: 'prefer-different' });
     expect(updated.body).toMatchObject({ description: 'Linux boxes', retry_agent_affinity: 'prefer-different' });
-    await ctx()
-      .http()
-      .put(`${base(org.slug)}/${cluster.id}`)
-      .set(auth(token))
-      .send({ default_queue_id: q.id })
-      .expect(200);
+    await givenDefaultQueue(ctx(), org.slug, token, cluster.id, q.id);
     expect((await ctx().http().delete(url).set(auth(token))).status).toBe(422);
     const other = await givenQueue(ctx(), org.slug, token, cluster.id, 'mac');
     await ctx()
@@ -324,12 +329,7 @@ describeEachDatabase('clusters', (ctx) => {
     const cluster = await givenCluster(ctx(), org.slug, token);
     const linux = await givenQueue(ctx(), org.slug, token, cluster.id, 'linux');
     const mac = await givenQueue(ctx(), org.slug, token, cluster.id, 'mac');
-    await ctx()
-      .http()
-      .put(`${base(org.slug)}/${cluster.id}`)
-      .set(auth(token))
-      .send({ default_queue_id: linux.id })
-      .expect(200);
+    await givenDefaultQueue(ctx(), org.slug, token, cluster.id, linux.id);
     const clusterToken = await givenClusterToken(ctx(), org.slug, token, cluster.id);
 
     // A queue the cluster lacks is refused at registration; no queue tag joins the default queue.
@@ -420,12 +420,7 @@ describeEachDatabase('clusters', (ctx) => {
     const { org, token } = await ctx().givenAdmin();
     const cluster = await givenCluster(ctx(), org.slug, token);
     const queue = await givenQueue(ctx(), org.slug, token, cluster.id, 'default');
-    await ctx()
-      .http()
-      .put(`${base(org.slug)}/${cluster.id}`)
-      .set(auth(token))
-      .send({ default_queue_id: queue.id })
-      .expect(200);
+    await givenDefaultQueue(ctx(), org.slug, token, cluster.id, queue.id);
     const clustered = await givenAgent(ctx(), (await givenClusterToken(ctx(), org.slug, token, cluster.id)).token, 'clustered');
     const unclustered = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'unclustered');
     const maintainer = await ctx().givenUser(org, 'member');
@@ -539,12 +534,7 @@ describeEachDatabase('clusters', (ctx) => {
     const cluster = await givenCluster(ctx(), org.slug, token);
     const linux = await givenQueue(ctx(), org.slug, token, cluster.id, 'linux');
     const mac = await givenQueue(ctx(), org.slug, token, cluster.id, 'mac');
-    await ctx()
-      .http()
-      .put(`${base(org.slug)}/${cluster.id}`)
-      .set(auth(token))
-      .send({ default_queue_id: linux.id })
-      .expect(200);
+    await givenDefaultQueue(ctx(), org.slug, token, cluster.id, linux.id);
     const both = await givenPipeline(ctx(), org.slug, token, {
       configuration: 'steps:\n  - command: on-linux\n  - wait\n  - command: on-mac\n    agents: { queue: mac }\n',
       cluster_id: cluster.id,
@@ -592,12 +582,7 @@ describeEachDatabase('clusters', (ctx) => {
     const { org, token } = await ctx().givenAdmin();
     const cluster = await givenCluster(ctx(), org.slug, token);
     const q = await givenQueue(ctx(), org.slug, token, cluster.id, 'default');
-    await ctx()
-      .http()
-      .put(`${base(org.slug)}/${cluster.id}`)
-      .set(auth(token))
-      .send({ default_queue_id: q.id })
-      .expect(200);
+    await givenDefaultQueue(ctx(), org.slug, token, cluster.id, q.id);
     const pipeline = await givenPipeline(ctx(), org.slug, token, { configuration: 'steps:\n  - command: clustered\n', cluster_id: cluster.id });
     await givenBuild(ctx(), org.slug, pipeline.slug, token);
     const orgAgent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'org-agent', ['queue=default']);

@@ -121,37 +121,26 @@ describeEachDatabase('pipelines', (ctx) => {
       expect(plain.clone_mirror_url).toBeNull();
       const p = await create(ctx(), org, token, { clone_mirror_url: 'git@mirror.example.com:acme/my-pipeline.git' });
       expect(p.clone_mirror_url).toBe('git@mirror.example.com:acme/my-pipeline.git');
-      const build = (
-        await ctx()
-          .http()
-          .post(`${url(p.slug)}/builds`)
-          .set(auth(token))
-          .send({ commit: 'HEAD', branch: 'main' })
-          .expect(201)
-      ).body;
-      const env = (
-        await ctx()
-          .http()
-          .get(`${url(p.slug)}/builds/${build.number}/jobs/${build.jobs[0].id}/env`)
-          .set(auth(token))
-          .expect(200)
-      ).body.env;
-      expect(env.BUILDKITE_GIT_REMOTE_MIRROR_URL).toBe('git@mirror.example.com:acme/my-pipeline.git');
-      const plainBuild = (
-        await ctx()
-          .http()
-          .post(`${url(plain.slug)}/builds`)
-          .set(auth(token))
-          .send({ commit: 'HEAD', branch: 'main' })
-          .expect(201)
-      ).body;
-      const plainEnv = (
-        await ctx()
-          .http()
-          .get(`${url(plain.slug)}/builds/${plainBuild.number}/jobs/${plainBuild.jobs[0].id}/env`)
-          .set(auth(token))
-          .expect(200)
-      ).body.env;
+      // The env of the first job of a new build of the pipeline.
+      const jobEnvOf = async (slug: string) => {
+        const build = (
+          await ctx()
+            .http()
+            .post(`${url(slug)}/builds`)
+            .set(auth(token))
+            .send({ commit: 'HEAD', branch: 'main' })
+            .expect(201)
+        ).body;
+        return (
+          await ctx()
+            .http()
+            .get(`${url(slug)}/builds/${build.number}/jobs/${build.jobs[0].id}/env`)
+            .set(auth(token))
+            .expect(200)
+        ).body.env as Record<string, string>;
+      };
+      expect((await jobEnvOf(p.slug)).BUILDKITE_GIT_REMOTE_MIRROR_URL).toBe('git@mirror.example.com:acme/my-pipeline.git');
+      const plainEnv = await jobEnvOf(plain.slug);
       expect('BUILDKITE_GIT_REMOTE_MIRROR_URL' in plainEnv).toBe(false);
 
       const patch = (b: object) => ctx().http().patch(url(p.slug)).set(auth(token)).send(b);
