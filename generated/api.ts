@@ -5726,6 +5726,8 @@ export interface components {
             plugins?: {
                 [key: string]: unknown;
             }[];
+            /** @description `script` steps: the cluster secrets the agent puts in the job's environment. */
+            secrets?: components["schemas"]["StepSecret"][];
             /** @description `script` steps: the step's notifications, as written. */
             notify?: components["schemas"]["NotifyEntry"][];
             /** @description `waiter` steps. */
@@ -5781,6 +5783,13 @@ export interface components {
             plugins?: {
                 [key: string]: unknown;
             }[];
+            /**
+             * @description Cluster secrets the agent reads when the job starts (`GET /v3/jobs/{id}/secrets`) and puts
+             *     in the job's environment: the step's, then the pipeline's top-level ones (one per
+             *     environment variable, the step's first). The YAML forms (a list of keys, a mapping of
+             *     variable names to keys) are stored in this one.
+             */
+            secrets?: components["schemas"]["StepSecret"][];
             /**
              * @description The step's notifications, as written: `slack`, `github_commit_status` and `github_check`
              *     entries (the others are build-level only), each with an optional `if` condition.
@@ -5852,6 +5861,17 @@ export interface components {
             github_commit_status?: components["schemas"]["NotifyGitHubContext"];
             github_check?: components["schemas"]["NotifyGitHubContext"];
             if?: string;
+        };
+        /** @description One cluster secret of a command step, as the agent reads it from its job's `step.secrets`. */
+        StepSecret: {
+            /** @description The cluster secret's key. */
+            key: string;
+            /**
+             * @description The variable the value goes into; not starting with `BUILDKITE` or `BK` but for
+             *     `BUILDKITE_API_TOKEN` and `BUILDKITE_ANALYTICS_TOKEN`. Absent: the agent only redacts the
+             *     value from the log.
+             */
+            environment_variable?: string;
         };
         /** @description A Slack notification: a channel or user (`#general`, `@someone`, `workspace#channel`), or the object form with channels and a message. */
         NotifySlackTarget: string | components["schemas"]["NotifySlack"];
@@ -6537,6 +6557,7 @@ export interface components {
             /** Format: uuid */
             readonly id: string;
             readonly state: components["schemas"]["JobState"];
+            readonly step: components["schemas"]["AgentJobStep"];
             readonly command: string | null;
             readonly env: components["schemas"]["JobEnv"];
             readonly timeout_in_minutes: number | null;
@@ -6551,6 +6572,14 @@ export interface components {
             readonly chunks_max_size_bytes: number;
             /** @description The job log's cap (`JOB_LOG_LIMIT_BYTES`). */
             readonly log_max_size_bytes: number;
+        };
+        /**
+         * @description What the agent reads of the job's step (the real agent's `job.Step`): `secrets`, the cluster
+         *     secrets it fetches with `GET /v3/jobs/{id}/secrets?key=` before the command runs, puts in each
+         *     `environment_variable` and redacts from the log; empty for a job with none.
+         */
+        AgentJobStep: {
+            secrets: components["schemas"]["StepSecret"][];
         };
         LogChunk: {
             sequence: number;

@@ -90,6 +90,16 @@ func (r *AgentJob) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAgentJobStep(data []byte) (AgentJobStep, error) {
+	var r AgentJobStep
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AgentJobStep) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAgentPing(data []byte) (AgentPing, error) {
 	var r AgentPing
 	err := json.Unmarshal(data, &r)
@@ -2466,6 +2476,16 @@ func (r *StepRetry) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalStepSecret(data []byte) (StepSecret, error) {
+	var r StepSecret
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepSecret) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalStepSignature(data []byte) (StepSignature, error) {
 	var r StepSignature
 	err := json.Unmarshal(data, &r)
@@ -3130,12 +3150,32 @@ type AgentJob struct {
 	FinishedAt *time.Time        `json:"finished_at"`
 	ID         string            `json:"id"`
 	// The job log's cap (`JOB_LOG_LIMIT_BYTES`).
-	LogMaxSizeBytes  int64      `json:"log_max_size_bytes"`
-	RunnableAt       *time.Time `json:"runnable_at"`
-	SoftFailed       bool       `json:"soft_failed"`
-	StartedAt        *time.Time `json:"started_at"`
-	State            JobState   `json:"state"`
-	TimeoutInMinutes *int64     `json:"timeout_in_minutes"`
+	LogMaxSizeBytes  int64        `json:"log_max_size_bytes"`
+	RunnableAt       *time.Time   `json:"runnable_at"`
+	SoftFailed       bool         `json:"soft_failed"`
+	StartedAt        *time.Time   `json:"started_at"`
+	State            JobState     `json:"state"`
+	Step             AgentJobStep `json:"step"`
+	TimeoutInMinutes *int64       `json:"timeout_in_minutes"`
+}
+
+// What the agent reads of the job's step (the real agent's `job.Step`): `secrets`, the
+// cluster
+// secrets it fetches with `GET /v3/jobs/{id}/secrets?key=` before the command runs, puts in
+// each
+// `environment_variable` and redacts from the log; empty for a job with none.
+type AgentJobStep struct {
+	Secrets []StepSecret `json:"secrets"`
+}
+
+// One cluster secret of a command step, as the agent reads it from its job's `step.secrets`.
+type StepSecret struct {
+	// The variable the value goes into; not starting with `BUILDKITE` or `BK` but for
+	// `BUILDKITE_API_TOKEN` and `BUILDKITE_ANALYTICS_TOKEN`. Absent: the agent only redacts the
+	// value from the log.
+	EnvironmentVariable *string `json:"environment_variable,omitempty"`
+	// The cluster secret's key.
+	Key string `json:"key"`
 }
 
 type AgentRegistration struct {
@@ -4630,6 +4670,8 @@ type Step struct {
 	Prompt *string `json:"prompt,omitempty"`
 	// `script` steps.
 	Retry *StepRetry `json:"retry,omitempty"`
+	// `script` steps: the cluster secrets the agent puts in the job's environment.
+	Secrets []StepSecret `json:"secrets,omitempty"`
 	// `script` steps.
 	TimeoutInMinutes *int64  `json:"timeout_in_minutes,omitempty"`
 	Type             JobType `json:"type"`
@@ -5197,8 +5239,14 @@ type ScriptStep struct {
 	Plugins []map[string]interface{} `json:"plugins,omitempty"`
 	// Dispatch priority of the step's jobs (higher first); the step's own `priority`, else the
 	// configuration's top-level one. Absent means 0.
-	Priority         *int64         `json:"priority,omitempty"`
-	Retry            *StepRetry     `json:"retry,omitempty"`
+	Priority *int64     `json:"priority,omitempty"`
+	Retry    *StepRetry `json:"retry,omitempty"`
+	// Cluster secrets the agent reads when the job starts (`GET /v3/jobs/{id}/secrets`) and
+	// puts
+	// in the job's environment: the step's, then the pipeline's top-level ones (one per
+	// environment variable, the step's first). The YAML forms (a list of keys, a mapping of
+	// variable names to keys) are stored in this one.
+	Secrets          []StepSecret   `json:"secrets,omitempty"`
 	TimeoutInMinutes *int64         `json:"timeout_in_minutes"`
 	Type             ScriptStepType `json:"type"`
 }

@@ -24,6 +24,7 @@ export function serializeAgentJob(c: JobContext, agent: Agent, publicUrl: string
     state: j.state,
     command: j.command,
     env: jobEnv(c, agent, publicUrl),
+    step: { secrets: (j.step.type === 'script' && j.step.secrets) || [] },
     timeout_in_minutes: j.timeoutInMinutes,
     exit_status: j.exitStatus,
     soft_failed: j.softFailed,

@@ -211,13 +211,20 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
   }
   const dir = await fs.mkdtemp(path.join(o.buildRoot ?? os.tmpdir(), 'windsock-build-'));
   log(`${o.name}: running job ${job.id}`);
-  const env = jobEnvironment(job, dir, agent, o.endpoint);
-  const child = spawn('/bin/sh', ['-c', job.command ?? ''], {
-    cwd: dir,
-    env,
-    detached: true, // its own process group, so a timeout kills everything it started
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  // The step's secrets, read before the command runs as the real agent does: a secret that
+  // cannot be read fails the job without running it.
+  const secrets = await readSecrets(api, job).catch((err: unknown) => new Error(errorMessage(err)));
+  const redact = redactor(secrets instanceof Error ? [] : secrets.values);
+  const env = { ...jobEnvironment(job, dir, agent, o.endpoint), ...(secrets instanceof Error ? {} : secrets.env) };
+  const child =
+    secrets instanceof Error
+      ? null
+      : spawn('/bin/sh', ['-c', job.command ?? ''], {
+          cwd: dir,
+          env,
+          detached: true, // its own process group, so a timeout kills everything it started
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
   const retryMs = Math.max(100, o.pollIntervalMs ?? 1000);
   // The largest chunk the service takes (uncompressed), as the real agent reads it from the job.
   const chunkBytes = Math.max(1024, Math.min(FLUSH_BYTES, job.chunks_max_size_bytes));
@@ -249,7 +256,11 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
       log(`${o.name}: job ${job.id}: log chunk ${query.sequence} not sent: ${errorMessage(err)}`);
     }
   };
-  const flush = () => {
+  /** Sends what is pending, but for a tail that could be the start of a secret (unless `all`). */
+  const flush = (all = false) => {
+    const redacted = redact.apply(pending);
+    const kept = all ? '' : redact.tail(redacted);
+    pending = redacted.slice(0, redacted.length - kept.length);
     while (pending) {
       // Whole characters only: a chunk ends at most chunkBytes in.
       let content = pending;
@@ -257,20 +268,22 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
       pending = pending.slice(content.length);
       sending = sending.then(() => send(content));
     }
+    pending = kept;
     return sending;
   };
   const collect = (data: string) => {
     pending += data;
     if (Buffer.byteLength(pending) >= chunkBytes) void flush();
   };
-  child.stdout.setEncoding('utf8').on('data', collect);
-  child.stderr.setEncoding('utf8').on('data', collect);
+  if (secrets instanceof Error) collect(`Failed to fetch secrets for job: ${secrets.message}\n`);
+  child?.stdout.setEncoding('utf8').on('data', collect);
+  child?.stderr.setEncoding('utf8').on('data', collect);
   const ticker = setInterval(() => void flush(), FLUSH_MS);
   let signalReason: string | null = null;
   let killer: NodeJS.Timeout | null = null;
   const signalGroup = (signal: NodeJS.Signals) => {
     try {
-      process.kill(-child.pid!, signal);
+      if (child) process.kill(-child.pid!, signal);
     } catch {
       // Already gone.
     }
@@ -295,7 +308,9 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
   }, o.pollIntervalMs ?? 1000);
   const onAbort = () => stopGroup('agent_stop');
   o.signal?.addEventListener('abort', onAbort, { once: true });
+  // A job whose secrets could not be read did not run: -1, as the agent API documents.
   const exitStatus = await new Promise<number>((resolve) => {
+    if (!child) return resolve(-1);
     child.on('error', (err) => {
       collect(`${err.message}\n`);
       resolve(-1);
@@ -305,12 +320,12 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
   if (killer) clearTimeout(killer);
   // The step's artifact_paths, whatever the exit status: the job's own `buildkite-agent artifact upload`.
   const artifactPaths = job.env.BUILDKITE_ARTIFACT_PATHS;
-  if (artifactPaths && signalReason !== 'agent_stop') await uploadArtifacts(agent.bin, artifactPaths, dir, env, collect);
+  if (child && artifactPaths && signalReason !== 'agent_stop') await uploadArtifacts(agent.bin, artifactPaths, dir, env, collect);
   clearInterval(ticker);
   clearInterval(watcher);
   if (timeout) clearTimeout(timeout);
   o.signal?.removeEventListener('abort', onAbort);
-  await flush();
+  await flush(true);
   try {
     await persistently(RETRIES, retryMs, () =>
       api.PUT('/v3/jobs/{job_id}/finish', {
@@ -329,6 +344,40 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
   }
   await fs.rm(dir, { recursive: true, force: true });
   log(`${o.name}: job ${job.id} exited ${exitStatus}`);
+}
+
+/**
+ * The job's secrets (its step's `secrets`), each read with `GET /v3/jobs/{id}/secrets?key=`: the
+ * variables they go into, and every value, to be redacted from the log.
+ */
+async function readSecrets(api: AgentApi, job: AgentJob): Promise<{ env: Record<string, string>; values: string[] }> {
+  const env: Record<string, string> = {};
+  const values: string[] = [];
+  for (const s of job.step.secrets) {
+    const { value } = await ok(api.GET('/v3/jobs/{job_id}/secrets', { params: { path: { job_id: job.id }, query: { key: s.key } } })).catch((err: unknown) => {
+      throw new Error(`secret ${s.key}: ${err instanceof WindsockApiError ? `${err.status} ` : ''}${errorMessage(err)}`);
+    });
+    values.push(value);
+    if (s.environment_variable) env[s.environment_variable] = value;
+  }
+  return { env, values };
+}
+
+/** Replaces each secret value in the log with `[REDACTED]`, as the real agent does. */
+export function redactor(values: readonly string[]): { apply(text: string): string; tail(text: string): string } {
+  const secrets = values.filter((v) => v.length > 0).sort((a, b) => b.length - a.length);
+  const longest = secrets[0]?.length ?? 0;
+  return {
+    apply: (text) => secrets.reduce((out, v) => out.split(v).join('[REDACTED]'), text),
+    /** The end of `text` that may be the first part of a secret whose rest has not come yet. */
+    tail: (text) => {
+      for (let n = Math.min(longest - 1, text.length); n > 0; n--) {
+        const end = text.slice(text.length - n);
+        if (secrets.some((v) => v.startsWith(end))) return end;
+      }
+      return '';
+    },
+  };
 }
 
 /** Runs the job's `buildkite-agent artifact upload <paths>` (./shim/artifact.ts), its output going to the job's log. */

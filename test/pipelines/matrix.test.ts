@@ -336,7 +336,7 @@ describe('step attributes: nothing is dropped without a word', () => {
     expect(
       codesOf(
         yaml(
-          'secrets: [TOKEN]',
+          'env: { TOKEN: x }',
           'steps:',
           '  - command: a',
           '    depends_on: build',
@@ -354,7 +354,6 @@ describe('step attributes: nothing is dropped without a word', () => {
         ),
       ),
     ).toEqual([
-      'line 1: "secrets" is not supported by Windsock: a pipeline\'s secrets are not put in its jobs\' environment: read a cluster secret in the command with `buildkite-agent secret get KEY`',
       'step 1 (line 4): "depends_on" is not supported by Windsock: step dependencies are not supported: Windsock runs steps in the order written, with wait and block steps as barriers',
       'step 1 (line 5): "if" is not supported by Windsock: step conditionals are not supported: use "branches"',
       'step 1 (line 6): "skip" is not supported by Windsock: skipping a step is not supported: remove the step or use "branches"',

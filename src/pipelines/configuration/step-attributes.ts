@@ -75,7 +75,7 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     image: ['reported', 'the image is not passed to the agent (BUILDKITE_IMAGE)'],
     if_changed: ['reported', 'the agent applies it at upload; the server does not'],
     signature: ['reported', 'Windsock signs steps itself'],
-    secrets: ['refused', "a step's secrets are not put in its job's environment: read a cluster secret in the command with `buildkite-agent secret get KEY`"],
+    secrets: WORKS,
     notify: WORKS,
     ...DEPENDS_ON,
     ...SKIP,
@@ -159,7 +159,7 @@ export const TOP_LEVEL_ATTRIBUTES: Catalogue = {
   image: ['reported', 'the image is not passed to the agent (BUILDKITE_IMAGE)'],
   checkout: ['reported', 'checkout settings are not passed to the agent'],
   cache: ['reported', 'caches are a feature of Buildkite hosted agents'],
-  secrets: ['refused', "a pipeline's secrets are not put in its jobs' environment: read a cluster secret in the command with `buildkite-agent secret get KEY`"],
+  secrets: WORKS,
 };
 
 export type Verdict = { state: 'works' } | { state: 'reported' | 'refused' | 'unknown'; why: string };

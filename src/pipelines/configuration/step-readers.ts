@@ -5,6 +5,7 @@
 import { parseMatrix, unknownTokens, type Matrix } from './matrix';
 import { notify } from './notify';
 import { parsePlugins } from './plugins';
+import { mergeSecrets, parseSecrets, type StepSecret } from './secrets';
 import { STEP_ATTRIBUTES, verdict, type StepType } from './step-attributes';
 import { MAX_BRANCHES, MAX_CONCURRENCY, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_PROMPT, MAX_REF, MAX_SLUG, MAX_TEXT, MAX_TIMEOUT, PIPELINE_SLUG } from './limits';
 import { tooLong, type ProblemReporter } from './problems';
@@ -79,7 +80,14 @@ function optCommand(reporter: ProblemReporter, found: FoundProperty | undefined)
   return s.trim() === '' ? null : s;
 }
 
-export function scriptStep(reporter: ProblemReporter, stepMap: ConfigMap, defaultAgents: readonly string[], defaultPriority?: number): ScriptStep {
+/** What a command step takes from its pipeline's top level when it does not say. */
+export interface StepDefaults {
+  agents: readonly string[];
+  priority?: number;
+  secrets?: StepSecret[];
+}
+
+export function scriptStep(reporter: ProblemReporter, stepMap: ConfigMap, defaults: StepDefaults): ScriptStep {
   const names = PROPERTY_NAMES[reporter.dialect];
   const step: ScriptStep = {
     type: 'script',
@@ -96,7 +104,7 @@ export function scriptStep(reporter: ProblemReporter, stepMap: ConfigMap, defaul
     soft_fail: softFail(reporter, findProperty(stepMap, ['soft_fail'])),
     retry: retry(reporter, findProperty(stepMap, ['retry'])),
   };
-  if (step.agent_query_rules.length === 0) step.agent_query_rules = [...defaultAgents];
+  if (step.agent_query_rules.length === 0) step.agent_query_rules = [...defaults.agents];
   const priority = wholeNumber(
     reporter,
     findProperty(stepMap, ['priority']),
@@ -105,9 +113,11 @@ export function scriptStep(reporter: ProblemReporter, stepMap: ConfigMap, defaul
     `must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}`,
   );
   if (priority !== null) step.priority = priority;
-  else if (defaultPriority !== undefined) step.priority = defaultPriority;
+  else if (defaults.priority !== undefined) step.priority = defaults.priority;
   const plugins = parsePlugins(reporter, findProperty(stepMap, ['plugins']));
   if (plugins) step.plugins = plugins;
+  const secrets = mergeSecrets(parseSecrets(reporter, findProperty(stepMap, ['secrets'])) ?? [], defaults.secrets ?? []);
+  if (secrets.length > 0) step.secrets = secrets;
   const matrixFound = findProperty(stepMap, ['matrix']);
   const matrix = parseMatrix(reporter, matrixFound);
   // Documented: "Matrix builds are not compatible with explicit parallelism in steps".

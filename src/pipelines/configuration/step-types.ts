@@ -5,6 +5,7 @@
 import type { components } from '../../../generated/api';
 import type { Matrix, MatrixAdjustment } from './matrix';
 import type { Plugin } from './plugins';
+import type { StepSecret } from './secrets';
 
 export type ExitStatus = number | '*';
 
@@ -29,6 +30,8 @@ export type ScriptStep = {
   /** One job per combination (matrix.ts). */
   matrix?: Matrix;
   plugins?: Plugin[];
+  /** Cluster secrets the agent puts in the job's environment (the step's, then the pipeline's: secrets.ts). */
+  secrets?: StepSecret[];
   /** On a job's copy of a matrix step only: the combination that job runs. */
   matrix_values?: Record<string, string>;
   /** The step's notifications as written (step-level kinds only: slack, github_commit_status, github_check). */

@@ -47,7 +47,7 @@ function normaliseVisualStepsOrThrow(input: unknown[]): Step[] {
     }
     const step =
       typeText === 'script'
-        ? scriptStep(reporter, v, [])
+        ? scriptStep(reporter, v, { agents: [] })
         : typeText === 'waiter'
           ? waiterStep(reporter, v)
           : typeText === 'manual'

@@ -5,7 +5,8 @@ import { notify } from './notify';
 import { MAX_CONFIGURATION_BYTES, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_STEPS, STEP_KINDS } from './limits';
 import { asValidationError, ProblemList, quote, YamlProblemReporter } from './problems';
 import { agents, env, optionalText, findProperty, text, wholeNumber, type FoundProperty } from './property-readers';
-import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, triggerStep, waiterStep } from './step-readers';
+import { parseSecrets } from './secrets';
+import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, triggerStep, waiterStep, type StepDefaults } from './step-readers';
 import type { NotifyEntry, Step } from './step-types';
 import { ValueBudget, lazyConfigMap, type ConfigValue } from './value-tree';
 import { YamlReader, yamlError } from './yaml-reader';
@@ -30,9 +31,7 @@ const STEP_KIND_KEYS: [StepKind, string[]][] = [
   ['trigger', ['trigger']],
 ];
 
-type PipelineDefaults = { agents: readonly string[]; priority?: number };
-
-function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: PipelineDefaults): Step | undefined {
+function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: StepDefaults): Step | undefined {
   if (v.kind === 'str') {
     if (v.value === 'wait' || v.value === 'waiter') return { type: 'waiter', continue_on_failure: false };
     if (v.value === 'block' || v.value === 'input')
@@ -64,7 +63,7 @@ function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: Pipel
   checkAttributes(reporter, v, kind === 'script' ? 'command' : kind === 'waiter' ? 'wait' : kind === 'manual' ? (keyword ?? 'block') : 'trigger');
   switch (kind) {
     case 'script':
-      return scriptStep(reporter, v, defaults.agents, defaults.priority);
+      return scriptStep(reporter, v, defaults);
     case 'waiter':
       return waiterStep(reporter, v);
     case 'manual':
@@ -119,7 +118,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
   let stepsFound: FoundProperty | undefined;
   let pipelineEnv: Record<string, string> = {};
   let pipelineNotify: NotifyEntry[] = [];
-  const defaults: PipelineDefaults = { agents: [] };
+  const defaults: StepDefaults = { agents: [] };
   const rootSteps = root.kind === 'map' ? root.get('steps') : undefined;
   if (root.kind === 'list') {
     stepsFound = ['steps', root];
@@ -136,6 +135,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
       `must be a whole number from -${MAX_PRIORITY} to ${MAX_PRIORITY}`,
     );
     if (priority !== null) defaults.priority = priority;
+    defaults.secrets = parseSecrets(top, findProperty(root, ['secrets']));
     // Keys the documentation does not define are anchor holders and the like: left alone.
     for (const key of root.keys) {
       const value = root.get(key);
