@@ -5730,6 +5730,13 @@ export interface components {
             secrets?: components["schemas"]["StepSecret"][];
             /** @description `script` steps: the step's notifications, as written. */
             notify?: components["schemas"]["NotifyEntry"][];
+            /**
+             * @description `script` and `trigger` steps, when written: the steps it waits for (each a command step's
+             *     or a group's `key`) instead of the wait and block steps before it; empty, it runs at once.
+             */
+            depends_on?: components["schemas"]["StepDependency"][];
+            /** @description `script` and `trigger` steps with `depends_on`: a failed dependency does not stop it. */
+            allow_dependency_failure?: boolean;
             /** @description `waiter` steps. */
             continue_on_failure?: boolean;
             /** @description `manual` steps (always a string), and `trigger` steps. */
@@ -5790,6 +5797,17 @@ export interface components {
              *     variable names to keys) are stored in this one.
              */
             secrets?: components["schemas"]["StepSecret"][];
+            /**
+             * @description Present when written: the steps it waits for, each a command step's or a group's `key`,
+             *     instead of the wait and block steps before it (empty: it runs at once). It runs once each
+             *     has passed, soft-failed, or was skipped by its branch filter; a failed one (or one that did
+             *     not run) stops it (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure`
+             *     says otherwise; a canceled one always stops it; a key no job of the build has stops it.
+             *     YAML also takes one key, and a list of keys.
+             */
+            depends_on?: components["schemas"]["StepDependency"][];
+            /** @description With `depends_on`: a failed dependency (not a canceled one) does not stop the step. */
+            allow_dependency_failure?: boolean;
             /**
              * @description The step's notifications, as written: `slack`, `github_commit_status` and `github_check`
              *     entries (the others are build-level only), each with an optional `if` condition.
@@ -5873,6 +5891,13 @@ export interface components {
              */
             environment_variable?: string;
         };
+        /** @description One step a step waits for. */
+        StepDependency: {
+            /** @description A command step's or a group's `key`. */
+            step: string;
+            /** @description Its failure does not stop the step (YAML default false). */
+            allow_failure: boolean;
+        };
         /** @description A Slack notification: a channel or user (`#general`, `@someone`, `workspace#channel`), or the object form with channels and a message. */
         NotifySlackTarget: string | components["schemas"]["NotifySlack"];
         /** @description Slack channels (`#channel`, `@user`, `workspace#channel`) and an optional custom message. */
@@ -5942,6 +5967,17 @@ export interface components {
             concurrency: null;
             /** @description Always null: trigger steps run one job. */
             parallelism: null;
+            /**
+             * @description Present when written: the steps it waits for, each a command step's or a group's `key`,
+             *     instead of the wait and block steps before it (empty: it runs at once). It runs once each
+             *     has passed, soft-failed, or was skipped by its branch filter; a failed one (or one that did
+             *     not run) stops it (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure`
+             *     says otherwise; a canceled one always stops it; a key no job of the build has stops it.
+             *     YAML also takes one key, and a list of keys.
+             */
+            depends_on?: components["schemas"]["StepDependency"][];
+            /** @description With `depends_on`: a failed dependency (not a canceled one) does not stop the step. */
+            allow_dependency_failure?: boolean;
         };
         /** @description The build a trigger step makes: `message`, `branch` and `env` are null when not set; `meta_data` is shown only when set. */
         TriggerStepBuild: {

@@ -2436,6 +2436,16 @@ func (r *Step) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalStepDependency(data []byte) (StepDependency, error) {
+	var r StepDependency
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepDependency) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalStepExportRequest(data []byte) (StepExportRequest, error) {
 	var r StepExportRequest
 	err := json.Unmarshal(data, &r)
@@ -4628,6 +4638,8 @@ type Provider struct {
 type Step struct {
 	// `script` steps.
 	AgentQueryRules []string `json:"agent_query_rules,omitempty"`
+	// `script` and `trigger` steps with `depends_on`: a failed dependency does not stop it.
+	AllowDependencyFailure *bool `json:"allow_dependency_failure,omitempty"`
 	// `script` steps.
 	ArtifactPaths *string `json:"artifact_paths,omitempty"`
 	// `trigger` steps.
@@ -4642,6 +4654,9 @@ type Step struct {
 	Concurrency *int64 `json:"concurrency,omitempty"`
 	// `waiter` steps.
 	ContinueOnFailure *bool `json:"continue_on_failure,omitempty"`
+	// `script` and `trigger` steps, when written: the steps it waits for (each a command step's
+	// or a group's `key`) instead of the wait and block steps before it; empty, it runs at once.
+	DependsOn []StepDependency `json:"depends_on,omitempty"`
 	// `script` steps.
 	Env map[string]string `json:"env,omitempty"`
 	// `manual` steps.
@@ -4687,6 +4702,14 @@ type TriggerStepBuild struct {
 	Env      map[string]string `json:"env"`
 	Message  *string           `json:"message"`
 	MetaData map[string]string `json:"meta_data,omitempty"`
+}
+
+// One step a step waits for.
+type StepDependency struct {
+	// Its failure does not stop the step (YAML default false).
+	AllowFailure bool `json:"allow_failure"`
+	// A command step's or a group's `key`.
+	Step string `json:"step"`
 }
 
 // `script` steps.
@@ -5218,12 +5241,22 @@ type Run struct {
 // API's.
 // The server checks it when it reads the configuration.
 type ScriptStep struct {
-	AgentQueryRules     []string          `json:"agent_query_rules"`
-	ArtifactPaths       *string           `json:"artifact_paths"`
-	BranchConfiguration *string           `json:"branch_configuration"`
-	Command             *string           `json:"command"`
-	Concurrency         *int64            `json:"concurrency"`
-	Env                 map[string]string `json:"env"`
+	AgentQueryRules []string `json:"agent_query_rules"`
+	// With `depends_on`: a failed dependency (not a canceled one) does not stop the step.
+	AllowDependencyFailure *bool   `json:"allow_dependency_failure,omitempty"`
+	ArtifactPaths          *string `json:"artifact_paths"`
+	BranchConfiguration    *string `json:"branch_configuration"`
+	Command                *string `json:"command"`
+	Concurrency            *int64  `json:"concurrency"`
+	// Present when written: the steps it waits for, each a command step's or a group's `key`,
+	// instead of the wait and block steps before it (empty: it runs at once). It runs once each
+	// has passed, soft-failed, or was skipped by its branch filter; a failed one (or one that
+	// did
+	// not run) stops it (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure`
+	// says otherwise; a canceled one always stops it; a key no job of the build has stops it.
+	// YAML also takes one key, and a list of keys.
+	DependsOn []StepDependency  `json:"depends_on,omitempty"`
+	Env       map[string]string `json:"env"`
 	// The `key` of the group step this step was written in (YAML `group` steps); the step's
 	// jobs show it as `group_key`.
 	GroupKey *string     `json:"group_key,omitempty"`
@@ -5584,12 +5617,22 @@ type TestWithMetrics struct {
 // with
 // the reason as its log.
 type TriggerStep struct {
-	Async               bool             `json:"async"`
-	BranchConfiguration *string          `json:"branch_configuration"`
-	Build               TriggerStepBuild `json:"build"`
+	// With `depends_on`: a failed dependency (not a canceled one) does not stop the step.
+	AllowDependencyFailure *bool            `json:"allow_dependency_failure,omitempty"`
+	Async                  bool             `json:"async"`
+	BranchConfiguration    *string          `json:"branch_configuration"`
+	Build                  TriggerStepBuild `json:"build"`
 	// Always null: trigger steps have no concurrency limit.
 	Concurrency interface{} `json:"concurrency"`
-	Label       *string     `json:"label"`
+	// Present when written: the steps it waits for, each a command step's or a group's `key`,
+	// instead of the wait and block steps before it (empty: it runs at once). It runs once each
+	// has passed, soft-failed, or was skipped by its branch filter; a failed one (or one that
+	// did
+	// not run) stops it (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure`
+	// says otherwise; a canceled one always stops it; a key no job of the build has stops it.
+	// YAML also takes one key, and a list of keys.
+	DependsOn []StepDependency `json:"depends_on,omitempty"`
+	Label     *string          `json:"label"`
 	// Always null: trigger steps run one job.
 	Parallelism interface{}     `json:"parallelism"`
 	Pipeline    string          `json:"pipeline"`

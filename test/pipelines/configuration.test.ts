@@ -114,6 +114,8 @@ describe('parseConfiguration: step forms', () => {
           concurrency: 1,
           parallelism: 4,
           key: 'build',
+          // `depends_on: ~` is "depends on nothing": it runs at once, whatever stands before it.
+          depends_on: [],
           soft_fail: [{ exit_status: 1 }, { exit_status: '*' }],
           retry: {
             automatic: [

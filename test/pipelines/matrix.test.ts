@@ -339,7 +339,7 @@ describe('step attributes: nothing is dropped without a word', () => {
           'env: { TOKEN: x }',
           'steps:',
           '  - command: a',
-          '    depends_on: build',
+          '    key: build',
           '    if: build.branch == "main"',
           '    skip: broken',
           '    colour: blue',
@@ -354,18 +354,17 @@ describe('step attributes: nothing is dropped without a word', () => {
         ),
       ),
     ).toEqual([
-      'step 1 (line 4): "depends_on" is not supported by Windsock: step dependencies are not supported: Windsock runs steps in the order written, with wait and block steps as barriers',
       'step 1 (line 5): "if" is not supported by Windsock: step conditionals are not supported: use "branches"',
       'step 1 (line 6): "skip" is not supported by Windsock: skipping a step is not supported: remove the step or use "branches"',
       'step 1 (line 7): "colour" is not an attribute of a command step',
       'step 2 (line 9): "soft_fail" is not supported by Windsock: soft_fail on trigger steps is not supported: a failed triggered build fails the trigger job',
-      'step 3 (line 11): "allow_dependency_failure" is not supported by Windsock: step dependencies are not supported: Windsock runs steps in the order written, with wait and block steps as barriers',
-      'step 4 (line 14): "depends_on" is not supported by Windsock: step dependencies are not supported: Windsock runs steps in the order written, with wait and block steps as barriers',
+      'step 3 (line 11): "allow_dependency_failure" is not supported by Windsock: only command and trigger steps can have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
+      'step 4 (line 14): "depends_on" is not supported by Windsock: only command and trigger steps can have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
       'step 4 (line 15): "unknown_thing" is not an attribute of a block step',
     ]);
   });
 
-  it('accepts the documented aliases artifacts and timeout, and values that ask for the default (null, false, an empty skip reason)', () => {
+  it('accepts the documented aliases artifacts and timeout, and values that ask for the default (null, false, an empty skip reason; `depends_on: ~` is "nothing")', () => {
     const parsed = parseConfiguration(
       yaml(
         'steps:',
@@ -382,7 +381,7 @@ describe('step attributes: nothing is dropped without a word', () => {
       ),
     );
     const step = parsed.steps[0] as ScriptStep;
-    expect([step.artifact_paths, step.timeout_in_minutes]).toEqual(['a/*', 5]);
+    expect([step.artifact_paths, step.timeout_in_minutes, step.depends_on]).toEqual(['a/*', 5, []]);
     expect(parsed.notices).toEqual([]);
     expect(codesOf(yaml('steps:', '  - command: a', '    skip: true', '    colour: false'))).toEqual([
       'step 1 (line 3): "skip" is not supported by Windsock: skipping a step is not supported: remove the step or use "branches"',

@@ -178,7 +178,9 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
     const stepId = crypto.randomUUID();
     const filter = 'branch_configuration' in step ? step.branch_configuration : null;
     const excluded = filter ? !matchesBranchFilter(filter, ctx.branch) : false;
-    const startState = excluded ? 'broken' : behindBarrier ? 'waiting' : 'scheduled';
+    // A step with `depends_on` waits for those steps (the build's machine lets it go), not for the barriers.
+    const dependsOn = step.type === 'script' || step.type === 'trigger' ? step.depends_on : undefined;
+    const startState = excluded ? 'broken' : dependsOn ? (dependsOn.length > 0 ? 'waiting' : 'scheduled') : behindBarrier ? 'waiting' : 'scheduled';
     const brokenReason = excluded ? `The step's branch filter "${filter}" excludes branch "${ctx.branch}"` : null;
     switch (step.type) {
       case 'script': {

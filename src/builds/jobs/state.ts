@@ -7,7 +7,17 @@
  */
 import type { Build, BuildState, JobState, JobStateCounts } from '../model';
 import type { Job } from './model';
-import { ACTIVE_JOB_STATES, FAILING_JOB_STATES, machineJobEvent, SETTLED_BUILD_STATES, TERMINAL_JOB_STATES, type JobEvent, type RetryEvent } from '../states';
+import type { StepDependency } from '../../pipelines/configuration';
+import {
+  ACTIVE_JOB_STATES,
+  FAILING_JOB_STATES,
+  JOB_STATE_PHASES,
+  machineJobEvent,
+  SETTLED_BUILD_STATES,
+  TERMINAL_JOB_STATES,
+  type JobEvent,
+  type RetryEvent,
+} from '../states';
 
 export interface JobMove {
   id: string;
@@ -55,6 +65,46 @@ export function withJobsOnly<T extends { jobs: Job[]; jobStateCounts?: JobStateC
   return { ...item, jobStateCounts: item.jobStateCounts ?? countJobStates(item.jobs), jobs: item.jobs.filter(keep) };
 }
 
+/** A command or trigger job's `depends_on`, when its step has one. */
+function explicitDependencies(j: Job): { steps: StepDependency[]; allowFailure: boolean } | null {
+  const step = j.step;
+  if ((step.type !== 'script' && step.type !== 'trigger') || !step.depends_on) return null;
+  return { steps: step.depends_on, allowFailure: step.allow_dependency_failure === true };
+}
+
+/**
+ * Whether a job with `depends_on` may run, as the docs' "Depends on" table says: each step it
+ * names (a command step's key, or a group's: all its command jobs) has passed, soft-failed, was
+ * unblocked, or did not run because its branch filter excluded it ("skipped"). A failure (or a
+ * job held back by one) stops it unless allowed; a canceled job stops it even then; a key that
+ * no job of the build has stops it too, and fails the build ("the build will fail without
+ * running the step that is waiting for the dependency").
+ */
+function dependenciesVerdict(
+  j: Job,
+  dependencies: { steps: StepDependency[]; allowFailure: boolean },
+  jobs: readonly Job[],
+  states: ReadonlyMap<string, JobState>,
+): 'ready' | 'wait' | 'failed' | 'missing' {
+  let verdict: 'ready' | 'wait' = 'ready';
+  for (const d of dependencies.steps) {
+    const named = jobs.filter((t) => t.id !== j.id && (t.stepKey === d.step || (t.step.type === 'script' && t.step.group_key === d.step)));
+    if (named.length === 0) return 'missing';
+    for (const t of named) {
+      const state = states.get(t.id)!;
+      const phase = JOB_STATE_PHASES[state];
+      if (state === 'canceled') return 'failed';
+      if (phase === 'passed' || state === 'unblocked' || state === 'broken' || state === 'skipped') continue;
+      if (phase === 'failed' || phase === 'not_run') {
+        if (t.softFailed || d.allow_failure || dependencies.allowFailure) continue;
+        return 'failed';
+      }
+      verdict = 'wait';
+    }
+  }
+  return verdict;
+}
+
 export function advance(
   build: Pick<Build, 'state' | 'blocked' | 'startedAt' | 'failingAt' | 'finishedAt'>,
   jobs: Job[],
@@ -89,6 +139,7 @@ export function advance(
   let gate: 'open' | 'closed' | 'failed' = 'open';
   let allBeforeDone = true;
   let failedBefore = false;
+  let missingDependency = false;
   for (const j of [...jobs].sort((a, b) => a.position - b.position)) {
     const state = () => states.get(j.id)!;
     if (j.type === 'waiter') {
@@ -124,11 +175,15 @@ export function advance(
       }
       continue;
     }
-    if (gate === 'failed') {
+    // A step with `depends_on` waits for the steps it names, not for the gate (wait and block steps).
+    const dependencies = explicitDependencies(j);
+    const verdict = dependencies ? dependenciesVerdict(j, dependencies, jobs, states) : gate === 'failed' ? 'failed' : gate === 'open' ? 'ready' : 'wait';
+    if (verdict === 'missing') missingDependency = true;
+    if (verdict === 'failed' || verdict === 'missing') {
       if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
     } else {
       reopen(j);
-      if (gate === 'open' && state() === 'waiting') move(j, 'scheduled', { scheduled_at: now, runnable_at: now });
+      if (verdict === 'ready' && state() === 'waiting') move(j, 'scheduled', { scheduled_at: now, runnable_at: now });
     }
     if (!TERMINAL_JOB_STATES.includes(state())) allBeforeDone = false;
     if (failsBuild({ state: state(), softFailed: j.softFailed })) failedBefore = true;
@@ -136,7 +191,7 @@ export function advance(
 
   const current = jobs.map((j) => ({ ...j, state: states.get(j.id)! }));
   const active = current.some((j) => ACTIVE_JOB_STATES.includes(j.state));
-  const failed = current.some(failsBuild);
+  const failed = current.some(failsBuild) || missingDependency;
   const blocked = current.some((j) => j.type === 'manual' && j.state === 'blocked');
   const started = current.map((j) => j.startedAt).filter((d): d is Date => d !== null);
   const startedAt = build.startedAt ?? (started.length ? new Date(Math.min(...started.map((d) => d.getTime()))) : null);

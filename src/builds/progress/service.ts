@@ -117,10 +117,15 @@ export class BuildProgress {
     return planBuild(pipeline, creator, b, this.sign, await clusterQueuesOf(this.repos, pipeline.clusterId));
   }
 
-  /** A written build: a trigger step that runs at once is launched by its state machine, and the build read back to show it running. */
+  /**
+   * A written build: a trigger step that runs at once is launched by its state machine, and a
+   * step with `depends_on` told whether it can run (a key no step has fails it at once); the
+   * build is read back to show it.
+   */
   private async launched({ build, jobs }: { build: Build; jobs: Job[] }): Promise<{ build: Build; jobs: Job[] }> {
     const written = { build, jobs };
-    if (!written.jobs.some((j) => j.type === 'trigger' && j.state === 'scheduled')) return written;
+    const dependent = (j: Job) => j.state === 'waiting' && (j.step.type === 'script' || j.step.type === 'trigger') && j.step.depends_on !== undefined;
+    if (!written.jobs.some((j) => (j.type === 'trigger' && j.state === 'scheduled') || dependent(j))) return written;
     await this.advance(written.build.id);
     return (await this.repos.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;
   }

@@ -36,6 +36,7 @@ export type {
   NotifySlack,
   ScriptStep,
   Step,
+  StepDependency,
   StepRetry,
   TriggerStep,
   WaiterStep,

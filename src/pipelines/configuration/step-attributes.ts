@@ -17,10 +17,14 @@ type Catalogue = Record<string, [AttributeState] | [Exclude<AttributeState, 'wor
 
 const WORKS: [AttributeState] = ['works'];
 const ORDER = 'Windsock runs steps in the order written, with wait and block steps as barriers';
-const DEPENDS_ON: Catalogue = {
-  depends_on: ['refused', `step dependencies are not supported: ${ORDER}`],
-  allow_dependency_failure: ['refused', `step dependencies are not supported: ${ORDER}`],
-  if: ['refused', 'step conditionals are not supported: use "branches"'],
+const IF: Catalogue = { if: ['refused', 'step conditionals are not supported: use "branches"'] };
+/** Command and trigger steps wait for the steps `depends_on` names (dependencies.ts). */
+const DEPENDS_ON: Catalogue = { depends_on: WORKS, allow_dependency_failure: WORKS, ...IF };
+/** Wait, block, input steps and groups keep their place in the order written. */
+const NO_DEPENDS_ON: Catalogue = {
+  depends_on: ['refused', `only command and trigger steps can have dependencies: ${ORDER}`],
+  allow_dependency_failure: ['refused', `only command and trigger steps can have dependencies: ${ORDER}`],
+  ...IF,
 };
 /** A key only ever names a step for `depends_on`, which is refused, on steps that have no `step_key`. */
 const KEY_NOT_KEPT: Catalogue = {
@@ -86,7 +90,7 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     waiter: WORKS,
     continue_on_failure: WORKS,
     ...KEY_NOT_KEPT,
-    ...DEPENDS_ON,
+    ...NO_DEPENDS_ON,
   },
   block: {
     type: WORKS,
@@ -99,7 +103,7 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     branch_configuration: WORKS,
     blocked_state: ['reported', 'a blocked build keeps its state and reports blocked: true'],
     ...KEY_NOT_KEPT,
-    ...DEPENDS_ON,
+    ...NO_DEPENDS_ON,
   },
   input: {
     type: WORKS,
@@ -111,7 +115,7 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     branches: WORKS,
     branch_configuration: WORKS,
     ...KEY_NOT_KEPT,
-    ...DEPENDS_ON,
+    ...NO_DEPENDS_ON,
   },
   trigger: {
     type: WORKS,
@@ -144,7 +148,7 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     id: WORKS,
     identifier: WORKS,
     ...GROUP_NOTIFY,
-    ...DEPENDS_ON,
+    ...NO_DEPENDS_ON,
     ...SKIP,
   },
 };

@@ -6,6 +6,7 @@ import { parseMatrix, unknownTokens, type Matrix } from './matrix';
 import { notify } from './notify';
 import { parsePlugins } from './plugins';
 import { mergeSecrets, parseSecrets, type StepSecret } from './secrets';
+import { parseDependencies } from './dependencies';
 import { STEP_ATTRIBUTES, verdict, type StepType } from './step-attributes';
 import { MAX_BRANCHES, MAX_CONCURRENCY, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_PROMPT, MAX_REF, MAX_SLUG, MAX_TEXT, MAX_TIMEOUT, PIPELINE_SLUG } from './limits';
 import { tooLong, type ProblemReporter } from './problems';
@@ -130,7 +131,7 @@ export function scriptStep(reporter: ProblemReporter, stepMap: ConfigMap, defaul
   }
   const notifications = notify(reporter, findProperty(stepMap, ['notify']), 'step');
   if (notifications.length > 0) step.notify = notifications;
-  return step;
+  return Object.assign(step, parseDependencies(reporter, stepMap));
 }
 
 /** Matrix values go into label, command, env, agents and plugins; a token naming no dimension is an error. */
@@ -234,5 +235,6 @@ export function triggerStep(reporter: ProblemReporter, stepMap: ConfigMap): Trig
     trigger_meta_data: env(reporter, from('meta_data', 'trigger_meta_data'), 'keys'),
     trigger_async: bool(reporter, findProperty(stepMap, names.async), false),
     branch_configuration: joined(reporter, findProperty(stepMap, names.branches), ' ', MAX_BRANCHES),
+    ...parseDependencies(reporter, stepMap),
   };
 }

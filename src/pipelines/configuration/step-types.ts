@@ -9,6 +9,9 @@ import type { StepSecret } from './secrets';
 
 export type ExitStatus = number | '*';
 
+/** One step a step waits for (`depends_on`): a command step's or a group's key, and whether its failure lets the step run. */
+export type StepDependency = { step: string; allow_failure: boolean };
+
 export type ScriptStep = {
   type: 'script';
   name: string | null;
@@ -36,6 +39,10 @@ export type ScriptStep = {
   matrix_values?: Record<string, string>;
   /** The step's notifications as written (step-level kinds only: slack, github_commit_status, github_check). */
   notify?: NotifyEntry[];
+  /** Written: the steps it waits for instead of the wait and block steps before it (dependencies.ts); may be empty. */
+  depends_on?: StepDependency[];
+  /** With `depends_on`: a failed dependency does not stop it. */
+  allow_dependency_failure?: boolean;
 };
 
 /** Slack: one channel or user (`#general`, `@someone`, `workspace#channel`), or several with a custom message. */
@@ -93,6 +100,8 @@ export type TriggerStep = {
   trigger_meta_data?: Record<string, string>;
   trigger_async: boolean;
   branch_configuration: string | null;
+  depends_on?: StepDependency[];
+  allow_dependency_failure?: boolean;
 };
 export type Step = ScriptStep | WaiterStep | ManualStep | TriggerStep;
 

@@ -3,6 +3,7 @@ import { ValidationError } from '../../core/errors';
 import { MAX_STEPS } from './limits';
 import { asValidationError, ProblemList, VisualProblemReporter } from './problems';
 import { text } from './property-readers';
+import { checkDependencies, type DependentStep } from './dependencies';
 import { manualStep, scriptStep, triggerStep, waiterStep } from './step-readers';
 import type { Step } from './step-types';
 import { ValueBudget, valueFromJson } from './value-tree';
@@ -27,6 +28,7 @@ function normaliseVisualStepsOrThrow(input: unknown[]): Step[] {
   const problems = new ProblemList();
   const steps: Step[] = [];
   const keys = new Set<string>();
+  const dependents: DependentStep[] = [];
   for (let i = 0; i < input.length && !problems.full; i++) {
     const reporter = new VisualProblemReporter(problems, i);
     const v = valueFromJson(input[i], 0, budget);
@@ -57,8 +59,12 @@ function normaliseVisualStepsOrThrow(input: unknown[]): Step[] {
       if (keys.has(step.key)) reporter.fail('key', 'has already been taken by another step');
       keys.add(step.key);
     }
+    if ((step.type === 'script' || step.type === 'trigger') && step.depends_on) {
+      dependents.push({ reporter, key: step.type === 'script' ? step.key : null, group: null, dependencies: step.depends_on, at: undefined });
+    }
     steps.push(step);
   }
+  checkDependencies(dependents, new Map(), new Set());
   problems.throwIfAny();
   return steps;
 }

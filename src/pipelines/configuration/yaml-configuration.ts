@@ -6,6 +6,7 @@ import { MAX_CONFIGURATION_BYTES, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_STEPS, ST
 import { asValidationError, ProblemList, quote, YamlProblemReporter } from './problems';
 import { agents, env, optionalText, findProperty, text, wholeNumber, type FoundProperty } from './property-readers';
 import { parseSecrets } from './secrets';
+import { checkDependencies, type DependentStep } from './dependencies';
 import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, triggerStep, waiterStep, type StepDefaults } from './step-readers';
 import type { NotifyEntry, Step } from './step-types';
 import { ValueBudget, lazyConfigMap, type ConfigValue } from './value-tree';
@@ -162,10 +163,23 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     if (owner !== undefined) reporter.fail('key', `${quote(key)} is already used by step ${owner}`, at);
     else keys.set(key, label);
   };
+  const dependents: DependentStep[] = [];
+  const groups = new Map<string, string[]>();
+  const keysNotKept = new Set<string>();
   const add = (reporter: YamlProblemReporter, label: string, item: ConfigValue, groupKey: string | null = null) => {
     const step = yamlStep(reporter, item, defaults);
     if (!step) return;
     if (step.type === 'script' && groupKey !== null) step.group_key = groupKey;
+    const ownKey = step.type === 'script' ? step.key : null;
+    if (groupKey !== null && ownKey !== null) groups.set(groupKey, [...(groups.get(groupKey) ?? []), ownKey]);
+    if (step.type !== 'script' && item.kind === 'map') {
+      const written = findProperty(item, PROPERTY_NAMES.yaml.key);
+      const key = written && text(written[1]);
+      if (key) keysNotKept.add(key);
+    }
+    if ((step.type === 'script' || step.type === 'trigger') && step.depends_on) {
+      dependents.push({ reporter, key: ownKey, group: groupKey, dependencies: step.depends_on, at: item.kind === 'map' ? item.get('depends_on') : undefined });
+    }
     if (step.type === 'script' && step.key !== null) {
       claimKey(reporter, step.key, label, item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key)?.[1] : undefined);
     }
@@ -208,6 +222,9 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     }
   }
   if (steps.length > MAX_STEPS) throw yamlError(`has too many steps (maximum is ${MAX_STEPS})`);
+  for (const key of groups.keys()) keysNotKept.delete(key);
+  for (const s of steps) if (s.type === 'script' && s.key !== null) keysNotKept.delete(s.key);
+  checkDependencies(dependents, groups, keysNotKept);
   problems.throwIfAny();
   return { steps, env: pipelineEnv, notify: pipelineNotify, notices: problems.notices };
 }

@@ -1,0 +1,206 @@
+/**
+ * `depends_on` and `allow_dependency_failure` on command and trigger steps, as the Buildkite
+ * docs' "Depends on" page describes them: what a configuration may say (and what is refused
+ * with the step and line), then builds run by an agent through the agent API, each case one of
+ * the page's examples or rows of its table.
+ */
+import { ValidationError, type FieldError } from '../../../src/core/errors';
+import { normaliseVisualSteps, parseConfiguration, type ScriptStep } from '../../../src/pipelines/configuration';
+import { auth, describeEachDatabase } from '../../support/context';
+import { givenBuildAndAgent, runNextJob } from '../../support/agents';
+import type { BuildJson } from '../../support/types';
+
+const yaml = (...lines: string[]) => `${lines.join('\n')}\n`;
+const dependenciesOf = (text: string) =>
+  parseConfiguration(text).steps.map((s) => (s.type === 'script' || s.type === 'trigger' ? [s.depends_on, s.allow_dependency_failure] : null));
+
+function problemsOf(text: string): string[] {
+  try {
+    parseConfiguration(text);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ValidationError);
+    return (error as ValidationError).errors.map((e: FieldError) => e.code);
+  }
+  throw new Error('expected a ValidationError, got a result');
+}
+
+describe('depends_on in a configuration', () => {
+  it('reads one key, a list of keys, a list of {step, allow_failure}, and ~ or [] for "nothing"', () => {
+    expect(
+      dependenciesOf(
+        yaml(
+          'steps:',
+          '  - { command: tests.sh, key: tests }',
+          '  - { command: build.sh, key: build, depends_on: tests, allow_dependency_failure: true }',
+          '  - command: a.sh',
+          '    depends_on: [tests, build]',
+          '  - command: b.sh',
+          '    depends_on:',
+          '      - step: tests',
+          '        allow_failure: true',
+          '      - step: build',
+          '  - { command: c.sh, depends_on: ~ }',
+          '  - { command: d.sh, depends_on: [] }',
+          '  - { trigger: deployer, depends_on: build }',
+          '  - wait',
+        ),
+      ),
+    ).toEqual([
+      [undefined, undefined],
+      [[{ step: 'tests', allow_failure: false }], true],
+      [
+        [
+          { step: 'tests', allow_failure: false },
+          { step: 'build', allow_failure: false },
+        ],
+        undefined,
+      ],
+      [
+        [
+          { step: 'tests', allow_failure: true },
+          { step: 'build', allow_failure: false },
+        ],
+        undefined,
+      ],
+      [[], undefined],
+      [[], undefined],
+      [[{ step: 'build', allow_failure: false }], undefined],
+      null,
+    ]);
+    // The visual form takes the objects a read shows.
+    const [step] = normaliseVisualSteps([{ type: 'script', command: 'a', depends_on: [{ step: 'x', allow_failure: true }], allow_dependency_failure: true }]);
+    expect([(step as ScriptStep).depends_on, (step as ScriptStep).allow_dependency_failure]).toEqual([[{ step: 'x', allow_failure: true }], true]);
+    // allow_dependency_failure alone has nothing to act on: said so.
+    expect(parseConfiguration(yaml('steps:', '  - command: a', '    allow_dependency_failure: true')).notices).toEqual([
+      'step 1: "allow_dependency_failure" is accepted but not acted on: it applies to the steps named in "depends_on", and this step names none',
+    ]);
+  });
+
+  it('refuses a step that names itself or its group, a wait, block or trigger step’s key, a cycle, and dependencies on the steps that keep their place', () => {
+    expect(
+      problemsOf(
+        yaml(
+          'steps:',
+          '  - { command: a, key: a, depends_on: a }',
+          '  - block: Release',
+          '    key: release',
+          '  - { command: b, key: b, depends_on: [release] }',
+          '  - { command: c, key: c, depends_on: d }',
+          '  - { command: d, key: d, depends_on: [{ step: c }] }',
+          '  - group: g',
+          '    key: g',
+          '    steps:',
+          '      - { command: e, depends_on: g }',
+          '  - { command: f, depends_on: { step: a } }',
+          '  - { wait: ~, depends_on: a }',
+        ),
+      ),
+    ).toEqual([
+      'step 1 (line 2): "depends_on" names "a", the step\'s own key',
+      'step 3 (line 5): "depends_on" names "release", the key of a wait, block or trigger step: only command steps and groups can be depended on',
+      'step 4 (line 6): "depends_on" makes a cycle: "c" -> "d" -> "c"',
+      'step 6.1 (line 11): "depends_on" names "g", the group the step is in',
+      'step 7 (line 12): "depends_on" must be a step\'s key, or a list of keys and mappings with "step"',
+      'step 8 (line 13): "depends_on" is not supported by Windsock: only command and trigger steps can have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
+    ]);
+  });
+});
+
+describeEachDatabase('depends_on in a build', (ctx) => {
+  async function setup(configuration: string) {
+    const s = await givenBuildAndAgent(ctx(), configuration);
+    const read = async () => (await ctx().http().get(s.url).set(auth(s.token)).expect(200)).body as BuildJson;
+    const states = async () => Object.fromEntries((await read()).jobs.filter((j) => j.type !== 'waiter').map((j) => [j.command, j.state]));
+    return { ...s, read, states, run: async (exit: number) => (await runNextJob(ctx(), s.agent, exit)).command };
+  }
+
+  it('runs a step once the step it names passed, and a step depending on nothing at once, past a wait', async () => {
+    const s = await setup(
+      yaml(
+        'steps:',
+        '  - { command: tests.sh, key: tests }',
+        '  - { command: build.sh, key: build, depends_on: tests }',
+        '  - wait: ~',
+        '  - { command: lint.sh, depends_on: ~ }',
+        '  - command: after-wait.sh',
+      ),
+    );
+    expect(await s.states()).toEqual({ 'tests.sh': 'scheduled', 'build.sh': 'waiting', 'lint.sh': 'scheduled', 'after-wait.sh': 'waiting' });
+    expect(await s.run(0)).toBe('tests.sh');
+    expect(await s.states()).toEqual({ 'tests.sh': 'passed', 'build.sh': 'scheduled', 'lint.sh': 'scheduled', 'after-wait.sh': 'waiting' });
+    // The wait waited for every step before it, build.sh with its dependency too (lint.sh is after it).
+    expect(await s.run(0)).toBe('build.sh');
+    expect(await s.states()).toMatchObject({ 'lint.sh': 'scheduled', 'after-wait.sh': 'scheduled' });
+    expect(await s.run(0)).toBe('lint.sh');
+    expect(await s.run(0)).toBe('after-wait.sh');
+    expect((await s.read()).state).toBe('passed');
+  });
+
+  it('does not run a step whose dependency failed, but does with allow_dependency_failure, allow_failure or a soft failure', async () => {
+    const s = await setup(
+      yaml(
+        'steps:',
+        '  - { command: step-a.sh, key: step-a }',
+        '  - { command: step-b.sh, key: step-b, depends_on: [{ step: step-a }] }',
+        '  - command: step-c.sh',
+        '    depends_on:',
+        '      - step: step-b',
+        '        allow_failure: true',
+        '  - { command: coverage.sh, depends_on: step-a, allow_dependency_failure: true }',
+        '  - { command: soft.sh, key: soft, soft_fail: [{ exit_status: 42 }] }',
+        '  - { command: after-soft.sh, depends_on: soft }',
+      ),
+    );
+    expect(await s.run(1)).toBe('step-a.sh');
+    // The docs' last example: step-b does not run, step-c runs even so.
+    expect(await s.states()).toMatchObject({ 'step-b.sh': 'waiting_failed', 'step-c.sh': 'scheduled', 'coverage.sh': 'scheduled', 'after-soft.sh': 'waiting' });
+    expect(await s.run(0)).toBe('step-c.sh');
+    expect(await s.run(0)).toBe('coverage.sh');
+    expect(await s.run(42)).toBe('soft.sh');
+    expect((await s.states())['after-soft.sh']).toBe('scheduled');
+    expect(await s.run(0)).toBe('after-soft.sh');
+    const b = await s.read();
+    expect(b.state).toBe('failed');
+    expect(b.jobs.find((j) => j.command === 'step-b.sh')!.started_at).toBeNull();
+  });
+
+  it('runs a step that waited on a failure once that failure is retried and passes', async () => {
+    const s = await setup(yaml('steps:', '  - { command: tests.sh, key: tests }', '  - { command: deploy.sh, depends_on: tests }'));
+    expect(await s.run(1)).toBe('tests.sh');
+    expect(await s.states()).toEqual({ 'tests.sh': 'failed', 'deploy.sh': 'waiting_failed' });
+    const failed = (await s.read()).jobs[0]!;
+    await ctx().http().put(`${s.url}/jobs/${failed.id}/retry`).set(auth(s.token)).expect(200);
+    expect((await s.states())['deploy.sh']).toBe('waiting');
+    expect(await s.run(0)).toBe('tests.sh');
+    expect(await s.run(0)).toBe('deploy.sh');
+    expect((await s.read()).state).toBe('passed');
+  });
+
+  it('waits for every command step of a group, and every job of a parallel step, named by key; a step excluded by its branch filter counts as done', async () => {
+    const s = await setup(
+      yaml(
+        'steps:',
+        '  - group: Checks',
+        '    key: checks',
+        '    steps:',
+        '      - command: unit.sh',
+        '      - { command: shard.sh, parallelism: 2 }',
+        '  - { command: release-only.sh, key: release-only, branches: release/* }',
+        '  - { command: package.sh, depends_on: [checks, release-only] }',
+      ),
+    );
+    expect((await s.states())['release-only.sh']).toBe('broken');
+    for (let i = 0; i < 2; i++) await s.run(0);
+    expect((await s.states())['package.sh']).toBe('waiting');
+    await s.run(0);
+    expect((await s.states())['package.sh']).toBe('scheduled');
+  });
+
+  it('fails the build without running a step whose dependency no step of the build has', async () => {
+    const s = await setup(yaml('steps:', '  - command: a.sh', '  - { command: b.sh, depends_on: nowhere }'));
+    expect(await s.states()).toEqual({ 'a.sh': 'scheduled', 'b.sh': 'waiting_failed' });
+    expect((await s.read()).state).toBe('failing');
+    expect(await s.run(0)).toBe('a.sh');
+    expect((await s.read()).state).toBe('failed');
+  });
+});
