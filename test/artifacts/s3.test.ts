@@ -47,7 +47,7 @@ describeEachDatabase(
     /** One artifact registered and uploaded straight to the bucket with its own form, not reported yet. */
     async function uploadedOne(path: string, content: string) {
       const g = await registered(ctx(), [{ path, content }]);
-      await postToStore(g.perArtifact[g.ids[0]!]!, path, content);
+      expect((await postToStore(g.perArtifact[g.ids[0]!]!, path, content)).status).toBe(204);
       return g;
     }
 

@@ -48,6 +48,7 @@ export function testS3(prefix = 'windsock/artifacts/'): TestS3 {
     settings,
     async start() {
       server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, configureBuckets: [{ name: settings.bucket }] });
+      readAfterWrite(server);
       const { port } = await server.run();
       settings.endpoint = `http://127.0.0.1:${port}`;
       client = new S3Client({
@@ -83,5 +84,27 @@ export function testS3(prefix = 'windsock/artifacts/'): TestS3 {
     async remove(key) {
       await c().send(new DeleteObjectCommand({ Bucket: settings.bucket, Key: key }));
     },
+  };
+}
+
+/**
+ * S3 is read-after-write consistent, and the service relies on it: an agent reports an upload once
+ * the store has answered it, and the service reads it back at once. s3rver is not: its filesystem
+ * store ends the file's write stream and answers without waiting for it to finish, so a read right
+ * after may find the object short or empty (seen under load: a report refused as "no content
+ * was uploaded"). Its writes answer here once the bytes are in the file, as S3's would.
+ */
+function readAfterWrite(server: S3rver): void {
+  const store = server.store;
+  const put = store.putObject.bind(store);
+  store.putObject = async (object) => {
+    const written = await put(object);
+    const file = store.getResourcePath(object.bucket, object.key, 'object');
+    // Bounded: a write that never completes leaves the read to fail as it would have.
+    const until = Date.now() + 10_000;
+    while (Date.now() < until && (await fs.promises.stat(file).catch(() => null))?.size !== written.size) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return written;
   };
 }
