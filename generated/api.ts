@@ -5730,6 +5730,8 @@ export interface components {
             secrets?: components["schemas"]["StepSecret"][];
             /** @description `script` steps: the step's notifications, as written. */
             notify?: components["schemas"]["NotifyEntry"][];
+            /** @description Every kind, when written: its condition, evaluated when the step is added to a build; false makes its jobs `broken`. */
+            if?: string;
             /**
              * @description `script` and `trigger` steps, when written: the steps it waits for (each a command step's
              *     or a group's `key`) instead of the wait and block steps before it; empty, it runs at once.
@@ -5797,6 +5799,8 @@ export interface components {
              *     variable names to keys) are stored in this one.
              */
             secrets?: components["schemas"]["StepSecret"][];
+            /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
+            if?: string;
             /**
              * @description Present when written: the steps it waits for, each a command step's or a group's `key`,
              *     instead of the wait and block steps before it (empty: it runs at once). It runs once each
@@ -5913,6 +5917,8 @@ export interface components {
             /** @constant */
             type: "waiter";
             continue_on_failure?: boolean;
+            /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
+            if?: string;
         };
         ManualStep: {
             /** @constant */
@@ -5921,6 +5927,8 @@ export interface components {
             prompt?: string | null;
             branch_configuration?: string | null;
             fields?: components["schemas"]["ManualStepField"][];
+            /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
+            if?: string;
         };
         ManualStepField: {
             key: string;
@@ -5967,6 +5975,8 @@ export interface components {
             concurrency: null;
             /** @description Always null: trigger steps run one job. */
             parallelism: null;
+            /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
+            if?: string;
             /**
              * @description Present when written: the steps it waits for, each a command step's or a group's `key`,
              *     instead of the wait and block steps before it (empty: it runs at once). It runs once each

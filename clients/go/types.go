@@ -4343,9 +4343,13 @@ type LogChunkResult struct {
 type ManualStep struct {
 	BranchConfiguration *string           `json:"branch_configuration,omitempty"`
 	Fields              []ManualStepField `json:"fields,omitempty"`
-	Label               string            `json:"label"`
-	Prompt              *string           `json:"prompt,omitempty"`
-	Type                ManualStepType    `json:"type"`
+	// Present when written: its condition (the `filter_condition` syntax, `//` comments
+	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not
+	// with `branch_configuration`.
+	If     *string        `json:"if,omitempty"`
+	Label  string         `json:"label"`
+	Prompt *string        `json:"prompt,omitempty"`
+	Type   ManualStepType `json:"type"`
 }
 
 type ManualStepField struct {
@@ -4663,6 +4667,9 @@ type Step struct {
 	Fields []ManualStepField `json:"fields,omitempty"`
 	// `script` steps: the `key` of the group step this step was written in.
 	GroupKey *string `json:"group_key,omitempty"`
+	// Every kind, when written: its condition, evaluated when the step is added to a build;
+	// false makes its jobs `broken`.
+	If *string `json:"if,omitempty"`
 	// `script` steps.
 	Key *string `json:"key,omitempty"`
 	// `manual` steps (always a string), and `trigger` steps.
@@ -5259,10 +5266,14 @@ type ScriptStep struct {
 	Env       map[string]string `json:"env"`
 	// The `key` of the group step this step was written in (YAML `group` steps); the step's
 	// jobs show it as `group_key`.
-	GroupKey *string     `json:"group_key,omitempty"`
-	Key      *string     `json:"key,omitempty"`
-	Matrix   *StepMatrix `json:"matrix,omitempty"`
-	Name     *string     `json:"name"`
+	GroupKey *string `json:"group_key,omitempty"`
+	// Present when written: its condition (the `filter_condition` syntax, `//` comments
+	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not
+	// with `branch_configuration`.
+	If     *string     `json:"if,omitempty"`
+	Key    *string     `json:"key,omitempty"`
+	Matrix *StepMatrix `json:"matrix,omitempty"`
+	Name   *string     `json:"name"`
 	// The step's notifications, as written: `slack`, `github_commit_status` and `github_check`
 	// entries (the others are build-level only), each with an optional `if` condition.
 	Notify      []NotifyEntry `json:"notify,omitempty"`
@@ -5632,7 +5643,11 @@ type TriggerStep struct {
 	// says otherwise; a canceled one always stops it; a key no job of the build has stops it.
 	// YAML also takes one key, and a list of keys.
 	DependsOn []StepDependency `json:"depends_on,omitempty"`
-	Label     *string          `json:"label"`
+	// Present when written: its condition (the `filter_condition` syntax, `//` comments
+	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not
+	// with `branch_configuration`.
+	If    *string `json:"if,omitempty"`
+	Label *string `json:"label"`
 	// Always null: trigger steps run one job.
 	Parallelism interface{}     `json:"parallelism"`
 	Pipeline    string          `json:"pipeline"`
@@ -5841,8 +5856,12 @@ type TestResultHistory struct {
 }
 
 type WaiterStep struct {
-	ContinueOnFailure *bool          `json:"continue_on_failure,omitempty"`
-	Type              WaiterStepType `json:"type"`
+	ContinueOnFailure *bool `json:"continue_on_failure,omitempty"`
+	// Present when written: its condition (the `filter_condition` syntax, `//` comments
+	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not
+	// with `branch_configuration`.
+	If   *string        `json:"if,omitempty"`
+	Type WaiterStepType `json:"type"`
 }
 
 // A webhook's settings. Its `token` is returned in full (receivers check tokens and

@@ -103,6 +103,21 @@ export class Condition {
     compile(ast);
   }
 
+  /** The variables it names. */
+  variables(): Set<string> {
+    const found = new Set<string>();
+    const walk = (n: ConditionNode): void => {
+      if (n.kind === 'variable') found.add(n.name);
+      else if (n.kind === 'not') walk(n.operand);
+      else if (n.kind === 'and' || n.kind === 'or' || n.kind === 'compare') {
+        walk(n.left);
+        walk(n.right);
+      }
+    };
+    walk(this.ast);
+    return found;
+  }
+
   /** Whether the build passes. A variable missing from `ctx` reads as null. */
   evaluate(ctx: ConditionContext): boolean {
     return truthy(this.value(this.ast, ctx));
@@ -348,8 +363,14 @@ class Parser {
     }
   }
 
+  /** Whitespace, and `//` comments to the end of their line (the docs' multi-line step conditions). */
   private skipSpace() {
-    while (this.pos < this.text.length && /\s/.test(this.text[this.pos]!)) this.pos += 1;
+    for (;;) {
+      while (this.pos < this.text.length && /\s/.test(this.text[this.pos]!)) this.pos += 1;
+      if (!this.text.startsWith('//', this.pos)) return;
+      const end = this.text.indexOf('\n', this.pos);
+      this.pos = end === -1 ? this.text.length : end + 1;
+    }
   }
 
   private eat(token: string): boolean {

@@ -117,6 +117,7 @@ function triggerStepJson(s: TriggerStep): components['schemas']['TriggerStep'] {
     branch_configuration: s.branch_configuration,
     concurrency: null,
     parallelism: null,
+    ...(s.if !== undefined ? { if: s.if } : {}),
     ...(s.depends_on ? { depends_on: s.depends_on } : {}),
     ...(s.allow_dependency_failure ? { allow_dependency_failure: true } : {}),
   };

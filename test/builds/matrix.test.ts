@@ -109,9 +109,9 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
   });
 
   it('refuses step attributes Windsock cannot honour, and reports on update what it only accepts', async () => {
-    const refused = await pipeline('steps:\n  - command: a\n    if: build.branch == "main"\n');
+    const refused = await pipeline('steps:\n  - command: a\n    skip: broken\n');
     expect(refused.res.status).toBe(422);
-    expect(refused.res.body.errors[0].code).toContain('"if" is not supported by Windsock');
+    expect(refused.res.body.errors[0].code).toContain('"skip" is not supported by Windsock');
 
     const { org, token, res } = await pipeline('steps:\n  - command: a\n');
     expect(res.headers.warning).toBeUndefined();

@@ -68,6 +68,15 @@ describe('filter conditions', () => {
     expect(evaluate('build.branch includes "m"', vars)).toBe(false);
   });
 
+  it('skips // comments to the end of their line, but not inside a string or a regular expression', () => {
+    const vars = { 'build.branch': 'feature/x', 'build.message': 'see http://example.com // here' };
+    expect(evaluate('// Only run on feature branches\nbuild.branch =~ /^feature\\// // and nowhere else\n', vars)).toBe(true);
+    expect(evaluate('build.message == "see http://example.com // here" // a comment', vars)).toBe(true);
+    expect(evaluate('build.message =~ /http:\\/\\//', vars)).toBe(true);
+    expect(errorOf('// only a comment').message).toBe('the condition is empty');
+    expect(evaluate('build.branch == "main" // || true', vars)).toBe(false);
+  });
+
   it('treats null, false, "" and 0 as false and everything else as true', () => {
     expect(evaluate('build.tag', {})).toBe(false);
     expect(evaluate('build.tag', { 'build.tag': '' })).toBe(false);

@@ -30,6 +30,7 @@ const plan = (text: string) => {
     buildEnv: {},
     repositoryUrl: 'git@example.com:a/b.git',
     sign: (fields) => ({ value: JSON.stringify(fields), algorithm: 'test', signed_fields: Object.keys(fields) }),
+    conditions: new Map(),
   };
   return planJobs(parsed.steps, ctx);
 };
@@ -340,7 +341,7 @@ describe('step attributes: nothing is dropped without a word', () => {
           'steps:',
           '  - command: a',
           '    key: build',
-          '    if: build.branch == "main"',
+          '    if: build.branch ==',
           '    skip: broken',
           '    colour: blue',
           '  - trigger: deploy',
@@ -354,7 +355,7 @@ describe('step attributes: nothing is dropped without a word', () => {
         ),
       ),
     ).toEqual([
-      'step 1 (line 5): "if" is not supported by Windsock: step conditionals are not supported: use "branches"',
+      'step 1 (line 5): "if" is not a valid condition: expected a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`) but the condition ended at character 16',
       'step 1 (line 6): "skip" is not supported by Windsock: skipping a step is not supported: remove the step or use "branches"',
       'step 1 (line 7): "colour" is not an attribute of a command step',
       'step 2 (line 9): "soft_fail" is not supported by Windsock: soft_fail on trigger steps is not supported: a failed triggered build fails the trigger job',

@@ -14,7 +14,7 @@ import crypto from 'node:crypto';
 import YAML from 'yaml';
 import type { Agent } from '../../agents/repository';
 import type { StepSignature } from './plan';
-import { MAX_JOBS_PER_BUILD, planJobs } from './plan';
+import { MAX_JOBS_PER_BUILD, planJobs, stepConditionContext } from './plan';
 import type { BuildProgress } from '../progress/service';
 import type { BuildService } from '../service';
 import type { Job } from './model';
@@ -84,6 +84,8 @@ export class PipelineUploadService {
       repositoryUrl: context.repository,
       stepTimeouts: settings ? { defaultMinutes: settings.defaultTimeoutInMinutes, maximumMinutes: settings.maximumTimeoutInMinutes } : undefined,
       sign: this.sign,
+      // Documented: conditions are evaluated at pipeline upload.
+      conditions: stepConditionContext(build, settings ?? { slug: context.pipelineSlug, defaultBranch: null, repository: context.repository }),
     });
     // A send the agent retries (same uuid) added nothing the second time: recorded once.
     const repeated = uploadId !== null && (await this.stepUploads.hasApplied(context.build.id, uploadId));

@@ -9,7 +9,10 @@ import type { ScriptStep, Step } from '../../pipelines/configuration';
 import { combinations, interpolate, interpolateJsonObject } from '../../pipelines/configuration/matrix';
 import type { Plugin } from '../../pipelines/configuration/plugins';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
+import { parseCondition, type ConditionContext, type Value } from '../../pipelines/filter-condition';
 import type { Keys } from '../../security/keys';
+import type { Build } from '../model';
+import type { Pipeline } from '../../pipelines/repository';
 
 export type JobType = Step['type'];
 
@@ -54,6 +57,8 @@ export interface PlanContext {
   stepTimeouts?: StepTimeouts;
   /** Signs a script step's fields; see signStep. */
   sign: (fields: Record<string, unknown>) => StepSignature;
+  /** What a step's `if` reads: the build and its pipeline (stepConditionContext). */
+  conditions: ConditionContext;
 }
 
 export interface StepTimeouts {
@@ -149,6 +154,36 @@ export function scriptVariants(step: ScriptStep): ScriptStep[] {
   });
 }
 
+/** Whether a step's condition holds for the build (one that no longer parses does not). */
+function holds(condition: string, context: ConditionContext): boolean {
+  const parsed = parseCondition(condition);
+  return parsed.ok && parsed.condition.evaluate(context);
+}
+
+/** What a step's condition reads of the build it is planned into, and of its pipeline (the docs' variables that are known then). */
+export function stepConditionContext(
+  b: Pick<Build, 'branch' | 'message' | 'commit' | 'source' | 'author' | 'pullRequest'> & { tag?: string | null },
+  pipeline: Pick<Pipeline, 'slug' | 'defaultBranch' | 'repository'>,
+): ConditionContext {
+  return new Map<string, Value>([
+    ['build.branch', b.branch],
+    ['build.tag', b.tag ?? null],
+    ['build.message', b.message],
+    ['build.commit', b.commit],
+    ['build.source', b.source],
+    ['build.author.name', b.author?.name ?? null],
+    ['build.author.email', b.author?.email ?? null],
+    ['build.author.username', b.author?.username ?? null],
+    ['build.pull_request.id', b.pullRequest?.id ?? null],
+    ['build.pull_request.base_branch', b.pullRequest?.base ?? null],
+    ['build.pull_request.labels', b.pullRequest?.labels ?? []],
+    ['build.pull_request.repository', b.pullRequest?.repository ?? null],
+    ['pipeline.slug', pipeline.slug],
+    ['pipeline.default_branch', pipeline.defaultBranch],
+    ['pipeline.repository', pipeline.repository],
+  ]);
+}
+
 /**
  * Jobs before the first wait or block step start `scheduled`; jobs behind one start `waiting`.
  * A block step reached at once (nothing before it) starts `blocked`, else `waiting`. A step
@@ -177,11 +212,18 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
   for (const step of steps) {
     const stepId = crypto.randomUUID();
     const filter = 'branch_configuration' in step ? step.branch_configuration : null;
-    const excluded = filter ? !matchesBranchFilter(filter, ctx.branch) : false;
+    const filtered = filter ? !matchesBranchFilter(filter, ctx.branch) : false;
+    // Documented: a step whose condition is false, as one its branch filter excludes, becomes broken.
+    const conditionFalse = step.if !== undefined && !holds(step.if, ctx.conditions);
+    const excluded = filtered || conditionFalse;
     // A step with `depends_on` waits for those steps (the build's machine lets it go), not for the barriers.
     const dependsOn = step.type === 'script' || step.type === 'trigger' ? step.depends_on : undefined;
     const startState = excluded ? 'broken' : dependsOn ? (dependsOn.length > 0 ? 'waiting' : 'scheduled') : behindBarrier ? 'waiting' : 'scheduled';
-    const brokenReason = excluded ? `The step's branch filter "${filter}" excludes branch "${ctx.branch}"` : null;
+    const brokenReason = filtered
+      ? `The step's branch filter "${filter}" excludes branch "${ctx.branch}"`
+      : conditionFalse
+        ? `The step's condition is false: ${step.if}`
+        : null;
     switch (step.type) {
       case 'script': {
         // A matrix step has no parallelism (the parser refuses both together).
@@ -218,8 +260,18 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
         break;
       }
       case 'waiter':
-        jobs.push({ ...base(step, stepId), id: crypto.randomUUID(), position: jobs.length, type: 'waiter', state: 'waiting', name: null, stepKey: null });
-        behindBarrier = true;
+        // A wait step whose condition is false is no barrier: broken, the state machine passes it by.
+        jobs.push({
+          ...base(step, stepId),
+          id: crypto.randomUUID(),
+          position: jobs.length,
+          type: 'waiter',
+          state: excluded ? 'broken' : 'waiting',
+          name: null,
+          stepKey: null,
+          brokenReason,
+        });
+        if (!excluded) behindBarrier = true;
         break;
       case 'manual': {
         const reachedAtOnce = jobs.length === 0;

@@ -142,6 +142,8 @@ export function advance(
   let missingDependency = false;
   for (const j of [...jobs].sort((a, b) => a.position - b.position)) {
     const state = () => states.get(j.id)!;
+    // A wait step whose condition was false is no barrier.
+    if (j.type === 'waiter' && state() === 'broken') continue;
     if (j.type === 'waiter') {
       if (gate === 'open') {
         if (!allBeforeDone) {

@@ -13,7 +13,7 @@ import type { User } from '../../core/identity';
 import type { Job } from '../jobs/model';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
 import type { Pipeline } from '../../pipelines/repository';
-import { MAX_JOBS_PER_BUILD, planJobs, type PlannedJob } from '../jobs/plan';
+import { MAX_JOBS_PER_BUILD, planJobs, stepConditionContext, type PlannedJob } from '../jobs/plan';
 import type { Build, NewBuild, NewBuildFields } from '../model';
 import { placeInCluster, type ClusterQueues } from '../jobs/cluster-queue';
 import { supersede } from './cancellation';
@@ -48,6 +48,7 @@ export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildF
     repositoryUrl: pipeline.repository,
     stepTimeouts: { defaultMinutes: pipeline.defaultTimeoutInMinutes, maximumMinutes: pipeline.maximumTimeoutInMinutes },
     sign,
+    conditions: stepConditionContext(b, pipeline),
   });
   const jobs = placeInCluster(planned, queues);
   if (jobs.length > MAX_JOBS_PER_BUILD) {

@@ -17,7 +17,8 @@ type Catalogue = Record<string, [AttributeState] | [Exclude<AttributeState, 'wor
 
 const WORKS: [AttributeState] = ['works'];
 const ORDER = 'Windsock runs steps in the order written, with wait and block steps as barriers';
-const IF: Catalogue = { if: ['refused', 'step conditionals are not supported: use "branches"'] };
+/** Every step type takes a condition (conditions.ts). */
+const IF: Catalogue = { if: WORKS };
 /** Command and trigger steps wait for the steps `depends_on` names (dependencies.ts). */
 const DEPENDS_ON: Catalogue = { depends_on: WORKS, allow_dependency_failure: WORKS, ...IF };
 /** Wait, block, input steps and groups keep their place in the order written. */

@@ -7,6 +7,7 @@ import { notify } from './notify';
 import { parsePlugins } from './plugins';
 import { mergeSecrets, parseSecrets, type StepSecret } from './secrets';
 import { parseDependencies } from './dependencies';
+import { stepCondition } from './conditions';
 import { STEP_ATTRIBUTES, verdict, type StepType } from './step-attributes';
 import { MAX_BRANCHES, MAX_CONCURRENCY, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_PROMPT, MAX_REF, MAX_SLUG, MAX_TEXT, MAX_TIMEOUT, PIPELINE_SLUG } from './limits';
 import { tooLong, type ProblemReporter } from './problems';
@@ -131,7 +132,7 @@ export function scriptStep(reporter: ProblemReporter, stepMap: ConfigMap, defaul
   }
   const notifications = notify(reporter, findProperty(stepMap, ['notify']), 'step');
   if (notifications.length > 0) step.notify = notifications;
-  return Object.assign(step, parseDependencies(reporter, stepMap));
+  return Object.assign(step, ifOf(stepCondition(reporter, stepMap, names.branches)), parseDependencies(reporter, stepMap));
 }
 
 /** Matrix values go into label, command, env, agents and plugins; a token naming no dimension is an error. */
@@ -179,7 +180,11 @@ export function waiterStep(reporter: ProblemReporter, stepMap: ConfigMap): Waite
     const label = findProperty(stepMap, ['wait', 'waiter']);
     if (label && text(label[1]) === undefined) reporter.fail(label[0], 'must be empty or a label', label[1]);
   }
-  return { type: 'waiter', continue_on_failure: bool(reporter, findProperty(stepMap, ['continue_on_failure']), false) };
+  return {
+    type: 'waiter',
+    continue_on_failure: bool(reporter, findProperty(stepMap, ['continue_on_failure']), false),
+    ...ifOf(stepCondition(reporter, stepMap, [])),
+  };
 }
 
 export function manualStep(reporter: ProblemReporter, stepMap: ConfigMap, keyword?: 'block' | 'input'): ManualStep {
@@ -195,6 +200,7 @@ export function manualStep(reporter: ProblemReporter, stepMap: ConfigMap, keywor
     prompt: optionalText(reporter, findProperty(stepMap, ['prompt']), MAX_PROMPT),
     fields: fields(reporter, findProperty(stepMap, ['fields'])),
     branch_configuration: joined(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].branches), ' ', MAX_BRANCHES),
+    ...ifOf(stepCondition(reporter, stepMap, PROPERTY_NAMES[reporter.dialect].branches)),
   };
 }
 
@@ -235,6 +241,12 @@ export function triggerStep(reporter: ProblemReporter, stepMap: ConfigMap): Trig
     trigger_meta_data: env(reporter, from('meta_data', 'trigger_meta_data'), 'keys'),
     trigger_async: bool(reporter, findProperty(stepMap, names.async), false),
     branch_configuration: joined(reporter, findProperty(stepMap, names.branches), ' ', MAX_BRANCHES),
+    ...ifOf(stepCondition(reporter, stepMap, names.branches)),
     ...parseDependencies(reporter, stepMap),
   };
+}
+
+/** `{if}` when there is a condition, else nothing (the step carries no `if` key). */
+function ifOf(condition: string | undefined): { if?: string } {
+  return condition === undefined ? {} : { if: condition };
 }

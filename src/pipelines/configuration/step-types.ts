@@ -39,6 +39,8 @@ export type ScriptStep = {
   matrix_values?: Record<string, string>;
   /** The step's notifications as written (step-level kinds only: slack, github_commit_status, github_check). */
   notify?: NotifyEntry[];
+  /** Its condition (conditions.ts): a false one makes its jobs `broken` when it is planned into a build. */
+  if?: string;
   /** Written: the steps it waits for instead of the wait and block steps before it (dependencies.ts); may be empty. */
   depends_on?: StepDependency[];
   /** With `depends_on`: a failed dependency does not stop it. */
@@ -69,7 +71,7 @@ export type AutomaticRetry = { exit_status: ExitStatus | number[]; limit: number
 /** `retry.manual`: whether the retry button is allowed (with the reason when it is not), also for passed jobs. */
 export type ManualRetry = { allowed: boolean; reason: string | null; permit_on_passed: boolean };
 export type StepRetry = { automatic: AutomaticRetry[]; manual?: ManualRetry };
-export type WaiterStep = { type: 'waiter'; continue_on_failure: boolean };
+export type WaiterStep = { type: 'waiter'; continue_on_failure: boolean; if?: string };
 export type ManualField = {
   key: string;
   text?: string;
@@ -86,6 +88,7 @@ export type ManualStep = {
   prompt: string | null;
   fields: ManualField[];
   branch_configuration: string | null;
+  if?: string;
 };
 export type TriggerStep = {
   type: 'trigger';
@@ -100,6 +103,7 @@ export type TriggerStep = {
   trigger_meta_data?: Record<string, string>;
   trigger_async: boolean;
   branch_configuration: string | null;
+  if?: string;
   depends_on?: StepDependency[];
   allow_dependency_failure?: boolean;
 };

@@ -7,6 +7,7 @@ import { asValidationError, ProblemList, quote, YamlProblemReporter } from './pr
 import { agents, env, optionalText, findProperty, text, wholeNumber, type FoundProperty } from './property-readers';
 import { parseSecrets } from './secrets';
 import { checkDependencies, type DependentStep } from './dependencies';
+import { bothConditions, stepCondition } from './conditions';
 import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, triggerStep, waiterStep, type StepDefaults } from './step-readers';
 import type { NotifyEntry, Step } from './step-types';
 import { ValueBudget, lazyConfigMap, type ConfigValue } from './value-tree';
@@ -166,9 +167,12 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
   const dependents: DependentStep[] = [];
   const groups = new Map<string, string[]>();
   const keysNotKept = new Set<string>();
-  const add = (reporter: YamlProblemReporter, label: string, item: ConfigValue, groupKey: string | null = null) => {
+  const add = (reporter: YamlProblemReporter, label: string, item: ConfigValue, groupKey: string | null = null, groupCondition?: string) => {
     const step = yamlStep(reporter, item, defaults);
     if (!step) return;
+    // A group's condition holds for each of its steps, with the step's own.
+    const condition = bothConditions(groupCondition, step.if);
+    if (condition !== undefined) step.if = condition;
     if (step.type === 'script' && groupKey !== null) step.group_key = groupKey;
     const ownKey = step.type === 'script' ? step.key : null;
     if (groupKey !== null && ownKey !== null) groups.set(groupKey, [...(groups.get(groupKey) ?? []), ownKey]);
@@ -210,6 +214,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     const keyProperty = findProperty(item, PROPERTY_NAMES.yaml.key);
     const groupKey = optionalText(reporter, keyProperty, MAX_KEY);
     if (groupKey !== null) claimKey(reporter, groupKey, label, keyProperty?.[1]);
+    const groupCondition = stepCondition(reporter, item, []);
     for (const [j, child] of children.items.entries()) {
       if (problems.full || steps.length > MAX_STEPS) break;
       const childLabel = `${label}.${j + 1}`;
@@ -217,7 +222,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
       if (child.kind === 'map' && child.get('group') !== undefined) {
         childReporter.failStep('is a group inside a group: groups cannot be nested');
       } else {
-        add(childReporter, childLabel, child, groupKey);
+        add(childReporter, childLabel, child, groupKey, groupCondition);
       }
     }
   }
