@@ -5712,7 +5712,7 @@ export interface components {
             concurrency?: number | null;
             /** @description `script` steps (null on `trigger` steps). */
             parallelism?: number | null;
-            /** @description `script` steps. */
+            /** @description `script` steps; `manual` steps when written. */
             key?: string | null;
             /** @description `script` steps: the `key` of the group step this step was written in. */
             readonly group_key?: string | null;
@@ -5733,11 +5733,12 @@ export interface components {
             /** @description Every kind, when written: its condition, evaluated when the step is added to a build; false makes its jobs `broken`. */
             if?: string;
             /**
-             * @description `script` and `trigger` steps, when written: the steps it waits for (each a command step's
-             *     or a group's `key`) instead of the wait and block steps before it; empty, it runs at once.
+             * @description `script`, `trigger` and `manual` steps, when written: the steps it waits for (each a command
+             *     or block step's or a group's `key`) instead of the wait and block steps before it; empty, it
+             *     runs (or blocks) at once.
              */
             depends_on?: components["schemas"]["StepDependency"][];
-            /** @description `script` and `trigger` steps with `depends_on`: a failed dependency does not stop it. */
+            /** @description `script`, `trigger` and `manual` steps with `depends_on`: a failed dependency does not stop it. */
             allow_dependency_failure?: boolean;
             /** @description `waiter` steps. */
             continue_on_failure?: boolean;
@@ -5927,6 +5928,16 @@ export interface components {
             prompt?: string | null;
             branch_configuration?: string | null;
             fields?: components["schemas"]["ManualStepField"][];
+            /** @description Present when written: what a step's `depends_on` names. */
+            key?: string;
+            /**
+             * @description Present when written: the steps it waits for before it blocks, instead of the steps before
+             *     it (empty: it blocks at once); the steps after it still wait for it to be unblocked. As a
+             *     command step's `depends_on`.
+             */
+            depends_on?: components["schemas"]["StepDependency"][];
+            /** @description With `depends_on`: a failed dependency (not a canceled one) does not stop the step. */
+            allow_dependency_failure?: boolean;
             /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
         };

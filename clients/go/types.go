@@ -4341,15 +4341,32 @@ type LogChunkResult struct {
 }
 
 type ManualStep struct {
-	BranchConfiguration *string           `json:"branch_configuration,omitempty"`
-	Fields              []ManualStepField `json:"fields,omitempty"`
+	// With `depends_on`: a failed dependency (not a canceled one) does not stop the step.
+	AllowDependencyFailure *bool   `json:"allow_dependency_failure,omitempty"`
+	BranchConfiguration    *string `json:"branch_configuration,omitempty"`
+	// Present when written: the steps it waits for before it blocks, instead of the steps
+	// before
+	// it (empty: it blocks at once); the steps after it still wait for it to be unblocked. As a
+	// command step's `depends_on`.
+	DependsOn []StepDependency  `json:"depends_on,omitempty"`
+	Fields    []ManualStepField `json:"fields,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
 	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not
 	// with `branch_configuration`.
-	If     *string        `json:"if,omitempty"`
+	If *string `json:"if,omitempty"`
+	// Present when written: what a step's `depends_on` names.
+	Key    *string        `json:"key,omitempty"`
 	Label  string         `json:"label"`
 	Prompt *string        `json:"prompt,omitempty"`
 	Type   ManualStepType `json:"type"`
+}
+
+// One step a step waits for.
+type StepDependency struct {
+	// Its failure does not stop the step (YAML default false).
+	AllowFailure bool `json:"allow_failure"`
+	// A command step's or a group's `key`.
+	Step string `json:"step"`
 }
 
 type ManualStepField struct {
@@ -4642,7 +4659,8 @@ type Provider struct {
 type Step struct {
 	// `script` steps.
 	AgentQueryRules []string `json:"agent_query_rules,omitempty"`
-	// `script` and `trigger` steps with `depends_on`: a failed dependency does not stop it.
+	// `script`, `trigger` and `manual` steps with `depends_on`: a failed dependency does not
+	// stop it.
 	AllowDependencyFailure *bool `json:"allow_dependency_failure,omitempty"`
 	// `script` steps.
 	ArtifactPaths *string `json:"artifact_paths,omitempty"`
@@ -4658,8 +4676,11 @@ type Step struct {
 	Concurrency *int64 `json:"concurrency,omitempty"`
 	// `waiter` steps.
 	ContinueOnFailure *bool `json:"continue_on_failure,omitempty"`
-	// `script` and `trigger` steps, when written: the steps it waits for (each a command step's
-	// or a group's `key`) instead of the wait and block steps before it; empty, it runs at once.
+	// `script`, `trigger` and `manual` steps, when written: the steps it waits for (each a
+	// command
+	// or block step's or a group's `key`) instead of the wait and block steps before it; empty,
+	// it
+	// runs (or blocks) at once.
 	DependsOn []StepDependency `json:"depends_on,omitempty"`
 	// `script` steps.
 	Env map[string]string `json:"env,omitempty"`
@@ -4670,7 +4691,7 @@ type Step struct {
 	// Every kind, when written: its condition, evaluated when the step is added to a build;
 	// false makes its jobs `broken`.
 	If *string `json:"if,omitempty"`
-	// `script` steps.
+	// `script` steps; `manual` steps when written.
 	Key *string `json:"key,omitempty"`
 	// `manual` steps (always a string), and `trigger` steps.
 	Label *string `json:"label,omitempty"`
@@ -4709,14 +4730,6 @@ type TriggerStepBuild struct {
 	Env      map[string]string `json:"env"`
 	Message  *string           `json:"message"`
 	MetaData map[string]string `json:"meta_data,omitempty"`
-}
-
-// One step a step waits for.
-type StepDependency struct {
-	// Its failure does not stop the step (YAML default false).
-	AllowFailure bool `json:"allow_failure"`
-	// A command step's or a group's `key`.
-	Step string `json:"step"`
 }
 
 // `script` steps.

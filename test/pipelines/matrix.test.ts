@@ -329,7 +329,7 @@ describe('step attributes: nothing is dropped without a word', () => {
       'step 1: "concurrency_group" is accepted but not acted on: concurrency limits are not enforced yet',
       'step 1: "cancel_on_build_failing" is accepted but not acted on: jobs are not canceled when the build starts failing; the build still fails',
       'step 2: "notify" is accepted but not acted on: a group\'s notifications are not kept: put them on its command steps or the top level',
-      'step 3: "key" is accepted but not acted on: only command steps keep a key',
+      'step 3: "key" is accepted but not acted on: only command and block steps keep a key',
     ]);
   });
 
@@ -359,8 +359,7 @@ describe('step attributes: nothing is dropped without a word', () => {
       'step 1 (line 6): "skip" is not supported by Windsock: skipping a step is not supported: remove the step or use "branches"',
       'step 1 (line 7): "colour" is not an attribute of a command step',
       'step 2 (line 9): "soft_fail" is not supported by Windsock: soft_fail on trigger steps is not supported: a failed triggered build fails the trigger job',
-      'step 3 (line 11): "allow_dependency_failure" is not supported by Windsock: only command and trigger steps can have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
-      'step 4 (line 14): "depends_on" is not supported by Windsock: only command and trigger steps can have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
+      'step 3 (line 11): "allow_dependency_failure" is not supported by Windsock: only command, trigger, block and input steps can have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
       'step 4 (line 15): "unknown_thing" is not an attribute of a block step',
     ]);
   });

@@ -217,7 +217,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
     const conditionFalse = step.if !== undefined && !holds(step.if, ctx.conditions);
     const excluded = filtered || conditionFalse;
     // A step with `depends_on` waits for those steps (the build's machine lets it go), not for the barriers.
-    const dependsOn = step.type === 'script' || step.type === 'trigger' ? step.depends_on : undefined;
+    const dependsOn = step.type === 'waiter' ? undefined : step.depends_on;
     const startState = excluded ? 'broken' : dependsOn ? (dependsOn.length > 0 ? 'waiting' : 'scheduled') : behindBarrier ? 'waiting' : 'scheduled';
     const brokenReason = filtered
       ? `The step's branch filter "${filter}" excludes branch "${ctx.branch}"`
@@ -274,7 +274,8 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
         if (!excluded) behindBarrier = true;
         break;
       case 'manual': {
-        const reachedAtOnce = jobs.length === 0;
+        // Reached at once: first of the build, or with `depends_on` naming nothing.
+        const reachedAtOnce = dependsOn ? dependsOn.length === 0 : jobs.length === 0;
         jobs.push({
           ...base(step, stepId),
           id: crypto.randomUUID(),
@@ -282,7 +283,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
           type: 'manual',
           state: excluded ? 'broken' : reachedAtOnce ? 'blocked' : 'waiting',
           name: step.label,
-          stepKey: null,
+          stepKey: step.key ?? null,
           brokenReason,
         });
         if (!excluded) behindBarrier = true;

@@ -65,10 +65,10 @@ export function withJobsOnly<T extends { jobs: Job[]; jobStateCounts?: JobStateC
   return { ...item, jobStateCounts: item.jobStateCounts ?? countJobStates(item.jobs), jobs: item.jobs.filter(keep) };
 }
 
-/** A command or trigger job's `depends_on`, when its step has one. */
+/** A command, trigger or block job's `depends_on`, when its step has one. */
 function explicitDependencies(j: Job): { steps: StepDependency[]; allowFailure: boolean } | null {
   const step = j.step;
-  if ((step.type !== 'script' && step.type !== 'trigger') || !step.depends_on) return null;
+  if (step.type === 'waiter' || !step.depends_on) return null;
   return { steps: step.depends_on, allowFailure: step.allow_dependency_failure === true };
 }
 
@@ -161,6 +161,22 @@ export function advance(
       } else reopen(j);
       continue;
     }
+    const dependencies = explicitDependencies(j);
+    if (j.type === 'manual' && dependencies) {
+      // A block step with `depends_on` blocks once those steps are done, whatever is before it;
+      // the steps after it still wait for it to be unblocked.
+      const verdict = dependenciesVerdict(j, dependencies, jobs, states);
+      if (verdict === 'missing') missingDependency = true;
+      if (verdict === 'failed' || verdict === 'missing') {
+        if (state() === 'waiting' || state() === 'blocked') move(j, 'blocked_failed', { finished_at: now });
+      } else {
+        reopen(j);
+        if (verdict === 'ready' && state() === 'waiting') move(j, 'blocked');
+      }
+      const through = state() === 'unblocked' || state() === 'broken' || JOB_STATE_PHASES[state()] === 'passed';
+      if (gate === 'open' && !through) gate = state() === 'blocked_failed' ? 'failed' : 'closed';
+      continue;
+    }
     if (j.type === 'manual') {
       if (gate === 'failed' || (gate === 'open' && allBeforeDone && failedBefore)) {
         if (state() === 'waiting' || state() === 'blocked') move(j, 'blocked_failed', { finished_at: now });
@@ -178,7 +194,6 @@ export function advance(
       continue;
     }
     // A step with `depends_on` waits for the steps it names, not for the gate (wait and block steps).
-    const dependencies = explicitDependencies(j);
     const verdict = dependencies ? dependenciesVerdict(j, dependencies, jobs, states) : gate === 'failed' ? 'failed' : gate === 'open' ? 'ready' : 'wait';
     if (verdict === 'missing') missingDependency = true;
     if (verdict === 'failed' || verdict === 'missing') {

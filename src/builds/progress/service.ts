@@ -124,7 +124,7 @@ export class BuildProgress {
    */
   private async launched({ build, jobs }: { build: Build; jobs: Job[] }): Promise<{ build: Build; jobs: Job[] }> {
     const written = { build, jobs };
-    const dependent = (j: Job) => j.state === 'waiting' && (j.step.type === 'script' || j.step.type === 'trigger') && j.step.depends_on !== undefined;
+    const dependent = (j: Job) => j.state === 'waiting' && j.step.type !== 'waiter' && j.step.depends_on !== undefined;
     if (!written.jobs.some((j) => (j.type === 'trigger' && j.state === 'scheduled') || dependent(j))) return written;
     await this.advance(written.build.id);
     return (await this.repos.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;

@@ -1,9 +1,9 @@
 /**
- * A command or trigger step's explicit dependencies (`depends_on`, `allow_dependency_failure`),
+ * A command, trigger, block or input step's explicit dependencies (`depends_on`, `allow_dependency_failure`),
  * as the "Depends on" page of the Buildkite docs defines them: the step runs once the steps it
  * names are done, whatever wait and block steps stand before it. Written as one key, a list of
  * keys, or a list of `{step, allow_failure}`; `~`, `null` and `[]` say "depends on nothing" (it
- * runs at once). A key names a command step or a group (all its command steps). No HTTP, no
+ * runs at once). A key names a command or block step, or a group (all its command steps). No HTTP, no
  * database; the build's state machine (src/builds/jobs/state.ts) acts on them.
  */
 import { MAX_KEY } from './limits';
@@ -61,7 +61,7 @@ export interface DependentStep {
 
 /**
  * What can be told from the configuration alone: a step that names itself, a key that only a
- * step Windsock keeps no key for has (a wait, block or trigger step: it could never be done),
+ * step Windsock keeps no key for has (a wait or trigger step: it could never be done),
  * and a cycle among the configuration's keys (its steps would wait for ever). A key the
  * configuration does not have may come with a later upload: the build fails the step if it never does.
  */
@@ -75,7 +75,7 @@ export function checkDependencies(steps: readonly DependentStep[], groups: Reado
       else if (keysNotKept.has(d.step)) {
         s.reporter.fail(
           'depends_on',
-          `names ${quote(d.step)}, the key of a wait, block or trigger step: only command steps and groups can be depended on`,
+          `names ${quote(d.step)}, the key of a wait or trigger step: only command and block steps and groups can be depended on`,
           s.at,
         );
       }

@@ -19,19 +19,19 @@ const WORKS: [AttributeState] = ['works'];
 const ORDER = 'Windsock runs steps in the order written, with wait and block steps as barriers';
 /** Every step type takes a condition (conditions.ts). */
 const IF: Catalogue = { if: WORKS };
-/** Command and trigger steps wait for the steps `depends_on` names (dependencies.ts). */
+/** Command, trigger, block and input steps wait for the steps `depends_on` names (dependencies.ts). */
 const DEPENDS_ON: Catalogue = { depends_on: WORKS, allow_dependency_failure: WORKS, ...IF };
-/** Wait, block, input steps and groups keep their place in the order written. */
+/** Wait steps and groups keep their place in the order written. */
 const NO_DEPENDS_ON: Catalogue = {
-  depends_on: ['refused', `only command and trigger steps can have dependencies: ${ORDER}`],
-  allow_dependency_failure: ['refused', `only command and trigger steps can have dependencies: ${ORDER}`],
+  depends_on: ['refused', `only command, trigger, block and input steps can have dependencies: ${ORDER}`],
+  allow_dependency_failure: ['refused', `only command, trigger, block and input steps can have dependencies: ${ORDER}`],
   ...IF,
 };
 /** A key only ever names a step for `depends_on`, which is refused, on steps that have no `step_key`. */
 const KEY_NOT_KEPT: Catalogue = {
-  key: ['reported', 'only command steps keep a key'],
-  id: ['reported', 'only command steps keep a key'],
-  identifier: ['reported', 'only command steps keep a key'],
+  key: ['reported', 'only command and block steps keep a key'],
+  id: ['reported', 'only command and block steps keep a key'],
+  identifier: ['reported', 'only command and block steps keep a key'],
 };
 const SKIP: Catalogue = { skip: ['refused', 'skipping a step is not supported: remove the step or use "branches"'] };
 /**
@@ -103,8 +103,10 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     branches: WORKS,
     branch_configuration: WORKS,
     blocked_state: ['reported', 'a blocked build keeps its state and reports blocked: true'],
-    ...KEY_NOT_KEPT,
-    ...NO_DEPENDS_ON,
+    key: WORKS,
+    id: WORKS,
+    identifier: WORKS,
+    ...DEPENDS_ON,
   },
   input: {
     type: WORKS,
@@ -115,8 +117,10 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     fields: WORKS,
     branches: WORKS,
     branch_configuration: WORKS,
-    ...KEY_NOT_KEPT,
-    ...NO_DEPENDS_ON,
+    key: WORKS,
+    id: WORKS,
+    identifier: WORKS,
+    ...DEPENDS_ON,
   },
   trigger: {
     type: WORKS,

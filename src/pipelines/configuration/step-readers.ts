@@ -201,7 +201,14 @@ export function manualStep(reporter: ProblemReporter, stepMap: ConfigMap, keywor
     fields: fields(reporter, findProperty(stepMap, ['fields'])),
     branch_configuration: joined(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].branches), ' ', MAX_BRANCHES),
     ...ifOf(stepCondition(reporter, stepMap, PROPERTY_NAMES[reporter.dialect].branches)),
+    ...keyOf(optionalText(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].key), MAX_KEY)),
+    ...parseDependencies(reporter, stepMap),
   };
+}
+
+/** `{key}` when there is one (a block step keeps its key only when written). */
+function keyOf(key: string | null): { key?: string } {
+  return key === null ? {} : { key };
 }
 
 export function triggerStep(reporter: ProblemReporter, stepMap: ConfigMap): TriggerStep {

@@ -89,6 +89,10 @@ export type ManualStep = {
   fields: ManualField[];
   branch_configuration: string | null;
   if?: string;
+  /** Its key, when written: what `depends_on` names. */
+  key?: string;
+  depends_on?: StepDependency[];
+  allow_dependency_failure?: boolean;
 };
 export type TriggerStep = {
   type: 'trigger';

@@ -59,8 +59,12 @@ function normaliseVisualStepsOrThrow(input: unknown[]): Step[] {
       if (keys.has(step.key)) reporter.fail('key', 'has already been taken by another step');
       keys.add(step.key);
     }
-    if ((step.type === 'script' || step.type === 'trigger') && step.depends_on) {
-      dependents.push({ reporter, key: step.type === 'script' ? step.key : null, group: null, dependencies: step.depends_on, at: undefined });
+    if (step.type === 'manual' && step.key) {
+      if (keys.has(step.key)) reporter.fail('key', 'has already been taken by another step');
+      keys.add(step.key);
+    }
+    if (step.type !== 'waiter' && step.depends_on) {
+      dependents.push({ reporter, key: step.type === 'trigger' ? null : (step.key ?? null), group: null, dependencies: step.depends_on, at: undefined });
     }
     steps.push(step);
   }

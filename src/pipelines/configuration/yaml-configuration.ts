@@ -174,19 +174,18 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     const condition = bothConditions(groupCondition, step.if);
     if (condition !== undefined) step.if = condition;
     if (step.type === 'script' && groupKey !== null) step.group_key = groupKey;
-    const ownKey = step.type === 'script' ? step.key : null;
-    if (groupKey !== null && ownKey !== null) groups.set(groupKey, [...(groups.get(groupKey) ?? []), ownKey]);
-    if (step.type !== 'script' && item.kind === 'map') {
+    // Command and block steps keep their keys; a wait's or a trigger's names nothing depends_on can wait for.
+    const ownKey = step.type === 'script' ? step.key : step.type === 'manual' ? (step.key ?? null) : null;
+    if (step.type === 'script' && groupKey !== null && ownKey !== null) groups.set(groupKey, [...(groups.get(groupKey) ?? []), ownKey]);
+    if ((step.type === 'waiter' || step.type === 'trigger') && item.kind === 'map') {
       const written = findProperty(item, PROPERTY_NAMES.yaml.key);
       const key = written && text(written[1]);
       if (key) keysNotKept.add(key);
     }
-    if ((step.type === 'script' || step.type === 'trigger') && step.depends_on) {
+    if (step.type !== 'waiter' && step.depends_on) {
       dependents.push({ reporter, key: ownKey, group: groupKey, dependencies: step.depends_on, at: item.kind === 'map' ? item.get('depends_on') : undefined });
     }
-    if (step.type === 'script' && step.key !== null) {
-      claimKey(reporter, step.key, label, item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key)?.[1] : undefined);
-    }
+    if (ownKey !== null) claimKey(reporter, ownKey, label, item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key)?.[1] : undefined);
     steps.push(step);
   };
 
@@ -228,7 +227,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
   }
   if (steps.length > MAX_STEPS) throw yamlError(`has too many steps (maximum is ${MAX_STEPS})`);
   for (const key of groups.keys()) keysNotKept.delete(key);
-  for (const s of steps) if (s.type === 'script' && s.key !== null) keysNotKept.delete(s.key);
+  for (const s of steps) if ((s.type === 'script' || s.type === 'manual') && s.key) keysNotKept.delete(s.key);
   checkDependencies(dependents, groups, keysNotKept);
   problems.throwIfAny();
   return { steps, env: pipelineEnv, notify: pipelineNotify, notices: problems.notices };

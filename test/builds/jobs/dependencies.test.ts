@@ -76,13 +76,13 @@ describe('depends_on in a configuration', () => {
     ]);
   });
 
-  it('refuses a step that names itself or its group, a wait, block or trigger step’s key, a cycle, and dependencies on the steps that keep their place', () => {
+  it('refuses a step that names itself or its group, a wait or trigger step’s key, a cycle, and dependencies on the steps that keep their place', () => {
     expect(
       problemsOf(
         yaml(
           'steps:',
           '  - { command: a, key: a, depends_on: a }',
-          '  - block: Release',
+          '  - trigger: deployer',
           '    key: release',
           '  - { command: b, key: b, depends_on: [release] }',
           '  - { command: c, key: c, depends_on: d }',
@@ -97,11 +97,11 @@ describe('depends_on in a configuration', () => {
       ),
     ).toEqual([
       'step 1 (line 2): "depends_on" names "a", the step\'s own key',
-      'step 3 (line 5): "depends_on" names "release", the key of a wait, block or trigger step: only command steps and groups can be depended on',
+      'step 3 (line 5): "depends_on" names "release", the key of a wait or trigger step: only command and block steps and groups can be depended on',
       'step 4 (line 6): "depends_on" makes a cycle: "c" -> "d" -> "c"',
       'step 6.1 (line 11): "depends_on" names "g", the group the step is in',
       'step 7 (line 12): "depends_on" must be a step\'s key, or a list of keys and mappings with "step"',
-      'step 8 (line 13): "depends_on" is not supported by Windsock: only command and trigger steps can have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
+      'step 8 (line 13): "depends_on" is not supported by Windsock: only command, trigger, block and input steps can have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
     ]);
   });
 });
@@ -194,6 +194,43 @@ describeEachDatabase('depends_on in a build', (ctx) => {
     expect((await s.states())['package.sh']).toBe('waiting');
     await s.run(0);
     expect((await s.states())['package.sh']).toBe('scheduled');
+  });
+
+  it('blocks a block step with depends_on once its dependency passed, and runs what depends on it once it is unblocked (the docs’ Release button)', async () => {
+    const s = await setup(
+      yaml(
+        'steps:',
+        '  - { command: build.sh, key: built }',
+        '  - command: slow-tests.sh',
+        '  - block: ":rocket: Release!"',
+        '    key: blocked-deploy',
+        '    depends_on: [built]',
+        '  - command: release.sh',
+        '    depends_on: [built, blocked-deploy]',
+        '  - command: after-block.sh',
+      ),
+    );
+    const block = () => s.read().then((b) => b.jobs.find((j) => j.type === 'manual')!);
+    expect((await block()).state).toBe('waiting');
+    expect(await s.run(0)).toBe('build.sh');
+    // Blocked once build.sh passed, while slow-tests.sh still runs: it waits for its dependency only.
+    expect((await block()).state).toBe('blocked');
+    expect(await s.states()).toMatchObject({ 'slow-tests.sh': 'scheduled', 'release.sh': 'waiting', 'after-block.sh': 'waiting' });
+    await ctx()
+      .http()
+      .put(`${s.url}/jobs/${(await block()).id}/unblock`)
+      .set(auth(s.token))
+      .send({})
+      .expect(200);
+    expect(await s.states()).toMatchObject({ 'release.sh': 'scheduled', 'after-block.sh': 'scheduled' });
+    const pipeline = (
+      await ctx()
+        .http()
+        .get(s.url.replace(/\/builds\/\d+$/, ''))
+        .set(auth(s.token))
+        .expect(200)
+    ).body;
+    expect(pipeline.steps[2]).toMatchObject({ type: 'manual', key: 'blocked-deploy', depends_on: [{ step: 'built', allow_failure: false }] });
   });
 
   it('fails the build without running a step whose dependency no step of the build has', async () => {
