@@ -5803,12 +5803,14 @@ export interface components {
             /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
             /**
-             * @description Present when written: the steps it waits for, each a command step's or a group's `key`,
-             *     instead of the wait and block steps before it (empty: it runs at once). It runs once each
-             *     has passed, soft-failed, or was skipped by its branch filter; a failed one (or one that did
-             *     not run) stops it (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure`
-             *     says otherwise; a canceled one always stops it; a key no job of the build has stops it.
-             *     YAML also takes one key, and a list of keys.
+             * @description Present when written: the steps it waits for, each a command or block step's `key` or a
+             *     group's (its command steps), instead of the wait and block steps before it (empty: it runs
+             *     at once). It runs once each has passed, soft-failed, been unblocked, or was left out by its
+             *     branch filter or its `if`; a failed one (or one that did not run) stops it
+             *     (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure` says otherwise; a
+             *     canceled one always stops it; a key no job of the build has stops it and fails the build.
+             *     YAML also takes one key, and a list of keys; there `~` or `null` means "nothing" (in
+             *     visual steps a null is a field not set).
              */
             depends_on?: components["schemas"]["StepDependency"][];
             /** @description With `depends_on`: a failed dependency (not a canceled one) does not stop the step. */
@@ -5898,7 +5900,7 @@ export interface components {
         };
         /** @description One step a step waits for. */
         StepDependency: {
-            /** @description A command step's or a group's `key`. */
+            /** @description A command or block step's `key`, or a group's. */
             step: string;
             /** @description Its failure does not stop the step (YAML default false). */
             allow_failure: boolean;
@@ -5989,12 +5991,14 @@ export interface components {
             /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
             /**
-             * @description Present when written: the steps it waits for, each a command step's or a group's `key`,
-             *     instead of the wait and block steps before it (empty: it runs at once). It runs once each
-             *     has passed, soft-failed, or was skipped by its branch filter; a failed one (or one that did
-             *     not run) stops it (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure`
-             *     says otherwise; a canceled one always stops it; a key no job of the build has stops it.
-             *     YAML also takes one key, and a list of keys.
+             * @description Present when written: the steps it waits for, each a command or block step's `key` or a
+             *     group's (its command steps), instead of the wait and block steps before it (empty: it runs
+             *     at once). It runs once each has passed, soft-failed, been unblocked, or was left out by its
+             *     branch filter or its `if`; a failed one (or one that did not run) stops it
+             *     (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure` says otherwise; a
+             *     canceled one always stops it; a key no job of the build has stops it and fails the build.
+             *     YAML also takes one key, and a list of keys; there `~` or `null` means "nothing" (in
+             *     visual steps a null is a field not set).
              */
             depends_on?: components["schemas"]["StepDependency"][];
             /** @description With `depends_on`: a failed dependency (not a canceled one) does not stop the step. */

@@ -4365,7 +4365,7 @@ type ManualStep struct {
 type StepDependency struct {
 	// Its failure does not stop the step (YAML default false).
 	AllowFailure bool `json:"allow_failure"`
-	// A command step's or a group's `key`.
+	// A command or block step's `key`, or a group's.
 	Step string `json:"step"`
 }
 
@@ -5268,13 +5268,16 @@ type ScriptStep struct {
 	BranchConfiguration    *string `json:"branch_configuration"`
 	Command                *string `json:"command"`
 	Concurrency            *int64  `json:"concurrency"`
-	// Present when written: the steps it waits for, each a command step's or a group's `key`,
-	// instead of the wait and block steps before it (empty: it runs at once). It runs once each
-	// has passed, soft-failed, or was skipped by its branch filter; a failed one (or one that
-	// did
-	// not run) stops it (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure`
-	// says otherwise; a canceled one always stops it; a key no job of the build has stops it.
-	// YAML also takes one key, and a list of keys.
+	// Present when written: the steps it waits for, each a command or block step's `key` or a
+	// group's (its command steps), instead of the wait and block steps before it (empty: it
+	// runs
+	// at once). It runs once each has passed, soft-failed, been unblocked, or was left out by
+	// its
+	// branch filter or its `if`; a failed one (or one that did not run) stops it
+	// (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure` says otherwise; a
+	// canceled one always stops it; a key no job of the build has stops it and fails the build.
+	// YAML also takes one key, and a list of keys; there `~` or `null` means "nothing" (in
+	// visual steps a null is a field not set).
 	DependsOn []StepDependency  `json:"depends_on,omitempty"`
 	Env       map[string]string `json:"env"`
 	// The `key` of the group step this step was written in (YAML `group` steps); the step's
@@ -5648,13 +5651,16 @@ type TriggerStep struct {
 	Build                  TriggerStepBuild `json:"build"`
 	// Always null: trigger steps have no concurrency limit.
 	Concurrency interface{} `json:"concurrency"`
-	// Present when written: the steps it waits for, each a command step's or a group's `key`,
-	// instead of the wait and block steps before it (empty: it runs at once). It runs once each
-	// has passed, soft-failed, or was skipped by its branch filter; a failed one (or one that
-	// did
-	// not run) stops it (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure`
-	// says otherwise; a canceled one always stops it; a key no job of the build has stops it.
-	// YAML also takes one key, and a list of keys.
+	// Present when written: the steps it waits for, each a command or block step's `key` or a
+	// group's (its command steps), instead of the wait and block steps before it (empty: it
+	// runs
+	// at once). It runs once each has passed, soft-failed, been unblocked, or was left out by
+	// its
+	// branch filter or its `if`; a failed one (or one that did not run) stops it
+	// (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure` says otherwise; a
+	// canceled one always stops it; a key no job of the build has stops it and fails the build.
+	// YAML also takes one key, and a list of keys; there `~` or `null` means "nothing" (in
+	// visual steps a null is a field not set).
 	DependsOn []StepDependency `json:"depends_on,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
 	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not

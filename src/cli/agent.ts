@@ -256,11 +256,10 @@ async function runJob(agent: { token: string; api: AgentApi; bin: string }, offe
       log(`${o.name}: job ${job.id}: log chunk ${query.sequence} not sent: ${errorMessage(err)}`);
     }
   };
-  /** Sends what is pending, but for a tail that could be the start of a secret (unless `all`). */
+  /** Sends what is pending, redacted, but for an end that could begin a secret (unless `all`). */
   const flush = (all = false) => {
-    const redacted = redact.apply(pending);
-    const kept = all ? '' : redact.tail(redacted);
-    pending = redacted.slice(0, redacted.length - kept.length);
+    const { send: redacted, keep: kept } = redact.split(pending, all);
+    pending = redacted;
     while (pending) {
       // Whole characters only: a chunk ends at most chunkBytes in.
       let content = pending;
@@ -363,19 +362,37 @@ async function readSecrets(api: AgentApi, job: AgentJob): Promise<{ env: Record<
   return { env, values };
 }
 
-/** Replaces each secret value in the log with `[REDACTED]`, as the real agent does. */
-export function redactor(values: readonly string[]): { apply(text: string): string; tail(text: string): string } {
+/**
+ * Replaces each secret value in the log with `[REDACTED]`, as the real agent does, on a stream:
+ * `split` redacts what is safe to send and keeps the raw rest, the last characters that may
+ * begin a secret whose end has not come yet (all of it is sent when `final`).
+ */
+export function redactor(values: readonly string[]): { split(raw: string, final: boolean): { send: string; keep: string } } {
+  // The longest first: where two begin at one place, the longer is redacted whole.
   const secrets = values.filter((v) => v.length > 0).sort((a, b) => b.length - a.length);
   const longest = secrets[0]?.length ?? 0;
   return {
-    apply: (text) => secrets.reduce((out, v) => out.split(v).join('[REDACTED]'), text),
-    /** The end of `text` that may be the first part of a secret whose rest has not come yet. */
-    tail: (text) => {
-      for (let n = Math.min(longest - 1, text.length); n > 0; n--) {
-        const end = text.slice(text.length - n);
-        if (secrets.some((v) => v.startsWith(end))) return end;
+    split(raw, final) {
+      if (secrets.length === 0) return { send: raw, keep: '' };
+      // From `limit` on, fewer characters than the longest secret are left: a secret starting
+      // there may be unfinished. Before it, every secret starting anywhere is whole in `raw`.
+      const limit = final ? raw.length : Math.max(0, raw.length - (longest - 1));
+      let send = '';
+      let i = 0;
+      for (;;) {
+        let at = -1;
+        let hit = '';
+        for (const v of secrets) {
+          const p = raw.indexOf(v, i);
+          if (p !== -1 && (at === -1 || p < at)) [at, hit] = [p, v];
+        }
+        if (at === -1 || at >= limit) {
+          const end = Math.max(i, limit);
+          return { send: send + raw.slice(i, end), keep: raw.slice(end) };
+        }
+        send += `${raw.slice(i, at)}[REDACTED]`;
+        i = at + hit.length;
       }
-      return '';
     },
   };
 }

@@ -30,16 +30,33 @@ async function givenClusterWithSecrets(ctx: TestContext, secrets: readonly (read
 }
 
 describe("the reference agent's log redaction", () => {
-  it('replaces every value, the longest first, and holds back an end that may be the start of one until the rest comes', () => {
-    const r = redactor(['tok-123', 'tok-1234567', '']);
-    expect(r.apply('a tok-1234567 b tok-123 c')).toBe('a [REDACTED] b [REDACTED] c');
-    // What a flush sends is the redacted text less its tail; the tail goes out with what follows.
-    expect(r.tail('printed: tok-')).toBe('tok-');
-    expect(r.tail('printed: tok-12345')).toBe('tok-12345');
-    expect(r.tail('printed: t')).toBe('t');
-    expect(r.tail('printed: x')).toBe('');
-    expect(r.apply(`${'printed: tok-'.slice(-'tok-'.length)}123\n`)).toBe('[REDACTED]\n');
-    expect(redactor([]).tail('anything')).toBe('');
+  /** Sends `pieces` through the redactor as flushes would, the last one final: what the log gets. */
+  const stream = (values: string[], pieces: string[]) => {
+    const r = redactor(values);
+    let kept = '';
+    let log = '';
+    pieces.forEach((piece, n) => {
+      const { send, keep } = r.split(kept + piece, n === pieces.length - 1);
+      log += send;
+      kept = keep;
+    });
+    return log + kept;
+  };
+
+  it('replaces every value, the longest first, however the output is cut between flushes', () => {
+    const values = ['tok-123', 'tok-1234567', 'cde', 'deXY'];
+    const text = 'a tok-1234567 b tok-123 c abcdeXY d deXY e';
+    const expected = 'a [REDACTED] b [REDACTED] c ab[REDACTED]XY d [REDACTED] e';
+    expect(stream(values, [text])).toBe(expected);
+    // Every way of cutting the text in two, and in three, gives the same log.
+    for (let i = 0; i <= text.length; i++) {
+      expect(stream(values, [text.slice(0, i), text.slice(i)])).toBe(expected);
+      for (let j = i; j <= text.length; j += 3) expect(stream(values, [text.slice(0, i), text.slice(i, j), text.slice(j)])).toBe(expected);
+    }
+    // Held back: the last characters, one fewer than the longest secret; all of it at the end.
+    expect(redactor(values).split('printed: tok-', false)).toEqual({ send: 'pri', keep: 'nted: tok-' });
+    expect(redactor(values).split('printed: tok-', true)).toEqual({ send: 'printed: tok-', keep: '' });
+    expect(redactor([]).split('anything', false)).toEqual({ send: 'anything', keep: '' });
   });
 });
 

@@ -65,6 +65,20 @@ export function withJobsOnly<T extends { jobs: Job[]; jobStateCounts?: JobStateC
   return { ...item, jobStateCounts: item.jobStateCounts ?? countJobStates(item.jobs), jobs: item.jobs.filter(keep) };
 }
 
+/** The jobs each key names: a command or block step's, and a group's (its command jobs). */
+function jobsByKey(jobs: readonly Job[]): Map<string, Job[]> {
+  const byKey = new Map<string, Job[]>();
+  const add = (key: string, j: Job) => byKey.set(key, [...(byKey.get(key) ?? []), j]);
+  for (const j of jobs) {
+    if (j.stepKey !== null) add(j.stepKey, j);
+    if (j.step.type === 'script' && j.step.group_key !== undefined && j.step.group_key !== j.stepKey) add(j.step.group_key, j);
+  }
+  return byKey;
+}
+
+/** Job states in which a job with `depends_on` still waits on them (or was stopped by them, and may be reopened). */
+const DEPENDENT_STATES: readonly JobState[] = ['waiting', 'blocked', 'waiting_failed', 'blocked_failed'];
+
 /** A command, trigger or block job's `depends_on`, when its step has one. */
 function explicitDependencies(j: Job): { steps: StepDependency[]; allowFailure: boolean } | null {
   const step = j.step;
@@ -83,12 +97,12 @@ function explicitDependencies(j: Job): { steps: StepDependency[]; allowFailure: 
 function dependenciesVerdict(
   j: Job,
   dependencies: { steps: StepDependency[]; allowFailure: boolean },
-  jobs: readonly Job[],
+  byKey: ReadonlyMap<string, readonly Job[]>,
   states: ReadonlyMap<string, JobState>,
 ): 'ready' | 'wait' | 'failed' | 'missing' {
   let verdict: 'ready' | 'wait' = 'ready';
   for (const d of dependencies.steps) {
-    const named = jobs.filter((t) => t.id !== j.id && (t.stepKey === d.step || (t.step.type === 'script' && t.step.group_key === d.step)));
+    const named = (byKey.get(d.step) ?? []).filter((t) => t.id !== j.id);
     if (named.length === 0) return 'missing';
     for (const t of named) {
       const state = states.get(t.id)!;
@@ -135,81 +149,107 @@ export function advance(
     const s = states.get(j.id);
     if (s === 'waiting_failed' || s === 'blocked_failed') move(j, 'waiting', { finished_at: null });
   };
-  // 'open': jobs may run; 'closed': behind something unfinished or a block step; 'failed': behind a wait that failed.
-  let gate: 'open' | 'closed' | 'failed' = 'open';
-  let allBeforeDone = true;
-  let failedBefore = false;
+  const byKey = jobsByKey(jobs);
+  const ordered = [...jobs].sort((a, b) => a.position - b.position);
   let missingDependency = false;
-  for (const j of [...jobs].sort((a, b) => a.position - b.position)) {
-    const state = () => states.get(j.id)!;
-    // A wait step whose condition was false is no barrier.
-    if (j.type === 'waiter' && state() === 'broken') continue;
-    if (j.type === 'waiter') {
-      if (gate === 'open') {
-        if (!allBeforeDone) {
-          reopen(j);
-          gate = 'closed';
-        } else if (failedBefore && !(j.step.type === 'waiter' && j.step.continue_on_failure)) {
+  /**
+   * One pass over the jobs in their order. A job with `depends_on` may name a later one, which
+   * this pass moves after it: passes run until one moves nothing (at most one per job).
+   */
+  const pass = () => {
+    // 'open': jobs may run; 'closed': behind something unfinished or a block step; 'failed': behind a wait that failed.
+    let gate: 'open' | 'closed' | 'failed' = 'open';
+    let allBeforeDone = true;
+    let failedBefore = false;
+    missingDependency = false;
+    for (const j of ordered) {
+      const state = () => states.get(j.id)!;
+      // A wait step whose condition was false is no barrier.
+      if (j.type === 'waiter' && state() === 'broken') continue;
+      if (j.type === 'waiter') {
+        if (gate === 'open') {
+          if (!allBeforeDone) {
+            reopen(j);
+            gate = 'closed';
+          } else if (failedBefore && !(j.step.type === 'waiter' && j.step.continue_on_failure)) {
+            if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+            gate = 'failed';
+          } else {
+            reopen(j);
+            if (state() === 'waiting') move(j, 'passed', { finished_at: now });
+          }
+        } else if (gate === 'failed') {
           if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+        } else reopen(j);
+        continue;
+      }
+      const dependencies = explicitDependencies(j);
+      if (j.type === 'manual' && dependencies) {
+        // A block step with `depends_on` blocks once those steps are done, whatever is before it;
+        // the steps after it still wait for it to be unblocked.
+        const verdict = DEPENDENT_STATES.includes(state()) ? dependenciesVerdict(j, dependencies, byKey, states) : null;
+        if (verdict === 'missing') missingDependency = true;
+        if (verdict === 'failed' || verdict === 'missing') {
+          if (state() === 'waiting' || state() === 'blocked') move(j, 'blocked_failed', { finished_at: now });
+        } else if (verdict !== null) {
+          reopen(j);
+          if (verdict === 'ready' && state() === 'waiting') move(j, 'blocked');
+        }
+        const through = state() === 'unblocked' || state() === 'broken' || JOB_STATE_PHASES[state()] === 'passed';
+        if (gate === 'open' && !through) gate = state() === 'blocked_failed' ? 'failed' : 'closed';
+        continue;
+      }
+      if (j.type === 'manual') {
+        if (gate === 'failed' || (gate === 'open' && allBeforeDone && failedBefore)) {
+          if (state() === 'waiting' || state() === 'blocked') move(j, 'blocked_failed', { finished_at: now });
           gate = 'failed';
         } else {
           reopen(j);
-          if (state() === 'waiting') move(j, 'passed', { finished_at: now });
+          if (gate === 'open') {
+            if (!allBeforeDone) gate = 'closed';
+            else if (state() === 'waiting') {
+              move(j, 'blocked');
+              gate = 'closed';
+            } else if (state() === 'blocked') gate = 'closed';
+          }
         }
-      } else if (gate === 'failed') {
-        if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
-      } else reopen(j);
-      continue;
-    }
-    const dependencies = explicitDependencies(j);
-    if (j.type === 'manual' && dependencies) {
-      // A block step with `depends_on` blocks once those steps are done, whatever is before it;
-      // the steps after it still wait for it to be unblocked.
-      const verdict = dependenciesVerdict(j, dependencies, jobs, states);
+        continue;
+      }
+      // A step with `depends_on` waits for the steps it names, not for the gate (wait and block steps).
+      const verdict = !dependencies
+        ? gate === 'failed'
+          ? 'failed'
+          : gate === 'open'
+            ? 'ready'
+            : 'wait'
+        : DEPENDENT_STATES.includes(state())
+          ? dependenciesVerdict(j, dependencies, byKey, states)
+          : null;
       if (verdict === 'missing') missingDependency = true;
       if (verdict === 'failed' || verdict === 'missing') {
-        if (state() === 'waiting' || state() === 'blocked') move(j, 'blocked_failed', { finished_at: now });
-      } else {
+        if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+      } else if (verdict !== null) {
         reopen(j);
-        if (verdict === 'ready' && state() === 'waiting') move(j, 'blocked');
+        if (verdict === 'ready' && state() === 'waiting') move(j, 'scheduled', { scheduled_at: now, runnable_at: now });
       }
-      const through = state() === 'unblocked' || state() === 'broken' || JOB_STATE_PHASES[state()] === 'passed';
-      if (gate === 'open' && !through) gate = state() === 'blocked_failed' ? 'failed' : 'closed';
-      continue;
+      if (!TERMINAL_JOB_STATES.includes(state())) allBeforeDone = false;
+      if (failsBuild({ state: state(), softFailed: j.softFailed })) failedBefore = true;
     }
-    if (j.type === 'manual') {
-      if (gate === 'failed' || (gate === 'open' && allBeforeDone && failedBefore)) {
-        if (state() === 'waiting' || state() === 'blocked') move(j, 'blocked_failed', { finished_at: now });
-        gate = 'failed';
-      } else {
-        reopen(j);
-        if (gate === 'open') {
-          if (!allBeforeDone) gate = 'closed';
-          else if (state() === 'waiting') {
-            move(j, 'blocked');
-            gate = 'closed';
-          } else if (state() === 'blocked') gate = 'closed';
-        }
-      }
-      continue;
-    }
-    // A step with `depends_on` waits for the steps it names, not for the gate (wait and block steps).
-    const verdict = dependencies ? dependenciesVerdict(j, dependencies, jobs, states) : gate === 'failed' ? 'failed' : gate === 'open' ? 'ready' : 'wait';
-    if (verdict === 'missing') missingDependency = true;
-    if (verdict === 'failed' || verdict === 'missing') {
-      if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
-    } else {
-      reopen(j);
-      if (verdict === 'ready' && state() === 'waiting') move(j, 'scheduled', { scheduled_at: now, runnable_at: now });
-    }
-    if (!TERMINAL_JOB_STATES.includes(state())) allBeforeDone = false;
-    if (failsBuild({ state: state(), softFailed: j.softFailed })) failedBefore = true;
+  };
+  for (let n = 0; n <= ordered.length; n++) {
+    const before = [...states.values()].join();
+    pass();
+    if ([...states.values()].join() === before) break;
   }
 
   const current = jobs.map((j) => ({ ...j, state: states.get(j.id)! }));
   const active = current.some((j) => ACTIVE_JOB_STATES.includes(j.state));
-  const failed = current.some(failsBuild) || missingDependency;
   const blocked = current.some((j) => j.type === 'manual' && j.state === 'blocked');
+  // Steps whose dependencies can never be done (one behind a wait that waits for them): nothing
+  // is running and no block step waits for someone, yet they wait. The build fails, as for a
+  // dependency no step has, rather than stay scheduled or running for ever.
+  const stuck = !active && !blocked && current.some((j) => j.state === 'waiting' && explicitDependencies(j) !== null);
+  const failed = current.some(failsBuild) || missingDependency || stuck;
   const started = current.map((j) => j.startedAt).filter((d): d is Date => d !== null);
   const startedAt = build.startedAt ?? (started.length ? new Date(Math.min(...started.map((d) => d.getTime()))) : null);
   let next: BuildMove;

@@ -10,8 +10,8 @@ import { findProperty, text } from './property-readers';
 import { parseCondition } from '../filter-condition';
 import type { ConfigMap } from './value-tree';
 
-/** What a step's condition cannot name: not known when a build is planned. */
-const NOT_IN_STEPS = new Set(['organization.slug']);
+/** What a step's condition cannot name: not known when a build is planned (a webhook's alone says whether a pull request is a draft or a fork's). */
+const NOT_IN_STEPS = new Set(['organization.slug', 'build.pull_request.draft', 'build.pull_request.repository.fork']);
 
 /** The step's `if`, checked; undefined when it has none (or a null one). */
 export function stepCondition(reporter: ProblemReporter, stepMap: ConfigMap, branchesNames: readonly string[]): string | undefined {

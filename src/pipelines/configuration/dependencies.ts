@@ -22,7 +22,10 @@ export interface Dependencies {
 
 export function parseDependencies(reporter: ProblemReporter, stepMap: ConfigMap): Dependencies {
   const allowFailure = bool(reporter, findProperty(stepMap, ['allow_dependency_failure']), false);
-  const v = stepMap.get('depends_on');
+  // In the REST API's visual steps a null is what a client sends for a field it does not set;
+  // in YAML (and the agent's JSON uploads) the docs make `~`/`null` "depends on nothing".
+  const written = stepMap.get('depends_on');
+  const v = written?.kind === 'null' && reporter.dialect === 'visual' ? undefined : written;
   if (v === undefined) {
     if (allowFailure) reporter.notice('allow_dependency_failure', 'it applies to the steps named in "depends_on", and this step names none');
     return {};
@@ -63,7 +66,8 @@ export interface DependentStep {
  * What can be told from the configuration alone: a step that names itself, a key that only a
  * step Windsock keeps no key for has (a wait or trigger step: it could never be done),
  * and a cycle among the configuration's keys (its steps would wait for ever). A key the
- * configuration does not have may come with a later upload: the build fails the step if it never does.
+ * configuration does not have is the build's business: it fails the build when no job of the
+ * build has it when the step is reached (an earlier upload's step may have it).
  */
 export function checkDependencies(steps: readonly DependentStep[], groups: ReadonlyMap<string, readonly string[]>, keysNotKept: ReadonlySet<string>): void {
   const edges = new Map<string, string[]>();

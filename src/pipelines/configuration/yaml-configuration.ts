@@ -170,7 +170,15 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
   const add = (reporter: YamlProblemReporter, label: string, item: ConfigValue, groupKey: string | null = null, groupCondition?: string) => {
     const step = yamlStep(reporter, item, defaults);
     if (!step) return;
-    // A group's condition holds for each of its steps, with the step's own.
+    // A group's condition holds for each of its steps, with the step's own; like a step's own,
+    // not beside a branch filter (documented).
+    if (groupCondition !== undefined && 'branch_configuration' in step && step.branch_configuration !== null) {
+      reporter.fail(
+        'branches',
+        'cannot be used in a group that has an "if"',
+        item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.branches)?.[1] : undefined,
+      );
+    }
     const condition = bothConditions(groupCondition, step.if);
     if (condition !== undefined) step.if = condition;
     if (step.type === 'script' && groupKey !== null) step.group_key = groupKey;

@@ -84,6 +84,12 @@ describe('if in a configuration', () => {
           '    if: organization.slug == "acme"',
           '  - command: d',
           '    if: [build.branch]',
+          '  - command: e',
+          '    if: build.pull_request.draft == false',
+          '  - group: g',
+          '    if: build.tag != null',
+          '    steps:',
+          '      - { command: f, branches: main }',
         ),
       ),
     ).toEqual([
@@ -91,6 +97,8 @@ describe('if in a configuration', () => {
       'step 2 (line 6): "if" cannot be used together with "branches"',
       'step 3 (line 8): "if" cannot use "organization.slug" in a step\'s condition',
       'step 4 (line 10): "if" must be a condition, such as build.branch == "main"',
+      'step 5 (line 12): "if" cannot use "build.pull_request.draft" in a step\'s condition',
+      'step 6.1 (line 16): "branches" cannot be used in a group that has an "if"',
     ]);
   });
 });

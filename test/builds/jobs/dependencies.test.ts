@@ -67,9 +67,13 @@ describe('depends_on in a configuration', () => {
       [[{ step: 'build', allow_failure: false }], undefined],
       null,
     ]);
-    // The visual form takes the objects a read shows.
-    const [step] = normaliseVisualSteps([{ type: 'script', command: 'a', depends_on: [{ step: 'x', allow_failure: true }], allow_dependency_failure: true }]);
+    // The visual form takes the objects a read shows; a null there is a field not set, not "nothing".
+    const [step, unset] = normaliseVisualSteps([
+      { type: 'script', command: 'a', depends_on: [{ step: 'x', allow_failure: true }], allow_dependency_failure: true },
+      { type: 'script', command: 'b', depends_on: null },
+    ]);
     expect([(step as ScriptStep).depends_on, (step as ScriptStep).allow_dependency_failure]).toEqual([[{ step: 'x', allow_failure: true }], true]);
+    expect(unset).not.toHaveProperty('depends_on');
     // allow_dependency_failure alone has nothing to act on: said so.
     expect(parseConfiguration(yaml('steps:', '  - command: a', '    allow_dependency_failure: true')).notices).toEqual([
       'step 1: "allow_dependency_failure" is accepted but not acted on: it applies to the steps named in "depends_on", and this step names none',
@@ -231,6 +235,35 @@ describeEachDatabase('depends_on in a build', (ctx) => {
         .expect(200)
     ).body;
     expect(pipeline.steps[2]).toMatchObject({ type: 'manual', key: 'blocked-deploy', depends_on: [{ step: 'built', allow_failure: false }] });
+  });
+
+  it('moves a step whose dependency is decided later in the same event (a later block step that fails)', async () => {
+    const s = await setup(
+      yaml(
+        'steps:',
+        '  - { command: report.sh, depends_on: gate, allow_dependency_failure: true }',
+        '  - { command: build.sh, key: build }',
+        '  - { block: Release, key: gate, depends_on: build }',
+      ),
+    );
+    expect(await s.run(1)).toBe('build.sh');
+    // One event: the block fails (its dependency failed), and so report.sh, which allows that, runs.
+    expect(await s.states()).toMatchObject({ 'report.sh': 'scheduled' });
+    expect((await s.read()).jobs.find((j) => j.type === 'manual')!.state).toBe('blocked_failed');
+  });
+
+  it('fails a build whose steps wait on each other through a wait step, instead of leaving it scheduled for ever', async () => {
+    const s = await setup(yaml('steps:', '  - { command: b.sh, depends_on: c }', '  - wait', '  - { command: c.sh, key: c }'));
+    const b = await s.read();
+    expect(b.state).toBe('failed');
+    expect(b.jobs.map((j) => j.state)).toEqual(['waiting', 'waiting', 'waiting']);
+  });
+
+  it('does not fail the build for a step that is not run anyway (its condition is false) and names a missing key', async () => {
+    const s = await setup(yaml('steps:', '  - command: a.sh', '  - { command: b.sh, depends_on: nowhere, if: build.branch == "nope" }'));
+    expect(await s.states()).toEqual({ 'a.sh': 'scheduled', 'b.sh': 'broken' });
+    expect(await s.run(0)).toBe('a.sh');
+    expect((await s.read()).state).toBe('passed');
   });
 
   it('fails the build without running a step whose dependency no step of the build has', async () => {
