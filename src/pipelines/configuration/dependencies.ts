@@ -9,7 +9,7 @@
 import { MAX_KEY } from './limits';
 import { quote, tooLong, type ProblemReporter } from './problems';
 import { bool, findProperty, text } from './property-readers';
-import type { StepDependency } from './step-types';
+import type { Step, StepDependency } from './step-types';
 import type { ConfigMap, ConfigValue } from './value-tree';
 
 const MAX_DEPENDENCIES = 100;
@@ -50,6 +50,11 @@ export function parseDependencies(reporter: ProblemReporter, stepMap: ConfigMap)
     add('depends_on', v, false, v);
   }
   return { depends_on: dependencies, ...(allowFailure ? { allow_dependency_failure: true } : {}) };
+}
+
+/** The key a step keeps, which `depends_on` can name: a command step's, or a block step's when written. */
+export function keptKey(step: Step): string | null {
+  return step.type === 'script' ? step.key : step.type === 'manual' ? (step.key ?? null) : null;
 }
 
 /** A step of a configuration whose dependencies are checked once every step is read. */

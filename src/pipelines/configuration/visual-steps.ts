@@ -3,7 +3,7 @@ import { ValidationError } from '../../core/errors';
 import { MAX_STEPS } from './limits';
 import { asValidationError, ProblemList, VisualProblemReporter } from './problems';
 import { text } from './property-readers';
-import { checkDependencies, type DependentStep } from './dependencies';
+import { checkDependencies, keptKey, type DependentStep } from './dependencies';
 import { manualStep, scriptStep, triggerStep, waiterStep } from './step-readers';
 import type { Step } from './step-types';
 import { ValueBudget, valueFromJson } from './value-tree';
@@ -55,17 +55,12 @@ function normaliseVisualStepsOrThrow(input: unknown[]): Step[] {
           : typeText === 'manual'
             ? manualStep(reporter, v)
             : triggerStep(reporter, v);
-    if (step.type === 'script' && step.key !== null) {
-      if (keys.has(step.key)) reporter.fail('key', 'has already been taken by another step');
-      keys.add(step.key);
+    const key = keptKey(step);
+    if (key !== null) {
+      if (keys.has(key)) reporter.fail('key', 'has already been taken by another step');
+      keys.add(key);
     }
-    if (step.type === 'manual' && step.key) {
-      if (keys.has(step.key)) reporter.fail('key', 'has already been taken by another step');
-      keys.add(step.key);
-    }
-    if (step.type !== 'waiter' && step.depends_on) {
-      dependents.push({ reporter, key: step.type === 'trigger' ? null : (step.key ?? null), group: null, dependencies: step.depends_on, at: undefined });
-    }
+    if (step.type !== 'waiter' && step.depends_on) dependents.push({ reporter, key, group: null, dependencies: step.depends_on, at: undefined });
     steps.push(step);
   }
   checkDependencies(dependents, new Map(), new Set());

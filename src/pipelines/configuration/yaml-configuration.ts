@@ -6,7 +6,7 @@ import { MAX_CONFIGURATION_BYTES, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_STEPS, ST
 import { asValidationError, ProblemList, quote, YamlProblemReporter } from './problems';
 import { agents, env, optionalText, findProperty, text, wholeNumber, type FoundProperty } from './property-readers';
 import { parseSecrets } from './secrets';
-import { checkDependencies, type DependentStep } from './dependencies';
+import { checkDependencies, keptKey, type DependentStep } from './dependencies';
 import { bothConditions, stepCondition } from './conditions';
 import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, triggerStep, waiterStep, type StepDefaults } from './step-readers';
 import type { NotifyEntry, Step } from './step-types';
@@ -183,17 +183,17 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     if (condition !== undefined) step.if = condition;
     if (step.type === 'script' && groupKey !== null) step.group_key = groupKey;
     // Command and block steps keep their keys; a wait's or a trigger's names nothing depends_on can wait for.
-    const ownKey = step.type === 'script' ? step.key : step.type === 'manual' ? (step.key ?? null) : null;
+    const ownKey = keptKey(step);
+    const written = item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key) : undefined;
     if (step.type === 'script' && groupKey !== null && ownKey !== null) groups.set(groupKey, [...(groups.get(groupKey) ?? []), ownKey]);
-    if ((step.type === 'waiter' || step.type === 'trigger') && item.kind === 'map') {
-      const written = findProperty(item, PROPERTY_NAMES.yaml.key);
-      const key = written && text(written[1]);
+    if (ownKey === null && written) {
+      const key = text(written[1]);
       if (key) keysNotKept.add(key);
     }
     if (step.type !== 'waiter' && step.depends_on) {
       dependents.push({ reporter, key: ownKey, group: groupKey, dependencies: step.depends_on, at: item.kind === 'map' ? item.get('depends_on') : undefined });
     }
-    if (ownKey !== null) claimKey(reporter, ownKey, label, item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key)?.[1] : undefined);
+    if (ownKey !== null) claimKey(reporter, ownKey, label, written?.[1]);
     steps.push(step);
   };
 
