@@ -1,25 +1,6 @@
-import { ValidationError, type FieldError } from '../../src/core/errors';
+import type { FieldError } from '../../src/core/errors';
+import { codesOf, errorsOf, yaml } from '../support/configuration';
 import { normaliseVisualSteps, parseConfiguration, type ScriptStep, type Step, type TriggerStep } from '../../src/pipelines/configuration';
-
-/** The FieldErrors `run` throws; fails the test if it returns or throws anything else. */
-function errorsOf(run: () => unknown): FieldError[] {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as ValidationError).errors;
-  }
-  throw new Error('expected a ValidationError, got a result');
-}
-
-/** The codes of a configuration that is expected to be rejected. */
-function codesOf(yaml: string): string[] {
-  const errors = errorsOf(() => parseConfiguration(yaml));
-  for (const e of errors) expect(e.field).toBe('configuration');
-  return errors.map((e) => e.code);
-}
-
-const yaml = (...lines: string[]) => `${lines.join('\n')}\n`;
 
 /** A script step with every default, for building expectations. */
 function script(overrides: Partial<ScriptStep>): ScriptStep {

@@ -2,23 +2,12 @@
  * Build matrices, step priority, plugins and the attribute catalogue, at the parser and the
  * planner (no HTTP; test/builds/matrix.test.ts goes through the REST and agent APIs).
  */
-import { ValidationError, type FieldError } from '../../src/core/errors';
+import { ValidationError } from '../../src/core/errors';
+import { codesOf, yaml } from '../support/configuration';
 import { planJobs, scriptVariants, type PlanContext } from '../../src/builds/jobs/plan';
 import { normaliseVisualSteps, parseConfiguration, type ScriptStep } from '../../src/pipelines/configuration';
 import { combinations, jobCount, MATRIX_LIMITS } from '../../src/pipelines/configuration/matrix';
 import { STEP_ATTRIBUTES } from '../../src/pipelines/configuration/step-attributes';
-
-const yaml = (...lines: string[]) => `${lines.join('\n')}\n`;
-
-function codesOf(text: string): string[] {
-  try {
-    parseConfiguration(text);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as ValidationError).errors.map((e: FieldError) => e.code);
-  }
-  throw new Error('expected a ValidationError, got a result');
-}
 
 const onlyStep = (text: string) => parseConfiguration(text).steps[0] as ScriptStep;
 

@@ -6,30 +6,10 @@
  */
 import { normaliseVisualSteps, parseConfiguration } from '../../src/pipelines/configuration';
 import { conditionError, CONDITION_VARIABLES, NOTIFY_CONDITION_VARIABLES } from '../../src/pipelines/filter-condition';
-import { ValidationError } from '../../src/core/errors';
 import { auth, describeEachDatabase } from '../support/context';
+import { codesOf, errorsOf, yaml } from '../support/configuration';
 
-const yaml = (...lines: string[]) => lines.join('\n') + '\n';
-
-function codesOf(text: string): string[] {
-  try {
-    parseConfiguration(text);
-  } catch (err) {
-    if (err instanceof ValidationError) return err.errors.map((e) => e.code);
-    throw err;
-  }
-  throw new Error('expected a ValidationError');
-}
-
-function visualErrorsOf(steps: unknown[]): { field: string; code: string }[] {
-  try {
-    normaliseVisualSteps(steps);
-  } catch (err) {
-    if (err instanceof ValidationError) return err.errors;
-    throw err;
-  }
-  throw new Error('expected a ValidationError');
-}
+const visualErrorsOf = (steps: unknown[]) => errorsOf(() => normaliseVisualSteps(steps));
 
 const EVERY_KIND = yaml(
   'notify:',

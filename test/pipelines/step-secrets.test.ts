@@ -4,24 +4,16 @@
  * as the agent's pipeline library merges them, checked (a 422 naming the step, the line and the
  * field), shown on the pipeline's steps, and handed to the agent in its job's `step.secrets`.
  */
-import { ValidationError, type FieldError } from '../../src/core/errors';
+import { errorsOf, yaml } from '../support/configuration';
 import { normaliseVisualSteps, parseConfiguration, type ScriptStep } from '../../src/pipelines/configuration';
 import { auth, describeEachDatabase } from '../support/context';
 import { agentAuth, givenBuildAndAgent, takeNextJob } from '../support/agents';
 import { givenPipeline } from '../support/given';
 
-const yaml = (...lines: string[]) => `${lines.join('\n')}\n`;
 const secretsOf = (text: string) => parseConfiguration(text).steps.map((s) => (s as ScriptStep).secrets);
 
-function problemsOf(parse: () => unknown): string[] {
-  try {
-    parse();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as ValidationError).errors.map((e: FieldError) => (e.field === 'configuration' ? e.code : `${e.field}: ${e.code}`));
-  }
-  throw new Error('expected a ValidationError, got a result');
-}
+/** The refusals of a parse: a configuration's codes, or a visual step's field and code. */
+const problemsOf = (parse: () => unknown) => errorsOf(parse).map((e) => (e.field === 'configuration' ? e.code : `${e.field}: ${e.code}`));
 
 describe('secrets in a pipeline configuration', () => {
   it('reads a list of keys, a mapping of variables to keys and the agent’s objects, and merges the top level in', () => {

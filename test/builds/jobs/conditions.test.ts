@@ -4,25 +4,13 @@
  * and a step whose condition is false becomes a `broken` job, as the docs' "Conditionals and
  * the broken state" says; a group's condition holds for each of its steps.
  */
-import { ValidationError, type FieldError } from '../../../src/core/errors';
+import { codesOf, yaml } from '../../support/configuration';
 import { parseConfiguration } from '../../../src/pipelines/configuration';
 import { parseCondition } from '../../../src/pipelines/filter-condition';
 import { auth, describeEachDatabase } from '../../support/context';
 import { agentAuth, givenAgent, givenRegistrationToken, runNextJob, takeNextJob } from '../../support/agents';
 import { givenPipeline } from '../../support/given';
 import type { BuildJson } from '../../support/types';
-
-const yaml = (...lines: string[]) => `${lines.join('\n')}\n`;
-
-function problemsOf(text: string): string[] {
-  try {
-    parseConfiguration(text);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as ValidationError).errors.map((e: FieldError) => e.code);
-  }
-  throw new Error('expected a ValidationError, got a result');
-}
 
 describe('if in a configuration', () => {
   it('keeps a condition on every kind of step, a group’s joined to each of its steps’, comments and all', () => {
@@ -72,7 +60,7 @@ describe('if in a configuration', () => {
 
   it('refuses a condition that does not parse, one with branches, and a variable not known when a build is planned', () => {
     expect(
-      problemsOf(
+      codesOf(
         yaml(
           'steps:',
           '  - command: a',

@@ -4,25 +4,14 @@
  * with the step and line), then builds run by an agent through the agent API, each case one of
  * the page's examples or rows of its table.
  */
-import { ValidationError, type FieldError } from '../../../src/core/errors';
+import { codesOf, yaml } from '../../support/configuration';
 import { normaliseVisualSteps, parseConfiguration, type ScriptStep } from '../../../src/pipelines/configuration';
 import { auth, describeEachDatabase } from '../../support/context';
 import { givenBuildAndAgent, runNextJob } from '../../support/agents';
 import type { BuildJson } from '../../support/types';
 
-const yaml = (...lines: string[]) => `${lines.join('\n')}\n`;
 const dependenciesOf = (text: string) =>
   parseConfiguration(text).steps.map((s) => (s.type === 'script' || s.type === 'trigger' ? [s.depends_on, s.allow_dependency_failure] : null));
-
-function problemsOf(text: string): string[] {
-  try {
-    parseConfiguration(text);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as ValidationError).errors.map((e: FieldError) => e.code);
-  }
-  throw new Error('expected a ValidationError, got a result');
-}
 
 describe('depends_on in a configuration', () => {
   it('reads one key, a list of keys, a list of {step, allow_failure}, and ~ or [] for "nothing"', () => {
@@ -82,7 +71,7 @@ describe('depends_on in a configuration', () => {
 
   it('refuses a step that names itself or its group, a wait or trigger step’s key, a cycle, and dependencies on the steps that keep their place', () => {
     expect(
-      problemsOf(
+      codesOf(
         yaml(
           'steps:',
           '  - { command: a, key: a, depends_on: a }',
