@@ -18,6 +18,7 @@ import { PROVIDER_NAMES, type DeliveryEvent, type ProviderFamily, type PullReque
 import { gitHubEvent, validGitHubSignature } from './github-events';
 import { gitLabEvent, validGitLabToken } from './gitlab-events';
 import { buildUrls } from '../builds/serialize';
+import { stepConditionContext } from '../builds/jobs/plan';
 
 export interface DeliveryHeaders {
   githubEvent?: string;
@@ -272,26 +273,11 @@ function eventsOf(family: ProviderFamily, h: DeliveryHeaders, body: object): Del
   }
 }
 
-/** The would-be build as `filter_condition` sees it. */
+/** The would-be build as `filter_condition` sees it: what a step's condition reads, and what only a webhook tells. */
 function conditionContext(pipeline: Pipeline, orgSlug: string, b: DeliveredBuild, d: { draft?: boolean; fork?: boolean }): Map<string, Value> {
-  return new Map<string, Value>([
-    ['build.branch', b.branch],
-    ['build.tag', b.tag],
-    ['build.message', b.message],
-    ['build.commit', b.commit],
-    ['build.source', 'webhook'],
-    ['build.author.name', b.author?.name ?? null],
-    ['build.author.email', b.author?.email ?? null],
-    ['build.author.username', b.author?.username ?? null],
-    ['build.pull_request.id', b.pullRequest?.id ?? null],
-    ['build.pull_request.base_branch', b.pullRequest?.base ?? null],
-    ['build.pull_request.draft', b.pullRequest ? d.draft === true : null],
-    ['build.pull_request.labels', b.pullRequest?.labels ?? []],
-    ['build.pull_request.repository', b.pullRequest?.repository ?? null],
-    ['build.pull_request.repository.fork', b.pullRequest ? d.fork === true : null],
-    ['pipeline.slug', pipeline.slug],
-    ['pipeline.default_branch', pipeline.defaultBranch],
-    ['pipeline.repository', pipeline.repository],
-    ['organization.slug', orgSlug],
-  ]);
+  const ctx = stepConditionContext({ ...b, source: 'webhook' }, pipeline);
+  ctx.set('build.pull_request.draft', b.pullRequest ? d.draft === true : null);
+  ctx.set('build.pull_request.repository.fork', b.pullRequest ? d.fork === true : null);
+  ctx.set('organization.slug', orgSlug);
+  return ctx;
 }

@@ -164,7 +164,7 @@ function holds(condition: string, context: ConditionContext): boolean {
 export function stepConditionContext(
   b: Pick<Build, 'branch' | 'message' | 'commit' | 'source' | 'author' | 'pullRequest'> & { tag?: string | null },
   pipeline: Pick<Pipeline, 'slug' | 'defaultBranch' | 'repository'>,
-): ConditionContext {
+): Map<string, Value> {
   return new Map<string, Value>([
     ['build.branch', b.branch],
     ['build.tag', b.tag ?? null],
