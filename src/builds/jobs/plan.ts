@@ -5,7 +5,7 @@
  * Pure: no database, no clock of its own.
  */
 import crypto from 'node:crypto';
-import type { ScriptStep, Step } from '../../pipelines/configuration';
+import { dependsOnOf, type ScriptStep, type Step } from '../../pipelines/configuration';
 import { combinations, interpolate, interpolateJsonObject } from '../../pipelines/configuration/matrix';
 import type { Plugin } from '../../pipelines/configuration/plugins';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
@@ -217,7 +217,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
     const conditionFalse = step.if !== undefined && !holds(step.if, ctx.conditions);
     const excluded = filtered || conditionFalse;
     // A step with `depends_on` waits for those steps (the build's machine lets it go), not for the barriers.
-    const dependsOn = step.type === 'waiter' ? undefined : step.depends_on;
+    const dependsOn = dependsOnOf(step);
     const startState = excluded ? 'broken' : dependsOn ? (dependsOn.length > 0 ? 'waiting' : 'scheduled') : behindBarrier ? 'waiting' : 'scheduled';
     const brokenReason = filtered
       ? `The step's branch filter "${filter}" excludes branch "${ctx.branch}"`

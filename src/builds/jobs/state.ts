@@ -7,7 +7,7 @@
  */
 import type { Build, BuildState, JobState, JobStateCounts } from '../model';
 import type { Job } from './model';
-import type { StepDependency } from '../../pipelines/configuration';
+import { dependsOnOf, type StepDependency } from '../../pipelines/configuration';
 import {
   ACTIVE_JOB_STATES,
   FAILING_JOB_STATES,
@@ -81,9 +81,9 @@ const DEPENDENT_STATES: readonly JobState[] = ['waiting', 'blocked', 'waiting_fa
 
 /** A command, trigger or block job's `depends_on`, when its step has one. */
 function explicitDependencies(j: Job): { steps: StepDependency[]; allowFailure: boolean } | null {
-  const step = j.step;
-  if (step.type === 'waiter' || !step.depends_on) return null;
-  return { steps: step.depends_on, allowFailure: step.allow_dependency_failure === true };
+  const steps = dependsOnOf(j.step);
+  if (!steps) return null;
+  return { steps, allowFailure: j.step.type !== 'waiter' && j.step.allow_dependency_failure === true };
 }
 
 /**

@@ -19,7 +19,7 @@ import type { Knex } from 'knex';
 import type { User } from '../../core/identity';
 import type { ExpiredJob, Job, JobEnd } from '../jobs/model';
 import { automaticRetryRule } from '../jobs/retry';
-import type { NotifyEntry } from '../../pipelines/configuration';
+import { dependsOnOf, type NotifyEntry } from '../../pipelines/configuration';
 import type { Pipeline } from '../../pipelines/repository';
 import type { PlannedJob } from '../jobs/plan';
 import type { Build, JobState, NewBuildFields } from '../model';
@@ -124,7 +124,7 @@ export class BuildProgress {
    */
   private async launched({ build, jobs }: { build: Build; jobs: Job[] }): Promise<{ build: Build; jobs: Job[] }> {
     const written = { build, jobs };
-    const dependent = (j: Job) => j.state === 'waiting' && j.step.type !== 'waiter' && j.step.depends_on !== undefined;
+    const dependent = (j: Job) => j.state === 'waiting' && dependsOnOf(j.step) !== undefined;
     if (!written.jobs.some((j) => (j.type === 'trigger' && j.state === 'scheduled') || dependent(j))) return written;
     await this.advance(written.build.id);
     return (await this.repos.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;

@@ -52,6 +52,11 @@ export function parseDependencies(reporter: ProblemReporter, stepMap: ConfigMap)
   return { depends_on: dependencies, ...(allowFailure ? { allow_dependency_failure: true } : {}) };
 }
 
+/** A step's `depends_on` as written (undefined: it keeps its place behind the wait and block steps before it). */
+export function dependsOnOf(step: Step): StepDependency[] | undefined {
+  return step.type === 'waiter' ? undefined : step.depends_on;
+}
+
 /** The key a step keeps, which `depends_on` can name: a command step's, or a block step's when written. */
 export function keptKey(step: Step): string | null {
   return step.type === 'script' ? step.key : step.type === 'manual' ? (step.key ?? null) : null;

@@ -6,7 +6,7 @@ import { MAX_CONFIGURATION_BYTES, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_STEPS, ST
 import { asValidationError, ProblemList, quote, YamlProblemReporter } from './problems';
 import { agents, env, optionalText, findProperty, text, wholeNumber, type FoundProperty } from './property-readers';
 import { parseSecrets } from './secrets';
-import { checkDependencies, keptKey, type DependentStep } from './dependencies';
+import { checkDependencies, dependsOnOf, keptKey, type DependentStep } from './dependencies';
 import { bothConditions, stepCondition } from './conditions';
 import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, triggerStep, waiterStep, type StepDefaults } from './step-readers';
 import type { NotifyEntry, Step } from './step-types';
@@ -190,9 +190,8 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
       const key = text(written[1]);
       if (key) keysNotKept.add(key);
     }
-    if (step.type !== 'waiter' && step.depends_on) {
-      dependents.push({ reporter, key: ownKey, group: groupKey, dependencies: step.depends_on, at: item.kind === 'map' ? item.get('depends_on') : undefined });
-    }
+    const dependencies = dependsOnOf(step);
+    if (dependencies) dependents.push({ reporter, key: ownKey, group: groupKey, dependencies, at: item.kind === 'map' ? item.get('depends_on') : undefined });
     if (ownKey !== null) claimKey(reporter, ownKey, label, written?.[1]);
     steps.push(step);
   };
