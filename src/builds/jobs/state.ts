@@ -134,7 +134,10 @@ export function advance(
   // One move per job, from its stored state: a job reopened and then moved on in the same pass
   // (waiting_failed -> waiting -> scheduled) is one guarded UPDATE.
   const byId = new Map<string, JobMove>();
+  /** How many moves changed a job's state: a pass that adds none is the last. */
+  let moved = 0;
   const move = (j: Job, to: JobState, fields: Record<string, unknown> = {}) => {
+    if (states.get(j.id) !== to) moved++;
     const m = byId.get(j.id);
     if (m) Object.assign(m, { event: machineJobEvent(to), to, fields: { ...m.fields, ...fields } });
     else byId.set(j.id, { id: j.id, event: machineJobEvent(to), from: j.state, to, fields });
@@ -237,9 +240,9 @@ export function advance(
     }
   };
   for (let n = 0; n <= ordered.length; n++) {
-    const before = [...states.values()].join();
+    const before = moved;
     pass();
-    if ([...states.values()].join() === before) break;
+    if (moved === before) break;
   }
 
   const current = jobs.map((j) => ({ ...j, state: states.get(j.id)! }));
