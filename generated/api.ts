@@ -5686,8 +5686,9 @@ export interface components {
          * @description A pipeline step, as the REST API shows it: one object whose `type` says which of the four
          *     kinds it is, each kind with its own properties (listed below, each saying which kind it
          *     applies to; a step carries only its kind's). `script`: a command step, exactly the
-         *     `ScriptStep` schema (with `soft_fail`, see there); `waiter`: a wait step, `WaiterStep`;
-         *     `manual`: a block or input step, `ManualStep`; `trigger`: a trigger step, `TriggerStep`.
+         *     `ScriptStep` schema (with `soft_fail` and `skip`, see there); `waiter`: a wait step,
+         *     `WaiterStep`; `manual`: a block or input step, `ManualStep`; `trigger`: a trigger step,
+         *     `TriggerStep` (with `soft_fail` and `skip`, see there).
          *     It is one object schema rather than a `oneOf` of those four on purpose: generators that merge
          *     a `oneOf` into one model (OpenAPI Generator's python) then keep one kind's `type` and every
          *     kind's required properties, and refuse the other kinds. The JSON is the same either way.
@@ -5712,7 +5713,7 @@ export interface components {
             concurrency?: number | null;
             /** @description `script` steps (null on `trigger` steps). */
             parallelism?: number | null;
-            /** @description `script` steps; `manual` steps when written. */
+            /** @description `script` steps; `manual` and `trigger` steps when written. */
             key?: string | null;
             /** @description `script` steps: the `key` of the group step this step was written in. */
             readonly group_key?: string | null;
@@ -5733,9 +5734,9 @@ export interface components {
             /** @description Every kind, when written: its condition, evaluated when the step is added to a build; false makes its jobs `broken`. */
             if?: string;
             /**
-             * @description `script`, `trigger` and `manual` steps, when written: the steps it waits for (each a command
-             *     or block step's or a group's `key`) instead of the wait and block steps before it; empty, it
-             *     runs (or blocks) at once.
+             * @description `script`, `trigger` and `manual` steps, when written: the steps it waits for (each a command,
+             *     block or trigger step's or a group's `key`) instead of the wait and block steps before it;
+             *     empty, it runs (or blocks) at once.
              */
             depends_on?: components["schemas"]["StepDependency"][];
             /** @description `script`, `trigger` and `manual` steps with `depends_on`: a failed dependency does not stop it. */
@@ -5765,10 +5766,12 @@ export interface components {
         /**
          * @description A command step. Every command step also carries `soft_fail`, as the pipeline YAML writes it:
          *     `false`, `true` (any exit status is a soft failure), or a list of rules
-         *     (`[{"exit_status": 1}, {"exit_status": "*"}]`). It is left out of `properties` on purpose: a
-         *     field that is a boolean or a list is a type no generated client (Go, Python, Java...) can
-         *     decode, so those clients ignore it as an unknown property while the JSON stays the real API's.
-         *     The server checks it when it reads the configuration.
+         *     (`[{"exit_status": 1}, {"exit_status": "*"}]`). A skipped one carries `skip`, as written (or
+         *     as its group's): `true`, or the reason (at most 70 characters); its jobs are `broken`, never
+         *     run, with that reason as their `broken_reason`. Both are left out of `properties` on purpose:
+         *     a field that is a boolean or a list (or a string) is a type no generated client (Go, Python,
+         *     Java...) can decode, so those clients ignore it as an unknown property while the JSON stays
+         *     the real API's. The server checks them when it reads the configuration.
          */
         ScriptStep: {
             /** @constant */
@@ -5803,7 +5806,7 @@ export interface components {
             /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
             /**
-             * @description Present when written: the steps it waits for, each a command or block step's `key` or a
+             * @description Present when written: the steps it waits for, each a command, block or trigger step's `key` or a
              *     group's (its command steps), instead of the wait and block steps before it (empty: it runs
              *     at once). It runs once each has passed, soft-failed, been unblocked, or was left out by its
              *     branch filter or its `if`; a failed one (or one that did not run) stops it
@@ -5900,7 +5903,7 @@ export interface components {
         };
         /** @description One step a step waits for. */
         StepDependency: {
-            /** @description A command or block step's `key`, or a group's. */
+            /** @description A command, block or trigger step's `key`, or a group's. */
             step: string;
             /** @description Its failure does not stop the step (YAML default false). */
             allow_failure: boolean;
@@ -5974,7 +5977,9 @@ export interface components {
          *     that build exists; otherwise the job runs until the build ends and takes its result (passed
          *     or not run: passed; failed, canceled or skipped: failed). A missing or archived target, a
          *     branch its branch filter excludes, or a build already 10 triggers deep fails the job, with
-         *     the reason as its log.
+         *     the reason as its log; with `soft_fail` the job soft-fails, and its build does not fail for
+         *     it. A skipped one carries `skip` (`true` or the reason, left out of `properties` as on
+         *     `ScriptStep`); its job is `broken`, never run.
          */
         TriggerStep: {
             /** @constant */
@@ -5988,10 +5993,14 @@ export interface components {
             concurrency: null;
             /** @description Always null: trigger steps run one job. */
             parallelism: null;
+            /** @description Present (true) when written: a failed trigger job does not fail its build. */
+            soft_fail?: boolean;
+            /** @description Present when written: its job's `step_key`, what a step's `depends_on` names. */
+            key?: string;
             /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
             /**
-             * @description Present when written: the steps it waits for, each a command or block step's `key` or a
+             * @description Present when written: the steps it waits for, each a command, block or trigger step's `key` or a
              *     group's (its command steps), instead of the wait and block steps before it (empty: it runs
              *     at once). It runs once each has passed, soft-failed, been unblocked, or was left out by its
              *     branch filter or its `if`; a failed one (or one that did not run) stops it
@@ -6781,6 +6790,11 @@ export interface components {
              */
             readonly cluster_queue_id?: string | null;
             readonly cluster_queue_url?: string | null;
+            /**
+             * @description Why a `broken` job did not run (null for other jobs): the reason code `branch_mismatch` (its
+             *     step's branch filter excludes the build's branch) or `conditional_failed` (its step's `if`
+             *     was false), or the reason its step's `skip` gave (null for `skip: true`).
+             */
             readonly broken_reason?: string | null;
             readonly unblocked_by?: components["schemas"]["BuildCreator"] | null;
             readonly unblocked_at?: components["schemas"]["IsoTimestamp"] | null;

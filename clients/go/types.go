@@ -3439,6 +3439,11 @@ type Job struct {
 	// The job's artifacts (`<job url>/artifacts`).
 	ArtifactsURL *string `json:"artifacts_url,omitempty"`
 	Async        *bool   `json:"async,omitempty"`
+	// Why a `broken` job did not run (null for other jobs): the reason code `branch_mismatch`
+	// (its
+	// step's branch filter excludes the build's branch) or `conditional_failed` (its step's
+	// `if`
+	// was false), or the reason its step's `skip` gave (null for `skip: true`).
 	BrokenReason *string `json:"broken_reason,omitempty"`
 	BuildURL     *string `json:"build_url,omitempty"`
 	// The cluster of the job's pipeline when the job was created.
@@ -4365,7 +4370,7 @@ type ManualStep struct {
 type StepDependency struct {
 	// Its failure does not stop the step (YAML default false).
 	AllowFailure bool `json:"allow_failure"`
-	// A command or block step's `key`, or a group's.
+	// A command, block or trigger step's `key`, or a group's.
 	Step string `json:"step"`
 }
 
@@ -4649,8 +4654,9 @@ type Provider struct {
 // A pipeline step, as the REST API shows it: one object whose `type` says which of the four
 // kinds it is, each kind with its own properties (listed below, each saying which kind it
 // applies to; a step carries only its kind's). `script`: a command step, exactly the
-// `ScriptStep` schema (with `soft_fail`, see there); `waiter`: a wait step, `WaiterStep`;
-// `manual`: a block or input step, `ManualStep`; `trigger`: a trigger step, `TriggerStep`.
+// `ScriptStep` schema (with `soft_fail` and `skip`, see there); `waiter`: a wait step,
+// `WaiterStep`; `manual`: a block or input step, `ManualStep`; `trigger`: a trigger step,
+// `TriggerStep` (with `soft_fail` and `skip`, see there).
 // It is one object schema rather than a `oneOf` of those four on purpose: generators that
 // merge
 // a `oneOf` into one model (OpenAPI Generator's python) then keep one kind's `type` and
@@ -4677,10 +4683,10 @@ type Step struct {
 	// `waiter` steps.
 	ContinueOnFailure *bool `json:"continue_on_failure,omitempty"`
 	// `script`, `trigger` and `manual` steps, when written: the steps it waits for (each a
-	// command
-	// or block step's or a group's `key`) instead of the wait and block steps before it; empty,
-	// it
-	// runs (or blocks) at once.
+	// command,
+	// block or trigger step's or a group's `key`) instead of the wait and block steps before
+	// it;
+	// empty, it runs (or blocks) at once.
 	DependsOn []StepDependency `json:"depends_on,omitempty"`
 	// `script` steps.
 	Env map[string]string `json:"env,omitempty"`
@@ -4691,7 +4697,7 @@ type Step struct {
 	// Every kind, when written: its condition, evaluated when the step is added to a build;
 	// false makes its jobs `broken`.
 	If *string `json:"if,omitempty"`
-	// `script` steps; `manual` steps when written.
+	// `script` steps; `manual` and `trigger` steps when written.
 	Key *string `json:"key,omitempty"`
 	// `manual` steps (always a string), and `trigger` steps.
 	Label *string `json:"label,omitempty"`
@@ -5254,12 +5260,17 @@ type Run struct {
 // A command step. Every command step also carries `soft_fail`, as the pipeline YAML writes
 // it:
 // `false`, `true` (any exit status is a soft failure), or a list of rules
-// (`[{"exit_status": 1}, {"exit_status": "*"}]`). It is left out of `properties` on
-// purpose: a
-// field that is a boolean or a list is a type no generated client (Go, Python, Java...) can
-// decode, so those clients ignore it as an unknown property while the JSON stays the real
-// API's.
-// The server checks it when it reads the configuration.
+// (`[{"exit_status": 1}, {"exit_status": "*"}]`). A skipped one carries `skip`, as written
+// (or
+// as its group's): `true`, or the reason (at most 70 characters); its jobs are `broken`,
+// never
+// run, with that reason as their `broken_reason`. Both are left out of `properties` on
+// purpose:
+// a field that is a boolean or a list (or a string) is a type no generated client (Go,
+// Python,
+// Java...) can decode, so those clients ignore it as an unknown property while the JSON
+// stays
+// the real API's. The server checks them when it reads the configuration.
 type ScriptStep struct {
 	AgentQueryRules []string `json:"agent_query_rules"`
 	// With `depends_on`: a failed dependency (not a canceled one) does not stop the step.
@@ -5268,7 +5279,8 @@ type ScriptStep struct {
 	BranchConfiguration    *string `json:"branch_configuration"`
 	Command                *string `json:"command"`
 	Concurrency            *int64  `json:"concurrency"`
-	// Present when written: the steps it waits for, each a command or block step's `key` or a
+	// Present when written: the steps it waits for, each a command, block or trigger step's
+	// `key` or a
 	// group's (its command steps), instead of the wait and block steps before it (empty: it
 	// runs
 	// at once). It runs once each has passed, soft-failed, been unblocked, or was left out by
@@ -5642,7 +5654,10 @@ type TestWithMetrics struct {
 // or not run: passed; failed, canceled or skipped: failed). A missing or archived target, a
 // branch its branch filter excludes, or a build already 10 triggers deep fails the job,
 // with
-// the reason as its log.
+// the reason as its log; with `soft_fail` the job soft-fails, and its build does not fail
+// for
+// it. A skipped one carries `skip` (`true` or the reason, left out of `properties` as on
+// `ScriptStep`); its job is `broken`, never run.
 type TriggerStep struct {
 	// With `depends_on`: a failed dependency (not a canceled one) does not stop the step.
 	AllowDependencyFailure *bool            `json:"allow_dependency_failure,omitempty"`
@@ -5651,7 +5666,8 @@ type TriggerStep struct {
 	Build                  TriggerStepBuild `json:"build"`
 	// Always null: trigger steps have no concurrency limit.
 	Concurrency interface{} `json:"concurrency"`
-	// Present when written: the steps it waits for, each a command or block step's `key` or a
+	// Present when written: the steps it waits for, each a command, block or trigger step's
+	// `key` or a
 	// group's (its command steps), instead of the wait and block steps before it (empty: it
 	// runs
 	// at once). It runs once each has passed, soft-failed, been unblocked, or was left out by
@@ -5665,12 +5681,16 @@ type TriggerStep struct {
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
 	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not
 	// with `branch_configuration`.
-	If    *string `json:"if,omitempty"`
+	If *string `json:"if,omitempty"`
+	// Present when written: its job's `step_key`, what a step's `depends_on` names.
+	Key   *string `json:"key,omitempty"`
 	Label *string `json:"label"`
 	// Always null: trigger steps run one job.
-	Parallelism interface{}     `json:"parallelism"`
-	Pipeline    string          `json:"pipeline"`
-	Type        TriggerStepType `json:"type"`
+	Parallelism interface{} `json:"parallelism"`
+	Pipeline    string      `json:"pipeline"`
+	// Present (true) when written: a failed trigger job does not fail its build.
+	SoftFail *bool           `json:"soft_fail,omitempty"`
+	Type     TriggerStepType `json:"type"`
 }
 
 type UnblockJobRequest struct {

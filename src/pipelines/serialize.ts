@@ -118,8 +118,11 @@ function triggerStepJson(s: TriggerStep): components['schemas']['TriggerStep'] {
     concurrency: null,
     parallelism: null,
     ...(s.if !== undefined ? { if: s.if } : {}),
+    ...(s.key !== undefined ? { key: s.key } : {}),
     ...(s.depends_on ? { depends_on: s.depends_on } : {}),
     ...(s.allow_dependency_failure ? { allow_dependency_failure: true } : {}),
+    ...(s.soft_fail ? { soft_fail: true } : {}),
+    ...(s.skip !== undefined ? { skip: s.skip } : {}),
   };
 }
 

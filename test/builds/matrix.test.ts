@@ -109,9 +109,9 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
   });
 
   it('refuses step attributes Windsock cannot honour, and reports on update what it only accepts', async () => {
-    const refused = await pipeline('steps:\n  - command: a\n    skip: broken\n');
+    const refused = await pipeline('steps:\n  - command: a\n    key: a\n  - wait: ~\n    depends_on: a\n');
     expect(refused.res.status).toBe(422);
-    expect(refused.res.body.errors[0].code).toContain('"skip" is not supported by Windsock');
+    expect(refused.res.body.errors[0].code).toContain('"depends_on" is not supported by Windsock');
 
     const { org, token, res } = await pipeline('steps:\n  - command: a\n');
     expect(res.headers.warning).toBeUndefined();

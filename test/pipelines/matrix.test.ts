@@ -318,7 +318,7 @@ describe('step attributes: nothing is dropped without a word', () => {
       'step 1: "concurrency_group" is accepted but not acted on: concurrency limits are not enforced yet',
       'step 1: "cancel_on_build_failing" is accepted but not acted on: jobs are not canceled when the build starts failing; the build still fails',
       'step 2: "notify" is accepted but not acted on: a group\'s notifications are not kept: put them on its command steps or the top level',
-      'step 3: "key" is accepted but not acted on: only command and block steps keep a key',
+      'step 3: "key" is accepted but not acted on: a wait step keeps no key',
     ]);
   });
 
@@ -334,9 +334,11 @@ describe('step attributes: nothing is dropped without a word', () => {
           '    skip: broken',
           '    colour: blue',
           '  - trigger: deploy',
-          '    soft_fail: true',
-          '  - group: g',
+          '    soft_fail: 1',
+          '  - wait: ~',
           '    allow_dependency_failure: true',
+          '  - group: g',
+          '    skip: [yes]',
           '    steps: [{command: b}]',
           '  - block: Go',
           '    depends_on: [a]',
@@ -345,11 +347,11 @@ describe('step attributes: nothing is dropped without a word', () => {
       ),
     ).toEqual([
       'step 1 (line 5): "if" is not a valid condition: expected a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`) but the condition ended at character 16',
-      'step 1 (line 6): "skip" is not supported by Windsock: skipping a step is not supported: remove the step or use "branches"',
       'step 1 (line 7): "colour" is not an attribute of a command step',
-      'step 2 (line 9): "soft_fail" is not supported by Windsock: soft_fail on trigger steps is not supported: a failed triggered build fails the trigger job',
-      'step 3 (line 11): "allow_dependency_failure" is not supported by Windsock: only command, trigger, block and input steps can have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
-      'step 4 (line 15): "unknown_thing" is not an attribute of a block step',
+      'step 2 (line 9): "soft_fail" must be true or false',
+      'step 3 (line 11): "allow_dependency_failure" is not supported by Windsock: a wait step cannot have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
+      'step 4 (line 13): "skip" must be true, false or a reason',
+      'step 5 (line 17): "unknown_thing" is not an attribute of a block step',
     ]);
   });
 
@@ -372,8 +374,8 @@ describe('step attributes: nothing is dropped without a word', () => {
     const step = parsed.steps[0] as ScriptStep;
     expect([step.artifact_paths, step.timeout_in_minutes, step.depends_on]).toEqual(['a/*', 5, []]);
     expect(parsed.notices).toEqual([]);
+    expect([parsed.steps[0]!, parsed.steps[1]!].map((s) => 'skip' in s)).toEqual([false, false]);
     expect(codesOf(yaml('steps:', '  - command: a', '    skip: true', '    colour: false'))).toEqual([
-      'step 1 (line 3): "skip" is not supported by Windsock: skipping a step is not supported: remove the step or use "branches"',
       'step 1 (line 4): "colour" is not an attribute of a command step',
     ]);
   });

@@ -184,13 +184,28 @@ export function stepConditionContext(
   ]);
 }
 
+/** A build takes at most this many jobs, uploads included (retried jobs count too). */
+export const MAX_JOBS_PER_BUILD = 5000;
+
+/**
+ * Why a step's jobs do not run (they become `broken`), with the job's `broken_reason` as the
+ * REST docs give it: the step's `skip` (its reason, free text, or none for `skip: true`); the
+ * reason codes `branch_mismatch` (its branch filter excludes the build's branch) and
+ * `conditional_failed` (its `if` is false). Null when the step runs.
+ */
+function exclusion(step: Step, ctx: PlanContext): { reason: string | null } | null {
+  if ('skip' in step && step.skip !== undefined) return { reason: step.skip === true ? null : step.skip };
+  const filter = 'branch_configuration' in step ? step.branch_configuration : null;
+  if (filter && !matchesBranchFilter(filter, ctx.branch)) return { reason: 'branch_mismatch' };
+  if (step.if !== undefined && !holds(step.if, ctx.conditions)) return { reason: 'conditional_failed' };
+  return null;
+}
+
 /**
  * Jobs before the first wait or block step start `scheduled`; jobs behind one start `waiting`.
  * A block step reached at once (nothing before it) starts `blocked`, else `waiting`. A step
- * whose own branch filter excludes the branch becomes a `broken` job.
+ * that is skipped, or that its branch filter or condition leaves out, becomes `broken` jobs.
  */
-/** A build takes at most this many jobs, uploads included (retried jobs count too). */
-export const MAX_JOBS_PER_BUILD = 5000;
 
 export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
   const jobs: PlannedJob[] = [];
@@ -211,19 +226,11 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
   });
   for (const step of steps) {
     const stepId = crypto.randomUUID();
-    const filter = 'branch_configuration' in step ? step.branch_configuration : null;
-    const filtered = filter ? !matchesBranchFilter(filter, ctx.branch) : false;
-    // Documented: a step whose condition is false, as one its branch filter excludes, becomes broken.
-    const conditionFalse = step.if !== undefined && !holds(step.if, ctx.conditions);
-    const excluded = filtered || conditionFalse;
+    const excluded = exclusion(step, ctx);
     // A step with `depends_on` waits for those steps (the build's machine lets it go), not for the barriers.
     const dependsOn = dependsOnOf(step);
     const startState = excluded ? 'broken' : dependsOn ? (dependsOn.length > 0 ? 'waiting' : 'scheduled') : behindBarrier ? 'waiting' : 'scheduled';
-    const brokenReason = filtered
-      ? `The step's branch filter "${filter}" excludes branch "${ctx.branch}"`
-      : conditionFalse
-        ? `The step's condition is false: ${step.if}`
-        : null;
+    const brokenReason = excluded ? excluded.reason : null;
     switch (step.type) {
       case 'script': {
         // A matrix step has no parallelism (the parser refuses both together).
@@ -297,7 +304,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
           type: 'trigger',
           state: startState,
           name: step.name,
-          stepKey: null,
+          stepKey: step.key ?? null,
           brokenReason,
         });
         break;

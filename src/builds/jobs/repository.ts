@@ -11,7 +11,8 @@
 import type { Knex } from 'knex';
 import type { PlannedJob } from './plan';
 import type { JobState, NewBuild } from '../model';
-import { toDate, toDateOrNull } from '../../db/values';
+import { parseJson, toDate, toDateOrNull } from '../../db/values';
+import type { Step } from '../../pipelines/configuration';
 import type { JobsRow } from '../../db/tables';
 import { isUniqueViolation } from '../../db/knex';
 import { isUuid } from '../../core/uuid';
@@ -442,10 +443,9 @@ export class JobRepository {
     return (await this.db('jobs').where({ id: jobId }).whereIn('state', t.from).update({ state: t.to, started_at: at })) > 0;
   }
 
-  /** A trigger job that could not create its build fails (`trigger_failed`); false if it was not running. */
-  async failTrigger(jobId: string, at: Date): Promise<boolean> {
-    const t = jobTransition('trigger_failed');
-    return (await this.db('jobs').where({ id: jobId }).whereIn('state', t.from).update({ state: t.to, finished_at: at })) > 0;
+  /** A trigger job that could not create its build fails (`trigger_failed`), softly when its step says so; false if it was not running. */
+  async failTrigger(jobId: string, at: Date, softFailed: boolean): Promise<boolean> {
+    return this.endTrigger(jobId, 'trigger_failed', at, softFailed);
   }
 
   /** Records the build a trigger job created; `passedAt`: the job passes then (an async trigger, `trigger_passed`). */
@@ -455,16 +455,20 @@ export class JobRepository {
     if (passedAt) await this.endTrigger(jobId, 'trigger_passed', passedAt);
   }
 
-  /** The build of a trigger job still running (waiting on the build it created), or null. */
-  async buildOfRunningTrigger(jobId: string): Promise<string | null> {
-    const job = await this.db('jobs').where({ id: jobId, state: 'running', type: 'trigger' }).first('build_id');
-    return job ? job.build_id : null;
+  /** A trigger job still running (waiting on the build it created): its build, and its step; or null. */
+  async runningTrigger(jobId: string): Promise<{ buildId: string; step: Step } | null> {
+    const job = await this.db('jobs').where({ id: jobId, state: 'running', type: 'trigger' }).first('build_id', 'step');
+    return job ? { buildId: job.build_id, step: parseJson<Step>(job.step, { type: 'waiter', continue_on_failure: false }) } : null;
   }
 
-  /** A running trigger job ends as the build it waited on did (`trigger_passed`, `trigger_failed`); false if it was not running. */
-  async endTrigger(jobId: string, event: 'trigger_passed' | 'trigger_failed', at: Date): Promise<boolean> {
+  /**
+   * A running trigger job ends as the build it waited on did (`trigger_passed`, `trigger_failed`,
+   * soft when `softFailed`: it does not fail its build); false if it was not running.
+   */
+  async endTrigger(jobId: string, event: 'trigger_passed' | 'trigger_failed', at: Date, softFailed = false): Promise<boolean> {
     const t = jobTransition(event);
-    return (await this.db('jobs').where({ id: jobId }).whereIn('state', t.from).update({ state: t.to, finished_at: at })) > 0;
+    const soft = event === 'trigger_failed' && softFailed;
+    return (await this.db('jobs').where({ id: jobId }).whereIn('state', t.from).update({ state: t.to, finished_at: at, soft_failed: soft })) > 0;
   }
 
   /** The builds' jobs that `event` moves (a cancel, a stop or a skip of the builds) move, with `fields`; how many moved. */

@@ -12,7 +12,7 @@
  */
 import type { BuildState, NewBuildFields } from '../model';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
-import type { TriggerStep } from '../../pipelines/configuration';
+import type { Step, TriggerStep } from '../../pipelines/configuration';
 import type { Pipeline } from '../../pipelines/repository';
 import type { Job } from './model';
 
@@ -83,6 +83,11 @@ export function triggeredBuildFields(step: TriggerStep, job: Job, parent: Trigge
     triggeredFrom: { build_id: parent.id, build_number: parent.number, build_pipeline_slug: parent.pipelineSlug },
     triggerDepth: parent.triggerDepth + 1,
   };
+}
+
+/** Whether a failed trigger job soft-fails (its step's `soft_fail`): the triggering build does not fail for it. */
+export function triggerSoftFails(step: Step): boolean {
+  return step.type === 'trigger' && step.soft_fail === true;
 }
 
 /** A triggered build's end as its synchronous trigger job's: passed (or not run) passes it, anything else fails it. */

@@ -11,7 +11,7 @@ import type { Job } from '../jobs/model';
 import type { BuildState } from '../model';
 import { advance } from '../jobs/state';
 import { buildTransition, ENDED_BUILD_STATES, machineBuildEvent } from '../states';
-import { triggerJobStateFor, type TriggeringBuild } from '../jobs/triggers';
+import { triggerJobStateFor, triggerSoftFails, type TriggeringBuild } from '../jobs/triggers';
 import type { Announcements } from './announce';
 import type { ProgressRepositories, StepSigner } from './repositories';
 import { launchTriggeredBuild } from './triggers';
@@ -85,7 +85,7 @@ async function launchTrigger(run: MachineRun, job: Job, parent: TriggeringBuild)
   run.announce.job(job.buildId, job.id);
   const outcome = await launchTriggeredBuild(r, run.sign, job, parent);
   if ('failure' in outcome) {
-    await r.jobs.failTrigger(job.id, now);
+    await r.jobs.failTrigger(job.id, now, triggerSoftFails(job.step));
     await r.logs.writeLine(job.id, outcome.failure, now);
     return;
   }
@@ -100,9 +100,10 @@ async function launchTrigger(run: MachineRun, job: Job, parent: TriggeringBuild)
 /** A triggered build ended: the synchronous trigger job waiting on it takes its result, and its build goes on. */
 async function finishTrigger(run: MachineRun, jobId: string, buildState: BuildState): Promise<void> {
   const { r, now } = run;
-  const buildId = await r.jobs.buildOfRunningTrigger(jobId);
-  if (!buildId) return; // async, already ended, or retried away
-  await r.jobs.endTrigger(jobId, triggerJobStateFor(buildState) === 'passed' ? 'trigger_passed' : 'trigger_failed', now);
+  const trigger = await r.jobs.runningTrigger(jobId);
+  if (!trigger) return; // async, already ended, or retried away
+  const { buildId, step } = trigger;
+  await r.jobs.endTrigger(jobId, triggerJobStateFor(buildState) === 'passed' ? 'trigger_passed' : 'trigger_failed', now, triggerSoftFails(step));
   run.announce.job(buildId, jobId);
   if (await r.builds.lock(buildId)) await advanceLocked(run, buildId);
 }

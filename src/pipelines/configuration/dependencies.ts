@@ -3,7 +3,7 @@
  * as the "Depends on" page of the Buildkite docs defines them: the step runs once the steps it
  * names are done, whatever wait and block steps stand before it. Written as one key, a list of
  * keys, or a list of `{step, allow_failure}`; `~`, `null` and `[]` say "depends on nothing" (it
- * runs at once). A key names a command or block step, or a group (all its command steps). No HTTP, no
+ * runs at once). A key names a command, block or trigger step, or a group (all its command steps). No HTTP, no
  * database; the build's state machine (src/builds/jobs/state.ts) acts on them.
  */
 import { MAX_KEY } from './limits';
@@ -57,9 +57,9 @@ export function dependsOnOf(step: Step): StepDependency[] | undefined {
   return step.type === 'waiter' ? undefined : step.depends_on;
 }
 
-/** The key a step keeps, which `depends_on` can name: a command step's, or a block step's when written. */
+/** The key a step keeps, which `depends_on` can name: a command step's, or a block or trigger step's when written. */
 export function keptKey(step: Step): string | null {
-  return step.type === 'script' ? step.key : step.type === 'manual' ? (step.key ?? null) : null;
+  return step.type === 'script' ? step.key : step.type === 'waiter' ? null : (step.key ?? null);
 }
 
 /** A step of a configuration whose dependencies are checked once every step is read. */
@@ -74,7 +74,7 @@ export interface DependentStep {
 
 /**
  * What can be told from the configuration alone: a step that names itself, a key that only a
- * step Windsock keeps no key for has (a wait or trigger step: it could never be done),
+ * step Windsock keeps no key for has (a wait step: it could never be done),
  * and a cycle among the configuration's keys (its steps would wait for ever). A key the
  * configuration does not have is the build's business: it fails the build when no job of the
  * build has it when the step is reached (an earlier upload's step may have it).
@@ -89,7 +89,7 @@ export function checkDependencies(steps: readonly DependentStep[], groups: Reado
       else if (keysNotKept.has(d.step)) {
         s.reporter.fail(
           'depends_on',
-          `names ${quote(d.step)}, the key of a wait or trigger step: only command and block steps and groups can be depended on`,
+          `names ${quote(d.step)}, the key of a wait step: only command, block and trigger steps and groups can be depended on`,
           s.at,
         );
       }

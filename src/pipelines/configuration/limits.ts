@@ -27,6 +27,8 @@ export const MAX_KEY = 100;
 export const MAX_SLUG = 100;
 export const MAX_REF = 255;
 export const MAX_SIGNAL = 100;
+/** The documented limit of a `skip` reason. */
+export const MAX_SKIP_REASON = 70;
 export const MAX_TIMEOUT = 100_000;
 export const MAX_CONCURRENCY = 100_000;
 /** The jobs table's integer column holds it; Buildkite documents no bounds. */

@@ -8,14 +8,12 @@
  */
 import { define, mapping, quote, type ProblemReporter } from './problems';
 import type { JsonValue } from './plugins';
-import { findProperty, softFail, text, type FoundProperty } from './property-readers';
+import { findProperty, skip, softFail, text, type FoundProperty } from './property-readers';
 import type { ScriptStep } from './step-types';
 import type { ConfigList, ConfigMap, ConfigValue } from './value-tree';
 
 /** The documented limits ("Matrix limits"): dimensions, elements per dimension, adjustments, jobs. */
 export const MATRIX_LIMITS = { dimensions: 6, elements: 20, adjustments: 12, jobs: 50 } as const;
-/** The documented limit of a `skip` reason. */
-const MAX_SKIP_REASON = 70;
 const MAX_ELEMENT = 1000;
 /** Dimension names as Buildkite's pipeline schema allows them. */
 const DIMENSION = /^[A-Za-z0-9_]+$/;
@@ -124,7 +122,7 @@ function adjustmentList(reporter: ProblemReporter, [path, v]: FoundProperty, dim
         reporter.fail(`${at}.${k}`, 'is not an adjustment attribute: use "with", "skip" and "soft_fail"', item.get(k));
     }
     const values = combination(reporter, `${at}.with`, item.get('with'), dims, item);
-    const skip = skipOf(reporter, findProperty(item, ['skip'], `${at}.`));
+    const skipped = skip(reporter, findProperty(item, ['skip'], `${at}.`));
     const soft = findProperty(item, ['soft_fail'], `${at}.`);
     const softFails = soft ? softFail(reporter, soft) : undefined;
     if (!values) return;
@@ -132,7 +130,7 @@ function adjustmentList(reporter: ProblemReporter, [path, v]: FoundProperty, dim
     if (seen.has(id)) return reporter.fail(`${at}.with`, 'repeats the combination of an earlier adjustment', item.get('with'));
     seen.add(id);
     const adjustment: MatrixAdjustment = { with: values };
-    if (skip !== undefined) adjustment.skip = skip;
+    if (skipped !== undefined) adjustment.skip = skipped;
     if (softFails !== undefined) adjustment.soft_fail = softFails;
     out.push(adjustment);
   });
@@ -172,18 +170,6 @@ function combination(reporter: ProblemReporter, path: string, v: ConfigValue | u
     }
   }
   return ok ? values : undefined;
-}
-
-function skipOf(reporter: ProblemReporter, found: FoundProperty | undefined): true | string | undefined {
-  if (!found) return undefined;
-  const [path, v] = found;
-  if (v.kind === 'bool') return v.value ? true : undefined;
-  if (v.kind === 'str') {
-    if (v.value.length > MAX_SKIP_REASON) return (reporter.fail(path, `is too long (maximum is ${MAX_SKIP_REASON} characters)`, v), undefined);
-    // The documented rule: an empty reason is the same as false.
-    return v.value.trim() === '' ? undefined : v.value;
-  }
-  return (reporter.fail(path, 'must be true, false or a reason', v), undefined);
 }
 
 function inSetup(m: Matrix, values: Record<string, string>): boolean {

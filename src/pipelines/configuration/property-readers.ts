@@ -2,7 +2,7 @@
  * Readers for property values. Each reports what is wrong and returns a fallback, so that one
  * pass finds every problem.
  */
-import { ENV_NAME, FIELD_KEY, MAX_ENV, MAX_KEY, MAX_LIST, MAX_NAME, MAX_PROMPT, MAX_REF, MAX_SIGNAL, MAX_TEXT } from './limits';
+import { ENV_NAME, FIELD_KEY, MAX_ENV, MAX_KEY, MAX_LIST, MAX_NAME, MAX_PROMPT, MAX_REF, MAX_SIGNAL, MAX_SKIP_REASON, MAX_TEXT } from './limits';
 import { define, mapping, quote, tooLong, tooMany, type ProblemReporter } from './problems';
 import type { AutomaticRetry, ExitStatus, ManualField, ManualRetry, ScriptStep } from './step-types';
 import type { ConfigValue, ConfigMap } from './value-tree';
@@ -58,6 +58,23 @@ export function bool(reporter: ProblemReporter, found: FoundProperty | undefined
   if (v.kind === 'bool') return v.value;
   reporter.fail(path, 'must be true or false', v);
   return fallback;
+}
+
+/**
+ * A `skip` (a step's, a group's, a matrix adjustment's): `true`, or a reason of at most 70
+ * characters (documented); `false` and an empty reason (documented: "equivalent to false") are
+ * undefined, as is a missing one.
+ */
+export function skip(reporter: ProblemReporter, found: FoundProperty | undefined): true | string | undefined {
+  if (!found) return undefined;
+  const [path, v] = found;
+  if (v.kind === 'bool') return v.value ? true : undefined;
+  if (v.kind === 'str') {
+    if (v.value.length > MAX_SKIP_REASON) return (reporter.fail(path, tooLong(MAX_SKIP_REASON), v), undefined);
+    return v.value.trim() === '' ? undefined : v.value;
+  }
+  if (v.kind === 'null') return undefined;
+  return (reporter.fail(path, 'must be true, false or a reason', v), undefined);
 }
 
 export function wholeNumber(reporter: ProblemReporter, found: FoundProperty | undefined, min: number, max: number, message: string): number | null {

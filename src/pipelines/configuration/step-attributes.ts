@@ -21,19 +21,20 @@ const ORDER = 'Windsock runs steps in the order written, with wait and block ste
 const IF: Catalogue = { if: WORKS };
 /** Command, trigger, block and input steps wait for the steps `depends_on` names (dependencies.ts). */
 const DEPENDS_ON: Catalogue = { depends_on: WORKS, allow_dependency_failure: WORKS, ...IF };
-/** Wait steps and groups keep their place in the order written. */
+/** Wait steps keep their place in the order written. */
 const NO_DEPENDS_ON: Catalogue = {
-  depends_on: ['refused', `only command, trigger, block and input steps can have dependencies: ${ORDER}`],
-  allow_dependency_failure: ['refused', `only command, trigger, block and input steps can have dependencies: ${ORDER}`],
+  depends_on: ['refused', `a wait step cannot have dependencies: ${ORDER}`],
+  allow_dependency_failure: ['refused', `a wait step cannot have dependencies: ${ORDER}`],
   ...IF,
 };
-/** A key only ever names a step for `depends_on`, which is refused, on steps that have no `step_key`. */
+/** A key only ever names a step for `depends_on`, which is refused on wait steps: they keep none. */
 const KEY_NOT_KEPT: Catalogue = {
-  key: ['reported', 'only command and block steps keep a key'],
-  id: ['reported', 'only command and block steps keep a key'],
-  identifier: ['reported', 'only command and block steps keep a key'],
+  key: ['reported', 'a wait step keeps no key'],
+  id: ['reported', 'a wait step keeps no key'],
+  identifier: ['reported', 'a wait step keeps no key'],
 };
-const SKIP: Catalogue = { skip: ['refused', 'skipping a step is not supported: remove the step or use "branches"'] };
+/** Command and trigger steps (and a group's, for its steps) can be skipped: their jobs are `broken` (plan.ts). */
+const SKIP: Catalogue = { skip: WORKS };
 /**
  * A command step's and the top level's `notify` are kept (notify.ts); of their entries, those
  * Windsock cannot deliver are reported one by one (NOTIFY_KINDS_REPORTED). A group's `notify` is
@@ -138,8 +139,10 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     trigger_message: WORKS,
     trigger_env: WORKS,
     trigger_meta_data: WORKS,
-    soft_fail: ['refused', 'soft_fail on trigger steps is not supported: a failed triggered build fails the trigger job'],
-    ...KEY_NOT_KEPT,
+    soft_fail: WORKS,
+    key: WORKS,
+    id: WORKS,
+    identifier: WORKS,
     ...DEPENDS_ON,
     ...SKIP,
   },
@@ -153,7 +156,8 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     id: WORKS,
     identifier: WORKS,
     ...GROUP_NOTIFY,
-    ...NO_DEPENDS_ON,
+    // Each merged into the group's steps (yaml-configuration.ts).
+    ...DEPENDS_ON,
     ...SKIP,
   },
 };

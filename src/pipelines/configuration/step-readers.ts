@@ -21,6 +21,7 @@ import {
   findProperty,
   positive,
   retry,
+  skip,
   softFail,
   text,
   wholeNumber,
@@ -132,7 +133,7 @@ export function scriptStep(reporter: ProblemReporter, stepMap: ConfigMap, defaul
   }
   const notifications = notify(reporter, findProperty(stepMap, ['notify']), 'step');
   if (notifications.length > 0) step.notify = notifications;
-  return Object.assign(step, ifOf(stepCondition(reporter, stepMap, names.branches)), parseDependencies(reporter, stepMap));
+  return Object.assign(step, ifOf(stepCondition(reporter, stepMap, names.branches)), parseDependencies(reporter, stepMap), skipOf(reporter, stepMap));
 }
 
 /** Matrix values go into label, command, env, agents and plugins; a token naming no dimension is an error. */
@@ -206,7 +207,7 @@ export function manualStep(reporter: ProblemReporter, stepMap: ConfigMap, keywor
   };
 }
 
-/** `{key}` when there is one (a block step keeps its key only when written). */
+/** `{key}` when there is one (a block or trigger step keeps its key only when written). */
 function keyOf(key: string | null): { key?: string } {
   return key === null ? {} : { key };
 }
@@ -249,8 +250,17 @@ export function triggerStep(reporter: ProblemReporter, stepMap: ConfigMap): Trig
     trigger_async: bool(reporter, findProperty(stepMap, names.async), false),
     branch_configuration: joined(reporter, findProperty(stepMap, names.branches), ' ', MAX_BRANCHES),
     ...ifOf(stepCondition(reporter, stepMap, names.branches)),
+    ...keyOf(optionalText(reporter, findProperty(stepMap, names.key), MAX_KEY)),
     ...parseDependencies(reporter, stepMap),
+    ...skipOf(reporter, stepMap),
+    ...(bool(reporter, findProperty(stepMap, ['soft_fail']), false) ? { soft_fail: true as const } : {}),
   };
+}
+
+/** `{skip}` when the step is skipped (true or a reason), else nothing. */
+export function skipOf(reporter: ProblemReporter, stepMap: ConfigMap): { skip?: true | string } {
+  const skipped = skip(reporter, findProperty(stepMap, ['skip']));
+  return skipped === undefined ? {} : { skip: skipped };
 }
 
 /** `{if}` when there is a condition, else nothing (the step carries no `if` key). */

@@ -45,6 +45,8 @@ export type ScriptStep = {
   depends_on?: StepDependency[];
   /** With `depends_on`: a failed dependency does not stop it. */
   allow_dependency_failure?: boolean;
+  /** Written (or its group's): its jobs are `broken`, never run; a string is the reason they show. */
+  skip?: true | string;
 };
 
 /** Slack: one channel or user (`#general`, `@someone`, `workspace#channel`), or several with a custom message. */
@@ -108,8 +110,14 @@ export type TriggerStep = {
   trigger_async: boolean;
   branch_configuration: string | null;
   if?: string;
+  /** Its key, when written: its job's `step_key`, what `depends_on` names. */
+  key?: string;
   depends_on?: StepDependency[];
   allow_dependency_failure?: boolean;
+  /** As a command step's `skip`. */
+  skip?: true | string;
+  /** A failed trigger job (its build failed, or could not be made) does not fail the build. */
+  soft_fail?: true;
 };
 export type Step = ScriptStep | WaiterStep | ManualStep | TriggerStep;
 
@@ -142,8 +150,9 @@ export type StepTypesFollowTheSpec = [
   Conforms<NonNullable<Schemas['NotifyEntry']['slack']>, NotifySlack>,
   Conforms<NotifyGitHubContext, Schemas['NotifyGitHubContext']>,
   // `matrix_values` is on a job's copy of a matrix step only, which the API does not show;
-  // `soft_fail` is in the JSON but not in the schema's properties (a boolean or a list: see ScriptStep's description).
-  Holds<SameKeys<ScriptStep, Schemas['ScriptStep'], 'matrix_values' | 'soft_fail'>>,
+  // `soft_fail` and `skip` are in the JSON but not in the schema's properties (a boolean or a list
+  // or string: see ScriptStep's description).
+  Holds<SameKeys<ScriptStep, Schemas['ScriptStep'], 'matrix_values' | 'soft_fail' | 'skip'>>,
   Holds<SameKeys<WaiterStep, Schemas['WaiterStep']>>,
   Holds<SameKeys<ManualStep, Schemas['ManualStep']>>,
   Holds<SameKeys<StepRetry, SpecRetry>>,

@@ -6,11 +6,11 @@ import { MAX_CONFIGURATION_BYTES, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_STEPS, ST
 import { asValidationError, ProblemList, quote, YamlProblemReporter } from './problems';
 import { agents, env, optionalText, findProperty, text, wholeNumber, type FoundProperty } from './property-readers';
 import { parseSecrets } from './secrets';
-import { checkDependencies, dependsOnOf, keptKey, type DependentStep } from './dependencies';
+import { checkDependencies, dependsOnOf, keptKey, parseDependencies, type DependentStep } from './dependencies';
 import { bothConditions, stepCondition } from './conditions';
-import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, triggerStep, waiterStep, type StepDefaults } from './step-readers';
-import type { NotifyEntry, Step } from './step-types';
-import { ValueBudget, lazyConfigMap, type ConfigValue } from './value-tree';
+import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, skipOf, triggerStep, waiterStep, type StepDefaults } from './step-readers';
+import type { NotifyEntry, Step, StepDependency } from './step-types';
+import { ValueBudget, lazyConfigMap, type ConfigList, type ConfigMap, type ConfigValue } from './value-tree';
 import { YamlReader, yamlError } from './yaml-reader';
 
 type StepKind = 'script' | 'waiter' | 'manual' | 'trigger';
@@ -72,6 +72,66 @@ function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: StepD
       return manualStep(reporter, v, keyword);
     case 'trigger':
       return triggerStep(reporter, v);
+  }
+}
+
+/** What a group step gives each of its steps (the docs: its `if` and `skip` are merged into theirs). */
+interface GroupAttributes {
+  /** Kept on its command steps: their jobs show it as `group_key`. */
+  key: string | null;
+  condition?: string;
+  skip?: true | string;
+  /** Its `depends_on`, each with `allow_failure` when the group allows dependency failure. */
+  dependsOn?: StepDependency[];
+  /** Set once one of its wait or block steps has been read. */
+  barrierPassed: boolean;
+}
+
+function groupAttributes(reporter: YamlProblemReporter, group: ConfigMap, children: ConfigList): GroupAttributes {
+  const key = optionalText(reporter, findProperty(group, PROPERTY_NAMES.yaml.key), MAX_KEY);
+  const attributes: GroupAttributes = { key, barrierPassed: false, ...skipOf(reporter, group) };
+  const condition = stepCondition(reporter, group, []);
+  if (condition !== undefined) attributes.condition = condition;
+  const { depends_on: dependsOn, allow_dependency_failure: allowFailure } = parseDependencies(reporter, group);
+  if (dependsOn) {
+    // Checked here rather than on each step: a group waiting for itself or its own steps could never start.
+    const childKeys = new Set(
+      children.items.flatMap((c) => {
+        const found = c.kind === 'map' ? findProperty(c, PROPERTY_NAMES.yaml.key) : undefined;
+        const k = found && text(found[1]);
+        return k ? [k] : [];
+      }),
+    );
+    attributes.dependsOn = dependsOn.flatMap((d) => {
+      const why = d.step === key ? "the group's own key" : childKeys.has(d.step) ? 'the key of one of its own steps' : null;
+      if (why) return (reporter.fail('depends_on', `names ${quote(d.step)}, ${why}`, group.get('depends_on')), []);
+      return [{ step: d.step, allow_failure: d.allow_failure || allowFailure === true }];
+    });
+  }
+  return attributes;
+}
+
+/**
+ * A group's attributes merged into one of its steps: its condition joined to the step's (not
+ * beside a branch filter, as for a step's own), its `skip` where the step has none, and its
+ * `depends_on` added to the step's own (the step's entry first for a key both name), on each
+ * step that has a `depends_on` of its own or comes before the group's first wait or block step:
+ * the group waits for those steps as one step would, and its steps keep their order.
+ */
+function inherit(reporter: YamlProblemReporter, item: ConfigValue, step: Step, group: GroupAttributes): void {
+  if (group.condition !== undefined && 'branch_configuration' in step && step.branch_configuration !== null) {
+    reporter.fail(
+      'branches',
+      'cannot be used in a group that has an "if"',
+      item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.branches)?.[1] : undefined,
+    );
+  }
+  const condition = bothConditions(group.condition, step.if);
+  if (condition !== undefined) step.if = condition;
+  if (group.skip !== undefined && (step.type === 'script' || step.type === 'trigger')) step.skip ??= group.skip;
+  if (group.dependsOn && step.type !== 'waiter' && (step.depends_on !== undefined || !group.barrierPassed)) {
+    const own = step.depends_on ?? [];
+    step.depends_on = [...own, ...group.dependsOn.filter((d) => !own.some((o) => o.step === d.step))];
   }
 }
 
@@ -167,25 +227,22 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
   const dependents: DependentStep[] = [];
   const groups = new Map<string, string[]>();
   const keysNotKept = new Set<string>();
-  const add = (reporter: YamlProblemReporter, label: string, item: ConfigValue, groupKey: string | null = null, groupCondition?: string) => {
+  const add = (reporter: YamlProblemReporter, label: string, item: ConfigValue, group?: GroupAttributes) => {
     const step = yamlStep(reporter, item, defaults);
     if (!step) return;
-    // A group's condition holds for each of its steps, with the step's own; like a step's own,
-    // not beside a branch filter (documented).
-    if (groupCondition !== undefined && 'branch_configuration' in step && step.branch_configuration !== null) {
-      reporter.fail(
-        'branches',
-        'cannot be used in a group that has an "if"',
-        item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.branches)?.[1] : undefined,
-      );
-    }
-    const condition = bothConditions(groupCondition, step.if);
-    if (condition !== undefined) step.if = condition;
+    const groupKey = group?.key ?? null;
+    if (group) inherit(reporter, item, step, group);
+    // The group's steps after its first wait or block step wait for that one, not for the group's `depends_on`.
+    if (group && (step.type === 'waiter' || step.type === 'manual')) group.barrierPassed = true;
     if (step.type === 'script' && groupKey !== null) step.group_key = groupKey;
     // Command and block steps keep their keys; a wait's or a trigger's names nothing depends_on can wait for.
     const ownKey = keptKey(step);
     const written = item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key) : undefined;
-    if (step.type === 'script' && groupKey !== null && ownKey !== null) groups.set(groupKey, [...(groups.get(groupKey) ?? []), ownKey]);
+    // What the group's key waits for: its command steps (through their keys, or what a step without one waits for).
+    if (step.type === 'script' && groupKey !== null) {
+      const waitsFor = ownKey !== null ? [ownKey] : (step.depends_on ?? []).map((d) => d.step);
+      groups.set(groupKey, [...(groups.get(groupKey) ?? []), ...waitsFor]);
+    }
     if (ownKey === null && written) {
       const key = text(written[1]);
       if (key) keysNotKept.add(key);
@@ -216,11 +273,8 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     }
     optionalText(reporter, findProperty(item, ['group', 'label', 'name']), MAX_NAME); // checked, though not kept
     checkAttributes(reporter, item, 'group');
-    // The group's key is kept on its command steps: their jobs show it as `group_key`.
-    const keyProperty = findProperty(item, PROPERTY_NAMES.yaml.key);
-    const groupKey = optionalText(reporter, keyProperty, MAX_KEY);
-    if (groupKey !== null) claimKey(reporter, groupKey, label, keyProperty?.[1]);
-    const groupCondition = stepCondition(reporter, item, []);
+    const group = groupAttributes(reporter, item, children);
+    if (group.key !== null) claimKey(reporter, group.key, label, findProperty(item, PROPERTY_NAMES.yaml.key)?.[1]);
     for (const [j, child] of children.items.entries()) {
       if (problems.full || steps.length > MAX_STEPS) break;
       const childLabel = `${label}.${j + 1}`;
@@ -228,13 +282,16 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
       if (child.kind === 'map' && child.get('group') !== undefined) {
         childReporter.failStep('is a group inside a group: groups cannot be nested');
       } else {
-        add(childReporter, childLabel, child, groupKey, groupCondition);
+        add(childReporter, childLabel, child, group);
       }
     }
   }
   if (steps.length > MAX_STEPS) throw yamlError(`has too many steps (maximum is ${MAX_STEPS})`);
   for (const key of groups.keys()) keysNotKept.delete(key);
-  for (const s of steps) if ((s.type === 'script' || s.type === 'manual') && s.key) keysNotKept.delete(s.key);
+  for (const s of steps) {
+    const key = keptKey(s);
+    if (key !== null) keysNotKept.delete(key);
+  }
   checkDependencies(dependents, groups, keysNotKept);
   problems.throwIfAny();
   return { steps, env: pipelineEnv, notify: pipelineNotify, notices: problems.notices };

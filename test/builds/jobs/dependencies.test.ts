@@ -69,13 +69,13 @@ describe('depends_on in a configuration', () => {
     ]);
   });
 
-  it('refuses a step that names itself or its group, a wait or trigger step’s key, a cycle, and dependencies on the steps that keep their place', () => {
+  it('refuses a step that names itself or its group, a wait step’s key, a cycle, and dependencies on the steps that keep their place', () => {
     expect(
       codesOf(
         yaml(
           'steps:',
           '  - { command: a, key: a, depends_on: a }',
-          '  - trigger: deployer',
+          '  - wait: ~',
           '    key: release',
           '  - { command: b, key: b, depends_on: [release] }',
           '  - { command: c, key: c, depends_on: d }',
@@ -90,11 +90,78 @@ describe('depends_on in a configuration', () => {
       ),
     ).toEqual([
       'step 1 (line 2): "depends_on" names "a", the step\'s own key',
-      'step 3 (line 5): "depends_on" names "release", the key of a wait or trigger step: only command and block steps and groups can be depended on',
+      'step 3 (line 5): "depends_on" names "release", the key of a wait step: only command, block and trigger steps and groups can be depended on',
       'step 4 (line 6): "depends_on" makes a cycle: "c" -> "d" -> "c"',
       'step 6.1 (line 11): "depends_on" names "g", the group the step is in',
       'step 7 (line 12): "depends_on" must be a step\'s key, or a list of keys and mappings with "step"',
-      'step 8 (line 13): "depends_on" is not supported by Windsock: only command, trigger, block and input steps can have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
+      'step 8 (line 13): "depends_on" is not supported by Windsock: a wait step cannot have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
+    ]);
+  });
+});
+
+describe('a group’s depends_on', () => {
+  it('goes to each of its steps before its first wait or block step, and to those with their own, with allow_dependency_failure per dependency', () => {
+    const steps = parseConfiguration(
+      yaml(
+        'steps:',
+        '  - { command: tests.sh, key: tests }',
+        '  - { trigger: infra, key: infra }',
+        '  - group: Deploy',
+        '    key: deploy',
+        '    depends_on: [tests, { step: infra }]',
+        '    allow_dependency_failure: true',
+        '    steps:',
+        '      - command: a.sh',
+        '      - { command: b.sh, depends_on: lint }',
+        '      - { block: Go, key: go }',
+        '      - command: after-block.sh',
+        '      - { command: own.sh, depends_on: [{ step: tests, allow_failure: false }] }',
+        '      - { trigger: downstream, key: downstream }',
+        '  - { command: lint.sh, key: lint }',
+      ),
+    ).steps;
+    const dependencies = steps.map((st) => (st.type === 'waiter' ? null : (st.depends_on ?? null)));
+    const tests = { step: 'tests', allow_failure: true };
+    const infra = { step: 'infra', allow_failure: true };
+    expect(dependencies).toEqual([
+      null,
+      null,
+      [tests, infra],
+      [{ step: 'lint', allow_failure: false }, tests, infra],
+      [tests, infra],
+      // After the group's block step: it waits for that one.
+      null,
+      // A step's own entry comes first and wins for a key both name.
+      [{ step: 'tests', allow_failure: false }, infra],
+      null,
+      null,
+    ]);
+    // Its own allow_dependency_failure stays the step's: the group's is on each dependency it gave.
+    expect(steps.map((st) => (st.type === 'waiter' ? undefined : st.allow_dependency_failure))).toEqual(Array(9).fill(undefined));
+  });
+
+  it('refuses a group that names its own key or one of its steps, and a cycle through a group', () => {
+    expect(
+      codesOf(
+        yaml(
+          'steps:',
+          '  - group: g',
+          '    key: g',
+          '    depends_on: [g, inner]',
+          '    steps:',
+          '      - { command: a, key: inner }',
+          '  - group: h',
+          '    key: h',
+          '    depends_on: after',
+          '    steps:',
+          '      - command: b',
+          '  - { command: c, key: after, depends_on: h }',
+        ),
+      ),
+    ).toEqual([
+      'step 1 (line 4): "depends_on" names "g", the group\'s own key',
+      'step 1 (line 4): "depends_on" names "inner", the key of one of its own steps',
+      'step 3 (line 12): "depends_on" makes a cycle: "after" -> "h" -> "after"',
     ]);
   });
 });
@@ -224,6 +291,38 @@ describeEachDatabase('depends_on in a build', (ctx) => {
         .expect(200)
     ).body;
     expect(pipeline.steps[2]).toMatchObject({ type: 'manual', key: 'blocked-deploy', depends_on: [{ step: 'built', allow_failure: false }] });
+  });
+
+  it('runs a group with depends_on once its dependency passed, past the wait before it, its own wait kept; a trigger step’s key can be named', async () => {
+    const s = await setup(
+      yaml(
+        'steps:',
+        '  - { command: tests.sh, key: tests }',
+        '  - command: slow.sh',
+        '  - wait',
+        '  - group: Deploy',
+        '    depends_on: tests',
+        '    steps:',
+        '      - command: deploy-a.sh',
+        '      - command: deploy-b.sh',
+        '      - wait',
+        '      - command: smoke.sh',
+        '  - { trigger: nowhere, key: announce, soft_fail: true, depends_on: ~ }',
+        '  - { command: after-announce.sh, depends_on: announce }',
+      ),
+    );
+    // The trigger ran at once and (soft) failed: the step naming its key still runs.
+    expect(await s.states()).toMatchObject({ 'deploy-a.sh': 'waiting', 'deploy-b.sh': 'waiting', 'smoke.sh': 'waiting', 'after-announce.sh': 'scheduled' });
+    expect(await s.run(0)).toBe('tests.sh');
+    // slow.sh still runs: the group waits for tests.sh alone.
+    expect(await s.states()).toMatchObject({ 'slow.sh': 'scheduled', 'deploy-a.sh': 'scheduled', 'deploy-b.sh': 'scheduled', 'smoke.sh': 'waiting' });
+    expect(await s.run(0)).toBe('slow.sh');
+    expect(await s.run(0)).toBe('deploy-a.sh');
+    expect((await s.states())['smoke.sh']).toBe('waiting');
+    expect(await s.run(0)).toBe('deploy-b.sh');
+    expect(await s.states()).toMatchObject({ 'smoke.sh': 'scheduled', 'after-announce.sh': 'scheduled' });
+    expect([await s.run(0), await s.run(0)].sort()).toEqual(['after-announce.sh', 'smoke.sh']);
+    expect((await s.read()).state).toBe('passed');
   });
 
   it('moves a step whose dependency is decided later in the same event (a later block step that fails)', async () => {

@@ -93,6 +93,43 @@ describeEachDatabase('trigger steps', (ctx) => {
     expect(await s.read('parent', second.number)).toMatchObject({ state: 'failed', jobs: [{ state: 'failed' }] });
   });
 
+  it('soft-fails a trigger job with soft_fail when its build fails or cannot be made, and the build passes; a skipped one never runs', async () => {
+    const s = await setup();
+    await s.pipeline('child', 'steps:\n  - command: test\n');
+    await s.pipeline(
+      'parent',
+      [
+        'steps:',
+        '  - { trigger: child, soft_fail: true }',
+        '  - { trigger: nowhere, soft_fail: true }',
+        '  - { trigger: child, skip: "Deploys are frozen" }',
+        '  - wait',
+        '  - command: after.sh',
+      ].join('\n'),
+    );
+    const parent = await s.create('parent');
+    // A trigger job shows no `soft_failed` (the real API's trigger job has none): the build says it.
+    expect(parent.jobs.map((j) => j.state)).toEqual(['running', 'failed', 'broken', 'waiting', 'waiting']);
+    expect([parent.state, parent.failing_at]).toEqual(['running', null]);
+    expect(await s.list('child')).toHaveLength(1);
+    await runNext(ctx(), s.agent, 3);
+    expect((await s.read('child', 1)).state).toBe('failed');
+    let p = await s.read('parent', parent.number);
+    // Soft failures let the wait pass: the build goes on (not failing) and passes.
+    expect(p.jobs.map((j) => j.state)).toEqual(['failed', 'failed', 'broken', 'passed', 'scheduled']);
+    expect([p.state, p.failing_at]).toEqual(['running', null]);
+    expect(await runNext(ctx(), s.agent, 0)).toMatchObject({ command: 'after.sh' });
+    p = await s.read('parent', parent.number);
+    expect(p.state).toBe('passed');
+    // The step shows what was written.
+    const steps = (await ctx().http().get(`${s.base}/parent`).set(auth(s.token)).expect(200)).body.steps as Record<string, unknown>[];
+    expect(steps.slice(0, 3).map((st) => [st.soft_fail, st.skip])).toEqual([
+      [true, undefined],
+      [true, undefined],
+      [undefined, 'Deploys are frozen'],
+    ]);
+  });
+
   it('passes an async trigger job once the build exists', async () => {
     const s = await setup();
     await s.pipeline('child', 'steps:\n  - command: test\n');
