@@ -5711,6 +5711,10 @@ export interface components {
             agent_query_rules?: string[];
             /** @description `script` steps (null on `trigger` steps). */
             concurrency?: number | null;
+            /** @description `script` steps, when written: the concurrency group its jobs join. */
+            concurrency_group?: string;
+            /** @description `script` steps, when written. */
+            concurrency_method?: components["schemas"]["ConcurrencyMethod"];
             /** @description `script` steps (null on `trigger` steps). */
             parallelism?: number | null;
             /** @description `script` steps; `manual` and `trigger` steps when written. */
@@ -5761,6 +5765,11 @@ export interface components {
          * @enum {string}
          */
         StepType: "script" | "waiter" | "manual" | "trigger";
+        /**
+         * @description How a concurrency group lets its jobs run: `ordered` (the default) oldest first; `eager` any of them once a slot is free.
+         * @enum {string}
+         */
+        ConcurrencyMethod: "ordered" | "eager";
         /** @description An exit status, or `*` for any. */
         ExitStatusRule: number | "*";
         /**
@@ -5783,7 +5792,19 @@ export interface components {
             env: components["schemas"]["Env"];
             timeout_in_minutes: number | null;
             agent_query_rules: string[];
+            /** @description With `concurrency_group`: how many of the group's jobs may run at once. */
             concurrency: number | null;
+            /**
+             * @description Present when written: the concurrency group its jobs join (by name, across the
+             *     organization's pipelines), as the docs' "Controlling concurrency" describes: a job of the
+             *     group waits `limited` until fewer than its limit hold a slot (scheduled, on an agent, or
+             *     being stopped) and, with the `ordered` method, fewer than its limit are ahead of it
+             *     (older jobs of the group not finished, `waiting` ones too, but those behind a block step
+             *     not yet unblocked).
+             */
+            concurrency_group?: string;
+            /** @description Present when written. */
+            concurrency_method?: components["schemas"]["ConcurrencyMethod"];
             parallelism: number | null;
             key?: string | null;
             /** @description The `key` of the group step this step was written in (YAML `group` steps); the step's jobs show it as `group_key`. */

@@ -622,6 +622,16 @@ func (r *ClusterSecretOrganization) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalConcurrencyMethod(data []byte) (ConcurrencyMethod, error) {
+	var r ConcurrencyMethod
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *ConcurrencyMethod) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalConfigureBuildExportRequest(data []byte) (ConfigureBuildExportRequest, error) {
 	var r ConfigureBuildExportRequest
 	err := json.Unmarshal(data, &r)
@@ -4680,6 +4690,10 @@ type Step struct {
 	Command *string `json:"command,omitempty"`
 	// `script` steps (null on `trigger` steps).
 	Concurrency *int64 `json:"concurrency,omitempty"`
+	// `script` steps, when written: the concurrency group its jobs join.
+	ConcurrencyGroup *string `json:"concurrency_group,omitempty"`
+	// `script` steps, when written.
+	ConcurrencyMethod *ConcurrencyMethod `json:"concurrency_method,omitempty"`
 	// `waiter` steps.
 	ContinueOnFailure *bool `json:"continue_on_failure,omitempty"`
 	// `script`, `trigger` and `manual` steps, when written: the steps it waits for (each a
@@ -5278,7 +5292,17 @@ type ScriptStep struct {
 	ArtifactPaths          *string `json:"artifact_paths"`
 	BranchConfiguration    *string `json:"branch_configuration"`
 	Command                *string `json:"command"`
-	Concurrency            *int64  `json:"concurrency"`
+	// With `concurrency_group`: how many of the group's jobs may run at once.
+	Concurrency *int64 `json:"concurrency"`
+	// Present when written: the concurrency group its jobs join (by name, across the
+	// organization's pipelines), as the docs' "Controlling concurrency" describes: a job of the
+	// group waits `limited` until fewer than its limit hold a slot (scheduled, on an agent, or
+	// being stopped) and, with the `ordered` method, fewer than its limit are ahead of it
+	// (older jobs of the group not finished, `waiting` ones too, but those behind a block step
+	// not yet unblocked).
+	ConcurrencyGroup *string `json:"concurrency_group,omitempty"`
+	// Present when written.
+	ConcurrencyMethod *ConcurrencyMethod `json:"concurrency_method,omitempty"`
 	// Present when written: the steps it waits for, each a command, block or trigger step's
 	// `key` or a
 	// group's (its command steps), instead of the wait and block steps before it (empty: it
@@ -6353,6 +6377,19 @@ const (
 	ProviderIdGithub           ProviderID = "github"
 	ProviderIdGithubEnterprise ProviderID = "github_enterprise"
 	ProviderIdGitlab           ProviderID = "gitlab"
+)
+
+// How a concurrency group lets its jobs run: `ordered` (the default) oldest first; `eager`
+// any of them once a slot is free.
+//
+// `script` steps, when written.
+//
+// Present when written.
+type ConcurrencyMethod string
+
+const (
+	ConcurrencyMethodEager   ConcurrencyMethod = "eager"
+	ConcurrencyMethodOrdered ConcurrencyMethod = "ordered"
 )
 
 type PipelineVisibility string

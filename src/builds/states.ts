@@ -64,16 +64,17 @@ function jobStatesIn(...phases: JobPhase[]): JobState[] {
 const FINISHED_JOB_PHASES: JobPhase[] = ['passed', 'failed', 'stopped', 'not_run'];
 
 /** Job states a job is created in: planned from the steps (or uploaded), and a retry's copy. */
-export const INITIAL_JOB_STATES: readonly JobState[] = ['scheduled', 'waiting', 'blocked', 'broken'];
+export const INITIAL_JOB_STATES: readonly JobState[] = ['scheduled', 'limited', 'waiting', 'blocked', 'broken'];
 
 /**
- * Job states the service never sets (the contract's, for the real service's concurrency limits
- * and its unblock of a failed block step): classified, never reached.
+ * Job states the service never sets (the contract's, for the real service's pending jobs, its
+ * concurrency check before `limited`, and its unblock of a failed block step): classified, never
+ * reached.
  */
-export const UNREACHABLE_JOB_STATES: readonly JobState[] = ['pending', 'limiting', 'limited', 'unblocked_failed'];
+export const UNREACHABLE_JOB_STATES: readonly JobState[] = ['pending', 'limiting', 'unblocked_failed'];
 
 /** Who performs an event. */
-export type Actor = 'agent' | 'sweeper' | 'user' | 'machine' | 'trigger' | 'cancel';
+export type Actor = 'agent' | 'sweeper' | 'user' | 'machine' | 'trigger' | 'cancel' | 'concurrency';
 
 /** One row of a transition table: `event` moves a row in one of `from` to `to`, when `guard` holds. */
 export interface TransitionRow<S extends string, E extends string> {
@@ -104,6 +105,8 @@ export type JobEvent =
   | 'stop'
   | 'skip'
   | 'schedule'
+  | 'limit'
+  | 'admit'
   | 'pass_wait'
   | 'block'
   | 'fail_wait'
@@ -143,6 +146,7 @@ export const JOB_TRANSITIONS: readonly TransitionRow<JobState, JobEvent>[] = [
   { event: 'skip', from: [...CANCEL_AT_ONCE, 'accepted'], to: 'skipped', by: 'cancel', guard: 'its build is skipped by a newer build of the branch' },
   // The build's state machine (src/builds/jobs/state.ts): a job reopened and moved on in one pass is one move.
   { event: 'schedule', from: ['waiting', 'waiting_failed'], to: 'scheduled', by: 'machine', guard: 'a command or trigger job whose steps before are done' },
+  { event: 'limit', from: ['waiting', 'waiting_failed'], to: 'limited', by: 'machine', guard: 'as schedule, for a command job of a concurrency group' },
   { event: 'pass_wait', from: ['waiting', 'waiting_failed'], to: 'passed', by: 'machine', guard: 'a wait step whose steps before are done' },
   { event: 'block', from: ['waiting', 'blocked_failed'], to: 'blocked', by: 'machine', guard: 'a block step the build reached' },
   { event: 'fail_wait', from: ['waiting'], to: 'waiting_failed', by: 'machine', guard: 'behind a wait whose steps before failed' },
@@ -152,6 +156,14 @@ export const JOB_TRANSITIONS: readonly TransitionRow<JobState, JobEvent>[] = [
   { event: 'start_trigger', from: ['scheduled'], to: 'running', by: 'trigger', guard: 'a trigger job' },
   { event: 'trigger_passed', from: ['running'], to: 'passed', by: 'trigger', guard: 'async: its build was created; else its build passed' },
   { event: 'trigger_failed', from: ['running'], to: 'failed', by: 'trigger', guard: 'its build could not be created, or did not pass' },
+  // Concurrency groups (src/builds/jobs/concurrency.ts, admitted by src/builds/progress/service.ts).
+  {
+    event: 'admit',
+    from: ['limited'],
+    to: 'scheduled',
+    by: 'concurrency',
+    guard: 'its concurrency group has room for it (its limit, and with the ordered method the jobs ahead of it)',
+  },
 ];
 
 /*
@@ -315,7 +327,10 @@ export function finishEvent(from: JobState, exitStatus: number, signalReason: st
 
 /** Job states from which nothing more happens (but a retry). */
 export const TERMINAL_JOB_STATES: readonly JobState[] = jobStatesIn(...FINISHED_JOB_PHASES);
-/** Job states that keep a build going: waiting for an agent, or on one. Also what the metrics count by queue. */
+/**
+ * Job states that keep a build going: waiting for an agent, or on one. Also what the metrics
+ * count by queue, and the jobs that hold a concurrency group's slot.
+ */
 export const ACTIVE_JOB_STATES: readonly JobState[] = jobStatesIn('queued', 'assigned', 'on_agent', 'stopping');
 /** Job states in which a job belongs to its agent. */
 export const HELD_JOB_STATES: readonly JobState[] = jobStatesIn('assigned', 'on_agent', 'stopping');
@@ -358,9 +373,10 @@ export const ENDED_BUILD_STATES: readonly BuildState[] = buildStatesIn('passed',
 export const UNFINISHED_BUILD_STATES: readonly BuildState[] = buildStatesIn('upcoming', 'running', 'stopping');
 /**
  * Job states that move on without the build's state machine: an agent's (queued, assigned, on
- * it, stopping) or a person's (a block step). A build with none of these left is moved on only by
+ * it, stopping), a person's (a block step), or a concurrency group's (`limited`: the sweeper
+ * admits them too). A build with none of these left is moved on only by
  * its machine: if it is unfinished, the machine did not run after its last job ended.
  */
-export const SELF_MOVING_JOB_STATES: readonly JobState[] = jobStatesIn('queued', 'assigned', 'on_agent', 'stopping', 'gate');
+export const SELF_MOVING_JOB_STATES: readonly JobState[] = [...jobStatesIn('queued', 'assigned', 'on_agent', 'stopping', 'gate'), 'limited'];
 /** Build states of a build that did not succeed. */
 export const UNSUCCESSFUL_BUILD_STATES: readonly BuildState[] = buildStatesIn('failed', 'canceled');

@@ -295,6 +295,9 @@ export interface JobsRow {
   agent_header_times: string | null;
   signal: string | null;
   retried_by: string | null;
+  concurrency_group: string | null;
+  concurrency_limit: number | null;
+  concurrency_method: string | null;
 }
 
 export interface NotificationAttemptsRow {
@@ -1023,6 +1026,9 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     agent_header_times: ['string', true],
     signal: ['string', true],
     retried_by: ['string', true],
+    concurrency_group: ['string', true],
+    concurrency_limit: ['integer', true],
+    concurrency_method: ['string', true],
   },
   notification_attempts: {
     delivery_id: ['string', false],

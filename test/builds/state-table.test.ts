@@ -159,6 +159,7 @@ describe('the state tables (pure)', () => {
         'waiting',
         'waiting_failed',
         'scheduled',
+        'limited',
         'assigned',
         'accepted',
         'running',
@@ -185,7 +186,13 @@ describe('the state tables (pure)', () => {
     for (let i = 0; i < 5000; i++) {
       const jobs = Array.from({ length: 1 + next(5) }, (_, position) => {
         const type = pick(['script', 'waiter', 'manual', 'trigger'] as const);
-        const step = type === 'waiter' ? { type, continue_on_failure: next(3) === 0 } : { type };
+        // A command job of a concurrency group is limited where another would be scheduled.
+        const step =
+          type === 'waiter'
+            ? { type, continue_on_failure: next(3) === 0 }
+            : type === 'script' && next(3) === 0
+              ? { type, concurrency: 1, concurrency_group: 'deploy' }
+              : { type };
         const state = pick(STATES_OF[type === 'trigger' ? 'script' : type]!);
         return { id: `j${position}`, position, type, state, step, softFailed: next(4) === 0, startedAt: next(2) ? new Date(0) : null } as unknown as Job;
       });
@@ -263,6 +270,8 @@ describeEachDatabase('the state tables on the store', (ctx) => {
     scheduled: 'steps:\n  - command: a\n',
     waiting: 'steps:\n  - wait\n  - command: b\n',
     blocked: 'steps:\n  - block: Go\n',
+    // Two jobs of a group with room for one: the second stays limited.
+    limited: 'steps:\n  - command: a\n    parallelism: 2\n    concurrency: 1\n    concurrency_group: state-table\n',
     broken: 'steps:\n  - command: a\n    branches: nope\n',
   };
 
@@ -335,7 +344,10 @@ describeEachDatabase('the state tables on the store', (ctx) => {
       case 'stop':
         await r.updateOfBuilds([j.buildId], event);
         return null;
+      case 'admit':
+        return (await r.admit([j.jobId], at)).length > 0;
       case 'schedule':
+      case 'limit':
       case 'pass_wait':
       case 'block':
       case 'fail_wait':

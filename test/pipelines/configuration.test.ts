@@ -78,10 +78,7 @@ describe('parseConfiguration: step forms', () => {
     expect(result).toEqual({
       env: { RELEASE: 'true', LEVEL: '3' },
       notify: [],
-      notices: [
-        'step 1: "concurrency" is accepted but not acted on: concurrency limits are not enforced yet',
-        'step 1: "concurrency_group" is accepted but not acted on: concurrency limits are not enforced yet',
-      ],
+      notices: [],
       steps: [
         {
           type: 'script',
@@ -93,6 +90,7 @@ describe('parseConfiguration: step forms', () => {
           timeout_in_minutes: 30,
           agent_query_rules: ['queue=deploy', 'os=linux'],
           concurrency: 1,
+          concurrency_group: 'deploy/prod',
           parallelism: 4,
           key: 'build',
           // `depends_on: ~` is "depends on nothing": it runs at once, whatever stands before it.

@@ -314,8 +314,6 @@ describe('step attributes: nothing is dropped without a word', () => {
       ),
     );
     expect(parsed.notices).toEqual([
-      'step 1: "concurrency" is accepted but not acted on: concurrency limits are not enforced yet',
-      'step 1: "concurrency_group" is accepted but not acted on: concurrency limits are not enforced yet',
       'step 1: "cancel_on_build_failing" is accepted but not acted on: jobs are not canceled when the build starts failing; the build still fails',
       'step 2: "notify" is accepted but not acted on: a group\'s notifications are not kept: put them on its command steps or the top level',
       'step 3: "key" is accepted but not acted on: a wait step keeps no key',

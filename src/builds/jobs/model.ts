@@ -8,8 +8,8 @@ import type { PlannedJob } from './plan';
 import type { Author, JobRetryType, JobState, PullRequest } from '../model';
 import type { User } from '../../core/identity';
 
-/** A stored job: what was planned, plus what running it records. */
-export interface Job extends Omit<PlannedJob, 'state'> {
+/** A stored job: what was planned (its concurrency group is its step's: concurrencyOf), plus what running it records. */
+export interface Job extends Omit<PlannedJob, 'state' | 'concurrency'> {
   buildId: string;
   state: JobState;
   softFailed: boolean;

@@ -11,6 +11,7 @@ import type { Plugin } from '../../pipelines/configuration/plugins';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
 import { parseCondition, type ConditionContext, type Value } from '../../pipelines/filter-condition';
 import type { Keys } from '../../security/keys';
+import { concurrencyOf, type JobConcurrency } from './concurrency';
 import type { Build } from '../model';
 import type { Pipeline } from '../../pipelines/repository';
 
@@ -26,7 +27,7 @@ export interface PlannedJob {
   id: string;
   position: number;
   type: JobType;
-  state: 'scheduled' | 'waiting' | 'blocked' | 'broken';
+  state: 'scheduled' | 'limited' | 'waiting' | 'blocked' | 'broken';
   name: string | null;
   stepKey: string | null;
   stepId: string;
@@ -42,6 +43,8 @@ export interface PlannedJob {
   brokenReason: string | null;
   /** Dispatch priority (`jobs.priority`): the step's, for script jobs; 0 otherwise, as documented. */
   priority: number;
+  /** The concurrency group it joins (script jobs whose step names one). */
+  concurrency: JobConcurrency | null;
   /** The cluster of the job's pipeline when it was planned (./cluster-queue.ts); none when absent. */
   clusterId?: string | null;
   /** The cluster's queue the job targets, if it existed then. */
@@ -223,6 +226,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
     parallelGroupTotal: null,
     brokenReason: null,
     priority: 0,
+    concurrency: null,
   });
   for (const step of steps) {
     const stepId = crypto.randomUUID();
@@ -235,6 +239,8 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
       case 'script': {
         // A matrix step has no parallelism (the parser refuses both together).
         const total = step.parallelism && step.parallelism > 1 ? step.parallelism : null;
+        // A job of a concurrency group that could run waits for the group's room (concurrency.ts).
+        const concurrency = concurrencyOf(step);
         for (const variant of scriptVariants(step)) {
           const env = { ...ctx.pipelineEnv, ...ctx.buildEnv, ...variant.env };
           // How Buildkite hands plugins to the agent: JSON in the job's environment.
@@ -248,7 +254,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
               id: crypto.randomUUID(),
               position: jobs.length,
               type: 'script',
-              state: startState,
+              state: startState === 'scheduled' && concurrency ? 'limited' : startState,
               name: variant.name,
               stepKey: variant.key,
               signature,
@@ -261,6 +267,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
               parallelGroupTotal: total,
               brokenReason,
               priority: variant.priority ?? 0,
+              concurrency,
             });
           }
         }

@@ -14,14 +14,15 @@ import type { JobState, NewBuild } from '../model';
 import { parseJson, toDate, toDateOrNull } from '../../db/values';
 import type { Step } from '../../pipelines/configuration';
 import type { JobsRow } from '../../db/tables';
-import { isUniqueViolation } from '../../db/knex';
+import { isPostgres, isUniqueViolation } from '../../db/knex';
 import { isUuid } from '../../core/uuid';
 import type { User } from '../../core/identity';
 import type { ExpiredJob, Job, JobContext, JobEnd } from './model';
 import { contextFromRow, jobFromRow, toJobRow, userSnapshotColumn, type JobContextRow } from './rows';
 import type { JobMove } from './state';
-import { HELD_JOB_STATES, jobTransition, type JobEvent } from '../states';
-import { jsonColumn, rawRows, required } from '../../db/row-types';
+import { HELD_JOB_STATES, JOB_STATES, jobTransition, type JobEvent } from '../states';
+import { QUEUED_CONCURRENCY_STATES, type QueuedJob } from './concurrency';
+import { jsonColumn, oneOf, rawRows, required } from '../../db/row-types';
 import { isStringArray } from '../../core/guards';
 
 /** How many dispatch classes one candidates query reads at most. */
@@ -344,14 +345,18 @@ export class JobRepository {
     );
   }
 
-  /** A copy of the job as `newId`, scheduled at `at`, with what running it recorded cleared. */
+  /**
+   * A copy of the job as `newId`, scheduled at `at` (or, in a concurrency group, limited: at the
+   * back of its group's queue, with the limit it had), with what running it recorded cleared.
+   */
   async insertRetry(jobId: string, newId: string, type: 'manual' | 'automatic', at: Date): Promise<void> {
     const row = await this.db('jobs').where({ id: jobId }).first();
     if (!row) throw new Error(`job ${jobId} is gone`);
+    const limited = row.concurrency_group !== null;
     await this.db('jobs').insert({
       ...row,
       id: newId,
-      state: 'scheduled',
+      state: limited ? 'limited' : 'scheduled',
       agent_id: null,
       exit_status: null,
       signal: null,
@@ -366,11 +371,75 @@ export class JobRepository {
       retry_type: type,
       retry_source: JSON.stringify({ job_id: jobId, retry_type: type }),
       created_at: at,
-      scheduled_at: at,
-      runnable_at: at,
+      scheduled_at: limited ? null : at,
+      runnable_at: limited ? null : at,
       started_at: null,
       finished_at: null,
     });
+  }
+
+  /**
+   * The unfinished jobs of an organization's concurrency group, oldest first (by when their
+   * build, upload or retry made them, then build order), each `waiting` one told whether a block
+   * step of its build before it is not passed yet (src/builds/jobs/concurrency.ts).
+   */
+  async concurrencyQueue(organizationId: string, group: string): Promise<QueuedJob[]> {
+    const states = QUEUED_CONCURRENCY_STATES.map(() => '?').join(', ');
+    const rows = rawRows<Pick<JobsRow, 'id' | 'state' | 'concurrency_limit' | 'concurrency_method'> & { behind_block: number | string }>(
+      await this.db.raw(
+        `select j.id, j.state, j.concurrency_limit, j.concurrency_method,
+                case when j.state = 'waiting' and exists (
+                  select 1 from jobs m where m.build_id = j.build_id and m.type = 'manual' and m.position < j.position and m.state in ('waiting', 'blocked')
+                ) then 1 else 0 end as behind_block
+         from jobs j
+         where j.organization_id = ? and j.concurrency_group = ? and j.state in (${states})
+         order by j.created_at, j.position, j.id`,
+        [organizationId, group, ...QUEUED_CONCURRENCY_STATES],
+      ),
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      state: oneOf(JOB_STATES, r.state, 'jobs.state'),
+      limit: Number(r.concurrency_limit ?? 1),
+      method: r.concurrency_method === 'eager' ? 'eager' : 'ordered',
+      behindBlock: Number(r.behind_block) === 1,
+    }));
+  }
+
+  /**
+   * Holds the organization's concurrency group until the transaction ends (Postgres: a
+   * transaction-level advisory lock, in a key space of its own; SQLite has one writer), so two
+   * processes admitting its jobs at once never both fill its last slot.
+   */
+  async lockConcurrencyGroup(organizationId: string, group: string): Promise<void> {
+    if (isPostgres(this.db))
+      await this.db.raw(`select pg_advisory_xact_lock(hashtext('windsock:concurrency-group'), hashtext(?))`, [`${organizationId}/${group}`]);
+  }
+
+  /** Admits limited jobs to run (`admit`): scheduled, runnable at `at`. Those that moved, with their builds. */
+  async admit(jobIds: readonly string[], at: Date): Promise<{ id: string; buildId: string }[]> {
+    if (jobIds.length === 0) return [];
+    const t = jobTransition('admit');
+    const rows = await this.db('jobs').whereIn('id', jobIds).whereIn('state', t.from).select('id', 'build_id');
+    if (rows.length === 0) return [];
+    await this.db('jobs')
+      .whereIn(
+        'id',
+        rows.map((r) => r.id),
+      )
+      .whereIn('state', t.from)
+      .update({ state: t.to, scheduled_at: at, runnable_at: at });
+    return rows.map((r) => ({ id: r.id, buildId: r.build_id }));
+  }
+
+  /** Concurrency groups with limited jobs, by organization (the sweeper admits what was left waiting). */
+  async limitedGroups(limit: number): Promise<{ organizationId: string; group: string }[]> {
+    const rows = await this.db('jobs')
+      .where({ state: 'limited' })
+      .whereNotNull('concurrency_group')
+      .distinct('organization_id', 'concurrency_group')
+      .limit(limit);
+    return rows.flatMap((r) => (r.organization_id && r.concurrency_group ? [{ organizationId: r.organization_id, group: r.concurrency_group }] : []));
   }
 
   /** Every job of the build in order, with what an upload needs to place its jobs among them. */

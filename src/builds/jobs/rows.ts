@@ -148,6 +148,9 @@ export function toJobRow(build: Pick<NewBuild, 'id' | 'pipelineId' | 'organizati
     parallel_group_total: j.parallelGroupTotal,
     broken_reason: j.brokenReason,
     priority: j.priority,
+    concurrency_group: j.concurrency?.group ?? null,
+    concurrency_limit: j.concurrency?.limit ?? null,
+    concurrency_method: j.concurrency?.method ?? null,
     ...jobTimes(build, j),
   };
 }

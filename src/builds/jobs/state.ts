@@ -8,6 +8,7 @@
 import type { Build, BuildState, JobState, JobStateCounts } from '../model';
 import type { Job } from './model';
 import { dependsOnOf, type StepDependency } from '../../pipelines/configuration';
+import { concurrencyOf } from './concurrency';
 import {
   ACTIVE_JOB_STATES,
   FAILING_JOB_STATES,
@@ -233,7 +234,11 @@ export function advance(
         if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
       } else if (verdict !== null) {
         reopen(j);
-        if (verdict === 'ready' && state() === 'waiting') move(j, 'scheduled', { scheduled_at: now, runnable_at: now });
+        // A job of a concurrency group waits for the group's room (./concurrency.ts).
+        if (verdict === 'ready' && state() === 'waiting') {
+          if (concurrencyOf(j.step)) move(j, 'limited');
+          else move(j, 'scheduled', { scheduled_at: now, runnable_at: now });
+        }
       }
       if (!TERMINAL_JOB_STATES.includes(state())) allBeforeDone = false;
       if (failsBuild({ state: state(), softFailed: j.softFailed })) failedBefore = true;
@@ -246,7 +251,8 @@ export function advance(
   }
 
   const current = jobs.map((j) => ({ ...j, state: states.get(j.id)! }));
-  const active = current.some((j) => ACTIVE_JOB_STATES.includes(j.state));
+  // A limited job keeps its build going as a scheduled one does: its group admits it.
+  const active = current.some((j) => ACTIVE_JOB_STATES.includes(j.state) || j.state === 'limited');
   const blocked = current.some((j) => j.type === 'manual' && j.state === 'blocked');
   // Steps whose dependencies can never be done (one behind a wait that waits for them): nothing
   // is running and no block step waits for someone, yet they wait. The build fails, as for a

@@ -54,6 +54,8 @@ export interface SweepResult {
   expired: number;
   /** Builds whose state machine ran again after a process died before running it. */
   stalledBuilds: number;
+  /** Limited jobs admitted that a process died before admitting (concurrency groups with room). */
+  admitted: number;
 }
 
 export class Sweeper {
@@ -86,6 +88,7 @@ export class Sweeper {
       timingOut: await this.timeOutJobs(),
       expired: await this.expireJobs(),
       stalledBuilds: await this.progress.advanceStalled(new Date(clock.nowMs() - STALLED_AFTER_MS), BATCH),
+      admitted: await this.progress.admitLimited(BATCH),
     };
   }
 

@@ -5,6 +5,12 @@
  */
 import type { Change, ChangeFeed } from '../../live/changes';
 
+/** An organization's concurrency group. */
+export interface ConcurrencyGroupId {
+  organizationId: string;
+  group: string;
+}
+
 interface Where {
   organizationId: string;
   pipelineId: string;
@@ -13,6 +19,17 @@ interface Where {
 export class Announcements {
   private readonly builds = new Map<string, Where | null>();
   private readonly jobs = new Map<string, Set<string>>();
+  private readonly concurrencyGroups = new Map<string, ConcurrencyGroupId>();
+
+  /** A concurrency group a job of which moved: once committed, it admits what it has room for. */
+  concurrencyGroup(organizationId: string, group: string): void {
+    this.concurrencyGroups.set(`${organizationId}/${group}`, { organizationId, group });
+  }
+
+  /** The concurrency groups noted. */
+  groups(): ConcurrencyGroupId[] {
+    return [...this.concurrencyGroups.values()];
+  }
 
   /** The build changed (its state, its set of jobs, or what its jobs did); `where` when known. */
   build(buildId: string, where?: Where): void {

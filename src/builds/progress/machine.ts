@@ -10,6 +10,7 @@
 import type { Job } from '../jobs/model';
 import type { BuildState } from '../model';
 import { advance } from '../jobs/state';
+import { concurrencyOf } from '../jobs/concurrency';
 import { buildTransition, ENDED_BUILD_STATES, machineBuildEvent } from '../states';
 import { triggerJobStateFor, triggerSoftFails, type TriggeringBuild } from '../jobs/triggers';
 import type { Announcements } from './announce';
@@ -39,6 +40,11 @@ export async function advanceLocked(run: MachineRun, buildId: string): Promise<v
     for (const m of next.jobs) {
       await r.jobs.apply(m);
       run.announce.job(buildId, m.id);
+    }
+    // A job of a concurrency group that moved (joined its queue, or left a slot): the group admits what it can.
+    for (const j of jobs) {
+      const concurrency = concurrencyOf(j.step);
+      if (concurrency) run.announce.concurrencyGroup(b.organizationId, concurrency.group);
     }
     // A new state is its event's row of the transition table; the same state, its other fields only.
     if (next.build)

@@ -28,7 +28,8 @@ import { cancelBuild, supersede } from './cancellation';
 import { clusterQueuesOf, planBuild, writeBuild } from './creation';
 import { placeInCluster } from '../jobs/cluster-queue';
 import { advanceLocked } from './machine';
-import { Announcements } from './announce';
+import { Announcements, type ConcurrencyGroupId } from './announce';
+import { admissions } from '../jobs/concurrency';
 import type { ChangeFeed } from '../../live/changes';
 import { bind, type ProgressRepositories, type StepSigner } from './repositories';
 import { clock } from '../../core/clock';
@@ -118,14 +119,14 @@ export class BuildProgress {
   }
 
   /**
-   * A written build: a trigger step that runs at once is launched by its state machine, and a
-   * step with `depends_on` told whether it can run (a key no step has fails it at once); the
-   * build is read back to show it.
+   * A written build: a trigger step that runs at once is launched by its state machine, a step
+   * with `depends_on` told whether it can run (a key no step has fails it at once), and a job of
+   * a concurrency group admitted if its group has room; the build is read back to show it.
    */
   private async launched({ build, jobs }: { build: Build; jobs: Job[] }): Promise<{ build: Build; jobs: Job[] }> {
     const written = { build, jobs };
     const dependent = (j: Job) => j.state === 'waiting' && dependsOnOf(j.step) !== undefined;
-    if (!written.jobs.some((j) => (j.type === 'trigger' && j.state === 'scheduled') || dependent(j))) return written;
+    if (!written.jobs.some((j) => (j.type === 'trigger' && j.state === 'scheduled') || dependent(j) || j.state === 'limited')) return written;
     await this.advance(written.build.id);
     return (await this.repos.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;
   }
@@ -365,7 +366,33 @@ export class BuildProgress {
       return result;
     });
     announce.publish(this.changes);
+    await this.admit(announce.groups());
     return result;
+  }
+
+  /**
+   * Admits the limited jobs each concurrency group has room for (src/builds/jobs/concurrency.ts),
+   * each group in a transaction of its own under the group's lock, after the build's transaction
+   * committed: it moves jobs of other builds, whose rows a build's transaction never locks
+   * before a group. How many it admitted.
+   */
+  async admit(groups: readonly ConcurrencyGroupId[]): Promise<number> {
+    let n = 0;
+    for (const g of groups) {
+      const admitted = await this.db.transaction(async (trx) => {
+        const r = bind(this.repos, trx);
+        await r.jobs.lockConcurrencyGroup(g.organizationId, g.group);
+        return r.jobs.admit(admissions(await r.jobs.concurrencyQueue(g.organizationId, g.group)), clock.now());
+      });
+      for (const j of admitted) this.announceJob(g.organizationId, j.buildId, j.id);
+      n += admitted.length;
+    }
+    return n;
+  }
+
+  /** Admits what the groups with limited jobs have room for (the sweeper's: a process that died before admitting). How many it admitted. */
+  async admitLimited(limit: number): Promise<number> {
+    return this.admit(await this.repos.jobs.limitedGroups(limit));
   }
 
   /** A job moved by its agent outside the state machine (claimed, accepted), after that move committed. */

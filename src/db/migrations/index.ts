@@ -47,6 +47,7 @@ import * as unfinishedBuildsIndex from './20261127152000_unfinished_builds_index
 import * as executionTags from './20261128090000_execution_tags';
 import * as pipelineCloneMirrorUrl from './20261128130000_pipeline_clone_mirror_url';
 import * as teamDestroyPackagesFlag from './20261128140000_team_destroy_packages_flag';
+import * as jobConcurrencyGroups from './20261128190000_job_concurrency_groups';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -92,6 +93,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261128090000_execution_tags': executionTags,
   '20261128130000_pipeline_clone_mirror_url': pipelineCloneMirrorUrl,
   '20261128140000_team_destroy_packages_flag': teamDestroyPackagesFlag,
+  '20261128190000_job_concurrency_groups': jobConcurrencyGroups,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -26,6 +26,7 @@
 
 export type {
   AutomaticRetry,
+  ConcurrencyMethod,
   ExitStatus,
   ManualField,
   ManualRetry,

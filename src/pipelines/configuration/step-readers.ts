@@ -133,7 +133,32 @@ export function scriptStep(reporter: ProblemReporter, stepMap: ConfigMap, defaul
   }
   const notifications = notify(reporter, findProperty(stepMap, ['notify']), 'step');
   if (notifications.length > 0) step.notify = notifications;
+  concurrencyGroup(reporter, stepMap, step);
   return Object.assign(step, ifOf(stepCondition(reporter, stepMap, names.branches)), parseDependencies(reporter, stepMap), skipOf(reporter, stepMap));
+}
+
+/**
+ * A command step's concurrency group (the docs' "Controlling concurrency"): `concurrency_group`
+ * needs `concurrency`, its limit, as the docs say ("If you use this attribute, you must also
+ * define the concurrency attribute"); `concurrency_method` is `ordered` or `eager`. A limit
+ * without a group limits nothing: kept, and said so.
+ */
+function concurrencyGroup(reporter: ProblemReporter, stepMap: ConfigMap, step: ScriptStep): void {
+  const groupFound = findProperty(stepMap, ['concurrency_group']);
+  const group = optionalText(reporter, groupFound, MAX_REF);
+  const methodFound = findProperty(stepMap, ['concurrency_method']);
+  const method = methodFound && text(methodFound[1]);
+  if (methodFound && method !== 'ordered' && method !== 'eager') reporter.fail(methodFound[0], 'must be "ordered" or "eager"', methodFound[1]);
+  if (group === null) {
+    if (step.concurrency !== null)
+      reporter.notice('concurrency', 'a limit applies to the jobs of a concurrency group, and the step names none ("concurrency_group")');
+    if (methodFound && (method === 'ordered' || method === 'eager'))
+      reporter.notice(methodFound[0], 'it orders the jobs of a concurrency group, and the step names none ("concurrency_group")');
+    return;
+  }
+  if (step.concurrency === null) return reporter.fail('concurrency_group', 'needs "concurrency": how many of its jobs may run at once', groupFound?.[1]);
+  step.concurrency_group = group;
+  if (method === 'ordered' || method === 'eager') step.concurrency_method = method;
 }
 
 /** Matrix values go into label, command, env, agents and plugins; a token naming no dimension is an error. */

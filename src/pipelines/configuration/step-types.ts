@@ -8,6 +8,7 @@ import type { Plugin } from './plugins';
 import type { StepSecret } from './secrets';
 
 export type ExitStatus = number | '*';
+export type ConcurrencyMethod = 'ordered' | 'eager';
 
 /** One step a step waits for (`depends_on`): a command step's or a group's key, and whether its failure lets the step run. */
 export type StepDependency = { step: string; allow_failure: boolean };
@@ -21,7 +22,12 @@ export type ScriptStep = {
   env: Record<string, string>;
   timeout_in_minutes: number | null;
   agent_query_rules: string[];
+  /** With `concurrency_group`: how many jobs of the group may run at once (each job keeps its own). */
   concurrency: number | null;
+  /** The concurrency group its jobs join (organization-wide, by name). */
+  concurrency_group?: string;
+  /** How the group lets its jobs run: `ordered` (the default: oldest first) or `eager`; absent when not written. */
+  concurrency_method?: ConcurrencyMethod;
   parallelism: number | null;
   key: string | null;
   /** The key of the group step it was written in, if that group has one. */
