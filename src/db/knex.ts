@@ -508,6 +508,11 @@ function watchAvailability(db: Knex, kind: DatabaseKind, logger: Logger): void {
 }
 
 /** Unique-key violation, by driver error code (never by message text). */
+/** Postgres chose this transaction to end a deadlock (it rolled back; nothing it wrote stays). */
+export function isDeadlock(err: unknown): boolean {
+  return fieldOf(err, 'code') === '40P01';
+}
+
 export function isUniqueViolation(err: unknown): boolean {
   const code = fieldOf(err, 'code');
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';

@@ -22,6 +22,8 @@ export interface Job extends Omit<PlannedJob, 'state' | 'concurrency'> {
   retrySource: { job_id: string; retry_type: 'manual' | 'automatic' } | null;
   /** The agent that took the job (set from `assigned` on). */
   agentId: string | null;
+  /** The step whose `pipeline upload` added the job (null: the pipeline's own steps). */
+  uploadedByStepId: string | null;
   /** Who unblocked a block step, and when. */
   unblockedBy: User | null;
   unblockedAt: Date | null;

@@ -94,6 +94,7 @@ export function jobFromRow(r: JobRowIn): Job {
     retryType: oneOfOrNull(JOB_RETRY_TYPE_VALUES, r.retry_type, 'jobs.retry_type'),
     retrySource: parseJson(r.retry_source, null),
     agentId: r.agent_id ?? null,
+    uploadedByStepId: r.uploaded_by_step_id ?? null,
     unblockedBy: userSnapshotFromColumn(r.unblocked_by),
     retriedBy: userSnapshotFromColumn(r.retried_by),
     unblockedAt: toDateOrNull(r.unblocked_at),

@@ -66,13 +66,32 @@ export function withJobsOnly<T extends { jobs: Job[]; jobStateCounts?: JobStateC
   return { ...item, jobStateCounts: item.jobStateCounts ?? countJobStates(item.jobs), jobs: item.jobs.filter(keep) };
 }
 
-/** The jobs each key names: a command or block step's, and a group's (its command jobs). */
+/**
+ * The jobs each key names: a command, block or trigger step's, and a group's (its command jobs),
+ * with every job the steps of those jobs uploaded, and so on (the docs: "if step B depends on
+ * step A, and step A uploads step C, then step B will also depend on step C").
+ */
 function jobsByKey(jobs: readonly Job[]): Map<string, Job[]> {
   const byKey = new Map<string, Job[]>();
   const add = (key: string, j: Job) => byKey.set(key, [...(byKey.get(key) ?? []), j]);
+  const uploadedBy = new Map<string, Job[]>();
   for (const j of jobs) {
     if (j.stepKey !== null) add(j.stepKey, j);
     if (j.step.type === 'script' && j.step.group_key !== undefined && j.step.group_key !== j.stepKey) add(j.step.group_key, j);
+    if (j.uploadedByStepId !== null) uploadedBy.set(j.uploadedByStepId, [...(uploadedBy.get(j.uploadedByStepId) ?? []), j]);
+  }
+  if (uploadedBy.size === 0) return byKey;
+  for (const [key, named] of byKey) {
+    const steps = new Set(named.map((j) => j.stepId));
+    const all = [...named];
+    for (const stepId of steps) {
+      // A Set iterates what is added while it runs: uploads of uploads are visited too, each step once.
+      for (const u of uploadedBy.get(stepId) ?? []) {
+        all.push(u);
+        steps.add(u.stepId);
+      }
+    }
+    byKey.set(key, all);
   }
   return byKey;
 }

@@ -33,6 +33,7 @@ import { admissions } from '../jobs/concurrency';
 import type { ChangeFeed } from '../../live/changes';
 import { bind, type ProgressRepositories, type StepSigner } from './repositories';
 import { clock } from '../../core/clock';
+import { isDeadlock } from '../../db/knex';
 
 /** Who retries a job: the user who asked for it, or the step's automatic retry rules. */
 export type RetriedBy = User | 'automatic';
@@ -374,16 +375,23 @@ export class BuildProgress {
    * Admits the limited jobs each concurrency group has room for (src/builds/jobs/concurrency.ts),
    * each group in a transaction of its own under the group's lock, after the build's transaction
    * committed: it moves jobs of other builds, whose rows a build's transaction never locks
-   * before a group. How many it admitted.
+   * before a group. A deadlock with a transaction that ends several builds' jobs at once (a
+   * superseding build) leaves that group to the next event or sweep: the event that called this
+   * has committed and must not fail for it. How many it admitted.
    */
   async admit(groups: readonly ConcurrencyGroupId[]): Promise<number> {
     let n = 0;
     for (const g of groups) {
-      const admitted = await this.db.transaction(async (trx) => {
-        const r = bind(this.repos, trx);
-        await r.jobs.lockConcurrencyGroup(g.organizationId, g.group);
-        return r.jobs.admit(admissions(await r.jobs.concurrencyQueue(g.organizationId, g.group)), clock.now());
-      });
+      const admitted = await this.db
+        .transaction(async (trx) => {
+          const r = bind(this.repos, trx);
+          await r.jobs.lockConcurrencyGroup(g.organizationId, g.group);
+          return r.jobs.admit(admissions(await r.jobs.concurrencyQueue(g.organizationId, g.group)), clock.now());
+        })
+        .catch((err: unknown) => {
+          if (isDeadlock(err)) return [];
+          throw err;
+        });
       for (const j of admitted) this.announceJob(g.organizationId, j.buildId, j.id);
       n += admitted.length;
     }

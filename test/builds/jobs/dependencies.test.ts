@@ -7,7 +7,7 @@
 import { codesOf, yaml } from '../../support/configuration';
 import { normaliseVisualSteps, parseConfiguration, type ScriptStep } from '../../../src/pipelines/configuration';
 import { auth, describeEachDatabase } from '../../support/context';
-import { givenBuildAndAgent, runNextJob } from '../../support/agents';
+import { agentAuth, givenBuildAndAgent, runNextJob, takeNextJob } from '../../support/agents';
 import type { BuildJson } from '../../support/types';
 
 const dependenciesOf = (text: string) =>
@@ -323,6 +323,24 @@ describeEachDatabase('depends_on in a build', (ctx) => {
     expect(await s.states()).toMatchObject({ 'smoke.sh': 'scheduled', 'after-announce.sh': 'scheduled' });
     expect([await s.run(0), await s.run(0)].sort()).toEqual(['after-announce.sh', 'smoke.sh']);
     expect((await s.read()).state).toBe('passed');
+  });
+
+  it('waits, for a step that uploads steps, for the steps it uploaded too (the docs’ "Explicit dependencies in uploaded steps")', async () => {
+    const s = await setup(yaml('steps:', '  - { command: generate.sh, key: generate }', '  - { command: deploy.sh, depends_on: generate }'));
+    const uploader = await takeNextJob(ctx(), s.agent);
+    await ctx()
+      .http()
+      .post(`/v3/jobs/${uploader.id}/pipelines`)
+      .set(agentAuth(s.agent.token))
+      .send({ pipeline: { steps: [{ command: 'generated-a.sh' }, { command: 'generated-b.sh' }] } })
+      .expect(201);
+    await ctx().http().put(`/v3/jobs/${uploader.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: '0' }).expect(200);
+    expect(await s.states()).toEqual({ 'generate.sh': 'passed', 'deploy.sh': 'waiting', 'generated-a.sh': 'scheduled', 'generated-b.sh': 'scheduled' });
+    expect(await s.run(0)).toBe('generated-a.sh');
+    expect((await s.states())['deploy.sh']).toBe('waiting');
+    expect(await s.run(1)).toBe('generated-b.sh');
+    // An uploaded step's failure stops the step depending on the uploader, as the uploader's own would.
+    expect((await s.states())['deploy.sh']).toBe('waiting_failed');
   });
 
   it('moves a step whose dependency is decided later in the same event (a later block step that fails)', async () => {
