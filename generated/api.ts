@@ -5715,6 +5715,8 @@ export interface components {
             concurrency_group?: string;
             /** @description `script` steps, when written. */
             concurrency_method?: components["schemas"]["ConcurrencyMethod"];
+            /** @description `script` steps, when written: its unfinished jobs are canceled once the build is failing. */
+            cancel_on_build_failing?: boolean;
             /** @description `script` steps (null on `trigger` steps). */
             parallelism?: number | null;
             /** @description `script` steps; `manual` and `trigger` steps when written. */
@@ -5805,6 +5807,8 @@ export interface components {
             concurrency_group?: string;
             /** @description Present when written. */
             concurrency_method?: components["schemas"]["ConcurrencyMethod"];
+            /** @description Present (true) when written; its jobs not finished are canceled as soon as the build is failing (those on an agent are stopped by it). */
+            cancel_on_build_failing?: boolean;
             parallelism: number | null;
             key?: string | null;
             /** @description The `key` of the group step this step was written in (YAML `group` steps); the step's jobs show it as `group_key`. */

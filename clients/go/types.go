@@ -4686,6 +4686,8 @@ type Step struct {
 	BranchConfiguration *string `json:"branch_configuration,omitempty"`
 	// `trigger` steps.
 	Build *TriggerStepBuild `json:"build,omitempty"`
+	// `script` steps, when written: its unfinished jobs are canceled once the build is failing.
+	CancelOnBuildFailing *bool `json:"cancel_on_build_failing,omitempty"`
 	// `script` steps.
 	Command *string `json:"command,omitempty"`
 	// `script` steps (null on `trigger` steps).
@@ -5291,7 +5293,10 @@ type ScriptStep struct {
 	AllowDependencyFailure *bool   `json:"allow_dependency_failure,omitempty"`
 	ArtifactPaths          *string `json:"artifact_paths"`
 	BranchConfiguration    *string `json:"branch_configuration"`
-	Command                *string `json:"command"`
+	// Present (true) when written; its jobs not finished are canceled as soon as the build is
+	// failing (those on an agent are stopped by it).
+	CancelOnBuildFailing *bool   `json:"cancel_on_build_failing,omitempty"`
+	Command              *string `json:"command"`
 	// With `concurrency_group`: how many of the group's jobs may run at once.
 	Concurrency *int64 `json:"concurrency"`
 	// Present when written: the concurrency group its jobs join (by name, across the

@@ -107,6 +107,8 @@ export type JobEvent =
   | 'schedule'
   | 'limit'
   | 'admit'
+  | 'cancel_failing'
+  | 'stop_failing'
   | 'pass_wait'
   | 'block'
   | 'fail_wait'
@@ -152,6 +154,15 @@ export const JOB_TRANSITIONS: readonly TransitionRow<JobState, JobEvent>[] = [
   { event: 'fail_wait', from: ['waiting'], to: 'waiting_failed', by: 'machine', guard: 'behind a wait whose steps before failed' },
   { event: 'fail_block', from: ['waiting', 'blocked'], to: 'blocked_failed', by: 'machine', guard: 'a block step behind a failure' },
   { event: 'reopen', from: ['waiting_failed', 'blocked_failed'], to: 'waiting', by: 'machine', guard: 'the failure before it was retried' },
+  {
+    event: 'cancel_failing',
+    // waiting_failed: reopened (its failure retried) and canceled in one pass.
+    from: ['waiting', 'waiting_failed', 'limited', 'scheduled', 'assigned'],
+    to: 'canceled',
+    by: 'machine',
+    guard: 'a command job whose step has cancel_on_build_failing, its build failing; no agent had accepted it',
+  },
+  { event: 'stop_failing', from: ['accepted', 'running'], to: 'canceling', by: 'machine', guard: 'as cancel_failing, on an agent: its agent stops it' },
   // Trigger steps, which the server runs itself (src/builds/progress/machine.ts).
   { event: 'start_trigger', from: ['scheduled'], to: 'running', by: 'trigger', guard: 'a trigger job' },
   { event: 'trigger_passed', from: ['running'], to: 'passed', by: 'trigger', guard: 'async: its build was created; else its build passed' },

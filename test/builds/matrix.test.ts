@@ -119,11 +119,11 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
       .http()
       .patch(`/v2/organizations/${org.slug}/pipelines/${res.body.slug}`)
       .set(auth(token))
-      .send({ configuration: 'steps:\n  - command: a\n    cancel_on_build_failing: true\n    if_changed: src/**\n' });
+      .send({ configuration: 'steps:\n  - command: a\n    image: node:20\n    if_changed: src/**\n' });
     expect(updated.status).toBe(200);
     expect(updated.headers.warning).toBe(
       [
-        '299 windsock "step 1: \\"cancel_on_build_failing\\" is accepted but not acted on: jobs are not canceled when the build starts failing; the build still fails"',
+        '299 windsock "step 1: \\"image\\" is accepted but not acted on: the image is not passed to the agent (BUILDKITE_IMAGE)"',
         '299 windsock "step 1: \\"if_changed\\" is accepted but not acted on: the agent applies it at upload; the server does not"',
       ].join(', '),
     );

@@ -183,6 +183,28 @@ describe('the state tables (pure)', () => {
     };
     const pick = <T>(xs: readonly T[]): T => xs[next(xs.length)]!;
     const made = new Set<string>();
+    // Rows the random builds below reach too rarely, written out: cancel_on_build_failing in a
+    // failing build, from each state it cancels or stops a job in (one still waiting behind a
+    // wait step; one reopened, its failure retried, and canceled in the same pass).
+    const job = (position: number, type: string, state: JobState, step: object = { type }) =>
+      ({ id: `f${position}`, position, type, state, step, softFailed: false, startedAt: null }) as unknown as Job;
+    const wait = { type: 'waiter', continue_on_failure: false };
+    const fastFail = { type: 'script', cancel_on_build_failing: true };
+    const written = [
+      [job(0, 'script', 'failed'), job(1, 'script', 'running'), job(2, 'waiter', 'waiting', wait), job(3, 'script', 'waiting', fastFail)],
+      [
+        job(0, 'script', 'failed'),
+        ...(['limited', 'scheduled', 'assigned', 'accepted', 'running'] as const).map((st, i) => job(i + 1, 'script', st, fastFail)),
+      ],
+      [job(0, 'script', 'running'), job(1, 'waiter', 'waiting_failed', wait), job(2, 'script', 'waiting_failed', fastFail), job(3, 'script', 'failed')],
+    ];
+    for (const jobs of written) {
+      for (const m of advance({ state: 'failing', blocked: false, startedAt: new Date(0), failingAt: new Date(0), finishedAt: null }, jobs, new Date(1000))
+        .jobs) {
+        expect([m.event, jobTransition(m.event, m.from)]).toEqual([m.event, { from: [m.from], to: m.to }]);
+        made.add(`${m.from} > ${m.to}`);
+      }
+    }
     for (let i = 0; i < 5000; i++) {
       const jobs = Array.from({ length: 1 + next(5) }, (_, position) => {
         const type = pick(['script', 'waiter', 'manual', 'trigger'] as const);
@@ -191,8 +213,10 @@ describe('the state tables (pure)', () => {
           type === 'waiter'
             ? { type, continue_on_failure: next(3) === 0 }
             : type === 'script' && next(3) === 0
-              ? { type, concurrency: 1, concurrency_group: 'deploy' }
-              : { type };
+              ? { type, concurrency: 1, concurrency_group: 'deploy', ...(next(2) ? { cancel_on_build_failing: true } : {}) }
+              : type === 'script' && next(3) === 0
+                ? { type, cancel_on_build_failing: true }
+                : { type };
         const state = pick(STATES_OF[type === 'trigger' ? 'script' : type]!);
         return { id: `j${position}`, position, type, state, step, softFailed: next(4) === 0, startedAt: next(2) ? new Date(0) : null } as unknown as Job;
       });
@@ -348,6 +372,8 @@ describeEachDatabase('the state tables on the store', (ctx) => {
         return (await r.admit([j.jobId], at)).length > 0;
       case 'schedule':
       case 'limit':
+      case 'cancel_failing':
+      case 'stop_failing':
       case 'pass_wait':
       case 'block':
       case 'fail_wait':

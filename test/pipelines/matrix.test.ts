@@ -305,6 +305,7 @@ describe('step attributes: nothing is dropped without a word', () => {
         '    concurrency: 1',
         '    concurrency_group: deploy',
         '    cancel_on_build_failing: true',
+        '    image: node:20',
         '  - group: Tests',
         '    notify: [{github_check: {context: tests}}]',
         '    steps:',
@@ -314,7 +315,7 @@ describe('step attributes: nothing is dropped without a word', () => {
       ),
     );
     expect(parsed.notices).toEqual([
-      'step 1: "cancel_on_build_failing" is accepted but not acted on: jobs are not canceled when the build starts failing; the build still fails',
+      'step 1: "image" is accepted but not acted on: the image is not passed to the agent (BUILDKITE_IMAGE)',
       'step 2: "notify" is accepted but not acted on: a group\'s notifications are not kept: put them on its command steps or the top level',
       'step 3: "key" is accepted but not acted on: a wait step keeps no key',
     ]);

@@ -13,6 +13,7 @@ import {
   ACTIVE_JOB_STATES,
   FAILING_JOB_STATES,
   JOB_STATE_PHASES,
+  jobTransition,
   machineJobEvent,
   SETTLED_BUILD_STATES,
   TERMINAL_JOB_STATES,
@@ -267,6 +268,17 @@ export function advance(
     const before = moved;
     pass();
     if (moved === before) break;
+  }
+  // Documented (cancel_on_build_failing): once the build is failing, such a step's jobs are
+  // canceled, those on an agent stopped by it; the build fails once they have ended.
+  if (missingDependency || jobs.some((j) => failsBuild({ state: states.get(j.id)!, softFailed: j.softFailed }))) {
+    for (const j of ordered) {
+      if (j.step.type !== 'script' || !j.step.cancel_on_build_failing) continue;
+      const state = states.get(j.id)!;
+      // One held back by a failure (waiting_failed) has ended already: it stays so.
+      if (state !== 'waiting_failed' && jobTransition('cancel_failing').from.includes(state)) move(j, 'canceled', { finished_at: now });
+      else if (jobTransition('stop_failing').from.includes(state)) move(j, 'canceling');
+    }
   }
 
   const current = jobs.map((j) => ({ ...j, state: states.get(j.id)! }));

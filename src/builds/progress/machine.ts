@@ -40,6 +40,9 @@ export async function advanceLocked(run: MachineRun, buildId: string): Promise<v
     for (const m of next.jobs) {
       await r.jobs.apply(m);
       run.announce.job(buildId, m.id);
+      // A job assigned to an agent that had not accepted it was canceled (cancel_on_build_failing): the agent holds it no more.
+      const agentId = m.from === 'assigned' ? jobs.find((j) => j.id === m.id)?.agentId : null;
+      if (agentId) await r.agents.dropJobIfHeld(agentId, m.id);
     }
     // A job of a concurrency group that moved (joined its queue, or left a slot): the group admits what it can.
     for (const j of jobs) {

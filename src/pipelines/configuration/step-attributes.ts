@@ -75,7 +75,7 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     concurrency: WORKS,
     concurrency_group: WORKS,
     concurrency_method: WORKS,
-    cancel_on_build_failing: ['reported', 'jobs are not canceled when the build starts failing; the build still fails'],
+    cancel_on_build_failing: WORKS,
     checkout: ['reported', 'checkout settings are not passed to the agent'],
     cache: ['reported', 'caches are a feature of Buildkite hosted agents'],
     image: ['reported', 'the image is not passed to the agent (BUILDKITE_IMAGE)'],

@@ -134,6 +134,7 @@ export function scriptStep(reporter: ProblemReporter, stepMap: ConfigMap, defaul
   const notifications = notify(reporter, findProperty(stepMap, ['notify']), 'step');
   if (notifications.length > 0) step.notify = notifications;
   concurrencyGroup(reporter, stepMap, step);
+  if (bool(reporter, findProperty(stepMap, ['cancel_on_build_failing']), false)) step.cancel_on_build_failing = true;
   return Object.assign(step, ifOf(stepCondition(reporter, stepMap, names.branches)), parseDependencies(reporter, stepMap), skipOf(reporter, stepMap));
 }
 

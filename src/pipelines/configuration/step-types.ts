@@ -53,6 +53,8 @@ export type ScriptStep = {
   allow_dependency_failure?: boolean;
   /** Written (or its group's): its jobs are `broken`, never run; a string is the reason they show. */
   skip?: true | string;
+  /** Its unfinished jobs are canceled as soon as the build is failing. */
+  cancel_on_build_failing?: true;
 };
 
 /** Slack: one channel or user (`#general`, `@someone`, `workspace#channel`), or several with a custom message. */

@@ -1,5 +1,6 @@
 import { auth, describeEachDatabase, type TestContext } from '../../support/context';
-import { agentAuth, runNextJob, givenBuildAndAgent, type TestAgent } from '../../support/agents';
+import { agentAuth, runNextJob, givenAgent, givenBuildAndAgent, takeNextJob, type TestAgent } from '../../support/agents';
+import { yaml } from '../../support/configuration';
 import type { BuildJson, JobJson } from '../../support/types';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -118,6 +119,34 @@ describeEachDatabase('the job and build state machines', (ctx) => {
     b = await s.read();
     expect(b).toMatchObject({ state: 'passed', blocked: true });
     expect(b.jobs.filter((j) => !j.retried).map((j) => j.state)).toEqual(['passed', 'passed', 'passed', 'blocked', 'waiting']);
+  });
+
+  it('cancels the jobs of cancel_on_build_failing steps once the build is failing, and stops the running ones', async () => {
+    const s = await setup(
+      yaml(
+        'steps:',
+        '  - command: lint',
+        '  - { command: slow-tests, cancel_on_build_failing: true }',
+        '  - { command: e2e, cancel_on_build_failing: true }',
+        '  - command: unit',
+      ),
+    );
+    const second = await givenAgent(ctx(), s.reg, 'second');
+    const third = await givenAgent(ctx(), s.reg, 'third');
+    const lint = await takeNextJob(ctx(), s.agent);
+    const slow = await takeNextJob(ctx(), second);
+    // Offered, not accepted yet: assigned to the third agent.
+    const offered = (await ctx().http().get('/v3/ping').set(agentAuth(third.token)).expect(200)).body.job as JobJson;
+    expect([lint.command, slow.command, offered.command]).toEqual(['lint', 'slow-tests', 'e2e']);
+    await ctx().http().put(`/v3/jobs/${lint.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: 1 }).expect(200);
+    let b = await s.read();
+    // The job no agent had accepted is canceled, the running one stopped by its agent; unit has no such attribute.
+    expect([b.state, states(b)]).toEqual(['failing', ['failed', 'canceling', 'canceled', 'scheduled']]);
+    await ctx().http().put(`/v3/jobs/${slow.id}/finish`).set(agentAuth(second.token)).send({ exit_status: -1, signal_reason: 'cancel' }).expect(200);
+    // The third agent holds the canceled job no more: it is offered the next one.
+    expect(await runNext(ctx(), third, 0)).toBe('unit');
+    b = await s.read();
+    expect([b.state, states(b)]).toEqual(['failed', ['failed', 'canceled', 'canceled', 'passed']]);
   });
 
   it('runs the jobs behind a continue_on_failure wait, and the build still fails', async () => {
