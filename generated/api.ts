@@ -5751,6 +5751,8 @@ export interface components {
             continue_on_failure?: boolean;
             /** @description `manual` steps (always a string), and `trigger` steps. */
             label?: string | null;
+            /** @description `manual` steps: present (true) for an input step, which holds no step after it. */
+            input?: boolean;
             /** @description `manual` steps. */
             prompt?: string | null;
             /** @description `manual` steps. */
@@ -5955,6 +5957,12 @@ export interface components {
             /** @constant */
             type: "manual";
             label: string;
+            /**
+             * @description Present (true) for an input step (YAML `input:`): it blocks at once (or once its
+             *     `depends_on` are done) and holds its build from finishing until unblocked, but the steps
+             *     before and after it do not wait for it, as documented; a block step holds the steps after it.
+             */
+            input?: boolean;
             prompt?: string | null;
             branch_configuration?: string | null;
             fields?: components["schemas"]["ManualStepField"][];

@@ -4369,6 +4369,11 @@ type ManualStep struct {
 	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not
 	// with `branch_configuration`.
 	If *string `json:"if,omitempty"`
+	// Present (true) for an input step (YAML `input:`): it blocks at once (or once its
+	// `depends_on` are done) and holds its build from finishing until unblocked, but the steps
+	// before and after it do not wait for it, as documented; a block step holds the steps after
+	// it.
+	Input *bool `json:"input,omitempty"`
 	// Present when written: what a step's `depends_on` names.
 	Key    *string        `json:"key,omitempty"`
 	Label  string         `json:"label"`
@@ -4713,6 +4718,8 @@ type Step struct {
 	// Every kind, when written: its condition, evaluated when the step is added to a build;
 	// false makes its jobs `broken`.
 	If *string `json:"if,omitempty"`
+	// `manual` steps: present (true) for an input step, which holds no step after it.
+	Input *bool `json:"input,omitempty"`
 	// `script` steps; `manual` and `trigger` steps when written.
 	Key *string `json:"key,omitempty"`
 	// `manual` steps (always a string), and `trigger` steps.

@@ -228,7 +228,7 @@ describe('parseConfiguration: step forms', () => {
       ),
     ).toEqual([
       { type: 'manual', label: 'block', prompt: null, fields: [], branch_configuration: null },
-      { type: 'manual', label: 'input', prompt: null, fields: [], branch_configuration: null },
+      { type: 'manual', label: 'input', input: true, prompt: null, fields: [], branch_configuration: null },
       {
         type: 'manual',
         label: ':rocket: Release',
@@ -257,7 +257,7 @@ describe('parseConfiguration: step forms', () => {
           },
         ],
       },
-      { type: 'manual', label: 'Who are you?', prompt: null, fields: [], branch_configuration: null },
+      { type: 'manual', label: 'Who are you?', input: true, prompt: null, fields: [], branch_configuration: null },
       { type: 'manual', label: 'Named', prompt: null, fields: [], branch_configuration: null },
     ]);
   });

@@ -288,8 +288,9 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
         if (!excluded) behindBarrier = true;
         break;
       case 'manual': {
-        // Reached at once: first of the build, or with `depends_on` naming nothing.
-        const reachedAtOnce = dependsOn ? dependsOn.length === 0 : jobs.length === 0;
+        // Reached at once: first of the build, or with `depends_on` naming nothing; an input step
+        // depends on none of the steps before it (documented).
+        const reachedAtOnce = dependsOn ? dependsOn.length === 0 : step.input === true || jobs.length === 0;
         jobs.push({
           ...base(step, stepId),
           id: crypto.randomUUID(),
@@ -300,7 +301,8 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
           stepKey: step.key ?? null,
           brokenReason,
         });
-        if (!excluded) behindBarrier = true;
+        // An input step holds back none of the steps after it (documented).
+        if (!excluded && !step.input) behindBarrier = true;
         break;
       }
       case 'trigger':

@@ -208,6 +208,13 @@ export function advance(
         continue;
       }
       const dependencies = explicitDependencies(j);
+      // An input step depends on none of the steps around it, and none depends on it, unless
+      // named in a `depends_on` (documented): it blocks at once, or once those steps are done.
+      const input = j.step.type === 'manual' && j.step.input === true;
+      if (input && !dependencies) {
+        if (state() === 'waiting') move(j, 'blocked');
+        continue;
+      }
       if (j.type === 'manual' && dependencies) {
         // A block step with `depends_on` blocks once those steps are done, whatever is before it;
         // the steps after it still wait for it to be unblocked.
@@ -220,7 +227,7 @@ export function advance(
           if (verdict === 'ready' && state() === 'waiting') move(j, 'blocked');
         }
         const through = state() === 'unblocked' || state() === 'broken' || JOB_STATE_PHASES[state()] === 'passed';
-        if (gate === 'open' && !through) gate = state() === 'blocked_failed' ? 'failed' : 'closed';
+        if (gate === 'open' && !through && !input) gate = state() === 'blocked_failed' ? 'failed' : 'closed';
         continue;
       }
       if (j.type === 'manual') {

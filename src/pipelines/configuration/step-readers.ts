@@ -221,9 +221,12 @@ export function manualStep(reporter: ProblemReporter, stepMap: ConfigMap, keywor
     if (keyword) label = keyword;
     else reporter.fail('label', "can't be blank", stepMap.get('label'));
   }
+  // YAML says `input: <label>`; the visual form (and a read sent back) `input: true`.
+  const input = keyword === 'input' || (reporter.dialect === 'visual' && bool(reporter, findProperty(stepMap, ['input']), false));
   return {
     type: 'manual',
     label: label ?? '',
+    ...(input ? { input: true as const } : {}),
     prompt: optionalText(reporter, findProperty(stepMap, ['prompt']), MAX_PROMPT),
     fields: fields(reporter, findProperty(stepMap, ['fields'])),
     branch_configuration: joined(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].branches), ' ', MAX_BRANCHES),

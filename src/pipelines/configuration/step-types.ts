@@ -95,6 +95,8 @@ export type ManualField = {
 export type ManualStep = {
   type: 'manual';
   label: string;
+  /** An input step: it holds its build from finishing, not the steps around it (block steps do both). */
+  input?: true;
   prompt: string | null;
   fields: ManualField[];
   branch_configuration: string | null;

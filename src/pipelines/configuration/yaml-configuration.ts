@@ -233,7 +233,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     const groupKey = group?.key ?? null;
     if (group) inherit(reporter, item, step, group);
     // The group's steps after its first wait or block step wait for that one, not for the group's `depends_on`.
-    if (group && (step.type === 'waiter' || step.type === 'manual')) group.barrierPassed = true;
+    if (group && (step.type === 'waiter' || (step.type === 'manual' && !step.input))) group.barrierPassed = true;
     if (step.type === 'script' && groupKey !== null) step.group_key = groupKey;
     // Command and block steps keep their keys; a wait's or a trigger's names nothing depends_on can wait for.
     const ownKey = keptKey(step);

@@ -149,6 +149,49 @@ describeEachDatabase('the job and build state machines', (ctx) => {
     expect([b.state, states(b)]).toEqual(['failed', ['failed', 'canceled', 'canceled', 'passed']]);
   });
 
+  it('blocks an input step at once without holding the steps around it, and the build until it is unblocked (the docs’ input step)', async () => {
+    const s = await setup(
+      yaml(
+        'steps:',
+        '  - command: build',
+        '  - input: Who is running this?',
+        '    key: who',
+        '    fields: [{ text: Your name, key: name }]',
+        '  - command: test',
+        '  - wait',
+        '  - command: deploy',
+        '  - { command: greet, depends_on: who }',
+      ),
+    );
+    let b = await s.read();
+    expect([b.blocked, states(b)]).toEqual([true, ['scheduled', 'blocked', 'scheduled', 'waiting', 'waiting', 'waiting']]);
+    expect(await runNext(ctx(), s.agent, 0)).toBe('build');
+    expect(await runNext(ctx(), s.agent, 0)).toBe('test');
+    // The wait waited for the command steps only.
+    expect(await runNext(ctx(), s.agent, 0)).toBe('deploy');
+    b = await s.read();
+    // Everything else ran: the build is over but blocked on the input, whose dependent still waits.
+    expect([b.state, b.blocked, states(b)]).toEqual(['passed', true, ['passed', 'blocked', 'passed', 'passed', 'passed', 'waiting']]);
+    const input = b.jobs[1]!;
+    await ctx()
+      .http()
+      .put(`${s.url}/jobs/${input.id}/unblock`)
+      .set(auth(s.token))
+      .send({ fields: { name: 'Ada' } })
+      .expect(200);
+    expect(await runNext(ctx(), s.agent, 0)).toBe('greet');
+    b = await s.read();
+    expect([b.state, b.blocked]).toEqual(['passed', false]);
+    const pipeline = (
+      await ctx()
+        .http()
+        .get(s.url.replace(/\/builds\/\d+$/, ''))
+        .set(auth(s.token))
+        .expect(200)
+    ).body;
+    expect(pipeline.steps[1]).toMatchObject({ type: 'manual', label: 'Who is running this?', input: true, key: 'who' });
+  });
+
   it('runs the jobs behind a continue_on_failure wait, and the build still fails', async () => {
     const s = await setup(['steps:', '  - command: x', '  - wait:', '    continue_on_failure: true', '  - command: cleanup'].join('\n'));
     expect(await runNext(ctx(), s.agent, 1)).toBe('x');
