@@ -3357,6 +3357,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v3/steps/{step_id_or_key}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A step's id, or its `key`. */
+                step_id_or_key: components["parameters"]["StepIdOrKey"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a step's unfinished jobs
+         * @description `buildkite-agent step cancel --step <id or key>`: every unfinished job of the step, in the
+         *     build of the job the agent runs (`build_id`, when sent, must be that build), is canceled:
+         *     at once when no agent runs it, else `canceling` (its agent stops it, uploads its artifacts
+         *     and finishes it). With `force`, jobs on an agent are canceled at once too, and their agents
+         *     hold them no more; `force_grace_period` is accepted and not waited for. The build's state
+         *     machine runs after (what depends on the step stops). Answers the step's id; a step of
+         *     another build, or none found, is a 404.
+         */
+        post: operations["cancelStep"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/pipelines/{pipeline_slug}/builds/{build_number}/annotations": {
         parameters: {
             query?: never;
@@ -4119,6 +4148,33 @@ export interface paths {
         get: operations["searchArtifacts"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/builds/{build_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The build's id (not its number). */
+                build_id: components["parameters"]["BuildId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a build
+         * @description `buildkite-agent build cancel [--build <id>]`: cancels a build of the agent's organization,
+         *     by default the build of the job it runs, as the REST cancel does: jobs no agent accepted
+         *     end at once, jobs on an agent are stopped by it (the build is `canceling` until they end).
+         *     A build of another organization, or none, is a 404; a build already finished a 422. No
+         *     request body. Answers the build's id.
+         */
+        post: operations["cancelBuildFromAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -6750,6 +6806,22 @@ export interface components {
             value: string;
             /** @description Add the value to the end of the current one. */
             append?: boolean;
+        };
+        StepCancelRequest: {
+            /** Format: uuid */
+            build_id?: string;
+            /**
+             * @description Cancel jobs on an agent at once, not once their agents stopped them.
+             * @default false
+             */
+            force: boolean;
+            /** @description Accepted, not waited for: a forced cancel is at once. */
+            force_grace_period?: number;
+        };
+        /** @description The id of what the command acted on (a build's, a step's). */
+        AgentUuid: {
+            /** Format: uuid */
+            readonly uuid: string;
         };
         /**
          * @description A job of a build. Every job has the common fields; `script` jobs add the command, agent,
@@ -13819,6 +13891,40 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    cancelStep: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A step's id, or its `key`. */
+                step_id_or_key: components["parameters"]["StepIdOrKey"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["StepCancelRequest"];
+            };
+        };
+        responses: {
+            /** @description The step's unfinished jobs were canceled (or are being stopped). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentUuid"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     listBuildAnnotations: {
         parameters: {
             query?: {
@@ -14989,6 +15095,35 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelBuildFromAgent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The build's id (not its number). */
+                build_id: components["parameters"]["BuildId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The build is canceled, or being canceled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentUuid"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

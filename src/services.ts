@@ -340,7 +340,7 @@ export function createServices(o: ServiceOptions): Services {
     builds,
     agents: agentService,
     agentWork,
-    steps: new StepService(jobs, agentWork),
+    steps: new StepService(jobs, agentWork, buildRepository, progress),
     jobs: jobService,
     progress,
     pipelineUploads: new PipelineUploadService(jobs, progress, builds, pipelines, sign, new StepUploadRepository(db)),

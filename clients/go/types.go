@@ -150,6 +150,16 @@ func (r *AgentToken) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAgentUUID(data []byte) (AgentUUID, error) {
+	var r AgentUUID
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AgentUUID) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAnnotation(data []byte) (Annotation, error) {
 	var r Annotation
 	err := json.Unmarshal(data, &r)
@@ -2446,6 +2456,16 @@ func (r *Step) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalStepCancelRequest(data []byte) (StepCancelRequest, error) {
+	var r StepCancelRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *StepCancelRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalStepDependency(data []byte) (StepDependency, error) {
 	var r StepDependency
 	err := json.Unmarshal(data, &r)
@@ -3239,6 +3259,11 @@ type BuildCreator struct {
 	GraphqlID *string   `json:"graphql_id,omitempty"`
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
+}
+
+// The id of what the command acted on (a build's, a step's).
+type AgentUUID struct {
+	UUID string `json:"uuid"`
 }
 
 type Annotation struct {
@@ -5382,6 +5407,14 @@ type SlackSettings struct {
 type StartJobRequest struct {
 	// When the agent started the job, by its clock; the job's `started_at` is the server's time.
 	StartedAt *string `json:"started_at,omitempty"`
+}
+
+type StepCancelRequest struct {
+	BuildID *string `json:"build_id,omitempty"`
+	// Cancel jobs on an agent at once, not once their agents stopped them.
+	Force *bool `json:"force,omitempty"`
+	// Accepted, not waited for: a forced cancel is at once.
+	ForceGracePeriod *int64 `json:"force_grace_period,omitempty"`
 }
 
 type StepExportRequest struct {

@@ -177,6 +177,14 @@ export function agentApiRoutes(service: AgentService, work: AgentWorkService, up
     res.json({ output: await steps.export(agentOf(res), req.params.step_id_or_key, req.body) });
   });
 
+  api.on('cancelStep', async (req, res) => {
+    res.json({ uuid: await steps.cancel(agentOf(res), req.params.step_id_or_key, req.body ?? { force: false }) });
+  });
+
+  api.on('cancelBuildFromAgent', async (req, res) => {
+    res.json({ uuid: await steps.cancelBuild(agentOf(res), req.params.build_id) });
+  });
+
   api.on('updateStep', async (req, res) => {
     await steps.update(agentOf(res), req.params.step_id_or_key, req.body);
     res.status(204).end();

@@ -330,6 +330,12 @@ export class AgentRepository {
     await this.db('agents').where({ id: agentId, job_id: jobId }).update({ job_id: null });
   }
 
+  /** Agents holding one of `jobIds` while it is in one of `states` hold it no more: those jobs are being canceled at once. */
+  async dropHeldJobs(jobIds: readonly string[], states: readonly string[]): Promise<void> {
+    const held = this.db('jobs').whereIn('id', jobIds).whereIn('state', states).select('id');
+    await this.db('agents').whereIn('job_id', held).update({ job_id: null });
+  }
+
   /** Agents assigned a job of these builds (not yet accepted) hold it no more: the builds are canceled. */
   async dropAssignedJobsOf(buildIds: string[]): Promise<void> {
     const assigned = this.db('jobs').whereIn('build_id', buildIds).where({ state: 'assigned' }).select('id');

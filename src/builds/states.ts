@@ -109,6 +109,7 @@ export type JobEvent =
   | 'admit'
   | 'cancel_failing'
   | 'stop_failing'
+  | 'force_cancel'
   | 'pass_wait'
   | 'block'
   | 'fail_wait'
@@ -146,6 +147,14 @@ export const JOB_TRANSITIONS: readonly TransitionRow<JobState, JobEvent>[] = [
   { event: 'cancel', from: CANCEL_AT_ONCE, to: 'canceled', by: 'cancel', guard: 'its build is canceled' },
   { event: 'stop', from: jobStatesIn('on_agent'), to: 'canceling', by: 'cancel', guard: 'its build is canceled: its agent stops it' },
   { event: 'skip', from: [...CANCEL_AT_ONCE, 'accepted'], to: 'skipped', by: 'cancel', guard: 'its build is skipped by a newer build of the branch' },
+  // `buildkite-agent step cancel` (src/builds/jobs/steps.ts): `cancel` and `stop` above for its step's jobs, or with --force this.
+  {
+    event: 'force_cancel',
+    from: jobStatesIn('on_agent', 'stopping'),
+    to: 'canceled',
+    by: 'agent',
+    guard: 'step cancel --force: not waiting for its agent to stop it',
+  },
   // The build's state machine (src/builds/jobs/state.ts): a job reopened and moved on in one pass is one move.
   { event: 'schedule', from: ['waiting', 'waiting_failed'], to: 'scheduled', by: 'machine', guard: 'a command or trigger job whose steps before are done' },
   { event: 'limit', from: ['waiting', 'waiting_failed'], to: 'limited', by: 'machine', guard: 'as schedule, for a command job of a concurrency group' },

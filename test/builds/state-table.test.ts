@@ -368,6 +368,8 @@ describeEachDatabase('the state tables on the store', (ctx) => {
       case 'stop':
         await r.updateOfBuilds([j.buildId], event);
         return null;
+      case 'force_cancel':
+        return (await r.updateOfJobs(j.buildId, [j.jobId], event, { finished_at: at })) > 0;
       case 'admit':
         return (await r.admit([j.jobId], at)).length > 0;
       case 'schedule':

@@ -83,6 +83,7 @@ const NOT_REFERENCES: Record<string, string> = {
   'registerAgent.machine_id': "the host's machine id (/etc/machine-id), not a Windsock object",
   'exportStep.build_id': "must be the build of the job the agent runs: any other build, its own organization's too, is a 404 (test/agents/real-agent-protocol)",
   'updateStep.build_id': 'as exportStep.build_id',
+  'cancelStep.build_id': 'as exportStep.build_id',
   'updateStep.idempotency_uuid': "the agent's own id for the update (idempotency), not a Windsock object",
   'configureBuildExport.strategy_id': "an export strategy's name (s3, gcs), not a Windsock object",
 };

@@ -706,6 +706,8 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   saveJobHeaderTimes: () => ({ header_times: { '0': new Date().toISOString() } }),
   exportStep: () => ({ attribute: 'label' }),
   updateStep: () => ({ attribute: 'label', value: 'made' }),
+  cancelStep: () => ({ force: false }),
+  cancelBuildFromAgent: undefined,
   appendJobLogChunk: () => ({ sequence: 1, offset: 0, content: 'made\n' }),
   finishJob: () => ({ exit_status: 0 }),
   uploadPipeline: () => ({ pipeline: 'steps:\n  - command: made\n' }),

@@ -549,6 +549,21 @@ export class JobRepository {
       .update({ ...fields, state: t.to });
   }
 
+  /** The build's jobs `jobIds` that `event` moves (a step's cancel) move, with `fields`; how many moved. */
+  async updateOfJobs(
+    buildId: string,
+    jobIds: readonly string[],
+    event: Extract<JobEvent, 'cancel' | 'stop' | 'force_cancel'>,
+    fields: Record<string, unknown> = {},
+  ): Promise<number> {
+    const t = jobTransition(event);
+    return this.db('jobs')
+      .where({ build_id: buildId })
+      .whereIn('id', jobIds)
+      .whereIn('state', t.from)
+      .update({ ...fields, state: t.to });
+  }
+
   /** Which of the builds have jobs in `states`. */
   async buildsWithJobsIn(buildIds: string[], states: readonly JobState[]): Promise<string[]> {
     const rows = await this.db('jobs').whereIn('build_id', buildIds).whereIn('state', states).distinct('build_id');

@@ -1,18 +1,25 @@
 /**
- * `buildkite-agent step get|update` from a running job: a step of the job's own build, named by
- * its id or its `key`, read or relabelled. A step is the jobs planned from it (retries share its
- * id); its state and outcome are its latest job's. No HTTP, no SQL.
+ * `buildkite-agent step get|update|cancel` from a running job: a step of the job's own build,
+ * named by its id or its `key`, read, relabelled or canceled; and `buildkite-agent build cancel`.
+ * A step is the jobs planned from it (retries share its id); its state and outcome are its
+ * latest job's. No HTTP, no SQL.
  */
 import type { components } from '../../../generated/api';
 import type { Agent } from '../../agents/repository';
-import { NotFoundError, ValidationError } from '../../core/errors';
+import { NotFoundError, UnprocessableError, ValidationError } from '../../core/errors';
+import { clock } from '../../core/clock';
+import { mustBeConnected } from '../../agents/service';
+import type { BuildProgress } from '../progress/service';
+import type { BuildRepository } from '../repository';
+import { cannotCancel } from '../service';
 import type { AgentWorkService } from './agent-work';
 import type { Job } from './model';
 import type { JobRepository } from './repository';
-import { UNSUCCESSFUL_JOB_STATES } from '../states';
+import { CANCELABLE_BUILD_STATES, TERMINAL_JOB_STATES, UNSUCCESSFUL_JOB_STATES } from '../states';
 
 type ExportBody = components['schemas']['StepExportRequest'];
 type UpdateBody = components['schemas']['StepUpdateRequest'];
+type CancelBody = components['schemas']['StepCancelRequest'];
 
 /** How a step ended, in `step get outcome`'s words. */
 function outcomeOf(job: Job): string {
@@ -35,6 +42,8 @@ export class StepService {
   constructor(
     private readonly jobs: JobRepository,
     private readonly work: AgentWorkService,
+    private readonly builds: BuildRepository,
+    private readonly progress: BuildProgress,
   ) {}
 
   async export(agent: Agent, idOrKey: string, body: ExportBody): Promise<string> {
@@ -53,6 +62,31 @@ export class StepService {
     const label = body.append ? `${jobs[0]!.name ?? ''}${body.value}` : body.value;
     if (label.length > 255) throw ValidationError.field('value', 'too_long');
     await this.jobs.renameStep(jobs[0]!.buildId, jobs[0]!.stepId, label, body.idempotency_uuid ?? null);
+  }
+
+  /** Cancels the step's unfinished jobs (BuildProgress.cancelJobs); answers the step's id. */
+  async cancel(agent: Agent, idOrKey: string, body: CancelBody): Promise<string> {
+    const jobs = await this.stepJobs(agent, idOrKey, body.build_id);
+    const unfinished = jobs.filter((j) => !TERMINAL_JOB_STATES.includes(j.state));
+    if (unfinished.length)
+      await this.progress.cancelJobs(
+        jobs[0]!.buildId,
+        unfinished.map((j) => j.id),
+        body.force === true,
+        clock.now(),
+      );
+    return jobs[0]!.stepId;
+  }
+
+  /** `buildkite-agent build cancel`: a build of the agent's organization, canceled as the REST API cancels one; answers its id. */
+  async cancelBuild(agent: Agent, buildId: string): Promise<string> {
+    mustBeConnected(agent);
+    const build = await this.builds.findById(buildId.toLowerCase());
+    if (!build || build.organizationId !== agent.organizationId) throw new NotFoundError('build');
+    if (!CANCELABLE_BUILD_STATES.includes(build.state) || !(await this.progress.cancel(build.id, clock.now()))) {
+      throw new UnprocessableError(cannotCancel((await this.builds.findById(build.id))?.state ?? build.state));
+    }
+    return build.id;
   }
 
   /** The step's jobs in the build of the job the agent runs; a step of another build is as good as missing. */

@@ -23,7 +23,7 @@ import { dependsOnOf, type NotifyEntry } from '../../pipelines/configuration';
 import type { Pipeline } from '../../pipelines/repository';
 import type { PlannedJob } from '../jobs/plan';
 import type { Build, JobState, NewBuildFields } from '../model';
-import { AUTO_RETRYABLE_JOB_STATES } from '../states';
+import { AUTO_RETRYABLE_JOB_STATES, HELD_JOB_STATES } from '../states';
 import { cancelBuild, supersede } from './cancellation';
 import { clusterQueuesOf, planBuild, writeBuild } from './creation';
 import { placeInCluster } from '../jobs/cluster-queue';
@@ -140,6 +140,21 @@ export class BuildProgress {
     if (!(await this.db.transaction((trx) => cancelBuild(bind(this.repos, trx), buildId, at)))) return false;
     await this.advance(buildId);
     return true;
+  }
+
+  /**
+   * Cancels jobs of a build (`buildkite-agent step cancel`), then runs its state machine: those no
+   * agent accepted end at once (an agent assigned one holds it no more), those on an agent are
+   * stopped by it, or with `force` end at once too.
+   */
+  async cancelJobs(buildId: string, jobIds: readonly string[], force: boolean, at: Date): Promise<void> {
+    await this.inLockedBuild(buildId, at, async (r, a) => {
+      await r.agents.dropHeldJobs(jobIds, force ? HELD_JOB_STATES : ['assigned']);
+      await r.jobs.updateOfJobs(buildId, jobIds, 'cancel', { finished_at: at });
+      if (force) await r.jobs.updateOfJobs(buildId, jobIds, 'force_cancel', { finished_at: at });
+      else await r.jobs.updateOfJobs(buildId, jobIds, 'stop');
+      for (const id of jobIds) a.job(buildId, id);
+    });
   }
 
   /** Cancels the branch's builds that can be (`cancel_branch`) with their unfinished jobs (a deleted branch); returns how many. */
