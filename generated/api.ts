@@ -2723,6 +2723,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v3/jobs/{job_id}/oidc/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Request an OIDC token for a job
+         * @description `buildkite-agent oidc request-token`: a JWT about the job the agent runs, signed with ES256
+         *     by this server (the issuer is its `PUBLIC_URL`; discovery at
+         *     `/.well-known/openid-configuration`, keys at `/.well-known/jwks`). Its claims are those the
+         *     agent's OIDC page documents: `iss`, `sub` (by default
+         *     `organization:<org>:pipeline:<pipeline>:ref:<refs/heads/branch or refs/tags/tag>:commit:<sha>:step:<key>`),
+         *     `aud`, `iat`, `nbf`, `exp`, `organization_slug`, `pipeline_slug`, `build_number`,
+         *     `build_branch`, `build_tag` (when the build has one), `build_commit`, `step_key`,
+         *     `job_id`, `agent_id`, `build_source` and `runner_environment` (`self-hosted`), and the
+         *     optional ones asked for in `claims` (null when the job has none: a cluster's outside
+         *     clusters). An unknown claim, or a subject claim the job has no value for, is a 422; a job
+         *     the agent does not run a 404.
+         */
+        post: operations["requestOidcToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/openid-configuration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OIDC discovery
+         * @description The discovery document of the issuer of jobs' OIDC tokens, for a relying party (AWS, GCP, Azure...) to find its keys. No authentication.
+         */
+        get: operations["getOpenIdConfiguration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/jwks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OIDC signing keys
+         * @description The public keys of the issuer of jobs' OIDC tokens (one EC P-256 key, derived from the server's secret, so every instance of one deployment publishes and signs with the same). No authentication.
+         */
+        get: operations["getOidcJwks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v2/organizations/{org_slug}/agent-tokens": {
         parameters: {
             query?: never;
@@ -5710,6 +5782,47 @@ export interface components {
         Meta: {
             /** @description The addresses (CIDR notation or single addresses) this server's outbound traffic (webhooks, commit statuses) comes from, as the operator set them in `WEBHOOK_IPS`. */
             webhook_ips: string[];
+        };
+        /** @description What `buildkite-agent oidc request-token` sends (its `api/oidc.go`); every field optional. */
+        OidcTokenRequest: {
+            /** @description The `aud` claim; absent or empty: `https://buildkite.com/<organization slug>`, as documented. */
+            audience?: string;
+            /** @description Seconds the token is valid; absent or 0: 300 (five minutes, the documented default). */
+            lifetime?: number;
+            /** @description Optional claims to add: `organization_id`, `pipeline_id`, `build_id`, `cluster_id`, `cluster_name`, `queue_id`, `queue_key`, `agent_tag:<name>`. */
+            claims?: string[];
+            /** @description Claims (standard or optional) to repeat as AWS session tags, as strings, under `https://aws.amazon.com/tags`. */
+            aws_session_tags?: string[];
+            /** @description An immutable claim to use as `sub` instead of the compound subject: `organization_id`, `pipeline_id`, `cluster_id`, `queue_id`, `build_id`, `job_id` or `agent_id`. */
+            subject_claim?: string;
+        };
+        OidcToken: {
+            /** @description A JWT signed with ES256 by the key `/.well-known/jwks` publishes. */
+            readonly token: string;
+        };
+        /** @description The OIDC discovery document of the issuer of jobs' tokens (this server's PUBLIC_URL). */
+        OpenIdConfiguration: {
+            issuer: string;
+            jwks_uri: string;
+            response_types_supported: string[];
+            subject_types_supported: string[];
+            id_token_signing_alg_values_supported: string[];
+            claims_supported: string[];
+            scopes_supported: string[];
+        };
+        /** @description The public keys that sign jobs' OIDC tokens (RFC 7517). */
+        Jwks: {
+            keys: components["schemas"]["Jwk"][];
+        };
+        /** @description An EC P-256 public key (RFC 7518), identified by its RFC 7638 thumbprint. */
+        Jwk: {
+            kty: string;
+            crv: string;
+            x: string;
+            y: string;
+            kid: string;
+            use: string;
+            alg: string;
         };
         RateLimitStatus: {
             scopes: components["schemas"]["RateLimitScopes"];
@@ -13151,6 +13264,81 @@ export interface operations {
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    requestOidcToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["OidcTokenRequest"];
+            };
+        };
+        responses: {
+            /** @description The token. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OidcToken"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getOpenIdConfiguration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The discovery document. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenIdConfiguration"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+        };
+    };
+    getOidcJwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key set. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Jwks"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
         };
     };
     createAgentToken: {

@@ -9,6 +9,7 @@ import { AGENT_API_PATH, agentApiRoutes, agentAuth, agentChunkBodyParser } from 
 import { agentAnnotationRoutes } from './agent-api/annotations';
 import { agentArtifactRoutes } from './agent-api/artifacts';
 import { agentMetaDataRoutes } from './agent-api/meta-data';
+import { oidcRoutes } from './agent-api/oidc';
 import { ANNOTATION_BODY_PATHS, annotationRoutes, annotationRequestLimit } from './annotations/routes';
 import { pipelineScheduleRoutes } from './pipeline-schedules/routes';
 import { ruleRoutes } from './rules/routes';
@@ -80,6 +81,8 @@ export interface AppDeps extends Pick<
   | 'jobs'
   | 'pipelineUploads'
   | 'steps'
+  | 'oidcIssuer'
+  | 'oidcTokens'
   | 'suites'
   | 'uploads'
   | 'deliveries'
@@ -297,6 +300,7 @@ export function createApp(deps: AppDeps): express.Express {
       annotationRoutes(deps.annotations, deps.publicUrl),
       agentAnnotationRoutes(deps.annotations),
       agentMetaDataRoutes(deps.metaData),
+      oidcRoutes(deps.oidcTokens, deps.oidcIssuer),
       artifactRoutes(deps.artifacts, deps.publicUrl),
       agentArtifactRoutes(deps.artifacts, deps.publicUrl),
       pipelineTemplateRoutes(deps.pipelineTemplates, deps.publicUrl),

@@ -16,6 +16,8 @@ import { DiskArtifactStorage, type ArtifactStorage } from './artifacts/storage';
 import type { S3StoreSettings } from './artifacts/s3-storage';
 import { AgentWorkService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './builds/jobs/agent-work';
 import { StepService } from './builds/jobs/steps';
+import { OidcTokenService } from './builds/jobs/oidc-tokens';
+import { OidcIssuer } from './security/oidc';
 import { BuildProgress } from './builds/progress/service';
 import { BuildRepository } from './builds/repository';
 import { BuildService } from './builds/service';
@@ -110,8 +112,11 @@ export interface Services {
   agents: AgentService;
   /** The agent's side of a job (the agent API's polls and job moves). */
   agentWork: AgentWorkService;
-  /** `buildkite-agent step get|update`. */
+  /** `buildkite-agent step get|update|cancel`, `build cancel`. */
   steps: StepService;
+  /** The issuer of jobs' OIDC tokens, and `buildkite-agent oidc request-token`. */
+  oidcIssuer: OidcIssuer;
+  oidcTokens: OidcTokenService;
   jobs: JobService;
   /** Every write that moves builds and jobs along (see src/builds/progress/service.ts). */
   progress: BuildProgress;
@@ -323,6 +328,7 @@ export function createServices(o: ServiceOptions): Services {
   // a webhook's answer): the same guarded transport, allowed a larger answer.
   const providerApi = new Outbound({ ...outboundSettings, maxResponseBytes: Math.max(outboundSettings.maxResponseBytes, 16 * 1024 * 1024) });
   const repositoryConnections = new RepositoryConnectionService(providerSettings, pipelines, outboundSender(providerApi));
+  const oidcIssuer = new OidcIssuer(keys, o.publicUrl);
   const tokens = new AccessTokenService(new AccessTokenRepository(db), keys, o.tokenCacheMs);
   const pipelineSchedules = new PipelineScheduleService(new PipelineScheduleRepository(db), pipelines, organizations, progress, audit);
   return {
@@ -341,6 +347,8 @@ export function createServices(o: ServiceOptions): Services {
     agents: agentService,
     agentWork,
     steps: new StepService(jobs, agentWork, buildRepository, progress),
+    oidcIssuer,
+    oidcTokens: new OidcTokenService(agentWork, buildRepository, clusterRepository, oidcIssuer),
     jobs: jobService,
     progress,
     pipelineUploads: new PipelineUploadService(jobs, progress, builds, pipelines, sign, new StepUploadRepository(db)),

@@ -1276,6 +1276,26 @@ func (r *JobType) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalJwk(data []byte) (Jwk, error) {
+	var r Jwk
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *Jwk) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalJwks(data []byte) (Jwks, error) {
+	var r Jwks
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *Jwks) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalLogChunk(data []byte) (LogChunk, error) {
 	var r LogChunk
 	err := json.Unmarshal(data, &r)
@@ -1637,6 +1657,36 @@ func UnmarshalNotifySlackTarget(data []byte) (NotifySlackTarget, error) {
 }
 
 func (r *NotifySlackTarget) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalOidcToken(data []byte) (OidcToken, error) {
+	var r OidcToken
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *OidcToken) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalOidcTokenRequest(data []byte) (OidcTokenRequest, error) {
+	var r OidcTokenRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *OidcTokenRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalOpenIDConfiguration(data []byte) (OpenIDConfiguration, error) {
+	var r OpenIDConfiguration
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *OpenIDConfiguration) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -4370,6 +4420,22 @@ type JobSecret struct {
 	Value string `json:"value"`
 }
 
+// The public keys that sign jobs' OIDC tokens (RFC 7517).
+type Jwks struct {
+	Keys []Jwk `json:"keys"`
+}
+
+// An EC P-256 public key (RFC 7518), identified by its RFC 7638 thumbprint.
+type Jwk struct {
+	Alg string `json:"alg"`
+	Crv string `json:"crv"`
+	Kid string `json:"kid"`
+	Kty string `json:"kty"`
+	Use string `json:"use"`
+	X   string `json:"x"`
+	Y   string `json:"y"`
+}
+
 type LogChunk struct {
 	Content  string `json:"content"`
 	Offset   int64  `json:"offset"`
@@ -4588,6 +4654,40 @@ type NotificationServiceBuildStates struct {
 	BuildFixed    *bool `json:"build_fixed,omitempty"`
 	BuildPassed   *bool `json:"build_passed,omitempty"`
 	JobActivated  *bool `json:"job_activated,omitempty"`
+}
+
+type OidcToken struct {
+	// A JWT signed with ES256 by the key `/.well-known/jwks` publishes.
+	Token string `json:"token"`
+}
+
+// What `buildkite-agent oidc request-token` sends (its `api/oidc.go`); every field optional.
+type OidcTokenRequest struct {
+	// The `aud` claim; absent or empty: `https://buildkite.com/<organization slug>`, as
+	// documented.
+	Audience *string `json:"audience,omitempty"`
+	// Claims (standard or optional) to repeat as AWS session tags, as strings, under
+	// `https://aws.amazon.com/tags`.
+	AwsSessionTags []string `json:"aws_session_tags,omitempty"`
+	// Optional claims to add: `organization_id`, `pipeline_id`, `build_id`, `cluster_id`,
+	// `cluster_name`, `queue_id`, `queue_key`, `agent_tag:<name>`.
+	Claims []string `json:"claims,omitempty"`
+	// Seconds the token is valid; absent or 0: 300 (five minutes, the documented default).
+	Lifetime *int64 `json:"lifetime,omitempty"`
+	// An immutable claim to use as `sub` instead of the compound subject: `organization_id`,
+	// `pipeline_id`, `cluster_id`, `queue_id`, `build_id`, `job_id` or `agent_id`.
+	SubjectClaim *string `json:"subject_claim,omitempty"`
+}
+
+// The OIDC discovery document of the issuer of jobs' tokens (this server's PUBLIC_URL).
+type OpenIDConfiguration struct {
+	ClaimsSupported                  []string `json:"claims_supported"`
+	IDTokenSigningAlgValuesSupported []string `json:"id_token_signing_alg_values_supported"`
+	Issuer                           string   `json:"issuer"`
+	JwksURI                          string   `json:"jwks_uri"`
+	ResponseTypesSupported           []string `json:"response_types_supported"`
+	ScopesSupported                  []string `json:"scopes_supported"`
+	SubjectTypesSupported            []string `json:"subject_types_supported"`
 }
 
 // OpenTelemetry tracing settings. The `headers` are stored encrypted and never returned.

@@ -128,6 +128,8 @@ const NOT_READ_BACK: Record<string, string> = {
     'the body is the tags themselves, which any accepted request replaces, so a read back differs by design; only the prototype cases apply: test/suites/quarantine reads tags back, and shows a rejected request changes none',
   updateStep:
     "a step of the job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/agents/real-agent-protocol reads labels back",
+  requestOidcToken:
+    "a token about the job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed), and nothing is stored: test/agents/oidc reads tokens",
   cancelStep:
     "cancels the jobs of a step of the job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/builds/jobs/agent-cancel reads cancels back",
   uploadPipeline:
