@@ -3158,7 +3158,46 @@ export interface paths {
          *     like a heartbeat. Another agent's job is 404.
          */
         get: operations["getAgentJob"];
-        put?: never;
+        /**
+         * Change a job's attribute
+         * @description `buildkite-agent job update <attribute> <value>`: as documented, only a command job that has
+         *     not finished, and only `timeout_in_minutes` (alias `timeout`): a whole number of minutes from
+         *     1 to 100000, counted from the job's start (the sweeper times the job out by it). The agent
+         *     sends the value as text. Only the agent holding the job may change it (another's is a 404);
+         *     another attribute, a bad value, a finished or non-command job a 422.
+         */
+        put: operations["updateAgentJob"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v3/jobs/{job_id}/promise_failure": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Promise a job's failure
+         * @description `buildkite-agent job promise-failure <exit status> [--reason ...]`, as the docs' "Promise job
+         *     failure" describes it: the running command job the agent holds declares the non-zero exit
+         *     status it will finish with. The job keeps running; it shows `promised_exit_status` and
+         *     `promised_exit_status_at`. Unless the status is one its step soft-fails or retries
+         *     automatically, it counts as a hard failure at once: the build is `failing`, and the jobs of
+         *     `cancel_on_build_failing` steps are canceled. When the job finishes with a result that
+         *     would break the promise (0, or a soft-failing status), it fails with the promised status.
+         *     The same status again changes nothing (204); another one is a 409. `reason` is accepted
+         *     and not kept on the job (as documented). Another agent's job is a 404; a job not running a
+         *     422.
+         */
+        put: operations["promiseJobFailure"];
         post?: never;
         delete?: never;
         options?: never;
@@ -6931,6 +6970,23 @@ export interface components {
             /** @description Accepted, not waited for: a forced cancel is at once. */
             force_grace_period?: number;
         };
+        /** @description The attribute to change and its new value, as text (what `buildkite-agent job update` sends): `timeout_in_minutes` or its alias `timeout`. */
+        AgentJobUpdate: {
+            timeout_in_minutes?: string;
+            timeout?: string;
+        } & {
+            [key: string]: string;
+        };
+        AgentJobId: {
+            /** Format: uuid */
+            readonly id: string;
+        };
+        PromiseFailureRequest: {
+            /** @description The non-zero exit status the job will finish with (0 would promise success). */
+            exit_status: number;
+            /** @description Why: accepted, not kept on the job. */
+            reason?: string;
+        };
         /** @description The id of what the command acted on (a build's, a step's). */
         AgentUuid: {
             /** Format: uuid */
@@ -7008,6 +7064,10 @@ export interface components {
              */
             readonly cluster_queue_id?: string | null;
             readonly cluster_queue_url?: string | null;
+            /** @description Present once a running command job promised its failure (`buildkite-agent job promise-failure`): the non-zero exit status it declared. */
+            readonly promised_exit_status?: number;
+            /** @description Present with `promised_exit_status`: when the job declared it. */
+            readonly promised_exit_status_at?: components["schemas"]["IsoTimestamp"];
             /**
              * @description Why a `broken` job did not run (null for other jobs): the reason code `branch_mismatch` (its
              *     step's branch filter excludes the build's branch) or `conditional_failed` (its step's `if`
@@ -8571,6 +8631,15 @@ export interface components {
         Unavailable: {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ApiError"];
+            };
+        };
+        /** @description The request contradicts what was recorded before (the message says what). */
+        Conflict: {
+            headers: {
                 [name: string]: unknown;
             };
             content: {
@@ -13770,6 +13839,71 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateAgentJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AgentJobUpdate"];
+            };
+        };
+        responses: {
+            /** @description Changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentJobId"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["RateLimited"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    promiseJobFailure: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: components["parameters"]["JobId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PromiseFailureRequest"];
+            };
+        };
+        responses: {
+            /** @description The promise is recorded (or was already). */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
             429: components["responses"]["RateLimited"];
             503: components["responses"]["Unavailable"];
         };

@@ -90,6 +90,16 @@ func (r *AgentJob) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAgentJobID(data []byte) (AgentJobID, error) {
+	var r AgentJobID
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AgentJobID) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAgentJobStep(data []byte) (AgentJobStep, error) {
 	var r AgentJobStep
 	err := json.Unmarshal(data, &r)
@@ -97,6 +107,18 @@ func UnmarshalAgentJobStep(data []byte) (AgentJobStep, error) {
 }
 
 func (r *AgentJobStep) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+type AgentJobUpdate map[string]string
+
+func UnmarshalAgentJobUpdate(data []byte) (AgentJobUpdate, error) {
+	var r AgentJobUpdate
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AgentJobUpdate) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -2096,6 +2118,16 @@ func (r *PipelineWritable) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalPromiseFailureRequest(data []byte) (PromiseFailureRequest, error) {
+	var r PromiseFailureRequest
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PromiseFailureRequest) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalProvider(data []byte) (Provider, error) {
 	var r Provider
 	err := json.Unmarshal(data, &r)
@@ -3222,6 +3254,10 @@ type AgentConnection struct {
 	ID              string               `json:"id"`
 }
 
+type AgentJobID struct {
+	ID string `json:"id"`
+}
+
 type AgentPing struct {
 	Action AgentPingAction `json:"action"`
 	Job    *AgentJob       `json:"job"`
@@ -3560,8 +3596,13 @@ type Job struct {
 	ParallelGroupIndex *int64            `json:"parallel_group_index,omitempty"`
 	ParallelGroupTotal *int64            `json:"parallel_group_total,omitempty"`
 	Priority           *JobPriority      `json:"priority,omitempty"`
-	RawLogURL          *string           `json:"raw_log_url,omitempty"`
-	Retried            *bool             `json:"retried,omitempty"`
+	// Present once a running command job promised its failure (`buildkite-agent job
+	// promise-failure`): the non-zero exit status it declared.
+	PromisedExitStatus *int64 `json:"promised_exit_status,omitempty"`
+	// Present with `promised_exit_status`: when the job declared it.
+	PromisedExitStatusAt *time.Time `json:"promised_exit_status_at,omitempty"`
+	RawLogURL            *string    `json:"raw_log_url,omitempty"`
+	Retried              *bool      `json:"retried,omitempty"`
 	// On a retried job (`retried: true`), the user who retried it, as they were then; null when
 	// the job is not retried or was retried automatically.
 	RetriedBy      *BuildCreator   `json:"retried_by,omitempty"`
@@ -5237,6 +5278,13 @@ type PipelineWritable struct {
 	Steps      []map[string]interface{} `json:"steps,omitempty"`
 	Tags       []string                 `json:"tags,omitempty"`
 	Visibility *PipelineVisibility      `json:"visibility,omitempty"`
+}
+
+type PromiseFailureRequest struct {
+	// The non-zero exit status the job will finish with (0 would promise success).
+	ExitStatus int64 `json:"exit_status"`
+	// Why: accepted, not kept on the job.
+	Reason *string `json:"reason,omitempty"`
 }
 
 type RateLimitError struct {

@@ -177,6 +177,15 @@ export function agentApiRoutes(service: AgentService, work: AgentWorkService, up
     res.json({ output: await steps.export(agentOf(res), req.params.step_id_or_key, req.body) });
   });
 
+  api.on('updateAgentJob', async (req, res) => {
+    res.json({ id: await work.updateJob(agentOf(res), req.params.job_id, req.body) });
+  });
+
+  api.on('promiseJobFailure', async (req, res) => {
+    await work.promiseFailure(agentOf(res), req.params.job_id, req.body.exit_status);
+    res.status(204).end();
+  });
+
   api.on('cancelStep', async (req, res) => {
     res.json({ uuid: await steps.cancel(agentOf(res), req.params.step_id_or_key, req.body ?? { force: false }) });
   });

@@ -126,6 +126,9 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
       });
     case 'script': {
       const jobUrl = `${buildUrl}/jobs/${j.id}`;
+      // Documented: shown only once the job promised its failure.
+      if (j.promisedExitStatus !== null)
+        Object.assign(common, { promised_exit_status: j.promisedExitStatus, promised_exit_status_at: iso(j.promisedExitStatusAt) });
       // The organization's API URL is the build's without its pipeline and build.
       const clusterUrl = j.clusterId ? `${buildUrl.replace(/\/pipelines\/[^/]+\/builds\/\d+$/, '')}/clusters/${j.clusterId}` : null;
       return Object.assign(common, {

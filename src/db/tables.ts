@@ -298,6 +298,8 @@ export interface JobsRow {
   concurrency_group: string | null;
   concurrency_limit: number | null;
   concurrency_method: string | null;
+  promised_exit_status: number | null;
+  promised_exit_status_at: DbTimestamp | null;
 }
 
 export interface NotificationAttemptsRow {
@@ -1029,6 +1031,8 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     concurrency_group: ['string', true],
     concurrency_limit: ['integer', true],
     concurrency_method: ['string', true],
+    promised_exit_status: ['integer', true],
+    promised_exit_status_at: ['timestamp', true],
   },
   notification_attempts: {
     delivery_id: ['string', false],

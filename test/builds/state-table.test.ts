@@ -187,7 +187,7 @@ describe('the state tables (pure)', () => {
     // failing build, from each state it cancels or stops a job in (one still waiting behind a
     // wait step; one reopened, its failure retried, and canceled in the same pass).
     const job = (position: number, type: string, state: JobState, step: object = { type }) =>
-      ({ id: `f${position}`, position, type, state, step, softFailed: false, startedAt: null }) as unknown as Job;
+      ({ id: `f${position}`, position, type, state, step, softFailed: false, startedAt: null, promisedExitStatus: null }) as unknown as Job;
     const wait = { type: 'waiter', continue_on_failure: false };
     const fastFail = { type: 'script', cancel_on_build_failing: true };
     const written = [
@@ -218,7 +218,16 @@ describe('the state tables (pure)', () => {
                 ? { type, cancel_on_build_failing: true }
                 : { type };
         const state = pick(STATES_OF[type === 'trigger' ? 'script' : type]!);
-        return { id: `j${position}`, position, type, state, step, softFailed: next(4) === 0, startedAt: next(2) ? new Date(0) : null } as unknown as Job;
+        return {
+          id: `j${position}`,
+          position,
+          type,
+          state,
+          step,
+          softFailed: next(4) === 0,
+          startedAt: next(2) ? new Date(0) : null,
+          promisedExitStatus: null,
+        } as unknown as Job;
       });
       const state = pick(REACHABLE_BUILD_STATES);
       const build = { state, blocked: false, startedAt: next(2) ? new Date(0) : null, failingAt: null, finishedAt: null };

@@ -130,6 +130,10 @@ const NOT_READ_BACK: Record<string, string> = {
     "a step of the job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/agents/real-agent-protocol reads labels back",
   requestOidcToken:
     "a token about the job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed), and nothing is stored: test/agents/oidc reads tokens",
+  updateAgentJob:
+    "a timeout of a job the tenant's agent holds; the fixture agent holds none (404 after the body is parsed): test/builds/jobs/agent-job-update reads it back",
+  promiseJobFailure:
+    "a promise of a job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/builds/jobs/agent-job-update reads it back",
   cancelStep:
     "cancels the jobs of a step of the job the tenant's agent runs; the fixture agent runs none (404 after the body is parsed): test/builds/jobs/agent-cancel reads cancels back",
   uploadPipeline:

@@ -707,6 +707,8 @@ export const BODIES: Record<string, ((t: Tenant) => unknown) | undefined> = {
   exportStep: () => ({ attribute: 'label' }),
   updateStep: () => ({ attribute: 'label', value: 'made' }),
   cancelStep: () => ({ force: false }),
+  updateAgentJob: () => ({ timeout: '20' }),
+  promiseJobFailure: () => ({ exit_status: 1 }),
   cancelBuildFromAgent: undefined,
   requestOidcToken: () => ({ audience: 'made' }),
   getOpenIdConfiguration: undefined,

@@ -8,10 +8,11 @@ import type { components } from '../../../generated/api';
 import type { Agent } from '../../agents/repository';
 import { matchesQueryRules } from '../../agents/query-rules';
 import { isLive, isPaused, mustBeConnected, type AgentService } from '../../agents/service';
-import { finishEvent, jobTransition, NOT_YET_RUNNABLE_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
+import { finishEvent, jobTransition, NOT_YET_RUNNABLE_JOB_STATES, REPRIORITIZABLE_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
+import { MAX_TIMEOUT } from '../../pipelines/configuration/limits';
 import type { BuildProgress } from '../progress/service';
-import { NotFoundError, PayloadTooLargeError, UnprocessableError, ValidationError } from '../../core/errors';
-import type { Step } from '../../pipelines/configuration';
+import { ConflictError, NotFoundError, PayloadTooLargeError, UnprocessableError, ValidationError } from '../../core/errors';
+import { promisedHardFailure, softFails } from './retry';
 import type { JobLogRepository } from './log-repository';
 import type { JobContext, JobEnd } from './model';
 import type { JobRepository } from './repository';
@@ -26,14 +27,6 @@ const CANDIDATES_PER_POLL = 32;
 const CLAIM_ROUNDS = 3;
 /** A job's log cap by default: the real service's "log size per job" (1,024 MiB). */
 export const DEFAULT_JOB_LOG_LIMIT_BYTES = 1024 * 1024 * 1024;
-
-/** Whether the step's `soft_fail` covers this exit status. */
-export function softFails(step: Step, exitStatus: number): boolean {
-  if (step.type !== 'script' || exitStatus === 0) return false;
-  const rule = step.soft_fail;
-  if (typeof rule === 'boolean') return rule;
-  return rule.some((r) => r.exit_status === '*' || r.exit_status === exitStatus);
-}
 
 const RFC3339 = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$/i;
 
@@ -235,9 +228,14 @@ export class AgentWorkService {
   /** Ends the job as finishEvent (src/builds/states.ts) says; a move racing with a cancel or timeout is read again. */
   async finish(agent: Agent, jobId: string, body: components['schemas']['FinishJobRequest']): Promise<JobContext> {
     // The real agent sends the exit status as a string ("0", "-1"); the spec's pattern checked it.
-    const exitStatus = Number(body.exit_status);
+    const reported = Number(body.exit_status);
     for (let attempt = 0; attempt < 3; attempt++) {
       const current = await this.held(agent, jobId);
+      // A promised hard failure is kept when the result would break it (a pass, a soft failure):
+      // the job fails with the promised status, as the docs' "Promise job failure" says.
+      const { step, retriesCount, promisedExitStatus: promised } = current.job;
+      const kept = promised !== null && promisedHardFailure(step, retriesCount ?? 0, promised) && (reported === 0 || softFails(step, reported));
+      const exitStatus = kept ? promised : reported;
       const event = finishEvent(current.job.state, exitStatus, body.signal_reason ?? null);
       if (!event) throw wrongState('finished', 'running');
       // The finish the table allows from the state just read: a job that moved on since is read again.
@@ -261,6 +259,38 @@ export class AgentWorkService {
       return (await this.jobs.findWithContext(jobId))!;
     }
     throw wrongState('finished', 'running');
+  }
+
+  /**
+   * `buildkite-agent job promise-failure`: the running command job declares the exit status it
+   * will finish with; its build's state machine runs (a hard failure makes the build failing).
+   * The same status again changes nothing; another one is a conflict.
+   */
+  async promiseFailure(agent: Agent, jobId: string, exitStatus: number): Promise<void> {
+    const current = await this.activeJob(agent, jobId);
+    if (current.job.type !== 'script') throw new UnprocessableError(`Only a command job can promise its failure: this one is a ${current.job.type} job.`);
+    const promised = current.job.promisedExitStatus ?? (await this.progress.promiseFailure(current.build.id, jobId, exitStatus, clock.now()));
+    if (promised === null) throw new UnprocessableError('The job has finished: only a running job can promise its failure.');
+    if (promised !== exitStatus) throw new ConflictError(`The job already promised to fail with exit status ${promised}: a job promises once.`);
+  }
+
+  /**
+   * `buildkite-agent job update`: only `timeout_in_minutes` (alias `timeout`), of a command job
+   * the agent holds that has not finished, as documented; counted from the job's start.
+   */
+  async updateJob(agent: Agent, jobId: string, attributes: Record<string, string | undefined>): Promise<string> {
+    const current = await this.held(agent, jobId);
+    const [[name, value] = []] = Object.entries(attributes);
+    if (Object.keys(attributes).length !== 1 || (name !== 'timeout' && name !== 'timeout_in_minutes'))
+      throw ValidationError.field(name ?? 'attribute', 'is not an attribute a job update may change: only timeout_in_minutes (alias timeout)');
+    const minutes = Number(value?.trim());
+    if (!Number.isInteger(minutes) || minutes < 1 || minutes > MAX_TIMEOUT)
+      throw ValidationError.field(name, `must be a whole number of minutes from 1 to ${MAX_TIMEOUT}`);
+    if (current.job.type !== 'script') throw new UnprocessableError(`Only a command job can be updated: this one is a ${current.job.type} job.`);
+    // The states a job's settings can still change in: until it finishes (a reprioritize's too).
+    if (!(await this.jobs.setTimeout(jobId, minutes, REPRIORITIZABLE_JOB_STATES)))
+      throw new UnprocessableError('The job has finished: only a job that has not can be updated.');
+    return jobId;
   }
 
   /** The jobs the agents hold, for the agents' representation (`job`). */

@@ -24,6 +24,9 @@ export interface Job extends Omit<PlannedJob, 'state' | 'concurrency'> {
   agentId: string | null;
   /** The step whose `pipeline upload` added the job (null: the pipeline's own steps). */
   uploadedByStepId: string | null;
+  /** The non-zero exit status the running job promised to finish with (`job promise-failure`), and when. */
+  promisedExitStatus: number | null;
+  promisedExitStatusAt: Date | null;
   /** Who unblocked a block step, and when. */
   unblockedBy: User | null;
   unblockedAt: Date | null;

@@ -326,6 +326,25 @@ export class JobRepository {
     );
   }
 
+  /** A job's `timeout_in_minutes`, if it is in one of `inStates`; false if it was not (it finished). */
+  async setTimeout(jobId: string, minutes: number, inStates: readonly JobState[]): Promise<boolean> {
+    return (await this.db('jobs').where({ id: jobId }).whereIn('state', inStates).update({ timeout_in_minutes: minutes })) > 0;
+  }
+
+  /**
+   * Records the exit status a job on an agent promised (`job promise-failure`) at `at`, unless it
+   * promised one already; answers the status the job has promised (null: it is no longer on an agent).
+   */
+  async promiseFailure(jobId: string, exitStatus: number, at: Date, onAgent: readonly JobState[]): Promise<number | null> {
+    await this.db('jobs')
+      .where({ id: jobId })
+      .whereNull('promised_exit_status')
+      .whereIn('state', onAgent)
+      .update({ promised_exit_status: exitStatus, promised_exit_status_at: at });
+    const row = await this.db('jobs').where({ id: jobId }).first('promised_exit_status');
+    return row?.promised_exit_status ?? null;
+  }
+
   /** A job's dispatch priority, if it is in one of `inStates`; false if it was not (it moved on). */
   async setPriority(jobId: string, priority: number, inStates: readonly JobState[]): Promise<boolean> {
     return (await this.db('jobs').where({ id: jobId }).whereIn('state', inStates).update({ priority })) > 0;

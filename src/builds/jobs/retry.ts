@@ -1,8 +1,9 @@
 /**
- * Automatic retries: whether a failed job's step asks for it to run again. Pure: every way a job
- * can fail (the agent's finish, a lost agent's job with exit status -1) applies it through
- * `retryOrAdvance` of the build progression service (src/builds/progress/service.ts), from the
- * states of `retry_automatic` in src/builds/states.ts.
+ * What a step makes of a failed job's exit status: an automatic retry (whether the step asks for
+ * the job to run again), a soft failure, and whether a promised failure counts as a hard one.
+ * Pure: every way a job can fail (the agent's finish, a lost agent's job with exit status -1)
+ * applies the retry through `retryOrAdvance` of the build progression service
+ * (src/builds/progress/service.ts), from the states of `retry_automatic` in src/builds/states.ts.
  */
 import type { AutomaticRetry, Step } from '../../pipelines/configuration';
 
@@ -20,6 +21,22 @@ function matches(rule: AutomaticRetry, exitStatus: number, signalReason: string 
  * signal reason) decides, and it retries while the job has been retried fewer times than its
  * `limit` (`retries_count` counts every retry of the step's job, manual ones included).
  */
+/** Whether the step's `soft_fail` covers this exit status. */
+export function softFails(step: Step, exitStatus: number): boolean {
+  if (step.type !== 'script' || exitStatus === 0) return false;
+  const rule = step.soft_fail;
+  if (typeof rule === 'boolean') return rule;
+  return rule.some((r) => r.exit_status === '*' || r.exit_status === exitStatus);
+}
+
+/**
+ * Whether a job's promised exit status (`buildkite-agent job promise-failure`) is a hard failure:
+ * documented, one its step soft-fails or would retry automatically is not.
+ */
+export function promisedHardFailure(step: Step, retriesCount: number, promised: number | null): boolean {
+  return promised !== null && !softFails(step, promised) && automaticRetryRule(step, retriesCount, promised, null) === null;
+}
+
 export function automaticRetryRule(step: Step, retriesCount: number, exitStatus: number, signalReason: string | null): AutomaticRetry | null {
   if (step.type !== 'script' || exitStatus === 0 || !step.retry) return null;
   const rule = step.retry.automatic.find((r) => matches(r, exitStatus, signalReason));

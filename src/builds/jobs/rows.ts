@@ -95,6 +95,8 @@ export function jobFromRow(r: JobRowIn): Job {
     retrySource: parseJson(r.retry_source, null),
     agentId: r.agent_id ?? null,
     uploadedByStepId: r.uploaded_by_step_id ?? null,
+    promisedExitStatus: r.promised_exit_status ?? null,
+    promisedExitStatusAt: toDateOrNull(r.promised_exit_status_at),
     unblockedBy: userSnapshotFromColumn(r.unblocked_by),
     retriedBy: userSnapshotFromColumn(r.retried_by),
     unblockedAt: toDateOrNull(r.unblocked_at),

@@ -9,12 +9,14 @@ import type { Build, BuildState, JobState, JobStateCounts } from '../model';
 import type { Job } from './model';
 import { dependsOnOf, type StepDependency } from '../../pipelines/configuration';
 import { concurrencyOf } from './concurrency';
+import { promisedHardFailure } from './retry';
 import {
   ACTIVE_JOB_STATES,
   FAILING_JOB_STATES,
   JOB_STATE_PHASES,
   jobTransition,
   machineJobEvent,
+  RUNNING_ON_AGENT_JOB_STATES,
   SETTLED_BUILD_STATES,
   TERMINAL_JOB_STATES,
   type JobEvent,
@@ -38,8 +40,12 @@ export interface BuildMove {
   finishedAt: Date | null;
 }
 
-/** A hard failure fails the build; a soft-failed job does not. */
-export function failsBuild(j: Pick<Job, 'state' | 'softFailed'>): boolean {
+/**
+ * A hard failure fails the build; a soft-failed job does not; a job still on its agent that
+ * promised a hard failure (`job promise-failure`) does already, as the docs say.
+ */
+export function failsBuild(j: Pick<Job, 'state' | 'softFailed' | 'step' | 'retriesCount' | 'promisedExitStatus'>): boolean {
+  if (RUNNING_ON_AGENT_JOB_STATES.includes(j.state)) return promisedHardFailure(j.step, j.retriesCount ?? 0, j.promisedExitStatus);
   return FAILING_JOB_STATES.includes(j.state) && !j.softFailed;
 }
 
@@ -268,7 +274,7 @@ export function advance(
         }
       }
       if (!TERMINAL_JOB_STATES.includes(state())) allBeforeDone = false;
-      if (failsBuild({ state: state(), softFailed: j.softFailed })) failedBefore = true;
+      if (failsBuild({ ...j, state: state() })) failedBefore = true;
     }
   };
   for (let n = 0; n <= ordered.length; n++) {
@@ -278,7 +284,7 @@ export function advance(
   }
   // Documented (cancel_on_build_failing): once the build is failing, such a step's jobs are
   // canceled, those on an agent stopped by it; the build fails once they have ended.
-  if (missingDependency || jobs.some((j) => failsBuild({ state: states.get(j.id)!, softFailed: j.softFailed }))) {
+  if (missingDependency || jobs.some((j) => failsBuild({ ...j, state: states.get(j.id)! }))) {
     for (const j of ordered) {
       if (j.step.type !== 'script' || !j.step.cancel_on_build_failing) continue;
       const state = states.get(j.id)!;

@@ -9,7 +9,7 @@
  * across round trips. Time is the service's clock (core/clock.ts): tests move it instead of waiting. No HTTP, no SQL.
  */
 import type { AgentService } from '../../agents/service';
-import { softFails } from './agent-work';
+import { softFails } from './retry';
 import type { BuildProgress } from '../progress/service';
 import { BackgroundLoop } from '../../db/background-loop';
 import type { Logger } from '../../http/middleware/logger';

@@ -23,7 +23,7 @@ import { dependsOnOf, type NotifyEntry } from '../../pipelines/configuration';
 import type { Pipeline } from '../../pipelines/repository';
 import type { PlannedJob } from '../jobs/plan';
 import type { Build, JobState, NewBuildFields } from '../model';
-import { AUTO_RETRYABLE_JOB_STATES, HELD_JOB_STATES } from '../states';
+import { AUTO_RETRYABLE_JOB_STATES, HELD_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
 import { cancelBuild, supersede } from './cancellation';
 import { clusterQueuesOf, planBuild, writeBuild } from './creation';
 import { placeInCluster } from '../jobs/cluster-queue';
@@ -140,6 +140,19 @@ export class BuildProgress {
     if (!(await this.db.transaction((trx) => cancelBuild(bind(this.repos, trx), buildId, at)))) return false;
     await this.advance(buildId);
     return true;
+  }
+
+  /**
+   * A job on an agent promises the exit status it will fail with (`job promise-failure`), then its
+   * build's state machine runs: a hard failure makes the build failing at once. Answers the status
+   * the job has promised (an earlier promise stands), null if it was no longer on an agent.
+   */
+  async promiseFailure(buildId: string, jobId: string, exitStatus: number, at: Date): Promise<number | null> {
+    const promised = await this.inLockedBuild(buildId, at, async (r, a) => {
+      a.job(buildId, jobId);
+      return r.jobs.promiseFailure(jobId, exitStatus, at, RUNNING_ON_AGENT_JOB_STATES);
+    });
+    return promised ?? null;
   }
 
   /**

@@ -48,6 +48,7 @@ import * as executionTags from './20261128090000_execution_tags';
 import * as pipelineCloneMirrorUrl from './20261128130000_pipeline_clone_mirror_url';
 import * as teamDestroyPackagesFlag from './20261128140000_team_destroy_packages_flag';
 import * as jobConcurrencyGroups from './20261128190000_job_concurrency_groups';
+import * as jobPromisedFailure from './20261128200000_job_promised_failure';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -94,6 +95,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261128130000_pipeline_clone_mirror_url': pipelineCloneMirrorUrl,
   '20261128140000_team_destroy_packages_flag': teamDestroyPackagesFlag,
   '20261128190000_job_concurrency_groups': jobConcurrencyGroups,
+  '20261128200000_job_promised_failure': jobPromisedFailure,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,74 @@
+/**
+ * `buildkite-agent job update timeout` (PUT /v3/jobs/{id}) and `buildkite-agent job
+ * promise-failure` (PUT /v3/jobs/{id}/promise_failure), as the agent's api/jobs.go sends them:
+ * a running job's timeout changed; a running job declaring the exit status it will fail with,
+ * which makes its build failing at once (the docs' "Promise job failure"). On each store.
+ */
+import { auth, describeEachDatabase } from '../../support/context';
+import { agentAuth, givenAgent, givenBuildAndAgent, takeNextJob } from '../../support/agents';
+import { yaml } from '../../support/configuration';
+import type { BuildJson } from '../../support/types';
+
+describeEachDatabase('the agent API: job update and promised failure', (ctx) => {
+  async function setup(configuration: string) {
+    const s = await givenBuildAndAgent(ctx(), configuration);
+    const job = await takeNextJob(ctx(), s.agent);
+    const read = async () => (await ctx().http().get(s.url).set(auth(s.token)).expect(200)).body as BuildJson;
+    const finish = (jobId: string, exitStatus: number, token = s.agent.token) =>
+      ctx()
+        .http()
+        .put(`/v3/jobs/${jobId}/finish`)
+        .set(agentAuth(token))
+        .send({ exit_status: String(exitStatus) })
+        .expect(200);
+    const promise = (body: Record<string, unknown>, token = s.agent.token) =>
+      ctx().http().put(`/v3/jobs/${job.id}/promise_failure`).set(agentAuth(token)).send(body);
+    return { ...s, job, read, finish, promise };
+  }
+
+  it('changes the timeout of the job the agent runs, and nothing else', async () => {
+    const s = await setup(yaml('steps:', '  - { command: slow.sh, timeout_in_minutes: 1 }'));
+    const update = (body: Record<string, unknown>) => ctx().http().put(`/v3/jobs/${s.job.id}`).set(agentAuth(s.agent.token)).send(body);
+    const timeout = async () => (await ctx().services.db('jobs').where({ id: s.job.id }).first('timeout_in_minutes'))?.timeout_in_minutes;
+    await update({ timeout: '20' }).expect(200, { id: s.job.id });
+    expect((await s.read()).jobs[0]).toMatchObject({ state: 'running' });
+    expect(await timeout()).toBe(20);
+    await update({ timeout_in_minutes: ' 45 ' }).expect(200);
+    expect(await timeout()).toBe(45);
+    for (const body of [{ timeout: 'soon' }, { timeout: '0' }, { timeout: '1.5' }, { label: 'x' }, { timeout: '5', label: 'x' }]) {
+      const res = await update(body);
+      expect([JSON.stringify(body), res.status]).toEqual([JSON.stringify(body), 422]);
+    }
+    const other = await givenAgent(ctx(), s.reg, 'other');
+    await ctx().http().put(`/v3/jobs/${s.job.id}`).set(agentAuth(other.token)).send({ timeout: '5' }).expect(404);
+    await s.finish(s.job.id, 0);
+    expect((await update({ timeout: '5' }).expect(422)).body.message).toContain('finished');
+  });
+
+  it('makes the build failing at once, cancels fast-fail jobs, and keeps the promise when the job exits 0', async () => {
+    const s = await setup(yaml('steps:', '  - command: tests.sh', '  - { command: visual-diff.sh, cancel_on_build_failing: true }', '  - command: lint.sh'));
+    await s.promise({ exit_status: 1, reason: 'test_failure (2 failed after retries)' }).expect(204);
+    let b = await s.read();
+    expect([b.state, b.failing_at === null, b.jobs.map((j) => j.state)]).toEqual(['failing', false, ['running', 'canceled', 'scheduled']]);
+    expect(b.jobs[0]).toMatchObject({ promised_exit_status: 1, promised_exit_status_at: expect.stringMatching(/Z$/) });
+    expect(b.jobs[2]).not.toHaveProperty('promised_exit_status');
+    // The same promise again is a duplicate; another status a conflict.
+    await s.promise({ exit_status: 1 }).expect(204);
+    expect((await s.promise({ exit_status: 2 }).expect(409)).body.message).toContain('exit status 1');
+    await s.promise({ exit_status: 0 }).expect(422);
+    // The job exits 0, which would break the promise: it fails with the promised status.
+    await s.finish(s.job.id, 0);
+    b = await s.read();
+    expect([b.jobs[0]!.state, b.jobs[0]!.exit_status]).toEqual(['failed', 1]);
+  });
+
+  it('does not make the build failing for a promised status its step soft-fails, and lets the real result stand', async () => {
+    const s = await setup(yaml('steps:', '  - { command: tests.sh, soft_fail: [{ exit_status: 42 }] }', '  - command: lint.sh'));
+    await s.promise({ exit_status: 42 }).expect(204);
+    let b = await s.read();
+    expect([b.state, b.failing_at]).toEqual(['running', null]);
+    await s.finish(s.job.id, 0);
+    b = await s.read();
+    expect([b.jobs[0]!.state, b.jobs[0]!.exit_status, b.jobs[0]!.promised_exit_status]).toEqual(['passed', 0, 42]);
+  });
+});
