@@ -1731,7 +1731,8 @@ export interface paths {
         /**
          * Retry a job
          * @description A failed, timed-out or canceled command job runs again as a new job (answered here,
-         *     `scheduled`, with `retries_count` one more and `retry_type: manual`); the old one is
+         *     `scheduled`, or `limited` at the back of its concurrency group's queue, with
+         *     `retries_count` one more and `retry_type: manual`); the old one is
          *     marked `retried` with `retried_in_job_id` and is hidden from build responses unless
          *     `include_retried_jobs=true`. Each job can be retried once. A finished build runs again,
          *     except a canceled (or canceling) one: its jobs are a 422 `Jobs from canceled builds
@@ -2071,7 +2072,8 @@ export interface paths {
         /**
          * Retry a job by its id
          * @description As `PUT .../builds/{build_number}/jobs/{job_id}/retry`, for the job found by its id alone
-         *     within the organization: the new job, `scheduled`, with `retries_count` one more; each job
+         *     within the organization: the new job, `scheduled` (or `limited`, in a concurrency group),
+         *     with `retries_count` one more; each job
          *     can be retried once; a canceled build's jobs are a 422 `Jobs from canceled builds cannot
          *     be retried`; a job in another state than failed, timed out or canceled, or not a command
          *     step, is a 400; one already retried a 422.
@@ -4279,11 +4281,12 @@ export interface paths {
         put?: never;
         /**
          * Cancel a build
-         * @description `buildkite-agent build cancel [--build <id>]`: cancels a build of the agent's organization,
-         *     by default the build of the job it runs, as the REST cancel does: jobs no agent accepted
-         *     end at once, jobs on an agent are stopped by it (the build is `canceling` until they end).
-         *     A build of another organization, or none, is a 404; a build already finished a 422. No
-         *     request body. Answers the build's id.
+         * @description `buildkite-agent build cancel [--build <id>]`: cancels the build of the job the agent runs
+         *     (the command's default), as the REST cancel does: jobs no agent accepted end at once, jobs
+         *     on an agent are stopped by it (the build is `canceling` until they end). Any other build
+         *     (an agent's token reaches its whole organization; Windsock lets it cancel only its own
+         *     build), or an agent running no job, is a 404; a build already finished or canceling a 422.
+         *     No request body. Answers the build's id.
          */
         post: operations["cancelBuildFromAgent"];
         delete?: never;
@@ -6011,8 +6014,8 @@ export interface components {
              *     organization's pipelines), as the docs' "Controlling concurrency" describes: a job of the
              *     group waits `limited` until fewer than its limit hold a slot (scheduled, on an agent, or
              *     being stopped) and, with the `ordered` method, fewer than its limit are ahead of it
-             *     (older jobs of the group not finished, `waiting` ones too, but those behind a block step
-             *     not yet unblocked).
+             *     (older jobs of the group in builds not finished, `waiting` ones too, but not those of its
+             *     own build nor those behind a block step, not an input step, not yet unblocked).
              */
             concurrency_group?: string;
             /** @description Present when written. */
@@ -6043,8 +6046,9 @@ export interface components {
             /**
              * @description Present when written: the steps it waits for, each a command, block or trigger step's `key` or a
              *     group's (its command steps), instead of the wait and block steps before it (empty: it runs
-             *     at once). It runs once each has passed, soft-failed, been unblocked, or was left out by its
-             *     branch filter or its `if`; a failed one (or one that did not run) stops it
+             *     at once), and the steps those steps uploaded (`pipeline upload`). It runs once each has
+             *     passed, soft-failed, been unblocked, or was left out by its `skip`, its branch filter or
+             *     its `if`; a failed one (or one that did not run) stops it
              *     (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure` says otherwise; a
              *     canceled one always stops it; a key no job of the build has stops it and fails the build.
              *     YAML also takes one key, and a list of keys; there `~` or `null` means "nothing" (in
@@ -6243,8 +6247,9 @@ export interface components {
             /**
              * @description Present when written: the steps it waits for, each a command, block or trigger step's `key` or a
              *     group's (its command steps), instead of the wait and block steps before it (empty: it runs
-             *     at once). It runs once each has passed, soft-failed, been unblocked, or was left out by its
-             *     branch filter or its `if`; a failed one (or one that did not run) stops it
+             *     at once), and the steps those steps uploaded (`pipeline upload`). It runs once each has
+             *     passed, soft-failed, been unblocked, or was left out by its `skip`, its branch filter or
+             *     its `if`; a failed one (or one that did not run) stops it
              *     (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure` says otherwise; a
              *     canceled one always stops it; a key no job of the build has stops it and fails the build.
              *     YAML also takes one key, and a list of keys; there `~` or `null` means "nothing" (in
@@ -6975,7 +6980,7 @@ export interface components {
             timeout_in_minutes?: string;
             timeout?: string;
         } & {
-            [key: string]: string;
+            [key: string]: unknown;
         };
         AgentJobId: {
             /** Format: uuid */

@@ -110,8 +110,6 @@ func (r *AgentJobStep) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-type AgentJobUpdate map[string]string
-
 func UnmarshalAgentJobUpdate(data []byte) (AgentJobUpdate, error) {
 	var r AgentJobUpdate
 	err := json.Unmarshal(data, &r)
@@ -3258,6 +3256,13 @@ type AgentJobID struct {
 	ID string `json:"id"`
 }
 
+// The attribute to change and its new value, as text (what `buildkite-agent job update`
+// sends): `timeout_in_minutes` or its alias `timeout`.
+type AgentJobUpdate struct {
+	Timeout          *string `json:"timeout,omitempty"`
+	TimeoutInMinutes *string `json:"timeout_in_minutes,omitempty"`
+}
+
 type AgentPing struct {
 	Action AgentPingAction `json:"action"`
 	Job    *AgentJob       `json:"job"`
@@ -5483,8 +5488,8 @@ type ScriptStep struct {
 	// organization's pipelines), as the docs' "Controlling concurrency" describes: a job of the
 	// group waits `limited` until fewer than its limit hold a slot (scheduled, on an agent, or
 	// being stopped) and, with the `ordered` method, fewer than its limit are ahead of it
-	// (older jobs of the group not finished, `waiting` ones too, but those behind a block step
-	// not yet unblocked).
+	// (older jobs of the group in builds not finished, `waiting` ones too, but not those of its
+	// own build nor those behind a block step, not an input step, not yet unblocked).
 	ConcurrencyGroup *string `json:"concurrency_group,omitempty"`
 	// Present when written.
 	ConcurrencyMethod *ConcurrencyMethod `json:"concurrency_method,omitempty"`
@@ -5492,9 +5497,9 @@ type ScriptStep struct {
 	// `key` or a
 	// group's (its command steps), instead of the wait and block steps before it (empty: it
 	// runs
-	// at once). It runs once each has passed, soft-failed, been unblocked, or was left out by
-	// its
-	// branch filter or its `if`; a failed one (or one that did not run) stops it
+	// at once), and the steps those steps uploaded (`pipeline upload`). It runs once each has
+	// passed, soft-failed, been unblocked, or was left out by its `skip`, its branch filter or
+	// its `if`; a failed one (or one that did not run) stops it
 	// (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure` says otherwise; a
 	// canceled one always stops it; a key no job of the build has stops it and fails the build.
 	// YAML also takes one key, and a list of keys; there `~` or `null` means "nothing" (in
@@ -5887,9 +5892,9 @@ type TriggerStep struct {
 	// `key` or a
 	// group's (its command steps), instead of the wait and block steps before it (empty: it
 	// runs
-	// at once). It runs once each has passed, soft-failed, been unblocked, or was left out by
-	// its
-	// branch filter or its `if`; a failed one (or one that did not run) stops it
+	// at once), and the steps those steps uploaded (`pipeline upload`). It runs once each has
+	// passed, soft-failed, been unblocked, or was left out by its `skip`, its branch filter or
+	// its `if`; a failed one (or one that did not run) stops it
 	// (`waiting_failed`) unless `allow_failure` or `allow_dependency_failure` says otherwise; a
 	// canceled one always stops it; a key no job of the build has stops it and fails the build.
 	// YAML also takes one key, and a list of keys; there `~` or `null` means "nothing" (in

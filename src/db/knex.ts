@@ -507,12 +507,12 @@ function watchAvailability(db: Knex, kind: DatabaseKind, logger: Logger): void {
   pool?.on('createFail', (_id, err) => failed(err));
 }
 
-/** Unique-key violation, by driver error code (never by message text). */
 /** Postgres chose this transaction to end a deadlock (it rolled back; nothing it wrote stays). */
 export function isDeadlock(err: unknown): boolean {
   return fieldOf(err, 'code') === '40P01';
 }
 
+/** Unique-key violation, by driver error code (never by message text). */
 export function isUniqueViolation(err: unknown): boolean {
   const code = fieldOf(err, 'code');
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';

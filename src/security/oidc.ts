@@ -60,11 +60,9 @@ export class OidcIssuer {
     this.publicJwk = { kty: 'EC', crv: 'P-256', x, y, kid, use: 'sig', alg: 'ES256' };
   }
 
-  /** A token of `claims`, valid `lifetimeSeconds` from `now` (`iss`, `iat`, `nbf` and `exp` are set here). */
-  sign(claims: Record<string, unknown>, now: Date, lifetimeSeconds: number): string {
-    const iat = Math.floor(now.getTime() / 1000);
-    const payload = { iss: this.issuer, ...claims, iat, nbf: iat, exp: iat + lifetimeSeconds };
-    return jwt.sign(payload, this.privateKey, { algorithm: 'ES256', keyid: this.publicJwk.kid });
+  /** A token of `claims` as they are: the caller sets `iss` (this issuer), `iat`, `nbf` and `exp`. */
+  sign(claims: Record<string, unknown>): string {
+    return jwt.sign(claims, this.privateKey, { algorithm: 'ES256', keyid: this.publicJwk.kid });
   }
 
   jwks(): components['schemas']['Jwks'] {

@@ -19,7 +19,8 @@ describe('the OIDC issuer', () => {
     const other = new OidcIssuer(keysFromSecret('b'.repeat(64)), 'http://ci.example');
     expect(again.jwks()).toEqual(one.jwks());
     expect(other.jwks().keys[0]!.kid).not.toBe(one.jwks().keys[0]!.kid);
-    const token = one.sign({ sub: 'x' }, new Date(), 60);
+    const iat = Math.floor(Date.now() / 1000);
+    const token = one.sign({ iss: one.issuer, sub: 'x', iat, exp: iat + 60 });
     const key = crypto.createPublicKey({ key: again.jwks().keys[0]!, format: 'jwk' });
     expect(jwt.verify(token, key, { algorithms: ['ES256'], issuer: 'http://ci.example' })).toMatchObject({ sub: 'x' });
     expect(() => jwt.verify(token, crypto.createPublicKey({ key: other.jwks().keys[0]!, format: 'jwk' }), { algorithms: ['ES256'] })).toThrow(/signature/);
@@ -77,7 +78,7 @@ describeEachDatabase('the agent API: OIDC tokens', (ctx) => {
         audience: 'sts.amazonaws.com',
         lifetime: 900,
         claims: ['organization_id', 'pipeline_id', 'build_id', 'cluster_id', 'agent_tag:os', 'agent_tag:missing'],
-        aws_session_tags: ['organization_slug', 'build_number', 'cluster_id', 'build_tag'],
+        aws_session_tags: ['organization_slug', 'build_number', 'cluster_id', 'build_tag', 'exp'],
         subject_claim: 'build_id',
       })
       .expect(200);
@@ -92,7 +93,13 @@ describeEachDatabase('the agent API: OIDC tokens', (ctx) => {
       'agent_tag:missing': null,
       // Strings only, as AWS requires: numbers as text, nulls (and a claim the build lacks) as "".
       'https://aws.amazon.com/tags': {
-        principal_tags: { organization_slug: [s.org.slug], build_number: [String(s.build.number)], cluster_id: [''], build_tag: [''] },
+        principal_tags: {
+          organization_slug: [s.org.slug],
+          build_number: [String(s.build.number)],
+          cluster_id: [''],
+          build_tag: [''],
+          exp: [expect.stringMatching(/^\d+$/)],
+        },
       },
     });
     expect(typeof claims.pipeline_id).toBe('string');
@@ -108,6 +115,8 @@ describeEachDatabase('the agent API: OIDC tokens', (ctx) => {
       code: 'the job has no cluster_id',
     });
     await s.request({ subject_claim: 'pipeline_slug' }).expect(422);
+    // A name an object has by its prototype is no claim.
+    expect((await s.request({ aws_session_tags: ['constructor'] }).expect(422)).body.errors[0]).toMatchObject({ field: 'aws_session_tags' });
     await s.request({ lifetime: -1 }).expect(422);
     const other = await givenAgent(ctx(), s.reg, 'other');
     const refused = await s.request({}, other.token);

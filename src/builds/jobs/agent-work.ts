@@ -278,12 +278,12 @@ export class AgentWorkService {
    * `buildkite-agent job update`: only `timeout_in_minutes` (alias `timeout`), of a command job
    * the agent holds that has not finished, as documented; counted from the job's start.
    */
-  async updateJob(agent: Agent, jobId: string, attributes: Record<string, string | undefined>): Promise<string> {
+  async updateJob(agent: Agent, jobId: string, attributes: Record<string, unknown>): Promise<string> {
     const current = await this.held(agent, jobId);
     const [[name, value] = []] = Object.entries(attributes);
     if (Object.keys(attributes).length !== 1 || (name !== 'timeout' && name !== 'timeout_in_minutes'))
       throw ValidationError.field(name ?? 'attribute', 'is not an attribute a job update may change: only timeout_in_minutes (alias timeout)');
-    const minutes = Number(value?.trim());
+    const minutes = typeof value === 'string' ? Number(value.trim()) : NaN;
     if (!Number.isInteger(minutes) || minutes < 1 || minutes > MAX_TIMEOUT)
       throw ValidationError.field(name, `must be a whole number of minutes from 1 to ${MAX_TIMEOUT}`);
     if (current.job.type !== 'script') throw new UnprocessableError(`Only a command job can be updated: this one is a ${current.job.type} job.`);

@@ -12,8 +12,10 @@
  *   and the jobs behind it are looked at, as the docs' "Changing concurrency limits" says;
  * - a `waiting` job of the group is queued too (the docs' concurrency gates rely on it: a
  *   build's closing gate step keeps the next build's opening one out), except behind a block
- *   step not yet unblocked: the docs say a block step keeps its jobs out of the group until it
- *   is passed.
+ *   step not yet unblocked (the docs say a block step keeps its jobs out of the group until it
+ *   is passed), and except for the jobs of its own build;
+ * - only builds not finished have jobs in the queue (one left waiting in a failed build holds
+ *   nothing back).
  * Pure: the queue is read, and the admissions written, by the job repository under the group's
  * lock (src/builds/progress/service.ts).
  */
@@ -37,6 +39,7 @@ export function concurrencyOf(step: Step): JobConcurrency | null {
 /** One unfinished job of a group, in the group's order. */
 export interface QueuedJob {
   id: string;
+  buildId: string;
   state: JobState;
   limit: number;
   method: ConcurrencyMethod;
@@ -47,22 +50,30 @@ export interface QueuedJob {
 /** Job states a group's queue is read in: those holding a slot, and those that will want one. */
 export const QUEUED_CONCURRENCY_STATES: readonly JobState[] = [...ACTIVE_JOB_STATES, 'limited', 'waiting'];
 
-/** The limited jobs of a group (given in its order) that may go now. */
+/**
+ * The limited jobs of a group (given in its order) that may go now. A waiting job of the same
+ * build is not ahead of a job: a build's own steps are ordered by its waits and dependencies,
+ * and one waiting for a later step of its own group would never let that step go.
+ */
 export function admissions(queue: readonly QueuedJob[]): string[] {
   let holding = queue.filter((j) => ACTIVE_JOB_STATES.includes(j.state)).length;
-  let ahead = 0;
+  let aheadLimited = 0;
+  const aheadWaiting = new Map<string, number>();
+  let aheadWaitingTotal = 0;
   const admitted: string[] = [];
   for (const j of queue) {
     if (j.state === 'limited') {
+      const ahead = aheadLimited + aheadWaitingTotal - (aheadWaiting.get(j.buildId) ?? 0);
       const room = j.method === 'eager' ? holding < j.limit : holding + ahead < j.limit;
       if (room) {
         admitted.push(j.id);
         holding++;
       } else {
-        ahead++;
+        aheadLimited++;
       }
     } else if (j.state === 'waiting' && !j.behindBlock) {
-      ahead++;
+      aheadWaiting.set(j.buildId, (aheadWaiting.get(j.buildId) ?? 0) + 1);
+      aheadWaitingTotal++;
     }
   }
   return admitted;

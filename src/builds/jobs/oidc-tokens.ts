@@ -57,9 +57,14 @@ export class OidcTokenService {
     };
 
     const ref = context.build.tag ? `refs/tags/${context.build.tag}` : `refs/heads/${context.build.branch}`;
+    const iat = Math.floor(clock.nowMs() / 1000);
     const claims: Record<string, unknown> = {
+      iss: this.issuer.issuer,
       sub: `organization:${context.orgSlug}:pipeline:${context.pipelineSlug}:ref:${ref}:commit:${context.build.commit}:step:${job.stepKey ?? ''}`,
       aud: body.audience?.trim() || `https://buildkite.com/${context.orgSlug}`,
+      iat,
+      nbf: iat,
+      exp: iat + (body.lifetime || DEFAULT_LIFETIME_SECONDS),
       organization_slug: context.orgSlug,
       pipeline_slug: context.pipelineSlug,
       build_number: context.build.number,
@@ -89,13 +94,13 @@ export class OidcTokenService {
     if (tags.length) {
       const principal: Record<string, string[]> = {};
       for (const name of tags) {
-        const value = name in claims ? claims[name] : (STANDARD_CLAIMS as readonly string[]).includes(name) ? null : optionalClaim(name);
+        const value = Object.hasOwn(claims, name) ? claims[name] : (STANDARD_CLAIMS as readonly string[]).includes(name) ? null : optionalClaim(name);
         if (value === undefined) throw ValidationError.field('aws_session_tags', `"${name}" is not a claim of the token`);
         // AWS session tags are strings: numbers as text, nulls as "" (documented).
         principal[name] = [value === null ? '' : String(value)];
       }
       claims['https://aws.amazon.com/tags'] = { principal_tags: principal };
     }
-    return this.issuer.sign(claims, clock.now(), body.lifetime || DEFAULT_LIFETIME_SECONDS);
+    return this.issuer.sign(claims);
   }
 }

@@ -20,7 +20,7 @@ import type { User } from '../../core/identity';
 import type { ExpiredJob, Job, JobContext, JobEnd } from './model';
 import { contextFromRow, jobFromRow, toJobRow, userSnapshotColumn, type JobContextRow } from './rows';
 import type { JobMove } from './state';
-import { HELD_JOB_STATES, JOB_STATES, jobTransition, type JobEvent } from '../states';
+import { HELD_JOB_STATES, JOB_STATES, jobTransition, UNFINISHED_BUILD_STATES, type JobEvent } from '../states';
 import { QUEUED_CONCURRENCY_STATES, type QueuedJob } from './concurrency';
 import { jsonColumn, oneOf, rawRows, required } from '../../db/row-types';
 import { isStringArray } from '../../core/guards';
@@ -398,30 +398,41 @@ export class JobRepository {
   }
 
   /**
-   * The unfinished jobs of an organization's concurrency group, oldest first (by when their
-   * build, upload or retry made them, then build order), each `waiting` one told whether a block
-   * step of its build before it is not passed yet (src/builds/jobs/concurrency.ts).
+   * The unfinished jobs of an organization's concurrency group in its builds not finished,
+   * oldest first (by when their build, upload or retry made them, then build order), each
+   * `waiting` one told whether a block step (not an input step, which holds nothing back) of its
+   * build before it is not passed yet (src/builds/jobs/concurrency.ts).
    */
   async concurrencyQueue(organizationId: string, group: string): Promise<QueuedJob[]> {
-    const states = QUEUED_CONCURRENCY_STATES.map(() => '?').join(', ');
-    const rows = rawRows<Pick<JobsRow, 'id' | 'state' | 'concurrency_limit' | 'concurrency_method'> & { behind_block: number | string }>(
-      await this.db.raw(
-        `select j.id, j.state, j.concurrency_limit, j.concurrency_method,
-                case when j.state = 'waiting' and exists (
-                  select 1 from jobs m where m.build_id = j.build_id and m.type = 'manual' and m.position < j.position and m.state in ('waiting', 'blocked')
-                ) then 1 else 0 end as behind_block
-         from jobs j
-         where j.organization_id = ? and j.concurrency_group = ? and j.state in (${states})
-         order by j.created_at, j.position, j.id`,
-        [organizationId, group, ...QUEUED_CONCURRENCY_STATES],
-      ),
-    );
+    const rows = await this.db('jobs as j')
+      .join('builds as b', 'b.id', 'j.build_id')
+      .where({ 'j.organization_id': organizationId, 'j.concurrency_group': group })
+      .whereIn('j.state', QUEUED_CONCURRENCY_STATES)
+      .whereIn('b.state', UNFINISHED_BUILD_STATES)
+      .orderBy([{ column: 'j.created_at' }, { column: 'j.position' }, { column: 'j.id' }])
+      .select('j.id', 'j.build_id', 'j.state', 'j.position', 'j.concurrency_limit', 'j.concurrency_method');
+    const waitingIn = [...new Set(rows.filter((r) => r.state === 'waiting').map((r) => r.build_id))];
+    const blocks = waitingIn.length
+      ? await this.db('jobs')
+          .whereIn('build_id', waitingIn)
+          .where({ type: 'manual' })
+          .whereIn('state', ['waiting', 'blocked'])
+          .select('build_id', 'position', 'step')
+      : [];
+    /** The first position of a block step not passed yet, by build. */
+    const firstBlock = new Map<string, number>();
+    for (const m of blocks) {
+      const step = parseJson<Step>(m.step, { type: 'waiter', continue_on_failure: false });
+      if (step.type !== 'manual' || step.input) continue;
+      firstBlock.set(m.build_id, Math.min(firstBlock.get(m.build_id) ?? Infinity, Number(m.position)));
+    }
     return rows.map((r) => ({
       id: r.id,
+      buildId: r.build_id,
       state: oneOf(JOB_STATES, r.state, 'jobs.state'),
       limit: Number(r.concurrency_limit ?? 1),
       method: r.concurrency_method === 'eager' ? 'eager' : 'ordered',
-      behindBlock: Number(r.behind_block) === 1,
+      behindBlock: r.state === 'waiting' && Number(r.position) > (firstBlock.get(r.build_id) ?? Infinity),
     }));
   }
 
@@ -451,12 +462,15 @@ export class JobRepository {
     return rows.map((r) => ({ id: r.id, buildId: r.build_id }));
   }
 
-  /** Concurrency groups with limited jobs, by organization (the sweeper admits what was left waiting). */
+  /** Concurrency groups with limited jobs, by organization, the longest waiting first (the sweeper admits what was left waiting). */
   async limitedGroups(limit: number): Promise<{ organizationId: string; group: string }[]> {
-    const rows = await this.db('jobs')
+    const rows: Pick<JobsRow, 'organization_id' | 'concurrency_group'>[] = await this.db('jobs')
       .where({ state: 'limited' })
       .whereNotNull('concurrency_group')
-      .distinct('organization_id', 'concurrency_group')
+      .groupBy('organization_id', 'concurrency_group')
+      .select('organization_id', 'concurrency_group')
+      .min({ oldest: 'created_at' })
+      .orderBy('oldest')
       .limit(limit);
     return rows.flatMap((r) => (r.organization_id && r.concurrency_group ? [{ organizationId: r.organization_id, group: r.concurrency_group }] : []));
   }

@@ -73,32 +73,49 @@ export function withJobsOnly<T extends { jobs: Job[]; jobStateCounts?: JobStateC
   return { ...item, jobStateCounts: item.jobStateCounts ?? countJobStates(item.jobs), jobs: item.jobs.filter(keep) };
 }
 
+/** The steps `roots` (by id), with every step they uploaded (`pipeline upload`), and every step those uploaded, and so on. */
+export function uploadFamily(jobs: readonly Pick<Job, 'stepId' | 'uploadedByStepId'>[], roots: Iterable<string>): Set<string> {
+  const family = new Set(roots);
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const j of jobs) {
+      if (j.uploadedByStepId !== null && family.has(j.uploadedByStepId) && !family.has(j.stepId)) {
+        family.add(j.stepId);
+        grew = true;
+      }
+    }
+  }
+  return family;
+}
+
+/** The jobs a key names, and the steps among theirs that were uploaded by the steps it names. */
+interface Named {
+  jobs: Job[];
+  uploaded: ReadonlySet<string>;
+}
+
 /**
  * The jobs each key names: a command, block or trigger step's, and a group's (its command jobs),
  * with every job the steps of those jobs uploaded, and so on (the docs: "if step B depends on
  * step A, and step A uploads step C, then step B will also depend on step C").
  */
-function jobsByKey(jobs: readonly Job[]): Map<string, Job[]> {
-  const byKey = new Map<string, Job[]>();
-  const add = (key: string, j: Job) => byKey.set(key, [...(byKey.get(key) ?? []), j]);
-  const uploadedBy = new Map<string, Job[]>();
+function jobsByKey(jobs: readonly Job[]): Map<string, Named> {
+  const direct = new Map<string, Job[]>();
+  const add = (key: string, j: Job) => direct.set(key, [...(direct.get(key) ?? []), j]);
   for (const j of jobs) {
     if (j.stepKey !== null) add(j.stepKey, j);
     if (j.step.type === 'script' && j.step.group_key !== undefined && j.step.group_key !== j.stepKey) add(j.step.group_key, j);
-    if (j.uploadedByStepId !== null) uploadedBy.set(j.uploadedByStepId, [...(uploadedBy.get(j.uploadedByStepId) ?? []), j]);
   }
-  if (uploadedBy.size === 0) return byKey;
-  for (const [key, named] of byKey) {
-    const steps = new Set(named.map((j) => j.stepId));
-    const all = [...named];
-    for (const stepId of steps) {
-      // A Set iterates what is added while it runs: uploads of uploads are visited too, each step once.
-      for (const u of uploadedBy.get(stepId) ?? []) {
-        all.push(u);
-        steps.add(u.stepId);
-      }
+  const uploads = jobs.some((j) => j.uploadedByStepId !== null);
+  const byKey = new Map<string, Named>();
+  for (const [key, named] of direct) {
+    if (!uploads) {
+      byKey.set(key, { jobs: named, uploaded: new Set() });
+      continue;
     }
-    byKey.set(key, all);
+    const own = new Set(named.map((j) => j.stepId));
+    const family = uploadFamily(jobs, own);
+    byKey.set(key, { jobs: jobs.filter((j) => family.has(j.stepId)), uploaded: new Set([...family].filter((id) => !own.has(id))) });
   }
   return byKey;
 }
@@ -124,12 +141,14 @@ function explicitDependencies(j: Job): { steps: StepDependency[]; allowFailure: 
 function dependenciesVerdict(
   j: Job,
   dependencies: { steps: StepDependency[]; allowFailure: boolean },
-  byKey: ReadonlyMap<string, readonly Job[]>,
+  byKey: ReadonlyMap<string, Named>,
   states: ReadonlyMap<string, JobState>,
 ): 'ready' | 'wait' | 'failed' | 'missing' {
   let verdict: 'ready' | 'wait' = 'ready';
   for (const d of dependencies.steps) {
-    const named = (byKey.get(d.step) ?? []).filter((t) => t.id !== j.id);
+    const entry = byKey.get(d.step);
+    // A step the named one uploaded waits for that one only, not for the other steps it uploaded.
+    const named = (entry?.jobs ?? []).filter((t) => t.id !== j.id && !(entry?.uploaded.has(j.stepId) && entry.uploaded.has(t.stepId)));
     if (named.length === 0) return 'missing';
     for (const t of named) {
       const state = states.get(t.id)!;

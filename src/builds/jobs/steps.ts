@@ -8,7 +8,6 @@ import type { components } from '../../../generated/api';
 import type { Agent } from '../../agents/repository';
 import { NotFoundError, UnprocessableError, ValidationError } from '../../core/errors';
 import { clock } from '../../core/clock';
-import { mustBeConnected } from '../../agents/service';
 import type { BuildProgress } from '../progress/service';
 import type { BuildRepository } from '../repository';
 import { cannotCancel } from '../service';
@@ -78,11 +77,15 @@ export class StepService {
     return jobs[0]!.stepId;
   }
 
-  /** `buildkite-agent build cancel`: a build of the agent's organization, canceled as the REST API cancels one; answers its id. */
+  /**
+   * `buildkite-agent build cancel`: the build of the job the agent runs (its default), canceled
+   * as the REST API cancels one; any other build is as good as missing. Answers its id.
+   */
   async cancelBuild(agent: Agent, buildId: string): Promise<string> {
-    mustBeConnected(agent);
-    const build = await this.builds.findById(buildId.toLowerCase());
-    if (!build || build.organizationId !== agent.organizationId) throw new NotFoundError('build');
+    if (!agent.jobId) throw new NotFoundError('build');
+    const running = await this.work.activeJob(agent, agent.jobId);
+    const build = buildId.toLowerCase() === running.build.id ? await this.builds.findById(running.build.id) : null;
+    if (!build) throw new NotFoundError('build');
     if (!CANCELABLE_BUILD_STATES.includes(build.state) || !(await this.progress.cancel(build.id, clock.now()))) {
       throw new UnprocessableError(cannotCancel((await this.builds.findById(build.id))?.state ?? build.state));
     }

@@ -31,20 +31,29 @@ export interface MachineRun {
 /** The machine on a build whose row this transaction has locked. */
 export async function advanceLocked(run: MachineRun, buildId: string): Promise<void> {
   const { r, now } = run;
-  for (;;) {
+  for (let stale = 0; ;) {
     const b = await r.builds.progressOf(buildId);
     run.announce.build(buildId, { organizationId: b.organizationId, pipelineId: b.pipelineId });
     const jobs = await r.jobs.currentOf(buildId);
     const build = { state: b.state, blocked: b.blocked, startedAt: b.startedAt, failingAt: b.failingAt, finishedAt: b.finishedAt };
     const next = advance(build, jobs, now);
+    let moved = true;
     for (const m of next.jobs) {
-      await r.jobs.apply(m);
+      // A job an agent or a concurrency group moved since it was read (cancel_on_build_failing
+      // moves jobs out of states those move too, without the build's lock) is not moved.
+      if (!(await r.jobs.apply(m))) {
+        moved = false;
+        continue;
+      }
       run.announce.job(buildId, m.id);
       // A job assigned to an agent that had not accepted it was canceled (cancel_on_build_failing): the agent holds it no more.
       const agentId = m.from === 'assigned' ? jobs.find((j) => j.id === m.id)?.agentId : null;
       if (agentId) await r.agents.dropJobIfHeld(agentId, m.id);
     }
-    // A job of a concurrency group that moved (joined its queue, or left a slot): the group admits what it can.
+    // The machine decides again from what the jobs are now (a few times at most: each retry follows a move of someone else's).
+    if (!moved && ++stale < 5) continue;
+    // The groups of the build's jobs admit what they can: the event that ran the machine may have
+    // freed a slot (a job of the group ended, outside the machine) or queued a job.
     for (const j of jobs) {
       const concurrency = concurrencyOf(j.step);
       if (concurrency) run.announce.concurrencyGroup(b.organizationId, concurrency.group);

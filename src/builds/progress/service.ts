@@ -28,6 +28,7 @@ import { cancelBuild, supersede } from './cancellation';
 import { clusterQueuesOf, planBuild, writeBuild } from './creation';
 import { placeInCluster } from '../jobs/cluster-queue';
 import { advanceLocked } from './machine';
+import { uploadFamily } from '../jobs/state';
 import { Announcements, type ConcurrencyGroupId } from './announce';
 import { admissions } from '../jobs/concurrency';
 import type { ChangeFeed } from '../../live/changes';
@@ -327,16 +328,7 @@ export class BuildProgress {
       if (placed.length + planned.length > maxJobs) return null;
       // The upload's top-level notify joins the build's, as the real service merges them.
       await r.builds.appendNotify(buildId, notify);
-      const family = new Set([uploader.stepId]);
-      for (let grew = true; grew;) {
-        grew = false;
-        for (const j of placed) {
-          if (j.uploadedByStepId && family.has(j.uploadedByStepId) && !family.has(j.stepId)) {
-            family.add(j.stepId);
-            grew = true;
-          }
-        }
-      }
+      const family = uploadFamily(placed, [uploader.stepId]);
       const anchor = Math.max(...placed.filter((j) => family.has(j.stepId)).map((j) => j.position));
       const build = { id: buildId, pipelineId: placed[0]!.pipelineId, organizationId: placed[0]!.organizationId, createdAt: at };
       // Uploaded jobs run in the cluster the build's jobs run in.

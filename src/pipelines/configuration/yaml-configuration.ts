@@ -235,7 +235,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     // The group's steps after its first wait or block step wait for that one, not for the group's `depends_on`.
     if (group && (step.type === 'waiter' || (step.type === 'manual' && !step.input))) group.barrierPassed = true;
     if (step.type === 'script' && groupKey !== null) step.group_key = groupKey;
-    // Command and block steps keep their keys; a wait's or a trigger's names nothing depends_on can wait for.
+    // Command, block and trigger steps keep their keys; a wait's names nothing depends_on can wait for.
     const ownKey = keptKey(step);
     const written = item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key) : undefined;
     // What the group's key waits for: its command steps (through their keys, or what a step without one waits for).

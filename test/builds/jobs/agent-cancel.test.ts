@@ -56,19 +56,22 @@ describeEachDatabase('the agent API: step cancel and build cancel', (ctx) => {
     expect((await ctx().http().get('/v3/ping').set(agentAuth(other.token)).expect(200)).body.job).toMatchObject({ command: 'next' });
   });
 
-  it('cancels a build of the agent’s organization by id, and refuses a finished one or another organization’s', async () => {
+  it('cancels the build of the job the agent runs, and no other', async () => {
     const s = await setup(yaml('steps:', '  - command: a', '  - command: b'));
+    const elsewhere = await setup('steps:\n  - command: x\n');
+    // An agent running no job cancels nothing.
+    await ctx().http().post(`/v3/builds/${s.build.id}/cancel`).set(agentAuth(s.agent.token)).expect(404);
     const running = await takeNextJob(ctx(), s.agent);
+    // Another build, another organization's, or none: as good as missing.
+    await ctx().http().post(`/v3/builds/${elsewhere.build.id}/cancel`).set(agentAuth(s.agent.token)).expect(404);
+    await ctx().http().post('/v3/builds/0b8c7c57-0000-4000-8000-000000000000/cancel').set(agentAuth(s.agent.token)).expect(404);
     await ctx().http().post(`/v3/builds/${s.build.id}/cancel`).set(agentAuth(s.agent.token)).expect(200, { uuid: s.build.id });
     let b = await s.read();
     expect([b.state, b.jobs.map((j) => j.state)]).toEqual(['canceling', ['canceling', 'canceled']]);
+    const again = await ctx().http().post(`/v3/builds/${s.build.id}/cancel`).set(agentAuth(s.agent.token)).expect(422);
+    expect(again.body.message).toContain('because it is canceling');
     await ctx().http().put(`/v3/jobs/${running.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: -1, signal_reason: 'cancel' }).expect(200);
     b = await s.read();
     expect(b.state).toBe('canceled');
-    const again = await ctx().http().post(`/v3/builds/${s.build.id}/cancel`).set(agentAuth(s.agent.token)).expect(422);
-    expect(again.body.message).toContain('because it is canceled');
-    const elsewhere = await setup('steps:\n  - command: x\n');
-    await ctx().http().post(`/v3/builds/${elsewhere.build.id}/cancel`).set(agentAuth(s.agent.token)).expect(404);
-    await ctx().http().post('/v3/builds/0b8c7c57-0000-4000-8000-000000000000/cancel').set(agentAuth(s.agent.token)).expect(404);
   });
 });

@@ -50,8 +50,17 @@ describe('concurrency groups in a configuration', () => {
 });
 
 describe('a concurrency group’s queue', () => {
-  const job = (id: string, state: QueuedJob['state'], limit = 1, method: QueuedJob['method'] = 'ordered', behindBlock = false): QueuedJob => ({
+  /** A job of a build of its own, unless `buildId` says otherwise. */
+  const job = (
+    id: string,
+    state: QueuedJob['state'],
+    limit = 1,
+    method: QueuedJob['method'] = 'ordered',
+    behindBlock = false,
+    buildId = `build-${id}`,
+  ): QueuedJob => ({
     id,
+    buildId,
     state,
     limit,
     method,
@@ -65,6 +74,11 @@ describe('a concurrency group’s queue', () => {
     expect(admissions([job('close', 'waiting'), job('open', 'limited')])).toEqual([]);
     // Unless a block step of its build holds it back: it is not in the queue yet.
     expect(admissions([job('held', 'waiting', 1, 'ordered', true), job('open', 'limited')])).toEqual(['open']);
+  });
+
+  it('does not count a waiting job of the same build as ahead (one waiting on a later step of its own group would hold it for ever)', () => {
+    expect(admissions([job('deploy', 'waiting', 1, 'ordered', false, 'b1'), job('migrate', 'limited', 1, 'ordered', false, 'b1')])).toEqual(['migrate']);
+    expect(admissions([job('deploy', 'waiting', 1, 'ordered', false, 'b1'), job('migrate', 'limited', 1, 'ordered', false, 'b2')])).toEqual([]);
   });
 
   it('lets a job with a higher limit start past one with a lower limit ahead of it, and eager jobs past the queue', () => {
@@ -144,6 +158,29 @@ describeEachDatabase('concurrency groups in builds', (ctx) => {
       .set(auth(t.token))
       .expect(200);
     expect(await t.states('hotfix', again.number)).toEqual(['scheduled']);
+  });
+
+  it('runs a step waiting on a later step of its own group, and ignores a step left waiting in a finished build or behind an input step', async () => {
+    const t = await setup({
+      app: yaml(
+        'steps:',
+        '  - { command: deploy.sh, concurrency: 1, concurrency_group: prod, depends_on: migrate }',
+        '  - { command: migrate.sh, key: migrate, concurrency: 1, concurrency_group: prod }',
+      ),
+      form: yaml('steps:', '  - input: Details', '  - { command: form-deploy.sh, concurrency: 1, concurrency_group: prod }'),
+      // Its first step waits on one behind a wait that waits for it: the build fails at once, the step left waiting.
+      stuck: yaml('steps:', '  - { command: stuck.sh, concurrency: 1, concurrency_group: prod, depends_on: c }', '  - wait', '  - { command: c.sh, key: c }'),
+    });
+    const stuck = await t.build('stuck');
+    expect([(await t.read('stuck', stuck.number)).state, await t.states('stuck', stuck.number)]).toEqual(['failed', ['waiting', 'waiting']]);
+    const app = await t.build('app');
+    expect(await t.states('app', app.number)).toEqual(['waiting', 'scheduled']);
+    expect(await t.run()).toBe('migrate.sh');
+    expect(await t.run()).toBe('deploy.sh');
+    // An input step holds nothing back: its build's step joins the group at once, and runs.
+    const form = await t.build('form');
+    expect(await t.states('form', form.number)).toEqual(['scheduled']);
+    expect(await t.run()).toBe('form-deploy.sh');
   });
 
   it('admits in a sweep what a process left limited with room in its group', async () => {

@@ -332,10 +332,27 @@ describeEachDatabase('depends_on in a build', (ctx) => {
       .http()
       .post(`/v3/jobs/${uploader.id}/pipelines`)
       .set(agentAuth(s.agent.token))
-      .send({ pipeline: { steps: [{ command: 'generated-a.sh' }, { command: 'generated-b.sh' }] } })
+      .send({
+        pipeline: {
+          steps: [
+            { command: 'generated-a.sh' },
+            { command: 'generated-b.sh' },
+            // Uploaded steps that depend on their uploader wait for it, not for each other.
+            { command: 'check-1.sh', depends_on: 'generate' },
+            { command: 'check-2.sh', depends_on: 'generate' },
+          ],
+        },
+      })
       .expect(201);
     await ctx().http().put(`/v3/jobs/${uploader.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: '0' }).expect(200);
-    expect(await s.states()).toEqual({ 'generate.sh': 'passed', 'deploy.sh': 'waiting', 'generated-a.sh': 'scheduled', 'generated-b.sh': 'scheduled' });
+    expect(await s.states()).toEqual({
+      'generate.sh': 'passed',
+      'deploy.sh': 'waiting',
+      'generated-a.sh': 'scheduled',
+      'generated-b.sh': 'scheduled',
+      'check-1.sh': 'scheduled',
+      'check-2.sh': 'scheduled',
+    });
     expect(await s.run(0)).toBe('generated-a.sh');
     expect((await s.states())['deploy.sh']).toBe('waiting');
     expect(await s.run(1)).toBe('generated-b.sh');
