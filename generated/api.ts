@@ -5930,7 +5930,7 @@ export interface components {
             cancel_on_build_failing?: boolean;
             /** @description `script` steps (null on `trigger` steps). */
             parallelism?: number | null;
-            /** @description `script` steps; `manual` and `trigger` steps when written. */
+            /** @description `script` steps; the other kinds when written. */
             key?: string | null;
             /** @description `script` steps: the `key` of the group step this step was written in. */
             readonly group_key?: string | null;
@@ -5951,12 +5951,12 @@ export interface components {
             /** @description Every kind, when written: its condition, evaluated when the step is added to a build; false makes its jobs `broken`. */
             if?: string;
             /**
-             * @description `script`, `trigger` and `manual` steps, when written: the steps it waits for (each a command,
-             *     block or trigger step's or a group's `key`) instead of the wait and block steps before it;
-             *     empty, it runs (or blocks) at once.
+             * @description Every kind, when written: the steps it waits for (each a step's or a group's `key`)
+             *     instead of the wait and block steps before it (a `waiter`: on top of every step before
+             *     it); empty, it runs (or blocks) at once.
              */
             depends_on?: components["schemas"]["StepDependency"][];
-            /** @description `script`, `trigger` and `manual` steps with `depends_on`: a failed dependency does not stop it. */
+            /** @description With `depends_on`: a failed dependency does not stop the step. */
             allow_dependency_failure?: boolean;
             /** @description `waiter` steps. */
             continue_on_failure?: boolean;
@@ -6162,6 +6162,12 @@ export interface components {
             /** @constant */
             type: "waiter";
             continue_on_failure?: boolean;
+            /** @description Present when written: what a step's `depends_on` names (the wait is done once it passed). */
+            key?: string;
+            /** @description Present when written: steps the wait also waits for, on top of every step before it (a failed one makes it fail unless allowed, as for a command step). */
+            depends_on?: components["schemas"]["StepDependency"][];
+            /** @description With `depends_on`: a failed dependency (not a canceled one) does not stop it. */
+            allow_dependency_failure?: boolean;
             /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
         };

@@ -4851,8 +4851,7 @@ type Provider struct {
 type Step struct {
 	// `script` steps.
 	AgentQueryRules []string `json:"agent_query_rules,omitempty"`
-	// `script`, `trigger` and `manual` steps with `depends_on`: a failed dependency does not
-	// stop it.
+	// With `depends_on`: a failed dependency does not stop the step.
 	AllowDependencyFailure *bool `json:"allow_dependency_failure,omitempty"`
 	// `script` steps.
 	ArtifactPaths *string `json:"artifact_paths,omitempty"`
@@ -4874,11 +4873,9 @@ type Step struct {
 	ConcurrencyMethod *ConcurrencyMethod `json:"concurrency_method,omitempty"`
 	// `waiter` steps.
 	ContinueOnFailure *bool `json:"continue_on_failure,omitempty"`
-	// `script`, `trigger` and `manual` steps, when written: the steps it waits for (each a
-	// command,
-	// block or trigger step's or a group's `key`) instead of the wait and block steps before
-	// it;
-	// empty, it runs (or blocks) at once.
+	// Every kind, when written: the steps it waits for (each a step's or a group's `key`)
+	// instead of the wait and block steps before it (a `waiter`: on top of every step before
+	// it); empty, it runs (or blocks) at once.
 	DependsOn []StepDependency `json:"depends_on,omitempty"`
 	// `script` steps.
 	Env map[string]string `json:"env,omitempty"`
@@ -4891,7 +4888,7 @@ type Step struct {
 	If *string `json:"if,omitempty"`
 	// `manual` steps: present (true) for an input step, which holds no step after it.
 	Input *bool `json:"input,omitempty"`
-	// `script` steps; `manual` and `trigger` steps when written.
+	// `script` steps; the other kinds when written.
 	Key *string `json:"key,omitempty"`
 	// `manual` steps (always a string), and `trigger` steps.
 	Label *string `json:"label,omitempty"`
@@ -6117,11 +6114,18 @@ type TestResultHistory struct {
 }
 
 type WaiterStep struct {
-	ContinueOnFailure *bool `json:"continue_on_failure,omitempty"`
+	// With `depends_on`: a failed dependency (not a canceled one) does not stop it.
+	AllowDependencyFailure *bool `json:"allow_dependency_failure,omitempty"`
+	ContinueOnFailure      *bool `json:"continue_on_failure,omitempty"`
+	// Present when written: steps the wait also waits for, on top of every step before it (a
+	// failed one makes it fail unless allowed, as for a command step).
+	DependsOn []StepDependency `json:"depends_on,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
 	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not
 	// with `branch_configuration`.
-	If   *string        `json:"if,omitempty"`
+	If *string `json:"if,omitempty"`
+	// Present when written: what a step's `depends_on` names (the wait is done once it passed).
+	Key  *string        `json:"key,omitempty"`
 	Type WaiterStepType `json:"type"`
 }
 

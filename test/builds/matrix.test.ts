@@ -108,10 +108,10 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
     expect(res.body.message).toEqual(expect.any(String));
   });
 
-  it('refuses step attributes Windsock cannot honour, and reports on update what it only accepts', async () => {
-    const refused = await pipeline('steps:\n  - command: a\n    key: a\n  - wait: ~\n    depends_on: a\n');
+  it('refuses step attributes no step type has, and reports on update what it only accepts', async () => {
+    const refused = await pipeline('steps:\n  - command: a\n    colour: blue\n');
     expect(refused.res.status).toBe(422);
-    expect(refused.res.body.errors[0].code).toContain('"depends_on" is not supported by Windsock');
+    expect(refused.res.body.errors[0].code).toContain('"colour" is not an attribute of a command step');
 
     const { org, token, res } = await pipeline('steps:\n  - command: a\n');
     expect(res.headers.warning).toBeUndefined();

@@ -317,11 +317,10 @@ describe('step attributes: nothing is dropped without a word', () => {
     expect(parsed.notices).toEqual([
       'step 1: "image" is accepted but not acted on: the image is not passed to the agent (BUILDKITE_IMAGE)',
       'step 2: "notify" is accepted but not acted on: a group\'s notifications are not kept: put them on its command steps or the top level',
-      'step 3: "key" is accepted but not acted on: a wait step keeps no key',
     ]);
   });
 
-  it('refuses the documented attributes it cannot honour, and undocumented step keys, naming each', () => {
+  it('refuses undocumented step keys and values it cannot read, naming each', () => {
     expect(
       codesOf(
         yaml(
@@ -335,7 +334,7 @@ describe('step attributes: nothing is dropped without a word', () => {
           '  - trigger: deploy',
           '    soft_fail: 1',
           '  - wait: ~',
-          '    allow_dependency_failure: true',
+          '    colour: red',
           '  - group: g',
           '    skip: [yes]',
           '    steps: [{command: b}]',
@@ -348,7 +347,7 @@ describe('step attributes: nothing is dropped without a word', () => {
       'step 1 (line 5): "if" is not a valid condition: expected a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`) but the condition ended at character 16',
       'step 1 (line 7): "colour" is not an attribute of a command step',
       'step 2 (line 9): "soft_fail" must be true or false',
-      'step 3 (line 11): "allow_dependency_failure" is not supported by Windsock: a wait step cannot have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
+      'step 3 (line 11): "colour" is not an attribute of a wait step',
       'step 4 (line 13): "skip" must be true, false or a reason',
       'step 5 (line 17): "unknown_thing" is not an attribute of a block step',
     ]);

@@ -5,7 +5,7 @@
  * Pure: no database, no clock of its own.
  */
 import crypto from 'node:crypto';
-import { dependsOnOf, type ScriptStep, type Step } from '../../pipelines/configuration';
+import type { ScriptStep, Step } from '../../pipelines/configuration';
 import { combinations, interpolate, interpolateJsonObject } from '../../pipelines/configuration/matrix';
 import type { Plugin } from '../../pipelines/configuration/plugins';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
@@ -232,7 +232,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
     const stepId = crypto.randomUUID();
     const excluded = exclusion(step, ctx);
     // A step with `depends_on` waits for those steps (the build's machine lets it go), not for the barriers.
-    const dependsOn = dependsOnOf(step);
+    const dependsOn = step.depends_on;
     const startState = excluded ? 'broken' : dependsOn ? (dependsOn.length > 0 ? 'waiting' : 'scheduled') : behindBarrier ? 'waiting' : 'scheduled';
     const brokenReason = excluded ? excluded.reason : null;
     switch (step.type) {
@@ -282,7 +282,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
           type: 'waiter',
           state: excluded ? 'broken' : 'waiting',
           name: null,
-          stepKey: null,
+          stepKey: step.key ?? null,
           brokenReason,
         });
         if (!excluded) behindBarrier = true;

@@ -7,7 +7,7 @@
  */
 import type { Build, BuildState, JobState, JobStateCounts } from '../model';
 import type { Job } from './model';
-import { dependsOnOf, type StepDependency } from '../../pipelines/configuration';
+import type { StepDependency } from '../../pipelines/configuration';
 import { concurrencyOf } from './concurrency';
 import { promisedHardFailure } from './retry';
 import {
@@ -123,11 +123,11 @@ function jobsByKey(jobs: readonly Job[]): Map<string, Named> {
 /** Job states in which a job with `depends_on` still waits on them (or was stopped by them, and may be reopened). */
 const DEPENDENT_STATES: readonly JobState[] = ['waiting', 'blocked', 'waiting_failed', 'blocked_failed'];
 
-/** A command, trigger or block job's `depends_on`, when its step has one. */
+/** A job's `depends_on`, when its step has one. */
 function explicitDependencies(j: Job): { steps: StepDependency[]; allowFailure: boolean } | null {
-  const steps = dependsOnOf(j.step);
+  const steps = j.step.depends_on;
   if (!steps) return null;
-  return { steps, allowFailure: j.step.type !== 'waiter' && j.step.allow_dependency_failure === true };
+  return { steps, allowFailure: j.step.allow_dependency_failure === true };
 }
 
 /**
@@ -216,11 +216,17 @@ export function advance(
       // A wait step whose condition was false is no barrier.
       if (j.type === 'waiter' && state() === 'broken') continue;
       if (j.type === 'waiter') {
+        // A wait with `depends_on` also waits for those steps; one of them failing fails it, as
+        // a failure before it does (unless allowed).
+        const waitsOn = explicitDependencies(j);
+        const verdict = waitsOn && DEPENDENT_STATES.includes(state()) ? dependenciesVerdict(j, waitsOn, byKey, states) : 'ready';
+        if (verdict === 'missing') missingDependency = true;
+        const dependencyFailed = verdict === 'failed' || verdict === 'missing';
         if (gate === 'open') {
-          if (!allBeforeDone) {
+          if (!allBeforeDone || verdict === 'wait') {
             reopen(j);
             gate = 'closed';
-          } else if (failedBefore && !(j.step.type === 'waiter' && j.step.continue_on_failure)) {
+          } else if (dependencyFailed || (failedBefore && !(j.step.type === 'waiter' && j.step.continue_on_failure))) {
             if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
             gate = 'failed';
           } else {

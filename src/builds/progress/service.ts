@@ -19,7 +19,7 @@ import type { Knex } from 'knex';
 import type { User } from '../../core/identity';
 import type { ExpiredJob, Job, JobEnd } from '../jobs/model';
 import { automaticRetryRule } from '../jobs/retry';
-import { dependsOnOf, type NotifyEntry } from '../../pipelines/configuration';
+import type { NotifyEntry } from '../../pipelines/configuration';
 import type { Pipeline } from '../../pipelines/repository';
 import type { PlannedJob } from '../jobs/plan';
 import type { Build, JobState, NewBuildFields } from '../model';
@@ -127,7 +127,7 @@ export class BuildProgress {
    */
   private async launched({ build, jobs }: { build: Build; jobs: Job[] }): Promise<{ build: Build; jobs: Job[] }> {
     const written = { build, jobs };
-    const dependent = (j: Job) => j.state === 'waiting' && dependsOnOf(j.step) !== undefined;
+    const dependent = (j: Job) => j.state === 'waiting' && j.step.depends_on !== undefined;
     if (!written.jobs.some((j) => (j.type === 'trigger' && j.state === 'scheduled') || dependent(j) || j.state === 'limited')) return written;
     await this.advance(written.build.id);
     return (await this.repos.builds.findWithJobs(written.build.pipelineId, written.build.number, false))!;

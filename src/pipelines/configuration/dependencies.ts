@@ -1,9 +1,10 @@
 /**
- * A command, trigger, block or input step's explicit dependencies (`depends_on`, `allow_dependency_failure`),
+ * A step's explicit dependencies (`depends_on`, `allow_dependency_failure`),
  * as the "Depends on" page of the Buildkite docs defines them: the step runs once the steps it
  * names are done, whatever wait and block steps stand before it. Written as one key, a list of
  * keys, or a list of `{step, allow_failure}`; `~`, `null` and `[]` say "depends on nothing" (it
- * runs at once). A key names a command, block or trigger step, or a group (all its command steps). No HTTP, no
+ * runs at once; a wait step waits for them on top of every step before it). A key names a step,
+ * or a group (all its command steps). No HTTP, no
  * database; the build's state machine (src/builds/jobs/state.ts) acts on them.
  */
 import { MAX_KEY } from './limits';
@@ -52,14 +53,9 @@ export function parseDependencies(reporter: ProblemReporter, stepMap: ConfigMap)
   return { depends_on: dependencies, ...(allowFailure ? { allow_dependency_failure: true } : {}) };
 }
 
-/** A step's `depends_on` as written (undefined: it keeps its place behind the wait and block steps before it). */
-export function dependsOnOf(step: Step): StepDependency[] | undefined {
-  return step.type === 'waiter' ? undefined : step.depends_on;
-}
-
-/** The key a step keeps, which `depends_on` can name: a command step's, or a block or trigger step's when written. */
+/** The key a step keeps, which `depends_on` can name: a command step's, or any other's when written. */
 export function keptKey(step: Step): string | null {
-  return step.type === 'script' ? step.key : step.type === 'waiter' ? null : (step.key ?? null);
+  return step.key ?? null;
 }
 
 /** A step of a configuration whose dependencies are checked once every step is read. */
@@ -73,26 +69,18 @@ export interface DependentStep {
 }
 
 /**
- * What can be told from the configuration alone: a step that names itself, a key that only a
- * step Windsock keeps no key for has (a wait step: it could never be done),
- * and a cycle among the configuration's keys (its steps would wait for ever). A key the
- * configuration does not have is the build's business: it fails the build when no job of the
- * build has it when the step is reached (an earlier upload's step may have it).
+ * What can be told from the configuration alone: a step that names itself or its group, and a
+ * cycle among the configuration's keys (its steps would wait for ever). A key the configuration
+ * does not have is the build's business: it fails the build when no job of the build has it when
+ * the step is reached (an earlier upload's step may have it).
  */
-export function checkDependencies(steps: readonly DependentStep[], groups: ReadonlyMap<string, readonly string[]>, keysNotKept: ReadonlySet<string>): void {
+export function checkDependencies(steps: readonly DependentStep[], groups: ReadonlyMap<string, readonly string[]>): void {
   const edges = new Map<string, string[]>();
   for (const [group, children] of groups) edges.set(group, [...children]);
   for (const s of steps) {
     for (const d of s.dependencies) {
       if (d.step === s.key) s.reporter.fail('depends_on', `names ${quote(d.step)}, the step's own key`, s.at);
       else if (d.step === s.group) s.reporter.fail('depends_on', `names ${quote(d.step)}, the group the step is in`, s.at);
-      else if (keysNotKept.has(d.step)) {
-        s.reporter.fail(
-          'depends_on',
-          `names ${quote(d.step)}, the key of a wait step: only command, block and trigger steps and groups can be depended on`,
-          s.at,
-        );
-      }
     }
     // A step naming itself is reported above, not again as a cycle.
     if (s.key !== null) edges.set(s.key, [...(edges.get(s.key) ?? []), ...s.dependencies.map((d) => d.step).filter((k) => k !== s.key)]);

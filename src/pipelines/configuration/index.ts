@@ -45,4 +45,3 @@ export type {
 export { NOTIFY_KINDS, STEP_NOTIFY_KINDS } from './notify';
 export { parseConfiguration, type ParsedConfiguration } from './yaml-configuration';
 export { normaliseVisualSteps } from './visual-steps';
-export { dependsOnOf } from './dependencies';

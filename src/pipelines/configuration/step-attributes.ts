@@ -16,23 +16,10 @@ export type StepType = 'command' | 'wait' | 'block' | 'input' | 'trigger' | 'gro
 type Catalogue = Record<string, [AttributeState] | [Exclude<AttributeState, 'works'>, string]>;
 
 const WORKS: [AttributeState] = ['works'];
-const ORDER = 'Windsock runs steps in the order written, with wait and block steps as barriers';
 /** Every step type takes a condition (conditions.ts). */
 const IF: Catalogue = { if: WORKS };
-/** Command, trigger, block and input steps wait for the steps `depends_on` names (dependencies.ts). */
+/** Every step type (and a group, for its steps) waits for the steps `depends_on` names (dependencies.ts). */
 const DEPENDS_ON: Catalogue = { depends_on: WORKS, allow_dependency_failure: WORKS, ...IF };
-/** Wait steps keep their place in the order written. */
-const NO_DEPENDS_ON: Catalogue = {
-  depends_on: ['refused', `a wait step cannot have dependencies: ${ORDER}`],
-  allow_dependency_failure: ['refused', `a wait step cannot have dependencies: ${ORDER}`],
-  ...IF,
-};
-/** A key only ever names a step for `depends_on`, which is refused on wait steps: they keep none. */
-const KEY_NOT_KEPT: Catalogue = {
-  key: ['reported', 'a wait step keeps no key'],
-  id: ['reported', 'a wait step keeps no key'],
-  identifier: ['reported', 'a wait step keeps no key'],
-};
 /** Command and trigger steps (and a group's, for its steps) can be skipped: their jobs are `broken` (plan.ts). */
 const SKIP: Catalogue = { skip: WORKS };
 /**
@@ -91,8 +78,10 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     wait: WORKS,
     waiter: WORKS,
     continue_on_failure: WORKS,
-    ...KEY_NOT_KEPT,
-    ...NO_DEPENDS_ON,
+    key: WORKS,
+    id: WORKS,
+    identifier: WORKS,
+    ...DEPENDS_ON,
   },
   block: {
     type: WORKS,

@@ -211,6 +211,8 @@ export function waiterStep(reporter: ProblemReporter, stepMap: ConfigMap): Waite
     type: 'waiter',
     continue_on_failure: bool(reporter, findProperty(stepMap, ['continue_on_failure']), false),
     ...ifOf(stepCondition(reporter, stepMap, [])),
+    ...keyOf(optionalText(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].key), MAX_KEY)),
+    ...parseDependencies(reporter, stepMap),
   };
 }
 
@@ -236,7 +238,7 @@ export function manualStep(reporter: ProblemReporter, stepMap: ConfigMap, keywor
   };
 }
 
-/** `{key}` when there is one (a block or trigger step keeps its key only when written). */
+/** `{key}` when there is one (a wait, block or trigger step keeps its key only when written). */
 function keyOf(key: string | null): { key?: string } {
   return key === null ? {} : { key };
 }

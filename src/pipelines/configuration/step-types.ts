@@ -81,7 +81,16 @@ export type AutomaticRetry = { exit_status: ExitStatus | number[]; limit: number
 /** `retry.manual`: whether the retry button is allowed (with the reason when it is not), also for passed jobs. */
 export type ManualRetry = { allowed: boolean; reason: string | null; permit_on_passed: boolean };
 export type StepRetry = { automatic: AutomaticRetry[]; manual?: ManualRetry };
-export type WaiterStep = { type: 'waiter'; continue_on_failure: boolean; if?: string };
+export type WaiterStep = {
+  type: 'waiter';
+  continue_on_failure: boolean;
+  if?: string;
+  /** Its key, when written: what a step's `depends_on` names. */
+  key?: string;
+  /** Written: steps it waits for on top of every step before it. */
+  depends_on?: StepDependency[];
+  allow_dependency_failure?: boolean;
+};
 export type ManualField = {
   key: string;
   text?: string;

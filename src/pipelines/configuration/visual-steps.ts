@@ -3,7 +3,7 @@ import { ValidationError } from '../../core/errors';
 import { MAX_STEPS } from './limits';
 import { asValidationError, ProblemList, VisualProblemReporter } from './problems';
 import { text } from './property-readers';
-import { checkDependencies, dependsOnOf, keptKey, type DependentStep } from './dependencies';
+import { checkDependencies, keptKey, type DependentStep } from './dependencies';
 import { manualStep, scriptStep, triggerStep, waiterStep } from './step-readers';
 import type { Step } from './step-types';
 import { ValueBudget, valueFromJson } from './value-tree';
@@ -60,11 +60,11 @@ function normaliseVisualStepsOrThrow(input: unknown[]): Step[] {
       if (keys.has(key)) reporter.fail('key', 'has already been taken by another step');
       keys.add(key);
     }
-    const dependencies = dependsOnOf(step);
+    const dependencies = step.depends_on;
     if (dependencies) dependents.push({ reporter, key, group: null, dependencies, at: undefined });
     steps.push(step);
   }
-  checkDependencies(dependents, new Map(), new Set());
+  checkDependencies(dependents, new Map());
   problems.throwIfAny();
   return steps;
 }

@@ -6,7 +6,7 @@ import { MAX_CONFIGURATION_BYTES, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_STEPS, ST
 import { asValidationError, ProblemList, quote, YamlProblemReporter } from './problems';
 import { agents, env, optionalText, findProperty, text, wholeNumber, type FoundProperty } from './property-readers';
 import { parseSecrets } from './secrets';
-import { checkDependencies, dependsOnOf, keptKey, parseDependencies, type DependentStep } from './dependencies';
+import { checkDependencies, keptKey, parseDependencies, type DependentStep } from './dependencies';
 import { bothConditions, stepCondition } from './conditions';
 import { checkAttributes, manualStep, PROPERTY_NAMES, scriptStep, skipOf, triggerStep, waiterStep, type StepDefaults } from './step-readers';
 import type { NotifyEntry, Step, StepDependency } from './step-types';
@@ -115,8 +115,9 @@ function groupAttributes(reporter: YamlProblemReporter, group: ConfigMap, childr
  * A group's attributes merged into one of its steps: its condition joined to the step's (not
  * beside a branch filter, as for a step's own), its `skip` where the step has none, and its
  * `depends_on` added to the step's own (the step's entry first for a key both name), on each
- * step that has a `depends_on` of its own or comes before the group's first wait or block step:
- * the group waits for those steps as one step would, and its steps keep their order.
+ * step that has a `depends_on` of its own or comes before the group's first wait or block step
+ * (that one included): the group waits for those steps as one step would, and its steps keep
+ * their order.
  */
 function inherit(reporter: YamlProblemReporter, item: ConfigValue, step: Step, group: GroupAttributes): void {
   if (group.condition !== undefined && 'branch_configuration' in step && step.branch_configuration !== null) {
@@ -129,7 +130,7 @@ function inherit(reporter: YamlProblemReporter, item: ConfigValue, step: Step, g
   const condition = bothConditions(group.condition, step.if);
   if (condition !== undefined) step.if = condition;
   if (group.skip !== undefined && (step.type === 'script' || step.type === 'trigger')) step.skip ??= group.skip;
-  if (group.dependsOn && step.type !== 'waiter' && (step.depends_on !== undefined || !group.barrierPassed)) {
+  if (group.dependsOn && (step.depends_on !== undefined || !group.barrierPassed)) {
     const own = step.depends_on ?? [];
     step.depends_on = [...own, ...group.dependsOn.filter((d) => !own.some((o) => o.step === d.step))];
   }
@@ -226,7 +227,6 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
   };
   const dependents: DependentStep[] = [];
   const groups = new Map<string, string[]>();
-  const keysNotKept = new Set<string>();
   const add = (reporter: YamlProblemReporter, label: string, item: ConfigValue, group?: GroupAttributes) => {
     const step = yamlStep(reporter, item, defaults);
     if (!step) return;
@@ -235,7 +235,6 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     // The group's steps after its first wait or block step wait for that one, not for the group's `depends_on`.
     if (group && (step.type === 'waiter' || (step.type === 'manual' && !step.input))) group.barrierPassed = true;
     if (step.type === 'script' && groupKey !== null) step.group_key = groupKey;
-    // Command, block and trigger steps keep their keys; a wait's names nothing depends_on can wait for.
     const ownKey = keptKey(step);
     const written = item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key) : undefined;
     // What the group's key waits for: its command steps (through their keys, or what a step without one waits for).
@@ -243,11 +242,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
       const waitsFor = ownKey !== null ? [ownKey] : (step.depends_on ?? []).map((d) => d.step);
       groups.set(groupKey, [...(groups.get(groupKey) ?? []), ...waitsFor]);
     }
-    if (ownKey === null && written) {
-      const key = text(written[1]);
-      if (key) keysNotKept.add(key);
-    }
-    const dependencies = dependsOnOf(step);
+    const dependencies = step.depends_on;
     if (dependencies) dependents.push({ reporter, key: ownKey, group: groupKey, dependencies, at: item.kind === 'map' ? item.get('depends_on') : undefined });
     if (ownKey !== null) claimKey(reporter, ownKey, label, written?.[1]);
     steps.push(step);
@@ -287,12 +282,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     }
   }
   if (steps.length > MAX_STEPS) throw yamlError(`has too many steps (maximum is ${MAX_STEPS})`);
-  for (const key of groups.keys()) keysNotKept.delete(key);
-  for (const s of steps) {
-    const key = keptKey(s);
-    if (key !== null) keysNotKept.delete(key);
-  }
-  checkDependencies(dependents, groups, keysNotKept);
+  checkDependencies(dependents, groups);
   problems.throwIfAny();
   return { steps, env: pipelineEnv, notify: pipelineNotify, notices: problems.notices };
 }

@@ -69,7 +69,7 @@ describe('depends_on in a configuration', () => {
     ]);
   });
 
-  it('refuses a step that names itself or its group, a wait step’s key, a cycle, and dependencies on the steps that keep their place', () => {
+  it('refuses a step that names itself or its group, a cycle (through a wait step too), and a depends_on that names no key', () => {
     expect(
       codesOf(
         yaml(
@@ -77,24 +77,20 @@ describe('depends_on in a configuration', () => {
           '  - { command: a, key: a, depends_on: a }',
           '  - wait: ~',
           '    key: release',
+          '    depends_on: b',
           '  - { command: b, key: b, depends_on: [release] }',
-          '  - { command: c, key: c, depends_on: d }',
-          '  - { command: d, key: d, depends_on: [{ step: c }] }',
           '  - group: g',
           '    key: g',
           '    steps:',
           '      - { command: e, depends_on: g }',
           '  - { command: f, depends_on: { step: a } }',
-          '  - { wait: ~, depends_on: a }',
         ),
       ),
     ).toEqual([
       'step 1 (line 2): "depends_on" names "a", the step\'s own key',
-      'step 3 (line 5): "depends_on" names "release", the key of a wait step: only command, block and trigger steps and groups can be depended on',
-      'step 4 (line 6): "depends_on" makes a cycle: "c" -> "d" -> "c"',
-      'step 6.1 (line 11): "depends_on" names "g", the group the step is in',
-      'step 7 (line 12): "depends_on" must be a step\'s key, or a list of keys and mappings with "step"',
-      'step 8 (line 13): "depends_on" is not supported by Windsock: a wait step cannot have dependencies: Windsock runs steps in the order written, with wait and block steps as barriers',
+      'step 2 (line 5): "depends_on" makes a cycle: "release" -> "b" -> "release"',
+      'step 4.1 (line 10): "depends_on" names "g", the group the step is in',
+      'step 5 (line 11): "depends_on" must be a step\'s key, or a list of keys and mappings with "step"',
     ]);
   });
 });
@@ -358,6 +354,45 @@ describeEachDatabase('depends_on in a build', (ctx) => {
     expect(await s.run(1)).toBe('generated-b.sh');
     // An uploaded step's failure stops the step depending on the uploader, as the uploader's own would.
     expect((await s.states())['deploy.sh']).toBe('waiting_failed');
+  });
+
+  it('holds a wait with depends_on until those steps are done too, and runs what depends on the wait’s key', async () => {
+    const s = await setup(
+      yaml(
+        'steps:',
+        '  - command: unit.sh',
+        '  - { wait: ~, key: barrier, depends_on: [external] }',
+        '  - command: after.sh',
+        '  - { command: external.sh, key: external, depends_on: ~ }',
+        '  - { command: report.sh, depends_on: barrier }',
+      ),
+    );
+    expect(await s.states()).toEqual({ 'unit.sh': 'scheduled', 'after.sh': 'waiting', 'external.sh': 'scheduled', 'report.sh': 'waiting' });
+    expect(await s.run(0)).toBe('unit.sh');
+    // Every step before the wait is done, but not the one it names.
+    expect(await s.states()).toMatchObject({ 'after.sh': 'waiting', 'report.sh': 'waiting' });
+    expect(await s.run(0)).toBe('external.sh');
+    expect(await s.states()).toMatchObject({ 'after.sh': 'scheduled', 'report.sh': 'scheduled' });
+    expect((await s.read()).jobs.find((j) => j.type === 'waiter')).toMatchObject({ state: 'passed', step_key: 'barrier' });
+  });
+
+  it('fails a wait whose named step failed, even one after it, and allows it with allow_dependency_failure', async () => {
+    const run = async (allow: boolean) => {
+      const s = await setup(
+        yaml(
+          'steps:',
+          '  - command: unit.sh',
+          `  - { wait: ~, depends_on: external, allow_dependency_failure: ${allow} }`,
+          '  - command: after.sh',
+          '  - { command: external.sh, key: external, depends_on: ~ }',
+        ),
+      );
+      expect(await s.run(0)).toBe('unit.sh');
+      expect(await s.run(1)).toBe('external.sh');
+      return (await s.read()).jobs.map((j) => j.state);
+    };
+    expect(await run(false)).toEqual(['passed', 'waiting_failed', 'waiting_failed', 'failed']);
+    expect(await run(true)).toEqual(['passed', 'passed', 'scheduled', 'failed']);
   });
 
   it('moves a step whose dependency is decided later in the same event (a later block step that fails)', async () => {
