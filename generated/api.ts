@@ -3189,15 +3189,16 @@ export interface paths {
         /**
          * Promise a job's failure
          * @description `buildkite-agent job promise-failure <exit status> [--reason ...]`, as the docs' "Promise job
-         *     failure" describes it: the running command job the agent holds declares the non-zero exit
-         *     status it will finish with. The job keeps running; it shows `promised_exit_status` and
-         *     `promised_exit_status_at`. Unless the status is one its step soft-fails or retries
-         *     automatically, it counts as a hard failure at once: the build is `failing`, and the jobs of
-         *     `cancel_on_build_failing` steps are canceled. When the job finishes with a result that
-         *     would break the promise (0, or a soft-failing status), it fails with the promised status.
-         *     The same status again changes nothing (204); another one is a 409. `reason` is accepted
-         *     and not kept on the job (as documented). Another agent's job is a 404; a job not running a
-         *     422.
+         *     failure" describes it: the command job the agent holds (accepted or running) declares the
+         *     non-zero exit status it will finish with. The job keeps running; it shows
+         *     `promised_exit_status` and `promised_exit_status_at`. Unless the status is one its step
+         *     soft-fails or retries automatically, it counts as a hard failure at once: the build is
+         *     `failing`, and the other jobs of `cancel_on_build_failing` steps are canceled. When the job
+         *     ends with a result that would break the promise (0, a soft-failing status, one its step
+         *     retries, or stopped), it fails with the promised status. A retry of the job starts with no
+         *     promise. The same status again changes nothing (204); another one is a 409. `reason` is
+         *     accepted and not kept on the job (as documented). Another agent's job is a 404; a job not
+         *     on its agent a 422.
          */
         put: operations["promiseJobFailure"];
         post?: never;
@@ -4285,7 +4286,8 @@ export interface paths {
          *     (the command's default), as the REST cancel does: jobs no agent accepted end at once, jobs
          *     on an agent are stopped by it (the build is `canceling` until they end). Any other build
          *     (an agent's token reaches its whole organization; Windsock lets it cancel only its own
-         *     build), or an agent running no job, is a 404; a build already finished or canceling a 422.
+         *     build), or an agent holding no job, is a 404; an agent whose job is not on it yet
+         *     (assigned), or a build already finished or canceling, a 422.
          *     No request body. Answers the build's id.
          */
         post: operations["cancelBuildFromAgent"];
@@ -6044,8 +6046,8 @@ export interface components {
             /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
             /**
-             * @description Present when written: the steps it waits for, each a command, block or trigger step's `key` or a
-             *     group's (its command steps), instead of the wait and block steps before it (empty: it runs
+             * @description Present when written: the steps it waits for, each a step's `key` or a group's (its
+             *     command steps), instead of the wait and block steps before it (empty: it runs
              *     at once), and the steps those steps uploaded (`pipeline upload`). It runs once each has
              *     passed, soft-failed, been unblocked, or was left out by its `skip`, its branch filter or
              *     its `if`; a failed one (or one that did not run) stops it
@@ -6142,7 +6144,7 @@ export interface components {
         };
         /** @description One step a step waits for. */
         StepDependency: {
-            /** @description A command, block or trigger step's `key`, or a group's. */
+            /** @description A step's `key`, or a group's. */
             step: string;
             /** @description Its failure does not stop the step (YAML default false). */
             allow_failure: boolean;
@@ -6251,8 +6253,8 @@ export interface components {
             /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
             /**
-             * @description Present when written: the steps it waits for, each a command, block or trigger step's `key` or a
-             *     group's (its command steps), instead of the wait and block steps before it (empty: it runs
+             * @description Present when written: the steps it waits for, each a step's `key` or a group's (its
+             *     command steps), instead of the wait and block steps before it (empty: it runs
              *     at once), and the steps those steps uploaded (`pipeline upload`). It runs once each has
              *     passed, soft-failed, been unblocked, or was left out by its `skip`, its branch filter or
              *     its `if`; a failed one (or one that did not run) stops it

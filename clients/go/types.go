@@ -4522,7 +4522,7 @@ type ManualStep struct {
 type StepDependency struct {
 	// Its failure does not stop the step (YAML default false).
 	AllowFailure bool `json:"allow_failure"`
-	// A command, block or trigger step's `key`, or a group's.
+	// A step's `key`, or a group's.
 	Step string `json:"step"`
 }
 
@@ -5490,10 +5490,8 @@ type ScriptStep struct {
 	ConcurrencyGroup *string `json:"concurrency_group,omitempty"`
 	// Present when written.
 	ConcurrencyMethod *ConcurrencyMethod `json:"concurrency_method,omitempty"`
-	// Present when written: the steps it waits for, each a command, block or trigger step's
-	// `key` or a
-	// group's (its command steps), instead of the wait and block steps before it (empty: it
-	// runs
+	// Present when written: the steps it waits for, each a step's `key` or a group's (its
+	// command steps), instead of the wait and block steps before it (empty: it runs
 	// at once), and the steps those steps uploaded (`pipeline upload`). It runs once each has
 	// passed, soft-failed, been unblocked, or was left out by its `skip`, its branch filter or
 	// its `if`; a failed one (or one that did not run) stops it
@@ -5885,10 +5883,8 @@ type TriggerStep struct {
 	Build                  TriggerStepBuild `json:"build"`
 	// Always null: trigger steps have no concurrency limit.
 	Concurrency interface{} `json:"concurrency"`
-	// Present when written: the steps it waits for, each a command, block or trigger step's
-	// `key` or a
-	// group's (its command steps), instead of the wait and block steps before it (empty: it
-	// runs
+	// Present when written: the steps it waits for, each a step's `key` or a group's (its
+	// command steps), instead of the wait and block steps before it (empty: it runs
 	// at once), and the steps those steps uploaded (`pipeline upload`). It runs once each has
 	// passed, soft-failed, been unblocked, or was left out by its `skip`, its branch filter or
 	// its `if`; a failed one (or one that did not run) stops it

@@ -12,7 +12,7 @@ import { finishEvent, jobTransition, NOT_YET_RUNNABLE_JOB_STATES, REPRIORITIZABL
 import { MAX_TIMEOUT } from '../../pipelines/configuration/limits';
 import type { BuildProgress } from '../progress/service';
 import { ConflictError, NotFoundError, PayloadTooLargeError, UnprocessableError, ValidationError } from '../../core/errors';
-import { promisedHardFailure, softFails } from './retry';
+import { effectiveExitStatus, softFails } from './retry';
 import type { JobLogRepository } from './log-repository';
 import type { JobContext, JobEnd } from './model';
 import type { JobRepository } from './repository';
@@ -231,11 +231,7 @@ export class AgentWorkService {
     const reported = Number(body.exit_status);
     for (let attempt = 0; attempt < 3; attempt++) {
       const current = await this.held(agent, jobId);
-      // A promised hard failure is kept when the result would break it (a pass, a soft failure):
-      // the job fails with the promised status, as the docs' "Promise job failure" says.
-      const { step, retriesCount, promisedExitStatus: promised } = current.job;
-      const kept = promised !== null && promisedHardFailure(step, retriesCount ?? 0, promised) && (reported === 0 || softFails(step, reported));
-      const exitStatus = kept ? promised : reported;
+      const exitStatus = effectiveExitStatus(current.job, reported, body.signal_reason ?? null);
       const event = finishEvent(current.job.state, exitStatus, body.signal_reason ?? null);
       if (!event) throw wrongState('finished', 'running');
       // The finish the table allows from the state just read: a job that moved on since is read again.

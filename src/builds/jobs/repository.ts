@@ -389,6 +389,9 @@ export class JobRepository {
       log_size: 0,
       retry_type: type,
       retry_source: JSON.stringify({ job_id: jobId, retry_type: type }),
+      // A promise is its job's: the new job has made none.
+      promised_exit_status: null,
+      promised_exit_status_at: null,
       created_at: at,
       scheduled_at: limited ? null : at,
       runnable_at: limited ? null : at,

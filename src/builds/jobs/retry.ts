@@ -16,11 +16,6 @@ function matches(rule: AutomaticRetry, exitStatus: number, signalReason: string 
   return wanted === 'none' ? !signalReason : wanted === signalReason;
 }
 
-/**
- * The rule that retries this failure, if any: the first rule matching the exit status (and
- * signal reason) decides, and it retries while the job has been retried fewer times than its
- * `limit` (`retries_count` counts every retry of the step's job, manual ones included).
- */
 /** Whether the step's `soft_fail` covers this exit status. */
 export function softFails(step: Step, exitStatus: number): boolean {
   if (step.type !== 'script' || exitStatus === 0) return false;
@@ -37,6 +32,28 @@ export function promisedHardFailure(step: Step, retriesCount: number, promised: 
   return promised !== null && !softFails(step, promised) && automaticRetryRule(step, retriesCount, promised, null) === null;
 }
 
+/**
+ * The exit status a job ends with: the one reported, unless the job promised a hard failure
+ * that the result would break (a pass, a soft failure, a failure its step retries), which the
+ * promise then replaces, as the docs' "Promise job failure" says.
+ */
+export function effectiveExitStatus(
+  job: { step: Step; retriesCount: number | null; promisedExitStatus: number | null },
+  reported: number,
+  signalReason: string | null,
+): number {
+  const { step, promisedExitStatus: promised } = job;
+  const retries = job.retriesCount ?? 0;
+  if (promised === null || !promisedHardFailure(step, retries, promised)) return reported;
+  const breaks = reported === 0 || softFails(step, reported) || automaticRetryRule(step, retries, reported, signalReason) !== null;
+  return breaks ? promised : reported;
+}
+
+/**
+ * The rule that retries this failure, if any: the first rule matching the exit status (and
+ * signal reason) decides, and it retries while the job has been retried fewer times than its
+ * `limit` (`retries_count` counts every retry of the step's job, manual ones included).
+ */
 export function automaticRetryRule(step: Step, retriesCount: number, exitStatus: number, signalReason: string | null): AutomaticRetry | null {
   if (step.type !== 'script' || exitStatus === 0 || !step.retry) return null;
   const rule = step.retry.automatic.find((r) => matches(r, exitStatus, signalReason));

@@ -45,7 +45,10 @@ export interface BuildMove {
  * promised a hard failure (`job promise-failure`) does already, as the docs say.
  */
 export function failsBuild(j: Pick<Job, 'state' | 'softFailed' | 'step' | 'retriesCount' | 'promisedExitStatus'>): boolean {
-  if (RUNNING_ON_AGENT_JOB_STATES.includes(j.state)) return promisedHardFailure(j.step, j.retriesCount ?? 0, j.promisedExitStatus);
+  // The promise stands when the job is stopped (a step cancel) too.
+  if (RUNNING_ON_AGENT_JOB_STATES.includes(j.state) || j.state === 'canceled') {
+    if (promisedHardFailure(j.step, j.retriesCount ?? 0, j.promisedExitStatus)) return true;
+  }
   return FAILING_JOB_STATES.includes(j.state) && !j.softFailed;
 }
 
@@ -95,7 +98,7 @@ interface Named {
 }
 
 /**
- * The jobs each key names: a command, block or trigger step's, and a group's (its command jobs),
+ * The jobs each key names: a step's, and a group's (its command jobs),
  * with every job the steps of those jobs uploaded, and so on (the docs: "if step B depends on
  * step A, and step A uploads step C, then step B will also depend on step C").
  */
@@ -216,10 +219,11 @@ export function advance(
       // A wait step whose condition was false is no barrier.
       if (j.type === 'waiter' && state() === 'broken') continue;
       if (j.type === 'waiter') {
-        // A wait with `depends_on` also waits for those steps; one of them failing fails it, as
-        // a failure before it does (unless allowed).
+        // A wait with `depends_on` also waits for those steps once it is reached; one of them
+        // failing fails it, as a failure before it does (unless allowed).
         const waitsOn = explicitDependencies(j);
-        const verdict = waitsOn && DEPENDENT_STATES.includes(state()) ? dependenciesVerdict(j, waitsOn, byKey, states) : 'ready';
+        const reached = gate === 'open' && allBeforeDone;
+        const verdict = reached && waitsOn && DEPENDENT_STATES.includes(state()) ? dependenciesVerdict(j, waitsOn, byKey, states) : 'ready';
         if (verdict === 'missing') missingDependency = true;
         const dependencyFailed = verdict === 'failed' || verdict === 'missing';
         if (gate === 'open') {
@@ -312,6 +316,8 @@ export function advance(
   if (missingDependency || jobs.some((j) => failsBuild({ ...j, state: states.get(j.id)! }))) {
     for (const j of ordered) {
       if (j.step.type !== 'script' || !j.step.cancel_on_build_failing) continue;
+      // A job that promised the failure runs on (documented): its siblings are canceled, not it.
+      if (promisedHardFailure(j.step, j.retriesCount ?? 0, j.promisedExitStatus)) continue;
       const state = states.get(j.id)!;
       // One held back by a failure (waiting_failed) has ended already: it stays so.
       if (state !== 'waiting_failed' && jobTransition('cancel_failing').from.includes(state)) move(j, 'canceled', { finished_at: now });

@@ -9,7 +9,7 @@
  * across round trips. Time is the service's clock (core/clock.ts): tests move it instead of waiting. No HTTP, no SQL.
  */
 import type { AgentService } from '../../agents/service';
-import { softFails } from './retry';
+import { effectiveExitStatus, softFails } from './retry';
 import type { BuildProgress } from '../progress/service';
 import { BackgroundLoop } from '../../db/background-loop';
 import type { Logger } from '../../http/middleware/logger';
@@ -126,16 +126,19 @@ export class Sweeper {
         );
         continue;
       }
-      // A job being canceled or timing out ends as it was going to; a running one fails (exit status -1).
-      const event = finishEvent(job.state, -1, null);
+      // A job being canceled or timing out ends as it was going to; a running one fails (exit
+      // status -1, or the failure it promised).
+      const exitStatus = effectiveExitStatus(job, -1, null);
+      const event = finishEvent(job.state, exitStatus, null);
       if (!event) continue;
       const transition = jobTransition(event, job.state);
       const state = transition.to;
-      const end: JobEnd = { state, exit_status: -1, signal_reason: null, soft_failed: state !== 'canceled' && softFails(job.step, -1), finished_at: now };
-      const line = `windsock: the agent running this job ${silence}; the job ended ${state} with exit status -1.`;
+      const soft = state !== 'canceled' && softFails(job.step, exitStatus);
+      const end: JobEnd = { state, exit_status: exitStatus, signal_reason: null, soft_failed: soft, finished_at: now };
+      const line = `windsock: the agent running this job ${silence}; the job ended ${state} with exit status ${exitStatus}.`;
       // A lost agent's failure is exit status -1, which `retry.automatic` rules often name (the
       // retry is guarded on the failed states: for a canceled job it does nothing).
-      if (await this.progress.endSilentAgentJob(job, job.agentId!, transition, end, line)) await this.progress.retryOrAdvance(job, -1, null);
+      if (await this.progress.endSilentAgentJob(job, job.agentId!, transition, end, line)) await this.progress.retryOrAdvance(job, exitStatus, null);
     }
     return lost;
   }

@@ -50,8 +50,12 @@ export async function advanceLocked(run: MachineRun, buildId: string): Promise<v
       const agentId = m.from === 'assigned' ? jobs.find((j) => j.id === m.id)?.agentId : null;
       if (agentId) await r.agents.dropJobIfHeld(agentId, m.id);
     }
-    // The machine decides again from what the jobs are now (a few times at most: each retry follows a move of someone else's).
-    if (!moved && ++stale < 5) continue;
+    // The machine decides again from what the jobs are now (each retry follows a move of someone
+    // else's); still stale after a few, it saves nothing rather than a build state it did not reach.
+    if (!moved) {
+      if (++stale < 5) continue;
+      return;
+    }
     // The groups of the build's jobs admit what they can: the event that ran the machine may have
     // freed a slot (a job of the group ended, outside the machine) or queued a job.
     for (const j of jobs) {

@@ -62,6 +62,31 @@ describeEachDatabase('the agent API: job update and promised failure', (ctx) => 
     expect([b.jobs[0]!.state, b.jobs[0]!.exit_status]).toEqual(['failed', 1]);
   });
 
+  it('keeps the promise over a retried status, spares the promising job its own fast-fail, and a retry starts with no promise', async () => {
+    const s = await setup(
+      yaml(
+        'steps:',
+        '  - command: tests.sh',
+        '    parallelism: 2',
+        '    cancel_on_build_failing: true',
+        '    retry: { automatic: [{ exit_status: 2, limit: 1 }] }',
+      ),
+    );
+    await s.promise({ exit_status: 1 }).expect(204);
+    let b = await s.read();
+    // The promising job runs on; its sibling of the same fast-fail step is canceled.
+    expect([b.state, b.jobs.map((j) => j.state)]).toEqual(['failing', ['running', 'canceled']]);
+    // Exit status 2 would be retried: that breaks the promise, so the job fails with 1, not retried.
+    await s.finish(s.job.id, 2);
+    b = await s.read();
+    expect(b.jobs.map((j) => [j.state, j.exit_status, j.retried])).toEqual([
+      ['failed', 1, false],
+      ['canceled', null, false],
+    ]);
+    const retried = await ctx().http().put(`${s.url}/jobs/${s.job.id}/retry`).set(auth(s.token)).expect(200);
+    expect(retried.body).not.toHaveProperty('promised_exit_status');
+  });
+
   it('does not make the build failing for a promised status its step soft-fails, and lets the real result stand', async () => {
     const s = await setup(yaml('steps:', '  - { command: tests.sh, soft_fail: [{ exit_status: 42 }] }', '  - command: lint.sh'));
     await s.promise({ exit_status: 42 }).expect(204);
