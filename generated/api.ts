@@ -7032,7 +7032,7 @@ export interface components {
             readonly command?: string | null;
             /** @description The older name of `command`, with the same value (the documented agent examples show it). */
             readonly script_path?: string | null;
-            /** @description Time spent waiting on a concurrency group; null: Windsock has no concurrency groups. */
+            /** @description How long a job of a concurrency group waited `limited` for its group's room: from `scheduled_at` (when it could have run) to `runnable_at` (when its group admitted it). Null for other jobs, and while it still waits. */
             readonly concurrency_wait_time_ms?: number | null;
             readonly agent_query_rules?: string[];
             readonly soft_failed?: boolean;

@@ -3580,7 +3580,9 @@ type Job struct {
 	ClusterQueueURL *string `json:"cluster_queue_url,omitempty"`
 	ClusterURL      *string `json:"cluster_url,omitempty"`
 	Command         *string `json:"command,omitempty"`
-	// Time spent waiting on a concurrency group; null: Windsock has no concurrency groups.
+	// How long a job of a concurrency group waited `limited` for its group's room: from
+	// `scheduled_at` (when it could have run) to `runnable_at` (when its group admitted it).
+	// Null for other jobs, and while it still waits.
 	ConcurrencyWaitTimeMS *int64    `json:"concurrency_wait_time_ms,omitempty"`
 	CreatedAt             time.Time `json:"created_at"`
 	ExitStatus            *int64    `json:"exit_status,omitempty"`

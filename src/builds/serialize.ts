@@ -6,6 +6,7 @@ import { serializeProvider } from '../pipelines/serialize';
 import type { BuildWithJobs } from './service';
 import type { Author } from './model';
 import { countJobStates } from './jobs/state';
+import { concurrencyOf } from './jobs/concurrency';
 import type { Job } from './jobs/model';
 import { serializeCreator } from '../user/serialize';
 
@@ -143,7 +144,7 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
         artifacts_url: `${jobUrl}/artifacts`,
         command: j.command,
         script_path: j.command,
-        concurrency_wait_time_ms: null,
+        concurrency_wait_time_ms: concurrencyWaitTime(j),
         soft_failed: j.softFailed,
         exit_status: j.exitStatus,
         signal: j.signal,
@@ -168,6 +169,12 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
       });
     }
   }
+}
+
+/** How long a job of a concurrency group waited for its group's room (scheduled to runnable); null for other jobs, and while it waits. */
+function concurrencyWaitTime(j: Job): number | null {
+  if (!concurrencyOf(j.step) || !j.scheduledAt || !j.runnableAt) return null;
+  return Math.max(0, j.runnableAt.getTime() - j.scheduledAt.getTime());
 }
 
 export function serializeBuild({ build: b, jobs, jobStateCounts }: BuildWithJobs, v: BuildView): BuildJson {

@@ -393,7 +393,7 @@ export class JobRepository {
       promised_exit_status: null,
       promised_exit_status_at: null,
       created_at: at,
-      scheduled_at: limited ? null : at,
+      scheduled_at: at,
       runnable_at: limited ? null : at,
       started_at: null,
       finished_at: null,
@@ -449,7 +449,7 @@ export class JobRepository {
       await this.db.raw(`select pg_advisory_xact_lock(hashtext('windsock:concurrency-group'), hashtext(?))`, [`${organizationId}/${group}`]);
   }
 
-  /** Admits limited jobs to run (`admit`): scheduled, runnable at `at`. Those that moved, with their builds. */
+  /** Admits limited jobs to run (`admit`): runnable at `at` (they were scheduled when they became limited). Those that moved, with their builds. */
   async admit(jobIds: readonly string[], at: Date): Promise<{ id: string; buildId: string }[]> {
     if (jobIds.length === 0) return [];
     const t = jobTransition('admit');
@@ -461,7 +461,7 @@ export class JobRepository {
         rows.map((r) => r.id),
       )
       .whereIn('state', t.from)
-      .update({ state: t.to, scheduled_at: at, runnable_at: at });
+      .update({ state: t.to, runnable_at: at });
     return rows.map((r) => ({ id: r.id, buildId: r.build_id }));
   }
 

@@ -158,11 +158,14 @@ export function toJobRow(build: Pick<NewBuild, 'id' | 'pipelineId' | 'organizati
   };
 }
 
-/** A new job's timestamps: what runs at once is scheduled and runnable now; a filtered-out step is over. */
+/**
+ * A new job's timestamps: what runs at once is scheduled and runnable now (a job of a concurrency
+ * group scheduled, and runnable once its group admits it); a filtered-out step is over.
+ */
 function jobTimes(build: Pick<NewBuild, 'createdAt'>, j: PlannedJob) {
   return {
     created_at: build.createdAt,
-    scheduled_at: j.state === 'scheduled' ? build.createdAt : null,
+    scheduled_at: j.state === 'scheduled' || j.state === 'limited' ? build.createdAt : null,
     runnable_at: j.state === 'scheduled' ? build.createdAt : null,
     finished_at: j.state === 'broken' ? build.createdAt : null,
   };

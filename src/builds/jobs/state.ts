@@ -298,7 +298,8 @@ export function advance(
         reopen(j);
         // A job of a concurrency group waits for the group's room (./concurrency.ts).
         if (verdict === 'ready' && state() === 'waiting') {
-          if (concurrencyOf(j.step)) move(j, 'limited');
+          // Scheduled now, runnable once its group admits it (concurrency_wait_time_ms is the difference).
+          if (concurrencyOf(j.step)) move(j, 'limited', { scheduled_at: now });
           else move(j, 'scheduled', { scheduled_at: now, runnable_at: now });
         }
       }

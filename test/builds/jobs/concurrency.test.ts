@@ -109,12 +109,17 @@ describeEachDatabase('concurrency groups in builds', (ctx) => {
     const third = await t.build('app');
     expect(first.jobs.map((j) => j.state)).toEqual(['scheduled']);
     expect([second.jobs[0]!.state, third.jobs[0]!.state]).toEqual(['limited', 'limited']);
-    expect(second.jobs[0]!.scheduled_at).toBeNull();
+    // Scheduled (it could run), not runnable until its group admits it.
+    expect([second.jobs[0]!.scheduled_at === null, second.jobs[0]!.runnable_at, second.jobs[0]!.concurrency_wait_time_ms]).toEqual([false, null, null]);
     expect(second.state).toBe('scheduled');
     expect(await t.run()).toBe('deploy.sh');
     expect(await t.states('api', second.number)).toEqual(['scheduled']);
     expect(await t.states('app', third.number)).toEqual(['limited']);
-    expect((await t.read('api', second.number)).jobs[0]!.scheduled_at).not.toBeNull();
+    const admitted = (await t.read('api', second.number)).jobs[0]!;
+    expect(admitted.runnable_at).not.toBeNull();
+    expect(admitted.concurrency_wait_time_ms).toBe(Date.parse(admitted.runnable_at!) - Date.parse(admitted.scheduled_at!));
+    // The first one was admitted as its build was made: it waited a few milliseconds at most.
+    expect(first.jobs[0]!.concurrency_wait_time_ms).toEqual(expect.any(Number));
     expect(await t.run()).toBe('deploy-api.sh');
     expect(await t.run()).toBe('deploy.sh');
     expect((await t.read('app', third.number)).state).toBe('passed');
@@ -173,6 +178,8 @@ describeEachDatabase('concurrency groups in builds', (ctx) => {
     });
     const stuck = await t.build('stuck');
     expect([(await t.read('stuck', stuck.number)).state, await t.states('stuck', stuck.number)]).toEqual(['failed', ['waiting', 'waiting']]);
+    // A job in no concurrency group has no concurrency wait.
+    expect((await t.read('stuck', stuck.number)).jobs.find((j) => j.command === 'c.sh')!.concurrency_wait_time_ms).toBeNull();
     const app = await t.build('app');
     expect(await t.states('app', app.number)).toEqual(['waiting', 'scheduled']);
     expect(await t.run()).toBe('migrate.sh');
