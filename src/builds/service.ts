@@ -12,8 +12,8 @@ import { matchesBranchFilter } from '../pipelines/branch-filter';
 import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
 import type { Job } from './jobs/model';
-import type { Build, BuildFilter, BuildState, NewBuildFields, PullRequest } from './model';
-import { BULK_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, CANCELED_BUILD_STATES, FINISHED_BUILD_STATES, retryFrom } from './states';
+import type { Build, BuildFilter, NewBuildFields, PullRequest } from './model';
+import { BULK_RETRYABLE_JOB_STATES, CANCELED_BUILD_STATES, FINISHED_BUILD_STATES, retryFrom } from './states';
 import type { BuildProgress } from './progress/service';
 import type { BuildAndJobs, BuildRepository } from './repository';
 import { withJobsOnly } from './jobs/state';
@@ -47,11 +47,6 @@ const BULK_RETRY_STATES: readonly string[] = [...BULK_RETRYABLE_JOB_STATES, 'sof
 function bulkRetryStateOf(job: Job): string | null {
   if (job.state === 'failed') return job.softFailed ? 'soft_failed' : 'failed';
   return isOneOf(BULK_RETRYABLE_JOB_STATES, job.state) ? job.state : null;
-}
-
-/** Why a build in `state` was not canceled (the REST and the agent API's cancel). */
-export function cannotCancel(state: BuildState): string {
-  return `This build can't be canceled because it is ${state}: only scheduled, running or failing builds can be canceled.`;
 }
 
 export class BuildService {
@@ -193,9 +188,7 @@ export class BuildService {
     if (!build) throw new NotFoundError('build');
     if (!perms.build) throw new ForbiddenError();
     // Canceled, the build's state machine runs: a build a synchronous trigger step is waiting on ends that step (failed).
-    if (!CANCELABLE_BUILD_STATES.includes(build.state) || !(await this.progress.cancel(build.id, clock.now()))) {
-      throw new UnprocessableError(cannotCancel((await this.builds.findById(build.id))?.state ?? build.state));
-    }
+    await this.progress.cancelOrRefuse(build, clock.now());
     return this.get(actor, pipelineSlug, number, false);
   }
 

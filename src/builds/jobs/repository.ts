@@ -11,14 +11,14 @@
 import type { Knex } from 'knex';
 import type { PlannedJob } from './plan';
 import type { JobState, NewBuild } from '../model';
-import { parseJson, toDate, toDateOrNull } from '../../db/values';
+import { toDate, toDateOrNull } from '../../db/values';
 import type { Step } from '../../pipelines/configuration';
 import type { JobsRow } from '../../db/tables';
 import { isPostgres, isUniqueViolation } from '../../db/knex';
 import { isUuid } from '../../core/uuid';
 import type { User } from '../../core/identity';
 import type { ExpiredJob, Job, JobContext, JobEnd } from './model';
-import { contextFromRow, jobFromRow, toJobRow, userSnapshotColumn, type JobContextRow } from './rows';
+import { contextFromRow, jobFromRow, stepFromColumn, toJobRow, userSnapshotColumn, type JobContextRow } from './rows';
 import type { JobMove } from './state';
 import { HELD_JOB_STATES, JOB_STATES, jobTransition, UNFINISHED_BUILD_STATES, type JobEvent } from '../states';
 import { QUEUED_CONCURRENCY_STATES, type QueuedJob } from './concurrency';
@@ -425,7 +425,7 @@ export class JobRepository {
     /** The first position of a block step not passed yet, by build. */
     const firstBlock = new Map<string, number>();
     for (const m of blocks) {
-      const step = parseJson<Step>(m.step, { type: 'waiter', continue_on_failure: false });
+      const step = stepFromColumn(m.step);
       if (step.type !== 'manual' || step.input) continue;
       firstBlock.set(m.build_id, Math.min(firstBlock.get(m.build_id) ?? Infinity, Number(m.position)));
     }
@@ -563,7 +563,7 @@ export class JobRepository {
   /** A trigger job still running (waiting on the build it created): its build, and its step; or null. */
   async runningTrigger(jobId: string): Promise<{ buildId: string; step: Step } | null> {
     const job = await this.db('jobs').where({ id: jobId, state: 'running', type: 'trigger' }).first('build_id', 'step');
-    return job ? { buildId: job.build_id, step: parseJson<Step>(job.step, { type: 'waiter', continue_on_failure: false }) } : null;
+    return job ? { buildId: job.build_id, step: stepFromColumn(job.step) } : null;
   }
 
   /**

@@ -74,7 +74,7 @@ export function jobFromRow(r: JobRowIn): Job {
     stepKey: r.step_key ?? null,
     stepId: r.step_id,
     signature: parseJson<StepSignature | null>(r.step_signature, null),
-    step: parseJson<Step>(r.step, { type: 'waiter', continue_on_failure: false }),
+    step: stepFromColumn(r.step),
     command: r.command ?? null,
     agentQueryRules: parseJson(r.agent_query_rules, []),
     env: parseJson(r.env, {}),
@@ -110,6 +110,11 @@ export function jobFromRow(r: JobRowIn): Job {
     startedAt: toDateOrNull(r.started_at),
     finishedAt: toDateOrNull(r.finished_at),
   };
+}
+
+/** A job's stored step (`jobs.step`); an unreadable one reads as a plain wait step. */
+export function stepFromColumn(value: unknown): Step {
+  return parseJson<Step>(value, { type: 'waiter', continue_on_failure: false });
 }
 
 /** A user kept on a job as a JSON snapshot (`unblocked_by`, `retried_by`), or null. */

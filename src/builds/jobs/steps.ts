@@ -6,15 +6,14 @@
  */
 import type { components } from '../../../generated/api';
 import type { Agent } from '../../agents/repository';
-import { NotFoundError, UnprocessableError, ValidationError } from '../../core/errors';
+import { NotFoundError, ValidationError } from '../../core/errors';
 import { clock } from '../../core/clock';
 import type { BuildProgress } from '../progress/service';
 import type { BuildRepository } from '../repository';
-import { cannotCancel } from '../service';
 import type { AgentWorkService } from './agent-work';
 import type { Job } from './model';
 import type { JobRepository } from './repository';
-import { CANCELABLE_BUILD_STATES, TERMINAL_JOB_STATES, UNSUCCESSFUL_JOB_STATES } from '../states';
+import { TERMINAL_JOB_STATES, UNSUCCESSFUL_JOB_STATES } from '../states';
 
 type ExportBody = components['schemas']['StepExportRequest'];
 type UpdateBody = components['schemas']['StepUpdateRequest'];
@@ -82,23 +81,24 @@ export class StepService {
    * as the REST API cancels one; any other build is as good as missing. Answers its id.
    */
   async cancelBuild(agent: Agent, buildId: string): Promise<string> {
-    if (!agent.jobId) throw new NotFoundError('build');
-    const running = await this.work.activeJob(agent, agent.jobId);
-    const build = buildId.toLowerCase() === running.build.id ? await this.builds.findById(running.build.id) : null;
+    const build = await this.builds.findById(await this.ownBuild(agent, buildId, 'build'));
     if (!build) throw new NotFoundError('build');
-    if (!CANCELABLE_BUILD_STATES.includes(build.state) || !(await this.progress.cancel(build.id, clock.now()))) {
-      throw new UnprocessableError(cannotCancel((await this.builds.findById(build.id))?.state ?? build.state));
-    }
+    await this.progress.cancelOrRefuse(build, clock.now());
     return build.id;
   }
 
   /** The step's jobs in the build of the job the agent runs; a step of another build is as good as missing. */
   private async stepJobs(agent: Agent, idOrKey: string, buildId: string | undefined): Promise<Job[]> {
-    if (!agent.jobId) throw new NotFoundError('step');
-    const running = await this.work.activeJob(agent, agent.jobId);
-    if (buildId !== undefined && buildId.toLowerCase() !== running.build.id) throw new NotFoundError('step');
-    const jobs = await this.jobs.ofStep(running.build.id, idOrKey);
+    const jobs = await this.jobs.ofStep(await this.ownBuild(agent, buildId, 'step'), idOrKey);
     if (!jobs.length) throw new NotFoundError('step');
     return jobs;
+  }
+
+  /** The build of the job the agent runs, when `buildId` names it or nothing; otherwise `what` is not found. */
+  private async ownBuild(agent: Agent, buildId: string | undefined, what: string): Promise<string> {
+    if (!agent.jobId) throw new NotFoundError(what);
+    const running = await this.work.activeJob(agent, agent.jobId);
+    if (buildId !== undefined && buildId.toLowerCase() !== running.build.id) throw new NotFoundError(what);
+    return running.build.id;
   }
 }

@@ -23,7 +23,8 @@ import type { NotifyEntry } from '../../pipelines/configuration';
 import type { Pipeline } from '../../pipelines/repository';
 import type { PlannedJob } from '../jobs/plan';
 import type { Build, JobState, NewBuildFields } from '../model';
-import { AUTO_RETRYABLE_JOB_STATES, HELD_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
+import { AUTO_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, HELD_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
+import { UnprocessableError } from '../../core/errors';
 import { cancelBuild, supersede } from './cancellation';
 import { clusterQueuesOf, planBuild, writeBuild } from './creation';
 import { placeInCluster } from '../jobs/cluster-queue';
@@ -169,6 +170,16 @@ export class BuildProgress {
       else await r.jobs.updateOfJobs(buildId, jobIds, 'stop');
       for (const id of jobIds) a.job(buildId, id);
     });
+  }
+
+  /**
+   * Cancels the build (as `cancel`) if its state allows it, else refuses with a 422 naming the
+   * state it is in now (the REST API's and the agent's cancel).
+   */
+  async cancelOrRefuse(build: Pick<Build, 'id' | 'state'>, at: Date): Promise<void> {
+    if (CANCELABLE_BUILD_STATES.includes(build.state) && (await this.cancel(build.id, at))) return;
+    const state = (await this.repos.builds.findById(build.id))?.state ?? build.state;
+    throw new UnprocessableError(`This build can't be canceled because it is ${state}: only scheduled, running or failing builds can be canceled.`);
   }
 
   /** Cancels the branch's builds that can be (`cancel_branch`) with their unfinished jobs (a deleted branch); returns how many. */
