@@ -8,6 +8,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { goBuildCache } from '../support/tools';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const BIN = path.join(ROOT, 'node_modules', '.bin');
@@ -167,7 +168,7 @@ export const CELLS: Cell[] = [
       fs.copyFileSync(path.join(SCENARIOS, 'go.go'), path.join(gopath, 'src', 'smoke', 'main.go'));
       await exec('go', ['build', '-o', path.join(dir, 'smoke'), 'smoke'], {
         cwd: gopath,
-        env: { ...GO_ENV, GOPATH: `${gopath}:${GO_ENV.GOPATH}`, GOCACHE: path.join(dir, 'gocache') },
+        env: { ...GO_ENV, GOPATH: `${gopath}:${GO_ENV.GOPATH}`, GOCACHE: goBuildCache() },
       });
     },
     run: (dir, env) => exec(path.join(dir, 'smoke'), [], { env, timeout: 60_000 }),

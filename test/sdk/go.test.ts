@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { databases } from '../support/context';
-import { describeWithTool, toolEnv } from '../support/tools';
+import { describeWithTool, goBuildCache, toolEnv } from '../support/tools';
 import { givenSdkData, liveWindsock, runJson, smokeBuild, smokeEnv, type LiveWindsock, type SdkData } from './support';
 
 const GO_MODULE = path.resolve(__dirname, '../../clients/go');
@@ -50,7 +50,7 @@ beforeAll(async () => {
     env: {
       ...toolEnv(),
       HOME: process.env.HOME ?? os.tmpdir(),
-      GOCACHE: process.env.GOCACHE ?? path.join(cache, 'build'),
+      GOCACHE: goBuildCache(),
       GOPATH: process.env.GOPATH ?? path.join(cache, 'path'),
       GOPROXY: 'off',
       GOTOOLCHAIN: 'local',
