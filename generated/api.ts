@@ -1991,8 +1991,11 @@ export interface paths {
          *     `links` URL; both at once, or a cursor this list did not make, is a 400. `state[]` keeps
          *     the jobs in any of the states named (`passed` and `failed` as the jobs' `state` shows them,
          *     and a finished wait step matches `passed` whichever state it ended in, as the docs' build
-         *     `job_states[]` has it; `finished` and an unknown state are a 400). Retried jobs are included unless
-         *     `include_retried_jobs=false`, which keeps only the latest attempt of each step.
+         *     `job_states[]` has it; `finished` and an unknown state are a 400). A running command job
+         *     that promised a hard failure (`buildkite-agent job promise-failure`: a non-zero status no
+         *     `soft_fail` or automatic retry rule of its step covers) matches `failed` and not `running`,
+         *     as the docs' Jobs API says, though its `state` still reads `running`. Retried jobs are
+         *     included unless `include_retried_jobs=false`, which keeps only the latest attempt of each step.
          */
         get: operations["listJobs"];
         put?: never;

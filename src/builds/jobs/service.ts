@@ -92,7 +92,7 @@ export class JobService {
     if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('after and before are mutually exclusive: send one of them');
     const item = await this.builds.get(actor, pipelineSlug, number, true);
     const states = opts.states?.length ? new Set(opts.states) : undefined;
-    const all = item.jobs.filter((j) => (opts.includeRetried || !j.retried) && (!states || jobInStates(j, states)));
+    const all = item.jobs.filter((j) => (opts.includeRetried || !j.retried) && (!states || jobInStates(j, states, { promisedAsFailed: true })));
     const at = (cursor: string, name: string) => {
       const id = decodeJobCursor(cursor);
       const i = id === undefined ? -1 : all.findIndex((j) => j.id === id);

@@ -56,8 +56,20 @@ export function failsBuild(j: Pick<Job, 'state' | 'softFailed' | 'step' | 'retri
  * Whether a job is one of `states`, as the real API's job state filters match (`job_states[]` of a
  * build, `state[]` of a build's jobs): by its state, and a finished wait step, which never runs
  * and has no exit status, matches `passed` whichever state it ended in.
+ *
+ * With `promisedAsFailed` (the Jobs API's `state[]`, as its page documents), a running command job
+ * that promised a hard failure (`job promise-failure`) matches `failed` and not `running`, so the
+ * two filters stay apart; its `state` still reads `running`. The build's `job_states[]` is
+ * documented without it and matches by state alone.
  */
-export function jobInStates(j: Pick<Job, 'type' | 'state' | 'finishedAt'>, states: ReadonlySet<JobState>): boolean {
+export function jobInStates(
+  j: Pick<Job, 'type' | 'state' | 'finishedAt' | 'step' | 'retriesCount' | 'promisedExitStatus'>,
+  states: ReadonlySet<JobState>,
+  opts: { promisedAsFailed?: boolean } = {},
+): boolean {
+  if (opts.promisedAsFailed && j.type === 'script' && j.state === 'running' && promisedHardFailure(j.step, j.retriesCount ?? 0, j.promisedExitStatus)) {
+    return states.has('failed');
+  }
   return states.has(j.state) || (j.type === 'waiter' && j.finishedAt !== null && states.has('passed'));
 }
 

@@ -23,7 +23,14 @@ describeEachDatabase('the agent API: job update and promised failure', (ctx) => 
         .expect(200);
     const promise = (body: Record<string, unknown>, token = s.agent.token) =>
       ctx().http().put(`/v3/jobs/${job.id}/promise_failure`).set(agentAuth(token)).send(body);
-    return { ...s, job, read, finish, promise };
+    /** The Jobs API's `state[]=<state>`, and the build's `job_states[]=<state>`: ids and states of the jobs each keeps. */
+    const filtered = async (state: string) => {
+      const jobs = await ctx().http().get(`${s.url}/jobs`).query({ 'state[]': state }).set(auth(s.token)).expect(200);
+      const build = await ctx().http().get(s.url).query({ 'job_states[]': state }).set(auth(s.token)).expect(200);
+      const pairs = (items: { id: string; state: string }[]) => items.map((j) => [j.id, j.state]);
+      return { jobs: pairs(jobs.body.items), build: pairs((build.body as BuildJson).jobs) };
+    };
+    return { ...s, job, read, finish, promise, filtered };
   }
 
   it('changes the timeout of the job the agent runs, and nothing else', async () => {
@@ -52,6 +59,10 @@ describeEachDatabase('the agent API: job update and promised failure', (ctx) => 
     expect([b.state, b.failing_at === null, b.jobs.map((j) => j.state)]).toEqual(['failing', false, ['running', 'canceled', 'scheduled']]);
     expect(b.jobs[0]).toMatchObject({ promised_exit_status: 1, promised_exit_status_at: expect.stringMatching(/Z$/) });
     expect(b.jobs[2]).not.toHaveProperty('promised_exit_status');
+    // The Jobs API's failed filter finds the running job that promised (the docs' Jobs API), and its
+    // running filter does not; the build's job_states[] is documented by state alone.
+    expect(await s.filtered('failed')).toEqual({ jobs: [[s.job.id, 'running']], build: [] });
+    expect(await s.filtered('running')).toEqual({ jobs: [], build: [[s.job.id, 'running']] });
     // The same promise again is a duplicate; another status a conflict.
     await s.promise({ exit_status: 1 }).expect(204);
     expect((await s.promise({ exit_status: 2 }).expect(409)).body.message).toContain('exit status 1');
@@ -92,6 +103,9 @@ describeEachDatabase('the agent API: job update and promised failure', (ctx) => 
     await s.promise({ exit_status: 42 }).expect(204);
     let b = await s.read();
     expect([b.state, b.failing_at]).toEqual(['running', null]);
+    // A promise its step soft-fails is no hard failure: the job is running to every filter.
+    expect(await s.filtered('failed')).toEqual({ jobs: [], build: [] });
+    expect(await s.filtered('running')).toEqual({ jobs: [[s.job.id, 'running']], build: [[s.job.id, 'running']] });
     await s.finish(s.job.id, 0);
     b = await s.read();
     expect([b.jobs[0]!.state, b.jobs[0]!.exit_status, b.jobs[0]!.promised_exit_status]).toEqual(['passed', 0, 42]);
