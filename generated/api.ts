@@ -3199,9 +3199,10 @@ export interface paths {
          *     `failing`, and the other jobs of `cancel_on_build_failing` steps are canceled. When the job
          *     ends with a result that would break the promise (0, a soft-failing status, one its step
          *     retries, or stopped), it fails with the promised status. A retry of the job starts with no
-         *     promise. The same status again changes nothing (204); another one is a 409. `reason` is
-         *     accepted and not kept on the job (as documented). Another agent's job is a 404; a job not
-         *     on its agent a 422.
+         *     promise. The same status again changes nothing (204); another one is a 409. `reason` is not
+         *     kept on the job (as documented): it goes out with the promise's `job.promised_exit_status`
+         *     webhook event, as its top-level `promised_exit_status_reason`. Another agent's job is a 404;
+         *     a job not on its agent a 422.
          */
         put: operations["promiseJobFailure"];
         post?: never;
@@ -7000,7 +7001,7 @@ export interface components {
         PromiseFailureRequest: {
             /** @description The non-zero exit status the job will finish with (0 would promise success). */
             exit_status: number;
-            /** @description Why: accepted, not kept on the job. */
+            /** @description Why: not kept on the job; sent with the job.promised_exit_status webhook event. */
             reason?: string;
         };
         /** @description The id of what the command acted on (a build's, a step's). */

@@ -5287,7 +5287,7 @@ type PipelineWritable struct {
 type PromiseFailureRequest struct {
 	// The non-zero exit status the job will finish with (0 would promise success).
 	ExitStatus int64 `json:"exit_status"`
-	// Why: accepted, not kept on the job.
+	// Why: not kept on the job; sent with the job.promised_exit_status webhook event.
 	Reason *string `json:"reason,omitempty"`
 }
 

@@ -182,7 +182,7 @@ export function agentApiRoutes(service: AgentService, work: AgentWorkService, up
   });
 
   api.on('promiseJobFailure', async (req, res) => {
-    await work.promiseFailure(agentOf(res), req.params.job_id, req.body.exit_status);
+    await work.promiseFailure(agentOf(res), req.params.job_id, req.body.exit_status, req.body.reason ?? null);
     res.status(204).end();
   });
 

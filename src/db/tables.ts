@@ -412,6 +412,8 @@ export interface OutboxEventsRow {
   blocked: DbBoolean | null;
   occurred_at: DbTimestamp;
   fanned_out_at: DbTimestamp | null;
+  event: string | null;
+  detail: string | null;
 }
 
 export interface PipelineGithubWebhooksRow {
@@ -1138,6 +1140,8 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     blocked: ['boolean', true],
     occurred_at: ['timestamp', false],
     fanned_out_at: ['timestamp', true],
+    event: ['string', true],
+    detail: ['string', true],
   },
   pipeline_github_webhooks: {
     pipeline_id: ['string', false],

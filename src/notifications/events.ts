@@ -9,7 +9,7 @@
 
 /** The webhook events of the public documentation (Webhooks for Pipelines), in the order they name them. */
 export const BUILD_EVENTS = ['build.scheduled', 'build.running', 'build.failing', 'build.finished', 'build.skipped'] as const;
-export const JOB_EVENTS = ['job.scheduled', 'job.started', 'job.finished', 'job.activated'] as const;
+export const JOB_EVENTS = ['job.scheduled', 'job.started', 'job.finished', 'job.activated', 'job.promised_exit_status'] as const;
 export const AGENT_EVENTS = ['agent.connected', 'agent.lost', 'agent.disconnected', 'agent.stopping', 'agent.stopped'] as const;
 export const EVENT_NAMES = ['ping', ...BUILD_EVENTS, ...JOB_EVENTS, ...AGENT_EVENTS] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
@@ -33,6 +33,8 @@ export interface EventPayload {
   /** ping only: the service pinged. */
   service?: Representation;
   organization?: Representation;
+  /** job.promised_exit_status only: why the job said it will fail (`--reason`), or null. */
+  promised_exit_status_reason?: string | null;
 }
 
 /** One event as a provider receives it. */

@@ -87,5 +87,7 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
     sender: sender(name === 'job.activated' ? (job?.unblockedBy ?? found.build.creator) : found.build.creator),
   };
   if (job) payload.job = { ...(build.jobs ?? []).find((j) => 'id' in j && j.id === job.id), state: t.toState };
+  // The documented one addition of this event's body: the reason, kept with the event only.
+  if (name === 'job.promised_exit_status') payload.promised_exit_status_reason = typeof t.detail?.reason === 'string' ? t.detail.reason : null;
   return { payload, organization: { id: org.id, slug: org.slug, name: org.name }, pipeline, build: found.build, job, agent: null };
 }

@@ -12,6 +12,7 @@ import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { jsonColumn, oneOf } from '../db/row-types';
 import { isRecord } from '../core/guards';
 import { everyValue } from '../core/enum-values';
+import { EVENT_NAMES, type EventName } from './events';
 
 export interface Transition {
   seq: number;
@@ -26,6 +27,13 @@ export interface Transition {
   toState: string;
   blocked: boolean;
   occurredAt: Date;
+  /**
+   * An event that is no state change, by name (written by its code path, not a trigger:
+   * `job.promised_exit_status`); null for a transition, whose event rules.ts derives.
+   */
+  event: EventName | null;
+  /** What such an event's body adds that no row keeps (the promise's `reason`). */
+  detail: Record<string, unknown> | null;
 }
 
 export type DeliveryState = 'pending' | 'delivered' | 'failed';
@@ -85,6 +93,8 @@ function transitionFromRow(r: OutboxEventsRow): Transition {
     toState: r.to_state,
     blocked: toBool(r.blocked),
     occurredAt: toDate(r.occurred_at),
+    event: r.event === null || r.event === undefined ? null : oneOf(EVENT_NAMES, r.event, 'outbox_events.event'),
+    detail: jsonColumn(r.detail, null, (v): v is Record<string, unknown> | null => v === null || isRecord(v), 'outbox_events.detail'),
   };
 }
 

@@ -18,6 +18,8 @@ const FINISHED_JOB = ['passed', 'failed', 'canceled', 'timed_out', 'expired'];
  * Agents: each connection state the documentation names.
  */
 export function eventOf(t: Transition): EventName | null {
+  // An event that is no state change was recorded by name (a job's promised exit status).
+  if (t.event !== null) return t.event;
   if (t.kind === 'build') {
     if (t.fromState === t.toState) return null;
     if (t.toState === 'scheduled') return 'build.scheduled';

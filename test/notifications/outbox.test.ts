@@ -90,6 +90,8 @@ describe('the events transitions are', () => {
     toState: to,
     blocked,
     occurredAt: new Date(),
+    event: null,
+    detail: null,
   });
   it.each([
     [t('build', null, 'scheduled'), 'build.scheduled'],
@@ -110,6 +112,7 @@ describe('the events transitions are', () => {
     [t('job', 'running', 'timed_out', 'script'), 'job.finished'],
     [t('job', 'scheduled', 'expired', 'script'), 'job.finished'],
     [t('job', 'blocked', 'unblocked', 'manual'), 'job.activated'],
+    [{ ...t('job', 'running', 'running', 'script'), event: 'job.promised_exit_status' as const, detail: { reason: null } }, 'job.promised_exit_status'],
     [t('job', null, 'scheduled', 'waiter'), null],
     [t('job', null, 'scheduled', 'trigger'), null],
     [t('agent', 'never_connected', 'connected'), 'agent.connected'],

@@ -8,7 +8,7 @@
  */
 import crypto from 'node:crypto';
 import { auth, type TestContext, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenRegistrationToken, runNextJob } from '../support/agents';
+import { agentAuth, givenAgent, givenRegistrationToken, runNextJob, takeNextJob } from '../support/agents';
 import { givenBuild, givenPipeline } from '../support/given';
 import { receiverForEachTest, startReceiver } from './receiver';
 
@@ -29,6 +29,39 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
     await settle(); // the ping
     return res.body as { id: string };
   }
+
+  it("tells a job's promised failure with its reason, before the build.failing it causes and the job.finished", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    await givenService(org, token, { settings: { events: ['build.failing', 'job.promised_exit_status', 'job.finished'] } });
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const p = await givenPipeline(ctx(), org, token, 'steps:\n  - { command: tests.sh, parallelism: 2 }\n');
+    await givenBuild(ctx(), org, p, token);
+    const [first, second] = [await givenAgent(ctx(), reg, 'first'), await givenAgent(ctx(), reg, 'second')];
+    const jobs = [await takeNextJob(ctx(), first), await takeNextJob(ctx(), second)];
+    const promise = (agent: { token: string }, jobId: string, body: Record<string, unknown>) =>
+      ctx().http().put(`/v3/jobs/${jobId}/promise_failure`).set(agentAuth(agent.token)).send(body).expect(204);
+    await promise(first, jobs[0]!.id, { exit_status: 1, reason: 'test_failure (2 failed after retries)' });
+    await promise(second, jobs[1]!.id, { exit_status: 3 });
+    // The same promise again is recorded once.
+    await promise(second, jobs[1]!.id, { exit_status: 3, reason: 'again' });
+    await ctx().http().put(`/v3/jobs/${jobs[0]!.id}/finish`).set(agentAuth(first.token)).send({ exit_status: '1' }).expect(200);
+    await settle();
+    expect(receiver().events()).toEqual(['ping', 'job.promised_exit_status', 'build.failing', 'job.promised_exit_status', 'job.finished']);
+    type Body = { event: string; job: Record<string, unknown>; build: Record<string, unknown>; promised_exit_status_reason?: unknown };
+    const [one, , two, finished] = receiver()
+      .received.slice(1)
+      .map((r) => r.body as Body);
+    expect(one).toMatchObject({ event: 'job.promised_exit_status', promised_exit_status_reason: 'test_failure (2 failed after retries)' });
+    expect(one!.job).toMatchObject({ id: jobs[0]!.id, state: 'running', promised_exit_status: 1, promised_exit_status_at: expect.stringMatching(/Z$/) });
+    expect(two).toMatchObject({
+      event: 'job.promised_exit_status',
+      promised_exit_status_reason: null,
+      job: { id: jobs[1]!.id, state: 'running', promised_exit_status: 3 },
+    });
+    // Only this event has the field.
+    expect(finished).toMatchObject({ event: 'job.finished', job: { id: jobs[0]!.id, state: 'failed' } });
+    expect(finished).not.toHaveProperty('promised_exit_status_reason');
+  });
 
   it('pings a new service with the documented headers', async () => {
     const { org, token } = await ctx().givenAdmin();

@@ -260,12 +260,13 @@ export class AgentWorkService {
   /**
    * `buildkite-agent job promise-failure`: the running command job declares the exit status it
    * will finish with; its build's state machine runs (a hard failure makes the build failing).
-   * The same status again changes nothing; another one is a conflict.
+   * The same status again changes nothing; another one is a conflict. The reason goes out with
+   * the promise's webhook event (job.promised_exit_status) only.
    */
-  async promiseFailure(agent: Agent, jobId: string, exitStatus: number): Promise<void> {
+  async promiseFailure(agent: Agent, jobId: string, exitStatus: number, reason: string | null): Promise<void> {
     const current = await this.activeJob(agent, jobId);
     if (current.job.type !== 'script') throw new UnprocessableError(`Only a command job can promise its failure: this one is a ${current.job.type} job.`);
-    const promised = current.job.promisedExitStatus ?? (await this.progress.promiseFailure(current.build.id, jobId, exitStatus, clock.now()));
+    const promised = current.job.promisedExitStatus ?? (await this.progress.promiseFailure(current.build.id, jobId, exitStatus, reason, clock.now()));
     if (promised === null) throw new UnprocessableError('The job has finished: only a running job can promise its failure.');
     if (promised !== exitStatus) throw new ConflictError(`The job already promised to fail with exit status ${promised}: a job promises once.`);
   }

@@ -334,13 +334,37 @@ export class JobRepository {
   /**
    * Records the exit status a job on an agent promised (`job promise-failure`) at `at`, unless it
    * promised one already; answers the status the job has promised (null: it is no longer on an agent).
+   * The promise that is recorded is also an outbox event (job.promised_exit_status) with its
+   * reason, in the same transaction: the outbox's triggers record state changes
+   * (src/db/migrations/20261126090000_outbox.ts), and a promise changes none.
    */
-  async promiseFailure(jobId: string, exitStatus: number, at: Date, onAgent: readonly JobState[]): Promise<number | null> {
-    await this.db('jobs')
+  async promiseFailure(jobId: string, exitStatus: number, reason: string | null, at: Date, onAgent: readonly JobState[]): Promise<number | null> {
+    const recorded = await this.db('jobs')
       .where({ id: jobId })
       .whereNull('promised_exit_status')
       .whereIn('state', onAgent)
       .update({ promised_exit_status: exitStatus, promised_exit_status_at: at });
+    if (recorded > 0) {
+      const job = await this.db('jobs as j')
+        .join('builds as b', 'b.id', 'j.build_id')
+        .where('j.id', jobId)
+        .first('j.type', 'j.state', 'j.pipeline_id', 'j.build_id', 'b.organization_id');
+      if (job) {
+        await this.db('outbox_events').insert({
+          kind: 'job',
+          subject_id: jobId,
+          subject_type: job.type,
+          organization_id: job.organization_id,
+          pipeline_id: job.pipeline_id,
+          build_id: job.build_id,
+          from_state: job.state,
+          to_state: job.state,
+          occurred_at: at,
+          event: 'job.promised_exit_status',
+          detail: JSON.stringify({ reason }),
+        });
+      }
+    }
     const row = await this.db('jobs').where({ id: jobId }).first('promised_exit_status');
     return row?.promised_exit_status ?? null;
   }

@@ -149,10 +149,10 @@ export class BuildProgress {
    * build's state machine runs: a hard failure makes the build failing at once. Answers the status
    * the job has promised (an earlier promise stands), null if it was no longer on an agent.
    */
-  async promiseFailure(buildId: string, jobId: string, exitStatus: number, at: Date): Promise<number | null> {
+  async promiseFailure(buildId: string, jobId: string, exitStatus: number, reason: string | null, at: Date): Promise<number | null> {
     const promised = await this.inLockedBuild(buildId, at, async (r, a) => {
       a.job(buildId, jobId);
-      return r.jobs.promiseFailure(jobId, exitStatus, at, RUNNING_ON_AGENT_JOB_STATES);
+      return r.jobs.promiseFailure(jobId, exitStatus, reason, at, RUNNING_ON_AGENT_JOB_STATES);
     });
     return promised ?? null;
   }

@@ -49,6 +49,7 @@ import * as pipelineCloneMirrorUrl from './20261128130000_pipeline_clone_mirror_
 import * as teamDestroyPackagesFlag from './20261128140000_team_destroy_packages_flag';
 import * as jobConcurrencyGroups from './20261128190000_job_concurrency_groups';
 import * as jobPromisedFailure from './20261128200000_job_promised_failure';
+import * as outboxNamedEvents from './20261128210000_outbox_named_events';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -96,6 +97,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261128140000_team_destroy_packages_flag': teamDestroyPackagesFlag,
   '20261128190000_job_concurrency_groups': jobConcurrencyGroups,
   '20261128200000_job_promised_failure': jobPromisedFailure,
+  '20261128210000_outbox_named_events': outboxNamedEvents,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

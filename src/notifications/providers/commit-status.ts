@@ -40,6 +40,8 @@ export function commitStatusProvider(config: CommitStatusConfig, conditionOf: (c
       if (!pipeline || !isOneOf(enabled, pipeline.providerId)) return false;
       if (name.startsWith('build.')) return true;
       if (!name.startsWith('job.')) return false;
+      // A promise leaves the job running: its status is posted when it finishes.
+      if (name === 'job.promised_exit_status') return false;
       return pipeline.providerSettings.publish_commit_status_per_step === true || notifyOf(job?.step).length > 0;
     },
     planOwn(ctx: FanOutContext): PlannedDelivery[] {
