@@ -6123,7 +6123,9 @@ export interface components {
          *     one of `email`, `webhook` (an http(s) URL), `slack` (a channel or user, or `{channels,
          *     message}`), `basecamp_campfire` (a chatbot's lines URL), `pagerduty_change_event` (an
          *     integration key), `github_commit_status` or `github_check` (each `{context}`), with an
-         *     optional `if` condition over the build (`build.state == "failed"`, `pipeline.started_failing` ...).
+         *     optional `if` condition over the build (`build.state == "failed"`, `pipeline.started_failing` ...),
+         *     and in a command step's entries over the step too (`step.outcome == "hard_failed"`,
+         *     `step.state == "failing"`): a step's entries are sent at its `step.failing` and `step.finished`.
          */
         NotifyEntry: {
             email?: string;

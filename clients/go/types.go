@@ -4961,7 +4961,10 @@ type MatrixAdjustment struct {
 // message}`), `basecamp_campfire` (a chatbot's lines URL), `pagerduty_change_event` (an
 // integration key), `github_commit_status` or `github_check` (each `{context}`), with an
 // optional `if` condition over the build (`build.state == "failed"`,
-// `pipeline.started_failing` ...).
+// `pipeline.started_failing` ...),
+// and in a command step's entries over the step too (`step.outcome == "hard_failed"`,
+// `step.state == "failing"`): a step's entries are sent at its `step.failing` and
+// `step.finished`.
 type NotifyEntry struct {
 	BasecampCampfire     *string              `json:"basecamp_campfire,omitempty"`
 	Email                *string              `json:"email,omitempty"`

@@ -7,10 +7,14 @@
  * does not parse holds for nothing (it was refused when the pipeline was saved; one saved
  * before the reader knew it is left out, not sent unrestricted).
  */
-import { NOTIFY_CONDITION_VARIABLES, parseCondition, type Value } from '../pipelines/filter-condition';
+import { NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_CONDITION_VARIABLES, parseCondition, type Value } from '../pipelines/filter-condition';
 import type { FanOutContext } from './service';
+import type { StepMoment } from './step-moments';
 
-export function notifyConditionContext(ctx: FanOutContext): Map<string, Value> {
+const VARIABLES = [...NOTIFY_CONDITION_VARIABLES, ...STEP_NOTIFY_CONDITION_VARIABLES];
+
+/** The variables of an entry's `if`: the build's, and with `step` (a step-level entry at a step moment) the step's; null without. */
+export function notifyConditionContext(ctx: FanOutContext, step?: StepMoment): Map<string, Value> {
   const b = ctx.rendered.build;
   const p = ctx.rendered.pipeline;
   const previous = ctx.previousFinishedState;
@@ -44,16 +48,22 @@ export function notifyConditionContext(ctx: FanOutContext): Map<string, Value> {
     ['pipeline.default_branch', p?.defaultBranch ?? null],
     ['pipeline.repository', p?.repository ?? null],
     ['organization.slug', ctx.rendered.organization.slug],
+    ['step.id', step?.id ?? null],
+    ['step.key', step?.key ?? null],
+    ['step.label', step?.label ?? null],
+    ['step.type', step?.type ?? null],
+    ['step.state', step?.state ?? null],
+    ['step.outcome', step?.outcome ?? null],
   ]);
 }
 
-/** Evaluates conditions against the event's build (the context is built once per event). */
-export function conditionOf(ctx: FanOutContext): (condition: string) => boolean {
+/** Evaluates conditions against the event's build, and `step`'s moment if given (the context is built once per event). */
+export function conditionOf(ctx: FanOutContext, step?: StepMoment): (condition: string) => boolean {
   let vars: Map<string, Value> | undefined;
   return (condition) => {
-    const parsed = parseCondition(condition, NOTIFY_CONDITION_VARIABLES);
+    const parsed = parseCondition(condition, VARIABLES);
     if (!parsed.ok) return false;
-    vars ??= notifyConditionContext(ctx);
+    vars ??= notifyConditionContext(ctx, step);
     return parsed.condition.evaluate(vars);
   };
 }

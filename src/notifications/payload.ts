@@ -39,6 +39,8 @@ export interface RenderedEvent {
   pipeline: Pipeline | null;
   build: Build | null;
   job: Job | null;
+  /** The build's jobs as read at fan-out (a step's notifications read its other jobs); [] for an agent event. */
+  jobs: Job[];
   agent: Agent | null;
 }
 
@@ -58,6 +60,7 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
       pipeline: null,
       build: null,
       job: null,
+      jobs: [],
       agent,
     };
   }
@@ -89,5 +92,5 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
   if (job) payload.job = { ...(build.jobs ?? []).find((j) => 'id' in j && j.id === job.id), state: t.toState };
   // The documented one addition of this event's body: the reason, kept with the event only.
   if (name === 'job.promised_exit_status') payload.promised_exit_status_reason = typeof t.detail?.reason === 'string' ? t.detail.reason : null;
-  return { payload, organization: { id: org.id, slug: org.slug, name: org.name }, pipeline, build: found.build, job, agent: null };
+  return { payload, organization: { id: org.id, slug: org.slug, name: org.name }, pipeline, build: found.build, job, jobs: found.jobs, agent: null };
 }

@@ -73,6 +73,8 @@ export const NOTIFY_CONDITION_VARIABLES = [
   'pipeline.started_passing',
   'pipeline.started_failing',
 ] as const;
+/** The step variables of a step-level `notify` entry's `if` (the docs: for conditional notifications only). */
+export const STEP_NOTIFY_CONDITION_VARIABLES = ['step.id', 'step.key', 'step.label', 'step.type', 'step.state', 'step.outcome'] as const;
 export type ConditionContext = ReadonlyMap<string, Value>;
 
 const KNOWN = new Set<string>(CONDITION_VARIABLES);

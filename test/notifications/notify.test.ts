@@ -121,7 +121,88 @@ describeEachDatabase('notify entries of pipeline YAML', { notifications: { retry
     expect(receiver().received[0]!.raw).toContain(String(b.number));
   });
 
-  it('posts a step-level slack notification when the job finishes', async () => {
+  it("posts a parallel step's slack notifications once at step.failing and once at step.finished, with step.* conditions", async () => {
+    const s = await setup(
+      [
+        'steps:',
+        '  - label: Unit tests',
+        '    command: one',
+        '    parallelism: 3',
+        '    notify:',
+        '      - slack: "#all"',
+        '      - slack: "#hard"',
+        '        if: step.outcome == "hard_failed"',
+        '      - slack: "#failing"',
+        '        if: step.state == "failing"',
+        '      - slack: "#passed"',
+        '        if: step.outcome == "passed" && step.label == "Unit tests"',
+        '',
+      ].join('\n'),
+    );
+    await givenSlackService(s.org, s.token, receiver().url, { build_states: { build_passed: false, build_failed: false } });
+    await s.run();
+    await runNextJob(ctx(), s.agent, 1);
+    await settle();
+    const said = () =>
+      receiver()
+        .received.map((r) => r.body as { text: string; channel: string })
+        .map((m) => `${m.channel} ${/Unit tests (is failing|failed|passed)/.exec(m.text)?.[1] ?? m.text}`)
+        .sort();
+    // The first job failed while the others have not run: the step is failing, told once.
+    expect(said()).toEqual(['#all is failing', '#failing is failing', '#hard is failing']);
+    await runNextJob(ctx(), s.agent, 0);
+    await settle();
+    expect(said()).toHaveLength(3);
+    await runNextJob(ctx(), s.agent, 0);
+    await settle();
+    // The last job's end finishes the step: told once, hard failed.
+    expect(said()).toEqual(['#all failed', '#all is failing', '#failing is failing', '#hard failed', '#hard is failing']);
+  });
+
+  it("tells a step's promised failure at step.failing, then its end at step.finished", async () => {
+    const s = await setup('steps:\n  - label: Unit tests\n    command: one\n    notify:\n      - slack: "#ci"\n');
+    await givenSlackService(s.org, s.token, receiver().url, { build_states: { build_passed: false, build_failed: false } });
+    await s.run();
+    const job = await takeNextJob(ctx(), s.agent);
+    await ctx().http().put(`/v3/jobs/${job.id}/promise_failure`).set(agentAuth(s.agent.token)).send({ exit_status: 1 }).expect(204);
+    await settle();
+    expect(receiver().received.map((r) => (r.body as { text: string }).text)).toEqual([expect.stringContaining('Unit tests is failing')]);
+    await ctx().http().put(`/v3/jobs/${job.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: '1' }).expect(200);
+    await settle();
+    expect(receiver().received.map((r) => (r.body as { text: string }).text)).toEqual([
+      expect.stringContaining('Unit tests is failing'),
+      expect.stringContaining('Unit tests failed'),
+    ]);
+  });
+
+  it('tells nothing of a job its step retries automatically: the retry finishes the step', async () => {
+    const s = await setup(
+      'steps:\n  - label: Unit tests\n    command: one\n    retry: { automatic: [{ exit_status: 1, limit: 1 }] }\n    notify:\n      - slack: "#ci"\n',
+    );
+    await givenSlackService(s.org, s.token, receiver().url, { build_states: { build_passed: false, build_failed: false } });
+    await s.run();
+    await runNextJob(ctx(), s.agent, 1);
+    await settle();
+    expect(receiver().received).toEqual([]);
+    await runNextJob(ctx(), s.agent, 0);
+    await settle();
+    expect(receiver().received.map((r) => (r.body as { text: string }).text)).toEqual([expect.stringContaining('Unit tests passed')]);
+  });
+
+  it('takes step.* variables in the if of a step-level entry only', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const create = (configuration: string) =>
+      ctx()
+        .http()
+        .post(`/v2/organizations/${org.slug}/pipelines`)
+        .set(auth(token))
+        .send({ name: `p-${Math.random().toString(36).slice(2, 8)}`, repository: 'git@example.com:a/b.git', configuration });
+    await create('steps:\n  - command: one\n    notify:\n      - slack: "#ci"\n        if: step.outcome == "hard_failed"\n').expect(201);
+    const refused = await create('notify:\n  - slack: "#ci"\n    if: step.outcome == "hard_failed"\nsteps:\n  - command: one\n').expect(422);
+    expect(JSON.stringify(refused.body)).toContain('step.outcome');
+  });
+
+  it('posts a step-level slack notification when the step finishes', async () => {
     const s = await setup('steps:\n  - label: Unit tests\n    command: one\n    notify:\n      - slack: "#ci"\n');
     await givenSlackService(s.org, s.token, receiver().url, { build_states: { build_passed: false, build_failed: false } });
     await s.run();

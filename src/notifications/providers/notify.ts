@@ -3,15 +3,17 @@
  * the events the documentation names for each (Triggering notifications):
  * - `webhook` (build level): build created, started, blocked and finished (`build.scheduled`,
  *   `build.running`, `build.finished`), the documented webhook body, no token;
- * - `slack`: build level at `build.finished` and `build.failing`, step level when the step's
- *   job finishes; posted through each enabled `slack` notification service of the
- *   organization (the documentation requires one), the channel as the message's override;
+ * - `slack`: build level at `build.finished` and `build.failing`, step level at the step's
+ *   `step.failing` and `step.finished` (../step-moments.ts: once per step, not per job); posted
+ *   through each enabled `slack` notification service of the organization (the documentation
+ *   requires one), the channel as the message's override;
  * - `basecamp_campfire` (build level): build created, started, blocked, finished and skipped,
  *   a POST of `{content}` to the chatbot URL;
  * - `email` (build level): `build.failing` and `build.finished`, recorded as a delivery that
  *   fails at once: Windsock has no mail transport (README, "Notifications");
  * - `github_commit_status` and `github_check`: commit statuses (./commit-status.ts).
- * An entry's `if` is evaluated against the build when the event is fanned out.
+ * An entry's `if` is evaluated against the build when the event is fanned out, a step's also
+ * against the step's moment (`step.state`, `step.outcome`...).
  */
 import crypto from 'node:crypto';
 import type { Job } from '../../builds/jobs/model';
@@ -19,6 +21,7 @@ import type { Pipeline } from '../../pipelines/repository';
 import type { AttemptResult, EventName, HttpSend } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
+import { stepMomentOf, type StepMoment } from '../step-moments';
 import { postSlack, parseSlackNotify, slackNotifyMessages, slackThemeOf, webhookChannel, escapeSlack, type SlackMessage } from './slack';
 import { DELIVERY_HEADER, postJson } from './webhook';
 import { isRecord } from '../../core/guards';
@@ -45,21 +48,24 @@ function target(kind: string, key: string, extra: Record<string, unknown>, paylo
   return { targetKind: 'notify', serviceId, target: { provider: NOTIFY, kind, ...extra }, targetKey: `notify:${kind}:${hash(key)}`, payload };
 }
 
-/** A step's Slack message: the step, its state and the build it belongs to. */
-function stepSlackMessage(ctx: FanOutContext, channel: string, message: string | undefined): SlackMessage {
-  const job = ctx.event.payload.job ?? {};
+/** How a step's message says its moment. */
+const SAYS: Record<StepMoment['outcome'], string> = { passed: 'passed', hard_failed: 'failed', soft_failed: 'soft failed', neutral: 'finished' };
+
+/** A step's Slack message: the step, its moment and the build it belongs to. */
+function stepSlackMessage(ctx: FanOutContext, step: StepMoment, channel: string, message: string | undefined): SlackMessage {
   const build = ctx.event.payload.build ?? {};
   const pipeline = ctx.event.payload.pipeline ?? {};
-  const label = escapeSlack(String(job.name ?? job.step_key ?? 'A step'));
-  const headline = `${label} ${escapeSlack(String(job.state ?? 'finished'))} in <${String(build.web_url ?? '')}|${escapeSlack(String(pipeline.name ?? ''))} #${String(build.number ?? '')}>`;
+  const label = escapeSlack(step.label ?? step.key ?? 'A step');
+  const says = step.state === 'failing' ? 'is failing' : SAYS[step.outcome];
+  const headline = `${label} ${says} in <${String(build.web_url ?? '')}|${escapeSlack(String(pipeline.name ?? ''))} #${String(build.number ?? '')}>`;
   return { text: message ? `${message}\n${headline}` : headline, channel: webhookChannel(channel), attachments: [] };
 }
 
-export function notifyProvider(conditionOf: (ctx: FanOutContext) => (condition: string) => boolean): Provider {
+export function notifyProvider(conditionOf: (ctx: FanOutContext, step?: StepMoment) => (condition: string) => boolean): Provider {
   return {
     mayPlanOwn(name: EventName, pipeline: Pipeline | null, job: Job | null): boolean {
       if (name.startsWith('build.')) return true; // the build's own entries are only known once it is read
-      return name === 'job.finished' && entriesOf(job?.step).some((e) => 'slack' in e);
+      return (name === 'job.finished' || name === 'job.promised_exit_status') && entriesOf(job?.step).some((e) => 'slack' in e);
     },
     planOwn(ctx: FanOutContext): PlannedDelivery[] {
       const name = ctx.event.name;
@@ -88,13 +94,15 @@ export function notifyProvider(conditionOf: (ctx: FanOutContext) => (condition: 
           }
         }
       }
-      if (name === 'job.finished') {
-        for (const e of entriesOf(ctx.rendered.job?.step).filter(passes)) {
+      const step = ctx.rendered.job ? stepMomentOf(name, ctx.rendered.job, ctx.rendered.jobs) : null;
+      if (step) {
+        const holdsForStep = conditionOf(ctx, step);
+        for (const e of entriesOf(ctx.rendered.job?.step).filter((x) => typeof x.if !== 'string' || holdsForStep(x.if))) {
           const notification = 'slack' in e ? parseSlackNotify(e.slack) : null;
           if (!notification) continue;
           for (const s of slackServices) {
             for (const channel of notification.channels) {
-              const msg = stepSlackMessage(ctx, channel, notification.message);
+              const msg = stepSlackMessage(ctx, step, channel, notification.message);
               out.push(target('slack', `${s.id}:${msg.channel ?? ''}`, { service_id: s.id, channel: msg.channel ?? null }, msg, s.id));
             }
           }

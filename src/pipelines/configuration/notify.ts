@@ -6,7 +6,7 @@
  * Each entry is one of the documented kinds with an optional `if`; a step may only have the
  * step-level kinds the documentation lists (Slack, GitHub commit status and GitHub check).
  */
-import { NOTIFY_CONDITION_VARIABLES, conditionError } from '../filter-condition';
+import { NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_CONDITION_VARIABLES, conditionError } from '../filter-condition';
 import { MAX_LIST, MAX_NAME, MAX_PROMPT, MAX_REF } from './limits';
 import { isOneOf } from '../../db/row-types';
 import { NOTIFY_KINDS_REPORTED } from './step-attributes';
@@ -70,7 +70,7 @@ function notifyEntry(reporter: ProblemReporter, at: string, item: ConfigValue, l
   const target = notifyTarget(reporter, `${at}.${kind}`, kind, value);
   const why = Object.hasOwn(NOTIFY_KINDS_REPORTED, kind) ? NOTIFY_KINDS_REPORTED[kind] : undefined;
   if (why !== undefined) reporter.notice(`${at}.${kind}`, why);
-  const condition = notifyCondition(reporter, `${at}.if`, item.get('if'));
+  const condition = notifyCondition(reporter, `${at}.if`, item.get('if'), level);
   if (!ok || target === undefined || condition === undefined) return undefined;
   // Built key by key so the stored JSON keeps the documented order: the kind, then `if`.
   // cast: a computed key loses the pairing of `kind` and its target that notifyTarget checked for that kind.
@@ -168,13 +168,16 @@ function onlyKeys(reporter: ProblemReporter, at: string, map: ConfigMap, keys: s
   return extra.length === 0;
 }
 
-/** The entry's `if`: null when absent, undefined once a problem has been reported. */
-function notifyCondition(reporter: ProblemReporter, at: string, v: ConfigValue | undefined): string | null | undefined {
+/**
+ * The entry's `if`: null when absent, undefined once a problem has been reported. A step's entries
+ * may also read the `step.*` variables (`step.outcome == "hard_failed"`, the docs' example).
+ */
+function notifyCondition(reporter: ProblemReporter, at: string, v: ConfigValue | undefined, level: NotifyLevel): string | null | undefined {
   if (v === undefined || v.kind === 'null') return null;
   const s = text(v);
   if (s === undefined) return void reporter.fail(at, 'must be a string', v);
   if (s.length > MAX_CONDITION) return void reporter.fail(at, tooLong(MAX_CONDITION), v);
-  const error = conditionError(s, NOTIFY_CONDITION_VARIABLES);
+  const error = conditionError(s, level === 'step' ? [...NOTIFY_CONDITION_VARIABLES, ...STEP_NOTIFY_CONDITION_VARIABLES] : NOTIFY_CONDITION_VARIABLES);
   if (error) return void reporter.fail(at, error, v);
   return s;
 }
