@@ -215,6 +215,15 @@ describeEachDatabase('notify entries of pipeline YAML', { notifications: { retry
     expect(msg.text).toContain('failed');
   });
 
+  it("POSTs {content} to a step-level Basecamp Campfire URL at the step's end", async () => {
+    const s = await setup(`steps:\n  - label: Unit tests\n    command: one\n    parallelism: 2\n    notify:\n      - basecamp_campfire: "${receiver().url}"\n`);
+    const b = await s.run();
+    await runNextJob(ctx(), s.agent, 0);
+    await runNextJob(ctx(), s.agent, 0);
+    await settle();
+    expect(receiver().received.map((r) => r.body)).toEqual([{ content: expect.stringMatching(new RegExp(`^Unit tests passed in .* #${b.number}: http`)) }]);
+  });
+
   it('POSTs {content} to a Basecamp Campfire URL', async () => {
     const s = await setup(`notify:\n  - basecamp_campfire: "${receiver().url}"\nsteps:\n  - command: one\n`);
     const b = await s.run();

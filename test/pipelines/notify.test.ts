@@ -36,6 +36,8 @@ const EVERY_KIND = yaml(
   '      - github_commit_status: { context: "tests" }',
   '        if: build.state == "failed" || pipeline.started_passing',
   '      - github_check: { context: "tests" }',
+  '      - basecamp_campfire: "https://3.basecamp.com/1234567/integrations/qwertyuiop/buckets/1234567/chats/1234567/lines"',
+  '        if: step.outcome == "hard_failed"',
   '  - wait',
   '  - command: deploy',
   '',
@@ -55,6 +57,7 @@ const EVERY_KIND_STEP = [
   { slack: '@someuser' },
   { github_commit_status: { context: 'tests' }, if: 'build.state == "failed" || pipeline.started_passing' },
   { github_check: { context: 'tests' } },
+  { basecamp_campfire: 'https://3.basecamp.com/1234567/integrations/qwertyuiop/buckets/1234567/chats/1234567/lines', if: 'step.outcome == "hard_failed"' },
 ];
 
 describe('notify conditions', () => {
@@ -154,7 +157,7 @@ describe('notify in visual steps', () => {
         field: 'steps[2].notify[0].if',
         code: 'is not a valid condition: expected a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`) but the condition ended at character 15',
       },
-      { field: 'steps[2].notify[1].nope', code: 'is not a notification type: use one of slack, github_commit_status, github_check' },
+      { field: 'steps[2].notify[1].nope', code: 'is not a notification type: use one of slack, basecamp_campfire, github_commit_status, github_check' },
       { field: 'steps[2].notify[2].github_check.extra', code: 'is not an attribute of this notification: use "context"' },
     ]);
   });

@@ -7,8 +7,9 @@
  *   `step.failing` and `step.finished` (../step-moments.ts: once per step, not per job); posted
  *   through each enabled `slack` notification service of the organization (the documentation
  *   requires one), the channel as the message's override;
- * - `basecamp_campfire` (build level): build created, started, blocked, finished and skipped,
- *   a POST of `{content}` to the chatbot URL;
+ * - `basecamp_campfire`: build level at build created, started, blocked, finished and skipped,
+ *   step level at the step's `step.failing` and `step.finished`; a POST of `{content}` to the
+ *   chatbot URL;
  * - `email` (build level): `build.failing` and `build.finished`, recorded as a delivery that
  *   fails at once: Windsock has no mail transport (README, "Notifications");
  * - `github_commit_status` and `github_check`: commit statuses (./commit-status.ts).
@@ -51,13 +52,19 @@ function target(kind: string, key: string, extra: Record<string, unknown>, paylo
 /** How a step's message says its moment. */
 const SAYS: Record<StepMoment['outcome'], string> = { passed: 'passed', hard_failed: 'failed', soft_failed: 'soft failed', neutral: 'finished' };
 
-/** A step's Slack message: the step, its moment and the build it belongs to. */
-function stepSlackMessage(ctx: FanOutContext, step: StepMoment, channel: string, message: string | undefined): SlackMessage {
+/** "<step> failed in <pipeline> #<number>", with the build's link (Slack's markup, or the URL after it). */
+function stepHeadline(ctx: FanOutContext, step: StepMoment, slack: boolean): string {
   const build = ctx.event.payload.build ?? {};
   const pipeline = ctx.event.payload.pipeline ?? {};
-  const label = escapeSlack(step.label ?? step.key ?? 'A step');
   const says = step.state === 'failing' ? 'is failing' : SAYS[step.outcome];
-  const headline = `${label} ${says} in <${String(build.web_url ?? '')}|${escapeSlack(String(pipeline.name ?? ''))} #${String(build.number ?? '')}>`;
+  const [label, name, url] = [step.label ?? step.key ?? 'A step', String(pipeline.name ?? ''), String(build.web_url ?? '')];
+  const number = String(build.number ?? '');
+  return slack ? `${escapeSlack(label)} ${says} in <${url}|${escapeSlack(name)} #${number}>` : `${label} ${says} in ${name} #${number}: ${url}`;
+}
+
+/** A step's Slack message: the step, its moment and the build it belongs to. */
+function stepSlackMessage(ctx: FanOutContext, step: StepMoment, channel: string, message: string | undefined): SlackMessage {
+  const headline = stepHeadline(ctx, step, true);
   return { text: message ? `${message}\n${headline}` : headline, channel: webhookChannel(channel), attachments: [] };
 }
 
@@ -65,7 +72,7 @@ export function notifyProvider(conditionOf: (ctx: FanOutContext, step?: StepMome
   return {
     mayPlanOwn(name: EventName, pipeline: Pipeline | null, job: Job | null): boolean {
       if (name.startsWith('build.')) return true; // the build's own entries are only known once it is read
-      return (name === 'job.finished' || name === 'job.promised_exit_status') && entriesOf(job?.step).some((e) => 'slack' in e);
+      return (name === 'job.finished' || name === 'job.promised_exit_status') && entriesOf(job?.step).some((e) => 'slack' in e || 'basecamp_campfire' in e);
     },
     planOwn(ctx: FanOutContext): PlannedDelivery[] {
       const name = ctx.event.name;
@@ -98,6 +105,10 @@ export function notifyProvider(conditionOf: (ctx: FanOutContext, step?: StepMome
       if (step) {
         const holdsForStep = conditionOf(ctx, step);
         for (const e of entriesOf(ctx.rendered.job?.step).filter((x) => typeof x.if !== 'string' || holdsForStep(x.if))) {
+          if (typeof e.basecamp_campfire === 'string') {
+            out.push(target('basecamp_campfire', e.basecamp_campfire, { url: e.basecamp_campfire }, { content: stepHeadline(ctx, step, false) }));
+            continue;
+          }
           const notification = 'slack' in e ? parseSlackNotify(e.slack) : null;
           if (!notification) continue;
           for (const s of slackServices) {

@@ -4,7 +4,7 @@
  * from the pipeline, the build and the job's step). Nothing is sent here.
  *
  * Each entry is one of the documented kinds with an optional `if`; a step may only have the
- * step-level kinds the documentation lists (Slack, GitHub commit status and GitHub check).
+ * step-level kinds the documentation lists (Basecamp, GitHub commit status, GitHub check and Slack).
  */
 import { NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_CONDITION_VARIABLES, conditionError } from '../filter-condition';
 import { MAX_LIST, MAX_NAME, MAX_PROMPT, MAX_REF } from './limits';
@@ -25,7 +25,7 @@ export const NOTIFY_KINDS: readonly NotifyKind[] = [
   'github_check',
 ];
 /** The kinds a command step may have (the documentation's "Step" column). */
-export const STEP_NOTIFY_KINDS: readonly NotifyKind[] = ['slack', 'github_commit_status', 'github_check'];
+export const STEP_NOTIFY_KINDS: readonly NotifyKind[] = ['slack', 'basecamp_campfire', 'github_commit_status', 'github_check'];
 const MAX_URL = 2048;
 const MAX_CONDITION = 1000;
 /** What the API takes for an email address (also the command line's rule for `--email`). */

@@ -43,7 +43,7 @@ export type ScriptStep = {
   secrets?: StepSecret[];
   /** On a job's copy of a matrix step only: the combination that job runs. */
   matrix_values?: Record<string, string>;
-  /** The step's notifications as written (step-level kinds only: slack, github_commit_status, github_check). */
+  /** The step's notifications as written (step-level kinds only: slack, basecamp_campfire, github_commit_status, github_check). */
   notify?: NotifyEntry[];
   /** Its condition (conditions.ts): a false one makes its jobs `broken` when it is planned into a build. */
   if?: string;
