@@ -9,12 +9,12 @@
  */
 import { NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_CONDITION_VARIABLES, parseCondition, type Value } from '../pipelines/filter-condition';
 import type { FanOutContext } from './service';
-import type { StepMoment } from './step-moments';
 
 const VARIABLES = [...NOTIFY_CONDITION_VARIABLES, ...STEP_NOTIFY_CONDITION_VARIABLES];
 
-/** The variables of an entry's `if`: the build's, and with `step` (a step-level entry at a step moment) the step's; null without. */
-export function notifyConditionContext(ctx: FanOutContext, step?: StepMoment): Map<string, Value> {
+/** The variables of an entry's `if`: the build's, and at a step's moment (ctx.stepMoment) the step's; null otherwise. */
+export function notifyConditionContext(ctx: FanOutContext): Map<string, Value> {
+  const step = ctx.stepMoment;
   const b = ctx.rendered.build;
   const p = ctx.rendered.pipeline;
   const previous = ctx.previousFinishedState;
@@ -57,13 +57,13 @@ export function notifyConditionContext(ctx: FanOutContext, step?: StepMoment): M
   ]);
 }
 
-/** Evaluates conditions against the event's build, and `step`'s moment if given (the context is built once per event). */
-export function conditionOf(ctx: FanOutContext, step?: StepMoment): (condition: string) => boolean {
+/** Evaluates conditions against the event's build, and its step's moment if it is one (the context is built once per event). */
+export function conditionOf(ctx: FanOutContext): (condition: string) => boolean {
   let vars: Map<string, Value> | undefined;
   return (condition) => {
     const parsed = parseCondition(condition, VARIABLES);
     if (!parsed.ok) return false;
-    vars ??= notifyConditionContext(ctx, step);
+    vars ??= notifyConditionContext(ctx);
     return parsed.condition.evaluate(vars);
   };
 }

@@ -21,6 +21,7 @@ import type { Pipeline } from '../pipelines/repository';
 import { NotFoundError } from '../core/errors';
 import type { AttemptResult, EventName, EventPayload, HttpSend, NotificationEvent } from './events';
 import { renderEvent, type PayloadSources, type RenderedEvent } from './payload';
+import { stepMomentOf, type StepMoment } from './step-moments';
 import type { Attempt, Delivery, NewDelivery, OutboxRepository, Transition } from './repository';
 import { backoffMs, eventOf, inScope, type EventPlace } from './rules';
 import { clock } from '../core/clock';
@@ -127,6 +128,8 @@ export interface FanOutContext {
   buildStateAtEvent: string | null;
   /** For a job event: the state the job moved to. */
   jobStateAtEvent: string | null;
+  /** For a job event: the moment of the job's step it is (step.failing, step.finished), if any (./step-moments.ts). */
+  stepMoment: StepMoment | null;
 }
 
 export interface DeliveryView {
@@ -231,6 +234,7 @@ export class NotificationService {
         rendered.build && (name === 'build.finished' || name === 'build.failing') ? await this.sources.previousFinishedState(rendered.build) : null,
       buildStateAtEvent: t.kind === 'build' ? (t.blocked && t.toState === 'passed' ? 'blocked' : t.toState) : null,
       jobStateAtEvent: t.kind === 'job' ? t.toState : null,
+      stepMoment: rendered.job ? stepMomentOf(name, rendered.job, rendered.jobs) : null,
     };
     const out: PlannedDelivery[] = [];
     for (const s of services) {

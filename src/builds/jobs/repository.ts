@@ -344,29 +344,26 @@ export class JobRepository {
       .whereNull('promised_exit_status')
       .whereIn('state', onAgent)
       .update({ promised_exit_status: exitStatus, promised_exit_status_at: at });
-    if (recorded > 0) {
-      const job = await this.db('jobs as j')
-        .join('builds as b', 'b.id', 'j.build_id')
-        .where('j.id', jobId)
-        .first('j.type', 'j.state', 'j.pipeline_id', 'j.build_id', 'b.organization_id');
-      if (job) {
-        await this.db('outbox_events').insert({
-          kind: 'job',
-          subject_id: jobId,
-          subject_type: job.type,
-          organization_id: job.organization_id,
-          pipeline_id: job.pipeline_id,
-          build_id: job.build_id,
-          from_state: job.state,
-          to_state: job.state,
-          occurred_at: at,
-          event: 'job.promised_exit_status',
-          detail: JSON.stringify({ reason }),
-        });
-      }
+    const job = await this.db('jobs as j')
+      .join('builds as b', 'b.id', 'j.build_id')
+      .where('j.id', jobId)
+      .first('j.type', 'j.state', 'j.pipeline_id', 'j.build_id', 'j.promised_exit_status', 'b.organization_id');
+    if (job && recorded > 0) {
+      await this.db('outbox_events').insert({
+        kind: 'job',
+        subject_id: jobId,
+        subject_type: job.type,
+        organization_id: job.organization_id,
+        pipeline_id: job.pipeline_id,
+        build_id: job.build_id,
+        from_state: job.state,
+        to_state: job.state,
+        occurred_at: at,
+        event: 'job.promised_exit_status',
+        detail: JSON.stringify({ reason }),
+      });
     }
-    const row = await this.db('jobs').where({ id: jobId }).first('promised_exit_status');
-    return row?.promised_exit_status ?? null;
+    return job?.promised_exit_status ?? null;
   }
 
   /** A job's dispatch priority, if it is in one of `inStates`; false if it was not (it moved on). */

@@ -12,7 +12,6 @@ import type { CommitStatusConfig, StatusUpdate } from '../commit-status/types';
 import type { AttemptResult, EventName, HttpSend } from '../events';
 import type { Delivery } from '../repository';
 import type { FanOutContext, PlannedDelivery, Provider } from '../service';
-import { stepMomentOf, type StepMoment } from '../step-moments';
 import { isOneOf } from '../../db/row-types';
 import { isRecord } from '../../core/guards';
 
@@ -34,10 +33,7 @@ function statusEntries(x: unknown): unknown[] {
   });
 }
 
-export function commitStatusProvider(
-  config: CommitStatusConfig,
-  conditionOf: (ctx: FanOutContext, step?: StepMoment) => (condition: string) => boolean,
-): Provider {
+export function commitStatusProvider(config: CommitStatusConfig, conditionOf: (ctx: FanOutContext) => (condition: string) => boolean): Provider {
   const enabled = enabledProviders(config);
   return {
     mayPlanOwn(name: EventName, pipeline: Pipeline | null, job: Job | null): boolean {
@@ -53,8 +49,8 @@ export function commitStatusProvider(
         buildNotify: statusEntries(ctx.rendered.build),
         stepNotify: statusEntries(ctx.rendered.job?.step),
         enabledProviders: enabled,
-        // A step entry's step.* variables hold at its step's moments (../step-moments.ts), null otherwise.
-        evaluateIf: conditionOf(ctx, (ctx.rendered.job && stepMomentOf(ctx.event.name, ctx.rendered.job, ctx.rendered.jobs)) ?? undefined),
+        // A step entry's step.* variables hold at its step's moments (ctx.stepMoment), null otherwise.
+        evaluateIf: conditionOf(ctx),
       });
       return updates.map((u) => ({
         targetKind: 'commit_status',

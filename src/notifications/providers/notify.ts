@@ -22,7 +22,7 @@ import type { Pipeline } from '../../pipelines/repository';
 import type { AttemptResult, EventName, HttpSend } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
-import { stepMomentOf, type StepMoment } from '../step-moments';
+import type { StepMoment } from '../step-moments';
 import { postSlack, parseSlackNotify, slackNotifyMessages, slackThemeOf, webhookChannel, escapeSlack, type SlackMessage } from './slack';
 import { DELIVERY_HEADER, postJson } from './webhook';
 import { isRecord } from '../../core/guards';
@@ -68,7 +68,7 @@ function stepSlackMessage(ctx: FanOutContext, step: StepMoment, channel: string,
   return { text: message ? `${message}\n${headline}` : headline, channel: webhookChannel(channel), attachments: [] };
 }
 
-export function notifyProvider(conditionOf: (ctx: FanOutContext, step?: StepMoment) => (condition: string) => boolean): Provider {
+export function notifyProvider(conditionOf: (ctx: FanOutContext) => (condition: string) => boolean): Provider {
   return {
     mayPlanOwn(name: EventName, pipeline: Pipeline | null, job: Job | null): boolean {
       if (name.startsWith('build.')) return true; // the build's own entries are only known once it is read
@@ -101,10 +101,9 @@ export function notifyProvider(conditionOf: (ctx: FanOutContext, step?: StepMome
           }
         }
       }
-      const step = ctx.rendered.job ? stepMomentOf(name, ctx.rendered.job, ctx.rendered.jobs) : null;
+      const step = ctx.stepMoment;
       if (step) {
-        const holdsForStep = conditionOf(ctx, step);
-        for (const e of entriesOf(ctx.rendered.job?.step).filter((x) => typeof x.if !== 'string' || holdsForStep(x.if))) {
+        for (const e of entriesOf(ctx.rendered.job?.step).filter(passes)) {
           if (typeof e.basecamp_campfire === 'string') {
             out.push(target('basecamp_campfire', e.basecamp_campfire, { url: e.basecamp_campfire }, { content: stepHeadline(ctx, step, false) }));
             continue;
