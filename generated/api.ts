@@ -6122,7 +6122,8 @@ export interface components {
          * @description One entry of a `notify` list (a pipeline's top level, or a command step's), as written: exactly
          *     one of `email`, `webhook` (an http(s) URL), `slack` (a channel or user, or `{channels,
          *     message}`), `basecamp_campfire` (a chatbot's lines URL), `pagerduty_change_event` (an
-         *     integration key), `github_commit_status` or `github_check` (each `{context}`), with an
+         *     integration key), `github_commit_status` (`{context, blocked_builds_as_pending}`, the latter at
+         *     the top level only) or `github_check` (`{name, output}`), with an
          *     optional `if` condition over the build (`build.state == "failed"`, `pipeline.started_failing` ...),
          *     and in a command step's entries over the step too (`step.outcome == "hard_failed"`,
          *     `step.state == "failing"`): a step's entries are sent at its `step.failing` and `step.finished`.
@@ -6133,8 +6134,8 @@ export interface components {
             slack?: components["schemas"]["NotifySlackTarget"];
             basecamp_campfire?: string;
             pagerduty_change_event?: string;
-            github_commit_status?: components["schemas"]["NotifyGitHubContext"];
-            github_check?: components["schemas"]["NotifyGitHubContext"];
+            github_commit_status?: components["schemas"]["NotifyGitHubCommitStatus"];
+            github_check?: components["schemas"]["NotifyGitHubCheck"];
             if?: string;
         };
         /** @description One cluster secret of a command step, as the agent reads it from its job's `step.secrets`. */
@@ -6162,10 +6163,47 @@ export interface components {
             channels?: string[];
             message?: string;
         };
-        /** @description The GitHub commit status or check name (`context`); absent means the default one. */
-        NotifyGitHubContext: {
+        /**
+         * @description A GitHub commit status: its `context`, absent for the default one (`buildkite/<pipeline-slug>`
+         *     at the top level, the step's own context in a step), and at the top level whether a blocked
+         *     build shows as `pending` rather than `success` (default false).
+         */
+        NotifyGitHubCommitStatus: {
             context?: string;
+            blocked_builds_as_pending?: boolean;
         };
+        /**
+         * @description A GitHub check: its `name` (absent: the pipeline's name at the top level, the step's label or
+         *     key in a step) and its `output`, kept as written. Windsock publishes it as a commit status
+         *     named after the check. `context` is the name as pipelines saved before 2026-11-29 wrote it.
+         */
+        NotifyGitHubCheck: {
+            name?: string;
+            context?: string;
+            output?: components["schemas"]["NotifyGitHubCheckOutput"];
+        };
+        /** @description A check's output: a title, a summary and a text (Markdown), and annotations on lines of code. */
+        NotifyGitHubCheckOutput: {
+            title?: string;
+            summary?: string;
+            text?: string;
+            annotations?: components["schemas"]["NotifyGitHubCheckAnnotation"][];
+        };
+        /** @description An inline comment on lines of a file, relative to the repository's root. */
+        NotifyGitHubCheckAnnotation: {
+            path: string;
+            start_line: number;
+            end_line: number;
+            annotation_level: components["schemas"]["GitHubCheckAnnotationLevel"];
+            message: string;
+            start_column?: number;
+            end_column?: number;
+        };
+        /**
+         * @description How an annotation shows on the pull request.
+         * @enum {string}
+         */
+        GitHubCheckAnnotationLevel: "notice" | "warning" | "failure";
         WaiterStep: {
             /** @constant */
             type: "waiter";

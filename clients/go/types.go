@@ -1024,6 +1024,16 @@ func (r *FoundArtifact) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalGitHubCheckAnnotationLevel(data []byte) (GitHubCheckAnnotationLevel, error) {
+	var r GitHubCheckAnnotationLevel
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *GitHubCheckAnnotationLevel) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalGithubWebhookProcessing(data []byte) (GithubWebhookProcessing, error) {
 	var r GithubWebhookProcessing
 	err := json.Unmarshal(data, &r)
@@ -1650,13 +1660,43 @@ func (r *NotifyEntry) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func UnmarshalNotifyGitHubContext(data []byte) (NotifyGitHubContext, error) {
-	var r NotifyGitHubContext
+func UnmarshalNotifyGitHubCheck(data []byte) (NotifyGitHubCheck, error) {
+	var r NotifyGitHubCheck
 	err := json.Unmarshal(data, &r)
 	return r, err
 }
 
-func (r *NotifyGitHubContext) Marshal() ([]byte, error) {
+func (r *NotifyGitHubCheck) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalNotifyGitHubCheckAnnotation(data []byte) (NotifyGitHubCheckAnnotation, error) {
+	var r NotifyGitHubCheckAnnotation
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *NotifyGitHubCheckAnnotation) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalNotifyGitHubCheckOutput(data []byte) (NotifyGitHubCheckOutput, error) {
+	var r NotifyGitHubCheckOutput
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *NotifyGitHubCheckOutput) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalNotifyGitHubCommitStatus(data []byte) (NotifyGitHubCommitStatus, error) {
+	var r NotifyGitHubCommitStatus
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *NotifyGitHubCommitStatus) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -4959,26 +4999,65 @@ type MatrixAdjustment struct {
 // exactly
 // one of `email`, `webhook` (an http(s) URL), `slack` (a channel or user, or `{channels,
 // message}`), `basecamp_campfire` (a chatbot's lines URL), `pagerduty_change_event` (an
-// integration key), `github_commit_status` or `github_check` (each `{context}`), with an
+// integration key), `github_commit_status` (`{context, blocked_builds_as_pending}`, the
+// latter at
+// the top level only) or `github_check` (`{name, output}`), with an
 // optional `if` condition over the build (`build.state == "failed"`,
 // `pipeline.started_failing` ...),
 // and in a command step's entries over the step too (`step.outcome == "hard_failed"`,
 // `step.state == "failing"`): a step's entries are sent at its `step.failing` and
 // `step.finished`.
 type NotifyEntry struct {
-	BasecampCampfire     *string              `json:"basecamp_campfire,omitempty"`
-	Email                *string              `json:"email,omitempty"`
-	GithubCheck          *NotifyGitHubContext `json:"github_check,omitempty"`
-	GithubCommitStatus   *NotifyGitHubContext `json:"github_commit_status,omitempty"`
-	If                   *string              `json:"if,omitempty"`
-	PagerdutyChangeEvent *string              `json:"pagerduty_change_event,omitempty"`
-	Slack                *NotifySlackTarget   `json:"slack,omitempty"`
-	Webhook              *string              `json:"webhook,omitempty"`
+	BasecampCampfire     *string                   `json:"basecamp_campfire,omitempty"`
+	Email                *string                   `json:"email,omitempty"`
+	GithubCheck          *NotifyGitHubCheck        `json:"github_check,omitempty"`
+	GithubCommitStatus   *NotifyGitHubCommitStatus `json:"github_commit_status,omitempty"`
+	If                   *string                   `json:"if,omitempty"`
+	PagerdutyChangeEvent *string                   `json:"pagerduty_change_event,omitempty"`
+	Slack                *NotifySlackTarget        `json:"slack,omitempty"`
+	Webhook              *string                   `json:"webhook,omitempty"`
 }
 
-// The GitHub commit status or check name (`context`); absent means the default one.
-type NotifyGitHubContext struct {
-	Context *string `json:"context,omitempty"`
+// A GitHub check: its `name` (absent: the pipeline's name at the top level, the step's
+// label or
+// key in a step) and its `output`, kept as written. Windsock publishes it as a commit
+// status
+// named after the check. `context` is the name as pipelines saved before 2026-11-29 wrote
+// it.
+type NotifyGitHubCheck struct {
+	Context *string                  `json:"context,omitempty"`
+	Name    *string                  `json:"name,omitempty"`
+	Output  *NotifyGitHubCheckOutput `json:"output,omitempty"`
+}
+
+// A check's output: a title, a summary and a text (Markdown), and annotations on lines of
+// code.
+type NotifyGitHubCheckOutput struct {
+	Annotations []NotifyGitHubCheckAnnotation `json:"annotations,omitempty"`
+	Summary     *string                       `json:"summary,omitempty"`
+	Text        *string                       `json:"text,omitempty"`
+	Title       *string                       `json:"title,omitempty"`
+}
+
+// An inline comment on lines of a file, relative to the repository's root.
+type NotifyGitHubCheckAnnotation struct {
+	AnnotationLevel GitHubCheckAnnotationLevel `json:"annotation_level"`
+	EndColumn       *int64                     `json:"end_column,omitempty"`
+	EndLine         int64                      `json:"end_line"`
+	Message         string                     `json:"message"`
+	Path            string                     `json:"path"`
+	StartColumn     *int64                     `json:"start_column,omitempty"`
+	StartLine       int64                      `json:"start_line"`
+}
+
+// A GitHub commit status: its `context`, absent for the default one
+// (`buildkite/<pipeline-slug>`
+// at the top level, the step's own context in a step), and at the top level whether a
+// blocked
+// build shows as `pending` rather than `success` (default false).
+type NotifyGitHubCommitStatus struct {
+	BlockedBuildsAsPending *bool   `json:"blocked_builds_as_pending,omitempty"`
+	Context                *string `json:"context,omitempty"`
 }
 
 // Slack channels (`#channel`, `@user`, `workspace#channel`) and an optional custom message.
@@ -6193,10 +6272,10 @@ type AnnotationStyle string
 
 const (
 	AnnotationStyleError   AnnotationStyle = "error"
+	AnnotationStyleWarning AnnotationStyle = "warning"
 	AnnotationStyleDefault AnnotationStyle = "default"
 	AnnotationStyleInfo    AnnotationStyle = "info"
 	AnnotationStyleSuccess AnnotationStyle = "success"
-	AnnotationStyleWarning AnnotationStyle = "warning"
 )
 
 type AgentConnectionState string
@@ -6593,6 +6672,15 @@ type ConcurrencyMethod string
 const (
 	ConcurrencyMethodEager   ConcurrencyMethod = "eager"
 	ConcurrencyMethodOrdered ConcurrencyMethod = "ordered"
+)
+
+// How an annotation shows on the pull request.
+type GitHubCheckAnnotationLevel string
+
+const (
+	GitHubCheckAnnotationLevelFailure GitHubCheckAnnotationLevel = "failure"
+	GitHubCheckAnnotationLevelWarning GitHubCheckAnnotationLevel = "warning"
+	GitHubCheckAnnotationLevelNotice  GitHubCheckAnnotationLevel = "notice"
 )
 
 type PipelineVisibility string

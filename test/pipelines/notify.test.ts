@@ -26,16 +26,32 @@ const EVERY_KIND = yaml(
   `    if: "build.state == 'passed'"`,
   '  - github_commit_status:',
   '      context: "my-custom-status"',
+  '  - github_commit_status:',
+  '      context: "buildkite/deploy"',
+  '      blocked_builds_as_pending: true',
   '  - github_check:',
   '      context: "my-check"',
+  '  - github_check:',
+  '      name: "Test Suite"',
   'steps:',
   '  - label: tests',
   '    command: make test',
   '    notify:',
   '      - slack: "@someuser"',
   '      - github_commit_status: { context: "tests" }',
-  '        if: build.state == "failed" || pipeline.started_passing',
+  '        if: build.branch == "main" || pipeline.started_passing',
   '      - github_check: { context: "tests" }',
+  '      - github_check:',
+  '          name: "Code Linting"',
+  '          output:',
+  '            title: "Test Results"',
+  '            summary: "Detailed test execution summary"',
+  '            annotations:',
+  '              - path: "src/main.js"',
+  '                start_line: 15',
+  '                end_line: 15',
+  '                annotation_level: "warning"',
+  '                message: "Missing semicolon"',
   '      - basecamp_campfire: "https://3.basecamp.com/1234567/integrations/qwertyuiop/buckets/1234567/chats/1234567/lines"',
   '        if: step.outcome == "hard_failed"',
   '  - wait',
@@ -51,12 +67,24 @@ const EVERY_KIND_TOP = [
   { webhook: 'https://webhook.site/32raf257-168b-5aca-9067-3b410g78c23a' },
   { pagerduty_change_event: '636d22Yourc0418Key3b49eee3e8', if: "build.state == 'passed'" },
   { github_commit_status: { context: 'my-custom-status' } },
+  { github_commit_status: { context: 'buildkite/deploy', blocked_builds_as_pending: true } },
   { github_check: { context: 'my-check' } },
+  { github_check: { name: 'Test Suite' } },
 ];
 const EVERY_KIND_STEP = [
   { slack: '@someuser' },
-  { github_commit_status: { context: 'tests' }, if: 'build.state == "failed" || pipeline.started_passing' },
+  { github_commit_status: { context: 'tests' }, if: 'build.branch == "main" || pipeline.started_passing' },
   { github_check: { context: 'tests' } },
+  {
+    github_check: {
+      name: 'Code Linting',
+      output: {
+        title: 'Test Results',
+        summary: 'Detailed test execution summary',
+        annotations: [{ path: 'src/main.js', start_line: 15, end_line: 15, annotation_level: 'warning', message: 'Missing semicolon' }],
+      },
+    },
+  },
   { basecamp_campfire: 'https://3.basecamp.com/1234567/integrations/qwertyuiop/buckets/1234567/chats/1234567/lines', if: 'step.outcome == "hard_failed"' },
 ];
 
@@ -113,7 +141,9 @@ describe('notify in a YAML configuration', () => {
           '      - webhook: "https://example.com"',
           '      - pagerduty_change_event: key',
           '      - slack: "#ok"',
-          '        if: build.state ==',
+          '        if: build.branch ==',
+          '      - slack: "#ok"',
+          '        if: step.outcome == "hard_failed" && build.state == "failed"',
           '  - command: b',
           '    notify: { slack: "#x" }',
         ),
@@ -126,14 +156,50 @@ describe('notify in a YAML configuration', () => {
       'line 6: "notify[3].if" is not a valid condition: expected `&&`, `||` or the end of the condition but found `=` at character 13',
       'line 7: "notify[4]" must have exactly one notification type, not "slack" and "email"',
       'line 9: "notify[5].slack.channels" must be a non-empty list of channels such as "#general"',
-      'line 10: "notify[6].github_check" must be a mapping with an optional "context"',
+      'line 10: "notify[6].github_check" must be a mapping with an optional "name" and "output"',
       'line 11: "notify[7]" must be a mapping with one of email, webhook, slack, basecamp_campfire, pagerduty_change_event, github_commit_status, github_check',
       'line 13: "notify[8].if" is not a valid condition: unknown variable `build.nope` at character 1',
       'step 1 (line 17): "notify[0].email" is a build-level notification only: put it in the pipeline\'s top-level notify',
       'step 1 (line 18): "notify[1].webhook" is a build-level notification only: put it in the pipeline\'s top-level notify',
       'step 1 (line 19): "notify[2].pagerduty_change_event" is a build-level notification only: put it in the pipeline\'s top-level notify',
-      'step 1 (line 21): "notify[3].if" is not a valid condition: expected a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`) but the condition ended at character 15',
-      'step 2 (line 23): "notify" must be a list of notifications, each a mapping such as {slack: "#channel"}',
+      'step 1 (line 21): "notify[3].if" is not a valid condition: expected a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`) but the condition ended at character 16',
+      'step 1 (line 23): "notify[4].if" is not a valid condition: `build.state` cannot be used in a step\'s notify condition: a step cannot know the state of the entire build (use `step.outcome`) at character 34',
+      'step 2 (line 25): "notify" must be a list of notifications, each a mapping such as {slack: "#channel"}',
+    ]);
+  });
+});
+
+describe('notify: the GitHub attributes the docs list', () => {
+  it("refuses a step's blocked_builds_as_pending, a check's unknown attributes and bad annotations, and build.state in a step's if", () => {
+    expect(
+      codesOf(
+        yaml(
+          'notify:',
+          '  - github_commit_status: { blocked_builds_as_pending: "yes" }',
+          '  - github_check: { name: "x", title: "y" }',
+          'steps:',
+          '  - command: a',
+          '    notify:',
+          '      - github_commit_status: { context: c, blocked_builds_as_pending: true }',
+          '      - github_check:',
+          '          output:',
+          '            annotations:',
+          '              - { path: a.js, start_line: 3, end_line: 2, annotation_level: warning, message: m }',
+          '              - { path: a.js, start_line: 0, end_line: 2, annotation_level: error, message: m }',
+          '              - { start_line: 1, end_line: 1, annotation_level: notice, message: m, start_column: 2 }',
+          '      - slack: "#a"',
+          '        if: build.state == "failed"',
+        ),
+      ),
+    ).toEqual([
+      'line 2: "notify[0].github_commit_status.blocked_builds_as_pending" must be true or false',
+      'line 3: "notify[1].github_check.title" is not an attribute of this notification: use "name" or "output" or "context"',
+      'step 1 (line 7): "notify[0].github_commit_status.blocked_builds_as_pending" is a build-level option only: a step\'s status is not the build\'s',
+      'step 1 (line 11): "notify[1].github_check.output.annotations[0].end_line" must not be before start_line',
+      'step 1 (line 12): "notify[1].github_check.output.annotations[1].annotation_level" must be one of notice, warning, failure',
+      'step 1 (line 12): "notify[1].github_check.output.annotations[1].start_line" must be a positive whole number',
+      'step 1 (line 13): "notify[1].github_check.output.annotations[2].path" can\'t be blank',
+      'step 1 (line 15): "notify[2].if" is not a valid condition: `build.state` cannot be used in a step\'s notify condition: a step cannot know the state of the entire build (use `step.outcome`) at character 1',
     ]);
   });
 });
@@ -149,16 +215,16 @@ describe('notify in visual steps', () => {
       visualErrorsOf([
         { type: 'script', command: 'make' },
         { type: 'script', command: 'make', notify: [{ slack: '#ok' }, { email: 'dev@example.com' }] },
-        { type: 'script', command: 'make', notify: [{ slack: '#ok', if: 'build.state ==' }, { nope: 'x' }, { github_check: { context: 'a', extra: 1 } }] },
+        { type: 'script', command: 'make', notify: [{ slack: '#ok', if: 'build.branch ==' }, { nope: 'x' }, { github_check: { context: 'a', extra: 1 } }] },
       ]),
     ).toEqual([
       { field: 'steps[1].notify[1].email', code: "is a build-level notification only: put it in the pipeline's top-level notify" },
       {
         field: 'steps[2].notify[0].if',
-        code: 'is not a valid condition: expected a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`) but the condition ended at character 15',
+        code: 'is not a valid condition: expected a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`) but the condition ended at character 16',
       },
       { field: 'steps[2].notify[1].nope', code: 'is not a notification type: use one of slack, basecamp_campfire, github_commit_status, github_check' },
-      { field: 'steps[2].notify[2].github_check.extra', code: 'is not an attribute of this notification: use "context"' },
+      { field: 'steps[2].notify[2].github_check.extra', code: 'is not an attribute of this notification: use "name" or "output" or "context"' },
     ]);
   });
 });

@@ -6,13 +6,23 @@
  * Each entry is one of the documented kinds with an optional `if`; a step may only have the
  * step-level kinds the documentation lists (Basecamp, GitHub commit status, GitHub check and Slack).
  */
-import { NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_CONDITION_VARIABLES, conditionError } from '../filter-condition';
+import { NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_REFUSED_VARIABLES, conditionError } from '../filter-condition';
 import { MAX_LIST, MAX_NAME, MAX_PROMPT, MAX_REF } from './limits';
 import { isOneOf } from '../../db/row-types';
 import { NOTIFY_KINDS_REPORTED } from './step-attributes';
 import { mapping, quote, tooLong, tooMany, type ProblemReporter } from './problems';
 import { text, type FoundProperty } from './property-readers';
-import type { NotifyEntry, NotifyGitHubContext, NotifyKind, NotifySlack } from './step-types';
+import { everyValue } from '../../core/enum-values';
+import type {
+  GitHubCheckAnnotationLevel,
+  NotifyEntry,
+  NotifyGitHubCheck,
+  NotifyGitHubCheckAnnotation,
+  NotifyGitHubCheckOutput,
+  NotifyGitHubCommitStatus,
+  NotifyKind,
+  NotifySlack,
+} from './step-types';
 import type { ConfigMap, ConfigValue } from './value-tree';
 
 export const NOTIFY_KINDS: readonly NotifyKind[] = [
@@ -67,7 +77,7 @@ function notifyEntry(reporter: ProblemReporter, at: string, item: ConfigValue, l
   if (level === 'step' && !STEP_NOTIFY_KINDS.includes(kind)) {
     return void reporter.fail(`${at}.${kind}`, `is a build-level notification only: put it in the pipeline's top-level notify`, value);
   }
-  const target = notifyTarget(reporter, `${at}.${kind}`, kind, value);
+  const target = notifyTarget(reporter, `${at}.${kind}`, kind, value, level);
   const why = Object.hasOwn(NOTIFY_KINDS_REPORTED, kind) ? NOTIFY_KINDS_REPORTED[kind] : undefined;
   if (why !== undefined) reporter.notice(`${at}.${kind}`, why);
   const condition = notifyCondition(reporter, `${at}.if`, item.get('if'), level);
@@ -79,7 +89,13 @@ function notifyEntry(reporter: ProblemReporter, at: string, item: ConfigValue, l
   return entry;
 }
 
-function notifyTarget(reporter: ProblemReporter, at: string, kind: NotifyKind, v: ConfigValue): NotifySlack | NotifyGitHubContext | undefined {
+function notifyTarget(
+  reporter: ProblemReporter,
+  at: string,
+  kind: NotifyKind,
+  v: ConfigValue,
+  level: NotifyLevel,
+): NotifySlack | NotifyGitHubCommitStatus | NotifyGitHubCheck | undefined {
   switch (kind) {
     case 'email': {
       const s = requiredText(reporter, at, v, MAX_REF);
@@ -97,8 +113,9 @@ function notifyTarget(reporter: ProblemReporter, at: string, kind: NotifyKind, v
     case 'slack':
       return slack(reporter, at, v);
     case 'github_commit_status':
+      return gitHubCommitStatus(reporter, at, v, level);
     case 'github_check':
-      return gitHubContext(reporter, at, v);
+      return gitHubCheck(reporter, at, v);
   }
 }
 
@@ -151,15 +168,112 @@ function slack(reporter: ProblemReporter, at: string, v: ConfigValue): NotifySla
   return ok ? out : undefined;
 }
 
-/** `{context: name}`; an empty `github_check:` (null) means the default name. */
-function gitHubContext(reporter: ProblemReporter, at: string, v: ConfigValue): NotifyGitHubContext | undefined {
+/**
+ * `{context, blocked_builds_as_pending}`; an empty `github_commit_status:` (null) means the
+ * default context. The docs: `blocked_builds_as_pending` "is only available for build-level
+ * notifications".
+ */
+function gitHubCommitStatus(reporter: ProblemReporter, at: string, v: ConfigValue, level: NotifyLevel): NotifyGitHubCommitStatus | undefined {
   if (v.kind === 'null') return {};
   if (v.kind !== 'map') return void reporter.fail(at, `must be ${mapping(reporter)} with an optional "context"`, v);
-  if (!onlyKeys(reporter, at, v, ['context'])) return undefined;
-  const context = v.get('context');
-  if (context === undefined || context.kind === 'null') return {};
-  const s = requiredText(reporter, `${at}.context`, context, MAX_REF);
-  return s === undefined ? undefined : { context: s };
+  if (!onlyKeys(reporter, at, v, ['context', 'blocked_builds_as_pending'])) return undefined;
+  const out: NotifyGitHubCommitStatus = {};
+  let ok = optionalString(reporter, `${at}.context`, v.get('context'), MAX_REF, (s) => (out.context = s));
+  const pending = v.get('blocked_builds_as_pending');
+  if (pending !== undefined && pending.kind !== 'null') {
+    if (level === 'step')
+      ok = (reporter.fail(`${at}.blocked_builds_as_pending`, "is a build-level option only: a step's status is not the build's", pending), false);
+    else if (pending.kind !== 'bool') ok = (reporter.fail(`${at}.blocked_builds_as_pending`, 'must be true or false', pending), false);
+    else out.blocked_builds_as_pending = pending.value;
+  }
+  return ok ? out : undefined;
+}
+
+const ANNOTATION_LEVELS = everyValue<GitHubCheckAnnotationLevel>()(['notice', 'warning', 'failure'] as const satisfies readonly GitHubCheckAnnotationLevel[]);
+/** GitHub's limits: a check run's output takes at most 50 annotations per request, and 65,535 characters per text. */
+const MAX_CHECK_ANNOTATIONS = 50;
+const MAX_CHECK_TEXT = 65535;
+
+/** `{name, output}` (`context`: the name, as Windsock read it before), kept as written; null means the default name. */
+function gitHubCheck(reporter: ProblemReporter, at: string, v: ConfigValue): NotifyGitHubCheck | undefined {
+  if (v.kind === 'null') return {};
+  if (v.kind !== 'map') return void reporter.fail(at, `must be ${mapping(reporter)} with an optional "name" and "output"`, v);
+  if (!onlyKeys(reporter, at, v, ['name', 'output', 'context'])) return undefined;
+  const out: NotifyGitHubCheck = {};
+  let ok = optionalString(reporter, `${at}.name`, v.get('name'), MAX_REF, (s) => (out.name = s));
+  ok = optionalString(reporter, `${at}.context`, v.get('context'), MAX_REF, (s) => (out.context = s)) && ok;
+  const output = v.get('output');
+  if (output !== undefined && output.kind !== 'null') {
+    const o = checkOutput(reporter, `${at}.output`, output);
+    if (o) out.output = o;
+    else ok = false;
+  }
+  return ok ? out : undefined;
+}
+
+function checkOutput(reporter: ProblemReporter, at: string, v: ConfigValue): NotifyGitHubCheckOutput | undefined {
+  if (v.kind !== 'map') return void reporter.fail(at, `must be ${mapping(reporter)} with "title", "summary", "text" or "annotations"`, v);
+  if (!onlyKeys(reporter, at, v, ['title', 'summary', 'text', 'annotations'])) return undefined;
+  const out: NotifyGitHubCheckOutput = {};
+  let ok = optionalString(reporter, `${at}.title`, v.get('title'), MAX_REF, (s) => (out.title = s));
+  ok = optionalString(reporter, `${at}.summary`, v.get('summary'), MAX_CHECK_TEXT, (s) => (out.summary = s)) && ok;
+  ok = optionalString(reporter, `${at}.text`, v.get('text'), MAX_CHECK_TEXT, (s) => (out.text = s)) && ok;
+  const list = v.get('annotations');
+  if (list !== undefined && list.kind !== 'null') {
+    if (list.kind !== 'list') return void reporter.fail(`${at}.annotations`, 'must be a list of annotations', list);
+    if (list.items.length > MAX_CHECK_ANNOTATIONS) return void reporter.fail(`${at}.annotations`, tooMany(MAX_CHECK_ANNOTATIONS), list);
+    const annotations = list.items.map((a, i) => checkAnnotation(reporter, `${at}.annotations[${i}]`, a));
+    if (annotations.every((a): a is NotifyGitHubCheckAnnotation => a !== undefined)) out.annotations = annotations;
+    else ok = false;
+  }
+  return ok ? out : undefined;
+}
+
+function checkAnnotation(reporter: ProblemReporter, at: string, v: ConfigValue): NotifyGitHubCheckAnnotation | undefined {
+  const fields = ['path', 'start_line', 'end_line', 'annotation_level', 'message', 'start_column', 'end_column'];
+  if (v.kind !== 'map')
+    return void reporter.fail(at, `must be ${mapping(reporter)} with "path", "start_line", "end_line", "annotation_level" and "message"`, v);
+  if (!onlyKeys(reporter, at, v, fields)) return undefined;
+  const path = requiredField(reporter, at, v, 'path', (x) => requiredText(reporter, `${at}.path`, x, 1024));
+  const message = requiredField(reporter, at, v, 'message', (x) => requiredText(reporter, `${at}.message`, x, MAX_CHECK_TEXT));
+  const level = requiredField(reporter, at, v, 'annotation_level', (x) => {
+    const s = text(x);
+    if (isOneOf(ANNOTATION_LEVELS, s)) return s;
+    return void reporter.fail(`${at}.annotation_level`, `must be one of ${ANNOTATION_LEVELS.join(', ')}`, x);
+  });
+  const line = (name: string) => (x: ConfigValue) =>
+    x.kind === 'num' && Number.isInteger(x.value) && x.value >= 1 ? x.value : void reporter.fail(`${at}.${name}`, 'must be a positive whole number', x);
+  const startLine = requiredField(reporter, at, v, 'start_line', line('start_line'));
+  const endLine = requiredField(reporter, at, v, 'end_line', line('end_line'));
+  const column = (name: 'start_column' | 'end_column') => {
+    const x = v.get(name);
+    return x === undefined || x.kind === 'null' ? null : line(name)(x);
+  };
+  const startColumn = column('start_column');
+  const endColumn = column('end_column');
+  if (path === undefined || message === undefined || level === undefined || startLine === undefined || endLine === undefined) return undefined;
+  if (startColumn === undefined || endColumn === undefined) return undefined;
+  if (endLine < startLine) return void reporter.fail(`${at}.end_line`, 'must not be before start_line', v.get('end_line'));
+  const out: NotifyGitHubCheckAnnotation = { path, start_line: startLine, end_line: endLine, annotation_level: level, message };
+  if (startColumn !== null) out.start_column = startColumn;
+  if (endColumn !== null) out.end_column = endColumn;
+  return out;
+}
+
+/** A required field of a mapping, read by `read` (which reports what is wrong); undefined once reported. */
+function requiredField<T>(reporter: ProblemReporter, at: string, map: ConfigMap, name: string, read: (v: ConfigValue) => T | undefined): T | undefined {
+  const v = map.get(name);
+  if (v === undefined || v.kind === 'null') return void reporter.fail(`${at}.${name}`, "can't be blank", map);
+  return read(v);
+}
+
+/** An optional string field: handed to `set` when present; false once a problem is reported. */
+function optionalString(reporter: ProblemReporter, at: string, v: ConfigValue | undefined, max: number, set: (s: string) => void): boolean {
+  if (v === undefined || v.kind === 'null') return true;
+  const s = requiredText(reporter, at, v, max);
+  if (s === undefined) return false;
+  set(s);
+  return true;
 }
 
 function onlyKeys(reporter: ProblemReporter, at: string, map: ConfigMap, keys: string[]): boolean {
@@ -170,14 +284,18 @@ function onlyKeys(reporter: ProblemReporter, at: string, map: ConfigMap, keys: s
 
 /**
  * The entry's `if`: null when absent, undefined once a problem has been reported. A step's entries
- * may also read the `step.*` variables (`step.outcome == "hard_failed"`, the docs' example).
+ * may also read the `step.*` variables (`step.outcome == "hard_failed"`, the docs' example), and not
+ * `build.state`.
  */
 function notifyCondition(reporter: ProblemReporter, at: string, v: ConfigValue | undefined, level: NotifyLevel): string | null | undefined {
   if (v === undefined || v.kind === 'null') return null;
   const s = text(v);
   if (s === undefined) return void reporter.fail(at, 'must be a string', v);
   if (s.length > MAX_CONDITION) return void reporter.fail(at, tooLong(MAX_CONDITION), v);
-  const error = conditionError(s, level === 'step' ? [...NOTIFY_CONDITION_VARIABLES, ...STEP_NOTIFY_CONDITION_VARIABLES] : NOTIFY_CONDITION_VARIABLES);
+  const error =
+    level === 'step'
+      ? conditionError(s, [...NOTIFY_CONDITION_VARIABLES, ...STEP_NOTIFY_CONDITION_VARIABLES], STEP_NOTIFY_REFUSED_VARIABLES)
+      : conditionError(s, NOTIFY_CONDITION_VARIABLES);
   if (error) return void reporter.fail(at, error, v);
   return s;
 }

@@ -59,8 +59,22 @@ export type ScriptStep = {
 
 /** Slack: one channel or user (`#general`, `@someone`, `workspace#channel`), or several with a custom message. */
 export type NotifySlack = string | { channels?: string[]; message?: string };
-/** A GitHub commit status or check: its name (`context`), the default one when absent. */
-export type NotifyGitHubContext = { context?: string };
+/** A GitHub commit status: its `context` (the default one when absent); at the top level, how a blocked build shows. */
+export type NotifyGitHubCommitStatus = { context?: string; blocked_builds_as_pending?: boolean };
+export type GitHubCheckAnnotationLevel = Schemas['GitHubCheckAnnotationLevel'];
+/** An annotation of a check's output on lines of a file (GitHub's check-run annotation). */
+export type NotifyGitHubCheckAnnotation = {
+  path: string;
+  start_line: number;
+  end_line: number;
+  annotation_level: GitHubCheckAnnotationLevel;
+  message: string;
+  start_column?: number;
+  end_column?: number;
+};
+export type NotifyGitHubCheckOutput = { title?: string; summary?: string; text?: string; annotations?: NotifyGitHubCheckAnnotation[] };
+/** A GitHub check: its `name` (`context` in pipelines saved before it was read) and its `output`, as written. */
+export type NotifyGitHubCheck = { name?: string; context?: string; output?: NotifyGitHubCheckOutput };
 /**
  * One `notify` entry (notify.ts reads and checks them), kept exactly as written: one of the
  * documented kinds, with the optional `if` condition (filter-condition.ts syntax, with the
@@ -72,8 +86,8 @@ export type NotifyEntry = (
   | { slack: NotifySlack }
   | { basecamp_campfire: string }
   | { pagerduty_change_event: string }
-  | { github_commit_status: NotifyGitHubContext }
-  | { github_check: NotifyGitHubContext }
+  | { github_commit_status: NotifyGitHubCommitStatus }
+  | { github_check: NotifyGitHubCheck }
 ) & { if?: string };
 export type NotifyKind = 'email' | 'webhook' | 'slack' | 'basecamp_campfire' | 'pagerduty_change_event' | 'github_commit_status' | 'github_check';
 /** An automatic retry rule: which failures (exit status, and signal reason when given) and how often. */
@@ -167,7 +181,8 @@ export type StepTypesFollowTheSpec = [
   Conforms<ExitStatus, Schemas['ExitStatusRule']>,
   Conforms<NotifyEntry, Schemas['NotifyEntry']>,
   Conforms<NonNullable<Schemas['NotifyEntry']['slack']>, NotifySlack>,
-  Conforms<NotifyGitHubContext, Schemas['NotifyGitHubContext']>,
+  Conforms<NotifyGitHubCommitStatus, Schemas['NotifyGitHubCommitStatus']>,
+  Conforms<NotifyGitHubCheck, Schemas['NotifyGitHubCheck']>,
   // `matrix_values` is on a job's copy of a matrix step only, which the API does not show;
   // `soft_fail` and `skip` are in the JSON but not in the schema's properties (a boolean or a list
   // or string: see ScriptStep's description).
@@ -178,7 +193,10 @@ export type StepTypesFollowTheSpec = [
   Holds<SameKeys<AutomaticRetry, SpecRetry['automatic'][number]>>,
   Holds<SameKeys<ManualRetry, NonNullable<SpecRetry['manual']>>>,
   Holds<SameKeys<Exclude<NotifySlack, string>, Schemas['NotifySlack']>>,
-  Holds<SameKeys<NotifyGitHubContext, Schemas['NotifyGitHubContext']>>,
+  Holds<SameKeys<NotifyGitHubCommitStatus, Schemas['NotifyGitHubCommitStatus']>>,
+  Holds<SameKeys<NotifyGitHubCheck, Schemas['NotifyGitHubCheck']>>,
+  Holds<SameKeys<NotifyGitHubCheckOutput, Schemas['NotifyGitHubCheckOutput']>>,
+  Holds<SameKeys<NotifyGitHubCheckAnnotation, Schemas['NotifyGitHubCheckAnnotation']>>,
   Holds<SameKeys<Record<NotifyKind | 'if', unknown>, Schemas['NotifyEntry']>>,
   Holds<SameKeys<ManualField, NonNullable<Schemas['ManualStep']['fields']>[number]>>,
   Holds<SameKeys<Matrix, NonNullable<Schemas['ScriptStep']['matrix']>>>,
