@@ -30,6 +30,8 @@ export interface StepMoment {
   label: string | null;
   /** The docs' step types: a command step's jobs are `script` jobs. */
   type: 'command';
+  /** The step's jobs, their latest attempts, as read at fan-out. */
+  jobs: readonly Job[];
 }
 
 /** A time and a tie-breaker, to order two jobs' moments. */
@@ -60,7 +62,7 @@ export function stepMomentOf(name: EventName, subject: Job, jobs: readonly Job[]
   // A job retried since (automatically, or by someone) is its retry's to tell.
   if (subject.retried) return null;
   const step = jobs.filter((j) => j.stepId === subject.stepId && !j.retried);
-  const view = { id: subject.stepId, key: subject.stepKey, label: subject.name, type: 'command' as const };
+  const view = { id: subject.stepId, key: subject.stepKey, label: subject.name, type: 'command' as const, jobs: step };
   // The moment of this event: the subject's end, or its promise.
   const at: Mark | null =
     name === 'job.finished'

@@ -82,8 +82,41 @@ describeEachDatabase('commit statuses end to end', null, (_get, kind) => {
     expect(new Set(statuses.map((x) => x.context))).toEqual(new Set([`buildkite/${s.pipeline.slug}`, `buildkite/${s.pipeline.slug}/Unit`, 'my-ctx']));
     expect(final(`buildkite/${s.pipeline.slug}`)).toBe('failure');
     expect(final(`buildkite/${s.pipeline.slug}/Unit`)).toBe('failure');
-    expect(final('my-ctx')).toBe('failure');
-    expect(statuses.find((x) => x.context === 'my-ctx')!.state).toBe('pending');
+    // A build-level entry publishes at build.failing and build.finished (the docs), not while the build is scheduled or running.
+    expect(statuses.filter((x) => x.context === 'my-ctx').map((x) => x.state)).toEqual(['failure']);
+  });
+
+  it("publishes a parallel step's entries once per step moment: failing at its first failure, then its end", async () => {
+    const s = await setup({
+      configuration: [
+        'steps:',
+        '  - label: Unit',
+        '    command: one',
+        '    parallelism: 3',
+        '    notify:',
+        '      - github_commit_status: { context: unit }',
+        '      - github_check: { name: Lint, output: { title: Lint results } }',
+        '        if: step.outcome == "hard_failed"',
+        '  - label: Docs',
+        '    command: two',
+        '    notify: [{ github_commit_status: { context: docs } }]',
+      ].join('\n'),
+      provider_settings: { publish_commit_status: false },
+    });
+    const commit = sha();
+    await givenBuild(ctx, s.org, s.pipeline, s.token, { commit });
+    for (const exit of [0, 1, 0, 0]) await runNextJob(ctx, s.agent, exit);
+    await settle();
+    const statuses = statusesOf(commit);
+    const of = (context: string) => statuses.filter((x) => x.context === context).map((x) => [x.state, String(x.r.body.description)]);
+    expect(of('unit')).toEqual([
+      ['pending', 'Unit is failing'],
+      ['failure', expect.stringMatching(/^Unit failed/)],
+    ]);
+    // Its `if` holds at both moments: a failing step's outcome is already hard_failed.
+    expect(of('Lint')).toEqual(of('unit'));
+    expect(of('docs')).toEqual([['success', expect.stringMatching(/^Docs passed/)]]);
+    expect(statuses).toHaveLength(5);
   });
 
   it('publishes nothing for a build of HEAD', async () => {

@@ -10,6 +10,7 @@ import {
   statusRepositoryPath,
   statusUpdatesFor,
   stepName,
+  stepStatus,
   type StatusOptions,
   type StatusUpdate,
 } from '../../src/notifications/commit-status';
@@ -326,8 +327,10 @@ describe('commit status rules: notify github_commit_status', () => {
     expect(statusUpdatesFor(event('build.finished', { pipeline: off }), opts).map((u) => u.context)).toEqual(['my-custom-status', 'buildkite/web-app']);
   });
 
-  it('a step-level context publishes for that step without per-step statuses, and beside them with', () => {
-    const opts = { stepNotify: [{ github_commit_status: { context: 'unit tests' } }] };
+  const finished = (...jobs: Json[]) => ({ state: 'finished' as const, jobs });
+
+  it('a step-level context publishes at the step moment, without per-step statuses and beside them', () => {
+    const opts = { stepNotify: [{ github_commit_status: { context: 'unit tests' } }], step: finished(job()) };
     expect(brief(statusUpdatesFor(event('job.finished', { pipeline: off, job: job() }), opts))).toEqual([
       ['unit tests', 'success', ':rspec: RSpec passed (45 seconds)'],
     ]);
@@ -338,9 +341,80 @@ describe('commit status rules: notify github_commit_status', () => {
     ]);
   });
 
+  it('a step-level entry publishes nothing at a job event that is not its step moment', () => {
+    const opts = { stepNotify: [{ github_commit_status: { context: 'unit tests' } }, { github_check: { name: 'Lint' } }] };
+    for (const name of ['job.scheduled', 'job.started', 'job.finished', 'job.promised_exit_status'] as const) {
+      expect(statusUpdatesFor(event(name, { pipeline: off, job: job({ state: 'running' }) }), opts)).toEqual([]);
+    }
+    // A promise is not the job's end: no per-step status of the job either.
+    const per = pipeline({}, 'github', settings({ publish_commit_status_per_step: true }));
+    expect(statusUpdatesFor(event('job.promised_exit_status', { pipeline: per, job: job({ state: 'running' }) }))).toEqual([]);
+  });
+
+  it("a parallel step's entry is one status for the step, in the words of its worst job, over its whole time", () => {
+    const part = (i: number, over: Json) => job({ id: `j${i}`, parallel_group_index: i, parallel_group_total: 3, ...over });
+    const jobs = [
+      part(0, { state: 'passed', started_at: '2026-11-26T01:00:10.000Z', finished_at: '2026-11-26T01:00:20.000Z' }),
+      part(1, { state: 'failed', started_at: '2026-11-26T01:00:00.000Z', finished_at: '2026-11-26T01:00:30.000Z' }),
+      part(2, { state: 'passed', started_at: '2026-11-26T01:00:05.000Z', finished_at: '2026-11-26T01:01:40.000Z' }),
+    ];
+    const opts = { stepNotify: [{ github_commit_status: {} }], step: finished(...jobs) };
+    expect(brief(statusUpdatesFor(event('job.finished', { pipeline: off, job: jobs[2] }), opts))).toEqual([
+      ['buildkite/web-app/:rspec: RSpec', 'failure', ':rspec: RSpec failed (1 minute, 40 seconds)'],
+    ]);
+    const failing = { ...opts, step: { state: 'failing' as const, jobs } };
+    expect(brief(statusUpdatesFor(event('job.finished', { pipeline: off, job: jobs[1] }), failing))).toEqual([
+      ['buildkite/web-app/:rspec: RSpec', 'running', ':rspec: RSpec is failing'],
+    ]);
+  });
+
+  it.each([
+    [[{ state: 'passed' }, { state: 'failed', soft_failed: true }], 'success', 'soft failed'],
+    [[{ state: 'passed' }, { state: 'canceled' }], 'canceled', 'was canceled'],
+    [[{ state: 'passed' }, { state: 'broken' }], 'error', 'was not run'],
+    [[{ state: 'canceled' }, { state: 'timed_out' }], 'failure', 'failed'],
+    [[{ state: 'passed' }, { state: 'passed' }], 'success', 'passed'],
+  ])('a finished step of %j is %s', (states, state, words) => {
+    const status = stepStatus(finished(...states.map((x) => job({ ...x, started_at: null }))), 'Tests');
+    expect(status).toEqual({ state, description: `Tests ${words}` });
+  });
+
+  it("names a check by its name, else the pipeline's name (build level) or the step's (step level)", () => {
+    const buildOpts = {
+      buildNotify: [{ github_check: { name: 'Test Suite' } }, { github_check: {} }, { github_check: null }, { github_check: { context: 'old' } }],
+    };
+    expect(statusUpdatesFor(event('build.finished', { pipeline: { ...off, name: 'Web App' } }), buildOpts).map((u) => u.context)).toEqual([
+      'Test Suite',
+      'Web App',
+      'old',
+    ]);
+    const stepOpts = { stepNotify: [{ github_check: { name: 'Code Linting', output: { title: 'x' } } }, { github_check: {} }], step: finished(job()) };
+    expect(statusUpdatesFor(event('job.finished', { pipeline: off, job: job() }), stepOpts).map((u) => u.context)).toEqual(['Code Linting', ':rspec: RSpec']);
+  });
+
+  it('build-level entries publish at build.failing and build.finished only, blocked builds as pending when the entry asks', () => {
+    const opts = {
+      buildNotify: [{ github_commit_status: { context: 'deploy', blocked_builds_as_pending: true } }, { github_commit_status: { context: 'plain' } }],
+    };
+    for (const name of ['build.scheduled', 'build.running', 'build.skipped'] as const) {
+      expect(statusUpdatesFor(event(name, { pipeline: off, build: build({ state: 'running' }) }), opts)).toEqual([]);
+    }
+    expect(brief(statusUpdatesFor(event('build.failing', { pipeline: off, build: build({ state: 'failing' }) }), opts))).toEqual([
+      ['deploy', 'running', 'Build #12 is failing'],
+      ['plain', 'running', 'Build #12 is failing'],
+    ]);
+    expect(brief(statusUpdatesFor(event('build.finished', { pipeline: off, build: build({ blocked: true }) }), opts))).toEqual([
+      ['deploy', 'pending', 'Build #12 is blocked'],
+      ['plain', 'success', 'Build #12 passed and is blocked (3 minutes, 2 seconds)'],
+    ]);
+  });
+
   it('build-level entries do not apply to job events, nor step-level ones to build events', () => {
-    expect(statusUpdatesFor(event('job.finished', { pipeline: off, job: job() }), { buildNotify: [{ github_commit_status: { context: 'x' } }] })).toEqual([]);
-    expect(statusUpdatesFor(event('build.finished', { pipeline: off }), { stepNotify: [{ github_commit_status: { context: 'x' } }] })).toEqual([]);
+    const step = finished(job());
+    expect(statusUpdatesFor(event('job.finished', { pipeline: off, job: job() }), { buildNotify: [{ github_commit_status: { context: 'x' } }], step })).toEqual(
+      [],
+    );
+    expect(statusUpdatesFor(event('build.finished', { pipeline: off }), { stepNotify: [{ github_commit_status: { context: 'x' } }], step })).toEqual([]);
   });
 
   it('is GitHub only', () => {

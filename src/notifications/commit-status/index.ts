@@ -3,7 +3,17 @@
  * and the senders publishing one (`sendStatus`) to GitHub, GitHub Enterprise, GitLab or
  * Bitbucket over the HTTP function it is given.
  */
-export { statusUpdatesFor, buildStatus, jobStatus, stepName, notifyContexts, isStatusProvider, type StatusOptions } from './rules';
+export {
+  statusUpdatesFor,
+  buildStatus,
+  jobStatus,
+  stepName,
+  stepStatus,
+  notifyStatuses,
+  isStatusProvider,
+  type StatusOptions,
+  type StepStatusMoment,
+} from './rules';
 export { sendStatus, enabledProviders, commitStatusConfig, type CommitStatusSettings } from './send';
 export { statusRepositoryPath } from './repo-path';
 export { gitHubState, GITHUB_API_URL } from './github';

@@ -7,7 +7,7 @@
  */
 import type { Job } from '../../builds/jobs/model';
 import type { Pipeline } from '../../pipelines/repository';
-import { enabledProviders, sendStatus, statusUpdatesFor } from '../commit-status';
+import { enabledProviders, sendStatus, statusUpdatesFor, type StepStatusMoment } from '../commit-status';
 import type { CommitStatusConfig, StatusUpdate } from '../commit-status/types';
 import type { AttemptResult, EventName, HttpSend } from '../events';
 import type { Delivery } from '../repository';
@@ -21,16 +21,15 @@ export const COMMIT_STATUS = 'commit_status';
 /** The `notify` entries of a build or a step (none unless a list). */
 const notifyOf = (x: unknown): unknown[] => (isRecord(x) && Array.isArray(x.notify) ? x.notify : []);
 
-/**
- * Entries a commit status serves: `github_commit_status`, and `github_check` where it maps (a
- * check run has no equivalent here: its context is published as a commit status).
- */
-function statusEntries(x: unknown): unknown[] {
-  return notifyOf(x).map((e) => {
-    if (!isRecord(e) || !('github_check' in e)) return e;
-    const { github_check: check, ...rest } = e;
-    return { ...rest, github_commit_status: check ?? {} };
-  });
+/** The step moment of the event, with its jobs as the status rules read them; null when it is none. */
+function stepMomentOf(ctx: FanOutContext): StepStatusMoment | null {
+  const m = ctx.stepMoment;
+  if (!m) return null;
+  const iso = (d: Date | null) => d?.toISOString() ?? null;
+  return {
+    state: m.state,
+    jobs: m.jobs.map((j) => ({ state: j.state, soft_failed: j.softFailed, started_at: iso(j.startedAt), finished_at: iso(j.finishedAt) })),
+  };
 }
 
 export function commitStatusProvider(config: CommitStatusConfig, conditionOf: (ctx: FanOutContext) => (condition: string) => boolean): Provider {
@@ -40,16 +39,16 @@ export function commitStatusProvider(config: CommitStatusConfig, conditionOf: (c
       if (!pipeline || !isOneOf(enabled, pipeline.providerId)) return false;
       if (name.startsWith('build.')) return true;
       if (!name.startsWith('job.')) return false;
-      // A promise leaves the job running: its status is posted when it finishes.
-      if (name === 'job.promised_exit_status') return false;
-      return pipeline.providerSettings.publish_commit_status_per_step === true || notifyOf(job?.step).length > 0;
+      // A step's entries publish at its moments, which a promise may be (step.failing); the job's own status waits for its end.
+      if (notifyOf(job?.step).length > 0) return true;
+      return name !== 'job.promised_exit_status' && pipeline.providerSettings.publish_commit_status_per_step === true;
     },
     planOwn(ctx: FanOutContext): PlannedDelivery[] {
       const updates = statusUpdatesFor(ctx.event, {
-        buildNotify: statusEntries(ctx.rendered.build),
-        stepNotify: statusEntries(ctx.rendered.job?.step),
+        buildNotify: notifyOf(ctx.rendered.build),
+        stepNotify: notifyOf(ctx.rendered.job?.step),
+        step: stepMomentOf(ctx),
         enabledProviders: enabled,
-        // A step entry's step.* variables hold at its step's moments (ctx.stepMoment), null otherwise.
         evaluateIf: conditionOf(ctx),
       });
       return updates.map((u) => ({
