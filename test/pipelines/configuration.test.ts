@@ -164,6 +164,27 @@ describe('parseConfiguration: step forms', () => {
     ]);
   });
 
+  it("reads a plugin item of several keys as one plugin per key, as the agent's parser does (the docs' lock example)", () => {
+    expect(
+      steps(
+        yaml(
+          'steps:',
+          '  - command: migrate',
+          '    plugins:',
+          '      - vault-secrets#v2.2.1:',
+          '        server: "https://vault"',
+          '        auth: { method: approle }',
+          '      - docker#v5.0.0: { image: x }',
+        ),
+      ),
+    ).toEqual([
+      script({
+        command: 'migrate',
+        plugins: [{ 'vault-secrets#v2.2.1': null }, { server: 'https://vault' }, { auth: { method: 'approle' } }, { 'docker#v5.0.0': { image: 'x' } }],
+      }),
+    ]);
+  });
+
   it('reads a plugins-only step as a script step without a command', () => {
     expect(
       steps(yaml('steps:', '  - label: Lint', '    plugins:', '      - docker-compose#v5.0.0:', '          run: app', '          config: [a.yml, b.yml]')),

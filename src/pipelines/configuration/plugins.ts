@@ -1,7 +1,9 @@
 /**
  * A command step's `plugins`, normalised to the list form Buildkite documents (each item one
  * `{"<source>#<version>": settings}`; a bare name has null settings; the deprecated mapping
- * form becomes one item per key). The agent reads them from the job's `BUILDKITE_PLUGINS`
+ * form becomes one item per key, and so does an item of several keys, as the agent's own parser
+ * reads one: the docs' `buildkite-agent lock` example indents a plugin's settings beside its
+ * name). The agent reads them from the job's `BUILDKITE_PLUGINS`
  * (JSON), which src/builds/jobs/plan.ts sets. No HTTP, no database.
  */
 import { define, mapping, type ProblemReporter } from './problems';
@@ -33,12 +35,13 @@ export function parsePlugins(reporter: ProblemReporter, found: FoundProperty | u
       const at = `${path}[${i}]`;
       const name = text(item);
       if (name !== undefined) return add(at, name, undefined, item);
-      if (item.kind === 'map' && item.keys.length === 1) return add(at, item.keys[0]!, item.get(item.keys[0]!), item);
+      if (item.kind === 'map' && item.keys.length > 0) return item.keys.forEach((source) => add(at, source, item.get(source), item));
       reporter.fail(at, `must be a plugin name, or ${mapping(reporter)} of one plugin name to its settings`, item);
     });
   } else {
     return (reporter.fail(path, 'must be a list or a mapping', v), undefined);
   }
+  if (plugins.length > MAX_PLUGINS) return (reporter.fail(path, `must have at most ${MAX_PLUGINS} plugins`, v), undefined);
   return plugins;
 }
 
