@@ -1702,7 +1702,9 @@ export interface paths {
          *     who unblocked it; `fields` (the block step's form values) become build meta-data. As
          *     jobs.md documents: a job that is not a block step is a 400 `This job type cannot be
          *     unblocked`, one of a canceled build a 422 `Jobs from canceled builds cannot be
-         *     unblocked`; a block step not blocked (yet, or any more) is a 422 with the reason.
+         *     unblocked`; a block step not blocked (yet, or any more) is a 422 with the reason. A step
+         *     with `allowed_teams` may be unblocked by the members of those teams only (instead of whoever
+         *     may build the pipeline): anyone else is a 403 saying so.
          */
         put: operations["unblockJob"];
         post?: never;
@@ -5974,6 +5976,8 @@ export interface components {
             prompt?: string | null;
             /** @description `manual` steps. */
             fields?: components["schemas"]["ManualStepField"][];
+            /** @description `manual` steps, when written: the teams (slugs or ids) whose members alone may unblock it. */
+            allowed_teams?: string[];
             /** @description `trigger` steps: the slug of the pipeline the step builds. */
             pipeline?: string;
             /** @description `trigger` steps. */
@@ -6047,7 +6051,7 @@ export interface components {
              *     variable names to keys) are stored in this one.
              */
             secrets?: components["schemas"]["StepSecret"][];
-            /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
+            /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed, with the step variables of the docs' conditionals reference and `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
             /**
              * @description Present when written: the steps it waits for, each a step's `key` or a group's (its
@@ -6214,7 +6218,7 @@ export interface components {
             depends_on?: components["schemas"]["StepDependency"][];
             /** @description With `depends_on`: a failed dependency (not a canceled one) does not stop it. */
             allow_dependency_failure?: boolean;
-            /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
+            /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed, with the step variables of the docs' conditionals reference and `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
         };
         ManualStep: {
@@ -6230,6 +6234,12 @@ export interface components {
             prompt?: string | null;
             branch_configuration?: string | null;
             fields?: components["schemas"]["ManualStepField"][];
+            /**
+             * @description Present when written: the teams (slugs or ids) whose members alone may unblock it, as
+             *     documented. It replaces the pipeline's `build` access for unblocking: a member of one of
+             *     them with read access may unblock, anyone else may not (a 403).
+             */
+            allowed_teams?: string[];
             /** @description Present when written: what a step's `depends_on` names. */
             key?: string;
             /**
@@ -6240,7 +6250,7 @@ export interface components {
             depends_on?: components["schemas"]["StepDependency"][];
             /** @description With `depends_on`: a failed dependency (not a canceled one) does not stop the step. */
             allow_dependency_failure?: boolean;
-            /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
+            /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed, with the step variables of the docs' conditionals reference and `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
         };
         ManualStepField: {
@@ -6294,7 +6304,7 @@ export interface components {
             soft_fail?: boolean;
             /** @description Present when written: its job's `step_key`, what a step's `depends_on` names. */
             key?: string;
-            /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
+            /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed, with the step variables of the docs' conditionals reference and `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
             /**
              * @description Present when written: the steps it waits for, each a step's `key` or a group's (its

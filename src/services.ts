@@ -256,7 +256,17 @@ export function createServices(o: ServiceOptions): Services {
   const rules = new RuleService(ruleRepository, pipelines);
   const progress = new BuildProgress(
     db,
-    { builds: buildRepository, jobs, logs, agents, pipelines: pipelineRepository, users, clusters: clusterRepository, rules: ruleRepository },
+    {
+      builds: buildRepository,
+      jobs,
+      logs,
+      agents,
+      pipelines: pipelineRepository,
+      users,
+      clusters: clusterRepository,
+      rules: ruleRepository,
+      organizations: orgs,
+    },
     sign,
     changes,
   );

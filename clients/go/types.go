@@ -4536,8 +4536,12 @@ type LogChunkResult struct {
 
 type ManualStep struct {
 	// With `depends_on`: a failed dependency (not a canceled one) does not stop the step.
-	AllowDependencyFailure *bool   `json:"allow_dependency_failure,omitempty"`
-	BranchConfiguration    *string `json:"branch_configuration,omitempty"`
+	AllowDependencyFailure *bool `json:"allow_dependency_failure,omitempty"`
+	// Present when written: the teams (slugs or ids) whose members alone may unblock it, as
+	// documented. It replaces the pipeline's `build` access for unblocking: a member of one of
+	// them with read access may unblock, anyone else may not (a 403).
+	AllowedTeams        []string `json:"allowed_teams,omitempty"`
+	BranchConfiguration *string  `json:"branch_configuration,omitempty"`
 	// Present when written: the steps it waits for before it blocks, instead of the steps
 	// before
 	// it (empty: it blocks at once); the steps after it still wait for it to be unblocked. As a
@@ -4545,8 +4549,9 @@ type ManualStep struct {
 	DependsOn []StepDependency  `json:"depends_on,omitempty"`
 	Fields    []ManualStepField `json:"fields,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
-	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not
-	// with `branch_configuration`.
+	// allowed, with the step variables of the docs' conditionals reference and
+	// `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs
+	// `broken`. Not with `branch_configuration`.
 	If *string `json:"if,omitempty"`
 	// Present (true) for an input step (YAML `input:`): it blocks at once (or once its
 	// `depends_on` are done) and holds its build from finishing until unblocked, but the steps
@@ -4895,6 +4900,8 @@ type Step struct {
 	AgentQueryRules []string `json:"agent_query_rules,omitempty"`
 	// With `depends_on`: a failed dependency does not stop the step.
 	AllowDependencyFailure *bool `json:"allow_dependency_failure,omitempty"`
+	// `manual` steps, when written: the teams (slugs or ids) whose members alone may unblock it.
+	AllowedTeams []string `json:"allowed_teams,omitempty"`
 	// `script` steps.
 	ArtifactPaths *string `json:"artifact_paths,omitempty"`
 	// `trigger` steps.
@@ -5589,8 +5596,9 @@ type ScriptStep struct {
 	// jobs show it as `group_key`.
 	GroupKey *string `json:"group_key,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
-	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not
-	// with `branch_configuration`.
+	// allowed, with the step variables of the docs' conditionals reference and
+	// `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs
+	// `broken`. Not with `branch_configuration`.
 	If     *string     `json:"if,omitempty"`
 	Key    *string     `json:"key,omitempty"`
 	Matrix *StepMatrix `json:"matrix,omitempty"`
@@ -5978,8 +5986,9 @@ type TriggerStep struct {
 	// visual steps a null is a field not set).
 	DependsOn []StepDependency `json:"depends_on,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
-	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not
-	// with `branch_configuration`.
+	// allowed, with the step variables of the docs' conditionals reference and
+	// `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs
+	// `broken`. Not with `branch_configuration`.
 	If *string `json:"if,omitempty"`
 	// Present when written: its job's `step_key`, what a step's `depends_on` names.
 	Key   *string `json:"key,omitempty"`
@@ -6201,8 +6210,9 @@ type WaiterStep struct {
 	// failed one makes it fail unless allowed, as for a command step).
 	DependsOn []StepDependency `json:"depends_on,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
-	// allowed), evaluated when the step is added to a build; false makes its jobs `broken`. Not
-	// with `branch_configuration`.
+	// allowed, with the step variables of the docs' conditionals reference and
+	// `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs
+	// `broken`. Not with `branch_configuration`.
 	If *string `json:"if,omitempty"`
 	// Present when written: what a step's `depends_on` names (the wait is done once it passed).
 	Key  *string        `json:"key,omitempty"`

@@ -61,7 +61,7 @@ export class ForbiddenError extends DomainError {
   }
 }
 
-/** 403 with its own reason: a rule does not allow what was asked (src/rules/policy.ts). */
+/** 403 with its own reason: a rule does not allow what was asked (src/rules/policy.ts, a step's `allowed_teams`). */
 export class RefusedError extends ForbiddenError {
   constructor(reason: string) {
     super();

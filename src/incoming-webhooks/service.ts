@@ -18,7 +18,7 @@ import { PROVIDER_NAMES, type DeliveryEvent, type ProviderFamily, type PullReque
 import { gitHubEvent, validGitHubSignature } from './github-events';
 import { gitLabEvent, validGitLabToken } from './gitlab-events';
 import { buildUrls } from '../builds/serialize';
-import { stepConditionContext } from '../builds/jobs/plan';
+import { buildConditionContext } from '../builds/jobs/plan';
 
 export interface DeliveryHeaders {
   githubEvent?: string;
@@ -275,7 +275,7 @@ function eventsOf(family: ProviderFamily, h: DeliveryHeaders, body: object): Del
 
 /** The would-be build as `filter_condition` sees it: what a step's condition reads, and what only a webhook tells. */
 function conditionContext(pipeline: Pipeline, orgSlug: string, b: DeliveredBuild, d: { draft?: boolean; fork?: boolean }): Map<string, Value> {
-  const ctx = stepConditionContext({ ...b, source: 'webhook' }, pipeline);
+  const ctx = buildConditionContext({ ...b, source: 'webhook' }, pipeline);
   ctx.set('build.pull_request.draft', b.pullRequest ? d.draft === true : null);
   ctx.set('build.pull_request.repository.fork', b.pullRequest ? d.fork === true : null);
   ctx.set('organization.slug', orgSlug);

@@ -66,6 +66,10 @@ type PipelineSettingsRow = OrganizationsRow &
 export class OrganizationRepository {
   constructor(private readonly db: Knex) {}
 
+  withTransaction(trx: Knex): OrganizationRepository {
+    return new OrganizationRepository(trx);
+  }
+
   async create(input: { slug: string; name: string; teamsEnabled?: boolean }, trx: Knex = this.db): Promise<Organization> {
     const org: Organization = {
       id: crypto.randomUUID(),
@@ -290,6 +294,17 @@ export class OrganizationRepository {
       .where('teams.organization_id', organizationId)
       .select<(Pick<TeamsRow, 'id'> & Pick<TeamMembersRow, 'role'>)[]>('teams.id', 'team_members.role');
     return new Map(rows.map((r) => [r.id, oneOf(TEAM_ROLES, r.role, 'team_members.role')]));
+  }
+
+  /** The slugs of the organization's teams the user is a member of (`build.creator.teams`). */
+  async teamSlugsOf(userId: string, organizationId: string, trx: Knex = this.db): Promise<string[]> {
+    const rows = await trx('team_members')
+      .join('teams', 'teams.id', 'team_members.team_id')
+      .where('team_members.user_id', userId)
+      .where('teams.organization_id', organizationId)
+      .orderBy('teams.slug')
+      .select<Pick<TeamsRow, 'slug'>[]>('teams.slug');
+    return rows.map((r) => r.slug);
   }
 
   async teamIdsOf(userId: string, organizationId: string, trx: Knex = this.db): Promise<Set<string>> {

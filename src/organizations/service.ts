@@ -251,6 +251,16 @@ export class OrganizationService {
     }
   }
 
+  /** Whether the user is a member of one of the organization's teams named (by id or slug). */
+  async memberOfAnyTeam(organizationId: string, userId: string, idsOrSlugs: readonly string[]): Promise<boolean> {
+    const memberOf = await this.orgs.teamRolesOf(userId, organizationId);
+    for (const id of idsOrSlugs) {
+      const team = await this.orgs.findTeam(organizationId, id);
+      if (team && memberOf.has(team.id)) return true;
+    }
+    return false;
+  }
+
   /** The user, if a member of the organization. */
   async member(organizationId: string, userId: string): Promise<User | null> {
     return this.orgs.findMember(organizationId, userId);

@@ -13,7 +13,7 @@
  *   and        := compare ( "&&" compare )*
  *   compare    := unary ( ( "==" | "!=" ) unary | ( "=~" | "!~" ) REGEX | "includes" unary )?
  *   unary      := "!" unary | primary
- *   primary    := "(" or ")" | STRING | NUMBER | true | false | null | VARIABLE
+ *   primary    := "(" or ")" | STRING | NUMBER | true | false | null | VARIABLE | "build.env" "(" STRING ")"
  */
 
 export type Scalar = string | number | boolean | null;
@@ -24,6 +24,8 @@ export type CompareOp = '==' | '!=' | '=~' | '!~' | 'includes';
 export type ConditionNode =
   | { kind: 'literal'; value: Scalar }
   | { kind: 'variable'; name: string }
+  /** `build.env("NAME")`: read from the context under envVariable(NAME). */
+  | { kind: 'env'; name: string }
   | { kind: 'regex'; source: string; flags: string }
   | { kind: 'not'; operand: ConditionNode }
   | { kind: 'and' | 'or'; left: ConditionNode; right: ConditionNode }
@@ -58,6 +60,34 @@ export const CONDITION_VARIABLES = [
 ] as const;
 
 export type ConditionVariable = (typeof CONDITION_VARIABLES)[number];
+
+/**
+ * What a step's `if` may name on top of CONDITION_VARIABLES (the docs' conditionals reference):
+ * the build's identity and creator, and `build.env("NAME")`, which reads the build's environment
+ * (the pipeline's and the build's env, and the build's `BUILDKITE_*` variables). The ones only
+ * a webhook or a merge queue sets read null on builds that have none.
+ */
+export const STEP_CONDITION_VARIABLES = [
+  'build.id',
+  'build.number',
+  'build.creator.id',
+  'build.creator.name',
+  'build.creator.email',
+  'build.creator.teams',
+  'build.author.id',
+  'build.author.teams',
+  'build.pull_request.label',
+  'build.merge_queue.base_branch',
+  'build.merge_queue.base_commit',
+  'build.source_event',
+  'build.source_action',
+  'pipeline.id',
+  'organization.id',
+  'build.env',
+] as const;
+
+/** The context key `build.env("NAME")` reads. */
+export const envVariable = (name: string) => `build.env(${JSON.stringify(name)})`;
 
 /**
  * What a `notify` entry's `if` may name on top of CONDITION_VARIABLES: the build's outcome and
@@ -118,6 +148,7 @@ export class Condition {
     const found = new Set<string>();
     const walk = (n: ConditionNode): void => {
       if (n.kind === 'variable') found.add(n.name);
+      else if (n.kind === 'env') found.add('build.env');
       else if (n.kind === 'not') walk(n.operand);
       else if (n.kind === 'and' || n.kind === 'or' || n.kind === 'compare') {
         walk(n.left);
@@ -139,6 +170,8 @@ export class Condition {
         return n.value;
       case 'variable':
         return ctx.get(n.name) ?? null;
+      case 'env':
+        return ctx.get(envVariable(n.name)) ?? null;
       case 'regex':
         // Only reachable as the right side of =~ / !~, which reads the RegExp directly.
         return `/${n.source}/${n.flags}`;
@@ -304,9 +337,21 @@ class Parser {
       if (word === 'false') return { kind: 'literal', value: false };
       if (word === 'null') return { kind: 'literal', value: null };
       if (!this.known.has(word)) throw new ParseError(this.refused?.get(word) ?? `unknown variable \`${word}\``, start);
+      if (word === 'build.env') return this.envCall();
       return { kind: 'variable', name: word };
     }
     throw this.unexpected('a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`)');
+  }
+
+  /** The rest of `build.env("NAME")`, after its name. */
+  private envCall(): ConditionNode {
+    if (!this.eat('(')) throw this.unexpected('`(`: `build.env` is a function, as in build.env("NAME")');
+    this.skipSpace();
+    const quote = this.text[this.pos];
+    if (quote !== '"' && quote !== "'") throw this.unexpected('the name of an environment variable, as a "string"');
+    const name = this.string(quote);
+    if (!this.eat(')')) throw this.unexpected('`)`');
+    return { kind: 'env', name };
   }
 
   private string(quote: string): string {

@@ -119,6 +119,8 @@ function print(n: ConditionNode): string {
       return typeof n.value === 'string' ? JSON.stringify(n.value) : String(n.value);
     case 'variable':
       return n.name;
+    case 'env':
+      return `build.env(${JSON.stringify(n.name)})`;
     case 'regex':
       return `/${n.source}/${n.flags}`;
     case 'not':

@@ -5,7 +5,7 @@
  * the transitions are src/builds/states.ts, the rules that move jobs ./state.ts and src/builds/progress/.
  */
 import type { PlannedJob } from './plan';
-import type { Author, JobRetryType, JobState, PullRequest } from '../model';
+import type { Author, BuildSource, JobRetryType, JobState, PullRequest, TriggeredFrom } from '../model';
 import type { User } from '../../core/identity';
 
 /** A stored job: what was planned (its concurrency group is its step's: concurrencyOf), plus what running it records. */
@@ -52,7 +52,10 @@ export interface JobContext {
   job: Job;
   organizationId: string;
   orgSlug: string;
+  pipelineId: string;
   pipelineSlug: string;
+  pipelineName: string;
+  pipelineDefaultBranch: string | null;
   repository: string;
   /** The pipeline's Git clone mirror, or null. */
   cloneMirrorUrl: string | null;
@@ -69,6 +72,9 @@ export interface JobContext {
     author: Author | null;
     cleanCheckout: boolean;
     creator: { name: string; email: string } | null;
+    source: BuildSource;
+    triggeredFrom: TriggeredFrom | null;
+    rebuiltFrom: { id: string; number: number } | null;
   };
 }
 

@@ -85,7 +85,20 @@ export class PipelineUploadService {
       stepTimeouts: settings ? { defaultMinutes: settings.defaultTimeoutInMinutes, maximumMinutes: settings.maximumTimeoutInMinutes } : undefined,
       sign: this.sign,
       // Documented: conditions are evaluated at pipeline upload.
-      conditions: stepConditionContext(build, settings ?? { slug: context.pipelineSlug, defaultBranch: null, repository: context.repository }),
+      conditions: stepConditionContext({
+        build,
+        pipeline: {
+          id: context.pipelineId,
+          name: context.pipelineName,
+          slug: context.pipelineSlug,
+          defaultBranch: context.pipelineDefaultBranch,
+          repository: context.repository,
+          providerId: context.providerId,
+        },
+        organization: { id: context.organizationId, slug: context.orgSlug },
+        creatorTeams: (await this.progress.conditionFacts(context.organizationId, build.creator?.id ?? null, parsed.steps)).creatorTeams,
+        env: { ...settings?.env, ...parsed.env, ...build.env },
+      }),
     });
     // A send the agent retries (same uuid) added nothing the second time: recorded once.
     const repeated = uploadId !== null && (await this.stepUploads.hasApplied(context.build.id, uploadId));

@@ -9,7 +9,8 @@ import type { ScriptStep, Step } from '../../pipelines/configuration';
 import { combinations, interpolate, interpolateJsonObject } from '../../pipelines/configuration/matrix';
 import type { Plugin } from '../../pipelines/configuration/plugins';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
-import { parseCondition, type ConditionContext, type Value } from '../../pipelines/filter-condition';
+import { envVariable, parseCondition, STEP_CONDITION_VARIABLES, type ConditionContext, type Value } from '../../pipelines/filter-condition';
+import { buildEnvironment, type BuildEnvironmentSource } from '../environment';
 import type { Keys } from '../../security/keys';
 import { concurrencyOf, type JobConcurrency } from './concurrency';
 import type { Build } from '../model';
@@ -159,12 +160,15 @@ export function scriptVariants(step: ScriptStep): ScriptStep[] {
 
 /** Whether a step's condition holds for the build (one that no longer parses does not). */
 function holds(condition: string, context: ConditionContext): boolean {
-  const parsed = parseCondition(condition);
+  const parsed = parseCondition(condition, STEP_CONDITION_VARIABLES);
   return parsed.ok && parsed.condition.evaluate(context);
 }
 
-/** What a step's condition reads of the build it is planned into, and of its pipeline (the docs' variables that are known then). */
-export function stepConditionContext(
+/**
+ * The variables of the would-be build that a `filter_condition` reads (CONDITION_VARIABLES, but
+ * for what only a webhook says): what the build is created from, and its pipeline.
+ */
+export function buildConditionContext(
   b: Pick<Build, 'branch' | 'message' | 'commit' | 'source' | 'author' | 'pullRequest'> & { tag?: string | null },
   pipeline: Pick<Pipeline, 'slug' | 'defaultBranch' | 'repository'>,
 ): Map<string, Value> {
@@ -185,6 +189,51 @@ export function stepConditionContext(
     ['pipeline.default_branch', pipeline.defaultBranch],
     ['pipeline.repository', pipeline.repository],
   ]);
+}
+
+/** What a step's `if` reads: the build (as planned, or as stored for an upload), its pipeline and organization. */
+export interface StepConditionSource extends BuildEnvironmentSource {
+  build: BuildEnvironmentSource['build'] & Pick<Build, 'author'> & { creator: { id: string; name: string; email: string } | null };
+  /** The slugs of the teams of the organization the build's creator is a member of. */
+  creatorTeams: readonly string[];
+  /** The env the build gives its steps: the pipeline's and the build's (`build.env()` reads them, then the `BUILDKITE_*` ones). */
+  env: Readonly<Record<string, string>>;
+}
+
+/**
+ * Every variable the docs' conditionals reference gives a step's `if`. What a build does not keep
+ * is null: a merge queue (Windsock has none), the webhook event behind a build (its kind and
+ * action, whether its pull request is a draft or a fork's, the label just added: a webhook's
+ * `filter_condition` reads those before the build exists), an author's Buildkite identity.
+ * `build.number` is null while a new build is planned: its number is given when it is written
+ * (a pipeline upload's steps see it).
+ */
+export function stepConditionContext(s: StepConditionSource): Map<string, Value> {
+  const { build: b, pipeline: p, organization: o } = s;
+  const ctx = buildConditionContext(b, p);
+  const more: [string, Value][] = [
+    ['build.id', b.id],
+    ['build.number', b.number],
+    ['build.creator.id', b.creator?.id ?? null],
+    ['build.creator.name', b.creator?.name ?? null],
+    ['build.creator.email', b.creator?.email ?? null],
+    ['build.creator.teams', s.creatorTeams],
+    ['build.author.id', null],
+    ['build.author.teams', []],
+    ['build.pull_request.draft', null],
+    ['build.pull_request.label', null],
+    ['build.pull_request.repository.fork', null],
+    ['build.merge_queue.base_branch', null],
+    ['build.merge_queue.base_commit', null],
+    ['build.source_event', null],
+    ['build.source_action', null],
+    ['pipeline.id', p.id],
+    ['organization.id', o.id],
+    ['organization.slug', o.slug],
+  ];
+  for (const [k, v] of more) ctx.set(k, v);
+  for (const [k, v] of Object.entries({ ...s.env, ...buildEnvironment(s) })) ctx.set(envVariable(k), v);
+  return ctx;
 }
 
 /** A build takes at most this many jobs, uploads included (retried jobs count too). */

@@ -58,6 +58,8 @@ export class JobRepository {
         'b.organization_id as ctx_org_id',
         'o.slug as ctx_org_slug',
         'p.slug as ctx_pipeline_slug',
+        'p.name as ctx_pipeline_name',
+        'p.default_branch as ctx_default_branch',
         'p.repository as ctx_repository',
         'p.clone_mirror_url as ctx_clone_mirror_url',
         'p.provider_id as ctx_provider_id',
@@ -71,6 +73,10 @@ export class JobRepository {
         'b.commit as ctx_commit',
         'b.message as ctx_message',
         'b.tag as ctx_tag',
+        'b.source as ctx_source',
+        'b.triggered_from as ctx_triggered_from',
+        'b.rebuilt_from_id as ctx_rebuilt_from_id',
+        'b.rebuilt_from_number as ctx_rebuilt_from_number',
       );
   }
 

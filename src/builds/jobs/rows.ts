@@ -4,7 +4,8 @@
  * JobContext, and a planned job into the row that stores it.
  */
 import type { JobType, PlannedJob, StepSignature } from './plan';
-import type { Author, JobRetryType, NewBuild, PullRequest } from '../model';
+import type { Author, JobRetryType, NewBuild, PullRequest, TriggeredFrom } from '../model';
+import { BUILD_SOURCE_VALUES } from '../rows';
 import { parseJson, toBool, toDate, toDateOrNull } from '../../db/values';
 import type { BuildsRow, JobsRow, OrganizationsRow, PipelinesRow, UsersRow } from '../../db/tables';
 import type { Step } from '../../pipelines/configuration';
@@ -59,8 +60,25 @@ export type JobContextRow = JobsRow & {
   ctx_org_slug: OrganizationsRow['slug'];
   ctx_pipeline_slug: PipelinesRow['slug'];
   ctx_build_number: BuildsRow['number'];
-} & Prefixed<Pick<PipelinesRow, 'repository' | 'clone_mirror_url' | 'provider_id'>, 'ctx_'> &
-  Prefixed<Pick<BuildsRow, 'pull_request' | 'author' | 'clean_checkout' | 'branch' | 'commit' | 'message' | 'tag'>, 'ctx_'> &
+  ctx_pipeline_name: PipelinesRow['name'];
+} & Prefixed<Pick<PipelinesRow, 'repository' | 'clone_mirror_url' | 'provider_id' | 'default_branch'>, 'ctx_'> &
+  Prefixed<
+    Pick<
+      BuildsRow,
+      | 'pull_request'
+      | 'author'
+      | 'clean_checkout'
+      | 'branch'
+      | 'commit'
+      | 'message'
+      | 'tag'
+      | 'source'
+      | 'triggered_from'
+      | 'rebuilt_from_id'
+      | 'rebuilt_from_number'
+    >,
+    'ctx_'
+  > &
   Nullable<Prefixed<Pick<UsersRow, 'name' | 'email'>, 'ctx_creator_'>>;
 
 export function jobFromRow(r: JobRowIn): Job {
@@ -181,7 +199,10 @@ export function contextFromRow(r: JobContextRow): JobContext {
     job: jobFromRow(r),
     organizationId: r.ctx_org_id,
     orgSlug: r.ctx_org_slug,
+    pipelineId: r.pipeline_id,
     pipelineSlug: r.ctx_pipeline_slug,
+    pipelineName: r.ctx_pipeline_name,
+    pipelineDefaultBranch: r.ctx_default_branch ?? null,
     repository: r.ctx_repository,
     cloneMirrorUrl: r.ctx_clone_mirror_url ?? null,
     providerId: r.ctx_provider_id,
@@ -196,6 +217,9 @@ export function contextFromRow(r: JobContextRow): JobContext {
       author: parseJson<Author | null>(r.ctx_author, null),
       cleanCheckout: toBool(r.ctx_clean_checkout),
       creator: r.ctx_creator_name ? { name: r.ctx_creator_name, email: r.ctx_creator_email ?? '' } : null,
+      source: oneOf(BUILD_SOURCE_VALUES, r.ctx_source, 'builds.source'),
+      triggeredFrom: parseJson<TriggeredFrom | null>(r.ctx_triggered_from, null),
+      rebuiltFrom: r.ctx_rebuilt_from_id ? { id: r.ctx_rebuilt_from_id, number: Number(r.ctx_rebuilt_from_number) } : null,
     },
   };
 }

@@ -9,6 +9,7 @@ import type { JobContext } from './model';
 import YAML from 'yaml';
 import { graphqlId, isoTime } from '../../http/responses/format';
 import type { StepUpload } from './step-upload-repository';
+import { buildEnvironment } from '../environment';
 
 /** The host of a repository URL (`git@host:path`, `ssh://user@host:port/path`, `https://host/path`), or "". */
 function repositoryHost(repository: string): string {
@@ -32,25 +33,21 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaDa
     ...j.env,
     CI: 'true',
     BUILDKITE: 'true',
+    ...buildEnvironment({
+      build: c.build,
+      pipeline: {
+        id: c.pipelineId,
+        name: c.pipelineName,
+        slug: c.pipelineSlug,
+        defaultBranch: c.pipelineDefaultBranch,
+        repository: c.repository,
+        providerId: c.providerId,
+      },
+      organization: { id: c.organizationId, slug: c.orgSlug },
+    }),
     BUILDKITE_JOB_ID: j.id,
-    BUILDKITE_BUILD_ID: c.build.id,
-    BUILDKITE_BUILD_NUMBER: String(c.build.number),
     BUILDKITE_BUILD_URL: buildUrls(publicUrl, c.orgSlug, c.pipelineSlug, c.build.number).webUrl,
-    BUILDKITE_BRANCH: c.build.branch,
-    BUILDKITE_COMMIT: c.build.commit,
-    BUILDKITE_MESSAGE: c.build.message ?? '',
-    BUILDKITE_TAG: c.build.tag ?? '',
-    BUILDKITE_REPO: c.repository,
     BUILDKITE_REPO_SSH_HOST: repositoryHost(c.repository),
-    BUILDKITE_PIPELINE_PROVIDER: c.providerId,
-    BUILDKITE_PULL_REQUEST: c.build.pullRequest ? c.build.pullRequest.id : 'false',
-    BUILDKITE_PULL_REQUEST_BASE_BRANCH: c.build.pullRequest?.base ?? '',
-    BUILDKITE_PULL_REQUEST_REPO: c.build.pullRequest?.repository ?? '',
-    BUILDKITE_BUILD_CREATOR: c.build.creator?.name ?? '',
-    BUILDKITE_BUILD_CREATOR_EMAIL: c.build.creator?.email ?? '',
-    BUILDKITE_PIPELINE_SLUG: c.pipelineSlug,
-    BUILDKITE_ORGANIZATION_SLUG: c.orgSlug,
-    BUILDKITE_ORGANIZATION_ID: c.organizationId,
     // The older name of org/pipeline some plugins and scripts still read.
     BUILDKITE_PROJECT_SLUG: `${c.orgSlug}/${c.pipelineSlug}`,
     BUILDKITE_PROJECT_PROVIDER: c.providerId,
@@ -69,7 +66,6 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaDa
   if (c.cloneMirrorUrl) env.BUILDKITE_GIT_REMOTE_MIRROR_URL = c.cloneMirrorUrl;
   if (c.build.author?.name) env.BUILDKITE_BUILD_AUTHOR = c.build.author.name;
   if (c.build.author?.email) env.BUILDKITE_BUILD_AUTHOR_EMAIL = c.build.author.email;
-  if (c.build.pullRequest?.labels?.length) env.BUILDKITE_PULL_REQUEST_LABELS = c.build.pullRequest.labels.join(',');
   // What the real agent's bootstrap installs and runs: the step's plugins, in the list form.
   if (j.step.type === 'script' && j.step.plugins?.length) env.BUILDKITE_PLUGINS = JSON.stringify(j.step.plugins);
   if (j.parallelGroupTotal !== null) {

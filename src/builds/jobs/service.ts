@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import type { components } from '../../../generated/api';
 import type { BuildService, BuildWithJobs } from '../service';
-import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../../core/errors';
+import { BadRequestError, ForbiddenError, NotFoundError, RefusedError, UnprocessableError, ValidationError } from '../../core/errors';
 import type { OrganizationService } from '../../organizations/service';
 import type { AgentService } from '../../agents/service';
 import type { Agent } from '../../agents/repository';
@@ -199,7 +199,7 @@ export class JobService {
   async unblock(actor: Actor, target: JobTarget, body: UnblockBody): Promise<{ item: BuildWithJobs; jobId: string }> {
     const { item, job } = await this.locate(actor, target);
     const jobId = job.id;
-    if (!item.perms.build) throw new ForbiddenError();
+    await this.mayUnblock(actor, item, job);
     // As jobs.md documents them: a 400 for a job that is not a block step, a 422 for a canceled build.
     if (job.type !== 'manual') throw new BadRequestError('This job type cannot be unblocked');
     if (CANCELED_BUILD_STATES.includes(item.build.state)) throw new UnprocessableError('Jobs from canceled builds cannot be unblocked');
@@ -213,6 +213,36 @@ export class JobService {
     if (!(await this.progress.unblock(item.build.id, jobId, by, body.fields ?? {})))
       throw new UnprocessableError("This job can't be unblocked: it is no longer blocked.");
     return { item: await this.builds.get(actor, item.pipeline.slug, item.build.number, true), jobId };
+  }
+
+  /** The build's blocked jobs the caller may unblock (what a page offers to). */
+  async unblockable(actor: Actor, item: BuildWithJobs): Promise<Set<string>> {
+    const ids = new Set<string>();
+    for (const job of item.jobs) {
+      if (job.state !== 'blocked') continue;
+      try {
+        await this.mayUnblock(actor, item, job);
+        ids.add(job.id);
+      } catch (error) {
+        if (!(error instanceof ForbiddenError)) throw error;
+      }
+    }
+    return ids;
+  }
+
+  /**
+   * Who may unblock: with the step's `allowed_teams`, the members of those teams only (the docs'
+   * block step permissions: it "replaces the need for write access to the pipeline", and a writer
+   * in none of them may not); otherwise whoever may build the pipeline.
+   */
+  private async mayUnblock(actor: Actor, item: BuildWithJobs, job: Job): Promise<void> {
+    const teams = job.step.type === 'manual' ? job.step.allowed_teams : undefined;
+    if (!teams) {
+      if (!item.perms.build) throw new ForbiddenError();
+      return;
+    }
+    if (!(await this.organizations.memberOfAnyTeam(actor.organization.id, actor.principal.user.id, teams)))
+      throw new RefusedError(`Only members of the teams allowed to unblock this step (${teams.join(', ')}) may unblock it.`);
   }
 }
 

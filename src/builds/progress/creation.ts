@@ -13,6 +13,7 @@ import type { User } from '../../core/identity';
 import type { Job } from '../jobs/model';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
 import type { Pipeline } from '../../pipelines/repository';
+import type { Step } from '../../pipelines/configuration';
 import { MAX_JOBS_PER_BUILD, planJobs, stepConditionContext, type PlannedJob } from '../jobs/plan';
 import type { Build, NewBuild, NewBuildFields } from '../model';
 import { placeInCluster, type ClusterQueues } from '../jobs/cluster-queue';
@@ -37,10 +38,25 @@ export interface PlannedBuild {
  * builds of the branch it skips or cancels, as the pipeline says. Throws when the steps make
  * more jobs than a build may have.
  */
-export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields, sign: StepSigner, queues: ClusterQueues | null = null): PlannedBuild {
+export function planBuild(
+  pipeline: Pipeline,
+  creator: User | null,
+  b: NewBuildFields,
+  sign: StepSigner,
+  queues: ClusterQueues | null,
+  facts: ConditionFacts,
+): PlannedBuild {
   const now = clock.now();
+  const id = crypto.randomUUID();
   // A pipeline using a template builds from the template's steps and env, not its own.
   const source = pipeline.template ?? pipeline;
+  const conditions = stepConditionContext({
+    build: { ...b, id, number: null, tag: b.tag ?? null, triggeredFrom: b.triggeredFrom ?? null, creator },
+    pipeline,
+    organization: facts.organization,
+    creatorTeams: facts.creatorTeams,
+    env: { ...source.env, ...b.env },
+  });
   const planned = planJobs(source.steps, {
     branch: b.branch,
     pipelineEnv: source.env,
@@ -48,7 +64,7 @@ export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildF
     repositoryUrl: pipeline.repository,
     stepTimeouts: { defaultMinutes: pipeline.defaultTimeoutInMinutes, maximumMinutes: pipeline.maximumTimeoutInMinutes },
     sign,
-    conditions: stepConditionContext(b, pipeline),
+    conditions,
   });
   const jobs = placeInCluster(planned, queues);
   if (jobs.length > MAX_JOBS_PER_BUILD) {
@@ -63,7 +79,7 @@ export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildF
   if (pipeline.skipQueuedBranchBuilds && matchesBranchFilter(pipeline.skipQueuedBranchBuildsFilter, b.branch)) supersedes.push({ event: 'skip' });
   if (pipeline.cancelRunningBranchBuilds && matchesBranchFilter(pipeline.cancelRunningBranchBuildsFilter, b.branch)) supersedes.push({ event: 'supersede' });
   const build: NewBuild = {
-    id: crypto.randomUUID(),
+    id,
     pipelineId: pipeline.id,
     organizationId: pipeline.organizationId,
     state: notRun ? 'not_run' : 'scheduled',
@@ -82,6 +98,30 @@ export function planBuild(pipeline: Pipeline, creator: User | null, b: NewBuildF
     ...b,
   };
   return { build, creator, jobs, supersedes };
+}
+
+/** What a step's `if` reads that neither the pipeline nor the build carries. */
+export interface ConditionFacts {
+  organization: { id: string; slug: string };
+  /** The slugs of the creator's teams in the organization (`build.creator.teams`). */
+  creatorTeams: string[];
+}
+
+/**
+ * The facts for planning `steps` into a build of the organization, read only when a step has an
+ * `if` (the teams only when one may name them): most builds cost no read more.
+ */
+export async function conditionFactsOf(
+  r: Pick<ProgressRepositories, 'organizations'>,
+  organizationId: string,
+  creatorId: string | null,
+  steps: readonly Step[],
+): Promise<ConditionFacts> {
+  const conditions = steps.flatMap((s) => (s.if === undefined ? [] : [s.if]));
+  if (!conditions.length) return { organization: { id: organizationId, slug: '' }, creatorTeams: [] };
+  const org = await r.organizations.findById(organizationId);
+  const teams = creatorId !== null && conditions.some((c) => c.includes('teams')) ? await r.organizations.teamSlugsOf(creatorId, organizationId) : [];
+  return { organization: { id: organizationId, slug: org?.slug ?? '' }, creatorTeams: teams };
 }
 
 /**

@@ -12,6 +12,7 @@ import type { JobRepository } from '../jobs/repository';
 import type { PipelineRepository } from '../../pipelines/repository';
 import type { UserRepository } from '../../user/repository';
 import type { RuleRepository } from '../../rules/repository';
+import type { OrganizationRepository } from '../../organizations/repository';
 import type { PlanContext } from '../jobs/plan';
 import type { BuildRepository } from '../repository';
 
@@ -28,6 +29,8 @@ export interface ProgressRepositories {
   clusters: ClusterRepository;
   /** Read only: the rules that let a trigger step reach a pipeline of another cluster. */
   rules: RuleRepository;
+  /** Read only: the organization's slug and a build creator's teams, which a step's `if` may read. */
+  organizations: OrganizationRepository;
 }
 
 /** Each repository on `trx`. */
@@ -41,6 +44,7 @@ export function bind(r: ProgressRepositories, trx: Knex.Transaction): ProgressRe
     users: r.users.withTransaction(trx),
     clusters: r.clusters.withTransaction(trx),
     rules: r.rules.withTransaction(trx),
+    organizations: r.organizations.withTransaction(trx),
   };
 }
 

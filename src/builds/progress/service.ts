@@ -19,14 +19,14 @@ import type { Knex } from 'knex';
 import type { User } from '../../core/identity';
 import type { ExpiredJob, Job, JobEnd } from '../jobs/model';
 import { automaticRetryRule } from '../jobs/retry';
-import type { NotifyEntry } from '../../pipelines/configuration';
+import type { NotifyEntry, Step } from '../../pipelines/configuration';
 import type { Pipeline } from '../../pipelines/repository';
 import type { PlannedJob } from '../jobs/plan';
 import type { Build, JobState, NewBuildFields } from '../model';
 import { AUTO_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, HELD_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
 import { UnprocessableError } from '../../core/errors';
 import { cancelBuild, supersede } from './cancellation';
-import { clusterQueuesOf, planBuild, writeBuild } from './creation';
+import { clusterQueuesOf, conditionFactsOf, planBuild, writeBuild, type ConditionFacts } from './creation';
 import { placeInCluster } from '../jobs/cluster-queue';
 import { advanceLocked } from './machine';
 import { uploadFamily } from '../jobs/state';
@@ -116,9 +116,15 @@ export class BuildProgress {
     a.publish(this.changes);
   }
 
+  /** What a step's `if` reads beyond the pipeline and the build (./creation.ts, conditionFactsOf). */
+  conditionFacts(organizationId: string, creatorId: string | null, steps: readonly Step[]): Promise<ConditionFacts> {
+    return conditionFactsOf(this.repos, organizationId, creatorId, steps);
+  }
+
   /** A new build's plan, its jobs placed in the queues of the pipeline's cluster. */
   private async plan(pipeline: Pipeline, creator: User | null, b: NewBuildFields) {
-    return planBuild(pipeline, creator, b, this.sign, await clusterQueuesOf(this.repos, pipeline.clusterId));
+    const facts = await conditionFactsOf(this.repos, pipeline.organizationId, creator?.id ?? null, (pipeline.template ?? pipeline).steps);
+    return planBuild(pipeline, creator, b, this.sign, await clusterQueuesOf(this.repos, pipeline.clusterId), facts);
   }
 
   /**

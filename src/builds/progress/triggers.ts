@@ -6,7 +6,7 @@
 import type { Job } from '../jobs/model';
 import { triggeredBuildFields, triggerTarget, triggerToRun, type TriggeringBuild, type TriggerOutcome } from '../jobs/triggers';
 import { ruleDecision } from '../../rules/policy';
-import { clusterQueuesOf, planBuild, writeBuild } from './creation';
+import { clusterQueuesOf, conditionFactsOf, planBuild, writeBuild } from './creation';
 import type { ProgressRepositories, StepSigner } from './repositories';
 
 /** Creates the build the trigger job's step asks for, its steps signed with `sign`; or says why it can't. */
@@ -31,6 +31,7 @@ export async function launchTriggeredBuild(r: ProgressRepositories, sign: StepSi
   if (refusal) return { failure: refusal };
   const creator = parent.creatorId ? await r.users.findById(parent.creatorId) : null;
   const queues = await clusterQueuesOf(r, target.pipeline.clusterId);
-  const { build } = await writeBuild(r, planBuild(target.pipeline, creator, fields, sign, queues));
+  const facts = await conditionFactsOf(r, target.pipeline.organizationId, creator?.id ?? null, (target.pipeline.template ?? target.pipeline).steps);
+  const { build } = await writeBuild(r, planBuild(target.pipeline, creator, fields, sign, queues, facts));
   return { build: { id: build.id, number: build.number, pipelineSlug: target.pipeline.slug } };
 }

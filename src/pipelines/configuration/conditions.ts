@@ -7,11 +7,8 @@
 import { MAX_TEXT } from './limits';
 import { quote, tooLong, type ProblemReporter } from './problems';
 import { findProperty, text } from './property-readers';
-import { parseCondition } from '../filter-condition';
+import { parseCondition, STEP_CONDITION_VARIABLES } from '../filter-condition';
 import type { ConfigMap } from './value-tree';
-
-/** What a step's condition cannot name: not known when a build is planned (a webhook's alone says whether a pull request is a draft or a fork's). */
-const NOT_IN_STEPS = new Set(['organization.slug', 'build.pull_request.draft', 'build.pull_request.repository.fork']);
 
 /** The step's `if`, checked; undefined when it has none (or a null one). */
 export function stepCondition(reporter: ProblemReporter, stepMap: ConfigMap, branchesNames: readonly string[]): string | undefined {
@@ -21,11 +18,8 @@ export function stepCondition(reporter: ProblemReporter, stepMap: ConfigMap, bra
   const condition = text(v);
   if (condition === undefined) return void reporter.fail(path, 'must be a condition, such as build.branch == "main"', v);
   if (condition.length > MAX_TEXT) return void reporter.fail(path, tooLong(MAX_TEXT), v);
-  const parsed = parseCondition(condition);
+  const parsed = parseCondition(condition, STEP_CONDITION_VARIABLES);
   if (!parsed.ok) return void reporter.fail(path, `is not a valid condition: ${parsed.error.message} at character ${parsed.error.position + 1}`, v);
-  for (const name of parsed.condition.variables()) {
-    if (NOT_IN_STEPS.has(name)) return void reporter.fail(path, `cannot use ${quote(name)} in a step's condition`, v);
-  }
   // Documented: "it cannot be used at the same time as the branches attribute".
   const branches = findProperty(stepMap, branchesNames);
   if (branches) return void reporter.fail(path, `cannot be used together with ${quote(branches[0])}`, v);

@@ -148,6 +148,25 @@ export function agents(reporter: ProblemReporter, found: FoundProperty | undefin
   return rules;
 }
 
+/**
+ * A block or input step's `allowed_teams`: team slugs or ids, one or a list (none when absent).
+ * Kept as written: teams are looked up when someone unblocks, so a team made later counts.
+ */
+export function allowedTeams(reporter: ProblemReporter, found: FoundProperty | undefined): string[] | undefined {
+  if (!found || found[1].kind === 'null') return undefined;
+  const [path, v] = found;
+  const items = v.kind === 'list' ? v.items : [v];
+  if (items.length > MAX_LIST) return void reporter.fail(path, tooMany(MAX_LIST), v);
+  const teams: string[] = [];
+  for (const item of items) {
+    const s = text(item)?.trim();
+    if (!s) return void reporter.fail(path, 'must be a list of team slugs or ids, such as ["deployers"]', item);
+    if (s.length > MAX_NAME) return void reporter.fail(path, `has a team that ${tooLong(MAX_NAME)}`, item);
+    teams.push(s);
+  }
+  return teams.length ? teams : undefined;
+}
+
 function exitStatus(reporter: ProblemReporter, path: string, v: ConfigValue | undefined, fallback?: ExitStatus): ExitStatus | undefined {
   if ((v === undefined || v.kind === 'null') && fallback !== undefined) return fallback;
   if (v?.kind === 'str' && v.value === '*') return '*';

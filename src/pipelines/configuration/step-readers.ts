@@ -13,6 +13,7 @@ import { MAX_BRANCHES, MAX_CONCURRENCY, MAX_KEY, MAX_NAME, MAX_PRIORITY, MAX_PRO
 import { tooLong, type ProblemReporter } from './problems';
 import {
   agents,
+  allowedTeams,
   bool,
   env,
   fields,
@@ -231,11 +232,17 @@ export function manualStep(reporter: ProblemReporter, stepMap: ConfigMap, keywor
     ...(input ? { input: true as const } : {}),
     prompt: optionalText(reporter, findProperty(stepMap, ['prompt']), MAX_PROMPT),
     fields: fields(reporter, findProperty(stepMap, ['fields'])),
+    ...allowedTeamsOf(allowedTeams(reporter, findProperty(stepMap, ['allowed_teams']))),
     branch_configuration: joined(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].branches), ' ', MAX_BRANCHES),
     ...ifOf(stepCondition(reporter, stepMap, PROPERTY_NAMES[reporter.dialect].branches)),
     ...keyOf(optionalText(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].key), MAX_KEY)),
     ...parseDependencies(reporter, stepMap),
   };
+}
+
+/** `{allowed_teams}` when written. */
+function allowedTeamsOf(teams: string[] | undefined): { allowed_teams?: string[] } {
+  return teams ? { allowed_teams: teams } : {};
 }
 
 /** `{key}` when there is one (a wait, block or trigger step keeps its key only when written). */

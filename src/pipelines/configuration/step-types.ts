@@ -122,6 +122,8 @@ export type ManualStep = {
   input?: true;
   prompt: string | null;
   fields: ManualField[];
+  /** Who may unblock it, when written: members of these teams (slugs or ids) only, instead of who may build. */
+  allowed_teams?: string[];
   branch_configuration: string | null;
   if?: string;
   /** Its key, when written: what `depends_on` names. */

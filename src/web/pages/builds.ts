@@ -66,6 +66,8 @@ interface BuildPageView {
   annotations: Annotation[];
   artifacts: Artifact[];
   canWrite: boolean;
+  /** The blocked jobs this caller may unblock (a step's `allowed_teams` decides over `canWrite`). */
+  unblockable: ReadonlySet<string>;
   canReadLogs: boolean;
   emojis: CustomEmojis;
   /** The organization's connected agents, when the token may list them (why a job waits). */
@@ -212,7 +214,7 @@ function jobRow(v: BuildPageView, base: string, j: Job, open: boolean, earlier: 
     const by = j.unblockedBy ? html`<p class="muted">Unblocked by ${j.unblockedBy.name} at ${time(j.unblockedAt)}</p>` : '';
     return html`<li ${attrs}>
       ${row}${step?.prompt && j.state === 'blocked' ? html`<p class="prompt">${emojify(step.prompt, v.emojis)}</p>` : ''}${by}${
-        j.state === 'blocked' && v.canWrite ? unblockForm(v, base, j) : ''
+        j.state === 'blocked' && v.unblockable.has(j.id) ? unblockForm(v, base, j) : ''
       }
     </li>`;
   }
@@ -353,7 +355,7 @@ function liveRegions(v: BuildPageView, base: string) {
             blockStep?.prompt ? html`: ${emojify(blockStep.prompt, v.emojis)}` : ''
           }
         </p>
-        ${v.canWrite ? html`<p><a class="button" href="#${blockedOn.id}">Unblock</a></p>` : ''}
+        ${v.unblockable.has(blockedOn.id) ? html`<p><a class="button" href="#${blockedOn.id}">Unblock</a></p>` : ''}
       </div>`
     : '';
   const pipeline = v.item.pipeline;
@@ -489,6 +491,7 @@ export function registerBuildPages(web: WebRouter): void {
       emojis.list(actor.organization.id),
       waiting && mayCall(principal, 'listAgents') ? agents.list(actor, {}, 0, 1000) : Promise.resolve(null),
     ]);
+    const unblockable = mayCall(principal, 'unblockJob') ? await jobs.unblockable(actor, item) : new Set<string>();
     const custom = customEmojis(emojiList);
     res.locals.imageOrigins = emojiOrigins(custom);
     return buildPage({
@@ -498,6 +501,7 @@ export function registerBuildPages(web: WebRouter): void {
       annotations: notes,
       artifacts: files,
       canWrite: mayCall(principal, 'cancelBuild') && item.perms.build,
+      unblockable,
       canReadLogs: mayCall(principal, 'getJobLog'),
       emojis: custom,
       connected: orgAgents ? orgAgents.filter(isLive) : null,

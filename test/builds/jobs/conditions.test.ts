@@ -58,7 +58,7 @@ describe('if in a configuration', () => {
     }
   });
 
-  it('refuses a condition that does not parse, one with branches, and a variable not known when a build is planned', () => {
+  it('refuses a condition that does not parse, one with branches, build.state, and build.env not called with a name', () => {
     expect(
       codesOf(
         yaml(
@@ -69,11 +69,11 @@ describe('if in a configuration', () => {
           '    branches: main',
           '    if: build.tag != null',
           '  - command: c',
-          '    if: organization.slug == "acme"',
+          '    if: build.state == "failing"',
           '  - command: d',
           '    if: [build.branch]',
           '  - command: e',
-          '    if: build.pull_request.draft == false',
+          '    if: build.env == "x" || build.env(NAME)',
           '  - group: g',
           '    if: build.tag != null',
           '    steps:',
@@ -83,15 +83,78 @@ describe('if in a configuration', () => {
     ).toEqual([
       'step 1 (line 3): "if" is not a valid condition: expected `&&`, `||` or the end of the condition but found `=` at character 14',
       'step 2 (line 6): "if" cannot be used together with "branches"',
-      'step 3 (line 8): "if" cannot use "organization.slug" in a step\'s condition',
+      'step 3 (line 8): "if" is not a valid condition: unknown variable `build.state` at character 1',
       'step 4 (line 10): "if" must be a condition, such as build.branch == "main"',
-      'step 5 (line 12): "if" cannot use "build.pull_request.draft" in a step\'s condition',
+      'step 5 (line 12): "if" is not a valid condition: expected `(`: `build.env` is a function, as in build.env("NAME") but found `==` at character 11',
       'step 6.1 (line 16): "branches" cannot be used in a group that has an "if"',
     ]);
   });
 });
 
+describe('if: the docs’ variables', () => {
+  it('takes every variable of the docs’ conditionals reference but the build-level ones, and the docs’ examples', () => {
+    const steps = [
+      '!build.pull_request.draft',
+      'build.env("DOCKER_PASSWORD") != null',
+      "build.env('BUILDKITE_TAG') =~ /^v[0-9]+\\.0$/",
+      'build.creator.teams includes "deploy"',
+      'build.merge_queue.base_branch == "main"',
+      'build.id != null && build.number != 0 && pipeline.id != null && organization.id != null && organization.slug == "acme"',
+      'build.creator.id != null || build.creator.name == "x" || build.creator.email == "y" || build.author.id == "z" || build.author.teams includes "t"',
+      'build.pull_request.label == "x" || build.pull_request.repository.fork || build.source_event == "push" || build.source_action == "opened"',
+      'build.merge_queue.base_commit == null',
+    ];
+    const parsed = parseConfiguration(yaml('steps:', ...steps.flatMap((c, i) => [`  - command: s${i}`, `    if: ${JSON.stringify(c)}`])));
+    expect(parsed.steps.map((s) => s.if)).toEqual(steps);
+  });
+});
+
 describeEachDatabase('if in a build', (ctx) => {
+  it('reads the build’s env, its creator’s teams, the organization and the pipeline; a new build has no number yet', async () => {
+    const { org, user, token } = await ctx().givenAdmin();
+    const team = await ctx().givenTeam(org, [user]);
+    const configuration = yaml(
+      'env:',
+      '  DEPLOY_TARGET: staging',
+      'steps:',
+      '  - group: Docker',
+      '    if: build.env("DOCKER_PASSWORD") != null',
+      '    steps: [{ command: docker.sh }]',
+      '  - command: staging.sh',
+      '    if: build.env("DEPLOY_TARGET") == "staging" && build.env("BUILDKITE_BRANCH") == "main"',
+      '  - command: team.sh',
+      `    if: build.creator.teams includes "${team.slug}" && build.creator.email == "${user.email}"`,
+      '  - command: other-team.sh',
+      '    if: build.creator.teams includes "nobody"',
+      '  - command: org.sh',
+      `    if: organization.slug == "${org.slug}" && organization.id == "${org.id}"`,
+      '  - command: ids.sh',
+      '    if: build.id != null && pipeline.id == build.env("BUILDKITE_PIPELINE_ID") && build.number == null',
+      '  - command: ready.sh',
+      '    if: "!build.pull_request.draft && build.merge_queue.base_branch == null"',
+    );
+    const { slug } = await givenPipeline(ctx(), org.slug, token, configuration);
+    const builds = `/v2/organizations/${org.slug}/pipelines/${slug}/builds`;
+    const create = async (env: Record<string, string>) =>
+      (await ctx().http().post(builds).set(auth(token)).send({ commit: 'HEAD', branch: 'main', env }).expect(201)).body as BuildJson;
+    const states = (b: BuildJson) => b.jobs.map((j) => [j.command, j.state]);
+    expect(states(await create({}))).toEqual([
+      ['docker.sh', 'broken'],
+      ['staging.sh', 'scheduled'],
+      ['team.sh', 'scheduled'],
+      ['other-team.sh', 'broken'],
+      ['org.sh', 'scheduled'],
+      ['ids.sh', 'scheduled'],
+      ['ready.sh', 'scheduled'],
+    ]);
+    // The build's env counts as the pipeline's does, and overrides it.
+    const withEnv = await create({ DOCKER_PASSWORD: 's3cret', DEPLOY_TARGET: 'production' });
+    expect(states(withEnv).slice(0, 2)).toEqual([
+      ['docker.sh', 'scheduled'],
+      ['staging.sh', 'broken'],
+    ]);
+  });
+
   it('makes a step whose condition is false a broken job, with the reason; a false wait is no barrier', async () => {
     const { org, token } = await ctx().givenAdmin();
     const configuration = yaml(
@@ -149,6 +212,7 @@ describeEachDatabase('if in a build', (ctx) => {
           steps: [
             { command: 'release.sh', if: 'build.branch =~ /^release\\//' },
             { command: 'main.sh', if: 'build.branch == "main"' },
+            { command: 'numbered.sh', if: `build.number == ${build.number} && build.env("BUILDKITE_BUILD_NUMBER") == "${build.number}"` },
           ],
         },
       })
@@ -159,6 +223,7 @@ describeEachDatabase('if in a build', (ctx) => {
       ['buildkite-agent pipeline upload', 'passed'],
       ['release.sh', 'scheduled'],
       ['main.sh', 'broken'],
+      ['numbered.sh', 'scheduled'],
     ]);
     expect((await runNextJob(ctx(), agent, 0)).command).toBe('release.sh');
   });
