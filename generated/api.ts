@@ -5936,7 +5936,7 @@ export interface components {
             concurrency_method?: components["schemas"]["ConcurrencyMethod"];
             /** @description `script` steps, when written: its unfinished jobs are canceled once the build is failing. */
             cancel_on_build_failing?: boolean;
-            /** @description `script` steps (null on `trigger` steps). */
+            /** @description `script` steps, and `trigger` steps (null unless written). */
             parallelism?: number | null;
             /** @description `script` steps; the other kinds when written. */
             key?: string | null;
@@ -6298,8 +6298,12 @@ export interface components {
             branch_configuration: string | null;
             /** @description Always null: trigger steps have no concurrency limit. */
             concurrency: null;
-            /** @description Always null: trigger steps run one job. */
-            parallelism: null;
+            /**
+             * @description Null unless written (more than 1): the step runs that many trigger jobs, each making its
+             *     own build of `pipeline`, whose env also has `BUILDKITE_PARALLEL_JOB` (0, 1...) and
+             *     `BUILDKITE_PARALLEL_JOB_COUNT`, as the docs' "triggering parallel builds" example says.
+             */
+            parallelism: number | null;
             /** @description Present (true) when written: a failed trigger job does not fail its build. */
             soft_fail?: boolean;
             /** @description Present when written: its job's `step_key`, what a step's `depends_on` names. */

@@ -4947,7 +4947,7 @@ type Step struct {
 	Name *string `json:"name,omitempty"`
 	// `script` steps: the step's notifications, as written.
 	Notify []NotifyEntry `json:"notify,omitempty"`
-	// `script` steps (null on `trigger` steps).
+	// `script` steps, and `trigger` steps (null unless written).
 	Parallelism *int64 `json:"parallelism,omitempty"`
 	// `trigger` steps: the slug of the pipeline the step builds.
 	Pipeline *string `json:"pipeline,omitempty"`
@@ -5993,9 +5993,11 @@ type TriggerStep struct {
 	// Present when written: its job's `step_key`, what a step's `depends_on` names.
 	Key   *string `json:"key,omitempty"`
 	Label *string `json:"label"`
-	// Always null: trigger steps run one job.
-	Parallelism interface{} `json:"parallelism"`
-	Pipeline    string      `json:"pipeline"`
+	// Null unless written (more than 1): the step runs that many trigger jobs, each making its
+	// own build of `pipeline`, whose env also has `BUILDKITE_PARALLEL_JOB` (0, 1...) and
+	// `BUILDKITE_PARALLEL_JOB_COUNT`, as the docs' "triggering parallel builds" example says.
+	Parallelism *int64 `json:"parallelism"`
+	Pipeline    string `json:"pipeline"`
 	// Present (true) when written: a failed trigger job does not fail its build.
 	SoftFail *bool           `json:"soft_fail,omitempty"`
 	Type     TriggerStepType `json:"type"`

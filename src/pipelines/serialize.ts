@@ -116,7 +116,7 @@ function triggerStepJson(s: TriggerStep): components['schemas']['TriggerStep'] {
     async: s.trigger_async,
     branch_configuration: s.branch_configuration,
     concurrency: null,
-    parallelism: null,
+    parallelism: s.parallelism ?? null,
     ...(s.if !== undefined ? { if: s.if } : {}),
     ...(s.key !== undefined ? { key: s.key } : {}),
     ...(s.depends_on ? { depends_on: s.depends_on } : {}),

@@ -354,18 +354,25 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
         if (!excluded && !step.input) behindBarrier = true;
         break;
       }
-      case 'trigger':
-        jobs.push({
-          ...base(step, stepId),
-          id: crypto.randomUUID(),
-          position: jobs.length,
-          type: 'trigger',
-          state: startState,
-          name: step.name,
-          stepKey: step.key ?? null,
-          brokenReason,
-        });
+      case 'trigger': {
+        // A parallel trigger step: one trigger job (and so one build) per index.
+        const total = step.parallelism ?? null;
+        for (let i = 0; i < (total ?? 1); i++) {
+          jobs.push({
+            ...base(step, stepId),
+            id: crypto.randomUUID(),
+            position: jobs.length,
+            type: 'trigger',
+            state: startState,
+            name: step.name,
+            stepKey: step.key ?? null,
+            parallelGroupIndex: total ? i : null,
+            parallelGroupTotal: total,
+            brokenReason,
+          });
+        }
         break;
+      }
     }
   }
   return jobs;

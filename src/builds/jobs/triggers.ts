@@ -73,7 +73,11 @@ export function triggeredBuildFields(step: TriggerStep, job: Job, parent: Trigge
     branch,
     message: step.trigger_message ?? parent.message,
     author: null,
-    env: step.trigger_env,
+    // A parallel trigger step's build knows its place, as a parallel job does (the docs' "triggering parallel builds").
+    env:
+      job.parallelGroupTotal !== null
+        ? { ...step.trigger_env, BUILDKITE_PARALLEL_JOB: String(job.parallelGroupIndex), BUILDKITE_PARALLEL_JOB_COUNT: String(job.parallelGroupTotal) }
+        : step.trigger_env,
     metaData: step.trigger_meta_data ?? {},
     cleanCheckout: false,
     pullRequest: null,

@@ -131,6 +131,7 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     trigger_env: WORKS,
     trigger_meta_data: WORKS,
     soft_fail: WORKS,
+    parallelism: WORKS,
     key: WORKS,
     id: WORKS,
     identifier: WORKS,

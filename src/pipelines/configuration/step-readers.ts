@@ -292,7 +292,13 @@ export function triggerStep(reporter: ProblemReporter, stepMap: ConfigMap): Trig
     ...parseDependencies(reporter, stepMap),
     ...skipOf(reporter, stepMap),
     ...(bool(reporter, findProperty(stepMap, ['soft_fail']), false) ? { soft_fail: true as const } : {}),
+    ...parallelismOf(wholeNumber(reporter, findProperty(stepMap, ['parallelism']), 1, 1000, 'must be a whole number from 1 to 1000')),
   };
+}
+
+/** `{parallelism}` for more than one job (a trigger step's 1 is its default). */
+function parallelismOf(n: number | null): { parallelism?: number } {
+  return n !== null && n > 1 ? { parallelism: n } : {};
 }
 
 /** `{skip}` when the step is skipped (true or a reason), else nothing. */

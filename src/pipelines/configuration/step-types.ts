@@ -153,6 +153,8 @@ export type TriggerStep = {
   skip?: true | string;
   /** A failed trigger job (its build failed, or could not be made) does not fail the build. */
   soft_fail?: true;
+  /** When written (more than 1): that many trigger jobs, each making a build of its own. */
+  parallelism?: number;
 };
 export type Step = ScriptStep | WaiterStep | ManualStep | TriggerStep;
 

@@ -143,6 +143,39 @@ describeEachDatabase('trigger steps', (ctx) => {
     expect(await s.read('parent', parent.number)).toMatchObject({ state: 'passed', jobs: [{ state: 'passed' }] });
   });
 
+  it('runs a parallel trigger step as one trigger job and one build per index, each build told its place', async () => {
+    const s = await setup();
+    await s.pipeline('generator', 'steps:\n  - command: generate\n');
+    // The docs' "triggering parallel builds" example.
+    const parentSlug = await s.pipeline(
+      'parallel-parent',
+      [
+        'steps:',
+        '  - trigger: generator',
+        '    label: ":package: Generate data"',
+        '    parallelism: 3',
+        '    build:',
+        '      meta_data:',
+        '        release-version: "1.1"',
+      ].join('\n'),
+    );
+    const step = (await ctx().http().get(`${s.base}/${parentSlug}`).set(auth(s.token)).expect(200)).body.steps[0];
+    expect(step).toMatchObject({ type: 'trigger', pipeline: 'generator', parallelism: 3 });
+    const parent = await s.create(parentSlug);
+    // A trigger job's JSON has no parallel fields (the docs' trigger job); three jobs, three builds.
+    expect(parent.jobs.map((j) => j.type)).toEqual(['trigger', 'trigger', 'trigger']);
+    const children = await s.list('generator');
+    expect(children.map((b) => b.env).sort((a, b) => String(a.BUILDKITE_PARALLEL_JOB).localeCompare(String(b.BUILDKITE_PARALLEL_JOB)))).toEqual(
+      [0, 1, 2].map((i) => ({ BUILDKITE_PARALLEL_JOB: String(i), BUILDKITE_PARALLEL_JOB_COUNT: '3' })),
+    );
+    expect(children.every((b) => b.meta_data['release-version'] === '1.1')).toBe(true);
+    // Each trigger job takes its own build's result.
+    for (let i = 0; i < 3; i++) await runNext(ctx(), s.agent, i === 1 ? 1 : 0);
+    const done = await s.read(parentSlug, parent.number);
+    expect(done.jobs.map((j) => j.state).sort()).toEqual(['failed', 'passed', 'passed']);
+    expect(done.state).toBe('failed');
+  });
+
   it("keeps the trigger's links right when either pipeline is renamed (the slug follows the name)", async () => {
     const s = await setup();
     await s.pipeline('child', 'steps:\n  - command: test\n');
