@@ -1998,6 +1998,7 @@ export interface paths {
          *     `soft_fail` or automatic retry rule of its step covers) matches `failed` and not `running`,
          *     as the docs' Jobs API says, though its `state` still reads `running`. Retried jobs are
          *     included unless `include_retried_jobs=false`, which keeps only the latest attempt of each step.
+         *     `step_key` and `group_key` keep the jobs of one step, or of one group step, by its key.
          */
         get: operations["listJobs"];
         put?: never;
@@ -8779,6 +8780,10 @@ export interface components {
         JobStateFilter: components["schemas"]["JobStateFilter"] | components["schemas"]["JobStateFilter"][];
         /** @description `false`: only the latest attempt of each step (retried jobs left out). */
         JobsIncludeRetried: boolean;
+        /** @description Only the jobs of the step with this `key` (every job of a parallel or matrix step); a key no step of the build has gives an empty list. */
+        JobStepKey: string;
+        /** @description Only the jobs of the group step with this `key` (its command steps' jobs, as their `group_key` shows); a key no group of the build has gives an empty list. */
+        JobGroupKey: string;
         /** @description Return the jobs after this cursor (a page's `links.next` carries it). Not with `before`. */
         JobCursorAfter: string;
         /** @description Return the jobs before this cursor. Not with `after`. */
@@ -11895,6 +11900,10 @@ export interface operations {
                 state?: components["parameters"]["JobStateFilter"];
                 /** @description `false`: only the latest attempt of each step (retried jobs left out). */
                 include_retried_jobs?: components["parameters"]["JobsIncludeRetried"];
+                /** @description Only the jobs of the step with this `key` (every job of a parallel or matrix step); a key no step of the build has gives an empty list. */
+                step_key?: components["parameters"]["JobStepKey"];
+                /** @description Only the jobs of the group step with this `key` (its command steps' jobs, as their `group_key` shows); a key no group of the build has gives an empty list. */
+                group_key?: components["parameters"]["JobGroupKey"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
                 /** @description Return the jobs after this cursor (a page's `links.next` carries it). Not with `before`. */

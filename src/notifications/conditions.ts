@@ -26,7 +26,8 @@ export function notifyConditionContext(ctx: FanOutContext): Map<string, Value> {
   return new Map<string, Value>([
     ['build.id', b?.id ?? null],
     ['build.number', b?.number ?? null],
-    ['build.state', state],
+    // A step's entries (read at its moments) cannot know the build's state (the docs): null.
+    ['build.state', step ? null : state],
     ['build.branch', b?.branch ?? null],
     ['build.tag', b?.tag ?? null],
     ['build.message', b?.message ?? null],

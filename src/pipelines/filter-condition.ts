@@ -105,14 +105,6 @@ export const NOTIFY_CONDITION_VARIABLES = [
 ] as const;
 /** The step variables of a step-level `notify` entry's `if` (the docs: for conditional notifications only). */
 export const STEP_NOTIFY_CONDITION_VARIABLES = ['step.id', 'step.key', 'step.label', 'step.type', 'step.state', 'step.outcome'] as const;
-/**
- * What a step-level `notify` entry's `if` may not read, and why: the docs' Conditional
- * notifications say `build.state` "cannot be used on step-level notifications as a step cannot
- * know the state of the entire build".
- */
-export const STEP_NOTIFY_REFUSED_VARIABLES: ReadonlyMap<string, string> = new Map([
-  ['build.state', "`build.state` cannot be used in a step's notify condition: a step cannot know the state of the entire build (use `step.outcome`)"],
-]);
 export type ConditionContext = ReadonlyMap<string, Value>;
 
 const KNOWN = new Set<string>(CONDITION_VARIABLES);
@@ -224,15 +216,11 @@ export type ParseResult = { ok: true; condition: Condition } | { ok: false; erro
  * on top of CONDITION_VARIABLES (NOTIFY_CONDITION_VARIABLES for `notify` entries); without them,
  * exactly what the `filter_condition` setting accepts.
  */
-/**
- * Parses a condition over CONDITION_VARIABLES and `extraVariables`. `refused` names variables a
- * place may not read, each with the reason its error gives (unknown variables say they are unknown).
- */
-export function parseCondition(text: string, extraVariables: readonly string[] = [], refused?: ReadonlyMap<string, string>): ParseResult {
+export function parseCondition(text: string, extraVariables: readonly string[] = []): ParseResult {
   if (typeof text !== 'string') return { ok: false, error: { message: 'must be a string', position: 0 } };
-  const known = extraVariables.length === 0 && !refused ? KNOWN : new Set([...KNOWN, ...extraVariables].filter((v) => !refused?.has(v)));
+  const known = extraVariables.length === 0 ? KNOWN : new Set([...KNOWN, ...extraVariables]);
   try {
-    return { ok: true, condition: new Condition(new Parser(text, known, refused).parse()) };
+    return { ok: true, condition: new Condition(new Parser(text, known).parse()) };
   } catch (err) {
     if (err instanceof ParseError) return { ok: false, error: { message: err.message, position: err.position } };
     throw err;
@@ -240,8 +228,8 @@ export function parseCondition(text: string, extraVariables: readonly string[] =
 }
 
 /** The reason a condition cannot be used, as a field-error code, or null when it parses. */
-export function conditionError(text: string, extraVariables: readonly string[] = [], refused?: ReadonlyMap<string, string>): string | null {
-  const result = parseCondition(text, extraVariables, refused);
+export function conditionError(text: string, extraVariables: readonly string[] = []): string | null {
+  const result = parseCondition(text, extraVariables);
   if (result.ok) return null;
   return `is not a valid condition: ${result.error.message} at character ${result.error.position + 1}`;
 }
@@ -266,7 +254,6 @@ class Parser {
   constructor(
     private readonly text: string,
     private readonly known: ReadonlySet<string>,
-    private readonly refused?: ReadonlyMap<string, string>,
   ) {}
 
   parse(): ConditionNode {
@@ -336,7 +323,7 @@ class Parser {
       if (word === 'true') return { kind: 'literal', value: true };
       if (word === 'false') return { kind: 'literal', value: false };
       if (word === 'null') return { kind: 'literal', value: null };
-      if (!this.known.has(word)) throw new ParseError(this.refused?.get(word) ?? `unknown variable \`${word}\``, start);
+      if (!this.known.has(word)) throw new ParseError(`unknown variable \`${word}\``, start);
       if (word === 'build.env') return this.envCall();
       return { kind: 'variable', name: word };
     }

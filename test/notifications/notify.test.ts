@@ -136,6 +136,11 @@ describeEachDatabase('notify entries of pipeline YAML', { notifications: { retry
         '        if: step.state == "failing"',
         '      - slack: "#passed"',
         '        if: step.outcome == "passed" && step.label == "Unit tests"',
+        // The docs: a step cannot know the build's state; it reads null here.
+        '      - slack: "#build-state"',
+        '        if: build.state == "failed" || build.state == "failing"',
+        '      - slack: "#no-build-state"',
+        '        if: build.state == null && step.state == "finished"',
         '',
       ].join('\n'),
     );
@@ -156,7 +161,7 @@ describeEachDatabase('notify entries of pipeline YAML', { notifications: { retry
     await runNextJob(ctx(), s.agent, 0);
     await settle();
     // The last job's end finishes the step: told once, hard failed.
-    expect(said()).toEqual(['#all failed', '#all is failing', '#failing is failing', '#hard failed', '#hard is failing']);
+    expect(said()).toEqual(['#all failed', '#all is failing', '#failing is failing', '#hard failed', '#hard is failing', '#no-build-state failed']);
   });
 
   it("tells a step's promised failure at step.failing, then its end at step.finished", async () => {

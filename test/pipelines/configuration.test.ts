@@ -405,6 +405,31 @@ describe('parseConfiguration: step forms', () => {
   });
 });
 
+describe("parseConfiguration: the pipeline schema's forms", () => {
+  it('takes `type: input` or `block` with no label as the label, and reports if_changed on trigger and group steps as on command steps', () => {
+    const parsed = parseConfiguration(
+      yaml(
+        'steps:',
+        '  - { key: approve, type: input }',
+        '  - { type: block }',
+        '  - trigger: deploy',
+        '    if_changed: "*.txt"',
+        '  - group: G',
+        '    if_changed: "*.go"',
+        '    steps: [{ command: go test }]',
+      ),
+    );
+    expect(parsed.steps.slice(0, 2)).toMatchObject([
+      { type: 'manual', label: 'input', input: true, key: 'approve' },
+      { type: 'manual', label: 'block' },
+    ]);
+    expect(parsed.notices).toEqual([
+      'step 3: "if_changed" is accepted but not acted on: the agent applies it at upload; the server does not',
+      'step 4: "if_changed" is accepted but not acted on: the agent applies it at upload; the server does not',
+    ]);
+  });
+});
+
 describe('parseConfiguration: properties', () => {
   it('applies top-level agents and priority to script steps that name none, reports the top-level keys it does not act on, and leaves undocumented ones (anchor holders) alone', () => {
     const parsed = parseConfiguration(

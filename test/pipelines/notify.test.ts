@@ -142,8 +142,6 @@ describe('notify in a YAML configuration', () => {
           '      - pagerduty_change_event: key',
           '      - slack: "#ok"',
           '        if: build.branch ==',
-          '      - slack: "#ok"',
-          '        if: step.outcome == "hard_failed" && build.state == "failed"',
           '  - command: b',
           '    notify: { slack: "#x" }',
         ),
@@ -163,14 +161,13 @@ describe('notify in a YAML configuration', () => {
       'step 1 (line 18): "notify[1].webhook" is a build-level notification only: put it in the pipeline\'s top-level notify',
       'step 1 (line 19): "notify[2].pagerduty_change_event" is a build-level notification only: put it in the pipeline\'s top-level notify',
       'step 1 (line 21): "notify[3].if" is not a valid condition: expected a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`) but the condition ended at character 16',
-      'step 1 (line 23): "notify[4].if" is not a valid condition: `build.state` cannot be used in a step\'s notify condition: a step cannot know the state of the entire build (use `step.outcome`) at character 34',
-      'step 2 (line 25): "notify" must be a list of notifications, each a mapping such as {slack: "#channel"}',
+      'step 2 (line 23): "notify" must be a list of notifications, each a mapping such as {slack: "#channel"}',
     ]);
   });
 });
 
 describe('notify: the GitHub attributes the docs list', () => {
-  it("refuses a step's blocked_builds_as_pending, a check's unknown attributes and bad annotations, and build.state in a step's if", () => {
+  it("refuses a step's blocked_builds_as_pending, a check's unknown attributes and bad annotations", () => {
     expect(
       codesOf(
         yaml(
@@ -187,8 +184,6 @@ describe('notify: the GitHub attributes the docs list', () => {
           '              - { path: a.js, start_line: 3, end_line: 2, annotation_level: warning, message: m }',
           '              - { path: a.js, start_line: 0, end_line: 2, annotation_level: error, message: m }',
           '              - { start_line: 1, end_line: 1, annotation_level: notice, message: m, start_column: 2 }',
-          '      - slack: "#a"',
-          '        if: build.state == "failed"',
         ),
       ),
     ).toEqual([
@@ -199,7 +194,26 @@ describe('notify: the GitHub attributes the docs list', () => {
       'step 1 (line 12): "notify[1].github_check.output.annotations[1].annotation_level" must be one of notice, warning, failure',
       'step 1 (line 12): "notify[1].github_check.output.annotations[1].start_line" must be a positive whole number',
       'step 1 (line 13): "notify[1].github_check.output.annotations[2].path" can\'t be blank',
-      'step 1 (line 15): "notify[2].if" is not a valid condition: `build.state` cannot be used in a step\'s notify condition: a step cannot know the state of the entire build (use `step.outcome`) at character 1',
+    ]);
+  });
+});
+
+describe('notify: a GitHub kind alone', () => {
+  it('is the kind with its defaults, as the pipeline schema allows', () => {
+    const parsed = parseConfiguration(yaml('notify:', '  - "github_check"', 'steps:', '  - command: a', '    notify: ["github_commit_status"]'));
+    expect(parsed.notify).toEqual([{ github_check: {} }]);
+    expect(parsed.steps[0]).toMatchObject({ notify: [{ github_commit_status: {} }] });
+  });
+});
+
+describe("notify: build.state in a step's if", () => {
+  it('is kept, and said to read null: a step cannot know the state of the entire build (the docs)', () => {
+    const parsed = parseConfiguration(
+      yaml('steps:', '  - command: a', '    notify:', '      - slack: "#a"', '        if: build.state == "failed" || step.outcome == "hard_failed"'),
+    );
+    expect(parsed.steps[0]).toMatchObject({ notify: [{ slack: '#a', if: 'build.state == "failed" || step.outcome == "hard_failed"' }] });
+    expect(parsed.notices).toEqual([
+      'step 1: "notify[0].if" is accepted but not acted on: `build.state` reads null in a step\'s notification: a step cannot know the state of the entire build (use `step.outcome`)',
     ]);
   });
 });

@@ -79,6 +79,8 @@ export function jobRoutes(jobs: JobService, publicUrl: string) {
     } = await jobs.list(actorOf(res), req.params.pipeline_slug, req.params.build_number, {
       states: state === undefined ? undefined : Array.isArray(state) ? state : [state],
       includeRetried: req.query.include_retried_jobs !== false,
+      stepKey: req.query.step_key,
+      groupKey: req.query.group_key,
       after: req.query.after,
       before: req.query.before,
       limit: perPage,

@@ -87,12 +87,19 @@ export class JobService {
     actor: Actor,
     pipelineSlug: string,
     number: number,
-    opts: { states?: JobState[]; includeRetried: boolean; after?: string; before?: string; limit: number },
+    opts: { states?: JobState[]; includeRetried: boolean; stepKey?: string; groupKey?: string; after?: string; before?: string; limit: number },
   ): Promise<{ item: BuildWithJobs; jobs: Job[]; next: string | null; agents: Agent[] }> {
     if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('after and before are mutually exclusive: send one of them');
     const item = await this.builds.get(actor, pipelineSlug, number, true);
     const states = opts.states?.length ? new Set(opts.states) : undefined;
-    const all = item.jobs.filter((j) => (opts.includeRetried || !j.retried) && (!states || jobInStates(j, states, { promisedAsFailed: true })));
+    const groupKeyOf = (j: Job) => (j.step.type === 'script' ? j.step.group_key : undefined);
+    const all = item.jobs.filter(
+      (j) =>
+        (opts.includeRetried || !j.retried) &&
+        (!states || jobInStates(j, states, { promisedAsFailed: true })) &&
+        (opts.stepKey === undefined || j.stepKey === opts.stepKey) &&
+        (opts.groupKey === undefined || groupKeyOf(j) === opts.groupKey),
+    );
     const at = (cursor: string, name: string) => {
       const id = decodeJobCursor(cursor);
       const i = id === undefined ? -1 : all.findIndex((j) => j.id === id);

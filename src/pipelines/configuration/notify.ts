@@ -6,7 +6,7 @@
  * Each entry is one of the documented kinds with an optional `if`; a step may only have the
  * step-level kinds the documentation lists (Basecamp, GitHub commit status, GitHub check and Slack).
  */
-import { NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_REFUSED_VARIABLES, conditionError } from '../filter-condition';
+import { NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_CONDITION_VARIABLES, conditionError, parseCondition } from '../filter-condition';
 import { MAX_LIST, MAX_NAME, MAX_PROMPT, MAX_REF } from './limits';
 import { isOneOf } from '../../db/row-types';
 import { NOTIFY_KINDS_REPORTED } from './step-attributes';
@@ -59,6 +59,8 @@ export function notify(reporter: ProblemReporter, found: FoundProperty | undefin
 
 function notifyEntry(reporter: ProblemReporter, at: string, item: ConfigValue, level: NotifyLevel): NotifyEntry | undefined {
   const allowed = level === 'build' ? NOTIFY_KINDS : STEP_NOTIFY_KINDS;
+  // `- github_check` alone: the kind with its defaults, as the pipeline schema allows.
+  if (item.kind === 'str' && (item.value === 'github_check' || item.value === 'github_commit_status')) return { [item.value]: {} } as NotifyEntry;
   if (item.kind !== 'map') return void reporter.fail(at, `must be ${mapping(reporter)} with one of ${allowed.join(', ')}`, item);
   const kinds = item.keys.filter((k) => isOneOf(NOTIFY_KINDS, k));
   const unknown = item.keys.filter((k) => k !== 'if' && !isOneOf(NOTIFY_KINDS, k));
@@ -284,18 +286,20 @@ function onlyKeys(reporter: ProblemReporter, at: string, map: ConfigMap, keys: s
 
 /**
  * The entry's `if`: null when absent, undefined once a problem has been reported. A step's entries
- * may also read the `step.*` variables (`step.outcome == "hard_failed"`, the docs' example), and not
- * `build.state`.
+ * may also read the `step.*` variables (`step.outcome == "hard_failed"`, the docs' example). The
+ * docs say `build.state` "cannot be used on step-level notifications": a step's entry that names
+ * it is kept, told in the Warning header, and reads it as null.
  */
 function notifyCondition(reporter: ProblemReporter, at: string, v: ConfigValue | undefined, level: NotifyLevel): string | null | undefined {
   if (v === undefined || v.kind === 'null') return null;
   const s = text(v);
   if (s === undefined) return void reporter.fail(at, 'must be a string', v);
   if (s.length > MAX_CONDITION) return void reporter.fail(at, tooLong(MAX_CONDITION), v);
-  const error =
-    level === 'step'
-      ? conditionError(s, [...NOTIFY_CONDITION_VARIABLES, ...STEP_NOTIFY_CONDITION_VARIABLES], STEP_NOTIFY_REFUSED_VARIABLES)
-      : conditionError(s, NOTIFY_CONDITION_VARIABLES);
+  const variables = level === 'step' ? [...NOTIFY_CONDITION_VARIABLES, ...STEP_NOTIFY_CONDITION_VARIABLES] : NOTIFY_CONDITION_VARIABLES;
+  const error = conditionError(s, variables);
   if (error) return void reporter.fail(at, error, v);
+  const parsed = level === 'step' ? parseCondition(s, variables) : null;
+  if (parsed?.ok && parsed.condition.variables().has('build.state'))
+    reporter.notice(at, "`build.state` reads null in a step's notification: a step cannot know the state of the entire build (use `step.outcome`)");
   return s;
 }

@@ -22,6 +22,8 @@ const IF: Catalogue = { if: WORKS };
 const DEPENDS_ON: Catalogue = { depends_on: WORKS, allow_dependency_failure: WORKS, ...IF };
 /** Command and trigger steps (and a group's, for its steps) can be skipped: their jobs are `broken` (plan.ts). */
 const SKIP: Catalogue = { skip: WORKS };
+/** The docs' agent-applied `if_changed` (command, trigger and group steps): the agent drops the step at upload. */
+const IF_CHANGED: Catalogue = { if_changed: ['reported', 'the agent applies it at upload; the server does not'] };
 /**
  * A command step's and the top level's `notify` are kept (notify.ts); of their entries, those
  * Windsock cannot deliver are reported one by one (NOTIFY_KINDS_REPORTED). A group's `notify` is
@@ -66,7 +68,7 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     checkout: ['reported', 'checkout settings are not passed to the agent'],
     cache: ['reported', 'caches are a feature of Buildkite hosted agents'],
     image: ['reported', 'the image is not passed to the agent (BUILDKITE_IMAGE)'],
-    if_changed: ['reported', 'the agent applies it at upload; the server does not'],
+    ...IF_CHANGED,
     signature: ['reported', 'Windsock signs steps itself'],
     secrets: WORKS,
     notify: WORKS,
@@ -132,6 +134,7 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     trigger_meta_data: WORKS,
     soft_fail: WORKS,
     parallelism: WORKS,
+    ...IF_CHANGED,
     key: WORKS,
     id: WORKS,
     identifier: WORKS,
@@ -148,6 +151,7 @@ export const STEP_ATTRIBUTES: Record<StepType, Catalogue> = {
     id: WORKS,
     identifier: WORKS,
     ...GROUP_NOTIFY,
+    ...IF_CHANGED,
     // Each merged into the group's steps (yaml-configuration.ts).
     ...DEPENDS_ON,
     ...SKIP,

@@ -60,7 +60,12 @@ function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: StepD
     kind = present[0]?.[0] ?? (v.get('plugins') !== undefined ? 'script' : undefined);
     if (!kind) return void reporter.failStep(`is not a known step type: expected one of ${STEP_KINDS}`);
   }
-  const keyword = kind === 'manual' ? (['block', 'input'] as const).find((k) => v.get(k) !== undefined) : undefined;
+  // `type: input` (or `block`) names the keyword, and so the default label, when the step has neither key.
+  const typed = text(type ?? { kind: 'null', line: v.line });
+  const keyword =
+    kind === 'manual'
+      ? ((['block', 'input'] as const).find((k) => v.get(k) !== undefined) ?? (typed === 'input' || typed === 'block' ? typed : undefined))
+      : undefined;
   // `type: manual` without a keyword reads as a block step, as the visual form has it.
   checkAttributes(reporter, v, kind === 'script' ? 'command' : kind === 'waiter' ? 'wait' : kind === 'manual' ? (keyword ?? 'block') : 'trigger');
   switch (kind) {

@@ -72,6 +72,33 @@ describeEachDatabase('jobs: list, get, and the organization-scoped routes', (ctx
     expect(await ids('?include_retried_jobs=false&state=failed')).toEqual([]);
   });
 
+  it('filters by step_key (every job of a parallel step) and group_key (the jobs of a group), with the filter kept in links.next', async () => {
+    const configuration = [
+      'steps:',
+      '  - key: unit',
+      '    command: a',
+      '    parallelism: 3',
+      '  - group: Checks',
+      '    key: checks',
+      '    steps:',
+      '      - { key: lint, command: lint }',
+      '      - command: types',
+      '  - command: other',
+    ].join('\n');
+    const { token, url } = await givenBuildAndAgent(ctx(), configuration);
+    const jobs = async (query: string) =>
+      (await ctx().http().get(`${url}/jobs${query}`).set(auth(token)).expect(200)).body as { items: JobJson[]; links: { next?: string } };
+    const commands = async (query: string) => (await jobs(query)).items.map((j) => j.command);
+    expect(await commands('?step_key=unit')).toEqual(['a', 'a', 'a']);
+    expect(await commands('?group_key=checks')).toEqual(['lint', 'types']);
+    expect(await commands('?step_key=lint&group_key=checks')).toEqual(['lint']);
+    expect(await commands('?step_key=nothing')).toEqual([]);
+    expect(await commands('?group_key=unit')).toEqual([]);
+    const first = await jobs('?step_key=unit&per_page=2');
+    expect(new URL(first.links.next!).searchParams.get('step_key')).toBe('unit');
+    expect(await commands(String(first.links.next).slice(`${PUBLIC_URL}${url}/jobs`.length))).toEqual(['a']);
+  });
+
   it('refuses an unknown state, finished, a foreign cursor, after with before, and per_page over 100 with a 400', async () => {
     const { token, url } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: a\n');
     for (const query of [
