@@ -6509,8 +6509,16 @@ export interface components {
             /** @deprecated */
             team_uuids?: string[];
         };
-        /** @description What an update may change; every property is optional. */
-        UpdatePipelineRequest: components["schemas"]["PipelineWritable"];
+        /**
+         * @description What an update may change; every property is optional. `teams` (or the older `team_uuids`)
+         *     adds the pipeline to those teams, with the access level named (default
+         *     `manage_build_and_read`), as the docs' update says; it takes it out of none.
+         */
+        UpdatePipelineRequest: components["schemas"]["PipelineWritable"] & {
+            teams?: components["schemas"]["TeamAssignment"][];
+            /** @deprecated */
+            team_uuids?: string[];
+        };
         /** @enum {string} */
         BuildState: "creating" | "scheduled" | "running" | "passed" | "failing" | "failed" | "blocked" | "canceling" | "canceled" | "skipped" | "not_run";
         /** @enum {string} */

@@ -7183,9 +7183,6 @@ type SsoMode = InvitationSsoMode
 // StepType is the same shape as JobType.
 type StepType = JobType
 
-// UpdatePipelineRequest is the same shape as PipelineWritable.
-type UpdatePipelineRequest = PipelineWritable
-
 // UpdatePipelineTemplateRequest is the same shape as PipelineTemplateWritable.
 type UpdatePipelineTemplateRequest = PipelineTemplateWritable
 

@@ -328,7 +328,8 @@ export class PipelineRepository {
     });
   }
 
-  async update(p: Pipeline, changes: Partial<PipelineFields>): Promise<void> {
+  /** The changes, and the teams granted the pipeline (added, or given the access level named: others keep theirs). */
+  async update(p: Pipeline, changes: Partial<PipelineFields>, teams: { teamId: string; accessLevel: AccessLevel }[] = [], at?: Date): Promise<void> {
     await this.db.transaction(async (trx) => {
       await this.assertUnique(trx, p.organizationId, changes.name, changes.slug, p.id);
       try {
@@ -338,6 +339,12 @@ export class PipelineRepository {
         throw this.uniqueToField(err, changes.slug ?? p.slug);
       }
       if (changes.slug !== undefined && changes.slug !== p.slug) await renameSlugCopies(trx, p.id, changes.slug);
+      if (teams.length) {
+        await trx('pipeline_teams')
+          .insert(teams.map((t) => ({ pipeline_id: p.id, team_id: t.teamId, access_level: t.accessLevel, created_at: at ?? p.createdAt })))
+          .onConflict(['pipeline_id', 'team_id'])
+          .merge(['access_level']);
+      }
     });
   }
 

@@ -434,11 +434,13 @@ export class PipelineService {
       changes.maximumTimeoutInMinutes !== undefined ? changes.maximumTimeoutInMinutes : current.maximumTimeoutInMinutes,
       errors,
     );
+    // As the docs' update: `teams` adds the pipeline to those teams (with the access level named); it takes none away.
+    const teams = input.teams !== undefined || input.team_uuids !== undefined ? await this.teamsFor(actor, input, errors, { adding: true }) : [];
     if (errors.length) throw new ValidationError(errors);
 
     await this.audited(
       actor,
-      (pipelines) => pipelines.update(current, changes),
+      (pipelines) => pipelines.update(current, changes, teams, clock.now()),
       () => ({
         type: 'PipelineUpdatedEvent',
         subject: pipelineSubject({ id: current.id, name: changes.name ?? current.name }),
@@ -627,21 +629,22 @@ export class PipelineService {
     actor: Actor,
     input: PipelineInput,
     errors: FieldError[],
-    opts: { creatingPipeline?: boolean } = {},
+    opts: { creatingPipeline?: boolean; adding?: boolean } = {},
   ): Promise<{ teamId: string; accessLevel: AccessLevel }[]> {
     const field = input.teams !== undefined ? 'teams' : 'team_uuids';
     const requested = (input.teams ?? input.team_uuids ?? []).map((t): { id: string; access_level: AccessLevel } =>
       typeof t === 'string' ? { id: t, access_level: 'manage_build_and_read' } : { id: t.id, access_level: t.access_level ?? 'manage_build_and_read' },
     );
     const isAdmin = actor.role === 'admin';
-    if (actor.organization.teamsEnabled && !isAdmin && requested.length === 0) {
+    // A new pipeline of a teams organization needs a team of the creator's; an update adds to those it has.
+    if (actor.organization.teamsEnabled && !isAdmin && requested.length === 0 && !opts.adding) {
       errors.push({ field: 'teams', code: "can't be blank: this organization uses teams, so name at least one team of yours" });
       return [];
     }
     const checks = await this.organizations.checkTeams(
       actor,
       requested.map((t) => t.id),
-      opts,
+      { creatingPipeline: opts.creatingPipeline },
     );
     const result = new Map<string, AccessLevel>();
     for (const [i, t] of requested.entries()) {

@@ -594,6 +594,58 @@ describeEachDatabase('pipelines', (ctx) => {
   });
 });
 
+describeEachDatabase('pipelines: teams on update', (ctx) => {
+  it("adds the pipeline to the teams an update names, with their access level, and takes it out of none (the docs' update)", async () => {
+    const org = await ctx().givenOrg({ teamsEnabled: true });
+    const admin = await ctx().givenUser(org, 'admin');
+    const member = await ctx().givenUser(org, 'member');
+    const first = await ctx().givenTeam(org, [member]);
+    const second = await ctx().givenTeam(org, [member]);
+    const adminToken = await ctx().givenToken(admin, [org]);
+    const memberToken = await ctx().givenToken(member, [org]);
+    const p = await create(ctx(), org, adminToken, { teams: [{ id: first.id, access_level: 'read_only' }] });
+    const path = `/v2/organizations/${org.slug}/pipelines/${p.slug}`;
+    // Read only through the first team: the member may not rebuild or edit it.
+    await ctx().http().patch(path).set(auth(memberToken)).send({ description: 'x' }).expect(403);
+
+    await ctx()
+      .http()
+      .patch(path)
+      .set(auth(adminToken))
+      .send({ description: 'Now shared', teams: [{ id: second.id, access_level: 'manage_build_and_read' }] })
+      .expect(200);
+    const grants = async (teamId: string) =>
+      (
+        (await ctx().http().get(`/v2/organizations/${org.slug}/teams/${teamId}/pipelines`).set(auth(adminToken)).expect(200)).body as {
+          pipeline_id?: string;
+          id?: string;
+          access_level: string;
+        }[]
+      ).map((g) => g.access_level);
+    expect(await grants(first.id)).toEqual(['read_only']);
+    expect(await grants(second.id)).toEqual(['manage_build_and_read']);
+    // The member may now edit it, through the second team.
+    await ctx().http().patch(path).set(auth(memberToken)).send({ description: 'by the member' }).expect(200);
+    // Naming a team again changes its access level; a team of another organization is a 422.
+    await ctx()
+      .http()
+      .patch(path)
+      .set(auth(adminToken))
+      .send({ teams: [{ id: first.id, access_level: 'build_and_read' }] })
+      .expect(200);
+    expect(await grants(first.id)).toEqual(['build_and_read']);
+    const other = await ctx().givenAdmin();
+    const foreign = await ctx().givenTeam(other.org, []);
+    const refused = await ctx()
+      .http()
+      .patch(path)
+      .set(auth(adminToken))
+      .send({ teams: [{ id: foreign.id }] })
+      .expect(422);
+    expect(refused.body.errors).toEqual([{ field: 'teams[0]', code: `is not a team of this organization (${foreign.id})` }]);
+  });
+});
+
 describeEachDatabase('add webhook through a local GitHub API stand-in', null, (_get, kind) => {
   let ctx: TestContext;
   let github: http.Server;
