@@ -1,4 +1,5 @@
 /** An organization's invitations: rows in, domain objects out. */
+import { keysetQuery, keysetRows, type KeysetPage } from '../db/keyset';
 import type { Knex } from 'knex';
 import type { User } from '../core/identity';
 import { toDate, toDateOrNull } from '../db/values';
@@ -30,11 +31,6 @@ export interface Invitation {
   acceptedBy: User | null;
   revokedAt: Date | null;
   revokedBy: User | null;
-}
-
-export interface InvitationCursor {
-  createdAt: Date;
-  id: string;
 }
 
 const USERS = ['created_by', 'accepted_by', 'revoked_by'] as const;
@@ -111,29 +107,13 @@ export class InvitationRepository {
   }
 
   /** Pending invitations, newest first by (created_at, id), `limit` at a time from a cursor; `more` when another page follows. */
-  async pagePending(
-    organizationId: string,
-    opts: { after?: InvitationCursor; before?: InvitationCursor; limit: number },
-  ): Promise<{ items: Invitation[]; more: boolean }> {
-    let q = this.select(this.db).where({ 'i.organization_id': organizationId, 'i.state': 'pending' });
-    if (opts.after) {
-      const a = opts.after;
-      q = q.where((w) => w.where('i.created_at', '<', a.createdAt).orWhere((x) => x.where('i.created_at', '=', a.createdAt).andWhere('i.id', '<', a.id)));
-    }
-    if (opts.before) {
-      const b = opts.before;
-      q = q.where((w) => w.where('i.created_at', '>', b.createdAt).orWhere((x) => x.where('i.created_at', '=', b.createdAt).andWhere('i.id', '>', b.id)));
-    }
-    const order = opts.before ? 'asc' : 'desc';
-    const rows = await q
-      .orderBy([
-        { column: 'i.created_at', order },
-        { column: 'i.id', order },
-      ])
-      .limit(opts.limit + 1);
-    const items = rows.slice(0, opts.limit).map(fromRow);
-    if (opts.before) items.reverse();
-    return { items, more: rows.length > opts.limit };
+  async pagePending(organizationId: string, opts: KeysetPage): Promise<{ items: Invitation[]; more: boolean }> {
+    const rows = await keysetQuery(
+      this.select(this.db).where({ 'i.organization_id': organizationId, 'i.state': 'pending' }),
+      { at: 'i.created_at', id: 'i.id' },
+      opts,
+    );
+    return keysetRows(rows, opts, fromRow);
   }
 
   /** Which of the (lower-cased) emails have a pending invitation to the organization. */

@@ -9,11 +9,12 @@ import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import type { AuditLog } from '../audit/service';
 import { clock } from '../core/clock';
-import { BadRequestError, ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
+import { ForbiddenError, NotFoundError, UnprocessableError, ValidationError, type FieldError } from '../core/errors';
 import type { Actor, User } from '../core/identity';
 import { isUuid } from '../core/uuid';
 import type { OrganizationService } from '../organizations/service';
-import type { Invitation, InvitationCursor, InvitationRepository, InvitationRole, InvitationSsoMode, InvitationTeam } from './repository';
+import type { Invitation, InvitationRepository, InvitationRole, InvitationSsoMode, InvitationTeam } from './repository';
+import { encodeTimeCursor, timeCursors } from '../core/time-cursor';
 
 export interface InvitationInput {
   emails: string[];
@@ -24,23 +25,6 @@ export interface InvitationInput {
 
 /** One address: a local part, an @, a domain with a dot; no blanks. */
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-
-export function encodeCursor(i: Pick<Invitation, 'createdAt' | 'id'>): string {
-  return Buffer.from(JSON.stringify([i.createdAt.getTime(), i.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string, name: string): InvitationCursor {
-  try {
-    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    const [at, id]: unknown[] = Array.isArray(v) && v.length === 2 ? v : [];
-    if (typeof at === 'number' && Number.isSafeInteger(at) && typeof id === 'string' && isUuid(id)) {
-      return { createdAt: new Date(at), id: id.toLowerCase() };
-    }
-  } catch {
-    // falls through to the error below
-  }
-  throw new BadRequestError(`Invalid parameter ${name}: not a cursor of this list (take it from links.next)`);
-}
 
 const subject = (i: { id: string; email: string }) => ({ type: 'OrganizationInvitation', id: i.id, name: i.email });
 
@@ -58,12 +42,10 @@ export class InvitationService {
 
   async list(actor: Actor, opts: { after?: string; before?: string; limit: number }): Promise<{ items: Invitation[]; next: string | null }> {
     InvitationService.requireAdmin(actor);
-    if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('Invalid parameters: after and before cannot be used together');
-    const after = opts.after !== undefined ? decodeCursor(opts.after, 'after') : undefined;
-    const before = opts.before !== undefined ? decodeCursor(opts.before, 'before') : undefined;
-    const { items, more } = await this.invitations.pagePending(actor.organization.id, { after, before, limit: opts.limit });
+    const cursors = timeCursors(opts);
+    const { items, more } = await this.invitations.pagePending(actor.organization.id, { ...cursors, limit: opts.limit });
     const last = items.at(-1);
-    return { items, next: last && (more || before) ? encodeCursor(last) : null };
+    return { items, next: last && (more || cursors.before) ? encodeTimeCursor(last.createdAt, last.id) : null };
   }
 
   async get(actor: Actor, id: string): Promise<Invitation> {

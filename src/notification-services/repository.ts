@@ -3,6 +3,7 @@
  * as JSON; the secret ones as one sealed value the service opens (this repository never sees
  * them in the clear). Lists read oldest first by (created_at, id), the cursor's order.
  */
+import { keysetQuery, keysetRows, type KeysetPage } from '../db/keyset';
 import type { Knex } from 'knex';
 import type { User } from '../core/identity';
 import type { NotificationServicesRow, UsersRow } from '../db/tables';
@@ -48,11 +49,6 @@ export interface ServiceFields {
 }
 
 /** Where a page starts: after (or before) the service created at `createdAt` with id `id`. */
-export interface ServiceCursor {
-  createdAt: Date;
-  id: string;
-}
-
 const SELECT = [
   's.id',
   's.organization_id',
@@ -132,33 +128,9 @@ export class NotificationServiceRepository {
    * Up to `limit` services oldest first: after `after`, or the last `limit` before `before`
    * (still oldest first). `more`: whether another page follows in the direction read.
    */
-  async page(
-    organizationId: string,
-    opts: { after?: ServiceCursor; before?: ServiceCursor; limit: number },
-  ): Promise<{ items: NotificationServiceRecord[]; more: boolean }> {
-    const q = this.base().where('s.organization_id', organizationId);
-    const { after, before } = opts;
-    if (after) {
-      q.where((w) =>
-        w.where('s.created_at', '>', after.createdAt).orWhere((x) => x.where('s.created_at', '=', after.createdAt).andWhere('s.id', '>', after.id)),
-      );
-    }
-    if (before) {
-      q.where((w) =>
-        w.where('s.created_at', '<', before.createdAt).orWhere((x) => x.where('s.created_at', '=', before.createdAt).andWhere('s.id', '<', before.id)),
-      );
-    }
-    const order = before ? 'desc' : 'asc';
-    const rows = await q
-      .orderBy([
-        { column: 's.created_at', order },
-        { column: 's.id', order },
-      ])
-      .limit(opts.limit + 1);
-    const more = rows.length > opts.limit;
-    const items = rows.slice(0, opts.limit).map(fromRow);
-    if (before) items.reverse();
-    return { items, more };
+  async page(organizationId: string, opts: KeysetPage): Promise<{ items: NotificationServiceRecord[]; more: boolean }> {
+    const rows = await keysetQuery(this.base().where('s.organization_id', organizationId), { at: 's.created_at', id: 's.id', oldestFirst: true }, opts);
+    return keysetRows(rows, opts, fromRow);
   }
 
   async find(organizationId: string, id: string): Promise<NotificationServiceRecord | null> {

@@ -8,7 +8,7 @@
  * sent, settings one by one. No HTTP, no SQL.
  */
 import crypto from 'node:crypto';
-import { BadRequestError, ForbiddenError, NotFoundError, ValidationError, type FieldError } from '../core/errors';
+import { ForbiddenError, NotFoundError, ValidationError, type FieldError } from '../core/errors';
 import type { Actor } from '../core/identity';
 import type { ClusterService } from '../clusters/service';
 import type { PipelineService } from '../pipelines/service';
@@ -17,7 +17,8 @@ import type { Keys } from '../security/keys';
 import { secretBox, type SecretBox } from '../security/secret-box';
 import type { Operator, TeamService } from '../teams/service';
 import { applySettings, isProvider, maskedWebhookUrl, PROVIDERS, REFUSED_PROVIDERS } from './provider-settings';
-import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceCursor, ServiceFields, ServiceScope } from './repository';
+import type { NotificationServiceRecord, NotificationServiceRepository, ProviderId, ServiceFields, ServiceScope } from './repository';
+import { encodeTimeCursor, timeCursors } from '../core/time-cursor';
 import { clock } from '../core/clock';
 import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 import { everyValue } from '../core/enum-values';
@@ -66,22 +67,6 @@ export interface ServicePage {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const isOperator = (c: ServiceCaller): c is Operator => 'operator' in c;
 
-export function encodeCursor(s: Pick<NotificationServiceRecord, 'createdAt' | 'id'>): string {
-  return Buffer.from(JSON.stringify([s.createdAt.getTime(), s.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string, name: string): ServiceCursor {
-  try {
-    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(v) && v.length === 2 && Number.isSafeInteger(v[0]) && typeof v[1] === 'string' && UUID.test(v[1])) {
-      return { createdAt: new Date(v[0]), id: v[1] };
-    }
-  } catch {
-    // falls through to the error below
-  }
-  throw new BadRequestError(`Invalid parameter ${name}: not a cursor of this list (take it from links.next)`);
-}
-
 /** Fields of the representation a request may not set (the docs: a 422 for read-only fields); `enabled` has its own operations. */
 const READ_ONLY = ['id', 'graphql_id', 'url', 'enabled', 'created_at', 'created_by'];
 
@@ -129,13 +114,11 @@ export class NotificationServiceService {
   /** Oldest first, `limit` at a time, from a cursor (`after` or `before`, not both). */
   async list(caller: ServiceCaller, opts: { after?: string; before?: string; limit: number }): Promise<ServicePage> {
     this.requireAdmin(caller);
-    if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('Invalid parameters: after and before cannot be used together');
-    const after = opts.after !== undefined ? decodeCursor(opts.after, 'after') : undefined;
-    const before = opts.before !== undefined ? decodeCursor(opts.before, 'before') : undefined;
-    const { items, more } = await this.services.page(caller.organization.id, { after, before, limit: opts.limit });
+    const cursors = timeCursors(opts);
+    const { items, more } = await this.services.page(caller.organization.id, { ...cursors, limit: opts.limit });
     const last = items.at(-1);
     // Read backwards, a page always has services after it (those the cursor named).
-    const next = last && (more || before) ? encodeCursor(last) : null;
+    const next = last && (more || cursors.before) ? encodeTimeCursor(last.createdAt, last.id) : null;
     return { items: items.map((i) => this.view(i)), next };
   }
 

@@ -3,6 +3,7 @@
  * pipeline's slug and the users who created and last updated them. Both lists are newest first
  * and read by cursor (created or received time, then id).
  */
+import { keysetQuery, keysetRows, type KeysetPage } from '../db/keyset';
 import type { Knex } from 'knex';
 import { toBool, toDate } from '../db/values';
 import type { PipelineTriggerDeliveriesRow, PipelineTriggersRow, PipelinesRow, UsersRow } from '../db/tables';
@@ -56,11 +57,6 @@ export interface TriggerDelivery {
   builds: { id: string; number: number }[];
   headers: { name: string; value: string | null; redacted: boolean }[];
   payload: Record<string, unknown>;
-}
-
-export interface Cursor {
-  at: Date;
-  id: string;
 }
 
 /** How many deliveries of a trigger are kept. */
@@ -153,33 +149,6 @@ function changeColumns(c: TriggerChanges): Partial<PipelineTriggersRow> {
   return cols;
 }
 
-/** Newest first, after (older than) or before (newer than) a cursor: the query of a page (`pageOf` its rows), one more row than `limit`. */
-function pageQuery<TRecord extends object, TResult>(
-  q: Knex.QueryBuilder<TRecord, TResult>,
-  atCol: string,
-  idCol: string,
-  opts: { after?: Cursor; before?: Cursor; limit: number },
-): Knex.QueryBuilder<TRecord, TResult> {
-  const { after, before } = opts;
-  if (after) q.where((w) => w.where(atCol, '<', after.at).orWhere((x) => x.where(atCol, '=', after.at).andWhere(idCol, '<', after.id)));
-  if (before) q.where((w) => w.where(atCol, '>', before.at).orWhere((x) => x.where(atCol, '=', before.at).andWhere(idCol, '>', before.id)));
-  const order = before ? 'asc' : 'desc';
-  return q
-    .orderBy([
-      { column: atCol, order },
-      { column: idCol, order },
-    ])
-    .limit(opts.limit + 1);
-}
-
-/** The page of `pageQuery`'s rows, in newest first order; `more`: whether another page follows in that direction. */
-function pageOf<Row, T>(rows: Row[], opts: { before?: Cursor; limit: number }, map: (r: Row) => T): { items: T[]; more: boolean } {
-  const { before } = opts;
-  const more = rows.length > opts.limit;
-  const items = rows.slice(0, opts.limit).map(map);
-  return { items: before ? items.reverse() : items, more };
-}
-
 export class PipelineTriggerRepository {
   constructor(private readonly db: Knex) {}
 
@@ -228,9 +197,9 @@ export class PipelineTriggerRepository {
     return row ? fromRow(row) : null;
   }
 
-  async page(pipelineId: string, opts: { after?: Cursor; before?: Cursor; limit: number }) {
-    const rows = await pageQuery(this.base().where('t.pipeline_id', pipelineId).select<TriggerJoinRow[]>(SELECT), 't.created_at', 't.id', opts);
-    return pageOf(rows, opts, fromRow);
+  async page(pipelineId: string, opts: KeysetPage) {
+    const rows = await keysetQuery(this.base().where('t.pipeline_id', pipelineId).select<TriggerJoinRow[]>(SELECT), { at: 't.created_at', id: 't.id' }, opts);
+    return keysetRows(rows, opts, fromRow);
   }
 
   async update(id: string, changes: TriggerChanges): Promise<void> {
@@ -271,8 +240,8 @@ export class PipelineTriggerRepository {
     return row ? deliveryFromRow(row) : null;
   }
 
-  async deliveries(triggerId: string, opts: { after?: Cursor; before?: Cursor; limit: number }) {
-    const rows = await pageQuery(this.db('pipeline_trigger_deliveries').where('trigger_id', triggerId), 'received_at', 'id', opts);
-    return pageOf(rows, opts, deliveryFromRow);
+  async deliveries(triggerId: string, opts: KeysetPage) {
+    const rows = await keysetQuery(this.db('pipeline_trigger_deliveries').where('trigger_id', triggerId), { at: 'received_at', id: 'id' }, opts);
+    return keysetRows(rows, opts, deliveryFromRow);
   }
 }

@@ -34,7 +34,9 @@ import type { PipelineService } from '../pipelines/service';
 import { sha256Hex, type Keys } from '../security/keys';
 import { secretBox, type SecretBox } from '../security/secret-box';
 import { clock } from '../core/clock';
-import type { Cursor, PipelineTrigger, PipelineTriggerRepository, TriggerChanges, TriggerDelivery } from './repository';
+import type { PipelineTrigger, PipelineTriggerRepository, TriggerChanges, TriggerDelivery } from './repository';
+import { encodeTimeCursor, timeCursors } from '../core/time-cursor';
+import type { KeysetPage } from '../db/keyset';
 import { isRecord } from '../core/guards';
 
 export type CreateTriggerInput = components['schemas']['CreatePipelineTriggerRequest'];
@@ -56,36 +58,14 @@ export function hint(lastTwo: string): string {
   return 'X'.repeat(20) + lastTwo;
 }
 
-export function encodeCursor(at: Date, id: string): string {
-  return Buffer.from(JSON.stringify([at.getTime(), id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string, name: string): Cursor {
-  try {
-    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    const [at, id]: unknown[] = Array.isArray(v) && v.length === 2 ? v : [];
-    if (typeof at === 'number' && Number.isSafeInteger(at) && typeof id === 'string' && /^[0-9a-f-]{36}$/.test(id)) {
-      return { at: new Date(at), id };
-    }
-  } catch {
-    // falls through to the error below
-  }
-  throw new BadRequestError(`Invalid parameter ${name}: not a cursor of this list (take it from links.next)`);
-}
-
 export interface PageOptions {
   after?: string;
   before?: string;
   limit: number;
 }
 
-function cursors(opts: PageOptions): { after?: Cursor; before?: Cursor; limit: number } {
-  if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('Invalid parameters: after and before cannot be used together');
-  return {
-    after: opts.after !== undefined ? decodeCursor(opts.after, 'after') : undefined,
-    before: opts.before !== undefined ? decodeCursor(opts.before, 'before') : undefined,
-    limit: opts.limit,
-  };
+function cursors(opts: PageOptions): KeysetPage {
+  return { ...timeCursors(opts), limit: opts.limit };
 }
 
 /** What an incoming call carries. */
@@ -135,7 +115,7 @@ export class PipelineTriggerService {
     const c = cursors(opts);
     const { items, more } = await this.triggers.page(pipeline.id, c);
     const last = items.at(-1);
-    return { items, next: last && (more || c.before) ? encodeCursor(last.createdAt, last.id) : null };
+    return { items, next: last && (more || c.before) ? encodeTimeCursor(last.createdAt, last.id) : null };
   }
 
   async get(actor: Actor, pipelineSlug: string, id: string): Promise<PipelineTrigger> {
@@ -223,7 +203,7 @@ export class PipelineTriggerService {
     const c = cursors(opts);
     const { items, more } = await this.triggers.deliveries(trigger.id, c);
     const last = items.at(-1);
-    return { items, next: last && (more || c.before) ? encodeCursor(last.receivedAt, last.id) : null };
+    return { items, next: last && (more || c.before) ? encodeTimeCursor(last.receivedAt, last.id) : null };
   }
 
   async delivery(actor: Actor, pipelineSlug: string, triggerId: string, id: string): Promise<TriggerDelivery> {
