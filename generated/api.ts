@@ -430,7 +430,10 @@ export interface paths {
          * @description The organization's audit events, newest first: one per administrative action (the
          *     organization's settings, members, invitations, teams and their members and grants), each
          *     written in the same transaction as the change, with its actor, subject and the values it
-         *     set (never a secret). Administrators only (403 for other members).
+         *     set (never a secret). Administrators only (403 for other members). By cursor, as the docs'
+         *     audit events page has it: `items` and `links` (`self`, and `next` while there are older
+         *     events: follow it as it is), `next` also in the `Link` header. `after` (or `before`) takes
+         *     a cursor from a `links` URL; both at once, or a cursor this list did not make, is a 400.
          */
         get: operations["listAuditEvents"];
         put?: never;
@@ -5593,6 +5596,11 @@ export interface components {
             data: components["schemas"]["AuditEventData"];
             url: string;
         };
+        /** @description One page of audit events, newest first. */
+        AuditEventList: {
+            items: components["schemas"]["AuditEvent"][];
+            links: components["schemas"]["NotificationServiceListLinks"];
+        };
         AuditParty: {
             type: string;
             uuid: string;
@@ -8812,6 +8820,10 @@ export interface components {
         AuditEventUuid: string;
         /** @description The invitation's UUID. */
         InvitationId: string;
+        /** @description Return the older events after this cursor (a page's `links.next` carries it). Not with `before`. */
+        AuditCursorAfter: string;
+        /** @description Return the newer events before this cursor. Not with `after`. */
+        AuditCursorBefore: string;
         /** @description Return the invitations after this cursor (a page's `links.next` carries it). Not with `before`. */
         InvitationCursorAfter: string;
         /** @description Return the invitations before this cursor. Not with `after`. */
@@ -9540,8 +9552,10 @@ export interface operations {
     listAuditEvents: {
         parameters: {
             query?: {
-                /** @description The page to return, from 1; `0` (pybuildkite's default) is page 1, as the real API reads it. */
-                page?: components["parameters"]["Page"];
+                /** @description Return the older events after this cursor (a page's `links.next` carries it). Not with `before`. */
+                after?: components["parameters"]["AuditCursorAfter"];
+                /** @description Return the newer events before this cursor. Not with `after`. */
+                before?: components["parameters"]["AuditCursorBefore"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
             };
@@ -9561,7 +9575,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AuditEvent"][];
+                    "application/json": components["schemas"]["AuditEventList"];
                 };
             };
             400: components["responses"]["BadRequest"];

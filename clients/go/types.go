@@ -362,6 +362,16 @@ func (r *AuditEventData) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalAuditEventList(data []byte) (AuditEventList, error) {
+	var r AuditEventList
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *AuditEventList) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalAuditParty(data []byte) (AuditParty, error) {
 	var r AuditParty
 	err := json.Unmarshal(data, &r)
@@ -3515,6 +3525,12 @@ type ArtifactUploadForm struct {
 	Signature string `json:"signature"`
 }
 
+// One page of audit events, newest first.
+type AuditEventList struct {
+	Items []AuditEvent                 `json:"items"`
+	Links NotificationServiceListLinks `json:"links"`
+}
+
 type AuditEvent struct {
 	// Who did it; null for what the installation's operator did at the command line.
 	Actor *AuditParty `json:"actor"`
@@ -3538,6 +3554,12 @@ type AuditParty struct {
 
 type AuditContext struct {
 	Type string `json:"type"`
+}
+
+type NotificationServiceListLinks struct {
+	// The next page; absent on the last one.
+	Next *string `json:"next,omitempty"`
+	Self string  `json:"self"`
 }
 
 // `jobs` and `pipeline` are left out when the request asks for it (`exclude_jobs`,
@@ -4463,12 +4485,6 @@ type InvitationUser struct {
 	Email string `json:"email"`
 	ID    string `json:"id"`
 	Name  string `json:"name"`
-}
-
-type NotificationServiceListLinks struct {
-	// The next page; absent on the last one.
-	Next *string `json:"next,omitempty"`
-	Self string  `json:"self"`
 }
 
 type JobEnvResponse struct {

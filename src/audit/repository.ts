@@ -1,4 +1,5 @@
 /** The audit log's rows: written on the caller's transaction, read newest first. */
+import { keysetQuery, keysetRows, type KeysetPage } from '../db/keyset';
 import type { Knex } from 'knex';
 import { toDate } from '../db/values';
 import type { AuditEventsRow } from '../db/tables';
@@ -58,19 +59,10 @@ export class AuditRepository {
     });
   }
 
-  async page(organizationId: string, offset: number, limit: number): Promise<{ items: AuditEvent[]; total: number }> {
-    const [rows, count] = await Promise.all([
-      this.db('audit_events')
-        .where({ organization_id: organizationId })
-        .orderBy([
-          { column: 'occurred_at', order: 'desc' },
-          { column: 'id', order: 'desc' },
-        ])
-        .offset(offset)
-        .limit(limit),
-      this.db('audit_events').where({ organization_id: organizationId }).count<{ n: number | string }[]>({ n: '*' }).first(),
-    ]);
-    return { items: rows.map(fromRow), total: Number(count?.n ?? 0) };
+  /** Newest first, from a cursor (src/db/keyset.ts). */
+  async page(organizationId: string, opts: KeysetPage): Promise<{ items: AuditEvent[]; more: boolean }> {
+    const rows = await keysetQuery(this.db('audit_events').where({ organization_id: organizationId }), { at: 'occurred_at', id: 'id' }, opts);
+    return keysetRows(rows, opts, fromRow);
   }
 
   async find(organizationId: string, id: string): Promise<AuditEvent | null> {

@@ -1,7 +1,7 @@
 /** An organization's audit log (REST, read only): thin handlers. */
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
-import { countedPage } from '../http/responses/pagination';
+import { cursorLinks } from '../http/responses/pagination';
 import { serializeAuditEvent } from './serialize';
 import type { AuditLog } from './service';
 
@@ -10,8 +10,12 @@ export function auditRoutes(audit: AuditLog, publicUrl: string) {
 
   api.on('listAuditEvents', async (req, res) => {
     const actor = actorOf(res);
-    const items = await countedPage(req, res, publicUrl, (offset, limit) => audit.list(actor, offset, limit));
-    res.json(items.map((e) => serializeAuditEvent(e, actor.organization.slug, publicUrl)));
+    const perPage = req.query.per_page ?? 30;
+    const page = await audit.list(actor, { after: req.query.after, before: req.query.before, limit: perPage });
+    const links = cursorLinks(req, publicUrl, page.next, perPage);
+    // The docs: the links are in the `Link` header too.
+    if (links.next) res.setHeader('Link', `<${links.next}>; rel="next"`);
+    res.json({ items: page.items.map((e) => serializeAuditEvent(e, actor.organization.slug, publicUrl)), links });
   });
   api.on('getAuditEvent', async (req, res) => {
     const actor = actorOf(res);

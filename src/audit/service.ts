@@ -5,6 +5,7 @@
  * `redact`, which drops every key that names one (token, secret, password, value...). Reading
  * the log is for the organization's administrators. No HTTP, no SQL.
  */
+import { encodeTimeCursor, timeCursors } from '../core/time-cursor';
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
 import { clock } from '../core/clock';
@@ -108,9 +109,13 @@ export class AuditLog {
     });
   }
 
-  async list(actor: Actor, offset: number, limit: number): Promise<{ items: AuditEvent[]; total: number }> {
+  /** Newest first, `limit` at a time, from a cursor (`after` or `before`, not both); `next`: the cursor of the page after. */
+  async list(actor: Actor, opts: { after?: string; before?: string; limit: number }): Promise<{ items: AuditEvent[]; next: string | null }> {
     if (actor.role !== 'admin') throw new ForbiddenError();
-    return this.events.page(actor.organization.id, offset, limit);
+    const cursors = timeCursors(opts);
+    const { items, more } = await this.events.page(actor.organization.id, { ...cursors, limit: opts.limit });
+    const last = items.at(-1);
+    return { items, next: last && (more || cursors.before) ? encodeTimeCursor(last.occurredAt, last.id) : null };
   }
 
   async get(actor: Actor, id: string): Promise<AuditEvent> {

@@ -447,7 +447,7 @@ describeEachDatabase('audit events of admin actions', (ctx) => {
 
   async function log(e: Env): Promise<AuditEventBody[]> {
     const res = await e.ctx.http().get(`${e.base}/audit_events?per_page=100`).set(auth(e.token)).expect(200);
-    return res.body as AuditEventBody[];
+    return res.body.items as AuditEventBody[];
   }
 
   it.each(ACTIONS.map((a) => [a.action, a] as const))('%s: exactly one event, of its type, subject and actor', async (_, a) => {

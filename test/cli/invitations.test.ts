@@ -36,7 +36,7 @@ describeEachDatabase('windsock user create and invitations', null, (_get, kind) 
       const ann = (await s.users.findByEmail('ann@example.com'))!;
       const actor = { principal: { user: ann } as never, organization: made.org, role: 'admin' as const };
       expect(await s.invitations.get(actor, made.inv.id)).toMatchObject({ state: 'accepted', acceptedBy: { id: bob.id } });
-      const { items } = await s.audit.list(actor, 0, 10);
+      const { items } = await s.audit.list(actor, { limit: 10 });
       expect(items[0]).toMatchObject({ type: 'OrganizationInvitationAcceptedEvent', actor: { id: bob.id }, context: { type: 'SignUpContext' } });
     });
     // A user with no invitation is told nothing more.

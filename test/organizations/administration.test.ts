@@ -12,7 +12,7 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 async function events(ctx: TestContext, slug: string, token: string) {
   const res = await ctx.http().get(`/v2/organizations/${slug}/audit_events`).set(auth(token)).expect(200);
-  return res.body as {
+  return res.body.items as {
     uuid: string;
     type: string;
     actor: { uuid: string } | null;
@@ -233,9 +233,20 @@ describeEachDatabase('organization administration', (ctx) => {
       const team = await ctx().http().post(`${base}/teams`).set(auth(token)).send({ name: 'Audited', privacy: 'visible' }).expect(201);
       await ctx().http().patch(`${base}/api-settings`).set(auth(token)).send({ restrict_user_api_token_creation: true }).expect(200);
       const list = await ctx().http().get(`${base}/audit_events?per_page=1`).set(auth(token)).expect(200);
-      expect(list.body).toHaveLength(1);
-      expect(list.headers.link).toMatch(/rel="next"/);
-      const [newest] = list.body;
+      expect(list.body.items).toHaveLength(1);
+      // By cursor, as the docs' audit events page has it: links.next, also in the Link header.
+      expect(list.headers.link).toBe(`<${list.body.links.next}>; rel="next"`);
+      const [newest] = list.body.items;
+      const second = await ctx().http().get(String(list.body.links.next).slice('http://windsock.test'.length)).set(auth(token)).expect(200);
+      expect(second.body.items.map((e: { type: string }) => e.type)).toEqual(['TeamCreatedEvent']);
+      expect(second.body.links.next).toBeUndefined();
+      expect(second.headers.link).toBeUndefined();
+      const cursor = new URL(list.body.links.next).searchParams.get('after')!;
+      // Nothing is newer than the newest event.
+      const back = await ctx().http().get(`${base}/audit_events?before=${cursor}`).set(auth(token)).expect(200);
+      expect(back.body.items).toEqual([]);
+      await ctx().http().get(`${base}/audit_events?after=${cursor}&before=${cursor}`).set(auth(token)).expect(400);
+      await ctx().http().get(`${base}/audit_events?after=bm90LWEtY3Vyc29y`).set(auth(token)).expect(400);
       expect(newest.type).toBe('OrganizationApiSettingsUpdatedEvent');
       const all = await events(ctx(), org.slug, token);
       expect(all.map((e) => e.type)).toEqual(['OrganizationApiSettingsUpdatedEvent', 'TeamCreatedEvent']);

@@ -81,7 +81,7 @@ describeEachDatabase('pipeline settings', (ctx) => {
     expect(metrics.body.advanced_queue_metrics).toMatchObject({ enabled: true, enabled_by: { id: user.id }, disable_supported: false });
     await ctx().http().put(`${url}/advanced-queue-metrics`).set(auth(token)).expect(200);
 
-    const events = (await ctx().http().get(`/v2/organizations/${org.slug}/audit_events`).set(auth(token)).expect(200)).body as {
+    const events = (await ctx().http().get(`/v2/organizations/${org.slug}/audit_events`).set(auth(token)).expect(200)).body.items as {
       type: string;
       data: unknown;
     }[];

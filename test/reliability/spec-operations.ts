@@ -519,7 +519,7 @@ export async function givenTenant(ctx: TestContext, label: string, opts: { build
   const invitationId = inv.body[0].id as string;
   const audit = await ctx.http().get(`${base}/audit_events`).set(auth(token));
   check(audit, 200, 'list audit events');
-  const auditEventId = audit.body[0].uuid as string;
+  const auditEventId = audit.body.items[0].uuid as string;
   // The GitHub connection every organization has (its repositories: the tenant's pipeline's).
   const connections = await ctx.http().get(`${base}/repository_connections`).set(auth(token));
   check(connections, 200, 'list repository connections');
