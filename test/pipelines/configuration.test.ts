@@ -406,6 +406,27 @@ describe('parseConfiguration: step forms', () => {
 });
 
 describe("parseConfiguration: the pipeline schema's forms", () => {
+  it('reads the nested forms: a step whose attributes sit under its keyword', () => {
+    const parsed = parseConfiguration(
+      yaml(
+        'steps:',
+        '  - command: { command: make, label: Build }',
+        '  - wait: { continue_on_failure: true }',
+        '  - block: { prompt: Ship?, fields: [{ text: Name, key: name }] }',
+        '  - input: { key: details, type: input }',
+        '  - label: Outer wins',
+        '    commands: { label: inner, command: test }',
+      ),
+    );
+    expect(parsed.steps).toMatchObject([
+      { type: 'script', command: 'make', name: 'Build' },
+      { type: 'waiter', continue_on_failure: true },
+      { type: 'manual', label: 'block', prompt: 'Ship?', fields: [{ text: 'Name', key: 'name' }] },
+      { type: 'manual', label: 'input', input: true, key: 'details' },
+      { type: 'script', command: 'test', name: 'Outer wins' },
+    ]);
+  });
+
   it('takes `type: input` or `block` with no label as the label, and reports if_changed on trigger and group steps as on command steps', () => {
     const parsed = parseConfiguration(
       yaml(
@@ -607,7 +628,9 @@ describe('parseConfiguration: errors name the line', () => {
       'step 1 (line 4): "timeout_in_minutes" must be a positive whole number',
       'step 1 (line 5): "env" must be a mapping of names to values',
       'step 1 (line 6): "agents" must be a mapping or a list of key=value strings',
-      'step 2 (line 7): "commands" must be a string or a list of strings',
+      // A mapping under `commands` is the nested form: its keys are the step's attributes.
+      'step 2 (line 7): "a" is not an attribute of a command step',
+      'step 2 (line 7): "command" can\'t be blank',
       'step 3 (line 8): "trigger" must name a pipeline slug',
       'step 4 (line 10): "trigger" must name a pipeline slug',
       'step 5 (line 12): "concurrency" must be a positive whole number',

@@ -33,6 +33,23 @@ const STEP_KIND_KEYS: [StepKind, string[]][] = [
   ['trigger', ['trigger']],
 ];
 
+/** The step keys whose value may be the step's own attributes (the pipeline schema's nested forms). */
+const NESTING_KEYS = ['command', 'commands', 'wait', 'waiter', 'block', 'input'];
+
+/**
+ * A step written in the pipeline schema's nested form, its attributes under its keyword
+ * (`wait: {continue_on_failure: true}`, `block: {fields: [...]}`, `command: {command: make}`),
+ * read as the flat step it stands for: the keyword keeps the value it has inside (a nested
+ * `command`), or none, and the outer attributes win over the inner ones.
+ */
+function unnested(v: ConfigMap): ConfigMap {
+  const keyword = NESTING_KEYS.find((k) => v.get(k)?.kind === 'map');
+  const inner = keyword === undefined ? undefined : v.get(keyword);
+  if (keyword === undefined || inner?.kind !== 'map') return v;
+  const keys = [...v.keys, ...inner.keys.filter((k) => !v.keys.includes(k))];
+  return lazyConfigMap(keys, v.line, (k) => (k === keyword ? (inner.get(k) ?? { kind: 'null', line: inner.line }) : (v.get(k) ?? inner.get(k))));
+}
+
 function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: StepDefaults): Step | undefined {
   if (v.kind === 'str') {
     if (v.value === 'wait' || v.value === 'waiter') return { type: 'waiter', continue_on_failure: false };
@@ -44,6 +61,7 @@ function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: StepD
       );
   }
   if (v.kind !== 'map') return void reporter.failStep(`is not a known step type: expected one of ${STEP_KINDS}`);
+  v = unnested(v);
 
   const type = v.get('type');
   let kind: StepKind | undefined;
