@@ -209,6 +209,7 @@ const ARRAY_ITEMS: Record<string, (t: Tenant) => { body: Record<string, unknown>
   'createPipeline.teams': (t) => ({ body: BODIES.createPipeline!(t) as Record<string, unknown>, item: { id: t.team.id, access_level: 'read_only' } }),
   // The tenant's pipeline is defined by YAML, so this is refused; the body is still parsed and read.
   'updatePipeline.steps': () => ({ body: {}, item: { type: 'script', command: 'make' } }),
+  'updatePipeline.teams': (t) => ({ body: {}, item: { id: t.team.id, access_level: 'read_only' } }),
   'uploadTestResults.data': (t) => ({ body: BODIES.uploadTestResults!(t) as Record<string, unknown>, item: { name: 'item', result: 'passed' } }),
   'updateExecutionTags.executions': (t) => ({ body: {}, item: { id: t.executionId, tags: { 'mut.item': 'here' } } }),
   'setJobMetaDataBatch.items': (t) => ({ body: BODIES.setJobMetaDataBatch!(t) as Record<string, unknown>, item: { key: 'made', value: 'here' } }),
