@@ -227,11 +227,15 @@ export function parseCondition(text: string, extraVariables: readonly string[] =
   }
 }
 
+/** A parse error as a field-error code. */
+export function conditionProblem(error: ConditionError): string {
+  return `is not a valid condition: ${error.message} at character ${error.position + 1}`;
+}
+
 /** The reason a condition cannot be used, as a field-error code, or null when it parses. */
 export function conditionError(text: string, extraVariables: readonly string[] = []): string | null {
   const result = parseCondition(text, extraVariables);
-  if (result.ok) return null;
-  return `is not a valid condition: ${result.error.message} at character ${result.error.position + 1}`;
+  return result.ok ? null : conditionProblem(result.error);
 }
 
 class ParseError extends Error {

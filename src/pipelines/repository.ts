@@ -328,8 +328,8 @@ export class PipelineRepository {
     });
   }
 
-  /** The changes, and the teams granted the pipeline (added, or given the access level named: others keep theirs). */
-  async update(p: Pipeline, changes: Partial<PipelineFields>, teams: { teamId: string; accessLevel: AccessLevel }[] = [], at?: Date): Promise<void> {
+  /** The changes, and the teams granted the pipeline at `grants.at` (added, or given the access level named: others keep theirs). */
+  async update(p: Pipeline, changes: Partial<PipelineFields>, grants?: { teams: { teamId: string; accessLevel: AccessLevel }[]; at: Date }): Promise<void> {
     await this.db.transaction(async (trx) => {
       await this.assertUnique(trx, p.organizationId, changes.name, changes.slug, p.id);
       try {
@@ -339,9 +339,9 @@ export class PipelineRepository {
         throw this.uniqueToField(err, changes.slug ?? p.slug);
       }
       if (changes.slug !== undefined && changes.slug !== p.slug) await renameSlugCopies(trx, p.id, changes.slug);
-      if (teams.length) {
+      if (grants?.teams.length) {
         await trx('pipeline_teams')
-          .insert(teams.map((t) => ({ pipeline_id: p.id, team_id: t.teamId, access_level: t.accessLevel, created_at: at ?? p.createdAt })))
+          .insert(grants.teams.map((t) => ({ pipeline_id: p.id, team_id: t.teamId, access_level: t.accessLevel, created_at: grants.at })))
           .onConflict(['pipeline_id', 'team_id'])
           .merge(['access_level']);
       }

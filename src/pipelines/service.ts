@@ -440,7 +440,7 @@ export class PipelineService {
 
     await this.audited(
       actor,
-      (pipelines) => pipelines.update(current, changes, teams, clock.now()),
+      (pipelines) => pipelines.update(current, changes, { teams, at: clock.now() }),
       () => ({
         type: 'PipelineUpdatedEvent',
         subject: pipelineSubject({ id: current.id, name: changes.name ?? current.name }),

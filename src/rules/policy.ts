@@ -8,7 +8,7 @@
  * refusal. Conditions use the pipelines' conditional syntax (src/pipelines/filter-condition.ts),
  * over the variables listed here only.
  */
-import { parseCondition, type ConditionNode, type Value } from '../pipelines/filter-condition';
+import { conditionProblem, parseCondition, type ConditionNode, type Value } from '../pipelines/filter-condition';
 
 export const RULE_TYPES = ['pipeline.trigger_build.pipeline', 'pipeline.artifacts_read.pipeline'] as const;
 export type RuleType = (typeof RULE_TYPES)[number];
@@ -56,7 +56,7 @@ function variablesOf(n: ConditionNode, out: Set<string>): Set<string> {
 export function ruleConditionError(type: RuleType, text: string): string | null {
   const allowed = RULE_VARIABLES[type];
   const parsed = parseCondition(text, allowed);
-  if (!parsed.ok) return `is not a valid condition: ${parsed.error.message} at character ${parsed.error.position + 1}`;
+  if (!parsed.ok) return conditionProblem(parsed.error);
   const unknown = [...variablesOf(parsed.condition.ast, new Set())].filter((v) => !allowed.includes(v));
   if (unknown.length > 0)
     return `names ${unknown.map((v) => `\`${v}\``).join(', ')}, which a ${type} rule's conditions can't use (they may use ${allowed.join(', ')})`;

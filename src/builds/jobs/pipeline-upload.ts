@@ -96,7 +96,7 @@ export class PipelineUploadService {
           providerId: context.providerId,
         },
         organization: { id: context.organizationId, slug: context.orgSlug },
-        creatorTeams: (await this.progress.conditionFacts(context.organizationId, build.creator?.id ?? null, parsed.steps)).creatorTeams,
+        creatorTeams: await this.progress.creatorTeams(context.organizationId, build.creator?.id ?? null, parsed.steps),
         env: { ...settings?.env, ...parsed.env, ...build.env },
       }),
     });

@@ -206,7 +206,8 @@ export class JobService {
   async unblock(actor: Actor, target: JobTarget, body: UnblockBody): Promise<{ item: BuildWithJobs; jobId: string }> {
     const { item, job } = await this.locate(actor, target);
     const jobId = job.id;
-    await this.mayUnblock(actor, item, job);
+    const refusal = await this.unblockRefusal(actor, item, job);
+    if (refusal) throw refusal;
     // As jobs.md documents them: a 400 for a job that is not a block step, a 422 for a canceled build.
     if (job.type !== 'manual') throw new BadRequestError('This job type cannot be unblocked');
     if (CANCELED_BUILD_STATES.includes(item.build.state)) throw new UnprocessableError('Jobs from canceled builds cannot be unblocked');
@@ -225,31 +226,20 @@ export class JobService {
   /** The build's blocked jobs the caller may unblock (what a page offers to). */
   async unblockable(actor: Actor, item: BuildWithJobs): Promise<Set<string>> {
     const ids = new Set<string>();
-    for (const job of item.jobs) {
-      if (job.state !== 'blocked') continue;
-      try {
-        await this.mayUnblock(actor, item, job);
-        ids.add(job.id);
-      } catch (error) {
-        if (!(error instanceof ForbiddenError)) throw error;
-      }
-    }
+    for (const job of item.jobs) if (job.state === 'blocked' && !(await this.unblockRefusal(actor, item, job))) ids.add(job.id);
     return ids;
   }
 
   /**
    * Who may unblock: with the step's `allowed_teams`, the members of those teams only (the docs'
    * block step permissions: it "replaces the need for write access to the pipeline", and a writer
-   * in none of them may not); otherwise whoever may build the pipeline.
+   * in none of them may not); otherwise whoever may build the pipeline. The 403 to answer, or null.
    */
-  private async mayUnblock(actor: Actor, item: BuildWithJobs, job: Job): Promise<void> {
+  private async unblockRefusal(actor: Actor, item: BuildWithJobs, job: Job): Promise<ForbiddenError | null> {
     const teams = job.step.type === 'manual' ? job.step.allowed_teams : undefined;
-    if (!teams) {
-      if (!item.perms.build) throw new ForbiddenError();
-      return;
-    }
-    if (!(await this.organizations.memberOfAnyTeam(actor.organization.id, actor.principal.user.id, teams)))
-      throw new RefusedError(`Only members of the teams allowed to unblock this step (${teams.join(', ')}) may unblock it.`);
+    if (!teams) return item.perms.build ? null : new ForbiddenError();
+    if (await this.organizations.memberOfAnyTeam(actor.organization.id, actor.principal.user.id, teams)) return null;
+    return new RefusedError(`Only members of the teams allowed to unblock this step (${teams.join(', ')}) may unblock it.`);
   }
 }
 

@@ -107,6 +107,19 @@ export interface ConditionFacts {
   creatorTeams: string[];
 }
 
+const conditionsOf = (steps: readonly Step[]) => steps.flatMap((s) => (s.if === undefined ? [] : [s.if]));
+
+/** The slugs of the creator's teams, read only when a step's `if` may name them (`build.creator.teams`). */
+export async function creatorTeamsOf(
+  r: Pick<ProgressRepositories, 'organizations'>,
+  organizationId: string,
+  creatorId: string | null,
+  steps: readonly Step[],
+): Promise<string[]> {
+  if (creatorId === null || !conditionsOf(steps).some((c) => c.includes('teams'))) return [];
+  return r.organizations.teamSlugsOf(creatorId, organizationId);
+}
+
 /**
  * The facts for planning `steps` into a build of the organization, read only when a step has an
  * `if` (the teams only when one may name them): most builds cost no read more.
@@ -117,11 +130,9 @@ export async function conditionFactsOf(
   creatorId: string | null,
   steps: readonly Step[],
 ): Promise<ConditionFacts> {
-  const conditions = steps.flatMap((s) => (s.if === undefined ? [] : [s.if]));
-  if (!conditions.length) return { organization: { id: organizationId, slug: '' }, creatorTeams: [] };
+  if (!conditionsOf(steps).length) return { organization: { id: organizationId, slug: '' }, creatorTeams: [] };
   const org = await r.organizations.findById(organizationId);
-  const teams = creatorId !== null && conditions.some((c) => c.includes('teams')) ? await r.organizations.teamSlugsOf(creatorId, organizationId) : [];
-  return { organization: { id: organizationId, slug: org?.slug ?? '' }, creatorTeams: teams };
+  return { organization: { id: organizationId, slug: org?.slug ?? '' }, creatorTeams: await creatorTeamsOf(r, organizationId, creatorId, steps) };
 }
 
 /**

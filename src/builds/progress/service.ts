@@ -26,7 +26,7 @@ import type { Build, JobState, NewBuildFields } from '../model';
 import { AUTO_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, HELD_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
 import { UnprocessableError } from '../../core/errors';
 import { cancelBuild, supersede } from './cancellation';
-import { clusterQueuesOf, conditionFactsOf, planBuild, writeBuild, type ConditionFacts } from './creation';
+import { clusterQueuesOf, conditionFactsOf, creatorTeamsOf, planBuild, writeBuild } from './creation';
 import { placeInCluster } from '../jobs/cluster-queue';
 import { advanceLocked } from './machine';
 import { uploadFamily } from '../jobs/state';
@@ -116,9 +116,9 @@ export class BuildProgress {
     a.publish(this.changes);
   }
 
-  /** What a step's `if` reads beyond the pipeline and the build (./creation.ts, conditionFactsOf). */
-  conditionFacts(organizationId: string, creatorId: string | null, steps: readonly Step[]): Promise<ConditionFacts> {
-    return conditionFactsOf(this.repos, organizationId, creatorId, steps);
+  /** The creator's teams, where a step's `if` may read them (./creation.ts, creatorTeamsOf). */
+  creatorTeams(organizationId: string, creatorId: string | null, steps: readonly Step[]): Promise<string[]> {
+    return creatorTeamsOf(this.repos, organizationId, creatorId, steps);
   }
 
   /** A new build's plan, its jobs placed in the queues of the pipeline's cluster. */

@@ -22,7 +22,7 @@ export const COMMIT_STATUS = 'commit_status';
 const notifyOf = (x: unknown): unknown[] => (isRecord(x) && Array.isArray(x.notify) ? x.notify : []);
 
 /** The step moment of the event, with its jobs as the status rules read them; null when it is none. */
-function stepMomentOf(ctx: FanOutContext): StepStatusMoment | null {
+function statusMomentOf(ctx: FanOutContext): StepStatusMoment | null {
   const m = ctx.stepMoment;
   if (!m) return null;
   const iso = (d: Date | null) => d?.toISOString() ?? null;
@@ -47,7 +47,7 @@ export function commitStatusProvider(config: CommitStatusConfig, conditionOf: (c
       const updates = statusUpdatesFor(ctx.event, {
         buildNotify: notifyOf(ctx.rendered.build),
         stepNotify: notifyOf(ctx.rendered.job?.step),
-        step: stepMomentOf(ctx),
+        step: statusMomentOf(ctx),
         enabledProviders: enabled,
         evaluateIf: conditionOf(ctx),
       });

@@ -7,7 +7,7 @@
 import { MAX_TEXT } from './limits';
 import { quote, tooLong, type ProblemReporter } from './problems';
 import { findProperty, text } from './property-readers';
-import { parseCondition, STEP_CONDITION_VARIABLES } from '../filter-condition';
+import { conditionProblem, parseCondition, STEP_CONDITION_VARIABLES } from '../filter-condition';
 import type { ConfigMap } from './value-tree';
 
 /** The step's `if`, checked; undefined when it has none (or a null one). */
@@ -19,7 +19,7 @@ export function stepCondition(reporter: ProblemReporter, stepMap: ConfigMap, bra
   if (condition === undefined) return void reporter.fail(path, 'must be a condition, such as build.branch == "main"', v);
   if (condition.length > MAX_TEXT) return void reporter.fail(path, tooLong(MAX_TEXT), v);
   const parsed = parseCondition(condition, STEP_CONDITION_VARIABLES);
-  if (!parsed.ok) return void reporter.fail(path, `is not a valid condition: ${parsed.error.message} at character ${parsed.error.position + 1}`, v);
+  if (!parsed.ok) return void reporter.fail(path, conditionProblem(parsed.error), v);
   // Documented: "it cannot be used at the same time as the branches attribute".
   const branches = findProperty(stepMap, branchesNames);
   if (branches) return void reporter.fail(path, `cannot be used together with ${quote(branches[0])}`, v);

@@ -6,7 +6,7 @@
  * Each entry is one of the documented kinds with an optional `if`; a step may only have the
  * step-level kinds the documentation lists (Basecamp, GitHub commit status, GitHub check and Slack).
  */
-import { NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_CONDITION_VARIABLES, conditionError, parseCondition } from '../filter-condition';
+import { NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_CONDITION_VARIABLES, conditionProblem, parseCondition } from '../filter-condition';
 import { MAX_LIST, MAX_NAME, MAX_PROMPT, MAX_REF } from './limits';
 import { isOneOf } from '../../db/row-types';
 import { NOTIFY_KINDS_REPORTED } from './step-attributes';
@@ -296,10 +296,9 @@ function notifyCondition(reporter: ProblemReporter, at: string, v: ConfigValue |
   if (s === undefined) return void reporter.fail(at, 'must be a string', v);
   if (s.length > MAX_CONDITION) return void reporter.fail(at, tooLong(MAX_CONDITION), v);
   const variables = level === 'step' ? [...NOTIFY_CONDITION_VARIABLES, ...STEP_NOTIFY_CONDITION_VARIABLES] : NOTIFY_CONDITION_VARIABLES;
-  const error = conditionError(s, variables);
-  if (error) return void reporter.fail(at, error, v);
-  const parsed = level === 'step' ? parseCondition(s, variables) : null;
-  if (parsed?.ok && parsed.condition.variables().has('build.state'))
+  const parsed = parseCondition(s, variables);
+  if (!parsed.ok) return void reporter.fail(at, conditionProblem(parsed.error), v);
+  if (level === 'step' && parsed.condition.variables().has('build.state'))
     reporter.notice(at, "`build.state` reads null in a step's notification: a step cannot know the state of the entire build (use `step.outcome`)");
   return s;
 }

@@ -79,7 +79,7 @@ function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: StepD
     if (!kind) return void reporter.failStep(`is not a known step type: expected one of ${STEP_KINDS}`);
   }
   // `type: input` (or `block`) names the keyword, and so the default label, when the step has neither key.
-  const typed = text(type ?? { kind: 'null', line: v.line });
+  const typed = type && text(type);
   const keyword =
     kind === 'manual'
       ? ((['block', 'input'] as const).find((k) => v.get(k) !== undefined) ?? (typed === 'input' || typed === 'block' ? typed : undefined))
