@@ -48,6 +48,8 @@ export function buildEnvironment({ build: b, pipeline: p, organization: o }: Bui
     BUILDKITE_REBUILT_FROM_BUILD_NUMBER: b.rebuiltFrom ? String(b.rebuiltFrom.number) : '',
   };
   if (b.number !== null) env.BUILDKITE_BUILD_NUMBER = String(b.number);
-  if (b.pullRequest?.labels?.length) env.BUILDKITE_PULL_REQUEST_LABELS = b.pullRequest.labels.join(',');
+  // The docs: `""` when not a pull request or it has no labels; DRAFT only on a draft's builds.
+  env.BUILDKITE_PULL_REQUEST_LABELS = b.pullRequest?.labels?.join(',') ?? '';
+  if (b.pullRequest?.draft === true) env.BUILDKITE_PULL_REQUEST_DRAFT = 'true';
   return env;
 }

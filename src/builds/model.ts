@@ -27,6 +27,27 @@ export interface PullRequest {
   base: string | null;
   repository: string | null;
   labels?: string[];
+  /**
+   * What only a provider's webhook tells (a step's `if` reads them as `build.pull_request.draft`
+   * and `build.pull_request.repository.fork`; a draft's jobs get `BUILDKITE_PULL_REQUEST_DRAFT`):
+   * absent on a build the API created for a pull request. Not in the REST representation.
+   */
+  draft?: boolean;
+  fork?: boolean;
+}
+
+/**
+ * The GitHub webhook event a build was created for (a step's `if` reads `build.source_event`,
+ * `build.source_action` and `build.pull_request.label`): null on every other build, a rebuild
+ * of a webhook build included (it is not a webhook build). Not in the REST representation.
+ */
+export interface WebhookEvent {
+  /** The `X-GitHub-Event` name: `push`, `pull_request`... */
+  event: string;
+  /** The payload's `action` (`opened`, `labeled`...), null for events without one (`push`). */
+  action: string | null;
+  /** The label a `labeled` or `unlabeled` pull request event added or removed, else null. */
+  label: string | null;
 }
 
 export interface TriggeredFrom {
@@ -52,6 +73,7 @@ export interface Build {
   author: Author | null;
   creator: User | null;
   pullRequest: PullRequest | null;
+  webhookEvent: WebhookEvent | null;
   cleanCheckout: boolean;
   rebuiltFrom: { id: string; number: number } | null;
   /** The build whose trigger step created this one, as it was then. */
@@ -78,7 +100,7 @@ export type NewBuildFields = Pick<
   Build,
   'commit' | 'branch' | 'message' | 'author' | 'env' | 'metaData' | 'cleanCheckout' | 'pullRequest' | 'rebuiltFrom' | 'source'
 > &
-  Partial<Pick<Build, 'tag' | 'triggeredFrom'>> & { triggeredFromJobId?: string; triggerDepth?: number };
+  Partial<Pick<Build, 'tag' | 'triggeredFrom' | 'webhookEvent'>> & { triggeredFromJobId?: string; triggerDepth?: number };
 
 export interface BuildFilter {
   /** One pipeline, or organizations (each optionally restricted to the pipelines a user's teams may see). */

@@ -6,7 +6,7 @@ import { parseJson, toBool, toDate, toDateOrNull } from '../db/values';
 import { userFromRow } from '../user/rows';
 import type { BuildsRow, UsersRow } from '../db/tables';
 import type { NotifyEntry } from '../pipelines/configuration';
-import type { Author, Build, BuildSource, NewBuild, PullRequest, TriggeredFrom } from './model';
+import type { Author, Build, BuildSource, NewBuild, PullRequest, TriggeredFrom, WebhookEvent } from './model';
 import { type Nullable, type Prefixed, type StoredRow, oneOf } from '../db/row-types';
 import { everyValue } from '../core/enum-values';
 import { BUILD_STATES } from './states';
@@ -44,6 +44,7 @@ export function buildFromRow(r: BuildRowIn): Build {
         ? userFromRow({ id: r.creator_id, name: r.creator_name, email: r.creator_email, created_at: r.creator_created_at })
         : null,
     pullRequest: parseJson<PullRequest | null>(r.pull_request, null),
+    webhookEvent: parseJson<WebhookEvent | null>(r.webhook_event, null),
     cleanCheckout: toBool(r.clean_checkout),
     rebuiltFrom: r.rebuilt_from_id ? { id: r.rebuilt_from_id, number: Number(r.rebuilt_from_number) } : null,
     triggeredFrom: parseJson<TriggeredFrom | null>(r.triggered_from, null),
@@ -75,6 +76,7 @@ export function toBuildRow(build: NewBuild) {
     author: build.author ? JSON.stringify(build.author) : null,
     creator_id: build.creatorId,
     pull_request: build.pullRequest ? JSON.stringify(build.pullRequest) : null,
+    webhook_event: build.webhookEvent ? JSON.stringify(build.webhookEvent) : null,
     clean_checkout: build.cleanCheckout,
     rebuilt_from_id: build.rebuiltFrom?.id ?? null,
     rebuilt_from_number: build.rebuiltFrom?.number ?? null,

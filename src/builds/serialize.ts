@@ -4,7 +4,7 @@ import { graphqlId, isoTime, utcTime } from '../http/responses/format';
 import type { Pipeline, PipelineCounts } from '../pipelines/repository';
 import { serializeProvider } from '../pipelines/serialize';
 import type { BuildWithJobs } from './service';
-import type { Author } from './model';
+import type { Author, PullRequest } from './model';
 import { countJobStates } from './jobs/state';
 import { concurrencyOf } from './jobs/concurrency';
 import type { Job } from './jobs/model';
@@ -71,6 +71,12 @@ export function serializeBuildPipeline(p: Pipeline, v: BuildPipelineView): Build
 /** The documented author shape: all three keys, null where the build was given none. */
 function author(a: Author | null): BuildJson['author'] {
   return a ? { name: a.name ?? null, email: a.email ?? null, username: a.username ?? null } : null;
+}
+
+/** The documented pull request keys (`{}` for none): what only a webhook told (draft, fork) stays in. */
+function pullRequest(pr: PullRequest | null): BuildJson['pull_request'] {
+  if (!pr) return {};
+  return { id: pr.id, base: pr.base, repository: pr.repository, ...(pr.labels ? { labels: pr.labels } : {}) };
 }
 
 const iso = (d: Date | null) => (d ? isoTime(d) : null);
@@ -207,7 +213,7 @@ export function serializeBuild({ build: b, jobs, jobStateCounts }: BuildWithJobs
     failing_at: iso(b.failingAt),
     finished_at: iso(b.finishedAt),
     meta_data: b.metaData,
-    pull_request: b.pullRequest ?? {},
+    pull_request: pullRequest(b.pullRequest),
     merge_queue: null,
     rebuilt_from: b.rebuiltFrom ? { id: b.rebuiltFrom.id, number: b.rebuiltFrom.number, url: `${pipelineUrl}/builds/${b.rebuiltFrom.number}` } : null,
     triggered_from: b.triggeredFrom,

@@ -38,7 +38,7 @@ export interface BuildWithJobs extends BuildAndJobs {
 }
 
 /** What a webhook delivery decides about a build. */
-export type DeliveredBuild = Pick<Build, 'commit' | 'branch' | 'tag' | 'message' | 'author' | 'pullRequest'>;
+export type DeliveredBuild = Pick<Build, 'commit' | 'branch' | 'tag' | 'message' | 'author' | 'pullRequest'> & Partial<Pick<Build, 'webhookEvent'>>;
 
 /** The `states` of a bulk retry (`retry_failed_jobs`), as the real API names them: the job states it starts from, and `soft_failed`. */
 const BULK_RETRY_STATES: readonly string[] = [...BULK_RETRYABLE_JOB_STATES, 'soft_failed'].sort();

@@ -157,6 +157,7 @@ export interface BuildsRow {
   trigger_depth: number;
   triggered_from: string | null;
   notify: string | null;
+  webhook_event: string | null;
 }
 
 export interface ClusterMaintainersRow {
@@ -901,6 +902,7 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     trigger_depth: ['integer', false],
     triggered_from: ['string', true],
     notify: ['string', true],
+    webhook_event: ['string', true],
   },
   cluster_maintainers: {
     id: ['string', false],

@@ -68,6 +68,7 @@ function cloudPullRequest(p: Payload, action: string): DeliveryEvent {
     forkName: head,
     baseBranch: p.ref('pullrequest.destination.branch.name'),
     labels: [],
+    label: null,
     author: author({ name: p.text('actor.display_name'), username: p.text('actor.nickname') ?? p.text('actor.username') }),
   };
 }
@@ -117,6 +118,7 @@ function serverPullRequest(p: Payload, action: string): DeliveryEvent {
     forkName: head,
     baseBranch: p.ref('pullRequest.toRef.displayId'),
     labels: [],
+    label: null,
     author: author({ name: p.text('actor.displayName'), email: p.text('actor.emailAddress'), username: p.text('actor.name') }),
   };
 }

@@ -42,6 +42,8 @@ export interface PullRequestEvent {
   forkName: string | null;
   baseBranch: string;
   labels: string[];
+  /** The label a `labeled` or `unlabeled` action added or removed (GitHub's); null otherwise. */
+  label: string | null;
   author: Author | null;
 }
 

@@ -3,7 +3,7 @@
  * `push`, `pull_request`, `deployment`, `fork` and `ping`, typed by @octokit/webhooks-types.
  */
 import { verify } from '@octokit/webhooks-methods';
-import type { DeploymentCreatedEvent, ForkEvent, PullRequestOpenedEvent, PushEvent } from '@octokit/webhooks-types';
+import type { DeploymentCreatedEvent, ForkEvent, PullRequestLabeledEvent, PullRequestOpenedEvent, PushEvent } from '@octokit/webhooks-types';
 import { author, isNullCommit, Payload, splitRef, type DeliveryEvent } from './events';
 
 /**
@@ -22,8 +22,8 @@ export function gitHubEvent(name: string, body: unknown): DeliveryEvent {
     case 'push':
       return push(new Payload<PushEvent>('push', body));
     case 'pull_request':
-      // Every action shares the fields read here; `opened` stands for them all.
-      return pullRequest(new Payload<PullRequestOpenedEvent>('pull_request', body));
+      // Every action shares the fields read here; `opened` stands for them all (`labeled` adds its label).
+      return pullRequest(new Payload<PullRequestOpenedEvent>('pull_request', body), new Payload<PullRequestLabeledEvent>('pull_request', body));
     case 'deployment':
       return deployment(new Payload<DeploymentCreatedEvent>('deployment', body));
     case 'fork':
@@ -50,7 +50,8 @@ function push(p: Payload<PushEvent>): DeliveryEvent {
   };
 }
 
-function pullRequest(p: Payload<PullRequestOpenedEvent>): DeliveryEvent {
+function pullRequest(p: Payload<PullRequestOpenedEvent>, labeled: Payload<PullRequestLabeledEvent>): DeliveryEvent {
+  const action = p.ref('action');
   const headRepo = p.text('pull_request.head.repo.full_name');
   const baseRepo = p.text('pull_request.base.repo.full_name');
   // A fork that was deleted since has no head repository: still not this repository.
@@ -59,7 +60,7 @@ function pullRequest(p: Payload<PullRequestOpenedEvent>): DeliveryEvent {
   return {
     kind: 'pull_request',
     noun: 'pull request',
-    action: p.ref('action'),
+    action,
     id: p.id('number'),
     title: p.message('pull_request.title'),
     draft: p.flag('pull_request.draft'),
@@ -71,6 +72,7 @@ function pullRequest(p: Payload<PullRequestOpenedEvent>): DeliveryEvent {
     forkName: headRepo,
     baseBranch: p.ref('pull_request.base.ref'),
     labels: p.names('pull_request.labels', 'name'),
+    label: action === 'labeled' || action === 'unlabeled' ? labeled.text('label.name') : null,
     author: author({ name: sender, username: sender }),
   };
 }

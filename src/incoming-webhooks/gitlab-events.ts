@@ -65,6 +65,7 @@ function mergeRequest(p: Payload): DeliveryEvent {
     forkName,
     baseBranch: p.ref('object_attributes.target_branch'),
     labels: p.names('labels', 'title'),
+    label: null,
     author: author({ name: p.text('user.name'), email: p.text('user.email'), username: p.text('user.username') }),
   };
 }

@@ -4,7 +4,7 @@
  * pipeline's provider settings. Every "no" names the rule that said it, because the answer is
  * read in the provider's delivery log. No HTTP, no SQL.
  */
-import type { Build, PullRequest } from '../builds/model';
+import type { Build, PullRequest, WebhookEvent } from '../builds/model';
 import type { BuildService, DeliveredBuild } from '../builds/service';
 import { BadRequestError, SignatureError, UnprocessableError, WebhookTokenError } from '../core/errors';
 import type { OrganizationService } from '../organizations/service';
@@ -59,7 +59,7 @@ const OPT_IN_ACTIONS: ReadonlyMap<string, string> = new Map([
 ]);
 
 /** A build to create, or the rule that says no. */
-type Decision = { build: DeliveredBuild; draft?: boolean; fork?: boolean } | { skip: string };
+type Decision = { build: DeliveredBuild } | { skip: string };
 
 export class DeliveryService {
   constructor(
@@ -98,7 +98,7 @@ export class DeliveryService {
     for (const event of events) {
       const outcome = await this.decide(pipeline, orgSlug, settings, event);
       if ('skip' in outcome) reasons.push(outcome.skip);
-      else created.push(await this.builds.createFromDelivery(pipeline, outcome.build));
+      else created.push(await this.builds.createFromDelivery(pipeline, { ...outcome.build, webhookEvent: webhookEventOf(headers, body, event) }));
     }
     if (!created.length) return { message: reasons.join(' ') };
     return {
@@ -146,7 +146,7 @@ export class DeliveryService {
     if (settings.filter_enabled === true && typeof settings.filter_condition === 'string' && settings.filter_condition.trim() !== '') {
       const parsed = parseCondition(settings.filter_condition);
       if (!parsed.ok) return { skip: `No build: filter_condition does not parse (${parsed.error.message} at character ${parsed.error.position + 1}).` };
-      if (!parsed.condition.evaluate(conditionContext(pipeline, orgSlug, build, decision))) {
+      if (!parsed.condition.evaluate(conditionContext(pipeline, orgSlug, build))) {
         return { skip: `No build: filter_condition ${JSON.stringify(settings.filter_condition)} is false for this build.` };
       }
     }
@@ -251,8 +251,15 @@ function pullRequestRules(settings: ProviderSettings, pr: PullRequestEvent, defa
   }
   const prefixed = pr.fork && settings.prefix_pull_request_fork_branch_names === true && pr.headOwner !== null;
   const branch = prefixed ? `${pr.headOwner}:${pr.headBranch}`.slice(0, 255) : pr.headBranch;
-  const pullRequest: PullRequest = { id: pr.id, base: pr.baseBranch, repository: pr.headRepository, ...(pr.labels.length ? { labels: pr.labels } : {}) };
-  return { build: { commit: pr.commit, branch, tag: null, message: pr.title, author: pr.author, pullRequest }, draft: pr.draft, fork: pr.fork };
+  const pullRequest: PullRequest = {
+    id: pr.id,
+    base: pr.baseBranch,
+    repository: pr.headRepository,
+    ...(pr.labels.length ? { labels: pr.labels } : {}),
+    draft: pr.draft,
+    fork: pr.fork,
+  };
+  return { build: { commit: pr.commit, branch, tag: null, message: pr.title, author: pr.author, pullRequest } };
 }
 
 function familyOf(h: DeliveryHeaders): ProviderFamily {
@@ -273,11 +280,20 @@ function eventsOf(family: ProviderFamily, h: DeliveryHeaders, body: object): Del
   }
 }
 
-/** The would-be build as `filter_condition` sees it: what a step's condition reads, and what only a webhook tells. */
-function conditionContext(pipeline: Pipeline, orgSlug: string, b: DeliveredBuild, d: { draft?: boolean; fork?: boolean }): Map<string, Value> {
+/** The would-be build as `filter_condition` sees it: what a step's condition reads (a pull request's draft and fork too). */
+function conditionContext(pipeline: Pipeline, orgSlug: string, b: DeliveredBuild): Map<string, Value> {
   const ctx = buildConditionContext({ ...b, source: 'webhook' }, pipeline);
-  ctx.set('build.pull_request.draft', b.pullRequest ? d.draft === true : null);
-  ctx.set('build.pull_request.repository.fork', b.pullRequest ? d.fork === true : null);
   ctx.set('organization.slug', orgSlug);
   return ctx;
+}
+
+/**
+ * The GitHub event a build is made for (`build.source_event`, `build.source_action`,
+ * `build.pull_request.label`): the docs name GitHub's webhook events, so GitLab's and
+ * Bitbucket's builds have none.
+ */
+function webhookEventOf(h: DeliveryHeaders, body: object, event: DeliveryEvent): WebhookEvent | null {
+  if (h.githubEvent === undefined) return null;
+  const action = 'action' in body && typeof body.action === 'string' ? body.action.slice(0, 255) : null;
+  return { event: h.githubEvent.slice(0, 255), action, label: event.kind === 'pull_request' ? event.label : null };
 }

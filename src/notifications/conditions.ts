@@ -9,6 +9,7 @@
  */
 import { NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_CONDITION_VARIABLES, parseCondition, type Value } from '../pipelines/filter-condition';
 import type { FanOutContext } from './service';
+import { buildConditionContext } from '../builds/jobs/plan';
 
 const VARIABLES = [...NOTIFY_CONDITION_VARIABLES, ...STEP_NOTIFY_CONDITION_VARIABLES];
 
@@ -23,31 +24,18 @@ export function notifyConditionContext(ctx: FanOutContext): Map<string, Value> {
   const state = ctx.buildStateAtEvent ?? (b ? (b.blocked && b.state === 'passed' ? 'blocked' : b.state) : null);
   const startedPassing = state === 'passed' && previous === 'failed';
   const startedFailing = state === 'failed' && previous === 'passed';
-  return new Map<string, Value>([
+  // The build's and pipeline's own variables are a step `if`'s (one reader of a build for both).
+  const vars: Map<string, Value> = b && p ? buildConditionContext(b, p) : new Map<string, Value>([['build.pull_request.labels', []]]);
+  const more: [string, Value][] = [
     ['build.id', b?.id ?? null],
     ['build.number', b?.number ?? null],
     // A step's entries (read at its moments) cannot know the build's state (the docs): null.
     ['build.state', step ? null : state],
-    ['build.branch', b?.branch ?? null],
-    ['build.tag', b?.tag ?? null],
-    ['build.message', b?.message ?? null],
-    ['build.commit', b?.commit ?? null],
-    ['build.source', b?.source ?? null],
     ['build.creator.name', b?.creator?.name ?? null],
     ['build.creator.email', b?.creator?.email ?? null],
-    ['build.author.name', b?.author?.name ?? null],
-    ['build.author.email', b?.author?.email ?? null],
-    ['build.author.username', b?.author?.username ?? null],
-    ['build.pull_request.id', b?.pullRequest?.id ?? null],
-    ['build.pull_request.base_branch', b?.pullRequest?.base ?? null],
-    ['build.pull_request.labels', b?.pullRequest?.labels ?? []],
-    ['build.pull_request.repository', b?.pullRequest?.repository ?? null],
     ['build.fixed', startedPassing],
     ['pipeline.started_passing', startedPassing],
     ['pipeline.started_failing', startedFailing],
-    ['pipeline.slug', p?.slug ?? null],
-    ['pipeline.default_branch', p?.defaultBranch ?? null],
-    ['pipeline.repository', p?.repository ?? null],
     ['organization.slug', ctx.rendered.organization.slug],
     ['step.id', step?.id ?? null],
     ['step.key', step?.key ?? null],
@@ -55,7 +43,9 @@ export function notifyConditionContext(ctx: FanOutContext): Map<string, Value> {
     ['step.type', step?.type ?? null],
     ['step.state', step?.state ?? null],
     ['step.outcome', step?.outcome ?? null],
-  ]);
+  ];
+  for (const [k, v] of more) vars.set(k, v);
+  return vars;
 }
 
 /** Evaluates conditions against the event's build, and its step's moment if it is one (the context is built once per event). */

@@ -2,6 +2,7 @@ import * as buildTriggeredFrom from '../../src/db/migrations/20261125130000_buil
 import { withoutOutboxTriggers } from '../../src/db/migrations/20261126090000_outbox';
 import * as notify from '../../src/db/migrations/20261126102000_notify';
 import * as pipelineBadgeKey from '../../src/db/migrations/20261126110000_pipeline_badge_key';
+import * as buildWebhookEvent from '../../src/db/migrations/20261129040000_build_webhook_event';
 import { auth, describeEachDatabase } from '../support/context';
 
 describeEachDatabase('the build triggered_from migration', (ctx) => {
@@ -20,9 +21,10 @@ describeEachDatabase('the build triggered_from migration', (ctx) => {
     expect((await child()).triggered_from).toEqual(expected);
 
     const db = ctx().services.db;
-    // Rolled back and forward in migration order, the later `notify` and `pipelines.badge_key` too, so the columns
+    // Rolled back and forward in migration order, the later `notify`, `pipelines.badge_key` and `builds.webhook_event` too, so the columns
     // keep the order the statements the app has already prepared were made for; the outbox's
     // triggers set aside while SQLite rebuilds the builds table.
+    await buildWebhookEvent.down(db);
     await pipelineBadgeKey.down(db);
     await notify.down(db);
     await withoutOutboxTriggers(db, async () => {
@@ -32,6 +34,7 @@ describeEachDatabase('the build triggered_from migration', (ctx) => {
     });
     await notify.up(db);
     await pipelineBadgeKey.up(db);
+    await buildWebhookEvent.up(db);
     expect((await child()).triggered_from).toEqual(expected);
     expect((await ctx().http().get(`${base}/app/builds/1`).set(auth(token)).expect(200)).body.triggered_from).toBeNull();
   });

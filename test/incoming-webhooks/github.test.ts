@@ -4,6 +4,7 @@ import request from 'supertest';
 import { createApp } from '../../src/app';
 import { createLogger } from '../../src/http/middleware/logger';
 import { auth, describeEachDatabase, PUBLIC_URL } from '../support/context';
+import { agentAuth, givenAgent, givenRegistrationToken, takeNextJob } from '../support/agents';
 import { branchPush, buildsOf, deliverGitHub, example, fromFork, givenTarget, pullRequest, signatureOf, type PullRequestExample } from './helpers';
 
 const HEAD = '6113728f27ae82c7b1a177c8d03f9e96e0adf246';
@@ -534,6 +535,83 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
         .expect(422);
       expect(update.body.errors).toEqual([
         { field: 'provider_settings.filter_condition', code: 'is not a valid condition: unknown variable `build.brnch` at character 1' },
+      ]);
+    });
+  });
+
+  describe('what a step’s if reads of the webhook (the docs’ conditionals)', () => {
+    const STEPS = [
+      'steps:',
+      '  - { label: ready, command: a, if: "!build.pull_request.draft" }',
+      '  - { label: draft, command: b, if: build.pull_request.draft }',
+      '  - { label: fork, command: c, if: build.pull_request.repository.fork }',
+      '  - { label: labeled, command: d, if: build.source_event == "pull_request" && build.source_action == "labeled" && build.pull_request.label == "deploy" }',
+      '  - { label: push, command: e, if: build.source_event == "push" && build.source_action == null && build.pull_request.draft == null }',
+      '',
+    ].join('\n');
+    const statesOf = (b: { jobs: { name: string; state: string }[] }) => Object.fromEntries(b.jobs.map((j) => [j.name, j.state]));
+
+    it('reads a pull request’s draft and fork, the event, its action and label; null on builds no webhook made', async () => {
+      const t = await givenTarget(ctx(), { build_pull_request_forks: true, build_pull_request_labels_changed: true }, { configuration: STEPS });
+      const builds = `/v2/organizations/${t.org.slug}/pipelines/${t.pipeline.slug}/builds`;
+      const read = async (number: number) => (await ctx().http().get(`${builds}/${number}`).set(auth(t.token)).expect(200)).body;
+
+      await deliverGitHub(
+        ctx(),
+        t,
+        'pull_request',
+        pullRequest('opened', (p) => (p.pull_request.draft = true)),
+      ).expect(201);
+      const draft = await read(1);
+      expect(statesOf(draft)).toEqual({ ready: 'broken', draft: 'scheduled', fork: 'broken', labeled: 'broken', push: 'broken' });
+      // The REST representation keeps the documented keys only.
+      expect(draft.pull_request).toEqual({ id: '2', base: 'master', repository: 'https://github.com/Codertocat/Hello-World.git' });
+      const draftJob = draft.jobs.find((j: { name: string }) => j.name === 'draft');
+      const env = (await ctx().http().get(`${builds}/1/jobs/${draftJob.id}/env`).set(auth(t.token)).expect(200)).body.env;
+      expect(env).toMatchObject({ BUILDKITE_PULL_REQUEST: '2', BUILDKITE_PULL_REQUEST_DRAFT: 'true', BUILDKITE_PULL_REQUEST_LABELS: '' });
+
+      const labeled = pullRequest('labeled', (p) => fromFork(p));
+      (labeled as { label?: unknown }).label = { name: 'deploy', color: 'ededed' };
+      await deliverGitHub(ctx(), t, 'pull_request', labeled).expect(201);
+      expect(statesOf(await read(2))).toEqual({ ready: 'scheduled', draft: 'broken', fork: 'scheduled', labeled: 'scheduled', push: 'broken' });
+
+      await deliverGitHub(ctx(), t, 'push', branchPush()).expect(201);
+      const push = await read(3);
+      expect(statesOf(push)).toEqual({ ready: 'scheduled', draft: 'broken', fork: 'broken', labeled: 'broken', push: 'scheduled' });
+      const pushEnv = (await ctx().http().get(`${builds}/3/jobs/${push.jobs[0].id}/env`).set(auth(t.token)).expect(200)).body.env;
+      expect(pushEnv.BUILDKITE_PULL_REQUEST_DRAFT).toBeUndefined();
+
+      // Neither the API's builds nor a rebuild of the labeled one are webhook builds.
+      const api = (await ctx().http().post(builds).set(auth(t.token)).send({ commit: 'HEAD', branch: 'master', pull_request_id: 2 }).expect(201)).body;
+      expect(statesOf(api)).toEqual({ ready: 'scheduled', draft: 'broken', fork: 'broken', labeled: 'broken', push: 'broken' });
+      const rebuilt = (await ctx().http().put(`${builds}/2/rebuild`).set(auth(t.token)).expect(200)).body;
+      expect(statesOf(rebuilt)).toEqual({ ready: 'scheduled', draft: 'broken', fork: 'scheduled', labeled: 'broken', push: 'broken' });
+    });
+
+    it('keeps them for the steps a pipeline upload adds to the build', async () => {
+      const t = await givenTarget(
+        ctx(),
+        { build_pull_request_labels_changed: true },
+        { configuration: 'steps:\n  - command: buildkite-agent pipeline upload\n' },
+      );
+      const labeled = pullRequest('labeled', (p) => (p.pull_request.draft = true));
+      (labeled as { label?: unknown }).label = { name: 'deploy', color: 'ededed' };
+      await deliverGitHub(ctx(), t, 'pull_request', labeled).expect(201);
+      const agent = await givenAgent(ctx(), await givenRegistrationToken(ctx(), t.org.slug, t.token), 'uploader');
+      const uploader = await takeNextJob(ctx(), agent);
+      const steps = [
+        {
+          label: 'labeled',
+          command: 'a',
+          if: 'build.source_event == "pull_request" && build.source_action == "labeled" && build.pull_request.label == "deploy"',
+        },
+        { label: 'not draft', command: 'b', if: '!build.pull_request.draft' },
+      ];
+      await ctx().http().post(`/v3/jobs/${uploader.id}/pipelines`).set(agentAuth(agent.token)).send({ pipeline: { steps } }).expect(201);
+      const build = (await ctx().http().get(`/v2/organizations/${t.org.slug}/pipelines/${t.pipeline.slug}/builds/1`).set(auth(t.token)).expect(200)).body;
+      expect(build.jobs.slice(1).map((j: { name: string; state: string }) => [j.name, j.state])).toEqual([
+        ['labeled', 'scheduled'],
+        ['not draft', 'broken'],
       ]);
     });
   });

@@ -185,6 +185,9 @@ export function buildConditionContext(
     ['build.pull_request.base_branch', b.pullRequest?.base ?? null],
     ['build.pull_request.labels', b.pullRequest?.labels ?? []],
     ['build.pull_request.repository', b.pullRequest?.repository ?? null],
+    // Known when a provider's webhook made the build; null on others (the docs: null when unknown).
+    ['build.pull_request.draft', b.pullRequest?.draft ?? null],
+    ['build.pull_request.repository.fork', b.pullRequest?.fork ?? null],
     ['pipeline.slug', pipeline.slug],
     ['pipeline.default_branch', pipeline.defaultBranch],
     ['pipeline.repository', pipeline.repository],
@@ -193,7 +196,7 @@ export function buildConditionContext(
 
 /** What a step's `if` reads: the build (as planned, or as stored for an upload), its pipeline and organization. */
 export interface StepConditionSource extends BuildEnvironmentSource {
-  build: BuildEnvironmentSource['build'] & Pick<Build, 'author'> & { creator: { id: string; name: string; email: string } | null };
+  build: BuildEnvironmentSource['build'] & Pick<Build, 'author' | 'webhookEvent'> & { creator: { id: string; name: string; email: string } | null };
   /** The slugs of the teams of the organization the build's creator is a member of. */
   creatorTeams: readonly string[];
   /** The env the build gives its steps: the pipeline's and the build's (`build.env()` reads them, then the `BUILDKITE_*` ones). */
@@ -201,10 +204,9 @@ export interface StepConditionSource extends BuildEnvironmentSource {
 }
 
 /**
- * Every variable the docs' conditionals reference gives a step's `if`. What a build does not keep
- * is null: a merge queue (Windsock has none), the webhook event behind a build (its kind and
- * action, whether its pull request is a draft or a fork's, the label just added: a webhook's
- * `filter_condition` reads those before the build exists), an author's Buildkite identity.
+ * Every variable the docs' conditionals reference gives a step's `if`. What a build does not have
+ * is null: a merge queue (Windsock has none), the webhook event behind a build that no GitHub
+ * webhook made (its name and action, the label just added), an author's Buildkite identity.
  * `build.number` is null while a new build is planned: its number is given when it is written
  * (a pipeline upload's steps see it).
  */
@@ -220,13 +222,11 @@ export function stepConditionContext(s: StepConditionSource): Map<string, Value>
     ['build.creator.teams', s.creatorTeams],
     ['build.author.id', null],
     ['build.author.teams', []],
-    ['build.pull_request.draft', null],
-    ['build.pull_request.label', null],
-    ['build.pull_request.repository.fork', null],
+    ['build.pull_request.label', b.webhookEvent?.label ?? null],
     ['build.merge_queue.base_branch', null],
     ['build.merge_queue.base_commit', null],
-    ['build.source_event', null],
-    ['build.source_action', null],
+    ['build.source_event', b.webhookEvent?.event ?? null],
+    ['build.source_action', b.webhookEvent?.action ?? null],
     ['pipeline.id', p.id],
     ['organization.id', o.id],
     ['organization.slug', o.slug],

@@ -51,7 +51,7 @@ export function planBuild(
   // A pipeline using a template builds from the template's steps and env, not its own.
   const source = pipeline.template ?? pipeline;
   const conditions = stepConditionContext({
-    build: { ...b, id, number: null, tag: b.tag ?? null, triggeredFrom: b.triggeredFrom ?? null, creator },
+    build: { ...b, id, number: null, tag: b.tag ?? null, triggeredFrom: b.triggeredFrom ?? null, webhookEvent: b.webhookEvent ?? null, creator },
     pipeline,
     organization: facts.organization,
     creatorTeams: facts.creatorTeams,
@@ -86,6 +86,7 @@ export function planBuild(
     blocked: jobs.some((j) => j.state === 'blocked'),
     tag: null,
     triggeredFrom: null,
+    webhookEvent: null,
     creatorId: creator?.id ?? null,
     cancelReason: null,
     // Copied, so later edits of the pipeline's configuration do not change what this build notifies.

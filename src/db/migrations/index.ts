@@ -50,6 +50,7 @@ import * as teamDestroyPackagesFlag from './20261128140000_team_destroy_packages
 import * as jobConcurrencyGroups from './20261128190000_job_concurrency_groups';
 import * as jobPromisedFailure from './20261128200000_job_promised_failure';
 import * as outboxNamedEvents from './20261128210000_outbox_named_events';
+import * as buildWebhookEvent from './20261129040000_build_webhook_event';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -98,6 +99,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261128190000_job_concurrency_groups': jobConcurrencyGroups,
   '20261128200000_job_promised_failure': jobPromisedFailure,
   '20261128210000_outbox_named_events': outboxNamedEvents,
+  '20261129040000_build_webhook_event': buildWebhookEvent,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

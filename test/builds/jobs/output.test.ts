@@ -86,8 +86,14 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
       BUILDKITE_BUILD_AUTHOR_EMAIL: 'ada@example.com',
     });
     const second = await envOf(plain);
-    expect(second).toMatchObject({ BUILDKITE_PULL_REQUEST: 'false', BUILDKITE_PULL_REQUEST_BASE_BRANCH: '', BUILDKITE_PULL_REQUEST_REPO: '' });
-    for (const name of ['BUILDKITE_CLEAN_CHECKOUT', 'BUILDKITE_BUILD_AUTHOR', 'BUILDKITE_BUILD_AUTHOR_EMAIL', 'BUILDKITE_PULL_REQUEST_LABELS']) {
+    // The docs: LABELS is `""` when not a pull request; DRAFT is only on a draft's builds.
+    expect(second).toMatchObject({
+      BUILDKITE_PULL_REQUEST: 'false',
+      BUILDKITE_PULL_REQUEST_BASE_BRANCH: '',
+      BUILDKITE_PULL_REQUEST_REPO: '',
+      BUILDKITE_PULL_REQUEST_LABELS: '',
+    });
+    for (const name of ['BUILDKITE_CLEAN_CHECKOUT', 'BUILDKITE_BUILD_AUTHOR', 'BUILDKITE_BUILD_AUTHOR_EMAIL', 'BUILDKITE_PULL_REQUEST_DRAFT']) {
       expect(second[name]).toBeUndefined();
     }
   });
