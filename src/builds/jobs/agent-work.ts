@@ -247,11 +247,9 @@ export class AgentWorkService {
         finished_at: clock.now(),
         chunks_failed_count: body.chunks_failed_count ?? null,
       };
-      if (!(await this.progress.finish(jobId, agent.id, transition, end))) continue;
+      if (!(await this.progress.finish(current.job, agent.id, transition, end))) continue;
       // An agent that exits after this job (`--disconnect-after-job`) is offered no other before it goes.
       if (body.ignore_agent_in_dispatches !== undefined) await this.agents.setIgnoreInDispatches(agent, body.ignore_agent_in_dispatches);
-      if (state === 'failed' || state === 'timed_out') await this.progress.retryOrAdvance(current.job, exitStatus, end.signal_reason);
-      else await this.progress.advance(current.build.id, [jobId]);
       return (await this.jobs.findWithContext(jobId))!;
     }
     throw wrongState('finished', 'running');

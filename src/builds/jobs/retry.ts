@@ -2,8 +2,9 @@
  * What a step makes of a failed job's exit status: an automatic retry (whether the step asks for
  * the job to run again), a soft failure, and whether a promised failure counts as a hard one.
  * Pure: every way a job can fail (the agent's finish, a lost agent's job with exit status -1)
- * applies the retry through `retryOrAdvance` of the build progression service
- * (src/builds/progress/service.ts), from the states of `retry_automatic` in src/builds/states.ts.
+ * gets its retry in the transaction that ends it (`finish` and `endSilentAgentJob` of the build
+ * progression service, src/builds/progress/service.ts), from the states of `retry_automatic` in
+ * src/builds/states.ts.
  */
 import type { AutomaticRetry, Step } from '../../pipelines/configuration';
 

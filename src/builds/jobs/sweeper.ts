@@ -136,9 +136,9 @@ export class Sweeper {
       const soft = state !== 'canceled' && softFails(job.step, exitStatus);
       const end: JobEnd = { state, exit_status: exitStatus, signal_reason: null, soft_failed: soft, finished_at: now };
       const line = `windsock: the agent running this job ${silence}; the job ended ${state} with exit status ${exitStatus}.`;
-      // A lost agent's failure is exit status -1, which `retry.automatic` rules often name (the
-      // retry is guarded on the failed states: for a canceled job it does nothing).
-      if (await this.progress.endSilentAgentJob(job, job.agentId!, transition, end, line)) await this.progress.retryOrAdvance(job, exitStatus, null);
+      // A lost agent's failure is exit status -1, which `retry.automatic` rules often name: its
+      // retry is made with the end (only for a failed job).
+      await this.progress.endSilentAgentJob(job, job.agentId!, transition, end, line);
     }
     return lost;
   }

@@ -9,8 +9,8 @@
  * ./repositories.ts) and runs the rules on them; repositories hold queries and row mapping only,
  * and none opens a transaction over another area's rows. A job event runs the build's state
  * machine (./machine.ts, the rules in src/builds/jobs/state.ts) in the transaction that applied the
- * event, after locking the build's row: `inLockedBuild`. Transaction boundaries are the ones
- * the callers rely on: an agent's finish is committed before the machine runs, a cancel before
+ * event, after locking the build's row: `inLockedBuild` (an agent's finish too, with its
+ * automatic retry). Transaction boundaries are the ones the callers rely on: a cancel is committed before
  * the machine that ends the trigger job waiting on the build, and a build create that
  * supersedes nothing is its own single statement (Postgres) with no transaction around it.
  */
@@ -39,6 +39,34 @@ import { isDeadlock } from '../../db/knex';
 
 /** Who retries a job: the user who asked for it, or the step's automatic retry rules. */
 export type RetriedBy = User | 'automatic';
+
+/** What deciding a job's automatic retry reads of it. */
+type RetryableJob = Pick<Job, 'id' | 'buildId' | 'step' | 'retriesCount'>;
+
+/**
+ * In a transaction under the build's lock: each job retried (a new scheduled job in its place,
+ * the old one marked retried), unless it left `fromStates` or was retried already; a canceled
+ * build runs again. How many were retried.
+ */
+async function markRetries(
+  r: ProgressRepositories,
+  a: Announcements,
+  buildId: string,
+  retries: readonly { jobId: string; newId: string; fromStates: readonly JobState[] }[],
+  by: RetriedBy,
+  at: Date,
+): Promise<number> {
+  let retried = 0;
+  for (const { jobId, newId, fromStates } of retries) {
+    if (!(await r.jobs.markRetried(jobId, newId, fromStates, by === 'automatic' ? null : by))) continue;
+    await r.jobs.insertRetry(jobId, newId, by === 'automatic' ? 'automatic' : 'manual', at);
+    a.job(buildId, jobId);
+    a.job(buildId, newId);
+    retried++;
+  }
+  if (retried) await r.builds.reopenCanceled(buildId);
+  return retried;
+}
 
 /** Rolls a claim back: the agent may take no job now (paused, stopping, gone, or holding one). */
 const AGENT_UNAVAILABLE = new Error('agent unavailable');
@@ -228,17 +256,28 @@ export class BuildProgress {
   }
 
   /**
-   * Ends the agent's job by `transition` (a finish event, narrowed to the state the caller read),
-   * and frees the agent, together; false if the job had moved on. The build's machine is the
-   * caller's next step (advance or retryOrAdvance).
+   * Ends the agent's job by `transition` (a finish event, narrowed to the state the caller read)
+   * and frees the agent; false if the job had moved on. Under the build's lock, with the job's
+   * automatic retry when it failed and a rule of its step says so, then the build's state machine:
+   * one transaction, so nobody sees the build fail between the failure and its retry (nor
+   * notifies that it did), and no crash leaves the failure without its retry.
    */
-  finish(jobId: string, agentId: string, transition: { from: readonly JobState[]; to: JobState }, end: JobEnd): Promise<boolean> {
-    return this.db.transaction(async (trx) => {
-      const r = bind(this.repos, trx);
-      if (!(await r.jobs.end(jobId, agentId, transition, end))) return false;
+  async finish(job: RetryableJob, agentId: string, transition: { from: readonly JobState[]; to: JobState }, end: JobEnd): Promise<boolean> {
+    const moved = await this.inLockedBuild(job.buildId, end.finished_at, async (r, a) => {
+      if (!(await r.jobs.end(job.id, agentId, transition, end))) return false;
       await r.agents.jobFinished(agentId, end.finished_at);
+      a.job(job.buildId, job.id);
+      await this.retryAutomatically(r, a, job, end);
       return true;
     });
+    return moved ?? false;
+  }
+
+  /** In the transaction that ended the job: its automatic retry, when it failed and a rule of its step says so (`retry_type: automatic`). */
+  private async retryAutomatically(r: ProgressRepositories, a: Announcements, job: RetryableJob, end: JobEnd | ExpiredJob): Promise<void> {
+    if (end.state !== 'failed' && end.state !== 'timed_out') return;
+    if (!automaticRetryRule(job.step, job.retriesCount ?? 0, end.exit_status, end.signal_reason ?? null)) return;
+    await markRetries(r, a, job.buildId, [{ jobId: job.id, newId: crypto.randomUUID(), fromStates: AUTO_RETRYABLE_JOB_STATES }], 'automatic', end.finished_at);
   }
 
   /**
@@ -256,35 +295,8 @@ export class BuildProgress {
    */
   async retryJobs(buildId: string, retries: { jobId: string; newId: string; fromStates: readonly JobState[] }[], by: RetriedBy): Promise<number> {
     const at = clock.now();
-    const type = by === 'automatic' ? 'automatic' : 'manual';
-    const done = await this.inLockedBuild(buildId, at, async (r, a) => {
-      let retried = 0;
-      for (const { jobId, newId, fromStates } of retries) {
-        if (!(await r.jobs.markRetried(jobId, newId, fromStates, by === 'automatic' ? null : by))) continue;
-        await r.jobs.insertRetry(jobId, newId, type, at);
-        a.job(buildId, jobId);
-        a.job(buildId, newId);
-        retried++;
-      }
-      if (retried) await r.builds.reopenCanceled(buildId);
-      return retried;
-    });
+    const done = await this.inLockedBuild(buildId, at, (r, a) => markRetries(r, a, buildId, retries, by, at));
     return done ?? 0;
-  }
-
-  /**
-   * After a job ended in failure: a new scheduled job in its place when a rule of its step says
-   * so (`retry_type: automatic`; the build's state machine runs in the same transaction), else
-   * the build's state machine alone. Returns the new job's id, or null. Every way a job fails
-   * comes through here: the agent's finish, and the sweeper's end of a lost agent's job.
-   */
-  async retryOrAdvance(job: Pick<Job, 'id' | 'buildId' | 'step' | 'retriesCount'>, exitStatus: number, signalReason: string | null): Promise<string | null> {
-    if (automaticRetryRule(job.step, job.retriesCount ?? 0, exitStatus, signalReason)) {
-      const newId = crypto.randomUUID();
-      if (await this.retry(job.buildId, job.id, newId, AUTO_RETRYABLE_JOB_STATES, 'automatic')) return newId;
-    }
-    await this.advance(job.buildId, [job.id]);
-    return null;
   }
 
   /**
@@ -373,7 +385,7 @@ export class BuildProgress {
    * started; expired if not), with `line` added to its log. Then the build's state machine runs.
    */
   async endSilentAgentJob(
-    job: Job,
+    job: RetryableJob,
     agentId: string,
     transition: { from: readonly JobState[]; to: JobState },
     end: JobEnd | ExpiredJob,
@@ -384,6 +396,7 @@ export class BuildProgress {
       a.job(job.buildId, job.id);
       await r.logs.appendLine(job.id, line, end.finished_at);
       await r.agents.dropJobIfHeld(agentId, job.id);
+      await this.retryAutomatically(r, a, job, end);
       return true;
     });
     return moved ?? false;

@@ -111,6 +111,39 @@ describeEachDatabase('automatic and manual retry rules', (ctx) => {
     expect(plain.status).toBe(400);
     expect(plain.body.message).toBe('Only failed, timed out or canceled jobs can be retried');
   });
+
+  it('makes a failure and its automatic retry one step: a job passing at that moment never sees the build fail', async () => {
+    // Before, the failure was committed before its retry: the other job's finish in between ran
+    // the build's machine on a failed job with no retry, and the build failed (and notified it).
+    const { org, token, reg, slug, agent } = await givenBuildAndAgent(
+      ctx(),
+      'steps:\n  - command: flaky\n    parallelism: 2\n    retry:\n      automatic: [{ exit_status: 1, limit: 1 }]\n',
+    );
+    const agents = [agent, await givenAgent(ctx(), reg, 'second')];
+    const builds = `/v2/organizations/${org.slug}/pipelines/${slug}/builds`;
+    // The helper's build is the first; each round takes one build's two jobs on two agents and finishes them at once.
+    for (let round = 0; round < 6; round++) {
+      const number = round + 1;
+      if (round > 0) await givenBuild(ctx(), org.slug, slug, token);
+      const [a, b] = [await takeNextJob(ctx(), agents[0]!), await takeNextJob(ctx(), agents[1]!)];
+      const finish = (job: { id: string }, by: TestAgent, exit: number) =>
+        ctx()
+          .http()
+          .put(`/v3/jobs/${job.id}/finish`)
+          .set(agentAuth(by.token))
+          .send({ exit_status: String(exit) })
+          .expect(200);
+      await Promise.all([finish(a, agents[0]!, 1), finish(b, agents[1]!, 0)]);
+      const build = (await ctx().http().get(`${builds}/${number}`).set(auth(token)).expect(200)).body as BuildJson;
+      expect([build.state, build.failing_at, build.finished_at]).toEqual(['running', null, null]);
+      const moves = await ctx().services.db('outbox_events').where({ subject_id: build.id }).pluck('to_state');
+      expect(moves.filter((m) => m === 'failing' || m === 'failed')).toEqual([]);
+      // The retry passes: the build passes, having never failed.
+      const retried = await takeNextJob(ctx(), agents[0]!);
+      await finish(retried, agents[0]!, 0);
+      expect((await ctx().http().get(`${builds}/${number}`).set(auth(token)).expect(200)).body.state).toBe('passed');
+    }
+  });
 });
 
 describeEachDatabase('log section header times', (ctx) => {
