@@ -3174,8 +3174,11 @@ export interface paths {
          * @description `buildkite-agent job update <attribute> <value>`: as documented, only a command job that has
          *     not finished, and only `timeout_in_minutes` (alias `timeout`): a whole number of minutes from
          *     1 to 100000, counted from the job's start (the sweeper times the job out by it). The agent
-         *     sends the value as text. Only the agent holding the job may change it (another's is a 404);
-         *     another attribute, a bad value, a finished or non-command job a 422.
+         *     sends the value as text. As the docs' build timeouts say, a timeout can be reduced, set where
+         *     the job had none, or extended by up to an hour (more is a 422 naming the most it may be),
+         *     and the pipeline's `maximum_command_step_timeout` caps it as it caps a step's. Only the agent
+         *     holding the job may change it (another's is a 404); another attribute, a bad value, a
+         *     finished or non-command job a 422.
          */
         put: operations["updateAgentJob"];
         post?: never;

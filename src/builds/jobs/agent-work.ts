@@ -10,6 +10,7 @@ import { matchesQueryRules } from '../../agents/query-rules';
 import { isLive, isPaused, mustBeConnected, type AgentService } from '../../agents/service';
 import { finishEvent, jobTransition, NOT_YET_RUNNABLE_JOB_STATES, REPRIORITIZABLE_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
 import { MAX_TIMEOUT } from '../../pipelines/configuration/limits';
+
 import type { BuildProgress } from '../progress/service';
 import { ConflictError, NotFoundError, PayloadTooLargeError, UnprocessableError, ValidationError } from '../../core/errors';
 import { effectiveExitStatus, softFails } from './retry';
@@ -17,6 +18,9 @@ import type { JobLogRepository } from './log-repository';
 import type { JobContext, JobEnd } from './model';
 import type { JobRepository } from './repository';
 import { clock } from '../../core/clock';
+
+/** How far one `job update` may extend a job's timeout (the docs' build timeouts: "by up to an hour"). */
+const MAX_TIMEOUT_EXTENSION = 60;
 
 /**
  * How many jobs the agent may run one poll reads at once, in dispatch order: enough that agents
@@ -271,7 +275,9 @@ export class AgentWorkService {
 
   /**
    * `buildkite-agent job update`: only `timeout_in_minutes` (alias `timeout`), of a command job
-   * the agent holds that has not finished, as documented; counted from the job's start.
+   * the agent holds that has not finished, as documented; counted from the job's start. As the
+   * build timeouts page says: extended by up to an hour at a time, and capped by the pipeline's
+   * maximum command step timeout as a step's timeout is.
    */
   async updateJob(agent: Agent, jobId: string, attributes: Record<string, unknown>): Promise<string> {
     const current = await this.held(agent, jobId);
@@ -282,8 +288,12 @@ export class AgentWorkService {
     if (!Number.isInteger(minutes) || minutes < 1 || minutes > MAX_TIMEOUT)
       throw ValidationError.field(name, `must be a whole number of minutes from 1 to ${MAX_TIMEOUT}`);
     if (current.job.type !== 'script') throw new UnprocessableError(`Only a command job can be updated: this one is a ${current.job.type} job.`);
+    const was = current.job.timeoutInMinutes;
+    if (was !== null && minutes > was + MAX_TIMEOUT_EXTENSION)
+      throw ValidationError.field(name, `can extend the job's timeout by up to an hour: it is ${was} minutes, so at most ${was + MAX_TIMEOUT_EXTENSION}`);
+    const maximum = await this.jobs.pipelineMaximumTimeout(jobId);
     // The states a job's settings can still change in: until it finishes (a reprioritize's too).
-    if (!(await this.jobs.setTimeout(jobId, minutes, REPRIORITIZABLE_JOB_STATES)))
+    if (!(await this.jobs.setTimeout(jobId, maximum === null ? minutes : Math.min(minutes, maximum), REPRIORITIZABLE_JOB_STATES)))
       throw new UnprocessableError('The job has finished: only a job that has not can be updated.');
     return jobId;
   }

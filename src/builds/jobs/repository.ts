@@ -13,7 +13,7 @@ import type { PlannedJob } from './plan';
 import type { JobState, NewBuild } from '../model';
 import { toDate, toDateOrNull } from '../../db/values';
 import type { Step } from '../../pipelines/configuration';
-import type { JobsRow } from '../../db/tables';
+import type { JobsRow, PipelinesRow } from '../../db/tables';
 import { isPostgres, isUniqueViolation } from '../../db/knex';
 import { isUuid } from '../../core/uuid';
 import type { User } from '../../core/identity';
@@ -333,6 +333,16 @@ export class JobRepository {
   }
 
   /** A job's `timeout_in_minutes`, if it is in one of `inStates`; false if it was not (it finished). */
+  /** The `maximum_command_step_timeout` of the job's pipeline (null: none, or the job is gone). */
+  async pipelineMaximumTimeout(jobId: string): Promise<number | null> {
+    const row = await this.db('jobs as j')
+      .join('builds as b', 'b.id', 'j.build_id')
+      .join('pipelines as p', 'p.id', 'b.pipeline_id')
+      .where('j.id', jobId)
+      .first<Pick<PipelinesRow, 'maximum_timeout_in_minutes'> | undefined>('p.maximum_timeout_in_minutes');
+    return row?.maximum_timeout_in_minutes ?? null;
+  }
+
   async setTimeout(jobId: string, minutes: number, inStates: readonly JobState[]): Promise<boolean> {
     return (await this.db('jobs').where({ id: jobId }).whereIn('state', inStates).update({ timeout_in_minutes: minutes })) > 0;
   }

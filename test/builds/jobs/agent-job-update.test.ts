@@ -52,6 +52,32 @@ describeEachDatabase('the agent API: job update and promised failure', (ctx) => 
     expect((await update({ timeout: '5' }).expect(422)).body.message).toContain('finished');
   });
 
+  it('extends a timeout by up to an hour, sets one where there was none, and keeps under the pipeline maximum', async () => {
+    const s = await setup(yaml('steps:', '  - { command: slow.sh, timeout_in_minutes: 30 }', '  - command: untimed.sh'));
+    const update = (jobId: string, minutes: number) =>
+      ctx()
+        .http()
+        .put(`/v3/jobs/${jobId}`)
+        .set(agentAuth(s.agent.token))
+        .send({ timeout: String(minutes) });
+    const timeout = async (jobId: string) => (await ctx().services.db('jobs').where({ id: jobId }).first('timeout_in_minutes'))?.timeout_in_minutes;
+    // The docs: reduce it, or extend it by up to an hour.
+    const over = await update(s.job.id, 91).expect(422);
+    expect(over.body.errors).toEqual([{ field: 'timeout', code: "can extend the job's timeout by up to an hour: it is 30 minutes, so at most 90" }]);
+    expect(await timeout(s.job.id)).toBe(30);
+    await update(s.job.id, 90).expect(200);
+    await update(s.job.id, 150).expect(200);
+    await update(s.job.id, 5).expect(200);
+    expect(await timeout(s.job.id)).toBe(5);
+    await s.finish(s.job.id, 0);
+    // A job without a timeout takes one of any length, under the pipeline's maximum, which caps it.
+    const untimed = await takeNextJob(ctx(), s.agent);
+    expect(await timeout(untimed.id)).toBeNull();
+    await ctx().http().patch(`/v2/organizations/${s.org.slug}/pipelines/${s.slug}`).set(auth(s.token)).send({ maximum_command_step_timeout: 120 }).expect(200);
+    await update(untimed.id, 500).expect(200);
+    expect(await timeout(untimed.id)).toBe(120);
+  });
+
   it('makes the build failing at once, cancels fast-fail jobs, and keeps the promise when the job exits 0', async () => {
     const s = await setup(yaml('steps:', '  - command: tests.sh', '  - { command: visual-diff.sh, cancel_on_build_failing: true }', '  - command: lint.sh'));
     await s.promise({ exit_status: 1, reason: 'test_failure (2 failed after retries)' }).expect(204);
