@@ -29,9 +29,14 @@ export function decodeTimeCursor(cursor: string, name: string): TimeCursor {
   throw new BadRequestError(`Invalid parameter ${name}: not a cursor of this list (take it from links.next)`);
 }
 
+/** A 400 when a request sends both `after` and `before` (every list read by cursor). */
+export function oneCursorAtMost(opts: { after?: string; before?: string }): void {
+  if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('Invalid parameters: after and before cannot be used together');
+}
+
 /** `after` and `before` of a request, decoded; both at once is a 400. */
 export function timeCursors(opts: { after?: string; before?: string }): { after?: TimeCursor; before?: TimeCursor } {
-  if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('Invalid parameters: after and before cannot be used together');
+  oneCursorAtMost(opts);
   return {
     after: opts.after !== undefined ? decodeTimeCursor(opts.after, 'after') : undefined,
     before: opts.before !== undefined ? decodeTimeCursor(opts.before, 'before') : undefined,

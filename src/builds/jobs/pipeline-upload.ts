@@ -24,7 +24,7 @@ import type { PipelineService } from '../../pipelines/service';
 import type { JobRepository } from './repository';
 import type { StepUpload, StepUploadRejection, StepUploadRepository } from './step-upload-repository';
 import { clock } from '../../core/clock';
-import { BadRequestError } from '../../core/errors';
+import { encodeTimeCursor, timeCursors } from '../../core/time-cursor';
 import type { Actor } from '../../core/identity';
 import type { BuildWithJobs } from '../service';
 
@@ -119,7 +119,7 @@ export class PipelineUploadService {
     number: number,
     opts: { filter?: Record<string, string>; after?: string; before?: string; limit: number },
   ): Promise<{ item: BuildWithJobs; uploads: StepUpload[]; next: string | null }> {
-    if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('after and before are mutually exclusive: send one of them');
+    const { after, before } = timeCursors(opts);
     const unknown = Object.keys(opts.filter ?? {}).filter((k) => k !== 'source_job_id');
     if (unknown.length)
       throw new ValidationError(
@@ -129,15 +129,11 @@ export class PipelineUploadService {
     const sourceJobId = opts.filter?.source_job_id;
     if (sourceJobId !== undefined && !UUID.test(sourceJobId)) throw ValidationError.field('filter[source_job_id]', 'is not a job id');
     const item = await this.builds.get(actor, pipelineSlug, number, false, { jobs: true, pipeline: true });
-    const after = opts.after !== undefined ? decodeUploadCursor(opts.after, 'after') : undefined;
-    const before = opts.before !== undefined ? decodeUploadCursor(opts.before, 'before') : undefined;
-    const rows = await this.stepUploads.list(item.build.id, { sourceJobId, after, before, limit: opts.limit + 1 });
-    // Read forwards, one more than the page says whether there are older ones; read backwards
-    // (before), the page always has older uploads after it (the one the cursor named).
-    const uploads = before ? rows.slice(-opts.limit) : rows.slice(0, opts.limit);
-    const last = uploads[uploads.length - 1];
-    const more = before ? true : rows.length > opts.limit;
-    return { item, uploads, next: more && last ? encodeUploadCursor(last) : null };
+    const page = await this.stepUploads.list(item.build.id, { sourceJobId, after, before, limit: opts.limit });
+    // Read backwards (before), the page always has older uploads after it: the one the cursor named.
+    const last = page.items[page.items.length - 1];
+    const more = before ? true : page.more;
+    return { item, uploads: page.items, next: more && last ? encodeTimeCursor(last.createdAt, last.id) : null };
   }
 
   /** One step upload of the build, with its definition. */
@@ -150,24 +146,6 @@ export class PipelineUploadService {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** A list cursor: the (created_at, id) of the upload a page ended with; opaque to clients. */
-function encodeUploadCursor(u: Pick<StepUpload, 'createdAt' | 'id'>): string {
-  return Buffer.from(JSON.stringify([u.createdAt.toISOString(), u.id]), 'utf8').toString('base64url');
-}
-
-function decodeUploadCursor(cursor: string, name: string): { createdAt: Date; id: string } {
-  try {
-    const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && UUID.test(v[1])) {
-      const createdAt = new Date(v[0]);
-      if (!Number.isNaN(createdAt.getTime())) return { createdAt, id: v[1] };
-    }
-  } catch {
-    // not JSON: refused below
-  }
-  throw new BadRequestError(`Invalid parameter ${name}: not a cursor of this list (take it from links.next)`);
-}
 
 /** The uploaded document as JSON text (a YAML upload parsed; null when it isn't a document). */
 function definitionOf(pipeline: string | object): string | null {

@@ -17,6 +17,7 @@ import type { JobState } from '../model';
 import { jobInStates } from './state';
 import { CANCELED_BUILD_STATES, REPRIORITIZABLE_JOB_STATES, RETRYABLE_JOB_STATES, retryFrom, TERMINAL_JOB_STATES } from '../states';
 import type { Actor } from '../../core/identity';
+import { oneCursorAtMost } from '../../core/time-cursor';
 
 type UnblockBody = components['schemas']['UnblockJobRequest'];
 
@@ -89,7 +90,7 @@ export class JobService {
     number: number,
     opts: { states?: JobState[]; includeRetried: boolean; stepKey?: string; groupKey?: string; after?: string; before?: string; limit: number },
   ): Promise<{ item: BuildWithJobs; jobs: Job[]; next: string | null; agents: Agent[] }> {
-    if (opts.after !== undefined && opts.before !== undefined) throw new BadRequestError('after and before are mutually exclusive: send one of them');
+    oneCursorAtMost(opts);
     const item = await this.builds.get(actor, pipelineSlug, number, true);
     const states = opts.states?.length ? new Set(opts.states) : undefined;
     const groupKeyOf = (j: Job) => (j.step.type === 'script' ? j.step.group_key : undefined);

@@ -3,6 +3,7 @@
  * outcome and its definition. Queries only.
  */
 import type { Knex } from 'knex';
+import { keysetQuery, keysetRows, type KeysetPage } from '../../db/keyset';
 import { toBool, toDate, toDateOrNull } from '../../db/values';
 import type { StepUploadsRow } from '../../db/tables';
 import { oneOf, oneOfOrNull } from '../../db/row-types';
@@ -96,37 +97,14 @@ export class StepUploadRepository {
   }
 
   /**
-   * Newest first, by (created_at, id): `limit` after the cursor's upload (older ones) or before
-   * it (newer ones), optionally only those `sourceJobId` made; without the definitions.
+   * A page of the build's uploads, newest first by (created_at, id), from a cursor (src/db/keyset.ts),
+   * optionally only those `sourceJobId` made; without the definitions.
    */
-  async list(
-    buildId: string,
-    opts: { sourceJobId?: string; after?: { createdAt: Date; id: string }; before?: { createdAt: Date; id: string }; limit: number },
-  ): Promise<StepUpload[]> {
+  async list(buildId: string, opts: KeysetPage & { sourceJobId?: string }): Promise<{ items: StepUpload[]; more: boolean }> {
     const q = this.db('step_uploads').where({ build_id: buildId }).select(SUMMARY);
     if (opts.sourceJobId) q.where({ source_job_id: opts.sourceJobId });
-    if (opts.after) {
-      const a = opts.after;
-      q.where((w) => w.where('created_at', '<', a.createdAt).orWhere((x) => x.where('created_at', '=', a.createdAt).where('id', '<', a.id)));
-    }
-    if (opts.before) {
-      const b = opts.before;
-      q.where((w) => w.where('created_at', '>', b.createdAt).orWhere((x) => x.where('created_at', '=', b.createdAt).where('id', '>', b.id)));
-      const rows = await q
-        .orderBy([
-          { column: 'created_at', order: 'asc' },
-          { column: 'id', order: 'asc' },
-        ])
-        .limit(opts.limit);
-      return rows.map((r) => fromRow({ ...r, definition: null })).reverse();
-    }
-    const rows = await q
-      .orderBy([
-        { column: 'created_at', order: 'desc' },
-        { column: 'id', order: 'desc' },
-      ])
-      .limit(opts.limit);
-    return rows.map((r) => fromRow({ ...r, definition: null }));
+    const rows = await keysetQuery(q, { at: 'created_at', id: 'id' }, opts);
+    return keysetRows(rows, opts, (r) => fromRow({ ...r, definition: null }));
   }
 
   async find(buildId: string, id: string): Promise<StepUpload | undefined> {
