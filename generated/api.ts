@@ -8294,7 +8294,9 @@ export interface components {
          * @description When the schedule creates builds: a predefined interval (`@hourly`, `@daily` or
          *     `@midnight`, `@weekly`, `@monthly`, `@yearly` or `@annually`) or five crontab fields
          *     (minute, hour, day of month, month, day of week; names such as `SUN` or `JAN`, ranges,
-         *     lists, `/` steps and `L` or `last` for the last day of the month), optionally followed by a
+         *     lists, `/` steps, `L` or `last` for the last day of the month, `-N` for the Nth day from its
+         *     end and `-N-L` for its last N days, and the modulo of the day of week, `0%3` or `0%3+1`, as
+         *     Fugit reads it: the week count since 2019-01-01, plus the offset, divisible by 3), optionally followed by a
          *     time zone, an IANA name (`Europe/Berlin`) or an offset from UTC (`+09:00`). Without one the
          *     schedule runs in UTC. A cronline that does not parse, or that never fires, is a 422 naming
          *     `cronline`.
