@@ -279,6 +279,23 @@ export class AgentRepository {
   }
 
   /** Live agents (connected or stopping) whose last sign of life is older than `cutoff`. */
+  /**
+   * The organization's connected agents in the cluster (none: null) that hold no job, whose
+   * heartbeat is stored since `since`, with a priority above `priority` (any priority is above
+   * none, as the docs' agent prioritization says: agents without one are assigned work last).
+   */
+  async idleAbove(organizationId: string, clusterId: string | null, priority: number | null, since: Date): Promise<Agent[]> {
+    const q = this.db('agents')
+      .where({ organization_id: organizationId, connection_state: 'connected' })
+      .whereNull('job_id')
+      .where('last_heartbeat_at', '>=', since);
+    if (clusterId === null) q.whereNull('cluster_id');
+    else q.where({ cluster_id: clusterId });
+    if (priority === null) q.whereNotNull('priority');
+    else q.where('priority', '>', priority);
+    return (await q.select('*')).map(agentFromRow);
+  }
+
   async silentSince(cutoff: Date, limit: number): Promise<string[]> {
     return this.db('agents')
       .whereIn('connection_state', LIVE_STATES)

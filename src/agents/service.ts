@@ -192,6 +192,29 @@ export class AgentService {
     return { organizationId: grant.organizationId, tokenId: null, cluster: { clusterId: grant.clusterId, tokenId: grant.tokenId } };
   }
 
+  /**
+   * The agents a job `agent` may run goes to first (the docs' agent prioritization: higher
+   * priorities are assigned work first, agents without one last): connected agents of its
+   * organization and cluster with a higher priority that hold no job, are not paused, stopping
+   * or out of dispatch, and polled since `since`; each with what a job's rules are matched
+   * against (its tags, its queue's default key). None when no agent has a higher priority.
+   */
+  async waitingAbove(agent: Agent, since: Date): Promise<{ metaData: string[]; defaultQueue: string | null }[]> {
+    const now = clock.now();
+    const waiting: { metaData: string[]; defaultQueue: string | null }[] = [];
+    for (const other of await this.agents.idleAbove(agent.organizationId, agent.clusterId, agent.priority, since)) {
+      if (isPaused(other, now) || other.ignoreInDispatches) continue;
+      let defaultQueue: string | null = 'default';
+      if (other.clusterId) {
+        const queue = await this.clusterQueueOf(other);
+        if (!queue || queue.paused) continue;
+        defaultQueue = queue.defaultQueueKey;
+      }
+      waiting.push({ metaData: other.metaData, defaultQueue });
+    }
+    return waiting;
+  }
+
   /** The queue of a cluster's agent as dispatch sees it (paused or not, its cluster's default queue); null when gone. */
   async clusterQueueOf(agent: Agent): Promise<QueueDispatch | null> {
     if (!agent.clusterQueueId || !this.clusters) return null;

@@ -1,7 +1,8 @@
 /**
  * Dispatch finds the job an agent can run whatever the rest of the organization's queue holds:
  * a backlog of jobs no agent serves does not hide a runnable job, priority goes before age,
- * and agents polling together each get a job of their own.
+ * agents polling together each get a job of their own, and an idle agent of a higher priority
+ * is left the job it may run (the docs' agent prioritization).
  */
 import crypto from 'node:crypto';
 import { describeEachDatabase, type TestContext } from '../support/context';
@@ -32,7 +33,59 @@ async function poll(ctx: TestContext, token: string): Promise<{ id: string; comm
   return (res.body.job as { id: string; command: string } | null) ?? null;
 }
 
+/** Registers (with the agent's `priority`, as the real agent sends it) and connects an agent. */
+async function givenAgentWithPriority(
+  ctx: TestContext,
+  reg: string,
+  name: string,
+  priority: number | null,
+  tags: string[] = [],
+): Promise<{ id: string; token: string }> {
+  const body = { name, hostname: `${name}.local`, version: '3.0.0', meta_data: tags, ...(priority === null ? {} : { priority: String(priority) }) };
+  const registered = await ctx.http().post('/v3/register').set(agentAuth(reg)).send(body).expect(201);
+  const agent = { id: registered.body.id as string, token: registered.body.access_token as string };
+  await ctx.http().post('/v3/connect').set(agentAuth(agent.token)).expect(200);
+  return agent;
+}
+
 describeEachDatabase('dispatch', (ctx) => {
+  it('leaves each idle agent of a higher priority that polls the first job it may run; none, busy, silent or unmatched ones hold nothing back', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const { slug } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: work\n');
+    const jobOf = async () => (await givenBuild(ctx(), org.slug, slug, token)).jobs[0]!.id;
+    const none = await givenAgentWithPriority(ctx(), reg, 'none', null);
+    const mid = await givenAgentWithPriority(ctx(), reg, 'mid', 1);
+    const high = await givenAgentWithPriority(ctx(), reg, 'high', 5);
+    const first = await jobOf();
+    // The docs: higher priorities are assigned work first, agents without one last.
+    expect(await poll(ctx(), none.token)).toBeNull();
+    expect(await poll(ctx(), mid.token)).toBeNull();
+    expect((await poll(ctx(), high.token))?.id).toBe(first);
+    // high holds a job: of two new ones, mid is left the first and the agent without a priority takes the other.
+    const [second, third] = [await jobOf(), await jobOf()];
+    expect((await poll(ctx(), none.token))?.id).toBe(third);
+    expect((await poll(ctx(), mid.token))?.id).toBe(second);
+
+    // A higher one whose tags the job's rules do not match leaves it to the rest.
+    const other = await givenAgentWithPriority(ctx(), reg, 'other', 9, ['queue=elsewhere']);
+    const peer = await givenAgentWithPriority(ctx(), reg, 'peer', 5);
+    const fourth = await jobOf();
+    expect((await poll(ctx(), peer.token))?.id).toBe(fourth);
+    expect(await poll(ctx(), other.token)).toBeNull();
+
+    // A higher one that stopped polling is passed over once its heartbeat is old.
+    const quiet = await givenAgentWithPriority(ctx(), reg, 'quiet', 7);
+    const fifth = await jobOf();
+    const later = await givenAgentWithPriority(ctx(), reg, 'later', null);
+    expect(await poll(ctx(), later.token)).toBeNull();
+    await ctx()
+      .services.db('agents')
+      .where({ id: quiet.id })
+      .update({ last_heartbeat_at: new Date(Date.now() - 60_000) });
+    expect((await poll(ctx(), later.token))?.id).toBe(fifth);
+  });
+
   it('gives an agent the job of its queue behind 10,000 older jobs of a queue nobody serves', async () => {
     const { org, token } = await ctx().givenAdmin();
     const reg = await givenRegistrationToken(ctx(), org.slug, token);

@@ -83,8 +83,18 @@ describeWithTool('chromium')('with Chromium', () => {
             .click();
           // Colours are classes, not markup from the log.
           expect(await viewer.locator('.ln span.a-f2', { hasText: /^green 1$/ }).textContent()).toBe('green 1');
+          page.on('console', (m) => console.log('PAGE', m.text()));
+          page.on('pageerror', (e) => console.log('PAGEERROR', e.message));
+          const now = () => page.evaluate(() => (globalThis as any).performance.now());
+          console.log('TEMP fill start', await now());
           await viewer.locator('.log-search').fill('green 7');
-          await viewer.locator('.log-count', { hasText: '1 of 1' }).waitFor();
+          console.log('TEMP fill end', await now(), JSON.stringify(await viewer.locator('.log-search').inputValue()));
+          try {
+            await viewer.locator('.log-count', { hasText: '1 of 1' }).waitFor({ timeout: 5000 });
+          } catch (e) {
+            console.log('TEMP FAILED', await page.locator('ol.jobs').first().innerHTML());
+            throw e;
+          }
           expect(await viewer.locator('.ln-current').innerText()).toContain('green 7');
 
           // The agents page in a second tab of the same session.

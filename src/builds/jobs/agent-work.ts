@@ -19,6 +19,14 @@ import type { JobContext, JobEnd } from './model';
 import type { JobRepository } from './repository';
 import { clock } from '../../core/clock';
 
+/**
+ * How long since its stored heartbeat an idle agent of a higher priority still counts as waiting
+ * for work (a lower one leaves it the jobs it may run): its stored heartbeat lags its polls by up
+ * to 15 s (heartbeatWriteEveryMs), and it polls every 2 s. One that went silent is passed over
+ * after this.
+ */
+const WAITING_AGENT_SILENCE_MS = 20_000;
+
 /** How far one `job update` may extend a job's timeout (the docs' build timeouts: "by up to an hour"). */
 const MAX_TIMEOUT_EXTENSION = 60;
 
@@ -105,14 +113,27 @@ export class AgentWorkService {
       if (!queue || queue.paused) return { action: 'idle', job: null };
       defaultQueue = queue.defaultQueueKey;
     }
-    const keys = (await this.jobs.dispatchClasses(agent.organizationId))
-      .filter((c) => c.clusterId === agent.clusterId && matchesQueryRules(c.agentQueryRules, agent.metaData, defaultQueue))
-      .map((c) => c.key);
-    if (!keys.length) return { action: 'idle', job: null };
+    const classes = (await this.jobs.dispatchClasses(agent.organizationId)).filter(
+      (c) => c.clusterId === agent.clusterId && matchesQueryRules(c.agentQueryRules, agent.metaData, defaultQueue),
+    );
+    if (!classes.length) return { action: 'idle', job: null };
+    const keys = classes.map((c) => c.key);
+    const rulesOf = new Map(classes.map((c) => [c.key, c.agentQueryRules]));
+    // Higher priorities are assigned work first (the docs' agent prioritization): each idle agent
+    // of a higher priority that polls is left the first candidate it may run.
+    const above = await this.agents.waitingAbove(agent, new Date(now.getTime() - WAITING_AGENT_SILENCE_MS));
+    const leftToOthers = new Set<string>();
     // Every candidate is one this agent may run; a full page lost to other agents is read again.
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
       const candidates = await this.jobs.dispatchCandidates(agent.organizationId, keys, CANDIDATES_PER_POLL);
-      for (const id of candidates) {
+      for (const { id, key } of candidates) {
+        if (leftToOthers.has(id)) continue;
+        const higher = above.findIndex((h) => matchesQueryRules(rulesOf.get(key) ?? [], h.metaData, h.defaultQueue));
+        if (higher >= 0) {
+          above.splice(higher, 1);
+          leftToOthers.add(id);
+          continue;
+        }
         const claim = await this.progress.claim(id, agent.id);
         // Lost the race for this one: another agent claimed it between the read and the update.
         if (claim === 'taken') continue;

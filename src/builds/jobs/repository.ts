@@ -190,23 +190,24 @@ export class JobRepository {
    */
   dispatchCandidatesQuery(organizationId: string, keys: string[], limit: number) {
     const order = 'order by priority desc, created_at, position';
-    const one = `select * from (select id, priority, created_at, position from jobs where organization_id = ? and dispatch_key = ? and state = 'scheduled' and type = 'script' ${order} limit ?) as c`;
+    const one = `select * from (select id, dispatch_key, priority, created_at, position from jobs where organization_id = ? and dispatch_key = ? and state = 'scheduled' and type = 'script' ${order} limit ?) as c`;
     const sql = keys.map((_, i) => one.replace(/as c$/, `as c${i}`)).join(' union all ');
     return { query: this.db.raw(`${sql} ${order} limit ?`, [...keys.flatMap((key) => [organizationId, key, limit]), limit]) };
   }
 
-  /** Ids of the first `limit` jobs of the classes `keys`, in dispatch order. */
-  async dispatchCandidates(organizationId: string, keys: string[], limit: number): Promise<string[]> {
-    const ids: { id: string; priority: number; createdAt: number; position: number }[] = [];
+  /** The first `limit` jobs of the classes `keys`, in dispatch order: each job's id and its class. */
+  async dispatchCandidates(organizationId: string, keys: string[], limit: number): Promise<{ id: string; key: string }[]> {
+    const found: { id: string; key: string; priority: number; createdAt: number; position: number }[] = [];
     // SQLite allows at most 500 terms in one compound select.
     for (let i = 0; i < keys.length; i += DISPATCH_CLASSES_PER_QUERY) {
-      const rows = rawRows<Pick<JobsRow, 'id' | 'priority' | 'created_at' | 'position'>>(
+      const rows = rawRows<Pick<JobsRow, 'id' | 'priority' | 'created_at' | 'position'> & { dispatch_key: string }>(
         await this.dispatchCandidatesQuery(organizationId, keys.slice(i, i + DISPATCH_CLASSES_PER_QUERY), limit).query,
       );
-      for (const r of rows) ids.push({ id: r.id, priority: Number(r.priority), createdAt: toDate(r.created_at).getTime(), position: Number(r.position) });
+      for (const r of rows)
+        found.push({ id: r.id, key: r.dispatch_key, priority: Number(r.priority), createdAt: toDate(r.created_at).getTime(), position: Number(r.position) });
     }
-    ids.sort((a, b) => b.priority - a.priority || a.createdAt - b.createdAt || a.position - b.position);
-    return ids.slice(0, limit).map((r) => r.id);
+    found.sort((a, b) => b.priority - a.priority || a.createdAt - b.createdAt || a.position - b.position);
+    return found.slice(0, limit).map(({ id, key }) => ({ id, key }));
   }
 
   /** Gives a scheduled job no agent holds to an agent (`assign`): the claim, false when another agent got there first. */
