@@ -278,24 +278,30 @@ export class AgentRepository {
     return (await this.db('agents').where({ id, connection_state: 'connected' }).update({ connection_state: 'stopping' })) > 0;
   }
 
-  /** Live agents (connected or stopping) whose last sign of life is older than `cutoff`. */
   /**
    * The organization's connected agents in the cluster (none: null) that hold no job, whose
    * heartbeat is stored since `since`, with a priority above `priority` (any priority is above
-   * none, as the docs' agent prioritization says: agents without one are assigned work last).
+   * none, as the docs' agent prioritization says: agents without one are assigned work last),
+   * the highest first, at most `limit` (the partial index agents_idle_priority_index).
    */
-  async idleAbove(organizationId: string, clusterId: string | null, priority: number | null, since: Date): Promise<Agent[]> {
-    const q = this.db('agents')
-      .where({ organization_id: organizationId, connection_state: 'connected' })
-      .whereNull('job_id')
-      .where('last_heartbeat_at', '>=', since);
+  idleAboveQuery(organizationId: string, clusterId: string | null, priority: number | null, limit: number) {
+    // The heartbeat is not a condition of the read: with it SQLite would pick the heartbeat index,
+    // every live agent of every organization, over this organization's few with a priority.
+    const q = this.db('agents').where({ organization_id: organizationId, connection_state: 'connected' }).whereNull('job_id');
     if (clusterId === null) q.whereNull('cluster_id');
     else q.where({ cluster_id: clusterId });
     if (priority === null) q.whereNotNull('priority');
     else q.where('priority', '>', priority);
-    return (await q.select('*')).map(agentFromRow);
+    // The highest first, and no more than a poll's candidates could be left to.
+    return { query: q.orderBy('priority', 'desc').limit(limit).select('*') };
   }
 
+  async idleAbove(organizationId: string, clusterId: string | null, priority: number | null, since: Date, limit: number): Promise<Agent[]> {
+    const rows = await this.idleAboveQuery(organizationId, clusterId, priority, limit).query;
+    return rows.map(agentFromRow).filter((a) => a.lastHeartbeatAt !== null && a.lastHeartbeatAt >= since);
+  }
+
+  /** Live agents (connected or stopping) whose last sign of life is older than `cutoff`. */
   async silentSince(cutoff: Date, limit: number): Promise<string[]> {
     return this.db('agents')
       .whereIn('connection_state', LIVE_STATES)

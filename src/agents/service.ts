@@ -199,10 +199,10 @@ export class AgentService {
    * or out of dispatch, and polled since `since`; each with what a job's rules are matched
    * against (its tags, its queue's default key). None when no agent has a higher priority.
    */
-  async waitingAbove(agent: Agent, since: Date): Promise<{ metaData: string[]; defaultQueue: string | null }[]> {
+  async waitingAbove(agent: Agent, since: Date, limit: number): Promise<{ metaData: string[]; defaultQueue: string | null }[]> {
     const now = clock.now();
     const waiting: { metaData: string[]; defaultQueue: string | null }[] = [];
-    for (const other of await this.agents.idleAbove(agent.organizationId, agent.clusterId, agent.priority, since)) {
+    for (const other of await this.agents.idleAbove(agent.organizationId, agent.clusterId, agent.priority, since, limit)) {
       if (isPaused(other, now) || other.ignoreInDispatches) continue;
       let defaultQueue: string | null = 'default';
       if (other.clusterId) {

@@ -67,6 +67,10 @@ describeWithTool('chromium')('with Chromium', () => {
         await Promise.all([page.waitForURL('**/web-app/builds/1'), page.click('button:has-text("Create build")')]);
         expect(await page.locator('h1').innerText()).toContain('Ship the <web> app');
 
+        page.on('console', (m) => console.log('PAGE', m.text()));
+        page.on('pageerror', (e) => console.log('PAGEERROR', e.message));
+        const now = () => page.evaluate(() => (globalThis as any).performance.now());
+        console.log('TEMP build page at', await now());
         await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'web-e2e', spawn: 1, pollIntervalMs: 50 }, async () => {
           // The running job's log is open and tails by itself: seen part-way, then whole, with no reload.
           const first = page.locator('ol.jobs > li.job').first();
@@ -75,6 +79,7 @@ describeWithTool('chromium')('with Chromium', () => {
           await viewer.locator('.ln-g', { hasText: /\bline 2$/ }).waitFor({ timeout: 60_000 });
           expect(await viewer.locator('.ln-g', { hasText: /\bline 10$/ }).count()).toBe(0);
           await viewer.locator('.ln-g', { hasText: /\bline 10$/ }).waitFor({ timeout: 60_000 });
+          console.log('TEMP line 10 seen', await now());
           // Section headers fold: `--- line 1` is collapsed, its line not in the page until opened.
           expect(await viewer.locator('.ln', { hasText: /green 1$/ }).count()).toBe(0);
           await viewer
@@ -83,9 +88,6 @@ describeWithTool('chromium')('with Chromium', () => {
             .click();
           // Colours are classes, not markup from the log.
           expect(await viewer.locator('.ln span.a-f2', { hasText: /^green 1$/ }).textContent()).toBe('green 1');
-          page.on('console', (m) => console.log('PAGE', m.text()));
-          page.on('pageerror', (e) => console.log('PAGEERROR', e.message));
-          const now = () => page.evaluate(() => (globalThis as any).performance.now());
           console.log('TEMP fill start', await now());
           await viewer.locator('.log-search').fill('green 7');
           console.log('TEMP fill end', await now(), JSON.stringify(await viewer.locator('.log-search').inputValue()));

@@ -121,7 +121,7 @@ export class AgentWorkService {
     const rulesOf = new Map(classes.map((c) => [c.key, c.agentQueryRules]));
     // Higher priorities are assigned work first (the docs' agent prioritization): each idle agent
     // of a higher priority that polls is left the first candidate it may run.
-    const above = await this.agents.waitingAbove(agent, new Date(now.getTime() - WAITING_AGENT_SILENCE_MS));
+    const above = await this.agents.waitingAbove(agent, new Date(now.getTime() - WAITING_AGENT_SILENCE_MS), CANDIDATES_PER_POLL);
     const leftToOthers = new Set<string>();
     // Every candidate is one this agent may run; a full page lost to other agents is read again.
     for (let round = 0; round < CLAIM_ROUNDS; round++) {

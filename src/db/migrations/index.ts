@@ -51,6 +51,7 @@ import * as jobConcurrencyGroups from './20261128190000_job_concurrency_groups';
 import * as jobPromisedFailure from './20261128200000_job_promised_failure';
 import * as outboxNamedEvents from './20261128210000_outbox_named_events';
 import * as buildWebhookEvent from './20261129040000_build_webhook_event';
+import * as agentPriorityIndex from './20261129050000_agent_priority_index';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -100,6 +101,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261128200000_job_promised_failure': jobPromisedFailure,
   '20261128210000_outbox_named_events': outboxNamedEvents,
   '20261129040000_build_webhook_event': buildWebhookEvent,
+  '20261129050000_agent_priority_index': agentPriorityIndex,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

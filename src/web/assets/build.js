@@ -165,9 +165,7 @@
               if (details && keep) details.replaceWith(keep);
             });
           }
-          if (name === 'jobs') console.log('TEMP swap start ' + performance.now() + ' active=' + document.activeElement.className);
           old.replaceWith(region);
-          if (name === 'jobs') console.log('TEMP swap end ' + performance.now() + ' active=' + document.activeElement.className);
         });
         count = Number(next.dataset.jobCount);
         document.dispatchEvent(new CustomEvent('windsock:jobs'));

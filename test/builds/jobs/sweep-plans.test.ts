@@ -2,12 +2,14 @@
  * What the sweeper and every agent poll read is served by an index on both stores, never by
  * reading all running jobs: the job an agent holds (by agent_id), the jobs of silent agents
  * (from the agents' heartbeat index), running jobs with a timeout (a partial index), and the
- * jobs a poll may dispatch (the partial dispatch index, one class at a time).
+ * jobs a poll may dispatch (the partial dispatch index, one class at a time), the idle agents of a
+ * higher priority a poll leaves jobs to (a partial index of agents with a priority).
  * The queries are JobRepository's own. (On Postgres seq scans are disabled for the check, as in
  * test/builds/plans.test.ts.)
  */
 import type { Knex } from 'knex';
 import { JobRepository } from '../../../src/builds/jobs/repository';
+import { AgentRepository } from '../../../src/agents/repository';
 import { describeEachDatabase } from '../../support/context';
 
 describeEachDatabase('sweeper and agent poll query plans', (ctx) => {
@@ -22,6 +24,14 @@ describeEachDatabase('sweeper and agent poll query plans', (ctx) => {
     });
   }
   const jobs = () => new JobRepository(ctx().services.db);
+
+  it('reads the idle agents of a higher priority from the partial index of agents with one, with or without a priority of its own', async () => {
+    const agents = new AgentRepository(ctx().services.db);
+    for (const priority of [null, 3]) {
+      const text = await plan(agents.idleAboveQuery(crypto.randomUUID(), null, priority, 32).query);
+      expect(text).toMatch(/agents_idle_priority_index/);
+    }
+  });
 
   it('finds the job an agent holds by its agent_id index', async () => {
     const text = await plan(jobs().heldByQuery(crypto.randomUUID()).query);
