@@ -355,7 +355,8 @@ export function advance(
     next = { state: failed ? 'failed' : 'passed', blocked, startedAt, failingAt: build.failingAt, finishedAt: build.finishedAt ?? now };
   } else {
     const state: BuildState = failed ? 'failing' : startedAt ? 'running' : 'scheduled';
-    next = { state, blocked, startedAt, failingAt: failed ? (build.failingAt ?? now) : null, finishedAt: null };
+    // The docs: once set, failing_at is not cleared, even if a later retry passes.
+    next = { state, blocked, startedAt, failingAt: failed ? (build.failingAt ?? now) : build.failingAt, finishedAt: null };
   }
   // A build that only reaches a block step before any job ran stays as created.
   if (!startedAt && !failed && blocked && !current.some((j) => j.type !== 'manual' && TERMINAL_JOB_STATES.includes(j.state) && j.state !== 'broken')) {

@@ -112,6 +112,22 @@ describeEachDatabase('automatic and manual retry rules', (ctx) => {
     expect(plain.body.message).toBe('Only failed, timed out or canceled jobs can be retried');
   });
 
+  it('keeps failing_at once set, through a retry that passes (the docs: it is not cleared)', async () => {
+    const s = await setup('steps:\n  - command: flaky\n  - command: other\n');
+    await runNext(ctx(), s.agent, 1);
+    let b = await s.read();
+    expect(b.state).toBe('failing');
+    const failingAt = b.failing_at;
+    expect(failingAt).toEqual(expect.stringMatching(/Z$/));
+    await s.retry(b.jobs[0]!.id).expect(200);
+    b = await s.read();
+    expect([b.state, b.failing_at]).toEqual(['running', failingAt]);
+    await runNext(ctx(), s.agent, 0);
+    await runNext(ctx(), s.agent, 0);
+    b = await s.read();
+    expect([b.state, b.failing_at]).toEqual(['passed', failingAt]);
+  });
+
   it('makes a failure and its automatic retry one step: a job passing at that moment never sees the build fail', async () => {
     // Before, the failure was committed before its retry: the other job's finish in between ran
     // the build's machine on a failed job with no retry, and the build failed (and notified it).
