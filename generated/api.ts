@@ -1705,7 +1705,8 @@ export interface paths {
          *     who unblocked it; `fields` (the block step's form values) become build meta-data. As
          *     jobs.md documents: a job that is not a block step is a 400 `This job type cannot be
          *     unblocked`, one of a canceled build a 422 `Jobs from canceled builds cannot be
-         *     unblocked`; a block step not blocked (yet, or any more) is a 422 with the reason. A step
+         *     unblocked`, an `unblocker` that is no member's user id a 422 `Unblocker is not a valid
+         *     user id for this organization`; a block step not blocked (yet, or any more) is a 422 with the reason. A step
          *     with `allowed_teams` may be unblocked by the members of those teams only (instead of whoever
          *     may build the pipeline): anyone else is a 403 saying so.
          */
@@ -6625,8 +6626,9 @@ export interface components {
         };
         UnblockJobRequest: {
             /**
-             * Format: uuid
-             * @description The user to record as the one who unblocked it (default the caller).
+             * @description The user to record as the one who unblocked it (default the caller): a member's user id.
+             *     Anything else is a 422 `Unblocker is not a valid user id for this organization`, as the
+             *     docs give it.
              */
             unblocker?: string;
             fields?: {

@@ -6021,7 +6021,9 @@ type TriggerStep struct {
 
 type UnblockJobRequest struct {
 	Fields map[string]string `json:"fields,omitempty"`
-	// The user to record as the one who unblocked it (default the caller).
+	// The user to record as the one who unblocked it (default the caller): a member's user id.
+	// Anything else is a 422 `Unblocker is not a valid user id for this organization`, as the
+	// docs give it.
 	Unblocker *string `json:"unblocker,omitempty"`
 }
 

@@ -4,14 +4,13 @@
  * one this encoding did not make is a 400.
  */
 import { BadRequestError } from './errors';
+import { isUuid } from './uuid';
 
 /** A position in such a list: the time and the id of the row a page ended (or began) with. */
 export interface TimeCursor {
   at: Date;
   id: string;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function encodeTimeCursor(at: Date, id: string): string {
   return Buffer.from(JSON.stringify([at.getTime(), id])).toString('base64url');
@@ -22,7 +21,7 @@ export function decodeTimeCursor(cursor: string, name: string): TimeCursor {
   try {
     const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     const [at, id]: unknown[] = Array.isArray(v) && v.length === 2 ? v : [];
-    if (typeof at === 'number' && Number.isSafeInteger(at) && typeof id === 'string' && UUID.test(id)) return { at: new Date(at), id: id.toLowerCase() };
+    if (typeof at === 'number' && Number.isSafeInteger(at) && typeof id === 'string' && isUuid(id)) return { at: new Date(at), id: id.toLowerCase() };
   } catch {
     // falls through to the error below
   }

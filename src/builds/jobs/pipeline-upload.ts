@@ -27,6 +27,7 @@ import { clock } from '../../core/clock';
 import { encodeTimeCursor, timeCursors } from '../../core/time-cursor';
 import type { Actor } from '../../core/identity';
 import type { BuildWithJobs } from '../service';
+import { isUuid } from '../../core/uuid';
 
 export class PipelineUploadService {
   constructor(
@@ -127,7 +128,7 @@ export class PipelineUploadService {
         'Unsupported filter',
       );
     const sourceJobId = opts.filter?.source_job_id;
-    if (sourceJobId !== undefined && !UUID.test(sourceJobId)) throw ValidationError.field('filter[source_job_id]', 'is not a job id');
+    if (sourceJobId !== undefined && !isUuid(sourceJobId)) throw ValidationError.field('filter[source_job_id]', 'is not a job id');
     const item = await this.builds.get(actor, pipelineSlug, number, false, { jobs: true, pipeline: true });
     const page = await this.stepUploads.list(item.build.id, { sourceJobId, after, before, limit: opts.limit });
     // Read backwards (before), the page always has older uploads after it: the one the cursor named.
@@ -139,13 +140,11 @@ export class PipelineUploadService {
   /** One step upload of the build, with its definition. */
   async get(actor: Actor, pipelineSlug: string, number: number, id: string): Promise<{ item: BuildWithJobs; upload: StepUpload }> {
     const item = await this.builds.get(actor, pipelineSlug, number, false, { jobs: true, pipeline: true });
-    const upload = UUID.test(id) ? await this.stepUploads.find(item.build.id, id) : undefined;
+    const upload = isUuid(id) ? await this.stepUploads.find(item.build.id, id) : undefined;
     if (!upload) throw new NotFoundError('step upload');
     return { item, upload };
   }
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The uploaded document as JSON text (a YAML upload parsed; null when it isn't a document). */
 function definitionOf(pipeline: string | object): string | null {

@@ -5,7 +5,7 @@
 import crypto from 'node:crypto';
 import type { components } from '../../../generated/api';
 import type { BuildService, BuildWithJobs } from '../service';
-import { BadRequestError, ForbiddenError, NotFoundError, RefusedError, UnprocessableError, ValidationError } from '../../core/errors';
+import { BadRequestError, ForbiddenError, NotFoundError, RefusedError, UnprocessableError } from '../../core/errors';
 import type { OrganizationService } from '../../organizations/service';
 import type { AgentService } from '../../agents/service';
 import type { Agent } from '../../agents/repository';
@@ -18,6 +18,7 @@ import { jobInStates } from './state';
 import { CANCELED_BUILD_STATES, REPRIORITIZABLE_JOB_STATES, RETRYABLE_JOB_STATES, retryFrom, TERMINAL_JOB_STATES } from '../states';
 import type { Actor } from '../../core/identity';
 import { oneCursorAtMost } from '../../core/time-cursor';
+import { isUuid } from '../../core/uuid';
 
 type UnblockBody = components['schemas']['UnblockJobRequest'];
 
@@ -176,9 +177,8 @@ export class JobService {
       const which = manual?.permit_on_passed ? 'passed, failed, timed out or canceled' : 'failed, timed out or canceled';
       throw new BadRequestError(`Only ${which} jobs can be retried`);
     }
-    if (item.build.state === 'canceling') throw new UnprocessableError("This job can't be retried while its build is canceling.");
-    // As the REST jobs docs have it: a canceled build stays canceled (rebuild it instead).
-    if (item.build.state === 'canceled') throw new UnprocessableError('Jobs from canceled builds cannot be retried');
+    // As the REST jobs docs have it: a canceled (or canceling) build stays canceled: rebuild it instead.
+    if (CANCELED_BUILD_STATES.includes(item.build.state)) throw new UnprocessableError('Jobs from canceled builds cannot be retried');
     const newId = crypto.randomUUID();
     if (!(await this.progress.retry(item.build.id, job.id, newId, retryable, actor.principal.user)))
       throw new UnprocessableError('This job has already been retried.');
@@ -215,8 +215,9 @@ export class JobService {
     if (job.state !== 'blocked') throw new UnprocessableError(`This job can't be unblocked: it is ${job.state}.`);
     let by = actor.principal.user;
     if (body.unblocker !== undefined && body.unblocker !== by.id) {
-      const other = await this.organizations.member(actor.organization.id, body.unblocker);
-      if (!other) throw ValidationError.field('unblocker', 'is not a member of this organization');
+      const other = isUuid(body.unblocker) ? await this.organizations.member(actor.organization.id, body.unblocker.toLowerCase()) : null;
+      // The docs' own answer, a message without field errors.
+      if (!other) throw new UnprocessableError('Unblocker is not a valid user id for this organization');
       by = other;
     }
     if (!(await this.progress.unblock(item.build.id, jobId, by, body.fields ?? {})))
