@@ -67,10 +67,6 @@ describeWithTool('chromium')('with Chromium', () => {
         await Promise.all([page.waitForURL('**/web-app/builds/1'), page.click('button:has-text("Create build")')]);
         expect(await page.locator('h1').innerText()).toContain('Ship the <web> app');
 
-        page.on('console', (m) => console.log('PAGE', m.text()));
-        page.on('pageerror', (e) => console.log('PAGEERROR', e.message));
-        const now = () => page.evaluate(() => (globalThis as any).performance.now());
-        console.log('TEMP build page at', await now());
         await withReferenceAgents({ endpoint: endpoint(), token: reg, tags: [], name: 'web-e2e', spawn: 1, pollIntervalMs: 50 }, async () => {
           // The running job's log is open and tails by itself: seen part-way, then whole, with no reload.
           const first = page.locator('ol.jobs > li.job').first();
@@ -79,7 +75,6 @@ describeWithTool('chromium')('with Chromium', () => {
           await viewer.locator('.ln-g', { hasText: /\bline 2$/ }).waitFor({ timeout: 60_000 });
           expect(await viewer.locator('.ln-g', { hasText: /\bline 10$/ }).count()).toBe(0);
           await viewer.locator('.ln-g', { hasText: /\bline 10$/ }).waitFor({ timeout: 60_000 });
-          console.log('TEMP line 10 seen', await now());
           // Section headers fold: `--- line 1` is collapsed, its line not in the page until opened.
           expect(await viewer.locator('.ln', { hasText: /green 1$/ }).count()).toBe(0);
           await viewer
@@ -88,15 +83,8 @@ describeWithTool('chromium')('with Chromium', () => {
             .click();
           // Colours are classes, not markup from the log.
           expect(await viewer.locator('.ln span.a-f2', { hasText: /^green 1$/ }).textContent()).toBe('green 1');
-          console.log('TEMP fill start', await now());
           await viewer.locator('.log-search').fill('green 7');
-          console.log('TEMP fill end', await now(), JSON.stringify(await viewer.locator('.log-search').inputValue()));
-          try {
-            await viewer.locator('.log-count', { hasText: '1 of 1' }).waitFor({ timeout: 5000 });
-          } catch (e) {
-            console.log('TEMP FAILED', await page.locator('ol.jobs').first().innerHTML());
-            throw e;
-          }
+          await viewer.locator('.log-count', { hasText: '1 of 1' }).waitFor();
           expect(await viewer.locator('.ln-current').innerText()).toContain('green 7');
 
           // The agents page in a second tab of the same session.

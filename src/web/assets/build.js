@@ -148,6 +148,10 @@
         var fresh = new DOMParser().parseFromString(text, 'text/html');
         var next = fresh.querySelector('.build-page');
         if (!next) return;
+        // Moving a kept log takes it out of the page for a moment, which takes the focus from
+        // what has it there (its search box, being typed in): keys pressed next would go nowhere.
+        var focused = document.activeElement;
+        var selection = focused && focused.matches('input[type="search"]') ? [focused.selectionStart, focused.selectionEnd, focused.selectionDirection] : null;
         fresh.querySelectorAll('[data-region]').forEach(function (found) {
           var name = found.dataset.region;
           var old = page.querySelector('[data-region="' + name + '"]');
@@ -167,6 +171,11 @@
           }
           old.replaceWith(region);
         });
+        // So it gets the focus back, where it is kept, with the text it had selected.
+        if (focused && focused !== document.activeElement && focused.isConnected) {
+          focused.focus({ preventScroll: true });
+          if (selection) focused.setSelectionRange(selection[0], selection[1], selection[2]);
+        }
         count = Number(next.dataset.jobCount);
         document.dispatchEvent(new CustomEvent('windsock:jobs'));
         tick();

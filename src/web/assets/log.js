@@ -316,7 +316,9 @@
     if (line.g) cls += ' ln-g' + (line.g === '~~~' ? ' ln-quiet' : '');
     if (i === this.target) cls += ' ln-target';
     if (this.hitSet && this.hitSet[i]) cls += this.hits[this.hit] === i ? ' ln-current' : ' ln-hit';
-    var fold = line.g ? '<span class="ln-fold" aria-hidden="true">' + (this.groups[line.grp].open ? '\u25be' : '\u25b8') + '</span>' : '';
+    // A header still being written (the tail) heads no section yet: the next read pushes it as one.
+    var group = i === -1 ? null : this.groups[line.grp];
+    var fold = group && line.g ? '<span class="ln-fold" aria-hidden="true">' + (group.open ? '\u25be' : '\u25b8') + '</span>' : '';
     return (
       '<div class="' +
       cls +
@@ -360,7 +362,7 @@
   };
 
   Viewer.prototype.toggle = function (i) {
-    var g = this.groups[this.lines[i].grp];
+    var g = this.lines[i] && this.groups[this.lines[i].grp];
     if (!g) return;
     g.open = !g.open;
     this.layout();
