@@ -803,13 +803,15 @@ export interface paths {
          * Get GitHub webhook processing status
          * @description Whether the pipeline processes incoming GitHub webhooks (its `provider.webhook_url`), and who
          *     disabled it and when. Needs full access to the pipeline (manage_build_and_read, or an
-         *     administrator): 403 otherwise.
+         *     administrator): 403 otherwise. As documented, only GitHub and GitHub Enterprise pipelines
+         *     have it: another pipeline is a 404 `No GitHub webhook processing for this pipeline found`.
          */
         get: operations["getGithubWebhookProcessing"];
         /**
          * Enable GitHub webhook processing
          * @description The pipeline processes incoming GitHub webhooks again. Idempotent: already enabled, the
-         *     current state comes back unchanged. Needs full access to the pipeline.
+         *     current state comes back unchanged. Needs full access to the pipeline. Not a GitHub or
+         *     GitHub Enterprise pipeline: a 404.
          */
         put: operations["enableGithubWebhookProcessing"];
         post?: never;
@@ -818,8 +820,8 @@ export interface paths {
          * @description GitHub deliveries to the pipeline's webhook URL make no build from now on (they are answered
          *     `200` with `No build: GitHub webhook processing is disabled for this pipeline.`), and who
          *     disabled it and when are recorded. Idempotent: already disabled, the current state comes
-         *     back unchanged. GitLab and Bitbucket deliveries are not affected. Needs full access to the
-         *     pipeline.
+         *     back unchanged. Only GitHub and GitHub Enterprise pipelines have it: another is a 404.
+         *     Needs full access to the pipeline.
          */
         delete: operations["disableGithubWebhookProcessing"];
         options?: never;

@@ -141,10 +141,12 @@ export class PipelineService {
   /**
    * Whether the pipeline processes incoming GitHub webhooks (the docs' "GitHub webhook processing":
    * full access to the pipeline needed to read or change it). `enabled` false disables it, `true`
-   * enables it; either is idempotent. Answers the state after the change.
+   * enables it; either is idempotent. Answers the state after the change. As documented, only a
+   * GitHub or GitHub Enterprise pipeline has it: another is a 404.
    */
   async githubWebhookProcessing(actor: Actor, slug: string, enabled?: boolean): Promise<{ pipeline: Pipeline; disabled: GithubWebhooksDisabled | null }> {
     const { pipeline } = await this.getEditable(actor, slug);
+    if (pipeline.providerId !== 'github' && pipeline.providerId !== 'github_enterprise') throw new NotFoundError('GitHub webhook processing for this pipeline');
     if (enabled === true) await this.pipelines.enableGithubWebhooks(pipeline.id);
     if (enabled === false) await this.pipelines.disableGithubWebhooks(pipeline.id, actor.principal.user.id, clock.now());
     return { pipeline, disabled: await this.pipelines.githubWebhooksDisabled(pipeline.id) };

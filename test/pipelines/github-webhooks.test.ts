@@ -66,4 +66,27 @@ describeEachDatabase('GitHub webhook processing', (ctx) => {
     // Still enabled: nothing above changed it.
     expect((await ctx().http().get(path).set(auth(adminToken)).expect(200)).body.enabled).toBe(true);
   });
+
+  it('is a 404 for a pipeline not on GitHub or GitHub Enterprise, as documented', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    for (const repository of ['git@gitlab.com:acme/app.git', 'git@bitbucket.org:acme/app.git', 'file:///srv/git/app.git']) {
+      const p = (
+        await ctx()
+          .http()
+          .post(`/v2/organizations/${org.slug}/pipelines`)
+          .set(auth(token))
+          .send({ name: `Not GitHub ${repository.length}`, repository, configuration: 'steps:\n  - command: x\n' })
+          .expect(201)
+      ).body as { slug: string };
+      for (const method of ['get', 'put', 'delete'] as const) {
+        const res = await ctx().http()[method](`/v2/organizations/${org.slug}/pipelines/${p.slug}/github-webhooks`).set(auth(token));
+        expect([repository, method, res.status, res.body]).toEqual([
+          repository,
+          method,
+          404,
+          { message: 'No GitHub webhook processing for this pipeline found' },
+        ]);
+      }
+    }
+  });
 });
