@@ -308,14 +308,17 @@ export class PipelineService {
     if (!repository) errors.push({ field: 'repository', code: "can't be blank" });
     const slug = this.slugFor(input.slug, name, errors);
     const templateUuid = await this.templateFor(actor, input.pipeline_template_uuid, errors);
-    // A template named (assignable or not: its own error says which) stands for the steps.
-    if (input.configuration === undefined && input.steps === undefined && emptyToNull(input.pipeline_template_uuid) === null) {
-      errors.push({ field: 'configuration', code: "can't be blank: send a YAML configuration, a list of steps or a pipeline_template_uuid" });
+    // A blank configuration is a missing one. A template named (assignable or not: its own error
+    // says which) stands for the steps.
+    const configuration = typeof input.configuration === 'string' && input.configuration.trim() === '' ? undefined : input.configuration;
+    if (configuration === undefined && input.steps === undefined && emptyToNull(input.pipeline_template_uuid) === null) {
+      // The docs' own code for a configuration missing or blank.
+      errors.push({ field: 'configuration', code: 'Step configuration is missing, expected `steps: { yaml: "..." }`' });
     }
     const providerId = detectProvider(repository);
     const fields = this.commonFields(input, providerId, {}, errors);
     const notices: string[] = [];
-    const stepsAndEnv = this.stepsAndEnv(input, null, errors, notices);
+    const stepsAndEnv = this.stepsAndEnv({ ...input, configuration }, null, errors, notices);
     const teams = await this.teamsFor(actor, input, errors, { creatingPipeline: true });
     // What the request leaves out, the organization's pipeline settings give (issue 30).
     const defaults = await this.organizations.pipelineDefaults(actor.organization.id);

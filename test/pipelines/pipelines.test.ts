@@ -239,8 +239,14 @@ describeEachDatabase('pipelines', (ctx) => {
       expect(badSlug.body.errors[0].field).toBe('slug');
       const wrongType = await post({ name: 123, repository: 'x', configuration: YAML_CONFIG }).expect(422);
       expect(wrongType.body.errors[0].field).toBe('name');
-      const neither = await post({ name: 'No steps', repository: 'x' }).expect(422);
-      expect(neither.body.errors[0].field).toBe('configuration');
+      // The docs' code for a configuration missing or blank.
+      for (const body of [{}, { configuration: '' }, { configuration: ' \n ' }]) {
+        const neither = await post({ name: 'No steps', repository: 'x', ...body }).expect(422);
+        expect(neither.body).toEqual({
+          message: 'Validation Failed',
+          errors: [{ field: 'configuration', code: 'Step configuration is missing, expected `steps: { yaml: "..." }`' }],
+        });
+      }
     });
 
     it('answers 422 with the line for invalid YAML and unknown step shapes', async () => {
