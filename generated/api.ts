@@ -1744,7 +1744,9 @@ export interface paths {
          *     marked `retried` with `retried_in_job_id` and is hidden from build responses unless
          *     `include_retried_jobs=true`. Each job can be retried once. A finished build runs again,
          *     except a canceled (or canceling) one: its jobs are a 422 `Jobs from canceled builds
-         *     cannot be retried`. The step's `retry.manual` applies: `allowed: false` is a 422 with its `reason`, and
+         *     cannot be retried`; so are the jobs of a build a synchronous trigger step made in a build
+         *     canceled since (a 422 `This job can't be retried because this build was triggered by a
+         *     synchronous trigger step in a canceled build`). The step's `retry.manual` applies: `allowed: false` is a 422 with its `reason`, and
          *     `permit_on_passed: true` lets a passed job be retried too. As jobs.md documents, a job
          *     in another state, or one that is not a command step, is a 400 (`Only failed, timed out or
          *     canceled jobs can be retried`); one already retried is a 422.
@@ -2087,7 +2089,8 @@ export interface paths {
          *     within the organization: the new job, `scheduled` (or `limited`, in a concurrency group),
          *     with `retries_count` one more; each job
          *     can be retried once; a canceled build's jobs are a 422 `Jobs from canceled builds cannot
-         *     be retried`; a job in another state than failed, timed out or canceled, or not a command
+         *     be retried`, and those of a build a synchronous trigger step of a since canceled build made
+         *     a 422 saying so; a job in another state than failed, timed out or canceled, or not a command
          *     step, is a 400; one already retried a 422.
          */
         put: operations["retryOrganizationJob"];

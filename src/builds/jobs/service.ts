@@ -13,7 +13,7 @@ import type { BuildProgress } from '../progress/service';
 import type { JobLogRepository } from './log-repository';
 import type { Job, JobContext, LogChunk } from './model';
 import type { JobRepository } from './repository';
-import type { JobState } from '../model';
+import type { Build, JobState } from '../model';
 import { jobInStates } from './state';
 import { CANCELED_BUILD_STATES, REPRIORITIZABLE_JOB_STATES, RETRYABLE_JOB_STATES, retryFrom, TERMINAL_JOB_STATES } from '../states';
 import type { Actor } from '../../core/identity';
@@ -179,10 +179,25 @@ export class JobService {
     }
     // As the REST jobs docs have it: a canceled (or canceling) build stays canceled: rebuild it instead.
     if (CANCELED_BUILD_STATES.includes(item.build.state)) throw new UnprocessableError('Jobs from canceled builds cannot be retried');
+    if (await this.waitedOnByCanceledBuild(item.build))
+      throw new UnprocessableError("This job can't be retried because this build was triggered by a synchronous trigger step in a canceled build");
     const newId = crypto.randomUUID();
     if (!(await this.progress.retry(item.build.id, job.id, newId, retryable, actor.principal.user)))
       throw new UnprocessableError('This job has already been retried.');
     return { item: await this.builds.get(actor, item.pipeline.slug, item.build.number, true), jobId: newId };
+  }
+
+  /**
+   * Whether the build was made by a synchronous trigger step (`async: false`: its trigger job waits
+   * for the build) of a build that has been canceled since: the trigger job no longer waits, so
+   * the build may not run again (the jobs docs' refusal).
+   */
+  private async waitedOnByCanceledBuild(build: Build): Promise<boolean> {
+    if (!build.triggeredFrom) return false;
+    const parent = await this.builds.findWithJobsById(build.triggeredFrom.build_id);
+    if (!parent || !CANCELED_BUILD_STATES.includes(parent.build.state)) return false;
+    const trigger = parent.jobs.find((j) => j.triggeredBuild?.id === build.id);
+    return trigger?.step.type === 'trigger' && !trigger.step.trigger_async;
   }
 
   /** A command job that has not finished runs before (or after) others: agents take higher `priority` first. */

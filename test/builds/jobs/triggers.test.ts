@@ -93,6 +93,31 @@ describeEachDatabase('trigger steps', (ctx) => {
     expect(await s.read('parent', second.number)).toMatchObject({ state: 'failed', jobs: [{ state: 'failed' }] });
   });
 
+  it('refuses a retry in a build a synchronous trigger step of a since canceled build made, as the jobs docs say', async () => {
+    const s = await setup();
+    const kids = await givenAgent(ctx(), await givenRegistrationToken(ctx(), s.org.slug, s.token), 'kids', ['queue=kids']);
+    await s.pipeline('child', 'steps:\n  - command: test\n    agents: { queue: kids }\n');
+    for (const [parentSlug, async] of [
+      ['sync-parent', false],
+      ['async-parent', true],
+    ] as const) {
+      await s.pipeline(parentSlug, `steps:\n  - trigger: child\n    async: ${async}\n  - command: slow\n    agents: { queue: nobody }\n`);
+      const parent = await s.create(parentSlug);
+      const childNumber = parent.jobs[0]!.triggered_build!.number;
+      const failed = await runNext(ctx(), kids, 1);
+      expect((await s.read('child', childNumber)).state).toBe('failed');
+      await ctx().http().put(`${s.base}/${parentSlug}/builds/${parent.number}/cancel`).set(auth(s.token)).expect(200);
+      expect((await s.read(parentSlug, parent.number)).state).toBe('canceled');
+      const retry = await ctx().http().put(`${s.base}/child/builds/${childNumber}/jobs/${failed.id}/retry`).set(auth(s.token));
+      if (async) expect(retry.status).toBe(200);
+      else
+        expect([retry.status, retry.body]).toEqual([
+          422,
+          { message: "This job can't be retried because this build was triggered by a synchronous trigger step in a canceled build" },
+        ]);
+    }
+  });
+
   it('soft-fails a trigger job with soft_fail when its build fails or cannot be made, and the build passes; a skipped one never runs', async () => {
     const s = await setup();
     await s.pipeline('child', 'steps:\n  - command: test\n');
