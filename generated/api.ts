@@ -8471,7 +8471,7 @@ export interface components {
          *     send them; a generated client sends the integer.
          */
         PullRequestId: number;
-        /** @description The commit's author; `{}` is accepted and means none. */
+        /** @description The commit's author. Left out, `null` or `{}`, it is the user making the request (its `name` and `email`), as the docs give the default. */
         CreateBuildAuthor: {
             name?: string;
             email?: string;

@@ -4151,7 +4151,8 @@ type CreateBuildRequest struct {
 	PullRequestRepository *string           `json:"pull_request_repository,omitempty"`
 }
 
-// The commit's author; `{}` is accepted and means none.
+// The commit's author. Left out, `null` or `{}`, it is the user making the request (its
+// `name` and `email`), as the docs give the default.
 type CreateBuildAuthor struct {
 	Email    *string `json:"email,omitempty"`
 	Name     *string `json:"name,omitempty"`

@@ -75,7 +75,9 @@ export class BuildService {
             ...(input.pull_request_labels ? { labels: input.pull_request_labels } : {}),
           }
         : null;
-    const author = input.author && (input.author.name || input.author.email || input.author.username) ? input.author : null;
+    // The docs: `author` defaults to the user making the API request.
+    const user = actor.principal.user;
+    const author = input.author && (input.author.name || input.author.email || input.author.username) ? input.author : { name: user.name, email: user.email };
     return this.createFrom(actor, pipeline, perms, {
       commit: input.commit,
       branch: input.branch,

@@ -69,7 +69,8 @@ describeEachDatabase('builds', (ctx) => {
         env: { BUILD: 'b', SHARED: 'build' },
         meta_data: { release: 'v1' },
         source: 'api',
-        author: null,
+        // The docs: author defaults to the user making the request (an empty one is none).
+        author: { name: user.name, email: user.email, username: null },
         pull_request: {},
         rebuilt_from: null,
         started_at: null,

@@ -93,9 +93,11 @@ describeEachDatabase('job logs, env and retries', (ctx) => {
       BUILDKITE_PULL_REQUEST_REPO: '',
       BUILDKITE_PULL_REQUEST_LABELS: '',
     });
-    for (const name of ['BUILDKITE_CLEAN_CHECKOUT', 'BUILDKITE_BUILD_AUTHOR', 'BUILDKITE_BUILD_AUTHOR_EMAIL', 'BUILDKITE_PULL_REQUEST_DRAFT']) {
+    for (const name of ['BUILDKITE_CLEAN_CHECKOUT', 'BUILDKITE_PULL_REQUEST_DRAFT']) {
       expect(second[name]).toBeUndefined();
     }
+    // The docs: a build's author defaults to the user who made it through the API.
+    expect(second).toMatchObject({ BUILDKITE_BUILD_AUTHOR: user.name, BUILDKITE_BUILD_AUTHOR_EMAIL: user.email });
   });
 
   it('answers the env the job runs in, with the agent once one took it', async () => {
