@@ -49,6 +49,7 @@ export interface ActiveNotificationService {
   branchConfiguration: string;
   buildStates: Record<string, boolean>;
   settings: Record<string, unknown>;
+  creator: { id: string; name: string } | null;
 }
 
 /**
@@ -93,7 +94,8 @@ export class NotificationServiceService {
     private readonly deps: NotificationServiceDeps,
     keys: Keys,
     /** Told of each new service after its create commits (the composition root sends it the `ping` event); its failure does not fail the create. */
-    private readonly onCreated: (s: ActiveNotificationService) => Promise<void> = async () => {},
+    /** Created, or its settings changed: the delivery side pings it. */
+    private readonly onChanged: (s: ActiveNotificationService) => Promise<void> = async () => {},
     /** Where every change is recorded, in its transaction (src/audit/service.ts); never a service's settings or secrets. */
     private readonly audit: AuditLog | null = null,
   ) {
@@ -183,11 +185,7 @@ export class NotificationServiceService {
       }),
     );
     const created = await this.find(caller.organization.id, id);
-    try {
-      await this.onCreated(this.active(created));
-    } catch {
-      // The service exists: a failed ping is the delivery side's to record, not a failed create.
-    }
+    await this.pinged(created);
     return this.view(created);
   }
 
@@ -231,7 +229,10 @@ export class NotificationServiceService {
         data: { ...changedFields(auditedFields(current), auditedFields(changes)), ...(changes.settings !== undefined ? { settings_changed: true } : {}) },
       }),
     );
-    return this.view(await this.find(caller.organization.id, current.id));
+    const updated = await this.find(caller.organization.id, current.id);
+    // The docs' ping: 'Webhook notification settings have changed' (sent when one is created, too).
+    if (updated.enabled) await this.pinged(updated);
+    return this.view(updated);
   }
 
   /**
@@ -292,6 +293,15 @@ export class NotificationServiceService {
     return this.view(await this.find(caller.organization.id, s.id));
   }
 
+  /** The service is told its settings (changed or new): the delivery side's ping. */
+  private async pinged(s: NotificationServiceRecord): Promise<void> {
+    try {
+      await this.onChanged(this.active(s));
+    } catch {
+      // The service is saved: a failed ping is the delivery side's to record, not a failed write.
+    }
+  }
+
   /* The delivery side (src/notifications/). */
 
   /** The organization's enabled services, oldest first, with their secret settings opened. */
@@ -316,6 +326,7 @@ export class NotificationServiceService {
       branchConfiguration: s.branchConfiguration,
       buildStates: { ...s.buildStates },
       settings: this.settingsOf(s),
+      creator: s.createdBy ? { id: s.createdBy.id, name: s.createdBy.name } : null,
     };
   }
 

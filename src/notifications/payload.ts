@@ -80,7 +80,8 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
     pipeline: serializeBuildPipeline(pipeline, view),
     agents: new Map(agents.map((a) => [a.id, serializeAgentBase(a, src.publicUrl, org.slug)])),
   });
-  const { pipeline: _embedded, ...buildJson } = build;
+  // The docs: 'When using webhooks, the build object does not contain job data' (a job event has its `job`).
+  const { pipeline: _embedded, jobs: _jobs, ...buildJson } = build;
   const pipelineJson: components['schemas']['Pipeline'] = serializePipeline(pipeline, { ...view, timestamps: 'iso' });
   const job = t.kind === 'job' ? (found.jobs.find((j) => j.id === t.subjectId) ?? null) : null;
   const payload: EventPayload = {

@@ -31,6 +31,8 @@ export function eventOf(t: Transition): EventName | null {
   }
   if (t.kind === 'job') {
     if (t.subjectType === 'manual') return t.toState === 'unblocked' ? 'job.activated' : null;
+    // The docs' job events: a trigger step's job tells its end (its `async` says how it waited).
+    if (t.subjectType === 'trigger') return FINISHED_JOB.includes(t.toState) ? 'job.finished' : null;
     if (t.subjectType !== 'script') return null;
     if (t.toState === 'scheduled') return 'job.scheduled';
     if (t.toState === 'running') return 'job.started';

@@ -79,6 +79,8 @@ export interface ActiveService {
   branchConfiguration: string | null;
   buildStates: Record<string, boolean>;
   settings: Record<string, unknown>;
+  /** Who created the service: a webhook's `sender`, as the docs define it (null when the operator did). */
+  creator: { id: string; name: string } | null;
 }
 
 export interface ServiceDirectory {
@@ -266,7 +268,7 @@ export class NotificationService {
       event: 'ping',
       service: { id: service.id, provider: service.provider, settings: { url: service.settings.url } },
       organization: org ? { id: org.id, slug: org.slug, name: org.name } : undefined,
-      sender: null,
+      sender: service.creator,
     };
     const now = clock.now();
     await this.outbox.insertDeliveries([

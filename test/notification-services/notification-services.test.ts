@@ -5,7 +5,7 @@
  * when an update leaves them out or sends a masked value back), enable and disable, the 422s
  * (refused and unknown providers, bad settings, scope_uuids of another organization), the
  * admin rule and the scopes, and what the delivery side reads (`activeFor`, `findForDelivery`,
- * the `onCreated` callback).
+ * the `onChanged` callback, a ping's cue).
  */
 import dataModelSample from '../fixtures/samples/notification_services__01_notification-service-data-model.json';
 import listSample from '../fixtures/samples/notification_services__02_list-notification-services.json';
@@ -290,6 +290,8 @@ describeEachDatabase('notification services', (ctx) => {
       branchConfiguration: '',
       buildStates: expect.objectContaining({ build_failed: false }),
       settings: { url: slackUrl, theme: 'text' },
+      // The docs' webhook `sender`: the user who created it.
+      creator: { id: expect.any(String), name: expect.any(String) },
     });
     expect(active.get(otel.id)!.settings).toMatchObject({ headers: { Authorization: header, 'X-Extra': 'one' }, resource_attributes: { env: 'prod' } });
     expect(active.get(hook.id)!.settings).toMatchObject({ token: hookToken, token_mode: 'signature', url: 'https://example.com/hook' });
@@ -606,7 +608,7 @@ describeEachDatabase('notification services', (ctx) => {
     expect((await ctx().http().get(base(other.org)).set(auth(other.token)).expect(200)).body.items).toEqual([]);
   });
 
-  it('tell the onCreated callback of each new service after it is stored, decrypted; its failure does not fail the create', async () => {
+  it('tell the onChanged callback of each new service, and of each change of one, after it is stored, decrypted; its failure fails neither', async () => {
     const { org } = await ctx().givenAdmin();
     const seen: ActiveNotificationService[] = [];
     const svc = ctx().services;
@@ -624,9 +626,18 @@ describeEachDatabase('notification services', (ctx) => {
     }).create(operator, { provider: 'webhook', settings: { url: 'https://example.com/h', token: 'secret-token' } });
     expect(seen).toEqual([expect.objectContaining({ id: created.id, organizationId: org.id, settings: expect.objectContaining({ token: 'secret-token' }) })]);
     expect(created.createdBy).toBeNull();
-    const failing = await make(async () => {
+    // The docs' ping: 'Webhook notification settings have changed'. A change is told; sending nothing is none.
+    const watching = make(async (s) => {
+      seen.push(s);
+    });
+    await watching.update(operator, created.id, { description: 'Renamed' });
+    await watching.update(operator, created.id, {});
+    expect(seen.map((s) => s.id)).toEqual([created.id, created.id]);
+    const failing = make(async () => {
       throw new Error('ping failed');
-    }).create(operator, { provider: 'webhook', settings: { url: 'https://example.com/h' } });
-    expect(await svc.notificationServices.findForDelivery(org.id, failing.id)).not.toBeNull();
+    });
+    const made = await failing.create(operator, { provider: 'webhook', settings: { url: 'https://example.com/h' } });
+    await failing.update(operator, made.id, { description: 'Still saved' });
+    expect(await svc.notificationServices.findForDelivery(org.id, made.id)).not.toBeNull();
   });
 });

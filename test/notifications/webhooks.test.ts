@@ -63,6 +63,26 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
     expect(finished).not.toHaveProperty('promised_exit_status_reason');
   });
 
+  it("tells a trigger job's end with its async, and pings a service whose settings change", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const s = await givenService(org, token, { settings: { events: ['job.finished'] } });
+    await givenPipeline(ctx(), org, token, { name: 'target', configuration: 'steps:\n  - command: deploy\n' });
+    const p = await givenPipeline(ctx(), org, token, 'steps:\n  - trigger: target\n    async: true\n');
+    await givenBuild(ctx(), org, p, token);
+    await settle();
+    expect(receiver().events()).toEqual(['ping', 'job.finished']);
+    expect(receiver().received[1]!.body).toMatchObject({ event: 'job.finished', job: { type: 'trigger', state: 'passed', async: true } });
+    // The docs' ping: 'Webhook notification settings have changed'.
+    await ctx()
+      .http()
+      .patch(`${servicesPath(org)}/${s.id}`)
+      .set(auth(token))
+      .send({ description: 'renamed' })
+      .expect(200);
+    await settle();
+    expect(receiver().events()).toEqual(['ping', 'job.finished', 'ping']);
+  });
+
   it('pings a new service with the documented headers', async () => {
     const { org, token } = await ctx().givenAdmin();
     const s = await givenService(org, token);
@@ -81,14 +101,19 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
     });
     const reg = await givenRegistrationToken(ctx(), org.slug, token);
     const p = await givenPipeline(ctx(), org, token, 'steps:\n  - command: one\n');
-    const b = await givenBuild(ctx(), org, p, token);
+    // Another admin builds: the docs' sender is the user who created the webhook, not the build's.
+    const builder = await ctx().givenUser(org, 'admin');
+    const b = await givenBuild(ctx(), org, p, await ctx().givenToken(builder, [org]));
     const agent = await givenAgent(ctx(), reg, 'runner');
     await runNextJob(ctx(), agent, 0);
     await settle();
     expect(receiver().events()).toEqual(['ping', 'build.scheduled', 'job.scheduled', 'job.started', 'build.running', 'job.finished', 'build.finished']);
+    expect(receiver().received[0]!.body).toMatchObject({ event: 'ping', sender: { id: user.id, name: user.name } });
     const finished = receiver().received.at(-1)!.body as { build: Record<string, unknown>; pipeline: Record<string, unknown>; sender: unknown };
     expect(finished.build).toMatchObject({ id: b.id, number: b.number, state: 'passed' });
     expect(finished.build).not.toHaveProperty('pipeline');
+    // The docs: 'When using webhooks, the build object does not contain job data'.
+    expect(finished.build).not.toHaveProperty('jobs');
     expect(finished.pipeline).toMatchObject({ id: p.id, slug: p.slug });
     expect((finished.pipeline as { provider: { webhook_url: string } }).provider.webhook_url).toBe('');
     expect(finished.sender).toEqual({ id: user.id, name: user.name });

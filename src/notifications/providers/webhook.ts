@@ -57,7 +57,8 @@ export function webhookProvider(): Provider {
     planForService(ctx: FanOutContext, s: ActiveService): PlannedDelivery[] {
       const events: readonly string[] = isStringArray(s.settings.events) ? s.settings.events : DEFAULT_WEBHOOK_EVENTS;
       if (!events.includes(ctx.event.name)) return [];
-      return [{ targetKind: 'service', serviceId: s.id, target: null, targetKey: `service:${s.id}`, payload: ctx.event.payload }];
+      // The docs' `sender`: the user who created the webhook.
+      return [{ targetKind: 'service', serviceId: s.id, target: null, targetKey: `service:${s.id}`, payload: { ...ctx.event.payload, sender: s.creator } }];
     },
     async send(d: Delivery, service: ActiveService | null, http: HttpSend): Promise<AttemptResult> {
       const settings = service?.settings ?? {};
