@@ -7002,6 +7002,12 @@ export interface components {
              * @description The upload's id, as the real agent sends it; an upload sent again with the same id adds nothing and answers the jobs the first one added.
              */
             uuid?: string;
+            /**
+             * @description `buildkite-agent pipeline upload --replace`: the build's pending steps (jobs waiting,
+             *     blocked, limited or scheduled, not retries) are removed before the uploaded ones are
+             *     added, as the docs' dynamic pipelines page says; jobs on an agent and finished jobs stay.
+             */
+            replace?: boolean;
         };
         /**
          * @description The real agent sends `exit_status` as a string (`"0"`, `"-1"` when it was canceled or could

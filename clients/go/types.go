@@ -5315,6 +5315,10 @@ type PipelineTriggerVerification struct {
 
 type PipelineUploadRequest struct {
 	Pipeline *PipelineDefinition `json:"pipeline"`
+	// `buildkite-agent pipeline upload --replace`: the build's pending steps (jobs waiting,
+	// blocked, limited or scheduled, not retries) are removed before the uploaded ones are
+	// added, as the docs' dynamic pipelines page says; jobs on an agent and finished jobs stay.
+	Replace *bool `json:"replace,omitempty"`
 	// The upload's id, as the real agent sends it; an upload sent again with the same id adds
 	// nothing and answers the jobs the first one added.
 	UUID *string `json:"uuid,omitempty"`

@@ -205,8 +205,8 @@ export function agentApiRoutes(service: AgentService, work: AgentWorkService, up
   });
 
   api.on('uploadPipeline', async (req, res) => {
-    const { pipeline, uuid } = req.body;
-    const { jobs, notices } = await uploads.upload(agentOf(res), req.params.job_id, pipeline, uuid ?? null);
+    const { pipeline, uuid, replace } = req.body;
+    const { jobs, notices } = await uploads.upload(agentOf(res), req.params.job_id, pipeline, uuid ?? null, replace === true);
     setWarnings(res, notices);
     res.status(201).json({ jobs: jobs.map((j) => ({ id: j.id, type: j.type, state: j.state, step_key: j.stepKey })) });
   });

@@ -360,6 +360,12 @@ export const STOPPING_JOB_STATES: readonly JobState[] = jobStatesIn('stopping');
 export const RUNNING_ON_AGENT_JOB_STATES: readonly JobState[] = jobStatesIn('on_agent', 'stopping');
 /** Job states that are not final: what a cancel or a skip of the build moves along. */
 export const UNFINISHED_JOB_STATES: readonly JobState[] = jobTransition('skip').from;
+/**
+ * The states of a pending step's job, which `pipeline upload --replace` removes (the docs: "removes
+ * all pending steps ... jobs that are already running ... and jobs that have already completed are
+ * not affected"): waiting on steps before it, on a concurrency limit, on a block, or on an agent.
+ */
+export const REPLACEABLE_JOB_STATES: readonly JobState[] = [...jobStatesIn('upcoming', 'queued'), 'blocked'];
 /** Job states of a job that will be scheduled once what it waits for is done: an acquire waits (423). */
 export const NOT_YET_RUNNABLE_JOB_STATES: readonly JobState[] = jobStatesIn('upcoming', 'gate');
 /** Job states the web pages show as still going (a block step's own aside): spinner, live log. */

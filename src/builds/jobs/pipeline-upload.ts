@@ -41,7 +41,7 @@ export class PipelineUploadService {
 
   /** Adds the pipeline's steps to the build of the agent's running job; answers the new jobs,
    * and the attributes accepted but not acted on. */
-  async upload(agent: Agent, jobId: string, pipeline: string | object, uploadId: string | null): Promise<{ jobs: Job[]; notices: string[] }> {
+  async upload(agent: Agent, jobId: string, pipeline: string | object, uploadId: string | null, replace = false): Promise<{ jobs: Job[]; notices: string[] }> {
     if (agent.connectionState !== 'connected') throw new UnprocessableError(`The agent is ${agent.connectionState}: POST /v3/connect first.`);
     const context = await this.jobs.findWithContext(jobId);
     if (!context || context.job.agentId !== agent.id) throw new NotFoundError('job');
@@ -53,7 +53,7 @@ export class PipelineUploadService {
         buildId: context.build.id,
         sourceJobId: jobId,
         uploadUuid: uploadId,
-        replaceExistingSteps: false,
+        replaceExistingSteps: replace,
         definition,
         definitionBytes: definition === null ? 0 : Buffer.byteLength(definition),
         createdAt: receivedAt,
@@ -103,7 +103,7 @@ export class PipelineUploadService {
     });
     // A send the agent retries (same uuid) added nothing the second time: recorded once.
     const repeated = uploadId !== null && (await this.stepUploads.hasApplied(context.build.id, uploadId));
-    const ids = await this.progress.addUploadedJobs(build.id, context.job, planned, uploadId, clock.now(), MAX_JOBS_PER_BUILD, parsed.notify);
+    const ids = await this.progress.addUploadedJobs(build.id, context.job, planned, uploadId, clock.now(), MAX_JOBS_PER_BUILD, parsed.notify, replace);
     if (!ids)
       throw await reject('job_creation_error', new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: this upload would go over.`));
     if (!repeated) await record({ state: 'applied', createdJobsCount: ids.length, rejectionType: null, message: null });

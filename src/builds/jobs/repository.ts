@@ -534,6 +534,17 @@ export class JobRepository {
   }
 
   /**
+   * Deletes the build's jobs in `states` that are no retry (a retried job keeps the job that took
+   * its place) and that no agent holds: what `pipeline upload --replace` removes. Their ids.
+   */
+  async removePending(buildId: string, states: readonly JobState[]): Promise<string[]> {
+    const q = () => this.db('jobs').where({ build_id: buildId }).whereIn('state', states).whereNull('retry_source').whereNull('agent_id');
+    const ids = await q().pluck('id');
+    if (ids.length) await q().whereIn('id', ids).delete();
+    return ids;
+  }
+
+  /**
    * Adds uploaded jobs (each placed at its `position`) to the build: the build's jobs after
    * `after` move down to make room, then the new rows, recording the uploader's step and the upload.
    */

@@ -23,7 +23,7 @@ import type { NotifyEntry, Step } from '../../pipelines/configuration';
 import type { Pipeline } from '../../pipelines/repository';
 import type { PlannedJob } from '../jobs/plan';
 import type { Build, JobState, NewBuildFields } from '../model';
-import { AUTO_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, HELD_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
+import { AUTO_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, HELD_JOB_STATES, REPLACEABLE_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
 import { UnprocessableError } from '../../core/errors';
 import { cancelBuild, supersede } from './cancellation';
 import { clusterQueuesOf, conditionFactsOf, creatorTeamsOf, planBuild, writeBuild } from './creation';
@@ -349,11 +349,18 @@ export class BuildProgress {
     at: Date,
     maxJobs: number,
     notify: readonly NotifyEntry[] = [],
+    replace = false,
   ): Promise<string[] | null> {
-    const ids = await this.inLockedBuild(buildId, at, async (r) => {
-      const placed = await r.jobs.placementOf(buildId);
+    const ids = await this.inLockedBuild(buildId, at, async (r, a) => {
+      let placed = await r.jobs.placementOf(buildId);
       const seen = uploadId ? placed.filter((j) => j.uploadId === uploadId) : [];
       if (seen.length) return seen.map((j) => j.id);
+      if (replace) {
+        // `pipeline upload --replace`: the pending steps go first (the uploaded ones take their place).
+        const removed = await r.jobs.removePending(buildId, REPLACEABLE_JOB_STATES);
+        for (const id of removed) a.job(buildId, id);
+        if (removed.length) placed = placed.filter((j) => !removed.includes(j.id));
+      }
       if (placed.length + planned.length > maxJobs) return null;
       // The upload's top-level notify joins the build's, as the real service merges them.
       await r.builds.appendNotify(buildId, notify);

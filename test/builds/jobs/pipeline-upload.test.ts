@@ -38,6 +38,41 @@ describeEachDatabase('pipeline upload through the agent API', (ctx) => {
   }
   const commands = (b: { jobs: JobJson[] }) => b.jobs.map((j) => (j.type === 'waiter' ? 'wait' : j.type === 'manual' ? `block:${j.label}` : j.command));
 
+  it('with replace (pipeline upload --replace), removes the pending steps first and keeps what runs or ran', async () => {
+    const s = await setup('steps:\n  - command: build\n  - command: buildkite-agent pipeline upload\n  - wait\n  - command: placeholder\n  - block: Ship?\n');
+    const built = await take(ctx(), s.agent);
+    await finish(ctx(), s.agent, built.id);
+    const uploader = await take(ctx(), s.agent);
+    const res = await ctx()
+      .http()
+      .post(`/v3/jobs/${uploader.id}/pipelines`)
+      .set(agentAuth(s.agent.token))
+      .send({ pipeline: { steps: [{ command: 'generated', key: 'gen' }] }, uuid: 'b1e6f3a2-6d8c-4f0e-9a3b-2c1d0e9f8a7b', replace: true })
+      .expect(201);
+    expect(res.body.jobs.map((j: JobJson) => j.step_key)).toEqual(['gen']);
+    // The docs: 'removes all pending steps from the build before adding the uploaded ones. Jobs that are
+    // already running (including the upload step itself) and jobs that have already completed are not affected'.
+    let b = await s.read();
+    expect(commands(b)).toEqual(['build', 'buildkite-agent pipeline upload', 'generated']);
+    expect(b.jobs.map((j) => j.state)).toEqual(['passed', 'running', 'scheduled']);
+    // Its retry (a lost answer, the same uuid) removes nothing more and adds nothing.
+    await ctx()
+      .http()
+      .post(`/v3/jobs/${uploader.id}/pipelines`)
+      .set(agentAuth(s.agent.token))
+      .send({ pipeline: { steps: [{ command: 'generated', key: 'gen' }] }, uuid: 'b1e6f3a2-6d8c-4f0e-9a3b-2c1d0e9f8a7b', replace: true })
+      .expect(201);
+    expect(commands(await s.read())).toEqual(['build', 'buildkite-agent pipeline upload', 'generated']);
+    const uploads = (await ctx().http().get(`${s.url}/step-uploads`).set(auth(s.token)).expect(200)).body.items as { replace_existing_steps: boolean }[];
+    expect(uploads.map((u) => u.replace_existing_steps)).toEqual([true]);
+    await finish(ctx(), s.agent, uploader.id);
+    const generated = await take(ctx(), s.agent);
+    expect(generated.command).toBe('generated');
+    await finish(ctx(), s.agent, generated.id);
+    b = await s.read();
+    expect([b.state, b.jobs.length]).toEqual(['passed', 3]);
+  });
+
   it('inserts uploaded steps after the uploading step, in order, later uploads after earlier ones, and runs them', async () => {
     const s = await setup('steps:\n  - command: buildkite-agent pipeline upload\n  - wait\n  - command: last\n');
     const uploader = await take(ctx(), s.agent);
