@@ -6,8 +6,9 @@
  * copy (`build.meta_data`), the same path a block step's fields take. No HTTP, no SQL.
  *
  * Limits (the contract's `meta_data` of a build): a key is 1 to 255 characters, a value at most
- * 65,536 (the docs cap values at 100 KB), neither may be blank (the agent refuses blank ones
- * too), and a build holds at most 100 keys.
+ * 102,400 (the docs: 'restricted to a maximum of 100 kilobytes'), neither may be blank (the
+ * agent refuses blank ones too), and a build holds at most 1,000 keys (the docs set no number:
+ * a per-file timing written with `set-batch` is many keys; the cap bounds a build's own copy).
  */
 import type { Agent } from '../agents/repository';
 import { mustBeConnected } from '../agents/service';
@@ -16,9 +17,9 @@ import type { AgentWorkService } from './jobs/agent-work';
 import type { BuildProgress } from './progress/service';
 import type { BuildRepository } from './repository';
 
-export const MAX_META_DATA_KEYS = 100;
+export const MAX_META_DATA_KEYS = 1_000;
 export const MAX_META_DATA_KEY_LENGTH = 255;
-export const MAX_META_DATA_VALUE_LENGTH = 65_536;
+export const MAX_META_DATA_VALUE_LENGTH = 102_400;
 
 export interface MetaDataItem {
   key: string;
