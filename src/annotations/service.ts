@@ -94,7 +94,7 @@ export class AnnotationService {
     jobId: string,
     input: AnnotationInput & { scope?: AnnotationScope },
   ): Promise<{ annotation: Annotation; created: boolean }> {
-    const context = await this.work.activeJob(agent, jobId);
+    const context = await this.work.jobOfRunningBuild(agent, jobId);
     const place = { organizationId: context.organizationId, buildId: context.build.id, jobId: input.scope === 'job' ? jobId : null };
     // As the agent sends them: an empty context is the default one, an empty body no body (a restyle).
     return this.write(place, { ...input, context: input.context || undefined, body: input.body || undefined });
@@ -102,7 +102,7 @@ export class AnnotationService {
 
   /** `buildkite-agent annotation remove`: 404 when that context has no annotation. */
   async removeFromJob(agent: Agent, jobId: string, context: string, scope: AnnotationScope): Promise<void> {
-    const job = await this.work.activeJob(agent, jobId);
+    const job = await this.work.jobOfRunningBuild(agent, jobId);
     if (!(await this.annotations.deleteByContext({ buildId: job.build.id, jobId: scope === 'job' ? jobId : null }, context)))
       throw new NotFoundError('annotation');
   }

@@ -33,9 +33,9 @@ export class MetaDataService {
     private readonly work: AgentWorkService,
   ) {}
 
-  /** The build of the job the agent runs. */
+  /** The build of the job the agent runs, or of another job of that build (`--job`). */
   async buildOfJob(agent: Agent, jobId: string): Promise<string> {
-    return (await this.work.activeJob(agent, jobId)).build.id;
+    return (await this.work.jobOfRunningBuild(agent, jobId)).build.id;
   }
 
   /** A build of the agent's organization, by id (`--build`): 404 for any other. */

@@ -228,10 +228,25 @@ describeEachDatabase('annotations', (ctx) => {
       expect((await ctx().http().get(listUrl).set(auth(token)).expect(200)).body).toEqual([]);
     });
 
+    it('annotate another job of the build the agent runs a job of (annotate --job), never a job of another build', async () => {
+      const { agent, otherJobId, org, token, slug } = await givenRunningJob(ctx());
+      // The docs annotate a job that ran before from a later step: `annotate --scope job --job $JOB_UUID --append`.
+      const onOther = await ctx()
+        .http()
+        .post(`/v3/jobs/${otherJobId}/annotations`)
+        .set(agentAuth(agent.token))
+        .send({ body: 'x', scope: 'job', context: 'other' })
+        .expect(201);
+      expect(onOther.body).toMatchObject({ scope: 'job', job_id: otherJobId });
+      await ctx().http().delete(`/v3/jobs/${otherJobId}/annotations/other?scope=job`).set(agentAuth(agent.token)).expect(204);
+      const later = (
+        await ctx().http().post(`/v2/organizations/${org.slug}/pipelines/${slug}/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main' }).expect(201)
+      ).body;
+      await ctx().http().post(`/v3/jobs/${later.jobs[0].id}/annotations`).set(agentAuth(agent.token)).send({ body: 'x' }).expect(404);
+    });
+
     it("refuse a job the agent does not run, another organization's agent, and bad input", async () => {
-      const { agent, jobId, otherJobId, org, token } = await givenRunningJob(ctx());
-      // The build's second job is not the agent's.
-      await ctx().http().post(`/v3/jobs/${otherJobId}/annotations`).set(agentAuth(agent.token)).send({ body: 'x' }).expect(404);
+      const { agent, jobId, org, token } = await givenRunningJob(ctx());
       // Another agent of the same organization does not hold the job.
       const second = await givenAgent(ctx(), await givenRegistrationToken(ctx(), org.slug, token), 'second');
       await ctx().http().post(`/v3/jobs/${jobId}/annotations`).set(agentAuth(second.token)).send({ body: 'x' }).expect(404);

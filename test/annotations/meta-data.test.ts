@@ -151,11 +151,17 @@ describeEachDatabase('meta-data from the agent', (ctx) => {
     expect(over.body.message).toContain('1000');
   });
 
-  it('is only for a job the agent runs, and builds of its own organization', async () => {
-    const { org, token, build, agent, jobId } = await givenRunningJob(ctx());
+  it('is for a job of the build the agent runs a job of, and builds of its own organization', async () => {
+    const { org, token, build, agent, jobId, slug } = await givenRunningJob(ctx());
     const as = agentAuth(agent.token);
-    await ctx().http().post(`/v3/jobs/${build.jobs[1]!.id}/data/set`).set(as).send({ key: 'k', value: 'v' }).expect(404);
-    await ctx().http().post(`/v3/jobs/${build.jobs[1]!.id}/data/keys`).set(as).expect(404);
+    // `meta-data set --job`: another job of the same build names the same store.
+    await ctx().http().post(`/v3/jobs/${build.jobs[1]!.id}/data/set`).set(as).send({ key: 'sibling', value: 'v' }).expect(200);
+    expect((await ctx().http().post(`/v3/jobs/${jobId}/data/keys`).set(as).expect(200)).body).toEqual(['sibling']);
+    const later = (
+      await ctx().http().post(`/v2/organizations/${org.slug}/pipelines/${slug}/builds`).set(auth(token)).send({ commit: 'HEAD', branch: 'main' }).expect(201)
+    ).body;
+    await ctx().http().post(`/v3/jobs/${later.jobs[0].id}/data/set`).set(as).send({ key: 'k', value: 'v' }).expect(404);
+    await ctx().http().post(`/v3/jobs/${later.jobs[0].id}/data/keys`).set(as).expect(404);
     await ctx().http().post(`/v3/jobs/${jobId}/data/set`).send({ key: 'k', value: 'v' }).expect(401);
 
     const other = await ctx().givenAdmin();

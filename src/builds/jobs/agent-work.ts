@@ -236,6 +236,20 @@ export class AgentWorkService {
   }
 
   /**
+   * A job of the build the agent is running a job of: the one it runs, or another one of that
+   * build, whatever its state (`annotate --job`, `meta-data set --job`: the docs annotate a job
+   * that ran before from a later step). Any other job is as good as missing (404); with none
+   * running, as activeJob.
+   */
+  async jobOfRunningBuild(agent: Agent, jobId: string): Promise<JobContext> {
+    if (!agent.jobId || agent.jobId === jobId) return this.activeJob(agent, jobId);
+    const running = await this.activeJob(agent, agent.jobId);
+    const target = await this.jobs.findWithContext(jobId);
+    if (!target || target.build.id !== running.build.id) throw new NotFoundError('job');
+    return target;
+  }
+
+  /**
    * The section header times the agent reports (index -> RFC 3339), kept for the log's
    * `header_times` in place of the chunks' arrival times.
    */
