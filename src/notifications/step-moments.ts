@@ -16,11 +16,11 @@
  */
 import type { Job } from '../builds/jobs/model';
 import { promisedHardFailure } from '../builds/jobs/retry';
-import { FAILING_JOB_STATES, TERMINAL_JOB_STATES, UNSUCCESSFUL_JOB_STATES } from '../builds/states';
+import { FAILING_JOB_STATES, TERMINAL_JOB_STATES } from '../builds/states';
+import { stepOutcome, type StepOutcome } from '../builds/jobs/step-state';
 import type { EventName } from './events';
 
-/** The documented `step.outcome` values this service reaches (`errored` is never one). */
-export type StepOutcome = 'neutral' | 'passed' | 'soft_failed' | 'hard_failed';
+export type { StepOutcome };
 
 export interface StepMoment {
   state: 'failing' | 'finished';
@@ -46,13 +46,6 @@ function failedAt(j: Job): Mark | null {
   return null;
 }
 
-/** How the step's jobs ended, in `step get outcome`'s words, taken over all of them. */
-function outcomeOf(jobs: readonly Job[]): StepOutcome {
-  if (jobs.some((j) => UNSUCCESSFUL_JOB_STATES.includes(j.state) && !j.softFailed)) return 'hard_failed';
-  if (jobs.some((j) => j.softFailed)) return 'soft_failed';
-  return jobs.every((j) => j.state === 'passed') ? 'passed' : 'neutral';
-}
-
 /**
  * The step moment a job event is, if any: `name` is the event, `subject` its job and `jobs` the
  * build's jobs as read at fan-out.
@@ -70,7 +63,7 @@ export function stepMomentOf(name: EventName, subject: Job, jobs: readonly Job[]
       : subject.promisedExitStatusAt && [subject.promisedExitStatusAt.getTime(), subject.id];
   if (!at) return null;
   const endedBy = (j: Job, m: Mark) => TERMINAL_JOB_STATES.includes(j.state) && j.finishedAt !== null && !before(m, [j.finishedAt.getTime(), j.id]);
-  if (name === 'job.finished' && step.every((j) => endedBy(j, at))) return { ...view, state: 'finished', outcome: outcomeOf(step) };
+  if (name === 'job.finished' && step.every((j) => endedBy(j, at))) return { ...view, state: 'finished', outcome: stepOutcome(step) };
   // Failing: this event is the step's first hard failure.
   const own = failedAt(subject);
   if (!own || own[0] !== at[0]) return null;

@@ -1,8 +1,8 @@
 /**
  * `buildkite-agent step get|update|cancel` from a running job: a step of the job's own build,
  * named by its id or its `key`, read, relabelled or canceled; and `buildkite-agent build cancel`.
- * A step is the jobs planned from it (retries share its id); its state and outcome are its
- * latest job's. No HTTP, no SQL.
+ * A step is the jobs planned from it (retries share its id); its state and outcome are the
+ * step's own, over its jobs' latest attempts (./step-state.ts). No HTTP, no SQL.
  */
 import type { components } from '../../../generated/api';
 import type { Agent } from '../../agents/repository';
@@ -13,18 +13,12 @@ import type { BuildRepository } from '../repository';
 import type { AgentWorkService } from './agent-work';
 import type { Job } from './model';
 import type { JobRepository } from './repository';
-import { TERMINAL_JOB_STATES, UNSUCCESSFUL_JOB_STATES } from '../states';
+import { TERMINAL_JOB_STATES } from '../states';
+import { stepOutcome, stepState } from './step-state';
 
 type ExportBody = components['schemas']['StepExportRequest'];
 type UpdateBody = components['schemas']['StepUpdateRequest'];
 type CancelBody = components['schemas']['StepCancelRequest'];
-
-/** How a step ended, in `step get outcome`'s words. */
-function outcomeOf(job: Job): string {
-  if (job.state === 'passed') return 'passed';
-  if (UNSUCCESSFUL_JOB_STATES.includes(job.state)) return job.softFailed ? 'soft_failed' : 'hard_failed';
-  return 'neutral';
-}
 
 const READERS: Record<string, (jobs: Job[]) => string> = {
   id: (jobs) => jobs[0]!.stepId,
@@ -32,9 +26,13 @@ const READERS: Record<string, (jobs: Job[]) => string> = {
   label: (jobs) => jobs[0]!.name ?? '',
   type: (jobs) => jobs[0]!.step.type,
   command: (jobs) => jobs[0]!.command ?? '',
-  state: (jobs) => jobs[jobs.length - 1]!.state,
-  outcome: (jobs) => outcomeOf(jobs[jobs.length - 1]!),
+  // The step's own state and outcome (the docs: not job states), over its jobs' latest attempts.
+  state: (jobs) => stepState(latest(jobs)),
+  outcome: (jobs) => stepOutcome(latest(jobs)),
 };
+
+/** A step's jobs without the attempts retried since. */
+const latest = (jobs: Job[]) => jobs.filter((j) => !j.retried);
 
 export class StepService {
   constructor(
