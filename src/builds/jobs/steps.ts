@@ -42,7 +42,12 @@ export class StepService {
     private readonly progress: BuildProgress,
   ) {}
 
+  /** One attribute as text; with none, the whole step (every attribute) as JSON, as the agent's help says. */
   async export(agent: Agent, idOrKey: string, body: ExportBody): Promise<string> {
+    if (!body.attribute) {
+      const jobs = await this.stepJobs(agent, idOrKey, body.build_id);
+      return JSON.stringify(Object.fromEntries(Object.entries(READERS).map(([name, read]) => [name, read(jobs)])));
+    }
     const read = READERS[body.attribute];
     if (!read) throw ValidationError.field('attribute', 'invalid');
     return read(await this.stepJobs(agent, idOrKey, body.build_id));

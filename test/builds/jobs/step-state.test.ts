@@ -60,5 +60,8 @@ describeEachDatabase('step get state and outcome', (ctx) => {
     const reporter = await takeNextJob(ctx(), s.agent);
     expect(reporter.command).toBe('report');
     expect([await get('state', s.agent.token), await get('outcome', s.agent.token)]).toEqual(['finished', 'hard_failed']);
+    // `step get --format json` with no attribute: the whole step.
+    const whole = (await ctx().http().post('/v3/steps/shards/export').set(agentAuth(s.agent.token)).send({ format: 'json' }).expect(200)).body.output;
+    expect(JSON.parse(whole)).toMatchObject({ key: 'shards', type: 'script', command: 'shard', state: 'finished', outcome: 'hard_failed' });
   });
 });
