@@ -90,7 +90,15 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
     pipeline: { ...pipelineJson },
     sender: sender(name === 'job.activated' ? (job?.unblockedBy ?? found.build.creator) : found.build.creator),
   };
-  if (job) payload.job = { ...(build.jobs ?? []).find((j) => 'id' in j && j.id === job.id), state: t.toState };
+  if (job) {
+    const jobJson: Record<string, unknown> = { ...(build.jobs ?? []).find((j) => 'id' in j && j.id === job.id), state: t.toState };
+    // The job events page adds `retried_by` to `retry_source`: who retried it by hand ({name, email}), null for an automatic retry.
+    if (job.retrySource) {
+      const by = found.jobs.find((j) => j.id === job.retrySource!.job_id)?.retriedBy ?? null;
+      jobJson.retry_source = { ...job.retrySource, retried_by: job.retrySource.retry_type === 'manual' && by ? { name: by.name, email: by.email } : null };
+    }
+    payload.job = jobJson;
+  }
   // The documented one addition of this event's body: the reason, kept with the event only.
   if (name === 'job.promised_exit_status') payload.promised_exit_status_reason = typeof t.detail?.reason === 'string' ? t.detail.reason : null;
   return { payload, organization: { id: org.id, slug: org.slug, name: org.name }, pipeline, build: found.build, job, jobs: found.jobs, agent: null };

@@ -83,6 +83,27 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
     expect(receiver().events()).toEqual(['ping', 'job.finished', 'ping']);
   });
 
+  it('names who retried a job in its retry_source: the user for a manual retry, null for an automatic one', async () => {
+    const { org, user, token } = await ctx().givenAdmin();
+    await givenService(org, token, { settings: { events: ['job.scheduled'] } });
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const p = await givenPipeline(ctx(), org, token, 'steps:\n  - command: flaky\n    retry:\n      automatic: [{ exit_status: 2, limit: 1 }]\n');
+    const b = await givenBuild(ctx(), org, p, token);
+    const agent = await givenAgent(ctx(), reg, 'runner');
+    const first = await runNextJob(ctx(), agent, 2);
+    const automatic = await runNextJob(ctx(), agent, 1);
+    await ctx().http().put(`/v2/organizations/${org.slug}/pipelines/${p.slug}/builds/${b.number}/jobs/${automatic.id}/retry`).set(auth(token)).expect(200);
+    await settle();
+    const sources = receiver()
+      .received.filter((r) => r.headers['x-buildkite-event'] === 'job.scheduled')
+      .map((r) => (r.body as { job: { retry_source: unknown } }).job.retry_source);
+    expect(sources).toEqual([
+      null,
+      { job_id: first.id, retry_type: 'automatic', retried_by: null },
+      { job_id: automatic.id, retry_type: 'manual', retried_by: { name: user.name, email: user.email } },
+    ]);
+  });
+
   it('pings a new service with the documented headers', async () => {
     const { org, token } = await ctx().givenAdmin();
     const s = await givenService(org, token);
