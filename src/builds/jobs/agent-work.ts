@@ -10,7 +10,6 @@ import { matchesQueryRules } from '../../agents/query-rules';
 import { isLive, isPaused, mustBeConnected, type AgentService } from '../../agents/service';
 import { finishEvent, jobTransition, NOT_YET_RUNNABLE_JOB_STATES, REPRIORITIZABLE_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
 import { MAX_TIMEOUT } from '../../pipelines/configuration/limits';
-
 import type { BuildProgress } from '../progress/service';
 import { ConflictError, NotFoundError, PayloadTooLargeError, UnprocessableError, ValidationError } from '../../core/errors';
 import { effectiveExitStatus, softFails } from './retry';
