@@ -1110,13 +1110,16 @@ export interface paths {
         /**
          * Upload test results
          * @description The Test Engine upload API the public test collectors use, authenticated with the
-         *     suite's API token (`Authorization: Token token="<token>"`), not with an access token.
+         *     suite's API token (`Authorization: Token token="<token>"`, as the collectors send it, or
+         *     `Token token=<token>` unquoted, as bktec does), not with an access token.
          *     Either a JSON body, or `multipart/form-data` with `format` (`json`: `data` is a file
          *     holding a JSON array of results; `junit`: `data` is a JUnit XML document; `rspec-json`,
          *     `jest-json`, `playwright-json`, `cucumber-json`: `data` is the runner's own JSON report),
          *     `data`, and
          *     `run_env[...]` / `tags[...]` fields. At most 5,000 results per request. Uploads with the
-         *     same `run_env.key` belong to one run.
+         *     same `run_env.key` belong to one run. An upload's `tags` apply to its own results (under
+         *     each result's own `tags`), so the uploads of one run may tag their executions differently;
+         *     they follow the tagging rules (`UploadTags`), and an upload whose tags break one is a 422.
          *
          *     Each result is checked on its own: a rejected one (no `name`, an unknown `result`, a
          *     JUnit `testcase` without `classname`) is counted in `skipped` and described in
@@ -1546,9 +1549,16 @@ export interface paths {
          * Update execution tags
          * @description Replaces the mutable tags (keys starting with `mut.`) of each execution named, in one
          *     transaction: all or none. `{}` removes an execution's mutable tags. At most 10 tags per
-         *     execution; an execution that is not the suite's, a key without the `mut.` prefix, or too many
-         *     tags is a 422 naming the entry. The tags show in the execution's `tags` where executions are
-         *     listed (a run's failed executions). Needs `edit` on the suite as `skipTest` does.
+         *     execution, each by the rules of other tags but for the prefix (`MutableTags`); an execution
+         *     that is not the suite's, a key without the `mut.` prefix, a key or value that breaks a
+         *     tagging rule, or too many tags is a 422 naming the entry. The tags show in the execution's
+         *     `tags` where executions are listed (a run's failed executions). Needs `edit` on the suite as
+         *     `skipTest` does.
+         *
+         *     The body is bound by the service's general request body limit (`BODY_LIMIT_BYTES`, 1 MiB by
+         *     default), not by the 100,000 executions the schema allows: at 1 MiB that is about 10,000
+         *     executions with a tag or two each (an entry with one short tag is about 100 bytes). A larger
+         *     body is a 413; send more executions in several requests.
          */
         put: operations["updateExecutionTags"];
         post?: never;
@@ -3450,9 +3460,12 @@ export interface paths {
          * @description `buildkite-agent step get <attribute> --step <id or key>`: an attribute of a step of the
          *     build of the job the agent runs (`build_id`, when sent, must be that build). The step is
          *     named by its id or its `key`; `attribute` is one of `id`, `key`, `label`, `type`,
-         *     `command`, `state` (of its latest job) and `outcome` (`passed`, `soft_failed`,
-         *     `hard_failed` or `neutral` while it has not ended). A step of another build, or none
-         *     found, is a 404; another attribute a 422.
+         *     `command`, `state` and `outcome`, the step's own as the docs define them over its jobs'
+         *     latest attempts (`waiting_for_dependencies`, `ready`, `running`, `failing`, `finished`,
+         *     `canceled`, `ignored`; `passed`, `hard_failed`, `soft_failed`, `errored`, or `neutral`
+         *     while it has not ended). Without an attribute (`step get --format json`), the whole step:
+         *     those attributes as a JSON object. A step of another build, or none found, is a 404;
+         *     another attribute a 422.
          */
         post: operations["exportStep"];
         delete?: never;
@@ -3722,8 +3735,10 @@ export interface paths {
         put?: never;
         /**
          * Annotate the job's build (agent)
-         * @description `buildkite-agent annotate`: the agent holding the job (accepted or running) annotates its
-         *     build, or with `scope: job` the job itself. The rules of the REST create apply (same
+         * @description `buildkite-agent annotate`: the agent running a job of the build annotates the build, or
+         *     with `scope: job` the job named (its own, or with `--job` another job of that build, one
+         *     that ran before included, as the docs' annotations page does; a job of another build is
+         *     a 404). The rules of the REST create apply (same
          *     context replaced or appended to, Markdown rendered and sanitised, 1 MiB body, context at
          *     most 100 characters); an empty `context` is `default`, and a missing `body` only
          *     restyles or reprioritises the annotation of that context, which must exist (404).
@@ -3751,7 +3766,7 @@ export interface paths {
         post?: never;
         /**
          * Remove an annotation (agent)
-         * @description `buildkite-agent annotation remove`: the agent holding the job removes the annotation of this context from its build (`scope=build`, the default) or from the job (`scope=job`). 404 when there is none.
+         * @description `buildkite-agent annotation remove`: the agent running a job of the build (the job named, or another one of the same build) removes the annotation of this context from the build (`scope=build`, the default) or from the job named (`scope=job`). 404 when there is none.
          */
         delete: operations["removeAnnotationFromJob"];
         options?: never;
@@ -3772,9 +3787,9 @@ export interface paths {
         put?: never;
         /**
          * Set a meta-data key
-         * @description The agent holding the job (accepted or running) reads or writes its build's meta-data.
-         *     Sets `key` to `value` (a key at most 255 characters, a value at most 65,536, neither
-         *     blank; a build holds at most 100 keys: 422 beyond). Answers what was stored.
+         * @description The agent running the job, or another job of its build (`--job`), reads or writes the build's meta-data.
+         *     Sets `key` to `value` (a key at most 255 characters, a value at most 102,400, neither
+         *     blank; a build holds at most 1,000 keys: 422 beyond). Answers what was stored.
          */
         post: operations["setJobMetaData"];
         delete?: never;
@@ -3796,7 +3811,7 @@ export interface paths {
         put?: never;
         /**
          * Set several meta-data keys
-         * @description The agent holding the job (accepted or running) reads or writes its build's meta-data.
+         * @description The agent running the job, or another job of its build (`--job`), reads or writes the build's meta-data.
          *     Sets every item, or none (the same limits as a single set).
          */
         post: operations["setJobMetaDataBatch"];
@@ -3819,7 +3834,7 @@ export interface paths {
         put?: never;
         /**
          * Get a meta-data value
-         * @description The agent holding the job (accepted or running) reads or writes its build's meta-data.
+         * @description The agent running the job, or another job of its build (`--job`), reads or writes the build's meta-data.
          *     404 when the build has no such key.
          */
         post: operations["getJobMetaData"];
@@ -3842,7 +3857,7 @@ export interface paths {
         put?: never;
         /**
          * Whether a meta-data key is set
-         * @description The agent holding the job (accepted or running) reads or writes its build's meta-data.
+         * @description The agent running the job, or another job of its build (`--job`), reads or writes the build's meta-data.
          */
         post: operations["jobMetaDataExists"];
         delete?: never;
@@ -3864,7 +3879,7 @@ export interface paths {
         put?: never;
         /**
          * List the meta-data keys
-         * @description The agent holding the job (accepted or running) reads or writes its build's meta-data.
+         * @description The agent running the job, or another job of its build (`--job`), reads or writes the build's meta-data.
          *     The build's keys, sorted. No request body.
          */
         post: operations["jobMetaDataKeys"];
@@ -7042,11 +7057,11 @@ export interface components {
             };
         };
         StepExportRequest: {
-            /** @description The step attribute to read (`label`, `key`, `state`, `outcome`, `command`, ...). */
-            attribute: string;
+            /** @description The step attribute to read (`label`, `key`, `state`, `outcome`, `command`, ...); none (or empty) reads the whole step, as JSON. */
+            attribute?: string;
             /** Format: uuid */
             build_id?: string;
-            /** @description Accepted and ignored (the value is always text). */
+            /** @description Accepted and ignored: an attribute is text, the whole step JSON. */
             format?: string;
         };
         StepExportResult: {
@@ -7376,8 +7391,8 @@ export interface components {
             test_url: string;
             test_execution_url: string;
             /**
-             * @description The execution's tags as one flat map: the upload's `tags`, the result's own `tags` over
-             *     them, and its mutable `mut.` tags. `result`, `scm.branch` and `scm.commit_sha` are left
+             * @description The execution's tags as one flat map: the `tags` of the upload that carried it (each
+             *     upload of a run its own), the result's own `tags` over them, and its mutable `mut.` tags. `result`, `scm.branch` and `scm.commit_sha` are left
              *     out (the answer has them as fields); `{}` when there are none.
              */
             tags: {
@@ -7473,7 +7488,12 @@ export interface components {
             id: string;
             tags: components["schemas"]["MutableTags"];
         };
-        /** @description At most 10 tags, each key starting with `mut.` (at most 100 characters), each value a string of at most 1,000. */
+        /**
+         * @description At most 10 tags, each key starting with `mut.`. Otherwise the rules of other tags hold
+         *     (tags.md: "Mutable tags are identical to other tags" but for the prefix; `ExecutionTags`): a
+         *     key has only letters, digits, `_`, `-` and `.` and is under 64 bytes; a value is not blank
+         *     and is under 128 bytes of UTF-8.
+         */
         MutableTags: {
             [key: string]: string;
         };
@@ -7543,6 +7563,16 @@ export interface components {
         };
         /** @description The CI run's number, as the collector sends it: a string, an integer, or null. */
         RunNumber: (string | null) | number;
+        /**
+         * @description The upload's custom tags, applied to each of its results (javascript_collectors.md: "applied
+         *     server-side to every execution therein"), under a result's own `tags` with the same key. Each
+         *     upload's tags are its own executions': uploads of one run may carry different ones. The
+         *     rules of a result's `tags` (`ExecutionTags`) hold: at most 10; a key begins with a letter,
+         *     has only letters, digits, `_`, `-` and `.`, is under 64 bytes, and is not `mut` nor begins
+         *     with `mut.`; a value is not blank and is under 128 bytes of UTF-8. An upload whose tags break
+         *     a rule is refused as a whole (422 naming `tags`, or `tags.<key>`), before its results are
+         *     looked at.
+         */
         UploadTags: {
             [key: string]: string;
         };
@@ -8280,7 +8310,7 @@ export interface components {
         MetaDataKey: string;
         MetaDataSetRequest: {
             key: components["schemas"]["MetaDataKey"];
-            /** @description Not blank; at most 65,536 characters. */
+            /** @description Not blank; at most 102,400 characters (the docs: 100 kilobytes). */
             value: string;
         };
         /** @description What was stored. */
@@ -8603,7 +8633,7 @@ export interface components {
         /** @enum {string} */
         OrganizationRole: "admin" | "member";
         /**
-         * @description The execution's own custom tags (importing_json.md, "Execution level custom tags"): over the
+         * @description The execution's own custom tags (importing_json.md, "Execution level custom tags"): over its
          *     upload's `tags` with the same key. As the Test Engine's tagging rules have them: at most 10;
          *     a key begins with a letter, has only letters, digits, `_`, `-` and `.`, is under 64 bytes, and
          *     is not `mut` nor begins with `mut.` (those are set later, through `updateExecutionTags`); a
@@ -8886,8 +8916,9 @@ export interface components {
         /** @description Only tests in this quarantine state (a test is `enabled` until it is muted or skipped). */
         TestState: "enabled" | "muted" | "skipped";
         /**
-         * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`
-         *     with each result's own `tags` over them, and `scm.branch`, `scm.commit_sha`, `build.id` (the
+         * @description Comma-separated `key:value` execution tags the executions must carry: the `tags` of the
+         *     upload that carried each (so uploads of one run may differ) with each result's own `tags`
+         *     over them, and `scm.branch`, `scm.commit_sha`, `build.id` (the
          *     run key of a Buildkite run) and `result`. Each execution is weighed on its own.
          *     `key:!value` not equal, `key:value*` starts with; for `result` also `~value` (tests with at
          *     least one such execution) and `^value` (tests whose every execution has it). At most one
@@ -10816,7 +10847,7 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
-                /** @description Only tests whose name or scope contains this text (case-insensitive). */
+                /** @description Only tests whose name, scope or location contains this text (case-insensitive): `User#find_email`, `/billing_spec`. */
                 search?: string;
                 /** @description Only instances on this branch. */
                 branch?: string;
@@ -11358,8 +11389,9 @@ export interface operations {
                 /** @description Only tests in this quarantine state (a test is `enabled` until it is muted or skipped). */
                 state?: components["parameters"]["TestState"];
                 /**
-                 * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`
-                 *     with each result's own `tags` over them, and `scm.branch`, `scm.commit_sha`, `build.id` (the
+                 * @description Comma-separated `key:value` execution tags the executions must carry: the `tags` of the
+                 *     upload that carried each (so uploads of one run may differ) with each result's own `tags`
+                 *     over them, and `scm.branch`, `scm.commit_sha`, `build.id` (the
                  *     run key of a Buildkite run) and `result`. Each execution is weighed on its own.
                  *     `key:!value` not equal, `key:value*` starts with; for `result` also `~value` (tests with at
                  *     least one such execution) and `^value` (tests whose every execution has it). At most one
@@ -11433,8 +11465,9 @@ export interface operations {
                 /** @description Only tests in this quarantine state (a test is `enabled` until it is muted or skipped). */
                 state?: components["parameters"]["TestState"];
                 /**
-                 * @description Comma-separated `key:value` execution tags the executions must carry: the upload's `tags`
-                 *     with each result's own `tags` over them, and `scm.branch`, `scm.commit_sha`, `build.id` (the
+                 * @description Comma-separated `key:value` execution tags the executions must carry: the `tags` of the
+                 *     upload that carried each (so uploads of one run may differ) with each result's own `tags`
+                 *     over them, and `scm.branch`, `scm.commit_sha`, `build.id` (the
                  *     run key of a Buildkite run) and `result`. Each execution is weighed on its own.
                  *     `key:!value` not equal, `key:value*` starts with; for `result` also `~value` (tests with at
                  *     least one such execution) and `^value` (tests whose every execution has it). At most one

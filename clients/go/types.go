@@ -4352,8 +4352,9 @@ type FailedExecution struct {
 	RunID           string                `json:"run_id"`
 	RunName         string                `json:"run_name"`
 	RunURL          string                `json:"run_url"`
-	// The execution's tags as one flat map: the upload's `tags`, the result's own `tags` over
-	// them, and its mutable `mut.` tags. `result`, `scm.branch` and `scm.commit_sha` are left
+	// The execution's tags as one flat map: the `tags` of the upload that carried it (each
+	// upload of a run its own), the result's own `tags` over them, and its mutable `mut.` tags.
+	// `result`, `scm.branch` and `scm.commit_sha` are left
 	// out (the answer has them as fields); `{}` when there are none.
 	Tags             map[string]string `json:"tags"`
 	TestExecutionURL string            `json:"test_execution_url"`
@@ -4619,7 +4620,7 @@ type MetaDataBatchRequest struct {
 
 type MetaDataSetRequest struct {
 	Key string `json:"key"`
-	// Not blank; at most 65,536 characters.
+	// Not blank; at most 102,400 characters (the docs: 100 kilobytes).
 	Value string `json:"value"`
 }
 
@@ -5679,10 +5680,11 @@ type StepCancelRequest struct {
 }
 
 type StepExportRequest struct {
-	// The step attribute to read (`label`, `key`, `state`, `outcome`, `command`, ...).
-	Attribute string  `json:"attribute"`
+	// The step attribute to read (`label`, `key`, `state`, `outcome`, `command`, ...); none (or
+	// empty) reads the whole step, as JSON.
+	Attribute *string `json:"attribute,omitempty"`
 	BuildID   *string `json:"build_id,omitempty"`
-	// Accepted and ignored (the value is always text).
+	// Accepted and ignored: an attribute is text, the whole step JSON.
 	Format *string `json:"format,omitempty"`
 }
 

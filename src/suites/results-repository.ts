@@ -12,6 +12,10 @@ import { isFailureExpanded, runFromRow, windowRunFromRow } from './rows';
 import { type Renamed, jsonColumn, oneOf } from '../db/row-types';
 import { isStringArray, isStringRecord } from '../core/guards';
 import { everyValue } from '../core/enum-values';
+import { BUILT_IN_TAGS, type TagFilter } from './test-filters';
+
+/** A key that goes into a JSON path (`$."key"`) as it is: what the tagging rules let be stored. */
+const PLAIN_TAG_KEY = /^[A-Za-z][A-Za-z0-9_.-]*$/;
 
 /** A run, as the test lists' filters and links see it. */
 export interface WindowRun {
@@ -64,7 +68,7 @@ export interface FailedExecution {
   failureExpanded: FailureExpanded;
   duration: number | null;
   createdAt: Date;
-  /** The result's own tags from its upload (over the run's). */
+  /** Its upload's tags with the result's own over them (over the run's, which only older runs hold). */
   tags: Record<string, string>;
   /** The `mut.` tags set through the execution tags API. */
   mutableTags: Record<string, string>;
@@ -75,7 +79,7 @@ export interface TestExecution {
   id: string;
   testId: string;
   runId: string;
-  /** The result's own tags from its upload (over its run's). */
+  /** Its upload's tags with the result's own over them (over its run's, which only older runs hold). */
   tags: Record<string, string>;
   result: string;
   createdAt: Date;
@@ -285,10 +289,14 @@ export class SuiteResultsRepository {
     if (f.branch !== undefined) q.andWhere('fi.branch', f.branch);
     if (f.search) {
       // Joined rather than a subquery over the suite's tests: the text is matched only against
-      // the tests with instances in the period, not against every test of the suite.
+      // the tests with instances in the period, not against every test of the suite. The
+      // location too (_flaky_tests_query_strings.md: `?search="/billing_spec"`), whatever the
+      // collector: Windsock stores it from every upload form.
       const like = likeContains(f.search);
       q.join('tests as t', 't.id', 'fi.test_id').andWhere((w) => {
-        w.whereRaw(`lower(t.name) like ? escape '\\'`, [like]).orWhereRaw(`lower(t.scope) like ? escape '\\'`, [like]);
+        w.whereRaw(`lower(t.name) like ? escape '\\'`, [like])
+          .orWhereRaw(`lower(t.scope) like ? escape '\\'`, [like])
+          .orWhereRaw(`lower(t.location) like ? escape '\\'`, [like]);
       });
     }
     const groups = await q;
@@ -474,21 +482,25 @@ export class SuiteResultsRepository {
   }
 
   /**
-   * The executions of these runs in the window whose own tags hold one of `keys` (a tag filter's),
-   * one by one: only they can weigh differently from their run, each against its own tags over
-   * its run's. Read only when a request filters by tags.
+   * The executions of these runs in the window whose own tags hold one of the filtered keys, one
+   * by one: only they can weigh differently from their run, each against its own tags over its
+   * run's. Read only when a request filters by tags. Since an upload's tags are stored with each
+   * of its executions, that is most of them; so those whose own value of a filtered tag already
+   * fails it are left out in SQL (`ownTagMayPass`), and the service weighs the rest.
    */
-  async taggedExecutions(runIds: string[], window: TimeWindow, keys: readonly string[]): Promise<TaggedExecution[]> {
+  async taggedExecutions(runIds: string[], window: TimeWindow, tags: readonly TagFilter[]): Promise<TaggedExecution[]> {
     const out: TaggedExecution[] = [];
-    const holds = this.ownTagsHoldAny(keys);
+    const holds = this.ownTagsHoldAny([...new Set(tags.map((t) => t.key))]);
+    const mayPass = tags.flatMap((t) => this.ownTagMayPass(t) ?? []);
     for (const part of inChunks(runIds)) {
-      const rows = await this.db('test_executions')
+      const q = this.db('test_executions')
         .whereIn('run_id', part)
         .andWhere('created_at', '>=', window.from)
         .andWhere('created_at', '<=', window.to)
         .whereRaw(holds.sql, holds.bindings)
         .select('run_id', 'test_id', 'result', 'duration', 'tags');
-      for (const r of rows) {
+      for (const m of mayPass) q.whereRaw(m.sql, m.bindings);
+      for (const r of await q) {
         out.push({
           runId: r.run_id,
           testId: r.test_id,
@@ -499,6 +511,25 @@ export class SuiteResultsRepository {
       }
     }
     return out;
+  }
+
+  /**
+   * SQL that holds where an execution may pass one tag filter: its own tags lack the key (its run
+   * decides), or their value passes. An own value is the one the filter weighs (it is over the
+   * run's), except for the built-in tags, whose run fields win (test-filters.ts, `tagValue`):
+   * those, and keys that could not be written into a JSON path as they are, are not narrowed
+   * (null). Only ever leaves out executions the service would not count.
+   */
+  private ownTagMayPass(t: TagFilter): { sql: string; bindings: (string | number)[] } | null {
+    if (BUILT_IN_TAGS.has(t.key) || !PLAIN_TAG_KEY.test(t.key)) return null;
+    const [own, key] = isPostgres(this.db) ? ['(test_executions.tags::jsonb ->> ?)', t.key] : ['json_extract(test_executions.tags, ?)', `$."${t.key}"`];
+    const { op, value } = t.match;
+    if (op === 'prefix') {
+      // substr counts characters (code points) on both stores.
+      return { sql: `(${own} is null or substr(${own}, 1, ?) = ?)`, bindings: [key, key, [...value].length, value] };
+    }
+    if (op === 'eq' || op === 'not') return { sql: `(${own} is null or ${own} ${op === 'eq' ? '=' : '<>'} ?)`, bindings: [key, key, value] };
+    return null;
   }
 
   /** SQL that holds where an execution's own tags (a JSON object, or null for none) have one of `keys`. */

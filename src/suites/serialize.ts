@@ -169,7 +169,11 @@ export function serializeFailedExecution(e: FailedExecution, urls: SuiteUrls, wi
 /** Tags the failed executions' answer leaves out: runs.md, "Tags that duplicate other fields already present in the response". */
 const DUPLICATED_TAGS = new Set(['result', 'scm.branch', 'scm.commit_sha']);
 
-/** An execution's tags: the upload's (on its run), its own over them, then its mutable `mut.` tags. */
+/**
+ * An execution's tags: the ones stored with it at upload (its upload's, its result's own over
+ * them) over its run's (which only runs stored before upload tags moved to executions hold: their
+ * first upload's), then its mutable `mut.` tags.
+ */
 function executionTagsOf(e: FailedExecution): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...e.run.tags, ...e.tags, ...e.mutableTags })) if (!DUPLICATED_TAGS.has(k)) out[k] = v;

@@ -53,6 +53,7 @@ import {
   PERIOD_MS,
 } from './test-metrics';
 import { clock } from '../core/clock';
+import { tagFaultField, tagFaults } from './tag-rules';
 import { isUuid } from '../core/uuid';
 import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 
@@ -63,9 +64,6 @@ type ExecutionTagsInput = components['schemas']['ExecutionTagsRequest'];
 
 /** A test has at most this many labels given through the API (besides the derived `flaky`). */
 export const MAX_TEST_LABELS = 10;
-/** Mutable execution tags: their key prefix, and how many an execution may have. */
-const MUTABLE_PREFIX = 'mut.';
-const MAX_MUTABLE_TAGS = 10;
 /** At most this many executions of a test in a build's tests with `include=executions`. */
 const MAX_EXECUTIONS_PER_TEST = 100;
 
@@ -403,13 +401,8 @@ export class SuiteService {
     const entries = input.executions.map((e, i) => {
       const id = e.id.trim().toLowerCase();
       if (!isUuid(id)) errors.push({ field: `executions[${i}].id`, code: 'is not an execution id' });
-      const keys = Object.keys(e.tags);
-      if (keys.length > MAX_MUTABLE_TAGS) errors.push({ field: `executions[${i}].tags`, code: `has too many tags (maximum is ${MAX_MUTABLE_TAGS})` });
-      for (const k of keys) {
-        if (!k.startsWith(MUTABLE_PREFIX) || k.length === MUTABLE_PREFIX.length)
-          errors.push({ field: `executions[${i}].tags.${k}`, code: `must begin with the ${MUTABLE_PREFIX} prefix` });
-        else if (k.length > 100) errors.push({ field: `executions[${i}].tags`, code: 'has a key longer than 100 characters' });
-      }
+      // Mutable tags follow the rules every tag does, but must carry the `mut.` prefix (tags.md, "Mutable tags").
+      for (const f of tagFaults(e.tags, 'mutable')) errors.push({ field: tagFaultField(`executions[${i}].tags`, f), code: f.code });
       return { id, tags: e.tags, index: i };
     });
     if (errors.length) throw new ValidationError(errors.slice(0, 100));
@@ -453,8 +446,11 @@ export class SuiteService {
         window,
       );
     } else {
-      // Executions whose own tags hold none of the filtered keys count as their run does, totalled
-      // in SQL; the others (their own tags over the run's) are weighed one by one, in any run on the branch.
+      // Executions whose own tags (their upload's and their result's) hold none of the filtered
+      // keys count as their run does (its tags: only runs written before upload tags were stored
+      // with executions have any), totalled in SQL; the others (their own tags over the run's) are
+      // weighed one by one, in any run on the branch, those whose own value fails a filter already
+      // left out in SQL.
       const keys = [...new Set((f.tags ?? []).map((t) => t.key))];
       totals = kept.length
         ? await this.results.totalsByTest(
@@ -464,7 +460,7 @@ export class SuiteService {
           )
         : new Map();
       const onBranch = new Map(runs.filter((r) => branchPasses(r, f)).map((r) => [r.id, r]));
-      for (const e of await this.results.taggedExecutions([...onBranch.keys()], window, keys)) {
+      for (const e of await this.results.taggedExecutions([...onBranch.keys()], window, f.tags ?? [])) {
         if (executionPasses(onBranch.get(e.runId)!, e.tags, f)) addExecution(totals, e);
       }
     }

@@ -1,7 +1,8 @@
 /**
  * The filters of the Test Engine's test lists (a suite's tests, a build's tests), read from
  * their query strings and applied: `labels`, `owners` and `state` to tests; `branch` to the
- * runs whose executions are counted, the `tags` to each execution (its own tags over its run's);
+ * runs whose executions are counted, the `tags` to each execution (its own tags, which hold its
+ * upload's, over its run's, which only runs stored before that hold);
  * the `result` tag to executions (`!` and `*`)
  * or to a test's executions as a group (`~` contains, `^` only). Operators: a leading `!` (not
  * equal), a trailing `*` (starts with), and for `result` a leading `~` or `^`; at most one.
@@ -15,14 +16,20 @@ export interface Operand {
   value: string;
 }
 
+/** One `key:value` of the `tags` filter (not `result`). */
+export interface TagFilter {
+  key: string;
+  match: Operand;
+}
+
 /** What a test list is filtered by (every part optional). */
 export interface TestFilters {
   labels?: Operand[];
   owners?: Operand[];
   state?: 'enabled' | 'muted' | 'skipped';
   branch?: Operand;
-  /** Tags other than `result`, matched against each run. */
-  tags?: { key: string; match: Operand }[];
+  /** Tags other than `result`, matched against each execution (its own tags over its run's). */
+  tags?: TagFilter[];
   /** The `result` tag. */
   result?: Operand;
   minExecutions?: number;
@@ -121,10 +128,13 @@ export function matches(value: string | null | undefined, m: Operand): boolean {
   }
 }
 
+/** The tags a run's own fields give, which win over custom tags of the same names (`tagValue`). */
+export const BUILT_IN_TAGS: ReadonlySet<string> = new Set(['scm.branch', 'scm.commit_sha', 'build.id']);
+
 /**
  * A run's value for an execution tag: the built-in `scm.branch`, `scm.commit_sha` and `build.id`
- * where the run has them, else its tags (a custom tag of those names stands in only where the run
- * has no such field).
+ * (BUILT_IN_TAGS) where the run has them, else its tags (a custom tag of those names stands in
+ * only where the run has no such field).
  */
 export function tagValue(run: FilterableRun, key: string): string | null {
   // The run's own fields win over a custom tag of the same name (the failed executions' `tags`

@@ -1,6 +1,7 @@
 /**
  * Ingestion of one upload in one transaction: the run (upserted by its key, counters bumped),
- * the tests (upserted by identity, totals bumped), the executions, and flaky detection: the
+ * the tests (upserted by identity, totals bumped), the executions (each with the upload's tags
+ * and its own over them), and flaky detection: the
  * per (test, commit) passed/failed flags are OR-ed in, and a test whose flags are both set
  * gets its flaky instance for that commit. A muted test's failures are stored (and still count
  * for flaky detection) but not in the run's failed count, so they do not fail the run. Every step is a set-based upsert in chunks, so an
@@ -9,7 +10,7 @@
  */
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { withSpillingCache } from '../db/knex';
+import { isPostgres, withSpillingCache } from '../db/knex';
 import { toBool } from '../db/values';
 import type { Run } from '../suites/results-repository';
 import { runFromRow } from '../suites/rows';
@@ -52,9 +53,9 @@ const CHUNK_BYTES = 1024 * 1024;
 /** An upload whose executions weigh more than this is written with a spilling page cache (withSpillingCache). */
 const LARGE_WRITE_BYTES = 8 * 1024 * 1024;
 
-/** About how many bytes an execution row takes: its failure text and history. */
-function weight(r: AcceptedResult): number {
-  let n = 200 + (r.failureReason?.length ?? 0);
+/** About how many bytes an execution row takes: its failure text, history and tags. */
+function weight(r: AcceptedResult, tags: string | null): number {
+  let n = 200 + (r.failureReason?.length ?? 0) + (tags?.length ?? 0);
   for (const f of r.failureExpanded ?? []) for (const line of [...(f.expanded ?? []), ...(f.backtrace ?? [])]) n += line.length;
   return n;
 }
@@ -82,6 +83,16 @@ function chunksByBytes<T>(items: T[], weight: (item: T) => number): T[][] {
   }
   if (part.length) out.push(part);
   return out;
+}
+
+/**
+ * Each result's stored tags as JSON: the upload's, with the result's own over them
+ * (javascript_collectors.md: "Upload-level tags may be overwritten by execution-level tags");
+ * null when neither has any. Results without tags of their own share one string.
+ */
+function executionTags(uploadTags: Record<string, string>, results: AcceptedResult[]): (string | null)[] {
+  const shared = Object.keys(uploadTags).length ? JSON.stringify(uploadTags) : null;
+  return results.map((r) => (r.tags ? JSON.stringify({ ...uploadTags, ...r.tags }) : shared));
 }
 
 /** A test is identified by suite, scope, name and location. */
@@ -131,15 +142,21 @@ function pick(table: string, col: string, op: '<' | '>'): string {
 export class UploadRepository {
   constructor(private readonly db: Knex) {}
 
+  /**
+   * `tags`: the upload's, which apply to each of its executions (javascript_collectors.md: "applied
+   * server-side to every execution therein"). They are stored with each execution, under its own,
+   * not on the run: the uploads of one run may each carry different tags.
+   */
   async ingest(suiteId: string, env: RunEnvFields, tags: Record<string, string>, results: AcceptedResult[], now: Date): Promise<Run> {
-    const weights = results.map(weight);
+    const tagged = executionTags(tags, results);
+    const weights = results.map((r, i) => weight(r, tagged[i] ?? null));
     const large = weights.reduce((a, b) => a + b, 0) > LARGE_WRITE_BYTES;
     return large
-      ? withSpillingCache(this.db, () => this.write(suiteId, env, tags, results, weights, now))
-      : this.write(suiteId, env, tags, results, weights, now);
+      ? withSpillingCache(this.db, () => this.write(suiteId, env, results, tagged, weights, now))
+      : this.write(suiteId, env, results, tagged, weights, now);
   }
 
-  private async write(suiteId: string, env: RunEnvFields, tags: Record<string, string>, results: AcceptedResult[], weights: number[], now: Date): Promise<Run> {
+  private async write(suiteId: string, env: RunEnvFields, results: AcceptedResult[], tagged: (string | null)[], weights: number[], now: Date): Promise<Run> {
     return this.db.transaction(async (trx) => {
       const passed = results.filter((r) => r.result === 'passed').length;
       // A muted test's failures are kept as executions but do not fail the run.
@@ -161,7 +178,8 @@ export class UploadRepository {
           collector: env.collector,
           version: env.version,
           test_runner: env.testRunner,
-          tags: JSON.stringify(tags),
+          // The upload's tags are its executions' (below); the run's column stays empty for new runs.
+          tags: '{}',
           executions_count: results.length,
           passed_count: passed,
           failed_count: failed,
@@ -172,7 +190,8 @@ export class UploadRepository {
         .merge({ executions_count: add('executions_count'), passed_count: add('passed_count'), failed_count: add('failed_count'), updated_at: now })
         .returning('*');
       if (!runRow) throw new Error('the run upsert returned no row');
-      const run = runFromRow({ ...runRow });
+      let run = runFromRow({ ...runRow });
+      if (Object.keys(run.tags).length) run = await this.moveRunTagsToExecutions(trx, run);
       if (!results.length) return run;
       const firstPosition = Number(runRow.executions_count) - results.length;
 
@@ -237,7 +256,7 @@ export class UploadRepository {
           failure_expanded: r.failureExpanded ? JSON.stringify(r.failureExpanded) : null,
           duration: r.duration,
           history: r.history ? JSON.stringify(r.history) : null,
-          tags: r.tags ? JSON.stringify(r.tags) : null,
+          tags: tagged[i],
           position: firstPosition + i,
           created_at: now,
         }));
@@ -247,6 +266,24 @@ export class UploadRepository {
       if (run.commitSha) await this.detectFlaky(trx, suiteId, run, tests, testIds, now);
       return run;
     });
+  }
+
+  /**
+   * A run written before upload tags were stored with executions has its first upload's tags on
+   * its row, and readers put them under each execution's own (src/suites/serialize.ts,
+   * test-filters.ts). A later upload to it would inherit them that way, so they are moved into its
+   * executions so far (their own tags winning, as they did when read) and the run's are emptied,
+   * once, in this upload's transaction (the run's row is locked by the upsert, so a concurrent
+   * upload waits and finds them moved).
+   */
+  private async moveRunTagsToExecutions(trx: Knex.Transaction, run: Run): Promise<Run> {
+    const runTags = JSON.stringify(run.tags);
+    const merged = isPostgres(trx)
+      ? trx.raw(`(?::jsonb || coalesce(test_executions.tags::jsonb, '{}'::jsonb))::text`, [runTags])
+      : trx.raw(`json_patch(?, coalesce(test_executions.tags, '{}'))`, [runTags]);
+    await trx('test_executions').where({ run_id: run.id }).update({ tags: merged });
+    await trx('test_runs').where({ id: run.id }).update({ tags: '{}' });
+    return { ...run, tags: {} };
   }
 
   /** The identity hashes of the suite's muted tests among this upload's failed results. */

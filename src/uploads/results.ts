@@ -5,9 +5,10 @@
  * else the spec's `TestResult` schema forbids is caught by ./result-schema.
  */
 import type { components } from '../../generated/api';
-import { isRecord } from '../core/guards';
+import { isRecord, isStringRecord } from '../core/guards';
 import { isOneOf } from '../db/row-types';
 import { schemaFault } from './result-schema';
+import { tagFaultField, tagFaults } from '../suites/tag-rules';
 
 export const MAX_RESULTS = 5000;
 export const RESULTS = ['passed', 'failed', 'skipped', 'pending', 'unknown'] as const;
@@ -27,7 +28,7 @@ export interface AcceptedResult {
   failureExpanded: FailureExpanded | null;
   duration: number | null;
   history: Record<string, unknown> | null;
-  /** The result's own tags (null: none), over the upload's. */
+  /** The result's own tags (null: none), over the upload's (which ingestion merges in). */
   tags: Record<string, string> | null;
 }
 
@@ -82,25 +83,11 @@ function history(v: unknown): { history: Record<string, unknown> | null; duratio
   return { history: v, duration: typeof d === 'number' ? d : null };
 }
 
-/** The tagging rules of the Test Engine's tags page, for a key (the spec's ExecutionTags says the same). */
-const TAG_KEY = /^[A-Za-z][A-Za-z0-9_.-]{0,62}$/;
-const MAX_TAGS = 10;
-const MAX_TAG_VALUE_BYTES = 127;
-
+/** A result's own tags, by the tagging rules every tag follows (src/suites/tag-rules.ts): the first fault rejects the result. */
 function executionTags(v: unknown): Record<string, string> | null {
-  if (v === undefined || v === null) return null;
-  if (!isRecord(v)) throw new Reject('tags', 'must be an object of tags, each a key and a string');
-  const entries = Object.entries(v);
-  if (entries.length > MAX_TAGS) throw new Reject('tags', `has too many tags (maximum is ${MAX_TAGS})`);
-  for (const [key, value] of entries) {
-    // The key goes in `field` only once it is known to be short and plain.
-    if (!TAG_KEY.test(key)) throw new Reject('tags', 'has a key that is not a tag key (a letter, then letters, digits, _, - or ., under 64 bytes)');
-    if (key === 'mut' || key.startsWith('mut.')) throw new Reject(`tags.${key}`, 'is reserved: mut. tags are set through the execution tags API');
-    if (typeof value !== 'string') throw new Reject(`tags.${key}`, 'must be a string');
-    if (value.trim() === '') throw new Reject(`tags.${key}`, "can't be blank");
-    if (Buffer.byteLength(value) > MAX_TAG_VALUE_BYTES) throw new Reject(`tags.${key}`, `is too long (maximum is ${MAX_TAG_VALUE_BYTES} bytes)`);
-  }
-  return entries.length ? Object.fromEntries(entries as [string, string][]) : null;
+  const [fault] = tagFaults(v, 'upload');
+  if (fault) throw new Reject(tagFaultField('tags', fault), fault.code);
+  return isStringRecord(v) && Object.keys(v).length ? v : null;
 }
 
 /**

@@ -12,6 +12,7 @@ import { findNul, NUL_CODE } from '../http/middleware/nul';
 import type { Suite } from '../suites/repository';
 import type { SuiteService } from '../suites/service';
 import { suiteUrls } from '../suites/serialize';
+import { tagFaultField, tagFaults } from '../suites/tag-rules';
 import { parseUploadJson } from './json';
 import { parseJUnit } from './junit';
 import { NATIVE_FORMATS, nativeResults, type NativeFormat } from './native';
@@ -27,10 +28,12 @@ export interface Uploader {
   orgSlug: string;
 }
 
-// Exactly `Token token="..."`: what buildkite-test-collector sends and what the Test Engine docs
-// show (importing_json.md). The bare, unquoted, half-quoted and lowercase forms once taken here
-// are no client's, and a lenient parse of a credential only widens what is accepted.
-const TOKEN = /^Token token="([A-Za-z0-9_-]{1,200})"$/;
+// `Token token="..."`, what buildkite-test-collector sends and the Test Engine docs show
+// (importing_json.md), or `Token token=...` unquoted, what bktec sends
+// (test-engine-client, internal/api/upload_test_results.go). Only those two: the bare,
+// half-quoted and lowercase forms are no client's, and a lenient parse of a credential only
+// widens what is accepted.
+const TOKEN = /^Token token=(?:"([A-Za-z0-9_-]{1,200})"|([A-Za-z0-9_-]{1,200}))$/;
 
 export class UploadService {
   constructor(
@@ -42,7 +45,7 @@ export class UploadService {
   async authenticate(header: string | undefined): Promise<Uploader> {
     const match = header ? TOKEN.exec(header.trim()) : null;
     if (!match) throw new SuiteTokenError('missing or malformed suite token');
-    const found = await this.suites.findByUploadToken(match[1]!);
+    const found = await this.suites.findByUploadToken((match[1] ?? match[2])!);
     if (!found) throw new SuiteTokenError('unknown suite token');
     return found;
   }
@@ -66,6 +69,11 @@ export class UploadService {
   }
 
   private async ingest(who: Uploader, env: RunEnv, tags: Record<string, string>, data: unknown[], scopeField?: string, nulFree = false): Promise<Accepted> {
+    // The upload's tags apply to each of its results, so they follow the rules a result's own
+    // tags do (tags.md: "Up to 10 tags may be specified at the upload level", no `mut.` keys);
+    // unlike a result, the upload as a whole is refused, before any result is looked at.
+    const tagErrors = tagFaults(tags, 'upload').map((f) => ({ field: tagFaultField('tags', f), code: f.code }));
+    if (tagErrors.length) throw new ValidationError(tagErrors);
     // A file (JSON, or JUnit with `&#0;`) can carry NUL, which Postgres cannot store. Both
     // passes go in batches, with a turn of the event loop between them.
     for (let start = 0; !nulFree && start < data.length; start += RESULT_BATCH) {

@@ -253,6 +253,78 @@ describeEachDatabase('Test Engine quarantine, labels and execution tags', (ctx) 
     expect((await api().get(`${s.base}/runs/${run.run_id}/failed_executions`).set(auth(s.token)).expect(200)).body[0].tags).toEqual({});
   });
 
+  it('holds mutable tags to the rules of other tags but for their prefix, naming each entry and tag at fault', async () => {
+    const { s, run } = await seed();
+    const failedPath = `${s.base}/runs/${run.run_id}/failed_executions`;
+    const executionId = (await api().get(failedPath).set(auth(s.token)).expect(200)).body[0].execution_id as string;
+    const path = `${s.base}/execution-tags`;
+    const put = (tags: Record<string, string>) =>
+      api()
+        .put(path)
+        .set(auth(s.token))
+        .send({ executions: [{ id: executionId, tags }] });
+    const bad: [Record<string, string>, string, RegExp][] = [
+      [{ mut: 'x' }, 'executions[0].tags.mut', /mut\. prefix/],
+      [{ 'mut.': 'x' }, 'executions[0].tags.mut.', /after the mut\. prefix/],
+      [{ 'mut.has space': 'x' }, 'executions[0].tags', /key/],
+      [{ '1mut.x': 'x' }, 'executions[0].tags', /key/],
+      // 64 bytes: keys are under 64 bytes, as other tags' are.
+      [{ [`mut.${'k'.repeat(60)}`]: 'x' }, 'executions[0].tags', /key/],
+      [{ 'mut.reason': '' }, 'executions[0].tags.mut.reason', /blank/],
+      [{ 'mut.reason': '   ' }, 'executions[0].tags.mut.reason', /blank/],
+      // 64 characters, 128 bytes of UTF-8.
+      [{ 'mut.reason': 'é'.repeat(64) }, 'executions[0].tags.mut.reason', /127 bytes/],
+      [{ 'mut.reason': 'x'.repeat(128) }, 'executions[0].tags.mut.reason', /too long/],
+    ];
+    for (const [tags, field, code] of bad) {
+      const res = await put(tags);
+      expect({ tags, status: res.status }).toEqual({ tags, status: 422 });
+      expect({ tags, errors: res.body.errors }).toEqual({ tags, errors: [{ field, code: expect.stringMatching(code) }] });
+    }
+    // Every fault of every entry is named, and nothing is changed.
+    const several = await api()
+      .put(path)
+      .set(auth(s.token))
+      .send({
+        executions: [
+          { id: executionId, tags: { 'mut.fine': 'yes' } },
+          { id: executionId, tags: { 'mut.a': ' ', team: 'web', 'mut.b': 'ok' } },
+        ],
+      })
+      .expect(422);
+    expect(several.body.errors).toEqual([
+      { field: 'executions[1].tags.mut.a', code: "can't be blank" },
+      { field: 'executions[1].tags.team', code: 'must begin with the mut. prefix' },
+    ]);
+    expect((await api().get(failedPath).set(auth(s.token)).expect(200)).body[0].tags).toEqual({});
+
+    // At the limits: a 63-byte key, a 127-byte value, ten tags.
+    const fine = {
+      [`mut.${'k'.repeat(59)}`]: `${'é'.repeat(63)}x`,
+      ...Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`mut.t-${i}_x.y`, `v${i}`])),
+    };
+    await put(fine).expect(200);
+    expect((await api().get(failedPath).set(auth(s.token)).expect(200)).body[0].tags).toEqual(fine);
+  });
+
+  it('takes as many executions as the general body limit holds (BODY_LIMIT_BYTES, 1 MiB by default), as the spec says', async () => {
+    const { s } = await seed();
+    const entries = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, tags: { 'mut.reason': 'api_timeout' } }));
+    // About 10,000 with a tag each fit: read, checked and refused only because the executions are unknown.
+    const fits = { executions: entries(10_000) };
+    expect(Buffer.byteLength(JSON.stringify(fits))).toBeLessThan(1024 * 1024);
+    const unknown = await api().put(`${s.base}/execution-tags`).set(auth(s.token)).send(fits).expect(422);
+    expect(unknown.body.errors[0]).toEqual({ field: 'executions[0].id', code: 'is not an execution of this suite' });
+    // Far fewer than the 100,000 the schema allows are over it.
+    const over = await api()
+      .put(`${s.base}/execution-tags`)
+      .set(auth(s.token))
+      .send({ executions: entries(14_000) })
+      .expect(413);
+    expect(over.body.message).toBe('Request body is too large');
+  });
+
   it('needs write_suites to change and read_suites to read, and edit access in a Teams-enabled organization', async () => {
     const { org: home, user, token: adminOfHome } = await ctx().givenAdmin();
     const made = await api()

@@ -92,10 +92,10 @@ describeEachDatabase('a test result’s own tags', (ctx) => {
     ]);
   });
 
-  it('filters a suite’s tests by each execution’s own tags over its run’s', async () => {
+  it('filters a suite’s tests by each execution’s own tags over its upload’s', async () => {
     const s = await givenSuite(ctx());
     const d = (seconds: number) => ({ history: { duration: seconds } });
-    // Run r1 is api's, but one execution of `mixed` says web; run r2 is web's, but `other` says api.
+    // Run r1's upload is api's, but one execution of `mixed` says web; run r2's is web's, but `other` says api.
     await post(
       s,
       upload(
@@ -126,7 +126,7 @@ describeEachDatabase('a test result’s own tags', (ctx) => {
     await post(s, upload({ key: 'r3', branch: 'main' }, [result('spoofed', 'passed', { tags: { 'scm.branch': 'feature' } })], { 'scm.branch': 'feature' }));
     expect(await list('tags=scm.branch:feature')).toEqual({ 'web only': 1, other: 1 });
     expect((await list('tags=scm.branch:main')).spoofed).toBe(1);
-    // Own tags that hold none of the filtered keys leave the execution to its run's tags (counted in SQL).
+    // A result's own tags that do not name a filtered key leave it to its upload's (stored with it), and both filter together.
     await post(s, upload({ key: 'r4', branch: 'main' }, [result('sharded', 'passed', { tags: { shard: '1' } })], { team: 'ops' }));
     expect(await list('tags=team:ops')).toEqual({ sharded: 1 });
     expect(await list('tags=team:ops,shard:1')).toEqual({ sharded: 1 });

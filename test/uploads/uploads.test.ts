@@ -28,14 +28,17 @@ describeEachDatabase('uploads (JSON)', (ctx) => {
     }
   });
 
-  it('takes the suite token only as `Token token="<token>"`, as the collectors send it and the docs show', async () => {
+  it('takes the suite token as `Token token="<token>"` (the collectors, the docs) or `Token token=<token>` (bktec), and no other way', async () => {
     const s = await givenSuite(ctx());
     const body = upload({ key: 'forms' }, [result('a', 'passed')]);
     const refused = [
       `Token ${s.apiToken}`,
       `Token token="${s.apiToken}`,
-      `Token token=${s.apiToken}`,
+      `Token token=${s.apiToken}"`,
+      `Token token='${s.apiToken}'`,
+      `Token token= ${s.apiToken}`,
       `token token="${s.apiToken}"`,
+      `token token=${s.apiToken}`,
       `Token Token="${s.apiToken}"`,
       `Bearer ${s.apiToken}`,
       `Token token="${s.apiToken}", x`,
@@ -46,6 +49,19 @@ describeEachDatabase('uploads (JSON)', (ctx) => {
       expect(res.body.message).toMatch(/Token token="<token>"/);
     }
     await ctx().http().post('/v1/uploads').set('Authorization', `Token token="${s.apiToken}"`).send(body).expect(202);
+    // What bktec sends (test-engine-client, internal/api/upload_test_results.go): a multipart upload, the token unquoted.
+    const bktec = await ctx()
+      .http()
+      .post('/v1/uploads')
+      .set('Authorization', `Token token=${s.apiToken}`)
+      .field('format', 'json')
+      .field('run_env[key]', 'forms')
+      .field('run_env[collector]', 'bktec')
+      .attach('data', Buffer.from(JSON.stringify([result('b', 'passed')])), 'results.json')
+      .expect(202);
+    expect(bktec.body).toMatchObject({ queued: 1, skipped: 0 });
+    // An unquoted token must still be the suite's.
+    await ctx().http().post('/v1/uploads').set('Authorization', 'Token token=not-a-real-token').send(body).expect(401);
   });
 
   it('stores the run, the tests and the executions and answers 202 with the run URL', async () => {
@@ -272,6 +288,27 @@ describeEachDatabase('flaky tests', (ctx) => {
     const page2 = await ctx().http().get(`${s.base}/flaky-tests?per_page=1&page=2`).set(auth(s.token)).expect(200);
     expect(page2.body.map((f: { name: string }) => f.name)).toEqual(['Alpha login']);
     expect(page2.headers.link).not.toContain('rel="next"');
+  });
+
+  it('searches the location too, as the docs’ `?search="/billing_spec"` does', async () => {
+    const s = await givenSuite(ctx());
+    const flips = (name: string, extra: Record<string, unknown>) => [result(name, 'passed', extra), result(name, 'failed', extra)];
+    await post(
+      s.apiToken,
+      upload({ key: 'r1', commit_sha: 'c1', branch: 'main' }, [
+        ...flips('charges', { scope: 'Invoice', location: './spec/models/billing_spec.rb:12' }),
+        ...flips('refunds', { scope: 'Refund', location: null }),
+        ...flips('emails', { scope: 'Mailer', location: './spec/mailers/welcome_spec.rb:3' }),
+      ]),
+    );
+    const search = async (text: string) => (await flaky(s, `?search=${encodeURIComponent(text)}`)).map((f) => f.name).sort();
+    expect(await search('/billing_spec')).toEqual(['charges']);
+    expect(await search('BILLING_SPEC.rb:12')).toEqual(['charges']);
+    expect(await search('spec/')).toEqual(['charges', 'emails']);
+    // Name and scope still match; a test without a location is found by them.
+    expect(await search('refund')).toEqual(['refunds']);
+    expect(await search('mailer')).toEqual(['emails']);
+    expect(await search('_spec.rb:99')).toEqual([]);
   });
 
   it('answers 404 for unknown suites, runs and tests', async () => {

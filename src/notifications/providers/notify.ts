@@ -50,7 +50,13 @@ function target(kind: string, key: string, extra: Record<string, unknown>, paylo
 }
 
 /** How a step's message says its moment. */
-const SAYS: Record<StepMoment['outcome'], string> = { passed: 'passed', hard_failed: 'failed', soft_failed: 'soft failed', errored: 'errored', neutral: 'finished' };
+const SAYS: Record<StepMoment['outcome'], string> = {
+  passed: 'passed',
+  hard_failed: 'failed',
+  soft_failed: 'soft failed',
+  errored: 'errored',
+  neutral: 'finished',
+};
 
 /** "<step> failed in <pipeline> #<number>", with the build's link (Slack's markup, or the URL after it). */
 function stepHeadline(ctx: FanOutContext, step: StepMoment, slack: boolean): string {
