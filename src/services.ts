@@ -26,6 +26,7 @@ import { AnnotationRepository } from './annotations/repository';
 import { AnnotationService } from './annotations/service';
 import { ClusterRepository } from './clusters/repository';
 import { ClusterService } from './clusters/service';
+import { serializeClusterToken } from './clusters/serialize';
 import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './incoming-webhooks/service';
@@ -318,6 +319,10 @@ export function createServices(o: ServiceOptions): Services {
       badgeUrl: (id) => pipelines.badgeUrl(id),
       agents: (ids) => agentService.byIds(ids),
       organization: (id) => organizations.findById(id),
+      clusterToken: async (id, orgSlug) => {
+        const token = await clusters.findTokenForSystem(id);
+        return token ? { clusterId: token.clusterId, json: serializeClusterToken(token, o.publicUrl, orgSlug) } : null;
+      },
       teamIdsOf: (id) => pipelines.teamIdsOf(id),
       previousFinishedState: (b) => builds.previousFinishedState(b),
     },

@@ -621,6 +621,30 @@ export class ClusterRepository {
     await this.db('cluster_tokens').where({ id }).delete();
   }
 
+  /** A token by id alone, for the server's own work (a refused registration's notification). */
+  async findTokenForSystem(id: string): Promise<ClusterToken | null> {
+    const row = await this.tokens().where('t.id', id).first();
+    return row ? tokenFromRow(row) : null;
+  }
+
+  /**
+   * Records a registration the token refused for its address as an outbox event (the notifications'
+   * `cluster_token.registration_blocked`): a named event, as a job's promised failure is, since no
+   * row changes state.
+   */
+  async recordBlockedRegistration(grant: ClusterTokenGrant, ip: string | null, at: Date): Promise<void> {
+    await this.db('outbox_events').insert({
+      kind: 'token',
+      subject_id: grant.tokenId,
+      organization_id: grant.organizationId,
+      from_state: 'blocked',
+      to_state: 'blocked',
+      occurred_at: at,
+      event: 'cluster_token.registration_blocked',
+      detail: JSON.stringify({ blocked_ip: ip ?? '', cluster_id: grant.clusterId }),
+    });
+  }
+
   async findTokenByHash(hash: string): Promise<ClusterTokenGrant | null> {
     const row = await this.db('cluster_tokens as t')
       .join('clusters as c', 'c.id', 't.cluster_id')

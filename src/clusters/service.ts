@@ -619,6 +619,11 @@ export class ClusterService {
     );
   }
 
+  /** A token by id alone, with its organization's slug unknown to it: the notifications' read of a refused registration's token. */
+  findTokenForSystem(id: string): Promise<ClusterToken | null> {
+    return this.clusters.findTokenForSystem(id);
+  }
+
   /* What the agents' area asks. */
 
   /**
@@ -629,8 +634,11 @@ export class ClusterService {
     const grant = await this.clusters.findTokenByHash(sha256Hex(secret));
     if (!grant) return null;
     if (grant.expiresAt && grant.expiresAt <= clock.now()) throw new AgentTokenError('the cluster agent token has expired');
-    if (grant.allowedIpAddresses && !ipAllowed(grant.allowedIpAddresses, ip))
+    if (grant.allowedIpAddresses && !ipAllowed(grant.allowedIpAddresses, ip)) {
+      // Webhooks tell of it (the agent token events page); the refusal stands whatever the record does.
+      await this.clusters.recordBlockedRegistration(grant, ip, clock.now()).catch(() => undefined);
       throw new AgentTokenError(`the cluster agent token does not allow registration from ${ip ?? 'an unknown address'}`);
+    }
     return grant;
   }
 

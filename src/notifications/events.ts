@@ -11,12 +11,14 @@
 export const BUILD_EVENTS = ['build.scheduled', 'build.running', 'build.failing', 'build.finished', 'build.skipped'] as const;
 export const JOB_EVENTS = ['job.scheduled', 'job.started', 'job.finished', 'job.activated', 'job.promised_exit_status'] as const;
 export const AGENT_EVENTS = ['agent.connected', 'agent.lost', 'agent.disconnected', 'agent.stopping', 'agent.stopped'] as const;
-export const EVENT_NAMES = ['ping', ...BUILD_EVENTS, ...JOB_EVENTS, ...AGENT_EVENTS] as const;
+/** The agent token events page's: a registration refused because its address is not in the token's allowed ranges. */
+export const TOKEN_EVENTS = ['cluster_token.registration_blocked'] as const;
+export const EVENT_NAMES = ['ping', ...BUILD_EVENTS, ...JOB_EVENTS, ...AGENT_EVENTS, ...TOKEN_EVENTS] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
 /** Events a webhook service is sent when its `events` is not given: every documented one (ping is sent on create regardless). */
 /** The events an `open_telemetry_tracing` service exports a trace for; it ignores the others. */
 export const OPEN_TELEMETRY_EVENTS: readonly EventName[] = ['build.finished', 'build.skipped'];
-export const DEFAULT_WEBHOOK_EVENTS: EventName[] = [...BUILD_EVENTS, ...JOB_EVENTS, ...AGENT_EVENTS];
+export const DEFAULT_WEBHOOK_EVENTS: EventName[] = [...BUILD_EVENTS, ...JOB_EVENTS, ...AGENT_EVENTS, ...TOKEN_EVENTS];
 
 /** A REST representation (a build, job, pipeline, agent or user as the v2 API answers it). */
 export type Representation = Record<string, unknown>;
@@ -35,6 +37,9 @@ export interface EventPayload {
   organization?: Representation;
   /** job.promised_exit_status only: why the job said it will fail (`--reason`), or null. */
   promised_exit_status_reason?: string | null;
+  /** cluster_token.registration_blocked only: the refused request's address, and the token it named. */
+  blocked_ip?: string;
+  cluster_token?: Representation;
 }
 
 /** One event as a provider receives it. */

@@ -16,7 +16,7 @@ import { serializeBuild, serializeBuildPipeline } from '../builds/serialize';
 import type { Organization, User } from '../core/identity';
 import type { Pipeline } from '../pipelines/repository';
 import { serializePipeline } from '../pipelines/serialize';
-import type { EventName, EventPayload } from './events';
+import type { EventName, EventPayload, Representation } from './events';
 import type { Transition } from './repository';
 
 /** What rendering reads, handed in by the composition root (each an area's service). */
@@ -29,6 +29,8 @@ export interface PayloadSources {
   badgeUrl(pipelineId: string): string;
   agents(ids: string[]): Promise<Agent[]>;
   organization(id: string): Promise<Organization | null>;
+  /** A cluster agent token, in its REST shape (a refused registration's event). */
+  clusterToken(id: string, orgSlug: string): Promise<{ clusterId: string; json: Representation } | null>;
 }
 
 /** A rendered event with what the fan-out needs to know of where it happened. */
@@ -42,6 +44,8 @@ export interface RenderedEvent {
   /** The build's jobs as read at fan-out (a step's notifications read its other jobs); [] for an agent event. */
   jobs: Job[];
   agent: Agent | null;
+  /** Where an event about no pipeline or agent happened (a cluster token's): its cluster. */
+  clusterId?: string | null;
 }
 
 const NO_COUNTS = { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
@@ -51,6 +55,21 @@ const sender = (u: User | null | undefined) => (u ? { id: u.id, name: u.name } :
 export async function renderEvent(src: PayloadSources, name: EventName, t: Transition): Promise<RenderedEvent | null> {
   const org = await src.organization(t.organizationId);
   if (!org) return null;
+  if (t.kind === 'token') {
+    const token = await src.clusterToken(t.subjectId, org.slug);
+    if (!token) return null; // deleted since
+    const blockedIp = typeof t.detail?.blocked_ip === 'string' ? t.detail.blocked_ip : '';
+    return {
+      payload: { event: name, blocked_ip: blockedIp, cluster_token: token.json, sender: null },
+      organization: { id: org.id, slug: org.slug, name: org.name },
+      pipeline: null,
+      build: null,
+      job: null,
+      jobs: [],
+      agent: null,
+      clusterId: token.clusterId,
+    };
+  }
   if (t.kind === 'agent') {
     const [agent] = await src.agents([t.subjectId]);
     if (!agent) return null;

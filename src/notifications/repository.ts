@@ -16,7 +16,8 @@ import { EVENT_NAMES, type EventName } from './events';
 
 export interface Transition {
   seq: number;
-  kind: 'build' | 'job' | 'agent';
+  /** `token`: a cluster agent token (its refused registrations). */
+  kind: 'build' | 'job' | 'agent' | 'token';
   subjectId: string;
   /** A job's type (script, manual, trigger, waiter). */
   subjectType: string | null;
@@ -74,7 +75,7 @@ export interface Attempt {
   excerpt: string;
 }
 
-const TRANSITION_KINDS = everyValue<Transition['kind']>()(['build', 'job', 'agent']);
+const TRANSITION_KINDS = everyValue<Transition['kind']>()(['build', 'job', 'agent', 'token']);
 const DELIVERY_STATES = everyValue<DeliveryState>()(['pending', 'delivered', 'failed']);
 const TARGET_KINDS = everyValue<TargetKind>()(['service', 'notify', 'commit_status']);
 

@@ -213,7 +213,7 @@ export class NotificationService {
     if (!rendered) return [];
     const place: EventPlace = {
       pipelineId: rendered.pipeline?.id ?? null,
-      clusterId: rendered.pipeline?.clusterId ?? rendered.agent?.clusterId ?? null,
+      clusterId: rendered.pipeline?.clusterId ?? rendered.agent?.clusterId ?? rendered.clusterId ?? null,
       teamIds: rendered.pipeline && services.some((s) => s.scope === 'some_teams') ? await this.sources.teamIdsOf(rendered.pipeline.id) : [],
       branch: rendered.build?.branch ?? null,
     };

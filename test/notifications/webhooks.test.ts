@@ -104,6 +104,50 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
     ]);
   });
 
+  it("tells a registration a cluster token refused for its address, to services in the cluster's scope", async () => {
+    const { org, user, token } = await ctx().givenAdmin();
+    const clusters = `/v2/organizations/${org.slug}/clusters`;
+    const cluster = (await ctx().http().post(clusters).set(auth(token)).send({ name: 'Fenced' }).expect(201)).body as { id: string };
+    const other = (await ctx().http().post(clusters).set(auth(token)).send({ name: 'Elsewhere' }).expect(201)).body as { id: string };
+    const fenced = (
+      await ctx()
+        .http()
+        .post(`${clusters}/${cluster.id}/tokens`)
+        .set(auth(token))
+        .send({ description: 'fenced', allowed_ip_addresses: '10.1.2.0/24' })
+        .expect(201)
+    ).body as { id: string; token: string };
+    await givenService(org, token, { settings: { events: ['cluster_token.registration_blocked'] } });
+    // A service scoped to another cluster hears nothing of it.
+    const away = await startReceiver();
+    await ctx()
+      .http()
+      .post(servicesPath(org))
+      .set(auth(token))
+      .send({
+        provider: 'webhook',
+        scope: 'some_clusters',
+        scope_uuids: [other.id],
+        settings: { url: away.url, events: ['cluster_token.registration_blocked'] },
+      })
+      .expect(201);
+    await ctx().http().post('/v3/register').set(agentAuth(fenced.token)).send({ name: 'outsider', meta_data: [] }).expect(401);
+    await settle();
+    expect(receiver().events()).toEqual(['ping', 'cluster_token.registration_blocked']);
+    // The agent token events page's body: the refused address, the token (its REST shape, no secret), and the webhook's creator.
+    expect(receiver().received[1]!.body).toEqual({
+      event: 'cluster_token.registration_blocked',
+      blocked_ip: expect.stringMatching(/127\.0\.0\.1|::1/),
+      cluster_token: expect.objectContaining({ id: fenced.id, description: 'fenced', allowed_ip_addresses: '10.1.2.0/24' }),
+      sender: { id: user.id, name: user.name },
+    });
+    try {
+      expect(away.events()).toEqual(['ping']);
+    } finally {
+      await away.close();
+    }
+  });
+
   it('pings a new service with the documented headers', async () => {
     const { org, token } = await ctx().givenAdmin();
     const s = await givenService(org, token);
