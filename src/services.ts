@@ -27,6 +27,7 @@ import { AnnotationService } from './annotations/service';
 import { ClusterRepository } from './clusters/repository';
 import { ClusterService } from './clusters/service';
 import { serializeClusterToken } from './clusters/serialize';
+import { serializeHeldJobs } from './builds/jobs/serialize';
 import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './incoming-webhooks/service';
@@ -319,6 +320,7 @@ export function createServices(o: ServiceOptions): Services {
       badgeUrl: (id) => pipelines.badgeUrl(id),
       agents: (ids) => agentService.byIds(ids),
       organization: (id) => organizations.findById(id),
+      heldJob: async (agent) => (agent.jobId ? (serializeHeldJobs(await agentWork.heldJobs([agent]), o.publicUrl).get(agent.jobId) ?? null) : null),
       clusterToken: async (id, orgSlug) => {
         const token = await clusters.findTokenForSystem(id);
         return token ? { clusterId: token.clusterId, json: serializeClusterToken(token, o.publicUrl, orgSlug) } : null;

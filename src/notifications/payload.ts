@@ -29,6 +29,8 @@ export interface PayloadSources {
   badgeUrl(pipelineId: string): string;
   agents(ids: string[]): Promise<Agent[]>;
   organization(id: string): Promise<Organization | null>;
+  /** The job the agent holds, in its REST shape (the agent's `job`), or null. */
+  heldJob(agent: Agent): Promise<Representation | null>;
   /** A cluster agent token, in its REST shape (a refused registration's event). */
   clusterToken(id: string, orgSlug: string): Promise<{ clusterId: string; json: Representation } | null>;
 }
@@ -74,7 +76,8 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
     const [agent] = await src.agents([t.subjectId]);
     if (!agent) return null;
     return {
-      payload: { event: name, agent: { ...serializeAgentBase(agent, src.publicUrl, org.slug) }, sender: null },
+      // The REST agent, the job it holds included (the agent events page: an Agent).
+      payload: { event: name, agent: { ...serializeAgentBase(agent, src.publicUrl, org.slug), job: await src.heldJob(agent) }, sender: null },
       organization: { id: org.id, slug: org.slug, name: org.name },
       pipeline: null,
       build: null,

@@ -232,7 +232,21 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
     await ctx().http().post('/v3/disconnect').set(agentAuth(agent.token)).expect(200);
     await settle();
     expect(receiver().events()).toEqual(['ping', 'agent.connected', 'agent.disconnected']);
-    expect(receiver().received[1]!.body.agent).toMatchObject({ id: agent.id, name: 'watcher' });
+    expect(receiver().received[1]!.body.agent).toMatchObject({ id: agent.id, name: 'watcher', job: null });
+  });
+
+  it("gives an agent event's agent the job it holds, as the REST agent does", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    await givenService(org, token, { settings: { events: ['agent.stopping'] } });
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const p = await givenPipeline(ctx(), org, token, 'steps:\n  - command: long\n');
+    await givenBuild(ctx(), org, p, token);
+    const agent = await givenAgent(ctx(), reg, 'busy');
+    const job = await takeNextJob(ctx(), agent);
+    await ctx().http().put(`/v2/organizations/${org.slug}/agents/${agent.id}/stop`).set(auth(token)).send({ force: false }).expect(204);
+    await settle();
+    expect(receiver().events()).toEqual(['ping', 'agent.stopping']);
+    expect(receiver().received[1]!.body.agent).toMatchObject({ id: agent.id, job: { id: job.id, type: 'script', command: 'long' } });
   });
 
   it('retries with back-off, records every attempt, and lists them in the history', async () => {
