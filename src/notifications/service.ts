@@ -25,6 +25,7 @@ import { stepMomentOf, type StepMoment } from './step-moments';
 import type { Attempt, Delivery, NewDelivery, OutboxRepository, Transition } from './repository';
 import { backoffMs, eventOf, inScope, type EventPlace } from './rules';
 import { clock } from '../core/clock';
+import { serializeOrganization } from '../organizations/serialize';
 
 export interface NotificationSettings {
   /** How often the worker looks for events and due deliveries when idle. */
@@ -267,7 +268,8 @@ export class NotificationService {
     const payload: EventPayload = {
       event: 'ping',
       service: { id: service.id, provider: service.provider, settings: { url: service.settings.url } },
-      organization: org ? { id: org.id, slug: org.slug, name: org.name } : undefined,
+      // The ping events page: 'The Organization this notification belongs to', its REST representation.
+      organization: org ? { ...serializeOrganization(org, this.sources.publicUrl) } : undefined,
       sender: service.creator,
     };
     const now = clock.now();

@@ -157,6 +157,13 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
     expect(ping.headers['x-buildkite-token']).toBe('tok-123');
     expect(ping.headers['content-type']).toBe('application/json');
     expect(ping.body).toMatchObject({ event: 'ping', service: { id: s.id } });
+    // The ping events page: the Organization, as the REST API represents it.
+    expect((ping.body as { organization: Record<string, unknown> }).organization).toMatchObject({
+      slug: expect.any(String),
+      url: expect.stringMatching(/\/v2\/organizations\//),
+      graphql_id: expect.any(String),
+      pipelines_url: expect.any(String),
+    });
   });
 
   it("tells a build's events in order with the documented body", async () => {
