@@ -53,6 +53,11 @@ const MAX_SECRET_VALUE_BYTES = 8 * 1024;
 /** Whose view of secret teams a read takes: none for an administrator (sees every team), else the member's. */
 const viewerOf = (actor: Actor): string | null => (actor.role === 'admin' ? null : actor.principal.user.id);
 
+/** A refused registration from one address with one token is told at most this often (per process). */
+const BLOCKED_TELL_EVERY_MS = 60_000;
+/** The pairs remembered at once; past it the memory starts over (some events are then told again). */
+const MAX_TOLD_BLOCKED = 10_000;
+
 export class ClusterService {
   private readonly box: SecretBox | null;
 
@@ -624,6 +629,25 @@ export class ClusterService {
     return this.clusters.findTokenForSystem(id);
   }
 
+  /** When each (token, address) refused registration was last told, in this process. */
+  private readonly toldBlocked = new Map<string, number>();
+
+  /**
+   * Whether a refused registration is told (a webhook event): once a minute per token and
+   * address in each process, so an agent retrying from a refused address, or someone hammering
+   * with a leaked token, does not fill the outbox (the failed-authentication budget is counted
+   * after the token is read).
+   */
+  private shouldTellBlocked(tokenId: string, ip: string | null): boolean {
+    const key = `${tokenId} ${ip ?? ''}`;
+    const now = clock.now().getTime();
+    const last = this.toldBlocked.get(key);
+    if (last !== undefined && now - last < BLOCKED_TELL_EVERY_MS) return false;
+    if (this.toldBlocked.size >= MAX_TOLD_BLOCKED) this.toldBlocked.clear();
+    this.toldBlocked.set(key, now);
+    return true;
+  }
+
   /* What the agents' area asks. */
 
   /**
@@ -636,7 +660,7 @@ export class ClusterService {
     if (grant.expiresAt && grant.expiresAt <= clock.now()) throw new AgentTokenError('the cluster agent token has expired');
     if (grant.allowedIpAddresses && !ipAllowed(grant.allowedIpAddresses, ip)) {
       // Webhooks tell of it (the agent token events page); the refusal stands whatever the record does.
-      await this.clusters.recordBlockedRegistration(grant, ip, clock.now()).catch(() => undefined);
+      if (this.shouldTellBlocked(grant.tokenId, ip)) await this.clusters.recordBlockedRegistration(grant, ip, clock.now()).catch(() => undefined);
       throw new AgentTokenError(`the cluster agent token does not allow registration from ${ip ?? 'an unknown address'}`);
     }
     return grant;
