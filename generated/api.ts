@@ -4518,7 +4518,8 @@ export interface paths {
          * Create a pipeline schedule
          * @description A new schedule of the pipeline. `commit` defaults to `HEAD`, `branch` to the pipeline's
          *     default branch, `enabled` to true. The caller needs to be able to build the pipeline
-         *     (an admin, or a team with build access where teams are on): its builds are theirs.
+         *     (an admin, or a team with build access where teams are on): its builds are theirs. An
+         *     archived pipeline is read-only (the docs): a schedule added to it, or changed, is a 422.
          */
         post: operations["createPipelineSchedule"];
         delete?: never;

@@ -87,8 +87,15 @@ export class PipelineScheduleService {
     return found;
   }
 
-  async create(actor: Actor, pipelineSlug: string, input: CreateScheduleInput): Promise<PipelineSchedule> {
+  /** The docs: 'Archived pipelines are read-only': no schedule is added to one or changed (deleting one is left possible). */
+  private async configurable(actor: Actor, pipelineSlug: string): Promise<Pipeline> {
     const pipeline = await this.editable(actor, pipelineSlug);
+    if (pipeline.archivedAt) throw new UnprocessableError('This pipeline is archived: unarchive it before adding or changing its schedules.');
+    return pipeline;
+  }
+
+  async create(actor: Actor, pipelineSlug: string, input: CreateScheduleInput): Promise<PipelineSchedule> {
+    const pipeline = await this.configurable(actor, pipelineSlug);
     const cron = cronlineOf(input.cronline);
     const enabled = input.enabled ?? true;
     const id = crypto.randomUUID();
@@ -134,7 +141,7 @@ export class PipelineScheduleService {
    * next minute from now; disabling clears it; enabling clears a past failure.
    */
   async update(actor: Actor, pipelineSlug: string, id: string, input: UpdateScheduleInput): Promise<PipelineSchedule> {
-    const pipeline = await this.editable(actor, pipelineSlug);
+    const pipeline = await this.configurable(actor, pipelineSlug);
     const current = await this.schedules.findInPipeline(pipeline.id, id);
     if (!current) throw new NotFoundError('pipeline schedule');
     const cronline = input.cronline?.trim() ?? current.cronline;

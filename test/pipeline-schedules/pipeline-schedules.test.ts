@@ -322,6 +322,24 @@ describe.each(databases)('pipeline schedules [%s]', (kind) => {
       expect(s.body.next_build_at).toBe('2030-01-01T00:20:00.000Z');
     });
 
+    it('an archived pipeline takes no new schedule and no change to one (the docs: archived pipelines are read-only); deleting one works', async () => {
+      const { org, token, p, schedule } = await given({ cronline: '@daily' });
+      await ctx.http().post(`/v2/organizations/${org.slug}/pipelines/${p.slug}/archive`).set(auth(token)).expect(200);
+      const refused = await ctx.http().post(schedulesPath(org, p)).set(auth(token)).send({ cronline: '@hourly' }).expect(422);
+      expect(refused.body.message).toBe('This pipeline is archived: unarchive it before adding or changing its schedules.');
+      await ctx
+        .http()
+        .patch(`${schedulesPath(org, p)}/${schedule.id}`)
+        .set(auth(token))
+        .send({ label: 'x' })
+        .expect(422);
+      await ctx
+        .http()
+        .delete(`${schedulesPath(org, p)}/${schedule.id}`)
+        .set(auth(token))
+        .expect(204);
+    });
+
     it('a schedule that cannot create its build is disabled with failed_message; re-enabling clears it', async () => {
       const { org, token, p, schedule } = await given({ cronline: '*/10 * * * *' });
       // A second admin creates a schedule and then leaves the organization.
