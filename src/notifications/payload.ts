@@ -106,6 +106,8 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
   const { pipeline: _embedded, jobs: _jobs, ...buildJson } = build;
   const pipelineJson: components['schemas']['Pipeline'] = serializePipeline(pipeline, { ...view, timestamps: 'iso' });
   const job = t.kind === 'job' ? (found.jobs.find((j) => j.id === t.subjectId) ?? null) : null;
+  // A job removed since (`pipeline upload --replace` removes pending ones): its events tell nothing.
+  if (t.kind === 'job' && !job) return null;
   const payload: EventPayload = {
     event: name,
     build: t.kind === 'build' ? { ...buildJson, state: t.toState, blocked: t.blocked } : { ...buildJson },

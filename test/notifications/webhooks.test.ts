@@ -149,6 +149,28 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
     }
   });
 
+  it('tells nothing of a job pipeline upload --replace removed before its events went out', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    await givenService(org, token, { settings: { events: ['job.scheduled'] } });
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const p = await givenPipeline(ctx(), org, token, 'steps:\n  - command: upload\n  - command: placeholder\n');
+    await givenBuild(ctx(), org, p, token);
+    const agent = await givenAgent(ctx(), reg, 'uploader');
+    const uploader = await takeNextJob(ctx(), agent);
+    expect(uploader.command).toBe('upload');
+    await ctx()
+      .http()
+      .post(`/v3/jobs/${uploader.id}/pipelines`)
+      .set(agentAuth(agent.token))
+      .send({ pipeline: { steps: [{ command: 'generated' }] }, replace: true })
+      .expect(201);
+    await settle();
+    const commands = receiver()
+      .received.filter((r) => r.headers['x-buildkite-event'] === 'job.scheduled')
+      .map((r) => (r.body as { job: { command: string } }).job.command);
+    expect(commands).toEqual(['upload', 'generated']);
+  });
+
   it('pings a new service with the documented headers', async () => {
     const { org, token } = await ctx().givenAdmin();
     const s = await givenService(org, token);
