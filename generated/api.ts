@@ -3374,7 +3374,9 @@ export interface paths {
          *     the build's state machine schedules what may run at once (`scheduled_at`/`runnable_at`
          *     the upload's time), so waits and block steps among them work as in any build. Env is
          *     merged as for the build's own jobs (the pipeline's, the upload's top-level `env`, the
-         *     build's, the step's). A build takes at most 5000 jobs (422 beyond).
+         *     build's, the step's). A build takes at most 5000 jobs, an upload creates at most 500 and a
+         *     build takes at most 500 uploads, the docs' default quotas (422 beyond, recorded as a
+         *     rejected step upload).
          */
         post: operations["uploadPipeline"];
         delete?: never;

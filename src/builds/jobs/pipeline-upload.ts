@@ -15,6 +15,7 @@ import YAML from 'yaml';
 import type { Agent } from '../../agents/repository';
 import type { StepSignature } from './plan';
 import { MAX_JOBS_PER_BUILD, planJobs, stepConditionContext } from './plan';
+
 import type { BuildProgress } from '../progress/service';
 import type { BuildService } from '../service';
 import type { Job } from './model';
@@ -28,6 +29,10 @@ import { encodeTimeCursor, timeCursors } from '../../core/time-cursor';
 import type { Actor } from '../../core/identity';
 import type { BuildWithJobs } from '../service';
 import { isUuid } from '../../core/uuid';
+
+/** The docs' default quotas of a pipeline upload (platform limits): jobs one upload creates, and uploads a build takes. */
+export const MAX_JOBS_PER_UPLOAD = 500;
+export const MAX_UPLOADS_PER_BUILD = 500;
 
 export class PipelineUploadService {
   constructor(
@@ -103,6 +108,19 @@ export class PipelineUploadService {
     });
     // A send the agent retries (same uuid) added nothing the second time: recorded once.
     const repeated = uploadId !== null && (await this.stepUploads.hasApplied(context.build.id, uploadId));
+    // The docs' default quotas (platform limits: 'Jobs created per pipeline upload', 'Pipeline uploads per build').
+    if (!repeated && planned.length > MAX_JOBS_PER_UPLOAD)
+      throw await reject(
+        'job_creation_error',
+        new UnprocessableError(
+          `A pipeline upload can't create more than ${MAX_JOBS_PER_UPLOAD} jobs: this one makes ${planned.length} (parallelism and matrix steps count each job).`,
+        ),
+      );
+    if (!repeated && (await this.stepUploads.appliedCount(context.build.id)) >= MAX_UPLOADS_PER_BUILD)
+      throw await reject(
+        'job_creation_error',
+        new UnprocessableError(`A build can't have more than ${MAX_UPLOADS_PER_BUILD} pipeline uploads: this one would go over.`),
+      );
     const ids = await this.progress.addUploadedJobs(build.id, context.job, planned, uploadId, clock.now(), MAX_JOBS_PER_BUILD, parsed.notify, replace);
     if (!ids)
       throw await reject('job_creation_error', new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: this upload would go over.`));

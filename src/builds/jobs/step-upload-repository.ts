@@ -91,6 +91,12 @@ export class StepUploadRepository {
     });
   }
 
+  /** How many uploads the build has applied. */
+  async appliedCount(buildId: string): Promise<number> {
+    const row = await this.db('step_uploads').where({ build_id: buildId, state: 'applied' }).count<{ n: number | string }[]>({ n: '*' }).first();
+    return Number(row?.n ?? 0);
+  }
+
   /** Whether the build has recorded an applied upload with the agent's `uuid` (a retried send). */
   async hasApplied(buildId: string, uploadUuid: string): Promise<boolean> {
     return !!(await this.db('step_uploads').where({ build_id: buildId, upload_uuid: uploadUuid, state: 'applied' }).first('id'));

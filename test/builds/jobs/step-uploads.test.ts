@@ -101,6 +101,37 @@ describeEachDatabase('step uploads', (ctx) => {
     expect((await ctx().http().get(`${url}/step-uploads`).set(auth(stranger.token))).status).toBe(404);
   });
 
+  it("keeps the docs' default quotas: 500 jobs an upload, 500 uploads a build, each refusal recorded", async () => {
+    const { token, agent, url, build } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: buildkite-agent pipeline upload\n');
+    const uploader = await take(ctx(), agent);
+    const send = (pipeline: unknown) => ctx().http().post(`/v3/jobs/${uploader}/pipelines`).set(agentAuth(agent.token)).send({ pipeline });
+    const tooMany = await send({ steps: [{ command: 'shard', parallelism: 501 }] }).expect(422);
+    expect(tooMany.body.message).toBe("A pipeline upload can't create more than 500 jobs: this one makes 501 (parallelism and matrix steps count each job).");
+    await send({ steps: [{ command: 'shard', parallelism: 500 }] }).expect(201);
+    // 499 more applied uploads recorded as the service records them, then the 501st is refused.
+    const db = ctx().services.db;
+    const rows = Array.from({ length: 499 }, (_, i) => ({
+      id: crypto.randomUUID(),
+      build_id: build.id,
+      source_job_id: uploader,
+      upload_uuid: null,
+      state: 'applied',
+      replace_existing_steps: false,
+      created_jobs_count: 0,
+      rejection_type: null,
+      message: null,
+      definition: null,
+      definition_bytes: 0,
+      created_at: new Date(Date.now() + i),
+      processed_at: new Date(Date.now() + i),
+    }));
+    for (let i = 0; i < rows.length; i += 50) await db('step_uploads').insert(rows.slice(i, i + 50));
+    const over = await send({ steps: [{ command: 'one more' }] }).expect(422);
+    expect(over.body.message).toBe("A build can't have more than 500 pipeline uploads: this one would go over.");
+    const latest = (await ctx().http().get(`${url}/step-uploads?per_page=1`).set(auth(token)).expect(200)).body.items[0];
+    expect(latest).toMatchObject({ state: 'rejected', rejection_type: 'job_creation_error' });
+  });
+
   it('has a step_uploads migration that goes down and up again with builds in place', async () => {
     const { token, agent, url } = await givenBuildAndAgent(ctx(), 'steps:\n  - command: a\n');
     const job = await take(ctx(), agent);
