@@ -3374,7 +3374,7 @@ export interface paths {
          *     the build's state machine schedules what may run at once (`scheduled_at`/`runnable_at`
          *     the upload's time), so waits and block steps among them work as in any build. Env is
          *     merged as for the build's own jobs (the pipeline's, the upload's top-level `env`, the
-         *     build's, the step's). A build takes at most 5000 jobs, an upload creates at most 500 and a
+         *     build's, the step's). A build takes at most 4000 jobs, an upload creates at most 500 and a
          *     build takes at most 500 uploads, the docs' default quotas (422 beyond, recorded as a
          *     rejected step upload).
          */
@@ -7250,7 +7250,7 @@ export interface components {
             readonly source: components["schemas"]["BuildSource"];
             author?: components["schemas"]["Author"] | null;
             readonly creator: components["schemas"]["BuildCreator"] | null;
-            /** @description Every job of the build, retried ones included (a build has at most 5,000 jobs). */
+            /** @description Every job of the build, retried ones included (a build has at most 4,000 jobs, the docs' default quota, retries included). */
             readonly jobs?: components["schemas"]["Job"][];
             readonly job_state_counts?: components["schemas"]["JobStateCounts"];
             readonly created_at: components["schemas"]["IsoTimestamp"];

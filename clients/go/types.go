@@ -3579,7 +3579,8 @@ type Build struct {
 	GraphqlID      string            `json:"graphql_id"`
 	ID             string            `json:"id"`
 	JobStateCounts *JobStateCounts   `json:"job_state_counts,omitempty"`
-	// Every job of the build, retried ones included (a build has at most 5,000 jobs).
+	// Every job of the build, retried ones included (a build has at most 4,000 jobs, the docs'
+	// default quota, retries included).
 	Jobs        []Job             `json:"jobs,omitempty"`
 	MergeQueue  interface{}       `json:"merge_queue"`
 	Message     *string           `json:"message"`

@@ -1,7 +1,7 @@
 /**
  * The largest builds: a pipeline whose steps make thousands of jobs builds on both stores (on
  * Postgres such a build no longer fits the one-statement insert's 65,535 bindings and takes the
- * chunked path), and one that would go over the 5,000 jobs a build may have is a 422, not a 500.
+ * chunked path), and one that would go over the 4,000 jobs a build may have is a 422, not a 500.
  */
 import { auth, describeEachDatabase } from '../support/context';
 
@@ -28,11 +28,11 @@ describeEachDatabase('large builds', (ctx) => {
     expect(read.body.jobs.filter((j: { command: string }) => j.command === 'run 2')).toHaveLength(1000);
   });
 
-  it('refuses a build that would have more than 5,000 jobs with a 422 saying why, and stores nothing', async () => {
+  it("refuses a build that would have more than 4,000 jobs (the docs' default quota) with a 422 saying why, and stores nothing", async () => {
     const { token, org } = await ctx().givenAdmin();
     const builds = await pipelineWithParallelSteps(token, org.slug, 6);
     const res = await ctx().http().post(builds).set(auth(token)).send({ commit: 'HEAD', branch: 'main' }).expect(422);
-    expect(res.body.message).toMatch(/more than 5000 jobs: the pipeline's steps make 6000/);
+    expect(res.body.message).toMatch(/more than 4000 jobs: the pipeline's steps make 6000/);
     const list = await ctx().http().get(builds).set(auth(token)).expect(200);
     expect(list.body).toEqual([]);
   });

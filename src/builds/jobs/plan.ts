@@ -236,8 +236,8 @@ export function stepConditionContext(s: StepConditionSource): Map<string, Value>
   return ctx;
 }
 
-/** A build takes at most this many jobs, uploads included (retried jobs count too). */
-export const MAX_JOBS_PER_BUILD = 5000;
+/** A build takes at most this many jobs, uploads included (retried jobs count too): the docs' default quota, 'Jobs per build'. */
+export const MAX_JOBS_PER_BUILD = 4000;
 
 /**
  * Why a step's jobs do not run (they become `broken`), with the job's `broken_reason` as the
