@@ -15,7 +15,7 @@ import type { Job } from '../builds/jobs/model';
 import { serializeBuild, serializeBuildPipeline } from '../builds/serialize';
 import type { Organization, User } from '../core/identity';
 import type { Pipeline } from '../pipelines/repository';
-import { serializePipeline } from '../pipelines/serialize';
+import { serializePipeline, stepJson } from '../pipelines/serialize';
 import type { EventName, EventPayload, Representation } from './events';
 import type { Transition } from './repository';
 
@@ -48,6 +48,18 @@ export interface RenderedEvent {
   agent: Agent | null;
   /** Where an event about no pipeline or agent happened (a cluster token's): its cluster. */
   clusterId?: string | null;
+}
+
+/** The build's steps, each once (its jobs share it: parallel shards, retries), in the build's order, as the REST pipeline shows steps. */
+function buildSteps(jobs: readonly Job[]): Representation[] {
+  const seen = new Set<string>();
+  const steps: Representation[] = [];
+  for (const j of [...jobs].sort((a, b) => a.position - b.position)) {
+    if (seen.has(j.stepId)) continue;
+    seen.add(j.stepId);
+    steps.push({ ...stepJson(j.step) });
+  }
+  return steps;
 }
 
 const NO_COUNTS = { scheduledBuilds: 0, runningBuilds: 0, scheduledJobs: 0, runningJobs: 0, waitingJobs: 0 };
@@ -108,9 +120,12 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
   const job = t.kind === 'job' ? (found.jobs.find((j) => j.id === t.subjectId) ?? null) : null;
   // A job removed since (`pipeline upload --replace` removes pending ones): its events tell nothing.
   if (t.kind === 'job' && !job) return null;
+  // The build events page: build.finished's build has its steps' configuration (a trigger step's
+  // `async` among it); only that event carries them, as documented (a build's steps can be many).
+  const steps = name === 'build.finished' ? buildSteps(found.jobs) : undefined;
   const payload: EventPayload = {
     event: name,
-    build: t.kind === 'build' ? { ...buildJson, state: t.toState, blocked: t.blocked } : { ...buildJson },
+    build: t.kind === 'build' ? { ...buildJson, state: t.toState, blocked: t.blocked, steps } : { ...buildJson },
     pipeline: { ...pipelineJson },
     sender: sender(name === 'job.activated' ? (job?.unblockedBy ?? found.build.creator) : found.build.creator),
   };

@@ -65,13 +65,17 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
 
   it("tells a trigger job's end with its async, and pings a service whose settings change", async () => {
     const { org, token } = await ctx().givenAdmin();
-    const s = await givenService(org, token, { settings: { events: ['job.finished'] } });
+    const s = await givenService(org, token, { settings: { events: ['job.finished', 'build.finished'] } });
     await givenPipeline(ctx(), org, token, { name: 'target', configuration: 'steps:\n  - command: deploy\n' });
     const p = await givenPipeline(ctx(), org, token, 'steps:\n  - trigger: target\n    async: true\n');
     await givenBuild(ctx(), org, p, token);
     await settle();
-    expect(receiver().events()).toEqual(['ping', 'job.finished']);
+    expect(receiver().events()).toEqual(['ping', 'job.finished', 'build.finished']);
     expect(receiver().received[1]!.body).toMatchObject({ event: 'job.finished', job: { type: 'trigger', state: 'passed', async: true } });
+    // The build events page: build.finished has the steps' configuration, a trigger step's async in it.
+    expect((receiver().received[2]!.body as { build: { steps: unknown[] } }).build.steps).toEqual([
+      expect.objectContaining({ type: 'trigger', pipeline: 'target', async: true }),
+    ]);
     // The docs' ping: 'Webhook notification settings have changed'.
     await ctx()
       .http()
@@ -80,7 +84,7 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
       .send({ description: 'renamed' })
       .expect(200);
     await settle();
-    expect(receiver().events()).toEqual(['ping', 'job.finished', 'ping']);
+    expect(receiver().events()).toEqual(['ping', 'job.finished', 'build.finished', 'ping']);
   });
 
   it('names who retried a job in its retry_source: the user for a manual retry, null for an automatic one', async () => {
