@@ -6123,9 +6123,10 @@ export interface components {
             adjustments: components["schemas"]["MatrixAdjustment"][];
         };
         /**
-         * @description `automatic`: a failed job whose exit status (and `signal_reason`, when the rule gives
-         *     one; `*` any, `none` no signal) matches a rule is retried at once, while its
-         *     `retries_count` is below the rule's `limit`. `manual`: `allowed: false` refuses
+         * @description `automatic`: a failed job whose exit status (and `signal` and `signal_reason`, when the
+         *     rule gives them; `*` any, `none` none) matches a rule is retried at once, while its
+         *     `retries_count` is below the rule's `limit` (the first matching rule decides: one with
+         *     `limit: 0` retries nothing). `manual`: `allowed: false` refuses
          *     `PUT .../jobs/{id}/retry` with `reason`; `permit_on_passed` lets passed jobs be retried.
          */
         StepRetry: {
@@ -6151,7 +6152,10 @@ export interface components {
         };
         AutomaticRetry: {
             exit_status: components["schemas"]["RetryExitStatus"];
+            /** @description The signal that stopped the job (`SIGKILL` or `kill`, either case; `*` any, `none` none). */
+            signal?: string;
             signal_reason?: string;
+            /** @description Retries this rule allows; 0 never retries what it matches. */
             limit: number;
         };
         /** @description Skips the adjusted combination: `true`, or a reason (shown as the job's skip reason). */

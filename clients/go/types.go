@@ -5092,9 +5092,10 @@ type NotifySlack struct {
 	Message  *string  `json:"message,omitempty"`
 }
 
-// `automatic`: a failed job whose exit status (and `signal_reason`, when the rule gives
-// one; `*` any, `none` no signal) matches a rule is retried at once, while its
-// `retries_count` is below the rule's `limit`. `manual`: `allowed: false` refuses
+// `automatic`: a failed job whose exit status (and `signal` and `signal_reason`, when the
+// rule gives them; `*` any, `none` none) matches a rule is retried at once, while its
+// `retries_count` is below the rule's `limit` (the first matching rule decides: one with
+// `limit: 0` retries nothing). `manual`: `allowed: false` refuses
 // `PUT .../jobs/{id}/retry` with `reason`; `permit_on_passed` lets passed jobs be retried.
 type StepRetry struct {
 	Automatic []AutomaticRetry `json:"automatic"`
@@ -5102,9 +5103,12 @@ type StepRetry struct {
 }
 
 type AutomaticRetry struct {
-	ExitStatus   *RetryExitStatus `json:"exit_status"`
-	Limit        int64            `json:"limit"`
-	SignalReason *string          `json:"signal_reason,omitempty"`
+	ExitStatus *RetryExitStatus `json:"exit_status"`
+	// Retries this rule allows; 0 never retries what it matches.
+	Limit int64 `json:"limit"`
+	// The signal that stopped the job (`SIGKILL` or `kill`, either case; `*` any, `none` none).
+	Signal       *string `json:"signal,omitempty"`
+	SignalReason *string `json:"signal_reason,omitempty"`
 }
 
 type ManualRetry struct {

@@ -634,7 +634,7 @@ describe('parseConfiguration: errors name the line', () => {
       'step 3 (line 8): "trigger" must name a pipeline slug',
       'step 4 (line 10): "trigger" must name a pipeline slug',
       'step 5 (line 12): "concurrency" must be a positive whole number',
-      'step 5 (line 13): "retry.automatic.limit" must be a whole number from 1 to 10',
+      'step 5 (line 13): "retry.automatic.limit" must be a whole number from 0 to 10',
       'step 5 (line 14): "soft_fail[0].exit_status" must be a whole number or "*"',
       'step 5 (line 15): "branches" must be a string or a list of strings',
       'step 5 (line 16): "continue_on_failure" is not an attribute of a command step',

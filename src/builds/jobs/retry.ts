@@ -8,10 +8,17 @@
  */
 import type { AutomaticRetry, Step } from '../../pipelines/configuration';
 
-function matches(rule: AutomaticRetry, exitStatus: number, signalReason: string | null): boolean {
+/** A signal's name as the docs compare them: either case, `SIG` optional (`SIGKILL` is `kill`). */
+const signalName = (s: string) => s.toLowerCase().replace(/^sig/, '');
+
+function matches(rule: AutomaticRetry, exitStatus: number, signalReason: string | null, signal: string | null): boolean {
   const status = rule.exit_status;
   const statusMatches = status === '*' || status === exitStatus || (Array.isArray(status) && status.includes(exitStatus));
   if (!statusMatches) return false;
+  const wantedSignal = rule.signal;
+  if (wantedSignal !== undefined && wantedSignal !== '*') {
+    if (wantedSignal === 'none' ? !!signal : !signal || signalName(wantedSignal) !== signalName(signal)) return false;
+  }
   const wanted = rule.signal_reason;
   if (wanted === undefined || wanted === '*') return true;
   return wanted === 'none' ? !signalReason : wanted === signalReason;
@@ -55,8 +62,14 @@ export function effectiveExitStatus(
  * signal reason) decides, and it retries while the job has been retried fewer times than its
  * `limit` (`retries_count` counts every retry of the step's job, manual ones included).
  */
-export function automaticRetryRule(step: Step, retriesCount: number, exitStatus: number, signalReason: string | null): AutomaticRetry | null {
+export function automaticRetryRule(
+  step: Step,
+  retriesCount: number,
+  exitStatus: number,
+  signalReason: string | null,
+  signal: string | null = null,
+): AutomaticRetry | null {
   if (step.type !== 'script' || exitStatus === 0 || !step.retry) return null;
-  const rule = step.retry.automatic.find((r) => matches(r, exitStatus, signalReason));
+  const rule = step.retry.automatic.find((r) => matches(r, exitStatus, signalReason, signal));
   return rule && retriesCount < rule.limit ? rule : null;
 }

@@ -276,7 +276,7 @@ export class BuildProgress {
   /** In the transaction that ended the job: its automatic retry, when it failed and a rule of its step says so (`retry_type: automatic`). */
   private async retryAutomatically(r: ProgressRepositories, a: Announcements, job: RetryableJob, end: JobEnd | ExpiredJob): Promise<void> {
     if (end.state !== 'failed' && end.state !== 'timed_out') return;
-    if (!automaticRetryRule(job.step, job.retriesCount ?? 0, end.exit_status, end.signal_reason ?? null)) return;
+    if (!automaticRetryRule(job.step, job.retriesCount ?? 0, end.exit_status, end.signal_reason ?? null, 'signal' in end ? (end.signal ?? null) : null)) return;
     await markRetries(r, a, job.buildId, [{ jobId: job.id, newId: crypto.randomUUID(), fromStates: AUTO_RETRYABLE_JOB_STATES }], 'automatic', end.finished_at);
   }
 

@@ -208,7 +208,7 @@ function automaticRetry(reporter: ProblemReporter, at: string, automatic: Config
   if (automatic === undefined || automatic.kind === 'null') return [];
   if (automatic.kind === 'bool') return automatic.value ? [{ exit_status: '*', limit: 2 }] : [];
   const items = automatic.kind === 'map' ? [automatic] : automatic.kind === 'list' ? automatic.items : undefined;
-  if (!items) return (reporter.fail(at, 'must be true, false, or one or a list of {exit_status, signal_reason, limit} rules', automatic), []);
+  if (!items) return (reporter.fail(at, 'must be true, false, or one or a list of {exit_status, signal, signal_reason, limit} rules', automatic), []);
   if (items.length > MAX_LIST) return (reporter.fail(at, tooMany(MAX_LIST), automatic), []);
   const rules: AutomaticRetry[] = [];
   items.forEach((item, i) => {
@@ -225,10 +225,12 @@ function automaticRetry(reporter: ProblemReporter, at: string, automatic: Config
       status = exitStatus(reporter, `${itemPath}.exit_status`, statusValue, '*');
     }
     const limitFound = findProperty(item, ['limit'], `${itemPath}.`);
-    const limit = limitFound ? wholeNumber(reporter, limitFound, 1, 10, 'must be a whole number from 1 to 10') : 2;
-    const signal = optionalText(reporter, findProperty(item, ['signal_reason'], `${itemPath}.`), MAX_SIGNAL);
+    // The docs: 0 prevents a retry of what the rule matches (a `stack_error`, say).
+    const limit = limitFound ? wholeNumber(reporter, limitFound, 0, 10, 'must be a whole number from 0 to 10') : 2;
+    const reason = optionalText(reporter, findProperty(item, ['signal_reason'], `${itemPath}.`), MAX_SIGNAL);
+    const signal = optionalText(reporter, findProperty(item, ['signal'], `${itemPath}.`), MAX_SIGNAL);
     if (status !== undefined && limit !== null)
-      rules.push(signal === null ? { exit_status: status, limit } : { exit_status: status, limit, signal_reason: signal });
+      rules.push({ exit_status: status, limit, ...(signal === null ? {} : { signal }), ...(reason === null ? {} : { signal_reason: reason }) });
   });
   return rules;
 }

@@ -91,7 +91,7 @@ export type NotifyEntry = (
 ) & { if?: string };
 export type NotifyKind = 'email' | 'webhook' | 'slack' | 'basecamp_campfire' | 'pagerduty_change_event' | 'github_commit_status' | 'github_check';
 /** An automatic retry rule: which failures (exit status, and signal reason when given) and how often. */
-export type AutomaticRetry = { exit_status: ExitStatus | number[]; limit: number; signal_reason?: string };
+export type AutomaticRetry = { exit_status: ExitStatus | number[]; limit: number; signal?: string; signal_reason?: string };
 /** `retry.manual`: whether the retry button is allowed (with the reason when it is not), also for passed jobs. */
 export type ManualRetry = { allowed: boolean; reason: string | null; permit_on_passed: boolean };
 export type StepRetry = { automatic: AutomaticRetry[]; manual?: ManualRetry };

@@ -78,6 +78,40 @@ describeEachDatabase('automatic and manual retry rules', (ctx) => {
     const none = { type: 'script', retry: { automatic: [{ exit_status: '*', limit: 1, signal_reason: 'none' }] } } as unknown as ScriptStep;
     expect(automaticRetryRule(none, 0, 1, null)).not.toBeNull();
     expect(automaticRetryRule(none, 0, 1, 'cancel')).toBeNull();
+    // The docs' signal: either case, SIG optional, `none` for no signal.
+    const killed = { type: 'script', retry: { automatic: [{ exit_status: '*', limit: 1, signal: 'kill' }] } } as unknown as ScriptStep;
+    expect(automaticRetryRule(killed, 0, 137, null, 'SIGKILL')).not.toBeNull();
+    expect(automaticRetryRule(killed, 0, 137, null, 'SIGTERM')).toBeNull();
+    expect(automaticRetryRule(killed, 0, 1, null, null)).toBeNull();
+    const unsignalled = { type: 'script', retry: { automatic: [{ exit_status: '*', limit: 1, signal: 'none' }] } } as unknown as ScriptStep;
+    expect(automaticRetryRule(unsignalled, 0, 1, null, null)).not.toBeNull();
+    expect(automaticRetryRule(unsignalled, 0, 1, null, 'SIGINT')).toBeNull();
+  });
+
+  it("takes the docs' limit: 0, which stops the rules at the first one matching, and a signal read from the finish", async () => {
+    const s = await setup(
+      [
+        'steps:',
+        '  - command: provision',
+        '    retry:',
+        '      automatic:',
+        '        - { signal_reason: stack_error, limit: 0 }',
+        '        - { exit_status: "*", signal: kill, limit: 1 }',
+      ].join('\n'),
+    );
+    // Stopped by SIGKILL: the second rule retries it.
+    const first = await takeNextJob(ctx(), s.agent);
+    await ctx().http().put(`/v3/jobs/${first.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: '137', signal: 'SIGKILL' }).expect(200);
+    let b = await s.read();
+    expect(b.jobs.map((j) => [j.state, j.retry_type])).toEqual([
+      ['failed', null],
+      ['scheduled', 'automatic'],
+    ]);
+    // A stack error: the first rule matches, with limit 0, so nothing retries it.
+    const second = await takeNextJob(ctx(), s.agent);
+    await ctx().http().put(`/v3/jobs/${second.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: '1', signal_reason: 'stack_error' }).expect(200);
+    b = await s.read();
+    expect([b.state, b.jobs.length]).toEqual(['failed', 2]);
   });
 
   it('honours retry.manual: a refused retry says the reason; permit_on_passed allows passed jobs', async () => {
