@@ -204,15 +204,21 @@ export class AgentService {
     const waiting: { metaData: string[]; defaultQueue: string | null }[] = [];
     for (const other of await this.agents.idleAbove(agent.organizationId, agent.clusterId, agent.priority, since, limit)) {
       if (isPaused(other, now) || other.ignoreInDispatches) continue;
-      let defaultQueue: string | null = 'default';
-      if (other.clusterId) {
-        const queue = await this.clusterQueueOf(other);
-        if (!queue || queue.paused) continue;
-        defaultQueue = queue.defaultQueueKey;
-      }
-      waiting.push({ metaData: other.metaData, defaultQueue });
+      const dispatch = await this.dispatchQueueOf(other);
+      if (dispatch) waiting.push({ metaData: other.metaData, defaultQueue: dispatch.defaultQueue });
     }
     return waiting;
+  }
+
+  /**
+   * The default queue a job's rules are matched with for this agent: `default` for an agent in no
+   * cluster, its cluster's default queue for a cluster's agent; null while its queue is paused (or
+   * gone), when it takes no work.
+   */
+  async dispatchQueueOf(agent: Agent): Promise<{ defaultQueue: string | null } | null> {
+    if (!agent.clusterId) return { defaultQueue: 'default' };
+    const queue = await this.clusterQueueOf(agent);
+    return queue && !queue.paused ? { defaultQueue: queue.defaultQueueKey } : null;
   }
 
   /** The queue of a cluster's agent as dispatch sees it (paused or not, its cluster's default queue); null when gone. */

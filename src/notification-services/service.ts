@@ -93,8 +93,7 @@ export class NotificationServiceService {
     private readonly services: NotificationServiceRepository,
     private readonly deps: NotificationServiceDeps,
     keys: Keys,
-    /** Told of each new service after its create commits (the composition root sends it the `ping` event); its failure does not fail the create. */
-    /** Created, or its settings changed: the delivery side pings it. */
+    /** Told of each service after its create, or a change of it, commits (the composition root sends it the `ping` event); its failure does not fail the write. */
     private readonly onChanged: (s: ActiveNotificationService) => Promise<void> = async () => {},
     /** Where every change is recorded, in its transaction (src/audit/service.ts); never a service's settings or secrets. */
     private readonly audit: AuditLog | null = null,

@@ -69,13 +69,14 @@ const sender = (u: User | null | undefined) => (u ? { id: u.id, name: u.name } :
 export async function renderEvent(src: PayloadSources, name: EventName, t: Transition): Promise<RenderedEvent | null> {
   const org = await src.organization(t.organizationId);
   if (!org) return null;
+  const organization = { id: org.id, slug: org.slug, name: org.name };
   if (t.kind === 'token') {
     const token = await src.clusterToken(t.subjectId, org.slug);
     if (!token) return null; // deleted since
     const blockedIp = typeof t.detail?.blocked_ip === 'string' ? t.detail.blocked_ip : '';
     return {
       payload: { event: name, blocked_ip: blockedIp, cluster_token: token.json, sender: null },
-      organization: { id: org.id, slug: org.slug, name: org.name },
+      organization,
       pipeline: null,
       build: null,
       job: null,
@@ -90,7 +91,7 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
     return {
       // The REST agent, the job it holds included (the agent events page: an Agent).
       payload: { event: name, agent: { ...serializeAgentBase(agent, src.publicUrl, org.slug), job: await src.heldJob(agent) }, sender: null },
-      organization: { id: org.id, slug: org.slug, name: org.name },
+      organization,
       pipeline: null,
       build: null,
       job: null,
@@ -140,5 +141,5 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
   }
   // The documented one addition of this event's body: the reason, kept with the event only.
   if (name === 'job.promised_exit_status') payload.promised_exit_status_reason = typeof t.detail?.reason === 'string' ? t.detail.reason : null;
-  return { payload, organization: { id: org.id, slug: org.slug, name: org.name }, pipeline, build: found.build, job, jobs: found.jobs, agent: null };
+  return { payload, organization, pipeline, build: found.build, job, jobs: found.jobs, agent: null };
 }

@@ -20,8 +20,6 @@ import { FAILING_JOB_STATES, TERMINAL_JOB_STATES } from '../builds/states';
 import { stepOutcome, type StepOutcome } from '../builds/jobs/step-state';
 import type { EventName } from './events';
 
-export type { StepOutcome };
-
 export interface StepMoment {
   state: 'failing' | 'finished';
   outcome: StepOutcome;

@@ -106,14 +106,10 @@ export class AgentWorkService {
     if (agent.ignoreInDispatches) return { action: 'idle', job: null };
     // A cluster's agent takes its cluster's jobs only, none while its queue is paused (or gone);
     // an agent in no cluster takes the jobs of pipelines in none.
-    let defaultQueue: string | null = 'default';
-    if (agent.clusterId) {
-      const queue = await this.agents.clusterQueueOf(agent);
-      if (!queue || queue.paused) return { action: 'idle', job: null };
-      defaultQueue = queue.defaultQueueKey;
-    }
+    const dispatch = await this.agents.dispatchQueueOf(agent);
+    if (!dispatch) return { action: 'idle', job: null };
     const classes = (await this.jobs.dispatchClasses(agent.organizationId)).filter(
-      (c) => c.clusterId === agent.clusterId && matchesQueryRules(c.agentQueryRules, agent.metaData, defaultQueue),
+      (c) => c.clusterId === agent.clusterId && matchesQueryRules(c.agentQueryRules, agent.metaData, dispatch.defaultQueue),
     );
     if (!classes.length) return { action: 'idle', job: null };
     const keys = classes.map((c) => c.key);

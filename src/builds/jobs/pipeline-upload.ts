@@ -15,7 +15,6 @@ import YAML from 'yaml';
 import type { Agent } from '../../agents/repository';
 import type { StepSignature } from './plan';
 import { MAX_JOBS_PER_BUILD, planJobs, stepConditionContext } from './plan';
-
 import type { BuildProgress } from '../progress/service';
 import type { BuildService } from '../service';
 import type { Job } from './model';

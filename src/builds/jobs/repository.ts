@@ -333,7 +333,6 @@ export class JobRepository {
     );
   }
 
-  /** A job's `timeout_in_minutes`, if it is in one of `inStates`; false if it was not (it finished). */
   /** The `maximum_command_step_timeout` of the job's pipeline (null: none, or the job is gone). */
   async pipelineMaximumTimeout(jobId: string): Promise<number | null> {
     const row = await this.db('jobs as j')
@@ -344,6 +343,7 @@ export class JobRepository {
     return row?.maximum_timeout_in_minutes ?? null;
   }
 
+  /** A job's `timeout_in_minutes`, if it is in one of `inStates`; false if it was not (it finished). */
   async setTimeout(jobId: string, minutes: number, inStates: readonly JobState[]): Promise<boolean> {
     return (await this.db('jobs').where({ id: jobId }).whereIn('state', inStates).update({ timeout_in_minutes: minutes })) > 0;
   }
