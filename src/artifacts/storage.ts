@@ -96,9 +96,13 @@ export async function stageToFile(source: Readable, maxBytes: number, dir: strin
   await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
   const file = path.join(dir, `${crypto.randomUUID()}.part`);
   const counter = hashingCounter(maxBytes);
+  const out = fs.createWriteStream(file, { mode: 0o600 });
   try {
-    await pipeline(source, counter.transform, fs.createWriteStream(file, { mode: 0o600 }));
+    await pipeline(source, counter.transform, out);
   } catch (err) {
+    // A refusal on the first chunk can come before the file is even opened: the stream opens
+    // it, then closes, after the failure. Removed only once it closed, no `.part` is left behind.
+    if (!out.closed) await new Promise<void>((closed) => out.once('close', () => closed()));
     await fsp.rm(file, { force: true });
     // What is left of the source is read and dropped, so the request can be answered.
     source.resume();
