@@ -4,7 +4,9 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   // Crash, shutdown and outage tests spawn servers: `npm run test:faults` (jest.faults.config.js).
   // The packed tarball's install and run: `npm run test:package` (jest.package.config.js).
-  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/faults/', '<rootDir>/test/package/'],
+  // The S3 artifact store's suite runs with the fault tests (it starts s3rver and stops it under a
+  // report), once per CI run, not in both.
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/faults/', '<rootDir>/test/package/', '<rootDir>/test/artifacts/s3.test.ts'],
   // Transpile only (tsconfig.json sets isolatedModules): `npm run typecheck` is the type gate, so tests start fast.
   transform: { '^.+\\.ts$': ['ts-jest', { diagnostics: false }] },
   globalSetup: '<rootDir>/test/support/global-setup.ts',

@@ -3,20 +3,20 @@
 // `npx jest --json --outputFile=<report>`, or from the output of a run (a CI log: jest prints
 // `PASS <file> (<n> s)` for files slower than 5 s; a file it prints no time for counts 2 s): the order test/support/sequencer.js starts files in on a
 // machine whose jest cache has no timings (a fresh clone, CI). Refresh it when files are added or a
-// file's weight changes much: `node scripts/test-durations.mjs <report>`. Only the order matters.
+// file's weight changes much: `node scripts/test-durations.mjs <report> [<report>...]` (the suite's
+// and the fault tests' reports: `npm run test:faults` orders its files the same way). Only the order matters.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const report = process.argv[2];
-if (!report) {
-  process.stderr.write('usage: node scripts/test-durations.mjs <jest --json report>\n');
+const reports = process.argv.slice(2);
+if (reports.length === 0) {
+  process.stderr.write('usage: node scripts/test-durations.mjs <jest --json report> [<report>...]\n');
   process.exit(2);
 }
-const text = readFileSync(report, 'utf8');
-/** [file relative to the root, seconds] per file the report names. */
-function timings() {
+/** [file relative to the root, seconds] per file the report `text` names. */
+function timings(text) {
   try {
     return JSON.parse(text).testResults.map((r) => [relative(ROOT, r.name).split('\\').join('/'), (r.endTime - r.startTime) / 1000]);
   } catch {
@@ -28,7 +28,8 @@ function timings() {
   }
 }
 const durations = Object.fromEntries(
-  timings()
+  reports
+    .flatMap((report) => timings(readFileSync(report, 'utf8')))
     .map(([file, seconds]) => [file, Math.round(seconds * 10) / 10])
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)),
 );
