@@ -6152,9 +6152,8 @@ export interface components {
         };
         AutomaticRetry: {
             exit_status: components["schemas"]["RetryExitStatus"];
-            /** @description The signal that stopped the job (`SIGKILL` or `kill`, either case; `*` any, `none` none). */
-            signal?: string;
-            signal_reason?: string;
+            signal?: components["schemas"]["RetrySignals"];
+            signal_reason?: components["schemas"]["RetrySignals"];
             /** @description Retries this rule allows; 0 never retries what it matches. */
             limit: number;
         };
@@ -8639,6 +8638,8 @@ export interface components {
         SsoMode: "required" | "optional";
         /** @enum {string} */
         OrganizationRole: "admin" | "member";
+        /** @description What a retry rule's `signal` (`SIGKILL` or `kill`, either case) or `signal_reason` (`cancel`, `agent_stop`...) matches: one value, `*` for any, `none` for none, or a list of values any of which matches. */
+        RetrySignals: string | string[];
         /**
          * @description The execution's own custom tags (importing_json.md, "Execution level custom tags"): over its
          *     upload's `tags` with the same key. As the Test Engine's tagging rules have them: at most 10;

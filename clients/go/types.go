@@ -2416,6 +2416,16 @@ func (r *RetryFailedJobsRequest) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalRetrySignals(data []byte) (RetrySignals, error) {
+	var r RetrySignals
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *RetrySignals) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalRule(data []byte) (Rule, error) {
 	var r Rule
 	err := json.Unmarshal(data, &r)
@@ -5105,10 +5115,9 @@ type StepRetry struct {
 type AutomaticRetry struct {
 	ExitStatus *RetryExitStatus `json:"exit_status"`
 	// Retries this rule allows; 0 never retries what it matches.
-	Limit int64 `json:"limit"`
-	// The signal that stopped the job (`SIGKILL` or `kill`, either case; `*` any, `none` none).
-	Signal       *string `json:"signal,omitempty"`
-	SignalReason *string `json:"signal_reason,omitempty"`
+	Limit        int64         `json:"limit"`
+	Signal       *RetrySignals `json:"signal,omitempty"`
+	SignalReason *RetrySignals `json:"signal_reason,omitempty"`
 }
 
 type ManualRetry struct {
@@ -7002,6 +7011,29 @@ func (x *RetryExitStatus) UnmarshalJSON(data []byte) error {
 
 func (x *RetryExitStatus) MarshalJSON() ([]byte, error) {
 	return marshalUnion(x.Integer, nil, nil, nil, x.IntegerArray != nil, x.IntegerArray, false, nil, false, nil, x.Enum != nil, x.Enum, false)
+}
+
+// What a retry rule's `signal` (`SIGKILL` or `kill`, either case) or `signal_reason`
+// (`cancel`, `agent_stop`...) matches: one value, `*` for any, `none` for none, or a list
+// of values any of which matches.
+type RetrySignals struct {
+	String      *string
+	StringArray []string
+}
+
+func (x *RetrySignals) UnmarshalJSON(data []byte) error {
+	x.StringArray = nil
+	object, err := unmarshalUnion(data, nil, nil, nil, &x.String, true, &x.StringArray, false, nil, false, nil, false, nil, false)
+	if err != nil {
+		return err
+	}
+	if object {
+	}
+	return nil
+}
+
+func (x *RetrySignals) MarshalJSON() ([]byte, error) {
+	return marshalUnion(nil, nil, nil, x.String, x.StringArray != nil, x.StringArray, false, nil, false, nil, false, nil, false)
 }
 
 // The pipeline as YAML text, or as JSON (a mapping with `steps`, or a list of steps).

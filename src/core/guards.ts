@@ -15,6 +15,10 @@ export function isStringArray(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((v) => typeof v === 'string');
 }
 
+export function isCountArray(value: unknown): value is number[] {
+  return Array.isArray(value) && value.every((v) => Number.isInteger(v) && v >= 0);
+}
+
 /** An array of string pairs (`[["content-type", "application/json"]]`). */
 export function isStringPairs(value: unknown): value is [string, string][] {
   return Array.isArray(value) && value.every((p) => Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && typeof p[1] === 'string');

@@ -301,6 +301,7 @@ export interface JobsRow {
   concurrency_method: string | null;
   promised_exit_status: number | null;
   promised_exit_status_at: DbTimestamp | null;
+  automatic_retries: string | null;
 }
 
 export interface NotificationAttemptsRow {
@@ -1037,6 +1038,7 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     concurrency_method: ['string', true],
     promised_exit_status: ['integer', true],
     promised_exit_status_at: ['timestamp', true],
+    automatic_retries: ['string', true],
   },
   notification_attempts: {
     delivery_id: ['string', false],

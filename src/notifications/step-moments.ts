@@ -38,8 +38,7 @@ const before = (a: Mark, b: Mark) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1
 
 /** When the job became a hard failure of its step: its promise, or its end; null if it is none. */
 function failedAt(j: Job): Mark | null {
-  if (j.promisedExitStatusAt !== null && promisedHardFailure(j.step, j.retriesCount ?? 0, j.promisedExitStatus))
-    return [j.promisedExitStatusAt.getTime(), j.id];
+  if (j.promisedExitStatusAt !== null && promisedHardFailure(j.step, j.automaticRetries, j.promisedExitStatus)) return [j.promisedExitStatusAt.getTime(), j.id];
   if (j.finishedAt !== null && FAILING_JOB_STATES.includes(j.state) && !j.softFailed) return [j.finishedAt.getTime(), j.id];
   return null;
 }

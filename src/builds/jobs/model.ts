@@ -17,6 +17,8 @@ export interface Job extends Omit<PlannedJob, 'state' | 'concurrency'> {
   retried: boolean;
   retriedInJobId: string | null;
   retriesCount: number | null;
+  /** How many times each rule of the step's `retry.automatic` (by index) has retried this job's line: each rule counts its own. */
+  automaticRetries: number[];
   retryType: JobRetryType | null;
   /** On a job that retried another: that job and how it was retried. */
   retrySource: { job_id: string; retry_type: 'manual' | 'automatic' } | null;

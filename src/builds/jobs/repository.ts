@@ -18,8 +18,9 @@ import { isPostgres, isUniqueViolation } from '../../db/knex';
 import { isUuid } from '../../core/uuid';
 import type { User } from '../../core/identity';
 import type { ExpiredJob, Job, JobContext, JobEnd } from './model';
-import { contextFromRow, jobFromRow, stepFromColumn, toJobRow, userSnapshotColumn, type JobContextRow } from './rows';
+import { automaticRetriesColumn, contextFromRow, jobFromRow, stepFromColumn, toJobRow, userSnapshotColumn, type JobContextRow } from './rows';
 import type { JobMove } from './state';
+import { countedRetry } from './retry';
 import { HELD_JOB_STATES, JOB_STATES, jobTransition, UNFINISHED_BUILD_STATES, type JobEvent } from '../states';
 import { QUEUED_CONCURRENCY_STATES, type QueuedJob } from './concurrency';
 import { jsonColumn, oneOf, rawRows, required } from '../../db/row-types';
@@ -406,10 +407,11 @@ export class JobRepository {
    * A copy of the job as `newId`, scheduled at `at` (or, in a concurrency group, limited: at the
    * back of its group's queue, with the limit it had), with what running it recorded cleared.
    */
-  async insertRetry(jobId: string, newId: string, type: 'manual' | 'automatic', at: Date): Promise<void> {
+  async insertRetry(jobId: string, newId: string, automaticRule: number | null, at: Date): Promise<void> {
     const row = await this.db('jobs').where({ id: jobId }).first();
     if (!row) throw new Error(`job ${jobId} is gone`);
     const limited = row.concurrency_group !== null;
+    const type = automaticRule === null ? 'manual' : 'automatic';
     await this.db('jobs').insert({
       ...row,
       id: newId,
@@ -424,6 +426,9 @@ export class JobRepository {
       retried_in_job_id: null,
       retried_by: null,
       retries_count: Number(row.retries_count ?? 0) + 1,
+      // Each automatic rule counts its own retries of the line; a manual retry carries the counts as they are.
+      automatic_retries:
+        automaticRule === null ? row.automatic_retries : JSON.stringify(countedRetry(automaticRetriesColumn(row.automatic_retries), automaticRule)),
       log_size: 0,
       retry_type: type,
       retry_source: JSON.stringify({ job_id: jobId, retry_type: type }),

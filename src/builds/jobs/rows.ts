@@ -13,7 +13,8 @@ import { userFromRow } from '../../user/rows';
 import type { User } from '../../core/identity';
 import { dispatchKey } from './dispatch-key';
 import type { Job, JobContext } from './model';
-import { type JsonRow, type Nullable, type Prefixed, oneOf, oneOfOrNull } from '../../db/row-types';
+import { type JsonRow, type Nullable, type Prefixed, jsonColumn, oneOf, oneOfOrNull } from '../../db/row-types';
+import { isCountArray } from '../../core/guards';
 import { everyValue } from '../../core/enum-values';
 import { JOB_STATES } from '../states';
 
@@ -109,6 +110,7 @@ export function jobFromRow(r: JobRowIn): Job {
     retried: toBool(r.retried),
     retriedInJobId: r.retried_in_job_id ?? null,
     retriesCount: r.retries_count ?? null,
+    automaticRetries: automaticRetriesColumn(r.automatic_retries),
     retryType: oneOfOrNull(JOB_RETRY_TYPE_VALUES, r.retry_type, 'jobs.retry_type'),
     retrySource: parseJson(r.retry_source, null),
     agentId: r.agent_id ?? null,
@@ -222,4 +224,9 @@ export function contextFromRow(r: JobContextRow): JobContext {
       rebuiltFrom: r.ctx_rebuilt_from_id ? { id: r.ctx_rebuilt_from_id, number: Number(r.ctx_rebuilt_from_number) } : null,
     },
   };
+}
+
+/** `jobs.automatic_retries`: each automatic retry rule's count of retries of the job's line, by the rule's index. */
+export function automaticRetriesColumn(value: unknown): number[] {
+  return jsonColumn(value, [], isCountArray, 'jobs.automatic_retries');
 }

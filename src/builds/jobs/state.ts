@@ -42,13 +42,13 @@ export interface BuildMove {
 
 /**
  * A hard failure fails the build; a soft-failed job does not; a job still on its agent that
- * promised a hard failure (`job promise-failure`) does already, as the docs say.
+ * promised a hard failure (`job promise-failure`) does already, as the docs say. So does a job
+ * canceled in a build that is not (`step cancel`, `cancel_on_build_failing`): the docs' step
+ * outcome calls a cancelation `errored`, and a canceled build's jobs never reach this.
  */
-export function failsBuild(j: Pick<Job, 'state' | 'softFailed' | 'step' | 'retriesCount' | 'promisedExitStatus'>): boolean {
-  // The promise stands when the job is stopped (a step cancel) too.
-  if (RUNNING_ON_AGENT_JOB_STATES.includes(j.state) || j.state === 'canceled') {
-    if (promisedHardFailure(j.step, j.retriesCount ?? 0, j.promisedExitStatus)) return true;
-  }
+export function failsBuild(j: Pick<Job, 'state' | 'softFailed' | 'step' | 'automaticRetries' | 'promisedExitStatus'>): boolean {
+  if (j.state === 'canceled') return true;
+  if (RUNNING_ON_AGENT_JOB_STATES.includes(j.state) && promisedHardFailure(j.step, j.automaticRetries, j.promisedExitStatus)) return true;
   return FAILING_JOB_STATES.includes(j.state) && !j.softFailed;
 }
 
@@ -63,11 +63,11 @@ export function failsBuild(j: Pick<Job, 'state' | 'softFailed' | 'step' | 'retri
  * documented without it and matches by state alone.
  */
 export function jobInStates(
-  j: Pick<Job, 'type' | 'state' | 'finishedAt' | 'step' | 'retriesCount' | 'promisedExitStatus'>,
+  j: Pick<Job, 'type' | 'state' | 'finishedAt' | 'step' | 'automaticRetries' | 'promisedExitStatus'>,
   states: ReadonlySet<JobState>,
   opts: { promisedAsFailed?: boolean } = {},
 ): boolean {
-  if (opts.promisedAsFailed && j.type === 'script' && j.state === 'running' && promisedHardFailure(j.step, j.retriesCount ?? 0, j.promisedExitStatus)) {
+  if (opts.promisedAsFailed && j.type === 'script' && j.state === 'running' && promisedHardFailure(j.step, j.automaticRetries, j.promisedExitStatus)) {
     return states.has('failed');
   }
   return states.has(j.state) || (j.type === 'waiter' && j.finishedAt !== null && states.has('passed'));
@@ -225,6 +225,8 @@ export function advance(
     let gate: 'open' | 'closed' | 'failed' = 'open';
     let allBeforeDone = true;
     let failedBefore = false;
+    /** A job before was canceled: no wait passes it, `continue_on_failure` or not (the docs' wait step page). */
+    let canceledBefore = false;
     missingDependency = false;
     for (const j of ordered) {
       const state = () => states.get(j.id)!;
@@ -242,7 +244,7 @@ export function advance(
           if (!allBeforeDone || verdict === 'wait') {
             reopen(j);
             gate = 'closed';
-          } else if (dependencyFailed || (failedBefore && !(j.step.type === 'waiter' && j.step.continue_on_failure))) {
+          } else if (dependencyFailed || canceledBefore || (failedBefore && !(j.step.type === 'waiter' && j.step.continue_on_failure))) {
             if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
             gate = 'failed';
           } else {
@@ -317,6 +319,7 @@ export function advance(
       }
       if (!TERMINAL_JOB_STATES.includes(state())) allBeforeDone = false;
       if (failsBuild({ ...j, state: state() })) failedBefore = true;
+      if (state() === 'canceled') canceledBefore = true;
     }
   };
   for (let n = 0; n <= ordered.length; n++) {
@@ -330,7 +333,7 @@ export function advance(
     for (const j of ordered) {
       if (j.step.type !== 'script' || !j.step.cancel_on_build_failing) continue;
       // A job that promised the failure runs on (documented): its siblings are canceled, not it.
-      if (promisedHardFailure(j.step, j.retriesCount ?? 0, j.promisedExitStatus)) continue;
+      if (promisedHardFailure(j.step, j.automaticRetries, j.promisedExitStatus)) continue;
       const state = states.get(j.id)!;
       // One held back by a failure (waiting_failed) has ended already: it stays so.
       if (state !== 'waiting_failed' && jobTransition('cancel_failing').from.includes(state)) move(j, 'canceled', { finished_at: now });

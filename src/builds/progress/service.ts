@@ -37,11 +37,11 @@ import { bind, type ProgressRepositories, type StepSigner } from './repositories
 import { clock } from '../../core/clock';
 import { isDeadlock } from '../../db/knex';
 
-/** Who retries a job: the user who asked for it, or the step's automatic retry rules. */
-export type RetriedBy = User | 'automatic';
+/** Who retries a job: the user who asked for it, or a rule of the step's `retry.automatic` (its index). */
+export type RetriedBy = User | { automaticRule: number };
 
 /** What deciding a job's automatic retry reads of it. */
-type RetryableJob = Pick<Job, 'id' | 'buildId' | 'step' | 'retriesCount'>;
+type RetryableJob = Pick<Job, 'id' | 'buildId' | 'step' | 'automaticRetries'>;
 
 /**
  * In a transaction under the build's lock: each job retried (a new scheduled job in its place,
@@ -57,9 +57,10 @@ async function markRetries(
   at: Date,
 ): Promise<number> {
   let retried = 0;
+  const [user, automaticRule] = 'automaticRule' in by ? [null, by.automaticRule] : [by, null];
   for (const { jobId, newId, fromStates } of retries) {
-    if (!(await r.jobs.markRetried(jobId, newId, fromStates, by === 'automatic' ? null : by))) continue;
-    await r.jobs.insertRetry(jobId, newId, by === 'automatic' ? 'automatic' : 'manual', at);
+    if (!(await r.jobs.markRetried(jobId, newId, fromStates, user))) continue;
+    await r.jobs.insertRetry(jobId, newId, automaticRule, at);
     a.job(buildId, jobId);
     a.job(buildId, newId);
     retried++;
@@ -276,8 +277,10 @@ export class BuildProgress {
   /** In the transaction that ended the job: its automatic retry, when it failed and a rule of its step says so (`retry_type: automatic`). */
   private async retryAutomatically(r: ProgressRepositories, a: Announcements, job: RetryableJob, end: JobEnd | ExpiredJob): Promise<void> {
     if (end.state !== 'failed' && end.state !== 'timed_out') return;
-    if (!automaticRetryRule(job.step, job.retriesCount ?? 0, end.exit_status, end.signal_reason ?? null, 'signal' in end ? (end.signal ?? null) : null)) return;
-    await markRetries(r, a, job.buildId, [{ jobId: job.id, newId: crypto.randomUUID(), fromStates: AUTO_RETRYABLE_JOB_STATES }], 'automatic', end.finished_at);
+    const rule = automaticRetryRule(job.step, job.automaticRetries, end.exit_status, end.signal_reason ?? null, 'signal' in end ? (end.signal ?? null) : null);
+    if (rule === null) return;
+    const retry = { jobId: job.id, newId: crypto.randomUUID(), fromStates: AUTO_RETRYABLE_JOB_STATES };
+    await markRetries(r, a, job.buildId, [retry], { automaticRule: rule }, end.finished_at);
   }
 
   /**

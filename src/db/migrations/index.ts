@@ -52,6 +52,7 @@ import * as jobPromisedFailure from './20261128200000_job_promised_failure';
 import * as outboxNamedEvents from './20261128210000_outbox_named_events';
 import * as buildWebhookEvent from './20261129040000_build_webhook_event';
 import * as agentPriorityIndex from './20261129050000_agent_priority_index';
+import * as jobAutomaticRetries from './20261129070000_job_automatic_retries';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -102,6 +103,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261128210000_outbox_named_events': outboxNamedEvents,
   '20261129040000_build_webhook_event': buildWebhookEvent,
   '20261129050000_agent_priority_index': agentPriorityIndex,
+  '20261129070000_job_automatic_retries': jobAutomaticRetries,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -36,6 +36,16 @@ export function optionalText(reporter: ProblemReporter, found: FoundProperty | u
   return s.trim() === '' ? null : s;
 }
 
+/** A string, or a list of strings (as the docs' retry rules take `signal` and `signal_reason`); blank or empty counts as not given. */
+function textOrList(reporter: ProblemReporter, found: FoundProperty | undefined, max: number): string | string[] | null {
+  if (!found) return null;
+  const [path, v] = found;
+  if (v.kind !== 'list') return optionalText(reporter, found, max);
+  if (v.items.length > MAX_LIST) return (reporter.fail(path, tooMany(MAX_LIST), v), null);
+  const items = v.items.map((item, i) => optionalText(reporter, [`${path}[${i}]`, item], max)).filter((s): s is string => s !== null);
+  return items.length > 0 ? items : null;
+}
+
 /** A string, or a list of strings joined with `sep`; blank counts as not given. */
 export function joined(reporter: ProblemReporter, found: FoundProperty | undefined, sep: string, max: number): string | null {
   if (!found) return null;
@@ -227,8 +237,8 @@ function automaticRetry(reporter: ProblemReporter, at: string, automatic: Config
     const limitFound = findProperty(item, ['limit'], `${itemPath}.`);
     // The docs: 0 prevents a retry of what the rule matches (a `stack_error`, say).
     const limit = limitFound ? wholeNumber(reporter, limitFound, 0, 10, 'must be a whole number from 0 to 10') : 2;
-    const reason = optionalText(reporter, findProperty(item, ['signal_reason'], `${itemPath}.`), MAX_SIGNAL);
-    const signal = optionalText(reporter, findProperty(item, ['signal'], `${itemPath}.`), MAX_SIGNAL);
+    const reason = textOrList(reporter, findProperty(item, ['signal_reason'], `${itemPath}.`), MAX_SIGNAL);
+    const signal = textOrList(reporter, findProperty(item, ['signal'], `${itemPath}.`), MAX_SIGNAL);
     if (status !== undefined && limit !== null)
       rules.push({ exit_status: status, limit, ...(signal === null ? {} : { signal }), ...(reason === null ? {} : { signal_reason: reason }) });
   });

@@ -90,8 +90,8 @@ export type NotifyEntry = (
   | { github_check: NotifyGitHubCheck }
 ) & { if?: string };
 export type NotifyKind = 'email' | 'webhook' | 'slack' | 'basecamp_campfire' | 'pagerduty_change_event' | 'github_commit_status' | 'github_check';
-/** An automatic retry rule: which failures (exit status, and signal reason when given) and how often. */
-export type AutomaticRetry = { exit_status: ExitStatus | number[]; limit: number; signal?: string; signal_reason?: string };
+/** An automatic retry rule: which failures (exit status, and signal and signal reason when given: one, `*`, `none` or a list) and how often. */
+export type AutomaticRetry = { exit_status: ExitStatus | number[]; limit: number; signal?: string | string[]; signal_reason?: string | string[] };
 /** `retry.manual`: whether the retry button is allowed (with the reason when it is not), also for passed jobs. */
 export type ManualRetry = { allowed: boolean; reason: string | null; permit_on_passed: boolean };
 export type StepRetry = { automatic: AutomaticRetry[]; manual?: ManualRetry };

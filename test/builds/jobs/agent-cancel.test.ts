@@ -44,6 +44,28 @@ describeEachDatabase('the agent API: step cancel and build cancel', (ctx) => {
     await ctx().http().post('/v3/steps/nowhere/cancel').set(agentAuth(s.agent.token)).send({}).expect(404);
   });
 
+  it("fails the build and stops every later wait, continue_on_failure or not: the docs' wait step page on a canceled job", async () => {
+    const s = await setup(
+      yaml('steps:', '  - { command: slow, key: slow }', '  - command: quick', '  - { wait: ~, continue_on_failure: true }', '  - command: after'),
+    );
+    const slow = await takeNextJob(ctx(), s.agent);
+    const other = await givenAgent(ctx(), s.reg, 'other');
+    const quick = await takeNextJob(ctx(), other);
+    await ctx().http().post('/v3/steps/slow/cancel').set(agentAuth(s.agent.token)).send({ build_id: s.build.id }).expect(200);
+    await ctx().http().put(`/v3/jobs/${slow.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: -1, signal_reason: 'cancel' }).expect(200);
+    // Canceled is an errored outcome, not a pass: the build is failing while the other job runs.
+    expect((await s.read()).state).toBe('failing');
+    await ctx().http().put(`/v3/jobs/${quick.id}/finish`).set(agentAuth(other.token)).send({ exit_status: 0 }).expect(200);
+    const b = await s.read();
+    expect(b.jobs.map((j) => [j.type, j.command ?? null, j.state])).toEqual([
+      ['script', 'slow', 'canceled'],
+      ['script', 'quick', 'passed'],
+      ['waiter', null, 'waiting_failed'],
+      ['script', 'after', 'waiting_failed'],
+    ]);
+    expect(b.state).toBe('failed');
+  });
+
   it('with --force, cancels the jobs agents run at once and frees their agents', async () => {
     const s = await setup(yaml('steps:', '  - command: controller', '  - { command: hung, key: hung }', '  - command: next'));
     await takeNextJob(ctx(), s.agent);

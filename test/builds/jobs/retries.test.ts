@@ -1,4 +1,4 @@
-import { automaticRetryRule } from '../../../src/builds/jobs/retry';
+import { automaticRetryRule, countedRetry } from '../../../src/builds/jobs/retry';
 import type { ScriptStep } from '../../../src/pipelines/configuration';
 import { auth, describeEachDatabase, type TestContext } from '../../support/context';
 import { takeNextJob, agentAuth, runNextJob, givenAgent, givenBuildAndAgent, givenRegistrationToken, type TestAgent } from '../../support/agents';
@@ -55,7 +55,7 @@ describeEachDatabase('automatic and manual retry rules', (ctx) => {
       ].join('\n'),
     );
     await runNext(ctx(), s.agent, 3); // rule 1
-    await runNext(ctx(), s.agent, 137, 'agent_stop'); // rule 2: retries_count 1 < 3
+    await runNext(ctx(), s.agent, 137, 'agent_stop'); // rule 2: its own count, 0 < 3
     await runNext(ctx(), s.agent, 4); // rule 1 again, but its limit (1) is used up
     const b = await s.read();
     expect(b.jobs.map((j) => [j.state, j.exit_status, j.retry_type])).toEqual([
@@ -72,20 +72,102 @@ describeEachDatabase('automatic and manual retry rules', (ctx) => {
 
   it('decides in one function that other failure paths can call', () => {
     const step = { type: 'script', retry: { automatic: [{ exit_status: -1, limit: 2 }] } } as unknown as ScriptStep;
-    expect(automaticRetryRule(step, 0, -1, null)).toEqual({ exit_status: -1, limit: 2 });
-    expect(automaticRetryRule(step, 2, -1, null)).toBeNull();
-    expect(automaticRetryRule(step, 0, 0, null)).toBeNull();
+    expect(automaticRetryRule(step, [], -1, null)).toBe(0);
+    expect(automaticRetryRule(step, [2], -1, null)).toBeNull();
+    expect(automaticRetryRule(step, [], 0, null)).toBeNull();
     const none = { type: 'script', retry: { automatic: [{ exit_status: '*', limit: 1, signal_reason: 'none' }] } } as unknown as ScriptStep;
-    expect(automaticRetryRule(none, 0, 1, null)).not.toBeNull();
-    expect(automaticRetryRule(none, 0, 1, 'cancel')).toBeNull();
+    expect(automaticRetryRule(none, [], 1, null)).toBe(0);
+    expect(automaticRetryRule(none, [], 1, 'cancel')).toBeNull();
     // The docs' signal: either case, SIG optional, `none` for no signal.
     const killed = { type: 'script', retry: { automatic: [{ exit_status: '*', limit: 1, signal: 'kill' }] } } as unknown as ScriptStep;
-    expect(automaticRetryRule(killed, 0, 137, null, 'SIGKILL')).not.toBeNull();
-    expect(automaticRetryRule(killed, 0, 137, null, 'SIGTERM')).toBeNull();
-    expect(automaticRetryRule(killed, 0, 1, null, null)).toBeNull();
+    expect(automaticRetryRule(killed, [], 137, null, 'SIGKILL')).toBe(0);
+    expect(automaticRetryRule(killed, [], 137, null, 'SIGTERM')).toBeNull();
+    expect(automaticRetryRule(killed, [], 1, null, null)).toBeNull();
     const unsignalled = { type: 'script', retry: { automatic: [{ exit_status: '*', limit: 1, signal: 'none' }] } } as unknown as ScriptStep;
-    expect(automaticRetryRule(unsignalled, 0, 1, null, null)).not.toBeNull();
-    expect(automaticRetryRule(unsignalled, 0, 1, null, 'SIGINT')).toBeNull();
+    expect(automaticRetryRule(unsignalled, [], 1, null, null)).toBe(0);
+    expect(automaticRetryRule(unsignalled, [], 1, null, 'SIGINT')).toBeNull();
+    // The docs' "*": any exit status from 1 to 255, so not a lost agent's -1 (`automatic: true` included).
+    const any = { type: 'script', retry: { automatic: [{ exit_status: '*', limit: 2 }] } } as unknown as ScriptStep;
+    expect([1, 255].map((status) => automaticRetryRule(any, [], status, null))).toEqual([0, 0]);
+    expect([-1, 0].map((status) => automaticRetryRule(any, [], status, null))).toEqual([null, null]);
+    // Each rule counts its own retries: the second rule retries as often as its limit says, whatever the first did.
+    const two = {
+      type: 'script',
+      retry: {
+        automatic: [
+          { exit_status: 5, limit: 1 },
+          { exit_status: '*', limit: 2 },
+        ],
+      },
+    } as unknown as ScriptStep;
+    expect(automaticRetryRule(two, [1, 1], 1, null)).toBe(1);
+    expect(automaticRetryRule(two, [1, 2], 1, null)).toBeNull();
+    expect(automaticRetryRule(two, [1, 0], 5, null)).toBeNull();
+    // The docs' lists of signals and signal reasons: any one of them matches.
+    const listed = {
+      type: 'script',
+      retry: { automatic: [{ exit_status: '*', limit: 1, signal: ['kill', 'SIGINT'], signal_reason: ['cancel', 'agent_stop'] }] },
+    } as unknown as ScriptStep;
+    expect(automaticRetryRule(listed, [], 137, 'agent_stop', 'SIGKILL')).toBe(0);
+    expect(automaticRetryRule(listed, [], 130, 'cancel', 'int')).toBe(0);
+    expect(automaticRetryRule(listed, [], 143, 'cancel', 'SIGTERM')).toBeNull();
+    expect(automaticRetryRule(listed, [], 137, 'agent_refused', 'SIGKILL')).toBeNull();
+    expect(countedRetry([], 1)).toEqual([0, 1]);
+    expect(countedRetry([2, 1], 0)).toEqual([3, 1]);
+  });
+
+  it("counts each rule's retries on its own, as the docs' retry page says; a manual retry counts for no rule", async () => {
+    const s = await setup(
+      [
+        'steps:',
+        '  - command: picky',
+        '    retry:',
+        '      automatic:',
+        '        - { exit_status: 5, limit: 1 }',
+        '        - { exit_status: "*", limit: 2 }',
+      ].join('\n'),
+    );
+    for (const status of [5, 1, 1, 1]) await runNext(ctx(), s.agent, status);
+    let b = await s.read();
+    // Rule 1 retried once, rule 2 twice: three retries, one more than either limit alone.
+    expect(b.jobs.map((j) => [j.state, j.exit_status, j.retries_count])).toEqual([
+      ['failed', 5, null],
+      ['failed', 1, 1],
+      ['failed', 1, 2],
+      ['failed', 1, 3],
+    ]);
+    expect(b.state).toBe('failed');
+
+    const once = await setup('steps:\n  - command: once\n    retry:\n      automatic:\n        - { exit_status: 1, limit: 1 }\n');
+    const unmatched = await runNext(ctx(), once.agent, 7);
+    await once.retry(unmatched).expect(200);
+    await runNext(ctx(), once.agent, 1); // the manual retry used none of the rule's one retry
+    await runNext(ctx(), once.agent, 1);
+    b = await once.read();
+    expect(b.jobs.map((j) => [j.state, j.exit_status, j.retry_type])).toEqual([
+      ['failed', 7, null],
+      ['failed', 1, 'manual'],
+      ['failed', 1, 'automatic'],
+    ]);
+    expect(b.state).toBe('failed');
+  });
+
+  it('reads lists of signal reasons in a rule from the pipeline YAML', async () => {
+    const s = await setup('steps:\n  - command: host\n    retry:\n      automatic:\n        - { signal_reason: [agent_stop, agent_refused], limit: 1 }\n');
+    await runNext(ctx(), s.agent, 1, 'agent_refused');
+    await runNext(ctx(), s.agent, 1, 'agent_stop');
+    expect((await s.read()).jobs.map((j) => [j.state, j.retry_type, j.retried])).toEqual([
+      ['failed', null, true],
+      ['failed', 'automatic', false],
+    ]);
+  });
+
+  it('does not retry a lost agent\'s job (-1) under `automatic: true`: the docs\' "*" is 1 to 255', async () => {
+    const s = await setup('steps:\n  - command: host\n    retry:\n      automatic: true\n');
+    const id = await runNext(ctx(), s.agent, -1);
+    const b = await s.read();
+    expect(b.jobs.map((j) => [j.id, j.state, j.exit_status, j.retried])).toEqual([[id, 'failed', -1, false]]);
+    expect(b.state).toBe('failed');
   });
 
   it("takes the docs' limit: 0, which stops the rules at the first one matching, and a signal read from the finish", async () => {
