@@ -116,7 +116,7 @@ async function main(): Promise<void> {
       const job = (await api('GET', '/v3/ping', undefined, auth)).job as { id: string }; // cast: the API's JSON
       await api('PUT', `/v3/jobs/${job.id}/accept`, {}, auth);
       await api('PUT', `/v3/jobs/${job.id}/start`, {}, auth);
-      running.push({ auth, agent: await services.agents.authenticateAgent(auth.Authorization), job: job.id, offset: 0, sequence: 0 });
+      running.push({ auth, agent: await services.agents.authenticateAgent(auth.Authorization, '127.0.0.1'), job: job.id, offset: 0, sequence: 0 });
     }
     const { sid } = await services.webSessions.create(token);
 

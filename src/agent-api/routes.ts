@@ -58,7 +58,7 @@ export function agentAuth(service: AgentService) {
     const header = req.get('authorization');
     // The caller's address: a cluster's token may allow only some (Express's `req.ip`, TRUST_PROXY aware).
     if (req.path === '/register') res.locals.registration = await service.authenticateRegistration(header, req.ip ?? null);
-    else res.locals.agent = await service.authenticateAgent(header);
+    else res.locals.agent = await service.authenticateAgent(header, req.ip ?? null);
     next();
   };
 }

@@ -212,9 +212,44 @@ export class AgentRepository {
     return agentFromRow(row);
   }
 
-  async findByAccessTokenHash(hash: string): Promise<Agent | null> {
-    const row = await this.db('agents').where({ access_token_hash: hash }).first();
-    return row ? agentFromRow(row) : null;
+  /**
+   * The agent an access token names, with the cluster token it registered with and that token's
+   * allowed ranges as they are now (null: any address, or no cluster token), in one read.
+   */
+  async findByAccessTokenHash(hash: string): Promise<{ agent: Agent; clusterTokenId: string | null; allowedIpAddresses: string | null } | null> {
+    const row = await this.db('agents as a')
+      .leftJoin('cluster_tokens as t', 't.id', 'a.cluster_token_id')
+      .where('a.access_token_hash', hash)
+      .first<(AgentsRow & { token_allowed_ip_addresses: string | null }) | undefined>('a.*', 't.allowed_ip_addresses as token_allowed_ip_addresses');
+    if (!row) return null;
+    return { agent: agentFromRow(row), clusterTokenId: row.cluster_token_id ?? null, allowedIpAddresses: row.token_allowed_ip_addresses ?? null };
+  }
+
+  /**
+   * Disconnects a connected agent whose cluster token no longer allows the address it calls from,
+   * and records the `agent.blocked` event (a named outbox event: the disconnect itself is
+   * `agent.disconnected`), in one transaction. An agent not connected is left, and not told of
+   * again. Whether it was connected.
+   */
+  async block(agent: Agent, ip: string | null, clusterTokenId: string, at: Date): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      const changed = await trx('agents')
+        .where({ id: agent.id })
+        .whereIn('connection_state', LIVE_STATES)
+        .update({ connection_state: 'disconnected', disconnected_at: at });
+      if (changed === 0) return false;
+      await trx('outbox_events').insert({
+        kind: 'agent',
+        subject_id: agent.id,
+        organization_id: agent.organizationId,
+        from_state: 'blocked',
+        to_state: 'blocked',
+        occurred_at: at,
+        event: 'agent.blocked',
+        detail: JSON.stringify({ blocked_ip: ip ?? '', cluster_token_id: clusterTokenId }),
+      });
+      return true;
+    });
   }
 
   async find(organizationId: string, id: string): Promise<Agent | null> {

@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
 import { AgentTokenError, BadRequestError, ForbiddenError, NotFoundError, UnprocessableError, ValidationError } from '../core/errors';
 import { sha256Hex } from '../security/keys';
+import { ipAllowed } from '../security/allowed-ips';
 import { LIVE_STATES, type Agent, type AgentFilter, type AgentRepository, type AgentToken } from './repository';
 import type { Actor, User } from '../core/identity';
 import type { QueueDispatch } from '../clusters/repository';
@@ -227,11 +228,23 @@ export class AgentService {
     return this.clusters.queueDispatch(agent.clusterQueueId);
   }
 
-  async authenticateAgent(header: string | undefined): Promise<Agent> {
+  /**
+   * The agent an access token names, calling from `ip`. An agent of a cluster token whose allowed
+   * ranges no longer hold that address is refused (401) and, if it was connected, disconnected
+   * with the `agent.blocked` event: the docs' agent events ("when an agent's IP address is no
+   * longer included in the agent token's allowed IP addresses") and security page ("existing
+   * agents outside the allowed IP ranges will be forcefully disconnected").
+   */
+  async authenticateAgent(header: string | undefined, ip: string | null): Promise<Agent> {
     const match = header ? TOKEN.exec(header.trim()) : null;
     if (!match) throw new AgentTokenError('missing or malformed agent access token');
-    const agent = await this.agents.findByAccessTokenHash(sha256Hex(match[1]!));
-    if (!agent) throw new AgentTokenError('unknown agent access token');
+    const found = await this.agents.findByAccessTokenHash(sha256Hex(match[1]!));
+    if (!found) throw new AgentTokenError('unknown agent access token');
+    const { agent, clusterTokenId, allowedIpAddresses } = found;
+    if (clusterTokenId !== null && allowedIpAddresses !== null && !ipAllowed(allowedIpAddresses, ip)) {
+      await this.agents.block(agent, ip, clusterTokenId, clock.now());
+      throw new AgentTokenError(`the agent's cluster token does not allow connections from ${ip ?? 'an unknown address'}`);
+    }
     return this.current(agent);
   }
 

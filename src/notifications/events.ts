@@ -10,7 +10,7 @@
 /** The webhook events of the public documentation (Webhooks for Pipelines), in the order they name them. */
 export const BUILD_EVENTS = ['build.scheduled', 'build.running', 'build.failing', 'build.finished', 'build.skipped'] as const;
 export const JOB_EVENTS = ['job.scheduled', 'job.started', 'job.finished', 'job.activated', 'job.promised_exit_status'] as const;
-export const AGENT_EVENTS = ['agent.connected', 'agent.lost', 'agent.disconnected', 'agent.stopping', 'agent.stopped'] as const;
+export const AGENT_EVENTS = ['agent.connected', 'agent.lost', 'agent.disconnected', 'agent.stopping', 'agent.stopped', 'agent.blocked'] as const;
 /** The agent token events page's: a registration refused because its address is not in the token's allowed ranges. */
 export const TOKEN_EVENTS = ['cluster_token.registration_blocked'] as const;
 export const EVENT_NAMES = ['ping', ...BUILD_EVENTS, ...JOB_EVENTS, ...AGENT_EVENTS, ...TOKEN_EVENTS] as const;
@@ -37,9 +37,9 @@ export interface EventPayload {
   organization?: Representation;
   /** job.promised_exit_status only: why the job said it will fail (`--reason`), or null. */
   promised_exit_status_reason?: string | null;
-  /** cluster_token.registration_blocked only: the refused request's address, and the token it named. */
+  /** cluster_token.registration_blocked and agent.blocked only: the refused request's address, and the token it named (the agent's). */
   blocked_ip?: string;
-  cluster_token?: Representation;
+  cluster_token?: Representation | null;
 }
 
 /** One event as a provider receives it. */

@@ -18,6 +18,7 @@ import type { Pipeline } from '../pipelines/repository';
 import { serializePipeline, stepJson } from '../pipelines/serialize';
 import type { EventName, EventPayload, Representation } from './events';
 import type { Transition } from './repository';
+import { stringField } from '../core/guards';
 
 /** What rendering reads, handed in by the composition root (each an area's service). */
 export interface PayloadSources {
@@ -88,9 +89,13 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
   if (t.kind === 'agent') {
     const [agent] = await src.agents([t.subjectId]);
     if (!agent) return null;
+    // agent.blocked (the agent events page) adds the refused address and the agent's cluster token.
+    const tokenId = name === 'agent.blocked' ? stringField(t.detail, 'cluster_token_id') : undefined;
+    const token = tokenId ? await src.clusterToken(tokenId, org.slug) : null;
+    const blocked = name === 'agent.blocked' ? { blocked_ip: stringField(t.detail, 'blocked_ip') ?? '', cluster_token: token?.json ?? null } : {};
     return {
       // The REST agent, the job it holds included (the agent events page: an Agent).
-      payload: { event: name, agent: { ...serializeAgentBase(agent, src.publicUrl, org.slug), job: await src.heldJob(agent) }, sender: null },
+      payload: { event: name, agent: { ...serializeAgentBase(agent, src.publicUrl, org.slug), job: await src.heldJob(agent) }, ...blocked, sender: null },
       organization,
       pipeline: null,
       build: null,

@@ -153,6 +153,42 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
     }
   });
 
+  it('disconnects an agent its cluster token no longer allows, and tells it once as agent.blocked (the agent events page)', async () => {
+    const { org, user, token } = await ctx().givenAdmin();
+    const clusters = `/v2/organizations/${org.slug}/clusters`;
+    const cluster = (await ctx().http().post(clusters).set(auth(token)).send({ name: 'Fenced' }).expect(201)).body as { id: string };
+    const queue = (await ctx().http().post(`${clusters}/${cluster.id}/queues`).set(auth(token)).send({ key: 'default' }).expect(201)).body as { id: string };
+    await ctx().http().put(`${clusters}/${cluster.id}`).set(auth(token)).send({ default_queue_id: queue.id }).expect(200);
+    const tokenUrl = `${clusters}/${cluster.id}/tokens`;
+    const fenced = (await ctx().http().post(tokenUrl).set(auth(token)).send({ description: 'fenced', allowed_ip_addresses: '127.0.0.0/8 ::1/128' }).expect(201))
+      .body as { id: string; token: string };
+    const registered = await ctx().http().post('/v3/register').set(agentAuth(fenced.token)).send({ name: 'insider', meta_data: [] }).expect(201);
+    const agent = { id: registered.body.id as string, token: registered.body.access_token as string };
+    await ctx().http().post('/v3/connect').set(agentAuth(agent.token)).send({}).expect(200);
+    await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200);
+    await givenService(org, token, { settings: { events: ['agent.disconnected', 'agent.blocked'] } });
+    // The token's ranges change: the agent's next calls are refused, and it is disconnected once.
+    await ctx().http().put(`${tokenUrl}/${fenced.id}`).set(auth(token)).send({ allowed_ip_addresses: '10.1.2.0/24' }).expect(200);
+    for (let i = 0; i < 2; i++) {
+      const refused = await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(401);
+      expect(refused.body.message).toMatch(/does not allow connections from/);
+    }
+    const rest = await ctx().http().get(`/v2/organizations/${org.slug}/agents/${agent.id}`).set(auth(token)).expect(200);
+    expect(rest.body.connection_state).toBe('disconnected');
+    await settle();
+    expect(receiver().events()).toEqual(['ping', 'agent.disconnected', 'agent.blocked']);
+    expect(receiver().received[2]!.body).toEqual({
+      event: 'agent.blocked',
+      blocked_ip: expect.stringMatching(/127\.0\.0\.1|::1/),
+      agent: expect.objectContaining({ id: agent.id, name: 'insider', connection_state: 'disconnected' }),
+      cluster_token: expect.objectContaining({ id: fenced.id, description: 'fenced', allowed_ip_addresses: '10.1.2.0/24' }),
+      sender: { id: user.id, name: user.name },
+    });
+    // Allowed again, the agent calls as before.
+    await ctx().http().put(`${tokenUrl}/${fenced.id}`).set(auth(token)).send({ allowed_ip_addresses: '0.0.0.0/0 ::/0' }).expect(200);
+    await ctx().http().get('/v3/ping').set(agentAuth(agent.token)).expect(200);
+  });
+
   it('tells nothing of a job pipeline upload --replace removed before its events went out', async () => {
     const { org, token } = await ctx().givenAdmin();
     await givenService(org, token, { settings: { events: ['job.scheduled'] } });
