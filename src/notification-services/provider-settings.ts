@@ -4,6 +4,7 @@
  * error naming `settings.<name>`. Providers that need a cloud this server cannot reach, or an
  * OAuth connection made in Buildkite's own interface, are refused with the reason.
  */
+import crypto from 'node:crypto';
 import type { FieldError } from '../core/errors';
 import { DEFAULT_WEBHOOK_EVENTS, EVENT_NAMES } from '../notifications/events';
 import type { ProviderId } from './repository';
@@ -223,6 +224,9 @@ export function applySettings(
         const t = optionalText(input.token, 'settings.token', errors);
         if (t !== undefined) token = t;
       }
+      // The docs' webhook token: "By default, Buildkite will send a token with each webhook". A
+      // service created without one gets one (answered in full, as the services API answers it).
+      if (current === null && !token) token = crypto.randomBytes(16).toString('hex');
       let tokenMode = settingOr(cur, 'token_mode', isString, 'token');
       if (has('token_mode')) {
         if (input.token_mode !== 'token' && input.token_mode !== 'signature') errors.push({ field: 'settings.token_mode', code: 'must be token or signature' });

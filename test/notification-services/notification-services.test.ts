@@ -123,15 +123,16 @@ describeEachDatabase('notification services', (ctx) => {
       .expect(404);
   });
 
-  it('take defaults: every event, token mode, the latest version, TLS verified, all pipelines', async () => {
+  it('take defaults: a token of their own, every event, token mode, the latest version, TLS verified, all pipelines', async () => {
     const { org, token } = await ctx().givenAdmin();
     const s = await create(ctx(), org, token, webhook());
     expect(s).toMatchObject({ description: '', scope: 'all', scope_uuids: [], branch_configuration: '', enabled: true });
     expect(Object.values(s.build_states)).toEqual(Array(7).fill(false));
+    // The docs' webhook token: "By default, Buildkite will send a token with each webhook".
     expect(s.settings).toEqual({
       url: 'https://example.com/hook',
       version: 3,
-      token: null,
+      token: expect.stringMatching(/^[0-9a-f]{32}$/),
       token_mode: 'token',
       events: expect.arrayContaining(['build.finished', 'job.started', 'agent.connected']),
       tls_verify: true,
@@ -415,7 +416,16 @@ describeEachDatabase('notification services', (ctx) => {
     expect(await fieldsOf(webhook({ url: 'ftp://example.com/x' }))).toEqual(['settings.url']);
     expect(await fieldsOf({ provider: 'webhook', settings: { url: 'javascript:alert(1)' } })).toEqual(['settings.url']);
     expect(await fieldsOf(webhook({ token_mode: 'hmac' }))).toEqual(['settings.token_mode']);
-    expect(await fieldsOf(webhook({ token_mode: 'signature' }))).toEqual(['settings.token']);
+    // Signature mode needs a token: one given, or the one a new service gets; cleared later, a 422.
+    const signed = await create(ctx(), org, token, webhook({ token_mode: 'signature' }));
+    expect(signed.settings).toMatchObject({ token_mode: 'signature', token: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    const cleared = await ctx()
+      .http()
+      .patch(`${base(org)}/${signed.id}`)
+      .set(auth(token))
+      .send({ settings: { token: null } })
+      .expect(422);
+    expect(cleared.body.errors.map((e: { field: string }) => e.field)).toEqual(['settings.token']);
     expect(await fieldsOf(webhook({ events: ['build.finished', 'build.exploded'] }))).toEqual(['settings.events']);
     expect(await fieldsOf(webhook({ version: 9 }))).toEqual(['settings.version']);
     expect(await fieldsOf(webhook({ tls_verify: 'yes' }))).toEqual(['settings.tls_verify']);

@@ -256,6 +256,20 @@ describeEachDatabase('webhook notifications', { notifications: { retryBaseMs: 1,
     expect(started.job).toMatchObject({ type: 'script', command: 'one' });
   });
 
+  it("sends the token a service was given when it was created without one (the docs' default)", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const s = await givenService(org, token, { settings: { token: undefined } });
+    const stored = (
+      await ctx()
+        .http()
+        .get(`${servicesPath(org)}/${s.id}`)
+        .set(auth(token))
+        .expect(200)
+    ).body.settings.token as string;
+    expect(stored).toMatch(/^[0-9a-f]{32}$/);
+    expect(receiver().received[0]!.headers['x-buildkite-token']).toBe(stored);
+  });
+
   it('signs deliveries in signature mode', async () => {
     const { org, token } = await ctx().givenAdmin();
     await givenService(org, token, { settings: { token_mode: 'signature', token: 'sig-secret' } });
