@@ -241,7 +241,7 @@ export class AgentService {
     const found = await this.agents.findByAccessTokenHash(sha256Hex(match[1]!));
     if (!found) throw new AgentTokenError('unknown agent access token');
     const { agent, clusterTokenId, allowedIpAddresses } = found;
-    if (clusterTokenId !== null && allowedIpAddresses !== null && !ipAllowed(allowedIpAddresses, ip)) {
+    if (clusterTokenId !== null && allowedIpAddresses && !ipAllowed(allowedIpAddresses, ip)) {
       await this.agents.block(agent, ip, clusterTokenId, clock.now());
       throw new AgentTokenError(`the agent's cluster token does not allow connections from ${ip ?? 'an unknown address'}`);
     }
