@@ -4,6 +4,7 @@
  */
 import type { Knex } from 'knex';
 import { parseJson, toDate, toDateOrNull } from '../db/values';
+import { recordNamedEvent } from '../db/named-events';
 import { joinedUser } from '../user/rows';
 import type { User } from '../core/identity';
 import type { AgentsRow, UsersRow } from '../db/tables';
@@ -238,15 +239,14 @@ export class AgentRepository {
         .whereIn('connection_state', LIVE_STATES)
         .update({ connection_state: 'disconnected', disconnected_at: at });
       if (changed === 0) return false;
-      await trx('outbox_events').insert({
+      await recordNamedEvent(trx, {
         kind: 'agent',
-        subject_id: agent.id,
-        organization_id: agent.organizationId,
-        from_state: 'blocked',
-        to_state: 'blocked',
-        occurred_at: at,
+        subjectId: agent.id,
+        organizationId: agent.organizationId,
+        state: 'blocked',
         event: 'agent.blocked',
-        detail: JSON.stringify({ blocked_ip: ip ?? '', cluster_token_id: clusterTokenId }),
+        detail: { blocked_ip: ip ?? '', cluster_token_id: clusterTokenId },
+        at,
       });
       return true;
     });

@@ -17,6 +17,7 @@ import type {
   UsersRow,
 } from '../db/tables';
 import { toDate, toDateOrNull } from '../db/values';
+import { recordNamedEvent } from '../db/named-events';
 import { joinedUser } from '../user/rows';
 import { type Nullable, type Prefixed, type Renamed, oneOf } from '../db/row-types';
 
@@ -629,19 +630,18 @@ export class ClusterRepository {
 
   /**
    * Records a registration the token refused for its address as an outbox event (the notifications'
-   * `cluster_token.registration_blocked`): a named event, as a job's promised failure is, since no
-   * row changes state.
+   * `cluster_token.registration_blocked`): a named event (src/db/named-events.ts), since no row
+   * changes state.
    */
   async recordBlockedRegistration(grant: ClusterTokenGrant, ip: string | null, at: Date): Promise<void> {
-    await this.db('outbox_events').insert({
+    await recordNamedEvent(this.db, {
       kind: 'token',
-      subject_id: grant.tokenId,
-      organization_id: grant.organizationId,
-      from_state: 'blocked',
-      to_state: 'blocked',
-      occurred_at: at,
+      subjectId: grant.tokenId,
+      organizationId: grant.organizationId,
+      state: 'blocked',
       event: 'cluster_token.registration_blocked',
-      detail: JSON.stringify({ blocked_ip: ip ?? '', cluster_id: grant.clusterId }),
+      detail: { blocked_ip: ip ?? '', cluster_id: grant.clusterId },
+      at,
     });
   }
 

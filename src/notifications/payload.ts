@@ -74,9 +74,8 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
   if (t.kind === 'token') {
     const token = await src.clusterToken(t.subjectId, org.slug);
     if (!token) return null; // deleted since
-    const blockedIp = typeof t.detail?.blocked_ip === 'string' ? t.detail.blocked_ip : '';
     return {
-      payload: { event: name, blocked_ip: blockedIp, cluster_token: token.json, sender: null },
+      payload: { event: name, blocked_ip: stringField(t.detail, 'blocked_ip') ?? '', cluster_token: token.json, sender: null },
       organization,
       pipeline: null,
       build: null,
@@ -90,9 +89,12 @@ export async function renderEvent(src: PayloadSources, name: EventName, t: Trans
     const [agent] = await src.agents([t.subjectId]);
     if (!agent) return null;
     // agent.blocked (the agent events page) adds the refused address and the agent's cluster token.
-    const tokenId = name === 'agent.blocked' ? stringField(t.detail, 'cluster_token_id') : undefined;
-    const token = tokenId ? await src.clusterToken(tokenId, org.slug) : null;
-    const blocked = name === 'agent.blocked' ? { blocked_ip: stringField(t.detail, 'blocked_ip') ?? '', cluster_token: token?.json ?? null } : {};
+    let blocked = {};
+    if (name === 'agent.blocked') {
+      const tokenId = stringField(t.detail, 'cluster_token_id');
+      const token = tokenId ? await src.clusterToken(tokenId, org.slug) : null;
+      blocked = { blocked_ip: stringField(t.detail, 'blocked_ip') ?? '', cluster_token: token?.json ?? null };
+    }
     return {
       // The REST agent, the job it holds included (the agent events page: an Agent).
       payload: { event: name, agent: { ...serializeAgentBase(agent, src.publicUrl, org.slug), job: await src.heldJob(agent) }, ...blocked, sender: null },

@@ -13,9 +13,7 @@ import { type Renamed, jsonColumn, oneOf } from '../db/row-types';
 import { isStringArray, isStringRecord } from '../core/guards';
 import { everyValue } from '../core/enum-values';
 import { BUILT_IN_TAGS, type TagFilter } from './test-filters';
-
-/** A key that goes into a JSON path (`$."key"`) as it is: what the tagging rules let be stored. */
-const PLAIN_TAG_KEY = /^[A-Za-z][A-Za-z0-9_.-]*$/;
+import { isTagKey } from './tag-rules';
 
 /** A run, as the test lists' filters and links see it. */
 export interface WindowRun {
@@ -521,7 +519,8 @@ export class SuiteResultsRepository {
    * (null). Only ever leaves out executions the service would not count.
    */
   private ownTagMayPass(t: TagFilter): { sql: string; bindings: (string | number)[] } | null {
-    if (BUILT_IN_TAGS.has(t.key) || !PLAIN_TAG_KEY.test(t.key)) return null;
+    // A key the tagging rules allow goes into a JSON path (`$."key"`) as it is; no other is stored.
+    if (BUILT_IN_TAGS.has(t.key) || !isTagKey(t.key)) return null;
     const [own, key] = isPostgres(this.db) ? ['(test_executions.tags::jsonb ->> ?)', t.key] : ['json_extract(test_executions.tags, ?)', `$."${t.key}"`];
     const { op, value } = t.match;
     if (op === 'prefix') {

@@ -27,6 +27,9 @@ export interface TagFault {
   code: string;
 }
 
+/** Whether `key` is one the rules let be a tag's (so one that can be stored). */
+export const isTagKey = (key: string) => TAG_KEY.test(key);
+
 /** Whether a key is reserved for mutable tags: `mut` and `mut.*` (`mutation` or `mutable.tag` are not). */
 const reserved = (key: string) => key === 'mut' || key.startsWith(MUTABLE_PREFIX);
 
@@ -39,7 +42,7 @@ export function tagFaults(tags: unknown, kind: TagKind): TagFault[] {
   if (entries.length > MAX_TAGS) faults.push({ at: null, code: `has too many tags (maximum is ${MAX_TAGS})` });
   for (const [key, value] of entries) {
     // A key goes into a field name only once it is known to be short and plain.
-    if (!TAG_KEY.test(key)) {
+    if (!isTagKey(key)) {
       faults.push({ at: null, code: 'has a key that is not a tag key (a letter, then letters, digits, _, - or ., under 64 bytes)' });
       continue;
     }

@@ -15,6 +15,7 @@ import { toDate, toDateOrNull } from '../../db/values';
 import type { Step } from '../../pipelines/configuration';
 import type { JobsRow, PipelinesRow } from '../../db/tables';
 import { isPostgres, isUniqueViolation } from '../../db/knex';
+import { recordNamedEvent } from '../../db/named-events';
 import { isUuid } from '../../core/uuid';
 import type { User } from '../../core/identity';
 import type { ExpiredJob, Job, JobContext, JobEnd } from './model';
@@ -367,18 +368,17 @@ export class JobRepository {
       .where('j.id', jobId)
       .first('j.type', 'j.state', 'j.pipeline_id', 'j.build_id', 'j.promised_exit_status', 'b.organization_id');
     if (job && recorded > 0) {
-      await this.db('outbox_events').insert({
+      await recordNamedEvent(this.db, {
         kind: 'job',
-        subject_id: jobId,
-        subject_type: job.type,
-        organization_id: job.organization_id,
-        pipeline_id: job.pipeline_id,
-        build_id: job.build_id,
-        from_state: job.state,
-        to_state: job.state,
-        occurred_at: at,
+        subjectId: jobId,
+        subjectType: job.type,
+        organizationId: job.organization_id,
+        pipelineId: job.pipeline_id,
+        buildId: job.build_id,
+        state: job.state,
         event: 'job.promised_exit_status',
-        detail: JSON.stringify({ reason }),
+        detail: { reason },
+        at,
       });
     }
     return job?.promised_exit_status ?? null;
