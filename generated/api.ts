@@ -5978,6 +5978,7 @@ export interface components {
             key?: string | null;
             /** @description `script` steps: the `key` of the group step this step was written in. */
             readonly group_key?: string | null;
+            group_index?: components["schemas"]["StepGroupIndex"];
             /** @description `script` steps. */
             retry?: components["schemas"]["StepRetry"] | null;
             /** @description `script` steps: dispatch priority of the step's jobs (higher first). Absent means 0. */
@@ -6072,6 +6073,7 @@ export interface components {
             key?: string | null;
             /** @description The `key` of the group step this step was written in (YAML `group` steps); the step's jobs show it as `group_key`. */
             readonly group_key?: string | null;
+            group_index?: components["schemas"]["StepGroupIndex"];
             retry?: components["schemas"]["StepRetry"] | null;
             /** @description Dispatch priority of the step's jobs (higher first); the step's own `priority`, else the configuration's top-level one. Absent means 0. */
             priority?: number;
@@ -6253,6 +6255,7 @@ export interface components {
             continue_on_failure?: boolean;
             /** @description Present when written: what a step's `depends_on` names (the wait is done once it passed). */
             key?: string;
+            group_index?: components["schemas"]["StepGroupIndex"];
             /** @description Present when written: steps the wait also waits for, on top of every step before it (a failed one makes it fail unless allowed, as for a command step). */
             depends_on?: components["schemas"]["StepDependency"][];
             /** @description With `depends_on`: a failed dependency (not a canceled one) does not stop it. */
@@ -6281,6 +6284,7 @@ export interface components {
             allowed_teams?: string[];
             /** @description Present when written: what a step's `depends_on` names. */
             key?: string;
+            group_index?: components["schemas"]["StepGroupIndex"];
             /**
              * @description Present when written: the steps it waits for before it blocks, instead of the steps before
              *     it (empty: it blocks at once); the steps after it still wait for it to be unblocked. As a
@@ -6347,6 +6351,7 @@ export interface components {
             soft_fail?: boolean;
             /** @description Present when written: its job's `step_key`, what a step's `depends_on` names. */
             key?: string;
+            group_index?: components["schemas"]["StepGroupIndex"];
             /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed, with the step variables of the docs' conditionals reference and `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
             /**
@@ -8638,6 +8643,14 @@ export interface components {
         SsoMode: "required" | "optional";
         /** @enum {string} */
         OrganizationRole: "admin" | "member";
+        /**
+         * @description Present on a step written in a YAML `group` step: where that group step is (from 0) in the
+         *     configuration's `steps`, so the steps of one group share it. As the docs' "Parallel groups"
+         *     say, a group puts the build in DAG scheduling: a group runs beside the groups and steps
+         *     written after it, its wait and block steps hold back only its own steps, and a wait or
+         *     block step written after the group (outside it) waits for all of it.
+         */
+        StepGroupIndex: number;
         /** @description What a retry rule's `signal` (`SIGKILL` or `kill`, either case) or `signal_reason` (`cancel`, `agent_stop`...) matches: one value, `*` for any, `none` for none, or a list of values any of which matches. */
         RetrySignals: string | string[];
         /**

@@ -4575,8 +4575,9 @@ type ManualStep struct {
 	// before
 	// it (empty: it blocks at once); the steps after it still wait for it to be unblocked. As a
 	// command step's `depends_on`.
-	DependsOn []StepDependency  `json:"depends_on,omitempty"`
-	Fields    []ManualStepField `json:"fields,omitempty"`
+	DependsOn  []StepDependency  `json:"depends_on,omitempty"`
+	Fields     []ManualStepField `json:"fields,omitempty"`
+	GroupIndex *int64            `json:"group_index,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
 	// allowed, with the step variables of the docs' conditionals reference and
 	// `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs
@@ -4958,7 +4959,8 @@ type Step struct {
 	// `script` steps.
 	Env map[string]string `json:"env,omitempty"`
 	// `manual` steps.
-	Fields []ManualStepField `json:"fields,omitempty"`
+	Fields     []ManualStepField `json:"fields,omitempty"`
+	GroupIndex *int64            `json:"group_index,omitempty"`
 	// `script` steps: the `key` of the group step this step was written in.
 	GroupKey *string `json:"group_key,omitempty"`
 	// Every kind, when written: its condition, evaluated when the step is added to a build;
@@ -5626,8 +5628,9 @@ type ScriptStep struct {
 	// canceled one always stops it; a key no job of the build has stops it and fails the build.
 	// YAML also takes one key, and a list of keys; there `~` or `null` means "nothing" (in
 	// visual steps a null is a field not set).
-	DependsOn []StepDependency  `json:"depends_on,omitempty"`
-	Env       map[string]string `json:"env"`
+	DependsOn  []StepDependency  `json:"depends_on,omitempty"`
+	Env        map[string]string `json:"env"`
+	GroupIndex *int64            `json:"group_index,omitempty"`
 	// The `key` of the group step this step was written in (YAML `group` steps); the step's
 	// jobs show it as `group_key`.
 	GroupKey *string `json:"group_key,omitempty"`
@@ -6021,7 +6024,8 @@ type TriggerStep struct {
 	// canceled one always stops it; a key no job of the build has stops it and fails the build.
 	// YAML also takes one key, and a list of keys; there `~` or `null` means "nothing" (in
 	// visual steps a null is a field not set).
-	DependsOn []StepDependency `json:"depends_on,omitempty"`
+	DependsOn  []StepDependency `json:"depends_on,omitempty"`
+	GroupIndex *int64           `json:"group_index,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
 	// allowed, with the step variables of the docs' conditionals reference and
 	// `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs
@@ -6249,7 +6253,8 @@ type WaiterStep struct {
 	ContinueOnFailure      *bool `json:"continue_on_failure,omitempty"`
 	// Present when written: steps the wait also waits for, on top of every step before it (a
 	// failed one makes it fail unless allowed, as for a command step).
-	DependsOn []StepDependency `json:"depends_on,omitempty"`
+	DependsOn  []StepDependency `json:"depends_on,omitempty"`
+	GroupIndex *int64           `json:"group_index,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
 	// allowed, with the step variables of the docs' conditionals reference and
 	// `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs

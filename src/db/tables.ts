@@ -302,6 +302,7 @@ export interface JobsRow {
   promised_exit_status: number | null;
   promised_exit_status_at: DbTimestamp | null;
   automatic_retries: string | null;
+  group_id: string | null;
 }
 
 export interface NotificationAttemptsRow {
@@ -1039,6 +1040,7 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     promised_exit_status: ['integer', true],
     promised_exit_status_at: ['timestamp', true],
     automatic_retries: ['string', true],
+    group_id: ['string', true],
   },
   notification_attempts: {
     delivery_id: ['string', false],

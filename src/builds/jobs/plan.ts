@@ -32,6 +32,8 @@ export interface PlannedJob {
   name: string | null;
   stepKey: string | null;
   stepId: string;
+  /** The group step its step was written in: one id per group of the configuration planned (null: none). */
+  groupId: string | null;
   signature: StepSignature | null;
   step: Step;
   command: string | null;
@@ -255,15 +257,26 @@ function exclusion(step: Step, ctx: PlanContext): { reason: string | null } | nu
 
 /**
  * Jobs before the first wait or block step start `scheduled`; jobs behind one start `waiting`.
- * A block step reached at once (nothing before it) starts `blocked`, else `waiting`. A step
- * that is skipped, or that its branch filter or condition leaves out, becomes `broken` jobs.
+ * A group's wait and block steps hold back its own steps only, and a group is behind the
+ * barriers written before it (the docs' "Parallel groups"; ./state.ts runs the same scopes).
+ * A block step reached at once (nothing before it in its scope) starts `blocked`, else
+ * `waiting`. A step that is skipped, or that its branch filter or condition leaves out, becomes
+ * `broken` jobs.
  */
 
 export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
   const jobs: PlannedJob[] = [];
+  /** Behind a barrier written outside any group. */
   let behindBarrier = false;
-  const base = (step: Step, stepId: string): Omit<PlannedJob, 'id' | 'position' | 'type' | 'state' | 'name' | 'stepKey' | 'clusterId' | 'clusterQueueId'> => ({
+  /** The configuration's groups by `group_index`: each one's id, whether it is behind a barrier, and the jobs before it. */
+  const groups = new Map<number, { id: string; behindBarrier: boolean; jobsBefore: number }>();
+  const base = (
+    step: Step,
+    stepId: string,
+    groupId: string | null,
+  ): Omit<PlannedJob, 'id' | 'position' | 'type' | 'state' | 'name' | 'stepKey' | 'clusterId' | 'clusterQueueId'> => ({
     stepId,
+    groupId,
     step,
     signature: null,
     command: null,
@@ -279,10 +292,19 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
   });
   for (const step of steps) {
     const stepId = crypto.randomUUID();
+    const index = step.group_index;
+    const group = index === undefined ? null : (groups.get(index) ?? { id: crypto.randomUUID(), behindBarrier, jobsBefore: jobs.length });
+    if (index !== undefined && group) groups.set(index, group);
+    const groupId = group?.id ?? null;
+    const behind = group ? group.behindBarrier : behindBarrier;
     const excluded = exclusion(step, ctx);
     // A step with `depends_on` waits for those steps (the build's machine lets it go), not for the barriers.
     const dependsOn = step.depends_on;
-    const startState = excluded ? 'broken' : dependsOn ? (dependsOn.length > 0 ? 'waiting' : 'scheduled') : behindBarrier ? 'waiting' : 'scheduled';
+    const startState = excluded ? 'broken' : dependsOn ? (dependsOn.length > 0 ? 'waiting' : 'scheduled') : behind ? 'waiting' : 'scheduled';
+    const barrier = () => {
+      if (group) group.behindBarrier = true;
+      else behindBarrier = true;
+    };
     const brokenReason = excluded ? excluded.reason : null;
     switch (step.type) {
       case 'script': {
@@ -299,7 +321,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
           );
           for (let i = 0; i < (total ?? 1); i++) {
             jobs.push({
-              ...base(variant, stepId),
+              ...base(variant, stepId, groupId),
               id: crypto.randomUUID(),
               position: jobs.length,
               type: 'script',
@@ -325,7 +347,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
       case 'waiter':
         // A wait step whose condition is false is no barrier: broken, the state machine passes it by.
         jobs.push({
-          ...base(step, stepId),
+          ...base(step, stepId, groupId),
           id: crypto.randomUUID(),
           position: jobs.length,
           type: 'waiter',
@@ -334,14 +356,15 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
           stepKey: step.key ?? null,
           brokenReason,
         });
-        if (!excluded) behindBarrier = true;
+        if (!excluded) barrier();
         break;
       case 'manual': {
-        // Reached at once: first of the build, or with `depends_on` naming nothing; an input step
-        // depends on none of the steps before it (documented).
-        const reachedAtOnce = dependsOn ? dependsOn.length === 0 : step.input === true || jobs.length === 0;
+        // Reached at once: first of the build (or of its group, not behind a barrier), or with
+        // `depends_on` naming nothing; an input step depends on none of the steps before it (documented).
+        const first = group ? !group.behindBarrier && jobs.length === group.jobsBefore : jobs.length === 0;
+        const reachedAtOnce = dependsOn ? dependsOn.length === 0 : step.input === true || first;
         jobs.push({
-          ...base(step, stepId),
+          ...base(step, stepId, groupId),
           id: crypto.randomUUID(),
           position: jobs.length,
           type: 'manual',
@@ -351,7 +374,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
           brokenReason,
         });
         // An input step holds back none of the steps after it (documented).
-        if (!excluded && !step.input) behindBarrier = true;
+        if (!excluded && !step.input) barrier();
         break;
       }
       case 'trigger': {
@@ -359,7 +382,7 @@ export function planJobs(steps: Step[], ctx: PlanContext): PlannedJob[] {
         const total = step.parallelism ?? null;
         for (let i = 0; i < (total ?? 1); i++) {
           jobs.push({
-            ...base(step, stepId),
+            ...base(step, stepId, groupId),
             id: crypto.randomUUID(),
             position: jobs.length,
             type: 'trigger',

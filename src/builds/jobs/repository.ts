@@ -447,7 +447,8 @@ export class JobRepository {
    * The unfinished jobs of an organization's concurrency group in its builds not finished,
    * oldest first (by when their build, upload or retry made them, then build order), each
    * `waiting` one told whether a block step (not an input step, which holds nothing back) of its
-   * build before it is not passed yet (src/builds/jobs/concurrency.ts).
+   * build before it is not passed yet (src/builds/jobs/concurrency.ts). A block step of a group
+   * holds back its group's later steps and the steps after the group, not another group's.
    */
   async concurrencyQueue(organizationId: string, group: string): Promise<QueuedJob[]> {
     const rows = await this.db('jobs as j')
@@ -456,29 +457,31 @@ export class JobRepository {
       .whereIn('j.state', QUEUED_CONCURRENCY_STATES)
       .whereIn('b.state', UNFINISHED_BUILD_STATES)
       .orderBy([{ column: 'j.created_at' }, { column: 'j.position' }, { column: 'j.id' }])
-      .select('j.id', 'j.build_id', 'j.state', 'j.position', 'j.concurrency_limit', 'j.concurrency_method');
+      .select('j.id', 'j.build_id', 'j.state', 'j.position', 'j.group_id', 'j.concurrency_limit', 'j.concurrency_method');
     const waitingIn = [...new Set(rows.filter((r) => r.state === 'waiting').map((r) => r.build_id))];
     const blocks = waitingIn.length
       ? await this.db('jobs')
           .whereIn('build_id', waitingIn)
           .where({ type: 'manual' })
           .whereIn('state', ['waiting', 'blocked'])
-          .select('build_id', 'position', 'step')
+          .select('build_id', 'position', 'group_id', 'step')
       : [];
-    /** The first position of a block step not passed yet, by build. */
-    const firstBlock = new Map<string, number>();
+    /** The block steps not passed yet, by build. */
+    const blocksOf = new Map<string, { position: number; groupId: string | null }[]>();
     for (const m of blocks) {
       const step = stepFromColumn(m.step);
       if (step.type !== 'manual' || step.input) continue;
-      firstBlock.set(m.build_id, Math.min(firstBlock.get(m.build_id) ?? Infinity, Number(m.position)));
+      blocksOf.set(m.build_id, [...(blocksOf.get(m.build_id) ?? []), { position: Number(m.position), groupId: m.group_id ?? null }]);
     }
+    const holds = (b: { position: number; groupId: string | null }, r: { position: number; group_id: string | null }) =>
+      b.position < Number(r.position) && (b.groupId === null || r.group_id === null || b.groupId === r.group_id);
     return rows.map((r) => ({
       id: r.id,
       buildId: r.build_id,
       state: oneOf(JOB_STATES, r.state, 'jobs.state'),
       limit: Number(r.concurrency_limit ?? 1),
       method: r.concurrency_method === 'eager' ? 'eager' : 'ordered',
-      behindBlock: r.state === 'waiting' && Number(r.position) > (firstBlock.get(r.build_id) ?? Infinity),
+      behindBlock: r.state === 'waiting' && (blocksOf.get(r.build_id) ?? []).some((b) => holds(b, r)),
     }));
   }
 

@@ -180,6 +180,27 @@ function dependenciesVerdict(
   return verdict;
 }
 
+/** What the steps so far of one scope (the build's top level, or one group) say to the step after them. */
+interface Scope {
+  /** 'open': jobs may run; 'closed': behind something unfinished or a block step; 'failed': behind a wait that failed. */
+  gate: 'open' | 'closed' | 'failed';
+  allBeforeDone: boolean;
+  failedBefore: boolean;
+  /** A job before was canceled: no wait passes it, `continue_on_failure` or not (the docs' wait step page). */
+  canceledBefore: boolean;
+}
+
+function openScope(gate: Scope['gate']): Scope {
+  return { gate, allBeforeDone: true, failedBefore: false, canceledBefore: false };
+}
+
+/** A command or trigger job in `state`, as the steps after it in `scope` see it. */
+function countBefore(scope: Scope, j: Job, state: JobState): void {
+  if (!TERMINAL_JOB_STATES.includes(state)) scope.allBeforeDone = false;
+  if (failsBuild({ ...j, state })) scope.failedBefore = true;
+  if (state === 'canceled') scope.canceledBefore = true;
+}
+
 export function advance(
   build: Pick<Build, 'state' | 'blocked' | 'startedAt' | 'failingAt' | 'finishedAt'>,
   jobs: Job[],
@@ -221,106 +242,119 @@ export function advance(
    * this pass moves after it: passes run until one moves nothing (at most one per job).
    */
   const pass = () => {
-    // 'open': jobs may run; 'closed': behind something unfinished or a block step; 'failed': behind a wait that failed.
-    let gate: 'open' | 'closed' | 'failed' = 'open';
-    let allBeforeDone = true;
-    let failedBefore = false;
-    /** A job before was canceled: no wait passes it, `continue_on_failure` or not (the docs' wait step page). */
-    let canceledBefore = false;
+    const top = openScope('open');
+    /** Each group's own scope (by `group_id`), entered behind the barriers written before it. */
+    const groups = new Map<string, Scope>();
     missingDependency = false;
     for (const j of ordered) {
-      const state = () => states.get(j.id)!;
-      // A wait step whose condition was false is no barrier.
-      if (j.type === 'waiter' && state() === 'broken') continue;
-      if (j.type === 'waiter') {
-        // A wait with `depends_on` also waits for those steps once it is reached; one of them
-        // failing fails it, as a failure before it does (unless allowed).
-        const waitsOn = explicitDependencies(j);
-        const reached = gate === 'open' && allBeforeDone;
-        const verdict = reached && waitsOn && DEPENDENT_STATES.includes(state()) ? dependenciesVerdict(j, waitsOn, byKey, states) : 'ready';
-        if (verdict === 'missing') missingDependency = true;
-        const dependencyFailed = verdict === 'failed' || verdict === 'missing';
-        if (gate === 'open') {
-          if (!allBeforeDone || verdict === 'wait') {
-            reopen(j);
-            gate = 'closed';
-          } else if (dependencyFailed || canceledBefore || (failedBefore && !(j.step.type === 'waiter' && j.step.continue_on_failure))) {
-            if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
-            gate = 'failed';
-          } else {
-            reopen(j);
-            if (state() === 'waiting') move(j, 'passed', { finished_at: now });
-          }
-        } else if (gate === 'failed') {
-          if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
-        } else reopen(j);
-        continue;
+      let scope = top;
+      if (j.groupId !== null) {
+        scope = groups.get(j.groupId) ?? openScope(top.gate);
+        groups.set(j.groupId, scope);
       }
-      const dependencies = explicitDependencies(j);
-      // An input step depends on none of the steps around it, and none depends on it, unless
-      // named in a `depends_on` (documented): it blocks at once, or once those steps are done.
-      const input = j.step.type === 'manual' && j.step.input === true;
-      if (input && !dependencies) {
-        if (state() === 'waiting') move(j, 'blocked');
-        continue;
+      visit(j, scope);
+      // A group's steps count for the steps written after the group too: a wait there waits for
+      // all of them, a block step among them not yet unblocked included.
+      if (scope !== top) {
+        const state = states.get(j.id)!;
+        if (j.type === 'manual') {
+          const input = j.step.type === 'manual' && j.step.input === true;
+          if (!input && state !== 'unblocked' && !TERMINAL_JOB_STATES.includes(state)) top.allBeforeDone = false;
+        } else if (j.type !== 'waiter') countBefore(top, j, state);
       }
-      if (j.type === 'manual' && dependencies) {
-        // A block step with `depends_on` blocks once those steps are done, whatever is before it;
-        // the steps after it still wait for it to be unblocked.
-        const verdict = DEPENDENT_STATES.includes(state()) ? dependenciesVerdict(j, dependencies, byKey, states) : null;
-        if (verdict === 'missing') missingDependency = true;
-        if (verdict === 'failed' || verdict === 'missing') {
-          if (state() === 'waiting' || state() === 'blocked') move(j, 'blocked_failed', { finished_at: now });
-        } else if (verdict !== null) {
+    }
+  };
+  /** One job in its scope: what it moves to, and what it tells the scope's steps after it. */
+  const visit = (j: Job, scope: Scope) => {
+    const state = () => states.get(j.id)!;
+    // A wait step whose condition was false is no barrier.
+    if (j.type === 'waiter' && state() === 'broken') return;
+    if (j.type === 'waiter') {
+      // A wait with `depends_on` also waits for those steps once it is reached; one of them
+      // failing fails it, as a failure before it does (unless allowed).
+      const waitsOn = explicitDependencies(j);
+      const reached = scope.gate === 'open' && scope.allBeforeDone;
+      const verdict = reached && waitsOn && DEPENDENT_STATES.includes(state()) ? dependenciesVerdict(j, waitsOn, byKey, states) : 'ready';
+      if (verdict === 'missing') missingDependency = true;
+      const dependencyFailed = verdict === 'failed' || verdict === 'missing';
+      if (scope.gate === 'open') {
+        if (!scope.allBeforeDone || verdict === 'wait') {
           reopen(j);
-          if (verdict === 'ready' && state() === 'waiting') move(j, 'blocked');
-        }
-        const through = state() === 'unblocked' || state() === 'broken' || JOB_STATE_PHASES[state()] === 'passed';
-        if (gate === 'open' && !through && !input) gate = state() === 'blocked_failed' ? 'failed' : 'closed';
-        continue;
-      }
-      if (j.type === 'manual') {
-        if (gate === 'failed' || (gate === 'open' && allBeforeDone && failedBefore)) {
-          if (state() === 'waiting' || state() === 'blocked') move(j, 'blocked_failed', { finished_at: now });
-          gate = 'failed';
+          scope.gate = 'closed';
+        } else if (dependencyFailed || scope.canceledBefore || (scope.failedBefore && !(j.step.type === 'waiter' && j.step.continue_on_failure))) {
+          if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+          scope.gate = 'failed';
         } else {
           reopen(j);
-          if (gate === 'open') {
-            if (!allBeforeDone) gate = 'closed';
-            else if (state() === 'waiting') {
-              move(j, 'blocked');
-              gate = 'closed';
-            } else if (state() === 'blocked') gate = 'closed';
-          }
+          if (state() === 'waiting') move(j, 'passed', { finished_at: now });
         }
-        continue;
-      }
-      // A step with `depends_on` waits for the steps it names, not for the gate (wait and block steps).
-      const verdict = !dependencies
-        ? gate === 'failed'
-          ? 'failed'
-          : gate === 'open'
-            ? 'ready'
-            : 'wait'
-        : DEPENDENT_STATES.includes(state())
-          ? dependenciesVerdict(j, dependencies, byKey, states)
-          : null;
+      } else if (scope.gate === 'failed') {
+        if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+      } else reopen(j);
+      return;
+    }
+    const dependencies = explicitDependencies(j);
+    // An input step depends on none of the steps around it, and none depends on it, unless
+    // named in a `depends_on` (documented): it blocks at once, or once those steps are done.
+    const input = j.step.type === 'manual' && j.step.input === true;
+    if (input && !dependencies) {
+      if (state() === 'waiting') move(j, 'blocked');
+      return;
+    }
+    if (j.type === 'manual' && dependencies) {
+      // A block step with `depends_on` blocks once those steps are done, whatever is before it;
+      // the steps after it still wait for it to be unblocked.
+      const verdict = DEPENDENT_STATES.includes(state()) ? dependenciesVerdict(j, dependencies, byKey, states) : null;
       if (verdict === 'missing') missingDependency = true;
       if (verdict === 'failed' || verdict === 'missing') {
-        if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+        if (state() === 'waiting' || state() === 'blocked') move(j, 'blocked_failed', { finished_at: now });
       } else if (verdict !== null) {
         reopen(j);
-        // A job of a concurrency group waits for the group's room (./concurrency.ts).
-        if (verdict === 'ready' && state() === 'waiting') {
-          // Scheduled now, runnable once its group admits it (concurrency_wait_time_ms is the difference).
-          if (concurrencyOf(j.step)) move(j, 'limited', { scheduled_at: now });
-          else move(j, 'scheduled', { scheduled_at: now, runnable_at: now });
+        if (verdict === 'ready' && state() === 'waiting') move(j, 'blocked');
+      }
+      const through = state() === 'unblocked' || state() === 'broken' || JOB_STATE_PHASES[state()] === 'passed';
+      if (scope.gate === 'open' && !through && !input) scope.gate = state() === 'blocked_failed' ? 'failed' : 'closed';
+      return;
+    }
+    if (j.type === 'manual') {
+      if (scope.gate === 'failed' || (scope.gate === 'open' && scope.allBeforeDone && scope.failedBefore)) {
+        if (state() === 'waiting' || state() === 'blocked') move(j, 'blocked_failed', { finished_at: now });
+        scope.gate = 'failed';
+      } else {
+        reopen(j);
+        if (scope.gate === 'open') {
+          if (!scope.allBeforeDone) scope.gate = 'closed';
+          else if (state() === 'waiting') {
+            move(j, 'blocked');
+            scope.gate = 'closed';
+          } else if (state() === 'blocked') scope.gate = 'closed';
         }
       }
-      if (!TERMINAL_JOB_STATES.includes(state())) allBeforeDone = false;
-      if (failsBuild({ ...j, state: state() })) failedBefore = true;
-      if (state() === 'canceled') canceledBefore = true;
+      return;
     }
+    // A step with `depends_on` waits for the steps it names, not for the gate (wait and block steps).
+    const verdict = !dependencies
+      ? scope.gate === 'failed'
+        ? 'failed'
+        : scope.gate === 'open'
+          ? 'ready'
+          : 'wait'
+      : DEPENDENT_STATES.includes(state())
+        ? dependenciesVerdict(j, dependencies, byKey, states)
+        : null;
+    if (verdict === 'missing') missingDependency = true;
+    if (verdict === 'failed' || verdict === 'missing') {
+      if (state() === 'waiting') move(j, 'waiting_failed', { finished_at: now });
+    } else if (verdict !== null) {
+      reopen(j);
+      // A job of a concurrency group waits for the group's room (./concurrency.ts).
+      if (verdict === 'ready' && state() === 'waiting') {
+        // Scheduled now, runnable once its group admits it (concurrency_wait_time_ms is the difference).
+        if (concurrencyOf(j.step)) move(j, 'limited', { scheduled_at: now });
+        else move(j, 'scheduled', { scheduled_at: now, runnable_at: now });
+      }
+    }
+    countBefore(scope, j, state());
   };
   for (let n = 0; n <= ordered.length; n++) {
     const before = moved;

@@ -53,6 +53,7 @@ import * as outboxNamedEvents from './20261128210000_outbox_named_events';
 import * as buildWebhookEvent from './20261129040000_build_webhook_event';
 import * as agentPriorityIndex from './20261129050000_agent_priority_index';
 import * as jobAutomaticRetries from './20261129070000_job_automatic_retries';
+import * as jobGroup from './20261129090000_job_group';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -104,6 +105,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261129040000_build_webhook_event': buildWebhookEvent,
   '20261129050000_agent_priority_index': agentPriorityIndex,
   '20261129070000_job_automatic_retries': jobAutomaticRetries,
+  '20261129090000_job_group': jobGroup,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -32,6 +32,8 @@ export type ScriptStep = {
   key: string | null;
   /** The key of the group step it was written in, if that group has one. */
   group_key?: string;
+  /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
+  group_index?: number;
   soft_fail: boolean | { exit_status: ExitStatus }[];
   retry: StepRetry | null;
   /** Dispatch priority of the step's jobs (the step's own, else the pipeline's top-level one). */
@@ -98,6 +100,8 @@ export type StepRetry = { automatic: AutomaticRetry[]; manual?: ManualRetry };
 export type WaiterStep = {
   type: 'waiter';
   continue_on_failure: boolean;
+  /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
+  group_index?: number;
   if?: string;
   /** Its key, when written: what a step's `depends_on` names. */
   key?: string;
@@ -125,6 +129,8 @@ export type ManualStep = {
   /** Who may unblock it, when written: members of these teams (slugs or ids) only, instead of who may build. */
   allowed_teams?: string[];
   branch_configuration: string | null;
+  /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
+  group_index?: number;
   if?: string;
   /** Its key, when written: what `depends_on` names. */
   key?: string;
@@ -144,6 +150,8 @@ export type TriggerStep = {
   trigger_meta_data?: Record<string, string>;
   trigger_async: boolean;
   branch_configuration: string | null;
+  /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
+  group_index?: number;
   if?: string;
   /** Its key, when written: its job's `step_key`, what `depends_on` names. */
   key?: string;

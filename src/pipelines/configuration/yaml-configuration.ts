@@ -102,6 +102,8 @@ function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: StepD
 interface GroupAttributes {
   /** Kept on its command steps: their jobs show it as `group_key`. */
   key: string | null;
+  /** Where the group step is in the configuration's `steps`: each of its steps' `group_index`. */
+  index: number;
   condition?: string;
   skip?: true | string;
   /** Its `depends_on`, each with `allow_failure` when the group allows dependency failure. */
@@ -110,9 +112,9 @@ interface GroupAttributes {
   barrierPassed: boolean;
 }
 
-function groupAttributes(reporter: YamlProblemReporter, group: ConfigMap, children: ConfigList): GroupAttributes {
+function groupAttributes(reporter: YamlProblemReporter, group: ConfigMap, children: ConfigList, index: number): GroupAttributes {
   const key = optionalText(reporter, findProperty(group, PROPERTY_NAMES.yaml.key), MAX_KEY);
-  const attributes: GroupAttributes = { key, barrierPassed: false, ...skipOf(reporter, group) };
+  const attributes: GroupAttributes = { key, index, barrierPassed: false, ...skipOf(reporter, group) };
   const condition = stepCondition(reporter, group, []);
   if (condition !== undefined) attributes.condition = condition;
   const { depends_on: dependsOn, allow_dependency_failure: allowFailure } = parseDependencies(reporter, group);
@@ -258,6 +260,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     // The group's steps after its first wait or block step wait for that one, not for the group's `depends_on`.
     if (group && (step.type === 'waiter' || (step.type === 'manual' && !step.input))) group.barrierPassed = true;
     if (step.type === 'script' && groupKey !== null) step.group_key = groupKey;
+    if (group) step.group_index = group.index;
     const ownKey = keptKey(step);
     const written = item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key) : undefined;
     // What the group's key waits for: its command steps (through their keys, or what a step without one waits for).
@@ -279,7 +282,8 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
       add(reporter, label, item);
       continue;
     }
-    // Groups only organise the UI; their steps run as if they were written in place.
+    // A group's steps are kept in place, each with its `group_index`: the build's machine runs
+    // the group beside what follows it (src/builds/jobs/state.ts, the docs' "Parallel groups").
     const children = item.get('steps');
     if (children === undefined || children.kind === 'null' || (children.kind === 'list' && children.items.length === 0)) {
       reporter.fail('steps', 'must not be empty', children);
@@ -291,7 +295,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     }
     optionalText(reporter, findProperty(item, ['group', 'label', 'name']), MAX_NAME); // checked, though not kept
     checkAttributes(reporter, item, 'group');
-    const group = groupAttributes(reporter, item, children);
+    const group = groupAttributes(reporter, item, children, i);
     if (group.key !== null) claimKey(reporter, group.key, label, findProperty(item, PROPERTY_NAMES.yaml.key)?.[1]);
     for (const [j, child] of children.items.entries()) {
       if (problems.full || steps.length > MAX_STEPS) break;
