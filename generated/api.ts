@@ -4258,8 +4258,8 @@ export interface paths {
          *     `per_artifact_instructions` give each artifact its own pre-signed form POST straight to
          *     the bucket (for exactly its declared size; the agent uses these over the batch's form,
          *     which still works). Sending the same batch `id` again answers the
-         *     batch made the first time. A path that is absolute, holds a `..` segment, a backslash or
-         *     a NUL is a 422, as is a file over the per-file limit or a job going over its total
+         *     batch made the first time. A path that is absolute, holds a `..` segment after a name
+         *     (leading ones, as the agent sends for `../out/*`, are taken), a backslash or a NUL is a 422, as is a file over the per-file limit or a job going over its total
          *     (ARTIFACT_MAX_FILE_BYTES, ARTIFACT_MAX_JOB_BYTES); only Windsock storage is offered
          *     (`upload_destination` other than `""`: 422). Only the agent running the job may call
          *     it (404 otherwise).
@@ -7696,7 +7696,7 @@ export interface components {
         /** @description One file the agent is about to upload. `id`, `job_id`, `created_at`, `absolute_path` and `url` are the agent's zero values and are ignored. */
         NewArtifact: {
             id?: string;
-            /** @description Relative, `/`-separated; no `..` segment, no leading `/`, no NUL. */
+            /** @description Relative, `/`-separated, as the agent makes it: no leading `/`, no NUL, no empty or `.` segment, and `..` segments only at the start (a file outside the working directory, `../out/x`). */
             path: string;
             absolute_path?: string;
             glob_path?: string;

@@ -4134,7 +4134,9 @@ type NewArtifact struct {
 	GlobPath     *string `json:"glob_path,omitempty"`
 	ID           *string `json:"id,omitempty"`
 	JobID        *string `json:"job_id,omitempty"`
-	// Relative, `/`-separated; no `..` segment, no leading `/`, no NUL.
+	// Relative, `/`-separated, as the agent makes it: no leading `/`, no NUL, no empty or `.`
+	// segment, and `..` segments only at the start (a file outside the working directory,
+	// `../out/x`).
 	Path              string  `json:"path"`
 	Sha1Sum           string  `json:"sha1sum"`
 	Sha256Sum         *string `json:"sha256sum,omitempty"`

@@ -1,8 +1,11 @@
 /**
  * An artifact's path as the agent reports it, and the agent search's query. A path is only ever
- * a label (content is stored by its hash), but one that would climb out of a directory when a
- * client downloads it is refused: absolute, `..` segments, backslashes, NUL and other control
- * characters, empty segments.
+ * a label (content is stored by its hash), but one that is not the clean relative path the agent
+ * makes is refused: absolute, a `..` after a name, backslashes, NUL and other control characters,
+ * empty or `.` segments. Leading `..` segments are what the agent sends for a file outside its
+ * working directory (`artifact upload "../out/*"`: Go's `filepath.Rel`), so they are taken, as
+ * Buildkite takes them; the agent's download drops them, so the file never lands above its
+ * destination.
  */
 
 /** Why the path is refused, or null when it is fine. */
@@ -13,8 +16,10 @@ export function pathProblem(p: string): string | null {
   if (p.includes('\\')) return 'must use / as the separator, not \\';
   if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) return 'must be relative, not absolute';
   const segments = p.split('/');
-  if (segments.some((s) => s === '..')) return 'must not contain a .. segment';
-  if (segments.some((s) => s === '' || s === '.')) return 'must not contain empty or . segments';
+  if (segments.every((s) => s === '..')) return 'must name a file, not only .. segments';
+  const named = segments.slice(segments.findIndex((s) => s !== '..'));
+  if (named.includes('..')) return 'must not contain a .. segment after a name';
+  if (named.some((s) => s === '' || s === '.')) return 'must not contain empty or . segments';
   return null;
 }
 

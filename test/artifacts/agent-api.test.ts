@@ -131,9 +131,21 @@ describeEachDatabase(
       expect(unknown.body.message).toBe('No step matching: `nope` found');
     });
 
-    it('refuses paths that climb out of a directory, with a 422 naming each', async () => {
+    it('takes the leading .. segments the agent sends for a file outside its working directory (artifact upload "../out/*")', async () => {
       const { agent, job, build } = await givenRunningJob(ctx());
-      for (const bad of ['../x', 'a/../../x', '/etc/passwd', 'C:/x', 'a\\b', 'a//b', './a', 'a\u0001b']) {
+      await givenArtifacts(ctx(), agent, job.id, [{ path: '../../out/report.txt', content: 'report' }]);
+      const found = await ctx()
+        .http()
+        .get(`/v3/builds/${build.id}/artifacts/search`)
+        .query({ query: '../../out/*', state: 'finished' })
+        .set(agentAuth(agent.token))
+        .expect(200);
+      expect(found.body.map((a: { path: string }) => a.path)).toEqual(['../../out/report.txt']);
+    });
+
+    it('refuses paths that are not the clean relative paths the agent makes, with a 422 naming each', async () => {
+      const { agent, job, build } = await givenRunningJob(ctx());
+      for (const bad of ['..', '../..', 'a/../x', '../a/../../x', '/etc/passwd', 'C:/x', 'a\\b', 'a//b', './a', '../', 'a\u0001b']) {
         const res = await ctx()
           .http()
           .post(`/v3/jobs/${job.id}/artifacts`)
