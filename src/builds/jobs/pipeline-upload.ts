@@ -108,18 +108,20 @@ export class PipelineUploadService {
     // A send the agent retries (same uuid) added nothing the second time: recorded once.
     const repeated = uploadId !== null && (await this.stepUploads.hasApplied(context.build.id, uploadId));
     // The docs' default quotas (platform limits: 'Jobs created per pipeline upload', 'Pipeline uploads per build').
-    if (!repeated && planned.length > MAX_JOBS_PER_UPLOAD)
-      throw await reject(
-        'job_creation_error',
-        new UnprocessableError(
-          `A pipeline upload can't create more than ${MAX_JOBS_PER_UPLOAD} jobs: this one makes ${planned.length} (parallelism and matrix steps count each job).`,
-        ),
-      );
-    if (!repeated && (await this.stepUploads.appliedCount(context.build.id)) >= MAX_UPLOADS_PER_BUILD)
-      throw await reject(
-        'job_creation_error',
-        new UnprocessableError(`A build can't have more than ${MAX_UPLOADS_PER_BUILD} pipeline uploads: this one would go over.`),
-      );
+    if (!repeated) {
+      if (planned.length > MAX_JOBS_PER_UPLOAD)
+        throw await reject(
+          'job_creation_error',
+          new UnprocessableError(
+            `A pipeline upload can't create more than ${MAX_JOBS_PER_UPLOAD} jobs: this one makes ${planned.length} (parallelism and matrix steps count each job).`,
+          ),
+        );
+      if ((await this.stepUploads.appliedCount(context.build.id)) >= MAX_UPLOADS_PER_BUILD)
+        throw await reject(
+          'job_creation_error',
+          new UnprocessableError(`A build can't have more than ${MAX_UPLOADS_PER_BUILD} pipeline uploads: this one would go over.`),
+        );
+    }
     const ids = await this.progress.addUploadedJobs(build.id, context.job, planned, uploadId, clock.now(), MAX_JOBS_PER_BUILD, parsed.notify, replace);
     if (!ids)
       throw await reject('job_creation_error', new UnprocessableError(`A build can't have more than ${MAX_JOBS_PER_BUILD} jobs: this upload would go over.`));
