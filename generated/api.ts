@@ -7502,8 +7502,8 @@ export interface components {
         /**
          * @description At most 10 tags, each key starting with `mut.`. Otherwise the rules of other tags hold
          *     (tags.md: "Mutable tags are identical to other tags" but for the prefix; `ExecutionTags`): a
-         *     key has only letters, digits, `_`, `-` and `.` and is under 64 bytes; a value is not blank
-         *     and is under 128 bytes of UTF-8.
+         *     key has only letters, digits, `_`, `-` and `.`, is under 64 bytes and is not a dot-separated
+         *     prefix of another of the tags' keys; a value is not blank and is under 128 bytes of UTF-8.
          */
         MutableTags: {
             [key: string]: string;
@@ -7579,8 +7579,9 @@ export interface components {
          *     server-side to every execution therein"), under a result's own `tags` with the same key. Each
          *     upload's tags are its own executions': uploads of one run may carry different ones. The
          *     rules of a result's `tags` (`ExecutionTags`) hold: at most 10; a key begins with a letter,
-         *     has only letters, digits, `_`, `-` and `.`, is under 64 bytes, and is not `mut` nor begins
-         *     with `mut.`; a value is not blank and is under 128 bytes of UTF-8. An upload whose tags break
+         *     has only letters, digits, `_`, `-` and `.`, is under 64 bytes, is not `mut` nor begins
+         *     with `mut.`, and is not a dot-separated prefix of another of its keys (`service` beside
+         *     `service.name`); a value is not blank and is under 128 bytes of UTF-8. An upload whose tags break
          *     a rule is refused as a whole (422 naming `tags`, or `tags.<key>`), before its results are
          *     looked at.
          */
@@ -8656,8 +8657,9 @@ export interface components {
         /**
          * @description The execution's own custom tags (importing_json.md, "Execution level custom tags"): over its
          *     upload's `tags` with the same key. As the Test Engine's tagging rules have them: at most 10;
-         *     a key begins with a letter, has only letters, digits, `_`, `-` and `.`, is under 64 bytes, and
-         *     is not `mut` nor begins with `mut.` (those are set later, through `updateExecutionTags`); a
+         *     a key begins with a letter, has only letters, digits, `_`, `-` and `.`, is under 64 bytes,
+         *     is not `mut` nor begins with `mut.` (those are set later, through `updateExecutionTags`), and
+         *     is not a dot-separated prefix of another of its keys; a
          *     value is not blank and is under 128 bytes of UTF-8. A result whose tags break a rule is
          *     rejected on its own, like any other fault.
          */

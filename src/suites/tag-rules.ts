@@ -52,6 +52,11 @@ export function tagFaults(tags: unknown, kind: TagKind): TagFault[] {
     else if (typeof value !== 'string') faults.push({ at: key, code: 'must be a string' });
     else if (value.trim() === '') faults.push({ at: key, code: "can't be blank" });
     else if (Buffer.byteLength(value) > MAX_TAG_VALUE_BYTES) faults.push({ at: key, code: `is too long (maximum is ${MAX_TAG_VALUE_BYTES} bytes)` });
+    else {
+      // tags.md: a key "must not be a dot-separated prefix of another key" (`service` beside `service.instance.id`).
+      const longer = entries.find(([other]) => other.startsWith(`${key}.`));
+      if (longer) faults.push({ at: key, code: `is a dot-separated prefix of the key ${JSON.stringify(longer[0])}: one of them must go` });
+    }
   }
   return faults;
 }

@@ -275,6 +275,7 @@ describeEachDatabase('Test Engine quarantine, labels and execution tags', (ctx) 
       // 64 characters, 128 bytes of UTF-8.
       [{ 'mut.reason': 'é'.repeat(64) }, 'executions[0].tags.mut.reason', /127 bytes/],
       [{ 'mut.reason': 'x'.repeat(128) }, 'executions[0].tags.mut.reason', /too long/],
+      [{ 'mut.reason.code': 'x', 'mut.reason': 'y' }, 'executions[0].tags.mut.reason', /dot-separated prefix/],
     ];
     for (const [tags, field, code] of bad) {
       const res = await put(tags);

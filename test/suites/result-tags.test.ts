@@ -70,6 +70,8 @@ describeEachDatabase('a test result’s own tags', (ctx) => {
       // 64 characters, 128 bytes of UTF-8.
       [{ team: 'é'.repeat(64) }, 'tags.team', /127 bytes/],
       [['team', 'web'], 'tags', /must be an object/],
+      // tags.md: not a dot-separated prefix of another key (`service.instance` is not one of `service.instance-id`).
+      [{ 'service.instance.id': 'a', service: 'b' }, 'tags.service', /dot-separated prefix of the key "service.instance.id"/],
     ];
     const res = await ctx()
       .http()
@@ -78,7 +80,7 @@ describeEachDatabase('a test result’s own tags', (ctx) => {
       .send(
         upload({ key: 'r1' }, [
           ...bad.map(([tags], i) => result(`bad ${i}`, 'failed', { tags })),
-          result('fine', 'failed', { tags: { 'service.instance-id_2': 'é'.repeat(63), team: 'web' } }),
+          result('fine', 'failed', { tags: { 'service.instance-id_2': 'é'.repeat(63), 'service.instance': 'x', team: 'web' } }),
           result('none', 'failed', { tags: null }),
         ]),
       )
@@ -87,7 +89,7 @@ describeEachDatabase('a test result’s own tags', (ctx) => {
     expect(res.body.errors).toEqual(bad.map(([, field, code], index) => ({ index, id: expect.any(String), field, code: expect.stringMatching(code) })));
     const failed = (await get(s, `/runs/${res.body.run_id}/failed_executions`).expect(200)).body;
     expect(failed.map((e: { test_name: string; tags: object }) => [e.test_name, e.tags])).toEqual([
-      ['fine', { 'service.instance-id_2': 'é'.repeat(63), team: 'web' }],
+      ['fine', { 'service.instance-id_2': 'é'.repeat(63), 'service.instance': 'x', team: 'web' }],
       ['none', {}],
     ]);
   });
