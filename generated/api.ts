@@ -5976,7 +5976,7 @@ export interface components {
             parallelism?: number | null;
             /** @description `script` steps; the other kinds when written. */
             key?: string | null;
-            /** @description `script` steps: the `key` of the group step this step was written in. */
+            /** @description Every kind, when written in a group step that has a `key`: that key (null or absent otherwise). */
             readonly group_key?: string | null;
             group_index?: components["schemas"]["StepGroupIndex"];
             /** @description `script` steps. */
@@ -6093,7 +6093,7 @@ export interface components {
             if?: string;
             /**
              * @description Present when written: the steps it waits for, each a step's `key` or a group's (its
-             *     command steps), instead of the wait and block steps before it (empty: it runs
+             *     steps but its waits), instead of the wait and block steps before it (empty: it runs
              *     at once), and the steps those steps uploaded (`pipeline upload`). It runs once each has
              *     passed, soft-failed, been unblocked, or was left out by its `skip`, its branch filter or
              *     its `if`; a failed one (or one that did not run) stops it
@@ -6255,6 +6255,8 @@ export interface components {
             continue_on_failure?: boolean;
             /** @description Present when written: what a step's `depends_on` names (the wait is done once it passed). */
             key?: string;
+            /** @description Present when written in a group step that has a `key`: that key (its job's `group_key`). */
+            readonly group_key?: string;
             group_index?: components["schemas"]["StepGroupIndex"];
             /** @description Present when written: steps the wait also waits for, on top of every step before it (a failed one makes it fail unless allowed, as for a command step). */
             depends_on?: components["schemas"]["StepDependency"][];
@@ -6284,6 +6286,8 @@ export interface components {
             allowed_teams?: string[];
             /** @description Present when written: what a step's `depends_on` names. */
             key?: string;
+            /** @description Present when written in a group step that has a `key`: that key (its job's `group_key`). */
+            readonly group_key?: string;
             group_index?: components["schemas"]["StepGroupIndex"];
             /**
              * @description Present when written: the steps it waits for before it blocks, instead of the steps before
@@ -6351,12 +6355,14 @@ export interface components {
             soft_fail?: boolean;
             /** @description Present when written: its job's `step_key`, what a step's `depends_on` names. */
             key?: string;
+            /** @description Present when written in a group step that has a `key`: that key (its job's `group_key`). */
+            readonly group_key?: string;
             group_index?: components["schemas"]["StepGroupIndex"];
             /** @description Present when written: its condition (the `filter_condition` syntax, `//` comments allowed, with the step variables of the docs' conditionals reference and `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs `broken`. Not with `branch_configuration`. */
             if?: string;
             /**
              * @description Present when written: the steps it waits for, each a step's `key` or a group's (its
-             *     command steps), instead of the wait and block steps before it (empty: it runs
+             *     steps but its waits), instead of the wait and block steps before it (empty: it runs
              *     at once), and the steps those steps uploaded (`pipeline upload`). It runs once each has
              *     passed, soft-failed, been unblocked, or was left out by its `skip`, its branch filter or
              *     its `if`; a failed one (or one that did not run) stops it
@@ -7135,7 +7141,7 @@ export interface components {
             readonly name?: string | null;
             readonly label?: string | null;
             readonly step_key: string | null;
-            /** @description The key of the group step the job's step belongs to (null: not recorded yet). */
+            /** @description The key of the group step the job's step belongs to, for a job of every type (null: not in a group, or in one without a key). */
             readonly group_key?: string | null;
             readonly priority?: components["schemas"]["JobPriority"];
             readonly step?: components["schemas"]["JobStep"];

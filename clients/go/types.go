@@ -3664,7 +3664,8 @@ type Job struct {
 	ExpiredAt  *time.Time `json:"expired_at,omitempty"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	GraphqlID  string     `json:"graphql_id"`
-	// The key of the group step the job's step belongs to (null: not recorded yet).
+	// The key of the group step the job's step belongs to, for a job of every type (null: not
+	// in a group, or in one without a key).
 	GroupKey *string `json:"group_key,omitempty"`
 	ID       string  `json:"id"`
 	Label    *string `json:"label,omitempty"`
@@ -4580,6 +4581,8 @@ type ManualStep struct {
 	DependsOn  []StepDependency  `json:"depends_on,omitempty"`
 	Fields     []ManualStepField `json:"fields,omitempty"`
 	GroupIndex *int64            `json:"group_index,omitempty"`
+	// Present when written in a group step that has a `key`: that key (its job's `group_key`).
+	GroupKey *string `json:"group_key,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
 	// allowed, with the step variables of the docs' conditionals reference and
 	// `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs
@@ -4963,7 +4966,8 @@ type Step struct {
 	// `manual` steps.
 	Fields     []ManualStepField `json:"fields,omitempty"`
 	GroupIndex *int64            `json:"group_index,omitempty"`
-	// `script` steps: the `key` of the group step this step was written in.
+	// Every kind, when written in a group step that has a `key`: that key (null or absent
+	// otherwise).
 	GroupKey *string `json:"group_key,omitempty"`
 	// Every kind, when written: its condition, evaluated when the step is added to a build;
 	// false makes its jobs `broken`.
@@ -5622,7 +5626,7 @@ type ScriptStep struct {
 	// Present when written.
 	ConcurrencyMethod *ConcurrencyMethod `json:"concurrency_method,omitempty"`
 	// Present when written: the steps it waits for, each a step's `key` or a group's (its
-	// command steps), instead of the wait and block steps before it (empty: it runs
+	// steps but its waits), instead of the wait and block steps before it (empty: it runs
 	// at once), and the steps those steps uploaded (`pipeline upload`). It runs once each has
 	// passed, soft-failed, been unblocked, or was left out by its `skip`, its branch filter or
 	// its `if`; a failed one (or one that did not run) stops it
@@ -6018,7 +6022,7 @@ type TriggerStep struct {
 	// Always null: trigger steps have no concurrency limit.
 	Concurrency interface{} `json:"concurrency"`
 	// Present when written: the steps it waits for, each a step's `key` or a group's (its
-	// command steps), instead of the wait and block steps before it (empty: it runs
+	// steps but its waits), instead of the wait and block steps before it (empty: it runs
 	// at once), and the steps those steps uploaded (`pipeline upload`). It runs once each has
 	// passed, soft-failed, been unblocked, or was left out by its `skip`, its branch filter or
 	// its `if`; a failed one (or one that did not run) stops it
@@ -6028,6 +6032,8 @@ type TriggerStep struct {
 	// visual steps a null is a field not set).
 	DependsOn  []StepDependency `json:"depends_on,omitempty"`
 	GroupIndex *int64           `json:"group_index,omitempty"`
+	// Present when written in a group step that has a `key`: that key (its job's `group_key`).
+	GroupKey *string `json:"group_key,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
 	// allowed, with the step variables of the docs' conditionals reference and
 	// `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs
@@ -6257,6 +6263,8 @@ type WaiterStep struct {
 	// failed one makes it fail unless allowed, as for a command step).
 	DependsOn  []StepDependency `json:"depends_on,omitempty"`
 	GroupIndex *int64           `json:"group_index,omitempty"`
+	// Present when written in a group step that has a `key`: that key (its job's `group_key`).
+	GroupKey *string `json:"group_key,omitempty"`
 	// Present when written: its condition (the `filter_condition` syntax, `//` comments
 	// allowed, with the step variables of the docs' conditionals reference and
 	// `build.env("NAME")`), evaluated when the step is added to a build; false makes its jobs

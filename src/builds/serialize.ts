@@ -104,6 +104,7 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
     type: j.type,
     state: j.state,
     step_key: j.stepKey,
+    group_key: j.step.group_key ?? null,
     web_url: `${buildWebUrl}#${j.id}`,
     created_at: isoTime(j.createdAt),
     scheduled_at: iso(j.scheduledAt),
@@ -140,7 +141,6 @@ export function serializeJob(j: Job, buildUrl: string, buildWebUrl: string, agen
       const clusterUrl = j.clusterId ? `${buildUrl.replace(/\/pipelines\/[^/]+\/builds\/\d+$/, '')}/clusters/${j.clusterId}` : null;
       return Object.assign(common, {
         name: j.name,
-        group_key: j.step.type === 'script' ? (j.step.group_key ?? null) : null,
         step: { id: j.stepId, signature: j.signature },
         priority: { number: j.priority },
         agent_query_rules: j.agentQueryRules,

@@ -119,6 +119,7 @@ function triggerStepJson(s: TriggerStep): components['schemas']['TriggerStep'] {
     parallelism: s.parallelism ?? null,
     ...(s.if !== undefined ? { if: s.if } : {}),
     ...(s.key !== undefined ? { key: s.key } : {}),
+    ...(s.group_key !== undefined ? { group_key: s.group_key } : {}),
     ...(s.group_index !== undefined ? { group_index: s.group_index } : {}),
     ...(s.depends_on ? { depends_on: s.depends_on } : {}),
     ...(s.allow_dependency_failure ? { allow_dependency_failure: true } : {}),

@@ -94,7 +94,7 @@ export class JobService {
     oneCursorAtMost(opts);
     const item = await this.builds.get(actor, pipelineSlug, number, true);
     const states = opts.states?.length ? new Set(opts.states) : undefined;
-    const groupKeyOf = (j: Job) => (j.step.type === 'script' ? j.step.group_key : undefined);
+    const groupKeyOf = (j: Job) => j.step.group_key;
     const all = item.jobs.filter(
       (j) =>
         (opts.includeRetried || !j.retried) &&

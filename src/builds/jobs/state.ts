@@ -110,7 +110,7 @@ interface Named {
 }
 
 /**
- * The jobs each key names: a step's, and a group's (its command jobs),
+ * The jobs each key names: a step's, and a group's (its jobs but its waits),
  * with every job the steps of those jobs uploaded, and so on (the docs: "if step B depends on
  * step A, and step A uploads step C, then step B will also depend on step C").
  */
@@ -119,7 +119,7 @@ function jobsByKey(jobs: readonly Job[]): Map<string, Named> {
   const add = (key: string, j: Job) => direct.set(key, [...(direct.get(key) ?? []), j]);
   for (const j of jobs) {
     if (j.stepKey !== null) add(j.stepKey, j);
-    if (j.step.type === 'script' && j.step.group_key !== undefined && j.step.group_key !== j.stepKey) add(j.step.group_key, j);
+    if (j.type !== 'waiter' && j.step.group_key !== undefined && j.step.group_key !== j.stepKey) add(j.step.group_key, j);
   }
   const uploads = jobs.some((j) => j.uploadedByStepId !== null);
   const byKey = new Map<string, Named>();
@@ -147,7 +147,7 @@ function explicitDependencies(j: Job): { steps: StepDependency[]; allowFailure: 
 
 /**
  * Whether a job with `depends_on` may run, as the docs' "Depends on" table says: each step it
- * names (a command step's key, or a group's: all its command jobs) has passed, soft-failed, was
+ * names (a step's key, or a group's: all its jobs but its waits) has passed, soft-failed, was
  * unblocked, or did not run because its branch filter excluded it ("skipped"). A failure (or a
  * job held back by one) stops it unless allowed; a canceled job stops it even then; a key that
  * no job of the build has stops it too, and fails the build ("the build will fail without

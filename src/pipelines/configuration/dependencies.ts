@@ -4,7 +4,7 @@
  * names are done, whatever wait and block steps stand before it. Written as one key, a list of
  * keys, or a list of `{step, allow_failure}`; `~`, `null` and `[]` say "depends on nothing" (it
  * runs at once; a wait step waits for them on top of every step before it). A key names a step,
- * or a group (all its command steps). No HTTP, no
+ * or a group (all its steps but its waits). No HTTP, no
  * database; the build's state machine (src/builds/jobs/state.ts) acts on them.
  */
 import { MAX_KEY } from './limits';

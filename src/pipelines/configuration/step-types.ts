@@ -100,6 +100,8 @@ export type StepRetry = { automatic: AutomaticRetry[]; manual?: ManualRetry };
 export type WaiterStep = {
   type: 'waiter';
   continue_on_failure: boolean;
+  /** The key of the group step it was written in, if that group has one. */
+  group_key?: string;
   /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
   group_index?: number;
   if?: string;
@@ -129,6 +131,8 @@ export type ManualStep = {
   /** Who may unblock it, when written: members of these teams (slugs or ids) only, instead of who may build. */
   allowed_teams?: string[];
   branch_configuration: string | null;
+  /** The key of the group step it was written in, if that group has one. */
+  group_key?: string;
   /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
   group_index?: number;
   if?: string;
@@ -150,6 +154,8 @@ export type TriggerStep = {
   trigger_meta_data?: Record<string, string>;
   trigger_async: boolean;
   branch_configuration: string | null;
+  /** The key of the group step it was written in, if that group has one. */
+  group_key?: string;
   /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
   group_index?: number;
   if?: string;

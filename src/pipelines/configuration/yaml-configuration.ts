@@ -100,7 +100,7 @@ function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: StepD
 
 /** What a group step gives each of its steps (the docs: its `if` and `skip` are merged into theirs). */
 interface GroupAttributes {
-  /** Kept on its command steps: their jobs show it as `group_key`. */
+  /** Kept on each of its steps: their jobs show it as `group_key`. */
   key: string | null;
   /** Where the group step is in the configuration's `steps`: each of its steps' `group_index`. */
   index: number;
@@ -259,12 +259,12 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     if (group) inherit(reporter, item, step, group);
     // The group's steps after its first wait or block step wait for that one, not for the group's `depends_on`.
     if (group && (step.type === 'waiter' || (step.type === 'manual' && !step.input))) group.barrierPassed = true;
-    if (step.type === 'script' && groupKey !== null) step.group_key = groupKey;
+    if (groupKey !== null) step.group_key = groupKey;
     if (group) step.group_index = group.index;
     const ownKey = keptKey(step);
     const written = item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key) : undefined;
-    // What the group's key waits for: its command steps (through their keys, or what a step without one waits for).
-    if (step.type === 'script' && groupKey !== null) {
+    // What the group's key waits for: its steps but waits (through their keys, or what a step without one waits for).
+    if (step.type !== 'waiter' && groupKey !== null) {
       const waitsFor = ownKey !== null ? [ownKey] : (step.depends_on ?? []).map((d) => d.step);
       groups.set(groupKey, [...(groups.get(groupKey) ?? []), ...waitsFor]);
     }

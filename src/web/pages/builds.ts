@@ -266,7 +266,7 @@ function stepGraph(v: BuildPageView, shown: readonly Job[]): Html {
       flush();
       stages.push({ kind: 'block', nodes: [], job: j });
     } else {
-      const group = j.step.type === 'script' ? (j.step.group_key ?? null) : null;
+      const group = j.step.group_key ?? null;
       const last = current[current.length - 1];
       if (last && group !== null && last.group === group) last.jobs.push(j);
       else current.push({ group, jobs: [j] });

@@ -208,6 +208,41 @@ describeEachDatabase('groups in a build', (ctx) => {
     expect(pipelineSteps).toEqual(['generate.sh', 'a-1.sh', 'a-2.sh', 'b-1.sh', 'b-2.sh']);
   });
 
+  it('names every step of a group by its key, block and trigger steps too, and shows the key on each of their jobs', async () => {
+    const s = await setup(
+      yaml(
+        'steps:',
+        '  - group: Release',
+        '    key: release',
+        '    steps:',
+        '      - command: build.sh',
+        '      - block: Approve',
+        '      - { trigger: nowhere, soft_fail: true }',
+        '  - { command: announce.sh, depends_on: release }',
+        '  - group: Deploys',
+        '    key: deploys',
+        '    steps: [{ trigger: nowhere-either, soft_fail: true }]',
+        '  - { command: after-deploys.sh, depends_on: deploys }',
+      ),
+    );
+    const keys = (await s.read()).jobs.map((j) => [j.type, j.group_key]);
+    expect(keys).toEqual([
+      ['script', 'release'],
+      ['manual', 'release'],
+      ['trigger', 'release'],
+      ['script', null],
+      ['trigger', 'deploys'],
+      ['script', null],
+    ]);
+    // A group of trigger steps alone is a group its dependents wait for (it was a missing dependency).
+    expect((await s.states())['after-deploys.sh']).toBe('scheduled');
+    expect(await s.run(0)).toBe('build.sh');
+    // The group is not done while its block step waits for someone.
+    expect(await s.states()).toMatchObject({ Approve: 'blocked', 'announce.sh': 'waiting' });
+    await s.unblock('Approve');
+    expect((await s.states())['announce.sh']).toBe('scheduled');
+  });
+
   it('shows group_index on the pipeline’s steps', async () => {
     const s = await setup(yaml('steps:', '  - command: first', '  - group: G', '    steps: [{command: a}, {wait: ~}]'));
     const pipeline = (
