@@ -6115,8 +6115,9 @@ export interface components {
          * @description A build matrix: each combination of the `setup` dimensions (the one dimension of the
          *     list form is named `""`, the one `{{matrix}}` reads) becomes its own job, with its
          *     values put into the label, command, env, agents and plugins. `adjustments` skip a
-         *     combination, give it its own `soft_fail`, or add one. At most 6 dimensions of 20
-         *     values, 12 adjustments and 50 jobs.
+         *     combination, give it its own `soft_fail`, or add one. At most 6 dimensions of 25
+         *     values (each name and value at most 128 bytes), 12 adjustments and 50 jobs, as the docs'
+         *     matrix limits say.
          */
         StepMatrix: {
             setup: {

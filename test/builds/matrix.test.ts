@@ -102,8 +102,8 @@ describeEachDatabase('matrix steps and priority through the REST API', (ctx) => 
     );
     expect(res.status).toBe(422);
     expect(res.body.errors).toEqual([
-      { field: 'configuration', code: 'step 1 (line 5): "matrix.setup.a" has 100 elements: a dimension has at most 20' },
-      { field: 'configuration', code: 'step 1 (line 6): "matrix.setup.b" has 100 elements: a dimension has at most 20' },
+      { field: 'configuration', code: 'step 1 (line 5): "matrix.setup.a" has 100 elements: a dimension has at most 25' },
+      { field: 'configuration', code: 'step 1 (line 6): "matrix.setup.b" has 100 elements: a dimension has at most 25' },
     ]);
     expect(res.body.message).toEqual(expect.any(String));
   });

@@ -51,7 +51,7 @@ describe('matrix: the single-dimension list form', () => {
   it('reads the same matrix, priority and plugins from the visual steps of the REST API', () => {
     const [step] = normaliseVisualSteps([{ type: 'script', command: 'echo {{matrix}}', matrix: ['a', 'b'], priority: 4, plugins: ['x#v1'] }]) as ScriptStep[];
     expect([step!.matrix, step!.priority, step!.plugins]).toEqual([{ setup: { '': ['a', 'b'] }, adjustments: [] }, 4, [{ 'x#v1': null }]]);
-    expect(() => normaliseVisualSteps([{ type: 'script', command: 'x', matrix: Array.from({ length: 21 }, (_, i) => i) }])).toThrow(ValidationError);
+    expect(() => normaliseVisualSteps([{ type: 'script', command: 'x', matrix: Array.from({ length: 26 }, (_, i) => i) }])).toThrow(ValidationError);
   });
 
   it('keeps the matrix on the stored step, so the pipeline shows one step', () => {
@@ -157,7 +157,13 @@ describe('matrix: what is refused, with the field and the limit', () => {
       yaml('steps:', '  - command: x', '    matrix:', '      setup:', ...dims(7)),
       'has 7 dimensions: a matrix has at most 6',
     ],
-    ['21 elements', yaml('steps:', '  - command: x', `    matrix: ${values(21)}`), 'has 21 elements: a dimension has at most 20'],
+    ['26 elements', yaml('steps:', '  - command: x', `    matrix: ${values(26)}`), 'has 26 elements: a dimension has at most 25'],
+    ['an element over 128 bytes', yaml('steps:', '  - command: x', `    matrix: [ok, ${'é'.repeat(65)}]`), 'is too long (maximum is 128 bytes)'],
+    [
+      'a dimension name over 128 bytes',
+      yaml('steps:', '  - command: x', '    matrix:', '      setup:', `        ${'d'.repeat(129)}: [a]`),
+      'has an invalid dimension name',
+    ],
     [
       '13 adjustments',
       yaml(
@@ -178,14 +184,16 @@ describe('matrix: what is refused, with the field and the limit', () => {
     [
       '100x100',
       yaml('steps:', '  - command: x', '    matrix:', '      setup:', `        a: ${values(100)}`, `        b: ${values(100)}`),
-      'has 100 elements: a dimension has at most 20',
+      'has 100 elements: a dimension has at most 25',
     ],
   ])('refuses %s', (_name, text, message) => {
     expect(codesOf(text).join('\n')).toContain(message);
   });
 
-  it('allows exactly the limits (6 dimensions, 50 jobs)', () => {
+  it('allows exactly the limits (6 dimensions, 25 elements of 128 bytes, 50 jobs)', () => {
     expect(combinations(onlyStep(yaml('steps:', '  - command: x', '    matrix:', '      setup:', ...dims(6))).matrix!)).toHaveLength(1);
+    expect(combinations(onlyStep(yaml('steps:', '  - command: x', `    matrix: ${values(25)}`)).matrix!)).toHaveLength(25);
+    expect(combinations(onlyStep(yaml('steps:', '  - command: x', `    matrix: [${'é'.repeat(64)}]`)).matrix!)).toHaveLength(1);
     const fifty = onlyStep(yaml('steps:', '  - command: x', '    matrix:', '      setup:', `        a: ${values(10)}`, `        b: ${values(5)}`));
     expect(jobCount(fifty.matrix!)).toBe(50);
   });

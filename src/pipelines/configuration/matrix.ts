@@ -13,8 +13,9 @@ import type { ScriptStep } from './step-types';
 import type { ConfigList, ConfigMap, ConfigValue } from './value-tree';
 
 /** The documented limits ("Matrix limits"): dimensions, elements per dimension, adjustments, jobs. */
-export const MATRIX_LIMITS = { dimensions: 6, elements: 20, adjustments: 12, jobs: 50 } as const;
-const MAX_ELEMENT = 1000;
+export const MATRIX_LIMITS = { dimensions: 6, elements: 25, adjustments: 12, jobs: 50 } as const;
+/** "128 bytes maximum size for each individual matrix element (both keys and values)". */
+const MAX_ELEMENT_BYTES = 128;
 /** Dimension names as Buildkite's pipeline schema allows them. */
 const DIMENSION = /^[A-Za-z0-9_]+$/;
 /** `{{matrix}}` (the single, unnamed dimension) and `{{matrix.<name>}}`. */
@@ -78,7 +79,7 @@ function dimensions(reporter: ProblemReporter, [path, v]: FoundProperty): Record
   let ok = true;
   for (const dim of v.keys) {
     const list = v.get(dim) ?? { kind: 'null', line: v.line };
-    if (!DIMENSION.test(dim) || dim.length > 100) {
+    if (!DIMENSION.test(dim) || dim.length > MAX_ELEMENT_BYTES) {
       reporter.fail(path, `has an invalid dimension name ${quote(dim)}: use letters, digits and underscores`, list);
       ok = false;
       continue;
@@ -100,7 +101,8 @@ function elements(reporter: ProblemReporter, path: string, v: ConfigList): strin
   for (const [i, item] of v.items.entries()) {
     const s = text(item);
     if (s === undefined) return (reporter.fail(`${path}[${i}]`, 'must be a string, number or boolean', item), undefined);
-    if (s.length > MAX_ELEMENT) return (reporter.fail(`${path}[${i}]`, `is too long (maximum is ${MAX_ELEMENT} characters)`, item), undefined);
+    if (Buffer.byteLength(s) > MAX_ELEMENT_BYTES)
+      return (reporter.fail(`${path}[${i}]`, `is too long (maximum is ${MAX_ELEMENT_BYTES} bytes)`, item), undefined);
     if (values.includes(s)) return (reporter.fail(`${path}[${i}]`, `repeats ${quote(s)}`, item), undefined);
     values.push(s);
   }
@@ -144,7 +146,8 @@ function combination(reporter: ProblemReporter, path: string, v: ConfigValue | u
   if (dims.length === 1 && dims[0] === UNNAMED) {
     const item = v.kind === 'list' && v.items.length === 1 ? v.items[0]! : v;
     const s = text(item);
-    if (s === undefined || s.length > MAX_ELEMENT) return (reporter.fail(path, 'must be one value of the matrix (or a list of one)', v), undefined);
+    if (s === undefined || Buffer.byteLength(s) > MAX_ELEMENT_BYTES)
+      return (reporter.fail(path, 'must be one value of the matrix (or a list of one)', v), undefined);
     values[UNNAMED] = s;
     return values;
   }
@@ -162,7 +165,7 @@ function combination(reporter: ProblemReporter, path: string, v: ConfigValue | u
     if (item === undefined) {
       reporter.fail(path, `must give a value for every dimension: ${quote(dim)} is missing`, v);
       ok = false;
-    } else if (s === undefined || s.length > MAX_ELEMENT) {
+    } else if (s === undefined || Buffer.byteLength(s) > MAX_ELEMENT_BYTES) {
       reporter.fail(`${path}.${dim}`, 'must be a string, number or boolean', item);
       ok = false;
     } else {
