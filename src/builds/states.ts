@@ -129,9 +129,21 @@ export const JOB_TRANSITIONS: readonly TransitionRow<JobState, JobEvent>[] = [
   { event: 'release', from: ['assigned'], to: 'scheduled', by: 'agent', guard: 'the agent disconnects before accepting it' },
   { event: 'accept', from: ['assigned'], to: 'accepted', by: 'agent', guard: 'the agent it was assigned to' },
   { event: 'start', from: ['accepted'], to: 'running', by: 'agent', guard: 'the agent holding it' },
-  { event: 'finish_passed', from: ['running'], to: 'passed', by: 'agent', guard: 'exit status 0' },
+  {
+    event: 'finish_passed',
+    from: ['running', 'timing_out'],
+    to: 'passed',
+    by: 'agent',
+    guard: 'exit status 0 (a job that times out with 0 passes, as documented)',
+  },
   { event: 'finish_failed', from: ['running'], to: 'failed', by: 'agent', guard: 'a non-zero exit status (-1: its agent was lost)' },
-  { event: 'finish_timed_out', from: ['running', 'timing_out'], to: 'timed_out', by: 'agent', guard: 'timing out, or the agent stopped it for its timeout' },
+  {
+    event: 'finish_timed_out',
+    from: ['running', 'timing_out'],
+    to: 'timed_out',
+    by: 'agent',
+    guard: 'a non-zero exit status, timing out or stopped by the agent for its timeout',
+  },
   { event: 'finish_canceled', from: ['canceling'], to: 'canceled', by: 'agent', guard: 'being canceled, whatever the exit status' },
   // The sweeper (src/builds/jobs/sweeper.ts).
   { event: 'abandon', from: ['assigned', 'accepted'], to: 'expired', by: 'sweeper', guard: 'its agent went silent before starting it' },
@@ -330,14 +342,17 @@ export type FinishEvent = (typeof FINISH_EVENTS)[number];
 
 /**
  * What a finish makes of a job in `from`: the one finish the table allows from there (a job being
- * canceled ends `canceled` and one timing out `timed_out`, whatever the exit status); from
- * `running`, the outcome decides: the agent's own timeout (`signal_reason: timeout`) ends
- * `timed_out`, exit status 0 passes, any other fails. Null: the job can't be finished from `from`.
+ * canceled ends `canceled`, whatever the exit status); otherwise the outcome decides: exit status 0
+ * passes, a job that times out with 0 too (command_step.md: "A job that times out with an exit
+ * status of 0 is marked as passed"); any other status ends a job timing out, or one the agent
+ * stopped for its own timeout (`signal_reason: timeout`), `timed_out`, and fails the rest. Null:
+ * the job can't be finished from `from`.
  */
 export function finishEvent(from: JobState, exitStatus: number, signalReason: string | null): FinishEvent | null {
   const allowed = FINISH_EVENTS.filter((e) => jobTransition(e).from.includes(from));
   if (allowed.length <= 1) return allowed[0] ?? null;
-  const outcome: JobState = signalReason === 'timeout' ? 'timed_out' : exitStatus === 0 ? 'passed' : 'failed';
+  const timedOut = from === 'timing_out' || signalReason === 'timeout';
+  const outcome: JobState = exitStatus === 0 ? 'passed' : timedOut ? 'timed_out' : 'failed';
   return allowed.find((e) => jobTransition(e).to === outcome) ?? null;
 }
 

@@ -173,6 +173,23 @@ describeEachDatabase(
         expect(b.jobs[0]).toMatchObject({ state: 'timed_out', exit_status: 137, signal_reason: 'timeout', soft_failed: false });
       });
 
+      it('passes a job that times out with exit status 0, as documented, whether the sweeper or the agent timed it', async () => {
+        const s = await setUp('steps:\n  - command: trap "exit 0" TERM; sleep 600\n    timeout_in_minutes: 1\n  - command: own\n    timeout_in_minutes: 1\n');
+        const agent = await givenAgent(ctx(), s.reg, 'zero');
+        const id = await take(agent, 'running');
+        clock.advance(61_000);
+        expect((await ctx().services.sweeper.sweep()).timingOut).toBe(1);
+        expect((await finish(agent, id, { exit_status: 0, signal_reason: 'timeout' }).expect(200)).body.state).toBe('passed');
+        const own = await take(agent, 'running');
+        expect((await finish(agent, own, { exit_status: 0, signal_reason: 'timeout' }).expect(200)).body.state).toBe('passed');
+        const b = await s.read();
+        expect(b.jobs.map((j) => [j.state, j.exit_status, j.signal_reason])).toEqual([
+          ['passed', 0, 'timeout'],
+          ['passed', 0, 'timeout'],
+        ]);
+        expect(b.state).toBe('passed');
+      });
+
       it("counts a soft_fail step's timeout as soft, and takes the agent's own timeout as timed_out", async () => {
         const s = await setUp('steps:\n  - command: sleep 600\n    timeout_in_minutes: 2\n    soft_fail: true\n');
         const agent = await givenAgent(ctx(), s.reg, 'own-timer');

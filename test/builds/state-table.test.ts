@@ -137,11 +137,14 @@ describe('the state tables (pure)', () => {
     expect(finishEvent('running', 0, null)).toBe('finish_passed');
     expect(finishEvent('running', 1, null)).toBe('finish_failed');
     expect(finishEvent('running', -1, null)).toBe('finish_failed');
-    expect(finishEvent('running', 0, 'timeout')).toBe('finish_timed_out');
+    // command_step.md: "A job that times out with an exit status of 0 is marked as passed."
+    expect(finishEvent('running', 0, 'timeout')).toBe('finish_passed');
+    expect(finishEvent('running', 137, 'timeout')).toBe('finish_timed_out');
     expect(finishEvent('running', 1, 'cancel')).toBe('finish_failed');
     expect(finishEvent('canceling', 0, null)).toBe('finish_canceled');
     expect(finishEvent('canceling', 1, 'timeout')).toBe('finish_canceled');
-    expect(finishEvent('timing_out', 0, null)).toBe('finish_timed_out');
+    expect(finishEvent('timing_out', 0, null)).toBe('finish_passed');
+    expect(finishEvent('timing_out', 1, null)).toBe('finish_timed_out');
     for (const s of JOB_STATES.filter((s) => !['running', 'canceling', 'timing_out'].includes(s))) expect([s, finishEvent(s, 0, null)]).toEqual([s, null]);
   });
 
