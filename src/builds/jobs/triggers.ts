@@ -71,7 +71,8 @@ export function triggeredBuildFields(step: TriggerStep, job: Job, parent: Trigge
   return {
     commit: step.trigger_commit || 'HEAD',
     branch,
-    message: step.trigger_message ?? parent.message,
+    // trigger_step.md, `message`: "Default: the label of the trigger step" (without one, the triggering build's).
+    message: step.trigger_message ?? step.name ?? parent.message,
     author: null,
     // A parallel trigger step's build knows its place, as a parallel job does (the docs' "triggering parallel builds").
     env:

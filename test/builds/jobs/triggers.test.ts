@@ -53,7 +53,8 @@ describeEachDatabase('trigger steps', (ctx) => {
       source: 'trigger_job',
       commit: 'HEAD',
       branch: 'release',
-      message: 'Ship it',
+      // The step's label: the docs' default message.
+      message: 'Deploy',
       env: { TARGET: 'prod' },
       meta_data: { 'release-version': '1.2' },
       creator: { id: s.user.id },
