@@ -5956,7 +5956,7 @@ export interface components {
             command?: string | null;
             /** @description `script` steps. */
             artifact_paths?: string | null;
-            /** @description `script`, `manual` and `trigger` steps: the branch filter. */
+            /** @description `script`, `manual` and `trigger` steps: the branch filter; `waiter` steps too, when written. */
             branch_configuration?: string | null;
             /** @description `script` steps. */
             env?: components["schemas"]["Env"];
@@ -6011,6 +6011,8 @@ export interface components {
             input?: boolean;
             /** @description `manual` steps. */
             prompt?: string | null;
+            /** @description `manual` steps, when written: the label of the button that unblocks the step. */
+            submit?: string;
             /** @description `manual` steps. */
             fields?: components["schemas"]["ManualStepField"][];
             /** @description `manual` steps, when written: the teams (slugs or ids) whose members alone may unblock it. */
@@ -6254,6 +6256,8 @@ export interface components {
             /** @constant */
             type: "waiter";
             continue_on_failure?: boolean;
+            /** @description Present when written (YAML `branches`): the branches whose builds include the wait; on others its job is `broken` and holds nothing back. */
+            branch_configuration?: string;
             /** @description Present when written: what a step's `depends_on` names (the wait is done once it passed). */
             key?: string;
             /** @description Present when written in a group step that has a `key`: that key (its job's `group_key`). */
@@ -6277,6 +6281,8 @@ export interface components {
              */
             input?: boolean;
             prompt?: string | null;
+            /** @description Present when written: the label of the button that unblocks the step (the docs' default: "Continue"). */
+            submit?: string;
             branch_configuration?: string | null;
             fields?: components["schemas"]["ManualStepField"][];
             /**

@@ -4594,9 +4594,12 @@ type ManualStep struct {
 	// it.
 	Input *bool `json:"input,omitempty"`
 	// Present when written: what a step's `depends_on` names.
-	Key    *string        `json:"key,omitempty"`
-	Label  string         `json:"label"`
-	Prompt *string        `json:"prompt,omitempty"`
+	Key    *string `json:"key,omitempty"`
+	Label  string  `json:"label"`
+	Prompt *string `json:"prompt,omitempty"`
+	// Present when written: the label of the button that unblocks the step (the docs' default:
+	// "Continue").
+	Submit *string        `json:"submit,omitempty"`
 	Type   ManualStepType `json:"type"`
 }
 
@@ -4941,7 +4944,8 @@ type Step struct {
 	ArtifactPaths *string `json:"artifact_paths,omitempty"`
 	// `trigger` steps.
 	Async *bool `json:"async,omitempty"`
-	// `script`, `manual` and `trigger` steps: the branch filter.
+	// `script`, `manual` and `trigger` steps: the branch filter; `waiter` steps too, when
+	// written.
 	BranchConfiguration *string `json:"branch_configuration,omitempty"`
 	// `trigger` steps.
 	Build *TriggerStepBuild `json:"build,omitempty"`
@@ -4998,6 +5002,8 @@ type Step struct {
 	Retry *StepRetry `json:"retry,omitempty"`
 	// `script` steps: the cluster secrets the agent puts in the job's environment.
 	Secrets []StepSecret `json:"secrets,omitempty"`
+	// `manual` steps, when written: the label of the button that unblocks the step.
+	Submit *string `json:"submit,omitempty"`
 	// `script` steps.
 	TimeoutInMinutes *int64  `json:"timeout_in_minutes,omitempty"`
 	Type             JobType `json:"type"`
@@ -6259,7 +6265,10 @@ type TestResultHistory struct {
 type WaiterStep struct {
 	// With `depends_on`: a failed dependency (not a canceled one) does not stop it.
 	AllowDependencyFailure *bool `json:"allow_dependency_failure,omitempty"`
-	ContinueOnFailure      *bool `json:"continue_on_failure,omitempty"`
+	// Present when written (YAML `branches`): the branches whose builds include the wait; on
+	// others its job is `broken` and holds nothing back.
+	BranchConfiguration *string `json:"branch_configuration,omitempty"`
+	ContinueOnFailure   *bool   `json:"continue_on_failure,omitempty"`
 	// Present when written: steps the wait also waits for, on top of every step before it (a
 	// failed one makes it fail unless allowed, as for a command step).
 	DependsOn  []StepDependency `json:"depends_on,omitempty"`

@@ -211,7 +211,8 @@ export function waiterStep(reporter: ProblemReporter, stepMap: ConfigMap): Waite
   return {
     type: 'waiter',
     continue_on_failure: bool(reporter, findProperty(stepMap, ['continue_on_failure']), false),
-    ...ifOf(stepCondition(reporter, stepMap, [])),
+    ...branchesOf(joined(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].branches), ' ', MAX_BRANCHES)),
+    ...ifOf(stepCondition(reporter, stepMap, PROPERTY_NAMES[reporter.dialect].branches)),
     ...keyOf(optionalText(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].key), MAX_KEY)),
     ...parseDependencies(reporter, stepMap),
   };
@@ -231,6 +232,7 @@ export function manualStep(reporter: ProblemReporter, stepMap: ConfigMap, keywor
     label: label ?? '',
     ...(input ? { input: true as const } : {}),
     prompt: optionalText(reporter, findProperty(stepMap, ['prompt']), MAX_PROMPT),
+    ...submitOf(optionalText(reporter, findProperty(stepMap, ['submit']), MAX_NAME)),
     fields: fields(reporter, findProperty(stepMap, ['fields'])),
     ...allowedTeamsOf(allowedTeams(reporter, findProperty(stepMap, ['allowed_teams']))),
     branch_configuration: joined(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].branches), ' ', MAX_BRANCHES),
@@ -238,6 +240,16 @@ export function manualStep(reporter: ProblemReporter, stepMap: ConfigMap, keywor
     ...keyOf(optionalText(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].key), MAX_KEY)),
     ...parseDependencies(reporter, stepMap),
   };
+}
+
+/** `{branch_configuration}` when written (a wait step keeps it only then). */
+function branchesOf(filter: string | null): { branch_configuration?: string } {
+  return filter === null ? {} : { branch_configuration: filter };
+}
+
+/** `{submit}` when written: the label of the button that unblocks (the docs' default is "Continue"). */
+function submitOf(submit: string | null): { submit?: string } {
+  return submit === null ? {} : { submit };
 }
 
 /** `{allowed_teams}` when written. */

@@ -100,6 +100,8 @@ export type StepRetry = { automatic: AutomaticRetry[]; manual?: ManualRetry };
 export type WaiterStep = {
   type: 'waiter';
   continue_on_failure: boolean;
+  /** Its branch filter, when written: on other branches the wait is no barrier (its job is `broken`). */
+  branch_configuration?: string;
   /** The key of the group step it was written in, if that group has one. */
   group_key?: string;
   /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
@@ -127,6 +129,8 @@ export type ManualStep = {
   /** An input step: it holds its build from finishing, not the steps around it (block steps do both). */
   input?: true;
   prompt: string | null;
+  /** The label of the button that unblocks it, when written (the docs' default: "Continue"). */
+  submit?: string;
   fields: ManualField[];
   /** Who may unblock it, when written: members of these teams (slugs or ids) only, instead of who may build. */
   allowed_teams?: string[];

@@ -158,7 +158,7 @@ function unblockForm(v: BuildPageView, base: string, j: Job): Html {
   };
   return html`<form method="post" action="${base}/jobs/${j.id}/unblock" class="unblock">
     ${csrfField(v.ctx)}${fields.map(field)}
-    <p><button type="submit">Unblock</button></p>
+    <p><button type="submit">${step?.submit ?? 'Unblock'}</button></p>
   </form>`;
 }
 
