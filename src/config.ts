@@ -366,7 +366,8 @@ export function loadConfig(env: Env = process.env): Config {
     sweep: {
       intervalMs: int(env, 'SWEEP_INTERVAL_MS', 5_000, 100, 600_000),
       agentLostAfterMs: int(env, 'AGENT_LOST_AFTER_SECONDS', 180, 5, 86_400) * 1000,
-      jobExpiryMs: int(env, 'JOB_EXPIRY_MINUTES', 1440, 0, 525_600) * 60_000,
+      // build_timeouts.md: "By default, jobs expire (are canceled) when not picked up for 30 days."
+      jobExpiryMs: int(env, 'JOB_EXPIRY_MINUTES', 43_200, 0, 525_600) * 60_000,
     },
     // Under a minute, so a schedule's build comes in its minute.
     scheduler: { intervalMs: int(env, 'SCHEDULE_INTERVAL_MS', 10_000, 100, 59_000) },

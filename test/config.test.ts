@@ -56,7 +56,7 @@ describe('config', () => {
   });
 
   it('reads the sweep settings: interval, when an agent is lost, when a scheduled job expires (0: never)', () => {
-    expect(loadConfig({}).sweep).toEqual({ intervalMs: 5_000, agentLostAfterMs: 180_000, jobExpiryMs: 1_440 * 60_000 });
+    expect(loadConfig({}).sweep).toEqual({ intervalMs: 5_000, agentLostAfterMs: 180_000, jobExpiryMs: 30 * 1_440 * 60_000 });
     expect(loadConfig({ SWEEP_INTERVAL_MS: '250', AGENT_LOST_AFTER_SECONDS: '30', JOB_EXPIRY_MINUTES: '0' }).sweep).toEqual({
       intervalMs: 250,
       agentLostAfterMs: 30_000,

@@ -382,6 +382,18 @@ describeEachDatabase(
         expect(b.state).toBe('failed');
         expect(b.finished_at).toMatch(ISO);
       });
+
+      it('counts the expiry from when a job was created, not when it was scheduled (the docs’ build timeouts)', async () => {
+        const s = await setUp('steps:\n  - command: one\n  - wait\n  - command: two\n    agents:\n      queue: nobody-serves-this\n');
+        const agent = await givenAgent(ctx(), s.reg, 'first');
+        const id = await take(agent, 'running');
+        // `two` is scheduled once `one` passes, past its expiry counted from the build's creation.
+        clock.advance(EXPIRY_MS + 60_000);
+        await finish(agent, id, { exit_status: 0 }).expect(200);
+        expect((await s.read()).jobs[2]!.state).toBe('scheduled');
+        await ctx().services.sweeper.sweep();
+        expect((await s.read()).jobs.map((j) => j.state)).toEqual(['passed', 'passed', 'expired']);
+      });
     });
 
     describe('the sweeper', () => {

@@ -301,12 +301,16 @@ export class JobRepository {
     return (await this.db('jobs').where({ id: jobId }).whereIn('state', t.from).update({ state: t.to })) > 0;
   }
 
-  /** Scheduled jobs no agent took, scheduled before `cutoff`, with their builds. */
-  async scheduledBefore(cutoff: Date, limit: number): Promise<{ id: string; buildId: string }[]> {
+  /**
+   * Scheduled jobs no agent took, created before `cutoff`, with their builds: expiry counts from
+   * a job's creation, not its scheduling (build_timeouts.md), so a job scheduled late behind a
+   * wait is not given the whole expiry again. Read through the (state, created_at) index.
+   */
+  async scheduledCreatedBefore(cutoff: Date, limit: number): Promise<{ id: string; buildId: string }[]> {
     const rows = await this.db('jobs')
       .where({ state: 'scheduled' })
-      .where('scheduled_at', '<', cutoff)
-      .orderBy('scheduled_at')
+      .where('created_at', '<', cutoff)
+      .orderBy('created_at')
       .limit(limit)
       .select('id', 'build_id');
     return rows.map((r) => ({ id: r.id, buildId: r.build_id }));

@@ -27,7 +27,7 @@ export interface SweepSettings {
   jobExpiryMs: number;
 }
 
-export const DEFAULT_SWEEP_SETTINGS: SweepSettings = { intervalMs: 5_000, agentLostAfterMs: 180_000, jobExpiryMs: 24 * 3600_000 };
+export const DEFAULT_SWEEP_SETTINGS: SweepSettings = { intervalMs: 5_000, agentLostAfterMs: 180_000, jobExpiryMs: 30 * 24 * 3600_000 };
 
 /**
  * How old an agent's stored heartbeat may be before a poll writes it again: a twelfth of the
@@ -155,7 +155,7 @@ export class Sweeper {
   private async expireJobs(): Promise<number> {
     if (!this.settings.jobExpiryMs) return 0;
     const now = clock.now();
-    const due = await this.jobs.scheduledBefore(new Date(now.getTime() - this.settings.jobExpiryMs), BATCH);
+    const due = await this.jobs.scheduledCreatedBefore(new Date(now.getTime() - this.settings.jobExpiryMs), BATCH);
     const byBuild = new Map<string, string[]>();
     for (const j of due) byBuild.set(j.buildId, [...(byBuild.get(j.buildId) ?? []), j.id]);
     let n = 0;
