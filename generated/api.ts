@@ -6336,7 +6336,9 @@ export interface components {
          *     `build.branch` (null: the target pipeline's default branch), with `build.message` (null: the
          *     triggering build's message), `build.env` and `build.meta_data`. An async trigger passes once
          *     that build exists; otherwise the job runs until the build ends and takes its result (passed
-         *     or not run: passed; failed, canceled or skipped: failed). A missing or archived target, a
+         *     or not run: passed; failed, canceled or skipped: failed), except that a build a newer build of
+         *     its branch skips or cancels (the target's skip_queued_branch_builds or
+         *     cancel_running_branch_builds) makes the job `skipped` at once, as documented. A missing or archived target, a
          *     branch its branch filter excludes, or a build already 10 triggers deep fails the job, with
          *     the reason as its log; with `soft_fail` the job soft-fails, and its build does not fail for
          *     it. A skipped one carries `skip` (`true` or the reason, left out of `properties` as on

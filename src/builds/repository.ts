@@ -606,6 +606,13 @@ export class BuildRepository {
     return this.db('builds').where({ pipeline_id: pipelineId, branch }).where('number', '<', belowNumber).whereIn('state', states).pluck('id');
   }
 
+  /** The trigger jobs that made these builds (those a trigger step made). */
+  async triggeringJobsOf(buildIds: readonly string[]): Promise<string[]> {
+    if (!buildIds.length) return [];
+    const ids = await this.db('builds').whereIn('id', buildIds).whereNotNull('triggered_from_job_id').pluck('triggered_from_job_id');
+    return ids.filter((id): id is string => id !== null);
+  }
+
   /** The builds `event` moves (a skip, a cancel of older builds of the branch) end at `at`, no longer blocked; how many. */
   async end(buildIds: string[], event: 'skip' | 'supersede' | 'cancel_branch', at: Date): Promise<number> {
     const t = buildTransition(event);

@@ -117,7 +117,8 @@ export type JobEvent =
   | 'reopen'
   | 'start_trigger'
   | 'trigger_passed'
-  | 'trigger_failed';
+  | 'trigger_failed'
+  | 'trigger_skipped';
 
 /** Jobs a cancel ends at once: those no agent has accepted. */
 const CANCEL_AT_ONCE: JobState[] = jobStatesIn('upcoming', 'gate', 'queued', 'assigned');
@@ -188,6 +189,13 @@ export const JOB_TRANSITIONS: readonly TransitionRow<JobState, JobEvent>[] = [
   { event: 'start_trigger', from: ['scheduled'], to: 'running', by: 'trigger', guard: 'a trigger job' },
   { event: 'trigger_passed', from: ['running'], to: 'passed', by: 'trigger', guard: 'async: its build was created; else its build passed' },
   { event: 'trigger_failed', from: ['running'], to: 'failed', by: 'trigger', guard: 'its build could not be created, or did not pass' },
+  {
+    event: 'trigger_skipped',
+    from: ['running'],
+    to: 'skipped',
+    by: 'trigger',
+    guard: 'its build was skipped or canceled by a newer build of its branch (the trigger step page: the step is marked skipped)',
+  },
   // Concurrency groups (src/builds/jobs/concurrency.ts, admitted by src/builds/progress/service.ts).
   {
     event: 'admit',

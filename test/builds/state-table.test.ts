@@ -400,6 +400,7 @@ describeEachDatabase('the state tables on the store', (ctx) => {
         return r.startTrigger(j.jobId, at);
       case 'trigger_passed':
       case 'trigger_failed':
+      case 'trigger_skipped':
         return r.endTrigger(j.jobId, event, at);
     }
   }

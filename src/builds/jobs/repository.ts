@@ -631,10 +631,19 @@ export class JobRepository {
    * A running trigger job ends as the build it waited on did (`trigger_passed`, `trigger_failed`,
    * soft when `softFailed`: it does not fail its build); false if it was not running.
    */
-  async endTrigger(jobId: string, event: 'trigger_passed' | 'trigger_failed', at: Date, softFailed = false): Promise<boolean> {
+  async endTrigger(jobId: string, event: 'trigger_passed' | 'trigger_failed' | 'trigger_skipped', at: Date, softFailed = false): Promise<boolean> {
     const t = jobTransition(event);
     const soft = event === 'trigger_failed' && softFailed;
     return (await this.db('jobs').where({ id: jobId }).whereIn('state', t.from).update({ state: t.to, finished_at: at, soft_failed: soft })) > 0;
+  }
+
+  /** The running trigger jobs among `jobIds` end `skipped` (`trigger_skipped`): those that moved, with their builds. */
+  async skipTriggers(jobIds: readonly string[], at: Date): Promise<{ jobId: string; buildId: string }[]> {
+    if (!jobIds.length) return [];
+    const running = await this.db('jobs').whereIn('id', jobIds).where({ type: 'trigger', state: 'running' }).select('id', 'build_id');
+    const skipped: { jobId: string; buildId: string }[] = [];
+    for (const j of running) if (await this.endTrigger(j.id, 'trigger_skipped', at)) skipped.push({ jobId: j.id, buildId: j.build_id });
+    return skipped;
   }
 
   /** The builds' jobs that `event` moves (a cancel, a stop or a skip of the builds) move, with `fields`; how many moved. */

@@ -41,7 +41,12 @@ export interface TriggeringBuild {
 }
 
 /** The outcome: the build created (and whether the job waits for it), or why the job failed. */
-export type TriggerOutcome = { build: { id: string; number: number; pipelineSlug: string } } | { failure: string };
+/**
+ * The build a trigger job made, and the trigger jobs of older builds of its branch that it
+ * superseded (they ended `skipped`: their builds must go on); or why none was made.
+ */
+export type TriggerOutcome =
+  { build: { id: string; number: number; pipelineSlug: string }; skippedTriggers: { jobId: string; buildId: string }[] } | { failure: string };
 
 /** The job's trigger step, or why it can't run whatever its target (not a trigger, too deep). */
 export function triggerToRun(job: Job, parent: TriggeringBuild): { step: TriggerStep } | { failure: string } {

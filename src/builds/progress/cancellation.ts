@@ -7,10 +7,19 @@
 import { buildTransition, STOPPING_JOB_STATES, type BuildEvent } from '../states';
 import type { ProgressRepositories } from './repositories';
 
+/** Builds a supersession ended, and the trigger jobs it ended (their builds' machines must run). */
+export interface Superseded {
+  ended: string[];
+  triggers: { jobId: string; buildId: string }[];
+}
+
 /**
  * Older builds of the branch that `event` moves (`skip`: `skip_queued_branch_builds`;
  * `supersede`: `cancel_running_branch_builds`; `cancel_branch`: a deleted branch) move with their
- * unfinished jobs: skipped ones are skipped, canceled ones canceled (see cancelJobs). Returns the ids of those that moved.
+ * unfinished jobs: skipped ones are skipped, canceled ones canceled (see cancelJobs). A
+ * synchronous trigger job waiting on one that a newer build skipped or canceled ends `skipped`,
+ * as the trigger step page says of Cancel Intermediate Builds, at once, even while agents stop
+ * the canceled build's jobs (a deleted branch's cancel is a cancel: the build's end decides).
  */
 export async function supersede(
   r: ProgressRepositories,
@@ -19,18 +28,19 @@ export async function supersede(
   belowNumber: number,
   event: Extract<BuildEvent, 'skip' | 'supersede' | 'cancel_branch'>,
   at: Date,
-): Promise<string[]> {
+): Promise<Superseded> {
   const t = buildTransition(event);
-  const ids = await r.builds.branchBuildsBelow(pipelineId, branch, belowNumber, t.from);
-  if (!ids.length) return [];
-  await r.builds.end(ids, event, at);
+  const ended = await r.builds.branchBuildsBelow(pipelineId, branch, belowNumber, t.from);
+  if (!ended.length) return { ended, triggers: [] };
+  await r.builds.end(ended, event, at);
   if (event === 'skip') {
-    await r.jobs.updateOfBuilds(ids, 'skip', { finished_at: at });
+    await r.jobs.updateOfBuilds(ended, 'skip', { finished_at: at });
   } else {
-    const busy = await cancelJobs(r, ids, at);
+    const busy = await cancelJobs(r, ended, at);
     if (busy.length) await r.builds.stillCanceling(busy);
   }
-  return ids;
+  const triggers = event === 'cancel_branch' ? [] : await r.jobs.skipTriggers(await r.builds.triggeringJobsOf(ended), at);
+  return { ended, triggers };
 }
 
 /**

@@ -17,7 +17,7 @@ import type { Step } from '../../pipelines/configuration';
 import { MAX_JOBS_PER_BUILD, planJobs, stepConditionContext, type PlannedJob } from '../jobs/plan';
 import type { Build, NewBuild, NewBuildFields } from '../model';
 import { placeInCluster, type ClusterQueues } from '../jobs/cluster-queue';
-import { supersede } from './cancellation';
+import { supersede, type Superseded } from './cancellation';
 import type { ProgressRepositories, StepSigner } from './repositories';
 
 /** Older builds of the branch a new build moves on, by the build event (src/builds/states.ts) that moves them. */
@@ -138,16 +138,18 @@ export async function conditionFactsOf(
 
 /**
  * Writes the planned build (its number from the pipeline's counter) and then supersedes older
- * builds of the branch, below that number (their ids: `superseded`). `r` is bound to one transaction whenever the plan
+ * builds of the branch, below that number (`ended`, and the trigger jobs that waited on them: `triggers`). `r` is bound to one transaction whenever the plan
  * supersedes anything, so the two are one.
  */
-export async function writeBuild(r: ProgressRepositories, p: PlannedBuild): Promise<{ build: Build; jobs: Job[]; superseded: string[] }> {
+export async function writeBuild(r: ProgressRepositories, p: PlannedBuild): Promise<{ build: Build; jobs: Job[] } & Superseded> {
   const written = await r.builds.insert(p.build, p.creator, p.jobs);
-  const superseded: string[] = [];
+  const superseded: Superseded = { ended: [], triggers: [] };
   for (const s of p.supersedes) {
-    superseded.push(...(await supersede(r, p.build.pipelineId, p.build.branch, written.build.number, s.event, p.build.createdAt)));
+    const moved = await supersede(r, p.build.pipelineId, p.build.branch, written.build.number, s.event, p.build.createdAt);
+    superseded.ended.push(...moved.ended);
+    superseded.triggers.push(...moved.triggers);
   }
-  return { ...written, superseded };
+  return { ...written, ...superseded };
 }
 
 /** The queues of the cluster a pipeline is in, for its new jobs; null when it is in none (or the cluster is gone). */

@@ -114,6 +114,12 @@ async function launchTrigger(run: MachineRun, job: Job, parent: TriggeringBuild)
   const async = job.step.type === 'trigger' && job.step.trigger_async;
   await r.jobs.recordTriggeredBuild(job.id, outcome.build, async ? now : null);
   run.announce.job(job.buildId, job.id);
+  // The trigger steps whose builds the new one superseded ended skipped: their builds go on (this
+  // one's machine runs again after its triggers anyway).
+  for (const t of outcome.skippedTriggers) {
+    run.announce.job(t.buildId, t.jobId);
+    if (t.buildId !== job.buildId && (await r.builds.lock(t.buildId))) await advanceLocked(run, t.buildId);
+  }
   // The new build's own machine: its trigger steps run, and if it is over at once (nothing to
   // run) it ends this job already.
   await advanceLocked(run, outcome.build.id);

@@ -115,7 +115,8 @@ export class BuildProgress {
   async createBuild(pipeline: Pipeline, creator: User | null, b: NewBuildFields): Promise<{ build: Build; jobs: Job[] }> {
     const plan = await this.plan(pipeline, creator, b);
     const written = plan.supersedes.length ? await this.db.transaction((trx) => writeBuild(bind(this.repos, trx), plan)) : await writeBuild(this.repos, plan);
-    this.announceBuilds(pipeline, [written.build.id, ...written.superseded]);
+    this.announceBuilds(pipeline, [written.build.id, ...written.ended]);
+    await this.advanceSkippedTriggers(written.triggers);
     return this.launched(written);
   }
 
@@ -134,8 +135,15 @@ export class BuildProgress {
   ): Promise<{ build: Build; jobs: Job[] } | null> {
     const plan = await this.plan(pipeline, creator, b);
     const written = await this.db.transaction(async (trx) => ((await claim(trx)) ? writeBuild(bind(this.repos, trx), plan) : null));
-    if (written) this.announceBuilds(pipeline, [written.build.id, ...written.superseded]);
-    return written && this.launched(written);
+    if (!written) return null;
+    this.announceBuilds(pipeline, [written.build.id, ...written.ended]);
+    await this.advanceSkippedTriggers(written.triggers);
+    return this.launched(written);
+  }
+
+  /** The builds of trigger jobs a supersession skipped go on (./cancellation.ts, supersede). */
+  private async advanceSkippedTriggers(triggers: readonly { jobId: string; buildId: string }[]): Promise<void> {
+    for (const t of triggers) await this.advance(t.buildId, [t.jobId]);
   }
 
   /** Builds of the pipeline written or ended outside the state machine (a new build, the older builds of its branch it superseded). */
@@ -217,13 +225,18 @@ export class BuildProgress {
     throw new UnprocessableError(`This build can't be canceled because it is ${state}: only scheduled, running or failing builds can be canceled.`);
   }
 
-  /** Cancels the branch's builds that can be (`cancel_branch`) with their unfinished jobs (a deleted branch); returns how many. */
+  /**
+   * Cancels the branch's builds that can be (`cancel_branch`) with their unfinished jobs (a
+   * deleted branch); returns how many. Then each one's machine runs, as after any cancel: a
+   * build a synchronous trigger step waits on ends that step.
+   */
   async cancelBranch(pipelineId: string, branch: string, at: Date): Promise<number> {
     // Below the largest 32-bit integer, the number column's type on Postgres: every build of the branch.
-    const ids = await this.db.transaction((trx) => supersede(bind(this.repos, trx), pipelineId, branch, 2 ** 31 - 1, 'cancel_branch', at));
-    const pipeline = ids.length ? await this.repos.pipelines.findById(pipelineId) : null;
-    if (pipeline) this.announceBuilds(pipeline, ids);
-    return ids.length;
+    const { ended } = await this.db.transaction((trx) => supersede(bind(this.repos, trx), pipelineId, branch, 2 ** 31 - 1, 'cancel_branch', at));
+    const pipeline = ended.length ? await this.repos.pipelines.findById(pipelineId) : null;
+    if (pipeline) this.announceBuilds(pipeline, ended);
+    for (const id of ended) await this.advance(id);
+    return ended.length;
   }
 
   /**

@@ -32,6 +32,6 @@ export async function launchTriggeredBuild(r: ProgressRepositories, sign: StepSi
   const creator = parent.creatorId ? await r.users.findById(parent.creatorId) : null;
   const queues = await clusterQueuesOf(r, target.pipeline.clusterId);
   const facts = await conditionFactsOf(r, target.pipeline.organizationId, creator?.id ?? null, (target.pipeline.template ?? target.pipeline).steps);
-  const { build } = await writeBuild(r, planBuild(target.pipeline, creator, fields, sign, queues, facts));
-  return { build: { id: build.id, number: build.number, pipelineSlug: target.pipeline.slug } };
+  const { build, triggers } = await writeBuild(r, planBuild(target.pipeline, creator, fields, sign, queues, facts));
+  return { build: { id: build.id, number: build.number, pipelineSlug: target.pipeline.slug }, skippedTriggers: triggers };
 }

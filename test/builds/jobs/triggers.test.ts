@@ -94,6 +94,29 @@ describeEachDatabase('trigger steps', (ctx) => {
     expect(await s.read('parent', second.number)).toMatchObject({ state: 'failed', jobs: [{ state: 'failed' }] });
   });
 
+  it('marks a sync trigger step skipped when a newer build of its branch skips or cancels its build (the docs’ "Canceling intermediate builds and triggers")', async () => {
+    const s = await setup();
+    await s.pipeline('child', 'steps:\n  - command: test\n', { skip_queued_branch_builds: true, cancel_running_branch_builds: true });
+    await s.pipeline('parent', 'steps:\n  - trigger: child\n  - wait\n  - command: after\n');
+    // Child build 1 waits for an agent (scheduled): parent build 2's child skips it.
+    const first = await s.create('parent');
+    const second = await s.create('parent');
+    expect((await s.read('child', 1)).state).toBe('skipped');
+    const one = await s.read('parent', first.number);
+    expect(one.jobs.map((j) => j.state)).toEqual(['skipped', 'passed', 'scheduled']);
+    expect(one.state).not.toBe('failed');
+    // Child build 2 runs on an agent: parent build 3's child cancels it, and parent build 2's trigger step is skipped at once.
+    const running = await takeNextJob(ctx(), s.agent);
+    expect(running.command).toBe('after');
+    await ctx().http().put(`/v3/jobs/${running.id}/finish`).set(agentAuth(s.agent.token)).send({ exit_status: 0 }).expect(200);
+    expect((await s.read('parent', first.number)).state).toBe('passed');
+    const childJob = await takeNextJob(ctx(), s.agent);
+    expect(childJob.command).toBe('test');
+    await s.create('parent');
+    expect((await s.read('child', 2)).state).toBe('canceling');
+    expect((await s.read('parent', second.number)).jobs.map((j) => j.state)).toEqual(['skipped', 'passed', 'scheduled']);
+  });
+
   it('refuses a retry in a build a synchronous trigger step of a since canceled build made, as the jobs docs say', async () => {
     const s = await setup();
     const kids = await givenAgent(ctx(), await givenRegistrationToken(ctx(), s.org.slug, s.token), 'kids', ['queue=kids']);
