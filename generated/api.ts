@@ -6312,6 +6312,9 @@ export interface components {
             text?: string;
             select?: string;
             hint?: string;
+            /** @description Text fields, when written: a regular expression the whole value must match (anchored, as the HTML pattern attribute is); the build page's unblock form checks it, as Buildkite's does. */
+            format?: string;
+            /** @description Absent means true (the docs' default): the build page's unblock form requires the field. */
             required?: boolean;
             multiple?: boolean;
             default?: components["schemas"]["ManualStepFieldDefault"];

@@ -4612,14 +4612,19 @@ type StepDependency struct {
 }
 
 type ManualStepField struct {
-	Default  *ManualStepFieldDefault `json:"default,omitempty"`
+	Default *ManualStepFieldDefault `json:"default,omitempty"`
+	// Text fields, when written: a regular expression the whole value must match (anchored, as
+	// the HTML pattern attribute is); the build page's unblock form checks it, as Buildkite's
+	// does.
+	Format   *string                 `json:"format,omitempty"`
 	Hint     *string                 `json:"hint,omitempty"`
 	Key      string                  `json:"key"`
 	Multiple *bool                   `json:"multiple,omitempty"`
 	Options  []ManualStepFieldOption `json:"options,omitempty"`
-	Required *bool                   `json:"required,omitempty"`
-	Select   *string                 `json:"select,omitempty"`
-	Text     *string                 `json:"text,omitempty"`
+	// Absent means true (the docs' default): the build page's unblock form requires the field.
+	Required *bool   `json:"required,omitempty"`
+	Select   *string `json:"select,omitempty"`
+	Text     *string `json:"text,omitempty"`
 }
 
 type ManualStepFieldOption struct {

@@ -19,6 +19,7 @@ import { CANCELED_BUILD_STATES, REPRIORITIZABLE_JOB_STATES, RETRYABLE_JOB_STATES
 import type { Actor } from '../../core/identity';
 import { oneCursorAtMost } from '../../core/time-cursor';
 import { isUuid } from '../../core/uuid';
+import type { ManualField } from '../../pipelines/configuration';
 
 type UnblockBody = components['schemas']['UnblockJobRequest'];
 
@@ -235,8 +236,8 @@ export class JobService {
       if (!other) throw new UnprocessableError('Unblocker is not a valid user id for this organization');
       by = other;
     }
-    if (!(await this.progress.unblock(item.build.id, jobId, by, body.fields ?? {})))
-      throw new UnprocessableError("This job can't be unblocked: it is no longer blocked.");
+    const fields = job.step.type === 'manual' ? unblockMetaData(job.step.fields, body.fields ?? {}) : (body.fields ?? {});
+    if (!(await this.progress.unblock(item.build.id, jobId, by, fields))) throw new UnprocessableError("This job can't be unblocked: it is no longer blocked.");
     return { item: await this.builds.get(actor, item.pipeline.slug, item.build.number, true), jobId };
   }
 
@@ -271,4 +272,18 @@ function encodeJobCursor(jobId: string): string {
 function decodeJobCursor(cursor: string): string | undefined {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
   return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id) ? id : undefined;
+}
+
+/**
+ * The meta-data an unblock writes: the values given, and for each of the step's fields not given,
+ * its `default` (a multiple select's one per line, as the form sends them), else "". The block
+ * step page: a field left empty "will still be created in the build's metadata store", so a later
+ * `meta-data get` of its key finds it.
+ */
+export function unblockMetaData(stepFields: readonly ManualField[], given: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = { ...given };
+  for (const f of stepFields) {
+    if (!Object.hasOwn(out, f.key)) out[f.key] = Array.isArray(f.default) ? f.default.join('\n') : (f.default ?? '');
+  }
+  return out;
 }

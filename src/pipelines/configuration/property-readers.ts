@@ -258,6 +258,16 @@ function manualRetry(reporter: ProblemReporter, at: string, manual: ConfigValue 
   };
 }
 
+/** Whether `format` compiles as the browser compiles a pattern attribute (`^(?:format)$`, unicode sets). */
+function isPattern(format: string): boolean {
+  try {
+    new RegExp(`^(?:${format})$`, 'v');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function fields(reporter: ProblemReporter, found: FoundProperty | undefined): ManualField[] {
   if (!found) return [];
   const [path, v] = found;
@@ -295,6 +305,13 @@ export function fields(reporter: ProblemReporter, found: FoundProperty | undefin
     if (textLabel !== null) {
       const d = optionalText(reporter, defaultFound, MAX_PROMPT);
       if (d !== null) field.default = d;
+      // block_step.md, "Input validation": a regular expression, anchored, as HTML's pattern attribute is.
+      const formatFound = findProperty(item, ['format'], `${at}.`);
+      const format = optionalText(reporter, formatFound, MAX_PROMPT);
+      if (format !== null) {
+        if (isPattern(format)) field.format = format;
+        else reporter.fail(formatFound?.[0] ?? `${at}.format`, 'must be a regular expression', formatFound?.[1]);
+      }
     } else {
       // Assigned one by one to keep the documented key order in the stored JSON.
       const parts = selectParts(reporter, at, item, defaultFound);

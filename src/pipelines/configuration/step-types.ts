@@ -118,6 +118,8 @@ export type ManualField = {
   text?: string;
   select?: string;
   hint?: string;
+  /** A text field's pattern, when written: a regular expression the whole value must match (the page's form checks it). */
+  format?: string;
   required?: boolean;
   default?: string | string[];
   options?: { label: string; value: string }[];

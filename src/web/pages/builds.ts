@@ -141,10 +141,10 @@ function unblockForm(v: BuildPageView, base: string, j: Job): Html {
       return html`<label for="${id(f)}">${label}</label>${hint}<select
           id="${id(f)}"
           name="field:${f.key}"
-          ${f.multiple ? html` multiple` : ''}${f.required ? html` required` : ''}${described}
+          ${f.multiple ? html` multiple` : ''}${f.required !== false ? html` required` : ''}${described}
         >
           ${
-            f.required || f.multiple ? '' : html`<option value=""></option>`
+            f.required !== false || f.multiple ? '' : html`<option value=""></option>`
           }${f.options.map((o) => html`<option value="${o.value}" ${defaults.includes(o.value) ? html` selected` : ''}>${o.label}</option>`)}
         </select>`;
     }
@@ -153,7 +153,7 @@ function unblockForm(v: BuildPageView, base: string, j: Job): Html {
         id="${id(f)}"
         name="field:${f.key}"
         value="${defaults[0] ?? ''}"
-        ${f.required ? html` required` : ''}${described}
+        ${f.required !== false ? html` required` : ''}${f.format !== undefined ? html` pattern="${f.format}"` : ''}${described}
       />`;
   };
   return html`<form method="post" action="${base}/jobs/${j.id}/unblock" class="unblock">
@@ -470,7 +470,8 @@ function unblockFields(body: Record<string, unknown>): Record<string, string> {
     if (!k.startsWith('field:')) continue;
     const value = Array.isArray(v) ? v.map(String).join('\n') : String(v);
     if (value.length > 65536) throw ValidationError.field(k.slice(6), 'is too long');
-    if (value !== '') out[k.slice(6)] = value;
+    // An empty value is the user's (the step's default was in the field): kept, as the page's form sends it.
+    out[k.slice(6)] = value;
   }
   return out;
 }

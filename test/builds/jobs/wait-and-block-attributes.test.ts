@@ -59,4 +59,53 @@ describeEachDatabase('wait and block step attributes', (ctx) => {
     const page = (await web.get(`/${org.slug}/${slug}/builds/${build.number}`).set(HTML).expect(200)).text;
     expect(page).toContain('<button type="submit">Yes, deploy it!</button>');
   });
+
+  it('creates every field’s meta-data key on unblock, with its default where none was given, and the form requires fields unless required: false', async () => {
+    const { org, token, slug } = await givenAgentPipeline(
+      ctx(),
+      yaml(
+        'steps:',
+        '  - block: Release',
+        '    fields:',
+        '      - { text: Version, key: version }',
+        '      - { text: Notes, key: notes, required: false }',
+        '      - { text: Codename, key: codename, required: false, default: Flying Dolphin }',
+        '      - { text: Hex, key: hex, format: "[0-9a-f]+" }',
+        '      - select: Regions',
+        '        key: regions',
+        '        multiple: true',
+        '        default: [eu, us]',
+        '        options: [{ label: EU, value: eu }, { label: US, value: us }]',
+      ),
+    );
+    const build = await givenBuild(ctx(), org, slug, token);
+    const web = await signedIn(ctx().app, token);
+    const page = (await web.get(`/${org.slug}/${slug}/builds/${build.number}`).set(HTML).expect(200)).text;
+    const input = (key: string) => page.match(new RegExp(`<input[^>]*name="field:${key}"[^>]*>`))![0];
+    expect(input('version')).toContain(' required');
+    expect(input('notes')).not.toContain(' required');
+    expect(input('hex')).toContain('pattern="[0-9a-f]+"');
+    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+    const block = build.jobs.find((j) => j.type === 'manual')!;
+    await ctx()
+      .http()
+      .put(`${url}/jobs/${block.id}/unblock`)
+      .set(auth(token))
+      .send({ fields: { version: '1.2' } })
+      .expect(200);
+    const meta = (await ctx().http().get(url).set(auth(token)).expect(200)).body.meta_data;
+    expect(meta).toEqual({ version: '1.2', notes: '', codename: 'Flying Dolphin', hex: '', regions: 'eu\nus' });
+    // A format that is no regular expression is refused with the field.
+    const bad = await ctx()
+      .http()
+      .post(`/v2/organizations/${org.slug}/pipelines`)
+      .set(auth(token))
+      .send({
+        name: 'Bad format',
+        repository: 'git@example.com:a/b.git',
+        configuration: yaml('steps:', '  - block: B', '    fields: [{ text: T, key: t, format: "[a-" }]'),
+      });
+    expect(bad.status).toBe(422);
+    expect(JSON.stringify(bad.body.errors)).toContain('must be a regular expression');
+  });
 });
