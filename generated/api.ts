@@ -6013,6 +6013,8 @@ export interface components {
             prompt?: string | null;
             /** @description `manual` steps, when written: the label of the button that unblocks the step. */
             submit?: string;
+            /** @description `manual` steps, when written: the state the build shows while the step blocks it. */
+            blocked_state?: components["schemas"]["BlockedState"];
             /** @description `manual` steps. */
             fields?: components["schemas"]["ManualStepField"][];
             /** @description `manual` steps, when written: the teams (slugs or ids) whose members alone may unblock it. */
@@ -6283,6 +6285,14 @@ export interface components {
             prompt?: string | null;
             /** @description Present when written: the label of the button that unblocks the step (the docs' default: "Continue"). */
             submit?: string;
+            /**
+             * @description Present when written: the state the build shows while this step blocks it (the docs'
+             *     default, `passed`, when absent). `running` keeps the build running (no `finished_at`);
+             *     `failed` shows it failed, and a synchronous trigger step waiting on the build stays
+             *     running until the step is unblocked, as documented; either way the build goes on once
+             *     unblocked.
+             */
+            blocked_state?: components["schemas"]["BlockedState"];
             branch_configuration?: string | null;
             fields?: components["schemas"]["ManualStepField"][];
             /**
@@ -8672,6 +8682,11 @@ export interface components {
         StepGroupIndex: number;
         /** @description What a retry rule's `signal` (`SIGKILL` or `kill`, either case) or `signal_reason` (`cancel`, `agent_stop`...) matches: one value, `*` for any, `none` for none, or a list of values any of which matches. */
         RetrySignals: string | string[];
+        /**
+         * @description The state a build shows while a block or input step blocks it (the docs' `blocked_state`).
+         * @enum {string}
+         */
+        BlockedState: "passed" | "failed" | "running";
         /**
          * @description The execution's own custom tags (importing_json.md, "Execution level custom tags"): over its
          *     upload's `tags` with the same key. As the Test Engine's tagging rules have them: at most 10;

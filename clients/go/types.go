@@ -402,6 +402,16 @@ func (r *AutomaticRetry) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalBlockedState(data []byte) (BlockedState, error) {
+	var r BlockedState
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *BlockedState) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalBuild(data []byte) (Build, error) {
 	var r Build
 	err := json.Unmarshal(data, &r)
@@ -4572,8 +4582,14 @@ type ManualStep struct {
 	// Present when written: the teams (slugs or ids) whose members alone may unblock it, as
 	// documented. It replaces the pipeline's `build` access for unblocking: a member of one of
 	// them with read access may unblock, anyone else may not (a 403).
-	AllowedTeams        []string `json:"allowed_teams,omitempty"`
-	BranchConfiguration *string  `json:"branch_configuration,omitempty"`
+	AllowedTeams []string `json:"allowed_teams,omitempty"`
+	// Present when written: the state the build shows while this step blocks it (the docs'
+	// default, `passed`, when absent). `running` keeps the build running (no `finished_at`);
+	// `failed` shows it failed, and a synchronous trigger step waiting on the build stays
+	// running until the step is unblocked, as documented; either way the build goes on once
+	// unblocked.
+	BlockedState        *BlockedState `json:"blocked_state,omitempty"`
+	BranchConfiguration *string       `json:"branch_configuration,omitempty"`
 	// Present when written: the steps it waits for before it blocks, instead of the steps
 	// before
 	// it (empty: it blocks at once); the steps after it still wait for it to be unblocked. As a
@@ -4949,6 +4965,8 @@ type Step struct {
 	ArtifactPaths *string `json:"artifact_paths,omitempty"`
 	// `trigger` steps.
 	Async *bool `json:"async,omitempty"`
+	// `manual` steps, when written: the state the build shows while the step blocks it.
+	BlockedState *BlockedState `json:"blocked_state,omitempty"`
 	// `script`, `manual` and `trigger` steps: the branch filter; `waiter` steps too, when
 	// written.
 	BranchConfiguration *string `json:"branch_configuration,omitempty"`
@@ -6678,6 +6696,24 @@ const (
 	JobStateFilterUnblockedFailed JobStateFilter = "unblocked_failed"
 	JobStateFilterWaiting         JobStateFilter = "waiting"
 	JobStateFilterWaitingFailed   JobStateFilter = "waiting_failed"
+)
+
+// The state a build shows while a block or input step blocks it (the docs'
+// `blocked_state`).
+//
+// Present when written: the state the build shows while this step blocks it (the docs'
+// default, `passed`, when absent). `running` keeps the build running (no `finished_at`);
+// `failed` shows it failed, and a synchronous trigger step waiting on the build stays
+// running until the step is unblocked, as documented; either way the build goes on once
+// unblocked.
+//
+// `manual` steps, when written: the state the build shows while the step blocks it.
+type BlockedState string
+
+const (
+	BlockedStateFailed  BlockedState = "failed"
+	BlockedStatePassed  BlockedState = "passed"
+	BlockedStateRunning BlockedState = "running"
 )
 
 type ManualStepType string

@@ -7,7 +7,7 @@
  */
 import type { Build, BuildState, JobState, JobStateCounts } from '../model';
 import type { Job } from './model';
-import type { StepDependency } from '../../pipelines/configuration';
+import type { BlockedState, StepDependency } from '../../pipelines/configuration';
 import { concurrencyOf } from './concurrency';
 import { promisedHardFailure } from './retry';
 import {
@@ -178,6 +178,15 @@ function dependenciesVerdict(
     }
   }
   return verdict;
+}
+
+/**
+ * The state a blocked build shows, from the `blocked_state` of the block and input steps blocking
+ * it (the docs' default `passed`): `failed` if one says so, else `running` if one does.
+ */
+function blockedStateOf(jobs: readonly Job[]): BlockedState {
+  const states = new Set(jobs.filter((j) => j.state === 'blocked').map((j) => (j.step.type === 'manual' ? (j.step.blocked_state ?? 'passed') : 'passed')));
+  return states.has('failed') ? 'failed' : states.has('running') ? 'running' : 'passed';
 }
 
 /** What the steps so far of one scope (the build's top level, or one group) say to the step after them. */
@@ -387,9 +396,13 @@ export function advance(
   const started = current.map((j) => j.startedAt).filter((d): d is Date => d !== null);
   const startedAt = build.startedAt ?? (started.length ? new Date(Math.min(...started.map((d) => d.getTime()))) : null);
   let next: BuildMove;
-  if (!active && (startedAt || blocked || failed || current.every((j) => TERMINAL_JOB_STATES.includes(j.state)))) {
+  // What the block steps holding it say it shows meanwhile (their `blocked_state`): passed by default.
+  const held = blocked && !failed ? blockedStateOf(current) : 'passed';
+  if (!active && held === 'running') {
+    next = { state: 'running', blocked, startedAt, failingAt: build.failingAt, finishedAt: null };
+  } else if (!active && (startedAt || blocked || failed || current.every((j) => TERMINAL_JOB_STATES.includes(j.state)))) {
     // Nothing can move without someone: the build is over (or waits, finished, on a block step).
-    next = { state: failed ? 'failed' : 'passed', blocked, startedAt, failingAt: build.failingAt, finishedAt: build.finishedAt ?? now };
+    next = { state: failed || held === 'failed' ? 'failed' : 'passed', blocked, startedAt, failingAt: build.failingAt, finishedAt: build.finishedAt ?? now };
   } else {
     const state: BuildState = failed ? 'failing' : startedAt ? 'running' : 'scheduled';
     // The docs: once set, failing_at is not cleared, even if a later retry passes.

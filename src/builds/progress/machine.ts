@@ -93,7 +93,9 @@ export async function advanceLocked(run: MachineRun, buildId: string): Promise<v
     }
     const state = next.build?.state ?? build.state;
     const blocked = next.build?.blocked ?? build.blocked;
-    if (b.triggeredFromJobId && ENDED_BUILD_STATES.includes(state) && !(state === 'passed' && blocked)) {
+    // A blocked build has not ended, whatever state its blocked_state shows (the docs: a trigger
+    // step waiting on a build blocked with `failed` stays running until the step is unblocked).
+    if (b.triggeredFromJobId && ENDED_BUILD_STATES.includes(state) && !blocked) {
       await finishTrigger(run, b.triggeredFromJobId, state);
     }
     return;

@@ -26,6 +26,7 @@
 
 export type {
   AutomaticRetry,
+  BlockedState,
   ConcurrencyMethod,
   ExitStatus,
   ManualField,

@@ -28,7 +28,7 @@ import {
   wholeNumber,
   type FoundProperty,
 } from './property-readers';
-import type { ManualStep, ScriptStep, TriggerStep, WaiterStep } from './step-types';
+import type { BlockedState, ManualStep, ScriptStep, TriggerStep, WaiterStep } from './step-types';
 import type { ConfigValue, ConfigMap } from './value-tree';
 
 export const PROPERTY_NAMES = {
@@ -233,6 +233,7 @@ export function manualStep(reporter: ProblemReporter, stepMap: ConfigMap, keywor
     ...(input ? { input: true as const } : {}),
     prompt: optionalText(reporter, findProperty(stepMap, ['prompt']), MAX_PROMPT),
     ...submitOf(optionalText(reporter, findProperty(stepMap, ['submit']), MAX_NAME)),
+    ...blockedStateOf(reporter, findProperty(stepMap, ['blocked_state'])),
     fields: fields(reporter, findProperty(stepMap, ['fields'])),
     ...allowedTeamsOf(allowedTeams(reporter, findProperty(stepMap, ['allowed_teams']))),
     branch_configuration: joined(reporter, findProperty(stepMap, PROPERTY_NAMES[reporter.dialect].branches), ' ', MAX_BRANCHES),
@@ -245,6 +246,18 @@ export function manualStep(reporter: ProblemReporter, stepMap: ConfigMap, keywor
 /** `{branch_configuration}` when written (a wait step keeps it only then). */
 function branchesOf(filter: string | null): { branch_configuration?: string } {
   return filter === null ? {} : { branch_configuration: filter };
+}
+
+const BLOCKED_STATES: readonly BlockedState[] = ['passed', 'failed', 'running'];
+
+/** `{blocked_state}` when written: one of the documented values. */
+function blockedStateOf(reporter: ProblemReporter, found: FoundProperty | undefined): { blocked_state?: BlockedState } {
+  if (!found) return {};
+  const value = text(found[1]);
+  const state = BLOCKED_STATES.find((s) => s === value);
+  if (state) return { blocked_state: state };
+  reporter.fail(found[0], 'must be "passed", "failed" or "running"', found[1]);
+  return {};
 }
 
 /** `{submit}` when written: the label of the button that unblocks (the docs' default is "Continue"). */

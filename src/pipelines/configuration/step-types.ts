@@ -125,6 +125,8 @@ export type ManualField = {
   options?: { label: string; value: string }[];
   multiple?: boolean;
 };
+/** The state a build shows while this step blocks it (the docs' `blocked_state`; absent: `passed`). */
+export type BlockedState = 'passed' | 'failed' | 'running';
 export type ManualStep = {
   type: 'manual';
   label: string;
@@ -133,6 +135,8 @@ export type ManualStep = {
   prompt: string | null;
   /** The label of the button that unblocks it, when written (the docs' default: "Continue"). */
   submit?: string;
+  /** The state its build shows while it blocks it, when written. */
+  blocked_state?: BlockedState;
   fields: ManualField[];
   /** Who may unblock it, when written: members of these teams (slugs or ids) only, instead of who may build. */
   allowed_teams?: string[];

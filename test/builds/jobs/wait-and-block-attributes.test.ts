@@ -7,7 +7,7 @@
 import { yaml } from '../../support/configuration';
 import { auth, describeEachDatabase } from '../../support/context';
 import { givenAgentPipeline, givenAgent, runNextJob } from '../../support/agents';
-import { givenBuild } from '../../support/given';
+import { givenBuild, givenPipeline } from '../../support/given';
 import { HTML, signedIn } from '../../web/support';
 
 describeEachDatabase('wait and block step attributes', (ctx) => {
@@ -107,5 +107,55 @@ describeEachDatabase('wait and block step attributes', (ctx) => {
       });
     expect(bad.status).toBe(422);
     expect(JSON.stringify(bad.body.errors)).toContain('must be a regular expression');
+  });
+
+  it('shows the blocked_state a block step names while it blocks the build, and goes on once it is unblocked', async () => {
+    const { org, token, reg, slug } = await givenAgentPipeline(
+      ctx(),
+      yaml(
+        'steps:',
+        '  - command: build',
+        '  - block: Hold',
+        '    blocked_state: running',
+        '  - block: Gate',
+        '    blocked_state: failed',
+        '  - command: after',
+      ),
+    );
+    const agent = await givenAgent(ctx(), reg, 'runner');
+    const build = await givenBuild(ctx(), org, slug, token);
+    const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
+    const read = async () => (await ctx().http().get(url).set(auth(token)).expect(200)).body;
+    const unblock = async (label: string) => {
+      const job = (await read()).jobs.find((j: { label?: string }) => j.label === label);
+      await ctx().http().put(`${url}/jobs/${job.id}/unblock`).set(auth(token)).send({}).expect(200);
+    };
+    await runNextJob(ctx(), agent, 0);
+    expect(await read()).toMatchObject({ state: 'running', blocked: true, finished_at: null });
+    await unblock('Hold');
+    expect(await read()).toMatchObject({ state: 'failed', blocked: true });
+    await unblock('Gate');
+    expect(await read()).toMatchObject({ state: 'running', blocked: false });
+    await runNextJob(ctx(), agent, 0);
+    expect(await read()).toMatchObject({ state: 'passed', blocked: false });
+    const bad = await ctx()
+      .http()
+      .post(`/v2/organizations/${org.slug}/pipelines`)
+      .set(auth(token))
+      .send({ name: 'Bad state', repository: 'git@example.com:a/b.git', configuration: yaml('steps:', '  - block: B', '    blocked_state: blocked') });
+    expect(bad.status).toBe(422);
+  });
+
+  it('keeps a synchronous trigger step running while its build is blocked, whatever state that build shows (the docs’ blocked_state)', async () => {
+    const { org, token, reg, slug } = await givenAgentPipeline(ctx(), yaml('steps:', '  - command: build', '  - block: Gate', '    blocked_state: failed'));
+    const agent = await givenAgent(ctx(), reg, 'runner');
+    const parent = await givenPipeline(ctx(), org, token, { name: 'Parent', configuration: yaml('steps:', `  - trigger: ${slug}`) });
+    const build = await givenBuild(ctx(), org, parent.slug, token);
+    expect(build.jobs[0]).toMatchObject({ type: 'trigger', state: 'running' });
+    await runNextJob(ctx(), agent, 0);
+    const child = (await ctx().http().get(`/v2/organizations/${org.slug}/pipelines/${slug}/builds/1`).set(auth(token)).expect(200)).body;
+    expect(child).toMatchObject({ state: 'failed', blocked: true });
+    const parentUrl = `/v2/organizations/${org.slug}/pipelines/${parent.slug}/builds/${build.number}`;
+    expect((await ctx().http().get(parentUrl).set(auth(token)).expect(200)).body.jobs[0].state).toBe('running');
   });
 });
