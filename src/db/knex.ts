@@ -282,15 +282,25 @@ interface SqliteConnection {
   prepare(sql: string): SqliteStatement;
 }
 
+/** A statement that changes the schema (a migration's): the shapes of prepared reads may change with it. */
+const SCHEMA_CHANGE = /^\s*(?:create|alter|drop)\b/i;
+
 /**
  * Knex prepares every query anew; on better-sqlite3 preparing costs about as much as running a
  * hot read. Statements are reusable (Knex runs each to completion and sets no per-statement
- * options we use), so keep the most recent ones per connection, keyed by SQL text.
+ * options we use), so keep the most recent ones per connection, keyed by SQL text. A schema
+ * change empties the cache: SQLite re-prepares a statement after one by itself, but its columns
+ * can move (`select j.*` after a column is dropped and added again), and rowsAsLiterals names
+ * them by the positions they had when it was prepared.
  */
 function cachePreparedStatements(conn: SqliteConnection, wrap: (s: SqliteStatement) => SqliteStatement, max = 500): void {
   const prepare = conn.prepare.bind(conn);
   const cache = new Map<string, SqliteStatement>();
   conn.prepare = (sql: string) => {
+    if (SCHEMA_CHANGE.test(sql)) {
+      cache.clear();
+      return wrap(prepare(sql));
+    }
     let statement = cache.get(sql);
     if (statement) {
       cache.delete(sql); // re-insert: most recently used last
