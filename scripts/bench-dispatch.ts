@@ -43,6 +43,7 @@ async function addBacklog(services: Services, templateId: string, from: number, 
       step_id: crypto.randomUUID(),
       position: from + i + j + 1,
       created_at: new Date(oldest - (from + i + j) * 10),
+      dispatch_at: new Date(oldest - (from + i + j) * 10),
     }));
     await db('jobs').insert(rows);
   }

@@ -251,6 +251,7 @@ export async function seed(plan: SeedPlan): Promise<SeedResult> {
           step_id: sql.uuid,
           exit_status: "case b.state when 'passed' then 0 when 'failed' then 1 else null end",
           created_at: 'b.created_at',
+          dispatch_at: 'b.created_at',
           scheduled_at: 'b.scheduled_at',
           runnable_at: 'b.scheduled_at',
           started_at: 'b.started_at',

@@ -303,6 +303,7 @@ export interface JobsRow {
   promised_exit_status_at: DbTimestamp | null;
   automatic_retries: string | null;
   group_id: string | null;
+  dispatch_at: DbTimestamp | null;
 }
 
 export interface NotificationAttemptsRow {
@@ -1041,6 +1042,7 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     promised_exit_status_at: ['timestamp', true],
     automatic_retries: ['string', true],
     group_id: ['string', true],
+    dispatch_at: ['timestamp', true],
   },
   notification_attempts: {
     delivery_id: ['string', false],

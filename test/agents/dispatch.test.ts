@@ -10,7 +10,7 @@ import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents
 import { givenBuild, givenPipeline } from '../support/given';
 import { existing } from '../support/rows';
 
-/** `count` more scheduled jobs like `jobId` (same rules, organization, build), each older than any job before. */
+/** `count` more scheduled jobs like `jobId` (same rules, organization, build), each older (in dispatch too) than any job before. */
 async function cloneJobs(ctx: TestContext, jobId: string, count: number): Promise<void> {
   const db = ctx.services.db;
   const template = existing(await db('jobs').where({ id: jobId }).first(), `job ${jobId}`);
@@ -20,6 +20,7 @@ async function cloneJobs(ctx: TestContext, jobId: string, count: number): Promis
     id: crypto.randomUUID(),
     step_id: crypto.randomUUID(),
     created_at: new Date(oldest - (count - i) * 1000),
+    dispatch_at: new Date(oldest - (count - i) * 1000),
   }));
   const perInsert = Math.floor(900 / Object.keys(template).length);
   await db.transaction(async (trx) => {
@@ -142,6 +143,28 @@ describeEachDatabase('dispatch', (ctx) => {
     }
     expect(taken).toEqual(['urgent', 'old', 'older']);
     expect(first.jobs).toHaveLength(2);
+  });
+
+  it('dispatches a job an older build uploaded before a newer build’s jobs: it takes its uploader’s place (the docs’ job priority)', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const reg = await givenRegistrationToken(ctx(), org.slug, token);
+    const { slug: generator } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: generate\n    agents: { queue: uploaders }\n');
+    await givenBuild(ctx(), org.slug, generator, token);
+    const uploaders = await givenAgent(ctx(), reg, 'uploader', ['queue=uploaders']);
+    const uploader = await poll(ctx(), uploaders.token);
+    await ctx().http().put(`/v3/jobs/${uploader!.id}/accept`).set(agentAuth(uploaders.token)).expect(200);
+    await ctx().http().put(`/v3/jobs/${uploader!.id}/start`).set(agentAuth(uploaders.token)).expect(200);
+    // A newer build's job is scheduled before the upload.
+    const { slug: other } = await givenPipeline(ctx(), org.slug, token, 'steps:\n  - command: newer\n');
+    await givenBuild(ctx(), org.slug, other, token);
+    await ctx()
+      .http()
+      .post(`/v3/jobs/${uploader!.id}/pipelines`)
+      .set(agentAuth(uploaders.token))
+      .send({ uuid: crypto.randomUUID(), pipeline: { steps: [{ command: 'uploaded' }] } })
+      .expect(201);
+    const agent = await givenAgent(ctx(), reg, 'default');
+    expect((await poll(ctx(), agent.token))!.command).toBe('uploaded');
   });
 
   it('gives 16 agents polling at once 16 different jobs, with a backlog of other queues ahead', async () => {

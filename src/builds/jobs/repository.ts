@@ -11,7 +11,7 @@
 import type { Knex } from 'knex';
 import type { PlannedJob } from './plan';
 import type { JobState, NewBuild } from '../model';
-import { toDate, toDateOrNull } from '../../db/values';
+import { toDateOrNull } from '../../db/values';
 import type { Step } from '../../pipelines/configuration';
 import type { JobsRow, PipelinesRow } from '../../db/tables';
 import { isPostgres, isUniqueViolation } from '../../db/knex';
@@ -186,29 +186,36 @@ export class JobRepository {
   }
 
   /**
-   * The first `limit` scheduled command jobs of the classes `keys` in dispatch order (higher
-   * priority first, then the oldest, then build order): each class's own first `limit` read
-   * from the index in that order, then merged.
+   * The first `limit` scheduled command jobs of the classes `keys` in dispatch order (the docs'
+   * job priority page: higher priority first, then the oldest `dispatch_at`, an uploaded job's
+   * being its uploader's, then build order): each class's own first `limit` read from the index
+   * in that order, then merged.
    */
   dispatchCandidatesQuery(organizationId: string, keys: string[], limit: number) {
-    const order = 'order by priority desc, created_at, position';
-    const one = `select * from (select id, dispatch_key, priority, created_at, position from jobs where organization_id = ? and dispatch_key = ? and state = 'scheduled' and type = 'script' ${order} limit ?) as c`;
+    const order = 'order by priority desc, dispatch_at, position';
+    const one = `select * from (select id, dispatch_key, priority, dispatch_at, position from jobs where organization_id = ? and dispatch_key = ? and state = 'scheduled' and type = 'script' ${order} limit ?) as c`;
     const sql = keys.map((_, i) => one.replace(/as c$/, `as c${i}`)).join(' union all ');
     return { query: this.db.raw(`${sql} ${order} limit ?`, [...keys.flatMap((key) => [organizationId, key, limit]), limit]) };
   }
 
   /** The first `limit` jobs of the classes `keys`, in dispatch order: each job's id and its class. */
   async dispatchCandidates(organizationId: string, keys: string[], limit: number): Promise<{ id: string; key: string }[]> {
-    const found: { id: string; key: string; priority: number; createdAt: number; position: number }[] = [];
+    const found: { id: string; key: string; priority: number; dispatchAt: number; position: number }[] = [];
     // SQLite allows at most 500 terms in one compound select.
     for (let i = 0; i < keys.length; i += DISPATCH_CLASSES_PER_QUERY) {
-      const rows = rawRows<Pick<JobsRow, 'id' | 'priority' | 'created_at' | 'position'> & { dispatch_key: string }>(
+      const rows = rawRows<Pick<JobsRow, 'id' | 'priority' | 'dispatch_at' | 'position'> & { dispatch_key: string }>(
         await this.dispatchCandidatesQuery(organizationId, keys.slice(i, i + DISPATCH_CLASSES_PER_QUERY), limit).query,
       );
       for (const r of rows)
-        found.push({ id: r.id, key: r.dispatch_key, priority: Number(r.priority), createdAt: toDate(r.created_at).getTime(), position: Number(r.position) });
+        found.push({
+          id: r.id,
+          key: r.dispatch_key,
+          priority: Number(r.priority),
+          dispatchAt: toDateOrNull(r.dispatch_at)?.getTime() ?? 0,
+          position: Number(r.position),
+        });
     }
-    found.sort((a, b) => b.priority - a.priority || a.createdAt - b.createdAt || a.position - b.position);
+    found.sort((a, b) => b.priority - a.priority || a.dispatchAt - b.dispatchAt || a.position - b.position);
     return found.slice(0, limit).map(({ id, key }) => ({ id, key }));
   }
 
@@ -440,6 +447,7 @@ export class JobRepository {
       promised_exit_status: null,
       promised_exit_status_at: null,
       created_at: at,
+      dispatch_at: at,
       scheduled_at: at,
       runnable_at: limited ? null : at,
       started_at: null,
@@ -568,7 +576,10 @@ export class JobRepository {
     uploadId: string | null,
   ): Promise<void> {
     await this.db('jobs').where({ build_id: build.id }).where('position', '>', after).increment('position', planned.length);
-    const rows = planned.map((j) => ({ ...toJobRow(build, j), uploaded_by_step_id: uploadedByStepId, upload_id: uploadId }));
+    // The docs' job priority page: "jobs inherit scheduled_at from pipeline upload jobs" for dispatch.
+    const uploader = await this.db('jobs').where({ build_id: build.id, step_id: uploadedByStepId }).min({ at: 'dispatch_at' }).first();
+    const dispatchAt = toDateOrNull(uploader?.at) ?? build.createdAt;
+    const rows = planned.map((j) => ({ ...toJobRow(build, j), dispatch_at: dispatchAt, uploaded_by_step_id: uploadedByStepId, upload_id: uploadId }));
     // Chunked: SQLite allows a limited number of bound variables per statement.
     for (let i = 0; i < rows.length; i += 20) await this.db('jobs').insert(rows.slice(i, i + 20));
   }

@@ -192,6 +192,8 @@ export function toJobRow(build: Pick<NewBuild, 'id' | 'pipelineId' | 'organizati
 function jobTimes(build: Pick<NewBuild, 'createdAt'>, j: PlannedJob) {
   return {
     created_at: build.createdAt,
+    // Its place in dispatch after its priority (src/db/migrations/20261129100000_job_dispatch_at.ts); an upload gives its uploader's.
+    dispatch_at: build.createdAt,
     scheduled_at: j.state === 'scheduled' || j.state === 'limited' ? build.createdAt : null,
     runnable_at: j.state === 'scheduled' ? build.createdAt : null,
     finished_at: j.state === 'broken' ? build.createdAt : null,

@@ -54,6 +54,7 @@ import * as buildWebhookEvent from './20261129040000_build_webhook_event';
 import * as agentPriorityIndex from './20261129050000_agent_priority_index';
 import * as jobAutomaticRetries from './20261129070000_job_automatic_retries';
 import * as jobGroup from './20261129090000_job_group';
+import * as jobDispatchAt from './20261129100000_job_dispatch_at';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -106,6 +107,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261129050000_agent_priority_index': agentPriorityIndex,
   '20261129070000_job_automatic_retries': jobAutomaticRetries,
   '20261129090000_job_group': jobGroup,
+  '20261129100000_job_dispatch_at': jobDispatchAt,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
