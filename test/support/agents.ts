@@ -11,6 +11,7 @@ import { clock } from '../../src/core/clock';
 import type { Organization } from '../../src/core/identity';
 import { auth, type TestContext } from './context';
 import { givenBuild, givenPipeline } from './given';
+import type { BuildJson } from './types';
 
 export const agentAuth = (token: string) => ({ Authorization: `Token ${token}` });
 
@@ -92,6 +93,24 @@ export async function givenBuildAndAgent(ctx: TestContext, configuration: string
   const agent = await givenAgent(ctx, reg, 'runner');
   const url = `/v2/organizations/${org.slug}/pipelines/${slug}/builds/${build.number}`;
   return { org, user, token, reg, slug, build, agent, url };
+}
+
+/**
+ * givenBuildAndAgent, with what a test of a build's steps does with it: read the build, its
+ * jobs' states by command (block and input steps by label; wait steps left out), unblock a
+ * block step by its label, and run the next job the agent is offered to an exit status.
+ */
+export async function givenSteppedBuild(ctx: TestContext, configuration: string) {
+  const s = await givenBuildAndAgent(ctx, configuration);
+  const read = async () => (await ctx.http().get(s.url).set(auth(s.token)).expect(200)).body as BuildJson;
+  const states = async () =>
+    Object.fromEntries((await read()).jobs.filter((j) => j.type !== 'waiter').map((j) => [j.type === 'manual' ? j.label : j.command, j.state]));
+  const unblock = async (label: string) => {
+    const job = (await read()).jobs.find((j) => j.type === 'manual' && j.label === label);
+    if (!job) throw new Error(`no block step ${label}`);
+    await ctx.http().put(`${s.url}/jobs/${job.id}/unblock`).set(auth(s.token)).send({}).expect(200);
+  };
+  return { ...s, read, states, unblock, run: async (exit: number) => (await runNextJob(ctx, s.agent, exit)).command };
 }
 
 /** The app on 127.0.0.1 (port 0 unless given), for the reference agent to reach. */

@@ -7,8 +7,7 @@
 import { codesOf, yaml } from '../../support/configuration';
 import { normaliseVisualSteps, parseConfiguration, type ScriptStep } from '../../../src/pipelines/configuration';
 import { auth, describeEachDatabase } from '../../support/context';
-import { agentAuth, givenBuildAndAgent, runNextJob, takeNextJob } from '../../support/agents';
-import type { BuildJson } from '../../support/types';
+import { agentAuth, givenSteppedBuild, takeNextJob } from '../../support/agents';
 
 const dependenciesOf = (text: string) =>
   parseConfiguration(text).steps.map((s) => (s.type === 'script' || s.type === 'trigger' ? [s.depends_on, s.allow_dependency_failure] : null));
@@ -163,12 +162,7 @@ describe('a group’s depends_on', () => {
 });
 
 describeEachDatabase('depends_on in a build', (ctx) => {
-  async function setup(configuration: string) {
-    const s = await givenBuildAndAgent(ctx(), configuration);
-    const read = async () => (await ctx().http().get(s.url).set(auth(s.token)).expect(200)).body as BuildJson;
-    const states = async () => Object.fromEntries((await read()).jobs.filter((j) => j.type !== 'waiter').map((j) => [j.command, j.state]));
-    return { ...s, read, states, run: async (exit: number) => (await runNextJob(ctx(), s.agent, exit)).command };
-  }
+  const setup = (configuration: string) => givenSteppedBuild(ctx(), configuration);
 
   it('runs a step once the step it names passed, and a step depending on nothing at once, past a wait', async () => {
     const s = await setup(

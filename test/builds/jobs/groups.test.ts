@@ -8,8 +8,7 @@
 import { yaml } from '../../support/configuration';
 import { parseConfiguration } from '../../../src/pipelines/configuration';
 import { auth, describeEachDatabase } from '../../support/context';
-import { agentAuth, givenBuildAndAgent, runNextJob, takeNextJob } from '../../support/agents';
-import type { BuildJson } from '../../support/types';
+import { agentAuth, givenSteppedBuild, takeNextJob } from '../../support/agents';
 
 describe('a group in a configuration', () => {
   it('gives each of its steps, of every kind, the group step’s place in the configuration as group_index', () => {
@@ -42,17 +41,7 @@ describe('a group in a configuration', () => {
 });
 
 describeEachDatabase('groups in a build', (ctx) => {
-  async function setup(configuration: string) {
-    const s = await givenBuildAndAgent(ctx(), configuration);
-    const read = async () => (await ctx().http().get(s.url).set(auth(s.token)).expect(200)).body as BuildJson;
-    const states = async () =>
-      Object.fromEntries((await read()).jobs.filter((j) => j.type !== 'waiter').map((j) => [j.type === 'manual' ? j.label : j.command, j.state]));
-    const unblock = async (label: string) => {
-      const job = (await read()).jobs.find((j) => j.type === 'manual' && j.label === label)!;
-      await ctx().http().put(`${s.url}/jobs/${job.id}/unblock`).set(auth(s.token)).send({}).expect(200);
-    };
-    return { ...s, read, states, unblock, run: async (exit: number) => (await runNextJob(ctx(), s.agent, exit)).command };
-  }
+  const setup = (configuration: string) => givenSteppedBuild(ctx(), configuration);
 
   it('runs consecutive groups in parallel, each wait holding back its own group only (the docs’ "Parallel groups" example)', async () => {
     const s = await setup(
