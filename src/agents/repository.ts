@@ -394,10 +394,13 @@ export class AgentRepository {
     await this.db('agents').whereIn('job_id', held).update({ job_id: null });
   }
 
-  /** Agents assigned a job of these builds (not yet accepted) hold it no more: the builds are canceled. */
-  async dropAssignedJobsOf(buildIds: string[]): Promise<void> {
-    const assigned = this.db('jobs').whereIn('build_id', buildIds).where({ state: 'assigned' }).select('id');
-    await this.db('agents').whereIn('job_id', assigned).update({ job_id: null });
+  /**
+   * Agents holding a job of these builds in one of `states` hold it no more: the builds are
+   * canceled (an assigned job, not yet accepted) or skipped (an accepted one too).
+   */
+  async dropJobsOf(buildIds: string[], states: readonly string[]): Promise<void> {
+    const held = this.db('jobs').whereIn('build_id', buildIds).whereIn('state', states).select('id');
+    await this.db('agents').whereIn('job_id', held).update({ job_id: null });
   }
 
   /** Agents counted by connection state (the metrics' scrape). */

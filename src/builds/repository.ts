@@ -21,7 +21,7 @@ import { jobFromRow, toJobRow } from './jobs/rows';
 import type { User } from '../core/identity';
 import type { Build, BuildFilter, BuildState, JobState, JobStateCounts, NewBuild } from './model';
 import { buildFromRow, toBuildRow, type BuildCreatorColumns } from './rows';
-import { BUILD_STATES, buildTransition, CONCLUDED_BUILD_STATES, SELF_MOVING_JOB_STATES, UNFINISHED_BUILD_STATES } from './states';
+import { BLOCKED_ONLY_BUILD_STATES, BUILD_STATES, buildTransition, CONCLUDED_BUILD_STATES, SELF_MOVING_JOB_STATES, UNFINISHED_BUILD_STATES } from './states';
 import type { BuildsRow, JobsRow, OrganizationsRow, PipelinesRow } from '../db/tables';
 import { type JsonRow, type StoredRow, isTransaction, oneOf, rawRows } from '../db/row-types';
 
@@ -601,9 +601,12 @@ export class BuildRepository {
       .update({ meta_data: JSON.stringify({ ...parseJson<Record<string, string>>(row?.meta_data, {}), ...fields }) });
   }
 
-  /** Ids of the branch's builds numbered below `belowNumber` in `states`. */
-  async branchBuildsBelow(pipelineId: string, branch: string, belowNumber: number, states: readonly BuildState[]): Promise<string[]> {
-    return this.db('builds').where({ pipeline_id: pipelineId, branch }).where('number', '<', belowNumber).whereIn('state', states).pluck('id');
+  /**
+   * Ids of the branch's builds numbered below `belowNumber` that `event` moves: in its states, a
+   * passed or failed one only while blocked (BLOCKED_ONLY_BUILD_STATES).
+   */
+  async branchBuildsBelow(pipelineId: string, branch: string, belowNumber: number, event: 'skip' | 'supersede' | 'cancel_branch'): Promise<string[]> {
+    return this.db('builds').where({ pipeline_id: pipelineId, branch }).where('number', '<', belowNumber).where(movedBy(event)).pluck('id');
   }
 
   /** The trigger jobs that made these builds (those a trigger step made). */
@@ -616,7 +619,7 @@ export class BuildRepository {
   /** The builds `event` moves (a skip, a cancel of older builds of the branch) end at `at`, no longer blocked; how many. */
   async end(buildIds: string[], event: 'skip' | 'supersede' | 'cancel_branch', at: Date): Promise<number> {
     const t = buildTransition(event);
-    return this.db('builds').whereIn('id', buildIds).whereIn('state', t.from).update({ state: t.to, finished_at: at, blocked: false });
+    return this.db('builds').whereIn('id', buildIds).where(movedBy(event)).update({ state: t.to, finished_at: at, blocked: false });
   }
 
   /** The build, if it can be canceled (`cancel`), starts canceling; false if its state had moved on. */
@@ -676,4 +679,15 @@ function returned<Row>(result: unknown): Row {
   const row = rawRows<Row>(result)[0];
   if (row === undefined) throw new Error('UPDATE ... RETURNING returned no row');
   return row;
+}
+
+/** The builds an event of older builds of a branch may move: its from-states, a passed or failed one only while blocked. */
+function movedBy(event: 'skip' | 'supersede' | 'cancel_branch'): (w: Knex.QueryBuilder) => void {
+  const from = buildTransition(event).from;
+  const always = from.filter((s) => !BLOCKED_ONLY_BUILD_STATES.includes(s));
+  const blocked = from.filter((s) => BLOCKED_ONLY_BUILD_STATES.includes(s));
+  return (w) => {
+    w.whereIn('state', always);
+    if (blocked.length) w.orWhere((b) => b.whereIn('state', blocked).where({ blocked: true }));
+  };
 }

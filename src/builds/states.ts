@@ -264,6 +264,8 @@ const MACHINE_BUILD_TARGETS: Record<MachineBuildEvent, BuildState> = {
 };
 
 const CANCELABLE: BuildState[] = buildStatesIn('upcoming', 'running').filter((s) => s !== 'creating');
+/** States a build a block step holds shows (its `blocked_state`) that an event may only move while it is blocked. */
+export const BLOCKED_ONLY_BUILD_STATES: readonly BuildState[] = ['passed', 'failed'];
 
 /** The transitions of a build, every one the code performs. */
 export const BUILD_TRANSITIONS: readonly TransitionRow<BuildState, BuildEvent>[] = [
@@ -272,10 +274,11 @@ export const BUILD_TRANSITIONS: readonly TransitionRow<BuildState, BuildEvent>[]
   { event: 'cancel_branch', from: CANCELABLE, to: 'canceled', by: 'cancel', guard: 'its branch was deleted' },
   {
     event: 'supersede',
-    from: ['running', 'failing'],
+    from: ['running', 'failing', ...BLOCKED_ONLY_BUILD_STATES],
     to: 'canceled',
     by: 'cancel',
-    guard: "a newer build of the branch, the pipeline's cancel_running_branch_builds",
+    guard:
+      "a newer build of the branch, the pipeline's cancel_running_branch_builds; a passed or failed one only while blocked (the docs: started, failing and blocked builds)",
   },
   { event: 'skip', from: ['scheduled'], to: 'skipped', by: 'cancel', guard: "a newer build of the branch, the pipeline's skip_queued_branch_builds" },
   { event: 'still_canceling', from: ['canceled'], to: 'canceling', by: 'cancel', guard: 'canceled with jobs an agent is still stopping' },

@@ -4,7 +4,7 @@
  * `cancel_running_branch_builds`). Each runs on repositories bound to the caller's transaction
  * (./service.ts opens it; a build create or a trigger step's runs these in its own).
  */
-import { buildTransition, STOPPING_JOB_STATES, type BuildEvent } from '../states';
+import { HELD_JOB_STATES, jobTransition, STOPPING_JOB_STATES, type BuildEvent } from '../states';
 import type { ProgressRepositories } from './repositories';
 
 /** Builds a supersession ended, and the trigger jobs it ended (their builds' machines must run). */
@@ -29,11 +29,15 @@ export async function supersede(
   event: Extract<BuildEvent, 'skip' | 'supersede' | 'cancel_branch'>,
   at: Date,
 ): Promise<Superseded> {
-  const t = buildTransition(event);
-  const ended = await r.builds.branchBuildsBelow(pipelineId, branch, belowNumber, t.from);
+  const ended = await r.builds.branchBuildsBelow(pipelineId, branch, belowNumber, event);
   if (!ended.length) return { ended, triggers: [] };
   await r.builds.end(ended, event, at);
   if (event === 'skip') {
+    // A skip ends accepted jobs too (the skip_queued page: builds still scheduled, whose jobs no agent has started): their agents are free again.
+    await r.agents.dropJobsOf(
+      ended,
+      HELD_JOB_STATES.filter((s) => jobTransition('skip').from.includes(s)),
+    );
     await r.jobs.updateOfBuilds(ended, 'skip', { finished_at: at });
   } else {
     const busy = await cancelJobs(r, ended, at);
@@ -60,7 +64,10 @@ export async function cancelBuild(r: ProgressRepositories, buildId: string, at: 
  * `timing_out` counts: its agent is stopping it).
  */
 async function cancelJobs(r: ProgressRepositories, buildIds: string[], at: Date): Promise<string[]> {
-  await r.agents.dropAssignedJobsOf(buildIds);
+  await r.agents.dropJobsOf(
+    buildIds,
+    HELD_JOB_STATES.filter((s) => jobTransition('cancel').from.includes(s)),
+  );
   await r.jobs.updateOfBuilds(buildIds, 'cancel', { finished_at: at });
   await r.jobs.updateOfBuilds(buildIds, 'stop');
   return r.jobs.buildsWithJobsIn(buildIds, STOPPING_JOB_STATES);
