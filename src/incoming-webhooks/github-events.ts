@@ -39,14 +39,18 @@ function push(p: Payload<PushEvent>): DeliveryEvent {
   if (!ref) return { kind: 'other', name: `push of ${refName}` };
   const after = p.ref('after');
   const deleted = p.flag('deleted') || isNullCommit(after);
-  const pusher = p.text('pusher.name');
+  // The commit's author, as BUILDKITE_BUILD_AUTHOR is documented ("The name of the user who
+  // authored the commit being built"); the pusher only for a push without a head commit.
+  const name = p.text('head_commit.author.name') ?? p.text('pusher.name');
+  const email = p.text('head_commit.author.email') ?? p.text('pusher.email');
+  const username = p.text('head_commit.author.username') ?? p.text('sender.login') ?? name;
   return {
     kind: 'push',
     ref,
     deleted,
     commit: p.text('head_commit.id') ?? after,
     message: p.message('head_commit.message'),
-    author: author({ name: pusher, email: p.text('pusher.email'), username: p.text('sender.login') ?? pusher }),
+    author: author({ name, email, username }),
   };
 }
 

@@ -18,7 +18,7 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       expect(res.body).toEqual({ message: `Pong! Deliveries to this URL build pipeline "${t.pipeline.slug}".` });
     });
 
-    it('creates a build from a signed branch push: 201 with id, number and url, source webhook, the pusher as author', async () => {
+    it('creates a build from a signed branch push: 201 with id, number and url, source webhook, the commit’s author as author', async () => {
       const t = await givenTarget(ctx());
       const res = await deliverGitHub(ctx(), t, 'push', branchPush()).expect(201);
       const url = `${PUBLIC_URL}/v2/organizations/${t.org.slug}/pipelines/${t.pipeline.slug}/builds/1`;
@@ -41,6 +41,18 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
         pull_request: {},
       });
       expect(build.jobs).toHaveLength(1);
+    });
+
+    it('takes the head commit’s author, not the pusher, as the build’s author (BUILDKITE_BUILD_AUTHOR: "who authored the commit")', async () => {
+      const t = await givenTarget(ctx());
+      const push = branchPush((p) => {
+        const q = p as unknown as { head_commit: { author: object }; pusher: object };
+        q.head_commit.author = { name: 'Commit Author', email: 'author@example.com', username: 'c-author' };
+        q.pusher = { name: 'merger-bot', email: 'bot@example.com' };
+      });
+      const res = await deliverGitHub(ctx(), t, 'push', push).expect(201);
+      const build = (await ctx().http().get(new URL(res.body.builds[0].url).pathname).set(auth(t.token)).expect(200)).body;
+      expect(build.author).toEqual({ name: 'Commit Author', email: 'author@example.com', username: 'c-author' });
     });
 
     it('refuses a delivery signed only with a SHA-1 X-Hub-Signature, right or wrong, and builds nothing', async () => {
