@@ -102,6 +102,8 @@ export class BuildService {
     return this.createFrom(actor, pipeline, perms, {
       commit: original.commit,
       branch: original.branch,
+      // builds.md, Rebuild: "Anything captured on the original build ... is replayed on the new build."
+      tag: original.tag,
       message: original.message,
       author: original.author,
       env: original.env,
