@@ -3852,12 +3852,14 @@ type BuildPipelineProvider struct {
 // `exact`
 // or `contains`); those beyond the create sample's are shown once set. Windsock acts on
 // `ignore_default_branch_pull_requests` (not for forks), `build_pull_request_reopened`,
-// `build_pull_request_edited`, `build_pull_request_converted_to_draft` and
-// `build_pull_request_review_requested`. It keeps the others as set without acting on them:
+// `build_pull_request_edited`, `build_pull_request_converted_to_draft`,
+// `build_pull_request_review_requested` and `skip_builds_for_closed_pull_requests` (GitHub:
+// unset counts as true, the docs' default, so a delivery about a closed or merged pull
+// request
+// builds nothing unless it is false). It keeps the others as set without acting on them:
 // those for events it does not build from (reviews, comments, releases, check runs, merge
 // queues, stacks, deployment statuses, branch creation) and `build_pull_request_merge`,
-// `build_pull_request_merge_commits`, `build_pull_request_base_branch_changed` and
-// `skip_builds_for_closed_pull_requests`.
+// `build_pull_request_merge_commits` and `build_pull_request_base_branch_changed`.
 type ProviderSettings struct {
 	FilterCondition                      *string              `json:"filter_condition,omitempty"`
 	PullRequestBranchFilterConfiguration *string              `json:"pull_request_branch_filter_configuration,omitempty"`

@@ -45,6 +45,8 @@ export interface PullRequestEvent {
   /** The label a `labeled` or `unlabeled` action added or removed (GitHub's); null otherwise. */
   label: string | null;
   author: Author | null;
+  /** GitHub's: the pull request is closed or merged (`pull_request.state`), for skip_builds_for_closed_pull_requests. */
+  closed?: boolean;
 }
 
 export interface DeploymentEvent {

@@ -78,6 +78,7 @@ function pullRequest(p: Payload<PullRequestOpenedEvent>, labeled: Payload<PullRe
     labels: p.names('pull_request.labels', 'name'),
     label: action === 'labeled' || action === 'unlabeled' ? labeled.text('label.name') : null,
     author: author({ name: sender, username: sender }),
+    closed: p.text('pull_request.state') === 'closed',
   };
 }
 

@@ -230,6 +230,11 @@ function pullRequestRules(settings: ProviderSettings, pr: PullRequestEvent, defa
   } else if (pr.action === 'reopened' && settings.build_pull_request_reopened === false) {
     return { skip: `No build: ${which} was reopened, and build_pull_request_reopened is off.` };
   }
+  // The docs' "Skip when pull request is closed or merged", on by default (unset counts as on, so
+  // the settings keep the create sample's shape): late activity, such as a bot's labels, builds nothing.
+  if (pr.closed && settings.skip_builds_for_closed_pull_requests !== false) {
+    return { skip: `No build: ${which} is closed or merged, and skip_builds_for_closed_pull_requests is on.` };
+  }
   // A fork's default branch is not the pipeline's: only a pull request from this repository's own default branch is skipped.
   if (settings.ignore_default_branch_pull_requests === true && defaultBranch !== null && !pr.fork && pr.headBranch === defaultBranch) {
     return { skip: `No build: ${which} comes from the default branch "${defaultBranch}", and ignore_default_branch_pull_requests is on.` };

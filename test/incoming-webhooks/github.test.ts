@@ -350,6 +350,18 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       expect(res.body.message).toBe(`No build: pull request #2 was ${action.replace(/_/g, ' ')}, which does not build.`);
     });
 
+    it('skips activity on a closed or merged pull request unless skip_builds_for_closed_pull_requests is off (the docs: on by default)', async () => {
+      const closed = pullRequest('labeled', (p) => {
+        (p as unknown as { pull_request: { state: string; merged: boolean } }).pull_request.state = 'closed';
+      });
+      const t = await givenTarget(ctx(), { build_pull_request_labels_changed: true });
+      expect((await deliverGitHub(ctx(), t, 'pull_request', closed).expect(200)).body).toEqual({
+        message: 'No build: pull request #2 is closed or merged, and skip_builds_for_closed_pull_requests is on.',
+      });
+      const off = await givenTarget(ctx(), { build_pull_request_labels_changed: true, skip_builds_for_closed_pull_requests: false });
+      await deliverGitHub(ctx(), off, 'pull_request', closed).expect(201);
+    });
+
     it.each(['labeled', 'unlabeled'])('builds on %s only with build_pull_request_labels_changed', async (action) => {
       const off = await givenTarget(ctx());
       expect((await deliverGitHub(ctx(), off, 'pull_request', pullRequest(action)).expect(200)).body).toEqual({
