@@ -100,7 +100,7 @@ export type NewBuildFields = Pick<
   Build,
   'commit' | 'branch' | 'message' | 'author' | 'env' | 'metaData' | 'cleanCheckout' | 'pullRequest' | 'rebuiltFrom' | 'source'
 > &
-  Partial<Pick<Build, 'tag' | 'triggeredFrom' | 'webhookEvent'>> & { triggeredFromJobId?: string; triggerDepth?: number };
+  Partial<Pick<Build, 'tag' | 'triggeredFrom' | 'webhookEvent' | 'scheduledAt'>> & { triggeredFromJobId?: string; triggerDepth?: number };
 
 export interface BuildFilter {
   /** One pipeline, or organizations (each optionally restricted to the pipelines a user's teams may see). */

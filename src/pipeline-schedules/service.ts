@@ -261,6 +261,8 @@ export class PipelineScheduleService {
       pullRequest: null,
       rebuiltFrom: null,
       source: 'schedule',
+      // defining_steps.md: for a schedule's build, scheduled_at "represents the intended execution time".
+      scheduledAt: due,
     });
     return written ? 'created' : null;
   }

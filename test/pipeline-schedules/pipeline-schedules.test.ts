@@ -280,7 +280,10 @@ describe.each(databases)('pipeline schedules [%s]', (kind) => {
       at('2030-01-01T02:35:00.000Z');
       await ctx.services.scheduler.tick();
       await ctx.services.scheduler.tick();
-      expect(await buildsOf(org, p, token)).toHaveLength(1);
+      const builds = await buildsOf(org, p, token);
+      expect(builds).toHaveLength(1);
+      // defining_steps.md: a schedule's build's scheduled_at "represents the intended execution time".
+      expect(builds[0]).toMatchObject({ created_at: '2030-01-01T02:35:00.000Z', scheduled_at: '2030-01-01T00:10:00.000Z' });
       const after = await ctx
         .http()
         .get(`${schedulesPath(org, p)}/${schedule.id}`)
