@@ -961,11 +961,13 @@ export interface paths {
         /**
          * Create a build
          * @description Creates a build with the pipeline's next number and jobs from the pipeline's steps. The
-         *     pipeline's `branch_configuration` applies unless `ignore_pipeline_branch_filters` is true;
-         *     step branch filters always apply (an excluded step becomes a `broken` job). Archived
-         *     pipelines take no builds. With `skip_queued_branch_builds`, older `scheduled` builds of
-         *     the branch become `skipped`; with `cancel_running_branch_builds`, older `running` or
-         *     `failing` builds of the branch are canceled. Answers after the build is committed.
+         *     pipeline's `branch_configuration` applies unless `ignore_pipeline_branch_filters` is true
+         *     or the build is a pull request's (`pull_request_id`: "Builds created for pull requests
+         *     ignore any pipeline-level branch filters"); step branch filters always apply (an excluded
+         *     step becomes a `broken` job). Archived pipelines take no builds. With
+         *     `skip_queued_branch_builds`, older `scheduled` builds of the branch become `skipped`; with
+         *     `cancel_running_branch_builds`, older `running` or `failing` builds of the branch, and
+         *     those a block step holds, are canceled. Answers after the build is committed.
          */
         post: operations["createBuild"];
         delete?: never;

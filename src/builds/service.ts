@@ -61,7 +61,9 @@ export class BuildService {
     const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug);
     if (!perms.build) throw new ForbiddenError();
     if (pipeline.archivedAt) throw new UnprocessableError('This pipeline is archived: unarchive it before creating builds.');
-    if (!input.ignore_pipeline_branch_filters && pipeline.branchConfiguration && !matchesBranchFilter(pipeline.branchConfiguration, input.branch)) {
+    // branch_configuration.md: "Builds created for pull requests ignore any pipeline-level branch filters."
+    const filtered = !input.ignore_pipeline_branch_filters && input.pull_request_id === undefined;
+    if (filtered && pipeline.branchConfiguration && !matchesBranchFilter(pipeline.branchConfiguration, input.branch)) {
       throw new UnprocessableError(
         `Branch "${input.branch}" does not match the pipeline's branch filter "${pipeline.branchConfiguration}". Use ignore_pipeline_branch_filters to build it anyway.`,
       );

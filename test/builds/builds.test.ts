@@ -144,7 +144,7 @@ describeEachDatabase('builds', (ctx) => {
       });
     });
 
-    it("applies the pipeline's branch filter unless told to ignore it", async () => {
+    it("applies the pipeline's branch filter unless told to ignore it, or the build is a pull request's", async () => {
       const { org, token } = await ctx().givenAdmin();
       const p = await givenPipeline(ctx(), org, token, { branch_configuration: 'main release/*' });
       const res = await ctx().http().post(buildsPath(org, p)).set(auth(token)).send({ commit: SHA, branch: 'feature/x' }).expect(422);
@@ -153,6 +153,9 @@ describeEachDatabase('builds', (ctx) => {
       await createBuild(ctx(), org, p, token, { branch: 'release/1.0' });
       const forced = await createBuild(ctx(), org, p, token, { branch: 'feature/x', ignore_pipeline_branch_filters: true });
       expect(forced.branch).toBe('feature/x');
+      // branch_configuration.md: "Builds created for pull requests ignore any pipeline-level branch filters."
+      const pr = await createBuild(ctx(), org, p, token, { branch: 'feature/x', pull_request_id: 7, pull_request_base_branch: 'main' });
+      expect(pr).toMatchObject({ branch: 'feature/x', pull_request: { id: '7', base: 'main' } });
     });
 
     it('makes a job broken when its step filter excludes the branch, and not_run when every step is', async () => {
