@@ -8695,7 +8695,8 @@ export interface components {
          *     upload's `tags` with the same key. As the Test Engine's tagging rules have them: at most 10;
          *     a key begins with a letter, has only letters, digits, `_`, `-` and `.`, is under 64 bytes,
          *     is not `mut` nor begins with `mut.` (those are set later, through `updateExecutionTags`), and
-         *     is not a dot-separated prefix of another of its keys; a
+         *     is not a dot-separated prefix of another of its keys or of its upload's, nor has one of its
+         *     upload's keys as such a prefix; a
          *     value is not blank and is under 128 bytes of UTF-8. A result whose tags break a rule is
          *     rejected on its own, like any other fault.
          */

@@ -53,12 +53,19 @@ export function tagFaults(tags: unknown, kind: TagKind): TagFault[] {
     else if (value.trim() === '') faults.push({ at: key, code: "can't be blank" });
     else if (Buffer.byteLength(value) > MAX_TAG_VALUE_BYTES) faults.push({ at: key, code: `is too long (maximum is ${MAX_TAG_VALUE_BYTES} bytes)` });
     else {
-      // tags.md: a key "must not be a dot-separated prefix of another key" (`service` beside `service.instance.id`).
-      const longer = entries.find(([other]) => other.startsWith(`${key}.`));
-      if (longer) faults.push({ at: key, code: `is a dot-separated prefix of the key ${JSON.stringify(longer[0])}: one of them must go` });
+      const longer = keyUnder(Object.keys(tags), key);
+      if (longer !== undefined) faults.push({ at: key, code: `is a dot-separated prefix of the key ${JSON.stringify(longer)}: one of them must go` });
     }
   }
   return faults;
+}
+
+/**
+ * tags.md: a key "must not be a dot-separated prefix of another key" (`service` beside
+ * `service.instance.id`). The first of `keys` that `key` is such a prefix of, if any.
+ */
+export function keyUnder(keys: readonly string[], key: string): string | undefined {
+  return keys.find((other) => other.startsWith(`${key}.`));
 }
 
 /** A fault's field under `base` (`tags`, `executions[3].tags`): `base.key` when it is about one tag. */

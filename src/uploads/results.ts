@@ -8,7 +8,7 @@ import type { components } from '../../generated/api';
 import { isRecord, isStringRecord } from '../core/guards';
 import { isOneOf } from '../db/row-types';
 import { schemaFault } from './result-schema';
-import { tagFaultField, tagFaults } from '../suites/tag-rules';
+import { keyUnder, tagFaultField, tagFaults } from '../suites/tag-rules';
 
 export const MAX_RESULTS = 5000;
 export const RESULTS = ['passed', 'failed', 'skipped', 'pending', 'unknown'] as const;
@@ -83,19 +83,36 @@ function history(v: unknown): { history: Record<string, unknown> | null; duratio
   return { history: v, duration: typeof d === 'number' ? d : null };
 }
 
-/** A result's own tags, by the tagging rules every tag follows (src/suites/tag-rules.ts): the first fault rejects the result. */
-function executionTags(v: unknown): Record<string, string> | null {
+/**
+ * A result's own tags, by the tagging rules every tag follows (src/suites/tag-rules.ts): the
+ * first fault rejects the result. The execution ends up with its upload's tags under its own, so
+ * no key of either may be a dot-separated prefix of a key of the other.
+ */
+function executionTags(v: unknown, uploadTags: readonly string[]): Record<string, string> | null {
   const [fault] = tagFaults(v, 'upload');
   if (fault) throw new Reject(tagFaultField('tags', fault), fault.code);
-  return isStringRecord(v) && Object.keys(v).length ? v : null;
+  const own = isStringRecord(v) && Object.keys(v).length ? v : null;
+  for (const key of Object.keys(own ?? {})) {
+    const longer = keyUnder(uploadTags, key);
+    if (longer !== undefined) throw new Reject(`tags.${key}`, `is a dot-separated prefix of the upload's tag key ${JSON.stringify(longer)}`);
+    const shorter = uploadTags.find((u) => key.startsWith(`${u}.`));
+    if (shorter !== undefined) throw new Reject(`tags.${key}`, `has the upload's tag key ${JSON.stringify(shorter)} as a dot-separated prefix`);
+  }
+  return own;
 }
 
 /**
  * Splits the results into the accepted ones and one error per rejected one. `scopeField`:
  * a scope is required and a missing one is reported under that name (JUnit's `classname`).
  * `offset`: the position of `data[0]` in the upload, when it is checked in batches.
+ * `uploadTags`: the keys of the upload's tags, which each result's own are checked against.
  */
-export function checkResults(data: unknown[], scopeField?: string, offset = 0): { accepted: AcceptedResult[]; errors: UploadResultError[] } {
+export function checkResults(
+  data: unknown[],
+  scopeField?: string,
+  offset = 0,
+  uploadTags: readonly string[] = [],
+): { accepted: AcceptedResult[]; errors: UploadResultError[] } {
   const accepted: AcceptedResult[] = [];
   const errors: UploadResultError[] = [];
   data.forEach((item, index) => {
@@ -121,7 +138,7 @@ export function checkResults(data: unknown[], scopeField?: string, offset = 0): 
         failureExpanded: failureExpanded(r.failure_expanded),
         duration: h.duration,
         history: h.history,
-        tags: executionTags(r.tags),
+        tags: executionTags(r.tags, uploadTags),
       };
       const fault = schemaFault(r);
       if (fault) throw new Reject(fault.field, fault.code);

@@ -87,7 +87,7 @@ export class UploadService {
     const errors: UploadResultError[] = [];
     for (let start = 0; start < data.length; start += RESULT_BATCH) {
       await yieldToEventLoop();
-      const checked = checkResults(data.slice(start, start + RESULT_BATCH), scopeField, start);
+      const checked = checkResults(data.slice(start, start + RESULT_BATCH), scopeField, start, Object.keys(tags));
       accepted.push(...checked.accepted);
       errors.push(...checked.errors);
     }

@@ -94,6 +94,31 @@ describeEachDatabase('a test result’s own tags', (ctx) => {
     ]);
   });
 
+  it('rejects a result whose own tag keys and its upload’s are dot-separated prefixes of each other (tags.md)', async () => {
+    const s = await givenSuite(ctx());
+    const res = await ctx()
+      .http()
+      .post('/v1/uploads')
+      .set(suiteAuth(s.apiToken))
+      .send(
+        upload(
+          { key: 'r1' },
+          [
+            result('longer', 'failed', { tags: { 'service.name': 'api' } }),
+            result('shorter', 'failed', { tags: { language: 'ruby' } }),
+            result('fine', 'failed', { tags: { team: 'web' } }),
+          ],
+          { service: 'x', 'language.version': '3.3' },
+        ),
+      )
+      .expect(202);
+    expect(res.body.queued).toBe(1);
+    expect(res.body.errors).toEqual([
+      { index: 0, id: expect.any(String), field: 'tags.service.name', code: 'has the upload\'s tag key "service" as a dot-separated prefix' },
+      { index: 1, id: expect.any(String), field: 'tags.language', code: 'is a dot-separated prefix of the upload\'s tag key "language.version"' },
+    ]);
+  });
+
   it('filters a suite’s tests by each execution’s own tags over its upload’s', async () => {
     const s = await givenSuite(ctx());
     const d = (seconds: number) => ({ history: { duration: seconds } });
