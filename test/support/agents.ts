@@ -98,7 +98,8 @@ export async function givenBuildAndAgent(ctx: TestContext, configuration: string
 /**
  * givenBuildAndAgent, with what a test of a build's steps does with it: read the build, its
  * jobs' states by command (block and input steps by label; wait steps left out), unblock a
- * block step by its label, and run the next job the agent is offered to an exit status.
+ * block step by its label, read its pipeline, and run the next job the agent is offered to an
+ * exit status.
  */
 export async function givenSteppedBuild(ctx: TestContext, configuration: string) {
   const s = await givenBuildAndAgent(ctx, configuration);
@@ -110,7 +111,16 @@ export async function givenSteppedBuild(ctx: TestContext, configuration: string)
     if (!job) throw new Error(`no block step ${label}`);
     await ctx.http().put(`${s.url}/jobs/${job.id}/unblock`).set(auth(s.token)).send({}).expect(200);
   };
-  return { ...s, read, states, unblock, run: async (exit: number) => (await runNextJob(ctx, s.agent, exit)).command };
+  /** The build's pipeline, as the API shows it. */
+  const pipeline = async () =>
+    (
+      await ctx
+        .http()
+        .get(s.url.replace(/\/builds\/\d+$/, ''))
+        .set(auth(s.token))
+        .expect(200)
+    ).body as { steps: Record<string, unknown>[] };
+  return { ...s, read, states, unblock, pipeline, run: async (exit: number) => (await runNextJob(ctx, s.agent, exit)).command };
 }
 
 /** The app on 127.0.0.1 (port 0 unless given), for the reference agent to reach. */

@@ -280,7 +280,7 @@ function decodeJobCursor(cursor: string): string | undefined {
  * step page: a field left empty "will still be created in the build's metadata store", so a later
  * `meta-data get` of its key finds it.
  */
-export function unblockMetaData(stepFields: readonly ManualField[], given: Readonly<Record<string, string>>): Record<string, string> {
+function unblockMetaData(stepFields: readonly ManualField[], given: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = { ...given };
   for (const f of stepFields) {
     if (!Object.hasOwn(out, f.key)) out[f.key] = Array.isArray(f.default) ? f.default.join('\n') : (f.default ?? '');

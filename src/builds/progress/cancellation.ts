@@ -33,11 +33,8 @@ export async function supersede(
   if (!ended.length) return { ended, triggers: [] };
   await r.builds.end(ended, event, at);
   if (event === 'skip') {
-    // A skip ends accepted jobs too (the skip_queued page: builds still scheduled, whose jobs no agent has started): their agents are free again.
-    await r.agents.dropJobsOf(
-      ended,
-      HELD_JOB_STATES.filter((s) => jobTransition('skip').from.includes(s)),
-    );
+    // A skip ends accepted jobs too (the skip_queued page: builds still scheduled, whose jobs no agent has started).
+    await freeAgentsOf(r, ended, 'skip');
     await r.jobs.updateOfBuilds(ended, 'skip', { finished_at: at });
   } else {
     const busy = await cancelJobs(r, ended, at);
@@ -64,11 +61,16 @@ export async function cancelBuild(r: ProgressRepositories, buildId: string, at: 
  * `timing_out` counts: its agent is stopping it).
  */
 async function cancelJobs(r: ProgressRepositories, buildIds: string[], at: Date): Promise<string[]> {
-  await r.agents.dropJobsOf(
-    buildIds,
-    HELD_JOB_STATES.filter((s) => jobTransition('cancel').from.includes(s)),
-  );
+  await freeAgentsOf(r, buildIds, 'cancel');
   await r.jobs.updateOfBuilds(buildIds, 'cancel', { finished_at: at });
   await r.jobs.updateOfBuilds(buildIds, 'stop');
   return r.jobs.buildsWithJobsIn(buildIds, STOPPING_JOB_STATES);
+}
+
+/** The agents holding a job of the builds that `event` ends at once (held, but not being stopped by its agent) hold it no more. */
+async function freeAgentsOf(r: ProgressRepositories, buildIds: string[], event: 'skip' | 'cancel'): Promise<void> {
+  await r.agents.dropJobsOf(
+    buildIds,
+    HELD_JOB_STATES.filter((s) => jobTransition(event).from.includes(s)),
+  );
 }

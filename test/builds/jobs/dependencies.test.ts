@@ -273,14 +273,7 @@ describeEachDatabase('depends_on in a build', (ctx) => {
       .send({})
       .expect(200);
     expect(await s.states()).toMatchObject({ 'release.sh': 'scheduled', 'after-block.sh': 'scheduled' });
-    const pipeline = (
-      await ctx()
-        .http()
-        .get(s.url.replace(/\/builds\/\d+$/, ''))
-        .set(auth(s.token))
-        .expect(200)
-    ).body;
-    expect(pipeline.steps[2]).toMatchObject({ type: 'manual', key: 'blocked-deploy', depends_on: [{ step: 'built', allow_failure: false }] });
+    expect((await s.pipeline()).steps[2]).toMatchObject({ type: 'manual', key: 'blocked-deploy', depends_on: [{ step: 'built', allow_failure: false }] });
   });
 
   it('runs a group with depends_on once its dependency passed, past the wait before it, its own wait kept; a trigger step’s key can be named', async () => {

@@ -7,7 +7,7 @@
  */
 import { yaml } from '../../support/configuration';
 import { parseConfiguration } from '../../../src/pipelines/configuration';
-import { auth, describeEachDatabase } from '../../support/context';
+import { describeEachDatabase } from '../../support/context';
 import { agentAuth, givenSteppedBuild, takeNextJob } from '../../support/agents';
 
 describe('a group in a configuration', () => {
@@ -234,14 +234,7 @@ describeEachDatabase('groups in a build', (ctx) => {
 
   it('shows group_index on the pipeline’s steps', async () => {
     const s = await setup(yaml('steps:', '  - command: first', '  - group: G', '    steps: [{command: a}, {wait: ~}]'));
-    const pipeline = (
-      await ctx()
-        .http()
-        .get(s.url.replace(/\/builds\/\d+$/, ''))
-        .set(auth(s.token))
-        .expect(200)
-    ).body;
-    expect(pipeline.steps.map((st: { type: string; group_index?: number }) => [st.type, st.group_index])).toEqual([
+    expect((await s.pipeline()).steps.map((st) => [st.type, st.group_index])).toEqual([
       ['script', undefined],
       ['script', 1],
       ['waiter', 1],
