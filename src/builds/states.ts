@@ -278,7 +278,7 @@ export const BUILD_TRANSITIONS: readonly TransitionRow<BuildState, BuildEvent>[]
     to: 'canceled',
     by: 'cancel',
     guard:
-      "a newer build of the branch, the pipeline's cancel_running_branch_builds; a passed or failed one only while blocked (the docs: started, failing and blocked builds)",
+      "a newer build of the branch is created or first starts, the pipeline's cancel_running_branch_builds; a passed or failed one only while blocked (the docs: started, failing and blocked builds)",
   },
   { event: 'skip', from: ['scheduled'], to: 'skipped', by: 'cancel', guard: "a newer build of the branch, the pipeline's skip_queued_branch_builds" },
   { event: 'still_canceling', from: ['canceled'], to: 'canceling', by: 'cancel', guard: 'canceled with jobs an agent is still stopping' },

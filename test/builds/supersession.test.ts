@@ -4,7 +4,7 @@
  */
 import { yaml } from '../support/configuration';
 import { auth, describeEachDatabase } from '../support/context';
-import { agentAuth, givenAgent, givenAgentPipeline, runNextJob } from '../support/agents';
+import { agentAuth, givenAgent, givenAgentPipeline, runNextJob, takeNextJob } from '../support/agents';
 import { givenBuild } from '../support/given';
 import type { BuildJson } from '../support/types';
 
@@ -42,6 +42,41 @@ describeEachDatabase('builds superseded by a newer build of their branch', (ctx)
     const canceled = await s.read(first.number);
     expect(canceled).toMatchObject({ state: 'canceled', blocked: false });
     expect(canceled.jobs.map((j) => j.state)).toEqual(['passed', 'canceled', 'canceled']);
+  });
+
+  // The canceling page's "Using Cancel Intermediate Builds and re-running earlier builds".
+  describe('an older build that runs again (a retried job) while a newer one is there', () => {
+    async function failedThenNewer() {
+      const s = await setup(yaml('steps:', '  - command: build'), { cancel_running_branch_builds: true });
+      const first = await s.create();
+      const agent = await givenAgent(ctx(), s.reg, 'runner');
+      const failed = await runNextJob(ctx(), agent, 1);
+      const second = await s.create();
+      const retry = () =>
+        ctx().http().put(`/v2/organizations/${s.org.slug}/pipelines/${s.slug}/builds/${first.number}/jobs/${failed.id}/retry`).set(auth(s.token)).expect(200);
+      return { ...s, first, second, agent, retry };
+    }
+
+    it('is canceled when the newer build starts after it started again', async () => {
+      const s = await failedThenNewer();
+      await s.retry();
+      expect(await s.read(s.first.number)).toMatchObject({ state: 'running' });
+      const started = await takeNextJob(ctx(), s.agent);
+      expect((await s.read(s.second.number)).jobs.map((j) => j.id)).toEqual([started.id]);
+      expect(await s.read(s.second.number)).toMatchObject({ state: 'running' });
+      const canceled = await s.read(s.first.number);
+      expect(canceled.state).toBe('canceled');
+      expect(canceled.jobs.map((j) => j.state)).toEqual(['canceled']); // the retry (the failed job it replaced is a retried job)
+    });
+
+    it('goes on when it started again after the newer build started', async () => {
+      const s = await failedThenNewer();
+      await takeNextJob(ctx(), s.agent);
+      expect(await s.read(s.second.number)).toMatchObject({ state: 'running' });
+      await s.retry();
+      expect(await s.read(s.first.number)).toMatchObject({ state: 'running' });
+      expect(await s.read(s.second.number)).toMatchObject({ state: 'running' });
+    });
   });
 
   it('leaves an older build that passed alone', async () => {

@@ -77,7 +77,7 @@ export function planBuild(
   const notRun = runnable.length === 0;
   const supersedes: Supersession[] = [];
   if (pipeline.skipQueuedBranchBuilds && matchesBranchFilter(pipeline.skipQueuedBranchBuildsFilter, b.branch)) supersedes.push({ event: 'skip' });
-  if (pipeline.cancelRunningBranchBuilds && matchesBranchFilter(pipeline.cancelRunningBranchBuildsFilter, b.branch)) supersedes.push({ event: 'supersede' });
+  if (cancelsRunningBuildsOf(pipeline, b.branch)) supersedes.push({ event: 'supersede' });
   const build: NewBuild = {
     id,
     pipelineId: pipeline.id,
@@ -99,6 +99,15 @@ export function planBuild(
     ...b,
   };
   return { build, creator, jobs, supersedes };
+}
+
+/**
+ * Whether the pipeline's Cancel Intermediate Builds applies to the branch
+ * (`cancel_running_branch_builds` and its filter): a new build of it cancels the older running
+ * ones when it is created and again when it starts (./machine.ts).
+ */
+export function cancelsRunningBuildsOf(pipeline: Pick<Pipeline, 'cancelRunningBranchBuilds' | 'cancelRunningBranchBuildsFilter'>, branch: string): boolean {
+  return pipeline.cancelRunningBranchBuilds && matchesBranchFilter(pipeline.cancelRunningBranchBuildsFilter, branch);
 }
 
 /** What a step's `if` reads that neither the pipeline nor the build carries. */

@@ -9,6 +9,7 @@
  */
 import type { Job } from '../jobs/model';
 import type { BuildState } from '../model';
+import type { ProgressingBuild } from '../repository';
 import { advance } from '../jobs/state';
 import { concurrencyOf } from '../jobs/concurrency';
 import { buildTransition, ENDED_BUILD_STATES, machineBuildEvent } from '../states';
@@ -16,6 +17,8 @@ import { triggerJobStateFor, triggerSoftFails, type TriggeringBuild } from '../j
 import type { Announcements } from './announce';
 import type { ProgressRepositories, StepSigner } from './repositories';
 import { launchTriggeredBuild } from './triggers';
+import { supersede, type Superseded } from './cancellation';
+import { cancelsRunningBuildsOf } from './creation';
 
 /**
  * One run of the machine: the bound repositories, when it runs, the signer of the steps of the
@@ -69,6 +72,8 @@ export async function advanceLocked(run: MachineRun, buildId: string): Promise<v
         next.build,
         next.build.state === build.state ? [build.state] : buildTransition(machineBuildEvent(next.build.state)).from,
       );
+    // Its first start: Cancel Intermediate Builds ends the older builds of the branch running by then.
+    if (build.startedAt === null && next.build?.startedAt) await cancelIntermediateAtStart(run, buildId, b);
     const states = new Map(next.jobs.map((m) => [m.id, m.to]));
     const runnable = jobs.filter((j) => j.type === 'trigger' && (states.get(j.id) ?? j.state) === 'scheduled');
     if (runnable.length) {
@@ -118,13 +123,32 @@ async function launchTrigger(run: MachineRun, job: Job, parent: TriggeringBuild)
   run.announce.job(job.buildId, job.id);
   // The trigger steps whose builds the new one superseded ended skipped: their builds go on (this
   // one's machine runs again after its triggers anyway).
-  for (const t of outcome.skippedTriggers) {
-    run.announce.job(t.buildId, t.jobId);
-    if (t.buildId !== job.buildId && (await r.builds.lock(t.buildId))) await advanceLocked(run, t.buildId);
-  }
+  await advanceSkippedTriggers(run, job.buildId, outcome.skippedTriggers);
   // The new build's own machine: its trigger steps run, and if it is over at once (nothing to
   // run) it ends this job already.
   await advanceLocked(run, outcome.build.id);
+}
+
+/** The builds of trigger jobs a supersession skipped go on, but `running` (the build whose machine is running, which goes on by itself). */
+async function advanceSkippedTriggers(run: MachineRun, running: string, triggers: Superseded['triggers']): Promise<void> {
+  for (const t of triggers) {
+    run.announce.job(t.buildId, t.jobId);
+    if (t.buildId !== running && (await run.r.builds.lock(t.buildId))) await advanceLocked(run, t.buildId);
+  }
+}
+
+/**
+ * A build just started: with Cancel Intermediate Builds on for its branch, the older builds of
+ * the branch running now are canceled, as when it was created. The canceling page: an earlier
+ * build that started running again (a retried job) before the new build starts is canceled; one
+ * that starts again after it is not (only a build's first start supersedes).
+ */
+async function cancelIntermediateAtStart(run: MachineRun, buildId: string, b: ProgressingBuild): Promise<void> {
+  const pipeline = await run.r.pipelines.findById(b.pipelineId);
+  if (!pipeline || !cancelsRunningBuildsOf(pipeline, b.branch)) return;
+  const { ended, triggers } = await supersede(run.r, b.pipelineId, b.branch, b.number, 'supersede', run.now);
+  for (const id of ended) run.announce.build(id, { organizationId: b.organizationId, pipelineId: b.pipelineId });
+  await advanceSkippedTriggers(run, buildId, triggers);
 }
 
 /** A triggered build ended: the synchronous trigger job waiting on it takes its result, and its build goes on. */
