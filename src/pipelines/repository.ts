@@ -487,6 +487,17 @@ export class PipelineRepository {
     return rows.map((r) => oneOf(ACCESS_LEVEL_VALUES, r.access_level, 'pipeline_teams.access_level'));
   }
 
+  /** Whether one team has one of `levels` on both pipelines. */
+  async shareTeamWith(pipelineId: string, otherPipelineId: string, levels: readonly AccessLevel[]): Promise<boolean> {
+    const row = await this.db('pipeline_teams as a')
+      .join('pipeline_teams as b', 'b.team_id', 'a.team_id')
+      .where({ 'a.pipeline_id': pipelineId, 'b.pipeline_id': otherPipelineId })
+      .whereIn('a.access_level', levels)
+      .whereIn('b.access_level', levels)
+      .first('a.team_id');
+    return row !== undefined;
+  }
+
   /** Who disabled the pipeline's GitHub webhook processing and when; null while it is enabled. */
   async githubWebhooksDisabled(pipelineId: string): Promise<GithubWebhooksDisabled | null> {
     const row = await this.db('pipeline_github_webhooks as g')

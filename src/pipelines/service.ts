@@ -11,6 +11,7 @@ import type { OrganizationService } from '../organizations/service';
 import { sha256Hex, type Keys } from '../security/keys';
 import type { ClusterService } from '../clusters/service';
 import { validateBranchFilter } from './branch-filter';
+import { ACCESS_LEVELS, memberPermissions } from './permissions';
 import { normaliseVisualSteps, parseConfiguration, type NotifyEntry, type ParsedConfiguration, type Step } from './configuration';
 import type { GitHubHooks } from './github-hooks';
 import { detectProvider, normaliseProviderSettings, repositoryPath, validateProviderSettings, type ProviderId, type ProviderSettings } from './provider';
@@ -29,17 +30,7 @@ import type { Actor, Organization, Permissions, Role } from '../core/identity';
 import type { PipelineTemplateService } from '../pipeline-templates/service';
 import { clock } from '../core/clock';
 import { fieldOf } from '../core/guards';
-import { keysOf } from '../db/row-types';
 import { changes as changedFields, type AuditActor, type AuditEntry, type AuditLog } from '../audit/service';
-
-const ALL: Permissions = { read: true, build: true, edit: true };
-const NONE: Permissions = { read: false, build: false, edit: false };
-const LEVELS: Record<AccessLevel, Permissions> = {
-  read_only: { read: true, build: false, edit: false },
-  build_and_read: { read: true, build: true, edit: false },
-  manage_build_and_read: ALL,
-};
-const ACCESS_LEVELS: AccessLevel[] = keysOf(LEVELS);
 
 /** The create/update body, as the spec admits it (unknown properties are never read). */
 export type PipelineInput = components['schemas']['PipelineWritable'] & Partial<Pick<components['schemas']['CreatePipelineRequest'], 'teams' | 'team_uuids'>>;
@@ -181,26 +172,15 @@ export class PipelineService {
   }
 
   async permissions(actor: Actor, p: Pipeline): Promise<Permissions> {
-    if (!actor.organization.teamsEnabled || actor.role === 'admin') return ALL;
-    const levels = await this.pipelines.teamAccessLevels(p.id, actor.principal.user.id);
-    return levels.reduce<Permissions>(
-      (acc, l) => ({ read: acc.read || LEVELS[l].read, build: acc.build || LEVELS[l].build, edit: acc.edit || LEVELS[l].edit }),
-      NONE,
-    );
+    return memberPermissions(this.pipelines, actor.organization, actor.role, actor.principal.user.id, p.id);
   }
 
   /**
    * What a member of the pipeline's organization may do with it, outside any request: the
    * scheduler acting for a schedule's creator (`role` null: not a member, nothing).
    */
-  async memberPermissions(organization: Organization, role: Role | null, userId: string, p: Pipeline): Promise<Permissions> {
-    if (role === null) return NONE;
-    if (!organization.teamsEnabled || role === 'admin') return ALL;
-    const levels = await this.pipelines.teamAccessLevels(p.id, userId);
-    return levels.reduce<Permissions>(
-      (acc, l) => ({ read: acc.read || LEVELS[l].read, build: acc.build || LEVELS[l].build, edit: acc.edit || LEVELS[l].edit }),
-      NONE,
-    );
+  memberPermissions(organization: Organization, role: Role | null, userId: string, p: Pipeline): Promise<Permissions> {
+    return memberPermissions(this.pipelines, organization, role, userId, p.id);
   }
 
   /** Whether the caller sees the webhook URL: it is a credential. */

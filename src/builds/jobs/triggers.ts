@@ -15,6 +15,7 @@ import { matchesBranchFilter } from '../../pipelines/branch-filter';
 import type { Step, TriggerStep } from '../../pipelines/configuration';
 import type { Pipeline } from '../../pipelines/repository';
 import type { Job } from './model';
+import type { User } from '../../core/identity';
 
 /**
  * How many triggers deep a build may be: a build created by a trigger step of a build created
@@ -37,6 +38,8 @@ export interface TriggeringBuild {
   commit: string;
   source: string;
   creatorId: string | null;
+  /** The user who last unblocked one of the build's steps: its author for a trigger when it has no creator. */
+  unblocker: Pick<User, 'id' | 'name'> | null;
   triggerDepth: number;
 }
 

@@ -91,6 +91,7 @@ export async function advanceLocked(run: MachineRun, buildId: string): Promise<v
         organizationId: b.organizationId,
         message: b.message,
         creatorId: b.creatorId,
+        unblocker: lastUnblocker(jobs),
         triggerDepth: b.triggerDepth,
       };
       for (const job of runnable) await launchTrigger(run, job, parent);
@@ -160,4 +161,11 @@ async function finishTrigger(run: MachineRun, jobId: string, buildState: BuildSt
   await r.jobs.endTrigger(jobId, triggerJobStateFor(buildState) === 'passed' ? 'trigger_passed' : 'trigger_failed', now, triggerSoftFails(step));
   run.announce.job(buildId, jobId);
   if (await r.builds.lock(buildId)) await advanceLocked(run, buildId);
+}
+
+/** The user who unblocked the build's most recently unblocked step, if any. */
+function lastUnblocker(jobs: readonly Job[]): Job['unblockedBy'] {
+  let last: { by: Job['unblockedBy']; at: Date } | null = null;
+  for (const j of jobs) if (j.unblockedBy && j.unblockedAt && (!last || j.unblockedAt > last.at)) last = { by: j.unblockedBy, at: j.unblockedAt };
+  return last?.by ?? null;
 }

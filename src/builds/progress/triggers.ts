@@ -8,6 +8,9 @@ import { triggeredBuildFields, triggerTarget, triggerToRun, type TriggeringBuild
 import { ruleDecision } from '../../rules/policy';
 import { clusterQueuesOf, conditionFactsOf, planBuild, writeBuild } from './creation';
 import type { ProgressRepositories, StepSigner } from './repositories';
+import type { User } from '../../core/identity';
+import type { Pipeline } from '../../pipelines/repository';
+import { BUILD_LEVELS, memberPermissions } from '../../pipelines/permissions';
 
 /** Creates the build the trigger job's step asks for, its steps signed with `sign`; or says why it can't. */
 export async function launchTriggeredBuild(r: ProgressRepositories, sign: StepSigner, job: Job, parent: TriggeringBuild): Promise<TriggerOutcome> {
@@ -30,8 +33,35 @@ export async function launchTriggeredBuild(r: ProgressRepositories, sign: StepSi
   );
   if (refusal) return { failure: refusal };
   const creator = parent.creatorId ? await r.users.findById(parent.creatorId) : null;
+  const denied = await authorMayNotBuild(r, parent, creator ?? parent.unblocker, target.pipeline);
+  if (denied) return { failure: denied };
   const queues = await clusterQueuesOf(r, target.pipeline.clusterId);
   const facts = await conditionFactsOf(r, target.pipeline.organizationId, creator?.id ?? null, (target.pipeline.template ?? target.pipeline).steps);
   const { build, triggers } = await writeBuild(r, planBuild(target.pipeline, creator, fields, sign, queues, facts));
   return { build: { id: build.id, number: build.number, pipelineSlug: target.pipeline.slug }, skippedTriggers: triggers };
+}
+
+/**
+ * Why the build's author may not trigger the pipeline, or null (trigger_step.md, "Permissions").
+ * The author is the triggering build's creator, else the last user who unblocked one of its
+ * steps: a member of the organization with Build access to the target (where teams decide it).
+ * A build with neither (a webhook's, say) may trigger a pipeline that shares a team with Build
+ * access with its own.
+ */
+async function authorMayNotBuild(
+  r: ProgressRepositories,
+  parent: TriggeringBuild,
+  author: Pick<User, 'id' | 'name'> | null,
+  target: Pick<Pipeline, 'id' | 'slug'>,
+): Promise<string | null> {
+  const organization = await r.organizations.findById(parent.organizationId);
+  if (!organization) return 'The organization of this build is gone.';
+  if (!author) {
+    if (!organization.teamsEnabled || (await r.pipelines.shareTeamWith(parent.pipelineId, target.id, BUILD_LEVELS))) return null;
+    return `This build has no creator and no unblocker, and the pipeline "${target.slug}" shares no team with Build access with this build's pipeline "${parent.pipelineSlug}".`;
+  }
+  const role = (await r.organizations.membershipsOf(author.id)).get(parent.organizationId) ?? null;
+  if (role === null) return `${author.name}, the author of this build, is no longer a member of the organization.`;
+  if ((await memberPermissions(r.pipelines, organization, role, author.id, target.id)).build) return null;
+  return `${author.name}, the author of this build, doesn't have Build access to the pipeline "${target.slug}".`;
 }

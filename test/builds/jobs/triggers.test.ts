@@ -265,6 +265,73 @@ describeEachDatabase('trigger steps', (ctx) => {
     expect((await s.read('parent', parent.number)).state).toBe('failed');
   });
 
+  // The trigger step page, "Permissions": the author needs Build access to the triggered pipeline.
+  describe("the author's Build access to the pipeline a trigger step triggers, where teams decide it", () => {
+    async function teamsSetup() {
+      const org = await ctx().givenOrg({ teamsEnabled: true });
+      const admin = await ctx().givenUser(org, 'admin');
+      const adminToken = await ctx().givenToken(admin, [org]);
+      const member = await ctx().givenUser(org, 'member');
+      const memberToken = await ctx().givenToken(member, [org]);
+      const team = await ctx().givenTeam(org, [member]);
+      const base = `/v2/organizations/${org.slug}/pipelines`;
+      const pipeline = async (slug: string, configuration: string, level: 'read_only' | 'build_and_read' | null) =>
+        (
+          await givenPipeline(ctx(), org, adminToken, {
+            name: slug,
+            configuration,
+            teams: level ? [{ id: team.id, access_level: level }] : [],
+          })
+        ).slug;
+      const read = async (slug: string, number: number) =>
+        (await ctx().http().get(`${base}/${slug}/builds/${number}`).set(auth(adminToken)).expect(200)).body as BuildJson;
+      const log = async (slug: string, number: number, jobId: string) =>
+        (await ctx().http().get(`${base}/${slug}/builds/${number}/jobs/${jobId}/log`).set(auth(adminToken)).expect(200)).body.content as string;
+      const count = async (slug: string) => ((await ctx().http().get(`${base}/${slug}/builds`).set(auth(adminToken)).expect(200)).body as BuildJson[]).length;
+      /** A build no user created (an incoming pipeline trigger's). */
+      const creatorless = async (slug: string) => {
+        const p = (await ctx().services.pipelines.findInOrganization(org.id, slug))!;
+        return ctx().services.builds.createFromPipelineTrigger(p, { commit: 'HEAD', branch: 'main', message: 'hook', env: {}, metaData: {} });
+      };
+      return { org, member, memberToken, base, pipeline, read, log, count, creatorless };
+    }
+
+    it("fails the trigger job when the build's creator can't build the target, and triggers it when they can", async () => {
+      const s = await teamsSetup();
+      await s.pipeline('readable', 'steps:\n  - command: x\n', 'read_only');
+      await s.pipeline('buildable', 'steps:\n  - command: x\n', 'build_and_read');
+      await s.pipeline('app', 'steps:\n  - trigger: readable\n  - trigger: buildable\n', 'build_and_read');
+      const parent = (await givenBuild(ctx(), s.org, 'app', s.memberToken)) as BuildJson;
+      expect(parent.jobs.map((j) => j.state)).toEqual(['failed', 'running']);
+      expect(await s.log('app', parent.number, parent.jobs[0]!.id)).toContain(
+        `${s.member.name}, the author of this build, doesn't have Build access to the pipeline "readable"`,
+      );
+      expect(await s.count('readable')).toBe(0);
+      expect(await s.count('buildable')).toBe(1);
+    });
+
+    it('takes the last unblocker as the author of a build no one created; with neither, a team with Build access to both pipelines', async () => {
+      const s = await teamsSetup();
+      await s.pipeline('readable', 'steps:\n  - command: x\n', 'read_only');
+      await s.pipeline('buildable', 'steps:\n  - command: x\n', 'build_and_read');
+      await s.pipeline('unshared', 'steps:\n  - command: x\n', null);
+      await s.pipeline('gated', 'steps:\n  - block: Go?\n  - trigger: readable\n  - trigger: buildable\n', 'build_and_read');
+      const gated = await s.creatorless('gated');
+      const block = (await s.read('gated', gated.number)).jobs[0]!;
+      await ctx().http().put(`${s.base}/gated/builds/${gated.number}/jobs/${block.id}/unblock`).set(auth(s.memberToken)).send({}).expect(200);
+      const unblocked = await s.read('gated', gated.number);
+      expect(unblocked.jobs.map((j) => j.state)).toEqual(['unblocked', 'failed', 'running']);
+      expect(await s.log('gated', gated.number, unblocked.jobs[1]!.id)).toContain(`${s.member.name}, the author of this build`);
+
+      await s.pipeline('hook', 'steps:\n  - trigger: buildable\n  - trigger: unshared\n', 'build_and_read');
+      const hook = await s.creatorless('hook');
+      const jobs = (await s.read('hook', hook.number)).jobs;
+      expect(jobs.map((j) => j.state)).toEqual(['running', 'failed']);
+      expect(await s.log('hook', hook.number, jobs[1]!.id)).toContain('shares no team with Build access');
+      expect(await s.count('unshared')).toBe(0);
+    });
+  });
+
   it('launches trigger steps reached by an unblock or added by a pipeline upload', async () => {
     const s = await setup();
     await s.pipeline('child', 'steps:\n  - command: test\n');
