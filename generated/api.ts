@@ -2012,8 +2012,8 @@ export interface paths {
          *     when there are more: follow it as it is). `after` (or `before`) takes a cursor from a
          *     `links` URL; both at once, or a cursor this list did not make, is a 400. `state[]` keeps
          *     the jobs in any of the states named (`passed` and `failed` as the jobs' `state` shows them,
-         *     and a finished wait step matches `passed` whichever state it ended in, as the docs' build
-         *     `job_states[]` has it; `finished` and an unknown state are a 400). A running command job
+         *     and a wait step that finished is `passed`: one that ended `waiting_failed` matches that state
+         *     only, as the real API's "finished" waiter; `finished` and an unknown state are a 400). A running command job
          *     that promised a hard failure (`buildkite-agent job promise-failure`: a non-zero status no
          *     `soft_fail` or automatic retry rule of its step covers) matches `failed` and not `running`,
          *     as the docs' Jobs API says, though its `state` still reads `running`. Retried jobs are
@@ -8948,7 +8948,8 @@ export interface components {
         IncludeTestEngine: boolean;
         /**
          * @description Only the jobs in these states in the build's `jobs` (`job_states[]=failed&job_states[]=canceled`);
-         *     a finished wait step, which never runs, matches `passed` whichever state it ended in.
+         *     a wait step that finished is `passed` (it never runs: no exit status), and one that ended
+         *     `waiting_failed` matches that state only.
          *     `job_state_counts` still counts every job.
          */
         BuildJobStates: components["schemas"]["JobStateFilter"] | components["schemas"]["JobStateFilter"][];
@@ -10553,7 +10554,8 @@ export interface operations {
                 include_retried_jobs?: components["parameters"]["IncludeRetriedJobs"];
                 /**
                  * @description Only the jobs in these states in the build's `jobs` (`job_states[]=failed&job_states[]=canceled`);
-                 *     a finished wait step, which never runs, matches `passed` whichever state it ended in.
+                 *     a wait step that finished is `passed` (it never runs: no exit status), and one that ended
+                 *     `waiting_failed` matches that state only.
                  *     `job_state_counts` still counts every job.
                  */
                 job_states?: components["parameters"]["BuildJobStates"];

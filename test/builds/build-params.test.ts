@@ -82,7 +82,7 @@ describeEachDatabase('build parameters', (ctx) => {
     expect(none.job_state_counts).toEqual({ total: 2, states: { scheduled: 2 } });
   });
 
-  it('shows only the jobs in the states job_states[] names, a finished wait step as passed', async () => {
+  it('shows only the jobs in the states job_states[] names, a finished wait step as passed and a failed one as waiting_failed', async () => {
     const {
       org,
       token: t,
@@ -110,10 +110,11 @@ describeEachDatabase('build parameters', (ctx) => {
     expect(await jobsIn('?job_states[]=failed')).toEqual({ jobs: ['script:fails:failed'], counts });
     expect(await jobsIn('?job_states[]=scheduled&job_states[]=waiting')).toEqual({ jobs: all.jobs.slice(2), counts });
     expect(await jobsIn('?job_states=scheduled')).toEqual({ jobs: ['script:after:scheduled'], counts });
-    // The build fails its last wait step once "after" fails: a finished wait matches passed whichever state it ended in.
+    // The build fails its last wait step once "after" fails: a wait that ended waiting_failed did
+    // not finish (the docs' "finished waiter" matches passed), so it matches waiting_failed only.
     await runNextJob(ctx(), agent, 1);
     const failedWait = await jobsIn('?job_states[]=passed');
-    expect(failedWait.jobs).toEqual(['waiter::passed', 'waiter::waiting_failed']);
+    expect(failedWait.jobs).toEqual(['waiter::passed']);
     expect((await jobsIn('?job_states[]=waiting_failed')).jobs).toEqual(['waiter::waiting_failed', 'script:never:waiting_failed']);
     const refused = await ctx().http().get(`${url}?job_states[]=finished`).set(auth(t)).expect(400);
     expect(refused.body.message).toMatch(/job_states/);

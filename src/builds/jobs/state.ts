@@ -54,8 +54,10 @@ export function failsBuild(j: Pick<Job, 'state' | 'softFailed' | 'step' | 'autom
 
 /**
  * Whether a job is one of `states`, as the real API's job state filters match (`job_states[]` of a
- * build, `state[]` of a build's jobs): by its state, and a finished wait step, which never runs
- * and has no exit status, matches `passed` whichever state it ended in.
+ * build, `state[]` of a build's jobs): by its state. The docs' "a finished waiter job always
+ * matches passed rather than failed" is the real API deriving passed and failed from a finished
+ * job's exit status, which a waiter lacks; a waiter here that finished is `passed`, and one that
+ * ended `waiting_failed`, `broken` or `canceled` (never "finished" there) matches only that state.
  *
  * With `promisedAsFailed` (the Jobs API's `state[]`, as its page documents), a running command job
  * that promised a hard failure (`job promise-failure`) matches `failed` and not `running`, so the
@@ -63,14 +65,14 @@ export function failsBuild(j: Pick<Job, 'state' | 'softFailed' | 'step' | 'autom
  * documented without it and matches by state alone.
  */
 export function jobInStates(
-  j: Pick<Job, 'type' | 'state' | 'finishedAt' | 'step' | 'automaticRetries' | 'promisedExitStatus'>,
+  j: Pick<Job, 'type' | 'state' | 'step' | 'automaticRetries' | 'promisedExitStatus'>,
   states: ReadonlySet<JobState>,
   opts: { promisedAsFailed?: boolean } = {},
 ): boolean {
   if (opts.promisedAsFailed && j.type === 'script' && j.state === 'running' && promisedHardFailure(j.step, j.automaticRetries, j.promisedExitStatus)) {
     return states.has('failed');
   }
-  return states.has(j.state) || (j.type === 'waiter' && j.finishedAt !== null && states.has('passed'));
+  return states.has(j.state);
 }
 
 /** How many of `jobs` are in each state (a build's `job_state_counts.states`). */
