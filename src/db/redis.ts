@@ -97,6 +97,9 @@ export async function redisReady(client: RedisClient): Promise<void> {
  * never outlives its window (plus a minute's grace for clocks a little apart).
  */
 export class RedisCounters {
+  /** The first count's connect, which counts made meanwhile wait for (a second `connect()` throws). */
+  private connecting: Promise<void> | undefined;
+
   constructor(
     private readonly client: RedisClient,
     private readonly prefix: string,
@@ -108,7 +111,12 @@ export class RedisCounters {
     let result: [error: Error | null, value: unknown][] | null;
     try {
       // Lazy until the first count (a CLI command that counts nothing opens no connection).
-      if (this.client.status === 'wait') await this.client.connect();
+      if (this.client.status === 'wait') {
+        this.connecting ??= this.client.connect().finally(() => {
+          this.connecting = undefined;
+        });
+      }
+      if (this.connecting) await this.connecting;
       result = await this.client
         .multi()
         .incrby(key, n)
