@@ -8664,9 +8664,14 @@ export interface components {
             /** @description The next page; absent on the last one. */
             next?: string;
         };
-        /** @description One entry per scope Windsock enforces: `rest`, the organization's REST budget. Windsock has no GraphQL API, so no `graphql` scope. */
+        /**
+         * @description `rest`, the organization's REST budget, and `graphql`, as the docs' answer has both. Windsock
+         *     has no GraphQL API: its `graphql` is never enforced (`limit` and `current` 0, a five-minute
+         *     window as the docs give it).
+         */
         RateLimitScopes: {
             rest: components["schemas"]["RateLimitScopeStatus"];
+            graphql: components["schemas"]["RateLimitScopeStatus"];
         };
         /**
          * @description Only for the organization's admins, or in a member's own membership.
@@ -8807,8 +8812,10 @@ export interface components {
             };
         };
         /**
-         * @description Too many requests for the organization (or user) in the current window, or too many failed
-         *     authentications from the client's address (`scope` `authentication`).
+         * @description Too many requests for the organization (`scope` `rest`) or for the token's user (`rest_user`)
+         *     in the current window, or too many failed authentications from the client's address
+         *     (`authentication`). Every authenticated response carries the user's `RateLimit-User-*`
+         *     headers and, on an organization's paths, the organization's `RateLimit-*` headers.
          */
         RateLimited: {
             headers: {
@@ -8817,6 +8824,12 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimitLimit"];
                 "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
                 "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                "RateLimit-Warning": components["headers"]["RateLimitWarning"];
+                "RateLimit-User-Scope": components["headers"]["RateLimitUserScope"];
+                "RateLimit-User-Limit": components["headers"]["RateLimitLimit"];
+                "RateLimit-User-Remaining": components["headers"]["RateLimitRemaining"];
+                "RateLimit-User-Reset": components["headers"]["RateLimitReset"];
+                "RateLimit-User-Warning": components["headers"]["RateLimitWarning"];
                 [name: string]: unknown;
             };
             content: {
@@ -9056,7 +9069,7 @@ export interface components {
         Link: string;
         /** @description Seconds to wait before trying again. */
         RetryAfter: number;
-        /** @description `rest` (the organization's budget), `rest_user` (the user's, outside organizations) or `authentication`. */
+        /** @description `rest` (the organization's budget) or, on a 429 for failed authentications, `authentication`. */
         RateLimitScope: string;
         /** @description Requests allowed in the window. */
         RateLimitLimit: number;
@@ -9064,6 +9077,10 @@ export interface components {
         RateLimitRemaining: number;
         /** @description Seconds until the window resets. */
         RateLimitReset: number;
+        /** @description `You have exceeded your API rate limit.`, only while the budget these headers describe is used up. */
+        RateLimitWarning: string;
+        /** @description `rest_user`: the budget of the token's user, which every request of theirs counts against beside the organization's. */
+        RateLimitUserScope: string;
     };
     pathItems: never;
 }

@@ -222,6 +222,7 @@ async function service(): Promise<void> {
     // Limits on, so their per-request cost is measured, with a budget the load never reaches
     // (BENCH_RATE_LIMIT=0 turns them off, to compare).
     RATE_LIMIT_PER_MINUTE: process.env.BENCH_RATE_LIMIT ?? '1000000000',
+    RATE_LIMIT_PER_USER_PER_MINUTE: process.env.BENCH_RATE_LIMIT ?? '1000000000',
     // The seed spreads builds over the past, so its `scheduled` jobs look days old: the sweeper
     // would expire them (writing, and changing the counts) in the middle of a measurement. It
     // still runs (timeouts, lost agents); only expiry is off.

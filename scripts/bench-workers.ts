@@ -270,6 +270,7 @@ async function main(): Promise<void> {
     JWT_SECRET: crypto.randomBytes(48).toString('base64'),
     LOG_LEVEL: 'silent',
     RATE_LIMIT_PER_MINUTE: '1000000000',
+    RATE_LIMIT_PER_USER_PER_MINUTE: '1000000000',
     JOB_EXPIRY_MINUTES: '0',
   };
   try {

@@ -360,6 +360,8 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: trustProxy(env),
     rateLimits: {
       perOrganization: int(env, 'RATE_LIMIT_PER_MINUTE', 200, 0, 1_000_000_000),
+      // rate_limits.md: "The default per-user limit is 50 requests per minute."
+      perUser: int(env, 'RATE_LIMIT_PER_USER_PER_MINUTE', 50, 0, 1_000_000_000),
       failedAuthPerAddress: int(env, 'AUTH_FAILURE_LIMIT_PER_MINUTE', 60, 0, 1_000_000_000),
     },
     redis: redis(env),

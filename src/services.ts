@@ -376,7 +376,7 @@ export function createServices(o: ServiceOptions): Services {
     metaData: new MetaDataService(buildRepository, progress, agentWork),
     rateLimiter: new RateLimiter(
       db,
-      o.rateLimits ?? { perOrganization: 0, failedAuthPerAddress: 0 },
+      o.rateLimits ?? { perOrganization: 0, perUser: 0, failedAuthPerAddress: 0 },
       o.now,
       o.redis && !o.knex?.isTransaction ? new RedisCounters(connectRedis(o.redis.url, 'windsock-rate-limits'), o.redis.prefix) : undefined,
     ),

@@ -7,12 +7,16 @@ describe('config', () => {
     expect(c).toMatchObject({ port: 8080, host: '127.0.0.1', databaseKind: 'sqlite', publicUrl: 'http://127.0.0.1:8080', logLevel: 'info' });
     expect(c.databaseUrl).toMatch(/data\/windsock\.sqlite3$/);
     expect(c.jwtSecret).toBeUndefined();
-    expect(c).toMatchObject({ rateLimits: { perOrganization: 200, failedAuthPerAddress: 60 }, shutdownTimeoutMs: 10_000, shutdownDelayMs: 0 });
+    expect(c).toMatchObject({ rateLimits: { perOrganization: 200, perUser: 50, failedAuthPerAddress: 60 }, shutdownTimeoutMs: 10_000, shutdownDelayMs: 0 });
     expect(c).toMatchObject({ headersTimeoutMs: 20_000, requestTimeoutMs: 60_000 });
   });
 
   it('reads the rate limits and the shutdown delay', () => {
-    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '0', AUTH_FAILURE_LIMIT_PER_MINUTE: '5' }).rateLimits).toEqual({ perOrganization: 0, failedAuthPerAddress: 5 });
+    expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '0', RATE_LIMIT_PER_USER_PER_MINUTE: '0', AUTH_FAILURE_LIMIT_PER_MINUTE: '5' }).rateLimits).toEqual({
+      perOrganization: 0,
+      perUser: 0,
+      failedAuthPerAddress: 5,
+    });
     expect(loadConfig({ SHUTDOWN_DELAY_MS: '5000', SHUTDOWN_TIMEOUT_MS: '20000' })).toMatchObject({ shutdownDelayMs: 5000, shutdownTimeoutMs: 20000 });
   });
 

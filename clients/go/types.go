@@ -5469,10 +5469,14 @@ type RateLimitStatus struct {
 	Scopes RateLimitScopes `json:"scopes"`
 }
 
-// One entry per scope Windsock enforces: `rest`, the organization's REST budget. Windsock
-// has no GraphQL API, so no `graphql` scope.
+// `rest`, the organization's REST budget, and `graphql`, as the docs' answer has both.
+// Windsock
+// has no GraphQL API: its `graphql` is never enforced (`limit` and `current` 0, a
+// five-minute
+// window as the docs give it).
 type RateLimitScopes struct {
-	REST RateLimitScopeStatus `json:"rest"`
+	Graphql RateLimitScopeStatus `json:"graphql"`
+	REST    RateLimitScopeStatus `json:"rest"`
 }
 
 type RateLimitScopeStatus struct {

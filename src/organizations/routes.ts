@@ -22,39 +22,17 @@ export function organizationRoutes(organizations: OrganizationService, publicUrl
   });
 
   // The counts this very request was given by the rate limiter (src/http/middleware/rate-limit.ts): the same
-  // numbers as its RateLimit-* headers, this request included.
+  // numbers as its RateLimit-* headers, this request included. No GraphQL API: its scope is never enforced.
   const rateLimitStatus: OperationHandler<'getOrganizationRateLimit'> = (_req, res) => {
     orgOf(res);
     const usage = rateLimitUsageOf(res);
-    if (usage) {
-      res.json({
-        scopes: {
-          rest: {
-            limit: usage.limit,
-            current: usage.count,
-            reset: usage.resetSeconds,
-            reset_at: new Date(usage.resetAtMs).toISOString(),
-            enforced: true,
-          },
-        },
-      });
-      return;
-    }
     // Counted nowhere: with a budget set, the counters were unreachable.
-    if (rateLimitPerMinute > 0) throw new UnavailableError();
+    if (!usage && rateLimitPerMinute > 0) throw new UnavailableError();
     const nowMs = Date.now();
-    const resetAtMs = (Math.floor(nowMs / 1000 / WINDOW_SECONDS) + 1) * WINDOW_SECONDS * 1000;
-    res.json({
-      scopes: {
-        rest: {
-          limit: 0,
-          current: 0,
-          reset: Math.max(1, Math.ceil((resetAtMs - nowMs) / 1000)),
-          reset_at: new Date(resetAtMs).toISOString(),
-          enforced: false,
-        },
-      },
-    });
+    const rest = usage
+      ? { limit: usage.limit, current: usage.count, reset: usage.resetSeconds, reset_at: new Date(usage.resetAtMs).toISOString(), enforced: true }
+      : unenforced(nowMs, WINDOW_SECONDS);
+    res.json({ scopes: { rest, graphql: unenforced(nowMs, GRAPHQL_WINDOW_SECONDS) } });
   };
   api.on('getOrganizationRateLimit', rateLimitStatus);
   // The same operation under the docs' and the Go client's spelling, `rate_limit`.
@@ -107,4 +85,13 @@ export function organizationRoutes(organizations: OrganizationService, publicUrl
   });
 
   return api.router;
+}
+
+/** The GraphQL rate limit's window (organizations/rate_limits.md: five minutes). */
+const GRAPHQL_WINDOW_SECONDS = 300;
+
+/** A scope no limit applies to: nothing counted, its window's end. */
+function unenforced(nowMs: number, windowSeconds: number) {
+  const resetAtMs = (Math.floor(nowMs / 1000 / windowSeconds) + 1) * windowSeconds * 1000;
+  return { limit: 0, current: 0, reset: Math.max(1, Math.ceil((resetAtMs - nowMs) / 1000)), reset_at: new Date(resetAtMs).toISOString(), enforced: false };
 }

@@ -36,6 +36,7 @@ export async function startService(env: Record<string, string>, opts: { expectTo
       LOG_LEVEL: 'info',
       JWT_SECRET,
       RATE_LIMIT_PER_MINUTE: '1000000000',
+      RATE_LIMIT_PER_USER_PER_MINUTE: '1000000000',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -25,7 +25,16 @@ interface Cluster {
 function serve(args: string[], env: Record<string, string>): Cluster {
   const proc = spawn(process.execPath, [MAIN, 'serve', ...args], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', JWT_SECRET, RATE_LIMIT_PER_MINUTE: '1000000000', ...env },
+    env: {
+      PATH: process.env.PATH,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      JWT_SECRET,
+      RATE_LIMIT_PER_MINUTE: '1000000000',
+      RATE_LIMIT_PER_USER_PER_MINUTE: '1000000000',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

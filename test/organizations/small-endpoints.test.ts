@@ -50,9 +50,15 @@ describeEachDatabase(
       const second = await ctx().givenToken(user, [org], ['read_accounts']);
       const res = await ctx().http().get(`/v2/organizations/${org.slug}/rate-limit`).set(auth(second)).expect(200);
       expect(Object.keys(res.body)).toEqual(Object.keys(rateSample));
+      expect(Object.keys(res.body.scopes)).toEqual(Object.keys(rateSample.scopes));
       expect(Object.keys(res.body.scopes.rest)).toEqual(Object.keys(rateSample.scopes.rest));
+      expect(Object.keys(res.body.scopes.graphql)).toEqual(Object.keys(rateSample.scopes.graphql));
       const windowEnd = new Date(Math.floor(clock / 60_000) * 60_000 + 60_000).toISOString();
-      expect(res.body).toEqual({ scopes: { rest: { limit: LIMIT, current: usedBefore + 1, reset: 50, reset_at: windowEnd, enforced: true } } });
+      expect(res.body.scopes.rest).toEqual({ limit: LIMIT, current: usedBefore + 1, reset: 50, reset_at: windowEnd, enforced: true });
+      // No GraphQL API: its scope, which the docs' answer has, is never enforced.
+      expect(res.body.scopes.graphql).toMatchObject({ limit: 0, current: 0, enforced: false });
+      expect(res.body.scopes.graphql.reset).toBeGreaterThan(0);
+      expect(res.body.scopes.graphql.reset).toBeLessThanOrEqual(300);
       expect(res.headers['ratelimit-scope']).toBe('rest');
       expect(res.body.scopes.rest.current).toBe(LIMIT - Number(res.headers['ratelimit-remaining']));
       expect(String(res.body.scopes.rest.reset)).toBe(res.headers['ratelimit-reset']);
@@ -83,7 +89,7 @@ describeEachDatabase(
       await ctx().http().get(`/v2/organizations/${org.slug}/rate-limit`).expect(401);
     });
   },
-  { rateLimits: { perOrganization: LIMIT, failedAuthPerAddress: 1_000_000 }, now: () => clock },
+  { rateLimits: { perOrganization: LIMIT, perUser: 1_000_000_000, failedAuthPerAddress: 1_000_000 }, now: () => clock },
 );
 
 describeEachDatabase(
@@ -98,7 +104,7 @@ describeEachDatabase(
       expect(res.headers['ratelimit-limit']).toBeUndefined();
     });
   },
-  { rateLimits: { perOrganization: 0, failedAuthPerAddress: 0 } },
+  { rateLimits: { perOrganization: 0, perUser: 0, failedAuthPerAddress: 0 } },
 );
 
 describeEachDatabase('emojis', (ctx) => {

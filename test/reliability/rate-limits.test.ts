@@ -1,6 +1,7 @@
 /**
  * Issue 7, item 11: rate limits per organization (shared by its tokens, announced on every
- * response, 429 with Retry-After and the documented body), per user outside organizations, and
+ * response, 429 with Retry-After and the documented body), per user (rate_limits.md: every
+ * request counts against both), and
  * per address on failed authentication; and the counters shared by two app instances on one
  * database, as two server processes would be.
  */
@@ -19,7 +20,7 @@ let clock = Date.UTC(2030, 0, 1, 0, 0, 10);
 const nextWindow = () => {
   clock += 60_000;
 };
-const opts = { rateLimits: { perOrganization: LIMIT, failedAuthPerAddress: AUTH_LIMIT }, now: () => clock };
+const opts = { rateLimits: { perOrganization: LIMIT, perUser: 1_000_000, failedAuthPerAddress: AUTH_LIMIT }, now: () => clock };
 
 const BAD_TOKEN = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl';
 
@@ -29,6 +30,61 @@ function expectHeaders(res: { headers: Record<string, string> }, scope: string, 
   expect(res.headers['ratelimit-remaining']).toBe(String(remaining));
   expect(res.headers['ratelimit-reset']).toBe('50');
 }
+
+const USER_LIMIT = 3;
+describeEachDatabase(
+  'per-user rate limits (rate_limits.md: a request counts towards both limits, two sets of headers)',
+  (ctx) => {
+    beforeEach(nextWindow);
+
+    it("refuses a user over their budget with scope rest_user while the organization's budget goes on, and warns while a budget is used up", async () => {
+      const { org, user, token } = await ctx().givenAdmin();
+      const colleague = await ctx().givenToken(await ctx().givenUser(org, 'admin'), [org]);
+      const second = await ctx().givenToken(user, [org]);
+      const pipelines = `/v2/organizations/${org.slug}/pipelines`;
+      const first = await ctx().http().get(pipelines).set(auth(token)).expect(200);
+      expect(first.headers).toMatchObject({
+        'ratelimit-scope': 'rest',
+        'ratelimit-limit': String(LIMIT),
+        'ratelimit-remaining': String(LIMIT - 1),
+        'ratelimit-reset': '50',
+        'ratelimit-user-scope': 'rest_user',
+        'ratelimit-user-limit': String(USER_LIMIT),
+        'ratelimit-user-remaining': String(USER_LIMIT - 1),
+        'ratelimit-user-reset': '50',
+      });
+      expect(first.headers['ratelimit-user-warning']).toBeUndefined();
+      // A request outside the organization's paths counts against the user only.
+      await ctx().http().get('/v2/user').set(auth(second)).expect(200);
+      const last = await ctx().http().get(pipelines).set(auth(second)).expect(200);
+      expect(last.headers).toMatchObject({ 'ratelimit-remaining': String(LIMIT - 2), 'ratelimit-user-remaining': '0' });
+      expect(last.headers['ratelimit-user-warning']).toBe('You have exceeded your API rate limit.');
+      expect(last.headers['ratelimit-warning']).toBeUndefined();
+      // Every token of the user shares the budget; the refused request still counts for the organization.
+      const refused = await ctx().http().get(pipelines).set(auth(token)).expect(429);
+      expect(refused.headers['retry-after']).toBe('50');
+      expect(refused.body).toEqual({
+        message: 'You have exceeded your API rate limit. Please wait 50 seconds before making more requests.',
+        scope: 'rest_user',
+        limit: USER_LIMIT,
+        current: USER_LIMIT + 1,
+        reset: 50,
+      });
+      // Another user of the organization takes what is left of its budget, then both are refused by it.
+      expect((await ctx().http().get(pipelines).set(auth(colleague)).expect(200)).headers['ratelimit-remaining']).toBe('1');
+      const other = await ctx().http().get(pipelines).set(auth(colleague)).expect(200);
+      expect(other.headers).toMatchObject({ 'ratelimit-remaining': '0', 'ratelimit-user-remaining': String(USER_LIMIT - 2) });
+      expect(other.headers['ratelimit-warning']).toBe('You have exceeded your API rate limit.');
+      expect((await ctx().http().get(pipelines).set(auth(colleague)).expect(429)).body.scope).toBe('rest');
+
+      nextWindow();
+      const fresh = await ctx().http().get(pipelines).set(auth(token)).expect(200);
+      expect(fresh.headers['ratelimit-user-remaining']).toBe(String(USER_LIMIT - 1));
+      expect(fresh.headers['ratelimit-user-warning']).toBeUndefined();
+    });
+  },
+  { rateLimits: { perOrganization: LIMIT, perUser: USER_LIMIT, failedAuthPerAddress: AUTH_LIMIT }, now: () => clock },
+);
 
 describeEachDatabase(
   'rate limits',
@@ -43,8 +99,10 @@ describeEachDatabase(
       expectHeaders(await ctx().http().post(pipelines).set(auth(token)).send({}).expect(422), 'rest', 2);
       const reader = await ctx().givenToken(await ctx().givenUser(org), [org], ['read_user']);
       expectHeaders(await ctx().http().get(pipelines).set(auth(reader)).expect(403), 'rest', 1);
-      // Outside an organization's paths, the user's own budget.
-      expectHeaders(await ctx().http().get('/v2/access-token').set(auth(token)).expect(200), 'rest_user', 4);
+      // Outside an organization's paths, the user's budget alone.
+      const own = await ctx().http().get('/v2/access-token').set(auth(token)).expect(200);
+      expect(own.headers['ratelimit-scope']).toBeUndefined();
+      expect(own.headers['ratelimit-user-scope']).toBe('rest_user');
     });
 
     it('refuses the request over the budget with 429, Retry-After and the documented body; the tokens of one organization share it, another organization is unaffected', async () => {

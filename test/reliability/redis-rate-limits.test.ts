@@ -11,7 +11,7 @@ import { connectRedis, redisReady } from '../../src/db/redis';
 const LIMIT = 10;
 // A fixed clock, 10 s into a window of its own per run.
 const windowStart = Date.UTC(2031, 0, 1, 0, 0, 0) + crypto.randomInt(0, 100_000) * 60_000;
-const opts = { rateLimits: { perOrganization: LIMIT, failedAuthPerAddress: 3 }, now: () => windowStart + 10_000 };
+const opts = { rateLimits: { perOrganization: LIMIT, perUser: 1_000_000_000, failedAuthPerAddress: 3 }, now: () => windowStart + 10_000 };
 
 describe.each(databases)('rate limits in Redis [%s]', (kind) => {
   describeWithRedis(`rate limits in Redis [${kind}]`, (redis) => {

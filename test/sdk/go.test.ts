@@ -71,9 +71,13 @@ describeWithTool('go').each(databases)('the Go client against a live Windsock [%
 
   beforeAll(async () => {
     // The rate limiter's clock moves a window on after each 429, so the client's retry is let through.
-    live = await liveWindsock(kind, { rateLimits: { perOrganization: LIMIT, failedAuthPerAddress: 1_000_000 }, now: () => Date.now() + shift }, (res) => {
-      if (res.statusCode === 429) shift += 60_000;
-    });
+    live = await liveWindsock(
+      kind,
+      { rateLimits: { perOrganization: LIMIT, perUser: 1_000_000_000, failedAuthPerAddress: 1_000_000 }, now: () => Date.now() + shift },
+      (res) => {
+        if (res.statusCode === 429) shift += 60_000;
+      },
+    );
     data = await givenSdkData(live.ctx);
   });
   afterAll(async () => {

@@ -168,7 +168,7 @@ describeEachDatabase(
       expect(waits).toEqual([{ attempt: 1, delayMs: 1000, status: 429 }]);
     });
   },
-  { rateLimits: { perOrganization: 3, failedAuthPerAddress: 1_000_000_000 }, now: () => frozenMs ?? Date.now() },
+  { rateLimits: { perOrganization: 3, perUser: 1_000_000_000, failedAuthPerAddress: 1_000_000_000 }, now: () => frozenMs ?? Date.now() },
 );
 
 describe('the SDK reading Link and the waits a 429 names', () => {

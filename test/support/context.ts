@@ -141,7 +141,7 @@ export async function createTestContext(kind: DatabaseKind, opts: ContextOptions
     github: { apiUrl: opts.github?.apiUrl, token: opts.github?.token },
     githubEnterprise: { apiUrl: opts.githubEnterprise?.apiUrl, token: opts.githubEnterprise?.token },
     logger,
-    rateLimits: opts.rateLimits ?? { perOrganization: 1_000_000_000, failedAuthPerAddress: 1_000_000_000 },
+    rateLimits: opts.rateLimits ?? { perOrganization: 1_000_000_000, perUser: 1_000_000_000, failedAuthPerAddress: 1_000_000_000 },
     now: opts.now,
     sweep: opts.sweep,
     jobLogLimitBytes: opts.jobLogLimitBytes,

@@ -101,10 +101,15 @@ export const createPipelineTemplate: OperationHandler<'createPipelineTemplate'> 
   res.status(201).json({ id: template.uuid });
 };
 
-// getOrganizationRateLimit: the answer's scopes hold `rest`, whose counts are integers.
+// getOrganizationRateLimit: the answer's scopes hold `rest` and `graphql`, whose counts are integers.
+const graphql = { limit: 0, current: 0, reset: 222, reset_at: '2026-11-25T10:50:00.000Z', enforced: false };
 export const getOrganizationRateLimit: OperationHandler<'getOrganizationRateLimit'> = (_req, res) => {
   // @ts-expect-error: `current` is a number
-  res.json({ scopes: { rest: { limit: 200, current: '5', reset: 42, reset_at: '2026-11-25T10:47:00.000Z', enforced: true } } });
+  res.json({ scopes: { rest: { limit: 200, current: '5', reset: 42, reset_at: '2026-11-25T10:47:00.000Z', enforced: true }, graphql } });
+};
+export const getOrganizationRateLimitWithoutGraphql: OperationHandler<'getOrganizationRateLimit'> = (_req, res) => {
+  // @ts-expect-error: the docs' answer has a `graphql` scope
+  res.json({ scopes: { rest: { limit: 200, current: 5, reset: 42, reset_at: '2026-11-25T10:47:00.000Z', enforced: true } } });
 };
 // Pipeline schedules: the schedule id is a path parameter, cronline is required on create only,
 // and next_build_at is null while a schedule is disabled.

@@ -299,7 +299,7 @@ describeEachDatabase('web interface', (get) => {
   });
 });
 
-describeEachDatabase('web sign-in attempts', { rateLimits: { perOrganization: 1_000_000, failedAuthPerAddress: 2 } }, (get) => {
+describeEachDatabase('web sign-in attempts', { rateLimits: { perOrganization: 1_000_000, perUser: 1_000_000_000, failedAuthPerAddress: 2 } }, (get) => {
   let ctx: TestContext;
   beforeAll(() => {
     ctx = get();

@@ -10,7 +10,21 @@ import type { Request, RequestHandler } from 'express';
 import { allowedMethods, type SpecPathIndex } from '../contract/spec-paths';
 
 /** What a browser script may read of a response: pagination, rate limits, the request id. */
-export const EXPOSED_HEADERS = ['Link', 'RateLimit-Scope', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After', 'X-Request-Id'];
+export const EXPOSED_HEADERS = [
+  'Link',
+  'RateLimit-Scope',
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'RateLimit-Warning',
+  'RateLimit-User-Scope',
+  'RateLimit-User-Limit',
+  'RateLimit-User-Remaining',
+  'RateLimit-User-Reset',
+  'RateLimit-User-Warning',
+  'Retry-After',
+  'X-Request-Id',
+];
 export const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'X-Request-Id'];
 
 export function corsMiddleware(origins: string[], index: SpecPathIndex): RequestHandler | undefined {

@@ -1,8 +1,8 @@
 /**
  * Rate limits, as the real API has them: a budget of requests per minute per organization,
- * shared by every token of that organization (requests outside an organization's paths count
- * against the calling user), announced on every authenticated response with `RateLimit-*`
- * headers and enforced with a 429. And a budget of failed authentications per client address, so
+ * shared by every token of that organization, and one per user, which every request of the
+ * user's tokens counts against too; announced on every authenticated response with
+ * `RateLimit-*` and `RateLimit-User-*` headers and enforced with a 429. And a budget of failed authentications per client address, so
  * tokens cannot be guessed at speed.
  *
  * Counters live in the database (`rate_limits`, one row per bucket and fixed one-minute window),
@@ -29,8 +29,10 @@ import { principalOf } from './auth';
 import { localsOf } from './locals';
 
 export interface RateLimitSettings {
-  /** Requests per minute per organization (and per user outside organizations); 0: no limit. */
+  /** Requests per minute per organization, on its paths; 0: no limit. */
   perOrganization: number;
+  /** Requests per minute per user, every request of their tokens; 0: no limit. */
+  perUser: number;
   /** Failed authentications per minute per client address; 0: no limit. */
   failedAuthPerAddress: number;
 }
@@ -211,42 +213,62 @@ function authLimited(limiter: RateLimiter, current: number, resetSeconds: number
 }
 
 /**
- * After authentication on /v2: counts the request against the organization its path names (when
- * the token reaches it), else against the user, sets the headers, and refuses over the budget.
+ * After authentication on /v2, the docs' two limits: every request counts against its user
+ * (`rest_user`, `RateLimit-User-*` headers) and, on an organization's paths the token reaches,
+ * against that organization (`rest`, `RateLimit-*`). Over either budget it is a 429 whose
+ * `scope` names the one exceeded; while a budget is used up its headers carry a warning.
  */
 export function rateLimit(limiter: RateLimiter) {
-  const limit = limiter.settings.perOrganization;
+  const { perOrganization, perUser } = limiter.settings;
   return async (req: Request, res: Response, next: NextFunction) => {
-    if (limit === 0) return next();
+    if (perOrganization === 0 && perUser === 0) return next();
     const principal = principalOf(res);
-    const slug = ORG_PATH.exec(req.path)?.[1];
-    let org: string | undefined;
-    if (slug) {
-      try {
-        org = principal.organizationsBySlug.get(decodeURIComponent(slug))?.organization.id;
-      } catch {
-        // A malformed escape: the route answers it; count it against the user.
-      }
-    }
-    const scope = org ? 'rest' : 'rest_user';
-    let hit: Hit;
+    const org = perOrganization ? organizationIdOf(req, principal) : undefined;
+    let orgHit: Hit | undefined;
+    let userHit: Hit | undefined;
     try {
-      hit = await limiter.hit(org ? `org:${org}` : `user:${principal.user.id}`, limit);
+      [orgHit, userHit] = await Promise.all([
+        org ? limiter.hit(`org:${org}`, perOrganization) : undefined,
+        perUser ? limiter.hit(`user:${principal.user.id}`, perUser) : undefined,
+      ]);
     } catch (err) {
       // The counters are unreachable (the database is down or write-locked): let the request
       // through unlimited; it answers 503 itself if it needs the database.
       if (isUnavailableError(err) || err instanceof RedisUnavailableError) return next();
       throw err;
     }
-    const { count, resetSeconds } = hit;
-    res.locals.rateLimit = { scope, limit, ...hit } satisfies RateLimitUsage;
-    res.setHeader('RateLimit-Scope', scope);
-    res.setHeader('RateLimit-Limit', String(limit));
-    res.setHeader('RateLimit-Remaining', String(Math.max(0, limit - count)));
-    res.setHeader('RateLimit-Reset', String(resetSeconds));
-    if (count > limit) throw new RateLimitedError(scope, limit, count, resetSeconds);
+    if (orgHit) {
+      res.locals.rateLimit = { scope: 'rest', limit: perOrganization, ...orgHit } satisfies RateLimitUsage;
+      announce(res, 'RateLimit-', 'rest', perOrganization, orgHit);
+    }
+    if (userHit) announce(res, 'RateLimit-User-', 'rest_user', perUser, userHit);
+    if (userHit && userHit.count > perUser) throw new RateLimitedError('rest_user', perUser, userHit.count, userHit.resetSeconds);
+    if (orgHit && orgHit.count > perOrganization) throw new RateLimitedError('rest', perOrganization, orgHit.count, orgHit.resetSeconds);
     next();
   };
+}
+
+/** The organization the request's path names, when the token reaches it. */
+function organizationIdOf(req: Request, principal: ReturnType<typeof principalOf>): string | undefined {
+  const slug = ORG_PATH.exec(req.path)?.[1];
+  if (!slug) return undefined;
+  try {
+    return principal.organizationsBySlug.get(decodeURIComponent(slug))?.organization.id;
+  } catch {
+    return undefined; // a malformed escape: the route answers it
+  }
+}
+
+/** What the docs' warning header says while a budget is used up. */
+export const RATE_LIMIT_WARNING = 'You have exceeded your API rate limit.';
+
+/** One budget's headers (`RateLimit-` or `RateLimit-User-`), with the warning while it is used up. */
+function announce(res: Response, prefix: 'RateLimit-' | 'RateLimit-User-', scope: RateLimitUsage['scope'], limit: number, hit: Hit): void {
+  res.setHeader(`${prefix}Scope`, scope);
+  res.setHeader(`${prefix}Limit`, String(limit));
+  res.setHeader(`${prefix}Remaining`, String(Math.max(0, limit - hit.count)));
+  res.setHeader(`${prefix}Reset`, String(hit.resetSeconds));
+  if (hit.count >= limit) res.setHeader(`${prefix}Warning`, RATE_LIMIT_WARNING);
 }
 
 /** What the request was counted as: the same numbers its `RateLimit-*` headers show. */
