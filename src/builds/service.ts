@@ -57,7 +57,8 @@ export class BuildService {
     private readonly progress: BuildProgress,
   ) {}
 
-  async create(actor: Actor, pipelineSlug: string, input: CreateBuildInput): Promise<BuildWithJobs> {
+  /** A build the caller asks for: `source` is `api`, or `ui` from the web pages (the docs' build sources). */
+  async create(actor: Actor, pipelineSlug: string, input: CreateBuildInput, source: 'api' | 'ui' = 'api'): Promise<BuildWithJobs> {
     const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug);
     if (!perms.build) throw new ForbiddenError();
     if (pipeline.archivedAt) throw new UnprocessableError('This pipeline is archived: unarchive it before creating builds.');
@@ -90,11 +91,12 @@ export class BuildService {
       cleanCheckout: input.clean_checkout ?? false,
       pullRequest,
       rebuiltFrom: null,
-      source: 'api',
+      source,
     });
   }
 
-  async rebuild(actor: Actor, pipelineSlug: string, number: number): Promise<BuildWithJobs> {
+  /** A rebuild, its `source` as `create`'s. */
+  async rebuild(actor: Actor, pipelineSlug: string, number: number, source: 'api' | 'ui' = 'api'): Promise<BuildWithJobs> {
     const { pipeline, perms } = await this.pipelines.get(actor, pipelineSlug);
     const original = await this.builds.findByNumber(pipeline.id, number);
     if (!original) throw new NotFoundError('build');
@@ -113,7 +115,7 @@ export class BuildService {
       cleanCheckout: original.cleanCheckout,
       pullRequest: original.pullRequest,
       rebuiltFrom: { id: original.id, number: original.number },
-      source: 'api',
+      source,
     });
   }
 

@@ -274,6 +274,14 @@ describeEachDatabase('web pages: settings, forms, permissions, Test Engine', (ge
     // Nothing was created by either.
     const builds = await ctx.http().get(`/v2/organizations/${org.slug}/pipelines/${pipeline.slug}/builds`).set(auth(token)).expect(200);
     expect(builds.body).toHaveLength(0);
+    // A good one is made with the docs' `ui` source.
+    await web
+      .post(`/${org.slug}/${pipeline.slug}/builds`)
+      .type('form')
+      .send({ _csrf: csrfOf(newBuild.text), commit: 'HEAD', branch: 'main' })
+      .expect(303);
+    const made = await ctx.http().get(`/v2/organizations/${org.slug}/pipelines/${pipeline.slug}/builds/1`).set(auth(token)).expect(200);
+    expect(made.body.source).toBe('ui');
   });
 
   it('hides agents gone for more than an hour, with a link to every agent', async () => {

@@ -186,6 +186,13 @@ describeEachDatabase('web interface', (get) => {
     expect(rebuilt.headers.location).toBe(path.replace(/\d+$/, String(build.number + 1)));
     const page2 = await admin.get(rebuilt.headers.location!).set(HTML).expect(200);
     expect(page2.text).toContain(`Rebuilt from`);
+    // Made from the web page: the docs' `ui` source, where the API's rebuild says `api`.
+    const apiRebuilt = await ctx
+      .http()
+      .get(`${build.url.replace('http://windsock.test', '').replace(/\d+$/, '')}${build.number + 1}`)
+      .set(auth(token))
+      .expect(200);
+    expect(apiRebuilt.body.source).toBe('ui');
   });
 
   it("guards pages with the API's scopes and answers errors with the API's status and body", async () => {

@@ -527,7 +527,7 @@ export function registerBuildPages(web: WebRouter): void {
   });
   web.action('/:org/:pipeline/builds/:number/rebuild', 'rebuildBuild', async ({ principal, params }) => {
     const actor = actorFor(principal, params.org!);
-    const item = await builds.rebuild(actor, ...target(params));
+    const item = await builds.rebuild(actor, ...target(params), 'ui');
     return `/${actor.organization.slug}/${item.pipeline.slug}/builds/${item.build.number}`;
   });
   web.action('/:org/:pipeline/builds/:number/jobs/:job/retry', 'retryJob', async ({ principal, params }) => {

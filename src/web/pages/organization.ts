@@ -213,13 +213,18 @@ export function registerOrganizationPages(web: WebRouter): void {
       BUILD_FIELDS,
       (state) => newBuildPage(ctx, actor.organization.slug, pipeline, state),
       async () => {
-        const created = await builds.create(actor, pipeline.slug, {
-          commit: textField(body, 'commit', { max: 255, required: true })!,
-          branch: textField(body, 'branch', { max: 255, required: true })!,
-          message: textField(body, 'message', { max: 65536 }) ?? null,
-          env: keyValueLines(body, 'env'),
-          meta_data: keyValueLines(body, 'meta_data'),
-        });
+        const created = await builds.create(
+          actor,
+          pipeline.slug,
+          {
+            commit: textField(body, 'commit', { max: 255, required: true })!,
+            branch: textField(body, 'branch', { max: 255, required: true })!,
+            message: textField(body, 'message', { max: 65536 }) ?? null,
+            env: keyValueLines(body, 'env'),
+            meta_data: keyValueLines(body, 'meta_data'),
+          },
+          'ui',
+        );
         return `/${actor.organization.slug}/${created.pipeline.slug}/builds/${created.build.number}`;
       },
     );
