@@ -431,9 +431,10 @@ export interface paths {
          *     organization's settings, members, invitations, teams and their members and grants), each
          *     written in the same transaction as the change, with its actor, subject and the values it
          *     set (never a secret). Administrators only (403 for other members). By cursor, as the docs'
-         *     audit events page has it: `items` and `links` (`self`, and `next` while there are older
-         *     events: follow it as it is), `next` also in the `Link` header. `after` (or `before`) takes
-         *     a cursor from a `links` URL; both at once, or a cursor this list did not make, is a 400.
+         *     audit events page has it: `items` and `links` (`self`; `next` while there are older
+         *     events; `first` and `prev` on a page after the first: follow them as they are), `first`,
+         *     `prev` and `next` also in the `Link` header. `after` (or `before`) takes a cursor from a
+         *     `links` URL; both at once, or a cursor this list did not make, is a 400.
          */
         get: operations["listAuditEvents"];
         put?: never;
@@ -482,7 +483,8 @@ export interface paths {
         /**
          * List invitations
          * @description The organization's pending invitations, newest first, by cursor: `items` and `links`
-         *     (`self`, and `next` when there are more). `after` (or `before`) takes a cursor from a
+         *     (`self`, and `next` when there are more; `next` also in the `Link` header, as the docs
+         *     have it). `after` (or `before`) takes a cursor from a
          *     `links` URL; both at once, or a cursor this server did not make, is a 400. Accepted and
          *     revoked invitations are not listed (get them by UUID). Administrators only.
          */
@@ -5651,7 +5653,8 @@ export interface components {
             state: components["schemas"]["InvitationState"];
             role: components["schemas"]["InvitationRole"];
             sso_mode: components["schemas"]["InvitationSsoMode"];
-            teams: components["schemas"]["InvitationTeam"][];
+            /** @description The invitation's teams as the docs show them (`id`, `graphql_id`, `slug`), with the role offered; a team deleted since is left out. */
+            teams: components["schemas"]["InvitedTeam"][];
             created_at: components["schemas"]["IsoTimestamp"];
             created_by: components["schemas"]["InvitationUser"] | null;
             /** Format: date-time */
@@ -5672,6 +5675,13 @@ export interface components {
         InvitationTeam: {
             /** Format: uuid */
             id: string;
+            role: components["schemas"]["TeamMemberRole"];
+        };
+        InvitedTeam: {
+            /** Format: uuid */
+            id: string;
+            graphql_id: string;
+            slug: string;
             role: components["schemas"]["TeamMemberRole"];
         };
         InvitationUser: {
@@ -8661,6 +8671,10 @@ export interface components {
         };
         NotificationServiceListLinks: {
             self: string;
+            /** @description The first page; audit events only, on a page after it. */
+            first?: string;
+            /** @description The page before this one; audit events only, absent on the first page. */
+            prev?: string;
             /** @description The next page; absent on the last one. */
             next?: string;
         };
@@ -9765,6 +9779,7 @@ export interface operations {
             /** @description One page of pending invitations. */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -1174,6 +1174,16 @@ func (r *InvitationUser) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalInvitedTeam(data []byte) (InvitedTeam, error) {
+	var r InvitedTeam
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *InvitedTeam) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalJob(data []byte) (Job, error) {
 	var r Job
 	err := json.Unmarshal(data, &r)
@@ -3577,8 +3587,12 @@ type AuditContext struct {
 }
 
 type NotificationServiceListLinks struct {
+	// The first page; audit events only, on a page after it.
+	First *string `json:"first,omitempty"`
 	// The next page; absent on the last one.
 	Next *string `json:"next,omitempty"`
+	// The page before this one; audit events only, absent on the first page.
+	Prev *string `json:"prev,omitempty"`
 	Self string  `json:"self"`
 }
 
@@ -4505,14 +4519,23 @@ type Invitation struct {
 	Role      InvitationRole    `json:"role"`
 	SsoMode   InvitationSsoMode `json:"sso_mode"`
 	State     InvitationState   `json:"state"`
-	Teams     []InvitationTeam  `json:"teams"`
-	URL       string            `json:"url"`
+	// The invitation's teams as the docs show them (`id`, `graphql_id`, `slug`), with the role
+	// offered; a team deleted since is left out.
+	Teams []InvitedTeam `json:"teams"`
+	URL   string        `json:"url"`
 }
 
 type InvitationUser struct {
 	Email string `json:"email"`
 	ID    string `json:"id"`
 	Name  string `json:"name"`
+}
+
+type InvitedTeam struct {
+	GraphqlID string         `json:"graphql_id"`
+	ID        string         `json:"id"`
+	Role      TeamMemberRole `json:"role"`
+	Slug      string         `json:"slug"`
 }
 
 type JobEnvResponse struct {

@@ -1,7 +1,7 @@
 /** An organization's audit log (REST, read only): thin handlers. */
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
-import { cursorLinks } from '../http/responses/pagination';
+import { cursorLinks, setCursorLinkHeader } from '../http/responses/pagination';
 import { serializeAuditEvent } from './serialize';
 import type { AuditLog } from './service';
 
@@ -12,9 +12,9 @@ export function auditRoutes(audit: AuditLog, publicUrl: string) {
     const actor = actorOf(res);
     const perPage = req.query.per_page ?? 30;
     const page = await audit.list(actor, { after: req.query.after, before: req.query.before, limit: perPage });
-    const links = cursorLinks(req, publicUrl, page.next, perPage);
-    // The docs: the links are in the `Link` header too.
-    if (links.next) res.setHeader('Link', `<${links.next}>; rel="next"`);
+    // The docs: `first`, `prev` and `next` where they exist, in the `Link` header too.
+    const links = cursorLinks(req, publicUrl, page.next, perPage, page.prev);
+    setCursorLinkHeader(res, links);
     res.json({ items: page.items.map((e) => serializeAuditEvent(e, actor.organization.slug, publicUrl)), links });
   });
   api.on('getAuditEvent', async (req, res) => {

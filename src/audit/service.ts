@@ -110,12 +110,20 @@ export class AuditLog {
   }
 
   /** Newest first, `limit` at a time, from a cursor (`after` or `before`, not both); `next`: the cursor of the page after. */
-  async list(actor: Actor, opts: { after?: string; before?: string; limit: number }): Promise<{ items: AuditEvent[]; next: string | null }> {
+  /** A page of the log, newest first, with the cursors of the pages after it (`next`) and before it (`prev`), where there are such pages. */
+  async list(
+    actor: Actor,
+    opts: { after?: string; before?: string; limit: number },
+  ): Promise<{ items: AuditEvent[]; next: string | null; prev: string | null }> {
     if (actor.role !== 'admin') throw new ForbiddenError();
     const cursors = timeCursors(opts);
     const { items, more } = await this.events.page(actor.organization.id, { ...cursors, limit: opts.limit });
-    const last = items.at(-1);
-    return { items, next: last && (more || cursors.before) ? encodeTimeCursor(last.occurredAt, last.id) : null };
+    const [first, last] = [items.at(0), items.at(-1)];
+    return {
+      items,
+      next: last && (more || cursors.before) ? encodeTimeCursor(last.occurredAt, last.id) : null,
+      prev: first && (cursors.after || (cursors.before && more)) ? encodeTimeCursor(first.occurredAt, first.id) : null,
+    };
   }
 
   async get(actor: Actor, id: string): Promise<AuditEvent> {

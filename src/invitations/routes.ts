@@ -1,7 +1,7 @@
 /** An organization's invitations (REST): thin handlers for list (by cursor), get, create and revoke. */
 import { actorOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
-import { cursorLinks } from '../http/responses/pagination';
+import { cursorLinks, setCursorLinkHeader } from '../http/responses/pagination';
 import { serializeInvitation } from './serialize';
 import type { InvitationService } from './service';
 
@@ -12,10 +12,10 @@ export function invitationRoutes(invitations: InvitationService, publicUrl: stri
     const actor = actorOf(res);
     const perPage = req.query.per_page ?? 30;
     const page = await invitations.list(actor, { after: req.query.after, before: req.query.before, limit: perPage });
-    res.json({
-      items: page.items.map((i) => serializeInvitation(i, actor.organization.slug, publicUrl)),
-      links: cursorLinks(req, publicUrl, page.next, perPage),
-    });
+    const links = cursorLinks(req, publicUrl, page.next, perPage);
+    // The docs: the links are in the `Link` header too.
+    setCursorLinkHeader(res, links);
+    res.json({ items: page.items.map((i) => serializeInvitation(i, actor.organization.slug, publicUrl)), links });
   });
   api.on('getInvitation', async (req, res) => {
     const actor = actorOf(res);

@@ -16,6 +16,9 @@ import type { OrganizationService } from '../organizations/service';
 import type { Invitation, InvitationRepository, InvitationRole, InvitationSsoMode, InvitationTeam } from './repository';
 import { encodeTimeCursor, timeCursors } from '../core/time-cursor';
 
+/** An invitation as it is shown: each of its teams with its slug. */
+export type ShownInvitation = Omit<Invitation, 'teams'> & { teams: (InvitationTeam & { slug: string })[] };
+
 export interface InvitationInput {
   emails: string[];
   role?: InvitationRole;
@@ -32,7 +35,7 @@ export class InvitationService {
   constructor(
     private readonly db: Knex,
     private readonly invitations: InvitationRepository,
-    private readonly organizations: Pick<OrganizationService, 'teamIdsIn' | 'join'>,
+    private readonly organizations: Pick<OrganizationService, 'teamSlugsIn' | 'join'>,
     private readonly audit: AuditLog,
   ) {}
 
@@ -40,22 +43,35 @@ export class InvitationService {
     if (actor.role !== 'admin') throw new ForbiddenError();
   }
 
-  async list(actor: Actor, opts: { after?: string; before?: string; limit: number }): Promise<{ items: Invitation[]; next: string | null }> {
+  async list(actor: Actor, opts: { after?: string; before?: string; limit: number }): Promise<{ items: ShownInvitation[]; next: string | null }> {
     InvitationService.requireAdmin(actor);
     const cursors = timeCursors(opts);
     const { items, more } = await this.invitations.pagePending(actor.organization.id, { ...cursors, limit: opts.limit });
     const last = items.at(-1);
-    return { items, next: last && (more || cursors.before) ? encodeTimeCursor(last.createdAt, last.id) : null };
+    return { items: await this.shown(actor.organization.id, items), next: last && (more || cursors.before) ? encodeTimeCursor(last.createdAt, last.id) : null };
   }
 
-  async get(actor: Actor, id: string): Promise<Invitation> {
+  async get(actor: Actor, id: string): Promise<ShownInvitation> {
     InvitationService.requireAdmin(actor);
     const found = isUuid(id) ? await this.invitations.find(actor.organization.id, id) : null;
-    if (!found) throw new NotFoundError('invitation');
-    return found;
+    const [shown] = found ? await this.shown(actor.organization.id, [found]) : [];
+    if (!shown) throw new NotFoundError('invitation');
+    return shown;
   }
 
-  async create(actor: Actor, input: InvitationInput): Promise<Invitation[]> {
+  /** The invitations with their teams' slugs, as the docs show them; a team deleted since is left out. */
+  private async shown(organizationId: string, invitations: Invitation[]): Promise<ShownInvitation[]> {
+    const slugs = await this.organizations.teamSlugsIn(organizationId, [...new Set(invitations.flatMap((i) => i.teams.map((t) => t.id)))]);
+    return invitations.map((i) => ({
+      ...i,
+      teams: i.teams.flatMap((t) => {
+        const slug = slugs.get(t.id);
+        return slug === undefined ? [] : [{ ...t, slug }];
+      }),
+    }));
+  }
+
+  async create(actor: Actor, input: InvitationInput): Promise<ShownInvitation[]> {
     InvitationService.requireAdmin(actor);
     const org = actor.organization;
     const errors: FieldError[] = [];
@@ -77,7 +93,7 @@ export class InvitationService {
       if (seen.has(t.id)) errors.push({ field: 'teams', code: `names a team more than once (${t.id})` });
       seen.add(t.id);
     }
-    const known = await this.organizations.teamIdsIn(org.id, [...seen]);
+    const known = await this.organizations.teamSlugsIn(org.id, [...seen]);
     for (const id of seen) if (!known.has(id)) errors.push({ field: 'teams', code: `is not a team of this organization (${id})` });
     if (errors.length) throw new ValidationError(errors);
 
@@ -95,7 +111,7 @@ export class InvitationService {
         ids.push(id);
       }
     });
-    return Promise.all(ids.map(async (id) => (await this.invitations.find(org.id, id))!));
+    return this.shown(org.id, await Promise.all(ids.map(async (id) => (await this.invitations.find(org.id, id))!)));
   }
 
   async revoke(actor: Actor, id: string): Promise<void> {

@@ -234,11 +234,12 @@ export class OrganizationService {
   }
 
   /** Which of the team UUIDs are teams of the organization. */
-  async teamIdsIn(organizationId: string, ids: string[]): Promise<Set<string>> {
-    const found = new Set<string>();
+  /** The slugs of the organization's teams among `ids` (UUIDs), by id as given; ids of no team of it are left out. */
+  async teamSlugsIn(organizationId: string, ids: string[]): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
     for (const id of ids) {
       const team = isUuid(id) ? await this.orgs.findTeam(organizationId, id) : null;
-      if (team && team.id === id.toLowerCase()) found.add(id);
+      if (team && team.id === id.toLowerCase()) found.set(id, team.slug);
     }
     return found;
   }

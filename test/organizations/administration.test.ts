@@ -237,10 +237,18 @@ describeEachDatabase('organization administration', (ctx) => {
       // By cursor, as the docs' audit events page has it: links.next, also in the Link header.
       expect(list.headers.link).toBe(`<${list.body.links.next}>; rel="next"`);
       const [newest] = list.body.items;
+      expect(list.body.links.prev).toBeUndefined();
       const second = await ctx().http().get(String(list.body.links.next).slice('http://windsock.test'.length)).set(auth(token)).expect(200);
       expect(second.body.items.map((e: { type: string }) => e.type)).toEqual(['TeamCreatedEvent']);
       expect(second.body.links.next).toBeUndefined();
-      expect(second.headers.link).toBeUndefined();
+      // The docs' `first` and `prev` links, in the Link header too, lead back.
+      expect(second.body.links.first).toBe(`http://windsock.test${base}/audit_events?per_page=1`);
+      expect(second.headers.link).toBe(`<${second.body.links.first}>; rel="first", <${second.body.links.prev}>; rel="prev"`);
+      const previous = await ctx().http().get(String(second.body.links.prev).slice('http://windsock.test'.length)).set(auth(token)).expect(200);
+      expect(previous.body.items).toEqual([newest]);
+      // Read back with `before`: the page before it is the first, so it has no `prev`, and `next` leads on.
+      expect(previous.body.links.prev).toBeUndefined();
+      expect(previous.body.links.next).toBe(list.body.links.next);
       const cursor = new URL(list.body.links.next).searchParams.get('after')!;
       // Nothing is newer than the newest event.
       const back = await ctx().http().get(`${base}/audit_events?before=${cursor}`).set(auth(token)).expect(200);
@@ -334,7 +342,8 @@ describeEachDatabase('organization administration', (ctx) => {
         state: 'pending',
         role: 'admin',
         sso_mode: 'optional',
-        teams: [{ id: team.id, role: 'maintainer' }],
+        // The docs' team entry (id, graphql_id, slug), with the role offered.
+        teams: [{ id: team.id, graphql_id: Buffer.from(`Team---${team.id}`).toString('base64'), slug: team.slug, role: 'maintainer' }],
         created_by: { id: user.id, name: user.name, email: user.email },
         url: `http://windsock.test${base}/${ann.id}`,
         accepted_at: null,
@@ -361,6 +370,8 @@ describeEachDatabase('organization administration', (ctx) => {
       expect(page1.body.items).toHaveLength(2);
       expect(page1.body.items[0].id).toBe(plain.id);
       expect(page1.body.links.next).toMatch(/after=/);
+      // The docs: the links are in the Link header too.
+      expect(page1.headers.link).toBe(`<${page1.body.links.next}>; rel="next"`);
       const page2 = await ctx().http().get(page1.body.links.next.replace('http://windsock.test', '')).set(auth(token)).expect(200);
       expect(page2.body.items).toHaveLength(1);
       expect(page2.body.links.next).toBeUndefined();
@@ -374,6 +385,9 @@ describeEachDatabase('organization administration', (ctx) => {
       expect(revoked.body.revoked_at).toMatch(ISO);
       expect((await ctx().http().delete(`${base}/${bob.id}`).set(auth(token)).expect(422)).body.message).toMatch(/revoked/);
       expect((await ctx().http().get(base).set(auth(token)).expect(200)).body.items.map((i: { id: string }) => i.id)).not.toContain(bob.id);
+      // A team deleted since is no longer shown.
+      await ctx().http().delete(`/v2/organizations/${org.slug}/teams/${team.id}`).set(auth(token)).expect(204);
+      expect((await ctx().http().get(`${base}/${ann.id}`).set(auth(token)).expect(200)).body.teams).toEqual([]);
 
       const logged = await events(ctx(), org.slug, token);
       expect(

@@ -95,18 +95,45 @@ export async function uncountedPage<T>(
   return items.slice(0, page.perPage);
 }
 
+export interface CursorLinks {
+  self: string;
+  first?: string;
+  prev?: string;
+  next?: string;
+}
+
 /**
  * The `links` of a cursor-paginated list (`{ items, links }`, as the docs' newer pages have it):
  * `self` is the request's own URL; `next` the same with `after` set to the next page's cursor
- * (`before` dropped) and `per_page` kept, absent on the last page.
+ * (`before` dropped) and `per_page` kept, absent on the last page. Given the cursor of a page
+ * before this one (`prev`, where the list offers it), `prev` reads back from it (`before`) and
+ * `first` is the list's first page.
  */
-export function cursorLinks(req: Pick<Request, 'originalUrl'>, publicUrl: string, next: string | null, perPage: number): { self: string; next?: string } {
-  const self = `${publicUrl}${req.originalUrl}`;
-  if (!next) return { self };
+export function cursorLinks(
+  req: Pick<Request, 'originalUrl'>,
+  publicUrl: string,
+  next: string | null,
+  perPage: number,
+  prev: string | null = null,
+): CursorLinks {
   const [path = '', query = ''] = req.originalUrl.split('?', 2);
-  const params = new URLSearchParams(query);
-  params.delete('before');
-  params.set('after', next);
-  params.set('per_page', String(perPage));
-  return { self, next: `${publicUrl}${path}?${params.toString()}` };
+  const at = (cursor: { after: string } | { before: string } | null) => {
+    const params = new URLSearchParams(query);
+    params.delete('after');
+    params.delete('before');
+    if (cursor) for (const [k, v] of Object.entries(cursor)) params.set(k, v);
+    params.set('per_page', String(perPage));
+    return `${publicUrl}${path}?${params.toString()}`;
+  };
+  return {
+    self: `${publicUrl}${req.originalUrl}`,
+    ...(prev ? { first: at(null), prev: at({ before: prev }) } : {}),
+    ...(next ? { next: at({ after: next }) } : {}),
+  };
+}
+
+/** The same links in the `Link` header (`first`, `prev`, `next`: those present), as the docs' cursor lists also give them. */
+export function setCursorLinkHeader(res: LinkHeaderSink, links: CursorLinks): void {
+  const rels = (['first', 'prev', 'next'] as const).flatMap((rel) => (links[rel] ? [`<${links[rel]}>; rel="${rel}"`] : []));
+  if (rels.length) res.setHeader('Link', rels.join(', '));
 }
