@@ -1677,7 +1677,7 @@ export interface paths {
          *     events only; `none`: nothing), `build_branches` with `branch_configuration` (also applied
          *     to tag names), `build_tags`, branch deletions (never built; `cancel_deleted_branch_builds`
          *     cancels the branch's scheduled and running builds), `build_pull_requests` (opened,
-         *     reopened, synchronize, ready_for_review; labeled and unlabeled with
+         *     reopened, ready_for_review, and synchronize for a fork's; labeled and unlabeled with
          *     `build_pull_request_labels_changed`; drafts wait for ready_for_review with
          *     `build_pull_request_ready_for_review`) with `pull_request_branch_filter_*` on the base
          *     branch, `build_pull_request_forks` and `prefix_pull_request_fork_branch_names`,
@@ -1685,6 +1685,11 @@ export interface paths {
          *     `skip_builds_for_existing_commits` (any build of the commit) and
          *     `skip_pull_request_builds_for_existing_commits` (a build of the commit on the same
          *     branch), then `filter_condition` when `filter_enabled`. An archived pipeline builds nothing.
+         *     GitHub, as github.md has it: commits pushed to the branch of a pull request open from the
+         *     repository itself build from the `push` delivery, as a pull request build (its
+         *     `pull_request` details, as the pull request's deliveries last told them; `build_branches`
+         *     and the branch filter do not apply); the matching `synchronize` builds nothing and only
+         *     refreshes those details. A closed pull request's branch builds as any branch again.
          *
          *     201: the builds created, with `source: "webhook"`, the pusher as `author` and the head
          *     commit's message (a pull request's title). 200: nothing was built, and `message` names

@@ -31,6 +31,7 @@ import { serializeHeldJobs } from './builds/jobs/serialize';
 import type { Config } from './config';
 import { createKnex, type DatabaseKind } from './db/knex';
 import { DeliveryService } from './incoming-webhooks/service';
+import { OpenPullRequestRepository } from './incoming-webhooks/repository';
 import { JobLogRepository } from './builds/jobs/log-repository';
 import { JobRepository } from './builds/jobs/repository';
 import { JobService } from './builds/jobs/service';
@@ -371,7 +372,7 @@ export function createServices(o: ServiceOptions): Services {
     pipelineUploads: new PipelineUploadService(jobs, progress, builds, pipelines, sign, new StepUploadRepository(db)),
     suites: suiteService,
     uploads: new UploadService(suiteService, new UploadRepository(db), o.publicUrl),
-    deliveries: new DeliveryService(pipelines, builds, organizations, o.publicUrl),
+    deliveries: new DeliveryService(pipelines, builds, organizations, o.publicUrl, new OpenPullRequestRepository(db)),
     annotations: new AnnotationService(db, new AnnotationRepository(db), builds, jobService, agentWork),
     metaData: new MetaDataService(buildRepository, progress, agentWork),
     rateLimiter: new RateLimiter(

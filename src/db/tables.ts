@@ -355,6 +355,13 @@ export interface NotificationServicesRow {
   updated_at: DbTimestamp;
 }
 
+export interface OpenPullRequestsRow {
+  pipeline_id: string;
+  branch: string;
+  pull_request: string;
+  updated_at: DbTimestamp;
+}
+
 export interface OrganizationInvitationsRow {
   id: string;
   organization_id: string;
@@ -731,6 +738,7 @@ export interface TableRows {
   notification_attempts: NotificationAttemptsRow;
   notification_deliveries: NotificationDeliveriesRow;
   notification_services: NotificationServicesRow;
+  open_pull_requests: OpenPullRequestsRow;
   organization_invitations: OrganizationInvitationsRow;
   organization_members: OrganizationMembersRow;
   organizations: OrganizationsRow;
@@ -1088,6 +1096,12 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     secrets_sealed: ['string', true],
     created_by_id: ['string', true],
     created_at: ['timestamp', false],
+    updated_at: ['timestamp', false],
+  },
+  open_pull_requests: {
+    pipeline_id: ['string', false],
+    branch: ['string', false],
+    pull_request: ['string', false],
     updated_at: ['timestamp', false],
   },
   organization_invitations: {

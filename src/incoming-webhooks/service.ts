@@ -19,6 +19,8 @@ import { gitHubEvent, validGitHubSignature } from './github-events';
 import { gitLabEvent, validGitLabToken } from './gitlab-events';
 import { buildUrls } from '../builds/serialize';
 import { buildConditionContext } from '../builds/jobs/plan';
+import { clock } from '../core/clock';
+import type { OpenPullRequestRepository } from './repository';
 
 export interface DeliveryHeaders {
   githubEvent?: string;
@@ -67,6 +69,7 @@ export class DeliveryService {
     private readonly builds: BuildService,
     private readonly organizations: OrganizationService,
     private readonly publicUrl: string,
+    private readonly openPullRequests: OpenPullRequestRepository,
   ) {}
 
   async deliver(token: string, headers: DeliveryHeaders, rawBody: Buffer | undefined, body: unknown): Promise<DeliveryResult> {
@@ -96,7 +99,8 @@ export class DeliveryService {
     const created: Build[] = [];
     const reasons: string[] = [];
     for (const event of events) {
-      const outcome = await this.decide(pipeline, orgSlug, settings, event);
+      if (family === 'github') await this.keepOpenPullRequest(pipeline, event);
+      const outcome = await this.decide(pipeline, orgSlug, settings, event, family);
       if ('skip' in outcome) reasons.push(outcome.skip);
       else created.push(await this.builds.createFromDelivery(pipeline, { ...outcome.build, webhookEvent: webhookEventOf(headers, body, event) }));
     }
@@ -132,8 +136,19 @@ export class DeliveryService {
     }
   }
 
-  private async decide(pipeline: Pipeline, orgSlug: string, settings: ProviderSettings, event: DeliveryEvent): Promise<Decision> {
-    const decision = this.rules(pipeline, settings, event);
+  /**
+   * The pull request open from a branch of the pipeline's own repository, as GitHub's deliveries
+   * tell it (github.md): every action but `closed` records its details, `closed` forgets it. A
+   * fork's is not kept: its commits send no `push`.
+   */
+  private async keepOpenPullRequest(pipeline: Pipeline, event: DeliveryEvent): Promise<void> {
+    if (event.kind !== 'pull_request' || event.fork) return;
+    if (event.action === 'closed' || event.closed) await this.openPullRequests.remove(pipeline.id, event.headBranch, event.id);
+    else await this.openPullRequests.record(pipeline.id, event.headBranch, pullRequestOf(event), clock.now());
+  }
+
+  private async decide(pipeline: Pipeline, orgSlug: string, settings: ProviderSettings, event: DeliveryEvent, family: ProviderFamily): Promise<Decision> {
+    const decision = await this.rules(pipeline, settings, event, family);
     if ('skip' in decision) {
       const canceled = await this.cancelForDeletedBranch(pipeline, settings, event);
       return canceled ? { skip: `${decision.skip} ${canceled}` } : decision;
@@ -168,7 +183,7 @@ export class DeliveryService {
   }
 
   /** Trigger mode and the per-event settings. */
-  private rules(pipeline: Pipeline, settings: ProviderSettings, event: DeliveryEvent): Decision {
+  private async rules(pipeline: Pipeline, settings: ProviderSettings, event: DeliveryEvent, family: ProviderFamily): Promise<Decision> {
     const mode = typeof settings.trigger_mode === 'string' ? settings.trigger_mode : 'code';
     if (event.kind === 'other') return { skip: `No build: ${event.name} events do not build.` };
     if (mode === 'none') return { skip: 'No build: trigger_mode is "none", so deliveries never build.' };
@@ -178,9 +193,18 @@ export class DeliveryService {
       return { skip: `No build: ${what} events build only when trigger_mode is "${wants}", and it is "${mode}".` };
     }
     switch (event.kind) {
-      case 'push':
-        return this.pushRules(pipeline, settings, event);
+      case 'push': {
+        const open = family === 'github' ? await this.pullRequestBuiltByPush(pipeline, settings, event) : null;
+        return open ? { build: { ...pushBuild(event), pullRequest: open } } : this.pushRules(pipeline, settings, event);
+      }
       case 'pull_request':
+        // github.md: commits pushed to the branch of a pull request from the repository itself build
+        // from their `push` delivery; the `synchronize` delivery only refreshed its details (above).
+        if (family === 'github' && event.action === 'synchronize' && !event.fork) {
+          return {
+            skip: `No build: commits pushed to the branch of ${event.noun} #${event.id} build from their push delivery, which carries its details; this delivery refreshed them.`,
+          };
+        }
         return pullRequestRules(settings, event, pipeline.defaultBranch);
       case 'deployment':
         return { build: { commit: event.commit, branch: event.branch, tag: null, message: event.message, author: event.author, pullRequest: null } };
@@ -203,9 +227,25 @@ export class DeliveryService {
         skip: `No build: ${type} "${name}" does not match the pipeline's branch filter (branch_configuration ${JSON.stringify(pipeline.branchConfiguration)}).`,
       };
     }
-    return {
-      build: { commit: event.commit, branch: name, tag: type === 'tag' ? name : null, message: event.message, author: event.author, pullRequest: null },
-    };
+    return { build: pushBuild(event) };
+  }
+
+  /**
+   * The pull request a push to a branch builds for (github.md: "Buildkite Pipelines adds the pull
+   * request details to those builds"): the one open from the branch, when pull request builds are
+   * on and its rules let it build. Such a build is a pull request build: like one, it ignores
+   * `build_branches` and the pipeline's branch filter. Null: the push builds as any push does.
+   */
+  private async pullRequestBuiltByPush(pipeline: Pipeline, settings: ProviderSettings, event: PushEvent): Promise<PullRequest | null> {
+    if (event.deleted || event.ref.type !== 'branch' || settings.build_pull_requests === false) return null;
+    const open = await this.openPullRequests.find(pipeline.id, event.ref.name);
+    if (!open) return null;
+    const refused = pullRequestRefusal(
+      settings,
+      { which: `pull request #${open.id}`, draft: open.draft === true, fork: false, forkName: null, headBranch: event.ref.name, baseBranch: open.base ?? '' },
+      pipeline.defaultBranch,
+    );
+    return refused ? null : open;
   }
 
   /** For a deleted branch with `cancel_deleted_branch_builds`: cancels its builds and says so. */
@@ -235,28 +275,43 @@ function pullRequestRules(settings: ProviderSettings, pr: PullRequestEvent, defa
   if (pr.closed && settings.skip_builds_for_closed_pull_requests !== false) {
     return { skip: `No build: ${which} is closed or merged, and skip_builds_for_closed_pull_requests is on.` };
   }
+  const refused = pullRequestRefusal(settings, { ...pr, which }, defaultBranch);
+  if (refused) return { skip: refused };
+  const prefixed = pr.fork && settings.prefix_pull_request_fork_branch_names === true && pr.headOwner !== null;
+  const branch = prefixed ? `${pr.headOwner}:${pr.headBranch}`.slice(0, 255) : pr.headBranch;
+  return { build: { commit: pr.commit, branch, tag: null, message: pr.title, author: pr.author, pullRequest: pullRequestOf(pr) } };
+}
+
+/** The rule that refuses to build the pull request whatever its action (default branch, draft, fork, base filter), or null. */
+function pullRequestRefusal(
+  settings: ProviderSettings,
+  pr: Pick<PullRequestEvent, 'draft' | 'fork' | 'forkName' | 'headBranch' | 'baseBranch'> & { which: string },
+  defaultBranch: string | null,
+): string | null {
+  const { which } = pr;
   // A fork's default branch is not the pipeline's: only a pull request from this repository's own default branch is skipped.
   if (settings.ignore_default_branch_pull_requests === true && defaultBranch !== null && !pr.fork && pr.headBranch === defaultBranch) {
-    return { skip: `No build: ${which} comes from the default branch "${defaultBranch}", and ignore_default_branch_pull_requests is on.` };
+    return `No build: ${which} comes from the default branch "${defaultBranch}", and ignore_default_branch_pull_requests is on.`;
   }
   if (pr.draft && settings.build_pull_request_ready_for_review === true) {
-    return { skip: `No build: ${which} is a draft, and build_pull_request_ready_for_review builds it once it is ready for review.` };
+    return `No build: ${which} is a draft, and build_pull_request_ready_for_review builds it once it is ready for review.`;
   }
   // Providers without the setting (GitLab) build merge requests from forks.
   if (pr.fork && settings.build_pull_request_forks === false) {
-    return { skip: `No build: ${which} comes from a fork${pr.forkName ? ` (${pr.forkName})` : ''}, and build_pull_request_forks is off.` };
+    return `No build: ${which} comes from a fork${pr.forkName ? ` (${pr.forkName})` : ''}, and build_pull_request_forks is off.`;
   }
   if (settings.pull_request_branch_filter_enabled === true) {
     const filter = typeof settings.pull_request_branch_filter_configuration === 'string' ? settings.pull_request_branch_filter_configuration : null;
     if (!matchesBranchFilter(filter, pr.baseBranch)) {
-      return {
-        skip: `No build: the base branch "${pr.baseBranch}" of ${which} does not match pull_request_branch_filter_configuration ${JSON.stringify(filter)}.`,
-      };
+      return `No build: the base branch "${pr.baseBranch}" of ${which} does not match pull_request_branch_filter_configuration ${JSON.stringify(filter)}.`;
     }
   }
-  const prefixed = pr.fork && settings.prefix_pull_request_fork_branch_names === true && pr.headOwner !== null;
-  const branch = prefixed ? `${pr.headOwner}:${pr.headBranch}`.slice(0, 255) : pr.headBranch;
-  const pullRequest: PullRequest = {
+  return null;
+}
+
+/** The details a build of the pull request carries. */
+function pullRequestOf(pr: PullRequestEvent): PullRequest {
+  return {
     id: pr.id,
     base: pr.baseBranch,
     repository: pr.headRepository,
@@ -264,7 +319,12 @@ function pullRequestRules(settings: ProviderSettings, pr: PullRequestEvent, defa
     draft: pr.draft,
     fork: pr.fork,
   };
-  return { build: { commit: pr.commit, branch, tag: null, message: pr.title, author: pr.author, pullRequest } };
+}
+
+/** The build a push makes (a tag's, or a branch's without pull request details). */
+function pushBuild(event: PushEvent): DeliveredBuild {
+  const { type, name } = event.ref;
+  return { commit: event.commit, branch: name, tag: type === 'tag' ? name : null, message: event.message, author: event.author, pullRequest: null };
 }
 
 function familyOf(h: DeliveryHeaders): ProviderFamily {

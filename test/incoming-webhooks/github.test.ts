@@ -286,7 +286,7 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
   });
 
   describe('pull requests', () => {
-    it.each(['opened', 'reopened', 'synchronize', 'ready_for_review'])('builds on %s, carrying the pull request', async (action) => {
+    it.each(['opened', 'reopened', 'ready_for_review'])('builds on %s, carrying the pull request', async (action) => {
       const t = await givenTarget(ctx());
       const payload = pullRequest(action);
       await deliverGitHub(ctx(), t, 'pull_request', payload).expect(201);
@@ -440,12 +440,77 @@ describeEachDatabase('GitHub deliveries', (ctx) => {
       });
       const t = await givenTarget(ctx());
       await deliverGitHub(ctx(), t, 'push', push).expect(201);
-      expect((await deliverGitHub(ctx(), t, 'pull_request', pullRequest('synchronize')).expect(200)).body).toEqual({
+      expect((await deliverGitHub(ctx(), t, 'pull_request', pullRequest('opened')).expect(200)).body).toEqual({
         message: `No build: commit ${PR_HEAD} already has a build on branch "changes" (skip_pull_request_builds_for_existing_commits).`,
       });
       const off = await givenTarget(ctx(), { skip_pull_request_builds_for_existing_commits: false });
       await deliverGitHub(ctx(), off, 'push', push).expect(201);
-      await deliverGitHub(ctx(), off, 'pull_request', pullRequest('synchronize')).expect(201);
+      await deliverGitHub(ctx(), off, 'pull_request', pullRequest('opened')).expect(201);
+    });
+  });
+
+  // github.md, "Running builds on pull requests": commits pushed to the branch of a pull request
+  // from the repository itself build from the push, which carries the pull request's details; the
+  // matching synchronize builds nothing but refreshes them. A fork's synchronize builds.
+  describe('pushes to the branch of an open pull request', () => {
+    const NEXT = 'c'.repeat(40);
+    const pushToChanges = () =>
+      branchPush((p) => {
+        p.ref = 'refs/heads/changes';
+        p.head_commit.id = NEXT;
+        p.head_commit.message = 'Fix the typo';
+      });
+
+    it('build once, from the push, with the details the synchronize delivery refreshed', async () => {
+      const t = await givenTarget(ctx());
+      await deliverGitHub(ctx(), t, 'pull_request', pullRequest('opened')).expect(201);
+      const sync = pullRequest('synchronize', (p) => {
+        p.pull_request.head.sha = NEXT;
+        p.pull_request.labels = [{ name: 'docs' }];
+      });
+      expect((await deliverGitHub(ctx(), t, 'pull_request', sync).expect(200)).body.message).toBe(
+        'No build: commits pushed to the branch of pull request #2 build from their push delivery, which carries its details; this delivery refreshed them.',
+      );
+      await deliverGitHub(ctx(), t, 'push', pushToChanges()).expect(201);
+      const [pushed, opened] = await buildsOf(ctx(), t);
+      expect(opened!.pull_request).toMatchObject({ id: '2' });
+      expect(pushed).toMatchObject({
+        commit: NEXT,
+        branch: 'changes',
+        message: 'Fix the typo',
+        pull_request: { id: '2', base: 'master', repository: 'https://github.com/Codertocat/Hello-World.git', labels: ['docs'] },
+      });
+    });
+
+    it('build as pull request builds: build_branches and the branch filter do not apply', async () => {
+      const t = await givenTarget(ctx(), { build_branches: false }, { branch_configuration: 'master' });
+      await deliverGitHub(ctx(), t, 'pull_request', pullRequest('opened')).expect(201);
+      await deliverGitHub(ctx(), t, 'push', pushToChanges()).expect(201);
+      expect((await buildsOf(ctx(), t))[0]).toMatchObject({ commit: NEXT, pull_request: { id: '2' } });
+    });
+
+    it('build as plain branch pushes once the pull request is closed, or without pull request builds', async () => {
+      const t = await givenTarget(ctx());
+      await deliverGitHub(ctx(), t, 'pull_request', pullRequest('opened')).expect(201);
+      await deliverGitHub(ctx(), t, 'pull_request', pullRequest('closed')).expect(200);
+      await deliverGitHub(ctx(), t, 'push', pushToChanges()).expect(201);
+      // A build without a pull request shows an empty one.
+      const [closed] = await buildsOf(ctx(), t);
+      expect([closed!.commit, closed!.pull_request]).toEqual([NEXT, {}]);
+
+      const off = await givenTarget(ctx(), { build_pull_requests: false });
+      await deliverGitHub(ctx(), off, 'pull_request', pullRequest('opened')).expect(200);
+      await deliverGitHub(ctx(), off, 'push', pushToChanges()).expect(201);
+      const [plain] = await buildsOf(ctx(), off);
+      expect([plain!.commit, plain!.pull_request]).toEqual([NEXT, {}]);
+    });
+
+    it("leave a fork's synchronize building, as a fork sends no push", async () => {
+      const t = await givenTarget(ctx(), { build_pull_request_forks: true });
+      const fork = pullRequest('synchronize') as PullRequestExample;
+      fromFork(fork);
+      await deliverGitHub(ctx(), t, 'pull_request', fork).expect(201);
+      expect((await buildsOf(ctx(), t))[0]).toMatchObject({ pull_request: { id: '2', repository: 'https://github.com/Octocoders/Hello-World.git' } });
     });
   });
 

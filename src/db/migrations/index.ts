@@ -55,6 +55,7 @@ import * as agentPriorityIndex from './20261129050000_agent_priority_index';
 import * as jobAutomaticRetries from './20261129070000_job_automatic_retries';
 import * as jobGroup from './20261129090000_job_group';
 import * as jobDispatchAt from './20261129100000_job_dispatch_at';
+import * as openPullRequests from './20261129120000_open_pull_requests';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -108,6 +109,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261129070000_job_automatic_retries': jobAutomaticRetries,
   '20261129090000_job_group': jobGroup,
   '20261129100000_job_dispatch_at': jobDispatchAt,
+  '20261129120000_open_pull_requests': openPullRequests,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
