@@ -4495,8 +4495,12 @@ export interface paths {
         };
         /**
          * List emojis
-         * @description The organization's custom emojis (added with `windsock emoji add`), by name; not paginated.
-         *     An empty list when it has none. No scope needed, only a token that reaches the organization.
+         * @description Every emoji of the organization, as the docs say ("including custom emojis and aliases"):
+         *     the standard Unicode ones (their image at
+         *     `https://buildkiteassets.com/emoji/unicode/<code points>.png?v1`, as the docs' example has
+         *     it), then its custom ones (added with `windsock emoji add`) by name; a custom one takes the
+         *     place of a standard one of the same name. Not paginated. No scope needed, only a token that
+         *     reaches the organization.
          */
         get: operations["listEmojis"];
         put?: never;

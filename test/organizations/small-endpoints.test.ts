@@ -108,12 +108,18 @@ describeEachDatabase(
 );
 
 describeEachDatabase('emojis', (ctx) => {
-  it("are an empty list when the organization has none, at the organization's emojis_url", async () => {
+  it("are the standard ones when the organization has none of its own, at the organization's emojis_url", async () => {
     const { org, token } = await ctx().givenAdmin();
     const orgBody = (await ctx().http().get(`/v2/organizations/${org.slug}`).set(auth(token)).expect(200)).body;
     const path = new URL(orgBody.emojis_url as string).pathname;
     expect(path).toBe(`/v2/organizations/${org.slug}/emojis`);
-    expect((await ctx().http().get(path).set(auth(token)).expect(200)).body).toEqual([]);
+    const listed = (await ctx().http().get(path).set(auth(token)).expect(200)).body as { name: string; url: string }[];
+    // The docs' example: the Unicode rocket, at its image URL.
+    expect(listed).toContainEqual(emojiSample[0]);
+    expect(listed.length).toBeGreaterThan(1000);
+    const unicodeImage = /^https:\/\/buildkiteassets\.com\/emoji\/unicode\/[0-9a-f]+(-[0-9a-f]+)*\.png\?v1$/;
+    expect(listed.filter((e) => !unicodeImage.test(e.url))).toEqual([]);
+    expect(new Set(listed.map((e) => e.name)).size).toBe(listed.length);
   });
 
   it('list the custom emojis by name in the documented shape, aliases only where there are some', async () => {
@@ -123,19 +129,24 @@ describeEachDatabase('emojis', (ctx) => {
     // Required scope: none; only a token that reaches the organization.
     const noScopes = await ctx().givenToken(user, [org], ['read_user']);
     const res = await ctx().http().get(`/v2/organizations/${org.slug}/emojis`).set(auth(noScopes)).expect(200);
-    expect(res.body).toEqual([
+    const own = [
       { name: 'rocket', url: 'https://example.com/emoji/rocket.png' },
       { name: 'shipit', url: 'https://example.com/emoji/shipit.png?v1', aliases: ['squirrel'] },
-    ]);
+    ];
+    // After the standard ones; its own `rocket` takes the standard one's place.
+    expect(res.body.slice(-2)).toEqual(own);
+    expect(res.body.filter((e: { name: string }) => e.name === 'rocket')).toEqual([own[0]]);
     // The same keys as the documented examples, with and without aliases.
-    expect(Object.keys(res.body[0])).toEqual(Object.keys(emojiSample[0]!));
-    expect(Object.keys(res.body[1])).toEqual(Object.keys(emojiSample[1]!));
+    expect(Object.keys(res.body.at(-2))).toEqual(Object.keys(emojiSample[0]!));
+    expect(Object.keys(res.body.at(-1))).toEqual(Object.keys(emojiSample[1]!));
     // Not paginated, as the docs say.
     expect(res.headers.link).toBeUndefined();
 
-    // Another organization sees its own (none), and the first's are not found through its token.
+    // Another organization sees the standard ones only, and the first's are not found through its token.
     const other = await ctx().givenAdmin();
-    expect((await ctx().http().get(`/v2/organizations/${other.org.slug}/emojis`).set(auth(other.token)).expect(200)).body).toEqual([]);
+    const theirs = (await ctx().http().get(`/v2/organizations/${other.org.slug}/emojis`).set(auth(other.token)).expect(200)).body;
+    expect(theirs).toHaveLength(res.body.length - 1); // the standard rocket, which the first one's own replaced
+    expect(theirs.filter((e: { url: string }) => e.url.startsWith('https://example.com/'))).toEqual([]);
     await ctx().http().get(`/v2/organizations/${org.slug}/emojis`).set(auth(other.token)).expect(404);
     await ctx().http().get(`/v2/organizations/${org.slug}/emojis`).set(auth(token)).expect(200);
   });

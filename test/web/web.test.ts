@@ -306,24 +306,30 @@ describeEachDatabase('web interface', (get) => {
   });
 });
 
-describeEachDatabase('web sign-in attempts', { rateLimits: { perOrganization: 1_000_000, perUser: 1_000_000_000, failedAuthPerAddress: 2 } }, (get) => {
-  let ctx: TestContext;
-  beforeAll(() => {
-    ctx = get();
-  });
+// A fixed clock 10 s into a minute: the three attempts never straddle two windows.
+const SIGN_IN_CLOCK = Date.UTC(2032, 0, 1, 0, 0, 10);
+describeEachDatabase(
+  'web sign-in attempts',
+  { rateLimits: { perOrganization: 1_000_000, perUser: 1_000_000_000, failedAuthPerAddress: 2 }, now: () => SIGN_IN_CLOCK },
+  (get) => {
+    let ctx: TestContext;
+    beforeAll(() => {
+      ctx = get();
+    });
 
-  it('counts refused tokens against the address like the API does, and refuses the form over the budget', async () => {
-    const agent = request.agent(ctx.app);
-    const form = await agent.get('/login').set(HTML).expect(200);
-    const attempt = () =>
-      agent
-        .post('/login')
-        .type('form')
-        .send({ _csrf: csrfOf(form.text), token: 'guess' });
-    await attempt().expect(401);
-    await attempt().expect(401);
-    const refused = await attempt().expect(429);
-    expect(refused.headers['retry-after']).toMatch(/^\d+$/);
-    expect(refused.text).toContain('Too many failed authentication attempts');
-  });
-});
+    it('counts refused tokens against the address like the API does, and refuses the form over the budget', async () => {
+      const agent = request.agent(ctx.app);
+      const form = await agent.get('/login').set(HTML).expect(200);
+      const attempt = () =>
+        agent
+          .post('/login')
+          .type('form')
+          .send({ _csrf: csrfOf(form.text), token: 'guess' });
+      await attempt().expect(401);
+      await attempt().expect(401);
+      const refused = await attempt().expect(429);
+      expect(refused.headers['retry-after']).toMatch(/^\d+$/);
+      expect(refused.text).toContain('Too many failed authentication attempts');
+    });
+  },
+);
