@@ -2573,7 +2573,7 @@ export interface paths {
         get: operations["getClusterAgentToken"];
         /**
          * Update an agent token
-         * @description Changes the token's description, allowed IP ranges or expiry.
+         * @description Changes the token's description or allowed IP ranges; its expiry cannot be changed (an `expires_at` sent is ignored, as in the docs' example).
          */
         put: operations["updateClusterAgentToken"];
         post?: never;
@@ -2586,7 +2586,7 @@ export interface paths {
         head?: never;
         /**
          * Update an agent token (PATCH)
-         * @description `PUT` (updateClusterAgentToken) as the docs send it, as `PATCH` as the official Go client sends it: the same update. Changes the token's description, allowed IP ranges or expiry.
+         * @description `PUT` (updateClusterAgentToken) as the docs send it, as `PATCH` as the official Go client sends it: the same update. Changes the token's description or allowed IP ranges; its expiry cannot be changed (an `expires_at` sent is ignored, as in the docs' example).
          */
         patch: operations["patchClusterAgentToken"];
         trace?: never;
@@ -6813,8 +6813,8 @@ export interface components {
             readonly id: string;
             readonly graphql_id: string;
             description: string;
-            /** @description Space-separated CIDR ranges an agent must register from; null allows any address. */
-            allowed_ip_addresses: string | null;
+            /** @description Space-separated IPv4 CIDR ranges an agent must register from; `0.0.0.0/0` (the default) allows any address. */
+            allowed_ip_addresses: string;
             expires_at: components["schemas"]["IsoTimestamp"] | null;
             readonly url: string;
             readonly cluster_url: string;
@@ -6827,16 +6827,22 @@ export interface components {
         };
         CreateClusterAgentTokenRequest: {
             description: string;
-            /** @description Space-separated CIDR ranges. */
+            /** @description Space-separated IPv4 CIDR ranges or addresses, at most 24; none, or `0.0.0.0/0`, allows any address. */
             allowed_ip_addresses?: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When the token stops registering agents, at least 10 minutes from now. It cannot be changed later.
+             */
             expires_at?: string | null;
         };
         UpdateClusterAgentTokenRequest: {
             description?: string;
-            /** @description Space-separated CIDR ranges. */
+            /** @description Space-separated IPv4 CIDR ranges or addresses, at most 24; none, or `0.0.0.0/0`, allows any address. */
             allowed_ip_addresses?: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description Ignored, as in the docs' example ("Expiration date for a token cannot be updated").
+             */
             expires_at?: string | null;
         };
         ClusterMaintainer: {

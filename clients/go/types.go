@@ -4030,8 +4030,9 @@ type ClusterMaintainerActor struct {
 }
 
 type ClusterAgentToken struct {
-	// Space-separated CIDR ranges an agent must register from; null allows any address.
-	AllowedIPAddresses *string       `json:"allowed_ip_addresses"`
+	// Space-separated IPv4 CIDR ranges an agent must register from; `0.0.0.0/0` (the default)
+	// allows any address.
+	AllowedIPAddresses string        `json:"allowed_ip_addresses"`
 	ClusterURL         string        `json:"cluster_url"`
 	CreatedAt          time.Time     `json:"created_at"`
 	CreatedBy          *BuildCreator `json:"created_by"`
@@ -4200,10 +4201,13 @@ type CreateBuildAuthor struct {
 }
 
 type CreateClusterAgentTokenRequest struct {
-	// Space-separated CIDR ranges.
-	AllowedIPAddresses *string    `json:"allowed_ip_addresses,omitempty"`
-	Description        string     `json:"description"`
-	ExpiresAt          *time.Time `json:"expires_at,omitempty"`
+	// Space-separated IPv4 CIDR ranges or addresses, at most 24; none, or `0.0.0.0/0`, allows
+	// any address.
+	AllowedIPAddresses *string `json:"allowed_ip_addresses,omitempty"`
+	Description        string  `json:"description"`
+	// When the token stops registering agents, at least 10 minutes from now. It cannot be
+	// changed later.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 type CreateClusterQueueRequest struct {
@@ -6147,10 +6151,12 @@ type MultipartEtag struct {
 }
 
 type UpdateClusterAgentTokenRequest struct {
-	// Space-separated CIDR ranges.
-	AllowedIPAddresses *string    `json:"allowed_ip_addresses,omitempty"`
-	Description        *string    `json:"description,omitempty"`
-	ExpiresAt          *time.Time `json:"expires_at,omitempty"`
+	// Space-separated IPv4 CIDR ranges or addresses, at most 24; none, or `0.0.0.0/0`, allows
+	// any address.
+	AllowedIPAddresses *string `json:"allowed_ip_addresses,omitempty"`
+	Description        *string `json:"description,omitempty"`
+	// Ignored, as in the docs' example ("Expiration date for a token cannot be updated").
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 type UpdateClusterQueueRequest struct {

@@ -281,13 +281,14 @@ export class ClusterRepository {
   }
 
   /** Whether pipelines or agents (not stopped or lost) are in the cluster: it can't be deleted then. */
-  async inUse(id: string): Promise<{ pipelines: number; agents: number }> {
+  async inUse(id: string): Promise<{ pipelines: number; agents: number; organizationDefault: boolean }> {
     const p = await this.db('pipelines').where({ cluster_id: id }).count<{ n: number | string }[]>({ n: '*' });
     const a = await this.db('agents')
       .where({ cluster_id: id })
       .whereIn('connection_state', ['connected', 'stopping'])
       .count<{ n: number | string }[]>({ n: '*' });
-    return { pipelines: Number(p[0]!.n), agents: Number(a[0]!.n) };
+    const d = await this.db('organizations').where({ default_cluster_id: id }).first('id');
+    return { pipelines: Number(p[0]!.n), agents: Number(a[0]!.n), organizationDefault: d !== undefined };
   }
 
   /* Queues */

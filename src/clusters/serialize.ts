@@ -71,7 +71,8 @@ export function serializeClusterToken(t: ClusterToken, publicUrl: string, orgSlu
     id: t.id,
     graphql_id: graphqlId('ClusterToken', t.id),
     description: t.description,
-    allowed_ip_addresses: t.allowedIpAddresses,
+    // None stored: the docs' default, no restriction.
+    allowed_ip_addresses: t.allowedIpAddresses ?? '0.0.0.0/0',
     expires_at: t.expiresAt ? isoTime(t.expiresAt) : null,
     url: `${clusterUrl(publicUrl, orgSlug, t.clusterId)}/tokens/${t.id}`,
     cluster_url: clusterUrl(publicUrl, orgSlug, t.clusterId),

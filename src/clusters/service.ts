@@ -12,7 +12,7 @@ import type { Actor } from '../core/identity';
 import { sha256Hex, type Keys } from '../security/keys';
 import { secretBox, type SecretBox } from '../security/secret-box';
 import { parsePolicy, policyAllows } from './policy';
-import { ipAllowed, normalizeAllowedIps, parseAllowedIps } from '../security/allowed-ips';
+import { allowsAny, ipAllowed, normalizeAllowedIps, parseAllowedIps } from '../security/allowed-ips';
 import type { ClusterSecret } from './repository';
 import type { Cluster, ClusterMaintainer, ClusterQueue, ClusterRepository, ClusterToken, ClusterTokenGrant, QueueDispatch } from './repository';
 import { clock } from '../core/clock';
@@ -49,6 +49,10 @@ const emptyToNull = (s: string | null | undefined): string | null | undefined =>
 const SECRET_KEY = /^[A-Za-z][A-Za-z0-9_]*$/;
 /** A value is "less than 8 kilobytes". */
 const MAX_SECRET_VALUE_BYTES = 8 * 1024;
+/** manage.md: "There is a maximum of 24 CIDR blocks per agent token." */
+const MAX_TOKEN_IP_RANGES = 24;
+/** The agent token partial: `expires_at` "must be at least 10 minutes in the future at the moment of token creation". */
+const MIN_TOKEN_LIFETIME_MS = 10 * 60_000;
 
 /** Whose view of secret teams a read takes: none for an administrator (sees every team), else the member's. */
 const viewerOf = (actor: Actor): string | null => (actor.role === 'admin' ? null : actor.principal.user.id);
@@ -234,6 +238,10 @@ export class ClusterService {
     const use = await this.clusters.inUse(cluster.id);
     if (use.pipelines) throw new UnprocessableError(`The cluster has ${use.pipelines} pipeline(s): move them to another cluster (or none) first.`);
     if (use.agents) throw new UnprocessableError(`The cluster has ${use.agents} connected agent(s): stop them first.`);
+    // manage.md: "A cluster set as the organization's default for new pipelines cannot be deleted."
+    if (use.organizationDefault) {
+      throw new UnprocessableError("The cluster is the organization's default for new pipelines: assign a different default or clear it first.");
+    }
     await this.audited(
       actor,
       (clusters) => clusters.deleteCluster(cluster.id),
@@ -548,18 +556,27 @@ export class ClusterService {
     return this.clusters.listTokens(clusterId, offset, limit);
   }
 
+  /**
+   * A token's allowed addresses, as manage.md has them: IPv4 CIDR ranges or addresses, at most
+   * 24 ("IPv6 is currently not supported"); none, or `0.0.0.0/0` among them, is no restriction
+   * (stored null, shown as `0.0.0.0/0`, the documented default).
+   */
   private allowedIps(value: string | null | undefined): string | null | undefined {
     if (value === undefined || value === null) return value;
     const { ranges, invalid } = parseAllowedIps(value);
     if (invalid.length)
       throw ValidationError.field('allowed_ip_addresses', `${invalid.map((i) => JSON.stringify(i)).join(', ')} is not a CIDR range (e.g. 202.144.0.0/24)`);
-    return ranges.length ? normalizeAllowedIps(value) : null;
+    if (ranges.some(([range]) => range.kind() === 'ipv6'))
+      throw ValidationError.field('allowed_ip_addresses', 'IPv6 ranges are not supported: give IPv4 ranges');
+    if (ranges.length > MAX_TOKEN_IP_RANGES) throw ValidationError.field('allowed_ip_addresses', `has ${ranges.length} ranges: at most ${MAX_TOKEN_IP_RANGES}`);
+    return ranges.length && !allowsAny(value) ? normalizeAllowedIps(value) : null;
   }
 
+  /** A new token's expiry: the docs' "at least 10 minutes in the future at the moment of token creation". */
   private expiry(value: string | null | undefined): Date | null | undefined {
     if (value === undefined || value === null) return value;
     const at = new Date(value);
-    if (at <= clock.now()) throw ValidationError.field('expires_at', 'must be in the future');
+    if (at.getTime() < clock.nowMs() + MIN_TOKEN_LIFETIME_MS) throw ValidationError.field('expires_at', 'must be at least 10 minutes in the future');
     return at;
   }
 
@@ -600,7 +617,7 @@ export class ClusterService {
       fields.description = body.description.trim();
     }
     if (body.allowed_ip_addresses !== undefined) fields.allowed_ip_addresses = this.allowedIps(body.allowed_ip_addresses) ?? null;
-    if (body.expires_at !== undefined) fields.expires_at = this.expiry(body.expires_at) ?? null;
+    // tokens.md: "Expiration date for a token cannot be updated": an `expires_at` sent is ignored, as the docs' example shows.
     await this.audited(
       actor,
       (clusters) => clusters.updateToken(token.id, fields),

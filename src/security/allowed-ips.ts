@@ -6,11 +6,19 @@
  */
 import ipaddr from 'ipaddr.js';
 
-/** The ranges of a value, or the entries that are not CIDR ranges. */
+/**
+ * The ranges of a value, or the entries that are neither CIDR ranges nor addresses. An address
+ * alone is its own range (`/32`, `/128`), as the docs' examples write one (`198.51.100.12`).
+ */
 export function parseAllowedIps(value: string): { ranges: [ipaddr.IPv4 | ipaddr.IPv6, number][]; invalid: string[] } {
   const ranges: [ipaddr.IPv4 | ipaddr.IPv6, number][] = [];
   const invalid: string[] = [];
   for (const entry of value.split(/[\s,]+/).filter(Boolean)) {
+    if (!entry.includes('/') && (ipaddr.IPv4.isValidFourPartDecimal(entry) || ipaddr.IPv6.isValid(entry))) {
+      const ip = ipaddr.parse(entry);
+      ranges.push([ip, ip.kind() === 'ipv4' ? 32 : 128]);
+      continue;
+    }
     try {
       ranges.push(ipaddr.parseCIDR(entry));
     } catch {
@@ -18,6 +26,11 @@ export function parseAllowedIps(value: string): { ranges: [ipaddr.IPv4 | ipaddr.
     }
   }
   return { ranges, invalid };
+}
+
+/** Whether the value allows every address: it has `0.0.0.0/0`, the docs' "no restriction" default (IPv6 callers too). */
+export function allowsAny(value: string): boolean {
+  return parseAllowedIps(value).ranges.some(([range, bits]) => range.kind() === 'ipv4' && bits === 0);
 }
 
 /** The ranges written as stored: one space between them, no surrounding blanks. */
@@ -30,6 +43,7 @@ export function normalizeAllowedIps(value: string): string {
 
 /** Whether `address` is in one of the ranges; an address that can't be parsed is in none. */
 export function ipAllowed(allowed: string, address: string | null | undefined): boolean {
+  if (allowsAny(allowed)) return true;
   if (!address || !ipaddr.isValid(address)) return false;
   let ip = ipaddr.parse(address);
   if (ip instanceof ipaddr.IPv6 && ip.isIPv4MappedAddress()) ip = ip.toIPv4Address();

@@ -282,10 +282,25 @@ describeEachDatabase('clusters', (ctx) => {
     const bad = await ctx().http().put(url).set(auth(token)).send({ allowed_ip_addresses: '10.0.0.0/8 nonsense' });
     expect(bad.status).toBe(422);
     expect(bad.body.errors[0].field).toBe('allowed_ip_addresses');
-    const past = await ctx().http().put(url).set(auth(token)).send({ expires_at: '2001-01-01T00:00:00Z' });
-    expect(past.status).toBe(422);
+    // tokens.md: "Expiration date for a token cannot be updated": ignored, as the docs' example shows.
+    const kept = await ctx().http().put(url).set(auth(token)).send({ expires_at: '2001-01-01T00:00:00Z' });
+    expect([kept.status, kept.body.expires_at]).toEqual([200, '2099-01-01T00:00:00.000Z']);
+    // manage.md: an address alone (the docs' example), IPv4 only, at most 24 blocks.
+    const single = await ctx().http().put(url).set(auth(token)).send({ allowed_ip_addresses: '192.0.2.0/24 198.51.100.12' });
+    expect([single.status, single.body.allowed_ip_addresses]).toEqual([200, '192.0.2.0/24 198.51.100.12']);
+    const v6 = await ctx().http().put(url).set(auth(token)).send({ allowed_ip_addresses: '2001:db8::/32' });
+    expect([v6.status, v6.body.errors?.[0]?.field]).toEqual([422, 'allowed_ip_addresses']);
+    const many = Array.from({ length: 25 }, (_, i) => `10.0.${i}.0/24`).join(' ');
+    expect((await ctx().http().put(url).set(auth(token)).send({ allowed_ip_addresses: many })).status).toBe(422);
+    // No restriction shows as the documented default.
     const updated = await ctx().http().put(url).set(auth(token)).send({ description: 'Linux', allowed_ip_addresses: null });
-    expect(updated.body).toMatchObject({ description: 'Linux', allowed_ip_addresses: null });
+    expect(updated.body).toMatchObject({ description: 'Linux', allowed_ip_addresses: '0.0.0.0/0' });
+    const soon = await ctx()
+      .http()
+      .post(`${base(org.slug)}/${cluster.id}/tokens`)
+      .set(auth(token))
+      .send({ description: 'Too short', expires_at: new Date(Date.now() + 5 * 60_000).toISOString() });
+    expect([soon.status, soon.body.errors?.[0]?.field]).toEqual([422, 'expires_at']);
     expect((await ctx().http().delete(url).set(auth(token))).status).toBe(204);
     expect((await ctx().http().get(url).set(auth(token))).status).toBe(404);
     const reg = await ctx().http().post('/v3/register').set(agentAuth(secret)).send({ name: 'late', meta_data: [] });
@@ -304,7 +319,7 @@ describeEachDatabase('clusters', (ctx) => {
       .send({ name: 'a', meta_data: ['queue=default'] });
     expect(refused.status).toBe(401);
     expect(refused.body.message).toMatch(/does not allow registration from/);
-    const loopback = await givenClusterToken(ctx(), org.slug, token, cluster.id, '10.1.2.0/24 127.0.0.0/8 ::1/128');
+    const loopback = await givenClusterToken(ctx(), org.slug, token, cluster.id, '10.1.2.0/24 127.0.0.0/8');
     const ok = await ctx()
       .http()
       .post('/v3/register')
@@ -322,6 +337,17 @@ describeEachDatabase('clusters', (ctx) => {
       .send({ name: 'c', meta_data: ['queue=default'] });
     expect(expired.status).toBe(401);
     expect(expired.body.message).toMatch(/expired/);
+    // manage.md: `0.0.0.0/0` removes the restriction, whatever else the list holds.
+    const anywhere = await givenClusterToken(ctx(), org.slug, token, cluster.id, '10.1.2.0/24 0.0.0.0/0');
+    expect(
+      (
+        await ctx()
+          .http()
+          .post('/v3/register')
+          .set(agentAuth(anywhere.token))
+          .send({ name: 'd', meta_data: ['queue=default'] })
+      ).status,
+    ).toBe(201);
   });
 
   it("dispatches a cluster's jobs to its agents of the job's queue only, holds them while the queue is paused, and keeps unclustered agents to unclustered pipelines", async () => {

@@ -146,9 +146,12 @@ describeEachDatabase('pipeline settings', (ctx) => {
       default_branch: 'main',
       cluster_id: null,
     });
-    // A deleted default cluster is no default (one without pipelines: a cluster in use can't be deleted).
+    // manage.md: the default cluster can't be deleted; cleared first, it can.
     const unused = await givenCluster(ctx(), org.slug, token);
     await ctx().http().patch(`${base}/pipeline-settings`).set(auth(token)).send({ default_cluster_id: unused }).expect(200);
+    const refused = await ctx().http().delete(`${base}/clusters/${unused}`).set(auth(token)).expect(422);
+    expect(refused.body.message).toMatch(/default for new pipelines/);
+    await ctx().http().patch(`${base}/pipeline-settings`).set(auth(token)).send({ default_cluster_id: null }).expect(200);
     await ctx().http().delete(`${base}/clusters/${unused}`).set(auth(token)).expect(204);
     expect((await ctx().http().get(`${base}/pipeline-settings`).set(auth(token)).expect(200)).body.default_cluster_id).toBeNull();
     expect((await ctx().http().post(`${base}/pipelines`).set(auth(token)).send(newPipeline('Later')).expect(201)).body.cluster_id).toBeNull();
