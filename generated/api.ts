@@ -6485,6 +6485,10 @@ export interface components {
             readonly web_url: string;
             name: string;
             description: string | null;
+            /** @description An emoji to represent the pipeline (`:rocket:`); null when unset. */
+            emoji: string | null;
+            /** @description A hex color code to represent the pipeline (`#FF5733`); null when unset. */
+            color: string | null;
             slug: string;
             repository: string;
             /** @description The Git clone mirror the agents of its jobs get as `BUILDKITE_GIT_REMOTE_MIRROR_URL`; null for none. */
@@ -6549,6 +6553,10 @@ export interface components {
         /** @description Properties a client may set on create and update. Unknown properties are ignored. */
         PipelineWritable: {
             name?: string;
+            /** @description An emoji to represent the pipeline (`:rocket:`). `null` or `""` removes it. */
+            emoji?: string | null;
+            /** @description A hex color code to represent the pipeline (`#FF5733`; another form is a 422 on the field). `null` or `""` removes it. */
+            color?: string | null;
             /** @description Letters, digits and dashes, not starting with a dash (another is a 422 on the field). Defaults to one derived from the name. */
             slug?: string;
             repository?: string;

@@ -4929,18 +4929,22 @@ type Pipeline struct {
 	// The cluster the pipeline's jobs run in (null for none).
 	ClusterID  *string `json:"cluster_id"`
 	ClusterURL *string `json:"cluster_url"`
+	// A hex color code to represent the pipeline (`#FF5733`); null when unset.
+	Color *string `json:"color"`
 	// The YAML the steps come from; null for a pipeline defined by visual steps.
 	Configuration *string `json:"configuration"`
 	CreatedAt     string  `json:"created_at"`
 	CreatedBy     *User   `json:"created_by"`
 	DefaultBranch *string `json:"default_branch"`
 	// Minutes a command step without its own `timeout_in_minutes` gets.
-	DefaultCommandStepTimeout *int64            `json:"default_command_step_timeout"`
-	DefaultTimeoutInMinutes   *int64            `json:"default_timeout_in_minutes"`
-	Description               *string           `json:"description"`
-	Env                       map[string]string `json:"env"`
-	GraphqlID                 string            `json:"graphql_id"`
-	ID                        string            `json:"id"`
+	DefaultCommandStepTimeout *int64  `json:"default_command_step_timeout"`
+	DefaultTimeoutInMinutes   *int64  `json:"default_timeout_in_minutes"`
+	Description               *string `json:"description"`
+	// An emoji to represent the pipeline (`:rocket:`); null when unset.
+	Emoji     *string           `json:"emoji"`
+	Env       map[string]string `json:"env"`
+	GraphqlID string            `json:"graphql_id"`
+	ID        string            `json:"id"`
 	// Minutes no command step may run longer than: a step without a timeout, or with a longer
 	// one, gets this.
 	MaximumCommandStepTimeout    *int64             `json:"maximum_command_step_timeout"`
@@ -5443,15 +5447,20 @@ type PipelineWritable struct {
 	// pipeline in a cluster, or taking it out of one, needs an organization administrator or
 	// a maintainer of that cluster (403 otherwise), except for the organization's default
 	// cluster on create.
-	ClusterID     *string `json:"cluster_id,omitempty"`
+	ClusterID *string `json:"cluster_id,omitempty"`
+	// A hex color code to represent the pipeline (`#FF5733`; another form is a 422 on the
+	// field). `null` or `""` removes it.
+	Color         *string `json:"color,omitempty"`
 	Configuration *string `json:"configuration,omitempty"`
 	DefaultBranch *string `json:"default_branch,omitempty"`
 	// Minutes a command step without its own `timeout_in_minutes` gets; null clears it.
 	DefaultCommandStepTimeout *int64 `json:"default_command_step_timeout,omitempty"`
 	// Same as `default_command_step_timeout`.
-	DefaultTimeoutInMinutes *int64            `json:"default_timeout_in_minutes,omitempty"`
-	Description             *string           `json:"description,omitempty"`
-	Env                     map[string]string `json:"env,omitempty"`
+	DefaultTimeoutInMinutes *int64  `json:"default_timeout_in_minutes,omitempty"`
+	Description             *string `json:"description,omitempty"`
+	// An emoji to represent the pipeline (`:rocket:`). `null` or `""` removes it.
+	Emoji *string           `json:"emoji,omitempty"`
+	Env   map[string]string `json:"env,omitempty"`
 	// Minutes no command step may run longer than (a step without a timeout, or with a longer
 	// one, gets this); null clears it.
 	MaximumCommandStepTimeout *int64 `json:"maximum_command_step_timeout,omitempty"`

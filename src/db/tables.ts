@@ -543,6 +543,8 @@ export interface PipelinesRow {
   notify: string | null;
   badge_key: string | null;
   clone_mirror_url: string | null;
+  emoji: string | null;
+  color: string | null;
 }
 
 export interface RateLimitsRow {
@@ -1275,6 +1277,8 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     notify: ['string', true],
     badge_key: ['string', true],
     clone_mirror_url: ['string', true],
+    emoji: ['string', true],
+    color: ['string', true],
   },
   rate_limits: {
     bucket: ['string', false],

@@ -32,6 +32,9 @@ export interface Pipeline {
   slug: string;
   name: string;
   description: string | null;
+  /** The docs' optional `emoji` and `color` (a `#RRGGBB` hex code) that represent it; null when unset. */
+  emoji: string | null;
+  color: string | null;
   repository: string;
   /** The Git clone mirror its jobs' agents get (`BUILDKITE_GIT_REMOTE_MIRROR_URL`), or null. */
   cloneMirrorUrl: string | null;
@@ -136,6 +139,8 @@ function toColumns(f: Partial<PipelineFields>): Record<string, unknown> {
   set('slug', f.slug);
   set('name', f.name);
   set('description', f.description);
+  set('emoji', f.emoji);
+  set('color', f.color);
   set('repository', f.repository);
   set('clone_mirror_url', f.cloneMirrorUrl);
   set('provider_id', f.providerId);
@@ -214,6 +219,8 @@ function fromRow(r: StoredRow<PipelineRow>): Pipeline {
     slug: r.slug,
     name: r.name,
     description: r.description ?? null,
+    emoji: r.emoji ?? null,
+    color: r.color ?? null,
     repository: r.repository,
     cloneMirrorUrl: r.clone_mirror_url ?? null,
     providerId: oneOf(PROVIDER_IDS, r.provider_id, 'pipelines.provider_id'),

@@ -60,6 +60,8 @@ export function serializePipeline(p: Pipeline, v: PipelineView): PipelineJson {
     web_url: `${v.publicUrl}/${v.orgSlug}/${p.slug}`,
     name: p.name,
     description: p.description,
+    emoji: p.emoji,
+    color: p.color,
     slug: p.slug,
     repository: p.repository,
     clone_mirror_url: p.cloneMirrorUrl,

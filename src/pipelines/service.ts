@@ -327,6 +327,8 @@ export class PipelineService {
       providerId,
       providerSettings: fields.providerSettings ?? {},
       description: input.description ?? null,
+      emoji: emptyToNull(input.emoji) ?? null,
+      color: colorOf(input, errors) ?? null,
       defaultBranch: input.default_branch ?? defaults.defaultBranch ?? 'main',
       branchConfiguration: emptyToNull(input.branch_configuration),
       skipQueuedBranchBuilds: input.skip_queued_branch_builds ?? false,
@@ -393,6 +395,8 @@ export class PipelineService {
       if (value !== undefined) changes[key] = value;
     };
     copy('description', input.description);
+    copy('emoji', input.emoji === undefined ? undefined : emptyToNull(input.emoji));
+    copy('color', colorOf(input, errors));
     copy('cloneMirrorUrl', cloneMirrorUrlOf(input, errors));
     copy('defaultBranch', input.default_branch);
     copy('branchConfiguration', input.branch_configuration === undefined ? undefined : emptyToNull(input.branch_configuration));
@@ -680,6 +684,16 @@ function timeoutsOf(
  * URL; a field error when it carries credentials, a query or a fragment (pipelines.md).
  */
 const SSH_SCHEMES: readonly string[] = ['ssh:', 'git+ssh:', 'ssh+git:'];
+
+/** The docs' `color`, "a color hex code" (`#FF5733`), stored upper-case; `null` or `""` removes it. */
+function colorOf(input: PipelineInput, errors: FieldError[]): string | null | undefined {
+  if (input.color === undefined) return undefined;
+  const color = emptyToNull(input.color)?.trim() ?? null;
+  if (color === null) return null;
+  if (/^#[0-9a-f]{6}$/i.test(color)) return color.toUpperCase();
+  errors.push({ field: 'color', code: 'must be a hex color code such as #FF5733' });
+  return undefined;
+}
 
 function cloneMirrorUrlOf(input: PipelineInput, errors: FieldError[]): string | null | undefined {
   if (input.clone_mirror_url === undefined) return undefined;

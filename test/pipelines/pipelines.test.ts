@@ -22,6 +22,19 @@ async function create(ctx: TestContext, org: { slug: string }, token: string, ex
 }
 
 describeEachDatabase('pipelines', (ctx) => {
+  // pipelines.md: `emoji` and `color` are optional properties of create and update.
+  it('keeps the emoji and hex color that represent a pipeline, and refuses a color that is not a hex code', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const made = await create(ctx(), org, token, { emoji: ':rocket:', color: '#ff5733' });
+    expect(made).toMatchObject({ emoji: ':rocket:', color: '#FF5733' });
+    const url = `/v2/organizations/${org.slug}/pipelines/${made.slug}`;
+    const bad = await ctx().http().patch(url).set(auth(token)).send({ color: 'red' }).expect(422);
+    expect(bad.body.errors).toEqual([{ field: 'color', code: 'must be a hex color code such as #FF5733' }]);
+    await ctx().http().patch(url).set(auth(token)).send({ emoji: '', color: null }).expect(200);
+    expect((await ctx().http().get(url).set(auth(token)).expect(200)).body).toMatchObject({ emoji: null, color: null });
+    expect((await create(ctx(), org, token)).emoji).toBeNull();
+  });
+
   describe('create', () => {
     it('creates a YAML pipeline in the sample shape, deriving steps, env, slug and provider', async () => {
       const { org, user, token } = await ctx().givenAdmin();

@@ -56,6 +56,7 @@ import * as jobAutomaticRetries from './20261129070000_job_automatic_retries';
 import * as jobGroup from './20261129090000_job_group';
 import * as jobDispatchAt from './20261129100000_job_dispatch_at';
 import * as openPullRequests from './20261129120000_open_pull_requests';
+import * as pipelineEmojiColor from './20261129130000_pipeline_emoji_color';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -110,6 +111,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261129090000_job_group': jobGroup,
   '20261129100000_job_dispatch_at': jobDispatchAt,
   '20261129120000_open_pull_requests': openPullRequests,
+  '20261129130000_pipeline_emoji_color': pipelineEmojiColor,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
