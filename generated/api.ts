@@ -6517,6 +6517,7 @@ export interface components {
             readonly running_jobs_count: number;
             readonly waiting_jobs_count: number;
             visibility: components["schemas"]["PipelineVisibility"];
+            /** @description Up to 10 unique tags of up to 128 characters each, as the docs' tags page has them (a tag given twice is kept once). */
             tags: string[] | null;
             /** @description The YAML the steps come from; null for a pipeline defined by visual steps. */
             configuration: string | null;
@@ -6592,6 +6593,7 @@ export interface components {
              */
             pipeline_template_uuid?: string | null;
             visibility?: components["schemas"]["PipelineVisibility"];
+            /** @description Up to 10 unique tags of up to 128 characters each, as the docs' tags page has them (a tag given twice is kept once). */
             tags?: string[] | null;
             /** @description Same as `default_command_step_timeout`. */
             default_timeout_in_minutes?: number | null;

@@ -4947,25 +4947,27 @@ type Pipeline struct {
 	ID        string            `json:"id"`
 	// Minutes no command step may run longer than: a step without a timeout, or with a longer
 	// one, gets this.
-	MaximumCommandStepTimeout    *int64             `json:"maximum_command_step_timeout"`
-	MaximumTimeoutInMinutes      *int64             `json:"maximum_timeout_in_minutes"`
-	Name                         string             `json:"name"`
-	PipelineTemplateUUID         *string            `json:"pipeline_template_uuid"`
-	Provider                     Provider           `json:"provider"`
-	Repository                   string             `json:"repository"`
-	RunningBuildsCount           int64              `json:"running_builds_count"`
-	RunningJobsCount             int64              `json:"running_jobs_count"`
-	ScheduledBuildsCount         int64              `json:"scheduled_builds_count"`
-	ScheduledJobsCount           int64              `json:"scheduled_jobs_count"`
-	SkipQueuedBranchBuilds       bool               `json:"skip_queued_branch_builds"`
-	SkipQueuedBranchBuildsFilter *string            `json:"skip_queued_branch_builds_filter"`
-	Slug                         string             `json:"slug"`
-	Steps                        []Step             `json:"steps"`
-	Tags                         []string           `json:"tags"`
-	URL                          string             `json:"url"`
-	Visibility                   PipelineVisibility `json:"visibility"`
-	WaitingJobsCount             int64              `json:"waiting_jobs_count"`
-	WebURL                       string             `json:"web_url"`
+	MaximumCommandStepTimeout    *int64   `json:"maximum_command_step_timeout"`
+	MaximumTimeoutInMinutes      *int64   `json:"maximum_timeout_in_minutes"`
+	Name                         string   `json:"name"`
+	PipelineTemplateUUID         *string  `json:"pipeline_template_uuid"`
+	Provider                     Provider `json:"provider"`
+	Repository                   string   `json:"repository"`
+	RunningBuildsCount           int64    `json:"running_builds_count"`
+	RunningJobsCount             int64    `json:"running_jobs_count"`
+	ScheduledBuildsCount         int64    `json:"scheduled_builds_count"`
+	ScheduledJobsCount           int64    `json:"scheduled_jobs_count"`
+	SkipQueuedBranchBuilds       bool     `json:"skip_queued_branch_builds"`
+	SkipQueuedBranchBuildsFilter *string  `json:"skip_queued_branch_builds_filter"`
+	Slug                         string   `json:"slug"`
+	Steps                        []Step   `json:"steps"`
+	// Up to 10 unique tags of up to 128 characters each, as the docs' tags page has them (a tag
+	// given twice is kept once).
+	Tags             []string           `json:"tags"`
+	URL              string             `json:"url"`
+	Visibility       PipelineVisibility `json:"visibility"`
+	WaitingJobsCount int64              `json:"waiting_jobs_count"`
+	WebURL           string             `json:"web_url"`
 }
 
 type Provider struct {
@@ -5479,10 +5481,12 @@ type PipelineWritable struct {
 	SkipQueuedBranchBuildsFilter *string                `json:"skip_queued_branch_builds_filter,omitempty"`
 	// Letters, digits and dashes, not starting with a dash (another is a 422 on the field).
 	// Defaults to one derived from the name.
-	Slug       *string                  `json:"slug,omitempty"`
-	Steps      []map[string]interface{} `json:"steps,omitempty"`
-	Tags       []string                 `json:"tags,omitempty"`
-	Visibility *PipelineVisibility      `json:"visibility,omitempty"`
+	Slug  *string                  `json:"slug,omitempty"`
+	Steps []map[string]interface{} `json:"steps,omitempty"`
+	// Up to 10 unique tags of up to 128 characters each, as the docs' tags page has them (a tag
+	// given twice is kept once).
+	Tags       []string            `json:"tags,omitempty"`
+	Visibility *PipelineVisibility `json:"visibility,omitempty"`
 }
 
 type PromiseFailureRequest struct {

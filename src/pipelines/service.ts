@@ -339,7 +339,7 @@ export class PipelineService {
       clusterId: input.cluster_id === undefined ? defaults.defaultClusterId : clusterIdOf(input.cluster_id),
       pipelineTemplateUuid: templateUuid ?? null,
       visibility: input.visibility ?? 'private',
-      tags: input.tags ?? null,
+      tags: uniqueTags(input.tags) ?? null,
       defaultTimeoutInMinutes: timeouts.default ?? null,
       maximumTimeoutInMinutes: timeouts.maximum ?? null,
       // With a template and no steps of its own, the pipeline has none: the template's govern its builds.
@@ -414,7 +414,7 @@ export class PipelineService {
     copy('clusterId', input.cluster_id === undefined ? undefined : clusterIdOf(input.cluster_id));
     if (input.pipeline_template_uuid !== undefined) changes.pipelineTemplateUuid = await this.templateFor(actor, input.pipeline_template_uuid, errors);
     copy('visibility', input.visibility);
-    copy('tags', input.tags);
+    copy('tags', uniqueTags(input.tags));
     const timeouts = timeoutsOf(input);
     copy('defaultTimeoutInMinutes', timeouts.default);
     copy('maximumTimeoutInMinutes', timeouts.maximum);
@@ -684,6 +684,11 @@ function timeoutsOf(
  * URL; a field error when it carries credentials, a query or a fragment (pipelines.md).
  */
 const SSH_SCHEMES: readonly string[] = ['ssh:', 'git+ssh:', 'ssh+git:'];
+
+/** The docs' tags page: "up to 10 unique tags": one given twice is kept once, in the order first given. */
+function uniqueTags(tags: string[] | null | undefined): string[] | null | undefined {
+  return tags ? [...new Set(tags)] : tags;
+}
 
 /** The docs' `color`, "a color hex code" (`#FF5733`), stored upper-case; `null` or `""` removes it. */
 function colorOf(input: PipelineInput, errors: FieldError[]): string | null | undefined {

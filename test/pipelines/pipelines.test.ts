@@ -35,6 +35,19 @@ describeEachDatabase('pipelines', (ctx) => {
     expect((await create(ctx(), org, token)).emoji).toBeNull();
   });
 
+  // The tags page: "up to 10 unique tags ... up to 128 characters".
+  it('keeps up to 10 unique tags of up to 128 characters, a repeated one once', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const long = `:rocket: ${'x'.repeat(119)}`;
+    expect((await create(ctx(), org, token, { tags: [long, 'fast', long] })).tags).toEqual([long, 'fast']);
+    const tooLong = await ctx()
+      .http()
+      .post(`/v2/organizations/${org.slug}/pipelines`)
+      .set(auth(token))
+      .send(body({ tags: [`${long}y`] }));
+    expect(tooLong.status).toBe(422);
+  });
+
   describe('create', () => {
     it('creates a YAML pipeline in the sample shape, deriving steps, env, slug and provider', async () => {
       const { org, user, token } = await ctx().givenAdmin();
