@@ -2,8 +2,8 @@
  * Rate limits, as the real API has them: a budget of requests per minute per organization,
  * shared by every token of that organization, and one per user, which every request of the
  * user's tokens counts against too; announced on every authenticated response with
- * `RateLimit-*` and `RateLimit-User-*` headers and enforced with a 429. And a budget of failed authentications per client address, so
- * tokens cannot be guessed at speed.
+ * `RateLimit-*` and `RateLimit-User-*` headers and enforced with a 429. And a budget of failed
+ * authentications per client address, so tokens cannot be guessed at speed.
  *
  * Counters live in the database (`rate_limits`, one row per bucket and fixed one-minute window),
  * so several server processes on one Postgres share each budget. Writing the counter on every
@@ -260,7 +260,7 @@ function organizationIdOf(req: Request, principal: ReturnType<typeof principalOf
 }
 
 /** What the docs' warning header says while a budget is used up. */
-export const RATE_LIMIT_WARNING = 'You have exceeded your API rate limit.';
+const RATE_LIMIT_WARNING = 'You have exceeded your API rate limit.';
 
 /** One budget's headers (`RateLimit-` or `RateLimit-User-`), with the warning while it is used up. */
 function announce(res: Response, prefix: 'RateLimit-' | 'RateLimit-User-', scope: RateLimitUsage['scope'], limit: number, hit: Hit): void {
