@@ -8644,7 +8644,13 @@ export interface components {
          * @enum {string}
          */
         RunResult: "passed" | "failed" | "unknown";
-        /** @enum {string} */
+        /**
+         * @description Where a retry of a job of the queue goes (the docs' agent prioritization): `prefer-warmest`
+         *     (the default), to whichever agent polls first, often the one that ran the attempt;
+         *     `prefer-different`, to another agent of the queue waiting for work, and to the one that ran
+         *     the attempt only when no other is waiting.
+         * @enum {string}
+         */
         RetryAgentAffinity: "prefer-warmest" | "prefer-different";
         /** @description The user or team that maintains the cluster; `type` says which. */
         ClusterMaintainerActor: components["schemas"]["ClusterMaintainerUser"] | components["schemas"]["ClusterMaintainerTeam"];

@@ -6612,6 +6612,12 @@ const (
 	FluffyUser ClusterMaintainerUserType = "user"
 )
 
+// Where a retry of a job of the queue goes (the docs' agent prioritization):
+// `prefer-warmest`
+// (the default), to whichever agent polls first, often the one that ran the attempt;
+// `prefer-different`, to another agent of the queue waiting for work, and to the one that
+// ran
+// the attempt only when no other is waiting.
 type RetryAgentAffinity string
 
 const (

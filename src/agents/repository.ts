@@ -331,6 +331,16 @@ export class AgentRepository {
     return { query: q.orderBy('priority', 'desc').limit(limit).select('*') };
   }
 
+  /** Connected agents of the organization and cluster but `exceptId` that hold no job and polled since `since`. */
+  async idleOthers(organizationId: string, clusterId: string | null, exceptId: string, since: Date, limit: number): Promise<Agent[]> {
+    const q = this.db('agents').where({ organization_id: organizationId, connection_state: 'connected' }).whereNull('job_id').whereNot({ id: exceptId });
+    if (clusterId === null) q.whereNull('cluster_id');
+    else q.where({ cluster_id: clusterId });
+    // The heartbeat filtered here, not in the read: see idleAboveQuery.
+    const rows = await q.limit(limit).select('*');
+    return rows.map(agentFromRow).filter((a) => a.lastHeartbeatAt !== null && a.lastHeartbeatAt >= since);
+  }
+
   async idleAbove(organizationId: string, clusterId: string | null, priority: number | null, since: Date, limit: number): Promise<Agent[]> {
     const rows = await this.idleAboveQuery(organizationId, clusterId, priority, limit).query;
     return rows.map(agentFromRow).filter((a) => a.lastHeartbeatAt !== null && a.lastHeartbeatAt >= since);

@@ -73,6 +73,12 @@ export interface Registration {
 /** What the agents' area asks of clusters (src/clusters/service.ts), a floor below. */
 export type AgentClusters = Pick<ClusterService, 'authenticateToken' | 'membership' | 'queueDispatch' | 'mayManage'>;
 
+/** An agent waiting for work, as a job's agent query rules are matched against it (its tags, its queue's default key). */
+export interface WaitingAgent {
+  metaData: string[];
+  defaultQueue: string | null;
+}
+
 export class AgentService {
   constructor(
     private readonly agents: AgentRepository,
@@ -200,10 +206,23 @@ export class AgentService {
    * or out of dispatch, and polled since `since`; each with what a job's rules are matched
    * against (its tags, its queue's default key). None when no agent has a higher priority.
    */
-  async waitingAbove(agent: Agent, since: Date, limit: number): Promise<{ metaData: string[]; defaultQueue: string | null }[]> {
+  async waitingAbove(agent: Agent, since: Date, limit: number): Promise<WaitingAgent[]> {
+    return this.waiting(await this.agents.idleAbove(agent.organizationId, agent.clusterId, agent.priority, since, limit));
+  }
+
+  /**
+   * The other agents of `agent`'s organization and cluster waiting for work as `waitingAbove`
+   * counts them, whatever their priority: where a queue's `prefer-different` retry affinity sends
+   * a retry instead of to the agent that ran the previous attempt.
+   */
+  async waitingOthers(agent: Agent, since: Date, limit: number): Promise<WaitingAgent[]> {
+    return this.waiting(await this.agents.idleOthers(agent.organizationId, agent.clusterId, agent.id, since, limit));
+  }
+
+  private async waiting(idle: Agent[]): Promise<WaitingAgent[]> {
     const now = clock.now();
-    const waiting: { metaData: string[]; defaultQueue: string | null }[] = [];
-    for (const other of await this.agents.idleAbove(agent.organizationId, agent.clusterId, agent.priority, since, limit)) {
+    const waiting: WaitingAgent[] = [];
+    for (const other of idle) {
       if (isPaused(other, now) || other.ignoreInDispatches) continue;
       const dispatch = await this.dispatchQueueOf(other);
       if (dispatch) waiting.push({ metaData: other.metaData, defaultQueue: dispatch.defaultQueue });
@@ -216,10 +235,10 @@ export class AgentService {
    * cluster, its cluster's default queue for a cluster's agent; null while its queue is paused (or
    * gone), when it takes no work.
    */
-  async dispatchQueueOf(agent: Agent): Promise<{ defaultQueue: string | null } | null> {
-    if (!agent.clusterId) return { defaultQueue: 'default' };
+  async dispatchQueueOf(agent: Agent): Promise<{ defaultQueue: string | null; preferDifferent: boolean } | null> {
+    if (!agent.clusterId) return { defaultQueue: 'default', preferDifferent: false };
     const queue = await this.clusterQueueOf(agent);
-    return queue && !queue.paused ? { defaultQueue: queue.defaultQueueKey } : null;
+    return queue && !queue.paused ? { defaultQueue: queue.defaultQueueKey, preferDifferent: queue.preferDifferent } : null;
   }
 
   /** The queue of a cluster's agent as dispatch sees it (paused or not, its cluster's default queue); null when gone. */

@@ -147,6 +147,8 @@ export interface QueueDispatch {
   key: string;
   paused: boolean;
   defaultQueueKey: string | null;
+  /** Its `retry_agent_affinity` is `prefer-different`: a retry goes to another agent than the previous attempt's, where one is waiting. */
+  preferDifferent: boolean;
 }
 
 /** Left-joins `users` as `alias` on `column`, selecting its columns prefixed `alias_`. */
@@ -205,7 +207,7 @@ function tokenFromRow(r: TokenRow): ClusterToken {
 
 /** `queueDispatch`'s read: the queue's key and pause, and its cluster's default queue's key (left join). */
 type QueueDispatchRow = Pick<ClusterQueuesRow, 'key'> &
-  Renamed<ClusterQueuesRow, { paused_at: 'dispatch_paused_at' }> &
+  Renamed<ClusterQueuesRow, { paused_at: 'dispatch_paused_at'; affinity: 'retry_agent_affinity' }> &
   Nullable<Renamed<ClusterQueuesRow, { default_key: 'key' }>>;
 
 /** `jobSecretContext`'s read: the job's cluster and queue, its pipeline, its build and the build's creator. */
@@ -376,8 +378,10 @@ export class ClusterRepository {
       .join('clusters as c', 'c.id', 'q.cluster_id')
       .leftJoin('cluster_queues as d', 'd.id', 'c.default_queue_id')
       .where('q.id', queueId)
-      .first<QueueDispatchRow | undefined>('q.key as key', 'q.dispatch_paused_at as paused_at', 'd.key as default_key');
-    return row ? { key: row.key, paused: row.paused_at != null, defaultQueueKey: row.default_key ?? null } : null;
+      .first<QueueDispatchRow | undefined>('q.key as key', 'q.dispatch_paused_at as paused_at', 'd.key as default_key', 'q.retry_agent_affinity as affinity');
+    return row
+      ? { key: row.key, paused: row.paused_at != null, defaultQueueKey: row.default_key ?? null, preferDifferent: row.affinity === 'prefer-different' }
+      : null;
   }
 
   /* Maintainers */

@@ -350,6 +350,43 @@ describeEachDatabase('clusters', (ctx) => {
     ).toBe(201);
   });
 
+  // queues.md and the agent prioritization page: "Prefer Different Agent: retry jobs on any agent
+  // which is different to the one that ran the previous attempt, if they're available."
+  it("sends a retry to another waiting agent with the queue's prefer-different affinity, and to the same one when none is", async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const cluster = await givenCluster(ctx(), org.slug, token);
+    const queue = await givenQueue(ctx(), org.slug, token, cluster.id, 'default');
+    await givenDefaultQueue(ctx(), org.slug, token, cluster.id, queue.id);
+    await ctx()
+      .http()
+      .patch(`${base(org.slug)}/${cluster.id}/queues/${queue.id}`)
+      .set(auth(token))
+      .send({ retry_agent_affinity: 'prefer-different' })
+      .expect(200);
+    const clusterToken = await givenClusterToken(ctx(), org.slug, token, cluster.id);
+    const [first, second] = [await givenAgent(ctx(), clusterToken.token, 'first'), await givenAgent(ctx(), clusterToken.token, 'second')];
+    const pipeline = await givenPipeline(ctx(), org.slug, token, { configuration: 'steps:\n  - command: flaky\n', cluster_id: cluster.id });
+    const build = await givenBuild(ctx(), org.slug, pipeline.slug, token);
+    const url = `/v2/organizations/${org.slug}/pipelines/${pipeline.slug}/builds/${build.number}`;
+    const runAndFail = async (agent: { token: string }) => {
+      const job = await poll(ctx(), agent.token);
+      await ctx().http().put(`/v3/jobs/${job!.id}/accept`).set(agentAuth(agent.token)).expect(200);
+      await ctx().http().put(`/v3/jobs/${job!.id}/start`).set(agentAuth(agent.token)).expect(200);
+      await ctx().http().put(`/v3/jobs/${job!.id}/finish`).set(agentAuth(agent.token)).send({ exit_status: 1 }).expect(200);
+      return job!.id;
+    };
+    const failed = await runAndFail(first);
+    expect(await poll(ctx(), second.token)).toBeNull(); // waiting for work
+    await ctx().http().put(`${url}/jobs/${failed}/retry`).set(auth(token)).expect(200);
+    // The agent that ran the attempt leaves the retry to the one waiting.
+    expect(await poll(ctx(), first.token)).toBeNull();
+    const retried = await runAndFail(second);
+    // With no other agent waiting (the first is gone), the retry goes to the one that ran the last attempt.
+    await ctx().http().post('/v3/disconnect').set(agentAuth(first.token)).expect(200);
+    await ctx().http().put(`${url}/jobs/${retried}/retry`).set(auth(token)).expect(200);
+    expect(await poll(ctx(), second.token)).not.toBeNull();
+  });
+
   it("dispatches a cluster's jobs to its agents of the job's queue only, holds them while the queue is paused, and keeps unclustered agents to unclustered pipelines", async () => {
     const { org, token } = await ctx().givenAdmin();
     const cluster = await givenCluster(ctx(), org.slug, token);

@@ -7,7 +7,7 @@
 import type { components } from '../../../generated/api';
 import type { Agent } from '../../agents/repository';
 import { matchesQueryRules } from '../../agents/query-rules';
-import { isLive, isPaused, mustBeConnected, type AgentService } from '../../agents/service';
+import { isLive, isPaused, mustBeConnected, type AgentService, type WaitingAgent } from '../../agents/service';
 import { finishEvent, jobTransition, NOT_YET_RUNNABLE_JOB_STATES, REPRIORITIZABLE_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
 import { MAX_TIMEOUT } from '../../pipelines/configuration/limits';
 import type { BuildProgress } from '../progress/service';
@@ -116,18 +116,34 @@ export class AgentWorkService {
     const rulesOf = new Map(classes.map((c) => [c.key, c.agentQueryRules]));
     // Higher priorities are assigned work first (the docs' agent prioritization): each idle agent
     // of a higher priority that polls is left the first candidate it may run.
-    const above = await this.agents.waitingAbove(agent, new Date(now.getTime() - WAITING_AGENT_SILENCE_MS), CANDIDATES_PER_POLL);
+    const since = new Date(now.getTime() - WAITING_AGENT_SILENCE_MS);
+    const above = await this.agents.waitingAbove(agent, since, CANDIDATES_PER_POLL);
+    // The queue's `prefer-different` retry affinity (the docs' agent prioritization): a retry of an
+    // attempt this agent ran is left to another agent waiting for work, if there is one; with none
+    // it is this agent's (the warmest).
+    let others: WaitingAgent[] | null = null;
     const leftToOthers = new Set<string>();
     // Every candidate is one this agent may run; a full page lost to other agents is read again.
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
       const candidates = await this.jobs.dispatchCandidates(agent.organizationId, keys, CANDIDATES_PER_POLL);
+      const previous = dispatch.preferDifferent ? await this.jobs.previousAgentsOf(candidates.map((c) => c.id)) : null;
       for (const { id, key } of candidates) {
         if (leftToOthers.has(id)) continue;
-        const higher = above.findIndex((h) => matchesQueryRules(rulesOf.get(key) ?? [], h.metaData, h.defaultQueue));
+        const rules = rulesOf.get(key) ?? [];
+        const higher = above.findIndex((h) => matchesQueryRules(rules, h.metaData, h.defaultQueue));
         if (higher >= 0) {
           above.splice(higher, 1);
           leftToOthers.add(id);
           continue;
+        }
+        if (previous?.get(id) === agent.id) {
+          others ??= await this.agents.waitingOthers(agent, since, CANDIDATES_PER_POLL);
+          const other = others.findIndex((o) => matchesQueryRules(rules, o.metaData, o.defaultQueue));
+          if (other >= 0) {
+            others.splice(other, 1);
+            leftToOthers.add(id);
+            continue;
+          }
         }
         const claim = await this.progress.claim(id, agent.id);
         // Lost the race for this one: another agent claimed it between the read and the update.

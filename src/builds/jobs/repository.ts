@@ -199,6 +199,13 @@ export class JobRepository {
   }
 
   /** The first `limit` jobs of the classes `keys`, in dispatch order: each job's id and its class. */
+  /** The agent that ran the attempt each of these jobs retries, by the retry's id (jobs that retry none are left out). */
+  async previousAgentsOf(jobIds: readonly string[]): Promise<Map<string, string>> {
+    if (!jobIds.length) return new Map();
+    const rows = await this.db('jobs').whereIn('retried_in_job_id', jobIds).whereNotNull('agent_id').select('retried_in_job_id', 'agent_id');
+    return new Map(rows.flatMap((r) => (r.retried_in_job_id && r.agent_id ? [[r.retried_in_job_id, r.agent_id] as const] : [])));
+  }
+
   async dispatchCandidates(organizationId: string, keys: string[], limit: number): Promise<{ id: string; key: string }[]> {
     const found: { id: string; key: string; priority: number; dispatchAt: number; position: number }[] = [];
     // SQLite allows at most 500 terms in one compound select.
