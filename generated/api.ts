@@ -6608,6 +6608,7 @@ export interface components {
             };
         };
         CreatePipelineRequest: components["schemas"]["PipelineWritable"] & {
+            /** @description Team UUIDs, or `{id, access_level}`. The server also takes the form of the docs' examples, an object of team UUID to access level (`{"<uuid>": "read_only"}`). */
             teams?: components["schemas"]["TeamAssignment"][];
             /** @deprecated */
             team_uuids?: string[];
@@ -6618,6 +6619,7 @@ export interface components {
          *     `manage_build_and_read`), as the docs' update says; it takes it out of none.
          */
         UpdatePipelineRequest: components["schemas"]["PipelineWritable"] & {
+            /** @description Team UUIDs, or `{id, access_level}`. The server also takes the form of the docs' examples, an object of team UUID to access level (`{"<uuid>": "read_only"}`). */
             teams?: components["schemas"]["TeamAssignment"][];
             /** @deprecated */
             team_uuids?: string[];

@@ -676,6 +676,24 @@ describeEachDatabase('pipelines: teams on update', (ctx) => {
       .expect(422);
     expect(refused.body.errors).toEqual([{ field: 'teams[0]', code: `is not a team of this organization (${foreign.id})` }]);
   });
+
+  it("takes the docs' examples' form of teams, an object of team UUID to access level, on create and update", async () => {
+    const org = await ctx().givenOrg({ teamsEnabled: true });
+    const adminToken = await ctx().givenToken(await ctx().givenUser(org, 'admin'), [org]);
+    const [first, second] = [await ctx().givenTeam(org, []), await ctx().givenTeam(org, [])];
+    const p = await create(ctx(), org, adminToken, { teams: { [first.id]: 'read_only' } });
+    await ctx()
+      .http()
+      .patch(`/v2/organizations/${org.slug}/pipelines/${p.slug}`)
+      .set(auth(adminToken))
+      .send({ teams: { [second.id]: 'build_and_read' } })
+      .expect(200);
+    const level = async (teamId: string) =>
+      (
+        (await ctx().http().get(`/v2/organizations/${org.slug}/teams/${teamId}/pipelines`).set(auth(adminToken)).expect(200)).body as { access_level: string }[]
+      ).map((g) => g.access_level);
+    expect([await level(first.id), await level(second.id)]).toEqual([['read_only'], ['build_and_read']]);
+  });
 });
 
 describeEachDatabase('add webhook through a local GitHub API stand-in', null, (_get, kind) => {

@@ -14,6 +14,8 @@
  *   `edit`", so one permission alone becomes a list of it.
  * - `meta_data` of a new build: string values; the real API's own example sends `true`, and it
  *   keeps such a value as its text, so a boolean or a whole number becomes its string (`"true"`, `"42"`).
+ * - `teams` of a pipeline's create and update: a list of team UUIDs or `{id, access_level}`; the
+ *   docs' examples send an object of team UUID to access level, which becomes that list.
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { routeTable } from './route-table';
@@ -44,12 +46,20 @@ const stringValues: Convert = (value) => {
   return { value: Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scalar(v) ? String(v) : v])) };
 };
 
+/** `{ "<team uuid>": "<access level>", ... }` as `[{ id, access_level }, ...]`. */
+const teamAssignments: Convert = (value) =>
+  isRecord(value) && Object.values(value).every((v) => typeof v === 'string')
+    ? { value: Object.entries(value).map(([id, access_level]) => ({ id, access_level })) }
+    : undefined;
+
 /** One string as a list of it. */
 const listOfOne: Convert = (value) => (typeof value === 'string' ? { value: [value] } : undefined);
 
 const FORMS: { method: 'post' | 'put' | 'patch'; path: string; field: string; convert: Convert }[] = [
   { method: 'post', path: '/v2/organizations/:org/pipelines/:pipeline/builds', field: 'pull_request_id', convert: integerFromDigits },
   { method: 'post', path: '/v2/organizations/:org/pipelines/:pipeline/builds', field: 'meta_data', convert: stringValues },
+  { method: 'post', path: '/v2/organizations/:org/pipelines', field: 'teams', convert: teamAssignments },
+  { method: 'patch', path: '/v2/organizations/:org/pipelines/:pipeline', field: 'teams', convert: teamAssignments },
   { method: 'post', path: '/v3/register', field: 'priority', convert: digitsFromInteger },
   { method: 'post', path: '/v2/organizations/:org/teams/:team/suites', field: 'access_level', convert: listOfOne },
   { method: 'patch', path: '/v2/organizations/:org/teams/:team/suites/:suite', field: 'access_level', convert: listOfOne },
