@@ -322,28 +322,26 @@ export class AgentRepository {
   idleAboveQuery(organizationId: string, clusterId: string | null, priority: number | null, limit: number) {
     // The heartbeat is not a condition of the read: with it SQLite would pick the heartbeat index,
     // every live agent of every organization, over this organization's few with a priority.
-    const q = this.db('agents').where({ organization_id: organizationId, connection_state: 'connected' }).whereNull('job_id');
-    if (clusterId === null) q.whereNull('cluster_id');
-    else q.where({ cluster_id: clusterId });
+    const q = this.idleIn(organizationId, clusterId);
     if (priority === null) q.whereNotNull('priority');
     else q.where('priority', '>', priority);
     // The highest first, and no more than a poll's candidates could be left to.
     return { query: q.orderBy('priority', 'desc').limit(limit).select('*') };
   }
 
+  /** Connected agents of the organization and cluster that hold no job. */
+  private idleIn(organizationId: string, clusterId: string | null): Knex.QueryBuilder<AgentsRow, AgentsRow[]> {
+    const q = this.db('agents').where({ organization_id: organizationId, connection_state: 'connected' }).whereNull('job_id');
+    return clusterId === null ? q.whereNull('cluster_id') : q.where({ cluster_id: clusterId });
+  }
+
   /** Connected agents of the organization and cluster but `exceptId` that hold no job and polled since `since`. */
   async idleOthers(organizationId: string, clusterId: string | null, exceptId: string, since: Date, limit: number): Promise<Agent[]> {
-    const q = this.db('agents').where({ organization_id: organizationId, connection_state: 'connected' }).whereNull('job_id').whereNot({ id: exceptId });
-    if (clusterId === null) q.whereNull('cluster_id');
-    else q.where({ cluster_id: clusterId });
-    // The heartbeat filtered here, not in the read: see idleAboveQuery.
-    const rows = await q.limit(limit).select('*');
-    return rows.map(agentFromRow).filter((a) => a.lastHeartbeatAt !== null && a.lastHeartbeatAt >= since);
+    return polledSince(await this.idleIn(organizationId, clusterId).whereNot({ id: exceptId }).limit(limit).select('*'), since);
   }
 
   async idleAbove(organizationId: string, clusterId: string | null, priority: number | null, since: Date, limit: number): Promise<Agent[]> {
-    const rows = await this.idleAboveQuery(organizationId, clusterId, priority, limit).query;
-    return rows.map(agentFromRow).filter((a) => a.lastHeartbeatAt !== null && a.lastHeartbeatAt >= since);
+    return polledSince(await this.idleAboveQuery(organizationId, clusterId, priority, limit).query, since);
   }
 
   /** Live agents (connected or stopping) whose last sign of life is older than `cutoff`. */
@@ -435,4 +433,9 @@ export class AgentRepository {
       last_heartbeat_at: h.lastHeartbeatAt,
     });
   }
+}
+
+/** The agents of `rows` whose stored heartbeat is from `since` on: filtered here, not in the read (see idleAboveQuery). */
+function polledSince(rows: AgentsRow[], since: Date): Agent[] {
+  return rows.map(agentFromRow).filter((a) => a.lastHeartbeatAt !== null && a.lastHeartbeatAt >= since);
 }

@@ -109,8 +109,10 @@ export class AuditLog {
     });
   }
 
-  /** Newest first, `limit` at a time, from a cursor (`after` or `before`, not both); `next`: the cursor of the page after. */
-  /** A page of the log, newest first, with the cursors of the pages after it (`next`) and before it (`prev`), where there are such pages. */
+  /**
+   * Newest first, `limit` at a time, from a cursor (`after` or `before`, not both); `next` and
+   * `prev`: the cursors of the pages after and before it, where there are such pages.
+   */
   async list(
     actor: Actor,
     opts: { after?: string; before?: string; limit: number },

@@ -569,7 +569,7 @@ export class ClusterService {
     if (ranges.some(([range]) => range.kind() === 'ipv6'))
       throw ValidationError.field('allowed_ip_addresses', 'IPv6 ranges are not supported: give IPv4 ranges');
     if (ranges.length > MAX_TOKEN_IP_RANGES) throw ValidationError.field('allowed_ip_addresses', `has ${ranges.length} ranges: at most ${MAX_TOKEN_IP_RANGES}`);
-    return ranges.length && !allowsAny(value) ? normalizeAllowedIps(value) : null;
+    return ranges.length && !allowsAny(ranges) ? normalizeAllowedIps(value) : null;
   }
 
   /** A new token's expiry: the docs' "at least 10 minutes in the future at the moment of token creation". */

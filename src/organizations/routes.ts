@@ -3,7 +3,7 @@ import { UnavailableError } from '../core/errors';
 import { actorOf, orgOf, principalOf } from '../http/middleware/auth';
 import { operationRouter, type OperationHandler } from '../http/contract/operation';
 import { countedPage } from '../http/responses/pagination';
-import { rateLimitUsageOf, WINDOW_SECONDS } from '../http/middleware/rate-limit';
+import { rateLimitUsageOf, WINDOW_SECONDS, windowAt } from '../http/middleware/rate-limit';
 import { serializeApiSettings, serializeOrganization, serializePipelineSettings } from './serialize';
 import type { PipelineSettings } from './repository';
 import type { OrganizationService } from './service';
@@ -92,6 +92,6 @@ const GRAPHQL_WINDOW_SECONDS = 300;
 
 /** A scope no limit applies to: nothing counted, its window's end. */
 function unenforced(nowMs: number, windowSeconds: number) {
-  const resetAtMs = (Math.floor(nowMs / 1000 / windowSeconds) + 1) * windowSeconds * 1000;
-  return { limit: 0, current: 0, reset: Math.max(1, Math.ceil((resetAtMs - nowMs) / 1000)), reset_at: new Date(resetAtMs).toISOString(), enforced: false };
+  const { resetSeconds, resetAtMs } = windowAt(nowMs, windowSeconds);
+  return { limit: 0, current: 0, reset: resetSeconds, reset_at: new Date(resetAtMs).toISOString(), enforced: false };
 }

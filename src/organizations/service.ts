@@ -233,7 +233,6 @@ export class OrganizationService {
     return this.orgs.findById(id);
   }
 
-  /** Which of the team UUIDs are teams of the organization. */
   /** The slugs of the organization's teams among `ids` (UUIDs), by id as given; ids of no team of it are left out. */
   async teamSlugsIn(organizationId: string, ids: string[]): Promise<Map<string, string>> {
     const found = new Map<string, string>();

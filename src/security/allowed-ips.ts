@@ -28,9 +28,9 @@ export function parseAllowedIps(value: string): { ranges: [ipaddr.IPv4 | ipaddr.
   return { ranges, invalid };
 }
 
-/** Whether the value allows every address: it has `0.0.0.0/0`, the docs' "no restriction" default (IPv6 callers too). */
-export function allowsAny(value: string): boolean {
-  return parseAllowedIps(value).ranges.some(([range, bits]) => range.kind() === 'ipv4' && bits === 0);
+/** Whether the ranges allow every address: they have `0.0.0.0/0`, the docs' "no restriction" default (IPv6 callers too). */
+export function allowsAny(ranges: readonly [ipaddr.IPv4 | ipaddr.IPv6, number][]): boolean {
+  return ranges.some(([range, bits]) => range.kind() === 'ipv4' && bits === 0);
 }
 
 /** The ranges written as stored: one space between them, no surrounding blanks. */
@@ -43,9 +43,10 @@ export function normalizeAllowedIps(value: string): string {
 
 /** Whether `address` is in one of the ranges; an address that can't be parsed is in none. */
 export function ipAllowed(allowed: string, address: string | null | undefined): boolean {
-  if (allowsAny(allowed)) return true;
+  const { ranges } = parseAllowedIps(allowed);
+  if (allowsAny(ranges)) return true;
   if (!address || !ipaddr.isValid(address)) return false;
   let ip = ipaddr.parse(address);
   if (ip instanceof ipaddr.IPv6 && ip.isIPv4MappedAddress()) ip = ip.toIPv4Address();
-  return parseAllowedIps(allowed).ranges.some(([range, bits]) => range.kind() === ip.kind() && ip.match(range, bits));
+  return ranges.some(([range, bits]) => range.kind() === ip.kind() && ip.match(range, bits));
 }

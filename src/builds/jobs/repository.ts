@@ -198,7 +198,6 @@ export class JobRepository {
     return { query: this.db.raw(`${sql} ${order} limit ?`, [...keys.flatMap((key) => [organizationId, key, limit]), limit]) };
   }
 
-  /** The first `limit` jobs of the classes `keys`, in dispatch order: each job's id and its class. */
   /** The agent that ran the attempt each of these jobs retries, by the retry's id (jobs that retry none are left out). */
   async previousAgentsOf(jobIds: readonly string[]): Promise<Map<string, string>> {
     if (!jobIds.length) return new Map();
@@ -206,6 +205,7 @@ export class JobRepository {
     return new Map(rows.flatMap((r) => (r.retried_in_job_id && r.agent_id ? [[r.retried_in_job_id, r.agent_id] as const] : [])));
   }
 
+  /** The first `limit` jobs of the classes `keys`, in dispatch order: each job's id and its class. */
   async dispatchCandidates(organizationId: string, keys: string[], limit: number): Promise<{ id: string; key: string }[]> {
     const found: { id: string; key: string; priority: number; dispatchAt: number; position: number }[] = [];
     // SQLite allows at most 500 terms in one compound select.

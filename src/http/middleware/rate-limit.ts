@@ -47,6 +47,19 @@ export interface Hit {
   resetAtMs: number;
 }
 
+/**
+ * The fixed window of `windowSeconds` (aligned to the clock) that `nowMs` falls in: its start
+ * (seconds since the epoch), the seconds until it resets (at least 1) and when it does (ms).
+ */
+export function windowAt(nowMs: number, windowSeconds = WINDOW_SECONDS): { windowStart: number; resetSeconds: number; resetAtMs: number } {
+  const windowStart = Math.floor(nowMs / 1000 / windowSeconds) * windowSeconds;
+  return {
+    windowStart,
+    resetSeconds: Math.max(1, Math.ceil(windowStart + windowSeconds - nowMs / 1000)),
+    resetAtMs: (windowStart + windowSeconds) * 1000,
+  };
+}
+
 /** How often counts made in memory are written to the shared counters (ms). */
 export const FLUSH_MS = 100;
 
@@ -91,10 +104,8 @@ export class RateLimiter {
   /** Counts one request against `bucket` (whose budget is `limit`) in the current window and returns the count. */
   async hit(bucket: string, limit: number): Promise<Hit> {
     const nowMs = this.now();
-    const windowStart = Math.floor(nowMs / 1000 / WINDOW_SECONDS) * WINDOW_SECONDS;
+    const { windowStart, resetSeconds, resetAtMs } = windowAt(nowMs);
     if (windowStart !== this.purgedWindow) this.purge(windowStart);
-    const resetSeconds = Math.max(1, Math.ceil(windowStart + WINDOW_SECONDS - nowMs / 1000));
-    const resetAtMs = (windowStart + WINDOW_SECONDS) * 1000;
     if (this.shared) return { count: await this.shared.add(bucket, windowStart, 1, resetAtMs, nowMs), resetSeconds, resetAtMs };
     let local = this.counts.get(bucket);
     if (!local) {
