@@ -1530,8 +1530,10 @@ export interface paths {
         /**
          * Add or remove labels of a test
          * @description `add` gives the test the labels it lacks, `remove` takes them away (a label it does not
-         *     have is no error). A test has at most 10 labels besides `flaky` (422 past that); `flaky`
-         *     comes from flaky detection and stays. Needs `edit` on the suite as `skipTest` does.
+         *     have is no error). A test has at most 10 labels given here (422 past that). `flaky` may be
+         *     given like any other label (it then lists the test under `label=flaky`); flaky detection
+         *     also shows it on a test it found flaky, and removing it does not take that away. Needs
+         *     `edit` on the suite as `skipTest` does.
          */
         patch: operations["updateTestLabels"];
         trace?: never;

@@ -405,7 +405,7 @@ export class SuiteResultsRepository {
 
   /**
    * Every test of a suite, newest first (the legacy list). `label`: only the tests with it
-   * (`flaky`: the tests that have been flaky).
+   * (`flaky`: also the tests that have been flaky).
    */
   async listTestIdentities(
     suiteId: string,
@@ -415,9 +415,15 @@ export class SuiteResultsRepository {
   ): Promise<{ items: (TestIdentity & { flaky: boolean })[]; total: number }> {
     const filtered = () => {
       const q = this.db('tests as t').where('t.suite_id', suiteId);
-      if (label === 'flaky') q.whereExists(this.db('flaky_instances as fi').whereRaw('fi.test_id = t.id').select(this.db.raw('1')));
       // A given label is a quoted string of the JSON list.
-      else if (label !== undefined) q.whereRaw(`t.labels like ? escape '\\'`, [`%${JSON.stringify(label).replace(/[\\%_]/g, (c) => `\\${c}`)}%`]);
+      const given = (l: string) => [`%${JSON.stringify(l).replace(/[\\%_]/g, (c) => `\\${c}`)}%`];
+      if (label === 'flaky')
+        q.where((w) =>
+          w
+            .whereExists(this.db('flaky_instances as fi').whereRaw('fi.test_id = t.id').select(this.db.raw('1')))
+            .orWhereRaw(`t.labels like ? escape '\\'`, given(label)),
+        );
+      else if (label !== undefined) q.whereRaw(`t.labels like ? escape '\\'`, given(label));
       return q;
     };
     const [countRow, rows] = await Promise.all([

@@ -62,7 +62,7 @@ type LabelsInput = components['schemas']['TestLabelsRequest'];
 type FindInput = components['schemas']['FindTestRequest'];
 type ExecutionTagsInput = components['schemas']['ExecutionTagsRequest'];
 
-/** A test has at most this many labels given through the API (besides the derived `flaky`). */
+/** A test has at most this many labels given through the API (detection's `flaky` aside). */
 export const MAX_TEST_LABELS = 10;
 /** At most this many executions of a test in a build's tests with `include=executions`. */
 const MAX_EXECUTIONS_PER_TEST = 100;
@@ -73,9 +73,13 @@ export interface BuildTestIncludes {
   latestFail?: TestExecution | null;
 }
 
-/** A test's labels as the answers show them: `flaky` (derived) first, then the ones given. */
+/**
+ * A test's labels as the answers show them: `flaky` first when flaky detection found the test
+ * flaky or it was given (tests.md's example adds it), then the others given.
+ */
 export function labelsOf(test: Pick<TestIdentity, 'labels'>, flaky: boolean): string[] {
-  return flaky ? ['flaky', ...test.labels.filter((l) => l !== 'flaky')] : test.labels;
+  const others = test.labels.filter((l) => l !== 'flaky');
+  return flaky || others.length < test.labels.length ? ['flaky', ...others] : test.labels;
 }
 type UpdateInput = components['schemas']['UpdateSuiteRequest'];
 
@@ -384,7 +388,7 @@ export class SuiteService {
     let labels: string[];
     if (input.operator === 'add') {
       labels = [...test.labels];
-      for (const l of given) if (l !== 'flaky' && !labels.includes(l)) labels.push(l);
+      for (const l of given) if (!labels.includes(l)) labels.push(l);
       if (labels.length > MAX_TEST_LABELS) throw ValidationError.field('labels', `is too long: a test has at most ${MAX_TEST_LABELS} labels`);
     } else {
       labels = test.labels.filter((l) => !given.includes(l));

@@ -193,6 +193,28 @@ describeEachDatabase('Test Engine quarantine, labels and execution tags', (ctx) 
     expect((await api().get(`${s.base}/tests/${wobbly}`).set(auth(s.token)).expect(200)).body.labels).toEqual(['flaky', 'slow']);
   });
 
+  it('takes a flaky label given by hand, as tests.md’s example adds it, and lists the test as flaky', async () => {
+    const { s, steady } = await seed();
+    await post(s, upload({ key: 'r1b', commit_sha: 'c1' }, [result('wobbly', 'passed')])); // wobbly is found flaky
+    const path = `${s.base}/tests/${steady}/labels`;
+    const added = await api()
+      .patch(path)
+      .set(auth(s.token))
+      .send({ operator: 'add', labels: ['flaky', 'slow'] })
+      .expect(200);
+    expect(added.body.labels).toEqual(['flaky', 'slow']);
+    expect(names((await api().get(`${s.base}/tests?label=flaky`).set(auth(s.token)).expect(200)).body)).toEqual(['steady', 'wobbly']);
+    expect(names((await api().get(`${s.base}/tests?labels=flaky`).set(auth(s.token)).set(V).expect(200)).body)).toEqual(['steady', 'wobbly']);
+    // Taking it off again leaves the test as detection sees it: not flaky.
+    const removed = await api()
+      .patch(path)
+      .set(auth(s.token))
+      .send({ operator: 'remove', labels: ['flaky'] })
+      .expect(200);
+    expect(removed.body.labels).toEqual(['slow']);
+    expect(names((await api().get(`${s.base}/tests?label=flaky`).set(auth(s.token)).expect(200)).body)).toEqual(['wobbly']);
+  });
+
   it('replaces executions’ mutable tags, all or none, and shows them on the failed executions', async () => {
     const { s, run } = await seed();
     const failed = await api().get(`${s.base}/runs/${run.run_id}/failed_executions`).set(auth(s.token)).expect(200);
