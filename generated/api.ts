@@ -1115,7 +1115,10 @@ export interface paths {
          * Upload test results
          * @description The Test Engine upload API the public test collectors use, authenticated with the
          *     suite's API token (`Authorization: Token token="<token>"`, as the collectors send it, or
-         *     `Token token=<token>` unquoted, as bktec does), not with an access token.
+         *     `Token token=<token>` unquoted, as bktec does), not with an access token. The token
+         *     may also be an OIDC token of `buildkite-agent oidc request-token` whose audience is the
+         *     suite's `web_url`, when the suite's `oidc_policy` grants its claims `write_uploads`
+         *     (test_collection/oidc.md); any other OIDC token is a 401.
          *     Either a JSON body, or `multipart/form-data` with `format` (`json`: `data` is a file
          *     holding a JSON array of results; `junit`: `data` is a JUnit XML document; `rspec-json`,
          *     `jest-json`, `playwright-json`, `cucumber-json`: `data` is the runner's own JSON report),
@@ -7396,8 +7399,12 @@ export interface components {
             application_name: string | null;
             color: string | null;
             emoji: string | null;
-            /** @description OIDC upload policies are not supported. */
-            readonly oidc_policy: null;
+            /**
+             * @description Which OIDC tokens of `buildkite-agent oidc request-token` may upload test results to the
+             *     suite instead of its API token, as statements (a YAML policy given on create or update
+             *     is shown as the statements it holds); null when the suite has none.
+             */
+            readonly oidc_policy: components["schemas"]["OidcPolicyStatement"][] | null;
             /** @description The upload API token; only in the create response, and only with `show_api_token`. */
             readonly api_token?: string;
         };
@@ -7408,6 +7415,17 @@ export interface components {
             application_name?: string | null;
             color?: string | null;
             emoji?: string | null;
+            /**
+             * @description The suite's OIDC policy (test_collection/oidc.md): a YAML string or a JSON array of
+             *     statements, null to clear it. Each statement has `iss` (`https://agent.buildkite.com`,
+             *     or this server's PUBLIC_URL: both name the issuer of this server's agents' tokens),
+             *     `scopes` (from `read_suites`, `write_uploads`, `read_test_plan`, `write_test_plan`;
+             *     an upload needs `write_uploads`) and `claims`, claim rules by claim name: a scalar, or
+             *     a map of matchers (`equals`, `not_equals`, `in`, `not_in`, `matches` with `*` and `?`
+             *     globs). Only simple YAML (no anchors, aliases or tags); a statement with another
+             *     property, or a malformed rule, is a 422 naming it. An update replaces the whole policy.
+             */
+            oidc_policy?: components["schemas"]["OidcPolicyInput"];
         };
         CreateSuiteRequest: components["schemas"]["SuiteWritable"] & {
             /** @default false */
@@ -7418,6 +7436,22 @@ export interface components {
         };
         /** @description What an update may change; every property is optional. */
         UpdateSuiteRequest: components["schemas"]["SuiteWritable"];
+        /** @description A suite's OIDC policy as create and update take it, YAML or a JSON array of statements (null clears it). */
+        OidcPolicyInput: (string | null) | components["schemas"]["OidcPolicyStatementInput"][];
+        /** @description A statement as sent (`iss`, `scopes`, `claims`); the server checks it, and a fault is a 422 naming its place. */
+        OidcPolicyStatementInput: {
+            [key: string]: unknown;
+        };
+        /** @enum {string} */
+        OidcPolicyScope: "read_suites" | "write_uploads" | "read_test_plan" | "write_test_plan";
+        OidcPolicyStatement: {
+            iss: string;
+            scopes: components["schemas"]["OidcPolicyScope"][];
+            /** @description Claim rules by claim name, each a scalar (the claim must equal it) or a map of matchers (`equals`, `not_equals`, `in`, `not_in`, `matches`). */
+            claims: {
+                [key: string]: unknown;
+            };
+        };
         FlakyTest: {
             /** Format: uuid */
             readonly id: string;

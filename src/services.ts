@@ -371,7 +371,7 @@ export function createServices(o: ServiceOptions): Services {
     progress,
     pipelineUploads: new PipelineUploadService(jobs, progress, builds, pipelines, sign, new StepUploadRepository(db)),
     suites: suiteService,
-    uploads: new UploadService(suiteService, new UploadRepository(db), o.publicUrl),
+    uploads: new UploadService(suiteService, new UploadRepository(db), o.publicUrl, oidcIssuer),
     deliveries: new DeliveryService(pipelines, builds, organizations, o.publicUrl, new OpenPullRequestRepository(db)),
     annotations: new AnnotationService(db, new AnnotationRepository(db), builds, jobService, agentWork),
     metaData: new MetaDataService(buildRepository, progress, agentWork),

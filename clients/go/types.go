@@ -1750,6 +1750,48 @@ func (r *NotifySlackTarget) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalOidcPolicyInput(data []byte) (OidcPolicyInput, error) {
+	var r OidcPolicyInput
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *OidcPolicyInput) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalOidcPolicyScope(data []byte) (OidcPolicyScope, error) {
+	var r OidcPolicyScope
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *OidcPolicyScope) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalOidcPolicyStatement(data []byte) (OidcPolicyStatement, error) {
+	var r OidcPolicyStatement
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *OidcPolicyStatement) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+type OidcPolicyStatementInput map[string]interface{}
+
+func UnmarshalOidcPolicyStatementInput(data []byte) (OidcPolicyStatementInput, error) {
+	var r OidcPolicyStatementInput
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *OidcPolicyStatementInput) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalOidcToken(data []byte) (OidcToken, error) {
 	var r OidcToken
 	err := json.Unmarshal(data, &r)
@@ -5872,12 +5914,22 @@ type Suite struct {
 	GraphqlID       string  `json:"graphql_id"`
 	ID              string  `json:"id"`
 	Name            string  `json:"name"`
-	// OIDC upload policies are not supported.
-	OidcPolicy     interface{} `json:"oidc_policy"`
-	OrganizationID string      `json:"organization_id"`
-	Slug           string      `json:"slug"`
-	URL            string      `json:"url"`
-	WebURL         string      `json:"web_url"`
+	// Which OIDC tokens of `buildkite-agent oidc request-token` may upload test results to the
+	// suite instead of its API token, as statements (a YAML policy given on create or update
+	// is shown as the statements it holds); null when the suite has none.
+	OidcPolicy     []OidcPolicyStatement `json:"oidc_policy"`
+	OrganizationID string                `json:"organization_id"`
+	Slug           string                `json:"slug"`
+	URL            string                `json:"url"`
+	WebURL         string                `json:"web_url"`
+}
+
+type OidcPolicyStatement struct {
+	// Claim rules by claim name, each a scalar (the claim must equal it) or a map of matchers
+	// (`equals`, `not_equals`, `in`, `not_in`, `matches`).
+	Claims map[string]interface{} `json:"claims"`
+	Iss    string                 `json:"iss"`
+	Scopes []OidcPolicyScope      `json:"scopes"`
 }
 
 // Properties a client may set on create and update. Unknown properties are ignored.
@@ -5887,6 +5939,15 @@ type SuiteWritable struct {
 	DefaultBranch   *string `json:"default_branch,omitempty"`
 	Emoji           *string `json:"emoji,omitempty"`
 	Name            *string `json:"name,omitempty"`
+	// The suite's OIDC policy (test_collection/oidc.md): a YAML string or a JSON array of
+	// statements, null to clear it. Each statement has `iss` (`https://agent.buildkite.com`,
+	// or this server's PUBLIC_URL: both name the issuer of this server's agents' tokens),
+	// `scopes` (from `read_suites`, `write_uploads`, `read_test_plan`, `write_test_plan`;
+	// an upload needs `write_uploads`) and `claims`, claim rules by claim name: a scalar, or
+	// a map of matchers (`equals`, `not_equals`, `in`, `not_in`, `matches` with `*` and `?`
+	// globs). Only simple YAML (no anchors, aliases or tags); a statement with another
+	// property, or a malformed rule, is a 422 naming it. An update replaces the whole policy.
+	OidcPolicy *OidcPolicyInput `json:"oidc_policy,omitempty"`
 }
 
 type Team struct {
@@ -6391,9 +6452,9 @@ const (
 	ScopeReadPipelines                         Scope = "read_pipelines"
 	ScopeReadRules                             Scope = "read_rules"
 	ScopeReadSecretDetails                     Scope = "read_secret_details"
-	ScopeReadSuites                            Scope = "read_suites"
 	ScopeReadTeams                             Scope = "read_teams"
 	ScopeReadUser                              Scope = "read_user"
+	ScopeReadSuites                            Scope = "read_suites"
 	ScopeWriteAgents                           Scope = "write_agents"
 	ScopeWriteArtifacts                        Scope = "write_artifacts"
 	ScopeWriteBuildLogs                        Scope = "write_build_logs"
@@ -6967,6 +7028,15 @@ const (
 	StepUploadStatePending    StepUploadState = "pending"
 )
 
+type OidcPolicyScope string
+
+const (
+	OidcPolicyScopeReadSuites    OidcPolicyScope = "read_suites"
+	OidcPolicyScopeReadTestPlan  OidcPolicyScope = "read_test_plan"
+	OidcPolicyScopeWriteTestPlan OidcPolicyScope = "write_test_plan"
+	OidcPolicyScopeWriteUploads  OidcPolicyScope = "write_uploads"
+)
+
 // `secret` teams are seen only by their members and the organization's admins.
 type TeamPrivacy string
 
@@ -7201,6 +7271,37 @@ func (x *PipelineDefinitionElement) UnmarshalJSON(data []byte) error {
 
 func (x *PipelineDefinitionElement) MarshalJSON() ([]byte, error) {
 	return marshalUnion(nil, nil, nil, x.String, false, nil, false, nil, x.AnythingMap != nil, x.AnythingMap, false, nil, false)
+}
+
+// A suite's OIDC policy as create and update take it, YAML or a JSON array of statements
+// (null clears it).
+//
+// The suite's OIDC policy (test_collection/oidc.md): a YAML string or a JSON array of
+// statements, null to clear it. Each statement has `iss` (`https://agent.buildkite.com`,
+// or this server's PUBLIC_URL: both name the issuer of this server's agents' tokens),
+// `scopes` (from `read_suites`, `write_uploads`, `read_test_plan`, `write_test_plan`;
+// an upload needs `write_uploads`) and `claims`, claim rules by claim name: a scalar, or
+// a map of matchers (`equals`, `not_equals`, `in`, `not_in`, `matches` with `*` and `?`
+// globs). Only simple YAML (no anchors, aliases or tags); a statement with another
+// property, or a malformed rule, is a 422 naming it. An update replaces the whole policy.
+type OidcPolicyInput struct {
+	AnythingMapArray []map[string]interface{}
+	String           *string
+}
+
+func (x *OidcPolicyInput) UnmarshalJSON(data []byte) error {
+	x.AnythingMapArray = nil
+	object, err := unmarshalUnion(data, nil, nil, nil, &x.String, true, &x.AnythingMapArray, false, nil, false, nil, false, nil, true)
+	if err != nil {
+		return err
+	}
+	if object {
+	}
+	return nil
+}
+
+func (x *OidcPolicyInput) MarshalJSON() ([]byte, error) {
+	return marshalUnion(nil, nil, nil, x.String, x.AnythingMapArray != nil, x.AnythingMapArray, false, nil, false, nil, false, nil, true)
 }
 
 // A team UUID, or a team with the access level the pipeline gets in it (default

@@ -606,6 +606,7 @@ export interface SuitesRow {
   api_token_hash: string;
   created_by_id: string | null;
   created_at: DbTimestamp;
+  oidc_policy: string | null;
 }
 
 export interface TeamMembersRow {
@@ -1334,6 +1335,7 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     api_token_hash: ['string', false],
     created_by_id: ['string', true],
     created_at: ['timestamp', false],
+    oidc_policy: ['string', true],
   },
   team_members: {
     team_id: ['string', false],

@@ -39,6 +39,7 @@ export const STANDARD_CLAIMS = [
 export class OidcIssuer {
   readonly issuer: string;
   private readonly privateKey: crypto.KeyObject;
+  private readonly publicKey: crypto.KeyObject;
   private readonly publicJwk: Jwk;
 
   constructor(keys: Keys, publicUrl: string) {
@@ -52,6 +53,7 @@ export class OidcIssuer {
     const x = point.subarray(1, 33).toString('base64url');
     const y = point.subarray(33, 65).toString('base64url');
     this.privateKey = crypto.createPrivateKey({ key: { kty: 'EC', crv: 'P-256', x, y, d: d.toString('base64url') }, format: 'jwk' });
+    this.publicKey = crypto.createPublicKey(this.privateKey);
     // RFC 7638: the thumbprint of the required members, in lexicographic order.
     const kid = crypto
       .createHash('sha256')
@@ -63,6 +65,21 @@ export class OidcIssuer {
   /** A token of `claims` as they are: the caller sets `iss` (this issuer), `iat`, `nbf` and `exp`. */
   sign(claims: Record<string, unknown>): string {
     return jwt.sign(claims, this.privateKey, { algorithm: 'ES256', keyid: this.publicJwk.kid });
+  }
+
+  /**
+   * The claims of a token this issuer signed that holds at `nowSeconds` (issued, not before and
+   * not expired by then), or null for any other: a bad signature, another issuer, a token from
+   * the future or past its `exp`.
+   */
+  verify(token: string, nowSeconds: number): Record<string, unknown> | null {
+    try {
+      const claims = jwt.verify(token, this.publicKey, { algorithms: ['ES256'], issuer: this.issuer, clockTimestamp: nowSeconds });
+      if (typeof claims === 'string' || typeof claims.iat !== 'number' || claims.iat > nowSeconds || typeof claims.exp !== 'number') return null;
+      return { ...claims };
+    } catch {
+      return null;
+    }
   }
 
   jwks(): components['schemas']['Jwks'] {

@@ -4,7 +4,8 @@ import { isUniqueViolation } from '../db/knex';
 import type { OrganizationsRow, SuitesRow } from '../db/tables';
 import { toDate } from '../db/values';
 import { ValidationError } from '../core/errors';
-import { type Renamed } from '../db/row-types';
+import { jsonColumn, type Renamed } from '../db/row-types';
+import { isStoredPolicy, type OidcStatement } from './oidc-policy';
 
 export interface Suite {
   id: string;
@@ -15,11 +16,13 @@ export interface Suite {
   applicationName: string | null;
   color: string | null;
   emoji: string | null;
+  /** Which OIDC tokens may upload instead of the API token (./oidc-policy.ts); null: none. */
+  oidcPolicy: OidcStatement[] | null;
   createdAt: Date;
 }
 
 /** The columns a create or update writes. */
-export type SuiteFields = Pick<Suite, 'name' | 'defaultBranch' | 'applicationName' | 'color' | 'emoji'>;
+export type SuiteFields = Pick<Suite, 'name' | 'defaultBranch' | 'applicationName' | 'color' | 'emoji' | 'oidcPolicy'>;
 
 function fromRow(r: SuitesRow): Suite {
   return {
@@ -31,6 +34,7 @@ function fromRow(r: SuitesRow): Suite {
     applicationName: r.application_name ?? null,
     color: r.color ?? null,
     emoji: r.emoji ?? null,
+    oidcPolicy: jsonColumn(r.oidc_policy, null, isStoredPolicy, 'suites.oidc_policy'),
     createdAt: toDate(r.created_at),
   };
 }
@@ -45,6 +49,7 @@ function toColumns(f: Partial<SuiteFields>): Record<string, unknown> {
   set('application_name', f.applicationName);
   set('color', f.color);
   set('emoji', f.emoji);
+  set('oidc_policy', f.oidcPolicy === undefined || f.oidcPolicy === null ? f.oidcPolicy : JSON.stringify(f.oidcPolicy));
   return c;
 }
 
@@ -104,10 +109,19 @@ export class SuiteRepository {
   }
 
   /** The suite an upload API token belongs to, with its organization's slug (for URLs). */
-  async findByTokenHash(hash: string): Promise<{ suite: Suite; orgSlug: string } | null> {
+  findByTokenHash(hash: string): Promise<{ suite: Suite; orgSlug: string } | null> {
+    return this.findWithOrgSlug({ 's.api_token_hash': hash });
+  }
+
+  /** A suite by its organization's slug and its own (an OIDC token's audience names them). */
+  findBySlugs(orgSlug: string, slug: string): Promise<{ suite: Suite; orgSlug: string } | null> {
+    return this.findWithOrgSlug({ 'o.slug': orgSlug, 's.slug': slug });
+  }
+
+  private async findWithOrgSlug(where: Record<string, string>): Promise<{ suite: Suite; orgSlug: string } | null> {
     const row = await this.db('suites as s')
       .join('organizations as o', 'o.id', 's.organization_id')
-      .where('s.api_token_hash', hash)
+      .where(where)
       .first<(SuitesRow & Renamed<OrganizationsRow, { org_slug: 'slug' }>) | undefined>('s.*', 'o.slug as org_slug');
     return row ? { suite: fromRow(row), orgSlug: row.org_slug } : null;
   }

@@ -23,6 +23,14 @@ export function suiteUrls(publicUrl: string, orgSlug: string, suiteSlug: string)
   };
 }
 
+/** The organization's and the suite's slugs of a suite's web URL (suiteUrls' `web`), or null for any other. */
+export function suiteOfUrl(publicUrl: string, url: string): { orgSlug: string; suiteSlug: string } | null {
+  const prefix = `${publicUrl}/organizations/`;
+  if (!url.startsWith(prefix)) return null;
+  const m = /^([^/?#]+)\/analytics\/suites\/([^/?#]+)\/?$/.exec(url.slice(prefix.length));
+  return m ? { orgSlug: m[1]!, suiteSlug: m[2]! } : null;
+}
+
 export function serializeSuite(s: Suite, urls: SuiteUrls, apiToken?: string): Schemas['Suite'] {
   return {
     id: s.id,
@@ -36,7 +44,7 @@ export function serializeSuite(s: Suite, urls: SuiteUrls, apiToken?: string): Sc
     application_name: s.applicationName,
     color: s.color,
     emoji: s.emoji,
-    oidc_policy: null,
+    oidc_policy: s.oidcPolicy,
     ...(apiToken !== undefined ? { api_token: apiToken } : {}),
   };
 }

@@ -55,6 +55,7 @@ import {
 import { clock } from '../core/clock';
 import { tagFaultField, tagFaults } from './tag-rules';
 import { isUuid } from '../core/uuid';
+import { parseOidcPolicy } from './oidc-policy';
 import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 
 type CreateInput = components['schemas']['CreateSuiteRequest'];
@@ -117,6 +118,11 @@ export class SuiteService {
     return this.suites.findByTokenHash(sha256Hex(apiToken));
   }
 
+  /** A suite by its organization's slug and its own, with no caller's access to check (an OIDC token's audience names it). */
+  async findBySlugs(orgSlug: string, suiteSlug: string): Promise<{ suite: Suite; orgSlug: string } | null> {
+    return this.suites.findBySlugs(orgSlug, suiteSlug);
+  }
+
   /** Non-admins of a Teams-enabled organization see only the suites of their teams. */
   private isRestricted(actor: Actor): boolean {
     return actor.organization.teamsEnabled && actor.role !== 'admin';
@@ -140,6 +146,7 @@ export class SuiteService {
     if (!name) errors.push({ field: 'name', code: "can't be blank" });
     const slug = slugify(name);
     if (name && !slug) errors.push({ field: 'name', code: 'must contain at least one letter or digit' });
+    const oidcPolicy = parseOidcPolicy(input.oidc_policy, errors);
     const teamIds = await this.teamsFor(actor, input, errors);
     if (errors.length) throw new ValidationError(errors);
 
@@ -157,6 +164,7 @@ export class SuiteService {
       applicationName: input.application_name ?? null,
       color: input.color ?? null,
       emoji: input.emoji ?? null,
+      oidcPolicy,
     };
     await this.audited(
       actor,
@@ -197,11 +205,14 @@ export class SuiteService {
       color: input.color,
       emoji: input.emoji,
     };
+    const errors: FieldError[] = [];
     if (input.name !== undefined) {
       const name = input.name.trim();
-      if (!name) throw ValidationError.field('name', "can't be blank");
+      if (!name) errors.push({ field: 'name', code: "can't be blank" });
       changes.name = name;
     }
+    if (input.oidc_policy !== undefined) changes.oidcPolicy = parseOidcPolicy(input.oidc_policy, errors);
+    if (errors.length) throw new ValidationError(errors);
     await this.audited(
       actor,
       (suites) => suites.update(suite.id, changes),
@@ -522,4 +533,5 @@ const suiteData = (f: Partial<SuiteFields>): Record<string, unknown> => ({
   application_name: f.applicationName,
   color: f.color,
   emoji: f.emoji,
+  oidc_policy: f.oidcPolicy,
 });

@@ -11,7 +11,9 @@ import { fieldOf } from '../core/guards';
 import { findNul, NUL_CODE } from '../http/middleware/nul';
 import type { Suite } from '../suites/repository';
 import type { SuiteService } from '../suites/service';
-import { suiteUrls } from '../suites/serialize';
+import { suiteOfUrl, suiteUrls } from '../suites/serialize';
+import { grantedScopes, UPLOAD_SCOPE } from '../suites/oidc-policy';
+import type { OidcIssuer } from '../security/oidc';
 import { tagFaultField, tagFaults } from '../suites/tag-rules';
 import { parseUploadJson } from './json';
 import { parseJUnit } from './junit';
@@ -32,22 +34,44 @@ export interface Uploader {
 // (importing_json.md), or `Token token=...` unquoted, what bktec sends
 // (test-engine-client, internal/api/upload_test_results.go). Only those two: the bare,
 // half-quoted and lowercase forms are no client's, and a lenient parse of a credential only
-// widens what is accepted.
-const TOKEN = /^Token token=(?:"([A-Za-z0-9_-]{1,200})"|([A-Za-z0-9_-]{1,200}))$/;
+// widens what is accepted. The token is a suite's API token, or an OIDC token (a JWT: three
+// base64url parts joined by dots) in the same place (test_collection/oidc.md).
+const TOKEN = /^Token token=(?:"([A-Za-z0-9_.-]{1,8192})"|([A-Za-z0-9_.-]{1,8192}))$/;
+const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 export class UploadService {
   constructor(
     private readonly suites: SuiteService,
     private readonly uploads: UploadRepository,
     private readonly publicUrl: string,
+    /** The issuer of this server's agents' OIDC tokens, which a suite's policy may let upload. */
+    private readonly oidc: OidcIssuer,
   ) {}
 
   async authenticate(header: string | undefined): Promise<Uploader> {
     const match = header ? TOKEN.exec(header.trim()) : null;
     if (!match) throw new SuiteTokenError('missing or malformed suite token');
-    const found = await this.suites.findByUploadToken((match[1] ?? match[2])!);
+    const token = (match[1] ?? match[2])!;
+    if (JWT.test(token)) return this.authenticateOidc(token);
+    const found = await this.suites.findByUploadToken(token);
     if (!found) throw new SuiteTokenError('unknown suite token');
     return found;
+  }
+
+  /**
+   * An OIDC token (test_collection/oidc.md): one this server's issuer signed and that holds now,
+   * whose audience is a suite's URL (`--audience "$SUITE_URL"`, the suite's web_url), and whose
+   * claims that suite's policy grants `write_uploads`. Every refusal is the same 401.
+   */
+  private async authenticateOidc(token: string): Promise<Uploader> {
+    const claims = this.oidc.verify(token, Math.floor(clock.nowMs() / 1000));
+    const audiences = claims ? [claims.aud].flat().filter((a): a is string => typeof a === 'string') : [];
+    for (const audience of audiences) {
+      const slugs = suiteOfUrl(this.publicUrl, audience);
+      const found = slugs && (await this.suites.findBySlugs(slugs.orgSlug, slugs.suiteSlug));
+      if (found && claims && grantedScopes(found.suite.oidcPolicy, claims, this.oidc.issuer)?.includes(UPLOAD_SCOPE)) return found;
+    }
+    throw new SuiteTokenError('an OIDC token the suite’s OIDC policy does not allow to upload');
   }
 
   /** A JSON body: shaped by the spec but for its results, which are checked here one by one. */

@@ -57,6 +57,7 @@ import * as jobGroup from './20261129090000_job_group';
 import * as jobDispatchAt from './20261129100000_job_dispatch_at';
 import * as openPullRequests from './20261129120000_open_pull_requests';
 import * as pipelineEmojiColor from './20261129130000_pipeline_emoji_color';
+import * as suiteOidcPolicy from './20261129140000_suite_oidc_policy';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -112,6 +113,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261129100000_job_dispatch_at': jobDispatchAt,
   '20261129120000_open_pull_requests': openPullRequests,
   '20261129130000_pipeline_emoji_color': pipelineEmojiColor,
+  '20261129140000_suite_oidc_policy': suiteOidcPolicy,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
