@@ -118,7 +118,8 @@ describe('annotation bodies', () => {
       '<table>\n<thead>\n<tr>\n<th align="left">Test</th>\n<th align="right">Time</th>\n</tr>\n</thead>\n' +
         '<tbody>\n<tr>\n<td align="left">a</td>\n<td align="right">1s</td>\n</tr>\n</tbody>\n</table>\n',
     );
-    expect(await renderAnnotationBody('```ruby\nputs "<hi>"\n```')).toBe('<pre><code class="language-ruby">puts "&lt;hi&gt;"\n</code></pre>\n');
+    // markdown-it's `language-ruby` is no class of the docs' list.
+    expect(await renderAnnotationBody('```ruby\nputs "<hi>"\n```')).toBe('<pre><code>puts "&lt;hi&gt;"\n</code></pre>\n');
     expect(await renderAnnotationBody('[docs](https://buildkite.com/docs "Docs") and <mailto:ops@example.com>')).toBe(
       '<p><a href="https://buildkite.com/docs" title="Docs">docs</a> and <a href="mailto:ops@example.com">mailto:ops@example.com</a></p>\n',
     );
@@ -136,6 +137,58 @@ describe('annotation bodies', () => {
       '<p>See <a href="https://buildkite.com/docs">https://buildkite.com/docs</a> now</p>\n',
     );
     expect(await renderAnnotationBody('javascript:alert(1)')).toBe('<p>javascript:alert(1)</p>\n');
+  });
+
+  it("keep links of the docs' schemes: http(s), mailto, itms-services, relative (and artifact://)", async () => {
+    expect(await renderAnnotationBody('[Install](itms-services://?action=download-manifest&url=https://example.com/app.plist)')).toBe(
+      '<p><a href="itms-services://?action=download-manifest&amp;url=https://example.com/app.plist">Install</a></p>\n',
+    );
+    expect(await renderAnnotationBody('<a href="ITMS-SERVICES://?action=download-manifest">x</a> <a href="ftp://example.com/f">y</a>')).toBe(
+      '<p><a href="ITMS-SERVICES://?action=download-manifest">x</a> <a>y</a></p>\n',
+    );
+  });
+
+  it("keep only the classes of the docs' list (Basscss, and terminal output's)", async () => {
+    expect(await renderAnnotationBody('<div class="flex evil p2 js-hook">x</div>')).toBe('<div class="flex p2">x</div>');
+    expect(await renderAnnotationBody('<span class="sm-flex fixed">x</span> <span class="bg-red white">y</span>')).toBe(
+      '<p><span>x</span> <span class="bg-red white">y</span></p>\n',
+    );
+    // The docs' way to show terminal-to-html's own output.
+    expect(await renderAnnotationBody('<pre class="term"><code><span class="term-fg31 term-fgx208 term-fgx256 term-container">x</span></code></pre>')).toBe(
+      '<pre class="term"><code><span class="term-fg31 term-fgx208">x</span></code></pre>',
+    );
+    // `title` is no attribute of every element.
+    expect(await renderAnnotationBody('<div title="t">x</div> <abbr title="Continuous Integration">CI</abbr>')).toBe(
+      '<div>x</div> <abbr title="Continuous Integration">CI</abbr>',
+    );
+  });
+
+  it('render a term or terminal block as terminal output, its ANSI colours as classes', async () => {
+    const red = await renderAnnotationBody('```term\nThis is a \u001b[0;31mtest\u001b[0m\n\u001b[31mred\u001b[0m\n```');
+    expect(red).toBe('<pre class="term"><code>This is a <span class="term-fg31">test</span>\n<span class="term-fg31">red</span>\n</code></pre>\n');
+    expect(red).not.toContain('\u001b');
+    // Styles carry across lines; bright, background, 256 colours, bold; true colour has no class; other escapes are dropped.
+    expect(
+      await renderAnnotationBody(
+        '```terminal\n\u001b[1;32mok\nstill\u001b[22m\u001b[97;41m!\u001b[0m \u001b[38;5;208mx\u001b[38;2;1;2;3my\u001b[0m\n\u001b]0;title\u0007\u001b[2K\u001b[1A<b>&</b>\u001b\n```',
+      ),
+    ).toBe(
+      '<pre class="term"><code><span class="term-fg32 term-fg1">ok</span>\n<span class="term-fg32 term-fg1">still</span>' +
+        '<span class="term-fgi97 term-bg41">!</span> <span class="term-fgx208">x</span>y\n&lt;b&gt;&amp;&lt;/b&gt;\n</code></pre>\n',
+    );
+  });
+
+  it('render only the first 10 term blocks of an annotation as terminal output, later ones as plain code', async () => {
+    const body = Array.from({ length: 11 }, (_, i) => `\`\`\`${i % 2 ? 'term' : 'terminal'}\n\u001b[31mred ${i + 1}\u001b[0m\n\`\`\``).join('\n\n');
+    const html = await renderAnnotationBody(body);
+    expect(html.match(/<pre class="term"><code><span class="term-fg31">red \d+<\/span>\n<\/code><\/pre>/g)).toHaveLength(10);
+    expect(html).toContain('<span class="term-fg31">red 10</span>');
+    expect(html.endsWith('<pre><code>red 11\n</code></pre>\n')).toBe(true);
+    expect(html).not.toContain('\u001b');
+    // Another annotation has its own 10.
+    expect(await renderAnnotationBody('```term\n\u001b[31mred\u001b[0m\n```')).toBe(
+      '<pre class="term"><code><span class="term-fg31">red</span>\n</code></pre>\n',
+    );
   });
 
   it('render off the thread that answers requests: the event loop keeps turning while a 1 MiB body renders', async () => {
