@@ -5007,7 +5007,9 @@ export interface paths {
          * @description Administrators only. `provider` is required; `scope` defaults to `all`, and a `some_*`
          *     scope needs `scope_uuids` naming pipelines (`some_projects`), teams (`some_teams`) or
          *     clusters (`some_clusters`) of this organization (a 422 names the field otherwise).
-         *     `build_states` not sent are false. A new service is enabled.
+         *     `build_states` not sent are false. A new service is enabled. A property of the
+         *     representation that is read-only (`id`, `enabled`...) or no property of it at all is a
+         *     422 naming it, as the docs say; an update takes the same properties.
          *     Settings by provider:
          *     - `webhook`: `url` (required, http or https; credentials in it, userinfo and the values of
          *       query parameters named like `token`, `key`, `secret`, `password` or `signature`, are
@@ -9110,7 +9112,7 @@ export interface components {
         AnnotationContext: string;
         /** @description The build's id (a UUID), not its number. */
         MetaDataBuildId: string;
-        /** @description Only artifacts in this state: `new`, `error`, `finished`, `deleted` or `expired` (another word is a 422, as the real API answers it). Deleted artifacts are never listed. */
+        /** @description Only artifacts in this state: `new`, `error`, `finished`, `deleted` or `expired` (any other value is a 422, as the docs say the real API answers it). Deleted artifacts are never listed. */
         ArtifactStateFilter: string;
         /** @description Only artifacts with this path; a `*` stands for any run of characters (`logs/*`). Case-sensitive. */
         ArtifactPathFilter: string;
@@ -15232,7 +15234,7 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
-                /** @description Only artifacts in this state: `new`, `error`, `finished`, `deleted` or `expired` (another word is a 422, as the real API answers it). Deleted artifacts are never listed. */
+                /** @description Only artifacts in this state: `new`, `error`, `finished`, `deleted` or `expired` (any other value is a 422, as the docs say the real API answers it). Deleted artifacts are never listed. */
                 state?: components["parameters"]["ArtifactStateFilter"];
                 /** @description Only artifacts with this path; a `*` stands for any run of characters (`logs/*`). Case-sensitive. */
                 path?: components["parameters"]["ArtifactPathFilter"];
@@ -15276,7 +15278,7 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
-                /** @description Only artifacts in this state: `new`, `error`, `finished`, `deleted` or `expired` (another word is a 422, as the real API answers it). Deleted artifacts are never listed. */
+                /** @description Only artifacts in this state: `new`, `error`, `finished`, `deleted` or `expired` (any other value is a 422, as the docs say the real API answers it). Deleted artifacts are never listed. */
                 state?: components["parameters"]["ArtifactStateFilter"];
                 /** @description Only artifacts with this path; a `*` stands for any run of characters (`logs/*`). Case-sensitive. */
                 path?: components["parameters"]["ArtifactPathFilter"];
@@ -15423,7 +15425,7 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
-                /** @description Only artifacts in this state: `new`, `error`, `finished`, `deleted` or `expired` (another word is a 422, as the real API answers it). Deleted artifacts are never listed. */
+                /** @description Only artifacts in this state: `new`, `error`, `finished`, `deleted` or `expired` (any other value is a 422, as the docs say the real API answers it). Deleted artifacts are never listed. */
                 state?: components["parameters"]["ArtifactStateFilter"];
                 /** @description Only artifacts with this path; a `*` stands for any run of characters (`logs/*`). Case-sensitive. */
                 path?: components["parameters"]["ArtifactPathFilter"];

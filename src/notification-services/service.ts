@@ -70,14 +70,17 @@ const isOperator = (c: ServiceCaller): c is Operator => 'operator' in c;
 
 /** Fields of the representation a request may not set (the docs: a 422 for read-only fields); `enabled` has its own operations. */
 const READ_ONLY = ['id', 'graphql_id', 'url', 'enabled', 'created_at', 'created_by'];
+/** What a create or an update may send ("the same optional properties as create", and the provider). */
+const WRITABLE = ['provider', 'description', 'branch_configuration', 'scope', 'scope_uuids', 'build_states', 'settings'];
 
-function readOnly(input: ServiceInput): void {
-  const sent = READ_ONLY.filter((k) => Object.prototype.hasOwnProperty.call(input, k));
-  if (sent.length) {
-    throw new ValidationError(
-      sent.map((field) => ({ field, code: field === 'enabled' ? 'is read-only (use the enable and disable operations)' : 'is read-only' })),
-    );
-  }
+/** The docs' 422 "when the request contains ... unknown, or read-only fields", each named. */
+function onlyWritable(input: ServiceInput): void {
+  const errors = Object.keys(input).flatMap((field) => {
+    if (WRITABLE.includes(field)) return [];
+    if (!READ_ONLY.includes(field)) return [{ field, code: `is not a notification service property (${WRITABLE.join(', ')})` }];
+    return [{ field, code: field === 'enabled' ? 'is read-only (use the enable and disable operations)' : 'is read-only' }];
+  });
+  if (errors.length) throw new ValidationError(errors);
 }
 
 export interface NotificationServiceDeps {
@@ -149,7 +152,7 @@ export class NotificationServiceService {
 
   async create(caller: ServiceCaller, input: ServiceInput): Promise<NotificationService> {
     this.requireAdmin(caller);
-    readOnly(input);
+    onlyWritable(input);
     const provider = this.provider(input.provider);
     const errors: FieldError[] = [];
     const { plain, secrets } = applySettings(provider, null, input.settings, errors);
@@ -191,7 +194,7 @@ export class NotificationServiceService {
   async update(caller: ServiceCaller, id: string, input: ServiceInput): Promise<NotificationService> {
     this.requireAdmin(caller);
     const current = await this.find(caller.organization.id, id);
-    readOnly(input);
+    onlyWritable(input);
     const errors: FieldError[] = [];
     if (input.provider !== undefined && input.provider !== current.provider) {
       errors.push({ field: 'provider', code: `can't be changed (it is ${current.provider})` });

@@ -19,10 +19,15 @@ export function serializeConnection(
     ...serializeConnectionSummary(c, orgSlug, publicUrl),
     service_account: null,
     host: { type: c.provider, url: c.hostUrl },
-    rate_limit: rateLimit && { limit: rateLimit.limit, used: rateLimit.used, remaining: rateLimit.remaining, reset_at: rateLimit.resetAt.toISOString() },
+    rate_limit: rateLimit && { limit: rateLimit.limit, used: rateLimit.used, remaining: rateLimit.remaining, reset_at: wholeSecondTime(rateLimit.resetAt) },
   };
 }
 
 export function serializeConnectionRepository(r: ProviderRepository): components['schemas']['ConnectionRepository'] {
   return { full_name: r.fullName, html_url: r.htmlUrl, clone_url: r.cloneUrl, default_branch: r.defaultBranch };
+}
+
+/** `2026-07-16T06:00:00Z`, as the docs show a rate limit's reset: the provider gives it in whole seconds. */
+function wholeSecondTime(d: Date): string {
+  return `${d.toISOString().slice(0, 19)}Z`;
 }

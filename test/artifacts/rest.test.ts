@@ -86,6 +86,8 @@ describeEachDatabase(
         expect(await paths(list, 'state=error')).toEqual([]);
         const refused = await ctx().http().get(`${list}/artifacts?state=bogus`).set(auth(token)).expect(422);
         expect(refused.body.errors).toEqual([{ field: 'state', code: 'is not one of new, error, finished, deleted, expired' }]);
+        // Any other value is the same 422 (the docs), not a malformed request: capitals, a dash, nothing.
+        for (const state of ['FINISHED', 'in-progress', '']) await ctx().http().get(`${list}/artifacts?state=${state}`).set(auth(token)).expect(422);
       }
     });
 

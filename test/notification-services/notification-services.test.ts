@@ -413,6 +413,26 @@ describeEachDatabase('notification services', (ctx) => {
     const fieldsOf = async (body: Record<string, unknown>) =>
       ((await ctx().http().post(base(org)).set(auth(token)).send(body).expect(422)).body.errors as { field: string }[]).map((e) => e.field).sort();
     expect(await fieldsOf({ provider: 'webhook', settings: {} })).toEqual(['settings.url']);
+    // Unknown and read-only fields, each named (the docs' 422 for both), on create and on update.
+    const unknown = await ctx()
+      .http()
+      .post(base(org))
+      .set(auth(token))
+      .send({ ...webhook(), colour: 'blue', enabled: false, id: 'x' })
+      .expect(422);
+    expect(unknown.body.errors).toEqual([
+      { field: 'colour', code: expect.stringContaining('is not a notification service property') },
+      { field: 'enabled', code: 'is read-only (use the enable and disable operations)' },
+      { field: 'id', code: 'is read-only' },
+    ]);
+    const made = await create(ctx(), org, token, webhook());
+    const patched = await ctx()
+      .http()
+      .patch(`${base(org)}/${made.id}`)
+      .set(auth(token))
+      .send({ colour: 'red' })
+      .expect(422);
+    expect(patched.body.errors).toEqual([{ field: 'colour', code: expect.stringContaining('is not a notification service property') }]);
     expect(await fieldsOf(webhook({ url: 'ftp://example.com/x' }))).toEqual(['settings.url']);
     expect(await fieldsOf({ provider: 'webhook', settings: { url: 'javascript:alert(1)' } })).toEqual(['settings.url']);
     expect(await fieldsOf(webhook({ token_mode: 'hmac' }))).toEqual(['settings.token_mode']);
