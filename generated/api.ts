@@ -8680,10 +8680,10 @@ export interface components {
          */
         UploadFormat: "json" | "junit" | "rspec-json" | "jest-json" | "playwright-json" | "cucumber-json";
         /**
-         * @description `failed` when any execution failed (a failure of a test muted when it was uploaded does not count), `passed` when some passed and none failed, else `unknown`.
+         * @description `pending` until a result of the run is stored, then `passed`, or `failed` when any execution failed (a failure of a test muted when it was uploaded does not count); `stale` when an hour after its creation the run still has no result.
          * @enum {string}
          */
-        RunResult: "passed" | "failed" | "unknown";
+        RunResult: "pending" | "passed" | "failed" | "stale";
         /**
          * @description Where a retry of a job of the queue goes (the docs' agent prioritization): `prefer-warmest`
          *     (the default), to whichever agent polls first, often the one that ran the attempt;

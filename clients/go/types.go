@@ -6987,14 +6987,16 @@ const (
 	TypePipeline Type = "pipeline"
 )
 
-// `failed` when any execution failed (a failure of a test muted when it was uploaded does
-// not count), `passed` when some passed and none failed, else `unknown`.
+// `pending` until a result of the run is stored, then `passed`, or `failed` when any
+// execution failed (a failure of a test muted when it was uploaded does not count); `stale`
+// when an hour after its creation the run still has no result.
 type RunResult string
 
 const (
 	RunResultFailed  RunResult = "failed"
 	RunResultPassed  RunResult = "passed"
-	RunResultUnknown RunResult = "unknown"
+	RunResultPending RunResult = "pending"
+	RunResultStale   RunResult = "stale"
 )
 
 // Every upload is processed before it is answered, so a run is always finished.

@@ -27,6 +27,8 @@ export interface WindowRun {
 }
 
 export interface Run extends WindowRun {
+  /** The results it stored, of any outcome. */
+  executionsCount: number;
   passedCount: number;
   failedCount: number;
   createdAt: Date;

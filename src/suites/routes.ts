@@ -15,6 +15,7 @@ import {
 } from './serialize';
 import type { Suite } from './repository';
 import type { SuiteService } from './service';
+import { clock } from '../core/clock';
 
 export function suiteRoutes(service: SuiteService, publicUrl: string) {
   const api = operationRouter();
@@ -72,13 +73,14 @@ export function suiteRoutes(service: SuiteService, publicUrl: string) {
     const { items, hasNext } = await service.runs(actor, req.params.suite_slug, { buildId: req.query.build_id }, page.offset, page.perPage);
     setLinkHeader(req, res, publicUrl, page, { hasNext });
     const urls = urlsOf(actor.organization.slug, req.params.suite_slug);
-    res.json(items.map((r) => serializeRun(r, urls)));
+    const now = clock.now();
+    res.json(items.map((r) => serializeRun(r, urls, now)));
   });
 
   api.on('getRun', async (req, res) => {
     const actor = actorOf(res);
     const run = await service.run(actor, req.params.suite_slug, req.params.run_id);
-    res.json(serializeRun(run, urlsOf(actor.organization.slug, req.params.suite_slug)));
+    res.json(serializeRun(run, urlsOf(actor.organization.slug, req.params.suite_slug), clock.now()));
   });
 
   api.on('listFailedExecutions', async (req, res) => {

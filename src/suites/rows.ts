@@ -20,9 +20,10 @@ export function windowRunFromRow(r: WindowRunRow): WindowRun {
   };
 }
 
-export function runFromRow(r: WindowRunRow & Pick<TestRunsRow, 'passed_count' | 'failed_count' | 'created_at'>): Run {
+export function runFromRow(r: WindowRunRow & Pick<TestRunsRow, 'executions_count' | 'passed_count' | 'failed_count' | 'created_at'>): Run {
   return {
     ...windowRunFromRow(r),
+    executionsCount: Number(r.executions_count),
     passedCount: Number(r.passed_count),
     failedCount: Number(r.failed_count),
     createdAt: toDate(r.created_at),

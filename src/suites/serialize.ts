@@ -49,7 +49,20 @@ export function serializeSuite(s: Suite, urls: SuiteUrls, apiToken?: string): Sc
   };
 }
 
-export function serializeRun(r: Run, urls: SuiteUrls): Schemas['Run'] {
+/** How long a run may go without a result before its `result` is `stale` (runs.md: "within a reasonable time period"). */
+export const RUN_STALE_AFTER_MS = 60 * 60 * 1000;
+
+/**
+ * runs.md: `pending` until a result is processed, then `passed`, or `failed` once any failed
+ * (a failure of a test muted at upload does not count); `stale` when none came in time.
+ */
+function runResult(r: Run, now: Date): Schemas['RunResult'] {
+  if (r.failedCount > 0) return 'failed';
+  if (r.executionsCount > 0) return 'passed';
+  return now.getTime() - r.createdAt.getTime() >= RUN_STALE_AFTER_MS ? 'stale' : 'pending';
+}
+
+export function serializeRun(r: Run, urls: SuiteUrls, now: Date): Schemas['Run'] {
   return {
     id: r.id,
     url: `${urls.api}/runs/${r.id}`,
@@ -57,7 +70,7 @@ export function serializeRun(r: Run, urls: SuiteUrls): Schemas['Run'] {
     branch: r.branch,
     commit_sha: r.commitSha,
     state: 'finished',
-    result: r.failedCount > 0 ? 'failed' : r.passedCount > 0 ? 'passed' : 'unknown',
+    result: runResult(r, now),
     // The Buildkite collectors send the build's UUID as the run key.
     build_id: r.ci === 'buildkite' ? r.key : null,
     created_at: isoTime(r.createdAt),

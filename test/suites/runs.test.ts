@@ -4,9 +4,13 @@
  */
 import crypto from 'node:crypto';
 import { auth, describeEachDatabase } from '../support/context';
-import { givenSuite, postUpload, result, upload, type SuiteFixture } from '../uploads/helpers';
+import { RUN_STALE_AFTER_MS } from '../../src/suites/serialize';
+import { movableClock } from '../support/agents';
+import { givenSuite, postUpload, result, suiteAuth, upload, type SuiteFixture } from '../uploads/helpers';
 
 describeEachDatabase('a suite’s runs and a run’s failed executions', (ctx) => {
+  const clock = movableClock();
+  afterEach(() => clock.reset());
   const post = (s: SuiteFixture, body: object) => postUpload(ctx(), s, body);
   const get = (s: SuiteFixture, path: string) => ctx().http().get(`${s.base}${path}`).set(auth(s.token));
 
@@ -34,6 +38,26 @@ describeEachDatabase('a suite’s runs and a run’s failed executions', (ctx) =
     const page = await get(s, `/runs?build_id=${other}&per_page=1`).expect(200);
     expect(page.body.map((r: { build_id: string }) => r.build_id)).toEqual([other]);
     expect(page.headers.link).toBeUndefined();
+  });
+
+  it('has the result runs.md describes: pending until a result is stored, passed or failed, stale after an hour without one', async () => {
+    const s = await givenSuite(ctx());
+    const runOf = async (key: string, data: unknown[]) => {
+      const res = await ctx().http().post('/v1/uploads').set(suiteAuth(s.apiToken)).send(upload({ key }, data)).expect(202);
+      return String(res.body.run_id);
+    };
+    const resultOf = async (id: string) => (await get(s, `/runs/${id}`).expect(200)).body.result as string;
+    // Every result refused: the run is there, with none.
+    const empty = await runOf('empty', [{ ...result('x', 'passed'), name: undefined }]);
+    const skipped = await runOf('skipped', [result('later', 'skipped')]);
+    const failing = await runOf('failing', [result('ok', 'passed'), result('broken', 'failed')]);
+    expect([await resultOf(empty), await resultOf(skipped), await resultOf(failing)]).toEqual(['pending', 'passed', 'failed']);
+    // A later upload of the run moves it on.
+    await runOf('skipped', [result('broken too', 'failed')]);
+    expect(await resultOf(skipped)).toBe('failed');
+    clock.advance(RUN_STALE_AFTER_MS);
+    expect(await resultOf(empty)).toBe('stale');
+    expect((await get(s, '/runs').expect(200)).body.map((r: { result: string }) => r.result)).toEqual(['failed', 'failed', 'stale']);
   });
 
   it('refuses a build_id that is not a UUID with a 400 and a message', async () => {
