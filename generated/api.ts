@@ -1160,8 +1160,9 @@ export interface paths {
         /**
          * Create a test suite
          * @description The slug is derived from the name (unique in the organization). An API token for the
-         *     upload API is generated; it is in this response only, and only with
-         *     `show_api_token: true`: only a hash of it is kept. In an organization with Teams
+         *     upload API is generated; it is in the response with `show_api_token: true` (as in a get,
+         *     a list or an update that asks for it). Uploads find the suite by its SHA-256; the token
+         *     itself is kept encrypted, to be shown again. In an organization with Teams
          *     enabled, `team_ids` (or `teams_ids`) is required unless the user is an administrator,
          *     and names teams the user belongs to.
          */
@@ -1186,7 +1187,7 @@ export interface paths {
         };
         /**
          * Get a test suite
-         * @description Returns a test suite the user may see, looked up by slug. Its upload API token is never shown here.
+         * @description Returns a test suite the user may see, looked up by slug; with `show_api_token=true` its upload API token too, when the user may change the suite (403 otherwise).
          */
         get: operations["getSuite"];
         put?: never;
@@ -1200,7 +1201,7 @@ export interface paths {
         head?: never;
         /**
          * Update a test suite
-         * @description Only the properties sent change. Renaming keeps the slug, so links stay valid.
+         * @description Only the properties sent change. Renaming keeps the slug, so links stay valid. `show_api_token` adds the suite's upload API token to the response.
          */
         patch: operations["updateSuite"];
         trace?: never;
@@ -7407,7 +7408,7 @@ export interface components {
              *     is shown as the statements it holds); null when the suite has none.
              */
             readonly oidc_policy: components["schemas"]["OidcPolicyStatement"][] | null;
-            /** @description The upload API token; only in the create response, and only with `show_api_token`. */
+            /** @description The upload API token; only when asked for with `show_api_token` (on create, get, list and update), and only to a user who may change the suite. */
             readonly api_token?: string;
         };
         /** @description Properties a client may set on create and update. Unknown properties are ignored. */
@@ -7437,7 +7438,13 @@ export interface components {
             teams_ids?: string[];
         };
         /** @description What an update may change; every property is optional. */
-        UpdateSuiteRequest: components["schemas"]["SuiteWritable"];
+        UpdateSuiteRequest: components["schemas"]["SuiteWritable"] & {
+            /**
+             * @description Return the suite's upload API token in the response.
+             * @default false
+             */
+            show_api_token: boolean;
+        };
         /** @description A suite's OIDC policy as create and update take it, YAML or a JSON array of statements (null clears it). */
         OidcPolicyInput: (string | null) | components["schemas"]["OidcPolicyStatementInput"][];
         /** @description A statement as sent (`iss`, `scopes`, `claims`); the server checks it, and a fault is a 422 naming its place. */
@@ -8982,6 +8989,8 @@ export interface components {
         BuildFinishedFrom: string;
         /** @description Include jobs that were retried (hidden by default). */
         IncludeRetriedJobs: boolean;
+        /** @description Return the suite's upload API token too (`api_token`); only on a suite the user may change (an administrator, or a team with edit access), a 403 on a single suite otherwise, and left out of the others in a list. */
+        ShowApiToken: boolean;
         /** @description `true`: each build comes without its `jobs` key (its jobs are only counted, for `job_state_counts`). */
         ExcludeJobs: boolean;
         /** @description `true`: each build comes without its `pipeline` key. */
@@ -10845,6 +10854,8 @@ export interface operations {
                 page?: components["parameters"]["Page"];
                 /** @description Items per page; larger than 100 is a 400. */
                 per_page?: components["parameters"]["PerPage"];
+                /** @description Return the suite's upload API token too (`api_token`); only on a suite the user may change (an administrator, or a team with edit access), a 403 on a single suite otherwise, and left out of the others in a list. */
+                show_api_token?: components["parameters"]["ShowApiToken"];
             };
             header?: never;
             path: {
@@ -10911,7 +10922,10 @@ export interface operations {
     };
     getSuite: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Return the suite's upload API token too (`api_token`); only on a suite the user may change (an administrator, or a team with edit access), a 403 on a single suite otherwise, and left out of the others in a list. */
+                show_api_token?: components["parameters"]["ShowApiToken"];
+            };
             header?: never;
             path: {
                 /** @description The organization's slug. */

@@ -18,6 +18,7 @@ import { AgentWorkService, DEFAULT_JOB_LOG_LIMIT_BYTES } from './builds/jobs/age
 import { StepService } from './builds/jobs/steps';
 import { OidcTokenService } from './builds/jobs/oidc-tokens';
 import { OidcIssuer } from './security/oidc';
+import { secretBox } from './security/secret-box';
 import { BuildProgress } from './builds/progress/service';
 import { BuildRepository } from './builds/repository';
 import { BuildService } from './builds/service';
@@ -282,7 +283,7 @@ export function createServices(o: ServiceOptions): Services {
     audit,
     heartbeatWriteEveryMs(o.sweep ?? DEFAULT_SWEEP_SETTINGS),
   );
-  const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines, audit);
+  const suiteService = new SuiteService(suites, new SuiteResultsRepository(db), organizations, builds, pipelines, secretBox(keys, 'suite-api-tokens'), audit);
   const agentWork: AgentWorkService = new AgentWorkService(jobs, logs, progress, agentService, o.jobLogLimitBytes ?? DEFAULT_JOB_LOG_LIMIT_BYTES);
   const jobService = new JobService(jobs, logs, progress, builds, organizations, agentService);
   const teams = new TeamService(db, new TeamRepository(db), pipelines, suiteService, audit);

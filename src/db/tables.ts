@@ -607,6 +607,7 @@ export interface SuitesRow {
   created_by_id: string | null;
   created_at: DbTimestamp;
   oidc_policy: string | null;
+  api_token_sealed: string | null;
 }
 
 export interface TeamMembersRow {
@@ -1336,6 +1337,7 @@ export const TABLE_COLUMNS: { readonly [T in keyof TableRows]: { readonly [C in 
     created_by_id: ['string', true],
     created_at: ['timestamp', false],
     oidc_policy: ['string', true],
+    api_token_sealed: ['string', true],
   },
   team_members: {
     team_id: ['string', false],

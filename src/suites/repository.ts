@@ -64,7 +64,7 @@ export class SuiteRepository {
   }
 
   async insert(
-    s: { id: string; organizationId: string; slug: string; createdById: string; createdAt: Date; apiTokenHash: string } & SuiteFields,
+    s: { id: string; organizationId: string; slug: string; createdById: string; createdAt: Date; apiTokenHash: string; apiTokenSealed: string } & SuiteFields,
     teamIds: string[],
   ): Promise<void> {
     await this.db.transaction(async (trx) => {
@@ -78,6 +78,7 @@ export class SuiteRepository {
           created_by_id: s.createdById,
           created_at: s.createdAt,
           api_token_hash: s.apiTokenHash,
+          api_token_sealed: s.apiTokenSealed,
           ...toColumns(s),
         });
       } catch (err) {
@@ -91,6 +92,15 @@ export class SuiteRepository {
   async update(id: string, changes: Partial<SuiteFields>): Promise<void> {
     const cols = toColumns(changes);
     if (Object.keys(cols).length) await this.db('suites').where({ id }).update(cols);
+  }
+
+  /** The sealed API tokens of these suites, by id (a suite made before tokens were kept sealed has none). */
+  async sealedTokens(ids: string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (!ids.length) return out;
+    for (const r of await this.db('suites').whereIn('id', ids).whereNotNull('api_token_sealed').select('id', 'api_token_sealed'))
+      if (r.api_token_sealed !== null) out.set(r.id, r.api_token_sealed);
+    return out;
   }
 
   /** Runs, tests, executions and flaky instances go with it (foreign keys cascade). */

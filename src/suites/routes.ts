@@ -24,7 +24,9 @@ export function suiteRoutes(service: SuiteService, publicUrl: string) {
   api.on('listSuites', async (req, res) => {
     const actor = actorOf(res);
     const items = await countedPage(req, res, publicUrl, (offset, limit) => service.list(actor, offset, limit));
-    res.json(items.map((s) => serializeSuite(s, urlsOf(actor.organization.slug, s))));
+    // show_api_token: the tokens of the suites the caller may change (the others' are left out).
+    const tokens = req.query.show_api_token ? await service.apiTokens(actor, items) : new Map<string, string>();
+    res.json(items.map((s) => serializeSuite(s, urlsOf(actor.organization.slug, s), tokens.get(s.id))));
   });
 
   api.on('createSuite', async (req, res) => {
@@ -37,13 +39,13 @@ export function suiteRoutes(service: SuiteService, publicUrl: string) {
   api.on('getSuite', async (req, res) => {
     const actor = actorOf(res);
     const suite = await service.get(actor, req.params.suite_slug);
-    res.json(serializeSuite(suite, urlsOf(actor.organization.slug, suite)));
+    res.json(serializeSuite(suite, urlsOf(actor.organization.slug, suite), req.query.show_api_token ? await service.apiToken(actor, suite) : undefined));
   });
 
   api.on('updateSuite', async (req, res) => {
     const actor = actorOf(res);
     const suite = await service.update(actor, req.params.suite_slug, req.body);
-    res.json(serializeSuite(suite, urlsOf(actor.organization.slug, suite)));
+    res.json(serializeSuite(suite, urlsOf(actor.organization.slug, suite), req.body.show_api_token ? await service.apiToken(actor, suite) : undefined));
   });
 
   api.on('deleteSuite', async (req, res) => {

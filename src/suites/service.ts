@@ -56,6 +56,7 @@ import { clock } from '../core/clock';
 import { tagFaultField, tagFaults } from './tag-rules';
 import { isUuid } from '../core/uuid';
 import { parseOidcPolicy } from './oidc-policy';
+import type { SecretBox } from '../security/secret-box';
 import { changes as changedFields, type AuditEntry, type AuditLog } from '../audit/service';
 
 type CreateInput = components['schemas']['CreateSuiteRequest'];
@@ -103,6 +104,8 @@ export class SuiteService {
     private readonly organizations: OrganizationService,
     private readonly builds: BuildLookup,
     private readonly pipelines: Pick<PipelineService, 'readableByIds'>,
+    /** Seals the upload tokens kept to be shown again (`show_api_token`), each bound to its suite. */
+    private readonly tokenBox: SecretBox,
     /** Where every change is recorded, in its transaction (src/audit/service.ts); never the upload token. */
     private readonly audit: AuditLog | null = null,
   ) {}
@@ -159,6 +162,7 @@ export class SuiteService {
       createdById: actor.principal.user.id,
       createdAt: clock.now(),
       apiTokenHash: sha256Hex(apiToken),
+      apiTokenSealed: this.tokenBox.seal(apiToken, id),
       name,
       defaultBranch: input.default_branch ?? 'main',
       applicationName: input.application_name ?? null,
@@ -178,10 +182,36 @@ export class SuiteService {
     return { suite: (await this.suites.findById(id))!, apiToken };
   }
 
+  /**
+   * The upload tokens of these suites the caller may change (the docs' `show_api_token`), by
+   * suite id. A suite made before tokens were kept sealed has none to show.
+   */
+  async apiTokens(actor: Actor, suites: Suite[]): Promise<Map<string, string>> {
+    const editable = [];
+    for (const suite of suites) if (await this.mayEdit(actor, suite)) editable.push(suite.id);
+    return this.openTokens(editable);
+  }
+
+  /** The upload token of a suite the caller found with `get`: a 403 unless they may change it ("a 403 ... if the user does not have permission to view the suite's API token"). */
+  async apiToken(actor: Actor, suite: Suite): Promise<string | undefined> {
+    if (!(await this.mayEdit(actor, suite))) throw new ForbiddenError();
+    return (await this.openTokens([suite.id])).get(suite.id);
+  }
+
+  private async openTokens(ids: string[]): Promise<Map<string, string>> {
+    const sealed = await this.suites.sealedTokens(ids);
+    return new Map([...sealed].map(([id, value]) => [id, this.tokenBox.open(value, id)]));
+  }
+
+  /** Whether the caller may change a suite they can see: an admin, or one of their teams has `edit` on it. */
+  private async mayEdit(actor: Actor, suite: Suite): Promise<boolean> {
+    return !this.isRestricted(actor) || this.suites.isEditableBy(suite.id, actor.principal.user.id);
+  }
+
   /** A suite the caller may change: found as `get` finds it, then 403 unless an admin or one of their teams has `edit` on it. */
   private async getEditable(actor: Actor, slug: string): Promise<Suite> {
     const suite = await this.get(actor, slug);
-    if (this.isRestricted(actor) && !(await this.suites.isEditableBy(suite.id, actor.principal.user.id))) throw new ForbiddenError();
+    if (!(await this.mayEdit(actor, suite))) throw new ForbiddenError();
     return suite;
   }
 

@@ -20,10 +20,11 @@ describeEachDatabase('suites', (ctx) => {
     expect(s.default_branch).toBe('trunk');
     expect(s.api_token).toMatch(/^[A-Za-z0-9_-]{32}$/);
 
-    // Only a hash is stored, and the token is never readable again.
+    // Never stored in the clear: a hash to find it by, and a sealed copy to show it again.
     const row = existing(await ctx().services.db('suites').where({ id: s.id }).first(), 'the suite');
     expect(JSON.stringify(row)).not.toContain(s.api_token);
     expect(row?.api_token_hash).toBe(sha256Hex(s.api_token));
+    expect(row?.api_token_sealed).toMatch(/^v1\./);
     const got = await ctx()
       .http()
       .get(`${base(org)}/jasmine-suite`)
@@ -31,6 +32,45 @@ describeEachDatabase('suites', (ctx) => {
       .expect(200);
     expect(Object.keys(got.body).sort()).toEqual(Object.keys(getSample).sort());
     expect(got.body).not.toHaveProperty('api_token');
+  });
+
+  it('shows the token again when get, list or update asks with show_api_token', async () => {
+    const { org, token } = await ctx().givenAdmin();
+    const made = (await ctx().http().post(base(org)).set(auth(token)).send({ name: 'Shown', show_api_token: true }).expect(201)).body;
+    const got = await ctx()
+      .http()
+      .get(`${base(org)}/shown?show_api_token=true`)
+      .set(auth(token))
+      .expect(200);
+    expect(got.body.api_token).toBe(made.api_token);
+    const listed = await ctx()
+      .http()
+      .get(`${base(org)}?show_api_token=true`)
+      .set(auth(token))
+      .expect(200);
+    expect(listed.body.map((x: { api_token?: string }) => x.api_token)).toEqual([made.api_token]);
+    const updated = await ctx()
+      .http()
+      .patch(`${base(org)}/shown`)
+      .set(auth(token))
+      .send({ emoji: ':lemon:', show_api_token: true })
+      .expect(200);
+    expect(updated.body).toMatchObject({ emoji: ':lemon:', api_token: made.api_token });
+    for (const res of [
+      await ctx()
+        .http()
+        .get(`${base(org)}/shown?show_api_token=false`)
+        .set(auth(token))
+        .expect(200),
+      await ctx().http().get(base(org)).set(auth(token)).expect(200),
+      await ctx()
+        .http()
+        .patch(`${base(org)}/shown`)
+        .set(auth(token))
+        .send({ emoji: null })
+        .expect(200),
+    ])
+      expect(JSON.stringify(res.body)).not.toContain(made.api_token);
   });
 
   it('leaves the token out of the create response unless show_api_token is true', async () => {
@@ -170,6 +210,38 @@ describeEachDatabase('suites', (ctx) => {
       await ctx().http().post(base(org)).set(auth(adminToken)).send({ name: 'Admin made' }).expect(201);
       const all = await ctx().http().get(base(org)).set(auth(adminToken)).expect(200);
       expect(all.body.map((s: { slug: string }) => s.slug).sort()).toEqual(['admin-made', 'ours']);
+
+      // show_api_token: only for a suite the user may change. A read grant sees the suite, not its token.
+      const adminMade = all.body.find((s: { slug: string }) => s.slug === 'admin-made');
+      await ctx()
+        .http()
+        .post(`/v2/organizations/${org.slug}/teams/${team.id}/suites`)
+        .set(auth(adminToken))
+        .send({ suite_id: adminMade.id, access_level: ['read'] })
+        .expect(201);
+      await ctx()
+        .http()
+        .get(`${base(org)}/admin-made?show_api_token=true`)
+        .set(auth(token))
+        .expect(403);
+      expect(
+        (
+          await ctx()
+            .http()
+            .get(`${base(org)}/ours?show_api_token=true`)
+            .set(auth(token))
+            .expect(200)
+        ).body.api_token,
+      ).toEqual(expect.any(String));
+      const shown = await ctx()
+        .http()
+        .get(`${base(org)}?show_api_token=true`)
+        .set(auth(token))
+        .expect(200);
+      expect(Object.fromEntries(shown.body.map((s: { slug: string; api_token?: string }) => [s.slug, typeof s.api_token]))).toEqual({
+        'admin-made': 'undefined',
+        ours: 'string',
+      });
     });
   });
 });

@@ -58,6 +58,7 @@ import * as jobDispatchAt from './20261129100000_job_dispatch_at';
 import * as openPullRequests from './20261129120000_open_pull_requests';
 import * as pipelineEmojiColor from './20261129130000_pipeline_emoji_color';
 import * as suiteOidcPolicy from './20261129140000_suite_oidc_policy';
+import * as suiteApiTokenSealed from './20261129150000_suite_api_token_sealed';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -114,6 +115,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261129120000_open_pull_requests': openPullRequests,
   '20261129130000_pipeline_emoji_color': pipelineEmojiColor,
   '20261129140000_suite_oidc_policy': suiteOidcPolicy,
+  '20261129150000_suite_api_token_sealed': suiteApiTokenSealed,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
