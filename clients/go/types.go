@@ -5905,7 +5905,8 @@ type StopAgentRequest struct {
 }
 
 type Suite struct {
-	// The upload API token; only in the create response, and only with `show_api_token`.
+	// The upload API token; only when asked for with `show_api_token` (on create, get, list and
+	// update), and only to a user who may change the suite.
 	APIToken        *string `json:"api_token,omitempty"`
 	ApplicationName *string `json:"application_name"`
 	Color           *string `json:"color"`
@@ -7474,9 +7475,6 @@ type StepType = JobType
 
 // UpdatePipelineTemplateRequest is the same shape as PipelineTemplateWritable.
 type UpdatePipelineTemplateRequest = PipelineTemplateWritable
-
-// UpdateSuiteRequest is the same shape as SuiteWritable.
-type UpdateSuiteRequest = SuiteWritable
 
 // UpdateTeamRequest is the same shape as TeamWritable.
 type UpdateTeamRequest = TeamWritable
