@@ -8105,10 +8105,10 @@ export interface components {
         RuleAction: "trigger_build" | "artifacts_read";
         /**
          * @description Conditionals that must all hold for the rule to allow (`source.build.branch == 'main'`).
-         *     A trigger rule's may name `source.build.branch`, `source.build.commit`,
-         *     `source.build.message`, `source.build.source`, `target.trigger.branch`,
-         *     `target.trigger.commit` and `target.trigger.message`; an artifacts rule's
-         *     `source.build.*`, `target.build.*` (the same four) and `source.request.query`.
+         *     `source.build.*` (and, in an artifacts rule, `target.build.*`) is any variable a build has
+         *     in a step's `if`, `.env("NAME")` included (`source.build.creator.teams includes 'core'`).
+         *     A trigger rule's may also name `target.trigger.branch`, `target.trigger.commit` and
+         *     `target.trigger.message`; an artifacts rule's `source.request.query`.
          */
         RuleConditions: string[];
         RuleValue: {

@@ -17,7 +17,7 @@ import type { Job, JobContext } from '../builds/jobs/model';
 import { HELD_JOB_STATES } from '../builds/states';
 import type { Build } from '../builds/model';
 import type { BuildService, BuildWithJobs } from '../builds/service';
-import type { RuleService } from '../rules/service';
+import type { RuleService, RuleSubject } from '../rules/service';
 import { ForbiddenError, NotFoundError, PayloadTooLargeError, RefusedError, ValidationError, type FieldError } from '../core/errors';
 import type { Actor } from '../core/identity';
 import type { Keys } from '../security/keys';
@@ -430,12 +430,16 @@ export class ArtifactService {
     const own = await this.builds.findWithJobsById(ownBuildId);
     if (!own) throw new NotFoundError('build');
     if (own.build.pipelineId === target.pipelineId) return;
-    const asRule = (b: Build) => ({ branch: b.branch, commit: b.commit, message: b.message, source: b.source });
-    const refusal = await this.rules.refusal('pipeline.artifacts_read.pipeline', own.build.pipelineId, target.pipelineId, {
-      source: asRule(own.build),
-      targetBuild: asRule(target),
-      query: query ?? null,
+    // Every variable of both builds (`source.build.creator.teams`, `target.build.env("X")`...), read only where a rule names one.
+    const subject = (b: Build): RuleSubject => ({
+      pipelineId: b.pipelineId,
+      branch: b.branch,
+      commit: b.commit,
+      message: b.message,
+      source: b.source,
+      facts: (pipeline, want) => this.builds.storedBuildConditions(b, pipeline, want),
     });
+    const refusal = await this.rules.artifactsReadRefusal(subject(own.build), subject(target), query ?? null);
     if (refusal) throw new RefusedError(refusal);
   }
 

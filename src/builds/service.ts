@@ -15,6 +15,8 @@ import type { Job } from './jobs/model';
 import type { Build, BuildFilter, NewBuildFields, PullRequest } from './model';
 import { BULK_RETRYABLE_JOB_STATES, CANCELED_BUILD_STATES, FINISHED_BUILD_STATES, retryFrom } from './states';
 import type { BuildProgress } from './progress/service';
+import type { ConditionContext } from '../pipelines/filter-condition';
+import type { FactsWanted } from '../rules/policy';
 import type { BuildAndJobs, BuildRepository } from './repository';
 import { withJobsOnly } from './jobs/state';
 import type { Principal, Actor, Permissions } from '../core/identity';
@@ -56,6 +58,11 @@ export class BuildService {
     private readonly pipelines: PipelineService,
     private readonly progress: BuildProgress,
   ) {}
+
+  /** What a step's `if` reads of a stored build, for a rule's conditions about it (an artifact search's). */
+  storedBuildConditions(build: Build, pipeline: Pipeline, want: FactsWanted): Promise<ConditionContext> {
+    return this.progress.storedBuildConditions(build, pipeline, want);
+  }
 
   /** A build the caller asks for: `source` is `api`, or `ui` from the web pages (the docs' build sources). */
   async create(actor: Actor, pipelineSlug: string, input: CreateBuildInput, source: 'api' | 'ui' = 'api'): Promise<BuildWithJobs> {

@@ -13,7 +13,9 @@
  *   and        := compare ( "&&" compare )*
  *   compare    := unary ( ( "==" | "!=" ) unary | ( "=~" | "!~" ) REGEX | "includes" unary )?
  *   unary      := "!" unary | primary
- *   primary    := "(" or ")" | STRING | NUMBER | true | false | null | VARIABLE | "build.env" "(" STRING ")"
+ *   primary    := "(" or ")" | STRING | NUMBER | true | false | null | VARIABLE | ENV "(" STRING ")"
+ *
+ * where ENV is `build.env`, or a known name ending in `.build.env` (a rule's `source.build.env`).
  */
 
 export type Scalar = string | number | boolean | null;
@@ -24,8 +26,8 @@ export type CompareOp = '==' | '!=' | '=~' | '!~' | 'includes';
 export type ConditionNode =
   | { kind: 'literal'; value: Scalar }
   | { kind: 'variable'; name: string }
-  /** `build.env("NAME")`: read from the context under envVariable(NAME). */
-  | { kind: 'env'; name: string }
+  /** `build.env("NAME")` (`fn`: the function's name, `build.env` or e.g. `source.build.env`): read from the context under envVariable(NAME, fn). */
+  | { kind: 'env'; fn: string; name: string }
   | { kind: 'regex'; source: string; flags: string }
   | { kind: 'not'; operand: ConditionNode }
   | { kind: 'and' | 'or'; left: ConditionNode; right: ConditionNode }
@@ -86,8 +88,20 @@ export const STEP_CONDITION_VARIABLES = [
   'build.env',
 ] as const;
 
-/** The context key `build.env("NAME")` reads. */
-export const envVariable = (name: string) => `build.env(${JSON.stringify(name)})`;
+/**
+ * The `build.*` variables of a step's `if` (CONDITION_VARIABLES and STEP_CONDITION_VARIABLES;
+ * `build.env` the function): everything a build has in the conditionals language. A rule's
+ * conditions name them as `source.build.*` and `target.build.*` (src/rules/policy.ts), their
+ * values the `build.*` entries of a step's condition context (stepConditionContext in
+ * src/builds/jobs/plan.ts).
+ */
+export const STEP_BUILD_VARIABLES: readonly string[] = [...CONDITION_VARIABLES, ...STEP_CONDITION_VARIABLES].filter((v) => v.startsWith('build.'));
+
+/** Whether a known name is the env function: `build.env`, or one ending in `.build.env` (a rule's `source.build.env`). */
+const isEnvFunction = (name: string) => name === 'build.env' || name.endsWith('.build.env');
+
+/** The context key `build.env("NAME")` reads (`fn("NAME")` for another env function, e.g. `source.build.env`). */
+export const envVariable = (name: string, fn = 'build.env') => `${fn}(${JSON.stringify(name)})`;
 
 /**
  * What a `notify` entry's `if` may name on top of CONDITION_VARIABLES: the build's outcome and
@@ -140,7 +154,7 @@ export class Condition {
     const found = new Set<string>();
     const walk = (n: ConditionNode): void => {
       if (n.kind === 'variable') found.add(n.name);
-      else if (n.kind === 'env') found.add('build.env');
+      else if (n.kind === 'env') found.add(n.fn);
       else if (n.kind === 'not') walk(n.operand);
       else if (n.kind === 'and' || n.kind === 'or' || n.kind === 'compare') {
         walk(n.left);
@@ -163,7 +177,7 @@ export class Condition {
       case 'variable':
         return ctx.get(n.name) ?? null;
       case 'env':
-        return ctx.get(envVariable(n.name)) ?? null;
+        return ctx.get(envVariable(n.name, n.fn)) ?? null;
       case 'regex':
         // Only reachable as the right side of =~ / !~, which reads the RegExp directly.
         return `/${n.source}/${n.flags}`;
@@ -328,21 +342,21 @@ class Parser {
       if (word === 'false') return { kind: 'literal', value: false };
       if (word === 'null') return { kind: 'literal', value: null };
       if (!this.known.has(word)) throw new ParseError(`unknown variable \`${word}\``, start);
-      if (word === 'build.env') return this.envCall();
+      if (isEnvFunction(word)) return this.envCall(word);
       return { kind: 'variable', name: word };
     }
     throw this.unexpected('a value (a variable such as `build.branch`, a "string", a number, true, false, null, `!` or `(`)');
   }
 
-  /** The rest of `build.env("NAME")`, after its name. */
-  private envCall(): ConditionNode {
-    if (!this.eat('(')) throw this.unexpected('`(`: `build.env` is a function, as in build.env("NAME")');
+  /** The rest of `build.env("NAME")` (or `fn("NAME")`), after its name. */
+  private envCall(fn: string): ConditionNode {
+    if (!this.eat('(')) throw this.unexpected(`\`(\`: \`${fn}\` is a function, as in ${fn}("NAME")`);
     this.skipSpace();
     const quote = this.text[this.pos];
     if (quote !== '"' && quote !== "'") throw this.unexpected('the name of an environment variable, as a "string"');
     const name = this.string(quote);
     if (!this.eat(')')) throw this.unexpected('`)`');
-    return { kind: 'env', name };
+    return { kind: 'env', fn, name };
   }
 
   private string(quote: string): string {

@@ -5,7 +5,9 @@
  * only what its type offers (./policy.ts). Several rules may join the same pipelines: any one
  * whose conditions hold allows. The checks
  * themselves (a trigger step, an artifact search) read rules through build progression's and
- * the artifacts area's own paths, with ./policy.ts deciding. No HTTP, no SQL.
+ * the artifacts area's own paths, with ./policy.ts deciding; a build's variables beyond the
+ * four every check gives are read (src/builds/progress/creation.ts, storedBuildConditions) only
+ * where a rule's conditions name them. No HTTP, no SQL.
  */
 import crypto from 'node:crypto';
 import type { components } from '../../generated/api';
@@ -14,11 +16,21 @@ import type { Actor } from '../core/identity';
 import { isUuid } from '../core/uuid';
 import type { Pipeline } from '../pipelines/repository';
 import type { PipelineService } from '../pipelines/service';
-import { RULE_TYPES, ruleConditionError, ruleDecision, type RuleContext, type RuleType } from './policy';
+import { factsWanted, RULE_TYPES, ruleConditionError, ruleDecision, type FactsWanted, type RuleBuild, type RuleType } from './policy';
 import type { Rule, RuleRepository } from './repository';
 import { clock } from '../core/clock';
+import type { ConditionContext } from '../pipelines/filter-condition';
 
 export type CreateRuleInput = components['schemas']['CreateRuleRequest'];
+
+/**
+ * One side's build as a check gives it: its pipeline, the four fields every check has, and how
+ * to read what a step's `if` reads of it (called only when a rule names more than those).
+ */
+export interface RuleSubject extends Omit<RuleBuild, 'facts'> {
+  pipelineId: string;
+  facts(pipeline: Pipeline, want: FactsWanted): Promise<ConditionContext | null>;
+}
 
 export class RuleService {
   constructor(
@@ -82,16 +94,27 @@ export class RuleService {
   }
 
   /**
-   * Whether the source pipeline may act on the target one (both of one organization): null
-   * when it may, else why not. For checks outside build progression's transaction (an artifact
-   * search); a trigger step reads the rules through the transaction it runs in.
+   * Whether a job of the build `source` may read the artifacts of the build `target`, of another
+   * pipeline of the organization (the agent's artifact search, `query` its search): null when it
+   * may, else why not. Every variable of both builds is offered to the conditions; a side's
+   * `facts` are read only where one names a variable beyond its four fields.
    */
-  async refusal(type: RuleType, sourcePipelineId: string, targetPipelineId: string, context: RuleContext): Promise<string | null> {
-    const found = await this.pipelines.findByIdsForSystem([sourcePipelineId, targetPipelineId]);
-    const source = found.find((p) => p.id === sourcePipelineId);
-    const target = found.find((p) => p.id === targetPipelineId);
-    if (!source || !target) return 'The pipeline no longer exists.';
-    return ruleDecision(type, source, target, await this.rules.between(type, source.id, target.id), context);
+  async artifactsReadRefusal(source: RuleSubject, target: RuleSubject, query: string | null): Promise<string | null> {
+    const type = 'pipeline.artifacts_read.pipeline';
+    const found = await this.pipelines.findByIdsForSystem([source.pipelineId, target.pipelineId]);
+    const sourcePipeline = found.find((p) => p.id === source.pipelineId);
+    const targetPipeline = found.find((p) => p.id === target.pipelineId);
+    if (!sourcePipeline || !targetPipeline) return 'The pipeline no longer exists.';
+    const rules = await this.rules.between(type, sourcePipeline.id, targetPipeline.id);
+    const asRule = async (b: RuleSubject, pipeline: Pipeline, side: 'source' | 'target'): Promise<RuleBuild> => {
+      const want = factsWanted(type, rules, side);
+      return { branch: b.branch, commit: b.commit, message: b.message, source: b.source, facts: want && (await b.facts(pipeline, want)) };
+    };
+    return ruleDecision(type, sourcePipeline, targetPipeline, rules, {
+      source: await asRule(source, sourcePipeline, 'source'),
+      targetBuild: await asRule(target, targetPipeline, 'target'),
+      query,
+    });
   }
 
   async delete(actor: Actor, id: string): Promise<void> {

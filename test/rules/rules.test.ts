@@ -8,6 +8,59 @@ import { agentAuth, givenAgent, givenRegistrationToken } from '../support/agents
 import { givenBuild, givenPipeline } from '../support/given';
 import { givenArtifacts, startNextJob } from '../artifacts/helpers';
 import sample from '../fixtures/samples/rules__01_get-a-rule.json';
+import { factsWanted, RULE_VARIABLES, ruleConditionError } from '../../src/rules/policy';
+import { STEP_BUILD_VARIABLES } from '../../src/pipelines/filter-condition';
+import { stepConditionContext } from '../../src/builds/jobs/plan';
+
+describe('rule variables', () => {
+  it("offers every build variable of a step's if, as source.build.* (and target.build.* for artifacts), and nothing else", () => {
+    const asCondition = (v: string) => (v.endsWith('.build.env') ? `${v}("X") == null` : `${v} == null`);
+    for (const v of STEP_BUILD_VARIABLES) {
+      expect([v, ruleConditionError('pipeline.trigger_build.pipeline', asCondition(`source.${v}`))]).toEqual([v, null]);
+      expect([v, ruleConditionError('pipeline.artifacts_read.pipeline', asCondition(`target.${v}`))]).toEqual([v, null]);
+      expect(ruleConditionError('pipeline.trigger_build.pipeline', asCondition(`target.${v}`))).toContain('unknown variable `target.build.');
+    }
+    // The old four and the others stay.
+    expect(RULE_VARIABLES['pipeline.trigger_build.pipeline']).toEqual(
+      expect.arrayContaining(['source.build.branch', 'source.build.commit', 'source.build.message', 'source.build.source', 'target.trigger.branch']),
+    );
+    expect(RULE_VARIABLES['pipeline.artifacts_read.pipeline']).toEqual(expect.arrayContaining(['target.build.source', 'source.request.query']));
+    expect(ruleConditionError('pipeline.trigger_build.pipeline', 'source.build.nonsense == 1')).toContain('unknown variable `source.build.nonsense`');
+    expect(ruleConditionError('pipeline.trigger_build.pipeline', 'source.build.env == 1')).toContain('`source.build.env` is a function');
+    expect(ruleConditionError('pipeline.trigger_build.pipeline', 'build.branch == 1')).toContain(
+      "names `build.branch`, which a pipeline.trigger_build.pipeline rule's",
+    );
+    // What a check reads for them: nothing more for the old four, the teams only when named.
+    const wanted = (conditions: string[], side: 'source' | 'target' = 'source') => factsWanted('pipeline.artifacts_read.pipeline', [{ conditions }], side);
+    expect(wanted(["source.build.branch == 'main' && source.build.source != 'api'", "target.build.tag == 'v1'"])).toBeNull();
+    expect(wanted(["target.build.creator.teams includes 'core'"])).toBeNull();
+    expect(wanted(["target.build.creator.teams includes 'core'"], 'target')).toEqual({ creatorTeams: true, env: false });
+    expect(wanted(['source.build.tag == null || source.build.env("X") == "y"'])).toEqual({ creatorTeams: false, env: true });
+    // Their values: what a step's if reads of a build (one source for both).
+    const facts = stepConditionContext({
+      build: {
+        id: 'b',
+        number: 1,
+        branch: 'main',
+        commit: 'abc',
+        message: 'm',
+        tag: null,
+        source: 'api',
+        pullRequest: null,
+        triggeredFrom: null,
+        rebuiltFrom: null,
+        author: null,
+        webhookEvent: null,
+        creator: null,
+      },
+      pipeline: { id: 'p', name: 'P', slug: 'p', defaultBranch: 'main', repository: 'r', providerId: 'git' },
+      organization: { id: 'o', slug: 'o' },
+      creatorTeams: [],
+      env: {},
+    });
+    for (const v of STEP_BUILD_VARIABLES.filter((name) => name !== 'build.env')) expect([v, facts.has(v)]).toEqual([v, true]);
+  });
+});
 
 describeEachDatabase('rules', (ctx) => {
   const rulesPath = (org: { slug: string }) => `/v2/organizations/${org.slug}/rules`;
@@ -128,6 +181,17 @@ describeEachDatabase('rules', (ctx) => {
           { type: 'pipeline.trigger_build.pipeline', value: { source_pipeline: 'ci', target_pipeline: 'deploy', conditions: ["target.build.branch == 'x'"] } },
           'value.conditions[0]',
         ],
+        [
+          {
+            type: 'pipeline.trigger_build.pipeline',
+            value: { source_pipeline: 'ci', target_pipeline: 'deploy', conditions: ["source.build.nonsense == 'x'"] },
+          },
+          'value.conditions[0]',
+        ],
+        [
+          { type: 'pipeline.artifacts_read.pipeline', value: { source_pipeline: 'ci', target_pipeline: 'deploy', conditions: ['target.build.nonsense'] } },
+          'value.conditions[0]',
+        ],
         [{ type: 'pipeline.trigger_build.pipeline' }, 'value'],
       ];
       for (const [body, field] of cases) {
@@ -158,6 +222,31 @@ describeEachDatabase('rules', (ctx) => {
         .get(`${rulesPath(s.org)}/not-a-uuid`)
         .set(auth(s.token))
         .expect(404);
+    });
+
+    it("accepts conditions over every variable a build has in a step's if, and still refuses unknown ones", async () => {
+      const s = await setup();
+      await s.pipeline('ci');
+      await s.pipeline('deploy');
+      const create = (type: string, conditions: string[]) => s.createRule({ type, value: { source_pipeline: 'ci', target_pipeline: 'deploy', conditions } });
+      const trigger = 'pipeline.trigger_build.pipeline';
+      const artifacts = 'pipeline.artifacts_read.pipeline';
+      for (const [type, conditions] of [
+        [trigger, ["source.build.creator.teams includes 'core'"]],
+        [trigger, ['source.build.tag != null', 'source.build.pull_request.id == 42']],
+        [trigger, ['source.build.env("DEPLOY") == "yes" && source.build.number == 1 || source.build.pull_request.labels includes "ok"']],
+        [artifacts, ["target.build.creator.teams includes 'core' && source.build.author.email =~ /@example\\.com$/"]],
+        [artifacts, ["target.build.env('BUILDKITE_TAG') == source.build.tag && source.request.query == 'dist/*'"]],
+      ] as const) {
+        const res = await create(type, [...conditions]);
+        expect([res.status, conditions]).toEqual([201, conditions]);
+        expect(res.body.value.conditions).toEqual(conditions);
+      }
+      const unknown = await create(trigger, ["source.build.nonsense == 'x'"]);
+      expect(unknown.status).toBe(422);
+      expect(unknown.body.errors).toEqual([{ field: 'value.conditions[0]', code: expect.stringContaining('unknown variable `source.build.nonsense`') }]);
+      // A build's variables are the source build's only, in a trigger rule.
+      expect((await create(trigger, ["target.build.creator.teams includes 'core'"])).status).toBe(422);
     });
 
     it('lets members read rules and only administrators write them; scopes read_rules and write_rules', async () => {
@@ -204,8 +293,8 @@ describeEachDatabase('rules', (ctx) => {
   });
 
   describe('trigger steps across clusters', () => {
-    const triggerJob = async (s: Awaited<ReturnType<typeof setup>>, slug: string) => {
-      const build = await givenBuild(ctx(), s.org, slug, s.token, { branch: 'main' });
+    const triggerJob = async (s: Awaited<ReturnType<typeof setup>>, slug: string, body: Record<string, unknown> = {}) => {
+      const build = await givenBuild(ctx(), s.org, slug, s.token, { branch: 'main', ...body });
       const read = await ctx().http().get(`/v2/organizations/${s.org.slug}/pipelines/${slug}/builds/${build.number}`).set(auth(s.token)).expect(200);
       const job = read.body.jobs[0];
       const log = await ctx()
@@ -267,6 +356,58 @@ describeEachDatabase('rules', (ctx) => {
       await s.pipeline('deploy-back', 'steps:\n  - trigger: ci\n', { cluster_id: green });
       expect((await triggerJob(s, 'deploy-back')).job.state).toBe('failed');
     });
+
+    it("decides on the triggering build's other variables: its creator's teams, its env", async () => {
+      const s = await setup();
+      const blue = await s.cluster('Blue');
+      const green = await s.cluster('Green');
+      await s.pipeline('deploy', 'steps:\n  - command: ./deploy.sh\n', { cluster_id: green });
+      await s.pipeline('ci', 'steps:\n  - trigger: deploy\n', { cluster_id: blue });
+      const rule = (
+        await s
+          .createRule({
+            type: 'pipeline.trigger_build.pipeline',
+            value: { source_pipeline: 'ci', target_pipeline: 'deploy', conditions: ["source.build.creator.teams includes 'core'"] },
+          })
+          .expect(201)
+      ).body;
+
+      // The build's creator is in no team called core: refused, the condition named.
+      const refused = await triggerJob(s, 'ci');
+      expect(refused.job.state).toBe('failed');
+      expect(refused.log).toContain("the conditions of the pipeline.trigger_build.pipeline rule were not met: `source.build.creator.teams includes 'core'`");
+      // In another team still refused.
+      await ctx().givenTeam(s.org, [s.user]);
+      expect((await triggerJob(s, 'ci')).job.state).toBe('failed');
+
+      // Once the creator is in the team core, allowed.
+      const core = await ctx().services.orgs.createTeam({ organizationId: s.org.id, slug: 'core', name: 'Core' });
+      await ctx().services.orgs.addTeamMember(core.id, s.user.id);
+      expect((await triggerJob(s, 'ci')).job).toMatchObject({ state: 'running', triggered_build: { number: 1 } });
+
+      // The build's env (its own, and the BUILDKITE_* ones), and the old fields beside them.
+      await ctx()
+        .http()
+        .delete(`${rulesPath(s.org)}/${rule.uuid}`)
+        .set(auth(s.token))
+        .expect(204);
+      await s
+        .createRule({
+          type: 'pipeline.trigger_build.pipeline',
+          value: {
+            source_pipeline: 'ci',
+            target_pipeline: 'deploy',
+            conditions: [
+              'source.build.env("RELEASE") == "yes" && source.build.env("BUILDKITE_PIPELINE_SLUG") == "ci"',
+              `source.build.creator.email == "${s.user.email}" && source.build.branch == 'main' && source.build.tag == null && source.build.pull_request.id == null`,
+            ],
+          },
+        })
+        .expect(201);
+      expect((await triggerJob(s, 'ci')).job.state).toBe('failed');
+      expect((await triggerJob(s, 'ci', { env: { RELEASE: 'no' } })).job.state).toBe('failed');
+      expect((await triggerJob(s, 'ci', { env: { RELEASE: 'yes' } })).job).toMatchObject({ state: 'running', triggered_build: { number: 2 } });
+    });
   });
 
   describe('artifact searches across clusters', () => {
@@ -311,6 +452,21 @@ describeEachDatabase('rules', (ctx) => {
       expect((await search().expect(200)).body).toHaveLength(1);
       const other = await ctx().http().get(`/v3/builds/${assetsBuild.id}/artifacts/search`).query({ query: '*' }).set(agentAuth(agent.token)).expect(403);
       expect(other.body.message).toContain('the conditions of the pipeline.artifacts_read.pipeline rule were not met');
+      // Another rule over the target build's creator's teams and the source build's env: it allows once the creator is in core.
+      await s
+        .createRule({
+          type: 'pipeline.artifacts_read.pipeline',
+          value: {
+            source_pipeline: 'release',
+            target_pipeline: 'assets',
+            conditions: ["target.build.creator.teams includes 'core' && source.build.env('BUILDKITE_PIPELINE_SLUG') == 'release'"],
+          },
+        })
+        .expect(201);
+      await ctx().http().get(`/v3/builds/${assetsBuild.id}/artifacts/search`).query({ query: '*' }).set(agentAuth(agent.token)).expect(403);
+      const core = await ctx().services.orgs.createTeam({ organizationId: s.org.id, slug: 'core', name: 'Core' });
+      await ctx().services.orgs.addTeamMember(core.id, s.user.id);
+      await ctx().http().get(`/v3/builds/${assetsBuild.id}/artifacts/search`).query({ query: '*' }).set(agentAuth(agent.token)).expect(200);
 
       // Another organization's build is not found at all.
       const stranger = await ctx().givenAdmin();

@@ -19,6 +19,9 @@ import type { Build, NewBuild, NewBuildFields } from '../model';
 import { placeInCluster, type ClusterQueues } from '../jobs/cluster-queue';
 import { supersede, type Superseded } from './cancellation';
 import type { ProgressRepositories, StepSigner } from './repositories';
+import type { OrganizationRepository } from '../../organizations/repository';
+import type { ConditionContext } from '../../pipelines/filter-condition';
+import type { FactsWanted } from '../../rules/policy';
 
 /** Older builds of the branch a new build moves on, by the build event (src/builds/states.ts) that moves them. */
 interface Supersession {
@@ -143,6 +146,31 @@ export async function conditionFactsOf(
   if (!conditionsOf(steps).length) return { organization: { id: organizationId, slug: '' }, creatorTeams: [] };
   const org = await r.organizations.findById(organizationId);
   return { organization: { id: organizationId, slug: org?.slug ?? '' }, creatorTeams: await creatorTeamsOf(r, organizationId, creatorId, steps) };
+}
+
+/**
+ * What a step's `if` reads of a stored build (stepConditionContext, its env the pipeline's, or
+ * its template's, and the build's, as planBuild gives its steps): for a rule's `source.build.*`
+ * and `target.build.*` (src/rules/policy.ts; factsWanted says which reads to take). `pipeline`
+ * is the build's. The organization is read only for `env` (its slug is
+ * `BUILDKITE_ORGANIZATION_SLUG`), the creator's teams only for `creatorTeams`: otherwise they
+ * read "" and [].
+ */
+export async function storedBuildConditions(
+  organizations: Pick<OrganizationRepository, 'findById' | 'teamSlugsOf'>,
+  build: Build,
+  pipeline: Pipeline,
+  want: FactsWanted,
+): Promise<ConditionContext> {
+  const slug = want.env ? ((await organizations.findById(build.organizationId))?.slug ?? '') : '';
+  const creatorTeams = want.creatorTeams && build.creator ? await organizations.teamSlugsOf(build.creator.id, build.organizationId) : [];
+  return stepConditionContext({
+    build,
+    pipeline,
+    organization: { id: build.organizationId, slug },
+    creatorTeams,
+    env: { ...(pipeline.template ?? pipeline).env, ...build.env },
+  });
 }
 
 /**

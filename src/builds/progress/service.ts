@@ -26,7 +26,9 @@ import type { Build, JobState, NewBuildFields } from '../model';
 import { AUTO_RETRYABLE_JOB_STATES, CANCELABLE_BUILD_STATES, HELD_JOB_STATES, REPLACEABLE_JOB_STATES, RUNNING_ON_AGENT_JOB_STATES } from '../states';
 import { UnprocessableError } from '../../core/errors';
 import { cancelBuild, supersede } from './cancellation';
-import { clusterQueuesOf, conditionFactsOf, creatorTeamsOf, planBuild, writeBuild } from './creation';
+import { clusterQueuesOf, conditionFactsOf, creatorTeamsOf, planBuild, storedBuildConditions, writeBuild } from './creation';
+import type { ConditionContext } from '../../pipelines/filter-condition';
+import type { FactsWanted } from '../../rules/policy';
 import { placeInCluster } from '../jobs/cluster-queue';
 import { advanceLocked } from './machine';
 import { uploadFamily } from '../jobs/state';
@@ -85,6 +87,11 @@ export class BuildProgress {
     private readonly sign: StepSigner,
     private readonly changes: ChangeFeed,
   ) {}
+
+  /** What a step's `if` reads of a stored build (./creation.ts, storedBuildConditions): for a rule's conditions about it. */
+  storedBuildConditions(build: Build, pipeline: Pipeline, want: FactsWanted): Promise<ConditionContext> {
+    return storedBuildConditions(this.repos.organizations, build, pipeline, want);
+  }
 
   /** Runs the build's state machine after a job event; `jobIds`: the jobs the event moved (announced with the build). */
   async advance(buildId: string, jobIds: readonly string[] = []): Promise<void> {

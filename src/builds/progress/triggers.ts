@@ -5,8 +5,9 @@
  */
 import type { Job } from '../jobs/model';
 import { triggeredBuildFields, triggerTarget, triggerToRun, type TriggeringBuild, type TriggerOutcome } from '../jobs/triggers';
-import { ruleDecision } from '../../rules/policy';
-import { clusterQueuesOf, conditionFactsOf, planBuild, writeBuild } from './creation';
+import { factsWanted, ruleDecision, type FactsWanted } from '../../rules/policy';
+import type { ConditionContext } from '../../pipelines/filter-condition';
+import { clusterQueuesOf, conditionFactsOf, planBuild, storedBuildConditions, writeBuild } from './creation';
 import type { ProgressRepositories, StepSigner } from './repositories';
 import type { User } from '../../core/identity';
 import type { Pipeline } from '../../pipelines/repository';
@@ -21,16 +22,19 @@ export async function launchTriggeredBuild(r: ProgressRepositories, sign: StepSi
   // Another cluster's pipeline (or one a rule's conditions guard) needs a rule that allows it.
   const fields = triggeredBuildFields(run.step, job, parent, target.branch);
   const type = 'pipeline.trigger_build.pipeline';
-  const refusal = ruleDecision(
-    type,
-    { id: parent.pipelineId, slug: parent.pipelineSlug, clusterId: parent.clusterId },
-    target.pipeline,
-    await r.rules.between(type, parent.pipelineId, target.pipeline.id),
-    {
-      source: { branch: parent.branch, commit: parent.commit, message: parent.message, source: parent.source },
-      targetTrigger: { branch: fields.branch, commit: fields.commit, message: fields.message },
+  const rules = await r.rules.between(type, parent.pipelineId, target.pipeline.id);
+  // The rest of the triggering build's variables (`source.build.creator.teams`...), read only where a rule names one.
+  const want = factsWanted(type, rules, 'source');
+  const refusal = ruleDecision(type, { id: parent.pipelineId, slug: parent.pipelineSlug, clusterId: parent.clusterId }, target.pipeline, rules, {
+    source: {
+      branch: parent.branch,
+      commit: parent.commit,
+      message: parent.message,
+      source: parent.source,
+      facts: want && (await triggeringBuildConditions(r, parent, want)),
     },
-  );
+    targetTrigger: { branch: fields.branch, commit: fields.commit, message: fields.message },
+  });
   if (refusal) return { failure: refusal };
   const creator = parent.creatorId ? await r.users.findById(parent.creatorId) : null;
   const denied = await authorMayNotBuild(r, parent, creator ?? parent.unblocker, target.pipeline);
@@ -39,6 +43,13 @@ export async function launchTriggeredBuild(r: ProgressRepositories, sign: StepSi
   const facts = await conditionFactsOf(r, target.pipeline.organizationId, creator?.id ?? null, (target.pipeline.template ?? target.pipeline).steps);
   const { build, triggers } = await writeBuild(r, planBuild(target.pipeline, creator, fields, sign, queues, facts));
   return { build: { id: build.id, number: build.number, pipelineSlug: target.pipeline.slug }, skippedTriggers: triggers };
+}
+
+/** What a step's `if` reads of the triggering build (./creation.ts, storedBuildConditions); null if it or its pipeline is gone. */
+async function triggeringBuildConditions(r: ProgressRepositories, parent: TriggeringBuild, want: FactsWanted): Promise<ConditionContext | null> {
+  const build = await r.builds.findById(parent.id);
+  const pipeline = build && (await r.pipelines.findById(build.pipelineId));
+  return build && pipeline ? storedBuildConditions(r.organizations, build, pipeline, want) : null;
 }
 
 /**
