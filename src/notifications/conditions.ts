@@ -1,7 +1,8 @@
 /**
  * The `if` of a pipeline's notify entries, evaluated against the build an event is about, with
- * the variables the documentation names for conditional notifications: the build's (state,
- * branch, commit, creator...), the pipeline's and the organization's, and whether this build
+ * the variables the documentation names for conditional notifications: every one a step's `if`
+ * has (the build's, `build.env()` included, the pipeline's and the organization's), the build's
+ * state, and whether this build
  * started the pipeline passing (`pipeline.started_passing`, `build.fixed`) or failing
  * (`pipeline.started_failing`), told by the branch's previous finished build. A condition that
  * does not parse holds for nothing (it was refused when the pipeline was saved; one saved
@@ -9,9 +10,25 @@
  */
 import { NOTIFY_CONDITION_VARIABLES, STEP_NOTIFY_CONDITION_VARIABLES, parseCondition, type Value } from '../pipelines/filter-condition';
 import type { FanOutContext } from './service';
-import { buildConditionContext } from '../builds/jobs/plan';
+import type { RenderedEvent } from './payload';
+import { storedStepConditionContext } from '../builds/jobs/plan';
+import { isRecord } from '../core/guards';
 
 const VARIABLES = [...NOTIFY_CONDITION_VARIABLES, ...STEP_NOTIFY_CONDITION_VARIABLES];
+
+/**
+ * Whether an `if` of the event's notify entries (the build's, and its job's step's) names the
+ * build creator's teams, which are read for the context only then.
+ */
+export function namesCreatorTeams(rendered: Pick<RenderedEvent, 'build' | 'job'>): boolean {
+  const step: unknown = rendered.job?.step;
+  const entries = [rendered.build?.notify, isRecord(step) ? step.notify : undefined].flatMap((n) => (Array.isArray(n) ? n : []));
+  return entries.some((e) => {
+    if (!isRecord(e) || typeof e.if !== 'string') return false;
+    const parsed = parseCondition(e.if, VARIABLES);
+    return parsed.ok && parsed.condition.variables().has('build.creator.teams');
+  });
+}
 
 /** The variables of an entry's `if`: the build's, and at a step's moment (ctx.stepMoment) the step's; null otherwise. */
 export function notifyConditionContext(ctx: FanOutContext): Map<string, Value> {
@@ -24,15 +41,12 @@ export function notifyConditionContext(ctx: FanOutContext): Map<string, Value> {
   const state = ctx.buildStateAtEvent ?? (b ? (b.blocked && b.state === 'passed' ? 'blocked' : b.state) : null);
   const startedPassing = state === 'passed' && previous === 'failed';
   const startedFailing = state === 'failed' && previous === 'passed';
-  // The build's and pipeline's own variables are a step `if`'s (one reader of a build for both).
-  const vars: Map<string, Value> = b && p ? buildConditionContext(b, p) : new Map<string, Value>([['build.pull_request.labels', []]]);
+  // Every variable a step's `if` has (one reader of a build for both), then the outcome's.
+  const vars: Map<string, Value> =
+    b && p ? storedStepConditionContext(b, p, ctx.rendered.organization, ctx.creatorTeams) : new Map<string, Value>([['build.pull_request.labels', []]]);
   const more: [string, Value][] = [
-    ['build.id', b?.id ?? null],
-    ['build.number', b?.number ?? null],
     // A step's entries (read at its moments) cannot know the build's state (the docs): null.
     ['build.state', step ? null : state],
-    ['build.creator.name', b?.creator?.name ?? null],
-    ['build.creator.email', b?.creator?.email ?? null],
     ['build.fixed', startedPassing],
     ['pipeline.started_passing', startedPassing],
     ['pipeline.started_failing', startedFailing],

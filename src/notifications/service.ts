@@ -22,6 +22,7 @@ import { NotFoundError } from '../core/errors';
 import type { AttemptResult, EventName, EventPayload, HttpSend, NotificationEvent } from './events';
 import { renderEvent, type PayloadSources, type RenderedEvent } from './payload';
 import { stepMomentOf, type StepMoment } from './step-moments';
+import { namesCreatorTeams } from './conditions';
 import type { Attempt, Delivery, NewDelivery, OutboxRepository, Transition } from './repository';
 import { backoffMs, eventOf, inScope, type EventPlace } from './rules';
 import { clock } from '../core/clock';
@@ -133,6 +134,8 @@ export interface FanOutContext {
   jobStateAtEvent: string | null;
   /** For a job event: the moment of the job's step it is (step.failing, step.finished), if any (./step-moments.ts). */
   stepMoment: StepMoment | null;
+  /** The slugs of the build creator's teams, read only when an entry's `if` names `build.creator.teams` (./conditions.ts); else []. */
+  creatorTeams: readonly string[];
 }
 
 export interface DeliveryView {
@@ -157,6 +160,8 @@ export class NotificationService {
     private readonly sources: PayloadSources & {
       teamIdsOf(pipelineId: string): Promise<string[]>;
       previousFinishedState(b: Build): Promise<string | null>;
+      /** The slugs of the teams of the build's organization its creator is a member of. */
+      creatorTeamsOf(b: Build): Promise<string[]>;
     },
     private readonly services: ServiceDirectory,
     private readonly providers: Record<string, Provider>,
@@ -238,6 +243,7 @@ export class NotificationService {
       buildStateAtEvent: t.kind === 'build' ? (t.blocked && t.toState === 'passed' ? 'blocked' : t.toState) : null,
       jobStateAtEvent: t.kind === 'job' ? t.toState : null,
       stepMoment: rendered.job ? stepMomentOf(name, rendered.job, rendered.jobs) : null,
+      creatorTeams: rendered.build?.creator && namesCreatorTeams(rendered) ? await this.sources.creatorTeamsOf(rendered.build) : [],
     };
     const out: PlannedDelivery[] = [];
     for (const s of services) {

@@ -104,15 +104,13 @@ const isEnvFunction = (name: string) => name === 'build.env' || name.endsWith('.
 export const envVariable = (name: string, fn = 'build.env') => `${fn}(${JSON.stringify(name)})`;
 
 /**
- * What a `notify` entry's `if` may name on top of CONDITION_VARIABLES: the build's outcome and
- * identity, known when a notification is sent (the delivery side puts them in the context).
+ * What a `notify` entry's `if` may name on top of CONDITION_VARIABLES: a step's (conditionals.md:
+ * notifications use "the same `if` syntax as in your Steps"), and the build's outcome, known when
+ * a notification is sent (the delivery side puts them in the context).
  */
 export const NOTIFY_CONDITION_VARIABLES = [
+  ...STEP_CONDITION_VARIABLES,
   'build.state',
-  'build.id',
-  'build.number',
-  'build.creator.name',
-  'build.creator.email',
   'build.fixed',
   'pipeline.started_passing',
   'pipeline.started_failing',

@@ -86,6 +86,45 @@ describeEachDatabase('notify entries of pipeline YAML', { notifications: { retry
     }
   });
 
+  it('takes every variable of a step’s `if` in an entry’s `if`: build.env(), the creator’s teams, the organization’s id', async () => {
+    const deploy = await startReceiver('/deploy');
+    const core = await startReceiver('/core');
+    try {
+      const s = await setup(
+        [
+          'env:',
+          '  STAGE: prod',
+          'notify:',
+          `  - webhook: "${deploy.url}"`,
+          '    if: build.env("DEPLOY") == "1" && build.env("STAGE") == "prod" && build.env("BUILDKITE_BRANCH") == "main" && build.state == "passed"',
+          `  - webhook: "${core.url}"`,
+          `    if: build.creator.teams includes "core" && organization.id != null`,
+          'steps:',
+          '  - command: one',
+          '',
+        ].join('\n'),
+      );
+      await givenBuild(ctx(), s.org, s.pipeline, s.token, { env: { DEPLOY: '1' } });
+      await runNextJob(ctx(), s.agent, 0);
+      await givenBuild(ctx(), s.org, s.pipeline, s.token, { env: { DEPLOY: '0' } });
+      await runNextJob(ctx(), s.agent, 0);
+      await settle();
+      expect(deploy.events()).toEqual(['build.finished']);
+      expect(deploy.received[0]!.body.build).toMatchObject({ number: 1, state: 'passed' });
+      // The creator is in no team core yet; once they are, the next build's events reach it.
+      expect(core.events()).toEqual([]);
+      const team = await ctx().services.orgs.createTeam({ organizationId: s.org.id, slug: 'core', name: 'Core' });
+      await ctx().services.orgs.addTeamMember(team.id, s.user.id);
+      await s.run();
+      await runNextJob(ctx(), s.agent, 0);
+      await settle();
+      expect(core.events()).toEqual(['build.scheduled', 'build.running', 'build.finished']);
+    } finally {
+      await deploy.close();
+      await core.close();
+    }
+  });
+
   it('records an email notification as a failed delivery: there is no mail transport', async () => {
     const s = await setup('notify:\n  - email: "dev@example.com"\nsteps:\n  - command: one\n');
     await s.run();

@@ -238,6 +238,19 @@ export function stepConditionContext(s: StepConditionSource): Map<string, Value>
   return ctx;
 }
 
+/**
+ * What a step's `if` reads of a stored build: its env the pipeline's (its template's, when it
+ * has one) and the build's, as the build's steps had it when planned.
+ */
+export function storedStepConditionContext(
+  build: StepConditionSource['build'] & Pick<Build, 'env'>,
+  pipeline: StepConditionSource['pipeline'] & Pick<Pipeline, 'env' | 'template'>,
+  organization: StepConditionSource['organization'],
+  creatorTeams: readonly string[],
+): Map<string, Value> {
+  return stepConditionContext({ build, pipeline, organization, creatorTeams, env: { ...(pipeline.template ?? pipeline).env, ...build.env } });
+}
+
 /** A build takes at most this many jobs, uploads included (retried jobs count too): the docs' default quota, 'Jobs per build'. */
 export const MAX_JOBS_PER_BUILD = 4000;
 

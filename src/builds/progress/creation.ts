@@ -14,7 +14,7 @@ import type { Job } from '../jobs/model';
 import { matchesBranchFilter } from '../../pipelines/branch-filter';
 import type { Pipeline } from '../../pipelines/repository';
 import type { Step } from '../../pipelines/configuration';
-import { MAX_JOBS_PER_BUILD, planJobs, stepConditionContext, type PlannedJob } from '../jobs/plan';
+import { MAX_JOBS_PER_BUILD, planJobs, stepConditionContext, storedStepConditionContext, type PlannedJob } from '../jobs/plan';
 import type { Build, NewBuild, NewBuildFields } from '../model';
 import { placeInCluster, type ClusterQueues } from '../jobs/cluster-queue';
 import { supersede, type Superseded } from './cancellation';
@@ -164,13 +164,7 @@ export async function storedBuildConditions(
 ): Promise<ConditionContext> {
   const slug = want.env ? ((await organizations.findById(build.organizationId))?.slug ?? '') : '';
   const creatorTeams = want.creatorTeams && build.creator ? await organizations.teamSlugsOf(build.creator.id, build.organizationId) : [];
-  return stepConditionContext({
-    build,
-    pipeline,
-    organization: { id: build.organizationId, slug },
-    creatorTeams,
-    env: { ...(pipeline.template ?? pipeline).env, ...build.env },
-  });
+  return storedStepConditionContext(build, pipeline, { id: build.organizationId, slug }, creatorTeams);
 }
 
 /**
