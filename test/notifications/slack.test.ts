@@ -126,6 +126,8 @@ describe('slack notify YAML', () => {
       message: 'SRE <@U024BE7LH>',
     });
     expect(parseSlackNotify({ channels: [] })).toBeNull();
+    // A message and no channels: the service's own channel (the pipeline reader takes this form).
+    expect(parseSlackNotify({ message: 'Shipped' })).toEqual({ channels: [], message: 'Shipped' });
     expect(parseSlackNotify(42)).toBeNull();
     expect(parseSlackNotify('')).toBeNull();
   });
@@ -148,6 +150,11 @@ describe('slack notify YAML', () => {
       'is failing',
     );
     expect(slackNotifyMessages(buildEvent('build.running'), {}, notification)).toEqual([]);
+    // No channel named: one message, with no override, to the service's own channel.
+    const own = slackNotifyMessages(finished('passed'), {}, { channels: [], message: 'Shipped' });
+    expect(own).toHaveLength(1);
+    expect(own[0]).not.toHaveProperty('channel');
+    expect(own[0]!.text).toMatch(/^Shipped\n/);
     expect(slackNotifyMessages(buildEvent('job.activated'), {}, notification)).toEqual([]);
   });
 });

@@ -23,7 +23,7 @@ import type { AttemptResult, EventName, HttpSend } from '../events';
 import type { Delivery } from '../repository';
 import type { ActiveService, FanOutContext, PlannedDelivery, Provider } from '../service';
 import type { StepMoment } from '../step-moments';
-import { postSlack, parseSlackNotify, slackNotifyMessages, slackThemeOf, webhookChannel, escapeSlack, type SlackMessage } from './slack';
+import { postSlack, parseSlackNotify, slackChannelsOf, slackNotifyMessages, slackThemeOf, escapeSlack, type SlackMessage } from './slack';
 import { DELIVERY_HEADER, postJson } from './webhook';
 import { isRecord } from '../../core/guards';
 
@@ -68,10 +68,10 @@ function stepHeadline(ctx: FanOutContext, step: StepMoment, slack: boolean): str
   return slack ? `${escapeSlack(label)} ${says} in <${url}|${escapeSlack(name)} #${number}>` : `${label} ${says} in ${name} #${number}: ${url}`;
 }
 
-/** A step's Slack message: the step, its moment and the build it belongs to. */
-function stepSlackMessage(ctx: FanOutContext, step: StepMoment, channel: string, message: string | undefined): SlackMessage {
+/** A step's Slack message: the step, its moment and the build it belongs to; to `channel`, else the service's own. */
+function stepSlackMessage(ctx: FanOutContext, step: StepMoment, channel: string | undefined, message: string | undefined): SlackMessage {
   const headline = stepHeadline(ctx, step, true);
-  return { text: message ? `${message}\n${headline}` : headline, channel: webhookChannel(channel), attachments: [] };
+  return { text: message ? `${message}\n${headline}` : headline, ...(channel ? { channel } : {}), attachments: [] };
 }
 
 export function notifyProvider(conditionOf: (ctx: FanOutContext) => (condition: string) => boolean): Provider {
@@ -117,7 +117,7 @@ export function notifyProvider(conditionOf: (ctx: FanOutContext) => (condition: 
           const notification = 'slack' in e ? parseSlackNotify(e.slack) : null;
           if (!notification) continue;
           for (const s of slackServices) {
-            for (const channel of notification.channels) {
+            for (const channel of slackChannelsOf(notification)) {
               const msg = stepSlackMessage(ctx, step, channel, notification.message);
               out.push(target('slack', `${s.id}:${msg.channel ?? ''}`, { service_id: s.id, channel: msg.channel ?? null }, msg, s.id));
             }

@@ -65,6 +65,7 @@ export interface SlackMessage {
 
 /** One `notify: - slack: ...` of a pipeline's YAML. */
 export interface SlackNotification {
+  /** None: the service's own channel (an entry with a `message` and no `channels`). */
   channels: string[];
   message?: string;
 }
@@ -234,9 +235,14 @@ export function parseSlackNotify(value: unknown): SlackNotification | null {
   const o = rec(value);
   if (!o) return null;
   const channels = Array.isArray(o.channels) ? o.channels.filter((c): c is string => typeof c === 'string' && c.trim() !== '').map((c) => c.trim()) : [];
-  if (channels.length === 0) return null;
   const msg = str(o.message);
-  return msg ? { channels, message: msg } : { channels };
+  if (msg) return { channels, message: msg };
+  return channels.length ? { channels } : null;
+}
+
+/** Where a notification posts: each channel it names (as the override an incoming webhook takes), or the service's own channel (undefined) when it names none. */
+export function slackChannelsOf(n: SlackNotification): (string | undefined)[] {
+  return n.channels.length ? n.channels.map(webhookChannel) : [undefined];
 }
 
 /**
@@ -266,7 +272,7 @@ export function slackNotifyMessages(event: NotificationEvent, settings: Pick<Sla
   const color = look?.color ?? colorOfState(state);
   // The author's message is their own Slack markup, sent as written; the headline follows it.
   const text = notification.message ? `${notification.message}\n${d.headline}` : d.headline;
-  return notification.channels.map((channel) => message(d, color, notification.message ? null : emoji, text, webhookChannel(channel)));
+  return slackChannelsOf(notification).map((channel) => message(d, color, notification.message ? null : emoji, text, channel));
 }
 
 /** The theme of a Slack service's stored settings (text or emoji; anything else is the default). */
