@@ -8,7 +8,7 @@ import type { Build } from './model';
 
 /** What the variables are made of: a build as planned (no number before it is written) or as stored. */
 export interface BuildEnvironmentSource {
-  build: Pick<Build, 'branch' | 'commit' | 'message' | 'pullRequest' | 'source' | 'triggeredFrom' | 'rebuiltFrom'> & {
+  build: Pick<Build, 'branch' | 'commit' | 'message' | 'pullRequest' | 'source' | 'triggeredFrom' | 'rebuiltFrom' | 'author' | 'webhookEvent'> & {
     id: string;
     /** Null while the build is planned: its number is given when it is written. */
     number: number | null;
@@ -19,8 +19,19 @@ export interface BuildEnvironmentSource {
   organization: { id: string; slug: string };
 }
 
+/**
+ * Who the docs' BUILDKITE_BUILD_CREATOR and _EMAIL name: the user who created the build, but on
+ * a GitHub webhook's build (one with its event) the HEAD commit's author, unverified ("Set from
+ * the unverified HEAD commit"), as the delivery gave it.
+ */
+function creatorOf(b: BuildEnvironmentSource['build']): { name: string; email: string } | null {
+  if (!b.webhookEvent) return b.creator;
+  return { name: b.author?.name ?? '', email: b.author?.email ?? '' };
+}
+
 /** The variables; a value the build does not have is "" (the docs: `""` if not triggered, not a rebuild...). */
 export function buildEnvironment({ build: b, pipeline: p, organization: o }: BuildEnvironmentSource): Record<string, string> {
+  const creator = creatorOf(b);
   const env: Record<string, string> = {
     BUILDKITE_BUILD_ID: b.id,
     BUILDKITE_BRANCH: b.branch,
@@ -33,8 +44,8 @@ export function buildEnvironment({ build: b, pipeline: p, organization: o }: Bui
     BUILDKITE_PULL_REQUEST: b.pullRequest ? b.pullRequest.id : 'false',
     BUILDKITE_PULL_REQUEST_BASE_BRANCH: b.pullRequest?.base ?? '',
     BUILDKITE_PULL_REQUEST_REPO: b.pullRequest?.repository ?? '',
-    BUILDKITE_BUILD_CREATOR: b.creator?.name ?? '',
-    BUILDKITE_BUILD_CREATOR_EMAIL: b.creator?.email ?? '',
+    BUILDKITE_BUILD_CREATOR: creator?.name ?? '',
+    BUILDKITE_BUILD_CREATOR_EMAIL: creator?.email ?? '',
     BUILDKITE_PIPELINE_ID: p.id,
     BUILDKITE_PIPELINE_NAME: p.name,
     BUILDKITE_PIPELINE_SLUG: p.slug,
@@ -51,5 +62,10 @@ export function buildEnvironment({ build: b, pipeline: p, organization: o }: Bui
   // The docs: `""` when not a pull request or it has no labels; DRAFT only on a draft's builds.
   env.BUILDKITE_PULL_REQUEST_LABELS = b.pullRequest?.labels?.join(',') ?? '';
   if (b.pullRequest?.draft === true) env.BUILDKITE_PULL_REQUEST_DRAFT = 'true';
+  // The docs: only on builds a GitHub webhook event made; the action only for events that have one.
+  if (b.webhookEvent) {
+    env.BUILDKITE_GITHUB_EVENT = b.webhookEvent.event;
+    if (b.webhookEvent.action !== null) env.BUILDKITE_GITHUB_ACTION = b.webhookEvent.action;
+  }
   return env;
 }

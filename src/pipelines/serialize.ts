@@ -130,7 +130,14 @@ function triggerStepJson(s: TriggerStep): components['schemas']['TriggerStep'] {
   };
 }
 
-/** A pipeline step as the REST API shows it: as stored, but a trigger step in its own shape. */
+/**
+ * A pipeline step as the REST API shows it: as stored, but a trigger step in its own shape, and
+ * without its group's label (kept for its jobs' `BUILDKITE_GROUP_LABEL`, which the docs show in
+ * no REST representation).
+ */
 export function stepJson(s: Step): components['schemas']['Step'] {
-  return s.type === 'trigger' ? triggerStepJson(s) : s;
+  if (s.type === 'trigger') return triggerStepJson(s);
+  if (s.group_label === undefined) return s;
+  const { group_label: _label, ...shown } = s;
+  return shown;
 }

@@ -365,6 +365,33 @@ describe('parseConfiguration: step forms', () => {
     ]);
   });
 
+  it("keeps a group's label (`group`, else `label` or `name`) on each of its steps, for its jobs' BUILDKITE_GROUP_LABEL", () => {
+    const parsed = steps(
+      yaml(
+        'steps:',
+        '  - group: ":lock: Audit"',
+        '    steps:',
+        '      - command: unit',
+        '      - wait',
+        '      - block: Go',
+        '  - group: ~',
+        '    name: Named',
+        '    steps: [{trigger: deploy}]',
+        '  - group: ~',
+        '    steps: [{command: unlabelled}]',
+        '  - command: last',
+      ),
+    );
+    expect(parsed.map((s) => [s.type, s.group_label ?? null])).toEqual([
+      ['script', ':lock: Audit'],
+      ['waiter', ':lock: Audit'],
+      ['manual', ':lock: Audit'],
+      ['trigger', 'Named'],
+      ['script', null],
+      ['script', null],
+    ]);
+  });
+
   it('accepts the visual form written as YAML (explicit `type`)', () => {
     expect(
       steps(

@@ -5,7 +5,7 @@
  * the transitions are src/builds/states.ts, the rules that move jobs ./state.ts and src/builds/progress/.
  */
 import type { PlannedJob } from './plan';
-import type { Author, BuildSource, JobRetryType, JobState, PullRequest, TriggeredFrom } from '../model';
+import type { Author, BuildSource, JobRetryType, JobState, PullRequest, TriggeredFrom, WebhookEvent } from '../model';
 import type { User } from '../../core/identity';
 
 /** A stored job: what was planned (its concurrency group is its step's: concurrencyOf), plus what running it records. */
@@ -49,7 +49,11 @@ export interface Job extends Omit<PlannedJob, 'state' | 'concurrency'> {
   finishedAt: Date | null;
 }
 
-/** A job with what running it needs to know of its build, pipeline and organization. */
+/**
+ * A job with what running it needs to know of its build, pipeline and organization (its
+ * environment: src/builds/jobs/serialize.ts, jobEnv). Team slugs are of non-private teams only
+ * (`visible`, not `secret`), in slug order, as the docs' `*_TEAMS` variables list them.
+ */
 export interface JobContext {
   job: Job;
   organizationId: string;
@@ -62,6 +66,15 @@ export interface JobContext {
   /** The pipeline's Git clone mirror, or null. */
   cloneMirrorUrl: string | null;
   providerId: string;
+  /** The slugs of the pipeline's non-private teams. */
+  pipelineTeams: string[];
+  /** The name of the cluster the job runs in (`job.clusterId`), or null: in none, or it is gone. */
+  clusterName: string | null;
+  /**
+   * Who unblocked the build last before the job became runnable (any time so far, for a job not
+   * runnable yet): the block step's snapshot of the user, with the user's non-private teams now.
+   */
+  unblocker: { id: string; name: string; email: string; teams: string[] } | null;
   build: {
     id: string;
     number: number;
@@ -74,6 +87,10 @@ export interface JobContext {
     author: Author | null;
     cleanCheckout: boolean;
     creator: { name: string; email: string } | null;
+    /** The slugs of the creator's non-private teams in the organization ([] without a creator). */
+    creatorTeams: string[];
+    /** The GitHub webhook event that made the build, or null. */
+    webhookEvent: WebhookEvent | null;
     source: BuildSource;
     triggeredFrom: TriggeredFrom | null;
     rebuiltFrom: { id: string; number: number } | null;

@@ -4,10 +4,10 @@
  * JobContext, and a planned job into the row that stores it.
  */
 import type { JobType, PlannedJob, StepSignature } from './plan';
-import type { Author, JobRetryType, NewBuild, PullRequest, TriggeredFrom } from '../model';
+import type { Author, JobRetryType, NewBuild, PullRequest, TriggeredFrom, WebhookEvent } from '../model';
 import { BUILD_SOURCE_VALUES } from '../rows';
 import { parseJson, toBool, toDate, toDateOrNull } from '../../db/values';
-import type { BuildsRow, JobsRow, OrganizationsRow, PipelinesRow, UsersRow } from '../../db/tables';
+import type { BuildsRow, ClustersRow, JobsRow, OrganizationsRow, PipelinesRow, UsersRow } from '../../db/tables';
 import type { Step } from '../../pipelines/configuration';
 import { userFromRow } from '../../user/rows';
 import type { User } from '../../core/identity';
@@ -77,10 +77,17 @@ export type JobContextRow = JobsRow & {
       | 'triggered_from'
       | 'rebuilt_from_id'
       | 'rebuilt_from_number'
+      | 'webhook_event'
     >,
     'ctx_'
   > &
-  Nullable<Prefixed<Pick<UsersRow, 'name' | 'email'>, 'ctx_creator_'>>;
+  Nullable<Prefixed<Pick<UsersRow, 'name' | 'email'>, 'ctx_creator_'>> & {
+    ctx_cluster_name: ClustersRow['name'] | null;
+    /** The build's latest unblock before the job (`jobs.unblocked_by` of that block step). */
+    ctx_unblocked_by: JobsRow['unblocked_by'];
+    /** The teams' slugs, each behind whose they are (`c`, `p`, `u`), joined by ":" (null: none). */
+    ctx_teams: string | null;
+  };
 
 export function jobFromRow(r: JobRowIn): Job {
   return {
@@ -201,6 +208,8 @@ function jobTimes(build: Pick<NewBuild, 'createdAt'>, j: PlannedJob) {
 }
 
 export function contextFromRow(r: JobContextRow): JobContext {
+  const teams = teamsOf(r.ctx_teams);
+  const unblocker = userSnapshotFromColumn(r.ctx_unblocked_by);
   return {
     job: jobFromRow(r),
     organizationId: r.ctx_org_id,
@@ -212,6 +221,9 @@ export function contextFromRow(r: JobContextRow): JobContext {
     repository: r.ctx_repository,
     cloneMirrorUrl: r.ctx_clone_mirror_url ?? null,
     providerId: r.ctx_provider_id,
+    pipelineTeams: teams.p,
+    clusterName: r.ctx_cluster_name ?? null,
+    unblocker: unblocker && { id: unblocker.id, name: unblocker.name, email: unblocker.email, teams: teams.u },
     build: {
       id: r.build_id,
       number: Number(r.ctx_build_number),
@@ -223,11 +235,27 @@ export function contextFromRow(r: JobContextRow): JobContext {
       author: parseJson<Author | null>(r.ctx_author, null),
       cleanCheckout: toBool(r.ctx_clean_checkout),
       creator: r.ctx_creator_name ? { name: r.ctx_creator_name, email: r.ctx_creator_email ?? '' } : null,
+      creatorTeams: teams.c,
+      webhookEvent: parseJson<WebhookEvent | null>(r.ctx_webhook_event, null),
       source: oneOf(BUILD_SOURCE_VALUES, r.ctx_source, 'builds.source'),
       triggeredFrom: parseJson<TriggeredFrom | null>(r.ctx_triggered_from, null),
       rebuiltFrom: r.ctx_rebuilt_from_id ? { id: r.ctx_rebuilt_from_id, number: Number(r.ctx_rebuilt_from_number) } : null,
     },
   };
+}
+
+/**
+ * The context's teams (`ctx_teams`: `cplatform:pdeploy:uplatform`) by whose they are: the
+ * creator's (`c`), the pipeline's (`p`) and the unblocker's (`u`), each list in slug order. A
+ * slug is lower-case letters, digits and dashes: neither the letter nor ":" is ambiguous.
+ */
+function teamsOf(value: string | null | undefined): Record<'c' | 'p' | 'u', string[]> {
+  const teams: Record<'c' | 'p' | 'u', string[]> = { c: [], p: [], u: [] };
+  for (const entry of value ? value.split(':') : []) {
+    const whose = entry[0];
+    if (whose === 'c' || whose === 'p' || whose === 'u') teams[whose].push(entry.slice(1));
+  }
+  return teams;
 }
 
 /** `jobs.automatic_retries`: each automatic retry rule's count of retries of the job's line, by the rule's index. */

@@ -58,6 +58,11 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaDa
     BUILDKITE_STEP_KEY: j.stepKey ?? '',
     BUILDKITE_ARTIFACT_PATHS: j.artifactPaths ?? '',
     BUILDKITE_TIMEOUT: j.timeoutInMinutes === null ? 'false' : String(j.timeoutInMinutes),
+    // The docs' `*_TEAMS`: colon-separated slugs of non-private teams ("" for none, or no creator).
+    BUILDKITE_BUILD_CREATOR_TEAMS: c.build.creatorTeams.join(':'),
+    BUILDKITE_PIPELINE_TEAMS: c.pipelineTeams.join(':'),
+    // `hosted` only on Buildkite's hosted agents, which Windsock has none of.
+    BUILDKITE_COMPUTE_TYPE: 'self-hosted',
   };
   // Set only where the build has them, so a step's own env (BUILDKITE_CLEAN_CHECKOUT: "true") is not overridden.
   // The real agent's checkout phase removes the checkout first when BUILDKITE_CLEAN_CHECKOUT is true.
@@ -71,6 +76,23 @@ export function jobEnv(c: JobContext, agent: Pick<Agent, 'id' | 'name' | 'metaDa
   if (j.parallelGroupTotal !== null) {
     env.BUILDKITE_PARALLEL_JOB = String(j.parallelGroupIndex);
     env.BUILDKITE_PARALLEL_JOB_COUNT = String(j.parallelGroupTotal);
+  }
+  // The docs: "only available if the job belongs to a group step" (its key and label "" when it has none).
+  if (j.groupId !== null) {
+    env.BUILDKITE_GROUP_ID = j.groupId;
+    env.BUILDKITE_GROUP_KEY = j.step.group_key ?? '';
+    env.BUILDKITE_GROUP_LABEL = j.step.group_label ?? '';
+  }
+  // The docs: the cluster's id "only if the build has an associated cluster_queue" (the job's own,
+  // as its `queue` rule or the cluster's default named it); its name wherever the job runs in one.
+  if (j.clusterId && j.clusterQueueId) env.BUILDKITE_CLUSTER_ID = j.clusterId;
+  if (j.clusterId && c.clusterName !== null) env.BUILDKITE_CLUSTER_NAME = c.clusterName;
+  // Only once a block step of the build was unblocked (before the job became runnable).
+  if (c.unblocker) {
+    env.BUILDKITE_UNBLOCKER = c.unblocker.name;
+    env.BUILDKITE_UNBLOCKER_EMAIL = c.unblocker.email;
+    env.BUILDKITE_UNBLOCKER_ID = c.unblocker.id;
+    env.BUILDKITE_UNBLOCKER_TEAMS = c.unblocker.teams.join(':');
   }
   if (agent) {
     env.BUILDKITE_AGENT_ID = agent.id;

@@ -59,6 +59,7 @@ import * as openPullRequests from './20261129120000_open_pull_requests';
 import * as pipelineEmojiColor from './20261129130000_pipeline_emoji_color';
 import * as suiteOidcPolicy from './20261129140000_suite_oidc_policy';
 import * as suiteApiTokenSealed from './20261129150000_suite_api_token_sealed';
+import * as jobUnblockedIndex from './20261129160000_job_unblocked_index';
 
 const migrations: Record<string, Knex.Migration> = {
   '20261123100000_foundation': foundation,
@@ -116,6 +117,7 @@ const migrations: Record<string, Knex.Migration> = {
   '20261129130000_pipeline_emoji_color': pipelineEmojiColor,
   '20261129140000_suite_oidc_policy': suiteOidcPolicy,
   '20261129150000_suite_api_token_sealed': suiteApiTokenSealed,
+  '20261129160000_job_unblocked_index': jobUnblockedIndex,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -34,6 +34,11 @@ export type ScriptStep = {
   group_key?: string;
   /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
   group_index?: number;
+  /**
+   * The label of the group step it was written in, if that group has one: its jobs'
+   * `BUILDKITE_GROUP_LABEL`. Not shown by the API (src/pipelines/serialize.ts, stepJson).
+   */
+  group_label?: string;
   soft_fail: boolean | { exit_status: ExitStatus }[];
   retry: StepRetry | null;
   /** Dispatch priority of the step's jobs (the step's own, else the pipeline's top-level one). */
@@ -106,6 +111,11 @@ export type WaiterStep = {
   group_key?: string;
   /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
   group_index?: number;
+  /**
+   * The label of the group step it was written in, if that group has one: its jobs'
+   * `BUILDKITE_GROUP_LABEL`. Not shown by the API (src/pipelines/serialize.ts, stepJson).
+   */
+  group_label?: string;
   if?: string;
   /** Its key, when written: what a step's `depends_on` names. */
   key?: string;
@@ -145,6 +155,11 @@ export type ManualStep = {
   group_key?: string;
   /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
   group_index?: number;
+  /**
+   * The label of the group step it was written in, if that group has one: its jobs'
+   * `BUILDKITE_GROUP_LABEL`. Not shown by the API (src/pipelines/serialize.ts, stepJson).
+   */
+  group_label?: string;
   if?: string;
   /** Its key, when written: what `depends_on` names. */
   key?: string;
@@ -168,6 +183,11 @@ export type TriggerStep = {
   group_key?: string;
   /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
   group_index?: number;
+  /**
+   * The label of the group step it was written in, if that group has one: its jobs'
+   * `BUILDKITE_GROUP_LABEL`. Not shown by the API (src/pipelines/serialize.ts, stepJson).
+   */
+  group_label?: string;
   if?: string;
   /** Its key, when written: its job's `step_key`, what `depends_on` names. */
   key?: string;
@@ -211,12 +231,13 @@ export type StepTypesFollowTheSpec = [
   Conforms<NonNullable<Schemas['NotifyEntry']['slack']>, NotifySlack>,
   Conforms<NotifyGitHubCommitStatus, Schemas['NotifyGitHubCommitStatus']>,
   Conforms<NotifyGitHubCheck, Schemas['NotifyGitHubCheck']>,
-  // `matrix_values` is on a job's copy of a matrix step only, which the API does not show;
+  // `matrix_values` is on a job's copy of a matrix step only, which the API does not show, nor
+  // `group_label` (the job environment's BUILDKITE_GROUP_LABEL);
   // `soft_fail` and `skip` are in the JSON but not in the schema's properties (a boolean or a list
   // or string: see ScriptStep's description).
-  Holds<SameKeys<ScriptStep, Schemas['ScriptStep'], 'matrix_values' | 'soft_fail' | 'skip'>>,
-  Holds<SameKeys<WaiterStep, Schemas['WaiterStep']>>,
-  Holds<SameKeys<ManualStep, Schemas['ManualStep']>>,
+  Holds<SameKeys<ScriptStep, Schemas['ScriptStep'], 'matrix_values' | 'soft_fail' | 'skip' | 'group_label'>>,
+  Holds<SameKeys<WaiterStep, Schemas['WaiterStep'], 'group_label'>>,
+  Holds<SameKeys<ManualStep, Schemas['ManualStep'], 'group_label'>>,
   Holds<SameKeys<StepRetry, SpecRetry>>,
   Holds<SameKeys<AutomaticRetry, SpecRetry['automatic'][number]>>,
   Holds<SameKeys<ManualRetry, NonNullable<SpecRetry['manual']>>>,

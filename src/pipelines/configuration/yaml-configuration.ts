@@ -102,6 +102,8 @@ function yamlStep(reporter: YamlProblemReporter, v: ConfigValue, defaults: StepD
 interface GroupAttributes {
   /** Kept on each of its steps: their jobs show it as `group_key`. */
   key: string | null;
+  /** Its label (`group`, `label` or `name`), kept on each of its steps: their jobs' `BUILDKITE_GROUP_LABEL`. */
+  label: string | null;
   /** Where the group step is in the configuration's `steps`: each of its steps' `group_index`. */
   index: number;
   condition?: string;
@@ -112,9 +114,9 @@ interface GroupAttributes {
   barrierPassed: boolean;
 }
 
-function groupAttributes(reporter: YamlProblemReporter, group: ConfigMap, children: ConfigList, index: number): GroupAttributes {
+function groupAttributes(reporter: YamlProblemReporter, group: ConfigMap, children: ConfigList, index: number, label: string | null): GroupAttributes {
   const key = optionalText(reporter, findProperty(group, PROPERTY_NAMES.yaml.key), MAX_KEY);
-  const attributes: GroupAttributes = { key, index, barrierPassed: false, ...skipOf(reporter, group) };
+  const attributes: GroupAttributes = { key, label, index, barrierPassed: false, ...skipOf(reporter, group) };
   const condition = stepCondition(reporter, group, []);
   if (condition !== undefined) attributes.condition = condition;
   const { depends_on: dependsOn, allow_dependency_failure: allowFailure } = parseDependencies(reporter, group);
@@ -260,6 +262,7 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
     // The group's steps after its first wait or block step wait for that one, not for the group's `depends_on`.
     if (group && (step.type === 'waiter' || (step.type === 'manual' && !step.input))) group.barrierPassed = true;
     if (groupKey !== null) step.group_key = groupKey;
+    if (group?.label) step.group_label = group.label;
     if (group) step.group_index = group.index;
     const ownKey = keptKey(step);
     const written = item.kind === 'map' ? findProperty(item, PROPERTY_NAMES.yaml.key) : undefined;
@@ -293,9 +296,9 @@ function parseConfigurationOrThrow(yamlText: string): ParsedConfiguration {
       reporter.fail('steps', 'must be a list', children);
       continue;
     }
-    optionalText(reporter, findProperty(item, ['group', 'label', 'name']), MAX_NAME); // checked, though not kept
+    const groupLabel = optionalText(reporter, findProperty(item, ['group', 'label', 'name']), MAX_NAME);
     checkAttributes(reporter, item, 'group');
-    const group = groupAttributes(reporter, item, children, i);
+    const group = groupAttributes(reporter, item, children, i, groupLabel);
     if (group.key !== null) claimKey(reporter, group.key, label, findProperty(item, PROPERTY_NAMES.yaml.key)?.[1]);
     for (const [j, child] of children.items.entries()) {
       if (problems.full || steps.length > MAX_STEPS) break;

@@ -1,6 +1,7 @@
 /**
  * What the sweeper and every agent poll read is served by an index on both stores, never by
- * reading all running jobs: the job an agent holds (by agent_id), the jobs of silent agents
+ * reading all running jobs: the job an agent holds (by agent_id, with its build's latest unblock
+ * from the partial index of unblocked jobs), the jobs of silent agents
  * (from the agents' heartbeat index), running jobs with a timeout (a partial index), and the
  * jobs a poll may dispatch (the partial dispatch index, one class at a time), the idle agents of a
  * higher priority a poll leaves jobs to (a partial index of agents with a priority).
@@ -36,6 +37,13 @@ describeEachDatabase('sweeper and agent poll query plans', (ctx) => {
   it('finds the job an agent holds by its agent_id index', async () => {
     const text = await plan(jobs().heldByQuery(crypto.randomUUID()).query);
     expect(text).toMatch(/jobs_agent_id_index/);
+  });
+
+  it("reads the build's latest unblock for the job's environment from the partial index of unblocked jobs, never the build's jobs", async () => {
+    const text = await plan(jobs().heldByQuery(crypto.randomUUID()).query);
+    // Twice: the unblocker's snapshot, and their id for their teams.
+    expect(text.match(/jobs_unblocked_index/g)).toHaveLength(2);
+    expect(text).not.toMatch(/jobs_build_id_position_index|SCAN jobs|Seq Scan/);
   });
 
   it('finds running jobs with a timeout, oldest start first, by the partial index and without a sort', async () => {
