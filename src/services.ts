@@ -329,7 +329,7 @@ export function createServices(o: ServiceOptions): Services {
       },
       teamIdsOf: (id) => pipelines.teamIdsOf(id),
       previousFinishedState: (b) => builds.previousFinishedState(b),
-      creatorTeamsOf: async (b) => (b.creator ? orgs.teamSlugsOf(b.creator.id, b.organizationId) : []),
+      teamSlugsOf: (userId, organizationId) => orgs.teamSlugsOf(userId, organizationId),
     },
     notificationServices,
     {

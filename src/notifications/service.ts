@@ -160,8 +160,8 @@ export class NotificationService {
     private readonly sources: PayloadSources & {
       teamIdsOf(pipelineId: string): Promise<string[]>;
       previousFinishedState(b: Build): Promise<string | null>;
-      /** The slugs of the teams of the build's organization its creator is a member of. */
-      creatorTeamsOf(b: Build): Promise<string[]>;
+      /** The slugs of the teams of the organization the user is a member of. */
+      teamSlugsOf(userId: string, organizationId: string): Promise<string[]>;
     },
     private readonly services: ServiceDirectory,
     private readonly providers: Record<string, Provider>,
@@ -243,7 +243,8 @@ export class NotificationService {
       buildStateAtEvent: t.kind === 'build' ? (t.blocked && t.toState === 'passed' ? 'blocked' : t.toState) : null,
       jobStateAtEvent: t.kind === 'job' ? t.toState : null,
       stepMoment: rendered.job ? stepMomentOf(name, rendered.job, rendered.jobs) : null,
-      creatorTeams: rendered.build?.creator && namesCreatorTeams(rendered) ? await this.sources.creatorTeamsOf(rendered.build) : [],
+      creatorTeams:
+        rendered.build?.creator && namesCreatorTeams(rendered) ? await this.sources.teamSlugsOf(rendered.build.creator.id, rendered.build.organizationId) : [],
     };
     const out: PlannedDelivery[] = [];
     for (const s of services) {

@@ -166,6 +166,13 @@ export class SuiteRepository {
 
   /** Whether one of the user's teams may edit the suite (an `edit` grant; `read` grants only see it). */
   async isEditableBy(suiteId: string, userId: string): Promise<boolean> {
-    return Boolean(await this.teamGrant(userId).where({ 'st.suite_id': suiteId, 'st.access_level': 'edit' }).first());
+    return (await this.editableAmong([suiteId], userId)).size > 0;
+  }
+
+  /** Which of these suites one of the user's teams has `edit` on. */
+  async editableAmong(suiteIds: string[], userId: string): Promise<Set<string>> {
+    if (!suiteIds.length) return new Set();
+    const rows: { suite_id: string }[] = await this.teamGrant(userId).whereIn('st.suite_id', suiteIds).andWhere('st.access_level', 'edit');
+    return new Set(rows.map((r) => r.suite_id));
   }
 }

@@ -64,14 +64,15 @@ export class UploadService {
    * claims that suite's policy grants `write_uploads`. Every refusal is the same 401.
    */
   private async authenticateOidc(token: string): Promise<Uploader> {
+    const refused = new SuiteTokenError('an OIDC token the suite’s OIDC policy does not allow to upload');
     const claims = this.oidc.verify(token, Math.floor(clock.nowMs() / 1000));
-    const audiences = claims ? [claims.aud].flat().filter((a): a is string => typeof a === 'string') : [];
-    for (const audience of audiences) {
-      const slugs = suiteOfUrl(this.publicUrl, audience);
+    if (!claims) throw refused;
+    for (const audience of [claims.aud].flat()) {
+      const slugs = typeof audience === 'string' ? suiteOfUrl(this.publicUrl, audience) : null;
       const found = slugs && (await this.suites.findBySlugs(slugs.orgSlug, slugs.suiteSlug));
-      if (found && claims && grantedScopes(found.suite.oidcPolicy, claims, this.oidc.issuer)?.includes(UPLOAD_SCOPE)) return found;
+      if (found && grantedScopes(found.suite.oidcPolicy, claims, this.oidc.issuer)?.includes(UPLOAD_SCOPE)) return found;
     }
-    throw new SuiteTokenError('an OIDC token the suite’s OIDC policy does not allow to upload');
+    throw refused;
   }
 
   /** A JSON body: shaped by the spec but for its results, which are checked here one by one. */

@@ -13,7 +13,20 @@ export type ConcurrencyMethod = 'ordered' | 'eager';
 /** One step a step waits for (`depends_on`): a command step's or a group's key, and whether its failure lets the step run. */
 export type StepDependency = { step: string; allow_failure: boolean };
 
-export type ScriptStep = {
+/** What a step written in a group step keeps of that group (each of the group's steps the same). */
+export type InGroup = {
+  /** The key of the group step it was written in, if that group has one. */
+  group_key?: string;
+  /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
+  group_index?: number;
+  /**
+   * The label of the group step it was written in, if that group has one: its jobs'
+   * `BUILDKITE_GROUP_LABEL`. Not shown by the API (src/pipelines/serialize.ts, stepJson).
+   */
+  group_label?: string;
+};
+
+export type ScriptStep = InGroup & {
   type: 'script';
   name: string | null;
   command: string | null;
@@ -30,15 +43,6 @@ export type ScriptStep = {
   concurrency_method?: ConcurrencyMethod;
   parallelism: number | null;
   key: string | null;
-  /** The key of the group step it was written in, if that group has one. */
-  group_key?: string;
-  /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
-  group_index?: number;
-  /**
-   * The label of the group step it was written in, if that group has one: its jobs'
-   * `BUILDKITE_GROUP_LABEL`. Not shown by the API (src/pipelines/serialize.ts, stepJson).
-   */
-  group_label?: string;
   soft_fail: boolean | { exit_status: ExitStatus }[];
   retry: StepRetry | null;
   /** Dispatch priority of the step's jobs (the step's own, else the pipeline's top-level one). */
@@ -102,20 +106,11 @@ export type AutomaticRetry = { exit_status: ExitStatus | number[]; limit: number
 /** `retry.manual`: whether the retry button is allowed (with the reason when it is not), also for passed jobs. */
 export type ManualRetry = { allowed: boolean; reason: string | null; permit_on_passed: boolean };
 export type StepRetry = { automatic: AutomaticRetry[]; manual?: ManualRetry };
-export type WaiterStep = {
+export type WaiterStep = InGroup & {
   type: 'waiter';
   continue_on_failure: boolean;
   /** Its branch filter, when written: on other branches the wait is no barrier (its job is `broken`). */
   branch_configuration?: string;
-  /** The key of the group step it was written in, if that group has one. */
-  group_key?: string;
-  /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
-  group_index?: number;
-  /**
-   * The label of the group step it was written in, if that group has one: its jobs'
-   * `BUILDKITE_GROUP_LABEL`. Not shown by the API (src/pipelines/serialize.ts, stepJson).
-   */
-  group_label?: string;
   if?: string;
   /** Its key, when written: what a step's `depends_on` names. */
   key?: string;
@@ -137,7 +132,7 @@ export type ManualField = {
 };
 /** The state a build shows while this step blocks it (the docs' `blocked_state`; absent: `passed`). */
 export type BlockedState = 'passed' | 'failed' | 'running';
-export type ManualStep = {
+export type ManualStep = InGroup & {
   type: 'manual';
   label: string;
   /** An input step: it holds its build from finishing, not the steps around it (block steps do both). */
@@ -151,22 +146,13 @@ export type ManualStep = {
   /** Who may unblock it, when written: members of these teams (slugs or ids) only, instead of who may build. */
   allowed_teams?: string[];
   branch_configuration: string | null;
-  /** The key of the group step it was written in, if that group has one. */
-  group_key?: string;
-  /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
-  group_index?: number;
-  /**
-   * The label of the group step it was written in, if that group has one: its jobs'
-   * `BUILDKITE_GROUP_LABEL`. Not shown by the API (src/pipelines/serialize.ts, stepJson).
-   */
-  group_label?: string;
   if?: string;
   /** Its key, when written: what `depends_on` names. */
   key?: string;
   depends_on?: StepDependency[];
   allow_dependency_failure?: boolean;
 };
-export type TriggerStep = {
+export type TriggerStep = InGroup & {
   type: 'trigger';
   name: string | null;
   trigger_project_slug: string;
@@ -179,15 +165,6 @@ export type TriggerStep = {
   trigger_meta_data?: Record<string, string>;
   trigger_async: boolean;
   branch_configuration: string | null;
-  /** The key of the group step it was written in, if that group has one. */
-  group_key?: string;
-  /** Written in a group step: where that group is in the configuration's `steps` (its steps share it). */
-  group_index?: number;
-  /**
-   * The label of the group step it was written in, if that group has one: its jobs'
-   * `BUILDKITE_GROUP_LABEL`. Not shown by the API (src/pipelines/serialize.ts, stepJson).
-   */
-  group_label?: string;
   if?: string;
   /** Its key, when written: its job's `step_key`, what `depends_on` names. */
   key?: string;
